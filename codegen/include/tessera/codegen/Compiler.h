@@ -1,0 +1,61 @@
+// The codegen entry point: tile IR in, a compiled artifact plus every
+// intermediate stage out. No LLVM header appears here; LLVM objects stay
+// behind the artifact's opaque owner handle.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tessera/codegen/Target.h"
+#include "tessera/ir/IR.h"
+
+namespace tessera::codegen {
+
+struct CompileOptions {
+  int optLevel = 3;        // LLVM optimisation level 0..3
+  bool dumpAssembly = false;  // also produce host assembly eagerly (otherwise on demand)
+  /// Host ISA override for the CPU target: "" = detect at run time,
+  /// "avx512" or "avx2" to force one (used by tests and benchmarks).
+  std::string cpuIsa;
+};
+
+/// The stages a compile produces, in pipeline order. Tile IR is captured
+/// after every pass ("tile-ir:<pass>"); the last capture is the final IR.
+struct StageDumps {
+  std::vector<std::pair<std::string, std::string>> tileIR;  // (pass name, IR text)
+  std::string llvm;      // LLVM IR as first emitted
+  std::string llvmOpt;   // after LLVM's optimisation pipeline
+  std::string assembly;  // host assembly / PTX / AMDGCN (may be filled on demand)
+  std::map<std::string, std::string> extra;  // target-specific stages (sass, resources, ...)
+};
+
+/// Entry point of a CPU kernel: runs the programs with linear ids
+/// [begin, end) of a grid {gx, gy, gz}; x varies fastest. `args[i]` points
+/// at the i-th argument's value (a device pointer or a scalar), exactly as
+/// CUDA's kernelParams.
+using CpuEntryFn = void (*)(void* const* args, int64_t begin, int64_t end, const int32_t* grid);
+
+struct Artifact {
+  Target target;
+  std::string kernelName;
+  StageDumps dumps;
+  CpuEntryFn cpuEntry = nullptr;
+  /// Keeps the JIT (or other owner of the code) alive while the artifact lives.
+  std::shared_ptr<void> owner;
+  /// Produces the assembly stage on demand for artifacts compiled without it.
+  std::string assembly() const;
+};
+
+/// Compiles a verified kernel for `target`. Throws VerifyError, CompileError,
+/// ResourceError or DeviceError (toolchain missing) with actionable messages.
+std::shared_ptr<Artifact> compile(const ir::Function& kernel, const Target& target,
+                                  const CompileOptions& opts = {});
+
+/// The host's vector ISA as detected at run time: "avx512", "avx2" or "sse2".
+std::string hostIsa();
+
+}  // namespace tessera::codegen

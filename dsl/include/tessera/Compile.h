@@ -1,0 +1,76 @@
+// Compiling and launching kernels: the one API that ties the DSL, the
+// compiler and the runtime together.
+//
+//   auto k = tessera::compile(softmax(1024), tessera::Device::cpu());
+//   k.launch({rows}, out, in, cols);
+//   std::cout << k.dump(tessera::Stage::LLVMOptimized);
+//
+// Compiles are cached in memory, keyed by a hash of the IR text, the target
+// and the options; concurrent compiles of one kernel compile it once.
+// With TESSERA_DUMP_DIR=<dir> every compile writes each stage to
+// <dir>/<kernel>.<target>.<stage>.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tessera/Kernel.h"
+#include "tessera/codegen/Compiler.h"
+#include "tessera/runtime/Runtime.h"
+
+namespace tessera {
+
+using Device = rt::Device;
+using Buffer = rt::Buffer;
+using Dim3 = rt::Dim3;
+using LaunchOptions = rt::LaunchOptions;
+using CompileOptions = codegen::CompileOptions;
+using Target = codegen::Target;
+
+enum class Stage {
+  TileIR,         // tile IR after the last pass
+  TileIRPasses,   // tile IR after every pass, headed by the pass name
+  LLVM,           // LLVM IR as emitted
+  LLVMOptimized,  // LLVM IR after optimisation
+  Assembly,       // host assembly (PTX / AMDGCN for GPU targets)
+};
+const char* name(Stage s);
+/// Parses "tile-ir", "tile-ir-passes", "llvm", "llvm-opt", "asm".
+Stage parseStage(const std::string& s);
+
+class CompiledKernel {
+ public:
+  CompiledKernel() = default;
+  /// Launches on a grid of programs, e.g. k.launch({rows}, out, in, cols).
+  template <typename... A>
+  void launch(Dim3 grid, const A&... args) const {
+    launchWith(grid, {rt::Arg(args)...}, {});
+  }
+  void launchWith(Dim3 grid, const std::vector<rt::Arg>& args, const LaunchOptions& opts) const;
+  /// The text of one stage; never launches anything.
+  std::string dump(Stage s) const;
+  const rt::KernelSignature& signature() const;
+  const codegen::Artifact& artifact() const;
+  bool launchable() const;
+
+  struct State;
+  explicit CompiledKernel(std::shared_ptr<State> s) : state_(std::move(s)) {}
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+/// Compiles for a device and loads the result so it can be launched.
+CompiledKernel compile(const Kernel& k, const Device& dev, const CompileOptions& opts = {});
+/// Compiles for a target without loading it (inspection: dumps only).
+CompiledKernel compile(const Kernel& k, const Target& target, const CompileOptions& opts = {});
+
+/// Statistics of the in-memory compile cache (for tests and benchmarks).
+struct CacheStats {
+  uint64_t hits = 0, misses = 0;
+};
+CacheStats cacheStats();
+void clearCache();
+
+}  // namespace tessera

@@ -1,0 +1,33 @@
+// A kernel as the user holds it: the traced (or parsed) tile IR, immutable
+// once built. Produced by tessera::kernel(...) (dsl/DSL.h) or parseKernel().
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "tessera/ir/IR.h"
+
+namespace tessera {
+
+class Kernel {
+ public:
+  Kernel() = default;
+  explicit Kernel(std::shared_ptr<const ir::Function> f) : fn_(std::move(f)) {}
+  bool valid() const { return fn_ != nullptr; }
+  const ir::Function& ir() const;
+  const std::string& name() const { return ir().name(); }
+  /// The kernel's tile IR in its textual form (as traced, before passes).
+  std::string text() const;
+  const std::shared_ptr<const ir::Function>& shared() const { return fn_; }
+
+ private:
+  std::shared_ptr<const ir::Function> fn_;
+};
+
+/// Parses textual tile IR holding exactly one kernel (or picks `name` among
+/// several) and verifies it. Throws ParseError / VerifyError.
+Kernel parseKernel(std::string_view text, const std::string& bufferName = "<input>",
+                   const std::string& name = {});
+
+}  // namespace tessera

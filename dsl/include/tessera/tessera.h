@@ -1,0 +1,7 @@
+// Umbrella header: everything a kernel author needs.
+#pragma once
+
+#include "tessera/Compile.h"
+#include "tessera/Kernel.h"
+#include "tessera/dsl/DSL.h"
+#include "tessera/support/Error.h"

@@ -1,0 +1,18 @@
+#include "registry.h"
+
+namespace tessera::examples {
+
+const std::vector<Example>& all() {
+  static const std::vector<Example> list = {
+      vectorAddExample(), biasGeluExample(), softmaxExample(), layernormExample(), rmsnormExample(),
+  };
+  return list;
+}
+
+const Example* find(const std::string& name) {
+  for (const auto& e : all())
+    if (e.name == name) return &e;
+  return nullptr;
+}
+
+}  // namespace tessera::examples

@@ -1,0 +1,74 @@
+// Builder: creates ops at an insertion point, inferring result types.
+//
+// The builder checks nothing beyond what it needs to infer a type; the
+// Verifier is the single place that decides whether IR is well formed. The
+// DSL validates user input before it calls the builder, so user mistakes get
+// DslError with the user's line, not a verifier message.
+#pragma once
+
+#include <functional>
+
+#include "tessera/ir/IR.h"
+
+namespace tessera::ir {
+
+class Builder {
+ public:
+  explicit Builder(Block* block = nullptr) : block_(block) {}
+  void setInsertionPointToEnd(Block* b) { block_ = b; pos_.reset(); }
+  void setInsertionPoint(Block* b, size_t pos) { block_ = b; pos_ = pos; }
+  Block* block() const { return block_; }
+  void setLoc(Location loc) { loc_ = std::move(loc); }
+  const Location& loc() const { return loc_; }
+
+  /// Generic creation: every other method funnels through here.
+  Op* create(OpCode code, std::vector<Value*> operands, std::vector<Type> resultTypes,
+             std::map<std::string, Attr> attrs = {});
+
+  Value* programId(int axis);
+  Value* numPrograms(int axis);
+  Value* constant(Type t, double value);   // float-typed t
+  Value* constant(Type t, int64_t value);  // integer-typed t
+  Value* splat(Value* scalar, Shape shape);
+  Value* arange(int64_t start, int64_t end);
+  Value* broadcast(Value* v, Shape shape);
+  Value* expandDims(Value* v, int axis);
+  Value* reshape(Value* v, Shape shape);
+  Value* transpose(Value* v, std::vector<int64_t> perm);
+  Value* binary(OpCode code, Value* a, Value* b);  // Add..Pow
+  Value* unary(OpCode code, Value* a);              // Neg..Floor
+  Value* fma(Value* a, Value* b, Value* c);
+  Value* cmp(const std::string& pred, Value* a, Value* b);
+  Value* select(Value* c, Value* a, Value* b);
+  Value* cast(Value* v, DType to);
+  Value* ptrAdd(Value* p, Value* offsets);
+  Value* load(Value* ptr, Value* mask = nullptr, Value* other = nullptr);
+  void store(Value* ptr, Value* value, Value* mask = nullptr);
+  Value* atomic(OpCode code, Value* ptr, Value* value, Value* mask = nullptr);
+  Value* alloc(MemSpace space, DType elem, Shape shape);
+  Value* localLoad(Value* buffer);
+  void localStore(Value* buffer, Value* tile);
+  void copy(Value* dstBuffer, Value* srcPtrs, Value* mask = nullptr);
+  void barrier();
+  Value* reduce(const std::string& kind, Value* v, int axis);
+  Value* dot(Value* a, Value* b, Value* acc);
+  void yield(std::vector<Value*> values);
+  void ret();
+
+  /// Creates a `for` op and builds its body with `body(builder, iv, carried)`
+  /// which returns the values to yield. Returns the op's results.
+  std::vector<Value*> forLoop(
+      Value* lo, Value* hi, Value* step, std::vector<Value*> inits,
+      const std::function<std::vector<Value*>(Builder&, Value*, std::vector<Value*>)>& body);
+  /// Creates an `if` op with result types `types`.
+  std::vector<Value*> ifElse(Value* cond, std::vector<Type> types,
+                             const std::function<std::vector<Value*>(Builder&)>& thenBody,
+                             const std::function<std::vector<Value*>(Builder&)>& elseBody);
+
+ private:
+  Block* block_ = nullptr;
+  std::optional<size_t> pos_;
+  Location loc_;
+};
+
+}  // namespace tessera::ir

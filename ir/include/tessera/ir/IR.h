@@ -1,0 +1,284 @@
+// The Tessera tile IR: a closed set of operations on SSA values whose types
+// are scalars, pointers, tiles (static-shape tensors held in registers) and
+// buffers (tiles placed in shared or local memory).
+//
+// ============================== SEMANTICS ==================================
+// This block is the single definition of what a kernel means; every backend
+// (CPU, NVPTX, AMDGPU, the SIMT emulator) implements exactly this.
+//
+// Execution. A kernel is launched on a grid of up to 3 axes. Each grid point
+// is a *program*; `program_id(axis)` and `num_programs(axis)` are i32. Programs
+// run concurrently in an unspecified order; nothing orders the memory effects
+// of two programs except atomics. Within a program, ops take effect in
+// program order (a backend may spread one program over many GPU threads; it
+// must still honour this order, inserting barriers where needed).
+//
+// Tiles. A tile is a value: ops on tiles act elementwise unless stated. Binary
+// ops require operands of identical type; broadcasting is explicit in the IR
+// (`splat`, `broadcast`, `expand_dims`) and implicit only in the DSL. Tiles
+// are rank 1..3; element order for reshape is row-major.
+//
+// Integers are two's complement and are treated as signed by comparisons,
+// division, remainder, right shift (arithmetic) and widening casts.
+// add/sub/mul wrap modulo 2^n. div/rem truncate toward zero; division by zero
+// and INT_MIN / -1 give an unspecified value (never a trap). Shifts by an
+// amount >= the bit width give an unspecified value. i1 is a boolean: casts
+// from i1 give 0 or 1; casts to i1 test != 0.
+//
+// Floats follow IEEE 754 with round-to-nearest-even; no fast-math is assumed,
+// except that `reduce` may reassociate (its result may differ from a
+// sequential sum by reassociation rounding only). min/max return NaN if
+// either operand is NaN, and order -0 below +0. exp/log/tanh/erf etc. on f32
+// are accurate to the bounds documented in docs/semantics.md (a few ulp);
+// f16/bf16 math is computed in f32 and rounded. Float -> int casts saturate
+// to the integer range and map NaN to 0; int -> float rounds to nearest.
+//
+// Memory. A pointer carries a memory space: global (visible to all programs,
+// passed as kernel arguments), shared (one instance per program, visible to
+// all threads of that program), local (private to a program). `ptr_add`
+// offsets by *elements*, not bytes. `load(ptr, mask, other)` reads only the
+// lanes whose mask is true and yields `other` (default 0) elsewhere; masked-off
+// lanes never touch memory, so their pointers may be out of bounds. `store`
+// writes only masked-on lanes; if two lanes of one store write one address,
+// one of the values wins. Unmasked out-of-bounds accesses are undefined
+// behaviour (the emulator reports them). Atomics are relaxed, device scope,
+// and return the old value.
+//
+// Control flow. `for` runs its body for iv = lo, lo+step, ... while iv < hi
+// (step > 0; a non-positive step runs zero iterations), threading
+// loop-carried values through `yield`. `if` selects one region; both regions
+// yield values of the op's result types. Both are uniform across a program.
+// ===========================================================================
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "tessera/ir/Type.h"
+
+namespace tessera::ir {
+
+/// Where an op came from in the user's program.
+struct Location {
+  std::string file;
+  uint32_t line = 0;
+  uint32_t column = 0;
+  bool known() const { return !file.empty(); }
+  std::string str() const;  // "file:line:col" or "<unknown>"
+};
+
+// The closed set of operations. Keep in sync with opInfo() in IR.cpp.
+enum class OpCode : uint16_t {
+  // Grid.
+  ProgramId,    // () -> i32                                  {axis}
+  NumPrograms,  // () -> i32                                  {axis}
+  // Constants and tile construction.
+  Constant,     // () -> scalar or tile (all elements equal)  {value}
+  Splat,        // (scalar or pointer) -> tile                 result type gives the shape
+  Arange,       // () -> tile<Nxi32> with start..end-1        {start, end}
+  Broadcast,    // (tile) -> tile: size-1 dims stretched      result type gives the shape
+  ExpandDims,   // (tile) -> tile with a size-1 dim inserted  {axis}
+  Reshape,      // (tile) -> tile, same element count, row-major order
+  Transpose,    // (tile) -> tile                             {perm}
+  // Elementwise binary (operands and result of one type).
+  Add, Sub, Mul, Div, Rem, Min, Max,
+  And, Or, Xor, Shl, Shr,  // integers (and, or, xor also on i1)
+  Pow,                     // floats
+  // Elementwise unary.
+  Neg, Not, Abs, Exp, Exp2, Log, Log2, Sqrt, Rsqrt, Tanh, Erf, Floor,
+  // Others elementwise.
+  Fma,     // (a, b, c) -> a*b+c, single rounding, floats
+  Cmp,     // (a, b) -> i1 of the same shape              {pred: eq ne lt le gt ge}
+  Select,  // (cond i1, a, b) -> a where cond else b
+  Cast,    // (x) -> same shape, dtype from result type
+  PtrAdd,  // (ptr-like, integer offsets of the same shape) -> ptr-like
+  // Memory.
+  Load,       // (ptr [, mask [, other]]) -> value
+  Store,      // (ptr, value [, mask])
+  AtomicAdd,  // (ptr, value [, mask]) -> old value
+  AtomicMax,  // (ptr, value [, mask]) -> old value
+  Alloc,      // () -> buffer<space, shape x dtype>
+  LocalLoad,  // (buffer) -> tile
+  LocalStore, // (buffer, tile)
+  Copy,       // (buffer dst, ptr tile src [, mask]) : global -> buffer copy (async on GPUs)
+  Barrier,    // ()  all threads of the program; orders shared-memory effects
+  // Reductions and contractions.
+  Reduce,  // (tile) -> tile without `axis` (scalar from rank 1) {kind: sum max min argmax, axis}
+  Dot,     // (a MxK, b KxN, acc MxN) -> MxN
+  // Structured control flow.
+  For,     // (lo, hi, step, init...) -> results; region ^(iv, carried...)
+  If,      // (cond, ) -> results; regions then, else
+  Yield,   // terminator of For/If regions
+  Return,  // terminator of the kernel body
+};
+
+const char* opName(OpCode op);
+std::optional<OpCode> parseOpName(const std::string& s);
+bool isElementwise(OpCode op);  // binary, unary, fma, cmp, select, cast, ptr_add
+bool isTerminator(OpCode op);
+bool hasSideEffects(OpCode op);  // store, atomics, copy, local_store, barrier, control flow
+
+/// An attribute value: integer, float, string/identifier or integer list.
+using Attr = std::variant<int64_t, double, std::string, std::vector<int64_t>>;
+std::string attrStr(const Attr& a);
+
+class Op;
+class Block;
+class Region;
+class Function;
+
+/// An SSA value: the result of an op, or an argument of a block.
+class Value {
+ public:
+  Value(Type t, Op* def, Block* owner, unsigned index)
+      : type_(std::move(t)), def_(def), owner_(owner), index_(index) {}
+  const Type& type() const { return type_; }
+  void setType(Type t) { type_ = std::move(t); }
+  /// The defining op, or nullptr for block arguments.
+  Op* definingOp() const { return def_; }
+  /// For a block argument, its block; for a result, the block of its op.
+  Block* ownerBlock() const;
+  unsigned index() const { return index_; }
+  bool isBlockArg() const { return def_ == nullptr; }
+  /// An optional name hint (kernel argument names); the printer may use it.
+  std::string nameHint;
+
+ private:
+  Type type_;
+  Op* def_;
+  Block* owner_;
+  unsigned index_;
+};
+
+class Block {
+ public:
+  explicit Block(Region* parent = nullptr) : parent_(parent) {}
+  Value* addArgument(Type t);
+  const std::vector<std::unique_ptr<Value>>& args() const { return args_; }
+  Value* arg(unsigned i) const { return args_.at(i).get(); }
+  unsigned numArgs() const { return static_cast<unsigned>(args_.size()); }
+
+  std::vector<std::unique_ptr<Op>>& ops() { return ops_; }
+  const std::vector<std::unique_ptr<Op>>& ops() const { return ops_; }
+  Op* terminator() const { return ops_.empty() ? nullptr : ops_.back().get(); }
+  /// Appends an op, taking ownership; sets its parent.
+  Op* push(std::unique_ptr<Op> op);
+  /// Inserts before position `pos` (an index into ops()).
+  Op* insert(size_t pos, std::unique_ptr<Op> op);
+  Region* parent() const { return parent_; }
+  /// The op owning the region this block is in (nullptr for a kernel body).
+  Op* parentOp() const;
+
+ private:
+  Region* parent_;
+  std::vector<std::unique_ptr<Value>> args_;
+  std::vector<std::unique_ptr<Op>> ops_;
+};
+
+class Region {
+ public:
+  explicit Region(Op* parent) : parent_(parent), block_(this) {}
+  Block& block() { return block_; }
+  const Block& block() const { return block_; }
+  Op* parentOp() const { return parent_; }
+
+ private:
+  Op* parent_;
+  Block block_;
+};
+
+class Op {
+ public:
+  Op(OpCode code, std::vector<Value*> operands, const std::vector<Type>& resultTypes,
+     std::map<std::string, Attr> attrs, Location loc);
+  Op(const Op&) = delete;
+  Op& operator=(const Op&) = delete;
+
+  OpCode code() const { return code_; }
+  const char* name() const { return opName(code_); }
+  const Location& loc() const { return loc_; }
+
+  const std::vector<Value*>& operands() const { return operands_; }
+  Value* operand(unsigned i) const { return operands_.at(i); }
+  unsigned numOperands() const { return static_cast<unsigned>(operands_.size()); }
+  void setOperand(unsigned i, Value* v) { operands_.at(i) = v; }
+
+  const std::vector<std::unique_ptr<Value>>& results() const { return results_; }
+  Value* result(unsigned i = 0) const { return results_.at(i).get(); }
+  unsigned numResults() const { return static_cast<unsigned>(results_.size()); }
+
+  std::map<std::string, Attr>& attrs() { return attrs_; }
+  const std::map<std::string, Attr>& attrs() const { return attrs_; }
+  bool hasAttr(const std::string& k) const { return attrs_.count(k) != 0; }
+  /// Typed attribute access; an absent or mistyped attribute is an internal
+  /// error (the verifier checks user-facing cases first).
+  int64_t intAttr(const std::string& k) const;
+  double floatAttr(const std::string& k) const;
+  const std::string& strAttr(const std::string& k) const;
+  const std::vector<int64_t>& intsAttr(const std::string& k) const;
+
+  Region* addRegion();
+  const std::vector<std::unique_ptr<Region>>& regions() const { return regions_; }
+  Region& region(unsigned i) const { return *regions_.at(i); }
+  unsigned numRegions() const { return static_cast<unsigned>(regions_.size()); }
+
+  Block* parent() const { return parent_; }
+  void setParent(Block* b) { parent_ = b; }
+
+ private:
+  OpCode code_;
+  std::vector<Value*> operands_;
+  std::vector<std::unique_ptr<Value>> results_;
+  std::map<std::string, Attr> attrs_;
+  std::vector<std::unique_ptr<Region>> regions_;
+  Location loc_;
+  Block* parent_ = nullptr;
+};
+
+/// A kernel: a name, typed arguments (block arguments of the body) with
+/// optional per-argument attributes (e.g. {divisibility = 16}), and a body
+/// ending in `return`.
+class Function {
+ public:
+  Function(std::string name, Location loc) : name_(std::move(name)), loc_(std::move(loc)), body_(nullptr) {}
+  const std::string& name() const { return name_; }
+  const Location& loc() const { return loc_; }
+  Block& body() { return body_.block(); }
+  const Block& body() const { return body_.block(); }
+  Value* addArgument(Type t, std::string name = {});
+  unsigned numArgs() const { return body().numArgs(); }
+  Value* arg(unsigned i) const { return body().arg(i); }
+  std::vector<std::map<std::string, Attr>>& argAttrs() { return argAttrs_; }
+  const std::vector<std::map<std::string, Attr>>& argAttrs() const { return argAttrs_; }
+
+ private:
+  std::string name_;
+  Location loc_;
+  Region body_;
+  std::vector<std::map<std::string, Attr>> argAttrs_;
+};
+
+/// A parsed or traced translation unit: one or more kernels.
+struct Module {
+  std::vector<std::unique_ptr<Function>> functions;
+  Function* lookup(const std::string& name) const;
+};
+
+/// Visits every op in `b` and nested regions, pre-order.
+template <typename F>
+void walk(Block& b, F&& f) {
+  for (auto& op : b.ops()) {
+    f(*op);
+    for (auto& r : op->regions()) walk(r->block(), f);
+  }
+}
+
+/// Deep copy of a function (for passes that must not touch the original).
+std::unique_ptr<Function> clone(const Function& f);
+
+}  // namespace tessera::ir

@@ -1,0 +1,45 @@
+// Passes over the tile IR. One pass per file in ir/passes/; the pipeline is
+// linear and logged: after every pass the IR can be captured for dumps.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tessera/ir/IR.h"
+
+namespace tessera::ir {
+
+class Pass {
+ public:
+  virtual ~Pass() = default;
+  virtual const char* name() const = 0;  // e.g. "cse"
+  virtual void run(Function& f) = 0;
+};
+
+std::unique_ptr<Pass> createVerifyPass();
+std::unique_ptr<Pass> createDeadCodeEliminationPass();
+std::unique_ptr<Pass> createCSEPass();
+std::unique_ptr<Pass> createCanonicalizePass();  // fold trivial ops (x+0, splat of constant, ...)
+
+class PassManager {
+ public:
+  void add(std::unique_ptr<Pass> p) { passes_.push_back(std::move(p)); }
+  /// Called after every pass with its name and the function.
+  void setAfterPass(std::function<void(const std::string&, const Function&)> cb) { after_ = std::move(cb); }
+  /// Runs the passes in order, verifying after each one (a failure after a
+  /// pass is a compiler bug and raises InternalError naming the pass).
+  void run(Function& f);
+  const std::vector<std::unique_ptr<Pass>>& passes() const { return passes_; }
+
+ private:
+  std::vector<std::unique_ptr<Pass>> passes_;
+  std::function<void(const std::string&, const Function&)> after_;
+};
+
+/// The default tile-IR pipeline shared by every target (target-specific
+/// passes are appended by the codegen layer).
+void addDefaultPasses(PassManager& pm);
+
+}  // namespace tessera::ir

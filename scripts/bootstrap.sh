@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs, with apt-get, whatever Tessera needs that this Debian 12 machine
+# lacks. Idempotent: a machine that has everything installs nothing.
+set -euo pipefail
+
+pkgs=(cmake ninja-build ccache g++ llvm-22-dev llvm-22-tools lld-22 liblld-22-dev clang-22
+      libfmt-dev catch2 libboost-context-dev)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "bootstrap: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
