@@ -1,0 +1,248 @@
+// tessera::compile: the in-memory compile cache, stage dumps, and the bridge
+// from a compiled artifact to a runtime kernel.
+#include "tessera/Compile.h"
+
+#include <cctype>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+
+#include "tessera/ir/Printer.h"
+#include "tessera/support/Error.h"
+
+namespace tessera {
+
+const char* name(Stage s) {
+  switch (s) {
+    case Stage::TileIR: return "tile-ir";
+    case Stage::TileIRPasses: return "tile-ir-passes";
+    case Stage::LLVM: return "llvm";
+    case Stage::LLVMOptimized: return "llvm-opt";
+    case Stage::Assembly: return "asm";
+  }
+  return "?";
+}
+
+Stage parseStage(const std::string& s) {
+  for (Stage st : {Stage::TileIR, Stage::TileIRPasses, Stage::LLVM, Stage::LLVMOptimized, Stage::Assembly})
+    if (s == name(st)) return st;
+  throw Error("unknown stage '" + s + "' (expected tile-ir, tile-ir-passes, llvm, llvm-opt or asm)");
+}
+
+struct CompiledKernel::State {
+  std::shared_ptr<codegen::Artifact> artifact;
+  rt::KernelSignature signature;
+  rt::Kernel kernel;  // empty when compiled for inspection only
+  bool loaded = false;
+};
+
+namespace {
+
+rt::KernelSignature signatureOf(const ir::Function& f) {
+  rt::KernelSignature sig;
+  sig.kernelName = f.name();
+  for (unsigned i = 0; i < f.numArgs(); ++i) {
+    const ir::Value* a = f.arg(i);
+    rt::ArgSpec spec;
+    spec.kind = a->type().isPointer() ? rt::ArgSpec::Kind::Pointer : rt::ArgSpec::Kind::Scalar;
+    spec.dtype = a->type().dtype();
+    spec.name = a->nameHint.empty() ? "arg" + std::to_string(i) : a->nameHint;
+    sig.args.push_back(std::move(spec));
+  }
+  return sig;
+}
+
+std::string optionsKey(const CompileOptions& o) {
+  return "O" + std::to_string(o.optLevel) + ";isa=" + o.cpuIsa;
+}
+
+// The IR text of a kernel is needed for the cache key; printing it costs
+// more than a cache hit may, so it is computed once per traced kernel.
+class TextMemo {
+ public:
+  const std::string& text(const Kernel& k) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = memo_.find(k.shared().get());
+    if (it != memo_.end() && !it->second.first.expired()) return it->second.second;
+    if (memo_.size() > 4096) memo_.clear();  // bound memory; entries are recomputable
+    auto& slot = memo_[k.shared().get()];
+    slot = {k.shared(), ir::print(k.ir())};
+    return slot.second;
+  }
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<const ir::Function*, std::pair<std::weak_ptr<const ir::Function>, std::string>> memo_;
+};
+
+struct Cache {
+  std::mutex mu;
+  std::unordered_map<std::string, std::shared_future<std::shared_ptr<codegen::Artifact>>> entries;
+  CacheStats stats;
+};
+
+Cache& cache() {
+  static Cache* c = new Cache();  // never destroyed: JIT code may outlive static destructors
+  return *c;
+}
+TextMemo& textMemo() {
+  static TextMemo* m = new TextMemo();
+  return *m;
+}
+
+std::string sanitize(std::string s) {
+  for (char& c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.')) c = '_';
+  return s;
+}
+
+void writeDumps(const codegen::Artifact& a, const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw Error("TESSERA_DUMP_DIR: cannot create '" + dir + "': " + ec.message());
+  std::string stem = dir + "/" + sanitize(a.kernelName) + "." + sanitize(a.target.str());
+  auto put = [&](const std::string& suffix, const std::string& text) {
+    std::ofstream out(stem + "." + suffix);
+    if (!out) throw Error("TESSERA_DUMP_DIR: cannot write '" + stem + "." + suffix + "'");
+    out << text;
+  };
+  int i = 0;
+  for (const auto& [pass, text] : a.dumps.tileIR) {
+    char idx[8];
+    std::snprintf(idx, sizeof idx, "%02d", i++);
+    put(std::string("tile-ir.") + idx + "." + sanitize(pass) + ".tir", text);
+  }
+  put("llvm.ll", a.dumps.llvm);
+  put("llvm-opt.ll", a.dumps.llvmOpt);
+  put("asm.s", a.assembly());
+  for (const auto& [k, text] : a.dumps.extra) put(sanitize(k) + ".txt", text);
+}
+
+std::shared_ptr<codegen::Artifact> compileCached(const Kernel& k, const Target& target,
+                                                 const CompileOptions& opts) {
+  if (!k.valid()) throw Error("compile: the kernel is empty (default-constructed tessera::Kernel)");
+  const char* dumpDir = std::getenv("TESSERA_DUMP_DIR");
+  std::string key = target.str() + "|" + optionsKey(opts) + "|" + textMemo().text(k);
+
+  Cache& c = cache();
+  std::promise<std::shared_ptr<codegen::Artifact>> promise;
+  std::shared_future<std::shared_ptr<codegen::Artifact>> future;
+  bool owner = false;
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    // The map is keyed by the full key string: a hash collision can never
+    // hand back another kernel's code.
+    auto it = c.entries.find(key);
+    if (it != c.entries.end()) {
+      ++c.stats.hits;
+      future = it->second;
+    } else {
+      ++c.stats.misses;
+      future = promise.get_future().share();
+      c.entries.emplace(key, future);
+      owner = true;
+    }
+  }
+  if (owner) {
+    // Compile outside the lock; concurrent callers of the same key wait on
+    // the shared future, so the kernel compiles once.
+    try {
+      CompileOptions o = opts;
+      if (dumpDir && *dumpDir) o.dumpAssembly = true;
+      auto art = codegen::compile(k.ir(), target, o);
+      if (dumpDir && *dumpDir) writeDumps(*art, dumpDir);
+      promise.set_value(art);
+    } catch (...) {
+      promise.set_exception(std::current_exception());
+      std::lock_guard<std::mutex> lock(c.mu);
+      c.entries.erase(key);  // let a later call retry (e.g. after a toolchain is installed)
+    }
+  }
+  return future.get();
+}
+
+std::shared_ptr<CompiledKernel::State> makeState(const Kernel& k, std::shared_ptr<codegen::Artifact> art) {
+  auto st = std::make_shared<CompiledKernel::State>();
+  st->artifact = std::move(art);
+  st->signature = signatureOf(k.ir());
+  return st;
+}
+
+}  // namespace
+
+CompiledKernel compile(const Kernel& k, const Target& target, const CompileOptions& opts) {
+  return CompiledKernel(makeState(k, compileCached(k, target, opts)));
+}
+
+CompiledKernel compile(const Kernel& k, const Device& dev, const CompileOptions& opts) {
+  Target target;
+  switch (dev.kind()) {
+    case rt::DeviceKind::CPU: target = Target::cpu(); break;
+    default:
+      throw DeviceError(std::string("compile: devices of kind '") + rt::name(dev.kind()) +
+                        "' are not supported by this build yet");
+  }
+  auto st = makeState(k, compileCached(k, target, opts));
+  rt::Binary bin;
+  bin.format = rt::Binary::Format::HostFunction;
+  bin.signature = st->signature;
+  bin.hostEntry = st->artifact->cpuEntry;
+  bin.owner = st->artifact;
+  bin.symbol = st->artifact->kernelName;
+  st->kernel = dev.load(bin);
+  st->loaded = true;
+  return CompiledKernel(std::move(st));
+}
+
+void CompiledKernel::launchWith(Dim3 grid, const std::vector<rt::Arg>& args, const LaunchOptions& opts) const {
+  if (!state_) throw LaunchError("launch: this CompiledKernel is empty (default-constructed)");
+  if (!state_->loaded)
+    throw LaunchError("launch: kernel '" + state_->signature.kernelName + "' was compiled for target '" +
+                      state_->artifact->target.str() +
+                      "' for inspection only; compile it for a Device to launch it");
+  state_->kernel.launch(grid, args, opts);
+}
+
+std::string CompiledKernel::dump(Stage s) const {
+  if (!state_) throw Error("dump: this CompiledKernel is empty (default-constructed)");
+  const auto& d = state_->artifact->dumps;
+  switch (s) {
+    case Stage::TileIR: return d.tileIR.empty() ? std::string() : d.tileIR.back().second;
+    case Stage::TileIRPasses: {
+      std::string out;
+      for (const auto& [pass, text] : d.tileIR) out += "// ----- tile IR after " + pass + " ----- //\n" + text + "\n";
+      return out;
+    }
+    case Stage::LLVM: return d.llvm;
+    case Stage::LLVMOptimized: return d.llvmOpt;
+    case Stage::Assembly: return state_->artifact->assembly();
+  }
+  return {};
+}
+
+const rt::KernelSignature& CompiledKernel::signature() const {
+  if (!state_) throw Error("signature: this CompiledKernel is empty");
+  return state_->signature;
+}
+const codegen::Artifact& CompiledKernel::artifact() const {
+  if (!state_) throw Error("artifact: this CompiledKernel is empty");
+  return *state_->artifact;
+}
+bool CompiledKernel::launchable() const { return state_ && state_->loaded; }
+
+CacheStats cacheStats() {
+  std::lock_guard<std::mutex> lock(cache().mu);
+  return cache().stats;
+}
+void clearCache() {
+  std::lock_guard<std::mutex> lock(cache().mu);
+  cache().entries.clear();
+  cache().stats = {};
+}
+
+}  // namespace tessera
