@@ -1,0 +1,138 @@
+// tessera_bench: the spine's performance figures, measured against physical
+// limits taken in the same run. Run by hand, never as a timed test:
+//
+//   cmake --build build --target tessera_bench && build/bin/tessera_bench [--quick]
+//
+// Reports, each as median [min, max] over repetitions after warm-up:
+//   * a STREAM-style triad a[i] = b[i] + s*c[i] (plain C++, -O3 -march=native)
+//     with 1 and 2 threads: the bandwidth baseline;
+//   * vector_add, softmax, layernorm, rmsnorm on 4096x4096 f32 with 1 and 2
+//     threads, in GB/s counting one read and one write per element (vector
+//     add: two reads and one write), and as a fraction of the triad;
+//   * cold JIT compile latency per example (cache cleared) and a cache hit;
+//   * launch overhead of an empty kernel: 1 program, and 64 programs on 2 threads.
+// Every kernel's output is checked against a plain C++ reference first.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench_kernels.h"
+#include "registry.h"
+#include "tessera/tessera.h"
+
+namespace ts = tessera;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Stats {
+  double median, min, max;
+};
+
+Stats measure(int reps, const std::function<void()>& fn) {
+  std::vector<double> t;
+  fn();  // warm-up
+  for (int i = 0; i < reps; ++i) {
+    auto a = Clock::now();
+    fn();
+    t.push_back(std::chrono::duration<double>(Clock::now() - a).count());
+  }
+  std::sort(t.begin(), t.end());
+  return {t[t.size() / 2], t.front(), t.back()};
+}
+
+// The baseline: a[i] = b[i] + s*c[i] over n floats on `threads` threads, 12
+// bytes moved per element.
+__attribute__((noinline)) void triadChunk(float* a, const float* b, const float* c, float s, size_t lo,
+                                          size_t hi) {
+  for (size_t i = lo; i < hi; ++i) a[i] = b[i] + s * c[i];
+}
+
+Stats triad(size_t n, unsigned threads, int reps) {
+  std::vector<float> a(n), b(n, 1.0f), c(n, 2.0f);
+  auto run = [&] {
+    ts::rt::parallelFor(static_cast<int64_t>(threads), threads, [&](int64_t lo, int64_t hi) {
+      for (int64_t t = lo; t < hi; ++t)
+        triadChunk(a.data(), b.data(), c.data(), 3.0f, n * t / threads, n * (t + 1) / threads);
+    });
+  };
+  Stats s = measure(reps, run);
+  if (a[n / 2] != 7.0f) std::printf("triad: wrong result\n");
+  return s;
+}
+
+double gbps(double bytes, double seconds) { return bytes / seconds / 1e9; }
+
+void printRow(const char* what, unsigned threads, double bytes, Stats s, double triadGBs) {
+  double med = gbps(bytes, s.median), lo = gbps(bytes, s.max), hi = gbps(bytes, s.min);
+  std::printf("  %-12s %uT  %7.2f ms  %6.1f GB/s [%5.1f, %5.1f]  %5.1f%% of triad\n", what, threads,
+              s.median * 1e3, med, lo, hi, 100.0 * med / triadGBs);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  const int reps = quick ? 5 : 15;
+  auto dev = ts::Device::cpu();
+  std::printf("device: %s, host ISA %s\n", dev.name().c_str(), ts::codegen::hostIsa().c_str());
+
+  // ---- bandwidth ----------------------------------------------------------
+  const size_t triadN = size_t{64} << 20;  // 64 Mi floats per array (768 MiB moved)
+  const int64_t rows = 4096, cols = 4096;
+  std::printf("\nmemory-bound kernels, %lldx%lld f32 (median [min, max] of %d)\n", (long long)rows,
+              (long long)cols, reps);
+  for (unsigned threads : {1u, 2u}) {
+    Stats t = triad(triadN, threads, reps);
+    double triadGBs = gbps(12.0 * triadN, t.median);
+    std::printf("  %-12s %uT  %7.2f ms  %6.1f GB/s [%5.1f, %5.1f]\n", "triad", threads, t.median * 1e3,
+                triadGBs, gbps(12.0 * triadN, t.max), gbps(12.0 * triadN, t.min));
+    for (const auto& k : tessera::bench::memoryBoundKernels()) {
+      auto setup = k.setup(dev, rows, cols);
+      ts::LaunchOptions lo;
+      lo.threads = threads;
+      setup.launch(lo);
+      if (!setup.check()) {
+        std::printf("  %-12s MISMATCH against the reference; not timed\n", k.name.c_str());
+        continue;
+      }
+      Stats s = measure(reps, [&] { setup.launch(lo); });
+      printRow(k.name.c_str(), threads, setup.bytes, s, triadGBs);
+    }
+  }
+
+  // ---- compile latency ----------------------------------------------------
+  std::printf("\nJIT compile latency, cold (cache cleared), median [min, max] of %d\n", reps);
+  for (const auto& ex : ts::examples::all()) {
+    ts::Kernel k = ex.kernel();
+    Stats cold = measure(reps, [&] {
+      ts::clearCache();
+      ts::compile(k, dev);
+    });
+    Stats hit = measure(reps * 20, [&] { ts::compile(k, dev); });
+    std::printf("  %-12s cold %6.2f ms [%6.2f, %6.2f]   cache hit %6.2f us [%6.2f, %6.2f]\n", ex.name.c_str(),
+                cold.median * 1e3, cold.min * 1e3, cold.max * 1e3, hit.median * 1e6, hit.min * 1e6,
+                hit.max * 1e6);
+  }
+
+  // ---- launch overhead ----------------------------------------------------
+  std::printf("\nlaunch overhead of an empty kernel, median [min, max] of 2000\n");
+  {
+    auto k = ts::compile(tessera::bench::emptyKernel(), dev);
+    auto buf = dev.alloc(ts::DType::F32, 1);
+    for (auto [programs, threads] : {std::pair{1u, 1u}, std::pair{64u, 2u}, std::pair{64u, 1u}}) {
+      ts::LaunchOptions lo;
+      lo.threads = threads;
+      Stats s = measure(2000, [&] { k.launchWith({programs}, {buf}, lo); });
+      std::printf("  %3u programs on %u thread(s): %6.2f us [%6.2f, %6.2f]\n", programs, threads, s.median * 1e6,
+                  s.min * 1e6, s.max * 1e6);
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,124 @@
+#include "cpu/CpuJIT.h"
+
+#include <atomic>
+#include <mutex>
+
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Transforms/Utils/Cloning.h>
+
+#include "shared/LLVMSupport.h"
+
+namespace tessera::codegen::cpu {
+
+namespace {
+llvm::CodeGenOptLevel cgLevel(int optLevel) {
+  switch (optLevel) {
+    case 0: return llvm::CodeGenOptLevel::None;
+    case 1: return llvm::CodeGenOptLevel::Less;
+    case 2: return llvm::CodeGenOptLevel::Default;
+    default: return llvm::CodeGenOptLevel::Aggressive;
+  }
+}
+
+// One JIT for the process: creating an LLJIT costs milliseconds, a
+// JITDylib per kernel almost nothing. Never destroyed, so artifacts that
+// outlive static destruction can still release their dylibs safely.
+llvm::orc::LLJIT& sharedJit() {
+  static llvm::orc::LLJIT* jit = [] {
+    initLLVM();
+    auto jtmb = check<InternalError>(llvm::orc::JITTargetMachineBuilder::detectHost(), "detecting the host for the JIT");
+    jtmb.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+    // Concurrent compilation: compiles may come from several threads at
+    // once; this makes the JIT use one TargetMachine per compile.
+    auto j = check<InternalError>(llvm::orc::LLJITBuilder()
+                                      .setJITTargetMachineBuilder(std::move(jtmb))
+                                      .setSupportConcurrentCompilation(true)
+                                      .create(),
+                                  "creating the JIT");
+    return j.release();
+  }();
+  return *jit;
+}
+
+struct JitOwner {
+  llvm::orc::JITDylib* jd = nullptr;
+  ~JitOwner() {
+    if (!jd) return;
+    // Frees the kernel's code; a failure here cannot be reported (this runs
+    // in a destructor) and only leaks memory.
+    llvm::consumeError(sharedJit().getExecutionSession().removeJITDylib(*jd));
+  }
+};
+}  // namespace
+
+std::unique_ptr<llvm::TargetMachine> createTargetMachine(const CpuTargetInfo& t, int optLevel) {
+  initLLVM();
+  llvm::Triple triple(t.triple);
+  std::string err;
+  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, err);
+  if (!target) throw InternalError("no LLVM target for host triple " + t.triple + ": " + err);
+  llvm::TargetOptions to;
+  std::unique_ptr<llvm::TargetMachine> tm(
+      target->createTargetMachine(triple, t.cpu, t.features, to, llvm::Reloc::PIC_, std::nullopt, cgLevel(optLevel)));
+  if (!tm) throw InternalError("cannot create a TargetMachine for " + t.triple + " / " + t.cpu);
+  return tm;
+}
+
+void optimizeModule(llvm::Module& m, llvm::TargetMachine& tm, int optLevel) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PipelineTuningOptions pto;
+  pto.LoopVectorization = optLevel >= 2;
+  pto.SLPVectorization = optLevel >= 2;
+  llvm::PassBuilder pb(&tm, pto);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm;
+  switch (optLevel) {
+    case 0: mpm = pb.buildO0DefaultPipeline(llvm::OptimizationLevel::O0); break;
+    case 1: mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O1); break;
+    case 2: mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2); break;
+    default: mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3); break;
+  }
+  mpm.run(m, mam);
+}
+
+std::string emitAssembly(const llvm::Module& m, llvm::TargetMachine& tm) {
+  std::unique_ptr<llvm::Module> copy = llvm::CloneModule(m);
+  llvm::SmallString<0> buf;
+  llvm::raw_svector_ostream os(buf);
+  llvm::legacy::PassManager pm;
+  if (tm.addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
+    throw InternalError("the host TargetMachine cannot emit assembly");
+  pm.run(*copy);
+  return std::string(buf.str());
+}
+
+JitResult jitModule(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llvm::Module> m,
+                    const std::string& entryName) {
+  static std::atomic<uint64_t> counter{0};
+  llvm::orc::LLJIT& jit = sharedJit();
+  auto owner = std::make_shared<JitOwner>();
+  std::string name = "tessera." + entryName + "." + std::to_string(counter++);
+  owner->jd = &check<InternalError>(jit.createJITDylib(name), "creating a JITDylib");
+  check(jit.addIRModule(*owner->jd, llvm::orc::ThreadSafeModule(std::move(m), std::move(ctx))),
+        "adding kernel to the JIT");
+  auto addr = check(jit.lookup(*owner->jd, entryName), "JIT-compiling " + entryName);
+  JitResult r;
+  r.entry = addr.toPtr<CpuEntryFn>();
+  r.owner = owner;
+  return r;
+}
+
+}  // namespace tessera::codegen::cpu

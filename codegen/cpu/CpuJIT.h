@@ -1,0 +1,37 @@
+// The process-wide ORC JIT for CPU kernels, and host code generation
+// (TargetMachine, optimisation pipeline, assembly text).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Target/TargetMachine.h>
+
+#include "shared/HostIsa.h"
+#include "tessera/codegen/Compiler.h"
+
+namespace tessera::codegen::cpu {
+
+/// A TargetMachine for `t` at LLVM optimisation level 0..3.
+std::unique_ptr<llvm::TargetMachine> createTargetMachine(const CpuTargetInfo& t, int optLevel);
+
+/// Runs LLVM's default new-pass-manager pipeline at `optLevel`.
+void optimizeModule(llvm::Module& m, llvm::TargetMachine& tm, int optLevel);
+
+/// Host assembly text of `m` (the module is left untouched: codegen runs on
+/// a clone).
+std::string emitAssembly(const llvm::Module& m, llvm::TargetMachine& tm);
+
+struct JitResult {
+  CpuEntryFn entry = nullptr;
+  std::shared_ptr<void> owner;  // removes the kernel's code when released
+};
+
+/// Adds the module to the shared JIT in a JITDylib of its own and looks up
+/// `entryName`. Thread-safe.
+JitResult jitModule(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llvm::Module> m,
+                    const std::string& entryName);
+
+}  // namespace tessera::codegen::cpu

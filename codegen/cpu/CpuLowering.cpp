@@ -1,0 +1,1162 @@
+// Tile IR -> LLVM IR for the host CPU.
+//
+// Representation. Scalars (rank-0 values, pointers) are LLVM scalars. A tile
+// is flattened row-major and processed in *chunks* of C lanes (C = the
+// largest power of two <= the ISA's lane count dividing the element count,
+// so no chunk is ever partial). A tile is either
+//   * fused: a pure op (elementwise, splat, arange, constant, broadcast,
+//     expand_dims, reshape) with a single use in its own block; it is never
+//     stored, its consumer's chunk loop computes it per chunk (recursively);
+//   * materialised: a 64-byte-aligned stack array (allocas only in the entry
+//     block), written by one chunk loop at the op's position.
+// Loads, reductions, dot, transpose, loop-carried and if results, and every
+// value with several uses or used in a nested region are materialised.
+//
+// Memory ops use the axis-info analysis: a pointer tile whose chunks are
+// runs of consecutive addresses becomes one (masked) vector load/store from
+// the chunk's first pointer, anything else a masked gather/scatter.
+#include "cpu/CpuLowering.h"
+
+#include <functional>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+
+#include "cpu/CpuMath.h"
+#include "shared/AxisInfo.h"
+#include "tessera/support/Error.h"
+
+namespace tessera::codegen::cpu {
+
+namespace {
+
+using ir::OpCode;
+
+int64_t numElems(const ir::Type& t) {
+  int64_t n = 1;
+  for (int64_t d : t.shape()) n *= d;
+  return n;
+}
+
+std::vector<int64_t> stridesOf(const ir::Shape& s) {
+  std::vector<int64_t> st(s.size(), 1);
+  for (int i = static_cast<int>(s.size()) - 2; i >= 0; --i) st[i] = st[i + 1] * s[i + 1];
+  return st;
+}
+
+bool isFusableDef(OpCode c) {
+  return ir::isElementwise(c) || c == OpCode::Splat || c == OpCode::Arange || c == OpCode::Constant ||
+         c == OpCode::Broadcast || c == OpCode::ExpandDims || c == OpCode::Reshape;
+}
+
+class Lowering {
+ public:
+  Lowering(const ir::Function& f, llvm::LLVMContext& ctx, llvm::Module& m, const CpuTargetInfo& t)
+      : fn_(f), ctx_(ctx), mod_(m), tgt_(t), axis_(f), b_(ctx) {}
+
+  void run(const std::string& entryName);
+
+ private:
+  // ---- types ----------------------------------------------------------
+  llvm::Type* scalarTy(DType d) {
+    switch (d) {
+      case DType::I1: return b_.getInt1Ty();
+      case DType::I8: return b_.getInt8Ty();
+      case DType::I16: return b_.getInt16Ty();
+      case DType::I32: return b_.getInt32Ty();
+      case DType::I64: return b_.getInt64Ty();
+      case DType::F16: return b_.getHalfTy();
+      case DType::BF16: return b_.getBFloatTy();
+      case DType::F32: return b_.getFloatTy();
+      case DType::F64: return b_.getDoubleTy();
+    }
+    TS_UNREACHABLE("dtype");
+  }
+  /// The in-register type of one element of `t` (pointer or scalar).
+  llvm::Type* elemTy(const ir::Type& t) {
+    if (t.isPointerLike()) return b_.getPtrTy();
+    return scalarTy(t.dtype());
+  }
+  /// The in-memory type of one element (i1 is a byte in memory).
+  llvm::Type* storageTy(const ir::Type& t) {
+    if (t.isPointerLike()) return b_.getPtrTy();
+    if (t.dtype() == DType::I1) return b_.getInt8Ty();
+    return scalarTy(t.dtype());
+  }
+  llvm::Type* memTy(DType d) { return d == DType::I1 ? b_.getInt8Ty() : scalarTy(d); }
+  llvm::VectorType* vec(llvm::Type* e, int64_t c) {
+    return llvm::FixedVectorType::get(e, static_cast<unsigned>(c));
+  }
+  llvm::Value* toStorage(llvm::Value* v, bool isBool) {
+    if (!isBool) return v;
+    llvm::Type* t = v->getType();
+    llvm::Type* i8 = t->isVectorTy() ? static_cast<llvm::Type*>(vec(b_.getInt8Ty(), llvm::cast<llvm::FixedVectorType>(t)->getNumElements()))
+                                     : b_.getInt8Ty();
+    return b_.CreateZExt(v, i8);
+  }
+  llvm::Value* fromStorage(llvm::Value* v, bool isBool) {
+    if (!isBool) return v;
+    return b_.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
+  }
+
+  int64_t chunkWidth(int64_t n) const {
+    int64_t c = tgt_.lanes;
+    while (c > 1 && n % c != 0) c /= 2;
+    return c;
+  }
+  llvm::Value* i64(int64_t v) { return b_.getInt64(static_cast<uint64_t>(v)); }
+
+  // ---- planning ---------------------------------------------------------
+  void plan();
+  bool broadcastFast(const ir::Op& bc, int64_t c) const;
+
+  // ---- structure ----------------------------------------------------------
+  llvm::Value* entryAlloca(llvm::Type* t, uint64_t align = 0) {
+    llvm::IRBuilder<> ab(allocaBlock_);
+    auto* a = ab.CreateAlloca(t);
+    if (align) a->setAlignment(llvm::Align(align));
+    return a;
+  }
+  llvm::Value* allocTile(const ir::Type& t) {
+    return entryAlloca(llvm::ArrayType::get(storageTy(t), static_cast<uint64_t>(numElems(t))), 64);
+  }
+  /// Emits `for (iv = lo; iv < hi; iv += step) body(iv)` over i64 constants
+  /// with at least one iteration (do-while form).
+  void constLoop(int64_t lo, int64_t hi, int64_t step, const std::function<void(llvm::Value*)>& body);
+  void chunkLoop(int64_t n, int64_t c, const std::function<void(llvm::Value*)>& body) {
+    if (n == c) return body(i64(0));
+    constLoop(0, n, c, body);
+  }
+
+  // ---- values ------------------------------------------------------------
+  llvm::Value* scalar(const ir::Value* v) {
+    auto it = scalars_.find(v);
+    TS_ASSERT(it != scalars_.end(), "cpu lowering: scalar used before definition");
+    return it->second;
+  }
+  llvm::Value* loadChunk(llvm::Value* arr, const ir::Type& t, llvm::Value* base, int64_t c);
+  void storeChunk(llvm::Value* arr, const ir::Type& t, llvm::Value* base, llvm::Value* v);
+  llvm::Value* emitChunk(const ir::Value* v, llvm::Value* base, int64_t c);
+  llvm::Value* emitDef(const ir::Op& op, llvm::Value* base, int64_t c);
+  llvm::Value* emitBroadcast(const ir::Op& op, llvm::Value* base, int64_t c);
+  llvm::Value* gatherFrom(const ir::Value* src, llvm::Value* idx, int64_t c);
+  llvm::Value* iotaI64(llvm::Value* base, int64_t c) {
+    std::vector<llvm::Constant*> lanes;
+    for (int64_t i = 0; i < c; ++i) lanes.push_back(b_.getInt64(static_cast<uint64_t>(i)));
+    return b_.CreateAdd(b_.CreateVectorSplat(static_cast<unsigned>(c), base), llvm::ConstantVector::get(lanes));
+  }
+  llvm::Value* iotaI32(int64_t c) {
+    std::vector<llvm::Constant*> lanes;
+    for (int64_t i = 0; i < c; ++i) lanes.push_back(b_.getInt32(static_cast<uint32_t>(i)));
+    return llvm::ConstantVector::get(lanes);
+  }
+  /// Writes tile `v` into the array `dst` (copy if materialised, else one
+  /// chunk loop).
+  void writeTile(llvm::Value* dst, const ir::Value* v);
+  void materialize(const ir::Value* v);
+
+  // ---- ops -------------------------------------------------------------
+  void emitBlock(const ir::Block& blk);
+  void emitOp(const ir::Op& op);
+  llvm::Value* elementwise(const ir::Op& op, std::vector<llvm::Value*> v);
+  llvm::Value* floatOp(const ir::Op& op, std::vector<llvm::Value*>& v);
+  llvm::Value* intOp(const ir::Op& op, std::vector<llvm::Value*>& v, DType dt);
+  llvm::Value* castValue(llvm::Value* x, DType from, DType to);
+  llvm::Value* constantOf(const ir::Op& op, llvm::Type* t);
+  void emitLoad(const ir::Op& op, llvm::Value* dstArr = nullptr);
+  void emitStore(const ir::Op& op);
+  void emitAtomic(const ir::Op& op);
+  void emitReduce(const ir::Op& op);
+  void emitDot(const ir::Op& op);
+  void emitFor(const ir::Op& op);
+  void emitIf(const ir::Op& op);
+  void emitYield(const ir::Op& op);
+  llvm::Value* atomicLane(const ir::Op& op, llvm::Value* p, llvm::Value* v);
+
+  const ir::Function& fn_;
+  llvm::LLVMContext& ctx_;
+  llvm::Module& mod_;
+  const CpuTargetInfo& tgt_;
+  AxisAnalysis axis_;
+  llvm::IRBuilder<> b_;
+  llvm::BasicBlock* allocaBlock_ = nullptr;
+  llvm::Value* pid_[3] = {};
+  llvm::Value* grid_[3] = {};
+
+  std::unordered_map<const ir::Value*, llvm::Value*> scalars_;
+  std::unordered_map<const ir::Value*, llvm::Value*> arrays_;
+  std::unordered_map<const ir::Value*, int> uses_;
+  std::unordered_map<const ir::Value*, const ir::Op*> user_;
+  std::unordered_set<const ir::Value*> fused_;
+
+  // Where a `yield` writes: one storage slot per yielded value, and whether
+  // the values must go through temporaries first (loops: the yielded values
+  // may read the very storage being overwritten).
+  struct YieldTarget {
+    std::vector<llvm::Value*> storage;
+    bool viaTemps;
+  };
+  std::vector<YieldTarget> yieldTargets_;
+};
+
+// ===================================================================== plan
+
+bool Lowering::broadcastFast(const ir::Op& bc, int64_t c) const {
+  const ir::Shape& r = bc.result()->type().shape();
+  const ir::Shape& s = bc.operand(0)->type().shape();
+  int64_t L = r.back();
+  return L % c == 0 && (s.back() == L || s.back() == 1);
+}
+
+void Lowering::plan() {
+  std::function<void(const ir::Block&)> count = [&](const ir::Block& blk) {
+    for (auto& op : blk.ops()) {
+      for (const ir::Value* v : op->operands()) {
+        uses_[v]++;
+        user_[v] = op.get();
+      }
+      for (auto& r : op->regions()) count(r->block());
+    }
+  };
+  count(fn_.body());
+  std::function<void(const ir::Block&)> decide = [&](const ir::Block& blk) {
+    for (auto& op : blk.ops()) {
+      for (auto& r : op->regions()) decide(r->block());
+      if (op->numResults() != 1 || !isFusableDef(op->code())) continue;
+      const ir::Value* v = op->result();
+      if (!v->type().isTile() || uses_[v] != 1) continue;
+      const ir::Op* u = user_[v];
+      if (u->parent() != op->parent()) continue;
+      // These consumers index their operands arbitrarily: they need arrays.
+      if (u->code() == OpCode::Dot && v != u->operand(2)) continue;
+      if (u->code() == OpCode::Transpose) continue;
+      if (u->code() == OpCode::Broadcast && !broadcastFast(*u, chunkWidth(numElems(u->result()->type()))))
+        continue;
+      fused_.insert(v);
+    }
+  };
+  decide(fn_.body());
+}
+
+// ================================================================ structure
+
+void Lowering::constLoop(int64_t lo, int64_t hi, int64_t step, const std::function<void(llvm::Value*)>& body) {
+  llvm::Function* f = b_.GetInsertBlock()->getParent();
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  auto* loop = llvm::BasicBlock::Create(ctx_, "chunk", f);
+  auto* exit = llvm::BasicBlock::Create(ctx_, "chunk.end", f);
+  b_.CreateBr(loop);
+  b_.SetInsertPoint(loop);
+  llvm::PHINode* iv = b_.CreatePHI(b_.getInt64Ty(), 2, "i");
+  iv->addIncoming(i64(lo), pre);
+  body(iv);
+  llvm::Value* next = b_.CreateAdd(iv, i64(step), "", /*HasNUW=*/true, /*HasNSW=*/true);
+  iv->addIncoming(next, b_.GetInsertBlock());
+  b_.CreateCondBr(b_.CreateICmpSLT(next, i64(hi)), loop, exit);
+  b_.SetInsertPoint(exit);
+}
+
+// =================================================================== values
+
+llvm::Value* Lowering::loadChunk(llvm::Value* arr, const ir::Type& t, llvm::Value* base, int64_t c) {
+  llvm::Type* st = storageTy(t);
+  llvm::Value* p = b_.CreateInBoundsGEP(st, arr, base);
+  auto align = llvm::Align(st->isPointerTy() ? 8 : st->getPrimitiveSizeInBits() / 8);
+  llvm::Value* v = b_.CreateAlignedLoad(vec(st, c), p, align);
+  return fromStorage(v, !t.isPointerLike() && t.dtype() == DType::I1);
+}
+
+void Lowering::storeChunk(llvm::Value* arr, const ir::Type& t, llvm::Value* base, llvm::Value* v) {
+  llvm::Type* st = storageTy(t);
+  llvm::Value* p = b_.CreateInBoundsGEP(st, arr, base);
+  auto align = llvm::Align(st->isPointerTy() ? 8 : st->getPrimitiveSizeInBits() / 8);
+  b_.CreateAlignedStore(toStorage(v, !t.isPointerLike() && t.dtype() == DType::I1), p, align);
+}
+
+llvm::Value* Lowering::emitChunk(const ir::Value* v, llvm::Value* base, int64_t c) {
+  auto it = arrays_.find(v);
+  if (it != arrays_.end()) return loadChunk(it->second, v->type(), base, c);
+  const ir::Op* def = v->definingOp();
+  TS_ASSERT(def && isFusableDef(def->code()), "cpu lowering: tile used before it was materialised");
+  return emitDef(*def, base, c);
+}
+
+llvm::Value* Lowering::constantOf(const ir::Op& op, llvm::Type* t) {
+  const ir::Attr& a = op.attrs().at("value");
+  llvm::Type* s = t->getScalarType();
+  if (s->isFloatingPointTy()) {
+    double d = std::holds_alternative<double>(a) ? std::get<double>(a) : static_cast<double>(std::get<int64_t>(a));
+    return llvm::ConstantFP::get(t, d);
+  }
+  int64_t i = std::holds_alternative<int64_t>(a) ? std::get<int64_t>(a) : static_cast<int64_t>(std::get<double>(a));
+  return llvm::ConstantInt::get(t, static_cast<uint64_t>(i), /*isSigned=*/true);
+}
+
+llvm::Value* Lowering::emitDef(const ir::Op& op, llvm::Value* base, int64_t c) {
+  const ir::Type& rt = op.result()->type();
+  switch (op.code()) {
+    case OpCode::Constant: return constantOf(op, vec(elemTy(rt), c));
+    case OpCode::Splat: return b_.CreateVectorSplat(static_cast<unsigned>(c), scalar(op.operand(0)));
+    case OpCode::Arange: {
+      llvm::Value* start = b_.CreateTrunc(base, b_.getInt32Ty());
+      start = b_.CreateAdd(start, b_.getInt32(static_cast<uint32_t>(op.intAttr("start"))));
+      return b_.CreateAdd(b_.CreateVectorSplat(static_cast<unsigned>(c), start), iotaI32(c));
+    }
+    case OpCode::ExpandDims:
+    case OpCode::Reshape: return emitChunk(op.operand(0), base, c);
+    case OpCode::Broadcast: return emitBroadcast(op, base, c);
+    case OpCode::Transpose: {
+      const ir::Shape& rs = rt.shape();
+      const ir::Shape& ss = op.operand(0)->type().shape();
+      const auto& perm = op.intsAttr("perm");
+      auto rst = stridesOf(rs), sst = stridesOf(ss);
+      llvm::Value* flat = iotaI64(base, c);
+      llvm::Value* src = llvm::ConstantInt::get(flat->getType(), 0);
+      for (size_t d = 0; d < rs.size(); ++d) {
+        llvm::Value* idx = b_.CreateURem(b_.CreateUDiv(flat, llvm::ConstantInt::get(flat->getType(), rst[d])),
+                                         llvm::ConstantInt::get(flat->getType(), rs[d]));
+        src = b_.CreateAdd(src, b_.CreateMul(idx, llvm::ConstantInt::get(flat->getType(), sst[perm[d]])));
+      }
+      return gatherFrom(op.operand(0), src, c);
+    }
+    default: break;
+  }
+  TS_ASSERT(ir::isElementwise(op.code()), std::string("cpu lowering: cannot fuse ") + op.name());
+  std::vector<llvm::Value*> ops;
+  for (const ir::Value* o : op.operands()) ops.push_back(emitChunk(o, base, c));
+  return elementwise(op, std::move(ops));
+}
+
+llvm::Value* Lowering::gatherFrom(const ir::Value* src, llvm::Value* idx, int64_t c) {
+  auto it = arrays_.find(src);
+  TS_ASSERT(it != arrays_.end(), "cpu lowering: gather source not materialised");
+  llvm::Type* st = storageTy(src->type());
+  llvm::Value* ptrs = b_.CreateGEP(st, it->second, idx);
+  auto align = llvm::Align(st->isPointerTy() ? 8 : st->getPrimitiveSizeInBits() / 8);
+  llvm::Value* v = b_.CreateMaskedGather(vec(st, c), ptrs, align);
+  return fromStorage(v, !src->type().isPointerLike() && src->type().dtype() == DType::I1);
+}
+
+llvm::Value* Lowering::emitBroadcast(const ir::Op& op, llvm::Value* base, int64_t c) {
+  const ir::Value* srcV = op.operand(0);
+  const ir::Shape& rs = op.result()->type().shape();
+  const ir::Shape& ss = srcV->type().shape();
+  auto rst = stridesOf(rs), sst = stridesOf(ss);
+  // Source flat index of result flat index `flat` (scalar or vector).
+  auto srcIndex = [&](llvm::Value* flat) {
+    llvm::Type* t = flat->getType();
+    llvm::Value* src = llvm::ConstantInt::get(t, 0);
+    for (size_t d = 0; d < rs.size(); ++d) {
+      if (ss[d] == 1) continue;
+      llvm::Value* idx = b_.CreateURem(b_.CreateUDiv(flat, llvm::ConstantInt::get(t, rst[d])),
+                                       llvm::ConstantInt::get(t, rs[d]));
+      src = b_.CreateAdd(src, b_.CreateMul(idx, llvm::ConstantInt::get(t, sst[d])));
+    }
+    return src;
+  };
+  int64_t L = rs.back();
+  if (L % c == 0 && ss.back() == L)  // chunk = a contiguous piece of one source row
+    return emitChunk(srcV, srcIndex(base), c);
+  if (L % c == 0 && ss.back() == 1) {  // chunk = one source element repeated
+    llvm::Value* e = b_.CreateExtractElement(emitChunk(srcV, srcIndex(base), 1), uint64_t{0});
+    return b_.CreateVectorSplat(static_cast<unsigned>(c), e);
+  }
+  if (arrays_.count(srcV)) return gatherFrom(srcV, srcIndex(iotaI64(base, c)), c);
+  // Fallback (not planned for, kept for robustness): one lane at a time.
+  llvm::Value* r = llvm::PoisonValue::get(vec(elemTy(srcV->type()), c));
+  for (int64_t j = 0; j < c; ++j) {
+    llvm::Value* e = emitChunk(srcV, srcIndex(b_.CreateAdd(base, i64(j))), 1);
+    r = b_.CreateInsertElement(r, b_.CreateExtractElement(e, uint64_t{0}), static_cast<uint64_t>(j));
+  }
+  return r;
+}
+
+void Lowering::writeTile(llvm::Value* dst, const ir::Value* v) {
+  const ir::Type& t = v->type();
+  int64_t n = numElems(t);
+  auto it = arrays_.find(v);
+  if (it != arrays_.end()) {
+    if (it->second == dst) return;
+    uint64_t bytes = static_cast<uint64_t>(n) * mod_.getDataLayout().getTypeAllocSize(storageTy(t));
+    b_.CreateMemCpy(dst, llvm::MaybeAlign(64), it->second, llvm::MaybeAlign(64), bytes);
+    return;
+  }
+  int64_t c = chunkWidth(n);
+  chunkLoop(n, c, [&](llvm::Value* base) { storeChunk(dst, t, base, emitChunk(v, base, c)); });
+}
+
+void Lowering::materialize(const ir::Value* v) {
+  llvm::Value* arr = allocTile(v->type());
+  writeTile(arr, v);
+  arrays_[v] = arr;
+}
+
+// ================================================================ elementwise
+
+llvm::Value* Lowering::castValue(llvm::Value* x, DType from, DType to) {
+  if (from == to) return x;
+  llvm::Type* xt = x->getType();
+  auto shaped = [&](llvm::Type* s) -> llvm::Type* {
+    if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(xt)) return vec(s, vt->getNumElements());
+    return s;
+  };
+  llvm::Type* dt = shaped(scalarTy(to));
+  if (to == DType::I1) {
+    if (isFloat(from)) return b_.CreateFCmpUNE(x, llvm::Constant::getNullValue(xt));
+    return b_.CreateICmpNE(x, llvm::Constant::getNullValue(xt));
+  }
+  if (from == DType::I1) {
+    if (isFloat(to)) return b_.CreateUIToFP(x, dt);
+    return b_.CreateZExt(x, dt);
+  }
+  if (isInteger(from) && isInteger(to)) return b_.CreateSExtOrTrunc(x, dt);
+  if (isFloat(from) && isFloat(to)) {
+    // f16 <-> bf16 go through f32, which holds both exactly.
+    if (bitWidth(from) == bitWidth(to)) x = b_.CreateFPExt(x, shaped(b_.getFloatTy()));
+    if (bitWidth(to) > x->getType()->getScalarSizeInBits()) return b_.CreateFPExt(x, dt);
+    return b_.CreateFPTrunc(x, dt);
+  }
+  if (isFloat(from)) {  // float -> int, saturating, NaN -> 0
+    if (from == DType::F16 || from == DType::BF16) x = b_.CreateFPExt(x, shaped(b_.getFloatTy()));
+    return b_.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {dt, x->getType()}, {x});
+  }
+  // int -> float. Small floats: convert exactly to f64 first (every i8..i32
+  // is exact there), so only one rounding happens, to the target type.
+  if (to == DType::F16 || to == DType::BF16) {
+    llvm::Value* d = b_.CreateSIToFP(x, shaped(bitWidth(from) <= 16 ? b_.getFloatTy() : b_.getDoubleTy()));
+    return b_.CreateFPTrunc(d, dt);
+  }
+  return b_.CreateSIToFP(x, dt);
+}
+
+llvm::Value* Lowering::floatOp(const ir::Op& op, std::vector<llvm::Value*>& v) {
+  auto bin = [&](llvm::Intrinsic::ID id) { return b_.CreateBinaryIntrinsic(id, v[0], v[1]); };
+  auto un = [&](llvm::Intrinsic::ID id) { return b_.CreateUnaryIntrinsic(id, v[0]); };
+  switch (op.code()) {
+    case OpCode::Add: return b_.CreateFAdd(v[0], v[1]);
+    case OpCode::Sub: return b_.CreateFSub(v[0], v[1]);
+    case OpCode::Mul: return b_.CreateFMul(v[0], v[1]);
+    case OpCode::Div: return b_.CreateFDiv(v[0], v[1]);
+    case OpCode::Rem: return b_.CreateFRem(v[0], v[1]);
+    case OpCode::Min: return bin(llvm::Intrinsic::minimum);
+    case OpCode::Max: return bin(llvm::Intrinsic::maximum);
+    case OpCode::Pow: return bin(llvm::Intrinsic::pow);
+    case OpCode::Neg: return b_.CreateFNeg(v[0]);
+    case OpCode::Abs: return un(llvm::Intrinsic::fabs);
+    case OpCode::Sqrt: return un(llvm::Intrinsic::sqrt);
+    case OpCode::Rsqrt:
+      // Correctly rounded sqrt then division: never the approximate rsqrt.
+      return b_.CreateFDiv(llvm::ConstantFP::get(v[0]->getType(), 1.0), un(llvm::Intrinsic::sqrt));
+    case OpCode::Floor: return un(llvm::Intrinsic::floor);
+    case OpCode::Exp: case OpCode::Exp2: case OpCode::Log: case OpCode::Log2:
+    case OpCode::Tanh: case OpCode::Erf:
+      return emitTranscendental(b_, op.code(), v[0]);
+    case OpCode::Fma: return b_.CreateIntrinsic(llvm::Intrinsic::fma, {v[0]->getType()}, {v[0], v[1], v[2]});
+    case OpCode::Cmp: {
+      const std::string& p = op.strAttr("pred");
+      if (p == "eq") return b_.CreateFCmpOEQ(v[0], v[1]);
+      if (p == "ne") return b_.CreateFCmpUNE(v[0], v[1]);
+      if (p == "lt") return b_.CreateFCmpOLT(v[0], v[1]);
+      if (p == "le") return b_.CreateFCmpOLE(v[0], v[1]);
+      if (p == "gt") return b_.CreateFCmpOGT(v[0], v[1]);
+      if (p == "ge") return b_.CreateFCmpOGE(v[0], v[1]);
+      throw CompileError("cmp: unknown predicate '" + p + "' at " + op.loc().str());
+    }
+    default: break;
+  }
+  throw CompileError(std::string(op.name()) + " is not defined on floats (at " + op.loc().str() + ")");
+}
+
+llvm::Value* Lowering::intOp(const ir::Op& op, std::vector<llvm::Value*>& v, DType dt) {
+  llvm::Type* t = v[0]->getType();
+  unsigned bw = t->getScalarSizeInBits();
+  bool isBool = dt == DType::I1;
+  auto C = [&](int64_t x) { return llvm::ConstantInt::get(t, static_cast<uint64_t>(x), true); };
+  switch (op.code()) {
+    case OpCode::Add: return b_.CreateAdd(v[0], v[1]);
+    case OpCode::Sub: return b_.CreateSub(v[0], v[1]);
+    case OpCode::Mul: return b_.CreateMul(v[0], v[1]);
+    case OpCode::Div:
+    case OpCode::Rem: {
+      // x86 division traps on /0 and INT_MIN / -1; the IR leaves both
+      // unspecified, so divide by a safe divisor and patch -1 exactly.
+      llvm::Value* isZero = b_.CreateICmpEQ(v[1], C(0));
+      llvm::Value* isM1 = b_.CreateICmpEQ(v[1], llvm::Constant::getAllOnesValue(t));
+      llvm::Value* safe = b_.CreateSelect(b_.CreateOr(isZero, isM1), C(1), v[1]);
+      if (op.code() == OpCode::Div) {
+        llvm::Value* q = isBool ? v[0] : b_.CreateSDiv(v[0], safe);
+        return b_.CreateSelect(isM1, b_.CreateNeg(v[0]), q);
+      }
+      llvm::Value* r = isBool ? C(0) : b_.CreateSRem(v[0], safe);
+      return b_.CreateSelect(isM1, C(0), r);
+    }
+    case OpCode::Min:
+      return b_.CreateBinaryIntrinsic(isBool ? llvm::Intrinsic::umin : llvm::Intrinsic::smin, v[0], v[1]);
+    case OpCode::Max:
+      return b_.CreateBinaryIntrinsic(isBool ? llvm::Intrinsic::umax : llvm::Intrinsic::smax, v[0], v[1]);
+    case OpCode::And: return b_.CreateAnd(v[0], v[1]);
+    case OpCode::Or: return b_.CreateOr(v[0], v[1]);
+    case OpCode::Xor: return b_.CreateXor(v[0], v[1]);
+    // Oversized shift amounts are unspecified by the IR but poison in LLVM:
+    // mask them to keep the result a plain (unspecified) value.
+    case OpCode::Shl: return b_.CreateShl(v[0], b_.CreateAnd(v[1], C(bw - 1)));
+    case OpCode::Shr: return b_.CreateAShr(v[0], b_.CreateAnd(v[1], C(bw - 1)));
+    case OpCode::Neg: return b_.CreateNeg(v[0]);
+    case OpCode::Not: return b_.CreateNot(v[0]);
+    case OpCode::Abs: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, v[0], b_.getFalse());
+    case OpCode::Cmp: {
+      const std::string& p = op.strAttr("pred");
+      bool u = isBool;
+      if (p == "eq") return b_.CreateICmpEQ(v[0], v[1]);
+      if (p == "ne") return b_.CreateICmpNE(v[0], v[1]);
+      if (p == "lt") return u ? b_.CreateICmpULT(v[0], v[1]) : b_.CreateICmpSLT(v[0], v[1]);
+      if (p == "le") return u ? b_.CreateICmpULE(v[0], v[1]) : b_.CreateICmpSLE(v[0], v[1]);
+      if (p == "gt") return u ? b_.CreateICmpUGT(v[0], v[1]) : b_.CreateICmpSGT(v[0], v[1]);
+      if (p == "ge") return u ? b_.CreateICmpUGE(v[0], v[1]) : b_.CreateICmpSGE(v[0], v[1]);
+      throw CompileError("cmp: unknown predicate '" + p + "' at " + op.loc().str());
+    }
+    default: break;
+  }
+  throw CompileError(std::string(op.name()) + " is not defined on integers (at " + op.loc().str() + ")");
+}
+
+llvm::Value* Lowering::elementwise(const ir::Op& op, std::vector<llvm::Value*> v) {
+  switch (op.code()) {
+    case OpCode::Cast: return castValue(v[0], op.operand(0)->type().dtype(), op.result()->type().dtype());
+    case OpCode::Select: return b_.CreateSelect(v[0], v[1], v[2]);
+    case OpCode::PtrAdd: {
+      llvm::Value* off = v[1];
+      llvm::Type* i64t = off->getType()->isVectorTy()
+                             ? static_cast<llvm::Type*>(vec(b_.getInt64Ty(), llvm::cast<llvm::FixedVectorType>(off->getType())->getNumElements()))
+                             : b_.getInt64Ty();
+      off = b_.CreateSExtOrTrunc(off, i64t);
+      return b_.CreateGEP(memTy(op.operand(0)->type().dtype()), v[0], off);
+    }
+    default: break;
+  }
+  const ir::Type& t0 = op.operand(0)->type();
+  if (t0.isPointerLike()) {
+    if (op.code() == OpCode::Cmp) {
+      std::vector<llvm::Value*> w = v;
+      auto* it = llvm::isa<llvm::VectorType>(v[0]->getType())
+                     ? static_cast<llvm::Type*>(vec(b_.getInt64Ty(), llvm::cast<llvm::FixedVectorType>(v[0]->getType())->getNumElements()))
+                     : b_.getInt64Ty();
+      for (auto& x : w) x = b_.CreatePtrToInt(x, it);
+      return intOp(op, w, DType::I64);
+    }
+    throw CompileError(std::string(op.name()) + " is not defined on pointers (at " + op.loc().str() + ")");
+  }
+  DType dt = t0.dtype();
+  if (!isFloat(dt)) return intOp(op, v, dt);
+  // f16/bf16 arithmetic is done in f32 and rounded once: f32 carries more
+  // than twice their precision, so the result is the correctly rounded one
+  // for + - * / sqrt.
+  bool narrow = dt == DType::F16 || dt == DType::BF16;
+  llvm::Type* narrowTy = v[0]->getType();
+  if (narrow) {
+    llvm::Type* f32 = narrowTy->isVectorTy()
+                          ? static_cast<llvm::Type*>(vec(b_.getFloatTy(), llvm::cast<llvm::FixedVectorType>(narrowTy)->getNumElements()))
+                          : b_.getFloatTy();
+    for (auto& x : v) x = b_.CreateFPExt(x, f32);
+  }
+  llvm::Value* r = floatOp(op, v);
+  if (narrow && op.code() != OpCode::Cmp) r = b_.CreateFPTrunc(r, narrowTy);
+  return r;
+}
+
+// ===================================================================== memory
+
+void Lowering::emitLoad(const ir::Op& op, llvm::Value* dstArr) {
+  // Used for `load` (result array) and `copy` (into a buffer, dstArr set).
+  unsigned ptrIdx = op.code() == OpCode::Copy ? 1 : 0;
+  const ir::Value* ptr = op.operand(ptrIdx);
+  const ir::Value* mask = op.numOperands() > ptrIdx + 1 ? op.operand(ptrIdx + 1) : nullptr;
+  const ir::Value* other = op.code() == OpCode::Load && op.numOperands() > 2 ? op.operand(2) : nullptr;
+  DType dt = ptr->type().dtype();
+  bool isBool = dt == DType::I1;
+  llvm::Type* st = memTy(dt);
+  auto align = llvm::Align(st->getPrimitiveSizeInBits() / 8);
+  if (!ptr->type().isTile()) {
+    llvm::Value* p = scalar(ptr);
+    llvm::Value* v;
+    if (!mask) {
+      v = b_.CreateAlignedLoad(st, p, align);
+    } else {
+      llvm::Value* m = b_.CreateVectorSplat(1, scalar(mask));
+      llvm::Value* o = other ? toStorage(scalar(other), isBool) : llvm::Constant::getNullValue(st);
+      v = b_.CreateMaskedLoad(vec(st, 1), p, align, m, b_.CreateVectorSplat(1, o));
+      v = b_.CreateExtractElement(v, uint64_t{0});
+    }
+    scalars_[op.result()] = fromStorage(v, isBool);
+    return;
+  }
+  int64_t n = numElems(ptr->type());
+  int64_t c = chunkWidth(n);
+  bool contiguous = axis_.contiguousChunks(ptr, c);
+  ir::Type valT = ir::Type::tile(ir::Type::scalar(dt), ptr->type().shape());
+  llvm::Value* arr = dstArr ? dstArr : allocTile(valT);
+  chunkLoop(n, c, [&](llvm::Value* base) {
+    llvm::Value* p = emitChunk(ptr, base, c);
+    llvm::Value* m = mask ? emitChunk(mask, base, c) : nullptr;
+    llvm::Value* o = other ? toStorage(emitChunk(other, base, c), isBool) : llvm::Constant::getNullValue(vec(st, c));
+    llvm::Value* v;
+    if (contiguous) {
+      llvm::Value* p0 = b_.CreateExtractElement(p, uint64_t{0});
+      v = m ? static_cast<llvm::Value*>(b_.CreateMaskedLoad(vec(st, c), p0, align, m, o))
+            : static_cast<llvm::Value*>(b_.CreateAlignedLoad(vec(st, c), p0, align));
+    } else {
+      v = b_.CreateMaskedGather(vec(st, c), p, align, m, m ? o : nullptr);
+    }
+    b_.CreateAlignedStore(v, b_.CreateInBoundsGEP(st, arr, base), align);
+  });
+  if (!dstArr) arrays_[op.result()] = arr;
+}
+
+void Lowering::emitStore(const ir::Op& op) {
+  const ir::Value* ptr = op.operand(0);
+  const ir::Value* val = op.operand(1);
+  const ir::Value* mask = op.numOperands() > 2 ? op.operand(2) : nullptr;
+  DType dt = ptr->type().dtype();
+  bool isBool = dt == DType::I1;
+  llvm::Type* st = memTy(dt);
+  auto align = llvm::Align(st->getPrimitiveSizeInBits() / 8);
+  if (!ptr->type().isTile()) {
+    llvm::Value* v = toStorage(scalar(val), isBool);
+    if (!mask) {
+      b_.CreateAlignedStore(v, scalar(ptr), align);
+    } else {
+      b_.CreateMaskedStore(b_.CreateVectorSplat(1, v), scalar(ptr), align, b_.CreateVectorSplat(1, scalar(mask)));
+    }
+    return;
+  }
+  int64_t n = numElems(ptr->type());
+  int64_t c = chunkWidth(n);
+  bool contiguous = axis_.contiguousChunks(ptr, c);
+  chunkLoop(n, c, [&](llvm::Value* base) {
+    llvm::Value* p = emitChunk(ptr, base, c);
+    llvm::Value* v = toStorage(emitChunk(val, base, c), isBool);
+    llvm::Value* m = mask ? emitChunk(mask, base, c) : nullptr;
+    if (contiguous) {
+      llvm::Value* p0 = b_.CreateExtractElement(p, uint64_t{0});
+      if (m) b_.CreateMaskedStore(v, p0, align, m);
+      else b_.CreateAlignedStore(v, p0, align);
+    } else {
+      b_.CreateMaskedScatter(v, p, align, m);
+    }
+  });
+}
+
+llvm::Value* Lowering::atomicLane(const ir::Op& op, llvm::Value* p, llvm::Value* v) {
+  bool fl = v->getType()->isFloatingPointTy();
+  llvm::AtomicRMWInst::BinOp kind;
+  if (op.code() == OpCode::AtomicAdd) kind = fl ? llvm::AtomicRMWInst::FAdd : llvm::AtomicRMWInst::Add;
+  // fmaximum: NaN-propagating, -0 < +0, like the IR's max.
+  else kind = fl ? llvm::AtomicRMWInst::FMaximum : llvm::AtomicRMWInst::Max;
+  return b_.CreateAtomicRMW(kind, p, v, llvm::MaybeAlign(), llvm::AtomicOrdering::Monotonic);
+}
+
+void Lowering::emitAtomic(const ir::Op& op) {
+  const ir::Value* ptr = op.operand(0);
+  const ir::Value* val = op.operand(1);
+  const ir::Value* mask = op.numOperands() > 2 ? op.operand(2) : nullptr;
+  if (ptr->type().dtype() == DType::I1) throw CompileError("atomics on i1 are not supported (at " + op.loc().str() + ")");
+  llvm::Function* f = b_.GetInsertBlock()->getParent();
+  // One lane: if (mask) old = atomic(p, v) else old = 0.
+  auto lane = [&](llvm::Value* p, llvm::Value* v, llvm::Value* m) -> llvm::Value* {
+    if (!m) return atomicLane(op, p, v);
+    auto* doBB = llvm::BasicBlock::Create(ctx_, "atomic", f);
+    auto* joinBB = llvm::BasicBlock::Create(ctx_, "atomic.end", f);
+    llvm::BasicBlock* from = b_.GetInsertBlock();
+    b_.CreateCondBr(m, doBB, joinBB);
+    b_.SetInsertPoint(doBB);
+    llvm::Value* old = atomicLane(op, p, v);
+    b_.CreateBr(joinBB);
+    b_.SetInsertPoint(joinBB);
+    llvm::PHINode* phi = b_.CreatePHI(v->getType(), 2);
+    phi->addIncoming(llvm::Constant::getNullValue(v->getType()), from);
+    phi->addIncoming(old, doBB);
+    return phi;
+  };
+  if (!ptr->type().isTile()) {
+    scalars_[op.result()] = lane(scalar(ptr), scalar(val), mask ? scalar(mask) : nullptr);
+    return;
+  }
+  int64_t n = numElems(ptr->type());
+  llvm::Value* arr = allocTile(op.result()->type());
+  chunkLoop(n, 1, [&](llvm::Value* base) {
+    auto e = [&](const ir::Value* x) { return b_.CreateExtractElement(emitChunk(x, base, 1), uint64_t{0}); };
+    llvm::Value* old = lane(e(ptr), e(val), mask ? e(mask) : nullptr);
+    storeChunk(arr, op.result()->type(), base, b_.CreateVectorSplat(1, old));
+  });
+  arrays_[op.result()] = arr;
+}
+
+// ================================================================= reductions
+
+void Lowering::emitReduce(const ir::Op& op) {
+  const ir::Value* in = op.operand(0);
+  const std::string& kind = op.strAttr("kind");
+  int axis = static_cast<int>(op.intAttr("axis"));
+  const ir::Shape& s = in->type().shape();
+  DType dt = in->type().dtype();
+  bool fl = isFloat(dt);
+  bool narrow = dt == DType::F16 || dt == DType::BF16;
+  bool argmax = kind == "argmax";
+  if (kind != "sum" && kind != "max" && kind != "min" && !argmax)
+    throw CompileError("reduce: unknown kind '" + kind + "' at " + op.loc().str());
+  // Compute type: narrow floats accumulate in f32.
+  llvm::Type* ct = narrow ? b_.getFloatTy() : scalarTy(dt);
+  int64_t outer = 1, inner = 1, R = s[axis];
+  for (int d = 0; d < axis; ++d) outer *= s[d];
+  for (size_t d = static_cast<size_t>(axis) + 1; d < s.size(); ++d) inner *= s[d];
+
+  auto ext = [&](llvm::Value* x) -> llvm::Value* {
+    if (!narrow) return x;
+    return b_.CreateFPExt(x, vec(b_.getFloatTy(), llvm::cast<llvm::FixedVectorType>(x->getType())->getNumElements()));
+  };
+  auto identity = [&](llvm::Type* t) -> llvm::Value* {
+    if (kind == "sum") return fl ? llvm::ConstantFP::getNegativeZero(t) : llvm::Constant::getNullValue(t);
+    bool wantMin = kind == "min";
+    if (fl) return llvm::ConstantFP::getInfinity(t, /*Negative=*/!wantMin);
+    unsigned bw = t->getScalarSizeInBits();
+    llvm::APInt v = wantMin ? llvm::APInt::getSignedMaxValue(bw) : llvm::APInt::getSignedMinValue(bw);
+    if (dt == DType::I1) v = wantMin ? llvm::APInt::getAllOnes(1) : llvm::APInt(1, 0);
+    return llvm::ConstantInt::get(t, v);
+  };
+  auto combine = [&](llvm::Value* a, llvm::Value* x) -> llvm::Value* {
+    if (kind == "sum") return fl ? b_.CreateFAdd(a, x) : b_.CreateAdd(a, x);
+    bool isMin = kind == "min";
+    if (fl) return b_.CreateBinaryIntrinsic(isMin ? llvm::Intrinsic::minimum : llvm::Intrinsic::maximum, a, x);
+    if (dt == DType::I1) return b_.CreateBinaryIntrinsic(isMin ? llvm::Intrinsic::umin : llvm::Intrinsic::umax, a, x);
+    return b_.CreateBinaryIntrinsic(isMin ? llvm::Intrinsic::smin : llvm::Intrinsic::smax, a, x);
+  };
+  // Argmax step: lanes take x where it is greater, or NaN over a non-NaN
+  // (NaN is the maximum, as for max); strict so the first index wins.
+  auto better = [&](llvm::Value* x, llvm::Value* best) -> llvm::Value* {
+    if (!fl) return dt == DType::I1 ? b_.CreateICmpUGT(x, best) : b_.CreateICmpSGT(x, best);
+    return b_.CreateOr(b_.CreateFCmpOGT(x, best), b_.CreateAnd(b_.CreateFCmpUNO(x, x), b_.CreateFCmpORD(best, best)));
+  };
+  auto horizontal = [&](llvm::Value* v) -> llvm::Value* {
+    if (kind == "sum") {
+      if (!fl) return b_.CreateAddReduce(v);
+      auto* r = b_.CreateFAddReduce(llvm::ConstantFP::getNegativeZero(ct), v);
+      r->setHasAllowReassoc(true);  // a tree, as the IR allows for reduce
+      return r;
+    }
+    bool isMin = kind == "min";
+    if (fl) return isMin ? b_.CreateFPMinimumReduce(v) : b_.CreateFPMaximumReduce(v);
+    if (dt == DType::I1) return isMin ? b_.CreateIntMinReduce(v, false) : b_.CreateIntMaxReduce(v, false);
+    return isMin ? b_.CreateIntMinReduce(v, true) : b_.CreateIntMaxReduce(v, true);
+  };
+  auto finish = [&](llvm::Value* x) -> llvm::Value* {
+    return narrow ? b_.CreateFPTrunc(x, x->getType()->isVectorTy()
+                                            ? static_cast<llvm::Type*>(vec(scalarTy(dt), llvm::cast<llvm::FixedVectorType>(x->getType())->getNumElements()))
+                                            : scalarTy(dt))
+                  : x;
+  };
+
+  const ir::Type& rt = op.result()->type();
+  bool scalarOut = !rt.isTile();
+  llvm::Value* outArr = scalarOut ? nullptr : allocTile(rt);
+  llvm::Value* scalarSlot = scalarOut ? entryAlloca(argmax ? b_.getInt32Ty() : scalarTy(dt)) : nullptr;
+
+  auto forRange = [&](int64_t n, int64_t step, const std::function<void(llvm::Value*)>& body) {
+    if (n == step) body(i64(0));
+    else constLoop(0, n, step, body);
+  };
+
+  if (inner == 1) {
+    // Along the contiguous axis: vector accumulators over the row's chunks,
+    // then one horizontal reduction per row.
+    int64_t c = chunkWidth(R);
+    int64_t chunks = R / c;
+    int64_t U = argmax ? 1 : chunks % 4 == 0 ? 4 : chunks % 2 == 0 ? 2 : 1;
+    llvm::Type* vt = vec(ct, c);
+    forRange(outer, 1, [&](llvm::Value* o) {
+      llvm::Value* rowBase = b_.CreateMul(o, i64(R));
+      std::vector<llvm::Value*> acc(U);
+      llvm::Value* bestIdx = nullptr;
+      for (int64_t u = 0; u < U; ++u) {
+        acc[u] = entryAlloca(vt);
+        b_.CreateStore(identity(vt), acc[u]);
+      }
+      if (argmax) {
+        bestIdx = entryAlloca(vec(b_.getInt32Ty(), c));
+        b_.CreateStore(iotaI32(c), bestIdx);
+      }
+      forRange(R, U * c, [&](llvm::Value* k) {
+        for (int64_t u = 0; u < U; ++u) {
+          llvm::Value* off = b_.CreateAdd(k, i64(u * c));
+          llvm::Value* x = ext(emitChunk(in, b_.CreateAdd(rowBase, off), c));
+          llvm::Value* a = b_.CreateLoad(vt, acc[u]);
+          if (argmax) {
+            llvm::Value* bi = b_.CreateLoad(vec(b_.getInt32Ty(), c), bestIdx);
+            llvm::Value* upd = better(x, a);
+            llvm::Value* idx = b_.CreateAdd(b_.CreateVectorSplat(static_cast<unsigned>(c), b_.CreateTrunc(off, b_.getInt32Ty())), iotaI32(c));
+            b_.CreateStore(b_.CreateSelect(upd, x, a), acc[u]);
+            b_.CreateStore(b_.CreateSelect(upd, idx, bi), bestIdx);
+          } else {
+            b_.CreateStore(combine(a, x), acc[u]);
+          }
+        }
+      });
+      llvm::Value* result;
+      if (argmax) {
+        llvm::Value* vals = b_.CreateLoad(vt, acc[0]);
+        llvm::Value* idxs = b_.CreateLoad(vec(b_.getInt32Ty(), c), bestIdx);
+        llvm::Value* bv = b_.CreateExtractElement(vals, uint64_t{0});
+        llvm::Value* bi = b_.CreateExtractElement(idxs, uint64_t{0});
+        for (int64_t j = 1; j < c; ++j) {
+          llvm::Value* v = b_.CreateExtractElement(vals, static_cast<uint64_t>(j));
+          llvm::Value* i = b_.CreateExtractElement(idxs, static_cast<uint64_t>(j));
+          llvm::Value* eq = fl ? b_.CreateOr(b_.CreateFCmpOEQ(v, bv), b_.CreateAnd(b_.CreateFCmpUNO(v, v), b_.CreateFCmpUNO(bv, bv)))
+                               : b_.CreateICmpEQ(v, bv);
+          llvm::Value* take = b_.CreateOr(better(v, bv), b_.CreateAnd(eq, b_.CreateICmpSLT(i, bi)));
+          bv = b_.CreateSelect(take, v, bv);
+          bi = b_.CreateSelect(take, i, bi);
+        }
+        result = bi;
+      } else {
+        llvm::Value* a = b_.CreateLoad(vt, acc[0]);
+        for (int64_t u = 1; u < U; ++u) a = combine(a, b_.CreateLoad(vt, acc[u]));
+        result = finish(horizontal(a));
+      }
+      if (scalarOut) b_.CreateStore(result, scalarSlot);
+      else storeChunk(outArr, rt, o, b_.CreateVectorSplat(1, result));
+    });
+  } else {
+    // Along a non-last axis: vectorised over the inner dims, each lane
+    // accumulating one output element across the reduced axis.
+    int64_t c = chunkWidth(inner);
+    llvm::Type* vt = vec(ct, c);
+    llvm::Value* acc = entryAlloca(vt);
+    llvm::Value* bestIdx = argmax ? entryAlloca(vec(b_.getInt32Ty(), c)) : nullptr;
+    forRange(outer, 1, [&](llvm::Value* o) {
+      forRange(inner, c, [&](llvm::Value* ic) {
+        b_.CreateStore(identity(vt), acc);
+        if (argmax) b_.CreateStore(llvm::Constant::getNullValue(vec(b_.getInt32Ty(), c)), bestIdx);
+        forRange(R, 1, [&](llvm::Value* r) {
+          llvm::Value* base = b_.CreateAdd(b_.CreateAdd(b_.CreateMul(o, i64(R * inner)), b_.CreateMul(r, i64(inner))), ic);
+          llvm::Value* x = ext(emitChunk(in, base, c));
+          llvm::Value* a = b_.CreateLoad(vt, acc);
+          if (argmax) {
+            llvm::Value* upd = better(x, a);
+            llvm::Value* bi = b_.CreateLoad(vec(b_.getInt32Ty(), c), bestIdx);
+            llvm::Value* idx = b_.CreateVectorSplat(static_cast<unsigned>(c), b_.CreateTrunc(r, b_.getInt32Ty()));
+            b_.CreateStore(b_.CreateSelect(upd, x, a), acc);
+            b_.CreateStore(b_.CreateSelect(upd, idx, bi), bestIdx);
+          } else {
+            b_.CreateStore(combine(a, x), acc);
+          }
+        });
+        llvm::Value* res = argmax ? b_.CreateLoad(vec(b_.getInt32Ty(), c), bestIdx) : finish(b_.CreateLoad(vt, acc));
+        storeChunk(outArr, rt, b_.CreateAdd(b_.CreateMul(o, i64(inner)), ic), res);
+      });
+    });
+  }
+  if (scalarOut) scalars_[op.result()] = b_.CreateLoad(argmax ? b_.getInt32Ty() : scalarTy(dt), scalarSlot);
+  else arrays_[op.result()] = outArr;
+}
+
+// ======================================================================== dot
+
+void Lowering::emitDot(const ir::Op& op) {
+  const ir::Value* a = op.operand(0);
+  const ir::Value* bv = op.operand(1);
+  const ir::Value* acc = op.operand(2);
+  int64_t M = a->type().shape()[0], K = a->type().shape()[1], N = bv->type().shape()[1];
+  DType in = a->type().dtype(), out = acc->type().dtype();
+  bool fl = isFloat(out);
+  // Products of f16/bf16 are exact in f32; i8 products accumulate in i32.
+  DType cdt = fl ? (out == DType::F64 ? DType::F64 : DType::F32) : out;
+  llvm::Type* ct = scalarTy(cdt);
+  for (const ir::Value* v : {a, bv})
+    if (!arrays_.count(v)) materialize(v);
+  const ir::Type& rt = op.result()->type();
+  llvm::Value* outArr = allocTile(rt);
+  int64_t c = chunkWidth(N);
+  llvm::Type* vt = vec(ct, c);
+  llvm::Value* accSlot = entryAlloca(vt);
+  auto forRange = [&](int64_t n, int64_t step, const std::function<void(llvm::Value*)>& body) {
+    if (n == step) body(i64(0));
+    else constLoop(0, n, step, body);
+  };
+  forRange(M, 1, [&](llvm::Value* m) {
+    forRange(N, c, [&](llvm::Value* nc) {
+      llvm::Value* outBase = b_.CreateAdd(b_.CreateMul(m, i64(N)), nc);
+      b_.CreateStore(castValue(emitChunk(acc, outBase, c), out, cdt), accSlot);
+      forRange(K, 1, [&](llvm::Value* k) {
+        llvm::Value* ae = b_.CreateExtractElement(emitChunk(a, b_.CreateAdd(b_.CreateMul(m, i64(K)), k), 1), uint64_t{0});
+        llvm::Value* av = b_.CreateVectorSplat(static_cast<unsigned>(c), castValue(ae, in, cdt));
+        llvm::Value* bc = castValue(emitChunk(bv, b_.CreateAdd(b_.CreateMul(k, i64(N)), nc), c), in, cdt);
+        llvm::Value* cur = b_.CreateLoad(vt, accSlot);
+        llvm::Value* nxt = fl ? b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vt}, {av, bc, cur})
+                              : b_.CreateAdd(b_.CreateMul(av, bc), cur);
+        b_.CreateStore(nxt, accSlot);
+      });
+      storeChunk(outArr, rt, outBase, castValue(b_.CreateLoad(vt, accSlot), cdt, out));
+    });
+  });
+  arrays_[op.result()] = outArr;
+}
+
+// ============================================================== control flow
+
+void Lowering::emitFor(const ir::Op& op) {
+  llvm::Value* lo = scalar(op.operand(0));
+  llvm::Value* hi = scalar(op.operand(1));
+  llvm::Value* step = scalar(op.operand(2));
+  std::vector<llvm::Value*> storage;
+  for (unsigned i = 0; i < op.numResults(); ++i) {
+    const ir::Value* init = op.operand(3 + i);
+    if (init->type().isTile()) {
+      storage.push_back(allocTile(init->type()));
+      writeTile(storage.back(), init);
+    } else {
+      storage.push_back(entryAlloca(elemTy(init->type())));
+      b_.CreateStore(scalar(init), storage.back());
+    }
+  }
+  llvm::Function* f = b_.GetInsertBlock()->getParent();
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  auto* header = llvm::BasicBlock::Create(ctx_, "for.head", f);
+  auto* body = llvm::BasicBlock::Create(ctx_, "for.body", f);
+  auto* exit = llvm::BasicBlock::Create(ctx_, "for.end", f);
+  // A non-positive step runs zero iterations (IR semantics), so the test
+  // is evaluated once outside the loop.
+  llvm::Value* positive = b_.CreateICmpSGT(step, llvm::ConstantInt::get(step->getType(), 0));
+  b_.CreateBr(header);
+  b_.SetInsertPoint(header);
+  llvm::PHINode* iv = b_.CreatePHI(lo->getType(), 2, "iv");
+  iv->addIncoming(lo, pre);
+  b_.CreateCondBr(b_.CreateAnd(positive, b_.CreateICmpSLT(iv, hi)), body, exit);
+  b_.SetInsertPoint(body);
+  const ir::Block& blk = op.region(0).block();
+  scalars_[blk.arg(0)] = iv;
+  for (unsigned i = 0; i < op.numResults(); ++i) {
+    const ir::Value* a = blk.arg(i + 1);
+    if (a->type().isTile()) arrays_[a] = storage[i];
+    else scalars_[a] = b_.CreateLoad(elemTy(a->type()), storage[i]);
+  }
+  yieldTargets_.push_back({storage, true});
+  emitBlock(blk);
+  yieldTargets_.pop_back();
+  // iv + step may overflow only when the loop is about to exit; the wrap
+  // would restart it, so exit explicitly on overflow.
+  llvm::Value* sum = b_.CreateBinaryIntrinsic(llvm::Intrinsic::sadd_with_overflow, iv, step);
+  llvm::Value* next = b_.CreateExtractValue(sum, 0);
+  llvm::Value* ovf = b_.CreateExtractValue(sum, 1);
+  iv->addIncoming(next, b_.GetInsertBlock());
+  b_.CreateCondBr(ovf, exit, header);
+  b_.SetInsertPoint(exit);
+  for (unsigned i = 0; i < op.numResults(); ++i) {
+    const ir::Value* r = op.result(i);
+    if (r->type().isTile()) arrays_[r] = storage[i];
+    else scalars_[r] = b_.CreateLoad(elemTy(r->type()), storage[i]);
+  }
+}
+
+void Lowering::emitIf(const ir::Op& op) {
+  std::vector<llvm::Value*> storage;
+  for (unsigned i = 0; i < op.numResults(); ++i) {
+    const ir::Type& t = op.result(i)->type();
+    storage.push_back(t.isTile() ? allocTile(t) : entryAlloca(elemTy(t)));
+  }
+  llvm::Function* f = b_.GetInsertBlock()->getParent();
+  auto* thenBB = llvm::BasicBlock::Create(ctx_, "if.then", f);
+  auto* elseBB = llvm::BasicBlock::Create(ctx_, "if.else", f);
+  auto* endBB = llvm::BasicBlock::Create(ctx_, "if.end", f);
+  b_.CreateCondBr(scalar(op.operand(0)), thenBB, elseBB);
+  for (unsigned r = 0; r < 2; ++r) {
+    b_.SetInsertPoint(r == 0 ? thenBB : elseBB);
+    if (r < op.numRegions()) {
+      yieldTargets_.push_back({storage, false});
+      emitBlock(op.region(r).block());
+      yieldTargets_.pop_back();
+    }
+    b_.CreateBr(endBB);
+  }
+  b_.SetInsertPoint(endBB);
+  for (unsigned i = 0; i < op.numResults(); ++i) {
+    const ir::Value* r = op.result(i);
+    if (r->type().isTile()) arrays_[r] = storage[i];
+    else scalars_[r] = b_.CreateLoad(elemTy(r->type()), storage[i]);
+  }
+}
+
+void Lowering::emitYield(const ir::Op& op) {
+  TS_ASSERT(!yieldTargets_.empty(), "yield outside a region");
+  const YieldTarget& t = yieldTargets_.back();
+  TS_ASSERT(t.storage.size() == op.numOperands(), "yield arity");
+  // First compute everything (tiles that are not yet arrays go to
+  // temporaries), then write the storage: a yielded value may read the
+  // storage of another carried value.
+  std::vector<llvm::Value*> vals(op.numOperands());
+  for (unsigned i = 0; i < op.numOperands(); ++i) {
+    const ir::Value* v = op.operand(i);
+    if (!v->type().isTile()) {
+      vals[i] = scalar(v);
+    } else if (t.viaTemps && !arrays_.count(v)) {
+      materialize(v);
+    }
+  }
+  for (unsigned i = 0; i < op.numOperands(); ++i) {
+    const ir::Value* v = op.operand(i);
+    if (v->type().isTile()) writeTile(t.storage[i], v);
+    else b_.CreateStore(vals[i], t.storage[i]);
+  }
+}
+
+// ======================================================================= ops
+
+void Lowering::emitBlock(const ir::Block& blk) {
+  for (auto& op : blk.ops()) emitOp(*op);
+}
+
+void Lowering::emitOp(const ir::Op& op) {
+  switch (op.code()) {
+    case OpCode::ProgramId: scalars_[op.result()] = pid_[op.intAttr("axis")]; return;
+    case OpCode::NumPrograms: scalars_[op.result()] = grid_[op.intAttr("axis")]; return;
+    case OpCode::Load:
+      if (uses_[op.result()] == 0) return;  // no effect to keep
+      return emitLoad(op);
+    case OpCode::Store: return emitStore(op);
+    case OpCode::AtomicAdd:
+    case OpCode::AtomicMax: return emitAtomic(op);
+    case OpCode::Alloc: arrays_[op.result()] = allocTile(op.result()->type()); return;
+    case OpCode::LocalLoad: {
+      // A copy: later local_stores must not change this value.
+      llvm::Value* arr = allocTile(op.result()->type());
+      const ir::Value* buf = op.operand(0);
+      arrays_[op.result()] = arr;
+      uint64_t bytes = static_cast<uint64_t>(numElems(buf->type())) * mod_.getDataLayout().getTypeAllocSize(memTy(buf->type().dtype()));
+      b_.CreateMemCpy(arr, llvm::MaybeAlign(64), arrays_.at(buf), llvm::MaybeAlign(64), bytes);
+      return;
+    }
+    case OpCode::LocalStore: return writeTile(arrays_.at(op.operand(0)), op.operand(1));
+    case OpCode::Copy: return emitLoad(op, arrays_.at(op.operand(0)));
+    case OpCode::Barrier: return;  // one thread runs a whole program on the CPU
+    case OpCode::Reduce: return emitReduce(op);
+    case OpCode::Dot: return emitDot(op);
+    case OpCode::For: return emitFor(op);
+    case OpCode::If: return emitIf(op);
+    case OpCode::Yield: return emitYield(op);
+    case OpCode::Return: b_.CreateRetVoid(); b_.ClearInsertionPoint(); return;
+    case OpCode::Transpose:
+      if (!arrays_.count(op.operand(0))) TS_UNREACHABLE("transpose source not materialised");
+      if (uses_[op.result()]) materialize(op.result());
+      return;
+    default: break;
+  }
+  TS_ASSERT(isFusableDef(op.code()), std::string("cpu lowering: unhandled op ") + op.name());
+  const ir::Value* r = op.result();
+  if (!r->type().isTile()) {
+    if (op.code() == OpCode::Constant) {
+      scalars_[r] = constantOf(op, elemTy(r->type()));
+      return;
+    }
+    std::vector<llvm::Value*> v;
+    for (const ir::Value* o : op.operands()) v.push_back(scalar(o));
+    scalars_[r] = elementwise(op, std::move(v));
+    return;
+  }
+  if (fused_.count(r) || uses_[r] == 0) return;  // emitted by its consumer / dead
+  materialize(r);
+}
+
+// ===================================================================== module
+
+void Lowering::run(const std::string& entryName) {
+  plan();
+  llvm::Type* i32 = b_.getInt32Ty();
+  std::vector<llvm::Type*> params;
+  for (unsigned i = 0; i < fn_.numArgs(); ++i) params.push_back(elemTy(fn_.arg(i)->type()));
+  for (int i = 0; i < 6; ++i) params.push_back(i32);
+  auto* bodyTy = llvm::FunctionType::get(b_.getVoidTy(), params, false);
+  auto* body = llvm::Function::Create(bodyTy, llvm::Function::InternalLinkage, "program." + fn_.name(), mod_);
+  auto* entryTy = llvm::FunctionType::get(b_.getVoidTy(), {b_.getPtrTy(), b_.getInt64Ty(), b_.getInt64Ty(), b_.getPtrTy()}, false);
+  auto* entry = llvm::Function::Create(entryTy, llvm::Function::ExternalLinkage, entryName, mod_);
+  for (llvm::Function* f : {body, entry}) {
+    f->addFnAttr("target-cpu", tgt_.cpu);
+    if (!tgt_.features.empty()) f->addFnAttr("target-features", tgt_.features);
+    f->addFnAttr("prefer-vector-width", std::to_string(tgt_.vectorBits));
+    f->addFnAttr("min-legal-vector-width", std::to_string(tgt_.vectorBits));
+    f->addFnAttr(llvm::Attribute::NoUnwind);
+  }
+  body->addFnAttr(llvm::Attribute::AlwaysInline);
+
+  // ---- the per-program body
+  allocaBlock_ = llvm::BasicBlock::Create(ctx_, "allocas", body);
+  auto* start = llvm::BasicBlock::Create(ctx_, "start", body);
+  b_.SetInsertPoint(start);
+  for (unsigned i = 0; i < fn_.numArgs(); ++i) {
+    body->getArg(i)->setName(fn_.arg(i)->nameHint);
+    scalars_[fn_.arg(i)] = body->getArg(i);
+  }
+  for (int i = 0; i < 3; ++i) {
+    pid_[i] = body->getArg(fn_.numArgs() + i);
+    grid_[i] = body->getArg(fn_.numArgs() + 3 + i);
+  }
+  emitBlock(fn_.body());
+  TS_ASSERT(b_.GetInsertBlock() == nullptr, "kernel body does not end in return");
+  llvm::IRBuilder<>(allocaBlock_).CreateBr(start);
+
+  // ---- the entry: for id in [begin, end): body(args..., pid(id), grid)
+  auto* e0 = llvm::BasicBlock::Create(ctx_, "entry", entry);
+  auto* loop = llvm::BasicBlock::Create(ctx_, "programs", entry);
+  auto* done = llvm::BasicBlock::Create(ctx_, "done", entry);
+  b_.SetInsertPoint(e0);
+  llvm::Value* args = entry->getArg(0);
+  llvm::Value* begin = entry->getArg(1);
+  llvm::Value* end = entry->getArg(2);
+  llvm::Value* gridP = entry->getArg(3);
+  std::vector<llvm::Value*> callArgs;
+  for (unsigned i = 0; i < fn_.numArgs(); ++i) {
+    const ir::Type& t = fn_.arg(i)->type();
+    if (!t.isScalar() && !t.isPointer())
+      throw CompileError("kernel argument " + std::to_string(i) + " of @" + fn_.name() + " has type " + t.str() +
+                         "; kernel arguments must be scalars or pointers");
+    llvm::Value* slot = b_.CreateLoad(b_.getPtrTy(), b_.CreateConstInBoundsGEP1_64(b_.getPtrTy(), args, i));
+    llvm::Value* v = b_.CreateLoad(t.isPointer() ? b_.getPtrTy() : memTy(t.dtype()), slot);
+    if (t.isScalar() && t.dtype() == DType::I1) v = b_.CreateICmpNE(v, b_.getInt8(0));
+    callArgs.push_back(v);
+  }
+  llvm::Value* g[3];
+  for (int i = 0; i < 3; ++i) g[i] = b_.CreateLoad(i32, b_.CreateConstInBoundsGEP1_64(i32, gridP, i));
+  llvm::Value* gx = b_.CreateZExt(g[0], b_.getInt64Ty());
+  llvm::Value* gxy = b_.CreateMul(gx, b_.CreateZExt(g[1], b_.getInt64Ty()));
+  b_.CreateCondBr(b_.CreateICmpSLT(begin, end), loop, done);
+  b_.SetInsertPoint(loop);
+  llvm::PHINode* id = b_.CreatePHI(b_.getInt64Ty(), 2, "id");
+  id->addIncoming(begin, e0);
+  llvm::Value* px = b_.CreateURem(id, gx);
+  llvm::Value* py = b_.CreateURem(b_.CreateUDiv(id, gx), b_.CreateZExt(g[1], b_.getInt64Ty()));
+  llvm::Value* pz = b_.CreateUDiv(id, gxy);
+  std::vector<llvm::Value*> full = callArgs;
+  for (llvm::Value* p : {px, py, pz}) full.push_back(b_.CreateTrunc(p, i32));
+  for (int i = 0; i < 3; ++i) full.push_back(g[i]);
+  b_.CreateCall(body, full);
+  llvm::Value* next = b_.CreateAdd(id, b_.getInt64(1));
+  id->addIncoming(next, loop);
+  b_.CreateCondBr(b_.CreateICmpSLT(next, end), loop, done);
+  b_.SetInsertPoint(done);
+  b_.CreateRetVoid();
+}
+
+}  // namespace
+
+std::unique_ptr<llvm::Module> lowerToLLVM(const ir::Function& f, llvm::LLVMContext& ctx,
+                                          const CpuTargetInfo& target, const llvm::DataLayout& layout,
+                                          const std::string& entryName) {
+  auto m = std::make_unique<llvm::Module>(f.name(), ctx);
+  m->setTargetTriple(llvm::Triple(target.triple));
+  m->setDataLayout(layout);
+  Lowering l(f, ctx, *m, target);
+  l.run(entryName);
+  return m;
+}
+
+}  // namespace tessera::codegen::cpu

@@ -1,0 +1,24 @@
+// Lowering of the tile IR to LLVM IR for the host CPU.
+//
+// The module holds one internal per-program body (the kernel's arguments as
+// real parameters plus program ids and grid size) and an external entry
+// with the CpuEntryFn ABI that loops over a range of linear program ids.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <llvm/IR/DataLayout.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+
+#include "shared/HostIsa.h"
+#include "tessera/ir/IR.h"
+
+namespace tessera::codegen::cpu {
+
+std::unique_ptr<llvm::Module> lowerToLLVM(const ir::Function& f, llvm::LLVMContext& ctx,
+                                          const CpuTargetInfo& target, const llvm::DataLayout& layout,
+                                          const std::string& entryName);
+
+}  // namespace tessera::codegen::cpu

@@ -1,0 +1,107 @@
+// The compile pipeline, linear and logged: every stage's text is kept in
+// the artifact's dumps.
+//
+//   verify -> clone -> tile-IR passes (dump after each) -> lower to LLVM IR
+//   -> verify LLVM IR -> LLVM optimisation -> JIT (CPU) -> assembly (on demand)
+#include "tessera/codegen/Compiler.h"
+
+#include <llvm/AsmParser/Parser.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/SourceMgr.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include "cpu/CpuJIT.h"
+#include "cpu/CpuLowering.h"
+#include "shared/HostIsa.h"
+#include "shared/LLVMSupport.h"
+#include "tessera/ir/Pass.h"
+#include "tessera/ir/Printer.h"
+#include "tessera/ir/Verifier.h"
+#include "tessera/support/Error.h"
+
+namespace tessera::codegen {
+
+namespace {
+std::string printModule(const llvm::Module& m) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  m.print(os, nullptr);
+  return s;
+}
+
+// Symbol names of entries: the kernel name restricted to [A-Za-z0-9_].
+std::string entrySymbol(const std::string& kernel) {
+  std::string s = "tessera_entry_";
+  for (char ch : kernel) s += (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_') ? ch : '_';
+  return s;
+}
+
+void compileCpu(const ir::Function& f, const CompileOptions& opts, Artifact& art) {
+  if (opts.optLevel < 0 || opts.optLevel > 3)
+    throw CompileError("optLevel must be 0..3, got " + std::to_string(opts.optLevel));
+  CpuTargetInfo t = selectCpuTarget(opts.cpuIsa);
+  art.dumps.extra["cpu"] = t.isa + " (" + t.cpu + ", " + std::to_string(t.lanes) + " lanes)";
+  initLLVM();
+  auto tm = cpu::createTargetMachine(t, opts.optLevel);
+  auto ctx = std::make_unique<llvm::LLVMContext>();
+  std::string entry = entrySymbol(f.name());
+  auto mod = cpu::lowerToLLVM(f, *ctx, t, tm->createDataLayout(), entry);
+  art.dumps.llvm = printModule(*mod);
+  {
+    std::string msg;
+    llvm::raw_string_ostream os(msg);
+    if (llvm::verifyModule(*mod, &os))
+      throw InternalError("CPU lowering of @" + f.name() + " produced invalid LLVM IR:\n" + msg);
+  }
+  cpu::optimizeModule(*mod, *tm, opts.optLevel);
+  art.dumps.llvmOpt = printModule(*mod);
+  if (opts.dumpAssembly) art.dumps.assembly = cpu::emitAssembly(*mod, *tm);
+  if (!t.runnable) {
+    // Compiled for inspection only (e.g. AVX-512 code on an AVX2 host):
+    // running it would fault on an illegal instruction.
+    art.dumps.extra["not-runnable"] = "the host cannot execute " + t.isa + " code (host ISA: " + hostIsa() + ")";
+    return;
+  }
+  auto jit = cpu::jitModule(std::move(ctx), std::move(mod), entry);
+  art.cpuEntry = jit.entry;
+  art.owner = jit.owner;
+}
+}  // namespace
+
+std::shared_ptr<Artifact> compile(const ir::Function& kernel, const Target& target, const CompileOptions& opts) {
+  ir::verify(kernel);  // user errors surface here, unchanged
+  if (target.kind != Target::Kind::CPU)
+    throw CompileError("target " + target.str() + " is not supported yet by this build");
+  auto art = std::make_shared<Artifact>();
+  art->target = target;
+  art->kernelName = kernel.name();
+  std::unique_ptr<ir::Function> f = ir::clone(kernel);
+  art->dumps.tileIR.emplace_back("input", ir::print(*f));
+  ir::PassManager pm;
+  ir::addDefaultPasses(pm);
+  pm.setAfterPass([&](const std::string& pass, const ir::Function& fn) {
+    art->dumps.tileIR.emplace_back("tile-ir:" + pass, ir::print(fn));
+  });
+  pm.run(*f);
+  compileCpu(*f, opts, *art);
+  return art;
+}
+
+std::string Artifact::assembly() const {
+  if (!dumps.assembly.empty()) return dumps.assembly;
+  if (target.kind != Target::Kind::CPU)
+    throw CompileError("assembly of target " + target.str() + " is not supported yet by this build");
+  TS_ASSERT(!dumps.llvmOpt.empty(), "artifact has no optimised LLVM IR");
+  initLLVM();
+  // Re-read the optimised IR: the functions carry their target-cpu and
+  // target-features, so the host TargetMachine emits the same code the JIT ran.
+  llvm::LLVMContext ctx;
+  llvm::SMDiagnostic diag;
+  auto mod = llvm::parseAssemblyString(dumps.llvmOpt, diag, ctx);
+  if (!mod) throw InternalError("cannot re-read the optimised LLVM IR: " + diag.getMessage().str());
+  CpuTargetInfo t = selectCpuTarget("");
+  auto tm = cpu::createTargetMachine(t, 3);
+  return cpu::emitAssembly(*mod, *tm);
+}
+
+}  // namespace tessera::codegen

@@ -1,0 +1,66 @@
+#include "tessera/codegen/Target.h"
+
+#include <array>
+
+#include "tessera/support/Error.h"
+
+namespace tessera::codegen {
+
+namespace {
+constexpr std::array<const char*, 4> kNvptxArchs = {"sm_80", "sm_86", "sm_89", "sm_90a"};
+constexpr std::array<const char*, 3> kAmdgpuArchs = {"gfx90a", "gfx942", "gfx1100"};
+
+template <size_t N>
+bool oneOf(const std::string& s, const std::array<const char*, N>& list) {
+  for (const char* a : list)
+    if (s == a) return true;
+  return false;
+}
+
+std::string acceptedForms() {
+  std::string r = "accepted targets: cpu";
+  for (const char* a : kNvptxArchs) r += std::string(", nvptx:") + a;
+  for (const char* a : kAmdgpuArchs) r += std::string(", amdgpu:") + a;
+  r += ", emu:nvptx:<sm>, emu:amdgpu:<gfx>";
+  return r;
+}
+
+[[noreturn]] void unknown(const std::string& spelling) {
+  throw CompileError("unknown target '" + spelling + "'; " + acceptedForms());
+}
+}  // namespace
+
+Target Target::parse(const std::string& spelling) {
+  if (spelling == "cpu") return Target::cpu();
+  auto parseGpu = [&](const std::string& rest, bool emu) -> Target {
+    Target t;
+    if (rest.rfind("nvptx:", 0) == 0) {
+      t.arch = rest.substr(6);
+      if (!oneOf(t.arch, kNvptxArchs)) unknown(spelling);
+      t.kind = emu ? Kind::EmuNVPTX : Kind::NVPTX;
+      return t;
+    }
+    if (rest.rfind("amdgpu:", 0) == 0) {
+      t.arch = rest.substr(7);
+      if (!oneOf(t.arch, kAmdgpuArchs)) unknown(spelling);
+      t.kind = emu ? Kind::EmuAMDGPU : Kind::AMDGPU;
+      return t;
+    }
+    unknown(spelling);
+  };
+  if (spelling.rfind("emu:", 0) == 0) return parseGpu(spelling.substr(4), true);
+  return parseGpu(spelling, false);
+}
+
+std::string Target::str() const {
+  switch (kind) {
+    case Kind::CPU: return "cpu";
+    case Kind::NVPTX: return "nvptx:" + arch;
+    case Kind::AMDGPU: return "amdgpu:" + arch;
+    case Kind::EmuNVPTX: return "emu:nvptx:" + arch;
+    case Kind::EmuAMDGPU: return "emu:amdgpu:" + arch;
+  }
+  TS_UNREACHABLE("bad target kind");
+}
+
+}  // namespace tessera::codegen

@@ -1,0 +1,512 @@
+// The Tessera kernel DSL: a C++ callable traced into tile IR.
+//
+//   namespace ts = tessera;
+//   ts::Kernel softmax(int BLOCK) {   // BLOCK: a meta-parameter fixed at trace time
+//     return ts::kernel("softmax", {"out", "in", "cols"},
+//         [=](ts::Ptr<float> out, ts::Ptr<const float> in, ts::Int cols) {
+//       auto row = ts::program_id(0);
+//       auto c = ts::arange(BLOCK);
+//       auto mask = c < cols;
+//       auto x = ts::load(in + row * cols + c, mask, -ts::inf);
+//       auto e = ts::exp(x - ts::max(x, 0));
+//       ts::store(out + row * cols + c, e / ts::sum(e, 0), mask);
+//     });
+//   }
+//
+// ts::kernel() calls the callable once, with handles standing for the kernel
+// arguments; every DSL call appends ops to the kernel being traced (held in a
+// thread-local tracing context) and returns a handle (ts::Tensor) to the
+// result. Plain C++ control flow runs at trace time (it unrolls / specialises);
+// ts::for_range and ts::if_else emit IR control flow.
+//
+// Every op records the caller's file:line:column: functions take a defaulted
+// std::source_location, operators take ts::Operand whose converting
+// constructors do (a constructor's default argument is evaluated where the
+// conversion happens, i.e. in the user's expression).
+//
+// ============================ TYPE RULES ===================================
+//  * Handles of one dtype combine freely. Two integer handles of different
+//    widths promote to the wider (sign-extending); two float handles promote
+//    to the wider (f16 with bf16 gives f32). i1 combines only with i1.
+//  * Integer handles never mix silently with float handles: that is a
+//    DslError naming both types and suggesting an explicit `.to(ts::f32)`.
+//  * A C++ integer literal takes the other operand's type (an integer
+//    literal next to a float handle becomes that float type); it must fit
+//    that type (0 or 1 for i1). A C++ floating literal takes the other
+//    operand's float type; next to an integer handle it is a DslError.
+//  * Broadcasting is numpy's: a scalar next to a tile is splat; a tile of
+//    lower rank gains leading size-1 dims; size-1 dims stretch. Shapes that
+//    cannot broadcast are a DslError naming both shapes.
+//  * Pointers: ptr + int (handle or literal, scalar or tile) offsets by
+//    elements (ptr_add, broadcasting both sides); ptr - int negates the
+//    offset. No other arithmetic applies to pointers.
+//  * Comparisons give i1; `!x` on an integer means x == 0; `~` is bitwise.
+//  * / and % on integers truncate toward zero (IR.h).
+// ===========================================================================
+#pragma once
+
+#include <concepts>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <source_location>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "tessera/Kernel.h"
+#include "tessera/ir/IR.h"
+#include "tessera/support/DType.h"
+#include "tessera/support/Error.h"
+
+namespace tessera {
+
+using SrcLoc = std::source_location;
+
+// ---- dtypes and constants -------------------------------------------------
+inline constexpr DType i1 = DType::I1;
+inline constexpr DType i8 = DType::I8;
+inline constexpr DType i16 = DType::I16;
+inline constexpr DType i32 = DType::I32;
+inline constexpr DType i64 = DType::I64;
+inline constexpr DType f16 = DType::F16;
+inline constexpr DType bf16 = DType::BF16;
+inline constexpr DType f32 = DType::F32;
+inline constexpr DType f64 = DType::F64;
+
+/// Float literals usable anywhere a literal is, e.g. load(p, mask, -ts::inf).
+inline constexpr double inf = std::numeric_limits<double>::infinity();
+inline constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+
+/// Storage types naming 16-bit floats in kernel signatures (Ptr<ts::half>).
+struct half { uint16_t bits; };
+struct bfloat16 { uint16_t bits; };
+
+namespace dsl {
+template <class T> struct DTypeOf;
+template <> struct DTypeOf<int8_t> { static constexpr DType value = DType::I8; };
+template <> struct DTypeOf<int16_t> { static constexpr DType value = DType::I16; };
+template <> struct DTypeOf<int32_t> { static constexpr DType value = DType::I32; };
+template <> struct DTypeOf<int64_t> { static constexpr DType value = DType::I64; };
+template <> struct DTypeOf<half> { static constexpr DType value = DType::F16; };
+template <> struct DTypeOf<bfloat16> { static constexpr DType value = DType::BF16; };
+template <> struct DTypeOf<float> { static constexpr DType value = DType::F32; };
+template <> struct DTypeOf<double> { static constexpr DType value = DType::F64; };
+
+/// Throws DslError("file:line: error: what").
+[[noreturn]] void fail(const SrcLoc& loc, const std::string& what);
+}  // namespace dsl
+
+// ---- handles ---------------------------------------------------------------
+
+/// A traced value: a scalar, a pointer, a tile or a buffer. Cheap to copy; only
+/// meaningful inside the ts::kernel() trace that produced it.
+class Tensor {
+ public:
+  Tensor() = default;
+  bool valid() const { return v_ != nullptr; }
+  ir::Value* raw() const { return v_; }
+  const ir::Type& type() const;
+  DType dtype() const { return type().dtype(); }
+  const ir::Shape& shape() const { return type().shape(); }
+  int rank() const { return type().rank(); }
+  bool isTile() const { return type().isTile(); }
+  bool isScalar() const { return type().isScalar(); }
+  bool isPointerLike() const { return type().isPointerLike(); }
+  /// Derived from a Ptr<const T> argument: loads are fine, stores are not.
+  bool readonly() const { return readonly_; }
+
+  /// Cast to another dtype (no-op if equal). Float->int saturates (IR.h).
+  Tensor to(DType d, SrcLoc loc = SrcLoc::current()) const;
+  /// Transpose of a 2-D tile.
+  Tensor T(SrcLoc loc = SrcLoc::current()) const;
+
+  /// Internal: wraps an IR value of trace `trace`.
+  Tensor(ir::Value* v, uint64_t trace, bool readonly) : v_(v), trace_(trace), readonly_(readonly) {}
+  uint64_t traceId() const { return trace_; }
+
+ protected:
+  ir::Value* v_ = nullptr;
+  uint64_t trace_ = 0;
+  bool readonly_ = false;
+};
+
+namespace dsl {
+void checkScalar(const Tensor& t, DType d, const SrcLoc& loc);
+void checkPointer(const Tensor& t, DType d, const SrcLoc& loc);
+}  // namespace dsl
+
+/// A scalar handle of one dtype (kernel scalar arguments, program ids, loop
+/// induction variables). Converts from Tensor, checking the type.
+template <DType D>
+class Scalar : public Tensor {
+ public:
+  static constexpr DType kDType = D;
+  Scalar() = default;
+  Scalar(const Tensor& t, SrcLoc loc = SrcLoc::current()) : Tensor(t) {  // NOLINT: implicit by design
+    dsl::checkScalar(t, D, loc);
+  }
+};
+using Int = Scalar<DType::I32>;
+using Long = Scalar<DType::I64>;
+using Float = Scalar<DType::F32>;
+using Double = Scalar<DType::F64>;
+
+/// A global-memory pointer kernel argument: Ptr<float>, Ptr<const float>, ...
+/// Pointer arithmetic on it yields Tensors that remember the constness.
+// (The parameter is not called T: Tensor::T() would hide it.)
+template <class E>
+class Ptr : public Tensor {
+ public:
+  using Elem = std::remove_const_t<E>;
+  static constexpr bool kConst = std::is_const_v<E>;
+  static constexpr DType kDType = dsl::DTypeOf<Elem>::value;
+  Ptr() = default;
+  explicit Ptr(const Tensor& t, SrcLoc loc = SrcLoc::current()) : Tensor(t) {
+    dsl::checkPointer(t, kDType, loc);
+    readonly_ = readonly_ || kConst;
+  }
+};
+
+/// An operand of an operator or of an elementwise function: a handle or a
+/// C++ literal, plus the source location of the expression it appears in.
+class Operand {
+ public:
+  enum class Kind : uint8_t { None, Handle, Int, Float };
+  Operand() = default;
+  Operand(const Tensor& t, SrcLoc loc = SrcLoc::current())  // NOLINT
+      : kind_(Kind::Handle), t_(t), loc_(loc) {}
+  template <std::integral I>
+  Operand(I v, SrcLoc loc = SrcLoc::current())  // NOLINT
+      : kind_(Kind::Int), i_(static_cast<int64_t>(v)), loc_(loc) {}
+  template <std::floating_point F>
+  Operand(F v, SrcLoc loc = SrcLoc::current())  // NOLINT
+      : kind_(Kind::Float), f_(static_cast<double>(v)), loc_(loc) {}
+
+  Kind kind() const { return kind_; }
+  bool none() const { return kind_ == Kind::None; }
+  bool isHandle() const { return kind_ == Kind::Handle; }
+  bool isLiteral() const { return kind_ == Kind::Int || kind_ == Kind::Float; }
+  const Tensor& tensor() const { return t_; }
+  int64_t intValue() const { return i_; }
+  double floatValue() const { return f_; }
+  const SrcLoc& loc() const { return loc_; }
+  std::string str() const;  // "tile<16xf32>", "integer literal 3", ...
+
+ private:
+  Kind kind_ = Kind::None;
+  Tensor t_;
+  int64_t i_ = 0;
+  double f_ = 0;
+  SrcLoc loc_;
+};
+
+// ---- operators -------------------------------------------------------------
+Tensor operator+(const Operand& a, const Operand& b);
+Tensor operator-(const Operand& a, const Operand& b);
+Tensor operator*(const Operand& a, const Operand& b);
+Tensor operator/(const Operand& a, const Operand& b);
+Tensor operator%(const Operand& a, const Operand& b);
+Tensor operator&(const Operand& a, const Operand& b);
+Tensor operator|(const Operand& a, const Operand& b);
+Tensor operator^(const Operand& a, const Operand& b);
+Tensor operator<<(const Operand& a, const Operand& b);
+Tensor operator>>(const Operand& a, const Operand& b);
+Tensor operator<(const Operand& a, const Operand& b);
+Tensor operator<=(const Operand& a, const Operand& b);
+Tensor operator>(const Operand& a, const Operand& b);
+Tensor operator>=(const Operand& a, const Operand& b);
+Tensor operator==(const Operand& a, const Operand& b);
+Tensor operator!=(const Operand& a, const Operand& b);
+Tensor operator-(const Operand& a);
+Tensor operator~(const Operand& a);
+Tensor operator!(const Operand& a);
+Tensor& operator+=(Tensor& a, const Operand& b);
+Tensor& operator-=(Tensor& a, const Operand& b);
+Tensor& operator*=(Tensor& a, const Operand& b);
+Tensor& operator/=(Tensor& a, const Operand& b);
+
+// ---- grid and tile construction ---------------------------------------------
+/// This program's index along grid axis 0..2 (i32).
+Tensor program_id(int axis, SrcLoc loc = SrcLoc::current());
+Tensor num_programs(int axis, SrcLoc loc = SrcLoc::current());
+/// tile<n x i32> holding 0..n-1 / start..end-1.
+Tensor arange(int64_t n, SrcLoc loc = SrcLoc::current());
+Tensor arange(int64_t start, int64_t end, SrcLoc loc = SrcLoc::current());
+/// A tile (or scalar, for an empty shape) with every element equal.
+Tensor zeros(const ir::Shape& shape, DType dtype, SrcLoc loc = SrcLoc::current());
+Tensor full(const ir::Shape& shape, double value, DType dtype, SrcLoc loc = SrcLoc::current());
+Tensor splat(const Tensor& x, const ir::Shape& shape, SrcLoc loc = SrcLoc::current());
+Tensor broadcast_to(const Tensor& x, const ir::Shape& shape, SrcLoc loc = SrcLoc::current());
+Tensor expand_dims(const Tensor& x, int axis, SrcLoc loc = SrcLoc::current());
+Tensor reshape(const Tensor& x, const ir::Shape& shape, SrcLoc loc = SrcLoc::current());
+Tensor transpose(const Tensor& x, const std::vector<int64_t>& perm, SrcLoc loc = SrcLoc::current());
+
+// ---- elementwise -------------------------------------------------------------
+/// cond ? a : b elementwise; cond is i1; a, b promote and broadcast as above.
+Tensor where(const Tensor& cond, const Operand& a, const Operand& b, SrcLoc loc = SrcLoc::current());
+// Float math (integer operands are a DslError: convert with .to(ts::f32)).
+Tensor exp(const Tensor& x, SrcLoc loc = SrcLoc::current());
+Tensor exp2(const Tensor& x, SrcLoc loc = SrcLoc::current());
+Tensor log(const Tensor& x, SrcLoc loc = SrcLoc::current());
+Tensor log2(const Tensor& x, SrcLoc loc = SrcLoc::current());
+Tensor sqrt(const Tensor& x, SrcLoc loc = SrcLoc::current());
+Tensor rsqrt(const Tensor& x, SrcLoc loc = SrcLoc::current());
+Tensor tanh(const Tensor& x, SrcLoc loc = SrcLoc::current());
+Tensor erf(const Tensor& x, SrcLoc loc = SrcLoc::current());
+Tensor floor(const Tensor& x, SrcLoc loc = SrcLoc::current());
+/// |x| for floats and integers.
+Tensor abs(const Tensor& x, SrcLoc loc = SrcLoc::current());
+Tensor minimum(const Operand& a, const Operand& b, SrcLoc loc = SrcLoc::current());
+Tensor maximum(const Operand& a, const Operand& b, SrcLoc loc = SrcLoc::current());
+/// a*b+c with a single rounding (floats).
+Tensor fma(const Operand& a, const Operand& b, const Operand& c, SrcLoc loc = SrcLoc::current());
+Tensor pow(const Operand& a, const Operand& b, SrcLoc loc = SrcLoc::current());
+
+// ---- memory --------------------------------------------------------------------
+/// Reads through a pointer or tile of pointers. Lanes whose mask is false do
+/// not touch memory and yield `other` (default 0). The mask is i1 and must
+/// broadcast to the pointer's shape; `other` needs a mask.
+Tensor load(const Tensor& ptr, const Operand& mask = {}, const Operand& other = {},
+            SrcLoc loc = SrcLoc::current());
+/// Writes `value` (dtype equal to the pointee's; broadcast to the pointer's
+/// shape) where `mask` is true.
+void store(const Tensor& ptr, const Operand& value, const Operand& mask = {},
+           SrcLoc loc = SrcLoc::current());
+/// Storing through a Ptr<const T> argument does not compile.
+template <class T>
+void store(const Ptr<const T>&, const Operand&, const Operand& = {}, SrcLoc = SrcLoc::current()) {
+  static_assert(sizeof(T) == 0, "ts::store through a Ptr<const T>: the kernel parameter is read-only");
+}
+/// Relaxed device-scope atomics; return the old values.
+Tensor atomic_add(const Tensor& ptr, const Operand& value, const Operand& mask = {},
+                  SrcLoc loc = SrcLoc::current());
+Tensor atomic_max(const Tensor& ptr, const Operand& value, const Operand& mask = {},
+                  SrcLoc loc = SrcLoc::current());
+
+/// A tile held in shared (per program) or local (private) memory.
+class TileBuffer : public Tensor {
+ public:
+  TileBuffer() = default;
+  explicit TileBuffer(const Tensor& t) : Tensor(t) {}
+  Tensor load(SrcLoc loc = SrcLoc::current()) const;
+  void store(const Operand& tile, SrcLoc loc = SrcLoc::current()) const;
+};
+TileBuffer alloc_shared(DType dtype, const ir::Shape& shape, SrcLoc loc = SrcLoc::current());
+TileBuffer alloc_local(DType dtype, const ir::Shape& shape, SrcLoc loc = SrcLoc::current());
+/// Copies global memory at `ptrs` (a tile of the buffer's shape) into `dst`.
+void copy(const TileBuffer& dst, const Tensor& ptrs, const Operand& mask = {},
+          SrcLoc loc = SrcLoc::current());
+/// Orders shared-memory effects among the threads of a program.
+void barrier(SrcLoc loc = SrcLoc::current());
+
+// ---- reductions and contractions -------------------------------------------
+// `axis` may be negative (python-style). Rank-1 tiles reduce to scalars.
+Tensor sum(const Tensor& x, int axis, SrcLoc loc = SrcLoc::current());
+Tensor max(const Tensor& x, int axis, SrcLoc loc = SrcLoc::current());
+Tensor min(const Tensor& x, int axis, SrcLoc loc = SrcLoc::current());
+/// Index (i32) of the first maximum along `axis`.
+Tensor argmax(const Tensor& x, int axis, SrcLoc loc = SrcLoc::current());
+/// a (MxK) @ b (KxN) + acc (MxN). a and b share a dtype; acc is f32/f64 for
+/// float inputs, i32/i64 for integer inputs; without acc it is zeros of f32
+/// (float inputs) or i32.
+Tensor dot(const Tensor& a, const Tensor& b, const Tensor& acc = {}, SrcLoc loc = SrcLoc::current());
+
+// ---- control flow ------------------------------------------------------------
+namespace dsl {
+using BodyFn = std::function<std::vector<Tensor>(const Tensor& iv, const std::vector<Tensor>& carried)>;
+std::vector<Tensor> forImpl(const Operand& lo, const Operand& hi, const Operand& step,
+                            const std::vector<Tensor>& inits, const BodyFn& body, const SrcLoc& loc);
+std::vector<Tensor> ifImpl(const Tensor& cond, const std::function<std::vector<Tensor>()>& thenBody,
+                           const std::function<std::vector<Tensor>()>& elseBody, const SrcLoc& loc);
+
+template <class T> struct IsTuple : std::false_type {};
+template <class... T> struct IsTuple<std::tuple<T...>> : std::true_type {};
+
+/// Turns a body's return value (nothing, a handle, a tuple or a vector of
+/// handles) into the list of values it yields.
+template <class R>
+std::vector<Tensor> toList(R&& r) {
+  using D = std::remove_cvref_t<R>;
+  if constexpr (std::is_base_of_v<Tensor, D>) {
+    return {Tensor(r)};
+  } else if constexpr (IsTuple<D>::value) {
+    return std::apply([](auto&&... v) { return std::vector<Tensor>{Tensor(v)...}; }, std::forward<R>(r));
+  } else {
+    static_assert(std::is_same_v<D, std::vector<Tensor>>,
+                  "a for_range / if_else body must return nothing, a ts::Tensor, a std::tuple of "
+                  "handles or a std::vector<ts::Tensor>");
+    return r;
+  }
+}
+
+template <class F, class... A>
+std::vector<Tensor> callToList(F& f, A&&... a) {
+  using R = std::invoke_result_t<F&, A...>;
+  if constexpr (std::is_void_v<R>) {
+    f(std::forward<A>(a)...);
+    return {};
+  } else {
+    return toList(f(std::forward<A>(a)...));
+  }
+}
+
+template <size_t N, size_t... I>
+auto listToTuple(const std::vector<Tensor>& v, std::index_sequence<I...>) {
+  return std::make_tuple(((void)I, v[I])...);
+}
+}  // namespace dsl
+
+/// for iv in [lo, hi) step `step` with no carried values: body(ts::Int iv).
+template <class F>
+void for_range(const Operand& lo, const Operand& hi, const Operand& step, F&& body,
+               SrcLoc loc = SrcLoc::current()) {
+  dsl::forImpl(lo, hi, step, {},
+               [&](const Tensor& iv, const std::vector<Tensor>&) {
+                 dsl::callToList(body, iv);
+                 return std::vector<Tensor>{};
+               },
+               loc);
+}
+
+/// Loop with carried values given as a tuple: body(iv, carried...) returns
+/// the new values (a tuple, or one handle when one value is carried). Returns
+/// the final values as a tuple of Tensors (use structured bindings).
+template <class... Ts, class F>
+auto for_range(const Operand& lo, const Operand& hi, const Operand& step, const std::tuple<Ts...>& inits,
+               F&& body, SrcLoc loc = SrcLoc::current()) {
+  std::vector<Tensor> init = std::apply([](const auto&... v) { return std::vector<Tensor>{Tensor(v)...}; }, inits);
+  auto out = dsl::forImpl(
+      lo, hi, step, init,
+      [&](const Tensor& iv, const std::vector<Tensor>& c) {
+        return [&]<size_t... I>(std::index_sequence<I...>) {
+          return dsl::callToList(body, iv, c[I]...);
+        }(std::index_sequence_for<Ts...>{});
+      },
+      loc);
+  return dsl::listToTuple<sizeof...(Ts)>(out, std::index_sequence_for<Ts...>{});
+}
+
+/// Loop with one carried value: body(iv, carried) returns its new value.
+template <class F>
+Tensor for_range(const Operand& lo, const Operand& hi, const Operand& step, const Tensor& init, F&& body,
+                 SrcLoc loc = SrcLoc::current()) {
+  auto out = dsl::forImpl(
+      lo, hi, step, {init},
+      [&](const Tensor& iv, const std::vector<Tensor>& c) { return dsl::callToList(body, iv, c[0]); }, loc);
+  return out.at(0);
+}
+
+/// Loop with carried values as a vector: body(iv, std::vector<Tensor>) returns
+/// a std::vector<Tensor> of the same types.
+template <class F>
+std::vector<Tensor> for_range(const Operand& lo, const Operand& hi, const Operand& step,
+                              const std::vector<Tensor>& inits, F&& body, SrcLoc loc = SrcLoc::current()) {
+  return dsl::forImpl(
+      lo, hi, step, inits,
+      [&](const Tensor& iv, const std::vector<Tensor>& c) { return dsl::callToList(body, iv, c); }, loc);
+}
+
+/// if (cond) then() else else_(); cond is a scalar i1. Both branches return
+/// values of matching types (nothing, one handle, a tuple or a vector); the
+/// result has the same form (a tuple of Tensors for tuples).
+template <class Then, class Else>
+auto if_else(const Tensor& cond, Then&& then, Else&& else_, SrcLoc loc = SrcLoc::current()) {
+  auto out = dsl::ifImpl(
+      cond, [&] { return dsl::callToList(then); }, [&] { return dsl::callToList(else_); }, loc);
+  using R = std::remove_cvref_t<std::invoke_result_t<Then&>>;
+  if constexpr (std::is_void_v<R>) {
+    return;
+  } else if constexpr (std::is_base_of_v<Tensor, R>) {
+    return out.at(0);
+  } else if constexpr (dsl::IsTuple<R>::value) {
+    return dsl::listToTuple<std::tuple_size_v<R>>(out, std::make_index_sequence<std::tuple_size_v<R>>{});
+  } else {
+    return out;
+  }
+}
+
+/// if (cond) then(); the branch yields nothing.
+template <class Then>
+void if_else(const Tensor& cond, Then&& then, SrcLoc loc = SrcLoc::current()) {
+  dsl::ifImpl(cond, [&] { return dsl::callToList(then); }, {}, loc);
+}
+
+// ---- kernels -------------------------------------------------------------------
+namespace dsl {
+template <class T> struct ArgTraits {
+  static constexpr bool ok = false;
+};
+template <class T> struct ArgTraits<Ptr<T>> {
+  static constexpr bool ok = true;
+  static ir::Type type() { return ir::Type::ptr(Ptr<T>::kDType, ir::MemSpace::Global); }
+  static constexpr bool readonly = Ptr<T>::kConst;
+};
+template <DType D> struct ArgTraits<Scalar<D>> {
+  static constexpr bool ok = true;
+  static ir::Type type() { return ir::Type::scalar(D); }
+  static constexpr bool readonly = false;
+};
+
+template <class T> struct Signature;
+template <class C, class R, class... A> struct Signature<R (C::*)(A...) const> { using Args = std::tuple<A...>; using Ret = R; };
+template <class C, class R, class... A> struct Signature<R (C::*)(A...)> { using Args = std::tuple<A...>; using Ret = R; };
+template <class C, class R, class... A> struct Signature<R (C::*)(A...) const noexcept> { using Args = std::tuple<A...>; using Ret = R; };
+template <class C, class R, class... A> struct Signature<R (C::*)(A...) noexcept> { using Args = std::tuple<A...>; using Ret = R; };
+template <class R, class... A> struct Signature<R (*)(A...)> { using Args = std::tuple<A...>; using Ret = R; };
+
+template <class F, class = void> struct CallableSig : Signature<std::decay_t<F>> {};
+template <class F>
+struct CallableSig<F, std::void_t<decltype(&std::remove_cvref_t<F>::operator())>>
+    : Signature<decltype(&std::remove_cvref_t<F>::operator())> {};
+
+/// One kernel trace in progress: the function being built and the handles'
+/// context. RAII: the destructor ends the trace (also when tracing throws).
+class Trace {
+ public:
+  Trace(const std::string& name, std::vector<std::string> argNames, size_t numArgs, const SrcLoc& loc);
+  ~Trace();
+  Trace(const Trace&) = delete;
+  Trace& operator=(const Trace&) = delete;
+  Tensor addArg(const ir::Type& t, bool readonly);
+  /// Appends `return`, verifies and hands the function over.
+  Kernel finish();
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+}  // namespace dsl
+
+/// Traces `f` into a kernel named `name`. `argNames` (optional) names the
+/// parameters in the IR and in the runtime signature; default arg0, arg1, ...
+template <class F>
+Kernel kernel(const std::string& name, const std::vector<std::string>& argNames, F&& f,
+              SrcLoc loc = SrcLoc::current()) {
+  using Sig = dsl::CallableSig<F>;
+  using Args = typename Sig::Args;
+  static_assert(std::is_void_v<typename Sig::Ret>, "a kernel body returns nothing (results go through ts::store)");
+  return [&]<size_t... I>(std::index_sequence<I...>) {
+    static_assert((dsl::ArgTraits<std::remove_cvref_t<std::tuple_element_t<I, Args>>>::ok && ...),
+                  "kernel parameters must be ts::Ptr<T>, ts::Ptr<const T>, ts::Int, ts::Long, "
+                  "ts::Float or ts::Double");
+    dsl::Trace trace(name, argNames, sizeof...(I), loc);
+    // Arguments are created in order (a braced list evaluates left to right).
+    std::tuple<std::remove_cvref_t<std::tuple_element_t<I, Args>>...> args{
+        std::remove_cvref_t<std::tuple_element_t<I, Args>>(trace.addArg(
+            dsl::ArgTraits<std::remove_cvref_t<std::tuple_element_t<I, Args>>>::type(),
+            dsl::ArgTraits<std::remove_cvref_t<std::tuple_element_t<I, Args>>>::readonly))...};
+    f(std::get<I>(args)...);
+    return trace.finish();
+  }(std::make_index_sequence<std::tuple_size_v<Args>>{});
+}
+
+template <class F>
+Kernel kernel(const std::string& name, F&& f, SrcLoc loc = SrcLoc::current()) {
+  return kernel(name, std::vector<std::string>{}, std::forward<F>(f), loc);
+}
+
+}  // namespace tessera

@@ -1,0 +1,170 @@
+// The host CPU as a device: memory is plain aligned host memory, a kernel is
+// a host function from the JIT, a launch runs its program range on the pool.
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <thread>
+
+#include "DeviceImpl.h"
+
+namespace tessera::rt {
+namespace {
+
+// Alignment of every CPU allocation: a cache line, and enough for the
+// widest vector loads the host code generator emits (AVX-512).
+constexpr size_t kAlign = 64;
+// Upper bound on a thread count: beyond it a typo (TESSERA_NUM_THREADS=1000000)
+// would try to start that many threads.
+constexpr unsigned kMaxThreads = 1024;
+
+unsigned hardwareThreads() {
+  unsigned n = std::thread::hardware_concurrency();
+  return n ? n : 1;
+}
+
+const char* hostIsaName() {
+#if defined(__x86_64__) || defined(__i386__)
+  if (__builtin_cpu_supports("avx512f")) return "avx512";
+  if (__builtin_cpu_supports("avx2")) return "avx2";
+  return "sse2";
+#elif defined(__aarch64__)
+  return "aarch64";
+#else
+  return "generic";
+#endif
+}
+
+struct CpuKernel final : KernelState {
+  Binary::HostEntry entry = nullptr;
+  std::shared_ptr<void> owner;  // keeps the JIT'd code alive while loaded
+};
+
+struct LaunchCtx {
+  Binary::HostEntry entry;
+  void* const* args;
+  const int32_t* grid;
+};
+
+class CpuDevice final : public DeviceImpl {
+ public:
+  DeviceKind kind() const override { return DeviceKind::CPU; }
+
+  std::string name() const override {
+    unsigned threads;
+    try {
+      threads = defaultThreads();
+    } catch (const Error&) {
+      // A bad TESSERA_NUM_THREADS is reported at launch; a name stays usable.
+      threads = hardwareThreads();
+    }
+    return std::string("cpu (") + hostIsaName() + ", " + std::to_string(threads) +
+           (threads == 1 ? " thread)" : " threads)");
+  }
+
+  unsigned defaultThreads() const override {
+    unsigned env = threadsFromEnvironment();
+    return env ? env : hardwareThreads();
+  }
+
+  DevicePtr alloc(size_t bytes) override {
+    // aligned_alloc wants a multiple of the alignment.
+    if (bytes > std::numeric_limits<size_t>::max() - kAlign)
+      throw DeviceError("cpu: cannot allocate " + std::to_string(bytes) + " bytes");
+    size_t rounded = (bytes + kAlign - 1) / kAlign * kAlign;
+    if (rounded == 0) rounded = kAlign;
+    void* p = std::aligned_alloc(kAlign, rounded);
+    if (!p)
+      throw DeviceError("cpu: out of memory allocating " + std::to_string(bytes) + " bytes");
+    std::memset(p, 0, rounded);
+    return reinterpret_cast<DevicePtr>(p);
+  }
+
+  void free(DevicePtr p) noexcept override { std::free(reinterpret_cast<void*>(p)); }
+
+  void copyHostToDevice(DevicePtr dst, const void* src, size_t bytes) override {
+    if (bytes) std::memcpy(reinterpret_cast<void*>(dst), src, bytes);
+  }
+  void copyDeviceToHost(void* dst, DevicePtr src, size_t bytes) override {
+    if (bytes) std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
+  }
+  void fill(DevicePtr dst, uint8_t byte, size_t bytes) override {
+    if (bytes) std::memset(reinterpret_cast<void*>(dst), byte, bytes);
+  }
+
+  std::shared_ptr<KernelState> load(const Binary& bin) override {
+    const std::string& k = bin.signature.kernelName;
+    if (bin.format != Binary::Format::HostFunction) {
+      const char* fmt = bin.format == Binary::Format::PTX ? "PTX" : "HSACO (AMDGPU code object)";
+      throw DeviceError("cpu device cannot load kernel '" + k + "': its binary is " + fmt +
+                        ", a GPU format; compile the kernel for the cpu target to run it here");
+    }
+    if (!bin.hostEntry)
+      throw DeviceError("cpu device cannot load kernel '" + k +
+                        "': the HostFunction binary has no host entry point");
+    auto ks = std::make_shared<CpuKernel>();
+    ks->entry = bin.hostEntry;
+    ks->owner = bin.owner;
+    return ks;
+  }
+
+  void launch(KernelState& ks, const KernelSignature& sig, Dim3 grid, void** args,
+              const LaunchOptions& opts) override {
+    auto& k = static_cast<CpuKernel&>(ks);
+    unsigned threads = opts.threads;
+    if (threads > kMaxThreads)
+      throw LaunchError(sig.kernelName + ": LaunchOptions::threads = " + std::to_string(threads) +
+                        " exceeds the limit of " + std::to_string(kMaxThreads) + " threads");
+    if (threads == 0) threads = defaultThreads();
+
+    // The grid fits int32 per dimension (checked by the caller).
+    const int32_t g[3] = {static_cast<int32_t>(grid.x), static_cast<int32_t>(grid.y),
+                          static_cast<int32_t>(grid.z)};
+    const int64_t n = static_cast<int64_t>(grid.count());
+    if (n == 1 || threads == 1) {
+      // The common tiny launch: no pool, no synchronisation.
+      k.entry(args, 0, n, g);
+      return;
+    }
+    LaunchCtx ctx{k.entry, args, g};
+    parallelForRaw(
+        n, threads,
+        [](void* c, int64_t b, int64_t e) {
+          auto* lc = static_cast<LaunchCtx*>(c);
+          lc->entry(lc->args, b, e, lc->grid);
+        },
+        &ctx);
+  }
+
+  void synchronize() override {}  // launches complete before they return
+};
+
+}  // namespace
+
+unsigned threadsFromEnvironment() {
+  const char* v = std::getenv("TESSERA_NUM_THREADS");
+  if (!v || !*v) return 0;
+  // Strict: digits only, so "4x", "-1", " 2" and "two" are reported, not
+  // half-parsed.
+  unsigned long long n = 0;
+  bool ok = true;
+  for (const char* p = v; *p; ++p) {
+    if (*p < '0' || *p > '9') {
+      ok = false;
+      break;
+    }
+    n = n * 10 + static_cast<unsigned>(*p - '0');
+    if (n > kMaxThreads) break;
+  }
+  if (!ok || n == 0 || n > kMaxThreads)
+    throw LaunchError(std::string("TESSERA_NUM_THREADS='") + v +
+                      "' is not a valid thread count: set it to an integer from 1 to " +
+                      std::to_string(kMaxThreads) + ", or unset it to use every hardware thread");
+  return static_cast<unsigned>(n);
+}
+
+std::shared_ptr<DeviceImpl> createCpuDevice() { return std::make_shared<CpuDevice>(); }
+
+}  // namespace tessera::rt

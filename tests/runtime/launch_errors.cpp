@@ -1,0 +1,195 @@
+// Every launch mistake throws LaunchError naming the kernel, the argument
+// (index and name) and what was expected versus given.
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "../../runtime/lib/DeviceImpl.h"  // createCpuDevice: a second device
+#include "tessera/runtime/Runtime.h"
+
+using namespace tessera;
+using namespace tessera::rt;
+using Catch::Matchers::Contains;
+
+namespace {
+
+// Launches may run on several threads, hence atomic.
+std::atomic<int64_t> gRuns{0};
+void countingEntry(void* const*, int64_t begin, int64_t end, const int32_t*) {
+  gRuns += end - begin;
+}
+
+Kernel softmax(const Device& dev = Device::cpu()) {
+  Binary bin;
+  bin.signature = {"softmax",
+                   {{ArgSpec::Kind::Pointer, DType::F32, "out"},
+                    {ArgSpec::Kind::Pointer, DType::F32, "in"},
+                    {ArgSpec::Kind::Scalar, DType::I32, "cols"}}};
+  bin.hostEntry = &countingEntry;
+  return dev.load(bin);
+}
+
+Kernel scalarKernel(DType t) {
+  Binary bin;
+  bin.signature = {"scale", {{ArgSpec::Kind::Scalar, t, "alpha"}}};
+  bin.hostEntry = &countingEntry;
+  return Device::cpu().load(bin);
+}
+
+}  // namespace
+
+#define REQUIRE_LAUNCH_ERROR(expr, matcher)       \
+  do {                                            \
+    REQUIRE_THROWS_AS(expr, tessera::LaunchError); \
+    REQUIRE_THROWS_WITH(expr, matcher);           \
+  } while (0)
+
+TEST_CASE("a correct launch runs", "[runtime][launch]") {
+  Kernel k = softmax();
+  Device cpu = Device::cpu();
+  Buffer out = cpu.alloc(DType::F32, 8), in = cpu.alloc(DType::F32, 8);
+  gRuns = 0;
+  k.launch({4}, {out, in, 8});
+  CHECK(gRuns == 4);
+}
+
+TEST_CASE("wrong argument count", "[runtime][launch]") {
+  Kernel k = softmax();
+  Device cpu = Device::cpu();
+  Buffer out = cpu.alloc(DType::F32, 8), in = cpu.alloc(DType::F32, 8);
+  REQUIRE_LAUNCH_ERROR(k.launch({1}, {out, in}),
+                       Contains("softmax expects 3 arguments (ptr<f32> out, ptr<f32> in, i32 cols), got 2"));
+  REQUIRE_LAUNCH_ERROR(k.launch({1}, {out, in, 8, 9}), Contains("got 4"));
+  REQUIRE_LAUNCH_ERROR(k.launch({1}, {}), Contains("got 0"));
+}
+
+TEST_CASE("buffer for scalar and scalar for buffer", "[runtime][launch]") {
+  Kernel k = softmax();
+  Device cpu = Device::cpu();
+  Buffer out = cpu.alloc(DType::F32, 8), in = cpu.alloc(DType::F32, 8);
+  REQUIRE_LAUNCH_ERROR(k.launch({1}, {out, in, in}),
+                       Contains("softmax") && Contains("argument 2 (i32 cols)") &&
+                           Contains("expects an i32 scalar") && Contains("got a Buffer of 8 f32"));
+  REQUIRE_LAUNCH_ERROR(k.launch({1}, {out, 3, 8}),
+                       Contains("argument 1 (ptr<f32> in)") && Contains("expects a Buffer of f32") &&
+                           Contains("got an int (3)"));
+  REQUIRE_LAUNCH_ERROR(k.launch({1}, {2.5f, in, 8}),
+                       Contains("argument 0 (ptr<f32> out)") && Contains("got a float (2.5)"));
+}
+
+TEST_CASE("pointer dtype mismatch, null buffer, offset and foreign device", "[runtime][launch]") {
+  Kernel k = softmax();
+  Device cpu = Device::cpu();
+  Buffer out = cpu.alloc(DType::F32, 8), in = cpu.alloc(DType::F32, 8);
+  Buffer half = cpu.alloc(DType::F16, 8);
+  REQUIRE_LAUNCH_ERROR(k.launch({1}, {out, half, 8}),
+                       Contains("argument 1 (ptr<f32> in)") && Contains("expects a Buffer of f32") &&
+                           Contains("got a Buffer of 8 f16"));
+  REQUIRE_LAUNCH_ERROR(k.launch({1}, {Buffer(), in, 8}),
+                       Contains("softmax: argument 0 (ptr<f32> out)") && Contains("null Buffer"));
+
+  Arg shifted(in);
+  shifted.offset = 9;
+  REQUIRE_LAUNCH_ERROR(k.launch({1}, {out, shifted, 8}),
+                       Contains("argument 1 (ptr<f32> in)") && Contains("offset 9") &&
+                           Contains("past the end") && Contains("8 f32"));
+  shifted.offset = 8;  // one past the end: an empty view, still a valid address
+  gRuns = 0;
+  k.launch({1}, {out, shifted, 8});
+  CHECK(gRuns == 1);
+
+  Device other(createCpuDevice());
+  Buffer foreign = other.alloc(DType::F32, 8);
+  REQUIRE_LAUNCH_ERROR(k.launch({1}, {out, foreign, 8}),
+                       Contains("argument 1 (ptr<f32> in)") && Contains("another instance") &&
+                           Contains("kernel is loaded on"));
+  // And the other way round: a kernel on the second device.
+  Kernel k2 = softmax(other);
+  REQUIRE_LAUNCH_ERROR(k2.launch({1}, {out, foreign, 8}), Contains("argument 0 (ptr<f32> out)"));
+  gRuns = 0;
+  Buffer foreign2 = other.alloc(DType::F32, 8);
+  k2.launch({2}, {foreign2, foreign, 8});
+  CHECK(gRuns == 2);
+}
+
+TEST_CASE("scalar dtype rules", "[runtime][launch]") {
+  SECTION("exact matches") {
+    scalarKernel(DType::I1).launch({1}, {true});
+    scalarKernel(DType::I8).launch({1}, {int8_t{-3}});
+    scalarKernel(DType::I16).launch({1}, {int16_t{300}});
+    scalarKernel(DType::I32).launch({1}, {7});
+    scalarKernel(DType::I64).launch({1}, {int64_t{1} << 40});
+    scalarKernel(DType::F32).launch({1}, {1.0f});
+    scalarKernel(DType::F64).launch({1}, {1.0});
+  }
+  SECTION("accepted conversions") {
+    scalarKernel(DType::I64).launch({1}, {-5});          // int -> i64
+    scalarKernel(DType::I8).launch({1}, {127});           // int -> i8 when it fits
+    scalarKernel(DType::I8).launch({1}, {-128});
+    scalarKernel(DType::I16).launch({1}, {-32768});       // int -> i16 when it fits
+    scalarKernel(DType::I32).launch({1}, {int16_t{5}});   // any exact widening
+    scalarKernel(DType::F64).launch({1}, {0.5f});         // float -> f64
+    scalarKernel(DType::F16).launch({1}, {0.5f});         // float -> f16 / bf16
+    scalarKernel(DType::BF16).launch({1}, {0.5f});
+  }
+  SECTION("double for f32 gets a float-literal hint") {
+    REQUIRE_LAUNCH_ERROR(scalarKernel(DType::F32).launch({1}, {1.0}),
+                         Contains("scale: argument 0 (f32 alpha)") && Contains("expects an f32 scalar") &&
+                             Contains("got a double (1)") && Contains("pass 1.0f"));
+    REQUIRE_LAUNCH_ERROR(scalarKernel(DType::F32).launch({1}, {0.25}), Contains("pass 0.25f"));
+    REQUIRE_LAUNCH_ERROR(scalarKernel(DType::F16).launch({1}, {0.25}), Contains("pass 0.25f"));
+  }
+  SECTION("integer for float and float for integer") {
+    REQUIRE_LAUNCH_ERROR(scalarKernel(DType::F32).launch({1}, {3}),
+                         Contains("expects an f32 scalar") && Contains("got an int (3)") &&
+                             Contains("pass 3.0f"));
+    REQUIRE_LAUNCH_ERROR(scalarKernel(DType::F64).launch({1}, {int64_t{3}}), Contains("pass 3.0"));
+    REQUIRE_LAUNCH_ERROR(scalarKernel(DType::I32).launch({1}, {2.5f}),
+                         Contains("expects an i32 scalar") && Contains("got a float (2.5)") &&
+                             Contains("pass an integer"));
+    REQUIRE_LAUNCH_ERROR(scalarKernel(DType::I64).launch({1}, {2.0}), Contains("got a double (2)"));
+  }
+  SECTION("out of range and narrowing") {
+    REQUIRE_LAUNCH_ERROR(scalarKernel(DType::I8).launch({1}, {128}),
+                         Contains("expects an i8 scalar") && Contains("128") &&
+                             Contains("does not fit in i8 (-128..127)"));
+    REQUIRE_LAUNCH_ERROR(scalarKernel(DType::I16).launch({1}, {-32769}),
+                         Contains("does not fit in i16 (-32768..32767)"));
+    REQUIRE_LAUNCH_ERROR(scalarKernel(DType::I32).launch({1}, {int64_t{5}}),
+                         Contains("expects an i32 scalar") && Contains("got an int64_t (5)"));
+    REQUIRE_LAUNCH_ERROR(scalarKernel(DType::I8).launch({1}, {int16_t{1}}), Contains("int16_t"));
+  }
+  SECTION("bool is its own type") {
+    REQUIRE_LAUNCH_ERROR(scalarKernel(DType::I1).launch({1}, {1}),
+                         Contains("expects an i1 scalar") && Contains("pass a bool"));
+    REQUIRE_LAUNCH_ERROR(scalarKernel(DType::I32).launch({1}, {true}), Contains("got a bool (true)"));
+  }
+}
+
+TEST_CASE("grid limits", "[runtime][launch]") {
+  Kernel k = scalarKernel(DType::I32);
+  REQUIRE_LAUNCH_ERROR(k.launch({0}, {1}), Contains("scale: empty grid {0, 1, 1}") &&
+                                               Contains("at least 1"));
+  REQUIRE_LAUNCH_ERROR(k.launch({4, 0, 2}, {1}), Contains("{4, 0, 2}"));
+  REQUIRE_LAUNCH_ERROR(k.launch({1, 1, 0}, {1}), Contains("empty grid"));
+  REQUIRE_LAUNCH_ERROR(k.launch({1u << 31}, {1}),
+                       Contains("too large") && Contains("below 2^31") && Contains("below 2^40"));
+  REQUIRE_LAUNCH_ERROR(k.launch({1, 1, 0x80000000u}, {1}), Contains("too large"));
+  // Each dimension in range but 2^21 * 2^19 = 2^40 programs in total.
+  REQUIRE_LAUNCH_ERROR(k.launch({1u << 21, 1u << 19, 1}, {1}),
+                       Contains("1099511627776 programs") && Contains("too large"));
+  // The largest single dimension is fine (the kernel does nothing).
+  gRuns = 0;
+  k.launch({0x7fffffffu}, {1}, LaunchOptions{2});
+  CHECK(gRuns == 0x7fffffff);
+}
+
+TEST_CASE("too many threads requested", "[runtime][launch]") {
+  Kernel k = scalarKernel(DType::I32);
+  LaunchOptions o;
+  o.threads = 100000;
+  REQUIRE_LAUNCH_ERROR(k.launch({2}, {1}, o), Contains("threads") && Contains("100000"));
+}
