@@ -165,6 +165,8 @@ class Lowering {
   llvm::Value* floatOp(const ir::Op& op, std::vector<llvm::Value*>& v);
   llvm::Value* intOp(const ir::Op& op, std::vector<llvm::Value*>& v, DType dt);
   llvm::Value* castValue(llvm::Value* x, DType from, DType to);
+  llvm::Value* fpTrunc(llvm::Value* x, llvm::Type* to);
+
   llvm::Value* constantOf(const ir::Op& op, llvm::Type* t);
   void emitLoad(const ir::Op& op, llvm::Value* dstArr = nullptr);
   void emitStore(const ir::Op& op);
@@ -280,7 +282,9 @@ llvm::Value* Lowering::emitChunk(const ir::Value* v, llvm::Value* base, int64_t 
   auto it = arrays_.find(v);
   if (it != arrays_.end()) return loadChunk(it->second, v->type(), base, c);
   const ir::Op* def = v->definingOp();
-  TS_ASSERT(def && isFusableDef(def->code()), "cpu lowering: tile used before it was materialised");
+  // Transpose reaches here only while being materialised at its own position.
+  TS_ASSERT(def && (isFusableDef(def->code()) || def->code() == OpCode::Transpose),
+            "cpu lowering: tile used before it was materialised");
   return emitDef(*def, base, c);
 }
 
@@ -396,6 +400,43 @@ void Lowering::materialize(const ir::Value* v) {
 
 // ================================================================ elementwise
 
+// Narrowing float conversions with one round-to-nearest-even, done here
+// rather than by LLVM because the x86 backend lowers f32 -> bf16 and
+// f64 -> f16 to compiler-rt calls (__truncsfbf2, __truncdfhf2) that the
+// host process may not provide.
+llvm::Value* Lowering::fpTrunc(llvm::Value* x, llvm::Type* to) {
+  llvm::Type* xt = x->getType();
+  auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(xt);
+  auto shaped = [&](llvm::Type* s) -> llvm::Type* { return vt ? static_cast<llvm::Type*>(vec(s, vt->getNumElements())) : s; };
+  llvm::Type* dst = to->getScalarType();
+  if (xt->getScalarType()->isDoubleTy() && !dst->isFloatTy()) {
+    // f64 -> f32 rounding to odd, so the second rounding (to 8 or 11
+    // significant bits) is the correctly rounded one.
+    llvm::Value* f = b_.CreateFPTrunc(x, shaped(b_.getFloatTy()));
+    llvm::Value* back = b_.CreateFPExt(f, xt);
+    llvm::Type* i32t = shaped(b_.getInt32Ty());
+    llvm::Value* u = b_.CreateBitCast(f, i32t);
+    llvm::Value* inexact = b_.CreateFCmpUNE(back, x);
+    llvm::Value* away = b_.CreateFCmpOGT(b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, back),
+                                         b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x));
+    u = b_.CreateSelect(away, b_.CreateSub(u, llvm::ConstantInt::get(i32t, 1)), u);
+    u = b_.CreateSelect(inexact, b_.CreateOr(u, llvm::ConstantInt::get(i32t, 1)), u);
+    x = b_.CreateBitCast(u, shaped(b_.getFloatTy()));
+    xt = x->getType();
+  }
+  if (!dst->isBFloatTy()) return b_.CreateFPTrunc(x, to);
+  // f32 -> bf16: add half an ulp (ties to even) and keep the top 16 bits;
+  // NaNs stay quiet NaNs.
+  llvm::Type* i32t = shaped(b_.getInt32Ty());
+  llvm::Value* u = b_.CreateBitCast(x, i32t);
+  llvm::Value* lsb = b_.CreateAnd(b_.CreateLShr(u, llvm::ConstantInt::get(i32t, 16)), llvm::ConstantInt::get(i32t, 1));
+  llvm::Value* rounded = b_.CreateLShr(b_.CreateAdd(u, b_.CreateAdd(lsb, llvm::ConstantInt::get(i32t, 0x7fff))),
+                                       llvm::ConstantInt::get(i32t, 16));
+  llvm::Value* nan = b_.CreateOr(b_.CreateLShr(u, llvm::ConstantInt::get(i32t, 16)), llvm::ConstantInt::get(i32t, 0x40));
+  llvm::Value* r = b_.CreateSelect(b_.CreateFCmpUNO(x, x), nan, rounded);
+  return b_.CreateBitCast(b_.CreateTrunc(r, shaped(b_.getInt16Ty())), to);
+}
+
 llvm::Value* Lowering::castValue(llvm::Value* x, DType from, DType to) {
   if (from == to) return x;
   llvm::Type* xt = x->getType();
@@ -417,7 +458,7 @@ llvm::Value* Lowering::castValue(llvm::Value* x, DType from, DType to) {
     // f16 <-> bf16 go through f32, which holds both exactly.
     if (bitWidth(from) == bitWidth(to)) x = b_.CreateFPExt(x, shaped(b_.getFloatTy()));
     if (bitWidth(to) > x->getType()->getScalarSizeInBits()) return b_.CreateFPExt(x, dt);
-    return b_.CreateFPTrunc(x, dt);
+    return fpTrunc(x, dt);
   }
   if (isFloat(from)) {  // float -> int, saturating, NaN -> 0
     if (from == DType::F16 || from == DType::BF16) x = b_.CreateFPExt(x, shaped(b_.getFloatTy()));
@@ -427,7 +468,7 @@ llvm::Value* Lowering::castValue(llvm::Value* x, DType from, DType to) {
   // is exact there), so only one rounding happens, to the target type.
   if (to == DType::F16 || to == DType::BF16) {
     llvm::Value* d = b_.CreateSIToFP(x, shaped(bitWidth(from) <= 16 ? b_.getFloatTy() : b_.getDoubleTy()));
-    return b_.CreateFPTrunc(d, dt);
+    return fpTrunc(d, dt);
   }
   return b_.CreateSIToFP(x, dt);
 }
@@ -563,7 +604,7 @@ llvm::Value* Lowering::elementwise(const ir::Op& op, std::vector<llvm::Value*> v
     for (auto& x : v) x = b_.CreateFPExt(x, f32);
   }
   llvm::Value* r = floatOp(op, v);
-  if (narrow && op.code() != OpCode::Cmp) r = b_.CreateFPTrunc(r, narrowTy);
+  if (narrow && op.code() != OpCode::Cmp) r = fpTrunc(r, narrowTy);
   return r;
 }
 
@@ -752,7 +793,7 @@ void Lowering::emitReduce(const ir::Op& op) {
     return isMin ? b_.CreateIntMinReduce(v, true) : b_.CreateIntMaxReduce(v, true);
   };
   auto finish = [&](llvm::Value* x) -> llvm::Value* {
-    return narrow ? b_.CreateFPTrunc(x, x->getType()->isVectorTy()
+    return narrow ? fpTrunc(x, x->getType()->isVectorTy()
                                             ? static_cast<llvm::Type*>(vec(scalarTy(dt), llvm::cast<llvm::FixedVectorType>(x->getType())->getNumElements()))
                                             : scalarTy(dt))
                   : x;

@@ -5,6 +5,9 @@
 //   -> verify LLVM IR -> LLVM optimisation -> JIT (CPU) -> assembly (on demand)
 #include "tessera/codegen/Compiler.h"
 
+#include <chrono>
+#include <cstdio>
+
 #include <llvm/AsmParser/Parser.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/SourceMgr.h>
@@ -22,6 +25,19 @@
 namespace tessera::codegen {
 
 namespace {
+// Wall-clock time of each stage, reported in dumps.extra["compile-times"].
+struct StageTimer {
+  std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
+  std::string log;
+  void mark(const char* stage) {
+    auto now = std::chrono::steady_clock::now();
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%s %.2f ms\n", stage, std::chrono::duration<double, std::milli>(now - last).count());
+    log += buf;
+    last = now;
+  }
+};
+
 std::string printModule(const llvm::Module& m) {
   std::string s;
   llvm::raw_string_ostream os(s);
@@ -36,7 +52,7 @@ std::string entrySymbol(const std::string& kernel) {
   return s;
 }
 
-void compileCpu(const ir::Function& f, const CompileOptions& opts, Artifact& art) {
+void compileCpu(const ir::Function& f, const CompileOptions& opts, Artifact& art, StageTimer& timer) {
   if (opts.optLevel < 0 || opts.optLevel > 3)
     throw CompileError("optLevel must be 0..3, got " + std::to_string(opts.optLevel));
   CpuTargetInfo t = selectCpuTarget(opts.cpuIsa);
@@ -46,6 +62,7 @@ void compileCpu(const ir::Function& f, const CompileOptions& opts, Artifact& art
   auto ctx = std::make_unique<llvm::LLVMContext>();
   std::string entry = entrySymbol(f.name());
   auto mod = cpu::lowerToLLVM(f, *ctx, t, tm->createDataLayout(), entry);
+  timer.mark("lower");
   art.dumps.llvm = printModule(*mod);
   {
     std::string msg;
@@ -53,7 +70,9 @@ void compileCpu(const ir::Function& f, const CompileOptions& opts, Artifact& art
     if (llvm::verifyModule(*mod, &os))
       throw InternalError("CPU lowering of @" + f.name() + " produced invalid LLVM IR:\n" + msg);
   }
+  timer.mark("verify-llvm");
   cpu::optimizeModule(*mod, *tm, opts.optLevel);
+  timer.mark("optimize");
   art.dumps.llvmOpt = printModule(*mod);
   if (opts.dumpAssembly) art.dumps.assembly = cpu::emitAssembly(*mod, *tm);
   if (!t.runnable) {
@@ -65,10 +84,13 @@ void compileCpu(const ir::Function& f, const CompileOptions& opts, Artifact& art
   auto jit = cpu::jitModule(std::move(ctx), std::move(mod), entry);
   art.cpuEntry = jit.entry;
   art.owner = jit.owner;
+  timer.mark("jit");
+  art.dumps.extra["compile-times"] = timer.log;
 }
 }  // namespace
 
 std::shared_ptr<Artifact> compile(const ir::Function& kernel, const Target& target, const CompileOptions& opts) {
+  StageTimer timer;
   ir::verify(kernel);  // user errors surface here, unchanged
   if (target.kind != Target::Kind::CPU)
     throw CompileError("target " + target.str() + " is not supported yet by this build");
@@ -83,7 +105,8 @@ std::shared_ptr<Artifact> compile(const ir::Function& kernel, const Target& targ
     art->dumps.tileIR.emplace_back("tile-ir:" + pass, ir::print(fn));
   });
   pm.run(*f);
-  compileCpu(*f, opts, *art);
+  timer.mark("tile-ir");
+  compileCpu(*f, opts, *art, timer);
   return art;
 }
 

@@ -188,6 +188,11 @@ CompiledKernel compile(const Kernel& k, const Device& dev, const CompileOptions&
                         "' are not supported by this build yet");
   }
   auto st = makeState(k, compileCached(k, target, opts));
+  if (!st->artifact->cpuEntry) {
+    auto it = st->artifact->dumps.extra.find("not-runnable");
+    throw DeviceError("compile: kernel '" + k.name() + "' cannot run on this CPU" +
+                      (it != st->artifact->dumps.extra.end() ? ": " + it->second : std::string()));
+  }
   rt::Binary bin;
   bin.format = rt::Binary::Format::HostFunction;
   bin.signature = st->signature;

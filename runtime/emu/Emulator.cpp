@@ -66,7 +66,7 @@ using detail::Context;
 
 enum class FState : uint8_t { Ready, Running, AtBarrier, InCollective, Exited, Abandoned };
 
-enum class Coll : uint8_t { Shfl, Vote, Ballot, SyncWarp, Bpermute, Readlane, Readfirstlane };
+enum class Coll : uint8_t { Shfl, Vote, Ballot, SyncWarp, Bpermute, Readlane, Readfirstlane, WaveBallot };
 // AMD-style collectives involve all live lanes of the wave; NVIDIA-style ones
 // the lanes named in a member mask.
 bool isWaveWide(Coll k) { return k >= Coll::Bpermute; }
@@ -79,6 +79,7 @@ const char* collName(Coll k) {
     case Coll::Bpermute: return "ds_bpermute";
     case Coll::Readlane: return "readlane";
     case Coll::Readfirstlane: return "readfirstlane";
+    case Coll::WaveBallot: return "wave ballot";
   }
   return "?";
 }
@@ -116,7 +117,7 @@ struct Warp {
 struct Shadow {
   uint32_t wEpoch = 0, rEpoch = 0;
   uint16_t writer = 0, reader1 = 0, reader2 = 0;
-  uint8_t wAtomic = 0, rAllAtomic = 0;
+  uint8_t wAtomic = 0;  // atomics are recorded as writes only
   int32_t wOp = -1, rOp1 = -1, rOp2 = -1;
 };
 constexpr uint16_t kNoThread = 0xFFFF;
@@ -165,7 +166,7 @@ struct Worker {
   std::vector<detail::Stack> stacks;
   std::vector<Warp> warps;
   std::vector<uint32_t> queue;  // ring of ready fibers; each is in it at most once
-  size_t qHead = 0, qCount = 0;
+  size_t qHead = 0, qCount = 0, qMask = 0;  // capacity: a power of two
   uint32_t blockIdx[3] = {0, 0, 0};
   uint32_t exited = 0, arrived = 0;
   std::vector<uint32_t> barrierWaiters;
@@ -205,7 +206,8 @@ struct Worker {
     stacks.reserve(n);
     for (uint32_t i = 0; i < n; ++i) stacks.push_back(detail::acquireStack(cfg->stackBytes));
     warps.resize(L->nWarps);
-    queue.resize(n);
+    queue.resize(std::bit_ceil(n));
+    qMask = queue.size() - 1;
     barrierWaiters.reserve(n);
     sharedBytes = cfg->sharedBytes;
     // 256-byte alignment: the compiler may assume aligned shared layouts.
@@ -266,12 +268,12 @@ struct Worker {
   // ---- scheduling -------------------------------------------------------------
   void push(uint32_t i) {
     fibers[i].state = FState::Ready;
-    queue[(qHead + qCount) % queue.size()] = i;
+    queue[(qHead + qCount) & qMask] = i;
     ++qCount;
   }
   uint32_t pop() {
     uint32_t i = queue[qHead];
-    qHead = (qHead + 1) % queue.size();
+    qHead = (qHead + 1) & qMask;
     --qCount;
     return i;
   }
@@ -309,7 +311,9 @@ struct Worker {
       Fiber& f = fibers[i];
       f.barriers = 0;
       f.barrierSite = -1;
-      detail::makeContext(f.ctx, stacks[i].low, stacks[i].bytes, &fiberMain);
+      // Stack colouring: stacks are page-aligned, so without an offset every
+      // fiber's hot top frames would fall into the same cache sets.
+      detail::makeContext(f.ctx, stacks[i].low, stacks[i].bytes - (i % 64) * 64, &fiberMain);
       push(i);
     }
     exited = arrived = 0;
@@ -519,6 +523,7 @@ struct Worker {
           break;
         }
         case Coll::Readfirstlane: d.result = static_cast<uint32_t>(wp.dep[first].value); break;
+        case Coll::WaveBallot: d.result = votes; break;
       }
     }
     wp.waiting &= ~group;
@@ -609,7 +614,7 @@ struct Worker {
       if (s.wEpoch == epoch && s.writer != t && !(atomic && s.wAtomic))
         race(i, s.writer, s.wOp, s.wAtomic ? "atomic" : "write");
       if (writes) {
-        if (s.rEpoch == epoch && !(atomic && s.rAllAtomic)) {
+        if (s.rEpoch == epoch) {  // plain reads race with atomics too
           uint16_t other = s.reader1 != t ? s.reader1 : s.reader2;
           int32_t otherOp = s.reader1 != t ? s.rOp1 : s.rOp2;
           if (other != kNoThread) race(i, other, otherOp, "read");
@@ -623,7 +628,6 @@ struct Worker {
         s.reader1 = t;
         s.rOp1 = op;
         s.reader2 = kNoThread;
-        s.rAllAtomic = 0;
       } else if (s.reader1 != t && s.reader2 == kNoThread) {
         s.reader2 = t;
         s.rOp2 = op;
@@ -924,6 +928,11 @@ int32_t tessera_emu_readfirstlane(int32_t value) {
   return static_cast<int32_t>(f->w->collective(f, Coll::Readfirstlane, 0, 0, value, 0, 0));
 }
 
+uint64_t tessera_emu_wave_ballot(int32_t pred) {
+  Fiber* f = current(__func__);
+  return f->w->collective(f, Coll::WaveBallot, 0, 0, pred != 0, 0, 0);
+}
+
 void* tessera_emu_shared_base(void) { return current(__func__)->w->shared; }
 
 void* tessera_emu_shared_access(void* addr, uint64_t bytes, int32_t kind, int32_t opId) {
@@ -954,7 +963,8 @@ const std::vector<std::pair<const char*, void*>>& hookSymbols() {
       TS_HOOK(tessera_emu_shfl_sync),     TS_HOOK(tessera_emu_shfl_sync_pred),
       TS_HOOK(tessera_emu_vote_sync),     TS_HOOK(tessera_emu_ballot_sync),
       TS_HOOK(tessera_emu_ds_bpermute),   TS_HOOK(tessera_emu_readlane),
-      TS_HOOK(tessera_emu_readfirstlane), TS_HOOK(tessera_emu_shared_base),
+      TS_HOOK(tessera_emu_readfirstlane), TS_HOOK(tessera_emu_wave_ballot),
+      TS_HOOK(tessera_emu_shared_base),
       TS_HOOK(tessera_emu_shared_access), TS_HOOK(tessera_emu_global_access),
   };
 #undef TS_HOOK

@@ -191,6 +191,9 @@ int32_t tessera_emu_ds_bpermute(int32_t byteAddr, int32_t value);
 /// v_readfirstlane_b32, over all live lanes of the wave.
 int32_t tessera_emu_readlane(int32_t value, int32_t lane);
 int32_t tessera_emu_readfirstlane(int32_t value);
+/// AMD llvm.amdgcn.ballot over all live lanes of the wave: bit i set iff lane
+/// i is live and its pred is non-zero (any/all votes derive from it).
+uint64_t tessera_emu_wave_ballot(int32_t pred);
 
 /// The block's shared memory (static + dynamic), filled with 0xCD at block start.
 void* tessera_emu_shared_base(void);

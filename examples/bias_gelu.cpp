@@ -1,0 +1,159 @@
+// bias_gelu: out[r, c] = gelu(x[r, c] + bias[c]) with the exact (erf) GELU,
+//   gelu(v) = v/2 * (1 + erf(v / sqrt(2))).
+//
+// A 2-D grid: program (r, j) handles columns [j*BLOCK, (j+1)*BLOCK) of row r,
+// so wide rows are split over several programs. The bias row is shared by
+// all rows; the mask switches off the columns past the end of a row.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <utility>
+
+#include "registry.h"
+
+namespace ts = tessera;
+
+namespace tessera::examples {
+
+Kernel biasGelu(int BLOCK) {
+  return ts::kernel("bias_gelu", {"out", "x", "bias", "cols"},
+                    [=](ts::Ptr<float> out, ts::Ptr<const float> x, ts::Ptr<const float> bias, ts::Int cols) {
+                      auto row = ts::program_id(0);
+                      auto c = ts::program_id(1) * BLOCK + ts::arange(BLOCK);  // this block's columns
+                      auto mask = c < cols;
+                      auto v = ts::load(x + row * cols + c, mask) + ts::load(bias + c, mask);
+                      auto y = 0.5f * v * (1.0f + ts::erf(v * 0.70710678118654752440f));
+                      ts::store(out + row * cols + c, y, mask);
+                    });
+}
+
+namespace ref {
+/// Plain C++ reference, in double.
+std::vector<double> biasGelu(const std::vector<float>& x, const std::vector<float>& bias, int64_t rows,
+                             int64_t cols) {
+  std::vector<double> out(size_t(rows * cols));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      double v = double(x[size_t(r * cols + c)]) + double(bias[size_t(c)]);
+      out[size_t(r * cols + c)] = 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
+    }
+  return out;
+}
+}  // namespace ref
+
+namespace {
+constexpr int kBlock = 256;
+
+/// Deterministic values in [lo, hi).
+std::vector<float> randomVector(size_t n, std::mt19937_64& rng, float lo = -1.0f, float hi = 1.0f) {
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+/// |got - want| <= atol + rtol * |want| everywhere; reports the largest errors.
+CheckResult compare(const std::vector<float>& got, const std::vector<double>& want, double atol, double rtol,
+                    const char* what = "out") {
+  CheckResult r;
+  r.ok = got.size() == want.size();
+  r.tolerance = rtol;
+  for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
+    double err = std::fabs(double(got[i]) - want[i]);
+    if (!(err <= atol + rtol * std::fabs(want[i]))) {  // NaN-safe
+      if (r.ok) r.detail = std::string(what) + ": first mismatch at " + std::to_string(i) + ": got " +
+                           std::to_string(got[i]) + ", want " + std::to_string(want[i]);
+      r.ok = false;
+    }
+    r.maxAbsError = std::max(r.maxAbsError, std::isnan(err) ? INFINITY : err);
+    if (std::fabs(want[i]) > 1e-30) r.maxRelError = std::max(r.maxRelError, err / std::fabs(want[i]));
+  }
+  return r;
+}
+
+/// Merges the checks of several outputs.
+[[maybe_unused]] CheckResult merge(CheckResult a, const CheckResult& b) {
+  if (a.ok && !b.ok) a.detail = b.detail;
+  a.ok = a.ok && b.ok;
+  a.maxAbsError = std::max(a.maxAbsError, b.maxAbsError);
+  a.maxRelError = std::max(a.maxRelError, b.maxRelError);
+  return a;
+}
+
+/// The smallest power of two >= n: the tile width that holds a whole row.
+[[maybe_unused]] int nextPow2(int64_t n) {
+  int p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
+
+/// {rows, cols} from the context, or the default.
+std::pair<int64_t, int64_t> rowsCols(const RunContext& ctx, const char* name) {
+  std::vector<int64_t> s = ctx.shape.empty() ? std::vector<int64_t>{37, 1000} : ctx.shape;
+  if (s.size() != 2 || s[0] < 1 || s[1] < 1 || s[0] > 65535 || s[1] > (1 << 20))
+    throw Error(std::string(name) + ": the shape is {rows, cols} with 1 <= rows <= 65535, 1 <= cols <= 2^20");
+  return {s[0], s[1]};
+}
+
+CheckResult run(const RunContext& ctx) {
+  auto [rows, cols] = rowsCols(ctx, "bias_gelu");
+  std::mt19937_64 rng(ctx.seed);
+  std::vector<float> x = randomVector(size_t(rows * cols), rng, -4.0f, 4.0f);  // both tails of erf
+  std::vector<float> bias = randomVector(size_t(cols), rng);
+
+  CompiledKernel k = compile(biasGelu(kBlock), ctx.device, ctx.options);
+  Buffer dx = ctx.device.upload(DType::F32, x), db = ctx.device.upload(DType::F32, bias);
+  Buffer dout = ctx.device.alloc(DType::F32, size_t(rows * cols));
+  Dim3 grid(uint32_t(rows), uint32_t((cols + kBlock - 1) / kBlock));
+  k.launchWith(grid, {dout, dx, db, int32_t(cols)}, ctx.launch);
+
+  // f32 arithmetic plus erf accurate to a few ulp: relative 1e-5 (about 80
+  // ulp). For v << 0, 1 + erf(v/sqrt2) cancels: the f32 result carries an
+  // absolute error of about |v|/2 * (a few ulp of 1) = up to ~1.2e-6 for
+  // |v| <= 5, hence the absolute floor of 2e-6. A wrong index or formula
+  // gives errors of order 0.1.
+  return compare(dout.read<float>(), ref::biasGelu(x, bias, rows, cols), 2e-6, 1e-5);
+}
+}  // namespace
+
+Example biasGeluExample() {
+  Example e;
+  e.name = "bias_gelu";
+  e.summary = "out = gelu(x + bias) (exact erf GELU), 2-D grid of row x column blocks";
+  e.kernel = [] { return biasGelu(kBlock); };
+  e.run = run;
+  e.testShapes = {{1, 1}, {7, 1000}, {64, 1024}, {3, 4097}, {5, 256}};
+  return e;
+}
+
+}  // namespace tessera::examples
+
+#ifdef TESSERA_EXAMPLE_MAIN
+// Usage: bias_gelu [--dump] [rows cols]
+int main(int argc, char** argv) {
+  namespace ex = tessera::examples;
+  try {
+    ex::RunContext ctx;  // CPU device, default options
+    bool dump = false;
+    for (int i = 1; i < argc; ++i) {
+      if (std::string(argv[i]) == "--dump") dump = true;
+      else ctx.shape.push_back(std::stoll(argv[i]));
+    }
+    ex::CheckResult r = ex::biasGeluExample().run(ctx);
+    std::printf("bias_gelu: max abs error %.3g, max rel error %.3g (tolerance %.3g): %s\n", r.maxAbsError,
+                r.maxRelError, r.tolerance, r.ok ? "PASS" : "FAIL");
+    if (!r.ok) std::printf("  %s\n", r.detail.c_str());
+    if (dump) {  // the example's default kernel: TileIR, optimised LLVM IR and host assembly
+      auto k = tessera::compile(ex::biasGeluExample().kernel(), ctx.device, ctx.options);
+      for (auto s : {tessera::Stage::TileIR, tessera::Stage::LLVMOptimized, tessera::Stage::Assembly})
+        std::printf("==== %s ====\n%s\n", tessera::name(s), k.dump(s).c_str());
+    }
+    return r.ok ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
+  }
+}
+#endif

@@ -1,0 +1,156 @@
+// softmax: out[r, :] = exp(x[r, :] - max) / sum(exp(x[r, :] - max)).
+//
+// One program per row, and the whole row in one tile of BLOCK lanes (BLOCK
+// is the next power of two >= cols, chosen from the shape). Subtracting the
+// row maximum keeps exp() from overflowing (numerically stable softmax);
+// masked-off lanes load -inf so they neither win the max nor add to the sum
+// (exp(-inf) = 0).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <utility>
+
+#include "registry.h"
+
+namespace ts = tessera;
+
+namespace tessera::examples {
+
+Kernel softmax(int BLOCK) {
+  return ts::kernel("softmax", {"out", "in", "cols"}, [=](ts::Ptr<float> out, ts::Ptr<const float> in, ts::Int cols) {
+    auto row = ts::program_id(0);
+    auto c = ts::arange(BLOCK);
+    auto mask = c < cols;
+    auto x = ts::load(in + row * cols + c, mask, -ts::inf);
+    auto e = ts::exp(x - ts::max(x, 0));
+    ts::store(out + row * cols + c, e / ts::sum(e, 0), mask);
+  });
+}
+
+namespace ref {
+/// Plain C++ reference, in double.
+std::vector<double> softmax(const std::vector<float>& x, int64_t rows, int64_t cols) {
+  std::vector<double> out(size_t(rows * cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = &x[size_t(r * cols)];
+    double m = -INFINITY, s = 0;
+    for (int64_t c = 0; c < cols; ++c) m = std::max(m, double(xr[c]));
+    for (int64_t c = 0; c < cols; ++c) s += std::exp(double(xr[c]) - m);
+    for (int64_t c = 0; c < cols; ++c) out[size_t(r * cols + c)] = std::exp(double(xr[c]) - m) / s;
+  }
+  return out;
+}
+}  // namespace ref
+
+namespace {
+
+/// Deterministic values in [lo, hi).
+std::vector<float> randomVector(size_t n, std::mt19937_64& rng, float lo = -1.0f, float hi = 1.0f) {
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+/// |got - want| <= atol + rtol * |want| everywhere; reports the largest errors.
+CheckResult compare(const std::vector<float>& got, const std::vector<double>& want, double atol, double rtol,
+                    const char* what = "out") {
+  CheckResult r;
+  r.ok = got.size() == want.size();
+  r.tolerance = rtol;
+  for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
+    double err = std::fabs(double(got[i]) - want[i]);
+    if (!(err <= atol + rtol * std::fabs(want[i]))) {  // NaN-safe
+      if (r.ok) r.detail = std::string(what) + ": first mismatch at " + std::to_string(i) + ": got " +
+                           std::to_string(got[i]) + ", want " + std::to_string(want[i]);
+      r.ok = false;
+    }
+    r.maxAbsError = std::max(r.maxAbsError, std::isnan(err) ? INFINITY : err);
+    if (std::fabs(want[i]) > 1e-30) r.maxRelError = std::max(r.maxRelError, err / std::fabs(want[i]));
+  }
+  return r;
+}
+
+/// Merges the checks of several outputs.
+[[maybe_unused]] CheckResult merge(CheckResult a, const CheckResult& b) {
+  if (a.ok && !b.ok) a.detail = b.detail;
+  a.ok = a.ok && b.ok;
+  a.maxAbsError = std::max(a.maxAbsError, b.maxAbsError);
+  a.maxRelError = std::max(a.maxRelError, b.maxRelError);
+  return a;
+}
+
+/// The smallest power of two >= n: the tile width that holds a whole row.
+[[maybe_unused]] int nextPow2(int64_t n) {
+  int p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
+
+/// {rows, cols} from the context, or the default.
+std::pair<int64_t, int64_t> rowsCols(const RunContext& ctx, const char* name) {
+  std::vector<int64_t> s = ctx.shape.empty() ? std::vector<int64_t>{37, 1000} : ctx.shape;
+  if (s.size() != 2 || s[0] < 1 || s[1] < 1 || s[0] > 65535 || s[1] > (1 << 20))
+    throw Error(std::string(name) + ": the shape is {rows, cols} with 1 <= rows <= 65535, 1 <= cols <= 2^20");
+  return {s[0], s[1]};
+}
+
+CheckResult run(const RunContext& ctx) {
+  auto [rows, cols] = rowsCols(ctx, "softmax");
+  std::mt19937_64 rng(ctx.seed);
+  // A wide range: without the max subtraction exp(x) of f32 would overflow.
+  std::vector<float> x = randomVector(size_t(rows * cols), rng, -50.0f, 100.0f);
+
+  CompiledKernel k = compile(softmax(nextPow2(cols)), ctx.device, ctx.options);
+  Buffer din = ctx.device.upload(DType::F32, x);
+  Buffer dout = ctx.device.alloc(DType::F32, size_t(rows * cols));
+  k.launchWith(Dim3(uint32_t(rows)), {dout, din, int32_t(cols)}, ctx.launch);
+
+  // exp() to a few ulp and a reassociated f32 sum of up to a few thousand
+  // terms: relative 1e-5; the absolute floor 1e-12 covers entries that
+  // underflow towards zero (exp of -150).
+  return compare(dout.read<float>(), ref::softmax(x, rows, cols), 1e-12, 1e-5);
+}
+}  // namespace
+
+Example softmaxExample() {
+  Example e;
+  e.name = "softmax";
+  e.summary = "row-wise numerically stable softmax, one program per row";
+  e.kernel = [] { return softmax(1024); };
+  e.run = run;
+  e.testShapes = {{1, 1}, {7, 1000}, {64, 1024}, {3, 4097}, {2, 3}};
+  return e;
+}
+
+}  // namespace tessera::examples
+
+#ifdef TESSERA_EXAMPLE_MAIN
+// Usage: softmax [--dump] [rows cols]
+int main(int argc, char** argv) {
+  namespace ex = tessera::examples;
+  try {
+    ex::RunContext ctx;  // CPU device, default options
+    bool dump = false;
+    for (int i = 1; i < argc; ++i) {
+      if (std::string(argv[i]) == "--dump") dump = true;
+      else ctx.shape.push_back(std::stoll(argv[i]));
+    }
+    ex::CheckResult r = ex::softmaxExample().run(ctx);
+    std::printf("softmax: max abs error %.3g, max rel error %.3g (tolerance %.3g): %s\n", r.maxAbsError,
+                r.maxRelError, r.tolerance, r.ok ? "PASS" : "FAIL");
+    if (!r.ok) std::printf("  %s\n", r.detail.c_str());
+    if (dump) {  // the example's default kernel: TileIR, optimised LLVM IR and host assembly
+      auto k = tessera::compile(ex::softmaxExample().kernel(), ctx.device, ctx.options);
+      for (auto s : {tessera::Stage::TileIR, tessera::Stage::LLVMOptimized, tessera::Stage::Assembly})
+        std::printf("==== %s ====\n%s\n", tessera::name(s), k.dump(s).c_str());
+    }
+    return r.ok ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
+  }
+}
+#endif

@@ -1,0 +1,128 @@
+// Every bundled example, on every test shape, on the CPU, against its plain
+// C++ reference; and each reference against hand-computed values, so that a
+// wrong reference cannot make a wrong kernel pass.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "registry.h"
+
+namespace ts = tessera;
+namespace ex = tessera::examples;
+
+// The references are defined in examples/<name>.cpp.
+namespace tessera::examples::ref {
+std::vector<double> vectorAdd(const std::vector<float>& a, const std::vector<float>& b);
+std::vector<double> biasGelu(const std::vector<float>& x, const std::vector<float>& bias, int64_t rows, int64_t cols);
+std::vector<double> softmax(const std::vector<float>& x, int64_t rows, int64_t cols);
+void layernorm(const std::vector<float>& x, const std::vector<float>& w, const std::vector<float>& b, int64_t rows,
+               int64_t cols, double eps, std::vector<double>& y, std::vector<double>& mean, std::vector<double>& rstd);
+std::vector<double> rmsnorm(const std::vector<float>& x, const std::vector<float>& w, int64_t rows, int64_t cols,
+                            double eps);
+}  // namespace tessera::examples::ref
+
+namespace {
+void requireNear(const std::vector<double>& got, const std::vector<double>& want, double tol = 1e-9) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO("index " << i);
+    CHECK(std::fabs(got[i] - want[i]) <= tol);
+  }
+}
+
+std::string shapeStr(const std::vector<int64_t>& s) {
+  std::string r;
+  for (auto d : s) {
+    if (!r.empty()) r += "x";
+    r += std::to_string(d);
+  }
+  return r;
+}
+}  // namespace
+
+TEST_CASE("the registry lists the five examples in order", "[examples]") {
+  std::vector<std::string> names;
+  for (const auto& e : ex::all()) names.push_back(e.name);
+  CHECK(names == std::vector<std::string>{"vector_add", "bias_gelu", "softmax", "layernorm", "rmsnorm"});
+  REQUIRE(ex::find("softmax") != nullptr);
+  CHECK(ex::find("nope") == nullptr);
+  for (const auto& e : ex::all()) {
+    INFO(e.name);
+    ts::Kernel k = e.kernel();
+    CHECK(k.name() == e.name);
+    CHECK_FALSE(e.summary.empty());
+    CHECK(e.testShapes.size() >= 3);
+  }
+}
+
+TEST_CASE("every example matches its reference on every test shape (CPU)", "[examples][cpu]") {
+  for (const auto& e : ex::all()) {
+    for (const auto& shape : e.testShapes) {
+      for (uint64_t seed : {1u, 7u}) {
+        ex::RunContext ctx;
+        ctx.shape = shape;
+        ctx.seed = seed;
+        INFO(e.name << " shape " << shapeStr(shape) << " seed " << seed);
+        ex::CheckResult r = e.run(ctx);
+        INFO(r.detail << " max abs " << r.maxAbsError << " max rel " << r.maxRelError);
+        REQUIRE(r.ok);
+        CHECK(r.tolerance > 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("examples run with their default shapes and reject malformed ones", "[examples][cpu]") {
+  for (const auto& e : ex::all()) {
+    INFO(e.name);
+    ex::RunContext ctx;
+    ctx.launch.threads = 1;  // a single worker gives the same answers
+    CHECK(e.run(ctx).ok);
+    ctx.shape = {2, 3, 4, 5};
+    CHECK_THROWS_AS(e.run(ctx), ts::Error);
+  }
+}
+
+TEST_CASE("reference: vector_add", "[examples][reference]") {
+  requireNear(ex::ref::vectorAdd({1.0f, 2.0f, -3.5f}, {0.5f, -2.0f, 1.25f}), {1.5, 0.0, -2.25});
+}
+
+TEST_CASE("reference: bias_gelu uses the exact erf GELU", "[examples][reference]") {
+  // gelu(v) = v * Phi(v); Phi(1) = 0.8413447460685429, Phi(-1) = 0.15865525393145707.
+  auto y = ex::ref::biasGelu({0.0f, 0.5f, -1.0f, 2.0f}, {0.0f, 0.5f}, 2, 2);
+  requireNear(y, {0.0, 0.8413447460685429, -0.15865525393145707, 2.5 * 0.99379033467422384}, 1e-12);
+}
+
+TEST_CASE("reference: softmax", "[examples][reference]") {
+  float ln3 = std::log(3.0f);
+  auto y = ex::ref::softmax({0.0f, ln3, 1.0f, 1.0f, 1000.0f, 0.0f}, 3, 2);
+  requireNear(y, {0.25, 0.75, 0.5, 0.5, 1.0, 0.0}, 1e-7);
+  // Rows sum to one even for large inputs (the max is subtracted).
+  auto z = ex::ref::softmax({100.0f, 101.0f, 102.0f, 103.0f}, 1, 4);
+  double s = 0;
+  for (double v : z) s += v;
+  CHECK(std::fabs(s - 1.0) < 1e-12);
+  CHECK(std::fabs(z[3] / z[2] - std::exp(1.0)) < 1e-9);
+}
+
+TEST_CASE("reference: layernorm", "[examples][reference]") {
+  // x = 1 2 3 4: mean 2.5, var 1.25, rstd 1/sqrt(1.25) = 0.8944271909999159.
+  std::vector<double> y, mean, rstd;
+  ex::ref::layernorm({1, 2, 3, 4}, {2, 2, 2, 2}, {1, 1, 1, 1}, 1, 4, 0.0, y, mean, rstd);
+  const double r = 0.8944271909999159;
+  requireNear(mean, {2.5});
+  requireNear(rstd, {r});
+  requireNear(y, {-1.5 * r * 2 + 1, -0.5 * r * 2 + 1, 0.5 * r * 2 + 1, 1.5 * r * 2 + 1});
+  // eps enters under the square root: a constant row gives rstd = 1/sqrt(eps).
+  ex::ref::layernorm({5, 5}, {1, 1}, {0, 0}, 1, 2, 0.25, y, mean, rstd);
+  requireNear(rstd, {2.0});
+  requireNear(y, {0.0, 0.0});
+}
+
+TEST_CASE("reference: rmsnorm", "[examples][reference]") {
+  // x = 3 4: mean square 12.5, 1/sqrt(12.5) = 0.28284271247461906.
+  auto y = ex::ref::rmsnorm({3, 4}, {1, 2}, 1, 2, 0.0);
+  requireNear(y, {3 * 0.28284271247461906, 8 * 0.28284271247461906});
+  auto z = ex::ref::rmsnorm({1, 1}, {1, 1}, 1, 2, 3.0);  // 1/sqrt(1 + 3) = 0.5
+  requireNear(z, {0.5, 0.5});
+}
