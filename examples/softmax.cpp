@@ -23,7 +23,7 @@ Kernel softmax(int BLOCK) {
     auto row = ts::program_id(0);
     auto c = ts::arange(BLOCK);
     auto mask = c < cols;
-    auto x = ts::load(in + row * cols + c, mask, -ts::inf);
+    auto x = ts::load(in + row * cols + c, mask, 0.0f);
     auto e = ts::exp(x - ts::max(x, 0));
     ts::store(out + row * cols + c, e / ts::sum(e, 0), mask);
   });
@@ -100,8 +100,13 @@ std::pair<int64_t, int64_t> rowsCols(const RunContext& ctx, const char* name) {
 CheckResult run(const RunContext& ctx) {
   auto [rows, cols] = rowsCols(ctx, "softmax");
   std::mt19937_64 rng(ctx.seed);
-  // A wide range: without the max subtraction exp(x) of f32 would overflow.
-  std::vector<float> x = randomVector(size_t(rows * cols), rng, -50.0f, 100.0f);
+  // Rows alternate around +80 and -80 (+-20): exp(100) overflows f32, so the
+  // positive rows need the max subtraction; in the negative rows a masked
+  // lane that wrongly read 0 instead of -inf would win the max and add
+  // exp(0) = 1 to the sum, so they catch masking bugs.
+  std::vector<float> x = randomVector(size_t(rows * cols), rng, -20.0f, 20.0f);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) x[size_t(r * cols + c)] += (r % 2 ? 80.0f : -80.0f);
 
   CompiledKernel k = compile(softmax(nextPow2(cols)), ctx.device, ctx.options);
   Buffer din = ctx.device.upload(DType::F32, x);
@@ -110,7 +115,7 @@ CheckResult run(const RunContext& ctx) {
 
   // exp() to a few ulp and a reassociated f32 sum of up to a few thousand
   // terms: relative 1e-5; the absolute floor 1e-12 covers entries that
-  // underflow towards zero (exp of -150).
+  // underflow towards zero (exp of -40 and below is tiny).
   return compare(dout.read<float>(), ref::softmax(x, rows, cols), 1e-12, 1e-5);
 }
 }  // namespace
