@@ -23,7 +23,7 @@ Kernel softmax(int BLOCK) {
     auto row = ts::program_id(0);
     auto c = ts::arange(BLOCK);
     auto mask = c < cols;
-    auto x = ts::load(in + row * cols + c, mask, 0.0f);
+    auto x = ts::load(in + row * cols + c, mask, -ts::inf);
     auto e = ts::exp(x - ts::max(x, 0));
     ts::store(out + row * cols + c, e / ts::sum(e, 0), mask);
   });

@@ -1,0 +1,110 @@
+// The target hooks of the shared GPU lowering. GpuLowering.cpp is written
+// once against this interface; codegen/nvptx/NVPTXTargetInfo.cpp and
+// codegen/amdgpu/AMDGPUTargetInfo.cpp implement it per vendor. Every
+// intrinsic choice lives in those two files, in tables where there is a
+// choice to make. Private to codegen: includes LLVM headers.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Target/TargetMachine.h>
+
+#include "tessera/codegen/Compiler.h"
+#include "tessera/ir/IR.h"
+
+namespace tessera::codegen {
+
+/// How one math op on one dtype is implemented on a target.
+enum class MathImpl {
+  Polynomial,     // VectorMath.h emitters: same code and accuracy on every target
+  LlvmIntrinsic,  // a generic LLVM intrinsic the backend lowers natively (sqrt, floor, fma)
+  Unsupported,    // a CompileError naming the op and target
+};
+struct MathChoice {
+  MathImpl impl;
+  const char* why;  // one line for docs and error messages
+};
+
+/// What a backend produced from the optimised module.
+struct GpuOutput {
+  std::string assembly;         // PTX text or AMDGCN assembly
+  std::vector<char> codeObject; // AMDGPU: the linked .hsaco (empty on NVPTX)
+};
+
+/// The resources a kernel uses, as read back from the toolchain.
+struct GpuResources {
+  int registers = -1;        // NVPTX registers / AMDGPU VGPRs
+  int sgprs = -1;            // AMDGPU only
+  int64_t spillBytes = -1;   // NVPTX spill stores + loads / AMDGPU private segment
+  int64_t sharedBytes = -1;  // static shared memory / group segment
+  int wavefrontSize = -1;
+  std::string text;          // human-readable report
+};
+
+class GpuTargetInfo {
+ public:
+  virtual ~GpuTargetInfo() = default;
+
+  // ---- identity and limits ---------------------------------------------
+  virtual std::string arch() const = 0;        // sm_80, gfx942, ...
+  virtual std::string triple() const = 0;
+  virtual unsigned warpSize() const = 0;
+  virtual unsigned maxThreadsPerBlock() const { return 1024; }
+  virtual uint64_t maxSharedBytes() const = 0;
+
+  // ---- address spaces (the same numbers on both vendors) -----------------
+  unsigned globalAS() const { return 1; }
+  unsigned sharedAS() const { return 3; }
+  unsigned localAS() const { return 5; }
+
+  // ---- IR emission hooks ---------------------------------------------------
+  /// Thread index within the block, block index, block size, grid size in
+  /// blocks, along axis 0..2; all i32.
+  virtual llvm::Value* threadId(llvm::IRBuilderBase& b, int axis) = 0;
+  virtual llvm::Value* blockId(llvm::IRBuilderBase& b, int axis) = 0;
+  virtual llvm::Value* blockDim(llvm::IRBuilderBase& b, int axis) = 0;
+  virtual llvm::Value* gridDim(llvm::IRBuilderBase& b, int axis) = 0;
+  /// Block-wide barrier that also orders shared and global memory effects of
+  /// the block's threads (CUDA __syncthreads semantics).
+  virtual void barrier(llvm::IRBuilderBase& b) = 0;
+  /// Lane `lane ^ mask` / lane `src` of the same warp; i32 values, all lanes
+  /// of the warp active. Wider or narrower values are split by the caller.
+  virtual llvm::Value* shuffleXor(llvm::IRBuilderBase& b, llvm::Value* v, unsigned mask) = 0;
+  virtual llvm::Value* shuffleIdx(llvm::IRBuilderBase& b, llvm::Value* v, llvm::Value* srcLane) = 0;
+  /// Creates the kernel function with the vendor's calling convention and
+  /// attributes (max threads per block = `threads`).
+  virtual llvm::Function* createKernel(llvm::Module& m, const std::string& name, llvm::FunctionType* ty,
+                                       unsigned threads) = 0;
+  /// Declares the block's shared-memory array of `bytes` bytes (i8 array
+  /// in address space 3, 16-byte aligned); nullptr-free even for 0 bytes.
+  virtual llvm::GlobalVariable* declareShared(llvm::Module& m, uint64_t bytes) = 0;
+  /// The math table of this target.
+  virtual MathChoice math(ir::OpCode op, DType dt) const = 0;
+
+  // ---- backend ---------------------------------------------------------------
+  virtual std::unique_ptr<llvm::TargetMachine> createTargetMachine(int optLevel) = 0;
+  /// Module-level settings the backend needs (module flags, ...).
+  virtual void prepareModule(llvm::Module& m) {}
+  virtual GpuOutput emit(llvm::Module& m, llvm::TargetMachine& tm) = 0;
+  /// Registers, spills, shared memory of the compiled kernel; throws
+  /// DeviceError if the tool it needs is missing.
+  virtual GpuResources resources(const GpuOutput& out, const std::string& kernel) = 0;
+};
+
+struct GpuOptions {
+  int numWarps = 4;
+  int codeObjectVersion = 5;  // AMDGPU: 4, 5 or 6
+};
+
+/// Factories (one per vendor file). Unknown arch -> CompileError listing
+/// the valid ones.
+std::unique_ptr<GpuTargetInfo> createNVPTXTargetInfo(const std::string& arch, const GpuOptions& o);
+std::unique_ptr<GpuTargetInfo> createAMDGPUTargetInfo(const std::string& arch, const GpuOptions& o);
+
+}  // namespace tessera::codegen
