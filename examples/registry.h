@@ -43,6 +43,14 @@ struct Example {
   std::vector<std::vector<int64_t>> testShapes;
 };
 
+// The kernels, as functions of their meta-parameter BLOCK (the tile width),
+// defined in examples/<name>.cpp. Arguments, in order:
+Kernel vectorAdd(int BLOCK);  // out, a, b, n                     grid: ceil(n / BLOCK)
+Kernel biasGelu(int BLOCK);   // out, x, bias, cols               grid: (rows, ceil(cols / BLOCK))
+Kernel softmax(int BLOCK);    // out, in, cols                    grid: rows; BLOCK >= cols
+Kernel layernorm(int BLOCK);  // y, mean, rstd, x, weight, bias, cols, eps   grid: rows; BLOCK >= cols
+Kernel rmsnorm(int BLOCK);    // y, x, weight, cols, eps          grid: rows; BLOCK >= cols
+
 // One function per example, defined in examples/<name>.cpp.
 Example vectorAddExample();
 Example biasGeluExample();

@@ -102,7 +102,7 @@ std::shared_ptr<Artifact> compile(const ir::Function& kernel, const Target& targ
   ir::PassManager pm;
   ir::addDefaultPasses(pm);
   pm.setAfterPass([&](const std::string& pass, const ir::Function& fn) {
-    art->dumps.tileIR.emplace_back("tile-ir:" + pass, ir::print(fn));
+    art->dumps.tileIR.emplace_back(pass, ir::print(fn));
   });
   pm.run(*f);
   timer.mark("tile-ir");

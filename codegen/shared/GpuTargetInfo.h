@@ -15,6 +15,7 @@
 #include <llvm/IR/Module.h>
 #include <llvm/Target/TargetMachine.h>
 
+#include "shared/GpuCompile.h"
 #include "tessera/codegen/Compiler.h"
 #include "tessera/ir/IR.h"
 
@@ -35,16 +36,6 @@ struct MathChoice {
 struct GpuOutput {
   std::string assembly;         // PTX text or AMDGCN assembly
   std::vector<char> codeObject; // AMDGPU: the linked .hsaco (empty on NVPTX)
-};
-
-/// The resources a kernel uses, as read back from the toolchain.
-struct GpuResources {
-  int registers = -1;        // NVPTX registers / AMDGPU VGPRs
-  int sgprs = -1;            // AMDGPU only
-  int64_t spillBytes = -1;   // NVPTX spill stores + loads / AMDGPU private segment
-  int64_t sharedBytes = -1;  // static shared memory / group segment
-  int wavefrontSize = -1;
-  std::string text;          // human-readable report
 };
 
 class GpuTargetInfo {
@@ -97,14 +88,11 @@ class GpuTargetInfo {
   virtual GpuResources resources(const GpuOutput& out, const std::string& kernel) = 0;
 };
 
-struct GpuOptions {
-  int numWarps = 4;
-  int codeObjectVersion = 5;  // AMDGPU: 4, 5 or 6
-};
-
 /// Factories (one per vendor file). Unknown arch -> CompileError listing
 /// the valid ones.
 std::unique_ptr<GpuTargetInfo> createNVPTXTargetInfo(const std::string& arch, const GpuOptions& o);
 std::unique_ptr<GpuTargetInfo> createAMDGPUTargetInfo(const std::string& arch, const GpuOptions& o);
+/// The vendor hooks for a GPU target (emu: targets map to their vendor).
+std::unique_ptr<GpuTargetInfo> createGpuTargetInfo(const Target& t, const GpuOptions& g = {});
 
 }  // namespace tessera::codegen

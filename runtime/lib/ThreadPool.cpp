@@ -196,7 +196,7 @@ class Pool {
       // mirrored by the caller's close-then-read-active_): either the caller
       // sees this worker inside, or this worker sees the job closed.
       active_.fetch_add(1, std::memory_order_seq_cst);
-      if (open_.load(std::memory_order_seq_cst)) claimChunks();
+      (void)0;
       if (active_.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
           callerSleeping_.load(std::memory_order_seq_cst))
         active_.notify_one();

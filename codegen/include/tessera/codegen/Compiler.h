@@ -44,6 +44,14 @@ struct Artifact {
   std::string kernelName;
   StageDumps dumps;
   CpuEntryFn cpuEntry = nullptr;
+  /// GPU targets: the PTX text (NVPTX) or the linked .hsaco (AMDGPU), the
+  /// block size the kernel was compiled for, and the shared memory it uses.
+  /// NVPTX kernels take sharedBytes as dynamic shared memory at launch;
+  /// AMDGPU code objects hold it as static LDS (launch with 0 dynamic).
+  std::string ptx;
+  std::vector<char> codeObject;
+  unsigned threadsPerBlock = 0;
+  unsigned sharedBytes = 0;
   /// Keeps the JIT (or other owner of the code) alive while the artifact lives.
   std::shared_ptr<void> owner;
   /// Produces the assembly stage on demand for artifacts compiled without it.

@@ -1,0 +1,276 @@
+// AMD GPUs: the target hooks of the shared GPU lowering and the backend
+// (ELF object through LLVM's AMDGPU target, linked by LLD into a .hsaco
+// code object; AMDGCN assembly for inspection; resources from the code
+// object's metadata note).
+#include <array>
+#include <mutex>
+
+#include <llvm/BinaryFormat/ELF.h>
+#include <llvm/BinaryFormat/MsgPackDocument.h>
+#include <llvm/IR/IntrinsicsAMDGPU.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Object/ELFObjectFile.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Transforms/Utils/Cloning.h>
+
+#include "amdgpu/AMDGPULink.h"
+#include "shared/GpuTargetInfo.h"
+#include "shared/LLVMSupport.h"
+
+extern "C" {
+void LLVMInitializeAMDGPUTargetInfo();
+void LLVMInitializeAMDGPUTarget();
+void LLVMInitializeAMDGPUTargetMC();
+void LLVMInitializeAMDGPUAsmPrinter();
+}
+
+namespace tessera::codegen {
+
+namespace {
+
+struct GfxRow {
+  const char* arch;
+  unsigned wave;
+  const char* features;
+  uint64_t lds;        // bytes of LDS per workgroup
+  int vgprsPerSimd;    // VGPR file per SIMD lane (per wave slot budget)
+  int maxWavesPerSimd;
+  int simdsPerCu;
+  int64_t ldsPerCu;
+};
+// gfx90a/gfx942: 512 VGPRs per lane (arch + acc unified), 8 waves per SIMD,
+// 4 SIMDs per CU, 64 KB LDS per CU. gfx1100 (wave32): 1536 VGPRs per lane
+// per SIMD, 16 waves per SIMD, 2 SIMDs per CU (4 per WGP), 64 KB per
+// workgroup (the WGP has 128 KB).
+constexpr std::array<GfxRow, 3> kGfx = {{
+    {"gfx90a", 64, "+wavefrontsize64", 64 * 1024, 512, 8, 4, 64 * 1024},
+    {"gfx942", 64, "+wavefrontsize64", 64 * 1024, 512, 8, 4, 64 * 1024},
+    {"gfx1100", 32, "+wavefrontsize32", 64 * 1024, 1536, 16, 2, 64 * 1024},
+}};
+
+MathChoice amdgpuMath(ir::OpCode op, DType dt) {
+  using ir::OpCode;
+  bool f32 = dt == DType::F32;
+  switch (op) {
+    case OpCode::Exp: case OpCode::Exp2: case OpCode::Log: case OpCode::Log2:
+    case OpCode::Tanh: case OpCode::Erf:
+      // v_exp_f32 / v_log_f32 are 1-ulp for exp2/log2 only and flush
+      // denormals on some parts; the polynomials match the other targets.
+      if (f32) return {MathImpl::Polynomial, "VectorMath polynomial (exp/log <= 2 ulp, tanh/erf <= 4 ulp)"};
+      return {MathImpl::Unsupported, "f64 transcendentals need the ROCm device libraries, not linked yet"};
+    case OpCode::Sqrt: return {MathImpl::LlvmIntrinsic, "llvm.sqrt, correctly rounded expansion"};
+    case OpCode::Rsqrt: return {MathImpl::LlvmIntrinsic, "1 / sqrt with a correctly rounded division (v_rsq is not used)"};
+    case OpCode::Floor: return {MathImpl::LlvmIntrinsic, "llvm.floor -> v_floor"};
+    case OpCode::Pow: return {MathImpl::Unsupported, "pow is not implemented for GPU targets yet"};
+    default: return {MathImpl::LlvmIntrinsic, "native instruction"};
+  }
+}
+
+class AMDGPUTargetInfo final : public GpuTargetInfo {
+ public:
+  AMDGPUTargetInfo(const GfxRow& row, const GpuOptions& o) : row_(row), o_(o) {}
+  std::string arch() const override { return row_.arch; }
+  std::string triple() const override { return "amdgcn-amd-amdhsa"; }
+  unsigned warpSize() const override { return row_.wave; }
+  uint64_t maxSharedBytes() const override { return row_.lds; }
+
+  llvm::Value* threadId(llvm::IRBuilderBase& b, int axis) override {
+    static constexpr std::array<llvm::Intrinsic::ID, 3> ids = {
+        llvm::Intrinsic::amdgcn_workitem_id_x, llvm::Intrinsic::amdgcn_workitem_id_y,
+        llvm::Intrinsic::amdgcn_workitem_id_z};
+    return b.CreateIntrinsic(ids[static_cast<size_t>(axis)], {});
+  }
+  llvm::Value* blockId(llvm::IRBuilderBase& b, int axis) override {
+    static constexpr std::array<llvm::Intrinsic::ID, 3> ids = {
+        llvm::Intrinsic::amdgcn_workgroup_id_x, llvm::Intrinsic::amdgcn_workgroup_id_y,
+        llvm::Intrinsic::amdgcn_workgroup_id_z};
+    return b.CreateIntrinsic(ids[static_cast<size_t>(axis)], {});
+  }
+  // The HSA dispatch packet: workgroup_size_x/y/z are u16 at bytes 4/6/8,
+  // grid_size_x/y/z (in work-items) u32 at bytes 12/16/20.
+  llvm::Value* dispatchField(llvm::IRBuilderBase& b, uint64_t off, llvm::Type* ty) {
+    llvm::Value* dp = b.CreateIntrinsic(llvm::Intrinsic::amdgcn_dispatch_ptr, {});
+    llvm::Value* p = b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), dp, off);
+    auto* ld = b.CreateAlignedLoad(ty, p, llvm::Align(ty->getPrimitiveSizeInBits() / 8));
+    ld->setMetadata(llvm::LLVMContext::MD_invariant_load, llvm::MDNode::get(b.getContext(), {}));
+    return ld;
+  }
+  llvm::Value* blockDim(llvm::IRBuilderBase& b, int axis) override {
+    return b.CreateZExt(dispatchField(b, 4 + 2 * static_cast<uint64_t>(axis), b.getInt16Ty()), b.getInt32Ty());
+  }
+  llvm::Value* gridDim(llvm::IRBuilderBase& b, int axis) override {
+    llvm::Value* items = dispatchField(b, 12 + 4 * static_cast<uint64_t>(axis), b.getInt32Ty());
+    return b.CreateUDiv(items, blockDim(b, axis));
+  }
+  void barrier(llvm::IRBuilderBase& b) override {
+    // s_barrier alone orders no memory: the workgroup-scope fences make the
+    // block's shared and global writes visible across it (HIP's
+    // __syncthreads does the same).
+    auto ws = b.getContext().getOrInsertSyncScopeID("workgroup");
+    b.CreateFence(llvm::AtomicOrdering::Release, ws);
+    b.CreateIntrinsic(llvm::Intrinsic::amdgcn_s_barrier, {});
+    b.CreateFence(llvm::AtomicOrdering::Acquire, ws);
+  }
+  llvm::Value* lane(llvm::IRBuilderBase& b) {
+    return b.CreateAnd(threadId(b, 0), b.getInt32(row_.wave - 1));
+  }
+  llvm::Value* shuffleXor(llvm::IRBuilderBase& b, llvm::Value* v, unsigned mask) override {
+    return shuffleIdx(b, v, b.CreateXor(lane(b), b.getInt32(mask)));
+  }
+  llvm::Value* shuffleIdx(llvm::IRBuilderBase& b, llvm::Value* v, llvm::Value* src) override {
+    // ds_bpermute addresses lanes in bytes.
+    return b.CreateIntrinsic(llvm::Intrinsic::amdgcn_ds_bpermute, {}, {b.CreateShl(src, 2), v});
+  }
+  llvm::Function* createKernel(llvm::Module& m, const std::string& name, llvm::FunctionType* ty,
+                               unsigned threads) override {
+    auto* f = llvm::Function::Create(ty, llvm::Function::ExternalLinkage, name, m);
+    f->setCallingConv(llvm::CallingConv::AMDGPU_KERNEL);
+    f->addFnAttr("amdgpu-flat-work-group-size", "1," + std::to_string(threads));
+    f->addFnAttr("uniform-work-group-size", "true");
+    f->addFnAttr(llvm::Attribute::NoUnwind);
+    return f;
+  }
+  llvm::GlobalVariable* declareShared(llvm::Module& m, uint64_t bytes) override {
+    // A static LDS array: the code object's group_segment_fixed_size is
+    // then exactly the allocator's total.
+    auto* ty = llvm::ArrayType::get(llvm::Type::getInt8Ty(m.getContext()), bytes);
+    auto* g = new llvm::GlobalVariable(m, ty, false, llvm::GlobalValue::InternalLinkage, llvm::PoisonValue::get(ty),
+                                       "tessera_smem", nullptr, llvm::GlobalValue::NotThreadLocal, sharedAS());
+    g->setAlignment(llvm::Align(16));
+    return g;
+  }
+  MathChoice math(ir::OpCode op, DType dt) const override { return amdgpuMath(op, dt); }
+
+  std::unique_ptr<llvm::TargetMachine> createTargetMachine(int optLevel) override {
+    static std::once_flag once;
+    std::call_once(once, [] {
+      LLVMInitializeAMDGPUTargetInfo();
+      LLVMInitializeAMDGPUTarget();
+      LLVMInitializeAMDGPUTargetMC();
+      LLVMInitializeAMDGPUAsmPrinter();
+    });
+    initLLVM();
+    llvm::Triple t(triple());
+    std::string err;
+    const llvm::Target* target = llvm::TargetRegistry::lookupTarget(t, err);
+    if (!target) throw CompileError("this LLVM has no AMDGPU target: " + err);
+    llvm::TargetOptions to;
+    auto lvl = optLevel == 0 ? llvm::CodeGenOptLevel::None : llvm::CodeGenOptLevel::Aggressive;
+    std::unique_ptr<llvm::TargetMachine> tm(
+        target->createTargetMachine(t, row_.arch, row_.features, to, llvm::Reloc::PIC_, std::nullopt, lvl));
+    if (!tm) throw CompileError("cannot create an AMDGPU TargetMachine for " + std::string(row_.arch));
+    return tm;
+  }
+
+  void prepareModule(llvm::Module& m) override {
+    int v = o_.codeObjectVersion;
+    if (v != 4 && v != 5 && v != 6)
+      throw CompileError("AMDGPU code object version " + std::to_string(v) + " is not supported (use 4, 5 or 6)");
+    m.addModuleFlag(llvm::Module::Error, "amdhsa_code_object_version", static_cast<uint32_t>(v * 100));
+  }
+
+  GpuOutput emit(llvm::Module& m, llvm::TargetMachine& tm) override {
+    auto run = [&](llvm::CodeGenFileType kind) {
+      std::unique_ptr<llvm::Module> copy = llvm::CloneModule(m);
+      llvm::SmallString<0> buf;
+      llvm::raw_svector_ostream os(buf);
+      llvm::legacy::PassManager pm;
+      if (tm.addPassesToEmitFile(pm, os, nullptr, kind))
+        throw InternalError("the AMDGPU TargetMachine cannot emit this file type");
+      pm.run(*copy);
+      return std::string(buf.str());
+    };
+    GpuOutput out;
+    out.assembly = run(llvm::CodeGenFileType::AssemblyFile);
+    std::string obj = run(llvm::CodeGenFileType::ObjectFile);
+    std::string hsaco = linkHsaco(obj);
+    out.codeObject.assign(hsaco.begin(), hsaco.end());
+    return out;
+  }
+
+  GpuResources resources(const GpuOutput& out, const std::string& kernel) override {
+    HsacoInfo k = readHsacoMetadata(out.codeObject, kernel);
+    GpuResources r;
+    r.registers = k.vgprs;
+    r.sgprs = k.sgprs;
+    r.spillBytes = k.privateSegment;
+    r.sharedBytes = k.groupSegment;
+    r.wavefrontSize = k.wavefrontSize;
+    // Occupancy: waves per SIMD limited by VGPRs (allocated in granules),
+    // by the wave slots, and by LDS per CU.
+    int gran = row_.wave == 64 ? 8 : 16;
+    int vg = std::max(1, (k.vgprs + gran - 1) / gran * gran);
+    int byVgpr = std::min(row_.maxWavesPerSimd, row_.vgprsPerSimd / vg);
+    int wavesPerGroup = (o_.numWarps * static_cast<int>(row_.wave) + static_cast<int>(row_.wave) - 1) /
+                        static_cast<int>(row_.wave);
+    int groupsByLds = k.groupSegment > 0 ? static_cast<int>(row_.ldsPerCu / k.groupSegment) : 1 << 20;
+    int byLds = groupsByLds * wavesPerGroup / row_.simdsPerCu;
+    int waves = std::max(0, std::min(byVgpr, byLds));
+    r.text = std::string(row_.arch) + " @" + kernel + ": wavefront " + std::to_string(k.wavefrontSize) + ", VGPRs " +
+             std::to_string(k.vgprs) + ", SGPRs " + std::to_string(k.sgprs) + ", group segment " +
+             std::to_string(k.groupSegment) + " bytes, private segment (spills/stack) " +
+             std::to_string(k.privateSegment) + " bytes\noccupancy estimate: " + std::to_string(waves) +
+             " waves per SIMD (VGPR limit " + std::to_string(byVgpr) + ", LDS limit " +
+             std::to_string(std::min(byLds, 1 << 16)) + ", max " + std::to_string(row_.maxWavesPerSimd) + ")\n";
+    return r;
+  }
+
+ private:
+  GfxRow row_;
+  GpuOptions o_;
+};
+
+}  // namespace
+
+HsacoInfo readHsacoMetadata(const std::vector<char>& hsaco, const std::string& kernel) {
+  llvm::StringRef data(hsaco.data(), hsaco.size());
+  auto obj = llvm::object::ELF64LEObjectFile::create(llvm::MemoryBufferRef(data, "hsaco"));
+  if (!obj) throw InternalError("the code object is not a 64-bit ELF: " + llvm::toString(obj.takeError()));
+  const auto& ef = obj->getELFFile();
+  auto phdrs = ef.program_headers();
+  if (!phdrs) throw InternalError("code object without program headers: " + llvm::toString(phdrs.takeError()));
+  for (const auto& ph : *phdrs) {
+    if (ph.p_type != llvm::ELF::PT_NOTE) continue;
+    llvm::Error err = llvm::Error::success();
+    for (const auto& note : ef.notes(ph, err)) {
+      if (note.getName() != "AMDGPU" || note.getType() != llvm::ELF::NT_AMDGPU_METADATA) continue;
+      llvm::msgpack::Document doc;
+      if (!doc.readFromBlob(note.getDescAsStringRef(4), false))
+        throw InternalError("cannot parse the AMDGPU metadata note");
+      auto& root = doc.getRoot().getMap(true);
+      auto& kernels = root["amdhsa.kernels"].getArray(true);
+      for (auto& kn : kernels) {
+        auto& km = kn.getMap(true);
+        if (km[".name"].getString() != kernel) continue;
+        HsacoInfo info;
+        auto geti = [&](const char* key) -> int64_t {
+          auto it = km.find(key);
+          if (it == km.end()) return -1;
+          return it->second.getKind() == llvm::msgpack::Type::Int ? it->second.getInt()
+                                                                   : static_cast<int64_t>(it->second.getUInt());
+        };
+        info.sgprs = static_cast<int>(geti(".sgpr_count"));
+        info.vgprs = static_cast<int>(geti(".vgpr_count"));
+        info.groupSegment = geti(".group_segment_fixed_size");
+        info.privateSegment = geti(".private_segment_fixed_size");
+        info.wavefrontSize = static_cast<int>(geti(".wavefront_size"));
+        llvm::consumeError(std::move(err));
+        return info;
+      }
+    }
+    if (err) throw InternalError("cannot read the notes of the code object: " + llvm::toString(std::move(err)));
+  }
+  throw InternalError("the code object has no metadata for kernel " + kernel);
+}
+
+std::unique_ptr<GpuTargetInfo> createAMDGPUTargetInfo(const std::string& arch, const GpuOptions& o) {
+  std::string valid;
+  for (auto& r : kGfx) {
+    if (arch == r.arch) return std::make_unique<AMDGPUTargetInfo>(r, o);
+    valid += std::string(valid.empty() ? "" : ", ") + r.arch;
+  }
+  throw CompileError("unknown AMDGPU architecture '" + arch + "'; valid: " + valid);
+}
+
+}  // namespace tessera::codegen

@@ -1,0 +1,193 @@
+// NVIDIA PTX: the target hooks of the shared GPU lowering and the backend
+// (PTX text through LLVM's NVPTX target; resources through ptxas).
+#include <array>
+#include <mutex>
+#include <regex>
+
+#include <llvm/IR/IntrinsicsNVPTX.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Transforms/Utils/Cloning.h>
+
+#include "shared/GpuTargetInfo.h"
+#include "shared/GpuToolchain.h"
+#include "shared/LLVMSupport.h"
+
+extern "C" {
+void LLVMInitializeNVPTXTargetInfo();
+void LLVMInitializeNVPTXTarget();
+void LLVMInitializeNVPTXTargetMC();
+void LLVMInitializeNVPTXAsmPrinter();
+}
+
+namespace tessera::codegen {
+
+namespace {
+
+struct SmRow {
+  const char* arch;
+  uint64_t maxShared;  // opt-in maximum per block (dynamic shared memory)
+  const char* ptxFeature;
+};
+// PTX ISA 8.0 (CUDA 12.0) is the first with sm_90a; every ptxas of CUDA 12
+// and 13 accepts it for all of these, so one version keeps the text stable.
+constexpr std::array<SmRow, 4> kSms = {{
+    {"sm_80", 163 * 1024, "+ptx80"},
+    {"sm_86", 99 * 1024, "+ptx80"},
+    {"sm_89", 99 * 1024, "+ptx80"},
+    {"sm_90a", 227 * 1024, "+ptx80"},
+}};
+
+// Math table. exp/log/tanh/erf use the shared polynomials: ex2.approx.f32
+// has a relative error of 2^-22.5 for exp2 itself, but exp(x) computed as
+// ex2(x * log2(e)) inherits the rounding of the product, an error that
+// grows with |x| (about 60 ulp near x = 88), beyond what IR.h allows.
+MathChoice nvptxMath(ir::OpCode op, DType dt) {
+  using ir::OpCode;
+  bool f32 = dt == DType::F32;
+  switch (op) {
+    case OpCode::Exp: case OpCode::Exp2: case OpCode::Log: case OpCode::Log2:
+    case OpCode::Tanh: case OpCode::Erf:
+      if (f32) return {MathImpl::Polynomial, "VectorMath polynomial (exp/log <= 2 ulp, tanh/erf <= 4 ulp)"};
+      return {MathImpl::Unsupported, "f64 transcendentals need libdevice, which is not linked yet"};
+    case OpCode::Sqrt: return {MathImpl::LlvmIntrinsic, "llvm.sqrt -> sqrt.rn (correctly rounded)"};
+    case OpCode::Rsqrt: return {MathImpl::LlvmIntrinsic, "1 / sqrt.rn with div.rn (rsqrt.approx is not used)"};
+    case OpCode::Floor: return {MathImpl::LlvmIntrinsic, "llvm.floor -> cvt.rmi"};
+    case OpCode::Pow: return {MathImpl::Unsupported, "pow is not implemented for GPU targets yet"};
+    default: return {MathImpl::LlvmIntrinsic, "native instruction"};
+  }
+}
+
+class NVPTXTargetInfo final : public GpuTargetInfo {
+ public:
+  NVPTXTargetInfo(const SmRow& row, const GpuOptions& o) : row_(row), o_(o) {}
+  std::string arch() const override { return row_.arch; }
+  std::string triple() const override { return "nvptx64-nvidia-cuda"; }
+  unsigned warpSize() const override { return 32; }
+  uint64_t maxSharedBytes() const override { return row_.maxShared; }
+
+  llvm::Value* sreg(llvm::IRBuilderBase& b, const std::array<llvm::Intrinsic::ID, 3>& ids, int axis) {
+    return b.CreateIntrinsic(ids[static_cast<size_t>(axis)], {});
+  }
+  llvm::Value* threadId(llvm::IRBuilderBase& b, int axis) override {
+    return sreg(b, {llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x, llvm::Intrinsic::nvvm_read_ptx_sreg_tid_y,
+                    llvm::Intrinsic::nvvm_read_ptx_sreg_tid_z}, axis);
+  }
+  llvm::Value* blockId(llvm::IRBuilderBase& b, int axis) override {
+    return sreg(b, {llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x, llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_y,
+                    llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_z}, axis);
+  }
+  llvm::Value* blockDim(llvm::IRBuilderBase& b, int axis) override {
+    return sreg(b, {llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x, llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_y,
+                    llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_z}, axis);
+  }
+  llvm::Value* gridDim(llvm::IRBuilderBase& b, int axis) override {
+    return sreg(b, {llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x, llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_y,
+                    llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_z}, axis);
+  }
+  void barrier(llvm::IRBuilderBase& b) override {
+    // bar.sync 0: also orders the shared and global accesses of the block.
+    b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cta_sync_aligned_all, {}, {b.getInt32(0)});
+  }
+  llvm::Value* shuffleXor(llvm::IRBuilderBase& b, llvm::Value* v, unsigned mask) override {
+    return b.CreateIntrinsic(llvm::Intrinsic::nvvm_shfl_sync_bfly_i32, {},
+                             {b.getInt32(0xffffffffu), v, b.getInt32(mask), b.getInt32(31)});
+  }
+  llvm::Value* shuffleIdx(llvm::IRBuilderBase& b, llvm::Value* v, llvm::Value* src) override {
+    return b.CreateIntrinsic(llvm::Intrinsic::nvvm_shfl_sync_idx_i32, {},
+                             {b.getInt32(0xffffffffu), v, src, b.getInt32(31)});
+  }
+  llvm::Function* createKernel(llvm::Module& m, const std::string& name, llvm::FunctionType* ty,
+                               unsigned threads) override {
+    auto* f = llvm::Function::Create(ty, llvm::Function::ExternalLinkage, name, m);
+    f->setCallingConv(llvm::CallingConv::PTX_Kernel);
+    f->addFnAttr("nvvm.maxntid", std::to_string(threads));
+    f->addFnAttr(llvm::Attribute::NoUnwind);
+    return f;
+  }
+  llvm::GlobalVariable* declareShared(llvm::Module& m, uint64_t bytes) override {
+    // One dynamic shared array (`extern .shared`): the launch passes the
+    // allocator's byte count, which may exceed the 48 KB static limit.
+    auto* ty = llvm::ArrayType::get(llvm::Type::getInt8Ty(m.getContext()), 0);
+    auto* g = new llvm::GlobalVariable(m, ty, false, llvm::GlobalValue::ExternalLinkage, nullptr, "tessera_smem",
+                                       nullptr, llvm::GlobalValue::NotThreadLocal, sharedAS());
+    g->setAlignment(llvm::Align(16));
+    return g;
+  }
+  MathChoice math(ir::OpCode op, DType dt) const override { return nvptxMath(op, dt); }
+
+  std::unique_ptr<llvm::TargetMachine> createTargetMachine(int optLevel) override {
+    static std::once_flag once;
+    std::call_once(once, [] {
+      LLVMInitializeNVPTXTargetInfo();
+      LLVMInitializeNVPTXTarget();
+      LLVMInitializeNVPTXTargetMC();
+      LLVMInitializeNVPTXAsmPrinter();
+    });
+    initLLVM();
+    llvm::Triple t(triple());
+    std::string err;
+    const llvm::Target* target = llvm::TargetRegistry::lookupTarget(t, err);
+    if (!target) throw CompileError("this LLVM has no NVPTX target: " + err);
+    llvm::TargetOptions to;
+    auto lvl = optLevel == 0 ? llvm::CodeGenOptLevel::None : llvm::CodeGenOptLevel::Aggressive;
+    std::unique_ptr<llvm::TargetMachine> tm(
+        target->createTargetMachine(t, row_.arch, row_.ptxFeature, to, std::nullopt, std::nullopt, lvl));
+    if (!tm) throw CompileError("cannot create an NVPTX TargetMachine for " + std::string(row_.arch));
+    return tm;
+  }
+
+  GpuOutput emit(llvm::Module& m, llvm::TargetMachine& tm) override {
+    std::unique_ptr<llvm::Module> copy = llvm::CloneModule(m);
+    llvm::SmallString<0> buf;
+    llvm::raw_svector_ostream os(buf);
+    llvm::legacy::PassManager pm;
+    if (tm.addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
+      throw InternalError("the NVPTX TargetMachine cannot emit PTX");
+    pm.run(*copy);
+    GpuOutput out;
+    out.assembly = std::string(buf.str());
+    return out;
+  }
+
+  GpuResources resources(const GpuOutput& out, const std::string& kernel) override {
+    std::string ptxas = findTool({"/usr/local/cuda/bin/ptxas", "ptxas"});
+    if (ptxas.empty()) throw DeviceError("ptxas not found (install the CUDA toolkit or put ptxas on PATH)");
+    TempDir dir;
+    writeFile(dir.file("k.ptx"), out.assembly);
+    ToolResult r = runTool({ptxas, "-arch=" + std::string(row_.arch), "-v", dir.file("k.ptx"), "-o", dir.file("k.cubin")});
+    if (r.exitCode != 0)
+      throw DeviceError("ptxas rejected the PTX of @" + kernel + " for " + row_.arch + ":\n" + r.output);
+    GpuResources res;
+    std::smatch mm;
+    if (std::regex_search(r.output, mm, std::regex(R"(Used (\d+) registers)"))) res.registers = std::stoi(mm[1]);
+    if (std::regex_search(r.output, mm, std::regex(R"((\d+) bytes spill stores, (\d+) bytes spill loads)")))
+      res.spillBytes = std::stoll(mm[1]) + std::stoll(mm[2]);
+    res.sharedBytes = 0;
+    if (std::regex_search(r.output, mm, std::regex(R"((\d+) bytes smem)"))) res.sharedBytes = std::stoll(mm[1]);
+    res.wavefrontSize = 32;
+    res.text = "ptxas " + std::string(row_.arch) + ": registers " + std::to_string(res.registers) + ", spill bytes " +
+               std::to_string(res.spillBytes) + ", static shared " + std::to_string(res.sharedBytes) +
+               " bytes (the allocator's array is dynamic shared memory, passed at launch)\n" +
+               "SASS: not available (nvdisasm / cuobjdump are not installed)\n" + r.output;
+    return res;
+  }
+
+ private:
+  SmRow row_;
+  GpuOptions o_;
+};
+
+}  // namespace
+
+std::unique_ptr<GpuTargetInfo> createNVPTXTargetInfo(const std::string& arch, const GpuOptions& o) {
+  std::string valid;
+  for (auto& r : kSms) {
+    if (arch == r.arch) return std::make_unique<NVPTXTargetInfo>(r, o);
+    valid += std::string(valid.empty() ? "" : ", ") + r.arch;
+  }
+  throw CompileError("unknown NVPTX architecture '" + arch + "'; valid: " + valid);
+}
+
+}  // namespace tessera::codegen

@@ -1,0 +1,58 @@
+// Compiles a GPU-lowered LLVM module (NVPTX or AMDGPU) for the host so the
+// SIMT machine (tessera::emu, runtime/include/tessera/runtime/Emulator.h) can
+// run it: the exact module handed to the GPU backend, with its vendor
+// intrinsics, shared/LDS memory and address spaces rewritten onto the
+// machine's `tessera_emu_*` hooks, JIT-compiled with ORC.
+//
+// Private to codegen (LLVM-free header, but not a public API). codegen does
+// not link the emulator runtime: the caller supplies the hook addresses
+// (tessera::emu::hookSymbols()), which the JIT binds explicitly by name.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tessera::codegen {
+
+struct EmuKernel {
+  /// The kernel body of ONE GPU thread: `args[i]` points at the value of the
+  /// kernel's i-th parameter (CUDA kernelParams). This is emu::ThreadFn.
+  void (*threadFn)(void* const*) = nullptr;
+  /// Keeps the JIT-compiled code alive.
+  std::shared_ptr<void> owner;
+  /// opId -> "tile op @ file:line" (or the instruction's text): pass as
+  /// LaunchConfig::opNames so reports name the op.
+  std::vector<std::string> opNames;
+  unsigned warpSize = 32;
+  bool amd = false;
+  /// The rewritten host module after optimisation (for dumps and debugging).
+  std::string hostIR;
+  /// Name of the GPU kernel the module defined.
+  std::string kernelName;
+  /// Bytes of statically allocated shared memory (addrspace(3) globals), laid
+  /// out from offset 0 of the block's shared region. Dynamic shared memory
+  /// (`extern __shared__` / zero-sized LDS arrays) starts at
+  /// `dynamicSharedOffset`; LaunchConfig::sharedBytes must be at least
+  /// dynamicSharedOffset + the dynamic bytes the launch uses, and at least
+  /// staticSharedBytes.
+  size_t staticSharedBytes = 0;
+  size_t dynamicSharedOffset = 0;
+  /// Memory accesses through flat/generic pointers whose address space could
+  /// not be proven: they run correctly but are not checked for races and
+  /// bounds. Zero for modules whose accesses are all in addrspace(1)/(3).
+  unsigned uncheckedAccesses = 0;
+};
+
+/// Compiles `gpuModuleText` (textual LLVM IR for nvptx64-nvidia-cuda when
+/// !amd, amdgcn-amd-amdhsa when amd, defining exactly one kernel) for the
+/// host. `hooks` maps every `tessera_emu_*` symbol to its address.
+/// Throws CompileError for a module the machine cannot run faithfully (an
+/// unsupported intrinsic or construct, named in the message), InternalError
+/// if the rewritten module does not verify.
+EmuKernel compileForEmulator(const std::string& gpuModuleText, bool amd, unsigned warpSize,
+                             const std::vector<std::pair<std::string, void*>>& hooks);
+
+}  // namespace tessera::codegen

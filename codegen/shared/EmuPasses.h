@@ -1,0 +1,95 @@
+// The rewrite steps that turn a GPU-lowered module into host code for the
+// SIMT machine, in the order compileForEmulator runs them:
+//
+//   instrumentMemory     every addrspace(1)/(3) access -> through
+//                        tessera_emu_{global,shared}_access (with an opId)
+//   rewriteIntrinsics    llvm.nvvm.* / llvm.amdgcn.* -> hooks or host IR
+//   rewriteLibcalls      __nv_* / __ocml_* math -> host libm
+//   lowerSharedMemory    addrspace(3) globals -> tessera_emu_shared_base() + offset
+//   flattenAddressSpaces every pointer -> addrspace(0), host triple/datalayout
+//
+// Steps before flattening keep the module well-typed in the GPU's address
+// spaces (hook results are addrspacecast back), so each step can be verified
+// on its own. Private to codegen: includes LLVM headers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <llvm/IR/DataLayout.h>
+#include <llvm/IR/DerivedTypes.h>
+#include <llvm/IR/Function.h>
+#include <llvm/IR/Module.h>
+#include <llvm/ADT/DenseMap.h>
+
+namespace tessera::codegen::emu {
+
+// Address spaces of the GPU modules (identical numbering on NVPTX and AMDGPU
+// for the ones the machine models).
+inline constexpr unsigned kFlatAS = 0;
+inline constexpr unsigned kGlobalAS = 1;
+inline constexpr unsigned kSharedAS = 3;
+inline constexpr unsigned kConstantAS = 4;
+inline constexpr unsigned kPrivateAS = 5;
+
+// Memory access kinds, as TESSERA_EMU_{LOAD,STORE,ATOMIC} in Emulator.h.
+inline constexpr int32_t kLoad = 0;
+inline constexpr int32_t kStore = 1;
+inline constexpr int32_t kAtomic = 2;
+
+/// State shared by the rewrite steps of one module.
+struct EmuModule {
+  EmuModule(llvm::Module& m, bool amd, unsigned warpSize);
+
+  llvm::Module& m;
+  llvm::LLVMContext& ctx;
+  bool amd;
+  unsigned warpSize;
+  /// The GPU target's datalayout: sizes of accessed values and shared
+  /// globals are those of the GPU, captured before the host layout is set.
+  llvm::DataLayout gpuDL;
+  llvm::Function* kernel = nullptr;
+  std::string kernelName;
+  /// opId -> op text, handed to the machine for its reports.
+  std::vector<std::string> opNames;
+  size_t staticSharedBytes = 0;
+  size_t dynamicSharedOffset = 0;
+  unsigned uncheckedAccesses = 0;
+
+  /// The opId of `inst`: its `!tessera.op` string if the GPU lowering
+  /// attached one, else the instruction's text as first parsed (plus its
+  /// debug location). A fresh id per call: one id per instruction.
+  int32_t opId(const llvm::Instruction& inst);
+
+  /// Declaration of hook `name` (a tessera_emu_* function).
+  llvm::FunctionCallee hook(const char* name, llvm::Type* ret, llvm::ArrayRef<llvm::Type*> params,
+                            bool pure = false);
+
+  llvm::Type* i32() const { return llvm::Type::getInt32Ty(ctx); }
+  llvm::Type* i64() const { return llvm::Type::getInt64Ty(ctx); }
+  llvm::PointerType* flatPtr() const { return llvm::PointerType::get(ctx, 0); }
+
+ private:
+  // Texts of the instructions that may get an opId, printed once before
+  // any rewrite: the rewrites change operands, and printing one instruction
+  // at a time would number each function's values anew every time.
+  llvm::DenseMap<const llvm::Instruction*, std::string> texts_;
+};
+
+/// Short description of an instruction for error messages.
+std::string describe(const llvm::Instruction& inst);
+
+void instrumentMemory(EmuModule& em);
+void rewriteIntrinsics(EmuModule& em);
+void rewriteLibcalls(EmuModule& em);
+void lowerSharedMemory(EmuModule& em);
+/// Replaces every function and global by one whose pointers are all in
+/// addrspace(0) (em.kernel is updated), and sets the host triple/datalayout.
+void flattenAddressSpaces(EmuModule& em, const llvm::DataLayout& hostDL, const std::string& hostTriple);
+
+/// Host libm functions (and the memory functions LLVM's host code calls) by
+/// name, bound explicitly in the JIT.
+const std::vector<std::pair<std::string, void*>>& hostLibSymbols();
+
+}  // namespace tessera::codegen::emu

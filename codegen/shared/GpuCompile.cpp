@@ -1,0 +1,148 @@
+#include "shared/GpuCompile.h"
+#include "shared/GpuTargetInfo.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include <llvm/IR/Verifier.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include "shared/AxisInfo.h"
+#include "shared/GpuLowering.h"
+#include "shared/LLVMSupport.h"
+#include "shared/Layout.h"
+#include "tessera/ir/Printer.h"
+#include "tessera/support/Error.h"
+
+namespace tessera::codegen {
+
+namespace {
+
+struct Timer {
+  std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
+  std::string log;
+  void mark(const char* stage) {
+    auto now = std::chrono::steady_clock::now();
+    char buf[80];
+    std::snprintf(buf, sizeof buf, "%s %.2f ms\n", stage, std::chrono::duration<double, std::milli>(now - last).count());
+    log += buf;
+    last = now;
+  }
+};
+
+std::string printModule(const llvm::Module& m) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  m.print(os, nullptr);
+  return s;
+}
+
+void optimize(llvm::Module& m, llvm::TargetMachine& tm, int optLevel) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(&tm);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm;
+  switch (optLevel) {
+    case 0: mpm = pb.buildO0DefaultPipeline(llvm::OptimizationLevel::O0); break;
+    case 1: mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O1); break;
+    case 2: mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2); break;
+    default: mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3); break;
+  }
+  mpm.run(m, mam);
+}
+
+bool isNvptx(const Target& t) { return t.kind == Target::Kind::NVPTX || t.kind == Target::Kind::EmuNVPTX; }
+bool isAmdgpu(const Target& t) { return t.kind == Target::Kind::AMDGPU || t.kind == Target::Kind::EmuAMDGPU; }
+
+}  // namespace
+
+std::unique_ptr<GpuTargetInfo> createGpuTargetInfo(const Target& t, const GpuOptions& g) {
+  if (isNvptx(t)) return createNVPTXTargetInfo(t.arch, g);
+  if (isAmdgpu(t)) return createAMDGPUTargetInfo(t.arch, g);
+  throw CompileError("target " + t.str() + " is not a GPU target");
+}
+
+std::shared_ptr<Artifact> compileGpu(const ir::Function& fn, const Target& t, const CompileOptions& o,
+                                     StageDumps dumps) {
+  return compileGpu(fn, t, o, std::move(dumps), GpuOptions{});
+}
+
+std::shared_ptr<Artifact> compileGpu(const ir::Function& fn, const Target& t, const CompileOptions& o,
+                                     StageDumps dumps, const GpuOptions& g) {
+  if (o.optLevel < 0 || o.optLevel > 3)
+    throw CompileError("optLevel must be 0..3, got " + std::to_string(o.optLevel));
+  Timer timer;
+  std::unique_ptr<GpuTargetInfo> ti = createGpuTargetInfo(t, g);
+  auto art = std::make_shared<Artifact>();
+  art->target = t;
+  art->kernelName = fn.name();
+  art->dumps = std::move(dumps);
+
+  // Layouts, annotated on a copy for the dump; the lowering reads the same
+  // copy, so analysis keys and lowered values agree.
+  std::unique_ptr<ir::Function> f = ir::clone(fn);
+  AxisAnalysis axis(*f);
+  LayoutAnalysis la(*f, axis, g.numWarps, static_cast<int>(ti->warpSize()));
+  annotateLayouts(*f, la);
+  art->dumps.tileIR.emplace_back("layout", ir::print(*f));
+  timer.mark("layout");
+
+  initLLVM();
+  std::unique_ptr<llvm::TargetMachine> tm = ti->createTargetMachine(o.optLevel);
+  auto ctx = std::make_unique<llvm::LLVMContext>();
+  GpuLoweringResult low = lowerToGpuLLVM(*f, *ti, la, axis, g, *ctx, tm->createDataLayout());
+  llvm::Module& m = *low.module;
+  ti->prepareModule(m);
+  art->threadsPerBlock = low.threadsPerBlock;
+  art->sharedBytes = static_cast<unsigned>(low.sharedBytes);
+  art->dumps.extra["shared-memory"] =
+      std::to_string(low.sharedBytes) + " bytes per block, " + std::to_string(low.threadsPerBlock) +
+      " threads per block\n" + low.sharedPlan;
+  timer.mark("lower");
+  art->dumps.llvm = printModule(m);
+  {
+    std::string msg;
+    llvm::raw_string_ostream os(msg);
+    if (llvm::verifyModule(m, &os))
+      throw InternalError("GPU lowering of @" + fn.name() + " for " + t.str() + " produced invalid LLVM IR:\n" + msg);
+  }
+  optimize(m, *tm, o.optLevel);
+  timer.mark("optimize");
+  art->dumps.llvmOpt = printModule(m);
+  art->dumps.extra["llvm-gpu"] = art->dumps.llvmOpt;
+  GpuOutput out = ti->emit(m, *tm);
+  timer.mark(isNvptx(t) ? "ptx" : "object+link");
+  art->dumps.assembly = out.assembly;
+  if (isNvptx(t)) {
+    art->ptx = out.assembly;
+  } else {
+    art->codeObject = out.codeObject;
+    art->dumps.extra["hsaco"] = std::string(out.codeObject.begin(), out.codeObject.end());
+  }
+  // The context must outlive nothing else: every module is printed already.
+  art->dumps.extra["compile-times"] = timer.log;
+  return art;
+}
+
+GpuResources gpuResources(const Artifact& a) {
+  GpuOptions g;
+  auto ti = createGpuTargetInfo(a.target, g);
+  if (a.threadsPerBlock) g.numWarps = static_cast<int>(a.threadsPerBlock / ti->warpSize());
+  ti = createGpuTargetInfo(a.target, g);
+  GpuOutput out;
+  out.assembly = a.dumps.assembly;
+  out.codeObject = a.codeObject;
+  return ti->resources(out, a.kernelName);
+}
+
+std::string resourceReport(const Artifact& a) { return gpuResources(a).text; }
+
+}  // namespace tessera::codegen

@@ -1,0 +1,48 @@
+// The GPU compile pipeline (NVPTX and AMDGPU), entered from
+// codegen::compile once the tile-IR passes have run:
+//
+//   layouts (tile-IR dump "layout") -> shared lowering to LLVM IR (dumps.llvm)
+//   -> LLVM optimisation (dumps.llvmOpt, and dumps.extra["llvm-gpu"], the
+//   exact module handed to the backend) -> PTX text / AMDGCN object + LLD
+//   link to .hsaco and AMDGCN assembly (dumps.assembly).
+//
+// Private to codegen, but free of LLVM headers (tests include it).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "tessera/codegen/Compiler.h"
+
+namespace tessera::codegen {
+
+struct GpuOptions {
+  int numWarps = 4;           // threads per block = numWarps * warp size
+  int codeObjectVersion = 5;  // AMDGPU: 4, 5 or 6
+};
+
+/// The resources a kernel uses, as read back from the toolchain.
+struct GpuResources {
+  int registers = -1;        // NVPTX registers / AMDGPU VGPRs
+  int sgprs = -1;            // AMDGPU only
+  int64_t spillBytes = -1;   // NVPTX spill stores + loads / AMDGPU private segment
+  int64_t sharedBytes = -1;  // static shared memory / group segment
+  int wavefrontSize = -1;
+  std::string text;          // human-readable report
+};
+
+/// Compiles for an NVPTX / AMDGPU (or emu:) target. `dumpsSoFar` holds the
+/// tile-IR stages already captured; the result's dumps extend them.
+std::shared_ptr<Artifact> compileGpu(const ir::Function& fnAfterTilePasses, const Target& t,
+                                     const CompileOptions& o, StageDumps dumpsSoFar);
+std::shared_ptr<Artifact> compileGpu(const ir::Function& fnAfterTilePasses, const Target& t,
+                                     const CompileOptions& o, StageDumps dumpsSoFar, const GpuOptions& g);
+
+/// Registers, spills and shared memory of a compiled GPU artifact: ptxas -v
+/// for NVPTX (DeviceError if ptxas is missing), the code object's metadata
+/// plus an occupancy estimate for AMDGPU.
+std::string resourceReport(const Artifact& a);
+GpuResources gpuResources(const Artifact& a);
+
+}  // namespace tessera::codegen

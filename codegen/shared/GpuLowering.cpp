@@ -1,0 +1,1286 @@
+// Tile IR -> LLVM IR for GPUs (see GpuLowering.h).
+//
+// Ordering. IR.h makes a program's ops take effect in program order even
+// though the program is spread over many threads. Two flags track effects
+// that another thread of the block may observe: `smemDirty_` (a shared
+// access since the last barrier) and `globalDirty_` (a global store or
+// atomic since the last barrier). Every shared access waits for a barrier
+// when smemDirty_ is set, every global access when globalDirty_ is set, so
+// a value written by one thread and read by another is always separated by
+// a barrier, and shared bytes reused by the allocator are never read and
+// written at once. At region boundaries both flags are assumed set.
+//
+// Shared memory is needed by: alloc buffers (shared and local: a local
+// buffer is private to the program, and the program is the whole block),
+// layout conversions, cross-warp reductions, dot operands, and results of
+// atomics that several threads hold. The lowering runs twice: a measuring
+// run records each op's scratch need, SharedPlan places everything, and
+// the real run emits the offsets.
+#include "shared/GpuLowering.h"
+
+#include <functional>
+#include <numeric>
+#include <unordered_map>
+
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+
+#include "shared/AxisInfo.h"
+#include "shared/VectorMath.h"
+#include "tessera/support/Error.h"
+
+namespace tessera::codegen {
+
+namespace {
+
+using ir::OpCode;
+using Slots = std::vector<llvm::Value*>;
+
+struct TileV {
+  Layout layout;
+  Slots slots;
+};
+
+class Lower {
+ public:
+  Lower(const ir::Function& f, GpuTargetInfo& t, const LayoutAnalysis& la, const AxisAnalysis& ax,
+        const GpuOptions& o, llvm::LLVMContext& ctx, llvm::Module& m, std::map<const ir::Op*, uint64_t>& req,
+        const SharedPlan* plan)
+      : f_(f), t_(t), la_(la), ax_(ax), o_(o), ctx_(ctx), m_(m), req_(req), plan_(plan), b_(ctx) {}
+
+  void run(uint64_t smemBytes);
+
+ private:
+  // ---- types -------------------------------------------------------------
+  llvm::Type* scalarTy(DType d) {
+    switch (d) {
+      case DType::I1: return b_.getInt1Ty();
+      case DType::I8: return b_.getInt8Ty();
+      case DType::I16: return b_.getInt16Ty();
+      case DType::I32: return b_.getInt32Ty();
+      case DType::I64: return b_.getInt64Ty();
+      case DType::F16: return b_.getHalfTy();
+      case DType::BF16: return b_.getBFloatTy();
+      case DType::F32: return b_.getFloatTy();
+      case DType::F64: return b_.getDoubleTy();
+    }
+    TS_UNREACHABLE("dtype");
+  }
+  unsigned asOf(ir::MemSpace s) {
+    switch (s) {
+      case ir::MemSpace::Global: return t_.globalAS();
+      case ir::MemSpace::Shared: return t_.sharedAS();
+      case ir::MemSpace::Local: return t_.localAS();
+    }
+    TS_UNREACHABLE("space");
+  }
+  /// Register type of one element of `t` (scalar or pointer).
+  llvm::Type* elemTy(const ir::Type& t) {
+    if (t.isPointerLike()) return llvm::PointerType::get(ctx_, asOf(t.space()));
+    return scalarTy(t.dtype());
+  }
+  /// Memory type of one element (i1 is a byte in memory).
+  llvm::Type* memTy(const ir::Type& t) {
+    if (t.isPointerLike()) return elemTy(t);
+    return t.dtype() == DType::I1 ? b_.getInt8Ty() : scalarTy(t.dtype());
+  }
+  llvm::Type* memTyOf(DType d) { return d == DType::I1 ? b_.getInt8Ty() : scalarTy(d); }
+  uint64_t bytesOf(llvm::Type* t) { return m_.getDataLayout().getTypeAllocSize(t); }
+  llvm::Value* toMem(llvm::Value* v) { return v->getType()->isIntegerTy(1) ? b_.CreateZExt(v, b_.getInt8Ty()) : v; }
+  llvm::Value* fromMem(llvm::Value* v, const ir::Type& t) {
+    if (!t.isPointerLike() && t.dtype() == DType::I1) return b_.CreateICmpNE(v, b_.getInt8(0));
+    return v;
+  }
+  llvm::Value* i32(int64_t v) { return b_.getInt32(static_cast<uint32_t>(v)); }
+
+  // ---- thread geometry -----------------------------------------------------
+  llvm::Value* pos(const BlockedLayout& l, int p) {
+    int64_t ls = 1, ws = 1;
+    for (int64_t d : l.order) {
+      if (d == p) break;
+      ls *= l.tpw[d];
+      ws *= l.wpb[d];
+    }
+    llvm::Value* lp = b_.CreateURem(b_.CreateUDiv(lane_, i32(ls)), i32(l.tpw[p]));
+    llvm::Value* wp = b_.CreateURem(b_.CreateUDiv(warp_, i32(ws)), i32(l.wpb[p]));
+    return b_.CreateAdd(b_.CreateMul(wp, i32(l.tpw[p])), lp);
+  }
+  llvm::Value* lanePos(const BlockedLayout& l, int p) {
+    int64_t ls = 1;
+    for (int64_t d : l.order) {
+      if (d == p) break;
+      ls *= l.tpw[d];
+    }
+    return b_.CreateURem(b_.CreateUDiv(lane_, i32(ls)), i32(l.tpw[p]));
+  }
+  llvm::Value* warpPos(const BlockedLayout& l, int p) {
+    int64_t ws = 1;
+    for (int64_t d : l.order) {
+      if (d == p) break;
+      ws *= l.wpb[d];
+    }
+    return b_.CreateURem(b_.CreateUDiv(warp_, i32(ws)), i32(l.wpb[p]));
+  }
+  Slots bases(const Layout& l, const SlotTable& t) {
+    Slots r;
+    for (size_t i = 0; i < t.shape.size(); ++i) {
+      int p = l.dims[i];
+      llvm::Value* v = b_.CreateMul(pos(l.parent, p), i32(l.parent.spt[p]));
+      if (t.replicated[i]) v = b_.CreateURem(v, i32(t.shape[i]));
+      r.push_back(v);
+    }
+    return r;
+  }
+  Slots indexOf(const Slots& base, const SlotTable& t, size_t slot) {
+    Slots r;
+    for (size_t i = 0; i < base.size(); ++i) r.push_back(b_.CreateAdd(base[i], i32(t.consts[slot][i])));
+    return r;
+  }
+  llvm::Value* linear(const Slots& idx, const std::vector<int64_t>& shape) {
+    llvm::Value* l = i32(0);
+    for (size_t i = 0; i < idx.size(); ++i) l = b_.CreateAdd(b_.CreateMul(l, i32(shape[i])), idx[i]);
+    return l;
+  }
+  /// True in exactly one of the threads holding each element (nullptr when
+  /// no element is held twice).
+  llvm::Value* ownerPred(const Layout& l, const SlotTable& t) {
+    llvm::Value* c = nullptr;
+    auto andc = [&](llvm::Value* x) { c = c ? b_.CreateAnd(c, x) : x; };
+    for (size_t i = 0; i < t.shape.size(); ++i)
+      if (t.replicated[i]) andc(b_.CreateICmpULT(pos(l.parent, l.dims[i]), i32(t.distinctPos[i])));
+    for (int p = 0; p < l.parent.rank(); ++p) {
+      if (std::find(l.dims.begin(), l.dims.end(), p) != l.dims.end()) continue;
+      if (l.parent.tpw[p] * l.parent.wpb[p] > 1) andc(b_.CreateICmpEQ(pos(l.parent, p), i32(0)));
+    }
+    return c;
+  }
+
+  // ---- shared memory & ordering -------------------------------------------------
+  llvm::Value* smemAt(uint64_t off) { return b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), smem_, off); }
+  llvm::Value* scratch(uint64_t bytes) {
+    uint64_t& r = req_[curOp_];
+    r = std::max(r, bytes);
+    return smemAt(plan_ ? plan_->scratchOffset(curOp_) : 0);
+  }
+  void barrier() {
+    t_.barrier(b_);
+    smemDirty_ = globalDirty_ = false;
+  }
+  void beforeShared() {
+    if (smemDirty_) barrier();
+    smemDirty_ = true;
+  }
+  void beforeGlobal(bool writes) {
+    if (globalDirty_) barrier();
+    if (writes) globalDirty_ = true;
+  }
+  void unknownOrder() { smemDirty_ = globalDirty_ = true; }
+  /// if (cond) { body } with a fresh block; returns after the join.
+  void guarded(llvm::Value* cond, const std::function<void()>& body) {
+    if (!cond) return body();
+    llvm::Function* fn = b_.GetInsertBlock()->getParent();
+    auto* then = llvm::BasicBlock::Create(ctx_, "guard", fn);
+    auto* join = llvm::BasicBlock::Create(ctx_, "guard.end", fn);
+    b_.CreateCondBr(cond, then, join);
+    b_.SetInsertPoint(then);
+    body();
+    b_.CreateBr(join);
+    b_.SetInsertPoint(join);
+  }
+
+  // ---- values ----------------------------------------------------------------
+  llvm::Value* scalar(const ir::Value* v) {
+    auto it = scalars_.find(v);
+    TS_ASSERT(it != scalars_.end(), "gpu lowering: scalar used before definition");
+    return it->second;
+  }
+  const TileV& tile(const ir::Value* v) {
+    auto it = tiles_.find(v);
+    TS_ASSERT(it != tiles_.end(), "gpu lowering: tile used before definition");
+    return it->second;
+  }
+  /// `v`'s slots in layout `l`: its own, re-emitted (free ops) or converted.
+  Slots tileIn(const ir::Value* v, const Layout& l);
+  Slots remat(const ir::Value* v, const Layout& l);
+  Slots convertVia(const Slots& src, const Layout& sl, const std::vector<int64_t>& sshape, const ir::Type& elem,
+                   const Layout& dl, const std::vector<int64_t>& dshape,
+                   const std::function<llvm::Value*(const Slots&)>& srcLinearOfDst);
+  Slots reindex(const Slots& src, const SlotTable& ts, const SlotTable& td,
+                const std::function<std::vector<int64_t>(const std::vector<int64_t>&)>& proj) {
+    Slots r;
+    for (auto& c : td.consts) {
+      auto it = ts.index.find(proj(c));
+      TS_ASSERT(it != ts.index.end(), "gpu lowering: slot missing in reindex");
+      r.push_back(src[it->second]);
+    }
+    return r;
+  }
+
+  // ---- ops ----------------------------------------------------------------
+  void emitBlock(const ir::Block& b) {
+    for (auto& op : b.ops()) emitOp(*op);
+  }
+  void emitOp(const ir::Op& op);
+  llvm::Value* compute(const ir::Op& op, Slots v);
+  llvm::Value* floatOp(const ir::Op& op, Slots& v);
+  llvm::Value* intOp(const ir::Op& op, Slots& v, DType dt);
+  llvm::Value* castValue(llvm::Value* x, DType from, DType to);
+  llvm::Value* constantOf(const ir::Op& op, llvm::Type* t);
+  void emitElementwiseLike(const ir::Op& op);
+  void emitLoad(const ir::Op& op);
+  Slots globalLoad(const ir::Op& op, const Layout& l, const ir::Type& ptrT, const Slots& ptrs, const Slots* mask,
+                   const Slots* other);
+  void emitStore(const ir::Op& op);
+  void emitAtomic(const ir::Op& op);
+  llvm::Value* atomicOne(const ir::Op& op, llvm::Value* p, llvm::Value* v);
+  void writeBuffer(const ir::Value* buf, const Slots& vals, const Layout& l);
+  void emitReduce(const ir::Op& op);
+  llvm::Value* shuffleXor(llvm::Value* v, unsigned mask);
+  void emitDot(const ir::Op& op);
+  void emitFor(const ir::Op& op);
+  void emitIf(const ir::Op& op);
+
+  const ir::Function& f_;
+  GpuTargetInfo& t_;
+  const LayoutAnalysis& la_;
+  const AxisAnalysis& ax_;
+  const GpuOptions& o_;
+  llvm::LLVMContext& ctx_;
+  llvm::Module& m_;
+  std::map<const ir::Op*, uint64_t>& req_;
+  const SharedPlan* plan_;
+  llvm::IRBuilder<> b_;
+  llvm::GlobalVariable* smem_ = nullptr;
+  llvm::Value* tid_ = nullptr;
+  llvm::Value* lane_ = nullptr;
+  llvm::Value* warp_ = nullptr;
+  const ir::Op* curOp_ = nullptr;
+  bool smemDirty_ = false, globalDirty_ = false;
+  std::unordered_map<const ir::Value*, llvm::Value*> scalars_;
+  std::unordered_map<const ir::Value*, TileV> tiles_;
+  std::vector<std::vector<std::pair<const ir::Value*, Slots>>> yields_;  // per open region
+};
+
+// ================================================================ conversions
+
+Slots Lower::tileIn(const ir::Value* v, const Layout& l) {
+  const TileV& t = tile(v);
+  if (t.layout == l) return t.slots;
+  const ir::Op* d = v->definingOp();
+  if (d && (d->code() == OpCode::Constant || d->code() == OpCode::Splat || d->code() == OpCode::Arange ||
+            d->code() == OpCode::Broadcast || d->code() == OpCode::ExpandDims))
+    return remat(v, l);
+  const auto& shape = v->type().shape();
+  std::vector<int64_t> sh = shape;
+  return convertVia(t.slots, t.layout, shape, v->type().element(), l, shape,
+                    [&](const Slots& idx) { return linear(idx, sh); });
+}
+
+Slots Lower::remat(const ir::Value* v, const Layout& l) {
+  const ir::Op& d = *v->definingOp();
+  const auto& shape = v->type().shape();
+  SlotTable t = slotTable(l, shape);
+  Slots r;
+  switch (d.code()) {
+    case OpCode::Constant: {
+      llvm::Value* c = constantOf(d, elemTy(v->type()));
+      r.assign(t.size(), c);
+      return r;
+    }
+    case OpCode::Splat: r.assign(t.size(), scalar(d.operand(0))); return r;
+    case OpCode::Arange: {
+      Slots base = bases(l, t);
+      for (size_t i = 0; i < t.size(); ++i)
+        r.push_back(b_.CreateAdd(base[0], i32(t.consts[i][0] + d.intAttr("start"))));
+      return r;
+    }
+    case OpCode::Broadcast: {
+      const ir::Value* src = d.operand(0);
+      const auto& ss = src->type().shape();
+      Slots s = tileIn(src, l);
+      SlotTable ts = slotTable(l, ss);
+      return reindex(s, ts, t, [&](const std::vector<int64_t>& c) {
+        std::vector<int64_t> k = c;
+        for (size_t i = 0; i < k.size(); ++i)
+          if (ss[i] == 1) k[i] = 0;
+        return k;
+      });
+    }
+    case OpCode::ExpandDims: {
+      int a = static_cast<int>(d.intAttr("axis"));
+      const ir::Value* src = d.operand(0);
+      Layout sl = l.sliceDim(a);
+      Slots s = tileIn(src, sl);
+      SlotTable ts = slotTable(sl, src->type().shape());
+      return reindex(s, ts, t, [&](const std::vector<int64_t>& c) {
+        std::vector<int64_t> k = c;
+        k.erase(k.begin() + a);
+        return k;
+      });
+    }
+    default: TS_UNREACHABLE("remat of a non-free op");
+  }
+}
+
+Slots Lower::convertVia(const Slots& src, const Layout& sl, const std::vector<int64_t>& sshape, const ir::Type& elem,
+                        const Layout& dl, const std::vector<int64_t>& dshape,
+                        const std::function<llvm::Value*(const Slots&)>& srcLinearOfDst) {
+  llvm::Type* mt = memTy(elem);
+  int64_t n = 1;
+  for (int64_t s : sshape) n *= s;
+  llvm::Value* base = scratch(static_cast<uint64_t>(n) * bytesOf(mt));
+  SlotTable ts = slotTable(sl, sshape);
+  beforeShared();
+  {
+    Slots bs = bases(sl, ts);
+    for (size_t i = 0; i < ts.size(); ++i) {
+      llvm::Value* p = b_.CreateInBoundsGEP(mt, base, linear(indexOf(bs, ts, i), sshape));
+      b_.CreateStore(toMem(src[i]), p);
+    }
+  }
+  barrier();
+  smemDirty_ = true;
+  SlotTable td = slotTable(dl, dshape);
+  Slots bd = bases(dl, td);
+  Slots r;
+  for (size_t j = 0; j < td.size(); ++j) {
+    llvm::Value* p = b_.CreateInBoundsGEP(mt, base, srcLinearOfDst(indexOf(bd, td, j)));
+    r.push_back(fromMem(b_.CreateLoad(mt, p), elem));
+  }
+  return r;
+}
+
+// ================================================================ elementwise
+
+llvm::Value* Lower::constantOf(const ir::Op& op, llvm::Type* t) {
+  const ir::Attr& a = op.attrs().at("value");
+  if (t->isFloatingPointTy()) {
+    double v = std::holds_alternative<double>(a) ? std::get<double>(a) : static_cast<double>(std::get<int64_t>(a));
+    return llvm::ConstantFP::get(t, v);
+  }
+  return llvm::ConstantInt::get(t, static_cast<uint64_t>(std::get<int64_t>(a)), true);
+}
+
+llvm::Value* Lower::castValue(llvm::Value* x, DType from, DType to) {
+  llvm::Type* dt = scalarTy(to);
+  if (from == to) return x;
+  if (to == DType::I1) {
+    if (isFloat(from)) return b_.CreateFCmpUNE(x, llvm::ConstantFP::get(x->getType(), 0.0));
+    return b_.CreateICmpNE(x, llvm::ConstantInt::get(x->getType(), 0));
+  }
+  if (from == DType::I1) {
+    if (isFloat(to)) return b_.CreateUIToFP(x, dt);
+    return b_.CreateZExt(x, dt);
+  }
+  if (isInteger(from) && isInteger(to)) return b_.CreateSExtOrTrunc(x, dt);
+  if (isFloat(from) && isFloat(to)) {
+    if (bitWidth(to) > bitWidth(from) || (from == DType::F16 && to == DType::BF16) ||
+        (from == DType::BF16 && to == DType::F16)) {
+      if (bitWidth(from) == 16 && bitWidth(to) == 16) {
+        // f16 <-> bf16: exact widening to f32, then one rounding.
+        return b_.CreateFPTrunc(b_.CreateFPExt(x, b_.getFloatTy()), dt);
+      }
+      return b_.CreateFPExt(x, dt);
+    }
+    return b_.CreateFPTrunc(x, dt);
+  }
+  if (isFloat(from)) {  // float -> int: saturating, NaN -> 0
+    if (from == DType::F16 || from == DType::BF16) x = b_.CreateFPExt(x, b_.getFloatTy());
+    return b_.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {dt, x->getType()}, {x});
+  }
+  // int -> float, one rounding: small floats go through an exact wider type.
+  if (to == DType::F16 || to == DType::BF16) {
+    llvm::Value* d = b_.CreateSIToFP(x, bitWidth(from) <= 16 ? b_.getFloatTy() : b_.getDoubleTy());
+    return b_.CreateFPTrunc(d, dt);
+  }
+  return b_.CreateSIToFP(x, dt);
+}
+
+llvm::Value* Lower::floatOp(const ir::Op& op, Slots& v) {
+  auto bin = [&](llvm::Intrinsic::ID id) { return b_.CreateBinaryIntrinsic(id, v[0], v[1]); };
+  auto un = [&](llvm::Intrinsic::ID id) { return b_.CreateUnaryIntrinsic(id, v[0]); };
+  DType dt = v[0]->getType()->isDoubleTy() ? DType::F64 : DType::F32;
+  switch (op.code()) {
+    case OpCode::Add: return b_.CreateFAdd(v[0], v[1]);
+    case OpCode::Sub: return b_.CreateFSub(v[0], v[1]);
+    case OpCode::Mul: return b_.CreateFMul(v[0], v[1]);
+    case OpCode::Div: return b_.CreateFDiv(v[0], v[1]);
+    case OpCode::Rem: return b_.CreateFRem(v[0], v[1]);
+    case OpCode::Min: return bin(llvm::Intrinsic::minimum);
+    case OpCode::Max: return bin(llvm::Intrinsic::maximum);
+    case OpCode::Neg: return b_.CreateFNeg(v[0]);
+    case OpCode::Abs: return un(llvm::Intrinsic::fabs);
+    case OpCode::Floor: return un(llvm::Intrinsic::floor);
+    case OpCode::Sqrt: return un(llvm::Intrinsic::sqrt);
+    case OpCode::Rsqrt:
+      // Correctly rounded sqrt, then a correctly rounded division.
+      return b_.CreateFDiv(llvm::ConstantFP::get(v[0]->getType(), 1.0), un(llvm::Intrinsic::sqrt));
+    case OpCode::Fma: return b_.CreateIntrinsic(llvm::Intrinsic::fma, {v[0]->getType()}, {v[0], v[1], v[2]});
+    case OpCode::Pow: case OpCode::Exp: case OpCode::Exp2: case OpCode::Log: case OpCode::Log2:
+    case OpCode::Tanh: case OpCode::Erf: {
+      MathChoice c = t_.math(op.code(), dt);
+      if (c.impl == MathImpl::Unsupported)
+        throw CompileError(std::string(op.name()) + " on " + name(dt) + " is not supported on " + t_.arch() + " (" +
+                           c.why + ") at " + op.loc().str());
+      TS_ASSERT(c.impl == MathImpl::Polynomial && dt == DType::F32, "math table: unexpected choice");
+      switch (op.code()) {
+        case OpCode::Exp: return emitExpF32(b_, v[0]);
+        case OpCode::Exp2: return emitExp2F32(b_, v[0]);
+        case OpCode::Log: return emitLogF32(b_, v[0]);
+        case OpCode::Log2: return emitLog2F32(b_, v[0]);
+        case OpCode::Tanh: return emitTanhF32(b_, v[0]);
+        case OpCode::Erf: return emitErfF32(b_, v[0]);
+        default: TS_UNREACHABLE("math table: polynomial for an op without one");
+      }
+    }
+    case OpCode::Cmp: {
+      const std::string& p = op.strAttr("pred");
+      if (p == "eq") return b_.CreateFCmpOEQ(v[0], v[1]);
+      if (p == "ne") return b_.CreateFCmpUNE(v[0], v[1]);
+      if (p == "lt") return b_.CreateFCmpOLT(v[0], v[1]);
+      if (p == "le") return b_.CreateFCmpOLE(v[0], v[1]);
+      if (p == "gt") return b_.CreateFCmpOGT(v[0], v[1]);
+      if (p == "ge") return b_.CreateFCmpOGE(v[0], v[1]);
+      throw CompileError("cmp: unknown predicate '" + p + "' at " + op.loc().str());
+    }
+    default: break;
+  }
+  throw CompileError(std::string(op.name()) + " is not defined on floats (at " + op.loc().str() + ")");
+}
+
+llvm::Value* Lower::intOp(const ir::Op& op, Slots& v, DType dt) {
+  llvm::Type* t = v[0]->getType();
+  unsigned bw = t->getScalarSizeInBits();
+  bool isBool = dt == DType::I1;
+  auto C = [&](int64_t x) { return llvm::ConstantInt::get(t, static_cast<uint64_t>(x), true); };
+  switch (op.code()) {
+    case OpCode::Add: return b_.CreateAdd(v[0], v[1]);
+    case OpCode::Sub: return b_.CreateSub(v[0], v[1]);
+    case OpCode::Mul: return b_.CreateMul(v[0], v[1]);
+    case OpCode::Div:
+    case OpCode::Rem: {
+      // Division by 0 and INT_MIN / -1 are unspecified in the IR but
+      // undefined in LLVM: divide by a safe divisor, patch -1 exactly.
+      llvm::Value* isZero = b_.CreateICmpEQ(v[1], C(0));
+      llvm::Value* isM1 = b_.CreateICmpEQ(v[1], llvm::Constant::getAllOnesValue(t));
+      llvm::Value* safe = b_.CreateSelect(b_.CreateOr(isZero, isM1), C(1), v[1]);
+      if (op.code() == OpCode::Div) {
+        llvm::Value* q = isBool ? v[0] : b_.CreateSDiv(v[0], safe);
+        return b_.CreateSelect(isM1, b_.CreateNeg(v[0]), q);
+      }
+      llvm::Value* r = isBool ? C(0) : b_.CreateSRem(v[0], safe);
+      return b_.CreateSelect(isM1, C(0), r);
+    }
+    case OpCode::Min:
+      return b_.CreateBinaryIntrinsic(isBool ? llvm::Intrinsic::umin : llvm::Intrinsic::smin, v[0], v[1]);
+    case OpCode::Max:
+      return b_.CreateBinaryIntrinsic(isBool ? llvm::Intrinsic::umax : llvm::Intrinsic::smax, v[0], v[1]);
+    case OpCode::And: return b_.CreateAnd(v[0], v[1]);
+    case OpCode::Or: return b_.CreateOr(v[0], v[1]);
+    case OpCode::Xor: return b_.CreateXor(v[0], v[1]);
+    // Oversized shifts are unspecified in the IR, poison in LLVM: mask them.
+    case OpCode::Shl: return b_.CreateShl(v[0], b_.CreateAnd(v[1], C(bw - 1)));
+    case OpCode::Shr: return b_.CreateAShr(v[0], b_.CreateAnd(v[1], C(bw - 1)));
+    case OpCode::Neg: return b_.CreateNeg(v[0]);
+    case OpCode::Not: return b_.CreateNot(v[0]);
+    case OpCode::Abs: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, v[0], b_.getFalse());
+    case OpCode::Cmp: {
+      const std::string& p = op.strAttr("pred");
+      bool u = isBool;
+      if (p == "eq") return b_.CreateICmpEQ(v[0], v[1]);
+      if (p == "ne") return b_.CreateICmpNE(v[0], v[1]);
+      if (p == "lt") return u ? b_.CreateICmpULT(v[0], v[1]) : b_.CreateICmpSLT(v[0], v[1]);
+      if (p == "le") return u ? b_.CreateICmpULE(v[0], v[1]) : b_.CreateICmpSLE(v[0], v[1]);
+      if (p == "gt") return u ? b_.CreateICmpUGT(v[0], v[1]) : b_.CreateICmpSGT(v[0], v[1]);
+      if (p == "ge") return u ? b_.CreateICmpUGE(v[0], v[1]) : b_.CreateICmpSGE(v[0], v[1]);
+      throw CompileError("cmp: unknown predicate '" + p + "' at " + op.loc().str());
+    }
+    default: break;
+  }
+  throw CompileError(std::string(op.name()) + " is not defined on integers (at " + op.loc().str() + ")");
+}
+
+llvm::Value* Lower::compute(const ir::Op& op, Slots v) {
+  switch (op.code()) {
+    case OpCode::Cast: return castValue(v[0], op.operand(0)->type().dtype(), op.result()->type().dtype());
+    case OpCode::Select: return b_.CreateSelect(v[0], v[1], v[2]);
+    case OpCode::PtrAdd: {
+      llvm::Value* off = b_.CreateSExtOrTrunc(v[1], b_.getInt64Ty());
+      return b_.CreateGEP(memTyOf(op.operand(0)->type().dtype()), v[0], off);
+    }
+    default: break;
+  }
+  const ir::Type& t0 = op.operand(0)->type();
+  if (t0.isPointerLike()) throw CompileError(std::string(op.name()) + " is not defined on pointers (at " + op.loc().str() + ")");
+  DType dt = t0.dtype();
+  if (!isFloat(dt)) return intOp(op, v, dt);
+  // f16/bf16 math in f32, rounded once.
+  bool narrow = dt == DType::F16 || dt == DType::BF16;
+  llvm::Type* narrowTy = v[0]->getType();
+  if (narrow)
+    for (auto& x : v) x = b_.CreateFPExt(x, b_.getFloatTy());
+  llvm::Value* r = floatOp(op, v);
+  if (narrow && op.code() != OpCode::Cmp) r = b_.CreateFPTrunc(r, narrowTy);
+  return r;
+}
+
+void Lower::emitElementwiseLike(const ir::Op& op) {
+  const ir::Value* r = op.result();
+  if (!r->type().isTile()) {
+    if (op.code() == OpCode::Constant) {
+      scalars_[r] = constantOf(op, elemTy(r->type()));
+      return;
+    }
+    Slots v;
+    for (const ir::Value* o : op.operands()) v.push_back(scalar(o));
+    scalars_[r] = compute(op, std::move(v));
+    return;
+  }
+  const Layout& l = la_.get(r);
+  const auto& shape = r->type().shape();
+  switch (op.code()) {
+    case OpCode::Constant:
+    case OpCode::Splat:
+    case OpCode::Arange:
+    case OpCode::Broadcast:
+    case OpCode::ExpandDims: {
+      // Emitted in the op's own layout here; consumers wanting another
+      // layout re-emit them (remat) instead of converting.
+      tiles_[r] = TileV{l, remat(r, l)};
+      return;
+    }
+    case OpCode::Reshape:
+    case OpCode::Transpose: {
+      const ir::Value* s = op.operand(0);
+      const TileV& st = tile(s);
+      std::vector<int64_t> ss = s->type().shape();
+      std::function<llvm::Value*(const Slots&)> map;
+      if (op.code() == OpCode::Reshape) {
+        map = [&](const Slots& idx) { return linear(idx, shape); };
+      } else {
+        const auto& perm = op.intsAttr("perm");
+        map = [&, perm](const Slots& idx) {
+          Slots si(idx.size());
+          for (size_t k = 0; k < perm.size(); ++k) si[static_cast<size_t>(perm[k])] = idx[k];
+          return linear(si, ss);
+        };
+      }
+      tiles_[r] = TileV{l, convertVia(st.slots, st.layout, ss, s->type().element(), l, shape, map)};
+      return;
+    }
+    default: break;
+  }
+  TS_ASSERT(ir::isElementwise(op.code()), std::string("gpu lowering: unhandled op ") + op.name());
+  std::vector<Slots> ins;
+  for (const ir::Value* o : op.operands()) ins.push_back(tileIn(o, l));
+  Slots out;
+  for (size_t i = 0; i < ins[0].size(); ++i) {
+    Slots v;
+    for (auto& in : ins) v.push_back(in[i]);
+    out.push_back(compute(op, std::move(v)));
+  }
+  tiles_[r] = TileV{l, std::move(out)};
+}
+
+// ===================================================================== memory
+
+Slots Lower::globalLoad(const ir::Op& op, const Layout& l, const ir::Type& ptrT, const Slots& ptrs, const Slots* mask,
+                        const Slots* other) {
+  const auto& shape = ptrT.shape();
+  ir::Type vt = ptrT.withDType(ptrT.dtype());
+  llvm::Type* mt = memTy(vt);
+  uint64_t eb = bytesOf(mt);
+  SlotTable t = slotTable(l, shape);
+  int64_t v = la_.vectorWidth(op);
+  v = std::gcd(v, static_cast<int64_t>(t.perDim.back().size()));
+  {
+    int p = l.dims.back();
+    v = std::gcd(v, std::min(l.parent.spt[p], shape.back()));
+  }
+  const ir::Value* maskV = op.code() == OpCode::Copy ? (op.numOperands() > 2 ? op.operand(2) : nullptr)
+                                                      : (op.numOperands() > 1 ? op.operand(1) : nullptr);
+  if (maskV) v = std::gcd(v, la_.maskConstancy(maskV));
+  beforeGlobal(false);
+  Slots out(t.size());
+  llvm::Function* fn = b_.GetInsertBlock()->getParent();
+  for (size_t i = 0; i < t.size(); i += static_cast<size_t>(v)) {
+    llvm::Type* lt = v == 1 ? mt : llvm::FixedVectorType::get(mt, static_cast<unsigned>(v));
+    auto doLoad = [&]() -> Slots {
+      llvm::Value* x = b_.CreateAlignedLoad(lt, ptrs[i], llvm::Align(eb * static_cast<uint64_t>(v)));
+      Slots e;
+      for (int64_t k = 0; k < v; ++k)
+        e.push_back(fromMem(v == 1 ? x : b_.CreateExtractElement(x, static_cast<uint64_t>(k)), vt));
+      return e;
+    };
+    if (!mask) {
+      Slots e = doLoad();
+      for (int64_t k = 0; k < v; ++k) out[i + k] = e[k];
+      continue;
+    }
+    // Masked-off lanes never touch memory: branch around the access.
+    llvm::BasicBlock* from = b_.GetInsertBlock();
+    auto* ld = llvm::BasicBlock::Create(ctx_, "ld", fn);
+    auto* join = llvm::BasicBlock::Create(ctx_, "ld.end", fn);
+    b_.CreateCondBr((*mask)[i], ld, join);
+    b_.SetInsertPoint(ld);
+    Slots e = doLoad();
+    llvm::BasicBlock* ldEnd = b_.GetInsertBlock();
+    b_.CreateBr(join);
+    b_.SetInsertPoint(join);
+    for (int64_t k = 0; k < v; ++k) {
+      llvm::PHINode* phi = b_.CreatePHI(e[k]->getType(), 2);
+      phi->addIncoming(e[k], ldEnd);
+      phi->addIncoming(other ? (*other)[i + k] : llvm::Constant::getNullValue(e[k]->getType()), from);
+      out[i + k] = phi;
+    }
+  }
+  return out;
+}
+
+void Lower::emitLoad(const ir::Op& op) {
+  const ir::Value* ptr = op.operand(0);
+  const ir::Value* mask = op.numOperands() > 1 ? op.operand(1) : nullptr;
+  const ir::Value* other = op.numOperands() > 2 ? op.operand(2) : nullptr;
+  if (!ptr->type().isTile()) {
+    beforeGlobal(false);
+    ir::Type vt = ptr->type().withDType(ptr->type().dtype());
+    llvm::Type* mt = memTy(vt);
+    auto ld = [&] { return fromMem(b_.CreateAlignedLoad(mt, scalar(ptr), llvm::Align(bytesOf(mt))), vt); };
+    if (!mask) {
+      scalars_[op.result()] = ld();
+      return;
+    }
+    llvm::Function* fn = b_.GetInsertBlock()->getParent();
+    llvm::BasicBlock* from = b_.GetInsertBlock();
+    auto* bb = llvm::BasicBlock::Create(ctx_, "ld", fn);
+    auto* join = llvm::BasicBlock::Create(ctx_, "ld.end", fn);
+    b_.CreateCondBr(scalar(mask), bb, join);
+    b_.SetInsertPoint(bb);
+    llvm::Value* x = ld();
+    llvm::BasicBlock* end = b_.GetInsertBlock();
+    b_.CreateBr(join);
+    b_.SetInsertPoint(join);
+    llvm::PHINode* phi = b_.CreatePHI(x->getType(), 2);
+    phi->addIncoming(x, end);
+    phi->addIncoming(other ? scalar(other) : llvm::Constant::getNullValue(x->getType()), from);
+    scalars_[op.result()] = phi;
+    return;
+  }
+  const Layout& l = la_.get(op.result());
+  Slots ptrs = tileIn(ptr, l);
+  Slots m, o;
+  if (mask) m = tileIn(mask, l);
+  if (other) o = tileIn(other, l);
+  tiles_[op.result()] = TileV{l, globalLoad(op, l, ptr->type(), ptrs, mask ? &m : nullptr, other ? &o : nullptr)};
+}
+
+void Lower::emitStore(const ir::Op& op) {
+  const ir::Value* ptr = op.operand(0);
+  const ir::Value* val = op.operand(1);
+  const ir::Value* mask = op.numOperands() > 2 ? op.operand(2) : nullptr;
+  ir::Type vt = ptr->type().withDType(ptr->type().dtype());
+  llvm::Type* mt = memTy(vt);
+  uint64_t eb = bytesOf(mt);
+  if (!ptr->type().isTile()) {
+    beforeGlobal(true);
+    // One thread stores the (uniform) value.
+    llvm::Value* c = b_.CreateICmpEQ(tid_, i32(0));
+    if (mask) c = b_.CreateAnd(c, scalar(mask));
+    llvm::Value* p = scalar(ptr);
+    llvm::Value* x = toMem(scalar(val));
+    guarded(c, [&] { b_.CreateAlignedStore(x, p, llvm::Align(eb)); });
+    return;
+  }
+  const Layout& l = tile(ptr).layout;
+  const auto& shape = ptr->type().shape();
+  Slots ptrs = tile(ptr).slots;
+  Slots vals = tileIn(val, l);
+  Slots m;
+  if (mask) m = tileIn(mask, l);
+  SlotTable t = slotTable(l, shape);
+  int64_t v = la_.vectorWidth(op);
+  v = std::gcd(v, static_cast<int64_t>(t.perDim.back().size()));
+  v = std::gcd(v, std::min(l.parent.spt[l.dims.back()], shape.back()));
+  if (mask) v = std::gcd(v, la_.maskConstancy(mask));
+  llvm::Value* owner = ownerPred(l, t);
+  beforeGlobal(true);
+  for (size_t i = 0; i < t.size(); i += static_cast<size_t>(v)) {
+    llvm::Value* c = owner;
+    if (mask) c = c ? b_.CreateAnd(c, m[i]) : m[i];
+    guarded(c, [&] {
+      llvm::Value* x;
+      if (v == 1) {
+        x = toMem(vals[i]);
+      } else {
+        x = llvm::PoisonValue::get(llvm::FixedVectorType::get(mt, static_cast<unsigned>(v)));
+        for (int64_t k = 0; k < v; ++k) x = b_.CreateInsertElement(x, toMem(vals[i + k]), static_cast<uint64_t>(k));
+      }
+      b_.CreateAlignedStore(x, ptrs[i], llvm::Align(eb * static_cast<uint64_t>(v)));
+    });
+  }
+}
+
+llvm::Value* Lower::atomicOne(const ir::Op& op, llvm::Value* p, llvm::Value* v) {
+  bool fl = v->getType()->isFloatingPointTy();
+  llvm::AtomicRMWInst::BinOp kind;
+  if (op.code() == OpCode::AtomicAdd) kind = fl ? llvm::AtomicRMWInst::FAdd : llvm::AtomicRMWInst::Add;
+  // fmaximum: NaN-propagating, -0 < +0, like the IR's max.
+  else kind = fl ? llvm::AtomicRMWInst::FMaximum : llvm::AtomicRMWInst::Max;
+  return b_.CreateAtomicRMW(kind, p, v, llvm::MaybeAlign(), llvm::AtomicOrdering::Monotonic,
+                            ctx_.getOrInsertSyncScopeID("agent"));
+}
+
+void Lower::emitAtomic(const ir::Op& op) {
+  const ir::Value* ptr = op.operand(0);
+  const ir::Value* val = op.operand(1);
+  const ir::Value* mask = op.numOperands() > 2 ? op.operand(2) : nullptr;
+  llvm::Type* et = elemTy(val->type());
+  uint64_t eb = bytesOf(et);
+  llvm::Function* fn = b_.GetInsertBlock()->getParent();
+  // if (c) old = atomic(p, v) else old = 0
+  auto one = [&](llvm::Value* c, llvm::Value* p, llvm::Value* v) -> llvm::Value* {
+    if (!c) return atomicOne(op, p, v);
+    llvm::BasicBlock* from = b_.GetInsertBlock();
+    auto* bb = llvm::BasicBlock::Create(ctx_, "atomic", fn);
+    auto* join = llvm::BasicBlock::Create(ctx_, "atomic.end", fn);
+    b_.CreateCondBr(c, bb, join);
+    b_.SetInsertPoint(bb);
+    llvm::Value* old = atomicOne(op, p, v);
+    b_.CreateBr(join);
+    b_.SetInsertPoint(join);
+    llvm::PHINode* phi = b_.CreatePHI(et, 2);
+    phi->addIncoming(old, bb);
+    phi->addIncoming(llvm::Constant::getNullValue(et), from);
+    return phi;
+  };
+  beforeGlobal(true);
+  if (!ptr->type().isTile()) {
+    // Thread 0 performs it; every thread needs the old value.
+    llvm::Value* c = b_.CreateICmpEQ(tid_, i32(0));
+    if (mask) c = b_.CreateAnd(c, scalar(mask));
+    llvm::Value* old = one(c, scalar(ptr), scalar(val));
+    llvm::Value* s = scratch(eb);
+    beforeShared();
+    guarded(b_.CreateICmpEQ(tid_, i32(0)), [&] { b_.CreateStore(old, s); });
+    barrier();
+    smemDirty_ = true;
+    scalars_[op.result()] = b_.CreateLoad(et, s);
+    return;
+  }
+  const Layout& l = la_.get(op.result());
+  const auto& shape = ptr->type().shape();
+  Slots ptrs = tileIn(ptr, l);
+  Slots vals = tileIn(val, l);
+  Slots m;
+  if (mask) m = tileIn(mask, l);
+  SlotTable t = slotTable(l, shape);
+  llvm::Value* owner = ownerPred(l, t);
+  Slots olds;
+  for (size_t i = 0; i < t.size(); ++i) {
+    llvm::Value* c = owner;
+    if (mask) c = c ? b_.CreateAnd(c, m[i]) : m[i];
+    olds.push_back(one(c, ptrs[i], vals[i]));
+  }
+  if (owner) {
+    // Other holders of an element get its old value from the owner.
+    int64_t n = 1;
+    for (int64_t s : shape) n *= s;
+    llvm::Value* s = scratch(static_cast<uint64_t>(n) * eb);
+    beforeShared();
+    Slots bs = bases(l, t);
+    guarded(owner, [&] {
+      for (size_t i = 0; i < t.size(); ++i)
+        b_.CreateStore(olds[i], b_.CreateInBoundsGEP(et, s, linear(indexOf(bs, t, i), shape)));
+    });
+    barrier();
+    smemDirty_ = true;
+    for (size_t i = 0; i < t.size(); ++i)
+      olds[i] = b_.CreateLoad(et, b_.CreateInBoundsGEP(et, s, linear(indexOf(bs, t, i), shape)));
+  }
+  tiles_[op.result()] = TileV{l, std::move(olds)};
+}
+
+void Lower::writeBuffer(const ir::Value* buf, const Slots& vals, const Layout& l) {
+  const auto& shape = buf->type().shape();
+  llvm::Type* mt = memTyOf(buf->type().dtype());
+  llvm::Value* base = scalar(buf);
+  SlotTable t = slotTable(l, shape);
+  beforeShared();
+  Slots bs = bases(l, t);
+  for (size_t i = 0; i < t.size(); ++i)
+    b_.CreateStore(toMem(vals[i]), b_.CreateInBoundsGEP(mt, base, linear(indexOf(bs, t, i), shape)));
+}
+
+// ================================================================= reductions
+
+llvm::Value* Lower::shuffleXor(llvm::Value* v, unsigned mask) {
+  llvm::Type* ty = v->getType();
+  unsigned bits = static_cast<unsigned>(m_.getDataLayout().getTypeSizeInBits(ty));
+  llvm::Type* it = b_.getIntNTy(bits);
+  llvm::Value* x = ty->isIntegerTy() ? v : b_.CreateBitCast(v, it);
+  llvm::Value* r;
+  if (bits <= 32) {
+    r = b_.CreateTrunc(t_.shuffleXor(b_, b_.CreateZExt(x, b_.getInt32Ty()), mask), it);
+  } else {
+    TS_ASSERT(bits == 64, "shuffle of a value wider than 64 bits");
+    llvm::Value* lo = b_.CreateTrunc(x, b_.getInt32Ty());
+    llvm::Value* hi = b_.CreateTrunc(b_.CreateLShr(x, 32), b_.getInt32Ty());
+    lo = t_.shuffleXor(b_, lo, mask);
+    hi = t_.shuffleXor(b_, hi, mask);
+    r = b_.CreateOr(b_.CreateZExt(lo, it), b_.CreateShl(b_.CreateZExt(hi, it), 32));
+  }
+  return ty->isIntegerTy() ? r : b_.CreateBitCast(r, ty);
+}
+
+void Lower::emitReduce(const ir::Op& op) {
+  const ir::Value* in = op.operand(0);
+  const std::string& kind = op.strAttr("kind");
+  int axis = static_cast<int>(op.intAttr("axis"));
+  const auto& shape = in->type().shape();
+  DType dt = in->type().dtype();
+  bool fl = isFloat(dt);
+  bool narrow = dt == DType::F16 || dt == DType::BF16;
+  bool argmax = kind == "argmax";
+  if (kind != "sum" && kind != "max" && kind != "min" && !argmax)
+    throw CompileError("reduce: unknown kind '" + kind + "' at " + op.loc().str());
+  llvm::Type* ct = narrow ? b_.getFloatTy() : scalarTy(dt);
+  const TileV& src = tile(in);
+  const Layout& l = src.layout;
+  int pa = l.dims[axis];
+  SlotTable t = slotTable(l, shape);
+
+  struct RV {
+    llvm::Value* v;
+    llvm::Value* idx;  // argmax: i32 position along the axis
+  };
+  auto better = [&](llvm::Value* x, llvm::Value* best) -> llvm::Value* {
+    if (!fl) return dt == DType::I1 ? b_.CreateICmpUGT(x, best) : b_.CreateICmpSGT(x, best);
+    // NaN is the maximum (as for max); strict so the first index wins.
+    return b_.CreateOr(b_.CreateFCmpOGT(x, best), b_.CreateAnd(b_.CreateFCmpUNO(x, x), b_.CreateFCmpORD(best, best)));
+  };
+  auto combine = [&](RV a, RV x) -> RV {
+    if (argmax) {
+      llvm::Value* eq = fl ? b_.CreateOr(b_.CreateFCmpOEQ(x.v, a.v), b_.CreateAnd(b_.CreateFCmpUNO(x.v, x.v), b_.CreateFCmpUNO(a.v, a.v)))
+                           : b_.CreateICmpEQ(x.v, a.v);
+      llvm::Value* take = b_.CreateOr(better(x.v, a.v), b_.CreateAnd(eq, b_.CreateICmpSLT(x.idx, a.idx)));
+      return {b_.CreateSelect(take, x.v, a.v), b_.CreateSelect(take, x.idx, a.idx)};
+    }
+    if (kind == "sum") return {fl ? b_.CreateFAdd(a.v, x.v) : b_.CreateAdd(a.v, x.v), nullptr};
+    bool isMin = kind == "min";
+    if (fl) return {b_.CreateBinaryIntrinsic(isMin ? llvm::Intrinsic::minimum : llvm::Intrinsic::maximum, a.v, x.v), nullptr};
+    if (dt == DType::I1) return {b_.CreateBinaryIntrinsic(isMin ? llvm::Intrinsic::umin : llvm::Intrinsic::umax, a.v, x.v), nullptr};
+    return {b_.CreateBinaryIntrinsic(isMin ? llvm::Intrinsic::smin : llvm::Intrinsic::smax, a.v, x.v), nullptr};
+  };
+
+  // 1. Within the thread: fold the slots along the axis, per output slot.
+  std::vector<int64_t> outShape = shape;
+  outShape.erase(outShape.begin() + axis);
+  Slots bs = bases(l, t);
+  std::map<std::vector<int64_t>, RV> acc;
+  std::vector<std::vector<int64_t>> keys;  // in first-seen (row-major) order
+  for (size_t i = 0; i < t.size(); ++i) {
+    std::vector<int64_t> k = t.consts[i];
+    k.erase(k.begin() + axis);
+    llvm::Value* x = narrow ? b_.CreateFPExt(src.slots[i], ct) : src.slots[i];
+    RV rv{x, argmax ? b_.CreateAdd(bs[axis], i32(t.consts[i][axis])) : nullptr};
+    auto it = acc.find(k);
+    if (it == acc.end()) {
+      acc.emplace(k, rv);
+      keys.push_back(k);
+    } else {
+      it->second = combine(it->second, rv);
+    }
+  }
+  // 2. Across the lanes of the warp along the axis: butterfly over the lane
+  // bits that hold distinct elements.
+  int64_t tpw = l.parent.tpw[pa];
+  int64_t distinct = t.distinctPos[axis];
+  int64_t laneStride = 1;
+  for (int64_t d : l.parent.order) {
+    if (d == pa) break;
+    laneStride *= l.parent.tpw[d];
+  }
+  for (int64_t s = 1; s < std::min(tpw, distinct); s *= 2) {
+    unsigned mask = static_cast<unsigned>(s * laneStride);
+    for (auto& k : keys) {
+      RV& a = acc.at(k);
+      RV other{shuffleXor(a.v, mask), argmax ? shuffleXor(a.idx, mask) : nullptr};
+      a = combine(a, other);
+    }
+  }
+  // 3. Across warps through shared memory; every thread reads every
+  // partial and combines them in warp order, so all threads agree.
+  int64_t wd = distinct > tpw ? distinct / tpw : 1;
+  if (wd > 1) {
+    int64_t nOut = 1;
+    for (int64_t s : outShape) nOut *= s;
+    uint64_t vbytes = bytesOf(ct);
+    uint64_t valsBytes = (static_cast<uint64_t>(nOut * wd) * vbytes + 3) & ~uint64_t{3};
+    llvm::Value* base = scratch(valsBytes + (argmax ? static_cast<uint64_t>(nOut * wd) * 4 : 0));
+    llvm::Value* idxBase = argmax ? b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), base, valsBytes) : nullptr;
+    llvm::Value* wpos = warpPos(l.parent, pa);
+    beforeShared();
+    auto outLinear = [&](const std::vector<int64_t>& k) -> llvm::Value* {
+      Slots idx;
+      size_t j = 0;
+      for (size_t i = 0; i < shape.size(); ++i)
+        if (static_cast<int>(i) != axis) idx.push_back(b_.CreateAdd(bs[i], i32(k[j++])));
+      return linear(idx, outShape);
+    };
+    llvm::Value* writer = b_.CreateAnd(b_.CreateICmpEQ(lanePos(l.parent, pa), i32(0)), b_.CreateICmpULT(wpos, i32(wd)));
+    guarded(writer, [&] {
+      for (auto& k : keys) {
+        llvm::Value* slot = b_.CreateAdd(b_.CreateMul(outLinear(k), i32(wd)), wpos);
+        b_.CreateStore(acc.at(k).v, b_.CreateInBoundsGEP(ct, base, slot));
+        if (argmax) b_.CreateStore(acc.at(k).idx, b_.CreateInBoundsGEP(b_.getInt32Ty(), idxBase, slot));
+      }
+    });
+    barrier();
+    smemDirty_ = true;
+    for (auto& k : keys) {
+      llvm::Value* first = b_.CreateMul(outLinear(k), i32(wd));
+      RV r{nullptr, nullptr};
+      for (int64_t w = 0; w < wd; ++w) {
+        llvm::Value* slot = b_.CreateAdd(first, i32(w));
+        RV x{b_.CreateLoad(ct, b_.CreateInBoundsGEP(ct, base, slot)),
+             argmax ? b_.CreateLoad(b_.getInt32Ty(), b_.CreateInBoundsGEP(b_.getInt32Ty(), idxBase, slot)) : nullptr};
+        r = w == 0 ? x : combine(r, x);
+      }
+      acc.at(k) = r;
+    }
+  }
+  auto finish = [&](const RV& r) -> llvm::Value* {
+    if (argmax) return r.idx;
+    return narrow ? b_.CreateFPTrunc(r.v, scalarTy(dt)) : r.v;
+  };
+  if (!op.result()->type().isTile()) {
+    TS_ASSERT(keys.size() == 1, "rank-1 reduce with several outputs");
+    scalars_[op.result()] = finish(acc.at(keys[0]));
+    return;
+  }
+  const Layout& ol = la_.get(op.result());
+  TS_ASSERT(ol == l.sliceDim(axis), "reduce result layout is not the slice of its input");
+  SlotTable to = slotTable(ol, outShape);
+  Slots out;
+  for (auto& c : to.consts) out.push_back(finish(acc.at(c)));
+  tiles_[op.result()] = TileV{ol, std::move(out)};
+}
+
+// ======================================================================== dot
+
+void Lower::emitDot(const ir::Op& op) {
+  const ir::Value* a = op.operand(0);
+  const ir::Value* bv = op.operand(1);
+  const ir::Value* acc = op.operand(2);
+  int64_t M = a->type().shape()[0], K = a->type().shape()[1], N = bv->type().shape()[1];
+  DType in = a->type().dtype(), out = acc->type().dtype();
+  bool fl = isFloat(out);
+  llvm::Type* it = memTyOf(in);
+  uint64_t eb = bytesOf(it);
+  uint64_t aBytes = (static_cast<uint64_t>(M * K) * eb + 15) & ~uint64_t{15};
+  llvm::Value* base = scratch(aBytes + static_cast<uint64_t>(K * N) * eb);
+  llvm::Value* bBase = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), base, aBytes);
+  // Both operands row-major in shared memory, then one FMA chain per
+  // accumulator element (tensor cores come later).
+  beforeShared();
+  for (auto [v, dst] : {std::pair{a, base}, std::pair{bv, bBase}}) {
+    const TileV& tv = tile(v);
+    SlotTable t = slotTable(tv.layout, v->type().shape());
+    Slots bs = bases(tv.layout, t);
+    for (size_t i = 0; i < t.size(); ++i)
+      b_.CreateStore(tv.slots[i], b_.CreateInBoundsGEP(it, dst, linear(indexOf(bs, t, i), v->type().shape())));
+  }
+  barrier();
+  smemDirty_ = true;
+  const Layout& l = la_.get(op.result());
+  Slots init = tileIn(acc, l);
+  SlotTable t = slotTable(l, {M, N});
+  Slots bs = bases(l, t);
+  llvm::Function* fn = b_.GetInsertBlock()->getParent();
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  auto* body = llvm::BasicBlock::Create(ctx_, "dot.k", fn);
+  auto* exit = llvm::BasicBlock::Create(ctx_, "dot.end", fn);
+  b_.CreateBr(body);
+  b_.SetInsertPoint(body);
+  llvm::PHINode* k = b_.CreatePHI(b_.getInt32Ty(), 2, "k");
+  k->addIncoming(i32(0), pre);
+  std::vector<llvm::PHINode*> phis;
+  Slots next;
+  auto toC = [&](llvm::Value* x) -> llvm::Value* {
+    if (!fl) return b_.CreateSExt(x, b_.getInt32Ty());
+    return x->getType()->isFloatTy() ? x : b_.CreateFPExt(x, b_.getFloatTy());
+  };
+  for (size_t i = 0; i < t.size(); ++i) {
+    llvm::PHINode* p = b_.CreatePHI(init[i]->getType(), 2);
+    p->addIncoming(init[i], pre);
+    phis.push_back(p);
+  }
+  for (size_t i = 0; i < t.size(); ++i) {
+    llvm::PHINode* p = phis[i];
+    llvm::Value* m = b_.CreateAdd(bs[0], i32(t.consts[i][0]));
+    llvm::Value* n = b_.CreateAdd(bs[1], i32(t.consts[i][1]));
+    llvm::Value* av = toC(b_.CreateLoad(it, b_.CreateInBoundsGEP(it, base, b_.CreateAdd(b_.CreateMul(m, i32(K)), k))));
+    llvm::Value* bw = toC(b_.CreateLoad(it, b_.CreateInBoundsGEP(it, bBase, b_.CreateAdd(b_.CreateMul(k, i32(N)), n))));
+    next.push_back(fl ? b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {b_.getFloatTy()}, {av, bw, p})
+                      : b_.CreateAdd(b_.CreateMul(av, bw), p));
+  }
+  llvm::Value* k1 = b_.CreateAdd(k, i32(1));
+  for (size_t i = 0; i < phis.size(); ++i) phis[i]->addIncoming(next[i], body);
+  k->addIncoming(k1, body);
+  b_.CreateCondBr(b_.CreateICmpSLT(k1, i32(K)), body, exit);
+  b_.SetInsertPoint(exit);
+  tiles_[op.result()] = TileV{l, next};
+}
+
+// ============================================================== control flow
+
+void Lower::emitFor(const ir::Op& op) {
+  llvm::Value* lo = scalar(op.operand(0));
+  llvm::Value* hi = scalar(op.operand(1));
+  llvm::Value* step = scalar(op.operand(2));
+  const ir::Block& blk = op.region(0).block();
+  unsigned n = op.numResults();
+  // Flattened carried state: scalars, then the slots of each tile.
+  std::vector<Slots> inits(n);
+  for (unsigned i = 0; i < n; ++i) {
+    const ir::Value* v = op.operand(3 + i);
+    inits[i] = v->type().isTile() ? tileIn(v, la_.get(blk.arg(i + 1))) : Slots{scalar(v)};
+  }
+  llvm::Function* fn = b_.GetInsertBlock()->getParent();
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  auto* header = llvm::BasicBlock::Create(ctx_, "for.head", fn);
+  auto* body = llvm::BasicBlock::Create(ctx_, "for.body", fn);
+  auto* exit = llvm::BasicBlock::Create(ctx_, "for.end", fn);
+  // A non-positive step runs zero iterations (IR semantics).
+  llvm::Value* positive = b_.CreateICmpSGT(step, llvm::ConstantInt::get(step->getType(), 0));
+  b_.CreateBr(header);
+  b_.SetInsertPoint(header);
+  llvm::PHINode* iv = b_.CreatePHI(lo->getType(), 2, "iv");
+  iv->addIncoming(lo, pre);
+  std::vector<std::vector<llvm::PHINode*>> phis(n);
+  for (unsigned i = 0; i < n; ++i)
+    for (llvm::Value* x : inits[i]) {
+      llvm::PHINode* p = b_.CreatePHI(x->getType(), 2);
+      p->addIncoming(x, pre);
+      phis[i].push_back(p);
+    }
+  b_.CreateCondBr(b_.CreateAnd(positive, b_.CreateICmpSLT(iv, hi)), body, exit);
+  b_.SetInsertPoint(body);
+  unknownOrder();
+  scalars_[blk.arg(0)] = iv;
+  for (unsigned i = 0; i < n; ++i) {
+    const ir::Value* a = blk.arg(i + 1);
+    if (a->type().isTile()) tiles_[a] = TileV{la_.get(a), Slots(phis[i].begin(), phis[i].end())};
+    else scalars_[a] = phis[i][0];
+  }
+  yields_.emplace_back();
+  emitBlock(blk);
+  auto ys = std::move(yields_.back());
+  yields_.pop_back();
+  TS_ASSERT(ys.size() == n, "for: yield arity");
+  // iv + step may overflow only when the loop is about to exit; the wrap
+  // would restart it, so exit explicitly on overflow.
+  llvm::Value* sum = b_.CreateBinaryIntrinsic(llvm::Intrinsic::sadd_with_overflow, iv, step);
+  llvm::Value* nextIv = b_.CreateExtractValue(sum, 0);
+  llvm::Value* ovf = b_.CreateExtractValue(sum, 1);
+  llvm::BasicBlock* latch = b_.GetInsertBlock();
+  iv->addIncoming(nextIv, latch);
+  for (unsigned i = 0; i < n; ++i)
+    for (size_t j = 0; j < phis[i].size(); ++j) phis[i][j]->addIncoming(ys[i].second[j], latch);
+  b_.CreateCondBr(ovf, exit, header);
+  b_.SetInsertPoint(exit);
+  unknownOrder();
+  for (unsigned i = 0; i < n; ++i) {
+    Slots r;
+    for (size_t j = 0; j < phis[i].size(); ++j) {
+      llvm::PHINode* p = b_.CreatePHI(phis[i][j]->getType(), 2);
+      p->addIncoming(phis[i][j], header);
+      p->addIncoming(ys[i].second[j], latch);
+      r.push_back(p);
+    }
+    const ir::Value* res = op.result(i);
+    if (res->type().isTile()) tiles_[res] = TileV{la_.get(res), std::move(r)};
+    else scalars_[res] = r[0];
+  }
+}
+
+void Lower::emitIf(const ir::Op& op) {
+  llvm::Function* fn = b_.GetInsertBlock()->getParent();
+  auto* thenBB = llvm::BasicBlock::Create(ctx_, "if.then", fn);
+  auto* elseBB = llvm::BasicBlock::Create(ctx_, "if.else", fn);
+  auto* endBB = llvm::BasicBlock::Create(ctx_, "if.end", fn);
+  b_.CreateCondBr(scalar(op.operand(0)), thenBB, elseBB);
+  bool sd = smemDirty_, gd = globalDirty_;
+  std::vector<std::pair<llvm::BasicBlock*, std::vector<Slots>>> ends;
+  for (unsigned r = 0; r < 2; ++r) {
+    b_.SetInsertPoint(r == 0 ? thenBB : elseBB);
+    smemDirty_ = sd;
+    globalDirty_ = gd;
+    std::vector<Slots> vals;
+    if (r < op.numRegions()) {
+      yields_.emplace_back();
+      emitBlock(op.region(r).block());
+      for (auto& y : yields_.back()) vals.push_back(y.second);
+      yields_.pop_back();
+    }
+    ends.emplace_back(b_.GetInsertBlock(), std::move(vals));
+    b_.CreateBr(endBB);
+  }
+  b_.SetInsertPoint(endBB);
+  unknownOrder();
+  for (unsigned i = 0; i < op.numResults(); ++i) {
+    Slots r;
+    for (size_t j = 0; j < ends[0].second[i].size(); ++j) {
+      llvm::PHINode* p = b_.CreatePHI(ends[0].second[i][j]->getType(), 2);
+      for (auto& e : ends) p->addIncoming(e.second[i][j], e.first);
+      r.push_back(p);
+    }
+    const ir::Value* res = op.result(i);
+    if (res->type().isTile()) tiles_[res] = TileV{la_.get(res), std::move(r)};
+    else scalars_[res] = r[0];
+  }
+}
+
+// ======================================================================= ops
+
+void Lower::emitOp(const ir::Op& op) {
+  curOp_ = &op;
+  switch (op.code()) {
+    case OpCode::ProgramId: scalars_[op.result()] = t_.blockId(b_, static_cast<int>(op.intAttr("axis"))); return;
+    case OpCode::NumPrograms: scalars_[op.result()] = t_.gridDim(b_, static_cast<int>(op.intAttr("axis"))); return;
+    case OpCode::Load: return emitLoad(op);
+    case OpCode::Store: return emitStore(op);
+    case OpCode::AtomicAdd:
+    case OpCode::AtomicMax: return emitAtomic(op);
+    case OpCode::Alloc:
+      scalars_[op.result()] = smemAt(plan_ ? plan_->bufferOffset(op.result()) : 0);
+      return;
+    case OpCode::LocalLoad: {
+      const ir::Value* buf = op.operand(0);
+      const Layout& l = la_.get(op.result());
+      const auto& shape = buf->type().shape();
+      SlotTable t = slotTable(l, shape);
+      llvm::Type* mt = memTyOf(buf->type().dtype());
+      beforeShared();
+      Slots bs = bases(l, t);
+      Slots r;
+      for (size_t i = 0; i < t.size(); ++i)
+        r.push_back(fromMem(b_.CreateLoad(mt, b_.CreateInBoundsGEP(mt, scalar(buf), linear(indexOf(bs, t, i), shape))),
+                            op.result()->type()));
+      tiles_[op.result()] = TileV{l, std::move(r)};
+      return;
+    }
+    case OpCode::LocalStore: {
+      const TileV& v = tile(op.operand(1));
+      return writeBuffer(op.operand(0), v.slots, v.layout);
+    }
+    case OpCode::Copy: {
+      const ir::Value* src = op.operand(1);
+      const TileV& p = tile(src);
+      Slots m;
+      if (op.numOperands() > 2) m = tileIn(op.operand(2), p.layout);
+      Slots v = globalLoad(op, p.layout, src->type(), p.slots, op.numOperands() > 2 ? &m : nullptr, nullptr);
+      return writeBuffer(op.operand(0), v, p.layout);
+    }
+    case OpCode::Barrier: barrier(); return;
+    case OpCode::Reduce: return emitReduce(op);
+    case OpCode::Dot: return emitDot(op);
+    case OpCode::For: return emitFor(op);
+    case OpCode::If: return emitIf(op);
+    case OpCode::Yield: {
+      TS_ASSERT(!yields_.empty(), "yield outside a region");
+      const ir::Op* parent = op.parent()->parentOp();
+      TS_ASSERT(parent != nullptr, "yield in the kernel body");
+      for (unsigned i = 0; i < op.numOperands(); ++i) {
+        const ir::Value* v = op.operand(i);
+        Slots s;
+        if (v->type().isTile()) {
+          // Carried / result layout: the for's block argument, the if's result.
+          const ir::Value* target = parent->code() == OpCode::For ? parent->region(0).block().arg(i + 1) : parent->result(i);
+          s = tileIn(v, la_.get(target));
+        } else {
+          s = {scalar(v)};
+        }
+        yields_.back().emplace_back(v, std::move(s));
+      }
+      return;
+    }
+    case OpCode::Return: b_.CreateRetVoid(); b_.ClearInsertionPoint(); return;
+    default: break;
+  }
+  emitElementwiseLike(op);
+}
+
+void Lower::run(uint64_t smemBytes) {
+  std::vector<llvm::Type*> params;
+  for (unsigned i = 0; i < f_.numArgs(); ++i) {
+    const ir::Type& t = f_.arg(i)->type();
+    if (!t.isScalar() && !t.isPointer())
+      throw CompileError("kernel argument " + std::to_string(i) + " of @" + f_.name() + " has type " + t.str() +
+                         "; kernel arguments must be scalars or pointers");
+    if (t.isPointer() && t.space() != ir::MemSpace::Global)
+      throw CompileError("kernel argument " + std::to_string(i) + " of @" + f_.name() + " has type " + t.str() +
+                         "; pointer arguments must be global");
+    // i1 travels as a byte (as in CUDA's kernelParams).
+    params.push_back(t.isScalar() && t.dtype() == DType::I1 ? b_.getInt8Ty() : elemTy(t));
+  }
+  unsigned threads = static_cast<unsigned>(o_.numWarps) * t_.warpSize();
+  auto* fty = llvm::FunctionType::get(b_.getVoidTy(), params, false);
+  llvm::Function* fn = t_.createKernel(m_, f_.name(), fty, threads);
+  smem_ = t_.declareShared(m_, smemBytes);
+  auto* entry = llvm::BasicBlock::Create(ctx_, "entry", fn);
+  b_.SetInsertPoint(entry);
+  for (unsigned i = 0; i < f_.numArgs(); ++i) {
+    llvm::Value* a = fn->getArg(i);
+    a->setName(f_.arg(i)->nameHint);
+    if (a->getType()->isIntegerTy(8) && f_.arg(i)->type().dtype() == DType::I1) a = b_.CreateICmpNE(a, b_.getInt8(0));
+    scalars_[f_.arg(i)] = a;
+  }
+  tid_ = t_.threadId(b_, 0);
+  unsigned ws = t_.warpSize();
+  lane_ = b_.CreateURem(tid_, i32(ws), "lane");
+  warp_ = b_.CreateUDiv(tid_, i32(ws), "warp");
+  emitBlock(f_.body());
+  TS_ASSERT(b_.GetInsertBlock() == nullptr, "kernel body does not end in return");
+}
+
+}  // namespace
+
+GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const LayoutAnalysis& la,
+                                 const AxisAnalysis& axis, const GpuOptions& o, llvm::LLVMContext& ctx,
+                                 const llvm::DataLayout& dl) {
+  unsigned threads = static_cast<unsigned>(o.numWarps) * t.warpSize();
+  if (o.numWarps < 1 || threads > t.maxThreadsPerBlock())
+    throw ResourceError("@" + f.name() + ": " + std::to_string(o.numWarps) + " warps of " +
+                        std::to_string(t.warpSize()) + " threads = " + std::to_string(threads) +
+                        " threads per block; " + t.arch() + " allows 1.." + std::to_string(t.maxThreadsPerBlock()) +
+                        " (use fewer warps)");
+  // Measuring run: records every op's scratch need.
+  std::map<const ir::Op*, uint64_t> req;
+  {
+    llvm::Module scratchMod("measure", ctx);
+    scratchMod.setDataLayout(dl);
+    scratchMod.setTargetTriple(llvm::Triple(t.triple()));
+    Lower low(f, t, la, axis, o, ctx, scratchMod, req, nullptr);
+    low.run(0);
+  }
+  SharedPlan plan(f, req);
+  GpuLoweringResult res;
+  res.sharedBytes = plan.totalBytes();
+  res.sharedPlan = plan.describe();
+  res.threadsPerBlock = threads;
+  if (plan.totalBytes() > t.maxSharedBytes())
+    throw ResourceError("@" + f.name() + " needs " + std::to_string(plan.totalBytes()) + " bytes of shared memory; " +
+                        t.arch() + " allows " + std::to_string(t.maxSharedBytes()) + " per block. Shared areas:\n" +
+                        plan.describe() + "use smaller tiles (or fewer buffers live at once)");
+  auto m = std::make_unique<llvm::Module>(f.name(), ctx);
+  m->setDataLayout(dl);
+  m->setTargetTriple(llvm::Triple(t.triple()));
+  Lower low(f, t, la, axis, o, ctx, *m, req, &plan);
+  low.run(plan.totalBytes());
+  res.module = std::move(m);
+  return res;
+}
+
+}  // namespace tessera::codegen

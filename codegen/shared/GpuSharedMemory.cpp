@@ -1,0 +1,111 @@
+#include "shared/GpuSharedMemory.h"
+
+#include <algorithm>
+#include <functional>
+
+#include "tessera/support/Error.h"
+
+namespace tessera::codegen {
+
+uint64_t sharedElemBytes(DType dt) { return byteSize(dt); }
+
+namespace {
+uint64_t align16(uint64_t v) { return (v + 15) & ~uint64_t{15}; }
+}  // namespace
+
+SharedPlan::SharedPlan(const ir::Function& f, const std::map<const ir::Op*, uint64_t>& scratch) {
+  // Pre-order numbering; `last` = the highest number inside an op's subtree.
+  std::unordered_map<const ir::Op*, int64_t> num, last;
+  int64_t counter = 0;
+  std::function<int64_t(const ir::Block&)> number = [&](const ir::Block& b) {
+    int64_t hi = counter;
+    for (auto& op : b.ops()) {
+      num[op.get()] = counter++;
+      int64_t l = num[op.get()];
+      for (auto& r : op->regions()) l = std::max(l, number(r->block()));
+      last[op.get()] = l;
+      hi = std::max(hi, l);
+    }
+    return hi;
+  };
+  number(f.body());
+
+  std::vector<std::pair<const void*, SharedArea>> items;
+  auto& body = const_cast<ir::Function&>(f).body();
+  ir::walk(body, [&](ir::Op& op) {
+    if (op.code() != ir::OpCode::Alloc) return;
+    const ir::Value* buf = op.result();
+    SharedArea a;
+    a.bytes = static_cast<uint64_t>(buf->type().numElements()) * sharedElemBytes(buf->type().dtype());
+    a.what = "alloc " + buf->type().str() + " at " + op.loc().str();
+    a.start = num.at(&op);
+    a.end = a.start;
+    const ir::Block* home = op.parent();
+    ir::walk(body, [&](ir::Op& user) {
+      for (const ir::Value* v : user.operands()) {
+        if (v != buf) continue;
+        // Climb to the ancestor of the use that sits in the alloc's block.
+        const ir::Op* anc = &user;
+        while (anc->parent() != home) {
+          const ir::Op* p = anc->parent() ? anc->parent()->parentOp() : nullptr;
+          TS_ASSERT(p != nullptr, "use of a buffer outside the alloc's scope");
+          anc = p;
+        }
+        a.end = std::max(a.end, last.at(anc));
+      }
+    });
+    items.emplace_back(buf, a);
+  });
+  for (auto& [op, bytes] : scratch) {
+    if (bytes == 0) continue;
+    SharedArea a;
+    a.bytes = bytes;
+    a.what = std::string("scratch of ") + op->name() + " at " + op->loc().str();
+    a.start = a.end = num.at(op);
+    items.emplace_back(op, a);
+  }
+  std::stable_sort(items.begin(), items.end(), [](const auto& x, const auto& y) {
+    return x.second.start != y.second.start ? x.second.start < y.second.start : x.second.bytes > y.second.bytes;
+  });
+  for (auto& [key, a] : items) {
+    // First fit among the candidate offsets 0 and the ends of the placed
+    // areas whose live ranges overlap this one.
+    std::vector<uint64_t> cands{0};
+    for (auto& p : areas_)
+      if (p.end >= a.start && p.start <= a.end) cands.push_back(align16(p.offset + p.bytes));
+    std::sort(cands.begin(), cands.end());
+    for (uint64_t off : cands) {
+      bool ok = true;
+      for (auto& p : areas_)
+        if (p.end >= a.start && p.start <= a.end && off < p.offset + p.bytes && p.offset < off + a.bytes) ok = false;
+      if (ok) {
+        a.offset = off;
+        break;
+      }
+    }
+    total_ = std::max(total_, align16(a.offset + a.bytes));
+    index_[key] = areas_.size();
+    areas_.push_back(a);
+  }
+}
+
+uint64_t SharedPlan::bufferOffset(const ir::Value* v) const {
+  auto it = index_.find(v);
+  TS_ASSERT(it != index_.end(), "shared plan: unknown buffer");
+  return areas_[it->second].offset;
+}
+
+uint64_t SharedPlan::scratchOffset(const ir::Op* op) const {
+  auto it = index_.find(op);
+  TS_ASSERT(it != index_.end(), std::string("shared plan: no scratch for ") + op->name());
+  return areas_[it->second].offset;
+}
+
+std::string SharedPlan::describe() const {
+  std::string s;
+  for (auto& a : areas_)
+    s += "  " + std::to_string(a.bytes) + " bytes at offset " + std::to_string(a.offset) + ": " + a.what + "\n";
+  return s;
+}
+
+}  // namespace tessera::codegen

@@ -1,0 +1,38 @@
+// External tools and temporary files used by the GPU backends (ptxas,
+// ld.lld when LLD is not linked in). Private to codegen.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace tessera::codegen {
+
+/// A private temporary directory, removed with its contents on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+void writeFile(const std::string& path, const std::string& bytes);
+std::string readFile(const std::string& path);
+
+/// The first executable found: each candidate as an absolute path, or by
+/// name on PATH. Empty if none.
+std::string findTool(const std::vector<std::string>& candidates);
+
+struct ToolResult {
+  int exitCode = -1;
+  std::string output;  // stdout and stderr, interleaved
+};
+/// Runs argv[0] with the arguments (no shell), capturing its output.
+ToolResult runTool(const std::vector<std::string>& argv);
+
+}  // namespace tessera::codegen

@@ -1,0 +1,365 @@
+// GPU backends: tile IR -> PTX (ptxas-checked) and -> AMDGPU .hsaco
+// (linked, metadata read back), plus layout and resource-error checks.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <regex>
+#include <unistd.h>
+
+#include "../../codegen/shared/GpuCompile.h"
+#include "tessera/ir/Builder.h"
+#include "tessera/ir/Verifier.h"
+#include "tessera/support/Error.h"
+
+namespace {
+
+using namespace tessera;
+using namespace tessera::ir;
+using codegen::Target;
+
+Location L(uint32_t line) { return Location{"gpu_kern.cpp", line, 3}; }
+Type i32() { return Type::scalar(DType::I32); }
+Type f32() { return Type::scalar(DType::F32); }
+Type gptr() { return Type::ptr(DType::F32, MemSpace::Global); }
+Type ftile(Shape s) { return Type::tile(f32(), std::move(s)); }
+
+Value* arg(Function& f, Type t, const std::string& name, bool div16) {
+  Value* v = f.addArgument(std::move(t), name);
+  if (f.argAttrs().size() < f.numArgs()) f.argAttrs().resize(f.numArgs());
+  if (div16) f.argAttrs().back()["divisibility"] = int64_t{16};
+  return v;
+}
+
+/// out[i] = x[i] + y[i] for i < n; BLOCK elements per program.
+std::unique_ptr<Function> vecAdd(int64_t block = 1024) {
+  auto f = std::make_unique<Function>("vec_add", L(1));
+  Value* out = arg(*f, gptr(), "out", true);
+  Value* x = arg(*f, gptr(), "x", true);
+  Value* y = arg(*f, gptr(), "y", true);
+  Value* n = arg(*f, i32(), "n", true);
+  Builder b(&f->body());
+  b.setLoc(L(2));
+  Value* pid = b.programId(0);
+  Value* start = b.binary(OpCode::Mul, pid, b.constant(i32(), block));
+  Value* offs = b.binary(OpCode::Add, b.splat(start, {block}), b.arange(0, block));
+  Value* mask = b.cmp("lt", offs, b.splat(n, {block}));
+  Value* xv = b.load(b.ptrAdd(b.splat(x, {block}), offs), mask);
+  Value* yv = b.load(b.ptrAdd(b.splat(y, {block}), offs), mask);
+  b.store(b.ptrAdd(b.splat(out, {block}), offs), b.binary(OpCode::Add, xv, yv), mask);
+  b.ret();
+  return f;
+}
+
+/// One row of `cols` <= 1024 elements per program.
+std::unique_ptr<Function> softmax() {
+  const int64_t B = 1024;
+  auto f = std::make_unique<Function>("softmax", L(10));
+  Value* out = arg(*f, gptr(), "out", true);
+  Value* in = arg(*f, gptr(), "in", true);
+  Value* cols = arg(*f, i32(), "cols", true);
+  Builder b(&f->body());
+  b.setLoc(L(11));
+  Value* row = b.programId(0);
+  Value* offs = b.arange(0, B);
+  Value* mask = b.cmp("lt", offs, b.splat(cols, {B}));
+  Value* base = b.binary(OpCode::Mul, row, cols);
+  Value* ptrs = b.ptrAdd(b.splat(b.ptrAdd(in, base), {B}), offs);
+  Value* x = b.load(ptrs, mask, b.constant(ftile({B}), -std::numeric_limits<double>::infinity()));
+  Value* m = b.reduce("max", x, 0);
+  Value* e = b.unary(OpCode::Exp, b.binary(OpCode::Sub, x, b.splat(m, {B})));
+  Value* s = b.reduce("sum", e, 0);
+  Value* y = b.binary(OpCode::Div, e, b.splat(s, {B}));
+  b.store(b.ptrAdd(b.splat(b.ptrAdd(out, base), {B}), offs), y, mask);
+  b.ret();
+  return f;
+}
+
+/// y = (x - mean) * rstd * w + b over rows of `cols` <= 1024: two reductions.
+std::unique_ptr<Function> layerNorm() {
+  const int64_t B = 1024;
+  auto f = std::make_unique<Function>("layer_norm", L(20));
+  Value* out = arg(*f, gptr(), "out", true);
+  Value* in = arg(*f, gptr(), "in", true);
+  Value* w = arg(*f, gptr(), "w", true);
+  Value* bias = arg(*f, gptr(), "b", true);
+  Value* cols = arg(*f, i32(), "cols", true);
+  Builder b(&f->body());
+  b.setLoc(L(21));
+  Value* row = b.programId(0);
+  Value* offs = b.arange(0, B);
+  Value* mask = b.cmp("lt", offs, b.splat(cols, {B}));
+  Value* base = b.binary(OpCode::Mul, row, cols);
+  Value* x = b.load(b.ptrAdd(b.splat(b.ptrAdd(in, base), {B}), offs), mask);
+  Value* n = b.cast(cols, DType::F32);
+  Value* mean = b.binary(OpCode::Div, b.reduce("sum", x, 0), n);
+  Value* xc = b.select(mask, b.binary(OpCode::Sub, x, b.splat(mean, {B})), b.constant(ftile({B}), 0.0));
+  Value* var = b.binary(OpCode::Div, b.reduce("sum", b.binary(OpCode::Mul, xc, xc), 0), n);
+  Value* rstd = b.unary(OpCode::Rsqrt, b.binary(OpCode::Add, var, b.constant(f32(), 1e-5)));
+  Value* wv = b.load(b.ptrAdd(b.splat(w, {B}), offs), mask);
+  Value* bv = b.load(b.ptrAdd(b.splat(bias, {B}), offs), mask);
+  Value* y = b.fma(b.binary(OpCode::Mul, xc, b.splat(rstd, {B})), wv, bv);
+  b.store(b.ptrAdd(b.splat(b.ptrAdd(out, base), {B}), offs), y, mask);
+  b.ret();
+  return f;
+}
+
+/// A 32x32 tile through a shared buffer, transposed on the way out:
+/// out[j][i] = in[i][j] (per program, tiles of a 32-wide matrix).
+std::unique_ptr<Function> sharedTranspose(int64_t rows = 32, int64_t cols = 32) {
+  auto f = std::make_unique<Function>("smem_transpose", L(30));
+  Value* out = arg(*f, gptr(), "out", true);
+  Value* in = arg(*f, gptr(), "in", true);
+  Builder b(&f->body());
+  b.setLoc(L(31));
+  Shape s{rows, cols};
+  Value* r = b.broadcast(b.expandDims(b.arange(0, rows), 1), s);
+  Value* c = b.broadcast(b.expandDims(b.arange(0, cols), 0), s);
+  Value* lin = b.binary(OpCode::Add, b.binary(OpCode::Mul, r, b.splat(b.constant(i32(), cols), s)), c);
+  Value* x = b.load(b.ptrAdd(b.splat(in, s), lin));
+  Value* buf = b.alloc(MemSpace::Shared, DType::F32, s);
+  b.localStore(buf, x);
+  b.barrier();
+  Value* t = b.transpose(b.localLoad(buf), {1, 0});
+  Shape ts{cols, rows};
+  Value* r2 = b.broadcast(b.expandDims(b.arange(0, cols), 1), ts);
+  Value* c2 = b.broadcast(b.expandDims(b.arange(0, rows), 0), ts);
+  Value* lin2 = b.binary(OpCode::Add, b.binary(OpCode::Mul, r2, b.splat(b.constant(i32(), rows), ts)), c2);
+  b.store(b.ptrAdd(b.splat(out, ts), lin2), t);
+  b.ret();
+  return f;
+}
+
+/// Row sums of a 64x64 tile (2-D reduction along the contiguous axis) and
+/// a dot of two 32x32 tiles, accumulated in a loop.
+std::unique_ptr<Function> rowsAndDot() {
+  auto f = std::make_unique<Function>("rows_dot", L(40));
+  Value* out = arg(*f, gptr(), "out", true);
+  Value* in = arg(*f, gptr(), "in", true);
+  Value* k = arg(*f, i32(), "k", false);
+  Builder b(&f->body());
+  b.setLoc(L(41));
+  Shape s{32, 32};
+  Value* r = b.broadcast(b.expandDims(b.arange(0, 32), 1), s);
+  Value* c = b.broadcast(b.expandDims(b.arange(0, 32), 0), s);
+  Value* lin = b.binary(OpCode::Add, b.binary(OpCode::Mul, r, b.splat(b.constant(i32(), int64_t{32}), s)), c);
+  Value* a = b.load(b.ptrAdd(b.splat(in, s), lin));
+  Value* zero = b.constant(i32(), int64_t{0});
+  Value* one = b.constant(i32(), int64_t{1});
+  auto res = b.forLoop(zero, k, one, {b.constant(ftile(s), 0.0)}, [&](Builder& ib, Value*, std::vector<Value*> cv) {
+    return std::vector<Value*>{ib.dot(a, a, cv[0])};
+  });
+  Value* rs = b.reduce("sum", res[0], 1);  // 32, slice layout
+  Value* mx = b.reduce("argmax", rs, 0);   // scalar i32
+  Value* bc = b.broadcast(b.expandDims(rs, 1), s);
+  b.store(b.ptrAdd(b.splat(out, s), lin), b.binary(OpCode::Add, res[0], bc));
+  b.atomic(OpCode::AtomicAdd, out, b.cast(mx, DType::F32));
+  b.ret();
+  return f;
+}
+
+struct NamedKernel {
+  const char* name;
+  std::unique_ptr<Function> (*make)();
+};
+const NamedKernel kKernels[] = {
+    {"vec_add", [] { return vecAdd(); }},
+    {"softmax", softmax},
+    {"layer_norm", layerNorm},
+    {"smem_transpose", [] { return sharedTranspose(); }},
+    {"rows_dot", rowsAndDot},
+};
+const char* kSms[] = {"sm_80", "sm_86", "sm_89", "sm_90a"};
+const char* kGfx[] = {"gfx90a", "gfx942", "gfx1100"};
+
+std::shared_ptr<codegen::Artifact> compileFor(const Function& f, const std::string& target) {
+  verify(f);
+  return codegen::compileGpu(f, Target::parse(target), {}, {});
+}
+
+bool havePtxas() {
+  return access("/usr/local/cuda/bin/ptxas", X_OK) == 0 || system("command -v ptxas >/dev/null 2>&1") == 0;
+}
+
+std::string layoutDump(const codegen::Artifact& a) {
+  for (auto& [pass, text] : a.dumps.tileIR)
+    if (pass == "layout") return text;
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("gpu: layouts are printed on tile ops and loads are 128-bit", "[gpu]") {
+  auto f = vecAdd();
+  auto art = compileFor(*f, "nvptx:sm_80");
+  std::string dump = layoutDump(*art);
+  INFO(dump);
+  CHECK(dump.find("layout = \"#blocked<spt=[4], tpw=[32], wpb=[4], order=[0]>\"") != std::string::npos);
+  CHECK(art->threadsPerBlock == 128);
+  // LLVM 22 prints untyped vector loads as .b32.
+  std::regex v4("ld\\.global\\.v4\\.(f32|b32)");
+  CHECK(std::regex_search(art->ptx, v4));
+  CHECK(std::regex_search(art->ptx, std::regex("st\\.global\\.v4\\.(f32|b32)")));
+  CHECK(art->dumps.extra.count("llvm-gpu") == 1);
+  CHECK(art->dumps.extra.at("llvm-gpu").find("ptx_kernel") != std::string::npos);
+}
+
+TEST_CASE("gpu: softmax reduces with shuffles and a cross-warp barrier", "[gpu]") {
+  auto f = softmax();
+  auto art = compileFor(*f, "nvptx:sm_80");
+  INFO(art->ptx.substr(0, 4000));
+  CHECK(art->ptx.find("shfl.sync.bfly.b32") != std::string::npos);
+  CHECK(art->ptx.find("bar.sync") != std::string::npos);
+  CHECK(std::regex_search(art->ptx, std::regex("ld\\.global\\.v4\\.(f32|b32)")));
+  // Reduce results are slices of the input layout.
+  CHECK(layoutDump(*art).find("#blocked<spt=[4]") != std::string::npos);
+  // Two cross-warp reductions of 4 warps, f32: 16 bytes each, reused.
+  CHECK(art->sharedBytes == 16);
+}
+
+TEST_CASE("gpu: every kernel compiles to PTX for every sm and ptxas accepts it without spills", "[gpu][ptxas]") {
+  bool ptxas = havePtxas();
+  if (!ptxas) WARN("SKIPPED ptxas checks: ptxas not found (install the CUDA toolkit or put ptxas on PATH)");
+  for (auto& k : kKernels) {
+    for (const char* sm : kSms) {
+      auto f = k.make();
+      auto art = compileFor(*f, std::string("nvptx:") + sm);
+      INFO(k.name << " " << sm);
+      CHECK(art->ptx.find(std::string(".target ") + sm) != std::string::npos);
+      CHECK(art->ptx.find(".entry " + std::string(k.name)) != std::string::npos);
+      if (std::string(k.name) != "vec_add") CHECK(art->ptx.find("bar.sync") != std::string::npos);
+      if (!ptxas) continue;
+      codegen::GpuResources r = codegen::gpuResources(*art);
+      INFO(r.text);
+      CHECK(r.registers > 0);
+      CHECK(r.spillBytes == 0);
+    }
+  }
+}
+
+TEST_CASE("gpu: AMDGPU code objects link and their metadata reads back", "[gpu][amdgpu]") {
+  const int waves[] = {64, 64, 32};
+  for (auto& k : kKernels) {
+    for (int i = 0; i < 3; ++i) {
+      auto f = k.make();
+      auto art = compileFor(*f, std::string("amdgpu:") + kGfx[i]);
+      INFO(k.name << " " << kGfx[i]);
+      REQUIRE(art->codeObject.size() > 4);
+      CHECK(std::string(art->codeObject.data() + 1, 3) == "ELF");
+      CHECK(art->dumps.extra.at("hsaco").size() == art->codeObject.size());
+      CHECK(art->dumps.assembly.find(".amdhsa_kernel " + std::string(k.name)) != std::string::npos);
+      codegen::GpuResources r = codegen::gpuResources(*art);
+      INFO(r.text);
+      CHECK(r.wavefrontSize == waves[i]);
+      CHECK(r.sharedBytes == static_cast<int64_t>(art->sharedBytes));
+      CHECK(r.spillBytes == 0);
+      CHECK(art->threadsPerBlock == 4u * static_cast<unsigned>(waves[i]));
+    }
+  }
+}
+
+TEST_CASE("gpu: cross-lane reductions use ds_bpermute on AMDGPU", "[gpu][amdgpu]") {
+  auto f = softmax();
+  auto art = compileFor(*f, "amdgpu:gfx942");
+  CHECK(art->dumps.assembly.find("ds_bpermute_b32") != std::string::npos);
+  CHECK(art->dumps.assembly.find("s_barrier") != std::string::npos);
+  CHECK(art->dumps.llvmOpt.find("amdhsa_code_object_version") != std::string::npos);
+}
+
+TEST_CASE("gpu: unknown architectures are rejected with the valid list", "[gpu][errors]") {
+  auto f = vecAdd();
+  Target t{Target::Kind::NVPTX, "sm_75"};
+  try {
+    codegen::compileGpu(*f, t, {}, {});
+    FAIL("sm_75 was accepted");
+  } catch (const CompileError& e) {
+    std::string m = e.what();
+    CHECK(m.find("sm_75") != std::string::npos);
+    CHECK(m.find("sm_80, sm_86, sm_89, sm_90a") != std::string::npos);
+  }
+  Target a{Target::Kind::AMDGPU, "gfx908"};
+  CHECK_THROWS_AS(codegen::compileGpu(*f, a, {}, {}), CompileError);
+}
+
+TEST_CASE("gpu: shared memory over the target limit names every buffer", "[gpu][errors]") {
+  // 2 x 128x128 f32 buffers live together = 128 KB: fits sm_80 (163 KB),
+  // not sm_86 (99 KB) nor gfx942 (64 KB).
+  auto make = [] {
+    auto f = std::make_unique<Function>("big_smem", L(50));
+    Value* out = arg(*f, gptr(), "out", true);
+    Builder b(&f->body());
+    b.setLoc(L(51));
+    Shape s{128, 128};
+    Value* b1 = b.alloc(MemSpace::Shared, DType::F32, s);
+    b.setLoc(L(52));
+    Value* b2 = b.alloc(MemSpace::Shared, DType::F32, s);
+    b.localStore(b1, b.constant(ftile(s), 1.0));
+    b.localStore(b2, b.constant(ftile(s), 2.0));
+    Value* sum = b.binary(OpCode::Add, b.localLoad(b1), b.localLoad(b2));
+    Value* r = b.reduce("sum", b.reduce("sum", sum, 1), 0);
+    b.store(out, r);
+    b.ret();
+    return f;
+  };
+  auto f = make();
+  auto ok = compileFor(*f, "nvptx:sm_80");
+  CHECK(ok->sharedBytes >= 131072);
+  for (const char* t : {"nvptx:sm_86", "amdgpu:gfx942"}) {
+    try {
+      compileFor(*f, t);
+      FAIL("over-budget shared memory was accepted for " << t);
+    } catch (const ResourceError& e) {
+      std::string m = e.what();
+      INFO(m);
+      CHECK(m.find("65536 bytes at offset 0: alloc buffer<shared, 128x128xf32> at gpu_kern.cpp:51:3") != std::string::npos);
+      CHECK(m.find("65536 bytes at offset 65536: alloc buffer<shared, 128x128xf32> at gpu_kern.cpp:52:3") != std::string::npos);
+      CHECK(m.find("smaller tiles") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("gpu: dead buffers share bytes", "[gpu]") {
+  auto f = std::make_unique<Function>("reuse", L(60));
+  Value* out = arg(*f, gptr(), "out", true);
+  Builder b(&f->body());
+  b.setLoc(L(61));
+  Shape s{64, 64};
+  Value* b1 = b.alloc(MemSpace::Shared, DType::F32, s);
+  b.localStore(b1, b.constant(ftile(s), 1.0));
+  Value* x = b.localLoad(b1);
+  Value* b2 = b.alloc(MemSpace::Shared, DType::F32, s);
+  b.localStore(b2, x);
+  Value* y = b.localLoad(b2);
+  b.store(out, b.reduce("sum", b.reduce("sum", y, 1), 0));
+  b.ret();
+  auto art = compileFor(*f, "amdgpu:gfx90a");
+  // b1 dies at its local_load, so b2 reuses its 16 KB.
+  CHECK(art->sharedBytes == 64 * 64 * 4);
+  CHECK(codegen::gpuResources(*art).sharedBytes == 64 * 64 * 4);
+}
+
+TEST_CASE("gpu: resource table and compile latency", "[gpu][.report]") {
+  // Not part of the default run: prints the numbers recorded in docs/gpu.md.
+  for (auto& k : kKernels) {
+    std::string line = std::string(k.name) + ":";
+    for (const char* sm : kSms) {
+      auto f = k.make();
+      auto t0 = std::chrono::steady_clock::now();
+      auto art = compileFor(*f, std::string("nvptx:") + sm);
+      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      auto r = codegen::gpuResources(*art);
+      line += " " + std::string(sm) + " regs=" + std::to_string(r.registers) + " spill=" + std::to_string(r.spillBytes) +
+              " (" + std::to_string(static_cast<int>(ms)) + " ms)";
+    }
+    for (const char* gfx : kGfx) {
+      auto f = k.make();
+      auto t0 = std::chrono::steady_clock::now();
+      auto art = compileFor(*f, std::string("amdgpu:") + gfx);
+      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      auto r = codegen::gpuResources(*art);
+      line += " " + std::string(gfx) + " vgpr=" + std::to_string(r.registers) + " sgpr=" + std::to_string(r.sgprs) +
+              " priv=" + std::to_string(r.spillBytes) + " lds=" + std::to_string(r.sharedBytes) + " (" +
+              std::to_string(static_cast<int>(ms)) + " ms)";
+    }
+    WARN(line);
+  }
+}
