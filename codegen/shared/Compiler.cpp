@@ -14,6 +14,8 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include "cpu/CpuJIT.h"
+#include "shared/EmuCompile.h"
+#include "shared/GpuCompile.h"
 #include "cpu/CpuLowering.h"
 #include "shared/HostIsa.h"
 #include "shared/LLVMSupport.h"
@@ -87,13 +89,41 @@ void compileCpu(const ir::Function& f, const CompileOptions& opts, Artifact& art
   timer.mark("jit");
   art.dumps.extra["compile-times"] = timer.log;
 }
+// NVPTX and AMDGPU go through the shared GPU lowering; emu: targets take the
+// very module handed to the GPU backend and run it on the SIMT machine.
+std::shared_ptr<Artifact> compileGpuTarget(const ir::Function& f, const Target& target, const CompileOptions& opts,
+                                           StageDumps dumps) {
+  GpuOptions g;
+  g.numWarps = opts.numWarps;
+  g.codeObjectVersion = opts.codeObjectVersion;
+  if (target.kind == Target::Kind::NVPTX || target.kind == Target::Kind::AMDGPU)
+    return compileGpu(f, target, opts, std::move(dumps), g);
+  const bool amd = target.kind == Target::Kind::EmuAMDGPU;
+  Target device{amd ? Target::Kind::AMDGPU : Target::Kind::NVPTX, target.arch};
+  auto art = compileGpu(f, device, opts, std::move(dumps), g);
+  art->target = target;
+  if (opts.emuHooks.empty())
+    throw CompileError("target " + target.str() + " needs the SIMT emulator's hooks (compile it through "
+                       "tessera::compile for an emulator device)");
+  auto it = art->dumps.extra.find("llvm-gpu");
+  TS_ASSERT(it != art->dumps.extra.end(), "GPU compile kept no llvm-gpu module");
+  unsigned warp = amd ? (target.arch == "gfx1100" ? 32u : 64u) : 32u;
+  EmuKernel k = compileForEmulator(it->second, amd, warp, opts.emuHooks);
+  art->emu.threadFn = k.threadFn;
+  art->emu.opNames = std::move(k.opNames);
+  art->emu.warpSize = k.warpSize;
+  art->emu.amd = amd;
+  art->emu.staticSharedBytes = k.staticSharedBytes;
+  art->emu.dynamicSharedOffset = k.dynamicSharedOffset;
+  art->dumps.extra["emu-host-llvm"] = std::move(k.hostIR);
+  art->owner = k.owner;
+  return art;
+}
 }  // namespace
 
 std::shared_ptr<Artifact> compile(const ir::Function& kernel, const Target& target, const CompileOptions& opts) {
   StageTimer timer;
   ir::verify(kernel);  // user errors surface here, unchanged
-  if (target.kind != Target::Kind::CPU)
-    throw CompileError("target " + target.str() + " is not supported yet by this build");
   auto art = std::make_shared<Artifact>();
   art->target = target;
   art->kernelName = kernel.name();
@@ -106,14 +136,17 @@ std::shared_ptr<Artifact> compile(const ir::Function& kernel, const Target& targ
   });
   pm.run(*f);
   timer.mark("tile-ir");
-  compileCpu(*f, opts, *art, timer);
-  return art;
+  if (target.kind == Target::Kind::CPU) {
+    compileCpu(*f, opts, *art, timer);
+    return art;
+  }
+  return compileGpuTarget(*f, target, opts, std::move(art->dumps));
 }
 
 std::string Artifact::assembly() const {
   if (!dumps.assembly.empty()) return dumps.assembly;
   if (target.kind != Target::Kind::CPU)
-    throw CompileError("assembly of target " + target.str() + " is not supported yet by this build");
+    throw InternalError("GPU artifact of " + target.str() + " has no assembly");
   TS_ASSERT(!dumps.llvmOpt.empty(), "artifact has no optimised LLVM IR");
   initLLVM();
   // Re-read the optimised IR: the functions carry their target-cpu and

@@ -331,12 +331,14 @@ void Kernel::launch(Dim3 grid, const std::vector<Arg>& args, const LaunchOptions
     throw LaunchError(check.kernel() + ": empty grid " + gridStr(grid) +
                       ": every grid dimension must be at least 1");
   constexpr uint64_t kMaxDim = uint64_t{1} << 31, kMaxPrograms = uint64_t{1} << 40;
-  if (grid.x >= kMaxDim || grid.y >= kMaxDim || grid.z >= kMaxDim || grid.count() >= kMaxPrograms)
+  // 128-bit product: Dim3::count() wraps for three dimensions near 2^31.
+  const unsigned __int128 programs = (unsigned __int128)grid.x * grid.y * grid.z;
+  if (grid.x >= kMaxDim || grid.y >= kMaxDim || grid.z >= kMaxDim || programs >= kMaxPrograms)
     throw LaunchError(check.kernel() + ": grid " + gridStr(grid) + " (" +
-                      std::to_string(grid.count()) +
+                      (programs >> 64 ? std::string("over 2^64") : std::to_string(uint64_t(programs))) +
                       " programs) is too large: each dimension must be below 2^31 (program ids "
                       "are 32-bit integers) and the total number of programs below 2^40 "
-                      "(1099511627776, so linear program ids stay far from 64-bit overflow)");
+                      "(1099511627776)");
 
   // kernelParams: args[i] points at slot i, which holds the value in the
   // parameter's exact width. Small launches stay off the heap.

@@ -196,7 +196,7 @@ class Pool {
       // mirrored by the caller's close-then-read-active_): either the caller
       // sees this worker inside, or this worker sees the job closed.
       active_.fetch_add(1, std::memory_order_seq_cst);
-      (void)0;
+      if (open_.load(std::memory_order_seq_cst)) claimChunks();
       if (active_.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
           callerSleeping_.load(std::memory_order_seq_cst))
         active_.notify_one();

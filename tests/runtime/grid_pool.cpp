@@ -322,12 +322,35 @@ double medianLaunchMicros(const Kernel& k, Dim3 grid, unsigned threads) {
 }
 }  // namespace
 
+// Median time of a 2-thread parallelFor whose two chunks must meet, so the
+// worker really takes part (an empty kernel's chunk is usually claimed by
+// the caller before the worker looks); `idle` between calls lets the worker
+// fall asleep.
+double medianRendezvousMicros(std::chrono::microseconds idle) {
+  std::vector<double> us;
+  for (int i = 0; i < (idle.count() ? 500 : 5000); ++i) {
+    std::atomic<int> met{0};
+    if (idle.count()) std::this_thread::sleep_for(idle);
+    auto t0 = std::chrono::steady_clock::now();
+    parallelFor(64, 2, [&](int64_t, int64_t) {
+      met++;
+      while (met.load() < 2) std::this_thread::yield();
+    });
+    us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::nth_element(us.begin(), us.begin() + us.size() / 2, us.end());
+  return us[us.size() / 2];
+}
+
 TEST_CASE("launch overhead", "[runtime][.perf]") {
   Binary bin;
   bin.signature = {"empty", {}};
   bin.hostEntry = &emptyEntry;
   Kernel k = Device::cpu().load(bin);
-  std::cout << "median launch overhead: 1 program: " << medianLaunchMicros(k, {1}, 2)
+  std::cout << "median launch overhead of an empty kernel: 1 program: " << medianLaunchMicros(k, {1}, 2)
             << " us; 64 programs on 2 threads: " << medianLaunchMicros(k, {64}, 2)
-            << " us; 64 programs on 1 thread: " << medianLaunchMicros(k, {64}, 1) << " us\n";
+            << " us; 64 programs on 1 thread: " << medianLaunchMicros(k, {64}, 1) << " us\n"
+            << "median pool round trip with the worker taking part: back to back: "
+            << medianRendezvousMicros(std::chrono::microseconds(0))
+            << " us; worker asleep: " << medianRendezvousMicros(std::chrono::microseconds(500)) << " us\n";
 }

@@ -181,6 +181,10 @@ TEST_CASE("grid limits", "[runtime][launch]") {
   // Each dimension in range but 2^21 * 2^19 = 2^40 programs in total.
   REQUIRE_LAUNCH_ERROR(k.launch({1u << 21, 1u << 19, 1}, {1}),
                        Contains("1099511627776 programs") && Contains("too large"));
+  // 2^21 * 2^21 * 2^22 = 2^64 programs: wraps to 0 in 64-bit arithmetic.
+  REQUIRE_LAUNCH_ERROR(k.launch({1u << 21, 1u << 21, 1u << 22}, {1}),
+                       Contains("18446744073709551616") || Contains("over 2^64"));
+  REQUIRE_LAUNCH_ERROR(k.launch({0x7fffffffu, 0x7fffffffu, 0x7fffffffu}, {1}), Contains("too large"));
   // The largest single dimension is fine (the kernel does nothing).
   gRuns = 0;
   k.launch({0x7fffffffu}, {1}, LaunchOptions{2});

@@ -127,7 +127,9 @@ std::vector<float> roundingCases() {
                           1.f + std::ldexp(1.f, -11),      // tie: 1 and 1+2^-10 -> 1 (even)
                           1.f + 3 * std::ldexp(1.f, -11),  // tie: -> 1+2^-9 (even)
                           1.f + std::ldexp(1.f, -11) + std::ldexp(1.f, -20),  // just above a tie
-                          1.f + std::ldexp(1.f, -8) + std::ldexp(1.f, -9),    // bf16 tie
+                          1.f + std::ldexp(1.f, -8),      // bf16 tie: -> 1 (even)
+                          1.f + 3 * std::ldexp(1.f, -8),  // bf16 tie: -> 1+2^-6 (even)
+                          1.f + std::ldexp(1.f, -8) + std::ldexp(1.f, -9),
                           65504.f,
                           65519.f,
                           65520.f,  // tie to infinity
@@ -154,6 +156,21 @@ std::vector<float> roundingCases() {
   std::uniform_real_distribution<float> mant(1.f, 2.f);
   std::uniform_int_distribution<int> ex(-27, 17);
   for (int i = 0; i < 1500; ++i) v.push_back((i % 2 ? -1.f : 1.f) * std::ldexp(mant(rng), ex(rng)));
+  // Exact midpoints between neighbouring f16 and bf16 values: the ties that
+  // random sampling would almost never hit.
+  for (int i = 0; i < 300; ++i) {
+    uint32_t h = rng() % 0x7bff;  // a finite half below the largest
+    auto dec = [](uint32_t x) {
+      uint32_t e = x >> 10, m = x & 0x3ff;
+      return e == 0 ? std::ldexp(double(m), -24) : std::ldexp(1.0 + m / 1024.0, int(e) - 15);
+    };
+    v.push_back(float((dec(h) + dec(h + 1)) / 2) * (i % 2 ? -1.f : 1.f));
+    uint32_t b = (rng() % 0x7f7f) << 16, b1 = b + 0x10000;
+    float lo, hi;
+    std::memcpy(&lo, &b, 4);
+    std::memcpy(&hi, &b1, 4);
+    v.push_back(float((double(lo) + double(hi)) / 2));
+  }
   for (int i = 0; i < 500; ++i) {
     uint32_t bits = rng();
     float f;

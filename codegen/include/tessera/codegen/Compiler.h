@@ -21,10 +21,29 @@ struct CompileOptions {
   /// Host ISA override for the CPU target: "" = detect at run time,
   /// "avx512" or "avx2" to force one (used by tests and benchmarks).
   std::string cpuIsa;
+  /// GPU targets: warps per block (threads per block = numWarps x warp size).
+  int numWarps = 4;
+  /// AMDGPU code-object version (4, 5 or 6); 5 is what ROCm 6 runtimes load.
+  int codeObjectVersion = 5;
+  /// emu: targets: addresses of the SIMT machine's `tessera_emu_*` hooks, by
+  /// symbol name (tessera::emu::hookSymbols()). Supplied by the caller so
+  /// codegen does not depend on the runtime; not part of the cache key.
+  std::vector<std::pair<std::string, void*>> emuHooks;
+};
+
+/// What the SIMT emulator needs to run an emu: artifact.
+struct EmuEntry {
+  /// The body of ONE GPU thread; args as CUDA kernelParams.
+  void (*threadFn)(void* const* args) = nullptr;
+  std::vector<std::string> opNames;  // opId -> "op @ file:line", for reports
+  unsigned warpSize = 32;
+  bool amd = false;
+  size_t staticSharedBytes = 0;    // shared memory laid out from offset 0
+  size_t dynamicSharedOffset = 0;  // where dynamic shared memory starts
 };
 
 /// The stages a compile produces, in pipeline order. Tile IR is captured
-/// after every pass ("tile-ir:<pass>"); the last capture is the final IR.
+/// after every pass, named by the pass; the last capture is the final IR.
 struct StageDumps {
   std::vector<std::pair<std::string, std::string>> tileIR;  // (pass name, IR text)
   std::string llvm;      // LLVM IR as first emitted
@@ -52,6 +71,8 @@ struct Artifact {
   std::vector<char> codeObject;
   unsigned threadsPerBlock = 0;
   unsigned sharedBytes = 0;
+  /// emu: targets only.
+  EmuEntry emu;
   /// Keeps the JIT (or other owner of the code) alive while the artifact lives.
   std::shared_ptr<void> owner;
   /// Produces the assembly stage on demand for artifacts compiled without it.
