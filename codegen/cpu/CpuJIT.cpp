@@ -1,6 +1,8 @@
 #include "cpu/CpuJIT.h"
 
 #include <atomic>
+#include <cstdlib>
+#include <map>
 #include <mutex>
 
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
@@ -9,6 +11,7 @@
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/SmallVectorMemoryBuffer.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Transforms/Utils/Cloning.h>
 
@@ -70,6 +73,18 @@ std::unique_ptr<llvm::TargetMachine> createTargetMachine(const CpuTargetInfo& t,
   return tm;
 }
 
+llvm::TargetMachine& cachedTargetMachine(const CpuTargetInfo& t, int optLevel) {
+  // Creating a TargetMachine costs around a millisecond (subtarget tables,
+  // feature parsing); a compile needs one for the data layout, the
+  // optimisation pipeline and code generation. A TargetMachine must not
+  // generate code for two modules at once, so each thread keeps its own.
+  thread_local std::map<std::string, std::unique_ptr<llvm::TargetMachine>> cache;
+  std::string key = t.triple + "|" + t.cpu + "|" + t.features + "|" + std::to_string(optLevel);
+  auto it = cache.find(key);
+  if (it == cache.end()) it = cache.emplace(key, createTargetMachine(t, optLevel)).first;
+  return *it->second;
+}
+
 void optimizeModule(llvm::Module& m, llvm::TargetMachine& tm, int optLevel) {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
@@ -94,6 +109,24 @@ void optimizeModule(llvm::Module& m, llvm::TargetMachine& tm, int optLevel) {
   mpm.run(m, mam);
 }
 
+void optimizeKernel(llvm::Module& m, llvm::TargetMachine& tm, int optLevel) {
+  const char* env = std::getenv("TESSERA_CPU_PIPELINE");
+  if (!env || !*env) return optimizeModule(m, tm, optLevel);
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(&tm);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm;
+  check<InternalError>(pb.parsePassPipeline(mpm, env), "pipeline");
+  mpm.run(m, mam);
+}
+
 std::string emitAssembly(const llvm::Module& m, llvm::TargetMachine& tm) {
   std::unique_ptr<llvm::Module> copy = llvm::CloneModule(m);
   llvm::SmallString<0> buf;
@@ -115,6 +148,31 @@ JitResult jitModule(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llvm
   check(jit.addIRModule(*owner->jd, llvm::orc::ThreadSafeModule(std::move(m), std::move(ctx))),
         "adding kernel to the JIT");
   auto addr = check(jit.lookup(*owner->jd, entryName), "JIT-compiling " + entryName);
+  JitResult r;
+  r.entry = addr.toPtr<CpuEntryFn>();
+  r.owner = owner;
+  return r;
+}
+
+std::unique_ptr<llvm::MemoryBuffer> emitObject(llvm::Module& m, llvm::TargetMachine& tm) {
+  llvm::SmallVector<char, 0> buf;
+  llvm::raw_svector_ostream os(buf);
+  llvm::legacy::PassManager pm;
+  if (tm.addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+    throw InternalError("the host TargetMachine cannot emit object files");
+  pm.run(m);
+  return std::make_unique<llvm::SmallVectorMemoryBuffer>(std::move(buf), m.getModuleIdentifier() + ".o",
+                                                         /*RequiresNullTerminator=*/false);
+}
+
+JitResult jitObject(std::unique_ptr<llvm::MemoryBuffer> obj, const std::string& entryName) {
+  static std::atomic<uint64_t> counter{0};
+  llvm::orc::LLJIT& jit = sharedJit();
+  auto owner = std::make_shared<JitOwner>();
+  std::string name = "tessera." + entryName + "." + std::to_string(counter++);
+  owner->jd = &check<InternalError>(jit.createJITDylib(name), "creating a JITDylib");
+  check(jit.addObjectFile(*owner->jd, std::move(obj)), "adding kernel object to the JIT");
+  auto addr = check(jit.lookup(*owner->jd, entryName), "linking " + entryName);
   JitResult r;
   r.entry = addr.toPtr<CpuEntryFn>();
   r.owner = owner;

@@ -60,12 +60,13 @@ void compileCpu(const ir::Function& f, const CompileOptions& opts, Artifact& art
   CpuTargetInfo t = selectCpuTarget(opts.cpuIsa);
   art.dumps.extra["cpu"] = t.isa + " (" + t.cpu + ", " + std::to_string(t.lanes) + " lanes)";
   initLLVM();
-  auto tm = cpu::createTargetMachine(t, opts.optLevel);
+  llvm::TargetMachine& tm = cpu::cachedTargetMachine(t, opts.optLevel);
   auto ctx = std::make_unique<llvm::LLVMContext>();
   std::string entry = entrySymbol(f.name());
-  auto mod = cpu::lowerToLLVM(f, *ctx, t, tm->createDataLayout(), entry);
+  auto mod = cpu::lowerToLLVM(f, *ctx, t, tm.createDataLayout(), entry);
   timer.mark("lower");
   art.dumps.llvm = printModule(*mod);
+  timer.mark("print-llvm");
   {
     std::string msg;
     llvm::raw_string_ostream os(msg);
@@ -73,20 +74,23 @@ void compileCpu(const ir::Function& f, const CompileOptions& opts, Artifact& art
       throw InternalError("CPU lowering of @" + f.name() + " produced invalid LLVM IR:\n" + msg);
   }
   timer.mark("verify-llvm");
-  cpu::optimizeModule(*mod, *tm, opts.optLevel);
+  cpu::optimizeKernel(*mod, tm, opts.optLevel);
   timer.mark("optimize");
   art.dumps.llvmOpt = printModule(*mod);
-  if (opts.dumpAssembly) art.dumps.assembly = cpu::emitAssembly(*mod, *tm);
+  timer.mark("print-llvm-opt");
+  if (opts.dumpAssembly) art.dumps.assembly = cpu::emitAssembly(*mod, tm);
   if (!t.runnable) {
     // Compiled for inspection only (e.g. AVX-512 code on an AVX2 host):
     // running it would fault on an illegal instruction.
     art.dumps.extra["not-runnable"] = "the host cannot execute " + t.isa + " code (host ISA: " + hostIsa() + ")";
     return;
   }
-  auto jit = cpu::jitModule(std::move(ctx), std::move(mod), entry);
+  auto obj = cpu::emitObject(*mod, tm);
+  timer.mark("codegen");
+  auto jit = cpu::jitObject(std::move(obj), entry);
   art.cpuEntry = jit.entry;
   art.owner = jit.owner;
-  timer.mark("jit");
+  timer.mark("link");
   art.dumps.extra["compile-times"] = timer.log;
 }
 // NVPTX and AMDGPU go through the shared GPU lowering; emu: targets take the
@@ -156,8 +160,7 @@ std::string Artifact::assembly() const {
   auto mod = llvm::parseAssemblyString(dumps.llvmOpt, diag, ctx);
   if (!mod) throw InternalError("cannot re-read the optimised LLVM IR: " + diag.getMessage().str());
   CpuTargetInfo t = selectCpuTarget("");
-  auto tm = cpu::createTargetMachine(t, 3);
-  return cpu::emitAssembly(*mod, *tm);
+  return cpu::emitAssembly(*mod, cpu::cachedTargetMachine(t, cpu::kAssemblyOptLevel));
 }
 
 }  // namespace tessera::codegen

@@ -10,6 +10,7 @@
 
 #include "shared/AxisInfo.h"
 #include "shared/GpuLowering.h"
+#include "shared/GpuToolchain.h"
 #include "shared/LLVMSupport.h"
 #include "shared/Layout.h"
 #include "tessera/ir/Printer.h"
@@ -132,7 +133,23 @@ std::shared_ptr<Artifact> compileGpu(const ir::Function& fn, const Target& t, co
   return art;
 }
 
-GpuResources gpuResources(const Artifact& a) {
+namespace {
+// An emu: artifact was compiled by the real vendor backend first; its
+// resources are those of that target.
+Target deviceTarget(const Target& t) {
+  if (t.kind == Target::Kind::EmuNVPTX) return {Target::Kind::NVPTX, t.arch};
+  if (t.kind == Target::Kind::EmuAMDGPU) return {Target::Kind::AMDGPU, t.arch};
+  return t;
+}
+}  // namespace
+
+GpuResources gpuResources(const Artifact& art) {
+  Artifact a;
+  a.target = deviceTarget(art.target);
+  a.kernelName = art.kernelName;
+  a.threadsPerBlock = art.threadsPerBlock;
+  a.dumps.assembly = art.dumps.assembly;
+  a.codeObject = art.codeObject;
   GpuOptions g;
   auto ti = createGpuTargetInfo(a.target, g);
   if (a.threadsPerBlock) g.numWarps = static_cast<int>(a.threadsPerBlock / ti->warpSize());
@@ -143,6 +160,36 @@ GpuResources gpuResources(const Artifact& a) {
   return ti->resources(out, a.kernelName);
 }
 
-std::string resourceReport(const Artifact& a) { return gpuResources(a).text; }
+std::string resourceReport(const Artifact& a) {
+  if (a.target.kind == Target::Kind::CPU) {
+    std::string r = "target: cpu";
+    auto isa = a.dumps.extra.find("cpu");
+    if (isa != a.dumps.extra.end()) r += " (" + isa->second + ")";
+    auto t = a.dumps.extra.find("compile-times");
+    if (t != a.dumps.extra.end()) r += "\ncompile stages:\n" + t->second;
+    return r + "\n";
+  }
+  return gpuResources(a).text;
+}
+
+std::string sass(const Artifact& a) {
+  Target t = deviceTarget(a.target);
+  if (t.kind != Target::Kind::NVPTX)
+    throw CompileError("SASS exists only for NVPTX targets, not " + a.target.str());
+  std::string disasm = findTool({"/usr/local/cuda/bin/nvdisasm", "nvdisasm"});
+  std::string cuobjdump = findTool({"/usr/local/cuda/bin/cuobjdump", "cuobjdump"});
+  if (disasm.empty() && cuobjdump.empty())
+    throw DeviceError("SASS needs the CUDA toolkit's nvdisasm or cuobjdump; neither is in /usr/local/cuda/bin or on PATH");
+  std::string ptxas = findTool({"/usr/local/cuda/bin/ptxas", "ptxas"});
+  if (ptxas.empty()) throw DeviceError("SASS needs ptxas (install the CUDA toolkit or put ptxas on PATH)");
+  TempDir dir;
+  writeFile(dir.file("k.ptx"), a.dumps.assembly);
+  ToolResult r = runTool({ptxas, "-arch=" + t.arch, dir.file("k.ptx"), "-o", dir.file("k.cubin")});
+  if (r.exitCode != 0) throw DeviceError("ptxas rejected the PTX of @" + a.kernelName + ":\n" + r.output);
+  ToolResult d = disasm.empty() ? runTool({cuobjdump, "-sass", dir.file("k.cubin")})
+                                : runTool({disasm, "-c", dir.file("k.cubin")});
+  if (d.exitCode != 0) throw DeviceError("disassembling the cubin of @" + a.kernelName + " failed:\n" + d.output);
+  return d.output;
+}
 
 }  // namespace tessera::codegen

@@ -23,14 +23,22 @@ const char* name(Stage s) {
     case Stage::LLVM: return "llvm";
     case Stage::LLVMOptimized: return "llvm-opt";
     case Stage::Assembly: return "asm";
+    case Stage::PTX: return "ptx";
+    case Stage::SASS: return "sass";
+    case Stage::AMDGCN: return "amdgcn";
+    case Stage::HSACO: return "hsaco";
+    case Stage::LLVMGpu: return "llvm-gpu";
+    case Stage::Resources: return "resources";
   }
   return "?";
 }
 
 Stage parseStage(const std::string& s) {
-  for (Stage st : {Stage::TileIR, Stage::TileIRPasses, Stage::LLVM, Stage::LLVMOptimized, Stage::Assembly})
+  for (Stage st : {Stage::TileIR, Stage::TileIRPasses, Stage::LLVM, Stage::LLVMOptimized, Stage::Assembly,
+                   Stage::PTX, Stage::SASS, Stage::AMDGCN, Stage::HSACO, Stage::LLVMGpu, Stage::Resources})
     if (s == name(st)) return st;
-  throw Error("unknown stage '" + s + "' (expected tile-ir, tile-ir-passes, llvm, llvm-opt or asm)");
+  throw Error("unknown stage '" + s +
+              "' (expected tile-ir, tile-ir-passes, llvm, llvm-opt, asm, ptx, sass, amdgcn, hsaco, llvm-gpu or resources)");
 }
 
 struct CompiledKernel::State {
@@ -119,8 +127,10 @@ void writeDumps(const codegen::Artifact& a, const std::string& dir) {
   }
   put("llvm.ll", a.dumps.llvm);
   put("llvm-opt.ll", a.dumps.llvmOpt);
-  put("asm.s", a.assembly());
-  for (const auto& [k, text] : a.dumps.extra) put(sanitize(k) + ".txt", text);
+  put(a.target.kind == Target::Kind::CPU ? "asm.s" : (a.ptx.empty() ? "amdgcn.s" : "ptx"), a.assembly());
+  if (!a.codeObject.empty()) put("hsaco", std::string(a.codeObject.begin(), a.codeObject.end()));
+  for (const auto& [k, text] : a.dumps.extra)
+    if (k != "hsaco") put(sanitize(k) + ".txt", text);
 }
 
 std::shared_ptr<codegen::Artifact> compileCached(const Kernel& k, const Target& target,
@@ -226,8 +236,33 @@ std::string CompiledKernel::dump(Stage s) const {
     case Stage::LLVM: return d.llvm;
     case Stage::LLVMOptimized: return d.llvmOpt;
     case Stage::Assembly: return state_->artifact->assembly();
+    case Stage::PTX:
+      requireTarget(s, {Target::Kind::NVPTX, Target::Kind::EmuNVPTX});
+      return state_->artifact->ptx;
+    case Stage::SASS:
+      requireTarget(s, {Target::Kind::NVPTX, Target::Kind::EmuNVPTX});
+      return codegen::sass(*state_->artifact);
+    case Stage::AMDGCN:
+      requireTarget(s, {Target::Kind::AMDGPU, Target::Kind::EmuAMDGPU});
+      return d.assembly;
+    case Stage::HSACO:
+      requireTarget(s, {Target::Kind::AMDGPU, Target::Kind::EmuAMDGPU});
+      return std::string(state_->artifact->codeObject.begin(), state_->artifact->codeObject.end());
+    case Stage::LLVMGpu: {
+      auto it = d.extra.find("llvm-gpu");
+      if (it == d.extra.end())
+        throw Error(std::string("stage llvm-gpu exists only for GPU targets, not ") + state_->artifact->target.str());
+      return it->second;
+    }
+    case Stage::Resources: return codegen::resourceReport(*state_->artifact);
   }
   return {};
+}
+
+void CompiledKernel::requireTarget(Stage s, std::initializer_list<Target::Kind> kinds) const {
+  for (auto k : kinds)
+    if (state_->artifact->target.kind == k) return;
+  throw Error(std::string("stage ") + name(s) + " does not exist for target " + state_->artifact->target.str());
 }
 
 const rt::KernelSignature& CompiledKernel::signature() const {

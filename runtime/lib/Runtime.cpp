@@ -185,6 +185,12 @@ const char* cppType(DType t) {
   return "?";
 }
 
+/// cppType with its article: "an int", "a float".
+std::string aCppType(DType t) {
+  const char* c = cppType(t);
+  return std::string(c[0] == 'i' ? "an " : "a ") + c;
+}
+
 std::string fmtDouble(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.9g", v);
@@ -249,7 +255,7 @@ class Checker {
     if (a.kind != Arg::Kind::Scalar) {
       std::string got = a.buffer.isNull() ? std::string("a null Buffer")
                                           : "a Buffer of " + bufferDesc(*a.buffer.state());
-      fail(i, expects + ", got " + got + "; pass a " + cppType(want) + " value");
+      fail(i, expects + ", got " + got + "; pass " + aCppType(want) + " value");
     }
     const DType got = a.dtype;
     if (got == want) return;
@@ -266,7 +272,7 @@ class Checker {
     if (isFloat(got))
       fail(i, expects + ", got " + scalarDesc(a) + "; pass an integer (" + cppType(want) + ")");
     if (want == DType::I1 || got == DType::I1)
-      fail(i, expects + ", got " + scalarDesc(a) + "; pass a " + cppType(want));
+      fail(i, expects + ", got " + scalarDesc(a) + "; pass " + aCppType(want));
     // Integer to integer: widening is always exact. A plain C++ int is also
     // accepted for i8 / i16 when its value fits, since the language gives
     // literals no narrower type.
@@ -278,7 +284,7 @@ class Checker {
       fail(i, expects + ", got " + scalarDesc(a) + " which does not fit in " + name(want) + " (" +
                   std::to_string(lo) + ".." + std::to_string(hi) + ")");
     }
-    fail(i, expects + ", got " + scalarDesc(a) + "; pass a " + cppType(want) +
+    fail(i, expects + ", got " + scalarDesc(a) + "; pass " + aCppType(want) +
                 " (narrowing is not implicit)");
   }
 

@@ -230,7 +230,10 @@ Pool& pool() {
 
 void parallelForRaw(int64_t n, unsigned threads, RangeFn fn, void* ctx) {
   if (n <= 0) return;
-  int64_t chunks = std::min<int64_t>(std::max(threads, 1u), n);
+  // The same cap the CPU device puts on launches: a runaway count must not
+  // start thousands of threads that then live until exit.
+  constexpr unsigned kMaxThreads = 1024;
+  int64_t chunks = std::min<int64_t>(std::clamp(threads, 1u, kMaxThreads), n);
   if (chunks <= 1 || tInsidePool) {
     fn(ctx, 0, n);
     return;

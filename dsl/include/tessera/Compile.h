@@ -11,6 +11,7 @@
 // <dir>/<kernel>.<target>.<stage>.
 #pragma once
 
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,10 +34,17 @@ enum class Stage {
   TileIRPasses,   // tile IR after every pass, headed by the pass name
   LLVM,           // LLVM IR as emitted
   LLVMOptimized,  // LLVM IR after optimisation
-  Assembly,       // host assembly (PTX / AMDGCN for GPU targets)
+  Assembly,       // host assembly; PTX for nvptx, AMDGCN for amdgpu targets
+  PTX,            // nvptx targets: PTX text (same as Assembly)
+  SASS,           // nvptx targets: SASS, where the CUDA toolkit's disassembler exists
+  AMDGCN,         // amdgpu targets: AMDGCN assembly (same as Assembly)
+  HSACO,          // amdgpu targets: the linked code object (binary bytes)
+  LLVMGpu,        // GPU targets: the LLVM module handed to the vendor backend
+  Resources,      // registers, spills, shared memory, occupancy (GPU); ISA and stage times (CPU)
 };
 const char* name(Stage s);
-/// Parses "tile-ir", "tile-ir-passes", "llvm", "llvm-opt", "asm".
+/// Parses "tile-ir", "tile-ir-passes", "llvm", "llvm-opt", "asm", "ptx",
+/// "sass", "amdgcn", "hsaco", "llvm-gpu", "resources".
 Stage parseStage(const std::string& s);
 
 class CompiledKernel {
@@ -58,6 +66,7 @@ class CompiledKernel {
   explicit CompiledKernel(std::shared_ptr<State> s) : state_(std::move(s)) {}
 
  private:
+  void requireTarget(Stage s, std::initializer_list<Target::Kind> kinds) const;
   std::shared_ptr<State> state_;
 };
 

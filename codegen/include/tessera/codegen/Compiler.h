@@ -84,6 +84,15 @@ struct Artifact {
 std::shared_ptr<Artifact> compile(const ir::Function& kernel, const Target& target,
                                   const CompileOptions& opts = {});
 
+/// A resource report of a compiled artifact: for NVPTX registers, spills and
+/// shared memory from ptxas -v (DeviceError if ptxas is absent); for AMDGPU
+/// SGPRs/VGPRs, LDS, scratch and an occupancy estimate read back from the code
+/// object; for the CPU the ISA and the compile-stage times.
+std::string resourceReport(const Artifact& a);
+/// SASS for an NVPTX artifact: needs the CUDA toolkit's nvdisasm or
+/// cuobjdump (DeviceError naming what is missing otherwise).
+std::string sass(const Artifact& a);
+
 /// The host's vector ISA as detected at run time: "avx512", "avx2" or "sse2".
 std::string hostIsa();
 
