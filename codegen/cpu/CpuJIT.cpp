@@ -68,7 +68,7 @@ std::unique_ptr<llvm::TargetMachine> createTargetMachine(const CpuTargetInfo& t,
   if (!target) throw InternalError("no LLVM target for host triple " + t.triple + ": " + err);
   llvm::TargetOptions to;
   std::unique_ptr<llvm::TargetMachine> tm(
-      target->createTargetMachine(triple, t.cpu, t.features, to, llvm::Reloc::PIC_, std::nullopt, cgLevel(optLevel)));
+      target->createTargetMachine(triple, t.cpu, t.features, to, llvm::Reloc::PIC_, std::nullopt, std::getenv("TESSERA_CG") ? cgLevel(atoi(std::getenv("TESSERA_CG"))) : cgLevel(optLevel)));
   if (!tm) throw InternalError("cannot create a TargetMachine for " + t.triple + " / " + t.cpu);
   return tm;
 }
