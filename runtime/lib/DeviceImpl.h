@@ -35,6 +35,8 @@ class DeviceImpl {
   virtual std::string name() const = 0;
   /// Parallelism a launch gets when LaunchOptions leaves it open.
   virtual unsigned defaultThreads() const = 0;
+  /// Target spelling of the code this device runs ("" for the CPU).
+  virtual std::string arch() const { return {}; }
 
   /// Allocates `bytes` (> 0) of zero-initialised device memory; throws
   /// DeviceError when the device is out of memory.
@@ -85,6 +87,18 @@ struct Kernel::State {
 /// A fresh, independent CPU device (Device::cpu() is one shared instance).
 /// Used by tests that need a second device.
 std::shared_ptr<DeviceImpl> createCpuDevice();
+
+/// The SIMT emulator device (runtime/lib/EmuDevice.cpp); `arch` as in
+/// Device::emulator.
+std::shared_ptr<DeviceImpl> createEmuDevice(const std::string& arch);
+/// GPU devices through their drivers, loaded with dlopen
+/// (runtime/lib/CudaDevice.cpp, HipDevice.cpp). The counts are 0 when the
+/// library or driver is absent (never throw); create* throws DeviceError
+/// naming what is missing.
+int cudaDeviceCount() noexcept;
+std::shared_ptr<DeviceImpl> createCudaDevice(int ordinal);
+int hipDeviceCount() noexcept;
+std::shared_ptr<DeviceImpl> createHipDevice(int ordinal);
 
 /// Parses TESSERA_NUM_THREADS: nullopt-like 0 when unset; throws LaunchError
 /// naming the variable when it is set to anything but a positive count.

@@ -39,7 +39,7 @@ struct KernelSignature {
 
 /// A compiled kernel as the runtime sees it.
 struct Binary {
-  enum class Format { HostFunction, PTX, HSACO };
+  enum class Format { HostFunction, PTX, HSACO, EmulatedGpu };
   Format format = Format::HostFunction;
   KernelSignature signature;
   /// HostFunction: runs programs [begin, end) of grid {gx,gy,gz}; args as CUDA kernelParams.
@@ -51,6 +51,16 @@ struct Binary {
   std::string symbol;           // kernel symbol in ptx / code object
   unsigned threadsPerBlock = 1; // GPU block size chosen by the compiler
   unsigned sharedBytes = 0;     // dynamic shared memory per block
+  /// EmulatedGpu: the body of ONE GPU thread (args as kernelParams), run by
+  /// the SIMT machine (tessera/runtime/Emulator.h) over blocks of
+  /// threadsPerBlock threads.
+  using ThreadEntry = void (*)(void* const* args);
+  ThreadEntry emuThread = nullptr;
+  bool emuAmd = false;
+  unsigned emuWarpSize = 32;
+  size_t emuStaticSharedBytes = 0;    // laid out from offset 0 of the block's shared memory
+  size_t emuDynamicSharedOffset = 0;  // where dynamic shared memory starts
+  std::vector<std::string> emuOpNames;  // opId -> op text, for race / bounds reports
 };
 
 struct Dim3 {
@@ -151,12 +161,24 @@ class Device {
   /// The host CPU. Always present.
   static Device cpu();
   /// Every device present on this machine (the CPU first; GPUs whose driver
-  /// loads and reports a device after it).
+  /// loads and reports a device after it). Emulators are not listed.
   static std::vector<Device> all();
+  /// The SIMT emulator running GPU code of `arch` on the host: "nvptx:sm_80",
+  /// "amdgpu:gfx942", ... (the target spelling without "emu:"). Throws
+  /// DeviceError for an unknown spelling.
+  static Device emulator(const std::string& arch);
+  /// An NVIDIA GPU through the CUDA Driver API (libcuda.so.1, loaded with
+  /// dlopen), or an AMD GPU through HIP (libamdhip64.so). Throws DeviceError
+  /// naming what is missing (library, driver, device ordinal).
+  static Device cuda(int ordinal = 0);
+  static Device hip(int ordinal = 0);
 
   DeviceKind kind() const;
   std::string name() const;  // "cpu (avx512, 2 threads)", "cuda:0 NVIDIA ..."
   unsigned defaultThreads() const;
+  /// The code this device runs: "" for the CPU, "nvptx:sm_80" for an
+  /// emulator or a CUDA device, "amdgpu:gfx942" for HIP, ...
+  std::string arch() const;
 
   Buffer alloc(DType dtype, size_t count) const;
   template <typename T>
