@@ -2,13 +2,16 @@
 //
 //   tessera list
 //   tessera compile KERNEL|FILE.tir [--target T] [--emit STAGE] [--kernel NAME]
-//   tessera run KERNEL [--target cpu] [--shape A,B] [--threads N] [--seed S]
+//   tessera run KERNEL [--target T] [--shape A,B] [--threads N] [--seed S]
 //
 // `compile` prints one stage of a bundled kernel or of a textual IR file and
-// never launches anything. `run` runs a bundled kernel on generated inputs,
+// never launches anything. `run` runs a bundled kernel on generated inputs
+// on the target's device (the CPU, the SIMT emulator for emu: targets, the
+// CUDA / HIP GPU for nvptx: / amdgpu: targets),
 // checks it against its plain C++ reference, prints the largest error and
 // exits 1 on a mismatch. User errors print one message and exit 2.
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -28,7 +31,7 @@ const char* kUsage =
     "usage:\n"
     "  tessera list\n"
     "  tessera compile KERNEL|FILE.tir [--target T] [--emit STAGE] [--kernel NAME]\n"
-    "  tessera run KERNEL [--target cpu] [--shape A,B,...] [--threads N] [--seed S]\n"
+    "  tessera run KERNEL [--target T] [--shape A,B,...] [--threads N] [--seed S]\n"
     "targets: cpu (default); nvptx:sm_80|sm_86|sm_89|sm_90a, amdgpu:gfx90a|gfx942|gfx1100,\n"
     "         emu:nvptx:SM, emu:amdgpu:GFX\n"
     "stages:  tile-ir, tile-ir-passes, llvm, llvm-opt, asm\n"
@@ -121,16 +124,29 @@ int cmdRun(const Args& a) {
   if (!ex) throw UsageError("no bundled kernel named '" + a.subject + "' (see `tessera list`)");
   ts::Target target = ts::Target::parse(a.target);
   ts::examples::RunContext ctx;
-  if (target.kind != ts::Target::Kind::CPU)
-    throw ts::DeviceError("run: target '" + target.str() + "' has no device or emulator in this build");
+  switch (target.kind) {
+    case ts::Target::Kind::CPU: ctx.device = ts::Device::cpu(); break;
+    case ts::Target::Kind::EmuNVPTX: ctx.device = ts::Device::emulator("nvptx:" + target.arch); break;
+    case ts::Target::Kind::EmuAMDGPU: ctx.device = ts::Device::emulator("amdgpu:" + target.arch); break;
+    case ts::Target::Kind::NVPTX: ctx.device = ts::Device::cuda(); break;
+    case ts::Target::Kind::AMDGPU: ctx.device = ts::Device::hip(); break;
+  }
+  if ((target.kind == ts::Target::Kind::NVPTX || target.kind == ts::Target::Kind::AMDGPU) &&
+      ctx.device.arch() != target.str())
+    throw ts::DeviceError("run: target '" + target.str() + "' but the GPU present is " + ctx.device.name() +
+                          " (" + ctx.device.arch() + "); pass --target " + ctx.device.arch());
   ctx.shape = a.shape;
   ctx.seed = a.seed;
   ctx.launch.threads = a.threads;
+  const auto start = std::chrono::steady_clock::now();
   ts::examples::CheckResult r = ex->run(ctx);
-  std::cout << ex->name << " on " << target.str() << ": max abs error " << r.maxAbsError
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cout << ex->name << " on " << ctx.device.name() << ": max abs error " << r.maxAbsError
             << ", max rel error " << r.maxRelError << ", tolerance " << r.tolerance << " -> "
             << (r.ok ? "OK" : "MISMATCH") << "\n";
   if (!r.detail.empty()) std::cout << r.detail << "\n";
+  // Compile (or cache lookup), upload, launch, read back and the reference.
+  std::cerr << "time: " << secs << " s\n";
   return r.ok ? 0 : 1;
 }
 

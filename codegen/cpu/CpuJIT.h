@@ -25,7 +25,9 @@ llvm::TargetMachine& cachedTargetMachine(const CpuTargetInfo& t, int optLevel);
 /// Runs LLVM's default new-pass-manager pipeline at `optLevel`.
 void optimizeModule(llvm::Module& m, llvm::TargetMachine& tm, int optLevel);
 
-/// The optimisation pipeline for kernels made by lowerToLLVM.
+/// The optimisation pipeline for kernels made by lowerToLLVM: a short
+/// fixed pipeline for optLevel >= 1 (see CpuJIT.cpp for why), LLVM's O0
+/// pipeline for 0.
 void optimizeKernel(llvm::Module& m, llvm::TargetMachine& tm, int optLevel);
 
 /// The optimisation level of the TargetMachine that produces on-demand
@@ -47,10 +49,5 @@ std::unique_ptr<llvm::MemoryBuffer> emitObject(llvm::Module& m, llvm::TargetMach
 /// Links an object file made by emitObject into the shared JIT, in a
 /// JITDylib of its own, and looks up `entryName`. Thread-safe.
 JitResult jitObject(std::unique_ptr<llvm::MemoryBuffer> obj, const std::string& entryName);
-
-/// Adds the module to the shared JIT in a JITDylib of its own and looks up
-/// `entryName`. Thread-safe.
-JitResult jitModule(std::unique_ptr<llvm::LLVMContext> ctx, std::unique_ptr<llvm::Module> m,
-                    const std::string& entryName);
 
 }  // namespace tessera::codegen::cpu

@@ -18,6 +18,8 @@
 #include "cpu/CpuLowering.h"
 
 #include <functional>
+#include <map>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -50,6 +52,54 @@ std::vector<int64_t> stridesOf(const ir::Shape& s) {
 bool isFusableDef(OpCode c) {
   return ir::isElementwise(c) || c == OpCode::Splat || c == OpCode::Arange || c == OpCode::Constant ||
          c == OpCode::Broadcast || c == OpCode::ExpandDims || c == OpCode::Reshape;
+}
+
+// Ops whose per-chunk cost is more than a few vector instructions (libm-style
+// expansions, divisions, which x86 does not vectorise for integers): values
+// made of them are computed once and kept, never recomputed per consumer.
+bool isExpensive(OpCode c) {
+  switch (c) {
+    case OpCode::Exp: case OpCode::Exp2: case OpCode::Log: case OpCode::Log2: case OpCode::Tanh:
+    case OpCode::Erf: case OpCode::Pow: case OpCode::Div: case OpCode::Rem: case OpCode::Sqrt:
+    case OpCode::Rsqrt:
+      return true;
+    default: return false;
+  }
+}
+
+// True if running `op` may change memory that a load reads (global stores,
+// atomics, buffer writes), directly or inside its regions. Loads are never
+// moved across such an op.
+bool hasSideEffects(const ir::Op& op) {
+  switch (op.code()) {
+    case OpCode::Store: case OpCode::AtomicAdd: case OpCode::AtomicMax: case OpCode::Copy:
+    case OpCode::LocalStore: case OpCode::Barrier:
+      return true;
+    default: break;
+  }
+  for (auto& r : op.regions())
+    for (auto& o : r->block().ops())
+      if (hasSideEffects(*o)) return true;
+  return false;
+}
+
+// Structural equality of two pure index/pointer computations: the same
+// ops on the same leaves produce the same per-lane values.
+bool sameComputation(const ir::Value* a, const ir::Value* b) {
+  if (a == b) return true;
+  const ir::Op* da = a->definingOp();
+  const ir::Op* db = b->definingOp();
+  if (!da || !db || da->code() != db->code() || !(a->type() == b->type())) return false;
+  switch (da->code()) {
+    case OpCode::PtrAdd: case OpCode::Splat: case OpCode::Add: case OpCode::Mul: case OpCode::Sub:
+    case OpCode::ExpandDims: case OpCode::Reshape: case OpCode::Broadcast:
+      break;
+    default: return false;  // ops with attributes or effects: only identity counts
+  }
+  if (da->numOperands() != db->numOperands()) return false;
+  for (unsigned i = 0; i < da->numOperands(); ++i)
+    if (!sameComputation(da->operand(i), db->operand(i))) return false;
+  return true;
 }
 
 class Lowering {
@@ -112,6 +162,14 @@ class Lowering {
   // ---- planning ---------------------------------------------------------
   void plan();
   bool broadcastFast(const ir::Op& bc, int64_t c) const;
+  bool canFuseInto(const ir::Op& user, const ir::Value* v) const;
+  /// Position of `op`'s ancestor in `blk` (nullptr if `op` is not inside it).
+  const ir::Op* ancestorIn(const ir::Op* op, const ir::Block* blk) const;
+  bool effectsBetween(const ir::Op* from, const ir::Op* to) const;
+  void evalPoints(const ir::Value* v, const ir::Block* blk, std::vector<const ir::Op*>& out) const;
+  bool reachesElementwise(const ir::Value* x, const ir::Value* v) const;
+  void planDeferral(const ir::Block& blk);
+  void planLoadFusion(const ir::Block& blk);
 
   // ---- structure ----------------------------------------------------------
   llvm::Value* entryAlloca(llvm::Type* t, uint64_t align = 0) {
@@ -140,6 +198,9 @@ class Lowering {
   llvm::Value* loadChunk(llvm::Value* arr, const ir::Type& t, llvm::Value* base, int64_t c);
   void storeChunk(llvm::Value* arr, const ir::Type& t, llvm::Value* base, llvm::Value* v);
   llvm::Value* emitChunk(const ir::Value* v, llvm::Value* base, int64_t c);
+  /// One chunk of a load's (or copy's) value, in storage form.
+  llvm::Value* loadValueChunk(const ir::Op& op, llvm::Value* base, int64_t c);
+  void storeLoop(const ir::Op& op);
   llvm::Value* emitDef(const ir::Op& op, llvm::Value* base, int64_t c);
   llvm::Value* emitBroadcast(const ir::Op& op, llvm::Value* base, int64_t c);
   llvm::Value* gatherFrom(const ir::Value* src, llvm::Value* idx, int64_t c);
@@ -191,8 +252,25 @@ class Lowering {
   std::unordered_map<const ir::Value*, llvm::Value*> scalars_;
   std::unordered_map<const ir::Value*, llvm::Value*> arrays_;
   std::unordered_map<const ir::Value*, int> uses_;
-  std::unordered_map<const ir::Value*, const ir::Op*> user_;
+  std::unordered_map<const ir::Value*, std::vector<const ir::Op*>> users_;  // one entry per use
+  std::unordered_map<const ir::Op*, size_t> pos_;  // index of an op in its block
+  // Tiles never stored: computed in every consumer's chunk loop. Single-use
+  // pure values and loads (sunk into their consumer), and `remat_` values:
+  // cheap pure values with several uses, recomputed in each consumer
+  // (a few vector ops cost less than a store and reload per chunk).
   std::unordered_set<const ir::Value*> fused_;
+  std::unordered_set<const ir::Value*> remat_;
+  std::unordered_set<const ir::Value*> cheap_;  // fused pure values made of cheap ops only
+  // Deferred materialisation: a value whose first consumer is a reduction is
+  // written to its array inside that reduction's chunk loop (one pass over
+  // the data instead of two). Keyed by the reduction.
+  std::unordered_map<const ir::Op*, std::vector<const ir::Value*>> deferredAt_;
+  std::unordered_set<const ir::Value*> deferred_;
+  std::unordered_map<const ir::Value*, llvm::Value*> pending_;  // deferred value -> array being written
+  std::map<std::tuple<const ir::Value*, llvm::Value*, int64_t>, llvm::Value*> memo_;  // pending chunks
+  // Stores with loads sunk into their loop whose addresses may overlap the
+  // stored ones: the fused loop runs only after a run-time disjointness test.
+  std::unordered_map<const ir::Op*, std::vector<const ir::Op*>> storeChecks_;
 
   // Where a `yield` writes: one storage slot per yielded value, and whether
   // the values must go through temporaries first (loops: the yielded values
@@ -213,12 +291,121 @@ bool Lowering::broadcastFast(const ir::Op& bc, int64_t c) const {
   return L % c == 0 && (s.back() == L || s.back() == 1);
 }
 
+bool Lowering::canFuseInto(const ir::Op& u, const ir::Value* v) const {
+  // These consumers index their operands arbitrarily: they need arrays.
+  if (u.code() == OpCode::Dot && v != u.operand(2)) return false;
+  if (u.code() == OpCode::Transpose) return false;
+  if (u.code() == OpCode::Broadcast && !broadcastFast(u, chunkWidth(numElems(u.result()->type())))) return false;
+  return true;
+}
+
+const ir::Op* Lowering::ancestorIn(const ir::Op* op, const ir::Block* blk) const {
+  while (op && op->parent() != blk) {
+    const ir::Region* r = op->parent() ? op->parent()->parent() : nullptr;
+    op = r ? r->parentOp() : nullptr;
+  }
+  return op;
+}
+
+bool Lowering::effectsBetween(const ir::Op* from, const ir::Op* to) const {
+  const ir::Block* blk = from->parent();
+  TS_ASSERT(to->parent() == blk, "effectsBetween: ops in different blocks");
+  for (size_t i = pos_.at(from) + 1; i < pos_.at(to); ++i)
+    if (hasSideEffects(*blk->ops()[i])) return true;
+  return false;
+}
+
+// The ops of `blk` at whose position `v` is evaluated: its non-fused users,
+// the roots of its fused users, and the enclosing op of nested users.
+void Lowering::evalPoints(const ir::Value* v, const ir::Block* blk, std::vector<const ir::Op*>& out) const {
+  auto it = users_.find(v);
+  if (it == users_.end()) return;
+  for (const ir::Op* u : it->second) {
+    const ir::Op* a = ancestorIn(u, blk);
+    TS_ASSERT(a, "cpu lowering: a use outside its value's scope");
+    if (a == u && u->numResults() == 1 && fused_.count(u->result())) evalPoints(u->result(), blk, out);
+    else out.push_back(a);
+  }
+}
+
+// True if `x` is `v`, or a fused single-use elementwise value computed from
+// `v` through such values only (same shape, so the same flat index).
+bool Lowering::reachesElementwise(const ir::Value* x, const ir::Value* v) const {
+  if (x == v) return true;
+  const ir::Op* d = x->definingOp();
+  if (!d || !fused_.count(x) || remat_.count(x) || !ir::isElementwise(d->code())) return false;
+  for (const ir::Value* o : d->operands())
+    if (o->type().isTile() && reachesElementwise(o, v)) return true;
+  return false;
+}
+
+void Lowering::planDeferral(const ir::Block& blk) {
+  for (auto& opp : blk.ops()) {
+    const ir::Op& op = *opp;
+    for (auto& r : op.regions()) planDeferral(r->block());
+    if (op.numResults() != 1 || !(op.code() == OpCode::Load || isFusableDef(op.code()))) continue;
+    const ir::Value* v = op.result();
+    if (!v->type().isTile() || fused_.count(v) || uses_[v] == 0) continue;
+    std::vector<const ir::Op*> pts;
+    evalPoints(v, &blk, pts);
+    const ir::Op* first = nullptr;
+    for (const ir::Op* p : pts)
+      if (!first || pos_.at(p) < pos_.at(first)) first = p;
+    if (!first || first->code() != OpCode::Reduce || !reachesElementwise(first->operand(0), v)) continue;
+    if (effectsBetween(&op, first)) continue;
+    deferred_.insert(v);
+    deferredAt_[first].push_back(v);
+  }
+}
+
+void Lowering::planLoadFusion(const ir::Block& blk) {
+  for (auto& opp : blk.ops()) {
+    const ir::Op& op = *opp;
+    for (auto& r : op.regions()) planLoadFusion(r->block());
+    if (op.code() != OpCode::Load || !op.result()->type().isTile() || uses_[op.result()] != 1) continue;
+    if (deferred_.count(op.result())) continue;
+    // Walk up the single-use fused chain to the op whose loop computes it.
+    const ir::Value* x = op.result();
+    const ir::Op* u = users_[x][0];
+    bool ok = u->parent() == &blk && canFuseInto(*u, x);
+    while (ok && u->numResults() == 1 && fused_.count(u->result())) {
+      x = u->result();
+      if (remat_.count(x)) ok = false;  // would be loaded once per consumer
+      else u = users_[x][0];
+    }
+    if (!ok) continue;
+    const ir::Op* root = u;
+    if (u->numResults() == 1 && deferred_.count(u->result())) {
+      for (auto& [r, vals] : deferredAt_)
+        for (const ir::Value* d : vals)
+          if (d == u->result()) root = r;
+    }
+    if (root->code() == OpCode::AtomicAdd || root->code() == OpCode::AtomicMax || root->code() == OpCode::Copy) continue;
+    if (effectsBetween(&op, root)) continue;
+    if (root->code() == OpCode::Store) {
+      // Chunk k of the store runs before chunk k+1 of the load: only safe if
+      // no stored address is read by a later chunk. Both pointer tiles must
+      // be single runs (so [first, first + n) bounds them); identical
+      // address computations are safe outright, others get a run-time test.
+      const ir::Value* sp = root->operand(0);
+      const ir::Value* lp = op.operand(0);
+      if (!sp->type().isTile() || !axis_.contiguousChunks(sp, numElems(sp->type())) ||
+          !axis_.contiguousChunks(lp, numElems(lp->type())))
+        continue;
+      if (!sameComputation(sp, lp)) storeChecks_[root].push_back(&op);
+    }
+    fused_.insert(op.result());
+  }
+}
+
 void Lowering::plan() {
   std::function<void(const ir::Block&)> count = [&](const ir::Block& blk) {
+    size_t i = 0;
     for (auto& op : blk.ops()) {
+      pos_[op.get()] = i++;
       for (const ir::Value* v : op->operands()) {
         uses_[v]++;
-        user_[v] = op.get();
+        users_[v].push_back(op.get());
       }
       for (auto& r : op->regions()) count(r->block());
     }
@@ -229,18 +416,25 @@ void Lowering::plan() {
       for (auto& r : op->regions()) decide(r->block());
       if (op->numResults() != 1 || !isFusableDef(op->code())) continue;
       const ir::Value* v = op->result();
-      if (!v->type().isTile() || uses_[v] != 1) continue;
-      const ir::Op* u = user_[v];
-      if (u->parent() != op->parent()) continue;
-      // These consumers index their operands arbitrarily: they need arrays.
-      if (u->code() == OpCode::Dot && v != u->operand(2)) continue;
-      if (u->code() == OpCode::Transpose) continue;
-      if (u->code() == OpCode::Broadcast && !broadcastFast(*u, chunkWidth(numElems(u->result()->type()))))
-        continue;
-      fused_.insert(v);
+      if (!v->type().isTile() || uses_[v] == 0) continue;
+      bool fusable = true;
+      for (const ir::Op* u : users_[v]) fusable = fusable && canFuseInto(*u, v);
+      if (!fusable) continue;
+      bool cheap = !isExpensive(op->code());
+      for (const ir::Value* o : op->operands())
+        if (o->type().isTile() && fused_.count(o) && !cheap_.count(o)) cheap = false;
+      if (uses_[v] == 1 && users_[v][0]->parent() == op->parent()) {
+        fused_.insert(v);
+      } else if (cheap) {
+        fused_.insert(v);
+        remat_.insert(v);
+      }
+      if (cheap && fused_.count(v)) cheap_.insert(v);
     }
   };
   decide(fn_.body());
+  planDeferral(fn_.body());
+  planLoadFusion(fn_.body());
 }
 
 // ================================================================ structure
@@ -282,8 +476,21 @@ llvm::Value* Lowering::emitChunk(const ir::Value* v, llvm::Value* base, int64_t 
   auto it = arrays_.find(v);
   if (it != arrays_.end()) return loadChunk(it->second, v->type(), base, c);
   const ir::Op* def = v->definingOp();
+  auto pend = pending_.find(v);
+  if (pend != pending_.end()) {
+    // Deferred materialisation: compute the chunk once, keep it in the array
+    // for later consumers and hand it to this one.
+    auto key = std::make_tuple(v, base, c);
+    auto m = memo_.find(key);
+    if (m != memo_.end()) return m->second;
+    llvm::Value* x = emitDef(*def, base, c);
+    storeChunk(pend->second, v->type(), base, x);
+    memo_[key] = x;
+    return x;
+  }
   // Transpose reaches here only while being materialised at its own position.
-  TS_ASSERT(def && (isFusableDef(def->code()) || def->code() == OpCode::Transpose),
+  TS_ASSERT(def && (isFusableDef(def->code()) || def->code() == OpCode::Transpose ||
+                    (def->code() == OpCode::Load && fused_.count(v))),
             "cpu lowering: tile used before it was materialised");
   return emitDef(*def, base, c);
 }
@@ -312,6 +519,8 @@ llvm::Value* Lowering::emitDef(const ir::Op& op, llvm::Value* base, int64_t c) {
     case OpCode::ExpandDims:
     case OpCode::Reshape: return emitChunk(op.operand(0), base, c);
     case OpCode::Broadcast: return emitBroadcast(op, base, c);
+    case OpCode::Load:
+      return fromStorage(loadValueChunk(op, base, c), !rt.isPointerLike() && rt.dtype() == DType::I1);
     case OpCode::Transpose: {
       const ir::Shape& rs = rt.shape();
       const ir::Shape& ss = op.operand(0)->type().shape();
@@ -610,6 +819,43 @@ llvm::Value* Lowering::elementwise(const ir::Op& op, std::vector<llvm::Value*> v
 
 // ===================================================================== memory
 
+llvm::Value* Lowering::loadValueChunk(const ir::Op& op, llvm::Value* base, int64_t c) {
+  unsigned ptrIdx = op.code() == OpCode::Copy ? 1 : 0;
+  const ir::Value* ptr = op.operand(ptrIdx);
+  const ir::Value* mask = op.numOperands() > ptrIdx + 1 ? op.operand(ptrIdx + 1) : nullptr;
+  const ir::Value* other = op.code() == OpCode::Load && op.numOperands() > 2 ? op.operand(2) : nullptr;
+  DType dt = ptr->type().dtype();
+  bool isBool = dt == DType::I1;
+  llvm::Type* st = memTy(dt);
+  auto align = llvm::Align(st->getPrimitiveSizeInBits() / 8);
+  llvm::Value* p = emitChunk(ptr, base, c);
+  llvm::Value* m = mask ? emitChunk(mask, base, c) : nullptr;
+  llvm::Value* o = other ? toStorage(emitChunk(other, base, c), isBool) : llvm::Constant::getNullValue(vec(st, c));
+  if (axis_.contiguousChunks(ptr, c)) {
+    llvm::Value* p0 = b_.CreateExtractElement(p, uint64_t{0});
+    if (!m) return b_.CreateAlignedLoad(vec(st, c), p0, align);
+    if (c == 1) return b_.CreateMaskedLoad(vec(st, c), p0, align, m, o);
+    // As for stores: chunks with every lane on take a plain load.
+    llvm::Function* f = b_.GetInsertBlock()->getParent();
+    auto* full = llvm::BasicBlock::Create(ctx_, "load.full", f);
+    auto* part = llvm::BasicBlock::Create(ctx_, "load.part", f);
+    auto* done = llvm::BasicBlock::Create(ctx_, "load.done", f);
+    b_.CreateCondBr(b_.CreateAndReduce(m), full, part);
+    b_.SetInsertPoint(full);
+    llvm::Value* a = b_.CreateAlignedLoad(vec(st, c), p0, align);
+    b_.CreateBr(done);
+    b_.SetInsertPoint(part);
+    llvm::Value* bm = b_.CreateMaskedLoad(vec(st, c), p0, align, m, o);
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+    llvm::PHINode* phi = b_.CreatePHI(a->getType(), 2);
+    phi->addIncoming(a, full);
+    phi->addIncoming(bm, part);
+    return phi;
+  }
+  return b_.CreateMaskedGather(vec(st, c), p, align, m, m ? o : nullptr);
+}
+
 void Lowering::emitLoad(const ir::Op& op, llvm::Value* dstArr) {
   // Used for `load` (result array) and `copy` (into a buffer, dstArr set).
   unsigned ptrIdx = op.code() == OpCode::Copy ? 1 : 0;
@@ -636,24 +882,53 @@ void Lowering::emitLoad(const ir::Op& op, llvm::Value* dstArr) {
   }
   int64_t n = numElems(ptr->type());
   int64_t c = chunkWidth(n);
-  bool contiguous = axis_.contiguousChunks(ptr, c);
   ir::Type valT = ir::Type::tile(ir::Type::scalar(dt), ptr->type().shape());
   llvm::Value* arr = dstArr ? dstArr : allocTile(valT);
   chunkLoop(n, c, [&](llvm::Value* base) {
-    llvm::Value* p = emitChunk(ptr, base, c);
-    llvm::Value* m = mask ? emitChunk(mask, base, c) : nullptr;
-    llvm::Value* o = other ? toStorage(emitChunk(other, base, c), isBool) : llvm::Constant::getNullValue(vec(st, c));
-    llvm::Value* v;
-    if (contiguous) {
-      llvm::Value* p0 = b_.CreateExtractElement(p, uint64_t{0});
-      v = m ? static_cast<llvm::Value*>(b_.CreateMaskedLoad(vec(st, c), p0, align, m, o))
-            : static_cast<llvm::Value*>(b_.CreateAlignedLoad(vec(st, c), p0, align));
-    } else {
-      v = b_.CreateMaskedGather(vec(st, c), p, align, m, m ? o : nullptr);
-    }
-    b_.CreateAlignedStore(v, b_.CreateInBoundsGEP(st, arr, base), align);
+    b_.CreateAlignedStore(loadValueChunk(op, base, c), b_.CreateInBoundsGEP(st, arr, base), align);
   });
   if (!dstArr) arrays_[op.result()] = arr;
+}
+
+void Lowering::storeLoop(const ir::Op& op) {
+  const ir::Value* ptr = op.operand(0);
+  const ir::Value* val = op.operand(1);
+  const ir::Value* mask = op.numOperands() > 2 ? op.operand(2) : nullptr;
+  DType dt = ptr->type().dtype();
+  bool isBool = dt == DType::I1;
+  auto align = llvm::Align(memTy(dt)->getPrimitiveSizeInBits() / 8);
+  int64_t n = numElems(ptr->type());
+  int64_t c = chunkWidth(n);
+  bool contiguous = axis_.contiguousChunks(ptr, c);
+  chunkLoop(n, c, [&](llvm::Value* base) {
+    llvm::Value* p = emitChunk(ptr, base, c);
+    llvm::Value* v = toStorage(emitChunk(val, base, c), isBool);
+    llvm::Value* m = mask ? emitChunk(mask, base, c) : nullptr;
+    if (contiguous) {
+      llvm::Value* p0 = b_.CreateExtractElement(p, uint64_t{0});
+      if (!m || c == 1) {
+        if (m) b_.CreateMaskedStore(v, p0, align, m);
+        else b_.CreateAlignedStore(v, p0, align);
+        return;
+      }
+      // Masked vector stores are slow on some cores (microcoded on AMD Zen);
+      // chunks with every lane on (all but a tile's tail) take a plain store.
+      llvm::Function* f = b_.GetInsertBlock()->getParent();
+      auto* full = llvm::BasicBlock::Create(ctx_, "store.full", f);
+      auto* part = llvm::BasicBlock::Create(ctx_, "store.part", f);
+      auto* done = llvm::BasicBlock::Create(ctx_, "store.done", f);
+      b_.CreateCondBr(b_.CreateAndReduce(m), full, part);
+      b_.SetInsertPoint(full);
+      b_.CreateAlignedStore(v, p0, align);
+      b_.CreateBr(done);
+      b_.SetInsertPoint(part);
+      b_.CreateMaskedStore(v, p0, align, m);
+      b_.CreateBr(done);
+      b_.SetInsertPoint(done);
+    } else {
+      b_.CreateMaskedScatter(v, p, align, m);
+    }
+  });
 }
 
 void Lowering::emitStore(const ir::Op& op) {
@@ -673,21 +948,44 @@ void Lowering::emitStore(const ir::Op& op) {
     }
     return;
   }
-  int64_t n = numElems(ptr->type());
-  int64_t c = chunkWidth(n);
-  bool contiguous = axis_.contiguousChunks(ptr, c);
-  chunkLoop(n, c, [&](llvm::Value* base) {
-    llvm::Value* p = emitChunk(ptr, base, c);
-    llvm::Value* v = toStorage(emitChunk(val, base, c), isBool);
-    llvm::Value* m = mask ? emitChunk(mask, base, c) : nullptr;
-    if (contiguous) {
-      llvm::Value* p0 = b_.CreateExtractElement(p, uint64_t{0});
-      if (m) b_.CreateMaskedStore(v, p0, align, m);
-      else b_.CreateAlignedStore(v, p0, align);
-    } else {
-      b_.CreateMaskedScatter(v, p, align, m);
-    }
-  });
+  auto chk = storeChecks_.find(&op);
+  if (chk == storeChecks_.end()) return storeLoop(op);
+  // Loads sunk into this loop read memory that the store might write. Each
+  // pointer tile is one run of consecutive elements (checked when planning),
+  // so [first, first + n) bounds it; if a loaded run overlaps the stored run,
+  // load those tiles completely first (program order), else fuse.
+  const llvm::DataLayout& dl = mod_.getDataLayout();
+  auto span = [&](const ir::Value* p) {
+    llvm::Value* first = b_.CreatePtrToInt(b_.CreateExtractElement(emitChunk(p, i64(0), 1), uint64_t{0}), b_.getInt64Ty());
+    uint64_t bytes = static_cast<uint64_t>(numElems(p->type())) * dl.getTypeAllocSize(memTy(p->type().dtype()));
+    return std::make_pair(first, b_.CreateAdd(first, i64(static_cast<int64_t>(bytes))));
+  };
+  auto [slo, shi] = span(ptr);
+  llvm::Value* overlap = b_.getFalse();
+  for (const ir::Op* l : chk->second) {
+    auto [llo, lhi] = span(l->operand(0));
+    overlap = b_.CreateOr(overlap, b_.CreateAnd(b_.CreateICmpULT(slo, lhi), b_.CreateICmpULT(llo, shi)));
+  }
+  llvm::Function* f = b_.GetInsertBlock()->getParent();
+  auto* slow = llvm::BasicBlock::Create(ctx_, "store.overlap", f);
+  auto* fast = llvm::BasicBlock::Create(ctx_, "store.fused", f);
+  auto* join = llvm::BasicBlock::Create(ctx_, "store.end", f);
+  b_.CreateCondBr(overlap, slow, fast);
+  b_.SetInsertPoint(slow);
+  for (const ir::Op* l : chk->second) {
+    fused_.erase(l->result());
+    emitLoad(*l);
+  }
+  storeLoop(op);
+  for (const ir::Op* l : chk->second) {
+    arrays_.erase(l->result());
+    fused_.insert(l->result());
+  }
+  b_.CreateBr(join);
+  b_.SetInsertPoint(fast);
+  storeLoop(op);
+  b_.CreateBr(join);
+  b_.SetInsertPoint(join);
 }
 
 llvm::Value* Lowering::atomicLane(const ir::Op& op, llvm::Value* p, llvm::Value* v) {
@@ -1062,7 +1360,9 @@ void Lowering::emitOp(const ir::Op& op) {
     case OpCode::ProgramId: scalars_[op.result()] = pid_[op.intAttr("axis")]; return;
     case OpCode::NumPrograms: scalars_[op.result()] = grid_[op.intAttr("axis")]; return;
     case OpCode::Load:
-      if (uses_[op.result()] == 0) return;  // no effect to keep
+      // No effect to keep if unused; fused and deferred loads are emitted
+      // by their consumer.
+      if (uses_[op.result()] == 0 || fused_.count(op.result()) || deferred_.count(op.result())) return;
       return emitLoad(op);
     case OpCode::Store: return emitStore(op);
     case OpCode::AtomicAdd:
@@ -1080,7 +1380,16 @@ void Lowering::emitOp(const ir::Op& op) {
     case OpCode::LocalStore: return writeTile(arrays_.at(op.operand(0)), op.operand(1));
     case OpCode::Copy: return emitLoad(op, arrays_.at(op.operand(0)));
     case OpCode::Barrier: return;  // one thread runs a whole program on the CPU
-    case OpCode::Reduce: return emitReduce(op);
+    case OpCode::Reduce: {
+      auto d = deferredAt_.find(&op);
+      if (d == deferredAt_.end()) return emitReduce(op);
+      for (const ir::Value* v : d->second) pending_[v] = allocTile(v->type());
+      emitReduce(op);
+      for (const ir::Value* v : d->second) arrays_[v] = pending_.at(v);
+      pending_.clear();
+      memo_.clear();
+      return;
+    }
     case OpCode::Dot: return emitDot(op);
     case OpCode::For: return emitFor(op);
     case OpCode::If: return emitIf(op);
@@ -1104,7 +1413,7 @@ void Lowering::emitOp(const ir::Op& op) {
     scalars_[r] = elementwise(op, std::move(v));
     return;
   }
-  if (fused_.count(r) || uses_[r] == 0) return;  // emitted by its consumer / dead
+  if (fused_.count(r) || deferred_.count(r) || uses_[r] == 0) return;  // emitted by its consumer / dead
   materialize(r);
 }
 

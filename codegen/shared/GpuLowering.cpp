@@ -47,7 +47,9 @@ class Lower {
   Lower(const ir::Function& f, GpuTargetInfo& t, const LayoutAnalysis& la, const AxisAnalysis& ax,
         const GpuOptions& o, llvm::LLVMContext& ctx, llvm::Module& m, std::map<const ir::Op*, uint64_t>& req,
         const SharedPlan* plan)
-      : f_(f), t_(t), la_(la), ax_(ax), o_(o), ctx_(ctx), m_(m), req_(req), plan_(plan), b_(ctx) {}
+      : f_(f), t_(t), la_(la), ax_(ax), o_(o), ctx_(ctx), m_(m), req_(req), plan_(plan),
+        b_(ctx, llvm::ConstantFolder(), llvm::IRBuilderCallbackInserter([this](llvm::Instruction* i) { tag(i); })),
+        opKind_(ctx.getMDKindID("tessera.op")) {}
 
   void run(uint64_t smemBytes);
 
@@ -156,6 +158,26 @@ class Lower {
     return c;
   }
 
+  // ---- provenance ---------------------------------------------------------------
+  /// Attaches `!tessera.op !{!"<op> @ <file>:<line>"}` to every memory
+  /// access and every barrier / warp collective the lowering emits, so that
+  /// a race or an out-of-bounds access found by the SIMT emulator (which
+  /// reads this metadata) names the tile op and the user's source line, not
+  /// an LLVM instruction. Arithmetic stays untagged: it cannot misbehave.
+  void tag(llvm::Instruction* i) {
+    if (!opTag_) return;
+    bool wanted = llvm::isa<llvm::LoadInst, llvm::StoreInst, llvm::AtomicRMWInst, llvm::AtomicCmpXchgInst>(i);
+    if (auto* call = llvm::dyn_cast<llvm::CallBase>(i))
+      if (const llvm::Function* callee = call->getCalledFunction()) wanted = callee->isConvergent();
+    if (wanted) i->setMetadata(opKind_, opTag_);
+  }
+  void setCurrentOp(const ir::Op& op) {
+    curOp_ = &op;
+    std::string s = op.name();
+    if (op.loc().known()) s += " @ " + op.loc().file + ":" + std::to_string(op.loc().line);
+    opTag_ = llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, s)});
+  }
+
   // ---- shared memory & ordering -------------------------------------------------
   llvm::Value* smemAt(uint64_t off) { return b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), smem_, off); }
   llvm::Value* scratch(uint64_t bytes) {
@@ -250,7 +272,10 @@ class Lower {
   llvm::Module& m_;
   std::map<const ir::Op*, uint64_t>& req_;
   const SharedPlan* plan_;
-  llvm::IRBuilder<> b_;
+  // Every instruction goes through tag(): see there.
+  llvm::IRBuilder<llvm::ConstantFolder, llvm::IRBuilderCallbackInserter> b_;
+  unsigned opKind_;
+  llvm::MDNode* opTag_ = nullptr;  // !{!"<op> @ <file>:<line>"} of curOp_
   llvm::GlobalVariable* smem_ = nullptr;
   llvm::Value* tid_ = nullptr;
   llvm::Value* lane_ = nullptr;
@@ -1145,7 +1170,7 @@ void Lower::emitIf(const ir::Op& op) {
 // ======================================================================= ops
 
 void Lower::emitOp(const ir::Op& op) {
-  curOp_ = &op;
+  setCurrentOp(op);
   switch (op.code()) {
     case OpCode::ProgramId: scalars_[op.result()] = t_.blockId(b_, static_cast<int>(op.intAttr("axis"))); return;
     case OpCode::NumPrograms: scalars_[op.result()] = t_.gridDim(b_, static_cast<int>(op.intAttr("axis"))); return;

@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "tessera/ir/Printer.h"
+#include "tessera/runtime/Emulator.h"
 #include "tessera/support/Error.h"
 
 namespace tessera {
@@ -64,8 +65,10 @@ rt::KernelSignature signatureOf(const ir::Function& f) {
   return sig;
 }
 
+// Everything that changes the code; emuHooks only bind symbols of the JIT.
 std::string optionsKey(const CompileOptions& o) {
-  return "O" + std::to_string(o.optLevel) + ";isa=" + o.cpuIsa;
+  return "O" + std::to_string(o.optLevel) + ";isa=" + o.cpuIsa + ";warps=" + std::to_string(o.numWarps) +
+         ";cov=" + std::to_string(o.codeObjectVersion);
 }
 
 // The IR text of a kernel is needed for the cache key; printing it costs
@@ -121,7 +124,7 @@ void writeDumps(const codegen::Artifact& a, const std::string& dir) {
   };
   int i = 0;
   for (const auto& [pass, text] : a.dumps.tileIR) {
-    char idx[8];
+    char idx[16];
     std::snprintf(idx, sizeof idx, "%02d", i++);
     put(std::string("tile-ir.") + idx + "." + sanitize(pass) + ".tir", text);
   }
@@ -164,6 +167,10 @@ std::shared_ptr<codegen::Artifact> compileCached(const Kernel& k, const Target& 
     try {
       CompileOptions o = opts;
       if (dumpDir && *dumpDir) o.dumpAssembly = true;
+      // emu: targets bind the SIMT machine's hooks in their JIT. The hooks
+      // are not part of the code, so they stay out of the key (optionsKey).
+      if ((target.kind == Target::Kind::EmuNVPTX || target.kind == Target::Kind::EmuAMDGPU) && o.emuHooks.empty())
+        for (auto [name, addr] : emu::hookSymbols()) o.emuHooks.emplace_back(name, addr);
       auto art = codegen::compile(k.ir(), target, o);
       if (dumpDir && *dumpDir) writeDumps(*art, dumpDir);
       promise.set_value(art);
@@ -189,27 +196,66 @@ CompiledKernel compile(const Kernel& k, const Target& target, const CompileOptio
   return CompiledKernel(makeState(k, compileCached(k, target, opts)));
 }
 
-CompiledKernel compile(const Kernel& k, const Device& dev, const CompileOptions& opts) {
-  Target target;
+namespace {
+
+/// The target whose code `dev` runs.
+Target targetOf(const Device& dev) {
   switch (dev.kind()) {
-    case rt::DeviceKind::CPU: target = Target::cpu(); break;
-    default:
-      throw DeviceError(std::string("compile: devices of kind '") + rt::name(dev.kind()) +
-                        "' are not supported by this build yet");
+    case rt::DeviceKind::CPU: return Target::cpu();
+    case rt::DeviceKind::Emulator: return Target::parse("emu:" + dev.arch());
+    case rt::DeviceKind::CUDA:
+    case rt::DeviceKind::HIP: return Target::parse(dev.arch());
   }
-  auto st = makeState(k, compileCached(k, target, opts));
-  if (!st->artifact->cpuEntry) {
-    auto it = st->artifact->dumps.extra.find("not-runnable");
-    throw DeviceError("compile: kernel '" + k.name() + "' cannot run on this CPU" +
-                      (it != st->artifact->dumps.extra.end() ? ": " + it->second : std::string()));
-  }
+  throw DeviceError(std::string("compile: devices of kind '") + rt::name(dev.kind()) + "' are not supported");
+}
+
+/// The runtime's view of a compiled artifact, in the format `dev` loads.
+rt::Binary binaryFor(const Kernel& k, const Device& dev, const CompiledKernel::State& st) {
+  const codegen::Artifact& a = *st.artifact;
   rt::Binary bin;
-  bin.format = rt::Binary::Format::HostFunction;
-  bin.signature = st->signature;
-  bin.hostEntry = st->artifact->cpuEntry;
-  bin.owner = st->artifact;
-  bin.symbol = st->artifact->kernelName;
-  st->kernel = dev.load(bin);
+  bin.signature = st.signature;
+  bin.owner = st.artifact;
+  bin.symbol = a.kernelName;
+  bin.threadsPerBlock = a.threadsPerBlock;
+  bin.sharedBytes = a.sharedBytes;
+  switch (dev.kind()) {
+    case rt::DeviceKind::CPU:
+      if (!a.cpuEntry) {
+        auto it = a.dumps.extra.find("not-runnable");
+        throw DeviceError("compile: kernel '" + k.name() + "' cannot run on this CPU" +
+                          (it != a.dumps.extra.end() ? ": " + it->second : std::string()));
+      }
+      bin.format = rt::Binary::Format::HostFunction;
+      bin.hostEntry = a.cpuEntry;
+      bin.threadsPerBlock = 1;
+      break;
+    case rt::DeviceKind::Emulator:
+      TS_ASSERT(a.emu.threadFn, "emulator artifact of '" + k.name() + "' has no thread function");
+      bin.format = rt::Binary::Format::EmulatedGpu;
+      bin.emuThread = a.emu.threadFn;
+      bin.emuAmd = a.emu.amd;
+      bin.emuWarpSize = a.emu.warpSize;
+      bin.emuStaticSharedBytes = a.emu.staticSharedBytes;
+      bin.emuDynamicSharedOffset = a.emu.dynamicSharedOffset;
+      bin.emuOpNames = a.emu.opNames;
+      break;
+    case rt::DeviceKind::CUDA:
+      bin.format = rt::Binary::Format::PTX;
+      bin.ptx = a.ptx;
+      break;
+    case rt::DeviceKind::HIP:
+      bin.format = rt::Binary::Format::HSACO;
+      bin.codeObject = a.codeObject;
+      break;
+  }
+  return bin;
+}
+
+}  // namespace
+
+CompiledKernel compile(const Kernel& k, const Device& dev, const CompileOptions& opts) {
+  auto st = makeState(k, compileCached(k, targetOf(dev), opts));
+  st->kernel = dev.load(binaryFor(k, dev, *st));
   st->loaded = true;
   return CompiledKernel(std::move(st));
 }

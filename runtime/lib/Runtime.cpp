@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <mutex>
 
 #include "DeviceImpl.h"
 
@@ -140,7 +142,47 @@ Device Device::cpu() {
   return d;
 }
 
-std::vector<Device> Device::all() { return {cpu()}; }
+namespace {
+
+/// One shared device per (kind, key), like Device::cpu(): two handles to the
+/// same emulator or GPU compare equal, so buffers and kernels mix freely.
+template <typename Make>
+Device sharedDevice(const std::string& key, Make make) {
+  static std::mutex mu;
+  static std::map<std::string, Device>* devices = new std::map<std::string, Device>();  // outlives users
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = devices->find(key);
+  if (it != devices->end()) return it->second;
+  Device d(make());
+  devices->emplace(key, d);
+  return d;
+}
+
+}  // namespace
+
+Device Device::emulator(const std::string& arch) {
+  return sharedDevice("emu:" + arch, [&] { return createEmuDevice(arch); });
+}
+
+Device Device::cuda(int ordinal) {
+  // createCudaDevice throws DeviceError naming what is missing (libcuda.so.1,
+  // the driver, the ordinal, a negative one included); a failed lookup is
+  // not cached, so a later call retries.
+  return sharedDevice("cuda:" + std::to_string(ordinal), [&] { return createCudaDevice(ordinal); });
+}
+
+Device Device::hip(int ordinal) {
+  return sharedDevice("hip:" + std::to_string(ordinal), [&] { return createHipDevice(ordinal); });
+}
+
+std::vector<Device> Device::all() {
+  std::vector<Device> r{cpu()};
+  for (int i = 0, n = cudaDeviceCount(); i < n; ++i) r.push_back(cuda(i));
+  for (int i = 0, n = hipDeviceCount(); i < n; ++i) r.push_back(hip(i));
+  return r;
+}
+
+std::string Device::arch() const { return impl_->arch(); }
 
 DeviceKind Device::kind() const { return impl_->kind(); }
 std::string Device::name() const { return impl_->name(); }

@@ -1,0 +1,353 @@
+// NVIDIA GPUs through the CUDA Driver API, loaded with dlopen (libcuda.so.1,
+// or the library named by TESSERA_CUDA_LIBRARY).
+//
+// Each device uses its primary context (the one the CUDA runtime and other
+// libraries share) and one stream. Runtime calls can arrive on any thread --
+// the caller's, the thread pool's -- and the current context is per thread,
+// so every entry point makes the device's context current first.
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "DeviceImpl.h"
+#include "DriverLoader.h"
+
+namespace tessera::rt {
+namespace {
+
+using namespace cuabi;
+
+constexpr const char* kEnvVar = "TESSERA_CUDA_LIBRARY";
+/// Dynamic shared memory a kernel gets without opting in
+/// (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) on every architecture.
+constexpr unsigned kDefaultSharedLimit = 48 * 1024;
+/// JIT log buffers: ptxas reports are short, but a kernel with many errors
+/// can fill several KiB; the log is truncated beyond this.
+constexpr size_t kJitLogBytes = 16 * 1024;
+
+struct CudaDriver {
+  driver::Library lib;
+#define TESSERA_FIELD(field, sym, R, params) PFN_##field field = nullptr;
+  TESSERA_CUDA_FUNCTIONS(TESSERA_FIELD)
+#undef TESSERA_FIELD
+  int count = 0;
+  /// Why there is no usable device (count == 0); empty otherwise.
+  std::string unavailable;
+
+  explicit CudaDriver(const std::string& override) {
+    lib = driver::openLibrary(override, kEnvVar, {"libcuda.so.1"});
+    if (!lib.handle) {
+      unavailable = "CUDA driver not available: " + lib.error;
+      return;
+    }
+    std::string missing;
+#define TESSERA_RESOLVE(field, sym, R, params)                                  \
+  field = reinterpret_cast<PFN_##field>(driver::findSymbol(lib, #sym));        \
+  if (!field) missing += std::string(missing.empty() ? "" : ", ") + #sym;
+    TESSERA_CUDA_FUNCTIONS(TESSERA_RESOLVE)
+#undef TESSERA_RESOLVE
+    if (!missing.empty()) {
+      unavailable = "CUDA driver not available: " + lib.path + " lacks " + missing +
+                    " (the driver is too old; Tessera needs CUDA 11 or newer)";
+      return;
+    }
+    if (CUresult r = Init(0); r != CUDA_SUCCESS) {
+      unavailable = "cuInit failed: " + errorText(r);
+      return;
+    }
+    int n = 0;
+    if (CUresult r = DeviceGetCount(&n); r != CUDA_SUCCESS) {
+      unavailable = "cuDeviceGetCount failed: " + errorText(r);
+      return;
+    }
+    if (n <= 0) {
+      unavailable = "the CUDA driver (" + lib.path + ") reports no device";
+      return;
+    }
+    count = n;
+  }
+
+  /// "CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)".
+  std::string errorText(CUresult r) const {
+    const char* nm = nullptr;
+    const char* desc = nullptr;
+    if (!GetErrorName || GetErrorName(r, &nm) != CUDA_SUCCESS || !nm) nm = nullptr;
+    if (!GetErrorString || GetErrorString(r, &desc) != CUDA_SUCCESS || !desc) desc = nullptr;
+    std::string s = nm ? nm : "CUresult " + std::to_string(r);
+    if (desc) s += std::string(" (") + desc + ")";
+    return s;
+  }
+};
+
+std::shared_ptr<const CudaDriver> cudaDriver() {
+  return driver::cachedDriver<CudaDriver>(kEnvVar);
+}
+
+/// A retained primary context, shared by a device and its loaded modules so
+/// it outlives both.
+struct CudaContext {
+  std::shared_ptr<const CudaDriver> drv;
+  CUdevice dev = 0;
+  CUcontext ctx = nullptr;
+  std::string label;  // "cuda:0 <device name>", the prefix of every error
+
+  CudaContext(std::shared_ptr<const CudaDriver> d, CUdevice dv, std::string l)
+      : drv(std::move(d)), dev(dv), label(std::move(l)) {}
+  ~CudaContext() {
+    // Errors are ignored: at process exit the driver may already have shut
+    // down (CUDA_ERROR_DEINITIALIZED), and a destructor must not throw.
+    if (ctx) drv->DevicePrimaryCtxRelease(dev);
+  }
+  CudaContext(const CudaContext&) = delete;
+  CudaContext& operator=(const CudaContext&) = delete;
+
+  [[noreturn]] void fail(CUresult r, const std::string& call, const std::string& what = {}) const {
+    throw DeviceError(label + ": " + (what.empty() ? "" : what + ": ") + call +
+                      " failed: " + drv->errorText(r));
+  }
+  void check(CUresult r, const char* call, const std::string& what = {}) const {
+    if (r != CUDA_SUCCESS) fail(r, call, what);
+  }
+  /// Makes this context current on the calling thread.
+  void enter() const { check(drv->CtxSetCurrent(ctx), "cuCtxSetCurrent"); }
+};
+
+struct CudaKernel final : KernelState {
+  std::shared_ptr<CudaContext> ctx;
+  CUmodule module = nullptr;
+  CUfunction fn = nullptr;
+  unsigned threadsPerBlock = 1;
+  unsigned sharedBytes = 0;
+  std::string symbol;
+
+  ~CudaKernel() override {
+    if (module && ctx->drv->CtxSetCurrent(ctx->ctx) == CUDA_SUCCESS) ctx->drv->ModuleUnload(module);
+  }
+};
+
+std::string gridStr(Dim3 g) {
+  return "{" + std::to_string(g.x) + ", " + std::to_string(g.y) + ", " + std::to_string(g.z) + "}";
+}
+
+class CudaDevice final : public DeviceImpl {
+ public:
+  CudaDevice(std::shared_ptr<const CudaDriver> drv, int ordinal) {
+    const std::string tag = "cuda:" + std::to_string(ordinal);
+    auto check = [&](CUresult r, const char* call) {
+      if (r != CUDA_SUCCESS) throw DeviceError(tag + ": " + call + " failed: " + drv->errorText(r));
+    };
+    CUdevice dev = 0;
+    check(drv->DeviceGet(&dev, ordinal), "cuDeviceGet");
+    char nameBuf[256] = {};
+    check(drv->DeviceGetName(nameBuf, sizeof nameBuf - 1, dev), "cuDeviceGetName");
+    auto attr = [&](int a) {
+      int v = 0;
+      check(drv->DeviceGetAttribute(&v, a, dev), "cuDeviceGetAttribute");
+      return v;
+    };
+    major_ = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+    minor_ = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+    maxGrid_[0] = attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X);
+    maxGrid_[1] = attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y);
+    maxGrid_[2] = attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z);
+    maxSharedOptin_ = attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+
+    ctx_ = std::make_shared<CudaContext>(drv, dev, tag + " " + nameBuf);
+    ctx_->check(drv->DevicePrimaryCtxRetain(&ctx_->ctx, dev), "cuDevicePrimaryCtxRetain");
+    ctx_->enter();
+    // A blocking stream (flags 0) orders launches after the synchronous
+    // cuMemcpy / cuMemsetD8 calls, which run on the legacy default stream.
+    ctx_->check(drv->StreamCreate(&stream_, 0), "cuStreamCreate");
+  }
+
+  ~CudaDevice() override {
+    if (stream_ && ctx_->drv->CtxSetCurrent(ctx_->ctx) == CUDA_SUCCESS)
+      ctx_->drv->StreamDestroy(stream_);
+  }
+
+  DeviceKind kind() const override { return DeviceKind::CUDA; }
+  std::string name() const override { return ctx_->label; }
+  /// GPU parallelism comes from the grid and the block; LaunchOptions::threads
+  /// is a host-thread count that does not apply here.
+  unsigned defaultThreads() const override { return 1; }
+
+  std::string arch() const override {
+    // sm_90a: the code generator uses Hopper's architecture-specific
+    // features (wgmma, setmaxnreg), which need the "a" target.
+    std::string sm = "sm_" + std::to_string(major_) + std::to_string(minor_);
+    if (major_ == 9 && minor_ == 0) sm += "a";
+    return "nvptx:" + sm;
+  }
+
+  DevicePtr alloc(size_t bytes) override {
+    ctx_->enter();
+    CUdeviceptr p = 0;
+    if (CUresult r = drv().MemAlloc(&p, bytes); r != CUDA_SUCCESS)
+      ctx_->fail(r, "cuMemAlloc", "cannot allocate " + std::to_string(bytes) + " bytes");
+    // The interface promises zeroed memory; cuMemAlloc does not.
+    if (CUresult r = drv().MemsetD8(p, 0, bytes); r != CUDA_SUCCESS) {
+      drv().MemFree(p);
+      ctx_->fail(r, "cuMemsetD8", "cannot clear a new allocation of " + std::to_string(bytes) + " bytes");
+    }
+    return static_cast<DevicePtr>(p);
+  }
+
+  void free(DevicePtr p) noexcept override {
+    // Ignored failures: see ~CudaContext.
+    if (drv().CtxSetCurrent(ctx_->ctx) == CUDA_SUCCESS) drv().MemFree(static_cast<CUdeviceptr>(p));
+  }
+
+  void copyHostToDevice(DevicePtr dst, const void* src, size_t bytes) override {
+    if (!bytes) return;
+    ctx_->enter();
+    ctx_->check(drv().MemcpyHtoD(dst, src, bytes), "cuMemcpyHtoD",
+                "copying " + std::to_string(bytes) + " bytes to the device");
+  }
+  void copyDeviceToHost(void* dst, DevicePtr src, size_t bytes) override {
+    if (!bytes) return;
+    ctx_->enter();
+    ctx_->check(drv().MemcpyDtoH(dst, src, bytes), "cuMemcpyDtoH",
+                "copying " + std::to_string(bytes) + " bytes from the device");
+  }
+  void fill(DevicePtr dst, uint8_t byte, size_t bytes) override {
+    if (!bytes) return;
+    ctx_->enter();
+    ctx_->check(drv().MemsetD8(dst, byte, bytes), "cuMemsetD8");
+  }
+
+  std::shared_ptr<KernelState> load(const Binary& bin) override {
+    const std::string what = "cannot load kernel '" + bin.signature.kernelName + "'";
+    if (bin.format != Binary::Format::PTX)
+      throw DeviceError(ctx_->label + ": " + what + ": its binary is " + formatName(bin.format) +
+                        ", not PTX; compile the kernel for " + arch() + " to run it here");
+    if (bin.ptx.empty()) throw DeviceError(ctx_->label + ": " + what + ": the PTX text is empty");
+    if (bin.symbol.empty())
+      throw DeviceError(ctx_->label + ": " + what + ": the binary names no kernel symbol");
+    if (bin.threadsPerBlock == 0)
+      throw DeviceError(ctx_->label + ": " + what + ": the binary has 0 threads per block");
+
+    ctx_->enter();
+    auto k = std::make_shared<CudaKernel>();
+    k->ctx = ctx_;
+    k->threadsPerBlock = bin.threadsPerBlock;
+    k->sharedBytes = bin.sharedBytes;
+    k->symbol = bin.symbol;
+
+    // The JIT writes NUL-terminated logs and sets the *_SIZE_BYTES values
+    // to what it wrote.
+    std::string errLog(kJitLogBytes, '\0'), infoLog(kJitLogBytes, '\0');
+    int opts[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                  CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
+    void* vals[] = {errLog.data(), reinterpret_cast<void*>(uintptr_t{kJitLogBytes - 1}),
+                    infoLog.data(), reinterpret_cast<void*>(uintptr_t{kJitLogBytes - 1})};
+    if (CUresult r = drv().ModuleLoadDataEx(&k->module, bin.ptx.c_str(), 4, opts, vals);
+        r != CUDA_SUCCESS) {
+      k->module = nullptr;
+      errLog.resize(std::strlen(errLog.c_str()));
+      infoLog.resize(std::strlen(infoLog.c_str()));
+      std::string msg = ctx_->label + ": " + what + " (PTX for " + arch() +
+                        "): cuModuleLoadDataEx failed: " + drv().errorText(r);
+      msg += errLog.empty() ? std::string("; the JIT wrote no error log")
+                            : "; JIT error log:\n" + errLog;
+      if (!infoLog.empty()) msg += "\nJIT info log:\n" + infoLog;
+      throw DeviceError(msg);
+    }
+
+    if (CUresult r = drv().ModuleGetFunction(&k->fn, k->module, bin.symbol.c_str());
+        r != CUDA_SUCCESS) {
+      if (r == CUDA_ERROR_NOT_FOUND)
+        throw DeviceError(ctx_->label + ": " + what + ": the PTX has no kernel named '" +
+                          bin.symbol + "' (cuModuleGetFunction: " + drv().errorText(r) + ")");
+      ctx_->fail(r, "cuModuleGetFunction", what);
+    }
+
+    int maxThreads = 0;
+    ctx_->check(drv().FuncGetAttribute(&maxThreads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, k->fn),
+                "cuFuncGetAttribute(MAX_THREADS_PER_BLOCK)", what);
+    if (maxThreads > 0 && bin.threadsPerBlock > static_cast<unsigned>(maxThreads))
+      throw DeviceError(ctx_->label + ": " + what + ": it was compiled for " +
+                        std::to_string(bin.threadsPerBlock) +
+                        " threads per block but this device runs it with at most " +
+                        std::to_string(maxThreads) + " (register use limits the block size)");
+
+    if (bin.sharedBytes > kDefaultSharedLimit) {
+      if (bin.sharedBytes > static_cast<unsigned>(maxSharedOptin_))
+        throw DeviceError(ctx_->label + ": " + what + ": it needs " + std::to_string(bin.sharedBytes) +
+                          " bytes of dynamic shared memory per block but this device allows at most " +
+                          std::to_string(maxSharedOptin_));
+      // Above 48 KiB a kernel must opt in, per function.
+      ctx_->check(drv().FuncSetAttribute(k->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                         static_cast<int>(bin.sharedBytes)),
+                  "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", what);
+    }
+    return k;
+  }
+
+  void launch(KernelState& ks, const KernelSignature& sig, Dim3 grid, void** args,
+              const LaunchOptions&) override {
+    auto& k = static_cast<CudaKernel&>(ks);
+    const uint32_t dims[3] = {grid.x, grid.y, grid.z};
+    for (int d = 0; d < 3; ++d)
+      if (dims[d] > static_cast<uint32_t>(maxGrid_[d]))
+        throw LaunchError(sig.kernelName + ": grid " + gridStr(grid) + " exceeds " + ctx_->label +
+                          "'s limit of " + std::to_string(maxGrid_[d]) + " blocks in dimension " +
+                          "xyz"[d]);
+    ctx_->enter();
+    const std::string what = "kernel '" + sig.kernelName + "' (grid " + gridStr(grid) + ", " +
+                             std::to_string(k.threadsPerBlock) + " threads per block, " +
+                             std::to_string(k.sharedBytes) + " bytes of shared memory)";
+    ctx_->check(drv().LaunchKernel(k.fn, grid.x, grid.y, grid.z, k.threadsPerBlock, 1, 1,
+                                   k.sharedBytes, stream_, args, nullptr),
+                "cuLaunchKernel", "launching " + what);
+    // Launches are synchronous: the caller may read results right away, and
+    // a fault is reported by the launch that caused it.
+    ctx_->check(drv().StreamSynchronize(stream_), "cuStreamSynchronize", "running " + what);
+  }
+
+  void synchronize() override {
+    ctx_->enter();
+    ctx_->check(drv().StreamSynchronize(stream_), "cuStreamSynchronize");
+  }
+
+ private:
+  const CudaDriver& drv() const { return *ctx_->drv; }
+
+  static const char* formatName(Binary::Format f) {
+    switch (f) {
+      case Binary::Format::HostFunction: return "a host function (cpu target)";
+      case Binary::Format::PTX: return "PTX";
+      case Binary::Format::HSACO: return "HSACO (an AMDGPU code object)";
+      case Binary::Format::EmulatedGpu: return "emulated GPU code (an emu: target)";
+    }
+    return "?";
+  }
+
+  std::shared_ptr<CudaContext> ctx_;
+  CUstream stream_ = nullptr;
+  int major_ = 0, minor_ = 0;
+  int maxGrid_[3] = {0, 0, 0};
+  int maxSharedOptin_ = 0;
+};
+
+}  // namespace
+
+int cudaDeviceCount() noexcept {
+  try {
+    return cudaDriver()->count;
+  } catch (...) {  // bad_alloc while recording why: still "no device"
+    return 0;
+  }
+}
+
+std::shared_ptr<DeviceImpl> createCudaDevice(int ordinal) {
+  const std::string call = "Device::cuda(" + std::to_string(ordinal) + ")";
+  auto drv = cudaDriver();
+  if (!drv->unavailable.empty()) throw DeviceError(call + ": " + drv->unavailable);
+  if (ordinal < 0 || ordinal >= drv->count)
+    throw DeviceError(call + ": device ordinal " + std::to_string(ordinal) + " out of range (" +
+                      std::to_string(drv->count) + (drv->count == 1 ? " device)" : " devices)"));
+  return std::make_shared<CudaDevice>(std::move(drv), ordinal);
+}
+
+}  // namespace tessera::rt

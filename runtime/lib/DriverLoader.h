@@ -1,0 +1,188 @@
+// Loading GPU driver libraries at run time (runtime-private).
+//
+// The runtime never links libcuda or libamdhip64: the project has to build
+// and run on machines that have neither. Each driver is opened with dlopen
+// and every entry point resolved with dlsym, so the handful of types, enum
+// values and function signatures we call are declared here rather than taken
+// from cuda.h / hip_runtime_api.h. tests/runtime/gpu_driver_test.cpp checks
+// every declaration below against the vendor headers when they are present.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <initializer_list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace tessera::rt::driver {
+
+/// A shared library opened with dlopen. Driver libraries are never closed:
+/// they start threads and register atexit handlers, and unloading them while
+/// the process still runs is unsupported by both vendors.
+struct Library {
+  void* handle = nullptr;
+  std::string path;   // what was opened (the name that loaded)
+  std::string error;  // why nothing loaded, when handle is null
+};
+
+/// Opens `override` alone when it is non-empty (the value of `envVar`, named
+/// in the error), otherwise the first of `names` that loads; the error lists
+/// every attempt with its dlerror() text.
+Library openLibrary(const std::string& override, const char* envVar,
+                    std::initializer_list<const char*> names);
+
+/// dlsym; nullptr when absent.
+void* findSymbol(const Library& lib, const char* name);
+
+/// One driver object per library path: the path comes from `envVar` (empty
+/// when unset, meaning the vendor's default names). Loading and cuInit-style
+/// initialisation happen once per path, so a test can point the override at
+/// a fake driver without disturbing the real one. Driver(path) must not throw.
+template <class Driver>
+std::shared_ptr<const Driver> cachedDriver(const char* envVar) {
+  static std::mutex mu;
+  static std::map<std::string, std::shared_ptr<const Driver>> cache;
+  const char* v = std::getenv(envVar);
+  const std::string key = v ? v : "";
+  std::lock_guard<std::mutex> lock(mu);
+  auto& slot = cache[key];
+  if (!slot) slot = std::make_shared<const Driver>(key);
+  return slot;
+}
+
+}  // namespace tessera::rt::driver
+
+// ---- CUDA Driver API (the subset we call) ---------------------------------
+namespace tessera::rt::cuabi {
+
+using CUresult = int;  // an enum in cuda.h; enums of this range are int-sized
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;  // exactly cuda.h's type (64-bit)
+using CUcontext = void*;
+using CUmodule = void*;
+using CUfunction = void*;
+using CUstream = void*;
+
+// CUresult values we test for by value.
+constexpr CUresult CUDA_SUCCESS = 0;
+constexpr CUresult CUDA_ERROR_INVALID_VALUE = 1;
+constexpr CUresult CUDA_ERROR_OUT_OF_MEMORY = 2;
+constexpr CUresult CUDA_ERROR_NOT_INITIALIZED = 3;
+constexpr CUresult CUDA_ERROR_NO_DEVICE = 100;
+constexpr CUresult CUDA_ERROR_INVALID_DEVICE = 101;
+constexpr CUresult CUDA_ERROR_INVALID_CONTEXT = 201;
+constexpr CUresult CUDA_ERROR_INVALID_PTX = 218;
+constexpr CUresult CUDA_ERROR_NOT_FOUND = 500;
+
+// CUjit_option
+constexpr int CU_JIT_INFO_LOG_BUFFER = 3;
+constexpr int CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4;
+constexpr int CU_JIT_ERROR_LOG_BUFFER = 5;
+constexpr int CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6;
+
+// CUdevice_attribute
+constexpr int CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X = 5;
+constexpr int CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y = 6;
+constexpr int CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z = 7;
+constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
+constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
+constexpr int CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97;
+
+// CUfunction_attribute
+constexpr int CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0;
+constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
+
+// X(field, dlsym name, return type, parameter list). The dlsym name is the
+// versioned symbol cuda.h's macros select (cuMemAlloc -> cuMemAlloc_v2):
+// the unversioned symbols are the legacy 32-bit ABI.
+#define TESSERA_CUDA_FUNCTIONS(X)                                                              \
+  X(Init, cuInit, CUresult, (unsigned flags))                                                  \
+  X(DeviceGetCount, cuDeviceGetCount, CUresult, (int* count))                                  \
+  X(DeviceGet, cuDeviceGet, CUresult, (CUdevice * dev, int ordinal))                           \
+  X(DeviceGetName, cuDeviceGetName, CUresult, (char* name, int len, CUdevice dev))             \
+  X(DeviceGetAttribute, cuDeviceGetAttribute, CUresult, (int* value, int attr, CUdevice dev))  \
+  X(DevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain, CUresult, (CUcontext * ctx, CUdevice dev)) \
+  X(DevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease_v2, CUresult, (CUdevice dev))           \
+  X(CtxSetCurrent, cuCtxSetCurrent, CUresult, (CUcontext ctx))                                 \
+  X(MemAlloc, cuMemAlloc_v2, CUresult, (CUdeviceptr * dptr, size_t bytes))                     \
+  X(MemFree, cuMemFree_v2, CUresult, (CUdeviceptr dptr))                                       \
+  X(MemcpyHtoD, cuMemcpyHtoD_v2, CUresult, (CUdeviceptr dst, const void* src, size_t bytes))   \
+  X(MemcpyDtoH, cuMemcpyDtoH_v2, CUresult, (void* dst, CUdeviceptr src, size_t bytes))         \
+  X(MemsetD8, cuMemsetD8_v2, CUresult, (CUdeviceptr dst, unsigned char value, size_t n))       \
+  X(StreamCreate, cuStreamCreate, CUresult, (CUstream * stream, unsigned flags))               \
+  X(StreamDestroy, cuStreamDestroy_v2, CUresult, (CUstream stream))                            \
+  X(StreamSynchronize, cuStreamSynchronize, CUresult, (CUstream stream))                       \
+  X(ModuleLoadDataEx, cuModuleLoadDataEx, CUresult,                                            \
+    (CUmodule * mod, const void* image, unsigned numOptions, int* options, void** values))     \
+  X(ModuleUnload, cuModuleUnload, CUresult, (CUmodule mod))                                    \
+  X(ModuleGetFunction, cuModuleGetFunction, CUresult,                                          \
+    (CUfunction * fn, CUmodule mod, const char* name))                                         \
+  X(FuncGetAttribute, cuFuncGetAttribute, CUresult, (int* value, int attr, CUfunction fn))     \
+  X(FuncSetAttribute, cuFuncSetAttribute, CUresult, (CUfunction fn, int attr, int value))      \
+  X(LaunchKernel, cuLaunchKernel, CUresult,                                                    \
+    (CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,           \
+     unsigned bz, unsigned sharedBytes, CUstream stream, void** params, void** extra))         \
+  X(GetErrorName, cuGetErrorName, CUresult, (CUresult err, const char** str))                  \
+  X(GetErrorString, cuGetErrorString, CUresult, (CUresult err, const char** str))
+
+#define TESSERA_DECLARE_PFN(field, sym, R, params) using PFN_##field = R(*) params;
+TESSERA_CUDA_FUNCTIONS(TESSERA_DECLARE_PFN)
+
+}  // namespace tessera::rt::cuabi
+
+// ---- HIP runtime (the subset we call) --------------------------------------
+namespace tessera::rt::hipabi {
+
+using hipError_t = int;  // an enum in hip_runtime_api.h
+using hipDevice_t = int;
+using hipModule_t = void*;
+using hipFunction_t = void*;
+using hipStream_t = void*;
+
+constexpr hipError_t hipSuccess = 0;
+constexpr hipError_t hipErrorOutOfMemory = 2;
+constexpr hipError_t hipErrorNoDevice = 100;
+constexpr hipError_t hipErrorInvalidDevice = 101;
+constexpr hipError_t hipErrorNotFound = 500;
+
+// hipMemcpyKind
+constexpr int hipMemcpyHostToDevice = 1;
+constexpr int hipMemcpyDeviceToHost = 2;
+
+/// Bytes reserved for a hipDeviceProp_t. Its layout changed between HIP 5
+/// (792 bytes) and HIP 6 (hipDeviceProp_tR0600, ~1.5 KiB) and may change
+/// again, so we never read its fields by offset; see HipDevice.cpp.
+constexpr size_t kDevicePropBytes = 16384;
+
+#define TESSERA_HIP_FUNCTIONS(X)                                                               \
+  X(GetDeviceCount, hipGetDeviceCount, hipError_t, (int* count))                               \
+  X(SetDevice, hipSetDevice, hipError_t, (int ordinal))                                        \
+  X(DeviceGetName, hipDeviceGetName, hipError_t, (char* name, int len, hipDevice_t dev))       \
+  X(Malloc, hipMalloc, hipError_t, (void** ptr, size_t bytes))                                 \
+  X(Free, hipFree, hipError_t, (void* ptr))                                                    \
+  X(Memcpy, hipMemcpy, hipError_t, (void* dst, const void* src, size_t bytes, int kind))       \
+  X(Memset, hipMemset, hipError_t, (void* dst, int value, size_t bytes))                       \
+  X(StreamCreate, hipStreamCreate, hipError_t, (hipStream_t * stream))                         \
+  X(StreamDestroy, hipStreamDestroy, hipError_t, (hipStream_t stream))                         \
+  X(StreamSynchronize, hipStreamSynchronize, hipError_t, (hipStream_t stream))                 \
+  X(ModuleLoadData, hipModuleLoadData, hipError_t, (hipModule_t * mod, const void* image))     \
+  X(ModuleUnload, hipModuleUnload, hipError_t, (hipModule_t mod))                              \
+  X(ModuleGetFunction, hipModuleGetFunction, hipError_t,                                       \
+    (hipFunction_t * fn, hipModule_t mod, const char* name))                                   \
+  X(ModuleLaunchKernel, hipModuleLaunchKernel, hipError_t,                                     \
+    (hipFunction_t fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,        \
+     unsigned bz, unsigned sharedBytes, hipStream_t stream, void** params, void** extra))      \
+  X(GetErrorName, hipGetErrorName, const char*, (hipError_t err))                              \
+  X(GetErrorString, hipGetErrorString, const char*, (hipError_t err))
+
+TESSERA_HIP_FUNCTIONS(TESSERA_DECLARE_PFN)
+
+/// hipGetDeviceProperties into an opaque buffer of kDevicePropBytes. HIP 6
+/// renamed the symbol with its new layout (hipGetDevicePropertiesR0600) and
+/// kept the old name for the old layout; either fits the buffer.
+using PFN_GetDeviceProperties = hipError_t (*)(void* props, int ordinal);
+
+}  // namespace tessera::rt::hipabi

@@ -1,0 +1,202 @@
+// The SIMT emulator as a device: GPU code (the NVPTX / AMDGPU lowering,
+// rewritten onto the emulator's hooks and JIT-compiled for the host) runs on
+// tessera::emu's machine, one fiber per GPU thread.
+//
+// Memory is host memory, so copies are memcpy. Every live allocation is kept
+// in a registry and handed to each launch as the set of global buffers the
+// kernel may touch: an access outside all of them (past the end of a buffer,
+// into freed memory) is reported as an out-of-bounds access naming the tile
+// op, instead of silently reading the host heap.
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "DeviceImpl.h"
+#include "tessera/runtime/Emulator.h"
+
+namespace tessera::rt {
+namespace {
+
+// As on the CPU device: a cache line, and a plausible GPU allocation
+// alignment (cudaMalloc gives at least 256, but kernels assume only the
+// element alignment and the vector width the lowering chose, <= 16 bytes).
+constexpr size_t kAlign = 64;
+constexpr unsigned kMaxThreads = 1024;
+constexpr unsigned kMaxBlockThreads = 1024;
+
+struct ArchInfo {
+  const char* spelling;
+  bool amd;
+  unsigned warp;
+};
+constexpr ArchInfo kArchs[] = {
+    {"nvptx:sm_80", false, 32},   {"nvptx:sm_86", false, 32},  {"nvptx:sm_89", false, 32},
+    {"nvptx:sm_90a", false, 32},  {"amdgpu:gfx90a", true, 64}, {"amdgpu:gfx942", true, 64},
+    {"amdgpu:gfx1100", true, 32},
+};
+
+const ArchInfo* findArch(const std::string& arch) {
+  for (const ArchInfo& a : kArchs)
+    if (arch == a.spelling) return &a;
+  return nullptr;
+}
+
+const char* formatName(Binary::Format f) {
+  switch (f) {
+    case Binary::Format::HostFunction: return "a HostFunction (cpu code)";
+    case Binary::Format::PTX: return "PTX (for a CUDA device)";
+    case Binary::Format::HSACO: return "HSACO (an AMDGPU code object for a HIP device)";
+    case Binary::Format::EmulatedGpu: return "EmulatedGpu";
+  }
+  return "of an unknown format";
+}
+
+struct EmuKernel final : KernelState {
+  Binary::ThreadEntry thread = nullptr;
+  std::shared_ptr<void> owner;  // keeps the JIT-compiled thread body alive
+  unsigned threadsPerBlock = 1;
+  size_t sharedBytes = 0;
+  bool amd = false;
+  unsigned warpSize = 32;
+  std::vector<std::string> opNames;
+};
+
+class EmuDevice final : public DeviceImpl {
+ public:
+  explicit EmuDevice(const ArchInfo& a) : arch_(a) {}
+
+  DeviceKind kind() const override { return DeviceKind::Emulator; }
+  std::string name() const override {
+    return std::string("emu:") + arch_.spelling + " (SIMT emulator, warp " + std::to_string(arch_.warp) + ")";
+  }
+  std::string arch() const override { return arch_.spelling; }
+
+  unsigned defaultThreads() const override {
+    unsigned env = threadsFromEnvironment();
+    if (env) return env;
+    unsigned hw = std::thread::hardware_concurrency();
+    return hw ? hw : 1;
+  }
+
+  DevicePtr alloc(size_t bytes) override {
+    if (bytes > std::numeric_limits<size_t>::max() - kAlign)
+      throw DeviceError(name() + ": cannot allocate " + std::to_string(bytes) + " bytes");
+    size_t rounded = (bytes + kAlign - 1) / kAlign * kAlign;
+    if (rounded == 0) rounded = kAlign;
+    void* p = std::aligned_alloc(kAlign, rounded);
+    if (!p) throw DeviceError(name() + ": out of memory allocating " + std::to_string(bytes) + " bytes");
+    std::memset(p, 0, rounded);
+    std::lock_guard<std::mutex> lock(mu_);
+    // The requested size, not the rounded one: the padding is not the
+    // buffer's, so touching it is out of bounds as on a GPU allocation.
+    live_[reinterpret_cast<DevicePtr>(p)] = bytes;
+    return reinterpret_cast<DevicePtr>(p);
+  }
+
+  void free(DevicePtr p) noexcept override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      live_.erase(p);
+    }
+    std::free(reinterpret_cast<void*>(p));
+  }
+
+  void copyHostToDevice(DevicePtr dst, const void* src, size_t bytes) override {
+    if (bytes) std::memcpy(reinterpret_cast<void*>(dst), src, bytes);
+  }
+  void copyDeviceToHost(void* dst, DevicePtr src, size_t bytes) override {
+    if (bytes) std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
+  }
+  void fill(DevicePtr dst, uint8_t byte, size_t bytes) override {
+    if (bytes) std::memset(reinterpret_cast<void*>(dst), byte, bytes);
+  }
+
+  std::shared_ptr<KernelState> load(const Binary& bin) override {
+    const std::string& k = bin.signature.kernelName;
+    const std::string prefix = name() + " cannot load kernel '" + k + "': ";
+    if (bin.format != Binary::Format::EmulatedGpu)
+      throw DeviceError(prefix + "its binary is " + formatName(bin.format) +
+                        "; the emulator runs EmulatedGpu binaries (compile the kernel for this device, "
+                        "target emu:" + arch_.spelling + ")");
+    if (!bin.emuThread) throw DeviceError(prefix + "the EmulatedGpu binary has no thread entry point");
+    if (bin.emuAmd != arch_.amd || bin.emuWarpSize != arch_.warp)
+      throw DeviceError(prefix + "the binary was compiled for " + (bin.emuAmd ? "AMDGPU" : "NVPTX") +
+                        " with warps of " + std::to_string(bin.emuWarpSize) + " threads, but this device emulates " +
+                        arch_.spelling + " (warp " + std::to_string(arch_.warp) + ")");
+    if (bin.threadsPerBlock == 0 || bin.threadsPerBlock > kMaxBlockThreads)
+      throw DeviceError(prefix + "block of " + std::to_string(bin.threadsPerBlock) +
+                        " threads; a block has 1.." + std::to_string(kMaxBlockThreads));
+    auto ks = std::make_shared<EmuKernel>();
+    ks->thread = bin.emuThread;
+    ks->owner = bin.owner;
+    ks->threadsPerBlock = bin.threadsPerBlock;
+    // NVPTX kernels take the lowering's shared memory as dynamic shared
+    // memory, placed after the static part; AMDGPU kernels declare it as
+    // static LDS, already inside dynamicSharedOffset.
+    size_t shared = bin.emuDynamicSharedOffset + (bin.emuAmd ? 0 : size_t{bin.sharedBytes});
+    ks->sharedBytes = std::max(shared, bin.emuStaticSharedBytes);
+    ks->amd = bin.emuAmd;
+    ks->warpSize = bin.emuWarpSize;
+    ks->opNames = bin.emuOpNames;
+    return ks;
+  }
+
+  void launch(KernelState& ks, const KernelSignature& sig, Dim3 grid, void** args,
+              const LaunchOptions& opts) override {
+    auto& k = static_cast<EmuKernel&>(ks);
+    unsigned threads = opts.threads;
+    if (threads > kMaxThreads)
+      throw LaunchError(sig.kernelName + ": LaunchOptions::threads = " + std::to_string(threads) +
+                        " exceeds the limit of " + std::to_string(kMaxThreads) + " threads");
+    if (threads == 0) threads = defaultThreads();
+
+    emu::LaunchConfig cfg;
+    cfg.vendor = k.amd ? emu::Vendor::AMD : emu::Vendor::NVIDIA;
+    cfg.warpSize = k.warpSize;
+    cfg.grid[0] = grid.x;
+    cfg.grid[1] = grid.y;
+    cfg.grid[2] = grid.z;
+    cfg.block[0] = k.threadsPerBlock;
+    cfg.sharedBytes = k.sharedBytes;
+    // Blocks are independent; more workers than blocks would only idle.
+    cfg.hostThreads = static_cast<unsigned>(std::min<uint64_t>(threads, grid.count()));
+    cfg.kernelName = sig.kernelName;
+    cfg.opNames = k.opNames;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      cfg.globalBuffers.reserve(live_.size());
+      for (const auto& [p, bytes] : live_) cfg.globalBuffers.emplace_back(reinterpret_cast<const void*>(p), bytes);
+    }
+    // EmulatorError (races, out-of-bounds accesses, deadlocks) propagates.
+    emu::launch(k.thread, args, cfg);
+  }
+
+  void synchronize() override {}  // launches complete before they return
+
+ private:
+  const ArchInfo& arch_;
+  std::mutex mu_;
+  std::map<DevicePtr, size_t> live_;  // base -> requested bytes
+};
+
+}  // namespace
+
+std::shared_ptr<DeviceImpl> createEmuDevice(const std::string& arch) {
+  const ArchInfo* a = findArch(arch);
+  if (!a) {
+    std::string valid;
+    for (const ArchInfo& x : kArchs) valid += std::string(valid.empty() ? "" : ", ") + x.spelling;
+    std::string hint;
+    if (arch.rfind("emu:", 0) == 0) hint = " (without the \"emu:\" prefix)";
+    throw DeviceError("no emulator for '" + arch + "'; valid architectures are " + valid + hint);
+  }
+  return std::make_shared<EmuDevice>(*a);
+}
+
+}  // namespace tessera::rt

@@ -1,0 +1,313 @@
+// AMD GPUs through the HIP runtime, loaded with dlopen (libamdhip64.so, .so.6
+// or .so.5, or the library named by TESSERA_HIP_LIBRARY).
+//
+// HIP's current device is per thread, and runtime calls arrive on any thread
+// (the caller's, the thread pool's), so every entry point selects the device
+// with hipSetDevice first.
+
+#include <cctype>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "DeviceImpl.h"
+#include "DriverLoader.h"
+
+namespace tessera::rt {
+namespace {
+
+using namespace hipabi;
+
+constexpr const char* kEnvVar = "TESSERA_HIP_LIBRARY";
+
+struct HipDriver {
+  driver::Library lib;
+#define TESSERA_FIELD(field, sym, R, params) PFN_##field field = nullptr;
+  TESSERA_HIP_FUNCTIONS(TESSERA_FIELD)
+#undef TESSERA_FIELD
+  PFN_GetDeviceProperties GetDeviceProperties = nullptr;
+  int count = 0;
+  std::string unavailable;  // why count is 0; empty otherwise
+
+  explicit HipDriver(const std::string& override) {
+    // Newest ABI first; the unversioned name is what a development install
+    // (or a ROCm tree on LD_LIBRARY_PATH) provides.
+    lib = driver::openLibrary(override, kEnvVar,
+                              {"libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5"});
+    if (!lib.handle) {
+      unavailable = "HIP runtime not available: " + lib.error;
+      return;
+    }
+    std::string missing;
+#define TESSERA_RESOLVE(field, sym, R, params)                                  \
+  field = reinterpret_cast<PFN_##field>(driver::findSymbol(lib, #sym));        \
+  if (!field) missing += std::string(missing.empty() ? "" : ", ") + #sym;
+    TESSERA_HIP_FUNCTIONS(TESSERA_RESOLVE)
+#undef TESSERA_RESOLVE
+    // HIP 6 exports its new layout under a new name and keeps the old name
+    // for the HIP 5 layout; the buffer we pass fits either.
+    GetDeviceProperties = reinterpret_cast<PFN_GetDeviceProperties>(
+        driver::findSymbol(lib, "hipGetDevicePropertiesR0600"));
+    if (!GetDeviceProperties)
+      GetDeviceProperties = reinterpret_cast<PFN_GetDeviceProperties>(
+          driver::findSymbol(lib, "hipGetDeviceProperties"));
+    if (!GetDeviceProperties)
+      missing += std::string(missing.empty() ? "" : ", ") + "hipGetDeviceProperties";
+    if (!missing.empty()) {
+      unavailable = "HIP runtime not available: " + lib.path + " lacks " + missing;
+      return;
+    }
+    // No hipInit: the runtime initialises itself on first use, and HIP 5
+    // answers hipInit with hipErrorInvalidDevice when there is no GPU, which
+    // would hide the clearer hipErrorNoDevice below.
+    int n = 0;
+    if (hipError_t r = GetDeviceCount(&n); r != hipSuccess) {
+      unavailable = "hipGetDeviceCount failed: " + errorText(r);
+      if (r == hipErrorNoDevice) unavailable += " (no AMD GPU visible to " + lib.path + ")";
+      return;
+    }
+    if (n <= 0) {
+      unavailable = "the HIP runtime (" + lib.path + ") reports no device";
+      return;
+    }
+    count = n;
+  }
+
+  /// "hipErrorOutOfMemory (out of memory)"; HIP 5 returns the name from
+  /// both calls, so the description is shown only when it adds something.
+  std::string errorText(hipError_t r) const {
+    const char* nm = GetErrorName ? GetErrorName(r) : nullptr;
+    const char* desc = GetErrorString ? GetErrorString(r) : nullptr;
+    std::string s = nm ? nm : "hipError_t " + std::to_string(r);
+    if (desc && (!nm || std::strcmp(nm, desc) != 0)) s += std::string(" (") + desc + ")";
+    return s;
+  }
+};
+
+std::shared_ptr<const HipDriver> hipDriver() { return driver::cachedDriver<HipDriver>(kEnvVar); }
+
+/// The architecture ("gfx90a") from hipGetDeviceProperties without relying
+/// on hipDeviceProp_t's layout, which HIP 6 changed (and the symbol with
+/// it): the structure is written into an oversized zeroed buffer and its
+/// gcnArchName field ("gfx90a:sramecc+:xnack-") is found by content -- the
+/// only string in it that starts with "gfx", runs over [0-9a-z] and ends at
+/// ':' or NUL. hipDeviceGetAttribute has no attribute giving this name
+/// (hipDeviceAttributeGcnArch is a deprecated number that cannot spell
+/// gfx90a, and the attribute enum itself was renumbered in HIP 5).
+std::string findGfxArch(const std::vector<char>& props) {
+  const size_t n = props.size();
+  for (size_t i = 0; i + 3 < n; ++i) {
+    if (std::memcmp(&props[i], "gfx", 3) != 0) continue;
+    if (i > 0 && (std::isalnum(static_cast<unsigned char>(props[i - 1])))) continue;
+    size_t j = i + 3;
+    while (j < n && (std::isdigit(static_cast<unsigned char>(props[j])) ||
+                     std::islower(static_cast<unsigned char>(props[j]))))
+      ++j;
+    if (j - i >= 6 && j < n && (props[j] == ':' || props[j] == '\0'))
+      return std::string(&props[i], j - i);
+  }
+  return {};
+}
+
+struct HipContext {
+  std::shared_ptr<const HipDriver> drv;
+  int ordinal = 0;
+  std::string label;  // "hip:0 <device name>"
+
+  [[noreturn]] void fail(hipError_t r, const std::string& call, const std::string& what = {}) const {
+    throw DeviceError(label + ": " + (what.empty() ? "" : what + ": ") + call +
+                      " failed: " + drv->errorText(r));
+  }
+  void check(hipError_t r, const char* call, const std::string& what = {}) const {
+    if (r != hipSuccess) fail(r, call, what);
+  }
+  void enter() const { check(drv->SetDevice(ordinal), "hipSetDevice"); }
+};
+
+struct HipKernel final : KernelState {
+  std::shared_ptr<HipContext> ctx;
+  hipModule_t module = nullptr;
+  hipFunction_t fn = nullptr;
+  unsigned threadsPerBlock = 1;
+  unsigned sharedBytes = 0;
+
+  ~HipKernel() override {
+    if (module && ctx->drv->SetDevice(ctx->ordinal) == hipSuccess) ctx->drv->ModuleUnload(module);
+  }
+};
+
+std::string gridStr(Dim3 g) {
+  return "{" + std::to_string(g.x) + ", " + std::to_string(g.y) + ", " + std::to_string(g.z) + "}";
+}
+
+class HipDevice final : public DeviceImpl {
+ public:
+  HipDevice(std::shared_ptr<const HipDriver> drv, int ordinal) {
+    const std::string tag = "hip:" + std::to_string(ordinal);
+    auto check = [&](hipError_t r, const char* call) {
+      if (r != hipSuccess) throw DeviceError(tag + ": " + call + " failed: " + drv->errorText(r));
+    };
+    check(drv->SetDevice(ordinal), "hipSetDevice");
+    char nameBuf[256] = {};
+    check(drv->DeviceGetName(nameBuf, sizeof nameBuf - 1, ordinal), "hipDeviceGetName");
+    std::vector<char> props(kDevicePropBytes, '\0');
+    check(drv->GetDeviceProperties(props.data(), ordinal), "hipGetDeviceProperties");
+    gfx_ = findGfxArch(props);
+    ctx_ = std::make_shared<HipContext>(HipContext{drv, ordinal, tag + " " + nameBuf});
+    ctx_->check(drv->StreamCreate(&stream_), "hipStreamCreate");
+  }
+
+  ~HipDevice() override {
+    if (stream_ && ctx_->drv->SetDevice(ctx_->ordinal) == hipSuccess) ctx_->drv->StreamDestroy(stream_);
+  }
+
+  DeviceKind kind() const override { return DeviceKind::HIP; }
+  std::string name() const override { return ctx_->label; }
+  /// See CudaDevice: GPU parallelism comes from the grid and the block.
+  unsigned defaultThreads() const override { return 1; }
+
+  std::string arch() const override {
+    if (gfx_.empty())
+      throw DeviceError(ctx_->label +
+                        ": hipGetDeviceProperties reported no gcnArchName (gfx...) for this "
+                        "device, so the code object target cannot be chosen");
+    return "amdgpu:" + gfx_;
+  }
+
+  DevicePtr alloc(size_t bytes) override {
+    ctx_->enter();
+    void* p = nullptr;
+    if (hipError_t r = drv().Malloc(&p, bytes); r != hipSuccess)
+      ctx_->fail(r, "hipMalloc", "cannot allocate " + std::to_string(bytes) + " bytes");
+    // The interface promises zeroed memory; hipMalloc does not.
+    if (hipError_t r = drv().Memset(p, 0, bytes); r != hipSuccess) {
+      drv().Free(p);
+      ctx_->fail(r, "hipMemset", "cannot clear a new allocation of " + std::to_string(bytes) + " bytes");
+    }
+    return reinterpret_cast<DevicePtr>(p);
+  }
+
+  void free(DevicePtr p) noexcept override {
+    // Failures are ignored: at process exit the runtime may be gone.
+    if (drv().SetDevice(ctx_->ordinal) == hipSuccess) drv().Free(reinterpret_cast<void*>(p));
+  }
+
+  void copyHostToDevice(DevicePtr dst, const void* src, size_t bytes) override {
+    if (!bytes) return;
+    ctx_->enter();
+    ctx_->check(drv().Memcpy(reinterpret_cast<void*>(dst), src, bytes, hipMemcpyHostToDevice),
+                "hipMemcpy(HostToDevice)", "copying " + std::to_string(bytes) + " bytes to the device");
+  }
+  void copyDeviceToHost(void* dst, DevicePtr src, size_t bytes) override {
+    if (!bytes) return;
+    ctx_->enter();
+    ctx_->check(drv().Memcpy(dst, reinterpret_cast<const void*>(src), bytes, hipMemcpyDeviceToHost),
+                "hipMemcpy(DeviceToHost)", "copying " + std::to_string(bytes) + " bytes from the device");
+  }
+  void fill(DevicePtr dst, uint8_t byte, size_t bytes) override {
+    if (!bytes) return;
+    ctx_->enter();
+    ctx_->check(drv().Memset(reinterpret_cast<void*>(dst), byte, bytes), "hipMemset");
+  }
+
+  std::shared_ptr<KernelState> load(const Binary& bin) override {
+    const std::string what = "cannot load kernel '" + bin.signature.kernelName + "'";
+    if (bin.format != Binary::Format::HSACO)
+      throw DeviceError(ctx_->label + ": " + what + ": its binary is " + formatName(bin.format) +
+                        ", not an AMDGPU code object (HSACO); compile the kernel for " +
+                        (gfx_.empty() ? std::string("this device's amdgpu target") : "amdgpu:" + gfx_) +
+                        " to run it here");
+    if (bin.codeObject.empty())
+      throw DeviceError(ctx_->label + ": " + what + ": the code object is empty");
+    if (bin.symbol.empty())
+      throw DeviceError(ctx_->label + ": " + what + ": the binary names no kernel symbol");
+    if (bin.threadsPerBlock == 0)
+      throw DeviceError(ctx_->label + ": " + what + ": the binary has 0 threads per block");
+
+    ctx_->enter();
+    auto k = std::make_shared<HipKernel>();
+    k->ctx = ctx_;
+    k->threadsPerBlock = bin.threadsPerBlock;
+    k->sharedBytes = bin.sharedBytes;
+    if (hipError_t r = drv().ModuleLoadData(&k->module, bin.codeObject.data()); r != hipSuccess) {
+      k->module = nullptr;
+      // HIP gives no loader log; the usual cause is a code object built for
+      // another gfx target, so say which one this device is.
+      ctx_->fail(r, "hipModuleLoadData",
+                 what + " (this device is " + (gfx_.empty() ? std::string("of unknown gfx target") : gfx_) +
+                     "; a code object built for another target is rejected)");
+    }
+    if (hipError_t r = drv().ModuleGetFunction(&k->fn, k->module, bin.symbol.c_str()); r != hipSuccess) {
+      if (r == hipErrorNotFound)
+        throw DeviceError(ctx_->label + ": " + what + ": the code object has no kernel named '" +
+                          bin.symbol + "' (hipModuleGetFunction: " + drv().errorText(r) + ")");
+      ctx_->fail(r, "hipModuleGetFunction", what);
+    }
+    return k;
+  }
+
+  void launch(KernelState& ks, const KernelSignature& sig, Dim3 grid, void** args,
+              const LaunchOptions&) override {
+    auto& k = static_cast<HipKernel&>(ks);
+    // HIP counts the grid in work-items, 32-bit per dimension.
+    const uint64_t workItemsX = uint64_t{grid.x} * k.threadsPerBlock;
+    if (workItemsX > UINT32_MAX)
+      throw LaunchError(sig.kernelName + ": grid " + gridStr(grid) + " with " +
+                        std::to_string(k.threadsPerBlock) + " threads per block is " +
+                        std::to_string(workItemsX) + " work-items in x, over HIP's limit of 2^32 - 1");
+    ctx_->enter();
+    const std::string what = "kernel '" + sig.kernelName + "' (grid " + gridStr(grid) + ", " +
+                             std::to_string(k.threadsPerBlock) + " threads per block, " +
+                             std::to_string(k.sharedBytes) + " bytes of shared memory)";
+    ctx_->check(drv().ModuleLaunchKernel(k.fn, grid.x, grid.y, grid.z, k.threadsPerBlock, 1, 1,
+                                         k.sharedBytes, stream_, args, nullptr),
+                "hipModuleLaunchKernel", "launching " + what);
+    // Synchronous launches, as on every device.
+    ctx_->check(drv().StreamSynchronize(stream_), "hipStreamSynchronize", "running " + what);
+  }
+
+  void synchronize() override {
+    ctx_->enter();
+    ctx_->check(drv().StreamSynchronize(stream_), "hipStreamSynchronize");
+  }
+
+ private:
+  const HipDriver& drv() const { return *ctx_->drv; }
+
+  static const char* formatName(Binary::Format f) {
+    switch (f) {
+      case Binary::Format::HostFunction: return "a host function (cpu target)";
+      case Binary::Format::PTX: return "PTX (NVIDIA)";
+      case Binary::Format::HSACO: return "HSACO";
+      case Binary::Format::EmulatedGpu: return "emulated GPU code (an emu: target)";
+    }
+    return "?";
+  }
+
+  std::shared_ptr<HipContext> ctx_;
+  hipStream_t stream_ = nullptr;
+  std::string gfx_;
+};
+
+}  // namespace
+
+int hipDeviceCount() noexcept {
+  try {
+    return hipDriver()->count;
+  } catch (...) {
+    return 0;
+  }
+}
+
+std::shared_ptr<DeviceImpl> createHipDevice(int ordinal) {
+  const std::string call = "Device::hip(" + std::to_string(ordinal) + ")";
+  auto drv = hipDriver();
+  if (!drv->unavailable.empty()) throw DeviceError(call + ": " + drv->unavailable);
+  if (ordinal < 0 || ordinal >= drv->count)
+    throw DeviceError(call + ": device ordinal " + std::to_string(ordinal) + " out of range (" +
+                      std::to_string(drv->count) + (drv->count == 1 ? " device)" : " devices)"));
+  return std::make_shared<HipDevice>(std::move(drv), ordinal);
+}
+
+}  // namespace tessera::rt

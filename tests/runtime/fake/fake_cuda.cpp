@@ -1,0 +1,391 @@
+// A stand-in for libcuda.so.1, loaded by the runtime through
+// TESSERA_CUDA_LIBRARY, so the whole CUDA device (driver loading, contexts,
+// memory, module loading, launch configuration and parameter passing) is
+// tested on machines without an NVIDIA GPU.
+//
+// It behaves like the driver where the runtime depends on it:
+//  * two devices, compute capability 8.0 and 9.0;
+//  * every call but cuInit/cuDevice* needs a current context on the calling
+//    thread (CUDA_ERROR_INVALID_CONTEXT otherwise), as the real driver does;
+//  * device addresses are NOT host addresses (dereferencing one crashes), and
+//    new allocations hold garbage (0xCD), not zeros;
+//  * cuModuleLoadDataEx fails with a JIT error log for PTX containing
+//    "FAKE_SYNTAX_ERROR"; cuModuleGetFunction finds ".entry <name>";
+//  * cuLaunchKernel reads each parameter in the width its PTX declares and
+//    records the launch; a kernel named "vadd" (out[i] = a[i] + b[i] for
+//    i < n, f32) is carried out on the fake memory so results can be checked.
+// Built as FAKE_CUDA_NO_DEVICE, cuInit fails with CUDA_ERROR_NO_DEVICE.
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "fake_driver.h"
+
+namespace {
+
+using CUresult = int;
+constexpr CUresult OK = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, NOT_INITIALIZED = 3,
+                   NO_DEVICE = 100, INVALID_DEVICE = 101, INVALID_CONTEXT = 201,
+                   INVALID_PTX = 218, INVALID_HANDLE = 400, NOT_FOUND = 500,
+                   ILLEGAL_ADDRESS = 700;
+
+struct Ctx {
+  int device;
+  int retains = 0;
+};
+struct Module {
+  std::string ptx;
+};
+struct Function {
+  std::string name;
+  std::vector<unsigned> paramBytes;
+  int maxDynamicShared = 48 * 1024;
+};
+struct Stream {
+  Ctx* ctx;
+};
+
+std::mutex mu;
+bool initialised = false;
+Ctx contexts[2] = {{0}, {1}};
+thread_local Ctx* current = nullptr;
+std::map<uint64_t, std::vector<uint8_t>> memory;  // base address -> bytes
+uint64_t nextAddress = 0x5a0000000000ull;          // far from any host mapping
+int streams = 0, modules = 0, failNextSync = 0;
+FakeLaunch last;
+int launches = 0;
+int sharedOptIn = -1;
+
+// The bytes [p, p + n) of one allocation, or nullptr.
+uint8_t* resolve(uint64_t p, size_t n) {
+  auto it = memory.upper_bound(p);
+  if (it == memory.begin()) return nullptr;
+  --it;
+  const uint64_t off = p - it->first;
+  if (off > it->second.size() || n > it->second.size() - off) return nullptr;
+  return it->second.data() + off;
+}
+
+// Parameter widths of `.entry name( .param .u64 x, ... )`.
+bool parseEntry(const std::string& ptx, const std::string& name, std::vector<unsigned>& bytes) {
+  const std::string key = ".entry " + name;
+  size_t at = 0;
+  while ((at = ptx.find(key, at)) != std::string::npos) {
+    size_t after = at + key.size();
+    if (after < ptx.size() && (ptx[after] == '(' || ptx[after] == ' ' || ptx[after] == '\n' ||
+                               ptx[after] == '\t'))
+      break;
+    at = after;
+  }
+  if (at == std::string::npos) return false;
+  const size_t open = ptx.find('(', at), close = ptx.find(')', at);
+  if (open == std::string::npos || close == std::string::npos) return false;
+  const std::string list = ptx.substr(open, close - open);
+  for (size_t p = 0; (p = list.find(".param .", p)) != std::string::npos;) {
+    p += 8;  // at the type: u64, s32, f32, b8, ...
+    const unsigned bits = static_cast<unsigned>(std::stoul(list.substr(p + 1)));
+    bytes.push_back(bits / 8);
+  }
+  return true;
+}
+
+#define NEED_CONTEXT() \
+  if (!current) return INVALID_CONTEXT
+
+}  // namespace
+
+extern "C" {
+
+CUresult cuInit(unsigned flags) {
+#ifdef FAKE_CUDA_NO_DEVICE
+  return NO_DEVICE;
+#endif
+  if (flags != 0) return INVALID_VALUE;
+  std::lock_guard<std::mutex> l(mu);
+  initialised = true;
+  return OK;
+}
+
+CUresult cuDeviceGetCount(int* n) {
+  if (!initialised) return NOT_INITIALIZED;
+  *n = 2;
+  return OK;
+}
+
+CUresult cuDeviceGet(int* dev, int ordinal) {
+  if (!initialised) return NOT_INITIALIZED;
+  if (ordinal < 0 || ordinal > 1) return INVALID_DEVICE;
+  *dev = ordinal;
+  return OK;
+}
+
+CUresult cuDeviceGetName(char* name, int len, int dev) {
+  if (dev < 0 || dev > 1) return INVALID_DEVICE;
+  std::snprintf(name, static_cast<size_t>(len), "%s", dev == 0 ? "Fake A100" : "Fake H100");
+  return OK;
+}
+
+CUresult cuDeviceGetAttribute(int* v, int attr, int dev) {
+  if (dev < 0 || dev > 1) return INVALID_DEVICE;
+  switch (attr) {
+    case 5: *v = 2147483647; return OK;         // MAX_GRID_DIM_X
+    case 6: case 7: *v = 65535; return OK;      // MAX_GRID_DIM_Y/Z
+    case 75: *v = dev == 0 ? 8 : 9; return OK;  // COMPUTE_CAPABILITY_MAJOR
+    case 76: *v = 0; return OK;                 // COMPUTE_CAPABILITY_MINOR
+    case 97: *v = dev == 0 ? 163 * 1024 : 227 * 1024; return OK;  // MAX_SHARED_..._OPTIN
+  }
+  return INVALID_VALUE;
+}
+
+CUresult cuDevicePrimaryCtxRetain(void** ctx, int dev) {
+  if (dev < 0 || dev > 1) return INVALID_DEVICE;
+  std::lock_guard<std::mutex> l(mu);
+  ++contexts[dev].retains;
+  *ctx = &contexts[dev];
+  return OK;
+}
+
+CUresult cuDevicePrimaryCtxRelease_v2(int dev) {
+  if (dev < 0 || dev > 1) return INVALID_DEVICE;
+  std::lock_guard<std::mutex> l(mu);
+  if (contexts[dev].retains == 0) return INVALID_CONTEXT;
+  --contexts[dev].retains;
+  return OK;
+}
+
+CUresult cuCtxSetCurrent(void* ctx) {
+  current = static_cast<Ctx*>(ctx);
+  return OK;
+}
+
+CUresult cuMemAlloc_v2(uint64_t* p, size_t bytes) {
+  NEED_CONTEXT();
+  if (bytes == 0) return INVALID_VALUE;
+  if (bytes > (size_t{1} << 30)) return OUT_OF_MEMORY;
+  std::lock_guard<std::mutex> l(mu);
+  *p = nextAddress;
+  memory[nextAddress] = std::vector<uint8_t>(bytes, 0xCD);
+  nextAddress += (bytes + 4095) / 4096 * 4096 + 4096;  // a gap: overruns do not land in a neighbour
+  return OK;
+}
+
+CUresult cuMemFree_v2(uint64_t p) {
+  NEED_CONTEXT();
+  std::lock_guard<std::mutex> l(mu);
+  return memory.erase(p) ? OK : INVALID_VALUE;
+}
+
+CUresult cuMemcpyHtoD_v2(uint64_t dst, const void* src, size_t n) {
+  NEED_CONTEXT();
+  std::lock_guard<std::mutex> l(mu);
+  uint8_t* d = resolve(dst, n);
+  if (!d) return INVALID_VALUE;
+  std::memcpy(d, src, n);
+  return OK;
+}
+
+CUresult cuMemcpyDtoH_v2(void* dst, uint64_t src, size_t n) {
+  NEED_CONTEXT();
+  std::lock_guard<std::mutex> l(mu);
+  uint8_t* s = resolve(src, n);
+  if (!s) return INVALID_VALUE;
+  std::memcpy(dst, s, n);
+  return OK;
+}
+
+CUresult cuMemsetD8_v2(uint64_t dst, unsigned char v, size_t n) {
+  NEED_CONTEXT();
+  std::lock_guard<std::mutex> l(mu);
+  uint8_t* d = resolve(dst, n);
+  if (!d) return INVALID_VALUE;
+  std::memset(d, v, n);
+  return OK;
+}
+
+CUresult cuStreamCreate(void** s, unsigned flags) {
+  NEED_CONTEXT();
+  std::lock_guard<std::mutex> l(mu);
+  ++streams;
+  *s = new Stream{current};
+  return OK;
+}
+
+CUresult cuStreamDestroy_v2(void* s) {
+  NEED_CONTEXT();
+  std::lock_guard<std::mutex> l(mu);
+  --streams;
+  delete static_cast<Stream*>(s);
+  return OK;
+}
+
+CUresult cuStreamSynchronize(void* s) {
+  NEED_CONTEXT();
+  std::lock_guard<std::mutex> l(mu);
+  if (static_cast<Stream*>(s)->ctx != current) return INVALID_HANDLE;
+  if (failNextSync) {
+    const int r = failNextSync;
+    failNextSync = 0;
+    return r;
+  }
+  return OK;
+}
+
+CUresult cuModuleLoadDataEx(void** mod, const void* image, unsigned n, int* opts, void** vals) {
+  NEED_CONTEXT();
+  const std::string ptx = static_cast<const char*>(image);
+  if (ptx.find("FAKE_SYNTAX_ERROR") != std::string::npos) {
+    const char* log = "ptxas application ptx input, line 7; error   : Unknown symbol 'FAKE_SYNTAX_ERROR'";
+    for (unsigned i = 0; i < n; ++i) {
+      if (opts[i] != 5) continue;  // CU_JIT_ERROR_LOG_BUFFER
+      for (unsigned j = 0; j < n; ++j)
+        if (opts[j] == 6) {  // CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES
+          const size_t cap = reinterpret_cast<uintptr_t>(vals[j]);
+          std::snprintf(static_cast<char*>(vals[i]), cap, "%s", log);
+          vals[j] = reinterpret_cast<void*>(std::strlen(log) + 1);
+        }
+    }
+    return INVALID_PTX;
+  }
+  std::lock_guard<std::mutex> l(mu);
+  ++modules;
+  *mod = new Module{ptx};
+  return OK;
+}
+
+CUresult cuModuleUnload(void* mod) {
+  NEED_CONTEXT();
+  std::lock_guard<std::mutex> l(mu);
+  --modules;
+  delete static_cast<Module*>(mod);
+  return OK;
+}
+
+CUresult cuModuleGetFunction(void** fn, void* mod, const char* name) {
+  NEED_CONTEXT();
+  auto* f = new Function{name, {}, 48 * 1024};
+  if (!parseEntry(static_cast<Module*>(mod)->ptx, name, f->paramBytes)) {
+    delete f;  // the fake leaks found functions, like the driver keeps them with the module
+    return NOT_FOUND;
+  }
+  *fn = f;
+  return OK;
+}
+
+CUresult cuFuncGetAttribute(int* v, int attr, void* fn) {
+  NEED_CONTEXT();
+  if (attr == 0) {  // MAX_THREADS_PER_BLOCK
+    *v = 1024;
+    return OK;
+  }
+  return INVALID_VALUE;
+}
+
+CUresult cuFuncSetAttribute(void* fn, int attr, int value) {
+  NEED_CONTEXT();
+  if (attr != 8) return INVALID_VALUE;  // MAX_DYNAMIC_SHARED_SIZE_BYTES
+  const int optin = current->device == 0 ? 163 * 1024 : 227 * 1024;
+  if (value < 0 || value > optin) return INVALID_VALUE;
+  std::lock_guard<std::mutex> l(mu);
+  static_cast<Function*>(fn)->maxDynamicShared = value;
+  sharedOptIn = value;
+  return OK;
+}
+
+CUresult cuLaunchKernel(void* fnp, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                        unsigned bz, unsigned shared, void* stream, void** params, void** extra) {
+  NEED_CONTEXT();
+  auto* fn = static_cast<Function*>(fnp);
+  if (!gx || !gy || !gz || !bx || !by || !bz || uint64_t{bx} * by * bz > 1024) return INVALID_VALUE;
+  if (static_cast<int>(shared) > fn->maxDynamicShared) return INVALID_VALUE;
+  if (!stream || static_cast<Stream*>(stream)->ctx != current) return INVALID_HANDLE;
+  if (!params || extra) return INVALID_VALUE;
+  std::lock_guard<std::mutex> l(mu);
+  FakeLaunch r{};
+  std::snprintf(r.kernel, sizeof r.kernel, "%s", fn->name.c_str());
+  r.device = current->device;
+  r.grid[0] = gx, r.grid[1] = gy, r.grid[2] = gz;
+  r.block[0] = bx, r.block[1] = by, r.block[2] = bz;
+  r.sharedBytes = shared;
+  r.numParams = static_cast<int>(fn->paramBytes.size());
+  for (int i = 0; i < r.numParams && i < 16; ++i) {
+    r.paramBytes[i] = fn->paramBytes[i];
+    std::memcpy(&r.params[i], params[i], fn->paramBytes[i]);  // only the declared width is read
+  }
+  last = r;
+  ++launches;
+  if (fn->name == "vadd" && r.numParams == 4) {
+    const uint32_t n = static_cast<uint32_t>(r.params[3]);
+    const uint64_t threads = uint64_t{gx} * gy * gz * bx * by * bz;
+    for (uint64_t i = 0; i < threads && i < n; ++i) {
+      const uint8_t* a = resolve(r.params[0] + 4 * i, 4);
+      const uint8_t* b = resolve(r.params[1] + 4 * i, 4);
+      uint8_t* o = resolve(r.params[2] + 4 * i, 4);
+      if (!a || !b || !o) {
+        failNextSync = ILLEGAL_ADDRESS;  // reported by the next synchronisation, as on a GPU
+        break;
+      }
+      float x, y;
+      std::memcpy(&x, a, 4);
+      std::memcpy(&y, b, 4);
+      const float z = x + y;
+      std::memcpy(o, &z, 4);
+    }
+  }
+  return OK;
+}
+
+CUresult cuGetErrorName(CUresult e, const char** s) {
+  switch (e) {
+    case OK: *s = "CUDA_SUCCESS"; return OK;
+    case INVALID_VALUE: *s = "CUDA_ERROR_INVALID_VALUE"; return OK;
+    case OUT_OF_MEMORY: *s = "CUDA_ERROR_OUT_OF_MEMORY"; return OK;
+    case NOT_INITIALIZED: *s = "CUDA_ERROR_NOT_INITIALIZED"; return OK;
+    case NO_DEVICE: *s = "CUDA_ERROR_NO_DEVICE"; return OK;
+    case INVALID_DEVICE: *s = "CUDA_ERROR_INVALID_DEVICE"; return OK;
+    case INVALID_CONTEXT: *s = "CUDA_ERROR_INVALID_CONTEXT"; return OK;
+    case INVALID_PTX: *s = "CUDA_ERROR_INVALID_PTX"; return OK;
+    case INVALID_HANDLE: *s = "CUDA_ERROR_INVALID_HANDLE"; return OK;
+    case NOT_FOUND: *s = "CUDA_ERROR_NOT_FOUND"; return OK;
+    case ILLEGAL_ADDRESS: *s = "CUDA_ERROR_ILLEGAL_ADDRESS"; return OK;
+  }
+  *s = nullptr;
+  return INVALID_VALUE;
+}
+
+CUresult cuGetErrorString(CUresult e, const char** s) {
+  switch (e) {
+    case NO_DEVICE: *s = "no CUDA-capable device is detected"; return OK;
+    case INVALID_PTX: *s = "a PTX JIT compilation failed"; return OK;
+    case OUT_OF_MEMORY: *s = "out of memory"; return OK;
+    case ILLEGAL_ADDRESS: *s = "an illegal memory access was encountered"; return OK;
+    case INVALID_CONTEXT: *s = "invalid device context"; return OK;
+  }
+  return cuGetErrorName(e, s);
+}
+
+// ---- inspection, for the tests ----
+
+FAKE_EXPORT int fake_cuda_last_launch(FakeLaunch* out) {
+  std::lock_guard<std::mutex> l(mu);
+  *out = last;
+  return launches;
+}
+FAKE_EXPORT int fake_cuda_live_allocations() {
+  std::lock_guard<std::mutex> l(mu);
+  return static_cast<int>(memory.size());
+}
+FAKE_EXPORT int fake_cuda_live_streams() { return streams; }
+FAKE_EXPORT int fake_cuda_live_modules() { return modules; }
+FAKE_EXPORT int fake_cuda_context_retains(int dev) { return contexts[dev].retains; }
+FAKE_EXPORT int fake_cuda_shared_optin() { return sharedOptIn; }
+FAKE_EXPORT void fake_cuda_fail_next_sync(int code) {
+  std::lock_guard<std::mutex> l(mu);
+  failNextSync = code;
+}
+
+}  // extern "C"

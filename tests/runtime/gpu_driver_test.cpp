@@ -1,0 +1,612 @@
+// The CUDA and HIP devices: their declarations of the driver ABI (checked
+// against the vendor headers when installed), their behaviour without a
+// driver, the whole CUDA device against a fake libcuda (tests/runtime/fake),
+// and real kernels when a GPU is present.
+
+#include <catch2/catch.hpp>
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#if __has_include(<cuda.h>)
+#include <cuda.h>
+#define TS_HAVE_CUDA_H 1
+#endif
+#if __has_include(<hip/hip_runtime_api.h>)
+#ifndef __HIP_PLATFORM_AMD__
+#define __HIP_PLATFORM_AMD__ 1
+#endif
+#include <hip/hip_runtime_api.h>
+#define TS_HAVE_HIP_H 1
+#endif
+
+#include "../../runtime/lib/DeviceImpl.h"
+#include "../../runtime/lib/DriverLoader.h"
+#include "fake/fake_driver.h"
+#include "tessera/runtime/Runtime.h"
+
+using namespace tessera;
+using namespace tessera::rt;
+using Catch::Matchers::Contains;
+
+// ---- the ABI we declare, against the vendor headers ------------------------
+
+namespace {
+
+// Two function types agree on the ABI when they have the same arity and each
+// parameter (and the result) has the same size and class: pointer, integer
+// or enum, floating point. Types cannot be compared directly: the headers'
+// opaque handles and enums are distinct types from our void* and int.
+template <class T>
+constexpr int abiClass() {
+  if constexpr (std::is_pointer_v<T>) return 1;
+  else if constexpr (std::is_integral_v<T> || std::is_enum_v<T>) return 2;
+  else if constexpr (std::is_floating_point_v<T>) return 3;
+  else return 4;
+}
+template <class A, class B>
+constexpr bool sameSlot() {
+  return sizeof(A) == sizeof(B) && abiClass<A>() == abiClass<B>();
+}
+template <class F, class G>
+struct SameAbi : std::false_type {};
+template <class R1, class... A1, class R2, class... A2>
+struct SameAbi<R1 (*)(A1...), R2 (*)(A2...)> {
+  static constexpr bool check() {
+    if constexpr (sizeof...(A1) != sizeof...(A2)) return false;
+    else return sameSlot<R1, R2>() && (sameSlot<A1, A2>() && ...);
+  }
+  static constexpr bool value = check();
+};
+
+#define TS_STR(x) #x
+#define TS_XSTR(x) TS_STR(x)
+#define TS_CAT(a, b) a##b
+
+}  // namespace
+
+#ifdef TS_HAVE_CUDA_H
+// cuda.h's macro for each function (cuMemAlloc -> cuMemAlloc_v2) must name
+// the symbol we dlsym, and its prototype must match ours.
+#define TS_CHECK_CUDA(field, sym, R, params)                                             \
+  static_assert(std::string_view(TS_XSTR(TS_CAT(cu, field))) == #sym,                    \
+                "cuda.h maps cu" #field " to another symbol than " #sym);                \
+  static_assert(SameAbi<decltype(&::sym), cuabi::PFN_##field>::value,                    \
+                #sym ": our declaration differs from cuda.h");
+TESSERA_CUDA_FUNCTIONS(TS_CHECK_CUDA)
+static_assert(sizeof(cuabi::CUdeviceptr) == sizeof(::CUdeviceptr));
+static_assert(std::is_same_v<cuabi::CUdeviceptr, ::CUdeviceptr>);
+static_assert(sizeof(cuabi::CUresult) == sizeof(::CUresult));
+static_assert(sizeof(cuabi::CUdevice) == sizeof(::CUdevice));
+static_assert(cuabi::CUDA_SUCCESS == ::CUDA_SUCCESS);
+static_assert(cuabi::CUDA_ERROR_INVALID_VALUE == ::CUDA_ERROR_INVALID_VALUE);
+static_assert(cuabi::CUDA_ERROR_OUT_OF_MEMORY == ::CUDA_ERROR_OUT_OF_MEMORY);
+static_assert(cuabi::CUDA_ERROR_NOT_INITIALIZED == ::CUDA_ERROR_NOT_INITIALIZED);
+static_assert(cuabi::CUDA_ERROR_NO_DEVICE == ::CUDA_ERROR_NO_DEVICE);
+static_assert(cuabi::CUDA_ERROR_INVALID_DEVICE == ::CUDA_ERROR_INVALID_DEVICE);
+static_assert(cuabi::CUDA_ERROR_INVALID_CONTEXT == ::CUDA_ERROR_INVALID_CONTEXT);
+static_assert(cuabi::CUDA_ERROR_INVALID_PTX == ::CUDA_ERROR_INVALID_PTX);
+static_assert(cuabi::CUDA_ERROR_NOT_FOUND == ::CUDA_ERROR_NOT_FOUND);
+static_assert(cuabi::CU_JIT_INFO_LOG_BUFFER == ::CU_JIT_INFO_LOG_BUFFER);
+static_assert(cuabi::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES == ::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES);
+static_assert(cuabi::CU_JIT_ERROR_LOG_BUFFER == ::CU_JIT_ERROR_LOG_BUFFER);
+static_assert(cuabi::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES == ::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES);
+static_assert(cuabi::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X == ::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X);
+static_assert(cuabi::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y == ::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y);
+static_assert(cuabi::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z == ::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z);
+static_assert(cuabi::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR ==
+              ::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+static_assert(cuabi::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR ==
+              ::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+static_assert(cuabi::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN ==
+              ::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+static_assert(cuabi::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK ==
+              ::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+static_assert(cuabi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES ==
+              ::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES);
+#endif
+
+#ifdef TS_HAVE_HIP_H
+// The header's address of each function; hipMalloc is also a C++ template
+// there, so its C overload is picked by type.
+#define TS_HIP_ADDR_GetDeviceCount &::hipGetDeviceCount
+#define TS_HIP_ADDR_SetDevice &::hipSetDevice
+#define TS_HIP_ADDR_DeviceGetName &::hipDeviceGetName
+#define TS_HIP_ADDR_Malloc static_cast<hipError_t (*)(void**, size_t)>(&::hipMalloc)
+#define TS_HIP_ADDR_Free &::hipFree
+#define TS_HIP_ADDR_Memcpy &::hipMemcpy
+#define TS_HIP_ADDR_Memset &::hipMemset
+#define TS_HIP_ADDR_StreamCreate &::hipStreamCreate
+#define TS_HIP_ADDR_StreamDestroy &::hipStreamDestroy
+#define TS_HIP_ADDR_StreamSynchronize &::hipStreamSynchronize
+#define TS_HIP_ADDR_ModuleLoadData &::hipModuleLoadData
+#define TS_HIP_ADDR_ModuleUnload &::hipModuleUnload
+#define TS_HIP_ADDR_ModuleGetFunction &::hipModuleGetFunction
+#define TS_HIP_ADDR_ModuleLaunchKernel &::hipModuleLaunchKernel
+#define TS_HIP_ADDR_GetErrorName &::hipGetErrorName
+#define TS_HIP_ADDR_GetErrorString &::hipGetErrorString
+#define TS_CHECK_HIP(field, sym, R, params)                                              \
+  static_assert(std::string_view(TS_XSTR(TS_CAT(hip, field))) == #sym,                   \
+                "the HIP header maps hip" #field " to another symbol than " #sym);        \
+  static_assert(SameAbi<decltype(TS_HIP_ADDR_##field), hipabi::PFN_##field>::value,      \
+                #sym ": our declaration differs from hip_runtime_api.h");
+TESSERA_HIP_FUNCTIONS(TS_CHECK_HIP)
+static_assert(SameAbi<hipError_t (*)(hipDeviceProp_t*, int), hipabi::PFN_GetDeviceProperties>::value);
+static_assert(sizeof(hipDeviceProp_t) <= hipabi::kDevicePropBytes,
+              "hipDeviceProp_t outgrew the buffer HipDevice.cpp passes");
+static_assert(sizeof(hipabi::hipError_t) == sizeof(::hipError_t));
+static_assert(hipabi::hipSuccess == ::hipSuccess);
+static_assert(hipabi::hipErrorOutOfMemory == ::hipErrorOutOfMemory);
+static_assert(hipabi::hipErrorNoDevice == ::hipErrorNoDevice);
+static_assert(hipabi::hipErrorInvalidDevice == ::hipErrorInvalidDevice);
+static_assert(hipabi::hipErrorNotFound == ::hipErrorNotFound);
+static_assert(hipabi::hipMemcpyHostToDevice == ::hipMemcpyHostToDevice);
+static_assert(hipabi::hipMemcpyDeviceToHost == ::hipMemcpyDeviceToHost);
+#endif
+
+TEST_CASE("driver ABI declarations were checked against the vendor headers", "[gpu][driver]") {
+#ifndef TS_HAVE_CUDA_H
+  WARN("cuda.h not found: the CUDA driver declarations were not checked against it");
+#endif
+#ifndef TS_HAVE_HIP_H
+  WARN("hip/hip_runtime_api.h not found: the HIP declarations were not checked against it");
+#endif
+  SUCCEED();
+}
+
+// ---- helpers ----------------------------------------------------------------
+
+namespace {
+
+/// Sets (or unsets, for nullptr) an environment variable for a scope.
+class EnvGuard {
+ public:
+  EnvGuard(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
+    if (value)
+      setenv(name, value, 1);
+    else
+      unsetenv(name);
+  }
+  ~EnvGuard() {
+    if (had_)
+      setenv(name_, old_.c_str(), 1);
+    else
+      unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::string old_;
+  bool had_ = false;
+};
+
+/// The message of the DeviceError `f` throws ("" if it throws nothing).
+template <class F>
+std::string deviceError(F&& f) {
+  try {
+    f();
+  } catch (const DeviceError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+/// A function the fake driver exports for inspection. The runtime opened the
+/// same path, so this is the same instance of the library.
+template <class Fn>
+Fn fakeFn(const char* lib, const char* name) {
+  void* h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+  REQUIRE(h != nullptr);
+  void* s = dlsym(h, name);
+  REQUIRE(s != nullptr);
+  return reinterpret_cast<Fn>(s);
+}
+
+// out[i] = a[i] + b[i] for i < n; one thread per element. Written by hand
+// (checked with ptxas) so the test needs no compiler; .target sm_52 lets
+// the driver JIT it for any GPU it supports.
+const char* kVaddPtx = R"(.version 6.4
+.target sm_52
+.address_size 64
+
+.visible .entry vadd(
+	.param .u64 vadd_a,
+	.param .u64 vadd_b,
+	.param .u64 vadd_out,
+	.param .u32 vadd_n
+)
+{
+	.reg .pred %p<2>;
+	.reg .b32 %r<6>;
+	.reg .f32 %f<4>;
+	.reg .b64 %rd<8>;
+
+	ld.param.u64 %rd1, [vadd_a];
+	ld.param.u64 %rd2, [vadd_b];
+	ld.param.u64 %rd3, [vadd_out];
+	ld.param.u32 %r2, [vadd_n];
+	mov.u32 %r3, %ctaid.x;
+	mov.u32 %r4, %ntid.x;
+	mov.u32 %r5, %tid.x;
+	mad.lo.s32 %r1, %r3, %r4, %r5;
+	setp.ge.u32 %p1, %r1, %r2;
+	@%p1 bra DONE;
+	mul.wide.u32 %rd4, %r1, 4;
+	add.s64 %rd5, %rd1, %rd4;
+	add.s64 %rd6, %rd2, %rd4;
+	add.s64 %rd7, %rd3, %rd4;
+	ld.global.f32 %f1, [%rd5];
+	ld.global.f32 %f2, [%rd6];
+	add.rn.f32 %f3, %f1, %f2;
+	st.global.f32 [%rd7], %f3;
+DONE:
+	ret;
+}
+)";
+
+KernelSignature vaddSignature() {
+  KernelSignature s;
+  s.kernelName = "vadd";
+  s.args = {{ArgSpec::Kind::Pointer, DType::F32, "a"},
+            {ArgSpec::Kind::Pointer, DType::F32, "b"},
+            {ArgSpec::Kind::Pointer, DType::F32, "out"},
+            {ArgSpec::Kind::Scalar, DType::I32, "n"}};
+  return s;
+}
+
+Binary vaddBinary(unsigned threadsPerBlock = 128, unsigned sharedBytes = 0) {
+  Binary b;
+  b.format = Binary::Format::PTX;
+  b.signature = vaddSignature();
+  b.ptx = kVaddPtx;
+  b.symbol = "vadd";
+  b.threadsPerBlock = threadsPerBlock;
+  b.sharedBytes = sharedBytes;
+  return b;
+}
+
+/// Runs vadd over n elements on `dev` and checks every element against a
+/// plain C++ sum (exact: one f32 addition each way).
+void runVadd(const Device& dev, int n, unsigned threadsPerBlock) {
+  std::vector<float> a(n), b(n), want(n);
+  for (int i = 0; i < n; ++i) {
+    a[i] = 0.5f * static_cast<float>(i) - 3.25f;
+    b[i] = std::sin(static_cast<float>(i)) * 100.0f;
+    want[i] = a[i] + b[i];
+  }
+  Buffer da = dev.upload(DType::F32, a), db = dev.upload(DType::F32, b);
+  Buffer dout = dev.alloc(DType::F32, static_cast<size_t>(n));
+  dout.fillBytes(0xFF);  // NaN everywhere: an element the kernel skips cannot pass
+  Kernel k = dev.load(vaddBinary(threadsPerBlock));
+  const uint32_t blocks = static_cast<uint32_t>((n + threadsPerBlock - 1) / threadsPerBlock);
+  k.launch(Dim3(blocks), {da, db, dout, n});
+  std::vector<float> got = dout.read<float>();
+  REQUIRE(got.size() == static_cast<size_t>(n));
+  int bad = 0;
+  for (int i = 0; i < n; ++i)
+    if (!(got[i] == want[i]) && bad++ < 5) FAIL_CHECK("out[" << i << "] = " << got[i] << ", want " << want[i]);
+  CHECK(bad == 0);
+}
+
+}  // namespace
+
+// ---- no driver ---------------------------------------------------------------
+
+TEST_CASE("without libcuda.so.1 there is no CUDA device, and asking for one says why", "[gpu][cuda]") {
+  EnvGuard env("TESSERA_CUDA_LIBRARY", nullptr);
+  if (cudaDeviceCount() > 0) {
+    WARN("a CUDA driver with a device is present: the no-driver behaviour is not tested here");
+    return;
+  }
+  const std::string msg = deviceError([] { createCudaDevice(0); });
+  INFO(msg);
+  CHECK_THAT(msg, Contains("Device::cuda(0)"));
+  // Either the library is missing (this project's CI) or it loads and
+  // finds no GPU: both are named.
+  const bool named = msg.find("dlopen(libcuda.so.1) failed") != std::string::npos ||
+                     msg.find("cuInit failed") != std::string::npos ||
+                     msg.find("reports no device") != std::string::npos;
+  CHECK(named);
+  // Device::all() lists no CUDA device then.
+  for (const Device& d : Device::all()) CHECK(d.kind() != DeviceKind::CUDA);
+}
+
+TEST_CASE("without an AMD GPU there is no HIP device, and asking for one says why", "[gpu][hip]") {
+  EnvGuard env("TESSERA_HIP_LIBRARY", nullptr);
+  if (hipDeviceCount() > 0) {
+    WARN("a HIP device is present: the no-device behaviour is not tested here");
+    return;
+  }
+  const std::string msg = deviceError([] { createHipDevice(0); });
+  INFO(msg);
+  CHECK_THAT(msg, Contains("Device::hip(0)"));
+  const bool named = msg.find("dlopen(libamdhip64.so) failed") != std::string::npos ||
+                     msg.find("hipGetDeviceCount failed: hipErrorNoDevice") != std::string::npos ||
+                     msg.find("reports no device") != std::string::npos;
+  CHECK(named);
+  for (const Device& d : Device::all()) CHECK(d.kind() != DeviceKind::HIP);
+}
+
+TEST_CASE("driver library overrides that do not load or lack entry points are reported", "[gpu][driver]") {
+  {
+    EnvGuard env("TESSERA_CUDA_LIBRARY", "/nonexistent/libcuda.so.1");
+    CHECK(cudaDeviceCount() == 0);
+    const std::string msg = deviceError([] { createCudaDevice(0); });
+    CHECK_THAT(msg, Contains("CUDA driver not available: dlopen(/nonexistent/libcuda.so.1) failed "
+                             "(from TESSERA_CUDA_LIBRARY)"));
+  }
+  {
+    // A real library that is not a CUDA driver.
+    EnvGuard env("TESSERA_CUDA_LIBRARY", "libm.so.6");
+    CHECK(cudaDeviceCount() == 0);
+    const std::string msg = deviceError([] { createCudaDevice(0); });
+    CHECK_THAT(msg, Contains("libm.so.6 lacks cuInit, cuDeviceGetCount"));
+  }
+  {
+    EnvGuard env("TESSERA_HIP_LIBRARY", "/nonexistent/libamdhip64.so");
+    CHECK(hipDeviceCount() == 0);
+    const std::string msg = deviceError([] { createHipDevice(1); });
+    CHECK_THAT(msg, Contains("Device::hip(1): HIP runtime not available: "
+                             "dlopen(/nonexistent/libamdhip64.so) failed (from TESSERA_HIP_LIBRARY)"));
+  }
+  {
+    EnvGuard env("TESSERA_HIP_LIBRARY", "libm.so.6");
+    CHECK(hipDeviceCount() == 0);
+    CHECK_THAT(deviceError([] { createHipDevice(0); }), Contains("libm.so.6 lacks hipGetDeviceCount"));
+  }
+}
+
+// ---- the CUDA device against the fake driver --------------------------------
+
+TEST_CASE("a driver whose cuInit fails reports the CUDA error", "[gpu][cuda][fake]") {
+  EnvGuard env("TESSERA_CUDA_LIBRARY", TESSERA_FAKE_CUDA_NODEV);
+  CHECK(cudaDeviceCount() == 0);
+  CHECK(deviceError([] { createCudaDevice(0); }) ==
+        "Device::cuda(0): cuInit failed: CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)");
+}
+
+TEST_CASE("fake CUDA driver: devices, names, architectures, ordinals", "[gpu][cuda][fake]") {
+  EnvGuard env("TESSERA_CUDA_LIBRARY", TESSERA_FAKE_CUDA);
+  REQUIRE(cudaDeviceCount() == 2);
+  auto retains = fakeFn<int (*)(int)>(TESSERA_FAKE_CUDA, "fake_cuda_context_retains");
+  auto streams = fakeFn<int (*)()>(TESSERA_FAKE_CUDA, "fake_cuda_live_streams");
+  const int streams0 = streams();
+  {
+    Device d0(createCudaDevice(0)), d1(createCudaDevice(1));
+    CHECK(d0.kind() == DeviceKind::CUDA);
+    CHECK(d0.name() == "cuda:0 Fake A100");
+    CHECK(d1.name() == "cuda:1 Fake H100");
+    CHECK(d0.arch() == "nvptx:sm_80");
+    CHECK(d1.arch() == "nvptx:sm_90a");  // Hopper features need the "a" target
+    CHECK(retains(0) >= 1);
+    CHECK(streams() == streams0 + 2);
+  }
+  // Everything a device acquired is released with it.
+  CHECK(retains(0) == 0);
+  CHECK(retains(1) == 0);
+  CHECK(streams() == streams0);
+  CHECK(deviceError([] { createCudaDevice(3); }) == "Device::cuda(3): device ordinal 3 out of range (2 devices)");
+  CHECK(deviceError([] { createCudaDevice(-1); }) ==
+        "Device::cuda(-1): device ordinal -1 out of range (2 devices)");
+}
+
+TEST_CASE("fake CUDA driver: memory is zeroed, copied and filled through the device", "[gpu][cuda][fake]") {
+  EnvGuard env("TESSERA_CUDA_LIBRARY", TESSERA_FAKE_CUDA);
+  auto live = fakeFn<int (*)()>(TESSERA_FAKE_CUDA, "fake_cuda_live_allocations");
+  const int before = live();
+  {
+    Device dev(createCudaDevice(0));
+    // The fake fills new allocations with 0xCD: these must read as zero.
+    Buffer b = dev.alloc(DType::I32, 1000);
+    CHECK(live() == before + 1);
+    std::vector<int32_t> z = b.read<int32_t>();
+    CHECK(std::all_of(z.begin(), z.end(), [](int32_t v) { return v == 0; }));
+
+    std::vector<int32_t> v(1000);
+    for (int i = 0; i < 1000; ++i) v[i] = i * 7 - 300;
+    b.write(v);
+    CHECK(b.read<int32_t>() == v);
+    b.fillBytes(0x01);
+    for (int32_t x : b.read<int32_t>()) REQUIRE(x == 0x01010101);
+
+    // Out of memory names the size and the driver's error.
+    const std::string oom = deviceError([&] { dev.alloc(DType::F32, size_t{1} << 29); });
+    CHECK_THAT(oom, Contains("cuda:0 Fake A100: cannot allocate 2147483648 bytes: cuMemAlloc failed: "
+                             "CUDA_ERROR_OUT_OF_MEMORY"));
+
+    // Another thread has no current context until the device makes its own
+    // current (the fake, like the driver, fails without one).
+    std::vector<int32_t> fromThread;
+    std::string threadError;
+    std::thread t([&] {
+      try {
+        Buffer c = dev.alloc(DType::I32, 4);
+        c.write(std::vector<int32_t>{1, 2, 3, 4});
+        fromThread = c.read<int32_t>();
+      } catch (const std::exception& e) {
+        threadError = e.what();
+      }
+    });
+    t.join();
+    CHECK(threadError == "");
+    CHECK(fromThread == std::vector<int32_t>{1, 2, 3, 4});
+  }
+  CHECK(live() == before);  // every buffer went back to the driver
+}
+
+TEST_CASE("fake CUDA driver: PTX load errors carry the JIT log", "[gpu][cuda][fake]") {
+  EnvGuard env("TESSERA_CUDA_LIBRARY", TESSERA_FAKE_CUDA);
+  Device dev(createCudaDevice(0));
+
+  Binary bad = vaddBinary();
+  bad.ptx += "\nFAKE_SYNTAX_ERROR\n";
+  std::string msg = deviceError([&] { dev.load(bad); });
+  CHECK_THAT(msg, Contains("cuda:0 Fake A100: cannot load kernel 'vadd' (PTX for nvptx:sm_80): "
+                           "cuModuleLoadDataEx failed: CUDA_ERROR_INVALID_PTX (a PTX JIT compilation failed)"));
+  CHECK_THAT(msg, Contains("JIT error log:\nptxas application ptx input, line 7; error   : "
+                           "Unknown symbol 'FAKE_SYNTAX_ERROR'"));
+
+  Binary wrongSymbol = vaddBinary();
+  wrongSymbol.symbol = "vad";
+  CHECK_THAT(deviceError([&] { dev.load(wrongSymbol); }),
+             Contains("cannot load kernel 'vadd': the PTX has no kernel named 'vad'"));
+
+  Binary host = vaddBinary();
+  host.format = Binary::Format::HostFunction;
+  CHECK_THAT(deviceError([&] { dev.load(host); }),
+             Contains("its binary is a host function (cpu target), not PTX; compile the kernel for "
+                      "nvptx:sm_80 to run it here"));
+
+  Binary noSymbol = vaddBinary();
+  noSymbol.symbol.clear();
+  CHECK_THAT(deviceError([&] { dev.load(noSymbol); }), Contains("names no kernel symbol"));
+
+  // More dynamic shared memory than the device allows at all.
+  CHECK_THAT(deviceError([&] { dev.load(vaddBinary(128, 200 * 1024)); }),
+             Contains("needs 204800 bytes of dynamic shared memory per block but this device allows "
+                      "at most 166912"));
+
+  auto modules = fakeFn<int (*)()>(TESSERA_FAKE_CUDA, "fake_cuda_live_modules");
+  CHECK(modules() == 0);  // failed loads leave no module behind
+}
+
+TEST_CASE("fake CUDA driver: launches pass the grid, block, shared memory and arguments",
+          "[gpu][cuda][fake]") {
+  EnvGuard env("TESSERA_CUDA_LIBRARY", TESSERA_FAKE_CUDA);
+  auto lastLaunch = fakeFn<int (*)(FakeLaunch*)>(TESSERA_FAKE_CUDA, "fake_cuda_last_launch");
+  auto modules = fakeFn<int (*)()>(TESSERA_FAKE_CUDA, "fake_cuda_live_modules");
+  Device dev(createCudaDevice(1));
+
+  SECTION("results and parameters, for sizes that are and are not multiples of the block") {
+    for (int n : {1, 127, 128, 1000, 4096}) {
+      INFO("n = " << n);
+      runVadd(dev, n, 128);
+      FakeLaunch l{};
+      lastLaunch(&l);
+      CHECK(std::string(l.kernel) == "vadd");
+      CHECK(l.device == 1);
+      CHECK(l.grid[0] == static_cast<unsigned>((n + 127) / 128));
+      CHECK((l.grid[1] == 1 && l.grid[2] == 1));
+      CHECK((l.block[0] == 128 && l.block[1] == 1 && l.block[2] == 1));
+      CHECK(l.sharedBytes == 0);
+      REQUIRE(l.numParams == 4);
+      CHECK(l.paramBytes[3] == 4);
+      CHECK(l.params[3] == static_cast<uint64_t>(n));
+    }
+    CHECK(modules() == 0);  // each Kernel unloaded its module
+  }
+
+  SECTION("buffer offsets and the exact addresses reach the kernel") {
+    Buffer a = dev.alloc(DType::F32, 64), b = dev.alloc(DType::F32, 64), out = dev.alloc(DType::F32, 64);
+    Kernel k = dev.load(vaddBinary(32, 64 * 1024));
+    Arg shifted(a);
+    shifted.offset = 5;
+    k.launch(Dim3(2, 3, 4), {shifted, b, out, 7});
+    FakeLaunch l{};
+    lastLaunch(&l);
+    CHECK(l.params[0] == reinterpret_cast<uint64_t>(a.data()) + 5 * 4);
+    CHECK(l.params[1] == reinterpret_cast<uint64_t>(b.data()));
+    CHECK(l.params[2] == reinterpret_cast<uint64_t>(out.data()));
+    CHECK(l.params[3] == 7);
+    CHECK((l.grid[0] == 2 && l.grid[1] == 3 && l.grid[2] == 4));
+    CHECK(l.block[0] == 32);
+    // Over 48 KiB the kernel opted in to the larger dynamic shared size.
+    CHECK(l.sharedBytes == 64 * 1024);
+    CHECK(fakeFn<int (*)()>(TESSERA_FAKE_CUDA, "fake_cuda_shared_optin")() == 64 * 1024);
+  }
+
+  SECTION("a launch from another thread works (the context is made current there)") {
+    Kernel k = dev.load(vaddBinary());
+    Buffer a = dev.upload(DType::F32, std::vector<float>{1, 2, 3});
+    Buffer b = dev.upload(DType::F32, std::vector<float>{10, 20, 30});
+    Buffer out = dev.alloc(DType::F32, 3);
+    std::string threadError;
+    std::thread t([&] {
+      try {
+        k.launch(Dim3(1), {a, b, out, 3});
+      } catch (const std::exception& e) {
+        threadError = e.what();
+      }
+    });
+    t.join();
+    CHECK(threadError == "");
+    CHECK(out.read<float>() == std::vector<float>{11, 22, 33});
+  }
+
+  SECTION("a fault while the kernel runs is reported by its launch") {
+    Kernel k = dev.load(vaddBinary());
+    Buffer a = dev.alloc(DType::F32, 8), out = dev.alloc(DType::F32, 8);
+    fakeFn<void (*)(int)>(TESSERA_FAKE_CUDA, "fake_cuda_fail_next_sync")(700);
+    const std::string msg = deviceError([&] { k.launch(Dim3(1), {a, a, out, 8}); });
+    CHECK_THAT(msg, Contains("cuda:1 Fake H100: running kernel 'vadd' (grid {1, 1, 1}, 128 threads per "
+                             "block, 0 bytes of shared memory): cuStreamSynchronize failed: "
+                             "CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was encountered)"));
+  }
+
+  SECTION("grids beyond the device's limits are launch errors") {
+    Kernel k = dev.load(vaddBinary());
+    Buffer a = dev.alloc(DType::F32, 8);
+    try {
+      k.launch(Dim3(1, 70000), {a, a, a, 8});
+      FAIL("no LaunchError");
+    } catch (const LaunchError& e) {
+      CHECK_THAT(e.what(), Contains("vadd: grid {1, 70000, 1} exceeds cuda:1 Fake H100's limit of 65535 "
+                                    "blocks in dimension y"));
+    }
+  }
+}
+
+// ---- real GPUs ------------------------------------------------------------------
+
+TEST_CASE("a hand-written PTX kernel runs on a real CUDA device", "[gpu][cuda][hardware]") {
+  EnvGuard env("TESSERA_CUDA_LIBRARY", nullptr);
+  if (cudaDeviceCount() == 0) {
+    WARN("no CUDA device: " << deviceError([] { createCudaDevice(0); }) << " -- PTX kernel not run");
+    return;
+  }
+  Device dev = Device::cuda(0);
+  INFO(dev.name() << " (" << dev.arch() << ")");
+  CHECK(dev.arch().rfind("nvptx:sm_", 0) == 0);
+  for (int n : {1, 255, 256, 100000}) {
+    INFO("n = " << n);
+    runVadd(dev, n, 256);
+  }
+  // A kernel the JIT rejects reports its log.
+  Binary bad = vaddBinary();
+  bad.ptx.replace(bad.ptx.find("add.rn.f32"), 10, "add.rn.q32");
+  CHECK_THAT(deviceError([&] { dev.load(bad); }), Contains("JIT error log"));
+}
+
+TEST_CASE("memory round-trips through a real HIP device", "[gpu][hip][hardware]") {
+  EnvGuard env("TESSERA_HIP_LIBRARY", nullptr);
+  if (hipDeviceCount() == 0) {
+    WARN("no HIP device: " << deviceError([] { createHipDevice(0); }) << " -- HIP device not exercised");
+    return;
+  }
+  Device dev = Device::hip(0);
+  INFO(dev.name());
+  CHECK(dev.arch().rfind("amdgpu:gfx", 0) == 0);
+  Buffer b = dev.alloc(DType::I32, 1000);
+  std::vector<int32_t> z = b.read<int32_t>();
+  CHECK(std::all_of(z.begin(), z.end(), [](int32_t v) { return v == 0; }));
+  std::vector<int32_t> v(1000);
+  for (int i = 0; i < 1000; ++i) v[i] = 3 * i - 17;
+  b.write(v);
+  CHECK(b.read<int32_t>() == v);
+  b.fillBytes(0x02);
+  for (int32_t x : b.read<int32_t>()) REQUIRE(x == 0x02020202);
+  Binary ptx = vaddBinary();
+  CHECK_THAT(deviceError([&] { dev.load(ptx); }), Contains("not an AMDGPU code object (HSACO)"));
+  WARN("no HIP code object is built by this test: kernel launches on HIP are covered by the "
+       "end-to-end GPU tests");
+}
