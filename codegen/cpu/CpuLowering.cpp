@@ -4,13 +4,16 @@
 // is flattened row-major and processed in *chunks* of C lanes (C = the
 // largest power of two <= the ISA's lane count dividing the element count,
 // so no chunk is ever partial). A tile is either
-//   * fused: a pure op (elementwise, splat, arange, constant, broadcast,
-//     expand_dims, reshape) with a single use in its own block; it is never
-//     stored, its consumer's chunk loop computes it per chunk (recursively);
+//   * fused: computed per chunk inside its consumer's chunk loop
+//     (recursively): single-use pure ops (elementwise, splat, arange,
+//     constant, broadcast, expand_dims, reshape); cheap pure ops with several
+//     uses (recomputed in each consumer, see plan()); single-use loads with
+//     no memory effect between them and the loop that computes them;
 //   * materialised: a 64-byte-aligned stack array (allocas only in the entry
-//     block), written by one chunk loop at the op's position.
-// Loads, reductions, dot, transpose, loop-carried and if results, and every
-// value with several uses or used in a nested region are materialised.
+//     block), written by one chunk loop at the op's position, or, for a value
+//     first read by a reduction, inside that reduction's loop (deferred).
+// Reductions, dot, transpose, loop-carried and if results, expensive values
+// with several uses and values used in a nested region are materialised.
 //
 // Memory ops use the axis-info analysis: a pointer tile whose chunks are
 // runs of consecutive addresses becomes one (masked) vector load/store from
