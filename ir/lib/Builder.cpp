@@ -108,6 +108,19 @@ void Builder::copy(Value* dst, Value* src, Value* mask) {
   create(OpCode::Copy, std::move(ops), {});
 }
 void Builder::barrier() { create(OpCode::Barrier, {}, {}); }
+Value* Builder::bufferSlot(Value* buffer, Value* index) {
+  const Type& b = buffer->type();
+  TS_ASSERT(b.isBuffer() && b.rank() >= 2, "buffer_slot of a non-multi-buffered value");
+  Shape s(b.shape().begin() + 1, b.shape().end());
+  return create(OpCode::BufferSlot, {buffer, index}, {Type::buffer(b.dtype(), b.space(), s)})->result();
+}
+Op* Builder::copyAsync(Value* dst, Value* src, Value* mask) {
+  std::vector<Value*> ops{dst, src};
+  if (mask) ops.push_back(mask);
+  return create(OpCode::Copy, std::move(ops), {}, {{"async", int64_t{1}}});
+}
+Op* Builder::asyncCommit() { return create(OpCode::AsyncCommit, {}, {}); }
+Op* Builder::asyncWait(int64_t pending) { return create(OpCode::AsyncWait, {}, {}, {{"pending", pending}}); }
 Value* Builder::reduce(const std::string& kind, Value* v, int axis) {
   Shape s = v->type().shape();
   TS_ASSERT(axis >= 0 && axis < static_cast<int>(s.size()), "reduce axis");

@@ -38,6 +38,8 @@ constexpr OpInfo kOps[] = {
     {OpCode::AtomicMax, "atomic_max"}, {OpCode::Alloc, "alloc"},
     {OpCode::LocalLoad, "local_load"}, {OpCode::LocalStore, "local_store"},
     {OpCode::Copy, "copy"},            {OpCode::Barrier, "barrier"},
+    {OpCode::BufferSlot, "buffer_slot"}, {OpCode::AsyncCommit, "async_commit"},
+    {OpCode::AsyncWait, "async_wait"},
     {OpCode::Reduce, "reduce"},        {OpCode::Dot, "dot"},
     {OpCode::For, "for"},              {OpCode::If, "if"},
     {OpCode::Yield, "yield"},          {OpCode::Return, "return"},
@@ -73,6 +75,7 @@ bool hasSideEffects(OpCode op) {
   switch (op) {
     case OpCode::Store: case OpCode::AtomicAdd: case OpCode::AtomicMax:
     case OpCode::LocalStore: case OpCode::Copy: case OpCode::Barrier:
+    case OpCode::AsyncCommit: case OpCode::AsyncWait:
     case OpCode::For: case OpCode::If: case OpCode::Yield: case OpCode::Return:
       return true;
     default:

@@ -539,6 +539,7 @@ class Parser {
   static bool noResults(OpCode c) {
     switch (c) {
       case OpCode::Store: case OpCode::LocalStore: case OpCode::Copy: case OpCode::Barrier:
+      case OpCode::AsyncCommit: case OpCode::AsyncWait:
       case OpCode::Yield: case OpCode::Return:
         return true;
       default:

@@ -37,6 +37,8 @@ class Verifier {
     // can quote it.
     if (body.ops().empty()) failKernel("kernel body must end in 'return'");
     verifyBlock(body, nullptr);
+    // Schedules of async copies are checked once every op is well formed.
+    verifyPipelines(f_);
   }
 
  private:
@@ -412,12 +414,53 @@ class Verifier {
         Type want = Type::tile(Type::ptr(b.dtype(), MemSpace::Global), b.shape());
         if (s != want) fail(op, "source " + ts(s) + " must be " + ts(want) + " to fill " + ts(b));
         if (op.numOperands() == 3) maskFor(op, 2, s);
+        if (op.hasAttr("async")) {
+          int64_t a = intAttr(op, "async");
+          if (a != 0 && a != 1) fail(op, "attribute 'async' must be 0 or 1, got " + std::to_string(a));
+          if (a == 1 && b.space() != MemSpace::Shared)
+            fail(op, "an async copy needs a shared destination, got " + ts(b));
+        }
         return;
       }
       case OpCode::Barrier:
         operands(op, 0, 0);
         results(op, 0);
         return;
+      case OpCode::BufferSlot: {
+        operands(op, 2, 2);
+        results(op, 1);
+        const Type& b = in(op, 0);
+        const Type& i = in(op, 1);
+        if (!b.isBuffer() || b.rank() < 2)
+          fail(op, "operand " + ts(b) + " must be a buffer of rank >= 2 (slots x tile)");
+        if (!i.isScalar() || !i.isIntLike() || i.dtype() == DType::I1)
+          fail(op, "index " + ts(i) + " must be an integer scalar");
+        resultIs(op, Type::buffer(b.dtype(), b.space(), Shape(b.shape().begin() + 1, b.shape().end())));
+        // A constant index is checked here; others by the pipeline verifier
+        // where they matter (slots written by async copies).
+        const Op* d = op.operand(1)->definingOp();
+        if (d && d->code() == OpCode::Constant) {
+          auto it = d->attrs().find("value");
+          if (it != d->attrs().end() && std::holds_alternative<int64_t>(it->second)) {
+            int64_t v = std::get<int64_t>(it->second);
+            if (v < 0 || v >= b.shape()[0])
+              fail(op, "slot index " + std::to_string(v) + " is out of range for " + ts(b) + " (" +
+                           std::to_string(b.shape()[0]) + " slots)");
+          }
+        }
+        return;
+      }
+      case OpCode::AsyncCommit:
+        operands(op, 0, 0);
+        results(op, 0);
+        return;
+      case OpCode::AsyncWait: {
+        operands(op, 0, 0);
+        results(op, 0);
+        int64_t n = intAttr(op, "pending");
+        if (n < 0) fail(op, "'pending' must be >= 0, got " + std::to_string(n));
+        return;
+      }
       case OpCode::Reduce: {
         operands(op, 1, 1);
         results(op, 1);
@@ -475,6 +518,11 @@ class Verifier {
           if (b.arg(i + 1)->type() != op.result(i)->type())
             fail(op, "region argument #" + std::to_string(i + 1) + " has type " + ts(b.arg(i + 1)->type()) + ", expected " + ts(op.result(i)->type()));
         checkYield(op, b, "its");
+        for (const char* k : {"stages", "pipelined"})
+          if (op.hasAttr(k) && intAttr(op, k) < 1)
+            fail(op, std::string("attribute '") + k + "' must be >= 1, got " + std::to_string(intAttr(op, k)));
+        if (op.hasAttr("stages") && op.hasAttr("pipelined"))
+          fail(op, "cannot be both a loop as written ('stages') and a scheduled loop ('pipelined')");
         return;
       }
       case OpCode::If: {

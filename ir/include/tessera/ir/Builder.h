@@ -50,6 +50,12 @@ class Builder {
   void localStore(Value* buffer, Value* tile);
   void copy(Value* dstBuffer, Value* srcPtrs, Value* mask = nullptr);
   void barrier();
+  /// View of slot `index` of a multi-buffered buffer (IR.h).
+  Value* bufferSlot(Value* buffer, Value* index);
+  /// An asynchronous global -> shared copy (`copy {async = 1}`).
+  Op* copyAsync(Value* dstBuffer, Value* srcPtrs, Value* mask = nullptr);
+  Op* asyncCommit();
+  Op* asyncWait(int64_t pending);
   Value* reduce(const std::string& kind, Value* v, int axis);
   Value* dot(Value* a, Value* b, Value* acc);
   void yield(std::vector<Value*> values);

@@ -44,6 +44,54 @@
 // behaviour (the emulator reports them). Atomics are relaxed, device scope,
 // and return the old value.
 //
+// Multi-buffered shared memory and asynchronous copies (software pipelining;
+// docs/pipelining.md has the full design).
+//  * `buffer_slot(b, i)` on b : buffer<space, S x d1 x ... x dtype> is a view
+//    (no copy, no effect) of slot i, a buffer<space, d1 x ... x dtype>;
+//    accesses through the view are accesses of b. i is an integer scalar;
+//    i must be in [0, S), otherwise the view is unspecified (the verifier
+//    rejects a constant index out of range).
+//  * `copy` without `async` (or with async = 0) is an ordinary program-order
+//    write of the destination, like a load followed by local_store: the
+//    backend orders it against earlier and later accesses itself.
+//  * `copy {async = 1}` (global -> shared only) *issues* the copy: the reads
+//    of global memory and the writes of the destination happen at some
+//    unspecified time between the copy and the async_wait that retires its
+//    group. It joins the current (open) group of the program. The backend
+//    orders it against NOTHING else: the program must order it explicitly.
+//    Masked-off lanes do not touch global memory and write 0 to the slot.
+//  * `async_commit()` closes the open group (possibly empty); groups retire
+//    in commit order.
+//  * `async_wait() {pending = N}` blocks until at most N committed groups
+//    are still in flight; every copy of an older group has then completed
+//    for the thread(s) that issued it. Copies in the open group are not
+//    covered by any wait.
+//  * Visibility rule: data written by an async copy may be read (local_load,
+//    or a sync write/read of the same slot) only after an async_wait that
+//    retires its group AND a later `barrier` (the wait makes the data complete
+//    for the issuing threads, the barrier makes it visible to all threads of
+//    the program).
+//  * Reuse rule (write-after-read): an async copy into a slot may be issued
+//    only if a `barrier` separates it from every earlier read of that slot,
+//    and only after the previous async copy into that slot has been retired
+//    by an async_wait (two in-flight copies into one slot complete in an
+//    unspecified order).
+//  * No async copy may still be in flight when the kernel returns.
+//  Verified kernels obey these rules: the verifier proves them statically
+//  (ir/lib/PipelineVerifier.cpp) wherever async copies occur, which is only
+//  in the kernel body and directly in a `for {pipelined = S}` loop at the top
+//  level of the kernel.
+//
+// Pipelined loops. `for {stages = S}` (S >= 1) is a loop *as written*: a
+// one-stage program whose staged copies (non-async `copy` into
+// `buffer_slot(b, i)` of a shared buffer with S slots defined before the
+// loop) write and read their data in the same iteration; it means exactly
+// the plain loop. The `pipeline` pass rewrites it into the explicit schedule:
+// a `for {pipelined = S}` loop over the iteration number k = 0, 1, ..., n-1
+// (lo = 0, step = 1) preceded by a prologue of async copies for iterations
+// 0..S-2 and followed by `async_wait {pending = 0}`; ops of the schedule
+// carry `stage = d`: they belong to iteration k + d (k = 0 in the prologue).
+//
 // Control flow. `for` runs its body for iv = lo, lo+step, ... while iv < hi
 // (step > 0; a non-positive step runs zero iterations), threading
 // loop-carried values through `yield`. `if` selects one region; both regions
@@ -105,13 +153,16 @@ enum class OpCode : uint16_t {
   Alloc,      // () -> buffer<space, shape x dtype>
   LocalLoad,  // (buffer) -> tile
   LocalStore, // (buffer, tile)
-  Copy,       // (buffer dst, ptr tile src [, mask]) : global -> buffer copy (async on GPUs)
+  Copy,       // (buffer dst, ptr tile src [, mask]) : global -> buffer copy   {async = 0|1 optional}
   Barrier,    // ()  all threads of the program; orders shared-memory effects
+  BufferSlot,  // (buffer<sp, S x d...>, index) -> buffer<sp, d...>: view of slot `index`
+  AsyncCommit, // ()  closes the group of async copies issued since the last commit
+  AsyncWait,   // ()  waits until at most `pending` committed groups are in flight  {pending}
   // Reductions and contractions.
   Reduce,  // (tile) -> tile without `axis` (scalar from rank 1) {kind: sum max min argmax, axis}
   Dot,     // (a MxK, b KxN, acc MxN) -> MxN
   // Structured control flow.
-  For,     // (lo, hi, step, init...) -> results; region ^(iv, carried...)
+  For,     // (lo, hi, step, init...) -> results; region ^(iv, carried...)  {stages | pipelined optional}
   If,      // (cond, ) -> results; regions then, else
   Yield,   // terminator of For/If regions
   Return,  // terminator of the kernel body
