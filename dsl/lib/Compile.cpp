@@ -47,6 +47,16 @@ struct CompiledKernel::State {
   rt::KernelSignature signature;
   rt::Kernel kernel;  // empty when compiled for inspection only
   bool loaded = false;
+  // Launch-time specialisation (GPU devices): the facts "this pointer is
+  // 16-byte aligned" / "this integer is a multiple of 16" let the GPU lowering
+  // use 128-bit accesses, so they are part of the specialisation key, as the
+  // IR text with {divisibility = 16} argument attributes.
+  bool specialize = false;
+  Kernel source;
+  Device device = Device::cpu();
+  CompileOptions options;
+  std::mutex mu;
+  std::map<uint64_t, rt::Kernel> variants;  // fact mask -> loaded kernel
 };
 
 namespace {
@@ -257,8 +267,45 @@ CompiledKernel compile(const Kernel& k, const Device& dev, const CompileOptions&
   auto st = makeState(k, compileCached(k, targetOf(dev), opts));
   st->kernel = dev.load(binaryFor(k, dev, *st));
   st->loaded = true;
+  // On the CPU unaligned vector accesses cost nothing extra, so one variant
+  // serves every launch; GPUs vectorise only what alignment facts allow.
+  st->specialize = dev.kind() != rt::DeviceKind::CPU;
+  st->source = k;
+  st->device = dev;
+  st->options = opts;
   return CompiledKernel(std::move(st));
 }
+
+namespace {
+constexpr int64_t kSpecDivisor = 16;
+
+// Which arguments carry a divisibility fact in this launch: bit i set when
+// argument i is a 16-byte aligned buffer address or an integer multiple of
+// 16. Arguments that do not match the signature contribute nothing (the
+// runtime reports them).
+uint64_t factMask(const rt::KernelSignature& sig, const std::vector<rt::Arg>& args) {
+  uint64_t mask = 0;
+  for (size_t i = 0; i < args.size() && i < sig.args.size() && i < 64; ++i) {
+    const rt::Arg& a = args[i];
+    const rt::ArgSpec& spec = sig.args[i];
+    if (spec.kind == rt::ArgSpec::Kind::Pointer && a.kind == rt::Arg::Kind::Buffer && !a.buffer.isNull()) {
+      auto addr = reinterpret_cast<uintptr_t>(a.buffer.data()) + a.offset * byteSize(a.buffer.dtype());
+      if (addr % kSpecDivisor == 0) mask |= uint64_t{1} << i;
+    } else if (spec.kind == rt::ArgSpec::Kind::Scalar && a.kind == rt::Arg::Kind::Scalar &&
+               isInteger(spec.dtype) && spec.dtype != DType::I1 && isInteger(a.dtype)) {
+      if (a.scalar.i % kSpecDivisor == 0) mask |= uint64_t{1} << i;
+    }
+  }
+  return mask;
+}
+
+Kernel withFacts(const Kernel& k, uint64_t mask) {
+  std::shared_ptr<ir::Function> f = ir::clone(k.ir());
+  for (unsigned i = 0; i < f->numArgs() && i < 64; ++i)
+    if (mask & (uint64_t{1} << i)) f->argAttrs()[i]["divisibility"] = kSpecDivisor;
+  return Kernel(std::move(f));
+}
+}  // namespace
 
 void CompiledKernel::launchWith(Dim3 grid, const std::vector<rt::Arg>& args, const LaunchOptions& opts) const {
   if (!state_) throw LaunchError("launch: this CompiledKernel is empty (default-constructed)");
@@ -266,7 +313,21 @@ void CompiledKernel::launchWith(Dim3 grid, const std::vector<rt::Arg>& args, con
     throw LaunchError("launch: kernel '" + state_->signature.kernelName + "' was compiled for target '" +
                       state_->artifact->target.str() +
                       "' for inspection only; compile it for a Device to launch it");
-  state_->kernel.launch(grid, args, opts);
+  if (!state_->specialize) return state_->kernel.launch(grid, args, opts);
+  uint64_t mask = factMask(state_->signature, args);
+  if (mask == 0) return state_->kernel.launch(grid, args, opts);
+  rt::Kernel variant;
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    auto it = state_->variants.find(mask);
+    if (it == state_->variants.end()) {
+      Kernel k = withFacts(state_->source, mask);
+      auto st = makeState(k, compileCached(k, targetOf(state_->device), state_->options));
+      it = state_->variants.emplace(mask, state_->device.load(binaryFor(k, state_->device, *st))).first;
+    }
+    variant = it->second;
+  }
+  variant.launch(grid, args, opts);
 }
 
 std::string CompiledKernel::dump(Stage s) const {
