@@ -35,6 +35,15 @@ struct TraceState {
   // defined inside a body that has ended.
   std::vector<const ir::Block*> scopes;
   TraceState* prev = nullptr;  // a trace started while another one runs
+  // ts::for_pipelined bodies being traced, innermost last.
+  struct Pipe {
+    const ir::Block* body;
+    int64_t stages;
+    SrcLoc loc;
+  };
+  std::vector<Pipe> pipes;
+  // Buffers made multi-buffered by stage_copy -> the stage_copy's location.
+  std::vector<std::pair<const ir::Value*, SrcLoc>> staged;
 };
 
 thread_local TraceState* tCurrent = nullptr;
@@ -403,6 +412,46 @@ std::string typeList(const std::vector<ir::Value*>& vs) {
   return r;
 }
 
+std::string locStr(const SrcLoc& l) { return fmt::format("{}:{}", l.file_name(), l.line()); }
+std::string locStr(const ir::Location& l) { return fmt::format("{}:{}", l.file, l.line); }
+
+/// Rejects a direct access to a buffer that stage_copy owns.
+void checkNotStaged(TraceState& s, const ir::Value* b, const SrcLoc& loc, const char* what) {
+  while (b->definingOp() && b->definingOp()->code() == ir::OpCode::BufferSlot) b = b->definingOp()->operand(0);
+  for (auto& [v, at] : s.staged)
+    if (v == b)
+      fail(loc, fmt::format("{}: the buffer is staged by the stage_copy at {}; it is accessed only through the "
+                            "handle stage_copy returns",
+                            what, locStr(at)));
+}
+
+/// The pointers and mask of a staged copy are evaluated stages-1 iterations
+/// ahead: they may use only the loop index and values from before the loop.
+void checkStagedSlice(const ir::Value* v, const ir::Block* body, const SrcLoc& loc) {
+  std::vector<const ir::Value*> work{v};
+  std::vector<const ir::Value*> seen;
+  while (!work.empty()) {
+    const ir::Value* x = work.back();
+    work.pop_back();
+    if (std::find(seen.begin(), seen.end(), x) != seen.end() || x->ownerBlock() != body) continue;
+    seen.push_back(x);
+    if (x->isBlockArg()) {
+      if (x != body->arg(0))
+        fail(loc, "stage_copy: the pointers and mask of a staged copy are evaluated stages-1 iterations ahead, so "
+                  "they cannot depend on a loop-carried value");
+      continue;
+    }
+    const ir::Op& d = *x->definingOp();
+    if (ir::hasSideEffects(d.code()) || d.numRegions() || d.code() == ir::OpCode::Load ||
+        d.code() == ir::OpCode::LocalLoad)
+      fail(loc, fmt::format("stage_copy: the pointers and mask of a staged copy are evaluated stages-1 iterations "
+                            "ahead, so they cannot depend on the '{}' at {} (only on the loop index, values defined "
+                            "before the loop and arithmetic)",
+                            d.name(), locStr(d.loc())));
+    for (const ir::Value* o : d.operands()) work.push_back(o);
+  }
+}
+
 }  // namespace
 
 void checkScalar(const Tensor& t, DType d, const SrcLoc& loc) {
@@ -458,6 +507,29 @@ std::vector<Tensor> forImpl(const Operand& lo, const Operand& hi, const Operand&
   std::vector<Tensor> r;
   for (size_t i = 0; i < results.size(); ++i) r.push_back(wrap(results[i], ro[i]));
   return r;
+}
+
+std::vector<Tensor> forPipelinedImpl(const Operand& lo, const Operand& hi, const Operand& step, int64_t stages,
+                                     const std::vector<Tensor>& inits, const BodyFn& body, const SrcLoc& loc) {
+  TraceState& s = at(loc);
+  if (stages < 1) fail(loc, fmt::format("for_pipelined: stages must be >= 1, got {}", stages));
+  if (s.builder->block() != &s.fn->body())
+    fail(loc, "for_pipelined: a pipelined loop must be at the top level of the kernel (not inside for_range, "
+              "if_else or another for_pipelined)");
+  return forImpl(
+      lo, hi, step, inits,
+      [&](const Tensor& iv, const std::vector<Tensor>& carried) {
+        TraceState& t = *tCurrent;
+        ir::Block* blk = t.builder->block();
+        blk->parentOp()->attrs()["stages"] = stages;
+        t.pipes.push_back({blk, stages, loc});
+        struct Pop {
+          TraceState& t;
+          ~Pop() { t.pipes.pop_back(); }
+        } pop{t};
+        return body(iv, carried);
+      },
+      loc);
 }
 
 std::vector<Tensor> ifImpl(const Tensor& cond, const std::function<std::vector<Tensor>()>& thenBody,
@@ -852,6 +924,7 @@ Tensor TileBuffer::load(SrcLoc loc) const {
   dsl::TraceState& s = dsl::at(loc);
   ir::Value* b = dsl::use(*this, loc, "buffer");
   if (!b->type().isBuffer()) dsl::fail(loc, fmt::format("buffer load: {} is not a buffer", b->type().str()));
+  dsl::checkNotStaged(s, b, loc, "buffer load");
   return dsl::wrap(s.builder->localLoad(b));
 }
 
@@ -859,6 +932,7 @@ void TileBuffer::store(const Operand& tile, SrcLoc loc) const {
   dsl::TraceState& s = dsl::at(loc);
   ir::Value* b = dsl::use(*this, loc, "buffer");
   if (!b->type().isBuffer()) dsl::fail(loc, fmt::format("buffer store: {} is not a buffer", b->type().str()));
+  dsl::checkNotStaged(s, b, loc, "buffer store");
   ir::Type t = ir::Type::tile(ir::Type::scalar(b->type().dtype()), b->type().shape());
   ir::Value* v;
   if (!tile.isHandle()) {
@@ -876,6 +950,7 @@ void copy(const TileBuffer& dst, const Tensor& ptrs, const Operand& mask, SrcLoc
   dsl::TraceState& s = dsl::at(loc);
   ir::Value* b = dsl::use(dst, loc, "buffer");
   if (!b->type().isBuffer()) dsl::fail(loc, fmt::format("copy: destination {} is not a buffer", b->type().str()));
+  dsl::checkNotStaged(s, b, loc, "copy");
   ir::Value* p = dsl::pointerOperand(ptrs, loc, "copy");
   if (p->type().dtype() != b->type().dtype())
     dsl::fail(loc, fmt::format("copy: source {} and destination {} differ in dtype", p->type().str(), b->type().str()));
@@ -885,6 +960,71 @@ void copy(const TileBuffer& dst, const Tensor& ptrs, const Operand& mask, SrcLoc
 }
 
 void barrier(SrcLoc loc) { dsl::at(loc).builder->barrier(); }
+
+StagedTile stage_copy(const TileBuffer& buf, const Tensor& ptrs, const Operand& mask, SrcLoc loc) {
+  dsl::TraceState& s = dsl::at(loc);
+  if (s.pipes.empty() || s.builder->block() != s.pipes.back().body)
+    dsl::fail(loc, "stage_copy: must be called directly in the body of ts::for_pipelined (not outside it, nor inside "
+                   "a nested for_range / if_else)");
+  const dsl::TraceState::Pipe& pipe = s.pipes.back();
+  ir::Value* b = dsl::use(buf, loc, "buffer");
+  const ir::Type bt = b->type();
+  if (!bt.isBuffer()) dsl::fail(loc, fmt::format("stage_copy: {} is not a buffer", bt.str()));
+  if (bt.space() != ir::MemSpace::Shared)
+    dsl::fail(loc, fmt::format("stage_copy: the buffer must be in shared memory (ts::alloc_shared), got {}", bt.str()));
+  dsl::checkNotStaged(s, b, loc, "stage_copy");
+  const ir::Op* a = b->definingOp();
+  if (!a || a->code() != ir::OpCode::Alloc || b->ownerBlock() != &s.fn->body())
+    dsl::fail(loc, "stage_copy: allocate the buffer with ts::alloc_shared in the kernel body before the pipelined "
+                   "loop");
+  const ir::Op* prior = nullptr;
+  ir::walk(s.fn->body(), [&](ir::Op& op) {
+    for (ir::Value* v : op.operands())
+      if (v == b && !prior) prior = &op;
+  });
+  if (prior)
+    dsl::fail(loc, fmt::format("stage_copy: the buffer is already used by the '{}' at {}; a staged buffer is accessed "
+                               "only through stage_copy",
+                               prior->name(), dsl::locStr(prior->loc())));
+  if (bt.rank() + 1 > ir::kMaxTileRank)
+    dsl::fail(loc, fmt::format("stage_copy: a staged buffer holds tiles of rank <= {} (the stages add a dimension), "
+                               "got {}",
+                               ir::kMaxTileRank - 1, bt.str()));
+  ir::Value* p = dsl::pointerOperand(ptrs, loc, "stage_copy");
+  if (p->type().dtype() != bt.dtype())
+    dsl::fail(loc, fmt::format("stage_copy: source {} and buffer {} differ in dtype", p->type().str(), bt.str()));
+  const ir::Shape& ps = p->type().shape();
+  bool fits = ps.size() <= bt.shape().size();
+  for (size_t i = 0; fits && i < ps.size(); ++i) {
+    int64_t dp = ps[i], db = bt.shape()[i + bt.shape().size() - ps.size()];
+    fits = dp == db || dp == 1;
+  }
+  if (!fits)
+    dsl::fail(loc, fmt::format("stage_copy: shape mismatch: the pointer tile is {} but the buffer holds tiles of {}",
+                               dsl::shapeName(ps), dsl::shapeName(bt.shape())));
+  p = dsl::broadcastValue(s, p, bt.shape(), loc, "stage_copy");
+  ir::Value* m = dsl::maskFor(s, mask, bt.shape(), loc, "stage_copy");
+  dsl::checkStagedSlice(p, pipe.body, loc);
+  if (m) dsl::checkStagedSlice(m, pipe.body, loc);
+  // The buffer becomes `stages` slots of the tile the user declared.
+  ir::Shape staged{pipe.stages};
+  staged.insert(staged.end(), bt.shape().begin(), bt.shape().end());
+  b->setType(ir::Type::buffer(bt.dtype(), ir::MemSpace::Shared, staged));
+  s.staged.push_back({b, loc});
+  dsl::at(loc);
+  // As written, every iteration uses slot 0: the loop is the one-stage
+  // program; the pipeline pass assigns the real slots.
+  ir::Value* view = s.builder->bufferSlot(b, s.builder->constant(ir::Type::scalar(DType::I32), int64_t{0}));
+  s.builder->copy(view, p, m);
+  return StagedTile(dsl::wrap(view));
+}
+
+Tensor StagedTile::load(SrcLoc loc) const {
+  dsl::TraceState& s = dsl::at(loc);
+  ir::Value* b = dsl::use(*this, loc, "staged tile");
+  if (!b->type().isBuffer()) dsl::fail(loc, fmt::format("staged tile load: {} is not a buffer slot", b->type().str()));
+  return dsl::wrap(s.builder->localLoad(b));
+}
 
 // ---- reductions and contractions -------------------------------------------
 

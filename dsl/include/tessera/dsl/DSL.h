@@ -303,6 +303,25 @@ void copy(const TileBuffer& dst, const Tensor& ptrs, const Operand& mask = {},
 /// Orders shared-memory effects among the threads of a program.
 void barrier(SrcLoc loc = SrcLoc::current());
 
+/// The slot of a staged buffer that this iteration of a ts::for_pipelined
+/// loop reads: stage_copy returns it; .load() gives the tile copied in.
+class StagedTile : public Tensor {
+ public:
+  StagedTile() = default;
+  explicit StagedTile(const Tensor& t) : Tensor(t) {}
+  Tensor load(SrcLoc loc = SrcLoc::current()) const;
+};
+/// Inside a ts::for_pipelined body: copies global memory at `ptrs` (a tile
+/// of pointers broadcastable to the buffer's shape; lanes where `mask` is
+/// false are not read and give 0) into this iteration's slot of `buf`, and
+/// returns that slot. `buf` comes from ts::alloc_shared(dtype, tile shape)
+/// before the loop; stage_copy makes it multi-buffered (stages x tile
+/// shape). The pointers and mask may depend only on the loop index and on
+/// values defined before the loop: with S stages they are evaluated S-1
+/// iterations ahead. A staged buffer is accessed only through stage_copy.
+StagedTile stage_copy(const TileBuffer& buf, const Tensor& ptrs, const Operand& mask = {},
+                      SrcLoc loc = SrcLoc::current());
+
 // ---- reductions and contractions -------------------------------------------
 // `axis` may be negative (python-style). Rank-1 tiles reduce to scalars.
 Tensor sum(const Tensor& x, int axis, SrcLoc loc = SrcLoc::current());
@@ -320,6 +339,8 @@ namespace dsl {
 using BodyFn = std::function<std::vector<Tensor>(const Tensor& iv, const std::vector<Tensor>& carried)>;
 std::vector<Tensor> forImpl(const Operand& lo, const Operand& hi, const Operand& step,
                             const std::vector<Tensor>& inits, const BodyFn& body, const SrcLoc& loc);
+std::vector<Tensor> forPipelinedImpl(const Operand& lo, const Operand& hi, const Operand& step, int64_t stages,
+                                     const std::vector<Tensor>& inits, const BodyFn& body, const SrcLoc& loc);
 std::vector<Tensor> ifImpl(const Tensor& cond, const std::function<std::vector<Tensor>()>& thenBody,
                            const std::function<std::vector<Tensor>()>& elseBody, const SrcLoc& loc);
 
@@ -407,6 +428,65 @@ std::vector<Tensor> for_range(const Operand& lo, const Operand& hi, const Operan
                               const std::vector<Tensor>& inits, F&& body, SrcLoc loc = SrcLoc::current()) {
   return dsl::forImpl(
       lo, hi, step, inits,
+      [&](const Tensor& iv, const std::vector<Tensor>& c) { return dsl::callToList(body, iv, c); }, loc);
+}
+
+/// A software-pipelined loop: for iv in [lo, hi) step `step`, written as the
+/// one-stage program (ts::stage_copy the tiles of iteration iv, .load() them,
+/// compute), with `stages` (>= 1) iterations' copies kept in flight:
+///
+///   auto sa = ts::alloc_shared(ts::f16, {BM, BK});
+///   auto sb = ts::alloc_shared(ts::f16, {BK, BN});
+///   auto acc = ts::for_pipelined(0, K, BK, /*stages=*/3, ts::zeros({BM, BN}, ts::f32),
+///       [&](ts::Int k, ts::Tensor acc) {
+///         auto a = ts::stage_copy(sa, pa + k, ma);
+///         auto b = ts::stage_copy(sb, pb + k * ldb, mb);
+///         return ts::dot(a.load(), b.load(), acc);
+///       });
+///
+/// Traces to `for {stages = S}`; the `pipeline` pass turns it into the
+/// explicit schedule (docs/pipelining.md). Must be at the top level of the
+/// kernel. Carried values work as in for_range.
+template <class F>
+void for_pipelined(const Operand& lo, const Operand& hi, const Operand& step, int64_t stages, F&& body,
+                   SrcLoc loc = SrcLoc::current()) {
+  dsl::forPipelinedImpl(lo, hi, step, stages, {},
+                        [&](const Tensor& iv, const std::vector<Tensor>&) {
+                          dsl::callToList(body, iv);
+                          return std::vector<Tensor>{};
+                        },
+                        loc);
+}
+
+template <class... Ts, class F>
+auto for_pipelined(const Operand& lo, const Operand& hi, const Operand& step, int64_t stages,
+                   const std::tuple<Ts...>& inits, F&& body, SrcLoc loc = SrcLoc::current()) {
+  std::vector<Tensor> init = std::apply([](const auto&... v) { return std::vector<Tensor>{Tensor(v)...}; }, inits);
+  auto out = dsl::forPipelinedImpl(
+      lo, hi, step, stages, init,
+      [&](const Tensor& iv, const std::vector<Tensor>& c) {
+        return [&]<size_t... I>(std::index_sequence<I...>) {
+          return dsl::callToList(body, iv, c[I]...);
+        }(std::index_sequence_for<Ts...>{});
+      },
+      loc);
+  return dsl::listToTuple<sizeof...(Ts)>(out, std::index_sequence_for<Ts...>{});
+}
+
+template <class F>
+Tensor for_pipelined(const Operand& lo, const Operand& hi, const Operand& step, int64_t stages, const Tensor& init,
+                     F&& body, SrcLoc loc = SrcLoc::current()) {
+  auto out = dsl::forPipelinedImpl(
+      lo, hi, step, stages, {init},
+      [&](const Tensor& iv, const std::vector<Tensor>& c) { return dsl::callToList(body, iv, c[0]); }, loc);
+  return out.at(0);
+}
+
+template <class F>
+std::vector<Tensor> for_pipelined(const Operand& lo, const Operand& hi, const Operand& step, int64_t stages,
+                                  const std::vector<Tensor>& inits, F&& body, SrcLoc loc = SrcLoc::current()) {
+  return dsl::forPipelinedImpl(
+      lo, hi, step, stages, inits,
       [&](const Tensor& iv, const std::vector<Tensor>& c) { return dsl::callToList(body, iv, c); }, loc);
 }
 

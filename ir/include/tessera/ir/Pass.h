@@ -22,6 +22,13 @@ std::unique_ptr<Pass> createVerifyPass();
 std::unique_ptr<Pass> createDeadCodeEliminationPass();
 std::unique_ptr<Pass> createCSEPass();
 std::unique_ptr<Pass> createCanonicalizePass();  // fold trivial ops (x+0, splat of constant, ...)
+/// "pipeline": rewrites each `for {stages = S}` into its explicit
+/// software-pipelined schedule (async copies, commits, waits, barriers; see
+/// IR.h and docs/pipelining.md). Not in addDefaultPasses: a backend adds it
+/// once it lowers `copy {async = 1}`, `async_commit`, `async_wait` and
+/// `buffer_slot`; without it a `stages` loop runs as written (correct,
+/// unpipelined).
+std::unique_ptr<Pass> createPipelineSchedulePass();
 
 class PassManager {
  public:

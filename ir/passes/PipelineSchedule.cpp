@@ -1,0 +1,245 @@
+// The `pipeline` pass: rewrites every loop as written `for {stages = S}`
+// into its explicit software-pipelined schedule (IR.h, docs/pipelining.md).
+//
+//   n = trip count of the loop (0 for a non-positive step)
+//   prologue, p = 0 .. S-2 (ops {stage = p}):
+//     for each staged copy: copy {async = 1} of iteration p into slot p,
+//       masked by the user's mask and p < n
+//     async_commit
+//   for k = 0 .. n-1 {pipelined = S}:
+//     barrier                                   {stage = S-1}  WAR: slot (k+S-1) mod S
+//                                                               was read by iteration k-1
+//     copy {async = 1} of iteration k+S-1 into slot (k+S-1) mod S,
+//       masked by the user's mask and k+S-1 < n  {stage = S-1}
+//     async_commit                              {stage = S-1}
+//     async_wait {pending = S-1}                {stage = 0}    iteration k's group retired
+//     barrier                                   {stage = 0}    ... and visible
+//     the original body for iv = lo + k*step, reading slot k mod S  {stage = 0}
+//   async_wait {pending = 0}                    drains the trailing (masked) copies
+//
+// The loop as written guarantees (the verifier checks it first) that the
+// staged copies' addresses depend only on the induction variable and values
+// defined before the loop, so computing them S-1 iterations ahead is exact.
+// Copies of iterations >= n are issued fully masked: they touch no global
+// memory and write zeros to a slot no one reads, which keeps the schedule
+// uniform (no branches) at the cost of S-1 idle copies per loop.
+#include <unordered_map>
+
+#include "PassUtils.h"
+#include "tessera/ir/Builder.h"
+#include "tessera/ir/Pass.h"
+#include "tessera/ir/Verifier.h"
+#include "tessera/support/Error.h"
+
+namespace tessera::ir {
+namespace {
+
+using ValueMap = std::unordered_map<const Value*, Value*>;
+
+struct Staged {
+  Op* copy;
+  Op* view;  // buffer_slot in the loop body
+  Value* buffer;
+};
+
+Value* mapped(const ValueMap& m, Value* v) {
+  auto it = m.find(v);
+  return it == m.end() ? v : it->second;
+}
+
+/// Deep copy of `op` (regions included) at the builder's insertion point.
+Op* cloneOp(Builder& b, const Op& op, ValueMap& m);
+
+void cloneInto(Block& dst, const Block& src, ValueMap& m) {
+  for (auto& a : src.args()) m[a.get()] = dst.addArgument(a->type());
+  Builder b(&dst);
+  for (auto& op : src.ops()) cloneOp(b, *op, m);
+}
+
+Op* cloneOp(Builder& b, const Op& op, ValueMap& m) {
+  std::vector<Value*> operands;
+  for (Value* v : op.operands()) operands.push_back(mapped(m, v));
+  std::vector<Type> types;
+  for (auto& r : op.results()) types.push_back(r->type());
+  Location saved = b.loc();
+  b.setLoc(op.loc());
+  Op* n = b.create(op.code(), std::move(operands), types, op.attrs());
+  b.setLoc(saved);
+  for (unsigned i = 0; i < op.numResults(); ++i) m[op.result(i)] = n->result(i);
+  for (auto& r : op.regions()) cloneInto(n->addRegion()->block(), r->block(), m);
+  return n;
+}
+
+class PipelineSchedule : public Pass {
+ public:
+  const char* name() const override { return "pipeline"; }
+
+  void run(Function& f) override {
+    // The rewrite relies on the form rules of loops as written.
+    verify(f);
+    std::vector<Op*> loops;
+    for (auto& op : f.body().ops())
+      if (op->code() == OpCode::For && op->hasAttr("stages")) loops.push_back(op.get());
+    for (Op* l : loops) schedule(f, *l);
+    // A wrong schedule here is a bug of this pass; the pass manager reports
+    // it as such, and direct callers get the verifier's precise message.
+    verifyPipelines(f);
+  }
+
+ private:
+  static size_t indexOf(const Block& b, const Op* op) {
+    for (size_t i = 0; i < b.ops().size(); ++i)
+      if (b.ops()[i].get() == op) return i;
+    TS_UNREACHABLE("pipeline: op not in its block");
+  }
+
+  static void setStage(Block& b, size_t from, size_t to, int64_t stage) {
+    for (size_t i = from; i < to; ++i) b.ops()[i]->attrs()["stage"] = stage;
+  }
+
+  void schedule(Function& f, Op& loop) {
+    const int64_t S = loop.intAttr("stages");
+    Block& body = loop.region(0).block();
+    Value* iv = body.arg(0);
+    std::vector<Staged> staged;
+    for (auto& op : body.ops()) {
+      if (op->code() != OpCode::Copy) continue;
+      Op* view = op->operand(0)->definingOp();
+      if (view && view->code() == OpCode::BufferSlot && view->parent() == &body)
+        staged.push_back({op.get(), view, view->operand(0)});
+    }
+    if (staged.empty()) {
+      // Nothing to overlap: the loop as written is already its schedule.
+      loop.attrs().erase("stages");
+      return;
+    }
+
+    Block& top = f.body();
+    Builder b;
+    b.setInsertionPoint(&top, indexOf(top, &loop));
+    b.setLoc(loop.loc());
+    Value* lo = loop.operand(0);
+    Value* hi = loop.operand(1);
+    Value* step = loop.operand(2);
+    const Type ty = lo->type();
+    auto cst = [&](Builder& bb, int64_t v) { return bb.constant(ty, v); };
+
+    // Trip count: max(ceil((hi - lo) / step), 0) for step > 0, else 0.
+    Value* zero = cst(b, 0);
+    Value* num = b.binary(OpCode::Add, b.binary(OpCode::Sub, hi, lo), b.binary(OpCode::Sub, step, cst(b, 1)));
+    Value* q = b.binary(OpCode::Max, b.binary(OpCode::Div, num, step), zero);
+    Value* n = b.select(b.cmp("gt", step, zero), q, zero);
+
+    // The staged copies of iteration `it` (a value of the iv type) with the
+    // original induction variable `ivAt`, into slot `slot`.
+    auto issue = [&](Builder& bb, Value* it, Value* ivAt, Value* slot) {
+      ValueMap m{{iv, ivAt}};
+      Value* inRange = bb.cmp("lt", it, n);
+      for (const Staged& s : staged) {
+        Value* src = cloneSlice(bb, body, s.copy->operand(1), m);
+        Value* mask = bb.splat(inRange, src->type().shape());
+        if (s.copy->numOperands() > 2) mask = bb.binary(OpCode::And, cloneSlice(bb, body, s.copy->operand(2), m), mask);
+        // Prologue and prefetch copies carry the user's location: an error
+        // about them points at the stage_copy the user wrote.
+        bb.setLoc(s.copy->loc());
+        Value* view = bb.bufferSlot(s.buffer, slot);
+        bb.copyAsync(view, src, mask);
+        bb.setLoc(loop.loc());
+      }
+      bb.asyncCommit();
+    };
+
+    for (int64_t p = 0; p + 1 < S; ++p) {
+      size_t from = indexOf(top, &loop);
+      Value* pv = cst(b, p);
+      Value* ivp = p == 0 ? lo : b.binary(OpCode::Add, lo, b.binary(OpCode::Mul, pv, step));
+      issue(b, pv, ivp, pv);
+      setStage(top, from, indexOf(top, &loop), p);
+    }
+
+    std::vector<Value*> inits(loop.operands().begin() + 3, loop.operands().end());
+    Op* newLoop = nullptr;
+    auto results = b.forLoop(zero, n, cst(b, 1), inits, [&](Builder& in, Value* k, std::vector<Value*> carried) {
+      Block& nb = *in.block();
+      newLoop = nb.parentOp();
+      in.setLoc(loop.loc());
+      // Prefetch stage: iteration k + S - 1.
+      in.barrier();
+      Value* kp = S > 1 ? in.binary(OpCode::Add, k, cst(in, S - 1)) : k;
+      Value* ivp = in.binary(OpCode::Add, lo, in.binary(OpCode::Mul, kp, step));
+      issue(in, kp, ivp, in.binary(OpCode::Rem, kp, cst(in, S)));
+      setStage(nb, 0, nb.ops().size(), S - 1);
+      // Compute stage: iteration k.
+      size_t from = nb.ops().size();
+      in.asyncWait(S - 1);
+      in.barrier();
+      Value* ivk = in.binary(OpCode::Add, lo, in.binary(OpCode::Mul, k, step));
+      Value* slotK = in.binary(OpCode::Rem, k, cst(in, S));
+      ValueMap m{{iv, ivk}};
+      for (size_t i = 0; i < carried.size(); ++i) m[body.arg(static_cast<unsigned>(i + 1))] = carried[i];
+      std::vector<Value*> ys;
+      for (auto& op : body.ops()) {
+        bool isStagedCopy = false, isView = false;
+        for (const Staged& s : staged) {
+          isStagedCopy = isStagedCopy || op.get() == s.copy;
+          isView = isView || op.get() == s.view;
+        }
+        if (isStagedCopy) continue;
+        if (op->code() == OpCode::Yield) {
+          for (Value* v : op->operands()) ys.push_back(mapped(m, v));
+          continue;
+        }
+        if (isView) {
+          in.setLoc(op->loc());
+          m[op->result()] = in.bufferSlot(op->operand(0), slotK);
+          in.setLoc(loop.loc());
+          continue;
+        }
+        cloneOp(in, *op, m);
+      }
+      setStage(nb, from, nb.ops().size(), 0);
+      return ys;
+    });
+    TS_ASSERT(newLoop != nullptr, "pipeline: loop body not built");
+    newLoop->attrs()["pipelined"] = S;
+    b.asyncWait(0);
+
+    for (unsigned i = 0; i < loop.numResults(); ++i) passutil::replaceAllUsesWith(f, loop.result(i), results[i]);
+    top.ops().erase(top.ops().begin() + static_cast<std::ptrdiff_t>(indexOf(top, &loop)));
+    removeDeadPureOps(f, newLoop->region(0).block());
+  }
+
+  /// Clones the ops of `body` that `v` depends on (the address slice of a
+  /// staged copy), in dependency order, at the builder's insertion point.
+  Value* cloneSlice(Builder& b, const Block& body, Value* v, ValueMap& m) {
+    auto it = m.find(v);
+    if (it != m.end()) return it->second;
+    Op* d = v->definingOp();
+    if (!d || d->parent() != &body) return v;  // defined before the loop
+    for (Value* o : d->operands()) cloneSlice(b, body, o, m);
+    cloneOp(b, *d, m);
+    return m.at(v);
+  }
+
+  /// The compute stage keeps the original address arithmetic of the staged
+  /// copies, now unused; remove what nothing reads.
+  static void removeDeadPureOps(Function& f, Block& b) {
+    auto uses = passutil::countUses(f);
+    auto& ops = b.ops();
+    for (size_t i = ops.size(); i-- > 0;) {
+      Op& op = *ops[i];
+      if (hasSideEffects(op.code()) || op.numRegions() != 0 || op.numResults() == 0) continue;
+      bool used = false;
+      for (auto& r : op.results()) used = used || uses[r.get()] != 0;
+      if (used) continue;
+      for (Value* v : op.operands()) --uses[v];
+      ops.erase(ops.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> createPipelineSchedulePass() { return std::make_unique<PipelineSchedule>(); }
+
+}  // namespace tessera::ir
