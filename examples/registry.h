@@ -51,12 +51,42 @@ Kernel softmax(int BLOCK);    // out, in, cols                    grid: rows; BL
 Kernel layernorm(int BLOCK);  // y, mean, rstd, x, weight, bias, cols, eps   grid: rows; BLOCK >= cols
 Kernel rmsnorm(int BLOCK);    // y, x, weight, cols, eps          grid: rows; BLOCK >= cols
 
+// GEMM kernels (examples/gemm_*.cpp), Triton-style: each program computes a
+// BLOCK_M x BLOCK_N tile of C, looping over K in steps of BLOCK_K with the
+// f32 accumulator tile carried by the loop; masked loads and stores, so
+// M, N, K need not be multiples of the blocks. Grid: (ceil(M / BLOCK_M),
+// ceil(N / BLOCK_N)) and, for gemm_batched, the batch on axis 2. All
+// matrices are row-major and contiguous.
+struct GemmBlocks {
+  int m = 64, n = 64, k = 64;  // BLOCK_M, BLOCK_N, BLOCK_K
+};
+enum class Activation { None, ReLU, GELU };
+/// C = act(A @ B + bias), f32.       c, a, b, bias, M, N, K   (without bias: c, a, b, M, N, K)
+Kernel gemmF32(GemmBlocks blocks, Activation act, bool withBias = true);
+/// C (f16) = A (f16) @ B (f16) + bias (f32), accumulated in f32.   c, a, b, bias, M, N, K
+Kernel gemmF16(GemmBlocks blocks);
+/// C (f32) = A (bf16) @ B (bf16) + bias (f32), accumulated in f32. c, a, b, bias, M, N, K
+Kernel gemmBF16(GemmBlocks blocks);
+/// C[z] = A[z] @ B[z] for z = program_id(2), f32.                  c, a, b, M, N, K
+Kernel gemmBatched(GemmBlocks blocks);
+/// Default blocks for a device. CPU: measured on AVX2 (Zen 3), docs/gemm.md.
+/// GPU and emulator targets: 32 x 32 x 32 keeps the shared-memory tiles small
+/// (and the emulated runs of the test shapes quick).
+inline GemmBlocks gemmDefaultBlocks(const Device& device) {
+  if (device.kind() == rt::DeviceKind::CPU) return {128, 128, 64};
+  return {32, 32, 32};
+}
+
 // One function per example, defined in examples/<name>.cpp.
 Example vectorAddExample();
 Example biasGeluExample();
 Example softmaxExample();
 Example layernormExample();
 Example rmsnormExample();
+Example gemmF32Example();
+Example gemmF16Example();
+Example gemmBF16Example();
+Example gemmBatchedExample();
 
 /// All bundled examples, in a stable order.
 const std::vector<Example>& all();

@@ -30,6 +30,7 @@
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
 
+#include "cpu/CpuDot.h"
 #include "cpu/CpuMath.h"
 #include "shared/AxisInfo.h"
 #include "tessera/support/Error.h"
@@ -221,6 +222,28 @@ class Lowering {
   /// chunk loop).
   void writeTile(llvm::Value* dst, const ir::Value* v);
   void materialize(const ir::Value* v);
+
+  // ---- mask versioning ----------------------------------------------------
+  /// Lane bounds of an integer tile (or scalar): every lane lies in
+  /// [lo, hi] (i128 scalars) provided `ok` holds (no lane's computation
+  /// wrapped). False if the bounds are not derivable from the definition.
+  struct Range {
+    llvm::Value *lo, *hi, *ok;
+  };
+  bool intRange(const ir::Value* v, Range& r);
+  /// A scalar i1, true iff every lane of the mask tile `m` is on, or
+  /// nullptr if no such test is derivable.
+  llvm::Value* allOnCondition(const ir::Value* m);
+  /// Masks with an all-on test among the values a chunk loop over `roots`
+  /// computes per chunk (through fused values).
+  void collectMasks(const ir::Value* v, std::vector<const ir::Value*>& out, std::unordered_set<const ir::Value*>& seen);
+  /// Emits `body` (one op's chunk loops) twice when the values it computes
+  /// contain masks with an all-on test: a fast version in which those masks
+  /// are known to be all on (plain loads and stores, selects folded), taken
+  /// when one scalar test per tile passes, and the general version.
+  void versioned(std::vector<const ir::Value*> roots, const std::function<void()>& body);
+  std::unordered_set<const ir::Value*> assumeOn_;  // masks known all-on in the loop being emitted
+  bool general_ = false;  // emitting the general version of a versioned loop
 
   // ---- ops -------------------------------------------------------------
   void emitBlock(const ir::Block& blk);
@@ -476,6 +499,7 @@ void Lowering::storeChunk(llvm::Value* arr, const ir::Type& t, llvm::Value* base
 }
 
 llvm::Value* Lowering::emitChunk(const ir::Value* v, llvm::Value* base, int64_t c) {
+  if (assumeOn_.count(v)) return llvm::ConstantInt::getTrue(vec(b_.getInt1Ty(), c));
   auto it = arrays_.find(v);
   if (it != arrays_.end()) return loadChunk(it->second, v->type(), base, c);
   const ir::Op* def = v->definingOp();
@@ -601,13 +625,155 @@ void Lowering::writeTile(llvm::Value* dst, const ir::Value* v) {
     return;
   }
   int64_t c = chunkWidth(n);
-  chunkLoop(n, c, [&](llvm::Value* base) { storeChunk(dst, t, base, emitChunk(v, base, c)); });
+  versioned({v}, [&] { chunkLoop(n, c, [&](llvm::Value* base) { storeChunk(dst, t, base, emitChunk(v, base, c)); }); });
 }
 
 void Lowering::materialize(const ir::Value* v) {
   llvm::Value* arr = allocTile(v->type());
   writeTile(arr, v);
   arrays_[v] = arr;
+}
+
+// ========================================================== mask versioning
+//
+// Masks are nearly always `offsets < bound` with offsets an arange plus a
+// scalar, and nearly always all on (only a row's or an array's tail is
+// partial). Rather than testing every chunk's mask, an op's chunk loops are
+// emitted twice: one scalar comparison per tile (the largest offset against
+// the bound) selects a version in which the mask is the constant true —
+// plain vector loads and stores, `where(mask, ...)` folded away — and
+// otherwise the general version runs.
+
+bool Lowering::intRange(const ir::Value* v, Range& r) {
+  const ir::Type& t = v->type();
+  if (t.isPointerLike() || !isInteger(t.dtype()) || t.dtype() == DType::I1) return false;
+  // i128 holds every i32/i64 sum and difference of two lanes exactly, so the
+  // bounds themselves never wrap; `ok` checks that the IR's arithmetic
+  // (modulo 2^bits) did not wrap either.
+  llvm::Type* w = b_.getInt128Ty();
+  if (!t.isTile()) {
+    llvm::Value* s = b_.CreateSExt(scalar(v), w);
+    r = {s, s, b_.getTrue()};
+    return true;
+  }
+  const ir::Op* d = v->definingOp();
+  if (!d) return false;  // loop-carried tiles: anything
+  switch (d->code()) {
+    case OpCode::Arange:
+      r = {llvm::ConstantInt::get(w, static_cast<uint64_t>(d->intAttr("start")), true),
+           llvm::ConstantInt::get(w, static_cast<uint64_t>(d->intAttr("end") - 1), true), b_.getTrue()};
+      return true;
+    case OpCode::Splat: return intRange(d->operand(0), r);
+    case OpCode::Constant: {
+      llvm::Value* c = constantOf(*d, w);
+      r = {c, c, b_.getTrue()};
+      return true;
+    }
+    case OpCode::Broadcast: case OpCode::ExpandDims: case OpCode::Reshape: return intRange(d->operand(0), r);
+    case OpCode::Add: case OpCode::Sub: {
+      Range a, b;
+      if (!intRange(d->operand(0), a) || !intRange(d->operand(1), b)) return false;
+      bool add = d->code() == OpCode::Add;
+      llvm::Value* lo = add ? b_.CreateAdd(a.lo, b.lo) : b_.CreateSub(a.lo, b.hi);
+      llvm::Value* hi = add ? b_.CreateAdd(a.hi, b.hi) : b_.CreateSub(a.hi, b.lo);
+      unsigned bits = scalarTy(t.dtype())->getIntegerBitWidth();
+      auto* tmin = llvm::ConstantInt::get(w, llvm::APInt::getSignedMinValue(bits).sext(128));
+      auto* tmax = llvm::ConstantInt::get(w, llvm::APInt::getSignedMaxValue(bits).sext(128));
+      llvm::Value* inRange = b_.CreateAnd(b_.CreateICmpSGE(lo, tmin), b_.CreateICmpSLE(hi, tmax));
+      r = {lo, hi, b_.CreateAnd(b_.CreateAnd(a.ok, b.ok), inRange)};
+      return true;
+    }
+    default: return false;
+  }
+}
+
+llvm::Value* Lowering::allOnCondition(const ir::Value* m) {
+  const ir::Type& t = m->type();
+  if (!t.isTile() || t.isPointerLike() || t.dtype() != DType::I1) return nullptr;
+  const ir::Op* d = m->definingOp();
+  if (!d) return nullptr;
+  switch (d->code()) {
+    case OpCode::Splat: return scalar(d->operand(0));
+    case OpCode::Constant: return constantOf(*d, b_.getInt1Ty());
+    case OpCode::Broadcast: case OpCode::ExpandDims: case OpCode::Reshape: return allOnCondition(d->operand(0));
+    case OpCode::And: {
+      llvm::Value* a = allOnCondition(d->operand(0));
+      llvm::Value* b = a ? allOnCondition(d->operand(1)) : nullptr;
+      return b ? b_.CreateAnd(a, b) : nullptr;
+    }
+    case OpCode::Cmp: {
+      Range a, b;
+      if (!intRange(d->operand(0), a) || !intRange(d->operand(1), b)) return nullptr;
+      const std::string& p = d->strAttr("pred");
+      llvm::Value* all;
+      if (p == "lt") all = b_.CreateICmpSLT(a.hi, b.lo);
+      else if (p == "le") all = b_.CreateICmpSLE(a.hi, b.lo);
+      else if (p == "gt") all = b_.CreateICmpSGT(a.lo, b.hi);
+      else if (p == "ge") all = b_.CreateICmpSGE(a.lo, b.hi);
+      else return nullptr;
+      return b_.CreateAnd(b_.CreateAnd(a.ok, b.ok), all);
+    }
+    default: return nullptr;
+  }
+}
+
+void Lowering::collectMasks(const ir::Value* v, std::vector<const ir::Value*>& out,
+                            std::unordered_set<const ir::Value*>& seen) {
+  if (!v->type().isTile() || !seen.insert(v).second || assumeOn_.count(v)) return;
+  const ir::Op* d = v->definingOp();
+  // A candidate if some load or store uses it as its mask (other selects
+  // may well be partial by design: making them part of the test would send
+  // every tile down the general path). Its operands are still searched (a
+  // float compare's operand may be a masked load).
+  if (!v->type().isPointerLike() && v->type().dtype() == DType::I1) {
+    bool memMask = false;
+    for (const ir::Op* u : users_[v]) {
+      unsigned idx = u->code() == OpCode::Load ? 1 : 2;
+      bool mem = u->code() == OpCode::Load || u->code() == OpCode::Store || u->code() == OpCode::Copy ||
+                 u->code() == OpCode::AtomicAdd || u->code() == OpCode::AtomicMax;
+      if (mem && u->numOperands() > idx && u->operand(idx) == v) memMask = true;
+    }
+    if (memMask) out.push_back(v);
+  }
+  // Only values computed per chunk by the loop: arrays are read as they are.
+  if (!d || (arrays_.count(v) && !pending_.count(v))) return;
+  if (!fused_.count(v) && !pending_.count(v) && !isFusableDef(d->code())) return;
+  for (const ir::Value* o : d->operands()) collectMasks(o, out, seen);
+}
+
+void Lowering::versioned(std::vector<const ir::Value*> roots, const std::function<void()>& body) {
+  if (general_) return body();
+  std::vector<const ir::Value*> masks;
+  std::unordered_set<const ir::Value*> seen;
+  for (const ir::Value* r : roots)
+    if (r) collectMasks(r, masks, seen);
+  std::vector<const ir::Value*> on;
+  llvm::Value* cond = nullptr;
+  for (const ir::Value* m : masks) {
+    llvm::Value* c = allOnCondition(m);
+    if (!c) continue;
+    on.push_back(m);
+    cond = cond ? b_.CreateAnd(cond, c) : c;
+  }
+  if (on.empty()) return body();
+  llvm::Function* f = b_.GetInsertBlock()->getParent();
+  auto* fast = llvm::BasicBlock::Create(ctx_, "mask.on", f);
+  auto* slow = llvm::BasicBlock::Create(ctx_, "mask.some", f);
+  auto* join = llvm::BasicBlock::Create(ctx_, "mask.end", f);
+  b_.CreateCondBr(cond, fast, slow);
+  b_.SetInsertPoint(fast);
+  for (const ir::Value* m : on) assumeOn_.insert(m);
+  body();
+  for (const ir::Value* m : on) assumeOn_.erase(m);
+  memo_.clear();  // chunks computed in one version do not dominate the other
+  b_.CreateBr(join);
+  b_.SetInsertPoint(slow);
+  general_ = true;
+  body();
+  general_ = false;
+  memo_.clear();
+  b_.CreateBr(join);
+  b_.SetInsertPoint(join);
 }
 
 // ================================================================ elementwise
@@ -833,11 +999,14 @@ llvm::Value* Lowering::loadValueChunk(const ir::Op& op, llvm::Value* base, int64
   auto align = llvm::Align(st->getPrimitiveSizeInBits() / 8);
   llvm::Value* p = emitChunk(ptr, base, c);
   llvm::Value* m = mask ? emitChunk(mask, base, c) : nullptr;
-  llvm::Value* o = other ? toStorage(emitChunk(other, base, c), isBool) : llvm::Constant::getNullValue(vec(st, c));
+  if (m && llvm::isa<llvm::Constant>(m) && llvm::cast<llvm::Constant>(m)->isAllOnesValue()) m = nullptr;
+  llvm::Value* o = other && m ? toStorage(emitChunk(other, base, c), isBool) : llvm::Constant::getNullValue(vec(st, c));
   if (axis_.contiguousChunks(ptr, c)) {
     llvm::Value* p0 = b_.CreateExtractElement(p, uint64_t{0});
     if (!m) return b_.CreateAlignedLoad(vec(st, c), p0, align);
-    if (c == 1) return b_.CreateMaskedLoad(vec(st, c), p0, align, m, o);
+    // In the general version of a versioned loop the mask is not known to be
+    // mostly on, and a masked load costs about what a plain one does.
+    if (c == 1 || general_) return b_.CreateMaskedLoad(vec(st, c), p0, align, m, o);
     // As for stores: chunks with every lane on take a plain load.
     llvm::Function* f = b_.GetInsertBlock()->getParent();
     auto* full = llvm::BasicBlock::Create(ctx_, "load.full", f);
@@ -887,8 +1056,10 @@ void Lowering::emitLoad(const ir::Op& op, llvm::Value* dstArr) {
   int64_t c = chunkWidth(n);
   ir::Type valT = ir::Type::tile(ir::Type::scalar(dt), ptr->type().shape());
   llvm::Value* arr = dstArr ? dstArr : allocTile(valT);
-  chunkLoop(n, c, [&](llvm::Value* base) {
-    b_.CreateAlignedStore(loadValueChunk(op, base, c), b_.CreateInBoundsGEP(st, arr, base), align);
+  versioned({ptr, mask, other}, [&] {
+    chunkLoop(n, c, [&](llvm::Value* base) {
+      b_.CreateAlignedStore(loadValueChunk(op, base, c), b_.CreateInBoundsGEP(st, arr, base), align);
+    });
   });
   if (!dstArr) arrays_[op.result()] = arr;
 }
@@ -903,10 +1074,11 @@ void Lowering::storeLoop(const ir::Op& op) {
   int64_t n = numElems(ptr->type());
   int64_t c = chunkWidth(n);
   bool contiguous = axis_.contiguousChunks(ptr, c);
-  chunkLoop(n, c, [&](llvm::Value* base) {
+  versioned({ptr, val, mask}, [&] { chunkLoop(n, c, [&](llvm::Value* base) {
     llvm::Value* p = emitChunk(ptr, base, c);
     llvm::Value* v = toStorage(emitChunk(val, base, c), isBool);
     llvm::Value* m = mask ? emitChunk(mask, base, c) : nullptr;
+    if (m && llvm::isa<llvm::Constant>(m) && llvm::cast<llvm::Constant>(m)->isAllOnesValue()) m = nullptr;
     if (contiguous) {
       llvm::Value* p0 = b_.CreateExtractElement(p, uint64_t{0});
       if (!m || c == 1) {
@@ -931,7 +1103,7 @@ void Lowering::storeLoop(const ir::Op& op) {
     } else {
       b_.CreateMaskedScatter(v, p, align, m);
     }
-  });
+  }); });
 }
 
 void Lowering::emitStore(const ir::Op& op) {
@@ -1110,12 +1282,15 @@ void Lowering::emitReduce(const ir::Op& op) {
     else constLoop(0, n, step, body);
   };
 
+  versioned({in}, [&] {
   if (inner == 1) {
     // Along the contiguous axis: vector accumulators over the row's chunks,
-    // then one horizontal reduction per row.
+    // then one horizontal reduction per row. (The general version of a
+    // versioned reduction, for partial rows, is kept small: one accumulator.)
     int64_t c = chunkWidth(R);
     int64_t chunks = R / c;
-    int64_t U = argmax ? 1 : chunks % 4 == 0 ? 4 : chunks % 2 == 0 ? 2 : 1;
+    int64_t U = argmax || general_ ? 1 : chunks % 4 == 0 ? 4 : chunks % 2 == 0 ? 2 : 1;
+    if (getenv("TS_U")) U = std::min<int64_t>(U, atoi(getenv("TS_U")));
     llvm::Type* vt = vec(ct, c);
     forRange(outer, 1, [&](llvm::Value* o) {
       llvm::Value* rowBase = b_.CreateMul(o, i64(R));
@@ -1199,6 +1374,7 @@ void Lowering::emitReduce(const ir::Op& op) {
       });
     });
   }
+  });
   if (scalarOut) scalars_[op.result()] = b_.CreateLoad(argmax ? b_.getInt32Ty() : scalarTy(dt), scalarSlot);
   else arrays_[op.result()] = outArr;
 }
@@ -1206,42 +1382,61 @@ void Lowering::emitReduce(const ir::Op& op) {
 // ======================================================================== dot
 
 void Lowering::emitDot(const ir::Op& op) {
+  // C = acc + A B through the register-blocked microkernel (CpuDot.h). The
+  // kernel wants A (M x K) and B (K x N) as row-major arrays of the compute
+  // type (f32, or i32 for i8 dots) and updates C in place.
   const ir::Value* a = op.operand(0);
   const ir::Value* bv = op.operand(1);
   const ir::Value* acc = op.operand(2);
   int64_t M = a->type().shape()[0], K = a->type().shape()[1], N = bv->type().shape()[1];
-  DType in = a->type().dtype(), out = acc->type().dtype();
-  bool fl = isFloat(out);
-  // Products of f16/bf16 are exact in f32; i8 products accumulate in i32.
-  DType cdt = fl ? (out == DType::F64 ? DType::F64 : DType::F32) : out;
-  llvm::Type* ct = scalarTy(cdt);
+  DType in = a->type().dtype(), out = acc->type().dtype();  // out: f32 or i32 (verifier)
   for (const ir::Value* v : {a, bv})
     if (!arrays_.count(v)) materialize(v);
-  const ir::Type& rt = op.result()->type();
-  llvm::Value* outArr = allocTile(rt);
-  int64_t c = chunkWidth(N);
-  llvm::Type* vt = vec(ct, c);
-  llvm::Value* accSlot = entryAlloca(vt);
-  auto forRange = [&](int64_t n, int64_t step, const std::function<void(llvm::Value*)>& body) {
-    if (n == step) body(i64(0));
-    else constLoop(0, n, step, body);
+  // f16/bf16/i8 operands are widened once here, not per use in the kernel
+  // (each element of A is used N times, each of B M times).
+  auto widened = [&](const ir::Value* v) -> llvm::Value* {
+    if (in == out) return arrays_.at(v);
+    ir::Type wt = ir::Type::tile(ir::Type::scalar(out), v->type().shape());
+    llvm::Value* arr = allocTile(wt);
+    int64_t n = numElems(wt), c = chunkWidth(n);
+    chunkLoop(n, c, [&](llvm::Value* base) { storeChunk(arr, wt, base, castValue(emitChunk(v, base, c), in, out)); });
+    return arr;
   };
-  forRange(M, 1, [&](llvm::Value* m) {
-    forRange(N, c, [&](llvm::Value* nc) {
-      llvm::Value* outBase = b_.CreateAdd(b_.CreateMul(m, i64(N)), nc);
-      b_.CreateStore(castValue(emitChunk(acc, outBase, c), out, cdt), accSlot);
-      forRange(K, 1, [&](llvm::Value* k) {
-        llvm::Value* ae = b_.CreateExtractElement(emitChunk(a, b_.CreateAdd(b_.CreateMul(m, i64(K)), k), 1), uint64_t{0});
-        llvm::Value* av = b_.CreateVectorSplat(static_cast<unsigned>(c), castValue(ae, in, cdt));
-        llvm::Value* bc = castValue(emitChunk(bv, b_.CreateAdd(b_.CreateMul(k, i64(N)), nc), c), in, cdt);
-        llvm::Value* cur = b_.CreateLoad(vt, accSlot);
-        llvm::Value* nxt = fl ? b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vt}, {av, bc, cur})
-                              : b_.CreateAdd(b_.CreateMul(av, bc), cur);
-        b_.CreateStore(nxt, accSlot);
-      });
-      storeChunk(outArr, rt, outBase, castValue(b_.CreateLoad(vt, accSlot), cdt, out));
-    });
-  });
+  llvm::Value* aArr = widened(a);
+  llvm::Value* bArr = widened(bv);
+  // The accumulator is updated in place when nothing can observe the old
+  // value: its only use is this dot, it belongs to this block (not to an
+  // enclosing one, whose value must survive the loop), and, for a loop-carried
+  // accumulator, the result goes straight back into the same carried slot
+  // (a yield into another slot would copy from storage it has overwritten).
+  const ir::Block* blk = op.parent();
+  bool inPlace = false;
+  if (arrays_.count(acc) && uses_[acc] == 1 && !pending_.count(acc) && acc->ownerBlock() == blk) {
+    if (!acc->isBlockArg()) {
+      inPlace = true;
+    } else if (const ir::Region* r = blk->parent(); r && r->parentOp() && r->parentOp()->code() == OpCode::For &&
+                                                    acc->index() >= 1 && uses_[op.result()] == 1) {
+      const ir::Op* u = users_[op.result()][0];
+      inPlace = u->code() == OpCode::Yield && u->parent() == blk && u->numOperands() > acc->index() - 1 &&
+                u->operand(acc->index() - 1) == op.result();
+    }
+  }
+  llvm::Value* outArr;
+  if (inPlace) {
+    outArr = arrays_.at(acc);
+  } else {
+    outArr = allocTile(op.result()->type());
+    writeTile(outArr, acc);
+  }
+  DotArrays d;
+  d.a = aArr;
+  d.b = bArr;
+  d.c = outArr;
+  d.M = M;
+  d.N = N;
+  d.K = K;
+  d.elemTy = scalarTy(out);
+  emitDotKernel(b_, tgt_, d);
   arrays_[op.result()] = outArr;
 }
 
@@ -1509,6 +1704,7 @@ std::unique_ptr<llvm::Module> lowerToLLVM(const ir::Function& f, llvm::LLVMConte
   m->setDataLayout(layout);
   Lowering l(f, ctx, *m, target);
   l.run(entryName);
+  legalizeBf16MaskedMemory(*m);  // CpuDot.h: x86 has no bf16 masked moves
   return m;
 }
 

@@ -40,10 +40,11 @@ std::string shapeStr(const std::vector<int64_t>& s) {
 }
 }  // namespace
 
-TEST_CASE("the registry lists the five examples in order", "[examples]") {
+TEST_CASE("the registry lists the examples in order", "[examples]") {
   std::vector<std::string> names;
   for (const auto& e : ex::all()) names.push_back(e.name);
-  CHECK(names == std::vector<std::string>{"vector_add", "bias_gelu", "softmax", "layernorm", "rmsnorm"});
+  CHECK(names == std::vector<std::string>{"vector_add", "bias_gelu", "softmax", "layernorm", "rmsnorm", "gemm_f32",
+                                          "gemm_f16", "gemm_bf16", "gemm_batched"});
   REQUIRE(ex::find("softmax") != nullptr);
   CHECK(ex::find("nope") == nullptr);
   for (const auto& e : ex::all()) {
@@ -78,7 +79,9 @@ TEST_CASE("examples run with their default shapes and reject malformed ones", "[
     ex::RunContext ctx;
     ctx.launch.threads = 1;  // a single worker gives the same answers
     CHECK(e.run(ctx).ok);
-    ctx.shape = {2, 3, 4, 5};
+    ctx.shape = {2, 3, 4, 5, 6};  // no example takes a rank-5 problem shape
+    CHECK_THROWS_AS(e.run(ctx), ts::Error);
+    ctx.shape = {0};
     CHECK_THROWS_AS(e.run(ctx), ts::Error);
   }
 }

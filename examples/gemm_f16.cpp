@@ -1,0 +1,152 @@
+// gemm_f16: C (f16) = A (f16) @ B (f16) + bias (f32), accumulated in f32.
+//
+// The tiling of gemm_f32 (one BLOCK_M x BLOCK_N tile of C per program, a K
+// loop carrying an f32 accumulator): dot takes the f16 tiles and
+// accumulates in f32 (each f16 x f16 product is exact in f32), and only the
+// final tile is rounded to f16 when stored.
+//
+// Shape: {M, N, K}; default {300, 200, 150}.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+
+#include "registry.h"
+
+namespace ts = tessera;
+
+namespace tessera::examples {
+
+Kernel gemmF16(GemmBlocks B) {
+  return ts::kernel("gemm_f16", {"c", "a", "b", "bias", "M", "N", "K"},
+                    [=](ts::Ptr<ts::half> c, ts::Ptr<const ts::half> a, ts::Ptr<const ts::half> b,
+                        ts::Ptr<const float> bias, ts::Int M, ts::Int N, ts::Int K) {
+                      auto row = ts::expand_dims(ts::program_id(0) * B.m + ts::arange(B.m), 1);
+                      auto col = ts::expand_dims(ts::program_id(1) * B.n + ts::arange(B.n), 0);
+                      auto rk = ts::arange(B.k);
+                      auto acc = ts::for_range(0, K, B.k, ts::zeros({B.m, B.n}, ts::f32),
+                                               [&](ts::Int k0, ts::Tensor acc) {
+                                                 auto ka = ts::expand_dims(k0 + rk, 0);
+                                                 auto kb = ts::expand_dims(k0 + rk, 1);
+                                                 auto ta = ts::load(a + row * K + ka, (row < M) & (ka < K));
+                                                 auto tb = ts::load(b + kb * N + col, (kb < K) & (col < N));
+                                                 return ts::dot(ta, tb, acc);  // f16 x f16 -> f32
+                                               });
+                      auto y = acc + ts::load(bias + col, col < N);
+                      ts::store(c + row * N + col, y.to(ts::f16), (row < M) & (col < N));
+                    });
+}
+
+namespace {
+
+// f16 <-> float through the compiler's _Float16 (round to nearest even).
+uint16_t toHalf(float f) {
+  _Float16 h = static_cast<_Float16>(f);
+  uint16_t u;
+  std::memcpy(&u, &h, 2);
+  return u;
+}
+float fromHalf(uint16_t u) {
+  _Float16 h;
+  std::memcpy(&h, &u, 2);
+  return static_cast<float>(h);
+}
+
+CheckResult run(const RunContext& ctx) {
+  std::vector<int64_t> s = ctx.shape.empty() ? std::vector<int64_t>{300, 200, 150} : ctx.shape;
+  if (s.size() != 3 || s[0] < 1 || s[1] < 1 || s[2] < 1 || s[0] * s[2] > (1 << 28) || s[2] * s[1] > (1 << 28) ||
+      s[0] * s[1] > (1 << 28))
+    throw Error("gemm_f16: the shape is {M, N, K}, each >= 1, every matrix at most 2^28 elements");
+  int64_t M = s[0], N = s[1], K = s[2];
+  std::mt19937_64 rng(ctx.seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  // Inputs are f16 values; the reference uses exactly those values.
+  std::vector<uint16_t> a(size_t(M * K)), b(size_t(K * N));
+  for (auto& x : a) x = toHalf(dist(rng));
+  for (auto& x : b) x = toHalf(dist(rng));
+  std::vector<float> bias(static_cast<size_t>(N));
+  for (auto& x : bias) x = dist(rng);
+
+  GemmBlocks B = gemmDefaultBlocks(ctx.device);
+  CompiledKernel k = compile(gemmF16(B), ctx.device, ctx.options);
+  Buffer da = ctx.device.upload(DType::F16, a), db = ctx.device.upload(DType::F16, b);
+  Buffer dbias = ctx.device.upload(DType::F32, bias);
+  Buffer dc = ctx.device.alloc(DType::F16, size_t(M * N));
+  dc.fillBytes(0xff);  // f16 NaN: an element the kernel fails to write cannot pass
+  Dim3 grid(uint32_t((M + B.m - 1) / B.m), uint32_t((N + B.n - 1) / B.n));
+  k.launchWith(grid, {dc, da, db, dbias, int32_t(M), int32_t(N), int32_t(K)}, ctx.launch);
+  std::vector<uint16_t> got = dc.read<uint16_t>();
+
+  // Reference in double. Tolerance: the f32 accumulation of K + 1 terms,
+  // 2 (K + 1) 2^-24 sum|terms| (see gemm_f32), plus the final rounding to
+  // f16: half an ulp, 2^-11 relative (2^-25 absolute in the subnormal range).
+  // A missing product term is ~0.25 on average, an f16 ulp of a result of
+  // size ~5 is ~0.004.
+  const double factor = 2.0 * double(K + 1) * std::ldexp(1.0, -24);
+  CheckResult r;
+  r.ok = true;
+  r.tolerance = factor;
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double want = bias[size_t(j)], mag = std::fabs(want);
+      for (int64_t kk = 0; kk < K; ++kk) {
+        double p = double(fromHalf(a[size_t(i * K + kk)])) * double(fromHalf(b[size_t(kk * N + j)]));
+        want += p;
+        mag += std::fabs(p);
+      }
+      double g = fromHalf(got[size_t(i * N + j)]);
+      double err = std::fabs(g - want);
+      double bound = factor * mag + std::ldexp(std::fabs(want), -11) * 1.01 + std::ldexp(1.0, -24);
+      if (!(err <= bound)) {
+        if (r.ok) r.detail = "c: first mismatch at (" + std::to_string(i) + ", " + std::to_string(j) + "): got " +
+                             std::to_string(g) + ", want " + std::to_string(want);
+        r.ok = false;
+      }
+      r.maxAbsError = std::max(r.maxAbsError, std::isnan(err) ? INFINITY : err);
+      if (std::fabs(want) > 1e-30) r.maxRelError = std::max(r.maxRelError, err / std::fabs(want));
+    }
+  return r;
+}
+}  // namespace
+
+Example gemmF16Example() {
+  Example e;
+  e.name = "gemm_f16";
+  e.summary = "C (f16) = A (f16) @ B (f16) + bias, f32 accumulation, dot over a K loop";
+  e.kernel = [] { return gemmF16(gemmDefaultBlocks(Device::cpu())); };
+  e.run = run;
+  e.testShapes = {{64, 64, 64}, {100, 77, 33}, {1, 1, 1}, {257, 129, 65}};
+  return e;
+}
+
+}  // namespace tessera::examples
+
+#ifdef TESSERA_EXAMPLE_MAIN
+// Usage: gemm_f16 [--dump] [M N K]
+int main(int argc, char** argv) {
+  namespace ex = tessera::examples;
+  try {
+    ex::RunContext ctx;
+    bool dump = false;
+    for (int i = 1; i < argc; ++i) {
+      if (std::string(argv[i]) == "--dump") dump = true;
+      else ctx.shape.push_back(std::stoll(argv[i]));
+    }
+    ex::CheckResult r = ex::gemmF16Example().run(ctx);
+    std::printf("gemm_f16: max abs error %.3g, max rel error %.3g (tolerance %.3g x sum|a b| + f16 rounding): %s\n",
+                r.maxAbsError, r.maxRelError, r.tolerance, r.ok ? "PASS" : "FAIL");
+    if (!r.ok) std::printf("  %s\n", r.detail.c_str());
+    if (dump) {
+      auto k = tessera::compile(ex::gemmF16Example().kernel(), ctx.device, ctx.options);
+      for (auto s : {tessera::Stage::TileIR, tessera::Stage::LLVMOptimized, tessera::Stage::Assembly})
+        std::printf("==== %s ====\n%s\n", tessera::name(s), k.dump(s).c_str());
+    }
+    return r.ok ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
+  }
+}
+#endif

@@ -1,0 +1,183 @@
+// gemm_f32: C = act(A @ B + bias), A M x K, B K x N, bias N, all f32.
+//
+// Triton-style tiling: program (i, j) owns the BLOCK_M x BLOCK_N tile of C at
+// rows i*BLOCK_M.., columns j*BLOCK_N... It walks K in steps of BLOCK_K,
+// loading a BLOCK_M x BLOCK_K tile of A and a BLOCK_K x BLOCK_N tile of B
+// (masked: lanes outside the matrices read 0, which adds nothing to the
+// dot) and accumulating their product into an f32 tile carried by the loop.
+// The epilogue adds the bias row, applies the activation and stores the
+// tile under the (row < M) & (col < N) mask.
+//
+// Shape: {M, N, K} or {M, N, K, act} with act 0 = none, 1 = ReLU, 2 = GELU
+// (exact erf form); default {300, 200, 150} with GELU.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+
+#include "registry.h"
+
+namespace ts = tessera;
+
+namespace tessera::examples {
+
+Kernel gemmF32(GemmBlocks B, Activation act, bool withBias) {
+  // The body, shared by the signatures with and without bias.
+  auto body = [=](ts::Ptr<float> c, ts::Ptr<const float> a, ts::Ptr<const float> b, const ts::Tensor* bias,
+                  ts::Int M, ts::Int N, ts::Int K) {
+    auto row = ts::expand_dims(ts::program_id(0) * B.m + ts::arange(B.m), 1);  // BLOCK_M x 1
+    auto col = ts::expand_dims(ts::program_id(1) * B.n + ts::arange(B.n), 0);  // 1 x BLOCK_N
+    auto rk = ts::arange(B.k);
+    auto acc = ts::for_range(0, K, B.k, ts::zeros({B.m, B.n}, ts::f32), [&](ts::Int k0, ts::Tensor acc) {
+      auto ka = ts::expand_dims(k0 + rk, 0);  // 1 x BLOCK_K: columns of A
+      auto kb = ts::expand_dims(k0 + rk, 1);  // BLOCK_K x 1: rows of B
+      auto ta = ts::load(a + row * K + ka, (row < M) & (ka < K));
+      auto tb = ts::load(b + kb * N + col, (kb < K) & (col < N));
+      return ts::dot(ta, tb, acc);
+    });
+    ts::Tensor y = acc;
+    if (bias) y = y + ts::load(*bias + col, col < N);  // broadcast over the rows
+    if (act == Activation::ReLU) y = ts::maximum(y, 0.0f);
+    if (act == Activation::GELU) y = 0.5f * y * (1.0f + ts::erf(y * 0.70710678118654752440f));
+    ts::store(c + row * N + col, y, (row < M) & (col < N));
+  };
+  if (!withBias)
+    return ts::kernel("gemm_f32", {"c", "a", "b", "M", "N", "K"},
+                      [=](ts::Ptr<float> c, ts::Ptr<const float> a, ts::Ptr<const float> b, ts::Int M, ts::Int N,
+                          ts::Int K) { body(c, a, b, nullptr, M, N, K); });
+  return ts::kernel("gemm_f32", {"c", "a", "b", "bias", "M", "N", "K"},
+                    [=](ts::Ptr<float> c, ts::Ptr<const float> a, ts::Ptr<const float> b,
+                        ts::Ptr<const float> bias, ts::Int M, ts::Int N, ts::Int K) {
+                      ts::Tensor bt = bias;
+                      body(c, a, b, &bt, M, N, K);
+                    });
+}
+
+namespace ref {
+/// Plain C++ reference in double: act(A @ B + bias) and, per element, the
+/// sum of |a_ik * b_kj| + |bias_j| that bounds the f32 rounding error.
+void gemm(const std::vector<float>& a, const std::vector<float>& b, const std::vector<float>& bias, int64_t M,
+          int64_t N, int64_t K, int act, std::vector<double>& out, std::vector<double>& mag) {
+  out.assign(size_t(M * N), 0.0);
+  mag.assign(size_t(M * N), 0.0);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double s = bias.empty() ? 0.0 : double(bias[size_t(j)]), m = std::fabs(s);
+      for (int64_t k = 0; k < K; ++k) {
+        double p = double(a[size_t(i * K + k)]) * double(b[size_t(k * N + j)]);
+        s += p;
+        m += std::fabs(p);
+      }
+      if (act == 1) s = std::max(s, 0.0);
+      if (act == 2) s = 0.5 * s * (1.0 + std::erf(s / std::sqrt(2.0)));
+      out[size_t(i * N + j)] = s;
+      mag[size_t(i * N + j)] = m;
+    }
+}
+}  // namespace ref
+
+namespace {
+
+std::vector<float> randomVector(size_t n, std::mt19937_64& rng) {
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+/// |got - want| <= bound[i] everywhere (NaN fails); reports the largest errors.
+CheckResult compareBounded(const std::vector<float>& got, const std::vector<double>& want,
+                           const std::vector<double>& bound, double tolerance) {
+  CheckResult r;
+  r.ok = got.size() == want.size();
+  r.tolerance = tolerance;
+  for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
+    double err = std::fabs(double(got[i]) - want[i]);
+    if (!(err <= bound[i])) {
+      if (r.ok) r.detail = "c: first mismatch at " + std::to_string(i) + ": got " + std::to_string(got[i]) +
+                           ", want " + std::to_string(want[i]) + " (bound " + std::to_string(bound[i]) + ")";
+      r.ok = false;
+    }
+    r.maxAbsError = std::max(r.maxAbsError, std::isnan(err) ? INFINITY : err);
+    if (std::fabs(want[i]) > 1e-30) r.maxRelError = std::max(r.maxRelError, err / std::fabs(want[i]));
+  }
+  return r;
+}
+
+CheckResult run(const RunContext& ctx) {
+  std::vector<int64_t> s = ctx.shape.empty() ? std::vector<int64_t>{300, 200, 150, 2} : ctx.shape;
+  if (s.size() < 3 || s.size() > 4 || s[0] < 1 || s[1] < 1 || s[2] < 1 || s[0] * s[2] > (1 << 28) ||
+      s[2] * s[1] > (1 << 28) || s[0] * s[1] > (1 << 28) || (s.size() == 4 && (s[3] < 0 || s[3] > 2)))
+    throw Error("gemm_f32: the shape is {M, N, K} or {M, N, K, act} (act 0 none, 1 relu, 2 gelu), each >= 1, "
+                "every matrix at most 2^28 elements");
+  int64_t M = s[0], N = s[1], K = s[2];
+  int act = s.size() == 4 ? int(s[3]) : 2;
+  std::mt19937_64 rng(ctx.seed);
+  std::vector<float> a = randomVector(size_t(M * K), rng), b = randomVector(size_t(K * N), rng);
+  std::vector<float> bias = randomVector(size_t(N), rng);
+
+  GemmBlocks B = gemmDefaultBlocks(ctx.device);
+  CompiledKernel k = compile(gemmF32(B, Activation(act)), ctx.device, ctx.options);
+  Buffer da = ctx.device.upload(DType::F32, a), db = ctx.device.upload(DType::F32, b);
+  Buffer dbias = ctx.device.upload(DType::F32, bias);
+  Buffer dc = ctx.device.alloc(DType::F32, size_t(M * N));
+  dc.fillBytes(0xff);  // NaN: an element the kernel fails to write cannot pass
+  Dim3 grid(uint32_t((M + B.m - 1) / B.m), uint32_t((N + B.n - 1) / B.n));
+  k.launchWith(grid, {dc, da, db, dbias, int32_t(M), int32_t(N), int32_t(K)}, ctx.launch);
+
+  // Tolerance: a sum of K + 1 f32 terms in any order is within
+  // (K + 1) * 2^-24 * sum |terms| of the exact value (first-order bound,
+  // doubled for margin); GELU and ReLU have slope <= 1.13, and erf in f32 adds
+  // a few ulp of the result, hence the 1e-6 relative and the absolute floor.
+  // A missing or doubled product term (|a b| ~ 0.25 on average) or a wrong
+  // index is far outside this.
+  std::vector<double> want, mag;
+  ref::gemm(a, b, bias, M, N, K, act, want, mag);
+  const double factor = 2.0 * double(K + 1) * std::ldexp(1.0, -24);
+  std::vector<double> bound(want.size());
+  for (size_t i = 0; i < want.size(); ++i) bound[i] = 1.2 * factor * mag[i] + 1e-6 * std::fabs(want[i]) + 1e-6;
+  return compareBounded(dc.read<float>(), want, bound, factor);
+}
+}  // namespace
+
+Example gemmF32Example() {
+  Example e;
+  e.name = "gemm_f32";
+  e.summary = "C = act(A @ B + bias) in f32, BLOCK_M x BLOCK_N tiles over a 2-D grid, K loop with dot";
+  e.kernel = [] { return gemmF32(gemmDefaultBlocks(Device::cpu()), Activation::GELU); };
+  e.run = run;
+  // Aligned, ragged in every dimension, a single element, and each activation.
+  e.testShapes = {{64, 64, 64, 0}, {100, 77, 33, 1}, {1, 1, 1, 2}, {257, 129, 65, 2}, {128, 64, 200, 0}};
+  return e;
+}
+
+}  // namespace tessera::examples
+
+#ifdef TESSERA_EXAMPLE_MAIN
+// Usage: gemm_f32 [--dump] [M N K [act]]
+int main(int argc, char** argv) {
+  namespace ex = tessera::examples;
+  try {
+    ex::RunContext ctx;  // CPU device, default options
+    bool dump = false;
+    for (int i = 1; i < argc; ++i) {
+      if (std::string(argv[i]) == "--dump") dump = true;
+      else ctx.shape.push_back(std::stoll(argv[i]));
+    }
+    ex::CheckResult r = ex::gemmF32Example().run(ctx);
+    std::printf("gemm_f32: max abs error %.3g, max rel error %.3g (tolerance %.3g x sum|a b|): %s\n",
+                r.maxAbsError, r.maxRelError, r.tolerance, r.ok ? "PASS" : "FAIL");
+    if (!r.ok) std::printf("  %s\n", r.detail.c_str());
+    if (dump) {  // the example's default kernel: TileIR, optimised LLVM IR and host assembly
+      auto k = tessera::compile(ex::gemmF32Example().kernel(), ctx.device, ctx.options);
+      for (auto s : {tessera::Stage::TileIR, tessera::Stage::LLVMOptimized, tessera::Stage::Assembly})
+        std::printf("==== %s ====\n%s\n", tessera::name(s), k.dump(s).c_str());
+    }
+    return r.ok ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
+  }
+}
+#endif
