@@ -12,7 +12,7 @@
 #include <random>
 #include <string>
 
-#include "registry.h"
+#include "support.h"
 
 namespace ts = tessera;
 
@@ -110,27 +110,6 @@ Example gemmBatchedExample() {
 #ifdef TESSERA_EXAMPLE_MAIN
 // Usage: gemm_batched [--dump] [batch M N K]
 int main(int argc, char** argv) {
-  namespace ex = tessera::examples;
-  try {
-    ex::RunContext ctx;
-    bool dump = false;
-    for (int i = 1; i < argc; ++i) {
-      if (std::string(argv[i]) == "--dump") dump = true;
-      else ctx.shape.push_back(std::stoll(argv[i]));
-    }
-    ex::CheckResult r = ex::gemmBatchedExample().run(ctx);
-    std::printf("gemm_batched: max abs error %.3g, max rel error %.3g (tolerance %.3g x sum|a b|): %s\n",
-                r.maxAbsError, r.maxRelError, r.tolerance, r.ok ? "PASS" : "FAIL");
-    if (!r.ok) std::printf("  %s\n", r.detail.c_str());
-    if (dump) {
-      auto k = tessera::compile(ex::gemmBatchedExample().kernel(), ctx.device, ctx.options);
-      for (auto s : {tessera::Stage::TileIR, tessera::Stage::LLVMOptimized, tessera::Stage::Assembly})
-        std::printf("==== %s ====\n%s\n", tessera::name(s), k.dump(s).c_str());
-    }
-    return r.ok ? 0 : 1;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s\n", e.what());
-    return 2;
-  }
+  return tessera::examples::exampleMain(argc, argv, tessera::examples::gemmBatchedExample());
 }
 #endif

@@ -16,7 +16,7 @@
 #include <random>
 #include <string>
 
-#include "registry.h"
+#include "support.h"
 
 namespace ts = tessera;
 
@@ -79,12 +79,6 @@ void gemm(const std::vector<float>& a, const std::vector<float>& b, const std::v
 
 namespace {
 
-std::vector<float> randomVector(size_t n, std::mt19937_64& rng) {
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
 
 /// |got - want| <= bound[i] everywhere (NaN fails); reports the largest errors.
 CheckResult compareBounded(const std::vector<float>& got, const std::vector<double>& want,
@@ -157,27 +151,6 @@ Example gemmF32Example() {
 #ifdef TESSERA_EXAMPLE_MAIN
 // Usage: gemm_f32 [--dump] [M N K [act]]
 int main(int argc, char** argv) {
-  namespace ex = tessera::examples;
-  try {
-    ex::RunContext ctx;  // CPU device, default options
-    bool dump = false;
-    for (int i = 1; i < argc; ++i) {
-      if (std::string(argv[i]) == "--dump") dump = true;
-      else ctx.shape.push_back(std::stoll(argv[i]));
-    }
-    ex::CheckResult r = ex::gemmF32Example().run(ctx);
-    std::printf("gemm_f32: max abs error %.3g, max rel error %.3g (tolerance %.3g x sum|a b|): %s\n",
-                r.maxAbsError, r.maxRelError, r.tolerance, r.ok ? "PASS" : "FAIL");
-    if (!r.ok) std::printf("  %s\n", r.detail.c_str());
-    if (dump) {  // the example's default kernel: TileIR, optimised LLVM IR and host assembly
-      auto k = tessera::compile(ex::gemmF32Example().kernel(), ctx.device, ctx.options);
-      for (auto s : {tessera::Stage::TileIR, tessera::Stage::LLVMOptimized, tessera::Stage::Assembly})
-        std::printf("==== %s ====\n%s\n", tessera::name(s), k.dump(s).c_str());
-    }
-    return r.ok ? 0 : 1;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s\n", e.what());
-    return 2;
-  }
+  return tessera::examples::exampleMain(argc, argv, tessera::examples::gemmF32Example());
 }
 #endif

@@ -10,7 +10,7 @@
 #include <string>
 #include <utility>
 
-#include "registry.h"
+#include "support.h"
 
 namespace ts = tessera;
 
@@ -49,56 +49,10 @@ std::vector<double> rmsnorm(const std::vector<float>& x, const std::vector<float
 namespace {
 constexpr float kEps = 1e-6f;
 
-/// Deterministic values in [lo, hi).
-std::vector<float> randomVector(size_t n, std::mt19937_64& rng, float lo = -1.0f, float hi = 1.0f) {
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
 
-/// |got - want| <= atol + rtol * |want| everywhere; reports the largest errors.
-CheckResult compare(const std::vector<float>& got, const std::vector<double>& want, double atol, double rtol,
-                    const char* what = "out") {
-  CheckResult r;
-  r.ok = got.size() == want.size();
-  r.tolerance = rtol;
-  for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
-    double err = std::fabs(double(got[i]) - want[i]);
-    if (!(err <= atol + rtol * std::fabs(want[i]))) {  // NaN-safe
-      if (r.ok) r.detail = std::string(what) + ": first mismatch at " + std::to_string(i) + ": got " +
-                           std::to_string(got[i]) + ", want " + std::to_string(want[i]);
-      r.ok = false;
-    }
-    r.maxAbsError = std::max(r.maxAbsError, std::isnan(err) ? INFINITY : err);
-    if (std::fabs(want[i]) > 1e-30) r.maxRelError = std::max(r.maxRelError, err / std::fabs(want[i]));
-  }
-  return r;
-}
 
-/// Merges the checks of several outputs.
-[[maybe_unused]] CheckResult merge(CheckResult a, const CheckResult& b) {
-  if (a.ok && !b.ok) a.detail = b.detail;
-  a.ok = a.ok && b.ok;
-  a.maxAbsError = std::max(a.maxAbsError, b.maxAbsError);
-  a.maxRelError = std::max(a.maxRelError, b.maxRelError);
-  return a;
-}
 
-/// The smallest power of two >= n: the tile width that holds a whole row.
-[[maybe_unused]] int nextPow2(int64_t n) {
-  int p = 1;
-  while (p < n) p *= 2;
-  return p;
-}
 
-/// {rows, cols} from the context, or the default.
-std::pair<int64_t, int64_t> rowsCols(const RunContext& ctx, const char* name) {
-  std::vector<int64_t> s = ctx.shape.empty() ? std::vector<int64_t>{37, 1000} : ctx.shape;
-  if (s.size() != 2 || s[0] < 1 || s[1] < 1 || s[0] > 65535 || s[1] > (1 << 20))
-    throw Error(std::string(name) + ": the shape is {rows, cols} with 1 <= rows <= 65535, 1 <= cols <= 2^20");
-  return {s[0], s[1]};
-}
 
 CheckResult run(const RunContext& ctx) {
   auto [rows, cols] = rowsCols(ctx, "rmsnorm");
@@ -132,27 +86,6 @@ Example rmsnormExample() {
 #ifdef TESSERA_EXAMPLE_MAIN
 // Usage: rmsnorm [--dump] [rows cols]
 int main(int argc, char** argv) {
-  namespace ex = tessera::examples;
-  try {
-    ex::RunContext ctx;  // CPU device, default options
-    bool dump = false;
-    for (int i = 1; i < argc; ++i) {
-      if (std::string(argv[i]) == "--dump") dump = true;
-      else ctx.shape.push_back(std::stoll(argv[i]));
-    }
-    ex::CheckResult r = ex::rmsnormExample().run(ctx);
-    std::printf("rmsnorm: max abs error %.3g, max rel error %.3g (tolerance %.3g): %s\n", r.maxAbsError,
-                r.maxRelError, r.tolerance, r.ok ? "PASS" : "FAIL");
-    if (!r.ok) std::printf("  %s\n", r.detail.c_str());
-    if (dump) {  // the example's default kernel: TileIR, optimised LLVM IR and host assembly
-      auto k = tessera::compile(ex::rmsnormExample().kernel(), ctx.device, ctx.options);
-      for (auto s : {tessera::Stage::TileIR, tessera::Stage::LLVMOptimized, tessera::Stage::Assembly})
-        std::printf("==== %s ====\n%s\n", tessera::name(s), k.dump(s).c_str());
-    }
-    return r.ok ? 0 : 1;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s\n", e.what());
-    return 2;
-  }
+  return tessera::examples::exampleMain(argc, argv, tessera::examples::rmsnormExample());
 }
 #endif

@@ -9,7 +9,7 @@
 #include <random>
 #include <string>
 
-#include "registry.h"
+#include "support.h"
 
 namespace ts = tessera;
 
@@ -39,31 +39,7 @@ std::vector<double> vectorAdd(const std::vector<float>& a, const std::vector<flo
 namespace {
 constexpr int kBlock = 1024;
 
-/// Deterministic inputs in [-1, 1).
-std::vector<float> randomVector(size_t n, std::mt19937_64& rng) {
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
 
-/// |got - want| <= atol + rtol * |want| everywhere.
-CheckResult compare(const std::vector<float>& got, const std::vector<double>& want, double atol, double rtol) {
-  CheckResult r;
-  r.ok = got.size() == want.size();
-  r.tolerance = rtol;
-  for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
-    double err = std::fabs(double(got[i]) - want[i]);
-    if (!(err <= atol + rtol * std::fabs(want[i]))) {  // NaN-safe
-      if (r.ok) r.detail = "first mismatch at " + std::to_string(i) + ": got " + std::to_string(got[i]) +
-                           ", want " + std::to_string(want[i]);
-      r.ok = false;
-    }
-    r.maxAbsError = std::max(r.maxAbsError, std::isnan(err) ? INFINITY : err);
-    if (std::fabs(want[i]) > 1e-30) r.maxRelError = std::max(r.maxRelError, err / std::fabs(want[i]));
-  }
-  return r;
-}
 
 CheckResult run(const RunContext& ctx) {
   std::vector<int64_t> shape = ctx.shape.empty() ? std::vector<int64_t>{100003} : ctx.shape;
@@ -101,27 +77,6 @@ Example vectorAddExample() {
 #ifdef TESSERA_EXAMPLE_MAIN
 // Usage: vector_add [--dump] [n]
 int main(int argc, char** argv) {
-  namespace ex = tessera::examples;
-  try {
-    ex::RunContext ctx;  // CPU device, default options
-    bool dump = false;
-    for (int i = 1; i < argc; ++i) {
-      if (std::string(argv[i]) == "--dump") dump = true;
-      else ctx.shape.push_back(std::stoll(argv[i]));
-    }
-    ex::CheckResult r = ex::vectorAddExample().run(ctx);
-    std::printf("vector_add: max abs error %.3g, max rel error %.3g (tolerance %.3g): %s\n", r.maxAbsError,
-                r.maxRelError, r.tolerance, r.ok ? "PASS" : "FAIL");
-    if (!r.ok) std::printf("  %s\n", r.detail.c_str());
-    if (dump) {  // the same kernel again: a compile-cache hit
-      auto k = tessera::compile(ex::vectorAdd(1024), ctx.device, ctx.options);
-      for (auto s : {tessera::Stage::TileIR, tessera::Stage::LLVMOptimized, tessera::Stage::Assembly})
-        std::printf("==== %s ====\n%s\n", tessera::name(s), k.dump(s).c_str());
-    }
-    return r.ok ? 0 : 1;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s\n", e.what());
-    return 2;
-  }
+  return tessera::examples::exampleMain(argc, argv, tessera::examples::vectorAddExample());
 }
 #endif
