@@ -121,6 +121,37 @@ int main(int argc, char** argv) {
                 hit.max * 1e6);
   }
 
+  // ---- GPU compile latency (no GPU needed) ---------------------------------
+  std::printf("\nGPU compile latency, cold: tile IR -> PTX (sm_90a; ptxas not included) and -> .hsaco (gfx942)\n");
+  for (const auto& ex : ts::examples::all()) {
+    auto timeTarget = [&](const char* t) {
+      ts::Target target = ts::Target::parse(t);
+      ts::Kernel k = ts::examples::kernelFor(ex, target);
+      return measure(reps, [&] {
+        ts::clearCache();
+        ts::compile(k, target);
+      });
+    };
+    Stats ptx = timeTarget("nvptx:sm_90a"), hsaco = timeTarget("amdgpu:gfx942");
+    std::printf("  %-12s PTX %6.2f ms [%6.2f, %6.2f]   hsaco %6.2f ms [%6.2f, %6.2f]\n", ex.name.c_str(),
+                ptx.median * 1e3, ptx.min * 1e3, ptx.max * 1e3, hsaco.median * 1e3, hsaco.min * 1e3,
+                hsaco.max * 1e3);
+  }
+
+  // ---- SIMT emulator -------------------------------------------------------
+  std::printf("\nSIMT emulator: softmax 1024x1024 f32 (compile excluded), median [min, max] of 3\n");
+  if (const auto* softmax = ts::examples::find("softmax")) {
+    for (const char* arch : {"nvptx:sm_80", "amdgpu:gfx942", "amdgpu:gfx1100"}) {
+      ts::examples::RunContext ctx;
+      ctx.device = ts::Device::emulator(arch);
+      ctx.shape = {1024, 1024};
+      bool ok = true;
+      Stats s = measure(3, [&] { ok = ok && softmax->run(ctx).ok; });
+      std::printf("  emu:%-16s %6.3f s [%6.3f, %6.3f] (includes input generation and the C++ reference)%s\n", arch,
+                  s.median, s.min, s.max, ok ? "" : "  MISMATCH");
+    }
+  }
+
   // ---- launch overhead ----------------------------------------------------
   std::printf("\nlaunch overhead of an empty kernel, median [min, max] of 2000\n");
   {

@@ -115,6 +115,7 @@ Example gemmBF16Example() {
   e.name = "gemm_bf16";
   e.summary = "C (f32) = A (bf16) @ B (bf16) + bias, f32 accumulation, dot over a K loop";
   e.kernel = [] { return gemmBF16(gemmDefaultBlocks(Device::cpu())); };
+  e.gpuKernel = [] { return gemmBF16(gemmDefaultBlocks(Device::emulator("nvptx:sm_80"))); };
   e.run = run;
   e.testShapes = {{64, 64, 64}, {100, 77, 33}, {1, 1, 1}, {257, 129, 65}};
   return e;

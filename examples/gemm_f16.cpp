@@ -116,6 +116,7 @@ Example gemmF16Example() {
   e.name = "gemm_f16";
   e.summary = "C (f16) = A (f16) @ B (f16) + bias, f32 accumulation, dot over a K loop";
   e.kernel = [] { return gemmF16(gemmDefaultBlocks(Device::cpu())); };
+  e.gpuKernel = [] { return gemmF16(gemmDefaultBlocks(Device::emulator("nvptx:sm_80"))); };
   e.run = run;
   e.testShapes = {{64, 64, 64}, {100, 77, 33}, {1, 1, 1}, {257, 129, 65}};
   return e;

@@ -34,8 +34,11 @@ struct RunContext {
 struct Example {
   std::string name;
   std::string summary;
-  /// The kernel with its default meta-parameters (for `tessera compile`).
+  /// The kernel with its default meta-parameters for the CPU (for
+  /// `tessera compile`), and, where they differ, for GPU targets (tiles sized
+  /// for a block's registers and shared memory rather than for L1/L2).
   std::function<Kernel()> kernel;
+  std::function<Kernel()> gpuKernel;
   /// Generates inputs, compiles for ctx.device, launches, and checks the
   /// output against the plain C++ reference.
   std::function<CheckResult(const RunContext&)> run;
@@ -87,6 +90,11 @@ Example gemmF32Example();
 Example gemmF16Example();
 Example gemmBF16Example();
 Example gemmBatchedExample();
+
+/// The example's default kernel for a target.
+inline Kernel kernelFor(const Example& e, const Target& t) {
+  return t.kind != Target::Kind::CPU && e.gpuKernel ? e.gpuKernel() : e.kernel();
+}
 
 /// All bundled examples, in a stable order.
 const std::vector<Example>& all();

@@ -90,9 +90,9 @@ Args parseArgs(int argc, char** argv) {
   return a;
 }
 
-ts::Kernel loadKernel(const Args& a) {
+ts::Kernel loadKernel(const Args& a, const ts::Target& target) {
   if (a.subject.empty()) throw UsageError("compile needs a KERNEL name or a FILE.tir");
-  if (const auto* ex = ts::examples::find(a.subject)) return ex->kernel();
+  if (const auto* ex = ts::examples::find(a.subject)) return ts::examples::kernelFor(*ex, target);
   std::ifstream in(a.subject);
   if (!in) {
     std::string names;
@@ -113,7 +113,7 @@ int cmdList() {
 int cmdCompile(const Args& a) {
   ts::Stage stage = ts::parseStage(a.emit);
   ts::Target target = ts::Target::parse(a.target);
-  ts::CompiledKernel k = ts::compile(loadKernel(a), target);
+  ts::CompiledKernel k = ts::compile(loadKernel(a, target), target);
   std::cout << k.dump(stage);
   return 0;
 }

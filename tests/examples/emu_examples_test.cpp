@@ -93,7 +93,11 @@ TEST_CASE("the examples are right for other block sizes and architectures (emula
   for (Case c : {Case{"nvptx:sm_90a", 1}, Case{"amdgpu:gfx90a", 8}, Case{"amdgpu:gfx1100", 2}, Case{"nvptx:sm_86", 8}}) {
     ts::Device dev = ts::Device::emulator(c.arch);
     for (const auto& e : ex::all()) {
-      std::vector<int64_t> shape = e.name == "vector_add" ? std::vector<int64_t>{5000} : std::vector<int64_t>{3, 777};
+      // Ragged shapes: 5000 elements, 3 rows of 777, or the example's second
+      // test shape for the GEMMs (whose problem shape is {M, N, K}).
+      std::vector<int64_t> shape = e.name == "vector_add"           ? std::vector<int64_t>{5000}
+                                   : e.name.rfind("gemm", 0) == 0 ? e.testShapes.at(1)
+                                                                  : std::vector<int64_t>{3, 777};
       INFO(e.name << " " << shapeStr(shape) << " on " << dev.name() << ", " << c.warps << " warps");
       ex::RunContext ctx;
       ctx.device = dev;

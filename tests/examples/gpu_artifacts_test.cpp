@@ -1,0 +1,103 @@
+// Every bundled example, compiled for every listed GPU architecture without a
+// GPU: its PTX must assemble with ptxas with no spills, and its AMDGPU code
+// object must link and read back (kernel descriptor and metadata notes).
+// Tools that are absent make the test say so (WARN) and skip that check.
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <regex>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include "registry.h"
+#include "tessera/tessera.h"
+
+namespace ts = tessera;
+namespace ex = tessera::examples;
+
+namespace {
+
+bool executable(const char* path) { return ::access(path, X_OK) == 0; }
+
+std::string ptxasPath() {
+  if (executable("/usr/local/cuda/bin/ptxas")) return "/usr/local/cuda/bin/ptxas";
+  return {};
+}
+
+std::string readelfPath() {
+  for (const char* p : {"/usr/bin/llvm-readelf-22", "/usr/lib/llvm-22/bin/llvm-readelf"})
+    if (executable(p)) return p;
+  return {};
+}
+
+// Runs a command, returning its exit status and output.
+std::pair<int, std::string> run(const std::string& cmd) {
+  std::string out;
+  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return {-1, "popen failed"};
+  std::array<char, 4096> buf{};
+  while (size_t n = std::fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
+  int status = ::pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+}  // namespace
+
+TEST_CASE("the PTX of every example assembles with ptxas for every sm, without spills", "[examples][gpu][ptxas]") {
+  if (ptxasPath().empty()) {
+    WARN("SKIPPED: ptxas not found (install the CUDA toolkit at /usr/local/cuda); PTX not assembled");
+    return;
+  }
+  for (const auto& e : ex::all()) {
+    for (const char* sm : {"sm_80", "sm_86", "sm_89", "sm_90a"}) {
+      INFO(e.name << " on " << sm);
+      ts::Target target = ts::Target::parse(std::string("nvptx:") + sm);
+      auto k = ts::compile(ex::kernelFor(e, target), target);
+      std::string ptx = k.dump(ts::Stage::PTX);
+      REQUIRE(ptx.find(".entry") != std::string::npos);
+      std::string report = k.dump(ts::Stage::Resources);  // runs ptxas -v; throws if it rejects the PTX
+      std::smatch m;
+      REQUIRE(std::regex_search(report, m, std::regex(R"(registers (\d+), spill bytes (\d+))")));
+      CHECK(std::stoi(m[2]) == 0);
+      CHECK(std::stoi(m[1]) <= 255);
+      std::printf("ptxas %-6s %-12s registers %3s spill bytes %s\n", sm, e.name.c_str(), m[1].str().c_str(),
+                  m[2].str().c_str());
+    }
+  }
+}
+
+TEST_CASE("every example links into an AMDGPU code object whose notes read back", "[examples][gpu][amdgpu]") {
+  std::string readelf = readelfPath();
+  for (const auto& e : ex::all()) {
+    for (auto [gfx, wave] : {std::pair{"gfx90a", 64}, std::pair{"gfx942", 64}, std::pair{"gfx1100", 32}}) {
+      INFO(e.name << " on " << gfx);
+      ts::Target target = ts::Target::parse(std::string("amdgpu:") + gfx);
+      auto k = ts::compile(ex::kernelFor(e, target), target);
+      std::string hsaco = k.dump(ts::Stage::HSACO);
+      REQUIRE(hsaco.size() > 64);
+      CHECK(hsaco.compare(0, 4, "\x7f" "ELF") == 0);
+      std::string report = k.dump(ts::Stage::Resources);
+      CHECK(report.find("wavefront " + std::to_string(wave)) != std::string::npos);
+      CHECK(report.find("private segment (spills/stack) 0 bytes") != std::string::npos);
+      if (readelf.empty()) {
+        WARN("SKIPPED: llvm-readelf-22 not found (llvm-22-tools); code-object notes not read back");
+        continue;
+      }
+      char path[] = "/tmp/tessera_hsacoXXXXXX";
+      int fd = ::mkstemp(path);
+      REQUIRE(fd >= 0);
+      ::close(fd);
+      std::ofstream(path, std::ios::binary) << hsaco;
+      auto [status, notes] = run(readelf + " --notes " + path);
+      ::unlink(path);
+      REQUIRE(status == 0);
+      CHECK(notes.find("amdhsa.kernels") != std::string::npos);
+      CHECK(notes.find(".name:           " + e.name) != std::string::npos);
+      CHECK(notes.find(".wavefront_size: " + std::to_string(wave)) != std::string::npos);
+      CHECK(notes.find(std::string("amdgcn-amd-amdhsa--") + gfx) != std::string::npos);
+    }
+  }
+}
