@@ -1,5 +1,8 @@
 // Shared state of the emulator rewrite steps: the op-name table and hook
 // declarations.
+#include <map>
+
+#include <llvm/IR/DebugInfo.h>
 #include <llvm/IR/DebugInfoMetadata.h>
 #include <llvm/IR/Instructions.h>
 #include <llvm/IR/IntrinsicInst.h>
@@ -27,6 +30,22 @@ bool mayGetOpId(const llvm::Instruction& i) {
 
 EmuModule::EmuModule(llvm::Module& mod, bool isAmd, unsigned warp)
     : m(mod), ctx(mod.getContext()), amd(isAmd), warpSize(warp), gpuDL(mod.getDataLayout()) {
+  // Tessera's GPU lowering gives every instruction a DILocation whose
+  // column identifies its op and lists the op texts in `!tessera.ops`
+  // (!{i32 line, i32 column, !"text"}): an access the optimiser rebuilt
+  // without its `!tessera.op` is named from there.
+  std::map<std::pair<unsigned, unsigned>, std::string> byLoc;
+  if (llvm::NamedMDNode* table = m.getNamedMetadata("tessera.ops")) {
+    for (llvm::MDNode* n : table->operands()) {
+      if (n->getNumOperands() != 3) continue;
+      auto* line = llvm::mdconst::dyn_extract_or_null<llvm::ConstantInt>(n->getOperand(0));
+      auto* col = llvm::mdconst::dyn_extract_or_null<llvm::ConstantInt>(n->getOperand(1));
+      auto* text = llvm::dyn_cast_or_null<llvm::MDString>(n->getOperand(2));
+      if (line && col && text && col->getZExtValue() != 0)
+        byLoc[{static_cast<unsigned>(line->getZExtValue()), static_cast<unsigned>(col->getZExtValue())}] =
+            text->getString().str();
+    }
+  }
   llvm::ModuleSlotTracker mst(&m, /*ShouldInitializeAllMetadata=*/false);
   for (llvm::Function& f : m) {
     if (f.isDeclaration()) continue;
@@ -34,12 +53,30 @@ EmuModule::EmuModule(llvm::Module& mod, bool isAmd, unsigned warp)
     for (llvm::BasicBlock& bb : f)
       for (llvm::Instruction& i : bb) {
         if (!mayGetOpId(i) || i.getMetadata("tessera.op")) continue;
+        const llvm::DebugLoc& dl = i.getDebugLoc();
+        if (dl && !byLoc.empty()) {
+          // Merged locations (two accesses folded into one) have column 0
+          // or another line and match no entry: named as instructions.
+          auto it = byLoc.find({dl.getLine(), dl.getCol()});
+          if (it != byLoc.end()) {
+            texts_[&i] = it->second;
+            continue;
+          }
+        }
         std::string s;
         llvm::raw_string_ostream os(s);
         i.print(os, mst);
-        texts_[&i] = trimText(s) + " in @" + f.getName().str();
+        std::string name = trimText(s) + " in @" + f.getName().str();
+        if (dl && !dl->getFilename().empty())
+          name += " @ " + dl->getFilename().str() + ":" + std::to_string(dl.getLine());
+        texts_[&i] = std::move(name);
       }
   }
+  // Every name is taken: the host module carries no debug info, so the
+  // rewrites (which move bodies into new functions) need not keep
+  // subprograms and locations consistent, and the JIT sees plain code.
+  llvm::StripDebugInfo(m);
+  if (llvm::NamedMDNode* table = m.getNamedMetadata("tessera.ops")) m.eraseNamedMetadata(table);
 }
 
 int32_t EmuModule::opId(const llvm::Instruction& inst) {
@@ -49,10 +86,10 @@ int32_t EmuModule::opId(const llvm::Instruction& inst) {
       if (auto* s = llvm::dyn_cast<llvm::MDString>(md->getOperand(0))) name = s->getString().str();
   }
   if (name.empty()) {
+    // Texts (and debug locations) were taken before any rewrite; an
+    // instruction a rewrite created is described as it is now.
     auto it = texts_.find(&inst);
     name = it != texts_.end() ? it->second : describe(inst);
-    if (const llvm::DebugLoc& dl = inst.getDebugLoc())
-      name += " @ " + dl->getFilename().str() + ":" + std::to_string(dl.getLine());
   }
   opNames.push_back(std::move(name));
   return static_cast<int32_t>(opNames.size() - 1);

@@ -22,11 +22,14 @@
 #include <numeric>
 #include <unordered_map>
 
+#include <llvm/BinaryFormat/Dwarf.h>
 #include <llvm/IR/Constants.h>
+#include <llvm/IR/DIBuilder.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
 
 #include "shared/AxisInfo.h"
+#include "shared/GpuDot.h"
 #include "shared/VectorMath.h"
 #include "tessera/support/Error.h"
 
@@ -164,6 +167,16 @@ class Lower {
   /// a race or an out-of-bounds access found by the SIMT emulator (which
   /// reads this metadata) names the tile op and the user's source line, not
   /// an LLVM instruction. Arithmetic stays untagged: it cannot misbehave.
+  ///
+  /// The optimiser drops metadata it does not know when it rewrites an
+  /// access (InstCombine scalarising a vector load whose lanes are only
+  /// extracted creates fresh scalar loads), but every pass carries the
+  /// DebugLoc of what it replaces over. So each instruction also gets a
+  /// DILocation(line of the op, column = id of its tag text) in the
+  /// kernel's DISubprogram, and the module keeps the id -> text table in
+  /// `!tessera.ops` (see finishProvenance), which the emulator consults for
+  /// an access that lost its tag. The compile unit is NoDebug: locations
+  /// are tracked but no backend emits debug sections for them.
   void tag(llvm::Instruction* i) {
     if (!opTag_) return;
     bool wanted = llvm::isa<llvm::LoadInst, llvm::StoreInst, llvm::AtomicRMWInst, llvm::AtomicCmpXchgInst>(i);
@@ -173,9 +186,52 @@ class Lower {
   }
   void setCurrentOp(const ir::Op& op) {
     curOp_ = &op;
+    setTag(op, "");
+  }
+  /// Tags what follows as `op` (`what` names a phase of it, e.g. the
+  /// operand staging of a dot, reported apart).
+  void setTag(const ir::Op& op, const std::string& what) {
     std::string s = op.name();
-    if (op.loc().known()) s += " @ " + op.loc().file + ":" + std::to_string(op.loc().line);
+    if (!what.empty()) s += " " + what;
+    uint32_t line = 0;
+    if (op.loc().known()) {
+      s += " @ " + op.loc().file + ":" + std::to_string(op.loc().line);
+      line = op.loc().line;
+    }
     opTag_ = llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, s)});
+    if (!sp_) return;
+    auto [it, fresh] = tagIds_.try_emplace(s, 0);
+    if (fresh) {
+      // DILocation columns are 16 bits; past that, tags are not told apart
+      // by location (column 0 is in no table entry).
+      if (tagTable_.size() + 1 < (1u << 16)) {
+        it->second = static_cast<unsigned>(tagTable_.size() + 1);
+        tagTable_.push_back(llvm::MDNode::get(
+            ctx_, {llvm::ConstantAsMetadata::get(b_.getInt32(line)),
+                   llvm::ConstantAsMetadata::get(b_.getInt32(it->second)), llvm::MDString::get(ctx_, s)}));
+      }
+    }
+    b_.SetCurrentDebugLocation(llvm::DILocation::get(ctx_, line, it->second, sp_));
+  }
+  /// Compile unit and subprogram of the kernel `fn` (see tag()).
+  void startProvenance(llvm::Function* fn) {
+    di_ = std::make_unique<llvm::DIBuilder>(m_);
+    std::string file = f_.loc().known() ? f_.loc().file : "<tessera>";
+    llvm::DIFile* df = di_->createFile(file, "");
+    di_->createCompileUnit(llvm::dwarf::DW_LANG_C_plus_plus_14, df, "tessera", /*isOptimized=*/true, "", 0, "",
+                           llvm::DICompileUnit::DebugEmissionKind::NoDebug);
+    sp_ = di_->createFunction(df, f_.name(), fn->getName(), df, f_.loc().line,
+                              di_->createSubroutineType(di_->getOrCreateTypeArray({})), f_.loc().line,
+                              llvm::DINode::FlagZero, llvm::DISubprogram::SPFlagDefinition);
+    fn->setSubprogram(sp_);
+  }
+  void finishProvenance() {
+    di_->finalize();
+    // Without the version flag, reading the module back (the emulator
+    // parses the optimised text) silently drops all debug locations.
+    m_.addModuleFlag(llvm::Module::Warning, "Debug Info Version", llvm::DEBUG_METADATA_VERSION);
+    llvm::NamedMDNode* table = m_.getOrInsertNamedMetadata("tessera.ops");
+    for (llvm::MDNode* n : tagTable_) table->addOperand(n);
   }
 
   // ---- shared memory & ordering -------------------------------------------------
@@ -260,6 +316,8 @@ class Lower {
   void emitReduce(const ir::Op& op);
   llvm::Value* shuffleXor(llvm::Value* v, unsigned mask);
   void emitDot(const ir::Op& op);
+  void emitTensorCoreDot(const ir::Op& op, const Layout& l);
+  void stageOperand(const ir::Value* v, llvm::Value* base, const DotStaging& st, bool transposed);
   void emitFor(const ir::Op& op);
   void emitIf(const ir::Op& op);
 
@@ -276,6 +334,10 @@ class Lower {
   llvm::IRBuilder<llvm::ConstantFolder, llvm::IRBuilderCallbackInserter> b_;
   unsigned opKind_;
   llvm::MDNode* opTag_ = nullptr;  // !{!"<op> @ <file>:<line>"} of curOp_
+  std::unique_ptr<llvm::DIBuilder> di_;
+  llvm::DISubprogram* sp_ = nullptr;
+  std::unordered_map<std::string, unsigned> tagIds_;  // tag text -> DILocation column (0: none)
+  std::vector<llvm::MDNode*> tagTable_;               // !{i32 line, i32 column, !"text"}, in column order
   llvm::GlobalVariable* smem_ = nullptr;
   llvm::Value* tid_ = nullptr;
   llvm::Value* lane_ = nullptr;
@@ -357,13 +419,16 @@ Slots Lower::convertVia(const Slots& src, const Layout& sl, const std::vector<in
   llvm::Value* base = scratch(static_cast<uint64_t>(n) * bytesOf(mt));
   SlotTable ts = slotTable(sl, sshape);
   beforeShared();
-  {
+  // Only one of the threads holding a replicated element writes it: the
+  // others would write the same bytes in the same barrier interval, a race
+  // by the emulator's model (and wasted shared bandwidth).
+  guarded(ownerPred(sl, ts), [&] {
     Slots bs = bases(sl, ts);
     for (size_t i = 0; i < ts.size(); ++i) {
       llvm::Value* p = b_.CreateInBoundsGEP(mt, base, linear(indexOf(bs, ts, i), sshape));
       b_.CreateStore(toMem(src[i]), p);
     }
-  }
+  });
   barrier();
   smemDirty_ = true;
   SlotTable td = slotTable(dl, dshape);
@@ -832,9 +897,12 @@ void Lower::writeBuffer(const ir::Value* buf, const Slots& vals, const Layout& l
   llvm::Value* base = scalar(buf);
   SlotTable t = slotTable(l, shape);
   beforeShared();
-  Slots bs = bases(l, t);
-  for (size_t i = 0; i < t.size(); ++i)
-    b_.CreateStore(toMem(vals[i]), b_.CreateInBoundsGEP(mt, base, linear(indexOf(bs, t, i), shape)));
+  // One writer per element (see convertVia).
+  guarded(ownerPred(l, t), [&] {
+    Slots bs = bases(l, t);
+    for (size_t i = 0; i < t.size(); ++i)
+      b_.CreateStore(toMem(vals[i]), b_.CreateInBoundsGEP(mt, base, linear(indexOf(bs, t, i), shape)));
+  });
 }
 
 // ================================================================= reductions
@@ -1000,6 +1068,11 @@ void Lower::emitDot(const ir::Op& op) {
   const ir::Value* acc = op.operand(2);
   int64_t M = a->type().shape()[0], K = a->type().shape()[1], N = bv->type().shape()[1];
   DType in = a->type().dtype(), out = acc->type().dtype();
+  const Layout& l = la_.get(op.result());
+  if (l.parent.mma != MmaKind::None) return emitTensorCoreDot(op, l);
+  // The accumulator first: a layout conversion uses this op's scratch area,
+  // which the operands occupy below.
+  Slots init = tileIn(acc, l);
   bool fl = isFloat(out);
   llvm::Type* it = memTyOf(in);
   uint64_t eb = bytesOf(it);
@@ -1012,14 +1085,14 @@ void Lower::emitDot(const ir::Op& op) {
   for (auto [v, dst] : {std::pair{a, base}, std::pair{bv, bBase}}) {
     const TileV& tv = tile(v);
     SlotTable t = slotTable(tv.layout, v->type().shape());
-    Slots bs = bases(tv.layout, t);
-    for (size_t i = 0; i < t.size(); ++i)
-      b_.CreateStore(tv.slots[i], b_.CreateInBoundsGEP(it, dst, linear(indexOf(bs, t, i), v->type().shape())));
+    guarded(ownerPred(tv.layout, t), [&, v = v, dst = dst] {  // one writer per element
+      Slots bs = bases(tv.layout, t);
+      for (size_t i = 0; i < t.size(); ++i)
+        b_.CreateStore(tv.slots[i], b_.CreateInBoundsGEP(it, dst, linear(indexOf(bs, t, i), v->type().shape())));
+    });
   }
   barrier();
   smemDirty_ = true;
-  const Layout& l = la_.get(op.result());
-  Slots init = tileIn(acc, l);
   SlotTable t = slotTable(l, {M, N});
   Slots bs = bases(l, t);
   llvm::Function* fn = b_.GetInsertBlock()->getParent();
@@ -1056,6 +1129,59 @@ void Lower::emitDot(const ir::Op& op) {
   b_.CreateCondBr(b_.CreateICmpSLT(k1, i32(K)), body, exit);
   b_.SetInsertPoint(exit);
   tiles_[op.result()] = TileV{l, next};
+}
+
+/// Writes one dot operand into its tensor-core staging buffer. Runs of
+/// consecutive elements along the operand's last dim become one vector
+/// store when the buffer keeps them contiguous (not transposed) and
+/// aligned; only one of the threads holding a replicated element writes it.
+void Lower::stageOperand(const ir::Value* v, llvm::Value* base, const DotStaging& st, bool transposed) {
+  const TileV& tv = tile(v);
+  const auto& shape = v->type().shape();
+  SlotTable t = slotTable(tv.layout, shape);
+  llvm::Type* et = memTyOf(v->type().dtype());
+  int64_t run = std::min(tv.layout.parent.spt[tv.layout.dims[1]], shape[1]);
+  int64_t vec = transposed ? 1 : std::gcd(run, st.maxVec);
+  guarded(ownerPred(tv.layout, t), [&] {
+    Slots bs = bases(tv.layout, t);
+    for (size_t i = 0; i < t.size(); i += static_cast<size_t>(vec)) {
+      Slots idx = indexOf(bs, t, i);
+      llvm::Value* row = transposed ? idx[1] : idx[0];
+      llvm::Value* col = transposed ? idx[0] : idx[1];
+      llvm::Value* p = b_.CreateInBoundsGEP(et, base, stagingIndex(b_, st, row, col));
+      if (vec == 1) {
+        b_.CreateStore(tv.slots[i], p);
+        continue;
+      }
+      llvm::Value* x = llvm::PoisonValue::get(llvm::FixedVectorType::get(et, static_cast<unsigned>(vec)));
+      for (int64_t e = 0; e < vec; ++e) x = b_.CreateInsertElement(x, tv.slots[i + static_cast<size_t>(e)], e);
+      b_.CreateAlignedStore(x, p, llvm::Align(static_cast<uint64_t>(vec) * bytesOf(et)));
+    }
+  });
+}
+
+void Lower::emitTensorCoreDot(const ir::Op& op, const Layout& l) {
+  const ir::Value* a = op.operand(0);
+  const ir::Value* bv = op.operand(1);
+  const ir::Value* acc = op.operand(2);
+  int64_t M = a->type().shape()[0], K = a->type().shape()[1], N = bv->type().shape()[1];
+  TensorCoreOp tc = t_.tensorCore(a->type().dtype(), acc->type().dtype());
+  TensorCoreDotPlan p = planTensorCoreDot(tc, a->type().dtype(), M, N, K, l.parent);
+  Slots init = tileIn(acc, l);  // before the staging: a conversion uses this op's scratch
+  llvm::Value* base = scratch(p.totalBytes());
+  llvm::Value* bBase = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), base, p.aBytes);
+  // The staging stores and the fragment reads are named apart in the
+  // emulator's reports (bank conflicts per phase of the dot).
+  beforeShared();
+  setTag(op, "operand staging");
+  stageOperand(a, base, p.a, false);
+  stageOperand(bv, bBase, p.b, p.bTransposed);
+  setCurrentOp(op);
+  barrier();
+  smemDirty_ = true;
+  setTag(op, "fragments");
+  tiles_[op.result()] = TileV{l, codegen::emitTensorCoreDot(b_, m_, p, base, bBase, lane_, warp_, std::move(init))};
+  setCurrentOp(op);
 }
 
 // ============================================================== control flow
@@ -1254,6 +1380,7 @@ void Lower::run(uint64_t smemBytes) {
   auto* fty = llvm::FunctionType::get(b_.getVoidTy(), params, false);
   llvm::Function* fn = t_.createKernel(m_, f_.name(), fty, threads);
   smem_ = t_.declareShared(m_, smemBytes);
+  startProvenance(fn);
   auto* entry = llvm::BasicBlock::Create(ctx_, "entry", fn);
   b_.SetInsertPoint(entry);
   for (unsigned i = 0; i < f_.numArgs(); ++i) {
@@ -1268,6 +1395,7 @@ void Lower::run(uint64_t smemBytes) {
   warp_ = b_.CreateUDiv(tid_, i32(ws), "warp");
   emitBlock(f_.body());
   TS_ASSERT(b_.GetInsertBlock() == nullptr, "kernel body does not end in return");
+  finishProvenance();
 }
 
 }  // namespace
