@@ -67,6 +67,25 @@ MathChoice amdgpuMath(ir::OpCode op, DType dt) {
   }
 }
 
+// Matrix-core table: f16/bf16 operands with an f32 accumulator use
+// v_mfma_f32_16x16x16{f16,bf16_1k} on gfx90a/gfx942 (wave64; the 16x16
+// shape needs 4 accumulator registers per lane and fits small warp tiles)
+// and v_wmma_f32_16x16x16_{f16,bf16} on gfx1100 (wave32). Operands are read
+// from LDS with plain loads. f32 and i8 dots stay on FMAs.
+TensorCoreOp amdgpuTensorCore(const std::string& arch, DType in, DType acc) {
+  if (acc != DType::F32 || (in != DType::F16 && in != DType::BF16)) return {};
+  bool f16 = in == DType::F16;
+  TensorCoreOp t;
+  if (arch == "gfx90a" || arch == "gfx942") {
+    t.kind = MmaKind::AmdMfma16x16x16;
+    t.mma = f16 ? llvm::Intrinsic::amdgcn_mfma_f32_16x16x16f16 : llvm::Intrinsic::amdgcn_mfma_f32_16x16x16bf16_1k;
+  } else if (arch == "gfx1100") {
+    t.kind = MmaKind::AmdWmma16x16x16;
+    t.mma = f16 ? llvm::Intrinsic::amdgcn_wmma_f32_16x16x16_f16 : llvm::Intrinsic::amdgcn_wmma_f32_16x16x16_bf16;
+  }
+  return t;
+}
+
 class AMDGPUTargetInfo final : public GpuTargetInfo {
  public:
   AMDGPUTargetInfo(const GfxRow& row, const GpuOptions& o) : row_(row), o_(o) {}
@@ -141,6 +160,7 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
     return g;
   }
   MathChoice math(ir::OpCode op, DType dt) const override { return amdgpuMath(op, dt); }
+  TensorCoreOp tensorCore(DType in, DType acc) const override { return amdgpuTensorCore(row_.arch, in, acc); }
 
   std::unique_ptr<llvm::TargetMachine> createTargetMachine(int optLevel) override {
     static std::once_flag once;

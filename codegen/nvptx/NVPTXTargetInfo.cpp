@@ -59,6 +59,24 @@ MathChoice nvptxMath(ir::OpCode op, DType dt) {
   }
 }
 
+// Tensor-core table: f16/bf16 operands with an f32 accumulator use
+// mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32 (sm_80+),
+// operands read from shared memory by ldmatrix (A: .x4, B: .x4/.x2 .trans
+// from the row-major KxN staging buffer). f32 x f32 stays on FMAs: tf32 mma
+// rounds the operands to 10 mantissa bits, which IR.h's dot does not allow;
+// i8 x i8 -> i32 stays on FMAs for now.
+TensorCoreOp nvptxTensorCore(DType in, DType acc) {
+  if (acc != DType::F32 || (in != DType::F16 && in != DType::BF16)) return {};
+  TensorCoreOp t;
+  t.kind = MmaKind::NvMmaM16N8K16;
+  t.mma = in == DType::F16 ? llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32
+                           : llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_bf16;
+  t.ldA = llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_b16;
+  t.ldBx4 = llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_trans_b16;
+  t.ldBx2 = llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x2_trans_b16;
+  return t;
+}
+
 class NVPTXTargetInfo final : public GpuTargetInfo {
  public:
   NVPTXTargetInfo(const SmRow& row, const GpuOptions& o) : row_(row), o_(o) {}
@@ -116,6 +134,7 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
     return g;
   }
   MathChoice math(ir::OpCode op, DType dt) const override { return nvptxMath(op, dt); }
+  TensorCoreOp tensorCore(DType in, DType acc) const override { return nvptxTensorCore(in, acc); }
 
   std::unique_ptr<llvm::TargetMachine> createTargetMachine(int optLevel) override {
     static std::once_flag once;

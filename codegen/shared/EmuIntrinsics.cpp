@@ -166,6 +166,30 @@ class Lowerer {
       if (mode < 0) unsupported(c);
       return b.CreateICmpNE(callHook(b, "tessera_emu_vote_sync", {b.getInt32(mode), mask, pred}, false), b.getInt32(0));
     }
+    if (k == "ldmatrix") {
+      // ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].b16.p<as>
+      int count = has(t, "x1") ? 1 : has(t, "x2") ? 2 : has(t, "x4") ? 4 : 0;
+      if (!has(t, "m8n8") || !has(t, "b16") || count == 0) unsupported(c, "only the m8n8 b16 forms are modelled");
+      Value* p = c.getArgOperand(0);
+      if (p->getType()->getPointerAddressSpace() != kSharedAS && p->getType()->getPointerAddressSpace() != kFlatAS)
+        unsupported(c, "ldmatrix reads shared memory");
+      int32_t mode = count | (has(t, "trans") ? 8 : 0);  // TESSERA_EMU_LDMATRIX_TRANS
+      MatrixScratch ms = matrixScratch(c.getFunction());
+      b.SetInsertPoint(&c);
+      Value* flat = b.CreateAddrSpaceCast(p, em.flatPtr());
+      callHook(b, "tessera_emu_ldmatrix", {b.getInt32(mode), flat, b.getInt32(em.opId(c)), ms.d}, false,
+               b.getVoidTy());
+      return unpack(b, ms.d, c.getType());
+    }
+    if (k == "mma") {
+      // mma.m16n8k16.row.col.f32.f32 (f16 inputs) / .bf16 (bf16 inputs),
+      // f32 accumulator: a[4], b[2], c[4] -> {f32 x 4}.
+      std::string rest;
+      for (size_t i = 1; i < t.size(); ++i) rest += (i > 1 ? "." : "") + t[i];
+      int32_t mode = rest == "m16n8k16.row.col.f32.f32" ? 0 : rest == "m16n8k16.row.col.bf16" ? 1 : -1;
+      if (mode < 0 || c.arg_size() != 10) unsupported(c, "only m16n8k16 row.col f16/bf16 with an f32 accumulator is modelled");
+      return matrixCall(b, c, "tessera_emu_mma_sync", mode, {0, 1, 2, 3}, {4, 5}, {6, 7, 8, 9});
+    }
     if (k == "membar" || (k == "fence" && t.size() >= 2 && t[1] == "sc")) {
       b.CreateFence(llvm::AtomicOrdering::SequentiallyConsistent);
       return nullptr;
@@ -246,6 +270,24 @@ class Lowerer {
       Value* bits = b.CreateAnd(arg(0), b.CreateTrunc(half, em.i32()));
       return b.CreateAdd(arg(1), b.CreateUnaryIntrinsic(llvm::Intrinsic::ctpop, bits));
     }
+    if (k == "mfma") {
+      int32_t mode = llvm::StringSwitch<int32_t>(name)
+                         .Case("mfma.f32.32x32x8f16", 0)
+                         .Case("mfma.f32.32x32x8bf16.1k", 1)
+                         .Case("mfma.f32.16x16x16f16", 2)
+                         .Case("mfma.f32.16x16x16bf16.1k", 3)
+                         .Default(-1);
+      if (mode < 0) unsupported(c, "only the f32 32x32x8 / 16x16x16 f16 and bf16_1k forms are modelled");
+      for (unsigned i = 3; i < 6; ++i) {
+        auto* ci = llvm::dyn_cast<llvm::ConstantInt>(arg(i));
+        if (!ci || !ci->isZero()) unsupported(c, "cbsz / abid / blgp broadcasts are not modelled");
+      }
+      return matrixCall(b, c, "tessera_emu_mfma", mode, {0}, {1}, {2});
+    }
+    if (k == "wmma" && t.size() >= 4 && t[1] == "f32" && t[2] == "16x16x16" && (t[3] == "f16" || t[3] == "bf16")) {
+      if (c.arg_size() != 3) unsupported(c);
+      return matrixCall(b, c, "tessera_emu_wmma", t[3] == "f16" ? 0 : 1, {0}, {1}, {2});
+    }
     if (name == "implicitarg.ptr") return b.CreateAddrSpaceCast(implicitArgs(c.getFunction()), c.getType());
     if (name == "dispatch.ptr") return b.CreateAddrSpaceCast(dispatchPacket(c.getFunction()), c.getType());
     // Float helpers the AMDGPU pipeline may form.
@@ -267,6 +309,65 @@ class Lowerer {
     if (name == "ldexp") return b.CreateIntrinsic(llvm::Intrinsic::ldexp, {c.getType(), arg(1)->getType()}, {arg(0), arg(1)});
     if (name == "fdiv.fast") return b.CreateFDiv(arg(0), arg(1));
     unsupported(c);
+  }
+
+  // ---- matrix instructions ---------------------------------------------------
+  // The hooks take pointers to the lane's fragment registers: one set of
+  // four 64-byte buffers per function (calls are sequential in a thread),
+  // in the GPU's private address space, passed as flat pointers.
+  struct MatrixScratch {
+    Value *a, *b, *c, *d;
+  };
+  std::map<llvm::Function*, MatrixScratch> matrixScratch_;
+  MatrixScratch matrixScratch(llvm::Function* f) {
+    auto it = matrixScratch_.find(f);
+    if (it != matrixScratch_.end()) return it->second;
+    IRBuilder<> b(em.ctx);
+    b.SetInsertPoint(&*f->getEntryBlock().getFirstInsertionPt());
+    const llvm::DataLayout& dl = em.m.getDataLayout();
+    auto one = [&](const char* n) -> Value* {
+      llvm::AllocaInst* a = b.CreateAlloca(llvm::ArrayType::get(b.getInt32Ty(), 16), dl.getAllocaAddrSpace(), nullptr, n);
+      a->setAlignment(llvm::Align(16));
+      return b.CreateAddrSpaceCast(a, em.flatPtr());
+    };
+    MatrixScratch ms{one("frag.a"), one("frag.b"), one("frag.c"), one("frag.d")};
+    return matrixScratch_[f] = ms;
+  }
+  // Stores operands (scalars, vectors) consecutively into `buf`.
+  void pack(IRBuilder<>& b, Value* buf, llvm::ArrayRef<Value*> vals) {
+    uint64_t off = 0;
+    for (Value* v : vals) {
+      b.CreateAlignedStore(v, b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), buf, off), llvm::Align(4));
+      off += em.gpuDL.getTypeStoreSize(v->getType()).getFixedValue();
+    }
+    TS_ASSERT(off <= 64, "matrix fragment larger than its buffer");
+  }
+  // Reads a result of type `t` (a vector, or a struct of scalars) from `buf`.
+  Value* unpack(IRBuilder<>& b, Value* buf, llvm::Type* t) {
+    if (!t->isStructTy()) return b.CreateAlignedLoad(t, buf, llvm::Align(4));
+    Value* r = llvm::PoisonValue::get(t);
+    uint64_t off = 0;
+    for (unsigned i = 0; i < t->getStructNumElements(); ++i) {
+      llvm::Type* et = t->getStructElementType(i);
+      r = b.CreateInsertValue(r, b.CreateAlignedLoad(et, b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), buf, off), llvm::Align(4)), i);
+      off += em.gpuDL.getTypeStoreSize(et).getFixedValue();
+    }
+    return r;
+  }
+  Value* matrixCall(IRBuilder<>& b, llvm::CallInst& c, const char* hook, int32_t mode, std::vector<unsigned> aIdx,
+                    std::vector<unsigned> bIdx, std::vector<unsigned> cIdx) {
+    MatrixScratch ms = matrixScratch(c.getFunction());
+    b.SetInsertPoint(&c);
+    auto args = [&](const std::vector<unsigned>& idx) {
+      std::vector<Value*> v;
+      for (unsigned i : idx) v.push_back(c.getArgOperand(i));
+      return v;
+    };
+    pack(b, ms.a, args(aIdx));
+    pack(b, ms.b, args(bIdx));
+    pack(b, ms.c, args(cIdx));
+    callHook(b, hook, {b.getInt32(mode), ms.a, ms.b, ms.c, ms.d}, false, b.getVoidTy());
+    return unpack(b, ms.d, c.getType());
   }
 
   // The hidden kernel arguments of code object v5 (implicitarg.ptr) and the

@@ -24,6 +24,34 @@ namespace {
   X(trunc) X(round) X(rint) X(nearbyint) X(erf) X(erfc) X(tgamma) X(lgamma)
 #define TS_EMU_LIBM2(X) X(pow) X(atan2) X(fmod) X(fmin) X(fmax) X(hypot) X(copysign) X(remainder) X(fdim)
 
+// f32 -> bf16 with round-to-nearest-even (NaNs stay quiet NaNs), which the
+// x86 code generator calls for bf16 values it keeps in f32 registers. GCC 12's
+// libgcc has no __truncsfbf2. The x86-64 ABI returns a bf16 in the low 16
+// bits of xmm0, as a float return does with those bits.
+float truncsfbf2(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  uint32_t r = (u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  float out;
+  std::memcpy(&out, &r, 4);
+  return out;
+}
+float truncdfbf2(double x) {
+  // Through f32 would round twice; round the double directly instead.
+  if (std::isnan(x)) return truncsfbf2(static_cast<float>(x));
+  float f = static_cast<float>(x);  // nearest f32
+  // Round to odd in f32 (truncate toward zero, set the last bit when
+  // inexact): the second rounding to bf16 is then the correct one.
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if (static_cast<double>(f) != x) {
+    if (std::fabs(static_cast<double>(f)) > std::fabs(x)) u -= 1;
+    u |= 1u;
+  }
+  std::memcpy(&f, &u, 4);
+  return truncsfbf2(f);
+}
+
 const std::map<std::string, void*>& libTable() {
   static const std::map<std::string, void*> table = [] {
     std::map<std::string, void*> t;
@@ -44,6 +72,8 @@ const std::map<std::string, void*>& libTable() {
     // The x86 backend merges sin and cos of one value into sincos.
     t["sincos"] = reinterpret_cast<void*>(static_cast<void (*)(double, double*, double*)>(&::sincos));
     t["sincosf"] = reinterpret_cast<void*>(static_cast<void (*)(float, float*, float*)>(&::sincosf));
+    t["__truncsfbf2"] = reinterpret_cast<void*>(&truncsfbf2);
+    t["__truncdfbf2"] = reinterpret_cast<void*>(&truncdfbf2);
     t["memcpy"] = reinterpret_cast<void*>(&::memcpy);
     t["memmove"] = reinterpret_cast<void*>(&::memmove);
     t["memset"] = reinterpret_cast<void*>(&::memset);

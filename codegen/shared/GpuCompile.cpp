@@ -91,7 +91,8 @@ std::shared_ptr<Artifact> compileGpu(const ir::Function& fn, const Target& t, co
   // copy, so analysis keys and lowered values agree.
   std::unique_ptr<ir::Function> f = ir::clone(fn);
   AxisAnalysis axis(*f);
-  LayoutAnalysis la(*f, axis, g.numWarps, static_cast<int>(ti->warpSize()));
+  LayoutAnalysis la(*f, axis, g.numWarps, static_cast<int>(ti->warpSize()),
+                    [&](DType in, DType acc) { return ti->tensorCore(in, acc).kind; });
   annotateLayouts(*f, la);
   art->dumps.tileIR.emplace_back("layout", ir::print(*f));
   timer.mark("layout");

@@ -12,10 +12,12 @@
 #include <vector>
 
 #include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Target/TargetMachine.h>
 
 #include "shared/GpuCompile.h"
+#include "shared/Layout.h"
 #include "tessera/codegen/Compiler.h"
 #include "tessera/ir/IR.h"
 
@@ -30,6 +32,18 @@ enum class MathImpl {
 struct MathChoice {
   MathImpl impl;
   const char* why;  // one line for docs and error messages
+};
+
+/// The matrix ("tensor core") instructions of a target for one dot flavour.
+/// GpuDot.cpp emits them; the tables live in the vendor files.
+struct TensorCoreOp {
+  MmaKind kind = MmaKind::None;
+  llvm::Intrinsic::ID mma = llvm::Intrinsic::not_intrinsic;
+  /// NVPTX: ldmatrix .x4 (A fragments), .x4.trans and .x2.trans (B
+  /// fragments from a row-major KxN buffer); unused on AMDGPU.
+  llvm::Intrinsic::ID ldA = llvm::Intrinsic::not_intrinsic;
+  llvm::Intrinsic::ID ldBx4 = llvm::Intrinsic::not_intrinsic;
+  llvm::Intrinsic::ID ldBx2 = llvm::Intrinsic::not_intrinsic;
 };
 
 /// What a backend produced from the optimised module.
@@ -77,6 +91,9 @@ class GpuTargetInfo {
   virtual llvm::GlobalVariable* declareShared(llvm::Module& m, uint64_t bytes) = 0;
   /// The math table of this target.
   virtual MathChoice math(ir::OpCode op, DType dt) const = 0;
+  /// The matrix instruction for a dot of `in` operands into an `acc`
+  /// accumulator (kind None: the FMA lowering).
+  virtual TensorCoreOp tensorCore(DType in, DType acc) const { return {}; }
 
   // ---- backend ---------------------------------------------------------------
   virtual std::unique_ptr<llvm::TargetMachine> createTargetMachine(int optLevel) = 0;

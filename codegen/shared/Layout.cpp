@@ -39,7 +39,20 @@ bool isFree(const ir::Value* v) {
 }
 }  // namespace
 
+const char* mmaName(MmaKind k) {
+  switch (k) {
+    case MmaKind::None: return "none";
+    case MmaKind::NvMmaM16N8K16: return "mma.m16n8k16";
+    case MmaKind::AmdMfma16x16x16: return "mfma.16x16x16";
+    case MmaKind::AmdWmma16x16x16: return "wmma.16x16x16";
+  }
+  return "?";
+}
+
 std::string BlockedLayout::str() const {
+  if (mma != MmaKind::None)
+    return std::string("#mma<") + mmaName(mma) + ", spt=" + list(spt) + ", tpw=" + list(tpw) + ", wpb=" + list(wpb) +
+           ", order=" + list(order) + ">";
   return "#blocked<spt=" + list(spt) + ", tpw=" + list(tpw) + ", wpb=" + list(wpb) + ", order=" + list(order) + ">";
 }
 
@@ -140,8 +153,49 @@ BlockedLayout defaultBlocked(const std::vector<int64_t>& shape, int64_t vec, int
   return b;
 }
 
-LayoutAnalysis::LayoutAnalysis(const ir::Function& f, const AxisAnalysis& axis, int numWarps, int warpSize)
-    : axis_(axis), numWarps_(numWarps), warpSize_(warpSize) {
+std::optional<BlockedLayout> mmaLayout(MmaKind k, int64_t M, int64_t N, int64_t K, int numWarps, int warpSize) {
+  if (k == MmaKind::None || !isPow2(M) || !isPow2(N) || !isPow2(K) || !isPow2(numWarps) || K % 16 != 0)
+    return std::nullopt;
+  const int64_t tileN = k == MmaKind::NvMmaM16N8K16 ? 8 : 16;
+  const int wantWarp = k == MmaKind::AmdMfma16x16x16 ? 64 : 32;
+  if (warpSize != wantWarp || M % 16 != 0 || N % tileN != 0) return std::nullopt;
+  // Split the warps over M and N, giving each new factor of two to the dim
+  // with more instruction tiles per warp (square warp tiles reuse the
+  // fragments best); every warp must own whole instruction tiles.
+  int64_t wm = 1, wn = 1;
+  while (wm * wn < numWarps) {
+    bool canM = M % (16 * wm * 2) == 0, canN = N % (tileN * wn * 2) == 0;
+    if (!canM && !canN) return std::nullopt;
+    if (canM && (!canN || M / (16 * wm) >= N / (tileN * wn))) wm *= 2;
+    else wn *= 2;
+  }
+  BlockedLayout b;
+  b.wpb = {wm, wn};
+  b.order = {1, 0};
+  b.mma = k;
+  switch (k) {
+    case MmaKind::NvMmaM16N8K16: b.spt = {1, 2}; b.tpw = {8, 4}; break;
+    case MmaKind::AmdMfma16x16x16: b.spt = {4, 1}; b.tpw = {4, 16}; break;
+    case MmaKind::AmdWmma16x16x16: b.spt = {1, 1}; b.tpw = {2, 16}; break;
+    case MmaKind::None: return std::nullopt;
+  }
+  return b;
+}
+
+std::optional<Layout> LayoutAnalysis::dotLayout(const ir::Op& op) const {
+  if (!tensorCore_ || op.code() != ir::OpCode::Dot) return std::nullopt;
+  const ir::Value* a = op.operand(0);
+  const ir::Value* b = op.operand(1);
+  MmaKind k = tensorCore_(a->type().dtype(), op.result()->type().dtype());
+  if (k == MmaKind::None || b->type().dtype() != a->type().dtype()) return std::nullopt;
+  auto bl = mmaLayout(k, a->type().shape()[0], b->type().shape()[1], a->type().shape()[1], numWarps_, warpSize_);
+  if (!bl) return std::nullopt;
+  return Layout::blocked(*bl);
+}
+
+LayoutAnalysis::LayoutAnalysis(const ir::Function& f, const AxisAnalysis& axis, int numWarps, int warpSize,
+                               std::function<MmaKind(DType, DType)> tensorCore)
+    : axis_(axis), numWarps_(numWarps), warpSize_(warpSize), tensorCore_(std::move(tensorCore)) {
   auto& body = const_cast<ir::Function&>(f).body();
   // Memory ops first: their vector widths decide the per-thread run length
   // of every layout of their shape, so producers and the access agree.
@@ -166,11 +220,20 @@ LayoutAnalysis::LayoutAnalysis(const ir::Function& f, const AxisAnalysis& axis, 
       const ir::Op& op = *opPtr;
       if (op.code() == ir::OpCode::For) {
         const ir::Block& body = op.region(0).block();
+        const ir::Op* yield = body.terminator();
         for (unsigned i = 0; i < op.numResults(); ++i) {
           const ir::Value* init = op.operand(3 + i);
           if (init->type().isTile()) {
-            layouts_[body.arg(i + 1)] = get(init);
-            layouts_[op.result(i)] = get(init);
+            Layout l = get(init);
+            // An accumulator carried through a tensor-core dot stays in the
+            // instruction's registers across iterations: a free initial value
+            // (zeros) is re-emitted in that layout instead of converting the
+            // accumulator through shared memory twice per iteration.
+            const ir::Value* y = yield ? yield->operand(i) : nullptr;
+            if (isFree(init) && y && y->definingOp() && y->definingOp()->parent() == &body)
+              if (auto dl = dotLayout(*y->definingOp())) l = *dl;
+            layouts_[body.arg(i + 1)] = l;
+            layouts_[op.result(i)] = l;
           }
         }
         visitBlock(body);
@@ -319,6 +382,12 @@ void LayoutAnalysis::assign(const ir::Op& op) {
       setOr(l);
       return;
     }
+    case OpCode::Dot:
+      if (auto l = dotLayout(op)) {
+        layouts_[res] = *l;
+        return;
+      }
+      break;
     default: break;
   }
   if (ir::isElementwise(op.code())) {

@@ -30,7 +30,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -41,15 +43,31 @@ namespace tessera::codegen {
 
 class AxisAnalysis;
 
+/// The matrix instruction whose accumulator registers a layout describes
+/// (None: an ordinary blocked layout). See mmaLayout().
+enum class MmaKind : uint8_t {
+  None,
+  NvMmaM16N8K16,     // NVIDIA mma.sync.m16n8k16 (sm_80+), warp of 32
+  AmdMfma16x16x16,   // AMD v_mfma_f32_16x16x16{f16,bf16_1k} (gfx90a, gfx942), wave64
+  AmdWmma16x16x16,   // AMD v_wmma_f32_16x16x16_{f16,bf16} (gfx1100), wave32
+};
+const char* mmaName(MmaKind k);
+
 struct BlockedLayout {
   std::vector<int64_t> spt, tpw, wpb;
   std::vector<int64_t> order;  // order[0] = fastest parent dim
+  /// Set on the accumulator layout of a tensor-core dot: the element
+  /// placement is exactly the blocked one above (the instruction's fragment
+  /// layout happens to be a blocked layout); the tag names it in dumps and
+  /// tells the dot lowering that its registers are the instruction's.
+  /// Not part of equality: the placement alone decides conversions.
+  MmaKind mma = MmaKind::None;
   int rank() const { return static_cast<int>(spt.size()); }
   int64_t blockTile(int d) const { return spt[d] * tpw[d] * wpb[d]; }
   bool operator==(const BlockedLayout& o) const {
     return spt == o.spt && tpw == o.tpw && wpb == o.wpb && order == o.order;
   }
-  std::string str() const;  // #blocked<spt=[4], tpw=[32], wpb=[4], order=[0]>
+  std::string str() const;  // #blocked<spt=[4], tpw=[32], wpb=[4], order=[0]> or #mma<...>
 };
 
 struct Layout {
@@ -84,11 +102,26 @@ SlotTable slotTable(const Layout& l, const std::vector<int64_t>& shape);
 /// thread along the last (contiguous) dim.
 BlockedLayout defaultBlocked(const std::vector<int64_t>& shape, int64_t vec, int numWarps, int warpSize);
 
+/// The accumulator layout of matrix instruction `k` for an MxN (+= MxK * KxN)
+/// dot spread over `numWarps` warps, or nullopt when the shape does not fit
+/// the instruction (the dot then takes the FMA path):
+///   NvMmaM16N8K16   spt=[1,2] tpw=[8,4]  : lane = 4*(row%8) + col%8/2, rows g and
+///                   g+8 of a 16x8 tile are consecutive repetitions along dim 0
+///   AmdMfma16x16x16 spt=[4,1] tpw=[4,16] : lane = col%16 + 16*(row%16/4)
+///   AmdWmma16x16x16 spt=[1,1] tpw=[2,16] : lane = col%16 + 16*(row%2), eight
+///                   repetitions along dim 0 make one 16x16 tile
+/// with warps split wpb=[wm, wn], order=[1, 0]. M, N, K must be powers of two,
+/// M a multiple of 16*wm, N of 8*wn (NVIDIA) or 16*wn (AMD), K of 16.
+std::optional<BlockedLayout> mmaLayout(MmaKind k, int64_t M, int64_t N, int64_t K, int numWarps, int warpSize);
+
 /// The layout of every tile value of a function (scalars, pointers and
 /// buffers have none) plus the vector width of each memory op.
 class LayoutAnalysis {
  public:
-  LayoutAnalysis(const ir::Function& f, const AxisAnalysis& axis, int numWarps, int warpSize);
+  /// `tensorCore(in, acc)`: the target's matrix instruction for a dot of
+  /// `in` operands into an `acc` accumulator (empty / None: FMA dots only).
+  LayoutAnalysis(const ir::Function& f, const AxisAnalysis& axis, int numWarps, int warpSize,
+                 std::function<MmaKind(DType, DType)> tensorCore = {});
   const Layout& get(const ir::Value* v) const;
   bool has(const ir::Value* v) const { return layouts_.count(v) != 0; }
   /// Elements per vector access for a load/store/copy/atomic's pointer tile:
@@ -104,9 +137,11 @@ class LayoutAnalysis {
 
  private:
   void assign(const ir::Op& op);
+  std::optional<Layout> dotLayout(const ir::Op& dot) const;
   int64_t computeVec(const ir::Op& memOp) const;
   const AxisAnalysis& axis_;
   int numWarps_, warpSize_;
+  std::function<MmaKind(DType, DType)> tensorCore_;
   std::unordered_map<const ir::Value*, Layout> layouts_;
   std::map<std::vector<int64_t>, int64_t> vecForShape_;
   std::unordered_map<const ir::Op*, int64_t> vec_;

@@ -23,6 +23,7 @@
 #include <tuple>
 
 #include "Fiber.h"
+#include "Matrix.h"
 
 namespace tessera::emu {
 
@@ -66,7 +67,12 @@ using detail::Context;
 
 enum class FState : uint8_t { Ready, Running, AtBarrier, InCollective, Exited, Abandoned };
 
-enum class Coll : uint8_t { Shfl, Vote, Ballot, SyncWarp, Bpermute, Readlane, Readfirstlane, WaveBallot };
+enum class Coll : uint8_t {
+  Shfl, Vote, Ballot, SyncWarp, Ldmatrix, Mma,                // NVIDIA: member mask
+  Bpermute, Readlane, Readfirstlane, WaveBallot, Mfma, Wmma,  // AMD: the live lanes
+};
+// Matrix instructions need every lane of the warp.
+bool isMatrix(Coll k) { return k == Coll::Ldmatrix || k == Coll::Mma || k == Coll::Mfma || k == Coll::Wmma; }
 // AMD-style collectives involve all live lanes of the wave; NVIDIA-style ones
 // the lanes named in a member mask.
 bool isWaveWide(Coll k) { return k >= Coll::Bpermute; }
@@ -80,6 +86,10 @@ const char* collName(Coll k) {
     case Coll::Readlane: return "readlane";
     case Coll::Readfirstlane: return "readfirstlane";
     case Coll::WaveBallot: return "wave ballot";
+    case Coll::Ldmatrix: return "ldmatrix";
+    case Coll::Mma: return "mma.sync";
+    case Coll::Mfma: return "mfma";
+    case Coll::Wmma: return "wmma";
   }
   return "?";
 }
@@ -102,6 +112,10 @@ struct Deposit {
   uint64_t mask = 0;
   int32_t value = 0, b = 0, c = 0;
   uint64_t result = 0;
+  // Matrix instructions: the lane's fragment registers (on its own fiber
+  // stack, which stays put while it waits).
+  const void *pa = nullptr, *pb = nullptr, *pc = nullptr;
+  void* pd = nullptr;
 };
 
 struct Warp {
@@ -469,6 +483,7 @@ struct Worker {
     const uint32_t W = L->W;
     const uint32_t first = static_cast<uint32_t>(std::countr_zero(group));
     const Coll kind = wp.dep[first].kind;
+    if (isMatrix(kind)) return completeMatrix(self, warpIdx, group, kind);
     uint64_t votes = 0;
     for (uint64_t g = group; g; g &= g - 1) {
       uint32_t l = static_cast<uint32_t>(std::countr_zero(g));
@@ -524,6 +539,7 @@ struct Worker {
         }
         case Coll::Readfirstlane: d.result = static_cast<uint32_t>(wp.dep[first].value); break;
         case Coll::WaveBallot: d.result = votes; break;
+        case Coll::Ldmatrix: case Coll::Mma: case Coll::Mfma: case Coll::Wmma: break;  // completeMatrix
       }
     }
     wp.waiting &= ~group;
@@ -534,6 +550,79 @@ struct Worker {
       else
         push(i);
     }
+  }
+
+  void wake(Fiber* self, uint32_t warpIdx, uint64_t group) {
+    Warp& wp = warps[warpIdx];
+    wp.waiting &= ~group;
+    for (uint64_t g = group; g; g &= g - 1) {
+      uint32_t i = warpIdx * L->W + static_cast<uint32_t>(std::countr_zero(g));
+      if (&fibers[i] == self)
+        self->state = FState::Running;
+      else
+        push(i);
+    }
+  }
+
+  /// A matrix instruction: every lane of the warp has deposited pointers to
+  /// its fragment registers; compute all outputs at once (Matrix.cpp).
+  void completeMatrix(Fiber* self, uint32_t warpIdx, uint64_t group, Coll kind) {
+    Warp& wp = warps[warpIdx];
+    const uint32_t W = L->W;
+    const uint64_t full = W == 64 ? ~uint64_t{0} : (uint64_t{1} << W) - 1;
+    const uint32_t first = static_cast<uint32_t>(std::countr_zero(group));
+    Fiber* blame = &fibers[warpIdx * W + first];
+    if (group != full)
+      misuse(blame, std::string(collName(kind)) + " executed by lanes " + hex(group) +
+                        " only: the whole warp must execute it (a partial or exited warp cannot)");
+    const int32_t mode = wp.dep[first].mode;
+    if (kind == Coll::Ldmatrix) {
+      const int count = mode & 7;
+      const unsigned char* rows[32];
+      uint32_t* out[32];
+      for (uint32_t l = 0; l < 32; ++l) {
+        rows[l] = static_cast<const unsigned char*>(wp.dep[l].pa);
+        out[l] = static_cast<uint32_t*>(wp.dep[l].pd);
+      }
+      detail::ldmatrix(count, (mode & TESSERA_EMU_LDMATRIX_TRANS) != 0, rows, out);
+    } else {
+      detail::LaneFrag lanes[64];
+      for (uint32_t l = 0; l < W; ++l)
+        lanes[l] = {static_cast<const uint32_t*>(wp.dep[l].pa), static_cast<const uint32_t*>(wp.dep[l].pb),
+                    static_cast<const float*>(wp.dep[l].pc), static_cast<float*>(wp.dep[l].pd)};
+      if (kind == Coll::Mma) detail::mmaSync(mode, lanes);
+      else if (kind == Coll::Mfma) detail::mfma(mode, lanes);
+      else detail::wmma(mode, lanes);
+    }
+    wake(self, warpIdx, group);
+  }
+
+  /// Entry of the matrix hooks: validates the mode and the warp size,
+  /// deposits the fragment pointers and joins the warp's rendezvous.
+  void matrix(Fiber* f, Coll kind, int32_t mode, const void* a, const void* b, const void* c, void* d) {
+    const uint32_t W = L->W;
+    bool ok = false;
+    switch (kind) {
+      case Coll::Ldmatrix: {
+        int n = mode & 7;
+        ok = cfg->vendor == Vendor::NVIDIA && (n == 1 || n == 2 || n == 4) && (mode & ~15) == 0;
+        break;
+      }
+      case Coll::Mma: ok = cfg->vendor == Vendor::NVIDIA && (mode == 0 || mode == 1); break;
+      case Coll::Mfma: ok = cfg->vendor == Vendor::AMD && W == 64 && mode >= 0 && mode <= 3; break;
+      case Coll::Wmma: ok = cfg->vendor == Vendor::AMD && W == 32 && (mode == 0 || mode == 1); break;
+      default: break;
+    }
+    if (!ok)
+      misuse(f, std::string(collName(kind)) + " with mode " + std::to_string(mode) + " is not an instruction of " +
+                    (cfg->vendor == Vendor::NVIDIA ? "NVIDIA" : "AMD") + " warps of " + std::to_string(W) + " lanes");
+    Deposit& dep = warps[f->warp].dep[f->lane];
+    dep.pa = a;
+    dep.pb = b;
+    dep.pc = c;
+    dep.pd = d;
+    const uint64_t all = W == 64 ? ~uint64_t{0} : (uint64_t{1} << W) - 1;
+    collective(f, kind, mode, isWaveWide(kind) ? 0 : all, 0, 0, 0);
   }
 
   /// The fiber's kernel returned (or threw).
@@ -933,6 +1022,36 @@ uint64_t tessera_emu_wave_ballot(int32_t pred) {
   return f->w->collective(f, Coll::WaveBallot, 0, 0, pred != 0, 0, 0);
 }
 
+void tessera_emu_ldmatrix(int32_t mode, void* rowAddr, int32_t opId, uint32_t* out) {
+  Fiber* f = current(__func__);
+  auto* w = f->w;
+  // Lanes past 8 * count give no address (ldmatrix ignores them); the
+  // others read one 16-byte row, a checked shared access.
+  void* row = rowAddr;
+  if (f->lane < 8u * static_cast<uint32_t>(mode & 7)) {
+    uintptr_t off = reinterpret_cast<uintptr_t>(rowAddr) - reinterpret_cast<uintptr_t>(w->shared);
+    if (off % 16 != 0 && off < w->sharedBytes)
+      w->misuse(f, "ldmatrix row address at shared offset " + std::to_string(off) + " is not 16-byte aligned");
+    row = w->sharedAccess(f, rowAddr, 16, TESSERA_EMU_LOAD, opId);
+  }
+  w->matrix(f, Coll::Ldmatrix, mode, row, nullptr, nullptr, out);
+}
+
+void tessera_emu_mma_sync(int32_t mode, const uint32_t* a, const uint32_t* b, const float* c, float* d) {
+  Fiber* f = current(__func__);
+  f->w->matrix(f, Coll::Mma, mode, a, b, c, d);
+}
+
+void tessera_emu_mfma(int32_t mode, const uint32_t* a, const uint32_t* b, const float* c, float* d) {
+  Fiber* f = current(__func__);
+  f->w->matrix(f, Coll::Mfma, mode, a, b, c, d);
+}
+
+void tessera_emu_wmma(int32_t mode, const uint32_t* a, const uint32_t* b, const float* c, float* d) {
+  Fiber* f = current(__func__);
+  f->w->matrix(f, Coll::Wmma, mode, a, b, c, d);
+}
+
 void* tessera_emu_shared_base(void) { return current(__func__)->w->shared; }
 
 void* tessera_emu_shared_access(void* addr, uint64_t bytes, int32_t kind, int32_t opId) {
@@ -965,6 +1084,8 @@ const std::vector<std::pair<const char*, void*>>& hookSymbols() {
       TS_HOOK(tessera_emu_ds_bpermute),   TS_HOOK(tessera_emu_readlane),
       TS_HOOK(tessera_emu_readfirstlane), TS_HOOK(tessera_emu_wave_ballot),
       TS_HOOK(tessera_emu_shared_base),
+      TS_HOOK(tessera_emu_ldmatrix),      TS_HOOK(tessera_emu_mma_sync),
+      TS_HOOK(tessera_emu_mfma),          TS_HOOK(tessera_emu_wmma),
       TS_HOOK(tessera_emu_shared_access), TS_HOOK(tessera_emu_global_access),
   };
 #undef TS_HOOK

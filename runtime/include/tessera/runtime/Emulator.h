@@ -151,6 +151,19 @@ enum : int32_t {  // memory access kinds
   TESSERA_EMU_ATOMIC = 2,  // read-modify-write; atomics never race each other
 };
 
+enum : int32_t {  // matrix instructions (mode argument of the hooks below)
+  TESSERA_EMU_MMA_M16N8K16_F16 = 0,   // mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+  TESSERA_EMU_MMA_M16N8K16_BF16 = 1,  // ... .f32.bf16.bf16.f32
+  TESSERA_EMU_MFMA_32X32X8_F16 = 0,   // v_mfma_f32_32x32x8f16
+  TESSERA_EMU_MFMA_32X32X8_BF16 = 1,  // v_mfma_f32_32x32x8bf16_1k
+  TESSERA_EMU_MFMA_16X16X16_F16 = 2,  // v_mfma_f32_16x16x16f16
+  TESSERA_EMU_MFMA_16X16X16_BF16 = 3, // v_mfma_f32_16x16x16bf16_1k
+  TESSERA_EMU_WMMA_16X16X16_F16 = 0,  // v_wmma_f32_16x16x16_f16 (wave32)
+  TESSERA_EMU_WMMA_16X16X16_BF16 = 1, // v_wmma_f32_16x16x16_bf16 (wave32)
+};
+/// ldmatrix mode: number of 8x8 matrices (1, 2, 4), plus this flag for .trans.
+#define TESSERA_EMU_LDMATRIX_TRANS 8
+
 int32_t tessera_emu_thread_id_x(void);
 int32_t tessera_emu_thread_id_y(void);
 int32_t tessera_emu_thread_id_z(void);
@@ -194,6 +207,30 @@ int32_t tessera_emu_readfirstlane(int32_t value);
 /// AMD llvm.amdgcn.ballot over all live lanes of the wave: bit i set iff lane
 /// i is live and its pred is non-zero (any/all votes derive from it).
 uint64_t tessera_emu_wave_ballot(int32_t pred);
+
+/// Warp-collective matrix instructions. Each lane passes pointers to its own
+/// fragment registers (32-bit words; 16-bit elements packed low half first)
+/// and receives its output fragment in `d` / `out` once every lane of the
+/// warp has arrived; the whole warp must execute them (a partial or exited
+/// warp is a CollectiveMisuse). Products of f16/bf16 inputs are exact in f32
+/// and are accumulated in f32 in k order, starting from C.
+///
+/// ldmatrix.sync.aligned.m8n8.{x1,x2,x4}[.trans].shared.b16: lane i gives
+/// the address of row i % 8 of matrix i / 8 (lanes >= 8 * count give none);
+/// each such row read (16 bytes) is a checked shared access of op `opId`.
+/// Lane i receives in out[j] the elements (i / 4, 2 (i % 4) + {0,1}) of
+/// matrix j, or (2 (i % 4) + {0,1}, i / 4) with .trans.
+void tessera_emu_ldmatrix(int32_t mode, void* rowAddr, int32_t opId, uint32_t* out);
+/// mma.sync m16n8k16 row.col, f32 accumulator: a[4], b[2], c[4] -> d[4]
+/// (NVIDIA fragment layouts of the PTX ISA).
+void tessera_emu_mma_sync(int32_t mode, const uint32_t* a, const uint32_t* b, const float* c, float* d);
+/// AMD MFMA (wave64), cbsz = abid = blgp = 0: a[2], b[2] (4 elements each),
+/// c/d[16] (32x32x8) or c/d[4] (16x16x16).
+void tessera_emu_mfma(int32_t mode, const uint32_t* a, const uint32_t* b, const float* c, float* d);
+/// AMD WMMA 16x16x16 (wave32): a[8], b[8] (16 elements), c/d[8] f32. Lanes
+/// 16-31 must hold the same A and B as lanes 0-15 (as the ISA requires);
+/// the machine reads lanes 0-15.
+void tessera_emu_wmma(int32_t mode, const uint32_t* a, const uint32_t* b, const float* c, float* d);
 
 /// The block's shared memory (static + dynamic), filled with 0xCD at block start.
 void* tessera_emu_shared_base(void);

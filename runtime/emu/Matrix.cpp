@@ -1,0 +1,149 @@
+// Warp-wide matrix instructions of the SIMT machine (see Matrix.h). The
+// fragment layouts are those of the vendor documents:
+//   PTX ISA, "Matrix Fragments for mma.m16n8k16 with floating point type"
+//   and "ldmatrix"; AMD's matrix instruction calculator / CDNA ISA for
+//   v_mfma_f32_{32x32x8,16x16x16}{f16,bf16_1k}; the RDNA3 ISA for
+//   v_wmma_f32_16x16x16_{f16,bf16}.
+// Each instruction gathers the whole A, B, C matrices from the lanes,
+// computes D = A B + C, and scatters D back. Products of two f16 or bf16
+// values are exact in f32 (at most 22 significant bits); they are summed in
+// k order in f32, starting from C.
+#include "Matrix.h"
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "tessera/runtime/Emulator.h"
+
+namespace tessera::emu::detail {
+
+float halfToFloat(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h >> 15) << 31;
+  const uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+  float f;
+  if (exp == 0) {
+    f = std::ldexp(static_cast<float>(man), -24);  // zero or subnormal
+    return sign ? -f : f;
+  }
+  uint32_t bits = exp == 31 ? (sign | 0x7f800000u | (man << 13)) : (sign | ((exp + 112) << 23) | (man << 13));
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+float bf16ToFloat(uint16_t h) {
+  uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+namespace {
+
+// Element e of a lane's packed 16-bit register array (low half first).
+uint16_t elem(const uint32_t* regs, int e) {
+  uint32_t w = regs[e / 2];
+  return static_cast<uint16_t>(e % 2 ? w >> 16 : w & 0xffff);
+}
+
+struct Mat {
+  int rows, cols;
+  std::vector<float> v;
+  Mat(int r, int c) : rows(r), cols(c), v(static_cast<size_t>(r * c), 0.0f) {}
+  float& at(int r, int c) { return v[static_cast<size_t>(r * cols + c)]; }
+};
+
+Mat product(Mat& a, Mat& b, Mat& c) {
+  Mat d(c.rows, c.cols);
+  for (int i = 0; i < c.rows; ++i)
+    for (int j = 0; j < c.cols; ++j) {
+      float s = c.at(i, j);
+      for (int k = 0; k < a.cols; ++k) s += a.at(i, k) * b.at(k, j);
+      d.at(i, j) = s;
+    }
+  return d;
+}
+
+}  // namespace
+
+bool mmaSync(int32_t mode, const LaneFrag* lanes) {
+  if (mode != TESSERA_EMU_MMA_M16N8K16_F16 && mode != TESSERA_EMU_MMA_M16N8K16_BF16) return false;
+  auto cvt = mode == TESSERA_EMU_MMA_M16N8K16_F16 ? halfToFloat : bf16ToFloat;
+  Mat A(16, 16), B(16, 8), C(16, 8);
+  for (int l = 0; l < 32; ++l) {
+    const int g = l / 4, t = l % 4;
+    for (int i = 0; i < 8; ++i) A.at(g + 8 * (i / 2 % 2), 2 * t + i % 2 + 8 * (i / 4)) = cvt(elem(lanes[l].a, i));
+    for (int i = 0; i < 4; ++i) B.at(2 * t + i % 2 + 8 * (i / 2), g) = cvt(elem(lanes[l].b, i));
+    for (int i = 0; i < 4; ++i) C.at(g + 8 * (i / 2), 2 * t + i % 2) = lanes[l].c[i];
+  }
+  Mat D = product(A, B, C);
+  for (int l = 0; l < 32; ++l) {
+    const int g = l / 4, t = l % 4;
+    for (int i = 0; i < 4; ++i) lanes[l].d[i] = D.at(g + 8 * (i / 2), 2 * t + i % 2);
+  }
+  return true;
+}
+
+bool mfma(int32_t mode, const LaneFrag* lanes) {
+  if (mode < TESSERA_EMU_MFMA_32X32X8_F16 || mode > TESSERA_EMU_MFMA_16X16X16_BF16) return false;
+  auto cvt = mode % 2 == 0 ? halfToFloat : bf16ToFloat;
+  // 32x32x8: lane = i + 32 * (k / 4); D register r of lane l is row
+  // 8 (r / 4) + 4 (l / 32) + r % 4, column l % 32.
+  // 16x16x16: lane = i + 16 * (k / 4); D register r is row 4 (l / 16) + r.
+  const bool big = mode < TESSERA_EMU_MFMA_16X16X16_F16;
+  const int n = big ? 32 : 16, K = big ? 8 : 16, regs = big ? 16 : 4;
+  Mat A(n, K), B(K, n), C(n, n);
+  auto row = [&](int l, int r) { return big ? 8 * (r / 4) + 4 * (l / 32) + r % 4 : 4 * (l / 16) + r; };
+  for (int l = 0; l < 64; ++l) {
+    const int i = l % n, kb = 4 * (l / n);
+    for (int e = 0; e < 4; ++e) {
+      A.at(i, kb + e) = cvt(elem(lanes[l].a, e));
+      B.at(kb + e, i) = cvt(elem(lanes[l].b, e));
+    }
+    for (int r = 0; r < regs; ++r) C.at(row(l, r), i) = lanes[l].c[r];
+  }
+  Mat D = product(A, B, C);
+  for (int l = 0; l < 64; ++l)
+    for (int r = 0; r < regs; ++r) lanes[l].d[r] = D.at(row(l, r), l % n);
+  return true;
+}
+
+bool wmma(int32_t mode, const LaneFrag* lanes) {
+  if (mode != TESSERA_EMU_WMMA_16X16X16_F16 && mode != TESSERA_EMU_WMMA_16X16X16_BF16) return false;
+  auto cvt = mode == TESSERA_EMU_WMMA_16X16X16_F16 ? halfToFloat : bf16ToFloat;
+  Mat A(16, 16), B(16, 16), C(16, 16);
+  for (int l = 0; l < 16; ++l)
+    for (int e = 0; e < 16; ++e) {
+      A.at(l, e) = cvt(elem(lanes[l].a, e));
+      B.at(e, l) = cvt(elem(lanes[l].b, e));
+    }
+  for (int l = 0; l < 32; ++l)
+    for (int r = 0; r < 8; ++r) C.at(2 * r + l / 16, l % 16) = lanes[l].c[r];
+  Mat D = product(A, B, C);
+  for (int l = 0; l < 32; ++l)
+    for (int r = 0; r < 8; ++r) lanes[l].d[r] = D.at(2 * r + l / 16, l % 16);
+  return true;
+}
+
+void ldmatrix(int count, bool trans, const unsigned char* const* rows, uint32_t* const* out) {
+  auto load16 = [](const unsigned char* p) {
+    uint16_t v;
+    std::memcpy(&v, p, 2);
+    return static_cast<uint32_t>(v);
+  };
+  for (int l = 0; l < 32; ++l)
+    for (int j = 0; j < count; ++j) {
+      uint32_t lo, hi;
+      if (!trans) {
+        const unsigned char* r = rows[8 * j + l / 4];
+        lo = load16(r + 2 * (2 * (l % 4)));
+        hi = load16(r + 2 * (2 * (l % 4) + 1));
+      } else {
+        lo = load16(rows[8 * j + 2 * (l % 4)] + 2 * (l / 4));
+        hi = load16(rows[8 * j + 2 * (l % 4) + 1] + 2 * (l / 4));
+      }
+      out[l][j] = lo | hi << 16;
+    }
+}
+
+}  // namespace tessera::emu::detail

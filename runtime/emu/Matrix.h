@@ -1,0 +1,30 @@
+// Semantics of the warp-wide matrix instructions the SIMT machine emulates
+// (mma.sync m16n8k16, ldmatrix, AMD MFMA and WMMA): pure functions over the
+// fragment registers of every lane of one warp. Private to runtime/emu.
+#pragma once
+
+#include <cstdint>
+
+namespace tessera::emu::detail {
+
+/// One lane's operands of a matrix multiply-accumulate.
+struct LaneFrag {
+  const uint32_t* a = nullptr;
+  const uint32_t* b = nullptr;
+  const float* c = nullptr;
+  float* d = nullptr;
+};
+
+float halfToFloat(uint16_t h);
+float bf16ToFloat(uint16_t h);
+
+/// `lanes` has the warp's 32 (NVIDIA, gfx1100) or 64 (MFMA) lanes; `mode`
+/// is a TESSERA_EMU_{MMA,MFMA,WMMA}_* constant. Returns false for an
+/// unknown mode.
+bool mmaSync(int32_t mode, const LaneFrag* lanes);
+bool mfma(int32_t mode, const LaneFrag* lanes);
+bool wmma(int32_t mode, const LaneFrag* lanes);
+/// ldmatrix over 32 lanes: rows[8j + r] = address of row r of matrix j.
+void ldmatrix(int count, bool trans, const unsigned char* const* rows, uint32_t* const* out);
+
+}  // namespace tessera::emu::detail

@@ -1,0 +1,273 @@
+// The warp-wide matrix instructions of the SIMT machine (mma.sync m16n8k16,
+// ldmatrix, AMD MFMA and WMMA) against an independent model of the vendor
+// fragment layouts. The model here goes the other way round from the
+// machine: for every matrix element it names the lane and register element
+// holding it (the "owner"), written from the layout tables of the PTX ISA
+// and AMD's matrix instruction documentation.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "tessera/runtime/Emulator.h"
+
+using namespace tessera::emu;
+
+namespace {
+
+struct Owner {
+  int lane, idx;  // idx: 16-bit element (A, B) or 32-bit register (C, D)
+};
+
+// ---- NVIDIA mma.m16n8k16 (PTX ISA fragment figures) ---------------------------
+// A 16x16 (row, k): "groupID" rows, a0..a7 cover (g | g+8) x (2t.. | 2t+8..).
+Owner nvA(int r, int k) { return {(r % 8) * 4 + (k % 8) / 2, k % 2 + 2 * (r / 8) + 4 * (k / 8)}; }
+// B 16x8 (k, col): col = groupID, b0,b1 rows 2t,2t+1; b2,b3 rows +8.
+Owner nvB(int k, int n) { return {n * 4 + (k % 8) / 2, k % 2 + 2 * (k / 8)}; }
+// C/D 16x8: c0,c1 row g cols 2t,2t+1; c2,c3 row g+8.
+Owner nvC(int r, int c) { return {(r % 8) * 4 + c / 2, c % 2 + 2 * (r / 8)}; }
+
+// ---- AMD MFMA (matrix instruction calculator) -----------------------------------
+Owner mfma32A(int r, int k) { return {r + 32 * (k / 4), k % 4}; }
+Owner mfma32B(int k, int n) { return {n + 32 * (k / 4), k % 4}; }
+Owner mfma32D(int r, int c) { return {c + 32 * ((r / 4) % 2), 4 * (r / 8) + r % 4}; }
+Owner mfma16A(int r, int k) { return {r + 16 * (k / 4), k % 4}; }
+Owner mfma16B(int k, int n) { return {n + 16 * (k / 4), k % 4}; }
+Owner mfma16D(int r, int c) { return {c + 16 * (r / 4), r % 4}; }
+// ---- AMD WMMA (RDNA3 ISA, wave32): A/B replicated in lanes 16-31 -------------
+Owner wmmaA(int r, int k) { return {r, k}; }
+Owner wmmaB(int k, int n) { return {n, k}; }
+Owner wmmaD(int r, int c) { return {c + 16 * (r % 2), r / 2}; }
+
+uint16_t toHalf(float f) {  // exact for the small values used here
+  if (f == 0) return std::signbit(f) ? 0x8000 : 0;
+  uint32_t sign = f < 0 ? 0x8000 : 0;
+  float a = std::fabs(f);
+  int e;
+  float m = std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
+  uint32_t exp = static_cast<uint32_t>(e - 1 + 15);
+  uint32_t man = static_cast<uint32_t>(std::lround((m * 2 - 1) * 1024));
+  REQUIRE(exp > 0);
+  REQUIRE(exp < 31);
+  return static_cast<uint16_t>(sign | exp << 10 | man);
+}
+uint16_t toBf16(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  REQUIRE((b & 0xffff) == 0);  // exactly representable
+  return static_cast<uint16_t>(b >> 16);
+}
+
+struct Regs {
+  std::vector<std::vector<uint32_t>> a, b;
+  std::vector<std::vector<float>> c, d;
+};
+
+void setHalf(std::vector<uint32_t>& regs, int idx, uint16_t v) {
+  uint32_t& w = regs[idx / 2];
+  w = idx % 2 ? (w & 0xffff) | uint32_t(v) << 16 : (w & 0xffff0000u) | v;
+}
+
+struct Shape {
+  int M, N, K;
+  std::function<Owner(int, int)> A, B, C;
+  int lanes;        // lanes holding A/B (WMMA: 16, replicated)
+  int warp;         // warp size
+  int cRegs;        // C/D registers per lane
+};
+
+// Fills the fragments of every lane from whole matrices through the owner
+// model, runs the hook in one warp and reads D back through the model.
+void runCase(const Shape& s, Vendor vendor, int mode, bool bf16,
+             void (*hook)(int32_t, const uint32_t*, const uint32_t*, const float*, float*), unsigned seed) {
+  std::mt19937 rng(seed);
+  // Small integers and halves: every product and sum is exact in f32, so
+  // the result must match the double reference exactly, whatever the order.
+  std::uniform_int_distribution<int> d(-8, 8);
+  std::vector<float> A(s.M * s.K), B(s.K * s.N), C(s.M * s.N);
+  for (float& x : A) x = d(rng) * 0.5f;
+  for (float& x : B) x = d(rng) * 0.25f;
+  for (float& x : C) x = float(d(rng) * 3);
+  Regs r;
+  r.a.assign(s.warp, std::vector<uint32_t>(16, 0));
+  r.b.assign(s.warp, std::vector<uint32_t>(16, 0));
+  r.c.assign(s.warp, std::vector<float>(16, 0));
+  r.d.assign(s.warp, std::vector<float>(16, NAN));
+  auto enc = [&](float f) { return bf16 ? toBf16(f) : toHalf(f); };
+  for (int i = 0; i < s.M; ++i)
+    for (int k = 0; k < s.K; ++k) {
+      Owner o = s.A(i, k);
+      for (int rep = o.lane; rep < s.warp; rep += s.lanes) setHalf(r.a[rep], o.idx, enc(A[i * s.K + k]));
+    }
+  for (int k = 0; k < s.K; ++k)
+    for (int j = 0; j < s.N; ++j) {
+      Owner o = s.B(k, j);
+      for (int rep = o.lane; rep < s.warp; rep += s.lanes) setHalf(r.b[rep], o.idx, enc(B[k * s.N + j]));
+    }
+  for (int i = 0; i < s.M; ++i)
+    for (int j = 0; j < s.N; ++j) {
+      Owner o = s.C(i, j);
+      r.c[o.lane][o.idx] = C[i * s.N + j];
+    }
+  struct P {
+    Regs* r;
+    int mode;
+    void (*hook)(int32_t, const uint32_t*, const uint32_t*, const float*, float*);
+  } p{&r, mode, hook};
+  void* args[] = {&p};
+  LaunchConfig cfg;
+  cfg.vendor = vendor;
+  cfg.warpSize = s.warp;
+  cfg.block[0] = s.warp * 2;  // two warps: each computes independently
+  cfg.kernelName = "matrix";
+  launch(
+      +[](void* const* a) {
+        P& p = *static_cast<P*>(a[0]);
+        int lane = tessera_emu_lane_id();
+        // Copies on this thread's stack, as a compiled kernel's registers.
+        uint32_t ra[16], rb[16];
+        float rc[16], rd[16];
+        std::memcpy(ra, p.r->a[lane].data(), sizeof ra);
+        std::memcpy(rb, p.r->b[lane].data(), sizeof rb);
+        std::memcpy(rc, p.r->c[lane].data(), sizeof rc);
+        p.hook(p.mode, ra, rb, rc, rd);
+        if (tessera_emu_thread_id_x() < tessera_emu_warp_size()) std::memcpy(p.r->d[lane].data(), rd, sizeof rd);
+      },
+      args, cfg);
+  for (int i = 0; i < s.M; ++i)
+    for (int j = 0; j < s.N; ++j) {
+      double ref = C[i * s.N + j];
+      for (int k = 0; k < s.K; ++k) ref += double(A[i * s.K + k]) * B[k * s.N + j];
+      Owner o = s.C(i, j);
+      INFO("D(" << i << "," << j << ") lane " << o.lane << " reg " << o.idx);
+      REQUIRE(r.d[o.lane][o.idx] == ref);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("mma.sync m16n8k16 f16 and bf16 follow the PTX fragment layouts", "[emu][matrix]") {
+  Shape s{16, 8, 16, nvA, nvB, nvC, 32, 32, 4};
+  runCase(s, Vendor::NVIDIA, TESSERA_EMU_MMA_M16N8K16_F16, false, tessera_emu_mma_sync, 1);
+  runCase(s, Vendor::NVIDIA, TESSERA_EMU_MMA_M16N8K16_BF16, true, tessera_emu_mma_sync, 2);
+}
+
+TEST_CASE("MFMA 32x32x8 and 16x16x16 f16/bf16 follow AMD's wave64 layouts", "[emu][matrix]") {
+  Shape s32{32, 32, 8, mfma32A, mfma32B, mfma32D, 64, 64, 16};
+  Shape s16{16, 16, 16, mfma16A, mfma16B, mfma16D, 64, 64, 4};
+  runCase(s32, Vendor::AMD, TESSERA_EMU_MFMA_32X32X8_F16, false, tessera_emu_mfma, 3);
+  runCase(s32, Vendor::AMD, TESSERA_EMU_MFMA_32X32X8_BF16, true, tessera_emu_mfma, 4);
+  runCase(s16, Vendor::AMD, TESSERA_EMU_MFMA_16X16X16_F16, false, tessera_emu_mfma, 5);
+  runCase(s16, Vendor::AMD, TESSERA_EMU_MFMA_16X16X16_BF16, true, tessera_emu_mfma, 6);
+}
+
+TEST_CASE("WMMA 16x16x16 f16/bf16 follow the RDNA3 wave32 layouts", "[emu][matrix]") {
+  Shape s{16, 16, 16, wmmaA, wmmaB, wmmaD, 16, 32, 8};
+  runCase(s, Vendor::AMD, TESSERA_EMU_WMMA_16X16X16_F16, false, tessera_emu_wmma, 7);
+  runCase(s, Vendor::AMD, TESSERA_EMU_WMMA_16X16X16_BF16, true, tessera_emu_wmma, 8);
+}
+
+TEST_CASE("matrix instructions on the wrong warp or with exited lanes are misuse", "[emu][matrix]") {
+  LaunchConfig cfg;
+  cfg.vendor = Vendor::AMD;
+  cfg.warpSize = 32;  // MFMA needs wave64
+  cfg.block[0] = 32;
+  cfg.throwOnError = false;
+  LaunchReport rep = launch(
+      +[](void* const*) {
+        uint32_t a[16] = {}, b[16] = {};
+        float c[16] = {}, d[16];
+        tessera_emu_mfma(TESSERA_EMU_MFMA_16X16X16_F16, a, b, c, d);
+      },
+      nullptr, cfg);
+  CHECK(rep.count(IssueKind::CollectiveMisuse) == 1);
+  cfg.vendor = Vendor::NVIDIA;
+  rep = launch(
+      +[](void* const*) {
+        if (tessera_emu_lane_id() == 5) return;  // one lane leaves before the warp-wide mma
+        uint32_t a[16] = {}, b[16] = {};
+        float c[16] = {}, d[16];
+        tessera_emu_mma_sync(TESSERA_EMU_MMA_M16N8K16_F16, a, b, c, d);
+      },
+      nullptr, cfg);
+  CHECK(rep.count(IssueKind::CollectiveMisuse) == 1);
+}
+
+// ---- ldmatrix ---------------------------------------------------------------------
+namespace {
+struct LdParams {
+  int count;
+  bool trans;
+  int rowBytes;  // distance between consecutive rows of one matrix
+  bool swizzle;  // XOR swizzle of the 16-byte chunk by row (as the GEMM staging)
+  std::vector<std::vector<uint32_t>> out;
+};
+// Byte offset of row r of matrix j: matrices side by side in 16-byte chunks
+// of a row of rowBytes (chunk j), rows one after another.
+uint32_t rowOffset(const LdParams& p, int j, int r) {
+  int chunks = p.rowBytes / 16;
+  int chunk = j % chunks;
+  if (p.swizzle) chunk ^= r % 8 % chunks;
+  return uint32_t((r + 8 * (j / chunks)) * p.rowBytes + 16 * chunk);
+}
+uint16_t elemValue(int j, int r, int c) { return uint16_t(1000 * j + 10 * r + c); }
+}  // namespace
+
+TEST_CASE("ldmatrix x1/x2/x4 with and without .trans, and its bank conflicts", "[emu][matrix]") {
+  for (int count : {1, 2, 4})
+    for (bool trans : {false, true})
+      for (auto [rowBytes, swizzle] : {std::pair{16, false}, std::pair{64, false}, std::pair{128, true}}) {
+        LdParams p{count, trans, rowBytes, swizzle, std::vector<std::vector<uint32_t>>(32, std::vector<uint32_t>(4, 0))};
+        LaunchConfig cfg;
+        cfg.block[0] = 32;
+        cfg.sharedBytes = 4096;
+        cfg.kernelName = "ldmatrix";
+        cfg.opNames = {"fill", "ldmatrix"};
+        LdParams* pp = &p;
+        void* args[] = {&pp};
+        LaunchReport rep = launch(
+            +[](void* const* a) {
+              LdParams& p = **static_cast<LdParams* const*>(a[0]);
+              auto* sm = static_cast<unsigned char*>(tessera_emu_shared_base());
+              int lane = tessera_emu_lane_id();
+              if (lane == 0)
+                for (int j = 0; j < p.count; ++j)
+                  for (int r = 0; r < 8; ++r)
+                    for (int c = 0; c < 8; ++c) {
+                      uint16_t v = elemValue(j, r, c);
+                      std::memcpy(tessera_emu_shared_access(sm + rowOffset(p, j, r) + 2 * c, 2, TESSERA_EMU_STORE, 0), &v, 2);
+                    }
+              tessera_emu_barrier(-1);
+              int j = lane / 8 % p.count, r = lane % 8;  // lanes past 8*count repeat (ignored)
+              uint32_t out[4] = {0, 0, 0, 0};
+              tessera_emu_ldmatrix(p.count | (p.trans ? TESSERA_EMU_LDMATRIX_TRANS : 0), sm + rowOffset(p, j, r), 1, out);
+              std::memcpy(p.out[lane].data(), out, sizeof out);
+            },
+            args, cfg);
+        INFO("x" << count << (trans ? ".trans" : "") << " rows " << rowBytes << " bytes" << (swizzle ? " swizzled" : ""));
+        REQUIRE_FALSE(rep.hasErrors());
+        // Owner model (PTX ISA, ldmatrix): element (r, c) of matrix j is in
+        // lane 4r + c/2, half c%2 of register j; .trans delivers the
+        // transpose, so (r, c) is in lane 4c + r/2, half r%2.
+        for (int jj = 0; jj < count; ++jj)
+          for (int r = 0; r < 8; ++r)
+            for (int c = 0; c < 8; ++c) {
+              int lane = trans ? 4 * c + r / 2 : 4 * r + c / 2;
+              int half = trans ? r % 2 : c % 2;
+              uint16_t got = uint16_t(p.out[lane][jj] >> (16 * half));
+              REQUIRE(got == elemValue(jj, r, c));
+            }
+        const BankConflictStat* st = rep.conflictsOf(1);
+        REQUIRE(st != nullptr);
+        // 16-byte rows back to back and the swizzled 128-byte rows put the
+        // eight rows of one matrix in eight different 4-bank groups; 64-byte
+        // rows put rows r and r+2 in the same banks (4-way conflicts).
+        if (rowBytes == 64)
+          CHECK(st->conflicts == uint64_t(3 * count));
+        else
+          CHECK(st->conflicts == 0);
+      }
+}
