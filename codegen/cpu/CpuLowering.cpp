@@ -290,6 +290,8 @@ class Lowering {
 
   std::unordered_map<const ir::Value*, llvm::Value*> scalars_;
   std::unordered_map<const ir::Value*, llvm::Value*> arrays_;
+  // buffer_slot results: their arrays are interior pointers (see LocalLoad).
+  std::unordered_set<const ir::Value*> slotViews_;
   std::unordered_map<const ir::Value*, int> uses_;
   std::unordered_map<const ir::Value*, std::vector<const ir::Op*>> users_;  // one entry per use
   std::unordered_map<const ir::Op*, size_t> pos_;  // index of an op in its block
@@ -1662,12 +1664,31 @@ void Lowering::emitOp(const ir::Op& op) {
       llvm::Value* arr = allocTile(op.result()->type());
       const ir::Value* buf = op.operand(0);
       arrays_[op.result()] = arr;
-      uint64_t bytes = static_cast<uint64_t>(numElems(buf->type())) * mod_.getDataLayout().getTypeAllocSize(memTy(buf->type().dtype()));
-      b_.CreateMemCpy(arr, llvm::MaybeAlign(64), arrays_.at(buf), llvm::MaybeAlign(64), bytes);
+      uint64_t elem = mod_.getDataLayout().getTypeAllocSize(memTy(buf->type().dtype()));
+      uint64_t bytes = static_cast<uint64_t>(numElems(buf->type())) * elem;
+      // A slot view starts at index * slot bytes: only element-aligned.
+      llvm::MaybeAlign srcAlign(slotViews_.count(buf) ? elem : 64);
+      b_.CreateMemCpy(arr, llvm::MaybeAlign(64), arrays_.at(buf), srcAlign, bytes);
       return;
     }
     case OpCode::LocalStore: return writeTile(arrays_.at(op.operand(0)), op.operand(1));
+    // `copy {async = 1}` may complete at any time up to the async_wait that
+    // retires it; completing it right here, in program order, is one of the
+    // allowed executions (masked-off lanes load 0, as the model requires).
     case OpCode::Copy: return emitLoad(op, arrays_.at(op.operand(0)));
+    case OpCode::BufferSlot: {
+      // A view: the slot's elements are the contiguous run starting at
+      // index * (elements per slot) of the buffer's row-major array.
+      const ir::Value* buf = op.operand(0);
+      llvm::Value* idx = b_.CreateSExtOrTrunc(scalar(op.operand(1)), b_.getInt64Ty());
+      llvm::Value* off = b_.CreateMul(idx, i64(numElems(op.result()->type())));
+      arrays_[op.result()] = b_.CreateGEP(storageTy(buf->type()), arrays_.at(buf), off);
+      slotViews_.insert(op.result());
+      return;
+    }
+    // Every copy has completed when it was issued (above): nothing to wait for.
+    case OpCode::AsyncCommit:
+    case OpCode::AsyncWait: return;
     case OpCode::Barrier: return;  // one thread runs a whole program on the CPU
     case OpCode::Reduce: {
       auto d = deferredAt_.find(&op);

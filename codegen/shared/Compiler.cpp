@@ -135,6 +135,10 @@ std::shared_ptr<Artifact> compile(const ir::Function& kernel, const Target& targ
   art->dumps.tileIR.emplace_back("input", ir::print(*f));
   ir::PassManager pm;
   ir::addDefaultPasses(pm);
+  // Every backend lowers buffer_slot, async copies, commits and waits, so
+  // `for {stages}` loops are scheduled for all targets (the schedule is the
+  // pass's tile-IR dump).
+  pm.add(ir::createPipelineSchedulePass());
   pm.setAfterPass([&](const std::string& pass, const ir::Function& fn) {
     art->dumps.tileIR.emplace_back(pass, ir::print(fn));
   });

@@ -1334,6 +1334,21 @@ void Lower::emitOp(const ir::Op& op) {
       Slots v = globalLoad(op, p.layout, src->type(), p.slots, op.numOperands() > 2 ? &m : nullptr, nullptr);
       return writeBuffer(op.operand(0), v, p.layout);
     }
+    case OpCode::BufferSlot: {
+      // A view: slot i is the contiguous run at i * (elements per slot) of
+      // the buffer's row-major shared array; no code beyond the address.
+      const ir::Value* buf = op.operand(0);
+      llvm::Type* mt = memTyOf(buf->type().dtype());
+      llvm::Value* idx = b_.CreateSExtOrTrunc(scalar(op.operand(1)), b_.getInt32Ty());
+      llvm::Value* off = b_.CreateMul(idx, b_.getInt32(static_cast<uint32_t>(op.result()->type().numElements())));
+      scalars_[op.result()] = b_.CreateInBoundsGEP(mt, scalar(buf), off);
+      return;
+    }
+    // `copy {async = 1}` goes through the synchronous Copy path above: the
+    // copy completes in program order, one of the executions the model
+    // allows, so the groups have nothing left to wait for.
+    case OpCode::AsyncCommit:
+    case OpCode::AsyncWait: return;
     case OpCode::Barrier: barrier(); return;
     case OpCode::Reduce: return emitReduce(op);
     case OpCode::Dot: return emitDot(op);
