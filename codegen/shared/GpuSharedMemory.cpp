@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <set>
 
 #include "tessera/support/Error.h"
 
@@ -41,9 +42,15 @@ SharedPlan::SharedPlan(const ir::Function& f, const std::map<const ir::Op*, uint
     a.start = num.at(&op);
     a.end = a.start;
     const ir::Block* home = op.parent();
+    // A use of a slot view (buffer_slot, possibly of another view) is a use
+    // of the buffer: the memory must live as long as any view of it.
+    std::set<const ir::Value*> views{buf};
+    ir::walk(body, [&](ir::Op& user) {
+      if (user.code() == ir::OpCode::BufferSlot && views.count(user.operand(0))) views.insert(user.result());
+    });
     ir::walk(body, [&](ir::Op& user) {
       for (const ir::Value* v : user.operands()) {
-        if (v != buf) continue;
+        if (!views.count(v)) continue;
         // Climb to the ancestor of the use that sits in the alloc's block.
         const ir::Op* anc = &user;
         while (anc->parent() != home) {
