@@ -1,5 +1,6 @@
 #include "shared/GpuToolchain.h"
 
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -42,6 +43,15 @@ std::string readFile(const std::string& path) {
 }
 
 std::string findTool(const std::vector<std::string>& candidates) {
+  // TESSERA_<TOOL> (e.g. TESSERA_PTXAS, TESSERA_LD_LLD) names the tool
+  // exactly: it wins over the search, and a path that is not executable
+  // means "absent" (how tests exercise the missing-toolchain errors).
+  if (!candidates.empty()) {
+    std::string base = candidates.back().substr(candidates.back().rfind('/') + 1), var = "TESSERA_";
+    for (char ch : base) var += std::isalnum(static_cast<unsigned char>(ch)) ? static_cast<char>(std::toupper(ch)) : '_';
+    if (const char* forced = std::getenv(var.c_str()); forced && *forced)
+      return access(forced, X_OK) == 0 ? std::string(forced) : std::string();
+  }
   for (const std::string& c : candidates) {
     if (c.find('/') != std::string::npos) {
       if (access(c.c_str(), X_OK) == 0) return c;

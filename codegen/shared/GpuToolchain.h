@@ -25,7 +25,10 @@ void writeFile(const std::string& path, const std::string& bytes);
 std::string readFile(const std::string& path);
 
 /// The first executable found: each candidate as an absolute path, or by
-/// name on PATH. Empty if none.
+/// name on PATH. Empty if none. The environment variable TESSERA_<NAME> (NAME
+/// = the last candidate upper-cased, '.' and '-' as '_': TESSERA_PTXAS,
+/// TESSERA_LD_LLD) overrides the search; if it is not executable the tool
+/// counts as absent.
 std::string findTool(const std::vector<std::string>& candidates);
 
 struct ToolResult {

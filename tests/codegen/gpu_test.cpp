@@ -363,3 +363,19 @@ TEST_CASE("gpu: resource table and compile latency", "[gpu][.report]") {
     WARN(line);
   }
 }
+
+TEST_CASE("gpu: a missing ptxas and too many threads per block are clear errors", "[gpu][errors]") {
+  auto f = vecAdd(1024);
+  // TESSERA_PTXAS names the assembler exactly; a path that does not exist
+  // stands for a machine without the CUDA toolkit.
+  ::setenv("TESSERA_PTXAS", "/nonexistent/ptxas", 1);
+  auto art = codegen::compile(*f, codegen::Target::parse("nvptx:sm_80"));  // PTX needs no ptxas
+  CHECK(art->ptx.find(".entry") != std::string::npos);
+  CHECK_THROWS_WITH(codegen::resourceReport(*art), Catch::Contains("ptxas not found"));
+  ::unsetenv("TESSERA_PTXAS");
+  codegen::CompileOptions o;
+  o.numWarps = 64;  // 2048 threads
+  CHECK_THROWS_AS(codegen::compile(*f, codegen::Target::parse("nvptx:sm_80"), o), tessera::ResourceError);
+  CHECK_THROWS_WITH(codegen::compile(*f, codegen::Target::parse("amdgpu:gfx942"), o),
+                    Catch::Contains("threads per block"));
+}
