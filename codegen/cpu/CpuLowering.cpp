@@ -35,6 +35,7 @@
 #include "cpu/CpuDot.h"
 #include "cpu/CpuMath.h"
 #include "shared/AxisInfo.h"
+#include "shared/Elementwise.h"
 #include "tessera/support/Error.h"
 
 namespace tessera::codegen::cpu {
@@ -121,20 +122,7 @@ class Lowering {
 
  private:
   // ---- types ----------------------------------------------------------
-  llvm::Type* scalarTy(DType d) {
-    switch (d) {
-      case DType::I1: return b_.getInt1Ty();
-      case DType::I8: return b_.getInt8Ty();
-      case DType::I16: return b_.getInt16Ty();
-      case DType::I32: return b_.getInt32Ty();
-      case DType::I64: return b_.getInt64Ty();
-      case DType::F16: return b_.getHalfTy();
-      case DType::BF16: return b_.getBFloatTy();
-      case DType::F32: return b_.getFloatTy();
-      case DType::F64: return b_.getDoubleTy();
-    }
-    TS_UNREACHABLE("dtype");
-  }
+  llvm::Type* scalarTy(DType d) { return scalarType(b_, d); }
   /// The in-register type of one element of `t` (pointer or scalar).
   llvm::Type* elemTy(const ir::Type& t) {
     if (t.isPointerLike()) return b_.getPtrTy();
@@ -263,7 +251,6 @@ class Lowering {
   void emitOp(const ir::Op& op);
   llvm::Value* elementwise(const ir::Op& op, std::vector<llvm::Value*> v);
   llvm::Value* floatOp(const ir::Op& op, std::vector<llvm::Value*>& v);
-  llvm::Value* intOp(const ir::Op& op, std::vector<llvm::Value*>& v, DType dt);
   llvm::Value* castValue(llvm::Value* x, DType from, DType to);
   llvm::Value* fpTrunc(llvm::Value* x, llvm::Type* to);
 
@@ -850,130 +837,16 @@ llvm::Value* Lowering::fpTrunc(llvm::Value* x, llvm::Type* to) {
 }
 
 llvm::Value* Lowering::castValue(llvm::Value* x, DType from, DType to) {
-  if (from == to) return x;
-  llvm::Type* xt = x->getType();
-  auto shaped = [&](llvm::Type* s) -> llvm::Type* {
-    if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(xt)) return vec(s, vt->getNumElements());
-    return s;
-  };
-  llvm::Type* dt = shaped(scalarTy(to));
-  if (to == DType::I1) {
-    if (isFloat(from)) return b_.CreateFCmpUNE(x, llvm::Constant::getNullValue(xt));
-    return b_.CreateICmpNE(x, llvm::Constant::getNullValue(xt));
-  }
-  if (from == DType::I1) {
-    if (isFloat(to)) return b_.CreateUIToFP(x, dt);
-    return b_.CreateZExt(x, dt);
-  }
-  if (isInteger(from) && isInteger(to)) return b_.CreateSExtOrTrunc(x, dt);
-  if (isFloat(from) && isFloat(to)) {
-    // f16 <-> bf16 go through f32, which holds both exactly.
-    if (bitWidth(from) == bitWidth(to)) x = b_.CreateFPExt(x, shaped(b_.getFloatTy()));
-    if (bitWidth(to) > x->getType()->getScalarSizeInBits()) return b_.CreateFPExt(x, dt);
-    return fpTrunc(x, dt);
-  }
-  if (isFloat(from)) {  // float -> int, saturating, NaN -> 0
-    if (from == DType::F16 || from == DType::BF16) x = b_.CreateFPExt(x, shaped(b_.getFloatTy()));
-    return b_.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {dt, x->getType()}, {x});
-  }
-  // int -> float. Small floats: convert exactly to f64 first (every i8..i32
-  // is exact there), so only one rounding happens, to the target type.
-  if (to == DType::F16 || to == DType::BF16) {
-    llvm::Value* d = b_.CreateSIToFP(x, shaped(bitWidth(from) <= 16 ? b_.getFloatTy() : b_.getDoubleTy()));
-    return fpTrunc(d, dt);
-  }
-  return b_.CreateSIToFP(x, dt);
+  return emitCast(b_, x, from, to, [&](llvm::Value* y, llvm::Type* t) { return fpTrunc(y, t); });
 }
 
 llvm::Value* Lowering::floatOp(const ir::Op& op, std::vector<llvm::Value*>& v) {
-  auto bin = [&](llvm::Intrinsic::ID id) { return b_.CreateBinaryIntrinsic(id, v[0], v[1]); };
-  auto un = [&](llvm::Intrinsic::ID id) { return b_.CreateUnaryIntrinsic(id, v[0]); };
-  switch (op.code()) {
-    case OpCode::Add: return b_.CreateFAdd(v[0], v[1]);
-    case OpCode::Sub: return b_.CreateFSub(v[0], v[1]);
-    case OpCode::Mul: return b_.CreateFMul(v[0], v[1]);
-    case OpCode::Div: return b_.CreateFDiv(v[0], v[1]);
-    case OpCode::Rem: return b_.CreateFRem(v[0], v[1]);
-    case OpCode::Min: return bin(llvm::Intrinsic::minimum);
-    case OpCode::Max: return bin(llvm::Intrinsic::maximum);
-    case OpCode::Pow: return bin(llvm::Intrinsic::pow);
-    case OpCode::Neg: return b_.CreateFNeg(v[0]);
-    case OpCode::Abs: return un(llvm::Intrinsic::fabs);
-    case OpCode::Sqrt: return un(llvm::Intrinsic::sqrt);
-    case OpCode::Rsqrt:
-      // Correctly rounded sqrt then division: never the approximate rsqrt.
-      return b_.CreateFDiv(llvm::ConstantFP::get(v[0]->getType(), 1.0), un(llvm::Intrinsic::sqrt));
-    case OpCode::Floor: return un(llvm::Intrinsic::floor);
-    case OpCode::Exp: case OpCode::Exp2: case OpCode::Log: case OpCode::Log2:
-    case OpCode::Tanh: case OpCode::Erf:
-      return emitTranscendental(b_, op.code(), v[0]);
-    case OpCode::Fma: return b_.CreateIntrinsic(llvm::Intrinsic::fma, {v[0]->getType()}, {v[0], v[1], v[2]});
-    case OpCode::Cmp: {
-      const std::string& p = op.strAttr("pred");
-      if (p == "eq") return b_.CreateFCmpOEQ(v[0], v[1]);
-      if (p == "ne") return b_.CreateFCmpUNE(v[0], v[1]);
-      if (p == "lt") return b_.CreateFCmpOLT(v[0], v[1]);
-      if (p == "le") return b_.CreateFCmpOLE(v[0], v[1]);
-      if (p == "gt") return b_.CreateFCmpOGT(v[0], v[1]);
-      if (p == "ge") return b_.CreateFCmpOGE(v[0], v[1]);
-      throw CompileError("cmp: unknown predicate '" + p + "' at " + op.loc().str());
-    }
-    default: break;
-  }
-  throw CompileError(std::string(op.name()) + " is not defined on floats (at " + op.loc().str() + ")");
-}
-
-llvm::Value* Lowering::intOp(const ir::Op& op, std::vector<llvm::Value*>& v, DType dt) {
-  llvm::Type* t = v[0]->getType();
-  unsigned bw = t->getScalarSizeInBits();
-  bool isBool = dt == DType::I1;
-  auto C = [&](int64_t x) { return llvm::ConstantInt::get(t, static_cast<uint64_t>(x), true); };
-  switch (op.code()) {
-    case OpCode::Add: return b_.CreateAdd(v[0], v[1]);
-    case OpCode::Sub: return b_.CreateSub(v[0], v[1]);
-    case OpCode::Mul: return b_.CreateMul(v[0], v[1]);
-    case OpCode::Div:
-    case OpCode::Rem: {
-      // x86 division traps on /0 and INT_MIN / -1; the IR leaves both
-      // unspecified, so divide by a safe divisor and patch -1 exactly.
-      llvm::Value* isZero = b_.CreateICmpEQ(v[1], C(0));
-      llvm::Value* isM1 = b_.CreateICmpEQ(v[1], llvm::Constant::getAllOnesValue(t));
-      llvm::Value* safe = b_.CreateSelect(b_.CreateOr(isZero, isM1), C(1), v[1]);
-      if (op.code() == OpCode::Div) {
-        llvm::Value* q = isBool ? v[0] : b_.CreateSDiv(v[0], safe);
-        return b_.CreateSelect(isM1, b_.CreateNeg(v[0]), q);
-      }
-      llvm::Value* r = isBool ? C(0) : b_.CreateSRem(v[0], safe);
-      return b_.CreateSelect(isM1, C(0), r);
-    }
-    case OpCode::Min:
-      return b_.CreateBinaryIntrinsic(isBool ? llvm::Intrinsic::umin : llvm::Intrinsic::smin, v[0], v[1]);
-    case OpCode::Max:
-      return b_.CreateBinaryIntrinsic(isBool ? llvm::Intrinsic::umax : llvm::Intrinsic::smax, v[0], v[1]);
-    case OpCode::And: return b_.CreateAnd(v[0], v[1]);
-    case OpCode::Or: return b_.CreateOr(v[0], v[1]);
-    case OpCode::Xor: return b_.CreateXor(v[0], v[1]);
-    // Oversized shift amounts are unspecified by the IR but poison in LLVM:
-    // mask them to keep the result a plain (unspecified) value.
-    case OpCode::Shl: return b_.CreateShl(v[0], b_.CreateAnd(v[1], C(bw - 1)));
-    case OpCode::Shr: return b_.CreateAShr(v[0], b_.CreateAnd(v[1], C(bw - 1)));
-    case OpCode::Neg: return b_.CreateNeg(v[0]);
-    case OpCode::Not: return b_.CreateNot(v[0]);
-    case OpCode::Abs: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, v[0], b_.getFalse());
-    case OpCode::Cmp: {
-      const std::string& p = op.strAttr("pred");
-      bool u = isBool;
-      if (p == "eq") return b_.CreateICmpEQ(v[0], v[1]);
-      if (p == "ne") return b_.CreateICmpNE(v[0], v[1]);
-      if (p == "lt") return u ? b_.CreateICmpULT(v[0], v[1]) : b_.CreateICmpSLT(v[0], v[1]);
-      if (p == "le") return u ? b_.CreateICmpULE(v[0], v[1]) : b_.CreateICmpSLE(v[0], v[1]);
-      if (p == "gt") return u ? b_.CreateICmpUGT(v[0], v[1]) : b_.CreateICmpSGT(v[0], v[1]);
-      if (p == "ge") return u ? b_.CreateICmpUGE(v[0], v[1]) : b_.CreateICmpSGE(v[0], v[1]);
-      throw CompileError("cmp: unknown predicate '" + p + "' at " + op.loc().str());
-    }
-    default: break;
-  }
-  throw CompileError(std::string(op.name()) + " is not defined on integers (at " + op.loc().str() + ")");
+  if (llvm::Value* r = emitFloatOp(b_, op, v)) return r;
+  // pow and the transcendentals are this target's own: LLVM's pow
+  // intrinsic (a libm call the JIT resolves) and the vectorised
+  // polynomials of CpuMath.
+  if (op.code() == OpCode::Pow) return b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, v[0], v[1]);
+  return emitTranscendental(b_, op.code(), v[0]);
 }
 
 llvm::Value* Lowering::elementwise(const ir::Op& op, std::vector<llvm::Value*> v) {
@@ -998,26 +871,15 @@ llvm::Value* Lowering::elementwise(const ir::Op& op, std::vector<llvm::Value*> v
                      ? static_cast<llvm::Type*>(vec(b_.getInt64Ty(), llvm::cast<llvm::FixedVectorType>(v[0]->getType())->getNumElements()))
                      : b_.getInt64Ty();
       for (auto& x : w) x = b_.CreatePtrToInt(x, it);
-      return intOp(op, w, DType::I64);
+      return emitIntegerOp(b_, op, w, DType::I64);
     }
     throw CompileError(std::string(op.name()) + " is not defined on pointers (at " + op.loc().str() + ")");
   }
   DType dt = t0.dtype();
-  if (!isFloat(dt)) return intOp(op, v, dt);
-  // f16/bf16 arithmetic is done in f32 and rounded once: f32 carries more
-  // than twice their precision, so the result is the correctly rounded one
-  // for + - * / sqrt.
-  bool narrow = dt == DType::F16 || dt == DType::BF16;
-  llvm::Type* narrowTy = v[0]->getType();
-  if (narrow) {
-    llvm::Type* f32 = narrowTy->isVectorTy()
-                          ? static_cast<llvm::Type*>(vec(b_.getFloatTy(), llvm::cast<llvm::FixedVectorType>(narrowTy)->getNumElements()))
-                          : b_.getFloatTy();
-    for (auto& x : v) x = b_.CreateFPExt(x, f32);
-  }
-  llvm::Value* r = floatOp(op, v);
-  if (narrow && op.code() != OpCode::Cmp) r = fpTrunc(r, narrowTy);
-  return r;
+  if (!isFloat(dt)) return emitIntegerOp(b_, op, v, dt);
+  return emitFloatElementwise(
+      b_, op, v, dt, [&](std::vector<llvm::Value*>& w) { return floatOp(op, w); },
+      [&](llvm::Value* y, llvm::Type* t) { return fpTrunc(y, t); });
 }
 
 // ===================================================================== memory

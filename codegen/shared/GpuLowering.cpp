@@ -29,6 +29,7 @@
 #include <llvm/IR/Intrinsics.h>
 
 #include "shared/AxisInfo.h"
+#include "shared/Elementwise.h"
 #include "shared/GpuDot.h"
 #include "shared/VectorMath.h"
 #include "tessera/support/Error.h"
@@ -58,20 +59,7 @@ class Lower {
 
  private:
   // ---- types -------------------------------------------------------------
-  llvm::Type* scalarTy(DType d) {
-    switch (d) {
-      case DType::I1: return b_.getInt1Ty();
-      case DType::I8: return b_.getInt8Ty();
-      case DType::I16: return b_.getInt16Ty();
-      case DType::I32: return b_.getInt32Ty();
-      case DType::I64: return b_.getInt64Ty();
-      case DType::F16: return b_.getHalfTy();
-      case DType::BF16: return b_.getBFloatTy();
-      case DType::F32: return b_.getFloatTy();
-      case DType::F64: return b_.getDoubleTy();
-    }
-    TS_UNREACHABLE("dtype");
-  }
+  llvm::Type* scalarTy(DType d) { return scalarType(b_, d); }
   unsigned asOf(ir::MemSpace s) {
     switch (s) {
       case ir::MemSpace::Global: return t_.globalAS();
@@ -302,7 +290,6 @@ class Lower {
   void emitOp(const ir::Op& op);
   llvm::Value* compute(const ir::Op& op, Slots v);
   llvm::Value* floatOp(const ir::Op& op, Slots& v);
-  llvm::Value* intOp(const ir::Op& op, Slots& v, DType dt);
   llvm::Value* castValue(llvm::Value* x, DType from, DType to);
   llvm::Value* constantOf(const ir::Op& op, llvm::Type* t);
   void emitElementwiseLike(const ir::Op& op);
@@ -452,143 +439,31 @@ llvm::Value* Lower::constantOf(const ir::Op& op, llvm::Type* t) {
   return llvm::ConstantInt::get(t, static_cast<uint64_t>(std::get<int64_t>(a)), true);
 }
 
+// GPU backends lower every fptrunc (f64 -> bf16 included) correctly
+// rounded, so casts narrow with a plain fptrunc; the CPU needs its own.
 llvm::Value* Lower::castValue(llvm::Value* x, DType from, DType to) {
-  llvm::Type* dt = scalarTy(to);
-  if (from == to) return x;
-  if (to == DType::I1) {
-    if (isFloat(from)) return b_.CreateFCmpUNE(x, llvm::ConstantFP::get(x->getType(), 0.0));
-    return b_.CreateICmpNE(x, llvm::ConstantInt::get(x->getType(), 0));
-  }
-  if (from == DType::I1) {
-    if (isFloat(to)) return b_.CreateUIToFP(x, dt);
-    return b_.CreateZExt(x, dt);
-  }
-  if (isInteger(from) && isInteger(to)) return b_.CreateSExtOrTrunc(x, dt);
-  if (isFloat(from) && isFloat(to)) {
-    if (bitWidth(to) > bitWidth(from) || (from == DType::F16 && to == DType::BF16) ||
-        (from == DType::BF16 && to == DType::F16)) {
-      if (bitWidth(from) == 16 && bitWidth(to) == 16) {
-        // f16 <-> bf16: exact widening to f32, then one rounding.
-        return b_.CreateFPTrunc(b_.CreateFPExt(x, b_.getFloatTy()), dt);
-      }
-      return b_.CreateFPExt(x, dt);
-    }
-    return b_.CreateFPTrunc(x, dt);
-  }
-  if (isFloat(from)) {  // float -> int: saturating, NaN -> 0
-    if (from == DType::F16 || from == DType::BF16) x = b_.CreateFPExt(x, b_.getFloatTy());
-    return b_.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {dt, x->getType()}, {x});
-  }
-  // int -> float, one rounding: small floats go through an exact wider type.
-  if (to == DType::F16 || to == DType::BF16) {
-    llvm::Value* d = b_.CreateSIToFP(x, bitWidth(from) <= 16 ? b_.getFloatTy() : b_.getDoubleTy());
-    return b_.CreateFPTrunc(d, dt);
-  }
-  return b_.CreateSIToFP(x, dt);
+  return emitCast(b_, x, from, to, [&](llvm::Value* y, llvm::Type* t) { return b_.CreateFPTrunc(y, t); });
 }
 
 llvm::Value* Lower::floatOp(const ir::Op& op, Slots& v) {
-  auto bin = [&](llvm::Intrinsic::ID id) { return b_.CreateBinaryIntrinsic(id, v[0], v[1]); };
-  auto un = [&](llvm::Intrinsic::ID id) { return b_.CreateUnaryIntrinsic(id, v[0]); };
+  if (llvm::Value* r = emitFloatOp(b_, op, v)) return r;
+  // pow and the transcendentals: what each target can do is its math
+  // table's choice (libdevice-free polynomials or unsupported).
   DType dt = v[0]->getType()->isDoubleTy() ? DType::F64 : DType::F32;
+  MathChoice c = t_.math(op.code(), dt);
+  if (c.impl == MathImpl::Unsupported)
+    throw CompileError(std::string(op.name()) + " on " + name(dt) + " is not supported on " + t_.arch() + " (" +
+                       c.why + ") at " + op.loc().str());
+  TS_ASSERT(c.impl == MathImpl::Polynomial && dt == DType::F32, "math table: unexpected choice");
   switch (op.code()) {
-    case OpCode::Add: return b_.CreateFAdd(v[0], v[1]);
-    case OpCode::Sub: return b_.CreateFSub(v[0], v[1]);
-    case OpCode::Mul: return b_.CreateFMul(v[0], v[1]);
-    case OpCode::Div: return b_.CreateFDiv(v[0], v[1]);
-    case OpCode::Rem: return b_.CreateFRem(v[0], v[1]);
-    case OpCode::Min: return bin(llvm::Intrinsic::minimum);
-    case OpCode::Max: return bin(llvm::Intrinsic::maximum);
-    case OpCode::Neg: return b_.CreateFNeg(v[0]);
-    case OpCode::Abs: return un(llvm::Intrinsic::fabs);
-    case OpCode::Floor: return un(llvm::Intrinsic::floor);
-    case OpCode::Sqrt: return un(llvm::Intrinsic::sqrt);
-    case OpCode::Rsqrt:
-      // Correctly rounded sqrt, then a correctly rounded division.
-      return b_.CreateFDiv(llvm::ConstantFP::get(v[0]->getType(), 1.0), un(llvm::Intrinsic::sqrt));
-    case OpCode::Fma: return b_.CreateIntrinsic(llvm::Intrinsic::fma, {v[0]->getType()}, {v[0], v[1], v[2]});
-    case OpCode::Pow: case OpCode::Exp: case OpCode::Exp2: case OpCode::Log: case OpCode::Log2:
-    case OpCode::Tanh: case OpCode::Erf: {
-      MathChoice c = t_.math(op.code(), dt);
-      if (c.impl == MathImpl::Unsupported)
-        throw CompileError(std::string(op.name()) + " on " + name(dt) + " is not supported on " + t_.arch() + " (" +
-                           c.why + ") at " + op.loc().str());
-      TS_ASSERT(c.impl == MathImpl::Polynomial && dt == DType::F32, "math table: unexpected choice");
-      switch (op.code()) {
-        case OpCode::Exp: return emitExpF32(b_, v[0]);
-        case OpCode::Exp2: return emitExp2F32(b_, v[0]);
-        case OpCode::Log: return emitLogF32(b_, v[0]);
-        case OpCode::Log2: return emitLog2F32(b_, v[0]);
-        case OpCode::Tanh: return emitTanhF32(b_, v[0]);
-        case OpCode::Erf: return emitErfF32(b_, v[0]);
-        default: TS_UNREACHABLE("math table: polynomial for an op without one");
-      }
-    }
-    case OpCode::Cmp: {
-      const std::string& p = op.strAttr("pred");
-      if (p == "eq") return b_.CreateFCmpOEQ(v[0], v[1]);
-      if (p == "ne") return b_.CreateFCmpUNE(v[0], v[1]);
-      if (p == "lt") return b_.CreateFCmpOLT(v[0], v[1]);
-      if (p == "le") return b_.CreateFCmpOLE(v[0], v[1]);
-      if (p == "gt") return b_.CreateFCmpOGT(v[0], v[1]);
-      if (p == "ge") return b_.CreateFCmpOGE(v[0], v[1]);
-      throw CompileError("cmp: unknown predicate '" + p + "' at " + op.loc().str());
-    }
-    default: break;
+    case OpCode::Exp: return emitExpF32(b_, v[0]);
+    case OpCode::Exp2: return emitExp2F32(b_, v[0]);
+    case OpCode::Log: return emitLogF32(b_, v[0]);
+    case OpCode::Log2: return emitLog2F32(b_, v[0]);
+    case OpCode::Tanh: return emitTanhF32(b_, v[0]);
+    case OpCode::Erf: return emitErfF32(b_, v[0]);
+    default: TS_UNREACHABLE("math table: polynomial for an op without one");
   }
-  throw CompileError(std::string(op.name()) + " is not defined on floats (at " + op.loc().str() + ")");
-}
-
-llvm::Value* Lower::intOp(const ir::Op& op, Slots& v, DType dt) {
-  llvm::Type* t = v[0]->getType();
-  unsigned bw = t->getScalarSizeInBits();
-  bool isBool = dt == DType::I1;
-  auto C = [&](int64_t x) { return llvm::ConstantInt::get(t, static_cast<uint64_t>(x), true); };
-  switch (op.code()) {
-    case OpCode::Add: return b_.CreateAdd(v[0], v[1]);
-    case OpCode::Sub: return b_.CreateSub(v[0], v[1]);
-    case OpCode::Mul: return b_.CreateMul(v[0], v[1]);
-    case OpCode::Div:
-    case OpCode::Rem: {
-      // Division by 0 and INT_MIN / -1 are unspecified in the IR but
-      // undefined in LLVM: divide by a safe divisor, patch -1 exactly.
-      llvm::Value* isZero = b_.CreateICmpEQ(v[1], C(0));
-      llvm::Value* isM1 = b_.CreateICmpEQ(v[1], llvm::Constant::getAllOnesValue(t));
-      llvm::Value* safe = b_.CreateSelect(b_.CreateOr(isZero, isM1), C(1), v[1]);
-      if (op.code() == OpCode::Div) {
-        llvm::Value* q = isBool ? v[0] : b_.CreateSDiv(v[0], safe);
-        return b_.CreateSelect(isM1, b_.CreateNeg(v[0]), q);
-      }
-      llvm::Value* r = isBool ? C(0) : b_.CreateSRem(v[0], safe);
-      return b_.CreateSelect(isM1, C(0), r);
-    }
-    case OpCode::Min:
-      return b_.CreateBinaryIntrinsic(isBool ? llvm::Intrinsic::umin : llvm::Intrinsic::smin, v[0], v[1]);
-    case OpCode::Max:
-      return b_.CreateBinaryIntrinsic(isBool ? llvm::Intrinsic::umax : llvm::Intrinsic::smax, v[0], v[1]);
-    case OpCode::And: return b_.CreateAnd(v[0], v[1]);
-    case OpCode::Or: return b_.CreateOr(v[0], v[1]);
-    case OpCode::Xor: return b_.CreateXor(v[0], v[1]);
-    // Oversized shifts are unspecified in the IR, poison in LLVM: mask them.
-    case OpCode::Shl: return b_.CreateShl(v[0], b_.CreateAnd(v[1], C(bw - 1)));
-    case OpCode::Shr: return b_.CreateAShr(v[0], b_.CreateAnd(v[1], C(bw - 1)));
-    case OpCode::Neg: return b_.CreateNeg(v[0]);
-    case OpCode::Not: return b_.CreateNot(v[0]);
-    case OpCode::Abs: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, v[0], b_.getFalse());
-    case OpCode::Cmp: {
-      const std::string& p = op.strAttr("pred");
-      bool u = isBool;
-      if (p == "eq") return b_.CreateICmpEQ(v[0], v[1]);
-      if (p == "ne") return b_.CreateICmpNE(v[0], v[1]);
-      if (p == "lt") return u ? b_.CreateICmpULT(v[0], v[1]) : b_.CreateICmpSLT(v[0], v[1]);
-      if (p == "le") return u ? b_.CreateICmpULE(v[0], v[1]) : b_.CreateICmpSLE(v[0], v[1]);
-      if (p == "gt") return u ? b_.CreateICmpUGT(v[0], v[1]) : b_.CreateICmpSGT(v[0], v[1]);
-      if (p == "ge") return u ? b_.CreateICmpUGE(v[0], v[1]) : b_.CreateICmpSGE(v[0], v[1]);
-      throw CompileError("cmp: unknown predicate '" + p + "' at " + op.loc().str());
-    }
-    default: break;
-  }
-  throw CompileError(std::string(op.name()) + " is not defined on integers (at " + op.loc().str() + ")");
 }
 
 llvm::Value* Lower::compute(const ir::Op& op, Slots v) {
@@ -604,15 +479,10 @@ llvm::Value* Lower::compute(const ir::Op& op, Slots v) {
   const ir::Type& t0 = op.operand(0)->type();
   if (t0.isPointerLike()) throw CompileError(std::string(op.name()) + " is not defined on pointers (at " + op.loc().str() + ")");
   DType dt = t0.dtype();
-  if (!isFloat(dt)) return intOp(op, v, dt);
-  // f16/bf16 math in f32, rounded once.
-  bool narrow = dt == DType::F16 || dt == DType::BF16;
-  llvm::Type* narrowTy = v[0]->getType();
-  if (narrow)
-    for (auto& x : v) x = b_.CreateFPExt(x, b_.getFloatTy());
-  llvm::Value* r = floatOp(op, v);
-  if (narrow && op.code() != OpCode::Cmp) r = b_.CreateFPTrunc(r, narrowTy);
-  return r;
+  if (!isFloat(dt)) return emitIntegerOp(b_, op, v, dt);
+  return emitFloatElementwise(
+      b_, op, v, dt, [&](Slots& w) { return floatOp(op, w); },
+      [&](llvm::Value* y, llvm::Type* t) { return b_.CreateFPTrunc(y, t); });
 }
 
 void Lower::emitElementwiseLike(const ir::Op& op) {
