@@ -69,9 +69,7 @@ CheckResult run(const RunContext& ctx) {
   // floor. Every batch has its own random data, so a wrong batch offset is
   // an error of order 1.
   const double factor = 2.0 * double(K + 1) * std::ldexp(1.0, -24);
-  CheckResult r;
-  r.ok = true;
-  r.tolerance = factor;
+  ElementCheck check(factor, "c");
   for (int64_t z = 0; z < Z; ++z)
     for (int64_t i = 0; i < M; ++i)
       for (int64_t j = 0; j < N; ++j) {
@@ -82,16 +80,11 @@ CheckResult run(const RunContext& ctx) {
           mag += std::fabs(p);
         }
         double g = got[size_t((z * M + i) * N + j)];
-        double err = std::fabs(g - want);
-        if (!(err <= factor * mag + 1e-7)) {
-          if (r.ok) r.detail = "c: first mismatch at batch " + std::to_string(z) + " (" + std::to_string(i) + ", " +
-                               std::to_string(j) + "): got " + std::to_string(g) + ", want " + std::to_string(want);
-          r.ok = false;
-        }
-        r.maxAbsError = std::max(r.maxAbsError, std::isnan(err) ? INFINITY : err);
-        if (std::fabs(want) > 1e-30) r.maxRelError = std::max(r.maxRelError, err / std::fabs(want));
+        check(g, want, factor * mag + 1e-7, [&] {
+          return "at batch " + std::to_string(z) + " (" + std::to_string(i) + ", " + std::to_string(j) + ")";
+        });
       }
-  return r;
+  return check.result();
 }
 }  // namespace
 

@@ -84,9 +84,7 @@ CheckResult run(const RunContext& ctx) {
   // 2 (K + 1) 2^-24 sum|terms| (see gemm_f32), with an absolute floor of
   // 1e-7 for results that cancel. A missing product term is ~0.25 on average.
   const double factor = 2.0 * double(K + 1) * std::ldexp(1.0, -24);
-  CheckResult r;
-  r.ok = true;
-  r.tolerance = factor;
+  ElementCheck check(factor, "c");
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) {
       double want = bias[size_t(j)], mag = std::fabs(want);
@@ -96,17 +94,9 @@ CheckResult run(const RunContext& ctx) {
         mag += std::fabs(p);
       }
       double g = got[size_t(i * N + j)];
-      double err = std::fabs(g - want);
-      double bound = factor * mag + 1e-7;
-      if (!(err <= bound)) {
-        if (r.ok) r.detail = "c: first mismatch at (" + std::to_string(i) + ", " + std::to_string(j) + "): got " +
-                             std::to_string(g) + ", want " + std::to_string(want);
-        r.ok = false;
-      }
-      r.maxAbsError = std::max(r.maxAbsError, std::isnan(err) ? INFINITY : err);
-      if (std::fabs(want) > 1e-30) r.maxRelError = std::max(r.maxRelError, err / std::fabs(want));
+      check(g, want, factor * mag + 1e-7, [&] { return "at (" + std::to_string(i) + ", " + std::to_string(j) + ")"; });
     }
-  return r;
+  return check.result();
 }
 }  // namespace
 

@@ -85,9 +85,7 @@ CheckResult run(const RunContext& ctx) {
   // A missing product term is ~0.25 on average, an f16 ulp of a result of
   // size ~5 is ~0.004.
   const double factor = 2.0 * double(K + 1) * std::ldexp(1.0, -24);
-  CheckResult r;
-  r.ok = true;
-  r.tolerance = factor;
+  ElementCheck check(factor, "c");
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) {
       double want = bias[size_t(j)], mag = std::fabs(want);
@@ -97,17 +95,9 @@ CheckResult run(const RunContext& ctx) {
         mag += std::fabs(p);
       }
       double g = fromHalf(got[size_t(i * N + j)]);
-      double err = std::fabs(g - want);
-      double bound = factor * mag + std::ldexp(std::fabs(want), -11) * 1.01 + std::ldexp(1.0, -24);
-      if (!(err <= bound)) {
-        if (r.ok) r.detail = "c: first mismatch at (" + std::to_string(i) + ", " + std::to_string(j) + "): got " +
-                             std::to_string(g) + ", want " + std::to_string(want);
-        r.ok = false;
-      }
-      r.maxAbsError = std::max(r.maxAbsError, std::isnan(err) ? INFINITY : err);
-      if (std::fabs(want) > 1e-30) r.maxRelError = std::max(r.maxRelError, err / std::fabs(want));
+      check(g, want, factor * mag + std::ldexp(std::fabs(want), -11) * 1.01 + std::ldexp(1.0, -24), [&] { return "at (" + std::to_string(i) + ", " + std::to_string(j) + ")"; });
     }
-  return r;
+  return check.result();
 }
 }  // namespace
 

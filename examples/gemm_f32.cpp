@@ -80,24 +80,6 @@ void gemm(const std::vector<float>& a, const std::vector<float>& b, const std::v
 namespace {
 
 
-/// |got - want| <= bound[i] everywhere (NaN fails); reports the largest errors.
-CheckResult compareBounded(const std::vector<float>& got, const std::vector<double>& want,
-                           const std::vector<double>& bound, double tolerance) {
-  CheckResult r;
-  r.ok = got.size() == want.size();
-  r.tolerance = tolerance;
-  for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
-    double err = std::fabs(double(got[i]) - want[i]);
-    if (!(err <= bound[i])) {
-      if (r.ok) r.detail = "c: first mismatch at " + std::to_string(i) + ": got " + std::to_string(got[i]) +
-                           ", want " + std::to_string(want[i]) + " (bound " + std::to_string(bound[i]) + ")";
-      r.ok = false;
-    }
-    r.maxAbsError = std::max(r.maxAbsError, std::isnan(err) ? INFINITY : err);
-    if (std::fabs(want[i]) > 1e-30) r.maxRelError = std::max(r.maxRelError, err / std::fabs(want[i]));
-  }
-  return r;
-}
 
 CheckResult run(const RunContext& ctx) {
   std::vector<int64_t> s = ctx.shape.empty() ? std::vector<int64_t>{300, 200, 150, 2} : ctx.shape;
@@ -131,7 +113,7 @@ CheckResult run(const RunContext& ctx) {
   const double factor = 2.0 * double(K + 1) * std::ldexp(1.0, -24);
   std::vector<double> bound(want.size());
   for (size_t i = 0; i < want.size(); ++i) bound[i] = 1.2 * factor * mag[i] + 1e-6 * std::fabs(want[i]) + 1e-6;
-  return compareBounded(dc.read<float>(), want, bound, factor);
+  return compareWith(dc.read<float>(), want, factor, "c", [&](size_t i) { return bound[i]; });
 }
 }  // namespace
 

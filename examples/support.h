@@ -23,26 +23,54 @@ inline std::vector<float> randomVector(size_t n, std::mt19937_64& rng, float lo 
   return v;
 }
 
-/// |got - want| <= atol + rtol * |want| everywhere (NaN fails); reports the
-/// largest errors and the first mismatch.
+/// Accumulates element checks |got - want| <= bound (NaN fails), keeping the
+/// largest errors and a description of the first mismatch.
+class ElementCheck {
+ public:
+  ElementCheck(double tolerance, std::string what) : what_(std::move(what)) {
+    r_.ok = true;
+    r_.tolerance = tolerance;
+  }
+  /// `where` describes the element ("at 7", "at (2, 3)"); called only for
+  /// the first mismatch.
+  template <typename Where>
+  void operator()(double got, double want, double bound, Where&& where) {
+    double err = std::fabs(got - want);
+    if (!(err <= bound)) {  // NaN-safe
+      if (r_.ok) r_.detail = what_ + ": first mismatch " + where() + ": got " + std::to_string(got) + ", want " +
+                             std::to_string(want) + " (bound " + std::to_string(bound) + ")";
+      r_.ok = false;
+    }
+    r_.maxAbsError = std::max(r_.maxAbsError, std::isnan(err) ? INFINITY : err);
+    if (std::fabs(want) > 1e-30) r_.maxRelError = std::max(r_.maxRelError, err / std::fabs(want));
+  }
+  void fail(const std::string& why) {
+    if (r_.ok) r_.detail = what_ + ": " + why;
+    r_.ok = false;
+  }
+  const CheckResult& result() const { return r_; }
+
+ private:
+  std::string what_;
+  CheckResult r_;
+};
+
+/// |got[i] - want[i]| <= bound(i) for every element.
+template <typename Bound>
+CheckResult compareWith(const std::vector<float>& got, const std::vector<double>& want, double tolerance,
+                        const char* what, Bound&& bound) {
+  ElementCheck check(tolerance, what);
+  if (got.size() != want.size())
+    check.fail(std::to_string(got.size()) + " values, want " + std::to_string(want.size()));
+  for (size_t i = 0; i < got.size() && i < want.size(); ++i)
+    check(got[i], want[i], bound(i), [&] { return "at " + std::to_string(i); });
+  return check.result();
+}
+
+/// |got - want| <= atol + rtol * |want| everywhere.
 inline CheckResult compare(const std::vector<float>& got, const std::vector<double>& want, double atol, double rtol,
                            const char* what = "out") {
-  CheckResult r;
-  r.ok = got.size() == want.size();
-  r.tolerance = rtol;
-  if (!r.ok)
-    r.detail = std::string(what) + ": " + std::to_string(got.size()) + " values, want " + std::to_string(want.size());
-  for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
-    double err = std::fabs(double(got[i]) - want[i]);
-    if (!(err <= atol + rtol * std::fabs(want[i]))) {  // NaN-safe
-      if (r.ok) r.detail = std::string(what) + ": first mismatch at " + std::to_string(i) + ": got " +
-                           std::to_string(got[i]) + ", want " + std::to_string(want[i]);
-      r.ok = false;
-    }
-    r.maxAbsError = std::max(r.maxAbsError, std::isnan(err) ? INFINITY : err);
-    if (std::fabs(want[i]) > 1e-30) r.maxRelError = std::max(r.maxRelError, err / std::fabs(want[i]));
-  }
-  return r;
+  return compareWith(got, want, rtol, what, [&](size_t i) { return atol + rtol * std::fabs(want[i]); });
 }
 
 /// Merges the checks of several outputs.
