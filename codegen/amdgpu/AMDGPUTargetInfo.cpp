@@ -202,7 +202,7 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
       return std::string(buf.str());
     };
     GpuOutput out;
-    out.assembly = run(llvm::CodeGenFileType::AssemblyFile);
+    if (o_.eagerAssembly) out.assembly = run(llvm::CodeGenFileType::AssemblyFile);
     std::string obj = run(llvm::CodeGenFileType::ObjectFile);
     std::string hsaco = linkHsaco(obj);
     out.codeObject.assign(hsaco.begin(), hsaco.end());

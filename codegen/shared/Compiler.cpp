@@ -100,6 +100,7 @@ std::shared_ptr<Artifact> compileGpuTarget(const ir::Function& f, const Target& 
   GpuOptions g;
   g.numWarps = opts.numWarps;
   g.codeObjectVersion = opts.codeObjectVersion;
+  g.eagerAssembly = opts.dumpAssembly;
   if (target.kind == Target::Kind::NVPTX || target.kind == Target::Kind::AMDGPU)
     return compileGpu(f, target, opts, std::move(dumps), g);
   const bool amd = target.kind == Target::Kind::EmuAMDGPU;
@@ -153,6 +154,7 @@ std::shared_ptr<Artifact> compile(const ir::Function& kernel, const Target& targ
 
 std::string Artifact::assembly() const {
   if (!dumps.assembly.empty()) return dumps.assembly;
+  if (target.kind == Target::Kind::AMDGPU || target.kind == Target::Kind::EmuAMDGPU) return amdgpuAssembly(*this);
   if (target.kind != Target::Kind::CPU)
     throw InternalError("GPU artifact of " + target.str() + " has no assembly");
   TS_ASSERT(!dumps.llvmOpt.empty(), "artifact has no optimised LLVM IR");

@@ -4,6 +4,10 @@
 #include <chrono>
 #include <cstdio>
 
+#include <llvm/AsmParser/Parser.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/Support/SourceMgr.h>
+#include <llvm/ADT/SmallString.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/raw_ostream.h>
@@ -171,6 +175,27 @@ std::string resourceReport(const Artifact& a) {
     return r + "\n";
   }
   return gpuResources(a).text;
+}
+
+std::string amdgpuAssembly(const Artifact& a) {
+  auto it = a.dumps.extra.find("llvm-gpu");
+  TS_ASSERT(it != a.dumps.extra.end(), "AMDGPU artifact of @" + a.kernelName + " kept no llvm-gpu module");
+  initLLVM();
+  llvm::LLVMContext ctx;
+  llvm::SMDiagnostic diag;
+  std::unique_ptr<llvm::Module> m = llvm::parseAssemblyString(it->second, diag, ctx);
+  if (!m) throw InternalError("cannot re-read the GPU module of @" + a.kernelName + ": " + diag.getMessage().str());
+  GpuOptions g;
+  g.eagerAssembly = true;
+  auto ti = createGpuTargetInfo(deviceTarget(a.target), g);
+  auto tm = ti->createTargetMachine(3);
+  llvm::SmallString<0> buf;
+  llvm::raw_svector_ostream os(buf);
+  llvm::legacy::PassManager pm;
+  if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
+    throw InternalError("the AMDGPU TargetMachine cannot emit assembly");
+  pm.run(*m);
+  return std::string(buf.str());
 }
 
 std::string sass(const Artifact& a) {

@@ -20,6 +20,10 @@ namespace tessera::codegen {
 struct GpuOptions {
   int numWarps = 4;           // threads per block = numWarps * warp size
   int codeObjectVersion = 5;  // AMDGPU: 4, 5 or 6
+  /// AMDGPU: also emit AMDGCN assembly during the compile. Off by default:
+  /// it is a second run of the code generator, so Artifact::assembly()
+  /// produces it on demand from the kept module instead.
+  bool eagerAssembly = false;
 };
 
 /// The resources a kernel uses, as read back from the toolchain.
@@ -38,6 +42,10 @@ std::shared_ptr<Artifact> compileGpu(const ir::Function& fnAfterTilePasses, cons
                                      const CompileOptions& o, StageDumps dumpsSoFar);
 std::shared_ptr<Artifact> compileGpu(const ir::Function& fnAfterTilePasses, const Target& t,
                                      const CompileOptions& o, StageDumps dumpsSoFar, const GpuOptions& g);
+
+/// AMDGCN assembly of an AMDGPU (or emu:amdgpu) artifact, generated from its
+/// kept "llvm-gpu" module (the same code the code object was built from).
+std::string amdgpuAssembly(const Artifact& a);
 
 /// Registers, spills and shared memory of a compiled GPU artifact: ptxas -v
 /// for NVPTX (DeviceError if ptxas is missing), the code object's metadata

@@ -351,7 +351,7 @@ std::string CompiledKernel::dump(Stage s) const {
       return codegen::sass(*state_->artifact);
     case Stage::AMDGCN:
       requireTarget(s, {Target::Kind::AMDGPU, Target::Kind::EmuAMDGPU});
-      return d.assembly;
+      return state_->artifact->assembly();
     case Stage::HSACO:
       requireTarget(s, {Target::Kind::AMDGPU, Target::Kind::EmuAMDGPU});
       return std::string(state_->artifact->codeObject.begin(), state_->artifact->codeObject.end());

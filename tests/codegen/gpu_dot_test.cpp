@@ -222,7 +222,7 @@ TEST_CASE("dot: MFMA on gfx90a/gfx942 and WMMA on gfx1100; code objects link", "
       CHECK(layoutDump(*art).find(wmma ? "#mma<wmma.16x16x16" : "#mma<mfma.16x16x16") != std::string::npos);
       std::string want = wmma ? (in == DType::F16 ? "v_wmma_f32_16x16x16_f16" : "v_wmma_f32_16x16x16_bf16")
                               : (in == DType::F16 ? "v_mfma_f32_16x16x16" : "v_mfma_f32_16x16x16");
-      CHECK(art->dumps.assembly.find(want) != std::string::npos);
+      CHECK(art->assembly().find(want) != std::string::npos);
       REQUIRE(art->codeObject.size() > 4);
       CHECK(std::string(art->codeObject.data() + 1, 3) == "ELF");
       codegen::GpuResources r = codegen::gpuResources(*art);

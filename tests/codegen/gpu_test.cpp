@@ -246,7 +246,7 @@ TEST_CASE("gpu: AMDGPU code objects link and their metadata reads back", "[gpu][
       REQUIRE(art->codeObject.size() > 4);
       CHECK(std::string(art->codeObject.data() + 1, 3) == "ELF");
       CHECK(art->dumps.extra.at("hsaco").size() == art->codeObject.size());
-      CHECK(art->dumps.assembly.find(".amdhsa_kernel " + std::string(k.name)) != std::string::npos);
+      CHECK(art->assembly().find(".amdhsa_kernel " + std::string(k.name)) != std::string::npos);
       codegen::GpuResources r = codegen::gpuResources(*art);
       INFO(r.text);
       CHECK(r.wavefrontSize == waves[i]);
@@ -260,8 +260,8 @@ TEST_CASE("gpu: AMDGPU code objects link and their metadata reads back", "[gpu][
 TEST_CASE("gpu: cross-lane reductions use ds_bpermute on AMDGPU", "[gpu][amdgpu]") {
   auto f = softmax();
   auto art = compileFor(*f, "amdgpu:gfx942");
-  CHECK(art->dumps.assembly.find("ds_bpermute_b32") != std::string::npos);
-  CHECK(art->dumps.assembly.find("s_barrier") != std::string::npos);
+  CHECK(art->assembly().find("ds_bpermute_b32") != std::string::npos);
+  CHECK(art->assembly().find("s_barrier") != std::string::npos);
   CHECK(art->dumps.llvmOpt.find("amdhsa_code_object_version") != std::string::npos);
 }
 
