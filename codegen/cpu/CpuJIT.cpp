@@ -84,27 +84,10 @@ llvm::TargetMachine& cachedTargetMachine(const CpuTargetInfo& t, int optLevel) {
 }
 
 void optimizeModule(llvm::Module& m, llvm::TargetMachine& tm, int optLevel) {
-  llvm::LoopAnalysisManager lam;
-  llvm::FunctionAnalysisManager fam;
-  llvm::CGSCCAnalysisManager cgam;
-  llvm::ModuleAnalysisManager mam;
   llvm::PipelineTuningOptions pto;
   pto.LoopVectorization = optLevel >= 2;
   pto.SLPVectorization = optLevel >= 2;
-  llvm::PassBuilder pb(&tm, pto);
-  pb.registerModuleAnalyses(mam);
-  pb.registerCGSCCAnalyses(cgam);
-  pb.registerFunctionAnalyses(fam);
-  pb.registerLoopAnalyses(lam);
-  pb.crossRegisterProxies(lam, fam, cgam, mam);
-  llvm::ModulePassManager mpm;
-  switch (optLevel) {
-    case 0: mpm = pb.buildO0DefaultPipeline(llvm::OptimizationLevel::O0); break;
-    case 1: mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O1); break;
-    case 2: mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2); break;
-    default: mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3); break;
-  }
-  mpm.run(m, mam);
+  runDefaultPipeline(m, tm, optLevel, pto);
 }
 
 void optimizeKernel(llvm::Module& m, llvm::TargetMachine& tm, int optLevel) {

@@ -27,26 +27,6 @@
 namespace tessera::codegen {
 
 namespace {
-// Wall-clock time of each stage, reported in dumps.extra["compile-times"].
-struct StageTimer {
-  std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
-  std::string log;
-  void mark(const char* stage) {
-    auto now = std::chrono::steady_clock::now();
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%s %.2f ms\n", stage, std::chrono::duration<double, std::milli>(now - last).count());
-    log += buf;
-    last = now;
-  }
-};
-
-std::string printModule(const llvm::Module& m) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  m.print(os, nullptr);
-  return s;
-}
-
 // Symbol names of entries: the kernel name restricted to [A-Za-z0-9_].
 std::string entrySymbol(const std::string& kernel) {
   std::string s = "tessera_entry_";

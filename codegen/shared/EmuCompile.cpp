@@ -52,13 +52,6 @@ struct EmuJitOwner {
   }
 };
 
-std::string printModule(const llvm::Module& m) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  m.print(os, nullptr);
-  return s;
-}
-
 void verifyOrThrow(const llvm::Module& m, const std::string& stage) {
   std::string msg;
   llvm::raw_string_ostream os(msg);

@@ -24,46 +24,6 @@ namespace tessera::codegen {
 
 namespace {
 
-struct Timer {
-  std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
-  std::string log;
-  void mark(const char* stage) {
-    auto now = std::chrono::steady_clock::now();
-    char buf[80];
-    std::snprintf(buf, sizeof buf, "%s %.2f ms\n", stage, std::chrono::duration<double, std::milli>(now - last).count());
-    log += buf;
-    last = now;
-  }
-};
-
-std::string printModule(const llvm::Module& m) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  m.print(os, nullptr);
-  return s;
-}
-
-void optimize(llvm::Module& m, llvm::TargetMachine& tm, int optLevel) {
-  llvm::LoopAnalysisManager lam;
-  llvm::FunctionAnalysisManager fam;
-  llvm::CGSCCAnalysisManager cgam;
-  llvm::ModuleAnalysisManager mam;
-  llvm::PassBuilder pb(&tm);
-  pb.registerModuleAnalyses(mam);
-  pb.registerCGSCCAnalyses(cgam);
-  pb.registerFunctionAnalyses(fam);
-  pb.registerLoopAnalyses(lam);
-  pb.crossRegisterProxies(lam, fam, cgam, mam);
-  llvm::ModulePassManager mpm;
-  switch (optLevel) {
-    case 0: mpm = pb.buildO0DefaultPipeline(llvm::OptimizationLevel::O0); break;
-    case 1: mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O1); break;
-    case 2: mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2); break;
-    default: mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3); break;
-  }
-  mpm.run(m, mam);
-}
-
 bool isNvptx(const Target& t) { return t.kind == Target::Kind::NVPTX || t.kind == Target::Kind::EmuNVPTX; }
 bool isAmdgpu(const Target& t) { return t.kind == Target::Kind::AMDGPU || t.kind == Target::Kind::EmuAMDGPU; }
 
@@ -84,7 +44,7 @@ std::shared_ptr<Artifact> compileGpu(const ir::Function& fn, const Target& t, co
                                      StageDumps dumps, const GpuOptions& g) {
   if (o.optLevel < 0 || o.optLevel > 3)
     throw CompileError("optLevel must be 0..3, got " + std::to_string(o.optLevel));
-  Timer timer;
+  StageTimer timer;
   std::unique_ptr<GpuTargetInfo> ti = createGpuTargetInfo(t, g);
   auto art = std::make_shared<Artifact>();
   art->target = t;
@@ -120,7 +80,7 @@ std::shared_ptr<Artifact> compileGpu(const ir::Function& fn, const Target& t, co
     if (llvm::verifyModule(m, &os))
       throw InternalError("GPU lowering of @" + fn.name() + " for " + t.str() + " produced invalid LLVM IR:\n" + msg);
   }
-  optimize(m, *tm, o.optLevel);
+  runDefaultPipeline(m, *tm, o.optLevel);
   timer.mark("optimize");
   art->dumps.llvmOpt = printModule(m);
   art->dumps.extra["llvm-gpu"] = art->dumps.llvmOpt;

@@ -1,6 +1,10 @@
 #include "shared/LLVMSupport.h"
 
+#include <cstdio>
 #include <mutex>
+
+#include <llvm/IR/Module.h>
+#include <llvm/Support/raw_ostream.h>
 
 #include <llvm/Support/ErrorHandling.h>
 #include <llvm/Support/TargetSelect.h>
@@ -27,6 +31,42 @@ void initLLVM() {
     llvm::InitializeNativeTargetAsmParser();
     llvm::install_fatal_error_handler(fatalHandler, nullptr);
   });
+}
+
+void StageTimer::mark(const char* stage) {
+  auto now = std::chrono::steady_clock::now();
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%s %.2f ms\n", stage, std::chrono::duration<double, std::milli>(now - last).count());
+  log += buf;
+  last = now;
+}
+
+std::string printModule(const llvm::Module& m) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  m.print(os, nullptr);
+  return s;
+}
+
+void runDefaultPipeline(llvm::Module& m, llvm::TargetMachine& tm, int optLevel, llvm::PipelineTuningOptions pto) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(&tm, pto);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm;
+  switch (optLevel) {
+    case 0: mpm = pb.buildO0DefaultPipeline(llvm::OptimizationLevel::O0); break;
+    case 1: mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O1); break;
+    case 2: mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2); break;
+    default: mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3); break;
+  }
+  mpm.run(m, mam);
 }
 
 }  // namespace tessera::codegen

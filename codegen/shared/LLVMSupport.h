@@ -2,10 +2,17 @@
 // Private to codegen: includes LLVM headers.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <type_traits>
 
+#include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/Error.h>
+
+namespace llvm {
+class Module;
+class TargetMachine;
+}  // namespace llvm
 
 #include "tessera/support/Error.h"
 
@@ -15,6 +22,21 @@ namespace tessera::codegen {
 /// fatal-error handler that throws InternalError instead of aborting.
 /// Idempotent and thread-safe.
 void initLLVM();
+
+/// Wall-clock time of each compile stage, reported in
+/// dumps.extra["compile-times"] as "stage 1.23 ms" lines.
+struct StageTimer {
+  std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
+  std::string log;
+  void mark(const char* stage);
+};
+
+/// The textual form of a module (for the LLVM stages of the dumps).
+std::string printModule(const llvm::Module& m);
+
+/// Runs LLVM's default per-module pipeline for optLevel 0..3.
+void runDefaultPipeline(llvm::Module& m, llvm::TargetMachine& tm, int optLevel,
+                        llvm::PipelineTuningOptions pto = llvm::PipelineTuningOptions());
 
 /// Consumes an llvm::Error: returns normally on success, otherwise throws
 /// E (CompileError by default) with `what` and LLVM's message.
