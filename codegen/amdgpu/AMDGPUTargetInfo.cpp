@@ -86,6 +86,17 @@ TensorCoreOp amdgpuTensorCore(const std::string& arch, DType in, DType acc) {
   return t;
 }
 
+// Registers LLVM's AMDGPU target once per process.
+void initAMDGPU() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    LLVMInitializeAMDGPUTargetInfo();
+    LLVMInitializeAMDGPUTarget();
+    LLVMInitializeAMDGPUTargetMC();
+    LLVMInitializeAMDGPUAsmPrinter();
+  });
+}
+
 class AMDGPUTargetInfo final : public GpuTargetInfo {
  public:
   AMDGPUTargetInfo(const GfxRow& row, const GpuOptions& o) : row_(row), o_(o) {}
@@ -163,24 +174,7 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
   TensorCoreOp tensorCore(DType in, DType acc) const override { return amdgpuTensorCore(row_.arch, in, acc); }
 
   std::unique_ptr<llvm::TargetMachine> createTargetMachine(int optLevel) override {
-    static std::once_flag once;
-    std::call_once(once, [] {
-      LLVMInitializeAMDGPUTargetInfo();
-      LLVMInitializeAMDGPUTarget();
-      LLVMInitializeAMDGPUTargetMC();
-      LLVMInitializeAMDGPUAsmPrinter();
-    });
-    initLLVM();
-    llvm::Triple t(triple());
-    std::string err;
-    const llvm::Target* target = llvm::TargetRegistry::lookupTarget(t, err);
-    if (!target) throw CompileError("this LLVM has no AMDGPU target: " + err);
-    llvm::TargetOptions to;
-    auto lvl = optLevel == 0 ? llvm::CodeGenOptLevel::None : llvm::CodeGenOptLevel::Aggressive;
-    std::unique_ptr<llvm::TargetMachine> tm(
-        target->createTargetMachine(t, row_.arch, row_.features, to, llvm::Reloc::PIC_, std::nullopt, lvl));
-    if (!tm) throw CompileError("cannot create an AMDGPU TargetMachine for " + std::string(row_.arch));
-    return tm;
+    return createGpuTargetMachine(initAMDGPU, "AMDGPU", triple(), row_.arch, row_.features, llvm::Reloc::PIC_, optLevel);
   }
 
   void prepareModule(llvm::Module& m) override {

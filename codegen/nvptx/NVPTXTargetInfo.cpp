@@ -77,6 +77,17 @@ TensorCoreOp nvptxTensorCore(DType in, DType acc) {
   return t;
 }
 
+// Registers LLVM's NVPTX target once per process.
+void initNVPTX() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
+  });
+}
+
 class NVPTXTargetInfo final : public GpuTargetInfo {
  public:
   NVPTXTargetInfo(const SmRow& row, const GpuOptions& o) : row_(row), o_(o) {}
@@ -137,24 +148,7 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
   TensorCoreOp tensorCore(DType in, DType acc) const override { return nvptxTensorCore(in, acc); }
 
   std::unique_ptr<llvm::TargetMachine> createTargetMachine(int optLevel) override {
-    static std::once_flag once;
-    std::call_once(once, [] {
-      LLVMInitializeNVPTXTargetInfo();
-      LLVMInitializeNVPTXTarget();
-      LLVMInitializeNVPTXTargetMC();
-      LLVMInitializeNVPTXAsmPrinter();
-    });
-    initLLVM();
-    llvm::Triple t(triple());
-    std::string err;
-    const llvm::Target* target = llvm::TargetRegistry::lookupTarget(t, err);
-    if (!target) throw CompileError("this LLVM has no NVPTX target: " + err);
-    llvm::TargetOptions to;
-    auto lvl = optLevel == 0 ? llvm::CodeGenOptLevel::None : llvm::CodeGenOptLevel::Aggressive;
-    std::unique_ptr<llvm::TargetMachine> tm(
-        target->createTargetMachine(t, row_.arch, row_.ptxFeature, to, std::nullopt, std::nullopt, lvl));
-    if (!tm) throw CompileError("cannot create an NVPTX TargetMachine for " + std::string(row_.arch));
-    return tm;
+    return createGpuTargetMachine(initNVPTX, "NVPTX", triple(), row_.arch, row_.ptxFeature, std::nullopt, optLevel);
   }
 
   GpuOutput emit(llvm::Module& m, llvm::TargetMachine& tm) override {

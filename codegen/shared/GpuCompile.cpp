@@ -8,6 +8,10 @@
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/Support/SourceMgr.h>
 #include <llvm/ADT/SmallString.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/Target/TargetOptions.h>
+#include <llvm/TargetParser/Triple.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/raw_ostream.h>
@@ -33,6 +37,23 @@ std::unique_ptr<GpuTargetInfo> createGpuTargetInfo(const Target& t, const GpuOpt
   if (isNvptx(t)) return createNVPTXTargetInfo(t.arch, g);
   if (isAmdgpu(t)) return createAMDGPUTargetInfo(t.arch, g);
   throw CompileError("target " + t.str() + " is not a GPU target");
+}
+
+std::unique_ptr<llvm::TargetMachine> createGpuTargetMachine(void (*initTarget)(), const std::string& vendor,
+                                                            const std::string& triple, const std::string& cpu,
+                                                            const std::string& features,
+                                                            std::optional<llvm::Reloc::Model> reloc, int optLevel) {
+  initTarget();
+  initLLVM();
+  llvm::Triple t(triple);
+  std::string err;
+  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(t, err);
+  if (!target) throw CompileError("this LLVM has no " + vendor + " target: " + err);
+  llvm::TargetOptions to;
+  auto lvl = optLevel == 0 ? llvm::CodeGenOptLevel::None : llvm::CodeGenOptLevel::Aggressive;
+  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(t, cpu, features, to, reloc, std::nullopt, lvl));
+  if (!tm) throw CompileError("cannot create an " + vendor + " TargetMachine for " + cpu);
+  return tm;
 }
 
 std::shared_ptr<Artifact> compileGpu(const ir::Function& fn, const Target& t, const CompileOptions& o,

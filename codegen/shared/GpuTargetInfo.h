@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -111,5 +112,13 @@ std::unique_ptr<GpuTargetInfo> createNVPTXTargetInfo(const std::string& arch, co
 std::unique_ptr<GpuTargetInfo> createAMDGPUTargetInfo(const std::string& arch, const GpuOptions& o);
 /// The vendor hooks for a GPU target (emu: targets map to their vendor).
 std::unique_ptr<GpuTargetInfo> createGpuTargetInfo(const Target& t, const GpuOptions& g = {});
+
+/// The TargetMachine both vendors build the same way: `initTarget` registers
+/// the vendor's LLVM target once, the rest is the triple, processor and
+/// feature string of the architecture. `vendor` names it in errors.
+std::unique_ptr<llvm::TargetMachine> createGpuTargetMachine(void (*initTarget)(), const std::string& vendor,
+                                                            const std::string& triple, const std::string& cpu,
+                                                            const std::string& features,
+                                                            std::optional<llvm::Reloc::Model> reloc, int optLevel);
 
 }  // namespace tessera::codegen

@@ -16,9 +16,6 @@ namespace {
 // Alignment of every CPU allocation: a cache line, and enough for the
 // widest vector loads the host code generator emits (AVX-512).
 constexpr size_t kAlign = 64;
-// Upper bound on a thread count: beyond it a typo (TESSERA_NUM_THREADS=1000000)
-// would try to start that many threads.
-constexpr unsigned kMaxThreads = 1024;
 
 unsigned hardwareThreads() {
   unsigned n = std::thread::hardware_concurrency();
@@ -113,11 +110,7 @@ class CpuDevice final : public DeviceImpl {
   void launch(KernelState& ks, const KernelSignature& sig, Dim3 grid, void** args,
               const LaunchOptions& opts) override {
     auto& k = static_cast<CpuKernel&>(ks);
-    unsigned threads = opts.threads;
-    if (threads > kMaxThreads)
-      throw LaunchError(sig.kernelName + ": LaunchOptions::threads = " + std::to_string(threads) +
-                        " exceeds the limit of " + std::to_string(kMaxThreads) + " threads");
-    if (threads == 0) threads = defaultThreads();
+    unsigned threads = launchThreads(opts, sig, *this);
 
     // The grid fits int32 per dimension (checked by the caller).
     const int32_t g[3] = {static_cast<int32_t>(grid.x), static_cast<int32_t>(grid.y),
@@ -143,6 +136,15 @@ class CpuDevice final : public DeviceImpl {
 
 }  // namespace
 
+unsigned launchThreads(const LaunchOptions& opts, const KernelSignature& sig, const DeviceImpl& dev) {
+  if (opts.threads > kMaxHostThreads)
+    throw LaunchError(sig.kernelName + ": LaunchOptions::threads = " + std::to_string(opts.threads) +
+                      " exceeds the limit of " + std::to_string(kMaxHostThreads) + " threads");
+  // An explicit count never reads TESSERA_NUM_THREADS (a bad value there
+  // must not break a launch that does not use it).
+  return opts.threads == 0 ? dev.defaultThreads() : opts.threads;
+}
+
 unsigned threadsFromEnvironment() {
   const char* v = std::getenv("TESSERA_NUM_THREADS");
   if (!v || !*v) return 0;
@@ -156,12 +158,12 @@ unsigned threadsFromEnvironment() {
       break;
     }
     n = n * 10 + static_cast<unsigned>(*p - '0');
-    if (n > kMaxThreads) break;
+    if (n > kMaxHostThreads) break;
   }
-  if (!ok || n == 0 || n > kMaxThreads)
+  if (!ok || n == 0 || n > kMaxHostThreads)
     throw LaunchError(std::string("TESSERA_NUM_THREADS='") + v +
                       "' is not a valid thread count: set it to an integer from 1 to " +
-                      std::to_string(kMaxThreads) + ", or unset it to use every hardware thread");
+                      std::to_string(kMaxHostThreads) + ", or unset it to use every hardware thread");
   return static_cast<unsigned>(n);
 }
 

@@ -100,6 +100,15 @@ std::shared_ptr<DeviceImpl> createCudaDevice(int ordinal);
 int hipDeviceCount() noexcept;
 std::shared_ptr<DeviceImpl> createHipDevice(int ordinal);
 
+/// Upper bound on a host thread count (launch options, TESSERA_NUM_THREADS,
+/// the pool): beyond it a typo (TESSERA_NUM_THREADS=1000000) would try to
+/// start that many threads.
+inline constexpr unsigned kMaxHostThreads = 1024;
+
+/// The host threads a launch uses: LaunchOptions::threads, or the device's
+/// default when it is 0. Throws LaunchError above kMaxHostThreads.
+unsigned launchThreads(const LaunchOptions& opts, const KernelSignature& sig, const DeviceImpl& dev);
+
 /// Parses TESSERA_NUM_THREADS: nullopt-like 0 when unset; throws LaunchError
 /// naming the variable when it is set to anything but a positive count.
 unsigned threadsFromEnvironment();

@@ -27,7 +27,6 @@ namespace {
 // alignment (cudaMalloc gives at least 256, but kernels assume only the
 // element alignment and the vector width the lowering chose, <= 16 bytes).
 constexpr size_t kAlign = 64;
-constexpr unsigned kMaxThreads = 1024;
 constexpr unsigned kMaxBlockThreads = 1024;
 
 struct ArchInfo {
@@ -150,11 +149,7 @@ class EmuDevice final : public DeviceImpl {
   void launch(KernelState& ks, const KernelSignature& sig, Dim3 grid, void** args,
               const LaunchOptions& opts) override {
     auto& k = static_cast<EmuKernel&>(ks);
-    unsigned threads = opts.threads;
-    if (threads > kMaxThreads)
-      throw LaunchError(sig.kernelName + ": LaunchOptions::threads = " + std::to_string(threads) +
-                        " exceeds the limit of " + std::to_string(kMaxThreads) + " threads");
-    if (threads == 0) threads = defaultThreads();
+    unsigned threads = launchThreads(opts, sig, *this);
 
     emu::LaunchConfig cfg;
     cfg.vendor = k.amd ? emu::Vendor::AMD : emu::Vendor::NVIDIA;

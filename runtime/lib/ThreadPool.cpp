@@ -230,10 +230,9 @@ Pool& pool() {
 
 void parallelForRaw(int64_t n, unsigned threads, RangeFn fn, void* ctx) {
   if (n <= 0) return;
-  // The same cap the CPU device puts on launches: a runaway count must not
+  // The same cap the devices put on launches: a runaway count must not
   // start thousands of threads that then live until exit.
-  constexpr unsigned kMaxThreads = 1024;
-  int64_t chunks = std::min<int64_t>(std::clamp(threads, 1u, kMaxThreads), n);
+  int64_t chunks = std::min<int64_t>(std::clamp(threads, 1u, kMaxHostThreads), n);
   if (chunks <= 1 || tInsidePool) {
     fn(ctx, 0, n);
     return;
