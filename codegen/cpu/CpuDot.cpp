@@ -114,13 +114,15 @@ class Emitter {
     for (int i = 0; i < mr; ++i) {
       llvm::Value* r = b_.CreateAdd(row, i64(i));
       cRow[i] = at(o_.c, b_.CreateAdd(b_.CreateMul(r, i64(N)), col));
-      aRow[i] = at(o_.a, b_.CreateMul(r, i64(K)));
+      aRow[i] = at(o_.a, b_.CreateMul(r, i64(o_.lda)));
       for (int v = 0; v < nv; ++v) acc[i * nv + v] = loadVec(b_.CreateConstInBoundsGEP1_64(o_.elemTy, cRow[i], v * L), masked(v), tail);
     }
-    llvm::Value* bCol = at(o_.b, col);
+    // B's panel of columns [col, col + NR): K rows of NR, contiguous.
+    const int64_t NR = blk_.nr();
+    llvm::Value* bCol = at(o_.b, b_.CreateMul(col, i64(K)));
     // One k step: NV loads of B's row k, MR broadcasts of A's column k.
     auto step = [&](llvm::Value* k, std::vector<llvm::Value*>& cur) {
-      llvm::Value* bRow = at(bCol, b_.CreateMul(k, i64(N)));
+      llvm::Value* bRow = at(bCol, b_.CreateMul(k, i64(NR)));
       std::vector<llvm::Value*> bv(nv);
       for (int v = 0; v < nv; ++v) bv[v] = loadVec(b_.CreateConstInBoundsGEP1_64(o_.elemTy, bRow, v * L), masked(v), tail);
       for (int i = 0; i < mr; ++i) {

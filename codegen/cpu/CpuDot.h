@@ -35,8 +35,9 @@ struct DotBlocking {
 DotBlocking dotBlocking(const CpuTargetInfo& t, llvm::Type* elemTy);
 
 struct DotArrays {
-  llvm::Value* a = nullptr;  // M x K, row-major, elemTy
-  llvm::Value* b = nullptr;  // K x N, row-major, elemTy
+  llvm::Value* a = nullptr;  // M x K, row-major with row stride lda, elemTy
+  llvm::Value* b = nullptr;  // K x N in panels: see emitDotKernel
+  int64_t lda = 0;           // >= K
   llvm::Value* c = nullptr;  // M x N, row-major, elemTy: updated in place, C += A B
   int64_t M = 0, N = 0, K = 0;
   llvm::Type* elemTy = nullptr;  // float or i32

@@ -186,6 +186,24 @@ class Lowering {
     if (n == c) return body(i64(0));
     constLoop(0, n, c, body);
   }
+  /// The chunk loop over a tile of shape `s`. When chunks never straddle a
+  /// row (the last dimension is a multiple of `c`) it is two loops, rows
+  /// outside and chunks of the row inside, and `coords_` gives the body's
+  /// flat index as (row, column): broadcasts then index their sources
+  /// without dividing the flat index, and what depends on the row only (a
+  /// row's base pointer, its mask bit) is invariant in the inner loop and
+  /// hoisted out of it. One row, or rows not a multiple of `c`: flat loop.
+  void chunkLoop(const ir::Shape& s, int64_t c, const std::function<void(llvm::Value*)>& body);
+  /// The (row, column) of the chunk the innermost 2-D chunk loop is at, and
+  /// the flat index it hands to its body; valid for values of `shape` whose
+  /// chunk index is exactly `base` (see emitBroadcast).
+  struct Coords {
+    llvm::Value* base = nullptr;
+    llvm::Value* row = nullptr;  // flat index over all but the last dimension
+    llvm::Value* col = nullptr;
+    ir::Shape shape;
+  };
+  Coords coords_;
 
   // ---- values ------------------------------------------------------------
   llvm::Value* scalar(const ir::Value* v) {
@@ -260,6 +278,45 @@ class Lowering {
   void emitAtomic(const ir::Op& op);
   void emitReduce(const ir::Op& op);
   void emitDot(const ir::Op& op);
+  /// True if `v` (a rank-2 tile) is loaded straight into the panel layout
+  /// the dot kernel reads B in (CpuDot.h): its only use is as the B operand
+  /// of a dot that needs no widening.
+  bool loadsAsDotPanel(const ir::Value* v);
+  /// True if `v` is loaded straight into the padded row-major layout the
+  /// dot kernel reads A in: its only use is as the A operand of a dot that
+  /// needs no widening.
+  bool loadsAsDotRows(const ir::Value* v);
+  /// Row stride of A's array for the dot kernel: K plus one cache line, so
+  /// that the MR rows a micro-block reads fall into different L1 sets (with
+  /// K a multiple of 64 elements they would all share a few).
+  int64_t dotRowStride(int64_t K, llvm::Type* t) const {
+    return K + 64 / static_cast<int64_t>(t->getPrimitiveSizeInBits() / 8);
+  }
+  std::unordered_map<const ir::Value*, int64_t> rowStride_;  // A arrays with a padded row stride
+  /// Index into B's panel layout of the chunk at flat index `base` of a
+  /// K x N tile (coordinates from the 2-D chunk loop when it is at `base`).
+  llvm::Value* panelIndex(llvm::Value* base, int64_t K, int64_t N, int64_t nr);
+  /// Index of flat index `base` of a tile with rows of L elements stored
+  /// with row stride `stride`.
+  llvm::Value* paddedIndex(llvm::Value* base, int64_t L, int64_t stride);
+  int64_t panelElems(int64_t K, int64_t N, int64_t nr) const { return (N + nr - 1) / nr * nr * K; }
+  /// Largest chunk width dividing `L`: the chunks of a row-wise loop.
+  int64_t rowChunkWidth(int64_t L) const { return chunkWidth(L); }
+  std::unordered_set<const ir::Value*> panelB_;  // arrays already in panel layout
+  /// The induction variable of the `for` whose next iteration `op` (a load
+  /// or copy of a tile) should prefetch for, or nullptr. See emitLoad.
+  const ir::Value* prefetchIv(const ir::Op& op);
+  /// True if the chunks of `v` can be evaluated again with other scalars
+  /// (pure fused computations over scalars and arrays, nothing deferred).
+  bool recomputable(const ir::Value* v) const;
+  /// The pointer of the first lane of the chunk of `ptr` at `base`: the
+  /// pointer computation evaluated for one lane where it has no effect
+  /// (LLVM does not narrow a vector of pointers to the one lane used),
+  /// else lane 0 of the whole chunk.
+  llvm::Value* firstPointer(const ir::Value* ptr, llvm::Value* base, int64_t c) {
+    int64_t w = recomputable(ptr) ? 1 : c;
+    return b_.CreateExtractElement(emitChunk(ptr, base, w), uint64_t{0});
+  }
   void emitFor(const ir::Op& op);
   void emitIf(const ir::Op& op);
   void emitYield(const ir::Op& op);
@@ -490,6 +547,25 @@ void Lowering::constLoop(int64_t lo, int64_t hi, int64_t step, const std::functi
   b_.SetInsertPoint(exit);
 }
 
+void Lowering::chunkLoop(const ir::Shape& s, int64_t c, const std::function<void(llvm::Value*)>& body) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  int64_t L = s.empty() ? 1 : s.back();
+  if (s.size() < 2 || L % c != 0 || n == L) return chunkLoop(n, c, body);
+  Coords saved = coords_;
+  constLoop(0, n / L, 1, [&](llvm::Value* r) {
+    llvm::Value* rowBase = b_.CreateMul(r, i64(L), "", /*HasNUW=*/true, /*HasNSW=*/true);
+    auto inner = [&](llvm::Value* j) {
+      llvm::Value* base = j == nullptr ? rowBase : b_.CreateAdd(rowBase, j, "", true, true);
+      coords_ = {base, r, j ? j : i64(0), s};
+      body(base);
+    };
+    if (L == c) inner(nullptr);
+    else constLoop(0, L, c, inner);
+  });
+  coords_ = saved;
+}
+
 // =================================================================== values
 
 llvm::Value* Lowering::loadChunk(llvm::Value* arr, const ir::Type& t, llvm::Value* base, int64_t c) {
@@ -598,6 +674,18 @@ llvm::Value* Lowering::emitBroadcast(const ir::Op& op, llvm::Value* base, int64_
   auto srcIndex = [&](llvm::Value* flat) {
     llvm::Type* t = flat->getType();
     llvm::Value* src = llvm::ConstantInt::get(t, 0);
+    if (flat == coords_.base && rs == coords_.shape) {
+      // Inside a 2-D chunk loop over this very shape: the coordinates are
+      // the row index split over the leading dimensions and the column.
+      llvm::Value* rest = coords_.row;
+      for (size_t d = rs.size() - 1; d-- > 0;) {
+        llvm::Value* idx = d == 0 ? rest : b_.CreateURem(rest, llvm::ConstantInt::get(t, rs[d]));
+        if (d > 0) rest = b_.CreateUDiv(rest, llvm::ConstantInt::get(t, rs[d]));
+        if (ss[d] != 1) src = b_.CreateAdd(src, b_.CreateMul(idx, llvm::ConstantInt::get(t, sst[d])));
+      }
+      if (ss.back() != 1) src = b_.CreateAdd(src, coords_.col);
+      return src;
+    }
     for (size_t d = 0; d < rs.size(); ++d) {
       if (ss[d] == 1) continue;
       llvm::Value* idx = b_.CreateURem(b_.CreateUDiv(flat, llvm::ConstantInt::get(t, rst[d])),
@@ -634,7 +722,7 @@ void Lowering::writeTile(llvm::Value* dst, const ir::Value* v) {
     return;
   }
   int64_t c = chunkWidth(n);
-  versioned({v}, [&] { chunkLoop(n, c, [&](llvm::Value* base) { storeChunk(dst, t, base, emitChunk(v, base, c)); }); });
+  versioned({v}, [&] { chunkLoop(t.shape(), c, [&](llvm::Value* base) { storeChunk(dst, t, base, emitChunk(v, base, c)); }); });
 }
 
 void Lowering::materialize(const ir::Value* v) {
@@ -893,12 +981,13 @@ llvm::Value* Lowering::loadValueChunk(const ir::Op& op, llvm::Value* base, int64
   bool isBool = dt == DType::I1;
   llvm::Type* st = memTy(dt);
   auto align = llvm::Align(st->getPrimitiveSizeInBits() / 8);
-  llvm::Value* p = emitChunk(ptr, base, c);
+  bool contiguous = axis_.contiguousChunks(ptr, c);
+  llvm::Value* p = contiguous ? nullptr : emitChunk(ptr, base, c);
   llvm::Value* m = mask ? emitChunk(mask, base, c) : nullptr;
   if (m && llvm::isa<llvm::Constant>(m) && llvm::cast<llvm::Constant>(m)->isAllOnesValue()) m = nullptr;
   llvm::Value* o = other && m ? toStorage(emitChunk(other, base, c), isBool) : llvm::Constant::getNullValue(vec(st, c));
-  if (axis_.contiguousChunks(ptr, c)) {
-    llvm::Value* p0 = b_.CreateExtractElement(p, uint64_t{0});
+  if (contiguous) {
+    llvm::Value* p0 = firstPointer(ptr, base, c);
     if (!m) return b_.CreateAlignedLoad(vec(st, c), p0, align);
     // In the general version of a versioned loop the mask is not known to be
     // mostly on, and a masked load costs about what a plain one does.
@@ -951,13 +1040,109 @@ void Lowering::emitLoad(const ir::Op& op, llvm::Value* dstArr) {
   int64_t n = numElems(ptr->type());
   int64_t c = chunkWidth(n);
   ir::Type valT = ir::Type::tile(ir::Type::scalar(dt), ptr->type().shape());
-  llvm::Value* arr = dstArr ? dstArr : allocTile(valT);
+  // A dot's B operand goes straight into the kernel's panel layout: the
+  // load is the packing step, at no extra pass over the tile.
+  // A dot's A operand goes into rows padded to dotRowStride().
+  bool panel = !dstArr && loadsAsDotPanel(op.result());
+  bool rows = !dstArr && !panel && loadsAsDotRows(op.result());
+  int64_t K = panel ? valT.shape()[0] : 0, N = panel ? valT.shape()[1] : 0;
+  int64_t nr = panel ? dotBlocking(tgt_, scalarTy(dt)).nr() : 0;
+  int64_t lda = rows ? dotRowStride(valT.shape()[1], st) : 0;
+  if (panel) c = rowChunkWidth(N);
+  if (rows) c = rowChunkWidth(valT.shape()[1]);
+  llvm::Value* arr =
+      dstArr  ? dstArr
+      : panel ? entryAlloca(llvm::ArrayType::get(st, static_cast<uint64_t>(panelElems(K, N, nr))), 64)
+      : rows  ? entryAlloca(llvm::ArrayType::get(st, static_cast<uint64_t>(valT.shape()[0] * lda)), 64)
+              : allocTile(valT);
+  // Stages become prefetches: a dot operand loaded (or a staged copy made)
+  // in a loop also prefetches what the same load reads in the next
+  // iteration, its pointer evaluated again with iv + step. A K step of a
+  // GEMM takes tens of microseconds; that hides the memory latency of the
+  // next tiles, which are rows far apart that the hardware prefetchers do
+  // not follow (measured: 2048^3 f32 GEMM, 1 thread, 128 x 128 x 64 blocks, 68.5 -> 71.7 GFLOP/s).
+  const ir::Value* iv = prefetchIv(op);
+  llvm::Value* nextIv = nullptr;
+  if (iv) {
+    const ir::Op* loop = iv->ownerBlock()->parent()->parentOp();
+    nextIv = b_.CreateAdd(scalar(iv), scalar(loop->operand(2)));
+  }
   versioned({ptr, mask, other}, [&] {
-    chunkLoop(n, c, [&](llvm::Value* base) {
-      b_.CreateAlignedStore(loadValueChunk(op, base, c), b_.CreateInBoundsGEP(st, arr, base), align);
+    chunkLoop(ptr->type().shape(), c, [&](llvm::Value* base) {
+      llvm::Value* at = panel ? panelIndex(base, K, N, nr) : rows ? paddedIndex(base, valT.shape()[1], lda) : base;
+      b_.CreateAlignedStore(loadValueChunk(op, base, c), b_.CreateInBoundsGEP(st, arr, at), align);
+      if (nextIv) {
+        llvm::Value* cur = scalars_.at(iv);
+        scalars_[iv] = nextIv;
+        llvm::Value* p = firstPointer(ptr, base, c);
+        scalars_[iv] = cur;
+        b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {p->getType()},
+                           {p, b_.getInt32(0), b_.getInt32(3), b_.getInt32(1)});
+      }
     });
   });
+  if (panel) panelB_.insert(op.result());
+  if (rows) rowStride_[op.result()] = lda;
   if (!dstArr) arrays_[op.result()] = arr;
+}
+
+const ir::Value* Lowering::prefetchIv(const ir::Op& op) {
+  const ir::Region* r = op.parent()->parent();
+  const ir::Op* loop = r ? r->parentOp() : nullptr;
+  if (!loop || loop->code() != OpCode::For) return nullptr;
+  const ir::Value* ptr = op.operand(op.code() == OpCode::Copy ? 1 : 0);
+  if (!ptr->type().isTile() || !axis_.contiguousChunks(ptr, chunkWidth(numElems(ptr->type()))) || !recomputable(ptr))
+    return nullptr;
+  if (op.code() == OpCode::Load) {
+    const ir::Value* v = op.result();
+    bool feedsDot = false;
+    for (const ir::Op* u : users_[v]) feedsDot |= u->code() == OpCode::Dot && u->operand(2) != v;
+    if (!feedsDot) return nullptr;
+  }
+  return op.parent()->arg(0);
+}
+
+bool Lowering::recomputable(const ir::Value* v) const {
+  if (!v->type().isTile() || arrays_.count(v)) return true;
+  if (pending_.count(v)) return false;  // evaluating it writes its array
+  const ir::Op* d = v->definingOp();
+  if (!d || !isFusableDef(d->code())) return false;
+  for (const ir::Value* o : d->operands())
+    if (!recomputable(o)) return false;
+  return true;
+}
+
+bool Lowering::loadsAsDotRows(const ir::Value* v) {
+  if (!v->type().isTile() || v->type().rank() != 2 || uses_[v] != 1) return false;
+  const ir::Op* u = users_[v][0];
+  return u->code() == OpCode::Dot && u->operand(0) == v && u->operand(1) != v &&
+         u->operand(2)->type().dtype() == v->type().dtype();
+}
+
+llvm::Value* Lowering::paddedIndex(llvm::Value* base, int64_t L, int64_t stride) {
+  if (coords_.base == base) return b_.CreateAdd(b_.CreateMul(coords_.row, i64(stride)), coords_.col);
+  return b_.CreateAdd(b_.CreateMul(b_.CreateUDiv(base, i64(L)), i64(stride)), b_.CreateURem(base, i64(L)));
+}
+
+bool Lowering::loadsAsDotPanel(const ir::Value* v) {
+  if (!v->type().isTile() || v->type().rank() != 2 || uses_[v] != 1) return false;
+  const ir::Op* u = users_[v][0];
+  return u->code() == OpCode::Dot && u->operand(1) == v && u->operand(0) != v &&
+         u->operand(2)->type().dtype() == v->type().dtype();
+}
+
+llvm::Value* Lowering::panelIndex(llvm::Value* base, int64_t K, int64_t N, int64_t nr) {
+  llvm::Value *k, *j;
+  if (coords_.base == base) {
+    k = coords_.row;
+    j = coords_.col;
+  } else {
+    k = b_.CreateUDiv(base, i64(N));
+    j = b_.CreateURem(base, i64(N));
+  }
+  // Panel p = j / nr holds columns [p nr, p nr + nr) as K rows of nr.
+  llvm::Value* p = b_.CreateMul(b_.CreateUDiv(j, i64(nr)), i64(K * nr));
+  return b_.CreateAdd(b_.CreateAdd(p, b_.CreateMul(k, i64(nr))), b_.CreateURem(j, i64(nr)));
 }
 
 void Lowering::storeLoop(const ir::Op& op) {
@@ -974,13 +1159,13 @@ void Lowering::storeLoop(const ir::Op& op) {
   // Streaming stores (see below) need whole aligned vectors over one run.
   bool streamable = contiguous && c > 1 && chunkBytes % 16 == 0 && !hasAtomics_ && op.parent() == &fn_.body() &&
                     axis_.contiguousChunks(ptr, n);
-  auto loop = [&](bool stream) { chunkLoop(n, c, [&](llvm::Value* base) {
-    llvm::Value* p = emitChunk(ptr, base, c);
+  auto loop = [&](bool stream) { chunkLoop(ptr->type().shape(), c, [&](llvm::Value* base) {
+    llvm::Value* p = contiguous ? nullptr : emitChunk(ptr, base, c);
     llvm::Value* v = toStorage(emitChunk(val, base, c), isBool);
     llvm::Value* m = mask ? emitChunk(mask, base, c) : nullptr;
     if (m && llvm::isa<llvm::Constant>(m) && llvm::cast<llvm::Constant>(m)->isAllOnesValue()) m = nullptr;
     if (contiguous) {
-      llvm::Value* p0 = b_.CreateExtractElement(p, uint64_t{0});
+      llvm::Value* p0 = firstPointer(ptr, base, c);
       if (!m || c == 1) {
         if (m) {
           b_.CreateMaskedStore(v, p0, align, m);
@@ -1338,27 +1523,50 @@ void Lowering::emitReduce(const ir::Op& op) {
 
 void Lowering::emitDot(const ir::Op& op) {
   // C = acc + A B through the register-blocked microkernel (CpuDot.h). The
-  // kernel wants A (M x K) and B (K x N) as row-major arrays of the compute
-  // type (f32, or i32 for i8 dots) and updates C in place.
+  // kernel wants A (M x K) row-major and B (K x N) in its panel layout,
+  // both in the compute type (f32, or i32 for i8 dots), and updates C in
+  // place.
   const ir::Value* a = op.operand(0);
   const ir::Value* bv = op.operand(1);
   const ir::Value* acc = op.operand(2);
   int64_t M = a->type().shape()[0], K = a->type().shape()[1], N = bv->type().shape()[1];
   DType in = a->type().dtype(), out = acc->type().dtype();  // out: f32 or i32 (verifier)
-  for (const ir::Value* v : {a, bv})
-    if (!arrays_.count(v)) materialize(v);
+  for (const ir::Value* v : {a, bv}) {
+    if (arrays_.count(v)) continue;
+    // A load sunk into the dot (planLoadFusion: nothing writes memory in
+    // between) is emitted here as a whole-tile load: B lands in the panel
+    // layout and the next iteration's tiles are prefetched.
+    const ir::Op* d = v->definingOp();
+    if (d && d->code() == OpCode::Load && fused_.count(v)) {
+      fused_.erase(v);
+      emitLoad(*d);
+    } else {
+      materialize(v);
+    }
+  }
   // f16/bf16/i8 operands are widened once here, not per use in the kernel
   // (each element of A is used N times, each of B M times).
-  auto widened = [&](const ir::Value* v) -> llvm::Value* {
-    if (in == out) return arrays_.at(v);
-    ir::Type wt = ir::Type::tile(ir::Type::scalar(out), v->type().shape());
-    llvm::Value* arr = allocTile(wt);
-    int64_t n = numElems(wt), c = chunkWidth(n);
-    chunkLoop(n, c, [&](llvm::Value* base) { storeChunk(arr, wt, base, castValue(emitChunk(v, base, c), in, out)); });
-    return arr;
-  };
-  llvm::Value* aArr = widened(a);
-  llvm::Value* bArr = widened(bv);
+  llvm::Value* aArr = arrays_.at(a);
+  auto rs = rowStride_.find(a);
+  int64_t lda = rs != rowStride_.end() ? rs->second : K;
+  if (in != out) {
+    ir::Type wt = ir::Type::tile(ir::Type::scalar(out), a->type().shape());
+    aArr = allocTile(wt);
+    int64_t c = chunkWidth(numElems(wt));
+    chunkLoop(wt.shape(), c, [&](llvm::Value* base) { storeChunk(aArr, wt, base, castValue(emitChunk(a, base, c), in, out)); });
+  }
+  // B into the panel layout (widened on the way) unless its load put it there.
+  llvm::Value* bArr = arrays_.at(bv);
+  if (!panelB_.count(bv)) {
+    llvm::Type* ct = scalarTy(out);
+    int64_t nr = dotBlocking(tgt_, ct).nr(), c = rowChunkWidth(N);
+    bArr = entryAlloca(llvm::ArrayType::get(ct, static_cast<uint64_t>(panelElems(K, N, nr))), 64);
+    chunkLoop(bv->type().shape(), c, [&](llvm::Value* base) {
+      llvm::Value* x = emitChunk(bv, base, c);
+      if (in != out) x = castValue(x, in, out);
+      b_.CreateAlignedStore(x, b_.CreateInBoundsGEP(ct, bArr, panelIndex(base, K, N, nr)), llvm::Align(4));
+    });
+  }
   // The accumulator is updated in place when nothing can observe the old
   // value: its only use is this dot, it belongs to this block (not to an
   // enclosing one, whose value must survive the loop), and, for a loop-carried
@@ -1391,6 +1599,7 @@ void Lowering::emitDot(const ir::Op& op) {
   d.N = N;
   d.K = K;
   d.elemTy = scalarTy(out);
+  d.lda = lda;
   emitDotKernel(b_, tgt_, d);
   arrays_[op.result()] = outArr;
 }

@@ -226,3 +226,43 @@ TEST_CASE("cpu dot: the AVX-512 microkernel compiles to zmm FMAs, AVX2 to ymm FM
     }
   }
 }
+
+TEST_CASE("cpu dot: operands that are not single-use loads take the general packing", "[codegen][cpu][dot]") {
+  // out1 = dot(a, 2b, 0), out2 = dot(a, b, 0) + a-independent: `a` has two
+  // uses (no padded rows) and `2b` is computed (no packing at the load); the
+  // second dot's B is a single-use load again. Shapes are ragged.
+  for (const std::string& isa : runnableIsas())
+    for (Shape3 s : {Shape3{13, 9, 33}, Shape3{7, 64, 100}, Shape3{6, 1, 20}}) {
+      const auto [M, Kd, N] = s;
+      K k("dotgeneral");
+      Value* out1 = k.arg(ptr(DType::F32), "out1");
+      Value* out2 = k.arg(ptr(DType::F32), "out2");
+      Value* pa = k.arg(ptr(DType::F32), "a");
+      Value* pb = k.arg(ptr(DType::F32), "b");
+      auto& b = k.b;
+      Value* av = b.load(k.at(pa, offsets2d(k.b, M, Kd)));
+      Value* bv = b.load(k.at(pb, offsets2d(k.b, Kd, N)));
+      Value* b2 = b.binary(OpCode::Mul, bv, b.constant(Type::tile(f32(), {Kd, N}), 2.0));
+      Value* zero = b.constant(Type::tile(f32(), {M, N}), 0.0);
+      b.store(k.at(out1, offsets2d(k.b, M, N)), b.dot(av, b2, zero));
+      Value* bv2 = b.load(k.at(pb, offsets2d(k.b, Kd, N)));
+      b.store(k.at(out2, offsets2d(k.b, M, N)), b.dot(av, bv2, zero));
+      auto art = build(k, isa);
+      std::mt19937 rng(11);
+      Operand A = makeOperand(DType::F32, size_t(M * Kd), rng), B = makeOperand(DType::F32, size_t(Kd * N), rng);
+      std::vector<float> o1(size_t(M * N), NAN), o2(size_t(M * N), NAN);
+      void* p1 = o1.data();
+      void* p2 = o2.data();
+      void* pA = A.bytes.data();
+      void* pB = B.bytes.data();
+      run(*art, {&p1, &p2, &pA, &pB});
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n) {
+          double want = 0;
+          for (int64_t kk = 0; kk < Kd; ++kk) want += A.v[size_t(m * Kd + kk)] * B.v[size_t(kk * N + n)];
+          INFO(isa << " " << M << "x" << Kd << "x" << N << " at (" << m << ", " << n << ")");
+          REQUIRE(o1[size_t(m * N + n)] == 2 * want);
+          REQUIRE(o2[size_t(m * N + n)] == want);
+        }
+    }
+}
