@@ -76,7 +76,7 @@ Kernel gemmBatched(GemmBlocks blocks);
 /// GPU and emulator targets: 32 x 32 x 32 keeps the shared-memory tiles small
 /// (and the emulated runs of the test shapes quick).
 inline GemmBlocks gemmDefaultBlocks(const Device& device) {
-  if (device.kind() == rt::DeviceKind::CPU) return {128, 128, 64};
+  if (device.kind() == rt::DeviceKind::CPU) return {256, 256, 64};
   return {32, 32, 32};
 }
 

@@ -1,18 +1,20 @@
 // The CPU `dot` kernel: C += A @ B on tiles held in stack arrays, as a
 // register-blocked microkernel (private to codegen; LLVM types allowed).
 //
-// The lowering materialises the operand tiles (that is the packing of the
-// tile loads: A is M x K and B is K x N, row-major, hot in L1/L2) and hands
-// over arrays already in the compute type (f32 for float dots, i32 for i8
-// dots). emitDotKernel() then emits, for every MR x NR block of C, a loop
-// over the whole K of this dot with the MR x NR accumulators in vector
-// registers: per k, NR/L vector loads of a row of B, MR broadcasts of A and
-// MR x NR/L fused multiply-adds. The C block is loaded before that loop and
-// stored after it, so between K iterations of the kernel's own `for` the
-// accumulator tile lives in its stack array and within one dot in registers.
+// The lowering packs the operand tiles as it loads them (CpuLowering.cpp:
+// emitLoad/emitDot): A (M x K) row-major with a padded row stride, B (K x N)
+// in panels of NR columns, both in the compute type (f32 for float dots, i32
+// for i8 dots). emitDotKernel() then emits, for every MR x NR block of C, a
+// loop over the whole K of this dot with the MR x NR accumulators in vector
+// registers: per k, NR/L vector loads of a row of B's panel, MR broadcasts
+// of A and MR x NR/L fused multiply-adds. The C block is loaded before that
+// loop and stored after it, so between K iterations of the kernel's own
+// `for` the accumulator tile lives in its stack array and within one dot in
+// registers.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include <llvm/IR/IRBuilder.h>
 
@@ -36,8 +38,13 @@ DotBlocking dotBlocking(const CpuTargetInfo& t, llvm::Type* elemTy);
 
 struct DotArrays {
   llvm::Value* a = nullptr;  // M x K, row-major with row stride lda, elemTy
-  llvm::Value* b = nullptr;  // K x N in panels: see emitDotKernel
+  llvm::Value* b = nullptr;  // K x N in panels: element (k, n) at (n / NR) * K * NR + k * NR + n % NR
   int64_t lda = 0;           // >= K
+  /// Prefetches to spread over the kernel (the operands of the next
+  /// iteration of an enclosing loop): `prefetch(u)` emits unit u, for
+  /// 0 <= u < prefetchUnits (a run-time i64 value).
+  int64_t prefetchUnits = 0;
+  std::function<void(llvm::Value*)> prefetch;
   llvm::Value* c = nullptr;  // M x N, row-major, elemTy: updated in place, C += A B
   int64_t M = 0, N = 0, K = 0;
   llvm::Type* elemTy = nullptr;  // float or i32
