@@ -198,6 +198,12 @@ int main(int argc, char** argv) {
       cold.push_back(seconds(t1, Clock::now()));
     }
     std::sort(cold.begin(), cold.end());
+#ifdef TESSERA_HAVE_OPENBLAS
+    // The kernels OpenBLAS picked for this CPU (OPENBLAS_CORETYPE overrides:
+    // Debian's build picks AVX2 Haswell kernels on AVX-512 hosts, where
+    // OPENBLAS_CORETYPE=SkylakeX is the fair peer).
+    std::printf("OpenBLAS: %s\n", openblas_get_config());
+#endif
     std::printf("gemm_f32 kernel, blocks %dx%dx%d, ISA %s\n", blocks.m, blocks.n, blocks.k,
                 ts::codegen::hostIsa().c_str());
     std::printf("compile latency: first in process %.1f ms, cache cleared median %.1f ms (min %.1f)\n",

@@ -34,9 +34,9 @@ Value* arg(Function& f, Type t, const std::string& name, bool div16) {
 /// Triton-style GEMM: c[M,N] = a[M,K] * b[K,N] (row-major, f32 out), one
 /// BMxBN tile per program (program_id(0) along M, (1) along N), a K loop of
 /// BK steps carrying an f32 accumulator, masked loads and store.
-std::unique_ptr<Function> gemm(DType in, int64_t BM, int64_t BN, int64_t BK, bool div16) {
+std::unique_ptr<Function> gemm(DType in, int64_t BM, int64_t BN, int64_t BK, bool div16, DType accDt = DType::F32) {
   auto f = std::make_unique<Function>("gemm", L(1));
-  Value* c = arg(*f, Type::ptr(DType::F32, MemSpace::Global), "c", true);
+  Value* c = arg(*f, Type::ptr(accDt, MemSpace::Global), "c", true);
   Value* a = arg(*f, Type::ptr(in, MemSpace::Global), "a", true);
   Value* bp = arg(*f, Type::ptr(in, MemSpace::Global), "b", true);
   Value* M = arg(*f, i32(), "M", div16);
@@ -58,19 +58,20 @@ std::unique_ptr<Function> gemm(DType in, int64_t BM, int64_t BN, int64_t BK, boo
   Value* rk = b.arange(0, BK);
   Value* zero = b.constant(i32(), int64_t{0});
   Value* step = b.constant(i32(), BK);
-  Type accT = Type::tile(Type::scalar(DType::F32), {BM, BN});
-  auto res = b.forLoop(zero, K, step, {b.constant(accT, 0.0)}, [&](Builder& ib, Value* k0, std::vector<Value*> cv) {
+  Type accT = Type::tile(Type::scalar(accDt), {BM, BN});
+  auto zeroOf = [&](Builder& bb, Type t) {
+    return isFloat(t.dtype()) ? bb.constant(std::move(t), 0.0) : bb.constant(std::move(t), int64_t{0});
+  };
+  auto res = b.forLoop(zero, K, step, {zeroOf(b, accT)}, [&](Builder& ib, Value* k0, std::vector<Value*> cv) {
     ib.setLoc(L(3));
     cur = &ib;
     Value* ka = ib.binary(OpCode::Add, ib.splat(k0, {BK}), rk);
     Value* aOff = ib.binary(OpCode::Add, mul(row(rm, BK), K), col(ka, BM));
     Value* aMask = ib.binary(OpCode::And, lt(row(rm, BK), M), lt(col(ka, BM), K));
-    Value* av = ib.load(ib.ptrAdd(ib.splat(a, {BM, BK}), aOff), aMask,
-                        ib.constant(Type::tile(Type::scalar(in), {BM, BK}), 0.0));
+    Value* av = ib.load(ib.ptrAdd(ib.splat(a, {BM, BK}), aOff), aMask, zeroOf(ib, Type::tile(Type::scalar(in), {BM, BK})));
     Value* bOff = ib.binary(OpCode::Add, mul(row(ka, BN), N), col(rn, BK));
     Value* bMask = ib.binary(OpCode::And, lt(row(ka, BN), K), lt(col(rn, BK), N));
-    Value* bv = ib.load(ib.ptrAdd(ib.splat(bp, {BK, BN}), bOff), bMask,
-                        ib.constant(Type::tile(Type::scalar(in), {BK, BN}), 0.0));
+    Value* bv = ib.load(ib.ptrAdd(ib.splat(bp, {BK, BN}), bOff), bMask, zeroOf(ib, Type::tile(Type::scalar(in), {BK, BN})));
     ib.setLoc(L(4));
     Value* r = ib.dot(av, bv, cv[0]);
     cur = &b;
@@ -286,5 +287,40 @@ TEST_CASE("dot: registers, spills and bank conflicts of the f16 GEMM", "[gpu][do
       line += "\n  " + name + ": " + std::to_string(v.first) + " warp accesses, " + std::to_string(v.second) +
               " conflicts";
     WARN(line);
+  }
+}
+
+TEST_CASE("dot: i8 x i8 -> i32 GEMMs on the emulated GPUs match the reference exactly", "[gpu][dot][emu]") {
+  // Full-range i8 operands: products up to 2^14, sums over K up to 2^20 fit
+  // i32 exactly; a wrong sign extension or a dropped term changes the sum.
+  for (const char* target : {"nvptx:sm_80", "amdgpu:gfx942", "amdgpu:gfx1100"}) {
+    auto f = gemm(DType::I8, 32, 32, 16, false, DType::I32);
+    Lowered l = lower(*f, target);
+    for (auto [M, N, K] : {std::tuple<int, int, int>{64, 64, 32}, {33, 17, 7}, {40, 50, 70}}) {
+      INFO(target << " M,N,K = " << M << "," << N << "," << K);
+      std::mt19937 rng(unsigned(M * 31 + K));
+      std::uniform_int_distribution<int> d(-128, 127);
+      std::vector<int8_t> A(size_t(M) * K), B(size_t(K) * N);
+      for (auto& x : A) x = int8_t(d(rng));
+      for (auto& x : B) x = int8_t(d(rng));
+      std::vector<int32_t> C(size_t(M) * N, -777);
+      Args args;
+      args.add(C.data()).add(A.data()).add(B.data()).add(int32_t(M)).add(int32_t(N)).add(int32_t(K));
+      emu::LaunchConfig cfg = config(l.k, uint32_t((M + 31) / 32), l.art->threadsPerBlock);
+      cfg.grid[1] = uint32_t((N + 31) / 32);
+      cfg.sharedBytes = l.k.dynamicSharedOffset + (l.k.amd ? 0 : l.art->sharedBytes);
+      addBuffer(cfg, C), addBuffer(cfg, A), addBuffer(cfg, B);
+      emu::LaunchReport rep = emu::launch(l.k.threadFn, args.args(), cfg);
+      CHECK_FALSE(rep.hasErrors());
+      bool exact = true;
+      for (int i = 0; i < M && exact; ++i)
+        for (int j = 0; j < N && exact; ++j) {
+          int64_t ref = 0;
+          for (int k = 0; k < K; ++k) ref += int64_t(A[size_t(i) * K + k]) * B[size_t(k) * N + j];
+          INFO("C(" << i << "," << j << ") = " << C[size_t(i) * N + j] << ", reference " << ref);
+          CHECK(C[size_t(i) * N + j] == ref);
+          exact = C[size_t(i) * N + j] == ref;
+        }
+    }
   }
 }
