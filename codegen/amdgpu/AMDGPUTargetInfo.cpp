@@ -172,6 +172,11 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
   }
   MathChoice math(ir::OpCode op, DType dt) const override { return amdgpuMath(op, dt); }
   TensorCoreOp tensorCore(DType in, DType acc) const override { return amdgpuTensorCore(row_.arch, in, acc); }
+  // gfx90a / gfx942 / gfx1100 have no asynchronous global->LDS copy that we
+  // use (the buffer_load ... lds forms write LDS at M0-relative addresses,
+  // one dword per lane, and need buffer resources): the loads go to
+  // registers at the copy and the LDS stores are deferred.
+  AsyncCopyImpl asyncCopyImpl() const override { return AsyncCopyImpl::RegisterStaged; }
 
   std::unique_ptr<llvm::TargetMachine> createTargetMachine(int optLevel) override {
     return createGpuTargetMachine(initAMDGPU, "AMDGPU", triple(), row_.arch, row_.features, llvm::Reloc::PIC_, optLevel);

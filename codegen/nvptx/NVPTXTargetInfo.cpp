@@ -77,6 +77,22 @@ TensorCoreOp nvptxTensorCore(DType in, DType acc) {
   return t;
 }
 
+// Asynchronous-copy table (sm_80+, every row of kSms): one
+// cp.async.{ca,cg}.shared.global per chunk, always the `.s` form whose
+// src-size operand is the chunk size or 0 for a masked-off chunk (zero fill
+// of the shared bytes, no global access). 16-byte chunks use .cg (cache in
+// L2 only): the tile is consumed from shared memory, so L1 would only hold
+// a second copy; .cg has no 4/8-byte forms.
+struct CpAsyncRow {
+  unsigned bytes;
+  llvm::Intrinsic::ID id;
+};
+constexpr std::array<CpAsyncRow, 3> kCpAsync = {{
+    {4, llvm::Intrinsic::nvvm_cp_async_ca_shared_global_4_s},
+    {8, llvm::Intrinsic::nvvm_cp_async_ca_shared_global_8_s},
+    {16, llvm::Intrinsic::nvvm_cp_async_cg_shared_global_16_s},
+}};
+
 // Registers LLVM's NVPTX target once per process.
 void initNVPTX() {
   static std::once_flag once;
@@ -146,6 +162,22 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
   }
   MathChoice math(ir::OpCode op, DType dt) const override { return nvptxMath(op, dt); }
   TensorCoreOp tensorCore(DType in, DType acc) const override { return nvptxTensorCore(in, acc); }
+  AsyncCopyImpl asyncCopyImpl() const override { return AsyncCopyImpl::Hardware; }
+  void asyncCopy(llvm::IRBuilderBase& b, llvm::Value* dst, llvm::Value* src, unsigned bytes,
+                 llvm::Value* srcBytes) override {
+    for (const CpAsyncRow& r : kCpAsync)
+      if (r.bytes == bytes) {
+        b.CreateIntrinsic(r.id, {}, {dst, src, srcBytes});
+        return;
+      }
+    TS_UNREACHABLE("cp.async of " + std::to_string(bytes) + " bytes");
+  }
+  void asyncCommit(llvm::IRBuilderBase& b) override {
+    b.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {});
+  }
+  void asyncWait(llvm::IRBuilderBase& b, unsigned pending) override {
+    b.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {}, {b.getInt32(pending)});
+  }
 
   std::unique_ptr<llvm::TargetMachine> createTargetMachine(int optLevel) override {
     return createGpuTargetMachine(initNVPTX, "NVPTX", triple(), row_.arch, row_.ptxFeature, std::nullopt, optLevel);

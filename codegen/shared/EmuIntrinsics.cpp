@@ -190,11 +190,48 @@ class Lowerer {
       if (mode < 0 || c.arg_size() != 10) unsupported(c, "only m16n8k16 row.col f16/bf16 with an f32 accumulator is modelled");
       return matrixCall(b, c, "tessera_emu_mma_sync", mode, {0, 1, 2, 3}, {4, 5}, {6, 7, 8, 9});
     }
+    if (k == "cp" && t.size() >= 3 && t[1] == "async") return cpAsync(b, c, t);
     if (k == "membar" || (k == "fence" && t.size() >= 2 && t[1] == "sc")) {
       b.CreateFence(llvm::AtomicOrdering::SequentiallyConsistent);
       return nullptr;
     }
     return nvvmMath(b, c, t);
+  }
+
+  // cp.async (sm_80): the machine records each copy per thread and performs
+  // it only when a wait retires its group (EmuIntrinsics maps, the machine
+  // models; docs/emulator.md), so a missing or too-weak wait shows up as a
+  // read of in-flight bytes or as copies pending at exit.
+  //   cp.async.{ca,cg}.shared.global.{4,8,16}[.s](dst, src[, srcSize])
+  //   cp.async.commit.group, cp.async.wait.group(N), cp.async.wait.all
+  Value* cpAsync(IRBuilder<>& b, llvm::CallInst& c, const std::vector<std::string>& t) {
+    std::string rest;
+    for (size_t i = 2; i < t.size(); ++i) rest += (i > 2 ? "." : "") + t[i];
+    if (rest == "commit.group") {
+      callHook(b, "tessera_emu_cp_async_commit", {}, false, b.getVoidTy());
+      return nullptr;
+    }
+    if (rest == "wait.group") {
+      callHook(b, "tessera_emu_cp_async_wait", {c.getArgOperand(0)}, false, b.getVoidTy());
+      return nullptr;
+    }
+    if (rest == "wait.all") {  // = commit_group; wait_group 0
+      callHook(b, "tessera_emu_cp_async_commit", {}, false, b.getVoidTy());
+      callHook(b, "tessera_emu_cp_async_wait", {b.getInt32(0)}, false, b.getVoidTy());
+      return nullptr;
+    }
+    bool sized = t.back() == "s";
+    size_t n = t.size() - (sized ? 1 : 0);
+    if (n != 6 || (t[2] != "ca" && t[2] != "cg") || t[3] != "shared" || t[4] != "global")
+      unsupported(c, "only cp.async.{ca,cg}.shared.global, commit_group, wait_group and wait_all are modelled");
+    int32_t bytes = t[5] == "4" ? 4 : t[5] == "8" ? 8 : t[5] == "16" ? 16 : 0;
+    if (bytes == 0 || (t[2] == "cg" && bytes != 16)) unsupported(c);
+    Value* dst = b.CreateAddrSpaceCast(c.getArgOperand(0), em.flatPtr());
+    Value* src = b.CreateAddrSpaceCast(c.getArgOperand(1), em.flatPtr());
+    Value* srcBytes = sized ? c.getArgOperand(2) : b.getInt32(bytes);
+    callHook(b, "tessera_emu_cp_async", {dst, src, b.getInt32(bytes), srcBytes, b.getInt32(em.opId(c))}, false,
+             b.getVoidTy());
+    return nullptr;
   }
 
   // NVVM float intrinsics. Approximate instructions (ex2.approx, ...) are

@@ -169,7 +169,10 @@ class Lower {
     if (!opTag_) return;
     bool wanted = llvm::isa<llvm::LoadInst, llvm::StoreInst, llvm::AtomicRMWInst, llvm::AtomicCmpXchgInst>(i);
     if (auto* call = llvm::dyn_cast<llvm::CallBase>(i))
-      if (const llvm::Function* callee = call->getCalledFunction()) wanted = callee->isConvergent();
+      if (const llvm::Function* callee = call->getCalledFunction())
+        // Convergent calls (barriers, collectives) and intrinsics that access
+        // memory (cp.async): the emulator names them in its reports.
+        wanted = callee->isConvergent() || (callee->isIntrinsic() && !callee->doesNotAccessMemory());
     if (wanted) i->setMetadata(opKind_, opTag_);
   }
   void setCurrentOp(const ir::Op& op) {
@@ -299,7 +302,19 @@ class Lower {
   void emitStore(const ir::Op& op);
   void emitAtomic(const ir::Op& op);
   llvm::Value* atomicOne(const ir::Op& op, llvm::Value* p, llvm::Value* v);
-  void writeBuffer(const ir::Value* buf, const Slots& vals, const Layout& l);
+  /// `ordered`: wait for a barrier first if shared memory is dirty (a
+  /// program-order write). Async writes skip it: IR.h makes the program
+  /// order them (see flushStaged).
+  void writeBuffer(const ir::Value* buf, const Slots& vals, const Layout& l, bool ordered = true);
+  void emitCopy(const ir::Op& op);
+  Slots recompute(const ir::Value* v, const Layout& l, std::map<std::pair<const ir::Value*, std::string>, Slots>& memo, int& budget);
+  bool emitHardwareCopy(const ir::Op& op, const Layout& l, const Slots& ptrs, const Slots* mask);
+  /// Elements per access of a global load / copy / store through `ptrT` in
+  /// layout `l`: the proven vector width, bounded by the thread's run along
+  /// the last dim and by the mask's constancy.
+  int64_t accessWidth(const ir::Op& op, const Layout& l, const ir::Type& ptrT, const SlotTable& t,
+                      const ir::Value* mask);
+  void flushStaged(int64_t beforeGroup);
   void emitReduce(const ir::Op& op);
   llvm::Value* shuffleXor(llvm::Value* v, unsigned mask);
   void emitDot(const ir::Op& op);
@@ -334,6 +349,18 @@ class Lower {
   std::unordered_map<const ir::Value*, llvm::Value*> scalars_;
   std::unordered_map<const ir::Value*, TileV> tiles_;
   std::vector<std::vector<std::pair<const ir::Value*, Slots>>> yields_;  // per open region
+  // AsyncCopyImpl::RegisterStaged: copies whose global loads are issued and
+  // whose shared stores are pending, with their group (the number of
+  // async_commits emitted before them); `committed_` counts the commits.
+  struct StagedCopy {
+    const ir::Op* op;
+    const ir::Value* buf;
+    Slots vals;
+    Layout layout;
+    int64_t group;
+  };
+  std::vector<StagedCopy> staged_;
+  int64_t committed_ = 0;
 };
 
 // ================================================================ conversions
@@ -552,15 +579,9 @@ Slots Lower::globalLoad(const ir::Op& op, const Layout& l, const ir::Type& ptrT,
   llvm::Type* mt = memTy(vt);
   uint64_t eb = bytesOf(mt);
   SlotTable t = slotTable(l, shape);
-  int64_t v = la_.vectorWidth(op);
-  v = std::gcd(v, static_cast<int64_t>(t.perDim.back().size()));
-  {
-    int p = l.dims.back();
-    v = std::gcd(v, std::min(l.parent.spt[p], shape.back()));
-  }
   const ir::Value* maskV = op.code() == OpCode::Copy ? (op.numOperands() > 2 ? op.operand(2) : nullptr)
                                                       : (op.numOperands() > 1 ? op.operand(1) : nullptr);
-  if (maskV) v = std::gcd(v, la_.maskConstancy(maskV));
+  int64_t v = accessWidth(op, l, ptrT, t, maskV);
   beforeGlobal(false);
   Slots out(t.size());
   llvm::Function* fn = b_.GetInsertBlock()->getParent();
@@ -596,6 +617,15 @@ Slots Lower::globalLoad(const ir::Op& op, const Layout& l, const ir::Type& ptrT,
     }
   }
   return out;
+}
+
+int64_t Lower::accessWidth(const ir::Op& op, const Layout& l, const ir::Type& ptrT, const SlotTable& t,
+                           const ir::Value* mask) {
+  int64_t v = la_.vectorWidth(op);
+  v = std::gcd(v, static_cast<int64_t>(t.perDim.back().size()));
+  v = std::gcd(v, std::min(l.parent.spt[l.dims.back()], ptrT.shape().back()));
+  if (mask) v = std::gcd(v, la_.maskConstancy(mask));
+  return v;
 }
 
 void Lower::emitLoad(const ir::Op& op) {
@@ -761,18 +791,208 @@ void Lower::emitAtomic(const ir::Op& op) {
   tiles_[op.result()] = TileV{l, std::move(olds)};
 }
 
-void Lower::writeBuffer(const ir::Value* buf, const Slots& vals, const Layout& l) {
+void Lower::writeBuffer(const ir::Value* buf, const Slots& vals, const Layout& l, bool ordered) {
   const auto& shape = buf->type().shape();
   llvm::Type* mt = memTyOf(buf->type().dtype());
   llvm::Value* base = scalar(buf);
   SlotTable t = slotTable(l, shape);
-  beforeShared();
+  if (ordered) beforeShared();
+  else smemDirty_ = true;
   // One writer per element (see convertVia).
   guarded(ownerPred(l, t), [&] {
     Slots bs = bases(l, t);
     for (size_t i = 0; i < t.size(); ++i)
       b_.CreateStore(toMem(vals[i]), b_.CreateInBoundsGEP(mt, base, linear(indexOf(bs, t, i), shape)));
   });
+}
+
+// ========================================================= asynchronous copies
+//
+// `copy {async = 1}` (IR.h: the copy happens at some time between its issue
+// and the async_wait that retires its group; the program orders it against
+// everything else) is lowered per the target's AsyncCopyImpl:
+//
+// Hardware (NVPTX cp.async): one asyncCopy per thread-owned chunk of 4, 8 or
+// 16 bytes. A chunk is a run of the thread's slots that the same analysis
+// as the vectorised global loads proves contiguous and aligned in global
+// memory (vectorWidth: contiguity and divisibility, bounded by the mask's
+// constancy, so one chunk has one mask bit) and that lands on consecutive,
+// equally aligned bytes of the row-major buffer at exactly the addresses
+// writeBuffer would use for those slots. A copy whose chunks would be
+// narrower than 4 bytes or cannot be proven aligned takes the synchronous
+// path (a program-order copy is one of the executions the model allows).
+// No barrier is emitted: the schedule's async_wait + barrier order it.
+//
+// RegisterStaged (AMDGPU): globalLoad at the copy (the loads are issued
+// there, so their latency overlaps whatever follows), writeBuffer deferred
+// to the earliest of
+//   (a) the async_wait that retires the copy's group,
+//   (b) the end of the enclosing loop body, just before the back edge,
+//   (c) the start of a `for` or `if` (copies issued before the loop, i.e.
+//       the prologue, are stored before entering it) and `return`.
+// Storing at any point between the issue and the retiring wait is one of
+// the executions IR.h allows, provided nothing else touches the slot in
+// between, which the verified program guarantees (reuse rule: a barrier
+// separates the copy from every earlier read of the slot; visibility rule:
+// no read before the retiring wait and a later barrier). For (b), with the
+// pipeline pass's schedule (docs/pipelining.md) the copy issued in iteration
+// k writes slot (k+S-1) mod S; that slot was last read in iteration k-1
+// (slot (k-1) mod S), before the barrier at the top of iteration k that
+// precedes the copy, so storing at the end of iteration k cannot race with
+// that read; the data is first read in iteration k+S-1 >= k+1 (S >= 2;
+// with S = 1 the wait in iteration k retires it first, case (a)), after the
+// async_wait and the barrier there, which follow the store. The stores need
+// no barrier of their own either: no other shared access of the lowering
+// overlaps a live buffer (the shared-memory plan keeps the buffer's bytes
+// for every op of the loop).
+
+/// `v` in layout `l`, re-emitting the chain of elementwise ops (pointer and
+/// mask arithmetic) and free ops that produced it in `l` instead of
+/// converting it through shared memory; values already in `l` are reused,
+/// anything else (or a chain longer than `budget` ops) is converted.
+Slots Lower::recompute(const ir::Value* v, const Layout& l, std::map<std::pair<const ir::Value*, std::string>, Slots>& memo, int& budget) {
+  std::pair<const ir::Value*, std::string> key{v, l.str()};
+  if (auto it = memo.find(key); it != memo.end()) return it->second;
+  const TileV& cur = tile(v);
+  if (cur.layout == l) return cur.slots;
+  const ir::Op* d = v->definingOp();
+  const auto& shape = v->type().shape();
+  Slots r;
+  if (!d || budget <= 0) {
+    r = tileIn(v, l);
+  } else if (d->code() == OpCode::Constant || d->code() == OpCode::Splat || d->code() == OpCode::Arange) {
+    r = remat(v, l);
+  } else if (d->code() == OpCode::Broadcast) {
+    --budget;
+    const ir::Value* src = d->operand(0);
+    const auto& ss = src->type().shape();
+    Slots sv = recompute(src, l, memo, budget);
+    r = reindex(sv, slotTable(l, ss), slotTable(l, shape), [&](const std::vector<int64_t>& c) {
+      std::vector<int64_t> k = c;
+      for (size_t i = 0; i < k.size(); ++i)
+        if (ss[i] == 1) k[i] = 0;
+      return k;
+    });
+  } else if (d->code() == OpCode::ExpandDims) {
+    --budget;
+    int a = static_cast<int>(d->intAttr("axis"));
+    Layout sl = l.sliceDim(a);
+    const ir::Value* src = d->operand(0);
+    Slots sv = recompute(src, sl, memo, budget);
+    r = reindex(sv, slotTable(sl, src->type().shape()), slotTable(l, shape), [&](const std::vector<int64_t>& c) {
+      std::vector<int64_t> k = c;
+      k.erase(k.begin() + a);
+      return k;
+    });
+  } else if (ir::isElementwise(d->code()) && d->code() != OpCode::Reshape && d->code() != OpCode::Transpose) {
+    --budget;
+    std::vector<Slots> ins;
+    for (const ir::Value* o : d->operands())
+      ins.push_back(o->type().isTile() ? recompute(o, l, memo, budget) : Slots{});
+    size_t n = slotTable(l, shape).size();
+    for (size_t i = 0; i < n; ++i) {
+      Slots x;
+      for (size_t j = 0; j < ins.size(); ++j) x.push_back(ins[j].empty() ? scalar(d->operand(j)) : ins[j][i]);
+      r.push_back(compute(*d, std::move(x)));
+    }
+  } else {
+    r = tileIn(v, l);
+  }
+  memo[key] = r;
+  return r;
+}
+
+void Lower::emitCopy(const ir::Op& op) {
+  const ir::Value* src = op.operand(1);
+  const ir::Value* maskV = op.numOperands() > 2 ? op.operand(2) : nullptr;
+  TS_ASSERT(src->type().shape() == op.operand(0)->type().shape(), "copy: pointer tile and buffer shapes differ");
+  bool async = op.hasAttr("async") && op.intAttr("async") != 0;
+  AsyncCopyImpl impl = async ? t_.asyncCopyImpl() : AsyncCopyImpl::Synchronous;
+  Layout l = tile(src).layout;
+  Slots ptrs, m;
+  // A copy has no register result, so an async copy is free to run in the
+  // default layout of its shape, whose per-thread run along the last dim is
+  // the widest vector access of that shape (the pointer tile's own layout is
+  // inherited from whatever produced it, often a column of pointers with
+  // one element per thread). Its pointers and mask are re-emitted in that
+  // layout, not converted. Program-order copies keep their layout.
+  Layout want = la_.defaultFor(src->type().shape());
+  if (impl != AsyncCopyImpl::Synchronous && !(want == l) && want.parent.spt[want.dims.back()] > l.parent.spt[l.dims.back()]) {
+    std::map<std::pair<const ir::Value*, std::string>, Slots> memo;
+    int budget = 64;
+    l = want;
+    ptrs = recompute(src, l, memo, budget);
+    if (maskV) m = recompute(maskV, l, memo, budget);
+  } else {
+    ptrs = tile(src).slots;
+    if (maskV) m = tileIn(maskV, l);
+  }
+  if (impl == AsyncCopyImpl::Hardware && emitHardwareCopy(op, l, ptrs, maskV ? &m : nullptr)) return;
+  Slots v = globalLoad(op, l, src->type(), ptrs, maskV ? &m : nullptr, nullptr);
+  if (impl == AsyncCopyImpl::RegisterStaged) {
+    staged_.push_back(StagedCopy{&op, op.operand(0), std::move(v), l, committed_});
+    return;
+  }
+  writeBuffer(op.operand(0), v, l);
+}
+
+bool Lower::emitHardwareCopy(const ir::Op& op, const Layout& l, const Slots& ptrs, const Slots* mask) {
+  const ir::Value* buf = op.operand(0);
+  const ir::Type& ptrT = op.operand(1)->type();
+  const auto& shape = buf->type().shape();
+  llvm::Type* mt = memTyOf(buf->type().dtype());
+  const int64_t eb = static_cast<int64_t>(bytesOf(mt));
+  SlotTable t = slotTable(l, shape);
+  int64_t v = accessWidth(op, l, ptrT, t, op.numOperands() > 2 ? op.operand(2) : nullptr);
+  int64_t runBytes = v * eb;
+  int64_t cb = runBytes % 16 == 0 ? 16 : runBytes % 8 == 0 ? 8 : runBytes % 4 == 0 ? 4 : 0;
+  if (cb == 0) return false;  // chunks narrower than 4 bytes: no cp.async for them
+  const int64_t ce = cb / eb;  // elements per chunk; divides v
+  // Shared side: rows of the row-major buffer (and so each slot of a staged
+  // buffer, and the buffer base, which the plan aligns to 16) start on chunk
+  // boundaries; the thread's first column (pos * spt, mod the row when
+  // replicated) is a multiple of the chunk; each chunk is ce consecutive
+  // columns starting at a multiple of ce.
+  if ((shape.back() * eb) % cb != 0 || l.parent.spt[l.dims.back()] % ce != 0) return false;
+  const size_t r = shape.size() - 1;
+  for (size_t i = 0; i < t.size(); i += static_cast<size_t>(ce)) {
+    if (t.consts[i][r] % ce != 0) return false;
+    for (int64_t k = 1; k < ce; ++k) {
+      std::vector<int64_t> want = t.consts[i];
+      want[r] += k;
+      if (t.consts[i + static_cast<size_t>(k)] != want) return false;
+    }
+  }
+  beforeGlobal(false);
+  llvm::Value* base = scalar(buf);
+  // One writer per element, as in writeBuffer.
+  guarded(ownerPred(l, t), [&] {
+    Slots bs = bases(l, t);
+    for (size_t i = 0; i < t.size(); i += static_cast<size_t>(ce)) {
+      llvm::Value* dst = b_.CreateInBoundsGEP(mt, base, linear(indexOf(bs, t, i), shape));
+      llvm::Value* srcBytes = mask ? b_.CreateSelect((*mask)[i], i32(cb), i32(0)) : i32(cb);
+      t_.asyncCopy(b_, dst, ptrs[i], static_cast<unsigned>(cb), srcBytes);
+    }
+  });
+  return true;
+}
+
+/// Stores the staged copies of every group < beforeGroup (INT64_MAX: all),
+/// in issue order; see the comment above emitCopy.
+void Lower::flushStaged(int64_t beforeGroup) {
+  if (staged_.empty()) return;
+  const ir::Op* cur = curOp_;
+  std::vector<StagedCopy> keep;
+  for (StagedCopy& s : staged_) {
+    if (s.group >= beforeGroup) {
+      keep.push_back(std::move(s));
+      continue;
+    }
+    setCurrentOp(*s.op);  // the stores are the copy's accesses
+    writeBuffer(s.buf, s.vals, s.layout, /*ordered=*/false);
+  }
+  staged_ = std::move(keep);
+  if (cur) setCurrentOp(*cur);
 }
 
 // ================================================================= reductions
@@ -1057,6 +1277,7 @@ void Lower::emitTensorCoreDot(const ir::Op& op, const Layout& l) {
 // ============================================================== control flow
 
 void Lower::emitFor(const ir::Op& op) {
+  flushStaged(INT64_MAX);  // (c): the prologue's copies land before the loop
   llvm::Value* lo = scalar(op.operand(0));
   llvm::Value* hi = scalar(op.operand(1));
   llvm::Value* step = scalar(op.operand(2));
@@ -1097,6 +1318,8 @@ void Lower::emitFor(const ir::Op& op) {
   }
   yields_.emplace_back();
   emitBlock(blk);
+  flushStaged(INT64_MAX);  // (b): before the back edge
+  setCurrentOp(op);
   auto ys = std::move(yields_.back());
   yields_.pop_back();
   TS_ASSERT(ys.size() == n, "for: yield arity");
@@ -1131,6 +1354,8 @@ void Lower::emitIf(const ir::Op& op) {
   auto* thenBB = llvm::BasicBlock::Create(ctx_, "if.then", fn);
   auto* elseBB = llvm::BasicBlock::Create(ctx_, "if.else", fn);
   auto* endBB = llvm::BasicBlock::Create(ctx_, "if.end", fn);
+  // (c): a region's staged values do not dominate the code after the `if`.
+  flushStaged(INT64_MAX);
   b_.CreateCondBr(scalar(op.operand(0)), thenBB, elseBB);
   bool sd = smemDirty_, gd = globalDirty_;
   std::vector<std::pair<llvm::BasicBlock*, std::vector<Slots>>> ends;
@@ -1142,6 +1367,8 @@ void Lower::emitIf(const ir::Op& op) {
     if (r < op.numRegions()) {
       yields_.emplace_back();
       emitBlock(op.region(r).block());
+      flushStaged(INT64_MAX);
+      setCurrentOp(op);
       for (auto& y : yields_.back()) vals.push_back(y.second);
       yields_.pop_back();
     }
@@ -1196,14 +1423,7 @@ void Lower::emitOp(const ir::Op& op) {
       const TileV& v = tile(op.operand(1));
       return writeBuffer(op.operand(0), v.slots, v.layout);
     }
-    case OpCode::Copy: {
-      const ir::Value* src = op.operand(1);
-      const TileV& p = tile(src);
-      Slots m;
-      if (op.numOperands() > 2) m = tileIn(op.operand(2), p.layout);
-      Slots v = globalLoad(op, p.layout, src->type(), p.slots, op.numOperands() > 2 ? &m : nullptr, nullptr);
-      return writeBuffer(op.operand(0), v, p.layout);
-    }
+    case OpCode::Copy: return emitCopy(op);
     case OpCode::BufferSlot: {
       // A view: slot i is the contiguous run at i * (elements per slot) of
       // the buffer's row-major shared array; no code beyond the address.
@@ -1214,11 +1434,27 @@ void Lower::emitOp(const ir::Op& op) {
       scalars_[op.result()] = b_.CreateInBoundsGEP(mt, scalar(buf), off);
       return;
     }
-    // `copy {async = 1}` goes through the synchronous Copy path above: the
-    // copy completes in program order, one of the executions the model
-    // allows, so the groups have nothing left to wait for.
+    // Groups: see emitCopy. With the synchronous lowering every copy has
+    // completed where it was issued, so there is nothing to wait for.
     case OpCode::AsyncCommit:
-    case OpCode::AsyncWait: return;
+      if (t_.asyncCopyImpl() == AsyncCopyImpl::Hardware) t_.asyncCommit(b_);
+      ++committed_;
+      return;
+    case OpCode::AsyncWait: {
+      int64_t pending = op.intAttr("pending");
+      TS_ASSERT(pending >= 0, "async_wait with a negative count");
+      switch (t_.asyncCopyImpl()) {
+        case AsyncCopyImpl::Hardware:
+          t_.asyncWait(b_, static_cast<unsigned>(pending));
+          // The retired copies wrote shared memory after any earlier access
+          // of the lowering: order the next shared access behind a barrier.
+          smemDirty_ = true;
+          return;
+        case AsyncCopyImpl::RegisterStaged: return flushStaged(committed_ - pending);
+        case AsyncCopyImpl::Synchronous: return;
+      }
+      return;
+    }
     case OpCode::Barrier: barrier(); return;
     case OpCode::Reduce: return emitReduce(op);
     case OpCode::Dot: return emitDot(op);
@@ -1242,7 +1478,11 @@ void Lower::emitOp(const ir::Op& op) {
       }
       return;
     }
-    case OpCode::Return: b_.CreateRetVoid(); b_.ClearInsertionPoint(); return;
+    case OpCode::Return:
+      flushStaged(INT64_MAX);  // (c): nothing may be in flight at return
+      b_.CreateRetVoid();
+      b_.ClearInsertionPoint();
+      return;
     default: break;
   }
   emitElementwiseLike(op);

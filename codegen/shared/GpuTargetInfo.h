@@ -21,6 +21,7 @@
 #include "shared/Layout.h"
 #include "tessera/codegen/Compiler.h"
 #include "tessera/ir/IR.h"
+#include "tessera/support/Error.h"
 
 namespace tessera::codegen {
 
@@ -45,6 +46,23 @@ struct TensorCoreOp {
   llvm::Intrinsic::ID ldA = llvm::Intrinsic::not_intrinsic;
   llvm::Intrinsic::ID ldBx4 = llvm::Intrinsic::not_intrinsic;
   llvm::Intrinsic::ID ldBx2 = llvm::Intrinsic::not_intrinsic;
+};
+
+/// How a target lowers `copy {async = 1}` and the group ops (IR.h,
+/// docs/pipelining.md). Every choice is legal under the memory model: the
+/// copy may complete at any time between its issue and its retiring wait.
+enum class AsyncCopyImpl {
+  /// Program-order copy (global loads, shared stores) where it is issued;
+  /// async_commit / async_wait emit nothing.
+  Synchronous,
+  /// A hardware global->shared copy per aligned chunk (asyncCopy below,
+  /// NVIDIA cp.async) with commit / wait groups (asyncCommit, asyncWait).
+  Hardware,
+  /// The global loads at the copy, the shared stores deferred (in
+  /// registers) up to the wait that retires the group, the end of the loop
+  /// body, or the next `for` / `return` (GpuLowering.cpp explains why that
+  /// is safe). For targets without an async copy we use (AMDGPU).
+  RegisterStaged,
 };
 
 /// What a backend produced from the optimised module.
@@ -95,6 +113,22 @@ class GpuTargetInfo {
   /// The matrix instruction for a dot of `in` operands into an `acc`
   /// accumulator (kind None: the FMA lowering).
   virtual TensorCoreOp tensorCore(DType in, DType acc) const { return {}; }
+  /// The lowering of `copy {async = 1}` on this target.
+  virtual AsyncCopyImpl asyncCopyImpl() const { return AsyncCopyImpl::Synchronous; }
+  /// AsyncCopyImpl::Hardware only. Starts a copy of `bytes` (4, 8 or 16)
+  /// from `src` (global, aligned to `bytes`) to `dst` (shared, aligned to
+  /// `bytes`) that reads only the first `srcBytes` (an i32: `bytes`, or 0
+  /// for a masked-off chunk: no global access) and zero-fills the rest. It
+  /// joins the thread's open group.
+  virtual void asyncCopy(llvm::IRBuilderBase& b, llvm::Value* dst, llvm::Value* src, unsigned bytes,
+                         llvm::Value* srcBytes) {
+    TS_UNREACHABLE("asyncCopy on a target without a hardware async copy");
+  }
+  /// Closes the thread's open group of async copies.
+  virtual void asyncCommit(llvm::IRBuilderBase& b) {}
+  /// Waits until at most `pending` of the thread's committed groups are in
+  /// flight (the older ones have written shared memory).
+  virtual void asyncWait(llvm::IRBuilderBase& b, unsigned pending) {}
 
   // ---- backend ---------------------------------------------------------------
   virtual std::unique_ptr<llvm::TargetMachine> createTargetMachine(int optLevel) = 0;

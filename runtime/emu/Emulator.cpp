@@ -36,6 +36,7 @@ const char* name(IssueKind k) {
     case IssueKind::Deadlock: return "deadlock";
     case IssueKind::CollectiveMisuse: return "warp collective misuse";
     case IssueKind::KernelException: return "kernel exception";
+    case IssueKind::AsyncCopyMisuse: return "asynchronous copy misuse";
   }
   return "?";
 }
@@ -96,6 +97,17 @@ const char* collName(Coll k) {
 
 struct Worker;
 
+// One cp.async recorded by a thread and not yet performed (see
+// tessera_emu_cp_async): shared offset, global source, sizes, its op and
+// group (the thread's commit count when it was issued).
+struct AsyncCopy {
+  uint64_t dstOff;
+  const void* src;
+  uint32_t bytes, srcBytes;
+  int32_t op;
+  uint64_t group;
+};
+
 struct Fiber {
   Context ctx;
   Worker* w = nullptr;
@@ -104,6 +116,8 @@ struct Fiber {
   FState state = FState::Ready;
   uint32_t barriers = 0;  // barriers this thread has passed in this block
   int32_t barrierSite = -1;
+  std::vector<AsyncCopy> asyncCopies;  // issued, not yet performed, in issue order
+  uint64_t commits = 0;                // cp.async groups committed so far
 };
 
 struct Deposit {
@@ -133,6 +147,10 @@ struct Shadow {
   uint16_t writer = 0, reader1 = 0, reader2 = 0;
   uint8_t wAtomic = 0;  // atomics are recorded as writes only
   int32_t wOp = -1, rOp1 = -1, rOp2 = -1;
+  // cp.async copies into this byte issued and not yet performed (they may
+  // write it at any moment), and the thread and op of the latest one.
+  uint16_t inFlight = 0, aThread = 0;
+  int32_t aOp = -1;
 };
 constexpr uint16_t kNoThread = 0xFFFF;
 
@@ -325,6 +343,10 @@ struct Worker {
       Fiber& f = fibers[i];
       f.barriers = 0;
       f.barrierSite = -1;
+      // An aborted block may leave copies behind: drop them and their marks.
+      for (const AsyncCopy& c : f.asyncCopies) markInFlight(c, -1);
+      f.asyncCopies.clear();
+      f.commits = 0;
       // Stack colouring: stacks are page-aligned, so without an offset every
       // fiber's hot top frames would fall into the same cache sets.
       detail::makeContext(f.ctx, stacks[i].low, stacks[i].bytes - (i % 64) * 64, &fiberMain);
@@ -627,6 +649,21 @@ struct Worker {
 
   /// The fiber's kernel returned (or threw).
   void onExit(Fiber* f) {
+    if (!f->asyncCopies.empty()) {
+      const AsyncCopy& c = f->asyncCopies.front();
+      size_t open = 0;
+      for (const AsyncCopy& x : f->asyncCopies) open += x.group == f->commits;
+      report(IssueKind::AsyncCopyMisuse, f->linear, -1, c.op, -1, [&] {
+        return where(f->linear) + ": the thread exits with " + std::to_string(f->asyncCopies.size()) +
+               " cp.async copies in flight (" + std::to_string(open) +
+               " never committed), first of " + std::to_string(c.bytes) + " bytes to shared offset " +
+               std::to_string(c.dstOff) + " [" + opLabel(*cfg, c.op) +
+               "]; retire them with cp.async.wait_group before the kernel returns";
+      });
+      // Never performed, and still in flight for the rest of the block (a
+      // GPU may write them at any time): the marks stay until the next
+      // block start clears them with the list.
+    }
     f->state = FState::Exited;
     ++exited;
     Warp& wp = warps[f->warp];
@@ -688,18 +725,24 @@ struct Worker {
     const uint8_t atomic = kind == TESSERA_EMU_ATOMIC;
     const bool writes = kind != TESSERA_EMU_LOAD;
     bool reported = false;
-    auto race = [&](uint64_t at, uint16_t other, int32_t otherOp, const char* otherKind) {
+    auto race = [&](uint64_t at, uint16_t other, int32_t otherOp, const char* otherKind,
+                    const char* why = "with no barrier in between") {
       if (reported) return;  // one report per access, not per byte
       reported = true;
       report(IssueKind::SharedRace, f->linear, other, op, otherOp, [&] {
         return where(f->linear) + ": " + accessName(kind) + " of " + std::to_string(bytes) +
                " bytes at shared offset " + std::to_string(at) + " [" + opLabel(*cfg, op) + "] conflicts with a " +
                otherKind + " by " + threadName(other) + " [" + opLabel(*cfg, otherOp) +
-               "] with no barrier in between";
+               "] " + why;
       });
     };
     for (uint64_t i = off; i < off + bytes; ++i) {
       Shadow& s = shadow[i];
+      // A pending cp.async may write this byte at any time, even for the
+      // thread that issued it (it has not waited for it).
+      if (s.inFlight)
+        race(i, s.aThread, s.aOp, "cp.async",
+             "that is still in flight (no cp.async.wait_group has retired its group)");
       if (s.wEpoch == epoch && s.writer != t && !(atomic && s.wAtomic))
         race(i, s.writer, s.wOp, s.wAtomic ? "atomic" : "write");
       if (writes) {
@@ -722,6 +765,84 @@ struct Worker {
         s.rOp2 = op;
       }
     }
+  }
+
+  // ---- cp.async ---------------------------------------------------------------
+  /// Counts a copy's shared bytes in (+1) or out (-1) of flight.
+  void markInFlight(const AsyncCopy& c, int delta) {
+    if (shadow.empty()) return;
+    for (uint64_t i = c.dstOff; i < c.dstOff + c.bytes && i < shadow.size(); ++i) {
+      Shadow& s = shadow[i];
+      if (delta < 0) {
+        if (s.inFlight) --s.inFlight;
+      } else {
+        ++s.inFlight;
+      }
+    }
+  }
+
+  /// Records a cp.async. The issue is where a real copy may start writing:
+  /// its shared bytes are checked now as a write (an earlier read in this
+  /// barrier interval, or another copy in flight, is a race), and marked in
+  /// flight until the copy is performed.
+  void cpAsync(Fiber* f, void* dst, const void* src, int32_t bytes, int32_t srcBytes, int32_t op) {
+    if (bytes != 4 && bytes != 8 && bytes != 16)
+      misuse(f, "cp.async of " + std::to_string(bytes) + " bytes (4, 8 or 16 only)");
+    if (srcBytes < 0 || srcBytes > bytes)
+      misuse(f, "cp.async with src-size " + std::to_string(srcBytes) + " for a copy of " + std::to_string(bytes) +
+                    " bytes");
+    const uint64_t off = reinterpret_cast<uintptr_t>(dst) - reinterpret_cast<uintptr_t>(shared);
+    if (off < sharedBytes && off % static_cast<uint64_t>(bytes) != 0)
+      misuse(f, "cp.async destination at shared offset " + std::to_string(off) + " is not aligned to its " +
+                    std::to_string(bytes) + " bytes");
+    if (srcBytes > 0 && reinterpret_cast<uintptr_t>(src) % static_cast<uintptr_t>(bytes) != 0)
+      misuse(f, "cp.async source " + hex(reinterpret_cast<uintptr_t>(src)) + " is not aligned to its " +
+                    std::to_string(bytes) + " bytes");
+    // Bounds are checked now (the report then names the issuing op); an
+    // out-of-bounds copy is dropped.
+    bool ok = true;
+    if (off > sharedBytes || static_cast<uint64_t>(bytes) > sharedBytes - off) {
+      sharedAccess(f, dst, static_cast<uint64_t>(bytes), TESSERA_EMU_STORE, op);
+      ok = false;
+    } else if (cfg->checkRaces) {
+      checkRace(f, off, static_cast<uint64_t>(bytes), TESSERA_EMU_STORE, op);
+    }
+    if (srcBytes > 0 && globalAccess(f, const_cast<void*>(src), static_cast<uint64_t>(srcBytes), TESSERA_EMU_LOAD,
+                                     op) != src)
+      ok = false;
+    if (!ok) return;
+    AsyncCopy c{off, src, static_cast<uint32_t>(bytes), static_cast<uint32_t>(srcBytes), op, f->commits};
+    markInFlight(c, +1);
+    if (!shadow.empty())
+      for (uint64_t i = off; i < off + c.bytes; ++i) {
+        shadow[i].aThread = static_cast<uint16_t>(f->linear);
+        shadow[i].aOp = op;
+      }
+    f->asyncCopies.push_back(c);
+  }
+
+  /// cp.async.wait_group: performs the copies of every committed group but
+  /// the newest `pending`, in issue order. Each is a write of its shared
+  /// bytes by the thread now (racing with other threads' accesses in this
+  /// barrier interval), counted for the bank model as the copy's op.
+  void cpAsyncWait(Fiber* f, int32_t pending) {
+    if (pending < 0) misuse(f, "cp.async.wait_group with a negative count " + std::to_string(pending));
+    const uint64_t n = static_cast<uint64_t>(pending);
+    const uint64_t retireBelow = f->commits > n ? f->commits - n : 0;
+    size_t keep = 0;
+    for (size_t i = 0; i < f->asyncCopies.size(); ++i) {
+      AsyncCopy c = f->asyncCopies[i];
+      if (c.group >= retireBelow) {
+        f->asyncCopies[keep++] = c;
+        continue;
+      }
+      markInFlight(c, -1);
+      unsigned char* dst = shared + c.dstOff;
+      void* d = sharedAccess(f, dst, c.bytes, TESSERA_EMU_STORE, c.op);
+      std::memcpy(d, c.src, c.srcBytes);
+      std::memset(static_cast<unsigned char*>(d) + c.srcBytes, 0, c.bytes - c.srcBytes);
+    }
+    f->asyncCopies.resize(keep);
   }
 
   void* globalAccess(Fiber* f, void* addr, uint64_t bytes, int32_t kind, int32_t op) {
@@ -1052,6 +1173,18 @@ void tessera_emu_wmma(int32_t mode, const uint32_t* a, const uint32_t* b, const 
   f->w->matrix(f, Coll::Wmma, mode, a, b, c, d);
 }
 
+void tessera_emu_cp_async(void* dst, const void* src, int32_t bytes, int32_t srcBytes, int32_t opId) {
+  Fiber* f = current(__func__);
+  f->w->cpAsync(f, dst, src, bytes, srcBytes, opId);
+}
+
+void tessera_emu_cp_async_commit(void) { ++current(__func__)->commits; }
+
+void tessera_emu_cp_async_wait(int32_t pending) {
+  Fiber* f = current(__func__);
+  f->w->cpAsyncWait(f, pending);
+}
+
 void* tessera_emu_shared_base(void) { return current(__func__)->w->shared; }
 
 void* tessera_emu_shared_access(void* addr, uint64_t bytes, int32_t kind, int32_t opId) {
@@ -1087,6 +1220,8 @@ const std::vector<std::pair<const char*, void*>>& hookSymbols() {
       TS_HOOK(tessera_emu_ldmatrix),      TS_HOOK(tessera_emu_mma_sync),
       TS_HOOK(tessera_emu_mfma),          TS_HOOK(tessera_emu_wmma),
       TS_HOOK(tessera_emu_shared_access), TS_HOOK(tessera_emu_global_access),
+      TS_HOOK(tessera_emu_cp_async),      TS_HOOK(tessera_emu_cp_async_commit),
+      TS_HOOK(tessera_emu_cp_async_wait),
   };
 #undef TS_HOOK
   return hooks;

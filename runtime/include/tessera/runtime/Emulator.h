@@ -73,8 +73,9 @@ enum class IssueKind : uint8_t {
   Deadlock,
   CollectiveMisuse,
   KernelException,
+  AsyncCopyMisuse,  // cp.async copies still in flight when their thread exits
 };
-inline constexpr size_t kIssueKinds = 7;
+inline constexpr size_t kIssueKinds = 8;
 const char* name(IssueKind k);
 
 struct Issue {
@@ -231,6 +232,20 @@ void tessera_emu_mfma(int32_t mode, const uint32_t* a, const uint32_t* b, const 
 /// 16-31 must hold the same A and B as lanes 0-15 (as the ISA requires);
 /// the machine reads lanes 0-15.
 void tessera_emu_wmma(int32_t mode, const uint32_t* a, const uint32_t* b, const float* c, float* d);
+
+/// cp.async.{ca,cg}.shared.global: records a copy of `bytes` (4, 8, 16)
+/// from global `src` to shared `dst`, of which only the first `srcBytes`
+/// are read (the rest zero-filled; 0 = no global access), in the thread's
+/// open group. Nothing is copied yet: the copy is performed when a
+/// cp_async_wait retires its group. Until then, any access of its shared
+/// bytes by any thread (or a second copy into them) is a SharedRace.
+void tessera_emu_cp_async(void* dst, const void* src, int32_t bytes, int32_t srcBytes, int32_t opId);
+/// cp.async.commit_group: closes the thread's open group (possibly empty).
+void tessera_emu_cp_async_commit(void);
+/// cp.async.wait_group N: performs, in issue order, every copy of all but
+/// the newest `pending` committed groups of the thread. Copies still
+/// recorded when the thread exits are an AsyncCopyMisuse.
+void tessera_emu_cp_async_wait(int32_t pending);
 
 /// The block's shared memory (static + dynamic), filled with 0xCD at block start.
 void* tessera_emu_shared_base(void);
