@@ -147,7 +147,9 @@ TEST_CASE("cpu dot: loop-carried accumulator over K chunks, with ragged tiles", 
       return std::vector<Value*>{lb.dot(av, bv, c[0])};
     });
     b.store(k.at(out, offsets2d(k.b, M, N)), res[0]);
-    auto art = build(k);
+    auto art = build(k, "", /*dumpAsm=*/true);
+    // The operand loads of the loop prefetch the next iteration's tiles.
+    CHECK(art->dumps.assembly.find("prefetcht0") != std::string::npos);
     std::mt19937 rng(5);
     Operand A = makeOperand(DType::F32, size_t(M * Kt), rng), B = makeOperand(DType::F32, size_t(Kt * N), rng);
     std::vector<float> o(size_t(M * N), NAN);

@@ -140,6 +140,15 @@ TEST_CASE("pipelined GEMM on the CPU", "[codegen][pipeline]") {
   runAll<ts::half>(cpu, {{45, 37, 50}, {64, 64, 64}});
 }
 
+TEST_CASE("on the CPU the stages become prefetches of the next iteration's tiles", "[codegen][pipeline]") {
+  // Each staged copy in the pipelined loop also prefetches the addresses the
+  // same copy reads in the next iteration (docs/gemm.md).
+  ts::CompiledKernel k = ts::compile(pipelinedGemm<float>(3), ts::Device::cpu());
+  std::string ir = k.dump(ts::Stage::LLVMOptimized), as = k.dump(ts::Stage::Assembly);
+  CHECK(ir.find("@llvm.prefetch") != std::string::npos);
+  CHECK(as.find("prefetcht0") != std::string::npos);
+}
+
 TEST_CASE("pipelined GEMM on the emulator (nvptx:sm_80)", "[codegen][pipeline][emu]") {
   // Emulation is slow: every stage count on the ragged shape, the aligned
   // shape with the deepest pipeline.
