@@ -103,19 +103,7 @@ void optimizeKernel(llvm::Module& m, llvm::TargetMachine& tm, int optLevel) {
   static const char* kPipeline =
       "always-inline,function(sroa,early-cse<memssa>,simplifycfg,loop-mssa(licm),"
       "instcombine<no-verify-fixpoint>,simplifycfg),globaldce";
-  llvm::LoopAnalysisManager lam;
-  llvm::FunctionAnalysisManager fam;
-  llvm::CGSCCAnalysisManager cgam;
-  llvm::ModuleAnalysisManager mam;
-  llvm::PassBuilder pb(&tm);
-  pb.registerModuleAnalyses(mam);
-  pb.registerCGSCCAnalyses(cgam);
-  pb.registerFunctionAnalyses(fam);
-  pb.registerLoopAnalyses(lam);
-  pb.crossRegisterProxies(lam, fam, cgam, mam);
-  llvm::ModulePassManager mpm;
-  check<InternalError>(pb.parsePassPipeline(mpm, kPipeline), "parsing the CPU kernel pipeline");
-  mpm.run(m, mam);
+  runPipeline(m, tm, kPipeline);
 }
 
 std::string emitAssembly(const llvm::Module& m, llvm::TargetMachine& tm) {

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <set>
 
 #include <llvm/AsmParser/Parser.h>
 #include <llvm/IR/LegacyPassManager.h>
@@ -12,6 +13,7 @@
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/Target/TargetOptions.h>
 #include <llvm/TargetParser/Triple.h>
+#include <llvm/IR/OptBisect.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/raw_ostream.h>
@@ -30,6 +32,82 @@ namespace {
 
 bool isNvptx(const Target& t) { return t.kind == Target::Kind::NVPTX || t.kind == Target::Kind::EmuNVPTX; }
 bool isAmdgpu(const Target& t) { return t.kind == Target::Kind::AMDGPU || t.kind == Target::Kind::EmuAMDGPU; }
+
+// Compile latency. The default O3 pipeline plus the backends' own IR passes
+// cost 110-120 ms for a 32x32x32 GEMM to PTX (150-260 ms to .hsaco), most
+// of it in passes that have little to do on this code. Measured with
+// -time-passes on gemm_f16; registers checked with ptxas / the code object
+// metadata on the GEMM examples, gpu_test's kernels and gpu_dot_test's
+// 64x64 and 128x128 tiles (docs/gpu.md, "Compile latency"):
+//
+// * The lowering emits straight-line code whose redundancy is index
+//   arithmetic recomputed per element and per op, plus guard branches around
+//   single stores. What removes it: early-cse (the repeated lane/warp index
+//   computations, with MemorySSA for the repeated shared-memory reloads),
+//   instcombine (udiv/urem by powers of two and by 1, folded constant
+//   offsets), simplifycfg (merges the guard blocks), LICM (hoists per-thread
+//   index math and base pointers out of the K loop: without it the loop is
+//   6% longer) and a last simplifycfg for the blocks LICM emptied. Then
+//   infer-alignment: the lowering's scalar shared-memory accesses carry
+//   their element alignment, and only once offsets from the 16-byte aligned
+//   shared array are known to be aligned can the backends' load/store
+//   vectoriser merge them; without it a 128x128x32 f16 tile spills 650 bytes
+//   instead of ~100-200 (O3: 64-280). AMDGPU also needs amdgpu-attributor:
+//   it proves which implicit kernel inputs (work-item ids y/z, dispatch and
+//   queue pointers, ...) are unused, which frees their registers (gfx942
+//   64x64x32 tile: 184 -> 168 VGPRs, as with O3).
+//   Nothing to inline (one function, no calls but intrinsics), no alloca for
+//   SROA; the lowering's tiles are unrolled already, so loop and SLP
+//   vectorisation, unrolling and the loop passes of O3 changed no register
+//   count. infer-address-spaces is not needed: every pointer carries its
+//   address space from the lowering (global 1, shared 3).
+//   This pipeline costs 5-8 ms where O3 costs 35-50 ms.
+// * Code generation at CodeGenOptLevel::Default rather than Aggressive: the
+//   NVPTX backend's only difference is EarlyCSE instead of GVN, twice, in its
+//   IR pipeline (9 ms less; same PTX size and ptxas registers for gemm_f16).
+// * Straight-line strength reduction, which both backends run before
+//   instruction selection, takes 25-40 ms on these kernels, most of it in
+//   ValueTracking's UB/poison reasoning (mustTriggerUB, mayThrow) repeated
+//   per candidate over the long straight-line blocks the lowering produces.
+//   It rewrites unrolled address arithmetic into increments, which ptxas and
+//   the AMDGPU scheduler redo on their own; N-ary reassociation (2 ms) only
+//   prepares more such reuse. Skipping both left every register count and
+//   spill above unchanged. NVPTX also skips CodeGenPrepare (8 ms), whose
+//   address-mode sinking serves targets with rich addressing modes: on the
+//   default GEMM configurations the PTX is no longer and ptxas uses as many
+//   or fewer registers without it (gemm_f16 sm_80: 112, O3 117; gemm_f32
+//   sm_80 spilled 8 bytes with it), but the 8-warp 128x128x32 f16 tile, at
+//   the 255-register limit either way, spills more (sm_86: 64 bytes, was 0;
+//   docs/gpu.md). These are optional passes (the backends skip them at -O0),
+//   skipped through the context's pass gate, the mechanism behind
+//   -opt-bisect-limit; a renamed pass would only run again. The load/store
+//   vectoriser stays: without it the 128x128 tile spills 600 bytes.
+const char* kNvptxKernelPipeline =
+    "function(early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,loop-mssa(licm),simplifycfg,"
+    "infer-alignment)";
+const char* kAmdgpuKernelPipeline =
+    "amdgpu-attributor,function(early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,loop-mssa(licm),"
+    "simplifycfg,infer-alignment)";
+
+struct SkipPassGate : llvm::OptPassGate {
+  std::set<std::string, std::less<>> skip;
+  bool shouldRunPass(llvm::StringRef pass, llvm::StringRef) const override { return !skip.count(pass); }
+  bool isEnabled() const override { return !skip.empty(); }
+};
+
+void installPassGate(llvm::LLVMContext& ctx, SkipPassGate& gate, bool nvptx, int optLevel) {
+  gate.skip.clear();
+  if (optLevel == 0) return;
+  gate.skip.insert("slsr");
+  gate.skip.insert("nary-reassociate");
+  if (nvptx) gate.skip.insert("codegenprepare");
+  ctx.setOptPassGate(gate);
+}
+
+void optimizeGpuKernel(llvm::Module& m, llvm::TargetMachine& tm, int optLevel, bool amdgpu) {
+  if (optLevel == 0) return runDefaultPipeline(m, tm, 0);
+  runPipeline(m, tm, amdgpu ? kAmdgpuKernelPipeline : kNvptxKernelPipeline);
+}
 
 }  // namespace
 
@@ -50,7 +128,8 @@ std::unique_ptr<llvm::TargetMachine> createGpuTargetMachine(void (*initTarget)()
   const llvm::Target* target = llvm::TargetRegistry::lookupTarget(t, err);
   if (!target) throw CompileError("this LLVM has no " + vendor + " target: " + err);
   llvm::TargetOptions to;
-  auto lvl = optLevel == 0 ? llvm::CodeGenOptLevel::None : llvm::CodeGenOptLevel::Aggressive;
+  // Default, not Aggressive, for every optLevel >= 1: see kNvptxKernelPipeline.
+  auto lvl = optLevel == 0 ? llvm::CodeGenOptLevel::None : llvm::CodeGenOptLevel::Default;
   std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(t, cpu, features, to, reloc, std::nullopt, lvl));
   if (!tm) throw CompileError("cannot create an " + vendor + " TargetMachine for " + cpu);
   return tm;
@@ -84,7 +163,10 @@ std::shared_ptr<Artifact> compileGpu(const ir::Function& fn, const Target& t, co
 
   initLLVM();
   std::unique_ptr<llvm::TargetMachine> tm = ti->createTargetMachine(o.optLevel);
+  timer.mark("target-machine");
+  SkipPassGate gate;  // outlives the context that refers to it
   auto ctx = std::make_unique<llvm::LLVMContext>();
+  installPassGate(*ctx, gate, isNvptx(t), o.optLevel);
   GpuLoweringResult low = lowerToGpuLLVM(*f, *ti, la, axis, g, *ctx, tm->createDataLayout());
   llvm::Module& m = *low.module;
   ti->prepareModule(m);
@@ -95,16 +177,19 @@ std::shared_ptr<Artifact> compileGpu(const ir::Function& fn, const Target& t, co
       " threads per block\n" + low.sharedPlan;
   timer.mark("lower");
   art->dumps.llvm = printModule(m);
+  timer.mark("print-llvm");
   {
     std::string msg;
     llvm::raw_string_ostream os(msg);
     if (llvm::verifyModule(m, &os))
       throw InternalError("GPU lowering of @" + fn.name() + " for " + t.str() + " produced invalid LLVM IR:\n" + msg);
   }
-  runDefaultPipeline(m, *tm, o.optLevel);
+  timer.mark("verify");
+  optimizeGpuKernel(m, *tm, o.optLevel, isAmdgpu(t));
   timer.mark("optimize");
   art->dumps.llvmOpt = printModule(m);
   art->dumps.extra["llvm-gpu"] = art->dumps.llvmOpt;
+  timer.mark("print-opt");
   GpuOutput out = ti->emit(m, *tm);
   timer.mark(isNvptx(t) ? "ptx" : "object+link");
   art->dumps.assembly = out.assembly;
@@ -162,7 +247,11 @@ std::string amdgpuAssembly(const Artifact& a) {
   auto it = a.dumps.extra.find("llvm-gpu");
   TS_ASSERT(it != a.dumps.extra.end(), "AMDGPU artifact of @" + a.kernelName + " kept no llvm-gpu module");
   initLLVM();
+  // The code generator configuration of a default (optLevel 3) compile,
+  // skipped passes included, so the text matches the code object.
+  SkipPassGate gate;
   llvm::LLVMContext ctx;
+  installPassGate(ctx, gate, false, 3);
   llvm::SMDiagnostic diag;
   std::unique_ptr<llvm::Module> m = llvm::parseAssemblyString(it->second, diag, ctx);
   if (!m) throw InternalError("cannot re-read the GPU module of @" + a.kernelName + ": " + diag.getMessage().str());

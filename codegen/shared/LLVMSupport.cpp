@@ -42,23 +42,37 @@ void StageTimer::mark(const char* stage) {
 }
 
 std::string printModule(const llvm::Module& m) {
+  // Buffered: raw_string_ostream is unbuffered by default, one string append
+  // per token (3 ms for the 4000 lines of a lowered GEMM, 1.2 ms buffered).
   std::string s;
-  llvm::raw_string_ostream os(s);
-  m.print(os, nullptr);
+  {
+    llvm::raw_string_ostream os(s);
+    os.SetBufferSize(64 * 1024);
+    m.print(os, nullptr);
+  }  // flushes
   return s;
 }
 
-void runDefaultPipeline(llvm::Module& m, llvm::TargetMachine& tm, int optLevel, llvm::PipelineTuningOptions pto) {
+namespace {
+/// The analysis managers a new-PM run needs, registered and cross-wired.
+struct Analyses {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
   llvm::ModuleAnalysisManager mam;
+  explicit Analyses(llvm::PassBuilder& pb) {
+    pb.registerModuleAnalyses(mam);
+    pb.registerCGSCCAnalyses(cgam);
+    pb.registerFunctionAnalyses(fam);
+    pb.registerLoopAnalyses(lam);
+    pb.crossRegisterProxies(lam, fam, cgam, mam);
+  }
+};
+}  // namespace
+
+void runDefaultPipeline(llvm::Module& m, llvm::TargetMachine& tm, int optLevel, llvm::PipelineTuningOptions pto) {
   llvm::PassBuilder pb(&tm, pto);
-  pb.registerModuleAnalyses(mam);
-  pb.registerCGSCCAnalyses(cgam);
-  pb.registerFunctionAnalyses(fam);
-  pb.registerLoopAnalyses(lam);
-  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  Analyses a(pb);
   llvm::ModulePassManager mpm;
   switch (optLevel) {
     case 0: mpm = pb.buildO0DefaultPipeline(llvm::OptimizationLevel::O0); break;
@@ -66,7 +80,15 @@ void runDefaultPipeline(llvm::Module& m, llvm::TargetMachine& tm, int optLevel, 
     case 2: mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2); break;
     default: mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3); break;
   }
-  mpm.run(m, mam);
+  mpm.run(m, a.mam);
+}
+
+void runPipeline(llvm::Module& m, llvm::TargetMachine& tm, const char* pipeline) {
+  llvm::PassBuilder pb(&tm);
+  Analyses a(pb);
+  llvm::ModulePassManager mpm;
+  check<InternalError>(pb.parsePassPipeline(mpm, pipeline), std::string("parsing the pipeline ") + pipeline);
+  mpm.run(m, a.mam);
 }
 
 }  // namespace tessera::codegen

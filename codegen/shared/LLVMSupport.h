@@ -38,6 +38,10 @@ std::string printModule(const llvm::Module& m);
 void runDefaultPipeline(llvm::Module& m, llvm::TargetMachine& tm, int optLevel,
                         llvm::PipelineTuningOptions pto = llvm::PipelineTuningOptions());
 
+/// Runs a fixed new-PM pipeline given in textual form (the backends' short
+/// kernel pipelines); a pipeline that does not parse is an InternalError.
+void runPipeline(llvm::Module& m, llvm::TargetMachine& tm, const char* pipeline);
+
 /// Consumes an llvm::Error: returns normally on success, otherwise throws
 /// E (CompileError by default) with `what` and LLVM's message.
 template <typename E = CompileError>

@@ -19,6 +19,7 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 
+#include "shared/LLVMSupport.h"
 #include "shared/VectorMath.h"
 #include "tessera/codegen/Testing.h"
 #include "tessera/support/Error.h"
@@ -103,19 +104,7 @@ std::unique_ptr<llvm::Module> buildModule(llvm::LLVMContext& ctx, Emitter emit, 
   return m;
 }
 
-void optimize(llvm::Module& m, llvm::TargetMachine& tm) {
-  llvm::LoopAnalysisManager lam;
-  llvm::FunctionAnalysisManager fam;
-  llvm::CGSCCAnalysisManager cgam;
-  llvm::ModuleAnalysisManager mam;
-  llvm::PassBuilder pb(&tm);
-  pb.registerModuleAnalyses(mam);
-  pb.registerCGSCCAnalyses(cgam);
-  pb.registerFunctionAnalyses(fam);
-  pb.registerLoopAnalyses(lam);
-  pb.crossRegisterProxies(lam, fam, cgam, mam);
-  pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(m, mam);
-}
+void optimize(llvm::Module& m, llvm::TargetMachine& tm) { runDefaultPipeline(m, tm, 3); }
 
 }  // namespace
 
