@@ -104,6 +104,9 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
   std::string triple() const override { return "amdgcn-amd-amdhsa"; }
   unsigned warpSize() const override { return row_.wave; }
   uint64_t maxSharedBytes() const override { return row_.lds; }
+  // Wave64 CDNA: 256 arch + 256 accumulation VGPRs per lane; RDNA3 wave32:
+  // 256 VGPRs per wave.
+  int maxRegistersPerThread() const override { return row_.wave == 64 ? 512 : 256; }
 
   llvm::Value* threadId(llvm::IRBuilderBase& b, int axis) override {
     static constexpr std::array<llvm::Intrinsic::ID, 3> ids = {

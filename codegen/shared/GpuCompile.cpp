@@ -20,6 +20,7 @@
 
 #include "shared/AxisInfo.h"
 #include "shared/GpuLowering.h"
+#include "shared/GpuResourceCheck.h"
 #include "shared/GpuToolchain.h"
 #include "shared/LLVMSupport.h"
 #include "shared/Layout.h"
@@ -159,6 +160,12 @@ std::shared_ptr<Artifact> compileGpu(const ir::Function& fn, const Target& t, co
                     [&](DType in, DType acc) { return ti->tensorCore(in, acc).kind; });
   annotateLayouts(*f, la);
   art->dumps.tileIR.emplace_back("layout", ir::print(*f));
+  // A loop whose carried values cannot fit the register file is rejected
+  // here, before any code exists. (Shared memory is checked by the lowering
+  // against its liveness-aware plan, which also counts the compiler's own
+  // scratch areas: summing the buffers here would reject kernels whose
+  // buffers are never live together.)
+  checkRegisterBudget(*f, la, ti->maxRegistersPerThread(), ti->arch());
   timer.mark("layout");
 
   initLLVM();

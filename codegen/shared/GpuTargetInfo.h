@@ -81,6 +81,8 @@ class GpuTargetInfo {
   virtual unsigned warpSize() const = 0;
   virtual unsigned maxThreadsPerBlock() const { return 1024; }
   virtual uint64_t maxSharedBytes() const = 0;
+  /// 32-bit registers one thread can address (NVIDIA: 255 on sm_80+).
+  virtual int maxRegistersPerThread() const { return 255; }
 
   // ---- address spaces (the same numbers on both vendors) -----------------
   unsigned globalAS() const { return 1; }
