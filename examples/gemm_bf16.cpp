@@ -1,11 +1,26 @@
-// gemm_bf16: C (f32) = A (bf16) @ B (bf16) + bias (f32), accumulated in f32.
+// gemm_bf16: C (f32) = act(A (bf16) @ B (bf16) + bias (f32)), accumulated in f32.
 //
 // The tiling of gemm_f32 (one BLOCK_M x BLOCK_N tile of C per program, a K
 // loop carrying an f32 accumulator): dot takes the bf16 tiles and
-// accumulates in f32 (each bf16 x bf16 product is exact in f32); the output
-// stays f32, as in mixed-precision training.
+// accumulates in f32 (each bf16 x bf16 product is exact in f32); the
+// epilogue adds the bias row and applies the activation; the output stays
+// f32, as in mixed-precision training.
 //
-// Shape: {M, N, K}; default {300, 200, 150}.
+// Two forms of the K loop, chosen by GemmBlocks::stages (as gemm_f16):
+//  * GPU (stages >= 1): software-pipelined. ts::for_pipelined keeps `stages`
+//    A and B tiles in flight in shared memory (ts::stage_copy: cp.async on
+//    NVPTX sm_80+ where the launch proves the rows 16-byte aligned,
+//    register-staged loads with deferred LDS stores on AMDGPU), so the
+//    global loads of iteration k + stages - 1 overlap the tensor-core dot of
+//    iteration k (docs/pipelining.md).
+//  * CPU (stages = 0): plain masked loads in a for_range. The CPU lowers a
+//    pipelined copy synchronously into a stack buffer and then loads the
+//    tile from it: one extra copy of every tile per iteration for no
+//    overlap, while the plain loads go straight into the dot's packed
+//    operand layouts (docs/gemm.md). Hence two kernels, one loop body.
+//
+// Shape: {M, N, K} or {M, N, K, act} with act 0 = none, 1 = ReLU, 2 = GELU
+// (exact erf form); default {300, 200, 150} with GELU.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -19,24 +34,36 @@ namespace ts = tessera;
 
 namespace tessera::examples {
 
-Kernel gemmBF16(GemmBlocks B) {
+Kernel gemmBF16(GemmBlocks B, Activation act) {
   return ts::kernel("gemm_bf16", {"c", "a", "b", "bias", "M", "N", "K"},
                     [=](ts::Ptr<float> c, ts::Ptr<const ts::bfloat16> a, ts::Ptr<const ts::bfloat16> b,
                         ts::Ptr<const float> bias, ts::Int M, ts::Int N, ts::Int K) {
-                      auto row = ts::expand_dims(ts::program_id(0) * B.m + ts::arange(B.m), 1);
-                      auto col = ts::expand_dims(ts::program_id(1) * B.n + ts::arange(B.n), 0);
-                      auto rk = ts::arange(B.k);
-                      auto acc = ts::for_range(0, K, B.k, ts::zeros({B.m, B.n}, ts::f32),
-                                               [&](ts::Int k0, ts::Tensor acc) {
-                                                 auto ka = ts::expand_dims(k0 + rk, 0);
-                                                 auto kb = ts::expand_dims(k0 + rk, 1);
-                                                 auto ta = ts::load(a + row * K + ka, (row < M) & (ka < K));
-                                                 auto tb = ts::load(b + kb * N + col, (kb < K) & (col < N));
-                                                 return ts::dot(ta, tb, acc);  // bf16 x bf16 -> f32
-                                               });
-                      auto y = acc + ts::load(bias + col, col < N);
-                      ts::store(c + row * N + col, y, (row < M) & (col < N));
-                    });
+    auto row = ts::expand_dims(ts::program_id(0) * B.m + ts::arange(B.m), 1);  // BLOCK_M x 1
+    auto col = ts::expand_dims(ts::program_id(1) * B.n + ts::arange(B.n), 0);  // 1 x BLOCK_N
+    auto rk = ts::arange(B.k);
+    // The tiles of iteration k0: pointers and masks (lanes outside the
+    // matrices read 0, which adds nothing to the dot).
+    auto ptrA = [&](ts::Int k0) { return a + row * K + ts::expand_dims(k0 + rk, 0); };
+    auto maskA = [&](ts::Int k0) { return (row < M) & (ts::expand_dims(k0 + rk, 0) < K); };
+    auto ptrB = [&](ts::Int k0) { return b + ts::expand_dims(k0 + rk, 1) * N + col; };
+    auto maskB = [&](ts::Int k0) { return (ts::expand_dims(k0 + rk, 1) < K) & (col < N); };
+    ts::Tensor acc;
+    if (B.stages >= 1) {
+      auto sa = ts::alloc_shared(ts::bf16, {B.m, B.k});  // one stage; stage_copy makes `stages` slots
+      auto sb = ts::alloc_shared(ts::bf16, {B.k, B.n});
+      acc = ts::for_pipelined(0, K, B.k, B.stages, ts::zeros({B.m, B.n}, ts::f32), [&](ts::Int k0, ts::Tensor acc) {
+        auto ta = ts::stage_copy(sa, ptrA(k0), maskA(k0));
+        auto tb = ts::stage_copy(sb, ptrB(k0), maskB(k0));
+        return ts::dot(ta.load(), tb.load(), acc);  // bf16 x bf16 -> f32
+      });
+    } else {
+      acc = ts::for_range(0, K, B.k, ts::zeros({B.m, B.n}, ts::f32), [&](ts::Int k0, ts::Tensor acc) {
+        return ts::dot(ts::load(ptrA(k0), maskA(k0)), ts::load(ptrB(k0), maskB(k0)), acc);
+      });
+    }
+    auto y = applyActivation(acc + ts::load(bias + col, col < N), act);  // bias broadcast over the rows
+    ts::store(c + row * N + col, y, (row < M) & (col < N));
+  });
 }
 
 namespace {
@@ -56,11 +83,8 @@ float fromBf16(uint16_t h) {
 }
 
 CheckResult run(const RunContext& ctx) {
-  std::vector<int64_t> s = ctx.shape.empty() ? std::vector<int64_t>{300, 200, 150} : ctx.shape;
-  if (s.size() != 3 || s[0] < 1 || s[1] < 1 || s[2] < 1 || s[0] * s[2] > (1 << 28) || s[2] * s[1] > (1 << 28) ||
-      s[0] * s[1] > (1 << 28))
-    throw Error("gemm_bf16: the shape is {M, N, K}, each >= 1, every matrix at most 2^28 elements");
-  int64_t M = s[0], N = s[1], K = s[2];
+  GemmProblem P = gemmProblem(ctx, "gemm_bf16");
+  const int64_t M = P.M, N = P.N, K = P.K;
   std::mt19937_64 rng(ctx.seed);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   // Inputs are bf16 values; the reference uses exactly those values.
@@ -71,7 +95,7 @@ CheckResult run(const RunContext& ctx) {
   for (auto& x : bias) x = dist(rng);
 
   GemmBlocks B = gemmDefaultBlocks(ctx.device);
-  CompiledKernel k = compile(gemmBF16(B), ctx.device, ctx.options);
+  CompiledKernel k = compile(gemmBF16(B, Activation(P.act)), ctx.device, ctx.options);
   Buffer da = ctx.device.upload(DType::BF16, a), db = ctx.device.upload(DType::BF16, b);
   Buffer dbias = ctx.device.upload(DType::F32, bias);
   Buffer dc = ctx.device.alloc(DType::F32, size_t(M * N));
@@ -80,21 +104,26 @@ CheckResult run(const RunContext& ctx) {
   k.launchWith(grid, {dc, da, db, dbias, int32_t(M), int32_t(N), int32_t(K)}, ctx.launch);
   std::vector<float> got = dc.read<float>();
 
-  // Reference in double. Tolerance: the f32 accumulation of K + 1 terms,
-  // 2 (K + 1) 2^-24 sum|terms| (see gemm_f32), with an absolute floor of
-  // 1e-7 for results that cancel. A missing product term is ~0.25 on average.
+  // Reference in double: act(A @ B + bias) from the same bf16 inputs.
+  // Tolerance as gemm_f32: the f32 accumulation of K + 1 terms is within
+  // 2 (K + 1) 2^-24 sum|terms| of the exact sum (doubled first-order bound);
+  // ReLU and GELU have slope <= 1.13 (hence 1.2x) and erf in f32 adds a few
+  // ulp (1e-6 relative and absolute floor). A missing or doubled product
+  // term (~0.25 on average) or a missing bias (~0.5) is far outside it.
   const double factor = 2.0 * double(K + 1) * std::ldexp(1.0, -24);
   ElementCheck check(factor, "c");
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) {
-      double want = bias[size_t(j)], mag = std::fabs(want);
+      double s = bias[size_t(j)], mag = std::fabs(s);
       for (int64_t kk = 0; kk < K; ++kk) {
         double p = double(fromBf16(a[size_t(i * K + kk)])) * double(fromBf16(b[size_t(kk * N + j)]));
-        want += p;
+        s += p;
         mag += std::fabs(p);
       }
+      double want = activationRef(s, P.act);
       double g = got[size_t(i * N + j)];
-      check(g, want, factor * mag + 1e-7, [&] { return "at (" + std::to_string(i) + ", " + std::to_string(j) + ")"; });
+      check(g, want, 1.2 * factor * mag + 1e-6 * std::fabs(want) + 1e-6,
+            [&] { return "at (" + std::to_string(i) + ", " + std::to_string(j) + ")"; });
     }
   return check.result();
 }
@@ -103,18 +132,21 @@ CheckResult run(const RunContext& ctx) {
 Example gemmBF16Example() {
   Example e;
   e.name = "gemm_bf16";
-  e.summary = "C (f32) = A (bf16) @ B (bf16) + bias, f32 accumulation, dot over a K loop";
-  e.kernel = [] { return gemmBF16(gemmDefaultBlocks(Device::cpu())); };
-  e.gpuKernel = [] { return gemmBF16(gemmDefaultBlocks(Device::emulator("nvptx:sm_80"))); };
+  e.summary = "C (f32) = act(A (bf16) @ B (bf16) + bias), f32 accumulation; GPU: K loop pipelined through shared memory";
+  e.kernel = [] { return gemmBF16(gemmDefaultBlocks(Device::cpu()), Activation::GELU); };
+  e.gpuKernel = [] { return gemmBF16(gemmDefaultBlocks(Device::emulator("nvptx:sm_80")), Activation::GELU); };
   e.run = run;
-  e.testShapes = {{64, 64, 64}, {100, 77, 33}, {1, 1, 1}, {257, 129, 65}};
+  // Aligned (N and K multiples of 16: cp.async on the emulated sm_80),
+  // ragged in every dimension, a single element, K shorter than the
+  // pipeline, and each activation.
+  e.testShapes = {{64, 64, 64, 1}, {100, 77, 33, 0}, {1, 1, 1, 2}, {257, 129, 65, 2}, {45, 64, 48, 0}};
   return e;
 }
 
 }  // namespace tessera::examples
 
 #ifdef TESSERA_EXAMPLE_MAIN
-// Usage: gemm_bf16 [--dump] [M N K]
+// Usage: gemm_bf16 [--dump] [M N K [act]]
 int main(int argc, char** argv) {
   return tessera::examples::exampleMain(argc, argv, tessera::examples::gemmBF16Example());
 }

@@ -62,22 +62,29 @@ Kernel rmsnorm(int BLOCK);    // y, x, weight, cols, eps          grid: rows; BL
 // matrices are row-major and contiguous.
 struct GemmBlocks {
   int m = 64, n = 64, k = 64;  // BLOCK_M, BLOCK_N, BLOCK_K
+  /// K-loop pipeline depth of gemm_f16 / gemm_bf16: 0 = plain loads in a
+  /// for_range (the CPU kernel); S >= 1 = for_pipelined with S shared-memory
+  /// stages of the A and B tiles (stage_copy). gemm_f32 and gemm_batched
+  /// always use plain loads and ignore it.
+  int stages = 0;
 };
 enum class Activation { None, ReLU, GELU };
 /// C = act(A @ B + bias), f32.       c, a, b, bias, M, N, K   (without bias: c, a, b, M, N, K)
 Kernel gemmF32(GemmBlocks blocks, Activation act, bool withBias = true);
-/// C (f16) = A (f16) @ B (f16) + bias (f32), accumulated in f32.   c, a, b, bias, M, N, K
-Kernel gemmF16(GemmBlocks blocks);
-/// C (f32) = A (bf16) @ B (bf16) + bias (f32), accumulated in f32. c, a, b, bias, M, N, K
-Kernel gemmBF16(GemmBlocks blocks);
+/// C (f16) = act(A (f16) @ B (f16) + bias (f32)), f32 accumulation. c, a, b, bias, M, N, K
+Kernel gemmF16(GemmBlocks blocks, Activation act = Activation::GELU);
+/// C (f32) = act(A (bf16) @ B (bf16) + bias (f32)), f32 accumulation. c, a, b, bias, M, N, K
+Kernel gemmBF16(GemmBlocks blocks, Activation act = Activation::GELU);
 /// C[z] = A[z] @ B[z] for z = program_id(2), f32.                  c, a, b, M, N, K
 Kernel gemmBatched(GemmBlocks blocks);
 /// Default blocks for a device. CPU: measured on AVX2 (Zen 3), docs/gemm.md.
 /// GPU and emulator targets: 32 x 32 x 32 keeps the shared-memory tiles small
-/// (and the emulated runs of the test shapes quick).
+/// (and the emulated runs of the test shapes quick); 3 stages for the
+/// pipelined f16 / bf16 K loops (12 KiB of shared memory; register and spill
+/// counts per target in docs/gemm.md, "GPU GEMM examples").
 inline GemmBlocks gemmDefaultBlocks(const Device& device) {
-  if (device.kind() == rt::DeviceKind::CPU) return {256, 256, 64};
-  return {32, 32, 32};
+  if (device.kind() == rt::DeviceKind::CPU) return {256, 256, 64, 0};
+  return {32, 32, 32, 3};
 }
 
 // One function per example, defined in examples/<name>.cpp.

@@ -89,6 +89,38 @@ inline int nextPow2(int64_t n) {
   return p;
 }
 
+/// The GEMM epilogue's activation on an f32 tile: ReLU, or GELU in the exact
+/// erf form 0.5 y (1 + erf(y / sqrt 2)) (as gemm_f32 and bias_gelu).
+inline Tensor applyActivation(const Tensor& y, Activation act) {
+  if (act == Activation::ReLU) return tessera::maximum(y, 0.0f);
+  if (act == Activation::GELU) return 0.5f * y * (1.0f + tessera::erf(y * 0.70710678118654752440f));
+  return y;
+}
+
+/// The same in double, for the plain C++ references (act 0 none, 1 ReLU,
+/// 2 GELU).
+inline double activationRef(double s, int act) {
+  if (act == 1) return std::max(s, 0.0);
+  if (act == 2) return 0.5 * s * (1.0 + std::erf(s / std::sqrt(2.0)));
+  return s;
+}
+
+/// The problem shape of gemm_f32 / gemm_f16 / gemm_bf16: {M, N, K} or
+/// {M, N, K, act}; the default is {300, 200, 150} with GELU.
+struct GemmProblem {
+  int64_t M, N, K;
+  int act;
+};
+inline GemmProblem gemmProblem(const RunContext& ctx, const char* name) {
+  std::vector<int64_t> s = ctx.shape.empty() ? std::vector<int64_t>{300, 200, 150, 2} : ctx.shape;
+  if (s.size() < 3 || s.size() > 4 || s[0] < 1 || s[1] < 1 || s[2] < 1 || s[0] * s[2] > (1 << 28) ||
+      s[2] * s[1] > (1 << 28) || s[0] * s[1] > (1 << 28) || (s.size() == 4 && (s[3] < 0 || s[3] > 2)))
+    throw Error(std::string(name) +
+                ": the shape is {M, N, K} or {M, N, K, act} (act 0 none, 1 relu, 2 gelu), each >= 1, "
+                "every matrix at most 2^28 elements");
+  return {s[0], s[1], s[2], s.size() == 4 ? int(s[3]) : 2};
+}
+
 /// {rows, cols} from the context, or the default {37, 1000}.
 inline std::pair<int64_t, int64_t> rowsCols(const RunContext& ctx, const char* name) {
   std::vector<int64_t> s = ctx.shape.empty() ? std::vector<int64_t>{37, 1000} : ctx.shape;

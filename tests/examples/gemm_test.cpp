@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include "registry.h"
+#include "support.h"
 
 namespace ts = tessera;
 namespace ex = tessera::examples;
@@ -83,4 +83,23 @@ TEST_CASE("gemm examples reject malformed shapes", "[examples][gemm]") {
   CHECK_THROWS_AS(ex::find("gemm_f16")->run(ctx), ts::Error);
   ctx.shape = {10, 10, 10};
   CHECK_THROWS_AS(ex::find("gemm_batched")->run(ctx), ts::Error);
+}
+
+TEST_CASE("the f16 / bf16 GEMM references apply the activation of the shape", "[examples][gemm]") {
+  // activationRef is what gemm_f16 / gemm_bf16 compare against:
+  // GELU(1) = Phi(1) = 0.8413447460685429, GELU(-1) = -0.15865525393145707.
+  CHECK(ex::activationRef(-2.5, 0) == -2.5);
+  CHECK(ex::activationRef(-2.5, 1) == 0.0);
+  CHECK(ex::activationRef(3.0, 1) == 3.0);
+  CHECK(ex::activationRef(1.0, 2) == Approx(0.8413447460685429).epsilon(1e-14));
+  CHECK(ex::activationRef(-1.0, 2) == Approx(-0.15865525393145707).epsilon(1e-14));
+  ex::RunContext ctx;
+  ctx.shape = {4, 4, 4, 3};  // act out of range
+  CHECK_THROWS_AS(ex::find("gemm_f16")->run(ctx), ts::Error);
+  CHECK_THROWS_AS(ex::find("gemm_bf16")->run(ctx), ts::Error);
+  // The default shape is GELU; {M, N, K} means act = 2.
+  ctx.shape = {4, 4, 4};
+  CHECK(ex::gemmProblem(ctx, "t").act == 2);
+  ctx.shape = {4, 4, 4, 0};
+  CHECK(ex::gemmProblem(ctx, "t").act == 0);
 }

@@ -1,0 +1,168 @@
+// The GPU kernels of gemm_f16 and gemm_bf16 (the registry's gpuKernel, as
+// `tessera compile` and every GPU device compile them): a K loop software-
+// pipelined through shared memory (for_pipelined + stage_copy), lowered to
+// tensor-core instructions, without register spills.
+//
+// Each kernel is checked twice: as traced (what `tessera compile` prints:
+// no argument facts, so the f16 rows are not provably aligned and the
+// stage copies are program-order loads + shared stores), and as a launch
+// whose buffers are 16-byte aligned and whose M, N, K are multiples of 16
+// specialises it (dsl/lib/Compile.cpp: {divisibility = 16} on every
+// argument), where NVPTX sm_80+ copies with cp.async.
+//
+// Numerical results on the emulated GPUs are checked by
+// emu_examples_test.cpp (every test shape, aligned and ragged).
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <regex>
+#include <string>
+#include <unistd.h>
+
+#include "registry.h"
+#include "tessera/ir/IR.h"
+#include "tessera/tessera.h"
+
+namespace ts = tessera;
+namespace ex = tessera::examples;
+
+namespace {
+
+const char* const kGemms[] = {"gemm_f16", "gemm_bf16"};
+
+bool havePtxas() {
+  return access("/usr/local/cuda/bin/ptxas", X_OK) == 0 || std::system("command -v ptxas >/dev/null 2>&1") == 0;
+}
+
+bool contains(const std::string& s, const std::string& x) { return s.find(x) != std::string::npos; }
+
+/// The example's default kernel for `target`.
+ts::Kernel defaultKernel(const std::string& name, const ts::Target& target) {
+  const ex::Example* e = ex::find(name);
+  REQUIRE(e != nullptr);
+  return ex::kernelFor(*e, target);
+}
+
+/// The kernel as a launch with 16-byte aligned buffers and M, N, K
+/// multiples of 16 specialises it.
+ts::Kernel withAlignedFacts(const ts::Kernel& k) {
+  std::shared_ptr<ts::ir::Function> f = ts::ir::clone(k.ir());
+  f->argAttrs().resize(f->numArgs());
+  for (unsigned i = 0; i < f->numArgs(); ++i) f->argAttrs()[i]["divisibility"] = int64_t{16};
+  return ts::Kernel(std::move(f));
+}
+
+size_t countMatches(const std::string& s, const std::string& re) {
+  std::regex r(re);
+  return size_t(std::distance(std::sregex_iterator(s.begin(), s.end(), r), std::sregex_iterator()));
+}
+
+}  // namespace
+
+TEST_CASE("gemm_f16 / gemm_bf16: the GPU kernel is pipelined, the CPU kernel is not", "[examples][gemm][gpu]") {
+  ex::GemmBlocks gpu = ex::gemmDefaultBlocks(ts::Device::emulator("nvptx:sm_80"));
+  ex::GemmBlocks cpu = ex::gemmDefaultBlocks(ts::Device::cpu());
+  CHECK(gpu.stages == 3);
+  CHECK((cpu.m == 256 && cpu.n == 256 && cpu.k == 64 && cpu.stages == 0));
+  for (const char* name : kGemms) {
+    INFO(name);
+    // The pipeline pass built the schedule of the GPU kernel's K loop.
+    ts::CompiledKernel g = ts::compile(defaultKernel(name, ts::Target::parse("nvptx:sm_80")),
+                                       ts::Target::parse("nvptx:sm_80"));
+    std::string tile = g.dump(ts::Stage::TileIR);
+    CHECK(contains(tile, "pipelined = 3}"));
+    CHECK(countMatches(tile, R"(copy\([^\n]*\{async = 1)") >= 4);  // A and B, prologue and loop
+    // The CPU kernel loads its tiles straight into the dot: no shared
+    // buffers, no staged copies.
+    ts::CompiledKernel c = ts::compile(defaultKernel(name, ts::Target::parse("cpu")), ts::Target::parse("cpu"));
+    std::string ctile = c.dump(ts::Stage::TileIR);
+    CHECK_FALSE(contains(ctile, "async"));
+    CHECK_FALSE(contains(ctile, "pipelined"));
+    CHECK_FALSE(contains(ctile, "buffer<shared"));
+  }
+}
+
+TEST_CASE("gemm_f16 / gemm_bf16 PTX: mma.sync and ldmatrix, cp.async when the launch proves alignment",
+          "[examples][gemm][gpu]") {
+  for (const char* name : kGemms)
+    for (const char* sm : {"sm_80", "sm_90a"}) {
+      INFO(name << " on " << sm);
+      ts::Target target = ts::Target::parse(std::string("nvptx:") + sm);
+      std::string plain = ts::compile(defaultKernel(name, target), target).dump(ts::Stage::PTX);
+      std::string aligned = ts::compile(withAlignedFacts(defaultKernel(name, target)), target).dump(ts::Stage::PTX);
+      const std::string mma = contains(name, "bf16") ? "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
+                                                     : "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32";
+      for (const std::string* ptx : {&plain, &aligned}) {
+        CHECK(contains(*ptx, mma));
+        CHECK(contains(*ptx, "ldmatrix.sync.aligned"));
+        // The group structure of a 3-stage schedule: 2 prologue commits and
+        // one per iteration, wait for all but 2 groups, the drain.
+        CHECK(countMatches(*ptx, R"(cp\.async\.commit_group;)") == 3);
+        CHECK(countMatches(*ptx, R"(cp\.async\.wait_group\s+2;)") == 1);
+        CHECK(countMatches(*ptx, R"(cp\.async\.wait_group\s+0;)") == 1);
+      }
+      // Aligned: every tile chunk is one 16-byte cp.async (zero-filled by
+      // src-size 0 where masked), none goes through registers.
+      CHECK(countMatches(aligned, R"(cp\.async\.cg\.shared\.global \[%r[d]?\d+(\+\d+)?\], \[%rd\d+(\+\d+)?\], 16, %r\d+;)") >= 6);
+      CHECK_FALSE(contains(aligned, "ld.global.nc.v4"));
+      // As traced nothing proves a row 4-byte aligned: program-order copies.
+      CHECK_FALSE(contains(plain, "cp.async.cg"));
+      CHECK_FALSE(contains(plain, "cp.async.ca"));
+    }
+}
+
+TEST_CASE("gemm_f16 / gemm_bf16 AMDGCN: matrix-core instructions in the pipelined loop", "[examples][gemm][gpu]") {
+  for (const char* name : kGemms)
+    for (auto [gfx, insn] : {std::pair{"gfx90a", "v_mfma_f32_16x16x16"}, std::pair{"gfx942", "v_mfma_f32_16x16x16"},
+                             std::pair{"gfx1100", "v_wmma_f32_16x16x16"}}) {
+      INFO(name << " on " << gfx);
+      ts::Target target = ts::Target::parse(std::string("amdgpu:") + gfx);
+      for (bool facts : {false, true}) {
+        INFO((facts ? "aligned launch" : "as traced"));
+        ts::Kernel k = defaultKernel(name, target);
+        std::string gcn = ts::compile(facts ? withAlignedFacts(k) : k, target).dump(ts::Stage::AMDGCN);
+        CHECK(contains(gcn, insn));
+        CHECK(std::regex_search(gcn, std::regex(R"(ds_(write|store)_b)")));  // the staged tiles go through LDS
+        CHECK(contains(gcn, "s_barrier"));
+      }
+    }
+}
+
+TEST_CASE("gemm_f16 / gemm_bf16 default GPU configs: no spills on sm_80 and sm_90a, no scratch on AMDGPU",
+          "[examples][gemm][gpu][ptxas]") {
+  // Prints the table of docs/gemm.md ("GPU GEMM examples").
+  bool ptxas = havePtxas();
+  if (!ptxas) WARN("SKIPPED the ptxas checks: ptxas not found (/usr/local/cuda/bin/ptxas or on PATH)");
+  for (const char* name : kGemms)
+    for (bool facts : {false, true}) {
+      const char* variant = facts ? "aligned" : "traced";
+      if (ptxas)
+        for (const char* sm : {"sm_80", "sm_90a"}) {
+          INFO(name << " on " << sm << ", " << variant);
+          ts::Target target = ts::Target::parse(std::string("nvptx:") + sm);
+          ts::Kernel k = defaultKernel(name, target);
+          ts::CompiledKernel ck = ts::compile(facts ? withAlignedFacts(k) : k, target);
+          std::string res = ck.dump(ts::Stage::Resources);  // runs ptxas -v; throws if it rejects the PTX
+          INFO(res);
+          std::smatch m;
+          REQUIRE(std::regex_search(res, m, std::regex(R"(registers (\d+), spill bytes (\d+))")));
+          CHECK(std::stoi(m[2]) == 0);
+          CHECK(contains(res, "0 bytes stack frame"));
+          std::printf("%-9s %-7s %-8s registers %3s, spill bytes %s, shared %u bytes (dynamic)\n", name, sm, variant,
+                      m[1].str().c_str(), m[2].str().c_str(), ck.artifact().sharedBytes);
+        }
+      for (const char* gfx : {"gfx90a", "gfx942", "gfx1100"}) {
+        INFO(name << " on " << gfx << ", " << variant);
+        ts::Target target = ts::Target::parse(std::string("amdgpu:") + gfx);
+        ts::Kernel k = defaultKernel(name, target);
+        std::string res = ts::compile(facts ? withAlignedFacts(k) : k, target).dump(ts::Stage::Resources);
+        INFO(res);
+        std::smatch m;
+        REQUIRE(std::regex_search(res, m, std::regex(R"(VGPRs (\d+), SGPRs (\d+), group segment (\d+) bytes)")));
+        CHECK(contains(res, "private segment (spills/stack) 0 bytes"));
+        std::printf("%-9s %-7s %-8s VGPRs %3s, SGPRs %3s, LDS %s bytes\n", name, gfx, variant, m[1].str().c_str(),
+                    m[2].str().c_str(), m[3].str().c_str());
+      }
+    }
+}
