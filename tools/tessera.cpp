@@ -2,6 +2,7 @@
 //
 //   tessera list
 //   tessera compile KERNEL|FILE.tir [--target T] [--emit STAGE] [--kernel NAME]
+//                   [--assume-aligned] [--num-warps N]
 //   tessera run KERNEL [--target T] [--shape A,B] [--threads N] [--seed S]
 //
 // `compile` prints one stage of a bundled kernel or of a textual IR file and
@@ -31,10 +32,15 @@ const char* kUsage =
     "usage:\n"
     "  tessera list\n"
     "  tessera compile KERNEL|FILE.tir [--target T] [--emit STAGE] [--kernel NAME]\n"
+    "                  [--assume-aligned] [--num-warps N]\n"
     "  tessera run KERNEL [--target T] [--shape A,B,...] [--threads N] [--seed S]\n"
     "targets: cpu (default); nvptx:sm_80|sm_86|sm_89|sm_90a, amdgpu:gfx90a|gfx942|gfx1100,\n"
     "         emu:nvptx:SM, emu:amdgpu:GFX\n"
-    "stages:  tile-ir, tile-ir-passes, llvm, llvm-opt, asm\n"
+    "stages:  tile-ir, tile-ir-passes, llvm, llvm-opt, asm, ptx, sass, amdgcn, hsaco, llvm-gpu,\n"
+    "         resources\n"
+    "--assume-aligned: compile as a launch with 16-byte aligned buffers and integer\n"
+    "         arguments that are multiples of 16 would (the launch-time specialisation\n"
+    "         GPU devices make: {divisibility = 16} on every pointer and integer argument)\n"
     "environment: TESSERA_DUMP_DIR=<dir> writes every stage of every compile;\n"
     "             TESSERA_NUM_THREADS=<n> sets the CPU worker threads\n";
 
@@ -47,6 +53,8 @@ struct Args {
   std::vector<int64_t> shape;
   unsigned threads = 0;
   uint64_t seed = 1;
+  bool assumeAligned = false;
+  int numWarps = 0;  // 0: the default
 };
 
 int64_t parseInt(const std::string& flag, const std::string& s) {
@@ -70,6 +78,12 @@ Args parseArgs(int argc, char** argv) {
     if (s == "--target") a.target = value();
     else if (s == "--emit") a.emit = value();
     else if (s == "--kernel") a.kernelName = value();
+    else if (s == "--assume-aligned") a.assumeAligned = true;
+    else if (s == "--num-warps") {
+      int64_t n = parseInt(s, value());
+      if (n < 1 || n > 32) throw UsageError("--num-warps must be between 1 and 32");
+      a.numWarps = static_cast<int>(n);
+    }
     else if (s == "--threads") {
       int64_t n = parseInt(s, value());
       if (n < 1 || n > 1024) throw UsageError("--threads must be between 1 and 1024");
@@ -110,10 +124,27 @@ int cmdList() {
   return 0;
 }
 
+/// The kernel with {divisibility = 16} on every pointer and integer
+/// argument: what a launch with aligned buffers and sizes specialises on.
+ts::Kernel assumeAligned(const ts::Kernel& k) {
+  std::shared_ptr<ts::ir::Function> f = ts::ir::clone(k.ir());  // unique_ptr -> shared_ptr
+  if (f->argAttrs().size() < f->numArgs()) f->argAttrs().resize(f->numArgs());
+  for (unsigned i = 0; i < f->numArgs(); ++i) {
+    const ts::ir::Type& t = f->arg(i)->type();
+    if (t.isPointer() || (t.isScalar() && ts::isInteger(t.dtype()) && t.dtype() != ts::DType::I1))
+      f->argAttrs()[i]["divisibility"] = int64_t{16};
+  }
+  return ts::Kernel(std::move(f));
+}
+
 int cmdCompile(const Args& a) {
   ts::Stage stage = ts::parseStage(a.emit);
   ts::Target target = ts::Target::parse(a.target);
-  ts::CompiledKernel k = ts::compile(loadKernel(a, target), target);
+  ts::CompileOptions o;
+  if (a.numWarps) o.numWarps = a.numWarps;
+  ts::Kernel kern = loadKernel(a, target);
+  if (a.assumeAligned) kern = assumeAligned(kern);
+  ts::CompiledKernel k = ts::compile(kern, target, o);
   std::cout << k.dump(stage);
   return 0;
 }
