@@ -307,8 +307,6 @@ class Lowering {
   /// with row stride `stride`.
   llvm::Value* paddedIndex(llvm::Value* base, int64_t L, int64_t stride);
   int64_t panelElems(int64_t K, int64_t N, int64_t nr) const { return (N + nr - 1) / nr * nr * K; }
-  /// Largest chunk width dividing `L`: the chunks of a row-wise loop.
-  int64_t rowChunkWidth(int64_t L) const { return chunkWidth(L); }
   std::unordered_set<const ir::Value*> panelB_;  // arrays already in panel layout
   /// The induction variable of the `for` whose next iteration `op` (a load
   /// or copy of a tile) should prefetch for, or nullptr. See emitLoad.
@@ -1055,8 +1053,8 @@ void Lowering::emitLoad(const ir::Op& op, llvm::Value* dstArr) {
   int64_t K = panel ? valT.shape()[0] : 0, N = panel ? valT.shape()[1] : 0;
   int64_t nr = panel ? dotBlocking(tgt_, scalarTy(dt)).nr() : 0;
   int64_t lda = rows ? dotRowStride(valT.shape()[1], st) : 0;
-  if (panel) c = rowChunkWidth(N);
-  if (rows) c = rowChunkWidth(valT.shape()[1]);
+  // Chunks must not straddle rows: the width divides the row length.
+  if (panel || rows) c = chunkWidth(valT.shape()[1]);
   llvm::Value* arr =
       dstArr  ? dstArr
       : panel ? entryAlloca(llvm::ArrayType::get(st, static_cast<uint64_t>(panelElems(K, N, nr))), 64)
@@ -1572,7 +1570,7 @@ void Lowering::emitDot(const ir::Op& op) {
   llvm::Value* bArr = arrays_.at(bv);
   if (!panelB_.count(bv)) {
     llvm::Type* ct = scalarTy(out);
-    int64_t nr = dotBlocking(tgt_, ct).nr(), c = rowChunkWidth(N);
+    int64_t nr = dotBlocking(tgt_, ct).nr(), c = chunkWidth(N);
     bArr = entryAlloca(llvm::ArrayType::get(ct, static_cast<uint64_t>(panelElems(K, N, nr))), 64);
     chunkLoop(bv->type().shape(), c, [&](llvm::Value* base) {
       llvm::Value* x = emitChunk(bv, base, c);
