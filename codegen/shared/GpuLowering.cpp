@@ -20,18 +20,24 @@
 
 #include <functional>
 #include <numeric>
+#include <optional>
+#include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <llvm/BinaryFormat/Dwarf.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/DIBuilder.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/ConstantFolder.h>
+#include <llvm/IR/IRBuilderFolder.h>
 
 #include "shared/AxisInfo.h"
 #include "shared/Elementwise.h"
 #include "shared/GpuDot.h"
 #include "shared/VectorMath.h"
+#include "tessera/ir/ResourceCheck.h"
 #include "tessera/support/Error.h"
 
 namespace tessera::codegen {
@@ -40,6 +46,122 @@ namespace {
 
 using ir::OpCode;
 using Slots = std::vector<llvm::Value*>;
+
+/// ConstantFolder plus the algebraic identities of the lowering's unrolled
+/// index arithmetic (x + 0, x * 1, x * 0, x udiv 1, x urem 1, x & 0, x | 0,
+/// x >> 0, GEP by 0, select on a constant): the module handed to LLVM is
+/// smaller, so printing, verification, the passes and instruction selection
+/// all have less to do. Only identities of an instruction's own operands:
+/// llvm::InstSimplifyFolder also looks through operands, which is wrong
+/// while a loop's phis still miss their back-edge value (it would fold
+/// `urem %iv, 3` of a phi whose only incoming value so far is 0 to 0).
+class IdentityFolder final : public llvm::IRBuilderFolder {
+ public:
+  llvm::Value* FoldBinOp(llvm::Instruction::BinaryOps opc, llvm::Value* l, llvm::Value* r) const override {
+    if (llvm::Value* v = identity(opc, l, r)) return v;
+    return cf_.FoldBinOp(opc, l, r);
+  }
+  llvm::Value* FoldExactBinOp(llvm::Instruction::BinaryOps opc, llvm::Value* l, llvm::Value* r,
+                              bool exact) const override {
+    if (llvm::Value* v = identity(opc, l, r)) return v;
+    return cf_.FoldExactBinOp(opc, l, r, exact);
+  }
+  llvm::Value* FoldNoWrapBinOp(llvm::Instruction::BinaryOps opc, llvm::Value* l, llvm::Value* r, bool nuw,
+                               bool nsw) const override {
+    if (llvm::Value* v = identity(opc, l, r)) return v;
+    return cf_.FoldNoWrapBinOp(opc, l, r, nuw, nsw);
+  }
+  llvm::Value* FoldBinOpFMF(llvm::Instruction::BinaryOps opc, llvm::Value* l, llvm::Value* r,
+                            llvm::FastMathFlags fmf) const override {
+    return cf_.FoldBinOpFMF(opc, l, r, fmf);
+  }
+  llvm::Value* FoldUnOpFMF(llvm::Instruction::UnaryOps opc, llvm::Value* v, llvm::FastMathFlags fmf) const override {
+    return cf_.FoldUnOpFMF(opc, v, fmf);
+  }
+  llvm::Value* FoldCmp(llvm::CmpInst::Predicate p, llvm::Value* l, llvm::Value* r) const override {
+    return cf_.FoldCmp(p, l, r);
+  }
+  llvm::Value* FoldGEP(llvm::Type* ty, llvm::Value* ptr, llvm::ArrayRef<llvm::Value*> idx,
+                       llvm::GEPNoWrapFlags nw) const override {
+    if (idx.size() == 1)
+      if (auto* c = llvm::dyn_cast<llvm::ConstantInt>(idx[0]); c && c->isZero() && !ptr->getType()->isVectorTy())
+        return ptr;
+    return cf_.FoldGEP(ty, ptr, idx, nw);
+  }
+  llvm::Value* FoldSelect(llvm::Value* c, llvm::Value* t, llvm::Value* f) const override {
+    if (auto* k = llvm::dyn_cast<llvm::ConstantInt>(c)) return k->isOne() ? t : f;
+    if (t == f) return t;
+    return cf_.FoldSelect(c, t, f);
+  }
+  llvm::Value* FoldExtractValue(llvm::Value* agg, llvm::ArrayRef<unsigned> idx) const override {
+    return cf_.FoldExtractValue(agg, idx);
+  }
+  llvm::Value* FoldInsertValue(llvm::Value* agg, llvm::Value* val, llvm::ArrayRef<unsigned> idx) const override {
+    return cf_.FoldInsertValue(agg, val, idx);
+  }
+  llvm::Value* FoldExtractElement(llvm::Value* vec, llvm::Value* idx) const override {
+    return cf_.FoldExtractElement(vec, idx);
+  }
+  llvm::Value* FoldInsertElement(llvm::Value* vec, llvm::Value* elt, llvm::Value* idx) const override {
+    return cf_.FoldInsertElement(vec, elt, idx);
+  }
+  llvm::Value* FoldShuffleVector(llvm::Value* a, llvm::Value* b, llvm::ArrayRef<int> mask) const override {
+    return cf_.FoldShuffleVector(a, b, mask);
+  }
+  llvm::Value* FoldCast(llvm::Instruction::CastOps op, llvm::Value* v, llvm::Type* to) const override {
+    return cf_.FoldCast(op, v, to);
+  }
+  llvm::Value* FoldBinaryIntrinsic(llvm::Intrinsic::ID id, llvm::Value* l, llvm::Value* r, llvm::Type* ty,
+                                   llvm::Instruction* fmf) const override {
+    return cf_.FoldBinaryIntrinsic(id, l, r, ty, fmf);
+  }
+  llvm::Value* CreatePointerCast(llvm::Constant* c, llvm::Type* to) const override {
+    return cf_.CreatePointerCast(c, to);
+  }
+  llvm::Value* CreatePointerBitCastOrAddrSpaceCast(llvm::Constant* c, llvm::Type* to) const override {
+    return cf_.CreatePointerBitCastOrAddrSpaceCast(c, to);
+  }
+
+ private:
+  /// Integer scalars only (floating-point x + 0 is not x for x = -0).
+  static llvm::Value* identity(llvm::Instruction::BinaryOps opc, llvm::Value* l, llvm::Value* r) {
+    if (!l->getType()->isIntegerTy()) return nullptr;
+    auto* cl = llvm::dyn_cast<llvm::ConstantInt>(l);
+    auto* cr = llvm::dyn_cast<llvm::ConstantInt>(r);
+    using I = llvm::Instruction;
+    switch (opc) {
+      case I::Add:
+      case I::Or:
+      case I::Xor:
+        if (cr && cr->isZero()) return l;
+        if (cl && cl->isZero()) return r;
+        return nullptr;
+      case I::Sub:
+      case I::Shl:
+      case I::LShr:
+      case I::AShr:
+        return cr && cr->isZero() ? l : nullptr;
+      case I::Mul:
+        if (cr && cr->isOne()) return l;
+        if (cl && cl->isOne()) return r;
+        if ((cr && cr->isZero()) || (cl && cl->isZero())) return llvm::ConstantInt::get(l->getType(), 0);
+        return nullptr;
+      case I::UDiv:
+      case I::SDiv:
+        return cr && cr->isOne() ? l : nullptr;
+      case I::URem:
+      case I::SRem:
+        return cr && cr->isOne() ? llvm::ConstantInt::get(l->getType(), 0) : nullptr;
+      case I::And:
+        if ((cr && cr->isZero()) || (cl && cl->isZero())) return llvm::ConstantInt::get(l->getType(), 0);
+        if (cr && cr->isMinusOne()) return l;
+        if (cl && cl->isMinusOne()) return r;
+        return nullptr;
+      default: return nullptr;
+    }
+  }
+  llvm::ConstantFolder cf_;
+};
 
 struct TileV {
   Layout layout;
@@ -52,10 +174,22 @@ class Lower {
         const GpuOptions& o, llvm::LLVMContext& ctx, llvm::Module& m, std::map<const ir::Op*, uint64_t>& req,
         const SharedPlan* plan)
       : f_(f), t_(t), la_(la), ax_(ax), o_(o), ctx_(ctx), m_(m), req_(req), plan_(plan),
-        b_(ctx, llvm::ConstantFolder(), llvm::IRBuilderCallbackInserter([this](llvm::Instruction* i) { tag(i); })),
+        b_(ctx, IdentityFolder(), llvm::IRBuilderCallbackInserter([this](llvm::Instruction* i) { tag(i); })),
         opKind_(ctx.getMDKindID("tessera.op")) {}
 
   void run(uint64_t smemBytes);
+  /// Bytes of the shared buffers stored in a padded staging layout (known
+  /// after run()).
+  std::unordered_map<const ir::Value*, uint64_t> bufferStorageBytes() const {
+    std::unordered_map<const ir::Value*, uint64_t> r;
+    for (auto& [buf, sg] : storage_) {
+      const auto& shape = buf->type().shape();
+      int64_t lead = 1;
+      for (size_t i = 0; i + 2 < shape.size(); ++i) lead *= shape[i];
+      r[buf] = static_cast<uint64_t>(lead * sg.slotElems()) * sharedElemBytes(buf->type().dtype());
+    }
+    return r;
+  }
 
  private:
   // ---- types -------------------------------------------------------------
@@ -307,6 +441,17 @@ class Lower {
   /// order them (see flushStaged).
   void writeBuffer(const ir::Value* buf, const Slots& vals, const Layout& l, bool ordered = true);
   void emitCopy(const ir::Op& op);
+  /// The layout an async copy or a tile store (ops without a register
+  /// result, free to pick one) runs in, re-deriving its pointers and mask
+  /// there (emitCopy, emitStore); nullopt for a program-order copy or a
+  /// scalar store.
+  std::optional<Layout> freeAccessLayout(const ir::Op& op);
+  void planElision();
+  void planDirectDots();
+  /// Element index of `idx` in buffer (or slot view) `buf` of `shape`:
+  /// row-major, with the last two dims in the swizzled tensor-core layout
+  /// when the buffer's storage is (see planDirectDots).
+  llvm::Value* bufIndex(const ir::Value* buf, const Slots& idx, const std::vector<int64_t>& shape);
   Slots recompute(const ir::Value* v, const Layout& l, std::map<std::pair<const ir::Value*, std::string>, Slots>& memo, int& budget);
   bool emitHardwareCopy(const ir::Op& op, const Layout& l, const Slots& ptrs, const Slots* mask);
   /// Elements per access of a global load / copy / store through `ptrT` in
@@ -332,8 +477,8 @@ class Lower {
   llvm::Module& m_;
   std::map<const ir::Op*, uint64_t>& req_;
   const SharedPlan* plan_;
-  // Every instruction goes through tag(): see there.
-  llvm::IRBuilder<llvm::ConstantFolder, llvm::IRBuilderCallbackInserter> b_;
+  // Every instruction goes through tag(): see there. IdentityFolder: see there.
+  llvm::IRBuilder<IdentityFolder, llvm::IRBuilderCallbackInserter> b_;
   unsigned opKind_;
   llvm::MDNode* opTag_ = nullptr;  // !{!"<op> @ <file>:<line>"} of curOp_
   std::unique_ptr<llvm::DIBuilder> di_;
@@ -348,6 +493,19 @@ class Lower {
   bool smemDirty_ = false, globalDirty_ = false;
   std::unordered_map<const ir::Value*, llvm::Value*> scalars_;
   std::unordered_map<const ir::Value*, TileV> tiles_;
+  // Tiles never emitted where they are defined: every consumer re-derives
+  // them (see planElision).
+  std::unordered_set<const ir::Value*> elided_;
+  // Shared buffers (alloc results) stored in a tensor-core staging layout,
+  // and the dot operands read straight from them (see planDirectDots).
+  struct Storage {
+    DotStaging st;            // of one slot: the last two dims
+    bool transposed = false;  // the slot's (r, c) is staging element (c, r)
+    int64_t slotElems() const { return st.rows * st.stride; }
+  };
+  std::unordered_map<const ir::Value*, Storage> storage_;
+  std::set<std::pair<const ir::Op*, unsigned>> directOperands_;
+  std::unordered_set<const ir::Value*> elidedLoads_;
   std::vector<std::vector<std::pair<const ir::Value*, Slots>>> yields_;  // per open region
   // AsyncCopyImpl::RegisterStaged: copies whose global loads are issued and
   // whose shared stores are pending, with their group (the number of
@@ -682,12 +840,17 @@ void Lower::emitStore(const ir::Op& op) {
     guarded(c, [&] { b_.CreateAlignedStore(x, p, llvm::Align(eb)); });
     return;
   }
-  const Layout& l = tile(ptr).layout;
+  // The store runs in freeAccessLayout (no replication of the pointer tile's
+  // elements over threads, the widest runs); its pointers and mask are
+  // re-derived there, the value converted.
+  const Layout l = *freeAccessLayout(op);
   const auto& shape = ptr->type().shape();
-  Slots ptrs = tile(ptr).slots;
-  Slots vals = tileIn(val, l);
+  std::map<std::pair<const ir::Value*, std::string>, Slots> memo;
+  int budget = 64;
+  Slots ptrs = recompute(ptr, l, memo, budget);
   Slots m;
-  if (mask) m = tileIn(mask, l);
+  if (mask) m = recompute(mask, l, memo, budget);
+  Slots vals = tileIn(val, l);
   SlotTable t = slotTable(l, shape);
   int64_t v = la_.vectorWidth(op);
   v = std::gcd(v, static_cast<int64_t>(t.perDim.back().size()));
@@ -802,7 +965,7 @@ void Lower::writeBuffer(const ir::Value* buf, const Slots& vals, const Layout& l
   guarded(ownerPred(l, t), [&] {
     Slots bs = bases(l, t);
     for (size_t i = 0; i < t.size(); ++i)
-      b_.CreateStore(toMem(vals[i]), b_.CreateInBoundsGEP(mt, base, linear(indexOf(bs, t, i), shape)));
+      b_.CreateStore(toMem(vals[i]), b_.CreateInBoundsGEP(mt, base, bufIndex(buf, indexOf(bs, t, i), shape)));
   });
 }
 
@@ -853,12 +1016,17 @@ void Lower::writeBuffer(const ir::Value* buf, const Slots& vals, const Layout& l
 Slots Lower::recompute(const ir::Value* v, const Layout& l, std::map<std::pair<const ir::Value*, std::string>, Slots>& memo, int& budget) {
   std::pair<const ir::Value*, std::string> key{v, l.str()};
   if (auto it = memo.find(key); it != memo.end()) return it->second;
-  const TileV& cur = tile(v);
-  if (cur.layout == l) return cur.slots;
+  const bool elided = elided_.count(v) != 0;
+  if (!elided) {
+    const TileV& cur = tile(v);
+    if (cur.layout == l) return cur.slots;
+  }
   const ir::Op* d = v->definingOp();
   const auto& shape = v->type().shape();
   Slots r;
-  if (!d || budget <= 0) {
+  // An elided value has no slots to fall back on: it is always re-derived
+  // (planElision admits only ops this function re-derives).
+  if (!d || (budget <= 0 && !elided)) {
     r = tileIn(v, l);
   } else if (d->code() == OpCode::Constant || d->code() == OpCode::Splat || d->code() == OpCode::Arange) {
     r = remat(v, l);
@@ -896,10 +1064,234 @@ Slots Lower::recompute(const ir::Value* v, const Layout& l, std::map<std::pair<c
       r.push_back(compute(*d, std::move(x)));
     }
   } else {
+    TS_ASSERT(!elided, "gpu lowering: elided value without a re-derivable definition");
     r = tileIn(v, l);
   }
   memo[key] = r;
   return r;
+}
+
+namespace {
+/// Ops whose result recompute() re-emits in any layout from their operands.
+bool rederivable(const ir::Op& op) {
+  switch (op.code()) {
+    case OpCode::Constant:
+    case OpCode::Splat:
+    case OpCode::Arange:
+    case OpCode::Broadcast:
+    case OpCode::ExpandDims: return true;
+    case OpCode::Reshape:
+    case OpCode::Transpose: return false;
+    default: return ir::isElementwise(op.code());
+  }
+}
+}  // namespace
+
+std::optional<Layout> Lower::freeAccessLayout(const ir::Op& op) {
+  if (op.code() == OpCode::Store) {
+    // A tile store has no register result either: same choice.
+    if (!op.operand(0)->type().isTile()) return std::nullopt;
+  } else if (op.code() != OpCode::Copy || !op.hasAttr("async") || op.intAttr("async") == 0 ||
+             t_.asyncCopyImpl() == AsyncCopyImpl::Synchronous) {
+    return std::nullopt;
+  }
+  const ir::Value* src = op.operand(op.code() == OpCode::Store ? 0 : 1);
+  const Layout& l = la_.get(src);
+  // A copy has no register result, so an async copy is free to run in the
+  // default layout of its shape, whose per-thread run along the last dim is
+  // the widest vector access of that shape (the pointer tile's own layout is
+  // inherited from whatever produced it, often a column of pointers with
+  // one element per thread, or a layout that replicates the tile over more
+  // threads than it has elements, so that each thread would load its
+  // elements several times).
+  const auto& shape = src->type().shape();
+  Layout want = la_.defaultFor(shape);
+  if (want == l) return l;
+  if (want.parent.spt[want.dims.back()] > l.parent.spt[l.dims.back()]) return want;
+  if (slotTable(want, shape).size() < slotTable(l, shape).size()) return want;
+  return l;
+}
+
+namespace {
+/// The alloc result a buffer value is (a view of).
+const ir::Value* rootBuffer(const ir::Value* buf) {
+  while (const ir::Op* d = buf->definingOp()) {
+    if (d->code() != OpCode::BufferSlot) break;
+    buf = d->operand(0);
+  }
+  return buf;
+}
+}  // namespace
+
+llvm::Value* Lower::bufIndex(const ir::Value* buf, const Slots& idx, const std::vector<int64_t>& shape) {
+  auto it = storage_.find(rootBuffer(buf));
+  if (it == storage_.end()) return linear(idx, shape);
+  const Storage& sg = it->second;
+  const DotStaging& st = sg.st;
+  const size_t n = shape.size();
+  TS_ASSERT(n >= 2, "staged buffer of rank < 2");
+  const int64_t r = shape[n - 2], c = shape[n - 1];
+  TS_ASSERT(sg.transposed ? (c == st.rows && r == st.cols) : (r == st.rows && c == st.cols),
+            "staged buffer: shape mismatch");
+  Slots outer(idx.begin(), idx.end() - 2);
+  llvm::Value* in = sg.transposed ? stagingIndex(b_, st, idx[n - 1], idx[n - 2]) : stagingIndex(b_, st, idx[n - 2], idx[n - 1]);
+  if (outer.empty()) return in;
+  std::vector<int64_t> os(shape.begin(), shape.end() - 2);
+  return b_.CreateAdd(b_.CreateMul(linear(outer, os), i32(sg.slotElems())), in);
+}
+
+/// The pipelined GEMM reads each operand tile from a shared slot with a
+/// local_load and hands it to a tensor-core dot, which would write it back
+/// to shared memory (its staging buffer, in the swizzled layout ldmatrix
+/// reads without bank conflicts) and read it again: two round trips through
+/// shared memory and a barrier per iteration for data already there. On
+/// NVPTX the staging layout of both operands is a row-major matrix with its
+/// 16-byte chunks XOR-swizzled (GpuDot.h), which is a permutation of whole
+/// chunks of a row-major slot of the same shape. So a shared buffer whose
+/// every access is a copy / local_store / local_load (all of which go
+/// through bufIndex) can simply be *stored* in that layout, and a dot
+/// operand that is a local_load of it reads its fragments straight from the
+/// slot (ldmatrix on the slot's address), reading at the dot instead of at
+/// the local_load. AMDGPU likewise with its staging layouts: an A slot with
+/// rows padded by 4 elements, a B slot stored transposed (N x K, padded), so
+/// a slot takes rows * (cols + 4) elements (bufferStorageBytes gives the
+/// planner the buffer's size). That move is sound when no op between the two (same
+/// block) may write shared memory or order it (copies, stores to buffers,
+/// barriers, async groups, control flow): the verified schedule's barriers
+/// then order the dot's reads exactly as they ordered the local_load's.
+/// The shared-memory planner keeps the buffer live up to such a dot.
+void Lower::planDirectDots() {
+  storage_.clear();
+  directOperands_.clear();
+  auto& body = const_cast<ir::Function&>(f_).body();
+  std::vector<std::pair<const ir::Op*, unsigned>> cands;
+  std::map<const ir::Value*, std::optional<Storage>> roots;  // nullopt: conflicting layouts
+  auto same = [](const Storage& x, const Storage& y) {
+    return x.transposed == y.transposed && x.st.rows == y.st.rows && x.st.cols == y.st.cols &&
+           x.st.stride == y.st.stride && x.st.swizzle == y.st.swizzle;
+  };
+  ir::walk(body, [&](ir::Op& op) {
+    if (op.code() != OpCode::Dot || !la_.has(op.result())) return;
+    const Layout& dl = la_.get(op.result());
+    if (dl.parent.mma == MmaKind::None) return;
+    const ir::Value* av = op.operand(0);
+    TensorCoreDotPlan plan = planTensorCoreDot(t_.tensorCore(av->type().dtype(), op.operand(2)->type().dtype()),
+                                               av->type().dtype(), av->type().shape()[0], op.operand(1)->type().shape()[1],
+                                               av->type().shape()[1], dl.parent);
+    for (unsigned i = 0; i < 2; ++i) {
+      const ir::Value* v = op.operand(i);
+      const ir::Op* ld = v->definingOp();
+      if (!ld || ld->code() != OpCode::LocalLoad || ld->parent() != op.parent()) continue;
+      const ir::Value* root = rootBuffer(ld->operand(0));
+      const ir::Type& rt = root->type();
+      if (!root->definingOp() || root->definingOp()->code() != OpCode::Alloc || rt.space() != ir::MemSpace::Shared)
+        continue;
+      if (rt.dtype() != DType::F16 && rt.dtype() != DType::BF16) continue;
+      Storage sg{i == 0 ? plan.a : plan.b, i == 1 && plan.bTransposed};
+      if (sg.st.swizzle) {  // stagingIndex's precondition
+        const int64_t chunks = sg.st.cols / 8;
+        if (sg.st.cols % 8 != 0 || chunks < 1 || (chunks & (chunks - 1)) != 0 || sg.st.stride != sg.st.cols) continue;
+      }
+      // Nothing between the read as written and the dot may touch shared
+      // memory's order.
+      bool clear = true, seen = false;
+      for (auto& o : op.parent()->ops()) {
+        if (o.get() == ld) {
+          seen = true;
+          continue;
+        }
+        if (o.get() == &op) break;
+        if (!seen) continue;
+        switch (o->code()) {
+          case OpCode::Copy:
+          case OpCode::LocalStore:
+          case OpCode::Barrier:
+          case OpCode::AsyncCommit:
+          case OpCode::AsyncWait:
+          case OpCode::For:
+          case OpCode::If:
+          case OpCode::Return: clear = false; break;
+          default: break;
+        }
+      }
+      if (!clear || !seen) continue;
+      cands.emplace_back(&op, i);
+      auto [it, fresh] = roots.try_emplace(root, sg);
+      if (!fresh && it->second && !same(*it->second, sg)) it->second.reset();  // e.g. used as A and as B on AMDGPU
+    }
+  });
+  // Every access of a staged buffer must go through bufIndex, and every view
+  // of it must be a slot of the buffer itself (the slot stride is the
+  // storage's, see BufferSlot).
+  for (auto& [root, sg] : roots) {
+    if (!sg) continue;
+    bool ok = true;
+    ir::walk(body, [&](ir::Op& op) {
+      for (unsigned i = 0; i < op.numOperands(); ++i) {
+        const ir::Value* v = op.operand(i);
+        if (rootBuffer(v) != root) continue;
+        bool view = v != root;
+        if (view && v->definingOp()->operand(0) != root) ok = false;
+        bool fine = (op.code() == OpCode::BufferSlot && i == 0 && !view) || op.code() == OpCode::LocalLoad ||
+                    ((op.code() == OpCode::Copy || op.code() == OpCode::LocalStore) && i == 0);
+        if (!fine) ok = false;
+      }
+    });
+    if (ok) storage_[root] = *sg;
+  }
+  for (auto& [op, i] : cands)
+    if (storage_.count(rootBuffer(op->operand(i)->definingOp()->operand(0)))) directOperands_.insert({op, i});
+}
+
+/// Pointer and mask tiles of async copies are re-derived by the copy in its
+/// own layout (emitCopy). Emitting them where they are defined as well would
+/// be dead code, and not free: an elementwise op whose operands come in
+/// other layouts converts them through shared memory (stores, loads and
+/// barriers, which no later pass removes). A tile is elided when every use
+/// is the pointer or mask of such a copy or an operand of another elided
+/// tile's definition; a value with any other consumer (e.g. the epilogue's
+/// store) is emitted as usual, and the copies reuse it when its layout fits.
+void Lower::planElision() {
+  elided_.clear();
+  std::unordered_map<const ir::Value*, std::vector<std::pair<const ir::Op*, unsigned>>> uses;
+  std::vector<const ir::Op*> defs;
+  auto& body = const_cast<ir::Function&>(f_).body();
+  ir::walk(body, [&](ir::Op& op) {
+    for (unsigned i = 0; i < op.numOperands(); ++i) uses[op.operand(i)].emplace_back(&op, i);
+    if (op.numResults() == 1 && op.result()->type().isTile() && rederivable(op)) defs.push_back(&op);
+  });
+  std::unordered_map<const ir::Op*, bool> asyncCopy;
+  for (auto& [v, us] : uses)
+    for (auto& [user, i] : us)
+      if ((user->code() == OpCode::Copy || user->code() == OpCode::Store) && !asyncCopy.count(user))
+        asyncCopy[user] = freeAccessLayout(*user).has_value();
+  for (const ir::Op* d : defs)
+    if (uses.count(d->result())) elided_.insert(d->result());
+  // A local_load all of whose uses are dots reading the slot directly.
+  ir::walk(body, [&](ir::Op& op) {
+    if (op.code() != OpCode::LocalLoad || !uses.count(op.result())) return;
+    for (auto& [user, i] : uses.at(op.result()))
+      if (!directOperands_.count({user, i})) return;
+    elidedLoads_.insert(op.result());
+  });
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (auto it = elided_.begin(); it != elided_.end();) {
+      bool ok = true;
+      for (auto& [user, i] : uses.at(*it)) {
+        bool copyOperand = (user->code() == OpCode::Copy && i >= 1 && asyncCopy.at(user)) ||
+                           (user->code() == OpCode::Store && i != 1 && asyncCopy.at(user));
+        bool feedsElided = user->numResults() == 1 && elided_.count(user->result()) != 0;
+        if (!copyOperand && !feedsElided) ok = false;
+      }
+      if (ok) {
+        ++it;
+      } else {
+        it = elided_.erase(it);
+        changed = true;
+      }
+    }
+  }
 }
 
 void Lower::emitCopy(const ir::Op& op) {
@@ -908,19 +1300,15 @@ void Lower::emitCopy(const ir::Op& op) {
   TS_ASSERT(src->type().shape() == op.operand(0)->type().shape(), "copy: pointer tile and buffer shapes differ");
   bool async = op.hasAttr("async") && op.intAttr("async") != 0;
   AsyncCopyImpl impl = async ? t_.asyncCopyImpl() : AsyncCopyImpl::Synchronous;
-  Layout l = tile(src).layout;
+  Layout l = la_.get(src);
   Slots ptrs, m;
-  // A copy has no register result, so an async copy is free to run in the
-  // default layout of its shape, whose per-thread run along the last dim is
-  // the widest vector access of that shape (the pointer tile's own layout is
-  // inherited from whatever produced it, often a column of pointers with
-  // one element per thread). Its pointers and mask are re-emitted in that
-  // layout, not converted. Program-order copies keep their layout.
-  Layout want = la_.defaultFor(src->type().shape());
-  if (impl != AsyncCopyImpl::Synchronous && !(want == l) && want.parent.spt[want.dims.back()] > l.parent.spt[l.dims.back()]) {
+  // An async copy runs in freeAccessLayout; its pointers and mask are
+  // re-emitted in that layout (reused where already there), not converted.
+  // Program-order copies keep their layout.
+  if (std::optional<Layout> al = freeAccessLayout(op)) {
     std::map<std::pair<const ir::Value*, std::string>, Slots> memo;
     int budget = 64;
-    l = want;
+    l = *al;
     ptrs = recompute(src, l, memo, budget);
     if (maskV) m = recompute(maskV, l, memo, budget);
   } else {
@@ -954,6 +1342,9 @@ bool Lower::emitHardwareCopy(const ir::Op& op, const Layout& l, const Slots& ptr
   // replicated) is a multiple of the chunk; each chunk is ce consecutive
   // columns starting at a multiple of ce.
   if ((shape.back() * eb) % cb != 0 || l.parent.spt[l.dims.back()] % ce != 0) return false;
+  if (auto sg = storage_.find(rootBuffer(buf));
+      sg != storage_.end() && (sg->second.transposed || sg->second.st.stride != sg->second.st.cols))
+    return false;  // padded / transposed slots: chunks would not stay contiguous
   const size_t r = shape.size() - 1;
   for (size_t i = 0; i < t.size(); i += static_cast<size_t>(ce)) {
     if (t.consts[i][r] % ce != 0) return false;
@@ -969,7 +1360,9 @@ bool Lower::emitHardwareCopy(const ir::Op& op, const Layout& l, const Slots& ptr
   guarded(ownerPred(l, t), [&] {
     Slots bs = bases(l, t);
     for (size_t i = 0; i < t.size(); i += static_cast<size_t>(ce)) {
-      llvm::Value* dst = b_.CreateInBoundsGEP(mt, base, linear(indexOf(bs, t, i), shape));
+      // A swizzled buffer permutes whole 16-byte chunks: a chunk of <= 16
+      // bytes starting at a multiple of its size stays contiguous.
+      llvm::Value* dst = b_.CreateInBoundsGEP(mt, base, bufIndex(buf, indexOf(bs, t, i), shape));
       llvm::Value* srcBytes = mask ? b_.CreateSelect((*mask)[i], i32(cb), i32(0)) : i32(cb);
       t_.asyncCopy(b_, dst, ptrs[i], static_cast<unsigned>(cb), srcBytes);
     }
@@ -1258,17 +1651,38 @@ void Lower::emitTensorCoreDot(const ir::Op& op, const Layout& l) {
   TensorCoreOp tc = t_.tensorCore(a->type().dtype(), acc->type().dtype());
   TensorCoreDotPlan p = planTensorCoreDot(tc, a->type().dtype(), M, N, K, l.parent);
   Slots init = tileIn(acc, l);  // before the staging: a conversion uses this op's scratch
-  llvm::Value* base = scratch(p.totalBytes());
-  llvm::Value* bBase = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), base, p.aBytes);
+  // Operands read straight from their swizzled shared slot (planDirectDots)
+  // use the slot's address and layout; the others are staged.
+  bool directA = directOperands_.count({&op, 0}) != 0, directB = directOperands_.count({&op, 1}) != 0;
+  auto slotOf = [&](const ir::Value* v) {
+    const ir::Value* buf = v->definingOp()->operand(0);
+    const Storage& sg = storage_.at(rootBuffer(buf));
+    const DotStaging& want = v == a ? p.a : p.b;
+    TS_ASSERT(sg.st.rows == want.rows && sg.st.cols == want.cols && sg.st.stride == want.stride &&
+                  sg.st.swizzle == want.swizzle && sg.transposed == (v == bv && p.bTransposed),
+              "direct dot operand: slot layout differs from the staging layout");
+    return scalar(buf);
+  };
+  llvm::Value* base = nullptr;
+  llvm::Value* bBase = nullptr;
+  if (!directA || !directB) {
+    llvm::Value* s = scratch(directA ? p.b.bytes() : p.totalBytes());
+    base = directA ? nullptr : s;
+    bBase = directB ? nullptr : directA ? s : b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), s, p.aBytes);
+  }
+  if (directA) base = slotOf(a);
+  if (directB) bBase = slotOf(bv);
   // The staging stores and the fragment reads are named apart in the
   // emulator's reports (bank conflicts per phase of the dot).
   beforeShared();
-  setTag(op, "operand staging");
-  stageOperand(a, base, p.a, false);
-  stageOperand(bv, bBase, p.b, p.bTransposed);
-  setCurrentOp(op);
-  barrier();
-  smemDirty_ = true;
+  if (!directA || !directB) {
+    setTag(op, "operand staging");
+    if (!directA) stageOperand(a, base, p.a, false);
+    if (!directB) stageOperand(bv, bBase, p.b, p.bTransposed);
+    setCurrentOp(op);
+    barrier();
+    smemDirty_ = true;
+  }
   setTag(op, "fragments");
   tiles_[op.result()] = TileV{l, codegen::emitTensorCoreDot(b_, m_, p, base, bBase, lane_, warp_, std::move(init))};
   setCurrentOp(op);
@@ -1393,6 +1807,8 @@ void Lower::emitIf(const ir::Op& op) {
 // ======================================================================= ops
 
 void Lower::emitOp(const ir::Op& op) {
+  if (op.numResults() == 1 && (elided_.count(op.result()) || elidedLoads_.count(op.result())))
+    return;  // re-derived by its consumers / read by the dots from shared memory
   setCurrentOp(op);
   switch (op.code()) {
     case OpCode::ProgramId: scalars_[op.result()] = t_.blockId(b_, static_cast<int>(op.intAttr("axis"))); return;
@@ -1402,6 +1818,12 @@ void Lower::emitOp(const ir::Op& op) {
     case OpCode::AtomicAdd:
     case OpCode::AtomicMax: return emitAtomic(op);
     case OpCode::Alloc:
+      // The buffer's bytes may have been an earlier op's scratch (the plan
+      // reuses bytes of areas whose live ranges are disjoint). A program-
+      // order access would wait for a barrier by itself (beforeShared), but
+      // the async copies into the buffer do not (their ordering is the
+      // schedule's): separate them from the earlier accesses here, once.
+      if (smemDirty_) barrier();
       scalars_[op.result()] = smemAt(plan_ ? plan_->bufferOffset(op.result()) : 0);
       return;
     case OpCode::LocalLoad: {
@@ -1414,7 +1836,7 @@ void Lower::emitOp(const ir::Op& op) {
       Slots bs = bases(l, t);
       Slots r;
       for (size_t i = 0; i < t.size(); ++i)
-        r.push_back(fromMem(b_.CreateLoad(mt, b_.CreateInBoundsGEP(mt, scalar(buf), linear(indexOf(bs, t, i), shape))),
+        r.push_back(fromMem(b_.CreateLoad(mt, b_.CreateInBoundsGEP(mt, scalar(buf), bufIndex(buf, indexOf(bs, t, i), shape))),
                             op.result()->type()));
       tiles_[op.result()] = TileV{l, std::move(r)};
       return;
@@ -1430,7 +1852,9 @@ void Lower::emitOp(const ir::Op& op) {
       const ir::Value* buf = op.operand(0);
       llvm::Type* mt = memTyOf(buf->type().dtype());
       llvm::Value* idx = b_.CreateSExtOrTrunc(scalar(op.operand(1)), b_.getInt32Ty());
-      llvm::Value* off = b_.CreateMul(idx, b_.getInt32(static_cast<uint32_t>(op.result()->type().numElements())));
+      auto sg = storage_.find(buf);  // a padded staging layout makes slots longer
+      int64_t slotElems = sg != storage_.end() ? sg->second.slotElems() : op.result()->type().numElements();
+      llvm::Value* off = b_.CreateMul(idx, b_.getInt32(static_cast<uint32_t>(slotElems)));
       scalars_[op.result()] = b_.CreateInBoundsGEP(mt, scalar(buf), off);
       return;
     }
@@ -1514,6 +1938,8 @@ void Lower::run(uint64_t smemBytes) {
     if (a->getType()->isIntegerTy(8) && f_.arg(i)->type().dtype() == DType::I1) a = b_.CreateICmpNE(a, b_.getInt8(0));
     scalars_[f_.arg(i)] = a;
   }
+  planDirectDots();
+  planElision();
   tid_ = t_.threadId(b_, 0);
   unsigned ws = t_.warpSize();
   lane_ = b_.CreateURem(tid_, i32(ws), "lane");
@@ -1521,6 +1947,38 @@ void Lower::run(uint64_t smemBytes) {
   emitBlock(f_.body());
   TS_ASSERT(b_.GetInsertBlock() == nullptr, "kernel body does not end in return");
   finishProvenance();
+}
+
+/// The ResourceError of a plan over the target's shared-memory limit. The
+/// user controls only their buffers (tile shapes, stages); the lowering's
+/// own areas (layout conversions, dot operand staging, local buffers) come
+/// on top and barely depend on the stage count. So the buffers are judged
+/// by ir::checkSharedMemory against what the scratch leaves of the limit:
+/// its per-buffer list and its suggestion ("with stages = 2 instead of 4",
+/// or which tiles to halve) then hold for the whole plan.
+ResourceError sharedMemoryError(const ir::Function& f, const SharedPlan& plan, const GpuTargetInfo& t) {
+  const uint64_t limit = t.maxSharedBytes(), total = plan.totalBytes();
+  const uint64_t user = plan.userSharedBytes();
+  // The buffers may share bytes with scratch areas of other ops (disjoint
+  // live ranges): the scratch is what the plan adds beyond the buffers.
+  const uint64_t scratch = total > user ? total - user : 0;
+  std::string head = "@" + f.name() + " needs " + std::to_string(total) + " bytes of shared memory; " + t.arch() +
+                     " allows " + std::to_string(limit) + " per block, of which the compiler's own areas take " +
+                     std::to_string(scratch) + " bytes.\n";
+  std::string buffers;
+  if (user > 0 && scratch < limit) {
+    try {
+      ir::checkSharedMemory(f, static_cast<int64_t>(limit - scratch),
+                            t.arch() + " (" + std::to_string(limit) + " bytes minus " + std::to_string(scratch) +
+                                " bytes of compiler scratch)");
+    } catch (const ResourceError& e) {
+      buffers = std::string(e.what()) + "\n";
+    }
+  }
+  if (buffers.empty())
+    buffers = scratch >= limit ? "the compiler's own areas alone exceed the limit: use smaller tiles\n"
+                               : "use smaller tiles (or fewer buffers live at once)\n";
+  return ResourceError(head + buffers + "Shared areas as planned:\n" + plan.describe());
 }
 
 }  // namespace
@@ -1536,22 +1994,21 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
                         " (use fewer warps)");
   // Measuring run: records every op's scratch need.
   std::map<const ir::Op*, uint64_t> req;
+  std::unordered_map<const ir::Value*, uint64_t> storageBytes;
   {
     llvm::Module scratchMod("measure", ctx);
     scratchMod.setDataLayout(dl);
     scratchMod.setTargetTriple(llvm::Triple(t.triple()));
     Lower low(f, t, la, axis, o, ctx, scratchMod, req, nullptr);
     low.run(0);
+    storageBytes = low.bufferStorageBytes();
   }
-  SharedPlan plan(f, req);
+  SharedPlan plan(f, req, storageBytes);
   GpuLoweringResult res;
   res.sharedBytes = plan.totalBytes();
   res.sharedPlan = plan.describe();
   res.threadsPerBlock = threads;
-  if (plan.totalBytes() > t.maxSharedBytes())
-    throw ResourceError("@" + f.name() + " needs " + std::to_string(plan.totalBytes()) + " bytes of shared memory; " +
-                        t.arch() + " allows " + std::to_string(t.maxSharedBytes()) + " per block. Shared areas:\n" +
-                        plan.describe() + "use smaller tiles (or fewer buffers live at once)");
+  if (plan.totalBytes() > t.maxSharedBytes()) throw sharedMemoryError(f, plan, t);
   auto m = std::make_unique<llvm::Module>(f.name(), ctx);
   m->setDataLayout(dl);
   m->setTargetTriple(llvm::Triple(t.triple()));

@@ -14,7 +14,8 @@ namespace {
 uint64_t align16(uint64_t v) { return (v + 15) & ~uint64_t{15}; }
 }  // namespace
 
-SharedPlan::SharedPlan(const ir::Function& f, const std::map<const ir::Op*, uint64_t>& scratch) {
+SharedPlan::SharedPlan(const ir::Function& f, const std::map<const ir::Op*, uint64_t>& scratch,
+                       const std::unordered_map<const ir::Value*, uint64_t>& bufferBytes) {
   // Pre-order numbering; `last` = the highest number inside an op's subtree.
   std::unordered_map<const ir::Op*, int64_t> num, last;
   int64_t counter = 0;
@@ -38,9 +39,11 @@ SharedPlan::SharedPlan(const ir::Function& f, const std::map<const ir::Op*, uint
     const ir::Value* buf = op.result();
     SharedArea a;
     a.bytes = static_cast<uint64_t>(buf->type().numElements()) * sharedElemBytes(buf->type().dtype());
+    if (auto it = bufferBytes.find(buf); it != bufferBytes.end()) a.bytes = std::max(a.bytes, it->second);
     a.what = "alloc " + buf->type().str() + " at " + op.loc().str();
     a.start = num.at(&op);
     a.end = a.start;
+    a.userShared = buf->type().space() == ir::MemSpace::Shared;
     const ir::Block* home = op.parent();
     // A use of a slot view (buffer_slot, possibly of another view) is a use
     // of the buffer: the memory must live as long as any view of it.
@@ -50,6 +53,11 @@ SharedPlan::SharedPlan(const ir::Function& f, const std::map<const ir::Op*, uint
     });
     ir::walk(body, [&](ir::Op& user) {
       for (const ir::Value* v : user.operands()) {
+        // A tensor-core dot may read its operand from the slot a local_load
+        // names, at the dot (GpuLowering.cpp, planDirectDots): a use too.
+        if (user.code() == ir::OpCode::Dot && v->definingOp() &&
+            v->definingOp()->code() == ir::OpCode::LocalLoad)
+          v = v->definingOp()->operand(0);
         if (!views.count(v)) continue;
         // Climb to the ancestor of the use that sits in the alloc's block.
         const ir::Op* anc = &user;
@@ -106,6 +114,13 @@ uint64_t SharedPlan::scratchOffset(const ir::Op* op) const {
   auto it = index_.find(op);
   TS_ASSERT(it != index_.end(), std::string("shared plan: no scratch for ") + op->name());
   return areas_[it->second].offset;
+}
+
+uint64_t SharedPlan::userSharedBytes() const {
+  uint64_t n = 0;
+  for (auto& a : areas_)
+    if (a.userShared) n += a.bytes;
+  return n;
 }
 
 std::string SharedPlan::describe() const {

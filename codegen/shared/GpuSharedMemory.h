@@ -26,18 +26,26 @@ struct SharedArea {
   uint64_t bytes = 0;
   uint64_t offset = 0;
   int64_t start = 0, end = 0;  // live range in op numbers
+  /// The result of a user's `alloc` in the shared space (not a local
+  /// buffer, not the lowering's scratch): what ir::checkSharedMemory counts.
+  bool userShared = false;
 };
 
 class SharedPlan {
  public:
-  /// `scratch`: bytes each op needs for its own transient use.
-  SharedPlan(const ir::Function& f, const std::map<const ir::Op*, uint64_t>& scratch);
+  /// `scratch`: bytes each op needs for its own transient use;
+  /// `bufferBytes`: buffers whose storage is larger than their type (the
+  /// lowering's padded tensor-core slot layouts).
+  SharedPlan(const ir::Function& f, const std::map<const ir::Op*, uint64_t>& scratch,
+             const std::unordered_map<const ir::Value*, uint64_t>& bufferBytes = {});
   uint64_t bufferOffset(const ir::Value* allocResult) const;
   uint64_t scratchOffset(const ir::Op* op) const;
   uint64_t totalBytes() const { return total_; }
   const std::vector<SharedArea>& areas() const { return areas_; }
   /// One line per area: what, bytes, offset.
   std::string describe() const;
+  /// Sum of the bytes of the user's shared buffers (SharedArea::userShared).
+  uint64_t userSharedBytes() const;
 
  private:
   std::vector<SharedArea> areas_;

@@ -92,6 +92,34 @@ TEST_CASE("NVPTX sm_80: pipelined copies are cp.async with commit and wait group
     CHECK(count(ptx, "cp.async.commit_group;") == size_t(stages));
     CHECK(std::regex_search(ptx, std::regex("cp\\.async\\.wait_group\\s+" + std::to_string(stages - 1) + ";")));
     CHECK(std::regex_search(ptx, std::regex(R"(cp\.async\.wait_group\s+0;)")));  // the drain after the loop
+    // The K loop (from the target of the first branch after the wait that
+    // jumps back above it, to that branch) has only the schedule's two
+    // barriers, and the dot reads
+    // its fragments with ldmatrix straight from the slots the cp.async
+    // wrote: no shared stores or loads of its own (no operand staging, no
+    // layout conversions of the copies' pointers or masks).
+    std::smatch w;
+    REQUIRE(std::regex_search(ptx, w, std::regex("cp\\.async\\.wait_group\\s+" + std::to_string(stages - 1) + ";")));
+    size_t at = static_cast<size_t>(w.position(0));
+    size_t from = std::string::npos, to = std::string::npos;
+    std::regex bra(R"(bra(\.uni)?\s+(\$L__BB\d+_\d+);)");
+    for (auto it = std::sregex_iterator(ptx.begin() + static_cast<std::ptrdiff_t>(at), ptx.end(), bra);
+         it != std::sregex_iterator(); ++it) {
+      size_t label = ptx.find("\n" + (*it)[2].str() + ":");
+      if (label != std::string::npos && label < at) {
+        from = label;
+        to = at + static_cast<size_t>(it->position(0));
+        break;
+      }
+    }
+    REQUIRE(from != std::string::npos);
+    std::string loop = ptx.substr(from, to - from);
+    INFO(loop);
+    CHECK(count(loop, "bar.sync") == 2);
+    CHECK(count(loop, "st.shared") == 0);
+    CHECK(count(loop, "ld.shared") == 0);
+    CHECK(count(loop, "ldmatrix.sync.aligned") > 0);
+    CHECK(count(loop, "mma.sync.aligned") > 0);
     // The synchronous path would load the tiles into registers.
     CHECK_FALSE(contains(ptx, "ld.global.nc.v4.u32"));
     CHECK_FALSE(contains(ptx, "ld.global.v4"));
@@ -134,13 +162,20 @@ TEST_CASE("AMDGPU gfx942: the next stage's global loads overlap the MFMAs, LDS s
     }
     REQUIRE_FALSE(body.empty());
     size_t firstLoad = body.find("global_load_dwordx4"), firstMfma = body.find("v_mfma_f32_16x16x16_f16");
-    size_t lastMfma = body.rfind("v_mfma_f32_16x16x16_f16"), lastStore = body.rfind("ds_write_b128");
+    // The slots are stored in the MFMA operand layouts (A rows padded: 8-byte
+    // stores; B transposed: 2-byte stores) and read by the MFMA fragment
+    // loads directly, so the LDS stores are the copies' own.
+    size_t lastMfma = body.rfind("v_mfma_f32_16x16x16_f16"), lastStore = body.rfind("ds_write");
+    INFO(body);
     // Issued at the copy, at the top of the iteration...
     CHECK(firstLoad < firstMfma);
     // ... stored to LDS after the compute (the synchronous lowering stores
     // right after the loads, before any MFMA of the iteration).
     REQUIRE(lastStore != std::string::npos);
     CHECK(lastStore > lastMfma);
+    CHECK(body.find("ds_write") > lastMfma);  // no operand staging before the MFMAs
+    // Only the schedule's two barriers.
+    CHECK(count(body, "s_barrier") == 2);
   }
 }
 

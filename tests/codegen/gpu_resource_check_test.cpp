@@ -13,7 +13,8 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-int gLoopLine = 0;  // the line of the loop in the kernels below
+int gLoopLine = 0;   // the line of the loop in the kernels below
+int gAllocLine = 0;  // the line of the first shared alloc
 
 /// c = a @ b for one BM x BN tile, K loop pipelined over `stages` through
 /// shared buffers (f16 in, f32 accumulator carried by the loop).
@@ -23,6 +24,7 @@ ts::Kernel gemm(int64_t BM, int64_t BN, int64_t BK, int64_t stages) {
     auto rm = ts::arange(BM);
     auto rn = ts::arange(BN);
     auto rk = ts::arange(BK);
+    gAllocLine = __LINE__ + 1;
     auto sa = ts::alloc_shared(ts::f16, {BM, BK});
     auto sb = ts::alloc_shared(ts::f16, {BK, BN});
     gLoopLine = __LINE__ + 1;
@@ -67,4 +69,33 @@ TEST_CASE("a loop carrying more registers per thread than the target has is reje
   CHECK_THAT(msg, Contains("at most 256"));
   // Taking the suggestion passes the check.
   CHECK(compileError(k, "nvptx:sm_80", 16).find("registers per thread") == std::string::npos);
+}
+
+TEST_CASE("shared memory over the limit names the user's buffers and a stage count that fits with the scratch",
+          "[gpu][resources]") {
+  // 128x128x64 f16 tiles, 4 stages: A and B slots take 4 x 16 KiB each =
+  // 128 KiB of user buffers, over sm_86's 99 KiB before any scratch.
+  ts::Kernel k = gemm(128, 128, 64, 4);
+  std::string msg = compileError(k, "nvptx:sm_86");
+  INFO(msg);
+  REQUIRE_FALSE(msg.empty());
+  // Each buffer with its bytes and allocation site, the compiler's part,
+  // the plan's areas.
+  CHECK_THAT(msg, Contains("4x128x64 x f16 = 65536 bytes"));
+  CHECK_THAT(msg, Contains("4x64x128 x f16 = 65536 bytes"));
+  CHECK_THAT(msg, Contains("allocated at " + std::string(__FILE__) + ":" + std::to_string(gAllocLine)));
+  CHECK_THAT(msg, Contains("bytes of compiler scratch"));
+  CHECK_THAT(msg, Contains("Shared areas as planned:"));
+  // The suggestion accounts for the scratch: taking it compiles on sm_86.
+  const std::string key = "with stages = ";
+  size_t at = msg.find(key);
+  REQUIRE(at != std::string::npos);
+  int stages = std::stoi(msg.substr(at + key.size()));
+  CHECK_THAT(msg, Contains(key + std::to_string(stages) + " instead of 4"));
+  REQUIRE(stages >= 1);
+  REQUIRE(stages < 4);
+  CHECK(compileError(gemm(128, 128, 64, stages), "nvptx:sm_86") == "");
+  // One stage more than suggested does not fit (the suggestion is the
+  // largest that does).
+  if (stages + 1 < 4) CHECK_THAT(compileError(gemm(128, 128, 64, stages + 1), "nvptx:sm_86"), Contains("shared memory"));
 }
