@@ -6,7 +6,8 @@
 // adds the bias row and applies the activation in f32, and only the final
 // tile is rounded to f16 when stored.
 //
-// Two forms of the K loop, chosen by GemmBlocks::stages:
+// Two forms of the K loop (gemmMainLoop, examples/support.h), chosen by
+// GemmBlocks::stages:
 //  * GPU (stages >= 1): software-pipelined. ts::for_pipelined keeps `stages`
 //    A and B tiles in flight in shared memory (ts::stage_copy: cp.async on
 //    NVPTX sm_80+ where the launch proves the rows 16-byte aligned,
@@ -41,27 +42,7 @@ Kernel gemmF16(GemmBlocks B, Activation act) {
                         ts::Ptr<const float> bias, ts::Int M, ts::Int N, ts::Int K) {
     auto row = ts::expand_dims(ts::program_id(0) * B.m + ts::arange(B.m), 1);  // BLOCK_M x 1
     auto col = ts::expand_dims(ts::program_id(1) * B.n + ts::arange(B.n), 0);  // 1 x BLOCK_N
-    auto rk = ts::arange(B.k);
-    // The tiles of iteration k0: pointers and masks (lanes outside the
-    // matrices read 0, which adds nothing to the dot).
-    auto ptrA = [&](ts::Int k0) { return a + row * K + ts::expand_dims(k0 + rk, 0); };
-    auto maskA = [&](ts::Int k0) { return (row < M) & (ts::expand_dims(k0 + rk, 0) < K); };
-    auto ptrB = [&](ts::Int k0) { return b + ts::expand_dims(k0 + rk, 1) * N + col; };
-    auto maskB = [&](ts::Int k0) { return (ts::expand_dims(k0 + rk, 1) < K) & (col < N); };
-    ts::Tensor acc;
-    if (B.stages >= 1) {
-      auto sa = ts::alloc_shared(ts::f16, {B.m, B.k});  // one stage; stage_copy makes `stages` slots
-      auto sb = ts::alloc_shared(ts::f16, {B.k, B.n});
-      acc = ts::for_pipelined(0, K, B.k, B.stages, ts::zeros({B.m, B.n}, ts::f32), [&](ts::Int k0, ts::Tensor acc) {
-        auto ta = ts::stage_copy(sa, ptrA(k0), maskA(k0));
-        auto tb = ts::stage_copy(sb, ptrB(k0), maskB(k0));
-        return ts::dot(ta.load(), tb.load(), acc);  // f16 x f16 -> f32
-      });
-    } else {
-      acc = ts::for_range(0, K, B.k, ts::zeros({B.m, B.n}, ts::f32), [&](ts::Int k0, ts::Tensor acc) {
-        return ts::dot(ts::load(ptrA(k0), maskA(k0)), ts::load(ptrB(k0), maskB(k0)), acc);
-      });
-    }
+    ts::Tensor acc = gemmMainLoop(B, ts::f16, a, b, row, col, M, N, K);
     auto y = applyActivation(acc + ts::load(bias + col, col < N), act);  // bias broadcast over the rows
     ts::store(c + row * N + col, y.to(ts::f16), (row < M) & (col < N));
   });
