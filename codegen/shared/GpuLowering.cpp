@@ -741,6 +741,8 @@ Slots Lower::globalLoad(const ir::Op& op, const Layout& l, const ir::Type& ptrT,
                                                       : (op.numOperands() > 1 ? op.operand(1) : nullptr);
   int64_t v = accessWidth(op, l, ptrT, t, maskV);
   beforeGlobal(false);
+  const bool stagedVector = op.code() == OpCode::Copy && op.hasAttr("async") && op.intAttr("async") != 0 &&
+                            t_.asyncCopyImpl() == AsyncCopyImpl::RegisterStaged;
   Slots out(t.size());
   llvm::Function* fn = b_.GetInsertBlock()->getParent();
   for (size_t i = 0; i < t.size(); i += static_cast<size_t>(v)) {
@@ -763,6 +765,26 @@ Slots Lower::globalLoad(const ir::Op& op, const Layout& l, const ir::Type& ptrT,
     auto* join = llvm::BasicBlock::Create(ctx_, "ld.end", fn);
     b_.CreateCondBr((*mask)[i], ld, join);
     b_.SetInsertPoint(ld);
+    if (stagedVector && v > 1 && !other) {
+      // A register-staged async copy's data are first used by the deferred
+      // shared-memory stores, after the loop body's compute. The phi joins
+      // the whole loaded vector and the elements are extracted after the
+      // join: with one phi per element, the extraction (e.g. the shift
+      // that takes the high half of a 32-bit register of f16 pairs) sits in
+      // the guarded block, and the AMDGPU backend must wait for the load
+      // (s_waitcnt vmcnt) right there instead of at the deferred stores, so
+      // the load latency would not overlap the MFMAs.
+      llvm::Value* x = b_.CreateAlignedLoad(lt, ptrs[i], llvm::Align(eb * static_cast<uint64_t>(v)));
+      llvm::BasicBlock* ldEnd = b_.GetInsertBlock();
+      b_.CreateBr(join);
+      b_.SetInsertPoint(join);
+      llvm::PHINode* phi = b_.CreatePHI(lt, 2);
+      phi->addIncoming(x, ldEnd);
+      phi->addIncoming(llvm::Constant::getNullValue(lt), from);
+      for (int64_t k = 0; k < v; ++k)
+        out[i + k] = fromMem(b_.CreateExtractElement(phi, static_cast<uint64_t>(k)), vt);
+      continue;
+    }
     Slots e = doLoad();
     llvm::BasicBlock* ldEnd = b_.GetInsertBlock();
     b_.CreateBr(join);

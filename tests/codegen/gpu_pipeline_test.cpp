@@ -144,10 +144,17 @@ TEST_CASE("NVPTX sm_80: pipelined copies are cp.async with commit and wait group
   }
 }
 
-TEST_CASE("AMDGPU gfx942: the next stage's global loads overlap the MFMAs, LDS stores come after", "[gpu][pipeline]") {
+TEST_CASE("AMDGPU gfx942/gfx90a: the next stage's global loads overlap the MFMAs, LDS stores come after",
+          "[gpu][pipeline]") {
+  struct Arch {
+    const char* target;
+    const char* mfma;
+  };
+  for (Arch arch : {Arch{"amdgpu:gfx942", "v_mfma_f32_16x16x16_f16"}, Arch{"amdgpu:gfx90a", "v_mfma_f32_16x16x16f16"}})
   for (int64_t stages : {2, 3}) {
-    INFO("stages = " << stages);
-    ts::CompiledKernel k = ts::compile(withAlignedFacts(pipelinedGemmF16(stages)), ts::Target::parse("amdgpu:gfx942"));
+    INFO(arch.target << ", stages = " << stages);
+    const std::string mfma = arch.mfma;
+    ts::CompiledKernel k = ts::compile(withAlignedFacts(pipelinedGemmF16(stages)), ts::Target::parse(arch.target));
     std::string gcn = k.dump(ts::Stage::AMDGCN);
     // The K loop: the longest span from a label to a backward branch to it
     // that contains the MFMAs.
@@ -161,11 +168,12 @@ TEST_CASE("AMDGPU gfx942: the next stage's global loads overlap the MFMAs, LDS s
       if (contains(span, "v_mfma") && span.size() > body.size()) body = span;
     }
     REQUIRE_FALSE(body.empty());
-    size_t firstLoad = body.find("global_load_dwordx4"), firstMfma = body.find("v_mfma_f32_16x16x16_f16");
+    size_t firstLoad = body.find("global_load_dwordx4"), firstMfma = body.find(mfma);
     // The slots are stored in the MFMA operand layouts (A rows padded: 8-byte
     // stores; B transposed: 2-byte stores) and read by the MFMA fragment
     // loads directly, so the LDS stores are the copies' own.
-    size_t lastMfma = body.rfind("v_mfma_f32_16x16x16_f16"), lastStore = body.rfind("ds_write");
+    REQUIRE(firstMfma != std::string::npos);
+    size_t lastMfma = body.rfind(mfma), lastStore = body.rfind("ds_write");
     INFO(body);
     // Issued at the copy, at the top of the iteration...
     CHECK(firstLoad < firstMfma);
@@ -174,6 +182,13 @@ TEST_CASE("AMDGPU gfx942: the next stage's global loads overlap the MFMAs, LDS s
     REQUIRE(lastStore != std::string::npos);
     CHECK(lastStore > lastMfma);
     CHECK(body.find("ds_write") > lastMfma);  // no operand staging before the MFMAs
+    // The loads' latency is hidden only if nothing waits for them before
+    // the MFMAs: the first vmcnt wait of the iteration is the deferred LDS
+    // stores' (a wait right after each load, e.g. to split the loaded f16
+    // pairs inside the masked load's branch, would serialise them).
+    std::smatch w;
+    REQUIRE(std::regex_search(body, w, std::regex(R"(s_waitcnt[^\n]*vmcnt)")));
+    CHECK(static_cast<size_t>(w.position(0)) > lastMfma);
     // Only the schedule's two barriers.
     CHECK(count(body, "s_barrier") == 2);
   }
