@@ -150,6 +150,14 @@ TEST_CASE("cpu dot: loop-carried accumulator over K chunks, with ragged tiles", 
     auto art = build(k, "", /*dumpAsm=*/true);
     // The operand loads of the loop prefetch the next iteration's tiles.
     CHECK(art->dumps.assembly.find("prefetcht0") != std::string::npos);
+    // The AVX-512 form of the same kernel (packing, prefetches, 14 x 32
+    // blocks) compiles on any host; it runs where the host has AVX-512.
+    codegen::CompileOptions o512;
+    o512.cpuIsa = "avx512";
+    o512.dumpAssembly = true;
+    auto art512 = codegen::compile(*k.f, codegen::Target::cpu(), o512);
+    CHECK(art512->dumps.assembly.find("vfmadd231ps\t%zmm") != std::string::npos);
+    CHECK(art512->dumps.assembly.find("prefetcht0") != std::string::npos);
     std::mt19937 rng(5);
     Operand A = makeOperand(DType::F32, size_t(M * Kt), rng), B = makeOperand(DType::F32, size_t(Kt * N), rng);
     std::vector<float> o(size_t(M * N), NAN);
