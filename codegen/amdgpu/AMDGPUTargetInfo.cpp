@@ -7,6 +7,7 @@
 
 #include <llvm/BinaryFormat/ELF.h>
 #include <llvm/BinaryFormat/MsgPackDocument.h>
+#include <llvm/IR/MemoryModelRelaxationAnnotations.h>
 #include <llvm/IR/IntrinsicsAMDGPU.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/MC/TargetRegistry.h>
@@ -136,14 +137,28 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
     llvm::Value* items = dispatchField(b, 12 + 4 * static_cast<uint64_t>(axis), b.getInt32Ty());
     return b.CreateUDiv(items, blockDim(b, axis));
   }
-  void barrier(llvm::IRBuilderBase& b) override {
+  void barrier(llvm::IRBuilderBase& b, bool sharedOnly) override {
     // s_barrier alone orders no memory: the workgroup-scope fences make the
     // block's shared and global writes visible across it (HIP's
-    // __syncthreads does the same).
+    // __syncthreads does the same). On gfx10+ a workgroup may span the two
+    // CUs of a WGP, so a full workgroup release also waits for every global
+    // load in flight (s_waitcnt vmcnt(0)); where only LDS needs ordering the
+    // fences carry the memory-model relaxation annotation that restricts
+    // them to LDS (`amdgpu-synchronize-as` = `local`): LDS writes are still
+    // waited for (lgkmcnt), the loads of the next pipeline stage are not.
     auto ws = b.getContext().getOrInsertSyncScopeID("workgroup");
-    b.CreateFence(llvm::AtomicOrdering::Release, ws);
+    llvm::MDNode* lds =
+        sharedOnly ? llvm::MMRAMetadata::getTagMD(b.getContext(), "amdgpu-synchronize-as", "local") : nullptr;
+    llvm::FenceInst* rel = b.CreateFence(llvm::AtomicOrdering::Release, ws);
     b.CreateIntrinsic(llvm::Intrinsic::amdgcn_s_barrier, {});
-    b.CreateFence(llvm::AtomicOrdering::Acquire, ws);
+    llvm::FenceInst* acq = b.CreateFence(llvm::AtomicOrdering::Acquire, ws);
+    if (lds) {
+      rel->setMetadata(llvm::LLVMContext::MD_mmra, lds);
+      acq->setMetadata(llvm::LLVMContext::MD_mmra, lds);
+    }
+  }
+  void schedulingBarrier(llvm::IRBuilderBase& b) override {
+    b.CreateIntrinsic(llvm::Intrinsic::amdgcn_sched_barrier, {}, {b.getInt32(0)});  // mask 0: nothing crosses
   }
   llvm::Value* lane(llvm::IRBuilderBase& b) {
     return b.CreateAnd(threadId(b, 0), b.getInt32(row_.wave - 1));

@@ -131,7 +131,8 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
     return sreg(b, {llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x, llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_y,
                     llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_z}, axis);
   }
-  void barrier(llvm::IRBuilderBase& b) override {
+  // bar.sync never waits for outstanding loads: sharedOnly changes nothing.
+  void barrier(llvm::IRBuilderBase& b, bool /*sharedOnly*/) override {
     // bar.sync 0: also orders the shared and global accesses of the block.
     b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cta_sync_aligned_all, {}, {b.getInt32(0)});
   }

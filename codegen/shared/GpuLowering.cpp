@@ -366,10 +366,15 @@ class Lower {
     r = std::max(r, bytes);
     return smemAt(plan_ ? plan_->scratchOffset(curOp_) : 0);
   }
-  void barrier() {
-    t_.barrier(b_);
+  void barrier(bool sharedOnly = false) {
+    t_.barrier(b_, sharedOnly);
     smemDirty_ = globalDirty_ = false;
   }
+  /// True for a barrier of the pipeline schedule (`stage` attribute) in a
+  /// `for {pipelined}` body that writes no global memory: it orders the
+  /// slots in shared memory only, and the loads of the next stage, which
+  /// nothing in the loop writes, may stay in flight across it.
+  bool pipelineSlotBarrier(const ir::Op& op) const;
   void beforeShared() {
     if (smemDirty_) barrier();
     smemDirty_ = true;
@@ -729,6 +734,21 @@ void Lower::emitElementwiseLike(const ir::Op& op) {
 }
 
 // ===================================================================== memory
+
+bool Lower::pipelineSlotBarrier(const ir::Op& op) const {
+  const ir::Region* r = op.parent()->parent();
+  const ir::Op* loop = r ? r->parentOp() : nullptr;
+  if (!op.hasAttr("stage") || !loop || loop->code() != OpCode::For || !loop->hasAttr("pipelined")) return false;
+  std::function<bool(const ir::Block&)> writesGlobal = [&](const ir::Block& blk) {
+    for (auto& o : blk.ops()) {
+      if (o->code() == OpCode::Store || o->code() == OpCode::AtomicAdd || o->code() == OpCode::AtomicMax) return true;
+      for (auto& reg : o->regions())
+        if (writesGlobal(reg->block())) return true;
+    }
+    return false;
+  };
+  return !writesGlobal(*op.parent());
+}
 
 Slots Lower::globalLoad(const ir::Op& op, const Layout& l, const ir::Type& ptrT, const Slots& ptrs, const Slots* mask,
                         const Slots* other) {
@@ -1395,7 +1415,11 @@ bool Lower::emitHardwareCopy(const ir::Op& op, const Layout& l, const Slots& ptr
 /// Stores the staged copies of every group < beforeGroup (INT64_MAX: all),
 /// in issue order; see the comment above emitCopy.
 void Lower::flushStaged(int64_t beforeGroup) {
-  if (staged_.empty()) return;
+  if (staged_.empty() || staged_.front().group >= beforeGroup) return;
+  // Without this the AMDGPU scheduler hoists the deferred LDS stores above
+  // the iteration's WMMA/MFMAs, and the stores' wait for the loads
+  // (s_waitcnt vmcnt) comes before the compute again (seen on gfx1100).
+  t_.schedulingBarrier(b_);
   const ir::Op* cur = curOp_;
   std::vector<StagedCopy> keep;
   for (StagedCopy& s : staged_) {
@@ -1901,7 +1925,7 @@ void Lower::emitOp(const ir::Op& op) {
       }
       return;
     }
-    case OpCode::Barrier: barrier(); return;
+    case OpCode::Barrier: barrier(pipelineSlotBarrier(op)); return;
     case OpCode::Reduce: return emitReduce(op);
     case OpCode::Dot: return emitDot(op);
     case OpCode::For: return emitFor(op);

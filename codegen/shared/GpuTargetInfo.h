@@ -97,8 +97,15 @@ class GpuTargetInfo {
   virtual llvm::Value* blockDim(llvm::IRBuilderBase& b, int axis) = 0;
   virtual llvm::Value* gridDim(llvm::IRBuilderBase& b, int axis) = 0;
   /// Block-wide barrier that also orders shared and global memory effects of
-  /// the block's threads (CUDA __syncthreads semantics).
-  virtual void barrier(llvm::IRBuilderBase& b) = 0;
+  /// the block's threads (CUDA __syncthreads semantics). With `sharedOnly`
+  /// the caller guarantees that only shared-memory effects need ordering
+  /// (no global access before the barrier conflicts with one after it), and
+  /// a target may leave global loads in flight across it.
+  virtual void barrier(llvm::IRBuilderBase& b, bool sharedOnly) = 0;
+  /// Keeps the machine scheduler from moving instructions across this point
+  /// (used before deferred shared-memory stores, so they stay after the
+  /// compute they are meant to overlap). Default: nothing.
+  virtual void schedulingBarrier(llvm::IRBuilderBase& b) {}
   /// Lane `lane ^ mask` / lane `src` of the same warp; i32 values, all lanes
   /// of the warp active. Wider or narrower values are split by the caller.
   virtual llvm::Value* shuffleXor(llvm::IRBuilderBase& b, llvm::Value* v, unsigned mask) = 0;

@@ -149,8 +149,11 @@ TEST_CASE("AMDGPU gfx942/gfx90a: the next stage's global loads overlap the MFMAs
   struct Arch {
     const char* target;
     const char* mfma;
+    const char* load;
+    const char* store;
   };
-  for (Arch arch : {Arch{"amdgpu:gfx942", "v_mfma_f32_16x16x16_f16"}, Arch{"amdgpu:gfx90a", "v_mfma_f32_16x16x16f16"}})
+  for (Arch arch : {Arch{"amdgpu:gfx942", "v_mfma_f32_16x16x16_f16", "global_load_dwordx4", "ds_write"},
+                    Arch{"amdgpu:gfx90a", "v_mfma_f32_16x16x16f16", "global_load_dwordx4", "ds_write"}})
   for (int64_t stages : {2, 3}) {
     INFO(arch.target << ", stages = " << stages);
     const std::string mfma = arch.mfma;
@@ -165,15 +168,15 @@ TEST_CASE("AMDGPU gfx942/gfx90a: the next stage's global loads overlap the MFMAs
       size_t lbl = gcn.rfind("\n" + (*it)[1].str() + ":", at);
       if (lbl == std::string::npos) continue;
       std::string span = gcn.substr(lbl, at - lbl);
-      if (contains(span, "v_mfma") && span.size() > body.size()) body = span;
+      if (contains(span, mfma) && span.size() > body.size()) body = span;
     }
     REQUIRE_FALSE(body.empty());
-    size_t firstLoad = body.find("global_load_dwordx4"), firstMfma = body.find(mfma);
+    size_t firstLoad = body.find(arch.load), firstMfma = body.find(mfma);
     // The slots are stored in the MFMA operand layouts (A rows padded: 8-byte
     // stores; B transposed: 2-byte stores) and read by the MFMA fragment
     // loads directly, so the LDS stores are the copies' own.
     REQUIRE(firstMfma != std::string::npos);
-    size_t lastMfma = body.rfind(mfma), lastStore = body.rfind("ds_write");
+    size_t lastMfma = body.rfind(mfma), lastStore = body.rfind(arch.store);
     INFO(body);
     // Issued at the copy, at the top of the iteration...
     CHECK(firstLoad < firstMfma);
@@ -181,7 +184,7 @@ TEST_CASE("AMDGPU gfx942/gfx90a: the next stage's global loads overlap the MFMAs
     // right after the loads, before any MFMA of the iteration).
     REQUIRE(lastStore != std::string::npos);
     CHECK(lastStore > lastMfma);
-    CHECK(body.find("ds_write") > lastMfma);  // no operand staging before the MFMAs
+    CHECK(body.find(arch.store) > lastMfma);  // no operand staging before the MFMAs
     // The loads' latency is hidden only if nothing waits for them before
     // the MFMAs: the first vmcnt wait of the iteration is the deferred LDS
     // stores' (a wait right after each load, e.g. to split the loaded f16
@@ -191,6 +194,30 @@ TEST_CASE("AMDGPU gfx942/gfx90a: the next stage's global loads overlap the MFMAs
     CHECK(static_cast<size_t>(w.position(0)) > lastMfma);
     // Only the schedule's two barriers.
     CHECK(count(body, "s_barrier") == 2);
+  }
+}
+
+TEST_CASE("AMDGPU gfx1100: the schedule's barriers do not wait for the next stage's loads", "[gpu][pipeline]") {
+  // On gfx10+ a workgroup may span the two CUs of a WGP, so a full
+  // workgroup release fence waits for every global load in flight
+  // (s_waitcnt vmcnt(0) before s_barrier). The schedule's barriers order
+  // the LDS slots only (nothing in the loop writes global memory): their
+  // fences are restricted to LDS, and the loads issued before the second
+  // barrier are still in flight across it.
+  for (int64_t stages : {2, 3}) {
+    INFO("stages = " << stages);
+    ts::CompiledKernel k = ts::compile(withAlignedFacts(pipelinedGemmF16(stages)), ts::Target::parse("amdgpu:gfx1100"));
+    std::string gcn = k.dump(ts::Stage::AMDGCN);
+    size_t wmma = gcn.find("v_wmma_f32_16x16x16_f16");
+    REQUIRE(wmma != std::string::npos);
+    // The last global load before the first WMMA, and the barrier after it.
+    size_t load = gcn.rfind("global_load_b128", wmma);
+    REQUIRE(load != std::string::npos);
+    size_t bar = gcn.find("s_barrier", load);
+    REQUIRE(bar < wmma);
+    std::string between = gcn.substr(load, bar - load);
+    INFO(between);
+    CHECK(between.find("vmcnt") == std::string::npos);
   }
 }
 
