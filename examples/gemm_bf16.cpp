@@ -92,15 +92,12 @@ CheckResult run(const RunContext& ctx) {
   // term (~0.25 on average) or a missing bias (~0.5) is far outside it.
   const double factor = 2.0 * double(K + 1) * std::ldexp(1.0, -24);
   ElementCheck check(factor, "c");
+  GemmReference ref = gemmReference(
+      M, N, K, [&](int64_t i, int64_t kk) { return fromBf16(a[size_t(i * K + kk)]); },
+      [&](int64_t kk, int64_t j) { return fromBf16(b[size_t(kk * N + j)]); }, bias, P.act);
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) {
-      double s = bias[size_t(j)], mag = std::fabs(s);
-      for (int64_t kk = 0; kk < K; ++kk) {
-        double p = double(fromBf16(a[size_t(i * K + kk)])) * double(fromBf16(b[size_t(kk * N + j)]));
-        s += p;
-        mag += std::fabs(p);
-      }
-      double want = activationRef(s, P.act);
+      double want = ref.want[size_t(i * N + j)], mag = ref.mag[size_t(i * N + j)];
       double g = got[size_t(i * N + j)];
       check(g, want, 1.2 * factor * mag + 1e-6 * std::fabs(want) + 1e-6,
             [&] { return "at (" + std::to_string(i) + ", " + std::to_string(j) + ")"; });

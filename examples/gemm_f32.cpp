@@ -54,28 +54,6 @@ Kernel gemmF32(GemmBlocks B, Activation act, bool withBias) {
                     });
 }
 
-namespace ref {
-/// Plain C++ reference in double: act(A @ B + bias) and, per element, the
-/// sum of |a_ik * b_kj| + |bias_j| that bounds the f32 rounding error.
-void gemm(const std::vector<float>& a, const std::vector<float>& b, const std::vector<float>& bias, int64_t M,
-          int64_t N, int64_t K, int act, std::vector<double>& out, std::vector<double>& mag) {
-  out.assign(size_t(M * N), 0.0);
-  mag.assign(size_t(M * N), 0.0);
-  for (int64_t i = 0; i < M; ++i)
-    for (int64_t j = 0; j < N; ++j) {
-      double s = bias.empty() ? 0.0 : double(bias[size_t(j)]), m = std::fabs(s);
-      for (int64_t k = 0; k < K; ++k) {
-        double p = double(a[size_t(i * K + k)]) * double(b[size_t(k * N + j)]);
-        s += p;
-        m += std::fabs(p);
-      }
-      if (act == 1) s = std::max(s, 0.0);
-      if (act == 2) s = 0.5 * s * (1.0 + std::erf(s / std::sqrt(2.0)));
-      out[size_t(i * N + j)] = s;
-      mag[size_t(i * N + j)] = m;
-    }
-}
-}  // namespace ref
 
 namespace {
 
@@ -108,12 +86,13 @@ CheckResult run(const RunContext& ctx) {
   // a few ulp of the result, hence the 1e-6 relative and the absolute floor.
   // A missing or doubled product term (|a b| ~ 0.25 on average) or a wrong
   // index is far outside this.
-  std::vector<double> want, mag;
-  ref::gemm(a, b, bias, M, N, K, act, want, mag);
+  GemmReference ref = gemmReference(
+      M, N, K, [&](int64_t i, int64_t kk) { return a[size_t(i * K + kk)]; },
+      [&](int64_t kk, int64_t j) { return b[size_t(kk * N + j)]; }, bias, act);
   const double factor = 2.0 * double(K + 1) * std::ldexp(1.0, -24);
-  std::vector<double> bound(want.size());
-  for (size_t i = 0; i < want.size(); ++i) bound[i] = 1.2 * factor * mag[i] + 1e-6 * std::fabs(want[i]) + 1e-6;
-  return compareWith(dc.read<float>(), want, factor, "c", [&](size_t i) { return bound[i]; });
+  return compareWith(dc.read<float>(), ref.want, factor, "c", [&](size_t i) {
+    return 1.2 * factor * ref.mag[i] + 1e-6 * std::fabs(ref.want[i]) + 1e-6;
+  });
 }
 }  // namespace
 

@@ -138,6 +138,33 @@ inline double activationRef(double s, int act) {
   return s;
 }
 
+/// The plain C++ reference of the GEMM examples, in double: want =
+/// act(A @ B + bias) for A (M x K) and B (K x N) read through `a(i, k)` and
+/// `b(k, j)` (the exact values the kernel was given), and per element mag =
+/// sum of |a_ik b_kj| + |bias_j|, which bounds the f32 accumulation error.
+struct GemmReference {
+  std::vector<double> want, mag;  // row-major M x N
+};
+template <typename GetA, typename GetB>
+GemmReference gemmReference(int64_t M, int64_t N, int64_t K, GetA a, GetB b, const std::vector<float>& bias,
+                            int act) {
+  GemmReference r;
+  r.want.assign(size_t(M * N), 0.0);
+  r.mag.assign(size_t(M * N), 0.0);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double s = bias.empty() ? 0.0 : double(bias[size_t(j)]), m = std::fabs(s);
+      for (int64_t k = 0; k < K; ++k) {
+        double p = double(a(i, k)) * double(b(k, j));
+        s += p;
+        m += std::fabs(p);
+      }
+      r.want[size_t(i * N + j)] = activationRef(s, act);
+      r.mag[size_t(i * N + j)] = m;
+    }
+  return r;
+}
+
 /// The problem shape of gemm_f32 / gemm_f16 / gemm_bf16: {M, N, K} or
 /// {M, N, K, act}; the default is {300, 200, 150} with GELU.
 struct GemmProblem {

@@ -11,10 +11,15 @@
 namespace ts = tessera;
 namespace ex = tessera::examples;
 
-namespace tessera::examples::ref {
-void gemm(const std::vector<float>& a, const std::vector<float>& b, const std::vector<float>& bias, int64_t M,
-          int64_t N, int64_t K, int act, std::vector<double>& out, std::vector<double>& mag);
-}  // namespace tessera::examples::ref
+namespace {
+/// The examples' reference on row-major float matrices.
+ex::GemmReference reference(const std::vector<float>& a, const std::vector<float>& b, const std::vector<float>& bias,
+                            int64_t M, int64_t N, int64_t K, int act) {
+  return ex::gemmReference(
+      M, N, K, [&](int64_t i, int64_t k) { return a[size_t(i * K + k)]; },
+      [&](int64_t k, int64_t j) { return b[size_t(k * N + j)]; }, bias, act);
+}
+}  // namespace
 
 TEST_CASE("gemm examples match their references on every test shape (CPU)", "[examples][gemm][cpu]") {
   for (const char* name : {"gemm_f32", "gemm_f16", "gemm_bf16", "gemm_batched"}) {
@@ -53,8 +58,9 @@ TEST_CASE("gemm_f32 with other block sizes and each activation", "[examples][gem
       ts::Buffer dbias = dev.upload(ts::DType::F32, bias), dc = dev.alloc(ts::DType::F32, size_t(M * N));
       k.launch(ts::Dim3(uint32_t((M + B.m - 1) / B.m), uint32_t((N + B.n - 1) / B.n)), dc, da, db, dbias,
                int32_t(M), int32_t(N), int32_t(K));
-      std::vector<double> want, mag;
-      ex::ref::gemm(a, b, bias, M, N, K, act, want, mag);
+      ex::GemmReference r = reference(a, b, bias, M, N, K, act);
+      const std::vector<double>& want = r.want;
+      const std::vector<double>& mag = r.mag;
       auto got = dc.read<float>();
       for (size_t i = 0; i < want.size(); ++i) {
         INFO("element " << i);
@@ -65,14 +71,13 @@ TEST_CASE("gemm_f32 with other block sizes and each activation", "[examples][gem
 
 TEST_CASE("the gemm reference against hand-computed values", "[examples][gemm]") {
   // [1 2; 3 4] @ [5 6; 7 8] = [19 22; 43 50]; + bias [1, -100].
-  std::vector<double> out, mag;
-  ex::ref::gemm({1, 2, 3, 4}, {5, 6, 7, 8}, {1, -100}, 2, 2, 2, 0, out, mag);
-  CHECK(out == std::vector<double>{20, -78, 44, -50});
-  CHECK(mag == std::vector<double>{20, 122, 44, 150});
-  ex::ref::gemm({1, 2, 3, 4}, {5, 6, 7, 8}, {1, -100}, 2, 2, 2, 1, out, mag);  // ReLU
-  CHECK(out == std::vector<double>{20, 0, 44, 0});
-  ex::ref::gemm({1}, {-1}, {}, 1, 1, 1, 2, out, mag);  // GELU(-1) = -0.5 (1 - erf(1/sqrt 2))
-  CHECK(out[0] == Approx(-0.15865525393145705).epsilon(1e-12));
+  ex::GemmReference r = reference({1, 2, 3, 4}, {5, 6, 7, 8}, {1, -100}, 2, 2, 2, 0);
+  CHECK(r.want == std::vector<double>{20, -78, 44, -50});
+  CHECK(r.mag == std::vector<double>{20, 122, 44, 150});
+  r = reference({1, 2, 3, 4}, {5, 6, 7, 8}, {1, -100}, 2, 2, 2, 1);  // ReLU
+  CHECK(r.want == std::vector<double>{20, 0, 44, 0});
+  r = reference({1}, {-1}, {}, 1, 1, 1, 2);  // GELU(-1) = -0.5 (1 - erf(1/sqrt 2))
+  CHECK(r.want[0] == Approx(-0.15865525393145705).epsilon(1e-12));
 }
 
 TEST_CASE("gemm examples reject malformed shapes", "[examples][gemm]") {
