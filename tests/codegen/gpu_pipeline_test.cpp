@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "emu_util.h"
+#include "pipelined_gemm.h"
 #include "tessera/ir/IR.h"
 #include "tessera/tessera.h"
 
@@ -31,25 +32,7 @@ constexpr int64_t BM = 32, BN = 32, BK = 16;
 
 /// The GEMM of pipeline_lowering_test.cpp (f16 inputs, f32 out), K loop
 /// written with for_pipelined.
-ts::Kernel pipelinedGemmF16(int64_t stages) {
-  return ts::kernel("pl_gemm", {"c", "a", "b", "M", "N", "K"},
-                    [=](ts::Ptr<float> c, ts::Ptr<const ts::half> a, ts::Ptr<const ts::half> b, ts::Int M, ts::Int N,
-                        ts::Int K) {
-    auto row = ts::expand_dims(ts::program_id(0) * BM + ts::arange(BM), 1);
-    auto col = ts::expand_dims(ts::program_id(1) * BN + ts::arange(BN), 0);
-    auto rk = ts::arange(BK);
-    auto sa = ts::alloc_shared(ts::f16, {BM, BK});
-    auto sb = ts::alloc_shared(ts::f16, {BK, BN});
-    auto acc = ts::for_pipelined(0, K, BK, stages, ts::zeros({BM, BN}, ts::f32), [&](ts::Int k, ts::Tensor acc) {
-      auto ka = ts::expand_dims(k + rk, 0);
-      auto kb = ts::expand_dims(k + rk, 1);
-      auto ta = ts::stage_copy(sa, a + row * K + ka, (row < M) & (ka < K));
-      auto tb = ts::stage_copy(sb, b + kb * N + col, (kb < K) & (col < N));
-      return ts::dot(ta.load(), tb.load(), acc);
-    });
-    ts::store(c + row * N + col, acc, (row < M) & (col < N));
-  });
-}
+ts::Kernel pipelinedGemmF16(int64_t stages) { return gemmtest::pipelinedGemmF16("pl_gemm", BM, BN, BK, stages); }
 
 /// The kernel as a launch with 16-byte aligned buffers and N, K multiples
 /// of 16 specialises it (dsl/lib/Compile.cpp): the divisibility facts that
