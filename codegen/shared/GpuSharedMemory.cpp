@@ -51,6 +51,7 @@ SharedPlan::SharedPlan(const ir::Function& f, const std::map<const ir::Op*, uint
     ir::walk(body, [&](ir::Op& user) {
       if (user.code() == ir::OpCode::BufferSlot && views.count(user.operand(0))) views.insert(user.result());
     });
+    int64_t lastAsyncCopy = -1;  // position (in `home`) of the last async copy into the buffer
     ir::walk(body, [&](ir::Op& user) {
       for (const ir::Value* v : user.operands()) {
         // A tensor-core dot may read its operand from the slot a local_load
@@ -67,8 +68,25 @@ SharedPlan::SharedPlan(const ir::Function& f, const std::map<const ir::Op*, uint
           anc = p;
         }
         a.end = std::max(a.end, last.at(anc));
+        if (user.code() == ir::OpCode::Copy && v == user.operand(0) && user.hasAttr("async") &&
+            user.intAttr("async") != 0)
+          lastAsyncCopy = std::max(lastAsyncCopy, last.at(anc));
       }
     });
+    // An async copy writes the buffer until the wait that retires it, which
+    // may come after the buffer's last read (the schedule's trailing, fully
+    // masked copies): the bytes stay the buffer's until the first
+    // `async_wait {pending = 0}` of the alloc's block after the last copy
+    // (the verifier requires one before `return`), else to the block's end.
+    if (lastAsyncCopy >= 0) {
+      int64_t until = -1;
+      for (auto& o : home->ops()) {
+        if (num.at(o.get()) <= lastAsyncCopy) continue;
+        until = last.at(o.get());
+        if (o->code() == ir::OpCode::AsyncWait && o->hasAttr("pending") && o->intAttr("pending") == 0) break;
+      }
+      a.end = std::max(a.end, until);
+    }
     items.emplace_back(buf, a);
   });
   for (auto& [op, bytes] : scratch) {
