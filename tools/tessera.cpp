@@ -93,8 +93,10 @@ Args parseArgs(int argc, char** argv) {
       std::stringstream ss(value());
       std::string part;
       while (std::getline(ss, part, ',')) {
+        // Non-negative: a shape component may be a selector (the GEMMs'
+        // activation, 0 = none); each example checks its own shape.
         int64_t d = parseInt("--shape", part);
-        if (d < 1) throw UsageError("--shape: dimensions must be positive");
+        if (d < 0) throw UsageError("--shape: components must not be negative");
         a.shape.push_back(d);
       }
     } else if (!s.empty() && s[0] == '-') throw UsageError("unknown option " + s);
