@@ -214,6 +214,31 @@ class Lowering {
   llvm::Value* loadChunk(llvm::Value* arr, const ir::Type& t, llvm::Value* base, int64_t c);
   void storeChunk(llvm::Value* arr, const ir::Type& t, llvm::Value* base, llvm::Value* v);
   llvm::Value* emitChunk(const ir::Value* v, llvm::Value* base, int64_t c);
+  /// The operands of a load, copy, store or atomic, decoded once: the
+  /// pointer (a copy's source), value (stores, atomics), mask and `other`
+  /// (loads), and the element's in-memory type and alignment.
+  struct MemOperands {
+    const ir::Value *ptr, *val, *mask, *other;
+    DType dt;
+    bool isBool;
+    llvm::Type* st;
+    llvm::Align align;
+  };
+  MemOperands memOperands(const ir::Op& op) {
+    MemOperands m{};
+    bool isLoad = op.code() == OpCode::Load || op.code() == OpCode::Copy;
+    unsigned p = op.code() == OpCode::Copy ? 1 : 0;  // copy(dst buffer, src ptr [, mask])
+    m.ptr = op.operand(p);
+    m.val = isLoad ? nullptr : op.operand(1);
+    unsigned mi = isLoad ? p + 1 : 2;
+    m.mask = op.numOperands() > mi ? op.operand(mi) : nullptr;
+    m.other = op.code() == OpCode::Load && op.numOperands() > 2 ? op.operand(2) : nullptr;
+    m.dt = m.ptr->type().dtype();
+    m.isBool = m.dt == DType::I1;
+    m.st = memTy(m.dt);
+    m.align = llvm::Align(m.st->getPrimitiveSizeInBits() / 8);
+    return m;
+  }
   /// One chunk of a load's (or copy's) value, in storage form.
   llvm::Value* loadValueChunk(const ir::Op& op, llvm::Value* base, int64_t c);
   void storeLoop(const ir::Op& op);
@@ -978,14 +1003,8 @@ llvm::Value* Lowering::elementwise(const ir::Op& op, std::vector<llvm::Value*> v
 // ===================================================================== memory
 
 llvm::Value* Lowering::loadValueChunk(const ir::Op& op, llvm::Value* base, int64_t c) {
-  unsigned ptrIdx = op.code() == OpCode::Copy ? 1 : 0;
-  const ir::Value* ptr = op.operand(ptrIdx);
-  const ir::Value* mask = op.numOperands() > ptrIdx + 1 ? op.operand(ptrIdx + 1) : nullptr;
-  const ir::Value* other = op.code() == OpCode::Load && op.numOperands() > 2 ? op.operand(2) : nullptr;
-  DType dt = ptr->type().dtype();
-  bool isBool = dt == DType::I1;
-  llvm::Type* st = memTy(dt);
-  auto align = llvm::Align(st->getPrimitiveSizeInBits() / 8);
+  const auto [ptr, val, mask, other, dt, isBool, st, align] = memOperands(op);
+  (void)val;
   bool contiguous = axis_.contiguousChunks(ptr, c);
   llvm::Value* p = contiguous ? nullptr : emitChunk(ptr, base, c);
   llvm::Value* m = mask ? emitChunk(mask, base, c) : nullptr;
@@ -1020,14 +1039,8 @@ llvm::Value* Lowering::loadValueChunk(const ir::Op& op, llvm::Value* base, int64
 
 void Lowering::emitLoad(const ir::Op& op, llvm::Value* dstArr) {
   // Used for `load` (result array) and `copy` (into a buffer, dstArr set).
-  unsigned ptrIdx = op.code() == OpCode::Copy ? 1 : 0;
-  const ir::Value* ptr = op.operand(ptrIdx);
-  const ir::Value* mask = op.numOperands() > ptrIdx + 1 ? op.operand(ptrIdx + 1) : nullptr;
-  const ir::Value* other = op.code() == OpCode::Load && op.numOperands() > 2 ? op.operand(2) : nullptr;
-  DType dt = ptr->type().dtype();
-  bool isBool = dt == DType::I1;
-  llvm::Type* st = memTy(dt);
-  auto align = llvm::Align(st->getPrimitiveSizeInBits() / 8);
+  const auto [ptr, val, mask, other, dt, isBool, st, align] = memOperands(op);
+  (void)val;
   if (!ptr->type().isTile()) {
     llvm::Value* p = scalar(ptr);
     llvm::Value* v;
@@ -1157,12 +1170,8 @@ llvm::Value* Lowering::panelIndex(llvm::Value* base, int64_t K, int64_t N, int64
 }
 
 void Lowering::storeLoop(const ir::Op& op) {
-  const ir::Value* ptr = op.operand(0);
-  const ir::Value* val = op.operand(1);
-  const ir::Value* mask = op.numOperands() > 2 ? op.operand(2) : nullptr;
-  DType dt = ptr->type().dtype();
-  bool isBool = dt == DType::I1;
-  auto align = llvm::Align(memTy(dt)->getPrimitiveSizeInBits() / 8);
+  const auto [ptr, val, mask, other, dt, isBool, st, align] = memOperands(op);
+  (void)other, (void)st;
   int64_t n = numElems(ptr->type());
   int64_t c = chunkWidth(n);
   bool contiguous = axis_.contiguousChunks(ptr, c);
@@ -1239,13 +1248,8 @@ void Lowering::storeLoop(const ir::Op& op) {
 }
 
 void Lowering::emitStore(const ir::Op& op) {
-  const ir::Value* ptr = op.operand(0);
-  const ir::Value* val = op.operand(1);
-  const ir::Value* mask = op.numOperands() > 2 ? op.operand(2) : nullptr;
-  DType dt = ptr->type().dtype();
-  bool isBool = dt == DType::I1;
-  llvm::Type* st = memTy(dt);
-  auto align = llvm::Align(st->getPrimitiveSizeInBits() / 8);
+  const auto [ptr, val, mask, other, dt, isBool, st, align] = memOperands(op);
+  (void)other;
   if (!ptr->type().isTile()) {
     llvm::Value* v = toStorage(scalar(val), isBool);
     if (!mask) {

@@ -48,7 +48,7 @@ struct LaunchCtx {
   const int32_t* grid;
 };
 
-class CpuDevice final : public DeviceImpl {
+class CpuDevice final : public HostMemoryDevice {
  public:
   DeviceKind kind() const override { return DeviceKind::CPU; }
 
@@ -92,16 +92,6 @@ class CpuDevice final : public DeviceImpl {
   }
 
   void free(DevicePtr p) noexcept override { std::free(reinterpret_cast<void*>(p)); }
-
-  void copyHostToDevice(DevicePtr dst, const void* src, size_t bytes) override {
-    if (bytes) std::memcpy(reinterpret_cast<void*>(dst), src, bytes);
-  }
-  void copyDeviceToHost(void* dst, DevicePtr src, size_t bytes) override {
-    if (bytes) std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
-  }
-  void fill(DevicePtr dst, uint8_t byte, size_t bytes) override {
-    if (bytes) std::memset(reinterpret_cast<void*>(dst), byte, bytes);
-  }
 
   std::shared_ptr<KernelState> load(const Binary& bin) override {
     const std::string& k = bin.signature.kernelName;

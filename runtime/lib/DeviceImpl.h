@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 
@@ -58,6 +59,21 @@ class DeviceImpl {
                       const LaunchOptions& opts) = 0;
   /// Waits for outstanding work (launches are synchronous on the CPU).
   virtual void synchronize() = 0;
+};
+
+/// A device whose memory is host memory (the CPU, the SIMT emulator):
+/// copies and fills are memcpy / memset.
+class HostMemoryDevice : public DeviceImpl {
+ public:
+  void copyHostToDevice(DevicePtr dst, const void* src, size_t bytes) override {
+    if (bytes) std::memcpy(reinterpret_cast<void*>(dst), src, bytes);
+  }
+  void copyDeviceToHost(void* dst, DevicePtr src, size_t bytes) override {
+    if (bytes) std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
+  }
+  void fill(DevicePtr dst, uint8_t byte, size_t bytes) override {
+    if (bytes) std::memset(reinterpret_cast<void*>(dst), byte, bytes);
+  }
 };
 
 /// What a Buffer handle shares: memory is returned to the device when the

@@ -66,7 +66,7 @@ struct EmuKernel final : KernelState {
   std::vector<std::string> opNames;
 };
 
-class EmuDevice final : public DeviceImpl {
+class EmuDevice final : public HostMemoryDevice {
  public:
   explicit EmuDevice(const ArchInfo& a) : arch_(a) {}
 
@@ -104,16 +104,6 @@ class EmuDevice final : public DeviceImpl {
       live_.erase(p);
     }
     std::free(reinterpret_cast<void*>(p));
-  }
-
-  void copyHostToDevice(DevicePtr dst, const void* src, size_t bytes) override {
-    if (bytes) std::memcpy(reinterpret_cast<void*>(dst), src, bytes);
-  }
-  void copyDeviceToHost(void* dst, DevicePtr src, size_t bytes) override {
-    if (bytes) std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
-  }
-  void fill(DevicePtr dst, uint8_t byte, size_t bytes) override {
-    if (bytes) std::memset(reinterpret_cast<void*>(dst), byte, bytes);
   }
 
   std::shared_ptr<KernelState> load(const Binary& bin) override {
