@@ -34,7 +34,8 @@ const char* kUsage =
     "  tessera compile KERNEL|FILE.tir [--target T] [--emit STAGE] [--kernel NAME]\n"
     "                  [--assume-aligned] [--num-warps N]\n"
     "  tessera run KERNEL [--target T] [--shape A,B,...] [--threads N] [--seed S]\n"
-    "targets: cpu (default); nvptx:sm_80|sm_86|sm_89|sm_90a, amdgpu:gfx90a|gfx942|gfx1100,\n"
+    "targets: cpu (default: the host), cpu:CPU (an LLVM cpu: x86-64-v3 = AVX2, x86-64-v4 = AVX-512,\n"
+    "         znver4, ...); nvptx:sm_80|sm_86|sm_89|sm_90a, amdgpu:gfx90a|gfx942|gfx1100,\n"
     "         emu:nvptx:SM, emu:amdgpu:GFX\n"
     "stages:  tile-ir, tile-ir-passes, llvm, llvm-opt, asm, ptx, sass, amdgcn, hsaco, llvm-gpu,\n"
     "         resources\n"
@@ -42,7 +43,8 @@ const char* kUsage =
     "         arguments that are multiples of 16 would (the launch-time specialisation\n"
     "         GPU devices make: {divisibility = 16} on every pointer and integer argument)\n"
     "environment: TESSERA_DUMP_DIR=<dir> writes every stage of every compile;\n"
-    "             TESSERA_NUM_THREADS=<n> sets the CPU worker threads\n";
+    "             TESSERA_NUM_THREADS=<n> sets the CPU worker threads;\n"
+    "             TESSERA_HOST_CPU=<cpu> narrows the host to an LLVM cpu's features\n";
 
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -158,7 +160,7 @@ int cmdRun(const Args& a) {
   ts::Target target = ts::Target::parse(a.target);
   ts::examples::RunContext ctx;
   switch (target.kind) {
-    case ts::Target::Kind::CPU: ctx.device = ts::Device::cpu(); break;
+    case ts::Target::Kind::CPU: ctx.device = ts::Device::cpu(target.arch); break;
     case ts::Target::Kind::EmuNVPTX: ctx.device = ts::Device::emulator("nvptx:" + target.arch); break;
     case ts::Target::Kind::EmuAMDGPU: ctx.device = ts::Device::emulator("amdgpu:" + target.arch); break;
     case ts::Target::Kind::NVPTX: ctx.device = ts::Device::cuda(); break;

@@ -34,10 +34,11 @@ std::string entrySymbol(const std::string& kernel) {
   return s;
 }
 
-void compileCpu(const ir::Function& f, const CompileOptions& opts, Artifact& art, StageTimer& timer) {
+void compileCpu(const ir::Function& f, const Target& target, const CompileOptions& opts, Artifact& art,
+                StageTimer& timer) {
   if (opts.optLevel < 0 || opts.optLevel > 3)
     throw CompileError("optLevel must be 0..3, got " + std::to_string(opts.optLevel));
-  CpuTargetInfo t = selectCpuTarget(opts.cpuIsa);
+  CpuTargetInfo t = selectCpuTarget(target.arch);
   art.dumps.extra["cpu"] = t.isa + " (" + t.cpu + ", " + std::to_string(t.lanes) + " lanes)";
   initLLVM();
   llvm::TargetMachine& tm = cpu::cachedTargetMachine(t, opts.optLevel);
@@ -59,10 +60,10 @@ void compileCpu(const ir::Function& f, const CompileOptions& opts, Artifact& art
   art.dumps.llvmOpt = printModule(*mod);
   timer.mark("print-llvm-opt");
   if (opts.dumpAssembly) art.dumps.assembly = cpu::emitAssembly(*mod, tm);
-  if (!t.runnable) {
+  if (!t.notRunnable.empty()) {
     // Compiled for inspection only (e.g. AVX-512 code on an AVX2 host):
     // running it would fault on an illegal instruction.
-    art.dumps.extra["not-runnable"] = "the host cannot execute " + t.isa + " code (host ISA: " + hostIsa() + ")";
+    art.notRunnable = t.notRunnable;
     return;
   }
   auto obj = cpu::emitObject(*mod, tm);
@@ -126,7 +127,7 @@ std::shared_ptr<Artifact> compile(const ir::Function& kernel, const Target& targ
   pm.run(*f);
   timer.mark("tile-ir");
   if (target.kind == Target::Kind::CPU) {
-    compileCpu(*f, opts, *art, timer);
+    compileCpu(*f, target, opts, *art, timer);
     return art;
   }
   return compileGpuTarget(*f, target, opts, std::move(art->dumps));
@@ -145,7 +146,7 @@ std::string Artifact::assembly() const {
   llvm::SMDiagnostic diag;
   auto mod = llvm::parseAssemblyString(dumps.llvmOpt, diag, ctx);
   if (!mod) throw InternalError("cannot re-read the optimised LLVM IR: " + diag.getMessage().str());
-  CpuTargetInfo t = selectCpuTarget("");
+  CpuTargetInfo t = selectCpuTarget(target.arch);
   return cpu::emitAssembly(*mod, cpu::cachedTargetMachine(t, cpu::kAssemblyOptLevel));
 }
 

@@ -1,88 +1,150 @@
 #include "shared/HostIsa.h"
 
-#include <llvm/ADT/StringMap.h>
-#include <llvm/TargetParser/Host.h>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
 
+#include <llvm/ADT/StringMap.h>
+#include <llvm/MC/MCSubtargetInfo.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/TargetParser/Host.h>
+#include <llvm/TargetParser/Triple.h>
+
+#include "shared/LLVMSupport.h"
 #include "tessera/codegen/Compiler.h"
 #include "tessera/support/Error.h"
 
 namespace tessera::codegen {
 
 namespace {
+using FeatureSet = std::set<std::string>;
+
+// The ISA features an LLVM cpu name enables, implied ones included, read
+// from the backend's own subtarget tables (so every cpu LLVM knows works and
+// no feature list is copied here). nullopt-like empty pointer: unknown cpu.
+std::shared_ptr<const FeatureSet> cpuFeatures(const std::string& triple, const std::string& cpu) {
+  static std::mutex mu;
+  static std::map<std::string, std::shared_ptr<const FeatureSet>> memo;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = memo.find(cpu);
+  if (it != memo.end()) return it->second;
+  initLLVM();
+  std::string err;
+  llvm::Triple tt(triple);
+  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(tt, err);
+  if (!target) throw InternalError("no LLVM target for host triple " + triple + ": " + err);
+  std::unique_ptr<llvm::MCSubtargetInfo> sti(target->createMCSubtargetInfo(tt, "", ""));
+  std::shared_ptr<const FeatureSet> result;
+  if (sti && sti->isCPUStringValid(cpu)) {
+    sti.reset(target->createMCSubtargetInfo(tt, cpu, ""));
+    auto set = std::make_shared<FeatureSet>();
+    for (const llvm::SubtargetFeatureKV& kv : sti->getAllProcessorFeatures())
+      if (sti->getFeatureBits().test(kv.Value)) set->insert(kv.Key);
+    result = set;
+  }
+  memo.emplace(cpu, result);
+  return result;
+}
+
+bool tableHas(const std::string& triple, const std::string& feature) {
+  initLLVM();
+  std::string err;
+  llvm::Triple tt(triple);
+  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(tt, err);
+  if (!target) return false;
+  std::unique_ptr<llvm::MCSubtargetInfo> sti(target->createMCSubtargetInfo(tt, "", ""));
+  for (const llvm::SubtargetFeatureKV& kv : sti->getAllProcessorFeatures())
+    if (feature == kv.Key) return true;
+  return false;
+}
+
+std::string isaOf(const FeatureSet& on) {
+  return on.count("avx512f") ? "avx512" : on.count("avx2") ? "avx2" : "sse2";
+}
+
 struct HostInfo {
-  std::string triple, cpu;
-  llvm::StringMap<bool> features;
-  std::string isa;
+  std::string triple, cpu, isa;
+  llvm::StringMap<bool> features;  // every ISA feature the host detector knows, on or off
+  std::string error;               // a bad TESSERA_HOST_CPU, reported at first use
 };
 
 const HostInfo& host() {
   // Detection reads cpuid once; the answer never changes within a process.
+  // TESSERA_HOST_CPU=<cpu> narrows the host to what that cpu has (its
+  // features intersected with the real ones): the suite run as if on an
+  // AVX2-only machine, say, with TESSERA_HOST_CPU=x86-64-v3.
   static const HostInfo info = [] {
     HostInfo h;
     h.triple = llvm::sys::getProcessTriple();
     h.cpu = llvm::sys::getHostCPUName().str();
     for (auto& kv : llvm::sys::getHostCPUFeatures()) h.features[kv.getKey()] = kv.getValue();
-    auto has = [&](const char* f) {
-      auto it = h.features.find(f);
-      return it != h.features.end() && it->getValue();
-    };
-    h.isa = has("avx512f") ? "avx512" : has("avx2") ? "avx2" : "sse2";
+    if (const char* env = std::getenv("TESSERA_HOST_CPU"); env && *env) {
+      auto narrow = cpuFeatures(h.triple, env);
+      if (!narrow) {
+        h.error = std::string("TESSERA_HOST_CPU='") + env + "' is not a cpu LLVM knows for " + h.triple +
+                  " (e.g. x86-64-v3, x86-64-v4, znver4, sapphirerapids)";
+      } else {
+        h.cpu = env;
+        for (auto& kv : h.features) kv.getValue() = kv.getValue() && narrow->count(kv.getKey().str());
+      }
+    }
+    FeatureSet on;
+    for (auto& kv : h.features)
+      if (kv.getValue()) on.insert(kv.getKey().str());
+    h.isa = isaOf(on);
     return h;
   }();
+  if (!info.error.empty()) throw CompileError(info.error);
   return info;
-}
-
-int rank(const std::string& isa) { return isa == "avx512" ? 2 : isa == "avx2" ? 1 : 0; }
-
-// Features whose presence would let LLVM use 512-bit or newer-than-AVX2
-// vector instructions; cleared when AVX2 is forced on an AVX-512 host.
-bool isAvx512Family(llvm::StringRef f) {
-  return f.starts_with("avx512") || f.starts_with("avx10") || f.starts_with("amx") ||
-         f == "evex512";
 }
 }  // namespace
 
-CpuTargetInfo selectCpuTarget(const std::string& isaOverride) {
+bool isKnownCpu(const std::string& cpuName) {
+  return !cpuName.empty() && cpuFeatures(llvm::sys::getProcessTriple(), cpuName) != nullptr;
+}
+
+CpuTargetInfo selectCpuTarget(const std::string& cpuName) {
   const HostInfo& h = host();
-  std::string isa = isaOverride.empty() ? h.isa : isaOverride;
-  if (isa != "avx512" && isa != "avx2" && isa != "sse2")
-    throw CompileError("unknown cpu ISA '" + isaOverride + "'; accepted: avx512, avx2, sse2 (or empty to detect)");
   CpuTargetInfo t;
   t.triple = h.triple;
-  t.isa = isa;
-  t.runnable = rank(isa) <= rank(h.isa);
-  t.lanes = isa == "avx512" ? 16 : isa == "avx2" ? 8 : 4;
-  t.vectorBits = isa == "avx512" ? 512 : isa == "avx2" ? 256 : 128;
-  if (isa == h.isa) {
+  if (cpuName.empty()) {
     t.cpu = h.cpu;
+    t.isa = h.isa;
     for (auto& kv : h.features) {
       if (!t.features.empty()) t.features += ",";
       t.features += (kv.getValue() ? "+" : "-") + kv.getKey().str();
     }
-    return t;
+  } else {
+    auto on = cpuFeatures(h.triple, cpuName);
+    if (!on)
+      throw CompileError("unknown cpu '" + cpuName + "' for " + h.triple +
+                         "; use an LLVM cpu name such as x86-64-v3 (AVX2), x86-64-v4 (AVX-512), znver4 or "
+                         "sapphirerapids (`llc -mcpu=help` lists them)");
+    t.cpu = cpuName;
+    t.isa = isaOf(*on);
+    // LLVM versions that split AVX-512 into 256- and 512-bit halves need the
+    // wide half asked for; the cpu name alone may not enable it.
+    if (t.isa == "avx512" && !on->count("evex512") && tableHas(h.triple, "evex512")) t.features = "+evex512";
+    // Runnable iff every ISA feature the cpu enables is one the host has. Only
+    // features the host detector reports count: the rest are tuning flags.
+    std::string missing;
+    for (auto& kv : h.features)
+      if (!kv.getValue() && on->count(kv.getKey().str())) missing += (missing.empty() ? "" : ", ") + kv.getKey().str();
+    if (!missing.empty())
+      t.notRunnable = "this host (" + h.cpu + ", " + h.isa + ") lacks " + missing + ", which cpu:" + cpuName + " code may use";
   }
-  if (rank(isa) > rank(h.isa)) {
-    // Cross-compiling for a wider ISA than the host has (inspection only:
-    // such code cannot run here, see `runnable`).
-    t.cpu = isa == "avx512" ? "x86-64-v4" : "x86-64-v3";
-    t.features = isa == "avx512" ? "+evex512" : "";
-    return t;
-  }
-  if (isa == "sse2") {
-    t.cpu = "x86-64";
-    return t;
-  }
-  // AVX2 on an AVX-512 host: the host's cpu and features minus the AVX-512
-  // family, so both code paths can be tested on one machine.
-  t.cpu = h.cpu;
-  for (auto& kv : h.features) {
-    bool on = kv.getValue() && !isAvx512Family(kv.getKey());
-    if (!t.features.empty()) t.features += ",";
-    t.features += (on ? "+" : "-") + kv.getKey().str();
-  }
+  t.lanes = t.isa == "avx512" ? 16 : t.isa == "avx2" ? 8 : 4;
+  t.vectorBits = t.isa == "avx512" ? 512 : t.isa == "avx2" ? 256 : 128;
   return t;
 }
 
 std::string hostIsa() { return host().isa; }
+
+std::string cannotRunOnHost(const Target& target) {
+  if (target.kind != Target::Kind::CPU) return "";
+  return selectCpuTarget(target.arch).notRunnable;
+}
 
 }  // namespace tessera::codegen

@@ -1,7 +1,8 @@
-// Host CPU selection for the CPU backend: which ISA the kernel is compiled
-// for, the LLVM cpu name / feature string that realise it, and the vector
-// width the lowering uses. Private to codegen (the public entry point is
-// tessera::codegen::hostIsa()).
+// CPU target selection for the CPU backend: which LLVM cpu the kernel is
+// compiled for (the host, or a pinned name such as "x86-64-v3"), the feature
+// string that realises it, the vector width the lowering uses, and whether
+// this host can execute the result. Private to codegen (the public entry
+// points are tessera::codegen::hostIsa() and cannotRunOnHost()).
 #pragma once
 
 #include <string>
@@ -12,14 +13,20 @@ struct CpuTargetInfo {
   std::string triple;    // host triple
   std::string cpu;       // LLVM cpu name ("znver3", "x86-64-v4", ...)
   std::string features;  // comma-separated "+f,-g" LLVM feature string
-  std::string isa;       // "avx512", "avx2" or "sse2"
+  std::string isa;       // "avx512", "avx2" or "sse2": the lowering's vector width class
   int lanes = 8;         // vector lanes per chunk (16 for AVX-512, 8 for AVX2, 4 for SSE2)
   int vectorBits = 256;  // preferred vector width in bits
-  bool runnable = true;  // false if the host cannot execute this ISA
+  /// Why this host cannot execute the code ("" when it can): the ISA
+  /// features the cpu has and the host lacks.
+  std::string notRunnable;
 };
 
-/// Resolves an ISA override ("" = detect) to a concrete target. Throws
-/// CompileError for an unknown override spelling.
-CpuTargetInfo selectCpuTarget(const std::string& isaOverride);
+/// Resolves a CPU target: "" is the host (as detected, or as narrowed by
+/// TESSERA_HOST_CPU), anything else an LLVM cpu name for the host's
+/// architecture. Throws CompileError for an unknown name, listing examples.
+CpuTargetInfo selectCpuTarget(const std::string& cpuName);
+
+/// True when `cpuName` is a cpu LLVM knows for the host's architecture.
+bool isKnownCpu(const std::string& cpuName);
 
 }  // namespace tessera::codegen

@@ -18,10 +18,12 @@
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
+#include <llvm/TargetParser/SubtargetFeature.h>
 
 #include "shared/LLVMSupport.h"
 #include "shared/VectorMath.h"
 #include "tessera/codegen/Testing.h"
+#include "shared/HostIsa.h"
 #include "tessera/support/Error.h"
 
 namespace tessera::codegen::testing {
@@ -109,7 +111,7 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm) { runDefaultPipeline(m, 
 }  // namespace
 
 std::vector<float> evalUnaryF32(const std::string& fn, const std::vector<float>& in,
-                                unsigned vectorWidth) {
+                                unsigned vectorWidth, const std::string& cpu) {
   Emitter emit = lookupEmitter(fn);
   if (!emit)
     throw CompileError("evalUnaryF32: unknown math function '" + fn +
@@ -122,6 +124,12 @@ std::vector<float> evalUnaryF32(const std::string& fn, const std::vector<float>&
 
   auto jtmb = unwrap(llvm::orc::JITTargetMachineBuilder::detectHost(), "detecting the host");
   jtmb.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  if (!cpu.empty()) {
+    CpuTargetInfo t = selectCpuTarget(cpu);
+    if (!t.notRunnable.empty()) throw CompileError("evalUnaryF32: cpu " + cpu + ": " + t.notRunnable);
+    jtmb.setCPU(t.cpu);
+    jtmb.getFeatures() = llvm::SubtargetFeatures(t.features);
+  }
   auto tm = unwrap(jtmb.createTargetMachine(), "creating the host target machine");
 
   auto ctx = std::make_unique<llvm::LLVMContext>();

@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "shared/HostIsa.h"
 #include "tessera/support/Error.h"
 
 namespace tessera::codegen {
@@ -18,7 +19,7 @@ bool oneOf(const std::string& s, const std::array<const char*, N>& list) {
 }
 
 std::string acceptedForms() {
-  std::string r = "accepted targets: cpu";
+  std::string r = "accepted targets: cpu, cpu:<llvm cpu> (x86-64-v3, x86-64-v4, znver4, ...)";
   for (const char* a : kNvptxArchs) r += std::string(", nvptx:") + a;
   for (const char* a : kAmdgpuArchs) r += std::string(", amdgpu:") + a;
   r += ", emu:nvptx:<sm>, emu:amdgpu:<gfx>";
@@ -32,6 +33,14 @@ std::string acceptedForms() {
 
 Target Target::parse(const std::string& spelling) {
   if (spelling == "cpu") return Target::cpu();
+  if (spelling.rfind("cpu:", 0) == 0) {
+    Target t;
+    t.arch = spelling.substr(4);
+    if (!isKnownCpu(t.arch))
+      throw CompileError("unknown target '" + spelling + "': '" + t.arch +
+                         "' is not a cpu LLVM knows for this host's architecture; " + acceptedForms());
+    return t;
+  }
   auto parseGpu = [&](const std::string& rest, bool emu) -> Target {
     Target t;
     if (rest.rfind("nvptx:", 0) == 0) {
@@ -54,7 +63,7 @@ Target Target::parse(const std::string& spelling) {
 
 std::string Target::str() const {
   switch (kind) {
-    case Kind::CPU: return "cpu";
+    case Kind::CPU: return arch.empty() ? "cpu" : "cpu:" + arch;
     case Kind::NVPTX: return "nvptx:" + arch;
     case Kind::AMDGPU: return "amdgpu:" + arch;
     case Kind::EmuNVPTX: return "emu:nvptx:" + arch;

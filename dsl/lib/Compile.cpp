@@ -77,7 +77,7 @@ rt::KernelSignature signatureOf(const ir::Function& f) {
 
 // Everything that changes the code; emuHooks only bind symbols of the JIT.
 std::string optionsKey(const CompileOptions& o) {
-  return "O" + std::to_string(o.optLevel) + ";isa=" + o.cpuIsa + ";warps=" + std::to_string(o.numWarps) +
+  return "O" + std::to_string(o.optLevel) + ";warps=" + std::to_string(o.numWarps) +
          ";cov=" + std::to_string(o.codeObjectVersion);
 }
 
@@ -211,7 +211,7 @@ namespace {
 /// The target whose code `dev` runs.
 Target targetOf(const Device& dev) {
   switch (dev.kind()) {
-    case rt::DeviceKind::CPU: return Target::cpu();
+    case rt::DeviceKind::CPU: return dev.arch().empty() ? Target::cpu() : Target::parse("cpu:" + dev.arch());
     case rt::DeviceKind::Emulator: return Target::parse("emu:" + dev.arch());
     case rt::DeviceKind::CUDA:
     case rt::DeviceKind::HIP: return Target::parse(dev.arch());
@@ -230,11 +230,9 @@ rt::Binary binaryFor(const Kernel& k, const Device& dev, const CompiledKernel::S
   bin.sharedBytes = a.sharedBytes;
   switch (dev.kind()) {
     case rt::DeviceKind::CPU:
-      if (!a.cpuEntry) {
-        auto it = a.dumps.extra.find("not-runnable");
-        throw DeviceError("compile: kernel '" + k.name() + "' cannot run on this CPU" +
-                          (it != a.dumps.extra.end() ? ": " + it->second : std::string()));
-      }
+      if (!a.cpuEntry)
+        throw DeviceError("compile: kernel '" + k.name() + "' compiled for " + a.target.str() +
+                          " cannot run on this CPU" + (a.notRunnable.empty() ? "" : ": " + a.notRunnable));
       bin.format = rt::Binary::Format::HostFunction;
       bin.hostEntry = a.cpuEntry;
       bin.threadsPerBlock = 1;

@@ -50,7 +50,9 @@ struct LaunchCtx {
 
 class CpuDevice final : public HostMemoryDevice {
  public:
+  explicit CpuDevice(std::string cpu) : cpu_(std::move(cpu)) {}
   DeviceKind kind() const override { return DeviceKind::CPU; }
+  std::string arch() const override { return cpu_; }
 
   std::string name() const override {
     unsigned threads;
@@ -60,7 +62,8 @@ class CpuDevice final : public HostMemoryDevice {
       // A bad TESSERA_NUM_THREADS is reported at launch; a name stays usable.
       threads = hardwareThreads();
     }
-    return std::string("cpu (") + hostIsaName() + ", " + std::to_string(threads) +
+    return (cpu_.empty() ? std::string("cpu (") : "cpu:" + cpu_ + " (host ") + hostIsaName() + ", " +
+           std::to_string(threads) +
            (threads == 1 ? " thread)" : " threads)");
   }
 
@@ -134,6 +137,9 @@ class CpuDevice final : public HostMemoryDevice {
   }
 
   void synchronize() override {}  // launches complete before they return
+
+ private:
+  std::string cpu_;  // LLVM cpu the kernels are compiled for; "" = the host's
 };
 
 }  // namespace
@@ -169,6 +175,6 @@ unsigned threadsFromEnvironment() {
   return static_cast<unsigned>(n);
 }
 
-std::shared_ptr<DeviceImpl> createCpuDevice() { return std::make_shared<CpuDevice>(); }
+std::shared_ptr<DeviceImpl> createCpuDevice(const std::string& cpu) { return std::make_shared<CpuDevice>(cpu); }
 
 }  // namespace tessera::rt

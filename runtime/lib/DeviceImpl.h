@@ -102,7 +102,9 @@ struct Kernel::State {
 
 /// A fresh, independent CPU device (Device::cpu() is one shared instance).
 /// Used by tests that need a second device.
-std::shared_ptr<DeviceImpl> createCpuDevice();
+/// The host CPU device (runtime/lib/CpuDevice.cpp) running code compiled for
+/// the LLVM cpu `cpu` ("" = the host's own).
+std::shared_ptr<DeviceImpl> createCpuDevice(const std::string& cpu);
 
 /// The SIMT emulator device (runtime/lib/EmuDevice.cpp); `arch` as in
 /// Device::emulator.

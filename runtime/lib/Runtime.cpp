@@ -138,7 +138,7 @@ void Buffer::fillBytes(uint8_t byte) {
 // ---- Device ------------------------------------------------------------
 
 Device Device::cpu() {
-  static const Device d(createCpuDevice());
+  static const Device d(createCpuDevice(""));
   return d;
 }
 
@@ -159,6 +159,11 @@ Device sharedDevice(const std::string& key, Make make) {
 }
 
 }  // namespace
+
+Device Device::cpu(const std::string& cpu) {
+  if (cpu.empty()) return Device::cpu();
+  return sharedDevice("cpu:" + cpu, [&] { return createCpuDevice(cpu); });
+}
 
 Device Device::emulator(const std::string& arch) {
   return sharedDevice("emu:" + arch, [&] { return createEmuDevice(arch); });
@@ -278,7 +283,7 @@ class Checker {
     if (s.dtype != spec.dtype)
       fail(i, std::string("expects a Buffer of ") + name(spec.dtype) + ", got a Buffer of " +
                   bufferDesc(s));
-    if (s.device != dev)
+    if (s.device != dev && !(s.device->kind() == DeviceKind::CPU && dev->kind() == DeviceKind::CPU))
       fail(i, "is a Buffer on device '" + s.device->name() + "' but the kernel is loaded on '" +
                   dev->name() + "'" +
                   (s.device->name() == dev->name() ? " (another instance)" : "") +

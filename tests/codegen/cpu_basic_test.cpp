@@ -101,11 +101,12 @@ TEST_CASE("cpu: dumps are filled and avx512 assembly uses zmm", "[codegen][cpu]"
   CHECK(!a->dumps.assembly.empty());
   CHECK(a->assembly() == a->dumps.assembly);
   // AVX-512 code can be generated on any host; it runs only on AVX-512 ones.
-  auto z = vaddKernel(1024, "avx512");
+  auto z = vaddKernel(1024, kAvx512Cpu);
   std::string s = z->assembly();
   CHECK(s.find("zmm") != std::string::npos);
-  if (codegen::hostIsa() != "avx512") CHECK(z->cpuEntry == nullptr);
-  auto y = vaddKernel(1024, "avx2");
+  CHECK((z->cpuEntry == nullptr) == (codegen::hostIsa() != "avx512"));
+  CHECK(z->notRunnable.empty() == (codegen::hostIsa() == "avx512"));
+  auto y = vaddKernel(1024, kAvx2Cpu);
   std::string s2 = y->assembly();
   CHECK(s2.find("ymm") != std::string::npos);
   CHECK(s2.find("zmm") == std::string::npos);
@@ -136,10 +137,8 @@ TEST_CASE("cpu: target parsing and unsupported targets", "[codegen][cpu]") {
   CHECK(codegen::compile(*k.f, codegen::Target::parse("nvptx:sm_80"))->ptx.find(".entry") != std::string::npos);
   CHECK_THROWS_WITH(codegen::compile(*k.f, codegen::Target::parse("emu:nvptx:sm_80")),
                     Catch::Contains("needs the SIMT emulator's hooks"));
-  CHECK_THROWS_AS(codegen::compile(*k.f, codegen::Target::cpu(), [] {
-                    codegen::CompileOptions o;
-                    o.cpuIsa = "avx9";
-                    return o;
-                  }()), tessera::CompileError);
+  CHECK_THROWS_WITH(codegen::Target::parse("cpu:avx9"), Catch::Contains("not a cpu LLVM knows"));
+  CHECK(codegen::Target::parse("cpu:x86-64-v3").str() == "cpu:x86-64-v3");
+  CHECK(codegen::Target::parse("cpu:znver4").arch == "znver4");
   CHECK(!codegen::hostIsa().empty());
 }

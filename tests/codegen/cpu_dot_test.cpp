@@ -147,15 +147,14 @@ TEST_CASE("cpu dot: loop-carried accumulator over K chunks, with ragged tiles", 
       return std::vector<Value*>{lb.dot(av, bv, c[0])};
     });
     b.store(k.at(out, offsets2d(k.b, M, N)), res[0]);
-    auto art = build(k, "", /*dumpAsm=*/true);
+    auto art = build(k, kAvx2Cpu, /*dumpAsm=*/true);
     // The operand loads of the loop prefetch the next iteration's tiles.
     CHECK(art->dumps.assembly.find("prefetcht0") != std::string::npos);
     // The AVX-512 form of the same kernel (packing, prefetches, 14 x 32
     // blocks) compiles on any host; it runs where the host has AVX-512.
     codegen::CompileOptions o512;
-    o512.cpuIsa = "avx512";
     o512.dumpAssembly = true;
-    auto art512 = codegen::compile(*k.f, codegen::Target::cpu(), o512);
+    auto art512 = codegen::compile(*k.f, cpuTarget(kAvx512Cpu), o512);
     CHECK(art512->dumps.assembly.find("vfmadd231ps\t%zmm") != std::string::npos);
     CHECK(art512->dumps.assembly.find("prefetcht0") != std::string::npos);
     std::mt19937 rng(5);
@@ -210,7 +209,7 @@ TEST_CASE("cpu dot: an accumulator yielded into another carried slot is not over
 }
 
 TEST_CASE("cpu dot: the AVX-512 microkernel compiles to zmm FMAs, AVX2 to ymm FMAs", "[codegen][cpu][dot]") {
-  for (const char* isa : {"avx512", "avx2"}) {
+  for (const char* isa : {kAvx512Cpu, kAvx2Cpu}) {
     K k("dotisa");
     Value* out = k.arg(ptr(DType::F32), "out");
     Value* pa = k.arg(ptr(DType::F32), "a");
@@ -221,13 +220,12 @@ TEST_CASE("cpu dot: the AVX-512 microkernel compiles to zmm FMAs, AVX2 to ymm FM
     b.store(k.at(out, offsets2d(k.b, 30, 70)), b.dot(av, bv, b.constant(Type::tile(f32(), {30, 70}), 0.0)));
     k.b.ret();
     codegen::CompileOptions o;
-    o.cpuIsa = isa;
     o.dumpAssembly = true;
     // Compiling for AVX-512 must work on any host (inspection only).
-    auto art = codegen::compile(*k.f, codegen::Target::cpu(), o);
+    auto art = codegen::compile(*k.f, cpuTarget(isa), o);
     const std::string& s = art->dumps.assembly;
     INFO(isa);
-    if (std::string(isa) == "avx512") {
+    if (std::string(isa) == kAvx512Cpu) {
       CHECK(s.find("vfmadd231ps\t%zmm") != std::string::npos);
       CHECK(s.find("{1to16}") != std::string::npos);  // embedded broadcast of A
     } else {

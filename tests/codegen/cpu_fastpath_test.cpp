@@ -228,8 +228,8 @@ TEST_CASE("cpu fast path: large launches use streaming stores, correct when alig
   };
   // The streaming version exists for both ISAs (AVX-512 only compiled here
   // unless the host has it).
-  REQUIRE(count(kernel("avx2", true)->dumps.assembly, "vmovntps\t%ymm") >= 1);
-  REQUIRE(count(kernel("avx512", true)->dumps.assembly, "vmovntps\t%zmm") >= 1);
+  REQUIRE(count(kernel(kAvx2Cpu, true)->dumps.assembly, "vmovntps\t%ymm") >= 1);
+  REQUIRE(count(kernel(kAvx512Cpu, true)->dumps.assembly, "vmovntps\t%zmm") >= 1);
   for (const std::string& isa : runnableIsas()) {
     auto a = kernel(isa, false);
     for (int64_t n : {int64_t{4096} + 3, int64_t{3} << 20, (int64_t{3} << 20) + 5}) {

@@ -12,6 +12,7 @@
 #include "tessera/codegen/Compiler.h"
 #include "tessera/ir/Builder.h"
 #include "tessera/support/Error.h"
+#include "../cpu_paths.h"
 #include <algorithm>
 #include <cmath>
 
@@ -38,12 +39,16 @@ struct K {
   Value* at(Value* p, Value* offs) { return b.ptrAdd(b.splat(p, offs->type().shape()), offs); }
 };
 
-inline std::shared_ptr<codegen::Artifact> build(K& k, const std::string& isa = "", bool dumpAsm = false) {
+using testpaths::cpuTarget;
+using testpaths::kAvx2Cpu;
+using testpaths::kAvx512Cpu;
+
+/// Compiles for the LLVM cpu `cpu` ("" = the host, else e.g. "x86-64-v3").
+inline std::shared_ptr<codegen::Artifact> build(K& k, const std::string& cpu = "", bool dumpAsm = false) {
   k.b.ret();
   codegen::CompileOptions o;
-  o.cpuIsa = isa;
   o.dumpAssembly = dumpAsm;
-  return codegen::compile(*k.f, codegen::Target::cpu(), o);
+  return codegen::compile(*k.f, cpuTarget(cpu), o);
 }
 
 /// Runs every program of `grid` on the calling thread. `args` holds the
@@ -53,12 +58,8 @@ inline void run(const codegen::Artifact& a, std::vector<void*> args, std::array<
   a.cpuEntry(args.data(), 0, n, grid.data());
 }
 
-/// ISAs this host can run ("avx512" only on AVX-512 hosts).
-inline std::vector<std::string> runnableIsas() {
-  std::vector<std::string> r{"avx2"};
-  if (codegen::hostIsa() == "avx512") r.push_back("avx512");
-  return r;
-}
+/// The vector paths this host can run (see tests/cpu_paths.h).
+inline std::vector<std::string> runnableIsas() { return testpaths::runnableCpus(); }
 
 // Round-to-nearest-even conversions, independent of the compiler's.
 inline uint16_t f32ToBf16(float f) {

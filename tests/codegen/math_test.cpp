@@ -18,6 +18,7 @@
 
 #include "tessera/codegen/Testing.h"
 #include "tessera/support/Error.h"
+#include "../cpu_paths.h"
 
 using tessera::codegen::testing::evalUnaryF32;
 
@@ -149,18 +150,20 @@ bool sameBits(float a, float b) {
 }  // namespace
 
 TEST_CASE("vector math: accuracy over dense sweeps", "[codegen][math]") {
+  // Every vector path the host can run (AVX2, and AVX-512 where present).
+  for (const std::string& cpu : testpaths::runnableCpus())
   for (const Fn& fn : kFns) {
     const std::vector<float> in = sweepFor(fn.name);
     std::vector<float> first;
     for (unsigned width : {16u, 8u, 1u}) {
-      std::vector<float> out = evalUnaryF32(fn.name, in, width);
+      std::vector<float> out = evalUnaryF32(fn.name, in, width, cpu);
       REQUIRE(out.size() == in.size());
       Stats s = measure(fn, in, out);
       char line[200];
       std::snprintf(line, sizeof line,
-                    "%-5s width %2u: max error %.3f ulp (ordinal distance %lld) at x = %.9g, "
+                    "%-10s %-5s width %2u: max error %.3f ulp (ordinal distance %lld) at x = %.9g, "
                     "%zu values",
-                    fn.name, width, s.maxUlp, static_cast<long long>(s.maxDist),
+                    cpu.c_str(), fn.name, width, s.maxUlp, static_cast<long long>(s.maxDist),
                     static_cast<double>(s.worstX), in.size());
       std::printf("%s\n", line);
       INFO(line);
@@ -187,10 +190,11 @@ namespace {
 /// `expect(x, got)`.
 void checkSpecials(const std::string& fn, const std::vector<float>& xs,
                    const std::function<bool(float, float)>& expect) {
+  for (const std::string& cpu : testpaths::runnableCpus())
   for (unsigned width : {16u, 8u, 1u}) {
-    std::vector<float> out = evalUnaryF32(fn, xs, width);
+    std::vector<float> out = evalUnaryF32(fn, xs, width, cpu);
     for (size_t k = 0; k < xs.size(); ++k) {
-      INFO(fn << "(" << xs[k] << ") = " << out[k] << " at width " << width);
+      INFO(fn << "(" << xs[k] << ") = " << out[k] << " at width " << width << " on " << cpu);
       CHECK(expect(xs[k], out[k]));
     }
   }

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "registry.h"
+#include "../cpu_paths.h"
 
 namespace ts = tessera;
 namespace ex = tessera::examples;
@@ -57,13 +58,17 @@ TEST_CASE("the registry lists the examples in order", "[examples]") {
 }
 
 TEST_CASE("every example matches its reference on every test shape (CPU)", "[examples][cpu]") {
+  // The host's own code, then each vector path the host can run (AVX2, and
+  // AVX-512 on AVX-512 hosts), pinned so both paths are executed.
+  for (const ts::Device& dev : testpaths::cpuDevices())
   for (const auto& e : ex::all()) {
     for (const auto& shape : e.testShapes) {
       for (uint64_t seed : {1u, 7u}) {
         ex::RunContext ctx;
+        ctx.device = dev;
         ctx.shape = shape;
         ctx.seed = seed;
-        INFO(e.name << " shape " << shapeStr(shape) << " seed " << seed);
+        INFO(e.name << " on " << dev.name() << " shape " << shapeStr(shape) << " seed " << seed);
         ex::CheckResult r = e.run(ctx);
         INFO(r.detail << " max abs " << r.maxAbsError << " max rel " << r.maxRelError);
         REQUIRE(r.ok);

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "support.h"
+#include "../cpu_paths.h"
 
 namespace ts = tessera;
 namespace ex = tessera::examples;
@@ -49,10 +50,10 @@ TEST_CASE("gemm_f32 with other block sizes and each activation", "[examples][gem
   for (size_t i = 0; i < a.size(); ++i) a[i] = float((i * 37) % 17) / 8.0f - 1.0f;
   for (size_t i = 0; i < b.size(); ++i) b[i] = float((i * 11) % 13) / 6.0f - 1.0f;
   for (size_t i = 0; i < bias.size(); ++i) bias[i] = float(i % 5) - 2.0f;
-  ts::Device dev = ts::Device::cpu();
+  for (const ts::Device& dev : testpaths::cpuDevices())
   for (const auto& B : blocks)
     for (int act : {0, 1, 2}) {
-      INFO("blocks " << B.m << "x" << B.n << "x" << B.k << " act " << act);
+      INFO(dev.name() << " blocks " << B.m << "x" << B.n << "x" << B.k << " act " << act);
       auto k = ts::compile(ex::gemmF32(B, ex::Activation(act)), dev);
       ts::Buffer da = dev.upload(ts::DType::F32, a), db = dev.upload(ts::DType::F32, b);
       ts::Buffer dbias = dev.upload(ts::DType::F32, bias), dc = dev.alloc(ts::DType::F32, size_t(M * N));

@@ -18,9 +18,6 @@ namespace tessera::codegen {
 struct CompileOptions {
   int optLevel = 3;        // LLVM optimisation level 0..3
   bool dumpAssembly = false;  // also produce host assembly eagerly (otherwise on demand)
-  /// Host ISA override for the CPU target: "" = detect at run time,
-  /// "avx512" or "avx2" to force one (used by tests and benchmarks).
-  std::string cpuIsa;
   /// GPU targets: warps per block (threads per block = numWarps x warp size).
   int numWarps = 4;
   /// AMDGPU code-object version (4, 5 or 6); 5 is what ROCm 6 runtimes load.
@@ -63,6 +60,9 @@ struct Artifact {
   std::string kernelName;
   StageDumps dumps;
   CpuEntryFn cpuEntry = nullptr;
+  /// CPU targets the host cannot execute (cpu:x86-64-v4 on an AVX2 host):
+  /// why, and cpuEntry stays null; the stages can still be inspected.
+  std::string notRunnable;
   /// GPU targets: the PTX text (NVPTX) or the linked .hsaco (AMDGPU), the
   /// block size the kernel was compiled for, and the shared memory it uses.
   /// NVPTX kernels take sharedBytes as dynamic shared memory at launch;
@@ -93,7 +93,11 @@ std::string resourceReport(const Artifact& a);
 /// cuobjdump (DeviceError naming what is missing otherwise).
 std::string sass(const Artifact& a);
 
-/// The host's vector ISA as detected at run time: "avx512", "avx2" or "sse2".
+/// The host's vector ISA as detected at run time (narrowed by
+/// TESSERA_HOST_CPU): "avx512", "avx2" or "sse2".
 std::string hostIsa();
+/// Why this host cannot execute code compiled for `target` ("" when it can,
+/// and for every non-CPU target): e.g. cpu:x86-64-v4 on an AVX2-only host.
+std::string cannotRunOnHost(const Target& target);
 
 }  // namespace tessera::codegen

@@ -12,10 +12,12 @@ namespace tessera::codegen::testing {
 /// loop applies the emitter to <vectorWidth x float> chunks (vectorWidth 1
 /// uses the scalar `float` path), optimises it at -O3 for the host, JIT-
 /// compiles it and runs it. The input is padded internally to a multiple of
-/// vectorWidth; the result has in.size() elements.
+/// vectorWidth; the result has in.size() elements. `cpu` pins the LLVM cpu
+/// ("x86-64-v3", "x86-64-v4"; "" = the host); one the host cannot run is a
+/// CompileError.
 /// Throws CompileError for an unknown function name, a vectorWidth of 0 or
 /// above 1024, or a failure of LLVM to build or run the code.
 std::vector<float> evalUnaryF32(const std::string& fn, const std::vector<float>& in,
-                                unsigned vectorWidth = 16);
+                                unsigned vectorWidth = 16, const std::string& cpu = "");
 
 }  // namespace tessera::codegen::testing

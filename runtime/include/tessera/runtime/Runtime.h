@@ -160,6 +160,12 @@ class Device {
  public:
   /// The host CPU. Always present.
   static Device cpu();
+  /// The host CPU running code compiled for the LLVM cpu `cpu` ("x86-64-v3",
+  /// "x86-64-v4", "znver4", ...; "" is cpu()), so one host can run every ISA
+  /// it supports. All CPU devices share host memory: a Buffer of one may be
+  /// passed to a kernel loaded on another. Compiling for a cpu whose features
+  /// the host lacks is a DeviceError naming them.
+  static Device cpu(const std::string& cpu);
   /// Every device present on this machine (the CPU first; GPUs whose driver
   /// loads and reports a device after it). Emulators are not listed.
   static std::vector<Device> all();
@@ -176,7 +182,8 @@ class Device {
   DeviceKind kind() const;
   std::string name() const;  // "cpu (avx512, 2 threads)", "cuda:0 NVIDIA ..."
   unsigned defaultThreads() const;
-  /// The code this device runs: "" for the CPU, "nvptx:sm_80" for an
+  /// The code this device runs: "" for the host CPU, the pinned cpu name
+  /// ("x86-64-v3") for Device::cpu(name), "nvptx:sm_80" for an
   /// emulator or a CUDA device, "amdgpu:gfx942" for HIP, ...
   std::string arch() const;
 

@@ -1,0 +1,40 @@
+// The CPU vector paths the test suite exercises, as pinned LLVM cpus, so that
+// no test depends on the host's ISA: golden tests compile for a pinned cpu,
+// and numerical tests run every path this host can execute.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tessera/codegen/Compiler.h"
+#include "tessera/runtime/Runtime.h"
+
+namespace testpaths {
+
+/// x86-64-v3: AVX2, 8 lanes, 6x16 GEMM blocks. x86-64-v4: AVX-512, 16 lanes,
+/// 14x32 blocks.
+inline const char* const kAvx2Cpu = "x86-64-v3";
+inline const char* const kAvx512Cpu = "x86-64-v4";
+
+/// The CPU target pinned to the LLVM cpu `cpu` ("" = the host).
+inline tessera::codegen::Target cpuTarget(const std::string& cpu) {
+  return cpu.empty() ? tessera::codegen::Target::cpu() : tessera::codegen::Target::parse("cpu:" + cpu);
+}
+
+/// The vector paths this host can run, each as its pinned cpu: AVX2 on every
+/// supported host, AVX-512 where the host has it.
+inline std::vector<std::string> runnableCpus() {
+  std::vector<std::string> r;
+  for (const char* cpu : {kAvx2Cpu, kAvx512Cpu})
+    if (tessera::codegen::cannotRunOnHost(cpuTarget(cpu)).empty()) r.push_back(cpu);
+  return r;
+}
+
+/// The host CPU device, then one device per runnable pinned path.
+inline std::vector<tessera::rt::Device> cpuDevices() {
+  std::vector<tessera::rt::Device> r{tessera::rt::Device::cpu()};
+  for (const std::string& cpu : runnableCpus()) r.push_back(tessera::rt::Device::cpu(cpu));
+  return r;
+}
+
+}  // namespace testpaths
