@@ -109,6 +109,7 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
   NVPTXTargetInfo(const SmRow& row, const GpuOptions& o) : row_(row), o_(o) {}
   std::string arch() const override { return row_.arch; }
   std::string triple() const override { return "nvptx64-nvidia-cuda"; }
+  const char* deviceSyncScope() const override { return "device"; }  // NVPTX: "device" (gpu scope in PTX)
   unsigned warpSize() const override { return 32; }
   uint64_t maxSharedBytes() const override { return row_.maxShared; }
 

@@ -9,6 +9,7 @@
 #include <llvm/ExecutionEngine/Orc/AbsoluteSymbols.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/TargetParser/SubtargetFeature.h>
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Verifier.h>
@@ -34,6 +35,11 @@ llvm::orc::LLJIT& emuJit() {
     initLLVM();
     auto jtmb = check<InternalError>(llvm::orc::JITTargetMachineBuilder::detectHost(), "detecting the host for the JIT");
     jtmb.setCodeGenOptLevel(llvm::CodeGenOptLevel::Default);
+    // The host as the CPU backend sees it (TESSERA_HOST_CPU, and without the
+    // conversions that flush denormals), not LLVM's raw detection.
+    CpuTargetInfo host = selectCpuTarget("");
+    jtmb.setCPU(host.cpu);
+    jtmb.getFeatures() = llvm::SubtargetFeatures(host.features);
     auto j = check<InternalError>(llvm::orc::LLJITBuilder()
                                       .setJITTargetMachineBuilder(std::move(jtmb))
                                       .setSupportConcurrentCompilation(true)

@@ -141,12 +141,31 @@ std::shared_ptr<Artifact> compileGpu(const ir::Function& fn, const Target& t, co
   return compileGpu(fn, t, o, std::move(dumps), GpuOptions{});
 }
 
+namespace {
+// The layouts split a tile's dimensions among lanes and warps by powers of
+// two, so numWarps must be one; checked before anything divides by it.
+void checkNumWarps(const ir::Function& fn, const GpuTargetInfo& ti, int numWarps) {
+  const int64_t maxWarps = ti.maxThreadsPerBlock() / ti.warpSize();
+  if (numWarps >= 1 && numWarps <= maxWarps && (numWarps & (numWarps - 1)) == 0) return;
+  std::string allowed;
+  for (int64_t w = 1; w <= maxWarps; w *= 2) allowed += (allowed.empty() ? "" : ", ") + std::to_string(w);
+  std::string why = numWarps < 1 || numWarps > maxWarps
+                        ? "out of range: " + ti.arch() + " allows " + std::to_string(ti.maxThreadsPerBlock()) +
+                              " threads per block, " + std::to_string(maxWarps) + " warps of " +
+                              std::to_string(ti.warpSize())
+                        : "not a power of two (tile layouts split dimensions among warps by powers of two)";
+  throw CompileError(fn.loc().str() + ": kernel @" + fn.name() + ": numWarps = " + std::to_string(numWarps) +
+                     " is " + why + "; use one of " + allowed);
+}
+}  // namespace
+
 std::shared_ptr<Artifact> compileGpu(const ir::Function& fn, const Target& t, const CompileOptions& o,
                                      StageDumps dumps, const GpuOptions& g) {
   if (o.optLevel < 0 || o.optLevel > 3)
     throw CompileError("optLevel must be 0..3, got " + std::to_string(o.optLevel));
   StageTimer timer;
   std::unique_ptr<GpuTargetInfo> ti = createGpuTargetInfo(t, g);
+  checkNumWarps(fn, *ti, g.numWarps);
   auto art = std::make_shared<Artifact>();
   art->target = t;
   art->kernelName = fn.name();

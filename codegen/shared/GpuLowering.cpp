@@ -923,7 +923,7 @@ llvm::Value* Lower::atomicOne(const ir::Op& op, llvm::Value* p, llvm::Value* v) 
   // fmaximum: NaN-propagating, -0 < +0, like the IR's max.
   else kind = fl ? llvm::AtomicRMWInst::FMaximum : llvm::AtomicRMWInst::Max;
   return b_.CreateAtomicRMW(kind, p, v, llvm::MaybeAlign(), llvm::AtomicOrdering::Monotonic,
-                            ctx_.getOrInsertSyncScopeID("agent"));
+                            ctx_.getOrInsertSyncScopeID(t_.deviceSyncScope()));
 }
 
 void Lower::emitAtomic(const ir::Op& op) {
@@ -2033,11 +2033,7 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
                                  const AxisAnalysis& axis, const GpuOptions& o, llvm::LLVMContext& ctx,
                                  const llvm::DataLayout& dl) {
   unsigned threads = static_cast<unsigned>(o.numWarps) * t.warpSize();
-  if (o.numWarps < 1 || threads > t.maxThreadsPerBlock())
-    throw ResourceError("@" + f.name() + ": " + std::to_string(o.numWarps) + " warps of " +
-                        std::to_string(t.warpSize()) + " threads = " + std::to_string(threads) +
-                        " threads per block; " + t.arch() + " allows 1.." + std::to_string(t.maxThreadsPerBlock()) +
-                        " (use fewer warps)");
+  TS_ASSERT(o.numWarps >= 1 && threads <= t.maxThreadsPerBlock(), "numWarps reached the lowering unchecked");
   // Measuring run: records every op's scratch need.
   std::map<const ir::Op*, uint64_t> req;
   std::unordered_map<const ir::Value*, uint64_t> storageBytes;

@@ -108,6 +108,9 @@ class GpuTargetInfo {
   virtual void schedulingBarrier(llvm::IRBuilderBase& b) {}
   /// Lane `lane ^ mask` / lane `src` of the same warp; i32 values, all lanes
   /// of the warp active. Wider or narrower values are split by the caller.
+  /// The synchronisation scope of a device-wide (all blocks of the grid)
+  /// atomic: each backend spells it its own way and rejects the others'.
+  virtual const char* deviceSyncScope() const = 0;
   virtual llvm::Value* shuffleXor(llvm::IRBuilderBase& b, llvm::Value* v, unsigned mask) = 0;
   virtual llvm::Value* shuffleIdx(llvm::IRBuilderBase& b, llvm::Value* v, llvm::Value* srcLane) = 0;
   /// Creates the kernel function with the vendor's calling convention and

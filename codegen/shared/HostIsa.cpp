@@ -48,16 +48,21 @@ std::shared_ptr<const FeatureSet> cpuFeatures(const std::string& triple, const s
   return result;
 }
 
+// Whether the host architecture's feature table has `feature` (names come
+// and go between LLVM versions; asking for an unknown one prints a warning).
 bool tableHas(const std::string& triple, const std::string& feature) {
-  initLLVM();
-  std::string err;
-  llvm::Triple tt(triple);
-  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(tt, err);
-  if (!target) return false;
-  std::unique_ptr<llvm::MCSubtargetInfo> sti(target->createMCSubtargetInfo(tt, "", ""));
-  for (const llvm::SubtargetFeatureKV& kv : sti->getAllProcessorFeatures())
-    if (feature == kv.Key) return true;
-  return false;
+  static const FeatureSet table = [&] {
+    FeatureSet all;
+    initLLVM();
+    std::string err;
+    llvm::Triple tt(triple);
+    if (const llvm::Target* target = llvm::TargetRegistry::lookupTarget(tt, err)) {
+      std::unique_ptr<llvm::MCSubtargetInfo> sti(target->createMCSubtargetInfo(tt, "", ""));
+      for (const llvm::SubtargetFeatureKV& kv : sti->getAllProcessorFeatures()) all.insert(kv.Key);
+    }
+    return all;
+  }();
+  return table.count(feature) != 0;
 }
 
 std::string isaOf(const FeatureSet& on) {
@@ -135,6 +140,13 @@ CpuTargetInfo selectCpuTarget(const std::string& cpuName) {
     if (!missing.empty())
       t.notRunnable = "this host (" + h.cpu + ", " + h.isa + ") lacks " + missing + ", which cpu:" + cpuName + " code may use";
   }
+  // f32 -> bf16 conversions must round to nearest even and keep denormals,
+  // as PTX's cvt.rn.bf16.f32 does; x86's VCVTNEPS2BF16 (AVX512-BF16,
+  // AVX-NE-CONVERT) flushes denormal inputs to zero whatever MXCSR says. With
+  // those features off LLVM converts with integer rounding instead, so casts
+  // give the same bits on every host (and in the emulator, which runs on it).
+  for (const char* f : {"avx512bf16", "avxneconvert"})
+    if (tableHas(h.triple, f)) t.features += std::string(t.features.empty() ? "" : ",") + "-" + f;
   t.lanes = t.isa == "avx512" ? 16 : t.isa == "avx2" ? 8 : 4;
   t.vectorBits = t.isa == "avx512" ? 512 : t.isa == "avx2" ? 256 : 128;
   return t;

@@ -124,7 +124,7 @@ std::vector<float> evalUnaryF32(const std::string& fn, const std::vector<float>&
 
   auto jtmb = unwrap(llvm::orc::JITTargetMachineBuilder::detectHost(), "detecting the host");
   jtmb.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
-  if (!cpu.empty()) {
+  {
     CpuTargetInfo t = selectCpuTarget(cpu);
     if (!t.notRunnable.empty()) throw CompileError("evalUnaryF32: cpu " + cpu + ": " + t.notRunnable);
     jtmb.setCPU(t.cpu);

@@ -25,6 +25,12 @@ class Verifier {
   explicit Verifier(const Function& f) : f_(f), names_(f) {}
 
   void run() {
+    // The kernel's name becomes a symbol in PTX, AMDGCN and host objects and
+    // the name a driver looks the kernel up by: a C identifier is the one
+    // spelling every one of them accepts unchanged.
+    if (!isIdentifier(f_.name()))
+      failKernel("the kernel name must be a C identifier ([A-Za-z_][A-Za-z0-9_]*, at most " +
+                 std::to_string(kMaxNameLength) + " characters), so it is a valid symbol on every target");
     for (unsigned i = 0; i < f_.numArgs(); ++i) {
       const Type& t = f_.arg(i)->type();
       if (auto why = typeProblem(t)) failKernel("argument " + names_.name(f_.arg(i)) + " has an invalid type " + ts(t) + ": " + *why);
@@ -42,6 +48,16 @@ class Verifier {
   }
 
  private:
+  static constexpr size_t kMaxNameLength = 1024;
+  static bool isIdentifier(const std::string& n) {
+    if (n.empty() || n.size() > kMaxNameLength) return false;
+    auto alpha = [](unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+    if (!alpha(static_cast<unsigned char>(n[0]))) return false;
+    for (unsigned char c : n)
+      if (!alpha(c) && !(c >= '0' && c <= '9')) return false;
+    return true;
+  }
+
   // ---- diagnostics -----------------------------------------------------------
   std::string where(const Location& l) const { return l.known() ? l.str() : f_.name(); }
 
