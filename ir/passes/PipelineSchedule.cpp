@@ -126,7 +126,11 @@ class PipelineSchedule : public Pass {
 
     // Trip count: max(ceil((hi - lo) / step), 0) for step > 0, else 0.
     Value* zero = cst(b, 0);
-    Value* num = b.binary(OpCode::Add, b.binary(OpCode::Sub, hi, lo), b.binary(OpCode::Sub, step, cst(b, 1)));
+    // One op per statement: the order of a call's arguments is unspecified in
+    // C++, and the ops' order is the IR text, hence cache keys and goldens.
+    Value* span = b.binary(OpCode::Sub, hi, lo);
+    Value* stepLess1 = b.binary(OpCode::Sub, step, cst(b, 1));
+    Value* num = b.binary(OpCode::Add, span, stepLess1);
     Value* q = b.binary(OpCode::Max, b.binary(OpCode::Div, num, step), zero);
     Value* n = b.select(b.cmp("gt", step, zero), q, zero);
 
