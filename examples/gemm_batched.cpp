@@ -46,7 +46,7 @@ CheckResult run(const RunContext& ctx) {
   std::vector<int64_t> s = ctx.shape.empty() ? std::vector<int64_t>{6, 100, 90, 80} : ctx.shape;
   if (s.size() != 4 || s[0] < 1 || s[1] < 1 || s[2] < 1 || s[3] < 1 || s[0] > 65535 ||
       s[0] * s[1] * s[3] > (1 << 28) || s[0] * s[3] * s[2] > (1 << 28) || s[0] * s[1] * s[2] > (1 << 28))
-    throw Error("gemm_batched: the shape is {batch, M, N, K}, each >= 1, batch <= 65535, every batched "
+    throw UsageError("gemm_batched: the shape is {batch, M, N, K}, each >= 1, batch <= 65535, every batched "
                 "operand at most 2^28 elements");
   int64_t Z = s[0], M = s[1], N = s[2], K = s[3];
   std::mt19937_64 rng(ctx.seed);

@@ -44,7 +44,7 @@ constexpr int kBlock = 1024;
 CheckResult run(const RunContext& ctx) {
   std::vector<int64_t> shape = ctx.shape.empty() ? std::vector<int64_t>{100003} : ctx.shape;
   if (shape.size() != 1 || shape[0] < 1 || shape[0] > INT32_MAX)
-    throw Error("vector_add: the shape is {n} with 1 <= n < 2^31");
+    throw UsageError("vector_add: the shape is {n} with 1 <= n < 2^31");
   const int64_t n = shape[0];
 
   std::mt19937_64 rng(ctx.seed);

@@ -15,6 +15,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <climits>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -56,7 +60,7 @@ struct Args {
   unsigned threads = 0;
   uint64_t seed = 1;
   bool assumeAligned = false;
-  int numWarps = 0;  // 0: the default
+  std::optional<int> numWarps;  // unset: the compiler's default
 };
 
 int64_t parseInt(const std::string& flag, const std::string& s) {
@@ -83,7 +87,9 @@ Args parseArgs(int argc, char** argv) {
     else if (s == "--assume-aligned") a.assumeAligned = true;
     else if (s == "--num-warps") {
       int64_t n = parseInt(s, value());
-      if (n < 1 || n > 32) throw UsageError("--num-warps must be between 1 and 32");
+      // The target's limits are the compiler's to check (a CompileError
+      // naming the values that work there); here only that it is an int.
+      if (n < INT32_MIN || n > INT32_MAX) throw UsageError("--num-warps: " + std::to_string(n) + " is out of range");
       a.numWarps = static_cast<int>(n);
     }
     else if (s == "--threads") {
@@ -111,15 +117,25 @@ Args parseArgs(int argc, char** argv) {
 ts::Kernel loadKernel(const Args& a, const ts::Target& target) {
   if (a.subject.empty()) throw UsageError("compile needs a KERNEL name or a FILE.tir");
   if (const auto* ex = ts::examples::find(a.subject)) return ts::examples::kernelFor(*ex, target);
-  std::ifstream in(a.subject);
-  if (!in) {
-    std::string names;
-    for (const auto& e : ts::examples::all()) names += " " + e.name;
-    throw UsageError("'" + a.subject + "' is neither a bundled kernel (" + names.substr(1) +
-                     ") nor a readable file");
+  std::string names;
+  for (const auto& e : ts::examples::all()) names += " " + e.name;
+  std::error_code ec;
+  if (std::filesystem::is_directory(a.subject, ec))
+    throw UsageError("'" + a.subject + "' is a directory, not a FILE.tir or a bundled kernel (" + names.substr(1) + ")");
+  std::ifstream in(a.subject, std::ios::binary);
+  if (!in)
+    throw UsageError("'" + a.subject + "' is neither a bundled kernel (" + names.substr(1) + ") nor a readable file");
+  // Bounded: a device such as /dev/zero, or a huge file by mistake, must not
+  // read forever or exhaust memory.
+  constexpr size_t kMaxInput = size_t{64} << 20;
+  std::string text;
+  char chunk[1 << 16];
+  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
+    text.append(chunk, static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxInput)
+      throw UsageError("'" + a.subject + "' is larger than 64 MiB; tile IR files are far smaller (is it the right file?)");
   }
-  std::stringstream buf;
-  buf << in.rdbuf();
+  std::stringstream buf(text);
   return ts::parseKernel(buf.str(), a.subject, a.kernelName);
 }
 
@@ -145,7 +161,7 @@ int cmdCompile(const Args& a) {
   ts::Stage stage = ts::parseStage(a.emit);
   ts::Target target = ts::Target::parse(a.target);
   ts::CompileOptions o;
-  if (a.numWarps) o.numWarps = a.numWarps;
+  if (a.numWarps) o.numWarps = *a.numWarps;
   ts::Kernel kern = loadKernel(a, target);
   if (a.assumeAligned) kern = assumeAligned(kern);
   ts::CompiledKernel k = ts::compile(kern, target, o);

@@ -3,12 +3,14 @@
 #include "tessera/Compile.h"
 
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <future>
 #include <map>
 #include <mutex>
+#include <set>
 #include <unordered_map>
 
 #include "tessera/ir/Printer.h"
@@ -38,7 +40,7 @@ Stage parseStage(const std::string& s) {
   for (Stage st : {Stage::TileIR, Stage::TileIRPasses, Stage::LLVM, Stage::LLVMOptimized, Stage::Assembly,
                    Stage::PTX, Stage::SASS, Stage::AMDGCN, Stage::HSACO, Stage::LLVMGpu, Stage::Resources})
     if (s == name(st)) return st;
-  throw Error("unknown stage '" + s +
+  throw UsageError("unknown stage '" + s +
               "' (expected tile-ir, tile-ir-passes, llvm, llvm-opt, asm, ptx, sass, amdgcn, hsaco, llvm-gpu or resources)");
 }
 
@@ -121,16 +123,32 @@ std::string sanitize(std::string s) {
   return s;
 }
 
+// A debugging aid must never break the compile it describes: a dump folder
+// that cannot be written is reported on stderr, once per folder, and the
+// compile goes on.
+void dumpWarning(const std::string& dir, const std::string& what) {
+  static std::mutex mu;
+  static std::set<std::string> warned;
+  std::lock_guard<std::mutex> lock(mu);
+  if (warned.insert(dir).second)
+    std::fprintf(stderr, "tessera: warning: TESSERA_DUMP_DIR: %s; no stages are written there\n", what.c_str());
+}
+
 void writeDumps(const codegen::Artifact& a, const std::string& dir) {
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec) throw Error("TESSERA_DUMP_DIR: cannot create '" + dir + "': " + ec.message());
+  if (ec) return dumpWarning(dir, "cannot create '" + dir + "': " + ec.message());
   std::string stem = dir + "/" + sanitize(a.kernelName) + "." + sanitize(a.target.str());
+  bool failed = false;
   auto put = [&](const std::string& suffix, const std::string& text) {
+    if (failed) return;
     std::ofstream out(stem + "." + suffix);
-    if (!out) throw Error("TESSERA_DUMP_DIR: cannot write '" + stem + "." + suffix + "'");
-    out << text;
+    if (out) out << text;
+    if (!out) {
+      failed = true;
+      dumpWarning(dir, "cannot write '" + stem + "." + suffix + "'");
+    }
   };
   int i = 0;
   for (const auto& [pass, text] : a.dumps.tileIR) {
@@ -148,7 +166,7 @@ void writeDumps(const codegen::Artifact& a, const std::string& dir) {
 
 std::shared_ptr<codegen::Artifact> compileCached(const Kernel& k, const Target& target,
                                                  const CompileOptions& opts) {
-  if (!k.valid()) throw Error("compile: the kernel is empty (default-constructed tessera::Kernel)");
+  if (!k.valid()) throw UsageError("compile: the kernel is empty (default-constructed tessera::Kernel)");
   const char* dumpDir = std::getenv("TESSERA_DUMP_DIR");
   std::string key = target.str() + "|" + optionsKey(opts) + "|" + textMemo().text(k);
 
@@ -329,7 +347,7 @@ void CompiledKernel::launchWith(Dim3 grid, const std::vector<rt::Arg>& args, con
 }
 
 std::string CompiledKernel::dump(Stage s) const {
-  if (!state_) throw Error("dump: this CompiledKernel is empty (default-constructed)");
+  if (!state_) throw UsageError("dump: this CompiledKernel is empty (default-constructed)");
   const auto& d = state_->artifact->dumps;
   switch (s) {
     case Stage::TileIR: return d.tileIR.empty() ? std::string() : d.tileIR.back().second;
@@ -356,7 +374,7 @@ std::string CompiledKernel::dump(Stage s) const {
     case Stage::LLVMGpu: {
       auto it = d.extra.find("llvm-gpu");
       if (it == d.extra.end())
-        throw Error(std::string("stage llvm-gpu exists only for GPU targets, not ") + state_->artifact->target.str());
+        throw UsageError(std::string("stage llvm-gpu exists only for GPU targets, not ") + state_->artifact->target.str());
       return it->second;
     }
     case Stage::Resources: return codegen::resourceReport(*state_->artifact);
@@ -367,15 +385,15 @@ std::string CompiledKernel::dump(Stage s) const {
 void CompiledKernel::requireTarget(Stage s, std::initializer_list<Target::Kind> kinds) const {
   for (auto k : kinds)
     if (state_->artifact->target.kind == k) return;
-  throw Error(std::string("stage ") + name(s) + " does not exist for target " + state_->artifact->target.str());
+  throw UsageError(std::string("stage ") + name(s) + " does not exist for target " + state_->artifact->target.str());
 }
 
 const rt::KernelSignature& CompiledKernel::signature() const {
-  if (!state_) throw Error("signature: this CompiledKernel is empty");
+  if (!state_) throw UsageError("signature: this CompiledKernel is empty");
   return state_->signature;
 }
 const codegen::Artifact& CompiledKernel::artifact() const {
-  if (!state_) throw Error("artifact: this CompiledKernel is empty");
+  if (!state_) throw UsageError("artifact: this CompiledKernel is empty");
   return *state_->artifact;
 }
 bool CompiledKernel::launchable() const { return state_ && state_->loaded; }

@@ -10,7 +10,7 @@
 namespace tessera {
 
 const ir::Function& Kernel::ir() const {
-  if (!fn_) throw Error("tessera::Kernel: the kernel is empty (default-constructed)");
+  if (!fn_) throw UsageError("tessera::Kernel: the kernel is empty (default-constructed)");
   return *fn_;
 }
 

@@ -6,10 +6,12 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "tessera/runtime/Emulator.h"
 #include "tessera/tessera.h"
 
 namespace ts = tessera;
@@ -138,4 +140,30 @@ TEST_CASE("f32 -> bf16 casts keep denormals on the CPU and in the emulator", "[c
     ck.launch({1}, dout, din);
     CHECK(dout.read<uint16_t>() == want);
   }
+}
+
+TEST_CASE("API misuse is a documented UsageError; emulator reports are LaunchErrors", "[codegen][regression]") {
+  // Was: the plain base tessera::Error, and emu::EmulatorError deriving from it.
+  CHECK_THROWS_AS(ts::compile(ts::Kernel{}, ts::Device::cpu()), ts::UsageError);
+  CHECK_THROWS_AS(ts::parseStage("bogus"), ts::UsageError);
+  CHECK_THROWS_AS(ts::compile(addOne("k"), ts::Target::cpu()).dump(ts::Stage::PTX), ts::UsageError);
+  CHECK_THROWS_AS(ts::CompiledKernel{}.dump(ts::Stage::TileIR), ts::UsageError);
+  // An out-of-bounds access the emulator catches: a buffer of 8 for 128 reads.
+  ts::Device emu = ts::Device::emulator("nvptx:sm_80");
+  ts::Kernel k = ts::kernel("oob", [](ts::Ptr<float> out) {
+    auto i = ts::arange(128);
+    ts::store(out + i, ts::load(out + i) + 1.0f);
+  });
+  auto ck = ts::compile(k, emu);
+  ts::Buffer small = emu.alloc(ts::DType::F32, 8);
+  CHECK_THROWS_AS(ck.launch({1}, small), ts::LaunchError);
+  CHECK_THROWS_AS(ck.launch({1}, small), ts::emu::EmulatorError);
+}
+
+TEST_CASE("a TESSERA_DUMP_DIR that cannot be written warns and compiles", "[codegen][regression]") {
+  // Was: every compile failed while the debugging aid was misconfigured.
+  ::setenv("TESSERA_DUMP_DIR", "/proc/self/status/not-a-dir", 1);
+  ts::clearCache();
+  CHECK_NOTHROW(ts::compile(addOne("dumped"), ts::Device::cpu()));
+  ::unsetenv("TESSERA_DUMP_DIR");
 }

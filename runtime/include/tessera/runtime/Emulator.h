@@ -31,10 +31,11 @@ namespace tessera::emu {
 enum class Vendor { NVIDIA, AMD };
 
 /// A launch whose kernel raced, accessed memory out of bounds, deadlocked or
-/// misused a collective. The message lists the first few reports.
-class EmulatorError : public Error {
+/// misused a collective. The message lists the first few reports. A
+/// LaunchError: the launch is what failed, as on a GPU under a sanitizer.
+class EmulatorError : public LaunchError {
  public:
-  using Error::Error;
+  using LaunchError::LaunchError;
 };
 
 struct LaunchConfig {

@@ -35,6 +35,10 @@ class ResourceError : public Error { using Error::Error; };
 class LaunchError : public Error { using Error::Error; };
 /// A device, driver or toolchain that is absent or failed.
 class DeviceError : public Error { using Error::Error; };
+/// An API used the wrong way: an empty (default-constructed) handle, an
+/// unknown stage name, a stage that does not exist for the kernel's target,
+/// an example run with a shape it does not take.
+class UsageError : public Error { using Error::Error; };
 /// A compiler bug: an internal invariant did not hold.
 class InternalError : public Error { using Error::Error; };
 
