@@ -154,8 +154,12 @@ void checkNumWarps(const ir::Function& fn, const GpuTargetInfo& ti, int numWarps
                               " threads per block, " + std::to_string(maxWarps) + " warps of " +
                               std::to_string(ti.warpSize())
                         : "not a power of two (tile layouts split dimensions among warps by powers of two)";
-  throw CompileError(fn.loc().str() + ": kernel @" + fn.name() + ": numWarps = " + std::to_string(numWarps) +
-                     " is " + why + "; use one of " + allowed);
+  std::string msg = fn.loc().str() + ": kernel @" + fn.name() + ": numWarps = " + std::to_string(numWarps) + " is " +
+                    why + "; use one of " + allowed;
+  // More threads than the target has is a resource limit; the rest are
+  // malformed options.
+  if (numWarps > maxWarps) throw ResourceError(msg);
+  throw CompileError(msg);
 }
 }  // namespace
 
@@ -184,7 +188,10 @@ std::shared_ptr<Artifact> compileGpu(const ir::Function& fn, const Target& t, co
   // against its liveness-aware plan, which also counts the compiler's own
   // scratch areas: summing the buffers here would reject kernels whose
   // buffers are never live together.)
+  // The loop check first: its message (the carried tiles, a numWarps that
+  // fits) is the more useful one when both apply.
   checkRegisterBudget(*f, la, ti->maxRegistersPerThread(), ti->arch());
+  checkValueBudget(*f, la, ti->maxRegistersPerThread(), ti->arch());
   timer.mark("layout");
 
   initLLVM();

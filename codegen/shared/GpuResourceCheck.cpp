@@ -1,5 +1,6 @@
 #include "shared/GpuResourceCheck.h"
 
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <vector>
@@ -75,6 +76,38 @@ void checkRegisterBudget(const ir::Function& f, const LayoutAnalysis& la, int ma
                           " registers per thread with numWarps = " + std::to_string(warps) + " (" +
                           std::to_string(threadsNow) + " threads), but a thread on " + arch + " has at most " +
                           std::to_string(maxRegisters) + ":\n" + items + "  suggestion: " + suggestion);
+    }
+  };
+  walk(f.body());
+}
+
+void checkValueBudget(const ir::Function& f, const LayoutAnalysis& la, int maxRegisters, const std::string& arch) {
+  // Generous: a tile this large per thread cannot stay in registers at all,
+  // and lowering it one element at a time costs seconds and gigabytes.
+  const int64_t budget = int64_t{kValueBudgetFactor} * maxRegisters;
+  std::function<void(const ir::Block&)> walk = [&](const ir::Block& blk) {
+    for (auto& opp : blk.ops()) {
+      const ir::Op& op = *opp;
+      for (auto& r : op.regions()) walk(r->block());
+      for (unsigned i = 0; i < op.numResults(); ++i) {
+        const ir::Value* v = op.result(i);
+        const ir::Type& t = v->type();
+        if (!t.isTile() || !la.has(v)) continue;
+        int64_t slots = static_cast<int64_t>(slotTable(la.get(v), t.shape()).size());
+        int64_t regs = registersFor(slots, t);
+        if (regs <= budget) continue;
+        const int64_t threads = int64_t{la.numWarps()} * la.warpSize();
+        std::string where = op.loc().known() ? op.loc().str() : "@" + f.name();
+        int64_t maxElems = budget * 32 / (t.isPointerLike() ? 64 : std::max<int64_t>(32, bitWidth(t.dtype()))) * threads;
+        throw ResourceError(where + ": error: " + t.str() + " of '" +
+                            op.name() + "' holds " + std::to_string(slots) + " values (" + std::to_string(regs) +
+                            " registers) per thread with numWarps = " + std::to_string(la.numWarps()) + " (" +
+                            std::to_string(threads) + " threads); a thread on " + arch + " has " +
+                            std::to_string(maxRegisters) + " registers and Tessera refuses tiles above " +
+                            std::to_string(budget) + " per thread\n  suggestion: split the work over more programs "
+                            "(a grid axis or a loop over chunks) so one tile has at most about " +
+                            std::to_string(maxElems) + " elements at this numWarps");
+      }
     }
   };
   walk(f.body());

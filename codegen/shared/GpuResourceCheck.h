@@ -23,4 +23,16 @@ class LayoutAnalysis;
 void checkRegisterBudget(const ir::Function& f, const LayoutAnalysis& la, int maxRegisters,
                          const std::string& arch);
 
+/// How many times a thread's register file one tile value may take before
+/// the compile is refused (checkValueBudget).
+constexpr int kValueBudgetFactor = 4;
+
+/// Throws ResourceError when one tile value would hold more than
+/// kValueBudgetFactor x `maxRegisters` 32-bit registers per thread in its
+/// layout (e.g. arange(1 << 20) in one program): such a tile can only live in
+/// spilled memory, and lowering it element by element would take seconds to
+/// minutes and gigabytes. Names the op (the user's file:line), the tile, its
+/// values per thread and the tile size that fits.
+void checkValueBudget(const ir::Function& f, const LayoutAnalysis& la, int maxRegisters, const std::string& arch);
+
 }  // namespace tessera::codegen

@@ -25,6 +25,7 @@
 #include "tessera/codegen/Testing.h"
 #include "shared/HostIsa.h"
 #include "tessera/support/Error.h"
+#include "tessera/support/Sanitizers.h"
 
 namespace tessera::codegen::testing {
 namespace {
@@ -110,8 +111,8 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm) { runDefaultPipeline(m, 
 
 }  // namespace
 
-std::vector<float> evalUnaryF32(const std::string& fn, const std::vector<float>& in,
-                                unsigned vectorWidth, const std::string& cpu) {
+TESSERA_CALLS_JIT_CODE std::vector<float> evalUnaryF32(const std::string& fn, const std::vector<float>& in,
+                                                       unsigned vectorWidth, const std::string& cpu) {
   Emitter emit = lookupEmitter(fn);
   if (!emit)
     throw CompileError("evalUnaryF32: unknown math function '" + fn +

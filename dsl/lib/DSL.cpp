@@ -472,6 +472,8 @@ void checkPointer(const Tensor& t, DType d, const SrcLoc& loc) {
 std::vector<Tensor> forImpl(const Operand& lo, const Operand& hi, const Operand& step,
                             const std::vector<Tensor>& inits, const BodyFn& body, const SrcLoc& loc) {
   TraceState& s = at(loc);
+  if (s.scopes.size() > static_cast<size_t>(ir::kMaxRegionDepth))
+    fail(loc, fmt::format("{}: loops and branches nested more than {} deep", "for_range", ir::kMaxRegionDepth));
   const Operand* bounds[3] = {&lo, &hi, &step};
   std::vector<ir::Value*> b = loopBounds(s, bounds, loc);
   std::vector<ir::Value*> init;
@@ -512,7 +514,9 @@ std::vector<Tensor> forImpl(const Operand& lo, const Operand& hi, const Operand&
 std::vector<Tensor> forPipelinedImpl(const Operand& lo, const Operand& hi, const Operand& step, int64_t stages,
                                      const std::vector<Tensor>& inits, const BodyFn& body, const SrcLoc& loc) {
   TraceState& s = at(loc);
-  if (stages < 1) fail(loc, fmt::format("for_pipelined: stages must be >= 1, got {}", stages));
+  if (stages < 1 || stages > ir::kMaxPipelineStages)
+    fail(loc, fmt::format("for_pipelined: stages must be 1..{} (real schedules use 2-8), got {}",
+                          ir::kMaxPipelineStages, stages));
   if (s.builder->block() != &s.fn->body())
     fail(loc, "for_pipelined: a pipelined loop must be at the top level of the kernel (not inside for_range, "
               "if_else or another for_pipelined)");
@@ -535,6 +539,8 @@ std::vector<Tensor> forPipelinedImpl(const Operand& lo, const Operand& hi, const
 std::vector<Tensor> ifImpl(const Tensor& cond, const std::function<std::vector<Tensor>()>& thenBody,
                            const std::function<std::vector<Tensor>()>& elseBody, const SrcLoc& loc) {
   TraceState& s = at(loc);
+  if (s.scopes.size() > static_cast<size_t>(ir::kMaxRegionDepth))
+    fail(loc, fmt::format("{}: loops and branches nested more than {} deep", "if_else", ir::kMaxRegionDepth));
   ir::Value* c = use(cond, loc, "condition");
   if (!c->type().isScalar() || c->type().dtype() != DType::I1)
     fail(loc, fmt::format("if_else: the condition must be a scalar i1 (a comparison of scalars), got {}",

@@ -9,6 +9,10 @@
 
 namespace tessera {
 
+Kernel::Kernel(std::shared_ptr<const ir::Function> f) : fn_(std::move(f)) {
+  if (fn_) ir::verify(*fn_);
+}
+
 const ir::Function& Kernel::ir() const {
   if (!fn_) throw UsageError("tessera::Kernel: the kernel is empty (default-constructed)");
   return *fn_;

@@ -272,7 +272,6 @@ class Lexer {
 };
 
 // Nested regions recurse; garbage input must not overflow the stack.
-constexpr int kMaxRegionDepth = 200;
 
 class Parser {
  public:
@@ -605,7 +604,7 @@ class Parser {
       error(*resName, "redefinition of value %" + resName->text);
 
     if (hasRegions(*code)) {
-      if (depth >= kMaxRegionDepth) error(opTok, "regions nested too deeply");
+      if (depth >= kMaxRegionDepth) error(opTok, "regions nested more than " + std::to_string(kMaxRegionDepth) + " deep");
       parseRegion(*op->addRegion(), depth + 1);
       if (*code == OpCode::If) {
         if (!isIdent("else")) errorHere("expected 'else' and the second region of 'if', found " + describe(cur_));

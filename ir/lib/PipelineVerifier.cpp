@@ -638,18 +638,17 @@ class PipelineChecker {
     int64_t maxSlots = 1;
     for (const Value* r : tracked_) maxSlots = std::max(maxSlots, r->type().shape()[0]);
     const int64_t cap = 2 * std::max(S, maxSlots) + 8;
-    std::vector<std::string> seen;
+    std::set<std::string> seen;
     std::vector<State> exits;
     const Block& body = loop.region(0).block();
     bool proved = false;
     for (int64_t k = 0; k <= cap; ++k) {
       Iter it{&loop, epoch, k};
       std::string c = canonical(st, it);
-      if (std::find(seen.begin(), seen.end(), c) != seen.end()) {
+      if (!seen.insert(std::move(c)).second) {
         proved = true;
         break;
       }
-      seen.push_back(c);
       exits.push_back(st);
       for (auto& op : body.ops()) exec(st, *op, it, false);
     }

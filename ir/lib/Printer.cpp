@@ -55,11 +55,36 @@ ValueNames::ValueNames(const Function& f) {
   }
 }
 
-void ValueNames::numberBlock(const Block& b) {
-  for (auto& a : b.args()) names_[a.get()] = pct(std::to_string(next_++));
-  for (auto& op : b.ops()) {
-    for (auto& r : op->results()) names_[r.get()] = pct(std::to_string(next_++));
-    for (auto& reg : op->regions()) numberBlock(reg->block());
+void ValueNames::numberBlock(const Block& root) {
+  // Pre-order (block arguments, then each op's results before its regions),
+  // with an explicit stack: names are made for messages about IR that may be
+  // nested too deeply to recurse over (the verifier reports it with them).
+  struct Frame {
+    const Block* b;
+    size_t op = 0;     // next op of b
+    size_t region = 0; // next region of op - 1 (once its results are named)
+  };
+  std::vector<Frame> stack{{&root}};
+  for (auto& a : root.args()) names_[a.get()] = pct(std::to_string(next_++));
+  while (!stack.empty()) {
+    Frame& f = stack.back();
+    if (f.region > 0) {
+      const Op& cur = *f.b->ops()[f.op - 1];
+      if (f.region <= cur.regions().size()) {
+        const Block& inner = cur.regions()[f.region++ - 1]->block();
+        for (auto& a : inner.args()) names_[a.get()] = pct(std::to_string(next_++));
+        stack.push_back({&inner});
+        continue;
+      }
+      f.region = 0;
+    }
+    if (f.op == f.b->ops().size()) {
+      stack.pop_back();
+      continue;
+    }
+    const Op& op = *f.b->ops()[f.op++];
+    for (auto& r : op.results()) names_[r.get()] = pct(std::to_string(next_++));
+    f.region = 1;
   }
 }
 

@@ -133,7 +133,7 @@ class Verifier {
   }
 
   // ---- structure -------------------------------------------------------------
-  void verifyBlock(const Block& b, const Op* owner) {
+  void verifyBlock(const Block& b, const Op* owner, int depth = 0) {
     std::vector<const Value*> added;
     for (auto& a : b.args()) {
       visible_.insert(a.get());
@@ -167,7 +167,11 @@ class Verifier {
       for (auto& r : op.regions()) {
         for (auto& a : r->block().args())
           if (auto why = typeProblem(a->type())) fail(op, "has an invalid region argument type " + ts(a->type()) + ": " + *why);
-        verifyBlock(r->block(), &op);
+        // Checked before recursing: the verifier is the first layer to see
+        // hand-built IR, and must not overflow the stack on it itself.
+        if (depth >= kMaxRegionDepth)
+          fail(op, "nests regions more than " + std::to_string(kMaxRegionDepth) + " deep");
+        verifyBlock(r->block(), &op, depth + 1);
       }
       for (auto& r : op.results()) {
         visible_.insert(r.get());
@@ -535,8 +539,9 @@ class Verifier {
             fail(op, "region argument #" + std::to_string(i + 1) + " has type " + ts(b.arg(i + 1)->type()) + ", expected " + ts(op.result(i)->type()));
         checkYield(op, b, "its");
         for (const char* k : {"stages", "pipelined"})
-          if (op.hasAttr(k) && intAttr(op, k) < 1)
-            fail(op, std::string("attribute '") + k + "' must be >= 1, got " + std::to_string(intAttr(op, k)));
+          if (op.hasAttr(k) && (intAttr(op, k) < 1 || intAttr(op, k) > kMaxPipelineStages))
+            fail(op, std::string("attribute '") + k + "' must be 1.." + std::to_string(kMaxPipelineStages) +
+                         ", got " + std::to_string(intAttr(op, k)));
         if (op.hasAttr("stages") && op.hasAttr("pipelined"))
           fail(op, "cannot be both a loop as written ('stages') and a scheduled loop ('pipelined')");
         return;

@@ -93,7 +93,7 @@ TEST_CASE("for_pipelined and stage_copy misuse", "[dsl][pipeline][errors]") {
       line = __LINE__; ts::for_pipelined(0, n, 16, 0, [&](ts::Int) {});
     });
     CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
-    CHECK_THAT(msg, Contains("for_pipelined: stages must be >= 1, got 0"));
+    CHECK_THAT(msg, Contains("for_pipelined: stages must be 1..32 (real schedules use 2-8), got 0"));
   }
   SECTION("non-shared buffer") {
     std::string msg = traceError([&](ts::Ptr<const float> in, ts::Int n) {

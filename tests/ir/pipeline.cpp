@@ -183,7 +183,12 @@ TEST_CASE("new-op verifier rules", "[ir][pipeline][verifier]") {
     Value* c = b.constant(i32(), int64_t{0});
     b.forLoop(c, c, c, {}, [](Builder&, Value*, std::vector<Value*>) { return std::vector<Value*>{}; });
     b.block()->ops().back()->attrs()["stages"] = int64_t{0};
-  }, "attribute 'stages' must be >= 1, got 0");
+  }, "attribute 'stages' must be 1..32, got 0");
+  check([](Builder& b, Value* a) {
+    Value* c = b.constant(i32(), int64_t{0});
+    b.forLoop(c, c, c, {}, [](Builder&, Value*, std::vector<Value*>) { return std::vector<Value*>{}; });
+    b.block()->ops().back()->attrs()["pipelined"] = int64_t{2048};  // was ~30 s in the schedule proof
+  }, "attribute 'pipelined' must be 1..32, got 2048");
   check([](Builder& b, Value* a) {
     Value* buf = b.alloc(MemSpace::Shared, DType::F32, {4});
     b.copyAsync(buf, b.splat(a, {4}));

@@ -13,7 +13,9 @@ namespace tessera {
 class Kernel {
  public:
   Kernel() = default;
-  explicit Kernel(std::shared_ptr<const ir::Function> f) : fn_(std::move(f)) {}
+  /// Wraps IR built by hand (ir::Builder); verifies it, so that every Kernel
+  /// is well formed (VerifyError otherwise).
+  explicit Kernel(std::shared_ptr<const ir::Function> f);
   bool valid() const { return fn_ != nullptr; }
   const ir::Function& ir() const;
   const std::string& name() const { return ir().name(); }

@@ -111,6 +111,16 @@
 
 namespace tessera::ir {
 
+/// The deepest software pipeline a loop may have (`stages` / `pipelined`).
+/// Real schedules use 2-8; deeper ones cannot fit any GPU's shared memory
+/// with useful tiles and cost compile time (a prologue copy per stage, and a
+/// schedule proof that grows with the stages) for nothing.
+inline constexpr int64_t kMaxPipelineStages = 32;
+/// The deepest nesting of regions (for / if bodies) a kernel may have. Every
+/// layer (DSL trace, parser, verifier, passes, lowerings) recurses over
+/// regions; the limit keeps that recursion, and compile time, bounded.
+inline constexpr int kMaxRegionDepth = 200;
+
 /// Where an op came from in the user's program.
 struct Location {
   std::string file;
