@@ -10,7 +10,9 @@
 //     threads, in GB/s counting one read and one write per element (vector
 //     add: two reads and one write), and as a fraction of the triad;
 //   * cold JIT compile latency per example (cache cleared) and a cache hit;
-//   * launch overhead of an empty kernel: 1 program, and 64 programs on 2 threads.
+//   * launch overhead of an empty kernel: 1 program, and 64 programs on 2 threads;
+//   * the cost of checked launches (LaunchOptions::checkBounds) against the
+//     same kernels unchecked, in the same run.
 // Every kernel's output is checked against a plain C++ reference first.
 #include <immintrin.h>
 
@@ -174,6 +176,25 @@ int main(int argc, char** argv) {
   }
 
   // ---- launch overhead ----------------------------------------------------
+  std::printf("\nchecked launches (every global access tested against its buffer), %lldx%lld f32, 2 threads,\n"
+              "median [min, max] of %d\n", (long long)rows, (long long)cols, reps);
+  for (const auto& k : tessera::bench::memoryBoundKernels()) {
+    auto setup = k.setup(dev, rows, cols);
+    ts::LaunchOptions plain, checked;
+    plain.threads = checked.threads = 2;
+    checked.checkBounds = true;
+    setup.launch(checked);
+    if (!setup.check()) {
+      std::printf("  %-12s MISMATCH of the checked launch; not timed\n", k.name.c_str());
+      continue;
+    }
+    Stats u = measure(reps, [&] { setup.launch(plain); });
+    Stats c = measure(reps, [&] { setup.launch(checked); });
+    std::printf("  %-12s unchecked %7.2f ms [%7.2f, %7.2f]   checked %7.2f ms [%7.2f, %7.2f]   x%.2f\n",
+                k.name.c_str(), u.median * 1e3, u.min * 1e3, u.max * 1e3, c.median * 1e3, c.min * 1e3, c.max * 1e3,
+                c.median / u.median);
+  }
+
   std::printf("\nlaunch overhead of an empty kernel, median [min, max] of 2000\n");
   {
     auto k = ts::compile(tessera::bench::emptyKernel(), dev);

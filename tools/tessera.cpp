@@ -37,17 +37,20 @@ const char* kUsage =
     "  tessera list\n"
     "  tessera compile KERNEL|FILE.tir [--target T] [--emit STAGE] [--kernel NAME]\n"
     "                  [--assume-aligned] [--num-warps N]\n"
-    "  tessera run KERNEL [--target T] [--shape A,B,...] [--threads N] [--seed S]\n"
+    "  tessera run KERNEL [--target T] [--shape A,B,...] [--threads N] [--seed S] [--check-bounds]\n"
     "targets: cpu (default: the host), cpu:CPU (an LLVM cpu: x86-64-v3 = AVX2, x86-64-v4 = AVX-512,\n"
     "         znver4, ...); nvptx:sm_80|sm_86|sm_89|sm_90a, amdgpu:gfx90a|gfx942|gfx1100,\n"
     "         emu:nvptx:SM, emu:amdgpu:GFX\n"
     "stages:  tile-ir, tile-ir-passes, llvm, llvm-opt, asm, ptx, sass, amdgcn, hsaco, llvm-gpu,\n"
     "         resources\n"
+    "--check-bounds: a checked launch: every global access is tested against its buffer\n"
+    "         (CPU: a bounds-checked compile; the emulator always checks)\n"
     "--assume-aligned: compile as a launch with 16-byte aligned buffers and integer\n"
     "         arguments that are multiples of 16 would (the launch-time specialisation\n"
     "         GPU devices make: {divisibility = 16} on every pointer and integer argument)\n"
     "environment: TESSERA_DUMP_DIR=<dir> writes every stage of every compile;\n"
     "             TESSERA_NUM_THREADS=<n> sets the CPU worker threads;\n"
+    "             TESSERA_CHECK_BOUNDS=1 makes every CPU launch a checked one;\n"
     "             TESSERA_HOST_CPU=<cpu> narrows the host to an LLVM cpu's features\n";
 
 struct UsageError : std::runtime_error {
@@ -61,6 +64,7 @@ struct Args {
   uint64_t seed = 1;
   bool assumeAligned = false;
   std::optional<int> numWarps;  // unset: the compiler's default
+  bool checkBounds = false;
 };
 
 int64_t parseInt(const std::string& flag, const std::string& s) {
@@ -85,6 +89,7 @@ Args parseArgs(int argc, char** argv) {
     else if (s == "--emit") a.emit = value();
     else if (s == "--kernel") a.kernelName = value();
     else if (s == "--assume-aligned") a.assumeAligned = true;
+    else if (s == "--check-bounds") a.checkBounds = true;
     else if (s == "--num-warps") {
       int64_t n = parseInt(s, value());
       // The target's limits are the compiler's to check (a CompileError
@@ -189,6 +194,7 @@ int cmdRun(const Args& a) {
   ctx.shape = a.shape;
   ctx.seed = a.seed;
   ctx.launch.threads = a.threads;
+  ctx.launch.checkBounds = a.checkBounds;
   const auto start = std::chrono::steady_clock::now();
   ts::examples::CheckResult r = ex->run(ctx);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -29,6 +29,7 @@
 
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsX86.h>
 
@@ -36,6 +37,7 @@
 #include "cpu/CpuMath.h"
 #include "shared/AxisInfo.h"
 #include "shared/Elementwise.h"
+#include "tessera/support/BoundsCheck.h"
 #include "tessera/support/Error.h"
 
 namespace tessera::codegen::cpu {
@@ -115,8 +117,9 @@ bool sameComputation(const ir::Value* a, const ir::Value* b) {
 
 class Lowering {
  public:
-  Lowering(const ir::Function& f, llvm::LLVMContext& ctx, llvm::Module& m, const CpuTargetInfo& t)
-      : fn_(f), ctx_(ctx), mod_(m), tgt_(t), axis_(f), b_(ctx) {}
+  Lowering(const ir::Function& f, llvm::LLVMContext& ctx, llvm::Module& m, const CpuTargetInfo& t,
+           std::vector<std::string>* checkedOps)
+      : fn_(f), ctx_(ctx), mod_(m), tgt_(t), axis_(f), b_(ctx), checkedOps_(checkedOps) {}
 
   void run(const std::string& entryName);
 
@@ -156,6 +159,16 @@ class Lowering {
     return c;
   }
   llvm::Value* i64(int64_t v) { return b_.getInt64(static_cast<uint64_t>(v)); }
+
+  // ---- bounds-checked launches (tessera/support/BoundsCheck.h) -------------
+  std::vector<std::string>* checkedOps_;  // non-null: emit the checks; opId -> op text
+  llvm::Value* record_ = nullptr;         // the BoundsCheckRecord (a body parameter)
+  std::vector<llvm::Value*> argBase_, argExtent_;  // per pointer argument: address (i64), bytes
+  /// The argument a global pointer (tile) derives from, or -1.
+  int rootArg(const ir::Value* v) const;
+  /// Tests every active address of a global memory op against its buffer;
+  /// on a violation records it and returns from the program.
+  void emitBoundsCheck(const ir::Op& op);
 
   // ---- planning ---------------------------------------------------------
   void plan();
@@ -1778,6 +1791,7 @@ void Lowering::emitBlock(const ir::Block& blk) {
 }
 
 void Lowering::emitOp(const ir::Op& op) {
+  if (checkedOps_) emitBoundsCheck(op);
   switch (op.code()) {
     case OpCode::ProgramId: scalars_[op.result()] = pid_[op.intAttr("axis")]; return;
     case OpCode::NumPrograms: scalars_[op.result()] = grid_[op.intAttr("axis")]; return;
@@ -1858,6 +1872,116 @@ void Lowering::emitOp(const ir::Op& op) {
   materialize(r);
 }
 
+// ============================================================ bounds checks
+
+int Lowering::rootArg(const ir::Value* v) const {
+  // Global pointers come from pointer arguments through offsets and shape
+  // changes only (pointers are never loaded from memory); a select between
+  // two arguments has no single origin.
+  while (const ir::Op* d = v->definingOp()) {
+    switch (d->code()) {
+      case OpCode::PtrAdd: case OpCode::Splat: case OpCode::Broadcast: case OpCode::ExpandDims:
+      case OpCode::Reshape: case OpCode::Transpose:
+        v = d->operand(0);
+        continue;
+      default: return -1;
+    }
+  }
+  for (unsigned i = 0; i < fn_.numArgs(); ++i)
+    if (fn_.arg(i) == v) return static_cast<int>(i);
+  return -1;
+}
+
+void Lowering::emitBoundsCheck(const ir::Op& op) {
+  switch (op.code()) {
+    case OpCode::Load: case OpCode::Store: case OpCode::AtomicAdd: case OpCode::AtomicMax: case OpCode::Copy: break;
+    default: return;
+  }
+  if (op.code() == OpCode::Load && uses_[op.result()] == 0) return;  // never performed
+  const MemOperands m = memOperands(op);
+  if (m.ptr->type().space() != ir::MemSpace::Global) return;  // shared / local buffers are sized by the compiler
+  const int32_t opId = static_cast<int32_t>(checkedOps_->size());
+  checkedOps_->push_back(op.name() + (op.loc().known() ? " @ " + op.loc().str() : std::string()));
+  const int arg = rootArg(m.ptr);
+  const int64_t eb = static_cast<int64_t>(mod_.getDataLayout().getTypeAllocSize(m.st));
+  llvm::Type* i64t = b_.getInt64Ty();
+
+  // out(addr) for a vector (or scalar) of i64 addresses: outside
+  // [base, base + extent - eb] of the pointer's argument, or of every pointer
+  // argument when its origin is not static. Offsets are signed, so an
+  // address below the base is caught too.
+  auto outside = [&](llvm::Value* addr, int64_t c) -> std::pair<llvm::Value*, llvm::Value*> {
+    auto splat = [&](llvm::Value* x) { return c == 1 ? x : b_.CreateVectorSplat(static_cast<unsigned>(c), x); };
+    auto outOf = [&](unsigned i) {
+      llvm::Value* off = b_.CreateSub(addr, splat(argBase_[i]));
+      llvm::Value* last = splat(b_.CreateSub(argExtent_[i], b_.getInt64(static_cast<uint64_t>(eb))));
+      return std::make_pair(b_.CreateOr(b_.CreateICmpSLT(off, llvm::Constant::getNullValue(off->getType())),
+                                        b_.CreateICmpSGT(off, last)),
+                            off);
+    };
+    if (arg >= 0) return outOf(static_cast<unsigned>(arg));
+    llvm::Value* out = nullptr;
+    for (unsigned i = 0; i < fn_.numArgs(); ++i)
+      if (argBase_[i]) out = out ? b_.CreateAnd(out, outOf(i).first) : outOf(i).first;
+    if (!out) out = c == 1 ? b_.getTrue() : llvm::Constant::getAllOnesValue(llvm::FixedVectorType::get(b_.getInt1Ty(), static_cast<unsigned>(c)));
+    return {out, addr};
+  };
+
+  llvm::Value* badFlag = entryAlloca(b_.getInt1Ty());
+  llvm::Value* badOff = entryAlloca(i64t);
+  b_.CreateStore(b_.getFalse(), badFlag);
+  if (!m.ptr->type().isTile()) {
+    auto [out, off] = outside(b_.CreatePtrToInt(scalar(m.ptr), i64t), 1);
+    if (m.mask) out = b_.CreateAnd(out, scalar(m.mask));
+    b_.CreateStore(out, badFlag);
+    b_.CreateStore(off, badOff);
+  } else {
+    const int64_t c = chunkWidth(numElems(m.ptr->type()));
+    chunkLoop(m.ptr->type().shape(), c, [&](llvm::Value* base) {
+      llvm::Value* p = emitChunk(m.ptr, base, c);
+      llvm::Value* addr = c == 1 ? b_.CreatePtrToInt(b_.CreateExtractElement(p, uint64_t{0}), i64t)
+                                 : b_.CreatePtrToInt(p, llvm::FixedVectorType::get(i64t, static_cast<unsigned>(c)));
+      auto [out, off] = outside(addr, c);
+      if (m.mask) {
+        llvm::Value* mk = emitChunk(m.mask, base, c);
+        out = b_.CreateAnd(out, c == 1 ? b_.CreateExtractElement(mk, uint64_t{0}) : mk);
+      }
+      llvm::Value* any = c == 1 ? out : b_.CreateOrReduce(out);
+      // The smallest offending offset of the chunk (all that is reported).
+      llvm::Value* first = off;
+      if (c > 1) {
+        llvm::Value* masked = b_.CreateSelect(out, off, llvm::ConstantInt::get(off->getType(), UINT64_MAX));
+        first = b_.CreateUnaryIntrinsic(llvm::Intrinsic::vector_reduce_umin, masked);
+      }
+      llvm::Value* was = b_.CreateLoad(b_.getInt1Ty(), badFlag);
+      b_.CreateStore(b_.CreateOr(was, any), badFlag);
+      b_.CreateStore(b_.CreateSelect(b_.CreateAnd(any, b_.CreateNot(was)), first, b_.CreateLoad(i64t, badOff)), badOff);
+    });
+  }
+  llvm::Function* f = b_.GetInsertBlock()->getParent();
+  auto* fail = llvm::BasicBlock::Create(ctx_, "bounds.fail", f);
+  auto* ok = llvm::BasicBlock::Create(ctx_, "bounds.ok", f);
+  b_.CreateCondBr(b_.CreateLoad(b_.getInt1Ty(), badFlag), fail, ok, llvm::MDBuilder(ctx_).createUnlikelyBranchWeights());
+  b_.SetInsertPoint(fail);
+  // The first program to fail fills the record; every failing program stops
+  // before the access.
+  auto* won = llvm::BasicBlock::Create(ctx_, "bounds.record", f);
+  auto* out = llvm::BasicBlock::Create(ctx_, "bounds.return", f);
+  llvm::Value* violated = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), record_, BoundsCheckRecord::kViolated);
+  llvm::Value* cas = b_.CreateAtomicCmpXchg(violated, b_.getInt32(0), b_.getInt32(1), llvm::MaybeAlign(4),
+                                            llvm::AtomicOrdering::Monotonic, llvm::AtomicOrdering::Monotonic);
+  b_.CreateCondBr(b_.CreateExtractValue(cas, 1), won, out);
+  b_.SetInsertPoint(won);
+  auto field = [&](size_t at) { return b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), record_, at); };
+  b_.CreateStore(b_.getInt32(static_cast<uint32_t>(opId)), field(BoundsCheckRecord::kOpId));
+  b_.CreateStore(b_.getInt32(static_cast<uint32_t>(arg)), field(BoundsCheckRecord::kArg));
+  b_.CreateStore(b_.CreateLoad(i64t, badOff), field(BoundsCheckRecord::kOffset));
+  b_.CreateBr(out);
+  b_.SetInsertPoint(out);
+  b_.CreateRetVoid();
+  b_.SetInsertPoint(ok);
+}
+
 // ===================================================================== module
 
 void Lowering::run(const std::string& entryName) {
@@ -1866,6 +1990,7 @@ void Lowering::run(const std::string& entryName) {
   std::vector<llvm::Type*> params;
   for (unsigned i = 0; i < fn_.numArgs(); ++i) params.push_back(elemTy(fn_.arg(i)->type()));
   for (int i = 0; i < 6; ++i) params.push_back(i32);
+  if (checkedOps_) params.push_back(b_.getPtrTy());  // the BoundsCheckRecord
   auto* bodyTy = llvm::FunctionType::get(b_.getVoidTy(), params, false);
   auto* body = llvm::Function::Create(bodyTy, llvm::Function::InternalLinkage, "program." + fn_.name(), mod_);
   auto* entryTy = llvm::FunctionType::get(b_.getVoidTy(), {b_.getPtrTy(), b_.getInt64Ty(), b_.getInt64Ty(), b_.getPtrTy()}, false);
@@ -1890,6 +2015,17 @@ void Lowering::run(const std::string& entryName) {
   for (int i = 0; i < 3; ++i) {
     pid_[i] = body->getArg(fn_.numArgs() + i);
     grid_[i] = body->getArg(fn_.numArgs() + 3 + i);
+  }
+  if (checkedOps_) {
+    record_ = body->getArg(fn_.numArgs() + 6);
+    llvm::Value* extents = b_.CreateLoad(b_.getPtrTy(), record_);  // BoundsCheckRecord::kExtents == 0
+    argBase_.assign(fn_.numArgs(), nullptr);
+    argExtent_.assign(fn_.numArgs(), nullptr);
+    for (unsigned i = 0; i < fn_.numArgs(); ++i) {
+      if (!fn_.arg(i)->type().isPointer()) continue;
+      argBase_[i] = b_.CreatePtrToInt(body->getArg(i), b_.getInt64Ty());
+      argExtent_[i] = b_.CreateLoad(b_.getInt64Ty(), b_.CreateConstInBoundsGEP1_64(b_.getInt64Ty(), extents, i));
+    }
   }
   emitBlock(fn_.body());
   TS_ASSERT(b_.GetInsertBlock() == nullptr, "kernel body does not end in return");
@@ -1929,6 +2065,8 @@ void Lowering::run(const std::string& entryName) {
   std::vector<llvm::Value*> full = callArgs;
   for (llvm::Value* p : {px, py, pz}) full.push_back(b_.CreateTrunc(p, i32));
   for (int i = 0; i < 3; ++i) full.push_back(g[i]);
+  if (checkedOps_)
+    full.push_back(b_.CreateLoad(b_.getPtrTy(), b_.CreateConstInBoundsGEP1_64(b_.getPtrTy(), args, fn_.numArgs())));
   b_.CreateCall(body, full);
   llvm::Value* next = b_.CreateAdd(id, b_.getInt64(1));
   id->addIncoming(next, loop);
@@ -1950,11 +2088,11 @@ void Lowering::run(const std::string& entryName) {
 
 std::unique_ptr<llvm::Module> lowerToLLVM(const ir::Function& f, llvm::LLVMContext& ctx,
                                           const CpuTargetInfo& target, const llvm::DataLayout& layout,
-                                          const std::string& entryName) {
+                                          const std::string& entryName, std::vector<std::string>* checkedOps) {
   auto m = std::make_unique<llvm::Module>(f.name(), ctx);
   m->setTargetTriple(llvm::Triple(target.triple));
   m->setDataLayout(layout);
-  Lowering l(f, ctx, *m, target);
+  Lowering l(f, ctx, *m, target, checkedOps);
   l.run(entryName);
   legalizeBf16MaskedMemory(*m);  // CpuDot.h: x86 has no bf16 masked moves
   return m;

@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <llvm/IR/DataLayout.h>
 #include <llvm/IR/LLVMContext.h>
@@ -17,8 +18,13 @@
 
 namespace tessera::codegen::cpu {
 
+/// With `checkedOps` non-null the kernel is bounds-checked (see
+/// tessera/support/BoundsCheck.h): the entry takes a BoundsCheckRecord after
+/// the arguments, and `checkedOps` receives, per checked access, its op's
+/// text and the user's file:line (the record's opId indexes it).
 std::unique_ptr<llvm::Module> lowerToLLVM(const ir::Function& f, llvm::LLVMContext& ctx,
                                           const CpuTargetInfo& target, const llvm::DataLayout& layout,
-                                          const std::string& entryName);
+                                          const std::string& entryName,
+                                          std::vector<std::string>* checkedOps = nullptr);
 
 }  // namespace tessera::codegen::cpu

@@ -44,7 +44,8 @@ void compileCpu(const ir::Function& f, const Target& target, const CompileOption
   llvm::TargetMachine& tm = cpu::cachedTargetMachine(t, opts.optLevel);
   auto ctx = std::make_unique<llvm::LLVMContext>();
   std::string entry = entrySymbol(f.name());
-  auto mod = cpu::lowerToLLVM(f, *ctx, t, tm.createDataLayout(), entry);
+  auto mod = cpu::lowerToLLVM(f, *ctx, t, tm.createDataLayout(), entry, opts.checkBounds ? &art.opNames : nullptr);
+  art.boundsChecked = opts.checkBounds;
   timer.mark("lower");
   art.dumps.llvm = printModule(*mod);
   timer.mark("print-llvm");
@@ -96,7 +97,7 @@ std::shared_ptr<Artifact> compileGpuTarget(const ir::Function& f, const Target& 
   unsigned warp = amd ? (target.arch == "gfx1100" ? 32u : 64u) : 32u;
   EmuKernel k = compileForEmulator(it->second, amd, warp, opts.emuHooks);
   art->emu.threadFn = k.threadFn;
-  art->emu.opNames = std::move(k.opNames);
+  art->opNames = std::move(k.opNames);
   art->emu.warpSize = k.warpSize;
   art->emu.amd = amd;
   art->emu.staticSharedBytes = k.staticSharedBytes;

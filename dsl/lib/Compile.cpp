@@ -59,6 +59,8 @@ struct CompiledKernel::State {
   CompileOptions options;
   std::mutex mu;
   std::map<uint64_t, rt::Kernel> variants;  // fact mask -> loaded kernel
+  rt::Kernel checked;  // CPU: the bounds-checked compile, made at the first checked launch
+  bool checkedLoaded = false;
 };
 
 namespace {
@@ -79,7 +81,7 @@ rt::KernelSignature signatureOf(const ir::Function& f) {
 
 // Everything that changes the code; emuHooks only bind symbols of the JIT.
 std::string optionsKey(const CompileOptions& o) {
-  return "O" + std::to_string(o.optLevel) + ";warps=" + std::to_string(o.numWarps) +
+  return "O" + std::to_string(o.optLevel) + ";checked=" + std::to_string(o.checkBounds) + ";warps=" + std::to_string(o.numWarps) +
          ";cov=" + std::to_string(o.codeObjectVersion);
 }
 
@@ -242,6 +244,7 @@ rt::Binary binaryFor(const Kernel& k, const Device& dev, const CompiledKernel::S
   const codegen::Artifact& a = *st.artifact;
   rt::Binary bin;
   bin.signature = st.signature;
+  bin.opNames = a.opNames;
   bin.owner = st.artifact;
   bin.symbol = a.kernelName;
   bin.threadsPerBlock = a.threadsPerBlock;
@@ -253,6 +256,7 @@ rt::Binary binaryFor(const Kernel& k, const Device& dev, const CompiledKernel::S
                           " cannot run on this CPU" + (a.notRunnable.empty() ? "" : ": " + a.notRunnable));
       bin.format = rt::Binary::Format::HostFunction;
       bin.hostEntry = a.cpuEntry;
+      bin.boundsChecked = a.boundsChecked;
       bin.threadsPerBlock = 1;
       break;
     case rt::DeviceKind::Emulator:
@@ -263,7 +267,6 @@ rt::Binary binaryFor(const Kernel& k, const Device& dev, const CompiledKernel::S
       bin.emuWarpSize = a.emu.warpSize;
       bin.emuStaticSharedBytes = a.emu.staticSharedBytes;
       bin.emuDynamicSharedOffset = a.emu.dynamicSharedOffset;
-      bin.emuOpNames = a.emu.opNames;
       break;
     case rt::DeviceKind::CUDA:
       bin.format = rt::Binary::Format::PTX;
@@ -294,6 +297,12 @@ CompiledKernel compile(const Kernel& k, const Device& dev, const CompileOptions&
 
 namespace {
 constexpr int64_t kSpecDivisor = 16;
+
+// TESSERA_CHECK_BOUNDS=1 makes every CPU launch a checked one.
+bool checkBoundsFromEnvironment() {
+  const char* v = std::getenv("TESSERA_CHECK_BOUNDS");
+  return v && *v && std::string(v) != "0";
+}
 
 // Which arguments carry a divisibility fact in this launch: bit i set when
 // argument i is a 16-byte aligned buffer address or an integer multiple of
@@ -329,6 +338,25 @@ void CompiledKernel::launchWith(Dim3 grid, const std::vector<rt::Arg>& args, con
     throw LaunchError("launch: kernel '" + state_->signature.kernelName + "' was compiled for target '" +
                       state_->artifact->target.str() +
                       "' for inspection only; compile it for a Device to launch it");
+  if (state_->device.kind() == rt::DeviceKind::CPU && !state_->options.checkBounds &&
+      (opts.checkBounds || checkBoundsFromEnvironment())) {
+    // A checked launch runs the bounds-checked compile of the same kernel.
+    rt::Kernel checked;
+    {
+      std::lock_guard<std::mutex> lock(state_->mu);
+      if (!state_->checkedLoaded) {
+        CompileOptions o = state_->options;
+        o.checkBounds = true;
+        auto st = makeState(state_->source, compileCached(state_->source, targetOf(state_->device), o));
+        state_->checked = state_->device.load(binaryFor(state_->source, state_->device, *st));
+        state_->checkedLoaded = true;
+      }
+      checked = state_->checked;
+    }
+    LaunchOptions o = opts;
+    o.checkBounds = true;
+    return checked.launch(grid, args, o);
+  }
   if (!state_->specialize) return state_->kernel.launch(grid, args, opts);
   uint64_t mask = factMask(state_->signature, args);
   if (mask == 0) return state_->kernel.launch(grid, args, opts);

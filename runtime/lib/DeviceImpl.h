@@ -98,10 +98,10 @@ struct Kernel::State {
   std::shared_ptr<DeviceImpl> device;
   KernelSignature signature;
   std::shared_ptr<KernelState> loaded;
+  bool boundsChecked = false;         // Binary::boundsChecked
+  std::vector<std::string> opNames;   // Binary::opNames, for its reports
 };
 
-/// A fresh, independent CPU device (Device::cpu() is one shared instance).
-/// Used by tests that need a second device.
 /// The host CPU device (runtime/lib/CpuDevice.cpp) running code compiled for
 /// the LLVM cpu `cpu` ("" = the host's own).
 std::shared_ptr<DeviceImpl> createCpuDevice(const std::string& cpu);

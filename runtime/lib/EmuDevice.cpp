@@ -132,7 +132,7 @@ class EmuDevice final : public HostMemoryDevice {
     ks->sharedBytes = std::max(shared, bin.emuStaticSharedBytes);
     ks->amd = bin.emuAmd;
     ks->warpSize = bin.emuWarpSize;
-    ks->opNames = bin.emuOpNames;
+    ks->opNames = bin.opNames;
     return ks;
   }
 

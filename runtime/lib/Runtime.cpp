@@ -2,6 +2,7 @@
 // and kernelParams marshalling. Devices only see checked, marshalled calls.
 
 #include "tessera/runtime/Runtime.h"
+#include "tessera/support/BoundsCheck.h"
 
 #include <cinttypes>
 #include <cmath>
@@ -211,6 +212,8 @@ Kernel Device::load(const Binary& bin) const {
   st->device = impl_;
   st->signature = bin.signature;
   st->loaded = impl_->load(bin);
+  st->boundsChecked = bin.boundsChecked;
+  st->opNames = bin.opNames;
   return Kernel(std::move(st));
 }
 
@@ -393,20 +396,35 @@ void Kernel::launch(Dim3 grid, const std::vector<Arg>& args, const LaunchOptions
                       "are 32-bit integers) and the total number of programs below 2^40 "
                       "(1099511627776)");
 
+  if (opts.checkBounds && state_->device->kind() != DeviceKind::Emulator && !state_->boundsChecked)
+    throw LaunchError(check.kernel() + ": LaunchOptions::checkBounds on " + state_->device->name() +
+                      (state_->device->kind() == DeviceKind::CPU
+                           ? ", but the kernel was not compiled with CompileOptions::checkBounds (tessera::compile "
+                             "does that itself for a checked launch)"
+                           : ": only CPU devices (and the emulator, which always checks) run checked launches; "
+                             "use compute-sanitizer on a GPU"));
+
   // kernelParams: args[i] points at slot i, which holds the value in the
-  // parameter's exact width. Small launches stay off the heap.
+  // parameter's exact width; a bounds-checked kernel takes the address of
+  // its BoundsCheckRecord after them. Small launches stay off the heap.
   constexpr size_t kInline = 16;
+  const size_t nParams = args.size() + (state_->boundsChecked ? 1 : 0);
   uint64_t slotBuf[kInline];
   void* ptrBuf[kInline];
+  int64_t extentBuf[kInline];
   std::vector<uint64_t> slotVec;
   std::vector<void*> ptrVec;
+  std::vector<int64_t> extentVec;
   uint64_t* slots = slotBuf;
   void** ptrs = ptrBuf;
-  if (args.size() > kInline) {
-    slotVec.resize(args.size());
-    ptrVec.resize(args.size());
+  int64_t* extents = extentBuf;
+  if (nParams > kInline) {
+    slotVec.resize(nParams);
+    ptrVec.resize(nParams);
+    extentVec.resize(nParams);
     slots = slotVec.data();
     ptrs = ptrVec.data();
+    extents = extentVec.data();
   }
 
   for (size_t i = 0; i < args.size(); ++i) {
@@ -414,18 +432,44 @@ void Kernel::launch(Dim3 grid, const std::vector<Arg>& args, const LaunchOptions
     const Arg& a = args[i];
     slots[i] = 0;
     ptrs[i] = &slots[i];
+    extents[i] = 0;
     if (spec.kind == ArgSpec::Kind::Pointer) {
       check.pointer(i, a, state_->device);
       const Buffer::State& s = *a.buffer.state();
       DevicePtr addr = s.ptr + a.offset * byteSize(s.dtype);
       std::memcpy(&slots[i], &addr, sizeof addr);
+      extents[i] = static_cast<int64_t>((s.count - a.offset) * byteSize(s.dtype));
     } else {
       check.scalar(i, a);
       marshalScalar(&slots[i], spec.dtype, a);
     }
   }
+  BoundsCheckRecord record;
+  record.extents = extents;
+  if (state_->boundsChecked) ptrs[args.size()] = &record;
 
   state_->device->launch(*state_->loaded, sig, grid, ptrs, opts);
+
+  if (state_->boundsChecked && record.violated) {
+    const size_t op = static_cast<size_t>(record.opId);
+    std::string what = op < state_->opNames.size() ? "'" + state_->opNames[op] + "'" : "op #" + std::to_string(op);
+    std::string where;
+    if (record.arg >= 0 && static_cast<size_t>(record.arg) < sig.args.size()) {
+      const size_t a = static_cast<size_t>(record.arg);
+      where = "argument " + std::to_string(a) + " (" + specStr(sig.args[a]) + ") at byte offset " +
+              std::to_string(record.offset) + ", outside its " + std::to_string(extents[a]) + " bytes (" +
+              std::to_string(extents[a] / static_cast<int64_t>(byteSize(sig.args[a].dtype))) + " " +
+              name(sig.args[a].dtype) + " from the pointer passed)";
+    } else {
+      where = "address 0x" + [&] {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(record.offset));
+        return std::string(buf);
+      }() + ", inside none of the kernel's buffers";
+    }
+    throw LaunchError(check.kernel() + ": out-of-bounds access by " + what + ": " + where +
+                      "; the access was not performed (checked launch)");
+  }
 }
 
 }  // namespace tessera::rt

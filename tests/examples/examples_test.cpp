@@ -78,6 +78,19 @@ TEST_CASE("every example matches its reference on every test shape (CPU)", "[exa
   }
 }
 
+TEST_CASE("every example passes a checked launch on the CPU (no false reports)", "[examples][cpu][checked]") {
+  for (const auto& e : ex::all())
+    for (const auto& shape : e.testShapes) {
+      ex::RunContext ctx;
+      ctx.shape = shape;
+      ctx.launch.checkBounds = true;
+      INFO(e.name << " shape " << shapeStr(shape));
+      ex::CheckResult r = e.run(ctx);
+      INFO(r.detail);
+      REQUIRE(r.ok);
+    }
+}
+
 TEST_CASE("examples run with their default shapes and reject malformed ones", "[examples][cpu]") {
   for (const auto& e : ex::all()) {
     INFO(e.name);

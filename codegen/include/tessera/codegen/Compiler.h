@@ -22,6 +22,10 @@ struct CompileOptions {
   int numWarps = 4;
   /// AMDGPU code-object version (4, 5 or 6); 5 is what ROCm 6 runtimes load.
   int codeObjectVersion = 5;
+  /// CPU target: test every global memory access against the extent of its
+  /// buffer at run time (a checked launch, tessera/support/BoundsCheck.h).
+  /// The emulator always checks; real GPUs ignore it.
+  bool checkBounds = false;
   /// emu: targets: addresses of the SIMT machine's `tessera_emu_*` hooks, by
   /// symbol name (tessera::emu::hookSymbols()). Supplied by the caller so
   /// codegen does not depend on the runtime; not part of the cache key.
@@ -32,7 +36,6 @@ struct CompileOptions {
 struct EmuEntry {
   /// The body of ONE GPU thread; args as CUDA kernelParams.
   void (*threadFn)(void* const* args) = nullptr;
-  std::vector<std::string> opNames;  // opId -> "op @ file:line", for reports
   unsigned warpSize = 32;
   bool amd = false;
   size_t staticSharedBytes = 0;    // shared memory laid out from offset 0
@@ -60,6 +63,12 @@ struct Artifact {
   std::string kernelName;
   StageDumps dumps;
   CpuEntryFn cpuEntry = nullptr;
+  /// Bounds-checked CPU code (CompileOptions::checkBounds): the entry takes a
+  /// BoundsCheckRecord after the arguments.
+  bool boundsChecked = false;
+  /// opId -> "op @ file:line": the ops run-time reports name (the emulator's
+  /// races and bounds, checked CPU launches).
+  std::vector<std::string> opNames;
   /// CPU targets the host cannot execute (cpu:x86-64-v4 on an AVX2 host):
   /// why, and cpuEntry stays null; the stages can still be inspected.
   std::string notRunnable;

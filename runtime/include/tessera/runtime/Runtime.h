@@ -60,7 +60,11 @@ struct Binary {
   unsigned emuWarpSize = 32;
   size_t emuStaticSharedBytes = 0;    // laid out from offset 0 of the block's shared memory
   size_t emuDynamicSharedOffset = 0;  // where dynamic shared memory starts
-  std::vector<std::string> emuOpNames;  // opId -> op text, for race / bounds reports
+  /// HostFunction compiled with bounds checks: the entry takes a
+  /// BoundsCheckRecord (tessera/support/BoundsCheck.h) after the arguments.
+  bool boundsChecked = false;
+  /// opId -> op text, for race / bounds reports (emulator, checked launches).
+  std::vector<std::string> opNames;
 };
 
 struct Dim3 {
@@ -136,6 +140,13 @@ struct LaunchOptions {
   /// CPU: worker threads for this launch; 0 = the device default
   /// (TESSERA_NUM_THREADS, else all hardware threads).
   unsigned threads = 0;
+  /// A checked launch (also TESSERA_CHECK_BOUNDS=1, `tessera run
+  /// --check-bounds`): every global access is tested against its buffer and
+  /// the first one outside it is a LaunchError naming the op and the user's
+  /// line, with nothing outside any buffer read or written. CPU devices run
+  /// a bounds-checked compile of the kernel; the emulator always checks;
+  /// CUDA and HIP devices refuse it (use compute-sanitizer there).
+  bool checkBounds = false;
 };
 
 /// A loaded kernel, ready to launch on its device.

@@ -1,0 +1,42 @@
+// The record a bounds-checked CPU launch shares with its kernel: the CPU's
+// counterpart of a GPU memory checker (LaunchOptions::checkBounds,
+// TESSERA_CHECK_BOUNDS=1, `tessera run --check-bounds`).
+//
+// A kernel compiled with CompileOptions::checkBounds takes one extra entry
+// after its arguments in the kernelParams array: the address of this record.
+// Before every global memory access (load, store, atomic, copy) the code
+// tests each active element's address against the extent of the buffer its
+// pointer derives from; the first program to leave a buffer records the
+// access here (compare-and-swap on `violated`) and returns without
+// performing it or any later access, so nothing outside a buffer is ever
+// read or written. The runtime turns the record into a LaunchError.
+//
+// Codegen emits code against this layout and the runtime fills and reads it;
+// the static_asserts pin the offsets both rely on.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace tessera {
+
+struct BoundsCheckRecord {
+  /// Per kernel argument: the bytes addressable from its pointer value
+  /// (a buffer's size minus the launch offset); 0 for scalars.
+  const int64_t* extents = nullptr;
+  int32_t violated = 0;  // 1 once an access left its buffer
+  int32_t opId = -1;     // that access: an index into the binary's op names
+  int32_t arg = -1;      // the argument whose buffer it left; -1 if its pointer's origin is not static
+  int32_t reserved = 0;
+  int64_t offset = 0;    // its byte offset from that argument's pointer (arg < 0: the raw address)
+
+  static constexpr size_t kExtents = 0, kViolated = 8, kOpId = 12, kArg = 16, kOffset = 24;
+};
+
+static_assert(offsetof(BoundsCheckRecord, extents) == BoundsCheckRecord::kExtents);
+static_assert(offsetof(BoundsCheckRecord, violated) == BoundsCheckRecord::kViolated);
+static_assert(offsetof(BoundsCheckRecord, opId) == BoundsCheckRecord::kOpId);
+static_assert(offsetof(BoundsCheckRecord, arg) == BoundsCheckRecord::kArg);
+static_assert(offsetof(BoundsCheckRecord, offset) == BoundsCheckRecord::kOffset);
+
+}  // namespace tessera
