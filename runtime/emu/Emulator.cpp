@@ -442,10 +442,14 @@ struct Worker {
   }
 
   // ---- warp collectives -------------------------------------------------------
-  [[noreturn]] void misuse(Fiber* f, const std::string& what) {
+  /// `what` is a callable returning the message: the fiber is abandoned,
+  /// never unwound, so no frame on its stack may own memory when it stops.
+  /// The message is built and consumed inside report(), before abortBlock.
+  template <class What>
+  [[noreturn]] void misuse(Fiber* f, const What& what) {
     report(IssueKind::CollectiveMisuse, f->linear, -1, -1, -1,
            [&] { return where(f->linear) + " (warp " + std::to_string(f->warp) + " lane " +
-                        std::to_string(f->lane) + "): " + what; });
+                        std::to_string(f->lane) + "): " + what(); });
     abortBlock(tlsFiber);  // the running fiber, whichever lane is blamed
   }
 
@@ -463,12 +467,12 @@ struct Worker {
     } else {
       if (L->W < 64) mask &= (uint64_t{1} << L->W) - 1;
       if (!(mask & bit))
-        misuse(f, std::string(collName(kind)) + " with member mask " + hex(mask) +
-                      " that does not name the executing lane");
+        misuse(f, [&] { return std::string(collName(kind)) + " with member mask " + hex(mask) +
+                      " that does not name the executing lane"; });
       mask &= wp.live;  // lanes past the end of a partial warp never exist
       if (mask & wp.exited)
-        misuse(f, std::string(collName(kind)) + " with member mask " + hex(mask) + " names exited lanes " +
-                      hex(mask & wp.exited));
+        misuse(f, [&] { return std::string(collName(kind)) + " with member mask " + hex(mask) + " names exited lanes " +
+                      hex(mask & wp.exited); });
     }
     // Lanes already waiting must be in the same collective, or in a disjoint one.
     for (uint64_t wl = wp.waiting; wl; wl &= wl - 1) {
@@ -477,10 +481,10 @@ struct Worker {
       bool overlaps = isWaveWide(kind) || isWaveWide(o.kind) || (o.mask & bit) || (mask & (uint64_t{1} << l));
       if (!overlaps) continue;
       if (o.kind != kind || o.mask != mask || o.mode != mode)
-        misuse(f, std::string(collName(kind)) + " (mode " + std::to_string(mode) + ", mask " + hex(mask) +
+        misuse(f, [&] { return std::string(collName(kind)) + " (mode " + std::to_string(mode) + ", mask " + hex(mask) +
                       ") while lane " + std::to_string(l) + " waits in " + collName(o.kind) + " (mode " +
                       std::to_string(o.mode) + ", mask " + hex(o.mask) +
-                      "): lanes of one collective must execute the same instruction with the same mask");
+                      "): lanes of one collective must execute the same instruction with the same mask"; });
     }
     Deposit& d = wp.dep[f->lane];
     d.kind = kind;
@@ -535,9 +539,9 @@ struct Worker {
           }
           if (!p) j = lane;
           if (!(group >> j & 1)) {
-            misuse(&fibers[warpIdx * W + l], "shfl.sync: lane " + std::to_string(l) + " reads lane " + std::to_string(j) +
+            misuse(&fibers[warpIdx * W + l], [&] { return "shfl.sync: lane " + std::to_string(l) + " reads lane " + std::to_string(j) +
                                            ", which is not in the member mask " + hex(group) +
-                                           " (its value is undefined)");
+                                           " (its value is undefined)"; });
           }
           d.result = static_cast<uint32_t>(wp.dep[j].value) | (uint64_t{p} << 32);
           break;
@@ -595,8 +599,8 @@ struct Worker {
     const uint32_t first = static_cast<uint32_t>(std::countr_zero(group));
     Fiber* blame = &fibers[warpIdx * W + first];
     if (group != full)
-      misuse(blame, std::string(collName(kind)) + " executed by lanes " + hex(group) +
-                        " only: the whole warp must execute it (a partial or exited warp cannot)");
+      misuse(blame, [&] { return std::string(collName(kind)) + " executed by lanes " + hex(group) +
+                        " only: the whole warp must execute it (a partial or exited warp cannot)"; });
     const int32_t mode = wp.dep[first].mode;
     if (kind == Coll::Ldmatrix) {
       const int count = mode & 7;
@@ -636,8 +640,8 @@ struct Worker {
       default: break;
     }
     if (!ok)
-      misuse(f, std::string(collName(kind)) + " with mode " + std::to_string(mode) + " is not an instruction of " +
-                    (cfg->vendor == Vendor::NVIDIA ? "NVIDIA" : "AMD") + " warps of " + std::to_string(W) + " lanes");
+      misuse(f, [&] { return std::string(collName(kind)) + " with mode " + std::to_string(mode) + " is not an instruction of " +
+                    (cfg->vendor == Vendor::NVIDIA ? "NVIDIA" : "AMD") + " warps of " + std::to_string(W) + " lanes"; });
     Deposit& dep = warps[f->warp].dep[f->lane];
     dep.pa = a;
     dep.pb = b;
@@ -679,8 +683,8 @@ struct Worker {
         for (uint64_t wl = wp.waiting; wl; wl &= wl - 1) {
           uint32_t w = static_cast<uint32_t>(std::countr_zero(wl));
           if (wp.dep[w].mask & bit)
-            misuse(f, "lane exited while lane " + std::to_string(w) + " waits for it in " +
-                          collName(wp.dep[w].kind) + " with member mask " + hex(wp.dep[w].mask));
+            misuse(f, [&] { return "lane exited while lane " + std::to_string(w) + " waits for it in " +
+                          collName(wp.dep[w].kind) + " with member mask " + hex(wp.dep[w].mask); });
         }
       }
     }
@@ -787,17 +791,17 @@ struct Worker {
   /// flight until the copy is performed.
   void cpAsync(Fiber* f, void* dst, const void* src, int32_t bytes, int32_t srcBytes, int32_t op) {
     if (bytes != 4 && bytes != 8 && bytes != 16)
-      misuse(f, "cp.async of " + std::to_string(bytes) + " bytes (4, 8 or 16 only)");
+      misuse(f, [&] { return "cp.async of " + std::to_string(bytes) + " bytes (4, 8 or 16 only)"; });
     if (srcBytes < 0 || srcBytes > bytes)
-      misuse(f, "cp.async with src-size " + std::to_string(srcBytes) + " for a copy of " + std::to_string(bytes) +
-                    " bytes");
+      misuse(f, [&] { return "cp.async with src-size " + std::to_string(srcBytes) + " for a copy of " + std::to_string(bytes) +
+                    " bytes"; });
     const uint64_t off = reinterpret_cast<uintptr_t>(dst) - reinterpret_cast<uintptr_t>(shared);
     if (off < sharedBytes && off % static_cast<uint64_t>(bytes) != 0)
-      misuse(f, "cp.async destination at shared offset " + std::to_string(off) + " is not aligned to its " +
-                    std::to_string(bytes) + " bytes");
+      misuse(f, [&] { return "cp.async destination at shared offset " + std::to_string(off) + " is not aligned to its " +
+                    std::to_string(bytes) + " bytes"; });
     if (srcBytes > 0 && reinterpret_cast<uintptr_t>(src) % static_cast<uintptr_t>(bytes) != 0)
-      misuse(f, "cp.async source " + hex(reinterpret_cast<uintptr_t>(src)) + " is not aligned to its " +
-                    std::to_string(bytes) + " bytes");
+      misuse(f, [&] { return "cp.async source " + hex(reinterpret_cast<uintptr_t>(src)) + " is not aligned to its " +
+                    std::to_string(bytes) + " bytes"; });
     // Bounds are checked now (the report then names the issuing op); an
     // out-of-bounds copy is dropped.
     bool ok = true;
@@ -826,7 +830,7 @@ struct Worker {
   /// bytes by the thread now (racing with other threads' accesses in this
   /// barrier interval), counted for the bank model as the copy's op.
   void cpAsyncWait(Fiber* f, int32_t pending) {
-    if (pending < 0) misuse(f, "cp.async.wait_group with a negative count " + std::to_string(pending));
+    if (pending < 0) misuse(f, [&] { return "cp.async.wait_group with a negative count " + std::to_string(pending); });
     const uint64_t n = static_cast<uint64_t>(pending);
     const uint64_t retireBelow = f->commits > n ? f->commits - n : 0;
     size_t keep = 0;
@@ -929,7 +933,7 @@ struct Worker {
   }
 };
 
-[[noreturn]] void fiberMain() {
+[[noreturn]] TESSERA_CALLS_JIT_CODE void fiberMain() {
   Fiber* f = tlsFiber;
   Worker* w = f->w;
   try {
@@ -1103,7 +1107,7 @@ void tessera_emu_syncwarp(uint64_t mask) {
 uint64_t tessera_emu_shfl_sync_pred(int32_t mode, uint64_t mask, int32_t value, int32_t b, int32_t c) {
   Fiber* f = current(__func__);
   if (mode < TESSERA_EMU_SHFL_IDX || mode > TESSERA_EMU_SHFL_BFLY)
-    f->w->misuse(f, "shfl.sync with unknown mode " + std::to_string(mode));
+    f->w->misuse(f, [&] { return "shfl.sync with unknown mode " + std::to_string(mode); });
   return f->w->collective(f, Coll::Shfl, mode, mask, value, b, c);
 }
 
@@ -1114,7 +1118,7 @@ int32_t tessera_emu_shfl_sync(int32_t mode, uint64_t mask, int32_t value, int32_
 int32_t tessera_emu_vote_sync(int32_t mode, uint64_t mask, int32_t pred) {
   Fiber* f = current(__func__);
   if (mode < TESSERA_EMU_VOTE_ALL || mode > TESSERA_EMU_VOTE_UNI)
-    f->w->misuse(f, "vote.sync with unknown mode " + std::to_string(mode));
+    f->w->misuse(f, [&] { return "vote.sync with unknown mode " + std::to_string(mode); });
   return static_cast<int32_t>(f->w->collective(f, Coll::Vote, mode, mask, pred != 0, 0, 0));
 }
 
@@ -1152,7 +1156,7 @@ void tessera_emu_ldmatrix(int32_t mode, void* rowAddr, int32_t opId, uint32_t* o
   if (f->lane < 8u * static_cast<uint32_t>(mode & 7)) {
     uintptr_t off = reinterpret_cast<uintptr_t>(rowAddr) - reinterpret_cast<uintptr_t>(w->shared);
     if (off % 16 != 0 && off < w->sharedBytes)
-      w->misuse(f, "ldmatrix row address at shared offset " + std::to_string(off) + " is not 16-byte aligned");
+      w->misuse(f, [&] { return "ldmatrix row address at shared offset " + std::to_string(off) + " is not 16-byte aligned"; });
     row = w->sharedAccess(f, rowAddr, 16, TESSERA_EMU_LOAD, opId);
   }
   w->matrix(f, Coll::Ldmatrix, mode, row, nullptr, nullptr, out);
