@@ -26,20 +26,24 @@
 #include <vector>
 
 #include "registry.h"
+#include "tessera/support/Targets.h"
 #include "tessera/tessera.h"
 
 namespace ts = tessera;
 
 namespace {
 
-const char* kUsage =
+// The usage text; its GPU architectures come from Targets.def.
+std::string usage() {
+  return std::string(
     "usage:\n"
     "  tessera list\n"
     "  tessera compile KERNEL|FILE.tir [--target T] [--emit STAGE] [--kernel NAME]\n"
     "                  [--assume-aligned] [--num-warps N]\n"
     "  tessera run KERNEL [--target T] [--shape A,B,...] [--threads N] [--seed S] [--check-bounds]\n"
     "targets: cpu (default: the host), cpu:CPU (an LLVM cpu: x86-64-v3 = AVX2, x86-64-v4 = AVX-512,\n"
-    "         znver4, ...); nvptx:sm_80|sm_86|sm_89|sm_90a, amdgpu:gfx90a|gfx942|gfx1100,\n"
+    "         znver4, ...); nvptx:") + ts::gpuArchList(ts::GpuArch::Vendor::NVIDIA) + ", amdgpu:" +
+    ts::gpuArchList(ts::GpuArch::Vendor::AMD) + ",\n" +
     "         emu:nvptx:SM, emu:amdgpu:GFX\n"
     "stages:  tile-ir, tile-ir-passes, llvm, llvm-opt, asm, ptx, sass, amdgcn, hsaco, llvm-gpu,\n"
     "         resources\n"
@@ -52,6 +56,7 @@ const char* kUsage =
     "             TESSERA_NUM_THREADS=<n> sets the CPU worker threads;\n"
     "             TESSERA_CHECK_BOUNDS=1 makes every CPU launch a checked one;\n"
     "             TESSERA_HOST_CPU=<cpu> narrows the host to an LLVM cpu's features\n";
+}
 
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -216,12 +221,12 @@ int main(int argc, char** argv) {
     if (a.command == "compile") return cmdCompile(a);
     if (a.command == "run") return cmdRun(a);
     if (a.command == "help" || a.command == "--help" || a.command == "-h") {
-      std::cout << kUsage;
+      std::cout << usage();
       return 0;
     }
     throw UsageError("unknown command '" + a.command + "'");
   } catch (const UsageError& e) {
-    std::cerr << "tessera: " << e.what() << "\n" << kUsage;
+    std::cerr << "tessera: " << e.what() << "\n" << usage();
     return 2;
   } catch (const ts::InternalError& e) {
     std::cerr << "tessera: " << e.what() << "\n";

@@ -18,6 +18,7 @@
 #include "amdgpu/AMDGPULink.h"
 #include "shared/GpuTargetInfo.h"
 #include "shared/LLVMSupport.h"
+#include "tessera/support/Targets.h"
 
 extern "C" {
 void LLVMInitializeAMDGPUTargetInfo();
@@ -44,11 +45,11 @@ struct GfxRow {
 // 4 SIMDs per CU, 64 KB LDS per CU. gfx1100 (wave32): 1536 VGPRs per lane
 // per SIMD, 16 waves per SIMD, 2 SIMDs per CU (4 per WGP), 64 KB per
 // workgroup (the WGP has 128 KB).
-constexpr std::array<GfxRow, 3> kGfx = {{
-    {"gfx90a", 64, "+wavefrontsize64", 64 * 1024, 512, 8, 4, 64 * 1024},
-    {"gfx942", 64, "+wavefrontsize64", 64 * 1024, 512, 8, 4, 64 * 1024},
-    {"gfx1100", 32, "+wavefrontsize32", 64 * 1024, 1536, 16, 2, 64 * 1024},
-}};
+constexpr GfxRow kGfx[] = {
+#define TS_AMDGPU_TARGET(arch, wave, features, ldsKiB, vgprsPerSimd, maxWavesPerSimd, simdsPerCu, ldsPerCuKiB) \
+  {#arch, wave, features, uint64_t{ldsKiB} * 1024, vgprsPerSimd, maxWavesPerSimd, simdsPerCu, int64_t{ldsPerCuKiB} * 1024},
+#include "tessera/support/Targets.def"
+};
 
 MathChoice amdgpuMath(ir::OpCode op, DType dt) {
   using ir::OpCode;
@@ -108,7 +109,9 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
   uint64_t maxSharedBytes() const override { return row_.lds; }
   // Wave64 CDNA: 256 arch + 256 accumulation VGPRs per lane; RDNA3 wave32:
   // 256 VGPRs per wave.
-  int maxRegistersPerThread() const override { return row_.wave == 64 ? 512 : 256; }
+  int maxRegistersPerThread() const override {
+    return findGpuArch(GpuArch::Vendor::AMD, row_.arch)->maxRegistersPerThread;
+  }
 
   llvm::Value* threadId(llvm::IRBuilderBase& b, int axis) override {
     static constexpr std::array<llvm::Intrinsic::ID, 3> ids = {

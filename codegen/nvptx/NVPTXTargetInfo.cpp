@@ -30,14 +30,11 @@ struct SmRow {
   uint64_t maxShared;  // opt-in maximum per block (dynamic shared memory)
   const char* ptxFeature;
 };
-// PTX ISA 8.0 (CUDA 12.0) is the first with sm_90a; every ptxas of CUDA 12
-// and 13 accepts it for all of these, so one version keeps the text stable.
-constexpr std::array<SmRow, 4> kSms = {{
-    {"sm_80", 163 * 1024, "+ptx80"},
-    {"sm_86", 99 * 1024, "+ptx80"},
-    {"sm_89", 99 * 1024, "+ptx80"},
-    {"sm_90a", 227 * 1024, "+ptx80"},
-}};
+// The rows of Targets.def (the PTX version is explained there).
+constexpr SmRow kSms[] = {
+#define TS_NVPTX_TARGET(arch, sharedKiB, ptxFeature) {#arch, uint64_t{sharedKiB} * 1024, ptxFeature},
+#include "tessera/support/Targets.def"
+};
 
 // Math table. exp/log/tanh/erf use the shared polynomials: ex2.approx.f32
 // has a relative error of 2^-22.5 for exp2 itself, but exp(x) computed as

@@ -23,6 +23,7 @@
 #include "tessera/ir/Printer.h"
 #include "tessera/ir/Verifier.h"
 #include "tessera/support/Error.h"
+#include "tessera/support/Targets.h"
 
 namespace tessera::codegen {
 
@@ -94,7 +95,9 @@ std::shared_ptr<Artifact> compileGpuTarget(const ir::Function& f, const Target& 
                        "tessera::compile for an emulator device)");
   auto it = art->dumps.extra.find("llvm-gpu");
   TS_ASSERT(it != art->dumps.extra.end(), "GPU compile kept no llvm-gpu module");
-  unsigned warp = amd ? (target.arch == "gfx1100" ? 32u : 64u) : 32u;
+  const GpuArch* row = findGpuArch(amd ? GpuArch::Vendor::AMD : GpuArch::Vendor::NVIDIA, target.arch);
+  TS_ASSERT(row, "target " + target.str() + " is not in Targets.def");
+  unsigned warp = row->warpSize;
   EmuKernel k = compileForEmulator(it->second, amd, warp, opts.emuHooks);
   art->emu.threadFn = k.threadFn;
   art->opNames = std::move(k.opNames);

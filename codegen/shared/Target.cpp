@@ -4,24 +4,14 @@
 
 #include "shared/HostIsa.h"
 #include "tessera/support/Error.h"
+#include "tessera/support/Targets.h"
 
 namespace tessera::codegen {
 
 namespace {
-constexpr std::array<const char*, 4> kNvptxArchs = {"sm_80", "sm_86", "sm_89", "sm_90a"};
-constexpr std::array<const char*, 3> kAmdgpuArchs = {"gfx90a", "gfx942", "gfx1100"};
-
-template <size_t N>
-bool oneOf(const std::string& s, const std::array<const char*, N>& list) {
-  for (const char* a : list)
-    if (s == a) return true;
-  return false;
-}
-
 std::string acceptedForms() {
   std::string r = "accepted targets: cpu, cpu:<llvm cpu> (x86-64-v3, x86-64-v4, znver4, ...)";
-  for (const char* a : kNvptxArchs) r += std::string(", nvptx:") + a;
-  for (const char* a : kAmdgpuArchs) r += std::string(", amdgpu:") + a;
+  for (const GpuArch& a : gpuArchs()) r += ", " + a.spelling();
   r += ", emu:nvptx:<sm>, emu:amdgpu:<gfx>";
   return r;
 }
@@ -45,13 +35,13 @@ Target Target::parse(const std::string& spelling) {
     Target t;
     if (rest.rfind("nvptx:", 0) == 0) {
       t.arch = rest.substr(6);
-      if (!oneOf(t.arch, kNvptxArchs)) unknown(spelling);
+      if (!findGpuArch(GpuArch::Vendor::NVIDIA, t.arch)) unknown(spelling);
       t.kind = emu ? Kind::EmuNVPTX : Kind::NVPTX;
       return t;
     }
     if (rest.rfind("amdgpu:", 0) == 0) {
       t.arch = rest.substr(7);
-      if (!oneOf(t.arch, kAmdgpuArchs)) unknown(spelling);
+      if (!findGpuArch(GpuArch::Vendor::AMD, t.arch)) unknown(spelling);
       t.kind = emu ? Kind::EmuAMDGPU : Kind::AMDGPU;
       return t;
     }

@@ -6,6 +6,7 @@
 
 #include "PrinterDetail.h"
 #include "tessera/support/Error.h"
+#include "tessera/support/Targets.h"
 
 namespace tessera::ir {
 namespace {
@@ -152,17 +153,9 @@ void checkSharedMemory(const Function& f, int64_t limitBytes, const std::string&
 
 std::optional<int64_t> sharedMemoryLimit(const std::string& arch) {
   // Maximum shared memory one block / workgroup may use (opt-in maximum on
-  // NVIDIA, which the backend requests at launch).
-  struct Row {
-    const char* arch;
-    int64_t kib;
-  };
-  static const Row table[] = {
-      {"sm_90", 227}, {"sm_90a", 227}, {"sm_80", 163}, {"sm_86", 99}, {"sm_89", 99},
-      {"gfx90a", 64}, {"gfx942", 64},  {"gfx1100", 64},
-  };
-  for (const Row& r : table)
-    if (arch == r.arch) return r.kib * 1024;
+  // NVIDIA, which the backend requests at launch): Targets.def.
+  for (const GpuArch& a : gpuArchs())
+    if (arch == a.arch) return a.maxSharedBytes;
   return std::nullopt;
 }
 

@@ -16,9 +16,11 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "DeviceImpl.h"
 #include "tessera/runtime/Emulator.h"
+#include "tessera/support/Targets.h"
 
 namespace tessera::rt {
 namespace {
@@ -29,19 +31,20 @@ namespace {
 constexpr size_t kAlign = 64;
 constexpr unsigned kMaxBlockThreads = 1024;
 
+// An emulated architecture: a row of Targets.def with its spelling.
 struct ArchInfo {
-  const char* spelling;
+  std::string spelling;  // "nvptx:sm_80"
   bool amd;
   unsigned warp;
 };
-constexpr ArchInfo kArchs[] = {
-    {"nvptx:sm_80", false, 32},   {"nvptx:sm_86", false, 32},  {"nvptx:sm_89", false, 32},
-    {"nvptx:sm_90a", false, 32},  {"amdgpu:gfx90a", true, 64}, {"amdgpu:gfx942", true, 64},
-    {"amdgpu:gfx1100", true, 32},
-};
 
 const ArchInfo* findArch(const std::string& arch) {
-  for (const ArchInfo& a : kArchs)
+  static const std::vector<ArchInfo> archs = [] {
+    std::vector<ArchInfo> r;
+    for (const GpuArch& g : gpuArchs()) r.push_back({g.spelling(), g.vendor == GpuArch::Vendor::AMD, g.warpSize});
+    return r;
+  }();
+  for (const ArchInfo& a : archs)
     if (arch == a.spelling) return &a;
   return nullptr;
 }
@@ -176,7 +179,7 @@ std::shared_ptr<DeviceImpl> createEmuDevice(const std::string& arch) {
   const ArchInfo* a = findArch(arch);
   if (!a) {
     std::string valid;
-    for (const ArchInfo& x : kArchs) valid += std::string(valid.empty() ? "" : ", ") + x.spelling;
+    for (const GpuArch& x : gpuArchs()) valid += std::string(valid.empty() ? "" : ", ") + x.spelling();
     std::string hint;
     if (arch.rfind("emu:", 0) == 0) hint = " (without the \"emu:\" prefix)";
     throw DeviceError("no emulator for '" + arch + "'; valid architectures are " + valid + hint);
