@@ -161,7 +161,6 @@ class Lowering {
   llvm::Value* i64(int64_t v) { return b_.getInt64(static_cast<uint64_t>(v)); }
 
   // ---- bounds-checked launches (tessera/support/BoundsCheck.h) -------------
-  std::vector<std::string>* checkedOps_;  // non-null: emit the checks; opId -> op text
   llvm::Value* record_ = nullptr;         // the BoundsCheckRecord (a body parameter)
   std::vector<llvm::Value*> argBase_, argExtent_;  // per pointer argument: address (i64), bytes
   /// The argument a global pointer (tile) derives from, or -1.
@@ -371,6 +370,7 @@ class Lowering {
   const CpuTargetInfo& tgt_;
   AxisAnalysis axis_;
   llvm::IRBuilder<> b_;
+  std::vector<std::string>* checkedOps_;  // non-null: emit bounds checks; opId -> op text
   llvm::BasicBlock* allocaBlock_ = nullptr;
   llvm::Value* pid_[3] = {};
   llvm::Value* grid_[3] = {};
@@ -1812,7 +1812,7 @@ void Lowering::emitOp(const ir::Op& op) {
       uint64_t elem = mod_.getDataLayout().getTypeAllocSize(memTy(buf->type().dtype()));
       uint64_t bytes = static_cast<uint64_t>(numElems(buf->type())) * elem;
       // A slot view starts at index * slot bytes: only element-aligned.
-      llvm::MaybeAlign srcAlign(slotViews_.count(buf) ? elem : 64);
+      llvm::Align srcAlign(slotViews_.count(buf) ? elem : 64);
       b_.CreateMemCpy(arr, llvm::MaybeAlign(64), arrays_.at(buf), srcAlign, bytes);
       return;
     }
