@@ -25,7 +25,9 @@
 #include <string>
 #include <vector>
 
+#include "Opt.h"
 #include "registry.h"
+#include "tessera/ir/Pass.h"
 #include "tessera/support/Targets.h"
 #include "tessera/tessera.h"
 
@@ -33,7 +35,14 @@ namespace ts = tessera;
 
 namespace {
 
-// The usage text; its GPU architectures come from Targets.def.
+std::string passList() {
+  std::string r;
+  for (const std::string& p : ts::ir::passNames()) r += (r.empty() ? "" : ", ") + p;
+  return r;
+}
+
+// The usage text; its GPU architectures come from Targets.def, its passes
+// from Passes.def.
 std::string usage() {
   return std::string(
     "usage:\n"
@@ -41,10 +50,13 @@ std::string usage() {
     "  tessera compile KERNEL|FILE.tir [--target T] [--emit STAGE] [--kernel NAME]\n"
     "                  [--assume-aligned] [--num-warps N]\n"
     "  tessera run KERNEL [--target T] [--shape A,B,...] [--threads N] [--seed S] [--check-bounds]\n"
+    "  tessera opt FILE.tir|- [--passes P1,P2,...] [--target T] [--num-warps N] [--split-input-file]\n"
+    "                  [--locations]\n"
     "targets: cpu (default: the host), cpu:CPU (an LLVM cpu: x86-64-v3 = AVX2, x86-64-v4 = AVX-512,\n"
     "         znver4, ...); nvptx:") + ts::gpuArchList(ts::GpuArch::Vendor::NVIDIA) + ", amdgpu:" +
     ts::gpuArchList(ts::GpuArch::Vendor::AMD) + ",\n" +
     "         emu:nvptx:SM, emu:amdgpu:GFX\n"
+    "passes:  " + passList() + ", layout (needs --target)\n" +
     "stages:  tile-ir, tile-ir-passes, llvm, llvm-opt, asm, ptx, sass, amdgcn, hsaco, llvm-gpu,\n"
     "         resources\n"
     "--check-bounds: a checked launch: every global access is tested against its buffer\n"
@@ -70,6 +82,8 @@ struct Args {
   bool assumeAligned = false;
   std::optional<int> numWarps;  // unset: the compiler's default
   bool checkBounds = false;
+  std::vector<std::string> passes;
+  bool splitInputFile = false, locations = false;
 };
 
 int64_t parseInt(const std::string& flag, const std::string& s) {
@@ -86,7 +100,13 @@ Args parseArgs(int argc, char** argv) {
   a.command = argv[1];
   for (int i = 2; i < argc; ++i) {
     std::string s = argv[i];
+    std::optional<std::string> inlineValue;  // --flag=value
+    if (s.rfind("--", 0) == 0 && s.find('=') != std::string::npos) {
+      inlineValue = s.substr(s.find('=') + 1);
+      s = s.substr(0, s.find('='));
+    }
     auto value = [&]() -> std::string {
+      if (inlineValue) return *inlineValue;
       if (i + 1 >= argc) throw UsageError(s + " needs a value");
       return argv[++i];
     };
@@ -95,6 +115,14 @@ Args parseArgs(int argc, char** argv) {
     else if (s == "--kernel") a.kernelName = value();
     else if (s == "--assume-aligned") a.assumeAligned = true;
     else if (s == "--check-bounds") a.checkBounds = true;
+    else if (s == "--split-input-file") a.splitInputFile = true;
+    else if (s == "--locations") a.locations = true;
+    else if (s == "--passes") {
+      std::stringstream ss(value());
+      std::string part;
+      while (std::getline(ss, part, ','))
+        if (!part.empty()) a.passes.push_back(part);
+    }
     else if (s == "--num-warps") {
       int64_t n = parseInt(s, value());
       // The target's limits are the compiler's to check (a CompileError
@@ -118,10 +146,34 @@ Args parseArgs(int argc, char** argv) {
         a.shape.push_back(d);
       }
     } else if (!s.empty() && s[0] == '-') throw UsageError("unknown option " + s);
-    else if (a.subject.empty()) a.subject = s;
+    else if (a.subject.empty() || (s == "-" && a.subject.empty())) a.subject = s;
     else throw UsageError("unexpected argument '" + s + "'");
   }
   return a;
+}
+
+// Reads FILE ("-" for standard input), at most 64 MiB: a device such as
+// /dev/zero, or a huge file by mistake, must not read forever or exhaust memory.
+std::string readInput(const std::string& path, const std::string& whatElse) {
+  std::error_code ec;
+  if (path != "-" && std::filesystem::is_directory(path, ec))
+    throw UsageError("'" + path + "' is a directory, not a FILE.tir" + whatElse);
+  std::ifstream file;
+  std::istream* in = &std::cin;
+  if (path != "-") {
+    file.open(path, std::ios::binary);
+    if (!file) throw UsageError("'" + path + "' is not a readable file" + whatElse);
+    in = &file;
+  }
+  constexpr size_t kMaxInput = size_t{64} << 20;
+  std::string text;
+  char chunk[1 << 16];
+  while (in->read(chunk, sizeof chunk) || in->gcount() > 0) {
+    text.append(chunk, static_cast<size_t>(in->gcount()));
+    if (text.size() > kMaxInput)
+      throw UsageError("'" + path + "' is larger than 64 MiB; tile IR files are far smaller (is it the right file?)");
+  }
+  return text;
 }
 
 ts::Kernel loadKernel(const Args& a, const ts::Target& target) {
@@ -129,24 +181,21 @@ ts::Kernel loadKernel(const Args& a, const ts::Target& target) {
   if (const auto* ex = ts::examples::find(a.subject)) return ts::examples::kernelFor(*ex, target);
   std::string names;
   for (const auto& e : ts::examples::all()) names += " " + e.name;
-  std::error_code ec;
-  if (std::filesystem::is_directory(a.subject, ec))
-    throw UsageError("'" + a.subject + "' is a directory, not a FILE.tir or a bundled kernel (" + names.substr(1) + ")");
-  std::ifstream in(a.subject, std::ios::binary);
-  if (!in)
-    throw UsageError("'" + a.subject + "' is neither a bundled kernel (" + names.substr(1) + ") nor a readable file");
-  // Bounded: a device such as /dev/zero, or a huge file by mistake, must not
-  // read forever or exhaust memory.
-  constexpr size_t kMaxInput = size_t{64} << 20;
-  std::string text;
-  char chunk[1 << 16];
-  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
-    text.append(chunk, static_cast<size_t>(in.gcount()));
-    if (text.size() > kMaxInput)
-      throw UsageError("'" + a.subject + "' is larger than 64 MiB; tile IR files are far smaller (is it the right file?)");
-  }
-  std::stringstream buf(text);
-  return ts::parseKernel(buf.str(), a.subject, a.kernelName);
+  std::string text = readInput(a.subject, " (nor a bundled kernel: " + names.substr(1) + ")");
+  return ts::parseKernel(text, a.subject == "-" ? "<stdin>" : a.subject, a.kernelName);
+}
+
+int cmdOpt(const Args& a) {
+  if (a.subject.empty()) throw UsageError("opt needs a FILE.tir (or - for standard input)");
+  ts::tools::OptRequest r;
+  r.text = readInput(a.subject, "");
+  r.bufferName = a.subject == "-" ? "<stdin>" : a.subject;
+  r.passes = a.passes;
+  if (a.target != "cpu") r.target = a.target;
+  if (a.numWarps) r.numWarps = *a.numWarps;
+  r.splitInputFile = a.splitInputFile;
+  r.locations = a.locations;
+  return ts::tools::runOpt(r, std::cout, std::cerr);
 }
 
 int cmdList() {
@@ -220,6 +269,7 @@ int main(int argc, char** argv) {
     if (a.command == "list") return cmdList();
     if (a.command == "compile") return cmdCompile(a);
     if (a.command == "run") return cmdRun(a);
+    if (a.command == "opt") return cmdOpt(a);
     if (a.command == "help" || a.command == "--help" || a.command == "-h") {
       std::cout << usage();
       return 0;

@@ -163,6 +163,21 @@ void checkNumWarps(const ir::Function& fn, const GpuTargetInfo& ti, int numWarps
 }
 }  // namespace
 
+void annotateGpuLayouts(ir::Function& f, const Target& target, const CompileOptions& opts) {
+  if (!target.isGPU()) throw CompileError("layouts exist for GPU targets only, not " + target.str());
+  Target device = target;
+  if (target.kind == Target::Kind::EmuNVPTX) device.kind = Target::Kind::NVPTX;
+  if (target.kind == Target::Kind::EmuAMDGPU) device.kind = Target::Kind::AMDGPU;
+  GpuOptions g;
+  g.numWarps = opts.numWarps;
+  std::unique_ptr<GpuTargetInfo> ti = createGpuTargetInfo(device, g);
+  checkNumWarps(f, *ti, g.numWarps);
+  AxisAnalysis axis(f);
+  LayoutAnalysis la(f, axis, g.numWarps, static_cast<int>(ti->warpSize()),
+                    [&](DType in, DType acc) { return ti->tensorCore(in, acc).kind; });
+  annotateLayouts(f, la);
+}
+
 std::shared_ptr<Artifact> compileGpu(const ir::Function& fn, const Target& t, const CompileOptions& o,
                                      StageDumps dumps, const GpuOptions& g) {
   if (o.optLevel < 0 || o.optLevel > 3)

@@ -39,6 +39,22 @@ void PassManager::run(Function& f) {
   }
 }
 
+std::vector<std::string> passNames() {
+  return {
+#define TS_PASS(name, factory) name,
+#include "tessera/ir/Passes.def"
+  };
+}
+
+std::unique_ptr<Pass> createPassByName(const std::string& name) {
+#define TS_PASS(pname, factory) \
+  if (name == pname) return factory();
+#include "tessera/ir/Passes.def"
+  std::string known;
+  for (const std::string& n : passNames()) known += (known.empty() ? "" : ", ") + n;
+  throw UsageError("unknown pass '" + name + "'; the passes are " + known);
+}
+
 void addDefaultPasses(PassManager& pm) {
   pm.add(createCanonicalizePass());
   pm.add(createCSEPass());

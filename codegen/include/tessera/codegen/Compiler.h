@@ -93,6 +93,12 @@ struct Artifact {
 std::shared_ptr<Artifact> compile(const ir::Function& kernel, const Target& target,
                                   const CompileOptions& opts = {});
 
+/// The GPU lowering's first stage on its own (for `tessera opt`): checks
+/// opts.numWarps against `target` (a GPU or emu: target), runs the axis and
+/// layout analyses and writes each tile value's layout into `f` as a
+/// `layout` attribute, as the `layout` dump of a compile shows it.
+void annotateGpuLayouts(ir::Function& f, const Target& target, const CompileOptions& opts = {});
+
 /// A resource report of a compiled artifact: for NVPTX registers, spills and
 /// shared memory from ptxas -v (DeviceError if ptxas is absent); for AMDGPU
 /// SGPRs/VGPRs, LDS, scratch and an occupancy estimate read back from the code

@@ -30,6 +30,12 @@ std::unique_ptr<Pass> createCanonicalizePass();  // fold trivial ops (x+0, splat
 /// unpipelined).
 std::unique_ptr<Pass> createPipelineSchedulePass();
 
+/// A pass by its name (Passes.def: canonicalize, cse, dce, pipeline,
+/// verify); UsageError naming the known ones otherwise.
+std::unique_ptr<Pass> createPassByName(const std::string& name);
+/// The known pass names, in Passes.def order.
+std::vector<std::string> passNames();
+
 class PassManager {
  public:
   void add(std::unique_ptr<Pass> p) { passes_.push_back(std::move(p)); }
