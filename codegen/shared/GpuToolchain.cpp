@@ -8,8 +8,12 @@
 #include <sstream>
 
 #include <fcntl.h>
-#include <sys/wait.h>
 #include <unistd.h>
+
+#include <llvm/ADT/SmallString.h>
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/FileUtilities.h>
+#include <llvm/Support/Program.h>
 
 #include "tessera/support/Error.h"
 
@@ -72,34 +76,29 @@ std::string findTool(const std::vector<std::string>& candidates) {
 
 ToolResult runTool(const std::vector<std::string>& argv) {
   TS_ASSERT(!argv.empty(), "runTool without a program");
-  int fds[2];
-  if (pipe(fds) != 0) throw DeviceError("cannot create a pipe to run " + argv[0]);
-  pid_t pid = fork();
-  if (pid < 0) {
-    close(fds[0]);
-    close(fds[1]);
-    throw DeviceError("cannot start " + argv[0]);
-  }
-  if (pid == 0) {
-    dup2(fds[1], 1);
-    dup2(fds[1], 2);
-    close(fds[0]);
-    close(fds[1]);
-    std::vector<char*> args;
-    for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(argv[0].c_str(), args.data());
-    _exit(127);
-  }
-  close(fds[1]);
+  // LLVM's process launcher (posix_spawn where it exists): a fork() in this
+  // multi-threaded process that then allocated in the child could deadlock
+  // on a lock another thread held. Output goes to a temporary file, stdout
+  // and stderr sharing it, read back once the tool exits.
+  llvm::SmallString<128> outPath;
+  if (llvm::sys::fs::createTemporaryFile("tessera-tool", "txt", outPath))
+    throw DeviceError("cannot create a temporary file to run " + argv[0]);
+  llvm::FileRemover remover(outPath);
+  std::vector<llvm::StringRef> args(argv.begin(), argv.end());
+  std::optional<llvm::StringRef> redirects[3] = {llvm::StringRef(""), llvm::StringRef(outPath),
+                                                  llvm::StringRef(outPath)};
+  std::string err;
+  bool failed = false;
+  // Bounded: a toolchain that hangs must not hang the compile.
+  constexpr unsigned kTimeoutSeconds = 300;
+  int rc = llvm::sys::ExecuteAndWait(argv[0], args, std::nullopt, redirects, kTimeoutSeconds, 0, &err, &failed);
   ToolResult r;
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(fds[0], buf, sizeof buf)) > 0) r.output.append(buf, static_cast<size_t>(n));
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.output = readFile(std::string(outPath));
+  if (failed) throw DeviceError("cannot start " + argv[0] + ": " + err);
+  if (rc == -2)  // killed by a signal, or by the timeout
+    throw DeviceError(argv[0] + " did not complete (" + err + "; the limit is " + std::to_string(kTimeoutSeconds) +
+                      " s)" + (r.output.empty() ? "" : ":\n" + r.output));
+  r.exitCode = rc < 0 ? -1 : rc;
   return r;
 }
 
