@@ -83,16 +83,11 @@ bool isExpensive(OpCode c) {
 // True if running `op` may change memory that a load reads (global stores,
 // atomics, buffer writes), directly or inside its regions. Loads are never
 // moved across such an op.
-bool hasSideEffects(const ir::Op& op) {
-  switch (op.code()) {
-    case OpCode::Store: case OpCode::AtomicAdd: case OpCode::AtomicMax: case OpCode::Copy:
-    case OpCode::LocalStore: case OpCode::Barrier:
-      return true;
-    default: break;
-  }
+bool mayWriteMemory(const ir::Op& op) {
+  if (ir::writesMemory(op.code())) return true;
   for (auto& r : op.regions())
     for (auto& o : r->block().ops())
-      if (hasSideEffects(*o)) return true;
+      if (mayWriteMemory(*o)) return true;
   return false;
 }
 
@@ -439,7 +434,7 @@ bool Lowering::effectsBetween(const ir::Op* from, const ir::Op* to) const {
   const ir::Block* blk = from->parent();
   TS_ASSERT(to->parent() == blk, "effectsBetween: ops in different blocks");
   for (size_t i = pos_.at(from) + 1; i < pos_.at(to); ++i)
-    if (hasSideEffects(*blk->ops()[i])) return true;
+    if (mayWriteMemory(*blk->ops()[i])) return true;
   return false;
 }
 

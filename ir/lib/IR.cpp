@@ -11,48 +11,21 @@ namespace {
 struct OpInfo {
   OpCode code;
   const char* name;
+  unsigned traits;
 };
-// The table of op names; the order matches OpCode.
+// Ops.def in OpCode order.
 constexpr OpInfo kOps[] = {
-    {OpCode::ProgramId, "program_id"}, {OpCode::NumPrograms, "num_programs"},
-    {OpCode::Constant, "constant"},    {OpCode::Splat, "splat"},
-    {OpCode::Arange, "arange"},        {OpCode::Broadcast, "broadcast"},
-    {OpCode::ExpandDims, "expand_dims"}, {OpCode::Reshape, "reshape"},
-    {OpCode::Transpose, "transpose"},  {OpCode::Add, "add"},
-    {OpCode::Sub, "sub"},              {OpCode::Mul, "mul"},
-    {OpCode::Div, "div"},              {OpCode::Rem, "rem"},
-    {OpCode::Min, "min"},              {OpCode::Max, "max"},
-    {OpCode::And, "and"},              {OpCode::Or, "or"},
-    {OpCode::Xor, "xor"},              {OpCode::Shl, "shl"},
-    {OpCode::Shr, "shr"},              {OpCode::Pow, "pow"},
-    {OpCode::Neg, "neg"},              {OpCode::Not, "not"},
-    {OpCode::Abs, "abs"},              {OpCode::Exp, "exp"},
-    {OpCode::Exp2, "exp2"},            {OpCode::Log, "log"},
-    {OpCode::Log2, "log2"},            {OpCode::Sqrt, "sqrt"},
-    {OpCode::Rsqrt, "rsqrt"},          {OpCode::Tanh, "tanh"},
-    {OpCode::Erf, "erf"},              {OpCode::Floor, "floor"},
-    {OpCode::Fma, "fma"},              {OpCode::Cmp, "cmp"},
-    {OpCode::Select, "select"},        {OpCode::Cast, "cast"},
-    {OpCode::PtrAdd, "ptr_add"},       {OpCode::Load, "load"},
-    {OpCode::Store, "store"},          {OpCode::AtomicAdd, "atomic_add"},
-    {OpCode::AtomicMax, "atomic_max"}, {OpCode::Alloc, "alloc"},
-    {OpCode::LocalLoad, "local_load"}, {OpCode::LocalStore, "local_store"},
-    {OpCode::Copy, "copy"},            {OpCode::Barrier, "barrier"},
-    {OpCode::BufferSlot, "buffer_slot"}, {OpCode::AsyncCommit, "async_commit"},
-    {OpCode::AsyncWait, "async_wait"},
-    {OpCode::Reduce, "reduce"},        {OpCode::Dot, "dot"},
-    {OpCode::For, "for"},              {OpCode::If, "if"},
-    {OpCode::Yield, "yield"},          {OpCode::Return, "return"},
+#define TS_OP(Enum, name, traits) {OpCode::Enum, name, traits},
+#include "tessera/ir/Ops.def"
 };
-static_assert(sizeof(kOps) / sizeof(kOps[0]) == static_cast<size_t>(OpCode::Return) + 1,
-              "op table out of sync with OpCode");
+const OpInfo& info(OpCode op) {
+  auto i = static_cast<size_t>(op);
+  TS_ASSERT(i < std::size(kOps) && kOps[i].code == op, "op table out of order");
+  return kOps[i];
+}
 }  // namespace
 
-const char* opName(OpCode op) {
-  auto i = static_cast<size_t>(op);
-  TS_ASSERT(kOps[i].code == op, "op table out of order");
-  return kOps[i].name;
-}
+const char* opName(OpCode op) { return info(op).name; }
 
 std::optional<OpCode> parseOpName(const std::string& s) {
   static const auto* table = [] {
@@ -65,23 +38,10 @@ std::optional<OpCode> parseOpName(const std::string& s) {
   return it->second;
 }
 
-bool isElementwise(OpCode op) {
-  return (op >= OpCode::Add && op <= OpCode::PtrAdd);
-}
-
-bool isTerminator(OpCode op) { return op == OpCode::Yield || op == OpCode::Return; }
-
-bool hasSideEffects(OpCode op) {
-  switch (op) {
-    case OpCode::Store: case OpCode::AtomicAdd: case OpCode::AtomicMax:
-    case OpCode::LocalStore: case OpCode::Copy: case OpCode::Barrier:
-    case OpCode::AsyncCommit: case OpCode::AsyncWait:
-    case OpCode::For: case OpCode::If: case OpCode::Yield: case OpCode::Return:
-      return true;
-    default:
-      return false;
-  }
-}
+bool isElementwise(OpCode op) { return info(op).traits & kElementwise; }
+bool isTerminator(OpCode op) { return info(op).traits & kTerminator; }
+bool hasSideEffects(OpCode op) { return info(op).traits & kEffects; }
+bool writesMemory(OpCode op) { return info(op).traits & kWrites; }
 
 std::string attrStr(const Attr& a) {
   if (auto* i = std::get_if<int64_t>(&a)) return std::to_string(*i);

@@ -130,59 +130,22 @@ struct Location {
   std::string str() const;  // "file:line:col" or "<unknown>"
 };
 
-// The closed set of operations. Keep in sync with opInfo() in IR.cpp.
+// The closed set of operations, from Ops.def (their operands, results and
+// attributes are listed there).
 enum class OpCode : uint16_t {
-  // Grid.
-  ProgramId,    // () -> i32                                  {axis}
-  NumPrograms,  // () -> i32                                  {axis}
-  // Constants and tile construction.
-  Constant,     // () -> scalar or tile (all elements equal)  {value}
-  Splat,        // (scalar or pointer) -> tile                 result type gives the shape
-  Arange,       // () -> tile<Nxi32> with start..end-1        {start, end}
-  Broadcast,    // (tile) -> tile: size-1 dims stretched      result type gives the shape
-  ExpandDims,   // (tile) -> tile with a size-1 dim inserted  {axis}
-  Reshape,      // (tile) -> tile, same element count, row-major order
-  Transpose,    // (tile) -> tile                             {perm}
-  // Elementwise binary (operands and result of one type).
-  Add, Sub, Mul, Div, Rem, Min, Max,
-  And, Or, Xor, Shl, Shr,  // integers (and, or, xor also on i1)
-  Pow,                     // floats
-  // Elementwise unary.
-  Neg, Not, Abs, Exp, Exp2, Log, Log2, Sqrt, Rsqrt, Tanh, Erf, Floor,
-  // Others elementwise.
-  Fma,     // (a, b, c) -> a*b+c, single rounding, floats
-  Cmp,     // (a, b) -> i1 of the same shape              {pred: eq ne lt le gt ge}
-  Select,  // (cond i1, a, b) -> a where cond else b
-  Cast,    // (x) -> same shape, dtype from result type
-  PtrAdd,  // (ptr-like, integer offsets of the same shape) -> ptr-like
-  // Memory.
-  Load,       // (ptr [, mask [, other]]) -> value
-  Store,      // (ptr, value [, mask])
-  AtomicAdd,  // (ptr, value [, mask]) -> old value
-  AtomicMax,  // (ptr, value [, mask]) -> old value
-  Alloc,      // () -> buffer<space, shape x dtype>
-  LocalLoad,  // (buffer) -> tile
-  LocalStore, // (buffer, tile)
-  Copy,       // (buffer dst, ptr tile src [, mask]) : global -> buffer copy   {async = 0|1 optional}
-  Barrier,    // ()  all threads of the program; orders shared-memory effects
-  BufferSlot,  // (buffer<sp, S x d...>, index) -> buffer<sp, d...>: view of slot `index`
-  AsyncCommit, // ()  closes the group of async copies issued since the last commit
-  AsyncWait,   // ()  waits until at most `pending` committed groups are in flight  {pending}
-  // Reductions and contractions.
-  Reduce,  // (tile) -> tile without `axis` (scalar from rank 1) {kind: sum max min argmax, axis}
-  Dot,     // (a MxK, b KxN, acc MxN) -> MxN
-  // Structured control flow.
-  For,     // (lo, hi, step, init...) -> results; region ^(iv, carried...)  {stages | pipelined optional}
-  If,      // (cond, ) -> results; regions then, else
-  Yield,   // terminator of For/If regions
-  Return,  // terminator of the kernel body
+#define TS_OP(Enum, name, traits) Enum,
+#include "tessera/ir/Ops.def"
 };
+
+/// Op traits (Ops.def).
+enum OpTrait : unsigned { kElementwise = 1, kEffects = 2, kTerminator = 4, kWrites = 8 };
 
 const char* opName(OpCode op);
 std::optional<OpCode> parseOpName(const std::string& s);
 bool isElementwise(OpCode op);  // binary, unary, fma, cmp, select, cast, ptr_add
 bool isTerminator(OpCode op);
-bool hasSideEffects(OpCode op);  // store, atomics, copy, local_store, barrier, control flow
+bool hasSideEffects(OpCode op);  // store, atomics, copy, local_store, barrier, async, control flow
+bool writesMemory(OpCode op);    // store, atomics, copy, local_store, barrier
 
 /// An attribute value: integer, float, string/identifier or integer list.
 using Attr = std::variant<int64_t, double, std::string, std::vector<int64_t>>;
