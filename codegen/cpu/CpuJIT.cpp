@@ -84,10 +84,7 @@ llvm::TargetMachine& cachedTargetMachine(const CpuTargetInfo& t, int optLevel) {
 }
 
 void optimizeModule(llvm::Module& m, llvm::TargetMachine& tm, int optLevel) {
-  llvm::PipelineTuningOptions pto;
-  pto.LoopVectorization = optLevel >= 2;
-  pto.SLPVectorization = optLevel >= 2;
-  runDefaultPipeline(m, tm, optLevel, pto);
+  runDefaultPipeline(m, tm, optLevel, /*vectorize=*/optLevel >= 2);
 }
 
 void optimizeKernel(llvm::Module& m, llvm::TargetMachine& tm, int optLevel) {

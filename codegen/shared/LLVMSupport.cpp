@@ -1,5 +1,7 @@
 #include "shared/LLVMSupport.h"
 
+#include <llvm/Passes/PassBuilder.h>
+
 #include <cstdio>
 #include <mutex>
 
@@ -70,7 +72,9 @@ struct Analyses {
 };
 }  // namespace
 
-void runDefaultPipeline(llvm::Module& m, llvm::TargetMachine& tm, int optLevel, llvm::PipelineTuningOptions pto) {
+void runDefaultPipeline(llvm::Module& m, llvm::TargetMachine& tm, int optLevel, std::optional<bool> vectorize) {
+  llvm::PipelineTuningOptions pto;
+  if (vectorize) pto.LoopVectorization = pto.SLPVectorization = *vectorize;
   llvm::PassBuilder pb(&tm, pto);
   Analyses a(pb);
   llvm::ModulePassManager mpm;

@@ -3,10 +3,10 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <type_traits>
 
-#include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/Error.h>
 
 namespace llvm {
@@ -34,9 +34,11 @@ struct StageTimer {
 /// The textual form of a module (for the LLVM stages of the dumps).
 std::string printModule(const llvm::Module& m);
 
-/// Runs LLVM's default per-module pipeline for optLevel 0..3.
+/// Runs LLVM's default per-module pipeline for optLevel 0..3; `vectorize`
+/// turns the loop and SLP vectorisers on or off (nullopt: LLVM's defaults).
+/// (PassBuilder.h stays out of this widely included header.)
 void runDefaultPipeline(llvm::Module& m, llvm::TargetMachine& tm, int optLevel,
-                        llvm::PipelineTuningOptions pto = llvm::PipelineTuningOptions());
+                        std::optional<bool> vectorize = std::nullopt);
 
 /// Runs a fixed new-PM pipeline given in textual form (the backends' short
 /// kernel pipelines); a pipeline that does not parse is an InternalError.
