@@ -65,6 +65,22 @@ std::string Location::str() const {
 
 Block* Value::ownerBlock() const { return def_ ? def_->parent() : owner_; }
 
+Block::~Block() {
+  std::vector<std::unique_ptr<Op>> work;
+  for (auto& op : ops_) work.push_back(std::move(op));
+  ops_.clear();
+  while (!work.empty()) {
+    std::unique_ptr<Op> op = std::move(work.back());
+    work.pop_back();
+    for (const auto& r : op->regions()) {
+      auto& inner = r->block().ops();
+      for (auto& o : inner) work.push_back(std::move(o));
+      inner.clear();
+    }
+    // `op` goes here, its regions already empty: no recursion.
+  }
+}
+
 Value* Block::addArgument(Type t) {
   args_.push_back(std::make_unique<Value>(std::move(t), nullptr, this, numArgs()));
   return args_.back().get();

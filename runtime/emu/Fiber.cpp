@@ -10,6 +10,17 @@
 
 #include "tessera/runtime/Emulator.h"
 
+#if TESSERA_ASAN
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#endif
+#if TESSERA_TSAN
+#include <sanitizer/tsan_interface.h>
+#endif
+#if TESSERA_EMU_FIBER_SANITIZED
+#include <cstdlib>
+#endif
+
 #if TESSERA_EMU_ASM_SWITCH
 // void tessera_emu_switch_stack(void** saveSp, void* newSp)
 // Pushes the callee-saved registers and the FP control state on the current
@@ -53,7 +64,120 @@ extern "C" void tessera_emu_switch_stack(void** saveSp, void* newSp);
 
 namespace tessera::emu::detail {
 
+#if TESSERA_EMU_FIBER_SANITIZED
+// ---- sanitizer bookkeeping (sanitized builds only) ----------------------------
+//
+// AddressSanitizer keeps the bounds of the running stack (to tell stack from
+// heap in reports, to unpoison dead frames below the stack pointer when an
+// exception unwinds, and to place use-after-return "fake" frames); a silent
+// jump to another stack makes it see a stack pointer outside those bounds
+// and report stack-buffer overflows and bad unwinds that are not there. So a
+// switch is bracketed: __sanitizer_start_switch_fiber(save my fake stack,
+// next stack's bounds) before, __sanitizer_finish_switch_fiber(my saved fake
+// stack, -> the previous stack's bounds) after, on the arriving side.
+//
+// ThreadSanitizer keeps a shadow call stack and a vector clock per thread;
+// fibers sharing one without it would be one "thread" whose call stack never
+// unwinds. Each fiber gets its own (__tsan_create_fiber), entered with
+// __tsan_switch_to_fiber just before the switch; a switch synchronises
+// (the fibers of a block hand data to each other through their worker).
+namespace {
+
+// The switch under way on this thread: the context leaving and the one
+// arriving. The arriving side reads them to finish the switch.
+thread_local Context* tlsLeaving = nullptr;
+thread_local Context* tlsArriving = nullptr;
+
+void finishSwitch(Context& self) {
+#if TESSERA_ASAN
+  // Learns (or refreshes) the stack of the context we came from: a scheduler
+  // running on its thread's stack has no other way to know it.
+  Context* prev = tlsLeaving;
+  __sanitizer_finish_switch_fiber(self.fakeStack, &prev->stackBottom, &prev->stackSize);
+  self.fakeStack = nullptr;  // running again: ASan holds it now
+#else
+  (void)self;
+#endif
+}
+
+// Where a fresh context starts (its forged frame returns here instead of to
+// the entry): finishes the switch, then runs the entry. The fake stack this
+// context saved in its previous life (a fiber is never unwound: it leaves by
+// a last switch away, or is abandoned) is adopted rather than leaked, so one
+// context keeps one fake stack however many blocks it runs.
+[[noreturn]] void fiberStart() {
+  Context& self = *tlsArriving;
+  finishSwitch(self);
+  self.entry();
+  std::abort();  // entries never return
+}
+
+#if TESSERA_ASAN
+// ASan frees a fake stack only when told at a switch that its fiber leaves
+// for good; a context destroyed while switched out (every fiber of a finished
+// launch) still holds its own. Adopt it for a moment with a "switch" to this
+// very stack, and leave it for good. No instrumented frame of this function
+// may live on a fake stack meanwhile, hence no_sanitize.
+__attribute__((no_sanitize("address"))) void freeFakeStack(void* fake) {
+  void* mine = nullptr;
+  const void* bottom = nullptr;
+  size_t size = 0;
+  __sanitizer_start_switch_fiber(&mine, nullptr, 0);
+  __sanitizer_finish_switch_fiber(fake, &bottom, &size);  // bottom/size: this stack's bounds
+  __sanitizer_start_switch_fiber(nullptr, bottom, size);  // null save: frees `fake`
+  __sanitizer_finish_switch_fiber(mine, nullptr, nullptr);
+}
+#endif
+
+}  // namespace
+
+Context::Context(Context&& o) noexcept
+#if TESSERA_EMU_ASM_SWITCH
+    : sp(o.sp),
+#else
+    : uc(o.uc),
+#endif
+      entry(o.entry),
+      stackBottom(o.stackBottom),
+      stackSize(o.stackSize),
+      fakeStack(o.fakeStack),
+      tsanFiber(o.tsanFiber),
+      ownsTsanFiber(o.ownsTsanFiber) {
+  o.fakeStack = nullptr;
+  o.tsanFiber = nullptr;
+  o.ownsTsanFiber = false;
+}
+
+Context::~Context() {
+#if TESSERA_ASAN
+  if (fakeStack) freeFakeStack(fakeStack);
+#endif
+#if TESSERA_TSAN
+  if (ownsTsanFiber) __tsan_destroy_fiber(tsanFiber);
+#endif
+}
+#endif  // TESSERA_EMU_FIBER_SANITIZED
+
 void makeContext(Context& ctx, void* stackLow, size_t stackBytes, void (*entry)()) {
+#if TESSERA_EMU_FIBER_SANITIZED
+  ctx.entry = entry;
+  entry = &fiberStart;
+#endif
+#if TESSERA_ASAN
+  // The stack may be a pooled one, or this context's own from the previous
+  // block, whose frames never returned and so left their redzones poisoned:
+  // the new fiber's frames would land on them.
+  ASAN_UNPOISON_MEMORY_REGION(stackLow, stackBytes);
+  ctx.stackBottom = stackLow;
+  ctx.stackSize = stackBytes;
+#endif
+#if TESSERA_TSAN
+  // A fresh TSan fiber each time: the previous one's shadow call stack still
+  // holds the frames its fiber never returned from, and would only grow.
+  if (ctx.ownsTsanFiber) __tsan_destroy_fiber(ctx.tsanFiber);
+  ctx.tsanFiber = __tsan_create_fiber(0);
+  ctx.ownsTsanFiber = true;
+#endif
 #if TESSERA_EMU_ASM_SWITCH
   auto top = (reinterpret_cast<uintptr_t>(stackLow) + stackBytes) & ~uintptr_t{15};
   // `ret` pops the entry address at top-16, leaving rsp == top-8, i.e. the
@@ -77,10 +201,24 @@ void makeContext(Context& ctx, void* stackLow, size_t stackBytes, void (*entry)(
 }
 
 void switchContext(Context& from, Context& to) {
+#if TESSERA_EMU_FIBER_SANITIZED
+  tlsLeaving = &from;
+  tlsArriving = &to;
+#if TESSERA_TSAN
+  if (!from.tsanFiber) from.tsanFiber = __tsan_get_current_fiber();  // a scheduler: its thread's
+  __tsan_switch_to_fiber(to.tsanFiber, 0);
+#endif
+#if TESSERA_ASAN
+  __sanitizer_start_switch_fiber(&from.fakeStack, to.stackBottom, to.stackSize);
+#endif
+#endif
 #if TESSERA_EMU_ASM_SWITCH
   tessera_emu_switch_stack(&from.sp, to.sp);
 #else
   swapcontext(&from.uc, &to.uc);
+#endif
+#if TESSERA_EMU_FIBER_SANITIZED
+  finishSwitch(from);  // resumed: `from` runs again
 #endif
 }
 
@@ -93,6 +231,15 @@ size_t pageSize() {
   static const size_t p = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   return p;
 }
+
+void unmapStack(const Stack& s) {
+#if TESSERA_ASAN
+  // Frames abandoned on it left poisoned shadow, which would outlive the
+  // mapping and trip whatever is mapped at these addresses next.
+  ASAN_UNPOISON_MEMORY_REGION(s.low, s.bytes);
+#endif
+  munmap(static_cast<char*>(s.low) - pageSize(), s.bytes + pageSize());
+}
 }  // namespace
 
 Stack acquireStack(size_t bytes) {
@@ -104,7 +251,7 @@ Stack acquireStack(size_t bytes) {
       Stack s = gPool.back();
       gPool.pop_back();
       if (s.bytes == bytes) return s;
-      munmap(static_cast<char*>(s.low) - page, s.bytes + page);
+      unmapStack(s);
     }
   }
   void* p = mmap(nullptr, bytes + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
@@ -117,13 +264,12 @@ Stack acquireStack(size_t bytes) {
 }
 
 void releaseStacks(std::vector<Stack>& stacks) {
-  const size_t page = pageSize();
   std::lock_guard<std::mutex> lock(gPoolMutex);
   for (Stack& s : stacks) {
     if (gPool.size() < kMaxPooled)
       gPool.push_back(s);
     else
-      munmap(static_cast<char*>(s.low) - page, s.bytes + page);
+      unmapStack(s);
   }
   stacks.clear();
 }

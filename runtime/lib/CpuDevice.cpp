@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "DeviceImpl.h"
+#include "tessera/support/Sanitizers.h"
 
 namespace tessera::rt {
 namespace {
@@ -112,8 +113,8 @@ class CpuDevice final : public HostMemoryDevice {
     return ks;
   }
 
-  void launch(KernelState& ks, const KernelSignature& sig, Dim3 grid, void** args,
-              const LaunchOptions& opts) override {
+  TESSERA_CALLS_JIT_CODE void launch(KernelState& ks, const KernelSignature& sig, Dim3 grid, void** args,
+                                     const LaunchOptions& opts) override {
     auto& k = static_cast<CpuKernel&>(ks);
     unsigned threads = launchThreads(opts, sig, *this);
 
@@ -129,7 +130,7 @@ class CpuDevice final : public HostMemoryDevice {
     LaunchCtx ctx{k.entry, args, g};
     parallelForRaw(
         n, threads,
-        [](void* c, int64_t b, int64_t e) {
+        [](void* c, int64_t b, int64_t e) TESSERA_CALLS_JIT_CODE {
           auto* lc = static_cast<LaunchCtx*>(c);
           lc->entry(lc->args, b, e, lc->grid);
         },

@@ -12,6 +12,7 @@
 #include "tessera/codegen/Compiler.h"
 #include "tessera/ir/Builder.h"
 #include "tessera/support/Error.h"
+#include "tessera/support/Sanitizers.h"
 #include "../cpu_paths.h"
 #include <algorithm>
 #include <cmath>
@@ -53,7 +54,7 @@ inline std::shared_ptr<codegen::Artifact> build(K& k, const std::string& cpu = "
 
 /// Runs every program of `grid` on the calling thread. `args` holds the
 /// address of each argument value.
-inline void run(const codegen::Artifact& a, std::vector<void*> args, std::array<int32_t, 3> grid = {1, 1, 1}) {
+TESSERA_CALLS_JIT_CODE inline void run(const codegen::Artifact& a, std::vector<void*> args, std::array<int32_t, 3> grid = {1, 1, 1}) {
   int64_t n = int64_t{grid[0]} * grid[1] * grid[2];
   a.cpuEntry(args.data(), 0, n, grid.data());
 }

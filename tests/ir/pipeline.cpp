@@ -463,7 +463,9 @@ TEST_CASE("shared-memory budget check names buffers and suggests a fix", "[ir][p
   // 4 x 128x64 x f16 = 64 KiB per buffer, 128 KiB in total.
   auto f = kernel(4, 128, 64);
   CHECK(sharedMemoryBytes(*f) == 2 * 4 * 128 * 64 * 2);
-  CHECK_NOTHROW(checkSharedMemory(*f, *sharedMemoryLimit("sm_90"), "sm_90"));
+  REQUIRE(sharedMemoryLimit("sm_90a"));
+  CHECK_NOTHROW(checkSharedMemory(*f, *sharedMemoryLimit("sm_90a"), "sm_90a"));
+  CHECK_FALSE(sharedMemoryLimit("sm_90"));  // not a target: sm_90a is
   try {
     checkSharedMemory(*f, *sharedMemoryLimit("sm_86"), "sm_86");
     FAIL("accepted");

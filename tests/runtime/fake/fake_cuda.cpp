@@ -15,11 +15,20 @@
 //    records the launch; a kernel named "vadd" (out[i] = a[i] + b[i] for
 //    i < n, f32) is carried out on the fake memory so results can be checked.
 // Built as FAKE_CUDA_NO_DEVICE, cuInit fails with CUDA_ERROR_NO_DEVICE.
+//
+// Its functions have the very types the runtime calls them through
+// (runtime/lib/DriverLoader.h), which are cuda.h's: a device pointer is an
+// unsigned long long, not a uint64_t (unsigned long here), and clang's
+// -fsanitize=function, which checks each call through a pointer against the
+// callee's type, tells the two apart. Everything it allocates is freed:
+// functions with their module, modules and streams when destroyed, and what
+// the runtime never destroys when the library is unloaded.
 
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -28,7 +37,12 @@
 
 namespace {
 
+// cuda.h's types. Its CUresult and attribute/option enums are int-sized
+// enums and its handles pointers to opaque structs; like the runtime, the
+// fake spells them int and void*, the same in the ABI.
 using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
 constexpr CUresult OK = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, NOT_INITIALIZED = 3,
                    NO_DEVICE = 100, INVALID_DEVICE = 101, INVALID_CONTEXT = 201,
                    INVALID_PTX = 218, INVALID_HANDLE = 400, NOT_FOUND = 500,
@@ -38,13 +52,15 @@ struct Ctx {
   int device;
   int retains = 0;
 };
-struct Module {
-  std::string ptx;
-};
 struct Function {
   std::string name;
   std::vector<unsigned> paramBytes;
   int maxDynamicShared = 48 * 1024;
+};
+struct Module {
+  std::string ptx;
+  // Functions live as long as their module, as in the driver.
+  std::vector<std::unique_ptr<Function>> functions;
 };
 struct Stream {
   Ctx* ctx;
@@ -54,19 +70,23 @@ std::mutex mu;
 bool initialised = false;
 Ctx contexts[2] = {{0}, {1}};
 thread_local Ctx* current = nullptr;
-std::map<uint64_t, std::vector<uint8_t>> memory;  // base address -> bytes
-uint64_t nextAddress = 0x5a0000000000ull;          // far from any host mapping
+std::map<CUdeviceptr, std::vector<uint8_t>> memory;  // base address -> bytes
+CUdeviceptr nextAddress = 0x5a0000000000ull;          // far from any host mapping
+// Live modules and streams, owned here: what the runtime leaves behind is
+// freed when the library is unloaded.
+std::map<void*, std::unique_ptr<Module>> liveModules;
+std::map<void*, std::unique_ptr<Stream>> liveStreams;
 int streams = 0, modules = 0, failNextSync = 0;
 FakeLaunch last;
 int launches = 0;
 int sharedOptIn = -1;
 
 // The bytes [p, p + n) of one allocation, or nullptr.
-uint8_t* resolve(uint64_t p, size_t n) {
+uint8_t* resolve(CUdeviceptr p, size_t n) {
   auto it = memory.upper_bound(p);
   if (it == memory.begin()) return nullptr;
   --it;
-  const uint64_t off = p - it->first;
+  const CUdeviceptr off = p - it->first;
   if (off > it->second.size() || n > it->second.size() - off) return nullptr;
   return it->second.data() + off;
 }
@@ -117,20 +137,20 @@ CUresult cuDeviceGetCount(int* n) {
   return OK;
 }
 
-CUresult cuDeviceGet(int* dev, int ordinal) {
+CUresult cuDeviceGet(CUdevice* dev, int ordinal) {
   if (!initialised) return NOT_INITIALIZED;
   if (ordinal < 0 || ordinal > 1) return INVALID_DEVICE;
   *dev = ordinal;
   return OK;
 }
 
-CUresult cuDeviceGetName(char* name, int len, int dev) {
+CUresult cuDeviceGetName(char* name, int len, CUdevice dev) {
   if (dev < 0 || dev > 1) return INVALID_DEVICE;
   std::snprintf(name, static_cast<size_t>(len), "%s", dev == 0 ? "Fake A100" : "Fake H100");
   return OK;
 }
 
-CUresult cuDeviceGetAttribute(int* v, int attr, int dev) {
+CUresult cuDeviceGetAttribute(int* v, int attr, CUdevice dev) {
   if (dev < 0 || dev > 1) return INVALID_DEVICE;
   switch (attr) {
     case 5: *v = 2147483647; return OK;         // MAX_GRID_DIM_X
@@ -142,7 +162,7 @@ CUresult cuDeviceGetAttribute(int* v, int attr, int dev) {
   return INVALID_VALUE;
 }
 
-CUresult cuDevicePrimaryCtxRetain(void** ctx, int dev) {
+CUresult cuDevicePrimaryCtxRetain(void** ctx, CUdevice dev) {
   if (dev < 0 || dev > 1) return INVALID_DEVICE;
   std::lock_guard<std::mutex> l(mu);
   ++contexts[dev].retains;
@@ -150,7 +170,7 @@ CUresult cuDevicePrimaryCtxRetain(void** ctx, int dev) {
   return OK;
 }
 
-CUresult cuDevicePrimaryCtxRelease_v2(int dev) {
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
   if (dev < 0 || dev > 1) return INVALID_DEVICE;
   std::lock_guard<std::mutex> l(mu);
   if (contexts[dev].retains == 0) return INVALID_CONTEXT;
@@ -163,7 +183,7 @@ CUresult cuCtxSetCurrent(void* ctx) {
   return OK;
 }
 
-CUresult cuMemAlloc_v2(uint64_t* p, size_t bytes) {
+CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t bytes) {
   NEED_CONTEXT();
   if (bytes == 0) return INVALID_VALUE;
   if (bytes > (size_t{1} << 30)) return OUT_OF_MEMORY;
@@ -174,13 +194,13 @@ CUresult cuMemAlloc_v2(uint64_t* p, size_t bytes) {
   return OK;
 }
 
-CUresult cuMemFree_v2(uint64_t p) {
+CUresult cuMemFree_v2(CUdeviceptr p) {
   NEED_CONTEXT();
   std::lock_guard<std::mutex> l(mu);
   return memory.erase(p) ? OK : INVALID_VALUE;
 }
 
-CUresult cuMemcpyHtoD_v2(uint64_t dst, const void* src, size_t n) {
+CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t n) {
   NEED_CONTEXT();
   std::lock_guard<std::mutex> l(mu);
   uint8_t* d = resolve(dst, n);
@@ -189,7 +209,7 @@ CUresult cuMemcpyHtoD_v2(uint64_t dst, const void* src, size_t n) {
   return OK;
 }
 
-CUresult cuMemcpyDtoH_v2(void* dst, uint64_t src, size_t n) {
+CUresult cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t n) {
   NEED_CONTEXT();
   std::lock_guard<std::mutex> l(mu);
   uint8_t* s = resolve(src, n);
@@ -198,7 +218,7 @@ CUresult cuMemcpyDtoH_v2(void* dst, uint64_t src, size_t n) {
   return OK;
 }
 
-CUresult cuMemsetD8_v2(uint64_t dst, unsigned char v, size_t n) {
+CUresult cuMemsetD8_v2(CUdeviceptr dst, unsigned char v, size_t n) {
   NEED_CONTEXT();
   std::lock_guard<std::mutex> l(mu);
   uint8_t* d = resolve(dst, n);
@@ -210,16 +230,18 @@ CUresult cuMemsetD8_v2(uint64_t dst, unsigned char v, size_t n) {
 CUresult cuStreamCreate(void** s, unsigned flags) {
   NEED_CONTEXT();
   std::lock_guard<std::mutex> l(mu);
+  auto stream = std::make_unique<Stream>(Stream{current});
+  *s = stream.get();
+  liveStreams[stream.get()] = std::move(stream);
   ++streams;
-  *s = new Stream{current};
   return OK;
 }
 
 CUresult cuStreamDestroy_v2(void* s) {
   NEED_CONTEXT();
   std::lock_guard<std::mutex> l(mu);
+  if (!liveStreams.erase(s)) return INVALID_HANDLE;
   --streams;
-  delete static_cast<Stream*>(s);
   return OK;
 }
 
@@ -252,27 +274,30 @@ CUresult cuModuleLoadDataEx(void** mod, const void* image, unsigned n, int* opts
     return INVALID_PTX;
   }
   std::lock_guard<std::mutex> l(mu);
+  auto m = std::make_unique<Module>();
+  m->ptx = ptx;
+  *mod = m.get();
+  liveModules[m.get()] = std::move(m);
   ++modules;
-  *mod = new Module{ptx};
   return OK;
 }
 
 CUresult cuModuleUnload(void* mod) {
   NEED_CONTEXT();
   std::lock_guard<std::mutex> l(mu);
+  if (!liveModules.erase(mod)) return INVALID_HANDLE;  // frees its functions too
   --modules;
-  delete static_cast<Module*>(mod);
   return OK;
 }
 
 CUresult cuModuleGetFunction(void** fn, void* mod, const char* name) {
   NEED_CONTEXT();
-  auto* f = new Function{name, {}, 48 * 1024};
-  if (!parseEntry(static_cast<Module*>(mod)->ptx, name, f->paramBytes)) {
-    delete f;  // the fake leaks found functions, like the driver keeps them with the module
-    return NOT_FOUND;
-  }
-  *fn = f;
+  std::lock_guard<std::mutex> l(mu);
+  auto* m = static_cast<Module*>(mod);
+  auto f = std::make_unique<Function>(Function{name, {}, 48 * 1024});
+  if (!parseEntry(m->ptx, name, f->paramBytes)) return NOT_FOUND;
+  *fn = f.get();
+  m->functions.push_back(std::move(f));
   return OK;
 }
 

@@ -182,6 +182,12 @@ class Value {
 class Block {
  public:
   explicit Block(Region* parent = nullptr) : parent_(parent) {}
+  /// Destroys nested regions with a worklist rather than recursion: IR built
+  /// by hand may nest deeper than the stack allows (the verifier rejects it,
+  /// but it must still be destroyable).
+  ~Block();
+  Block(const Block&) = delete;
+  Block& operator=(const Block&) = delete;
   Value* addArgument(Type t);
   const std::vector<std::unique_ptr<Value>>& args() const { return args_; }
   Value* arg(unsigned i) const { return args_.at(i).get(); }

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# The sanitizer runs of CI, each with clang 22:
+#   1. ./build-asan, ASan + UBSan (+ LeakSanitizer): the whole ctest suite;
+#   2. ./build-tsan, ThreadSanitizer: the dsl, runtime and emu tests (the code
+#      that runs host threads: the CPU thread pool, the emulator's workers);
+#   3. the IR fuzzer (tests/fuzz) for 60 s over a copy of its seed corpus.
+# Any sanitizer report fails the run: reports abort the process that makes
+# them and are also written under $TESSERA_SANITIZE_LOGS (default
+# ./build-asan/sanitizer-logs), so one printed by a child process whose
+# output a test swallows still counts. Exits non-zero on any report or test
+# failure. TESSERA_FUZZ_SECONDS overrides the fuzzing time.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+# clang-22 and its compiler-rt (the sanitizer runtimes and libFuzzer).
+"$root/scripts/bootstrap.sh" clang-22 libclang-rt-22-dev
+
+asan_dir=$root/build-asan
+tsan_dir=$root/build-tsan
+logs=${TESSERA_SANITIZE_LOGS:-$asan_dir/sanitizer-logs}
+fuzz_seconds=${TESSERA_FUZZ_SECONDS:-60}
+start=$(date +%s)
+failed=()
+phase() { echo; echo "==== sanitize: $* ($(($(date +%s) - start)) s in)"; }
+
+configure() {  # dir, sanitizers
+  if [ ! -f "$1/build.ninja" ]; then
+    CC=clang-22 CXX=clang++-22 cmake -S "$root" -B "$1" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DTESSERA_SANITIZE="$2"
+  fi
+}
+
+rm -rf "$logs"
+mkdir -p "$logs"
+# Common to all: reports abort (a test that expects its subject to fail,
+# like lit's `not`, must not take a sanitizer's exit code for that failure),
+# and go to a file per process as well as to stderr.
+common="abort_on_error=1:print_summary=1"
+export ASAN_OPTIONS="$common:log_path=$logs/asan:log_exe_name=1:detect_leaks=1:halt_on_error=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1"
+export LSAN_OPTIONS="suppressions=$root/tests/lsan.supp:print_suppressions=0"
+export UBSAN_OPTIONS="$common:log_path=$logs/ubsan:log_exe_name=1:halt_on_error=1:print_stacktrace=1"
+export TSAN_OPTIONS="$common:log_path=$logs/tsan:log_exe_name=1:halt_on_error=1:second_deadlock_stack=1"
+# The sanitizers symbolize stacks with llvm-symbolizer.
+export ASAN_SYMBOLIZER_PATH=/usr/lib/llvm-22/bin/llvm-symbolizer
+export TSAN_SYMBOLIZER_PATH=$ASAN_SYMBOLIZER_PATH
+
+# ---- 1. ASan + UBSan: everything --------------------------------------------
+phase "ASan+UBSan: configure and build $asan_dir"
+configure "$asan_dir" address,undefined
+cmake --build "$asan_dir" -j2
+phase "ASan+UBSan: the whole test suite"
+(cd "$asan_dir" && ctest --output-on-failure -j2 --timeout 1800) || failed+=("ASan+UBSan tests")
+
+# ---- 2. TSan: the tests that run host threads --------------------------------
+phase "TSan: configure and build $tsan_dir (dsl, runtime and emu tests)"
+configure "$tsan_dir" thread
+cmake --build "$tsan_dir" -j2 --target test_dsl test_runtime test_emu
+phase "TSan: dsl, runtime and emu tests"
+(cd "$tsan_dir" && ctest --output-on-failure -j2 --timeout 1800 -R '^(dsl|runtime|emu)/') || failed+=("TSan tests")
+
+# ---- 3. the IR fuzzer --------------------------------------------------------
+phase "fuzz: tessera_ir_fuzz for ${fuzz_seconds} s"
+corpus=$(mktemp -d)
+trap 'rm -rf "$corpus"' EXIT
+cp "$root"/tests/fuzz/corpus/* "$corpus/"
+# -rss_limit_mb: each input builds LLVM modules and a JIT under ASan.
+if ! "$asan_dir/bin/tessera_ir_fuzz" "$corpus" -dict="$root/tests/fuzz/tir.dict" \
+    -max_total_time="$fuzz_seconds" -max_len=4096 -timeout=60 -rss_limit_mb=4096 \
+    -print_final_stats=1 -artifact_prefix="$logs/fuzz-" 2> "$logs/fuzz.out"; then
+  failed+=("fuzzer")
+  tail -n 60 "$logs/fuzz.out"
+fi
+units=$(sed -n 's/^stat::number_of_executed_units: *//p' "$logs/fuzz.out" | tail -n 1)
+echo "fuzz: ${units:-0} inputs executed in ${fuzz_seconds} s; corpus grew from" \
+  "$(ls "$root/tests/fuzz/corpus" | wc -l) to $(ls "$corpus" | wc -l) inputs"
+
+# ---- verdict -----------------------------------------------------------------
+phase "done"
+reports=$(find "$logs" -type f \( -name 'asan*' -o -name 'ubsan*' -o -name 'tsan*' -o -name 'fuzz-*' \) | sort)
+if [ -n "$reports" ]; then
+  for r in $reports; do
+    echo "---- $r"
+    head -n 80 "$r"
+  done
+  failed+=("$(echo "$reports" | wc -l) sanitizer report file(s)")
+fi
+if ((${#failed[@]})); then
+  echo "sanitize: FAILED: ${failed[*]}"
+  exit 1
+fi
+echo "sanitize: no sanitizer reports ($(($(date +%s) - start)) s)"
