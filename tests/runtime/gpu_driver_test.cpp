@@ -506,6 +506,15 @@ TEST_CASE("fake CUDA driver: launches pass the grid, block, shared memory and ar
     CHECK(modules() == 0);  // each Kernel unloaded its module
   }
 
+  SECTION("a checked launch is refused, not silently unchecked") {
+    Buffer a = dev.alloc(DType::F32, 64), b = dev.alloc(DType::F32, 64), out = dev.alloc(DType::F32, 64);
+    Kernel k = dev.load(vaddBinary(32, 64 * 1024));
+    LaunchOptions o;
+    o.checkBounds = true;
+    CHECK_THROWS_WITH(k.launch(Dim3(2), {a, b, out, 64}, o),
+                      Catch::Contains("only CPU devices") && Catch::Contains("compute-sanitizer"));
+  }
+
   SECTION("buffer offsets and the exact addresses reach the kernel") {
     Buffer a = dev.alloc(DType::F32, 64), b = dev.alloc(DType::F32, 64), out = dev.alloc(DType::F32, 64);
     Kernel k = dev.load(vaddBinary(32, 64 * 1024));
