@@ -48,7 +48,7 @@ namespace {
 class Emitter {
  public:
   Emitter(llvm::IRBuilder<>& b, const CpuTargetInfo& t, const DotArrays& o)
-      : b_(b), t_(t), o_(o), blk_(dotBlocking(t, o.elemTy)) {
+      : b_(b), o_(o), blk_(dotBlocking(t, o.elemTy)) {
     fl_ = o.elemTy->isFloatTy();
     MR_ = blk_.mr;
     vt_ = llvm::FixedVectorType::get(o.elemTy, static_cast<unsigned>(blk_.lanes));
@@ -184,7 +184,6 @@ class Emitter {
   }
 
   llvm::IRBuilder<>& b_;
-  const CpuTargetInfo& t_;
   const DotArrays& o_;
   DotBlocking blk_;
   bool fl_ = true;
