@@ -143,7 +143,9 @@ struct LaunchOptions {
   /// A checked launch (also TESSERA_CHECK_BOUNDS=1, `tessera run
   /// --check-bounds`): every global access is tested against its buffer and
   /// the first one outside it is a LaunchError naming the op and the user's
-  /// line, with nothing outside any buffer read or written. CPU devices run
+  /// line, with nothing outside any buffer read or written (with several
+  /// worker threads, the access reported is the first one detected among
+  /// the violating programs). CPU devices run
   /// a bounds-checked compile of the kernel; the emulator always checks;
   /// CUDA and HIP devices refuse it (use compute-sanitizer there).
   bool checkBounds = false;
