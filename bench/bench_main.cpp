@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -96,6 +97,19 @@ void printRow(const char* what, unsigned threads, double bytes, Stats s, double 
 
 }  // namespace
 
+// A kernel's inputs, launched once with `lo` and checked against its
+// reference; nullopt (after saying so) when the result is wrong, since a
+// benchmark of a wrong kernel is worthless.
+static std::optional<tessera::bench::Setup> checkedSetup(const tessera::bench::MemoryBoundKernel& k, const ts::Device& dev,
+                                                         int64_t rows, int64_t cols, const ts::LaunchOptions& lo) {
+  auto setup = k.setup(dev, rows, cols);
+  setup.launch(lo);
+  if (setup.check()) return setup;
+  std::printf("  %-12s MISMATCH against the reference%s; not timed\n", k.name.c_str(),
+              lo.checkBounds ? " (checked launch)" : "");
+  return std::nullopt;
+}
+
 int main(int argc, char** argv) {
   bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   const int reps = quick ? 5 : 15;
@@ -117,16 +131,12 @@ int main(int argc, char** argv) {
     std::printf("  %-12s %uT  %7.2f ms  %6.1f GB/s [%5.1f, %5.1f]  (non-temporal stores)\n", "NT triad", threads,
                 tn.median * 1e3, ntGBs, gbps(12.0 * triadN, tn.max), gbps(12.0 * triadN, tn.min));
     for (const auto& k : tessera::bench::memoryBoundKernels()) {
-      auto setup = k.setup(dev, rows, cols);
       ts::LaunchOptions lo;
       lo.threads = threads;
-      setup.launch(lo);
-      if (!setup.check()) {
-        std::printf("  %-12s MISMATCH against the reference; not timed\n", k.name.c_str());
-        continue;
-      }
-      Stats s = measure(reps, [&] { setup.launch(lo); });
-      printRow(k.name.c_str(), threads, setup.bytes, s, triadGBs, ntGBs);
+      auto setup = checkedSetup(k, dev, rows, cols, lo);
+      if (!setup) continue;
+      Stats s = measure(reps, [&] { setup->launch(lo); });
+      printRow(k.name.c_str(), threads, setup->bytes, s, triadGBs, ntGBs);
     }
   }
 
@@ -179,17 +189,13 @@ int main(int argc, char** argv) {
   std::printf("\nchecked launches (every global access tested against its buffer), %lldx%lld f32, 2 threads,\n"
               "median [min, max] of %d\n", (long long)rows, (long long)cols, reps);
   for (const auto& k : tessera::bench::memoryBoundKernels()) {
-    auto setup = k.setup(dev, rows, cols);
     ts::LaunchOptions plain, checked;
     plain.threads = checked.threads = 2;
     checked.checkBounds = true;
-    setup.launch(checked);
-    if (!setup.check()) {
-      std::printf("  %-12s MISMATCH of the checked launch; not timed\n", k.name.c_str());
-      continue;
-    }
-    Stats u = measure(reps, [&] { setup.launch(plain); });
-    Stats c = measure(reps, [&] { setup.launch(checked); });
+    auto setup = checkedSetup(k, dev, rows, cols, checked);
+    if (!setup) continue;
+    Stats u = measure(reps, [&] { setup->launch(plain); });
+    Stats c = measure(reps, [&] { setup->launch(checked); });
     std::printf("  %-12s unchecked %7.2f ms [%7.2f, %7.2f]   checked %7.2f ms [%7.2f, %7.2f]   x%.2f\n",
                 k.name.c_str(), u.median * 1e3, u.min * 1e3, u.max * 1e3, c.median * 1e3, c.min * 1e3, c.max * 1e3,
                 c.median / u.median);
