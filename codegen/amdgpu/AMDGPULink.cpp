@@ -1,10 +1,10 @@
-#include "amdgpu/AMDGPULink.h"
+#include "codegen/amdgpu/AMDGPULink.h"
 
 #include <mutex>
 
 #include <llvm/Support/raw_ostream.h>
 
-#include "shared/GpuToolchain.h"
+#include "codegen/llvm/GpuToolchain.h"
 #include "tessera/support/Error.h"
 
 #ifdef TESSERA_HAVE_LLD

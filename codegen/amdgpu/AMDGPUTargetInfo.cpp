@@ -15,9 +15,9 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Transforms/Utils/Cloning.h>
 
-#include "amdgpu/AMDGPULink.h"
-#include "shared/GpuTargetInfo.h"
-#include "shared/LLVMSupport.h"
+#include "codegen/amdgpu/AMDGPULink.h"
+#include "codegen/gpu/GpuTargetInfo.h"
+#include "codegen/llvm/LLVMSupport.h"
 #include "tessera/support/Targets.h"
 
 extern "C" {
@@ -79,10 +79,10 @@ TensorCoreOp amdgpuTensorCore(const std::string& arch, DType in, DType acc) {
   bool f16 = in == DType::F16;
   TensorCoreOp t;
   if (arch == "gfx90a" || arch == "gfx942") {
-    t.kind = MmaKind::AmdMfma16x16x16;
+    t.kind = ir::MmaKind::AmdMfma16x16x16;
     t.mma = f16 ? llvm::Intrinsic::amdgcn_mfma_f32_16x16x16f16 : llvm::Intrinsic::amdgcn_mfma_f32_16x16x16bf16_1k;
   } else if (arch == "gfx1100") {
-    t.kind = MmaKind::AmdWmma16x16x16;
+    t.kind = ir::MmaKind::AmdWmma16x16x16;
     t.mma = f16 ? llvm::Intrinsic::amdgcn_wmma_f32_16x16x16_f16 : llvm::Intrinsic::amdgcn_wmma_f32_16x16x16_bf16;
   }
   return t;

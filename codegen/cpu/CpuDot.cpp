@@ -17,7 +17,7 @@
 // All trip counts are compile-time constants (tile shapes are static), so
 // the edge blocks are separate straight-line instances: at most four per
 // dot (full/partial rows x full/partial columns), each one small loop.
-#include "cpu/CpuDot.h"
+#include "codegen/cpu/CpuDot.h"
 
 #include <functional>
 #include <vector>

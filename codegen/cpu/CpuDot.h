@@ -18,7 +18,7 @@
 
 #include <llvm/IR/IRBuilder.h>
 
-#include "shared/HostIsa.h"
+#include "codegen/llvm/HostIsa.h"
 
 namespace tessera::codegen::cpu {
 

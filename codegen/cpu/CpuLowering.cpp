@@ -18,7 +18,7 @@
 // Memory ops use the axis-info analysis: a pointer tile whose chunks are
 // runs of consecutive addresses becomes one (masked) vector load/store from
 // the chunk's first pointer, anything else a masked gather/scatter.
-#include "cpu/CpuLowering.h"
+#include "codegen/cpu/CpuLowering.h"
 
 #include <algorithm>
 #include <functional>
@@ -33,10 +33,10 @@
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsX86.h>
 
-#include "cpu/CpuDot.h"
-#include "cpu/CpuMath.h"
-#include "shared/AxisInfo.h"
-#include "shared/Elementwise.h"
+#include "codegen/cpu/CpuDot.h"
+#include "codegen/cpu/CpuMath.h"
+#include "tessera/ir/analysis/AxisInfo.h"
+#include "codegen/llvm/Elementwise.h"
 #include "tessera/support/BoundsCheck.h"
 #include "tessera/support/Error.h"
 
@@ -363,7 +363,7 @@ class Lowering {
   llvm::LLVMContext& ctx_;
   llvm::Module& mod_;
   const CpuTargetInfo& tgt_;
-  AxisAnalysis axis_;
+  ir::AxisAnalysis axis_;
   llvm::IRBuilder<> b_;
   std::vector<std::string>* checkedOps_;  // non-null: emit bounds checks; opId -> op text
   llvm::BasicBlock* allocaBlock_ = nullptr;

@@ -13,7 +13,7 @@
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 
-#include "shared/HostIsa.h"
+#include "codegen/llvm/HostIsa.h"
 #include "tessera/ir/IR.h"
 
 namespace tessera::codegen::cpu {

@@ -1,12 +1,12 @@
-#include "cpu/CpuMath.h"
+#include "codegen/cpu/CpuMath.h"
 
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/Module.h>
 
 #include "tessera/support/Error.h"
 
-#if __has_include("shared/VectorMath.h")
-#include "shared/VectorMath.h"
+#if __has_include("codegen/llvm/VectorMath.h")
+#include "codegen/llvm/VectorMath.h"
 #define TESSERA_HAVE_VECTOR_MATH 1
 #endif
 

@@ -10,9 +10,9 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Transforms/Utils/Cloning.h>
 
-#include "shared/GpuTargetInfo.h"
-#include "shared/GpuToolchain.h"
-#include "shared/LLVMSupport.h"
+#include "codegen/gpu/GpuTargetInfo.h"
+#include "codegen/llvm/GpuToolchain.h"
+#include "codegen/llvm/LLVMSupport.h"
 
 extern "C" {
 void LLVMInitializeNVPTXTargetInfo();
@@ -65,7 +65,7 @@ MathChoice nvptxMath(ir::OpCode op, DType dt) {
 TensorCoreOp nvptxTensorCore(DType in, DType acc) {
   if (acc != DType::F32 || (in != DType::F16 && in != DType::BF16)) return {};
   TensorCoreOp t;
-  t.kind = MmaKind::NvMmaM16N8K16;
+  t.kind = ir::MmaKind::NvMmaM16N8K16;
   t.mma = in == DType::F16 ? llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32
                            : llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_bf16;
   t.ldA = llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_b16;

@@ -7,7 +7,7 @@
 #include <limits>
 #include <random>
 
-#include "../../codegen/shared/GpuCompile.h"
+#include "../../codegen/gpu/GpuCompile.h"
 #include "emu_util.h"
 #include "tessera/ir/Builder.h"
 

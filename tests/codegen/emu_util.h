@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "../../codegen/shared/EmuCompile.h"
+#include "../../codegen/emu/EmuCompile.h"
 #include "tessera/runtime/Emulator.h"
 
 namespace emutest {

@@ -13,7 +13,7 @@
 #include <random>
 #include <string>
 
-#include "../../codegen/shared/GpuCompile.h"
+#include "../../codegen/gpu/GpuCompile.h"
 #include "emu_util.h"
 #include "pipelined_gemm.h"
 #include "tessera/ir/Pass.h"

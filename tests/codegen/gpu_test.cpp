@@ -6,7 +6,7 @@
 #include <regex>
 #include <unistd.h>
 
-#include "../../codegen/shared/GpuCompile.h"
+#include "../../codegen/gpu/GpuCompile.h"
 #include "tessera/ir/Builder.h"
 #include "tessera/ir/Verifier.h"
 #include "tessera/support/Error.h"

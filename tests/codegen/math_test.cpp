@@ -1,5 +1,5 @@
 // Accuracy and special-value tests of the vector math emitters
-// (codegen/shared/VectorMath.*), run through the host JIT at vector widths
+// (codegen/llvm/VectorMath.*), run through the host JIT at vector widths
 // 16, 8 and 1. The reference is the double-precision <cmath> function; the
 // error of a result is |got - ref| in units of the float ulp of ref (the
 // spacing of floats at ref's binade; 2^-149 for denormals and zero). The

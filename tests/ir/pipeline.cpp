@@ -9,7 +9,7 @@
 #include "tessera/ir/Parser.h"
 #include "tessera/ir/Pass.h"
 #include "tessera/ir/Printer.h"
-#include "tessera/ir/ResourceCheck.h"
+#include "tessera/ir/analysis/ResourceCheck.h"
 #include "tessera/ir/Verifier.h"
 #include "tessera/support/Error.h"
 

@@ -1,0 +1,157 @@
+// The compile pipeline, linear and logged: every stage's text is kept in
+// the artifact's dumps.
+//
+//   verify -> clone -> tile-IR passes (dump after each) -> lower to LLVM IR
+//   -> verify LLVM IR -> LLVM optimisation -> JIT (CPU) -> assembly (on demand)
+#include "tessera/codegen/Compiler.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include <llvm/AsmParser/Parser.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/SourceMgr.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include "codegen/llvm/Jit.h"
+#include "codegen/emu/EmuCompile.h"
+#include "codegen/gpu/GpuCompile.h"
+#include "codegen/cpu/CpuLowering.h"
+#include "codegen/llvm/HostIsa.h"
+#include "codegen/llvm/LLVMSupport.h"
+#include "tessera/ir/Pass.h"
+#include "tessera/ir/Printer.h"
+#include "tessera/ir/Verifier.h"
+#include "tessera/support/Error.h"
+#include "tessera/support/Targets.h"
+
+namespace tessera::codegen {
+
+namespace {
+// Symbol names of entries: the kernel name restricted to [A-Za-z0-9_].
+std::string entrySymbol(const std::string& kernel) {
+  std::string s = "tessera_entry_";
+  for (char ch : kernel) s += (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_') ? ch : '_';
+  return s;
+}
+
+void compileCpu(const ir::Function& f, const Target& target, const CompileOptions& opts, Artifact& art,
+                StageTimer& timer) {
+  if (opts.optLevel < 0 || opts.optLevel > 3)
+    throw CompileError("optLevel must be 0..3, got " + std::to_string(opts.optLevel));
+  CpuTargetInfo t = selectCpuTarget(target.arch);
+  art.dumps.extra["cpu"] = t.isa + " (" + t.cpu + ", " + std::to_string(t.lanes) + " lanes)";
+  initLLVM();
+  llvm::TargetMachine& tm = cpu::cachedTargetMachine(t, opts.optLevel);
+  auto ctx = std::make_unique<llvm::LLVMContext>();
+  std::string entry = entrySymbol(f.name());
+  auto mod = cpu::lowerToLLVM(f, *ctx, t, tm.createDataLayout(), entry, opts.checkBounds ? &art.opNames : nullptr);
+  art.boundsChecked = opts.checkBounds;
+  timer.mark("lower");
+  art.dumps.llvm = printModule(*mod);
+  timer.mark("print-llvm");
+  {
+    std::string msg;
+    llvm::raw_string_ostream os(msg);
+    if (llvm::verifyModule(*mod, &os))
+      throw InternalError("CPU lowering of @" + f.name() + " produced invalid LLVM IR:\n" + msg);
+  }
+  timer.mark("verify-llvm");
+  cpu::optimizeKernel(*mod, tm, opts.optLevel);
+  timer.mark("optimize");
+  art.dumps.llvmOpt = printModule(*mod);
+  timer.mark("print-llvm-opt");
+  if (opts.dumpAssembly) art.dumps.assembly = cpu::emitAssembly(*mod, tm);
+  if (!t.notRunnable.empty()) {
+    // Compiled for inspection only (e.g. AVX-512 code on an AVX2 host):
+    // running it would fault on an illegal instruction.
+    art.notRunnable = t.notRunnable;
+    return;
+  }
+  auto obj = cpu::emitObject(*mod, tm);
+  timer.mark("codegen");
+  auto jit = cpu::jitObject(std::move(obj), entry);
+  art.cpuEntry = jit.entry;
+  art.owner = jit.owner;
+  timer.mark("link");
+  art.dumps.extra["compile-times"] = timer.log;
+}
+// NVPTX and AMDGPU go through the shared GPU lowering; emu: targets take the
+// very module handed to the GPU backend and run it on the SIMT machine.
+std::shared_ptr<Artifact> compileGpuTarget(const ir::Function& f, const Target& target, const CompileOptions& opts,
+                                           StageDumps dumps) {
+  GpuOptions g;
+  g.numWarps = opts.numWarps;
+  g.codeObjectVersion = opts.codeObjectVersion;
+  g.eagerAssembly = opts.dumpAssembly;
+  if (target.kind == Target::Kind::NVPTX || target.kind == Target::Kind::AMDGPU)
+    return compileGpu(f, target, opts, std::move(dumps), g);
+  const bool amd = target.kind == Target::Kind::EmuAMDGPU;
+  Target device{amd ? Target::Kind::AMDGPU : Target::Kind::NVPTX, target.arch};
+  auto art = compileGpu(f, device, opts, std::move(dumps), g);
+  art->target = target;
+  if (opts.emuHooks.empty())
+    throw CompileError("target " + target.str() + " needs the SIMT emulator's hooks (compile it through "
+                       "tessera::compile for an emulator device)");
+  auto it = art->dumps.extra.find("llvm-gpu");
+  TS_ASSERT(it != art->dumps.extra.end(), "GPU compile kept no llvm-gpu module");
+  const GpuArch* row = findGpuArch(amd ? GpuArch::Vendor::AMD : GpuArch::Vendor::NVIDIA, target.arch);
+  TS_ASSERT(row, "target " + target.str() + " is not in Targets.def");
+  unsigned warp = row->warpSize;
+  EmuKernel k = compileForEmulator(it->second, amd, warp, opts.emuHooks);
+  art->emu.threadFn = k.threadFn;
+  art->opNames = std::move(k.opNames);
+  art->emu.warpSize = k.warpSize;
+  art->emu.amd = amd;
+  art->emu.staticSharedBytes = k.staticSharedBytes;
+  art->emu.dynamicSharedOffset = k.dynamicSharedOffset;
+  art->dumps.extra["emu-host-llvm"] = std::move(k.hostIR);
+  art->owner = k.owner;
+  return art;
+}
+}  // namespace
+
+std::shared_ptr<Artifact> compile(const ir::Function& kernel, const Target& target, const CompileOptions& opts) {
+  StageTimer timer;
+  ir::verify(kernel);  // user errors surface here, unchanged
+  auto art = std::make_shared<Artifact>();
+  art->target = target;
+  art->kernelName = kernel.name();
+  std::unique_ptr<ir::Function> f = ir::clone(kernel);
+  art->dumps.tileIR.emplace_back("input", ir::print(*f));
+  ir::PassManager pm;
+  ir::addDefaultPasses(pm);
+  // Every backend lowers buffer_slot, async copies, commits and waits, so
+  // `for {stages}` loops are scheduled for all targets (the schedule is the
+  // pass's tile-IR dump).
+  pm.add(ir::createPipelineSchedulePass());
+  pm.setAfterPass([&](const std::string& pass, const ir::Function& fn) {
+    art->dumps.tileIR.emplace_back(pass, ir::print(fn));
+  });
+  pm.run(*f);
+  timer.mark("tile-ir");
+  if (target.kind == Target::Kind::CPU) {
+    compileCpu(*f, target, opts, *art, timer);
+    return art;
+  }
+  return compileGpuTarget(*f, target, opts, std::move(art->dumps));
+}
+
+std::string Artifact::assembly() const {
+  if (!dumps.assembly.empty()) return dumps.assembly;
+  if (target.kind == Target::Kind::AMDGPU || target.kind == Target::Kind::EmuAMDGPU) return amdgpuAssembly(*this);
+  if (target.kind != Target::Kind::CPU)
+    throw InternalError("GPU artifact of " + target.str() + " has no assembly");
+  TS_ASSERT(!dumps.llvmOpt.empty(), "artifact has no optimised LLVM IR");
+  initLLVM();
+  // Re-read the optimised IR: the functions carry their target-cpu and
+  // target-features, so the host TargetMachine emits the same code the JIT ran.
+  llvm::LLVMContext ctx;
+  llvm::SMDiagnostic diag;
+  auto mod = llvm::parseAssemblyString(dumps.llvmOpt, diag, ctx);
+  if (!mod) throw InternalError("cannot re-read the optimised LLVM IR: " + diag.getMessage().str());
+  CpuTargetInfo t = selectCpuTarget(target.arch);
+  return cpu::emitAssembly(*mod, cpu::cachedTargetMachine(t, cpu::kAssemblyOptLevel));
+}
+
+}  // namespace tessera::codegen

@@ -1,0 +1,206 @@
+// The emulator compile: GPU module text -> rewritten host module -> the
+// thread entry -> verify -> optimise -> ORC JIT with the hooks bound by
+// address.
+#include "codegen/emu/EmuCompile.h"
+
+#include <atomic>
+
+#include <llvm/AsmParser/Parser.h>
+#include <llvm/ExecutionEngine/Orc/AbsoluteSymbols.h>
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/TargetParser/SubtargetFeature.h>
+#include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/SourceMgr.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include "codegen/llvm/Jit.h"
+#include "codegen/emu/EmuPasses.h"
+#include "codegen/llvm/HostIsa.h"
+#include "codegen/llvm/LLVMSupport.h"
+#include "tessera/support/Error.h"
+
+namespace tessera::codegen {
+
+namespace {
+
+constexpr const char* kEntryName = "tessera_emu_thread_entry";
+
+// The emulator's own process-wide JIT (never destroyed, like the CPU
+// backend's): its kernels get a JITDylib each, holding the hook symbols.
+llvm::orc::LLJIT& emuJit() {
+  static llvm::orc::LLJIT* jit = [] {
+    initLLVM();
+    auto jtmb = check<InternalError>(llvm::orc::JITTargetMachineBuilder::detectHost(), "detecting the host for the JIT");
+    jtmb.setCodeGenOptLevel(llvm::CodeGenOptLevel::Default);
+    // The host as the CPU backend sees it (TESSERA_HOST_CPU, and without the
+    // conversions that flush denormals), not LLVM's raw detection.
+    CpuTargetInfo host = selectCpuTarget("");
+    jtmb.setCPU(host.cpu);
+    jtmb.getFeatures() = llvm::SubtargetFeatures(host.features);
+    auto j = check<InternalError>(llvm::orc::LLJITBuilder()
+                                      .setJITTargetMachineBuilder(std::move(jtmb))
+                                      .setSupportConcurrentCompilation(true)
+                                      .create(),
+                                  "creating the emulator JIT");
+    return j.release();
+  }();
+  return *jit;
+}
+
+struct EmuJitOwner {
+  llvm::orc::JITDylib* jd = nullptr;
+  ~EmuJitOwner() {
+    // A failure cannot be reported from a destructor and only leaks code.
+    if (jd) llvm::consumeError(emuJit().getExecutionSession().removeJITDylib(*jd));
+  }
+};
+
+void verifyOrThrow(const llvm::Module& m, const std::string& stage) {
+  std::string msg;
+  llvm::raw_string_ostream os(msg);
+  if (llvm::verifyModule(m, &os)) throw InternalError("emulator rewrite (" + stage + ") produced invalid LLVM IR:\n" + msg);
+}
+
+llvm::Function* findKernel(llvm::Module& m, bool amd) {
+  llvm::Function* kernel = nullptr;
+  auto take = [&](llvm::Function* f) {
+    if (!f || f->isDeclaration() || f == kernel) return;
+    if (kernel)
+      throw CompileError("the GPU module defines more than one kernel (@" + kernel->getName().str() + ", @" +
+                         f->getName().str() + "); the emulator runs one");
+    kernel = f;
+  };
+  for (llvm::Function& f : m)
+    if (f.getCallingConv() == (amd ? llvm::CallingConv::AMDGPU_KERNEL : llvm::CallingConv::PTX_Kernel)) take(&f);
+  // Older NVVM IR marks kernels in !nvvm.annotations instead.
+  if (llvm::NamedMDNode* ann = m.getNamedMetadata("nvvm.annotations"))
+    for (llvm::MDNode* n : ann->operands()) {
+      if (n->getNumOperands() < 2) continue;
+      auto* kind = llvm::dyn_cast<llvm::MDString>(n->getOperand(1));
+      if (!kind || kind->getString() != "kernel") continue;
+      if (auto* v = llvm::dyn_cast_or_null<llvm::ValueAsMetadata>(n->getOperand(0).get()))
+        take(llvm::dyn_cast<llvm::Function>(v->getValue()));
+    }
+  if (!kernel)
+    throw CompileError(std::string("the GPU module defines no kernel (no function with the ") +
+                       (amd ? "amdgpu_kernel" : "ptx_kernel") + " calling convention)");
+  if (!kernel->getReturnType()->isVoidTy())
+    throw CompileError("kernel @" + kernel->getName().str() + " does not return void");
+  return kernel;
+}
+
+// void tessera_emu_thread_entry(void* const* args): args[i] points at the
+// kernel's i-th parameter (CUDA kernelParams), or is the by-reference
+// aggregate itself for byval/byref parameters.
+void buildThreadEntry(llvm::Module& m, llvm::Function* kernel) {
+  llvm::LLVMContext& ctx = m.getContext();
+  llvm::PointerType* ptr = llvm::PointerType::get(ctx, 0);
+  auto* fty = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptr}, false);
+  auto* entry = llvm::Function::Create(fty, llvm::GlobalValue::ExternalLinkage, kEntryName, &m);
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", entry));
+  std::vector<llvm::Value*> args;
+  for (llvm::Argument& a : kernel->args()) {
+    llvm::Value* slot = b.CreateConstInBoundsGEP1_64(ptr, entry->getArg(0), a.getArgNo());
+    llvm::Value* p = b.CreateAlignedLoad(ptr, slot, llvm::Align(8), "arg" + std::to_string(a.getArgNo()) + ".ptr");
+    if (a.hasByValAttr() || a.hasByRefAttr()) args.push_back(p);
+    else args.push_back(b.CreateAlignedLoad(a.getType(), p, llvm::Align(1), a.getName()));
+  }
+  b.CreateCall(kernel, args);
+  b.CreateRetVoid();
+  // The kernel body is inlined into the entry: one call per GPU thread.
+  kernel->setLinkage(llvm::GlobalValue::InternalLinkage);
+}
+
+}  // namespace
+
+EmuKernel compileForEmulator(const std::string& gpuModuleText, bool amd, unsigned warpSize,
+                             const std::vector<std::pair<std::string, void*>>& hooks) {
+  if (amd ? (warpSize != 32 && warpSize != 64) : warpSize != 32)
+    throw CompileError("warp size " + std::to_string(warpSize) + " is not valid for " + (amd ? "AMDGPU" : "NVPTX"));
+  initLLVM();
+  auto ctx = std::make_unique<llvm::LLVMContext>();
+  llvm::SMDiagnostic diag;
+  std::unique_ptr<llvm::Module> mod = llvm::parseAssemblyString(gpuModuleText, diag, *ctx);
+  if (!mod) {
+    std::string msg;
+    llvm::raw_string_ostream os(msg);
+    diag.print("gpu-module", os, false);
+    throw CompileError("cannot parse the GPU module: " + msg);
+  }
+  const llvm::Triple& triple = mod->getTargetTriple();
+  if (amd ? triple.getArch() != llvm::Triple::amdgcn : triple.getArch() != llvm::Triple::nvptx64)
+    throw CompileError("the GPU module targets '" + triple.str() + "', expected " +
+                       (amd ? "amdgcn-amd-amdhsa" : "nvptx64-nvidia-cuda"));
+  if (amd)
+    if (auto* v = llvm::mdconst::extract_or_null<llvm::ConstantInt>(mod->getModuleFlag("amdhsa_code_object_version")))
+      if (v->getZExtValue() < 500)
+        throw CompileError("AMDGPU code object version " + std::to_string(v->getZExtValue() / 100) +
+                           " is not supported by the emulator (hidden kernel arguments of v5 and later)");
+  verifyOrThrow(*mod, "input");
+
+  emu::EmuModule em(*mod, amd, warpSize);
+  em.kernel = findKernel(*mod, amd);
+  em.kernelName = em.kernel->getName().str();
+  // Metadata and globals that only matter to the GPU toolchain; they also
+  // reference the kernel and shared variables about to be replaced.
+  for (const char* md : {"nvvm.annotations", "nvvmir.version"})
+    if (llvm::NamedMDNode* n = mod->getNamedMetadata(md)) mod->eraseNamedMetadata(n);
+  for (const char* g : {"llvm.used", "llvm.compiler.used"})
+    if (llvm::GlobalVariable* gv = mod->getGlobalVariable(g)) gv->eraseFromParent();
+
+  emu::instrumentMemory(em);
+  emu::rewriteIntrinsics(em);
+  emu::rewriteLibcalls(em);
+  emu::lowerSharedMemory(em);
+  verifyOrThrow(*mod, "hooks");
+
+  CpuTargetInfo host = selectCpuTarget("");
+  auto tm = cpu::createTargetMachine(host, 2);
+  emu::flattenAddressSpaces(em, tm->createDataLayout(), host.triple);
+  buildThreadEntry(*mod, em.kernel);
+  verifyOrThrow(*mod, "host module");
+
+  for (llvm::Function& f : *mod)
+    if (f.isDeclaration() && f.getName().starts_with("tessera_emu_")) {
+      bool found = false;
+      for (auto& [n, addr] : hooks) found |= n == f.getName() && addr;
+      if (!found) throw CompileError("hook " + f.getName().str() + " is missing from the emulator's hook table");
+    }
+
+  cpu::optimizeModule(*mod, *tm, 2);
+  EmuKernel k;
+  k.hostIR = printModule(*mod);
+  k.opNames = std::move(em.opNames);
+  k.warpSize = warpSize;
+  k.amd = amd;
+  k.kernelName = em.kernelName;
+  k.staticSharedBytes = em.staticSharedBytes;
+  k.dynamicSharedOffset = em.dynamicSharedOffset;
+  k.uncheckedAccesses = em.uncheckedAccesses;
+
+  static std::atomic<uint64_t> counter{0};
+  llvm::orc::LLJIT& jit = emuJit();
+  auto owner = std::make_shared<EmuJitOwner>();
+  owner->jd = &check<InternalError>(
+      jit.createJITDylib("tessera.emu." + k.kernelName + "." + std::to_string(counter++)), "creating a JITDylib");
+  // Hooks and libm by address: the executable need not export them.
+  llvm::orc::SymbolMap syms;
+  auto bind = [&](const std::string& name, void* addr) {
+    syms[jit.mangleAndIntern(name)] = {llvm::orc::ExecutorAddr::fromPtr(addr),
+                                       llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable};
+  };
+  for (auto& [n, addr] : emu::hostLibSymbols()) bind(n, addr);
+  for (auto& [n, addr] : hooks) bind(n, addr);
+  check<InternalError>(owner->jd->define(llvm::orc::absoluteSymbols(std::move(syms))), "binding emulator hooks");
+  check(jit.addIRModule(*owner->jd, llvm::orc::ThreadSafeModule(std::move(mod), std::move(ctx))),
+        "adding the emulated kernel to the JIT");
+  auto addr = check(jit.lookup(*owner->jd, kEntryName), "JIT-compiling the emulated kernel " + k.kernelName);
+  k.threadFn = addr.toPtr<void (*)(void* const*)>();
+  k.owner = owner;
+  return k;
+}
+
+}  // namespace tessera::codegen

@@ -1,0 +1,339 @@
+#include "codegen/gpu/GpuCompile.h"
+#include "codegen/gpu/GpuTargetInfo.h"
+
+#include <chrono>
+#include <cstdio>
+#include <set>
+
+#include <llvm/AsmParser/Parser.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/Support/SourceMgr.h>
+#include <llvm/ADT/SmallString.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/Target/TargetOptions.h>
+#include <llvm/TargetParser/Triple.h>
+#include <llvm/IR/OptBisect.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include "tessera/ir/analysis/AxisInfo.h"
+#include "codegen/gpu/GpuLowering.h"
+#include "tessera/ir/analysis/GpuResourceCheck.h"
+#include "codegen/llvm/GpuToolchain.h"
+#include "codegen/llvm/LLVMSupport.h"
+#include "tessera/ir/analysis/Layout.h"
+#include "tessera/ir/Printer.h"
+#include "tessera/support/Error.h"
+
+namespace tessera::codegen {
+
+namespace {
+
+bool isNvptx(const Target& t) { return t.kind == Target::Kind::NVPTX || t.kind == Target::Kind::EmuNVPTX; }
+bool isAmdgpu(const Target& t) { return t.kind == Target::Kind::AMDGPU || t.kind == Target::Kind::EmuAMDGPU; }
+
+// Compile latency. The default O3 pipeline plus the backends' own IR passes
+// cost 110-120 ms for a 32x32x32 GEMM to PTX (150-260 ms to .hsaco), most
+// of it in passes that have little to do on this code. Measured with
+// -time-passes on gemm_f16; registers checked with ptxas / the code object
+// metadata on the GEMM examples, gpu_test's kernels and gpu_dot_test's
+// 64x64 and 128x128 tiles (docs/gpu.md, "Compile latency"):
+//
+// * The lowering emits straight-line code whose redundancy is index
+//   arithmetic recomputed per element and per op, plus guard branches around
+//   single stores. What removes it: early-cse (the repeated lane/warp index
+//   computations, with MemorySSA for the repeated shared-memory reloads),
+//   instcombine (udiv/urem by powers of two and by 1, folded constant
+//   offsets), simplifycfg (merges the guard blocks), LICM (hoists per-thread
+//   index math and base pointers out of the K loop: without it the loop is
+//   6% longer) and a last simplifycfg for the blocks LICM emptied. Then
+//   infer-alignment: the lowering's scalar shared-memory accesses carry
+//   their element alignment, and only once offsets from the 16-byte aligned
+//   shared array are known to be aligned can the backends' load/store
+//   vectoriser merge them; without it a 128x128x32 f16 tile spills 650 bytes
+//   instead of ~100-200 (O3: 64-280). AMDGPU also needs amdgpu-attributor:
+//   it proves which implicit kernel inputs (work-item ids y/z, dispatch and
+//   queue pointers, ...) are unused, which frees their registers (gfx942
+//   64x64x32 tile: 184 -> 168 VGPRs, as with O3).
+//   Nothing to inline (one function, no calls but intrinsics), no alloca for
+//   SROA; the lowering's tiles are unrolled already, so loop and SLP
+//   vectorisation, unrolling and the loop passes of O3 changed no register
+//   count. infer-address-spaces is not needed: every pointer carries its
+//   address space from the lowering (global 1, shared 3).
+//   This pipeline costs 5-8 ms where O3 costs 35-50 ms.
+// * Code generation at CodeGenOptLevel::Default rather than Aggressive: the
+//   NVPTX backend's only difference is EarlyCSE instead of GVN, twice, in its
+//   IR pipeline (9 ms less; same PTX size and ptxas registers for gemm_f16).
+// * Straight-line strength reduction, which both backends run before
+//   instruction selection, takes 25-40 ms on these kernels, most of it in
+//   ValueTracking's UB/poison reasoning (mustTriggerUB, mayThrow) repeated
+//   per candidate over the long straight-line blocks the lowering produces.
+//   It rewrites unrolled address arithmetic into increments, which ptxas and
+//   the AMDGPU scheduler redo on their own; N-ary reassociation (2 ms) only
+//   prepares more such reuse. Skipping both left every register count and
+//   spill above unchanged. NVPTX also skips CodeGenPrepare (8 ms), whose
+//   address-mode sinking serves targets with rich addressing modes: on the
+//   default GEMM configurations the PTX is no longer and ptxas uses as many
+//   or fewer registers without it (gemm_f16 sm_80: 112, O3 117; gemm_f32
+//   sm_80 spilled 8 bytes with it), but the 8-warp 128x128x32 f16 tile, at
+//   the 255-register limit either way, spills more (sm_86: 64 bytes, was 0;
+//   docs/gpu.md). These are optional passes (the backends skip them at -O0),
+//   skipped through the context's pass gate, the mechanism behind
+//   -opt-bisect-limit; a renamed pass would only run again. The load/store
+//   vectoriser stays: without it the 128x128 tile spills 600 bytes.
+const char* kNvptxKernelPipeline =
+    "function(early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,loop-mssa(licm),simplifycfg,"
+    "infer-alignment)";
+const char* kAmdgpuKernelPipeline =
+    "amdgpu-attributor,function(early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,loop-mssa(licm),"
+    "simplifycfg,infer-alignment)";
+
+struct SkipPassGate : llvm::OptPassGate {
+  std::set<std::string, std::less<>> skip;
+  bool shouldRunPass(llvm::StringRef pass, llvm::StringRef) const override { return !skip.count(pass); }
+  bool isEnabled() const override { return !skip.empty(); }
+};
+
+void installPassGate(llvm::LLVMContext& ctx, SkipPassGate& gate, bool nvptx, int optLevel) {
+  gate.skip.clear();
+  if (optLevel == 0) return;
+  gate.skip.insert("slsr");
+  gate.skip.insert("nary-reassociate");
+  if (nvptx) gate.skip.insert("codegenprepare");
+  ctx.setOptPassGate(gate);
+}
+
+void optimizeGpuKernel(llvm::Module& m, llvm::TargetMachine& tm, int optLevel, bool amdgpu) {
+  if (optLevel == 0) return runDefaultPipeline(m, tm, 0);
+  runPipeline(m, tm, amdgpu ? kAmdgpuKernelPipeline : kNvptxKernelPipeline);
+}
+
+}  // namespace
+
+std::unique_ptr<GpuTargetInfo> createGpuTargetInfo(const Target& t, const GpuOptions& g) {
+  if (isNvptx(t)) return createNVPTXTargetInfo(t.arch, g);
+  if (isAmdgpu(t)) return createAMDGPUTargetInfo(t.arch, g);
+  throw CompileError("target " + t.str() + " is not a GPU target");
+}
+
+std::unique_ptr<llvm::TargetMachine> createGpuTargetMachine(void (*initTarget)(), const std::string& vendor,
+                                                            const std::string& triple, const std::string& cpu,
+                                                            const std::string& features,
+                                                            std::optional<llvm::Reloc::Model> reloc, int optLevel) {
+  initTarget();
+  initLLVM();
+  llvm::Triple t(triple);
+  std::string err;
+  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(t, err);
+  if (!target) throw CompileError("this LLVM has no " + vendor + " target: " + err);
+  llvm::TargetOptions to;
+  // Default, not Aggressive, for every optLevel >= 1: see kNvptxKernelPipeline.
+  auto lvl = optLevel == 0 ? llvm::CodeGenOptLevel::None : llvm::CodeGenOptLevel::Default;
+  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(t, cpu, features, to, reloc, std::nullopt, lvl));
+  if (!tm) throw CompileError("cannot create an " + vendor + " TargetMachine for " + cpu);
+  return tm;
+}
+
+std::shared_ptr<Artifact> compileGpu(const ir::Function& fn, const Target& t, const CompileOptions& o,
+                                     StageDumps dumps) {
+  return compileGpu(fn, t, o, std::move(dumps), GpuOptions{});
+}
+
+namespace {
+// The layouts split a tile's dimensions among lanes and warps by powers of
+// two, so numWarps must be one; checked before anything divides by it.
+void checkNumWarps(const ir::Function& fn, const GpuTargetInfo& ti, int numWarps) {
+  const int64_t maxWarps = ti.maxThreadsPerBlock() / ti.warpSize();
+  if (numWarps >= 1 && numWarps <= maxWarps && (numWarps & (numWarps - 1)) == 0) return;
+  std::string allowed;
+  for (int64_t w = 1; w <= maxWarps; w *= 2) allowed += (allowed.empty() ? "" : ", ") + std::to_string(w);
+  std::string why = numWarps < 1 || numWarps > maxWarps
+                        ? "out of range: " + ti.arch() + " allows " + std::to_string(ti.maxThreadsPerBlock()) +
+                              " threads per block, " + std::to_string(maxWarps) + " warps of " +
+                              std::to_string(ti.warpSize())
+                        : "not a power of two (tile layouts split dimensions among warps by powers of two)";
+  std::string msg = fn.loc().str() + ": kernel @" + fn.name() + ": numWarps = " + std::to_string(numWarps) + " is " +
+                    why + "; use one of " + allowed;
+  // More threads than the target has is a resource limit; the rest are
+  // malformed options.
+  if (numWarps > maxWarps) throw ResourceError(msg);
+  throw CompileError(msg);
+}
+}  // namespace
+
+void annotateGpuLayouts(ir::Function& f, const Target& target, const CompileOptions& opts) {
+  if (!target.isGPU()) throw CompileError("layouts exist for GPU targets only, not " + target.str());
+  Target device = target;
+  if (target.kind == Target::Kind::EmuNVPTX) device.kind = Target::Kind::NVPTX;
+  if (target.kind == Target::Kind::EmuAMDGPU) device.kind = Target::Kind::AMDGPU;
+  GpuOptions g;
+  g.numWarps = opts.numWarps;
+  std::unique_ptr<GpuTargetInfo> ti = createGpuTargetInfo(device, g);
+  checkNumWarps(f, *ti, g.numWarps);
+  ir::AxisAnalysis axis(f);
+  ir::LayoutAnalysis la(f, axis, g.numWarps, static_cast<int>(ti->warpSize()),
+                    [&](DType in, DType acc) { return ti->tensorCore(in, acc).kind; });
+  ir::annotateLayouts(f, la);
+}
+
+std::shared_ptr<Artifact> compileGpu(const ir::Function& fn, const Target& t, const CompileOptions& o,
+                                     StageDumps dumps, const GpuOptions& g) {
+  if (o.optLevel < 0 || o.optLevel > 3)
+    throw CompileError("optLevel must be 0..3, got " + std::to_string(o.optLevel));
+  StageTimer timer;
+  std::unique_ptr<GpuTargetInfo> ti = createGpuTargetInfo(t, g);
+  checkNumWarps(fn, *ti, g.numWarps);
+  auto art = std::make_shared<Artifact>();
+  art->target = t;
+  art->kernelName = fn.name();
+  art->dumps = std::move(dumps);
+
+  // Layouts, annotated on a copy for the dump; the lowering reads the same
+  // copy, so analysis keys and lowered values agree.
+  std::unique_ptr<ir::Function> f = ir::clone(fn);
+  ir::AxisAnalysis axis(*f);
+  ir::LayoutAnalysis la(*f, axis, g.numWarps, static_cast<int>(ti->warpSize()),
+                    [&](DType in, DType acc) { return ti->tensorCore(in, acc).kind; });
+  ir::annotateLayouts(*f, la);
+  art->dumps.tileIR.emplace_back("layout", ir::print(*f));
+  // A loop whose carried values cannot fit the register file is rejected
+  // here, before any code exists. (Shared memory is checked by the lowering
+  // against its liveness-aware plan, which also counts the compiler's own
+  // scratch areas: summing the buffers here would reject kernels whose
+  // buffers are never live together.)
+  // The loop check first: its message (the carried tiles, a numWarps that
+  // fits) is the more useful one when both apply.
+  ir::checkRegisterBudget(*f, la, ti->maxRegistersPerThread(), ti->arch());
+  ir::checkValueBudget(*f, la, ti->maxRegistersPerThread(), ti->arch());
+  timer.mark("layout");
+
+  initLLVM();
+  std::unique_ptr<llvm::TargetMachine> tm = ti->createTargetMachine(o.optLevel);
+  timer.mark("target-machine");
+  SkipPassGate gate;  // outlives the context that refers to it
+  auto ctx = std::make_unique<llvm::LLVMContext>();
+  installPassGate(*ctx, gate, isNvptx(t), o.optLevel);
+  GpuLoweringResult low = lowerToGpuLLVM(*f, *ti, la, axis, g, *ctx, tm->createDataLayout());
+  llvm::Module& m = *low.module;
+  ti->prepareModule(m);
+  art->threadsPerBlock = low.threadsPerBlock;
+  art->sharedBytes = static_cast<unsigned>(low.sharedBytes);
+  art->dumps.extra["shared-memory"] =
+      std::to_string(low.sharedBytes) + " bytes per block, " + std::to_string(low.threadsPerBlock) +
+      " threads per block\n" + low.sharedPlan;
+  timer.mark("lower");
+  art->dumps.llvm = printModule(m);
+  timer.mark("print-llvm");
+  {
+    std::string msg;
+    llvm::raw_string_ostream os(msg);
+    if (llvm::verifyModule(m, &os))
+      throw InternalError("GPU lowering of @" + fn.name() + " for " + t.str() + " produced invalid LLVM IR:\n" + msg);
+  }
+  timer.mark("verify");
+  optimizeGpuKernel(m, *tm, o.optLevel, isAmdgpu(t));
+  timer.mark("optimize");
+  art->dumps.llvmOpt = printModule(m);
+  art->dumps.extra["llvm-gpu"] = art->dumps.llvmOpt;
+  timer.mark("print-opt");
+  GpuOutput out = ti->emit(m, *tm);
+  timer.mark(isNvptx(t) ? "ptx" : "object+link");
+  art->dumps.assembly = out.assembly;
+  if (isNvptx(t)) {
+    art->ptx = out.assembly;
+  } else {
+    art->codeObject = out.codeObject;
+    art->dumps.extra["hsaco"] = std::string(out.codeObject.begin(), out.codeObject.end());
+  }
+  // The context must outlive nothing else: every module is printed already.
+  art->dumps.extra["compile-times"] = timer.log;
+  return art;
+}
+
+namespace {
+// An emu: artifact was compiled by the real vendor backend first; its
+// resources are those of that target.
+Target deviceTarget(const Target& t) {
+  if (t.kind == Target::Kind::EmuNVPTX) return {Target::Kind::NVPTX, t.arch};
+  if (t.kind == Target::Kind::EmuAMDGPU) return {Target::Kind::AMDGPU, t.arch};
+  return t;
+}
+}  // namespace
+
+GpuResources gpuResources(const Artifact& art) {
+  Artifact a;
+  a.target = deviceTarget(art.target);
+  a.kernelName = art.kernelName;
+  a.threadsPerBlock = art.threadsPerBlock;
+  a.dumps.assembly = art.dumps.assembly;
+  a.codeObject = art.codeObject;
+  GpuOptions g;
+  auto ti = createGpuTargetInfo(a.target, g);
+  if (a.threadsPerBlock) g.numWarps = static_cast<int>(a.threadsPerBlock / ti->warpSize());
+  ti = createGpuTargetInfo(a.target, g);
+  GpuOutput out;
+  out.assembly = a.dumps.assembly;
+  out.codeObject = a.codeObject;
+  return ti->resources(out, a.kernelName);
+}
+
+std::string resourceReport(const Artifact& a) {
+  if (a.target.kind == Target::Kind::CPU) {
+    std::string r = "target: cpu";
+    auto isa = a.dumps.extra.find("cpu");
+    if (isa != a.dumps.extra.end()) r += " (" + isa->second + ")";
+    auto t = a.dumps.extra.find("compile-times");
+    if (t != a.dumps.extra.end()) r += "\ncompile stages:\n" + t->second;
+    return r + "\n";
+  }
+  return gpuResources(a).text;
+}
+
+std::string amdgpuAssembly(const Artifact& a) {
+  auto it = a.dumps.extra.find("llvm-gpu");
+  TS_ASSERT(it != a.dumps.extra.end(), "AMDGPU artifact of @" + a.kernelName + " kept no llvm-gpu module");
+  initLLVM();
+  // The code generator configuration of a default (optLevel 3) compile,
+  // skipped passes included, so the text matches the code object.
+  SkipPassGate gate;
+  llvm::LLVMContext ctx;
+  installPassGate(ctx, gate, false, 3);
+  llvm::SMDiagnostic diag;
+  std::unique_ptr<llvm::Module> m = llvm::parseAssemblyString(it->second, diag, ctx);
+  if (!m) throw InternalError("cannot re-read the GPU module of @" + a.kernelName + ": " + diag.getMessage().str());
+  GpuOptions g;
+  g.eagerAssembly = true;
+  auto ti = createGpuTargetInfo(deviceTarget(a.target), g);
+  auto tm = ti->createTargetMachine(3);
+  llvm::SmallString<0> buf;
+  llvm::raw_svector_ostream os(buf);
+  llvm::legacy::PassManager pm;
+  if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
+    throw InternalError("the AMDGPU TargetMachine cannot emit assembly");
+  pm.run(*m);
+  return std::string(buf.str());
+}
+
+std::string sass(const Artifact& a) {
+  Target t = deviceTarget(a.target);
+  if (t.kind != Target::Kind::NVPTX)
+    throw CompileError("SASS exists only for NVPTX targets, not " + a.target.str());
+  std::string disasm = findTool({"/usr/local/cuda/bin/nvdisasm", "nvdisasm"});
+  std::string cuobjdump = findTool({"/usr/local/cuda/bin/cuobjdump", "cuobjdump"});
+  if (disasm.empty() && cuobjdump.empty())
+    throw DeviceError("SASS needs the CUDA toolkit's nvdisasm or cuobjdump; neither is in /usr/local/cuda/bin or on PATH");
+  std::string ptxas = findTool({"/usr/local/cuda/bin/ptxas", "ptxas"});
+  if (ptxas.empty()) throw DeviceError("SASS needs ptxas (install the CUDA toolkit or put ptxas on PATH)");
+  TempDir dir;
+  writeFile(dir.file("k.ptx"), a.dumps.assembly);
+  ToolResult r = runTool({ptxas, "-arch=" + t.arch, dir.file("k.ptx"), "-o", dir.file("k.cubin")});
+  if (r.exitCode != 0) throw DeviceError("ptxas rejected the PTX of @" + a.kernelName + ":\n" + r.output);
+  ToolResult d = disasm.empty() ? runTool({cuobjdump, "-sass", dir.file("k.cubin")})
+                                : runTool({disasm, "-c", dir.file("k.cubin")});
+  if (d.exitCode != 0) throw DeviceError("disassembling the cubin of @" + a.kernelName + " failed:\n" + d.output);
+  return d.output;
+}
+
+}  // namespace tessera::codegen

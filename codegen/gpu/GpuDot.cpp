@@ -1,0 +1,223 @@
+// Tensor-core dot lowering (see GpuDot.h). Fragment layouts used here:
+//
+// NVIDIA mma.m16n8k16 (PTX ISA, "Matrix Fragments for mma.m16n8k16 with
+// floating point type"), g = lane / 4, t = lane % 4:
+//   A 16x16: a{0,1} (g, 2t+{0,1}), a{2,3} (g+8, 2t+{0,1}), a{4,5} (g, 2t+8+{0,1}),
+//            a{6,7} (g+8, 2t+8+{0,1})                        (row, k)
+//   B 16x8:  b{0,1} (2t+{0,1}, g), b{2,3} (2t+8+{0,1}, g)   (k, col)
+//   C/D:     c{0,1} (g, 2t+{0,1}), c{2,3} (g+8, 2t+{0,1})
+// ldmatrix.m8n8.x4: lane i gives the address of row i%8 of matrix i/8; each
+// lane receives, per matrix, the two elements (i/4, 2(i%4)+{0,1}); .trans
+// delivers the transposed matrix, (2(i%4)+{0,1}, i/4). Loading A's four 8x8
+// quadrants (rows 0-7 | 8-15) x (k 0-7 | 8-15) in the order above gives
+// a0..a7; loading B's (k 0-7, k 8-15) with .trans gives b0..b3.
+//
+// AMD v_mfma_f32_16x16x16f16 (wave64), i = lane % 16, q = lane / 16:
+//   A: lane holds (row i, k 4q..4q+3); B: (k 4q..4q+3, col i);
+//   D: register r holds (row 4q + r, col i).
+// AMD v_wmma_f32_16x16x16_f16 (wave32), i = lane % 16, h = lane / 16:
+//   A: lane holds (row i, k 0..15); B: (k 0..15, col i) (lanes 16-31 repeat
+//   lanes 0-15); D (f32): register r holds (row 2r + h, col i).
+//
+// The #mma layouts (Layout.cpp) place a warp's instruction tiles on global
+// rows that need not be consecutive (e.g. NVIDIA rows g and g+8 of a tile
+// are rows wp*8+g and wp*8+g+8*wm of the block tile); the fragment loads
+// below read exactly the rows the accumulator layout says, so the product
+// is right for any warp split.
+#include "codegen/gpu/GpuDot.h"
+
+#include <array>
+
+#include <llvm/IR/Intrinsics.h>
+
+#include "tessera/support/Error.h"
+
+namespace tessera::codegen {
+
+namespace {
+llvm::Value* c32(llvm::IRBuilderBase& b, int64_t v) { return b.getInt32(static_cast<uint32_t>(v)); }
+}  // namespace
+
+TensorCoreDotPlan planTensorCoreDot(const TensorCoreOp& op, DType in, int64_t M, int64_t N, int64_t K,
+                                    const ir::BlockedLayout& acc) {
+  TS_ASSERT(op.kind != ir::MmaKind::None && op.kind == acc.mma, "tensor-core dot without a matching #mma layout");
+  TensorCoreDotPlan p;
+  p.op = op;
+  p.in = in;
+  p.M = M;
+  p.N = N;
+  p.K = K;
+  p.acc = acc;
+  if (op.kind == ir::MmaKind::NvMmaM16N8K16) {
+    p.a = {M, K, K, true, 8};
+    p.b = {K, N, N, true, 8};
+  } else {
+    // Pad rows by 4 elements (8 bytes): 16 lanes reading 8 bytes at the same
+    // column of 16 consecutive rows then hit 16 distinct even bank pairs.
+    p.a = {M, K, K + 4, false, 4};
+    p.b = {N, K, K + 4, false, 1};  // written transposed: one element at a time
+    p.bTransposed = true;
+  }
+  p.aBytes = (p.a.bytes() + 15) & ~uint64_t{15};
+  return p;
+}
+
+llvm::Value* stagingIndex(llvm::IRBuilderBase& b, const DotStaging& s, llvm::Value* row, llvm::Value* col) {
+  llvm::Value* rowOff = b.CreateMul(row, c32(b, s.stride));
+  if (!s.swizzle) return b.CreateAdd(rowOff, col);
+  // 16-byte chunk c of row r is stored at chunk c ^ f(r). With R chunks per
+  // row, eight consecutive rows (8-aligned, as ldmatrix reads them) at one
+  // chunk must land in eight different 16-byte slots of the 128-byte bank
+  // cycle: slot = (r * R + c') % 8. R >= 8: f(r) = r % 8. R < 8: 8/R rows
+  // share a 128-byte line and differ in r % (8/R) already; f(r) =
+  // (r / (8/R)) % R separates the R lines.
+  int64_t R = s.cols / 8;
+  TS_ASSERT(R >= 1 && (R & (R - 1)) == 0 && s.stride == s.cols, "swizzled staging needs power-of-two rows of 16-byte chunks");
+  llvm::Value* f;
+  if (R >= 8) {
+    f = b.CreateAnd(row, c32(b, 7));
+  } else {
+    int64_t P = 8 / R;
+    f = b.CreateAnd(b.CreateUDiv(row, c32(b, P)), c32(b, R - 1));
+  }
+  llvm::Value* chunk = b.CreateXor(b.CreateLShr(col, c32(b, 3)), f);
+  return b.CreateAdd(rowOff, b.CreateAdd(b.CreateShl(chunk, c32(b, 3)), b.CreateAnd(col, c32(b, 7))));
+}
+
+namespace {
+
+struct Emitter {
+  llvm::IRBuilderBase& b;
+  llvm::Module& m;
+  const TensorCoreDotPlan& p;
+  llvm::Value *aBase, *bBase, *lane, *warp;
+  int64_t wm, wn;
+  llvm::Value *wp0, *wp1;  // the warp's position along M and N
+
+  Emitter(llvm::IRBuilderBase& bb, llvm::Module& mm, const TensorCoreDotPlan& pp, llvm::Value* a, llvm::Value* bv,
+          llvm::Value* l, llvm::Value* w)
+      : b(bb), m(mm), p(pp), aBase(a), bBase(bv), lane(l), warp(w), wm(pp.acc.wpb[0]), wn(pp.acc.wpb[1]) {
+    // order = [1, 0]: consecutive warps go along N first (Layout.h).
+    wp1 = b.CreateURem(warp, c32(b, wn));
+    wp0 = b.CreateURem(b.CreateUDiv(warp, c32(b, wn)), c32(b, wm));
+  }
+  llvm::Value* i32(int64_t v) { return c32(b, v); }
+  llvm::Value* add(llvm::Value* x, int64_t c) { return c ? b.CreateAdd(x, i32(c)) : x; }
+  llvm::Value* addr(llvm::Value* base, const DotStaging& s, llvm::Value* row, llvm::Value* col) {
+    return b.CreateInBoundsGEP(b.getInt16Ty(), base, stagingIndex(b, s, row, col));
+  }
+  llvm::Type* elemTy() { return p.in == DType::F16 ? b.getHalfTy() : b.getInt16Ty(); }
+
+  // ---- NVIDIA ---------------------------------------------------------------
+  std::vector<llvm::Value*> nvidia(std::vector<llvm::Value*> acc) {
+    const int64_t mT = p.M / (16 * wm), nT = p.N / (8 * wn), kS = p.K / 16;
+    TS_ASSERT(static_cast<int64_t>(acc.size()) == mT * nT * 4, "mma accumulator slot count");
+    llvm::Type* ptrTy = aBase->getType();
+    llvm::Function* ldA = llvm::Intrinsic::getOrInsertDeclaration(&m, p.op.ldA, {ptrTy});
+    llvm::Function* ldB4 = llvm::Intrinsic::getOrInsertDeclaration(&m, p.op.ldBx4, {ptrTy});
+    llvm::Function* ldB2 = llvm::Intrinsic::getOrInsertDeclaration(&m, p.op.ldBx2, {ptrTy});
+    llvm::Function* mma = llvm::Intrinsic::getOrInsertDeclaration(&m, p.op.mma);
+    llvm::Value* j = b.CreateLShr(lane, i32(3));  // which 8x8 matrix this lane addresses
+    llvm::Value* r = b.CreateAnd(lane, i32(7));   // which row of it
+    llvm::Value* jLo = b.CreateAnd(j, i32(1));
+    llvm::Value* jHi = b.CreateLShr(j, i32(1));
+    // A rows: matrices 0/2 are fragment rows 0-7, 1/3 rows 8-15 (the next
+    // repetition along M, 8*wm rows further); matrices 2/3 are k + 8.
+    llvm::Value* aRow0 = b.CreateAdd(b.CreateAdd(b.CreateMul(wp0, i32(8)), r), b.CreateMul(jLo, i32(8 * wm)));
+    llvm::Value* aCol0 = b.CreateMul(jHi, i32(8));
+    // B rows (k): matrices 0/2 are k 0-7, 1/3 k 8-15; matrices 2/3 the next
+    // n-tile (8*wn columns further).
+    llvm::Value* bRow0 = b.CreateAdd(r, b.CreateMul(jLo, i32(8)));
+    llvm::Value* bCol0 = b.CreateAdd(b.CreateMul(wp1, i32(8)), b.CreateMul(jHi, i32(8 * wn)));
+    llvm::Value* bCol2 = b.CreateMul(wp1, i32(8));
+    auto slot = [&](int64_t mi, int64_t ni, int64_t h, int64_t s) { return (2 * mi + h) * (2 * nT) + ni * 2 + s; };
+    bool f16 = p.in == DType::F16;
+    llvm::Type* h2 = llvm::FixedVectorType::get(b.getHalfTy(), 2);
+    auto operand = [&](llvm::Value* x) { return f16 ? b.CreateBitCast(x, h2) : x; };
+    for (int64_t ks = 0; ks < kS; ++ks) {
+      std::vector<std::array<llvm::Value*, 4>> A(static_cast<size_t>(mT));
+      std::vector<std::array<llvm::Value*, 2>> B(static_cast<size_t>(nT));
+      for (int64_t mi = 0; mi < mT; ++mi) {
+        llvm::Value* ld = b.CreateCall(ldA, {addr(aBase, p.a, add(aRow0, mi * 16 * wm), add(aCol0, ks * 16))});
+        for (unsigned q = 0; q < 4; ++q) A[mi][q] = operand(b.CreateExtractValue(ld, q));
+      }
+      for (int64_t ni = 0; ni < nT; ni += 2) {
+        if (ni + 1 < nT) {
+          llvm::Value* ld = b.CreateCall(ldB4, {addr(bBase, p.b, add(bRow0, ks * 16), add(bCol0, ni * 8 * wn))});
+          for (unsigned q = 0; q < 4; ++q) B[ni + q / 2][q % 2] = operand(b.CreateExtractValue(ld, q));
+        } else {
+          // .x2: lanes 0-15 address k 0-7 / 8-15; lanes 16-31 repeat them
+          // (their addresses are not used).
+          llvm::Value* ld = b.CreateCall(ldB2, {addr(bBase, p.b, add(bRow0, ks * 16), add(bCol2, ni * 8 * wn))});
+          for (unsigned q = 0; q < 2; ++q) B[ni][q] = operand(b.CreateExtractValue(ld, q));
+        }
+      }
+      for (int64_t mi = 0; mi < mT; ++mi)
+        for (int64_t ni = 0; ni < nT; ++ni) {
+          std::array<int64_t, 4> s = {slot(mi, ni, 0, 0), slot(mi, ni, 0, 1), slot(mi, ni, 1, 0), slot(mi, ni, 1, 1)};
+          llvm::Value* d = b.CreateCall(mma, {A[mi][0], A[mi][1], A[mi][2], A[mi][3], B[ni][0], B[ni][1],
+                                              acc[s[0]], acc[s[1]], acc[s[2]], acc[s[3]]});
+          for (unsigned q = 0; q < 4; ++q) acc[s[q]] = b.CreateExtractValue(d, q);
+        }
+    }
+    return acc;
+  }
+
+  // ---- AMD ----------------------------------------------------------------------
+  std::vector<llvm::Value*> amd(std::vector<llvm::Value*> acc) {
+    const bool wmma = p.op.kind == ir::MmaKind::AmdWmma16x16x16;
+    const int64_t mT = p.M / (16 * wm), nT = p.N / (16 * wn), kS = p.K / 16;
+    const unsigned regs = wmma ? 8 : 4;     // accumulator registers per lane per tile
+    const unsigned elems = wmma ? 16 : 4;   // operand elements per lane
+    TS_ASSERT(static_cast<int64_t>(acc.size()) == mT * nT * regs, "matrix-core accumulator slot count");
+    llvm::Type* opTy = llvm::FixedVectorType::get(elemTy(), elems);
+    llvm::Type* accTy = llvm::FixedVectorType::get(b.getFloatTy(), regs);
+    llvm::Function* fn = wmma ? llvm::Intrinsic::getOrInsertDeclaration(&m, p.op.mma, {accTy, opTy})
+                              : llvm::Intrinsic::getOrInsertDeclaration(&m, p.op.mma);
+    llvm::Value* i = b.CreateAnd(lane, i32(15));
+    llvm::Value* q = b.CreateLShr(lane, i32(4));
+    // Fragment row i of tile mi on the block tile (see the #mma layouts).
+    llvm::Value* aRow0;
+    if (wmma)
+      aRow0 = b.CreateAdd(b.CreateAdd(b.CreateMul(wp0, i32(2)), b.CreateAnd(i, i32(1))),
+                          b.CreateMul(b.CreateLShr(i, i32(1)), i32(2 * wm)));
+    else
+      aRow0 = b.CreateAdd(b.CreateMul(wp0, i32(16)), i);
+    const int64_t aRowStep = 16 * wm;  // a warp's next tile is 16 * wm rows further (both layouts)
+    llvm::Value* bRow0 = b.CreateAdd(b.CreateMul(wp1, i32(16)), i);
+    llvm::Value* kOff = wmma ? i32(0) : b.CreateMul(q, i32(4));
+    auto slot = [&](int64_t mi, int64_t ni, int64_t r) {
+      return wmma ? (8 * mi + r) * nT + ni : (mi * 4 + r) * nT + ni;
+    };
+    for (int64_t ks = 0; ks < kS; ++ks) {
+      std::vector<llvm::Value*> A, B;
+      for (int64_t mi = 0; mi < mT; ++mi)
+        A.push_back(b.CreateAlignedLoad(opTy, addr(aBase, p.a, add(aRow0, mi * aRowStep), add(kOff, ks * 16)),
+                                        llvm::Align(8)));
+      for (int64_t ni = 0; ni < nT; ++ni)
+        B.push_back(b.CreateAlignedLoad(opTy, addr(bBase, p.b, add(bRow0, ni * 16 * wn), add(kOff, ks * 16)),
+                                        llvm::Align(8)));
+      for (int64_t mi = 0; mi < mT; ++mi)
+        for (int64_t ni = 0; ni < nT; ++ni) {
+          llvm::Value* c = llvm::PoisonValue::get(accTy);
+          for (unsigned r = 0; r < regs; ++r) c = b.CreateInsertElement(c, acc[slot(mi, ni, r)], r);
+          llvm::Value* d = wmma ? b.CreateCall(fn, {A[mi], B[ni], c})
+                                : b.CreateCall(fn, {A[mi], B[ni], c, i32(0), i32(0), i32(0)});
+          for (unsigned r = 0; r < regs; ++r) acc[slot(mi, ni, r)] = b.CreateExtractElement(d, r);
+        }
+    }
+    return acc;
+  }
+};
+
+}  // namespace
+
+std::vector<llvm::Value*> emitTensorCoreDot(llvm::IRBuilderBase& b, llvm::Module& m, const TensorCoreDotPlan& p,
+                                            llvm::Value* aBase, llvm::Value* bBase, llvm::Value* lane,
+                                            llvm::Value* warp, std::vector<llvm::Value*> acc) {
+  Emitter e(b, m, p, aBase, bBase, lane, warp);
+  if (p.op.kind == ir::MmaKind::NvMmaM16N8K16) return e.nvidia(std::move(acc));
+  return e.amd(std::move(acc));
+}
+
+}  // namespace tessera::codegen

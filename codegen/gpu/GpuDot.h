@@ -1,0 +1,69 @@
+// Tensor-core lowering of the tile IR's dot (f16/bf16 operands, f32
+// accumulator) for the GPU targets: NVIDIA mma.sync.m16n8k16 with ldmatrix,
+// AMD MFMA 16x16x16 (gfx90a, gfx942) and WMMA 16x16x16 (gfx1100).
+//
+// The accumulator lives in the instruction's registers: its layout is the
+// `#mma<...>` blocked layout of Layout.h (mmaLayout), so a loop-carried
+// accumulator never leaves the registers between iterations. The operands
+// are staged in shared memory (LDS) by the threads that hold them, then each
+// warp reads its instruction fragments:
+//   NVPTX  A: MxK row-major, B: KxN row-major, both with an XOR swizzle of
+//          16-byte chunks so the eight 16-byte rows one ldmatrix phase reads
+//          fall into eight different 4-bank groups (no bank conflicts);
+//          A by ldmatrix.x4, B by ldmatrix.x4.trans / .x2.trans.
+//   AMDGPU A: MxK, B transposed to NxK, rows padded by 4 elements so the
+//          8-byte (MFMA) / 32-byte (WMMA) per-lane reads of 16 consecutive
+//          rows spread over the banks; plain LDS loads.
+// Private to codegen: includes LLVM headers.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Module.h>
+
+#include "codegen/gpu/GpuTargetInfo.h"
+#include "tessera/ir/analysis/Layout.h"
+
+namespace tessera::codegen {
+
+/// One operand's staging buffer: element (row, col) of a rows x cols matrix
+/// of 2-byte elements.
+struct DotStaging {
+  int64_t rows = 0, cols = 0;
+  int64_t stride = 0;    // elements between rows
+  bool swizzle = false;  // XOR swizzle of 16-byte chunks (NVPTX)
+  /// Largest number of consecutive elements of a row one store may write
+  /// (vector stores stay inside a 16-byte chunk and aligned).
+  int64_t maxVec = 1;
+  uint64_t bytes() const { return static_cast<uint64_t>(rows * stride) * 2; }
+};
+
+struct TensorCoreDotPlan {
+  TensorCoreOp op;
+  DType in = DType::F16;
+  int64_t M = 0, N = 0, K = 0;
+  ir::BlockedLayout acc;  // the #mma layout of the result
+  DotStaging a;       // rows = M, cols = K
+  DotStaging b;       // NVPTX: rows = K, cols = N; AMDGPU: rows = N, cols = K
+  bool bTransposed = false;  // b holds B^T (AMDGPU)
+  uint64_t aBytes = 0;       // a's size rounded up to 16 bytes: b starts there
+  uint64_t totalBytes() const { return aBytes + b.bytes(); }
+};
+
+TensorCoreDotPlan planTensorCoreDot(const TensorCoreOp& op, DType in, int64_t M, int64_t N, int64_t K,
+                                    const ir::BlockedLayout& acc);
+
+/// Element index of (row, col) in a staging buffer (i32 values).
+llvm::Value* stagingIndex(llvm::IRBuilderBase& b, const DotStaging& s, llvm::Value* row, llvm::Value* col);
+
+/// Emits the fragment loads and matrix instructions of the whole K extent.
+/// `acc` holds the accumulator slots in plan.acc's slot order; returns the
+/// result slots in the same order. The staging buffers must be written and
+/// a barrier passed.
+std::vector<llvm::Value*> emitTensorCoreDot(llvm::IRBuilderBase& b, llvm::Module& m, const TensorCoreDotPlan& p,
+                                            llvm::Value* aBase, llvm::Value* bBase, llvm::Value* lane,
+                                            llvm::Value* warp, std::vector<llvm::Value*> acc);
+
+}  // namespace tessera::codegen

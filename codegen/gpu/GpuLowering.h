@@ -1,0 +1,36 @@
+// Tile IR -> LLVM IR for GPUs, written once against GpuTargetInfo.
+//
+// One program is one block of numWarps * warpSize threads; program_id is the
+// block id. Each tile value is distributed by its layout (Layout.h): a
+// thread holds its slots as scalar SSA values. Scalars are uniform: every
+// thread computes them. Shared memory is one array placed by SharedPlan.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+
+#include "tessera/ir/analysis/GpuSharedMemory.h"
+#include "codegen/gpu/GpuTargetInfo.h"
+#include "tessera/ir/analysis/Layout.h"
+
+namespace tessera::codegen {
+
+struct GpuLoweringResult {
+  std::unique_ptr<llvm::Module> module;
+  uint64_t sharedBytes = 0;
+  std::string sharedPlan;  // SharedPlan::describe()
+  unsigned threadsPerBlock = 0;
+};
+
+/// Lowers `f` (after the tile passes) for target `t`. `la` must describe `f`.
+/// Throws CompileError for ops the GPU targets do not support, ResourceError
+/// when shared memory or threads exceed the target's limits.
+GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const ir::LayoutAnalysis& la,
+                                 const ir::AxisAnalysis& axis, const GpuOptions& o, llvm::LLVMContext& ctx,
+                                 const llvm::DataLayout& dl);
+
+}  // namespace tessera::codegen

@@ -1,0 +1,170 @@
+// The target hooks of the shared GPU lowering. GpuLowering.cpp is written
+// once against this interface; codegen/nvptx/NVPTXTargetInfo.cpp and
+// codegen/amdgpu/AMDGPUTargetInfo.cpp implement it per vendor. Every
+// intrinsic choice lives in those two files, in tables where there is a
+// choice to make. Private to codegen: includes LLVM headers.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Target/TargetMachine.h>
+
+#include "codegen/gpu/GpuCompile.h"
+#include "tessera/ir/analysis/Layout.h"
+#include "tessera/codegen/Compiler.h"
+#include "tessera/ir/IR.h"
+#include "tessera/support/Error.h"
+
+namespace tessera::codegen {
+
+/// How one math op on one dtype is implemented on a target.
+enum class MathImpl {
+  Polynomial,     // VectorMath.h emitters: same code and accuracy on every target
+  LlvmIntrinsic,  // a generic LLVM intrinsic the backend lowers natively (sqrt, floor, fma)
+  Unsupported,    // a CompileError naming the op and target
+};
+struct MathChoice {
+  MathImpl impl;
+  const char* why;  // one line for docs and error messages
+};
+
+/// The matrix ("tensor core") instructions of a target for one dot flavour.
+/// GpuDot.cpp emits them; the tables live in the vendor files.
+struct TensorCoreOp {
+  ir::MmaKind kind = ir::MmaKind::None;
+  llvm::Intrinsic::ID mma = llvm::Intrinsic::not_intrinsic;
+  /// NVPTX: ldmatrix .x4 (A fragments), .x4.trans and .x2.trans (B
+  /// fragments from a row-major KxN buffer); unused on AMDGPU.
+  llvm::Intrinsic::ID ldA = llvm::Intrinsic::not_intrinsic;
+  llvm::Intrinsic::ID ldBx4 = llvm::Intrinsic::not_intrinsic;
+  llvm::Intrinsic::ID ldBx2 = llvm::Intrinsic::not_intrinsic;
+};
+
+/// How a target lowers `copy {async = 1}` and the group ops (IR.h,
+/// docs/pipelining.md). Every choice is legal under the memory model: the
+/// copy may complete at any time between its issue and its retiring wait.
+enum class AsyncCopyImpl {
+  /// Program-order copy (global loads, shared stores) where it is issued;
+  /// async_commit / async_wait emit nothing.
+  Synchronous,
+  /// A hardware global->shared copy per aligned chunk (asyncCopy below,
+  /// NVIDIA cp.async) with commit / wait groups (asyncCommit, asyncWait).
+  Hardware,
+  /// The global loads at the copy, the shared stores deferred (in
+  /// registers) up to the wait that retires the group, the end of the loop
+  /// body, or the next `for` / `return` (GpuLowering.cpp explains why that
+  /// is safe). For targets without an async copy we use (AMDGPU).
+  RegisterStaged,
+};
+
+/// What a backend produced from the optimised module.
+struct GpuOutput {
+  std::string assembly;         // PTX text or AMDGCN assembly
+  std::vector<char> codeObject; // AMDGPU: the linked .hsaco (empty on NVPTX)
+};
+
+class GpuTargetInfo {
+ public:
+  virtual ~GpuTargetInfo() = default;
+
+  // ---- identity and limits ---------------------------------------------
+  virtual std::string arch() const = 0;        // sm_80, gfx942, ...
+  virtual std::string triple() const = 0;
+  virtual unsigned warpSize() const = 0;
+  virtual unsigned maxThreadsPerBlock() const { return 1024; }
+  virtual uint64_t maxSharedBytes() const = 0;
+  /// 32-bit registers one thread can address (NVIDIA: 255 on sm_80+).
+  virtual int maxRegistersPerThread() const { return 255; }
+
+  // ---- address spaces (the same numbers on both vendors) -----------------
+  unsigned globalAS() const { return 1; }
+  unsigned sharedAS() const { return 3; }
+  unsigned localAS() const { return 5; }
+
+  // ---- IR emission hooks ---------------------------------------------------
+  /// Thread index within the block, block index, block size, grid size in
+  /// blocks, along axis 0..2; all i32.
+  virtual llvm::Value* threadId(llvm::IRBuilderBase& b, int axis) = 0;
+  virtual llvm::Value* blockId(llvm::IRBuilderBase& b, int axis) = 0;
+  virtual llvm::Value* blockDim(llvm::IRBuilderBase& b, int axis) = 0;
+  virtual llvm::Value* gridDim(llvm::IRBuilderBase& b, int axis) = 0;
+  /// Block-wide barrier that also orders shared and global memory effects of
+  /// the block's threads (CUDA __syncthreads semantics). With `sharedOnly`
+  /// the caller guarantees that only shared-memory effects need ordering
+  /// (no global access before the barrier conflicts with one after it), and
+  /// a target may leave global loads in flight across it.
+  virtual void barrier(llvm::IRBuilderBase& b, bool sharedOnly) = 0;
+  /// Keeps the machine scheduler from moving instructions across this point
+  /// (used before deferred shared-memory stores, so they stay after the
+  /// compute they are meant to overlap). Default: nothing.
+  virtual void schedulingBarrier(llvm::IRBuilderBase& b) {}
+  /// Lane `lane ^ mask` / lane `src` of the same warp; i32 values, all lanes
+  /// of the warp active. Wider or narrower values are split by the caller.
+  /// The synchronisation scope of a device-wide (all blocks of the grid)
+  /// atomic: each backend spells it its own way and rejects the others'.
+  virtual const char* deviceSyncScope() const = 0;
+  virtual llvm::Value* shuffleXor(llvm::IRBuilderBase& b, llvm::Value* v, unsigned mask) = 0;
+  virtual llvm::Value* shuffleIdx(llvm::IRBuilderBase& b, llvm::Value* v, llvm::Value* srcLane) = 0;
+  /// Creates the kernel function with the vendor's calling convention and
+  /// attributes (max threads per block = `threads`).
+  virtual llvm::Function* createKernel(llvm::Module& m, const std::string& name, llvm::FunctionType* ty,
+                                       unsigned threads) = 0;
+  /// Declares the block's shared-memory array of `bytes` bytes (i8 array
+  /// in address space 3, 16-byte aligned); nullptr-free even for 0 bytes.
+  virtual llvm::GlobalVariable* declareShared(llvm::Module& m, uint64_t bytes) = 0;
+  /// The math table of this target.
+  virtual MathChoice math(ir::OpCode op, DType dt) const = 0;
+  /// The matrix instruction for a dot of `in` operands into an `acc`
+  /// accumulator (kind None: the FMA lowering).
+  virtual TensorCoreOp tensorCore(DType in, DType acc) const { return {}; }
+  /// The lowering of `copy {async = 1}` on this target.
+  virtual AsyncCopyImpl asyncCopyImpl() const { return AsyncCopyImpl::Synchronous; }
+  /// AsyncCopyImpl::Hardware only. Starts a copy of `bytes` (4, 8 or 16)
+  /// from `src` (global, aligned to `bytes`) to `dst` (shared, aligned to
+  /// `bytes`) that reads only the first `srcBytes` (an i32: `bytes`, or 0
+  /// for a masked-off chunk: no global access) and zero-fills the rest. It
+  /// joins the thread's open group.
+  virtual void asyncCopy(llvm::IRBuilderBase& b, llvm::Value* dst, llvm::Value* src, unsigned bytes,
+                         llvm::Value* srcBytes) {
+    TS_UNREACHABLE("asyncCopy on a target without a hardware async copy");
+  }
+  /// Closes the thread's open group of async copies.
+  virtual void asyncCommit(llvm::IRBuilderBase& b) {}
+  /// Waits until at most `pending` of the thread's committed groups are in
+  /// flight (the older ones have written shared memory).
+  virtual void asyncWait(llvm::IRBuilderBase& b, unsigned pending) {}
+
+  // ---- backend ---------------------------------------------------------------
+  virtual std::unique_ptr<llvm::TargetMachine> createTargetMachine(int optLevel) = 0;
+  /// Module-level settings the backend needs (module flags, ...).
+  virtual void prepareModule(llvm::Module& m) {}
+  virtual GpuOutput emit(llvm::Module& m, llvm::TargetMachine& tm) = 0;
+  /// Registers, spills, shared memory of the compiled kernel; throws
+  /// DeviceError if the tool it needs is missing.
+  virtual GpuResources resources(const GpuOutput& out, const std::string& kernel) = 0;
+};
+
+/// Factories (one per vendor file). Unknown arch -> CompileError listing
+/// the valid ones.
+std::unique_ptr<GpuTargetInfo> createNVPTXTargetInfo(const std::string& arch, const GpuOptions& o);
+std::unique_ptr<GpuTargetInfo> createAMDGPUTargetInfo(const std::string& arch, const GpuOptions& o);
+/// The vendor hooks for a GPU target (emu: targets map to their vendor).
+std::unique_ptr<GpuTargetInfo> createGpuTargetInfo(const Target& t, const GpuOptions& g = {});
+
+/// The TargetMachine both vendors build the same way: `initTarget` registers
+/// the vendor's LLVM target once, the rest is the triple, processor and
+/// feature string of the architecture. `vendor` names it in errors.
+std::unique_ptr<llvm::TargetMachine> createGpuTargetMachine(void (*initTarget)(), const std::string& vendor,
+                                                            const std::string& triple, const std::string& cpu,
+                                                            const std::string& features,
+                                                            std::optional<llvm::Reloc::Model> reloc, int optLevel);
+
+}  // namespace tessera::codegen

@@ -1,0 +1,53 @@
+// The process-wide ORC JIT for CPU kernels, and host code generation
+// (TargetMachine, optimisation pipeline, assembly text).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Target/TargetMachine.h>
+
+#include "codegen/llvm/HostIsa.h"
+#include "tessera/codegen/Compiler.h"
+
+namespace tessera::codegen::cpu {
+
+/// A TargetMachine for `t` at LLVM optimisation level 0..3.
+std::unique_ptr<llvm::TargetMachine> createTargetMachine(const CpuTargetInfo& t, int optLevel);
+
+/// A per-thread cached TargetMachine for `t` at `optLevel` (never shared
+/// between threads, so code generation through it needs no lock).
+llvm::TargetMachine& cachedTargetMachine(const CpuTargetInfo& t, int optLevel);
+
+/// Runs LLVM's default new-pass-manager pipeline at `optLevel`.
+void optimizeModule(llvm::Module& m, llvm::TargetMachine& tm, int optLevel);
+
+/// The optimisation pipeline for kernels made by lowerToLLVM: a short
+/// fixed pipeline for optLevel >= 1 (see CpuJIT.cpp for why), LLVM's O0
+/// pipeline for 0.
+void optimizeKernel(llvm::Module& m, llvm::TargetMachine& tm, int optLevel);
+
+/// The optimisation level of the TargetMachine that produces on-demand
+/// assembly (the default CompileOptions::optLevel).
+constexpr int kAssemblyOptLevel = 3;
+
+/// Host assembly text of `m` (the module is left untouched: codegen runs on
+/// a clone).
+std::string emitAssembly(const llvm::Module& m, llvm::TargetMachine& tm);
+
+struct JitResult {
+  CpuEntryFn entry = nullptr;
+  std::shared_ptr<void> owner;  // removes the kernel's code when released
+};
+
+/// Native object code of `m` (codegen runs on `m` itself).
+std::unique_ptr<llvm::MemoryBuffer> emitObject(llvm::Module& m, llvm::TargetMachine& tm);
+
+/// Links an object file made by emitObject into the shared JIT, in a
+/// JITDylib of its own, and looks up `entryName`. Thread-safe.
+JitResult jitObject(std::unique_ptr<llvm::MemoryBuffer> obj, const std::string& entryName);
+
+}  // namespace tessera::codegen::cpu

@@ -1,0 +1,416 @@
+#include "tessera/ir/analysis/Layout.h"
+
+#include <algorithm>
+#include <functional>
+#include <numeric>
+
+#include "tessera/ir/analysis/AxisInfo.h"
+#include "tessera/support/Error.h"
+
+namespace tessera::ir {
+
+namespace {
+bool isPow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+int64_t floorPow2(int64_t v) {
+  int64_t p = 1;
+  while (p * 2 <= v) p *= 2;
+  return p;
+}
+std::string list(const std::vector<int64_t>& v) {
+  std::string r = "[";
+  for (size_t i = 0; i < v.size(); ++i) r += (i ? ", " : "") + std::to_string(v[i]);
+  return r + "]";
+}
+bool divides(int64_t a, int64_t b) { return a > 0 && b % a == 0; }
+
+// Ops whose value costs nothing to produce in any layout: the lowering
+// re-emits them in whatever layout a consumer wants.
+bool isFree(const ir::Value* v) {
+  const ir::Op* d = v->definingOp();
+  if (!d) return false;
+  switch (d->code()) {
+    case ir::OpCode::Constant:
+    case ir::OpCode::Splat:
+    case ir::OpCode::Arange: return true;
+    case ir::OpCode::Broadcast:
+    case ir::OpCode::ExpandDims: return isFree(d->operand(0));
+    default: return false;
+  }
+}
+}  // namespace
+
+const char* mmaName(MmaKind k) {
+  switch (k) {
+    case MmaKind::None: return "none";
+    case MmaKind::NvMmaM16N8K16: return "mma.m16n8k16";
+    case MmaKind::AmdMfma16x16x16: return "mfma.16x16x16";
+    case MmaKind::AmdWmma16x16x16: return "wmma.16x16x16";
+  }
+  return "?";
+}
+
+std::string BlockedLayout::str() const {
+  if (mma != MmaKind::None)
+    return std::string("#mma<") + mmaName(mma) + ", spt=" + list(spt) + ", tpw=" + list(tpw) + ", wpb=" + list(wpb) +
+           ", order=" + list(order) + ">";
+  return "#blocked<spt=" + list(spt) + ", tpw=" + list(tpw) + ", wpb=" + list(wpb) + ", order=" + list(order) + ">";
+}
+
+std::string Layout::str() const {
+  if (!isSlice()) return parent.str();
+  std::vector<int64_t> d(dims.begin(), dims.end());
+  return "#slice<dims=" + list(d) + ", parent=" + parent.str() + ">";
+}
+
+Layout Layout::blocked(BlockedLayout b) {
+  Layout l;
+  l.dims.resize(static_cast<size_t>(b.rank()));
+  std::iota(l.dims.begin(), l.dims.end(), 0);
+  l.parent = std::move(b);
+  return l;
+}
+
+Layout Layout::sliceDim(int i) const {
+  Layout l = *this;
+  l.dims.erase(l.dims.begin() + i);
+  return l;
+}
+
+namespace {
+// A layout applies to a shape when extents and parameters nest (see Layout.h).
+bool compatible(const Layout& l, const std::vector<int64_t>& shape) {
+  if (shape.size() != l.dims.size()) return false;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    int p = l.dims[i];
+    int64_t s = shape[i], bt = l.parent.blockTile(p), spt = l.parent.spt[p];
+    if (!(divides(bt, s) || divides(s, bt))) return false;
+    if (!(divides(spt, s) || divides(s, spt))) return false;
+  }
+  return true;
+}
+}  // namespace
+
+SlotTable slotTable(const Layout& l, const std::vector<int64_t>& shape) {
+  TS_ASSERT(compatible(l, shape), "layout " + l.str() + " does not apply to shape " + ir::shapeStr(shape));
+  SlotTable t;
+  t.shape = shape;
+  size_t r = shape.size();
+  t.perDim.resize(r);
+  t.replicated.resize(r);
+  t.distinctPos.resize(r);
+  for (size_t i = 0; i < r; ++i) {
+    int p = l.dims[i];
+    int64_t s = shape[i], bt = l.parent.blockTile(p), spt = l.parent.spt[p];
+    int64_t sptE = std::min(spt, s);
+    int64_t reps = s > bt ? s / bt : 1;
+    for (int64_t rep = 0; rep < reps; ++rep)
+      for (int64_t k = 0; k < sptE; ++k) t.perDim[i].push_back(rep * bt + k);
+    t.replicated[i] = bt > s;
+    int64_t threads = l.parent.tpw[p] * l.parent.wpb[p];
+    t.distinctPos[i] = s >= bt ? threads : std::max<int64_t>(1, s / spt);
+  }
+  // Row-major enumeration of the per-dim lists.
+  std::vector<size_t> it(r, 0);
+  while (true) {
+    std::vector<int64_t> c(r);
+    for (size_t i = 0; i < r; ++i) c[i] = t.perDim[i][it[i]];
+    t.index[c] = t.consts.size();
+    t.consts.push_back(std::move(c));
+    int d = static_cast<int>(r) - 1;
+    while (d >= 0 && ++it[d] == t.perDim[d].size()) it[d--] = 0;
+    if (d < 0) break;
+  }
+  return t;
+}
+
+BlockedLayout defaultBlocked(const std::vector<int64_t>& shape, int64_t vec, int numWarps, int warpSize) {
+  int r = static_cast<int>(shape.size());
+  BlockedLayout b;
+  b.spt.assign(r, 1);
+  b.tpw.assign(r, 1);
+  b.wpb.assign(r, 1);
+  for (int k = 0; k < r; ++k) b.order.push_back(r - 1 - k);
+  // Dims that are not powers of two are held whole by every thread, so the
+  // extents always nest with the parameters.
+  for (int d = 0; d < r; ++d)
+    if (!isPow2(shape[d])) b.spt[d] = shape[d];
+  if (isPow2(shape[r - 1])) b.spt[r - 1] = std::min<int64_t>(floorPow2(std::max<int64_t>(1, vec)), shape[r - 1]);
+  int64_t lanes = warpSize, warps = numWarps;
+  for (int64_t d : b.order) {
+    if (!isPow2(shape[d])) continue;
+    int64_t avail = std::max<int64_t>(1, shape[d] / b.spt[d]);
+    b.tpw[d] = std::min(lanes, avail);
+    lanes /= b.tpw[d];
+  }
+  b.tpw[b.order.back()] *= lanes;  // leftover lanes replicate the slowest dim
+  for (int64_t d : b.order) {
+    if (!isPow2(shape[d])) continue;
+    int64_t avail = std::max<int64_t>(1, shape[d] / (b.spt[d] * b.tpw[d]));
+    b.wpb[d] = std::min(warps, avail);
+    warps /= b.wpb[d];
+  }
+  b.wpb[b.order.back()] *= warps;
+  return b;
+}
+
+std::optional<BlockedLayout> mmaLayout(MmaKind k, int64_t M, int64_t N, int64_t K, int numWarps, int warpSize) {
+  if (k == MmaKind::None || !isPow2(M) || !isPow2(N) || !isPow2(K) || !isPow2(numWarps) || K % 16 != 0)
+    return std::nullopt;
+  const int64_t tileN = k == MmaKind::NvMmaM16N8K16 ? 8 : 16;
+  const int wantWarp = k == MmaKind::AmdMfma16x16x16 ? 64 : 32;
+  if (warpSize != wantWarp || M % 16 != 0 || N % tileN != 0) return std::nullopt;
+  // Split the warps over M and N, giving each new factor of two to the dim
+  // with more instruction tiles per warp (square warp tiles reuse the
+  // fragments best); every warp must own whole instruction tiles.
+  int64_t wm = 1, wn = 1;
+  while (wm * wn < numWarps) {
+    bool canM = M % (16 * wm * 2) == 0, canN = N % (tileN * wn * 2) == 0;
+    if (!canM && !canN) return std::nullopt;
+    if (canM && (!canN || M / (16 * wm) >= N / (tileN * wn))) wm *= 2;
+    else wn *= 2;
+  }
+  BlockedLayout b;
+  b.wpb = {wm, wn};
+  b.order = {1, 0};
+  b.mma = k;
+  switch (k) {
+    case MmaKind::NvMmaM16N8K16: b.spt = {1, 2}; b.tpw = {8, 4}; break;
+    case MmaKind::AmdMfma16x16x16: b.spt = {4, 1}; b.tpw = {4, 16}; break;
+    case MmaKind::AmdWmma16x16x16: b.spt = {1, 1}; b.tpw = {2, 16}; break;
+    case MmaKind::None: return std::nullopt;
+  }
+  return b;
+}
+
+std::optional<Layout> LayoutAnalysis::dotLayout(const ir::Op& op) const {
+  if (!tensorCore_ || op.code() != ir::OpCode::Dot) return std::nullopt;
+  const ir::Value* a = op.operand(0);
+  const ir::Value* b = op.operand(1);
+  MmaKind k = tensorCore_(a->type().dtype(), op.result()->type().dtype());
+  if (k == MmaKind::None || b->type().dtype() != a->type().dtype()) return std::nullopt;
+  auto bl = mmaLayout(k, a->type().shape()[0], b->type().shape()[1], a->type().shape()[1], numWarps_, warpSize_);
+  if (!bl) return std::nullopt;
+  return Layout::blocked(*bl);
+}
+
+LayoutAnalysis::LayoutAnalysis(const ir::Function& f, const AxisAnalysis& axis, int numWarps, int warpSize,
+                               std::function<MmaKind(DType, DType)> tensorCore)
+    : axis_(axis), numWarps_(numWarps), warpSize_(warpSize), tensorCore_(std::move(tensorCore)) {
+  auto& body = const_cast<ir::Function&>(f).body();
+  // Memory ops first: their vector widths decide the per-thread run length
+  // of every layout of their shape, so producers and the access agree.
+  ir::walk(body, [&](ir::Op& op) {
+    unsigned pi = op.code() == ir::OpCode::Copy ? 1 : 0;
+    switch (op.code()) {
+      case ir::OpCode::Load: case ir::OpCode::Store: case ir::OpCode::Copy:
+      case ir::OpCode::AtomicAdd: case ir::OpCode::AtomicMax: {
+        const ir::Value* p = op.operand(pi);
+        if (!p->type().isTile()) break;
+        int64_t v = computeVec(op);
+        vec_[&op] = v;
+        int64_t& cur = vecForShape_[p->type().shape()];
+        cur = std::max(cur, v);
+        break;
+      }
+      default: break;
+    }
+  });
+  std::function<void(const ir::Block&)> visitBlock = [&](const ir::Block& b) {
+    for (auto& opPtr : b.ops()) {
+      const ir::Op& op = *opPtr;
+      if (op.code() == ir::OpCode::For) {
+        const ir::Block& body = op.region(0).block();
+        const ir::Op* yield = body.terminator();
+        for (unsigned i = 0; i < op.numResults(); ++i) {
+          const ir::Value* init = op.operand(3 + i);
+          if (init->type().isTile()) {
+            Layout l = get(init);
+            // An accumulator carried through a tensor-core dot stays in the
+            // instruction's registers across iterations: a free initial value
+            // (zeros) is re-emitted in that layout instead of converting the
+            // accumulator through shared memory twice per iteration.
+            const ir::Value* y = yield ? yield->operand(i) : nullptr;
+            if (isFree(init) && y && y->definingOp() && y->definingOp()->parent() == &body)
+              if (auto dl = dotLayout(*y->definingOp())) l = *dl;
+            layouts_[body.arg(i + 1)] = l;
+            layouts_[op.result(i)] = l;
+          }
+        }
+        visitBlock(body);
+        continue;
+      }
+      if (op.code() == ir::OpCode::If) {
+        for (auto& r : op.regions()) visitBlock(r->block());
+        const ir::Op* y = op.region(0).block().terminator();
+        for (unsigned i = 0; i < op.numResults(); ++i)
+          if (op.result(i)->type().isTile()) layouts_[op.result(i)] = get(y->operand(i));
+        continue;
+      }
+      assign(op);
+    }
+  };
+  visitBlock(f.body());
+}
+
+const Layout& LayoutAnalysis::get(const ir::Value* v) const {
+  auto it = layouts_.find(v);
+  TS_ASSERT(it != layouts_.end(), "no layout for a tile value of type " + v->type().str());
+  return it->second;
+}
+
+Layout LayoutAnalysis::defaultFor(const std::vector<int64_t>& shape) const {
+  auto it = vecForShape_.find(shape);
+  int64_t vec = it == vecForShape_.end() ? 1 : it->second;
+  return Layout::blocked(defaultBlocked(shape, vec, numWarps_, warpSize_));
+}
+
+int64_t LayoutAnalysis::computeVec(const ir::Op& op) const {
+  if (op.code() == ir::OpCode::AtomicAdd || op.code() == ir::OpCode::AtomicMax) return 1;
+  unsigned pi = op.code() == ir::OpCode::Copy ? 1 : 0;
+  const ir::Value* p = op.operand(pi);
+  int64_t bytes = byteSize(p->type().dtype());
+  AxisInfo ai = axis_.get(p);
+  int64_t v = std::max<int64_t>(1, 16 / bytes);
+  v = std::min(v, ai.contiguity.back());
+  // Alignment: the run's first pointer is divisible by `divisibility` bytes.
+  int64_t align = 1;
+  while (align * 2 * bytes <= ai.divisibility.back() && ai.divisibility.back() % (align * 2 * bytes) == 0 && align < 16)
+    align *= 2;
+  v = std::min(v, align);
+  v = floorPow2(std::max<int64_t>(1, v));
+  while (v > 1 && p->type().shape().back() % v != 0) v /= 2;
+  return v;
+}
+
+int64_t LayoutAnalysis::vectorWidth(const ir::Op& memOp) const {
+  auto it = vec_.find(&memOp);
+  return it == vec_.end() ? 1 : it->second;
+}
+
+int64_t LayoutAnalysis::maskConstancy(const ir::Value* m) const {
+  if (!m->type().isTile()) return INT64_MAX;
+  auto memo = maskConst_.find(m);
+  if (memo != maskConst_.end()) return memo->second;
+  int64_t last = m->type().shape().back();
+  int64_t r = 1;
+  const ir::Op* d = m->definingOp();
+  if (d) {
+    switch (d->code()) {
+      case ir::OpCode::Constant:
+      case ir::OpCode::Splat: r = last; break;
+      case ir::OpCode::Broadcast: {
+        const auto& ss = d->operand(0)->type().shape();
+        r = ss.back() == 1 ? last : maskConstancy(d->operand(0));
+        break;
+      }
+      case ir::OpCode::ExpandDims:
+        r = d->intAttr("axis") == m->type().rank() - 1 ? 1 : maskConstancy(d->operand(0));
+        break;
+      case ir::OpCode::And: case ir::OpCode::Or: case ir::OpCode::Xor:
+        r = std::gcd(maskConstancy(d->operand(0)), maskConstancy(d->operand(1)));
+        break;
+      case ir::OpCode::Not: r = maskConstancy(d->operand(0)); break;
+      case ir::OpCode::Cmp: {
+        const ir::Value* a = d->operand(0);
+        const ir::Value* b = d->operand(1);
+        if (!a->type().isIntLike()) break;
+        AxisInfo ai = axis_.get(a), bi = axis_.get(b);
+        r = std::gcd(ai.constancy.back(), bi.constancy.back());
+        // A contiguous side compared with a side constant over the run: for
+        // aligned runs whose start and the bound are multiples of the run
+        // length, `a0 + i < b` has one value for the whole run (likewise
+        // `>=`, and `>` / `<=` with the sides swapped).
+        const std::string& p = d->strAttr("pred");
+        auto run = [&](const AxisInfo& c, const AxisInfo& k) {
+          return std::gcd(std::gcd(c.contiguity.back(), c.divisibility.back()),
+                          std::gcd(k.constancy.back(), k.divisibility.back()));
+        };
+        if (p == "lt" || p == "ge") r = std::max(r, run(ai, bi));
+        if (p == "gt" || p == "le") r = std::max(r, run(bi, ai));
+        break;
+      }
+      default: break;
+    }
+  }
+  r = std::gcd(r, last);
+  maskConst_[m] = r;
+  return r;
+}
+
+void LayoutAnalysis::assign(const ir::Op& op) {
+  using ir::OpCode;
+  if (op.numResults() != 1 || !op.result()->type().isTile()) return;
+  const ir::Value* res = op.result();
+  const auto& shape = res->type().shape();
+  auto setOr = [&](const Layout& l) {
+    layouts_[res] = compatible(l, shape) ? l : defaultFor(shape);
+  };
+  switch (op.code()) {
+    case OpCode::Load:
+    case OpCode::AtomicAdd:
+    case OpCode::AtomicMax:
+      setOr(get(op.operand(0)));
+      return;
+    case OpCode::Reduce: {
+      setOr(get(op.operand(0)).sliceDim(static_cast<int>(op.intAttr("axis"))));
+      return;
+    }
+    case OpCode::Broadcast:
+      setOr(get(op.operand(0)));
+      return;
+    case OpCode::ExpandDims: {
+      Layout l = get(op.operand(0));
+      int a = static_cast<int>(op.intAttr("axis"));
+      int lo = a == 0 ? -1 : l.dims[a - 1];
+      int hi = a == static_cast<int>(l.dims.size()) ? l.parent.rank() : l.dims[a];
+      for (int p = lo + 1; p < hi; ++p) {
+        // A parent dim removed by a reduction fits here: back to the parent.
+        l.dims.insert(l.dims.begin() + a, p);
+        setOr(l);
+        return;
+      }
+      // Otherwise insert a trivial parent dim (one element, one thread).
+      int q = lo + 1;
+      BlockedLayout& b = l.parent;
+      b.spt.insert(b.spt.begin() + q, 1);
+      b.tpw.insert(b.tpw.begin() + q, 1);
+      b.wpb.insert(b.wpb.begin() + q, 1);
+      for (auto& o : b.order) if (o >= q) ++o;
+      b.order.push_back(q);
+      for (auto& d : l.dims) if (d >= q) ++d;
+      l.dims.insert(l.dims.begin() + a, q);
+      setOr(l);
+      return;
+    }
+    case OpCode::Dot:
+      if (auto l = dotLayout(op)) {
+        layouts_[res] = *l;
+        return;
+      }
+      break;
+    default: break;
+  }
+  if (ir::isElementwise(op.code())) {
+    for (const ir::Value* v : op.operands())
+      if (v->type().isTile() && !isFree(v) && layouts_.count(v)) {
+        setOr(get(v));
+        return;
+      }
+  }
+  layouts_[res] = defaultFor(shape);
+}
+
+void annotateLayouts(ir::Function& f, const LayoutAnalysis& la) {
+  ir::walk(f.body(), [&](ir::Op& op) {
+    std::string s;
+    for (unsigned i = 0; i < op.numResults(); ++i) {
+      const ir::Value* r = op.result(i);
+      if (!r->type().isTile() || !la.has(r)) continue;
+      if (!s.empty()) s += "; ";
+      s += la.get(r).str();
+    }
+    if (!s.empty()) op.attrs()["layout"] = s;
+  });
+}
+
+}  // namespace tessera::ir

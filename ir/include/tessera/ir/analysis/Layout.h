@@ -1,0 +1,155 @@
+// Distributed layouts of tile values over the threads of a GPU block.
+//
+// A program runs as one block of numWarps * warpSize threads. Every tile
+// value is spread over those threads by a *blocked* layout (Triton's blocked
+// encoding): per parent dim d
+//   sizePerThread[d]   consecutive elements one thread holds,
+//   threadsPerWarp[d]  lanes of a warp along d,
+//   warpsPerBlock[d]   warps along d,
+//   order              dims from fastest- to slowest-varying lane/warp id.
+// A dim whose extent exceeds spt*tpw*wpb (the "block tile") repeats the
+// pattern; a dim smaller than the block tile is replicated (several threads
+// hold the same element). Every extent and parameter is a power of two, or
+// the dim is held whole by every thread (spt = extent, tpw = wpb = 1), so
+// one of extent and block tile always divides the other.
+//
+// A *slice* layout is the layout of a reduction result: the parent blocked
+// layout with some parent dims removed; threads that differed only along a
+// removed dim hold the same elements. `dims` maps each value dim to its
+// parent dim (identity for a plain blocked layout).
+//
+// Element placement, for a value of shape S in layout L, value dim i with
+// parent dim p = dims[i]:
+//   pos_p      = warpPos_p * tpw_p + lanePos_p        (thread position along p)
+//   base_i     = pos_p * spt_p, reduced modulo S_i when the dim is replicated
+//   slot consts: rep * blockTile_p + s for rep < max(1, S_i / blockTile_p),
+//                s < min(spt_p, S_i)
+//   index_i    = base_i + const_i(slot)
+// Slots are enumerated row-major over the per-dim const lists, so slots
+// that differ only in the last dim's s are consecutive elements.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "tessera/ir/IR.h"
+
+namespace tessera::ir {
+
+class AxisAnalysis;
+
+/// The matrix instruction whose accumulator registers a layout describes
+/// (None: an ordinary blocked layout). See mmaLayout().
+enum class MmaKind : uint8_t {
+  None,
+  NvMmaM16N8K16,     // NVIDIA mma.sync.m16n8k16 (sm_80+), warp of 32
+  AmdMfma16x16x16,   // AMD v_mfma_f32_16x16x16{f16,bf16_1k} (gfx90a, gfx942), wave64
+  AmdWmma16x16x16,   // AMD v_wmma_f32_16x16x16_{f16,bf16} (gfx1100), wave32
+};
+const char* mmaName(MmaKind k);
+
+struct BlockedLayout {
+  std::vector<int64_t> spt, tpw, wpb;
+  std::vector<int64_t> order;  // order[0] = fastest parent dim
+  /// Set on the accumulator layout of a tensor-core dot: the element
+  /// placement is exactly the blocked one above (the instruction's fragment
+  /// layout happens to be a blocked layout); the tag names it in dumps and
+  /// tells the dot lowering that its registers are the instruction's.
+  /// Not part of equality: the placement alone decides conversions.
+  MmaKind mma = MmaKind::None;
+  int rank() const { return static_cast<int>(spt.size()); }
+  int64_t blockTile(int d) const { return spt[d] * tpw[d] * wpb[d]; }
+  bool operator==(const BlockedLayout& o) const {
+    return spt == o.spt && tpw == o.tpw && wpb == o.wpb && order == o.order;
+  }
+  std::string str() const;  // #blocked<spt=[4], tpw=[32], wpb=[4], order=[0]> or #mma<...>
+};
+
+struct Layout {
+  BlockedLayout parent;
+  std::vector<int> dims;  // value dim -> parent dim, increasing
+  bool isSlice() const { return static_cast<int>(dims.size()) != parent.rank(); }
+  bool operator==(const Layout& o) const { return parent == o.parent && dims == o.dims; }
+  bool operator!=(const Layout& o) const { return !(*this == o); }
+  std::string str() const;  // blocked, or #slice<dims=[..], parent=#blocked<..>>
+  static Layout blocked(BlockedLayout b);
+  /// The layout with value dim `i` removed (reduction along i).
+  Layout sliceDim(int i) const;
+};
+
+/// Compile-time description of the slots a thread holds for one (layout,
+/// shape) pair; the thread-dependent part (base) is computed at run time.
+struct SlotTable {
+  std::vector<int64_t> shape;
+  std::vector<std::vector<int64_t>> perDim;   // const list of each value dim
+  std::vector<std::vector<int64_t>> consts;   // per slot: const of each dim
+  std::map<std::vector<int64_t>, size_t> index;  // consts -> slot
+  /// For each value dim: true if threads hold duplicates along it (block
+  /// tile larger than the extent).
+  std::vector<bool> replicated;
+  /// Distinct thread positions along each value dim.
+  std::vector<int64_t> distinctPos;
+  size_t size() const { return consts.size(); }
+};
+SlotTable slotTable(const Layout& l, const std::vector<int64_t>& shape);
+
+/// Chooses the default blocked layout for `shape` with `vec` elements per
+/// thread along the last (contiguous) dim.
+BlockedLayout defaultBlocked(const std::vector<int64_t>& shape, int64_t vec, int numWarps, int warpSize);
+
+/// The accumulator layout of matrix instruction `k` for an MxN (+= MxK * KxN)
+/// dot spread over `numWarps` warps, or nullopt when the shape does not fit
+/// the instruction (the dot then takes the FMA path):
+///   NvMmaM16N8K16   spt=[1,2] tpw=[8,4]  : lane = 4*(row%8) + col%8/2, rows g and
+///                   g+8 of a 16x8 tile are consecutive repetitions along dim 0
+///   AmdMfma16x16x16 spt=[4,1] tpw=[4,16] : lane = col%16 + 16*(row%16/4)
+///   AmdWmma16x16x16 spt=[1,1] tpw=[2,16] : lane = col%16 + 16*(row%2), eight
+///                   repetitions along dim 0 make one 16x16 tile
+/// with warps split wpb=[wm, wn], order=[1, 0]. M, N, K must be powers of two,
+/// M a multiple of 16*wm, N of 8*wn (NVIDIA) or 16*wn (AMD), K of 16.
+std::optional<BlockedLayout> mmaLayout(MmaKind k, int64_t M, int64_t N, int64_t K, int numWarps, int warpSize);
+
+/// The layout of every tile value of a function (scalars, pointers and
+/// buffers have none) plus the vector width of each memory op.
+class LayoutAnalysis {
+ public:
+  /// `tensorCore(in, acc)`: the target's matrix instruction for a dot of
+  /// `in` operands into an `acc` accumulator (empty / None: FMA dots only).
+  LayoutAnalysis(const ir::Function& f, const AxisAnalysis& axis, int numWarps, int warpSize,
+                 std::function<MmaKind(DType, DType)> tensorCore = {});
+  const Layout& get(const ir::Value* v) const;
+  bool has(const ir::Value* v) const { return layouts_.count(v) != 0; }
+  /// Elements per vector access for a load/store/copy/atomic's pointer tile:
+  /// the contiguity run, alignment and 128-bit limit (1 = scalar accesses).
+  int64_t vectorWidth(const ir::Op& memOp) const;
+  /// Length of aligned runs along the last dim over which `mask` is one
+  /// value (so one branch can guard a whole vector access).
+  int64_t maskConstancy(const ir::Value* mask) const;
+  /// The default layout chosen for a shape (used for free ops).
+  Layout defaultFor(const std::vector<int64_t>& shape) const;
+  int numWarps() const { return numWarps_; }
+  int warpSize() const { return warpSize_; }
+
+ private:
+  void assign(const ir::Op& op);
+  std::optional<Layout> dotLayout(const ir::Op& dot) const;
+  int64_t computeVec(const ir::Op& memOp) const;
+  const AxisAnalysis& axis_;
+  int numWarps_, warpSize_;
+  std::function<MmaKind(DType, DType)> tensorCore_;
+  std::unordered_map<const ir::Value*, Layout> layouts_;
+  std::map<std::vector<int64_t>, int64_t> vecForShape_;
+  std::unordered_map<const ir::Op*, int64_t> vec_;
+  mutable std::unordered_map<const ir::Value*, int64_t> maskConst_;
+};
+
+/// Adds `layout = "..."` to every tile-producing op of `f` (a copy meant
+/// for the tile-IR dump; the attribute is ignored by every consumer).
+void annotateLayouts(ir::Function& f, const LayoutAnalysis& la);
+
+}  // namespace tessera::ir
