@@ -182,6 +182,7 @@ int main(int argc, char** argv) {
     } else if (a == "--tessera-only") tesseraOnly = true;
     else return std::fprintf(stderr, "unknown argument %s\n", a.c_str()), 2;
   }
+  (void)tesseraOnly;  // read only when a peer library was found
 
   try {
     // Cold compile latency: the first compile in the process (LLVM and the

@@ -8,9 +8,7 @@
 #include <chrono>
 #include <cstdio>
 
-#include <llvm/AsmParser/Parser.h>
 #include <llvm/IR/Verifier.h>
-#include <llvm/Support/SourceMgr.h>
 #include <llvm/Support/raw_ostream.h>
 
 #include "codegen/llvm/Jit.h"
@@ -18,6 +16,7 @@
 #include "codegen/gpu/GpuCompile.h"
 #include "codegen/cpu/CpuLowering.h"
 #include "codegen/llvm/HostIsa.h"
+#include "codegen/llvm/KeptModule.h"
 #include "codegen/llvm/LLVMSupport.h"
 #include "tessera/ir/Pass.h"
 #include "tessera/ir/Printer.h"
@@ -26,6 +25,20 @@
 #include "tessera/support/Targets.h"
 
 namespace tessera::codegen {
+
+KernelSignature kernelSignature(const ir::Function& f) {
+  KernelSignature sig;
+  sig.kernelName = f.name();
+  for (unsigned i = 0; i < f.numArgs(); ++i) {
+    const ir::Value* a = f.arg(i);
+    ArgSpec spec;
+    spec.kind = a->type().isPointer() ? ArgSpec::Kind::Pointer : ArgSpec::Kind::Scalar;
+    spec.dtype = a->type().dtype();
+    spec.name = a->nameHint.empty() ? "arg" + std::to_string(i) : a->nameHint;
+    sig.args.push_back(std::move(spec));
+  }
+  return sig;
+}
 
 namespace {
 // Symbol names of entries: the kernel name restricted to [A-Za-z0-9_].
@@ -45,8 +58,10 @@ void compileCpu(const ir::Function& f, const Target& target, const CompileOption
   llvm::TargetMachine& tm = cpu::cachedTargetMachine(t, opts.optLevel);
   auto ctx = std::make_unique<llvm::LLVMContext>();
   std::string entry = entrySymbol(f.name());
-  auto mod = cpu::lowerToLLVM(f, *ctx, t, tm.createDataLayout(), entry, opts.checkBounds ? &art.opNames : nullptr);
-  art.boundsChecked = opts.checkBounds;
+  auto mod = cpu::lowerToLLVM(f, *ctx, t, tm.createDataLayout(), entry,
+                              opts.checkBounds ? &art.binary.opNames : nullptr);
+  art.binary.format = KernelBinary::Format::HostFunction;
+  art.binary.boundsChecked = opts.checkBounds;
   timer.mark("lower");
   art.dumps.llvm = printModule(*mod);
   timer.mark("print-llvm");
@@ -62,6 +77,8 @@ void compileCpu(const ir::Function& f, const Target& target, const CompileOption
   art.dumps.llvmOpt = printModule(*mod);
   timer.mark("print-llvm-opt");
   if (opts.dumpAssembly) art.dumps.assembly = cpu::emitAssembly(*mod, tm);
+  // Code generation mutates the module: assembly on demand starts from a copy.
+  art.kept = keepModule(*mod, ctx);
   if (!t.notRunnable.empty()) {
     // Compiled for inspection only (e.g. AVX-512 code on an AVX2 host):
     // running it would fault on an illegal instruction.
@@ -71,8 +88,8 @@ void compileCpu(const ir::Function& f, const Target& target, const CompileOption
   auto obj = cpu::emitObject(*mod, tm);
   timer.mark("codegen");
   auto jit = cpu::jitObject(std::move(obj), entry);
-  art.cpuEntry = jit.entry;
-  art.owner = jit.owner;
+  art.binary.hostEntry = jit.entry;
+  art.binary.owner = jit.owner;
   timer.mark("link");
   art.dumps.extra["compile-times"] = timer.log;
 }
@@ -93,20 +110,29 @@ std::shared_ptr<Artifact> compileGpuTarget(const ir::Function& f, const Target& 
   if (opts.emuHooks.empty())
     throw CompileError("target " + target.str() + " needs the SIMT emulator's hooks (compile it through "
                        "tessera::compile for an emulator device)");
-  auto it = art->dumps.extra.find("llvm-gpu");
-  TS_ASSERT(it != art->dumps.extra.end(), "GPU compile kept no llvm-gpu module");
+  TS_ASSERT(art->kept, "GPU compile kept no module");
   const GpuArch* row = findGpuArch(amd ? GpuArch::Vendor::AMD : GpuArch::Vendor::NVIDIA, target.arch);
   TS_ASSERT(row, "target " + target.str() + " is not in Targets.def");
   unsigned warp = row->warpSize;
-  EmuKernel k = compileForEmulator(it->second, amd, warp, opts.emuHooks);
-  art->emu.threadFn = k.threadFn;
-  art->opNames = std::move(k.opNames);
-  art->emu.warpSize = k.warpSize;
-  art->emu.amd = amd;
-  art->emu.staticSharedBytes = k.staticSharedBytes;
-  art->emu.dynamicSharedOffset = k.dynamicSharedOffset;
+  // The emulator rewrites its module and its JIT owns the context: it gets
+  // its own copy of the module the GPU backend was handed.
+  auto ctx = std::make_unique<llvm::LLVMContext>();
+  std::unique_ptr<llvm::Module> gpuModule;
+  {
+    std::lock_guard<std::mutex> lock(art->kept->mu);
+    gpuModule = copyToContext(*art->kept->module, *ctx);
+  }
+  EmuKernel k = compileForEmulator(std::move(gpuModule), std::move(ctx), amd, warp, opts.emuHooks);
+  KernelBinary& b = art->binary;
+  b.format = KernelBinary::Format::EmulatedGpu;
+  b.emuThread = k.threadFn;
+  b.opNames = std::move(k.opNames);
+  b.emuWarpSize = k.warpSize;
+  b.emuAmd = amd;
+  b.emuStaticSharedBytes = k.staticSharedBytes;
+  b.emuDynamicSharedOffset = k.dynamicSharedOffset;
   art->dumps.extra["emu-host-llvm"] = std::move(k.hostIR);
-  art->owner = k.owner;
+  b.owner = k.owner;
   return art;
 }
 }  // namespace
@@ -116,7 +142,8 @@ std::shared_ptr<Artifact> compile(const ir::Function& kernel, const Target& targ
   ir::verify(kernel);  // user errors surface here, unchanged
   auto art = std::make_shared<Artifact>();
   art->target = target;
-  art->kernelName = kernel.name();
+  art->binary.signature = kernelSignature(kernel);
+  art->binary.symbol = kernel.name();
   std::unique_ptr<ir::Function> f = ir::clone(kernel);
   art->dumps.tileIR.emplace_back("input", ir::print(*f));
   ir::PassManager pm;
@@ -142,14 +169,12 @@ std::string Artifact::assembly() const {
   if (target.kind == Target::Kind::AMDGPU || target.kind == Target::Kind::EmuAMDGPU) return amdgpuAssembly(*this);
   if (target.kind != Target::Kind::CPU)
     throw InternalError("GPU artifact of " + target.str() + " has no assembly");
-  TS_ASSERT(!dumps.llvmOpt.empty(), "artifact has no optimised LLVM IR");
+  TS_ASSERT(kept, "CPU artifact of @" + kernelName() + " kept no module");
   initLLVM();
-  // Re-read the optimised IR: the functions carry their target-cpu and
-  // target-features, so the host TargetMachine emits the same code the JIT ran.
-  llvm::LLVMContext ctx;
-  llvm::SMDiagnostic diag;
-  auto mod = llvm::parseAssemblyString(dumps.llvmOpt, diag, ctx);
-  if (!mod) throw InternalError("cannot re-read the optimised LLVM IR: " + diag.getMessage().str());
+  // The kept module's functions carry their target-cpu and target-features,
+  // so the host TargetMachine emits the same code the JIT ran.
+  std::lock_guard<std::mutex> lock(kept->mu);
+  std::unique_ptr<llvm::Module> mod = kept->clone();
   CpuTargetInfo t = selectCpuTarget(target.arch);
   return cpu::emitAssembly(*mod, cpu::cachedTargetMachine(t, cpu::kAssemblyOptLevel));
 }

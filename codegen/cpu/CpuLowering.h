@@ -2,7 +2,7 @@
 //
 // The module holds one internal per-program body (the kernel's arguments as
 // real parameters plus program ids and grid size) and an external entry
-// with the CpuEntryFn ABI that loops over a range of linear program ids.
+// with the KernelBinary::HostEntry ABI that loops over a range of linear program ids.
 #pragma once
 
 #include <memory>

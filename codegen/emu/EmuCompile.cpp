@@ -118,8 +118,6 @@ void buildThreadEntry(llvm::Module& m, llvm::Function* kernel) {
 
 EmuKernel compileForEmulator(const std::string& gpuModuleText, bool amd, unsigned warpSize,
                              const std::vector<std::pair<std::string, void*>>& hooks) {
-  if (amd ? (warpSize != 32 && warpSize != 64) : warpSize != 32)
-    throw CompileError("warp size " + std::to_string(warpSize) + " is not valid for " + (amd ? "AMDGPU" : "NVPTX"));
   initLLVM();
   auto ctx = std::make_unique<llvm::LLVMContext>();
   llvm::SMDiagnostic diag;
@@ -130,6 +128,19 @@ EmuKernel compileForEmulator(const std::string& gpuModuleText, bool amd, unsigne
     diag.print("gpu-module", os, false);
     throw CompileError("cannot parse the GPU module: " + msg);
   }
+  return compileForEmulator(std::move(mod), std::move(ctx), amd, warpSize, hooks);
+}
+
+EmuKernel compileForEmulator(std::unique_ptr<llvm::Module> mod, std::unique_ptr<llvm::LLVMContext> ctx, bool amd,
+                             unsigned warpSize, const std::vector<std::pair<std::string, void*>>& hooks) {
+  // The module dies before its context, whichever way this returns.
+  struct Guard {
+    std::unique_ptr<llvm::Module>& m;
+    ~Guard() { m.reset(); }
+  } guard{mod};
+  if (amd ? (warpSize != 32 && warpSize != 64) : warpSize != 32)
+    throw CompileError("warp size " + std::to_string(warpSize) + " is not valid for " + (amd ? "AMDGPU" : "NVPTX"));
+  initLLVM();
   const llvm::Triple& triple = mod->getTargetTriple();
   if (amd ? triple.getArch() != llvm::Triple::amdgcn : triple.getArch() != llvm::Triple::nvptx64)
     throw CompileError("the GPU module targets '" + triple.str() + "', expected " +

@@ -15,6 +15,11 @@
 #include <utility>
 #include <vector>
 
+namespace llvm {
+class LLVMContext;
+class Module;
+}  // namespace llvm
+
 namespace tessera::codegen {
 
 struct EmuKernel {
@@ -54,5 +59,10 @@ struct EmuKernel {
 /// if the rewritten module does not verify.
 EmuKernel compileForEmulator(const std::string& gpuModuleText, bool amd, unsigned warpSize,
                              const std::vector<std::pair<std::string, void*>>& hooks);
+/// The same for a module in memory (`gpuModule` lives in `ctx`; both are
+/// consumed: the module is rewritten in place and the JIT owns the context).
+/// The compiler hands its GPU module over this way, never as text.
+EmuKernel compileForEmulator(std::unique_ptr<llvm::Module> gpuModule, std::unique_ptr<llvm::LLVMContext> ctx,
+                             bool amd, unsigned warpSize, const std::vector<std::pair<std::string, void*>>& hooks);
 
 }  // namespace tessera::codegen

@@ -22,6 +22,7 @@
 #include "codegen/gpu/GpuLowering.h"
 #include "tessera/ir/analysis/GpuResourceCheck.h"
 #include "codegen/llvm/GpuToolchain.h"
+#include "codegen/llvm/KeptModule.h"
 #include "codegen/llvm/LLVMSupport.h"
 #include "tessera/ir/analysis/Layout.h"
 #include "tessera/ir/Printer.h"
@@ -187,7 +188,8 @@ std::shared_ptr<Artifact> compileGpu(const ir::Function& fn, const Target& t, co
   checkNumWarps(fn, *ti, g.numWarps);
   auto art = std::make_shared<Artifact>();
   art->target = t;
-  art->kernelName = fn.name();
+  art->binary.signature = kernelSignature(fn);
+  art->binary.symbol = fn.name();
   art->dumps = std::move(dumps);
 
   // Layouts, annotated on a copy for the dump; the lowering reads the same
@@ -218,8 +220,8 @@ std::shared_ptr<Artifact> compileGpu(const ir::Function& fn, const Target& t, co
   GpuLoweringResult low = lowerToGpuLLVM(*f, *ti, la, axis, g, *ctx, tm->createDataLayout());
   llvm::Module& m = *low.module;
   ti->prepareModule(m);
-  art->threadsPerBlock = low.threadsPerBlock;
-  art->sharedBytes = static_cast<unsigned>(low.sharedBytes);
+  art->binary.threadsPerBlock = low.threadsPerBlock;
+  art->binary.sharedBytes = static_cast<unsigned>(low.sharedBytes);
   art->dumps.extra["shared-memory"] =
       std::to_string(low.sharedBytes) + " bytes per block, " + std::to_string(low.threadsPerBlock) +
       " threads per block\n" + low.sharedPlan;
@@ -238,16 +240,24 @@ std::shared_ptr<Artifact> compileGpu(const ir::Function& fn, const Target& t, co
   art->dumps.llvmOpt = printModule(m);
   art->dumps.extra["llvm-gpu"] = art->dumps.llvmOpt;
   timer.mark("print-opt");
+  // The backend mutates the module: the emulator and assembly on demand
+  // start from a copy of it as it was handed over.
+  std::unique_ptr<llvm::Module> handed = llvm::CloneModule(m);
   GpuOutput out = ti->emit(m, *tm);
   timer.mark(isNvptx(t) ? "ptx" : "object+link");
   art->dumps.assembly = out.assembly;
   if (isNvptx(t)) {
-    art->ptx = out.assembly;
+    art->binary.format = KernelBinary::Format::PTX;
+    art->binary.ptx = out.assembly;
   } else {
-    art->codeObject = out.codeObject;
+    art->binary.format = KernelBinary::Format::HSACO;
+    art->binary.codeObject = out.codeObject;
     art->dumps.extra["hsaco"] = std::string(out.codeObject.begin(), out.codeObject.end());
   }
-  // The context must outlive nothing else: every module is printed already.
+  // The kept context must not refer to this function's pass gate.
+  ctx->setOptPassGate(llvm::getGlobalPassGate());
+  low.module.reset();
+  art->kept = keepModule(*handed, ctx);
   art->dumps.extra["compile-times"] = timer.log;
   return art;
 }
@@ -263,20 +273,15 @@ Target deviceTarget(const Target& t) {
 }  // namespace
 
 GpuResources gpuResources(const Artifact& art) {
-  Artifact a;
-  a.target = deviceTarget(art.target);
-  a.kernelName = art.kernelName;
-  a.threadsPerBlock = art.threadsPerBlock;
-  a.dumps.assembly = art.dumps.assembly;
-  a.codeObject = art.codeObject;
+  Target device = deviceTarget(art.target);
   GpuOptions g;
-  auto ti = createGpuTargetInfo(a.target, g);
-  if (a.threadsPerBlock) g.numWarps = static_cast<int>(a.threadsPerBlock / ti->warpSize());
-  ti = createGpuTargetInfo(a.target, g);
+  auto ti = createGpuTargetInfo(device, g);
+  if (art.binary.threadsPerBlock) g.numWarps = static_cast<int>(art.binary.threadsPerBlock / ti->warpSize());
+  ti = createGpuTargetInfo(device, g);
   GpuOutput out;
-  out.assembly = a.dumps.assembly;
-  out.codeObject = a.codeObject;
-  return ti->resources(out, a.kernelName);
+  out.assembly = art.dumps.assembly;
+  out.codeObject = art.binary.codeObject;
+  return ti->resources(out, art.kernelName());
 }
 
 std::string resourceReport(const Artifact& a) {
@@ -292,17 +297,18 @@ std::string resourceReport(const Artifact& a) {
 }
 
 std::string amdgpuAssembly(const Artifact& a) {
-  auto it = a.dumps.extra.find("llvm-gpu");
-  TS_ASSERT(it != a.dumps.extra.end(), "AMDGPU artifact of @" + a.kernelName + " kept no llvm-gpu module");
+  TS_ASSERT(a.kept, "AMDGPU artifact of @" + a.kernelName() + " kept no module");
   initLLVM();
   // The code generator configuration of a default (optLevel 3) compile,
   // skipped passes included, so the text matches the code object.
+  std::lock_guard<std::mutex> lock(a.kept->mu);
   SkipPassGate gate;
-  llvm::LLVMContext ctx;
-  installPassGate(ctx, gate, false, 3);
-  llvm::SMDiagnostic diag;
-  std::unique_ptr<llvm::Module> m = llvm::parseAssemblyString(it->second, diag, ctx);
-  if (!m) throw InternalError("cannot re-read the GPU module of @" + a.kernelName + ": " + diag.getMessage().str());
+  installPassGate(*a.kept->context, gate, false, 3);
+  struct Restore {
+    llvm::LLVMContext& ctx;
+    ~Restore() { ctx.setOptPassGate(llvm::getGlobalPassGate()); }
+  } restore{*a.kept->context};
+  std::unique_ptr<llvm::Module> m = a.kept->clone();
   GpuOptions g;
   g.eagerAssembly = true;
   auto ti = createGpuTargetInfo(deviceTarget(a.target), g);
@@ -329,10 +335,10 @@ std::string sass(const Artifact& a) {
   TempDir dir;
   writeFile(dir.file("k.ptx"), a.dumps.assembly);
   ToolResult r = runTool({ptxas, "-arch=" + t.arch, dir.file("k.ptx"), "-o", dir.file("k.cubin")});
-  if (r.exitCode != 0) throw DeviceError("ptxas rejected the PTX of @" + a.kernelName + ":\n" + r.output);
+  if (r.exitCode != 0) throw DeviceError("ptxas rejected the PTX of @" + a.kernelName() + ":\n" + r.output);
   ToolResult d = disasm.empty() ? runTool({cuobjdump, "-sass", dir.file("k.cubin")})
                                 : runTool({disasm, "-c", dir.file("k.cubin")});
-  if (d.exitCode != 0) throw DeviceError("disassembling the cubin of @" + a.kernelName + " failed:\n" + d.output);
+  if (d.exitCode != 0) throw DeviceError("disassembling the cubin of @" + a.kernelName() + " failed:\n" + d.output);
   return d.output;
 }
 

@@ -3,8 +3,9 @@
 //
 //   layouts (tile-IR dump "layout") -> shared lowering to LLVM IR (dumps.llvm)
 //   -> LLVM optimisation (dumps.llvmOpt, and dumps.extra["llvm-gpu"], the
-//   exact module handed to the backend) -> PTX text / AMDGCN object + LLD
-//   link to .hsaco and AMDGCN assembly (dumps.assembly).
+//   exact module handed to the backend, which the artifact also keeps as a
+//   module: Artifact::kept) -> PTX text / AMDGCN object + LLD link to .hsaco
+//   and AMDGCN assembly (dumps.assembly).
 //
 // Private to codegen, but free of LLVM headers (tests include it).
 #pragma once
@@ -44,7 +45,7 @@ std::shared_ptr<Artifact> compileGpu(const ir::Function& fnAfterTilePasses, cons
                                      const CompileOptions& o, StageDumps dumpsSoFar, const GpuOptions& g);
 
 /// AMDGCN assembly of an AMDGPU (or emu:amdgpu) artifact, generated from its
-/// kept "llvm-gpu" module (the same code the code object was built from).
+/// kept module (the same code the code object was built from).
 std::string amdgpuAssembly(const Artifact& a);
 
 /// Registers, spills and shared memory of a compiled GPU artifact: ptxas -v

@@ -134,7 +134,7 @@ JitResult jitObject(std::unique_ptr<llvm::MemoryBuffer> obj, const std::string& 
   check(jit.addObjectFile(*owner->jd, std::move(obj)), "adding kernel object to the JIT");
   auto addr = check(jit.lookup(*owner->jd, entryName), "linking " + entryName);
   JitResult r;
-  r.entry = addr.toPtr<CpuEntryFn>();
+  r.entry = addr.toPtr<KernelBinary::HostEntry>();
   r.owner = owner;
   return r;
 }

@@ -39,7 +39,7 @@ constexpr int kAssemblyOptLevel = 3;
 std::string emitAssembly(const llvm::Module& m, llvm::TargetMachine& tm);
 
 struct JitResult {
-  CpuEntryFn entry = nullptr;
+  KernelBinary::HostEntry entry = nullptr;
   std::shared_ptr<void> owner;  // removes the kernel's code when released
 };
 

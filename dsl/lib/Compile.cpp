@@ -46,7 +46,6 @@ Stage parseStage(const std::string& s) {
 
 struct CompiledKernel::State {
   std::shared_ptr<codegen::Artifact> artifact;
-  rt::KernelSignature signature;
   rt::Kernel kernel;  // empty when compiled for inspection only
   bool loaded = false;
   // Launch-time specialisation (GPU devices): the facts "this pointer is
@@ -64,20 +63,6 @@ struct CompiledKernel::State {
 };
 
 namespace {
-
-rt::KernelSignature signatureOf(const ir::Function& f) {
-  rt::KernelSignature sig;
-  sig.kernelName = f.name();
-  for (unsigned i = 0; i < f.numArgs(); ++i) {
-    const ir::Value* a = f.arg(i);
-    rt::ArgSpec spec;
-    spec.kind = a->type().isPointer() ? rt::ArgSpec::Kind::Pointer : rt::ArgSpec::Kind::Scalar;
-    spec.dtype = a->type().dtype();
-    spec.name = a->nameHint.empty() ? "arg" + std::to_string(i) : a->nameHint;
-    sig.args.push_back(std::move(spec));
-  }
-  return sig;
-}
 
 // Everything that changes the code; emuHooks only bind symbols of the JIT.
 std::string optionsKey(const CompileOptions& o) {
@@ -141,7 +126,7 @@ void writeDumps(const codegen::Artifact& a, const std::string& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return dumpWarning(dir, "cannot create '" + dir + "': " + ec.message());
-  std::string stem = dir + "/" + sanitize(a.kernelName) + "." + sanitize(a.target.str());
+  std::string stem = dir + "/" + sanitize(a.kernelName()) + "." + sanitize(a.target.str());
   bool failed = false;
   auto put = [&](const std::string& suffix, const std::string& text) {
     if (failed) return;
@@ -160,8 +145,8 @@ void writeDumps(const codegen::Artifact& a, const std::string& dir) {
   }
   put("llvm.ll", a.dumps.llvm);
   put("llvm-opt.ll", a.dumps.llvmOpt);
-  put(a.target.kind == Target::Kind::CPU ? "asm.s" : (a.ptx.empty() ? "amdgcn.s" : "ptx"), a.assembly());
-  if (!a.codeObject.empty()) put("hsaco", std::string(a.codeObject.begin(), a.codeObject.end()));
+  put(a.target.kind == Target::Kind::CPU ? "asm.s" : (a.binary.ptx.empty() ? "amdgcn.s" : "ptx"), a.assembly());
+  if (!a.binary.codeObject.empty()) put("hsaco", std::string(a.binary.codeObject.begin(), a.binary.codeObject.end()));
   for (const auto& [k, text] : a.dumps.extra)
     if (k != "hsaco") put(sanitize(k) + ".txt", text);
 }
@@ -216,7 +201,6 @@ std::shared_ptr<codegen::Artifact> compileCached(const Kernel& k, const Target& 
 std::shared_ptr<CompiledKernel::State> makeState(const Kernel& k, std::shared_ptr<codegen::Artifact> art) {
   auto st = std::make_shared<CompiledKernel::State>();
   st->artifact = std::move(art);
-  st->signature = signatureOf(k.ir());
   return st;
 }
 
@@ -239,45 +223,16 @@ Target targetOf(const Device& dev) {
   throw DeviceError(std::string("compile: devices of kind '") + rt::name(dev.kind()) + "' are not supported");
 }
 
-/// The runtime's view of a compiled artifact, in the format `dev` loads.
-rt::Binary binaryFor(const Kernel& k, const Device& dev, const CompiledKernel::State& st) {
+/// What `dev` loads: the artifact's binary as codegen made it, which the
+/// target `dev` runs (targetOf) determined.
+const rt::Binary& binaryFor(const Kernel& k, const Device& dev, const CompiledKernel::State& st) {
   const codegen::Artifact& a = *st.artifact;
-  rt::Binary bin;
-  bin.signature = st.signature;
-  bin.opNames = a.opNames;
-  bin.owner = st.artifact;
-  bin.symbol = a.kernelName;
-  bin.threadsPerBlock = a.threadsPerBlock;
-  bin.sharedBytes = a.sharedBytes;
-  switch (dev.kind()) {
-    case rt::DeviceKind::CPU:
-      if (!a.cpuEntry)
-        throw DeviceError("compile: kernel '" + k.name() + "' compiled for " + a.target.str() +
-                          " cannot run on this CPU" + (a.notRunnable.empty() ? "" : ": " + a.notRunnable));
-      bin.format = rt::Binary::Format::HostFunction;
-      bin.hostEntry = a.cpuEntry;
-      bin.boundsChecked = a.boundsChecked;
-      bin.threadsPerBlock = 1;
-      break;
-    case rt::DeviceKind::Emulator:
-      TS_ASSERT(a.emu.threadFn, "emulator artifact of '" + k.name() + "' has no thread function");
-      bin.format = rt::Binary::Format::EmulatedGpu;
-      bin.emuThread = a.emu.threadFn;
-      bin.emuAmd = a.emu.amd;
-      bin.emuWarpSize = a.emu.warpSize;
-      bin.emuStaticSharedBytes = a.emu.staticSharedBytes;
-      bin.emuDynamicSharedOffset = a.emu.dynamicSharedOffset;
-      break;
-    case rt::DeviceKind::CUDA:
-      bin.format = rt::Binary::Format::PTX;
-      bin.ptx = a.ptx;
-      break;
-    case rt::DeviceKind::HIP:
-      bin.format = rt::Binary::Format::HSACO;
-      bin.codeObject = a.codeObject;
-      break;
-  }
-  return bin;
+  if (dev.kind() == rt::DeviceKind::CPU && !a.binary.hostEntry)
+    throw DeviceError("compile: kernel '" + k.name() + "' compiled for " + a.target.str() + " cannot run on this CPU" +
+                      (a.notRunnable.empty() ? "" : ": " + a.notRunnable));
+  TS_ASSERT(dev.kind() != rt::DeviceKind::Emulator || a.binary.emuThread,
+            "emulator artifact of '" + k.name() + "' has no thread function");
+  return a.binary;
 }
 
 }  // namespace
@@ -335,7 +290,7 @@ Kernel withFacts(const Kernel& k, uint64_t mask) {
 void CompiledKernel::launchWith(Dim3 grid, const std::vector<rt::Arg>& args, const LaunchOptions& opts) const {
   if (!state_) throw LaunchError("launch: this CompiledKernel is empty (default-constructed)");
   if (!state_->loaded)
-    throw LaunchError("launch: kernel '" + state_->signature.kernelName + "' was compiled for target '" +
+    throw LaunchError("launch: kernel '" + state_->artifact->binary.signature.kernelName + "' was compiled for target '" +
                       state_->artifact->target.str() +
                       "' for inspection only; compile it for a Device to launch it");
   if (state_->device.kind() == rt::DeviceKind::CPU && !state_->options.checkBounds &&
@@ -358,7 +313,7 @@ void CompiledKernel::launchWith(Dim3 grid, const std::vector<rt::Arg>& args, con
     return checked.launch(grid, args, o);
   }
   if (!state_->specialize) return state_->kernel.launch(grid, args, opts);
-  uint64_t mask = factMask(state_->signature, args);
+  uint64_t mask = factMask(state_->artifact->binary.signature, args);
   if (mask == 0) return state_->kernel.launch(grid, args, opts);
   rt::Kernel variant;
   {
@@ -389,7 +344,7 @@ std::string CompiledKernel::dump(Stage s) const {
     case Stage::Assembly: return state_->artifact->assembly();
     case Stage::PTX:
       requireTarget(s, {Target::Kind::NVPTX, Target::Kind::EmuNVPTX});
-      return state_->artifact->ptx;
+      return state_->artifact->binary.ptx;
     case Stage::SASS:
       requireTarget(s, {Target::Kind::NVPTX, Target::Kind::EmuNVPTX});
       return codegen::sass(*state_->artifact);
@@ -398,7 +353,7 @@ std::string CompiledKernel::dump(Stage s) const {
       return state_->artifact->assembly();
     case Stage::HSACO:
       requireTarget(s, {Target::Kind::AMDGPU, Target::Kind::EmuAMDGPU});
-      return std::string(state_->artifact->codeObject.begin(), state_->artifact->codeObject.end());
+      return std::string(state_->artifact->binary.codeObject.begin(), state_->artifact->binary.codeObject.end());
     case Stage::LLVMGpu: {
       auto it = d.extra.find("llvm-gpu");
       if (it == d.extra.end())
@@ -418,7 +373,7 @@ void CompiledKernel::requireTarget(Stage s, std::initializer_list<Target::Kind> 
 
 const rt::KernelSignature& CompiledKernel::signature() const {
   if (!state_) throw UsageError("signature: this CompiledKernel is empty");
-  return state_->signature;
+  return state_->artifact->binary.signature;
 }
 const codegen::Artifact& CompiledKernel::artifact() const {
   if (!state_) throw UsageError("artifact: this CompiledKernel is empty");

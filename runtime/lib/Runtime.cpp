@@ -26,27 +26,6 @@ const char* name(DeviceKind k) {
   return "?";
 }
 
-namespace {
-
-std::string typeStr(const ArgSpec& a) {
-  return a.kind == ArgSpec::Kind::Pointer ? std::string("ptr<") + name(a.dtype) + ">"
-                                          : std::string(name(a.dtype));
-}
-
-std::string specStr(const ArgSpec& a) {
-  return a.name.empty() ? typeStr(a) : typeStr(a) + " " + a.name;
-}
-
-}  // namespace
-
-std::string KernelSignature::str() const {
-  std::string s = kernelName + "(";
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (i) s += ", ";
-    s += specStr(args[i]);
-  }
-  return s + ")";
-}
 
 // ---- conversions --------------------------------------------------------
 
@@ -271,7 +250,7 @@ class Checker {
 
   [[noreturn]] void fail(size_t i, const std::string& what) const {
     throw LaunchError(kernel() + ": argument " + std::to_string(i) + " (" +
-                      specStr(sig_.args[i]) + ") " + what);
+                      sig_.args[i].str() + ") " + what);
   }
 
   std::string kernel() const { return sig_.kernelName.empty() ? "kernel" : sig_.kernelName; }
@@ -377,7 +356,7 @@ void Kernel::launch(Dim3 grid, const std::vector<Arg>& args, const LaunchOptions
 
   if (args.size() != sig.args.size()) {
     std::string list;
-    for (size_t i = 0; i < sig.args.size(); ++i) list += (i ? ", " : "") + specStr(sig.args[i]);
+    for (size_t i = 0; i < sig.args.size(); ++i) list += (i ? ", " : "") + sig.args[i].str();
     throw LaunchError(check.kernel() + " expects " + std::to_string(sig.args.size()) +
                       (sig.args.size() == 1 ? " argument (" : " arguments (") + list + "), got " +
                       std::to_string(args.size()));
@@ -456,7 +435,7 @@ void Kernel::launch(Dim3 grid, const std::vector<Arg>& args, const LaunchOptions
     std::string where;
     if (record.arg >= 0 && static_cast<size_t>(record.arg) < sig.args.size()) {
       const size_t a = static_cast<size_t>(record.arg);
-      where = "argument " + std::to_string(a) + " (" + specStr(sig.args[a]) + ") at byte offset " +
+      where = "argument " + std::to_string(a) + " (" + sig.args[a].str() + ") at byte offset " +
               std::to_string(record.offset) + ", outside its " + std::to_string(extents[a]) + " bytes (" +
               std::to_string(extents[a] / static_cast<int64_t>(byteSize(sig.args[a].dtype))) + " " +
               name(sig.args[a].dtype) + " from the pointer passed)";

@@ -52,7 +52,7 @@ TEST_CASE("cpu: vector add with a masked tail", "[codegen][cpu]") {
   for (const std::string& isa : runnableIsas()) {
     for (int64_t block : {int64_t{64}, int64_t{1024}, int64_t{24}}) {
       auto a = vaddKernel(block, isa);
-      REQUIRE(a->cpuEntry != nullptr);
+      REQUIRE(a->binary.hostEntry != nullptr);
       for (int32_t n : {1, 1000, 4097}) {
         std::vector<float> x(n), y(n), out(n + 64, -7.0f);
         for (int i = 0; i < n; ++i) {
@@ -104,7 +104,7 @@ TEST_CASE("cpu: dumps are filled and avx512 assembly uses zmm", "[codegen][cpu]"
   auto z = vaddKernel(1024, kAvx512Cpu);
   std::string s = z->assembly();
   CHECK(s.find("zmm") != std::string::npos);
-  CHECK((z->cpuEntry == nullptr) == (codegen::hostIsa() != "avx512"));
+  CHECK((z->binary.hostEntry == nullptr) == (codegen::hostIsa() != "avx512"));
   CHECK(z->notRunnable.empty() == (codegen::hostIsa() == "avx512"));
   auto y = vaddKernel(1024, kAvx2Cpu);
   std::string s2 = y->assembly();
@@ -134,7 +134,7 @@ TEST_CASE("cpu: target parsing and unsupported targets", "[codegen][cpu]") {
   k.b.ret();
   // GPU targets compile without a GPU (PTX text); emulator targets need the
   // SIMT machine's hooks, which only tessera::compile supplies.
-  CHECK(codegen::compile(*k.f, codegen::Target::parse("nvptx:sm_80"))->ptx.find(".entry") != std::string::npos);
+  CHECK(codegen::compile(*k.f, codegen::Target::parse("nvptx:sm_80"))->binary.ptx.find(".entry") != std::string::npos);
   CHECK_THROWS_WITH(codegen::compile(*k.f, codegen::Target::parse("emu:nvptx:sm_80")),
                     Catch::Contains("needs the SIMT emulator's hooks"));
   CHECK_THROWS_WITH(codegen::Target::parse("cpu:avx9"), Catch::Contains("not a cpu LLVM knows"));

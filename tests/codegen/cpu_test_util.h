@@ -56,7 +56,7 @@ inline std::shared_ptr<codegen::Artifact> build(K& k, const std::string& cpu = "
 /// address of each argument value.
 TESSERA_CALLS_JIT_CODE inline void run(const codegen::Artifact& a, std::vector<void*> args, std::array<int32_t, 3> grid = {1, 1, 1}) {
   int64_t n = int64_t{grid[0]} * grid[1] * grid[2];
-  a.cpuEntry(args.data(), 0, n, grid.data());
+  a.binary.hostEntry(args.data(), 0, n, grid.data());
 }
 
 /// The vector paths this host can run (see tests/cpu_paths.h).

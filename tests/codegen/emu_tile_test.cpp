@@ -86,10 +86,10 @@ Lowered lower(const Function& f, const std::string& target) {
 }
 
 emu::LaunchConfig launchConfig(const Lowered& l, uint32_t programs) {
-  emu::LaunchConfig c = config(l.k, programs, l.art->threadsPerBlock);
+  emu::LaunchConfig c = config(l.k, programs, l.art->binary.threadsPerBlock);
   // NVPTX kernels take the backend's shared memory as dynamic shared memory;
   // AMDGPU kernels declare it as static LDS.
-  c.sharedBytes = l.k.dynamicSharedOffset + (l.k.amd ? 0 : l.art->sharedBytes);
+  c.sharedBytes = l.k.dynamicSharedOffset + (l.k.amd ? 0 : l.art->binary.sharedBytes);
   return c;
 }
 

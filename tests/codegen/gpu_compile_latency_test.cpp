@@ -84,9 +84,9 @@ TEST_CASE("gpu compile: default f16/bf16 GEMM configs do not spill on sm_80 and 
       INFO(ex << " on " << target);
       auto art = compileExample(ex, target);
       // The fixed pipeline must leave the tensor-core path intact.
-      CHECK(art->ptx.find("mma.sync.aligned.m16n8k16") != std::string::npos);
-      CHECK(art->ptx.find("ldmatrix.sync.aligned") != std::string::npos);
-      CHECK(art->sharedBytes > 0);
+      CHECK(art->binary.ptx.find("mma.sync.aligned.m16n8k16") != std::string::npos);
+      CHECK(art->binary.ptx.find("ldmatrix.sync.aligned") != std::string::npos);
+      CHECK(art->binary.sharedBytes > 0);
       if (!havePtxas()) {
         WARN("SKIPPED ptxas spill check for " << ex << " on " << target
                                               << ": ptxas not found in /usr/local/cuda/bin or on PATH");
@@ -120,7 +120,7 @@ TEST_CASE("gpu compile: every stage is timed and -O0 keeps LLVM's default pipeli
   // -O0: no short pipeline and no skipped backend passes; the result must
   // still be valid PTX with the same instructions.
   auto o0 = compileExample("gemm_f16", "nvptx:sm_80", 0);
-  CHECK(o0->ptx.find("mma.sync.aligned.m16n8k16") != std::string::npos);
+  CHECK(o0->binary.ptx.find("mma.sync.aligned.m16n8k16") != std::string::npos);
   if (!havePtxas()) {
     WARN("SKIPPED ptxas check of the -O0 PTX: ptxas not found in /usr/local/cuda/bin or on PATH");
     return;
@@ -148,7 +148,7 @@ TEST_CASE("gpu compile: latency, registers, spills and shared memory of the defa
         // Artifact::sharedBytes); ptxas reports only static shared memory.
         if (nvptx)
           std::snprintf(buf, sizeof buf, "regs %d, spill %lld B, shared %u B", r.registers,
-                        static_cast<long long>(r.spillBytes), art->sharedBytes);
+                        static_cast<long long>(r.spillBytes), art->binary.sharedBytes);
         else
           std::snprintf(buf, sizeof buf, "vgprs %d, sgprs %d, private %lld B, lds %lld B", r.registers, r.sgprs,
                         static_cast<long long>(r.spillBytes), static_cast<long long>(r.sharedBytes));

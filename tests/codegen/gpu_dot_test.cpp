@@ -153,9 +153,9 @@ GemmRun runGemm(const Lowered& l, DType in, int M, int N, int K, int64_t BM, int
   std::vector<float> C(size_t(M) * N, -777.0f);
   Args args;
   args.add(C.data()).add(a16.data()).add(b16.data()).add(int32_t(M)).add(int32_t(N)).add(int32_t(K));
-  emu::LaunchConfig cfg = config(l.k, uint32_t((M + BM - 1) / BM), l.art->threadsPerBlock);
+  emu::LaunchConfig cfg = config(l.k, uint32_t((M + BM - 1) / BM), l.art->binary.threadsPerBlock);
   cfg.grid[1] = uint32_t((N + BN - 1) / BN);
-  cfg.sharedBytes = l.k.dynamicSharedOffset + (l.k.amd ? 0 : l.art->sharedBytes);
+  cfg.sharedBytes = l.k.dynamicSharedOffset + (l.k.amd ? 0 : l.art->binary.sharedBytes);
   addBuffer(cfg, C), addBuffer(cfg, a16), addBuffer(cfg, b16);
   GemmRun r;
   r.rep = emu::launch(l.k.threadFn, args.args(), cfg);
@@ -194,10 +194,10 @@ TEST_CASE("dot: f16/bf16 dots use mma.sync + ldmatrix on NVPTX, f32 dots stay on
         auto art = compileFor(*f, std::string("nvptx:") + sm, warpsFor(BM));
         INFO(sm << " " << BM << "x" << BN << "x32 " << tessera::name(in));
         CHECK(layoutDump(*art).find("#mma<mma.m16n8k16") != std::string::npos);
-        CHECK(art->ptx.find(in == DType::F16 ? "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+        CHECK(art->binary.ptx.find(in == DType::F16 ? "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
                                              : "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") != std::string::npos);
-        CHECK(art->ptx.find("ldmatrix.sync.aligned.m8n8.x4.shared.b16") != std::string::npos);
-        CHECK(art->ptx.find("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") != std::string::npos);
+        CHECK(art->binary.ptx.find("ldmatrix.sync.aligned.m8n8.x4.shared.b16") != std::string::npos);
+        CHECK(art->binary.ptx.find("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") != std::string::npos);
         if (!ptxas) continue;
         codegen::GpuResources r = codegen::gpuResources(*art);
         INFO(r.text);
@@ -209,8 +209,8 @@ TEST_CASE("dot: f16/bf16 dots use mma.sync + ldmatrix on NVPTX, f32 dots stay on
   // f32 x f32: FMAs (tf32 would round the operands).
   auto f = gemm(DType::F32, 32, 32, 16, true);
   auto art = compileFor(*f, "nvptx:sm_80");
-  CHECK(art->ptx.find("mma.sync") == std::string::npos);
-  CHECK(art->ptx.find("fma.rn.f32") != std::string::npos);
+  CHECK(art->binary.ptx.find("mma.sync") == std::string::npos);
+  CHECK(art->binary.ptx.find("fma.rn.f32") != std::string::npos);
 }
 
 TEST_CASE("dot: MFMA on gfx90a/gfx942 and WMMA on gfx1100; code objects link", "[gpu][dot][amdgpu]") {
@@ -224,8 +224,8 @@ TEST_CASE("dot: MFMA on gfx90a/gfx942 and WMMA on gfx1100; code objects link", "
       std::string want = wmma ? (in == DType::F16 ? "v_wmma_f32_16x16x16_f16" : "v_wmma_f32_16x16x16_bf16")
                               : (in == DType::F16 ? "v_mfma_f32_16x16x16" : "v_mfma_f32_16x16x16");
       CHECK(art->assembly().find(want) != std::string::npos);
-      REQUIRE(art->codeObject.size() > 4);
-      CHECK(std::string(art->codeObject.data() + 1, 3) == "ELF");
+      REQUIRE(art->binary.codeObject.size() > 4);
+      CHECK(std::string(art->binary.codeObject.data() + 1, 3) == "ELF");
       codegen::GpuResources r = codegen::gpuResources(*art);
       INFO(r.text);
       CHECK(r.spillBytes == 0);
@@ -306,9 +306,9 @@ TEST_CASE("dot: i8 x i8 -> i32 GEMMs on the emulated GPUs match the reference ex
       std::vector<int32_t> C(size_t(M) * N, -777);
       Args args;
       args.add(C.data()).add(A.data()).add(B.data()).add(int32_t(M)).add(int32_t(N)).add(int32_t(K));
-      emu::LaunchConfig cfg = config(l.k, uint32_t((M + 31) / 32), l.art->threadsPerBlock);
+      emu::LaunchConfig cfg = config(l.k, uint32_t((M + 31) / 32), l.art->binary.threadsPerBlock);
       cfg.grid[1] = uint32_t((N + 31) / 32);
-      cfg.sharedBytes = l.k.dynamicSharedOffset + (l.k.amd ? 0 : l.art->sharedBytes);
+      cfg.sharedBytes = l.k.dynamicSharedOffset + (l.k.amd ? 0 : l.art->binary.sharedBytes);
       addBuffer(cfg, C), addBuffer(cfg, A), addBuffer(cfg, B);
       emu::LaunchReport rep = emu::launch(l.k.threadFn, args.args(), cfg);
       CHECK_FALSE(rep.hasErrors());

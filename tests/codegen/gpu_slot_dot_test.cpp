@@ -70,12 +70,12 @@ Run run(const ts::Kernel& k, const std::string& target, bool aligned, int M, int
   std::vector<float> C(size_t(M) * N, -777.0f);
   Args args;
   args.add(C.data()).add(a16.data()).add(b16.data()).add(int32_t(M)).add(int32_t(N)).add(int32_t(K));
-  tessera::emu::LaunchConfig cfg = config(ek, uint32_t((M + BM - 1) / BM), art->threadsPerBlock);
+  tessera::emu::LaunchConfig cfg = config(ek, uint32_t((M + BM - 1) / BM), art->binary.threadsPerBlock);
   cfg.grid[1] = uint32_t((N + BN - 1) / BN);
-  cfg.sharedBytes = ek.dynamicSharedOffset + (amd ? 0 : art->sharedBytes);
+  cfg.sharedBytes = ek.dynamicSharedOffset + (amd ? 0 : art->binary.sharedBytes);
   addBuffer(cfg, C), addBuffer(cfg, a16), addBuffer(cfg, b16);
   Run r;
-  r.ptx = amd ? std::string() : art->ptx;
+  r.ptx = amd ? std::string() : art->binary.ptx;
   r.rep = tessera::emu::launch(ek.threadFn, args.args(), cfg);
   for (int i = 0; i < M && r.exact; ++i)
     for (int j = 0; j < N; ++j) {

@@ -194,11 +194,11 @@ TEST_CASE("gpu: layouts are printed on tile ops and loads are 128-bit", "[gpu]")
   std::string dump = layoutDump(*art);
   INFO(dump);
   CHECK(dump.find("layout = \"#blocked<spt=[4], tpw=[32], wpb=[4], order=[0]>\"") != std::string::npos);
-  CHECK(art->threadsPerBlock == 128);
+  CHECK(art->binary.threadsPerBlock == 128);
   // LLVM 22 prints untyped vector loads as .b32.
   std::regex v4("ld\\.global\\.v4\\.(f32|b32)");
-  CHECK(std::regex_search(art->ptx, v4));
-  CHECK(std::regex_search(art->ptx, std::regex("st\\.global\\.v4\\.(f32|b32)")));
+  CHECK(std::regex_search(art->binary.ptx, v4));
+  CHECK(std::regex_search(art->binary.ptx, std::regex("st\\.global\\.v4\\.(f32|b32)")));
   CHECK(art->dumps.extra.count("llvm-gpu") == 1);
   CHECK(art->dumps.extra.at("llvm-gpu").find("ptx_kernel") != std::string::npos);
 }
@@ -206,14 +206,14 @@ TEST_CASE("gpu: layouts are printed on tile ops and loads are 128-bit", "[gpu]")
 TEST_CASE("gpu: softmax reduces with shuffles and a cross-warp barrier", "[gpu]") {
   auto f = softmax();
   auto art = compileFor(*f, "nvptx:sm_80");
-  INFO(art->ptx.substr(0, 4000));
-  CHECK(art->ptx.find("shfl.sync.bfly.b32") != std::string::npos);
-  CHECK(art->ptx.find("bar.sync") != std::string::npos);
-  CHECK(std::regex_search(art->ptx, std::regex("ld\\.global\\.v4\\.(f32|b32)")));
+  INFO(art->binary.ptx.substr(0, 4000));
+  CHECK(art->binary.ptx.find("shfl.sync.bfly.b32") != std::string::npos);
+  CHECK(art->binary.ptx.find("bar.sync") != std::string::npos);
+  CHECK(std::regex_search(art->binary.ptx, std::regex("ld\\.global\\.v4\\.(f32|b32)")));
   // Reduce results are slices of the input layout.
   CHECK(layoutDump(*art).find("#blocked<spt=[4]") != std::string::npos);
   // Two cross-warp reductions of 4 warps, f32: 16 bytes each, reused.
-  CHECK(art->sharedBytes == 16);
+  CHECK(art->binary.sharedBytes == 16);
 }
 
 TEST_CASE("gpu: every kernel compiles to PTX for every sm and ptxas accepts it without spills", "[gpu][ptxas]") {
@@ -224,9 +224,9 @@ TEST_CASE("gpu: every kernel compiles to PTX for every sm and ptxas accepts it w
       auto f = k.make();
       auto art = compileFor(*f, std::string("nvptx:") + sm);
       INFO(k.name << " " << sm);
-      CHECK(art->ptx.find(std::string(".target ") + sm) != std::string::npos);
-      CHECK(art->ptx.find(".entry " + std::string(k.name)) != std::string::npos);
-      if (std::string(k.name) != "vec_add") CHECK(art->ptx.find("bar.sync") != std::string::npos);
+      CHECK(art->binary.ptx.find(std::string(".target ") + sm) != std::string::npos);
+      CHECK(art->binary.ptx.find(".entry " + std::string(k.name)) != std::string::npos);
+      if (std::string(k.name) != "vec_add") CHECK(art->binary.ptx.find("bar.sync") != std::string::npos);
       if (!ptxas) continue;
       codegen::GpuResources r = codegen::gpuResources(*art);
       INFO(r.text);
@@ -243,16 +243,16 @@ TEST_CASE("gpu: AMDGPU code objects link and their metadata reads back", "[gpu][
       auto f = k.make();
       auto art = compileFor(*f, std::string("amdgpu:") + kGfx[i]);
       INFO(k.name << " " << kGfx[i]);
-      REQUIRE(art->codeObject.size() > 4);
-      CHECK(std::string(art->codeObject.data() + 1, 3) == "ELF");
-      CHECK(art->dumps.extra.at("hsaco").size() == art->codeObject.size());
+      REQUIRE(art->binary.codeObject.size() > 4);
+      CHECK(std::string(art->binary.codeObject.data() + 1, 3) == "ELF");
+      CHECK(art->dumps.extra.at("hsaco").size() == art->binary.codeObject.size());
       CHECK(art->assembly().find(".amdhsa_kernel " + std::string(k.name)) != std::string::npos);
       codegen::GpuResources r = codegen::gpuResources(*art);
       INFO(r.text);
       CHECK(r.wavefrontSize == waves[i]);
-      CHECK(r.sharedBytes == static_cast<int64_t>(art->sharedBytes));
+      CHECK(r.sharedBytes == static_cast<int64_t>(art->binary.sharedBytes));
       CHECK(r.spillBytes == 0);
-      CHECK(art->threadsPerBlock == 4u * static_cast<unsigned>(waves[i]));
+      CHECK(art->binary.threadsPerBlock == 4u * static_cast<unsigned>(waves[i]));
     }
   }
 }
@@ -302,7 +302,7 @@ TEST_CASE("gpu: shared memory over the target limit names every buffer", "[gpu][
   };
   auto f = make();
   auto ok = compileFor(*f, "nvptx:sm_80");
-  CHECK(ok->sharedBytes >= 131072);
+  CHECK(ok->binary.sharedBytes >= 131072);
   for (const char* t : {"nvptx:sm_86", "amdgpu:gfx942"}) {
     try {
       compileFor(*f, t);
@@ -338,7 +338,7 @@ TEST_CASE("gpu: dead buffers share bytes", "[gpu]") {
   b.ret();
   auto art = compileFor(*f, "amdgpu:gfx90a");
   // b1 dies at its local_load, so b2 reuses its 16 KB.
-  CHECK(art->sharedBytes == 64 * 64 * 4);
+  CHECK(art->binary.sharedBytes == 64 * 64 * 4);
   CHECK(codegen::gpuResources(*art).sharedBytes == 64 * 64 * 4);
 }
 
@@ -375,7 +375,7 @@ TEST_CASE("gpu: a missing ptxas and too many threads per block are clear errors"
   // stands for a machine without the CUDA toolkit.
   ::setenv("TESSERA_PTXAS", "/nonexistent/ptxas", 1);
   auto art = codegen::compile(*f, codegen::Target::parse("nvptx:sm_80"));  // PTX needs no ptxas
-  CHECK(art->ptx.find(".entry") != std::string::npos);
+  CHECK(art->binary.ptx.find(".entry") != std::string::npos);
   CHECK_THROWS_WITH(codegen::resourceReport(*art), Catch::Contains("ptxas not found"));
   ::unsetenv("TESSERA_PTXAS");
   codegen::CompileOptions o;

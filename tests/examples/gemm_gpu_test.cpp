@@ -150,7 +150,7 @@ TEST_CASE("gemm_f16 / gemm_bf16 default GPU configs: no spills on sm_80 and sm_9
           CHECK(std::stoi(m[2]) == 0);
           CHECK(contains(res, "0 bytes stack frame"));
           std::printf("%-9s %-7s %-8s registers %3s, spill bytes %s, shared %u bytes (dynamic)\n", name, sm, variant,
-                      m[1].str().c_str(), m[2].str().c_str(), ck.artifact().sharedBytes);
+                      m[1].str().c_str(), m[2].str().c_str(), ck.artifact().binary.sharedBytes);
         }
       for (const char* gfx : {"gfx90a", "gfx942", "gfx1100"}) {
         INFO(name << " on " << gfx << ", " << variant);

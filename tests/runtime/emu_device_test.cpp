@@ -151,10 +151,10 @@ TEST_CASE("the emulator loads only EmulatedGpu binaries", "[runtime][emu]") {
   // A kernel compiled for another vendor / wave size.
   ts::CompiledKernel amd = ts::compile(doubler(256, true), rt::Device::emulator("amdgpu:gfx942"));
   CHECK(amd.launchable());
-  bin.emuThread = amd.artifact().emu.threadFn;
+  bin.emuThread = amd.artifact().binary.emuThread;
   bin.emuAmd = true;
   bin.emuWarpSize = 64;
-  bin.threadsPerBlock = amd.artifact().threadsPerBlock;
+  bin.threadsPerBlock = amd.artifact().binary.threadsPerBlock;
   std::string msg = errorOf([&] { d.load(bin); });
   CHECK(msg.find("AMDGPU") != std::string::npos);
   CHECK(msg.find("nvptx:sm_80") != std::string::npos);

@@ -12,6 +12,7 @@
 
 #include "tessera/codegen/Target.h"
 #include "tessera/ir/IR.h"
+#include "tessera/support/Binary.h"
 
 namespace tessera::codegen {
 
@@ -32,16 +33,6 @@ struct CompileOptions {
   std::vector<std::pair<std::string, void*>> emuHooks;
 };
 
-/// What the SIMT emulator needs to run an emu: artifact.
-struct EmuEntry {
-  /// The body of ONE GPU thread; args as CUDA kernelParams.
-  void (*threadFn)(void* const* args) = nullptr;
-  unsigned warpSize = 32;
-  bool amd = false;
-  size_t staticSharedBytes = 0;    // shared memory laid out from offset 0
-  size_t dynamicSharedOffset = 0;  // where dynamic shared memory starts
-};
-
 /// The stages a compile produces, in pipeline order. Tile IR is captured
 /// after every pass, named by the pass; the last capture is the final IR.
 struct StageDumps {
@@ -52,41 +43,32 @@ struct StageDumps {
   std::map<std::string, std::string> extra;  // target-specific stages (sass, resources, ...)
 };
 
-/// Entry point of a CPU kernel: runs the programs with linear ids
-/// [begin, end) of a grid {gx, gy, gz}; x varies fastest. `args[i]` points
-/// at the i-th argument's value (a device pointer or a scalar), exactly as
-/// CUDA's kernelParams.
-using CpuEntryFn = void (*)(void* const* args, int64_t begin, int64_t end, const int32_t* grid);
+/// The optimised LLVM module a compile kept (before code generation), so
+/// assembly can be produced on demand from the very module the code came
+/// from. Opaque here: no LLVM header in public headers.
+struct KeptModule;
 
 struct Artifact {
   Target target;
-  std::string kernelName;
   StageDumps dumps;
-  CpuEntryFn cpuEntry = nullptr;
-  /// Bounds-checked CPU code (CompileOptions::checkBounds): the entry takes a
-  /// BoundsCheckRecord after the arguments.
-  bool boundsChecked = false;
-  /// opId -> "op @ file:line": the ops run-time reports name (the emulator's
-  /// races and bounds, checked CPU launches).
-  std::vector<std::string> opNames;
+  /// What the runtime loads (tessera/support/Binary.h): the signature, the
+  /// code in the target's format (host entry, PTX, code object or emulated
+  /// thread), block size, shared memory, op names for reports, and the owner
+  /// that keeps JIT-compiled code alive. Filled by codegen, handed to
+  /// rt::Device::load as is.
+  KernelBinary binary;
   /// CPU targets the host cannot execute (cpu:x86-64-v4 on an AVX2 host):
-  /// why, and cpuEntry stays null; the stages can still be inspected.
+  /// why, and binary.hostEntry stays null; the stages can still be inspected.
   std::string notRunnable;
-  /// GPU targets: the PTX text (NVPTX) or the linked .hsaco (AMDGPU), the
-  /// block size the kernel was compiled for, and the shared memory it uses.
-  /// NVPTX kernels take sharedBytes as dynamic shared memory at launch;
-  /// AMDGPU code objects hold it as static LDS (launch with 0 dynamic).
-  std::string ptx;
-  std::vector<char> codeObject;
-  unsigned threadsPerBlock = 0;
-  unsigned sharedBytes = 0;
-  /// emu: targets only.
-  EmuEntry emu;
-  /// Keeps the JIT (or other owner of the code) alive while the artifact lives.
-  std::shared_ptr<void> owner;
-  /// Produces the assembly stage on demand for artifacts compiled without it.
+  std::shared_ptr<KeptModule> kept;
+  const std::string& kernelName() const { return binary.signature.kernelName; }
+  /// The assembly stage: eager (CompileOptions::dumpAssembly) or produced on
+  /// demand from the kept module.
   std::string assembly() const;
 };
+
+/// The kernel's parameters as the runtime checks launches against them.
+KernelSignature kernelSignature(const ir::Function& kernel);
 
 /// Compiles a verified kernel for `target`. Throws VerifyError, CompileError,
 /// ResourceError or DeviceError (toolchain missing) with actionable messages.

@@ -15,6 +15,7 @@
 #include <variant>
 #include <vector>
 
+#include "tessera/support/Binary.h"
 #include "tessera/support/DType.h"
 #include "tessera/support/Error.h"
 
@@ -23,49 +24,11 @@ namespace tessera::rt {
 enum class DeviceKind { CPU, CUDA, HIP, Emulator };
 const char* name(DeviceKind k);
 
-/// One kernel parameter as the compiler declared it.
-struct ArgSpec {
-  enum class Kind { Pointer, Scalar };
-  Kind kind = Kind::Scalar;
-  DType dtype = DType::I32;  // pointee dtype for pointers
-  std::string name;          // the user's parameter name if known ("arg2" otherwise)
-};
-
-struct KernelSignature {
-  std::string kernelName;
-  std::vector<ArgSpec> args;
-  std::string str() const;  // "softmax(ptr<f32> out, ptr<f32> in, i32 cols)"
-};
-
-/// A compiled kernel as the runtime sees it.
-struct Binary {
-  enum class Format { HostFunction, PTX, HSACO, EmulatedGpu };
-  Format format = Format::HostFunction;
-  KernelSignature signature;
-  /// HostFunction: runs programs [begin, end) of grid {gx,gy,gz}; args as CUDA kernelParams.
-  using HostEntry = void (*)(void* const* args, int64_t begin, int64_t end, const int32_t* grid);
-  HostEntry hostEntry = nullptr;
-  std::shared_ptr<void> owner;  // keeps the code alive
-  std::string ptx;              // PTX text
-  std::vector<char> codeObject; // AMDGPU .hsaco
-  std::string symbol;           // kernel symbol in ptx / code object
-  unsigned threadsPerBlock = 1; // GPU block size chosen by the compiler
-  unsigned sharedBytes = 0;     // dynamic shared memory per block
-  /// EmulatedGpu: the body of ONE GPU thread (args as kernelParams), run by
-  /// the SIMT machine (tessera/runtime/Emulator.h) over blocks of
-  /// threadsPerBlock threads.
-  using ThreadEntry = void (*)(void* const* args);
-  ThreadEntry emuThread = nullptr;
-  bool emuAmd = false;
-  unsigned emuWarpSize = 32;
-  size_t emuStaticSharedBytes = 0;    // laid out from offset 0 of the block's shared memory
-  size_t emuDynamicSharedOffset = 0;  // where dynamic shared memory starts
-  /// HostFunction compiled with bounds checks: the entry takes a
-  /// BoundsCheckRecord (tessera/support/BoundsCheck.h) after the arguments.
-  bool boundsChecked = false;
-  /// opId -> op text, for race / bounds reports (emulator, checked launches).
-  std::vector<std::string> opNames;
-};
+/// The compiler's output and the kernel signature, as plain data shared with
+/// the compiler (tessera/support/Binary.h).
+using ArgSpec = tessera::ArgSpec;
+using KernelSignature = tessera::KernelSignature;
+using Binary = tessera::KernelBinary;
 
 struct Dim3 {
   uint32_t x = 1, y = 1, z = 1;

@@ -1,0 +1,76 @@
+// A compiled kernel as plain data: what the compiler produces and the runtime
+// loads, described once. codegen fills it (codegen::Artifact::binary) and
+// the runtime's Device::load consumes it (rt::Binary is this type), so no
+// layer copies it field by field and neither needs the other's headers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tessera/support/DType.h"
+
+namespace tessera {
+
+/// One kernel parameter as the compiler declared it.
+struct ArgSpec {
+  enum class Kind { Pointer, Scalar };
+  Kind kind = Kind::Scalar;
+  DType dtype = DType::I32;  // pointee dtype for pointers
+  std::string name;          // the user's parameter name if known ("arg2" otherwise)
+  std::string str() const;   // "ptr<f32> out", "i32 cols"
+};
+
+struct KernelSignature {
+  std::string kernelName;
+  std::vector<ArgSpec> args;
+  std::string str() const;  // "softmax(ptr<f32> out, ptr<f32> in, i32 cols)"
+};
+
+struct KernelBinary {
+  /// Which field holds the code: one format per kind of target.
+  enum class Format { HostFunction, PTX, HSACO, EmulatedGpu };
+  Format format = Format::HostFunction;
+  KernelSignature signature;
+  std::string symbol;  // kernel symbol in ptx / code object (the kernel's name)
+
+  /// HostFunction: runs programs [begin, end) of grid {gx,gy,gz}; x varies
+  /// fastest; args as CUDA kernelParams (args[i] points at the i-th value).
+  using HostEntry = void (*)(void* const* args, int64_t begin, int64_t end, const int32_t* grid);
+  HostEntry hostEntry = nullptr;
+  /// HostFunction compiled with bounds checks: the entry takes a
+  /// BoundsCheckRecord (tessera/support/BoundsCheck.h) after the arguments.
+  bool boundsChecked = false;
+
+  /// PTX: the PTX text. (EmulatedGpu binaries keep the PTX or code object
+  /// the vendor backend built from the same module, for resource reports.) NVPTX kernels take sharedBytes as dynamic shared
+  /// memory at launch.
+  std::string ptx;
+  /// HSACO: the linked AMDGPU code object, which holds its LDS statically
+  /// (launch with 0 dynamic bytes).
+  std::vector<char> codeObject;
+  /// GPU formats: the block size the kernel was compiled for and the shared
+  /// memory it uses per block.
+  unsigned threadsPerBlock = 1;
+  unsigned sharedBytes = 0;
+
+  /// EmulatedGpu: the body of ONE GPU thread (args as kernelParams), run by
+  /// the SIMT machine (tessera/runtime/Emulator.h) over blocks of
+  /// threadsPerBlock threads.
+  using ThreadEntry = void (*)(void* const* args);
+  ThreadEntry emuThread = nullptr;
+  bool emuAmd = false;
+  unsigned emuWarpSize = 32;
+  size_t emuStaticSharedBytes = 0;    // laid out from offset 0 of the block's shared memory
+  size_t emuDynamicSharedOffset = 0;  // where dynamic shared memory starts
+
+  /// opId -> "op @ file:line": the ops run-time reports name (the emulator's
+  /// races and bounds, checked CPU launches).
+  std::vector<std::string> opNames;
+  /// Keeps the code alive (the JIT that holds hostEntry / emuThread).
+  std::shared_ptr<void> owner;
+};
+
+}  // namespace tessera
