@@ -88,7 +88,7 @@ void compileCpu(const ir::Function& f, const Target& target, const CompileOption
   auto obj = cpu::emitObject(*mod, tm);
   timer.mark("codegen");
   auto jit = cpu::jitObject(std::move(obj), entry);
-  art.binary.hostEntry = jit.entry;
+  art.binary.hostEntry = jit.entry.toPtr<KernelBinary::HostEntry>();
   art.binary.owner = jit.owner;
   timer.mark("link");
   art.dumps.extra["compile-times"] = timer.log;

@@ -3,14 +3,7 @@
 // address.
 #include "codegen/emu/EmuCompile.h"
 
-#include <atomic>
-
 #include <llvm/AsmParser/Parser.h>
-#include <llvm/ExecutionEngine/Orc/AbsoluteSymbols.h>
-#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
-#include <llvm/ExecutionEngine/Orc/LLJIT.h>
-#include <llvm/TargetParser/SubtargetFeature.h>
-#include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/SourceMgr.h>
@@ -27,36 +20,6 @@ namespace tessera::codegen {
 namespace {
 
 constexpr const char* kEntryName = "tessera_emu_thread_entry";
-
-// The emulator's own process-wide JIT (never destroyed, like the CPU
-// backend's): its kernels get a JITDylib each, holding the hook symbols.
-llvm::orc::LLJIT& emuJit() {
-  static llvm::orc::LLJIT* jit = [] {
-    initLLVM();
-    auto jtmb = check<InternalError>(llvm::orc::JITTargetMachineBuilder::detectHost(), "detecting the host for the JIT");
-    jtmb.setCodeGenOptLevel(llvm::CodeGenOptLevel::Default);
-    // The host as the CPU backend sees it (TESSERA_HOST_CPU, and without the
-    // conversions that flush denormals), not LLVM's raw detection.
-    CpuTargetInfo host = selectCpuTarget("");
-    jtmb.setCPU(host.cpu);
-    jtmb.getFeatures() = llvm::SubtargetFeatures(host.features);
-    auto j = check<InternalError>(llvm::orc::LLJITBuilder()
-                                      .setJITTargetMachineBuilder(std::move(jtmb))
-                                      .setSupportConcurrentCompilation(true)
-                                      .create(),
-                                  "creating the emulator JIT");
-    return j.release();
-  }();
-  return *jit;
-}
-
-struct EmuJitOwner {
-  llvm::orc::JITDylib* jd = nullptr;
-  ~EmuJitOwner() {
-    // A failure cannot be reported from a destructor and only leaks code.
-    if (jd) llvm::consumeError(emuJit().getExecutionSession().removeJITDylib(*jd));
-  }
-};
 
 void verifyOrThrow(const llvm::Module& m, const std::string& stage) {
   std::string msg;
@@ -192,25 +155,13 @@ EmuKernel compileForEmulator(std::unique_ptr<llvm::Module> mod, std::unique_ptr<
   k.dynamicSharedOffset = em.dynamicSharedOffset;
   k.uncheckedAccesses = em.uncheckedAccesses;
 
-  static std::atomic<uint64_t> counter{0};
-  llvm::orc::LLJIT& jit = emuJit();
-  auto owner = std::make_shared<EmuJitOwner>();
-  owner->jd = &check<InternalError>(
-      jit.createJITDylib("tessera.emu." + k.kernelName + "." + std::to_string(counter++)), "creating a JITDylib");
-  // Hooks and libm by address: the executable need not export them.
-  llvm::orc::SymbolMap syms;
-  auto bind = [&](const std::string& name, void* addr) {
-    syms[jit.mangleAndIntern(name)] = {llvm::orc::ExecutorAddr::fromPtr(addr),
-                                       llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable};
-  };
-  for (auto& [n, addr] : emu::hostLibSymbols()) bind(n, addr);
-  for (auto& [n, addr] : hooks) bind(n, addr);
-  check<InternalError>(owner->jd->define(llvm::orc::absoluteSymbols(std::move(syms))), "binding emulator hooks");
-  check(jit.addIRModule(*owner->jd, llvm::orc::ThreadSafeModule(std::move(mod), std::move(ctx))),
-        "adding the emulated kernel to the JIT");
-  auto addr = check(jit.lookup(*owner->jd, kEntryName), "JIT-compiling the emulated kernel " + k.kernelName);
-  k.threadFn = addr.toPtr<void (*)(void* const*)>();
-  k.owner = owner;
+  // Code generation for the host, linked into the process's JIT with the
+  // hooks and libm bound by address (the executable need not export them).
+  std::vector<std::pair<std::string, void*>> symbols = emu::hostLibSymbols();
+  symbols.insert(symbols.end(), hooks.begin(), hooks.end());
+  cpu::JitResult jit = cpu::jitObject(cpu::emitObject(*mod, *tm), kEntryName, symbols);
+  k.threadFn = jit.entry.toPtr<void (*)(void* const*)>();
+  k.owner = jit.owner;
   return k;
 }
 

@@ -4,6 +4,7 @@
 #include <map>
 #include <mutex>
 
+#include <llvm/ExecutionEngine/Orc/AbsoluteSymbols.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/IR/LegacyPassManager.h>
@@ -29,7 +30,8 @@ llvm::CodeGenOptLevel cgLevel(int optLevel) {
 
 // One JIT for the process: creating an LLJIT costs milliseconds, a
 // JITDylib per kernel almost nothing. Never destroyed, so artifacts that
-// outlive static destruction can still release their dylibs safely.
+// outlive static destruction can still release their dylibs safely. Every
+// user hands it object code, so its own TargetMachine never generates code.
 llvm::orc::LLJIT& sharedJit() {
   static llvm::orc::LLJIT* jit = [] {
     initLLVM();
@@ -125,16 +127,24 @@ std::unique_ptr<llvm::MemoryBuffer> emitObject(llvm::Module& m, llvm::TargetMach
                                                          /*RequiresNullTerminator=*/false);
 }
 
-JitResult jitObject(std::unique_ptr<llvm::MemoryBuffer> obj, const std::string& entryName) {
+JitResult jitObject(std::unique_ptr<llvm::MemoryBuffer> obj, const std::string& entryName,
+                    const std::vector<std::pair<std::string, void*>>& symbols) {
   static std::atomic<uint64_t> counter{0};
   llvm::orc::LLJIT& jit = sharedJit();
   auto owner = std::make_shared<JitOwner>();
   std::string name = "tessera." + entryName + "." + std::to_string(counter++);
   owner->jd = &check<InternalError>(jit.createJITDylib(name), "creating a JITDylib");
+  if (!symbols.empty()) {
+    llvm::orc::SymbolMap syms;
+    for (auto& [n, addr] : symbols)
+      syms[jit.mangleAndIntern(n)] = {llvm::orc::ExecutorAddr::fromPtr(addr),
+                                      llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable};
+    check<InternalError>(owner->jd->define(llvm::orc::absoluteSymbols(std::move(syms))), "binding symbols of " + entryName);
+  }
   check(jit.addObjectFile(*owner->jd, std::move(obj)), "adding kernel object to the JIT");
   auto addr = check(jit.lookup(*owner->jd, entryName), "linking " + entryName);
   JitResult r;
-  r.entry = addr.toPtr<KernelBinary::HostEntry>();
+  r.entry = addr;
   r.owner = owner;
   return r;
 }

@@ -1,10 +1,14 @@
-// The process-wide ORC JIT for CPU kernels, and host code generation
-// (TargetMachine, optimisation pipeline, assembly text).
+// The process-wide ORC JIT (CPU kernels, emulated GPU kernels and the math
+// test harness all link into it), and host code generation (TargetMachine,
+// optimisation pipeline, object code, assembly text).
 #pragma once
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include <llvm/ExecutionEngine/Orc/Shared/ExecutorAddress.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Support/MemoryBuffer.h>
@@ -39,15 +43,18 @@ constexpr int kAssemblyOptLevel = 3;
 std::string emitAssembly(const llvm::Module& m, llvm::TargetMachine& tm);
 
 struct JitResult {
-  KernelBinary::HostEntry entry = nullptr;
+  llvm::orc::ExecutorAddr entry;  // entry.toPtr<F>() for the entry's type
   std::shared_ptr<void> owner;  // removes the kernel's code when released
 };
 
 /// Native object code of `m` (codegen runs on `m` itself).
 std::unique_ptr<llvm::MemoryBuffer> emitObject(llvm::Module& m, llvm::TargetMachine& tm);
 
-/// Links an object file made by emitObject into the shared JIT, in a
-/// JITDylib of its own, and looks up `entryName`. Thread-safe.
-JitResult jitObject(std::unique_ptr<llvm::MemoryBuffer> obj, const std::string& entryName);
+/// Links an object file made by emitObject into the process's JIT, in a
+/// JITDylib of its own that also defines `symbols` (name -> address: hooks
+/// the object calls, bound explicitly so the executable need not export
+/// them), and looks up `entryName`. Thread-safe.
+JitResult jitObject(std::unique_ptr<llvm::MemoryBuffer> obj, const std::string& entryName,
+                    const std::vector<std::pair<std::string, void*>>& symbols = {});
 
 }  // namespace tessera::codegen::cpu

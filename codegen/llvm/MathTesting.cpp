@@ -6,9 +6,6 @@
 #include <string>
 #include <vector>
 
-#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
-#include <llvm/ExecutionEngine/Orc/LLJIT.h>
-#include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
@@ -18,8 +15,8 @@
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
-#include <llvm/TargetParser/SubtargetFeature.h>
 
+#include "codegen/llvm/Jit.h"
 #include "codegen/llvm/LLVMSupport.h"
 #include "codegen/llvm/VectorMath.h"
 #include "tessera/codegen/Testing.h"
@@ -40,28 +37,6 @@ Emitter lookupEmitter(const std::string& fn) {
   if (fn == "tanh") return emitTanhF32;
   if (fn == "erf") return emitErfF32;
   return nullptr;
-}
-
-/// Unwraps an llvm::Expected, turning its error into a CompileError that
-/// says what was being done.
-template <typename T>
-T unwrap(llvm::Expected<T> v, const char* what) {
-  if (!v) throw CompileError(std::string("math evaluation: ") + what + ": " +
-                             llvm::toString(v.takeError()));
-  return std::move(*v);
-}
-
-void check(llvm::Error err, const char* what) {
-  if (err) throw CompileError(std::string("math evaluation: ") + what + ": " +
-                              llvm::toString(std::move(err)));
-}
-
-void initNativeTarget() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
-  });
 }
 
 constexpr const char* kEntry = "tessera_math_eval";
@@ -121,30 +96,19 @@ TESSERA_CALLS_JIT_CODE std::vector<float> evalUnaryF32(const std::string& fn, co
     throw CompileError("evalUnaryF32: vector width " + std::to_string(vectorWidth) +
                        " is out of range (1..1024)");
   if (in.empty()) return {};
-  initNativeTarget();
+  initLLVM();
 
-  auto jtmb = unwrap(llvm::orc::JITTargetMachineBuilder::detectHost(), "detecting the host");
-  jtmb.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
-  {
-    CpuTargetInfo t = selectCpuTarget(cpu);
-    if (!t.notRunnable.empty()) throw CompileError("evalUnaryF32: cpu " + cpu + ": " + t.notRunnable);
-    jtmb.setCPU(t.cpu);
-    jtmb.getFeatures() = llvm::SubtargetFeatures(t.features);
-  }
-  auto tm = unwrap(jtmb.createTargetMachine(), "creating the host target machine");
+  CpuTargetInfo t = selectCpuTarget(cpu);
+  if (!t.notRunnable.empty()) throw CompileError("evalUnaryF32: cpu " + cpu + ": " + t.notRunnable);
+  std::unique_ptr<llvm::TargetMachine> tm = cpu::createTargetMachine(t, 3);
 
   auto ctx = std::make_unique<llvm::LLVMContext>();
   std::unique_ptr<llvm::Module> m = buildModule(*ctx, emit, vectorWidth);
   m->setTargetTriple(tm->getTargetTriple());
   m->setDataLayout(tm->createDataLayout());
   optimize(*m, *tm);
-
-  auto jit = unwrap(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(jtmb)).create(),
-                    "creating the JIT");
-  check(jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(m), std::move(ctx))),
-        "adding the module to the JIT");
-  auto addr = unwrap(jit->lookup(kEntry), "looking up the evaluation entry");
-  auto* run = addr.toPtr<void (*)(const float*, float*, int64_t)>();
+  cpu::JitResult jit = cpu::jitObject(cpu::emitObject(*m, *tm), kEntry);
+  auto* run = jit.entry.toPtr<void (*)(const float*, float*, int64_t)>();
 
   // Pad to whole vectors; the padding is evaluated and dropped.
   const size_t padded = (in.size() + vectorWidth - 1) / vectorWidth * vectorWidth;
