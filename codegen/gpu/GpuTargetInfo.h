@@ -1,8 +1,9 @@
-// The target hooks of the shared GPU lowering. GpuLowering.cpp is written
-// once against this interface; codegen/nvptx/NVPTXTargetInfo.cpp and
-// codegen/amdgpu/AMDGPUTargetInfo.cpp implement it per vendor. Every
-// intrinsic choice lives in those two files, in tables where there is a
-// choice to make. Private to codegen: includes LLVM headers.
+// The target hooks of the shared GPU lowering. The lowering (GpuLowering.cpp
+// and the Lower*.cpp files) is written once against this interface;
+// codegen/nvptx/NVPTXTargetInfo.cpp and codegen/amdgpu/AMDGPUTargetInfo.cpp
+// implement it per vendor. Every intrinsic choice lives in those two files,
+// in tables where there is a choice to make. Private to codegen: includes
+// LLVM headers.
 #pragma once
 
 #include <cstdint>
@@ -60,7 +61,7 @@ enum class AsyncCopyImpl {
   Hardware,
   /// The global loads at the copy, the shared stores deferred (in
   /// registers) up to the wait that retires the group, the end of the loop
-  /// body, or the next `for` / `return` (GpuLowering.cpp explains why that
+  /// body, or the next `for` / `return` (LowerAsyncCopy.cpp explains why that
   /// is safe). For targets without an async copy we use (AMDGPU).
   RegisterStaged,
 };

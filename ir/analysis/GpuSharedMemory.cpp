@@ -55,7 +55,7 @@ SharedPlan::SharedPlan(const ir::Function& f, const std::map<const ir::Op*, uint
     ir::walk(body, [&](ir::Op& user) {
       for (const ir::Value* v : user.operands()) {
         // A tensor-core dot may read its operand from the slot a local_load
-        // names, at the dot (GpuLowering.cpp, planDirectDots): a use too.
+        // names, at the dot (LowerPlan.cpp, planDirectDots): a use too.
         if (user.code() == ir::OpCode::Dot && v->definingOp() &&
             v->definingOp()->code() == ir::OpCode::LocalLoad)
           v = v->definingOp()->operand(0);

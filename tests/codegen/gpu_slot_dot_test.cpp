@@ -1,5 +1,5 @@
 // The pipelined GEMM's tensor-core dot reads its operands straight from the
-// shared slots the stage copies fill (GpuLowering.cpp, planDirectDots): on
+// shared slots the stage copies fill (LowerPlan.cpp, planDirectDots): on
 // NVPTX the slots are stored in the swizzled ldmatrix layout, so the copies
 // (cp.async chunks or program-order stores) write it and ldmatrix reads it
 // without an operand-staging round trip. Checked on the SIMT emulator: the

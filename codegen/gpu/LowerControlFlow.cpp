@@ -1,0 +1,236 @@
+// Control flow (for, if) and the op dispatch (emitOp), which also lowers the
+// small ops of its own: program ids, allocs, shared loads, async groups.
+
+#include <vector>
+
+#include <llvm/IR/Intrinsics.h>
+
+#include "codegen/gpu/LowerImpl.h"
+
+namespace tessera::codegen::gpu_lower {
+
+// ============================================================== control flow
+
+void Lower::emitFor(const ir::Op& op) {
+  flushStaged(INT64_MAX);  // (c): the prologue's copies land before the loop
+  llvm::Value* lo = scalar(op.operand(0));
+  llvm::Value* hi = scalar(op.operand(1));
+  llvm::Value* step = scalar(op.operand(2));
+  const ir::Block& blk = op.region(0).block();
+  unsigned n = op.numResults();
+  // Flattened carried state: scalars, then the slots of each tile.
+  std::vector<Slots> inits(n);
+  for (unsigned i = 0; i < n; ++i) {
+    const ir::Value* v = op.operand(3 + i);
+    inits[i] = v->type().isTile() ? tileIn(v, la_.get(blk.arg(i + 1))) : Slots{scalar(v)};
+  }
+  llvm::Function* fn = b_.GetInsertBlock()->getParent();
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  auto* header = llvm::BasicBlock::Create(ctx_, "for.head", fn);
+  auto* body = llvm::BasicBlock::Create(ctx_, "for.body", fn);
+  auto* exit = llvm::BasicBlock::Create(ctx_, "for.end", fn);
+  // A non-positive step runs zero iterations (IR semantics).
+  llvm::Value* positive = b_.CreateICmpSGT(step, llvm::ConstantInt::get(step->getType(), 0));
+  b_.CreateBr(header);
+  b_.SetInsertPoint(header);
+  llvm::PHINode* iv = b_.CreatePHI(lo->getType(), 2, "iv");
+  iv->addIncoming(lo, pre);
+  std::vector<std::vector<llvm::PHINode*>> phis(n);
+  for (unsigned i = 0; i < n; ++i)
+    for (llvm::Value* x : inits[i]) {
+      llvm::PHINode* p = b_.CreatePHI(x->getType(), 2);
+      p->addIncoming(x, pre);
+      phis[i].push_back(p);
+    }
+  b_.CreateCondBr(b_.CreateAnd(positive, b_.CreateICmpSLT(iv, hi)), body, exit);
+  b_.SetInsertPoint(body);
+  unknownOrder();
+  scalars_[blk.arg(0)] = iv;
+  for (unsigned i = 0; i < n; ++i) {
+    const ir::Value* a = blk.arg(i + 1);
+    if (a->type().isTile()) tiles_[a] = TileV{la_.get(a), Slots(phis[i].begin(), phis[i].end())};
+    else scalars_[a] = phis[i][0];
+  }
+  yields_.emplace_back();
+  emitBlock(blk);
+  flushStaged(INT64_MAX);  // (b): before the back edge
+  setCurrentOp(op);
+  auto ys = std::move(yields_.back());
+  yields_.pop_back();
+  TS_ASSERT(ys.size() == n, "for: yield arity");
+  // iv + step may overflow only when the loop is about to exit; the wrap
+  // would restart it, so exit explicitly on overflow.
+  llvm::Value* sum = b_.CreateBinaryIntrinsic(llvm::Intrinsic::sadd_with_overflow, iv, step);
+  llvm::Value* nextIv = b_.CreateExtractValue(sum, 0);
+  llvm::Value* ovf = b_.CreateExtractValue(sum, 1);
+  llvm::BasicBlock* latch = b_.GetInsertBlock();
+  iv->addIncoming(nextIv, latch);
+  for (unsigned i = 0; i < n; ++i)
+    for (size_t j = 0; j < phis[i].size(); ++j) phis[i][j]->addIncoming(ys[i].second[j], latch);
+  b_.CreateCondBr(ovf, exit, header);
+  b_.SetInsertPoint(exit);
+  unknownOrder();
+  for (unsigned i = 0; i < n; ++i) {
+    Slots r;
+    for (size_t j = 0; j < phis[i].size(); ++j) {
+      llvm::PHINode* p = b_.CreatePHI(phis[i][j]->getType(), 2);
+      p->addIncoming(phis[i][j], header);
+      p->addIncoming(ys[i].second[j], latch);
+      r.push_back(p);
+    }
+    const ir::Value* res = op.result(i);
+    if (res->type().isTile()) tiles_[res] = TileV{la_.get(res), std::move(r)};
+    else scalars_[res] = r[0];
+  }
+}
+
+void Lower::emitIf(const ir::Op& op) {
+  llvm::Function* fn = b_.GetInsertBlock()->getParent();
+  auto* thenBB = llvm::BasicBlock::Create(ctx_, "if.then", fn);
+  auto* elseBB = llvm::BasicBlock::Create(ctx_, "if.else", fn);
+  auto* endBB = llvm::BasicBlock::Create(ctx_, "if.end", fn);
+  // (c): a region's staged values do not dominate the code after the `if`.
+  flushStaged(INT64_MAX);
+  b_.CreateCondBr(scalar(op.operand(0)), thenBB, elseBB);
+  bool sd = smemDirty_, gd = globalDirty_;
+  std::vector<std::pair<llvm::BasicBlock*, std::vector<Slots>>> ends;
+  for (unsigned r = 0; r < 2; ++r) {
+    b_.SetInsertPoint(r == 0 ? thenBB : elseBB);
+    smemDirty_ = sd;
+    globalDirty_ = gd;
+    std::vector<Slots> vals;
+    if (r < op.numRegions()) {
+      yields_.emplace_back();
+      emitBlock(op.region(r).block());
+      flushStaged(INT64_MAX);
+      setCurrentOp(op);
+      for (auto& y : yields_.back()) vals.push_back(y.second);
+      yields_.pop_back();
+    }
+    ends.emplace_back(b_.GetInsertBlock(), std::move(vals));
+    b_.CreateBr(endBB);
+  }
+  b_.SetInsertPoint(endBB);
+  unknownOrder();
+  for (unsigned i = 0; i < op.numResults(); ++i) {
+    Slots r;
+    for (size_t j = 0; j < ends[0].second[i].size(); ++j) {
+      llvm::PHINode* p = b_.CreatePHI(ends[0].second[i][j]->getType(), 2);
+      for (auto& e : ends) p->addIncoming(e.second[i][j], e.first);
+      r.push_back(p);
+    }
+    const ir::Value* res = op.result(i);
+    if (res->type().isTile()) tiles_[res] = TileV{la_.get(res), std::move(r)};
+    else scalars_[res] = r[0];
+  }
+}
+
+// ======================================================================= ops
+
+void Lower::emitOp(const ir::Op& op) {
+  if (op.numResults() == 1 && (elided_.count(op.result()) || elidedLoads_.count(op.result())))
+    return;  // re-derived by its consumers / read by the dots from shared memory
+  setCurrentOp(op);
+  switch (op.code()) {
+    case OpCode::ProgramId: scalars_[op.result()] = t_.blockId(b_, static_cast<int>(op.intAttr("axis"))); return;
+    case OpCode::NumPrograms: scalars_[op.result()] = t_.gridDim(b_, static_cast<int>(op.intAttr("axis"))); return;
+    case OpCode::Load: return emitLoad(op);
+    case OpCode::Store: return emitStore(op);
+    case OpCode::AtomicAdd:
+    case OpCode::AtomicMax: return emitAtomic(op);
+    case OpCode::Alloc:
+      // The buffer's bytes may have been an earlier op's scratch (the plan
+      // reuses bytes of areas whose live ranges are disjoint). A program-
+      // order access would wait for a barrier by itself (beforeShared), but
+      // the async copies into the buffer do not (their ordering is the
+      // schedule's): separate them from the earlier accesses here, once.
+      if (smemDirty_) barrier();
+      scalars_[op.result()] = smemAt(plan_ ? plan_->bufferOffset(op.result()) : 0);
+      return;
+    case OpCode::LocalLoad: {
+      const ir::Value* buf = op.operand(0);
+      const ir::Layout& l = la_.get(op.result());
+      const auto& shape = buf->type().shape();
+      ir::SlotTable t = ir::slotTable(l, shape);
+      llvm::Type* mt = memTyOf(buf->type().dtype());
+      beforeShared();
+      Slots bs = bases(l, t);
+      Slots r;
+      for (size_t i = 0; i < t.size(); ++i)
+        r.push_back(fromMem(b_.CreateLoad(mt, b_.CreateInBoundsGEP(mt, scalar(buf), bufIndex(buf, indexOf(bs, t, i), shape))),
+                            op.result()->type()));
+      tiles_[op.result()] = TileV{l, std::move(r)};
+      return;
+    }
+    case OpCode::LocalStore: {
+      const TileV& v = tile(op.operand(1));
+      return writeBuffer(op.operand(0), v.slots, v.layout);
+    }
+    case OpCode::Copy: return emitCopy(op);
+    case OpCode::BufferSlot: {
+      // A view: slot i is the contiguous run at i * (elements per slot) of
+      // the buffer's row-major shared array; no code beyond the address.
+      const ir::Value* buf = op.operand(0);
+      llvm::Type* mt = memTyOf(buf->type().dtype());
+      llvm::Value* idx = b_.CreateSExtOrTrunc(scalar(op.operand(1)), b_.getInt32Ty());
+      auto sg = storage_.find(buf);  // a padded staging layout makes slots longer
+      int64_t slotElems = sg != storage_.end() ? sg->second.slotElems() : op.result()->type().numElements();
+      llvm::Value* off = b_.CreateMul(idx, b_.getInt32(static_cast<uint32_t>(slotElems)));
+      scalars_[op.result()] = b_.CreateInBoundsGEP(mt, scalar(buf), off);
+      return;
+    }
+    // Groups: see emitCopy. With the synchronous lowering every copy has
+    // completed where it was issued, so there is nothing to wait for.
+    case OpCode::AsyncCommit:
+      if (t_.asyncCopyImpl() == AsyncCopyImpl::Hardware) t_.asyncCommit(b_);
+      ++committed_;
+      return;
+    case OpCode::AsyncWait: {
+      int64_t pending = op.intAttr("pending");
+      TS_ASSERT(pending >= 0, "async_wait with a negative count");
+      switch (t_.asyncCopyImpl()) {
+        case AsyncCopyImpl::Hardware:
+          t_.asyncWait(b_, static_cast<unsigned>(pending));
+          // The retired copies wrote shared memory after any earlier access
+          // of the lowering: order the next shared access behind a barrier.
+          smemDirty_ = true;
+          return;
+        case AsyncCopyImpl::RegisterStaged: return flushStaged(committed_ - pending);
+        case AsyncCopyImpl::Synchronous: return;
+      }
+      return;
+    }
+    case OpCode::Barrier: barrier(pipelineSlotBarrier(op)); return;
+    case OpCode::Reduce: return emitReduce(op);
+    case OpCode::Dot: return emitDot(op);
+    case OpCode::For: return emitFor(op);
+    case OpCode::If: return emitIf(op);
+    case OpCode::Yield: {
+      TS_ASSERT(!yields_.empty(), "yield outside a region");
+      const ir::Op* parent = op.parent()->parentOp();
+      TS_ASSERT(parent != nullptr, "yield in the kernel body");
+      for (unsigned i = 0; i < op.numOperands(); ++i) {
+        const ir::Value* v = op.operand(i);
+        Slots s;
+        if (v->type().isTile()) {
+          // Carried / result layout: the for's block argument, the if's result.
+          const ir::Value* target = parent->code() == OpCode::For ? parent->region(0).block().arg(i + 1) : parent->result(i);
+          s = tileIn(v, la_.get(target));
+        } else {
+          s = {scalar(v)};
+        }
+        yields_.back().emplace_back(v, std::move(s));
+      }
+      return;
+    }
+    case OpCode::Return:
+      flushStaged(INT64_MAX);  // (c): nothing may be in flight at return
+      b_.CreateRetVoid();
+      b_.ClearInsertionPoint();
+      return;
+    default: break;
+  }
+  emitElementwiseLike(op);
+}
+
+}  // namespace tessera::codegen::gpu_lower

@@ -1,0 +1,270 @@
+// Thread geometry of layouts, and tiles moved between layouts: re-emitted
+// (remat, recompute) or converted through shared memory (convertVia), and
+// the layout an access without a register result runs in (freeAccessLayout).
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "codegen/gpu/LowerImpl.h"
+
+namespace tessera::codegen::gpu_lower {
+
+llvm::Value* Lower::pos(const ir::BlockedLayout& l, int p) {
+  int64_t ls = 1, ws = 1;
+  for (int64_t d : l.order) {
+    if (d == p) break;
+    ls *= l.tpw[d];
+    ws *= l.wpb[d];
+  }
+  llvm::Value* lp = b_.CreateURem(b_.CreateUDiv(lane_, i32(ls)), i32(l.tpw[p]));
+  llvm::Value* wp = b_.CreateURem(b_.CreateUDiv(warp_, i32(ws)), i32(l.wpb[p]));
+  return b_.CreateAdd(b_.CreateMul(wp, i32(l.tpw[p])), lp);
+}
+
+llvm::Value* Lower::lanePos(const ir::BlockedLayout& l, int p) {
+  int64_t ls = 1;
+  for (int64_t d : l.order) {
+    if (d == p) break;
+    ls *= l.tpw[d];
+  }
+  return b_.CreateURem(b_.CreateUDiv(lane_, i32(ls)), i32(l.tpw[p]));
+}
+
+llvm::Value* Lower::warpPos(const ir::BlockedLayout& l, int p) {
+  int64_t ws = 1;
+  for (int64_t d : l.order) {
+    if (d == p) break;
+    ws *= l.wpb[d];
+  }
+  return b_.CreateURem(b_.CreateUDiv(warp_, i32(ws)), i32(l.wpb[p]));
+}
+
+Slots Lower::bases(const ir::Layout& l, const ir::SlotTable& t) {
+  Slots r;
+  for (size_t i = 0; i < t.shape.size(); ++i) {
+    int p = l.dims[i];
+    llvm::Value* v = b_.CreateMul(pos(l.parent, p), i32(l.parent.spt[p]));
+    if (t.replicated[i]) v = b_.CreateURem(v, i32(t.shape[i]));
+    r.push_back(v);
+  }
+  return r;
+}
+
+Slots Lower::indexOf(const Slots& base, const ir::SlotTable& t, size_t slot) {
+  Slots r;
+  for (size_t i = 0; i < base.size(); ++i) r.push_back(b_.CreateAdd(base[i], i32(t.consts[slot][i])));
+  return r;
+}
+
+llvm::Value* Lower::linear(const Slots& idx, const std::vector<int64_t>& shape) {
+  llvm::Value* l = i32(0);
+  for (size_t i = 0; i < idx.size(); ++i) l = b_.CreateAdd(b_.CreateMul(l, i32(shape[i])), idx[i]);
+  return l;
+}
+
+llvm::Value* Lower::ownerPred(const ir::Layout& l, const ir::SlotTable& t) {
+  llvm::Value* c = nullptr;
+  auto andc = [&](llvm::Value* x) { c = c ? b_.CreateAnd(c, x) : x; };
+  for (size_t i = 0; i < t.shape.size(); ++i)
+    if (t.replicated[i]) andc(b_.CreateICmpULT(pos(l.parent, l.dims[i]), i32(t.distinctPos[i])));
+  for (int p = 0; p < l.parent.rank(); ++p) {
+    if (std::find(l.dims.begin(), l.dims.end(), p) != l.dims.end()) continue;
+    if (l.parent.tpw[p] * l.parent.wpb[p] > 1) andc(b_.CreateICmpEQ(pos(l.parent, p), i32(0)));
+  }
+  return c;
+}
+
+Slots Lower::reindex(const Slots& src, const ir::SlotTable& ts, const ir::SlotTable& td,
+                     const std::function<std::vector<int64_t>(const std::vector<int64_t>&)>& proj) {
+  Slots r;
+  for (auto& c : td.consts) {
+    auto it = ts.index.find(proj(c));
+    TS_ASSERT(it != ts.index.end(), "gpu lowering: slot missing in reindex");
+    r.push_back(src[it->second]);
+  }
+  return r;
+}
+
+// ================================================================ conversions
+
+Slots Lower::tileIn(const ir::Value* v, const ir::Layout& l) {
+  const TileV& t = tile(v);
+  if (t.layout == l) return t.slots;
+  const ir::Op* d = v->definingOp();
+  if (d && (d->code() == OpCode::Constant || d->code() == OpCode::Splat || d->code() == OpCode::Arange ||
+            d->code() == OpCode::Broadcast || d->code() == OpCode::ExpandDims))
+    return remat(v, l);
+  const auto& shape = v->type().shape();
+  std::vector<int64_t> sh = shape;
+  return convertVia(t.slots, t.layout, shape, v->type().element(), l, shape,
+                    [&](const Slots& idx) { return linear(idx, sh); });
+}
+
+Slots Lower::remat(const ir::Value* v, const ir::Layout& l) {
+  const ir::Op& d = *v->definingOp();
+  const auto& shape = v->type().shape();
+  ir::SlotTable t = ir::slotTable(l, shape);
+  Slots r;
+  switch (d.code()) {
+    case OpCode::Constant: {
+      llvm::Value* c = constantOf(d, elemTy(v->type()));
+      r.assign(t.size(), c);
+      return r;
+    }
+    case OpCode::Splat: r.assign(t.size(), scalar(d.operand(0))); return r;
+    case OpCode::Arange: {
+      Slots base = bases(l, t);
+      for (size_t i = 0; i < t.size(); ++i)
+        r.push_back(b_.CreateAdd(base[0], i32(t.consts[i][0] + d.intAttr("start"))));
+      return r;
+    }
+    case OpCode::Broadcast: {
+      const ir::Value* src = d.operand(0);
+      const auto& ss = src->type().shape();
+      Slots s = tileIn(src, l);
+      ir::SlotTable ts = ir::slotTable(l, ss);
+      return reindex(s, ts, t, [&](const std::vector<int64_t>& c) {
+        std::vector<int64_t> k = c;
+        for (size_t i = 0; i < k.size(); ++i)
+          if (ss[i] == 1) k[i] = 0;
+        return k;
+      });
+    }
+    case OpCode::ExpandDims: {
+      int a = static_cast<int>(d.intAttr("axis"));
+      const ir::Value* src = d.operand(0);
+      ir::Layout sl = l.sliceDim(a);
+      Slots s = tileIn(src, sl);
+      ir::SlotTable ts = ir::slotTable(sl, src->type().shape());
+      return reindex(s, ts, t, [&](const std::vector<int64_t>& c) {
+        std::vector<int64_t> k = c;
+        k.erase(k.begin() + a);
+        return k;
+      });
+    }
+    default: TS_UNREACHABLE("remat of a non-free op");
+  }
+}
+
+Slots Lower::convertVia(const Slots& src, const ir::Layout& sl, const std::vector<int64_t>& sshape, const ir::Type& elem,
+                        const ir::Layout& dl, const std::vector<int64_t>& dshape,
+                        const std::function<llvm::Value*(const Slots&)>& srcLinearOfDst) {
+  llvm::Type* mt = memTy(elem);
+  int64_t n = 1;
+  for (int64_t s : sshape) n *= s;
+  llvm::Value* base = scratch(static_cast<uint64_t>(n) * bytesOf(mt));
+  ir::SlotTable ts = ir::slotTable(sl, sshape);
+  beforeShared();
+  // Only one of the threads holding a replicated element writes it: the
+  // others would write the same bytes in the same barrier interval, a race
+  // by the emulator's model (and wasted shared bandwidth).
+  guarded(ownerPred(sl, ts), [&] {
+    Slots bs = bases(sl, ts);
+    for (size_t i = 0; i < ts.size(); ++i) {
+      llvm::Value* p = b_.CreateInBoundsGEP(mt, base, linear(indexOf(bs, ts, i), sshape));
+      b_.CreateStore(toMem(src[i]), p);
+    }
+  });
+  barrier();
+  smemDirty_ = true;
+  ir::SlotTable td = ir::slotTable(dl, dshape);
+  Slots bd = bases(dl, td);
+  Slots r;
+  for (size_t j = 0; j < td.size(); ++j) {
+    llvm::Value* p = b_.CreateInBoundsGEP(mt, base, srcLinearOfDst(indexOf(bd, td, j)));
+    r.push_back(fromMem(b_.CreateLoad(mt, p), elem));
+  }
+  return r;
+}
+
+/// `v` in layout `l`, re-emitting the chain of elementwise ops (pointer and
+/// mask arithmetic) and free ops that produced it in `l` instead of
+/// converting it through shared memory; values already in `l` are reused,
+/// anything else (or a chain longer than `budget` ops) is converted.
+Slots Lower::recompute(const ir::Value* v, const ir::Layout& l, std::map<std::pair<const ir::Value*, std::string>, Slots>& memo, int& budget) {
+  std::pair<const ir::Value*, std::string> key{v, l.str()};
+  if (auto it = memo.find(key); it != memo.end()) return it->second;
+  const bool elided = elided_.count(v) != 0;
+  if (!elided) {
+    const TileV& cur = tile(v);
+    if (cur.layout == l) return cur.slots;
+  }
+  const ir::Op* d = v->definingOp();
+  const auto& shape = v->type().shape();
+  Slots r;
+  // An elided value has no slots to fall back on: it is always re-derived
+  // (planElision admits only ops this function re-derives).
+  if (!d || (budget <= 0 && !elided)) {
+    r = tileIn(v, l);
+  } else if (d->code() == OpCode::Constant || d->code() == OpCode::Splat || d->code() == OpCode::Arange) {
+    r = remat(v, l);
+  } else if (d->code() == OpCode::Broadcast) {
+    --budget;
+    const ir::Value* src = d->operand(0);
+    const auto& ss = src->type().shape();
+    Slots sv = recompute(src, l, memo, budget);
+    r = reindex(sv, ir::slotTable(l, ss), ir::slotTable(l, shape), [&](const std::vector<int64_t>& c) {
+      std::vector<int64_t> k = c;
+      for (size_t i = 0; i < k.size(); ++i)
+        if (ss[i] == 1) k[i] = 0;
+      return k;
+    });
+  } else if (d->code() == OpCode::ExpandDims) {
+    --budget;
+    int a = static_cast<int>(d->intAttr("axis"));
+    ir::Layout sl = l.sliceDim(a);
+    const ir::Value* src = d->operand(0);
+    Slots sv = recompute(src, sl, memo, budget);
+    r = reindex(sv, ir::slotTable(sl, src->type().shape()), ir::slotTable(l, shape), [&](const std::vector<int64_t>& c) {
+      std::vector<int64_t> k = c;
+      k.erase(k.begin() + a);
+      return k;
+    });
+  } else if (ir::isElementwise(d->code()) && d->code() != OpCode::Reshape && d->code() != OpCode::Transpose) {
+    --budget;
+    std::vector<Slots> ins;
+    for (const ir::Value* o : d->operands())
+      ins.push_back(o->type().isTile() ? recompute(o, l, memo, budget) : Slots{});
+    size_t n = ir::slotTable(l, shape).size();
+    for (size_t i = 0; i < n; ++i) {
+      Slots x;
+      for (size_t j = 0; j < ins.size(); ++j) x.push_back(ins[j].empty() ? scalar(d->operand(j)) : ins[j][i]);
+      r.push_back(compute(*d, std::move(x)));
+    }
+  } else {
+    TS_ASSERT(!elided, "gpu lowering: elided value without a re-derivable definition");
+    r = tileIn(v, l);
+  }
+  memo[key] = r;
+  return r;
+}
+
+std::optional<ir::Layout> Lower::freeAccessLayout(const ir::Op& op) {
+  if (op.code() == OpCode::Store) {
+    // A tile store has no register result either: same choice.
+    if (!op.operand(0)->type().isTile()) return std::nullopt;
+  } else if (op.code() != OpCode::Copy || !op.hasAttr("async") || op.intAttr("async") == 0 ||
+             t_.asyncCopyImpl() == AsyncCopyImpl::Synchronous) {
+    return std::nullopt;
+  }
+  const ir::Value* src = op.operand(op.code() == OpCode::Store ? 0 : 1);
+  const ir::Layout& l = la_.get(src);
+  // A copy has no register result, so an async copy is free to run in the
+  // default layout of its shape, whose per-thread run along the last dim is
+  // the widest vector access of that shape (the pointer tile's own layout is
+  // inherited from whatever produced it, often a column of pointers with
+  // one element per thread, or a layout that replicates the tile over more
+  // threads than it has elements, so that each thread would load its
+  // elements several times).
+  const auto& shape = src->type().shape();
+  ir::Layout want = la_.defaultFor(shape);
+  if (want == l) return l;
+  if (want.parent.spt[want.dims.back()] > l.parent.spt[l.dims.back()]) return want;
+  if (ir::slotTable(want, shape).size() < ir::slotTable(l, shape).size()) return want;
+  return l;
+}
+
+}  // namespace tessera::codegen::gpu_lower

@@ -1,0 +1,130 @@
+// Elementwise ops: constants, casts, integer and float arithmetic (with the
+// targets' math tables), and the free / reshaping ops emitted with them.
+
+#include <functional>
+#include <variant>
+
+#include <llvm/IR/Constants.h>
+
+#include "codegen/gpu/LowerImpl.h"
+#include "codegen/llvm/Elementwise.h"
+#include "codegen/llvm/VectorMath.h"
+
+namespace tessera::codegen::gpu_lower {
+
+// ================================================================ elementwise
+
+llvm::Value* Lower::constantOf(const ir::Op& op, llvm::Type* t) {
+  const ir::Attr& a = op.attrs().at("value");
+  if (t->isFloatingPointTy()) {
+    double v = std::holds_alternative<double>(a) ? std::get<double>(a) : static_cast<double>(std::get<int64_t>(a));
+    return llvm::ConstantFP::get(t, v);
+  }
+  return llvm::ConstantInt::get(t, static_cast<uint64_t>(std::get<int64_t>(a)), true);
+}
+
+// GPU backends lower every fptrunc (f64 -> bf16 included) correctly
+// rounded, so casts narrow with a plain fptrunc; the CPU needs its own.
+llvm::Value* Lower::castValue(llvm::Value* x, DType from, DType to) {
+  return emitCast(b_, x, from, to, [&](llvm::Value* y, llvm::Type* t) { return b_.CreateFPTrunc(y, t); });
+}
+
+llvm::Value* Lower::floatOp(const ir::Op& op, Slots& v) {
+  if (llvm::Value* r = emitFloatOp(b_, op, v)) return r;
+  // pow and the transcendentals: what each target can do is its math
+  // table's choice (libdevice-free polynomials or unsupported).
+  DType dt = v[0]->getType()->isDoubleTy() ? DType::F64 : DType::F32;
+  MathChoice c = t_.math(op.code(), dt);
+  if (c.impl == MathImpl::Unsupported)
+    throw CompileError(std::string(op.name()) + " on " + name(dt) + " is not supported on " + t_.arch() + " (" +
+                       c.why + ") at " + op.loc().str());
+  TS_ASSERT(c.impl == MathImpl::Polynomial && dt == DType::F32, "math table: unexpected choice");
+  switch (op.code()) {
+    case OpCode::Exp: return emitExpF32(b_, v[0]);
+    case OpCode::Exp2: return emitExp2F32(b_, v[0]);
+    case OpCode::Log: return emitLogF32(b_, v[0]);
+    case OpCode::Log2: return emitLog2F32(b_, v[0]);
+    case OpCode::Tanh: return emitTanhF32(b_, v[0]);
+    case OpCode::Erf: return emitErfF32(b_, v[0]);
+    default: TS_UNREACHABLE("math table: polynomial for an op without one");
+  }
+}
+
+llvm::Value* Lower::compute(const ir::Op& op, Slots v) {
+  switch (op.code()) {
+    case OpCode::Cast: return castValue(v[0], op.operand(0)->type().dtype(), op.result()->type().dtype());
+    case OpCode::Select: return b_.CreateSelect(v[0], v[1], v[2]);
+    case OpCode::PtrAdd: {
+      llvm::Value* off = b_.CreateSExtOrTrunc(v[1], b_.getInt64Ty());
+      return b_.CreateGEP(memTyOf(op.operand(0)->type().dtype()), v[0], off);
+    }
+    default: break;
+  }
+  const ir::Type& t0 = op.operand(0)->type();
+  if (t0.isPointerLike()) throw CompileError(std::string(op.name()) + " is not defined on pointers (at " + op.loc().str() + ")");
+  DType dt = t0.dtype();
+  if (!isFloat(dt)) return emitIntegerOp(b_, op, v, dt);
+  return emitFloatElementwise(
+      b_, op, v, dt, [&](Slots& w) { return floatOp(op, w); },
+      [&](llvm::Value* y, llvm::Type* t) { return b_.CreateFPTrunc(y, t); });
+}
+
+void Lower::emitElementwiseLike(const ir::Op& op) {
+  const ir::Value* r = op.result();
+  if (!r->type().isTile()) {
+    if (op.code() == OpCode::Constant) {
+      scalars_[r] = constantOf(op, elemTy(r->type()));
+      return;
+    }
+    Slots v;
+    for (const ir::Value* o : op.operands()) v.push_back(scalar(o));
+    scalars_[r] = compute(op, std::move(v));
+    return;
+  }
+  const ir::Layout& l = la_.get(r);
+  const auto& shape = r->type().shape();
+  switch (op.code()) {
+    case OpCode::Constant:
+    case OpCode::Splat:
+    case OpCode::Arange:
+    case OpCode::Broadcast:
+    case OpCode::ExpandDims: {
+      // Emitted in the op's own layout here; consumers wanting another
+      // layout re-emit them (remat) instead of converting.
+      tiles_[r] = TileV{l, remat(r, l)};
+      return;
+    }
+    case OpCode::Reshape:
+    case OpCode::Transpose: {
+      const ir::Value* s = op.operand(0);
+      const TileV& st = tile(s);
+      std::vector<int64_t> ss = s->type().shape();
+      std::function<llvm::Value*(const Slots&)> map;
+      if (op.code() == OpCode::Reshape) {
+        map = [&](const Slots& idx) { return linear(idx, shape); };
+      } else {
+        const auto& perm = op.intsAttr("perm");
+        map = [&, perm](const Slots& idx) {
+          Slots si(idx.size());
+          for (size_t k = 0; k < perm.size(); ++k) si[static_cast<size_t>(perm[k])] = idx[k];
+          return linear(si, ss);
+        };
+      }
+      tiles_[r] = TileV{l, convertVia(st.slots, st.layout, ss, s->type().element(), l, shape, map)};
+      return;
+    }
+    default: break;
+  }
+  TS_ASSERT(ir::isElementwise(op.code()), std::string("gpu lowering: unhandled op ") + op.name());
+  std::vector<Slots> ins;
+  for (const ir::Value* o : op.operands()) ins.push_back(tileIn(o, l));
+  Slots out;
+  for (size_t i = 0; i < ins[0].size(); ++i) {
+    Slots v;
+    for (auto& in : ins) v.push_back(in[i]);
+    out.push_back(compute(op, std::move(v)));
+  }
+  tiles_[r] = TileV{l, std::move(out)};
+}
+
+}  // namespace tessera::codegen::gpu_lower

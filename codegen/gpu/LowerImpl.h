@@ -1,0 +1,280 @@
+// The GPU lowering's private class: Lower (one kernel's tile IR -> LLVM IR),
+// its value types and small helpers. Its methods are defined by concern in
+// GpuLowering.cpp (entry) and the Lower*.cpp files of this directory.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include <llvm/IR/DIBuilder.h>
+#include <llvm/IR/IRBuilder.h>
+
+#include "codegen/gpu/GpuDot.h"
+#include "codegen/gpu/GpuLowering.h"
+#include "codegen/gpu/IdentityFolder.h"
+#include "codegen/llvm/Elementwise.h"
+#include "tessera/ir/analysis/AxisInfo.h"
+#include "tessera/support/Error.h"
+
+namespace tessera::codegen::gpu_lower {
+
+using ir::OpCode;
+using Slots = std::vector<llvm::Value*>;
+
+struct TileV {
+  ir::Layout layout;
+  Slots slots;
+};
+
+/// The alloc result a buffer value is (a view of).
+const ir::Value* rootBuffer(const ir::Value* buf);
+
+class Lower {
+ public:
+  Lower(const ir::Function& f, GpuTargetInfo& t, const ir::LayoutAnalysis& la, const ir::AxisAnalysis& ax,
+        const GpuOptions& o, llvm::LLVMContext& ctx, llvm::Module& m, std::map<const ir::Op*, uint64_t>& req,
+        const ir::SharedPlan* plan)
+      : f_(f), t_(t), la_(la), ax_(ax), o_(o), ctx_(ctx), m_(m), req_(req), plan_(plan),
+        b_(ctx, IdentityFolder(), llvm::IRBuilderCallbackInserter([this](llvm::Instruction* i) { tag(i); })),
+        opKind_(ctx.getMDKindID("tessera.op")) {}
+
+  void run(uint64_t smemBytes);
+  /// Bytes of the shared buffers stored in a padded staging layout (known
+  /// after run()).
+  std::unordered_map<const ir::Value*, uint64_t> bufferStorageBytes() const;
+
+ private:
+  // ---- types -------------------------------------------------------------
+  llvm::Type* scalarTy(DType d) { return scalarType(b_, d); }
+  unsigned asOf(ir::MemSpace s) {
+    switch (s) {
+      case ir::MemSpace::Global: return t_.globalAS();
+      case ir::MemSpace::Shared: return t_.sharedAS();
+      case ir::MemSpace::Local: return t_.localAS();
+    }
+    TS_UNREACHABLE("space");
+  }
+  /// Register type of one element of `t` (scalar or pointer).
+  llvm::Type* elemTy(const ir::Type& t) {
+    if (t.isPointerLike()) return llvm::PointerType::get(ctx_, asOf(t.space()));
+    return scalarTy(t.dtype());
+  }
+  /// Memory type of one element (i1 is a byte in memory).
+  llvm::Type* memTy(const ir::Type& t) {
+    if (t.isPointerLike()) return elemTy(t);
+    return t.dtype() == DType::I1 ? b_.getInt8Ty() : scalarTy(t.dtype());
+  }
+  llvm::Type* memTyOf(DType d) { return d == DType::I1 ? b_.getInt8Ty() : scalarTy(d); }
+  uint64_t bytesOf(llvm::Type* t) { return m_.getDataLayout().getTypeAllocSize(t); }
+  llvm::Value* toMem(llvm::Value* v) { return v->getType()->isIntegerTy(1) ? b_.CreateZExt(v, b_.getInt8Ty()) : v; }
+  llvm::Value* fromMem(llvm::Value* v, const ir::Type& t) {
+    if (!t.isPointerLike() && t.dtype() == DType::I1) return b_.CreateICmpNE(v, b_.getInt8(0));
+    return v;
+  }
+  llvm::Value* i32(int64_t v) { return b_.getInt32(static_cast<uint32_t>(v)); }
+
+  // ---- thread geometry -----------------------------------------------------
+  llvm::Value* pos(const ir::BlockedLayout& l, int p);
+  llvm::Value* lanePos(const ir::BlockedLayout& l, int p);
+  llvm::Value* warpPos(const ir::BlockedLayout& l, int p);
+  Slots bases(const ir::Layout& l, const ir::SlotTable& t);
+  Slots indexOf(const Slots& base, const ir::SlotTable& t, size_t slot);
+  llvm::Value* linear(const Slots& idx, const std::vector<int64_t>& shape);
+  /// True in exactly one of the threads holding each element (nullptr when
+  /// no element is held twice).
+  llvm::Value* ownerPred(const ir::Layout& l, const ir::SlotTable& t);
+
+  // ---- provenance ---------------------------------------------------------------
+  /// Attaches `!tessera.op !{!"<op> @ <file>:<line>"}` to every memory
+  /// access and every barrier / warp collective the lowering emits, so that
+  /// a race or an out-of-bounds access found by the SIMT emulator (which
+  /// reads this metadata) names the tile op and the user's source line, not
+  /// an LLVM instruction. Arithmetic stays untagged: it cannot misbehave.
+  ///
+  /// The optimiser drops metadata it does not know when it rewrites an
+  /// access (InstCombine scalarising a vector load whose lanes are only
+  /// extracted creates fresh scalar loads), but every pass carries the
+  /// DebugLoc of what it replaces over. So each instruction also gets a
+  /// DILocation(line of the op, column = id of its tag text) in the
+  /// kernel's DISubprogram, and the module keeps the id -> text table in
+  /// `!tessera.ops` (see finishProvenance), which the emulator consults for
+  /// an access that lost its tag. The compile unit is NoDebug: locations
+  /// are tracked but no backend emits debug sections for them.
+  void tag(llvm::Instruction* i);
+  void setCurrentOp(const ir::Op& op);
+  /// Tags what follows as `op` (`what` names a phase of it, e.g. the
+  /// operand staging of a dot, reported apart).
+  void setTag(const ir::Op& op, const std::string& what);
+  /// Compile unit and subprogram of the kernel `fn` (see tag()).
+  void startProvenance(llvm::Function* fn);
+  void finishProvenance();
+
+  // ---- shared memory & ordering -------------------------------------------------
+  llvm::Value* smemAt(uint64_t off) { return b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), smem_, off); }
+  llvm::Value* scratch(uint64_t bytes) {
+    uint64_t& r = req_[curOp_];
+    r = std::max(r, bytes);
+    return smemAt(plan_ ? plan_->scratchOffset(curOp_) : 0);
+  }
+  void barrier(bool sharedOnly = false) {
+    t_.barrier(b_, sharedOnly);
+    smemDirty_ = globalDirty_ = false;
+  }
+  /// True for a barrier of the pipeline schedule (`stage` attribute) in a
+  /// `for {pipelined}` body that writes no global memory: it orders the
+  /// slots in shared memory only, and the loads of the next stage, which
+  /// nothing in the loop writes, may stay in flight across it.
+  bool pipelineSlotBarrier(const ir::Op& op) const;
+  void beforeShared() {
+    if (smemDirty_) barrier();
+    smemDirty_ = true;
+  }
+  void beforeGlobal(bool writes) {
+    if (globalDirty_) barrier();
+    if (writes) globalDirty_ = true;
+  }
+  void unknownOrder() { smemDirty_ = globalDirty_ = true; }
+  /// if (cond) { body } with a fresh block; returns after the join.
+  void guarded(llvm::Value* cond, const std::function<void()>& body) {
+    if (!cond) return body();
+    llvm::Function* fn = b_.GetInsertBlock()->getParent();
+    auto* then = llvm::BasicBlock::Create(ctx_, "guard", fn);
+    auto* join = llvm::BasicBlock::Create(ctx_, "guard.end", fn);
+    b_.CreateCondBr(cond, then, join);
+    b_.SetInsertPoint(then);
+    body();
+    b_.CreateBr(join);
+    b_.SetInsertPoint(join);
+  }
+
+  // ---- values ----------------------------------------------------------------
+  llvm::Value* scalar(const ir::Value* v) {
+    auto it = scalars_.find(v);
+    TS_ASSERT(it != scalars_.end(), "gpu lowering: scalar used before definition");
+    return it->second;
+  }
+  const TileV& tile(const ir::Value* v) {
+    auto it = tiles_.find(v);
+    TS_ASSERT(it != tiles_.end(), "gpu lowering: tile used before definition");
+    return it->second;
+  }
+  /// `v`'s slots in layout `l`: its own, re-emitted (free ops) or converted.
+  Slots tileIn(const ir::Value* v, const ir::Layout& l);
+  Slots remat(const ir::Value* v, const ir::Layout& l);
+  Slots convertVia(const Slots& src, const ir::Layout& sl, const std::vector<int64_t>& sshape, const ir::Type& elem,
+                   const ir::Layout& dl, const std::vector<int64_t>& dshape,
+                   const std::function<llvm::Value*(const Slots&)>& srcLinearOfDst);
+  Slots reindex(const Slots& src, const ir::SlotTable& ts, const ir::SlotTable& td,
+                const std::function<std::vector<int64_t>(const std::vector<int64_t>&)>& proj);
+
+  // ---- ops ----------------------------------------------------------------
+  void emitBlock(const ir::Block& b) {
+    for (auto& op : b.ops()) emitOp(*op);
+  }
+  void emitOp(const ir::Op& op);
+  llvm::Value* compute(const ir::Op& op, Slots v);
+  llvm::Value* floatOp(const ir::Op& op, Slots& v);
+  llvm::Value* castValue(llvm::Value* x, DType from, DType to);
+  llvm::Value* constantOf(const ir::Op& op, llvm::Type* t);
+  void emitElementwiseLike(const ir::Op& op);
+  void emitLoad(const ir::Op& op);
+  Slots globalLoad(const ir::Op& op, const ir::Layout& l, const ir::Type& ptrT, const Slots& ptrs, const Slots* mask,
+                   const Slots* other);
+  void emitStore(const ir::Op& op);
+  void emitAtomic(const ir::Op& op);
+  llvm::Value* atomicOne(const ir::Op& op, llvm::Value* p, llvm::Value* v);
+  /// `ordered`: wait for a barrier first if shared memory is dirty (a
+  /// program-order write). Async writes skip it: IR.h makes the program
+  /// order them (see flushStaged).
+  void writeBuffer(const ir::Value* buf, const Slots& vals, const ir::Layout& l, bool ordered = true);
+  void emitCopy(const ir::Op& op);
+  /// The layout an async copy or a tile store (ops without a register
+  /// result, free to pick one) runs in, re-deriving its pointers and mask
+  /// there (emitCopy, emitStore); nullopt for a program-order copy or a
+  /// scalar store.
+  std::optional<ir::Layout> freeAccessLayout(const ir::Op& op);
+  void planElision();
+  void planDirectDots();
+  /// Element index of `idx` in buffer (or slot view) `buf` of `shape`:
+  /// row-major, with the last two dims in the swizzled tensor-core layout
+  /// when the buffer's storage is (see planDirectDots).
+  llvm::Value* bufIndex(const ir::Value* buf, const Slots& idx, const std::vector<int64_t>& shape);
+  Slots recompute(const ir::Value* v, const ir::Layout& l, std::map<std::pair<const ir::Value*, std::string>, Slots>& memo, int& budget);
+  bool emitHardwareCopy(const ir::Op& op, const ir::Layout& l, const Slots& ptrs, const Slots* mask);
+  /// Elements per access of a global load / copy / store through `ptrT` in
+  /// layout `l`: the proven vector width, bounded by the thread's run along
+  /// the last dim and by the mask's constancy.
+  int64_t accessWidth(const ir::Op& op, const ir::Layout& l, const ir::Type& ptrT, const ir::SlotTable& t,
+                      const ir::Value* mask);
+  void flushStaged(int64_t beforeGroup);
+  void emitReduce(const ir::Op& op);
+  llvm::Value* shuffleXor(llvm::Value* v, unsigned mask);
+  void emitDot(const ir::Op& op);
+  void emitTensorCoreDot(const ir::Op& op, const ir::Layout& l);
+  void stageOperand(const ir::Value* v, llvm::Value* base, const DotStaging& st, bool transposed);
+  void emitFor(const ir::Op& op);
+  void emitIf(const ir::Op& op);
+
+  const ir::Function& f_;
+  GpuTargetInfo& t_;
+  const ir::LayoutAnalysis& la_;
+  const ir::AxisAnalysis& ax_;
+  const GpuOptions& o_;
+  llvm::LLVMContext& ctx_;
+  llvm::Module& m_;
+  std::map<const ir::Op*, uint64_t>& req_;
+  const ir::SharedPlan* plan_;
+  // Every instruction goes through tag(): see there. IdentityFolder: see there.
+  llvm::IRBuilder<IdentityFolder, llvm::IRBuilderCallbackInserter> b_;
+  unsigned opKind_;
+  llvm::MDNode* opTag_ = nullptr;  // !{!"<op> @ <file>:<line>"} of curOp_
+  std::unique_ptr<llvm::DIBuilder> di_;
+  llvm::DISubprogram* sp_ = nullptr;
+  std::unordered_map<std::string, unsigned> tagIds_;  // tag text -> DILocation column (0: none)
+  std::vector<llvm::MDNode*> tagTable_;               // !{i32 line, i32 column, !"text"}, in column order
+  llvm::GlobalVariable* smem_ = nullptr;
+  llvm::Value* tid_ = nullptr;
+  llvm::Value* lane_ = nullptr;
+  llvm::Value* warp_ = nullptr;
+  const ir::Op* curOp_ = nullptr;
+  bool smemDirty_ = false, globalDirty_ = false;
+  std::unordered_map<const ir::Value*, llvm::Value*> scalars_;
+  std::unordered_map<const ir::Value*, TileV> tiles_;
+  // Tiles never emitted where they are defined: every consumer re-derives
+  // them (see planElision).
+  std::unordered_set<const ir::Value*> elided_;
+  // Shared buffers (alloc results) stored in a tensor-core staging layout,
+  // and the dot operands read straight from them (see planDirectDots).
+  struct Storage {
+    DotStaging st;            // of one slot: the last two dims
+    bool transposed = false;  // the slot's (r, c) is staging element (c, r)
+    int64_t slotElems() const { return st.rows * st.stride; }
+  };
+  std::unordered_map<const ir::Value*, Storage> storage_;
+  std::set<std::pair<const ir::Op*, unsigned>> directOperands_;
+  std::unordered_set<const ir::Value*> elidedLoads_;
+  std::vector<std::vector<std::pair<const ir::Value*, Slots>>> yields_;  // per open region
+  // AsyncCopyImpl::RegisterStaged: copies whose global loads are issued and
+  // whose shared stores are pending, with their group (the number of
+  // async_commits emitted before them); `committed_` counts the commits.
+  struct StagedCopy {
+    const ir::Op* op;
+    const ir::Value* buf;
+    Slots vals;
+    ir::Layout layout;
+    int64_t group;
+  };
+  std::vector<StagedCopy> staged_;
+  int64_t committed_ = 0;
+};
+
+}  // namespace tessera::codegen::gpu_lower

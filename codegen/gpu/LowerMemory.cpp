@@ -1,0 +1,318 @@
+// Global memory (loads, stores, atomics) and program-order writes and
+// indexing of shared buffers (writeBuffer, bufIndex).
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <numeric>
+
+#include <llvm/IR/Constants.h>
+
+#include "codegen/gpu/LowerImpl.h"
+
+namespace tessera::codegen::gpu_lower {
+
+// ===================================================================== memory
+
+bool Lower::pipelineSlotBarrier(const ir::Op& op) const {
+  const ir::Region* r = op.parent()->parent();
+  const ir::Op* loop = r ? r->parentOp() : nullptr;
+  if (!op.hasAttr("stage") || !loop || loop->code() != OpCode::For || !loop->hasAttr("pipelined")) return false;
+  std::function<bool(const ir::Block&)> writesGlobal = [&](const ir::Block& blk) {
+    for (auto& o : blk.ops()) {
+      if (o->code() == OpCode::Store || o->code() == OpCode::AtomicAdd || o->code() == OpCode::AtomicMax) return true;
+      for (auto& reg : o->regions())
+        if (writesGlobal(reg->block())) return true;
+    }
+    return false;
+  };
+  return !writesGlobal(*op.parent());
+}
+
+Slots Lower::globalLoad(const ir::Op& op, const ir::Layout& l, const ir::Type& ptrT, const Slots& ptrs, const Slots* mask,
+                        const Slots* other) {
+  const auto& shape = ptrT.shape();
+  ir::Type vt = ptrT.withDType(ptrT.dtype());
+  llvm::Type* mt = memTy(vt);
+  uint64_t eb = bytesOf(mt);
+  ir::SlotTable t = ir::slotTable(l, shape);
+  const ir::Value* maskV = op.code() == OpCode::Copy ? (op.numOperands() > 2 ? op.operand(2) : nullptr)
+                                                      : (op.numOperands() > 1 ? op.operand(1) : nullptr);
+  int64_t v = accessWidth(op, l, ptrT, t, maskV);
+  beforeGlobal(false);
+  const bool stagedVector = op.code() == OpCode::Copy && op.hasAttr("async") && op.intAttr("async") != 0 &&
+                            t_.asyncCopyImpl() == AsyncCopyImpl::RegisterStaged;
+  Slots out(t.size());
+  llvm::Function* fn = b_.GetInsertBlock()->getParent();
+  for (size_t i = 0; i < t.size(); i += static_cast<size_t>(v)) {
+    llvm::Type* lt = v == 1 ? mt : llvm::FixedVectorType::get(mt, static_cast<unsigned>(v));
+    auto doLoad = [&]() -> Slots {
+      llvm::Value* x = b_.CreateAlignedLoad(lt, ptrs[i], llvm::Align(eb * static_cast<uint64_t>(v)));
+      Slots e;
+      for (int64_t k = 0; k < v; ++k)
+        e.push_back(fromMem(v == 1 ? x : b_.CreateExtractElement(x, static_cast<uint64_t>(k)), vt));
+      return e;
+    };
+    if (!mask) {
+      Slots e = doLoad();
+      for (int64_t k = 0; k < v; ++k) out[i + k] = e[k];
+      continue;
+    }
+    // Masked-off lanes never touch memory: branch around the access.
+    llvm::BasicBlock* from = b_.GetInsertBlock();
+    auto* ld = llvm::BasicBlock::Create(ctx_, "ld", fn);
+    auto* join = llvm::BasicBlock::Create(ctx_, "ld.end", fn);
+    b_.CreateCondBr((*mask)[i], ld, join);
+    b_.SetInsertPoint(ld);
+    if (stagedVector && v > 1 && !other) {
+      // A register-staged async copy's data are first used by the deferred
+      // shared-memory stores, after the loop body's compute. The phi joins
+      // the whole loaded vector and the elements are extracted after the
+      // join: with one phi per element, the extraction (e.g. the shift
+      // that takes the high half of a 32-bit register of f16 pairs) sits in
+      // the guarded block, and the AMDGPU backend must wait for the load
+      // (s_waitcnt vmcnt) right there instead of at the deferred stores, so
+      // the load latency would not overlap the MFMAs.
+      llvm::Value* x = b_.CreateAlignedLoad(lt, ptrs[i], llvm::Align(eb * static_cast<uint64_t>(v)));
+      llvm::BasicBlock* ldEnd = b_.GetInsertBlock();
+      b_.CreateBr(join);
+      b_.SetInsertPoint(join);
+      llvm::PHINode* phi = b_.CreatePHI(lt, 2);
+      phi->addIncoming(x, ldEnd);
+      phi->addIncoming(llvm::Constant::getNullValue(lt), from);
+      for (int64_t k = 0; k < v; ++k)
+        out[i + k] = fromMem(b_.CreateExtractElement(phi, static_cast<uint64_t>(k)), vt);
+      continue;
+    }
+    Slots e = doLoad();
+    llvm::BasicBlock* ldEnd = b_.GetInsertBlock();
+    b_.CreateBr(join);
+    b_.SetInsertPoint(join);
+    for (int64_t k = 0; k < v; ++k) {
+      llvm::PHINode* phi = b_.CreatePHI(e[k]->getType(), 2);
+      phi->addIncoming(e[k], ldEnd);
+      phi->addIncoming(other ? (*other)[i + k] : llvm::Constant::getNullValue(e[k]->getType()), from);
+      out[i + k] = phi;
+    }
+  }
+  return out;
+}
+
+int64_t Lower::accessWidth(const ir::Op& op, const ir::Layout& l, const ir::Type& ptrT, const ir::SlotTable& t,
+                           const ir::Value* mask) {
+  int64_t v = la_.vectorWidth(op);
+  v = std::gcd(v, static_cast<int64_t>(t.perDim.back().size()));
+  v = std::gcd(v, std::min(l.parent.spt[l.dims.back()], ptrT.shape().back()));
+  if (mask) v = std::gcd(v, la_.maskConstancy(mask));
+  return v;
+}
+
+void Lower::emitLoad(const ir::Op& op) {
+  const ir::Value* ptr = op.operand(0);
+  const ir::Value* mask = op.numOperands() > 1 ? op.operand(1) : nullptr;
+  const ir::Value* other = op.numOperands() > 2 ? op.operand(2) : nullptr;
+  if (!ptr->type().isTile()) {
+    beforeGlobal(false);
+    ir::Type vt = ptr->type().withDType(ptr->type().dtype());
+    llvm::Type* mt = memTy(vt);
+    auto ld = [&] { return fromMem(b_.CreateAlignedLoad(mt, scalar(ptr), llvm::Align(bytesOf(mt))), vt); };
+    if (!mask) {
+      scalars_[op.result()] = ld();
+      return;
+    }
+    llvm::Function* fn = b_.GetInsertBlock()->getParent();
+    llvm::BasicBlock* from = b_.GetInsertBlock();
+    auto* bb = llvm::BasicBlock::Create(ctx_, "ld", fn);
+    auto* join = llvm::BasicBlock::Create(ctx_, "ld.end", fn);
+    b_.CreateCondBr(scalar(mask), bb, join);
+    b_.SetInsertPoint(bb);
+    llvm::Value* x = ld();
+    llvm::BasicBlock* end = b_.GetInsertBlock();
+    b_.CreateBr(join);
+    b_.SetInsertPoint(join);
+    llvm::PHINode* phi = b_.CreatePHI(x->getType(), 2);
+    phi->addIncoming(x, end);
+    phi->addIncoming(other ? scalar(other) : llvm::Constant::getNullValue(x->getType()), from);
+    scalars_[op.result()] = phi;
+    return;
+  }
+  const ir::Layout& l = la_.get(op.result());
+  Slots ptrs = tileIn(ptr, l);
+  Slots m, o;
+  if (mask) m = tileIn(mask, l);
+  if (other) o = tileIn(other, l);
+  tiles_[op.result()] = TileV{l, globalLoad(op, l, ptr->type(), ptrs, mask ? &m : nullptr, other ? &o : nullptr)};
+}
+
+void Lower::emitStore(const ir::Op& op) {
+  const ir::Value* ptr = op.operand(0);
+  const ir::Value* val = op.operand(1);
+  const ir::Value* mask = op.numOperands() > 2 ? op.operand(2) : nullptr;
+  ir::Type vt = ptr->type().withDType(ptr->type().dtype());
+  llvm::Type* mt = memTy(vt);
+  uint64_t eb = bytesOf(mt);
+  if (!ptr->type().isTile()) {
+    beforeGlobal(true);
+    // One thread stores the (uniform) value.
+    llvm::Value* c = b_.CreateICmpEQ(tid_, i32(0));
+    if (mask) c = b_.CreateAnd(c, scalar(mask));
+    llvm::Value* p = scalar(ptr);
+    llvm::Value* x = toMem(scalar(val));
+    guarded(c, [&] { b_.CreateAlignedStore(x, p, llvm::Align(eb)); });
+    return;
+  }
+  // The store runs in freeAccessLayout (no replication of the pointer tile's
+  // elements over threads, the widest runs); its pointers and mask are
+  // re-derived there, the value converted.
+  const ir::Layout l = *freeAccessLayout(op);
+  const auto& shape = ptr->type().shape();
+  std::map<std::pair<const ir::Value*, std::string>, Slots> memo;
+  int budget = 64;
+  Slots ptrs = recompute(ptr, l, memo, budget);
+  Slots m;
+  if (mask) m = recompute(mask, l, memo, budget);
+  Slots vals = tileIn(val, l);
+  ir::SlotTable t = ir::slotTable(l, shape);
+  int64_t v = la_.vectorWidth(op);
+  v = std::gcd(v, static_cast<int64_t>(t.perDim.back().size()));
+  v = std::gcd(v, std::min(l.parent.spt[l.dims.back()], shape.back()));
+  if (mask) v = std::gcd(v, la_.maskConstancy(mask));
+  llvm::Value* owner = ownerPred(l, t);
+  beforeGlobal(true);
+  for (size_t i = 0; i < t.size(); i += static_cast<size_t>(v)) {
+    llvm::Value* c = owner;
+    if (mask) c = c ? b_.CreateAnd(c, m[i]) : m[i];
+    guarded(c, [&] {
+      llvm::Value* x;
+      if (v == 1) {
+        x = toMem(vals[i]);
+      } else {
+        x = llvm::PoisonValue::get(llvm::FixedVectorType::get(mt, static_cast<unsigned>(v)));
+        for (int64_t k = 0; k < v; ++k) x = b_.CreateInsertElement(x, toMem(vals[i + k]), static_cast<uint64_t>(k));
+      }
+      b_.CreateAlignedStore(x, ptrs[i], llvm::Align(eb * static_cast<uint64_t>(v)));
+    });
+  }
+}
+
+llvm::Value* Lower::atomicOne(const ir::Op& op, llvm::Value* p, llvm::Value* v) {
+  bool fl = v->getType()->isFloatingPointTy();
+  llvm::AtomicRMWInst::BinOp kind;
+  if (op.code() == OpCode::AtomicAdd) kind = fl ? llvm::AtomicRMWInst::FAdd : llvm::AtomicRMWInst::Add;
+  // fmaximum: NaN-propagating, -0 < +0, like the IR's max.
+  else kind = fl ? llvm::AtomicRMWInst::FMaximum : llvm::AtomicRMWInst::Max;
+  return b_.CreateAtomicRMW(kind, p, v, llvm::MaybeAlign(), llvm::AtomicOrdering::Monotonic,
+                            ctx_.getOrInsertSyncScopeID(t_.deviceSyncScope()));
+}
+
+void Lower::emitAtomic(const ir::Op& op) {
+  const ir::Value* ptr = op.operand(0);
+  const ir::Value* val = op.operand(1);
+  const ir::Value* mask = op.numOperands() > 2 ? op.operand(2) : nullptr;
+  llvm::Type* et = elemTy(val->type());
+  uint64_t eb = bytesOf(et);
+  llvm::Function* fn = b_.GetInsertBlock()->getParent();
+  // if (c) old = atomic(p, v) else old = 0
+  auto one = [&](llvm::Value* c, llvm::Value* p, llvm::Value* v) -> llvm::Value* {
+    if (!c) return atomicOne(op, p, v);
+    llvm::BasicBlock* from = b_.GetInsertBlock();
+    auto* bb = llvm::BasicBlock::Create(ctx_, "atomic", fn);
+    auto* join = llvm::BasicBlock::Create(ctx_, "atomic.end", fn);
+    b_.CreateCondBr(c, bb, join);
+    b_.SetInsertPoint(bb);
+    llvm::Value* old = atomicOne(op, p, v);
+    b_.CreateBr(join);
+    b_.SetInsertPoint(join);
+    llvm::PHINode* phi = b_.CreatePHI(et, 2);
+    phi->addIncoming(old, bb);
+    phi->addIncoming(llvm::Constant::getNullValue(et), from);
+    return phi;
+  };
+  beforeGlobal(true);
+  if (!ptr->type().isTile()) {
+    // Thread 0 performs it; every thread needs the old value.
+    llvm::Value* c = b_.CreateICmpEQ(tid_, i32(0));
+    if (mask) c = b_.CreateAnd(c, scalar(mask));
+    llvm::Value* old = one(c, scalar(ptr), scalar(val));
+    llvm::Value* s = scratch(eb);
+    beforeShared();
+    guarded(b_.CreateICmpEQ(tid_, i32(0)), [&] { b_.CreateStore(old, s); });
+    barrier();
+    smemDirty_ = true;
+    scalars_[op.result()] = b_.CreateLoad(et, s);
+    return;
+  }
+  const ir::Layout& l = la_.get(op.result());
+  const auto& shape = ptr->type().shape();
+  Slots ptrs = tileIn(ptr, l);
+  Slots vals = tileIn(val, l);
+  Slots m;
+  if (mask) m = tileIn(mask, l);
+  ir::SlotTable t = ir::slotTable(l, shape);
+  llvm::Value* owner = ownerPred(l, t);
+  Slots olds;
+  for (size_t i = 0; i < t.size(); ++i) {
+    llvm::Value* c = owner;
+    if (mask) c = c ? b_.CreateAnd(c, m[i]) : m[i];
+    olds.push_back(one(c, ptrs[i], vals[i]));
+  }
+  if (owner) {
+    // Other holders of an element get its old value from the owner.
+    int64_t n = 1;
+    for (int64_t s : shape) n *= s;
+    llvm::Value* s = scratch(static_cast<uint64_t>(n) * eb);
+    beforeShared();
+    Slots bs = bases(l, t);
+    guarded(owner, [&] {
+      for (size_t i = 0; i < t.size(); ++i)
+        b_.CreateStore(olds[i], b_.CreateInBoundsGEP(et, s, linear(indexOf(bs, t, i), shape)));
+    });
+    barrier();
+    smemDirty_ = true;
+    for (size_t i = 0; i < t.size(); ++i)
+      olds[i] = b_.CreateLoad(et, b_.CreateInBoundsGEP(et, s, linear(indexOf(bs, t, i), shape)));
+  }
+  tiles_[op.result()] = TileV{l, std::move(olds)};
+}
+
+void Lower::writeBuffer(const ir::Value* buf, const Slots& vals, const ir::Layout& l, bool ordered) {
+  const auto& shape = buf->type().shape();
+  llvm::Type* mt = memTyOf(buf->type().dtype());
+  llvm::Value* base = scalar(buf);
+  ir::SlotTable t = ir::slotTable(l, shape);
+  if (ordered) beforeShared();
+  else smemDirty_ = true;
+  // One writer per element (see convertVia).
+  guarded(ownerPred(l, t), [&] {
+    Slots bs = bases(l, t);
+    for (size_t i = 0; i < t.size(); ++i)
+      b_.CreateStore(toMem(vals[i]), b_.CreateInBoundsGEP(mt, base, bufIndex(buf, indexOf(bs, t, i), shape)));
+  });
+}
+
+const ir::Value* rootBuffer(const ir::Value* buf) {
+  while (const ir::Op* d = buf->definingOp()) {
+    if (d->code() != OpCode::BufferSlot) break;
+    buf = d->operand(0);
+  }
+  return buf;
+}
+
+llvm::Value* Lower::bufIndex(const ir::Value* buf, const Slots& idx, const std::vector<int64_t>& shape) {
+  auto it = storage_.find(rootBuffer(buf));
+  if (it == storage_.end()) return linear(idx, shape);
+  const Storage& sg = it->second;
+  const DotStaging& st = sg.st;
+  const size_t n = shape.size();
+  TS_ASSERT(n >= 2, "staged buffer of rank < 2");
+  const int64_t r = shape[n - 2], c = shape[n - 1];
+  TS_ASSERT(sg.transposed ? (c == st.rows && r == st.cols) : (r == st.rows && c == st.cols),
+            "staged buffer: shape mismatch");
+  Slots outer(idx.begin(), idx.end() - 2);
+  llvm::Value* in = sg.transposed ? stagingIndex(b_, st, idx[n - 1], idx[n - 2]) : stagingIndex(b_, st, idx[n - 2], idx[n - 1]);
+  if (outer.empty()) return in;
+  std::vector<int64_t> os(shape.begin(), shape.end() - 2);
+  return b_.CreateAdd(b_.CreateMul(linear(outer, os), i32(sg.slotElems())), in);
+}
+
+}  // namespace tessera::codegen::gpu_lower
