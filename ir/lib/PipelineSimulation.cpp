@@ -1,0 +1,325 @@
+// The pipeline verifier's proof: the abstract execution of the kernel body,
+// and of each pipelined loop until its canonical state repeats.
+//
+// How the proof works. Every shared buffer written by an async copy is
+// "tracked"; each of its slots (index along the leading dimension) has an
+// abstract state: the last write (which op, which iteration of which
+// pipelined loop it belongs to, and whether it is in flight, complete but
+// not yet published by a barrier, or visible), and the reads since the last
+// barrier. The kernel body is executed abstractly op by op: async copies,
+// commits, waits, barriers, reads and writes update that state, and every
+// access is checked against the rules (read only visible data of the right
+// iteration; never overwrite a slot with a read or a copy still pending).
+//
+// A `for {pipelined = S}` loop runs an unknown number of times, so its body
+// is executed abstractly for iterations k = 0, 1, 2, ... and after each one
+// the state is put in a canonical form relative to k: iterations are
+// renamed i -> i - k and slots s -> (s - k) mod N. Every slot index in the
+// body is required to be (k + c) mod N, so one iteration acts on the
+// canonical state the same way whatever k is: the canonical state at the
+// start of iteration k+1 is a fixed function of the one at k. As soon as a
+// canonical state repeats, the sequence is periodic and every later
+// iteration repeats checks already passed, which proves the schedule for
+// every trip count. For the modular schedule the pass emits this happens
+// after S+1 iterations: each slot is rewritten every S iterations, so by
+// iteration S the state no longer remembers the prologue, and iteration S+1
+// starts in the same canonical state as iteration S. Schedules whose state
+// never repeats (e.g. a group that is never waited for, so the in-flight
+// list grows) are rejected after a bounded number of iterations.
+//
+// Masks are ignored: a masked async copy still counts as a write of its
+// whole slot (masked-off lanes write 0), which is what the hardware does.
+#include "PipelineChecker.h"
+
+#include <algorithm>
+
+namespace tessera::ir::detail {
+
+// ---- abstract state --------------------------------------------------------
+std::string PipelineChecker::slotText(const Value* r, int64_t absSlot, const Iter& it) const {
+  int64_t n = r->type().shape()[0];
+  if (!it.loop) return std::to_string(absSlot);
+  return relSlot(((absSlot - it.k) % n + n) % n, n);
+}
+std::string PipelineChecker::iterText(const Write& w, const Iter& it) const {
+  if (!w.tagged) return "outside the loop";
+  if (it.loop && w.epoch == it.epoch) return "iteration " + relIter(w.iter - it.k);
+  return "iteration " + std::to_string(w.iter) + " of the loop at " + where(loops_.at(w.epoch)->loc());
+}
+std::string PipelineChecker::stagesHint(const Value* r, const Iter& it) const {
+  if (!it.loop) return "";
+  int64_t S = intAttrOf(*it.loop, "pipelined").value_or(1), n = r->type().shape()[0];
+  if (n >= S) return "";
+  return " (the buffer has " + std::to_string(n) + " slots but the loop keeps " + std::to_string(S) +
+         " stages in flight)";
+}
+
+std::vector<int64_t> PipelineChecker::slotsOf(const Op& op, const Value* buf, const Iter& it) {
+  const Value* r = root(buf);
+  int64_t n = r->type().shape()[0];
+  SlotForm f = slotForm(op, buf, it.loop);
+  std::vector<int64_t> out;
+  if (f.all) {
+    for (int64_t s = 0; s < n; ++s) out.push_back(s);
+  } else {
+    out.push_back(it.loop ? (it.k + f.c) % n : f.c);
+  }
+  return out;
+}
+
+void PipelineChecker::asyncCopy(State& st, const Op& op, const Iter& it) {
+  const Value* r = root(op.operand(0));
+  Write w;
+  w.op = &op;
+  w.st = St::InFlight;
+  auto stage = intAttrOf(op, "stage");
+  if (it.loop) {
+    w.tagged = true;
+    w.epoch = it.epoch;
+    w.iter = it.k + stage.value_or(0);
+  } else if (stage && prologueEpoch_ >= 0) {
+    w.tagged = true;
+    w.epoch = prologueEpoch_;
+    w.iter = *stage;
+  }
+  for (int64_t s : slotsOf(op, op.operand(0), it)) {
+    Slot& sl = st.slots[{r, s}];
+    if (!sl.reads.empty()) {
+      const Op& rd = *sl.reads.front().op;
+      fail(op, "pipelined loop: write-after-read hazard on buffer " + bufName(r) + " slot " + slotText(r, s, it) +
+                   ": " + at(op) + " may overwrite data " + at(rd) +
+                   " still reads; insert a barrier between them or use more stages" + stagesHint(r, it));
+    }
+    if (sl.w && sl.w->st == St::InFlight) {
+      std::string reader = firstReader(r);
+      fail(op, "pipelined loop: write-after-write hazard on buffer " + bufName(r) + " slot " + slotText(r, s, it) +
+                   ": " + at(op) + " (" + iterText(w, it) + ") may overwrite the slot while " + at(*sl.w->op) +
+                   " (" + iterText(*sl.w, it) + ") is still in flight" +
+                   (reader.empty() ? "" : " and before " + reader + " reads its data") +
+                   "; wait for the older copy first or use more slots" + stagesHint(r, it));
+    }
+    sl.w = w;
+  }
+}
+
+std::string PipelineChecker::firstReader(const Value* r) const {
+  const Op* found = nullptr;
+  walk(const_cast<Block&>(f_.body()), [&](Op& op) {
+    if (!found && op.code() == OpCode::LocalLoad && root(op.operand(0)) == r) found = &op;
+  });
+  return found ? at(*found) : std::string();
+}
+
+void PipelineChecker::syncWrite(State& st, const Op& op, const Iter& it) {
+  const Value* r = root(op.operand(0));
+  for (int64_t s : slotsOf(op, op.operand(0), it)) {
+    Slot& sl = st.slots[{r, s}];
+    if (sl.w && sl.w->st != St::Visible)
+      fail(op, "pipelined loop: write-after-write hazard on buffer " + bufName(r) + " slot " + slotText(r, s, it) +
+                   ": " + at(op) + " writes while " + at(*sl.w->op) +
+                   " may still be writing; an async_wait that retires it and a barrier must come first");
+    Write w;
+    w.op = &op;
+    sl.w = w;
+  }
+}
+
+void PipelineChecker::read(State& st, const Op& op, const Iter& it) {
+  const Value* r = root(op.operand(0));
+  Read rd;
+  rd.op = &op;
+  if (it.loop) {
+    rd.tagged = true;
+    rd.iter = it.k + intAttrOf(op, "stage").value_or(0);
+  }
+  for (int64_t s : slotsOf(op, op.operand(0), it)) {
+    Slot& sl = st.slots[{r, s}];
+    if (sl.w) {
+      const Write& w = *sl.w;
+      if (w.st == St::InFlight)
+        fail(op, "pipelined loop: read-before-wait hazard on buffer " + bufName(r) + " slot " + slotText(r, s, it) +
+                     ": " + at(op) + " reads data that " + at(*w.op) + " (" + iterText(w, it) +
+                     ") may still be copying; an async_wait whose 'pending' count retires that copy's group, "
+                     "then a barrier, must come first");
+      if (w.st == St::Done)
+        fail(op, "pipelined loop: read-before-barrier hazard on buffer " + bufName(r) + " slot " +
+                     slotText(r, s, it) + ": " + at(op) + " reads data that " + at(*w.op) + " (" + iterText(w, it) +
+                     ") copied, which is complete but not yet visible to all threads; insert a barrier after the "
+                     "async_wait");
+      if (rd.tagged && (!w.tagged || w.epoch != it.epoch || w.iter != rd.iter))
+        fail(op, "pipelined loop: wrong data on buffer " + bufName(r) + " slot " + slotText(r, s, it) + ": " + at(op) +
+                     " (iteration " + relIter(rd.iter - it.k) + ") reads the slot last written by " + at(*w.op) +
+                     " (" + iterText(w, it) + ")" + stagesHint(r, it));
+    } else if (rd.tagged) {
+      fail(op, "pipelined loop: " + at(op) + " reads buffer " + bufName(r) + " slot " + slotText(r, s, it) +
+                   " before any copy fills it");
+    }
+    sl.reads.push_back(rd);
+  }
+}
+
+void PipelineChecker::commit(State& st) {
+  for (auto& [k, sl] : st.slots)
+    if (sl.w && sl.w->st == St::InFlight && sl.w->group < 0) sl.w->group = st.nextGroup;
+  st.committed.push_back(st.nextGroup++);
+}
+void PipelineChecker::wait(State& st, int64_t pending) {
+  while (static_cast<int64_t>(st.committed.size()) > pending) {
+    int64_t g = st.committed.front();
+    st.committed.pop_front();
+    for (auto& [k, sl] : st.slots)
+      if (sl.w && sl.w->st == St::InFlight && sl.w->group == g) sl.w->st = St::Done;
+  }
+}
+void PipelineChecker::barrier(State& st) {
+  for (auto& [k, sl] : st.slots) {
+    if (sl.w && sl.w->st == St::Done) sl.w->st = St::Visible;
+    sl.reads.clear();
+  }
+}
+
+/// Executes one op (and, for reads, its nested regions) abstractly.
+void PipelineChecker::exec(State& st, const Op& op, const Iter& it, bool nested) {
+  switch (op.code()) {
+    case OpCode::Copy:
+      if (!tracked_.count(root(op.operand(0)))) break;
+      if (isAsyncCopy(op)) asyncCopy(st, op, it);
+      else syncWrite(st, op, it);
+      break;
+    case OpCode::LocalStore:
+      if (tracked_.count(root(op.operand(0)))) syncWrite(st, op, it);
+      break;
+    case OpCode::LocalLoad:
+      if (tracked_.count(root(op.operand(0)))) read(st, op, it);
+      break;
+    case OpCode::AsyncCommit: commit(st); break;
+    case OpCode::AsyncWait: wait(st, intAttrOf(op, "pending").value_or(0)); break;
+    // A barrier in a nested region may not execute: ignoring it is the
+    // conservative choice (it can only hide a hazard, never invent one).
+    case OpCode::Barrier:
+      if (!nested) barrier(st);
+      break;
+    default: break;
+  }
+  for (auto& r : op.regions())
+    for (auto& o : r->block().ops()) exec(st, *o, it, true);
+}
+
+// ---- canonical form relative to iteration k -------------------------------
+std::string PipelineChecker::canonical(const State& st, const Iter& it) const {
+  std::string key = std::to_string(st.committed.size()) + ";";
+  std::map<std::pair<const Value*, int64_t>, std::string> rel;
+  for (auto& [k, sl] : st.slots) {
+    int64_t n = k.first->type().shape()[0];
+    std::string s;
+    if (sl.w) {
+      const Write& w = *sl.w;
+      s += std::to_string(reinterpret_cast<uintptr_t>(w.op)) + ":" + std::to_string(static_cast<int>(w.st));
+      s += w.tagged ? ":" + std::to_string(w.epoch) + "@" + std::to_string(w.iter - it.k) : ":-";
+      if (w.st == St::InFlight) {
+        auto pos = std::find(st.committed.begin(), st.committed.end(), w.group);
+        // Appended piecewise: `"..." + std::string` trips a GCC 12 -Wrestrict false positive.
+        s += "/g";
+        s += w.group < 0 ? std::string("open") : std::to_string(pos - st.committed.begin());
+      }
+    }
+    for (const Read& r : sl.reads) {
+      s += "|r";
+      s += std::to_string(reinterpret_cast<uintptr_t>(r.op));
+      if (r.tagged) {
+        s += '@';
+        s += std::to_string(r.iter - it.k);
+      }
+    }
+    if (s.empty()) continue;
+    rel[{k.first, ((k.second - it.k) % n + n) % n}] = s;
+  }
+  for (auto& [k, s] : rel)
+    key += std::to_string(reinterpret_cast<uintptr_t>(k.first)) + "#" + std::to_string(k.second) + "=" + s + ";";
+  return key;
+}
+
+void PipelineChecker::simulateKernel() {
+  for (auto& op : f_.body().ops())
+    if (op->code() == OpCode::For && op->hasAttr("pipelined")) loops_.push_back(op.get());
+  State st;
+  int epoch = 0;
+  const auto& ops = f_.body().ops();
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Op& op = *ops[i];
+    prologueEpoch_ = epoch < static_cast<int>(loops_.size()) ? epoch : -1;
+    if (op.code() == OpCode::For && op.hasAttr("pipelined")) {
+      st = simulateLoop(st, op, epoch++, i + 1 < ops.size() ? ops[i + 1].get() : nullptr);
+      continue;
+    }
+    if (op.code() == OpCode::Return) {
+      for (auto& [k, sl] : st.slots)
+        if (sl.w && sl.w->st == St::InFlight)
+          fail(*sl.w->op, "async copy into buffer " + bufName(k.first) +
+                              " is never waited for before the kernel returns; add async_wait {pending = 0}");
+    }
+    // Region ops at the top level (plain loops, ifs) never touch tracked
+    // buffers or async state (checkPlacement): only their barriers could
+    // matter, and ignoring them is conservative.
+    exec(st, op, Iter{}, false);
+  }
+}
+
+PipelineChecker::State PipelineChecker::simulateLoop(State st, const Op& loop, int epoch, const Op* next) {
+  const int64_t S = intAttrOf(loop, "pipelined").value_or(1);
+  int64_t maxSlots = 1;
+  for (const Value* r : tracked_) maxSlots = std::max(maxSlots, r->type().shape()[0]);
+  const int64_t cap = 2 * std::max(S, maxSlots) + 8;
+  std::set<std::string> seen;
+  std::vector<State> exits;
+  const Block& body = loop.region(0).block();
+  bool proved = false;
+  for (int64_t k = 0; k <= cap; ++k) {
+    Iter it{&loop, epoch, k};
+    std::string c = canonical(st, it);
+    if (!seen.insert(std::move(c)).second) {
+      proved = true;
+      break;
+    }
+    exits.push_back(st);
+    for (auto& op : body.ops()) exec(st, *op, it, false);
+  }
+  if (!proved)
+    fail(loop, "pipelined loop: cannot prove the schedule: its state does not repeat within " +
+                   std::to_string(cap) + " iterations (an async_commit whose group is never waited for?)");
+  // The loop may exit after any number of iterations: join every reachable
+  // state. Slots lose their identity (all slots of a buffer get the worst
+  // status and every pending read), which is conservative.
+  State out;
+  bool inFlight = false;
+  const Op* flying = nullptr;
+  std::map<const Value*, Slot> perBuf;
+  for (const State& s : exits)
+    for (auto& [k, sl] : s.slots) {
+      Slot& j = perBuf[k.first];
+      if (sl.w) {
+        if (sl.w->st == St::InFlight && !flying) flying = sl.w->op;
+        if (!j.w || static_cast<int>(sl.w->st) < static_cast<int>(j.w->st)) j.w = sl.w;
+      }
+      for (const Read& r : sl.reads) j.reads.push_back({r.op, false, 0});
+    }
+  for (auto& [r, j] : perBuf)
+    if (j.w) {
+      inFlight = inFlight || j.w->st == St::InFlight;
+      j.w->tagged = false;
+    }
+  if (inFlight) {
+    auto pending = next && next->code() == OpCode::AsyncWait ? intAttrOf(*next, "pending") : std::nullopt;
+    if (!pending || *pending != 0)
+      fail(loop, "pipelined loop: async copies (" + at(*flying) +
+                     ") may still be in flight when the loop exits; follow the loop with async_wait {pending = 0}");
+    for (auto& [r, j] : perBuf)
+      if (j.w && j.w->st == St::InFlight) j.w->st = St::Done;
+  }
+  for (auto& [r, j] : perBuf)
+    for (int64_t s = 0; s < r->type().shape()[0]; ++s) out.slots[{r, s}] = j;
+  out.nextGroup = st.nextGroup;
+  return out;
+}
+
+}  // namespace tessera::ir::detail
