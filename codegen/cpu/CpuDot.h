@@ -1,16 +1,16 @@
 // The CPU `dot` kernel: C += A @ B on tiles held in stack arrays, as a
 // register-blocked microkernel (private to codegen; LLVM types allowed).
 //
-// The lowering packs the operand tiles as it loads them (CpuLowering.cpp:
-// emitLoad/emitDot): A (M x K) row-major with a padded row stride, B (K x N)
-// in panels of NR columns, both in the compute type (f32 for float dots, i32
-// for i8 dots). emitDotKernel() then emits, for every MR x NR block of C, a
-// loop over the whole K of this dot with the MR x NR accumulators in vector
-// registers: per k, NR/L vector loads of a row of B's panel, MR broadcasts
-// of A and MR x NR/L fused multiply-adds. The C block is loaded before that
-// loop and stored after it, so between K iterations of the kernel's own
-// `for` the accumulator tile lives in its stack array and within one dot in
-// registers.
+// The lowering packs the operand tiles as it loads them (emitLoad in
+// CpuLowerMemory.cpp, emitDot in CpuLowerDot.cpp): A (M x K) row-major with a
+// padded row stride, B (K x N) in panels of NR columns, both in the compute
+// type (f32 for float dots, i32 for i8 dots). emitDotKernel() then emits, for
+// every MR x NR block of C, a loop over the whole K of this dot with the
+// MR x NR accumulators in vector registers: per k, NR/L vector loads of a row
+// of B's panel, MR broadcasts of A and MR x NR/L fused multiply-adds. The C
+// block is loaded before that loop and stored after it, so between K
+// iterations of the kernel's own `for` the accumulator tile lives in its
+// stack array and within one dot in registers.
 #pragma once
 
 #include <cstdint>

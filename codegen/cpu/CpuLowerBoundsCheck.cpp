@@ -1,0 +1,124 @@
+// Bounds-checked launches (tessera/support/BoundsCheck.h): the test of every
+// global access against its argument's buffer, recording the first violation.
+#include "codegen/cpu/CpuLowerImpl.h"
+
+#include <cstdint>
+
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/MDBuilder.h>
+
+#include "tessera/support/BoundsCheck.h"
+
+namespace tessera::codegen::cpu::detail {
+
+// ============================================================ bounds checks
+
+int Lowering::rootArg(const ir::Value* v) const {
+  // Global pointers come from pointer arguments through offsets and shape
+  // changes only (pointers are never loaded from memory); a select between
+  // two arguments has no single origin.
+  while (const ir::Op* d = v->definingOp()) {
+    switch (d->code()) {
+      case OpCode::PtrAdd: case OpCode::Splat: case OpCode::Broadcast: case OpCode::ExpandDims:
+      case OpCode::Reshape: case OpCode::Transpose:
+        v = d->operand(0);
+        continue;
+      default: return -1;
+    }
+  }
+  for (unsigned i = 0; i < fn_.numArgs(); ++i)
+    if (fn_.arg(i) == v) return static_cast<int>(i);
+  return -1;
+}
+
+void Lowering::emitBoundsCheck(const ir::Op& op) {
+  switch (op.code()) {
+    case OpCode::Load: case OpCode::Store: case OpCode::AtomicAdd: case OpCode::AtomicMax: case OpCode::Copy: break;
+    default: return;
+  }
+  if (op.code() == OpCode::Load && uses_[op.result()] == 0) return;  // never performed
+  const MemOperands m = memOperands(op);
+  if (m.ptr->type().space() != ir::MemSpace::Global) return;  // shared / local buffers are sized by the compiler
+  const int32_t opId = static_cast<int32_t>(checkedOps_->size());
+  checkedOps_->push_back(op.name() + (op.loc().known() ? " @ " + op.loc().str() : std::string()));
+  const int arg = rootArg(m.ptr);
+  const int64_t eb = static_cast<int64_t>(mod_.getDataLayout().getTypeAllocSize(m.st));
+  llvm::Type* i64t = b_.getInt64Ty();
+
+  // out(addr) for a vector (or scalar) of i64 addresses: outside
+  // [base, base + extent - eb] of the pointer's argument, or of every pointer
+  // argument when its origin is not static. Offsets are signed, so an
+  // address below the base is caught too.
+  auto outside = [&](llvm::Value* addr, int64_t c) -> std::pair<llvm::Value*, llvm::Value*> {
+    auto splat = [&](llvm::Value* x) { return c == 1 ? x : b_.CreateVectorSplat(static_cast<unsigned>(c), x); };
+    auto outOf = [&](unsigned i) {
+      llvm::Value* off = b_.CreateSub(addr, splat(argBase_[i]));
+      llvm::Value* last = splat(b_.CreateSub(argExtent_[i], b_.getInt64(static_cast<uint64_t>(eb))));
+      return std::make_pair(b_.CreateOr(b_.CreateICmpSLT(off, llvm::Constant::getNullValue(off->getType())),
+                                        b_.CreateICmpSGT(off, last)),
+                            off);
+    };
+    if (arg >= 0) return outOf(static_cast<unsigned>(arg));
+    llvm::Value* out = nullptr;
+    for (unsigned i = 0; i < fn_.numArgs(); ++i)
+      if (argBase_[i]) out = out ? b_.CreateAnd(out, outOf(i).first) : outOf(i).first;
+    if (!out) out = c == 1 ? b_.getTrue() : llvm::Constant::getAllOnesValue(llvm::FixedVectorType::get(b_.getInt1Ty(), static_cast<unsigned>(c)));
+    return {out, addr};
+  };
+
+  llvm::Value* badFlag = entryAlloca(b_.getInt1Ty());
+  llvm::Value* badOff = entryAlloca(i64t);
+  b_.CreateStore(b_.getFalse(), badFlag);
+  if (!m.ptr->type().isTile()) {
+    auto [out, off] = outside(b_.CreatePtrToInt(scalar(m.ptr), i64t), 1);
+    if (m.mask) out = b_.CreateAnd(out, scalar(m.mask));
+    b_.CreateStore(out, badFlag);
+    b_.CreateStore(off, badOff);
+  } else {
+    const int64_t c = chunkWidth(numElems(m.ptr->type()));
+    chunkLoop(m.ptr->type().shape(), c, [&](llvm::Value* base) {
+      llvm::Value* p = emitChunk(m.ptr, base, c);
+      llvm::Value* addr = c == 1 ? b_.CreatePtrToInt(b_.CreateExtractElement(p, uint64_t{0}), i64t)
+                                 : b_.CreatePtrToInt(p, llvm::FixedVectorType::get(i64t, static_cast<unsigned>(c)));
+      auto [out, off] = outside(addr, c);
+      if (m.mask) {
+        llvm::Value* mk = emitChunk(m.mask, base, c);
+        out = b_.CreateAnd(out, c == 1 ? b_.CreateExtractElement(mk, uint64_t{0}) : mk);
+      }
+      llvm::Value* any = c == 1 ? out : b_.CreateOrReduce(out);
+      // The smallest offending offset of the chunk (all that is reported).
+      llvm::Value* first = off;
+      if (c > 1) {
+        llvm::Value* masked = b_.CreateSelect(out, off, llvm::ConstantInt::get(off->getType(), UINT64_MAX));
+        first = b_.CreateUnaryIntrinsic(llvm::Intrinsic::vector_reduce_umin, masked);
+      }
+      llvm::Value* was = b_.CreateLoad(b_.getInt1Ty(), badFlag);
+      b_.CreateStore(b_.CreateOr(was, any), badFlag);
+      b_.CreateStore(b_.CreateSelect(b_.CreateAnd(any, b_.CreateNot(was)), first, b_.CreateLoad(i64t, badOff)), badOff);
+    });
+  }
+  llvm::Function* f = b_.GetInsertBlock()->getParent();
+  auto* fail = llvm::BasicBlock::Create(ctx_, "bounds.fail", f);
+  auto* ok = llvm::BasicBlock::Create(ctx_, "bounds.ok", f);
+  b_.CreateCondBr(b_.CreateLoad(b_.getInt1Ty(), badFlag), fail, ok, llvm::MDBuilder(ctx_).createUnlikelyBranchWeights());
+  b_.SetInsertPoint(fail);
+  // The first program to fail fills the record; every failing program stops
+  // before the access.
+  auto* won = llvm::BasicBlock::Create(ctx_, "bounds.record", f);
+  auto* out = llvm::BasicBlock::Create(ctx_, "bounds.return", f);
+  llvm::Value* violated = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), record_, BoundsCheckRecord::kViolated);
+  llvm::Value* cas = b_.CreateAtomicCmpXchg(violated, b_.getInt32(0), b_.getInt32(1), llvm::MaybeAlign(4),
+                                            llvm::AtomicOrdering::Monotonic, llvm::AtomicOrdering::Monotonic);
+  b_.CreateCondBr(b_.CreateExtractValue(cas, 1), won, out);
+  b_.SetInsertPoint(won);
+  auto field = [&](size_t at) { return b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), record_, at); };
+  b_.CreateStore(b_.getInt32(static_cast<uint32_t>(opId)), field(BoundsCheckRecord::kOpId));
+  b_.CreateStore(b_.getInt32(static_cast<uint32_t>(arg)), field(BoundsCheckRecord::kArg));
+  b_.CreateStore(b_.CreateLoad(i64t, badOff), field(BoundsCheckRecord::kOffset));
+  b_.CreateBr(out);
+  b_.SetInsertPoint(out);
+  b_.CreateRetVoid();
+  b_.SetInsertPoint(ok);
+}
+
+}  // namespace tessera::codegen::cpu::detail

@@ -1,0 +1,204 @@
+// Control flow (for, if, yield) and the per-op dispatch, including buffers
+// and local memory (alloc, local_load/local_store, copy, buffer_slot).
+#include "codegen/cpu/CpuLowerImpl.h"
+
+#include <llvm/IR/Intrinsics.h>
+
+namespace tessera::codegen::cpu::detail {
+
+// ============================================================== control flow
+
+void Lowering::emitFor(const ir::Op& op) {
+  llvm::Value* lo = scalar(op.operand(0));
+  llvm::Value* hi = scalar(op.operand(1));
+  llvm::Value* step = scalar(op.operand(2));
+  std::vector<llvm::Value*> storage;
+  for (unsigned i = 0; i < op.numResults(); ++i) {
+    const ir::Value* init = op.operand(3 + i);
+    if (init->type().isTile()) {
+      storage.push_back(allocTile(init->type()));
+      writeTile(storage.back(), init);
+    } else {
+      storage.push_back(entryAlloca(elemTy(init->type())));
+      b_.CreateStore(scalar(init), storage.back());
+    }
+  }
+  llvm::Function* f = b_.GetInsertBlock()->getParent();
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  auto* header = llvm::BasicBlock::Create(ctx_, "for.head", f);
+  auto* body = llvm::BasicBlock::Create(ctx_, "for.body", f);
+  auto* exit = llvm::BasicBlock::Create(ctx_, "for.end", f);
+  // A non-positive step runs zero iterations (IR semantics), so the test
+  // is evaluated once outside the loop.
+  llvm::Value* positive = b_.CreateICmpSGT(step, llvm::ConstantInt::get(step->getType(), 0));
+  b_.CreateBr(header);
+  b_.SetInsertPoint(header);
+  llvm::PHINode* iv = b_.CreatePHI(lo->getType(), 2, "iv");
+  iv->addIncoming(lo, pre);
+  b_.CreateCondBr(b_.CreateAnd(positive, b_.CreateICmpSLT(iv, hi)), body, exit);
+  b_.SetInsertPoint(body);
+  const ir::Block& blk = op.region(0).block();
+  scalars_[blk.arg(0)] = iv;
+  for (unsigned i = 0; i < op.numResults(); ++i) {
+    const ir::Value* a = blk.arg(i + 1);
+    if (a->type().isTile()) arrays_[a] = storage[i];
+    else scalars_[a] = b_.CreateLoad(elemTy(a->type()), storage[i]);
+  }
+  yieldTargets_.push_back({storage, true});
+  emitBlock(blk);
+  yieldTargets_.pop_back();
+  // iv + step may overflow only when the loop is about to exit; the wrap
+  // would restart it, so exit explicitly on overflow.
+  llvm::Value* sum = b_.CreateBinaryIntrinsic(llvm::Intrinsic::sadd_with_overflow, iv, step);
+  llvm::Value* next = b_.CreateExtractValue(sum, 0);
+  llvm::Value* ovf = b_.CreateExtractValue(sum, 1);
+  iv->addIncoming(next, b_.GetInsertBlock());
+  b_.CreateCondBr(ovf, exit, header);
+  b_.SetInsertPoint(exit);
+  for (unsigned i = 0; i < op.numResults(); ++i) {
+    const ir::Value* r = op.result(i);
+    if (r->type().isTile()) arrays_[r] = storage[i];
+    else scalars_[r] = b_.CreateLoad(elemTy(r->type()), storage[i]);
+  }
+}
+
+void Lowering::emitIf(const ir::Op& op) {
+  std::vector<llvm::Value*> storage;
+  for (unsigned i = 0; i < op.numResults(); ++i) {
+    const ir::Type& t = op.result(i)->type();
+    storage.push_back(t.isTile() ? allocTile(t) : entryAlloca(elemTy(t)));
+  }
+  llvm::Function* f = b_.GetInsertBlock()->getParent();
+  auto* thenBB = llvm::BasicBlock::Create(ctx_, "if.then", f);
+  auto* elseBB = llvm::BasicBlock::Create(ctx_, "if.else", f);
+  auto* endBB = llvm::BasicBlock::Create(ctx_, "if.end", f);
+  b_.CreateCondBr(scalar(op.operand(0)), thenBB, elseBB);
+  for (unsigned r = 0; r < 2; ++r) {
+    b_.SetInsertPoint(r == 0 ? thenBB : elseBB);
+    if (r < op.numRegions()) {
+      yieldTargets_.push_back({storage, false});
+      emitBlock(op.region(r).block());
+      yieldTargets_.pop_back();
+    }
+    b_.CreateBr(endBB);
+  }
+  b_.SetInsertPoint(endBB);
+  for (unsigned i = 0; i < op.numResults(); ++i) {
+    const ir::Value* r = op.result(i);
+    if (r->type().isTile()) arrays_[r] = storage[i];
+    else scalars_[r] = b_.CreateLoad(elemTy(r->type()), storage[i]);
+  }
+}
+
+void Lowering::emitYield(const ir::Op& op) {
+  TS_ASSERT(!yieldTargets_.empty(), "yield outside a region");
+  const YieldTarget& t = yieldTargets_.back();
+  TS_ASSERT(t.storage.size() == op.numOperands(), "yield arity");
+  // First compute everything (tiles that are not yet arrays go to
+  // temporaries), then write the storage: a yielded value may read the
+  // storage of another carried value.
+  std::vector<llvm::Value*> vals(op.numOperands());
+  for (unsigned i = 0; i < op.numOperands(); ++i) {
+    const ir::Value* v = op.operand(i);
+    if (!v->type().isTile()) {
+      vals[i] = scalar(v);
+    } else if (t.viaTemps && !arrays_.count(v)) {
+      materialize(v);
+    }
+  }
+  for (unsigned i = 0; i < op.numOperands(); ++i) {
+    const ir::Value* v = op.operand(i);
+    if (v->type().isTile()) writeTile(t.storage[i], v);
+    else b_.CreateStore(vals[i], t.storage[i]);
+  }
+}
+
+// ======================================================================= ops
+
+void Lowering::emitBlock(const ir::Block& blk) {
+  for (auto& op : blk.ops()) emitOp(*op);
+}
+
+void Lowering::emitOp(const ir::Op& op) {
+  if (checkedOps_) emitBoundsCheck(op);
+  switch (op.code()) {
+    case OpCode::ProgramId: scalars_[op.result()] = pid_[op.intAttr("axis")]; return;
+    case OpCode::NumPrograms: scalars_[op.result()] = grid_[op.intAttr("axis")]; return;
+    case OpCode::Load:
+      // No effect to keep if unused; fused and deferred loads are emitted
+      // by their consumer.
+      if (uses_[op.result()] == 0 || fused_.count(op.result()) || deferred_.count(op.result())) return;
+      return emitLoad(op);
+    case OpCode::Store: return emitStore(op);
+    case OpCode::AtomicAdd:
+    case OpCode::AtomicMax: return emitAtomic(op);
+    case OpCode::Alloc: arrays_[op.result()] = allocTile(op.result()->type()); return;
+    case OpCode::LocalLoad: {
+      // A copy: later local_stores must not change this value.
+      llvm::Value* arr = allocTile(op.result()->type());
+      const ir::Value* buf = op.operand(0);
+      arrays_[op.result()] = arr;
+      uint64_t elem = mod_.getDataLayout().getTypeAllocSize(memTy(buf->type().dtype()));
+      uint64_t bytes = static_cast<uint64_t>(numElems(buf->type())) * elem;
+      // A slot view starts at index * slot bytes: only element-aligned.
+      llvm::Align srcAlign(slotViews_.count(buf) ? elem : 64);
+      b_.CreateMemCpy(arr, llvm::MaybeAlign(64), arrays_.at(buf), srcAlign, bytes);
+      return;
+    }
+    case OpCode::LocalStore: return writeTile(arrays_.at(op.operand(0)), op.operand(1));
+    // `copy {async = 1}` may complete at any time up to the async_wait that
+    // retires it; completing it right here, in program order, is one of the
+    // allowed executions (masked-off lanes load 0, as the model requires).
+    case OpCode::Copy: return emitLoad(op, arrays_.at(op.operand(0)));
+    case OpCode::BufferSlot: {
+      // A view: the slot's elements are the contiguous run starting at
+      // index * (elements per slot) of the buffer's row-major array.
+      const ir::Value* buf = op.operand(0);
+      llvm::Value* idx = b_.CreateSExtOrTrunc(scalar(op.operand(1)), b_.getInt64Ty());
+      llvm::Value* off = b_.CreateMul(idx, i64(numElems(op.result()->type())));
+      arrays_[op.result()] = b_.CreateGEP(storageTy(buf->type()), arrays_.at(buf), off);
+      slotViews_.insert(op.result());
+      return;
+    }
+    // Every copy has completed when it was issued (above): nothing to wait for.
+    case OpCode::AsyncCommit:
+    case OpCode::AsyncWait: return;
+    case OpCode::Barrier: return;  // one thread runs a whole program on the CPU
+    case OpCode::Reduce: {
+      auto d = deferredAt_.find(&op);
+      if (d == deferredAt_.end()) return emitReduce(op);
+      for (const ir::Value* v : d->second) pending_[v] = allocTile(v->type());
+      emitReduce(op);
+      for (const ir::Value* v : d->second) arrays_[v] = pending_.at(v);
+      pending_.clear();
+      memo_.clear();
+      return;
+    }
+    case OpCode::Dot: return emitDot(op);
+    case OpCode::For: return emitFor(op);
+    case OpCode::If: return emitIf(op);
+    case OpCode::Yield: return emitYield(op);
+    case OpCode::Return: b_.CreateRetVoid(); b_.ClearInsertionPoint(); return;
+    case OpCode::Transpose:
+      if (!arrays_.count(op.operand(0))) TS_UNREACHABLE("transpose source not materialised");
+      if (uses_[op.result()]) materialize(op.result());
+      return;
+    default: break;
+  }
+  TS_ASSERT(isFusableDef(op.code()), std::string("cpu lowering: unhandled op ") + op.name());
+  const ir::Value* r = op.result();
+  if (!r->type().isTile()) {
+    if (op.code() == OpCode::Constant) {
+      scalars_[r] = constantOf(op, elemTy(r->type()));
+      return;
+    }
+    std::vector<llvm::Value*> v;
+    for (const ir::Value* o : op.operands()) v.push_back(scalar(o));
+    scalars_[r] = elementwise(op, std::move(v));
+    return;
+  }
+  if (fused_.count(r) || deferred_.count(r) || uses_[r] == 0) return;  // emitted by its consumer / dead
+  materialize(r);
+}
+
+}  // namespace tessera::codegen::cpu::detail
