@@ -174,9 +174,8 @@ std::string Artifact::assembly() const {
   // The kept module's functions carry their target-cpu and target-features,
   // so the host TargetMachine emits the same code the JIT ran.
   std::lock_guard<std::mutex> lock(kept->mu);
-  std::unique_ptr<llvm::Module> mod = kept->clone();
   CpuTargetInfo t = selectCpuTarget(target.arch);
-  return cpu::emitAssembly(*mod, cpu::cachedTargetMachine(t, cpu::kAssemblyOptLevel));
+  return cpu::emitAssembly(*kept->module, cpu::cachedTargetMachine(t, cpu::kAssemblyOptLevel));
 }
 
 }  // namespace tessera::codegen

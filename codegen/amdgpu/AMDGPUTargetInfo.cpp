@@ -51,23 +51,14 @@ constexpr GfxRow kGfx[] = {
 #include "tessera/support/Targets.def"
 };
 
-MathChoice amdgpuMath(ir::OpCode op, DType dt) {
-  using ir::OpCode;
-  bool f32 = dt == DType::F32;
-  switch (op) {
-    case OpCode::Exp: case OpCode::Exp2: case OpCode::Log: case OpCode::Log2:
-    case OpCode::Tanh: case OpCode::Erf:
-      // v_exp_f32 / v_log_f32 are 1-ulp for exp2/log2 only and flush
-      // denormals on some parts; the polynomials match the other targets.
-      if (f32) return {MathImpl::Polynomial, "VectorMath polynomial (exp/log <= 2 ulp, tanh/erf <= 4 ulp)"};
-      return {MathImpl::Unsupported, "f64 transcendentals need the ROCm device libraries, not linked yet"};
-    case OpCode::Sqrt: return {MathImpl::LlvmIntrinsic, "llvm.sqrt, correctly rounded expansion"};
-    case OpCode::Rsqrt: return {MathImpl::LlvmIntrinsic, "1 / sqrt with a correctly rounded division (v_rsq is not used)"};
-    case OpCode::Floor: return {MathImpl::LlvmIntrinsic, "llvm.floor -> v_floor"};
-    case OpCode::Pow: return {MathImpl::Unsupported, "pow is not implemented for GPU targets yet"};
-    default: return {MathImpl::LlvmIntrinsic, "native instruction"};
-  }
-}
+// v_exp_f32 / v_log_f32 are 1-ulp for exp2/log2 only and flush denormals
+// on some parts; the polynomials match the other targets.
+constexpr GpuMathNotes kAmdgpuMath = {
+    "f64 transcendentals need the ROCm device libraries, not linked yet",
+    "llvm.sqrt, correctly rounded expansion",
+    "1 / sqrt with a correctly rounded division (v_rsq is not used)",
+    "llvm.floor -> v_floor",
+};
 
 // Matrix-core table: f16/bf16 operands with an f32 accumulator use
 // v_mfma_f32_16x16x16{f16,bf16_1k} on gfx90a/gfx942 (wave64; the 16x16
@@ -192,7 +183,7 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
     g->setAlignment(llvm::Align(16));
     return g;
   }
-  MathChoice math(ir::OpCode op, DType dt) const override { return amdgpuMath(op, dt); }
+  MathChoice math(ir::OpCode op, DType dt) const override { return gpuMath(op, dt, kAmdgpuMath); }
   TensorCoreOp tensorCore(DType in, DType acc) const override { return amdgpuTensorCore(row_.arch, in, acc); }
   // gfx90a / gfx942 / gfx1100 have no asynchronous global->LDS copy that we
   // use (the buffer_load ... lds forms write LDS at M0-relative addresses,
@@ -212,19 +203,9 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
   }
 
   GpuOutput emit(llvm::Module& m, llvm::TargetMachine& tm) override {
-    auto run = [&](llvm::CodeGenFileType kind) {
-      std::unique_ptr<llvm::Module> copy = llvm::CloneModule(m);
-      llvm::SmallString<0> buf;
-      llvm::raw_svector_ostream os(buf);
-      llvm::legacy::PassManager pm;
-      if (tm.addPassesToEmitFile(pm, os, nullptr, kind))
-        throw InternalError("the AMDGPU TargetMachine cannot emit this file type");
-      pm.run(*copy);
-      return std::string(buf.str());
-    };
     GpuOutput out;
-    if (o_.eagerAssembly) out.assembly = run(llvm::CodeGenFileType::AssemblyFile);
-    std::string obj = run(llvm::CodeGenFileType::ObjectFile);
+    if (o_.eagerAssembly) out.assembly = emitFile(m, tm, llvm::CodeGenFileType::AssemblyFile);
+    std::string obj = emitFile(m, tm, llvm::CodeGenFileType::ObjectFile);
     std::string hsaco = linkHsaco(obj);
     out.codeObject.assign(hsaco.begin(), hsaco.end());
     return out;

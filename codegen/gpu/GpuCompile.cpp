@@ -308,18 +308,11 @@ std::string amdgpuAssembly(const Artifact& a) {
     llvm::LLVMContext& ctx;
     ~Restore() { ctx.setOptPassGate(llvm::getGlobalPassGate()); }
   } restore{*a.kept->context};
-  std::unique_ptr<llvm::Module> m = a.kept->clone();
   GpuOptions g;
   g.eagerAssembly = true;
   auto ti = createGpuTargetInfo(deviceTarget(a.target), g);
   auto tm = ti->createTargetMachine(3);
-  llvm::SmallString<0> buf;
-  llvm::raw_svector_ostream os(buf);
-  llvm::legacy::PassManager pm;
-  if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
-    throw InternalError("the AMDGPU TargetMachine cannot emit assembly");
-  pm.run(*m);
-  return std::string(buf.str());
+  return emitFile(*a.kept->module, *tm, llvm::CodeGenFileType::AssemblyFile);
 }
 
 std::string sass(const Artifact& a) {

@@ -37,6 +37,17 @@ struct MathChoice {
   const char* why;  // one line for docs and error messages
 };
 
+/// What a vendor's native math instructions are, for the notes of the math
+/// table both GPU targets share (gpuMath): the choices are the same, only
+/// the instructions and the missing device library differ.
+struct GpuMathNotes {
+  const char* f64Transcendentals;  // why f64 exp/log/... are unsupported
+  const char* sqrt, *rsqrt, *floor;
+};
+/// The GPU math table: f32 exp/log/tanh/erf from the shared polynomials
+/// (VectorMath.h), sqrt/rsqrt/floor and the rest as native instructions.
+MathChoice gpuMath(ir::OpCode op, DType dt, const GpuMathNotes& notes);
+
 /// The matrix ("tensor core") instructions of a target for one dot flavour.
 /// GpuDot.cpp emits them; the tables live in the vendor files.
 struct TensorCoreOp {

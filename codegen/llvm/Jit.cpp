@@ -106,25 +106,12 @@ void optimizeKernel(llvm::Module& m, llvm::TargetMachine& tm, int optLevel) {
 }
 
 std::string emitAssembly(const llvm::Module& m, llvm::TargetMachine& tm) {
-  std::unique_ptr<llvm::Module> copy = llvm::CloneModule(m);
-  llvm::SmallString<0> buf;
-  llvm::raw_svector_ostream os(buf);
-  llvm::legacy::PassManager pm;
-  if (tm.addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
-    throw InternalError("the host TargetMachine cannot emit assembly");
-  pm.run(*copy);
-  return std::string(buf.str());
+  return emitFile(m, tm, llvm::CodeGenFileType::AssemblyFile);
 }
 
 std::unique_ptr<llvm::MemoryBuffer> emitObject(llvm::Module& m, llvm::TargetMachine& tm) {
-  llvm::SmallVector<char, 0> buf;
-  llvm::raw_svector_ostream os(buf);
-  llvm::legacy::PassManager pm;
-  if (tm.addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
-    throw InternalError("the host TargetMachine cannot emit object files");
-  pm.run(m);
-  return std::make_unique<llvm::SmallVectorMemoryBuffer>(std::move(buf), m.getModuleIdentifier() + ".o",
-                                                         /*RequiresNullTerminator=*/false);
+  return llvm::MemoryBuffer::getMemBufferCopy(emitFile(m, tm, llvm::CodeGenFileType::ObjectFile),
+                                              m.getModuleIdentifier() + ".o");
 }
 
 JitResult jitObject(std::unique_ptr<llvm::MemoryBuffer> obj, const std::string& entryName,

@@ -19,13 +19,11 @@
 namespace tessera::codegen {
 
 struct KeptModule {
-  /// An LLVMContext is not thread-safe and code generation mutates the
-  /// module it runs on: users hold `mu` and generate code from clone().
+  /// An LLVMContext is not thread-safe: users hold `mu`, and generate code
+  /// from a copy (emitFile copies), never from `module` itself.
   std::mutex mu;
   std::unique_ptr<llvm::LLVMContext> context;
   std::unique_ptr<llvm::Module> module;
-
-  std::unique_ptr<llvm::Module> clone() const { return llvm::CloneModule(*module); }
 };
 
 /// Keeps a copy of `m`, which lives in `*ctx`; takes the context over (the

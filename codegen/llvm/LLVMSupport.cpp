@@ -5,7 +5,11 @@
 #include <cstdio>
 #include <mutex>
 
+#include <llvm/ADT/SmallString.h>
+#include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/Transforms/Utils/Cloning.h>
 #include <llvm/Support/raw_ostream.h>
 
 #include <llvm/Support/ErrorHandling.h>
@@ -93,6 +97,18 @@ void runPipeline(llvm::Module& m, llvm::TargetMachine& tm, const char* pipeline)
   llvm::ModulePassManager mpm;
   check<InternalError>(pb.parsePassPipeline(mpm, pipeline), std::string("parsing the pipeline ") + pipeline);
   mpm.run(m, a.mam);
+}
+
+std::string emitFile(const llvm::Module& m, llvm::TargetMachine& tm, llvm::CodeGenFileType kind) {
+  std::unique_ptr<llvm::Module> copy = llvm::CloneModule(m);
+  llvm::SmallString<0> buf;
+  llvm::raw_svector_ostream os(buf);
+  llvm::legacy::PassManager pm;
+  if (tm.addPassesToEmitFile(pm, os, nullptr, kind))
+    throw InternalError("the " + tm.getTargetTriple().str() + " TargetMachine cannot emit " +
+                        (kind == llvm::CodeGenFileType::ObjectFile ? "object files" : "assembly"));
+  pm.run(*copy);
+  return std::string(buf.str());
 }
 
 }  // namespace tessera::codegen

@@ -7,6 +7,7 @@
 #include <string>
 #include <type_traits>
 
+#include <llvm/Support/CodeGen.h>
 #include <llvm/Support/Error.h>
 
 namespace llvm {
@@ -43,6 +44,11 @@ void runDefaultPipeline(llvm::Module& m, llvm::TargetMachine& tm, int optLevel,
 /// Runs a fixed new-PM pipeline given in textual form (the backends' short
 /// kernel pipelines); a pipeline that does not parse is an InternalError.
 void runPipeline(llvm::Module& m, llvm::TargetMachine& tm, const char* pipeline);
+
+/// Runs the code generator of `tm` on a copy of `m` (code generation mutates
+/// the module it runs on; `m` is left as it was) and returns the file:
+/// assembly text (host assembly, PTX, AMDGCN) or object code.
+std::string emitFile(const llvm::Module& m, llvm::TargetMachine& tm, llvm::CodeGenFileType kind);
 
 /// Consumes an llvm::Error: returns normally on success, otherwise throws
 /// E (CompileError by default) with `what` and LLVM's message.

@@ -40,21 +40,12 @@ constexpr SmRow kSms[] = {
 // has a relative error of 2^-22.5 for exp2 itself, but exp(x) computed as
 // ex2(x * log2(e)) inherits the rounding of the product, an error that
 // grows with |x| (about 60 ulp near x = 88), beyond what IR.h allows.
-MathChoice nvptxMath(ir::OpCode op, DType dt) {
-  using ir::OpCode;
-  bool f32 = dt == DType::F32;
-  switch (op) {
-    case OpCode::Exp: case OpCode::Exp2: case OpCode::Log: case OpCode::Log2:
-    case OpCode::Tanh: case OpCode::Erf:
-      if (f32) return {MathImpl::Polynomial, "VectorMath polynomial (exp/log <= 2 ulp, tanh/erf <= 4 ulp)"};
-      return {MathImpl::Unsupported, "f64 transcendentals need libdevice, which is not linked yet"};
-    case OpCode::Sqrt: return {MathImpl::LlvmIntrinsic, "llvm.sqrt -> sqrt.rn (correctly rounded)"};
-    case OpCode::Rsqrt: return {MathImpl::LlvmIntrinsic, "1 / sqrt.rn with div.rn (rsqrt.approx is not used)"};
-    case OpCode::Floor: return {MathImpl::LlvmIntrinsic, "llvm.floor -> cvt.rmi"};
-    case OpCode::Pow: return {MathImpl::Unsupported, "pow is not implemented for GPU targets yet"};
-    default: return {MathImpl::LlvmIntrinsic, "native instruction"};
-  }
-}
+constexpr GpuMathNotes kNvptxMath = {
+    "f64 transcendentals need libdevice, which is not linked yet",
+    "llvm.sqrt -> sqrt.rn (correctly rounded)",
+    "1 / sqrt.rn with div.rn (rsqrt.approx is not used)",
+    "llvm.floor -> cvt.rmi",
+};
 
 // Tensor-core table: f16/bf16 operands with an f32 accumulator use
 // mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32 (sm_80+),
@@ -159,7 +150,7 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
     g->setAlignment(llvm::Align(16));
     return g;
   }
-  MathChoice math(ir::OpCode op, DType dt) const override { return nvptxMath(op, dt); }
+  MathChoice math(ir::OpCode op, DType dt) const override { return gpuMath(op, dt, kNvptxMath); }
   TensorCoreOp tensorCore(DType in, DType acc) const override { return nvptxTensorCore(in, acc); }
   AsyncCopyImpl asyncCopyImpl() const override { return AsyncCopyImpl::Hardware; }
   void asyncCopy(llvm::IRBuilderBase& b, llvm::Value* dst, llvm::Value* src, unsigned bytes,
@@ -183,15 +174,8 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
   }
 
   GpuOutput emit(llvm::Module& m, llvm::TargetMachine& tm) override {
-    std::unique_ptr<llvm::Module> copy = llvm::CloneModule(m);
-    llvm::SmallString<0> buf;
-    llvm::raw_svector_ostream os(buf);
-    llvm::legacy::PassManager pm;
-    if (tm.addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
-      throw InternalError("the NVPTX TargetMachine cannot emit PTX");
-    pm.run(*copy);
     GpuOutput out;
-    out.assembly = std::string(buf.str());
+    out.assembly = emitFile(m, tm, llvm::CodeGenFileType::AssemblyFile);
     return out;
   }
 
