@@ -16,4 +16,14 @@ std::string KernelSignature::str() const {
   return s + ")";
 }
 
+const char* describe(KernelBinary::Format f) {
+  switch (f) {
+    case KernelBinary::Format::HostFunction: return "a host function (cpu target)";
+    case KernelBinary::Format::PTX: return "PTX (for a CUDA device)";
+    case KernelBinary::Format::HSACO: return "HSACO (an AMDGPU code object for a HIP device)";
+    case KernelBinary::Format::EmulatedGpu: return "emulated GPU code (an emu: target)";
+  }
+  return "of an unknown format";
+}
+
 }  // namespace tessera

@@ -165,7 +165,7 @@ void checkNumWarps(const ir::Function& fn, const GpuTargetInfo& ti, int numWarps
 }  // namespace
 
 void annotateGpuLayouts(ir::Function& f, const Target& target, const CompileOptions& opts) {
-  if (!target.isGPU()) throw CompileError("layouts exist for GPU targets only, not " + target.str());
+  if (!target.isGpu()) throw CompileError("layouts exist for GPU targets only, not " + target.str());
   Target device = target;
   if (target.kind == Target::Kind::EmuNVPTX) device.kind = Target::Kind::NVPTX;
   if (target.kind == Target::Kind::EmuAMDGPU) device.kind = Target::Kind::AMDGPU;

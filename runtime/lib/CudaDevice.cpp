@@ -126,9 +126,6 @@ struct CudaKernel final : KernelState {
   }
 };
 
-std::string gridStr(Dim3 g) {
-  return "{" + std::to_string(g.x) + ", " + std::to_string(g.y) + ", " + std::to_string(g.z) + "}";
-}
 
 class CudaDevice final : public DeviceImpl {
  public:
@@ -219,7 +216,7 @@ class CudaDevice final : public DeviceImpl {
   std::shared_ptr<KernelState> load(const Binary& bin) override {
     const std::string what = "cannot load kernel '" + bin.signature.kernelName + "'";
     if (bin.format != Binary::Format::PTX)
-      throw DeviceError(ctx_->label + ": " + what + ": its binary is " + formatName(bin.format) +
+      throw DeviceError(ctx_->label + ": " + what + ": its binary is " + describe(bin.format) +
                         ", not PTX; compile the kernel for " + arch() + " to run it here");
     if (bin.ptx.empty()) throw DeviceError(ctx_->label + ": " + what + ": the PTX text is empty");
     if (bin.symbol.empty())
@@ -290,13 +287,11 @@ class CudaDevice final : public DeviceImpl {
     const uint32_t dims[3] = {grid.x, grid.y, grid.z};
     for (int d = 0; d < 3; ++d)
       if (dims[d] > static_cast<uint32_t>(maxGrid_[d]))
-        throw LaunchError(sig.kernelName + ": grid " + gridStr(grid) + " exceeds " + ctx_->label +
+        throw LaunchError(sig.kernelName + ": grid " + grid.str() + " exceeds " + ctx_->label +
                           "'s limit of " + std::to_string(maxGrid_[d]) + " blocks in dimension " +
                           "xyz"[d]);
     ctx_->enter();
-    const std::string what = "kernel '" + sig.kernelName + "' (grid " + gridStr(grid) + ", " +
-                             std::to_string(k.threadsPerBlock) + " threads per block, " +
-                             std::to_string(k.sharedBytes) + " bytes of shared memory)";
+    const std::string what = describeLaunch(sig, grid, k.threadsPerBlock, k.sharedBytes);
     ctx_->check(drv().LaunchKernel(k.fn, grid.x, grid.y, grid.z, k.threadsPerBlock, 1, 1,
                                    k.sharedBytes, stream_, args, nullptr),
                 "cuLaunchKernel", "launching " + what);
@@ -312,16 +307,6 @@ class CudaDevice final : public DeviceImpl {
 
  private:
   const CudaDriver& drv() const { return *ctx_->drv; }
-
-  static const char* formatName(Binary::Format f) {
-    switch (f) {
-      case Binary::Format::HostFunction: return "a host function (cpu target)";
-      case Binary::Format::PTX: return "PTX";
-      case Binary::Format::HSACO: return "HSACO (an AMDGPU code object)";
-      case Binary::Format::EmulatedGpu: return "emulated GPU code (an emu: target)";
-    }
-    return "?";
-  }
 
   std::shared_ptr<CudaContext> ctx_;
   CUstream stream_ = nullptr;

@@ -28,6 +28,10 @@ struct KernelState {
   virtual ~KernelState() = default;
 };
 
+/// How a GPU device names a launch in its errors: "kernel 'k' (grid {4, 1,
+/// 1}, 128 threads per block, 0 bytes of shared memory)".
+std::string describeLaunch(const KernelSignature& sig, Dim3 grid, unsigned threadsPerBlock, unsigned sharedBytes);
+
 class DeviceImpl {
  public:
   virtual ~DeviceImpl() = default;

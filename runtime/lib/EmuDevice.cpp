@@ -49,16 +49,6 @@ const ArchInfo* findArch(const std::string& arch) {
   return nullptr;
 }
 
-const char* formatName(Binary::Format f) {
-  switch (f) {
-    case Binary::Format::HostFunction: return "a HostFunction (cpu code)";
-    case Binary::Format::PTX: return "PTX (for a CUDA device)";
-    case Binary::Format::HSACO: return "HSACO (an AMDGPU code object for a HIP device)";
-    case Binary::Format::EmulatedGpu: return "EmulatedGpu";
-  }
-  return "of an unknown format";
-}
-
 struct EmuKernel final : KernelState {
   Binary::ThreadEntry thread = nullptr;
   std::shared_ptr<void> owner;  // keeps the JIT-compiled thread body alive
@@ -113,7 +103,7 @@ class EmuDevice final : public HostMemoryDevice {
     const std::string& k = bin.signature.kernelName;
     const std::string prefix = name() + " cannot load kernel '" + k + "': ";
     if (bin.format != Binary::Format::EmulatedGpu)
-      throw DeviceError(prefix + "its binary is " + formatName(bin.format) +
+      throw DeviceError(prefix + "its binary is " + describe(bin.format) +
                         "; the emulator runs EmulatedGpu binaries (compile the kernel for this device, "
                         "target emu:" + arch_.spelling + ")");
     if (!bin.emuThread) throw DeviceError(prefix + "the EmulatedGpu binary has no thread entry point");

@@ -137,9 +137,6 @@ struct HipKernel final : KernelState {
   }
 };
 
-std::string gridStr(Dim3 g) {
-  return "{" + std::to_string(g.x) + ", " + std::to_string(g.y) + ", " + std::to_string(g.z) + "}";
-}
 
 class HipDevice final : public DeviceImpl {
  public:
@@ -214,7 +211,7 @@ class HipDevice final : public DeviceImpl {
   std::shared_ptr<KernelState> load(const Binary& bin) override {
     const std::string what = "cannot load kernel '" + bin.signature.kernelName + "'";
     if (bin.format != Binary::Format::HSACO)
-      throw DeviceError(ctx_->label + ": " + what + ": its binary is " + formatName(bin.format) +
+      throw DeviceError(ctx_->label + ": " + what + ": its binary is " + describe(bin.format) +
                         ", not an AMDGPU code object (HSACO); compile the kernel for " +
                         (gfx_.empty() ? std::string("this device's amdgpu target") : "amdgpu:" + gfx_) +
                         " to run it here");
@@ -253,13 +250,11 @@ class HipDevice final : public DeviceImpl {
     // HIP counts the grid in work-items, 32-bit per dimension.
     const uint64_t workItemsX = uint64_t{grid.x} * k.threadsPerBlock;
     if (workItemsX > UINT32_MAX)
-      throw LaunchError(sig.kernelName + ": grid " + gridStr(grid) + " with " +
+      throw LaunchError(sig.kernelName + ": grid " + grid.str() + " with " +
                         std::to_string(k.threadsPerBlock) + " threads per block is " +
                         std::to_string(workItemsX) + " work-items in x, over HIP's limit of 2^32 - 1");
     ctx_->enter();
-    const std::string what = "kernel '" + sig.kernelName + "' (grid " + gridStr(grid) + ", " +
-                             std::to_string(k.threadsPerBlock) + " threads per block, " +
-                             std::to_string(k.sharedBytes) + " bytes of shared memory)";
+    const std::string what = describeLaunch(sig, grid, k.threadsPerBlock, k.sharedBytes);
     ctx_->check(drv().ModuleLaunchKernel(k.fn, grid.x, grid.y, grid.z, k.threadsPerBlock, 1, 1,
                                          k.sharedBytes, stream_, args, nullptr),
                 "hipModuleLaunchKernel", "launching " + what);
@@ -274,16 +269,6 @@ class HipDevice final : public DeviceImpl {
 
  private:
   const HipDriver& drv() const { return *ctx_->drv; }
-
-  static const char* formatName(Binary::Format f) {
-    switch (f) {
-      case Binary::Format::HostFunction: return "a host function (cpu target)";
-      case Binary::Format::PTX: return "PTX (NVIDIA)";
-      case Binary::Format::HSACO: return "HSACO";
-      case Binary::Format::EmulatedGpu: return "emulated GPU code (an emu: target)";
-    }
-    return "?";
-  }
 
   std::shared_ptr<HipContext> ctx_;
   hipStream_t stream_ = nullptr;

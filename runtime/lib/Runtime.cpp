@@ -16,6 +16,15 @@
 
 namespace tessera::rt {
 
+std::string Dim3::str() const {
+  return "{" + std::to_string(x) + ", " + std::to_string(y) + ", " + std::to_string(z) + "}";
+}
+
+std::string describeLaunch(const KernelSignature& sig, Dim3 grid, unsigned threadsPerBlock, unsigned sharedBytes) {
+  return "kernel '" + sig.kernelName + "' (grid " + grid.str() + ", " + std::to_string(threadsPerBlock) +
+         " threads per block, " + std::to_string(sharedBytes) + " bytes of shared memory)";
+}
+
 const char* name(DeviceKind k) {
   switch (k) {
     case DeviceKind::CPU: return "cpu";
@@ -338,9 +347,6 @@ void marshalScalar(void* slot, DType want, const Arg& a) {
   }
 }
 
-std::string gridStr(Dim3 g) {
-  return "{" + std::to_string(g.x) + ", " + std::to_string(g.y) + ", " + std::to_string(g.z) + "}";
-}
 
 }  // namespace
 
@@ -363,13 +369,13 @@ void Kernel::launch(Dim3 grid, const std::vector<Arg>& args, const LaunchOptions
   }
 
   if (grid.x == 0 || grid.y == 0 || grid.z == 0)
-    throw LaunchError(check.kernel() + ": empty grid " + gridStr(grid) +
+    throw LaunchError(check.kernel() + ": empty grid " + grid.str() +
                       ": every grid dimension must be at least 1");
   constexpr uint64_t kMaxDim = uint64_t{1} << 31, kMaxPrograms = uint64_t{1} << 40;
   // 128-bit product: Dim3::count() wraps for three dimensions near 2^31.
   const unsigned __int128 programs = (unsigned __int128)grid.x * grid.y * grid.z;
   if (grid.x >= kMaxDim || grid.y >= kMaxDim || grid.z >= kMaxDim || programs >= kMaxPrograms)
-    throw LaunchError(check.kernel() + ": grid " + gridStr(grid) + " (" +
+    throw LaunchError(check.kernel() + ": grid " + grid.str() + " (" +
                       (programs >> 64 ? std::string("over 2^64") : std::to_string(uint64_t(programs))) +
                       " programs) is too large: each dimension must be below 2^31 (program ids "
                       "are 32-bit integers) and the total number of programs below 2^40 "

@@ -137,7 +137,7 @@ TEST_CASE("the emulator loads only EmulatedGpu binaries", "[runtime][emu]") {
   rt::Device d = rt::Device::emulator("nvptx:sm_80");
   rt::Binary bin;
   bin.signature.kernelName = "k";
-  for (auto [fmt, word] : {std::pair{rt::Binary::Format::HostFunction, "HostFunction"},
+  for (auto [fmt, word] : {std::pair{rt::Binary::Format::HostFunction, "host function"},
                            std::pair{rt::Binary::Format::PTX, "PTX"}, std::pair{rt::Binary::Format::HSACO, "HSACO"}}) {
     bin.format = fmt;
     std::string msg = errorOf([&] { d.load(bin); });

@@ -22,7 +22,7 @@ struct Target {
   static Target parse(const std::string& spelling);
   static Target cpu() { return {}; }
   std::string str() const;
-  bool isGPU() const { return kind != Kind::CPU; }
+  bool isGpu() const { return kind != Kind::CPU; }
   bool operator==(const Target& o) const { return kind == o.kind && arch == o.arch; }
 };
 

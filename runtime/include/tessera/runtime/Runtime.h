@@ -36,6 +36,7 @@ struct Dim3 {
   Dim3(uint32_t x_) : x(x_) {}  // NOLINT: {rows} reads naturally
   Dim3(uint32_t x_, uint32_t y_, uint32_t z_ = 1) : x(x_), y(y_), z(z_) {}
   uint64_t count() const { return uint64_t{x} * y * z; }
+  std::string str() const;  // "{x, y, z}"
 };
 
 class Device;

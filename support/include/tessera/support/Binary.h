@@ -73,4 +73,7 @@ struct KernelBinary {
   std::shared_ptr<void> owner;
 };
 
+/// What a format is, for messages: "PTX (for a CUDA device)".
+const char* describe(KernelBinary::Format f);
+
 }  // namespace tessera
