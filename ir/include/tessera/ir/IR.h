@@ -29,7 +29,7 @@
 // except that `reduce` may reassociate (its result may differ from a
 // sequential sum by reassociation rounding only). min/max return NaN if
 // either operand is NaN, and order -0 below +0. exp/log/tanh/erf etc. on f32
-// are accurate to the bounds documented in docs/semantics.md (a few ulp);
+// are accurate to the bounds documented in docs/math.md (a few ulp);
 // f16/bf16 math is computed in f32 and rounded. Float -> int casts saturate
 // to the integer range and map NaN to 0; int -> float rounds to nearest.
 //
