@@ -1,0 +1,310 @@
+// Warp collectives: the rendezvous of a warp's lanes (shuffles, votes,
+// ballots, AMD cross-lane ops) and the matrix instructions, whose arithmetic
+// is in Matrix.cpp; the collective hooks.
+#include <bit>
+#include <cstdint>
+#include <string>
+
+#include "EmulatorImpl.h"
+#include "Matrix.h"
+
+namespace tessera::emu::detail {
+
+const char* collName(Coll k) {
+  switch (k) {
+    case Coll::Shfl: return "shfl.sync";
+    case Coll::Vote: return "vote.sync";
+    case Coll::Ballot: return "vote.sync.ballot";
+    case Coll::SyncWarp: return "bar.warp.sync";
+    case Coll::Bpermute: return "ds_bpermute";
+    case Coll::Readlane: return "readlane";
+    case Coll::Readfirstlane: return "readfirstlane";
+    case Coll::WaveBallot: return "wave ballot";
+    case Coll::Ldmatrix: return "ldmatrix";
+    case Coll::Mma: return "mma.sync";
+    case Coll::Mfma: return "mfma";
+    case Coll::Wmma: return "wmma";
+  }
+  return "?";
+}
+
+uint64_t Worker::collective(Fiber* f, Coll kind, int32_t mode, uint64_t mask, int32_t value, int32_t b, int32_t c) {
+  Warp& wp = warps[f->warp];
+  const uint64_t bit = uint64_t{1} << f->lane;
+  if (isWaveWide(kind)) {
+    mask = 0;  // the group is decided at completion: the live lanes then
+  } else {
+    if (L->W < 64) mask &= (uint64_t{1} << L->W) - 1;
+    if (!(mask & bit))
+      misuse(f, [&] { return std::string(collName(kind)) + " with member mask " + hex(mask) +
+                    " that does not name the executing lane"; });
+    mask &= wp.live;  // lanes past the end of a partial warp never exist
+    if (mask & wp.exited)
+      misuse(f, [&] { return std::string(collName(kind)) + " with member mask " + hex(mask) + " names exited lanes " +
+                    hex(mask & wp.exited); });
+  }
+  // Lanes already waiting must be in the same collective, or in a disjoint one.
+  for (uint64_t wl = wp.waiting; wl; wl &= wl - 1) {
+    uint32_t l = static_cast<uint32_t>(std::countr_zero(wl));
+    const Deposit& o = wp.dep[l];
+    bool overlaps = isWaveWide(kind) || isWaveWide(o.kind) || (o.mask & bit) || (mask & (uint64_t{1} << l));
+    if (!overlaps) continue;
+    if (o.kind != kind || o.mask != mask || o.mode != mode)
+      misuse(f, [&] { return std::string(collName(kind)) + " (mode " + std::to_string(mode) + ", mask " + hex(mask) +
+                    ") while lane " + std::to_string(l) + " waits in " + collName(o.kind) + " (mode " +
+                    std::to_string(o.mode) + ", mask " + hex(o.mask) +
+                    "): lanes of one collective must execute the same instruction with the same mask"; });
+  }
+  Deposit& d = wp.dep[f->lane];
+  d.kind = kind;
+  d.mode = mode;
+  d.mask = mask;
+  d.value = value;
+  d.b = b;
+  d.c = c;
+  wp.waiting |= bit;
+  f->state = FState::InCollective;
+  uint64_t group = isWaveWide(kind) ? (wp.live & ~wp.exited) : mask;
+  if ((wp.waiting & group) == group)
+    complete(f, f->warp, group);
+  else
+    yield(f);
+  return d.result;
+}
+
+/// Every lane of `group` has deposited: compute all results and wake them.
+void Worker::complete(Fiber* self, uint32_t warpIdx, uint64_t group) {
+  Warp& wp = warps[warpIdx];
+  const uint32_t W = L->W;
+  const uint32_t first = static_cast<uint32_t>(std::countr_zero(group));
+  const Coll kind = wp.dep[first].kind;
+  if (isMatrix(kind)) return completeMatrix(self, warpIdx, group, kind);
+  uint64_t votes = 0;
+  for (uint64_t g = group; g; g &= g - 1) {
+    uint32_t l = static_cast<uint32_t>(std::countr_zero(g));
+    if (wp.dep[l].value) votes |= uint64_t{1} << l;
+  }
+  for (uint64_t g = group; g; g &= g - 1) {
+    uint32_t l = static_cast<uint32_t>(std::countr_zero(g));
+    Deposit& d = wp.dep[l];
+    switch (kind) {
+      case Coll::Shfl: {
+        // PTX ISA, shfl.sync: c packs the clamp value (c[4:0]) and the
+        // segment mask (c[12:8]); lanes outside [minLane, maxLane] read
+        // their own value and get p = false.
+        const int32_t lm = static_cast<int32_t>(W - 1);
+        const int32_t lane = static_cast<int32_t>(l);
+        const int32_t bval = d.b & lm, cval = d.c & lm, seg = (d.c >> 8) & lm;
+        const int32_t maxLane = (lane & seg) | (cval & ~seg);
+        const int32_t minLane = lane & seg;
+        int32_t j = lane;
+        bool p = false;
+        switch (d.mode) {
+          case TESSERA_EMU_SHFL_UP: j = lane - bval; p = j >= maxLane; break;
+          case TESSERA_EMU_SHFL_DOWN: j = lane + bval; p = j <= maxLane; break;
+          case TESSERA_EMU_SHFL_BFLY: j = lane ^ bval; p = j <= maxLane; break;
+          case TESSERA_EMU_SHFL_IDX: j = minLane | (bval & ~seg); p = j <= maxLane; break;
+          default: break;  // rejected at the hook
+        }
+        if (!p) j = lane;
+        if (!(group >> j & 1)) {
+          misuse(&fibers[warpIdx * W + l], [&] { return "shfl.sync: lane " + std::to_string(l) + " reads lane " + std::to_string(j) +
+                                         ", which is not in the member mask " + hex(group) +
+                                         " (its value is undefined)"; });
+        }
+        d.result = static_cast<uint32_t>(wp.dep[j].value) | (uint64_t{p} << 32);
+        break;
+      }
+      case Coll::Vote:
+        d.result = d.mode == TESSERA_EMU_VOTE_ALL   ? votes == group
+                   : d.mode == TESSERA_EMU_VOTE_ANY ? votes != 0
+                                                    : (votes == 0 || votes == group);
+        break;
+      case Coll::Ballot: d.result = votes; break;
+      case Coll::SyncWarp: d.result = 0; break;
+      case Coll::Bpermute: {
+        uint32_t src = (static_cast<uint32_t>(d.b) >> 2) & (W - 1);
+        d.result = (group >> src & 1) ? static_cast<uint32_t>(wp.dep[src].value) : 0;
+        break;
+      }
+      case Coll::Readlane: {
+        uint32_t src = static_cast<uint32_t>(d.b) & (W - 1);
+        d.result = (group >> src & 1) ? static_cast<uint32_t>(wp.dep[src].value) : 0;
+        break;
+      }
+      case Coll::Readfirstlane: d.result = static_cast<uint32_t>(wp.dep[first].value); break;
+      case Coll::WaveBallot: d.result = votes; break;
+      case Coll::Ldmatrix: case Coll::Mma: case Coll::Mfma: case Coll::Wmma: break;  // completeMatrix
+    }
+  }
+  wp.waiting &= ~group;
+  for (uint64_t g = group; g; g &= g - 1) {
+    uint32_t i = warpIdx * W + static_cast<uint32_t>(std::countr_zero(g));
+    if (&fibers[i] == self)
+      self->state = FState::Running;
+    else
+      push(i);
+  }
+}
+
+void Worker::wake(Fiber* self, uint32_t warpIdx, uint64_t group) {
+  Warp& wp = warps[warpIdx];
+  wp.waiting &= ~group;
+  for (uint64_t g = group; g; g &= g - 1) {
+    uint32_t i = warpIdx * L->W + static_cast<uint32_t>(std::countr_zero(g));
+    if (&fibers[i] == self)
+      self->state = FState::Running;
+    else
+      push(i);
+  }
+}
+
+/// A matrix instruction: every lane of the warp has deposited pointers to
+/// its fragment registers; compute all outputs at once (Matrix.cpp).
+void Worker::completeMatrix(Fiber* self, uint32_t warpIdx, uint64_t group, Coll kind) {
+  Warp& wp = warps[warpIdx];
+  const uint32_t W = L->W;
+  const uint64_t full = W == 64 ? ~uint64_t{0} : (uint64_t{1} << W) - 1;
+  const uint32_t first = static_cast<uint32_t>(std::countr_zero(group));
+  Fiber* blame = &fibers[warpIdx * W + first];
+  if (group != full)
+    misuse(blame, [&] { return std::string(collName(kind)) + " executed by lanes " + hex(group) +
+                      " only: the whole warp must execute it (a partial or exited warp cannot)"; });
+  const int32_t mode = wp.dep[first].mode;
+  if (kind == Coll::Ldmatrix) {
+    const int count = mode & 7;
+    const unsigned char* rows[32];
+    uint32_t* out[32];
+    for (uint32_t l = 0; l < 32; ++l) {
+      rows[l] = static_cast<const unsigned char*>(wp.dep[l].pa);
+      out[l] = static_cast<uint32_t*>(wp.dep[l].pd);
+    }
+    detail::ldmatrix(count, (mode & TESSERA_EMU_LDMATRIX_TRANS) != 0, rows, out);
+  } else {
+    detail::LaneFrag lanes[64];
+    for (uint32_t l = 0; l < W; ++l)
+      lanes[l] = {static_cast<const uint32_t*>(wp.dep[l].pa), static_cast<const uint32_t*>(wp.dep[l].pb),
+                  static_cast<const float*>(wp.dep[l].pc), static_cast<float*>(wp.dep[l].pd)};
+    if (kind == Coll::Mma) detail::mmaSync(mode, lanes);
+    else if (kind == Coll::Mfma) detail::mfma(mode, lanes);
+    else detail::wmma(mode, lanes);
+  }
+  wake(self, warpIdx, group);
+}
+
+/// Entry of the matrix hooks: validates the mode and the warp size,
+/// deposits the fragment pointers and joins the warp's rendezvous.
+void Worker::matrix(Fiber* f, Coll kind, int32_t mode, const void* a, const void* b, const void* c, void* d) {
+  const uint32_t W = L->W;
+  bool ok = false;
+  switch (kind) {
+    case Coll::Ldmatrix: {
+      int n = mode & 7;
+      ok = cfg->vendor == Vendor::NVIDIA && (n == 1 || n == 2 || n == 4) && (mode & ~15) == 0;
+      break;
+    }
+    case Coll::Mma: ok = cfg->vendor == Vendor::NVIDIA && (mode == 0 || mode == 1); break;
+    case Coll::Mfma: ok = cfg->vendor == Vendor::AMD && W == 64 && mode >= 0 && mode <= 3; break;
+    case Coll::Wmma: ok = cfg->vendor == Vendor::AMD && W == 32 && (mode == 0 || mode == 1); break;
+    default: break;
+  }
+  if (!ok)
+    misuse(f, [&] { return std::string(collName(kind)) + " with mode " + std::to_string(mode) + " is not an instruction of " +
+                  (cfg->vendor == Vendor::NVIDIA ? "NVIDIA" : "AMD") + " warps of " + std::to_string(W) + " lanes"; });
+  Deposit& dep = warps[f->warp].dep[f->lane];
+  dep.pa = a;
+  dep.pb = b;
+  dep.pc = c;
+  dep.pd = d;
+  const uint64_t all = W == 64 ? ~uint64_t{0} : (uint64_t{1} << W) - 1;
+  collective(f, kind, mode, isWaveWide(kind) ? 0 : all, 0, 0, 0);
+}
+
+}  // namespace tessera::emu::detail
+
+// ---- hooks --------------------------------------------------------------------
+using tessera::emu::detail::Coll;
+using tessera::emu::detail::current;
+using tessera::emu::detail::Fiber;
+
+extern "C" {
+
+void tessera_emu_syncwarp(uint64_t mask) {
+  Fiber* f = current(__func__);
+  f->w->collective(f, Coll::SyncWarp, 0, mask, 0, 0, 0);
+}
+
+uint64_t tessera_emu_shfl_sync_pred(int32_t mode, uint64_t mask, int32_t value, int32_t b, int32_t c) {
+  Fiber* f = current(__func__);
+  if (mode < TESSERA_EMU_SHFL_IDX || mode > TESSERA_EMU_SHFL_BFLY)
+    f->w->misuse(f, [&] { return "shfl.sync with unknown mode " + std::to_string(mode); });
+  return f->w->collective(f, Coll::Shfl, mode, mask, value, b, c);
+}
+
+int32_t tessera_emu_shfl_sync(int32_t mode, uint64_t mask, int32_t value, int32_t b, int32_t c) {
+  return static_cast<int32_t>(static_cast<uint32_t>(tessera_emu_shfl_sync_pred(mode, mask, value, b, c)));
+}
+
+int32_t tessera_emu_vote_sync(int32_t mode, uint64_t mask, int32_t pred) {
+  Fiber* f = current(__func__);
+  if (mode < TESSERA_EMU_VOTE_ALL || mode > TESSERA_EMU_VOTE_UNI)
+    f->w->misuse(f, [&] { return "vote.sync with unknown mode " + std::to_string(mode); });
+  return static_cast<int32_t>(f->w->collective(f, Coll::Vote, mode, mask, pred != 0, 0, 0));
+}
+
+uint64_t tessera_emu_ballot_sync(uint64_t mask, int32_t pred) {
+  Fiber* f = current(__func__);
+  return f->w->collective(f, Coll::Ballot, 0, mask, pred != 0, 0, 0);
+}
+
+int32_t tessera_emu_ds_bpermute(int32_t byteAddr, int32_t value) {
+  Fiber* f = current(__func__);
+  return static_cast<int32_t>(f->w->collective(f, Coll::Bpermute, 0, 0, value, byteAddr, 0));
+}
+
+int32_t tessera_emu_readlane(int32_t value, int32_t lane) {
+  Fiber* f = current(__func__);
+  return static_cast<int32_t>(f->w->collective(f, Coll::Readlane, 0, 0, value, lane, 0));
+}
+
+int32_t tessera_emu_readfirstlane(int32_t value) {
+  Fiber* f = current(__func__);
+  return static_cast<int32_t>(f->w->collective(f, Coll::Readfirstlane, 0, 0, value, 0, 0));
+}
+
+uint64_t tessera_emu_wave_ballot(int32_t pred) {
+  Fiber* f = current(__func__);
+  return f->w->collective(f, Coll::WaveBallot, 0, 0, pred != 0, 0, 0);
+}
+
+void tessera_emu_ldmatrix(int32_t mode, void* rowAddr, int32_t opId, uint32_t* out) {
+  Fiber* f = current(__func__);
+  auto* w = f->w;
+  // Lanes past 8 * count give no address (ldmatrix ignores them); the
+  // others read one 16-byte row, a checked shared access.
+  void* row = rowAddr;
+  if (f->lane < 8u * static_cast<uint32_t>(mode & 7)) {
+    uintptr_t off = reinterpret_cast<uintptr_t>(rowAddr) - reinterpret_cast<uintptr_t>(w->shared);
+    if (off % 16 != 0 && off < w->sharedBytes)
+      w->misuse(f, [&] { return "ldmatrix row address at shared offset " + std::to_string(off) + " is not 16-byte aligned"; });
+    row = w->sharedAccess(f, rowAddr, 16, TESSERA_EMU_LOAD, opId);
+  }
+  w->matrix(f, Coll::Ldmatrix, mode, row, nullptr, nullptr, out);
+}
+
+void tessera_emu_mma_sync(int32_t mode, const uint32_t* a, const uint32_t* b, const float* c, float* d) {
+  Fiber* f = current(__func__);
+  f->w->matrix(f, Coll::Mma, mode, a, b, c, d);
+}
+
+void tessera_emu_mfma(int32_t mode, const uint32_t* a, const uint32_t* b, const float* c, float* d) {
+  Fiber* f = current(__func__);
+  f->w->matrix(f, Coll::Mfma, mode, a, b, c, d);
+}
+
+void tessera_emu_wmma(int32_t mode, const uint32_t* a, const uint32_t* b, const float* c, float* d) {
+  Fiber* f = current(__func__);
+  f->w->matrix(f, Coll::Wmma, mode, a, b, c, d);
+}
+
+}  // extern "C"

@@ -1,0 +1,266 @@
+// Private to runtime/emu: the SIMT machine's internal types (fibers, warps,
+// the shared-memory shadow, one launch) and the Worker that runs blocks,
+// shared by Machine, Barriers, Collectives, Memory, AsyncCopy and Reports.cpp.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "Fiber.h"
+#include "tessera/runtime/Emulator.h"
+
+namespace tessera::emu::detail {
+
+enum class FState : uint8_t { Ready, Running, AtBarrier, InCollective, Exited, Abandoned };
+
+enum class Coll : uint8_t {
+  Shfl, Vote, Ballot, SyncWarp, Ldmatrix, Mma,                // NVIDIA: member mask
+  Bpermute, Readlane, Readfirstlane, WaveBallot, Mfma, Wmma,  // AMD: the live lanes
+};
+// Matrix instructions need every lane of the warp.
+inline bool isMatrix(Coll k) { return k == Coll::Ldmatrix || k == Coll::Mma || k == Coll::Mfma || k == Coll::Wmma; }
+// AMD-style collectives involve all live lanes of the wave; NVIDIA-style ones
+// the lanes named in a member mask.
+inline bool isWaveWide(Coll k) { return k >= Coll::Bpermute; }
+const char* collName(Coll k);  // Collectives.cpp
+
+struct Worker;
+
+// One cp.async recorded by a thread and not yet performed (see
+// tessera_emu_cp_async): shared offset, global source, sizes, its op and
+// group (the thread's commit count when it was issued).
+struct AsyncCopy {
+  uint64_t dstOff;
+  const void* src;
+  uint32_t bytes, srcBytes;
+  int32_t op;
+  uint64_t group;
+};
+
+struct Fiber {
+  Context ctx;
+  Worker* w = nullptr;
+  uint32_t linear = 0, lane = 0, warp = 0;
+  int32_t tid[3] = {0, 0, 0};
+  FState state = FState::Ready;
+  uint32_t barriers = 0;  // barriers this thread has passed in this block
+  int32_t barrierSite = -1;
+  std::vector<AsyncCopy> asyncCopies;  // issued, not yet performed, in issue order
+  uint64_t commits = 0;                // cp.async groups committed so far
+};
+
+struct Deposit {
+  Coll kind = Coll::Shfl;
+  int32_t mode = 0;
+  uint64_t mask = 0;
+  int32_t value = 0, b = 0, c = 0;
+  uint64_t result = 0;
+  // Matrix instructions: the lane's fragment registers (on its own fiber
+  // stack, which stays put while it waits).
+  const void *pa = nullptr, *pb = nullptr, *pc = nullptr;
+  void* pd = nullptr;
+};
+
+struct Warp {
+  uint64_t live = 0;     // lanes that exist (the last warp may be partial)
+  uint64_t exited = 0;
+  uint64_t waiting = 0;  // lanes parked in a collective
+  Deposit dep[64];
+};
+
+// Race-checker state of one shared byte. Epochs are per worker and never
+// reused (bumped at every block start and barrier), so the shadow needs no
+// clearing between blocks.
+struct Shadow {
+  uint32_t wEpoch = 0, rEpoch = 0;
+  uint16_t writer = 0, reader1 = 0, reader2 = 0;
+  uint8_t wAtomic = 0;  // atomics are recorded as writes only
+  int32_t wOp = -1, rOp1 = -1, rOp2 = -1;
+  // cp.async copies into this byte issued and not yet performed (they may
+  // write it at any moment), and the thread and op of the latest one.
+  uint16_t inFlight = 0, aThread = 0;
+  int32_t aOp = -1;
+};
+constexpr uint16_t kNoThread = 0xFFFF;
+
+struct Access {  // one lane's shared access, for the bank-conflict model
+  int32_t op;
+  uint32_t occ;
+  uint32_t lane;
+  uint32_t off;
+  uint32_t bytes;
+};
+
+struct OpStat {
+  uint64_t warpAccesses = 0, wavefronts = 0, conflicts = 0;
+};
+
+struct Launch {
+  const LaunchConfig* cfg = nullptr;
+  ThreadFn fn = nullptr;
+  void* const* args = nullptr;
+  uint32_t nThreads = 0, nWarps = 0, W = 32;
+  uint64_t nBlocks = 0;
+  std::vector<std::pair<uintptr_t, uintptr_t>> globals;  // [begin, end), sorted
+  std::atomic<uint64_t> nextBlock{0};
+};
+
+// The fiber running on this host thread (defined in Machine.cpp).
+extern __attribute__((tls_model("initial-exec"))) constinit thread_local Fiber* tlsFiber;
+
+// Names for reports (Reports.cpp).
+std::string opLabel(const LaunchConfig& cfg, int32_t op);
+const char* accessName(int32_t kind);
+
+// The SIMT machine: blocks on host threads, GPU threads as fibers, hooks.
+//
+// One Worker per host thread takes blocks from a shared counter. A block's
+// threads are fibers scheduled cooperatively by the worker: a fiber runs
+// until it waits at a barrier or in a warp collective, or exits; the
+// scheduler then resumes the next ready fiber. Everything about one block
+// (fibers, warps, shared memory and its shadow) lives in its Worker and is
+// touched by one host thread only, so the hooks take no locks.
+struct Worker {
+  Launch* L = nullptr;
+  const LaunchConfig* cfg = nullptr;
+  Context sched;
+  std::vector<Fiber> fibers;
+  std::vector<detail::Stack> stacks;
+  std::vector<Warp> warps;
+  std::vector<uint32_t> queue;  // ring of ready fibers; each is in it at most once
+  size_t qHead = 0, qCount = 0, qMask = 0;  // capacity: a power of two
+  uint32_t blockIdx[3] = {0, 0, 0};
+  uint32_t exited = 0, arrived = 0;
+  std::vector<uint32_t> barrierWaiters;
+  bool aborted = false;
+  uint32_t epoch = 0;
+
+  std::unique_ptr<unsigned char[]> sharedStore;
+  unsigned char* shared = nullptr;
+  size_t sharedBytes = 0;
+  std::vector<Shadow> shadow;
+  std::vector<unsigned char> scratch;
+
+  std::vector<uint32_t> occ;  // [op * nThreads + thread]: dynamic instance counters
+  size_t occOps = 0;
+  std::vector<std::vector<Access>> warpAccesses;
+  std::map<int32_t, OpStat> opStats;
+
+  size_t globalHint = 0;
+  uint64_t switches = 0, blocksRun = 0;
+  std::array<uint64_t, kIssueKinds> counts{};
+  std::vector<Issue> issues;
+  std::set<std::tuple<int, int32_t, int32_t>> seen;
+
+  explicit Worker(Launch* l);
+  ~Worker();
+
+  // ---- reports (Reports.cpp; report() below) --------------------------------
+  void coords(uint32_t linear, uint32_t out[3]) const;
+  std::string where(uint32_t linear) const;
+  std::string threadName(uint32_t linear) const;
+  template <class MakeMessage>
+  void report(IssueKind k, uint32_t thread, int64_t other, int32_t op, int32_t otherOp, MakeMessage&& make);
+  void reportDeadlock();
+  static std::string hex(uint64_t v);
+
+  // ---- scheduling (Machine.cpp) ---------------------------------------------
+  void push(uint32_t i) {
+    fibers[i].state = FState::Ready;
+    queue[(qHead + qCount) & qMask] = i;
+    ++qCount;
+  }
+  uint32_t pop() {
+    uint32_t i = queue[qHead];
+    qHead = (qHead + 1) & qMask;
+    --qCount;
+    return i;
+  }
+
+  void yield(Fiber* f) { detail::switchContext(f->ctx, sched); }
+  [[noreturn]] void abortBlock(Fiber* f);
+  void runBlock(uint64_t b);
+  void onExit(Fiber* f);
+  void work();
+
+  // ---- barriers (Barriers.cpp) ----------------------------------------------
+  void releaseBarrier(Fiber* self);
+  void barrier(Fiber* f, int32_t site);
+
+  // ---- warp collectives (Collectives.cpp; misuse() below) -------------------
+  template <class What>
+  [[noreturn]] void misuse(Fiber* f, const What& what);
+  uint64_t collective(Fiber* f, Coll kind, int32_t mode, uint64_t mask, int32_t value, int32_t b, int32_t c);
+  void complete(Fiber* self, uint32_t warpIdx, uint64_t group);
+  void wake(Fiber* self, uint32_t warpIdx, uint64_t group);
+  void completeMatrix(Fiber* self, uint32_t warpIdx, uint64_t group, Coll kind);
+  void matrix(Fiber* f, Coll kind, int32_t mode, const void* a, const void* b, const void* c, void* d);
+
+  // ---- memory (Memory.cpp) --------------------------------------------------
+  void* scratchFor(uint64_t bytes);
+  void* sharedAccess(Fiber* f, void* addr, uint64_t bytes, int32_t kind, int32_t op);
+  void checkRace(Fiber* f, uint64_t off, uint64_t bytes, int32_t kind, int32_t op);
+  void* globalAccess(Fiber* f, void* addr, uint64_t bytes, int32_t kind, int32_t op);
+  void accountBanks();
+
+  // ---- cp.async (AsyncCopy.cpp) ---------------------------------------------
+  void markInFlight(const AsyncCopy& c, int delta);
+  void cpAsync(Fiber* f, void* dst, const void* src, int32_t bytes, int32_t srcBytes, int32_t op);
+  void cpAsyncWait(Fiber* f, int32_t pending);
+};
+
+/// Counts every issue; keeps a message only for the first of each distinct
+/// (kind, op, other op), so a racy loop does not format a million strings.
+template <class MakeMessage>
+void Worker::report(IssueKind k, uint32_t thread, int64_t other, int32_t op, int32_t otherOp, MakeMessage&& make) {
+  ++counts[static_cast<size_t>(k)];
+  if (issues.size() >= cfg->maxReports) return;
+  if (!seen.emplace(static_cast<int>(k), op, otherOp).second) return;
+  Issue is;
+  is.kind = k;
+  std::copy(blockIdx, blockIdx + 3, is.block);
+  coords(thread, is.thread);
+  if (other >= 0) {
+    is.hasOther = true;
+    coords(static_cast<uint32_t>(other), is.otherThread);
+  }
+  is.opId = op;
+  is.otherOpId = otherOp;
+  is.message = std::string(name(k)) + " in " + make();
+  issues.push_back(std::move(is));
+}
+
+/// `what` is a callable returning the message: the fiber is abandoned,
+/// never unwound, so no frame on its stack may own memory when it stops.
+/// The message is built and consumed inside report(), before abortBlock.
+template <class What>
+[[noreturn]] void Worker::misuse(Fiber* f, const What& what) {
+  report(IssueKind::CollectiveMisuse, f->linear, -1, -1, -1,
+         [&] { return where(f->linear) + " (warp " + std::to_string(f->warp) + " lane " +
+                      std::to_string(f->lane) + "): " + what(); });
+  abortBlock(tlsFiber);  // the running fiber, whichever lane is blamed
+}
+
+// The fiber of the running hook, which must be inside a kernel run by launch.
+inline Fiber* current(const char* hook) {
+  Fiber* f = tlsFiber;
+  if (!f) throw EmulatorError(std::string(hook) + " called outside a kernel run by tessera::emu::launch");
+  return f;
+}
+
+// The launch's report from its workers' counts, issues and bank statistics,
+// and the message of the EmulatorError a failed launch throws (Reports.cpp).
+LaunchReport mergeReports(const Launch& L, std::vector<std::unique_ptr<Worker>>& workers);
+std::string failureMessage(const LaunchReport& rep, const LaunchConfig& cfg);
+
+}  // namespace tessera::emu::detail

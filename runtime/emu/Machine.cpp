@@ -1,0 +1,311 @@
+// The SIMT machine's scheduling: Workers on host threads run the blocks, a
+// fiber per GPU thread, resumed in FIFO order by the block's loop; launch(),
+// the special-register hooks and the table of every hook's address.
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <chrono>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "EmulatorImpl.h"
+
+namespace tessera::emu::detail {
+
+__attribute__((tls_model("initial-exec"))) constinit thread_local Fiber* tlsFiber = nullptr;
+
+namespace {
+[[noreturn]] void fiberMain();
+}  // namespace
+
+Worker::Worker(Launch* l) : L(l), cfg(l->cfg) {
+  const uint32_t n = L->nThreads;
+  fibers.resize(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    Fiber& f = fibers[i];
+    f.w = this;
+    f.linear = i;
+    f.lane = i % L->W;
+    f.warp = i / L->W;
+    f.tid[0] = static_cast<int32_t>(i % cfg->block[0]);
+    f.tid[1] = static_cast<int32_t>(i / cfg->block[0] % cfg->block[1]);
+    f.tid[2] = static_cast<int32_t>(i / (cfg->block[0] * cfg->block[1]));
+  }
+  stacks.reserve(n);
+  for (uint32_t i = 0; i < n; ++i) stacks.push_back(detail::acquireStack(cfg->stackBytes));
+  warps.resize(L->nWarps);
+  queue.resize(std::bit_ceil(n));
+  qMask = queue.size() - 1;
+  barrierWaiters.reserve(n);
+  sharedBytes = cfg->sharedBytes;
+  // 256-byte alignment: the compiler may assume aligned shared layouts.
+  sharedStore.reset(new unsigned char[sharedBytes + 256]);
+  shared = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(sharedStore.get()) + 255) &
+                                            ~uintptr_t{255});
+  if (cfg->checkRaces) shadow.resize(sharedBytes);
+  scratch.resize(4096);
+  if (cfg->countBankConflicts) {
+    occOps = std::max<size_t>(cfg->opNames.size(), 1);
+    occ.assign(occOps * n, 0);
+    warpAccesses.resize(L->nWarps);
+  }
+}
+Worker::~Worker() { detail::releaseStacks(stacks); }
+
+/// Stops the block for good: its remaining fibers are never resumed (their
+/// stacks are reused by the next block). Called from a fiber.
+[[noreturn]] void Worker::abortBlock(Fiber* f) {
+  aborted = true;
+  f->state = FState::Abandoned;
+  for (;;) detail::switchContext(f->ctx, sched);
+}
+
+void Worker::runBlock(uint64_t b) {
+  const uint32_t n = L->nThreads;
+  blockIdx[0] = static_cast<uint32_t>(b % cfg->grid[0]);
+  blockIdx[1] = static_cast<uint32_t>(b / cfg->grid[0] % cfg->grid[1]);
+  blockIdx[2] = static_cast<uint32_t>(b / (uint64_t{cfg->grid[0]} * cfg->grid[1]));
+  // GPUs do not clear shared memory: poison it so uninitialised reads show.
+  if (sharedBytes) std::memset(shared, 0xCD, sharedBytes);
+  ++epoch;
+  for (uint32_t wi = 0; wi < L->nWarps; ++wi) {
+    Warp& wp = warps[wi];
+    uint32_t lanes = std::min(L->W, n - wi * L->W);
+    wp.live = lanes >= 64 ? ~uint64_t{0} : (uint64_t{1} << lanes) - 1;
+    wp.exited = wp.waiting = 0;
+  }
+  if (cfg->countBankConflicts) {
+    std::fill(occ.begin(), occ.end(), 0);
+    for (auto& v : warpAccesses) v.clear();
+  }
+  qHead = qCount = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    Fiber& f = fibers[i];
+    f.barriers = 0;
+    f.barrierSite = -1;
+    // An aborted block may leave copies behind: drop them and their marks.
+    for (const AsyncCopy& c : f.asyncCopies) markInFlight(c, -1);
+    f.asyncCopies.clear();
+    f.commits = 0;
+    // Stack colouring: stacks are page-aligned, so without an offset every
+    // fiber's hot top frames would fall into the same cache sets.
+    detail::makeContext(f.ctx, stacks[i].low, stacks[i].bytes - (i % 64) * 64, &fiberMain);
+    push(i);
+  }
+  exited = arrived = 0;
+  barrierWaiters.clear();
+  aborted = false;
+
+  while (!aborted) {
+    if (qCount == 0) {
+      if (exited != n) reportDeadlock();
+      break;
+    }
+    Fiber& f = fibers[pop()];
+    f.state = FState::Running;
+    tlsFiber = &f;
+    ++switches;
+    detail::switchContext(sched, f.ctx);
+  }
+  tlsFiber = nullptr;
+  ++blocksRun;
+  if (cfg->countBankConflicts) accountBanks();
+}
+
+/// The fiber's kernel returned (or threw).
+void Worker::onExit(Fiber* f) {
+  if (!f->asyncCopies.empty()) {
+    const AsyncCopy& c = f->asyncCopies.front();
+    size_t open = 0;
+    for (const AsyncCopy& x : f->asyncCopies) open += x.group == f->commits;
+    report(IssueKind::AsyncCopyMisuse, f->linear, -1, c.op, -1, [&] {
+      return where(f->linear) + ": the thread exits with " + std::to_string(f->asyncCopies.size()) +
+             " cp.async copies in flight (" + std::to_string(open) +
+             " never committed), first of " + std::to_string(c.bytes) + " bytes to shared offset " +
+             std::to_string(c.dstOff) + " [" + opLabel(*cfg, c.op) +
+             "]; retire them with cp.async.wait_group before the kernel returns";
+    });
+    // Never performed, and still in flight for the rest of the block (a
+    // GPU may write them at any time): the marks stay until the next
+    // block start clears them with the list.
+  }
+  f->state = FState::Exited;
+  ++exited;
+  Warp& wp = warps[f->warp];
+  const uint64_t bit = uint64_t{1} << f->lane;
+  wp.exited |= bit;
+  if (wp.waiting) {
+    uint32_t l = static_cast<uint32_t>(std::countr_zero(wp.waiting));
+    const Deposit& o = wp.dep[l];
+    if (isWaveWide(o.kind)) {
+      uint64_t group = wp.live & ~wp.exited;
+      if ((wp.waiting & group) == group) complete(nullptr, f->warp, group);
+    } else {
+      for (uint64_t wl = wp.waiting; wl; wl &= wl - 1) {
+        uint32_t w = static_cast<uint32_t>(std::countr_zero(wl));
+        if (wp.dep[w].mask & bit)
+          misuse(f, [&] { return "lane exited while lane " + std::to_string(w) + " waits for it in " +
+                        collName(wp.dep[w].kind) + " with member mask " + hex(wp.dep[w].mask); });
+      }
+    }
+  }
+  if (arrived && arrived + exited == L->nThreads) releaseBarrier(nullptr);
+}
+
+void Worker::work() {
+  for (;;) {
+    uint64_t b = L->nextBlock.fetch_add(1, std::memory_order_relaxed);
+    if (b >= L->nBlocks) return;
+    runBlock(b);
+  }
+}
+
+namespace {
+
+[[noreturn]] TESSERA_CALLS_JIT_CODE void fiberMain() {
+  Fiber* f = tlsFiber;
+  Worker* w = f->w;
+  try {
+    w->L->fn(w->L->args);
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    w->report(IssueKind::KernelException, f->linear, -1, -1, -1,
+              [&] { return w->where(f->linear) + ": the kernel threw: " + what; });
+  } catch (...) {
+    w->report(IssueKind::KernelException, f->linear, -1, -1, -1,
+              [&] { return w->where(f->linear) + ": the kernel threw a non-standard exception"; });
+  }
+  // The hooks below may have switched fibers; tlsFiber is this fiber again.
+  w->onExit(f);
+  for (;;) detail::switchContext(f->ctx, w->sched);
+}
+
+void validate(ThreadFn fn, const LaunchConfig& cfg) {
+  auto bad = [&](const std::string& m) {
+    throw LaunchError("emulator launch of kernel '" + cfg.kernelName + "': " + m);
+  };
+  if (!fn) bad("null kernel function");
+  for (int i = 0; i < 3; ++i) {
+    if (!cfg.grid[i]) bad("grid dimension " + std::to_string(i) + " is zero");
+    if (!cfg.block[i]) bad("block dimension " + std::to_string(i) + " is zero");
+  }
+  uint64_t threads = uint64_t{cfg.block[0]} * cfg.block[1] * cfg.block[2];
+  if (threads > 1024) bad(std::to_string(threads) + " threads per block exceed the limit of 1024");
+  if (cfg.vendor == Vendor::NVIDIA && cfg.warpSize != 32)
+    bad("NVIDIA warps have 32 lanes, not " + std::to_string(cfg.warpSize));
+  if (cfg.vendor == Vendor::AMD && cfg.warpSize != 32 && cfg.warpSize != 64)
+    bad("AMD waves have 32 or 64 lanes, not " + std::to_string(cfg.warpSize));
+  if (cfg.stackBytes < 16 * 1024) bad("fiber stacks need at least 16 KiB");
+}
+
+}  // namespace
+
+}  // namespace tessera::emu::detail
+
+namespace tessera::emu {
+
+using detail::failureMessage;
+using detail::Launch;
+using detail::mergeReports;
+using detail::validate;
+using detail::Worker;
+
+LaunchReport launch(ThreadFn fn, void* const* args, const LaunchConfig& cfg) {
+  validate(fn, cfg);
+  auto t0 = std::chrono::steady_clock::now();
+  Launch L;
+  L.cfg = &cfg;
+  L.fn = fn;
+  L.args = args;
+  L.W = cfg.warpSize;
+  L.nThreads = cfg.block[0] * cfg.block[1] * cfg.block[2];
+  L.nWarps = (L.nThreads + L.W - 1) / L.W;
+  L.nBlocks = uint64_t{cfg.grid[0]} * cfg.grid[1] * cfg.grid[2];
+  for (const auto& [p, n] : cfg.globalBuffers) {
+    if (!p || !n) continue;
+    auto b = reinterpret_cast<uintptr_t>(p);
+    L.globals.emplace_back(b, b + n);
+  }
+  std::sort(L.globals.begin(), L.globals.end());
+
+  unsigned nWorkers = cfg.hostThreads ? cfg.hostThreads : std::max(1u, std::thread::hardware_concurrency());
+  nWorkers = static_cast<unsigned>(std::min<uint64_t>(nWorkers, L.nBlocks));
+  std::vector<std::unique_ptr<Worker>> workers;
+  for (unsigned i = 0; i < nWorkers; ++i) workers.push_back(std::make_unique<Worker>(&L));
+
+  std::vector<std::exception_ptr> errors(nWorkers);
+  auto run = [&](unsigned i) {
+    try {
+      workers[i]->work();
+    } catch (...) {
+      errors[i] = std::current_exception();
+      L.nextBlock.store(L.nBlocks);  // stop the others soon
+    }
+  };
+  std::vector<std::thread> threads;
+  for (unsigned i = 1; i < nWorkers; ++i) threads.emplace_back(run, i);
+  run(0);
+  for (auto& t : threads) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+
+  LaunchReport rep = mergeReports(L, workers);
+  rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  if (cfg.throwOnError && rep.hasErrors()) throw EmulatorError(failureMessage(rep, cfg));
+  return rep;
+}
+
+const std::vector<std::pair<const char*, void*>>& hookSymbols() {
+#define TS_HOOK(n) {#n, reinterpret_cast<void*>(&n)}
+  static const std::vector<std::pair<const char*, void*>> hooks = {
+      TS_HOOK(tessera_emu_thread_id_x),   TS_HOOK(tessera_emu_thread_id_y),
+      TS_HOOK(tessera_emu_thread_id_z),   TS_HOOK(tessera_emu_block_id_x),
+      TS_HOOK(tessera_emu_block_id_y),    TS_HOOK(tessera_emu_block_id_z),
+      TS_HOOK(tessera_emu_block_dim_x),   TS_HOOK(tessera_emu_block_dim_y),
+      TS_HOOK(tessera_emu_block_dim_z),   TS_HOOK(tessera_emu_grid_dim_x),
+      TS_HOOK(tessera_emu_grid_dim_y),    TS_HOOK(tessera_emu_grid_dim_z),
+      TS_HOOK(tessera_emu_lane_id),       TS_HOOK(tessera_emu_warp_size),
+      TS_HOOK(tessera_emu_barrier),       TS_HOOK(tessera_emu_syncwarp),
+      TS_HOOK(tessera_emu_shfl_sync),     TS_HOOK(tessera_emu_shfl_sync_pred),
+      TS_HOOK(tessera_emu_vote_sync),     TS_HOOK(tessera_emu_ballot_sync),
+      TS_HOOK(tessera_emu_ds_bpermute),   TS_HOOK(tessera_emu_readlane),
+      TS_HOOK(tessera_emu_readfirstlane), TS_HOOK(tessera_emu_wave_ballot),
+      TS_HOOK(tessera_emu_shared_base),
+      TS_HOOK(tessera_emu_ldmatrix),      TS_HOOK(tessera_emu_mma_sync),
+      TS_HOOK(tessera_emu_mfma),          TS_HOOK(tessera_emu_wmma),
+      TS_HOOK(tessera_emu_shared_access), TS_HOOK(tessera_emu_global_access),
+      TS_HOOK(tessera_emu_cp_async),      TS_HOOK(tessera_emu_cp_async_commit),
+      TS_HOOK(tessera_emu_cp_async_wait),
+  };
+#undef TS_HOOK
+  return hooks;
+}
+
+}  // namespace tessera::emu
+
+// ---- hooks --------------------------------------------------------------------
+using tessera::emu::detail::current;
+
+extern "C" {
+
+int32_t tessera_emu_thread_id_x(void) { return current(__func__)->tid[0]; }
+int32_t tessera_emu_thread_id_y(void) { return current(__func__)->tid[1]; }
+int32_t tessera_emu_thread_id_z(void) { return current(__func__)->tid[2]; }
+int32_t tessera_emu_block_id_x(void) { return static_cast<int32_t>(current(__func__)->w->blockIdx[0]); }
+int32_t tessera_emu_block_id_y(void) { return static_cast<int32_t>(current(__func__)->w->blockIdx[1]); }
+int32_t tessera_emu_block_id_z(void) { return static_cast<int32_t>(current(__func__)->w->blockIdx[2]); }
+int32_t tessera_emu_block_dim_x(void) { return static_cast<int32_t>(current(__func__)->w->cfg->block[0]); }
+int32_t tessera_emu_block_dim_y(void) { return static_cast<int32_t>(current(__func__)->w->cfg->block[1]); }
+int32_t tessera_emu_block_dim_z(void) { return static_cast<int32_t>(current(__func__)->w->cfg->block[2]); }
+int32_t tessera_emu_grid_dim_x(void) { return static_cast<int32_t>(current(__func__)->w->cfg->grid[0]); }
+int32_t tessera_emu_grid_dim_y(void) { return static_cast<int32_t>(current(__func__)->w->cfg->grid[1]); }
+int32_t tessera_emu_grid_dim_z(void) { return static_cast<int32_t>(current(__func__)->w->cfg->grid[2]); }
+int32_t tessera_emu_lane_id(void) { return static_cast<int32_t>(current(__func__)->lane); }
+int32_t tessera_emu_warp_size(void) { return static_cast<int32_t>(current(__func__)->w->L->W); }
+
+}  // extern "C"
