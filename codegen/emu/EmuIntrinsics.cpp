@@ -13,6 +13,7 @@
 #include <llvm/IR/Intrinsics.h>
 
 #include "codegen/emu/EmuPasses.h"
+#include "tessera/support/EmuAbi.h"
 #include "tessera/support/Error.h"
 
 namespace tessera::codegen::emu {
@@ -56,19 +57,18 @@ class Lowerer {
   EmuModule& em;
   std::map<llvm::Function*, Value*> implicitArgs_, dispatchPackets_;
 
-  Value* callHook(IRBuilder<>& b, const char* name, llvm::ArrayRef<Value*> args = {}, bool pure = true,
-                  llvm::Type* ret = nullptr) {
-    std::vector<llvm::Type*> tys;
-    for (Value* a : args) tys.push_back(a->getType());
-    return b.CreateCall(em.hook(name, ret ? ret : em.i32(), tys, pure), args);
+  // A call of hook `name`, typed by its row of EmuHooks.def (a mismatch with
+  // `args` is caught by the module verifier).
+  Value* callHook(IRBuilder<>& b, llvm::StringRef name, llvm::ArrayRef<Value*> args = {}) {
+    return b.CreateCall(em.hook(name), args);
   }
   Value* dimHook(IRBuilder<>& b, const char* what, const std::string& axis, const llvm::CallInst& c) {
     if (axis != "x" && axis != "y" && axis != "z") unsupported(c);
-    return callHook(b, (std::string("tessera_emu_") + what + "_" + axis).c_str());
+    return callHook(b, std::string("tessera_emu_") + what + "_" + axis);
   }
   Value* laneId(IRBuilder<>& b) { return callHook(b, "tessera_emu_lane_id"); }
   Value* barrier(IRBuilder<>& b, llvm::CallInst& c) {
-    callHook(b, "tessera_emu_barrier", {b.getInt32(em.opId(c))}, false, b.getVoidTy());
+    callHook(b, "tessera_emu_barrier", {b.getInt32(em.opId(c))});
     return nullptr;
   }
   Value* unary(IRBuilder<>& b, llvm::Intrinsic::ID id, Value* x) { return b.CreateUnaryIntrinsic(id, x); }
@@ -136,20 +136,20 @@ class Lowerer {
     if (k == "barrier")
       unsupported(c, "only whole-block barriers (bar.sync without a thread count) are modelled");
     if (k == "bar" && t.size() == 3 && t[1] == "warp" && t[2] == "sync") {
-      callHook(b, "tessera_emu_syncwarp", {b.CreateZExt(c.getArgOperand(0), em.i64())}, false, b.getVoidTy());
+      callHook(b, "tessera_emu_syncwarp", {b.CreateZExt(c.getArgOperand(0), em.i64())});
       return nullptr;
     }
     if (k == "shfl") {
       if (t.size() != 4 || t[1] != "sync") unsupported(c, "only the .sync shuffles are modelled");
-      int32_t mode = llvm::StringSwitch<int32_t>(t[2]).Case("idx", 0).Case("up", 1).Case("down", 2).Case("bfly", 3).Default(-1);
+      int32_t mode = llvm::StringSwitch<int32_t>(t[2]).Case("idx", TESSERA_EMU_SHFL_IDX).Case("up", TESSERA_EMU_SHFL_UP).Case("down", TESSERA_EMU_SHFL_DOWN).Case("bfly", TESSERA_EMU_SHFL_BFLY).Default(-1);
       bool pred = t[3].back() == 'p';
       if (mode < 0) unsupported(c);
       Value* v = c.getArgOperand(1);
       llvm::Type* vt = v->getType();
       std::vector<Value*> args = {b.getInt32(mode), b.CreateZExt(c.getArgOperand(0), em.i64()),
                                   b.CreateBitCast(v, em.i32()), c.getArgOperand(2), c.getArgOperand(3)};
-      if (!pred) return b.CreateBitCast(callHook(b, "tessera_emu_shfl_sync", args, false), vt);
-      Value* r = callHook(b, "tessera_emu_shfl_sync_pred", args, false, em.i64());
+      if (!pred) return b.CreateBitCast(callHook(b, "tessera_emu_shfl_sync", args), vt);
+      Value* r = callHook(b, "tessera_emu_shfl_sync_pred", args);
       Value* d = b.CreateBitCast(b.CreateTrunc(r, em.i32()), vt);
       Value* p = b.CreateTrunc(b.CreateLShr(r, 32), b.getInt1Ty());
       Value* s = llvm::PoisonValue::get(c.getType());
@@ -161,10 +161,10 @@ class Lowerer {
       Value* mask = b.CreateZExt(c.getArgOperand(0), em.i64());
       Value* pred = b.CreateZExt(c.getArgOperand(1), em.i32());
       if (t[1] == "ballot")
-        return b.CreateTrunc(callHook(b, "tessera_emu_ballot_sync", {mask, pred}, false, em.i64()), em.i32());
-      int32_t mode = llvm::StringSwitch<int32_t>(t[1]).Case("all", 0).Case("any", 1).Case("uni", 2).Default(-1);
+        return b.CreateTrunc(callHook(b, "tessera_emu_ballot_sync", {mask, pred}), em.i32());
+      int32_t mode = llvm::StringSwitch<int32_t>(t[1]).Case("all", TESSERA_EMU_VOTE_ALL).Case("any", TESSERA_EMU_VOTE_ANY).Case("uni", TESSERA_EMU_VOTE_UNI).Default(-1);
       if (mode < 0) unsupported(c);
-      return b.CreateICmpNE(callHook(b, "tessera_emu_vote_sync", {b.getInt32(mode), mask, pred}, false), b.getInt32(0));
+      return b.CreateICmpNE(callHook(b, "tessera_emu_vote_sync", {b.getInt32(mode), mask, pred}), b.getInt32(0));
     }
     if (k == "ldmatrix") {
       // ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].b16.p<as>
@@ -173,12 +173,11 @@ class Lowerer {
       Value* p = c.getArgOperand(0);
       if (p->getType()->getPointerAddressSpace() != kSharedAS && p->getType()->getPointerAddressSpace() != kFlatAS)
         unsupported(c, "ldmatrix reads shared memory");
-      int32_t mode = count | (has(t, "trans") ? 8 : 0);  // TESSERA_EMU_LDMATRIX_TRANS
+      int32_t mode = count | (has(t, "trans") ? TESSERA_EMU_LDMATRIX_TRANS : 0);
       MatrixScratch ms = matrixScratch(c.getFunction());
       b.SetInsertPoint(&c);
       Value* flat = b.CreateAddrSpaceCast(p, em.flatPtr());
-      callHook(b, "tessera_emu_ldmatrix", {b.getInt32(mode), flat, b.getInt32(em.opId(c)), ms.d}, false,
-               b.getVoidTy());
+      callHook(b, "tessera_emu_ldmatrix", {b.getInt32(mode), flat, b.getInt32(em.opId(c)), ms.d});
       return unpack(b, ms.d, c.getType());
     }
     if (k == "mma") {
@@ -186,7 +185,9 @@ class Lowerer {
       // f32 accumulator: a[4], b[2], c[4] -> {f32 x 4}.
       std::string rest;
       for (size_t i = 1; i < t.size(); ++i) rest += (i > 1 ? "." : "") + t[i];
-      int32_t mode = rest == "m16n8k16.row.col.f32.f32" ? 0 : rest == "m16n8k16.row.col.bf16" ? 1 : -1;
+      int32_t mode = rest == "m16n8k16.row.col.f32.f32" ? TESSERA_EMU_MMA_M16N8K16_F16
+                     : rest == "m16n8k16.row.col.bf16"    ? TESSERA_EMU_MMA_M16N8K16_BF16
+                                                          : -1;
       if (mode < 0 || c.arg_size() != 10) unsupported(c, "only m16n8k16 row.col f16/bf16 with an f32 accumulator is modelled");
       return matrixCall(b, c, "tessera_emu_mma_sync", mode, {0, 1, 2, 3}, {4, 5}, {6, 7, 8, 9});
     }
@@ -208,16 +209,16 @@ class Lowerer {
     std::string rest;
     for (size_t i = 2; i < t.size(); ++i) rest += (i > 2 ? "." : "") + t[i];
     if (rest == "commit.group") {
-      callHook(b, "tessera_emu_cp_async_commit", {}, false, b.getVoidTy());
+      callHook(b, "tessera_emu_cp_async_commit", {});
       return nullptr;
     }
     if (rest == "wait.group") {
-      callHook(b, "tessera_emu_cp_async_wait", {c.getArgOperand(0)}, false, b.getVoidTy());
+      callHook(b, "tessera_emu_cp_async_wait", {c.getArgOperand(0)});
       return nullptr;
     }
     if (rest == "wait.all") {  // = commit_group; wait_group 0
-      callHook(b, "tessera_emu_cp_async_commit", {}, false, b.getVoidTy());
-      callHook(b, "tessera_emu_cp_async_wait", {b.getInt32(0)}, false, b.getVoidTy());
+      callHook(b, "tessera_emu_cp_async_commit", {});
+      callHook(b, "tessera_emu_cp_async_wait", {b.getInt32(0)});
       return nullptr;
     }
     bool sized = t.back() == "s";
@@ -229,8 +230,7 @@ class Lowerer {
     Value* dst = b.CreateAddrSpaceCast(c.getArgOperand(0), em.flatPtr());
     Value* src = b.CreateAddrSpaceCast(c.getArgOperand(1), em.flatPtr());
     Value* srcBytes = sized ? c.getArgOperand(2) : b.getInt32(bytes);
-    callHook(b, "tessera_emu_cp_async", {dst, src, b.getInt32(bytes), srcBytes, b.getInt32(em.opId(c))}, false,
-             b.getVoidTy());
+    callHook(b, "tessera_emu_cp_async", {dst, src, b.getInt32(bytes), srcBytes, b.getInt32(em.opId(c))});
     return nullptr;
   }
 
@@ -287,15 +287,15 @@ class Lowerer {
     if (name == "wave.barrier" || name == "sched.barrier" || name == "sched.group.barrier" || name == "s.waitcnt" ||
         name == "s.sleep" || name == "s.setprio" || name == "iglp.opt" || name == "s.nop")
       return nullptr;
-    if (name == "ds.bpermute") return callHook(b, "tessera_emu_ds_bpermute", {arg(0), arg(1)}, false);
+    if (name == "ds.bpermute") return callHook(b, "tessera_emu_ds_bpermute", {arg(0), arg(1)});
     if (k == "readfirstlane")
-      return laneExchange(b, c, arg(0), [&](Value* v) { return callHook(b, "tessera_emu_readfirstlane", {v}, false); });
+      return laneExchange(b, c, arg(0), [&](Value* v) { return callHook(b, "tessera_emu_readfirstlane", {v}); });
     if (k == "readlane") {
       Value* lane = arg(1);
-      return laneExchange(b, c, arg(0), [&](Value* v) { return callHook(b, "tessera_emu_readlane", {v, lane}, false); });
+      return laneExchange(b, c, arg(0), [&](Value* v) { return callHook(b, "tessera_emu_readlane", {v, lane}); });
     }
     if (k == "ballot") {
-      Value* r = callHook(b, "tessera_emu_wave_ballot", {b.CreateZExt(arg(0), em.i32())}, false, em.i64());
+      Value* r = callHook(b, "tessera_emu_wave_ballot", {b.CreateZExt(arg(0), em.i32())});
       return b.CreateZExtOrTrunc(r, c.getType());
     }
     if (name == "mbcnt.lo" || name == "mbcnt.hi") {
@@ -309,10 +309,10 @@ class Lowerer {
     }
     if (k == "mfma") {
       int32_t mode = llvm::StringSwitch<int32_t>(name)
-                         .Case("mfma.f32.32x32x8f16", 0)
-                         .Case("mfma.f32.32x32x8bf16.1k", 1)
-                         .Case("mfma.f32.16x16x16f16", 2)
-                         .Case("mfma.f32.16x16x16bf16.1k", 3)
+                         .Case("mfma.f32.32x32x8f16", TESSERA_EMU_MFMA_32X32X8_F16)
+                         .Case("mfma.f32.32x32x8bf16.1k", TESSERA_EMU_MFMA_32X32X8_BF16)
+                         .Case("mfma.f32.16x16x16f16", TESSERA_EMU_MFMA_16X16X16_F16)
+                         .Case("mfma.f32.16x16x16bf16.1k", TESSERA_EMU_MFMA_16X16X16_BF16)
                          .Default(-1);
       if (mode < 0) unsupported(c, "only the f32 32x32x8 / 16x16x16 f16 and bf16_1k forms are modelled");
       for (unsigned i = 3; i < 6; ++i) {
@@ -323,7 +323,7 @@ class Lowerer {
     }
     if (k == "wmma" && t.size() >= 4 && t[1] == "f32" && t[2] == "16x16x16" && (t[3] == "f16" || t[3] == "bf16")) {
       if (c.arg_size() != 3) unsupported(c);
-      return matrixCall(b, c, "tessera_emu_wmma", t[3] == "f16" ? 0 : 1, {0}, {1}, {2});
+      return matrixCall(b, c, "tessera_emu_wmma", t[3] == "f16" ? TESSERA_EMU_WMMA_16X16X16_F16 : TESSERA_EMU_WMMA_16X16X16_BF16, {0}, {1}, {2});
     }
     if (name == "implicitarg.ptr") return b.CreateAddrSpaceCast(implicitArgs(c.getFunction()), c.getType());
     if (name == "dispatch.ptr") return b.CreateAddrSpaceCast(dispatchPacket(c.getFunction()), c.getType());
@@ -403,7 +403,7 @@ class Lowerer {
     pack(b, ms.a, args(aIdx));
     pack(b, ms.b, args(bIdx));
     pack(b, ms.c, args(cIdx));
-    callHook(b, hook, {b.getInt32(mode), ms.a, ms.b, ms.c, ms.d}, false, b.getVoidTy());
+    callHook(b, hook, {b.getInt32(mode), ms.a, ms.b, ms.c, ms.d});
     return unpack(b, ms.d, c.getType());
   }
 
@@ -434,8 +434,8 @@ class Lowerer {
       // hidden_block_count_{x,y,z}: u32 at 0/4/8; hidden_group_size: u16 at
       // 12/14/16; hidden_remainder: u16 at 18/20/22, zero since grids are
       // whole blocks.
-      put(b, buf, 4 * d, callHook(b, (std::string("tessera_emu_grid_dim_") + xyz[d]).c_str()));
-      put(b, buf, 12 + 2 * d, b.CreateTrunc(callHook(b, (std::string("tessera_emu_block_dim_") + xyz[d]).c_str()), b.getInt16Ty()));
+      put(b, buf, 4 * d, callHook(b, std::string("tessera_emu_grid_dim_") + xyz[d]));
+      put(b, buf, 12 + 2 * d, b.CreateTrunc(callHook(b, std::string("tessera_emu_block_dim_") + xyz[d]), b.getInt16Ty()));
     }
     put(b, buf, 64, b.getInt16(3));  // hidden_grid_dims
     return slot = buf;
@@ -450,8 +450,8 @@ class Lowerer {
     for (int d = 0; d < 3; ++d) {
       // workgroup_size_{x,y,z}: u16 at 4/6/8; grid_size_{x,y,z} (in work
       // items): u32 at 12/16/20.
-      Value* bd = callHook(b, (std::string("tessera_emu_block_dim_") + xyz[d]).c_str());
-      Value* gd = callHook(b, (std::string("tessera_emu_grid_dim_") + xyz[d]).c_str());
+      Value* bd = callHook(b, std::string("tessera_emu_block_dim_") + xyz[d]);
+      Value* gd = callHook(b, std::string("tessera_emu_grid_dim_") + xyz[d]);
       put(b, buf, 4 + 2 * d, b.CreateTrunc(bd, b.getInt16Ty()));
       put(b, buf, 12 + 4 * d, b.CreateMul(bd, gd));
     }

@@ -50,9 +50,8 @@ struct Instrumenter {
   llvm::FunctionCallee globalHook, sharedHook;
 
   explicit Instrumenter(EmuModule& e) : em(e) {
-    llvm::Type* ptr = em.flatPtr();
-    globalHook = em.hook("tessera_emu_global_access", ptr, {ptr, em.i64(), em.i32(), em.i32()});
-    sharedHook = em.hook("tessera_emu_shared_access", ptr, {ptr, em.i64(), em.i32(), em.i32()});
+    globalHook = em.hook("tessera_emu_global_access");
+    sharedHook = em.hook("tessera_emu_shared_access");
   }
 
   // Routes operand `idx` of `inst` through the access hook; the access then
@@ -186,7 +185,7 @@ void lowerSharedMemory(EmuModule& em) {
       }
   if (shared.empty() && intCasts.empty()) return;
 
-  llvm::FunctionCallee baseHook = em.hook("tessera_emu_shared_base", em.flatPtr(), {}, /*pure=*/true);
+  llvm::FunctionCallee baseHook = em.hook("tessera_emu_shared_base");
   llvm::PointerType* sharedPtr = llvm::PointerType::get(em.ctx, kSharedAS);
   // One shared_base() call per function, at its entry.
   std::map<llvm::Function*, llvm::Instruction*> baseOf;

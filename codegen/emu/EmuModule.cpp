@@ -1,6 +1,9 @@
 // Shared state of the emulator rewrite steps: the op-name table and hook
 // declarations.
 #include <map>
+#include <optional>
+#include <type_traits>
+#include <vector>
 
 #include <llvm/IR/DebugInfo.h>
 #include <llvm/IR/DebugInfoMetadata.h>
@@ -10,6 +13,8 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include "codegen/emu/EmuPasses.h"
+#include "tessera/support/EmuAbi.h"
+#include "tessera/support/Error.h"
 
 namespace tessera::codegen::emu {
 
@@ -95,12 +100,47 @@ int32_t EmuModule::opId(const llvm::Instruction& inst) {
   return static_cast<int32_t>(opNames.size() - 1);
 }
 
-llvm::FunctionCallee EmuModule::hook(const char* name, llvm::Type* ret, llvm::ArrayRef<llvm::Type*> params,
-                                     bool pure) {
-  auto* fty = llvm::FunctionType::get(ret, params, false);
-  llvm::FunctionCallee c = m.getOrInsertFunction(name, fty);
+namespace {
+// The LLVM type of a C type of the hook table: every pointer is a flat
+// (address space 0) host pointer once the kernel runs on the machine.
+template <typename T>
+llvm::Type* llvmTypeOf(llvm::LLVMContext& ctx) {
+  if constexpr (std::is_void_v<T>) return llvm::Type::getVoidTy(ctx);
+  else if constexpr (std::is_pointer_v<T>) return llvm::PointerType::get(ctx, 0);
+  else {
+    static_assert(std::is_integral_v<T>, "hook types are integers, pointers or void");
+    return llvm::Type::getIntNTy(ctx, 8 * sizeof(T));
+  }
+}
+
+template <typename... Ts>
+std::vector<llvm::Type*> paramTypes(llvm::LLVMContext& ctx) {
+  return {llvmTypeOf<Ts>(ctx)...};
+}
+
+struct HookSignature {
+  bool pure;
+  llvm::FunctionType* type;
+};
+
+enum HookEffects : bool { Effects = false, Pure = true };
+
+std::optional<HookSignature> hookSignature(llvm::StringRef name, llvm::LLVMContext& ctx) {
+#define TS_EMU_HOOK(hook, effects, ret, ...)                                                            \
+  if (name == "tessera_emu_" #hook)                                                                    \
+    return HookSignature{effects, llvm::FunctionType::get(llvmTypeOf<ret>(ctx), paramTypes<__VA_ARGS__>(ctx), \
+                                                          false)};
+#include "tessera/support/EmuHooks.def"
+  return std::nullopt;
+}
+}  // namespace
+
+llvm::FunctionCallee EmuModule::hook(llvm::StringRef name) {
+  std::optional<HookSignature> sig = hookSignature(name, ctx);
+  TS_ASSERT(sig, "emulator rewrite calls " + name.str() + ", which is not in EmuHooks.def");
+  llvm::FunctionCallee c = m.getOrInsertFunction(name, sig->type);
   if (auto* f = llvm::dyn_cast<llvm::Function>(c.getCallee())) {
-    if (pure) {
+    if (sig->pure) {
       // Ids, sizes and the shared base are constant for the life of a GPU
       // thread: letting the optimiser CSE and hoist them matters, as the
       // GPU code re-reads special registers freely.

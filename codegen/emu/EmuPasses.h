@@ -23,6 +23,8 @@
 #include <llvm/IR/Module.h>
 #include <llvm/ADT/DenseMap.h>
 
+#include "tessera/support/EmuAbi.h"
+
 namespace tessera::codegen::emu {
 
 // Address spaces of the GPU modules (identical numbering on NVPTX and AMDGPU
@@ -33,10 +35,10 @@ inline constexpr unsigned kSharedAS = 3;
 inline constexpr unsigned kConstantAS = 4;
 inline constexpr unsigned kPrivateAS = 5;
 
-// Memory access kinds, as TESSERA_EMU_{LOAD,STORE,ATOMIC} in Emulator.h.
-inline constexpr int32_t kLoad = 0;
-inline constexpr int32_t kStore = 1;
-inline constexpr int32_t kAtomic = 2;
+// Memory access kinds of the access hooks (tessera/support/EmuAbi.h).
+inline constexpr int32_t kLoad = TESSERA_EMU_LOAD;
+inline constexpr int32_t kStore = TESSERA_EMU_STORE;
+inline constexpr int32_t kAtomic = TESSERA_EMU_ATOMIC;
 
 /// State shared by the rewrite steps of one module.
 struct EmuModule {
@@ -62,9 +64,9 @@ struct EmuModule {
   /// debug location). A fresh id per call: one id per instruction.
   int32_t opId(const llvm::Instruction& inst);
 
-  /// Declaration of hook `name` (a tessera_emu_* function).
-  llvm::FunctionCallee hook(const char* name, llvm::Type* ret, llvm::ArrayRef<llvm::Type*> params,
-                            bool pure = false);
+  /// Declaration of hook `name` (a tessera_emu_* function), typed and
+  /// attributed as its row of tessera/support/EmuHooks.def says.
+  llvm::FunctionCallee hook(llvm::StringRef name);
 
   llvm::Type* i32() const { return llvm::Type::getInt32Ty(ctx); }
   llvm::Type* i64() const { return llvm::Type::getInt64Ty(ctx); }

@@ -261,28 +261,10 @@ LaunchReport launch(ThreadFn fn, void* const* args, const LaunchConfig& cfg) {
 }
 
 const std::vector<std::pair<const char*, void*>>& hookSymbols() {
-#define TS_HOOK(n) {#n, reinterpret_cast<void*>(&n)}
   static const std::vector<std::pair<const char*, void*>> hooks = {
-      TS_HOOK(tessera_emu_thread_id_x),   TS_HOOK(tessera_emu_thread_id_y),
-      TS_HOOK(tessera_emu_thread_id_z),   TS_HOOK(tessera_emu_block_id_x),
-      TS_HOOK(tessera_emu_block_id_y),    TS_HOOK(tessera_emu_block_id_z),
-      TS_HOOK(tessera_emu_block_dim_x),   TS_HOOK(tessera_emu_block_dim_y),
-      TS_HOOK(tessera_emu_block_dim_z),   TS_HOOK(tessera_emu_grid_dim_x),
-      TS_HOOK(tessera_emu_grid_dim_y),    TS_HOOK(tessera_emu_grid_dim_z),
-      TS_HOOK(tessera_emu_lane_id),       TS_HOOK(tessera_emu_warp_size),
-      TS_HOOK(tessera_emu_barrier),       TS_HOOK(tessera_emu_syncwarp),
-      TS_HOOK(tessera_emu_shfl_sync),     TS_HOOK(tessera_emu_shfl_sync_pred),
-      TS_HOOK(tessera_emu_vote_sync),     TS_HOOK(tessera_emu_ballot_sync),
-      TS_HOOK(tessera_emu_ds_bpermute),   TS_HOOK(tessera_emu_readlane),
-      TS_HOOK(tessera_emu_readfirstlane), TS_HOOK(tessera_emu_wave_ballot),
-      TS_HOOK(tessera_emu_shared_base),
-      TS_HOOK(tessera_emu_ldmatrix),      TS_HOOK(tessera_emu_mma_sync),
-      TS_HOOK(tessera_emu_mfma),          TS_HOOK(tessera_emu_wmma),
-      TS_HOOK(tessera_emu_shared_access), TS_HOOK(tessera_emu_global_access),
-      TS_HOOK(tessera_emu_cp_async),      TS_HOOK(tessera_emu_cp_async_commit),
-      TS_HOOK(tessera_emu_cp_async_wait),
+#define TS_EMU_HOOK(name, effects, ret, ...) {"tessera_emu_" #name, reinterpret_cast<void*>(&tessera_emu_##name)},
+#include "tessera/support/EmuHooks.def"
   };
-#undef TS_HOOK
   return hooks;
 }
 
