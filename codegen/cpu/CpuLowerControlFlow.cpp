@@ -1,6 +1,7 @@
 // Control flow (for, if, yield) and the per-op dispatch, including buffers
 // and local memory (alloc, local_load/local_store, copy, buffer_slot).
 #include "codegen/cpu/CpuLowerImpl.h"
+#include "codegen/llvm/ForLoop.h"
 
 #include <llvm/IR/Intrinsics.h>
 
@@ -23,20 +24,10 @@ void Lowering::emitFor(const ir::Op& op) {
       b_.CreateStore(scalar(init), storage.back());
     }
   }
-  llvm::Function* f = b_.GetInsertBlock()->getParent();
-  llvm::BasicBlock* pre = b_.GetInsertBlock();
-  auto* header = llvm::BasicBlock::Create(ctx_, "for.head", f);
-  auto* body = llvm::BasicBlock::Create(ctx_, "for.body", f);
-  auto* exit = llvm::BasicBlock::Create(ctx_, "for.end", f);
-  // A non-positive step runs zero iterations (IR semantics), so the test
-  // is evaluated once outside the loop.
-  llvm::Value* positive = b_.CreateICmpSGT(step, llvm::ConstantInt::get(step->getType(), 0));
-  b_.CreateBr(header);
-  b_.SetInsertPoint(header);
-  llvm::PHINode* iv = b_.CreatePHI(lo->getType(), 2, "iv");
-  iv->addIncoming(lo, pre);
-  b_.CreateCondBr(b_.CreateAnd(positive, b_.CreateICmpSLT(iv, hi)), body, exit);
-  b_.SetInsertPoint(body);
+  // Carried values live in memory (`storage`): no phis beyond the iv.
+  ForLoop loop = ForLoop::open(b_, lo, step);
+  loop.enterBody(b_, hi);
+  llvm::PHINode* iv = loop.iv;
   const ir::Block& blk = op.region(0).block();
   scalars_[blk.arg(0)] = iv;
   for (unsigned i = 0; i < op.numResults(); ++i) {
@@ -47,14 +38,7 @@ void Lowering::emitFor(const ir::Op& op) {
   yieldTargets_.push_back({storage, true});
   emitBlock(blk);
   yieldTargets_.pop_back();
-  // iv + step may overflow only when the loop is about to exit; the wrap
-  // would restart it, so exit explicitly on overflow.
-  llvm::Value* sum = b_.CreateBinaryIntrinsic(llvm::Intrinsic::sadd_with_overflow, iv, step);
-  llvm::Value* next = b_.CreateExtractValue(sum, 0);
-  llvm::Value* ovf = b_.CreateExtractValue(sum, 1);
-  iv->addIncoming(next, b_.GetInsertBlock());
-  b_.CreateCondBr(ovf, exit, header);
-  b_.SetInsertPoint(exit);
+  loop.close(b_, step);
   for (unsigned i = 0; i < op.numResults(); ++i) {
     const ir::Value* r = op.result(i);
     if (r->type().isTile()) arrays_[r] = storage[i];

@@ -6,6 +6,7 @@
 #include <llvm/IR/Intrinsics.h>
 
 #include "codegen/gpu/LowerImpl.h"
+#include "codegen/llvm/ForLoop.h"
 
 namespace tessera::codegen::gpu_lower {
 
@@ -24,17 +25,9 @@ void Lower::emitFor(const ir::Op& op) {
     const ir::Value* v = op.operand(3 + i);
     inits[i] = v->type().isTile() ? tileIn(v, la_.get(blk.arg(i + 1))) : Slots{scalar(v)};
   }
-  llvm::Function* fn = b_.GetInsertBlock()->getParent();
-  llvm::BasicBlock* pre = b_.GetInsertBlock();
-  auto* header = llvm::BasicBlock::Create(ctx_, "for.head", fn);
-  auto* body = llvm::BasicBlock::Create(ctx_, "for.body", fn);
-  auto* exit = llvm::BasicBlock::Create(ctx_, "for.end", fn);
-  // A non-positive step runs zero iterations (IR semantics).
-  llvm::Value* positive = b_.CreateICmpSGT(step, llvm::ConstantInt::get(step->getType(), 0));
-  b_.CreateBr(header);
-  b_.SetInsertPoint(header);
-  llvm::PHINode* iv = b_.CreatePHI(lo->getType(), 2, "iv");
-  iv->addIncoming(lo, pre);
+  ForLoop loop = ForLoop::open(b_, lo, step);
+  llvm::PHINode* iv = loop.iv;
+  llvm::BasicBlock* pre = loop.pre;
   std::vector<std::vector<llvm::PHINode*>> phis(n);
   for (unsigned i = 0; i < n; ++i)
     for (llvm::Value* x : inits[i]) {
@@ -42,8 +35,7 @@ void Lower::emitFor(const ir::Op& op) {
       p->addIncoming(x, pre);
       phis[i].push_back(p);
     }
-  b_.CreateCondBr(b_.CreateAnd(positive, b_.CreateICmpSLT(iv, hi)), body, exit);
-  b_.SetInsertPoint(body);
+  loop.enterBody(b_, hi);
   unknownOrder();
   scalars_[blk.arg(0)] = iv;
   for (unsigned i = 0; i < n; ++i) {
@@ -58,23 +50,15 @@ void Lower::emitFor(const ir::Op& op) {
   auto ys = std::move(yields_.back());
   yields_.pop_back();
   TS_ASSERT(ys.size() == n, "for: yield arity");
-  // iv + step may overflow only when the loop is about to exit; the wrap
-  // would restart it, so exit explicitly on overflow.
-  llvm::Value* sum = b_.CreateBinaryIntrinsic(llvm::Intrinsic::sadd_with_overflow, iv, step);
-  llvm::Value* nextIv = b_.CreateExtractValue(sum, 0);
-  llvm::Value* ovf = b_.CreateExtractValue(sum, 1);
-  llvm::BasicBlock* latch = b_.GetInsertBlock();
-  iv->addIncoming(nextIv, latch);
+  llvm::BasicBlock* latch = loop.close(b_, step);
   for (unsigned i = 0; i < n; ++i)
     for (size_t j = 0; j < phis[i].size(); ++j) phis[i][j]->addIncoming(ys[i].second[j], latch);
-  b_.CreateCondBr(ovf, exit, header);
-  b_.SetInsertPoint(exit);
   unknownOrder();
   for (unsigned i = 0; i < n; ++i) {
     Slots r;
     for (size_t j = 0; j < phis[i].size(); ++j) {
       llvm::PHINode* p = b_.CreatePHI(phis[i][j]->getType(), 2);
-      p->addIncoming(phis[i][j], header);
+      p->addIncoming(phis[i][j], loop.header);
       p->addIncoming(ys[i].second[j], latch);
       r.push_back(p);
     }
