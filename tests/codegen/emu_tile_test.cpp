@@ -68,22 +68,7 @@ std::unique_ptr<Function> softmax() {
   return f;
 }
 
-struct Lowered {
-  std::shared_ptr<codegen::Artifact> art;
-  codegen::EmuKernel k;
-};
-
-Lowered lower(const Function& f, const std::string& target) {
-  codegen::Target t = codegen::Target::parse(target);
-  Lowered r;
-  r.art = codegen::compileGpu(f, t, {}, {});
-  auto it = r.art->dumps.extra.find("llvm-gpu");
-  REQUIRE(it != r.art->dumps.extra.end());
-  bool amd = t.kind == codegen::Target::Kind::AMDGPU;
-  unsigned warp = amd && t.arch != "gfx1100" ? 64 : 32;
-  r.k = codegen::compileForEmulator(it->second, amd, warp, hooks());
-  return r;
-}
+Lowered lower(const Function& f, const std::string& target) { return lowerForEmulator(f, target); }
 
 emu::LaunchConfig launchConfig(const Lowered& l, uint32_t programs) {
   emu::LaunchConfig c = config(l.k, programs, l.art->binary.threadsPerBlock);

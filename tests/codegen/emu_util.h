@@ -13,7 +13,9 @@
 #include <vector>
 
 #include "../../codegen/emu/EmuCompile.h"
+#include "../../codegen/gpu/GpuCompile.h"
 #include "tessera/runtime/Emulator.h"
+#include "tessera/support/Targets.h"
 
 namespace emutest {
 
@@ -34,6 +36,26 @@ inline std::string readInput(const std::string& name) {
 
 inline tessera::codegen::EmuKernel compileFile(const std::string& name, bool amd = false, unsigned warp = 32) {
   return tessera::codegen::compileForEmulator(readInput(name), amd, warp, hooks());
+}
+
+/// A tile-IR function compiled for a GPU target, and the module the backend
+/// was handed (its llvm-gpu dump, as text) compiled for the emulator.
+struct Lowered {
+  std::shared_ptr<tessera::codegen::Artifact> art;
+  tessera::codegen::EmuKernel k;
+};
+
+inline Lowered lowerForEmulator(const tessera::ir::Function& f, const std::string& target) {
+  using tessera::codegen::Target;
+  Target t = Target::parse(target);
+  Lowered r;
+  r.art = tessera::codegen::compileGpu(f, t, {}, {});
+  bool amd = t.kind == Target::Kind::AMDGPU;
+  const tessera::GpuArch* row =
+      tessera::findGpuArch(amd ? tessera::GpuArch::Vendor::AMD : tessera::GpuArch::Vendor::NVIDIA, t.arch);
+  if (!row) throw std::runtime_error("no Targets.def row for " + target);
+  r.k = tessera::codegen::compileForEmulator(r.art->dumps.extra.at("llvm-gpu"), amd, row->warpSize, hooks());
+  return r;
 }
 
 /// Kernel arguments as CUDA kernelParams: args()[i] points at the i-th value.

@@ -121,20 +121,7 @@ uint16_t encode(float f, DType dt) {
   return static_cast<uint16_t>(sign | (e - 1 + 15) << 10 | static_cast<uint16_t>(std::lround((m * 2 - 1) * 1024)));
 }
 
-struct Lowered {
-  std::shared_ptr<codegen::Artifact> art;
-  codegen::EmuKernel k;
-};
-
-Lowered lower(const Function& f, const std::string& target) {
-  codegen::Target t = codegen::Target::parse(target);
-  Lowered r;
-  r.art = codegen::compileGpu(f, t, {}, {});
-  bool amd = t.kind == codegen::Target::Kind::AMDGPU;
-  unsigned warp = amd && t.arch != "gfx1100" ? 64 : 32;
-  r.k = codegen::compileForEmulator(r.art->dumps.extra.at("llvm-gpu"), amd, warp, hooks());
-  return r;
-}
+Lowered lower(const Function& f, const std::string& target) { return lowerForEmulator(f, target); }
 
 struct GemmRun {
   emu::LaunchReport rep;

@@ -53,11 +53,7 @@ Run run(const ts::Kernel& k, const std::string& target, bool aligned, int M, int
   tessera::ir::addDefaultPasses(pm);
   pm.add(tessera::ir::createPipelineSchedulePass());
   pm.run(*f);
-  tessera::codegen::Target t = tessera::codegen::Target::parse(target);
-  auto art = tessera::codegen::compileGpu(*f, t, {}, {});
-  bool amd = t.kind == tessera::codegen::Target::Kind::AMDGPU;
-  unsigned warp = amd && t.arch != "gfx1100" ? 64 : 32;
-  auto ek = tessera::codegen::compileForEmulator(art->dumps.extra.at("llvm-gpu"), amd, warp, hooks());
+  auto [art, ek] = lowerForEmulator(*f, target);
 
   std::mt19937 rng(unsigned(M * 7 + K));
   std::uniform_int_distribution<int> d(-16, 16);
@@ -72,10 +68,10 @@ Run run(const ts::Kernel& k, const std::string& target, bool aligned, int M, int
   args.add(C.data()).add(a16.data()).add(b16.data()).add(int32_t(M)).add(int32_t(N)).add(int32_t(K));
   tessera::emu::LaunchConfig cfg = config(ek, uint32_t((M + BM - 1) / BM), art->binary.threadsPerBlock);
   cfg.grid[1] = uint32_t((N + BN - 1) / BN);
-  cfg.sharedBytes = ek.dynamicSharedOffset + (amd ? 0 : art->binary.sharedBytes);
+  cfg.sharedBytes = ek.dynamicSharedOffset + (ek.amd ? 0 : art->binary.sharedBytes);
   addBuffer(cfg, C), addBuffer(cfg, a16), addBuffer(cfg, b16);
   Run r;
-  r.ptx = amd ? std::string() : art->binary.ptx;
+  r.ptx = ek.amd ? std::string() : art->binary.ptx;
   r.rep = tessera::emu::launch(ek.threadFn, args.args(), cfg);
   for (int i = 0; i < M && r.exact; ++i)
     for (int j = 0; j < N; ++j) {
