@@ -58,8 +58,8 @@ void compileCpu(const ir::Function& f, const Target& target, const CompileOption
   llvm::TargetMachine& tm = cpu::cachedTargetMachine(t, opts.optLevel);
   auto ctx = std::make_unique<llvm::LLVMContext>();
   std::string entry = entrySymbol(f.name());
-  auto mod = cpu::lowerToLLVM(f, *ctx, t, tm.createDataLayout(), entry,
-                              opts.checkBounds ? &art.binary.opNames : nullptr);
+  auto mod =
+      cpu::lowerToLLVM(f, *ctx, t, tm.createDataLayout(), entry, opts.checkBounds ? &art.binary.opNames : nullptr);
   art.binary.format = KernelBinary::Format::HostFunction;
   art.binary.boundsChecked = opts.checkBounds;
   timer.mark("lower");
@@ -108,7 +108,8 @@ std::shared_ptr<Artifact> compileGpuTarget(const ir::Function& f, const Target& 
   auto art = compileGpu(f, device, opts, std::move(dumps), g);
   art->target = target;
   if (opts.emuHooks.empty())
-    throw CompileError("target " + target.str() + " needs the SIMT emulator's hooks (compile it through "
+    throw CompileError("target " + target.str() +
+                       " needs the SIMT emulator's hooks (compile it through "
                        "tessera::compile for an emulator device)");
   TS_ASSERT(art->kept, "GPU compile kept no module");
   const GpuArch* row = findGpuArch(amd ? GpuArch::Vendor::AMD : GpuArch::Vendor::NVIDIA, target.arch);
@@ -152,9 +153,8 @@ std::shared_ptr<Artifact> compile(const ir::Function& kernel, const Target& targ
   // `for {stages}` loops are scheduled for all targets (the schedule is the
   // pass's tile-IR dump).
   pm.add(ir::createPipelineSchedulePass());
-  pm.setAfterPass([&](const std::string& pass, const ir::Function& fn) {
-    art->dumps.tileIR.emplace_back(pass, ir::print(fn));
-  });
+  pm.setAfterPass(
+      [&](const std::string& pass, const ir::Function& fn) { art->dumps.tileIR.emplace_back(pass, ir::print(fn)); });
   pm.run(*f);
   timer.mark("tile-ir");
   if (target.kind == Target::Kind::CPU) {
@@ -167,8 +167,7 @@ std::shared_ptr<Artifact> compile(const ir::Function& kernel, const Target& targ
 std::string Artifact::assembly() const {
   if (!dumps.assembly.empty()) return dumps.assembly;
   if (target.kind == Target::Kind::AMDGPU || target.kind == Target::Kind::EmuAMDGPU) return amdgpuAssembly(*this);
-  if (target.kind != Target::Kind::CPU)
-    throw InternalError("GPU artifact of " + target.str() + " has no assembly");
+  if (target.kind != Target::Kind::CPU) throw InternalError("GPU artifact of " + target.str() + " has no assembly");
   TS_ASSERT(kept, "CPU artifact of @" + kernelName() + " kept no module");
   initLLVM();
   // The kept module's functions carry their target-cpu and target-features,

@@ -31,8 +31,7 @@ Kernel biasGelu(int BLOCK) {
 
 namespace ref {
 /// Plain C++ reference, in double.
-std::vector<double> biasGelu(const std::vector<float>& x, const std::vector<float>& bias, int64_t rows,
-                             int64_t cols) {
+std::vector<double> biasGelu(const std::vector<float>& x, const std::vector<float>& bias, int64_t rows, int64_t cols) {
   std::vector<double> out(size_t(rows * cols));
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c) {
@@ -45,11 +44,6 @@ std::vector<double> biasGelu(const std::vector<float>& x, const std::vector<floa
 
 namespace {
 constexpr int kBlock = 256;
-
-
-
-
-
 
 CheckResult run(const RunContext& ctx) {
   auto [rows, cols] = rowsCols(ctx, "bias_gelu");

@@ -19,35 +19,35 @@ namespace ts = tessera;
 namespace tessera::examples {
 
 Kernel gemmBatched(GemmBlocks B) {
-  return ts::kernel("gemm_batched", {"c", "a", "b", "M", "N", "K"},
-                    [=](ts::Ptr<float> c, ts::Ptr<const float> a, ts::Ptr<const float> b, ts::Int M, ts::Int N,
-                        ts::Int K) {
-                      auto z = ts::program_id(2);  // which matrix of the batch
-                      auto az = a + z * (M * K), bz = b + z * (K * N);
-                      auto cz = c + z * (M * N);
-                      auto row = ts::expand_dims(ts::program_id(0) * B.m + ts::arange(B.m), 1);
-                      auto col = ts::expand_dims(ts::program_id(1) * B.n + ts::arange(B.n), 0);
-                      auto rk = ts::arange(B.k);
-                      auto acc = ts::for_range(0, K, B.k, ts::zeros({B.m, B.n}, ts::f32),
-                                               [&](ts::Int k0, ts::Tensor acc) {
-                                                 auto ka = ts::expand_dims(k0 + rk, 0);
-                                                 auto kb = ts::expand_dims(k0 + rk, 1);
-                                                 auto ta = ts::load(az + row * K + ka, (row < M) & (ka < K));
-                                                 auto tb = ts::load(bz + kb * N + col, (kb < K) & (col < N));
-                                                 return ts::dot(ta, tb, acc);
-                                               });
-                      ts::store(cz + row * N + col, acc, (row < M) & (col < N));
-                    });
+  return ts::kernel(
+      "gemm_batched", {"c", "a", "b", "M", "N", "K"},
+      [=](ts::Ptr<float> c, ts::Ptr<const float> a, ts::Ptr<const float> b, ts::Int M, ts::Int N, ts::Int K) {
+        auto z = ts::program_id(2);  // which matrix of the batch
+        auto az = a + z * (M * K), bz = b + z * (K * N);
+        auto cz = c + z * (M * N);
+        auto row = ts::expand_dims(ts::program_id(0) * B.m + ts::arange(B.m), 1);
+        auto col = ts::expand_dims(ts::program_id(1) * B.n + ts::arange(B.n), 0);
+        auto rk = ts::arange(B.k);
+        auto acc = ts::for_range(0, K, B.k, ts::zeros({B.m, B.n}, ts::f32), [&](ts::Int k0, ts::Tensor acc) {
+          auto ka = ts::expand_dims(k0 + rk, 0);
+          auto kb = ts::expand_dims(k0 + rk, 1);
+          auto ta = ts::load(az + row * K + ka, (row < M) & (ka < K));
+          auto tb = ts::load(bz + kb * N + col, (kb < K) & (col < N));
+          return ts::dot(ta, tb, acc);
+        });
+        ts::store(cz + row * N + col, acc, (row < M) & (col < N));
+      });
 }
 
 namespace {
 
 CheckResult run(const RunContext& ctx) {
   std::vector<int64_t> s = ctx.shape.empty() ? std::vector<int64_t>{6, 100, 90, 80} : ctx.shape;
-  if (s.size() != 4 || s[0] < 1 || s[1] < 1 || s[2] < 1 || s[3] < 1 || s[0] > 65535 ||
-      s[0] * s[1] * s[3] > (1 << 28) || s[0] * s[3] * s[2] > (1 << 28) || s[0] * s[1] * s[2] > (1 << 28))
-    throw UsageError("gemm_batched: the shape is {batch, M, N, K}, each >= 1, batch <= 65535, every batched "
-                "operand at most 2^28 elements");
+  if (s.size() != 4 || s[0] < 1 || s[1] < 1 || s[2] < 1 || s[3] < 1 || s[0] > 65535 || s[0] * s[1] * s[3] > (1 << 28) ||
+      s[0] * s[3] * s[2] > (1 << 28) || s[0] * s[1] * s[2] > (1 << 28))
+    throw UsageError(
+        "gemm_batched: the shape is {batch, M, N, K}, each >= 1, batch <= 65535, every batched "
+        "operand at most 2^28 elements");
   int64_t Z = s[0], M = s[1], N = s[2], K = s[3];
   std::mt19937_64 rng(ctx.seed);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);

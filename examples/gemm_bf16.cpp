@@ -38,12 +38,13 @@ Kernel gemmBF16(GemmBlocks B, Activation act) {
   return ts::kernel("gemm_bf16", {"c", "a", "b", "bias", "M", "N", "K"},
                     [=](ts::Ptr<float> c, ts::Ptr<const ts::bfloat16> a, ts::Ptr<const ts::bfloat16> b,
                         ts::Ptr<const float> bias, ts::Int M, ts::Int N, ts::Int K) {
-    auto row = ts::expand_dims(ts::program_id(0) * B.m + ts::arange(B.m), 1);  // BLOCK_M x 1
-    auto col = ts::expand_dims(ts::program_id(1) * B.n + ts::arange(B.n), 0);  // 1 x BLOCK_N
-    ts::Tensor acc = gemmMainLoop(B, ts::bf16, a, b, row, col, M, N, K);
-    auto y = applyActivation(acc + ts::load(bias + col, col < N), act);  // bias broadcast over the rows
-    ts::store(c + row * N + col, y, (row < M) & (col < N));
-  });
+                      auto row = ts::expand_dims(ts::program_id(0) * B.m + ts::arange(B.m), 1);  // BLOCK_M x 1
+                      auto col = ts::expand_dims(ts::program_id(1) * B.n + ts::arange(B.n), 0);  // 1 x BLOCK_N
+                      ts::Tensor acc = gemmMainLoop(B, ts::bf16, a, b, row, col, M, N, K);
+                      auto y =
+                          applyActivation(acc + ts::load(bias + col, col < N), act);  // bias broadcast over the rows
+                      ts::store(c + row * N + col, y, (row < M) & (col < N));
+                    });
 }
 
 namespace {
@@ -109,7 +110,8 @@ CheckResult run(const RunContext& ctx) {
 Example gemmBF16Example() {
   Example e;
   e.name = "gemm_bf16";
-  e.summary = "C (f32) = act(A (bf16) @ B (bf16) + bias), f32 accumulation; GPU: K loop pipelined through shared memory";
+  e.summary =
+      "C (f32) = act(A (bf16) @ B (bf16) + bias), f32 accumulation; GPU: K loop pipelined through shared memory";
   e.kernel = [] { return gemmBF16(gemmDefaultBlocks(Device::cpu()), Activation::GELU); };
   e.gpuKernel = [] { return gemmBF16(gemmDefaultBlocks(Device::emulator("nvptx:sm_80")), Activation::GELU); };
   e.run = run;

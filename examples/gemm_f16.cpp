@@ -40,12 +40,13 @@ Kernel gemmF16(GemmBlocks B, Activation act) {
   return ts::kernel("gemm_f16", {"c", "a", "b", "bias", "M", "N", "K"},
                     [=](ts::Ptr<ts::half> c, ts::Ptr<const ts::half> a, ts::Ptr<const ts::half> b,
                         ts::Ptr<const float> bias, ts::Int M, ts::Int N, ts::Int K) {
-    auto row = ts::expand_dims(ts::program_id(0) * B.m + ts::arange(B.m), 1);  // BLOCK_M x 1
-    auto col = ts::expand_dims(ts::program_id(1) * B.n + ts::arange(B.n), 0);  // 1 x BLOCK_N
-    ts::Tensor acc = gemmMainLoop(B, ts::f16, a, b, row, col, M, N, K);
-    auto y = applyActivation(acc + ts::load(bias + col, col < N), act);  // bias broadcast over the rows
-    ts::store(c + row * N + col, y.to(ts::f16), (row < M) & (col < N));
-  });
+                      auto row = ts::expand_dims(ts::program_id(0) * B.m + ts::arange(B.m), 1);  // BLOCK_M x 1
+                      auto col = ts::expand_dims(ts::program_id(1) * B.n + ts::arange(B.n), 0);  // 1 x BLOCK_N
+                      ts::Tensor acc = gemmMainLoop(B, ts::f16, a, b, row, col, M, N, K);
+                      auto y =
+                          applyActivation(acc + ts::load(bias + col, col < N), act);  // bias broadcast over the rows
+                      ts::store(c + row * N + col, y.to(ts::f16), (row < M) & (col < N));
+                    });
 }
 
 namespace {

@@ -24,8 +24,8 @@ namespace tessera::examples {
 
 Kernel gemmF32(GemmBlocks B, Activation act, bool withBias) {
   // The body, shared by the signatures with and without bias.
-  auto body = [=](ts::Ptr<float> c, ts::Ptr<const float> a, ts::Ptr<const float> b, const ts::Tensor* bias,
-                  ts::Int M, ts::Int N, ts::Int K) {
+  auto body = [=](ts::Ptr<float> c, ts::Ptr<const float> a, ts::Ptr<const float> b, const ts::Tensor* bias, ts::Int M,
+                  ts::Int N, ts::Int K) {
     auto row = ts::expand_dims(ts::program_id(0) * B.m + ts::arange(B.m), 1);  // BLOCK_M x 1
     auto col = ts::expand_dims(ts::program_id(1) * B.n + ts::arange(B.n), 0);  // 1 x BLOCK_N
     auto rk = ts::arange(B.k);
@@ -47,24 +47,22 @@ Kernel gemmF32(GemmBlocks B, Activation act, bool withBias) {
                       [=](ts::Ptr<float> c, ts::Ptr<const float> a, ts::Ptr<const float> b, ts::Int M, ts::Int N,
                           ts::Int K) { body(c, a, b, nullptr, M, N, K); });
   return ts::kernel("gemm_f32", {"c", "a", "b", "bias", "M", "N", "K"},
-                    [=](ts::Ptr<float> c, ts::Ptr<const float> a, ts::Ptr<const float> b,
-                        ts::Ptr<const float> bias, ts::Int M, ts::Int N, ts::Int K) {
+                    [=](ts::Ptr<float> c, ts::Ptr<const float> a, ts::Ptr<const float> b, ts::Ptr<const float> bias,
+                        ts::Int M, ts::Int N, ts::Int K) {
                       ts::Tensor bt = bias;
                       body(c, a, b, &bt, M, N, K);
                     });
 }
 
-
 namespace {
-
-
 
 CheckResult run(const RunContext& ctx) {
   std::vector<int64_t> s = ctx.shape.empty() ? std::vector<int64_t>{300, 200, 150, 2} : ctx.shape;
   if (s.size() < 3 || s.size() > 4 || s[0] < 1 || s[1] < 1 || s[2] < 1 || s[0] * s[2] > (1 << 28) ||
       s[2] * s[1] > (1 << 28) || s[0] * s[1] > (1 << 28) || (s.size() == 4 && (s[3] < 0 || s[3] > 2)))
-    throw UsageError("gemm_f32: the shape is {M, N, K} or {M, N, K, act} (act 0 none, 1 relu, 2 gelu), each >= 1, "
-                "every matrix at most 2^28 elements");
+    throw UsageError(
+        "gemm_f32: the shape is {M, N, K} or {M, N, K, act} (act 0 none, 1 relu, 2 gelu), each >= 1, "
+        "every matrix at most 2^28 elements");
   int64_t M = s[0], N = s[1], K = s[2];
   int act = s.size() == 4 ? int(s[3]) : 2;
   std::mt19937_64 rng(ctx.seed);
@@ -90,9 +88,8 @@ CheckResult run(const RunContext& ctx) {
       M, N, K, [&](int64_t i, int64_t kk) { return a[size_t(i * K + kk)]; },
       [&](int64_t kk, int64_t j) { return b[size_t(kk * N + j)]; }, bias, act);
   const double factor = 2.0 * double(K + 1) * std::ldexp(1.0, -24);
-  return compareWith(dc.read<float>(), ref.want, factor, "c", [&](size_t i) {
-    return 1.2 * factor * ref.mag[i] + 1e-6 * std::fabs(ref.want[i]) + 1e-6;
-  });
+  return compareWith(dc.read<float>(), ref.want, factor, "c",
+                     [&](size_t i) { return 1.2 * factor * ref.mag[i] + 1e-6 * std::fabs(ref.want[i]) + 1e-6; });
 }
 }  // namespace
 

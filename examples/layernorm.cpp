@@ -20,32 +20,30 @@ namespace ts = tessera;
 namespace tessera::examples {
 
 Kernel layernorm(int BLOCK) {
-  return ts::kernel(
-      "layernorm", {"y", "mean", "rstd", "x", "weight", "bias", "cols", "eps"},
-      [=](ts::Ptr<float> y, ts::Ptr<float> mean, ts::Ptr<float> rstd, ts::Ptr<const float> x,
-          ts::Ptr<const float> weight, ts::Ptr<const float> bias, ts::Int cols, ts::Float eps) {
-        auto row = ts::program_id(0);
-        auto c = ts::arange(BLOCK);
-        auto mask = c < cols;
-        auto n = cols.to(ts::f32);
-        auto v = ts::load(x + row * cols + c, mask, 0.0f);
-        auto mu = ts::sum(v, 0) / n;
-        auto xc = ts::where(mask, v - mu, 0.0f);  // centred; 0 in the masked-off lanes
-        auto var = ts::sum(xc * xc, 0) / n;
-        auto r = ts::rsqrt(var + eps);
-        auto w = ts::load(weight + c, mask);
-        auto b = ts::load(bias + c, mask);
-        ts::store(y + row * cols + c, xc * r * w + b, mask);
-        ts::store(mean + row, mu);
-        ts::store(rstd + row, r);
-      });
+  return ts::kernel("layernorm", {"y", "mean", "rstd", "x", "weight", "bias", "cols", "eps"},
+                    [=](ts::Ptr<float> y, ts::Ptr<float> mean, ts::Ptr<float> rstd, ts::Ptr<const float> x,
+                        ts::Ptr<const float> weight, ts::Ptr<const float> bias, ts::Int cols, ts::Float eps) {
+                      auto row = ts::program_id(0);
+                      auto c = ts::arange(BLOCK);
+                      auto mask = c < cols;
+                      auto n = cols.to(ts::f32);
+                      auto v = ts::load(x + row * cols + c, mask, 0.0f);
+                      auto mu = ts::sum(v, 0) / n;
+                      auto xc = ts::where(mask, v - mu, 0.0f);  // centred; 0 in the masked-off lanes
+                      auto var = ts::sum(xc * xc, 0) / n;
+                      auto r = ts::rsqrt(var + eps);
+                      auto w = ts::load(weight + c, mask);
+                      auto b = ts::load(bias + c, mask);
+                      ts::store(y + row * cols + c, xc * r * w + b, mask);
+                      ts::store(mean + row, mu);
+                      ts::store(rstd + row, r);
+                    });
 }
 
 namespace ref {
 /// Plain C++ reference, in double: y (rows x cols), mean and rstd (rows).
 void layernorm(const std::vector<float>& x, const std::vector<float>& w, const std::vector<float>& b, int64_t rows,
-               int64_t cols, double eps, std::vector<double>& y, std::vector<double>& mean,
-               std::vector<double>& rstd) {
+               int64_t cols, double eps, std::vector<double>& y, std::vector<double>& mean, std::vector<double>& rstd) {
   y.assign(size_t(rows * cols), 0);
   mean.assign(size_t(rows), 0);
   rstd.assign(size_t(rows), 0);
@@ -66,11 +64,6 @@ void layernorm(const std::vector<float>& x, const std::vector<float>& w, const s
 
 namespace {
 constexpr float kEps = 1e-5f;
-
-
-
-
-
 
 CheckResult run(const RunContext& ctx) {
   auto [rows, cols] = rowsCols(ctx, "layernorm");

@@ -17,17 +17,17 @@ namespace ts = tessera;
 namespace tessera::examples {
 
 Kernel rmsnorm(int BLOCK) {
-  return ts::kernel("rmsnorm", {"y", "x", "weight", "cols", "eps"},
-                    [=](ts::Ptr<float> y, ts::Ptr<const float> x, ts::Ptr<const float> weight, ts::Int cols,
-                        ts::Float eps) {
-                      auto row = ts::program_id(0);
-                      auto c = ts::arange(BLOCK);
-                      auto mask = c < cols;
-                      auto v = ts::load(x + row * cols + c, mask, 0.0f);
-                      auto ms = ts::sum(v * v, 0) / cols.to(ts::f32);
-                      auto w = ts::load(weight + c, mask);
-                      ts::store(y + row * cols + c, v * ts::rsqrt(ms + eps) * w, mask);
-                    });
+  return ts::kernel(
+      "rmsnorm", {"y", "x", "weight", "cols", "eps"},
+      [=](ts::Ptr<float> y, ts::Ptr<const float> x, ts::Ptr<const float> weight, ts::Int cols, ts::Float eps) {
+        auto row = ts::program_id(0);
+        auto c = ts::arange(BLOCK);
+        auto mask = c < cols;
+        auto v = ts::load(x + row * cols + c, mask, 0.0f);
+        auto ms = ts::sum(v * v, 0) / cols.to(ts::f32);
+        auto w = ts::load(weight + c, mask);
+        ts::store(y + row * cols + c, v * ts::rsqrt(ms + eps) * w, mask);
+      });
 }
 
 namespace ref {
@@ -48,11 +48,6 @@ std::vector<double> rmsnorm(const std::vector<float>& x, const std::vector<float
 
 namespace {
 constexpr float kEps = 1e-6f;
-
-
-
-
-
 
 CheckResult run(const RunContext& ctx) {
   auto [rows, cols] = rowsCols(ctx, "rmsnorm");

@@ -49,11 +49,6 @@ std::vector<double> softmax(const std::vector<float>& x, int64_t rows, int64_t c
 
 namespace {
 
-
-
-
-
-
 CheckResult run(const RunContext& ctx) {
   auto [rows, cols] = rowsCols(ctx, "softmax");
   std::mt19937_64 rng(ctx.seed);

@@ -37,8 +37,9 @@ class ElementCheck {
   void operator()(double got, double want, double bound, Where&& where) {
     double err = std::fabs(got - want);
     if (!(err <= bound)) {  // NaN-safe
-      if (r_.ok) r_.detail = what_ + ": first mismatch " + where() + ": got " + std::to_string(got) + ", want " +
-                             std::to_string(want) + " (bound " + std::to_string(bound) + ")";
+      if (r_.ok)
+        r_.detail = what_ + ": first mismatch " + where() + ": got " + std::to_string(got) + ", want " +
+                    std::to_string(want) + " (bound " + std::to_string(bound) + ")";
       r_.ok = false;
     }
     r_.maxAbsError = std::max(r_.maxAbsError, std::isnan(err) ? INFINITY : err);
@@ -108,8 +109,8 @@ inline Tensor applyActivation(const Tensor& y, Activation act) {
 /// tile with no overlap to gain, while a plain load feeding a dot is packed
 /// straight into the microkernel's layout (docs/gemm.md).
 template <typename PtrA, typename PtrB>
-Tensor gemmMainLoop(const GemmBlocks& B, DType in, PtrA a, PtrB b, const Tensor& row, const Tensor& col, Int M,
-                    Int N, Int K) {
+Tensor gemmMainLoop(const GemmBlocks& B, DType in, PtrA a, PtrB b, const Tensor& row, const Tensor& col, Int M, Int N,
+                    Int K) {
   Tensor rk = tessera::arange(B.k);
   auto ptrA = [&](Int k0) { return a + row * K + tessera::expand_dims(k0 + rk, 0); };
   auto maskA = [&](Int k0) { return (row < M) & (tessera::expand_dims(k0 + rk, 0) < K); };
@@ -146,8 +147,7 @@ struct GemmReference {
   std::vector<double> want, mag;  // row-major M x N
 };
 template <typename GetA, typename GetB>
-GemmReference gemmReference(int64_t M, int64_t N, int64_t K, GetA a, GetB b, const std::vector<float>& bias,
-                            int act) {
+GemmReference gemmReference(int64_t M, int64_t N, int64_t K, GetA a, GetB b, const std::vector<float>& bias, int act) {
   GemmReference r;
   r.want.assign(size_t(M * N), 0.0);
   r.mag.assign(size_t(M * N), 0.0);
@@ -198,8 +198,10 @@ inline int exampleMain(int argc, char** argv, const Example& example) {
     RunContext ctx;  // CPU device, default options
     bool dump = false;
     for (int i = 1; i < argc; ++i) {
-      if (std::string(argv[i]) == "--dump") dump = true;
-      else ctx.shape.push_back(std::stoll(argv[i]));
+      if (std::string(argv[i]) == "--dump")
+        dump = true;
+      else
+        ctx.shape.push_back(std::stoll(argv[i]));
     }
     CheckResult r = example.run(ctx);
     std::printf("%s: max abs error %.3g, max rel error %.3g (tolerance %.3g): %s\n", example.name.c_str(),

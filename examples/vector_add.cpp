@@ -39,8 +39,6 @@ std::vector<double> vectorAdd(const std::vector<float>& a, const std::vector<flo
 namespace {
 constexpr int kBlock = 1024;
 
-
-
 CheckResult run(const RunContext& ctx) {
   std::vector<int64_t> shape = ctx.shape.empty() ? std::vector<int64_t>{100003} : ctx.shape;
   if (shape.size() != 1 || shape[0] < 1 || shape[0] > INT32_MAX)

@@ -3,7 +3,8 @@
 namespace tessera {
 
 std::string ArgSpec::str() const {
-  std::string type = kind == Kind::Pointer ? std::string("ptr<") + tessera::name(dtype) + ">" : std::string(tessera::name(dtype));
+  std::string type =
+      kind == Kind::Pointer ? std::string("ptr<") + tessera::name(dtype) + ">" : std::string(tessera::name(dtype));
   return name.empty() ? type : type + " " + name;
 }
 

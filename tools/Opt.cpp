@@ -51,8 +51,10 @@ std::vector<std::string> split(const std::string& text) {
   std::string line;
   size_t lineNo = 0;
   while (std::getline(in, line)) {
-    if (line.rfind("// -----", 0) == 0) chunks.push_back(std::string(lineNo + 1, '\n'));
-    else chunks.back() += line + "\n";
+    if (line.rfind("// -----", 0) == 0)
+      chunks.push_back(std::string(lineNo + 1, '\n'));
+    else
+      chunks.back() += line + "\n";
     ++lineNo;
   }
   return chunks;

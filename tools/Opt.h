@@ -10,10 +10,10 @@
 namespace tessera::tools {
 
 struct OptRequest {
-  std::string text;        // the input (a file's contents or standard input)
-  std::string bufferName;  // for locations in messages
+  std::string text;                 // the input (a file's contents or standard input)
+  std::string bufferName;           // for locations in messages
   std::vector<std::string> passes;  // Passes.def names, and "layout" (a GPU target's layouts)
-  std::string target;      // for "layout": a GPU or emu: target
+  std::string target;               // for "layout": a GPU or emu: target
   int numWarps = 4;
   bool splitInputFile = false;  // chunks separated by a line "// -----", each on its own
   bool locations = false;       // print loc(...) on ops

@@ -45,29 +45,31 @@ std::string passList() {
 // from Passes.def.
 std::string usage() {
   return std::string(
-    "usage:\n"
-    "  tessera list\n"
-    "  tessera compile KERNEL|FILE.tir [--target T] [--emit STAGE] [--kernel NAME]\n"
-    "                  [--assume-aligned] [--num-warps N]\n"
-    "  tessera run KERNEL [--target T] [--shape A,B,...] [--threads N] [--seed S] [--check-bounds]\n"
-    "  tessera opt FILE.tir|- [--passes P1,P2,...] [--target T] [--num-warps N] [--split-input-file]\n"
-    "                  [--locations]\n"
-    "targets: cpu (default: the host), cpu:CPU (an LLVM cpu: x86-64-v3 = AVX2, x86-64-v4 = AVX-512,\n"
-    "         znver4, ...); nvptx:") + ts::gpuArchList(ts::GpuArch::Vendor::NVIDIA) + ", amdgpu:" +
-    ts::gpuArchList(ts::GpuArch::Vendor::AMD) + ",\n" +
-    "         emu:nvptx:SM, emu:amdgpu:GFX\n"
-    "passes:  " + passList() + ", layout (needs --target)\n" +
-    "stages:  tile-ir, tile-ir-passes, llvm, llvm-opt, asm, ptx, sass, amdgcn, hsaco, llvm-gpu,\n"
-    "         resources\n"
-    "--check-bounds: a checked launch: every global access is tested against its buffer\n"
-    "         (CPU: a bounds-checked compile; the emulator always checks)\n"
-    "--assume-aligned: compile as a launch with 16-byte aligned buffers and integer\n"
-    "         arguments that are multiples of 16 would (the launch-time specialisation\n"
-    "         GPU devices make: {divisibility = 16} on every pointer and integer argument)\n"
-    "environment: TESSERA_DUMP_DIR=<dir> writes every stage of every compile;\n"
-    "             TESSERA_NUM_THREADS=<n> sets the CPU worker threads;\n"
-    "             TESSERA_CHECK_BOUNDS=1 makes every CPU launch a checked one;\n"
-    "             TESSERA_HOST_CPU=<cpu> narrows the host to an LLVM cpu's features\n";
+             "usage:\n"
+             "  tessera list\n"
+             "  tessera compile KERNEL|FILE.tir [--target T] [--emit STAGE] [--kernel NAME]\n"
+             "                  [--assume-aligned] [--num-warps N]\n"
+             "  tessera run KERNEL [--target T] [--shape A,B,...] [--threads N] [--seed S] [--check-bounds]\n"
+             "  tessera opt FILE.tir|- [--passes P1,P2,...] [--target T] [--num-warps N] [--split-input-file]\n"
+             "                  [--locations]\n"
+             "targets: cpu (default: the host), cpu:CPU (an LLVM cpu: x86-64-v3 = AVX2, x86-64-v4 = AVX-512,\n"
+             "         znver4, ...); nvptx:") +
+         ts::gpuArchList(ts::GpuArch::Vendor::NVIDIA) + ", amdgpu:" + ts::gpuArchList(ts::GpuArch::Vendor::AMD) +
+         ",\n" +
+         "         emu:nvptx:SM, emu:amdgpu:GFX\n"
+         "passes:  " +
+         passList() + ", layout (needs --target)\n" +
+         "stages:  tile-ir, tile-ir-passes, llvm, llvm-opt, asm, ptx, sass, amdgcn, hsaco, llvm-gpu,\n"
+         "         resources\n"
+         "--check-bounds: a checked launch: every global access is tested against its buffer\n"
+         "         (CPU: a bounds-checked compile; the emulator always checks)\n"
+         "--assume-aligned: compile as a launch with 16-byte aligned buffers and integer\n"
+         "         arguments that are multiples of 16 would (the launch-time specialisation\n"
+         "         GPU devices make: {divisibility = 16} on every pointer and integer argument)\n"
+         "environment: TESSERA_DUMP_DIR=<dir> writes every stage of every compile;\n"
+         "             TESSERA_NUM_THREADS=<n> sets the CPU worker threads;\n"
+         "             TESSERA_CHECK_BOUNDS=1 makes every CPU launch a checked one;\n"
+         "             TESSERA_HOST_CPU=<cpu> narrows the host to an LLVM cpu's features\n";
 }
 
 struct UsageError : std::runtime_error {
@@ -110,31 +112,37 @@ Args parseArgs(int argc, char** argv) {
       if (i + 1 >= argc) throw UsageError(s + " needs a value");
       return argv[++i];
     };
-    if (s == "--target") a.target = value();
-    else if (s == "--emit") a.emit = value();
-    else if (s == "--kernel") a.kernelName = value();
-    else if (s == "--assume-aligned") a.assumeAligned = true;
-    else if (s == "--check-bounds") a.checkBounds = true;
-    else if (s == "--split-input-file") a.splitInputFile = true;
-    else if (s == "--locations") a.locations = true;
+    if (s == "--target")
+      a.target = value();
+    else if (s == "--emit")
+      a.emit = value();
+    else if (s == "--kernel")
+      a.kernelName = value();
+    else if (s == "--assume-aligned")
+      a.assumeAligned = true;
+    else if (s == "--check-bounds")
+      a.checkBounds = true;
+    else if (s == "--split-input-file")
+      a.splitInputFile = true;
+    else if (s == "--locations")
+      a.locations = true;
     else if (s == "--passes") {
       std::stringstream ss(value());
       std::string part;
       while (std::getline(ss, part, ','))
         if (!part.empty()) a.passes.push_back(part);
-    }
-    else if (s == "--num-warps") {
+    } else if (s == "--num-warps") {
       int64_t n = parseInt(s, value());
       // The target's limits are the compiler's to check (a CompileError
       // naming the values that work there); here only that it is an int.
       if (n < INT32_MIN || n > INT32_MAX) throw UsageError("--num-warps: " + std::to_string(n) + " is out of range");
       a.numWarps = static_cast<int>(n);
-    }
-    else if (s == "--threads") {
+    } else if (s == "--threads") {
       int64_t n = parseInt(s, value());
       if (n < 1 || n > 1024) throw UsageError("--threads must be between 1 and 1024");
       a.threads = static_cast<unsigned>(n);
-    } else if (s == "--seed") a.seed = static_cast<uint64_t>(parseInt(s, value()));
+    } else if (s == "--seed")
+      a.seed = static_cast<uint64_t>(parseInt(s, value()));
     else if (s == "--shape") {
       std::stringstream ss(value());
       std::string part;
@@ -145,9 +153,12 @@ Args parseArgs(int argc, char** argv) {
         if (d < 0) throw UsageError("--shape: components must not be negative");
         a.shape.push_back(d);
       }
-    } else if (!s.empty() && s[0] == '-') throw UsageError("unknown option " + s);
-    else if (a.subject.empty() || (s == "-" && a.subject.empty())) a.subject = s;
-    else throw UsageError("unexpected argument '" + s + "'");
+    } else if (!s.empty() && s[0] == '-')
+      throw UsageError("unknown option " + s);
+    else if (a.subject.empty() || (s == "-" && a.subject.empty()))
+      a.subject = s;
+    else
+      throw UsageError("unexpected argument '" + s + "'");
   }
   return a;
 }
@@ -243,8 +254,8 @@ int cmdRun(const Args& a) {
   }
   if ((target.kind == ts::Target::Kind::NVPTX || target.kind == ts::Target::Kind::AMDGPU) &&
       ctx.device.arch() != target.str())
-    throw ts::DeviceError("run: target '" + target.str() + "' but the GPU present is " + ctx.device.name() +
-                          " (" + ctx.device.arch() + "); pass --target " + ctx.device.arch());
+    throw ts::DeviceError("run: target '" + target.str() + "' but the GPU present is " + ctx.device.name() + " (" +
+                          ctx.device.arch() + "); pass --target " + ctx.device.arch());
   ctx.shape = a.shape;
   ctx.seed = a.seed;
   ctx.launch.threads = a.threads;
@@ -252,9 +263,8 @@ int cmdRun(const Args& a) {
   const auto start = std::chrono::steady_clock::now();
   ts::examples::CheckResult r = ex->run(ctx);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::cout << ex->name << " on " << ctx.device.name() << ": max abs error " << r.maxAbsError
-            << ", max rel error " << r.maxRelError << ", tolerance " << r.tolerance << " -> "
-            << (r.ok ? "OK" : "MISMATCH") << "\n";
+  std::cout << ex->name << " on " << ctx.device.name() << ": max abs error " << r.maxAbsError << ", max rel error "
+            << r.maxRelError << ", tolerance " << r.tolerance << " -> " << (r.ok ? "OK" : "MISMATCH") << "\n";
   if (!r.detail.empty()) std::cout << r.detail << "\n";
   // Compile (or cache lookup), upload, launch, read back and the reference.
   std::cerr << "time: " << secs << " s\n";

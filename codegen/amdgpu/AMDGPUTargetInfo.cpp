@@ -35,8 +35,8 @@ struct GfxRow {
   const char* arch;
   unsigned wave;
   const char* features;
-  uint64_t lds;        // bytes of LDS per workgroup
-  int vgprsPerSimd;    // VGPR file per SIMD lane (per wave slot budget)
+  uint64_t lds;      // bytes of LDS per workgroup
+  int vgprsPerSimd;  // VGPR file per SIMD lane (per wave slot budget)
   int maxWavesPerSimd;
   int simdsPerCu;
   int64_t ldsPerCu;
@@ -45,11 +45,13 @@ struct GfxRow {
 // 4 SIMDs per CU, 64 KB LDS per CU. gfx1100 (wave32): 1536 VGPRs per lane
 // per SIMD, 16 waves per SIMD, 2 SIMDs per CU (4 per WGP), 64 KB per
 // workgroup (the WGP has 128 KB).
+// clang-format off
 constexpr GfxRow kGfx[] = {
 #define TS_AMDGPU_TARGET(arch, wave, features, ldsKiB, vgprsPerSimd, maxWavesPerSimd, simdsPerCu, ldsPerCuKiB) \
   {#arch, wave, features, uint64_t{ldsKiB} * 1024, vgprsPerSimd, maxWavesPerSimd, simdsPerCu, int64_t{ldsPerCuKiB} * 1024},
 #include "tessera/support/Targets.def"
 };
+// clang-format on
 
 // v_exp_f32 / v_log_f32 are 1-ulp for exp2/log2 only and flush denormals
 // on some parts; the polynomials match the other targets.
@@ -105,15 +107,15 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
   }
 
   llvm::Value* threadId(llvm::IRBuilderBase& b, int axis) override {
-    static constexpr std::array<llvm::Intrinsic::ID, 3> ids = {
-        llvm::Intrinsic::amdgcn_workitem_id_x, llvm::Intrinsic::amdgcn_workitem_id_y,
-        llvm::Intrinsic::amdgcn_workitem_id_z};
+    static constexpr std::array<llvm::Intrinsic::ID, 3> ids = {llvm::Intrinsic::amdgcn_workitem_id_x,
+                                                               llvm::Intrinsic::amdgcn_workitem_id_y,
+                                                               llvm::Intrinsic::amdgcn_workitem_id_z};
     return b.CreateIntrinsic(ids[static_cast<size_t>(axis)], {});
   }
   llvm::Value* blockId(llvm::IRBuilderBase& b, int axis) override {
-    static constexpr std::array<llvm::Intrinsic::ID, 3> ids = {
-        llvm::Intrinsic::amdgcn_workgroup_id_x, llvm::Intrinsic::amdgcn_workgroup_id_y,
-        llvm::Intrinsic::amdgcn_workgroup_id_z};
+    static constexpr std::array<llvm::Intrinsic::ID, 3> ids = {llvm::Intrinsic::amdgcn_workgroup_id_x,
+                                                               llvm::Intrinsic::amdgcn_workgroup_id_y,
+                                                               llvm::Intrinsic::amdgcn_workgroup_id_z};
     return b.CreateIntrinsic(ids[static_cast<size_t>(axis)], {});
   }
   // The HSA dispatch packet: workgroup_size_x/y/z are u16 at bytes 4/6/8,
@@ -155,9 +157,7 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
   void schedulingBarrier(llvm::IRBuilderBase& b) override {
     b.CreateIntrinsic(llvm::Intrinsic::amdgcn_sched_barrier, {}, {b.getInt32(0)});  // mask 0: nothing crosses
   }
-  llvm::Value* lane(llvm::IRBuilderBase& b) {
-    return b.CreateAnd(threadId(b, 0), b.getInt32(row_.wave - 1));
-  }
+  llvm::Value* lane(llvm::IRBuilderBase& b) { return b.CreateAnd(threadId(b, 0), b.getInt32(row_.wave - 1)); }
   llvm::Value* shuffleXor(llvm::IRBuilderBase& b, llvm::Value* v, unsigned mask) override {
     return shuffleIdx(b, v, b.CreateXor(lane(b), b.getInt32(mask)));
   }
@@ -192,7 +192,8 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
   AsyncCopyImpl asyncCopyImpl() const override { return AsyncCopyImpl::RegisterStaged; }
 
   std::unique_ptr<llvm::TargetMachine> createTargetMachine(int optLevel) override {
-    return createGpuTargetMachine(initAMDGPU, "AMDGPU", triple(), row_.arch, row_.features, llvm::Reloc::PIC_, optLevel);
+    return createGpuTargetMachine(initAMDGPU, "AMDGPU", triple(), row_.arch, row_.features, llvm::Reloc::PIC_,
+                                  optLevel);
   }
 
   void prepareModule(llvm::Module& m) override {
@@ -224,8 +225,8 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
     int gran = row_.wave == 64 ? 8 : 16;
     int vg = std::max(1, (k.vgprs + gran - 1) / gran * gran);
     int byVgpr = std::min(row_.maxWavesPerSimd, row_.vgprsPerSimd / vg);
-    int wavesPerGroup = (o_.numWarps * static_cast<int>(row_.wave) + static_cast<int>(row_.wave) - 1) /
-                        static_cast<int>(row_.wave);
+    int wavesPerGroup =
+        (o_.numWarps * static_cast<int>(row_.wave) + static_cast<int>(row_.wave) - 1) / static_cast<int>(row_.wave);
     int groupsByLds = k.groupSegment > 0 ? static_cast<int>(row_.ldsPerCu / k.groupSegment) : 1 << 20;
     int byLds = groupsByLds * wavesPerGroup / row_.simdsPerCu;
     int waves = std::max(0, std::min(byVgpr, byLds));
@@ -270,7 +271,7 @@ HsacoInfo readHsacoMetadata(const std::vector<char>& hsaco, const std::string& k
           auto it = km.find(key);
           if (it == km.end()) return -1;
           return it->second.getKind() == llvm::msgpack::Type::Int ? it->second.getInt()
-                                                                   : static_cast<int64_t>(it->second.getUInt());
+                                                                  : static_cast<int64_t>(it->second.getUInt());
         };
         info.sgprs = static_cast<int>(geti(".sgpr_count"));
         info.vgprs = static_cast<int>(geti(".vgpr_count"));

@@ -102,8 +102,10 @@ class Emitter {
     return b_.CreateMaskedLoad(vt_, p, llvm::Align(4), laneMask(tail), llvm::Constant::getNullValue(vt_));
   }
   void storeVec(llvm::Value* v, llvm::Value* p, bool masked, int tail) {
-    if (!masked) b_.CreateAlignedStore(v, p, llvm::Align(4));
-    else b_.CreateMaskedStore(v, p, llvm::Align(4), laneMask(tail));
+    if (!masked)
+      b_.CreateAlignedStore(v, p, llvm::Align(4));
+    else
+      b_.CreateMaskedStore(v, p, llvm::Align(4), laneMask(tail));
   }
   llvm::Value* madd(llvm::Value* a, llvm::Value* x, llvm::Value* acc) {
     // fmuladd: one FMA instruction wherever the ISA has FMA, mul + add on
@@ -123,7 +125,8 @@ class Emitter {
       llvm::Value* r = b_.CreateAdd(row, i64(i));
       cRow[i] = at(o_.c, b_.CreateAdd(b_.CreateMul(r, i64(N)), col));
       aRow[i] = at(o_.a, b_.CreateMul(r, i64(o_.lda)));
-      for (int v = 0; v < nv; ++v) acc[i * nv + v] = loadVec(b_.CreateConstInBoundsGEP1_64(o_.elemTy, cRow[i], v * L), masked(v), tail);
+      for (int v = 0; v < nv; ++v)
+        acc[i * nv + v] = loadVec(b_.CreateConstInBoundsGEP1_64(o_.elemTy, cRow[i], v * L), masked(v), tail);
     }
     // B's panel of columns [col, col + NR): K rows of NR, contiguous.
     const int64_t NR = blk_.nr();
@@ -133,14 +136,16 @@ class Emitter {
     if (o_.prefetch && o_.prefetchUnits > 0) {
       const int64_t nMB = (o_.M + MR_ - 1) / MR_, nP = (o_.N + NR - 1) / NR;
       const int64_t q = (o_.prefetchUnits + nMB * nP - 1) / (nMB * nP);
-      llvm::Value* blk = b_.CreateAdd(b_.CreateMul(b_.CreateUDiv(col, i64(NR)), i64(nMB)), b_.CreateUDiv(row, i64(MR_)));
+      llvm::Value* blk =
+          b_.CreateAdd(b_.CreateMul(b_.CreateUDiv(col, i64(NR)), i64(nMB)), b_.CreateUDiv(row, i64(MR_)));
       for (int64_t u = 0; u < q; ++u) o_.prefetch(b_.CreateAdd(b_.CreateMul(blk, i64(q)), i64(u)));
     }
     // One k step: NV loads of B's row k, MR broadcasts of A's column k.
     auto step = [&](llvm::Value* k, std::vector<llvm::Value*>& cur) {
       llvm::Value* bRow = at(bCol, b_.CreateMul(k, i64(NR)));
       std::vector<llvm::Value*> bv(nv);
-      for (int v = 0; v < nv; ++v) bv[v] = loadVec(b_.CreateConstInBoundsGEP1_64(o_.elemTy, bRow, v * L), masked(v), tail);
+      for (int v = 0; v < nv; ++v)
+        bv[v] = loadVec(b_.CreateConstInBoundsGEP1_64(o_.elemTy, bRow, v * L), masked(v), tail);
       for (int i = 0; i < mr; ++i) {
         llvm::Value* ae = b_.CreateAlignedLoad(o_.elemTy, at(aRow[i], k), llvm::Align(4));
         llvm::Value* av = b_.CreateVectorSplat(static_cast<unsigned>(L), ae);

@@ -19,10 +19,12 @@ int Lowering::rootArg(const ir::Value* v) const {
   // two arguments has no single origin.
   while (const ir::Op* d = v->definingOp()) {
     switch (d->code()) {
-      case OpCode::PtrAdd: case OpCode::Splat: case OpCode::Broadcast: case OpCode::ExpandDims:
-      case OpCode::Reshape: case OpCode::Transpose:
-        v = d->operand(0);
-        continue;
+      case OpCode::PtrAdd:
+      case OpCode::Splat:
+      case OpCode::Broadcast:
+      case OpCode::ExpandDims:
+      case OpCode::Reshape:
+      case OpCode::Transpose: v = d->operand(0); continue;
       default: return -1;
     }
   }
@@ -33,7 +35,11 @@ int Lowering::rootArg(const ir::Value* v) const {
 
 void Lowering::emitBoundsCheck(const ir::Op& op) {
   switch (op.code()) {
-    case OpCode::Load: case OpCode::Store: case OpCode::AtomicAdd: case OpCode::AtomicMax: case OpCode::Copy: break;
+    case OpCode::Load:
+    case OpCode::Store:
+    case OpCode::AtomicAdd:
+    case OpCode::AtomicMax:
+    case OpCode::Copy: break;
     default: return;
   }
   if (op.code() == OpCode::Load && uses_[op.result()] == 0) return;  // never performed
@@ -54,15 +60,18 @@ void Lowering::emitBoundsCheck(const ir::Op& op) {
     auto outOf = [&](unsigned i) {
       llvm::Value* off = b_.CreateSub(addr, splat(argBase_[i]));
       llvm::Value* last = splat(b_.CreateSub(argExtent_[i], b_.getInt64(static_cast<uint64_t>(eb))));
-      return std::make_pair(b_.CreateOr(b_.CreateICmpSLT(off, llvm::Constant::getNullValue(off->getType())),
-                                        b_.CreateICmpSGT(off, last)),
-                            off);
+      return std::make_pair(
+          b_.CreateOr(b_.CreateICmpSLT(off, llvm::Constant::getNullValue(off->getType())), b_.CreateICmpSGT(off, last)),
+          off);
     };
     if (arg >= 0) return outOf(static_cast<unsigned>(arg));
     llvm::Value* out = nullptr;
     for (unsigned i = 0; i < fn_.numArgs(); ++i)
       if (argBase_[i]) out = out ? b_.CreateAnd(out, outOf(i).first) : outOf(i).first;
-    if (!out) out = c == 1 ? b_.getTrue() : llvm::Constant::getAllOnesValue(llvm::FixedVectorType::get(b_.getInt1Ty(), static_cast<unsigned>(c)));
+    if (!out)
+      out = c == 1
+                ? b_.getTrue()
+                : llvm::Constant::getAllOnesValue(llvm::FixedVectorType::get(b_.getInt1Ty(), static_cast<unsigned>(c)));
     return {out, addr};
   };
 
@@ -100,7 +109,8 @@ void Lowering::emitBoundsCheck(const ir::Op& op) {
   llvm::Function* f = b_.GetInsertBlock()->getParent();
   auto* fail = llvm::BasicBlock::Create(ctx_, "bounds.fail", f);
   auto* ok = llvm::BasicBlock::Create(ctx_, "bounds.ok", f);
-  b_.CreateCondBr(b_.CreateLoad(b_.getInt1Ty(), badFlag), fail, ok, llvm::MDBuilder(ctx_).createUnlikelyBranchWeights());
+  b_.CreateCondBr(b_.CreateLoad(b_.getInt1Ty(), badFlag), fail, ok,
+                  llvm::MDBuilder(ctx_).createUnlikelyBranchWeights());
   b_.SetInsertPoint(fail);
   // The first program to fail fills the record; every failing program stops
   // before the access.

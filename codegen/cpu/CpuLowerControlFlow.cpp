@@ -32,8 +32,10 @@ void Lowering::emitFor(const ir::Op& op) {
   scalars_[blk.arg(0)] = iv;
   for (unsigned i = 0; i < op.numResults(); ++i) {
     const ir::Value* a = blk.arg(i + 1);
-    if (a->type().isTile()) arrays_[a] = storage[i];
-    else scalars_[a] = b_.CreateLoad(elemTy(a->type()), storage[i]);
+    if (a->type().isTile())
+      arrays_[a] = storage[i];
+    else
+      scalars_[a] = b_.CreateLoad(elemTy(a->type()), storage[i]);
   }
   yieldTargets_.push_back({storage, true});
   emitBlock(blk);
@@ -41,8 +43,10 @@ void Lowering::emitFor(const ir::Op& op) {
   loop.close(b_, step);
   for (unsigned i = 0; i < op.numResults(); ++i) {
     const ir::Value* r = op.result(i);
-    if (r->type().isTile()) arrays_[r] = storage[i];
-    else scalars_[r] = b_.CreateLoad(elemTy(r->type()), storage[i]);
+    if (r->type().isTile())
+      arrays_[r] = storage[i];
+    else
+      scalars_[r] = b_.CreateLoad(elemTy(r->type()), storage[i]);
   }
 }
 
@@ -69,8 +73,10 @@ void Lowering::emitIf(const ir::Op& op) {
   b_.SetInsertPoint(endBB);
   for (unsigned i = 0; i < op.numResults(); ++i) {
     const ir::Value* r = op.result(i);
-    if (r->type().isTile()) arrays_[r] = storage[i];
-    else scalars_[r] = b_.CreateLoad(elemTy(r->type()), storage[i]);
+    if (r->type().isTile())
+      arrays_[r] = storage[i];
+    else
+      scalars_[r] = b_.CreateLoad(elemTy(r->type()), storage[i]);
   }
 }
 
@@ -92,8 +98,10 @@ void Lowering::emitYield(const ir::Op& op) {
   }
   for (unsigned i = 0; i < op.numOperands(); ++i) {
     const ir::Value* v = op.operand(i);
-    if (v->type().isTile()) writeTile(t.storage[i], v);
-    else b_.CreateStore(vals[i], t.storage[i]);
+    if (v->type().isTile())
+      writeTile(t.storage[i], v);
+    else
+      b_.CreateStore(vals[i], t.storage[i]);
   }
 }
 
@@ -162,7 +170,10 @@ void Lowering::emitOp(const ir::Op& op) {
     case OpCode::For: return emitFor(op);
     case OpCode::If: return emitIf(op);
     case OpCode::Yield: return emitYield(op);
-    case OpCode::Return: b_.CreateRetVoid(); b_.ClearInsertionPoint(); return;
+    case OpCode::Return:
+      b_.CreateRetVoid();
+      b_.ClearInsertionPoint();
+      return;
     case OpCode::Transpose:
       if (!arrays_.count(op.operand(0))) TS_UNREACHABLE("transpose source not materialised");
       if (uses_[op.result()]) materialize(op.result());

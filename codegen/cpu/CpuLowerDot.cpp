@@ -43,7 +43,8 @@ void Lowering::emitDot(const ir::Op& op) {
     ir::Type wt = ir::Type::tile(ir::Type::scalar(out), a->type().shape());
     aArr = allocTile(wt);
     int64_t c = chunkWidth(numElems(wt));
-    chunkLoop(wt.shape(), c, [&](llvm::Value* base) { storeChunk(aArr, wt, base, castValue(emitChunk(a, base, c), in, out)); });
+    chunkLoop(wt.shape(), c,
+              [&](llvm::Value* base) { storeChunk(aArr, wt, base, castValue(emitChunk(a, base, c), in, out)); });
   }
   // B into the panel layout (widened on the way) unless its load put it there.
   llvm::Value* bArr = arrays_.at(bv);

@@ -17,7 +17,9 @@ namespace tessera::codegen::cpu::detail {
 llvm::Value* Lowering::fpTrunc(llvm::Value* x, llvm::Type* to) {
   llvm::Type* xt = x->getType();
   auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(xt);
-  auto shaped = [&](llvm::Type* s) -> llvm::Type* { return vt ? static_cast<llvm::Type*>(vec(s, vt->getNumElements())) : s; };
+  auto shaped = [&](llvm::Type* s) -> llvm::Type* {
+    return vt ? static_cast<llvm::Type*>(vec(s, vt->getNumElements())) : s;
+  };
   llvm::Type* dst = to->getScalarType();
   if (xt->getScalarType()->isDoubleTy() && !dst->isFloatTy()) {
     // f64 -> f32 rounding to odd, so the second rounding (to 8 or 11
@@ -42,7 +44,8 @@ llvm::Value* Lowering::fpTrunc(llvm::Value* x, llvm::Type* to) {
   llvm::Value* lsb = b_.CreateAnd(b_.CreateLShr(u, llvm::ConstantInt::get(i32t, 16)), llvm::ConstantInt::get(i32t, 1));
   llvm::Value* rounded = b_.CreateLShr(b_.CreateAdd(u, b_.CreateAdd(lsb, llvm::ConstantInt::get(i32t, 0x7fff))),
                                        llvm::ConstantInt::get(i32t, 16));
-  llvm::Value* nan = b_.CreateOr(b_.CreateLShr(u, llvm::ConstantInt::get(i32t, 16)), llvm::ConstantInt::get(i32t, 0x40));
+  llvm::Value* nan =
+      b_.CreateOr(b_.CreateLShr(u, llvm::ConstantInt::get(i32t, 16)), llvm::ConstantInt::get(i32t, 0x40));
   llvm::Value* r = b_.CreateSelect(b_.CreateFCmpUNO(x, x), nan, rounded);
   return b_.CreateBitCast(b_.CreateTrunc(r, shaped(b_.getInt16Ty())), to);
 }
@@ -66,9 +69,11 @@ llvm::Value* Lowering::elementwise(const ir::Op& op, std::vector<llvm::Value*> v
     case OpCode::Select: return b_.CreateSelect(v[0], v[1], v[2]);
     case OpCode::PtrAdd: {
       llvm::Value* off = v[1];
-      llvm::Type* i64t = off->getType()->isVectorTy()
-                             ? static_cast<llvm::Type*>(vec(b_.getInt64Ty(), llvm::cast<llvm::FixedVectorType>(off->getType())->getNumElements()))
-                             : b_.getInt64Ty();
+      llvm::Type* i64t =
+          off->getType()->isVectorTy()
+              ? static_cast<llvm::Type*>(
+                    vec(b_.getInt64Ty(), llvm::cast<llvm::FixedVectorType>(off->getType())->getNumElements()))
+              : b_.getInt64Ty();
       off = b_.CreateSExtOrTrunc(off, i64t);
       return b_.CreateGEP(memTy(op.operand(0)->type().dtype()), v[0], off);
     }
@@ -79,7 +84,8 @@ llvm::Value* Lowering::elementwise(const ir::Op& op, std::vector<llvm::Value*> v
     if (op.code() == OpCode::Cmp) {
       std::vector<llvm::Value*> w = v;
       auto* it = llvm::isa<llvm::VectorType>(v[0]->getType())
-                     ? static_cast<llvm::Type*>(vec(b_.getInt64Ty(), llvm::cast<llvm::FixedVectorType>(v[0]->getType())->getNumElements()))
+                     ? static_cast<llvm::Type*>(
+                           vec(b_.getInt64Ty(), llvm::cast<llvm::FixedVectorType>(v[0]->getType())->getNumElements()))
                      : b_.getInt64Ty();
       for (auto& x : w) x = b_.CreatePtrToInt(x, it);
       return emitIntegerOp(b_, op, w, DType::I64);

@@ -66,10 +66,17 @@ inline bool isFusableDef(OpCode c) {
 // made of them are computed once and kept, never recomputed per consumer.
 inline bool isExpensive(OpCode c) {
   switch (c) {
-    case OpCode::Exp: case OpCode::Exp2: case OpCode::Log: case OpCode::Log2: case OpCode::Tanh:
-    case OpCode::Erf: case OpCode::Pow: case OpCode::Div: case OpCode::Rem: case OpCode::Sqrt:
-    case OpCode::Rsqrt:
-      return true;
+    case OpCode::Exp:
+    case OpCode::Exp2:
+    case OpCode::Log:
+    case OpCode::Log2:
+    case OpCode::Tanh:
+    case OpCode::Erf:
+    case OpCode::Pow:
+    case OpCode::Div:
+    case OpCode::Rem:
+    case OpCode::Sqrt:
+    case OpCode::Rsqrt: return true;
     default: return false;
   }
 }
@@ -97,14 +104,14 @@ class Lowering {
     return scalarTy(t.dtype());
   }
   llvm::Type* memTy(DType d) { return d == DType::I1 ? b_.getInt8Ty() : scalarTy(d); }
-  llvm::VectorType* vec(llvm::Type* e, int64_t c) {
-    return llvm::FixedVectorType::get(e, static_cast<unsigned>(c));
-  }
+  llvm::VectorType* vec(llvm::Type* e, int64_t c) { return llvm::FixedVectorType::get(e, static_cast<unsigned>(c)); }
   llvm::Value* toStorage(llvm::Value* v, bool isBool) {
     if (!isBool) return v;
     llvm::Type* t = v->getType();
-    llvm::Type* i8 = t->isVectorTy() ? static_cast<llvm::Type*>(vec(b_.getInt8Ty(), llvm::cast<llvm::FixedVectorType>(t)->getNumElements()))
-                                     : b_.getInt8Ty();
+    llvm::Type* i8 =
+        t->isVectorTy()
+            ? static_cast<llvm::Type*>(vec(b_.getInt8Ty(), llvm::cast<llvm::FixedVectorType>(t)->getNumElements()))
+            : b_.getInt8Ty();
     return b_.CreateZExt(v, i8);
   }
   llvm::Value* fromStorage(llvm::Value* v, bool isBool) {
@@ -120,7 +127,7 @@ class Lowering {
   llvm::Value* i64(int64_t v) { return b_.getInt64(static_cast<uint64_t>(v)); }
 
   // ---- bounds-checked launches (tessera/support/BoundsCheck.h) -------------
-  llvm::Value* record_ = nullptr;         // the BoundsCheckRecord (a body parameter)
+  llvm::Value* record_ = nullptr;                  // the BoundsCheckRecord (a body parameter)
   std::vector<llvm::Value*> argBase_, argExtent_;  // per pointer argument: address (i64), bytes
   /// The argument a global pointer (tile) derives from, or -1.
   int rootArg(const ir::Value* v) const;
@@ -240,11 +247,11 @@ class Lowering {
   void versioned(std::vector<const ir::Value*> roots, const std::function<void()>& body, llvm::Value* extra = nullptr,
                  const std::function<void()>& generalBody = nullptr);
   std::unordered_set<const ir::Value*> assumeOn_;  // masks known all-on in the loop being emitted
-  bool general_ = false;  // emitting the general version of a versioned loop
-  bool expensiveBody_ = false;  // collectMasks met an expensive op
-  bool loadsBody_ = false;      // collectMasks met a load from memory
-  bool hasAtomics_ = false;      // the kernel has atomics (no streaming stores then)
-  bool usedStreaming_ = false;   // some store is non-temporal: fence before returning
+  bool general_ = false;                           // emitting the general version of a versioned loop
+  bool expensiveBody_ = false;                     // collectMasks met an expensive op
+  bool loadsBody_ = false;                         // collectMasks met a load from memory
+  bool hasAtomics_ = false;                        // the kernel has atomics (no streaming stores then)
+  bool usedStreaming_ = false;                     // some store is non-temporal: fence before returning
 
   // ---- ops -------------------------------------------------------------
   void emitBlock(const ir::Block& blk);
@@ -326,7 +333,7 @@ class Lowering {
   std::unordered_set<const ir::Value*> slotViews_;
   std::unordered_map<const ir::Value*, int> uses_;
   std::unordered_map<const ir::Value*, std::vector<const ir::Op*>> users_;  // one entry per use
-  std::unordered_map<const ir::Op*, size_t> pos_;  // index of an op in its block
+  std::unordered_map<const ir::Op*, size_t> pos_;                           // index of an op in its block
   // Tiles never stored: computed in every consumer's chunk loop. Single-use
   // pure values and loads (sunk into their consumer), and `remat_` values:
   // cheap pure values with several uses, recomputed in each consumer

@@ -40,8 +40,11 @@ bool Lowering::intRange(const ir::Value* v, Range& r) {
       r = {c, c, b_.getTrue()};
       return true;
     }
-    case OpCode::Broadcast: case OpCode::ExpandDims: case OpCode::Reshape: return intRange(d->operand(0), r);
-    case OpCode::Add: case OpCode::Sub: {
+    case OpCode::Broadcast:
+    case OpCode::ExpandDims:
+    case OpCode::Reshape: return intRange(d->operand(0), r);
+    case OpCode::Add:
+    case OpCode::Sub: {
       Range a, b;
       if (!intRange(d->operand(0), a) || !intRange(d->operand(1), b)) return false;
       bool add = d->code() == OpCode::Add;
@@ -66,7 +69,9 @@ llvm::Value* Lowering::allOnCondition(const ir::Value* m) {
   switch (d->code()) {
     case OpCode::Splat: return scalar(d->operand(0));
     case OpCode::Constant: return constantOf(*d, b_.getInt1Ty());
-    case OpCode::Broadcast: case OpCode::ExpandDims: case OpCode::Reshape: return allOnCondition(d->operand(0));
+    case OpCode::Broadcast:
+    case OpCode::ExpandDims:
+    case OpCode::Reshape: return allOnCondition(d->operand(0));
     case OpCode::And: {
       llvm::Value* a = allOnCondition(d->operand(0));
       llvm::Value* b = a ? allOnCondition(d->operand(1)) : nullptr;
@@ -77,11 +82,16 @@ llvm::Value* Lowering::allOnCondition(const ir::Value* m) {
       if (!intRange(d->operand(0), a) || !intRange(d->operand(1), b)) return nullptr;
       const std::string& p = d->strAttr("pred");
       llvm::Value* all;
-      if (p == "lt") all = b_.CreateICmpSLT(a.hi, b.lo);
-      else if (p == "le") all = b_.CreateICmpSLE(a.hi, b.lo);
-      else if (p == "gt") all = b_.CreateICmpSGT(a.lo, b.hi);
-      else if (p == "ge") all = b_.CreateICmpSGE(a.lo, b.hi);
-      else return nullptr;
+      if (p == "lt")
+        all = b_.CreateICmpSLT(a.hi, b.lo);
+      else if (p == "le")
+        all = b_.CreateICmpSLE(a.hi, b.lo);
+      else if (p == "gt")
+        all = b_.CreateICmpSGT(a.lo, b.hi);
+      else if (p == "ge")
+        all = b_.CreateICmpSGE(a.lo, b.hi);
+      else
+        return nullptr;
       return b_.CreateAnd(b_.CreateAnd(a.ok, b.ok), all);
     }
     default: return nullptr;
@@ -117,8 +127,8 @@ void Lowering::collectMasks(const ir::Value* v, std::vector<const ir::Value*>& o
   for (const ir::Value* o : d->operands()) collectMasks(o, out, seen);
 }
 
-void Lowering::versioned(std::vector<const ir::Value*> roots, const std::function<void()>& body,
-                         llvm::Value* extra, const std::function<void()>& generalBody) {
+void Lowering::versioned(std::vector<const ir::Value*> roots, const std::function<void()>& body, llvm::Value* extra,
+                         const std::function<void()>& generalBody) {
   const std::function<void()>& general = generalBody ? generalBody : body;
   if (general_) return general();
   std::vector<const ir::Value*> masks;

@@ -101,11 +101,10 @@ void Lowering::emitLoad(const ir::Op& op, llvm::Value* dstArr) {
   int64_t lda = rows ? dotRowStride(valT.shape()[1], st) : 0;
   // Chunks must not straddle rows: the width divides the row length.
   if (panel || rows) c = chunkWidth(valT.shape()[1]);
-  llvm::Value* arr =
-      dstArr  ? dstArr
-      : panel ? entryAlloca(llvm::ArrayType::get(st, static_cast<uint64_t>(panelElems(K, N, nr))), 64)
-      : rows  ? entryAlloca(llvm::ArrayType::get(st, static_cast<uint64_t>(valT.shape()[0] * lda)), 64)
-              : allocTile(valT);
+  llvm::Value* arr = dstArr  ? dstArr
+                     : panel ? entryAlloca(llvm::ArrayType::get(st, static_cast<uint64_t>(panelElems(K, N, nr))), 64)
+                     : rows  ? entryAlloca(llvm::ArrayType::get(st, static_cast<uint64_t>(valT.shape()[0] * lda)), 64)
+                             : allocTile(valT);
   // Stages become prefetches: a dot operand loaded (or a staged copy made)
   // in a loop also prefetches what the same load reads in the next
   // iteration, its pointer evaluated again with iv + step. A K step of a
@@ -179,44 +178,46 @@ void Lowering::storeLoop(const ir::Op& op) {
   // Streaming stores (see below) need whole aligned vectors over one run.
   bool streamable = contiguous && c > 1 && chunkBytes % 16 == 0 && !hasAtomics_ && op.parent() == &fn_.body() &&
                     axis_.contiguousChunks(ptr, n);
-  auto loop = [&](bool stream) { chunkLoop(ptr->type().shape(), c, [&](llvm::Value* base) {
-    llvm::Value* p = contiguous ? nullptr : emitChunk(ptr, base, c);
-    llvm::Value* v = toStorage(emitChunk(val, base, c), isBool);
-    llvm::Value* m = mask ? emitChunk(mask, base, c) : nullptr;
-    if (m && llvm::isa<llvm::Constant>(m) && llvm::cast<llvm::Constant>(m)->isAllOnesValue()) m = nullptr;
-    if (contiguous) {
-      llvm::Value* p0 = firstPointer(ptr, base, c);
-      if (!m || c == 1) {
-        if (m) {
-          b_.CreateMaskedStore(v, p0, align, m);
-        } else if (stream) {
-          auto* st = b_.CreateAlignedStore(v, p0, llvm::Align(chunkBytes));
-          st->setMetadata(llvm::LLVMContext::MD_nontemporal,
-                          llvm::MDNode::get(ctx_, {llvm::ConstantAsMetadata::get(b_.getInt32(1))}));
-          usedStreaming_ = true;
-        } else {
-          b_.CreateAlignedStore(v, p0, align);
+  auto loop = [&](bool stream) {
+    chunkLoop(ptr->type().shape(), c, [&](llvm::Value* base) {
+      llvm::Value* p = contiguous ? nullptr : emitChunk(ptr, base, c);
+      llvm::Value* v = toStorage(emitChunk(val, base, c), isBool);
+      llvm::Value* m = mask ? emitChunk(mask, base, c) : nullptr;
+      if (m && llvm::isa<llvm::Constant>(m) && llvm::cast<llvm::Constant>(m)->isAllOnesValue()) m = nullptr;
+      if (contiguous) {
+        llvm::Value* p0 = firstPointer(ptr, base, c);
+        if (!m || c == 1) {
+          if (m) {
+            b_.CreateMaskedStore(v, p0, align, m);
+          } else if (stream) {
+            auto* st = b_.CreateAlignedStore(v, p0, llvm::Align(chunkBytes));
+            st->setMetadata(llvm::LLVMContext::MD_nontemporal,
+                            llvm::MDNode::get(ctx_, {llvm::ConstantAsMetadata::get(b_.getInt32(1))}));
+            usedStreaming_ = true;
+          } else {
+            b_.CreateAlignedStore(v, p0, align);
+          }
+          return;
         }
-        return;
+        // Masked vector stores are slow on some cores (microcoded on AMD Zen);
+        // chunks with every lane on (all but a tile's tail) take a plain store.
+        llvm::Function* f = b_.GetInsertBlock()->getParent();
+        auto* full = llvm::BasicBlock::Create(ctx_, "store.full", f);
+        auto* part = llvm::BasicBlock::Create(ctx_, "store.part", f);
+        auto* done = llvm::BasicBlock::Create(ctx_, "store.done", f);
+        b_.CreateCondBr(b_.CreateAndReduce(m), full, part);
+        b_.SetInsertPoint(full);
+        b_.CreateAlignedStore(v, p0, align);
+        b_.CreateBr(done);
+        b_.SetInsertPoint(part);
+        b_.CreateMaskedStore(v, p0, align, m);
+        b_.CreateBr(done);
+        b_.SetInsertPoint(done);
+      } else {
+        b_.CreateMaskedScatter(v, p, align, m);
       }
-      // Masked vector stores are slow on some cores (microcoded on AMD Zen);
-      // chunks with every lane on (all but a tile's tail) take a plain store.
-      llvm::Function* f = b_.GetInsertBlock()->getParent();
-      auto* full = llvm::BasicBlock::Create(ctx_, "store.full", f);
-      auto* part = llvm::BasicBlock::Create(ctx_, "store.part", f);
-      auto* done = llvm::BasicBlock::Create(ctx_, "store.done", f);
-      b_.CreateCondBr(b_.CreateAndReduce(m), full, part);
-      b_.SetInsertPoint(full);
-      b_.CreateAlignedStore(v, p0, align);
-      b_.CreateBr(done);
-      b_.SetInsertPoint(part);
-      b_.CreateMaskedStore(v, p0, align, m);
-      b_.CreateBr(done);
-      b_.SetInsertPoint(done);
-    } else {
-      b_.CreateMaskedScatter(v, p, align, m);
-    }
-  }); };
+    });
+  };
   if (streamable && !general_) {
     // Not for loops bound by arithmetic (exp, erf...): the second copy of
     // the loop would cost more compile time than streaming saves.
@@ -267,7 +268,8 @@ void Lowering::emitStore(const ir::Op& op) {
   // load those tiles completely first (program order), else fuse.
   const llvm::DataLayout& dl = mod_.getDataLayout();
   auto span = [&](const ir::Value* p) {
-    llvm::Value* first = b_.CreatePtrToInt(b_.CreateExtractElement(emitChunk(p, i64(0), 1), uint64_t{0}), b_.getInt64Ty());
+    llvm::Value* first =
+        b_.CreatePtrToInt(b_.CreateExtractElement(emitChunk(p, i64(0), 1), uint64_t{0}), b_.getInt64Ty());
     uint64_t bytes = static_cast<uint64_t>(numElems(p->type())) * dl.getTypeAllocSize(memTy(p->type().dtype()));
     return std::make_pair(first, b_.CreateAdd(first, i64(static_cast<int64_t>(bytes))));
   };
@@ -309,7 +311,8 @@ llvm::Value* Lowering::atomicLane(const ir::Op& op, llvm::Value* p, llvm::Value*
   llvm::AtomicRMWInst::BinOp kind;
   if (op.code() == OpCode::AtomicAdd) kind = fl ? llvm::AtomicRMWInst::FAdd : llvm::AtomicRMWInst::Add;
   // fmaximum: NaN-propagating, -0 < +0, like the IR's max.
-  else kind = fl ? llvm::AtomicRMWInst::FMaximum : llvm::AtomicRMWInst::Max;
+  else
+    kind = fl ? llvm::AtomicRMWInst::FMaximum : llvm::AtomicRMWInst::Max;
   return b_.CreateAtomicRMW(kind, p, v, llvm::MaybeAlign(), llvm::AtomicOrdering::Monotonic);
 }
 
@@ -317,7 +320,8 @@ void Lowering::emitAtomic(const ir::Op& op) {
   const ir::Value* ptr = op.operand(0);
   const ir::Value* val = op.operand(1);
   const ir::Value* mask = op.numOperands() > 2 ? op.operand(2) : nullptr;
-  if (ptr->type().dtype() == DType::I1) throw CompileError("atomics on i1 are not supported (at " + op.loc().str() + ")");
+  if (ptr->type().dtype() == DType::I1)
+    throw CompileError("atomics on i1 are not supported (at " + op.loc().str() + ")");
   llvm::Function* f = b_.GetInsertBlock()->getParent();
   // One lane: if (mask) old = atomic(p, v) else old = 0.
   auto lane = [&](llvm::Value* p, llvm::Value* v, llvm::Value* m) -> llvm::Value* {

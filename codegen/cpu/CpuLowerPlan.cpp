@@ -28,9 +28,14 @@ bool sameComputation(const ir::Value* a, const ir::Value* b) {
   const ir::Op* db = b->definingOp();
   if (!da || !db || da->code() != db->code() || !(a->type() == b->type())) return false;
   switch (da->code()) {
-    case OpCode::PtrAdd: case OpCode::Splat: case OpCode::Add: case OpCode::Mul: case OpCode::Sub:
-    case OpCode::ExpandDims: case OpCode::Reshape: case OpCode::Broadcast:
-      break;
+    case OpCode::PtrAdd:
+    case OpCode::Splat:
+    case OpCode::Add:
+    case OpCode::Mul:
+    case OpCode::Sub:
+    case OpCode::ExpandDims:
+    case OpCode::Reshape:
+    case OpCode::Broadcast: break;
     default: return false;  // ops with attributes or effects: only identity counts
   }
   if (da->numOperands() != db->numOperands()) return false;
@@ -82,8 +87,10 @@ void Lowering::evalPoints(const ir::Value* v, const ir::Block* blk, std::vector<
   for (const ir::Op* u : it->second) {
     const ir::Op* a = ancestorIn(u, blk);
     TS_ASSERT(a, "cpu lowering: a use outside its value's scope");
-    if (a == u && u->numResults() == 1 && fused_.count(u->result())) evalPoints(u->result(), blk, out);
-    else out.push_back(a);
+    if (a == u && u->numResults() == 1 && fused_.count(u->result()))
+      evalPoints(u->result(), blk, out);
+    else
+      out.push_back(a);
   }
 }
 
@@ -129,8 +136,10 @@ void Lowering::planLoadFusion(const ir::Block& blk) {
     bool ok = u->parent() == &blk && canFuseInto(*u, x);
     while (ok && u->numResults() == 1 && fused_.count(u->result())) {
       x = u->result();
-      if (remat_.count(x)) ok = false;  // would be loaded once per consumer
-      else u = users_[x][0];
+      if (remat_.count(x))
+        ok = false;  // would be loaded once per consumer
+      else
+        u = users_[x][0];
     }
     if (!ok) continue;
     const ir::Op* root = u;
@@ -139,7 +148,8 @@ void Lowering::planLoadFusion(const ir::Block& blk) {
         for (const ir::Value* d : vals)
           if (d == u->result()) root = r;
     }
-    if (root->code() == OpCode::AtomicAdd || root->code() == OpCode::AtomicMax || root->code() == OpCode::Copy) continue;
+    if (root->code() == OpCode::AtomicAdd || root->code() == OpCode::AtomicMax || root->code() == OpCode::Copy)
+      continue;
     if (effectsBetween(&op, root)) continue;
     if (root->code() == OpCode::Store) {
       // Chunk k of the store runs before chunk k+1 of the load: only safe if

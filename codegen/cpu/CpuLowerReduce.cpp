@@ -64,10 +64,12 @@ void Lowering::emitReduce(const ir::Op& op) {
     return isMin ? b_.CreateIntMinReduce(v, true) : b_.CreateIntMaxReduce(v, true);
   };
   auto finish = [&](llvm::Value* x) -> llvm::Value* {
-    return narrow ? fpTrunc(x, x->getType()->isVectorTy()
-                                            ? static_cast<llvm::Type*>(vec(scalarTy(dt), llvm::cast<llvm::FixedVectorType>(x->getType())->getNumElements()))
-                                            : scalarTy(dt))
-                  : x;
+    return narrow
+               ? fpTrunc(x, x->getType()->isVectorTy()
+                                ? static_cast<llvm::Type*>(vec(
+                                      scalarTy(dt), llvm::cast<llvm::FixedVectorType>(x->getType())->getNumElements()))
+                                : scalarTy(dt))
+               : x;
   };
 
   const ir::Type& rt = op.result()->type();
@@ -76,119 +78,128 @@ void Lowering::emitReduce(const ir::Op& op) {
   llvm::Value* scalarSlot = scalarOut ? entryAlloca(argmax ? b_.getInt32Ty() : scalarTy(dt)) : nullptr;
 
   auto forRange = [&](int64_t n, int64_t step, const std::function<void(llvm::Value*)>& body) {
-    if (n == step) body(i64(0));
-    else constLoop(0, n, step, body);
+    if (n == step)
+      body(i64(0));
+    else
+      constLoop(0, n, step, body);
   };
 
   versioned({in}, [&] {
-  if (inner == 1) {
-    // Along the contiguous axis: vector accumulators over the row's chunks,
-    // then one horizontal reduction per row. (The general version of a
-    // versioned reduction, for partial rows, is kept small: one accumulator.)
-    int64_t c = chunkWidth(R);
-    int64_t chunks = R / c;
-    // Accumulators: each more copy of the loop body costs code-generation
-    // time, so as few as pay. A pass reading memory keeps four: more loads
-    // in flight (measured: 4096x4096 layernorm and rmsnorm ~10% faster than
-    // with two). A pass over cached data needs two to hide the adder's
-    // latency; an input costing tens of instructions per chunk (softmax's
-    // exp) hides it with one.
-    int64_t U = 1;
-    if (!argmax && !general_) {
-      std::vector<const ir::Value*> unused;
-      std::unordered_set<const ir::Value*> seen;
-      expensiveBody_ = loadsBody_ = false;
-      collectMasks(in, unused, seen);
-      int64_t want = expensiveBody_ ? 1 : loadsBody_ ? 4 : 2;
-      while (want > 1 && chunks % want != 0) want /= 2;
-      U = want;
-    }
-    llvm::Type* vt = vec(ct, c);
-    forRange(outer, 1, [&](llvm::Value* o) {
-      llvm::Value* rowBase = b_.CreateMul(o, i64(R));
-      std::vector<llvm::Value*> acc(U);
-      llvm::Value* bestIdx = nullptr;
-      for (int64_t u = 0; u < U; ++u) {
-        acc[u] = entryAlloca(vt);
-        b_.CreateStore(identity(vt), acc[u]);
+    if (inner == 1) {
+      // Along the contiguous axis: vector accumulators over the row's chunks,
+      // then one horizontal reduction per row. (The general version of a
+      // versioned reduction, for partial rows, is kept small: one accumulator.)
+      int64_t c = chunkWidth(R);
+      int64_t chunks = R / c;
+      // Accumulators: each more copy of the loop body costs code-generation
+      // time, so as few as pay. A pass reading memory keeps four: more loads
+      // in flight (measured: 4096x4096 layernorm and rmsnorm ~10% faster than
+      // with two). A pass over cached data needs two to hide the adder's
+      // latency; an input costing tens of instructions per chunk (softmax's
+      // exp) hides it with one.
+      int64_t U = 1;
+      if (!argmax && !general_) {
+        std::vector<const ir::Value*> unused;
+        std::unordered_set<const ir::Value*> seen;
+        expensiveBody_ = loadsBody_ = false;
+        collectMasks(in, unused, seen);
+        int64_t want = expensiveBody_ ? 1 : loadsBody_ ? 4 : 2;
+        while (want > 1 && chunks % want != 0) want /= 2;
+        U = want;
       }
-      if (argmax) {
-        bestIdx = entryAlloca(vec(b_.getInt32Ty(), c));
-        b_.CreateStore(iotaI32(c), bestIdx);
-      }
-      forRange(R, U * c, [&](llvm::Value* k) {
+      llvm::Type* vt = vec(ct, c);
+      forRange(outer, 1, [&](llvm::Value* o) {
+        llvm::Value* rowBase = b_.CreateMul(o, i64(R));
+        std::vector<llvm::Value*> acc(U);
+        llvm::Value* bestIdx = nullptr;
         for (int64_t u = 0; u < U; ++u) {
-          llvm::Value* off = b_.CreateAdd(k, i64(u * c));
-          llvm::Value* x = ext(emitChunk(in, b_.CreateAdd(rowBase, off), c));
-          llvm::Value* a = b_.CreateLoad(vt, acc[u]);
-          if (argmax) {
-            llvm::Value* bi = b_.CreateLoad(vec(b_.getInt32Ty(), c), bestIdx);
-            llvm::Value* upd = better(x, a);
-            llvm::Value* idx = b_.CreateAdd(b_.CreateVectorSplat(static_cast<unsigned>(c), b_.CreateTrunc(off, b_.getInt32Ty())), iotaI32(c));
-            b_.CreateStore(b_.CreateSelect(upd, x, a), acc[u]);
-            b_.CreateStore(b_.CreateSelect(upd, idx, bi), bestIdx);
-          } else {
-            b_.CreateStore(combine(a, x), acc[u]);
-          }
+          acc[u] = entryAlloca(vt);
+          b_.CreateStore(identity(vt), acc[u]);
         }
-      });
-      llvm::Value* result;
-      if (argmax) {
-        llvm::Value* vals = b_.CreateLoad(vt, acc[0]);
-        llvm::Value* idxs = b_.CreateLoad(vec(b_.getInt32Ty(), c), bestIdx);
-        llvm::Value* bv = b_.CreateExtractElement(vals, uint64_t{0});
-        llvm::Value* bi = b_.CreateExtractElement(idxs, uint64_t{0});
-        for (int64_t j = 1; j < c; ++j) {
-          llvm::Value* v = b_.CreateExtractElement(vals, static_cast<uint64_t>(j));
-          llvm::Value* i = b_.CreateExtractElement(idxs, static_cast<uint64_t>(j));
-          llvm::Value* eq = fl ? b_.CreateOr(b_.CreateFCmpOEQ(v, bv), b_.CreateAnd(b_.CreateFCmpUNO(v, v), b_.CreateFCmpUNO(bv, bv)))
-                               : b_.CreateICmpEQ(v, bv);
-          llvm::Value* take = b_.CreateOr(better(v, bv), b_.CreateAnd(eq, b_.CreateICmpSLT(i, bi)));
-          bv = b_.CreateSelect(take, v, bv);
-          bi = b_.CreateSelect(take, i, bi);
+        if (argmax) {
+          bestIdx = entryAlloca(vec(b_.getInt32Ty(), c));
+          b_.CreateStore(iotaI32(c), bestIdx);
         }
-        result = bi;
-      } else {
-        llvm::Value* a = b_.CreateLoad(vt, acc[0]);
-        for (int64_t u = 1; u < U; ++u) a = combine(a, b_.CreateLoad(vt, acc[u]));
-        result = finish(horizontal(a));
-      }
-      if (scalarOut) b_.CreateStore(result, scalarSlot);
-      else storeChunk(outArr, rt, o, b_.CreateVectorSplat(1, result));
-    });
-  } else {
-    // Along a non-last axis: vectorised over the inner dims, each lane
-    // accumulating one output element across the reduced axis.
-    int64_t c = chunkWidth(inner);
-    llvm::Type* vt = vec(ct, c);
-    llvm::Value* acc = entryAlloca(vt);
-    llvm::Value* bestIdx = argmax ? entryAlloca(vec(b_.getInt32Ty(), c)) : nullptr;
-    forRange(outer, 1, [&](llvm::Value* o) {
-      forRange(inner, c, [&](llvm::Value* ic) {
-        b_.CreateStore(identity(vt), acc);
-        if (argmax) b_.CreateStore(llvm::Constant::getNullValue(vec(b_.getInt32Ty(), c)), bestIdx);
-        forRange(R, 1, [&](llvm::Value* r) {
-          llvm::Value* base = b_.CreateAdd(b_.CreateAdd(b_.CreateMul(o, i64(R * inner)), b_.CreateMul(r, i64(inner))), ic);
-          llvm::Value* x = ext(emitChunk(in, base, c));
-          llvm::Value* a = b_.CreateLoad(vt, acc);
-          if (argmax) {
-            llvm::Value* upd = better(x, a);
-            llvm::Value* bi = b_.CreateLoad(vec(b_.getInt32Ty(), c), bestIdx);
-            llvm::Value* idx = b_.CreateVectorSplat(static_cast<unsigned>(c), b_.CreateTrunc(r, b_.getInt32Ty()));
-            b_.CreateStore(b_.CreateSelect(upd, x, a), acc);
-            b_.CreateStore(b_.CreateSelect(upd, idx, bi), bestIdx);
-          } else {
-            b_.CreateStore(combine(a, x), acc);
+        forRange(R, U * c, [&](llvm::Value* k) {
+          for (int64_t u = 0; u < U; ++u) {
+            llvm::Value* off = b_.CreateAdd(k, i64(u * c));
+            llvm::Value* x = ext(emitChunk(in, b_.CreateAdd(rowBase, off), c));
+            llvm::Value* a = b_.CreateLoad(vt, acc[u]);
+            if (argmax) {
+              llvm::Value* bi = b_.CreateLoad(vec(b_.getInt32Ty(), c), bestIdx);
+              llvm::Value* upd = better(x, a);
+              llvm::Value* idx = b_.CreateAdd(
+                  b_.CreateVectorSplat(static_cast<unsigned>(c), b_.CreateTrunc(off, b_.getInt32Ty())), iotaI32(c));
+              b_.CreateStore(b_.CreateSelect(upd, x, a), acc[u]);
+              b_.CreateStore(b_.CreateSelect(upd, idx, bi), bestIdx);
+            } else {
+              b_.CreateStore(combine(a, x), acc[u]);
+            }
           }
         });
-        llvm::Value* res = argmax ? b_.CreateLoad(vec(b_.getInt32Ty(), c), bestIdx) : finish(b_.CreateLoad(vt, acc));
-        storeChunk(outArr, rt, b_.CreateAdd(b_.CreateMul(o, i64(inner)), ic), res);
+        llvm::Value* result;
+        if (argmax) {
+          llvm::Value* vals = b_.CreateLoad(vt, acc[0]);
+          llvm::Value* idxs = b_.CreateLoad(vec(b_.getInt32Ty(), c), bestIdx);
+          llvm::Value* bv = b_.CreateExtractElement(vals, uint64_t{0});
+          llvm::Value* bi = b_.CreateExtractElement(idxs, uint64_t{0});
+          for (int64_t j = 1; j < c; ++j) {
+            llvm::Value* v = b_.CreateExtractElement(vals, static_cast<uint64_t>(j));
+            llvm::Value* i = b_.CreateExtractElement(idxs, static_cast<uint64_t>(j));
+            llvm::Value* eq = fl ? b_.CreateOr(b_.CreateFCmpOEQ(v, bv),
+                                               b_.CreateAnd(b_.CreateFCmpUNO(v, v), b_.CreateFCmpUNO(bv, bv)))
+                                 : b_.CreateICmpEQ(v, bv);
+            llvm::Value* take = b_.CreateOr(better(v, bv), b_.CreateAnd(eq, b_.CreateICmpSLT(i, bi)));
+            bv = b_.CreateSelect(take, v, bv);
+            bi = b_.CreateSelect(take, i, bi);
+          }
+          result = bi;
+        } else {
+          llvm::Value* a = b_.CreateLoad(vt, acc[0]);
+          for (int64_t u = 1; u < U; ++u) a = combine(a, b_.CreateLoad(vt, acc[u]));
+          result = finish(horizontal(a));
+        }
+        if (scalarOut)
+          b_.CreateStore(result, scalarSlot);
+        else
+          storeChunk(outArr, rt, o, b_.CreateVectorSplat(1, result));
       });
-    });
-  }
+    } else {
+      // Along a non-last axis: vectorised over the inner dims, each lane
+      // accumulating one output element across the reduced axis.
+      int64_t c = chunkWidth(inner);
+      llvm::Type* vt = vec(ct, c);
+      llvm::Value* acc = entryAlloca(vt);
+      llvm::Value* bestIdx = argmax ? entryAlloca(vec(b_.getInt32Ty(), c)) : nullptr;
+      forRange(outer, 1, [&](llvm::Value* o) {
+        forRange(inner, c, [&](llvm::Value* ic) {
+          b_.CreateStore(identity(vt), acc);
+          if (argmax) b_.CreateStore(llvm::Constant::getNullValue(vec(b_.getInt32Ty(), c)), bestIdx);
+          forRange(R, 1, [&](llvm::Value* r) {
+            llvm::Value* base =
+                b_.CreateAdd(b_.CreateAdd(b_.CreateMul(o, i64(R * inner)), b_.CreateMul(r, i64(inner))), ic);
+            llvm::Value* x = ext(emitChunk(in, base, c));
+            llvm::Value* a = b_.CreateLoad(vt, acc);
+            if (argmax) {
+              llvm::Value* upd = better(x, a);
+              llvm::Value* bi = b_.CreateLoad(vec(b_.getInt32Ty(), c), bestIdx);
+              llvm::Value* idx = b_.CreateVectorSplat(static_cast<unsigned>(c), b_.CreateTrunc(r, b_.getInt32Ty()));
+              b_.CreateStore(b_.CreateSelect(upd, x, a), acc);
+              b_.CreateStore(b_.CreateSelect(upd, idx, bi), bestIdx);
+            } else {
+              b_.CreateStore(combine(a, x), acc);
+            }
+          });
+          llvm::Value* res = argmax ? b_.CreateLoad(vec(b_.getInt32Ty(), c), bestIdx) : finish(b_.CreateLoad(vt, acc));
+          storeChunk(outArr, rt, b_.CreateAdd(b_.CreateMul(o, i64(inner)), ic), res);
+        });
+      });
+    }
   });
-  if (scalarOut) scalars_[op.result()] = b_.CreateLoad(argmax ? b_.getInt32Ty() : scalarTy(dt), scalarSlot);
-  else arrays_[op.result()] = outArr;
+  if (scalarOut)
+    scalars_[op.result()] = b_.CreateLoad(argmax ? b_.getInt32Ty() : scalarTy(dt), scalarSlot);
+  else
+    arrays_[op.result()] = outArr;
 }
 
 }  // namespace tessera::codegen::cpu::detail

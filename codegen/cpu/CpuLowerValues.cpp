@@ -38,8 +38,10 @@ void Lowering::chunkLoop(const ir::Shape& s, int64_t c, const std::function<void
       coords_ = {base, r, j ? j : i64(0), s};
       body(base);
     };
-    if (L == c) inner(nullptr);
-    else constLoop(0, L, c, inner);
+    if (L == c)
+      inner(nullptr);
+    else
+      constLoop(0, L, c, inner);
   });
   coords_ = saved;
 }
@@ -109,8 +111,7 @@ llvm::Value* Lowering::emitDef(const ir::Op& op, llvm::Value* base, int64_t c) {
     case OpCode::ExpandDims:
     case OpCode::Reshape: return emitChunk(op.operand(0), base, c);
     case OpCode::Broadcast: return emitBroadcast(op, base, c);
-    case OpCode::Load:
-      return fromStorage(loadValueChunk(op, base, c), !rt.isPointerLike() && rt.dtype() == DType::I1);
+    case OpCode::Load: return fromStorage(loadValueChunk(op, base, c), !rt.isPointerLike() && rt.dtype() == DType::I1);
     case OpCode::Transpose: {
       const ir::Shape& rs = rt.shape();
       const ir::Shape& ss = op.operand(0)->type().shape();
@@ -166,8 +167,8 @@ llvm::Value* Lowering::emitBroadcast(const ir::Op& op, llvm::Value* base, int64_
     }
     for (size_t d = 0; d < rs.size(); ++d) {
       if (ss[d] == 1) continue;
-      llvm::Value* idx = b_.CreateURem(b_.CreateUDiv(flat, llvm::ConstantInt::get(t, rst[d])),
-                                       llvm::ConstantInt::get(t, rs[d]));
+      llvm::Value* idx =
+          b_.CreateURem(b_.CreateUDiv(flat, llvm::ConstantInt::get(t, rst[d])), llvm::ConstantInt::get(t, rs[d]));
       src = b_.CreateAdd(src, b_.CreateMul(idx, llvm::ConstantInt::get(t, sst[d])));
     }
     return src;
@@ -200,7 +201,9 @@ void Lowering::writeTile(llvm::Value* dst, const ir::Value* v) {
     return;
   }
   int64_t c = chunkWidth(n);
-  versioned({v}, [&] { chunkLoop(t.shape(), c, [&](llvm::Value* base) { storeChunk(dst, t, base, emitChunk(v, base, c)); }); });
+  versioned({v}, [&] {
+    chunkLoop(t.shape(), c, [&](llvm::Value* base) { storeChunk(dst, t, base, emitChunk(v, base, c)); });
+  });
 }
 
 void Lowering::materialize(const ir::Value* v) {

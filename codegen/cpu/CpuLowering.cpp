@@ -24,7 +24,8 @@ void Lowering::run(const std::string& entryName) {
   if (checkedOps_) params.push_back(b_.getPtrTy());  // the BoundsCheckRecord
   auto* bodyTy = llvm::FunctionType::get(b_.getVoidTy(), params, false);
   auto* body = llvm::Function::Create(bodyTy, llvm::Function::InternalLinkage, "program." + fn_.name(), mod_);
-  auto* entryTy = llvm::FunctionType::get(b_.getVoidTy(), {b_.getPtrTy(), b_.getInt64Ty(), b_.getInt64Ty(), b_.getPtrTy()}, false);
+  auto* entryTy =
+      llvm::FunctionType::get(b_.getVoidTy(), {b_.getPtrTy(), b_.getInt64Ty(), b_.getInt64Ty(), b_.getPtrTy()}, false);
   auto* entry = llvm::Function::Create(entryTy, llvm::Function::ExternalLinkage, entryName, mod_);
   for (llvm::Function* f : {body, entry}) {
     f->addFnAttr("target-cpu", tgt_.cpu);
@@ -117,9 +118,9 @@ void Lowering::run(const std::string& entryName) {
 
 }  // namespace detail
 
-std::unique_ptr<llvm::Module> lowerToLLVM(const ir::Function& f, llvm::LLVMContext& ctx,
-                                          const CpuTargetInfo& target, const llvm::DataLayout& layout,
-                                          const std::string& entryName, std::vector<std::string>* checkedOps) {
+std::unique_ptr<llvm::Module> lowerToLLVM(const ir::Function& f, llvm::LLVMContext& ctx, const CpuTargetInfo& target,
+                                          const llvm::DataLayout& layout, const std::string& entryName,
+                                          std::vector<std::string>* checkedOps) {
   auto m = std::make_unique<llvm::Module>(f.name(), ctx);
   m->setTargetTriple(llvm::Triple(target.triple));
   m->setDataLayout(layout);

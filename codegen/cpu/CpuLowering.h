@@ -22,9 +22,8 @@ namespace tessera::codegen::cpu {
 /// tessera/support/BoundsCheck.h): the entry takes a BoundsCheckRecord after
 /// the arguments, and `checkedOps` receives, per checked access, its op's
 /// text and the user's file:line (the record's opId indexes it).
-std::unique_ptr<llvm::Module> lowerToLLVM(const ir::Function& f, llvm::LLVMContext& ctx,
-                                          const CpuTargetInfo& target, const llvm::DataLayout& layout,
-                                          const std::string& entryName,
+std::unique_ptr<llvm::Module> lowerToLLVM(const ir::Function& f, llvm::LLVMContext& ctx, const CpuTargetInfo& target,
+                                          const llvm::DataLayout& layout, const std::string& entryName,
                                           std::vector<std::string>* checkedOps = nullptr);
 
 }  // namespace tessera::codegen::cpu

@@ -24,7 +24,8 @@ constexpr const char* kEntryName = "tessera_emu_thread_entry";
 void verifyOrThrow(const llvm::Module& m, const std::string& stage) {
   std::string msg;
   llvm::raw_string_ostream os(msg);
-  if (llvm::verifyModule(m, &os)) throw InternalError("emulator rewrite (" + stage + ") produced invalid LLVM IR:\n" + msg);
+  if (llvm::verifyModule(m, &os))
+    throw InternalError("emulator rewrite (" + stage + ") produced invalid LLVM IR:\n" + msg);
 }
 
 llvm::Function* findKernel(llvm::Module& m, bool amd) {
@@ -68,8 +69,10 @@ void buildThreadEntry(llvm::Module& m, llvm::Function* kernel) {
   for (llvm::Argument& a : kernel->args()) {
     llvm::Value* slot = b.CreateConstInBoundsGEP1_64(ptr, entry->getArg(0), a.getArgNo());
     llvm::Value* p = b.CreateAlignedLoad(ptr, slot, llvm::Align(8), "arg" + std::to_string(a.getArgNo()) + ".ptr");
-    if (a.hasByValAttr() || a.hasByRefAttr()) args.push_back(p);
-    else args.push_back(b.CreateAlignedLoad(a.getType(), p, llvm::Align(1), a.getName()));
+    if (a.hasByValAttr() || a.hasByRefAttr())
+      args.push_back(p);
+    else
+      args.push_back(b.CreateAlignedLoad(a.getType(), p, llvm::Align(1), a.getName()));
   }
   b.CreateCall(kernel, args);
   b.CreateRetVoid();

@@ -62,7 +62,7 @@ EmuKernel compileForEmulator(const std::string& gpuModuleText, bool amd, unsigne
 /// The same for a module in memory (`gpuModule` lives in `ctx`; both are
 /// consumed: the module is rewritten in place and the JIT owns the context).
 /// The compiler hands its GPU module over this way, never as text.
-EmuKernel compileForEmulator(std::unique_ptr<llvm::Module> gpuModule, std::unique_ptr<llvm::LLVMContext> ctx,
-                             bool amd, unsigned warpSize, const std::vector<std::pair<std::string, void*>>& hooks);
+EmuKernel compileForEmulator(std::unique_ptr<llvm::Module> gpuModule, std::unique_ptr<llvm::LLVMContext> ctx, bool amd,
+                             unsigned warpSize, const std::vector<std::pair<std::string, void*>>& hooks);
 
 }  // namespace tessera::codegen

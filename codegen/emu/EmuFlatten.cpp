@@ -86,19 +86,26 @@ void checkPointerWidths(EmuModule& em) {
     for (llvm::BasicBlock& bb : f)
       for (llvm::Instruction& i : bb) {
         llvm::Type* mem = nullptr;
-        if (auto* l = llvm::dyn_cast<llvm::LoadInst>(&i)) mem = l->getType();
-        else if (auto* s = llvm::dyn_cast<llvm::StoreInst>(&i)) mem = s->getValueOperand()->getType();
-        else if (auto* a = llvm::dyn_cast<llvm::AllocaInst>(&i)) mem = a->getAllocatedType();
-        else if (auto* g = llvm::dyn_cast<llvm::GetElementPtrInst>(&i)) mem = g->getSourceElementType();
-        else if (auto* r = llvm::dyn_cast<llvm::AtomicRMWInst>(&i)) mem = r->getValOperand()->getType();
-        else if (auto* c = llvm::dyn_cast<llvm::AtomicCmpXchgInst>(&i)) mem = c->getCompareOperand()->getType();
+        if (auto* l = llvm::dyn_cast<llvm::LoadInst>(&i))
+          mem = l->getType();
+        else if (auto* s = llvm::dyn_cast<llvm::StoreInst>(&i))
+          mem = s->getValueOperand()->getType();
+        else if (auto* a = llvm::dyn_cast<llvm::AllocaInst>(&i))
+          mem = a->getAllocatedType();
+        else if (auto* g = llvm::dyn_cast<llvm::GetElementPtrInst>(&i))
+          mem = g->getSourceElementType();
+        else if (auto* r = llvm::dyn_cast<llvm::AtomicRMWInst>(&i))
+          mem = r->getValOperand()->getType();
+        else if (auto* c = llvm::dyn_cast<llvm::AtomicCmpXchgInst>(&i))
+          mem = c->getCompareOperand()->getType();
         if (mem && hasNarrowPointer(dl, mem)) refuse("`" + describe(i) + "`");
         // Integer views of private pointers would be truncated host
         // addresses (shared ones were rebased onto offsets already).
         if (auto* p2i = llvm::dyn_cast<llvm::PtrToIntInst>(&i);
             p2i && dl.getPointerSizeInBits(p2i->getPointerAddressSpace()) != 64)
           refuse("`" + describe(i) + "`");
-        if (auto* i2p = llvm::dyn_cast<llvm::IntToPtrInst>(&i); i2p && dl.getPointerSizeInBits(i2p->getAddressSpace()) != 64)
+        if (auto* i2p = llvm::dyn_cast<llvm::IntToPtrInst>(&i);
+            i2p && dl.getPointerSizeInBits(i2p->getAddressSpace()) != 64)
           refuse("`" + describe(i) + "`");
       }
 }
@@ -146,9 +153,9 @@ void flattenAddressSpaces(EmuModule& em, const llvm::DataLayout& hostDL, const s
       oldGlobals.push_back(&g);
   std::vector<std::pair<llvm::GlobalVariable*, llvm::GlobalVariable*>> globals;
   for (llvm::GlobalVariable* g : oldGlobals) {
-    auto* ng = new llvm::GlobalVariable(m, types.remapType(g->getValueType()), g->isConstant(), g->getLinkage(),
-                                        nullptr, "", nullptr, g->getThreadLocalMode(), kFlatAS,
-                                        g->isExternallyInitialized());
+    auto* ng =
+        new llvm::GlobalVariable(m, types.remapType(g->getValueType()), g->isConstant(), g->getLinkage(), nullptr, "",
+                                 nullptr, g->getThreadLocalMode(), kFlatAS, g->isExternallyInitialized());
     ng->copyAttributesFrom(g);
     vmap[g] = ng;
     globals.emplace_back(g, ng);
@@ -184,8 +191,7 @@ void flattenAddressSpaces(EmuModule& em, const llvm::DataLayout& hostDL, const s
     llvm::CloneFunctionInto(nf, f, vmap, llvm::CloneFunctionChangeType::LocalChangesOnly, returns, "", nullptr, &types);
   }
   for (auto [g, ng] : globals)
-    if (g->hasInitializer())
-      ng->setInitializer(llvm::MapValue(g->getInitializer(), vmap, llvm::RF_None, &types));
+    if (g->hasInitializer()) ng->setInitializer(llvm::MapValue(g->getInitializer(), vmap, llvm::RF_None, &types));
 
   // Retire the originals: bodies first, so no old function or global is
   // still used by another old body when it goes.
@@ -210,8 +216,7 @@ void flattenAddressSpaces(EmuModule& em, const llvm::DataLayout& hostDL, const s
       for (llvm::Instruction& i : llvm::make_early_inc_range(bb)) {
         if (auto* cb = llvm::dyn_cast<llvm::CallBase>(&i)) cb->setCallingConv(llvm::CallingConv::C);
         // A cast between what were two address spaces is now a no-op.
-        if (auto* asc = llvm::dyn_cast<llvm::AddrSpaceCastInst>(&i);
-            asc && asc->getSrcTy() == asc->getDestTy()) {
+        if (auto* asc = llvm::dyn_cast<llvm::AddrSpaceCastInst>(&i); asc && asc->getSrcTy() == asc->getDestTy()) {
           asc->replaceAllUsesWith(asc->getOperand(0));
           asc->eraseFromParent();
         }

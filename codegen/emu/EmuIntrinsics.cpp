@@ -85,8 +85,7 @@ class Lowerer {
   }
   // Applies a 32-bit lane exchange `op` to any value of at most 64 bits, as
   // the AMDGPU backend splits 64-bit readlane into two.
-  Value* laneExchange(IRBuilder<>& b, const llvm::CallInst& c, Value* v,
-                      const std::function<Value*(Value*)>& op) {
+  Value* laneExchange(IRBuilder<>& b, const llvm::CallInst& c, Value* v, const std::function<Value*(Value*)>& op) {
     llvm::Type* t = v->getType();
     if (t->isPointerTy()) unsupported(c, "pointer operands");
     llvm::TypeSize ts = em.gpuDL.getTypeSizeInBits(t);
@@ -123,8 +122,12 @@ class Lowerer {
         Value* bit = b.CreateShl(one, lane);
         Value* lt = b.CreateSub(bit, one);
         Value* le = b.CreateSub(b.CreateShl(b.getInt64(2), lane), one);
-        Value* m = axis == "eq" ? bit : axis == "lt" ? lt : axis == "le" ? le : axis == "gt" ? b.CreateNot(le)
-                 : axis == "ge" ? b.CreateNot(lt) : nullptr;
+        Value* m = axis == "eq"   ? bit
+                   : axis == "lt" ? lt
+                   : axis == "le" ? le
+                   : axis == "gt" ? b.CreateNot(le)
+                   : axis == "ge" ? b.CreateNot(lt)
+                                  : nullptr;
         if (!m) unsupported(c);
         return b.CreateTrunc(m, em.i32());
       }
@@ -133,15 +136,19 @@ class Lowerer {
     if (k == "barrier0" || (k == "barrier" && t.size() == 2 && t[1] == "sync") ||
         (k == "barrier" && t.size() >= 4 && t[1] == "cta" && t[2] == "sync" && t.back() == "all"))
       return barrier(b, c);
-    if (k == "barrier")
-      unsupported(c, "only whole-block barriers (bar.sync without a thread count) are modelled");
+    if (k == "barrier") unsupported(c, "only whole-block barriers (bar.sync without a thread count) are modelled");
     if (k == "bar" && t.size() == 3 && t[1] == "warp" && t[2] == "sync") {
       callHook(b, "tessera_emu_syncwarp", {b.CreateZExt(c.getArgOperand(0), em.i64())});
       return nullptr;
     }
     if (k == "shfl") {
       if (t.size() != 4 || t[1] != "sync") unsupported(c, "only the .sync shuffles are modelled");
-      int32_t mode = llvm::StringSwitch<int32_t>(t[2]).Case("idx", TESSERA_EMU_SHFL_IDX).Case("up", TESSERA_EMU_SHFL_UP).Case("down", TESSERA_EMU_SHFL_DOWN).Case("bfly", TESSERA_EMU_SHFL_BFLY).Default(-1);
+      int32_t mode = llvm::StringSwitch<int32_t>(t[2])
+                         .Case("idx", TESSERA_EMU_SHFL_IDX)
+                         .Case("up", TESSERA_EMU_SHFL_UP)
+                         .Case("down", TESSERA_EMU_SHFL_DOWN)
+                         .Case("bfly", TESSERA_EMU_SHFL_BFLY)
+                         .Default(-1);
       bool pred = t[3].back() == 'p';
       if (mode < 0) unsupported(c);
       Value* v = c.getArgOperand(1);
@@ -160,9 +167,12 @@ class Lowerer {
       if (t.size() != 3 || t[2] != "sync") unsupported(c, "only the .sync votes are modelled");
       Value* mask = b.CreateZExt(c.getArgOperand(0), em.i64());
       Value* pred = b.CreateZExt(c.getArgOperand(1), em.i32());
-      if (t[1] == "ballot")
-        return b.CreateTrunc(callHook(b, "tessera_emu_ballot_sync", {mask, pred}), em.i32());
-      int32_t mode = llvm::StringSwitch<int32_t>(t[1]).Case("all", TESSERA_EMU_VOTE_ALL).Case("any", TESSERA_EMU_VOTE_ANY).Case("uni", TESSERA_EMU_VOTE_UNI).Default(-1);
+      if (t[1] == "ballot") return b.CreateTrunc(callHook(b, "tessera_emu_ballot_sync", {mask, pred}), em.i32());
+      int32_t mode = llvm::StringSwitch<int32_t>(t[1])
+                         .Case("all", TESSERA_EMU_VOTE_ALL)
+                         .Case("any", TESSERA_EMU_VOTE_ANY)
+                         .Case("uni", TESSERA_EMU_VOTE_UNI)
+                         .Default(-1);
       if (mode < 0) unsupported(c);
       return b.CreateICmpNE(callHook(b, "tessera_emu_vote_sync", {b.getInt32(mode), mask, pred}), b.getInt32(0));
     }
@@ -186,9 +196,10 @@ class Lowerer {
       std::string rest;
       for (size_t i = 1; i < t.size(); ++i) rest += (i > 1 ? "." : "") + t[i];
       int32_t mode = rest == "m16n8k16.row.col.f32.f32" ? TESSERA_EMU_MMA_M16N8K16_F16
-                     : rest == "m16n8k16.row.col.bf16"    ? TESSERA_EMU_MMA_M16N8K16_BF16
-                                                          : -1;
-      if (mode < 0 || c.arg_size() != 10) unsupported(c, "only m16n8k16 row.col f16/bf16 with an f32 accumulator is modelled");
+                     : rest == "m16n8k16.row.col.bf16"  ? TESSERA_EMU_MMA_M16N8K16_BF16
+                                                        : -1;
+      if (mode < 0 || c.arg_size() != 10)
+        unsupported(c, "only m16n8k16 row.col f16/bf16 with an f32 accumulator is modelled");
       return matrixCall(b, c, "tessera_emu_mma_sync", mode, {0, 1, 2, 3}, {4, 5}, {6, 7, 8, 9});
     }
     if (k == "cp" && t.size() >= 3 && t[1] == "async") return cpAsync(b, c, t);
@@ -250,7 +261,8 @@ class Lowerer {
     if (k == "rsqrt" && has(t, "approx")) return recip(b, unary(b, llvm::Intrinsic::sqrt, arg(0)));
     if (k == "rcp") return recip(b, arg(0));
     if (k == "div" && (has(t, "rn") || has(t, "approx") || has(t, "full"))) return b.CreateFDiv(arg(0), arg(1));
-    if (k == "fma" && has(t, "rn")) return b.CreateIntrinsic(llvm::Intrinsic::fma, {c.getType()}, {arg(0), arg(1), arg(2)});
+    if (k == "fma" && has(t, "rn"))
+      return b.CreateIntrinsic(llvm::Intrinsic::fma, {c.getType()}, {arg(0), arg(1), arg(2)});
     if (k == "fabs") return unary(b, llvm::Intrinsic::fabs, arg(0));
     if (k == "floor") return unary(b, llvm::Intrinsic::floor, arg(0));
     if (k == "ceil") return unary(b, llvm::Intrinsic::ceil, arg(0));
@@ -323,7 +335,8 @@ class Lowerer {
     }
     if (k == "wmma" && t.size() >= 4 && t[1] == "f32" && t[2] == "16x16x16" && (t[3] == "f16" || t[3] == "bf16")) {
       if (c.arg_size() != 3) unsupported(c);
-      return matrixCall(b, c, "tessera_emu_wmma", t[3] == "f16" ? TESSERA_EMU_WMMA_16X16X16_F16 : TESSERA_EMU_WMMA_16X16X16_BF16, {0}, {1}, {2});
+      return matrixCall(b, c, "tessera_emu_wmma",
+                        t[3] == "f16" ? TESSERA_EMU_WMMA_16X16X16_F16 : TESSERA_EMU_WMMA_16X16X16_BF16, {0}, {1}, {2});
     }
     if (name == "implicitarg.ptr") return b.CreateAddrSpaceCast(implicitArgs(c.getFunction()), c.getType());
     if (name == "dispatch.ptr") return b.CreateAddrSpaceCast(dispatchPacket(c.getFunction()), c.getType());
@@ -333,7 +346,7 @@ class Lowerer {
     if (name == "sqrt") return unary(b, llvm::Intrinsic::sqrt, arg(0));
     if (name == "exp2") return unary(b, llvm::Intrinsic::exp2, arg(0));
     if (name == "log") return unary(b, llvm::Intrinsic::log2, arg(0));  // v_log_f32 is log2
-    if (name == "sin" || name == "cos") {  // input in revolutions
+    if (name == "sin" || name == "cos") {                               // input in revolutions
       Value* x = b.CreateFMul(arg(0), llvm::ConstantFP::get(c.getType(), 2 * std::numbers::pi));
       return unary(b, name == "sin" ? llvm::Intrinsic::sin : llvm::Intrinsic::cos, x);
     }
@@ -343,7 +356,8 @@ class Lowerer {
       return b.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, lo,
                                      b.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, hi, arg(2)));
     }
-    if (name == "ldexp") return b.CreateIntrinsic(llvm::Intrinsic::ldexp, {c.getType(), arg(1)->getType()}, {arg(0), arg(1)});
+    if (name == "ldexp")
+      return b.CreateIntrinsic(llvm::Intrinsic::ldexp, {c.getType(), arg(1)->getType()}, {arg(0), arg(1)});
     if (name == "fdiv.fast") return b.CreateFDiv(arg(0), arg(1));
     unsupported(c);
   }
@@ -363,7 +377,8 @@ class Lowerer {
     b.SetInsertPoint(&*f->getEntryBlock().getFirstInsertionPt());
     const llvm::DataLayout& dl = em.m.getDataLayout();
     auto one = [&](const char* n) -> Value* {
-      llvm::AllocaInst* a = b.CreateAlloca(llvm::ArrayType::get(b.getInt32Ty(), 16), dl.getAllocaAddrSpace(), nullptr, n);
+      llvm::AllocaInst* a =
+          b.CreateAlloca(llvm::ArrayType::get(b.getInt32Ty(), 16), dl.getAllocaAddrSpace(), nullptr, n);
       a->setAlignment(llvm::Align(16));
       return b.CreateAddrSpaceCast(a, em.flatPtr());
     };
@@ -386,7 +401,8 @@ class Lowerer {
     uint64_t off = 0;
     for (unsigned i = 0; i < t->getStructNumElements(); ++i) {
       llvm::Type* et = t->getStructElementType(i);
-      r = b.CreateInsertValue(r, b.CreateAlignedLoad(et, b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), buf, off), llvm::Align(4)), i);
+      r = b.CreateInsertValue(
+          r, b.CreateAlignedLoad(et, b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), buf, off), llvm::Align(4)), i);
       off += em.gpuDL.getTypeStoreSize(et).getFixedValue();
     }
     return r;
@@ -435,7 +451,8 @@ class Lowerer {
       // 12/14/16; hidden_remainder: u16 at 18/20/22, zero since grids are
       // whole blocks.
       put(b, buf, 4 * d, callHook(b, std::string("tessera_emu_grid_dim_") + xyz[d]));
-      put(b, buf, 12 + 2 * d, b.CreateTrunc(callHook(b, std::string("tessera_emu_block_dim_") + xyz[d]), b.getInt16Ty()));
+      put(b, buf, 12 + 2 * d,
+          b.CreateTrunc(callHook(b, std::string("tessera_emu_block_dim_") + xyz[d]), b.getInt16Ty()));
     }
     put(b, buf, 64, b.getInt16(3));  // hidden_grid_dims
     return slot = buf;

@@ -18,11 +18,13 @@ namespace {
 
 // Every libm function a device library call may map to, float and double,
 // plus what LLVM's x86 code generator calls for intrinsics it expands.
+// clang-format off
 #define TS_EMU_LIBM(X)                                                                                      \
   X(exp) X(exp2) X(exp10) X(expm1) X(log) X(log2) X(log10) X(log1p) X(sin) X(cos) X(tan) X(asin) X(acos)     \
   X(atan) X(sinh) X(cosh) X(tanh) X(asinh) X(acosh) X(atanh) X(sqrt) X(cbrt) X(fabs) X(floor) X(ceil)        \
   X(trunc) X(round) X(rint) X(nearbyint) X(erf) X(erfc) X(tgamma) X(lgamma)
 #define TS_EMU_LIBM2(X) X(pow) X(atan2) X(fmod) X(fmin) X(fmax) X(hypot) X(copysign) X(remainder) X(fdim)
+// clang-format on
 
 // f32 -> bf16 with round-to-nearest-even (NaNs stay quiet NaNs), which the
 // x86 code generator calls for bf16 values it keeps in f32 registers. GCC 12's
@@ -55,10 +57,10 @@ float truncdfbf2(double x) {
 const std::map<std::string, void*>& libTable() {
   static const std::map<std::string, void*> table = [] {
     std::map<std::string, void*> t;
-#define TS_ONE(fn)                                                           \
+#define TS_ONE(fn)                                                          \
   t[#fn] = reinterpret_cast<void*>(static_cast<double (*)(double)>(&::fn)); \
   t[#fn "f"] = reinterpret_cast<void*>(static_cast<float (*)(float)>(&::fn##f));
-#define TS_TWO(fn)                                                                   \
+#define TS_TWO(fn)                                                                  \
   t[#fn] = reinterpret_cast<void*>(static_cast<double (*)(double, double)>(&::fn)); \
   t[#fn "f"] = reinterpret_cast<void*>(static_cast<float (*)(float, float)>(&::fn##f));
     TS_EMU_LIBM(TS_ONE)
@@ -85,7 +87,8 @@ const std::map<std::string, void*>& libTable() {
 // Device-library functions computed inline rather than by libm.
 llvm::Value* inlineMath(llvm::IRBuilder<>& b, const std::string& base, llvm::CallInst& c) {
   llvm::Value* x = c.arg_size() > 0 ? c.getArgOperand(0) : nullptr;
-  if (base == "rsqrt") return b.CreateFDiv(llvm::ConstantFP::get(x->getType(), 1.0), b.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x));
+  if (base == "rsqrt")
+    return b.CreateFDiv(llvm::ConstantFP::get(x->getType(), 1.0), b.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x));
   if (base == "rcp") return b.CreateFDiv(llvm::ConstantFP::get(x->getType(), 1.0), x);
   if (base == "saturate") {
     llvm::Value* lo = b.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, x, llvm::ConstantFP::get(x->getType(), 0.0));
@@ -148,7 +151,8 @@ void rewriteLibcalls(EmuModule& em) {
       if (!inl) hostFn = em.m.getOrInsertFunction(host, f->getFunctionType());
       for (llvm::CallInst* c : calls) {
         llvm::IRBuilder<> b(c);
-        llvm::Value* r = inl ? inlineMath(b, base, *c) : b.CreateCall(hostFn, llvm::SmallVector<llvm::Value*>(c->args()));
+        llvm::Value* r =
+            inl ? inlineMath(b, base, *c) : b.CreateCall(hostFn, llvm::SmallVector<llvm::Value*>(c->args()));
         c->replaceAllUsesWith(r);
         c->eraseFromParent();
       }

@@ -87,8 +87,8 @@ struct Instrumenter {
     } else if (auto* rmw = llvm::dyn_cast<llvm::AtomicRMWInst>(&inst)) {
       Space s = classify(em, rmw->getPointerOperand(), inst);
       if (!track(s)) return;
-      route(inst, rmw->getPointerOperandIndex(), b.getInt64(storeSize(rmw->getValOperand()->getType(), inst)),
-            kAtomic, em.opId(inst), s);
+      route(inst, rmw->getPointerOperandIndex(), b.getInt64(storeSize(rmw->getValOperand()->getType(), inst)), kAtomic,
+            em.opId(inst), s);
     } else if (auto* cx = llvm::dyn_cast<llvm::AtomicCmpXchgInst>(&inst)) {
       Space s = classify(em, cx->getPointerOperand(), inst);
       if (!track(s)) return;
@@ -111,8 +111,8 @@ struct Instrumenter {
       if (n.starts_with("llvm.masked.") || n.starts_with("llvm.vp.") || n.starts_with("llvm.experimental.vp."))
         for (llvm::Value* a : ii->args())
           if (a->getType()->isPointerTy() && a->getType()->getPointerAddressSpace() != kPrivateAS)
-            throw CompileError("the emulator cannot check the memory intrinsic " + n.str() + " (`" +
-                               describe(inst) + "`)");
+            throw CompileError("the emulator cannot check the memory intrinsic " + n.str() + " (`" + describe(inst) +
+                               "`)");
     }
   }
 
@@ -177,8 +177,7 @@ void lowerSharedMemory(EmuModule& em) {
   for (llvm::Function& f : em.m)
     for (llvm::BasicBlock& bb : f)
       for (llvm::Instruction& i : bb) {
-        if (auto* p2i = llvm::dyn_cast<llvm::PtrToIntInst>(&i);
-            p2i && p2i->getPointerAddressSpace() == kSharedAS)
+        if (auto* p2i = llvm::dyn_cast<llvm::PtrToIntInst>(&i); p2i && p2i->getPointerAddressSpace() == kSharedAS)
           intCasts.push_back(&i);
         if (auto* i2p = llvm::dyn_cast<llvm::IntToPtrInst>(&i); i2p && i2p->getAddressSpace() == kSharedAS)
           intCasts.push_back(&i);

@@ -105,8 +105,10 @@ namespace {
 // (address space 0) host pointer once the kernel runs on the machine.
 template <typename T>
 llvm::Type* llvmTypeOf(llvm::LLVMContext& ctx) {
-  if constexpr (std::is_void_v<T>) return llvm::Type::getVoidTy(ctx);
-  else if constexpr (std::is_pointer_v<T>) return llvm::PointerType::get(ctx, 0);
+  if constexpr (std::is_void_v<T>)
+    return llvm::Type::getVoidTy(ctx);
+  else if constexpr (std::is_pointer_v<T>)
+    return llvm::PointerType::get(ctx, 0);
   else {
     static_assert(std::is_integral_v<T>, "hook types are integers, pointers or void");
     return llvm::Type::getIntNTy(ctx, 8 * sizeof(T));
@@ -126,10 +128,9 @@ struct HookSignature {
 enum HookEffects : bool { Effects = false, Pure = true };
 
 std::optional<HookSignature> hookSignature(llvm::StringRef name, llvm::LLVMContext& ctx) {
-#define TS_EMU_HOOK(hook, effects, ret, ...)                                                            \
-  if (name == "tessera_emu_" #hook)                                                                    \
-    return HookSignature{effects, llvm::FunctionType::get(llvmTypeOf<ret>(ctx), paramTypes<__VA_ARGS__>(ctx), \
-                                                          false)};
+#define TS_EMU_HOOK(hook, effects, ret, ...) \
+  if (name == "tessera_emu_" #hook)          \
+    return HookSignature{effects, llvm::FunctionType::get(llvmTypeOf<ret>(ctx), paramTypes<__VA_ARGS__>(ctx), false)};
 #include "tessera/support/EmuHooks.def"
   return std::nullopt;
 }

@@ -175,14 +175,13 @@ void annotateGpuLayouts(ir::Function& f, const Target& target, const CompileOpti
   checkNumWarps(f, *ti, g.numWarps);
   ir::AxisAnalysis axis(f);
   ir::LayoutAnalysis la(f, axis, g.numWarps, static_cast<int>(ti->warpSize()),
-                    [&](DType in, DType acc) { return ti->tensorCore(in, acc).kind; });
+                        [&](DType in, DType acc) { return ti->tensorCore(in, acc).kind; });
   ir::annotateLayouts(f, la);
 }
 
-std::shared_ptr<Artifact> compileGpu(const ir::Function& fn, const Target& t, const CompileOptions& o,
-                                     StageDumps dumps, const GpuOptions& g) {
-  if (o.optLevel < 0 || o.optLevel > 3)
-    throw CompileError("optLevel must be 0..3, got " + std::to_string(o.optLevel));
+std::shared_ptr<Artifact> compileGpu(const ir::Function& fn, const Target& t, const CompileOptions& o, StageDumps dumps,
+                                     const GpuOptions& g) {
+  if (o.optLevel < 0 || o.optLevel > 3) throw CompileError("optLevel must be 0..3, got " + std::to_string(o.optLevel));
   StageTimer timer;
   std::unique_ptr<GpuTargetInfo> ti = createGpuTargetInfo(t, g);
   checkNumWarps(fn, *ti, g.numWarps);
@@ -197,7 +196,7 @@ std::shared_ptr<Artifact> compileGpu(const ir::Function& fn, const Target& t, co
   std::unique_ptr<ir::Function> f = ir::clone(fn);
   ir::AxisAnalysis axis(*f);
   ir::LayoutAnalysis la(*f, axis, g.numWarps, static_cast<int>(ti->warpSize()),
-                    [&](DType in, DType acc) { return ti->tensorCore(in, acc).kind; });
+                        [&](DType in, DType acc) { return ti->tensorCore(in, acc).kind; });
   ir::annotateLayouts(*f, la);
   art->dumps.tileIR.emplace_back("layout", ir::print(*f));
   // A loop whose carried values cannot fit the register file is rejected
@@ -222,9 +221,8 @@ std::shared_ptr<Artifact> compileGpu(const ir::Function& fn, const Target& t, co
   ti->prepareModule(m);
   art->binary.threadsPerBlock = low.threadsPerBlock;
   art->binary.sharedBytes = static_cast<unsigned>(low.sharedBytes);
-  art->dumps.extra["shared-memory"] =
-      std::to_string(low.sharedBytes) + " bytes per block, " + std::to_string(low.threadsPerBlock) +
-      " threads per block\n" + low.sharedPlan;
+  art->dumps.extra["shared-memory"] = std::to_string(low.sharedBytes) + " bytes per block, " +
+                                      std::to_string(low.threadsPerBlock) + " threads per block\n" + low.sharedPlan;
   timer.mark("lower");
   art->dumps.llvm = printModule(m);
   timer.mark("print-llvm");
@@ -317,12 +315,12 @@ std::string amdgpuAssembly(const Artifact& a) {
 
 std::string sass(const Artifact& a) {
   Target t = deviceTarget(a.target);
-  if (t.kind != Target::Kind::NVPTX)
-    throw CompileError("SASS exists only for NVPTX targets, not " + a.target.str());
+  if (t.kind != Target::Kind::NVPTX) throw CompileError("SASS exists only for NVPTX targets, not " + a.target.str());
   std::string disasm = findTool({"/usr/local/cuda/bin/nvdisasm", "nvdisasm"});
   std::string cuobjdump = findTool({"/usr/local/cuda/bin/cuobjdump", "cuobjdump"});
   if (disasm.empty() && cuobjdump.empty())
-    throw DeviceError("SASS needs the CUDA toolkit's nvdisasm or cuobjdump; neither is in /usr/local/cuda/bin or on PATH");
+    throw DeviceError(
+        "SASS needs the CUDA toolkit's nvdisasm or cuobjdump; neither is in /usr/local/cuda/bin or on PATH");
   std::string ptxas = findTool({"/usr/local/cuda/bin/ptxas", "ptxas"});
   if (ptxas.empty()) throw DeviceError("SASS needs ptxas (install the CUDA toolkit or put ptxas on PATH)");
   TempDir dir;

@@ -34,15 +34,15 @@ struct GpuResources {
   int64_t spillBytes = -1;   // NVPTX spill stores + loads / AMDGPU private segment
   int64_t sharedBytes = -1;  // static shared memory / group segment
   int wavefrontSize = -1;
-  std::string text;          // human-readable report
+  std::string text;  // human-readable report
 };
 
 /// Compiles for an NVPTX / AMDGPU (or emu:) target. `dumpsSoFar` holds the
 /// tile-IR stages already captured; the result's dumps extend them.
-std::shared_ptr<Artifact> compileGpu(const ir::Function& fnAfterTilePasses, const Target& t,
-                                     const CompileOptions& o, StageDumps dumpsSoFar);
-std::shared_ptr<Artifact> compileGpu(const ir::Function& fnAfterTilePasses, const Target& t,
-                                     const CompileOptions& o, StageDumps dumpsSoFar, const GpuOptions& g);
+std::shared_ptr<Artifact> compileGpu(const ir::Function& fnAfterTilePasses, const Target& t, const CompileOptions& o,
+                                     StageDumps dumpsSoFar);
+std::shared_ptr<Artifact> compileGpu(const ir::Function& fnAfterTilePasses, const Target& t, const CompileOptions& o,
+                                     StageDumps dumpsSoFar, const GpuOptions& g);
 
 /// AMDGCN assembly of an AMDGPU (or emu:amdgpu) artifact, generated from its
 /// kept module (the same code the code object was built from).

@@ -72,7 +72,8 @@ llvm::Value* stagingIndex(llvm::IRBuilderBase& b, const DotStaging& s, llvm::Val
   // share a 128-byte line and differ in r % (8/R) already; f(r) =
   // (r / (8/R)) % R separates the R lines.
   int64_t R = s.cols / 8;
-  TS_ASSERT(R >= 1 && (R & (R - 1)) == 0 && s.stride == s.cols, "swizzled staging needs power-of-two rows of 16-byte chunks");
+  TS_ASSERT(R >= 1 && (R & (R - 1)) == 0 && s.stride == s.cols,
+            "swizzled staging needs power-of-two rows of 16-byte chunks");
   llvm::Value* f;
   if (R >= 8) {
     f = b.CreateAnd(row, c32(b, 7));
@@ -155,8 +156,8 @@ struct Emitter {
       for (int64_t mi = 0; mi < mT; ++mi)
         for (int64_t ni = 0; ni < nT; ++ni) {
           std::array<int64_t, 4> s = {slot(mi, ni, 0, 0), slot(mi, ni, 0, 1), slot(mi, ni, 1, 0), slot(mi, ni, 1, 1)};
-          llvm::Value* d = b.CreateCall(mma, {A[mi][0], A[mi][1], A[mi][2], A[mi][3], B[ni][0], B[ni][1],
-                                              acc[s[0]], acc[s[1]], acc[s[2]], acc[s[3]]});
+          llvm::Value* d = b.CreateCall(mma, {A[mi][0], A[mi][1], A[mi][2], A[mi][3], B[ni][0], B[ni][1], acc[s[0]],
+                                              acc[s[1]], acc[s[2]], acc[s[3]]});
           for (unsigned q = 0; q < 4; ++q) acc[s[q]] = b.CreateExtractValue(d, q);
         }
     }
@@ -167,8 +168,8 @@ struct Emitter {
   std::vector<llvm::Value*> amd(std::vector<llvm::Value*> acc) {
     const bool wmma = p.op.kind == ir::MmaKind::AmdWmma16x16x16;
     const int64_t mT = p.M / (16 * wm), nT = p.N / (16 * wn), kS = p.K / 16;
-    const unsigned regs = wmma ? 8 : 4;     // accumulator registers per lane per tile
-    const unsigned elems = wmma ? 16 : 4;   // operand elements per lane
+    const unsigned regs = wmma ? 8 : 4;    // accumulator registers per lane per tile
+    const unsigned elems = wmma ? 16 : 4;  // operand elements per lane
     TS_ASSERT(static_cast<int64_t>(acc.size()) == mT * nT * regs, "matrix-core accumulator slot count");
     llvm::Type* opTy = llvm::FixedVectorType::get(elemTy(), elems);
     llvm::Type* accTy = llvm::FixedVectorType::get(b.getFloatTy(), regs);
@@ -192,17 +193,17 @@ struct Emitter {
     for (int64_t ks = 0; ks < kS; ++ks) {
       std::vector<llvm::Value*> A, B;
       for (int64_t mi = 0; mi < mT; ++mi)
-        A.push_back(b.CreateAlignedLoad(opTy, addr(aBase, p.a, add(aRow0, mi * aRowStep), add(kOff, ks * 16)),
-                                        llvm::Align(8)));
+        A.push_back(
+            b.CreateAlignedLoad(opTy, addr(aBase, p.a, add(aRow0, mi * aRowStep), add(kOff, ks * 16)), llvm::Align(8)));
       for (int64_t ni = 0; ni < nT; ++ni)
-        B.push_back(b.CreateAlignedLoad(opTy, addr(bBase, p.b, add(bRow0, ni * 16 * wn), add(kOff, ks * 16)),
-                                        llvm::Align(8)));
+        B.push_back(
+            b.CreateAlignedLoad(opTy, addr(bBase, p.b, add(bRow0, ni * 16 * wn), add(kOff, ks * 16)), llvm::Align(8)));
       for (int64_t mi = 0; mi < mT; ++mi)
         for (int64_t ni = 0; ni < nT; ++ni) {
           llvm::Value* c = llvm::PoisonValue::get(accTy);
           for (unsigned r = 0; r < regs; ++r) c = b.CreateInsertElement(c, acc[slot(mi, ni, r)], r);
-          llvm::Value* d = wmma ? b.CreateCall(fn, {A[mi], B[ni], c})
-                                : b.CreateCall(fn, {A[mi], B[ni], c, i32(0), i32(0), i32(0)});
+          llvm::Value* d =
+              wmma ? b.CreateCall(fn, {A[mi], B[ni], c}) : b.CreateCall(fn, {A[mi], B[ni], c, i32(0), i32(0), i32(0)});
           for (unsigned r = 0; r < regs; ++r) acc[slot(mi, ni, r)] = b.CreateExtractElement(d, r);
         }
     }

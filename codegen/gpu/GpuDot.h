@@ -44,9 +44,9 @@ struct TensorCoreDotPlan {
   TensorCoreOp op;
   DType in = DType::F16;
   int64_t M = 0, N = 0, K = 0;
-  ir::BlockedLayout acc;  // the #mma layout of the result
-  DotStaging a;       // rows = M, cols = K
-  DotStaging b;       // NVPTX: rows = K, cols = N; AMDGPU: rows = N, cols = K
+  ir::BlockedLayout acc;     // the #mma layout of the result
+  DotStaging a;              // rows = M, cols = K
+  DotStaging b;              // NVPTX: rows = K, cols = N; AMDGPU: rows = N, cols = K
   bool bTransposed = false;  // b holds B^T (AMDGPU)
   uint64_t aBytes = 0;       // a's size rounded up to 16 bytes: b starts there
   uint64_t totalBytes() const { return aBytes + b.bytes(); }

@@ -42,7 +42,7 @@ struct MathChoice {
 /// the instructions and the missing device library differ.
 struct GpuMathNotes {
   const char* f64Transcendentals;  // why f64 exp/log/... are unsupported
-  const char* sqrt, *rsqrt, *floor;
+  const char *sqrt, *rsqrt, *floor;
 };
 /// The GPU math table: f32 exp/log/tanh/erf from the shared polynomials
 /// (VectorMath.h), sqrt/rsqrt/floor and the rest as native instructions.
@@ -79,8 +79,8 @@ enum class AsyncCopyImpl {
 
 /// What a backend produced from the optimised module.
 struct GpuOutput {
-  std::string assembly;         // PTX text or AMDGCN assembly
-  std::vector<char> codeObject; // AMDGPU: the linked .hsaco (empty on NVPTX)
+  std::string assembly;          // PTX text or AMDGCN assembly
+  std::vector<char> codeObject;  // AMDGPU: the linked .hsaco (empty on NVPTX)
 };
 
 class GpuTargetInfo {
@@ -88,7 +88,7 @@ class GpuTargetInfo {
   virtual ~GpuTargetInfo() = default;
 
   // ---- identity and limits ---------------------------------------------
-  virtual std::string arch() const = 0;        // sm_80, gfx942, ...
+  virtual std::string arch() const = 0;  // sm_80, gfx942, ...
   virtual std::string triple() const = 0;
   virtual unsigned warpSize() const = 0;
   virtual unsigned maxThreadsPerBlock() const { return 1024; }

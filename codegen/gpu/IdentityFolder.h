@@ -103,19 +103,16 @@ class IdentityFolder final : public llvm::IRBuilderFolder {
       case I::Sub:
       case I::Shl:
       case I::LShr:
-      case I::AShr:
-        return cr && cr->isZero() ? l : nullptr;
+      case I::AShr: return cr && cr->isZero() ? l : nullptr;
       case I::Mul:
         if (cr && cr->isOne()) return l;
         if (cl && cl->isOne()) return r;
         if ((cr && cr->isZero()) || (cl && cl->isZero())) return llvm::ConstantInt::get(l->getType(), 0);
         return nullptr;
       case I::UDiv:
-      case I::SDiv:
-        return cr && cr->isOne() ? l : nullptr;
+      case I::SDiv: return cr && cr->isOne() ? l : nullptr;
       case I::URem:
-      case I::SRem:
-        return cr && cr->isOne() ? llvm::ConstantInt::get(l->getType(), 0) : nullptr;
+      case I::SRem: return cr && cr->isOne() ? llvm::ConstantInt::get(l->getType(), 0) : nullptr;
       case I::And:
         if ((cr && cr->isZero()) || (cl && cl->isZero())) return llvm::ConstantInt::get(l->getType(), 0);
         if (cr && cr->isMinusOne()) return l;

@@ -90,7 +90,7 @@ bool Lower::emitHardwareCopy(const ir::Op& op, const ir::Layout& l, const Slots&
   int64_t v = accessWidth(op, l, ptrT, t, op.numOperands() > 2 ? op.operand(2) : nullptr);
   int64_t runBytes = v * eb;
   int64_t cb = runBytes % 16 == 0 ? 16 : runBytes % 8 == 0 ? 8 : runBytes % 4 == 0 ? 4 : 0;
-  if (cb == 0) return false;  // chunks narrower than 4 bytes: no cp.async for them
+  if (cb == 0) return false;   // chunks narrower than 4 bytes: no cp.async for them
   const int64_t ce = cb / eb;  // elements per chunk; divides v
   // Shared side: rows of the row-major buffer (and so each slot of a staged
   // buffer, and the buffer base, which the plan aligns to 16) start on chunk

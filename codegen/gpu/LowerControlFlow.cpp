@@ -40,8 +40,10 @@ void Lower::emitFor(const ir::Op& op) {
   scalars_[blk.arg(0)] = iv;
   for (unsigned i = 0; i < n; ++i) {
     const ir::Value* a = blk.arg(i + 1);
-    if (a->type().isTile()) tiles_[a] = TileV{la_.get(a), Slots(phis[i].begin(), phis[i].end())};
-    else scalars_[a] = phis[i][0];
+    if (a->type().isTile())
+      tiles_[a] = TileV{la_.get(a), Slots(phis[i].begin(), phis[i].end())};
+    else
+      scalars_[a] = phis[i][0];
   }
   yields_.emplace_back();
   emitBlock(blk);
@@ -63,8 +65,10 @@ void Lower::emitFor(const ir::Op& op) {
       r.push_back(p);
     }
     const ir::Value* res = op.result(i);
-    if (res->type().isTile()) tiles_[res] = TileV{la_.get(res), std::move(r)};
-    else scalars_[res] = r[0];
+    if (res->type().isTile())
+      tiles_[res] = TileV{la_.get(res), std::move(r)};
+    else
+      scalars_[res] = r[0];
   }
 }
 
@@ -104,8 +108,10 @@ void Lower::emitIf(const ir::Op& op) {
       r.push_back(p);
     }
     const ir::Value* res = op.result(i);
-    if (res->type().isTile()) tiles_[res] = TileV{la_.get(res), std::move(r)};
-    else scalars_[res] = r[0];
+    if (res->type().isTile())
+      tiles_[res] = TileV{la_.get(res), std::move(r)};
+    else
+      scalars_[res] = r[0];
   }
 }
 
@@ -141,8 +147,9 @@ void Lower::emitOp(const ir::Op& op) {
       Slots bs = bases(l, t);
       Slots r;
       for (size_t i = 0; i < t.size(); ++i)
-        r.push_back(fromMem(b_.CreateLoad(mt, b_.CreateInBoundsGEP(mt, scalar(buf), bufIndex(buf, indexOf(bs, t, i), shape))),
-                            op.result()->type()));
+        r.push_back(
+            fromMem(b_.CreateLoad(mt, b_.CreateInBoundsGEP(mt, scalar(buf), bufIndex(buf, indexOf(bs, t, i), shape))),
+                    op.result()->type()));
       tiles_[op.result()] = TileV{l, std::move(r)};
       return;
     }
@@ -198,7 +205,8 @@ void Lower::emitOp(const ir::Op& op) {
         Slots s;
         if (v->type().isTile()) {
           // Carried / result layout: the for's block argument, the if's result.
-          const ir::Value* target = parent->code() == OpCode::For ? parent->region(0).block().arg(i + 1) : parent->result(i);
+          const ir::Value* target =
+              parent->code() == OpCode::For ? parent->region(0).block().arg(i + 1) : parent->result(i);
           s = tileIn(v, la_.get(target));
         } else {
           s = {scalar(v)};

@@ -149,8 +149,8 @@ Slots Lower::remat(const ir::Value* v, const ir::Layout& l) {
   }
 }
 
-Slots Lower::convertVia(const Slots& src, const ir::Layout& sl, const std::vector<int64_t>& sshape, const ir::Type& elem,
-                        const ir::Layout& dl, const std::vector<int64_t>& dshape,
+Slots Lower::convertVia(const Slots& src, const ir::Layout& sl, const std::vector<int64_t>& sshape,
+                        const ir::Type& elem, const ir::Layout& dl, const std::vector<int64_t>& dshape,
                         const std::function<llvm::Value*(const Slots&)>& srcLinearOfDst) {
   llvm::Type* mt = memTy(elem);
   int64_t n = 1;
@@ -184,7 +184,8 @@ Slots Lower::convertVia(const Slots& src, const ir::Layout& sl, const std::vecto
 /// mask arithmetic) and free ops that produced it in `l` instead of
 /// converting it through shared memory; values already in `l` are reused,
 /// anything else (or a chain longer than `budget` ops) is converted.
-Slots Lower::recompute(const ir::Value* v, const ir::Layout& l, std::map<std::pair<const ir::Value*, std::string>, Slots>& memo, int& budget) {
+Slots Lower::recompute(const ir::Value* v, const ir::Layout& l,
+                       std::map<std::pair<const ir::Value*, std::string>, Slots>& memo, int& budget) {
   std::pair<const ir::Value*, std::string> key{v, l.str()};
   if (auto it = memo.find(key); it != memo.end()) return it->second;
   const bool elided = elided_.count(v) != 0;
@@ -218,11 +219,12 @@ Slots Lower::recompute(const ir::Value* v, const ir::Layout& l, std::map<std::pa
     ir::Layout sl = l.sliceDim(a);
     const ir::Value* src = d->operand(0);
     Slots sv = recompute(src, sl, memo, budget);
-    r = reindex(sv, ir::slotTable(sl, src->type().shape()), ir::slotTable(l, shape), [&](const std::vector<int64_t>& c) {
-      std::vector<int64_t> k = c;
-      k.erase(k.begin() + a);
-      return k;
-    });
+    r = reindex(sv, ir::slotTable(sl, src->type().shape()), ir::slotTable(l, shape),
+                [&](const std::vector<int64_t>& c) {
+                  std::vector<int64_t> k = c;
+                  k.erase(k.begin() + a);
+                  return k;
+                });
   } else if (ir::isElementwise(d->code()) && d->code() != OpCode::Reshape && d->code() != OpCode::Transpose) {
     --budget;
     std::vector<Slots> ins;

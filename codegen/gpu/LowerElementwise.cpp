@@ -36,8 +36,8 @@ llvm::Value* Lower::floatOp(const ir::Op& op, Slots& v) {
   DType dt = v[0]->getType()->isDoubleTy() ? DType::F64 : DType::F32;
   MathChoice c = t_.math(op.code(), dt);
   if (c.impl == MathImpl::Unsupported)
-    throw CompileError(std::string(op.name()) + " on " + name(dt) + " is not supported on " + t_.arch() + " (" +
-                       c.why + ") at " + op.loc().str());
+    throw CompileError(std::string(op.name()) + " on " + name(dt) + " is not supported on " + t_.arch() + " (" + c.why +
+                       ") at " + op.loc().str());
   TS_ASSERT(c.impl == MathImpl::Polynomial && dt == DType::F32, "math table: unexpected choice");
   switch (op.code()) {
     case OpCode::Exp: return emitExpF32(b_, v[0]);
@@ -61,7 +61,8 @@ llvm::Value* Lower::compute(const ir::Op& op, Slots v) {
     default: break;
   }
   const ir::Type& t0 = op.operand(0)->type();
-  if (t0.isPointerLike()) throw CompileError(std::string(op.name()) + " is not defined on pointers (at " + op.loc().str() + ")");
+  if (t0.isPointerLike())
+    throw CompileError(std::string(op.name()) + " is not defined on pointers (at " + op.loc().str() + ")");
   DType dt = t0.dtype();
   if (!isFloat(dt)) return emitIntegerOp(b_, op, v, dt);
   return emitFloatElementwise(

@@ -43,7 +43,15 @@ class Lower {
   Lower(const ir::Function& f, GpuTargetInfo& t, const ir::LayoutAnalysis& la, const ir::AxisAnalysis& ax,
         const GpuOptions& o, llvm::LLVMContext& ctx, llvm::Module& m, std::map<const ir::Op*, uint64_t>& req,
         const ir::SharedPlan* plan)
-      : f_(f), t_(t), la_(la), ax_(ax), o_(o), ctx_(ctx), m_(m), req_(req), plan_(plan),
+      : f_(f),
+        t_(t),
+        la_(la),
+        ax_(ax),
+        o_(o),
+        ctx_(ctx),
+        m_(m),
+        req_(req),
+        plan_(plan),
         b_(ctx, IdentityFolder(), llvm::IRBuilderCallbackInserter([this](llvm::Instruction* i) { tag(i); })),
         opKind_(ctx.getMDKindID("tessera.op")) {}
 
@@ -208,7 +216,8 @@ class Lower {
   /// row-major, with the last two dims in the swizzled tensor-core layout
   /// when the buffer's storage is (see planDirectDots).
   llvm::Value* bufIndex(const ir::Value* buf, const Slots& idx, const std::vector<int64_t>& shape);
-  Slots recompute(const ir::Value* v, const ir::Layout& l, std::map<std::pair<const ir::Value*, std::string>, Slots>& memo, int& budget);
+  Slots recompute(const ir::Value* v, const ir::Layout& l,
+                  std::map<std::pair<const ir::Value*, std::string>, Slots>& memo, int& budget);
   bool emitHardwareCopy(const ir::Op& op, const ir::Layout& l, const Slots& ptrs, const Slots* mask);
   /// Elements per access of a global load / copy / store through `ptrT` in
   /// layout `l`: the proven vector width, bounded by the thread's run along

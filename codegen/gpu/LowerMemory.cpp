@@ -29,15 +29,15 @@ bool Lower::pipelineSlotBarrier(const ir::Op& op) const {
   return !writesGlobal(*op.parent());
 }
 
-Slots Lower::globalLoad(const ir::Op& op, const ir::Layout& l, const ir::Type& ptrT, const Slots& ptrs, const Slots* mask,
-                        const Slots* other) {
+Slots Lower::globalLoad(const ir::Op& op, const ir::Layout& l, const ir::Type& ptrT, const Slots& ptrs,
+                        const Slots* mask, const Slots* other) {
   const auto& shape = ptrT.shape();
   ir::Type vt = ptrT.withDType(ptrT.dtype());
   llvm::Type* mt = memTy(vt);
   uint64_t eb = bytesOf(mt);
   ir::SlotTable t = ir::slotTable(l, shape);
   const ir::Value* maskV = op.code() == OpCode::Copy ? (op.numOperands() > 2 ? op.operand(2) : nullptr)
-                                                      : (op.numOperands() > 1 ? op.operand(1) : nullptr);
+                                                     : (op.numOperands() > 1 ? op.operand(1) : nullptr);
   int64_t v = accessWidth(op, l, ptrT, t, maskV);
   beforeGlobal(false);
   const bool stagedVector = op.code() == OpCode::Copy && op.hasAttr("async") && op.intAttr("async") != 0 &&
@@ -80,8 +80,7 @@ Slots Lower::globalLoad(const ir::Op& op, const ir::Layout& l, const ir::Type& p
       llvm::PHINode* phi = b_.CreatePHI(lt, 2);
       phi->addIncoming(x, ldEnd);
       phi->addIncoming(llvm::Constant::getNullValue(lt), from);
-      for (int64_t k = 0; k < v; ++k)
-        out[i + k] = fromMem(b_.CreateExtractElement(phi, static_cast<uint64_t>(k)), vt);
+      for (int64_t k = 0; k < v; ++k) out[i + k] = fromMem(b_.CreateExtractElement(phi, static_cast<uint64_t>(k)), vt);
       continue;
     }
     Slots e = doLoad();
@@ -200,7 +199,8 @@ llvm::Value* Lower::atomicOne(const ir::Op& op, llvm::Value* p, llvm::Value* v) 
   llvm::AtomicRMWInst::BinOp kind;
   if (op.code() == OpCode::AtomicAdd) kind = fl ? llvm::AtomicRMWInst::FAdd : llvm::AtomicRMWInst::Add;
   // fmaximum: NaN-propagating, -0 < +0, like the IR's max.
-  else kind = fl ? llvm::AtomicRMWInst::FMaximum : llvm::AtomicRMWInst::Max;
+  else
+    kind = fl ? llvm::AtomicRMWInst::FMaximum : llvm::AtomicRMWInst::Max;
   return b_.CreateAtomicRMW(kind, p, v, llvm::MaybeAlign(), llvm::AtomicOrdering::Monotonic,
                             ctx_.getOrInsertSyncScopeID(t_.deviceSyncScope()));
 }
@@ -280,8 +280,10 @@ void Lower::writeBuffer(const ir::Value* buf, const Slots& vals, const ir::Layou
   llvm::Type* mt = memTyOf(buf->type().dtype());
   llvm::Value* base = scalar(buf);
   ir::SlotTable t = ir::slotTable(l, shape);
-  if (ordered) beforeShared();
-  else smemDirty_ = true;
+  if (ordered)
+    beforeShared();
+  else
+    smemDirty_ = true;
   // One writer per element (see convertVia).
   guarded(ownerPred(l, t), [&] {
     Slots bs = bases(l, t);
@@ -309,7 +311,8 @@ llvm::Value* Lower::bufIndex(const ir::Value* buf, const Slots& idx, const std::
   TS_ASSERT(sg.transposed ? (c == st.rows && r == st.cols) : (r == st.rows && c == st.cols),
             "staged buffer: shape mismatch");
   Slots outer(idx.begin(), idx.end() - 2);
-  llvm::Value* in = sg.transposed ? stagingIndex(b_, st, idx[n - 1], idx[n - 2]) : stagingIndex(b_, st, idx[n - 2], idx[n - 1]);
+  llvm::Value* in =
+      sg.transposed ? stagingIndex(b_, st, idx[n - 1], idx[n - 2]) : stagingIndex(b_, st, idx[n - 2], idx[n - 1]);
   if (outer.empty()) return in;
   std::vector<int64_t> os(shape.begin(), shape.end() - 2);
   return b_.CreateAdd(b_.CreateMul(linear(outer, os), i32(sg.slotElems())), in);

@@ -62,9 +62,9 @@ void Lower::planDirectDots() {
     const ir::Layout& dl = la_.get(op.result());
     if (dl.parent.mma == ir::MmaKind::None) return;
     const ir::Value* av = op.operand(0);
-    TensorCoreDotPlan plan = planTensorCoreDot(t_.tensorCore(av->type().dtype(), op.operand(2)->type().dtype()),
-                                               av->type().dtype(), av->type().shape()[0], op.operand(1)->type().shape()[1],
-                                               av->type().shape()[1], dl.parent);
+    TensorCoreDotPlan plan =
+        planTensorCoreDot(t_.tensorCore(av->type().dtype(), op.operand(2)->type().dtype()), av->type().dtype(),
+                          av->type().shape()[0], op.operand(1)->type().shape()[1], av->type().shape()[1], dl.parent);
     for (unsigned i = 0; i < 2; ++i) {
       const ir::Value* v = op.operand(i);
       const ir::Op* ld = v->definingOp();

@@ -61,15 +61,18 @@ void Lower::emitReduce(const ir::Op& op) {
   };
   auto combine = [&](RV a, RV x) -> RV {
     if (argmax) {
-      llvm::Value* eq = fl ? b_.CreateOr(b_.CreateFCmpOEQ(x.v, a.v), b_.CreateAnd(b_.CreateFCmpUNO(x.v, x.v), b_.CreateFCmpUNO(a.v, a.v)))
+      llvm::Value* eq = fl ? b_.CreateOr(b_.CreateFCmpOEQ(x.v, a.v),
+                                         b_.CreateAnd(b_.CreateFCmpUNO(x.v, x.v), b_.CreateFCmpUNO(a.v, a.v)))
                            : b_.CreateICmpEQ(x.v, a.v);
       llvm::Value* take = b_.CreateOr(better(x.v, a.v), b_.CreateAnd(eq, b_.CreateICmpSLT(x.idx, a.idx)));
       return {b_.CreateSelect(take, x.v, a.v), b_.CreateSelect(take, x.idx, a.idx)};
     }
     if (kind == "sum") return {fl ? b_.CreateFAdd(a.v, x.v) : b_.CreateAdd(a.v, x.v), nullptr};
     bool isMin = kind == "min";
-    if (fl) return {b_.CreateBinaryIntrinsic(isMin ? llvm::Intrinsic::minimum : llvm::Intrinsic::maximum, a.v, x.v), nullptr};
-    if (dt == DType::I1) return {b_.CreateBinaryIntrinsic(isMin ? llvm::Intrinsic::umin : llvm::Intrinsic::umax, a.v, x.v), nullptr};
+    if (fl)
+      return {b_.CreateBinaryIntrinsic(isMin ? llvm::Intrinsic::minimum : llvm::Intrinsic::maximum, a.v, x.v), nullptr};
+    if (dt == DType::I1)
+      return {b_.CreateBinaryIntrinsic(isMin ? llvm::Intrinsic::umin : llvm::Intrinsic::umax, a.v, x.v), nullptr};
     return {b_.CreateBinaryIntrinsic(isMin ? llvm::Intrinsic::smin : llvm::Intrinsic::smax, a.v, x.v), nullptr};
   };
 

@@ -27,7 +27,8 @@ llvm::Type* scalarType(llvm::IRBuilderBase& b, DType d) {
 }
 
 llvm::Type* shapedLike(llvm::Type* scalar, llvm::Type* like) {
-  if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(like)) return llvm::FixedVectorType::get(scalar, vt->getNumElements());
+  if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(like))
+    return llvm::FixedVectorType::get(scalar, vt->getNumElements());
   return scalar;
 }
 
@@ -117,9 +118,13 @@ llvm::Value* emitFloatOp(llvm::IRBuilderBase& b, const ir::Op& op, llvm::ArrayRe
     case OpCode::Fma: return b.CreateIntrinsic(llvm::Intrinsic::fma, {v[0]->getType()}, {v[0], v[1], v[2]});
     case OpCode::Cmp:
       return emitCompare(b, op, v[0], v[1], v[0]->getType()->getScalarType()->isDoubleTy() ? DType::F64 : DType::F32);
-    case OpCode::Pow: case OpCode::Exp: case OpCode::Exp2: case OpCode::Log: case OpCode::Log2:
-    case OpCode::Tanh: case OpCode::Erf:
-      return nullptr;
+    case OpCode::Pow:
+    case OpCode::Exp:
+    case OpCode::Exp2:
+    case OpCode::Log:
+    case OpCode::Log2:
+    case OpCode::Tanh:
+    case OpCode::Erf: return nullptr;
     default: break;
   }
   throw CompileError(std::string(op.name()) + " is not defined on floats (at " + op.loc().str() + ")");

@@ -52,7 +52,8 @@ std::string findTool(const std::vector<std::string>& candidates) {
   // means "absent" (how tests exercise the missing-toolchain errors).
   if (!candidates.empty()) {
     std::string base = candidates.back().substr(candidates.back().rfind('/') + 1), var = "TESSERA_";
-    for (char ch : base) var += std::isalnum(static_cast<unsigned char>(ch)) ? static_cast<char>(std::toupper(ch)) : '_';
+    for (char ch : base)
+      var += std::isalnum(static_cast<unsigned char>(ch)) ? static_cast<char>(std::toupper(ch)) : '_';
     if (const char* forced = std::getenv(var.c_str()); forced && *forced)
       return access(forced, X_OK) == 0 ? std::string(forced) : std::string();
   }
@@ -86,7 +87,7 @@ ToolResult runTool(const std::vector<std::string>& argv) {
   llvm::FileRemover remover(outPath);
   std::vector<llvm::StringRef> args(argv.begin(), argv.end());
   std::optional<llvm::StringRef> redirects[3] = {llvm::StringRef(""), llvm::StringRef(outPath),
-                                                  llvm::StringRef(outPath)};
+                                                 llvm::StringRef(outPath)};
   std::string err;
   bool failed = false;
   // Bounded: a toolchain that hangs must not hang the compile.

@@ -65,9 +65,7 @@ bool tableHas(const std::string& triple, const std::string& feature) {
   return table.count(feature) != 0;
 }
 
-std::string isaOf(const FeatureSet& on) {
-  return on.count("avx512f") ? "avx512" : on.count("avx2") ? "avx2" : "sse2";
-}
+std::string isaOf(const FeatureSet& on) { return on.count("avx512f") ? "avx512" : on.count("avx2") ? "avx2" : "sse2"; }
 
 struct HostInfo {
   std::string triple, cpu, isa;
@@ -138,7 +136,8 @@ CpuTargetInfo selectCpuTarget(const std::string& cpuName) {
     for (auto& kv : h.features)
       if (!kv.getValue() && on->count(kv.getKey().str())) missing += (missing.empty() ? "" : ", ") + kv.getKey().str();
     if (!missing.empty())
-      t.notRunnable = "this host (" + h.cpu + ", " + h.isa + ") lacks " + missing + ", which cpu:" + cpuName + " code may use";
+      t.notRunnable =
+          "this host (" + h.cpu + ", " + h.isa + ") lacks " + missing + ", which cpu:" + cpuName + " code may use";
   }
   // f32 -> bf16 conversions must round to nearest even and keep denormals,
   // as PTX's cvt.rn.bf16.f32 does; x86's VCVTNEPS2BF16 (AVX512-BF16,

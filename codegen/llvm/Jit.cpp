@@ -35,7 +35,8 @@ llvm::CodeGenOptLevel cgLevel(int optLevel) {
 llvm::orc::LLJIT& sharedJit() {
   static llvm::orc::LLJIT* jit = [] {
     initLLVM();
-    auto jtmb = check<InternalError>(llvm::orc::JITTargetMachineBuilder::detectHost(), "detecting the host for the JIT");
+    auto jtmb =
+        check<InternalError>(llvm::orc::JITTargetMachineBuilder::detectHost(), "detecting the host for the JIT");
     // Kernels arrive as object files (code generation happens in the
     // compiling thread with its cached TargetMachine); the JIT only links.
     // Linking may happen from several threads at once.
@@ -126,7 +127,8 @@ JitResult jitObject(std::unique_ptr<llvm::MemoryBuffer> obj, const std::string& 
     for (auto& [n, addr] : symbols)
       syms[jit.mangleAndIntern(n)] = {llvm::orc::ExecutorAddr::fromPtr(addr),
                                       llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable};
-    check<InternalError>(owner->jd->define(llvm::orc::absoluteSymbols(std::move(syms))), "binding symbols of " + entryName);
+    check<InternalError>(owner->jd->define(llvm::orc::absoluteSymbols(std::move(syms))),
+                         "binding symbols of " + entryName);
   }
   check(jit.addObjectFile(*owner->jd, std::move(obj)), "adding kernel object to the JIT");
   auto addr = check(jit.lookup(*owner->jd, entryName), "linking " + entryName);

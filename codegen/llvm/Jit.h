@@ -44,7 +44,7 @@ std::string emitAssembly(const llvm::Module& m, llvm::TargetMachine& tm);
 
 struct JitResult {
   llvm::orc::ExecutorAddr entry;  // entry.toPtr<F>() for the entry's type
-  std::shared_ptr<void> owner;  // removes the kernel's code when released
+  std::shared_ptr<void> owner;    // removes the kernel's code when released
 };
 
 /// Native object code of `m` (codegen runs on `m` itself).

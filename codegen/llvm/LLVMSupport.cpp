@@ -24,9 +24,7 @@ namespace {
 // frames are built with unwind tables on Linux, so the exception reaches
 // compile(). Not every LLVM state is consistent afterwards, which is why
 // this is reported as InternalError.
-void fatalHandler(void*, const char* reason, bool) {
-  throw InternalError(std::string("LLVM fatal error: ") + reason);
-}
+void fatalHandler(void*, const char* reason, bool) { throw InternalError(std::string("LLVM fatal error: ") + reason); }
 }  // namespace
 
 void initLLVM() {

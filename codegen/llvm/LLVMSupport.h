@@ -60,8 +60,10 @@ void check(llvm::Error err, const std::string& what) {
 template <typename E = CompileError, typename T>
 T check(llvm::Expected<T> v, const std::string& what) {
   if (!v) throw E(what + ": " + llvm::toString(v.takeError()));
-  if constexpr (std::is_reference_v<T>) return *v;
-  else return std::move(*v);
+  if constexpr (std::is_reference_v<T>)
+    return *v;
+  else
+    return std::move(*v);
 }
 
 }  // namespace tessera::codegen

@@ -48,8 +48,8 @@ std::unique_ptr<llvm::Module> buildModule(llvm::LLVMContext& ctx, Emitter emit, 
   llvm::IRBuilder<> b(ctx);
   llvm::Type* ptrTy = b.getPtrTy();
   llvm::Type* i64 = b.getInt64Ty();
-  llvm::Type* vty = width == 1 ? b.getFloatTy()
-                               : static_cast<llvm::Type*>(llvm::FixedVectorType::get(b.getFloatTy(), width));
+  llvm::Type* vty =
+      width == 1 ? b.getFloatTy() : static_cast<llvm::Type*>(llvm::FixedVectorType::get(b.getFloatTy(), width));
   auto* fnTy = llvm::FunctionType::get(b.getVoidTy(), {ptrTy, ptrTy, i64}, false);
   auto* f = llvm::Function::Create(fnTy, llvm::Function::ExternalLinkage, kEntry, m.get());
   llvm::Value* in = f->getArg(0);
@@ -90,11 +90,9 @@ TESSERA_CALLS_JIT_CODE std::vector<float> evalUnaryF32(const std::string& fn, co
                                                        unsigned vectorWidth, const std::string& cpu) {
   Emitter emit = lookupEmitter(fn);
   if (!emit)
-    throw CompileError("evalUnaryF32: unknown math function '" + fn +
-                       "' (expected exp, exp2, log, log2, tanh or erf)");
+    throw CompileError("evalUnaryF32: unknown math function '" + fn + "' (expected exp, exp2, log, log2, tanh or erf)");
   if (vectorWidth == 0 || vectorWidth > 1024)
-    throw CompileError("evalUnaryF32: vector width " + std::to_string(vectorWidth) +
-                       " is out of range (1..1024)");
+    throw CompileError("evalUnaryF32: vector width " + std::to_string(vectorWidth) + " is out of range (1..1024)");
   if (in.empty()) return {};
   initLLVM();
 

@@ -29,12 +29,10 @@ namespace {
 /// same-shaped i32 type. Constants are splats of that type.
 class Emit {
  public:
-  Emit(llvm::IRBuilderBase& b, llvm::Value* x, const char* fn)
-      : b_(b), guard_(b) {
+  Emit(llvm::IRBuilderBase& b, llvm::Value* x, const char* fn) : b_(b), guard_(b) {
     TS_ASSERT(x != nullptr, std::string(fn) + ": null operand");
     fty_ = x->getType();
-    TS_ASSERT(fty_->getScalarType()->isFloatTy(),
-              std::string(fn) + " expects float or <N x float>");
+    TS_ASSERT(fty_->getScalarType()->isFloatTy(), std::string(fn) + " expects float or <N x float>");
     ity_ = fty_->getWithNewType(b.getInt32Ty());
     // The tricks below need strict IEEE semantics (see VectorMath.h).
     b_.clearFastMathFlags();
@@ -47,9 +45,7 @@ class Emit {
   llvm::Value* fma(llvm::Value* a, llvm::Value* m, llvm::Value* c) {
     return b_.CreateIntrinsic(llvm::Intrinsic::fma, {fty_}, {a, m, c});
   }
-  llvm::Value* fabs(llvm::Value* a) {
-    return b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, a);
-  }
+  llvm::Value* fabs(llvm::Value* a) { return b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, a); }
   llvm::Value* copysign(llvm::Value* mag, llvm::Value* sign) {
     return b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, mag, sign);
   }
@@ -63,9 +59,7 @@ class Emit {
   llvm::Value* asInt(llvm::Value* v) { return b_.CreateBitCast(v, ity_); }
   llvm::Value* asFloat(llvm::Value* v) { return b_.CreateBitCast(v, fty_); }
   /// 2^n for an integer n in [-126, 127], built directly as a float encoding.
-  llvm::Value* pow2i(llvm::Value* n) {
-    return asFloat(b_.CreateShl(b_.CreateAdd(n, i(127)), i(23)));
-  }
+  llvm::Value* pow2i(llvm::Value* n) { return asFloat(b_.CreateShl(b_.CreateAdd(n, i(127)), i(23))); }
   /// Clamps x into [lo, hi] but lets NaN through: an ordered compare is
   /// false for NaN, so the select keeps x. (llvm.minnum/maxnum would turn
   /// NaN into the bound.)
@@ -117,9 +111,8 @@ llvm::Value* expCore(Emit& e, llvm::Value* x) {
   r = e.fma(n, e.f(1.904654323148236e-09f), r);
   // e^r = 1 + r + r^2 * P(r)  (Cephes expf), evaluated as one Horner chain
   // (one FMA per coefficient, nothing else).
-  llvm::Value* y = e.horner(r, {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
-                                4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f,
-                                1.0f, 1.0f});
+  llvm::Value* y = e.horner(r, {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f,
+                                1.6666665459e-1f, 5.0000001201e-1f, 1.0f, 1.0f});
   llvm::Value* ni = b.CreateSub(e.asInt(t), e.i(kRoundMagicBits));
   return e.scaleByPow2(y, ni);
 }
@@ -154,9 +147,9 @@ LogParts logCore(Emit& e, llvm::Value* x) {
   llvm::Value* k = b.CreateSIToFP(ki, e.fty());
   llvm::Value* f2 = b.CreateFMul(f, f);
   // Cephes logf polynomial: ln(1+f) = f - f^2/2 + f^3 P(f).
-  llvm::Value* p = e.horner(f, {7.0376836292e-2f, -1.1514610310e-1f, 1.1676998740e-1f,
-                                -1.2420140846e-1f, 1.4249322787e-1f, -1.6668057665e-1f,
-                                2.0000714765e-1f, -2.4999993993e-1f, 3.3333331174e-1f});
+  llvm::Value* p =
+      e.horner(f, {7.0376836292e-2f, -1.1514610310e-1f, 1.1676998740e-1f, -1.2420140846e-1f, 1.4249322787e-1f,
+                   -1.6668057665e-1f, 2.0000714765e-1f, -2.4999993993e-1f, 3.3333331174e-1f});
   llvm::Value* tail = b.CreateFMul(b.CreateFMul(p, f), f2);
   return {f, k, f2, tail};
 }
@@ -186,9 +179,8 @@ llvm::Value* emitExp2F32(llvm::IRBuilderBase& b, llvm::Value* x) {
   llvm::Value* n = b.CreateFSub(t, e.f(kRoundMagic));
   llvm::Value* r = b.CreateFSub(x, n);  // exact, |r| <= 1/2
   // 2^r = 1 + r * P(r)  (Cephes exp2f).
-  llvm::Value* p = e.horner(r, {1.535336188319500e-4f, 1.339887440266574e-3f,
-                                9.618437357674640e-3f, 5.550332471162809e-2f,
-                                2.402264791363012e-1f, 6.931472028550421e-1f});
+  llvm::Value* p = e.horner(r, {1.535336188319500e-4f, 1.339887440266574e-3f, 9.618437357674640e-3f,
+                                5.550332471162809e-2f, 2.402264791363012e-1f, 6.931472028550421e-1f});
   llvm::Value* y = e.fma(p, r, e.f(1.0));
   llvm::Value* ni = b.CreateSub(e.asInt(t), e.i(kRoundMagicBits));
   return e.scaleByPow2(y, ni);
@@ -230,9 +222,8 @@ llvm::Value* emitTanhF32(llvm::IRBuilderBase& b, llvm::Value* x) {
   // |x| < 0.625: tanh x = x + x^3 P(x^2). Relative accuracy holds down to
   // denormals (the correction underflows, x is returned exactly).
   llvm::Value* s = b.CreateFMul(ax, ax);
-  llvm::Value* p = e.horner(s, {-0.005704998504370451f, 0.020639097318053246f,
-                                -0.05373971909284592f, 0.13331441581249237f,
-                                -0.3333328068256378f});
+  llvm::Value* p = e.horner(s, {-0.005704998504370451f, 0.020639097318053246f, -0.05373971909284592f,
+                                0.13331441581249237f, -0.3333328068256378f});
   llvm::Value* small = e.fma(b.CreateFMul(p, s), ax, ax);
   // |x| >= 0.625: tanh x = 1 - 2/(e^2x + 1). Here 2/(e^2x+1) < 0.45, so its
   // rounding errors shrink in the subtraction; e^2x = +inf for large |x|
@@ -250,21 +241,18 @@ llvm::Value* emitErfF32(llvm::IRBuilderBase& b, llvm::Value* x) {
   // |x| < 1: erf x = x + x * P(x^2); the FMA adds the small correction to x
   // in one rounding, keeping relative accuracy down to denormals.
   llvm::Value* s = b.CreateFMul(ax, ax);
-  llvm::Value* pa = e.horner(s, {7.853857823647559e-05f, -0.0008010192541405559f,
-                                 0.005188327748328447f, -0.026853810995817184f,
-                                 0.1128358542919159f, -0.3761262595653534f,
-                                 0.12837916612625122f});
+  llvm::Value* pa =
+      e.horner(s, {7.853857823647559e-05f, -0.0008010192541405559f, 0.005188327748328447f, -0.026853810995817184f,
+                   0.1128358542919159f, -0.3761262595653534f, 0.12837916612625122f});
   llvm::Value* small = e.fma(pa, ax, ax);
   // |x| >= 1: erf x = 1 - exp(G(|x|)) with G ~ ln(erfc |x|) fitted on [1, 4].
   // erfc <= 0.16 there, so the exp's relative error is scaled down in the
   // subtraction. Beyond 4, erfc < 1.6e-8 < ulp(1)/2 and the result rounds
   // to 1 (the clamp keeps G in its fitted range; NaN passes through).
   llvm::Value* t = e.clampKeepNaN(ax, 1.0, 4.0);
-  llvm::Value* g = e.horner(t, {2.512205696802994e-07f, -2.531328209443018e-05f,
-                                0.0004637785896193236f, -0.0042823501862585545f,
-                                0.025373486801981926f, -0.10863890498876572f,
-                                -0.6330397129058838f, -1.1296610832214355f,
-                                0.00020435308397281915f});
+  llvm::Value* g = e.horner(t, {2.512205696802994e-07f, -2.531328209443018e-05f, 0.0004637785896193236f,
+                                -0.0042823501862585545f, 0.025373486801981926f, -0.10863890498876572f,
+                                -0.6330397129058838f, -1.1296610832214355f, 0.00020435308397281915f});
   llvm::Value* big = b.CreateFSub(e.f(1.0), expCore(e, g));
   llvm::Value* r = b.CreateSelect(b.CreateFCmpOLT(ax, e.f(1.0)), small, big);
   return e.copysign(r, x);

@@ -105,20 +105,28 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
     return b.CreateIntrinsic(ids[static_cast<size_t>(axis)], {});
   }
   llvm::Value* threadId(llvm::IRBuilderBase& b, int axis) override {
-    return sreg(b, {llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x, llvm::Intrinsic::nvvm_read_ptx_sreg_tid_y,
-                    llvm::Intrinsic::nvvm_read_ptx_sreg_tid_z}, axis);
+    return sreg(b,
+                {llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x, llvm::Intrinsic::nvvm_read_ptx_sreg_tid_y,
+                 llvm::Intrinsic::nvvm_read_ptx_sreg_tid_z},
+                axis);
   }
   llvm::Value* blockId(llvm::IRBuilderBase& b, int axis) override {
-    return sreg(b, {llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x, llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_y,
-                    llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_z}, axis);
+    return sreg(b,
+                {llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x, llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_y,
+                 llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_z},
+                axis);
   }
   llvm::Value* blockDim(llvm::IRBuilderBase& b, int axis) override {
-    return sreg(b, {llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x, llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_y,
-                    llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_z}, axis);
+    return sreg(b,
+                {llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x, llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_y,
+                 llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_z},
+                axis);
   }
   llvm::Value* gridDim(llvm::IRBuilderBase& b, int axis) override {
-    return sreg(b, {llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x, llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_y,
-                    llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_z}, axis);
+    return sreg(b,
+                {llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x, llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_y,
+                 llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_z},
+                axis);
   }
   // bar.sync never waits for outstanding loads: sharedOnly changes nothing.
   void barrier(llvm::IRBuilderBase& b, bool /*sharedOnly*/) override {
@@ -184,7 +192,8 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
     if (ptxas.empty()) throw DeviceError("ptxas not found (install the CUDA toolkit or put ptxas on PATH)");
     TempDir dir;
     writeFile(dir.file("k.ptx"), out.assembly);
-    ToolResult r = runTool({ptxas, "-arch=" + std::string(row_.arch), "-v", dir.file("k.ptx"), "-o", dir.file("k.cubin")});
+    ToolResult r =
+        runTool({ptxas, "-arch=" + std::string(row_.arch), "-v", dir.file("k.ptx"), "-o", dir.file("k.cubin")});
     if (r.exitCode != 0)
       throw DeviceError("ptxas rejected the PTX of @" + kernel + " for " + row_.arch + ":\n" + r.output);
     GpuResources res;

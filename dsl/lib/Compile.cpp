@@ -37,11 +37,12 @@ const char* name(Stage s) {
 }
 
 Stage parseStage(const std::string& s) {
-  for (Stage st : {Stage::TileIR, Stage::TileIRPasses, Stage::LLVM, Stage::LLVMOptimized, Stage::Assembly,
-                   Stage::PTX, Stage::SASS, Stage::AMDGCN, Stage::HSACO, Stage::LLVMGpu, Stage::Resources})
+  for (Stage st : {Stage::TileIR, Stage::TileIRPasses, Stage::LLVM, Stage::LLVMOptimized, Stage::Assembly, Stage::PTX,
+                   Stage::SASS, Stage::AMDGCN, Stage::HSACO, Stage::LLVMGpu, Stage::Resources})
     if (s == name(st)) return st;
-  throw UsageError("unknown stage '" + s +
-              "' (expected tile-ir, tile-ir-passes, llvm, llvm-opt, asm, ptx, sass, amdgcn, hsaco, llvm-gpu or resources)");
+  throw UsageError(
+      "unknown stage '" + s +
+      "' (expected tile-ir, tile-ir-passes, llvm, llvm-opt, asm, ptx, sass, amdgcn, hsaco, llvm-gpu or resources)");
 }
 
 struct CompiledKernel::State {
@@ -58,7 +59,7 @@ struct CompiledKernel::State {
   CompileOptions options;
   std::mutex mu;
   std::map<uint64_t, rt::Kernel> variants;  // fact mask -> loaded kernel
-  rt::Kernel checked;  // CPU: the bounds-checked compile, made at the first checked launch
+  rt::Kernel checked;                       // CPU: the bounds-checked compile, made at the first checked launch
   bool checkedLoaded = false;
 };
 
@@ -66,8 +67,8 @@ namespace {
 
 // Everything that changes the code; emuHooks only bind symbols of the JIT.
 std::string optionsKey(const CompileOptions& o) {
-  return "O" + std::to_string(o.optLevel) + ";checked=" + std::to_string(o.checkBounds) + ";warps=" + std::to_string(o.numWarps) +
-         ";cov=" + std::to_string(o.codeObjectVersion);
+  return "O" + std::to_string(o.optLevel) + ";checked=" + std::to_string(o.checkBounds) +
+         ";warps=" + std::to_string(o.numWarps) + ";cov=" + std::to_string(o.codeObjectVersion);
 }
 
 // The IR text of a kernel is needed for the cache key; printing it costs
@@ -151,8 +152,7 @@ void writeDumps(const codegen::Artifact& a, const std::string& dir) {
     if (k != "hsaco") put(sanitize(k) + ".txt", text);
 }
 
-std::shared_ptr<codegen::Artifact> compileCached(const Kernel& k, const Target& target,
-                                                 const CompileOptions& opts) {
+std::shared_ptr<codegen::Artifact> compileCached(const Kernel& k, const Target& target, const CompileOptions& opts) {
   if (!k.valid()) throw UsageError("compile: the kernel is empty (default-constructed tessera::Kernel)");
   const char* dumpDir = std::getenv("TESSERA_DUMP_DIR");
   std::string key = target.str() + "|" + optionsKey(opts) + "|" + textMemo().text(k);
@@ -271,8 +271,8 @@ uint64_t factMask(const rt::KernelSignature& sig, const std::vector<rt::Arg>& ar
     if (spec.kind == rt::ArgSpec::Kind::Pointer && a.kind == rt::Arg::Kind::Buffer && !a.buffer.isNull()) {
       auto addr = reinterpret_cast<uintptr_t>(a.buffer.data()) + a.offset * byteSize(a.buffer.dtype());
       if (addr % kSpecDivisor == 0) mask |= uint64_t{1} << i;
-    } else if (spec.kind == rt::ArgSpec::Kind::Scalar && a.kind == rt::Arg::Kind::Scalar &&
-               isInteger(spec.dtype) && spec.dtype != DType::I1 && isInteger(a.dtype)) {
+    } else if (spec.kind == rt::ArgSpec::Kind::Scalar && a.kind == rt::Arg::Kind::Scalar && isInteger(spec.dtype) &&
+               spec.dtype != DType::I1 && isInteger(a.dtype)) {
       if (a.scalar.i % kSpecDivisor == 0) mask |= uint64_t{1} << i;
     }
   }
@@ -290,8 +290,8 @@ Kernel withFacts(const Kernel& k, uint64_t mask) {
 void CompiledKernel::launchWith(Dim3 grid, const std::vector<rt::Arg>& args, const LaunchOptions& opts) const {
   if (!state_) throw LaunchError("launch: this CompiledKernel is empty (default-constructed)");
   if (!state_->loaded)
-    throw LaunchError("launch: kernel '" + state_->artifact->binary.signature.kernelName + "' was compiled for target '" +
-                      state_->artifact->target.str() +
+    throw LaunchError("launch: kernel '" + state_->artifact->binary.signature.kernelName +
+                      "' was compiled for target '" + state_->artifact->target.str() +
                       "' for inspection only; compile it for a Device to launch it");
   if (state_->device.kind() == rt::DeviceKind::CPU && !state_->options.checkBounds &&
       (opts.checkBounds || checkBoundsFromEnvironment())) {
@@ -357,7 +357,8 @@ std::string CompiledKernel::dump(Stage s) const {
     case Stage::LLVMGpu: {
       auto it = d.extra.find("llvm-gpu");
       if (it == d.extra.end())
-        throw UsageError(std::string("stage llvm-gpu exists only for GPU targets, not ") + state_->artifact->target.str());
+        throw UsageError(std::string("stage llvm-gpu exists only for GPU targets, not ") +
+                         state_->artifact->target.str());
       return it->second;
     }
     case Stage::Resources: return codegen::resourceReport(*state_->artifact);

@@ -53,7 +53,8 @@ ir::Value* maskFor(TraceState& s, const Operand& mask, const ir::Shape& shape, c
     ok = dm == dp || dm == 1;
   }
   if (!ok)
-    fail(loc, fmt::format("{}: mask shape {} does not match the pointer shape {}", what, shapeName(ms), shapeName(shape)));
+    fail(loc,
+         fmt::format("{}: mask shape {} does not match the pointer shape {}", what, shapeName(ms), shapeName(shape)));
   return broadcastValue(s, m, shape, loc, what);
 }
 
@@ -119,8 +120,9 @@ void checkStagedSlice(const ir::Value* v, const ir::Block* body, const SrcLoc& l
     seen.push_back(x);
     if (x->isBlockArg()) {
       if (x != body->arg(0))
-        fail(loc, "stage_copy: the pointers and mask of a staged copy are evaluated stages-1 iterations ahead, so "
-                  "they cannot depend on a loop-carried value");
+        fail(loc,
+             "stage_copy: the pointers and mask of a staged copy are evaluated stages-1 iterations ahead, so "
+             "they cannot depend on a loop-carried value");
       continue;
     }
     const ir::Op& d = *x->definingOp();
@@ -158,8 +160,7 @@ Tensor load(const Tensor& ptr, const Operand& mask, const Operand& other, SrcLoc
 void store(const Tensor& ptr, const Operand& value, const Operand& mask, SrcLoc loc) {
   dsl::TraceState& s = dsl::at(loc);
   ir::Value* p = dsl::pointerOperand(ptr, loc, "store");
-  if (ptr.readonly())
-    dsl::fail(loc, "store: the pointer is derived from a Ptr<const T> parameter, which is read-only");
+  if (ptr.readonly()) dsl::fail(loc, "store: the pointer is derived from a Ptr<const T> parameter, which is read-only");
   ir::Value* v = dsl::valueFor(s, p, value, loc, "store");
   ir::Value* m = dsl::maskFor(s, mask, p->type().shape(), loc, "store");
   s.builder->store(p, v, m);
@@ -223,8 +224,9 @@ void barrier(SrcLoc loc) { dsl::at(loc).builder->barrier(); }
 StagedTile stage_copy(const TileBuffer& buf, const Tensor& ptrs, const Operand& mask, SrcLoc loc) {
   dsl::TraceState& s = dsl::at(loc);
   if (s.pipes.empty() || s.builder->block() != s.pipes.back().body)
-    dsl::fail(loc, "stage_copy: must be called directly in the body of ts::for_pipelined (not outside it, nor inside "
-                   "a nested for_range / if_else)");
+    dsl::fail(loc,
+              "stage_copy: must be called directly in the body of ts::for_pipelined (not outside it, nor inside "
+              "a nested for_range / if_else)");
   const dsl::TraceState::Pipe& pipe = s.pipes.back();
   ir::Value* b = dsl::use(buf, loc, "buffer");
   const ir::Type bt = b->type();
@@ -234,8 +236,9 @@ StagedTile stage_copy(const TileBuffer& buf, const Tensor& ptrs, const Operand& 
   dsl::checkNotStaged(s, b, loc, "stage_copy");
   const ir::Op* a = b->definingOp();
   if (!a || a->code() != ir::OpCode::Alloc || b->ownerBlock() != &s.fn->body())
-    dsl::fail(loc, "stage_copy: allocate the buffer with ts::alloc_shared in the kernel body before the pipelined "
-                   "loop");
+    dsl::fail(loc,
+              "stage_copy: allocate the buffer with ts::alloc_shared in the kernel body before the pipelined "
+              "loop");
   const ir::Op* prior = nullptr;
   ir::walk(s.fn->body(), [&](ir::Op& op) {
     for (ir::Value* v : op.operands())

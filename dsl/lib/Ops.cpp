@@ -44,7 +44,8 @@ Tensor binary(ir::OpCode code, const Operand& a, const Operand& b, const char* s
       break;
     case Req::Float:
       if (!isFloat(d))
-        fail(loc, fmt::format("{}: needs float operands, got {}; convert with .to(ts::f32)", what, typeStr(va->type())));
+        fail(loc,
+             fmt::format("{}: needs float operands, got {}; convert with .to(ts::f32)", what, typeStr(va->type())));
       break;
   }
   if (req == Req::Any && d == DType::I1 && code != ir::OpCode::Min && code != ir::OpCode::Max)
@@ -62,11 +63,11 @@ Tensor compare(const char* pred, const Operand& a, const Operand& b, const char*
 Tensor unaryMath(ir::OpCode code, const Tensor& x, const SrcLoc& loc, const char* what, bool intsOk) {
   TraceState& s = at(loc);
   ir::Value* v = use(x, loc);
-  if (!v->type().isNumeric()) fail(loc, fmt::format("{}: operand of type {} is not a number", what, typeStr(v->type())));
+  if (!v->type().isNumeric())
+    fail(loc, fmt::format("{}: operand of type {} is not a number", what, typeStr(v->type())));
   if (!intsOk && !v->type().isFloatLike())
     fail(loc, fmt::format("{}: needs a float operand, got {}; convert with .to(ts::f32)", what, typeStr(v->type())));
-  if (intsOk && v->type().dtype() == DType::I1)
-    fail(loc, fmt::format("{}: not defined on i1 (boolean) values", what));
+  if (intsOk && v->type().dtype() == DType::I1) fail(loc, fmt::format("{}: not defined on i1 (boolean) values", what));
   return wrap(s.builder->unary(code, v));
 }
 
@@ -84,8 +85,7 @@ const ir::Type& Tensor::type() const {
 Tensor Tensor::to(DType d, SrcLoc loc) const {
   dsl::TraceState& s = dsl::at(loc);
   ir::Value* v = dsl::use(*this, loc);
-  if (!v->type().isNumeric())
-    dsl::fail(loc, fmt::format(".to({}): cannot convert {}", name(d), v->type().str()));
+  if (!v->type().isNumeric()) dsl::fail(loc, fmt::format(".to({}): cannot convert {}", name(d), v->type().str()));
   return dsl::wrap(dsl::castTo(s, v, d));
 }
 
@@ -106,8 +106,8 @@ std::string Operand::str() const {
 }
 
 // ---- operators -------------------------------------------------------------
-using ir::OpCode;
 using dsl::Req;
+using ir::OpCode;
 
 Tensor operator+(const Operand& a, const Operand& b) { return dsl::binary(OpCode::Add, a, b, "+", Req::Any); }
 Tensor operator-(const Operand& a, const Operand& b) { return dsl::binary(OpCode::Sub, a, b, "-", Req::Any); }

@@ -48,8 +48,8 @@ ir::Value* use(const Tensor& t, const SrcLoc& loc, const char* what) {
   TraceState& s = at(loc);
   if (!t.valid()) fail(loc, fmt::format("{} is an empty handle (default-constructed ts::Tensor)", what));
   if (t.traceId() != s.id)
-    fail(loc, fmt::format("{} belongs to another kernel trace; handles cannot cross kernels (tracing '{}')",
-                          what, s.name));
+    fail(loc,
+         fmt::format("{} belongs to another kernel trace; handles cannot cross kernels (tracing '{}')", what, s.name));
   const ir::Block* owner = t.raw()->ownerBlock();
   if (std::find(s.scopes.begin(), s.scopes.end(), owner) == s.scopes.end())
     fail(loc, fmt::format("{} was defined inside a for_range / if_else body and is used after that body ended; "
@@ -133,8 +133,8 @@ void checkPointer(const Tensor& t, DType d, const SrcLoc& loc) {
 
 // ---- control flow ------------------------------------------------------------
 
-std::vector<Tensor> forImpl(const Operand& lo, const Operand& hi, const Operand& step,
-                            const std::vector<Tensor>& inits, const BodyFn& body, const SrcLoc& loc) {
+std::vector<Tensor> forImpl(const Operand& lo, const Operand& hi, const Operand& step, const std::vector<Tensor>& inits,
+                            const BodyFn& body, const SrcLoc& loc) {
   TraceState& s = at(loc);
   if (s.scopes.size() > static_cast<size_t>(ir::kMaxRegionDepth))
     fail(loc, fmt::format("{}: loops and branches nested more than {} deep", "for_range", ir::kMaxRegionDepth));
@@ -144,7 +144,8 @@ std::vector<Tensor> forImpl(const Operand& lo, const Operand& hi, const Operand&
   std::vector<bool> ro;
   for (size_t i = 0; i < inits.size(); ++i) {
     ir::Value* v = use(inits[i], loc, "loop-carried initial value");
-    if (v->type().isBuffer()) fail(loc, fmt::format("for_range: carried value #{} is a buffer; buffers cannot be carried", i));
+    if (v->type().isBuffer())
+      fail(loc, fmt::format("for_range: carried value #{} is a buffer; buffers cannot be carried", i));
     init.push_back(v);
     ro.push_back(inits[i].readonly());
   }
@@ -182,8 +183,9 @@ std::vector<Tensor> forPipelinedImpl(const Operand& lo, const Operand& hi, const
     fail(loc, fmt::format("for_pipelined: stages must be 1..{} (real schedules use 2-8), got {}",
                           ir::kMaxPipelineStages, stages));
   if (s.builder->block() != &s.fn->body())
-    fail(loc, "for_pipelined: a pipelined loop must be at the top level of the kernel (not inside for_range, "
-              "if_else or another for_pipelined)");
+    fail(loc,
+         "for_pipelined: a pipelined loop must be at the top level of the kernel (not inside for_range, "
+         "if_else or another for_pipelined)");
   return forImpl(
       lo, hi, step, inits,
       [&](const Tensor& iv, const std::vector<Tensor>& carried) {
@@ -231,12 +233,13 @@ std::vector<Tensor> ifImpl(const Tensor& cond, const std::function<std::vector<T
   auto& ty = br[0].yields;
   auto& ey = br[1].yields;
   if (!elseBody && !ty.empty())
-    fail(loc, fmt::format("if_else: the then-branch returns {} value(s) but there is no else-branch to match", ty.size()));
+    fail(loc,
+         fmt::format("if_else: the then-branch returns {} value(s) but there is no else-branch to match", ty.size()));
   bool match = ty.size() == ey.size();
   for (size_t i = 0; match && i < ty.size(); ++i) match = ty[i]->type() == ey[i]->type();
   if (!match)
-    fail(loc, fmt::format("if_else: the branches return different types: then {} vs else {}", typeList(ty),
-                          typeList(ey)));
+    fail(loc,
+         fmt::format("if_else: the branches return different types: then {} vs else {}", typeList(ty), typeList(ey)));
   std::vector<ir::Type> types;
   for (ir::Value* v : ty) types.push_back(v->type());
   auto moveInto = [](Branch& b) {
@@ -265,7 +268,8 @@ struct Trace::State {
 Trace::Trace(const std::string& name, std::vector<std::string> argNames, size_t numArgs, const SrcLoc& loc)
     : s_(std::make_unique<State>()) {
   if (!argNames.empty() && argNames.size() != numArgs)
-    fail(loc, fmt::format("kernel '{}': {} parameter name(s) given for {} parameter(s)", name, argNames.size(), numArgs));
+    fail(loc,
+         fmt::format("kernel '{}': {} parameter name(s) given for {} parameter(s)", name, argNames.size(), numArgs));
   if (name.empty()) fail(loc, "kernel: the kernel name is empty");
   s_->names = std::move(argNames);
   s_->numArgs = numArgs;

@@ -11,8 +11,8 @@ namespace dsl {
 
 void checkShape(const ir::Shape& shape, const SrcLoc& loc, const char* what) {
   if (shape.size() > static_cast<size_t>(ir::kMaxTileRank))
-    fail(loc, fmt::format("{}: tile rank {} exceeds the maximum of {} (shape {})", what, shape.size(),
-                          ir::kMaxTileRank, ir::shapeStr(shape)));
+    fail(loc, fmt::format("{}: tile rank {} exceeds the maximum of {} (shape {})", what, shape.size(), ir::kMaxTileRank,
+                          ir::shapeStr(shape)));
   for (int64_t d : shape)
     if (d <= 0) fail(loc, fmt::format("{}: tile dimensions must be positive (shape {})", what, ir::shapeStr(shape)));
 }
@@ -46,8 +46,7 @@ ir::Value* broadcastValue(TraceState& s, ir::Value* v, const ir::Shape& target, 
                           const std::string& what) {
   const ir::Shape& sh = v->type().shape();
   if (sh == target) return v;
-  if (target.empty())
-    fail(loc, fmt::format("{}: cannot broadcast shape {} to a scalar", what, shapeName(sh)));
+  if (target.empty()) fail(loc, fmt::format("{}: cannot broadcast shape {} to a scalar", what, shapeName(sh)));
   if (sh.empty()) return s.builder->splat(v, target);
   if (sh.size() > target.size())
     fail(loc, fmt::format("{}: cannot broadcast shape {} to {}", what, shapeName(sh), shapeName(target)));
@@ -106,9 +105,7 @@ DType promote(DType a, DType b, const SrcLoc& loc, const std::string& what) {
 
 }  // namespace
 
-ir::Value* castTo(TraceState& s, ir::Value* v, DType d) {
-  return v->type().dtype() == d ? v : s.builder->cast(v, d);
-}
+ir::Value* castTo(TraceState& s, ir::Value* v, DType d) { return v->type().dtype() == d ? v : s.builder->cast(v, d); }
 
 /// Two numeric operands (at least one a handle) promoted and broadcast to one
 /// type. Returns the IR values.
@@ -121,10 +118,9 @@ std::pair<ir::Value*, ir::Value*> unify(TraceState& s, const Operand& a, const O
   for (ir::Value* v : {va, vb})
     if (v && !v->type().isNumeric())
       fail(loc, fmt::format("{}: operand of type {} is not a number", what, typeStr(v->type())));
-  DType d = va && vb ? promote(va->type().dtype(), vb->type().dtype(), loc, what)
-                     : (va ? va : vb)->type().dtype();
-  ir::Shape shape = va && vb ? broadcastShapes(va->type().shape(), vb->type().shape(), loc, what)
-                             : (va ? va : vb)->type().shape();
+  DType d = va && vb ? promote(va->type().dtype(), vb->type().dtype(), loc, what) : (va ? va : vb)->type().dtype();
+  ir::Shape shape =
+      va && vb ? broadcastShapes(va->type().shape(), vb->type().shape(), loc, what) : (va ? va : vb)->type().shape();
   ir::Type t = ir::Type::scalar(d).withShape(shape);
   auto make = [&](const Operand& o, ir::Value* v) {
     if (!v) return literal(s, o, t, loc, what);

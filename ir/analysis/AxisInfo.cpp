@@ -145,8 +145,8 @@ void AxisAnalysis::visit(const ir::Op& op) {
       // Offsets of ptr_add count elements; pointer divisibility is in bytes.
       int64_t scale = op.code() == OpCode::PtrAdd ? byteSize(r->type().dtype()) : 1;
       for (int d = 0; d < rank; ++d) {
-        out.contiguity[d] = std::max(std::gcd(a.contiguity[d], b.constancy[d]),
-                                     std::gcd(b.contiguity[d], a.constancy[d]));
+        out.contiguity[d] =
+            std::max(std::gcd(a.contiguity[d], b.constancy[d]), std::gcd(b.contiguity[d], a.constancy[d]));
         out.divisibility[d] = std::gcd(a.divisibility[d], std::min(kMaxDiv, b.divisibility[d] * scale));
         out.constancy[d] = std::gcd(a.constancy[d], b.constancy[d]);
       }
@@ -182,7 +182,8 @@ void AxisAnalysis::visit(const ir::Op& op) {
       if (ir::isElementwise(op.code()) && op.numOperands() > 0) {
         for (int d = 0; d < rank; ++d) {
           int64_t k = dim(d);
-          for (const ir::Value* v : op.operands()) k = std::gcd(k, get(v).constancy[std::min<size_t>(d, get(v).constancy.size() - 1)]);
+          for (const ir::Value* v : op.operands())
+            k = std::gcd(k, get(v).constancy[std::min<size_t>(d, get(v).constancy.size() - 1)]);
           out.constancy[d] = k;
         }
       }

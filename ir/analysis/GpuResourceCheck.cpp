@@ -92,15 +92,16 @@ void checkValueBudget(const ir::Function& f, const LayoutAnalysis& la, int maxRe
         if (regs <= budget) continue;
         const int64_t threads = int64_t{la.numWarps()} * la.warpSize();
         std::string where = op.loc().known() ? op.loc().str() : "@" + f.name();
-        int64_t maxElems = budget * 32 / (t.isPointerLike() ? 64 : std::max<int64_t>(32, bitWidth(t.dtype()))) * threads;
-        throw ResourceError(where + ": error: " + t.str() + " of '" +
-                            op.name() + "' holds " + std::to_string(slots) + " values (" + std::to_string(regs) +
-                            " registers) per thread with numWarps = " + std::to_string(la.numWarps()) + " (" +
-                            std::to_string(threads) + " threads); a thread on " + arch + " has " +
-                            std::to_string(maxRegisters) + " registers and Tessera refuses tiles above " +
-                            std::to_string(budget) + " per thread\n  suggestion: split the work over more programs "
-                            "(a grid axis or a loop over chunks) so one tile has at most about " +
-                            std::to_string(maxElems) + " elements at this numWarps");
+        int64_t maxElems =
+            budget * 32 / (t.isPointerLike() ? 64 : std::max<int64_t>(32, bitWidth(t.dtype()))) * threads;
+        throw ResourceError(
+            where + ": error: " + t.str() + " of '" + op.name() + "' holds " + std::to_string(slots) + " values (" +
+            std::to_string(regs) + " registers) per thread with numWarps = " + std::to_string(la.numWarps()) + " (" +
+            std::to_string(threads) + " threads); a thread on " + arch + " has " + std::to_string(maxRegisters) +
+            " registers and Tessera refuses tiles above " + std::to_string(budget) +
+            " per thread\n  suggestion: split the work over more programs "
+            "(a grid axis or a loop over chunks) so one tile has at most about " +
+            std::to_string(maxElems) + " elements at this numWarps");
       }
     }
   };

@@ -56,8 +56,7 @@ SharedPlan::SharedPlan(const ir::Function& f, const std::map<const ir::Op*, uint
       for (const ir::Value* v : user.operands()) {
         // A tensor-core dot may read its operand from the slot a local_load
         // names, at the dot (LowerPlan.cpp, planDirectDots): a use too.
-        if (user.code() == ir::OpCode::Dot && v->definingOp() &&
-            v->definingOp()->code() == ir::OpCode::LocalLoad)
+        if (user.code() == ir::OpCode::Dot && v->definingOp() && v->definingOp()->code() == ir::OpCode::LocalLoad)
           v = v->definingOp()->operand(0);
         if (!views.count(v)) continue;
         // Climb to the ancestor of the use that sits in the alloc's block.

@@ -166,17 +166,28 @@ std::optional<BlockedLayout> mmaLayout(MmaKind k, int64_t M, int64_t N, int64_t 
   while (wm * wn < numWarps) {
     bool canM = M % (16 * wm * 2) == 0, canN = N % (tileN * wn * 2) == 0;
     if (!canM && !canN) return std::nullopt;
-    if (canM && (!canN || M / (16 * wm) >= N / (tileN * wn))) wm *= 2;
-    else wn *= 2;
+    if (canM && (!canN || M / (16 * wm) >= N / (tileN * wn)))
+      wm *= 2;
+    else
+      wn *= 2;
   }
   BlockedLayout b;
   b.wpb = {wm, wn};
   b.order = {1, 0};
   b.mma = k;
   switch (k) {
-    case MmaKind::NvMmaM16N8K16: b.spt = {1, 2}; b.tpw = {8, 4}; break;
-    case MmaKind::AmdMfma16x16x16: b.spt = {4, 1}; b.tpw = {4, 16}; break;
-    case MmaKind::AmdWmma16x16x16: b.spt = {1, 1}; b.tpw = {2, 16}; break;
+    case MmaKind::NvMmaM16N8K16:
+      b.spt = {1, 2};
+      b.tpw = {8, 4};
+      break;
+    case MmaKind::AmdMfma16x16x16:
+      b.spt = {4, 1};
+      b.tpw = {4, 16};
+      break;
+    case MmaKind::AmdWmma16x16x16:
+      b.spt = {1, 1};
+      b.tpw = {2, 16};
+      break;
     case MmaKind::None: return std::nullopt;
   }
   return b;
@@ -202,8 +213,11 @@ LayoutAnalysis::LayoutAnalysis(const ir::Function& f, const AxisAnalysis& axis, 
   ir::walk(body, [&](ir::Op& op) {
     unsigned pi = op.code() == ir::OpCode::Copy ? 1 : 0;
     switch (op.code()) {
-      case ir::OpCode::Load: case ir::OpCode::Store: case ir::OpCode::Copy:
-      case ir::OpCode::AtomicAdd: case ir::OpCode::AtomicMax: {
+      case ir::OpCode::Load:
+      case ir::OpCode::Store:
+      case ir::OpCode::Copy:
+      case ir::OpCode::AtomicAdd:
+      case ir::OpCode::AtomicMax: {
         const ir::Value* p = op.operand(pi);
         if (!p->type().isTile()) break;
         int64_t v = computeVec(op);
@@ -306,9 +320,9 @@ int64_t LayoutAnalysis::maskConstancy(const ir::Value* m) const {
       case ir::OpCode::ExpandDims:
         r = d->intAttr("axis") == m->type().rank() - 1 ? 1 : maskConstancy(d->operand(0));
         break;
-      case ir::OpCode::And: case ir::OpCode::Or: case ir::OpCode::Xor:
-        r = std::gcd(maskConstancy(d->operand(0)), maskConstancy(d->operand(1)));
-        break;
+      case ir::OpCode::And:
+      case ir::OpCode::Or:
+      case ir::OpCode::Xor: r = std::gcd(maskConstancy(d->operand(0)), maskConstancy(d->operand(1))); break;
       case ir::OpCode::Not: r = maskConstancy(d->operand(0)); break;
       case ir::OpCode::Cmp: {
         const ir::Value* a = d->operand(0);
@@ -342,22 +356,16 @@ void LayoutAnalysis::assign(const ir::Op& op) {
   if (op.numResults() != 1 || !op.result()->type().isTile()) return;
   const ir::Value* res = op.result();
   const auto& shape = res->type().shape();
-  auto setOr = [&](const Layout& l) {
-    layouts_[res] = compatible(l, shape) ? l : defaultFor(shape);
-  };
+  auto setOr = [&](const Layout& l) { layouts_[res] = compatible(l, shape) ? l : defaultFor(shape); };
   switch (op.code()) {
     case OpCode::Load:
     case OpCode::AtomicAdd:
-    case OpCode::AtomicMax:
-      setOr(get(op.operand(0)));
-      return;
+    case OpCode::AtomicMax: setOr(get(op.operand(0))); return;
     case OpCode::Reduce: {
       setOr(get(op.operand(0)).sliceDim(static_cast<int>(op.intAttr("axis"))));
       return;
     }
-    case OpCode::Broadcast:
-      setOr(get(op.operand(0)));
-      return;
+    case OpCode::Broadcast: setOr(get(op.operand(0))); return;
     case OpCode::ExpandDims: {
       Layout l = get(op.operand(0));
       int a = static_cast<int>(op.intAttr("axis"));
@@ -375,9 +383,11 @@ void LayoutAnalysis::assign(const ir::Op& op) {
       b.spt.insert(b.spt.begin() + q, 1);
       b.tpw.insert(b.tpw.begin() + q, 1);
       b.wpb.insert(b.wpb.begin() + q, 1);
-      for (auto& o : b.order) if (o >= q) ++o;
+      for (auto& o : b.order)
+        if (o >= q) ++o;
       b.order.push_back(q);
-      for (auto& d : l.dims) if (d >= q) ++d;
+      for (auto& d : l.dims)
+        if (d >= q) ++d;
       l.dims.insert(l.dims.begin() + a, q);
       setOr(l);
       return;

@@ -54,25 +54,17 @@ Value* Builder::transpose(Value* v, std::vector<int64_t> perm) {
   }
   return create(OpCode::Transpose, {v}, {v->type().withShape(r)}, {{"perm", std::move(perm)}})->result();
 }
-Value* Builder::binary(OpCode code, Value* a, Value* b) {
-  return create(code, {a, b}, {a->type()})->result();
-}
+Value* Builder::binary(OpCode code, Value* a, Value* b) { return create(code, {a, b}, {a->type()})->result(); }
 Value* Builder::unary(OpCode code, Value* a) { return create(code, {a}, {a->type()})->result(); }
-Value* Builder::fma(Value* a, Value* b, Value* c) {
-  return create(OpCode::Fma, {a, b, c}, {a->type()})->result();
-}
+Value* Builder::fma(Value* a, Value* b, Value* c) { return create(OpCode::Fma, {a, b, c}, {a->type()})->result(); }
 Value* Builder::cmp(const std::string& pred, Value* a, Value* b) {
   return create(OpCode::Cmp, {a, b}, {a->type().withDType(DType::I1)}, {{"pred", pred}})->result();
 }
 Value* Builder::select(Value* c, Value* a, Value* b) {
   return create(OpCode::Select, {c, a, b}, {a->type()})->result();
 }
-Value* Builder::cast(Value* v, DType to) {
-  return create(OpCode::Cast, {v}, {v->type().withDType(to)})->result();
-}
-Value* Builder::ptrAdd(Value* p, Value* offsets) {
-  return create(OpCode::PtrAdd, {p, offsets}, {p->type()})->result();
-}
+Value* Builder::cast(Value* v, DType to) { return create(OpCode::Cast, {v}, {v->type().withDType(to)})->result(); }
+Value* Builder::ptrAdd(Value* p, Value* offsets) { return create(OpCode::PtrAdd, {p, offsets}, {p->type()})->result(); }
 Value* Builder::load(Value* ptr, Value* mask, Value* other) {
   std::vector<Value*> ops{ptr};
   if (mask) ops.push_back(mask);

@@ -48,7 +48,11 @@ Token Lexer::next() {
   t.col = col_;
   if (pos_ >= s_.size()) return t;
   char c = s_[pos_];
-  auto single = [&](Tok k) { bump(); t.kind = k; return t; };
+  auto single = [&](Tok k) {
+    bump();
+    t.kind = k;
+    return t;
+  };
   switch (c) {
     case '(': return single(Tok::LParen);
     case ')': return single(Tok::RParen);
@@ -177,10 +181,16 @@ Token Lexer::lexNumber(Token& t) {
     bump();
     bump();
     bool digits = false;
-    while (pos_ < s_.size() && isHex(s_[pos_])) { bump(); digits = true; }
+    while (pos_ < s_.size() && isHex(s_[pos_])) {
+      bump();
+      digits = true;
+    }
     if (pos_ < s_.size() && s_[pos_] == '.') {
       bump();
-      while (pos_ < s_.size() && isHex(s_[pos_])) { bump(); digits = true; }
+      while (pos_ < s_.size() && isHex(s_[pos_])) {
+        bump();
+        digits = true;
+      }
     }
     if (!digits || pos_ >= s_.size() || (s_[pos_] != 'p' && s_[pos_] != 'P'))
       error(t.line, t.col, "malformed hex float (expected e.g. 0x1.8p+3)");

@@ -13,9 +13,26 @@
 namespace tessera::ir::detail {
 
 enum class Tok {
-  Eof, Ident, Percent, At, Int, Float, String,
-  LParen, RParen, LBrace, RBrace, LBracket, RBracket, Less, Greater,
-  Comma, Colon, Equal, Caret, Minus,
+  Eof,
+  Ident,
+  Percent,
+  At,
+  Int,
+  Float,
+  String,
+  LParen,
+  RParen,
+  LBrace,
+  RBrace,
+  LBracket,
+  RBracket,
+  Less,
+  Greater,
+  Comma,
+  Colon,
+  Equal,
+  Caret,
+  Minus,
 };
 
 const char* tokDesc(Tok t);
@@ -41,9 +58,16 @@ class Lexer {
     throw ParseError(buffer_ + ":" + std::to_string(line) + ":" + std::to_string(col) + ": " + msg);
   }
 
-  struct State { size_t pos; uint32_t line, col; };
+  struct State {
+    size_t pos;
+    uint32_t line, col;
+  };
   State save() const { return {pos_, line_, col_}; }
-  void restore(State st) { pos_ = st.pos; line_ = st.line; col_ = st.col; }
+  void restore(State st) {
+    pos_ = st.pos;
+    line_ = st.line;
+    col_ = st.col;
+  }
 
   Token next();
 

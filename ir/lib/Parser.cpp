@@ -30,8 +30,8 @@ namespace {
 using detail::isDigit;
 using detail::Lexer;
 using detail::Tok;
-using detail::Token;
 using detail::tokDesc;
+using detail::Token;
 
 // Nested regions recurse; garbage input must not overflow the stack.
 
@@ -61,7 +61,8 @@ class Parser {
       case Tok::Ident: return "'" + t.text + "'";
       case Tok::Percent: return "'%" + t.text + "'";
       case Tok::At: return "'@" + t.text + "'";
-      case Tok::Int: case Tok::Float: return "'" + t.text + "'";
+      case Tok::Int:
+      case Tok::Float: return "'" + t.text + "'";
       case Tok::String: return "a string";
       default: return tokDesc(t.kind);
     }
@@ -176,12 +177,24 @@ class Parser {
     }
     if (is(Tok::Minus)) {
       advance();
-      if (isIdent("inf")) { advance(); return -std::numeric_limits<double>::infinity(); }
-      if (isIdent("nan")) { advance(); return -std::numeric_limits<double>::quiet_NaN(); }
+      if (isIdent("inf")) {
+        advance();
+        return -std::numeric_limits<double>::infinity();
+      }
+      if (isIdent("nan")) {
+        advance();
+        return -std::numeric_limits<double>::quiet_NaN();
+      }
       errorHere("expected inf or nan after '-', found " + describe(cur_));
     }
-    if (isIdent("inf")) { advance(); return std::numeric_limits<double>::infinity(); }
-    if (isIdent("nan")) { advance(); return std::numeric_limits<double>::quiet_NaN(); }
+    if (isIdent("inf")) {
+      advance();
+      return std::numeric_limits<double>::infinity();
+    }
+    if (isIdent("nan")) {
+      advance();
+      return std::numeric_limits<double>::quiet_NaN();
+    }
     if (is(Tok::Ident) || is(Tok::String)) {
       std::string s = cur_.text;
       advance();
@@ -258,7 +271,11 @@ class Parser {
     Token name = expect(Tok::At, "a kernel name such as @softmax");
     defined_.clear();
     scopes_.assign(1, {});
-    struct Arg { Token name; Type type; std::map<std::string, Attr> attrs; };
+    struct Arg {
+      Token name;
+      Type type;
+      std::map<std::string, Attr> attrs;
+    };
     std::vector<Arg> args;
     expect(Tok::LParen, "'(' after the kernel name");
     if (!accept(Tok::RParen)) {
@@ -299,12 +316,15 @@ class Parser {
   static bool variadicResults(OpCode c) { return c == OpCode::For || c == OpCode::If; }
   static bool noResults(OpCode c) {
     switch (c) {
-      case OpCode::Store: case OpCode::LocalStore: case OpCode::Copy: case OpCode::Barrier:
-      case OpCode::AsyncCommit: case OpCode::AsyncWait:
-      case OpCode::Yield: case OpCode::Return:
-        return true;
-      default:
-        return false;
+      case OpCode::Store:
+      case OpCode::LocalStore:
+      case OpCode::Copy:
+      case OpCode::Barrier:
+      case OpCode::AsyncCommit:
+      case OpCode::AsyncWait:
+      case OpCode::Yield:
+      case OpCode::Return: return true;
+      default: return false;
     }
   }
 
@@ -348,12 +368,11 @@ class Parser {
       } while (accept(Tok::Comma));
     }
     if (static_cast<int64_t>(types.size()) != count) {
-      error(resName ? *resName : typesTok,
-            "wrong result count: " + std::to_string(count) + " result name(s) but " +
-                std::to_string(types.size()) + " result type(s) for '" + opTok.text + "'");
+      error(resName ? *resName : typesTok, "wrong result count: " + std::to_string(count) + " result name(s) but " +
+                                               std::to_string(types.size()) + " result type(s) for '" + opTok.text +
+                                               "'");
     }
-    if (noResults(*code) && count != 0)
-      error(first, "wrong result count: '" + opTok.text + "' has no results");
+    if (noResults(*code) && count != 0) error(first, "wrong result count: '" + opTok.text + "' has no results");
     if (!noResults(*code) && !variadicResults(*code) && count != 1)
       error(resName ? *resName : opTok, "wrong result count: '" + opTok.text + "' has exactly one result");
     Location loc;
@@ -362,11 +381,11 @@ class Parser {
     auto op = std::make_unique<Op>(*code, std::move(operands), types, std::move(attrs), loc);
     // Result names are taken now (so a region cannot reuse them) but become
     // visible only after the regions: region values cannot see the results.
-    if (resName && !defined_.insert(resName->text).second)
-      error(*resName, "redefinition of value %" + resName->text);
+    if (resName && !defined_.insert(resName->text).second) error(*resName, "redefinition of value %" + resName->text);
 
     if (hasRegions(*code)) {
-      if (depth >= kMaxRegionDepth) error(opTok, "regions nested more than " + std::to_string(kMaxRegionDepth) + " deep");
+      if (depth >= kMaxRegionDepth)
+        error(opTok, "regions nested more than " + std::to_string(kMaxRegionDepth) + " deep");
       parseRegion(*op->addRegion(), depth + 1);
       if (*code == OpCode::If) {
         if (!isIdent("else")) errorHere("expected 'else' and the second region of 'if', found " + describe(cur_));

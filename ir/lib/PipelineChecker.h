@@ -100,7 +100,9 @@ class PipelineChecker {
 
   static const Value* accessedBuffer(const Op& op) {
     switch (op.code()) {
-      case OpCode::LocalLoad: case OpCode::LocalStore: case OpCode::Copy: return op.operand(0);
+      case OpCode::LocalLoad:
+      case OpCode::LocalStore:
+      case OpCode::Copy: return op.operand(0);
       default: return nullptr;
     }
   }

@@ -93,8 +93,8 @@ void PipelineChecker::asyncCopy(State& st, const Op& op, const Iter& it) {
     if (sl.w && sl.w->st == St::InFlight) {
       std::string reader = firstReader(r);
       fail(op, "pipelined loop: write-after-write hazard on buffer " + bufName(r) + " slot " + slotText(r, s, it) +
-                   ": " + at(op) + " (" + iterText(w, it) + ") may overwrite the slot while " + at(*sl.w->op) +
-                   " (" + iterText(*sl.w, it) + ") is still in flight" +
+                   ": " + at(op) + " (" + iterText(w, it) + ") may overwrite the slot while " + at(*sl.w->op) + " (" +
+                   iterText(*sl.w, it) + ") is still in flight" +
                    (reader.empty() ? "" : " and before " + reader + " reads its data") +
                    "; wait for the older copy first or use more slots" + stagesHint(r, it));
     }
@@ -142,14 +142,14 @@ void PipelineChecker::read(State& st, const Op& op, const Iter& it) {
                      ") may still be copying; an async_wait whose 'pending' count retires that copy's group, "
                      "then a barrier, must come first");
       if (w.st == St::Done)
-        fail(op, "pipelined loop: read-before-barrier hazard on buffer " + bufName(r) + " slot " +
-                     slotText(r, s, it) + ": " + at(op) + " reads data that " + at(*w.op) + " (" + iterText(w, it) +
+        fail(op, "pipelined loop: read-before-barrier hazard on buffer " + bufName(r) + " slot " + slotText(r, s, it) +
+                     ": " + at(op) + " reads data that " + at(*w.op) + " (" + iterText(w, it) +
                      ") copied, which is complete but not yet visible to all threads; insert a barrier after the "
                      "async_wait");
       if (rd.tagged && (!w.tagged || w.epoch != it.epoch || w.iter != rd.iter))
         fail(op, "pipelined loop: wrong data on buffer " + bufName(r) + " slot " + slotText(r, s, it) + ": " + at(op) +
-                     " (iteration " + relIter(rd.iter - it.k) + ") reads the slot last written by " + at(*w.op) +
-                     " (" + iterText(w, it) + ")" + stagesHint(r, it));
+                     " (iteration " + relIter(rd.iter - it.k) + ") reads the slot last written by " + at(*w.op) + " (" +
+                     iterText(w, it) + ")" + stagesHint(r, it));
     } else if (rd.tagged) {
       fail(op, "pipelined loop: " + at(op) + " reads buffer " + bufName(r) + " slot " + slotText(r, s, it) +
                    " before any copy fills it");
@@ -183,8 +183,10 @@ void PipelineChecker::exec(State& st, const Op& op, const Iter& it, bool nested)
   switch (op.code()) {
     case OpCode::Copy:
       if (!tracked_.count(root(op.operand(0)))) break;
-      if (isAsyncCopy(op)) asyncCopy(st, op, it);
-      else syncWrite(st, op, it);
+      if (isAsyncCopy(op))
+        asyncCopy(st, op, it);
+      else
+        syncWrite(st, op, it);
       break;
     case OpCode::LocalStore:
       if (tracked_.count(root(op.operand(0)))) syncWrite(st, op, it);
@@ -285,8 +287,8 @@ PipelineChecker::State PipelineChecker::simulateLoop(State st, const Op& loop, i
     for (auto& op : body.ops()) exec(st, *op, it, false);
   }
   if (!proved)
-    fail(loop, "pipelined loop: cannot prove the schedule: its state does not repeat within " +
-                   std::to_string(cap) + " iterations (an async_commit whose group is never waited for?)");
+    fail(loop, "pipelined loop: cannot prove the schedule: its state does not repeat within " + std::to_string(cap) +
+                   " iterations (an async_commit whose group is never waited for?)");
   // The loop may exit after any number of iterations: join every reachable
   // state. Slots lose their identity (all slots of a buffer get the worst
   // status and every pending read), which is conservative.

@@ -51,15 +51,22 @@ std::optional<Affine> evalAffine(const Value* v, const Value* iv) {
       if (!d->operand(0)->type().isIntLike() || !v->type().isIntLike()) return std::nullopt;
       return evalAffine(d->operand(0), iv);
     }
-    case OpCode::Add: case OpCode::Sub: case OpCode::Mul: {
+    case OpCode::Add:
+    case OpCode::Sub:
+    case OpCode::Mul: {
       auto x = evalAffine(d->operand(0), iv), y = evalAffine(d->operand(1), iv);
       if (!x || !y || x->m || y->m) return std::nullopt;
       Affine r;
-      if (d->code() == OpCode::Add) r = {x->a + y->a, x->b + y->b, 0};
-      else if (d->code() == OpCode::Sub) r = {x->a - y->a, x->b - y->b, 0};
-      else if (x->a == 0) r = {x->b * y->a, x->b * y->b, 0};
-      else if (y->a == 0) r = {y->b * x->a, y->b * x->b, 0};
-      else return std::nullopt;
+      if (d->code() == OpCode::Add)
+        r = {x->a + y->a, x->b + y->b, 0};
+      else if (d->code() == OpCode::Sub)
+        r = {x->a - y->a, x->b - y->b, 0};
+      else if (x->a == 0)
+        r = {x->b * y->a, x->b * y->b, 0};
+      else if (y->a == 0)
+        r = {y->b * x->a, y->b * x->b, 0};
+      else
+        return std::nullopt;
       if (!small(r.a) || !small(r.b)) return std::nullopt;
       return r;
     }
@@ -72,8 +79,7 @@ std::optional<Affine> evalAffine(const Value* v, const Value* iv) {
       if (x->a == 0) return Affine{0, x->b % *n, 0};
       return Affine{x->a, x->b, *n};
     }
-    default:
-      return std::nullopt;
+    default: return std::nullopt;
   }
 }
 
@@ -104,16 +110,18 @@ void PipelineChecker::run() {
 void PipelineChecker::checkWrittenLoop(const Op& loop) {
   const int64_t S = intAttrOf(loop, "stages").value_or(1);
   if (loop.parent() != &f_.body())
-    fail(loop, "pipelined loop: a loop with 'stages' must be at the top level of the kernel (nesting in 'for' or "
-               "'if' is not supported)");
+    fail(loop,
+         "pipelined loop: a loop with 'stages' must be at the top level of the kernel (nesting in 'for' or "
+         "'if' is not supported)");
   const Block& body = loop.region(0).block();
   for (auto& r : loop.regions())
     walk(const_cast<Block&>(r->block()), [&](Op& op) {
       if (op.code() == OpCode::For && (op.hasAttr("stages") || op.hasAttr("pipelined")))
         fail(op, "pipelined loop: cannot be nested in the pipelined loop at " + where(loop.loc()));
       if (isAsyncCopy(op) || op.code() == OpCode::AsyncCommit || op.code() == OpCode::AsyncWait)
-        fail(op, "pipelined loop: a loop as written ('stages') holds no async operations; the 'pipeline' pass "
-                 "creates them");
+        fail(op,
+             "pipelined loop: a loop as written ('stages') holds no async operations; the 'pipeline' pass "
+             "creates them");
     });
   std::set<const Value*> staged;
   for (size_t i = 0; i < body.ops().size(); ++i) {
@@ -127,8 +135,8 @@ void PipelineChecker::checkWrittenLoop(const Op& loop) {
       fail(c, "pipelined loop: the staged buffer " + names_.name(buf) +
                   " must be allocated ('alloc') in the kernel body before the loop");
     if (buf->type().space() != MemSpace::Shared)
-      fail(c, "pipelined loop: the staged buffer " + bufName(buf) + " must be in shared memory, got " +
-                  buf->type().str());
+      fail(c,
+           "pipelined loop: the staged buffer " + bufName(buf) + " must be in shared memory, got " + buf->type().str());
     if (buf->type().shape()[0] != S)
       fail(c, "pipelined loop: buffer " + bufName(buf) + " has " + std::to_string(buf->type().shape()[0]) +
                   " slots but the loop keeps " + std::to_string(S) + " stages in flight; allocate " +
@@ -164,17 +172,22 @@ void PipelineChecker::checkAddressSlice(const Op& loop, const Op& copy, const Va
     if (!seen.insert(x).second || x->ownerBlock() != &body) continue;
     if (x->isBlockArg()) {
       if (x != body.arg(0))
-        fail(copy, "pipelined loop: the addresses and mask of a staged copy are computed S-1 iterations ahead, "
-                   "so they cannot depend on a loop-carried value (" + names_.name(x) + ")");
+        fail(copy,
+             "pipelined loop: the addresses and mask of a staged copy are computed S-1 iterations ahead, "
+             "so they cannot depend on a loop-carried value (" +
+                 names_.name(x) + ")");
       continue;
     }
     const Op& d = *x->definingOp();
     bool ok = !hasSideEffects(d.code()) && d.numRegions() == 0 && d.code() != OpCode::Load &&
               d.code() != OpCode::LocalLoad && d.code() != OpCode::Alloc && d.code() != OpCode::BufferSlot;
     if (!ok)
-      fail(copy, "pipelined loop: the addresses and mask of a staged copy are computed S-1 iterations ahead, "
-                 "so they cannot depend on " + at(d) + " (only on the loop index, values defined before the "
-                 "loop and arithmetic)");
+      fail(copy,
+           "pipelined loop: the addresses and mask of a staged copy are computed S-1 iterations ahead, "
+           "so they cannot depend on " +
+               at(d) +
+               " (only on the loop index, values defined before the "
+               "loop and arithmetic)");
     for (Value* o : d.operands()) work.push_back(o);
   }
 }
@@ -187,14 +200,16 @@ void PipelineChecker::checkPlacement() {
 void PipelineChecker::placeOp(const Op& op, Ctx ctx, const Op* loop) {
   bool asyncOp = isAsyncCopy(op) || op.code() == OpCode::AsyncCommit || op.code() == OpCode::AsyncWait;
   if (asyncOp && ctx != Ctx::Top && ctx != Ctx::LoopBody)
-    fail(op, "async copies, async_commit and async_wait may appear only in the kernel body or directly in a "
-             "scheduled loop ('pipelined') at the top level of the kernel");
+    fail(op,
+         "async copies, async_commit and async_wait may appear only in the kernel body or directly in a "
+         "scheduled loop ('pipelined') at the top level of the kernel");
   if (op.code() == OpCode::For && op.hasAttr("pipelined")) {
     if (ctx != Ctx::Top) fail(op, "pipelined loop: a scheduled loop must be at the top level of the kernel");
     auto lo = constantInt(op.operand(0)), step = constantInt(op.operand(2));
     if (!lo || *lo != 0 || !step || *step != 1)
-      fail(op, "pipelined loop: a scheduled loop runs over the iteration number: lo must be the constant 0 and "
-               "step the constant 1");
+      fail(op,
+           "pipelined loop: a scheduled loop runs over the iteration number: lo must be the constant 0 and "
+           "step the constant 1");
   }
   const Value* buf = accessedBuffer(op);
   if (buf && tracked_.count(root(buf))) {
@@ -232,8 +247,10 @@ PipelineChecker::SlotForm PipelineChecker::slotForm(const Op& op, const Value* b
     auto aff = evalAffine(s->operand(1), iv);
     if (!loop) {
       if (!aff || aff->a != 0 || aff->m != 0 || aff->b < 0 || aff->b >= n)
-        fail(op, "buffer " + bufName(r) + " is written by async copies; outside a scheduled loop its slot index "
-                     "must be a constant in [0, " + std::to_string(n) + ") (computed by " + at(*s) + ")");
+        fail(op, "buffer " + bufName(r) +
+                     " is written by async copies; outside a scheduled loop its slot index "
+                     "must be a constant in [0, " +
+                     std::to_string(n) + ") (computed by " + at(*s) + ")");
       form.c = aff->b;
     } else {
       bool ok = aff.has_value();
@@ -253,16 +270,16 @@ PipelineChecker::SlotForm PipelineChecker::slotForm(const Op& op, const Value* b
     if (isAsyncCopy(op)) {
       auto st = intAttrOf(op, "stage");
       if (loop && !st)
-        fail(op, "pipelined loop: an async copy in a scheduled loop needs a 'stage' attribute (the iteration "
-                 "offset it belongs to)");
+        fail(op,
+             "pipelined loop: an async copy in a scheduled loop needs a 'stage' attribute (the iteration "
+             "offset it belongs to)");
       if (st && *st < 0) fail(op, "pipelined loop: 'stage' must be >= 0");
       if (st && ((*st - form.c) % n + n) % n != 0) {
         std::string got = loop ? relSlot(form.c, n) : std::to_string(form.c);
         std::string want = loop ? relSlot(*st % n, n) : std::to_string(*st % n);
         fail(op, "pipelined loop: wrong slot on buffer " + bufName(r) + ": " + at(op) + " copies iteration " +
                      (loop ? relIter(*st) : std::to_string(*st)) + " into slot " + got + " computed by " + at(*s) +
-                     ", but that iteration's slot is " + want + " (slot = iteration mod " + std::to_string(n) +
-                     ")");
+                     ", but that iteration's slot is " + want + " (slot = iteration mod " + std::to_string(n) + ")");
       }
     }
   }

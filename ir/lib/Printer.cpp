@@ -61,8 +61,8 @@ void ValueNames::numberBlock(const Block& root) {
   // nested too deeply to recurse over (the verifier reports it with them).
   struct Frame {
     const Block* b;
-    size_t op = 0;     // next op of b
-    size_t region = 0; // next region of op - 1 (once its results are named)
+    size_t op = 0;      // next op of b
+    size_t region = 0;  // next region of op - 1 (once its results are named)
   };
   std::vector<Frame> stack{{&root}};
   for (auto& a : root.args()) names_[a.get()] = pct(std::to_string(next_++));

@@ -33,8 +33,10 @@ class Verifier {
                  std::to_string(kMaxNameLength) + " characters), so it is a valid symbol on every target");
     for (unsigned i = 0; i < f_.numArgs(); ++i) {
       const Type& t = f_.arg(i)->type();
-      if (auto why = typeProblem(t)) failKernel("argument " + names_.name(f_.arg(i)) + " has an invalid type " + ts(t) + ": " + *why);
-      if (t.isBuffer()) failKernel("argument " + names_.name(f_.arg(i)) + " cannot be a buffer (buffers come from 'alloc')");
+      if (auto why = typeProblem(t))
+        failKernel("argument " + names_.name(f_.arg(i)) + " has an invalid type " + ts(t) + ": " + *why);
+      if (t.isBuffer())
+        failKernel("argument " + names_.name(f_.arg(i)) + " cannot be a buffer (buffers come from 'alloc')");
       visible_.insert(f_.arg(i));
     }
     if (f_.argAttrs().size() != f_.numArgs()) failKernel("argument attribute list does not match the argument count");
@@ -72,8 +74,10 @@ class Verifier {
   static std::optional<std::string> typeProblem(const Type& t) {
     switch (t.kind()) {
       case Type::Kind::None: return "missing type";
-      case Type::Kind::Scalar: case Type::Kind::Pointer: return std::nullopt;
-      case Type::Kind::Tile: case Type::Kind::Buffer: {
+      case Type::Kind::Scalar:
+      case Type::Kind::Pointer: return std::nullopt;
+      case Type::Kind::Tile:
+      case Type::Kind::Buffer: {
         if (t.rank() < 1 || t.rank() > kMaxTileRank) return "rank must be 1.." + std::to_string(kMaxTileRank);
         int64_t n = 1;
         for (int64_t d : t.shape()) {
@@ -81,7 +85,8 @@ class Verifier {
           if (n > kMaxTileElements / d) return std::string("too many elements");
           n *= d;
         }
-        if (t.isBuffer() && t.space() == MemSpace::Global) return std::string("a buffer lives in shared or local memory");
+        if (t.isBuffer() && t.space() == MemSpace::Global)
+          return std::string("a buffer lives in shared or local memory");
         return std::nullopt;
       }
     }
@@ -161,16 +166,15 @@ class Verifier {
       }
       for (auto& r : op.results())
         if (auto why = typeProblem(r->type())) fail(op, "has an invalid result type " + ts(r->type()) + ": " + *why);
-      if (op.numRegions() != 0 && op.code() != OpCode::For && op.code() != OpCode::If)
-        fail(op, "takes no regions");
+      if (op.numRegions() != 0 && op.code() != OpCode::For && op.code() != OpCode::If) fail(op, "takes no regions");
       verifyOp(op, owner);
       for (auto& r : op.regions()) {
         for (auto& a : r->block().args())
-          if (auto why = typeProblem(a->type())) fail(op, "has an invalid region argument type " + ts(a->type()) + ": " + *why);
+          if (auto why = typeProblem(a->type()))
+            fail(op, "has an invalid region argument type " + ts(a->type()) + ": " + *why);
         // Checked before recursing: the verifier is the first layer to see
         // hand-built IR, and must not overflow the stack on it itself.
-        if (depth >= kMaxRegionDepth)
-          fail(op, "nests regions more than " + std::to_string(kMaxRegionDepth) + " deep");
+        if (depth >= kMaxRegionDepth) fail(op, "nests regions more than " + std::to_string(kMaxRegionDepth) + " deep");
         verifyBlock(r->block(), &op, depth + 1);
       }
       for (auto& r : op.results()) {
@@ -186,8 +190,8 @@ class Verifier {
     const Op* y = b.terminator();
     if (!y || y->code() != OpCode::Yield) fail(owner, std::string(which) + " region must end in 'yield'");
     if (y->numOperands() != owner.numResults())
-      fail(*y, "yields " + std::to_string(y->numOperands()) + " values but the enclosing '" + owner.name() +
-                   "' has " + std::to_string(owner.numResults()) + " results");
+      fail(*y, "yields " + std::to_string(y->numOperands()) + " values but the enclosing '" + owner.name() + "' has " +
+                   std::to_string(owner.numResults()) + " results");
     for (unsigned i = 0; i < y->numOperands(); ++i)
       if (y->operand(i) && y->operand(i)->type() != owner.result(i)->type())
         fail(*y, "operand #" + std::to_string(i) + " has type " + ts(y->operand(i)->type()) + " but the enclosing '" +
@@ -216,7 +220,8 @@ class Verifier {
         bool isInt = std::holds_alternative<int64_t>(it->second);
         bool isFlt = std::holds_alternative<double>(it->second);
         if (out(op).isIntLike() && !isInt) fail(op, "of integer type " + ts(out(op)) + " needs an integer value");
-        if (out(op).isFloatLike() && !isInt && !isFlt) fail(op, "of float type " + ts(out(op)) + " needs a numeric value");
+        if (out(op).isFloatLike() && !isInt && !isFlt)
+          fail(op, "of float type " + ts(out(op)) + " needs a numeric value");
         return;
       }
       case OpCode::Splat: {
@@ -232,7 +237,8 @@ class Verifier {
         operands(op, 0, 0);
         results(op, 1);
         int64_t start = intAttr(op, "start"), end = intAttr(op, "end");
-        if (end <= start) fail(op, "end " + std::to_string(end) + " must be greater than start " + std::to_string(start));
+        if (end <= start)
+          fail(op, "end " + std::to_string(end) + " must be greater than start " + std::to_string(start));
         if (start < INT32_MIN || end > int64_t{INT32_MAX} + 1) fail(op, "range must fit in i32");
         resultIs(op, Type::tile(Type::scalar(DType::I32), {end - start}));
         return;
@@ -289,9 +295,19 @@ class Verifier {
         resultIs(op, s.withShape(sh));
         return;
       }
-      case OpCode::Add: case OpCode::Sub: case OpCode::Mul: case OpCode::Div: case OpCode::Rem:
-      case OpCode::Min: case OpCode::Max: case OpCode::And: case OpCode::Or: case OpCode::Xor:
-      case OpCode::Shl: case OpCode::Shr: case OpCode::Pow: {
+      case OpCode::Add:
+      case OpCode::Sub:
+      case OpCode::Mul:
+      case OpCode::Div:
+      case OpCode::Rem:
+      case OpCode::Min:
+      case OpCode::Max:
+      case OpCode::And:
+      case OpCode::Or:
+      case OpCode::Xor:
+      case OpCode::Shl:
+      case OpCode::Shr:
+      case OpCode::Pow: {
         operands(op, 2, 2);
         results(op, 1);
         const Type& a = in(op, 0);
@@ -301,9 +317,18 @@ class Verifier {
         resultIs(op, a);
         return;
       }
-      case OpCode::Neg: case OpCode::Not: case OpCode::Abs: case OpCode::Exp: case OpCode::Exp2:
-      case OpCode::Log: case OpCode::Log2: case OpCode::Sqrt: case OpCode::Rsqrt: case OpCode::Tanh:
-      case OpCode::Erf: case OpCode::Floor: {
+      case OpCode::Neg:
+      case OpCode::Not:
+      case OpCode::Abs:
+      case OpCode::Exp:
+      case OpCode::Exp2:
+      case OpCode::Log:
+      case OpCode::Log2:
+      case OpCode::Sqrt:
+      case OpCode::Rsqrt:
+      case OpCode::Tanh:
+      case OpCode::Erf:
+      case OpCode::Floor: {
         operands(op, 1, 1);
         results(op, 1);
         checkElementwiseDType(op, in(op, 0));
@@ -422,7 +447,8 @@ class Verifier {
         const Type& b = in(op, 0);
         if (!b.isBuffer()) fail(op, "first operand " + ts(b) + " must be a buffer");
         Type want = Type::tile(Type::scalar(b.dtype()), b.shape());
-        if (in(op, 1) != want) fail(op, "value " + ts(in(op, 1)) + " does not match buffer " + ts(b) + ": expected " + ts(want));
+        if (in(op, 1) != want)
+          fail(op, "value " + ts(in(op, 1)) + " does not match buffer " + ts(b) + ": expected " + ts(want));
         return;
       }
       case OpCode::Copy: {
@@ -532,16 +558,20 @@ class Verifier {
                          std::to_string(i) + " is " + ts(op.result(i)->type()));
         if (op.numRegions() != 1) fail(op, "needs exactly one region");
         const Block& b = op.region(0).block();
-        if (b.numArgs() != n + 1) fail(op, "region needs " + std::to_string(n + 1) + " arguments (iv and carried values), got " + std::to_string(b.numArgs()));
-        if (b.arg(0)->type() != lo) fail(op, "induction variable has type " + ts(b.arg(0)->type()) + ", expected " + ts(lo));
+        if (b.numArgs() != n + 1)
+          fail(op, "region needs " + std::to_string(n + 1) + " arguments (iv and carried values), got " +
+                       std::to_string(b.numArgs()));
+        if (b.arg(0)->type() != lo)
+          fail(op, "induction variable has type " + ts(b.arg(0)->type()) + ", expected " + ts(lo));
         for (unsigned i = 0; i < n; ++i)
           if (b.arg(i + 1)->type() != op.result(i)->type())
-            fail(op, "region argument #" + std::to_string(i + 1) + " has type " + ts(b.arg(i + 1)->type()) + ", expected " + ts(op.result(i)->type()));
+            fail(op, "region argument #" + std::to_string(i + 1) + " has type " + ts(b.arg(i + 1)->type()) +
+                         ", expected " + ts(op.result(i)->type()));
         checkYield(op, b, "its");
         for (const char* k : {"stages", "pipelined"})
           if (op.hasAttr(k) && (intAttr(op, k) < 1 || intAttr(op, k) > kMaxPipelineStages))
-            fail(op, std::string("attribute '") + k + "' must be 1.." + std::to_string(kMaxPipelineStages) +
-                         ", got " + std::to_string(intAttr(op, k)));
+            fail(op, std::string("attribute '") + k + "' must be 1.." + std::to_string(kMaxPipelineStages) + ", got " +
+                         std::to_string(intAttr(op, k)));
         if (op.hasAttr("stages") && op.hasAttr("pipelined"))
           fail(op, "cannot be both a loop as written ('stages') and a scheduled loop ('pipelined')");
         return;
@@ -574,18 +604,30 @@ class Verifier {
     const OpCode c = op.code();
     DType d = t.dtype();
     switch (c) {
-      case OpCode::And: case OpCode::Or: case OpCode::Xor: case OpCode::Not:
+      case OpCode::And:
+      case OpCode::Or:
+      case OpCode::Xor:
+      case OpCode::Not:
         if (!t.isIntLike()) fail(op, "needs integer or i1 operands, got " + ts(t));
         return;
-      case OpCode::Shl: case OpCode::Shr:
+      case OpCode::Shl:
+      case OpCode::Shr:
         if (!t.isIntLike() || d == DType::I1) fail(op, "needs integer operands, got " + ts(t));
         return;
-      case OpCode::Pow: case OpCode::Exp: case OpCode::Exp2: case OpCode::Log: case OpCode::Log2:
-      case OpCode::Sqrt: case OpCode::Rsqrt: case OpCode::Tanh: case OpCode::Erf: case OpCode::Floor:
+      case OpCode::Pow:
+      case OpCode::Exp:
+      case OpCode::Exp2:
+      case OpCode::Log:
+      case OpCode::Log2:
+      case OpCode::Sqrt:
+      case OpCode::Rsqrt:
+      case OpCode::Tanh:
+      case OpCode::Erf:
+      case OpCode::Floor:
         if (!t.isFloatLike()) fail(op, "needs float operands, got " + ts(t));
         return;
-      case OpCode::Min: case OpCode::Max:
-        return;
+      case OpCode::Min:
+      case OpCode::Max: return;
       default:  // add sub mul div rem neg abs: arithmetic, meaningless on booleans
         if (d == DType::I1) fail(op, "is not defined on i1, got " + ts(t));
         return;

@@ -18,7 +18,9 @@ namespace {
 bool eligible(const Op& op) {
   if (hasSideEffects(op.code()) || op.numRegions() != 0 || op.numResults() == 0) return false;
   switch (op.code()) {
-    case OpCode::Load: case OpCode::LocalLoad: case OpCode::Alloc: return false;
+    case OpCode::Load:
+    case OpCode::LocalLoad:
+    case OpCode::Alloc: return false;
     default: return true;
   }
 }

@@ -114,8 +114,8 @@ class Canonicalize : public Pass {
   }
 
   struct Fold {
-    Value* existing = nullptr;   // replace the result by this value, or
-    std::unique_ptr<Op> newOp;   // by the result of this new op
+    Value* existing = nullptr;  // replace the result by this value, or
+    std::unique_ptr<Op> newOp;  // by the result of this new op
   };
 
   Fold tryFold(Op& op) {
@@ -133,16 +133,24 @@ class Canonicalize : public Pass {
           return r;
         }
         switch (c) {
-          case OpCode::Add: case OpCode::Or: case OpCode::Xor:
-            if (isIntConst(b, 0)) r.existing = a;
-            else if (isIntConst(a, 0)) r.existing = b;
+          case OpCode::Add:
+          case OpCode::Or:
+          case OpCode::Xor:
+            if (isIntConst(b, 0))
+              r.existing = a;
+            else if (isIntConst(a, 0))
+              r.existing = b;
             break;
-          case OpCode::Sub: case OpCode::Shl: case OpCode::Shr:
+          case OpCode::Sub:
+          case OpCode::Shl:
+          case OpCode::Shr:
             if (isIntConst(b, 0)) r.existing = a;
             break;
           case OpCode::Mul:
-            if (isIntConst(b, 1)) r.existing = a;
-            else if (isIntConst(a, 1)) r.existing = b;
+            if (isIntConst(b, 1))
+              r.existing = a;
+            else if (isIntConst(a, 1))
+              r.existing = b;
             break;
           default: break;
         }
@@ -153,11 +161,16 @@ class Canonicalize : public Pass {
         auto isNegZero = [](std::optional<double> x) { return x && *x == 0.0 && std::signbit(*x); };
         auto isPosZero = [](std::optional<double> x) { return x && *x == 0.0 && !std::signbit(*x); };
         auto isOne = [](std::optional<double> x) { return x && *x == 1.0; };
-        if (c == OpCode::Add && isNegZero(fb)) r.existing = a;
-        else if (c == OpCode::Add && isNegZero(fa)) r.existing = b;
-        else if (c == OpCode::Sub && isPosZero(fb)) r.existing = a;
-        else if (c == OpCode::Mul && isOne(fb)) r.existing = a;
-        else if (c == OpCode::Mul && isOne(fa)) r.existing = b;
+        if (c == OpCode::Add && isNegZero(fb))
+          r.existing = a;
+        else if (c == OpCode::Add && isNegZero(fa))
+          r.existing = b;
+        else if (c == OpCode::Sub && isPosZero(fb))
+          r.existing = a;
+        else if (c == OpCode::Mul && isOne(fb))
+          r.existing = a;
+        else if (c == OpCode::Mul && isOne(fa))
+          r.existing = b;
       }
       return r;
     }
@@ -177,7 +190,9 @@ class Canonicalize : public Pass {
           r.newOp = makeConstant(op, t, d->attrs().at("value"));
         return r;
       }
-      case OpCode::Broadcast: case OpCode::Reshape: case OpCode::Cast:
+      case OpCode::Broadcast:
+      case OpCode::Reshape:
+      case OpCode::Cast:
         if (op.operand(0)->type() == t) r.existing = op.operand(0);
         return r;
       case OpCode::Transpose: {

@@ -28,15 +28,21 @@ void Worker::cpAsync(Fiber* f, void* dst, const void* src, int32_t bytes, int32_
   if (bytes != 4 && bytes != 8 && bytes != 16)
     misuse(f, [&] { return "cp.async of " + std::to_string(bytes) + " bytes (4, 8 or 16 only)"; });
   if (srcBytes < 0 || srcBytes > bytes)
-    misuse(f, [&] { return "cp.async with src-size " + std::to_string(srcBytes) + " for a copy of " + std::to_string(bytes) +
-                  " bytes"; });
+    misuse(f, [&] {
+      return "cp.async with src-size " + std::to_string(srcBytes) + " for a copy of " + std::to_string(bytes) +
+             " bytes";
+    });
   const uint64_t off = reinterpret_cast<uintptr_t>(dst) - reinterpret_cast<uintptr_t>(shared);
   if (off < sharedBytes && off % static_cast<uint64_t>(bytes) != 0)
-    misuse(f, [&] { return "cp.async destination at shared offset " + std::to_string(off) + " is not aligned to its " +
-                  std::to_string(bytes) + " bytes"; });
+    misuse(f, [&] {
+      return "cp.async destination at shared offset " + std::to_string(off) + " is not aligned to its " +
+             std::to_string(bytes) + " bytes";
+    });
   if (srcBytes > 0 && reinterpret_cast<uintptr_t>(src) % static_cast<uintptr_t>(bytes) != 0)
-    misuse(f, [&] { return "cp.async source " + hex(reinterpret_cast<uintptr_t>(src)) + " is not aligned to its " +
-                  std::to_string(bytes) + " bytes"; });
+    misuse(f, [&] {
+      return "cp.async source " + hex(reinterpret_cast<uintptr_t>(src)) + " is not aligned to its " +
+             std::to_string(bytes) + " bytes";
+    });
   // Bounds are checked now (the report then names the issuing op); an
   // out-of-bounds copy is dropped.
   bool ok = true;
@@ -46,8 +52,8 @@ void Worker::cpAsync(Fiber* f, void* dst, const void* src, int32_t bytes, int32_
   } else if (cfg->checkRaces) {
     checkRace(f, off, static_cast<uint64_t>(bytes), TESSERA_EMU_STORE, op);
   }
-  if (srcBytes > 0 && globalAccess(f, const_cast<void*>(src), static_cast<uint64_t>(srcBytes), TESSERA_EMU_LOAD,
-                                   op) != src)
+  if (srcBytes > 0 &&
+      globalAccess(f, const_cast<void*>(src), static_cast<uint64_t>(srcBytes), TESSERA_EMU_LOAD, op) != src)
     ok = false;
   if (!ok) return;
   AsyncCopy c{off, src, static_cast<uint32_t>(bytes), static_cast<uint32_t>(srcBytes), op, f->commits};

@@ -36,12 +36,16 @@ uint64_t Worker::collective(Fiber* f, Coll kind, int32_t mode, uint64_t mask, in
   } else {
     if (L->W < 64) mask &= (uint64_t{1} << L->W) - 1;
     if (!(mask & bit))
-      misuse(f, [&] { return std::string(collName(kind)) + " with member mask " + hex(mask) +
-                    " that does not name the executing lane"; });
+      misuse(f, [&] {
+        return std::string(collName(kind)) + " with member mask " + hex(mask) +
+               " that does not name the executing lane";
+      });
     mask &= wp.live;  // lanes past the end of a partial warp never exist
     if (mask & wp.exited)
-      misuse(f, [&] { return std::string(collName(kind)) + " with member mask " + hex(mask) + " names exited lanes " +
-                    hex(mask & wp.exited); });
+      misuse(f, [&] {
+        return std::string(collName(kind)) + " with member mask " + hex(mask) + " names exited lanes " +
+               hex(mask & wp.exited);
+      });
   }
   // Lanes already waiting must be in the same collective, or in a disjoint one.
   for (uint64_t wl = wp.waiting; wl; wl &= wl - 1) {
@@ -50,10 +54,12 @@ uint64_t Worker::collective(Fiber* f, Coll kind, int32_t mode, uint64_t mask, in
     bool overlaps = isWaveWide(kind) || isWaveWide(o.kind) || (o.mask & bit) || (mask & (uint64_t{1} << l));
     if (!overlaps) continue;
     if (o.kind != kind || o.mask != mask || o.mode != mode)
-      misuse(f, [&] { return std::string(collName(kind)) + " (mode " + std::to_string(mode) + ", mask " + hex(mask) +
-                    ") while lane " + std::to_string(l) + " waits in " + collName(o.kind) + " (mode " +
-                    std::to_string(o.mode) + ", mask " + hex(o.mask) +
-                    "): lanes of one collective must execute the same instruction with the same mask"; });
+      misuse(f, [&] {
+        return std::string(collName(kind)) + " (mode " + std::to_string(mode) + ", mask " + hex(mask) +
+               ") while lane " + std::to_string(l) + " waits in " + collName(o.kind) + " (mode " +
+               std::to_string(o.mode) + ", mask " + hex(o.mask) +
+               "): lanes of one collective must execute the same instruction with the same mask";
+      });
   }
   Deposit& d = wp.dep[f->lane];
   d.kind = kind;
@@ -100,17 +106,30 @@ void Worker::complete(Fiber* self, uint32_t warpIdx, uint64_t group) {
         int32_t j = lane;
         bool p = false;
         switch (d.mode) {
-          case TESSERA_EMU_SHFL_UP: j = lane - bval; p = j >= maxLane; break;
-          case TESSERA_EMU_SHFL_DOWN: j = lane + bval; p = j <= maxLane; break;
-          case TESSERA_EMU_SHFL_BFLY: j = lane ^ bval; p = j <= maxLane; break;
-          case TESSERA_EMU_SHFL_IDX: j = minLane | (bval & ~seg); p = j <= maxLane; break;
+          case TESSERA_EMU_SHFL_UP:
+            j = lane - bval;
+            p = j >= maxLane;
+            break;
+          case TESSERA_EMU_SHFL_DOWN:
+            j = lane + bval;
+            p = j <= maxLane;
+            break;
+          case TESSERA_EMU_SHFL_BFLY:
+            j = lane ^ bval;
+            p = j <= maxLane;
+            break;
+          case TESSERA_EMU_SHFL_IDX:
+            j = minLane | (bval & ~seg);
+            p = j <= maxLane;
+            break;
           default: break;  // rejected at the hook
         }
         if (!p) j = lane;
         if (!(group >> j & 1)) {
-          misuse(&fibers[warpIdx * W + l], [&] { return "shfl.sync: lane " + std::to_string(l) + " reads lane " + std::to_string(j) +
-                                         ", which is not in the member mask " + hex(group) +
-                                         " (its value is undefined)"; });
+          misuse(&fibers[warpIdx * W + l], [&] {
+            return "shfl.sync: lane " + std::to_string(l) + " reads lane " + std::to_string(j) +
+                   ", which is not in the member mask " + hex(group) + " (its value is undefined)";
+          });
         }
         d.result = static_cast<uint32_t>(wp.dep[j].value) | (uint64_t{p} << 32);
         break;
@@ -134,7 +153,10 @@ void Worker::complete(Fiber* self, uint32_t warpIdx, uint64_t group) {
       }
       case Coll::Readfirstlane: d.result = static_cast<uint32_t>(wp.dep[first].value); break;
       case Coll::WaveBallot: d.result = votes; break;
-      case Coll::Ldmatrix: case Coll::Mma: case Coll::Mfma: case Coll::Wmma: break;  // completeMatrix
+      case Coll::Ldmatrix:
+      case Coll::Mma:
+      case Coll::Mfma:
+      case Coll::Wmma: break;  // completeMatrix
     }
   }
   wp.waiting &= ~group;
@@ -168,8 +190,10 @@ void Worker::completeMatrix(Fiber* self, uint32_t warpIdx, uint64_t group, Coll 
   const uint32_t first = static_cast<uint32_t>(std::countr_zero(group));
   Fiber* blame = &fibers[warpIdx * W + first];
   if (group != full)
-    misuse(blame, [&] { return std::string(collName(kind)) + " executed by lanes " + hex(group) +
-                      " only: the whole warp must execute it (a partial or exited warp cannot)"; });
+    misuse(blame, [&] {
+      return std::string(collName(kind)) + " executed by lanes " + hex(group) +
+             " only: the whole warp must execute it (a partial or exited warp cannot)";
+    });
   const int32_t mode = wp.dep[first].mode;
   if (kind == Coll::Ldmatrix) {
     const int count = mode & 7;
@@ -185,9 +209,12 @@ void Worker::completeMatrix(Fiber* self, uint32_t warpIdx, uint64_t group, Coll 
     for (uint32_t l = 0; l < W; ++l)
       lanes[l] = {static_cast<const uint32_t*>(wp.dep[l].pa), static_cast<const uint32_t*>(wp.dep[l].pb),
                   static_cast<const float*>(wp.dep[l].pc), static_cast<float*>(wp.dep[l].pd)};
-    if (kind == Coll::Mma) detail::mmaSync(mode, lanes);
-    else if (kind == Coll::Mfma) detail::mfma(mode, lanes);
-    else detail::wmma(mode, lanes);
+    if (kind == Coll::Mma)
+      detail::mmaSync(mode, lanes);
+    else if (kind == Coll::Mfma)
+      detail::mfma(mode, lanes);
+    else
+      detail::wmma(mode, lanes);
   }
   wake(self, warpIdx, group);
 }
@@ -209,8 +236,10 @@ void Worker::matrix(Fiber* f, Coll kind, int32_t mode, const void* a, const void
     default: break;
   }
   if (!ok)
-    misuse(f, [&] { return std::string(collName(kind)) + " with mode " + std::to_string(mode) + " is not an instruction of " +
-                  (cfg->vendor == Vendor::NVIDIA ? "NVIDIA" : "AMD") + " warps of " + std::to_string(W) + " lanes"; });
+    misuse(f, [&] {
+      return std::string(collName(kind)) + " with mode " + std::to_string(mode) + " is not an instruction of " +
+             (cfg->vendor == Vendor::NVIDIA ? "NVIDIA" : "AMD") + " warps of " + std::to_string(W) + " lanes";
+    });
   Deposit& dep = warps[f->warp].dep[f->lane];
   dep.pa = a;
   dep.pb = b;
@@ -286,7 +315,9 @@ void tessera_emu_ldmatrix(int32_t mode, void* rowAddr, int32_t opId, uint32_t* o
   if (f->lane < 8u * static_cast<uint32_t>(mode & 7)) {
     uintptr_t off = reinterpret_cast<uintptr_t>(rowAddr) - reinterpret_cast<uintptr_t>(w->shared);
     if (off % 16 != 0 && off < w->sharedBytes)
-      w->misuse(f, [&] { return "ldmatrix row address at shared offset " + std::to_string(off) + " is not 16-byte aligned"; });
+      w->misuse(f, [&] {
+        return "ldmatrix row address at shared offset " + std::to_string(off) + " is not 16-byte aligned";
+      });
     row = w->sharedAccess(f, rowAddr, 16, TESSERA_EMU_LOAD, opId);
   }
   w->matrix(f, Coll::Ldmatrix, mode, row, nullptr, nullptr, out);

@@ -24,8 +24,18 @@ namespace tessera::emu::detail {
 enum class FState : uint8_t { Ready, Running, AtBarrier, InCollective, Exited, Abandoned };
 
 enum class Coll : uint8_t {
-  Shfl, Vote, Ballot, SyncWarp, Ldmatrix, Mma,                // NVIDIA: member mask
-  Bpermute, Readlane, Readfirstlane, WaveBallot, Mfma, Wmma,  // AMD: the live lanes
+  Shfl,
+  Vote,
+  Ballot,
+  SyncWarp,
+  Ldmatrix,
+  Mma,  // NVIDIA: member mask
+  Bpermute,
+  Readlane,
+  Readfirstlane,
+  WaveBallot,
+  Mfma,
+  Wmma,  // AMD: the live lanes
 };
 // Matrix instructions need every lane of the warp.
 inline bool isMatrix(Coll k) { return k == Coll::Ldmatrix || k == Coll::Mma || k == Coll::Mfma || k == Coll::Wmma; }
@@ -72,7 +82,7 @@ struct Deposit {
 };
 
 struct Warp {
-  uint64_t live = 0;     // lanes that exist (the last warp may be partial)
+  uint64_t live = 0;  // lanes that exist (the last warp may be partial)
   uint64_t exited = 0;
   uint64_t waiting = 0;  // lanes parked in a collective
   Deposit dep[64];
@@ -137,7 +147,7 @@ struct Worker {
   std::vector<Fiber> fibers;
   std::vector<detail::Stack> stacks;
   std::vector<Warp> warps;
-  std::vector<uint32_t> queue;  // ring of ready fibers; each is in it at most once
+  std::vector<uint32_t> queue;              // ring of ready fibers; each is in it at most once
   size_t qHead = 0, qCount = 0, qMask = 0;  // capacity: a power of two
   uint32_t blockIdx[3] = {0, 0, 0};
   uint32_t exited = 0, arrived = 0;
@@ -245,9 +255,9 @@ void Worker::report(IssueKind k, uint32_t thread, int64_t other, int32_t op, int
 /// The message is built and consumed inside report(), before abortBlock.
 template <class What>
 [[noreturn]] void Worker::misuse(Fiber* f, const What& what) {
-  report(IssueKind::CollectiveMisuse, f->linear, -1, -1, -1,
-         [&] { return where(f->linear) + " (warp " + std::to_string(f->warp) + " lane " +
-                      std::to_string(f->lane) + "): " + what(); });
+  report(IssueKind::CollectiveMisuse, f->linear, -1, -1, -1, [&] {
+    return where(f->linear) + " (warp " + std::to_string(f->warp) + " lane " + std::to_string(f->lane) + "): " + what();
+  });
   abortBlock(tlsFiber);  // the running fiber, whichever lane is blamed
 }
 

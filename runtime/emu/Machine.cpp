@@ -44,8 +44,7 @@ Worker::Worker(Launch* l) : L(l), cfg(l->cfg) {
   sharedBytes = cfg->sharedBytes;
   // 256-byte alignment: the compiler may assume aligned shared layouts.
   sharedStore.reset(new unsigned char[sharedBytes + 256]);
-  shared = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(sharedStore.get()) + 255) &
-                                            ~uintptr_t{255});
+  shared = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(sharedStore.get()) + 255) & ~uintptr_t{255});
   if (cfg->checkRaces) shadow.resize(sharedBytes);
   scratch.resize(4096);
   if (cfg->countBankConflicts) {
@@ -124,10 +123,9 @@ void Worker::onExit(Fiber* f) {
     for (const AsyncCopy& x : f->asyncCopies) open += x.group == f->commits;
     report(IssueKind::AsyncCopyMisuse, f->linear, -1, c.op, -1, [&] {
       return where(f->linear) + ": the thread exits with " + std::to_string(f->asyncCopies.size()) +
-             " cp.async copies in flight (" + std::to_string(open) +
-             " never committed), first of " + std::to_string(c.bytes) + " bytes to shared offset " +
-             std::to_string(c.dstOff) + " [" + opLabel(*cfg, c.op) +
-             "]; retire them with cp.async.wait_group before the kernel returns";
+             " cp.async copies in flight (" + std::to_string(open) + " never committed), first of " +
+             std::to_string(c.bytes) + " bytes to shared offset " + std::to_string(c.dstOff) + " [" +
+             opLabel(*cfg, c.op) + "]; retire them with cp.async.wait_group before the kernel returns";
     });
     // Never performed, and still in flight for the rest of the block (a
     // GPU may write them at any time): the marks stay until the next
@@ -148,8 +146,10 @@ void Worker::onExit(Fiber* f) {
       for (uint64_t wl = wp.waiting; wl; wl &= wl - 1) {
         uint32_t w = static_cast<uint32_t>(std::countr_zero(wl));
         if (wp.dep[w].mask & bit)
-          misuse(f, [&] { return "lane exited while lane " + std::to_string(w) + " waits for it in " +
-                        collName(wp.dep[w].kind) + " with member mask " + hex(wp.dep[w].mask); });
+          misuse(f, [&] {
+            return "lane exited while lane " + std::to_string(w) + " waits for it in " + collName(wp.dep[w].kind) +
+                   " with member mask " + hex(wp.dep[w].mask);
+          });
       }
     }
   }

@@ -20,9 +20,8 @@ void* Worker::sharedAccess(Fiber* f, void* addr, uint64_t bytes, int32_t kind, i
     if (cfg->checkBounds) {
       report(IssueKind::SharedOutOfBounds, f->linear, -1, op, -1, [&] {
         return where(f->linear) + ": " + accessName(kind) + " of " + std::to_string(bytes) +
-               " bytes at shared offset " + std::to_string(static_cast<int64_t>(off)) +
-               " outside the block's " + std::to_string(sharedBytes) + " bytes of shared memory [" +
-               opLabel(*cfg, op) + "]";
+               " bytes at shared offset " + std::to_string(static_cast<int64_t>(off)) + " outside the block's " +
+               std::to_string(sharedBytes) + " bytes of shared memory [" + opLabel(*cfg, op) + "]";
       });
       return scratchFor(bytes);
     }
@@ -34,8 +33,7 @@ void* Worker::sharedAccess(Fiber* f, void* addr, uint64_t bytes, int32_t kind, i
       occOps = op + 1;
     }
     uint32_t k = occ[op * size_t{L->nThreads} + f->linear]++;
-    warpAccesses[f->warp].push_back(
-        Access{op, k, f->lane, static_cast<uint32_t>(off), static_cast<uint32_t>(bytes)});
+    warpAccesses[f->warp].push_back(Access{op, k, f->lane, static_cast<uint32_t>(off), static_cast<uint32_t>(bytes)});
   }
   if (cfg->checkRaces) checkRace(f, off, bytes, kind, op);
   return addr;
@@ -51,10 +49,9 @@ void Worker::checkRace(Fiber* f, uint64_t off, uint64_t bytes, int32_t kind, int
     if (reported) return;  // one report per access, not per byte
     reported = true;
     report(IssueKind::SharedRace, f->linear, other, op, otherOp, [&] {
-      return where(f->linear) + ": " + accessName(kind) + " of " + std::to_string(bytes) +
-             " bytes at shared offset " + std::to_string(at) + " [" + opLabel(*cfg, op) + "] conflicts with a " +
-             otherKind + " by " + threadName(other) + " [" + opLabel(*cfg, otherOp) +
-             "] " + why;
+      return where(f->linear) + ": " + accessName(kind) + " of " + std::to_string(bytes) + " bytes at shared offset " +
+             std::to_string(at) + " [" + opLabel(*cfg, op) + "] conflicts with a " + otherKind + " by " +
+             threadName(other) + " [" + opLabel(*cfg, otherOp) + "] " + why;
     });
   };
   for (uint64_t i = off; i < off + bytes; ++i) {
@@ -62,8 +59,7 @@ void Worker::checkRace(Fiber* f, uint64_t off, uint64_t bytes, int32_t kind, int
     // A pending cp.async may write this byte at any time, even for the
     // thread that issued it (it has not waited for it).
     if (s.inFlight)
-      race(i, s.aThread, s.aOp, "cp.async",
-           "that is still in flight (no cp.async.wait_group has retired its group)");
+      race(i, s.aThread, s.aOp, "cp.async", "that is still in flight (no cp.async.wait_group has retired its group)");
     if (s.wEpoch == epoch && s.writer != t && !(atomic && s.wAtomic))
       race(i, s.writer, s.wOp, s.wAtomic ? "atomic" : "write");
     if (writes) {

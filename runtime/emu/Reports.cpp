@@ -41,8 +41,8 @@ const BankConflictStat* LaunchReport::conflictsOf(int32_t opId) const {
 
 std::string LaunchReport::summary() const {
   std::ostringstream os;
-  os << blocks << " blocks, " << threads << " threads, " << fiberSwitches << " fiber switches, "
-     << totalBankConflicts << " bank conflicts";
+  os << blocks << " blocks, " << threads << " threads, " << fiberSwitches << " fiber switches, " << totalBankConflicts
+     << " bank conflicts";
   for (size_t k = 0; k < kIssueKinds; ++k)
     if (counts[k]) os << ", " << counts[k] << " x " << name(static_cast<IssueKind>(k));
   return os.str();
@@ -71,8 +71,8 @@ std::string Worker::where(uint32_t linear) const {
   uint32_t t[3];
   coords(linear, t);
   std::ostringstream os;
-  os << "kernel '" << cfg->kernelName << "' block (" << blockIdx[0] << "," << blockIdx[1] << ","
-     << blockIdx[2] << ") thread (" << t[0] << "," << t[1] << "," << t[2] << ")";
+  os << "kernel '" << cfg->kernelName << "' block (" << blockIdx[0] << "," << blockIdx[1] << "," << blockIdx[2]
+     << ") thread (" << t[0] << "," << t[1] << "," << t[2] << ")";
   return os.str();
 }
 std::string Worker::threadName(uint32_t linear) const {
@@ -106,9 +106,8 @@ void Worker::reportDeadlock() {
            << (isWaveWide(wp.dep[l].kind) ? std::string(" (whole wave)") : std::string(" with mask ") + mask);
   }
   report(IssueKind::Deadlock, first, -1, -1, -1, [&] {
-    return where(first) + ": no thread can proceed: " + std::to_string(atBarrier) +
-           " threads wait at a barrier, " + std::to_string(inColl) + " in warp collectives, " +
-           std::to_string(exited) + " exited" + detail.str();
+    return where(first) + ": no thread can proceed: " + std::to_string(atBarrier) + " threads wait at a barrier, " +
+           std::to_string(inColl) + " in warp collectives, " + std::to_string(exited) + " exited" + detail.str();
   });
 }
 

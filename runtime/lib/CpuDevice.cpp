@@ -64,8 +64,7 @@ class CpuDevice final : public HostMemoryDevice {
       threads = hardwareThreads();
     }
     return (cpu_.empty() ? std::string("cpu (") : "cpu:" + cpu_ + " (host ") + hostIsaName() + ", " +
-           std::to_string(threads) +
-           (threads == 1 ? " thread)" : " threads)");
+           std::to_string(threads) + (threads == 1 ? " thread)" : " threads)");
   }
 
   unsigned defaultThreads() const override {
@@ -86,8 +85,7 @@ class CpuDevice final : public HostMemoryDevice {
     size_t rounded = (bytes + align - 1) / align * align;
     if (rounded == 0) rounded = align;
     void* p = std::aligned_alloc(align, rounded);
-    if (!p)
-      throw DeviceError("cpu: out of memory allocating " + std::to_string(bytes) + " bytes");
+    if (!p) throw DeviceError("cpu: out of memory allocating " + std::to_string(bytes) + " bytes");
 #ifdef MADV_HUGEPAGE
     if (align == kHugePage) (void)madvise(p, rounded, MADV_HUGEPAGE);
 #endif
@@ -105,8 +103,7 @@ class CpuDevice final : public HostMemoryDevice {
                         ", a GPU format; compile the kernel for the cpu target to run it here");
     }
     if (!bin.hostEntry)
-      throw DeviceError("cpu device cannot load kernel '" + k +
-                        "': the HostFunction binary has no host entry point");
+      throw DeviceError("cpu device cannot load kernel '" + k + "': the HostFunction binary has no host entry point");
     auto ks = std::make_shared<CpuKernel>();
     ks->entry = bin.hostEntry;
     ks->owner = bin.owner;
@@ -119,8 +116,7 @@ class CpuDevice final : public HostMemoryDevice {
     unsigned threads = launchThreads(opts, sig, *this);
 
     // The grid fits int32 per dimension (checked by the caller).
-    const int32_t g[3] = {static_cast<int32_t>(grid.x), static_cast<int32_t>(grid.y),
-                          static_cast<int32_t>(grid.z)};
+    const int32_t g[3] = {static_cast<int32_t>(grid.x), static_cast<int32_t>(grid.y), static_cast<int32_t>(grid.z)};
     const int64_t n = static_cast<int64_t>(grid.count());
     if (n == 1 || threads == 1) {
       // The common tiny launch: no pool, no synchronisation.

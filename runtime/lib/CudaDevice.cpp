@@ -42,8 +42,8 @@ struct CudaDriver {
       return;
     }
     std::string missing;
-#define TESSERA_RESOLVE(field, sym, R, params)                                  \
-  field = reinterpret_cast<PFN_##field>(driver::findSymbol(lib, #sym));        \
+#define TESSERA_RESOLVE(field, sym, R, params)                          \
+  field = reinterpret_cast<PFN_##field>(driver::findSymbol(lib, #sym)); \
   if (!field) missing += std::string(missing.empty() ? "" : ", ") + #sym;
     TESSERA_CUDA_FUNCTIONS(TESSERA_RESOLVE)
 #undef TESSERA_RESOLVE
@@ -80,9 +80,7 @@ struct CudaDriver {
   }
 };
 
-std::shared_ptr<const CudaDriver> cudaDriver() {
-  return driver::cachedDriver<CudaDriver>(kEnvVar);
-}
+std::shared_ptr<const CudaDriver> cudaDriver() { return driver::cachedDriver<CudaDriver>(kEnvVar); }
 
 /// A retained primary context, shared by a device and its loaded modules so
 /// it outlives both.
@@ -103,8 +101,7 @@ struct CudaContext {
   CudaContext& operator=(const CudaContext&) = delete;
 
   [[noreturn]] void fail(CUresult r, const std::string& call, const std::string& what = {}) const {
-    throw DeviceError(label + ": " + (what.empty() ? "" : what + ": ") + call +
-                      " failed: " + drv->errorText(r));
+    throw DeviceError(label + ": " + (what.empty() ? "" : what + ": ") + call + " failed: " + drv->errorText(r));
   }
   void check(CUresult r, const char* call, const std::string& what = {}) const {
     if (r != CUDA_SUCCESS) fail(r, call, what);
@@ -125,7 +122,6 @@ struct CudaKernel final : KernelState {
     if (module && ctx->drv->CtxSetCurrent(ctx->ctx) == CUDA_SUCCESS) ctx->drv->ModuleUnload(module);
   }
 };
-
 
 class CudaDevice final : public DeviceImpl {
  public:
@@ -159,8 +155,7 @@ class CudaDevice final : public DeviceImpl {
   }
 
   ~CudaDevice() override {
-    if (stream_ && ctx_->drv->CtxSetCurrent(ctx_->ctx) == CUDA_SUCCESS)
-      ctx_->drv->StreamDestroy(stream_);
+    if (stream_ && ctx_->drv->CtxSetCurrent(ctx_->ctx) == CUDA_SUCCESS) ctx_->drv->StreamDestroy(stream_);
   }
 
   DeviceKind kind() const override { return DeviceKind::CUDA; }
@@ -219,10 +214,8 @@ class CudaDevice final : public DeviceImpl {
       throw DeviceError(ctx_->label + ": " + what + ": its binary is " + describe(bin.format) +
                         ", not PTX; compile the kernel for " + arch() + " to run it here");
     if (bin.ptx.empty()) throw DeviceError(ctx_->label + ": " + what + ": the PTX text is empty");
-    if (bin.symbol.empty())
-      throw DeviceError(ctx_->label + ": " + what + ": the binary names no kernel symbol");
-    if (bin.threadsPerBlock == 0)
-      throw DeviceError(ctx_->label + ": " + what + ": the binary has 0 threads per block");
+    if (bin.symbol.empty()) throw DeviceError(ctx_->label + ": " + what + ": the binary names no kernel symbol");
+    if (bin.threadsPerBlock == 0) throw DeviceError(ctx_->label + ": " + what + ": the binary has 0 threads per block");
 
     ctx_->enter();
     auto k = std::make_shared<CudaKernel>();
@@ -234,28 +227,25 @@ class CudaDevice final : public DeviceImpl {
     // The JIT writes NUL-terminated logs and sets the *_SIZE_BYTES values
     // to what it wrote.
     std::string errLog(kJitLogBytes, '\0'), infoLog(kJitLogBytes, '\0');
-    int opts[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-                  CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
-    void* vals[] = {errLog.data(), reinterpret_cast<void*>(uintptr_t{kJitLogBytes - 1}),
-                    infoLog.data(), reinterpret_cast<void*>(uintptr_t{kJitLogBytes - 1})};
-    if (CUresult r = drv().ModuleLoadDataEx(&k->module, bin.ptx.c_str(), 4, opts, vals);
-        r != CUDA_SUCCESS) {
+    int opts[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, CU_JIT_INFO_LOG_BUFFER,
+                  CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
+    void* vals[] = {errLog.data(), reinterpret_cast<void*>(uintptr_t{kJitLogBytes - 1}), infoLog.data(),
+                    reinterpret_cast<void*>(uintptr_t{kJitLogBytes - 1})};
+    if (CUresult r = drv().ModuleLoadDataEx(&k->module, bin.ptx.c_str(), 4, opts, vals); r != CUDA_SUCCESS) {
       k->module = nullptr;
       errLog.resize(std::strlen(errLog.c_str()));
       infoLog.resize(std::strlen(infoLog.c_str()));
-      std::string msg = ctx_->label + ": " + what + " (PTX for " + arch() +
-                        "): cuModuleLoadDataEx failed: " + drv().errorText(r);
-      msg += errLog.empty() ? std::string("; the JIT wrote no error log")
-                            : "; JIT error log:\n" + errLog;
+      std::string msg =
+          ctx_->label + ": " + what + " (PTX for " + arch() + "): cuModuleLoadDataEx failed: " + drv().errorText(r);
+      msg += errLog.empty() ? std::string("; the JIT wrote no error log") : "; JIT error log:\n" + errLog;
       if (!infoLog.empty()) msg += "\nJIT info log:\n" + infoLog;
       throw DeviceError(msg);
     }
 
-    if (CUresult r = drv().ModuleGetFunction(&k->fn, k->module, bin.symbol.c_str());
-        r != CUDA_SUCCESS) {
+    if (CUresult r = drv().ModuleGetFunction(&k->fn, k->module, bin.symbol.c_str()); r != CUDA_SUCCESS) {
       if (r == CUDA_ERROR_NOT_FOUND)
-        throw DeviceError(ctx_->label + ": " + what + ": the PTX has no kernel named '" +
-                          bin.symbol + "' (cuModuleGetFunction: " + drv().errorText(r) + ")");
+        throw DeviceError(ctx_->label + ": " + what + ": the PTX has no kernel named '" + bin.symbol +
+                          "' (cuModuleGetFunction: " + drv().errorText(r) + ")");
       ctx_->fail(r, "cuModuleGetFunction", what);
     }
 
@@ -263,10 +253,9 @@ class CudaDevice final : public DeviceImpl {
     ctx_->check(drv().FuncGetAttribute(&maxThreads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, k->fn),
                 "cuFuncGetAttribute(MAX_THREADS_PER_BLOCK)", what);
     if (maxThreads > 0 && bin.threadsPerBlock > static_cast<unsigned>(maxThreads))
-      throw DeviceError(ctx_->label + ": " + what + ": it was compiled for " +
-                        std::to_string(bin.threadsPerBlock) +
-                        " threads per block but this device runs it with at most " +
-                        std::to_string(maxThreads) + " (register use limits the block size)");
+      throw DeviceError(ctx_->label + ": " + what + ": it was compiled for " + std::to_string(bin.threadsPerBlock) +
+                        " threads per block but this device runs it with at most " + std::to_string(maxThreads) +
+                        " (register use limits the block size)");
 
     if (bin.sharedBytes > kDefaultSharedLimit) {
       if (bin.sharedBytes > static_cast<unsigned>(maxSharedOptin_))
@@ -281,19 +270,17 @@ class CudaDevice final : public DeviceImpl {
     return k;
   }
 
-  void launch(KernelState& ks, const KernelSignature& sig, Dim3 grid, void** args,
-              const LaunchOptions&) override {
+  void launch(KernelState& ks, const KernelSignature& sig, Dim3 grid, void** args, const LaunchOptions&) override {
     auto& k = static_cast<CudaKernel&>(ks);
     const uint32_t dims[3] = {grid.x, grid.y, grid.z};
     for (int d = 0; d < 3; ++d)
       if (dims[d] > static_cast<uint32_t>(maxGrid_[d]))
-        throw LaunchError(sig.kernelName + ": grid " + grid.str() + " exceeds " + ctx_->label +
-                          "'s limit of " + std::to_string(maxGrid_[d]) + " blocks in dimension " +
-                          "xyz"[d]);
+        throw LaunchError(sig.kernelName + ": grid " + grid.str() + " exceeds " + ctx_->label + "'s limit of " +
+                          std::to_string(maxGrid_[d]) + " blocks in dimension " + "xyz"[d]);
     ctx_->enter();
     const std::string what = describeLaunch(sig, grid, k.threadsPerBlock, k.sharedBytes);
-    ctx_->check(drv().LaunchKernel(k.fn, grid.x, grid.y, grid.z, k.threadsPerBlock, 1, 1,
-                                   k.sharedBytes, stream_, args, nullptr),
+    ctx_->check(drv().LaunchKernel(k.fn, grid.x, grid.y, grid.z, k.threadsPerBlock, 1, 1, k.sharedBytes, stream_, args,
+                                   nullptr),
                 "cuLaunchKernel", "launching " + what);
     // Launches are synchronous: the caller may read results right away, and
     // a fault is reported by the launch that caused it.

@@ -102,8 +102,8 @@ struct Kernel::State {
   std::shared_ptr<DeviceImpl> device;
   KernelSignature signature;
   std::shared_ptr<KernelState> loaded;
-  bool boundsChecked = false;         // Binary::boundsChecked
-  std::vector<std::string> opNames;   // Binary::opNames, for its reports
+  bool boundsChecked = false;        // Binary::boundsChecked
+  std::vector<std::string> opNames;  // Binary::opNames, for its reports
 };
 
 /// The host CPU device (runtime/lib/CpuDevice.cpp) running code compiled for

@@ -23,8 +23,7 @@ void* tryOpen(const std::string& name, std::string& why) {
 
 }  // namespace
 
-Library openLibrary(const std::string& override, const char* envVar,
-                    std::initializer_list<const char*> names) {
+Library openLibrary(const std::string& override, const char* envVar, std::initializer_list<const char*> names) {
   Library lib;
   std::string why;
   if (!override.empty()) {
@@ -48,8 +47,6 @@ Library openLibrary(const std::string& override, const char* envVar,
   return lib;
 }
 
-void* findSymbol(const Library& lib, const char* name) {
-  return lib.handle ? dlsym(lib.handle, name) : nullptr;
-}
+void* findSymbol(const Library& lib, const char* name) { return lib.handle ? dlsym(lib.handle, name) : nullptr; }
 
 }  // namespace tessera::rt::driver

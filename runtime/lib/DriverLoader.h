@@ -31,8 +31,7 @@ struct Library {
 /// Opens `override` alone when it is non-empty (the value of `envVar`, named
 /// in the error), otherwise the first of `names` that loads; the error lists
 /// every attempt with its dlerror() text.
-Library openLibrary(const std::string& override, const char* envVar,
-                    std::initializer_list<const char*> names);
+Library openLibrary(const std::string& override, const char* envVar, std::initializer_list<const char*> names);
 
 /// dlsym; nullptr when absent.
 void* findSymbol(const Library& lib, const char* name);
@@ -98,34 +97,33 @@ constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
 // X(field, dlsym name, return type, parameter list). The dlsym name is the
 // versioned symbol cuda.h's macros select (cuMemAlloc -> cuMemAlloc_v2):
 // the unversioned symbols are the legacy 32-bit ABI.
-#define TESSERA_CUDA_FUNCTIONS(X)                                                              \
-  X(Init, cuInit, CUresult, (unsigned flags))                                                  \
-  X(DeviceGetCount, cuDeviceGetCount, CUresult, (int* count))                                  \
-  X(DeviceGet, cuDeviceGet, CUresult, (CUdevice * dev, int ordinal))                           \
-  X(DeviceGetName, cuDeviceGetName, CUresult, (char* name, int len, CUdevice dev))             \
-  X(DeviceGetAttribute, cuDeviceGetAttribute, CUresult, (int* value, int attr, CUdevice dev))  \
-  X(DevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain, CUresult, (CUcontext * ctx, CUdevice dev)) \
-  X(DevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease_v2, CUresult, (CUdevice dev))           \
-  X(CtxSetCurrent, cuCtxSetCurrent, CUresult, (CUcontext ctx))                                 \
-  X(MemAlloc, cuMemAlloc_v2, CUresult, (CUdeviceptr * dptr, size_t bytes))                     \
-  X(MemFree, cuMemFree_v2, CUresult, (CUdeviceptr dptr))                                       \
-  X(MemcpyHtoD, cuMemcpyHtoD_v2, CUresult, (CUdeviceptr dst, const void* src, size_t bytes))   \
-  X(MemcpyDtoH, cuMemcpyDtoH_v2, CUresult, (void* dst, CUdeviceptr src, size_t bytes))         \
-  X(MemsetD8, cuMemsetD8_v2, CUresult, (CUdeviceptr dst, unsigned char value, size_t n))       \
-  X(StreamCreate, cuStreamCreate, CUresult, (CUstream * stream, unsigned flags))               \
-  X(StreamDestroy, cuStreamDestroy_v2, CUresult, (CUstream stream))                            \
-  X(StreamSynchronize, cuStreamSynchronize, CUresult, (CUstream stream))                       \
-  X(ModuleLoadDataEx, cuModuleLoadDataEx, CUresult,                                            \
-    (CUmodule * mod, const void* image, unsigned numOptions, int* options, void** values))     \
-  X(ModuleUnload, cuModuleUnload, CUresult, (CUmodule mod))                                    \
-  X(ModuleGetFunction, cuModuleGetFunction, CUresult,                                          \
-    (CUfunction * fn, CUmodule mod, const char* name))                                         \
-  X(FuncGetAttribute, cuFuncGetAttribute, CUresult, (int* value, int attr, CUfunction fn))     \
-  X(FuncSetAttribute, cuFuncSetAttribute, CUresult, (CUfunction fn, int attr, int value))      \
-  X(LaunchKernel, cuLaunchKernel, CUresult,                                                    \
-    (CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,           \
-     unsigned bz, unsigned sharedBytes, CUstream stream, void** params, void** extra))         \
-  X(GetErrorName, cuGetErrorName, CUresult, (CUresult err, const char** str))                  \
+#define TESSERA_CUDA_FUNCTIONS(X)                                                                        \
+  X(Init, cuInit, CUresult, (unsigned flags))                                                            \
+  X(DeviceGetCount, cuDeviceGetCount, CUresult, (int* count))                                            \
+  X(DeviceGet, cuDeviceGet, CUresult, (CUdevice * dev, int ordinal))                                     \
+  X(DeviceGetName, cuDeviceGetName, CUresult, (char* name, int len, CUdevice dev))                       \
+  X(DeviceGetAttribute, cuDeviceGetAttribute, CUresult, (int* value, int attr, CUdevice dev))            \
+  X(DevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain, CUresult, (CUcontext * ctx, CUdevice dev))         \
+  X(DevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease_v2, CUresult, (CUdevice dev))                     \
+  X(CtxSetCurrent, cuCtxSetCurrent, CUresult, (CUcontext ctx))                                           \
+  X(MemAlloc, cuMemAlloc_v2, CUresult, (CUdeviceptr * dptr, size_t bytes))                               \
+  X(MemFree, cuMemFree_v2, CUresult, (CUdeviceptr dptr))                                                 \
+  X(MemcpyHtoD, cuMemcpyHtoD_v2, CUresult, (CUdeviceptr dst, const void* src, size_t bytes))             \
+  X(MemcpyDtoH, cuMemcpyDtoH_v2, CUresult, (void* dst, CUdeviceptr src, size_t bytes))                   \
+  X(MemsetD8, cuMemsetD8_v2, CUresult, (CUdeviceptr dst, unsigned char value, size_t n))                 \
+  X(StreamCreate, cuStreamCreate, CUresult, (CUstream * stream, unsigned flags))                         \
+  X(StreamDestroy, cuStreamDestroy_v2, CUresult, (CUstream stream))                                      \
+  X(StreamSynchronize, cuStreamSynchronize, CUresult, (CUstream stream))                                 \
+  X(ModuleLoadDataEx, cuModuleLoadDataEx, CUresult,                                                      \
+    (CUmodule * mod, const void* image, unsigned numOptions, int* options, void** values))               \
+  X(ModuleUnload, cuModuleUnload, CUresult, (CUmodule mod))                                              \
+  X(ModuleGetFunction, cuModuleGetFunction, CUresult, (CUfunction * fn, CUmodule mod, const char* name)) \
+  X(FuncGetAttribute, cuFuncGetAttribute, CUresult, (int* value, int attr, CUfunction fn))               \
+  X(FuncSetAttribute, cuFuncSetAttribute, CUresult, (CUfunction fn, int attr, int value))                \
+  X(LaunchKernel, cuLaunchKernel, CUresult,                                                              \
+    (CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,        \
+     unsigned sharedBytes, CUstream stream, void** params, void** extra))                                \
+  X(GetErrorName, cuGetErrorName, CUresult, (CUresult err, const char** str))                            \
   X(GetErrorString, cuGetErrorString, CUresult, (CUresult err, const char** str))
 
 #define TESSERA_DECLARE_PFN(field, sym, R, params) using PFN_##field = R(*) params;
@@ -157,25 +155,24 @@ constexpr int hipMemcpyDeviceToHost = 2;
 /// again, so we never read its fields by offset; see HipDevice.cpp.
 constexpr size_t kDevicePropBytes = 16384;
 
-#define TESSERA_HIP_FUNCTIONS(X)                                                               \
-  X(GetDeviceCount, hipGetDeviceCount, hipError_t, (int* count))                               \
-  X(SetDevice, hipSetDevice, hipError_t, (int ordinal))                                        \
-  X(DeviceGetName, hipDeviceGetName, hipError_t, (char* name, int len, hipDevice_t dev))       \
-  X(Malloc, hipMalloc, hipError_t, (void** ptr, size_t bytes))                                 \
-  X(Free, hipFree, hipError_t, (void* ptr))                                                    \
-  X(Memcpy, hipMemcpy, hipError_t, (void* dst, const void* src, size_t bytes, int kind))       \
-  X(Memset, hipMemset, hipError_t, (void* dst, int value, size_t bytes))                       \
-  X(StreamCreate, hipStreamCreate, hipError_t, (hipStream_t * stream))                         \
-  X(StreamDestroy, hipStreamDestroy, hipError_t, (hipStream_t stream))                         \
-  X(StreamSynchronize, hipStreamSynchronize, hipError_t, (hipStream_t stream))                 \
-  X(ModuleLoadData, hipModuleLoadData, hipError_t, (hipModule_t * mod, const void* image))     \
-  X(ModuleUnload, hipModuleUnload, hipError_t, (hipModule_t mod))                              \
-  X(ModuleGetFunction, hipModuleGetFunction, hipError_t,                                       \
-    (hipFunction_t * fn, hipModule_t mod, const char* name))                                   \
-  X(ModuleLaunchKernel, hipModuleLaunchKernel, hipError_t,                                     \
-    (hipFunction_t fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,        \
-     unsigned bz, unsigned sharedBytes, hipStream_t stream, void** params, void** extra))      \
-  X(GetErrorName, hipGetErrorName, const char*, (hipError_t err))                              \
+#define TESSERA_HIP_FUNCTIONS(X)                                                                                  \
+  X(GetDeviceCount, hipGetDeviceCount, hipError_t, (int* count))                                                  \
+  X(SetDevice, hipSetDevice, hipError_t, (int ordinal))                                                           \
+  X(DeviceGetName, hipDeviceGetName, hipError_t, (char* name, int len, hipDevice_t dev))                          \
+  X(Malloc, hipMalloc, hipError_t, (void** ptr, size_t bytes))                                                    \
+  X(Free, hipFree, hipError_t, (void* ptr))                                                                       \
+  X(Memcpy, hipMemcpy, hipError_t, (void* dst, const void* src, size_t bytes, int kind))                          \
+  X(Memset, hipMemset, hipError_t, (void* dst, int value, size_t bytes))                                          \
+  X(StreamCreate, hipStreamCreate, hipError_t, (hipStream_t * stream))                                            \
+  X(StreamDestroy, hipStreamDestroy, hipError_t, (hipStream_t stream))                                            \
+  X(StreamSynchronize, hipStreamSynchronize, hipError_t, (hipStream_t stream))                                    \
+  X(ModuleLoadData, hipModuleLoadData, hipError_t, (hipModule_t * mod, const void* image))                        \
+  X(ModuleUnload, hipModuleUnload, hipError_t, (hipModule_t mod))                                                 \
+  X(ModuleGetFunction, hipModuleGetFunction, hipError_t, (hipFunction_t * fn, hipModule_t mod, const char* name)) \
+  X(ModuleLaunchKernel, hipModuleLaunchKernel, hipError_t,                                                        \
+    (hipFunction_t fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,              \
+     unsigned sharedBytes, hipStream_t stream, void** params, void** extra))                                      \
+  X(GetErrorName, hipGetErrorName, const char*, (hipError_t err))                                                 \
   X(GetErrorString, hipGetErrorString, const char*, (hipError_t err))
 
 TESSERA_HIP_FUNCTIONS(TESSERA_DECLARE_PFN)

@@ -105,15 +105,16 @@ class EmuDevice final : public HostMemoryDevice {
     if (bin.format != Binary::Format::EmulatedGpu)
       throw DeviceError(prefix + "its binary is " + describe(bin.format) +
                         "; the emulator runs EmulatedGpu binaries (compile the kernel for this device, "
-                        "target emu:" + arch_.spelling + ")");
+                        "target emu:" +
+                        arch_.spelling + ")");
     if (!bin.emuThread) throw DeviceError(prefix + "the EmulatedGpu binary has no thread entry point");
     if (bin.emuAmd != arch_.amd || bin.emuWarpSize != arch_.warp)
       throw DeviceError(prefix + "the binary was compiled for " + (bin.emuAmd ? "AMDGPU" : "NVPTX") +
                         " with warps of " + std::to_string(bin.emuWarpSize) + " threads, but this device emulates " +
                         arch_.spelling + " (warp " + std::to_string(arch_.warp) + ")");
     if (bin.threadsPerBlock == 0 || bin.threadsPerBlock > kMaxBlockThreads)
-      throw DeviceError(prefix + "block of " + std::to_string(bin.threadsPerBlock) +
-                        " threads; a block has 1.." + std::to_string(kMaxBlockThreads));
+      throw DeviceError(prefix + "block of " + std::to_string(bin.threadsPerBlock) + " threads; a block has 1.." +
+                        std::to_string(kMaxBlockThreads));
     auto ks = std::make_shared<EmuKernel>();
     ks->thread = bin.emuThread;
     ks->owner = bin.owner;
@@ -129,8 +130,7 @@ class EmuDevice final : public HostMemoryDevice {
     return ks;
   }
 
-  void launch(KernelState& ks, const KernelSignature& sig, Dim3 grid, void** args,
-              const LaunchOptions& opts) override {
+  void launch(KernelState& ks, const KernelSignature& sig, Dim3 grid, void** args, const LaunchOptions& opts) override {
     auto& k = static_cast<EmuKernel&>(ks);
     unsigned threads = launchThreads(opts, sig, *this);
 

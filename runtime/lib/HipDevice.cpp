@@ -33,27 +33,25 @@ struct HipDriver {
   explicit HipDriver(const std::string& override) {
     // Newest ABI first; the unversioned name is what a development install
     // (or a ROCm tree on LD_LIBRARY_PATH) provides.
-    lib = driver::openLibrary(override, kEnvVar,
-                              {"libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5"});
+    lib = driver::openLibrary(override, kEnvVar, {"libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5"});
     if (!lib.handle) {
       unavailable = "HIP runtime not available: " + lib.error;
       return;
     }
     std::string missing;
-#define TESSERA_RESOLVE(field, sym, R, params)                                  \
-  field = reinterpret_cast<PFN_##field>(driver::findSymbol(lib, #sym));        \
+#define TESSERA_RESOLVE(field, sym, R, params)                          \
+  field = reinterpret_cast<PFN_##field>(driver::findSymbol(lib, #sym)); \
   if (!field) missing += std::string(missing.empty() ? "" : ", ") + #sym;
     TESSERA_HIP_FUNCTIONS(TESSERA_RESOLVE)
 #undef TESSERA_RESOLVE
     // HIP 6 exports its new layout under a new name and keeps the old name
     // for the HIP 5 layout; the buffer we pass fits either.
-    GetDeviceProperties = reinterpret_cast<PFN_GetDeviceProperties>(
-        driver::findSymbol(lib, "hipGetDevicePropertiesR0600"));
+    GetDeviceProperties =
+        reinterpret_cast<PFN_GetDeviceProperties>(driver::findSymbol(lib, "hipGetDevicePropertiesR0600"));
     if (!GetDeviceProperties)
-      GetDeviceProperties = reinterpret_cast<PFN_GetDeviceProperties>(
-          driver::findSymbol(lib, "hipGetDeviceProperties"));
-    if (!GetDeviceProperties)
-      missing += std::string(missing.empty() ? "" : ", ") + "hipGetDeviceProperties";
+      GetDeviceProperties =
+          reinterpret_cast<PFN_GetDeviceProperties>(driver::findSymbol(lib, "hipGetDeviceProperties"));
+    if (!GetDeviceProperties) missing += std::string(missing.empty() ? "" : ", ") + "hipGetDeviceProperties";
     if (!missing.empty()) {
       unavailable = "HIP runtime not available: " + lib.path + " lacks " + missing;
       return;
@@ -101,11 +99,10 @@ std::string findGfxArch(const std::vector<char>& props) {
     if (std::memcmp(&props[i], "gfx", 3) != 0) continue;
     if (i > 0 && (std::isalnum(static_cast<unsigned char>(props[i - 1])))) continue;
     size_t j = i + 3;
-    while (j < n && (std::isdigit(static_cast<unsigned char>(props[j])) ||
-                     std::islower(static_cast<unsigned char>(props[j]))))
+    while (j < n &&
+           (std::isdigit(static_cast<unsigned char>(props[j])) || std::islower(static_cast<unsigned char>(props[j]))))
       ++j;
-    if (j - i >= 6 && j < n && (props[j] == ':' || props[j] == '\0'))
-      return std::string(&props[i], j - i);
+    if (j - i >= 6 && j < n && (props[j] == ':' || props[j] == '\0')) return std::string(&props[i], j - i);
   }
   return {};
 }
@@ -116,8 +113,7 @@ struct HipContext {
   std::string label;  // "hip:0 <device name>"
 
   [[noreturn]] void fail(hipError_t r, const std::string& call, const std::string& what = {}) const {
-    throw DeviceError(label + ": " + (what.empty() ? "" : what + ": ") + call +
-                      " failed: " + drv->errorText(r));
+    throw DeviceError(label + ": " + (what.empty() ? "" : what + ": ") + call + " failed: " + drv->errorText(r));
   }
   void check(hipError_t r, const char* call, const std::string& what = {}) const {
     if (r != hipSuccess) fail(r, call, what);
@@ -136,7 +132,6 @@ struct HipKernel final : KernelState {
     if (module && ctx->drv->SetDevice(ctx->ordinal) == hipSuccess) ctx->drv->ModuleUnload(module);
   }
 };
-
 
 class HipDevice final : public DeviceImpl {
  public:
@@ -215,12 +210,9 @@ class HipDevice final : public DeviceImpl {
                         ", not an AMDGPU code object (HSACO); compile the kernel for " +
                         (gfx_.empty() ? std::string("this device's amdgpu target") : "amdgpu:" + gfx_) +
                         " to run it here");
-    if (bin.codeObject.empty())
-      throw DeviceError(ctx_->label + ": " + what + ": the code object is empty");
-    if (bin.symbol.empty())
-      throw DeviceError(ctx_->label + ": " + what + ": the binary names no kernel symbol");
-    if (bin.threadsPerBlock == 0)
-      throw DeviceError(ctx_->label + ": " + what + ": the binary has 0 threads per block");
+    if (bin.codeObject.empty()) throw DeviceError(ctx_->label + ": " + what + ": the code object is empty");
+    if (bin.symbol.empty()) throw DeviceError(ctx_->label + ": " + what + ": the binary names no kernel symbol");
+    if (bin.threadsPerBlock == 0) throw DeviceError(ctx_->label + ": " + what + ": the binary has 0 threads per block");
 
     ctx_->enter();
     auto k = std::make_shared<HipKernel>();
@@ -237,26 +229,25 @@ class HipDevice final : public DeviceImpl {
     }
     if (hipError_t r = drv().ModuleGetFunction(&k->fn, k->module, bin.symbol.c_str()); r != hipSuccess) {
       if (r == hipErrorNotFound)
-        throw DeviceError(ctx_->label + ": " + what + ": the code object has no kernel named '" +
-                          bin.symbol + "' (hipModuleGetFunction: " + drv().errorText(r) + ")");
+        throw DeviceError(ctx_->label + ": " + what + ": the code object has no kernel named '" + bin.symbol +
+                          "' (hipModuleGetFunction: " + drv().errorText(r) + ")");
       ctx_->fail(r, "hipModuleGetFunction", what);
     }
     return k;
   }
 
-  void launch(KernelState& ks, const KernelSignature& sig, Dim3 grid, void** args,
-              const LaunchOptions&) override {
+  void launch(KernelState& ks, const KernelSignature& sig, Dim3 grid, void** args, const LaunchOptions&) override {
     auto& k = static_cast<HipKernel&>(ks);
     // HIP counts the grid in work-items, 32-bit per dimension.
     const uint64_t workItemsX = uint64_t{grid.x} * k.threadsPerBlock;
     if (workItemsX > UINT32_MAX)
-      throw LaunchError(sig.kernelName + ": grid " + grid.str() + " with " +
-                        std::to_string(k.threadsPerBlock) + " threads per block is " +
-                        std::to_string(workItemsX) + " work-items in x, over HIP's limit of 2^32 - 1");
+      throw LaunchError(sig.kernelName + ": grid " + grid.str() + " with " + std::to_string(k.threadsPerBlock) +
+                        " threads per block is " + std::to_string(workItemsX) +
+                        " work-items in x, over HIP's limit of 2^32 - 1");
     ctx_->enter();
     const std::string what = describeLaunch(sig, grid, k.threadsPerBlock, k.sharedBytes);
-    ctx_->check(drv().ModuleLaunchKernel(k.fn, grid.x, grid.y, grid.z, k.threadsPerBlock, 1, 1,
-                                         k.sharedBytes, stream_, args, nullptr),
+    ctx_->check(drv().ModuleLaunchKernel(k.fn, grid.x, grid.y, grid.z, k.threadsPerBlock, 1, 1, k.sharedBytes, stream_,
+                                         args, nullptr),
                 "hipModuleLaunchKernel", "launching " + what);
     // Synchronous launches, as on every device.
     ctx_->check(drv().StreamSynchronize(stream_), "hipStreamSynchronize", "running " + what);

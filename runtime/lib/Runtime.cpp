@@ -35,7 +35,6 @@ const char* name(DeviceKind k) {
   return "?";
 }
 
-
 // ---- conversions --------------------------------------------------------
 
 uint16_t floatToHalfBits(float f) {
@@ -89,8 +88,7 @@ const Buffer::State& live(const std::shared_ptr<Buffer::State>& s, const char* w
 }
 
 std::string bufferDesc(const Buffer::State& s) {
-  return std::to_string(s.count) + " " + name(s.dtype) + " elements (" + std::to_string(s.bytes()) +
-         " bytes)";
+  return std::to_string(s.count) + " " + name(s.dtype) + " elements (" + std::to_string(s.bytes()) + " bytes)";
 }
 
 }  // namespace
@@ -113,8 +111,8 @@ void Buffer::copyFromHost(const void* src, size_t bytes) {
 void Buffer::copyToHost(void* dst, size_t bytes) const {
   const State& s = live(state_, "copyToHost");
   if (bytes > s.bytes())
-    throw LaunchError("Buffer::copyToHost: " + std::to_string(bytes) +
-                      " bytes requested but the buffer holds only " + bufferDesc(s));
+    throw LaunchError("Buffer::copyToHost: " + std::to_string(bytes) + " bytes requested but the buffer holds only " +
+                      bufferDesc(s));
   if (bytes && !dst) throw LaunchError("Buffer::copyToHost: the host pointer is null");
   s.device->copyDeviceToHost(dst, s.ptr, bytes);
 }
@@ -186,8 +184,8 @@ void Device::synchronize() const { impl_->synchronize(); }
 Buffer Device::alloc(DType dtype, size_t count) const {
   const size_t elem = byteSize(dtype);
   if (count > std::numeric_limits<size_t>::max() / elem)
-    throw DeviceError(impl_->name() + ": cannot allocate " + std::to_string(count) + " " +
-                      tessera::name(dtype) + " elements: the size in bytes overflows");
+    throw DeviceError(impl_->name() + ": cannot allocate " + std::to_string(count) + " " + tessera::name(dtype) +
+                      " elements: the size in bytes overflows");
   // A zero-element buffer still gets a real (tiny) allocation, so its
   // address is valid to pass to a kernel that reads nothing from it.
   const size_t bytes = count * elem;
@@ -217,7 +215,9 @@ const char* cppType(DType t) {
     case DType::I16: return "int16_t";
     case DType::I32: return "int";
     case DType::I64: return "int64_t";
-    case DType::F16: case DType::BF16: case DType::F32: return "float";
+    case DType::F16:
+    case DType::BF16:
+    case DType::F32: return "float";
     case DType::F64: return "double";
   }
   return "?";
@@ -248,8 +248,7 @@ std::string scalarDesc(const Arg& a) {
     case DType::I1: return std::string("a bool (") + (a.scalar.i ? "true" : "false") + ")";
     case DType::F32: return "a float (" + fmtDouble(a.scalar.f) + ")";
     case DType::F64: return "a double (" + fmtDouble(a.scalar.f) + ")";
-    default:
-      return std::string("an ") + cppType(a.dtype) + " (" + std::to_string(a.scalar.i) + ")";
+    default: return std::string("an ") + cppType(a.dtype) + " (" + std::to_string(a.scalar.i) + ")";
   }
 }
 
@@ -258,8 +257,7 @@ class Checker {
   explicit Checker(const KernelSignature& sig) : sig_(sig) {}
 
   [[noreturn]] void fail(size_t i, const std::string& what) const {
-    throw LaunchError(kernel() + ": argument " + std::to_string(i) + " (" +
-                      sig_.args[i].str() + ") " + what);
+    throw LaunchError(kernel() + ": argument " + std::to_string(i) + " (" + sig_.args[i].str() + ") " + what);
   }
 
   std::string kernel() const { return sig_.kernelName.empty() ? "kernel" : sig_.kernelName; }
@@ -268,31 +266,26 @@ class Checker {
     const ArgSpec& spec = sig_.args[i];
     if (a.kind != Arg::Kind::Buffer)
       fail(i, std::string("expects a Buffer of ") + name(spec.dtype) + ", got " + scalarDesc(a));
-    if (a.buffer.isNull())
-      fail(i, "is a null Buffer (default-constructed); pass a buffer from Device::alloc");
+    if (a.buffer.isNull()) fail(i, "is a null Buffer (default-constructed); pass a buffer from Device::alloc");
     const Buffer::State& s = *a.buffer.state();
     if (s.dtype != spec.dtype)
-      fail(i, std::string("expects a Buffer of ") + name(spec.dtype) + ", got a Buffer of " +
-                  bufferDesc(s));
+      fail(i, std::string("expects a Buffer of ") + name(spec.dtype) + ", got a Buffer of " + bufferDesc(s));
     if (s.device != dev && !(s.device->kind() == DeviceKind::CPU && dev->kind() == DeviceKind::CPU))
-      fail(i, "is a Buffer on device '" + s.device->name() + "' but the kernel is loaded on '" +
-                  dev->name() + "'" +
+      fail(i, "is a Buffer on device '" + s.device->name() + "' but the kernel is loaded on '" + dev->name() + "'" +
                   (s.device->name() == dev->name() ? " (another instance)" : "") +
                   "; allocate it on the kernel's device");
     if (a.offset > s.count)
-      fail(i, "has offset " + std::to_string(a.offset) + " past the end of its Buffer of " +
-                  bufferDesc(s));
+      fail(i, "has offset " + std::to_string(a.offset) + " past the end of its Buffer of " + bufferDesc(s));
   }
 
   void scalar(size_t i, const Arg& a) const {
     const ArgSpec& spec = sig_.args[i];
     const DType want = spec.dtype;
     // Every dtype name but bf16 starts with a vowel sound ("an i32", "an f16").
-    const std::string expects = std::string("expects ") + (want == DType::BF16 ? "a " : "an ") +
-                                name(want) + " scalar";
+    const std::string expects = std::string("expects ") + (want == DType::BF16 ? "a " : "an ") + name(want) + " scalar";
     if (a.kind != Arg::Kind::Scalar) {
-      std::string got = a.buffer.isNull() ? std::string("a null Buffer")
-                                          : "a Buffer of " + bufferDesc(*a.buffer.state());
+      std::string got =
+          a.buffer.isNull() ? std::string("a null Buffer") : "a Buffer of " + bufferDesc(*a.buffer.state());
       fail(i, expects + ", got " + got + "; pass " + aCppType(want) + " value");
     }
     const DType got = a.dtype;
@@ -307,10 +300,8 @@ class Checker {
                   literal(static_cast<double>(a.scalar.i), want != DType::F64));
     }
     // Integer parameter.
-    if (isFloat(got))
-      fail(i, expects + ", got " + scalarDesc(a) + "; pass an integer (" + cppType(want) + ")");
-    if (want == DType::I1 || got == DType::I1)
-      fail(i, expects + ", got " + scalarDesc(a) + "; pass " + aCppType(want));
+    if (isFloat(got)) fail(i, expects + ", got " + scalarDesc(a) + "; pass an integer (" + cppType(want) + ")");
+    if (want == DType::I1 || got == DType::I1) fail(i, expects + ", got " + scalarDesc(a) + "; pass " + aCppType(want));
     // Integer to integer: widening is always exact. A plain C++ int is also
     // accepted for i8 / i16 when its value fits, since the language gives
     // literals no narrower type.
@@ -319,11 +310,10 @@ class Checker {
       const int64_t lo = want == DType::I8 ? INT8_MIN : INT16_MIN;
       const int64_t hi = want == DType::I8 ? INT8_MAX : INT16_MAX;
       if (a.scalar.i >= lo && a.scalar.i <= hi) return;
-      fail(i, expects + ", got " + scalarDesc(a) + " which does not fit in " + name(want) + " (" +
-                  std::to_string(lo) + ".." + std::to_string(hi) + ")");
+      fail(i, expects + ", got " + scalarDesc(a) + " which does not fit in " + name(want) + " (" + std::to_string(lo) +
+                  ".." + std::to_string(hi) + ")");
     }
-    fail(i, expects + ", got " + scalarDesc(a) + "; pass " + aCppType(want) +
-                " (narrowing is not implicit)");
+    fail(i, expects + ", got " + scalarDesc(a) + "; pass " + aCppType(want) + " (narrowing is not implicit)");
   }
 
  private:
@@ -347,7 +337,6 @@ void marshalScalar(void* slot, DType want, const Arg& a) {
   }
 }
 
-
 }  // namespace
 
 const KernelSignature& Kernel::signature() const {
@@ -369,8 +358,7 @@ void Kernel::launch(Dim3 grid, const std::vector<Arg>& args, const LaunchOptions
   }
 
   if (grid.x == 0 || grid.y == 0 || grid.z == 0)
-    throw LaunchError(check.kernel() + ": empty grid " + grid.str() +
-                      ": every grid dimension must be at least 1");
+    throw LaunchError(check.kernel() + ": empty grid " + grid.str() + ": every grid dimension must be at least 1");
   constexpr uint64_t kMaxDim = uint64_t{1} << 31, kMaxPrograms = uint64_t{1} << 40;
   // 128-bit product: Dim3::count() wraps for three dimensions near 2^31.
   const unsigned __int128 programs = (unsigned __int128)grid.x * grid.y * grid.z;

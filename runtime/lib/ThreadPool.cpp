@@ -51,8 +51,7 @@ constexpr auto kSpinTime = std::chrono::microseconds(60);
 
 /// Waits until `a` differs from `old`: spins for kSpinTime, then sleeps.
 /// `sleeping` tells the other side that a notify is needed.
-uint32_t waitForChange(const std::atomic<uint32_t>& a, uint32_t old,
-                       std::atomic<uint32_t>& sleeping) {
+uint32_t waitForChange(const std::atomic<uint32_t>& a, uint32_t old, std::atomic<uint32_t>& sleeping) {
   uint32_t v = a.load(std::memory_order_acquire);
   if (v != old) return v;
   auto start = std::chrono::steady_clock::now();
@@ -110,7 +109,7 @@ class Pool {
     failed_.store(false, std::memory_order_relaxed);
     error_ = nullptr;
     callerSleeping_.store(0, std::memory_order_relaxed);
-    next_.store(1, std::memory_order_relaxed);  // chunk 0 is the caller's
+    next_.store(1, std::memory_order_relaxed);     // chunk 0 is the caller's
     open_.store(true, std::memory_order_seq_cst);  // publishes the fields above
 
     for (unsigned w = 0; w + 1 < chunks; ++w) {
@@ -137,8 +136,7 @@ class Pool {
       }
       if (inside != 0) {
         callerSleeping_.store(1, std::memory_order_seq_cst);
-        while ((inside = active_.load(std::memory_order_seq_cst)) != 0)
-          active_.wait(inside, std::memory_order_seq_cst);
+        while ((inside = active_.load(std::memory_order_seq_cst)) != 0) active_.wait(inside, std::memory_order_seq_cst);
       }
     }
 
@@ -158,8 +156,7 @@ class Pool {
     } catch (...) {
       // Keep the first failure; the launcher rethrows it once all chunks end.
       bool expected = false;
-      if (failed_.compare_exchange_strong(expected, true, std::memory_order_acq_rel))
-        error_ = std::current_exception();
+      if (failed_.compare_exchange_strong(expected, true, std::memory_order_acq_rel)) error_ = std::current_exception();
     }
   }
 
@@ -197,8 +194,7 @@ class Pool {
       // sees this worker inside, or this worker sees the job closed.
       active_.fetch_add(1, std::memory_order_seq_cst);
       if (open_.load(std::memory_order_seq_cst)) claimChunks();
-      if (active_.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
-          callerSleeping_.load(std::memory_order_seq_cst))
+      if (active_.fetch_sub(1, std::memory_order_seq_cst) == 1 && callerSleeping_.load(std::memory_order_seq_cst))
         active_.notify_one();
     }
   }
@@ -243,9 +239,7 @@ void parallelForRaw(int64_t n, unsigned threads, RangeFn fn, void* ctx) {
 void parallelFor(int64_t n, unsigned threads, const std::function<void(int64_t, int64_t)>& fn) {
   using F = std::function<void(int64_t, int64_t)>;
   parallelForRaw(
-      n, threads,
-      [](void* ctx, int64_t b, int64_t e) { (*static_cast<const F*>(ctx))(b, e); },
-      const_cast<F*>(&fn));
+      n, threads, [](void* ctx, int64_t b, int64_t e) { (*static_cast<const F*>(ctx))(b, e); }, const_cast<F*>(&fn));
 }
 
 }  // namespace tessera::rt

@@ -20,24 +20,40 @@ int64_t intMax(DType t) { return t == DType::I8 ? INT8_MAX : t == DType::I32 ? I
 // A source element: its bytes in memory and its exact value.
 struct Elem {
   uint64_t bits = 0;
-  double value = 0;      // exact for floats and for ints |v| <= 2^53
-  int64_t ivalue = 0;    // integer sources
+  double value = 0;    // exact for floats and for ints |v| <= 2^53
+  int64_t ivalue = 0;  // integer sources
 };
 
 Elem makeSource(DType t, double v) {
   Elem e;
   switch (t) {
-    case DType::I8: case DType::I32: case DType::I64: {
+    case DType::I8:
+    case DType::I32:
+    case DType::I64: {
       int64_t i = static_cast<int64_t>(v);
       e.ivalue = i;
       e.value = static_cast<double>(i);
       e.bits = static_cast<uint64_t>(i);
       break;
     }
-    case DType::F16: e.bits = f64ToF16(v); e.value = f16ToF32(static_cast<uint16_t>(e.bits)); break;
-    case DType::BF16: e.bits = f64ToBf16(v); e.value = bf16ToF32(static_cast<uint16_t>(e.bits)); break;
-    case DType::F32: { float f = static_cast<float>(v); std::memcpy(&e.bits, &f, 4); e.value = f; break; }
-    case DType::F64: std::memcpy(&e.bits, &v, 8); e.value = v; break;
+    case DType::F16:
+      e.bits = f64ToF16(v);
+      e.value = f16ToF32(static_cast<uint16_t>(e.bits));
+      break;
+    case DType::BF16:
+      e.bits = f64ToBf16(v);
+      e.value = bf16ToF32(static_cast<uint16_t>(e.bits));
+      break;
+    case DType::F32: {
+      float f = static_cast<float>(v);
+      std::memcpy(&e.bits, &f, 4);
+      e.value = f;
+      break;
+    }
+    case DType::F64:
+      std::memcpy(&e.bits, &v, 8);
+      e.value = v;
+      break;
     default: break;
   }
   return e;
@@ -47,7 +63,9 @@ Elem makeSource(DType t, double v) {
 uint64_t reference(const Elem& e, DType from, DType to) {
   bool srcInt = isInteger(from);
   switch (to) {
-    case DType::I8: case DType::I32: case DType::I64: {
+    case DType::I8:
+    case DType::I32:
+    case DType::I64: {
       int64_t r;
       if (srcInt) {
         r = e.ivalue;  // sign-extended; truncation below wraps
@@ -55,9 +73,12 @@ uint64_t reference(const Elem& e, DType from, DType to) {
         r = 0;
       } else {
         double t = std::trunc(e.value);
-        if (t <= static_cast<double>(intMin(to))) r = intMin(to);
-        else if (t >= static_cast<double>(intMax(to))) r = intMax(to);
-        else r = static_cast<int64_t>(t);
+        if (t <= static_cast<double>(intMin(to)))
+          r = intMin(to);
+        else if (t >= static_cast<double>(intMax(to)))
+          r = intMax(to);
+        else
+          r = static_cast<int64_t>(t);
       }
       uint64_t mask = to == DType::I8 ? 0xff : to == DType::I32 ? 0xffffffffull : ~0ull;
       return static_cast<uint64_t>(r) & mask;
@@ -92,15 +113,32 @@ bool isNanBits(uint64_t bits, DType t) {
 
 std::vector<double> sourceValues(DType t) {
   if (isInteger(t)) {
-    std::vector<double> all{0, 1, -1, 5, -7, 100, 127, -128, 255, 1000, -32769, 65519, 65520, 16777217, -2147483648.0,
-                            2147483647.0, 4294967296.0 + 3, -9007199254740991.0};
+    std::vector<double> all{0,
+                            1,
+                            -1,
+                            5,
+                            -7,
+                            100,
+                            127,
+                            -128,
+                            255,
+                            1000,
+                            -32769,
+                            65519,
+                            65520,
+                            16777217,
+                            -2147483648.0,
+                            2147483647.0,
+                            4294967296.0 + 3,
+                            -9007199254740991.0};
     std::vector<double> r;
     for (double v : all)
       if (v >= static_cast<double>(intMin(t)) && v <= static_cast<double>(intMax(t))) r.push_back(v);
     return r;
   }
-  return {0.0, -0.0, 1.0, -1.0, 2.5, -2.5, 0.1, 100.7, -128.5, 127.9, 300.2, 65504.0, 70000.3, -3e9, 1e20,
-          std::numeric_limits<double>::quiet_NaN(), INFINITY, -INFINITY, 1e-7, 3.0000001};
+  return {0.0,      -0.0,      1.0,   -1.0,     2.5,     -2.5, 0.1,  100.7,
+          -128.5,   127.9,     300.2, 65504.0,  70000.3, -3e9, 1e20, std::numeric_limits<double>::quiet_NaN(),
+          INFINITY, -INFINITY, 1e-7,  3.0000001};
 }
 }  // namespace
 
@@ -129,8 +167,10 @@ TEST_CASE("cpu: every cast pair among i8/i32/i64/f16/bf16/f32/f64", "[codegen][c
         uint64_t want = reference(src[i], from, to);
         INFO(name(from) << " -> " << name(to) << " lane " << i << " value " << src[i].value << " got 0x" << std::hex
                         << got << " want 0x" << want);
-        if (isFloat(to) && isNanBits(want, to)) REQUIRE(isNanBits(got, to));
-        else REQUIRE(got == want);
+        if (isFloat(to) && isNanBits(want, to))
+          REQUIRE(isNanBits(got, to));
+        else
+          REQUIRE(got == want);
       }
     }
   }

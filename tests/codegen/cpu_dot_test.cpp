@@ -20,7 +20,8 @@ namespace {
 /// Row-major offsets of an M x N tile with row stride N, built by `b` (the
 /// builder of the block the offsets are used in).
 Value* offsets2d(Builder& b, int64_t M, int64_t N) {
-  Value* r = b.broadcast(b.expandDims(b.binary(OpCode::Mul, b.arange(0, M), b.splat(b.constant(i32(), N), {M})), 1), {M, N});
+  Value* r =
+      b.broadcast(b.expandDims(b.binary(OpCode::Mul, b.arange(0, M), b.splat(b.constant(i32(), N), {M})), 1), {M, N});
   Value* c = b.broadcast(b.expandDims(b.arange(0, N), 0), {M, N});
   return b.binary(OpCode::Add, r, c);
 }
@@ -110,8 +111,8 @@ void checkDot(DType in, Shape3 s, const std::string& isa, uint32_t seed) {
 // Multiples of the AVX2 block (6 x 16) and of the AVX-512 one (14 x 32),
 // remainders in M, N or both, K = 1, a single element, vectors only partly
 // used (N < 8), and a large tile.
-const Shape3 kShapes[] = {{6, 16, 16},  {12, 32, 32}, {14, 8, 32}, {1, 1, 1},    {7, 5, 17},  {13, 9, 33},
-                          {5, 3, 9},    {6, 1, 3},    {64, 64, 64}, {31, 17, 47}, {2, 70, 100}, {100, 2, 8}};
+const Shape3 kShapes[] = {{6, 16, 16}, {12, 32, 32}, {14, 8, 32},  {1, 1, 1},    {7, 5, 17},   {13, 9, 33},
+                          {5, 3, 9},   {6, 1, 3},    {64, 64, 64}, {31, 17, 47}, {2, 70, 100}, {100, 2, 8}};
 
 }  // namespace
 
@@ -140,9 +141,11 @@ TEST_CASE("cpu dot: loop-carried accumulator over K chunks, with ragged tiles", 
       auto at = [&](Value* p, Value* offs) { return lb.ptrAdd(lb.splat(p, offs->type().shape()), offs); };
       // Element (m, kk) of chunk j is A[m * Kt + j * Kc + kk] = offsets2d(M, Kc) + m * (Kt - Kc) + j * Kc.
       Value* aoff = lb.binary(OpCode::Add, offsets2d(lb, M, Kc), lb.splat(lb.binary(OpCode::Mul, j, ci(Kc)), {M, Kc}));
-      Value* arow = lb.broadcast(lb.expandDims(lb.binary(OpCode::Mul, lb.arange(0, M), lb.splat(ci(Kt - Kc), {M})), 1), {M, Kc});
+      Value* arow =
+          lb.broadcast(lb.expandDims(lb.binary(OpCode::Mul, lb.arange(0, M), lb.splat(ci(Kt - Kc), {M})), 1), {M, Kc});
       Value* av = lb.load(at(pa, lb.binary(OpCode::Add, aoff, arow)));
-      Value* boff = lb.binary(OpCode::Add, offsets2d(lb, Kc, N), lb.splat(lb.binary(OpCode::Mul, j, ci(Kc * N)), {Kc, N}));
+      Value* boff =
+          lb.binary(OpCode::Add, offsets2d(lb, Kc, N), lb.splat(lb.binary(OpCode::Mul, j, ci(Kc * N)), {Kc, N}));
       Value* bv = lb.load(at(pb, boff));
       return std::vector<Value*>{lb.dot(av, bv, c[0])};
     });

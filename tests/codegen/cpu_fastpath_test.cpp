@@ -43,7 +43,8 @@ std::shared_ptr<codegen::Artifact> rowKernel(int64_t B, const std::string& isa) 
   Value* xc = k.b.select(mask, k.b.binary(OpCode::Sub, v, k.b.splat(mean, {B})), k.b.splat(k.cf(0.0), {B}));
   Value* ss = k.b.reduce("sum", k.b.binary(OpCode::Mul, xc, xc), 0);
   Value* mx = k.b.reduce("max", k.b.select(mask, v, k.b.splat(k.cf(-INFINITY), {B})), 0);
-  Value* out = k.b.binary(OpCode::Add, k.b.binary(OpCode::Mul, xc, k.b.splat(k.cf(2.0), {B})), k.b.splat(k.cf(1.0), {B}));
+  Value* out =
+      k.b.binary(OpCode::Add, k.b.binary(OpCode::Mul, xc, k.b.splat(k.cf(2.0), {B})), k.b.splat(k.cf(1.0), {B}));
   k.b.store(k.at(y, offs), out, mask);
   Value* s0 = k.b.ptrAdd(stats, k.b.binary(OpCode::Mul, row, k.ci(3)));
   k.b.store(s0, mean);
@@ -138,7 +139,8 @@ TEST_CASE("cpu fast path: a mask made of two bounds (2-D tile) versions both", "
     Value* N = k.arg(i32(), "N");
     Value* r = k.b.broadcast(k.b.expandDims(k.b.arange(0, R), 1), {R, C});
     Value* c = k.b.broadcast(k.b.expandDims(k.b.arange(0, C), 0), {R, C});
-    Value* mask = k.b.binary(OpCode::And, k.b.cmp("lt", r, k.b.splat(M, {R, C})), k.b.cmp("lt", c, k.b.splat(N, {R, C})));
+    Value* mask =
+        k.b.binary(OpCode::And, k.b.cmp("lt", r, k.b.splat(M, {R, C})), k.b.cmp("lt", c, k.b.splat(N, {R, C})));
     Value* offs = k.b.binary(OpCode::Add, k.b.binary(OpCode::Mul, r, k.b.splat(N, {R, C})), c);
     Value* v = k.b.load(k.at(in, offs), mask, k.b.splat(k.cf(0.0), {R, C}));
     k.b.store(k.at(out, offs), k.b.binary(OpCode::Mul, v, k.b.splat(k.cf(3.0), {R, C})), mask);
@@ -176,8 +178,8 @@ TEST_CASE("cpu fast path: max and min reductions propagate NaN from any chunk an
       k.b.store(out, k.b.reduce(kind, v, 0));
       auto a = build(k, isa);
       for (int64_t cols : {int64_t{256}, int64_t{300}, int64_t{200}}) {
-        for (int64_t pos : {int64_t{0}, int64_t{7}, int64_t{8}, int64_t{31}, int64_t{32}, int64_t{130}, int64_t{199},
-                            int64_t{255}}) {
+        for (int64_t pos :
+             {int64_t{0}, int64_t{7}, int64_t{8}, int64_t{31}, int64_t{32}, int64_t{130}, int64_t{199}, int64_t{255}}) {
           if (pos >= cols) continue;
           INFO("isa " << isa << " " << kind << " cols " << cols << " NaN at " << pos);
           std::vector<float> xv(static_cast<size_t>(cols));
@@ -218,11 +220,12 @@ TEST_CASE("cpu fast path: large launches use streaming stores, correct when alig
     Value* x = k.arg(ptr(DType::F32), "x");
     Value* y = k.arg(ptr(DType::F32), "y");
     Value* len = k.arg(i32(), "n");
-    Value* offs = k.b.binary(OpCode::Add, k.b.splat(k.b.binary(OpCode::Mul, k.b.programId(0), k.ci(B)), {B}),
-                             k.b.arange(0, B));
+    Value* offs =
+        k.b.binary(OpCode::Add, k.b.splat(k.b.binary(OpCode::Mul, k.b.programId(0), k.ci(B)), {B}), k.b.arange(0, B));
     Value* mask = k.b.cmp("lt", offs, k.b.splat(len, {B}));
-    Value* v = k.b.binary(OpCode::Add, k.b.binary(OpCode::Mul, k.b.load(k.at(x, offs), mask), k.b.splat(k.cf(2.0), {B})),
-                          k.b.load(k.at(y, offs), mask));
+    Value* v =
+        k.b.binary(OpCode::Add, k.b.binary(OpCode::Mul, k.b.load(k.at(x, offs), mask), k.b.splat(k.cf(2.0), {B})),
+                   k.b.load(k.at(y, offs), mask));
     k.b.store(k.at(out, offs), v, mask);
     return build(k, isa, dumpAsm);
   };
@@ -235,7 +238,8 @@ TEST_CASE("cpu fast path: large launches use streaming stores, correct when alig
     for (int64_t n : {int64_t{4096} + 3, int64_t{3} << 20, (int64_t{3} << 20) + 5}) {
       for (int mode = 0; mode < 3; ++mode) {  // 0: aligned, 1: out misaligned by one float, 2: in place (out == x)
         INFO("isa " << isa << " n " << n << " mode " << mode);
-        std::vector<float> xv(static_cast<size_t>(n) + 16), yv(static_cast<size_t>(n)), ov(static_cast<size_t>(n) + 16, -1.0f);
+        std::vector<float> xv(static_cast<size_t>(n) + 16), yv(static_cast<size_t>(n)),
+            ov(static_cast<size_t>(n) + 16, -1.0f);
         for (int64_t i = 0; i < n; ++i) {
           xv[size_t(i)] = float(i % 1000) * 0.25f;
           yv[size_t(i)] = float(i % 7) - 3.0f;

@@ -77,8 +77,7 @@ TEST_CASE("cpu fusion: a reduction does not read a value past a store", "[codege
   }
 }
 
-TEST_CASE("cpu fusion: a store whose addresses overlap a fused load keeps program order",
-          "[codegen][cpu][fusion]") {
+TEST_CASE("cpu fusion: a store whose addresses overlap a fused load keeps program order", "[codegen][cpu][fusion]") {
   // store(p + 1 + i, load(p + i)): the whole tile is read before any of it is
   // written, so p shifts by one element (a chunk-by-chunk fusion would
   // propagate p[0] through every chunk boundary).

@@ -50,12 +50,18 @@ TEST_CASE("cpu: reductions along both axes of a 2-D tile", "[codegen][cpu]") {
             for (int64_t j = 0; j < R; ++j) {
               float v = axis == 0 ? in[j * N + o] : in[o * N + j];
               s += v;
-              if (v > mx) { mx = v; am = static_cast<int32_t>(j); }
+              if (v > mx) {
+                mx = v;
+                am = static_cast<int32_t>(j);
+              }
               mn = std::min<double>(mn, v);
             }
-            if (arg) REQUIRE(oi[o] == am);
-            else if (std::string(kind) == "sum") REQUIRE(std::fabs(of[o] - s) <= 1e-4 * (1 + std::fabs(s)));
-            else REQUIRE(of[o] == static_cast<float>(std::string(kind) == "max" ? mx : mn));
+            if (arg)
+              REQUIRE(oi[o] == am);
+            else if (std::string(kind) == "sum")
+              REQUIRE(std::fabs(of[o] - s) <= 1e-4 * (1 + std::fabs(s)));
+            else
+              REQUIRE(of[o] == static_cast<float>(std::string(kind) == "max" ? mx : mn));
           }
         }
       }
@@ -82,8 +88,10 @@ TEST_CASE("cpu: max/min/argmax propagate NaN", "[codegen][cpu]") {
     float* pi = in.data();
     run(*a, {&po, &pi});
     INFO(kind);
-    if (arg) CHECK(oi == 20);
-    else CHECK(std::isnan(of));
+    if (arg)
+      CHECK(oi == 20);
+    else
+      CHECK(std::isnan(of));
   }
 }
 
@@ -174,7 +182,8 @@ TEST_CASE("cpu: for loop carrying a tile and a scalar", "[codegen][cpu]") {
     auto& b = k.b;
     Value* zero = b.constant(Type::tile(f32(), {B}), 0.0);
     auto res = b.forLoop(k.ci(0), n, k.ci(1), {zero, k.ci(0)}, [&](Builder& ib, Value* iv, std::vector<Value*> c) {
-      Value* offs = ib.binary(OpCode::Add, ib.splat(ib.binary(OpCode::Mul, iv, ib.constant(i32(), int64_t{B})), {B}), ib.arange(0, B));
+      Value* offs = ib.binary(OpCode::Add, ib.splat(ib.binary(OpCode::Mul, iv, ib.constant(i32(), int64_t{B})), {B}),
+                              ib.arange(0, B));
       Value* x = ib.load(ib.ptrAdd(ib.splat(in, {B}), offs));
       // acc = acc * 0.5 + x reads the carried tile while producing the next one.
       Value* acc = ib.binary(OpCode::Add, ib.binary(OpCode::Mul, c[0], ib.constant(Type::tile(f32(), {B}), 0.5)), x);
@@ -211,9 +220,14 @@ TEST_CASE("cpu: if/else with a tile result", "[codegen][cpu]") {
   Value* x = b.load(k.at(in, offs));
   Value* even = b.cmp("eq", b.binary(OpCode::Rem, pid, k.ci(2)), k.ci(0));
   Value* tileT = x;
-  auto r = b.ifElse(even, {x->type()},
-                    [&](Builder& ib) { return std::vector<Value*>{ib.binary(OpCode::Mul, tileT, ib.constant(Type::tile(f32(), {B}), 2.0))}; },
-                    [&](Builder& ib) { return std::vector<Value*>{ib.binary(OpCode::Add, tileT, ib.constant(Type::tile(f32(), {B}), 100.0))}; });
+  auto r = b.ifElse(
+      even, {x->type()},
+      [&](Builder& ib) {
+        return std::vector<Value*>{ib.binary(OpCode::Mul, tileT, ib.constant(Type::tile(f32(), {B}), 2.0))};
+      },
+      [&](Builder& ib) {
+        return std::vector<Value*>{ib.binary(OpCode::Add, tileT, ib.constant(Type::tile(f32(), {B}), 100.0))};
+      });
   b.store(k.at(out, offs), r[0]);
   auto a = build(k);
   std::vector<float> inv(B * 4), o(B * 4);
@@ -242,8 +256,9 @@ TEST_CASE("cpu: atomics from a multi-program grid", "[codegen][cpu]") {
   Value* mask = b.cmp("lt", idx, b.splat(n, {B}));
   // value(pid, j) = (pid * 7 + j * 3) % 11 - 5
   Value* vi = b.binary(OpCode::Sub,
-                       b.binary(OpCode::Rem, b.binary(OpCode::Add, b.splat(b.binary(OpCode::Mul, pid, k.ci(7)), {B}),
-                                                      b.binary(OpCode::Mul, idx, b.splat(k.ci(3), {B}))),
+                       b.binary(OpCode::Rem,
+                                b.binary(OpCode::Add, b.splat(b.binary(OpCode::Mul, pid, k.ci(7)), {B}),
+                                         b.binary(OpCode::Mul, idx, b.splat(k.ci(3), {B}))),
                                 b.splat(k.ci(11), {B})),
                        b.splat(k.ci(5), {B}));
   Value* vf = b.cast(vi, DType::F32);
@@ -290,7 +305,8 @@ TEST_CASE("cpu: alloc + local_store + local_load", "[codegen][cpu]") {
     // A second store after the load must not change `y`.
     b.localStore(buf, b.constant(Type::tile(f32(), {M, N}), 0.0));
     Value* z = b.localLoad(buf);
-    b.store(k.at(out, offs), b.binary(OpCode::Add, b.binary(OpCode::Mul, y, b.constant(Type::tile(f32(), {M, N}), 3.0)), z));
+    b.store(k.at(out, offs),
+            b.binary(OpCode::Add, b.binary(OpCode::Mul, y, b.constant(Type::tile(f32(), {M, N}), 3.0)), z));
     auto a = build(k);
     std::vector<float> inv(M * N), o(M * N);
     for (size_t i = 0; i < inv.size(); ++i) inv[i] = static_cast<float>(i) - 20;

@@ -54,7 +54,8 @@ inline std::shared_ptr<codegen::Artifact> build(K& k, const std::string& cpu = "
 
 /// Runs every program of `grid` on the calling thread. `args` holds the
 /// address of each argument value.
-TESSERA_CALLS_JIT_CODE inline void run(const codegen::Artifact& a, std::vector<void*> args, std::array<int32_t, 3> grid = {1, 1, 1}) {
+TESSERA_CALLS_JIT_CODE inline void run(const codegen::Artifact& a, std::vector<void*> args,
+                                       std::array<int32_t, 3> grid = {1, 1, 1}) {
   int64_t n = int64_t{grid[0]} * grid[1] * grid[2];
   a.binary.hostEntry(args.data(), 0, n, grid.data());
 }
@@ -80,9 +81,12 @@ inline float bf16ToF32(uint16_t h) {
 inline float f16ToF32(uint16_t h) {
   uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
   float v;
-  if (exp == 0) v = std::ldexp(static_cast<float>(man), -24);
-  else if (exp == 31) v = man ? NAN : INFINITY;
-  else v = std::ldexp(static_cast<float>(man | 0x400), static_cast<int>(exp) - 25);
+  if (exp == 0)
+    v = std::ldexp(static_cast<float>(man), -24);
+  else if (exp == 31)
+    v = man ? NAN : INFINITY;
+  else
+    v = std::ldexp(static_cast<float>(man | 0x400), static_cast<int>(exp) - 25);
   return sign ? -v : v;
 }
 /// Double -> f16 with a single round-to-nearest-even.
@@ -92,8 +96,8 @@ inline uint16_t f64ToF16(double d) {
   if (std::isnan(d)) return 0x7e00;
   if (a >= 65520.0) return sign | 0x7c00;  // rounds to infinity
   int e;
-  std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
-  int exp = e - 1;    // a in [2^exp, 2^(exp+1))
+  std::frexp(a, &e);         // a = m * 2^e, m in [0.5, 1)
+  int exp = e - 1;           // a in [2^exp, 2^(exp+1))
   if (exp < -14) exp = -14;  // subnormal range: fixed quantum 2^-24
   double q = std::ldexp(1.0, exp - 10);
   double n = std::nearbyint(a / q);  // current rounding mode: to nearest even

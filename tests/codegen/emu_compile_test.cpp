@@ -33,9 +33,9 @@ bool contains(const std::string& s, const std::string& sub) { return s.find(sub)
 // The expression throws tessera::CompileError (and nothing else) whose
 // message satisfies the matcher.
 #define CHECK_COMPILE_ERROR(expr, type, matcher) \
-  do {                                            \
-    CHECK_THROWS_AS(expr, type);                  \
-    CHECK_THROWS_WITH(expr, matcher);             \
+  do {                                           \
+    CHECK_THROWS_AS(expr, type);                 \
+    CHECK_THROWS_WITH(expr, matcher);            \
   } while (0)
 
 TEST_CASE("emu: NVPTX vector add", "[emu]") {
@@ -289,8 +289,7 @@ TEST_CASE("emu: modules the machine cannot run faithfully are refused by name", 
       "target datalayout = \"e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64\"\n"
       "target triple = \"nvptx64-nvidia-cuda\"\n";
   auto kernelUsing = [&](const std::string& decl, const std::string& call) {
-    return nvHead + decl + "\ndefine ptx_kernel void @k(ptr addrspace(1) %o) {\n" + call +
-           "\n  ret void\n}\n";
+    return nvHead + decl + "\ndefine ptx_kernel void @k(ptr addrspace(1) %o) {\n" + call + "\n  ret void\n}\n";
   };
   auto compileText = [](const std::string& text, bool amd = false) {
     return tessera::codegen::compileForEmulator(text, amd, amd ? 64 : 32, hooks());
@@ -301,13 +300,13 @@ TEST_CASE("emu: modules the machine cannot run faithfully are refused by name", 
                                 "  %c = call i64 @llvm.nvvm.read.ptx.sreg.clock64()\n"
                                 "  store i64 %c, ptr addrspace(1) %o");
     CHECK_COMPILE_ERROR(compileText(t), tessera::CompileError,
-                         Catch::Matchers::Contains("llvm.nvvm.read.ptx.sreg.clock64"));
+                        Catch::Matchers::Contains("llvm.nvvm.read.ptx.sreg.clock64"));
   }
   SECTION("partial barrier with a thread count") {
     std::string t = kernelUsing("declare void @llvm.nvvm.barrier.cta.sync.aligned.count(i32, i32)",
                                 "  call void @llvm.nvvm.barrier.cta.sync.aligned.count(i32 1, i32 64)");
     CHECK_COMPILE_ERROR(compileText(t), tessera::CompileError,
-                         Catch::Matchers::Contains("llvm.nvvm.barrier.cta.sync.aligned.count"));
+                        Catch::Matchers::Contains("llvm.nvvm.barrier.cta.sync.aligned.count"));
   }
   SECTION("libdevice function without a host equivalent") {
     std::string t = kernelUsing("declare float @__nv_frobf(float)",
@@ -317,12 +316,13 @@ TEST_CASE("emu: modules the machine cannot run faithfully are refused by name", 
   }
   SECTION("unknown AMDGPU intrinsic") {
     std::string amdText = readInput("emu_amd_vadd.ll");
-    amdText += "declare i32 @llvm.amdgcn.ds.permute(i32, i32)\n"
-               "define void @helper(ptr addrspace(1) %o) {\n"
-               "  %v = call i32 @llvm.amdgcn.ds.permute(i32 0, i32 1)\n"
-               "  store i32 %v, ptr addrspace(1) %o\n  ret void\n}\n";
+    amdText +=
+        "declare i32 @llvm.amdgcn.ds.permute(i32, i32)\n"
+        "define void @helper(ptr addrspace(1) %o) {\n"
+        "  %v = call i32 @llvm.amdgcn.ds.permute(i32 0, i32 1)\n"
+        "  store i32 %v, ptr addrspace(1) %o\n  ret void\n}\n";
     CHECK_COMPILE_ERROR(compileText(amdText, true), tessera::CompileError,
-                         Catch::Matchers::Contains("llvm.amdgcn.ds.permute"));
+                        Catch::Matchers::Contains("llvm.amdgcn.ds.permute"));
   }
   SECTION("wrong vendor, wrong warp size, two kernels, missing hooks") {
     std::string nv = readInput("emu_nv_vadd.ll");
@@ -331,9 +331,7 @@ TEST_CASE("emu: modules the machine cannot run faithfully are refused by name", 
     std::string two = nv + "define ptx_kernel void @other() {\n  ret void\n}\n";
     CHECK_COMPILE_ERROR(compileText(two), tessera::CompileError, Catch::Matchers::Contains("more than one kernel"));
     CHECK_COMPILE_ERROR(tessera::codegen::compileForEmulator(nv, false, 32, {}), tessera::CompileError,
-                         Catch::Matchers::Contains("tessera_emu_"));
+                        Catch::Matchers::Contains("tessera_emu_"));
   }
-  SECTION("text that does not parse") {
-    CHECK_THROWS_AS(compileText("this is not LLVM IR"), tessera::CompileError);
-  }
+  SECTION("text that does not parse") { CHECK_THROWS_AS(compileText("this is not LLVM IR"), tessera::CompileError); }
 }

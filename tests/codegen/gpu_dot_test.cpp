@@ -68,10 +68,12 @@ std::unique_ptr<Function> gemm(DType in, int64_t BM, int64_t BN, int64_t BK, boo
     Value* ka = ib.binary(OpCode::Add, ib.splat(k0, {BK}), rk);
     Value* aOff = ib.binary(OpCode::Add, mul(row(rm, BK), K), col(ka, BM));
     Value* aMask = ib.binary(OpCode::And, lt(row(rm, BK), M), lt(col(ka, BM), K));
-    Value* av = ib.load(ib.ptrAdd(ib.splat(a, {BM, BK}), aOff), aMask, zeroOf(ib, Type::tile(Type::scalar(in), {BM, BK})));
+    Value* av =
+        ib.load(ib.ptrAdd(ib.splat(a, {BM, BK}), aOff), aMask, zeroOf(ib, Type::tile(Type::scalar(in), {BM, BK})));
     Value* bOff = ib.binary(OpCode::Add, mul(row(ka, BN), N), col(rn, BK));
     Value* bMask = ib.binary(OpCode::And, lt(row(ka, BN), K), lt(col(rn, BK), N));
-    Value* bv = ib.load(ib.ptrAdd(ib.splat(bp, {BK, BN}), bOff), bMask, zeroOf(ib, Type::tile(Type::scalar(in), {BK, BN})));
+    Value* bv =
+        ib.load(ib.ptrAdd(ib.splat(bp, {BK, BN}), bOff), bMask, zeroOf(ib, Type::tile(Type::scalar(in), {BK, BN})));
     ib.setLoc(L(4));
     Value* r = ib.dot(av, bv, cv[0]);
     cur = &b;
@@ -181,8 +183,9 @@ TEST_CASE("dot: f16/bf16 dots use mma.sync + ldmatrix on NVPTX, f32 dots stay on
         auto art = compileFor(*f, std::string("nvptx:") + sm, warpsFor(BM));
         INFO(sm << " " << BM << "x" << BN << "x32 " << tessera::name(in));
         CHECK(layoutDump(*art).find("#mma<mma.m16n8k16") != std::string::npos);
-        CHECK(art->binary.ptx.find(in == DType::F16 ? "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
-                                             : "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") != std::string::npos);
+        CHECK(art->binary.ptx.find(in == DType::F16
+                                       ? "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+                                       : "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") != std::string::npos);
         CHECK(art->binary.ptx.find("ldmatrix.sync.aligned.m8n8.x4.shared.b16") != std::string::npos);
         CHECK(art->binary.ptx.find("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16") != std::string::npos);
         if (!ptxas) continue;
@@ -232,8 +235,8 @@ TEST_CASE("dot: tensor-core GEMMs on the emulated GPUs match the reference", "[g
         Lowered l = lower(*f, target);
         REQUIRE(layoutDump(*l.art).find("#mma<") != std::string::npos);
         for (Shape s : {Shape{128, 128, 64}, Shape{int(BM), int(BN), int(BK)}, Shape{100, 70, 50}, Shape{33, 17, 7}}) {
-          INFO(target << " " << tessera::name(in) << " tile " << BM << "x" << BN << "x" << BK << " M,N,K = " << s.M << ","
-                      << s.N << "," << s.K);
+          INFO(target << " " << tessera::name(in) << " tile " << BM << "x" << BN << "x" << BK << " M,N,K = " << s.M
+                      << "," << s.N << "," << s.K);
           GemmRun r = runGemm(l, in, s.M, s.N, s.K, BM, BN, unsigned(s.M * 7 + s.K));
           CHECK_FALSE(r.rep.hasErrors());
           CHECK(r.exact);
@@ -254,9 +257,10 @@ TEST_CASE("dot: registers, spills and bank conflicts of the f16 GEMM", "[gpu][do
     }
     for (const char* gfx : {"gfx90a", "gfx942", "gfx1100"}) {
       auto f = gemm(DType::F16, BM, BN, 32, true);
-      auto r = codegen::gpuResources(*compileFor(*f, std::string("amdgpu:") + gfx, BM >= 128 && gfx[3] == '9' ? 4 : warpsFor(BM)));
-      line += " " + std::string(gfx) + " vgpr=" + std::to_string(r.registers) + " priv=" + std::to_string(r.spillBytes) +
-              " lds=" + std::to_string(r.sharedBytes);
+      auto r = codegen::gpuResources(
+          *compileFor(*f, std::string("amdgpu:") + gfx, BM >= 128 && gfx[3] == '9' ? 4 : warpsFor(BM)));
+      line += " " + std::string(gfx) + " vgpr=" + std::to_string(r.registers) +
+              " priv=" + std::to_string(r.spillBytes) + " lds=" + std::to_string(r.sharedBytes);
     }
     WARN(line);
   }
@@ -271,8 +275,8 @@ TEST_CASE("dot: registers, spills and bank conflicts of the f16 GEMM", "[gpu][do
       byOp[s.opName].second += s.conflicts;
     }
     for (auto& [name, v] : byOp)
-      line += "\n  " + name + ": " + std::to_string(v.first) + " warp accesses, " + std::to_string(v.second) +
-              " conflicts";
+      line +=
+          "\n  " + name + ": " + std::to_string(v.first) + " warp accesses, " + std::to_string(v.second) + " conflicts";
     WARN(line);
   }
 }

@@ -137,47 +137,47 @@ TEST_CASE("AMDGPU gfx942/gfx90a: the next stage's global loads overlap the MFMAs
   };
   for (Arch arch : {Arch{"amdgpu:gfx942", "v_mfma_f32_16x16x16_f16", "global_load_dwordx4", "ds_write"},
                     Arch{"amdgpu:gfx90a", "v_mfma_f32_16x16x16f16", "global_load_dwordx4", "ds_write"}})
-  for (int64_t stages : {2, 3}) {
-    INFO(arch.target << ", stages = " << stages);
-    const std::string mfma = arch.mfma;
-    ts::CompiledKernel k = ts::compile(withAlignedFacts(pipelinedGemmF16(stages)), ts::Target::parse(arch.target));
-    std::string gcn = k.dump(ts::Stage::AMDGCN);
-    // The K loop: the longest span from a label to a backward branch to it
-    // that contains the MFMAs.
-    std::regex br(R"(s_c?branch\w* (\.LBB\d+_\d+))");
-    std::string body;
-    for (auto it = std::sregex_iterator(gcn.begin(), gcn.end(), br); it != std::sregex_iterator(); ++it) {
-      size_t at = static_cast<size_t>(it->position(0));
-      size_t lbl = gcn.rfind("\n" + (*it)[1].str() + ":", at);
-      if (lbl == std::string::npos) continue;
-      std::string span = gcn.substr(lbl, at - lbl);
-      if (contains(span, mfma) && span.size() > body.size()) body = span;
+    for (int64_t stages : {2, 3}) {
+      INFO(arch.target << ", stages = " << stages);
+      const std::string mfma = arch.mfma;
+      ts::CompiledKernel k = ts::compile(withAlignedFacts(pipelinedGemmF16(stages)), ts::Target::parse(arch.target));
+      std::string gcn = k.dump(ts::Stage::AMDGCN);
+      // The K loop: the longest span from a label to a backward branch to it
+      // that contains the MFMAs.
+      std::regex br(R"(s_c?branch\w* (\.LBB\d+_\d+))");
+      std::string body;
+      for (auto it = std::sregex_iterator(gcn.begin(), gcn.end(), br); it != std::sregex_iterator(); ++it) {
+        size_t at = static_cast<size_t>(it->position(0));
+        size_t lbl = gcn.rfind("\n" + (*it)[1].str() + ":", at);
+        if (lbl == std::string::npos) continue;
+        std::string span = gcn.substr(lbl, at - lbl);
+        if (contains(span, mfma) && span.size() > body.size()) body = span;
+      }
+      REQUIRE_FALSE(body.empty());
+      size_t firstLoad = body.find(arch.load), firstMfma = body.find(mfma);
+      // The slots are stored in the MFMA operand layouts (A rows padded: 8-byte
+      // stores; B transposed: 2-byte stores) and read by the MFMA fragment
+      // loads directly, so the LDS stores are the copies' own.
+      REQUIRE(firstMfma != std::string::npos);
+      size_t lastMfma = body.rfind(mfma), lastStore = body.rfind(arch.store);
+      INFO(body);
+      // Issued at the copy, at the top of the iteration...
+      CHECK(firstLoad < firstMfma);
+      // ... stored to LDS after the compute (the synchronous lowering stores
+      // right after the loads, before any MFMA of the iteration).
+      REQUIRE(lastStore != std::string::npos);
+      CHECK(lastStore > lastMfma);
+      CHECK(body.find(arch.store) > lastMfma);  // no operand staging before the MFMAs
+      // The loads' latency is hidden only if nothing waits for them before
+      // the MFMAs: the first vmcnt wait of the iteration is the deferred LDS
+      // stores' (a wait right after each load, e.g. to split the loaded f16
+      // pairs inside the masked load's branch, would serialise them).
+      std::smatch w;
+      REQUIRE(std::regex_search(body, w, std::regex(R"(s_waitcnt[^\n]*vmcnt)")));
+      CHECK(static_cast<size_t>(w.position(0)) > lastMfma);
+      // Only the schedule's two barriers.
+      CHECK(count(body, "s_barrier") == 2);
     }
-    REQUIRE_FALSE(body.empty());
-    size_t firstLoad = body.find(arch.load), firstMfma = body.find(mfma);
-    // The slots are stored in the MFMA operand layouts (A rows padded: 8-byte
-    // stores; B transposed: 2-byte stores) and read by the MFMA fragment
-    // loads directly, so the LDS stores are the copies' own.
-    REQUIRE(firstMfma != std::string::npos);
-    size_t lastMfma = body.rfind(mfma), lastStore = body.rfind(arch.store);
-    INFO(body);
-    // Issued at the copy, at the top of the iteration...
-    CHECK(firstLoad < firstMfma);
-    // ... stored to LDS after the compute (the synchronous lowering stores
-    // right after the loads, before any MFMA of the iteration).
-    REQUIRE(lastStore != std::string::npos);
-    CHECK(lastStore > lastMfma);
-    CHECK(body.find(arch.store) > lastMfma);  // no operand staging before the MFMAs
-    // The loads' latency is hidden only if nothing waits for them before
-    // the MFMAs: the first vmcnt wait of the iteration is the deferred LDS
-    // stores' (a wait right after each load, e.g. to split the loaded f16
-    // pairs inside the masked load's branch, would serialise them).
-    std::smatch w;
-    REQUIRE(std::regex_search(body, w, std::regex(R"(s_waitcnt[^\n]*vmcnt)")));
-    CHECK(static_cast<size_t>(w.position(0)) > lastMfma);
-    // Only the schedule's two barriers.
-    CHECK(count(body, "s_barrier") == 2);
-  }
 }
 
 TEST_CASE("AMDGPU gfx1100: the schedule's barriers do not wait for the next stage's loads", "[gpu][pipeline]") {

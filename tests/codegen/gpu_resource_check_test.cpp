@@ -21,22 +21,23 @@ int gAllocLine = 0;  // the line of the first shared alloc
 ts::Kernel gemm(int64_t BM, int64_t BN, int64_t BK, int64_t stages) {
   return ts::kernel("rc_gemm", {"c", "a", "b", "K"},
                     [=](ts::Ptr<float> c, ts::Ptr<const ts::half> a, ts::Ptr<const ts::half> b, ts::Int K) {
-    auto rm = ts::arange(BM);
-    auto rn = ts::arange(BN);
-    auto rk = ts::arange(BK);
-    gAllocLine = __LINE__ + 1;
-    auto sa = ts::alloc_shared(ts::f16, {BM, BK});
-    auto sb = ts::alloc_shared(ts::f16, {BK, BN});
-    gLoopLine = __LINE__ + 1;
-    auto acc = ts::for_pipelined(0, K, BK, stages, ts::zeros({BM, BN}, ts::f32), [&](ts::Int k, ts::Tensor acc) {
-      auto ka = ts::expand_dims(rk, 0) + k;
-      auto ta = ts::stage_copy(sa, a + ts::expand_dims(rm, 1) * K + ka, ka < K);
-      auto kb = ts::expand_dims(rk, 1) + k;
-      auto tb = ts::stage_copy(sb, b + kb * BN + ts::expand_dims(rn, 0), kb < K);
-      return ts::dot(ta.load(), tb.load(), acc);
-    });
-    ts::store(c + ts::expand_dims(rm, 1) * BN + ts::expand_dims(rn, 0), acc);
-  });
+                      auto rm = ts::arange(BM);
+                      auto rn = ts::arange(BN);
+                      auto rk = ts::arange(BK);
+                      gAllocLine = __LINE__ + 1;
+                      auto sa = ts::alloc_shared(ts::f16, {BM, BK});
+                      auto sb = ts::alloc_shared(ts::f16, {BK, BN});
+                      gLoopLine = __LINE__ + 1;
+                      auto acc = ts::for_pipelined(
+                          0, K, BK, stages, ts::zeros({BM, BN}, ts::f32), [&](ts::Int k, ts::Tensor acc) {
+                            auto ka = ts::expand_dims(rk, 0) + k;
+                            auto ta = ts::stage_copy(sa, a + ts::expand_dims(rm, 1) * K + ka, ka < K);
+                            auto kb = ts::expand_dims(rk, 1) + k;
+                            auto tb = ts::stage_copy(sb, b + kb * BN + ts::expand_dims(rn, 0), kb < K);
+                            return ts::dot(ta.load(), tb.load(), acc);
+                          });
+                      ts::store(c + ts::expand_dims(rm, 1) * BN + ts::expand_dims(rn, 0), acc);
+                    });
 }
 
 std::string compileError(const ts::Kernel& k, const std::string& target, int warps = 4) {
@@ -97,5 +98,6 @@ TEST_CASE("shared memory over the limit names the user's buffers and a stage cou
   CHECK(compileError(gemm(128, 128, 64, stages), "nvptx:sm_86") == "");
   // One stage more than suggested does not fit (the suggestion is the
   // largest that does).
-  if (stages + 1 < 4) CHECK_THAT(compileError(gemm(128, 128, 64, stages + 1), "nvptx:sm_86"), Contains("shared memory"));
+  if (stages + 1 < 4)
+    CHECK_THAT(compileError(gemm(128, 128, 64, stages + 1), "nvptx:sm_86"), Contains("shared memory"));
 }

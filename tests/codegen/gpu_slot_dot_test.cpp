@@ -110,7 +110,8 @@ TEST_CASE("pipelined f16 GEMM: the dot reads ldmatrix fragments straight from th
       // Aligned: cp.async writes whole swizzled chunks; not aligned:
       // program-order element stores into the swizzled slot.
       int M = aligned ? 128 : 100, N = aligned ? 128 : 70, K = aligned ? 96 : 50;
-      INFO("tile " << t.BM << "x" << t.BN << "x" << t.BK << ", stages " << t.stages << (aligned ? ", aligned" : ", ragged"));
+      INFO("tile " << t.BM << "x" << t.BN << "x" << t.BK << ", stages " << t.stages
+                   << (aligned ? ", aligned" : ", ragged"));
       Run r = run(slotGemm(t.BM, t.BN, t.BK, t.stages), "nvptx:sm_80", aligned, M, N, K, t.BM, t.BN);
       CHECK_FALSE(r.rep.hasErrors());
       CHECK(r.exact);

@@ -310,8 +310,10 @@ TEST_CASE("gpu: shared memory over the target limit names every buffer", "[gpu][
     } catch (const ResourceError& e) {
       std::string m = e.what();
       INFO(m);
-      CHECK(m.find("65536 bytes at offset 0: alloc buffer<shared, 128x128xf32> at gpu_kern.cpp:51:3") != std::string::npos);
-      CHECK(m.find("65536 bytes at offset 65536: alloc buffer<shared, 128x128xf32> at gpu_kern.cpp:52:3") != std::string::npos);
+      CHECK(m.find("65536 bytes at offset 0: alloc buffer<shared, 128x128xf32> at gpu_kern.cpp:51:3") !=
+            std::string::npos);
+      CHECK(m.find("65536 bytes at offset 65536: alloc buffer<shared, 128x128xf32> at gpu_kern.cpp:52:3") !=
+            std::string::npos);
       // The user's buffers by ir::checkSharedMemory against what the
       // compiler's scratch leaves of the limit, with its suggestion.
       CHECK(m.find("bytes of compiler scratch") != std::string::npos);
@@ -352,8 +354,8 @@ TEST_CASE("gpu: resource table and compile latency", "[gpu][.report]") {
       auto art = compileFor(*f, std::string("nvptx:") + sm);
       double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       auto r = codegen::gpuResources(*art);
-      line += " " + std::string(sm) + " regs=" + std::to_string(r.registers) + " spill=" + std::to_string(r.spillBytes) +
-              " (" + std::to_string(static_cast<int>(ms)) + " ms)";
+      line += " " + std::string(sm) + " regs=" + std::to_string(r.registers) +
+              " spill=" + std::to_string(r.spillBytes) + " (" + std::to_string(static_cast<int>(ms)) + " ms)";
     }
     for (const char* gfx : kGfx) {
       auto f = k.make();

@@ -55,12 +55,9 @@ struct Fn {
 };
 
 const Fn kFns[] = {
-    {"exp", [](double x) { return std::exp(x); }, 2.0},
-    {"exp2", [](double x) { return std::exp2(x); }, 2.0},
-    {"log", [](double x) { return std::log(x); }, 2.0},
-    {"log2", [](double x) { return std::log2(x); }, 2.0},
-    {"tanh", [](double x) { return std::tanh(x); }, 4.0},
-    {"erf", [](double x) { return std::erf(x); }, 4.0},
+    {"exp", [](double x) { return std::exp(x); }, 2.0},   {"exp2", [](double x) { return std::exp2(x); }, 2.0},
+    {"log", [](double x) { return std::log(x); }, 2.0},   {"log2", [](double x) { return std::log2(x); }, 2.0},
+    {"tanh", [](double x) { return std::tanh(x); }, 4.0}, {"erf", [](double x) { return std::erf(x); }, 4.0},
 };
 
 /// Every float of one sign with a fixed stride through the bit patterns:
@@ -131,9 +128,8 @@ Stats measure(const Fn& fn, const std::vector<float>& in, const std::vector<floa
     const int64_t dist = std::llabs(ordinal(got) - ordinal(reff));
     // Past FLT_MAX the real-valued error is meaningless; the ordinal
     // distance (inf is one step beyond FLT_MAX) measures it instead.
-    const double ulp = (std::isinf(got) || std::isinf(reff))
-                           ? static_cast<double>(dist)
-                           : std::fabs(static_cast<double>(got) - ref) / ulpOf(ref);
+    const double ulp = (std::isinf(got) || std::isinf(reff)) ? static_cast<double>(dist)
+                                                             : std::fabs(static_cast<double>(got) - ref) / ulpOf(ref);
     if (ulp > s.maxUlp) {
       s.maxUlp = ulp;
       s.worstX = x;
@@ -143,45 +139,43 @@ Stats measure(const Fn& fn, const std::vector<float>& in, const std::vector<floa
   return s;
 }
 
-bool sameBits(float a, float b) {
-  return (std::isnan(a) && std::isnan(b)) || toBits(a) == toBits(b);
-}
+bool sameBits(float a, float b) { return (std::isnan(a) && std::isnan(b)) || toBits(a) == toBits(b); }
 
 }  // namespace
 
 TEST_CASE("vector math: accuracy over dense sweeps", "[codegen][math]") {
   // Every vector path the host can run (AVX2, and AVX-512 where present).
   for (const std::string& cpu : testpaths::runnableCpus())
-  for (const Fn& fn : kFns) {
-    const std::vector<float> in = sweepFor(fn.name);
-    std::vector<float> first;
-    for (unsigned width : {16u, 8u, 1u}) {
-      std::vector<float> out = evalUnaryF32(fn.name, in, width, cpu);
-      REQUIRE(out.size() == in.size());
-      Stats s = measure(fn, in, out);
-      char line[200];
-      std::snprintf(line, sizeof line,
-                    "%-10s %-5s width %2u: max error %.3f ulp (ordinal distance %lld) at x = %.9g, "
-                    "%zu values",
-                    cpu.c_str(), fn.name, width, s.maxUlp, static_cast<long long>(s.maxDist),
-                    static_cast<double>(s.worstX), in.size());
-      std::printf("%s\n", line);
-      INFO(line);
-      INFO("NaN mismatches: " << s.bad << " (e.g. x = " << s.badX << ")");
-      CHECK(s.bad == 0);
-      CHECK(s.maxUlp <= fn.bound);
-      CHECK(static_cast<double>(s.maxDist) <= fn.bound);
-      // The emitted IR has no fast-math freedom, so every width must compute
-      // bit-identical results.
-      if (first.empty()) {
-        first = out;
-      } else {
-        size_t diff = 0;
-        for (size_t k = 0; k < in.size(); ++k) diff += !sameBits(first[k], out[k]);
-        CHECK(diff == 0);
+    for (const Fn& fn : kFns) {
+      const std::vector<float> in = sweepFor(fn.name);
+      std::vector<float> first;
+      for (unsigned width : {16u, 8u, 1u}) {
+        std::vector<float> out = evalUnaryF32(fn.name, in, width, cpu);
+        REQUIRE(out.size() == in.size());
+        Stats s = measure(fn, in, out);
+        char line[200];
+        std::snprintf(line, sizeof line,
+                      "%-10s %-5s width %2u: max error %.3f ulp (ordinal distance %lld) at x = %.9g, "
+                      "%zu values",
+                      cpu.c_str(), fn.name, width, s.maxUlp, static_cast<long long>(s.maxDist),
+                      static_cast<double>(s.worstX), in.size());
+        std::printf("%s\n", line);
+        INFO(line);
+        INFO("NaN mismatches: " << s.bad << " (e.g. x = " << s.badX << ")");
+        CHECK(s.bad == 0);
+        CHECK(s.maxUlp <= fn.bound);
+        CHECK(static_cast<double>(s.maxDist) <= fn.bound);
+        // The emitted IR has no fast-math freedom, so every width must compute
+        // bit-identical results.
+        if (first.empty()) {
+          first = out;
+        } else {
+          size_t diff = 0;
+          for (size_t k = 0; k < in.size(); ++k) diff += !sameBits(first[k], out[k]);
+          CHECK(diff == 0);
+        }
       }
     }
-  }
 }
 
 namespace {
@@ -191,13 +185,13 @@ namespace {
 void checkSpecials(const std::string& fn, const std::vector<float>& xs,
                    const std::function<bool(float, float)>& expect) {
   for (const std::string& cpu : testpaths::runnableCpus())
-  for (unsigned width : {16u, 8u, 1u}) {
-    std::vector<float> out = evalUnaryF32(fn, xs, width, cpu);
-    for (size_t k = 0; k < xs.size(); ++k) {
-      INFO(fn << "(" << xs[k] << ") = " << out[k] << " at width " << width << " on " << cpu);
-      CHECK(expect(xs[k], out[k]));
+    for (unsigned width : {16u, 8u, 1u}) {
+      std::vector<float> out = evalUnaryF32(fn, xs, width, cpu);
+      for (size_t k = 0; k < xs.size(); ++k) {
+        INFO(fn << "(" << xs[k] << ") = " << out[k] << " at width " << width << " on " << cpu);
+        CHECK(expect(xs[k], out[k]));
+      }
     }
-  }
 }
 
 bool isPosZero(float f) { return f == 0 && !std::signbit(f); }
@@ -207,21 +201,16 @@ bool isNegZero(float f) { return f == 0 && std::signbit(f); }
 
 TEST_CASE("vector math: exp special values", "[codegen][math]") {
   checkSpecials("exp", {kInf}, [](float, float y) { return y == kInf; });
-  checkSpecials("exp", {-kInf, -104.0f, -1000.0f, -FLT_MAX},
-                [](float, float y) { return isPosZero(y); });
+  checkSpecials("exp", {-kInf, -104.0f, -1000.0f, -FLT_MAX}, [](float, float y) { return isPosZero(y); });
   checkSpecials("exp", {kNaN, -kNaN}, [](float, float y) { return std::isnan(y); });
-  checkSpecials("exp", {0.0f, -0.0f, kDenormMin, -kDenormMin, FLT_MIN},
-                [](float, float y) { return y == 1.0f; });
+  checkSpecials("exp", {0.0f, -0.0f, kDenormMin, -kDenormMin, FLT_MIN}, [](float, float y) { return y == 1.0f; });
   // Overflow threshold: ln(FLT_MAX) = 88.72283905; 88.7228317 (0x42b17217)
   // is the largest float whose exp is finite, the next one overflows.
-  checkSpecials("exp", {fromBits(0x42b17217u)},
-                [](float, float y) { return std::isfinite(y) && y > 3.4e38f; });
-  checkSpecials("exp", {fromBits(0x42b17218u), 89.0f, 100.0f, FLT_MAX},
-                [](float, float y) { return y == kInf; });
+  checkSpecials("exp", {fromBits(0x42b17217u)}, [](float, float y) { return std::isfinite(y) && y > 3.4e38f; });
+  checkSpecials("exp", {fromBits(0x42b17218u), 89.0f, 100.0f, FLT_MAX}, [](float, float y) { return y == kInf; });
   // Gradual underflow is exact: results are the correctly rounded denormals.
-  checkSpecials("exp", {-87.5f, -95.0f, -103.0f, -103.9f}, [](float x, float y) {
-    return y == static_cast<float>(std::exp(static_cast<double>(x)));
-  });
+  checkSpecials("exp", {-87.5f, -95.0f, -103.0f, -103.9f},
+                [](float x, float y) { return y == static_cast<float>(std::exp(static_cast<double>(x))); });
   // ln(2^-150) = -103.972077: just above, the result rounds up to the
   // smallest denormal; just below, to +0.
   checkSpecials("exp", {-103.972f}, [](float, float y) { return y == kDenormMin; });
@@ -230,15 +219,13 @@ TEST_CASE("vector math: exp special values", "[codegen][math]") {
 
 TEST_CASE("vector math: exp2 special values", "[codegen][math]") {
   checkSpecials("exp2", {kInf, 128.0f, 1000.0f}, [](float, float y) { return y == kInf; });
-  checkSpecials("exp2", {-kInf, -150.0f, -151.0f, -1000.0f},
-                [](float, float y) { return isPosZero(y); });
+  checkSpecials("exp2", {-kInf, -150.0f, -151.0f, -1000.0f}, [](float, float y) { return isPosZero(y); });
   checkSpecials("exp2", {kNaN}, [](float, float y) { return std::isnan(y); });
   // Integers give exact powers of two, denormals included.
   std::vector<float> ints;
   for (int k = -149; k <= 127; ++k) ints.push_back(static_cast<float>(k));
-  checkSpecials("exp2", ints, [](float x, float y) {
-    return y == static_cast<float>(std::ldexp(1.0, static_cast<int>(x)));
-  });
+  checkSpecials("exp2", ints,
+                [](float x, float y) { return y == static_cast<float>(std::ldexp(1.0, static_cast<int>(x))); });
   checkSpecials("exp2", {127.99999f}, [](float, float y) { return std::isfinite(y); });
 }
 
@@ -246,16 +233,14 @@ TEST_CASE("vector math: log and log2 special values", "[codegen][math]") {
   for (const char* fn : {"log", "log2"}) {
     checkSpecials(fn, {0.0f, -0.0f}, [](float, float y) { return y == -kInf; });
     checkSpecials(fn, {kInf}, [](float, float y) { return y == kInf; });
-    checkSpecials(fn, {-kInf, -1.0f, -kDenormMin, -FLT_MAX, kNaN, -kNaN},
-                  [](float, float y) { return std::isnan(y); });
+    checkSpecials(fn, {-kInf, -1.0f, -kDenormMin, -FLT_MAX, kNaN, -kNaN}, [](float, float y) { return std::isnan(y); });
     checkSpecials(fn, {1.0f}, [](float, float y) { return isPosZero(y); });
   }
   // Denormal inputs (rescaled internally) and the extremes.
-  checkSpecials("log", {kDenormMin, 3 * kDenormMin, FLT_MIN / 3, FLT_MIN, FLT_MAX},
-                [](float x, float y) {
-                  const double r = std::log(static_cast<double>(x));
-                  return std::fabs(y - r) <= 2 * ulpOf(r);
-                });
+  checkSpecials("log", {kDenormMin, 3 * kDenormMin, FLT_MIN / 3, FLT_MIN, FLT_MAX}, [](float x, float y) {
+    const double r = std::log(static_cast<double>(x));
+    return std::fabs(y - r) <= 2 * ulpOf(r);
+  });
   // log2 of every power of two is exact.
   std::vector<float> pows;
   for (int k = -149; k <= 127; ++k) pows.push_back(std::ldexp(1.0f, k));
@@ -267,8 +252,7 @@ TEST_CASE("vector math: tanh and erf special values", "[codegen][math]") {
     checkSpecials(fn, {0.0f}, [](float, float y) { return isPosZero(y); });
     checkSpecials(fn, {-0.0f}, [](float, float y) { return isNegZero(y); });
     checkSpecials(fn, {kInf, 10.0f, 100.0f, FLT_MAX}, [](float, float y) { return y == 1.0f; });
-    checkSpecials(fn, {-kInf, -10.0f, -100.0f, -FLT_MAX},
-                  [](float, float y) { return y == -1.0f; });
+    checkSpecials(fn, {-kInf, -10.0f, -100.0f, -FLT_MAX}, [](float, float y) { return y == -1.0f; });
     checkSpecials(fn, {kNaN, -kNaN}, [](float, float y) { return std::isnan(y); });
   }
   // Saturation thresholds: 1 - tanh(x) and erfc(x) fall below ulp(1)/2.

@@ -36,20 +36,21 @@ ts::Kernel pipelinedGemm(int64_t stages) {
   const ts::DType dt = std::is_same_v<T, float> ? ts::f32 : ts::f16;
   return ts::kernel("pl_gemm", {"c", "a", "b", "M", "N", "K"},
                     [=](ts::Ptr<float> c, ts::Ptr<const T> a, ts::Ptr<const T> b, ts::Int M, ts::Int N, ts::Int K) {
-    auto row = ts::expand_dims(ts::program_id(0) * BM + ts::arange(BM), 1);  // BM x 1
-    auto col = ts::expand_dims(ts::program_id(1) * BN + ts::arange(BN), 0);  // 1 x BN
-    auto rk = ts::arange(BK);
-    auto sa = ts::alloc_shared(dt, {BM, BK});
-    auto sb = ts::alloc_shared(dt, {BK, BN});
-    auto acc = ts::for_pipelined(0, K, BK, stages, ts::zeros({BM, BN}, ts::f32), [&](ts::Int k, ts::Tensor acc) {
-      auto ka = ts::expand_dims(k + rk, 0);  // 1 x BK: columns of A
-      auto kb = ts::expand_dims(k + rk, 1);  // BK x 1: rows of B
-      auto ta = ts::stage_copy(sa, a + row * K + ka, (row < M) & (ka < K));
-      auto tb = ts::stage_copy(sb, b + kb * N + col, (kb < K) & (col < N));
-      return ts::dot(ta.load(), tb.load(), acc);
-    });
-    ts::store(c + row * N + col, acc, (row < M) & (col < N));
-  });
+                      auto row = ts::expand_dims(ts::program_id(0) * BM + ts::arange(BM), 1);  // BM x 1
+                      auto col = ts::expand_dims(ts::program_id(1) * BN + ts::arange(BN), 0);  // 1 x BN
+                      auto rk = ts::arange(BK);
+                      auto sa = ts::alloc_shared(dt, {BM, BK});
+                      auto sb = ts::alloc_shared(dt, {BK, BN});
+                      auto acc = ts::for_pipelined(
+                          0, K, BK, stages, ts::zeros({BM, BN}, ts::f32), [&](ts::Int k, ts::Tensor acc) {
+                            auto ka = ts::expand_dims(k + rk, 0);  // 1 x BK: columns of A
+                            auto kb = ts::expand_dims(k + rk, 1);  // BK x 1: rows of B
+                            auto ta = ts::stage_copy(sa, a + row * K + ka, (row < M) & (ka < K));
+                            auto tb = ts::stage_copy(sb, b + kb * N + col, (kb < K) & (col < N));
+                            return ts::dot(ta.load(), tb.load(), acc);
+                          });
+                      ts::store(c + row * N + col, acc, (row < M) & (col < N));
+                    });
 }
 
 uint16_t toHalf(float f) {  // exact for the small integers used here
@@ -70,8 +71,8 @@ struct Shape {
 template <class T>
 void runGemm(const ts::Device& dev, int64_t stages, Shape s) {
   const int64_t M = s.M, N = s.N, K = s.K;
-  INFO(dev.name() << ", " << (std::is_same_v<T, float> ? "f32" : "f16") << ", stages = " << stages << ", M x N x K = "
-                  << M << " x " << N << " x " << K);
+  INFO(dev.name() << ", " << (std::is_same_v<T, float> ? "f32" : "f16") << ", stages = " << stages
+                  << ", M x N x K = " << M << " x " << N << " x " << K);
   std::mt19937 rng(static_cast<uint32_t>(M * 131 + N * 17 + K + stages));
   std::uniform_int_distribution<int> d(-4, 4);
   std::vector<float> a(size_t(M * K)), b(size_t(K * N));

@@ -20,7 +20,7 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-const char* const kGpuTargets[] = {"nvptx:sm_80", "nvptx:sm_86", "nvptx:sm_89", "nvptx:sm_90a",
+const char* const kGpuTargets[] = {"nvptx:sm_80",   "nvptx:sm_86",   "nvptx:sm_89",   "nvptx:sm_90a",
                                    "amdgpu:gfx90a", "amdgpu:gfx942", "amdgpu:gfx1100"};
 
 ts::Kernel addOne(const std::string& name, int* line = nullptr) {
@@ -35,7 +35,8 @@ std::string at(const char* file, int line) { return std::string(file) + ":" + st
 
 }  // namespace
 
-TEST_CASE("numWarps of 0 or a non-power of two is a CompileError on every GPU target (too many: ResourceError)", "[codegen][gpu][regression]") {
+TEST_CASE("numWarps of 0 or a non-power of two is a CompileError on every GPU target (too many: ResourceError)",
+          "[codegen][gpu][regression]") {
   // Was: SIGFPE (0) and an InternalError from the layouts (3, 5, 6).
   int line = 0;
   ts::Kernel k = addOne("warps", &line);
@@ -49,8 +50,10 @@ TEST_CASE("numWarps of 0 or a non-power of two is a CompileError on every GPU ta
         FAIL("compiled");
       } catch (const ts::Error& e) {
         std::string m = e.what();
-        if (w >= 64) CHECK(dynamic_cast<const ts::ResourceError*>(&e));
-        else CHECK(dynamic_cast<const ts::CompileError*>(&e));
+        if (w >= 64)
+          CHECK(dynamic_cast<const ts::ResourceError*>(&e));
+        else
+          CHECK(dynamic_cast<const ts::CompileError*>(&e));
         CHECK_THAT(m, Contains("numWarps = " + std::to_string(w)));
         CHECK_THAT(m, Contains(at(__FILE__, line)));
         CHECK_THAT(m, Contains("use one of 1, 2, 4"));
@@ -188,7 +191,8 @@ TEST_CASE("nesting is bounded: a clear error past the documented depth, fast bel
   // Was: 10,000 nested ifs took 35 s and 5 GB, 30,000 overflowed the stack
   // in the printer, 1,000 overflowed the GPU lowering, and the DSL had no limit.
   int line = 0;
-  ts::Kernel ok = ts::kernel("nest_ok", [&](ts::Ptr<int32_t> p, ts::Int n) { nest(ts::ir::kMaxRegionDepth, p, n, &line); });
+  ts::Kernel ok =
+      ts::kernel("nest_ok", [&](ts::Ptr<int32_t> p, ts::Int n) { nest(ts::ir::kMaxRegionDepth, p, n, &line); });
   for (const char* t : {"cpu", "nvptx:sm_80", "amdgpu:gfx942"}) CHECK_NOTHROW(ts::compile(ok, ts::Target::parse(t)));
   try {
     ts::kernel("nest_deep", [&](ts::Ptr<int32_t> p, ts::Int n) { nest(ts::ir::kMaxRegionDepth + 1, p, n, &line); });
@@ -214,11 +218,13 @@ TEST_CASE("nesting is bounded: a clear error past the documented depth, fast bel
   CHECK_THROWS_WITH(ts::Kernel(f), Contains("nests regions more than 200 deep"));
 }
 
-TEST_CASE("a GPU tile too large for any thread is a ResourceError naming the values per thread", "[codegen][gpu][regression]") {
+TEST_CASE("a GPU tile too large for any thread is a ResourceError naming the values per thread",
+          "[codegen][gpu][regression]") {
   // Was: arange(1 << 20) compiled for 8-40 s and 630 MB; 1 << 24 did not finish.
   int line = 0;
   ts::Kernel k = ts::kernel("huge", [&](ts::Ptr<int32_t> p) {
-    line = __LINE__; auto i = ts::arange(1 << 24);
+    line = __LINE__ + 1;  // the next line
+    auto i = ts::arange(1 << 24);
     ts::store(p + i, i);
   });
   for (const char* t : {"nvptx:sm_80", "nvptx:sm_90a", "amdgpu:gfx942", "amdgpu:gfx1100"}) {
@@ -231,9 +237,10 @@ TEST_CASE("a GPU tile too large for any thread is a ResourceError naming the val
                                             Contains("per thread with numWarps = 4") && Contains("suggestion"));
     }
   }
-  CHECK_THROWS_WITH(ts::kernel("deep_pipe", [](ts::Ptr<float> p, ts::Int n) {
-                      ts::for_pipelined(0, n, 16, 2048, ts::zeros({16}, ts::f32),
-                                        [&](ts::Int, ts::Tensor acc) { return acc; });
-                    }),
+  CHECK_THROWS_WITH(ts::kernel("deep_pipe",
+                               [](ts::Ptr<float> p, ts::Int n) {
+                                 ts::for_pipelined(0, n, 16, 2048, ts::zeros({16}, ts::f32),
+                                                   [&](ts::Int, ts::Tensor acc) { return acc; });
+                               }),
                     Contains("stages must be 1..32"));
 }

@@ -19,7 +19,6 @@ namespace {
 
 std::string at(int line) { return std::string(__FILE__) + ":" + std::to_string(line); }
 
-
 // One worker thread: with several, the access reported is the first one
 // detected among the violating programs, which depends on scheduling.
 ts::LaunchOptions checked() {
@@ -35,12 +34,15 @@ TEST_CASE("checked CPU launches report loads, stores and atomics past their buff
   int loadLine = 0, storeLine = 0, atomicLine = 0;
   ts::Kernel k = ts::kernel("scale", [&](ts::Ptr<float> out, ts::Ptr<const float> in, ts::Int n) {
     auto i = ts::program_id(0) * 64 + ts::arange(64);
-    loadLine = __LINE__; auto x = ts::load(in + i, i < n, 0.0f);
-    storeLine = __LINE__; ts::store(out + i, x * 2.0f, i < n);
+    loadLine = __LINE__ + 1;  // the next line
+    auto x = ts::load(in + i, i < n, 0.0f);
+    storeLine = __LINE__ + 1;  // the next line
+    ts::store(out + i, x * 2.0f, i < n);
   });
   ts::Kernel ka = ts::kernel("acc", [&](ts::Ptr<float> out, ts::Int n) {
     auto i = ts::arange(32);
-    atomicLine = __LINE__; ts::atomic_add(out + i * n, 1.0f);
+    atomicLine = __LINE__ + 1;  // the next line
+    ts::atomic_add(out + i * n, 1.0f);
   });
   for (const ts::Device& dev : testpaths::cpuDevices()) {
     INFO(dev.name());
@@ -87,8 +89,9 @@ TEST_CASE("checked CPU launches report loads, stores and atomics past their buff
     auto ca = ts::compile(ka, dev);
     ts::Buffer acc = dev.alloc(ts::DType::F32, 128);
     ca.launchWith({1}, {acc, 4}, checked());
-    CHECK_THROWS_WITH(ca.launchWith({1}, {acc, 5}, checked()),
-                      Contains("'atomic_add @ " + at(atomicLine)) && Contains("at byte offset 520, outside its 512 bytes"));
+    CHECK_THROWS_WITH(
+        ca.launchWith({1}, {acc, 5}, checked()),
+        Contains("'atomic_add @ " + at(atomicLine)) && Contains("at byte offset 520, outside its 512 bytes"));
   }
 }
 
@@ -97,13 +100,15 @@ TEST_CASE("checked launches: masked-off lanes, negative offsets, scalar pointers
   // Negative offsets: program 0 reads in[i - 1].
   ts::Kernel shift = ts::kernel("shift", [&](ts::Ptr<float> out, ts::Ptr<const float> in, ts::Int lo) {
     auto i = ts::arange(16);
-    line = __LINE__; auto x = ts::load(in + (i - lo), i >= lo - 1);
+    line = __LINE__ + 1;  // the next line
+    auto x = ts::load(in + (i - lo), i >= lo - 1);
     ts::store(out + i, x);
   });
   // A scalar pointer load.
   int scalarLine = 0;
   ts::Kernel one = ts::kernel("one", [&](ts::Ptr<float> out, ts::Ptr<const float> in, ts::Int j) {
-    scalarLine = __LINE__; auto v = ts::load(in + j);
+    scalarLine = __LINE__ + 1;  // the next line
+    auto v = ts::load(in + j);
     ts::store(out, v);
   });
   // A pipelined loop's staged copies (copy ops into shared buffers).
@@ -112,7 +117,8 @@ TEST_CASE("checked launches: masked-off lanes, negative offsets, scalar pointers
     auto buf = ts::alloc_shared(ts::f32, {16});
     auto acc = ts::for_pipelined(0, n, 16, 2, ts::zeros({16}, ts::f32), [&](ts::Int k, ts::Tensor a) {
       auto i = k + ts::arange(16);
-      copyLine = __LINE__; auto t = ts::stage_copy(buf, in + i);
+      copyLine = __LINE__ + 1;  // the next line
+      auto t = ts::stage_copy(buf, in + i);
       return a + t.load();
     });
     ts::store(out + ts::arange(16), acc);

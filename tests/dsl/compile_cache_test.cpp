@@ -66,7 +66,7 @@ TEST_CASE("the cache key separates IR, target and options", "[dsl][cache]") {
   ts::compile(scaleKernel(128, 3.0f), dev);  // another tile
   ts::CompileOptions o2;
   o2.optLevel = 2;
-  ts::compile(scaleKernel(256, 3.0f), dev, o2);  // other options
+  ts::compile(scaleKernel(256, 3.0f), dev, o2);                           // other options
   ts::compile(scaleKernel(256, 3.0f), ts::Target::parse("nvptx:sm_80"));  // other target
   CHECK(ts::cacheStats().misses == 5);
   CHECK(ts::cacheStats().hits == 1);

@@ -13,7 +13,8 @@ TEST_CASE("shapes that cannot broadcast name both shapes", "[dsl][errors]") {
   std::string msg = traceError([&](ts::Ptr<float>) {
     auto a = ts::arange(4);
     auto b = ts::arange(8);
-    line = __LINE__; a + b;
+    line = __LINE__ + 1;  // the next line
+    a + b;
   });
   CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
   CHECK_THAT(msg, Contains("shapes [4] and [8] cannot be broadcast together"));
@@ -21,7 +22,8 @@ TEST_CASE("shapes that cannot broadcast name both shapes", "[dsl][errors]") {
   msg = traceError([&](ts::Ptr<float>) {
     auto a = ts::expand_dims(ts::arange(4), 1);
     auto b = ts::expand_dims(ts::arange(8), 1);
-    line = __LINE__; a * b;
+    line = __LINE__ + 1;  // the next line
+    a* b;
   });
   CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
   CHECK_THAT(msg, Contains("[4x1] and [8x1]"));
@@ -33,47 +35,54 @@ TEST_CASE("integer and float handles never mix silently", "[dsl][errors][promote
   std::string msg = traceError([&](ts::Ptr<const float> p) {
     auto i = ts::arange(4);
     auto f = ts::load(p + i);
-    line = __LINE__; i + f;
+    line = __LINE__ + 1;  // the next line
+    i + f;
   });
   CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
   CHECK_THAT(msg, Contains("cannot mix i32 and f32"));
   CHECK_THAT(msg, Contains(".to(ts::f32)"));
 
   msg = traceError([&](ts::Ptr<float>) {
-    line = __LINE__; ts::arange(4) * 0.5;
+    line = __LINE__ + 1;  // the next line
+    ts::arange(4) * 0.5;
   });
   CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
   CHECK_THAT(msg, Contains("floating literal 0.5"));
 
   msg = traceError([&](ts::Ptr<const int8_t> p) {
     auto v = ts::load(p + ts::arange(4));
-    line = __LINE__; v + 300;
+    line = __LINE__ + 1;  // the next line
+    v + 300;
   });
   CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
   CHECK_THAT(msg, Contains("integer literal 300 does not fit the operand type i8"));
 
   msg = traceError([&](ts::Ptr<float>) {
     auto b = ts::arange(4) < 2;
-    line = __LINE__; b + ts::arange(4);
+    line = __LINE__ + 1;  // the next line
+    b + ts::arange(4);
   });
   CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
   CHECK_THAT(msg, Contains("cannot mix i1"));
 
   msg = traceError([&](ts::Ptr<float>) {
-    line = __LINE__; ts::exp(ts::arange(4));
+    line = __LINE__ + 1;  // the next line
+    ts::exp(ts::arange(4));
   });
   CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
   CHECK_THAT(msg, Contains("exp: needs a float operand"));
 
   msg = traceError([&](ts::Ptr<float> p) {
     auto x = ts::load(p + ts::arange(4));
-    line = __LINE__; x << 1;
+    line = __LINE__ + 1;  // the next line
+    x << 1;
   });
   CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
   CHECK_THAT(msg, Contains("needs integer operands"));
 
   msg = traceError([&](ts::Ptr<float> p, ts::Ptr<float> q) {
-    line = __LINE__; p * 2;
+    line = __LINE__ + 1;  // the next line
+    p * 2;
   });
   CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
   CHECK_THAT(msg, Contains("pointers support only ptr + int"));
@@ -83,18 +92,21 @@ TEST_CASE("reduction axes are checked against the rank", "[dsl][errors]") {
   int line = 0;
   std::string msg = traceError([&](ts::Ptr<float>) {
     auto x = ts::zeros({4, 8}, ts::f32);
-    line = __LINE__; ts::sum(x, 2);
+    line = __LINE__ + 1;  // the next line
+    ts::sum(x, 2);
   });
   CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
   CHECK_THAT(msg, Contains("axis 2 is out of range for a tile of rank 2"));
   msg = traceError([&](ts::Ptr<float>) {
     auto x = ts::zeros({4, 8}, ts::f32);
-    line = __LINE__; ts::max(x, -3);
+    line = __LINE__ + 1;  // the next line
+    ts::max(x, -3);
   });
   CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
   CHECK_THAT(msg, Contains("axis -3 is out of range for a tile of rank 2"));
   msg = traceError([&](ts::Ptr<float>, ts::Float f) {
-    line = __LINE__; ts::sum(f, 0);
+    line = __LINE__ + 1;  // the next line
+    ts::sum(f, 0);
   });
   CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
   CHECK_THAT(msg, Contains("needs a tile"));
@@ -103,34 +115,40 @@ TEST_CASE("reduction axes are checked against the rank", "[dsl][errors]") {
 TEST_CASE("tile shapes: rank at most 3, dims positive, arange non-empty", "[dsl][errors]") {
   int line = 0;
   std::string msg = traceError([&](ts::Ptr<float>) {
-    line = __LINE__; ts::zeros({2, 2, 2, 2}, ts::f32);
+    line = __LINE__ + 1;  // the next line
+    ts::zeros({2, 2, 2, 2}, ts::f32);
   });
   CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
   CHECK_THAT(msg, Contains("rank 4 exceeds the maximum of 3"));
   msg = traceError([&](ts::Ptr<float>) {
-    line = __LINE__; ts::full({4, 0}, 1.0, ts::f32);
+    line = __LINE__ + 1;  // the next line
+    ts::full({4, 0}, 1.0, ts::f32);
   });
   CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
   CHECK_THAT(msg, Contains("dimensions must be positive (shape 4x0)"));
   msg = traceError([&](ts::Ptr<float>) {
-    line = __LINE__; ts::arange(5, 5);
+    line = __LINE__ + 1;  // the next line
+    ts::arange(5, 5);
   });
   CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
   CHECK_THAT(msg, Contains("end 5 must be greater than start 5"));
   msg = traceError([&](ts::Ptr<float>) {
     auto x = ts::zeros({2, 2, 2}, ts::f32);
-    line = __LINE__; ts::expand_dims(x, 0);
+    line = __LINE__ + 1;  // the next line
+    ts::expand_dims(x, 0);
   });
   CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
   CHECK_THAT(msg, Contains("exceeds the maximum of 3"));
   msg = traceError([&](ts::Ptr<float>) {
     auto x = ts::zeros({4, 6}, ts::f32);
-    line = __LINE__; ts::reshape(x, {5, 5});
+    line = __LINE__ + 1;  // the next line
+    ts::reshape(x, {5, 5});
   });
   CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
   CHECK_THAT(msg, Contains("cannot reshape [4x6] (24 elements) to [5x5] (25 elements)"));
   msg = traceError([&](ts::Ptr<float>) {
-    line = __LINE__; ts::program_id(3);
+    line = __LINE__ + 1;  // the next line
+    ts::program_id(3);
   });
   CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
   CHECK_THAT(msg, Contains("grid axis 3"));
@@ -141,27 +159,31 @@ TEST_CASE("loads and stores check masks, dtypes and constness", "[dsl][errors][m
   std::string msg = traceError([&](ts::Ptr<const float> p) {
     auto offs = ts::arange(16);
     auto mask = ts::arange(8) < 4;
-    line = __LINE__; ts::load(p + offs, mask);
+    line = __LINE__ + 1;  // the next line
+    ts::load(p + offs, mask);
   });
   CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
   CHECK_THAT(msg, Contains("mask shape [8] does not match the pointer shape [16]"));
 
   msg = traceError([&](ts::Ptr<const float> p) {
     auto offs = ts::arange(16);
-    line = __LINE__; ts::load(p + offs, offs);
+    line = __LINE__ + 1;  // the next line
+    ts::load(p + offs, offs);
   });
   CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
   CHECK_THAT(msg, Contains("the mask must be i1"));
 
   msg = traceError([&](ts::Ptr<const float> p) {
-    line = __LINE__; ts::load(p + ts::arange(4), {}, 0.0);
+    line = __LINE__ + 1;  // the next line
+    ts::load(p + ts::arange(4), {}, 0.0);
   });
   CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
   CHECK_THAT(msg, Contains("`other` is given without a mask"));
 
   msg = traceError([&](ts::Ptr<float> p) {
     auto offs = ts::arange(16);
-    line = __LINE__; ts::store(p + offs, offs);
+    line = __LINE__ + 1;  // the next line
+    ts::store(p + offs, offs);
   });
   CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
   CHECK_THAT(msg, Contains("value of type tile<16xi32> through a pointer to f32"));
@@ -169,26 +191,30 @@ TEST_CASE("loads and stores check masks, dtypes and constness", "[dsl][errors][m
   msg = traceError([&](ts::Ptr<float> out, ts::Ptr<const float> in) {
     auto offs = ts::arange(16);
     auto x = ts::load(in + offs);
-    line = __LINE__; ts::store(in + offs, x);
+    line = __LINE__ + 1;  // the next line
+    ts::store(in + offs, x);
   });
   CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
   CHECK_THAT(msg, Contains("Ptr<const T> parameter, which is read-only"));
 
   msg = traceError([&](ts::Ptr<const float> in) {
-    line = __LINE__; ts::atomic_add(in + ts::arange(4), 1.0f);
+    line = __LINE__ + 1;  // the next line
+    ts::atomic_add(in + ts::arange(4), 1.0f);
   });
   CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
   CHECK_THAT(msg, Contains("read-only"));
 
   msg = traceError([&](ts::Ptr<float> p) {
     auto v = ts::zeros({8}, ts::f32);
-    line = __LINE__; ts::store(p + ts::arange(16), v);
+    line = __LINE__ + 1;  // the next line
+    ts::store(p + ts::arange(16), v);
   });
   CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
   CHECK_THAT(msg, Contains("cannot broadcast shape [8] to [16]"));
 
   msg = traceError([&](ts::Ptr<float> p) {
-    line = __LINE__; ts::load(ts::arange(4));
+    line = __LINE__ + 1;  // the next line
+    ts::load(ts::arange(4));
   });
   CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
   CHECK_THAT(msg, Contains("expected a pointer"));
@@ -198,20 +224,23 @@ TEST_CASE("for_range bounds are integer scalars and carried types are stable", "
   int line = 0;
   std::string msg = traceError([&](ts::Ptr<float>) {
     auto n = ts::arange(4);
-    line = __LINE__; ts::for_range(0, n, 1, [&](ts::Int) {});
+    line = __LINE__ + 1;  // the next line
+    ts::for_range(0, n, 1, [&](ts::Int) {});
   });
   CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
   CHECK_THAT(msg, Contains("the upper bound must be an integer scalar, got tile<4xi32>"));
 
   msg = traceError([&](ts::Ptr<float>, ts::Float f) {
-    line = __LINE__; ts::for_range(f, 10, 1, [&](ts::Int) {});
+    line = __LINE__ + 1;  // the next line
+    ts::for_range(f, 10, 1, [&](ts::Int) {});
   });
   CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
   CHECK_THAT(msg, Contains("lower bound must be an integer scalar, got f32"));
 
   msg = traceError([&](ts::Ptr<float>) {
     auto acc = ts::zeros({4}, ts::f32);
-    line = __LINE__; ts::for_range(0, 4, 1, acc, [&](ts::Int, ts::Tensor a) { return a.to(ts::f64); });
+    line = __LINE__ + 1;  // the next line
+    ts::for_range(0, 4, 1, acc, [&](ts::Int, ts::Tensor a) { return a.to(ts::f64); });
   });
   CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
   CHECK_THAT(msg, Contains("carried value #0 enters the loop as tile<4xf32> but the body returns tile<4xf64>"));
@@ -219,9 +248,9 @@ TEST_CASE("for_range bounds are integer scalars and carried types are stable", "
   msg = traceError([&](ts::Ptr<float>) {
     auto a = ts::zeros({4}, ts::f32);
     auto b = ts::zeros({4}, ts::f32);
-    line = __LINE__; ts::for_range(0, 4, 1, std::vector<ts::Tensor>{a, b}, [&](ts::Tensor, std::vector<ts::Tensor> c) {
-      return std::vector<ts::Tensor>{c[0]};
-    });
+    line = __LINE__ + 1;  // the next line
+    ts::for_range(0, 4, 1, std::vector<ts::Tensor>{a, b},
+                  [&](ts::Tensor, std::vector<ts::Tensor> c) { return std::vector<ts::Tensor>{c[0]}; });
   });
   CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
   CHECK_THAT(msg, Contains("returns 1 value(s) but the loop carries 2"));
@@ -230,7 +259,8 @@ TEST_CASE("for_range bounds are integer scalars and carried types are stable", "
   msg = traceError([&](ts::Ptr<float> p) {
     ts::Tensor leaked;
     ts::for_range(0, 4, 1, [&](ts::Int i) { leaked = i * 2; });
-    line = __LINE__; ts::store(p, leaked.to(ts::f32));
+    line = __LINE__ + 1;  // the next line
+    ts::store(p, leaked.to(ts::f32));
   });
   CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
   CHECK_THAT(msg, Contains("defined inside a for_range / if_else body"));
@@ -241,21 +271,24 @@ TEST_CASE("if_else checks its condition and matching branch types", "[dsl][error
   std::string msg = traceError([&](ts::Ptr<float>, ts::Int n) {
     auto a = ts::zeros({4}, ts::f32);
     auto b = ts::zeros({8}, ts::f32);
-    line = __LINE__; ts::if_else(n > 0, [&] { return a; }, [&] { return b; });
+    line = __LINE__ + 1;  // the next line
+    ts::if_else(n > 0, [&] { return a; }, [&] { return b; });
   });
   CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
   CHECK_THAT(msg, Contains("then (tile<4xf32>) vs else (tile<8xf32>)"));
 
   msg = traceError([&](ts::Ptr<float>, ts::Int n) {
     auto a = ts::zeros({4}, ts::f32);
-    line = __LINE__; ts::if_else(n > 0, [&] { return a; }, [&] {});
+    line = __LINE__ + 1;  // the next line
+    ts::if_else(n > 0, [&] { return a; }, [&] {});
   });
   CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
   CHECK_THAT(msg, Contains("then (tile<4xf32>) vs else ()"));
 
   msg = traceError([&](ts::Ptr<float>) {
     auto c = ts::arange(4) < 2;
-    line = __LINE__; ts::if_else(c, [&] {});
+    line = __LINE__ + 1;  // the next line
+    ts::if_else(c, [&] {});
   });
   CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
   CHECK_THAT(msg, Contains("condition must be a scalar i1"));
@@ -265,34 +298,39 @@ TEST_CASE("transpose and dot check permutations, shapes and dtypes", "[dsl][erro
   int line = 0;
   std::string msg = traceError([&](ts::Ptr<float>) {
     auto x = ts::zeros({4, 8}, ts::f32);
-    line = __LINE__; ts::transpose(x, {0, 0});
+    line = __LINE__ + 1;  // the next line
+    ts::transpose(x, {0, 0});
   });
   CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
   CHECK_THAT(msg, Contains("[0, 0] is not a permutation of the 2 axes"));
   msg = traceError([&](ts::Ptr<float>) {
     auto x = ts::zeros({4}, ts::f32);
-    line = __LINE__; x.T();
+    line = __LINE__ + 1;  // the next line
+    x.T();
   });
   CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
   CHECK_THAT(msg, Contains("needs a 2-D tile"));
 
   msg = traceError([&](ts::Ptr<float>) {
     auto a = ts::zeros({16, 8}, ts::f32);
-    line = __LINE__; ts::dot(a, a);
+    line = __LINE__ + 1;  // the next line
+    ts::dot(a, a);
   });
   CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
   CHECK_THAT(msg, Contains("inner dimensions differ: [16x8] @ [16x8]"));
   msg = traceError([&](ts::Ptr<float>) {
     auto a = ts::zeros({16, 16}, ts::f32);
     auto b = ts::zeros({16, 16}, ts::i32);
-    line = __LINE__; ts::dot(a, b);
+    line = __LINE__ + 1;  // the next line
+    ts::dot(a, b);
   });
   CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
   CHECK_THAT(msg, Contains("share a numeric dtype, got f32 and i32"));
   msg = traceError([&](ts::Ptr<float>) {
     auto a = ts::zeros({16, 16}, ts::f16);
     auto acc = ts::zeros({16, 8}, ts::f32);
-    line = __LINE__; ts::dot(a, a, acc);
+    line = __LINE__ + 1;  // the next line
+    ts::dot(a, a, acc);
   });
   CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
   CHECK_THAT(msg, Contains("accumulator must be tile<16x16xf32 or f64>"));
@@ -303,13 +341,15 @@ TEST_CASE("handles are only valid inside the trace that made them", "[dsl][error
   ts::kernel("first", [&](ts::Ptr<float> p) { outside = ts::arange(4); });
   int line = 0;
   std::string msg = traceError([&](ts::Ptr<float> p) {
-    line = __LINE__; ts::store(p + outside, 1.0f);
+    line = __LINE__ + 1;  // the next line
+    ts::store(p + outside, 1.0f);
   });
   CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
   CHECK_THAT(msg, Contains("belongs to another kernel trace"));
 
   // No trace at all.
-  line = __LINE__; auto call = [&] { return outside + 1; };
+  line = __LINE__ + 1;  // the next line
+  auto call = [&] { return outside + 1; };
   try {
     call();
     FAIL("expected DslError");
@@ -320,7 +360,8 @@ TEST_CASE("handles are only valid inside the trace that made them", "[dsl][error
   REQUIRE_THROWS_AS(ts::program_id(0), ts::DslError);
 
   // Parameter names must match the parameter count.
-  line = __LINE__; auto named = [] { ts::kernel("k", {"a", "b"}, [](ts::Ptr<float>) {}); };
+  line = __LINE__ + 1;  // the next line
+  auto named = [] { ts::kernel("k", {"a", "b"}, [](ts::Ptr<float>) {}); };
   try {
     named();
     FAIL("expected DslError");

@@ -24,22 +24,37 @@ uint32_t lineOf(const ts::Kernel& k, const std::string& name) {
 
 TEST_CASE("ops record the line of the user's expression", "[dsl][loc]") {
   std::map<std::string, int> want;
-  int kernelLine = __LINE__; auto k = ts::kernel("locs", [&](ts::Ptr<float> out, ts::Ptr<const float> in, ts::Int n) {
-    want["program_id"] = __LINE__; auto pid = ts::program_id(0);
-    want["arange"] = __LINE__; auto c = ts::arange(16);
-    want["mul"] = __LINE__; auto base = pid * 16;
-    want["cmp"] = __LINE__; auto mask = c < n;
-    want["load"] = __LINE__; auto x = ts::load(in + c, mask, 0.0f);
-    want["exp"] = __LINE__; auto e = ts::exp(x);
-    want["reduce"] = __LINE__; auto s = ts::sum(e, 0);
-    want["div"] = __LINE__; auto y = e / s;
-    want["neg"] = __LINE__; auto z = -y;
-    want["max"] = __LINE__; auto w = ts::maximum(z, y);
-    want["for"] = __LINE__; auto acc = ts::for_range(0, n, 1, w, [&](ts::Int i, ts::Tensor a) {
-      want["cast"] = __LINE__; auto fi = i.to(ts::f32);
-      want["add"] = __LINE__; return a + fi;
+  int kernelLine = __LINE__ + 1;
+  auto k = ts::kernel("locs", [&](ts::Ptr<float> out, ts::Ptr<const float> in, ts::Int n) {
+    want["program_id"] = __LINE__ + 1;
+    auto pid = ts::program_id(0);
+    want["arange"] = __LINE__ + 1;
+    auto c = ts::arange(16);
+    want["mul"] = __LINE__ + 1;
+    auto base = pid * 16;
+    want["cmp"] = __LINE__ + 1;
+    auto mask = c < n;
+    want["load"] = __LINE__ + 1;
+    auto x = ts::load(in + c, mask, 0.0f);
+    want["exp"] = __LINE__ + 1;
+    auto e = ts::exp(x);
+    want["reduce"] = __LINE__ + 1;
+    auto s = ts::sum(e, 0);
+    want["div"] = __LINE__ + 1;
+    auto y = e / s;
+    want["neg"] = __LINE__ + 1;
+    auto z = -y;
+    want["max"] = __LINE__ + 1;
+    auto w = ts::maximum(z, y);
+    want["for"] = __LINE__ + 1;
+    auto acc = ts::for_range(0, n, 1, w, [&](ts::Int i, ts::Tensor a) {
+      want["cast"] = __LINE__ + 1;
+      auto fi = i.to(ts::f32);
+      want["add"] = __LINE__ + 1;
+      return a + fi;
     });
-    want["store"] = __LINE__; ts::store(out + base + c, acc, mask);
+    want["store"] = __LINE__ + 1;
+    ts::store(out + base + c, acc, mask);
   });
   for (auto& [op, line] : want) {
     INFO("op " << op);

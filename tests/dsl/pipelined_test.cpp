@@ -18,20 +18,21 @@ constexpr int BM = 16, BN = 16, BK = 8;
 ts::Kernel tileMatmul(int64_t stages) {
   return ts::kernel("mm", {"c", "a", "b", "K"},
                     [=](ts::Ptr<float> c, ts::Ptr<const ts::half> a, ts::Ptr<const ts::half> b, ts::Int K) {
-    auto rm = ts::arange(BM);
-    auto rn = ts::arange(BN);
-    auto rk = ts::arange(BK);
-    auto sa = ts::alloc_shared(ts::f16, {BM, BK});
-    auto sb = ts::alloc_shared(ts::f16, {BK, BN});
-    auto acc = ts::for_pipelined(0, K, BK, stages, ts::zeros({BM, BN}, ts::f32), [&](ts::Int k, ts::Tensor acc) {
-      auto ka = ts::expand_dims(rk, 0) + k;
-      auto ta = ts::stage_copy(sa, a + ts::expand_dims(rm, 1) * K + ka, ka < K);
-      auto kb = ts::expand_dims(rk, 1) + k;
-      auto tb = ts::stage_copy(sb, b + kb * BN + ts::expand_dims(rn, 0), kb < K);
-      return ts::dot(ta.load(), tb.load(), acc);
-    });
-    ts::store(c + ts::expand_dims(rm, 1) * BN + ts::expand_dims(rn, 0), acc);
-  });
+                      auto rm = ts::arange(BM);
+                      auto rn = ts::arange(BN);
+                      auto rk = ts::arange(BK);
+                      auto sa = ts::alloc_shared(ts::f16, {BM, BK});
+                      auto sb = ts::alloc_shared(ts::f16, {BK, BN});
+                      auto acc = ts::for_pipelined(
+                          0, K, BK, stages, ts::zeros({BM, BN}, ts::f32), [&](ts::Int k, ts::Tensor acc) {
+                            auto ka = ts::expand_dims(rk, 0) + k;
+                            auto ta = ts::stage_copy(sa, a + ts::expand_dims(rm, 1) * K + ka, ka < K);
+                            auto kb = ts::expand_dims(rk, 1) + k;
+                            auto tb = ts::stage_copy(sb, b + kb * BN + ts::expand_dims(rn, 0), kb < K);
+                            return ts::dot(ta.load(), tb.load(), acc);
+                          });
+                      ts::store(c + ts::expand_dims(rm, 1) * BN + ts::expand_dims(rn, 0), acc);
+                    });
 }
 
 int count(const std::string& s, const std::string& what) {
@@ -90,7 +91,8 @@ TEST_CASE("for_pipelined and stage_copy misuse", "[dsl][pipeline][errors]") {
   int line = 0;
   SECTION("stages < 1") {
     std::string msg = traceError([&](ts::Ptr<const float> in, ts::Int n) {
-      line = __LINE__; ts::for_pipelined(0, n, 16, 0, [&](ts::Int) {});
+      line = __LINE__ + 1;  // the next line
+      ts::for_pipelined(0, n, 16, 0, [&](ts::Int) {});
     });
     CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
     CHECK_THAT(msg, Contains("for_pipelined: stages must be 1..32 (real schedules use 2-8), got 0"));
@@ -99,7 +101,8 @@ TEST_CASE("for_pipelined and stage_copy misuse", "[dsl][pipeline][errors]") {
     std::string msg = traceError([&](ts::Ptr<const float> in, ts::Int n) {
       auto l = ts::alloc_local(ts::f32, {16});
       ts::for_pipelined(0, n, 16, 2, [&](ts::Int i) {
-        line = __LINE__; ts::stage_copy(l, in + ts::arange(16) + i);
+        line = __LINE__ + 1;  // the next line
+        ts::stage_copy(l, in + ts::arange(16) + i);
       });
     });
     CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
@@ -111,7 +114,8 @@ TEST_CASE("for_pipelined and stage_copy misuse", "[dsl][pipeline][errors]") {
       auto s = ts::alloc_shared(ts::f32, {16, 8});
       ts::for_pipelined(0, n, 16, 2, [&](ts::Int i) {
         auto p = in + ts::expand_dims(ts::arange(16), 1) * 4 + ts::expand_dims(ts::arange(4), 0) + i;
-        line = __LINE__; ts::stage_copy(s, p);
+        line = __LINE__ + 1;  // the next line
+        ts::stage_copy(s, p);
       });
     });
     CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
@@ -122,7 +126,8 @@ TEST_CASE("for_pipelined and stage_copy misuse", "[dsl][pipeline][errors]") {
     std::string msg = traceError([&](ts::Ptr<const float> in, ts::Int n) {
       auto s = ts::alloc_shared(ts::f16, {16});
       ts::for_pipelined(0, n, 16, 2, [&](ts::Int i) {
-        line = __LINE__; ts::stage_copy(s, in + ts::arange(16) + i);
+        line = __LINE__ + 1;  // the next line
+        ts::stage_copy(s, in + ts::arange(16) + i);
       });
     });
     CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
@@ -131,7 +136,8 @@ TEST_CASE("for_pipelined and stage_copy misuse", "[dsl][pipeline][errors]") {
   SECTION("stage_copy outside for_pipelined, or nested in its body") {
     std::string msg = traceError([&](ts::Ptr<const float> in, ts::Int n) {
       auto s = ts::alloc_shared(ts::f32, {16});
-      line = __LINE__; ts::stage_copy(s, in + ts::arange(16));
+      line = __LINE__ + 1;  // the next line
+      ts::stage_copy(s, in + ts::arange(16));
     });
     CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
     CHECK_THAT(msg, Contains("must be called directly in the body of ts::for_pipelined"));
@@ -139,7 +145,8 @@ TEST_CASE("for_pipelined and stage_copy misuse", "[dsl][pipeline][errors]") {
       auto s = ts::alloc_shared(ts::f32, {16});
       ts::for_pipelined(0, n, 16, 2, [&](ts::Int i) {
         ts::for_range(0, 2, 1, [&](ts::Int) {
-          line = __LINE__; ts::stage_copy(s, in + ts::arange(16) + i);
+          line = __LINE__ + 1;  // the next line
+          ts::stage_copy(s, in + ts::arange(16) + i);
         });
       });
     });
@@ -149,7 +156,8 @@ TEST_CASE("for_pipelined and stage_copy misuse", "[dsl][pipeline][errors]") {
   SECTION("for_pipelined below the top level") {
     std::string msg = traceError([&](ts::Ptr<const float> in, ts::Int n) {
       ts::for_range(0, n, 1, [&](ts::Int) {
-        line = __LINE__; ts::for_pipelined(0, n, 16, 2, [&](ts::Int) {});
+        line = __LINE__ + 1;  // the next line
+        ts::for_pipelined(0, n, 16, 2, [&](ts::Int) {});
       });
     });
     CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
@@ -159,7 +167,8 @@ TEST_CASE("for_pipelined and stage_copy misuse", "[dsl][pipeline][errors]") {
     std::string msg = traceError([&](ts::Ptr<const float> in, ts::Ptr<const int32_t> idx, ts::Int n) {
       auto s = ts::alloc_shared(ts::f32, {16});
       ts::for_pipelined(0, n, 16, 3, ts::Int(ts::program_id(0)), [&](ts::Int i, ts::Tensor off) {
-        line = __LINE__; ts::stage_copy(s, in + ts::arange(16) + off);
+        line = __LINE__ + 1;  // the next line
+        ts::stage_copy(s, in + ts::arange(16) + off);
         return off + 16;
       });
     });
@@ -169,7 +178,8 @@ TEST_CASE("for_pipelined and stage_copy misuse", "[dsl][pipeline][errors]") {
       auto s = ts::alloc_shared(ts::f32, {16});
       ts::for_pipelined(0, n, 16, 3, [&](ts::Int i) {
         auto j = ts::load(idx + i);
-        line = __LINE__; ts::stage_copy(s, in + ts::arange(16) + j);
+        line = __LINE__ + 1;  // the next line
+        ts::stage_copy(s, in + ts::arange(16) + j);
       });
     });
     CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
@@ -179,7 +189,8 @@ TEST_CASE("for_pipelined and stage_copy misuse", "[dsl][pipeline][errors]") {
     std::string msg = traceError([&](ts::Ptr<float> out, ts::Ptr<const float> in, ts::Int n) {
       auto s = ts::alloc_shared(ts::f32, {16});
       ts::for_pipelined(0, n, 16, 2, [&](ts::Int i) { ts::stage_copy(s, in + ts::arange(16) + i); });
-      line = __LINE__; ts::store(out + ts::arange(16), s.load());
+      line = __LINE__ + 1;  // the next line
+      ts::store(out + ts::arange(16), s.load());
     });
     CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
     CHECK_THAT(msg, Contains("buffer load: the buffer is staged by the stage_copy at"));
@@ -187,7 +198,8 @@ TEST_CASE("for_pipelined and stage_copy misuse", "[dsl][pipeline][errors]") {
       auto s = ts::alloc_shared(ts::f32, {16});
       s.store(0.0f);
       ts::for_pipelined(0, n, 16, 2, [&](ts::Int i) {
-        line = __LINE__; ts::stage_copy(s, in + ts::arange(16) + i);
+        line = __LINE__ + 1;  // the next line
+        ts::stage_copy(s, in + ts::arange(16) + i);
       });
     });
     CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
@@ -196,7 +208,8 @@ TEST_CASE("for_pipelined and stage_copy misuse", "[dsl][pipeline][errors]") {
       auto s = ts::alloc_shared(ts::f32, {16});
       ts::for_pipelined(0, n, 16, 2, [&](ts::Int i) {
         ts::stage_copy(s, in + ts::arange(16) + i);
-        line = __LINE__; ts::stage_copy(s, in + ts::arange(16) + i);
+        line = __LINE__ + 1;  // the next line
+        ts::stage_copy(s, in + ts::arange(16) + i);
       });
     });
     CHECK_THAT(msg, StartsWith(at(__FILE__, line)));

@@ -44,9 +44,7 @@ TEST_CASE("vector_add traces to masked loads, an add and a masked store", "[dsl]
 }
 
 TEST_CASE("unnamed parameters print as arg0, arg1, ...", "[dsl][trace]") {
-  auto k = ts::kernel("unnamed", [](ts::Ptr<double> p, ts::Long n, ts::Float f, ts::Double d) {
-    ts::store(p, d);
-  });
+  auto k = ts::kernel("unnamed", [](ts::Ptr<double> p, ts::Long n, ts::Float f, ts::Double d) { ts::store(p, d); });
   CHECK(irText(k) == R"(kernel @unnamed(%arg0: ptr<f64, global>, %arg1: i64, %arg2: f32, %arg3: f64) {
   store(%arg0, %arg3)
   return()
@@ -55,17 +53,18 @@ TEST_CASE("unnamed parameters print as arg0, arg1, ...", "[dsl][trace]") {
 }
 
 TEST_CASE("numpy-style broadcasting: splat, leading dims, size-1 stretch", "[dsl][trace][broadcast]") {
-  auto k = ts::kernel("bcast", {"out", "x", "bias"}, [](ts::Ptr<float> out, ts::Ptr<const float> x, ts::Ptr<const float> bias) {
-    auto r = ts::arange(4);
-    auto c = ts::arange(8);
-    auto rr = ts::expand_dims(r, 1);     // [4,1]
-    auto cc = ts::expand_dims(c, 0);     // [1,8]
-    auto offs = rr * 8 + cc;             // [4,1]*lit -> [4,1]; + [1,8] -> [4,8]
-    auto v = ts::load(x + offs);         // ptr splat to [4,8]
-    auto b = ts::load(bias + c);         // [8]
-    auto y = v + b;                      // [8] -> [1,8] -> [4,8]
-    ts::store(out + offs, y);
-  });
+  auto k = ts::kernel("bcast", {"out", "x", "bias"},
+                      [](ts::Ptr<float> out, ts::Ptr<const float> x, ts::Ptr<const float> bias) {
+                        auto r = ts::arange(4);
+                        auto c = ts::arange(8);
+                        auto rr = ts::expand_dims(r, 1);  // [4,1]
+                        auto cc = ts::expand_dims(c, 0);  // [1,8]
+                        auto offs = rr * 8 + cc;          // [4,1]*lit -> [4,1]; + [1,8] -> [4,8]
+                        auto v = ts::load(x + offs);      // ptr splat to [4,8]
+                        auto b = ts::load(bias + c);      // [8]
+                        auto y = v + b;                   // [8] -> [1,8] -> [4,8]
+                        ts::store(out + offs, y);
+                      });
   CHECK(irText(k) == R"(kernel @bcast(%out: ptr<f32, global>, %x: ptr<f32, global>, %bias: ptr<f32, global>) {
   %0 = arange() {end = 4, start = 0} : tile<4xi32>
   %1 = arange() {end = 8, start = 0} : tile<8xi32>
@@ -101,13 +100,13 @@ TEST_CASE("literals take the other operand's type; handles promote by width", "[
                         auto small = ts::load(i8p + a);  // tile<4xi8>
                         auto wide = small + a;           // i8 with i32 -> cast to i32
                         auto f = wide.to(ts::f32);
-                        auto g = f * 2;                  // int literal next to f32 -> f32 constant
-                        auto hv = ts::load(h + c);       // tile<4xf16>
-                        auto mixed = hv + g;             // f16 with f32 -> f32
-                        auto dd = d + 1;                 // f64 scalar + int literal
-                        auto scaled = mixed * 0.5;       // double literal next to f32 -> f32
+                        auto g = f * 2;             // int literal next to f32 -> f32 constant
+                        auto hv = ts::load(h + c);  // tile<4xf16>
+                        auto mixed = hv + g;        // f16 with f32 -> f32
+                        auto dd = d + 1;            // f64 scalar + int literal
+                        auto scaled = mixed * 0.5;  // double literal next to f32 -> f32
                         auto ddf = dd.to(ts::f32);
-                        auto out = scaled + ddf;         // scalar splat
+                        auto out = scaled + ddf;  // scalar splat
                         ts::store(o32 + c, out);
                       });
   CHECK(irText(k) == R"(kernel @lits(%o32: ptr<f32, global>, %i8p: ptr<i8, global>, %h: ptr<f16, global>, %d: f64) {
@@ -210,7 +209,7 @@ TEST_CASE("reductions, where, transpose, dot, shared buffers and atomics", "[dsl
     auto a = ts::load(out + offs);
     auto at = a.T();
     auto d = ts::dot(a, at);
-    auto rowmax = ts::max(d, -1);                    // axis -1 == 1
+    auto rowmax = ts::max(d, -1);  // axis -1 == 1
     auto best = ts::argmax(d, 0);
     auto pos = ts::where(rowmax > 0.0f, rowmax, 0);  // literal 0 -> f32
     auto buf = ts::alloc_shared(ts::f32, {16});

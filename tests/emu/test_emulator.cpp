@@ -46,7 +46,8 @@ void gstore(T* p, T v, int op) {
 
 int32_t linearThread() {
   return tessera_emu_thread_id_x() +
-         tessera_emu_block_dim_x() * (tessera_emu_thread_id_y() + tessera_emu_block_dim_y() * tessera_emu_thread_id_z());
+         tessera_emu_block_dim_x() *
+             (tessera_emu_thread_id_y() + tessera_emu_block_dim_y() * tessera_emu_thread_id_z());
 }
 int32_t linearBlock() {
   return tessera_emu_block_id_x() +
@@ -207,10 +208,8 @@ struct ShflRef {
 ShflRef cudaShflRef(int mode, int lane, int arg, int width) {
   int base = lane / width * width, pos = lane % width;
   switch (mode) {
-    case TESSERA_EMU_SHFL_UP:
-      return pos >= arg ? ShflRef{lane - arg, true} : ShflRef{lane, false};
-    case TESSERA_EMU_SHFL_DOWN:
-      return pos + arg < width ? ShflRef{lane + arg, true} : ShflRef{lane, false};
+    case TESSERA_EMU_SHFL_UP: return pos >= arg ? ShflRef{lane - arg, true} : ShflRef{lane, false};
+    case TESSERA_EMU_SHFL_DOWN: return pos + arg < width ? ShflRef{lane + arg, true} : ShflRef{lane, false};
     case TESSERA_EMU_SHFL_BFLY: {
       int src = lane ^ arg;
       return src < base + width ? ShflRef{src, true} : ShflRef{lane, false};
@@ -308,10 +307,12 @@ TEST_CASE("wave64 ballot covers all 64 lanes", "[emu]") {
   std::vector<uint64_t> out(64, 0);
   uint64_t* pout = out.data();
   void* args[] = {&pout};
-  launch(+[](void* const* a) {
-    int32_t l = tessera_emu_lane_id();
-    param<uint64_t*>(a, 0)[l] = tessera_emu_ballot_sync(~uint64_t{0}, l >= 60 || l == 5);
-  }, args, cfg);
+  launch(
+      +[](void* const* a) {
+        int32_t l = tessera_emu_lane_id();
+        param<uint64_t*>(a, 0)[l] = tessera_emu_ballot_sync(~uint64_t{0}, l >= 60 || l == 5);
+      },
+      args, cfg);
   const uint64_t expect = (uint64_t{0xF} << 60) | (uint64_t{1} << 5);
   for (uint64_t v : out) REQUIRE(v == expect);
 }
@@ -379,7 +380,7 @@ void raceKernel(void* const* args) {
 LaunchConfig raceConfig() {
   LaunchConfig cfg = makeConfig({2, 1, 1}, {64, 1, 1});
   cfg.sharedBytes = 68 * 4;
-  cfg.opNames = {"store a at race.cpp:10", "store b at race.cpp:12", "load b at race.cpp:14",
+  cfg.opNames = {"store a at race.cpp:10",      "store b at race.cpp:12", "load b at race.cpp:14",
                  "store private at race.cpp:8", "barrier at race.cpp:11", "load private at race.cpp:16"};
   cfg.throwOnError = false;
   return cfg;
@@ -409,8 +410,8 @@ TEST_CASE("a shared-memory race is reported with both threads and the op", "[emu
     CHECK_THAT(is.message, Catch::Contains(second == 0 ? "store b at race.cpp:12" : "load b at race.cpp:14"));
 
     cfg.throwOnError = true;
-    CHECK_THROWS_WITH(launch(&raceKernel, args, cfg), Catch::Contains("shared-memory race") &&
-                                                          Catch::Contains("store a at race.cpp:10"));
+    CHECK_THROWS_WITH(launch(&raceKernel, args, cfg),
+                      Catch::Contains("shared-memory race") && Catch::Contains("store a at race.cpp:10"));
     CHECK_THROWS_AS(launch(&raceKernel, args, cfg), EmulatorError);
   }
 }
@@ -465,9 +466,11 @@ TEST_CASE("shared memory starts poisoned with 0xCD", "[emu]") {
   uint32_t seen = 0;
   uint32_t* ps = &seen;
   void* args[] = {&ps};
-  launch(+[](void* const* a) {
-    **static_cast<uint32_t**>(a[0]) = sload(static_cast<uint32_t*>(tessera_emu_shared_base()) + 7, 0);
-  }, args, cfg);
+  launch(
+      +[](void* const* a) {
+        **static_cast<uint32_t**>(a[0]) = sload(static_cast<uint32_t*>(tessera_emu_shared_base()) + 7, 0);
+      },
+      args, cfg);
   CHECK(seen == 0xCDCDCDCDu);
 }
 
@@ -517,8 +520,8 @@ TEST_CASE("out-of-bounds shared and global accesses are reported, not performed"
   CHECK(sawBefore);
   CHECK(sawGlobal);
   cfg.throwOnError = true;
-  CHECK_THROWS_AS(launch(+[](void* const*) { (void)gload(reinterpret_cast<int32_t*>(64), 0); }, nullptr, cfg),
-                  EmulatorError);
+  CHECK_THROWS_AS(
+      launch(+[](void* const*) { (void)gload(reinterpret_cast<int32_t*>(64), 0); }, nullptr, cfg), EmulatorError);
 }
 
 // ---------------------------------------------------------------------------
@@ -562,9 +565,9 @@ TEST_CASE("bank conflicts per warp access", "[emu]") {
   LaunchReport r32 = runBank(32, 4);
   CHECK(r32.conflictsOf(0)->conflicts == 31 * 8);  // every lane in bank 0
   CHECK(r32.totalBankConflicts == 31 * 8);
-  CHECK(runBank(2, 4).conflictsOf(0)->conflicts == 1 * 8);   // two-way
-  CHECK(runBank(0, 4).conflictsOf(0)->conflicts == 0);       // broadcast
-  CHECK(runBank(33, 4).conflictsOf(0)->conflicts == 0);      // padded rows
+  CHECK(runBank(2, 4).conflictsOf(0)->conflicts == 1 * 8);  // two-way
+  CHECK(runBank(0, 4).conflictsOf(0)->conflicts == 0);      // broadcast
+  CHECK(runBank(33, 4).conflictsOf(0)->conflicts == 0);     // padded rows
   // 8-byte accesses, stride 2 words: half-warp phases of 16 lanes, each
   // covering all 32 banks once: no conflict, two wavefronts.
   LaunchReport r8 = runBank(2, 8);

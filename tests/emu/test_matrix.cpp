@@ -74,9 +74,9 @@ void setHalf(std::vector<uint32_t>& regs, int idx, uint16_t v) {
 struct Shape {
   int M, N, K;
   std::function<Owner(int, int)> A, B, C;
-  int lanes;        // lanes holding A/B (WMMA: 16, replicated)
-  int warp;         // warp size
-  int cRegs;        // C/D registers per lane
+  int lanes;  // lanes holding A/B (WMMA: 16, replicated)
+  int warp;   // warp size
+  int cRegs;  // C/D registers per lane
 };
 
 // Fills the fragments of every lane from whole matrices through the owner
@@ -220,7 +220,8 @@ TEST_CASE("ldmatrix x1/x2/x4 with and without .trans, and its bank conflicts", "
   for (int count : {1, 2, 4})
     for (bool trans : {false, true})
       for (auto [rowBytes, swizzle] : {std::pair{16, false}, std::pair{64, false}, std::pair{128, true}}) {
-        LdParams p{count, trans, rowBytes, swizzle, std::vector<std::vector<uint32_t>>(32, std::vector<uint32_t>(4, 0))};
+        LdParams p{count, trans, rowBytes, swizzle,
+                   std::vector<std::vector<uint32_t>>(32, std::vector<uint32_t>(4, 0))};
         LaunchConfig cfg;
         cfg.block[0] = 32;
         cfg.sharedBytes = 4096;
@@ -238,16 +239,19 @@ TEST_CASE("ldmatrix x1/x2/x4 with and without .trans, and its bank conflicts", "
                   for (int r = 0; r < 8; ++r)
                     for (int c = 0; c < 8; ++c) {
                       uint16_t v = elemValue(j, r, c);
-                      std::memcpy(tessera_emu_shared_access(sm + rowOffset(p, j, r) + 2 * c, 2, TESSERA_EMU_STORE, 0), &v, 2);
+                      std::memcpy(tessera_emu_shared_access(sm + rowOffset(p, j, r) + 2 * c, 2, TESSERA_EMU_STORE, 0),
+                                  &v, 2);
                     }
               tessera_emu_barrier(-1);
               int j = lane / 8 % p.count, r = lane % 8;  // lanes past 8*count repeat (ignored)
               uint32_t out[4] = {0, 0, 0, 0};
-              tessera_emu_ldmatrix(p.count | (p.trans ? TESSERA_EMU_LDMATRIX_TRANS : 0), sm + rowOffset(p, j, r), 1, out);
+              tessera_emu_ldmatrix(p.count | (p.trans ? TESSERA_EMU_LDMATRIX_TRANS : 0), sm + rowOffset(p, j, r), 1,
+                                   out);
               std::memcpy(p.out[lane].data(), out, sizeof out);
             },
             args, cfg);
-        INFO("x" << count << (trans ? ".trans" : "") << " rows " << rowBytes << " bytes" << (swizzle ? " swizzled" : ""));
+        INFO("x" << count << (trans ? ".trans" : "") << " rows " << rowBytes << " bytes"
+                 << (swizzle ? " swizzled" : ""));
         REQUIRE_FALSE(rep.hasErrors());
         // Owner model (PTX ISA, ldmatrix): element (r, c) of matrix j is in
         // lane 4r + c/2, half c%2 of register j; .trans delivers the

@@ -61,21 +61,21 @@ TEST_CASE("every example matches its reference on every test shape (CPU)", "[exa
   // The host's own code, then each vector path the host can run (AVX2, and
   // AVX-512 on AVX-512 hosts), pinned so both paths are executed.
   for (const ts::Device& dev : testpaths::cpuDevices())
-  for (const auto& e : ex::all()) {
-    for (const auto& shape : e.testShapes) {
-      for (uint64_t seed : {1u, 7u}) {
-        ex::RunContext ctx;
-        ctx.device = dev;
-        ctx.shape = shape;
-        ctx.seed = seed;
-        INFO(e.name << " on " << dev.name() << " shape " << shapeStr(shape) << " seed " << seed);
-        ex::CheckResult r = e.run(ctx);
-        INFO(r.detail << " max abs " << r.maxAbsError << " max rel " << r.maxRelError);
-        REQUIRE(r.ok);
-        CHECK(r.tolerance > 0);
+    for (const auto& e : ex::all()) {
+      for (const auto& shape : e.testShapes) {
+        for (uint64_t seed : {1u, 7u}) {
+          ex::RunContext ctx;
+          ctx.device = dev;
+          ctx.shape = shape;
+          ctx.seed = seed;
+          INFO(e.name << " on " << dev.name() << " shape " << shapeStr(shape) << " seed " << seed);
+          ex::CheckResult r = e.run(ctx);
+          INFO(r.detail << " max abs " << r.maxAbsError << " max rel " << r.maxRelError);
+          REQUIRE(r.ok);
+          CHECK(r.tolerance > 0);
+        }
       }
     }
-  }
 }
 
 TEST_CASE("every example passes a checked launch on the CPU (no false reports)", "[examples][cpu][checked]") {

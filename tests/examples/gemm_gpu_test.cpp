@@ -68,8 +68,8 @@ TEST_CASE("gemm_f16 / gemm_bf16: the GPU kernel is pipelined, the CPU kernel is 
   for (const char* name : kGemms) {
     INFO(name);
     // The pipeline pass built the schedule of the GPU kernel's K loop.
-    ts::CompiledKernel g = ts::compile(defaultKernel(name, ts::Target::parse("nvptx:sm_80")),
-                                       ts::Target::parse("nvptx:sm_80"));
+    ts::CompiledKernel g =
+        ts::compile(defaultKernel(name, ts::Target::parse("nvptx:sm_80")), ts::Target::parse("nvptx:sm_80"));
     std::string tile = g.dump(ts::Stage::TileIR);
     CHECK(contains(tile, "pipelined = 3}"));
     CHECK(countMatches(tile, R"(copy\([^\n]*\{async = 1)") >= 4);  // A and B, prologue and loop
@@ -104,7 +104,9 @@ TEST_CASE("gemm_f16 / gemm_bf16 PTX: mma.sync and ldmatrix, cp.async when the la
       }
       // Aligned: every tile chunk is one 16-byte cp.async (zero-filled by
       // src-size 0 where masked), none goes through registers.
-      CHECK(countMatches(aligned, R"(cp\.async\.cg\.shared\.global \[%r[d]?\d+(\+\d+)?\], \[%rd\d+(\+\d+)?\], 16, %r\d+;)") >= 6);
+      CHECK(countMatches(aligned,
+                         R"(cp\.async\.cg\.shared\.global \[%r[d]?\d+(\+\d+)?\], \[%rd\d+(\+\d+)?\], 16, %r\d+;)") >=
+            6);
       CHECK_FALSE(contains(aligned, "ld.global.nc.v4"));
       // As traced nothing proves a row 4-byte aligned: program-order copies.
       CHECK_FALSE(contains(plain, "cp.async.cg"));

@@ -51,23 +51,23 @@ TEST_CASE("gemm_f32 with other block sizes and each activation", "[examples][gem
   for (size_t i = 0; i < b.size(); ++i) b[i] = float((i * 11) % 13) / 6.0f - 1.0f;
   for (size_t i = 0; i < bias.size(); ++i) bias[i] = float(i % 5) - 2.0f;
   for (const ts::Device& dev : testpaths::cpuDevices())
-  for (const auto& B : blocks)
-    for (int act : {0, 1, 2}) {
-      INFO(dev.name() << " blocks " << B.m << "x" << B.n << "x" << B.k << " act " << act);
-      auto k = ts::compile(ex::gemmF32(B, ex::Activation(act)), dev);
-      ts::Buffer da = dev.upload(ts::DType::F32, a), db = dev.upload(ts::DType::F32, b);
-      ts::Buffer dbias = dev.upload(ts::DType::F32, bias), dc = dev.alloc(ts::DType::F32, size_t(M * N));
-      k.launch(ts::Dim3(uint32_t((M + B.m - 1) / B.m), uint32_t((N + B.n - 1) / B.n)), dc, da, db, dbias,
-               int32_t(M), int32_t(N), int32_t(K));
-      ex::GemmReference r = reference(a, b, bias, M, N, K, act);
-      const std::vector<double>& want = r.want;
-      const std::vector<double>& mag = r.mag;
-      auto got = dc.read<float>();
-      for (size_t i = 0; i < want.size(); ++i) {
-        INFO("element " << i);
-        REQUIRE(std::fabs(got[i] - want[i]) <= 1e-5 * mag[i] + 1e-5 * std::fabs(want[i]) + 1e-6);
+    for (const auto& B : blocks)
+      for (int act : {0, 1, 2}) {
+        INFO(dev.name() << " blocks " << B.m << "x" << B.n << "x" << B.k << " act " << act);
+        auto k = ts::compile(ex::gemmF32(B, ex::Activation(act)), dev);
+        ts::Buffer da = dev.upload(ts::DType::F32, a), db = dev.upload(ts::DType::F32, b);
+        ts::Buffer dbias = dev.upload(ts::DType::F32, bias), dc = dev.alloc(ts::DType::F32, size_t(M * N));
+        k.launch(ts::Dim3(uint32_t((M + B.m - 1) / B.m), uint32_t((N + B.n - 1) / B.n)), dc, da, db, dbias, int32_t(M),
+                 int32_t(N), int32_t(K));
+        ex::GemmReference r = reference(a, b, bias, M, N, K, act);
+        const std::vector<double>& want = r.want;
+        const std::vector<double>& mag = r.mag;
+        auto got = dc.read<float>();
+        for (size_t i = 0; i < want.size(); ++i) {
+          INFO("element " << i);
+          REQUIRE(std::fabs(got[i] - want[i]) <= 1e-5 * mag[i] + 1e-5 * std::fabs(want[i]) + 1e-6);
+        }
       }
-    }
 }
 
 TEST_CASE("the gemm reference against hand-computed values", "[examples][gemm]") {

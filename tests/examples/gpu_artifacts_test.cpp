@@ -78,7 +78,9 @@ TEST_CASE("every example links into an AMDGPU code object whose notes read back"
       auto k = ts::compile(ex::kernelFor(e, target), target);
       std::string hsaco = k.dump(ts::Stage::HSACO);
       REQUIRE(hsaco.size() > 64);
-      CHECK(hsaco.compare(0, 4, "\x7f" "ELF") == 0);
+      CHECK(hsaco.compare(0, 4,
+                          "\x7f"
+                          "ELF") == 0);
       std::string report = k.dump(ts::Stage::Resources);
       CHECK(report.find("wavefront " + std::to_string(wave)) != std::string::npos);
       CHECK(report.find("private segment (spills/stack) 0 bytes") != std::string::npos);

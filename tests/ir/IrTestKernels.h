@@ -59,11 +59,12 @@ inline std::unique_ptr<Function> loopKernel() {
   Value* cnt0 = b.constant(f32(), 0.5);
   auto res = b.forLoop(zero, n, one, {acc0, cnt0}, [&](Builder& ib, Value* iv, std::vector<Value*> c) {
     ib.setLoc(loc(12));
-    Value* offs = ib.binary(OpCode::Add, ib.arange(0, 16), ib.splat(ib.binary(OpCode::Mul, iv, ib.constant(i32(), int64_t{16})), {16}));
+    Value* offs = ib.binary(OpCode::Add, ib.arange(0, 16),
+                            ib.splat(ib.binary(OpCode::Mul, iv, ib.constant(i32(), int64_t{16})), {16}));
     Value* v = ib.load(ib.ptrAdd(ib.splat(p, {16}), offs));
-    Value* e2 = ib.expandDims(v, 0);                 // 1x16
-    Value* bc = ib.broadcast(e2, {4, 16});           // 4x16
-    Value* tr = ib.transpose(bc, {1, 0});            // 16x4
+    Value* e2 = ib.expandDims(v, 0);        // 1x16
+    Value* bc = ib.broadcast(e2, {4, 16});  // 4x16
+    Value* tr = ib.transpose(bc, {1, 0});   // 16x4
     Value* rs = ib.reshape(tr, {64});
     Value* r = ib.reduce("sum", ib.reshape(rs, {16, 4}), 1);  // 16
     return std::vector<Value*>{ib.binary(OpCode::Add, c[0], r), ib.binary(OpCode::Add, c[1], ib.constant(f32(), 1.0))};
@@ -86,14 +87,20 @@ inline std::unique_ptr<Function> ifKernel() {
   auto r = b.ifElse(
       c, {tileOf(DType::I64, {8}), Type::scalar(DType::I64)},
       [&](Builder& ib) {
-        return std::vector<Value*>{ib.splat(k, {8}), ib.binary(OpCode::Shl, k, ib.constant(Type::scalar(DType::I64), int64_t{2}))};
+        return std::vector<Value*>{ib.splat(k, {8}),
+                                   ib.binary(OpCode::Shl, k, ib.constant(Type::scalar(DType::I64), int64_t{2}))};
       },
       [&](Builder& ib) {
         Value* t = ib.cast(ib.arange(0, 8), DType::I64);
         return std::vector<Value*>{t, ib.unary(OpCode::Neg, k)};
       });
-  b.ifElse(c, {}, [&](Builder& ib) { ib.store(p, r[1]); return std::vector<Value*>{}; },
-           [&](Builder&) { return std::vector<Value*>{}; });
+  b.ifElse(
+      c, {},
+      [&](Builder& ib) {
+        ib.store(p, r[1]);
+        return std::vector<Value*>{};
+      },
+      [&](Builder&) { return std::vector<Value*>{}; });
   b.store(b.ptrAdd(b.splat(p, {8}), b.arange(0, 8)), r[0]);
   b.ret();
   return f;
@@ -108,7 +115,9 @@ inline std::unique_ptr<Function> sharedDotKernel() {
   Builder b(&f->body());
   b.setLoc(loc(31));
   Value* buf = b.alloc(MemSpace::Shared, DType::F16, {16, 16});
-  Value* rows = b.broadcast(b.expandDims(b.binary(OpCode::Mul, b.arange(0, 16), b.constant(tileOf(DType::I32, {16}), int64_t{16})), 1), {16, 16});
+  Value* rows = b.broadcast(
+      b.expandDims(b.binary(OpCode::Mul, b.arange(0, 16), b.constant(tileOf(DType::I32, {16}), int64_t{16})), 1),
+      {16, 16});
   Value* colsT = b.broadcast(b.expandDims(b.arange(0, 16), 0), {16, 16});
   Value* idx = b.binary(OpCode::Add, rows, colsT);
   Value* ptrs = b.ptrAdd(b.splat(a, {16, 16}), idx);

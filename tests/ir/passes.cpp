@@ -173,21 +173,21 @@ TEST_CASE("canonicalize folds identities, integer constants and splats", "[ir][p
   o.locations = false;
   CHECK(print(*f, o) ==
         "kernel @k(%p: ptr<i8, global>, %q: ptr<f32, global>, %x: i8, %y: f32) {\n"
-        "  store(%p, %x)\n"                                      // x+0, 1*x
-        "  %0 = constant() {value = -57} : i8\n"                 // 100+100 wraps to -56, minus 1
+        "  store(%p, %x)\n"                       // x+0, 1*x
+        "  %0 = constant() {value = -57} : i8\n"  // 100+100 wraps to -56, minus 1
         "  store(%p, %0)\n"
-        "  %1 = constant() {value = -128} : i8\n"                // INT_MIN / -1 stays unfolded
+        "  %1 = constant() {value = -128} : i8\n"  // INT_MIN / -1 stays unfolded
         "  %2 = constant() {value = -1} : i8\n"
         "  %3 = div(%1, %2) : i8\n"
         "  store(%p, %3)\n"
-        "  %4 = constant() {value = 0x0p+0} : f32\n"             // y + 0.0 is not y for y = -0.0
+        "  %4 = constant() {value = 0x0p+0} : f32\n"  // y + 0.0 is not y for y = -0.0
         "  %5 = add(%y, %4) : f32\n"
         "  store(%q, %5)\n"
-        "  store(%q, %y)\n"                                      // y + -0.0 is y
-        "  %6 = splat(%y) : tile<4xf32>\n"                       // broadcast, reshape to own type gone,
-        "  %7 = splat(%q) : tile<4xptr<f32, global>>\n"          // splat(-0.0) became a constant and the add folded
+        "  store(%q, %y)\n"                              // y + -0.0 is y
+        "  %6 = splat(%y) : tile<4xf32>\n"               // broadcast, reshape to own type gone,
+        "  %7 = splat(%q) : tile<4xptr<f32, global>>\n"  // splat(-0.0) became a constant and the add folded
         "  store(%7, %6)\n"
-        "  %8 = constant() {value = 1} : i1\n"                   // 100 > -1
+        "  %8 = constant() {value = 1} : i1\n"  // 100 > -1
         "  %9 = select(%8, %y, %y) : f32\n"
         "  store(%q, %9)\n"
         "  return()\n"

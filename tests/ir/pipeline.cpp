@@ -164,36 +164,49 @@ TEST_CASE("new-op verifier rules", "[ir][pipeline][verifier]") {
     CHECK_THAT(msg, Catch::Matchers::StartsWith("mm.cpp:7:3: error:"));
     CHECK_THAT(msg, Catch::Matchers::Contains(want));
   };
-  check([](Builder& b, Value*) {
-    Value* buf = b.alloc(MemSpace::Shared, DType::F32, {2, 4});
-    b.bufferSlot(buf, b.constant(i32(), int64_t{2}));
-  }, "slot index 2 is out of range for buffer<shared, 2x4xf32> (2 slots)");
-  check([](Builder& b, Value*) {
-    Value* buf = b.alloc(MemSpace::Shared, DType::F32, {4});
-    b.create(OpCode::BufferSlot, {buf, b.constant(i32(), int64_t{0})}, {Type::buffer(DType::F32, MemSpace::Shared, {1})});
-  }, "must be a buffer of rank >= 2");
-  check([](Builder& b, Value* a) {
-    Value* buf = b.alloc(MemSpace::Local, DType::F32, {4});
-    b.copyAsync(buf, b.splat(a, {4}));
-  }, "an async copy needs a shared destination");
+  check(
+      [](Builder& b, Value*) {
+        Value* buf = b.alloc(MemSpace::Shared, DType::F32, {2, 4});
+        b.bufferSlot(buf, b.constant(i32(), int64_t{2}));
+      },
+      "slot index 2 is out of range for buffer<shared, 2x4xf32> (2 slots)");
+  check(
+      [](Builder& b, Value*) {
+        Value* buf = b.alloc(MemSpace::Shared, DType::F32, {4});
+        b.create(OpCode::BufferSlot, {buf, b.constant(i32(), int64_t{0})},
+                 {Type::buffer(DType::F32, MemSpace::Shared, {1})});
+      },
+      "must be a buffer of rank >= 2");
+  check(
+      [](Builder& b, Value* a) {
+        Value* buf = b.alloc(MemSpace::Local, DType::F32, {4});
+        b.copyAsync(buf, b.splat(a, {4}));
+      },
+      "an async copy needs a shared destination");
   check([](Builder& b, Value*) { b.create(OpCode::AsyncWait, {}, {}, {{"pending", int64_t{-1}}}); },
         "'pending' must be >= 0");
   check([](Builder& b, Value*) { b.create(OpCode::AsyncWait, {}, {}); }, "needs an integer attribute 'pending'");
-  check([](Builder& b, Value* a) {
-    Value* c = b.constant(i32(), int64_t{0});
-    b.forLoop(c, c, c, {}, [](Builder&, Value*, std::vector<Value*>) { return std::vector<Value*>{}; });
-    b.block()->ops().back()->attrs()["stages"] = int64_t{0};
-  }, "attribute 'stages' must be 1..32, got 0");
-  check([](Builder& b, Value* a) {
-    Value* c = b.constant(i32(), int64_t{0});
-    b.forLoop(c, c, c, {}, [](Builder&, Value*, std::vector<Value*>) { return std::vector<Value*>{}; });
-    b.block()->ops().back()->attrs()["pipelined"] = int64_t{2048};  // was ~30 s in the schedule proof
-  }, "attribute 'pipelined' must be 1..32, got 2048");
-  check([](Builder& b, Value* a) {
-    Value* buf = b.alloc(MemSpace::Shared, DType::F32, {4});
-    b.copyAsync(buf, b.splat(a, {4}));
-    b.asyncCommit();
-  }, "is never waited for before the kernel returns");
+  check(
+      [](Builder& b, Value* a) {
+        Value* c = b.constant(i32(), int64_t{0});
+        b.forLoop(c, c, c, {}, [](Builder&, Value*, std::vector<Value*>) { return std::vector<Value*>{}; });
+        b.block()->ops().back()->attrs()["stages"] = int64_t{0};
+      },
+      "attribute 'stages' must be 1..32, got 0");
+  check(
+      [](Builder& b, Value* a) {
+        Value* c = b.constant(i32(), int64_t{0});
+        b.forLoop(c, c, c, {}, [](Builder&, Value*, std::vector<Value*>) { return std::vector<Value*>{}; });
+        b.block()->ops().back()->attrs()["pipelined"] = int64_t{2048};  // was ~30 s in the schedule proof
+      },
+      "attribute 'pipelined' must be 1..32, got 2048");
+  check(
+      [](Builder& b, Value* a) {
+        Value* buf = b.alloc(MemSpace::Shared, DType::F32, {4});
+        b.copyAsync(buf, b.splat(a, {4}));
+        b.asyncCommit();
+      },
+      "is never waited for before the kernel returns");
 }
 
 TEST_CASE("the pipeline pass emits the explicit schedule (S = 3 golden)", "[ir][pipeline][passes]") {
@@ -385,7 +398,8 @@ TEST_CASE("illegal schedules are rejected naming the buffer and both ops", "[ir]
     CHECK_THAT(msg, Catch::Matchers::StartsWith("mm.cpp:10:3: error: pipelined loop: write-after-write hazard on "
                                                 "buffer %0"));
     CHECK_THAT(msg, Catch::Matchers::Contains("'copy' at mm.cpp:10:3 (iteration i+2) may overwrite the slot while "
-                                              "'copy' at mm.cpp:10:3 (iteration i) is still in flight and before 'local_load' at mm.cpp:12:3 reads its data"));
+                                              "'copy' at mm.cpp:10:3 (iteration i) is still in flight and before "
+                                              "'local_load' at mm.cpp:12:3 reads its data"));
     CHECK_THAT(msg, Catch::Matchers::Contains("the buffer has 2 slots but the loop keeps 3 stages in flight"));
   }
   SECTION("copies in flight at the loop exit") {
@@ -478,7 +492,8 @@ TEST_CASE("shared-memory budget check names buffers and suggests a fix", "[ir][p
                                               "allocated at mm.cpp:20:3"));
     CHECK_THAT(msg, Catch::Matchers::Contains("%1: 4x64x128 x f16 = 65536 bytes (64 KiB), 4 pipeline slots, "
                                               "allocated at mm.cpp:21:3"));
-    CHECK_THAT(msg, Catch::Matchers::Contains("suggestion: with stages = 3 instead of 4 the shared buffers take 96 KiB"));
+    CHECK_THAT(msg,
+               Catch::Matchers::Contains("suggestion: with stages = 3 instead of 4 the shared buffers take 96 KiB"));
   }
   // On 64 KiB targets even 2 stages (64 KiB) fit; 1 stage of 128x256 tiles does not: halve tiles.
   try {

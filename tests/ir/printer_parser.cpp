@@ -20,8 +20,8 @@ using namespace tessera::ir::testk;
 namespace {
 
 std::vector<std::pair<const char*, std::unique_ptr<Function> (*)()>> allKernels() {
-  return {{"softmax", softmax},     {"loop", loopKernel},        {"if", ifKernel},
-          {"shared_dot", sharedDotKernel}, {"atomics", atomicKernel}, {"dtypes", dtypeKernel}};
+  return {{"softmax", softmax},      {"loop", loopKernel},   {"if", ifKernel}, {"shared_dot", sharedDotKernel},
+          {"atomics", atomicKernel}, {"dtypes", dtypeKernel}};
 }
 
 std::string reprint(const std::string& text, const PrintOptions& o = {}) {
@@ -78,8 +78,15 @@ TEST_CASE("the printed form carries the structure the builder made", "[ir][print
 }
 
 TEST_CASE("float attributes round-trip bit-exactly", "[ir][printer][parser]") {
-  const double values[] = {0.1, -0.0, 0.0, 1.0 / 3.0, 5e-324, 1.7976931348623157e308, -2.5,
-                           std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()};
+  const double values[] = {0.1,
+                           -0.0,
+                           0.0,
+                           1.0 / 3.0,
+                           5e-324,
+                           1.7976931348623157e308,
+                           -2.5,
+                           std::numeric_limits<double>::infinity(),
+                           -std::numeric_limits<double>::infinity()};
   for (double v : values) {
     auto f = std::make_unique<Function>("k", Location{});
     Value* p = f->addArgument(gptr(DType::F64), "p");
@@ -116,7 +123,7 @@ TEST_CASE("golden printer text for a small kernel", "[ir][printer]") {
   Value* n = f->addArgument(i32(), "n");
   Value* dup = f->addArgument(i32(), "dup.1");  // sanitized to dup_1
   Value* a = f->addArgument(f32(), "a");
-  f->addArgument(f32(), "a");                 // a second "a": both numbered
+  f->addArgument(f32(), "a");  // a second "a": both numbered
   (void)dup;
   Builder b(&f->body());
   b.setLoc({"axpy.cpp", 4, 12});
@@ -166,8 +173,11 @@ TEST_CASE("golden printer text for a small kernel", "[ir][printer]") {
   auto g = std::make_unique<Function>("attrs", Location{});
   Builder gb(&g->body());
   gb.create(OpCode::Barrier, {}, {},
-            {{"zeta", std::string("two words")}, {"alpha", std::vector<int64_t>{1, 0}},
-             {"mid", std::string("ident_1")}, {"nan_str", std::string("nan")}, {"empty", std::vector<int64_t>{}},
+            {{"zeta", std::string("two words")},
+             {"alpha", std::vector<int64_t>{1, 0}},
+             {"mid", std::string("ident_1")},
+             {"nan_str", std::string("nan")},
+             {"empty", std::vector<int64_t>{}},
              {"f", 1.0}});
   gb.ret();
   const char* goldenAttrs =
@@ -202,7 +212,10 @@ TEST_CASE("several kernels per file, comments, and module printing", "[ir][parse
 }
 
 TEST_CASE("parse errors name the buffer, line and column", "[ir][parser]") {
-  struct Case { const char* text; const char* expect; };
+  struct Case {
+    const char* text;
+    const char* expect;
+  };
   const Case cases[] = {
       {"kernel @k() {\n  %0 = frobnicate() : i32\n  return()\n}", "bad.tir:2:8: unknown op name 'frobnicate'"},
       {"kernel @k() {\n  %0 = constant() {value = 1} : i33\n  return()\n}", "bad.tir:2:33: unknown type 'i33'"},
@@ -212,19 +225,23 @@ TEST_CASE("parse errors name the buffer, line and column", "[ir][parser]") {
       {"kernel @k() {\n  %0:2 = constant() {value = 1} : i32\n  return()\n}", "bad.tir:2:3: wrong result count"},
       {"kernel @k() {\n  %0 = barrier()\n  return()\n}", "bad.tir:2:3: wrong result count"},
       {"kernel @k(%p: ptr<f32, device>) {\n  return()\n}", "bad.tir:1:24: unknown memory space 'device'"},
-      {"kernel @k() {\n  %0 = constant() {value = 1} : tile<4x>\n  return()\n}", "bad.tir:2:40: expected an element type, found '>'"},
+      {"kernel @k() {\n  %0 = constant() {value = 1} : tile<4x>\n  return()\n}",
+       "bad.tir:2:40: expected an element type, found '>'"},
       {"kernel @k() {\n  return()\n", "bad.tir:3:1: unexpected end of input"},
       {"kernel @k() {\n  %0 = constant() {value = 0x1.8} : f32\n  return()\n}", "bad.tir:2:28: malformed hex float"},
       {"kernel @k() {\n  return() loc(\"f.cpp\":1)\n}", "bad.tir:2:25: expected ':' after the line number, found ')'"},
       {"kernel @k() {\n  return() loc(\"f.cpp:1:1)\n}", "bad.tir:2:16: unterminated string"},
-      {"kernel @k() {\n  %0 = constant() {value = 1, value = 2} : i32\n  return()\n}", "bad.tir:2:31: duplicate attribute 'value'"},
+      {"kernel @k() {\n  %0 = constant() {value = 1, value = 2} : i32\n  return()\n}",
+       "bad.tir:2:31: duplicate attribute 'value'"},
       {"func @k() {}", "bad.tir:1:1: expected 'kernel'"},
       {"kernel @k() {\n  %0 = constant() {value = 1} : i32\n  %1 = if(%0) : i32 {\n    yield(%0)\n  }\n  return()\n}",
        "bad.tir:6:3: expected 'else'"},
-      {"kernel @k() {\n  %0 = constant() {value = 1} : i32\n  %1:2 = for(%0, %0, %0, %0, %0) : i32, i32 {\n  ^(%3: i32, %4: i32, %5: i32):\n    yield(%4, %5)\n  }\n  %6 = add(%4, %4) : i32\n  return()\n}",
+      {"kernel @k() {\n  %0 = constant() {value = 1} : i32\n  %1:2 = for(%0, %0, %0, %0, %0) : i32, i32 {\n  ^(%3: "
+       "i32, %4: i32, %5: i32):\n    yield(%4, %5)\n  }\n  %6 = add(%4, %4) : i32\n  return()\n}",
        "bad.tir:7:12: use of undefined value %4"},
       {"kernel @k() {}\nkernel @k() {}", "bad.tir:2:1: redefinition of kernel @k"},
-      {"kernel @k() {\n  %0 = constant() {value = 99999999999999999999} : i64\n  return()\n}", "bad.tir:2:28: integer literal"},
+      {"kernel @k() {\n  %0 = constant() {value = 99999999999999999999} : i64\n  return()\n}",
+       "bad.tir:2:28: integer literal"},
       {"kernel @k() {\n  barrier() $\n}", "bad.tir:2:13: unexpected character '$'"},
   };
   for (const auto& c : cases) {
@@ -246,12 +263,12 @@ TEST_CASE("mutated and truncated IR text only ever raises ParseError", "[ir][par
     for (int e = 0; e < edits && !s.empty(); ++e) {
       size_t pos = rng() % s.size();
       switch (rng() % 6) {
-        case 0: s.resize(pos); break;                                            // truncate
-        case 1: s.erase(pos, 1 + rng() % 8); break;                              // delete a span
-        case 2: s.insert(pos, 1, alphabet[rng() % alphabet.size()]); break;      // insert a char
-        case 3: s[pos] = alphabet[rng() % alphabet.size()]; break;               // replace a char
-        case 4: s[pos] = static_cast<char>(rng() % 256); break;                  // any byte
-        case 5: {                                                                 // duplicate a span
+        case 0: s.resize(pos); break;                                        // truncate
+        case 1: s.erase(pos, 1 + rng() % 8); break;                          // delete a span
+        case 2: s.insert(pos, 1, alphabet[rng() % alphabet.size()]); break;  // insert a char
+        case 3: s[pos] = alphabet[rng() % alphabet.size()]; break;           // replace a char
+        case 4: s[pos] = static_cast<char>(rng() % 256); break;              // any byte
+        case 5: {                                                            // duplicate a span
           size_t from = rng() % s.size();
           s.insert(pos, s.substr(from, 1 + rng() % 20));
           break;

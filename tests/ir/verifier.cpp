@@ -46,9 +46,9 @@ TEST_CASE("the verifier rejects malformed ops, naming op, rule and location", "[
   Type t16 = tileOf(DType::F32, {16});
 
   SECTION("binary operands of different types") {
-    expectRejected(rejection([&](Builder& b, Value*, Value* n) {
-      b.create(OpCode::Add, {n, b.constant(f32(), 1.0)}, {i32()});
-    }), "add", "operand types differ: i32 vs f32");
+    expectRejected(
+        rejection([&](Builder& b, Value*, Value* n) { b.create(OpCode::Add, {n, b.constant(f32(), 1.0)}, {i32()}); }),
+        "add", "operand types differ: i32 vs f32");
   }
   SECTION("float-only op on integers") {
     expectRejected(rejection([&](Builder& b, Value*, Value* n) { b.unary(OpCode::Exp, n); }), "exp",
@@ -56,14 +56,16 @@ TEST_CASE("the verifier rejects malformed ops, naming op, rule and location", "[
   }
   SECTION("integer-only op on floats") {
     expectRejected(rejection([&](Builder& b, Value*, Value*) {
-      Value* c = b.constant(f32(), 1.0);
-      b.binary(OpCode::Shl, c, c);
-    }), "shl", "needs integer operands, got f32");
+                     Value* c = b.constant(f32(), 1.0);
+                     b.binary(OpCode::Shl, c, c);
+                   }),
+                   "shl", "needs integer operands, got f32");
   }
   SECTION("cmp result must be i1") {
     expectRejected(rejection([&](Builder& b, Value*, Value* n) {
-      b.create(OpCode::Cmp, {n, n}, {i32()}, {{"pred", std::string("lt")}});
-    }), "cmp", "result type i32 should be i1");
+                     b.create(OpCode::Cmp, {n, n}, {i32()}, {{"pred", std::string("lt")}});
+                   }),
+                   "cmp", "result type i32 should be i1");
   }
   SECTION("cmp with an unknown predicate") {
     expectRejected(rejection([&](Builder& b, Value*, Value* n) { b.cmp("ult", n, n); }), "cmp",
@@ -71,16 +73,18 @@ TEST_CASE("the verifier rejects malformed ops, naming op, rule and location", "[
   }
   SECTION("select condition of the wrong shape") {
     expectRejected(rejection([&](Builder& b, Value*, Value*) {
-      Value* x = b.constant(t16, 0.0);
-      Value* c = b.constant(tileOf(DType::I1, {8}), int64_t{1});
-      b.create(OpCode::Select, {c, x, x}, {t16});
-    }), "select", "condition tile<8xi1> must be i1 with the shape of tile<16xf32>");
+                     Value* x = b.constant(t16, 0.0);
+                     Value* c = b.constant(tileOf(DType::I1, {8}), int64_t{1});
+                     b.create(OpCode::Select, {c, x, x}, {t16});
+                   }),
+                   "select", "condition tile<8xi1> must be i1 with the shape of tile<16xf32>");
   }
   SECTION("load mask of the wrong shape") {
     expectRejected(rejection([&](Builder& b, Value* p, Value*) {
-      Value* ptrs = b.ptrAdd(b.splat(p, {16}), b.arange(0, 16));
-      b.load(ptrs, b.constant(tileOf(DType::I1, {32}), int64_t{1}));
-    }), "load", "mask tile<32xi1> must be i1 with the shape of the pointer");
+                     Value* ptrs = b.ptrAdd(b.splat(p, {16}), b.arange(0, 16));
+                     b.load(ptrs, b.constant(tileOf(DType::I1, {32}), int64_t{1}));
+                   }),
+                   "load", "mask tile<32xi1> must be i1 with the shape of the pointer");
   }
   SECTION("store value not matching the pointee") {
     expectRejected(rejection([&](Builder& b, Value* p, Value* n) { b.store(p, n); }), "store",
@@ -101,36 +105,42 @@ TEST_CASE("the verifier rejects malformed ops, naming op, rule and location", "[
     }
   }
   SECTION("splat must produce a tile of its operand") {
-    expectRejected(rejection([&](Builder& b, Value*, Value*) {
-      b.create(OpCode::Splat, {b.constant(f32(), 1.0)}, {f32()});
-    }), "splat", "result f32 must be a tile of f32");
+    expectRejected(
+        rejection([&](Builder& b, Value*, Value*) { b.create(OpCode::Splat, {b.constant(f32(), 1.0)}, {f32()}); }),
+        "splat", "result f32 must be a tile of f32");
   }
   SECTION("broadcast may only stretch size-1 dims") {
     expectRejected(rejection([&](Builder& b, Value*, Value*) {
-      b.broadcast(b.constant(tileOf(DType::F32, {2, 4}), 0.0), {4, 4});
-    }), "broadcast", "dim 0 is neither equal nor 1");
+                     b.broadcast(b.constant(tileOf(DType::F32, {2, 4}), 0.0), {4, 4});
+                   }),
+                   "broadcast", "dim 0 is neither equal nor 1");
   }
   SECTION("reshape must keep the element count") {
-    expectRejected(rejection([&](Builder& b, Value*, Value*) { b.reshape(b.constant(t16, 0.0), {4, 8}); }),
-                   "reshape", "element counts differ");
+    expectRejected(rejection([&](Builder& b, Value*, Value*) { b.reshape(b.constant(t16, 0.0), {4, 8}); }), "reshape",
+                   "element counts differ");
   }
   SECTION("transpose perm must be a permutation") {
     expectRejected(rejection([&](Builder& b, Value*, Value*) {
-      Value* x = b.constant(tileOf(DType::F32, {2, 4}), 0.0);
-      b.create(OpCode::Transpose, {x}, {x->type()}, {{"perm", std::vector<int64_t>{0, 0}}});
-    }), "transpose", "perm is not a permutation");
+                     Value* x = b.constant(tileOf(DType::F32, {2, 4}), 0.0);
+                     b.create(OpCode::Transpose, {x}, {x->type()}, {{"perm", std::vector<int64_t>{0, 0}}});
+                   }),
+                   "transpose", "perm is not a permutation");
   }
   SECTION("reduce axis out of range and unknown kind") {
     expectRejected(rejection([&](Builder& b, Value*, Value*) {
-      b.create(OpCode::Reduce, {b.constant(t16, 0.0)}, {f32()}, {{"kind", std::string("sum")}, {"axis", int64_t{1}}});
-    }), "reduce", "axis 1 is out of range for tile<16xf32>");
-    expectRejected(rejection([&](Builder& b, Value*, Value*) { b.reduce("prod", b.constant(t16, 0.0), 0); }),
-                   "reduce", "unknown kind 'prod'");
+                     b.create(OpCode::Reduce, {b.constant(t16, 0.0)}, {f32()},
+                              {{"kind", std::string("sum")}, {"axis", int64_t{1}}});
+                   }),
+                   "reduce", "axis 1 is out of range for tile<16xf32>");
+    expectRejected(rejection([&](Builder& b, Value*, Value*) { b.reduce("prod", b.constant(t16, 0.0), 0); }), "reduce",
+                   "unknown kind 'prod'");
   }
   SECTION("argmax yields i32") {
     expectRejected(rejection([&](Builder& b, Value*, Value*) {
-      b.create(OpCode::Reduce, {b.constant(t16, 0.0)}, {f32()}, {{"kind", std::string("argmax")}, {"axis", int64_t{0}}});
-    }), "reduce", "result type f32 should be i32");
+                     b.create(OpCode::Reduce, {b.constant(t16, 0.0)}, {f32()},
+                              {{"kind", std::string("argmax")}, {"axis", int64_t{0}}});
+                   }),
+                   "reduce", "result type f32 should be i32");
   }
   SECTION("program_id axis out of range") {
     expectRejected(rejection([&](Builder& b, Value*, Value*) { b.programId(3); }), "program_id",
@@ -138,8 +148,10 @@ TEST_CASE("the verifier rejects malformed ops, naming op, rule and location", "[
   }
   SECTION("arange needs end > start") {
     expectRejected(rejection([&](Builder& b, Value*, Value*) {
-      b.create(OpCode::Arange, {}, {tileOf(DType::I32, {1})}, {{"start", int64_t{4}}, {"end", int64_t{4}}});
-    }), "arange", "end 4 must be greater than start 4");
+                     b.create(OpCode::Arange, {}, {tileOf(DType::I32, {1})},
+                              {{"start", int64_t{4}}, {"end", int64_t{4}}});
+                   }),
+                   "arange", "end 4 must be greater than start 4");
   }
   SECTION("tile rank above 3") {
     expectRejected(rejection([&](Builder& b, Value*, Value*) { b.constant(tileOf(DType::F32, {2, 2, 2, 2}), 0.0); }),
@@ -147,70 +159,85 @@ TEST_CASE("the verifier rejects malformed ops, naming op, rule and location", "[
   }
   SECTION("dot shapes must contract and accumulate in f32") {
     expectRejected(rejection([&](Builder& b, Value*, Value*) {
-      Value* a = b.constant(tileOf(DType::F16, {16, 8}), 0.0);
-      b.dot(a, a, b.constant(tileOf(DType::F32, {16, 16}), 0.0));
-    }), "dot", "shapes do not contract: tile<16x8xf16> x tile<16x8xf16>");
+                     Value* a = b.constant(tileOf(DType::F16, {16, 8}), 0.0);
+                     b.dot(a, a, b.constant(tileOf(DType::F32, {16, 16}), 0.0));
+                   }),
+                   "dot", "shapes do not contract: tile<16x8xf16> x tile<16x8xf16>");
     expectRejected(rejection([&](Builder& b, Value*, Value*) {
-      Value* a = b.constant(tileOf(DType::F16, {16, 16}), 0.0);
-      b.dot(a, a, b.constant(tileOf(DType::F16, {16, 16}), 0.0));
-    }), "dot", "accumulator tile<16x16xf16> must be f32");
+                     Value* a = b.constant(tileOf(DType::F16, {16, 16}), 0.0);
+                     b.dot(a, a, b.constant(tileOf(DType::F16, {16, 16}), 0.0));
+                   }),
+                   "dot", "accumulator tile<16x16xf16> must be f32");
   }
   SECTION("copy source must match the buffer") {
     expectRejected(rejection([&](Builder& b, Value* p, Value*) {
-      Value* buf = b.alloc(MemSpace::Shared, DType::F32, {16});
-      b.copy(buf, b.ptrAdd(b.splat(p, {8}), b.arange(0, 8)));
-    }), "copy", "source tile<8xptr<f32, global>> must be tile<16xptr<f32, global>>");
+                     Value* buf = b.alloc(MemSpace::Shared, DType::F32, {16});
+                     b.copy(buf, b.ptrAdd(b.splat(p, {8}), b.arange(0, 8)));
+                   }),
+                   "copy", "source tile<8xptr<f32, global>> must be tile<16xptr<f32, global>>");
   }
   SECTION("alloc in global memory") {
     expectRejected(rejection([&](Builder& b, Value*, Value*) {
-      b.create(OpCode::Alloc, {}, {Type::buffer(DType::F32, MemSpace::Global, {16})});
-    }), "alloc", "a buffer lives in shared or local memory");
+                     b.create(OpCode::Alloc, {}, {Type::buffer(DType::F32, MemSpace::Global, {16})});
+                   }),
+                   "alloc", "a buffer lives in shared or local memory");
   }
   SECTION("for loop yield type mismatch") {
     expectRejected(rejection([&](Builder& b, Value*, Value* n) {
-      Value* z = b.constant(i32(), int64_t{0});
-      b.forLoop(z, n, b.constant(i32(), int64_t{1}), {b.constant(f32(), 0.0)},
-                [&](Builder&, Value* iv, std::vector<Value*>) { return std::vector<Value*>{iv}; });
-    }), "yield", "operand #0 has type i32 but the enclosing 'for' result #0 is f32");
+                     Value* z = b.constant(i32(), int64_t{0});
+                     b.forLoop(z, n, b.constant(i32(), int64_t{1}), {b.constant(f32(), 0.0)},
+                               [&](Builder&, Value* iv, std::vector<Value*>) { return std::vector<Value*>{iv}; });
+                   }),
+                   "yield", "operand #0 has type i32 but the enclosing 'for' result #0 is f32");
   }
   SECTION("for bounds of mixed types") {
     expectRejected(rejection([&](Builder& b, Value*, Value* n) {
-      b.forLoop(b.constant(Type::scalar(DType::I64), int64_t{0}), n, n, {},
-                [&](Builder&, Value*, std::vector<Value*>) { return std::vector<Value*>{}; });
-    }), "for", "lo, hi, step must be one integer scalar type, got i64, i32, i32");
+                     b.forLoop(b.constant(Type::scalar(DType::I64), int64_t{0}), n, n, {},
+                               [&](Builder&, Value*, std::vector<Value*>) { return std::vector<Value*>{}; });
+                   }),
+                   "for", "lo, hi, step must be one integer scalar type, got i64, i32, i32");
   }
   SECTION("if condition must be an i1 scalar") {
     expectRejected(rejection([&](Builder& b, Value*, Value* n) {
-      b.ifElse(n, {}, [](Builder&) { return std::vector<Value*>{}; }, [](Builder&) { return std::vector<Value*>{}; });
-    }), "if", "condition i32 must be an i1 scalar");
+                     b.ifElse(
+                         n, {}, [](Builder&) { return std::vector<Value*>{}; },
+                         [](Builder&) { return std::vector<Value*>{}; });
+                   }),
+                   "if", "condition i32 must be an i1 scalar");
   }
   SECTION("a value from inside a region does not escape it") {
     expectRejected(rejection([&](Builder& b, Value* p, Value* n) {
-      Value* inner = nullptr;
-      Value* z = b.constant(i32(), int64_t{0});
-      b.forLoop(z, n, z, {}, [&](Builder& ib, Value*, std::vector<Value*>) {
-        inner = ib.constant(f32(), 2.0);
-        return std::vector<Value*>{};
-      });
-      b.store(p, inner);
-    }), "store", "operand #1 (%2) is not defined before this use");
+                     Value* inner = nullptr;
+                     Value* z = b.constant(i32(), int64_t{0});
+                     b.forLoop(z, n, z, {}, [&](Builder& ib, Value*, std::vector<Value*>) {
+                       inner = ib.constant(f32(), 2.0);
+                       return std::vector<Value*>{};
+                     });
+                     b.store(p, inner);
+                   }),
+                   "store", "operand #1 (%2) is not defined before this use");
   }
   SECTION("use before definition in the same block") {
     expectRejected(rejection([&](Builder& b, Value*, Value* n) {
-      Value* x = b.binary(OpCode::Add, n, n);
-      Value* y = b.binary(OpCode::Mul, x, x);
-      b.block()->ops()[0]->setOperand(1, y);
-    }), "add", "operand #1 (%1) is not defined before this use");
+                     Value* x = b.binary(OpCode::Add, n, n);
+                     Value* y = b.binary(OpCode::Mul, x, x);
+                     b.block()->ops()[0]->setOperand(1, y);
+                   }),
+                   "add", "operand #1 (%1) is not defined before this use");
   }
   SECTION("terminator in the middle of a block, or missing") {
     expectRejected(rejection([&](Builder& b, Value*, Value* n) {
-      b.ret();
-      b.binary(OpCode::Add, n, n);
-    }), "return", "must be the last op of its block");
-    expectRejected(rejection([&](Builder& b, Value*, Value* n) {
-      b.binary(OpCode::Add, n, n);
-      b.yield({});
-    }, false), "yield", "cannot appear in the kernel body");
+                     b.ret();
+                     b.binary(OpCode::Add, n, n);
+                   }),
+                   "return", "must be the last op of its block");
+    expectRejected(rejection(
+                       [&](Builder& b, Value*, Value* n) {
+                         b.binary(OpCode::Add, n, n);
+                         b.yield({});
+                       },
+                       false),
+                   "yield", "cannot appear in the kernel body");
     expectRejected(rejection([&](Builder& b, Value*, Value* n) { b.binary(OpCode::Add, n, n); }, false), "add",
                    "ends a block that must end in 'return'");
   }
@@ -230,7 +257,8 @@ TEST_CASE("unknown locations fall back to the kernel name", "[ir][verifier]") {
     verify(f);
     FAIL("accepted");
   } catch (const VerifyError& e) {
-    CHECK_THAT(e.what(), Catch::Matchers::StartsWith("noloc: error: 'sqrt' needs float operands, got i32\n%0 = sqrt(%n) : i32"));
+    CHECK_THAT(e.what(),
+               Catch::Matchers::StartsWith("noloc: error: 'sqrt' needs float operands, got i32\n%0 = sqrt(%n) : i32"));
   }
   Function g("empty", Location{});
   CHECK_THROWS_WITH(verify(g), Catch::Matchers::Contains("kernel body must end in 'return'"));
@@ -243,5 +271,6 @@ TEST_CASE("parsed IR goes through the same verifier", "[ir][verifier]") {
       "  store(%p, %0) loc(\"k.py\":4:4)\n"
       "  return()\n"
       "}\n");
-  CHECK_THROWS_WITH(verify(*m), Catch::Matchers::StartsWith("k.py:4:4: error: 'store' value i32 does not match the pointee"));
+  CHECK_THROWS_WITH(verify(*m),
+                    Catch::Matchers::StartsWith("k.py:4:4: error: 'store' value i32 does not match the pointee"));
 }

@@ -92,8 +92,7 @@ TEST_CASE("copy size mismatches are reported with both sizes", "[runtime][buffer
   Buffer b = cpu.alloc(DType::F32, 16);  // 64 bytes
   std::vector<float> big(20);
   REQUIRE_THROWS_AS(b.write(big), LaunchError);
-  REQUIRE_THROWS_WITH(b.write(big), Contains("80 bytes") && Contains("64 bytes") &&
-                                        Contains("16 f32"));
+  REQUIRE_THROWS_WITH(b.write(big), Contains("80 bytes") && Contains("64 bytes") && Contains("16 f32"));
   std::vector<char> dst(65);
   REQUIRE_THROWS_AS(b.copyToHost(dst.data(), 65), LaunchError);
   REQUIRE_THROWS_WITH(b.copyToHost(dst.data(), 65), Contains("65 bytes") && Contains("64 bytes"));

@@ -48,10 +48,14 @@ namespace {
 // opaque handles and enums are distinct types from our void* and int.
 template <class T>
 constexpr int abiClass() {
-  if constexpr (std::is_pointer_v<T>) return 1;
-  else if constexpr (std::is_integral_v<T> || std::is_enum_v<T>) return 2;
-  else if constexpr (std::is_floating_point_v<T>) return 3;
-  else return 4;
+  if constexpr (std::is_pointer_v<T>)
+    return 1;
+  else if constexpr (std::is_integral_v<T> || std::is_enum_v<T>)
+    return 2;
+  else if constexpr (std::is_floating_point_v<T>)
+    return 3;
+  else
+    return 4;
 }
 template <class A, class B>
 constexpr bool sameSlot() {
@@ -62,8 +66,10 @@ struct SameAbi : std::false_type {};
 template <class R1, class... A1, class R2, class... A2>
 struct SameAbi<R1 (*)(A1...), R2 (*)(A2...)> {
   static constexpr bool check() {
-    if constexpr (sizeof...(A1) != sizeof...(A2)) return false;
-    else return sameSlot<R1, R2>() && (sameSlot<A1, A2>() && ...);
+    if constexpr (sizeof...(A1) != sizeof...(A2))
+      return false;
+    else
+      return sameSlot<R1, R2>() && (sameSlot<A1, A2>() && ...);
   }
   static constexpr bool value = check();
 };
@@ -77,11 +83,10 @@ struct SameAbi<R1 (*)(A1...), R2 (*)(A2...)> {
 #ifdef TS_HAVE_CUDA_H
 // cuda.h's macro for each function (cuMemAlloc -> cuMemAlloc_v2) must name
 // the symbol we dlsym, and its prototype must match ours.
-#define TS_CHECK_CUDA(field, sym, R, params)                                             \
-  static_assert(std::string_view(TS_XSTR(TS_CAT(cu, field))) == #sym,                    \
-                "cuda.h maps cu" #field " to another symbol than " #sym);                \
-  static_assert(SameAbi<decltype(&::sym), cuabi::PFN_##field>::value,                    \
-                #sym ": our declaration differs from cuda.h");
+#define TS_CHECK_CUDA(field, sym, R, params)                              \
+  static_assert(std::string_view(TS_XSTR(TS_CAT(cu, field))) == #sym,     \
+                "cuda.h maps cu" #field " to another symbol than " #sym); \
+  static_assert(SameAbi<decltype(&::sym), cuabi::PFN_##field>::value, #sym ": our declaration differs from cuda.h");
 TESSERA_CUDA_FUNCTIONS(TS_CHECK_CUDA)
 static_assert(sizeof(cuabi::CUdeviceptr) == sizeof(::CUdeviceptr));
 static_assert(std::is_same_v<cuabi::CUdeviceptr, ::CUdeviceptr>);
@@ -103,14 +108,11 @@ static_assert(cuabi::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES == ::CU_JIT_ERROR_LOG_BU
 static_assert(cuabi::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X == ::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X);
 static_assert(cuabi::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y == ::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y);
 static_assert(cuabi::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z == ::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z);
-static_assert(cuabi::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR ==
-              ::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
-static_assert(cuabi::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR ==
-              ::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+static_assert(cuabi::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR == ::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+static_assert(cuabi::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR == ::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
 static_assert(cuabi::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN ==
               ::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
-static_assert(cuabi::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK ==
-              ::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+static_assert(cuabi::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK == ::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
 static_assert(cuabi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES ==
               ::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES);
 #endif
@@ -134,10 +136,10 @@ static_assert(cuabi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES ==
 #define TS_HIP_ADDR_ModuleLaunchKernel &::hipModuleLaunchKernel
 #define TS_HIP_ADDR_GetErrorName &::hipGetErrorName
 #define TS_HIP_ADDR_GetErrorString &::hipGetErrorString
-#define TS_CHECK_HIP(field, sym, R, params)                                              \
-  static_assert(std::string_view(TS_XSTR(TS_CAT(hip, field))) == #sym,                   \
-                "the HIP header maps hip" #field " to another symbol than " #sym);        \
-  static_assert(SameAbi<decltype(TS_HIP_ADDR_##field), hipabi::PFN_##field>::value,      \
+#define TS_CHECK_HIP(field, sym, R, params)                                         \
+  static_assert(std::string_view(TS_XSTR(TS_CAT(hip, field))) == #sym,              \
+                "the HIP header maps hip" #field " to another symbol than " #sym);  \
+  static_assert(SameAbi<decltype(TS_HIP_ADDR_##field), hipabi::PFN_##field>::value, \
                 #sym ": our declaration differs from hip_runtime_api.h");
 TESSERA_HIP_FUNCTIONS(TS_CHECK_HIP)
 static_assert(SameAbi<hipError_t (*)(hipDeviceProp_t*, int), hipabi::PFN_GetDeviceProperties>::value);
@@ -396,8 +398,7 @@ TEST_CASE("fake CUDA driver: devices, names, architectures, ordinals", "[gpu][cu
   CHECK(retains(1) == 0);
   CHECK(streams() == streams0);
   CHECK(deviceError([] { createCudaDevice(3); }) == "Device::cuda(3): device ordinal 3 out of range (2 devices)");
-  CHECK(deviceError([] { createCudaDevice(-1); }) ==
-        "Device::cuda(-1): device ordinal -1 out of range (2 devices)");
+  CHECK(deviceError([] { createCudaDevice(-1); }) == "Device::cuda(-1): device ordinal -1 out of range (2 devices)");
 }
 
 TEST_CASE("fake CUDA driver: memory is zeroed, copied and filled through the device", "[gpu][cuda][fake]") {
@@ -480,8 +481,7 @@ TEST_CASE("fake CUDA driver: PTX load errors carry the JIT log", "[gpu][cuda][fa
   CHECK(modules() == 0);  // failed loads leave no module behind
 }
 
-TEST_CASE("fake CUDA driver: launches pass the grid, block, shared memory and arguments",
-          "[gpu][cuda][fake]") {
+TEST_CASE("fake CUDA driver: launches pass the grid, block, shared memory and arguments", "[gpu][cuda][fake]") {
   EnvGuard env("TESSERA_CUDA_LIBRARY", TESSERA_FAKE_CUDA);
   auto lastLaunch = fakeFn<int (*)(FakeLaunch*)>(TESSERA_FAKE_CUDA, "fake_cuda_last_launch");
   auto modules = fakeFn<int (*)()>(TESSERA_FAKE_CUDA, "fake_cuda_live_modules");
@@ -617,6 +617,7 @@ TEST_CASE("memory round-trips through a real HIP device", "[gpu][hip][hardware]"
   for (int32_t x : b.read<int32_t>()) REQUIRE(x == 0x02020202);
   Binary ptx = vaddBinary();
   CHECK_THAT(deviceError([&] { dev.load(ptx); }), Contains("not an AMDGPU code object (HSACO)"));
-  WARN("no HIP code object is built by this test: kernel launches on HIP are covered by the "
-       "end-to-end GPU tests");
+  WARN(
+      "no HIP code object is built by this test: kernel launches on HIP are covered by the "
+      "end-to-end GPU tests");
 }

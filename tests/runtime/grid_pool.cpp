@@ -54,7 +54,8 @@ void gridEntry(void* const* args, int64_t begin, int64_t end, const int32_t* gri
 
 Kernel gridKernel() {
   Binary bin;
-  bin.signature = {"grid", {{ArgSpec::Kind::Pointer, DType::I32, "hits"}, {ArgSpec::Kind::Pointer, DType::I32, "dims"}}};
+  bin.signature = {"grid",
+                   {{ArgSpec::Kind::Pointer, DType::I32, "hits"}, {ArgSpec::Kind::Pointer, DType::I32, "dims"}}};
   bin.hostEntry = &gridEntry;
   return Device::cpu().load(bin);
 }
@@ -216,7 +217,7 @@ TEST_CASE("TESSERA_NUM_THREADS selects the default thread count", "[runtime][gri
     REQUIRE_THROWS_WITH(k.launch({30}, {hits, dims}),
                         Contains("TESSERA_NUM_THREADS") && Contains(std::string("'") + bad + "'"));
     REQUIRE_THROWS_AS(cpu.defaultThreads(), LaunchError);
-    CHECK_THAT(cpu.name(), Contains("cpu ("));  // the name stays usable
+    CHECK_THAT(cpu.name(), Contains("cpu ("));       // the name stays usable
     k.launch({30}, {hits, dims}, LaunchOptions{2});  // an explicit count does not read it
   }
 }
@@ -236,8 +237,7 @@ TEST_CASE("an exception in a kernel entry reaches the caller", "[runtime][grid]"
   for (int at : {0, 63, 40, 5}) {  // in the caller's chunk and in workers' chunks
     for (unsigned threads : {1u, 2u, 4u}) {
       INFO("throw at " << at << " with " << threads << " threads");
-      REQUIRE_THROWS_WITH(k.launch({64}, {at}, LaunchOptions{threads}),
-                          "program " + std::to_string(at) + " failed");
+      REQUIRE_THROWS_WITH(k.launch({64}, {at}, LaunchOptions{threads}), "program " + std::to_string(at) + " failed");
     }
   }
   k.launch({64}, {-1}, LaunchOptions{4});  // the pool survives

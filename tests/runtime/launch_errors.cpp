@@ -18,9 +18,7 @@ namespace {
 
 // Launches may run on several threads, hence atomic.
 std::atomic<int64_t> gRuns{0};
-void countingEntry(void* const*, int64_t begin, int64_t end, const int32_t*) {
-  gRuns += end - begin;
-}
+void countingEntry(void* const*, int64_t begin, int64_t end, const int32_t*) { gRuns += end - begin; }
 
 Kernel softmax(const Device& dev = Device::cpu()) {
   Binary bin;
@@ -41,10 +39,10 @@ Kernel scalarKernel(DType t) {
 
 }  // namespace
 
-#define REQUIRE_LAUNCH_ERROR(expr, matcher)       \
-  do {                                            \
+#define REQUIRE_LAUNCH_ERROR(expr, matcher)        \
+  do {                                             \
     REQUIRE_THROWS_AS(expr, tessera::LaunchError); \
-    REQUIRE_THROWS_WITH(expr, matcher);           \
+    REQUIRE_THROWS_WITH(expr, matcher);            \
   } while (0)
 
 TEST_CASE("a correct launch runs", "[runtime][launch]") {
@@ -71,12 +69,11 @@ TEST_CASE("buffer for scalar and scalar for buffer", "[runtime][launch]") {
   Device cpu = Device::cpu();
   Buffer out = cpu.alloc(DType::F32, 8), in = cpu.alloc(DType::F32, 8);
   REQUIRE_LAUNCH_ERROR(k.launch({1}, {out, in, in}),
-                       Contains("softmax") && Contains("argument 2 (i32 cols)") &&
-                           Contains("expects an i32 scalar") && Contains("got a Buffer of 8 f32") &&
-                           Contains("pass an int value"));
-  REQUIRE_LAUNCH_ERROR(k.launch({1}, {out, 3, 8}),
-                       Contains("argument 1 (ptr<f32> in)") && Contains("expects a Buffer of f32") &&
-                           Contains("got an int (3)"));
+                       Contains("softmax") && Contains("argument 2 (i32 cols)") && Contains("expects an i32 scalar") &&
+                           Contains("got a Buffer of 8 f32") && Contains("pass an int value"));
+  REQUIRE_LAUNCH_ERROR(k.launch({1}, {out, 3, 8}), Contains("argument 1 (ptr<f32> in)") &&
+                                                       Contains("expects a Buffer of f32") &&
+                                                       Contains("got an int (3)"));
   REQUIRE_LAUNCH_ERROR(k.launch({1}, {2.5f, in, 8}),
                        Contains("argument 0 (ptr<f32> out)") && Contains("got a float (2.5)"));
 }
@@ -86,17 +83,16 @@ TEST_CASE("pointer dtype mismatch, null buffer, offset and foreign device", "[ru
   Device cpu = Device::cpu();
   Buffer out = cpu.alloc(DType::F32, 8), in = cpu.alloc(DType::F32, 8);
   Buffer half = cpu.alloc(DType::F16, 8);
-  REQUIRE_LAUNCH_ERROR(k.launch({1}, {out, half, 8}),
-                       Contains("argument 1 (ptr<f32> in)") && Contains("expects a Buffer of f32") &&
-                           Contains("got a Buffer of 8 f16"));
+  REQUIRE_LAUNCH_ERROR(k.launch({1}, {out, half, 8}), Contains("argument 1 (ptr<f32> in)") &&
+                                                          Contains("expects a Buffer of f32") &&
+                                                          Contains("got a Buffer of 8 f16"));
   REQUIRE_LAUNCH_ERROR(k.launch({1}, {Buffer(), in, 8}),
                        Contains("softmax: argument 0 (ptr<f32> out)") && Contains("null Buffer"));
 
   Arg shifted(in);
   shifted.offset = 9;
-  REQUIRE_LAUNCH_ERROR(k.launch({1}, {out, shifted, 8}),
-                       Contains("argument 1 (ptr<f32> in)") && Contains("offset 9") &&
-                           Contains("past the end") && Contains("8 f32"));
+  REQUIRE_LAUNCH_ERROR(k.launch({1}, {out, shifted, 8}), Contains("argument 1 (ptr<f32> in)") && Contains("offset 9") &&
+                                                             Contains("past the end") && Contains("8 f32"));
   shifted.offset = 8;  // one past the end: an empty view, still a valid address
   gRuns = 0;
   k.launch({1}, {out, shifted, 8});
@@ -105,9 +101,9 @@ TEST_CASE("pointer dtype mismatch, null buffer, offset and foreign device", "[ru
   // A buffer of another device is refused, naming both devices.
   Device emu = Device::emulator("nvptx:sm_80");
   Buffer foreign = emu.alloc(DType::F32, 8);
-  REQUIRE_LAUNCH_ERROR(k.launch({1}, {out, foreign, 8}),
-                       Contains("argument 1 (ptr<f32> in)") && Contains("kernel is loaded on") &&
-                           Contains("allocate it on the kernel's device"));
+  REQUIRE_LAUNCH_ERROR(k.launch({1}, {out, foreign, 8}), Contains("argument 1 (ptr<f32> in)") &&
+                                                             Contains("kernel is loaded on") &&
+                                                             Contains("allocate it on the kernel's device"));
   // CPU devices (the host's and the pinned-cpu ones) share host memory:
   // buffers of one run with kernels of another, both ways.
   Device other(createCpuDevice("x86-64-v3"));
@@ -130,13 +126,13 @@ TEST_CASE("scalar dtype rules", "[runtime][launch]") {
     scalarKernel(DType::F64).launch({1}, {1.0});
   }
   SECTION("accepted conversions") {
-    scalarKernel(DType::I64).launch({1}, {-5});          // int -> i64
-    scalarKernel(DType::I8).launch({1}, {127});           // int -> i8 when it fits
+    scalarKernel(DType::I64).launch({1}, {-5});  // int -> i64
+    scalarKernel(DType::I8).launch({1}, {127});  // int -> i8 when it fits
     scalarKernel(DType::I8).launch({1}, {-128});
-    scalarKernel(DType::I16).launch({1}, {-32768});       // int -> i16 when it fits
-    scalarKernel(DType::I32).launch({1}, {int16_t{5}});   // any exact widening
-    scalarKernel(DType::F64).launch({1}, {0.5f});         // float -> f64
-    scalarKernel(DType::F16).launch({1}, {0.5f});         // float -> f16 / bf16
+    scalarKernel(DType::I16).launch({1}, {-32768});      // int -> i16 when it fits
+    scalarKernel(DType::I32).launch({1}, {int16_t{5}});  // any exact widening
+    scalarKernel(DType::F64).launch({1}, {0.5f});        // float -> f64
+    scalarKernel(DType::F16).launch({1}, {0.5f});        // float -> f16 / bf16
     scalarKernel(DType::BF16).launch({1}, {0.5f});
   }
   SECTION("double for f32 gets a float-literal hint") {
@@ -148,23 +144,22 @@ TEST_CASE("scalar dtype rules", "[runtime][launch]") {
   }
   SECTION("integer for float and float for integer") {
     REQUIRE_LAUNCH_ERROR(scalarKernel(DType::F32).launch({1}, {3}),
-                         Contains("expects an f32 scalar") && Contains("got an int (3)") &&
-                             Contains("pass 3.0f"));
+                         Contains("expects an f32 scalar") && Contains("got an int (3)") && Contains("pass 3.0f"));
     REQUIRE_LAUNCH_ERROR(scalarKernel(DType::F64).launch({1}, {int64_t{3}}), Contains("pass 3.0"));
-    REQUIRE_LAUNCH_ERROR(scalarKernel(DType::I32).launch({1}, {2.5f}),
-                         Contains("expects an i32 scalar") && Contains("got a float (2.5)") &&
-                             Contains("pass an integer"));
+    REQUIRE_LAUNCH_ERROR(scalarKernel(DType::I32).launch({1}, {2.5f}), Contains("expects an i32 scalar") &&
+                                                                           Contains("got a float (2.5)") &&
+                                                                           Contains("pass an integer"));
     REQUIRE_LAUNCH_ERROR(scalarKernel(DType::I64).launch({1}, {2.0}), Contains("got a double (2)"));
   }
   SECTION("out of range and narrowing") {
-    REQUIRE_LAUNCH_ERROR(scalarKernel(DType::I8).launch({1}, {128}),
-                         Contains("expects an i8 scalar") && Contains("128") &&
-                             Contains("does not fit in i8 (-128..127)"));
+    REQUIRE_LAUNCH_ERROR(scalarKernel(DType::I8).launch({1}, {128}), Contains("expects an i8 scalar") &&
+                                                                         Contains("128") &&
+                                                                         Contains("does not fit in i8 (-128..127)"));
     REQUIRE_LAUNCH_ERROR(scalarKernel(DType::I16).launch({1}, {-32769}),
                          Contains("does not fit in i16 (-32768..32767)"));
-    REQUIRE_LAUNCH_ERROR(scalarKernel(DType::I32).launch({1}, {int64_t{5}}),
-                         Contains("expects an i32 scalar") && Contains("got an int64_t (5)") &&
-                             Contains("pass an int"));
+    REQUIRE_LAUNCH_ERROR(scalarKernel(DType::I32).launch({1}, {int64_t{5}}), Contains("expects an i32 scalar") &&
+                                                                                 Contains("got an int64_t (5)") &&
+                                                                                 Contains("pass an int"));
     REQUIRE_LAUNCH_ERROR(scalarKernel(DType::I8).launch({1}, {int16_t{1}}), Contains("int16_t"));
   }
   SECTION("bool is its own type") {
@@ -176,8 +171,7 @@ TEST_CASE("scalar dtype rules", "[runtime][launch]") {
 
 TEST_CASE("grid limits", "[runtime][launch]") {
   Kernel k = scalarKernel(DType::I32);
-  REQUIRE_LAUNCH_ERROR(k.launch({0}, {1}), Contains("scale: empty grid {0, 1, 1}") &&
-                                               Contains("at least 1"));
+  REQUIRE_LAUNCH_ERROR(k.launch({0}, {1}), Contains("scale: empty grid {0, 1, 1}") && Contains("at least 1"));
   REQUIRE_LAUNCH_ERROR(k.launch({4, 0, 2}, {1}), Contains("{4, 0, 2}"));
   REQUIRE_LAUNCH_ERROR(k.launch({1, 1, 0}, {1}), Contains("empty grid"));
   REQUIRE_LAUNCH_ERROR(k.launch({1u << 31}, {1}),

@@ -38,7 +38,7 @@ Kernel probeKernel() {
   Binary bin;
   bin.signature.kernelName = "probe";
   bin.signature.args.push_back({ArgSpec::Kind::Pointer, DType::I8, "out"});
-  const DType ts[kProbeArgs] = {DType::I1,  DType::I8,  DType::I16, DType::I32, DType::I64,
+  const DType ts[kProbeArgs] = {DType::I1,  DType::I8,   DType::I16, DType::I32, DType::I64,
                                 DType::F16, DType::BF16, DType::F32, DType::F64};
   for (int k = 0; k < kProbeArgs; ++k)
     bin.signature.args.push_back({ArgSpec::Kind::Scalar, ts[k], "s" + std::to_string(k)});
@@ -124,11 +124,11 @@ std::vector<float> roundingCases() {
   std::vector<float> v = {0.f,
                           -0.f,
                           1.f,
-                          1.f + std::ldexp(1.f, -11),      // tie: 1 and 1+2^-10 -> 1 (even)
-                          1.f + 3 * std::ldexp(1.f, -11),  // tie: -> 1+2^-9 (even)
+                          1.f + std::ldexp(1.f, -11),                         // tie: 1 and 1+2^-10 -> 1 (even)
+                          1.f + 3 * std::ldexp(1.f, -11),                     // tie: -> 1+2^-9 (even)
                           1.f + std::ldexp(1.f, -11) + std::ldexp(1.f, -20),  // just above a tie
-                          1.f + std::ldexp(1.f, -8),      // bf16 tie: -> 1 (even)
-                          1.f + 3 * std::ldexp(1.f, -8),  // bf16 tie: -> 1+2^-6 (even)
+                          1.f + std::ldexp(1.f, -8),                          // bf16 tie: -> 1 (even)
+                          1.f + 3 * std::ldexp(1.f, -8),                      // bf16 tie: -> 1+2^-6 (even)
                           1.f + std::ldexp(1.f, -8) + std::ldexp(1.f, -9),
                           65504.f,
                           65519.f,
@@ -136,14 +136,14 @@ std::vector<float> roundingCases() {
                           65536.f,
                           1e10f,
                           -70000.f,
-                          std::ldexp(1.f, -24),          // smallest subnormal
-                          std::ldexp(1.f, -25),          // tie with zero -> 0
-                          std::ldexp(1.5f, -25),         // above the tie -> smallest subnormal
-                          std::ldexp(1.5f, -24),         // tie between subnormals 1 and 2 -> 2
-                          std::ldexp(2.5f, -24),         // tie between 2 and 3 -> 2
-                          std::ldexp(1.f, -14),          // smallest normal
+                          std::ldexp(1.f, -24),                         // smallest subnormal
+                          std::ldexp(1.f, -25),                         // tie with zero -> 0
+                          std::ldexp(1.5f, -25),                        // above the tie -> smallest subnormal
+                          std::ldexp(1.5f, -24),                        // tie between subnormals 1 and 2 -> 2
+                          std::ldexp(2.5f, -24),                        // tie between 2 and 3 -> 2
+                          std::ldexp(1.f, -14),                         // smallest normal
                           std::ldexp(1.f, -14) - std::ldexp(1.f, -25),  // rounds up into the normals
-                          std::ldexp(1023.5f, -24),      // tie at the top of the subnormals
+                          std::ldexp(1023.5f, -24),                     // tie at the top of the subnormals
                           1e-30f,
                           std::numeric_limits<float>::denorm_min(),
                           std::numeric_limits<float>::max(),
@@ -228,7 +228,11 @@ TEST_CASE("f16 and bf16 scalars round to nearest even", "[runtime][marshal]") {
   Kernel kh = bits16Kernel(DType::F16), kb = bits16Kernel(DType::BF16);
   Buffer out = Device::cpu().alloc(DType::I16, 1);
   for (float f : roundingCases()) {
-    INFO("value " << f << " (bits 0x" << std::hex << [&] { uint32_t b; std::memcpy(&b, &f, 4); return b; }() << ")");
+    INFO("value " << f << " (bits 0x" << std::hex << [&] {
+      uint32_t b;
+      std::memcpy(&b, &f, 4);
+      return b;
+    }() << ")");
     kh.launch({1}, {out, f});
     REQUIRE(out.read<uint16_t>()[0] == refHalf(f));
     kb.launch({1}, {out, f});
@@ -305,7 +309,8 @@ TEST_CASE("many arguments", "[runtime][marshal]") {
   Binary bin;
   bin.signature.kernelName = "sum";
   bin.signature.args.push_back({ArgSpec::Kind::Pointer, DType::I64, "out"});
-  for (int i = 1; i <= 20; ++i) bin.signature.args.push_back({ArgSpec::Kind::Scalar, DType::I32, "x" + std::to_string(i)});
+  for (int i = 1; i <= 20; ++i)
+    bin.signature.args.push_back({ArgSpec::Kind::Scalar, DType::I32, "x" + std::to_string(i)});
   bin.hostEntry = &sumEntry;
   Kernel k = Device::cpu().load(bin);
   Buffer out = Device::cpu().alloc(DType::I64, 1);

@@ -29,7 +29,6 @@ class Kernel {
 
 /// Parses textual tile IR holding exactly one kernel (or picks `name` among
 /// several) and verifies it. Throws ParseError / VerifyError.
-Kernel parseKernel(std::string_view text, const std::string& bufferName = "<input>",
-                   const std::string& name = {});
+Kernel parseKernel(std::string_view text, const std::string& bufferName = "<input>", const std::string& name = {});
 
 }  // namespace tessera

@@ -43,10 +43,9 @@ namespace {
 using CUresult = int;
 using CUdevice = int;
 using CUdeviceptr = unsigned long long;
-constexpr CUresult OK = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, NOT_INITIALIZED = 3,
-                   NO_DEVICE = 100, INVALID_DEVICE = 101, INVALID_CONTEXT = 201,
-                   INVALID_PTX = 218, INVALID_HANDLE = 400, NOT_FOUND = 500,
-                   ILLEGAL_ADDRESS = 700;
+constexpr CUresult OK = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, NOT_INITIALIZED = 3, NO_DEVICE = 100,
+                   INVALID_DEVICE = 101, INVALID_CONTEXT = 201, INVALID_PTX = 218, INVALID_HANDLE = 400,
+                   NOT_FOUND = 500, ILLEGAL_ADDRESS = 700;
 
 struct Ctx {
   int device;
@@ -71,7 +70,7 @@ bool initialised = false;
 Ctx contexts[2] = {{0}, {1}};
 thread_local Ctx* current = nullptr;
 std::map<CUdeviceptr, std::vector<uint8_t>> memory;  // base address -> bytes
-CUdeviceptr nextAddress = 0x5a0000000000ull;          // far from any host mapping
+CUdeviceptr nextAddress = 0x5a0000000000ull;         // far from any host mapping
 // Live modules and streams, owned here: what the runtime leaves behind is
 // freed when the library is unloaded.
 std::map<void*, std::unique_ptr<Module>> liveModules;
@@ -97,8 +96,7 @@ bool parseEntry(const std::string& ptx, const std::string& name, std::vector<uns
   size_t at = 0;
   while ((at = ptx.find(key, at)) != std::string::npos) {
     size_t after = at + key.size();
-    if (after < ptx.size() && (ptx[after] == '(' || ptx[after] == ' ' || ptx[after] == '\n' ||
-                               ptx[after] == '\t'))
+    if (after < ptx.size() && (ptx[after] == '(' || ptx[after] == ' ' || ptx[after] == '\n' || ptx[after] == '\t'))
       break;
     at = after;
   }
@@ -153,10 +151,11 @@ CUresult cuDeviceGetName(char* name, int len, CUdevice dev) {
 CUresult cuDeviceGetAttribute(int* v, int attr, CUdevice dev) {
   if (dev < 0 || dev > 1) return INVALID_DEVICE;
   switch (attr) {
-    case 5: *v = 2147483647; return OK;         // MAX_GRID_DIM_X
-    case 6: case 7: *v = 65535; return OK;      // MAX_GRID_DIM_Y/Z
-    case 75: *v = dev == 0 ? 8 : 9; return OK;  // COMPUTE_CAPABILITY_MAJOR
-    case 76: *v = 0; return OK;                 // COMPUTE_CAPABILITY_MINOR
+    case 5: *v = 2147483647; return OK;  // MAX_GRID_DIM_X
+    case 6:
+    case 7: *v = 65535; return OK;                                // MAX_GRID_DIM_Y/Z
+    case 75: *v = dev == 0 ? 8 : 9; return OK;                    // COMPUTE_CAPABILITY_MAJOR
+    case 76: *v = 0; return OK;                                   // COMPUTE_CAPABILITY_MINOR
     case 97: *v = dev == 0 ? 163 * 1024 : 227 * 1024; return OK;  // MAX_SHARED_..._OPTIN
   }
   return INVALID_VALUE;
@@ -321,8 +320,8 @@ CUresult cuFuncSetAttribute(void* fn, int attr, int value) {
   return OK;
 }
 
-CUresult cuLaunchKernel(void* fnp, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                        unsigned bz, unsigned shared, void* stream, void** params, void** extra) {
+CUresult cuLaunchKernel(void* fnp, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                        unsigned shared, void* stream, void** params, void** extra) {
   NEED_CONTEXT();
   auto* fn = static_cast<Function*>(fnp);
   if (!gx || !gy || !gz || !bx || !by || !bz || uint64_t{bx} * by * bz > 1024) return INVALID_VALUE;

@@ -17,7 +17,7 @@
 namespace tessera::codegen {
 
 struct CompileOptions {
-  int optLevel = 3;        // LLVM optimisation level 0..3
+  int optLevel = 3;           // LLVM optimisation level 0..3
   bool dumpAssembly = false;  // also produce host assembly eagerly (otherwise on demand)
   /// GPU targets: warps per block (threads per block = numWarps x warp size).
   int numWarps = 4;
@@ -37,10 +37,10 @@ struct CompileOptions {
 /// after every pass, named by the pass; the last capture is the final IR.
 struct StageDumps {
   std::vector<std::pair<std::string, std::string>> tileIR;  // (pass name, IR text)
-  std::string llvm;      // LLVM IR as first emitted
-  std::string llvmOpt;   // after LLVM's optimisation pipeline
-  std::string assembly;  // host assembly / PTX / AMDGCN (may be filled on demand)
-  std::map<std::string, std::string> extra;  // target-specific stages (sass, resources, ...)
+  std::string llvm;                                         // LLVM IR as first emitted
+  std::string llvmOpt;                                      // after LLVM's optimisation pipeline
+  std::string assembly;                                     // host assembly / PTX / AMDGCN (may be filled on demand)
+  std::map<std::string, std::string> extra;                 // target-specific stages (sass, resources, ...)
 };
 
 /// The optimised LLVM module a compile kept (before code generation), so
@@ -72,8 +72,7 @@ KernelSignature kernelSignature(const ir::Function& kernel);
 
 /// Compiles a verified kernel for `target`. Throws VerifyError, CompileError,
 /// ResourceError or DeviceError (toolchain missing) with actionable messages.
-std::shared_ptr<Artifact> compile(const ir::Function& kernel, const Target& target,
-                                  const CompileOptions& opts = {});
+std::shared_ptr<Artifact> compile(const ir::Function& kernel, const Target& target, const CompileOptions& opts = {});
 
 /// The GPU lowering's first stage on its own (for `tessera opt`): checks
 /// opts.numWarps against `target` (a GPU or emu: target), runs the axis and

@@ -17,7 +17,7 @@ namespace tessera::codegen::testing {
 /// CompileError.
 /// Throws CompileError for an unknown function name, a vectorWidth of 0 or
 /// above 1024, or a failure of LLVM to build or run the code.
-std::vector<float> evalUnaryF32(const std::string& fn, const std::vector<float>& in,
-                                unsigned vectorWidth = 16, const std::string& cpu = "");
+std::vector<float> evalUnaryF32(const std::string& fn, const std::vector<float>& in, unsigned vectorWidth = 16,
+                                const std::string& cpu = "");
 
 }  // namespace tessera::codegen::testing

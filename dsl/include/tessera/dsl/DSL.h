@@ -82,19 +82,48 @@ inline constexpr double inf = std::numeric_limits<double>::infinity();
 inline constexpr double nan = std::numeric_limits<double>::quiet_NaN();
 
 /// Storage types naming 16-bit floats in kernel signatures (Ptr<ts::half>).
-struct half { uint16_t bits; };
-struct bfloat16 { uint16_t bits; };
+struct half {
+  uint16_t bits;
+};
+struct bfloat16 {
+  uint16_t bits;
+};
 
 namespace dsl {
-template <class T> struct DTypeOf;
-template <> struct DTypeOf<int8_t> { static constexpr DType value = DType::I8; };
-template <> struct DTypeOf<int16_t> { static constexpr DType value = DType::I16; };
-template <> struct DTypeOf<int32_t> { static constexpr DType value = DType::I32; };
-template <> struct DTypeOf<int64_t> { static constexpr DType value = DType::I64; };
-template <> struct DTypeOf<half> { static constexpr DType value = DType::F16; };
-template <> struct DTypeOf<bfloat16> { static constexpr DType value = DType::BF16; };
-template <> struct DTypeOf<float> { static constexpr DType value = DType::F32; };
-template <> struct DTypeOf<double> { static constexpr DType value = DType::F64; };
+template <class T>
+struct DTypeOf;
+template <>
+struct DTypeOf<int8_t> {
+  static constexpr DType value = DType::I8;
+};
+template <>
+struct DTypeOf<int16_t> {
+  static constexpr DType value = DType::I16;
+};
+template <>
+struct DTypeOf<int32_t> {
+  static constexpr DType value = DType::I32;
+};
+template <>
+struct DTypeOf<int64_t> {
+  static constexpr DType value = DType::I64;
+};
+template <>
+struct DTypeOf<half> {
+  static constexpr DType value = DType::F16;
+};
+template <>
+struct DTypeOf<bfloat16> {
+  static constexpr DType value = DType::BF16;
+};
+template <>
+struct DTypeOf<float> {
+  static constexpr DType value = DType::F32;
+};
+template <>
+struct DTypeOf<double> {
+  static constexpr DType value = DType::F64;
+};
 
 /// Throws DslError("file:line: error: what").
 [[noreturn]] void fail(const SrcLoc& loc, const std::string& what);
@@ -270,22 +299,18 @@ Tensor pow(const Operand& a, const Operand& b, SrcLoc loc = SrcLoc::current());
 /// Reads through a pointer or tile of pointers. Lanes whose mask is false do
 /// not touch memory and yield `other` (default 0). The mask is i1 and must
 /// broadcast to the pointer's shape; `other` needs a mask.
-Tensor load(const Tensor& ptr, const Operand& mask = {}, const Operand& other = {},
-            SrcLoc loc = SrcLoc::current());
+Tensor load(const Tensor& ptr, const Operand& mask = {}, const Operand& other = {}, SrcLoc loc = SrcLoc::current());
 /// Writes `value` (dtype equal to the pointee's; broadcast to the pointer's
 /// shape) where `mask` is true.
-void store(const Tensor& ptr, const Operand& value, const Operand& mask = {},
-           SrcLoc loc = SrcLoc::current());
+void store(const Tensor& ptr, const Operand& value, const Operand& mask = {}, SrcLoc loc = SrcLoc::current());
 /// Storing through a Ptr<const T> argument does not compile.
 template <class T>
 void store(const Ptr<const T>&, const Operand&, const Operand& = {}, SrcLoc = SrcLoc::current()) {
   static_assert(sizeof(T) == 0, "ts::store through a Ptr<const T>: the kernel parameter is read-only");
 }
 /// Relaxed device-scope atomics; return the old values.
-Tensor atomic_add(const Tensor& ptr, const Operand& value, const Operand& mask = {},
-                  SrcLoc loc = SrcLoc::current());
-Tensor atomic_max(const Tensor& ptr, const Operand& value, const Operand& mask = {},
-                  SrcLoc loc = SrcLoc::current());
+Tensor atomic_add(const Tensor& ptr, const Operand& value, const Operand& mask = {}, SrcLoc loc = SrcLoc::current());
+Tensor atomic_max(const Tensor& ptr, const Operand& value, const Operand& mask = {}, SrcLoc loc = SrcLoc::current());
 
 /// A tile held in shared (per program) or local (private) memory.
 class TileBuffer : public Tensor {
@@ -298,8 +323,7 @@ class TileBuffer : public Tensor {
 TileBuffer alloc_shared(DType dtype, const ir::Shape& shape, SrcLoc loc = SrcLoc::current());
 TileBuffer alloc_local(DType dtype, const ir::Shape& shape, SrcLoc loc = SrcLoc::current());
 /// Copies global memory at `ptrs` (a tile of the buffer's shape) into `dst`.
-void copy(const TileBuffer& dst, const Tensor& ptrs, const Operand& mask = {},
-          SrcLoc loc = SrcLoc::current());
+void copy(const TileBuffer& dst, const Tensor& ptrs, const Operand& mask = {}, SrcLoc loc = SrcLoc::current());
 /// Orders shared-memory effects among the threads of a program.
 void barrier(SrcLoc loc = SrcLoc::current());
 
@@ -337,15 +361,17 @@ Tensor dot(const Tensor& a, const Tensor& b, const Tensor& acc = {}, SrcLoc loc 
 // ---- control flow ------------------------------------------------------------
 namespace dsl {
 using BodyFn = std::function<std::vector<Tensor>(const Tensor& iv, const std::vector<Tensor>& carried)>;
-std::vector<Tensor> forImpl(const Operand& lo, const Operand& hi, const Operand& step,
-                            const std::vector<Tensor>& inits, const BodyFn& body, const SrcLoc& loc);
+std::vector<Tensor> forImpl(const Operand& lo, const Operand& hi, const Operand& step, const std::vector<Tensor>& inits,
+                            const BodyFn& body, const SrcLoc& loc);
 std::vector<Tensor> forPipelinedImpl(const Operand& lo, const Operand& hi, const Operand& step, int64_t stages,
                                      const std::vector<Tensor>& inits, const BodyFn& body, const SrcLoc& loc);
 std::vector<Tensor> ifImpl(const Tensor& cond, const std::function<std::vector<Tensor>()>& thenBody,
                            const std::function<std::vector<Tensor>()>& elseBody, const SrcLoc& loc);
 
-template <class T> struct IsTuple : std::false_type {};
-template <class... T> struct IsTuple<std::tuple<T...>> : std::true_type {};
+template <class T>
+struct IsTuple : std::false_type {};
+template <class... T>
+struct IsTuple<std::tuple<T...>> : std::true_type {};
 
 /// Turns a body's return value (nothing, a handle, a tuple or a vector of
 /// handles) into the list of values it yields.
@@ -383,22 +409,22 @@ auto listToTuple(const std::vector<Tensor>& v, std::index_sequence<I...>) {
 
 /// for iv in [lo, hi) step `step` with no carried values: body(ts::Int iv).
 template <class F>
-void for_range(const Operand& lo, const Operand& hi, const Operand& step, F&& body,
-               SrcLoc loc = SrcLoc::current()) {
-  dsl::forImpl(lo, hi, step, {},
-               [&](const Tensor& iv, const std::vector<Tensor>&) {
-                 dsl::callToList(body, iv);
-                 return std::vector<Tensor>{};
-               },
-               loc);
+void for_range(const Operand& lo, const Operand& hi, const Operand& step, F&& body, SrcLoc loc = SrcLoc::current()) {
+  dsl::forImpl(
+      lo, hi, step, {},
+      [&](const Tensor& iv, const std::vector<Tensor>&) {
+        dsl::callToList(body, iv);
+        return std::vector<Tensor>{};
+      },
+      loc);
 }
 
 /// Loop with carried values given as a tuple: body(iv, carried...) returns
 /// the new values (a tuple, or one handle when one value is carried). Returns
 /// the final values as a tuple of Tensors (use structured bindings).
 template <class... Ts, class F>
-auto for_range(const Operand& lo, const Operand& hi, const Operand& step, const std::tuple<Ts...>& inits,
-               F&& body, SrcLoc loc = SrcLoc::current()) {
+auto for_range(const Operand& lo, const Operand& hi, const Operand& step, const std::tuple<Ts...>& inits, F&& body,
+               SrcLoc loc = SrcLoc::current()) {
   std::vector<Tensor> init = std::apply([](const auto&... v) { return std::vector<Tensor>{Tensor(v)...}; }, inits);
   auto out = dsl::forImpl(
       lo, hi, step, init,
@@ -427,8 +453,8 @@ template <class F>
 std::vector<Tensor> for_range(const Operand& lo, const Operand& hi, const Operand& step,
                               const std::vector<Tensor>& inits, F&& body, SrcLoc loc = SrcLoc::current()) {
   return dsl::forImpl(
-      lo, hi, step, inits,
-      [&](const Tensor& iv, const std::vector<Tensor>& c) { return dsl::callToList(body, iv, c); }, loc);
+      lo, hi, step, inits, [&](const Tensor& iv, const std::vector<Tensor>& c) { return dsl::callToList(body, iv, c); },
+      loc);
 }
 
 /// A software-pipelined loop: for iv in [lo, hi) step `step`, written as the
@@ -450,12 +476,13 @@ std::vector<Tensor> for_range(const Operand& lo, const Operand& hi, const Operan
 template <class F>
 void for_pipelined(const Operand& lo, const Operand& hi, const Operand& step, int64_t stages, F&& body,
                    SrcLoc loc = SrcLoc::current()) {
-  dsl::forPipelinedImpl(lo, hi, step, stages, {},
-                        [&](const Tensor& iv, const std::vector<Tensor>&) {
-                          dsl::callToList(body, iv);
-                          return std::vector<Tensor>{};
-                        },
-                        loc);
+  dsl::forPipelinedImpl(
+      lo, hi, step, stages, {},
+      [&](const Tensor& iv, const std::vector<Tensor>&) {
+        dsl::callToList(body, iv);
+        return std::vector<Tensor>{};
+      },
+      loc);
 }
 
 template <class... Ts, class F>
@@ -495,8 +522,7 @@ std::vector<Tensor> for_pipelined(const Operand& lo, const Operand& hi, const Op
 /// result has the same form (a tuple of Tensors for tuples).
 template <class Then, class Else>
 auto if_else(const Tensor& cond, Then&& then, Else&& else_, SrcLoc loc = SrcLoc::current()) {
-  auto out = dsl::ifImpl(
-      cond, [&] { return dsl::callToList(then); }, [&] { return dsl::callToList(else_); }, loc);
+  auto out = dsl::ifImpl(cond, [&] { return dsl::callToList(then); }, [&] { return dsl::callToList(else_); }, loc);
   using R = std::remove_cvref_t<std::invoke_result_t<Then&>>;
   if constexpr (std::is_void_v<R>) {
     return;
@@ -517,28 +543,53 @@ void if_else(const Tensor& cond, Then&& then, SrcLoc loc = SrcLoc::current()) {
 
 // ---- kernels -------------------------------------------------------------------
 namespace dsl {
-template <class T> struct ArgTraits {
+template <class T>
+struct ArgTraits {
   static constexpr bool ok = false;
 };
-template <class T> struct ArgTraits<Ptr<T>> {
+template <class T>
+struct ArgTraits<Ptr<T>> {
   static constexpr bool ok = true;
   static ir::Type type() { return ir::Type::ptr(Ptr<T>::kDType, ir::MemSpace::Global); }
   static constexpr bool readonly = Ptr<T>::kConst;
 };
-template <DType D> struct ArgTraits<Scalar<D>> {
+template <DType D>
+struct ArgTraits<Scalar<D>> {
   static constexpr bool ok = true;
   static ir::Type type() { return ir::Type::scalar(D); }
   static constexpr bool readonly = false;
 };
 
-template <class T> struct Signature;
-template <class C, class R, class... A> struct Signature<R (C::*)(A...) const> { using Args = std::tuple<A...>; using Ret = R; };
-template <class C, class R, class... A> struct Signature<R (C::*)(A...)> { using Args = std::tuple<A...>; using Ret = R; };
-template <class C, class R, class... A> struct Signature<R (C::*)(A...) const noexcept> { using Args = std::tuple<A...>; using Ret = R; };
-template <class C, class R, class... A> struct Signature<R (C::*)(A...) noexcept> { using Args = std::tuple<A...>; using Ret = R; };
-template <class R, class... A> struct Signature<R (*)(A...)> { using Args = std::tuple<A...>; using Ret = R; };
+template <class T>
+struct Signature;
+template <class C, class R, class... A>
+struct Signature<R (C::*)(A...) const> {
+  using Args = std::tuple<A...>;
+  using Ret = R;
+};
+template <class C, class R, class... A>
+struct Signature<R (C::*)(A...)> {
+  using Args = std::tuple<A...>;
+  using Ret = R;
+};
+template <class C, class R, class... A>
+struct Signature<R (C::*)(A...) const noexcept> {
+  using Args = std::tuple<A...>;
+  using Ret = R;
+};
+template <class C, class R, class... A>
+struct Signature<R (C::*)(A...) noexcept> {
+  using Args = std::tuple<A...>;
+  using Ret = R;
+};
+template <class R, class... A>
+struct Signature<R (*)(A...)> {
+  using Args = std::tuple<A...>;
+  using Ret = R;
+};
 
-template <class F, class = void> struct CallableSig : Signature<std::decay_t<F>> {};
+template <class F, class = void>
+struct CallableSig : Signature<std::decay_t<F>> {};
 template <class F>
 struct CallableSig<F, std::void_t<decltype(&std::remove_cvref_t<F>::operator())>>
     : Signature<decltype(&std::remove_cvref_t<F>::operator())> {};
@@ -576,9 +627,9 @@ Kernel kernel(const std::string& name, const std::vector<std::string>& argNames,
     dsl::Trace trace(name, argNames, sizeof...(I), loc);
     // Arguments are created in order (a braced list evaluates left to right).
     std::tuple<std::remove_cvref_t<std::tuple_element_t<I, Args>>...> args{
-        std::remove_cvref_t<std::tuple_element_t<I, Args>>(trace.addArg(
-            dsl::ArgTraits<std::remove_cvref_t<std::tuple_element_t<I, Args>>>::type(),
-            dsl::ArgTraits<std::remove_cvref_t<std::tuple_element_t<I, Args>>>::readonly))...};
+        std::remove_cvref_t<std::tuple_element_t<I, Args>>(
+            trace.addArg(dsl::ArgTraits<std::remove_cvref_t<std::tuple_element_t<I, Args>>>::type(),
+                         dsl::ArgTraits<std::remove_cvref_t<std::tuple_element_t<I, Args>>>::readonly))...};
     f(std::get<I>(args)...);
     return trace.finish();
   }(std::make_index_sequence<std::tuple_size_v<Args>>{});

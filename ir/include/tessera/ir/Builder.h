@@ -15,8 +15,14 @@ namespace tessera::ir {
 class Builder {
  public:
   explicit Builder(Block* block = nullptr) : block_(block) {}
-  void setInsertionPointToEnd(Block* b) { block_ = b; pos_.reset(); }
-  void setInsertionPoint(Block* b, size_t pos) { block_ = b; pos_ = pos; }
+  void setInsertionPointToEnd(Block* b) {
+    block_ = b;
+    pos_.reset();
+  }
+  void setInsertionPoint(Block* b, size_t pos) {
+    block_ = b;
+    pos_ = pos;
+  }
   Block* block() const { return block_; }
   void setLoc(Location loc) { loc_ = std::move(loc); }
   const Location& loc() const { return loc_; }
@@ -36,7 +42,7 @@ class Builder {
   Value* reshape(Value* v, Shape shape);
   Value* transpose(Value* v, std::vector<int64_t> perm);
   Value* binary(OpCode code, Value* a, Value* b);  // Add..Pow
-  Value* unary(OpCode code, Value* a);              // Neg..Floor
+  Value* unary(OpCode code, Value* a);             // Neg..Floor
   Value* fma(Value* a, Value* b, Value* c);
   Value* cmp(const std::string& pred, Value* a, Value* b);
   Value* select(Value* c, Value* a, Value* b);
@@ -63,9 +69,8 @@ class Builder {
 
   /// Creates a `for` op and builds its body with `body(builder, iv, carried)`
   /// which returns the values to yield. Returns the op's results.
-  std::vector<Value*> forLoop(
-      Value* lo, Value* hi, Value* step, std::vector<Value*> inits,
-      const std::function<std::vector<Value*>(Builder&, Value*, std::vector<Value*>)>& body);
+  std::vector<Value*> forLoop(Value* lo, Value* hi, Value* step, std::vector<Value*> inits,
+                              const std::function<std::vector<Value*>(Builder&, Value*, std::vector<Value*>)>& body);
   /// Creates an `if` op with result types `types`.
   std::vector<Value*> ifElse(Value* cond, std::vector<Type> types,
                              const std::function<std::vector<Value*>(Builder&)>& thenBody,

@@ -159,8 +159,7 @@ class Function;
 /// An SSA value: the result of an op, or an argument of a block.
 class Value {
  public:
-  Value(Type t, Op* def, Block* owner, unsigned index)
-      : type_(std::move(t)), def_(def), owner_(owner), index_(index) {}
+  Value(Type t, Op* def, Block* owner, unsigned index) : type_(std::move(t)), def_(def), owner_(owner), index_(index) {}
   const Type& type() const { return type_; }
   void setType(Type t) { type_ = std::move(t); }
   /// The defining op, or nullptr for block arguments.
@@ -224,8 +223,8 @@ class Region {
 
 class Op {
  public:
-  Op(OpCode code, std::vector<Value*> operands, const std::vector<Type>& resultTypes,
-     std::map<std::string, Attr> attrs, Location loc);
+  Op(OpCode code, std::vector<Value*> operands, const std::vector<Type>& resultTypes, std::map<std::string, Attr> attrs,
+     Location loc);
   Op(const Op&) = delete;
   Op& operator=(const Op&) = delete;
 

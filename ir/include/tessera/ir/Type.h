@@ -33,14 +33,28 @@ class Type {
   enum class Kind : uint8_t { None, Scalar, Pointer, Tile, Buffer };
 
   Type() = default;
-  static Type scalar(DType d) { Type t; t.kind_ = Kind::Scalar; t.dtype_ = d; return t; }
+  static Type scalar(DType d) {
+    Type t;
+    t.kind_ = Kind::Scalar;
+    t.dtype_ = d;
+    return t;
+  }
   static Type ptr(DType pointee, MemSpace s = MemSpace::Global) {
-    Type t; t.kind_ = Kind::Pointer; t.dtype_ = pointee; t.space_ = s; return t;
+    Type t;
+    t.kind_ = Kind::Pointer;
+    t.dtype_ = pointee;
+    t.space_ = s;
+    return t;
   }
   /// A tile whose elements have type `elem` (a scalar or pointer type).
   static Type tile(const Type& elem, Shape shape);
   static Type buffer(DType elem, MemSpace s, Shape shape) {
-    Type t; t.kind_ = Kind::Buffer; t.dtype_ = elem; t.space_ = s; t.shape_ = std::move(shape); return t;
+    Type t;
+    t.kind_ = Kind::Buffer;
+    t.dtype_ = elem;
+    t.space_ = s;
+    t.shape_ = std::move(shape);
+    return t;
   }
 
   Kind kind() const { return kind_; }
@@ -76,8 +90,8 @@ class Type {
 
   std::string str() const;
   bool operator==(const Type& o) const {
-    return kind_ == o.kind_ && dtype_ == o.dtype_ && space_ == o.space_ &&
-           elemIsPtr_ == o.elemIsPtr_ && shape_ == o.shape_;
+    return kind_ == o.kind_ && dtype_ == o.dtype_ && space_ == o.space_ && elemIsPtr_ == o.elemIsPtr_ &&
+           shape_ == o.shape_;
   }
   bool operator!=(const Type& o) const { return !(*this == o); }
 

@@ -107,7 +107,7 @@ struct LaunchReport {
   uint64_t fiberSwitches = 0;  // resumptions of fibers by the scheduler
   double seconds = 0;
   std::array<uint64_t, kIssueKinds> counts{};
-  std::vector<Issue> issues;  // first maxReports distinct reports
+  std::vector<Issue> issues;                    // first maxReports distinct reports
   std::vector<BankConflictStat> bankConflicts;  // by opId ascending
   uint64_t totalBankConflicts = 0;
 

@@ -60,7 +60,9 @@ class Buffer {
   void copyFromHost(const void* src, size_t bytes);
   void copyToHost(void* dst, size_t bytes) const;
   template <typename T>
-  void write(const std::vector<T>& v) { copyFromHost(v.data(), v.size() * sizeof(T)); }
+  void write(const std::vector<T>& v) {
+    copyFromHost(v.data(), v.size() * sizeof(T));
+  }
   template <typename T>
   std::vector<T> read() const {
     std::vector<T> v(bytes() / sizeof(T));
@@ -91,13 +93,13 @@ struct Arg {
   } scalar{};
 
   Arg(const rt::Buffer& b) : kind(Kind::Buffer), buffer(b), dtype(b.isNull() ? DType::I8 : b.dtype()) {}  // NOLINT
-  Arg(bool v) : kind(Kind::Scalar), dtype(DType::I1) { scalar.i = v; }                      // NOLINT
-  Arg(int8_t v) : kind(Kind::Scalar), dtype(DType::I8) { scalar.i = v; }                    // NOLINT
-  Arg(int16_t v) : kind(Kind::Scalar), dtype(DType::I16) { scalar.i = v; }                  // NOLINT
-  Arg(int32_t v) : kind(Kind::Scalar), dtype(DType::I32) { scalar.i = v; }                  // NOLINT
-  Arg(int64_t v) : kind(Kind::Scalar), dtype(DType::I64) { scalar.i = v; }                  // NOLINT
-  Arg(float v) : kind(Kind::Scalar), dtype(DType::F32) { scalar.f = v; }                    // NOLINT
-  Arg(double v) : kind(Kind::Scalar), dtype(DType::F64) { scalar.f = v; }                   // NOLINT
+  Arg(bool v) : kind(Kind::Scalar), dtype(DType::I1) { scalar.i = v; }                                    // NOLINT
+  Arg(int8_t v) : kind(Kind::Scalar), dtype(DType::I8) { scalar.i = v; }                                  // NOLINT
+  Arg(int16_t v) : kind(Kind::Scalar), dtype(DType::I16) { scalar.i = v; }                                // NOLINT
+  Arg(int32_t v) : kind(Kind::Scalar), dtype(DType::I32) { scalar.i = v; }                                // NOLINT
+  Arg(int64_t v) : kind(Kind::Scalar), dtype(DType::I64) { scalar.i = v; }                                // NOLINT
+  Arg(float v) : kind(Kind::Scalar), dtype(DType::F32) { scalar.f = v; }                                  // NOLINT
+  Arg(double v) : kind(Kind::Scalar), dtype(DType::F64) { scalar.f = v; }                                 // NOLINT
 };
 
 struct LaunchOptions {

@@ -45,8 +45,8 @@ struct KernelBinary {
   bool boundsChecked = false;
 
   /// PTX: the PTX text. (EmulatedGpu binaries keep the PTX or code object
-  /// the vendor backend built from the same module, for resource reports.) NVPTX kernels take sharedBytes as dynamic shared
-  /// memory at launch.
+  /// the vendor backend built from the same module, for resource reports.) NVPTX kernels take sharedBytes as dynamic
+  /// shared memory at launch.
   std::string ptx;
   /// HSACO: the linked AMDGPU code object, which holds its LDS statically
   /// (launch with 0 dynamic bytes).

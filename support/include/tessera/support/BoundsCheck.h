@@ -28,7 +28,7 @@ struct BoundsCheckRecord {
   int32_t opId = -1;     // that access: an index into the binary's op names
   int32_t arg = -1;      // the argument whose buffer it left; -1 if its pointer's origin is not static
   int32_t reserved = 0;
-  int64_t offset = 0;    // its byte offset from that argument's pointer (arg < 0: the raw address)
+  int64_t offset = 0;  // its byte offset from that argument's pointer (arg < 0: the raw address)
 
   static constexpr size_t kExtents = 0, kViolated = 8, kOpId = 12, kArg = 16, kOffset = 24;
 };

@@ -11,13 +11,10 @@ namespace tessera {
 
 enum class DType : uint8_t { I1, I8, I16, I32, I64, F16, BF16, F32, F64 };
 
-inline constexpr DType kAllDTypes[] = {DType::I1,  DType::I8,   DType::I16,
-                                       DType::I32, DType::I64,  DType::F16,
-                                       DType::BF16, DType::F32, DType::F64};
+inline constexpr DType kAllDTypes[] = {DType::I1,  DType::I8,   DType::I16, DType::I32, DType::I64,
+                                       DType::F16, DType::BF16, DType::F32, DType::F64};
 
-inline bool isFloat(DType t) {
-  return t == DType::F16 || t == DType::BF16 || t == DType::F32 || t == DType::F64;
-}
+inline bool isFloat(DType t) { return t == DType::F16 || t == DType::BF16 || t == DType::F32 || t == DType::F64; }
 inline bool isInteger(DType t) { return !isFloat(t); }
 
 /// Width in bits (i1 counts as 1; it is stored as one byte in memory).
@@ -25,9 +22,13 @@ inline unsigned bitWidth(DType t) {
   switch (t) {
     case DType::I1: return 1;
     case DType::I8: return 8;
-    case DType::I16: case DType::F16: case DType::BF16: return 16;
-    case DType::I32: case DType::F32: return 32;
-    case DType::I64: case DType::F64: return 64;
+    case DType::I16:
+    case DType::F16:
+    case DType::BF16: return 16;
+    case DType::I32:
+    case DType::F32: return 32;
+    case DType::I64:
+    case DType::F64: return 64;
   }
   return 0;
 }

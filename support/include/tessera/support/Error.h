@@ -22,33 +22,50 @@ class Error : public std::runtime_error {
 };
 
 /// Misuse of the embedded DSL: shapes, dtypes, axes, schedules.
-class DslError : public Error { using Error::Error; };
+class DslError : public Error {
+  using Error::Error;
+};
 /// The verifier rejected a malformed kernel IR.
-class VerifyError : public Error { using Error::Error; };
+class VerifyError : public Error {
+  using Error::Error;
+};
 /// Textual IR that does not parse.
-class ParseError : public Error { using Error::Error; };
+class ParseError : public Error {
+  using Error::Error;
+};
 /// Lowering or LLVM code generation failed for a reason the user can act on.
-class CompileError : public Error { using Error::Error; };
+class CompileError : public Error {
+  using Error::Error;
+};
 /// A kernel does not fit a target's limits (shared memory, threads, registers).
-class ResourceError : public Error { using Error::Error; };
+class ResourceError : public Error {
+  using Error::Error;
+};
 /// Bad launch: argument count or type, null buffer, empty or oversized grid.
-class LaunchError : public Error { using Error::Error; };
+class LaunchError : public Error {
+  using Error::Error;
+};
 /// A device, driver or toolchain that is absent or failed.
-class DeviceError : public Error { using Error::Error; };
+class DeviceError : public Error {
+  using Error::Error;
+};
 /// An API used the wrong way: an empty (default-constructed) handle, an
 /// unknown stage name, a stage that does not exist for the kernel's target,
 /// an example run with a shape it does not take.
-class UsageError : public Error { using Error::Error; };
+class UsageError : public Error {
+  using Error::Error;
+};
 /// A compiler bug: an internal invariant did not hold.
-class InternalError : public Error { using Error::Error; };
+class InternalError : public Error {
+  using Error::Error;
+};
 
-[[noreturn]] void internalError(const char* cond, const char* file, int line,
-                                const std::string& msg);
+[[noreturn]] void internalError(const char* cond, const char* file, int line, const std::string& msg);
 
 }  // namespace tessera
 
-#define TS_ASSERT(cond, msg)                                              \
-  do {                                                                    \
+#define TS_ASSERT(cond, msg)                                               \
+  do {                                                                     \
     if (!(cond)) ::tessera::internalError(#cond, __FILE__, __LINE__, msg); \
   } while (0)
 

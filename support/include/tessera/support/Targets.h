@@ -12,9 +12,9 @@ namespace tessera {
 struct GpuArch {
   enum class Vendor { NVIDIA, AMD };
   Vendor vendor;
-  const char* arch;         // "sm_80", "gfx942", ...
-  unsigned warpSize;        // 32, or 64 on CDNA
-  int64_t maxSharedBytes;   // per block / workgroup
+  const char* arch;           // "sm_80", "gfx942", ...
+  unsigned warpSize;          // 32, or 64 on CDNA
+  int64_t maxSharedBytes;     // per block / workgroup
   int maxRegistersPerThread;  // 32-bit registers one thread can address
 
   /// The target spelling: "nvptx:sm_80", "amdgpu:gfx942".

@@ -4,7 +4,6 @@
 
 #include <string>
 
-
 namespace tessera::ir {
 class Function;
 
@@ -18,8 +17,7 @@ class LayoutAnalysis;
 /// The message names the loop (the user's file:line), each carried tile
 /// with its registers per thread, and suggests a number of warps or tile
 /// sizes that fit.
-void checkRegisterBudget(const ir::Function& f, const LayoutAnalysis& la, int maxRegisters,
-                         const std::string& arch);
+void checkRegisterBudget(const ir::Function& f, const LayoutAnalysis& la, int maxRegisters, const std::string& arch);
 
 /// How many times a thread's register file one tile value may take before
 /// the compile is refused (checkValueBudget).

@@ -47,9 +47,9 @@ class AxisAnalysis;
 /// (None: an ordinary blocked layout). See mmaLayout().
 enum class MmaKind : uint8_t {
   None,
-  NvMmaM16N8K16,     // NVIDIA mma.sync.m16n8k16 (sm_80+), warp of 32
-  AmdMfma16x16x16,   // AMD v_mfma_f32_16x16x16{f16,bf16_1k} (gfx90a, gfx942), wave64
-  AmdWmma16x16x16,   // AMD v_wmma_f32_16x16x16_{f16,bf16} (gfx1100), wave32
+  NvMmaM16N8K16,    // NVIDIA mma.sync.m16n8k16 (sm_80+), warp of 32
+  AmdMfma16x16x16,  // AMD v_mfma_f32_16x16x16{f16,bf16_1k} (gfx90a, gfx942), wave64
+  AmdWmma16x16x16,  // AMD v_wmma_f32_16x16x16_{f16,bf16} (gfx1100), wave32
 };
 const char* mmaName(MmaKind k);
 
@@ -86,8 +86,8 @@ struct Layout {
 /// shape) pair; the thread-dependent part (base) is computed at run time.
 struct SlotTable {
   std::vector<int64_t> shape;
-  std::vector<std::vector<int64_t>> perDim;   // const list of each value dim
-  std::vector<std::vector<int64_t>> consts;   // per slot: const of each dim
+  std::vector<std::vector<int64_t>> perDim;      // const list of each value dim
+  std::vector<std::vector<int64_t>> consts;      // per slot: const of each dim
   std::map<std::vector<int64_t>, size_t> index;  // consts -> slot
   /// For each value dim: true if threads hold duplicates along it (block
   /// tile larger than the extent).
