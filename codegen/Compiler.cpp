@@ -26,6 +26,14 @@
 
 namespace tessera::codegen {
 
+const char* name(Precision p) { return p == Precision::Approximate ? "approx" : "accurate"; }
+
+Precision parsePrecision(const std::string& s) {
+  if (s == "accurate") return Precision::Accurate;
+  if (s == "approx") return Precision::Approximate;
+  throw UsageError("unknown precision '" + s + "' (expected accurate or approx)");
+}
+
 KernelSignature kernelSignature(const ir::Function& f) {
   KernelSignature sig;
   sig.kernelName = f.name();
@@ -101,6 +109,7 @@ std::shared_ptr<Artifact> compileGpuTarget(const ir::Function& f, const Target& 
   g.numWarps = opts.numWarps;
   g.codeObjectVersion = opts.codeObjectVersion;
   g.eagerAssembly = opts.dumpAssembly;
+  g.precision = opts.precision;
   if (target.kind == Target::Kind::NVPTX || target.kind == Target::Kind::AMDGPU)
     return compileGpu(f, target, opts, std::move(dumps), g);
   const bool amd = target.kind == Target::Kind::EmuAMDGPU;

@@ -48,8 +48,9 @@ std::string usage() {
              "usage:\n"
              "  tessera list\n"
              "  tessera compile KERNEL|FILE.tir [--target T] [--emit STAGE] [--kernel NAME]\n"
-             "                  [--assume-aligned] [--num-warps N]\n"
+             "                  [--assume-aligned] [--num-warps N] [--precision accurate|approx]\n"
              "  tessera run KERNEL [--target T] [--shape A,B,...] [--threads N] [--seed S] [--check-bounds]\n"
+             "                  [--precision accurate|approx]\n"
              "  tessera opt FILE.tir|- [--passes P1,P2,...] [--target T] [--num-warps N] [--split-input-file]\n"
              "                  [--locations]\n"
              "targets: cpu (default: the host), cpu:CPU (an LLVM cpu: x86-64-v3 = AVX2, x86-64-v4 = AVX-512,\n"
@@ -63,12 +64,16 @@ std::string usage() {
          "         resources\n"
          "--check-bounds: a checked launch: every global access is tested against its buffer\n"
          "         (CPU: a bounds-checked compile; the emulator always checks)\n"
+         "--precision approx: the GPU's hardware approximations (ex2.approx, rsqrt.approx,\n"
+         "         div.full, v_exp_f32, v_rcp_f32, ...) and FMA contraction instead of accurate\n"
+         "         math (docs/math.md gives the errors)\n"
          "--assume-aligned: compile as a launch with 16-byte aligned buffers and integer\n"
          "         arguments that are multiples of 16 would (the launch-time specialisation\n"
          "         GPU devices make: {divisibility = 16} on every pointer and integer argument)\n"
          "environment: TESSERA_DUMP_DIR=<dir> writes every stage of every compile;\n"
          "             TESSERA_NUM_THREADS=<n> sets the CPU worker threads;\n"
          "             TESSERA_CHECK_BOUNDS=1 makes every CPU launch a checked one;\n"
+         "             TESSERA_PRECISION=approx|accurate sets every compile's precision;\n"
          "             TESSERA_HOST_CPU=<cpu> narrows the host to an LLVM cpu's features\n";
 }
 
@@ -84,6 +89,7 @@ struct Args {
   bool assumeAligned = false;
   std::optional<int> numWarps;  // unset: the compiler's default
   bool checkBounds = false;
+  std::optional<std::string> precision;  // unset: accurate, or TESSERA_PRECISION
   std::vector<std::string> passes;
   bool splitInputFile = false, locations = false;
 };
@@ -122,6 +128,10 @@ Args parseArgs(int argc, char** argv) {
       a.assumeAligned = true;
     else if (s == "--check-bounds")
       a.checkBounds = true;
+    else if (s == "--precision") {
+      a.precision = value();
+      ts::codegen::parsePrecision(*a.precision);  // a UsageError naming the choices
+    }
     else if (s == "--split-input-file")
       a.splitInputFile = true;
     else if (s == "--locations")
@@ -232,6 +242,7 @@ int cmdCompile(const Args& a) {
   ts::Target target = ts::Target::parse(a.target);
   ts::CompileOptions o;
   if (a.numWarps) o.numWarps = *a.numWarps;
+  if (a.precision) setenv("TESSERA_PRECISION", a.precision->c_str(), 1);
   ts::Kernel kern = loadKernel(a, target);
   if (a.assumeAligned) kern = assumeAligned(kern);
   ts::CompiledKernel k = ts::compile(kern, target, o);
@@ -260,6 +271,7 @@ int cmdRun(const Args& a) {
   ctx.seed = a.seed;
   ctx.launch.threads = a.threads;
   ctx.launch.checkBounds = a.checkBounds;
+  if (a.precision) setenv("TESSERA_PRECISION", a.precision->c_str(), 1);
   const auto start = std::chrono::steady_clock::now();
   ts::examples::CheckResult r = ex->run(ctx);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

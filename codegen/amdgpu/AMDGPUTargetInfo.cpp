@@ -3,6 +3,7 @@
 // code object; AMDGCN assembly for inspection; resources from the code
 // object's metadata note).
 #include <array>
+#include <numbers>
 #include <mutex>
 
 #include <llvm/BinaryFormat/ELF.h>
@@ -184,6 +185,22 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
     return g;
   }
   MathChoice math(ir::OpCode op, DType dt) const override { return gpuMath(op, dt, kAmdgpuMath); }
+  llvm::Value* approxMath(llvm::IRBuilderBase& b, ir::OpCode op, llvm::ArrayRef<llvm::Value*> v) const override {
+    using ir::OpCode;
+    llvm::Type* f32 = v[0]->getType();
+    auto call = [&](llvm::Intrinsic::ID id, llvm::Value* x) { return b.CreateIntrinsic(id, {f32}, {x}); };
+    auto scale = [&](llvm::Value* x, double k) { return b.CreateFMul(x, llvm::ConstantFP::get(f32, k)); };
+    switch (op) {
+      case OpCode::Exp: return call(llvm::Intrinsic::amdgcn_exp2, scale(v[0], std::numbers::log2e));
+      case OpCode::Exp2: return call(llvm::Intrinsic::amdgcn_exp2, v[0]);
+      case OpCode::Log: return scale(call(llvm::Intrinsic::amdgcn_log, v[0]), std::numbers::ln2);
+      case OpCode::Log2: return call(llvm::Intrinsic::amdgcn_log, v[0]);
+      case OpCode::Sqrt: return call(llvm::Intrinsic::amdgcn_sqrt, v[0]);
+      case OpCode::Rsqrt: return call(llvm::Intrinsic::amdgcn_rsq, v[0]);
+      case OpCode::Div: return b.CreateFMul(v[0], call(llvm::Intrinsic::amdgcn_rcp, v[1]));
+      default: return nullptr;
+    }
+  }
   TensorCoreOp tensorCore(DType in, DType acc) const override { return amdgpuTensorCore(row_.arch, in, acc); }
   // gfx90a / gfx942 / gfx1100 have no asynchronous global->LDS copy that we
   // use (the buffer_load ... lds forms write LDS at M0-relative addresses,

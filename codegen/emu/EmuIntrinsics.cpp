@@ -340,12 +340,18 @@ class Lowerer {
     }
     if (name == "implicitarg.ptr") return b.CreateAddrSpaceCast(implicitArgs(c.getFunction()), c.getType());
     if (name == "dispatch.ptr") return b.CreateAddrSpaceCast(dispatchPacket(c.getFunction()), c.getType());
-    // Float helpers the AMDGPU pipeline may form.
-    if (name == "rcp" || name == "rcp.legacy") return recip(b, arg(0));
-    if (name == "rsq") return recip(b, unary(b, llvm::Intrinsic::sqrt, arg(0)));
-    if (name == "sqrt") return unary(b, llvm::Intrinsic::sqrt, arg(0));
-    if (name == "exp2") return unary(b, llvm::Intrinsic::exp2, arg(0));
-    if (name == "log") return unary(b, llvm::Intrinsic::log2, arg(0));  // v_log_f32 is log2
+    // Float helpers the AMDGPU pipeline may form, and the hardware
+    // approximations of Precision::Approximate (computed exactly here: the
+    // machine models what an instruction means, not its last-ulp error).
+    // Overloaded ones carry their type in the name (llvm.amdgcn.exp2.f32).
+    std::string fn = name;
+    for (const char* ty : {".f16", ".f32", ".f64"})
+      if (fn.size() > 4 && fn.ends_with(ty)) fn.resize(fn.size() - 4);
+    if (fn == "rcp" || fn == "rcp.legacy") return recip(b, arg(0));
+    if (fn == "rsq") return recip(b, unary(b, llvm::Intrinsic::sqrt, arg(0)));
+    if (fn == "sqrt") return unary(b, llvm::Intrinsic::sqrt, arg(0));
+    if (fn == "exp2") return unary(b, llvm::Intrinsic::exp2, arg(0));
+    if (fn == "log") return unary(b, llvm::Intrinsic::log2, arg(0));  // v_log_f32 is log2
     if (name == "sin" || name == "cos") {                               // input in revolutions
       Value* x = b.CreateFMul(arg(0), llvm::ConstantFP::get(c.getType(), 2 * std::numbers::pi));
       return unary(b, name == "sin" ? llvm::Intrinsic::sin : llvm::Intrinsic::cos, x);

@@ -25,6 +25,9 @@ struct GpuOptions {
   /// it is a second run of the code generator, so Artifact::assembly()
   /// produces it on demand from the kept module instead.
   bool eagerAssembly = false;
+  /// Precision::Approximate: the target's hardware approximations
+  /// (GpuTargetInfo::approxMath) and FMA contraction.
+  Precision precision = Precision::Accurate;
 };
 
 /// The resources a kernel uses, as read back from the toolchain.

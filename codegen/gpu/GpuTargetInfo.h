@@ -134,6 +134,12 @@ class GpuTargetInfo {
   virtual llvm::GlobalVariable* declareShared(llvm::Module& m, uint64_t bytes) = 0;
   /// The math table of this target.
   virtual MathChoice math(ir::OpCode op, DType dt) const = 0;
+  /// Precision::Approximate: the hardware approximation of f32 `op` on
+  /// operands `v` (exp, exp2, log, log2, sqrt, rsqrt, div), or nullptr where
+  /// the target has none and the accurate lowering stands.
+  virtual llvm::Value* approxMath(llvm::IRBuilderBase& b, ir::OpCode op, llvm::ArrayRef<llvm::Value*> v) const {
+    return nullptr;
+  }
   /// The matrix instruction for a dot of `in` operands into an `acc`
   /// accumulator (kind None: the FMA lowering).
   virtual TensorCoreOp tensorCore(DType in, DType acc) const { return {}; }

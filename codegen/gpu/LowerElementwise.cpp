@@ -30,6 +30,8 @@ llvm::Value* Lower::castValue(llvm::Value* x, DType from, DType to) {
 }
 
 llvm::Value* Lower::floatOp(const ir::Op& op, Slots& v) {
+  if (o_.precision == Precision::Approximate && v[0]->getType()->isFloatTy())
+    if (llvm::Value* r = t_.approxMath(b_, op.code(), v)) return r;
   if (llvm::Value* r = emitFloatOp(b_, op, v)) return r;
   // pow and the transcendentals: what each target can do is its math
   // table's choice (libdevice-free polynomials or unsupported).

@@ -53,7 +53,15 @@ class Lower {
         req_(req),
         plan_(plan),
         b_(ctx, IdentityFolder(), llvm::IRBuilderCallbackInserter([this](llvm::Instruction* i) { tag(i); })),
-        opKind_(ctx.getMDKindID("tessera.op")) {}
+        opKind_(ctx.getMDKindID("tessera.op")) {
+    // Approximate math lets the backend contract a * b + c into an FMA,
+    // as Triton does; accurate math rounds each operation.
+    if (o.precision == Precision::Approximate) {
+      llvm::FastMathFlags fmf;
+      fmf.setAllowContract();
+      b_.setFastMathFlags(fmf);
+    }
+  }
 
   void run(uint64_t smemBytes);
   /// Bytes of the shared buffers stored in a padded staging layout (known

@@ -1,6 +1,7 @@
 // NVIDIA PTX: the target hooks of the shared GPU lowering and the backend
 // (PTX text through LLVM's NVPTX target; resources through ptxas).
 #include <array>
+#include <numbers>
 #include <mutex>
 #include <regex>
 
@@ -159,6 +160,24 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
     return g;
   }
   MathChoice math(ir::OpCode op, DType dt) const override { return gpuMath(op, dt, kNvptxMath); }
+  llvm::Value* approxMath(llvm::IRBuilderBase& b, ir::OpCode op, llvm::ArrayRef<llvm::Value*> v) const override {
+    using ir::OpCode;
+    auto call = [&](llvm::Intrinsic::ID id, llvm::ArrayRef<llvm::Value*> args) { return b.CreateIntrinsic(id, {}, args); };
+    auto scale = [&](llvm::Value* x, double k) { return b.CreateFMul(x, llvm::ConstantFP::get(x->getType(), k)); };
+    switch (op) {
+      // ex2.approx is overloaded on its type (f32, f16, bf16 forms).
+      case OpCode::Exp:
+        return b.CreateIntrinsic(llvm::Intrinsic::nvvm_ex2_approx, {v[0]->getType()},
+                                 {scale(v[0], std::numbers::log2e)});
+      case OpCode::Exp2: return b.CreateIntrinsic(llvm::Intrinsic::nvvm_ex2_approx, {v[0]->getType()}, {v[0]});
+      case OpCode::Log: return scale(call(llvm::Intrinsic::nvvm_lg2_approx_f, {v[0]}), std::numbers::ln2);
+      case OpCode::Log2: return call(llvm::Intrinsic::nvvm_lg2_approx_f, {v[0]});
+      case OpCode::Sqrt: return call(llvm::Intrinsic::nvvm_sqrt_approx_f, {v[0]});
+      case OpCode::Rsqrt: return call(llvm::Intrinsic::nvvm_rsqrt_approx_f, {v[0]});
+      case OpCode::Div: return call(llvm::Intrinsic::nvvm_div_full, {v[0], v[1]});
+      default: return nullptr;
+    }
+  }
   TensorCoreOp tensorCore(DType in, DType acc) const override { return nvptxTensorCore(in, acc); }
   AsyncCopyImpl asyncCopyImpl() const override { return AsyncCopyImpl::Hardware; }
   void asyncCopy(llvm::IRBuilderBase& b, llvm::Value* dst, llvm::Value* src, unsigned bytes,

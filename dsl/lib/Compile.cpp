@@ -68,7 +68,15 @@ namespace {
 // Everything that changes the code; emuHooks only bind symbols of the JIT.
 std::string optionsKey(const CompileOptions& o) {
   return "O" + std::to_string(o.optLevel) + ";checked=" + std::to_string(o.checkBounds) +
-         ";warps=" + std::to_string(o.numWarps) + ";cov=" + std::to_string(o.codeObjectVersion);
+         ";warps=" + std::to_string(o.numWarps) + ";cov=" + std::to_string(o.codeObjectVersion) +
+         ";precision=" + codegen::name(o.precision);
+}
+
+// TESSERA_PRECISION=approx|accurate sets every compile's precision (the
+// command line's --precision for `tessera run` works through it).
+CompileOptions withEnvironment(CompileOptions o) {
+  if (const char* p = std::getenv("TESSERA_PRECISION"); p && *p) o.precision = codegen::parsePrecision(p);
+  return o;
 }
 
 // The IR text of a kernel is needed for the cache key; printing it costs
@@ -152,8 +160,10 @@ void writeDumps(const codegen::Artifact& a, const std::string& dir) {
     if (k != "hsaco") put(sanitize(k) + ".txt", text);
 }
 
-std::shared_ptr<codegen::Artifact> compileCached(const Kernel& k, const Target& target, const CompileOptions& opts) {
+std::shared_ptr<codegen::Artifact> compileCached(const Kernel& k, const Target& target,
+                                                  const CompileOptions& userOpts) {
   if (!k.valid()) throw UsageError("compile: the kernel is empty (default-constructed tessera::Kernel)");
+  const CompileOptions opts = withEnvironment(userOpts);
   const char* dumpDir = std::getenv("TESSERA_DUMP_DIR");
   std::string key = target.str() + "|" + optionsKey(opts) + "|" + textMemo().text(k);
 

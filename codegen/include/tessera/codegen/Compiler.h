@@ -16,6 +16,23 @@
 
 namespace tessera::codegen {
 
+/// How float math is computed (docs/math.md states each choice's error).
+enum class Precision {
+  /// The default: IEEE division and square root, Tessera's own f32
+  /// polynomials for exp/log/tanh/erf (<= 2-4 ulp on every target), no
+  /// contraction of a * b + c into an FMA unless written as fma.
+  Accurate,
+  /// The GPU's hardware approximations, as Triton uses them: NVPTX
+  /// ex2.approx / lg2.approx for exp, exp2, log, log2, sqrt.approx,
+  /// rsqrt.approx, div.full; AMDGPU v_exp_f32, v_log_f32, v_sqrt_f32,
+  /// v_rsq_f32 and division by v_rcp_f32; and a * b + c contracted into
+  /// FMAs. f32 only (f16/bf16 compute in f32); f64 and the CPU stay accurate.
+  Approximate,
+};
+const char* name(Precision p);  // "accurate", "approx"
+/// Parses "accurate" or "approx"; a UsageError names the choices otherwise.
+Precision parsePrecision(const std::string& s);
+
 struct CompileOptions {
   int optLevel = 3;           // LLVM optimisation level 0..3
   bool dumpAssembly = false;  // also produce host assembly eagerly (otherwise on demand)
@@ -27,6 +44,10 @@ struct CompileOptions {
   /// buffer at run time (a checked launch, tessera/support/BoundsCheck.h).
   /// The emulator always checks; real GPUs ignore it.
   bool checkBounds = false;
+  /// Accurate math (default) or the GPU's hardware approximations.
+  /// TESSERA_PRECISION=approx|accurate and `--precision` on the command
+  /// line set it too.
+  Precision precision = Precision::Accurate;
   /// emu: targets: addresses of the SIMT machine's `tessera_emu_*` hooks, by
   /// symbol name (tessera::emu::hookSymbols()). Supplied by the caller so
   /// codegen does not depend on the runtime; not part of the cache key.
