@@ -131,8 +131,7 @@ Args parseArgs(int argc, char** argv) {
     else if (s == "--precision") {
       a.precision = value();
       ts::codegen::parsePrecision(*a.precision);  // a UsageError naming the choices
-    }
-    else if (s == "--split-input-file")
+    } else if (s == "--split-input-file")
       a.splitInputFile = true;
     else if (s == "--locations")
       a.locations = true;

@@ -352,7 +352,7 @@ class Lowerer {
     if (fn == "sqrt") return unary(b, llvm::Intrinsic::sqrt, arg(0));
     if (fn == "exp2") return unary(b, llvm::Intrinsic::exp2, arg(0));
     if (fn == "log") return unary(b, llvm::Intrinsic::log2, arg(0));  // v_log_f32 is log2
-    if (name == "sin" || name == "cos") {                               // input in revolutions
+    if (name == "sin" || name == "cos") {                             // input in revolutions
       Value* x = b.CreateFMul(arg(0), llvm::ConstantFP::get(c.getType(), 2 * std::numbers::pi));
       return unary(b, name == "sin" ? llvm::Intrinsic::sin : llvm::Intrinsic::cos, x);
     }

@@ -162,7 +162,9 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
   MathChoice math(ir::OpCode op, DType dt) const override { return gpuMath(op, dt, kNvptxMath); }
   llvm::Value* approxMath(llvm::IRBuilderBase& b, ir::OpCode op, llvm::ArrayRef<llvm::Value*> v) const override {
     using ir::OpCode;
-    auto call = [&](llvm::Intrinsic::ID id, llvm::ArrayRef<llvm::Value*> args) { return b.CreateIntrinsic(id, {}, args); };
+    auto call = [&](llvm::Intrinsic::ID id, llvm::ArrayRef<llvm::Value*> args) {
+      return b.CreateIntrinsic(id, {}, args);
+    };
     auto scale = [&](llvm::Value* x, double k) { return b.CreateFMul(x, llvm::ConstantFP::get(x->getType(), k)); };
     switch (op) {
       // ex2.approx is overloaded on its type (f32, f16, bf16 forms).

@@ -161,7 +161,7 @@ void writeDumps(const codegen::Artifact& a, const std::string& dir) {
 }
 
 std::shared_ptr<codegen::Artifact> compileCached(const Kernel& k, const Target& target,
-                                                  const CompileOptions& userOpts) {
+                                                 const CompileOptions& userOpts) {
   if (!k.valid()) throw UsageError("compile: the kernel is empty (default-constructed tessera::Kernel)");
   const CompileOptions opts = withEnvironment(userOpts);
   const char* dumpDir = std::getenv("TESSERA_DUMP_DIR");
