@@ -1,7 +1,7 @@
 // tessera_bench: the spine's performance figures, measured against physical
 // limits taken in the same run. Run by hand, never as a timed test:
 //
-//   cmake --build build --target tessera_bench && build/bin/tessera_bench [--quick]
+//   cmake --build build --target tessera_bench && build/bin/tessera_bench [--quick] [--fibers]
 //
 // Reports, each as median [min, max] over repetitions after warm-up:
 //   * a STREAM-style triad a[i] = b[i] + s*c[i] (plain C++, -O3 -march=native)
@@ -12,7 +12,9 @@
 //   * cold JIT compile latency per example (cache cleared) and a cache hit;
 //   * launch overhead of an empty kernel: 1 program, and 64 programs on 2 threads;
 //   * the cost of checked launches (LaunchOptions::checkBounds) against the
-//     same kernels unchecked, in the same run.
+//     same kernels unchecked, in the same run;
+//   * the SIMT emulator's fiber switch in ns, against a function call and
+//     glibc's swapcontext (fiber_bench.cpp; --fibers runs this section alone).
 // Every kernel's output is checked against a plain C++ reference first.
 #include <immintrin.h>
 
@@ -28,6 +30,7 @@
 #include <vector>
 
 #include "bench_kernels.h"
+#include "fiber_bench.h"
 #include "registry.h"
 #include "tessera/tessera.h"
 
@@ -111,8 +114,22 @@ static std::optional<tessera::bench::Setup> checkedSetup(const tessera::bench::M
 }
 
 int main(int argc, char** argv) {
-  bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  bool quick = false, fibersOnly = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--quick") == 0) {
+      quick = true;
+    } else if (std::strcmp(argv[i], "--fibers") == 0) {
+      fibersOnly = true;
+    } else {
+      std::fprintf(stderr, "usage: %s [--quick] [--fibers]\n", argv[0]);
+      return 2;
+    }
+  }
   const int reps = quick ? 5 : 15;
+  if (fibersOnly) {
+    tessera::bench::fiberSwitchBench(reps);
+    return 0;
+  }
   auto dev = ts::Device::cpu();
   std::printf("device: %s, host ISA %s\n", dev.name().c_str(), ts::codegen::hostIsa().c_str());
 
@@ -170,6 +187,9 @@ int main(int argc, char** argv) {
                 ptx.median * 1e3, ptx.min * 1e3, ptx.max * 1e3, hsaco.median * 1e3, hsaco.min * 1e3,
                 hsaco.max * 1e3);
   }
+
+  // ---- fiber switch of the SIMT emulator -----------------------------------
+  tessera::bench::fiberSwitchBench(reps);
 
   // ---- SIMT emulator -------------------------------------------------------
   std::printf("\nSIMT emulator: softmax 1024x1024 f32 (compile excluded), median [min, max] of 3\n");
