@@ -124,9 +124,7 @@ Setup rmsnorm(const Device& dev, int64_t rows, int64_t cols) {
   dx.write(x);
   dw.write(w);
   Setup s;
-  s.launch = [=](const LaunchOptions& lo) {
-    k.launchWith(Dim3(uint32_t(rows)), {dy, dx, dw, int32_t(cols), eps}, lo);
-  };
+  s.launch = [=](const LaunchOptions& lo) { k.launchWith(Dim3(uint32_t(rows)), {dy, dx, dw, int32_t(cols), eps}, lo); };
   s.check = [=] {
     auto y = dy.read<float>();
     for (int64_t r : sampleRows(rows)) {

@@ -57,16 +57,14 @@ Stats measure(int reps, const std::function<void()>& fn) {
 
 // The baseline: a[i] = b[i] + s*c[i] over n floats on `threads` threads, 12
 // bytes moved per element.
-__attribute__((noinline)) void triadChunk(float* a, const float* b, const float* c, float s, size_t lo,
-                                          size_t hi) {
+__attribute__((noinline)) void triadChunk(float* a, const float* b, const float* c, float s, size_t lo, size_t hi) {
   for (size_t i = lo; i < hi; ++i) a[i] = b[i] + s * c[i];
 }
 
 // The same with non-temporal stores (no read-for-ownership of a's lines):
 // the limit for kernels that stream their output, as Tessera's CPU backend
 // does for large launches.
-__attribute__((noinline)) void triadChunkNT(float* a, const float* b, const float* c, float s, size_t lo,
-                                            size_t hi) {
+__attribute__((noinline)) void triadChunkNT(float* a, const float* b, const float* c, float s, size_t lo, size_t hi) {
   size_t i = lo;
   for (; i < hi && (reinterpret_cast<uintptr_t>(a + i) & 31); ++i) a[i] = b[i] + s * c[i];
   __m256 vs = _mm256_set1_ps(s);
@@ -103,8 +101,9 @@ void printRow(const char* what, unsigned threads, double bytes, Stats s, double 
 // A kernel's inputs, launched once with `lo` and checked against its
 // reference; nullopt (after saying so) when the result is wrong, since a
 // benchmark of a wrong kernel is worthless.
-static std::optional<tessera::bench::Setup> checkedSetup(const tessera::bench::MemoryBoundKernel& k, const ts::Device& dev,
-                                                         int64_t rows, int64_t cols, const ts::LaunchOptions& lo) {
+static std::optional<tessera::bench::Setup> checkedSetup(const tessera::bench::MemoryBoundKernel& k,
+                                                         const ts::Device& dev, int64_t rows, int64_t cols,
+                                                         const ts::LaunchOptions& lo) {
   auto setup = k.setup(dev, rows, cols);
   setup.launch(lo);
   if (setup.check()) return setup;
@@ -136,13 +135,13 @@ int main(int argc, char** argv) {
   // ---- bandwidth ----------------------------------------------------------
   const size_t triadN = size_t{64} << 20;  // 64 Mi floats per array (768 MiB moved)
   const int64_t rows = 4096, cols = 4096;
-  std::printf("\nmemory-bound kernels, %lldx%lld f32 (median [min, max] of %d)\n", (long long)rows,
-              (long long)cols, reps);
+  std::printf("\nmemory-bound kernels, %lldx%lld f32 (median [min, max] of %d)\n", (long long)rows, (long long)cols,
+              reps);
   for (unsigned threads : {1u, 2u}) {
     Stats t = triad(triadN, threads, reps);
     double triadGBs = gbps(12.0 * triadN, t.median);
-    std::printf("  %-12s %uT  %7.2f ms  %6.1f GB/s [%5.1f, %5.1f]\n", "triad", threads, t.median * 1e3,
-                triadGBs, gbps(12.0 * triadN, t.max), gbps(12.0 * triadN, t.min));
+    std::printf("  %-12s %uT  %7.2f ms  %6.1f GB/s [%5.1f, %5.1f]\n", "triad", threads, t.median * 1e3, triadGBs,
+                gbps(12.0 * triadN, t.max), gbps(12.0 * triadN, t.min));
     Stats tn = triad(triadN, threads, reps, true);
     double ntGBs = gbps(12.0 * triadN, tn.median);
     std::printf("  %-12s %uT  %7.2f ms  %6.1f GB/s [%5.1f, %5.1f]  (non-temporal stores)\n", "NT triad", threads,
@@ -167,8 +166,7 @@ int main(int argc, char** argv) {
     });
     Stats hit = measure(reps * 20, [&] { ts::compile(k, dev); });
     std::printf("  %-12s cold %6.2f ms [%6.2f, %6.2f]   cache hit %6.2f us [%6.2f, %6.2f]\n", ex.name.c_str(),
-                cold.median * 1e3, cold.min * 1e3, cold.max * 1e3, hit.median * 1e6, hit.min * 1e6,
-                hit.max * 1e6);
+                cold.median * 1e3, cold.min * 1e3, cold.max * 1e3, hit.median * 1e6, hit.min * 1e6, hit.max * 1e6);
   }
 
   // ---- GPU compile latency (no GPU needed) ---------------------------------
@@ -184,8 +182,7 @@ int main(int argc, char** argv) {
     };
     Stats ptx = timeTarget("nvptx:sm_90a"), hsaco = timeTarget("amdgpu:gfx942");
     std::printf("  %-12s PTX %6.2f ms [%6.2f, %6.2f]   hsaco %6.2f ms [%6.2f, %6.2f]\n", ex.name.c_str(),
-                ptx.median * 1e3, ptx.min * 1e3, ptx.max * 1e3, hsaco.median * 1e3, hsaco.min * 1e3,
-                hsaco.max * 1e3);
+                ptx.median * 1e3, ptx.min * 1e3, ptx.max * 1e3, hsaco.median * 1e3, hsaco.min * 1e3, hsaco.max * 1e3);
   }
 
   // ---- fiber switch of the SIMT emulator -----------------------------------
@@ -206,8 +203,10 @@ int main(int argc, char** argv) {
   }
 
   // ---- launch overhead ----------------------------------------------------
-  std::printf("\nchecked launches (every global access tested against its buffer), %lldx%lld f32, 2 threads,\n"
-              "median [min, max] of %d\n", (long long)rows, (long long)cols, reps);
+  std::printf(
+      "\nchecked launches (every global access tested against its buffer), %lldx%lld f32, 2 threads,\n"
+      "median [min, max] of %d\n",
+      (long long)rows, (long long)cols, reps);
   for (const auto& k : tessera::bench::memoryBoundKernels()) {
     ts::LaunchOptions plain, checked;
     plain.threads = checked.threads = 2;
@@ -216,8 +215,8 @@ int main(int argc, char** argv) {
     if (!setup) continue;
     Stats u = measure(reps, [&] { setup->launch(plain); });
     Stats c = measure(reps, [&] { setup->launch(checked); });
-    std::printf("  %-12s unchecked %7.2f ms [%7.2f, %7.2f]   checked %7.2f ms [%7.2f, %7.2f]   x%.2f\n",
-                k.name.c_str(), u.median * 1e3, u.min * 1e3, u.max * 1e3, c.median * 1e3, c.min * 1e3, c.max * 1e3,
+    std::printf("  %-12s unchecked %7.2f ms [%7.2f, %7.2f]   checked %7.2f ms [%7.2f, %7.2f]   x%.2f\n", k.name.c_str(),
+                u.median * 1e3, u.min * 1e3, u.max * 1e3, c.median * 1e3, c.min * 1e3, c.max * 1e3,
                 c.median / u.median);
   }
 

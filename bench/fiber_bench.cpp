@@ -104,7 +104,8 @@ void fiberSwitchBench(int reps) {
     fiber::makeContext(gB, stacks[1].low, top(1), &pingB);
     fiber::switchContext(gMain, gA);
   });
-  printRow(TESSERA_EMU_ASM_SWITCH ? "emulator fibers (Fiber.h, x86-64 switch)" : "emulator fibers (Fiber.h, ucontext)", emu);
+  printRow(TESSERA_EMU_ASM_SWITCH ? "emulator fibers (Fiber.h, x86-64 switch)" : "emulator fibers (Fiber.h, ucontext)",
+           emu);
 
   long calls = 0;
   Stats call = nsPerOp(reps, 2.0 * rounds, [&] {

@@ -172,15 +172,20 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--sizes") sizes = parseList(next());
-    else if (a == "--threads") threadCounts = parseList(next());
-    else if (a == "--reps") reps = std::max(1, std::stoi(next()));
+    if (a == "--sizes")
+      sizes = parseList(next());
+    else if (a == "--threads")
+      threadCounts = parseList(next());
+    else if (a == "--reps")
+      reps = std::max(1, std::stoi(next()));
     else if (a == "--blocks") {
       auto b = parseList(next());
       if (b.size() != 3) return std::fprintf(stderr, "--blocks M,N,K\n"), 2;
       blocks = {b[0], b[1], b[2]};
-    } else if (a == "--tessera-only") tesseraOnly = true;
-    else return std::fprintf(stderr, "unknown argument %s\n", a.c_str()), 2;
+    } else if (a == "--tessera-only")
+      tesseraOnly = true;
+    else
+      return std::fprintf(stderr, "unknown argument %s\n", a.c_str()), 2;
   }
   (void)tesseraOnly;  // read only when a peer library was found
 
@@ -207,8 +212,8 @@ int main(int argc, char** argv) {
 #endif
     std::printf("gemm_f32 kernel, blocks %dx%dx%d, ISA %s\n", blocks.m, blocks.n, blocks.k,
                 ts::codegen::hostIsa().c_str());
-    std::printf("compile latency: first in process %.1f ms, cache cleared median %.1f ms (min %.1f)\n",
-                first * 1e3, cold[cold.size() / 2] * 1e3, cold.front() * 1e3);
+    std::printf("compile latency: first in process %.1f ms, cache cleared median %.1f ms (min %.1f)\n", first * 1e3,
+                cold[cold.size() / 2] * 1e3, cold.front() * 1e3);
 
     std::printf("\n%-6s %-3s %-30s %-30s %-30s %-12s %-8s %-8s %-8s\n", "size", "thr", "tessera GF/s med [min,max]",
                 "onednn GF/s med [min,max]", "openblas GF/s med [min,max]", "peak GF/s", "ts/dnnl", "ts/peak",
@@ -224,8 +229,10 @@ int main(int argc, char** argv) {
         double flops = 2.0 * n * n * double(n);
         auto fmt = [](const Stats& s) {
           char buf[64];
-          if (s.median == 0) std::snprintf(buf, sizeof buf, "-");
-          else std::snprintf(buf, sizeof buf, "%.1f [%.1f, %.1f]", s.median, s.min, s.max);
+          if (s.median == 0)
+            std::snprintf(buf, sizeof buf, "-");
+          else
+            std::snprintf(buf, sizeof buf, "%.1f [%.1f, %.1f]", s.median, s.min, s.max);
           return std::string(buf);
         };
 
@@ -271,8 +278,8 @@ int main(int argc, char** argv) {
         if (sDnnl.median > 0 && sTs.median > 0) std::snprintf(r1, sizeof r1, "%.2f", sTs.median / sDnnl.median);
         if (sTs.median > 0) std::snprintf(r2, sizeof r2, "%.2f", sTs.median / peak);
         if (sDnnl.median > 0) std::snprintf(r3, sizeof r3, "%.2f", sDnnl.median / peak);
-        std::printf("%-6d %-3d %-30s %-30s %-30s %-12.1f %-8s %-8s %-8s\n", n, th, fmt(sTs).c_str(),
-                    fmt(sDnnl).c_str(), fmt(sBlas).c_str(), peak, r1, r2, r3);
+        std::printf("%-6d %-3d %-30s %-30s %-30s %-12.1f %-8s %-8s %-8s\n", n, th, fmt(sTs).c_str(), fmt(sDnnl).c_str(),
+                    fmt(sBlas).c_str(), peak, r1, r2, r3);
         std::fflush(stdout);
       }
     }

@@ -264,8 +264,7 @@ Stack acquireStack(size_t bytes) {
       unmapStack(s);
     }
   }
-  void* p = mmap(nullptr, bytes + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                 -1, 0);
+  void* p = mmap(nullptr, bytes + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED)
     throw ResourceError("emulator: cannot map a fiber stack of " + std::to_string(bytes) +
                         " bytes: " + std::strerror(errno));
