@@ -1,16 +1,12 @@
-// tessera: the command-line tool.
-//
-//   tessera list
-//   tessera compile KERNEL|FILE.tir [--target T] [--emit STAGE] [--kernel NAME]
-//                   [--assume-aligned] [--num-warps N]
-//   tessera run KERNEL [--target T] [--shape A,B] [--threads N] [--seed S]
+// tessera: the command-line tool (`tessera help` lists the commands).
 //
 // `compile` prints one stage of a bundled kernel or of a textual IR file and
 // never launches anything. `run` runs a bundled kernel on generated inputs
 // on the target's device (the CPU, the SIMT emulator for emu: targets, the
-// CUDA / HIP GPU for nvptx: / amdgpu: targets),
-// checks it against its plain C++ reference, prints the largest error and
-// exits 1 on a mismatch. User errors print one message and exit 2.
+// CUDA / HIP GPU for nvptx: / amdgpu: targets), checks it against its plain
+// C++ reference, prints the largest error and exits 1 on a mismatch. `opt`
+// runs named passes on a .tir file. Exit codes: 0 success, 1 mismatch, 2 a
+// user error (one message), 3 an internal compiler error.
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -24,6 +20,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "Opt.h"
 #include "registry.h"
@@ -41,18 +39,31 @@ std::string passList() {
   return r;
 }
 
-// The usage text; its GPU architectures come from Targets.def, its passes
+// What each command takes: `tessera help COMMAND`, `COMMAND --help` and the
+// full usage text are all made from this one table.
+struct CommandHelp {
+  const char* name;
+  const char* synopsis;
+};
+constexpr CommandHelp kCommands[] = {
+    {"list", "  tessera list\n"},
+    {"compile",
+     "  tessera compile KERNEL|FILE.tir|- [--target T] [--emit STAGE] [--kernel NAME] [-o FILE]\n"
+     "                  [--assume-aligned] [--num-warps N] [--precision accurate|approx]\n"},
+    {"run",
+     "  tessera run KERNEL [--target T] [--shape A,B,...] [--threads N] [--seed S] [--check-bounds]\n"
+     "                  [--precision accurate|approx]\n"},
+    {"opt",
+     "  tessera opt FILE.tir|- [--passes P1,P2,...] [--target T] [--num-warps N] [--split-input-file]\n"
+     "                  [--locations]\n"},
+    {"version", "  tessera --version | version\n"},
+    {"help", "  tessera help [COMMAND] | COMMAND --help\n"},
+};
+
+// The options' explanations; GPU architectures come from Targets.def, passes
 // from Passes.def.
-std::string usage() {
+std::string details() {
   return std::string(
-             "usage:\n"
-             "  tessera list\n"
-             "  tessera compile KERNEL|FILE.tir [--target T] [--emit STAGE] [--kernel NAME]\n"
-             "                  [--assume-aligned] [--num-warps N] [--precision accurate|approx]\n"
-             "  tessera run KERNEL [--target T] [--shape A,B,...] [--threads N] [--seed S] [--check-bounds]\n"
-             "                  [--precision accurate|approx]\n"
-             "  tessera opt FILE.tir|- [--passes P1,P2,...] [--target T] [--num-warps N] [--split-input-file]\n"
-             "                  [--locations]\n"
              "targets: cpu (default: the host), cpu:CPU (an LLVM cpu: x86-64-v3 = AVX2, x86-64-v4 = AVX-512,\n"
              "         znver4, ...); nvptx:") +
          ts::gpuArchList(ts::GpuArch::Vendor::NVIDIA) + ", amdgpu:" + ts::gpuArchList(ts::GpuArch::Vendor::AMD) +
@@ -62,6 +73,8 @@ std::string usage() {
          passList() + ", layout (needs --target)\n" +
          "stages:  tile-ir, tile-ir-passes, llvm, llvm-opt, asm, ptx, sass, amdgcn, hsaco, llvm-gpu,\n"
          "         resources\n"
+         "-o FILE: write the stage to FILE instead of standard output (binary stages such as hsaco\n"
+         "         are refused on a terminal without it)\n"
          "--check-bounds: a checked launch: every global access is tested against its buffer\n"
          "         (CPU: a bounds-checked compile; the emulator always checks)\n"
          "--precision approx: the GPU's hardware approximations (ex2.approx, rsqrt.approx,\n"
@@ -74,7 +87,23 @@ std::string usage() {
          "             TESSERA_NUM_THREADS=<n> sets the CPU worker threads;\n"
          "             TESSERA_CHECK_BOUNDS=1 makes every CPU launch a checked one;\n"
          "             TESSERA_PRECISION=approx|accurate sets every compile's precision;\n"
-         "             TESSERA_HOST_CPU=<cpu> narrows the host to an LLVM cpu's features\n";
+         "             TESSERA_HOST_CPU=<cpu> narrows the host to an LLVM cpu's features\n"
+         "exit codes: 0 success; 1 `run` found a result outside its tolerance; 2 a usage, compile or\n"
+         "            device error (one message on standard error); 3 an internal compiler error\n";
+}
+
+std::string usage() {
+  std::string r = "usage:\n";
+  for (const CommandHelp& c : kCommands) r += c.synopsis;
+  return r + details();
+}
+
+/// `tessera help COMMAND`: its synopsis and the option details; "" for an
+/// unknown command.
+std::string commandHelp(const std::string& name) {
+  for (const CommandHelp& c : kCommands)
+    if (name == c.name) return std::string("usage:\n") + c.synopsis + details();
+  return {};
 }
 
 struct UsageError : std::runtime_error {
@@ -92,6 +121,8 @@ struct Args {
   std::optional<std::string> precision;  // unset: accurate, or TESSERA_PRECISION
   std::vector<std::string> passes;
   bool splitInputFile = false, locations = false;
+  std::string output;  // -o FILE
+  bool help = false;   // COMMAND --help
 };
 
 int64_t parseInt(const std::string& flag, const std::string& s) {
@@ -118,7 +149,12 @@ Args parseArgs(int argc, char** argv) {
       if (i + 1 >= argc) throw UsageError(s + " needs a value");
       return argv[++i];
     };
-    if (s == "--target")
+    if (s == "--help" || s == "-h")
+      a.help = true;
+    else if (s == "-o") {
+      if (i + 1 >= argc) throw UsageError("-o needs a FILE");
+      a.output = argv[++i];
+    } else if (s == "--target")
       a.target = value();
     else if (s == "--emit")
       a.emit = value();
@@ -245,7 +281,16 @@ int cmdCompile(const Args& a) {
   ts::Kernel kern = loadKernel(a, target);
   if (a.assumeAligned) kern = assumeAligned(kern);
   ts::CompiledKernel k = ts::compile(kern, target, o);
-  std::cout << k.dump(stage);
+  std::string text = k.dump(stage);
+  if (!a.output.empty()) {
+    std::ofstream out(a.output, std::ios::binary);
+    if (!out || !out.write(text.data(), static_cast<std::streamsize>(text.size())))
+      throw UsageError("-o: cannot write '" + a.output + "'");
+    return 0;
+  }
+  if (stage == ts::Stage::HSACO && isatty(STDOUT_FILENO))
+    throw UsageError("stage hsaco is a binary code object; write it with -o FILE (or redirect standard output)");
+  std::cout << text;
   return 0;
 }
 
@@ -287,14 +332,25 @@ int cmdRun(const Args& a) {
 int main(int argc, char** argv) {
   try {
     Args a = parseArgs(argc, argv);
+    if (a.command == "--version" || a.command == "version") {
+      std::cout << "tessera " << TESSERA_VERSION << "\n" << ts::codegen::toolchainVersions();
+      return 0;
+    }
+    if (a.command == "help" || a.command == "--help" || a.command == "-h" || a.help) {
+      std::string topic = a.command == "help" || a.command == "--help" || a.command == "-h" ? a.subject : a.command;
+      if (topic.empty()) {
+        std::cout << usage();
+        return 0;
+      }
+      std::string h = commandHelp(topic);
+      if (h.empty()) throw UsageError("no command named '" + topic + "'");
+      std::cout << h;
+      return 0;
+    }
     if (a.command == "list") return cmdList();
     if (a.command == "compile") return cmdCompile(a);
     if (a.command == "run") return cmdRun(a);
     if (a.command == "opt") return cmdOpt(a);
-    if (a.command == "help" || a.command == "--help" || a.command == "-h") {
-      std::cout << usage();
-      return 0;
-    }
     throw UsageError("unknown command '" + a.command + "'");
   } catch (const UsageError& e) {
     std::cerr << "tessera: " << e.what() << "\n" << usage();

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <set>
+#include <sstream>
 
 #include <llvm/AsmParser/Parser.h>
 #include <llvm/IR/LegacyPassManager.h>
@@ -16,6 +17,7 @@
 #include <llvm/IR/OptBisect.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Config/llvm-config.h>
 #include <llvm/Support/raw_ostream.h>
 
 #include "tessera/ir/analysis/AxisInfo.h"
@@ -331,6 +333,20 @@ std::string sass(const Artifact& a) {
                                 : runTool({disasm, "-c", dir.file("k.cubin")});
   if (d.exitCode != 0) throw DeviceError("disassembling the cubin of @" + a.kernelName() + " failed:\n" + d.output);
   return d.output;
+}
+
+std::string toolchainVersions() {
+  std::string r = "LLVM " LLVM_VERSION_STRING "\n";
+  std::string ptxas = findTool({"/usr/local/cuda/bin/ptxas", "ptxas"});
+  if (ptxas.empty()) return r + "CUDA toolkit: not found (no ptxas in /usr/local/cuda/bin or on PATH)\n";
+  ToolResult v = runTool({ptxas, "--version"});
+  // ptxas prints "Cuda compilation tools, release 13.0, V13.0.88" among
+  // its lines; the last line is the fallback.
+  std::string last;
+  std::istringstream lines(v.output);
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty() && (last.find("release") == std::string::npos)) last = line;
+  return r + "CUDA toolkit: " + (v.exitCode == 0 ? last : "ptxas --version failed") + " (" + ptxas + ")\n";
 }
 
 }  // namespace tessera::codegen

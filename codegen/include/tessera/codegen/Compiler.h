@@ -110,6 +110,10 @@ std::string resourceReport(const Artifact& a);
 /// cuobjdump (DeviceError naming what is missing otherwise).
 std::string sass(const Artifact& a);
 
+/// The toolchain Tessera uses, one line each: the LLVM it was built with and
+/// the CUDA toolkit's ptxas version (or that none was found).
+std::string toolchainVersions();
+
 /// The host's vector ISA as detected at run time (narrowed by
 /// TESSERA_HOST_CPU): "avx512", "avx2" or "sse2".
 std::string hostIsa();
