@@ -231,9 +231,11 @@ Slots Lower::recompute(const ir::Value* v, const ir::Layout& l,
     for (const ir::Value* o : d->operands())
       ins.push_back(o->type().isTile() ? recompute(o, l, memo, budget) : Slots{});
     size_t n = ir::slotTable(l, shape).size();
+    const bool swap = swapOperands(*d);
     for (size_t i = 0; i < n; ++i) {
       Slots x;
       for (size_t j = 0; j < ins.size(); ++j) x.push_back(ins[j].empty() ? scalar(d->operand(j)) : ins[j][i]);
+      if (swap) std::swap(x[0], x[1]);
       r.push_back(compute(*d, std::move(x)));
     }
   } else {

@@ -121,6 +121,7 @@ void Lower::emitElementwiseLike(const ir::Op& op) {
   TS_ASSERT(ir::isElementwise(op.code()), std::string("gpu lowering: unhandled op ") + op.name());
   std::vector<Slots> ins;
   for (const ir::Value* o : op.operands()) ins.push_back(tileIn(o, l));
+  if (swapOperands(op)) std::swap(ins[0], ins[1]);
   Slots out;
   for (size_t i = 0; i < ins[0].size(); ++i) {
     Slots v;
@@ -128,6 +129,30 @@ void Lower::emitElementwiseLike(const ir::Op& op) {
     out.push_back(compute(op, std::move(v)));
   }
   tiles_[r] = TileV{l, std::move(out)};
+}
+
+bool Lower::swapOperands(const ir::Op& op) {
+  switch (op.code()) {
+    case OpCode::Add:
+    case OpCode::Mul:
+    case OpCode::Min:
+    case OpCode::Max:
+    case OpCode::And:
+    case OpCode::Or:
+    case OpCode::Xor: break;
+    default: return false;
+  }
+  const ir::Value* a = op.operand(0);
+  const ir::Value* b = op.operand(1);
+  if (!a->type().isTile() || !b->type().isTile()) return false;
+  auto key = [](const ir::Value* v) {
+    const ir::Op* d = v->definingOp();
+    int code = d ? static_cast<int>(d->code()) : -1;
+    std::vector<int64_t> src;
+    if (d && (d->code() == OpCode::Broadcast || d->code() == OpCode::ExpandDims)) src = d->operand(0)->type().shape();
+    return std::make_pair(code, src);
+  };
+  return key(b) < key(a);
 }
 
 }  // namespace tessera::codegen::gpu_lower

@@ -198,6 +198,11 @@ class Lower {
   }
   void emitOp(const ir::Op& op);
   llvm::Value* compute(const ir::Op& op, Slots v);
+  /// True when a commutative binary op's two tile operands are emitted
+  /// swapped: they are ordered by a structural key of their definitions
+  /// (opcode, source shape of a broadcast / expand_dims), so the code does
+  /// not depend on the order the program wrote them in.
+  static bool swapOperands(const ir::Op& op);
   llvm::Value* floatOp(const ir::Op& op, Slots& v);
   llvm::Value* castValue(llvm::Value* x, DType from, DType to);
   llvm::Value* constantOf(const ir::Op& op, llvm::Type* t);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <numeric>
+#include <tuple>
 
 #include "tessera/ir/analysis/AxisInfo.h"
 #include "tessera/support/Error.h"
@@ -124,17 +125,26 @@ SlotTable slotTable(const Layout& l, const std::vector<int64_t>& shape) {
 }
 
 BlockedLayout defaultBlocked(const std::vector<int64_t>& shape, int64_t vec, int numWarps, int warpSize) {
+  return coalescedBlocked(shape, vec, static_cast<int>(shape.size()) - 1, numWarps, warpSize);
+}
+
+BlockedLayout coalescedBlocked(const std::vector<int64_t>& shape, int64_t vec, int fastDim, int numWarps,
+                               int warpSize) {
   int r = static_cast<int>(shape.size());
   BlockedLayout b;
   b.spt.assign(r, 1);
   b.tpw.assign(r, 1);
   b.wpb.assign(r, 1);
-  for (int k = 0; k < r; ++k) b.order.push_back(r - 1 - k);
+  b.order.push_back(fastDim);
+  for (int k = 0; k < r; ++k)
+    if (r - 1 - k != fastDim) b.order.push_back(r - 1 - k);
   // Dims that are not powers of two are held whole by every thread, so the
   // extents always nest with the parameters.
   for (int d = 0; d < r; ++d)
     if (!isPow2(shape[d])) b.spt[d] = shape[d];
-  if (isPow2(shape[r - 1])) b.spt[r - 1] = std::min<int64_t>(floorPow2(std::max<int64_t>(1, vec)), shape[r - 1]);
+  // Vector accesses run along the last dim only.
+  if (fastDim == r - 1 && isPow2(shape[r - 1]))
+    b.spt[r - 1] = std::min<int64_t>(floorPow2(std::max<int64_t>(1, vec)), shape[r - 1]);
   int64_t lanes = warpSize, warps = numWarps;
   for (int64_t d : b.order) {
     if (!isPow2(shape[d])) continue;
@@ -229,6 +239,7 @@ LayoutAnalysis::LayoutAnalysis(const ir::Function& f, const AxisAnalysis& axis, 
       default: break;
     }
   });
+  propagateFromAccesses(body);
   std::function<void(const ir::Block&)> visitBlock = [&](const ir::Block& b) {
     for (auto& opPtr : b.ops()) {
       const ir::Op& op = *opPtr;
@@ -238,7 +249,11 @@ LayoutAnalysis::LayoutAnalysis(const ir::Function& f, const AxisAnalysis& axis, 
         for (unsigned i = 0; i < op.numResults(); ++i) {
           const ir::Value* init = op.operand(3 + i);
           if (init->type().isTile()) {
-            Layout l = get(init);
+            // A value carried to a memory op takes the access's layout, so
+            // the loop carries it (a pointer tile advanced each iteration)
+            // in that layout rather than converting it every iteration.
+            const Layout* w = wanted(body.arg(i + 1));
+            Layout l = w ? *w : get(init);
             // An accumulator carried through a tensor-core dot stays in the
             // instruction's registers across iterations: a free initial value
             // (zeros) is re-emitted in that layout instead of converting the
@@ -264,6 +279,90 @@ LayoutAnalysis::LayoutAnalysis(const ir::Function& f, const AxisAnalysis& axis, 
     }
   };
   visitBlock(f.body());
+}
+
+Layout LayoutAnalysis::accessLayout(const ir::Op& op) const {
+  const ir::Value* p = op.operand(op.code() == ir::OpCode::Copy ? 1 : 0);
+  const auto& shape = p->type().shape();
+  int r = static_cast<int>(shape.size());
+  AxisInfo ai = axis_.get(p);
+  int fast = r - 1;
+  if (static_cast<int>(ai.contiguity.size()) == r)
+    for (int d = r - 2; d >= 0; --d)
+      if (ai.contiguity[d] > ai.contiguity[fast]) fast = d;
+  if (fast == r - 1) return defaultFor(shape);
+  return Layout::blocked(coalescedBlocked(shape, 1, fast, numWarps_, warpSize_));
+}
+
+const Layout* LayoutAnalysis::wanted(const ir::Value* v) const {
+  auto it = wanted_.find(v);
+  if (it == wanted_.end() || !compatible(it->second, v->type().shape())) return nullptr;
+  return &it->second;
+}
+
+void LayoutAnalysis::propagateFromAccesses(ir::Block& body) {
+  using ir::OpCode;
+  // Program order, each access's propagation drained before the next: the
+  // first access reaching a value decides its layout (deterministic).
+  std::vector<const ir::Value*> work;
+  auto seed = [&](const ir::Value* v, const Layout& l) {
+    if (!v->type().isTile() || wanted_.count(v) || !compatible(l, v->type().shape())) return;
+    wanted_.emplace(v, l);
+    work.push_back(v);
+  };
+  auto seedFor = [&](const ir::Op& forOp, unsigned i, const Layout& l) {
+    ir::Block& b = const_cast<ir::Op&>(forOp).region(0).block();
+    seed(forOp.operand(3 + i), l);
+    seed(b.arg(i + 1), l);
+    seed(forOp.result(i), l);
+    if (const ir::Op* y = b.terminator()) seed(y->operand(i), l);
+  };
+  auto drain = [&] {
+    while (!work.empty()) {
+      const ir::Value* v = work.back();
+      work.pop_back();
+      Layout l = wanted_.at(v);
+      if (v->isBlockArg()) {
+        const ir::Op* owner = v->ownerBlock()->parentOp();
+        if (owner && owner->code() == OpCode::For && v->index() >= 1) seedFor(*owner, v->index() - 1, l);
+        continue;
+      }
+      const ir::Op* d = v->definingOp();
+      switch (d->code()) {
+        case OpCode::For: seedFor(*d, v->index(), l); break;
+        case OpCode::Broadcast: seed(d->operand(0), l); break;
+        case OpCode::ExpandDims: seed(d->operand(0), l.sliceDim(static_cast<int>(d->intAttr("axis")))); break;
+        case OpCode::Reshape:
+        case OpCode::Transpose: break;
+        default:
+          if (ir::isElementwise(d->code()))
+            for (const ir::Value* o : d->operands())
+              if (o->type().isTile() && o->type().shape() == v->type().shape()) seed(o, l);
+          break;
+      }
+    }
+  };
+  ir::walk(body, [&](ir::Op& op) {
+    switch (op.code()) {
+      case OpCode::Load:
+      case OpCode::Store:
+      case OpCode::Copy:
+      case OpCode::AtomicAdd:
+      case OpCode::AtomicMax: {
+        unsigned pi = op.code() == OpCode::Copy ? 1 : 0;
+        const ir::Value* p = op.operand(pi);
+        if (!p->type().isTile()) break;
+        Layout a = accessLayout(op);
+        for (unsigned i = pi; i < op.numOperands(); ++i)
+          if (op.operand(i)->type().shape() == p->type().shape()) {
+            seed(op.operand(i), a);
+            drain();
+          }
+        break;
+      }
+      default: break;
+    }
+  });
 }
 
 const Layout& LayoutAnalysis::get(const ir::Value* v) const {
@@ -360,13 +459,32 @@ void LayoutAnalysis::assign(const ir::Op& op) {
   switch (op.code()) {
     case OpCode::Load:
     case OpCode::AtomicAdd:
-    case OpCode::AtomicMax: setOr(get(op.operand(0))); return;
+    case OpCode::AtomicMax: setOr(accessLayout(op)); return;
     case OpCode::Reduce: {
       setOr(get(op.operand(0)).sliceDim(static_cast<int>(op.intAttr("axis"))));
       return;
     }
-    case OpCode::Broadcast: setOr(get(op.operand(0))); return;
+    case OpCode::Constant:
+    case OpCode::Splat:
+    case OpCode::Arange:
+      // Free: produced in whatever layout its users want.
+      if (const Layout* w = wanted(res)) {
+        layouts_[res] = *w;
+        return;
+      }
+      break;
+    case OpCode::Broadcast:
+      if (const Layout* w = wanted(res)) {
+        layouts_[res] = *w;
+        return;
+      }
+      setOr(get(op.operand(0)));
+      return;
     case OpCode::ExpandDims: {
+      if (const Layout* w = wanted(res)) {
+        layouts_[res] = *w;
+        return;
+      }
       Layout l = get(op.operand(0));
       int a = static_cast<int>(op.intAttr("axis"));
       int lo = a == 0 ? -1 : l.dims[a - 1];
@@ -401,11 +519,33 @@ void LayoutAnalysis::assign(const ir::Op& op) {
     default: break;
   }
   if (ir::isElementwise(op.code())) {
-    for (const ir::Value* v : op.operands())
-      if (v->type().isTile() && !isFree(v) && layouts_.count(v)) {
-        setOr(get(v));
+    if (op.code() != OpCode::Reshape && op.code() != OpCode::Transpose)
+      if (const Layout* w = wanted(res)) {
+        layouts_[res] = *w;
         return;
       }
+    // Otherwise an operand's layout, chosen independently of operand order:
+    // full tiles before broadcasts / expand_dims of smaller tiles, then the
+    // layout holding the fewest elements per thread (least replication),
+    // then the smallest printed form.
+    const Layout* best = nullptr;
+    std::tuple<bool, size_t, std::string> bestKey;
+    for (const ir::Value* v : op.operands()) {
+      if (!v->type().isTile() || isFree(v) || !layouts_.count(v)) continue;
+      const Layout& l = get(v);
+      if (!compatible(l, shape)) continue;
+      const ir::Op* d = v->definingOp();
+      bool lowRank = d && (d->code() == OpCode::Broadcast || d->code() == OpCode::ExpandDims);
+      std::tuple<bool, size_t, std::string> key{lowRank, slotTable(l, shape).size(), l.str()};
+      if (!best || key < bestKey) {
+        best = &l;
+        bestKey = std::move(key);
+      }
+    }
+    if (best) {
+      layouts_[res] = *best;
+      return;
+    }
   }
   layouts_[res] = defaultFor(shape);
 }

@@ -102,6 +102,14 @@ SlotTable slotTable(const Layout& l, const std::vector<int64_t>& shape);
 /// thread along the last (contiguous) dim.
 BlockedLayout defaultBlocked(const std::vector<int64_t>& shape, int64_t vec, int numWarps, int warpSize);
 
+/// The blocked layout that coalesces accesses varying fastest along
+/// `fastDim`: order[0] = fastDim (lanes, then warps, laid along it first),
+/// the other dims from last to first; `vec` elements per thread when
+/// fastDim is the last dim (vector accesses run along the last dim only).
+/// Elements are replicated over threads only when the tile is smaller than
+/// the block. defaultBlocked is the case fastDim = rank - 1.
+BlockedLayout coalescedBlocked(const std::vector<int64_t>& shape, int64_t vec, int fastDim, int numWarps, int warpSize);
+
 /// The accumulator layout of matrix instruction `k` for an MxN (+= MxK * KxN)
 /// dot spread over `numWarps` warps, or nullopt when the shape does not fit
 /// the instruction (the dot then takes the FMA path):
@@ -132,11 +140,21 @@ class LayoutAnalysis {
   int64_t maskConstancy(const ir::Value* mask) const;
   /// The default layout chosen for a shape (used for free ops).
   Layout defaultFor(const std::vector<int64_t>& shape) const;
+  /// The layout that coalesces a load/store/copy/atomic's pointer tile:
+  /// threads laid along the dim of largest contiguity (axis info; the last
+  /// dim on ties), `vectorWidth` elements per thread along the last dim.
+  Layout accessLayout(const ir::Op& memOp) const;
   int numWarps() const { return numWarps_; }
   int warpSize() const { return warpSize_; }
 
  private:
   void assign(const ir::Op& op);
+  void propagateFromAccesses(ir::Block& body);
+  /// Memory ops anchor layouts: the layout each of their operands is
+  /// wanted in, propagated backward through the index math feeding them
+  /// (elementwise ops, broadcasts, expand_dims, loop-carried values).
+  std::unordered_map<const ir::Value*, Layout> wanted_;
+  const Layout* wanted(const ir::Value* v) const;
   std::optional<Layout> dotLayout(const ir::Op& dot) const;
   int64_t computeVec(const ir::Op& memOp) const;
   const AxisAnalysis& axis_;
