@@ -3,6 +3,8 @@
 // (dumps.extra["llvm-gpu"]) run on the SIMT machine.
 #include <catch2/catch.hpp>
 
+#include "ir_build_util.h"
+
 #include <cmath>
 #include <limits>
 #include <random>
@@ -18,9 +20,7 @@ using namespace tessera::ir;
 namespace {
 
 Location L(uint32_t line) { return Location{"emu_tile.cpp", line, 3}; }
-Type i32() { return Type::scalar(DType::I32); }
-Type f32() { return Type::scalar(DType::F32); }
-Type gptr() { return Type::ptr(DType::F32, MemSpace::Global); }
+using namespace irtest;
 
 /// out[i] = x[i] + y[i] for i < n; `block` elements per program.
 std::unique_ptr<Function> vecAdd(int64_t block) {

@@ -3,6 +3,8 @@
 // the index math is computed in that layout.
 #include <catch2/catch.hpp>
 
+#include "ir_build_util.h"
+
 #include <random>
 #include <regex>
 
@@ -18,17 +20,7 @@ using namespace tessera::ir;
 namespace {
 
 Location L(uint32_t line) { return Location{"gpu_layout.cpp", line, 3}; }
-Type i32() { return Type::scalar(DType::I32); }
-Type f32() { return Type::scalar(DType::F32); }
-Type gptr() { return Type::ptr(DType::F32, MemSpace::Global); }
-Type ftile(Shape s) { return Type::tile(f32(), std::move(s)); }
-
-Value* arg(Function& f, Type t, const std::string& name, bool div16) {
-  Value* v = f.addArgument(std::move(t), name);
-  if (f.argAttrs().size() < f.numArgs()) f.argAttrs().resize(f.numArgs());
-  if (div16) f.argAttrs().back()["divisibility"] = int64_t{16};
-  return v;
-}
+using namespace irtest;
 
 constexpr int64_t kBM = 32, kBN = 128;
 

@@ -2,6 +2,8 @@
 // (linked, metadata read back), plus layout and resource-error checks.
 #include <catch2/catch.hpp>
 
+#include "ir_build_util.h"
+
 #include <chrono>
 #include <regex>
 #include <unistd.h>
@@ -18,17 +20,7 @@ using namespace tessera::ir;
 using codegen::Target;
 
 Location L(uint32_t line) { return Location{"gpu_kern.cpp", line, 3}; }
-Type i32() { return Type::scalar(DType::I32); }
-Type f32() { return Type::scalar(DType::F32); }
-Type gptr() { return Type::ptr(DType::F32, MemSpace::Global); }
-Type ftile(Shape s) { return Type::tile(f32(), std::move(s)); }
-
-Value* arg(Function& f, Type t, const std::string& name, bool div16) {
-  Value* v = f.addArgument(std::move(t), name);
-  if (f.argAttrs().size() < f.numArgs()) f.argAttrs().resize(f.numArgs());
-  if (div16) f.argAttrs().back()["divisibility"] = int64_t{16};
-  return v;
-}
+using namespace irtest;
 
 /// out[i] = x[i] + y[i] for i < n; BLOCK elements per program.
 std::unique_ptr<Function> vecAdd(int64_t block = 1024) {
