@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Run on a machine with an NVIDIA GPU, from an unpacked bundle (or given the
+# archive: gpu-acceptance.sh tessera-gpu-bundle.tar.xz). In under ten minutes
+# it runs every bundled example on the GPU against its C++ reference, the
+# tests that need a real device, compute-sanitizer's memcheck and racecheck on
+# a few kernels where the tool exists, and the benchmarks, then prints one
+# table. Every step has a time limit and says why it was skipped; the exit
+# status is non-zero when any check failed.
+set -uo pipefail
+if [ $# -ge 1 ] && [ -f "$1" ]; then
+  dest=${2:-$(mktemp -d)}
+  tar -C "$dest" -xJf "$1" || { echo "gpu-acceptance: cannot unpack $1" >&2; exit 2; }
+  exec bash "$dest/tessera-gpu/gpu-acceptance.sh"
+fi
+here=$(cd "$(dirname "$0")" && pwd)
+bin=$here/bin
+[ -x "$bin/tessera" ] || { echo "gpu-acceptance: run from an unpacked bundle ($bin/tessera missing)" >&2; exit 2; }
+limit=${TESSERA_ACCEPT_STEP_SECONDS:-120}
+rows=()
+failed=0
+row() { rows+=("$(printf '%-44s %-8s %s' "$1" "$2" "$3")"); [ "$2" = FAIL ] && failed=1; return 0; }
+step() {  # name, command...: PASS/FAIL with the last line of output
+  local name=$1; shift
+  local log
+  log=$(timeout "$limit" "$@" 2>&1); local rc=$?
+  local last=$(printf '%s\n' "$log" | grep -v '^$' | tail -1 | cut -c1-90)
+  if [ $rc -eq 0 ]; then row "$name" PASS "$last"
+  elif [ $rc -eq 124 ]; then row "$name" FAIL "timed out after ${limit} s"
+  else row "$name" FAIL "exit $rc: $last"; fi
+  printf '%s\n' "$log" > "$here/$(echo "$name" | tr ' /:' '___').log"
+}
+
+echo "tessera GPU acceptance: $(cat "$here/VERSION" 2>/dev/null)"
+"$bin/tessera" --version
+
+# The GPU and its architecture.
+sm=""
+if command -v nvidia-smi > /dev/null; then
+  cap=$(timeout 30 nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' ')
+  gpu=$(timeout 30 nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+  case "$cap" in
+    8.0) sm=sm_80 ;; 8.6) sm=sm_86 ;; 8.9) sm=sm_89 ;; 9.0) sm=sm_90a ;;
+  esac
+  echo "GPU: ${gpu:-unknown} (compute capability ${cap:-unknown})"
+else
+  echo "GPU: nvidia-smi not found"
+fi
+if [ -z "$sm" ]; then
+  row "GPU detection" FAIL "no supported NVIDIA GPU found (sm_80, sm_86, sm_89, sm_90a)"
+else
+  row "GPU detection" PASS "nvptx:$sm"
+  for k in $("$bin/tessera" list | cut -f1); do
+    step "example $k" "$bin/tessera" run "$k" --target "nvptx:$sm"
+    step "example $k (approx math)" "$bin/tessera" run "$k" --target "nvptx:$sm" --precision approx
+  done
+  step "tests needing a real CUDA device" "$bin/test_runtime" "[cuda][hardware]"
+  if command -v compute-sanitizer > /dev/null; then
+    for k in vector_add softmax gemm_f16; do
+      step "memcheck $k" compute-sanitizer --tool memcheck --error-exitcode 1 "$here/lib/ld-linux-x86-64.so.2" \
+        --library-path "$here/lib" "$here/libexec/tessera" run "$k" --target "nvptx:$sm"
+      step "racecheck $k" compute-sanitizer --tool racecheck --error-exitcode 1 "$here/lib/ld-linux-x86-64.so.2" \
+        --library-path "$here/lib" "$here/libexec/tessera" run "$k" --target "nvptx:$sm"
+    done
+  else
+    row "compute-sanitizer" SKIP "not on PATH (CUDA toolkit images have it)"
+  fi
+fi
+# The CPU and emulator paths from the same bundle, as a control.
+step "CPU and emulator examples" "$bin/test_examples" "~[hardware]"
+step "CPU benchmark (GEMM vs peers)" "$bin/tessera_gemm_bench" --sizes 1024 --reps 3
+row "GPU benchmark vs cuBLAS / copy bandwidth" SKIP "not implemented yet (the examples' times are in their logs)"
+
+echo
+printf '%-44s %-8s %s\n' "check" "result" "detail"
+printf '%s\n' "${rows[@]}"
+echo "logs: $here/*.log"
+exit $failed
