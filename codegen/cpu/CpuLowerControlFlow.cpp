@@ -41,6 +41,12 @@ void Lowering::emitFor(const ir::Op& op) {
   emitBlock(blk);
   yieldTargets_.pop_back();
   loop.close(b_, step);
+  bindResults(op, storage);
+}
+
+// The results of a for / if live in `storage` (one tile array or scalar
+// slot each): tiles are read from their arrays, scalars loaded once here.
+void Lowering::bindResults(const ir::Op& op, const std::vector<llvm::Value*>& storage) {
   for (unsigned i = 0; i < op.numResults(); ++i) {
     const ir::Value* r = op.result(i);
     if (r->type().isTile())
@@ -71,13 +77,7 @@ void Lowering::emitIf(const ir::Op& op) {
     b_.CreateBr(endBB);
   }
   b_.SetInsertPoint(endBB);
-  for (unsigned i = 0; i < op.numResults(); ++i) {
-    const ir::Value* r = op.result(i);
-    if (r->type().isTile())
-      arrays_[r] = storage[i];
-    else
-      scalars_[r] = b_.CreateLoad(elemTy(r->type()), storage[i]);
-  }
+  bindResults(op, storage);
 }
 
 void Lowering::emitYield(const ir::Op& op) {

@@ -17,8 +17,7 @@ void Lowering::emitReduce(const ir::Op& op) {
   bool fl = isFloat(dt);
   bool narrow = dt == DType::F16 || dt == DType::BF16;
   bool argmax = kind == "argmax";
-  if (kind != "sum" && kind != "max" && kind != "min" && !argmax)
-    throw CompileError("reduce: unknown kind '" + kind + "' at " + op.loc().str());
+  TS_ASSERT(ir::isReduceKind(kind), "reduce: unverified kind '" + kind + "' at " + op.loc().str());
   // Compute type: narrow floats accumulate in f32.
   llvm::Type* ct = narrow ? b_.getFloatTy() : scalarTy(dt);
   int64_t outer = 1, inner = 1, R = s[axis];

@@ -64,12 +64,17 @@ void Lower::emitFor(const ir::Op& op) {
       p->addIncoming(ys[i].second[j], latch);
       r.push_back(p);
     }
-    const ir::Value* res = op.result(i);
-    if (res->type().isTile())
-      tiles_[res] = TileV{la_.get(res), std::move(r)};
-    else
-      scalars_[res] = r[0];
+    bindResult(op.result(i), std::move(r));
   }
+}
+
+// A for / if result from the phis that merge it: a tile in its layout, or
+// the one slot of a scalar.
+void Lower::bindResult(const ir::Value* res, Slots merged) {
+  if (res->type().isTile())
+    tiles_[res] = TileV{la_.get(res), std::move(merged)};
+  else
+    scalars_[res] = merged[0];
 }
 
 void Lower::emitIf(const ir::Op& op) {
@@ -107,11 +112,7 @@ void Lower::emitIf(const ir::Op& op) {
       for (auto& e : ends) p->addIncoming(e.second[i][j], e.first);
       r.push_back(p);
     }
-    const ir::Value* res = op.result(i);
-    if (res->type().isTile())
-      tiles_[res] = TileV{la_.get(res), std::move(r)};
-    else
-      scalars_[res] = r[0];
+    bindResult(op.result(i), std::move(r));
   }
 }
 

@@ -245,6 +245,7 @@ class Lower {
   void stageOperand(const ir::Value* v, llvm::Value* base, const DotStaging& st, bool transposed);
   void emitFor(const ir::Op& op);
   void emitIf(const ir::Op& op);
+  void bindResult(const ir::Value* res, Slots merged);
 
   const ir::Function& f_;
   GpuTargetInfo& t_;

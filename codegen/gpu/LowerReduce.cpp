@@ -42,8 +42,7 @@ void Lower::emitReduce(const ir::Op& op) {
   bool fl = isFloat(dt);
   bool narrow = dt == DType::F16 || dt == DType::BF16;
   bool argmax = kind == "argmax";
-  if (kind != "sum" && kind != "max" && kind != "min" && !argmax)
-    throw CompileError("reduce: unknown kind '" + kind + "' at " + op.loc().str());
+  TS_ASSERT(ir::isReduceKind(kind), "reduce: unverified kind '" + kind + "' at " + op.loc().str());
   llvm::Type* ct = narrow ? b_.getFloatTy() : scalarTy(dt);
   const TileV& src = tile(in);
   const ir::Layout& l = src.layout;

@@ -184,4 +184,8 @@ std::unique_ptr<Function> clone(const Function& f) {
   return n;
 }
 
+bool isReduceKind(const std::string& kind) {
+  return kind == "sum" || kind == "max" || kind == "min" || kind == "argmax";
+}
+
 }  // namespace tessera::ir

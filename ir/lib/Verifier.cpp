@@ -513,8 +513,7 @@ class Verifier {
         const Type& s = in(op, 0);
         if (!s.isTile() || !s.isNumeric()) fail(op, "operand " + ts(s) + " must be a tile of numbers");
         const std::string& kind = strAttr(op, "kind");
-        if (kind != "sum" && kind != "max" && kind != "min" && kind != "argmax")
-          fail(op, "unknown kind '" + kind + "' (expected sum, max, min, argmax)");
+        if (!isReduceKind(kind)) fail(op, "unknown kind '" + kind + "' (expected sum, max, min, argmax)");
         int64_t axis = intAttr(op, "axis");
         if (axis < 0 || axis >= s.rank()) fail(op, "axis " + std::to_string(axis) + " is out of range for " + ts(s));
         Shape sh = s.shape();

@@ -146,6 +146,9 @@ bool isElementwise(OpCode op);  // binary, unary, fma, cmp, select, cast, ptr_ad
 bool isTerminator(OpCode op);
 bool hasSideEffects(OpCode op);  // store, atomics, copy, local_store, barrier, async, control flow
 bool writesMemory(OpCode op);    // store, atomics, copy, local_store, barrier
+/// The kinds of `reduce`: sum, max, min, argmax (the verifier rejects others,
+/// so the backends can rely on it).
+bool isReduceKind(const std::string& kind);
 
 /// An attribute value: integer, float, string/identifier or integer list.
 using Attr = std::variant<int64_t, double, std::string, std::vector<int64_t>>;
