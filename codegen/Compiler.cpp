@@ -157,6 +157,9 @@ std::shared_ptr<Artifact> compile(const ir::Function& kernel, const Target& targ
   std::unique_ptr<ir::Function> f = ir::clone(kernel);
   art->dumps.tileIR.emplace_back("input", ir::print(*f));
   ir::PassManager pm;
+  // GPU layouts split dims over threads in powers of two: pad first, so the
+  // default passes clean up (CSE) the masks it adds.
+  if (target.kind != Target::Kind::CPU) pm.add(ir::createPadTilesPass(&art->warnings));
   ir::addDefaultPasses(pm);
   // Every backend lowers buffer_slot, async copies, commits and waits, so
   // `for {stages}` loops are scheduled for all targets (the schedule is the
@@ -170,7 +173,9 @@ std::shared_ptr<Artifact> compile(const ir::Function& kernel, const Target& targ
     compileCpu(*f, target, opts, *art, timer);
     return art;
   }
-  return compileGpuTarget(*f, target, opts, std::move(art->dumps));
+  std::shared_ptr<Artifact> gpu = compileGpuTarget(*f, target, opts, std::move(art->dumps));
+  gpu->warnings = std::move(art->warnings);
+  return gpu;
 }
 
 std::string Artifact::assembly() const {

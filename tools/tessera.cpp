@@ -281,6 +281,7 @@ int cmdCompile(const Args& a) {
   ts::Kernel kern = loadKernel(a, target);
   if (a.assumeAligned) kern = assumeAligned(kern);
   ts::CompiledKernel k = ts::compile(kern, target, o);
+  for (const std::string& w : k.artifact().warnings) std::cerr << w << "\n";
   std::string text = k.dump(stage);
   if (!a.output.empty()) {
     std::ofstream out(a.output, std::ios::binary);

@@ -81,6 +81,10 @@ struct Artifact {
   /// CPU targets the host cannot execute (cpu:x86-64-v4 on an AVX2 host):
   /// why, and binary.hostEntry stays null; the stages can still be inspected.
   std::string notRunnable;
+  /// Compile-time warnings ("file:line:col: warning: ..."): code that is
+  /// correct but costly in a way the compiler could not fix (e.g. tiles
+  /// left unpadded, ir/passes/PadTiles.cpp). The CLI prints them to stderr.
+  std::vector<std::string> warnings;
   std::shared_ptr<KeptModule> kept;
   const std::string& kernelName() const { return binary.signature.kernelName; }
   /// The assembly stage: eager (CompileOptions::dumpAssembly) or produced on

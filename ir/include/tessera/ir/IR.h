@@ -239,6 +239,8 @@ class Op {
   Value* operand(unsigned i) const { return operands_.at(i); }
   unsigned numOperands() const { return static_cast<unsigned>(operands_.size()); }
   void setOperand(unsigned i, Value* v) { operands_.at(i) = v; }
+  /// Adds a trailing optional operand (a mask); the verifier checks arity.
+  void appendOperand(Value* v) { operands_.push_back(v); }
 
   const std::vector<std::unique_ptr<Value>>& results() const { return results_; }
   Value* result(unsigned i = 0) const { return results_.at(i).get(); }

@@ -30,8 +30,16 @@ std::unique_ptr<Pass> createCanonicalizePass();  // fold trivial ops (x+0, splat
 /// unpipelined).
 std::unique_ptr<Pass> createPipelineSchedulePass();
 
+/// "pad-tiles": pads every non-power-of-two tile dim to the next power of
+/// two, masking memory accesses, reductions and dot K so the padding is
+/// never observed (ir/passes/PadTiles.cpp). Run first for GPU targets,
+/// whose layouts split dims over threads in powers of two. Where a reshape
+/// makes padding impossible the function is left unpadded and, when
+/// `warnings` is given, a warning naming the reshape's line is appended.
+std::unique_ptr<Pass> createPadTilesPass(std::vector<std::string>* warnings = nullptr);
+
 /// A pass by its name (Passes.def: canonicalize, cse, dce, pipeline,
-/// verify); UsageError naming the known ones otherwise.
+/// pad-tiles, verify); UsageError naming the known ones otherwise.
 std::unique_ptr<Pass> createPassByName(const std::string& name);
 /// The known pass names, in Passes.def order.
 std::vector<std::string> passNames();
