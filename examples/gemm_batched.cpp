@@ -93,7 +93,7 @@ Example gemmBatchedExample() {
   e.name = "gemm_batched";
   e.summary = "C[z] = A[z] @ B[z] in f32 over a 3-D grid (batch on axis 2)";
   e.kernel = [] { return gemmBatched(gemmDefaultBlocks(Device::cpu())); };
-  e.gpuKernel = [] { return gemmBatched(gemmDefaultBlocks(Device::emulator("nvptx:sm_80"))); };
+  e.gpuKernel = [](const Target& t) { return gemmBatched(gemmDefaultBlocks(t)); };
   e.run = run;
   e.testShapes = {{2, 64, 64, 64}, {3, 100, 77, 33}, {1, 1, 1, 1}, {2, 257, 129, 65}, {5, 7, 9, 3}};
   return e;

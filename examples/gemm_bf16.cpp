@@ -113,7 +113,7 @@ Example gemmBF16Example() {
   e.summary =
       "C (f32) = act(A (bf16) @ B (bf16) + bias), f32 accumulation; GPU: K loop pipelined through shared memory";
   e.kernel = [] { return gemmBF16(gemmDefaultBlocks(Device::cpu()), Activation::GELU); };
-  e.gpuKernel = [] { return gemmBF16(gemmDefaultBlocks(Device::emulator("nvptx:sm_80")), Activation::GELU); };
+  e.gpuKernel = [](const Target& t) { return gemmBF16(gemmDefaultBlocks(t), Activation::GELU); };
   e.run = run;
   // Aligned (N and K multiples of 16: cp.async on the emulated sm_80),
   // ragged in every dimension, a single element, K shorter than the

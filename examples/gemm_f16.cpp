@@ -118,7 +118,7 @@ Example gemmF16Example() {
   e.name = "gemm_f16";
   e.summary = "C (f16) = act(A (f16) @ B (f16) + bias), f32 accumulation; GPU: K loop pipelined through shared memory";
   e.kernel = [] { return gemmF16(gemmDefaultBlocks(Device::cpu()), Activation::GELU); };
-  e.gpuKernel = [] { return gemmF16(gemmDefaultBlocks(Device::emulator("nvptx:sm_80")), Activation::GELU); };
+  e.gpuKernel = [](const Target& t) { return gemmF16(gemmDefaultBlocks(t), Activation::GELU); };
   e.run = run;
   // Aligned (N and K multiples of 16: cp.async on the emulated sm_80),
   // ragged in every dimension, a single element, K shorter than the

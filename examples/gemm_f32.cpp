@@ -98,7 +98,7 @@ Example gemmF32Example() {
   e.name = "gemm_f32";
   e.summary = "C = act(A @ B + bias) in f32, BLOCK_M x BLOCK_N tiles over a 2-D grid, K loop with dot";
   e.kernel = [] { return gemmF32(gemmDefaultBlocks(Device::cpu()), Activation::GELU); };
-  e.gpuKernel = [] { return gemmF32(gemmDefaultBlocks(Device::emulator("nvptx:sm_80")), Activation::GELU); };
+  e.gpuKernel = [](const Target& t) { return gemmF32(gemmDefaultBlocks(t), Activation::GELU); };
   e.run = run;
   // Aligned, ragged in every dimension, a single element, and each activation.
   e.testShapes = {{64, 64, 64, 0}, {100, 77, 33, 1}, {1, 1, 1, 2}, {257, 129, 65, 2}, {128, 64, 200, 0}};

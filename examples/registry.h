@@ -38,7 +38,9 @@ struct Example {
   /// `tessera compile`), and, where they differ, for GPU targets (tiles sized
   /// for a block's registers and shared memory rather than for L1/L2).
   std::function<Kernel()> kernel;
-  std::function<Kernel()> gpuKernel;
+  /// `target` is the GPU (or emu:) target, for defaults that differ
+  /// between vendors (gemmDefaultBlocks).
+  std::function<Kernel(const Target& target)> gpuKernel;
   /// Generates inputs, compiles for ctx.device, launches, and checks the
   /// output against the plain C++ reference.
   std::function<CheckResult(const RunContext&)> run;
@@ -77,14 +79,23 @@ Kernel gemmF16(GemmBlocks blocks, Activation act = Activation::GELU);
 Kernel gemmBF16(GemmBlocks blocks, Activation act = Activation::GELU);
 /// C[z] = A[z] @ B[z] for z = program_id(2), f32.                  c, a, b, M, N, K
 Kernel gemmBatched(GemmBlocks blocks);
-/// Default blocks for a device. CPU: measured on AVX2 (Zen 3), docs/gemm.md.
-/// GPU and emulator targets: 32 x 32 x 32 keeps the shared-memory tiles small
-/// (and the emulated runs of the test shapes quick); 3 stages for the
-/// pipelined f16 / bf16 K loops (12 KiB of shared memory; register and spill
-/// counts per target in docs/gemm.md, "GPU GEMM examples").
+/// Default blocks. CPU: measured on AVX2 (Zen 3), docs/gemm.md. GPU and
+/// emulator targets: 32 x 32 x 32 keeps the shared-memory tiles small (and
+/// the emulated runs of the test shapes quick); the pipelined f16 / bf16 K
+/// loops keep 3 stages on NVIDIA (12 KiB of shared memory; cp.async keeps
+/// two copies in flight) and 2 on AMD, whose register-staged copies are
+/// stored to LDS at the end of the iteration that issued them, so a third
+/// slot would hide no more latency and only cost LDS, hence occupancy
+/// (docs/gemm.md, "GPU GEMM examples").
+inline GemmBlocks gemmDefaultBlocks(const Target& t) {
+  if (t.kind == Target::Kind::CPU) return {256, 256, 64, 0};
+  bool amd = t.kind == Target::Kind::AMDGPU || t.kind == Target::Kind::EmuAMDGPU;
+  return {32, 32, 32, amd ? 2 : 3};
+}
 inline GemmBlocks gemmDefaultBlocks(const Device& device) {
-  if (device.kind() == rt::DeviceKind::CPU) return {256, 256, 64, 0};
-  return {32, 32, 32, 3};
+  if (device.kind() == rt::DeviceKind::CPU) return gemmDefaultBlocks(Target::parse("cpu"));
+  std::string arch = device.arch();
+  return gemmDefaultBlocks(Target::parse(device.kind() == rt::DeviceKind::Emulator ? "emu:" + arch : arch));
 }
 
 // One function per example, defined in examples/<name>.cpp.
@@ -100,7 +111,7 @@ Example gemmBatchedExample();
 
 /// The example's default kernel for a target.
 inline Kernel kernelFor(const Example& e, const Target& t) {
-  return t.kind != Target::Kind::CPU && e.gpuKernel ? e.gpuKernel() : e.kernel();
+  return t.kind != Target::Kind::CPU && e.gpuKernel ? e.gpuKernel(t) : e.kernel();
 }
 
 /// All bundled examples, in a stable order.

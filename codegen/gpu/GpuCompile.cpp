@@ -281,6 +281,7 @@ GpuResources gpuResources(const Artifact& art) {
   GpuOutput out;
   out.assembly = art.dumps.assembly;
   out.codeObject = art.binary.codeObject;
+  out.dynamicSharedBytes = art.binary.sharedBytes;
   return ti->resources(out, art.kernelName());
 }
 

@@ -81,6 +81,9 @@ enum class AsyncCopyImpl {
 struct GpuOutput {
   std::string assembly;          // PTX text or AMDGCN assembly
   std::vector<char> codeObject;  // AMDGPU: the linked .hsaco (empty on NVPTX)
+  /// NVPTX: the shared memory the launch passes (the allocator's array is
+  /// dynamic), for the occupancy estimate; AMDGPU's is in the code object.
+  uint64_t dynamicSharedBytes = 0;
 };
 
 class GpuTargetInfo {

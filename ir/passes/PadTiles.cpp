@@ -113,7 +113,8 @@ class PadTiles : public Pass {
     warnings_->push_back(r.loc().str() + ": warning: reshape of " + t.str() + " to " + o.str() +
                          " has no power-of-two padding, so tiles with non-power-of-two dims stay unpadded in this "
                          "kernel: on GPUs every thread holds such a dim whole (up to " +
-                         std::to_string(worst) + " elements per thread where a padded dim would be spread over the "
+                         std::to_string(worst) +
+                         " elements per thread where a padded dim would be spread over the "
                          "threads); make the reshaped dims powers of two");
   }
 
@@ -206,8 +207,10 @@ class PadTiles : public Pass {
       switch (op.code()) {
         case OpCode::Load:
           if (Value* v = validMask(bld, op.operand(0))) {
-            if (op.numOperands() == 3) op.setOperand(1, bld.binary(OpCode::And, op.operand(1), v));
-            else andMask(bld, op, 1, v);
+            if (op.numOperands() == 3)
+              op.setOperand(1, bld.binary(OpCode::And, op.operand(1), v));
+            else
+              andMask(bld, op, 1, v);
           }
           break;
         case OpCode::Store:
@@ -221,7 +224,8 @@ class PadTiles : public Pass {
         case OpCode::Reduce: {
           Value* x = op.operand(0);
           int axis = static_cast<int>(op.intAttr("axis"));
-          if (Value* v = validMask(bld, x, {axis})) op.setOperand(0, bld.select(v, x, identity(bld, op.strAttr("kind"), x->type())));
+          if (Value* v = validMask(bld, x, {axis}))
+            op.setOperand(0, bld.select(v, x, identity(bld, op.strAttr("kind"), x->type())));
           break;
         }
         case OpCode::Dot: {

@@ -51,18 +51,18 @@ constexpr int kBM = 24, kBN = 40, kBK = 36;
 
 // C = A @ B in f32 on the FMA path, 24 x 40 blocks, K in steps of 36.
 ts::Kernel oddDot() {
-  return ts::kernel("odd_dot", [](ts::Ptr<float> c, ts::Ptr<const float> a, ts::Ptr<const float> b, ts::Int M,
-                                  ts::Int N, ts::Int K) {
-    auto r2 = ts::expand_dims(ts::program_id(0) * kBM + ts::arange(kBM), 1);
-    auto c2 = ts::expand_dims(ts::program_id(1) * kBN + ts::arange(kBN), 0);
-    auto acc = ts::for_range(0, K, kBK, ts::zeros({kBM, kBN}, ts::f32), [&](ts::Int k0, ts::Tensor acc) {
-      auto kk = k0 + ts::arange(kBK);
-      auto ta = ts::load(a + r2 * K + ts::expand_dims(kk, 0), (r2 < M) & (ts::expand_dims(kk, 0) < K), 0.0f);
-      auto tb = ts::load(b + ts::expand_dims(kk, 1) * N + c2, (ts::expand_dims(kk, 1) < K) & (c2 < N), 0.0f);
-      return ts::dot(ta, tb, acc);
-    });
-    ts::store(c + r2 * N + c2, acc, (r2 < M) & (c2 < N));
-  });
+  return ts::kernel(
+      "odd_dot", [](ts::Ptr<float> c, ts::Ptr<const float> a, ts::Ptr<const float> b, ts::Int M, ts::Int N, ts::Int K) {
+        auto r2 = ts::expand_dims(ts::program_id(0) * kBM + ts::arange(kBM), 1);
+        auto c2 = ts::expand_dims(ts::program_id(1) * kBN + ts::arange(kBN), 0);
+        auto acc = ts::for_range(0, K, kBK, ts::zeros({kBM, kBN}, ts::f32), [&](ts::Int k0, ts::Tensor acc) {
+          auto kk = k0 + ts::arange(kBK);
+          auto ta = ts::load(a + r2 * K + ts::expand_dims(kk, 0), (r2 < M) & (ts::expand_dims(kk, 0) < K), 0.0f);
+          auto tb = ts::load(b + ts::expand_dims(kk, 1) * N + c2, (ts::expand_dims(kk, 1) < K) & (c2 < N), 0.0f);
+          return ts::dot(ta, tb, acc);
+        });
+        ts::store(c + r2 * N + c2, acc, (r2 < M) & (c2 < N));
+      });
 }
 
 std::vector<float> smallInts(size_t n, unsigned seed) {
@@ -146,7 +146,9 @@ TEST_CASE("pad-tiles: a pipelined tensor-core GEMM with 48 x 40 x 24 blocks matc
     ts::CompiledKernel k = ts::compile(ex::gemmF16(blocks, ex::Activation::None), dev);
     // The padded 64 x 64 x 32 dot takes the tensor cores.
     const std::string arch_(arch);
-    const char* insn = arch_ == "nvptx:sm_80" ? "llvm.nvvm.mma" : arch_ == "amdgpu:gfx942" ? "amdgcn.mfma" : "amdgcn.wmma";
+    const char* insn = arch_ == "nvptx:sm_80"     ? "llvm.nvvm.mma"
+                       : arch_ == "amdgpu:gfx942" ? "amdgcn.mfma"
+                                                  : "amdgcn.wmma";
     CHECK(k.dump(ts::Stage::LLVMGpu).find(insn) != std::string::npos);
     const int M = 53, N = 70, K = 50;
     INFO(arch);
