@@ -21,26 +21,25 @@ namespace ts = tessera;
 namespace tessera::examples {
 
 Kernel tutorialGemm(int BM, int BN, int BK, int STAGES) {
-  return ts::kernel("tutorial_gemm", {"c", "a", "b", "M", "N", "K"},
-                    [=](ts::Ptr<float> c, ts::Ptr<const ts::half> a, ts::Ptr<const ts::half> b, ts::Int M, ts::Int N,
-                        ts::Int K) {
-                      auto rm = ts::expand_dims(ts::program_id(0) * BM + ts::arange(BM), 1);  // BM x 1
-                      auto rn = ts::expand_dims(ts::program_id(1) * BN + ts::arange(BN), 0);  // 1 x BN
-                      auto ka = ts::expand_dims(ts::arange(BK), 0);                           // 1 x BK
-                      auto kb = ts::expand_dims(ts::arange(BK), 1);                           // BK x 1
+  auto body = [=](ts::Ptr<float> c, ts::Ptr<const ts::half> a, ts::Ptr<const ts::half> b, ts::Int M, ts::Int N,
+                  ts::Int K) {
+    auto rm = ts::expand_dims(ts::program_id(0) * BM + ts::arange(BM), 1);  // BM x 1: rows of A and C
+    auto rn = ts::expand_dims(ts::program_id(1) * BN + ts::arange(BN), 0);  // 1 x BN: columns of B and C
+    auto ka = ts::expand_dims(ts::arange(BK), 0);                           // 1 x BK
+    auto kb = ts::expand_dims(ts::arange(BK), 1);                           // BK x 1
 
-                      // One stage's tiles; stage_copy turns them into STAGES slots.
-                      auto sa = ts::alloc_shared(ts::f16, {BM, BK});
-                      auto sb = ts::alloc_shared(ts::f16, {BK, BN});
-                      auto acc = ts::for_pipelined(
-                          0, K, BK, STAGES, ts::zeros({BM, BN}, ts::f32), [&](ts::Int k, ts::Tensor acc) {
-                            // Masked lanes (outside A or B) are not read and give 0: they add nothing.
-                            auto ta = ts::stage_copy(sa, a + rm * K + (k + ka), (rm < M) & (k + ka < K));
-                            auto tb = ts::stage_copy(sb, b + (k + kb) * N + rn, (k + kb < K) & (rn < N));
-                            return ts::dot(ta.load(), tb.load(), acc);  // f16 x f16 -> f32
-                          });
-                      ts::store(c + rm * N + rn, acc, (rm < M) & (rn < N));
-                    });
+    // One stage's tiles; stage_copy turns them into STAGES slots.
+    auto sa = ts::alloc_shared(ts::f16, {BM, BK});
+    auto sb = ts::alloc_shared(ts::f16, {BK, BN});
+    auto acc = ts::for_pipelined(0, K, BK, STAGES, ts::zeros({BM, BN}, ts::f32), [&](ts::Int k, ts::Tensor acc) {
+      // Masked lanes (outside A or B) are not read and give 0: they add nothing.
+      auto ta = ts::stage_copy(sa, a + rm * K + (k + ka), (rm < M) & (k + ka < K));
+      auto tb = ts::stage_copy(sb, b + (k + kb) * N + rn, (k + kb < K) & (rn < N));
+      return ts::dot(ta.load(), tb.load(), acc);  // f16 x f16 -> f32 accumulator
+    });
+    ts::store(c + rm * N + rn, acc, (rm < M) & (rn < N));
+  };
+  return ts::kernel("tutorial_gemm", {"c", "a", "b", "M", "N", "K"}, body);
 }
 
 namespace {

@@ -20,32 +20,30 @@ namespace ts = tessera;
 namespace tessera::examples {
 
 Kernel tutorialSoftmax(int BLOCK) {
-  return ts::kernel(
-      "tutorial_softmax", {"out", "in", "cols"}, [=](ts::Ptr<float> out, ts::Ptr<const float> in, ts::Int cols) {
-        auto x_row = in + ts::program_id(0) * cols;  // this program's row
-        auto y_row = out + ts::program_id(0) * cols;
-        auto c = ts::arange(BLOCK);
+  auto body = [=](ts::Ptr<float> out, ts::Ptr<const float> in, ts::Int cols) {
+    auto x_row = in + ts::program_id(0) * cols;  // this program's row
+    auto y_row = out + ts::program_id(0) * cols;
+    auto c = ts::arange(BLOCK);
 
-        // Pass 1: the running maximum and sum, carried by the loop (two f32 scalars).
-        ts::Tensor m, s;
-        std::tie(m, s) = ts::for_range(
-            0, cols, BLOCK, std::tuple{ts::full({}, -ts::inf, ts::f32), ts::zeros({}, ts::f32)},
-            [&](ts::Int j, ts::Tensor m, ts::Tensor s) {
-              auto mask = j + c < cols;                         // the last chunk is partial
-              auto x = ts::load(x_row + j + c, mask, -ts::inf);  // -inf: exp() of it adds 0
-              auto m_new = ts::maximum(m, ts::max(x, 0));
-              auto s_new = s * ts::exp(m - m_new) + ts::sum(ts::exp(x - m_new), 0);
-              return std::tuple{m_new, s_new};
-            });
+    // Pass 1: the running maximum m and sum s, carried by the loop (f32 scalars).
+    auto init = std::tuple{ts::full({}, -ts::inf, ts::f32), ts::zeros({}, ts::f32)};
+    auto [m, s] = ts::for_range(0, cols, BLOCK, init, [&](ts::Int j, ts::Tensor m, ts::Tensor s) {
+      auto mask = j + c < cols;                          // the last chunk is partial
+      auto x = ts::load(x_row + j + c, mask, -ts::inf);  // masked lanes: exp(-inf) = 0
+      auto m_new = ts::maximum(m, ts::max(x, 0));
+      auto s_new = s * ts::exp(m - m_new) + ts::sum(ts::exp(x - m_new), 0);  // rescale, then add
+      return std::tuple{m_new, s_new};
+    });
 
-        // Pass 2: normalise; one division per row, a multiply per element.
-        auto inv = 1.0f / s;
-        ts::for_range(0, cols, BLOCK, [&](ts::Int j) {
-          auto mask = j + c < cols;
-          auto x = ts::load(x_row + j + c, mask);
-          ts::store(y_row + j + c, ts::exp(x - m) * inv, mask);
-        });
-      });
+    // Pass 2: normalise; one division per row, a multiply per element.
+    auto inv = 1.0f / s;
+    ts::for_range(0, cols, BLOCK, [&, m = m](ts::Int j) {
+      auto mask = j + c < cols;
+      auto x = ts::load(x_row + j + c, mask);
+      ts::store(y_row + j + c, ts::exp(x - m) * inv, mask);
+    });
+  };
+  return ts::kernel("tutorial_softmax", {"out", "in", "cols"}, body);
 }
 
 namespace {

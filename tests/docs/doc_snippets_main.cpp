@@ -72,9 +72,12 @@ std::string check(const Snippet& s) {
         s.fragment(kernel, ts::compile(kernel, dev), dev);
         return {};
       }
-      case Kind::Tir: ts::compile(ts::parseKernel(s.text, std::string(s.page) + ":" + std::to_string(s.line)), cpu); return {};
+      case Kind::Tir:
+        ts::compile(ts::parseKernel(s.text, std::string(s.page) + ":" + std::to_string(s.line)), cpu);
+        return {};
       case Kind::TirError:
-        return expectError([&] { ts::compile(ts::parseKernel(s.text, std::string(s.page) + ":" + std::to_string(s.line)), cpu); });
+        return expectError(
+            [&] { ts::compile(ts::parseKernel(s.text, std::string(s.page) + ":" + std::to_string(s.line)), cpu); });
     }
   } catch (const std::exception& e) {
     return std::string("threw: ") + e.what();
