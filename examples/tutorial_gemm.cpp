@@ -4,9 +4,9 @@
 // The K loop is ts::for_pipelined: its body is written as the plain loop
 // (copy this iteration's A and B tiles into shared memory, read them back,
 // multiply-accumulate), and the compiler overlaps the copies of the next
-// STAGES-1 iterations with the dot of this one (cp.async on NVIDIA,
-// asynchronous copies on AMD; a plain copy on the CPU). ts::dot on f16 tiles
-// with an f32 accumulator is what maps onto the tensor cores (mma.sync on
+// STAGES-1 iterations with the dot of this one (cp.async on NVIDIA, loads
+// issued early into registers on AMD, a plain copy on the CPU). ts::dot on
+// f16 tiles with an f32 accumulator maps onto the tensor cores (mma.sync on
 // sm_80+, MFMA on gfx90a/gfx942, WMMA on gfx1100).
 #include <cmath>
 #include <cstdio>
