@@ -232,8 +232,13 @@ if(NOT marker STREQUAL "")
 endif()
 
 set(gen "// Generated from ${REL} by cmake/DocSnippets.cmake: edit the page, not this file.\n")
-string(APPEND gen "#include \"doc_snippets.h\"\n${includes}\n${body}\n#line 1 \"${REL} (registrations)\"\n")
-string(APPEND gen "namespace {\n${registrations}}  // namespace\n")
+if(body STREQUAL "" AND registrations STREQUAL "" AND includes STREQUAL "")
+  # Nothing to compile (no checked C++ or IR): an empty unit builds in no time.
+  string(APPEND gen "// ${REL} has no checked snippet.\n")
+else()
+  string(APPEND gen "#include \"doc_snippets.h\"\n${includes}\n${body}\n#line 1 \"${REL} (registrations)\"\n")
+  string(APPEND gen "namespace {\n${registrations}}  // namespace\n")
+endif()
 # Only rewrite on change, so an untouched page does not recompile.
 if(EXISTS "${OUT}")
   file(READ "${OUT}" old)
