@@ -1,10 +1,10 @@
 # Checks that the reference pages keep up with the code (run by ctest):
 #
-#   -DCHECK=dsl -DHEADER=DSL.h -DDOC=docs/dsl.md
-#       every public name of the DSL header (functions and operators at
-#       namespace scope, member functions of its classes, classes, aliases,
-#       dtype constants; the internal namespace dsl excepted) appears in the
-#       reference as code: `name`, ts::name, .name( or name( .
+#   -DCHECK=dsl -DHEADER="DSL.h|Compile.h|Kernel.h" -DDOC=docs/dsl.md
+#       every public name of the headers (functions and operators at
+#       namespace scope, public member functions of their classes, classes,
+#       aliases, dtype constants; the internal namespace dsl excepted)
+#       appears in the reference as code: `name`, ts::name, .name( or name( .
 #   -DCHECK=env -DSOURCE_DIR=<root> -DDOC=docs/options.md
 #       every TESSERA_* variable the tree reads appears in the page: string
 #       literals "TESSERA_X" in C++ sources outside tests/, the tool variables
@@ -20,7 +20,13 @@ set(doc_label "${doc_parent}/${doc_name}")
 set(missing "")
 
 if(CHECK STREQUAL "dsl")
-  file(READ "${HEADER}" h)
+  # HEADER: one header, or several separated by |.
+  string(REPLACE "|" ";" headers "${HEADER}")
+  set(h "")
+  foreach(one IN LISTS headers)
+    file(READ "${one}" text)
+    string(APPEND h "${text}\n")
+  endforeach()
   # Drop the internal namespace dsl (there may be several of them).
   while(TRUE)
     string(FIND "${h}" "\nnamespace dsl {" b)
@@ -43,8 +49,17 @@ if(CHECK STREQUAL "dsl")
   string(REPLACE "\n" ";" lines "${h}")
   set(names "")
   set(ops "")
+  set(hidden FALSE)  # inside a private: or protected: section of a class
   foreach(l IN LISTS lines)
     if(l MATCHES "^ *//")
+      continue()
+    endif()
+    if(l MATCHES "^ (private|protected):")
+      set(hidden TRUE)
+    elseif(l MATCHES "^ public:" OR l MATCHES "^},")
+      set(hidden FALSE)
+    endif()
+    if(hidden)
       continue()
     endif()
     if(l MATCHES "^[A-Za-z].*[ &](operator[^ (]+)\\(")
@@ -63,8 +78,8 @@ if(CHECK STREQUAL "dsl")
   endforeach()
   list(REMOVE_DUPLICATES names)
   list(REMOVE_DUPLICATES ops)
-  if(NOT names OR NOT ops)
-    message(FATAL_ERROR "${HEADER}: found no public names; the header's layout changed, update cmake/CheckDocs.cmake")
+  if(NOT names)
+    message(FATAL_ERROR "${HEADER}: found no public names; the headers' layout changed, update cmake/CheckDocs.cmake")
   endif()
   foreach(n IN LISTS names)
     if(NOT doc MATCHES "[`.:]${n}[`(<]")
@@ -83,7 +98,7 @@ if(CHECK STREQUAL "dsl")
   endif()
   list(LENGTH names nn)
   list(LENGTH ops no)
-  message(STATUS "${doc_label} mentions all ${nn} public names and ${no} operators of the DSL header")
+  message(STATUS "${doc_label} mentions all ${nn} public names and ${no} operators of ${HEADER}")
 
 elseif(CHECK STREQUAL "env")
   file(GLOB top RELATIVE "${SOURCE_DIR}" "${SOURCE_DIR}/*")
