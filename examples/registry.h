@@ -50,11 +50,12 @@ struct Example {
 
 // The kernels, as functions of their meta-parameter BLOCK (the tile width),
 // defined in examples/<name>.cpp. Arguments, in order:
-Kernel vectorAdd(int BLOCK);  // out, a, b, n                     grid: ceil(n / BLOCK)
-Kernel biasGelu(int BLOCK);   // out, x, bias, cols               grid: (rows, ceil(cols / BLOCK))
-Kernel softmax(int BLOCK);    // out, in, cols                    grid: rows; BLOCK >= cols
-Kernel layernorm(int BLOCK);  // y, mean, rstd, x, weight, bias, cols, eps   grid: rows; BLOCK >= cols
-Kernel rmsnorm(int BLOCK);    // y, x, weight, cols, eps          grid: rows; BLOCK >= cols
+Kernel vectorAdd(int BLOCK);        // out, a, b, n                     grid: ceil(n / BLOCK)
+Kernel biasGelu(int BLOCK);         // out, x, bias, cols               grid: (rows, ceil(cols / BLOCK))
+Kernel softmax(int BLOCK);          // out, in, cols                    grid: rows; BLOCK >= cols
+Kernel layernorm(int BLOCK);        // y, mean, rstd, x, weight, bias, cols, eps   grid: rows; BLOCK >= cols
+Kernel rmsnorm(int BLOCK);          // y, x, weight, cols, eps          grid: rows; BLOCK >= cols
+Kernel tutorialSoftmax(int BLOCK);  // out, in, cols                 grid: rows; any cols (tutorial step 2)
 
 // GEMM kernels (examples/gemm_*.cpp), Triton-style: each program computes a
 // BLOCK_M x BLOCK_N tile of C, looping over K in steps of BLOCK_K with the
@@ -79,6 +80,8 @@ Kernel gemmF16(GemmBlocks blocks, Activation act = Activation::GELU);
 Kernel gemmBF16(GemmBlocks blocks, Activation act = Activation::GELU);
 /// C[z] = A[z] @ B[z] for z = program_id(2), f32.                  c, a, b, M, N, K
 Kernel gemmBatched(GemmBlocks blocks);
+/// C (f32) = A (f16) @ B (f16), K loop pipelined with STAGES stages (tutorial step 3). c, a, b, M, N, K
+Kernel tutorialGemm(int BM, int BN, int BK, int STAGES);
 /// Default blocks. CPU: measured on AVX2 (Zen 3), docs/gemm.md. GPU and
 /// emulator targets: 32 x 32 x 32 keeps the shared-memory tiles small (and
 /// the emulated runs of the test shapes quick); the pipelined f16 / bf16 K
@@ -108,6 +111,8 @@ Example gemmF32Example();
 Example gemmF16Example();
 Example gemmBF16Example();
 Example gemmBatchedExample();
+Example tutorialSoftmaxExample();
+Example tutorialGemmExample();
 
 /// The example's default kernel for a target.
 inline Kernel kernelFor(const Example& e, const Target& t) {

@@ -1,0 +1,51 @@
+# Runs the commands of a page's ```sh blocks that start with `build/` (the
+# tool and the example programs), from the build folder, so the commands a
+# tutorial tells the reader to type keep working:
+#
+#   cmake -DPAGE=docs/tutorial.md -DBINARY_DIR=<build> -P DocCommands.cmake
+#
+# A trailing `# comment` is dropped; pipes stay (`... | grep mma` fails when
+# the instruction the text promises is gone). A command that needs the CUDA
+# toolkit's ptxas where it is absent is reported as skipped, not passed.
+cmake_minimum_required(VERSION 3.25)
+file(STRINGS "${PAGE}" lines)
+set(in_sh FALSE)
+set(ran 0)
+set(skipped 0)
+set(failed "")
+set(lineno 0)
+foreach(l IN LISTS lines)
+  math(EXPR lineno "${lineno} + 1")
+  if(l MATCHES "^```sh")
+    set(in_sh TRUE)
+    continue()
+  elseif(l MATCHES "^```")
+    set(in_sh FALSE)
+    continue()
+  endif()
+  if(NOT in_sh OR NOT l MATCHES "^build/")
+    continue()
+  endif()
+  string(REGEX REPLACE "[ ]+#.*$" "" cmd "${l}")
+  string(REGEX REPLACE "^build/" "${BINARY_DIR}/" cmd "${cmd}")
+  execute_process(COMMAND sh -c "${cmd}" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  math(EXPR ran "${ran} + 1")
+  if(NOT rc EQUAL 0)
+    if(out MATCHES "ptxas not found")
+      math(EXPR skipped "${skipped} + 1")
+      message("${PAGE}:${lineno}: skipped (no ptxas): ${l}")
+    else()
+      string(APPEND failed "${PAGE}:${lineno}: exit ${rc}: ${l}\n${out}\n")
+    endif()
+  endif()
+endforeach()
+if(failed)
+  message(FATAL_ERROR "commands of ${PAGE} that failed:\n${failed}")
+endif()
+if(ran EQUAL 0)
+  message(FATAL_ERROR "${PAGE}: no `build/...` command found in its sh blocks")
+endif()
+if(skipped EQUAL ran)
+  message("SKIP: every command of ${PAGE} needs ptxas")
+endif()
+message(STATUS "${PAGE}: ${ran} command(s) run, ${skipped} skipped")
