@@ -99,8 +99,9 @@ Slots Lower::tileIn(const ir::Value* v, const ir::Layout& l) {
     return remat(v, l);
   const auto& shape = v->type().shape();
   std::vector<int64_t> sh = shape;
-  return convertVia(t.slots, t.layout, shape, v->type().element(), l, shape,
-                    [&](const Slots& idx) { return linear(idx, sh); });
+  return convertVia(
+      t.slots, t.layout, shape, v->type().element(), l, shape, [&](const Slots& idx) { return linear(idx, sh); },
+      /*rowMajorRead=*/true);
 }
 
 Slots Lower::remat(const ir::Value* v, const ir::Layout& l) {
@@ -149,33 +150,76 @@ Slots Lower::remat(const ir::Value* v, const ir::Layout& l) {
   }
 }
 
+std::vector<size_t> Lower::slotRun(const ir::SlotTable& t, size_t i, int64_t v, int dim) {
+  std::vector<size_t> run;
+  std::vector<int64_t> c = t.consts[i];
+  for (int64_t k = 0; k < v; ++k, ++c[static_cast<size_t>(dim)]) {
+    auto it = t.index.find(c);
+    if (it == t.index.end()) return {};
+    run.push_back(it->second);
+  }
+  return run;
+}
+
+int64_t Lower::slotRunWidth(const ir::Layout& l, const ir::SlotTable& t, int64_t maxV, int dim) {
+  const size_t d = dim < 0 ? t.shape.size() - 1 : static_cast<size_t>(dim);
+  // The thread's base along d is pos * spt (mod the extent when
+  // replicated): a multiple of v when v divides spt and the extent.
+  const int64_t spt = std::min(l.parent.spt[l.dims[d]], t.shape[d]);
+  int64_t v = 1;
+  while (v * 2 <= maxV && spt % (v * 2) == 0 && t.shape[d] % (v * 2) == 0) v *= 2;
+  for (; v > 1; v /= 2) {
+    bool ok = true;
+    for (size_t i = 0; ok && i < t.size(); ++i)
+      if (t.consts[i][d] % v == 0) ok = slotRun(t, i, v, static_cast<int>(d)).size() == static_cast<size_t>(v);
+    if (ok) return v;
+  }
+  return 1;
+}
+
 Slots Lower::convertVia(const Slots& src, const ir::Layout& sl, const std::vector<int64_t>& sshape,
                         const ir::Type& elem, const ir::Layout& dl, const std::vector<int64_t>& dshape,
-                        const std::function<llvm::Value*(const Slots&)>& srcLinearOfDst) {
+                        const std::function<llvm::Value*(const Slots&)>& srcLinearOfDst, bool rowMajorRead) {
   llvm::Type* mt = memTy(elem);
+  const uint64_t eb = bytesOf(mt);
   int64_t n = 1;
   for (int64_t s : sshape) n *= s;
-  llvm::Value* base = scratch(static_cast<uint64_t>(n) * bytesOf(mt));
+  llvm::Value* base = scratch(static_cast<uint64_t>(n) * eb);
   ir::SlotTable ts = ir::slotTable(sl, sshape);
+  // Runs of a thread's consecutive elements move as one access of up to 16
+  // bytes (the scratch area is 16-byte aligned, SharedPlan): a quarter of
+  // the shared-memory instructions of scalar accesses for f32 runs of 4,
+  // an eighth for f16 runs of 8.
+  const int64_t maxV = mt->isPointerTy() ? 1 : static_cast<int64_t>(16 / eb);
+  const int64_t wv = slotRunWidth(sl, ts, maxV);
   beforeShared();
   // Only one of the threads holding a replicated element writes it: the
   // others would write the same bytes in the same barrier interval, a race
   // by the emulator's model (and wasted shared bandwidth).
   guarded(ownerPred(sl, ts), [&] {
     Slots bs = bases(sl, ts);
+    const int last = static_cast<int>(sshape.size()) - 1;
     for (size_t i = 0; i < ts.size(); ++i) {
+      if (ts.consts[i][static_cast<size_t>(last)] % wv != 0) continue;
       llvm::Value* p = b_.CreateInBoundsGEP(mt, base, linear(indexOf(bs, ts, i), sshape));
-      b_.CreateStore(toMem(src[i]), p);
+      storeRun(src, slotRun(ts, i, wv, last), mt, p);
     }
   });
   barrier();
   smemDirty_ = true;
   ir::SlotTable td = ir::slotTable(dl, dshape);
   Slots bd = bases(dl, td);
+  const int64_t rv = rowMajorRead ? slotRunWidth(dl, td, maxV) : 1;
   Slots r;
-  for (size_t j = 0; j < td.size(); ++j) {
+  for (size_t j = 0; j < td.size(); j += static_cast<size_t>(rv)) {
     llvm::Value* p = b_.CreateInBoundsGEP(mt, base, srcLinearOfDst(indexOf(bd, td, j)));
-    r.push_back(fromMem(b_.CreateLoad(mt, p), elem));
+    if (rv == 1) {
+      r.push_back(fromMem(b_.CreateLoad(mt, p), elem));
+      continue;
+    }
+    llvm::Type* vt = llvm::FixedVectorType::get(mt, static_cast<unsigned>(rv));
+    llvm::Value* vec = b_.CreateAlignedLoad(vt, p, llvm::Align(static_cast<uint64_t>(rv) * eb));
+    for (int64_t k = 0; k < rv; ++k) r.push_back(fromMem(b_.CreateExtractElement(vec, k), elem));
   }
   return r;
 }
@@ -264,7 +308,11 @@ std::optional<ir::Layout> Lower::freeAccessLayout(const ir::Op& op) {
   // threads than it has elements, so that each thread would load its
   // elements several times).
   const auto& shape = src->type().shape();
-  ir::Layout want = la_.defaultFor(shape);
+  // Hardware copies keep the widest vectors even where that leaves threads
+  // idle (16-byte cp.async.cg from half the warps rather than 8-byte copies
+  // from all): no thread keeps the values, and fewer copies are issued.
+  ir::Layout want = la_.defaultFor(
+      shape, /*oneThreadPerElement=*/op.code() == OpCode::Store || t_.asyncCopyImpl() != AsyncCopyImpl::Hardware);
   if (want == l) return l;
   if (want.parent.spt[want.dims.back()] > l.parent.spt[l.dims.back()]) return want;
   if (ir::slotTable(want, shape).size() < ir::slotTable(l, shape).size()) return want;

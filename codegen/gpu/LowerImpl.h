@@ -186,9 +186,33 @@ class Lower {
   /// `v`'s slots in layout `l`: its own, re-emitted (free ops) or converted.
   Slots tileIn(const ir::Value* v, const ir::Layout& l);
   Slots remat(const ir::Value* v, const ir::Layout& l);
+  /// Converts through shared memory: src (layout sl, shape sshape) is
+  /// written row-major, a barrier, then each slot of dl (shape dshape) reads
+  /// element srcLinearOfDst(its index). `rowMajorRead`: that map is the
+  /// row-major index of dshape (== sshape), so reads may be vectorised too.
   Slots convertVia(const Slots& src, const ir::Layout& sl, const std::vector<int64_t>& sshape, const ir::Type& elem,
                    const ir::Layout& dl, const std::vector<int64_t>& dshape,
-                   const std::function<llvm::Value*(const Slots&)>& srcLinearOfDst);
+                   const std::function<llvm::Value*(const Slots&)>& srcLinearOfDst, bool rowMajorRead = false);
+  /// The widest v <= maxV (a power of two) such that every slot of `t` whose
+  /// index along `dim` (default: the last) is a multiple of v starts a run of
+  /// v slots of consecutive indices along `dim`, in every thread (v divides
+  /// the thread's base, pos * spt, and the extent). Where `dim` is the
+  /// contiguous dim of a buffer, each run is one v-aligned vector access.
+  int64_t slotRunWidth(const ir::Layout& l, const ir::SlotTable& t, int64_t maxV, int dim = -1);
+  /// Stores vals[run[0]], vals[run[1]], ... at p, p+1, ...: one store, a
+  /// vector one (aligned to its size) for a run longer than 1.
+  void storeRun(const Slots& vals, const std::vector<size_t>& run, llvm::Type* mt, llvm::Value* p) {
+    if (run.size() == 1) {
+      b_.CreateStore(toMem(vals[run[0]]), p);
+      return;
+    }
+    llvm::Type* vt = llvm::FixedVectorType::get(mt, static_cast<unsigned>(run.size()));
+    llvm::Value* vec = llvm::PoisonValue::get(vt);
+    for (size_t k = 0; k < run.size(); ++k) vec = b_.CreateInsertElement(vec, toMem(vals[run[k]]), k);
+    b_.CreateAlignedStore(vec, p, llvm::Align(run.size() * bytesOf(mt)));
+  }
+  /// The slots of the run of width v starting at slot i along `dim`.
+  std::vector<size_t> slotRun(const ir::SlotTable& t, size_t i, int64_t v, int dim);
   Slots reindex(const Slots& src, const ir::SlotTable& ts, const ir::SlotTable& td,
                 const std::function<std::vector<int64_t>(const std::vector<int64_t>&)>& proj);
 
@@ -217,6 +241,10 @@ class Lower {
   /// program-order write). Async writes skip it: IR.h makes the program
   /// order them (see flushStaged).
   void writeBuffer(const ir::Value* buf, const Slots& vals, const ir::Layout& l, bool ordered = true);
+  /// The vector width writeBuffer uses for `buf`'s slots in layout `l`, and
+  /// in `dim` the tile dim along which the run's elements are consecutive
+  /// in the buffer.
+  int64_t bufferRunWidth(const ir::Value* buf, const ir::Layout& l, const ir::SlotTable& t, int& dim);
   void emitCopy(const ir::Op& op);
   /// The layout an async copy or a tile store (ops without a register
   /// result, free to pick one) runs in, re-deriving its pointers and mask

@@ -284,12 +284,45 @@ void Lower::writeBuffer(const ir::Value* buf, const Slots& vals, const ir::Layou
     beforeShared();
   else
     smemDirty_ = true;
-  // One writer per element (see convertVia).
+  // Runs of a thread's elements that are consecutive in the buffer go as
+  // one vector store (bufferRunWidth); one writer per element (see
+  // convertVia).
+  int dim = static_cast<int>(shape.size()) - 1;
+  const int64_t v = bufferRunWidth(buf, l, t, dim);
   guarded(ownerPred(l, t), [&] {
     Slots bs = bases(l, t);
-    for (size_t i = 0; i < t.size(); ++i)
-      b_.CreateStore(toMem(vals[i]), b_.CreateInBoundsGEP(mt, base, bufIndex(buf, indexOf(bs, t, i), shape)));
+    for (size_t i = 0; i < t.size(); ++i) {
+      if (t.consts[i][static_cast<size_t>(dim)] % v != 0) continue;
+      llvm::Value* p = b_.CreateInBoundsGEP(mt, base, bufIndex(buf, indexOf(bs, t, i), shape));
+      storeRun(vals, slotRun(t, i, v, dim), mt, p);
+    }
   });
+}
+
+int64_t Lower::bufferRunWidth(const ir::Value* buf, const ir::Layout& l, const ir::SlotTable& t, int& dim) {
+  const auto& shape = buf->type().shape();
+  const int64_t eb = static_cast<int64_t>(bytesOf(memTyOf(buf->type().dtype())));
+  dim = static_cast<int>(shape.size()) - 1;
+  // Shared buffers only: the plan places them (and their slots) on 16-byte
+  // boundaries; a local buffer's alignment is not ours to assume.
+  if (buf->type().space() != ir::MemSpace::Shared || shape.size() < 1) return 1;
+  auto it = storage_.find(rootBuffer(buf));
+  if (it == storage_.end()) {
+    // Row-major: runs along the last dim, rows of a length v divides.
+    int64_t v = slotRunWidth(l, t, 16 / eb, dim);
+    int64_t slot = 1;
+    for (int64_t s : shape) slot *= s;
+    return slot % v == 0 ? v : 1;
+  }
+  // Dot staging: runs along the staging's rows (the tile's dim n-2 when
+  // the slot is stored transposed), within one 16-byte swizzle chunk
+  // (maxVec) and aligned in rows of `stride` elements in slots of
+  // slotElems elements.
+  const Storage& sg = it->second;
+  if (sg.transposed) dim = static_cast<int>(shape.size()) - 2;
+  int64_t maxV = sg.transposed ? 16 / eb : sg.st.maxVec;
+  while (maxV > 1 && ((sg.st.stride % maxV) != 0 || (sg.slotElems() % maxV) != 0)) maxV /= 2;
+  return slotRunWidth(l, t, maxV, dim);
 }
 
 const ir::Value* rootBuffer(const ir::Value* buf) {

@@ -124,12 +124,13 @@ SlotTable slotTable(const Layout& l, const std::vector<int64_t>& shape) {
   return t;
 }
 
-BlockedLayout defaultBlocked(const std::vector<int64_t>& shape, int64_t vec, int numWarps, int warpSize) {
-  return coalescedBlocked(shape, vec, static_cast<int>(shape.size()) - 1, numWarps, warpSize);
+BlockedLayout defaultBlocked(const std::vector<int64_t>& shape, int64_t vec, int numWarps, int warpSize,
+                             bool oneThreadPerElement) {
+  return coalescedBlocked(shape, vec, static_cast<int>(shape.size()) - 1, numWarps, warpSize, oneThreadPerElement);
 }
 
-BlockedLayout coalescedBlocked(const std::vector<int64_t>& shape, int64_t vec, int fastDim, int numWarps,
-                               int warpSize) {
+BlockedLayout coalescedBlocked(const std::vector<int64_t>& shape, int64_t vec, int fastDim, int numWarps, int warpSize,
+                               bool oneThreadPerElement) {
   int r = static_cast<int>(shape.size());
   BlockedLayout b;
   b.spt.assign(r, 1);
@@ -142,9 +143,18 @@ BlockedLayout coalescedBlocked(const std::vector<int64_t>& shape, int64_t vec, i
   // extents always nest with the parameters.
   for (int d = 0; d < r; ++d)
     if (!isPow2(shape[d])) b.spt[d] = shape[d];
-  // Vector accesses run along the last dim only.
-  if (fastDim == r - 1 && isPow2(shape[r - 1]))
+  // Vector accesses run along the last dim only. A vector wider than the
+  // tile's elements per thread would leave threads idle and the rest of the
+  // block holding copies of the tile (a 32x32 f16 tile in 8-element vectors
+  // covers only 128 of 256 threads): narrower vectors, so that each element
+  // has one thread, unless the tile is smaller than the block.
+  if (fastDim == r - 1 && isPow2(shape[r - 1])) {
+    int64_t n = 1;
+    for (int64_t s : shape) n *= s;
+    int64_t perThread = std::max<int64_t>(1, n / (int64_t{numWarps} * warpSize));
     b.spt[r - 1] = std::min<int64_t>(floorPow2(std::max<int64_t>(1, vec)), shape[r - 1]);
+    if (oneThreadPerElement) b.spt[r - 1] = std::min(b.spt[r - 1], floorPow2(perThread));
+  }
   int64_t lanes = warpSize, warps = numWarps;
   for (int64_t d : b.order) {
     if (!isPow2(shape[d])) continue;
@@ -371,10 +381,10 @@ const Layout& LayoutAnalysis::get(const ir::Value* v) const {
   return it->second;
 }
 
-Layout LayoutAnalysis::defaultFor(const std::vector<int64_t>& shape) const {
+Layout LayoutAnalysis::defaultFor(const std::vector<int64_t>& shape, bool oneThreadPerElement) const {
   auto it = vecForShape_.find(shape);
   int64_t vec = it == vecForShape_.end() ? 1 : it->second;
-  return Layout::blocked(defaultBlocked(shape, vec, numWarps_, warpSize_));
+  return Layout::blocked(defaultBlocked(shape, vec, numWarps_, warpSize_, oneThreadPerElement));
 }
 
 int64_t LayoutAnalysis::computeVec(const ir::Op& op) const {

@@ -100,7 +100,12 @@ SlotTable slotTable(const Layout& l, const std::vector<int64_t>& shape);
 
 /// Chooses the default blocked layout for `shape` with `vec` elements per
 /// thread along the last (contiguous) dim.
-BlockedLayout defaultBlocked(const std::vector<int64_t>& shape, int64_t vec, int numWarps, int warpSize);
+/// `oneThreadPerElement`: narrower vectors rather than a vector wider than
+/// the tile's elements per thread, which would leave the block's other
+/// threads holding copies (kept wide only for accesses whose values no
+/// thread keeps, hardware async copies, where idle threads cost nothing).
+BlockedLayout defaultBlocked(const std::vector<int64_t>& shape, int64_t vec, int numWarps, int warpSize,
+                             bool oneThreadPerElement = true);
 
 /// The blocked layout that coalesces accesses varying fastest along
 /// `fastDim`: order[0] = fastDim (lanes, then warps, laid along it first),
@@ -108,7 +113,8 @@ BlockedLayout defaultBlocked(const std::vector<int64_t>& shape, int64_t vec, int
 /// fastDim is the last dim (vector accesses run along the last dim only).
 /// Elements are replicated over threads only when the tile is smaller than
 /// the block. defaultBlocked is the case fastDim = rank - 1.
-BlockedLayout coalescedBlocked(const std::vector<int64_t>& shape, int64_t vec, int fastDim, int numWarps, int warpSize);
+BlockedLayout coalescedBlocked(const std::vector<int64_t>& shape, int64_t vec, int fastDim, int numWarps, int warpSize,
+                               bool oneThreadPerElement = true);
 
 /// The accumulator layout of matrix instruction `k` for an MxN (+= MxK * KxN)
 /// dot spread over `numWarps` warps, or nullopt when the shape does not fit
@@ -139,7 +145,7 @@ class LayoutAnalysis {
   /// value (so one branch can guard a whole vector access).
   int64_t maskConstancy(const ir::Value* mask) const;
   /// The default layout chosen for a shape (used for free ops).
-  Layout defaultFor(const std::vector<int64_t>& shape) const;
+  Layout defaultFor(const std::vector<int64_t>& shape, bool oneThreadPerElement = true) const;
   /// The layout that coalesces a load/store/copy/atomic's pointer tile:
   /// threads laid along the dim of largest contiguity (axis info; the last
   /// dim on ties), `vectorWidth` elements per thread along the last dim.
