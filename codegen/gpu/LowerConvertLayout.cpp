@@ -95,8 +95,10 @@ Slots Lower::tileIn(const ir::Value* v, const ir::Layout& l) {
   if (t.layout == l) return t.slots;
   const ir::Op* d = v->definingOp();
   if (d && (d->code() == OpCode::Constant || d->code() == OpCode::Splat || d->code() == OpCode::Arange ||
-            d->code() == OpCode::Broadcast || d->code() == OpCode::ExpandDims))
+            d->code() == OpCode::Broadcast || d->code() == OpCode::ExpandDims)) {
+    ++record_.reemitted;
     return remat(v, l);
+  }
   const auto& shape = v->type().shape();
   std::vector<int64_t> sh = shape;
   return convertVia(t.slots, t.layout, shape, v->type().element(), l, shape,
@@ -156,6 +158,9 @@ Slots Lower::convertVia(const Slots& src, const ir::Layout& sl, const std::vecto
   int64_t n = 1;
   for (int64_t s : sshape) n *= s;
   llvm::Value* base = scratch(static_cast<uint64_t>(n) * bytesOf(mt));
+  record_.conversions.push_back(
+      {curOp_, ir::shapeStr(sshape) + " " + elem.str() + ": " + sl.str() + " -> " + dl.str()});
+  record_.sharedConversionBytes += 2 * n * static_cast<int64_t>(bytesOf(mt));  // written, then read back
   ir::SlotTable ts = ir::slotTable(sl, sshape);
   beforeShared();
   // Only one of the threads holding a replicated element writes it: the
@@ -196,10 +201,12 @@ Slots Lower::recompute(const ir::Value* v, const ir::Layout& l,
   const ir::Op* d = v->definingOp();
   const auto& shape = v->type().shape();
   Slots r;
+  bool viaTileIn = false;
   // An elided value has no slots to fall back on: it is always re-derived
   // (planElision admits only ops this function re-derives).
   if (!d || (budget <= 0 && !elided)) {
     r = tileIn(v, l);
+    viaTileIn = true;
   } else if (d->code() == OpCode::Constant || d->code() == OpCode::Splat || d->code() == OpCode::Arange) {
     r = remat(v, l);
   } else if (d->code() == OpCode::Broadcast) {
@@ -241,7 +248,10 @@ Slots Lower::recompute(const ir::Value* v, const ir::Layout& l,
   } else {
     TS_ASSERT(!elided, "gpu lowering: elided value without a re-derivable definition");
     r = tileIn(v, l);
+    viaTileIn = true;
   }
+  // Everything but the tileIn fallbacks above re-emitted the value in `l`.
+  if (!viaTileIn) ++record_.reemitted;
   memo[key] = r;
   return r;
 }
