@@ -1,7 +1,7 @@
 // tessera_gpu_bench: static GPU code quality, no GPU needed. Run by hand:
 //
 //   cmake --build build --target tessera_gpu_bench
-//   build/bin/tessera_gpu_bench [--reps N] [--only NAME] [--targets T1,T2] [--json FILE]
+//   build/bin/tessera_gpu_bench [--reps N] [--only NAME] [--targets T1,T2] [--json FILE] [--dump DIR]
 //
 // For the bundled examples (their default GPU kernels, 4 warps) and the
 // kernels of gpu_static_kernels.h, on nvptx:sm_80, nvptx:sm_90a,
@@ -10,8 +10,8 @@
 //   regs   registers per thread (ptxas -v) / VGPRs (code object metadata)
 //   spill  ptxas spill stores + loads / AMDGPU private segment, bytes
 //   smem   shared memory (LDS) per block, bytes
-//   occ    occupancy: NVIDIA warps per SM (occupancyNvidia below), AMD
-//          waves per SIMD (the resource report's estimate)
+//   occ    occupancy: NVIDIA warps per SM, AMD waves per SIMD (see
+//          "occupancy" below)
 //   coal   coalesced global accesses / contiguous ones, vec vectorised /
 //          vectorisable ones, repl the largest avoidable replication
 //          (ir/analysis/LayoutStats.h defines each)
@@ -30,6 +30,7 @@
 // measures another compiler's output the same way (bench/triton/static_peer.py):
 // CODE is its PTX (NVIDIA) or code object (AMD), ASM its AMDGCN assembly.
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -55,13 +56,17 @@ namespace {
 
 // ------------------------------------------------------------ main loop
 //
-// The main loop of a listing is its innermost loop: a backward branch (a
-// branch to a label at or above it) spanning at least two instructions whose
-// range [label, branch] contains no other such range; of several, the
-// longest. SASS ends in a one-instruction `BRA` to itself after EXIT, which
-// the two-instruction minimum excludes; a range holding an unpredicated end
-// of the program (EXIT, ret, s_endpgm) is no loop either: the AMDGPU backend
-// places exit blocks above the code that branches to them. Counted are
+// The main loop of a listing is its longest loop: a backward branch (a
+// branch to a label at or above it) spanning at least two instructions; the
+// range [label, branch] counts. Every kernel here has one loop in its
+// source, but compilers add short cycles around it: the AMDGPU backend places
+// a loop's exit block above the header, so the exit test is a backward
+// branch too (gfx1100 attention: a 7-instruction "loop" inside the real
+// one); an innermost-loop rule would count those. SASS ends in a
+// one-instruction `BRA` to itself after EXIT, which the two-instruction
+// minimum excludes; a range holding an unpredicated end of the program
+// (EXIT, ret, s_endpgm) is no loop either (an exit block placed above the
+// code that branches to it). Counted are
 // instructions (SASS: the /*addr*/ lines; PTX: statements ending in ';' that
 // are not directives; AMDGCN: lines of the kernel's text that are not labels,
 // directives or comments), NOPs not included (padding). Kernels without a
@@ -121,30 +126,63 @@ InstrCounts countInstructions(const std::string& text, Listing kind) {
           std::none_of(ends.begin(), ends.end(), [&](int e) { return e >= at && e <= i; }))
         loops.emplace_back(at, i);
   }
-  for (auto [a, b] : loops) {
-    bool innermost = std::none_of(loops.begin(), loops.end(),
-                                  [&](auto o) { return o != std::pair{a, b} && o.first >= a && o.second <= b; });
-    if (innermost) c.loop = std::max(c.loop, b - a + 1);
-  }
+  for (auto [a, b] : loops) c.loop = std::max(c.loop, b - a + 1);
   return c;
 }
 
 // ------------------------------------------------------------ occupancy
 //
-// NVIDIA warps per SM (the CUDA occupancy calculator's rules for sm_80 and
-// sm_90): blocks per SM = min(32 blocks, 2048 threads / threads per block,
-// 64K registers / (warps per block x registers per warp, allocated per
-// warp in units of 256), shared memory per SM (sm_80 164 KiB, sm_90
-// 228 KiB) / (shared per block + 1 KiB the driver reserves per block));
-// warps per SM = blocks x warps per block, at most 64.
+// One formula per vendor, applied to either compiler's registers, shared
+// memory and threads, with the limits of support/Targets.def:
+//  * NVIDIA warps per SM (the CUDA occupancy calculator's rules for sm_80
+//    and sm_90): blocks per SM = min(32, 2048 threads / threads per block,
+//    64K registers / (warps per block x registers per warp, allocated per
+//    warp in units of 256), the SM's shared memory (the per-block opt-in
+//    maximum plus the 1 KiB the driver reserves: 164 KiB sm_80, 228 KiB
+//    sm_90a) / (shared per block + 1 KiB)); warps per SM = blocks x warps per
+//    block.
+//  * AMD waves per SIMD: min(the resource report's VGPR limit (VGPRs in
+//    allocation granules, wave slots), LDS per CU / LDS per workgroup x
+//    waves per workgroup / SIMDs per CU): the report's own estimate, with
+//    the LDS a launch passes (Triton's is dynamic, absent from the code
+//    object's group segment).
+struct Limits {
+  const char* arch;
+  int64_t sharedPerSm;  // NVIDIA
+  int wave = 0, simdsPerCu = 0;
+  int64_t ldsPerCu = 0;  // AMD
+};
+constexpr Limits kLimits[] = {
+#define TS_NVPTX_TARGET(arch, sharedKiB, ptxFeature) {#arch, int64_t{(sharedKiB) + 1} * 1024},
+#define TS_AMDGPU_TARGET(arch, wave, features, ldsKiB, vgprsPerSimd, maxWavesPerSimd, simdsPerCu, ldsPerCuKiB) \
+  {#arch, 0, wave, simdsPerCu, int64_t{ldsPerCuKiB} * 1024},
+#include "tessera/support/Targets.def"
+};
+const Limits& limitsOf(const std::string& arch) {
+  for (const Limits& l : kLimits)
+    if (arch == l.arch) return l;
+  throw ts::UsageError("no limits for " + arch);
+}
+
 int occupancyNvidia(const std::string& arch, int regs, int64_t shared, int threads) {
   const int warps = (threads + 31) / 32;
-  const int64_t smemPerSm = (arch.rfind("sm_90", 0) == 0 ? 228 : 164) * 1024;
   const int regsPerWarp = (std::max(regs, 1) * 32 + 255) / 256 * 256;
   int blocks = std::min(32, 2048 / std::max(threads, 1));
   blocks = std::min(blocks, 65536 / (regsPerWarp * warps));
-  blocks = std::min<int64_t>(blocks, smemPerSm / (shared + 1024));
+  blocks = std::min<int64_t>(blocks, limitsOf(arch).sharedPerSm / (shared + 1024));
   return blocks * warps;
+}
+
+int occupancyAmd(const std::string& arch, const std::string& report, int64_t lds, int threads) {
+  std::smatch m;
+  if (!std::regex_search(report, m, std::regex(R"(VGPR limit (\d+))"))) return -1;
+  int waves = std::stoi(m[1]);
+  const Limits& l = limitsOf(arch);
+  if (lds > 0) {
+    const int64_t groups = l.ldsPerCu / lds, wavesPerGroup = (threads + l.wave - 1) / l.wave;
+    waves = int(std::min<int64_t>(waves, groups * wavesPerGroup / l.simdsPerCu));
+  }
+  return waves;
 }
 
 // ------------------------------------------------------------ measurement
@@ -176,6 +214,16 @@ double medianMs(int reps, const std::function<void()>& fn) {
 
 bool isNvidia(const ts::Target& t) { return t.kind == ts::Target::Kind::NVPTX; }
 
+// --dump DIR: every listing the figures come from, to check the heuristics.
+std::string dumpDir;
+void dump(const Row& r, const std::string& stage, const std::string& text) {
+  if (dumpDir.empty()) return;
+  std::string f = r.name + "." + r.config + "." + r.target + "." + stage;
+  for (char& c : f)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '_';
+  std::ofstream(dumpDir + "/" + f) << text;
+}
+
 // Registers, spills, occupancy and the main loop of a compiled artifact
 // (Tessera's own, or one assembled from another compiler's output).
 void measureArtifact(const ts::codegen::Artifact& art, const std::string& amdgcn, int threads, Row& r, int reps) {
@@ -186,20 +234,22 @@ void measureArtifact(const ts::codegen::Artifact& art, const std::string& amdgcn
     r.ptxasMs = medianMs(reps, [&] { ts::codegen::gpuResources(art); });
     r.shared = std::max<int64_t>(res.sharedBytes, art.binary.sharedBytes);
     r.occupancy = occupancyNvidia(art.target.arch, r.regs, r.shared, threads);
+    std::string text;
     try {
-      r.instrs = countInstructions(ts::codegen::sass(art), Listing::SASS);
+      text = ts::codegen::sass(art);
       r.listing = "sass";
     } catch (const ts::DeviceError&) {  // no disassembler: PTX
-      r.instrs = countInstructions(art.dumps.assembly, Listing::PTX);
+      text = art.dumps.assembly;
       r.listing = "ptx";
     }
+    r.instrs = countInstructions(text, r.listing == "sass" ? Listing::SASS : Listing::PTX);
+    dump(r, r.listing, text);
   } else {
-    r.shared = res.sharedBytes;
-    std::smatch m;
-    if (std::regex_search(res.text, m, std::regex(R"(occupancy estimate: (\d+) waves per SIMD)")))
-      r.occupancy = std::stoi(m[1]);
+    r.shared = std::max<int64_t>(res.sharedBytes, art.binary.sharedBytes);
+    r.occupancy = occupancyAmd(art.target.arch, res.text, r.shared, threads);
     r.instrs = countInstructions(amdgcn, Listing::AMDGCN);
     r.listing = "amdgcn";
+    dump(r, r.listing, amdgcn);
   }
 }
 
@@ -218,7 +268,9 @@ Row measureTessera(const std::string& name, const std::string& config, const ts:
     ts::CompiledKernel ck = ts::compile(k, target, o);
     const ts::codegen::Artifact& art = ck.artifact();
     measureArtifact(art, isNvidia(target) ? "" : ck.dump(ts::Stage::AMDGCN), int(art.binary.threadsPerBlock), r, reps);
-    r.layout = ts::ir::LayoutSummary::parse(ck.dump(ts::Stage::LayoutStats));
+    std::string stats = ck.dump(ts::Stage::LayoutStats);
+    r.layout = ts::ir::LayoutSummary::parse(stats);
+    dump(r, "layout-stats", stats);
   } catch (const std::exception& e) {
     r.error = e.what();
   }
@@ -351,6 +403,8 @@ int main(int argc, char** argv) {
         json = value();
       else if (a == "--targets")
         targets = split(value());
+      else if (a == "--dump")
+        dumpDir = value();
       else
         throw ts::UsageError("unknown option " + a);
     }
