@@ -17,14 +17,16 @@
 //          (ir/analysis/LayoutStats.h defines each)
 //   conv   layout conversions through shared memory (+ values re-emitted in
 //          another layout instead)
-//   loop   instructions of the main loop (countInstructions below), total
-//          all instructions; SASS where nvdisasm or cuobjdump exist, else PTX
+//   loop   instructions of the main loop (see "main loop" below), total
+//          all instructions; SASS where nvdisasm exists (with only cuobjdump
+//          the listing has no labels: no loop found), else PTX
 //   ms     cold compile, tile IR -> PTX / code object: median of --reps
-//          compiles with the cache cleared, after a warm-up compile; ptxas the median time of ptxas -v
-//          on that PTX (NVIDIA)
+//          compiles with the cache cleared, after a warm-up compile; ptxas
+//          the median time of ptxas -v on that PTX (NVIDIA)
 // Every kernel is first run once on emu:nvptx:sm_80 and emu:amdgpu:gfx942
 // against its C++ reference at a ragged shape; a kernel that fails reports
-// no figures.
+// no figures. --dump DIR writes the listings and layout statistics the
+// figures come from.
 //
 //   build/bin/tessera_gpu_bench --measure TARGET KERNEL THREADS SHARED CODE [ASM]
 // measures another compiler's output the same way (bench/triton/static_peer.py):

@@ -54,7 +54,7 @@ struct LoweringRecord {
   std::vector<Access> accesses;
   struct Conversion {
     const Op* op;      // the op whose operand or result was converted
-    std::string what;  // "32xf32: <from layout> -> <to layout>"
+    std::string what;  // "32 f32: <from layout> -> <to layout>"
   };
   std::vector<Conversion> conversions;  // tiles converted through shared memory (convertVia)
   int64_t sharedConversionBytes = 0;    // their shared-memory round trips, bytes per block
@@ -84,7 +84,7 @@ struct LayoutStats {
   std::vector<AccessStats> accesses;
   std::vector<LoweringRecord::Conversion> conversions;
   LayoutSummary summary;
-  std::string str() const;  // one line per access, then the summary line
+  std::string str() const;  // a line per access, one per conversion, then the summary line
 };
 
 LayoutStats layoutStats(const AxisAnalysis& axis, const LayoutAnalysis& la, const LoweringRecord& rec);
