@@ -37,6 +37,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <optional>
@@ -406,7 +407,7 @@ int main(int argc, char** argv) {
       else if (a == "--targets")
         targets = split(value());
       else if (a == "--dump")
-        dumpDir = value();
+        std::filesystem::create_directories(dumpDir = value());
       else
         throw ts::UsageError("unknown option " + a);
     }
