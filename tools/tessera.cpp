@@ -72,7 +72,8 @@ std::string details() {
          "passes:  " +
          passList() + ", layout (needs --target)\n" +
          "stages:  tile-ir, tile-ir-passes, llvm, llvm-opt, asm, ptx, sass, amdgcn, hsaco, llvm-gpu,\n"
-         "         resources\n"
+         "         resources, layout-stats (GPU: per global access its vector width, coalescing and\n"
+         "         replication; layout conversions; docs/gpu.md)\n"
          "-o FILE: write the stage to FILE instead of standard output (binary stages such as hsaco\n"
          "         are refused on a terminal without it)\n"
          "--check-bounds: a checked launch: every global access is tested against its buffer\n"
@@ -259,19 +260,6 @@ int cmdList() {
   return 0;
 }
 
-/// The kernel with {divisibility = 16} on every pointer and integer
-/// argument: what a launch with aligned buffers and sizes specialises on.
-ts::Kernel assumeAligned(const ts::Kernel& k) {
-  std::shared_ptr<ts::ir::Function> f = ts::ir::clone(k.ir());  // unique_ptr -> shared_ptr
-  if (f->argAttrs().size() < f->numArgs()) f->argAttrs().resize(f->numArgs());
-  for (unsigned i = 0; i < f->numArgs(); ++i) {
-    const ts::ir::Type& t = f->arg(i)->type();
-    if (t.isPointer() || (t.isScalar() && ts::isInteger(t.dtype()) && t.dtype() != ts::DType::I1))
-      f->argAttrs()[i]["divisibility"] = int64_t{16};
-  }
-  return ts::Kernel(std::move(f));
-}
-
 int cmdCompile(const Args& a) {
   ts::Stage stage = ts::parseStage(a.emit);
   ts::Target target = ts::Target::parse(a.target);
@@ -279,7 +267,7 @@ int cmdCompile(const Args& a) {
   if (a.numWarps) o.numWarps = *a.numWarps;
   if (a.precision) setenv("TESSERA_PRECISION", a.precision->c_str(), 1);
   ts::Kernel kern = loadKernel(a, target);
-  if (a.assumeAligned) kern = assumeAligned(kern);
+  if (a.assumeAligned) kern = ts::assumeAligned(kern);
   ts::CompiledKernel k = ts::compile(kern, target, o);
   for (const std::string& w : k.artifact().warnings) std::cerr << w << "\n";
   std::string text = k.dump(stage);

@@ -27,6 +27,7 @@
 #include "codegen/llvm/KeptModule.h"
 #include "codegen/llvm/LLVMSupport.h"
 #include "tessera/ir/analysis/Layout.h"
+#include "tessera/ir/analysis/LayoutStats.h"
 #include "tessera/ir/Printer.h"
 #include "tessera/support/Error.h"
 
@@ -225,6 +226,7 @@ std::shared_ptr<Artifact> compileGpu(const ir::Function& fn, const Target& t, co
   art->binary.sharedBytes = static_cast<unsigned>(low.sharedBytes);
   art->dumps.extra["shared-memory"] = std::to_string(low.sharedBytes) + " bytes per block, " +
                                       std::to_string(low.threadsPerBlock) + " threads per block\n" + low.sharedPlan;
+  art->dumps.extra["layout-stats"] = ir::layoutStats(axis, la, low.record).str();
   timer.mark("lower");
   art->dumps.llvm = printModule(m);
   timer.mark("print-llvm");

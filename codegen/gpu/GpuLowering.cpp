@@ -155,6 +155,7 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
   Lower low(f, t, la, axis, o, ctx, *m, req, &plan);
   low.run(plan.totalBytes());
   res.module = std::move(m);
+  res.record = low.record();
   return res;
 }
 

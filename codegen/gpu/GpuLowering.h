@@ -16,6 +16,7 @@
 #include "tessera/ir/analysis/GpuSharedMemory.h"
 #include "codegen/gpu/GpuTargetInfo.h"
 #include "tessera/ir/analysis/Layout.h"
+#include "tessera/ir/analysis/LayoutStats.h"
 
 namespace tessera::codegen {
 
@@ -24,6 +25,7 @@ struct GpuLoweringResult {
   uint64_t sharedBytes = 0;
   std::string sharedPlan;  // SharedPlan::describe()
   unsigned threadsPerBlock = 0;
+  ir::LoweringRecord record;  // accesses and layout conversions emitted (layout-stats)
 };
 
 /// Lowers `f` (after the tile passes) for target `t`. `la` must describe `f`.

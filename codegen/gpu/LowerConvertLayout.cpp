@@ -95,8 +95,10 @@ Slots Lower::tileIn(const ir::Value* v, const ir::Layout& l) {
   if (t.layout == l) return t.slots;
   const ir::Op* d = v->definingOp();
   if (d && (d->code() == OpCode::Constant || d->code() == OpCode::Splat || d->code() == OpCode::Arange ||
-            d->code() == OpCode::Broadcast || d->code() == OpCode::ExpandDims))
+            d->code() == OpCode::Broadcast || d->code() == OpCode::ExpandDims)) {
+    ++record_.reemitted;
     return remat(v, l);
+  }
   const auto& shape = v->type().shape();
   std::vector<int64_t> sh = shape;
   return convertVia(
@@ -185,6 +187,9 @@ Slots Lower::convertVia(const Slots& src, const ir::Layout& sl, const std::vecto
   int64_t n = 1;
   for (int64_t s : sshape) n *= s;
   llvm::Value* base = scratch(static_cast<uint64_t>(n) * eb);
+  record_.conversions.push_back(
+      {curOp_, ir::shapeStr(sshape) + " " + elem.str() + ": " + sl.str() + " -> " + dl.str()});
+  record_.sharedConversionBytes += 2 * n * static_cast<int64_t>(eb);  // written, then read back
   ir::SlotTable ts = ir::slotTable(sl, sshape);
   // Runs of a thread's consecutive elements move as one access of up to 16
   // bytes (the scratch area is 16-byte aligned, SharedPlan): a quarter of
@@ -240,10 +245,12 @@ Slots Lower::recompute(const ir::Value* v, const ir::Layout& l,
   const ir::Op* d = v->definingOp();
   const auto& shape = v->type().shape();
   Slots r;
+  bool viaTileIn = false;
   // An elided value has no slots to fall back on: it is always re-derived
   // (planElision admits only ops this function re-derives).
   if (!d || (budget <= 0 && !elided)) {
     r = tileIn(v, l);
+    viaTileIn = true;
   } else if (d->code() == OpCode::Constant || d->code() == OpCode::Splat || d->code() == OpCode::Arange) {
     r = remat(v, l);
   } else if (d->code() == OpCode::Broadcast) {
@@ -285,7 +292,10 @@ Slots Lower::recompute(const ir::Value* v, const ir::Layout& l,
   } else {
     TS_ASSERT(!elided, "gpu lowering: elided value without a re-derivable definition");
     r = tileIn(v, l);
+    viaTileIn = true;
   }
+  // Everything but the tileIn fallbacks above re-emitted the value in `l`.
+  if (!viaTileIn) ++record_.reemitted;
   memo[key] = r;
   return r;
 }
@@ -308,11 +318,13 @@ std::optional<ir::Layout> Lower::freeAccessLayout(const ir::Op& op) {
   // threads than it has elements, so that each thread would load its
   // elements several times).
   const auto& shape = src->type().shape();
-  // Hardware copies keep the widest vectors even where that leaves threads
-  // idle (16-byte cp.async.cg from half the warps rather than 8-byte copies
-  // from all): no thread keeps the values, and fewer copies are issued.
-  ir::Layout want = la_.defaultFor(
-      shape, /*oneThreadPerElement=*/op.code() == OpCode::Store || t_.asyncCopyImpl() != AsyncCopyImpl::Hardware);
+  // Register-staged copies hold their values until the LDS store: each
+  // element once. Hardware copies keep the widest vectors even where that
+  // leaves threads idle (16-byte cp.async.cg from half the warps rather than
+  // 8-byte copies from all): no thread keeps the values, and fewer copies
+  // are issued.
+  ir::Layout want = la_.defaultFor(shape, /*oneThreadPerElement=*/op.code() == OpCode::Copy &&
+                                              t_.asyncCopyImpl() == AsyncCopyImpl::RegisterStaged);
   if (want == l) return l;
   if (want.parent.spt[want.dims.back()] > l.parent.spt[l.dims.back()]) return want;
   if (ir::slotTable(want, shape).size() < ir::slotTable(l, shape).size()) return want;

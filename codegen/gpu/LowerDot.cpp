@@ -92,6 +92,7 @@ void Lower::stageOperand(const ir::Value* v, llvm::Value* base, const DotStaging
   llvm::Type* et = memTyOf(v->type().dtype());
   int64_t run = std::min(tv.layout.parent.spt[tv.layout.dims[1]], shape[1]);
   int64_t vec = transposed ? 1 : std::gcd(run, st.maxVec);
+  ++record_.dotOperandStagings;
   guarded(ownerPred(tv.layout, t), [&] {
     Slots bs = bases(tv.layout, t);
     for (size_t i = 0; i < t.size(); i += static_cast<size_t>(vec)) {

@@ -67,6 +67,8 @@ class Lower {
   /// Bytes of the shared buffers stored in a padded staging layout (known
   /// after run()).
   std::unordered_map<const ir::Value*, uint64_t> bufferStorageBytes() const;
+  /// The global accesses and layout conversions emitted (ir/analysis/LayoutStats.h).
+  const ir::LoweringRecord& record() const { return record_; }
 
  private:
   // ---- types -------------------------------------------------------------
@@ -326,6 +328,7 @@ class Lower {
   };
   std::vector<StagedCopy> staged_;
   int64_t committed_ = 0;
+  ir::LoweringRecord record_;
 };
 
 }  // namespace tessera::codegen::gpu_lower

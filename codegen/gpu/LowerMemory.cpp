@@ -39,6 +39,7 @@ Slots Lower::globalLoad(const ir::Op& op, const ir::Layout& l, const ir::Type& p
   const ir::Value* maskV = op.code() == OpCode::Copy ? (op.numOperands() > 2 ? op.operand(2) : nullptr)
                                                      : (op.numOperands() > 1 ? op.operand(1) : nullptr);
   int64_t v = accessWidth(op, l, ptrT, t, maskV);
+  record_.accesses.push_back({&op, l, v});
   beforeGlobal(false);
   const bool stagedVector = op.code() == OpCode::Copy && op.hasAttr("async") && op.intAttr("async") != 0 &&
                             t_.asyncCopyImpl() == AsyncCopyImpl::RegisterStaged;
@@ -177,6 +178,7 @@ void Lower::emitStore(const ir::Op& op) {
   v = std::gcd(v, std::min(l.parent.spt[l.dims.back()], shape.back()));
   if (mask) v = std::gcd(v, la_.maskConstancy(mask));
   llvm::Value* owner = ownerPred(l, t);
+  record_.accesses.push_back({&op, l, v});
   beforeGlobal(true);
   for (size_t i = 0; i < t.size(); i += static_cast<size_t>(v)) {
     llvm::Value* c = owner;
@@ -250,6 +252,7 @@ void Lower::emitAtomic(const ir::Op& op) {
   if (mask) m = tileIn(mask, l);
   ir::SlotTable t = ir::slotTable(l, shape);
   llvm::Value* owner = ownerPred(l, t);
+  record_.accesses.push_back({&op, l, 1});
   Slots olds;
   for (size_t i = 0; i < t.size(); ++i) {
     llvm::Value* c = owner;

@@ -32,17 +32,19 @@ const char* name(Stage s) {
     case Stage::HSACO: return "hsaco";
     case Stage::LLVMGpu: return "llvm-gpu";
     case Stage::Resources: return "resources";
+    case Stage::LayoutStats: return "layout-stats";
   }
   return "?";
 }
 
 Stage parseStage(const std::string& s) {
   for (Stage st : {Stage::TileIR, Stage::TileIRPasses, Stage::LLVM, Stage::LLVMOptimized, Stage::Assembly, Stage::PTX,
-                   Stage::SASS, Stage::AMDGCN, Stage::HSACO, Stage::LLVMGpu, Stage::Resources})
+                   Stage::SASS, Stage::AMDGCN, Stage::HSACO, Stage::LLVMGpu, Stage::Resources, Stage::LayoutStats})
     if (s == name(st)) return st;
   throw UsageError(
       "unknown stage '" + s +
-      "' (expected tile-ir, tile-ir-passes, llvm, llvm-opt, asm, ptx, sass, amdgcn, hsaco, llvm-gpu or resources)");
+      "' (expected tile-ir, tile-ir-passes, llvm, llvm-opt, asm, ptx, sass, amdgcn, hsaco, llvm-gpu, resources "
+      "or layout-stats)");
 }
 
 struct CompiledKernel::State {
@@ -291,11 +293,23 @@ uint64_t factMask(const rt::KernelSignature& sig, const std::vector<rt::Arg>& ar
 
 Kernel withFacts(const Kernel& k, uint64_t mask) {
   std::shared_ptr<ir::Function> f = ir::clone(k.ir());
+  if (f->argAttrs().size() < f->numArgs()) f->argAttrs().resize(f->numArgs());
   for (unsigned i = 0; i < f->numArgs() && i < 64; ++i)
     if (mask & (uint64_t{1} << i)) f->argAttrs()[i]["divisibility"] = kSpecDivisor;
   return Kernel(std::move(f));
 }
 }  // namespace
+
+Kernel assumeAligned(const Kernel& k) {
+  // The arguments factMask would mark for aligned buffers and sizes.
+  uint64_t mask = 0;
+  const ir::Function& f = k.ir();
+  for (unsigned i = 0; i < f.numArgs() && i < 64; ++i) {
+    const ir::Type& t = f.arg(i)->type();
+    if (t.isPointer() || (t.isScalar() && isInteger(t.dtype()) && t.dtype() != DType::I1)) mask |= uint64_t{1} << i;
+  }
+  return withFacts(k, mask);
+}
 
 void CompiledKernel::launchWith(Dim3 grid, const std::vector<rt::Arg>& args, const LaunchOptions& opts) const {
   if (!state_) throw LaunchError("launch: this CompiledKernel is empty (default-constructed)");
@@ -368,6 +382,13 @@ std::string CompiledKernel::dump(Stage s) const {
       auto it = d.extra.find("llvm-gpu");
       if (it == d.extra.end())
         throw UsageError(std::string("stage llvm-gpu exists only for GPU targets, not ") +
+                         state_->artifact->target.str());
+      return it->second;
+    }
+    case Stage::LayoutStats: {
+      auto it = d.extra.find("layout-stats");
+      if (it == d.extra.end())
+        throw UsageError(std::string("stage layout-stats exists only for GPU targets, not ") +
                          state_->artifact->target.str());
       return it->second;
     }

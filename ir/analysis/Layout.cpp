@@ -143,11 +143,9 @@ BlockedLayout coalescedBlocked(const std::vector<int64_t>& shape, int64_t vec, i
   // extents always nest with the parameters.
   for (int d = 0; d < r; ++d)
     if (!isPow2(shape[d])) b.spt[d] = shape[d];
-  // Vector accesses run along the last dim only. A vector wider than the
-  // tile's elements per thread would leave threads idle and the rest of the
-  // block holding copies of the tile (a 32x32 f16 tile in 8-element vectors
-  // covers only 128 of 256 threads): narrower vectors, so that each element
-  // has one thread, unless the tile is smaller than the block.
+  // Vector accesses run along the last dim only (see oneThreadPerElement in
+  // Layout.h: a 32x32 f16 tile in 8-element vectors covers only 128 of 256
+  // threads).
   if (fastDim == r - 1 && isPow2(shape[r - 1])) {
     int64_t n = 1;
     for (int64_t s : shape) n *= s;

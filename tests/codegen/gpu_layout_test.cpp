@@ -12,6 +12,9 @@
 #include "emu_util.h"
 #include "tessera/ir/Builder.h"
 #include "tessera/ir/Verifier.h"
+#include "tessera/ir/analysis/AxisInfo.h"
+#include "tessera/ir/analysis/LayoutStats.h"
+#include "tessera/Compile.h"
 
 using namespace emutest;
 using namespace tessera;
@@ -82,6 +85,31 @@ std::unique_ptr<Function> columnScale() {
   b.store(b.ptrAdd(b.splat(out, s), off), b.binary(OpCode::Mul, v, b.constant(ftile(s), 2.0)), mask);
   b.ret();
   return f;
+}
+
+/// A column walk: out[r] = a[r * ld] for 128 rows; consecutive lanes are
+/// ld elements apart (ld unknown): no contiguity to coalesce.
+std::unique_ptr<Function> columnWalk() {
+  auto f = std::make_unique<Function>("column_walk", L(30));
+  Value* out = arg(*f, gptr(), "out", true);
+  Value* a = arg(*f, gptr(), "a", true);
+  Value* ld = arg(*f, i32(), "ld", false);
+  Builder b(&f->body());
+  b.setLoc(L(31));
+  Value* rows = b.arange(0, 128);
+  Value* v = b.load(b.ptrAdd(b.splat(a, {128}), b.binary(OpCode::Mul, rows, b.splat(ld, {128}))));
+  b.store(b.ptrAdd(b.splat(out, {128}), rows), v);
+  b.ret();
+  return f;
+}
+
+ir::LayoutSummary layoutSummary(const codegen::Artifact& a) {
+  auto it = a.dumps.extra.find("layout-stats");
+  REQUIRE(it != a.dumps.extra.end());
+  INFO(it->second);
+  auto s = ir::LayoutSummary::parse(it->second);
+  REQUIRE(s);
+  return *s;
 }
 
 std::string layoutDump(const codegen::Artifact& a) {
@@ -208,4 +236,65 @@ TEST_CASE("gpu layout: a column-major access lays threads along dim 0 and runs o
         }
     }
   }
+}
+
+TEST_CASE("gpu layout stats: the GEMV partial's accesses are coalesced, vectorised and not replicated",
+          "[gpu][layout]") {
+  // As launched with aligned buffers and sizes (m and n multiples of 16 too:
+  // otherwise the masks `rows < m`, `cols < n` may change within a vector).
+  tessera::Kernel k = assumeAligned(tessera::Kernel(std::shared_ptr<const Function>(gemvPartial(false))));
+  for (const char* target : {"nvptx:sm_80", "amdgpu:gfx942"}) {
+    auto art = codegen::compileGpu(k.ir(), codegen::Target::parse(target), {}, {});
+    INFO(target << "\n" << art->dumps.extra["layout-stats"]);
+    ir::LayoutSummary s = layoutSummary(*art);
+    CHECK(s.accesses == 3);  // a, x, out
+    CHECK(s.contiguous == 3);
+    CHECK(s.coalesced == 3);
+    CHECK(s.vectorisable == 3);
+    CHECK(s.vectorised == 3);
+    CHECK(s.maxExcessReplication == 1);
+    // At least the row sums (a slice of the tile's layout) move to the
+    // store's layout; every conversion is listed.
+    CHECK(s.sharedConversions >= 1);
+    const std::string& dump = art->dumps.extra["layout-stats"];
+    size_t listed = 0;
+    for (size_t at = dump.find("conversion at "); at != std::string::npos; at = dump.find("conversion at ", at + 1))
+      ++listed;
+    CHECK(int64_t(listed) == s.sharedConversions);
+    CHECK(dump.find("conversion at store") != std::string::npos);
+  }
+}
+
+TEST_CASE("gpu layout stats: a column walk is not contiguous; lanes across the contiguous dim are not coalesced",
+          "[gpu][layout]") {
+  {
+    auto art = codegen::compileGpu(*columnWalk(), codegen::Target::parse("nvptx:sm_80"), {}, {});
+    INFO(art->dumps.extra["layout-stats"]);
+    ir::LayoutSummary s = layoutSummary(*art);
+    CHECK(s.accesses == 2);
+    CHECK(s.contiguous == 1);  // the store to out[r]; the walk down a column is not
+    CHECK(s.coalesced == 1);
+    CHECK(art->dumps.extra["layout-stats"].find("load tile<128xptr<f32, global>> @ gpu_layout.cpp:31:3: width 1 of "
+                                                "1, not contiguous") != std::string::npos);
+  }
+  // The column-major tile of columnScale, judged as if it were accessed with
+  // lanes along dim 1 (a row-major layout) instead of the lowering's own
+  // layout, whose lanes run down the contiguous dim 0.
+  auto f = columnScale();
+  ir::AxisAnalysis axis(*f);
+  ir::LayoutAnalysis la(*f, axis, 4, 32);
+  const ir::Op* load = nullptr;
+  ir::walk(f->body(), [&](ir::Op& op) {
+    if (op.code() == OpCode::Load) load = &op;
+  });
+  REQUIRE(load);
+  ir::LoweringRecord across, along;
+  across.accesses.push_back({load, ir::Layout::blocked(ir::defaultBlocked({128, 8}, 1, 4, 32)), 1});
+  along.accesses.push_back({load, la.accessLayout(*load), 1});
+  ir::LayoutStats a = ir::layoutStats(axis, la, across), b = ir::layoutStats(axis, la, along);
+  INFO(a.str() << b.str());
+  CHECK(a.summary.contiguous == 1);
+  CHECK(a.summary.coalesced == 0);
+  CHECK(a.str().find("NOT coalesced") != std::string::npos);
+  CHECK(b.summary.coalesced == 1);
 }

@@ -41,10 +41,11 @@ enum class Stage {
   HSACO,          // amdgpu targets: the linked code object (binary bytes)
   LLVMGpu,        // GPU targets: the LLVM module handed to the vendor backend
   Resources,      // registers, spills, shared memory, occupancy (GPU); ISA and stage times (CPU)
+  LayoutStats,    // GPU targets: coalescing, vector widths, replication, layout conversions
 };
 const char* name(Stage s);
 /// Parses "tile-ir", "tile-ir-passes", "llvm", "llvm-opt", "asm", "ptx",
-/// "sass", "amdgcn", "hsaco", "llvm-gpu", "resources".
+/// "sass", "amdgcn", "hsaco", "llvm-gpu", "resources", "layout-stats".
 Stage parseStage(const std::string& s);
 
 class CompiledKernel {
@@ -74,6 +75,12 @@ class CompiledKernel {
 CompiledKernel compile(const Kernel& k, const Device& dev, const CompileOptions& opts = {});
 /// Compiles for a target without loading it (inspection: dumps only).
 CompiledKernel compile(const Kernel& k, const Target& target, const CompileOptions& opts = {});
+
+/// `k` with {divisibility = 16} on every pointer and integer argument: the
+/// kernel a launch with 16-byte aligned buffers and integer arguments that
+/// are multiples of 16 specialises to on a GPU device (`tessera compile
+/// --assume-aligned`, and static benchmarks that measure that code).
+Kernel assumeAligned(const Kernel& k);
 
 /// Statistics of the in-memory compile cache (for tests and benchmarks).
 struct CacheStats {

@@ -101,11 +101,13 @@ SlotTable slotTable(const Layout& l, const std::vector<int64_t>& shape);
 /// Chooses the default blocked layout for `shape` with `vec` elements per
 /// thread along the last (contiguous) dim.
 /// `oneThreadPerElement`: narrower vectors rather than a vector wider than
-/// the tile's elements per thread, which would leave the block's other
-/// threads holding copies (kept wide only for accesses whose values no
-/// thread keeps, hardware async copies, where idle threads cost nothing).
+/// the tile's elements per thread, which leaves the block's other threads
+/// holding copies. Off by default: a value that is broadcast afterwards
+/// (the vector of a GEMV) wants exactly those copies, and the widest
+/// vectors issue the fewest accesses. On for register-staged copies, whose
+/// copies would only be loaded twice and held in registers for nothing.
 BlockedLayout defaultBlocked(const std::vector<int64_t>& shape, int64_t vec, int numWarps, int warpSize,
-                             bool oneThreadPerElement = true);
+                             bool oneThreadPerElement = false);
 
 /// The blocked layout that coalesces accesses varying fastest along
 /// `fastDim`: order[0] = fastDim (lanes, then warps, laid along it first),
@@ -114,7 +116,7 @@ BlockedLayout defaultBlocked(const std::vector<int64_t>& shape, int64_t vec, int
 /// Elements are replicated over threads only when the tile is smaller than
 /// the block. defaultBlocked is the case fastDim = rank - 1.
 BlockedLayout coalescedBlocked(const std::vector<int64_t>& shape, int64_t vec, int fastDim, int numWarps, int warpSize,
-                               bool oneThreadPerElement = true);
+                               bool oneThreadPerElement = false);
 
 /// The accumulator layout of matrix instruction `k` for an MxN (+= MxK * KxN)
 /// dot spread over `numWarps` warps, or nullopt when the shape does not fit
@@ -145,7 +147,7 @@ class LayoutAnalysis {
   /// value (so one branch can guard a whole vector access).
   int64_t maskConstancy(const ir::Value* mask) const;
   /// The default layout chosen for a shape (used for free ops).
-  Layout defaultFor(const std::vector<int64_t>& shape, bool oneThreadPerElement = true) const;
+  Layout defaultFor(const std::vector<int64_t>& shape, bool oneThreadPerElement = false) const;
   /// The layout that coalesces a load/store/copy/atomic's pointer tile:
   /// threads laid along the dim of largest contiguity (axis info; the last
   /// dim on ties), `vectorWidth` elements per thread along the last dim.

@@ -1,0 +1,443 @@
+// tessera_gpu_bench: static GPU code quality, no GPU needed. Run by hand:
+//
+//   cmake --build build --target tessera_gpu_bench
+//   build/bin/tessera_gpu_bench [--reps N] [--only NAME] [--targets T1,T2] [--json FILE] [--dump DIR]
+//
+// For the bundled examples (their default GPU kernels, 4 warps) and the
+// kernels of gpu_static_kernels.h, on nvptx:sm_80, nvptx:sm_90a,
+// amdgpu:gfx942 and amdgpu:gfx1100, compiled as an aligned launch would
+// specialise them (assumeAligned), one row per kernel and target:
+//   regs   registers per thread (ptxas -v) / VGPRs (code object metadata)
+//   spill  ptxas spill stores + loads / AMDGPU private segment, bytes
+//   smem   shared memory (LDS) per block, bytes
+//   occ    occupancy: NVIDIA warps per SM, AMD waves per SIMD (see
+//          "occupancy" below)
+//   coal   coalesced global accesses / contiguous ones, vec vectorised /
+//          vectorisable ones, repl the largest avoidable replication
+//          (ir/analysis/LayoutStats.h defines each)
+//   conv   layout conversions through shared memory (+ values re-emitted in
+//          another layout instead)
+//   loop   instructions of the main loop (see "main loop" below), total
+//          all instructions; SASS where nvdisasm exists (with only cuobjdump
+//          the listing has no labels: no loop found), else PTX
+//   ms     cold compile, tile IR -> PTX / code object: median of --reps
+//          compiles with the cache cleared, after a warm-up compile; ptxas
+//          the median time of ptxas -v on that PTX (NVIDIA)
+// Every kernel is first run once on emu:nvptx:sm_80 and emu:amdgpu:gfx942
+// against its C++ reference at a ragged shape; a kernel that fails reports
+// no figures. --dump DIR writes the listings and layout statistics the
+// figures come from.
+//
+//   build/bin/tessera_gpu_bench --measure TARGET KERNEL THREADS SHARED CODE [ASM]
+// measures another compiler's output the same way (bench/triton/static_peer.py):
+// CODE is its PTX (NVIDIA) or code object (AMD), ASM its AMDGCN assembly.
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "codegen/gpu/GpuCompile.h"
+#include "gpu_static_kernels.h"
+#include "registry.h"
+#include "tessera/ir/analysis/LayoutStats.h"
+#include "tessera/tessera.h"
+
+namespace ts = tessera;
+
+namespace {
+
+// ------------------------------------------------------------ main loop
+//
+// The main loop of a listing is its longest loop: a backward branch (a
+// branch to a label at or above it) spanning at least two instructions; the
+// range [label, branch] counts. Every kernel here has one loop in its
+// source, but compilers add short cycles around it: the AMDGPU backend places
+// a loop's exit block above the header, so the exit test is a backward
+// branch too (gfx1100 attention: a 7-instruction "loop" inside the real
+// one); an innermost-loop rule would count those. SASS ends in a
+// one-instruction `BRA` to itself after EXIT, which the two-instruction
+// minimum excludes; a range holding an unpredicated end of the program
+// (EXIT, ret, s_endpgm) is no loop either (an exit block placed above the
+// code that branches to it). Counted are
+// instructions (SASS: the /*addr*/ lines; PTX: statements ending in ';' that
+// are not directives; AMDGCN: lines of the kernel's text that are not labels,
+// directives or comments), NOPs not included (padding). Kernels without a
+// loop report -1.
+enum class Listing { SASS, PTX, AMDGCN };
+
+struct InstrCounts {
+  int loop = -1, total = 0;
+};
+
+InstrCounts countInstructions(const std::string& text, Listing kind) {
+  std::vector<std::string> targets;                 // per instruction: the branch target label, or ""
+  std::vector<int> ends;                            // indices of unpredicated program ends
+  std::vector<std::pair<std::string, int>> labels;  // label -> index of the next instruction
+  std::regex label = kind == Listing::SASS  ? std::regex(R"(^\s*(\.L_x_\d+):)")
+                     : kind == Listing::PTX ? std::regex(R"(^\s*(\$L__BB\d+_\d+):)")
+                                            : std::regex(R"(^\s*(\.LBB\d+_\d+):)");
+  std::regex branch = kind == Listing::SASS  ? std::regex(R"(\bBRA\b[^;]*\((\.L_x_\d+)\))")
+                      : kind == Listing::PTX ? std::regex(R"(\bbra(?:\.uni)?\s+(\$L__BB\d+_\d+))")
+                                             : std::regex(R"(\bs_(?:c)?branch\w*\s+(\.LBB\d+_\d+))");
+  std::istringstream in(text);
+  bool inKernel = kind != Listing::AMDGCN;
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (kind == Listing::AMDGCN) {
+      // The kernel's code runs from its symbol's label to .Lfunc_end.
+      if (!inKernel) {
+        inKernel = std::regex_search(line, std::regex(R"(^[A-Za-z_][\w$]*:)"));
+        continue;
+      }
+      if (line.rfind(".Lfunc_end", 0) == 0) break;
+    }
+    if (std::regex_search(line, m, label)) {
+      labels.emplace_back(m[1], int(targets.size()));
+      continue;
+    }
+    std::string t =
+        line.substr(line.find_first_not_of(" \t") == std::string::npos ? line.size() : line.find_first_not_of(" \t"));
+    bool instr = false;
+    switch (kind) {
+      case Listing::SASS: instr = std::regex_search(line, std::regex(R"(/\*[0-9a-f]{4,}\*/\s+\S)")); break;
+      case Listing::PTX: instr = !t.empty() && t[0] != '.' && t[0] != '/' && t.back() == ';'; break;
+      case Listing::AMDGCN: instr = !t.empty() && t[0] != '.' && t[0] != ';' && t.back() != ':'; break;
+    }
+    if (!instr || std::regex_search(line, std::regex(R"(\bNOP\b|\bs_nop\b)"))) continue;
+    if (std::regex_search(line, std::regex(R"(^\s*(/\*[0-9a-f]+\*/\s+)?(EXIT\b|ret;|s_endpgm\b))")))
+      ends.push_back(int(targets.size()));
+    targets.push_back(std::regex_search(line, m, branch) ? std::string(m[1]) : std::string());
+  }
+  InstrCounts c;
+  c.total = int(targets.size());
+  std::vector<std::pair<int, int>> loops;
+  for (int i = 0; i < int(targets.size()); ++i) {
+    if (targets[size_t(i)].empty()) continue;
+    for (auto& [name, at] : labels)
+      if (name == targets[size_t(i)] && at < i &&
+          std::none_of(ends.begin(), ends.end(), [&](int e) { return e >= at && e <= i; }))
+        loops.emplace_back(at, i);
+  }
+  for (auto [a, b] : loops) c.loop = std::max(c.loop, b - a + 1);
+  return c;
+}
+
+// ------------------------------------------------------------ occupancy
+//
+// One formula per vendor, applied to either compiler's registers, shared
+// memory and threads, with the limits of support/Targets.def:
+//  * NVIDIA warps per SM (the CUDA occupancy calculator's rules for sm_80
+//    and sm_90): blocks per SM = min(32, 2048 threads / threads per block,
+//    64K registers / (warps per block x registers per warp, allocated per
+//    warp in units of 256), the SM's shared memory (the per-block opt-in
+//    maximum plus the 1 KiB the driver reserves: 164 KiB sm_80, 228 KiB
+//    sm_90a) / (shared per block + 1 KiB)); warps per SM = blocks x warps per
+//    block.
+//  * AMD waves per SIMD: min(the resource report's VGPR limit (VGPRs in
+//    allocation granules, wave slots), LDS per CU / LDS per workgroup x
+//    waves per workgroup / SIMDs per CU): the report's own estimate, with
+//    the LDS a launch passes (Triton's is dynamic, absent from the code
+//    object's group segment).
+struct Limits {
+  const char* arch;
+  int64_t sharedPerSm;  // NVIDIA
+  int wave = 0, simdsPerCu = 0;
+  int64_t ldsPerCu = 0;  // AMD
+};
+constexpr Limits kLimits[] = {
+#define TS_NVPTX_TARGET(arch, sharedKiB, ptxFeature) {#arch, int64_t{(sharedKiB) + 1} * 1024},
+#define TS_AMDGPU_TARGET(arch, wave, features, ldsKiB, vgprsPerSimd, maxWavesPerSimd, simdsPerCu, ldsPerCuKiB) \
+  {#arch, 0, wave, simdsPerCu, int64_t{ldsPerCuKiB} * 1024},
+#include "tessera/support/Targets.def"
+};
+const Limits& limitsOf(const std::string& arch) {
+  for (const Limits& l : kLimits)
+    if (arch == l.arch) return l;
+  throw ts::UsageError("no limits for " + arch);
+}
+
+int occupancyNvidia(const std::string& arch, int regs, int64_t shared, int threads) {
+  const int warps = (threads + 31) / 32;
+  const int regsPerWarp = (std::max(regs, 1) * 32 + 255) / 256 * 256;
+  int blocks = std::min(32, 2048 / std::max(threads, 1));
+  blocks = std::min(blocks, 65536 / (regsPerWarp * warps));
+  blocks = std::min<int64_t>(blocks, limitsOf(arch).sharedPerSm / (shared + 1024));
+  return blocks * warps;
+}
+
+int occupancyAmd(const std::string& arch, const std::string& report, int64_t lds, int threads) {
+  std::smatch m;
+  if (!std::regex_search(report, m, std::regex(R"(VGPR limit (\d+))"))) return -1;
+  int waves = std::stoi(m[1]);
+  const Limits& l = limitsOf(arch);
+  if (lds > 0) {
+    const int64_t groups = l.ldsPerCu / lds, wavesPerGroup = (threads + l.wave - 1) / l.wave;
+    waves = int(std::min<int64_t>(waves, groups * wavesPerGroup / l.simdsPerCu));
+  }
+  return waves;
+}
+
+// ------------------------------------------------------------ measurement
+
+struct Row {
+  Row(std::string n, std::string c, std::string t, std::string e = "")
+      : name(std::move(n)), config(std::move(c)), target(std::move(t)), error(std::move(e)) {}
+  std::string name, config, target, error;
+  int regs = -1, occupancy = -1;
+  int64_t spill = -1, shared = -1;
+  std::optional<ts::ir::LayoutSummary> layout;
+  InstrCounts instrs;
+  std::string listing;  // sass, ptx, amdgcn
+  double compileMs = -1, ptxasMs = -1;
+};
+
+// After one warm-up call (first use of a target initialises LLVM's backend).
+double medianMs(int reps, const std::function<void()>& fn) {
+  std::vector<double> t;
+  fn();
+  for (int i = 0; i < reps; ++i) {
+    auto a = std::chrono::steady_clock::now();
+    fn();
+    t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+bool isNvidia(const ts::Target& t) { return t.kind == ts::Target::Kind::NVPTX; }
+
+// --dump DIR: every listing the figures come from, to check the heuristics.
+std::string dumpDir;
+void dump(const Row& r, const std::string& stage, const std::string& text) {
+  if (dumpDir.empty()) return;
+  std::string f = r.name + "." + r.config + "." + r.target + "." + stage;
+  for (char& c : f)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '_';
+  std::ofstream(dumpDir + "/" + f) << text;
+}
+
+// Registers, spills, occupancy and the main loop of a compiled artifact
+// (Tessera's own, or one assembled from another compiler's output).
+void measureArtifact(const ts::codegen::Artifact& art, const std::string& amdgcn, int threads, Row& r, int reps) {
+  ts::codegen::GpuResources res = ts::codegen::gpuResources(art);
+  r.regs = res.registers;
+  r.spill = res.spillBytes;
+  if (isNvidia(art.target)) {
+    r.ptxasMs = medianMs(reps, [&] { ts::codegen::gpuResources(art); });
+    r.shared = std::max<int64_t>(res.sharedBytes, art.binary.sharedBytes);
+    r.occupancy = occupancyNvidia(art.target.arch, r.regs, r.shared, threads);
+    std::string text;
+    try {
+      text = ts::codegen::sass(art);
+      r.listing = "sass";
+    } catch (const ts::DeviceError&) {  // no disassembler: PTX
+      text = art.dumps.assembly;
+      r.listing = "ptx";
+    }
+    r.instrs = countInstructions(text, r.listing == "sass" ? Listing::SASS : Listing::PTX);
+    dump(r, r.listing, text);
+  } else {
+    r.shared = std::max<int64_t>(res.sharedBytes, art.binary.sharedBytes);
+    r.occupancy = occupancyAmd(art.target.arch, res.text, r.shared, threads);
+    r.instrs = countInstructions(amdgcn, Listing::AMDGCN);
+    r.listing = "amdgcn";
+    dump(r, r.listing, amdgcn);
+  }
+}
+
+Row measureTessera(const std::string& name, const std::string& config, const ts::Kernel& kernel, int numWarps,
+                   const std::string& targetName, int reps) {
+  Row r{name, config, targetName};
+  try {
+    ts::Target target = ts::Target::parse(targetName);
+    ts::CompileOptions o;
+    o.numWarps = numWarps;
+    ts::Kernel k = ts::assumeAligned(kernel);
+    r.compileMs = medianMs(reps, [&] {
+      ts::clearCache();
+      ts::compile(k, target, o);
+    });
+    ts::CompiledKernel ck = ts::compile(k, target, o);
+    const ts::codegen::Artifact& art = ck.artifact();
+    measureArtifact(art, isNvidia(target) ? "" : ck.dump(ts::Stage::AMDGCN), int(art.binary.threadsPerBlock), r, reps);
+    std::string stats = ck.dump(ts::Stage::LayoutStats);
+    r.layout = ts::ir::LayoutSummary::parse(stats);
+    dump(r, "layout-stats", stats);
+  } catch (const std::exception& e) {
+    r.error = e.what();
+  }
+  return r;
+}
+
+std::string readFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw ts::UsageError("cannot read " + path);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+// ------------------------------------------------------------ output
+
+std::string pct(int64_t part, int64_t whole) {
+  return whole == 0 ? "-" : std::to_string(int(std::lround(100.0 * double(part) / double(whole)))) + "%";
+}
+
+std::string jsonRow(const Row& r) {
+  char buf[1024];
+  const auto& l = r.layout;
+  std::snprintf(buf, sizeof buf,
+                "{\"kernel\": \"%s\", \"config\": \"%s\", \"target\": \"%s\", \"error\": \"%s\", \"regs\": %d, "
+                "\"spill\": %lld, \"shared\": %lld, \"occupancy\": %d, \"contiguous\": %lld, \"coalesced\": %lld, "
+                "\"vectorisable\": %lld, \"vectorised\": %lld, \"replication\": %g, \"shared_conversions\": %lld, "
+                "\"reemitted\": %lld, \"loop_instrs\": %d, \"total_instrs\": %d, \"listing\": \"%s\", "
+                "\"compile_ms\": %.3f, \"ptxas_ms\": %.3f}",
+                r.name.c_str(), r.config.c_str(), r.target.c_str(), r.error.empty() ? "" : "failed", r.regs,
+                (long long)r.spill, (long long)r.shared, r.occupancy, l ? (long long)l->contiguous : -1LL,
+                l ? (long long)l->coalesced : -1LL, l ? (long long)l->vectorisable : -1LL,
+                l ? (long long)l->vectorised : -1LL, l ? l->maxExcessReplication : -1.0,
+                l ? (long long)l->sharedConversions : -1LL, l ? (long long)l->reemitted : -1LL, r.instrs.loop,
+                r.instrs.total, r.listing.c_str(), r.compileMs, r.ptxasMs);
+  return buf;
+}
+
+void printRow(const Row& r) {
+  if (!r.error.empty()) {
+    std::printf("%-10s %-26s %-14s FAILED: %s\n", r.name.c_str(), r.config.c_str(), r.target.c_str(),
+                r.error.substr(0, r.error.find('\n')).c_str());
+    return;
+  }
+  const auto& l = r.layout;
+  std::string conv = l ? std::to_string(l->sharedConversions) + "+" + std::to_string(l->reemitted) : "-";
+  char repl[16];
+  std::snprintf(repl, sizeof repl, "%gx", l ? l->maxExcessReplication : -1.0);
+  std::string loop = r.instrs.loop < 0 ? "-" : std::to_string(r.instrs.loop);
+  char ptxas[16] = "-";
+  if (r.ptxasMs >= 0) std::snprintf(ptxas, sizeof ptxas, "%.1f", r.ptxasMs);
+  std::printf("%-10s %-26s %-14s %4d %6lld %6lld %4d %5s %5s %5s %7s %5s %6d %8.1f %6s\n", r.name.c_str(),
+              r.config.c_str(), r.target.c_str(), r.regs, (long long)r.spill, (long long)r.shared, r.occupancy,
+              l ? pct(l->coalesced, l->contiguous).c_str() : "-", l ? pct(l->vectorised, l->vectorisable).c_str() : "-",
+              repl, conv.c_str(), loop.c_str(), r.instrs.total, r.compileMs, ptxas);
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> r;
+  std::stringstream ss(s);
+  for (std::string p; std::getline(ss, p, ',');)
+    if (!p.empty()) r.push_back(p);
+  return r;
+}
+
+// `--measure`: one JSON row for another compiler's output.
+int measureMode(char** a) {
+  ts::codegen::Artifact art;
+  art.target = ts::Target::parse(a[0]);
+  art.binary.signature.kernelName = art.binary.symbol = a[1];
+  art.binary.threadsPerBlock = unsigned(std::stoul(a[2]));
+  art.binary.sharedBytes = unsigned(std::stoul(a[3]));
+  std::string code = readFile(a[4]), amdgcn;
+  if (isNvidia(art.target)) {
+    art.dumps.assembly = code;
+  } else {
+    art.binary.codeObject.assign(code.begin(), code.end());
+    amdgcn = readFile(a[5]);
+  }
+  Row r{"", "", a[0]};
+  measureArtifact(art, amdgcn, int(art.binary.threadsPerBlock), r, 3);
+  std::printf("%s\n", jsonRow(r).c_str());
+  return 0;
+}
+
+struct Entry {
+  std::string name, config;
+  ts::Kernel kernel;
+  int numWarps;
+  std::function<ts::examples::CheckResult(const ts::Device&)> check;  // at a ragged shape
+};
+
+std::vector<Entry> entries() {
+  std::vector<Entry> r;
+  for (const auto& ex : ts::examples::all()) {
+    ts::Kernel k = ts::examples::kernelFor(ex, ts::Target::parse("nvptx:sm_80"));
+    r.push_back({ex.name, "example default w4", k, 4, [&ex](const ts::Device& d) {
+                   ts::examples::RunContext ctx;
+                   ctx.device = d;
+                   ctx.shape = ex.testShapes.back();
+                   return ex.run(ctx);
+                 }});
+  }
+  for (const auto& k : ts::bench::gpuBenchKernels())
+    r.push_back({k.name, k.config, k.kernel, k.numWarps, [k](const ts::Device& d) {
+                   ts::CompileOptions o;
+                   o.numWarps = k.numWarps;
+                   return k.check(d, o, k.testShapes.back());
+                 }});
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    if (argc >= 7 && std::strcmp(argv[1], "--measure") == 0) return measureMode(argv + 2);
+    int reps = 3;
+    std::string only, json;
+    std::vector<std::string> targets = {"nvptx:sm_80", "nvptx:sm_90a", "amdgpu:gfx942", "amdgpu:gfx1100"};
+    for (int i = 1; i < argc; ++i) {
+      std::string a = argv[i];
+      auto value = [&]() -> std::string {
+        if (i + 1 >= argc) throw ts::UsageError(a + " needs a value");
+        return argv[++i];
+      };
+      if (a == "--reps")
+        reps = std::max(1, std::stoi(value()));
+      else if (a == "--only")
+        only = value();
+      else if (a == "--json")
+        json = value();
+      else if (a == "--targets")
+        targets = split(value());
+      else if (a == "--dump")
+        std::filesystem::create_directories(dumpDir = value());
+      else
+        throw ts::UsageError("unknown option " + a);
+    }
+    std::printf("%-10s %-26s %-14s %4s %6s %6s %4s %5s %5s %5s %7s %5s %6s %8s %6s\n", "kernel", "config", "target",
+                "regs", "spill", "smem", "occ", "coal", "vec", "repl", "conv", "loop", "total", "ms", "ptxas");
+    std::vector<std::string> rows;
+    for (const Entry& e : entries()) {
+      if (!only.empty() && e.name != only) continue;
+      std::string wrong;
+      for (const char* emu : {"nvptx:sm_80", "amdgpu:gfx942"}) {
+        ts::examples::CheckResult c = e.check(ts::Device::emulator(emu));
+        if (!c.ok) wrong += std::string(" emu:") + emu + ": " + c.detail;
+      }
+      for (const std::string& t : targets) {
+        Row r = wrong.empty() ? measureTessera(e.name, e.config, e.kernel, e.numWarps, t, reps)
+                              : Row{e.name, e.config, t, "wrong result on the emulator:" + wrong};
+        printRow(r);
+        std::fflush(stdout);
+        rows.push_back(jsonRow(r));
+      }
+    }
+    if (!json.empty()) {
+      std::ofstream out(json);
+      out << "[\n";
+      for (size_t i = 0; i < rows.size(); ++i) out << "  " << rows[i] << (i + 1 < rows.size() ? ",\n" : "\n");
+      out << "]\n";
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tessera_gpu_bench: %s\n", e.what());
+    return 2;
+  }
+}
