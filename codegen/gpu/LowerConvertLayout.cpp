@@ -323,8 +323,8 @@ std::optional<ir::Layout> Lower::freeAccessLayout(const ir::Op& op) {
   // leaves threads idle (16-byte cp.async.cg from half the warps rather than
   // 8-byte copies from all): no thread keeps the values, and fewer copies
   // are issued.
-  ir::Layout want = la_.defaultFor(shape, /*oneThreadPerElement=*/op.code() == OpCode::Copy &&
-                                              t_.asyncCopyImpl() == AsyncCopyImpl::RegisterStaged);
+  ir::Layout want = la_.defaultFor(
+      shape, /*oneThreadPerElement=*/op.code() == OpCode::Copy && t_.asyncCopyImpl() == AsyncCopyImpl::RegisterStaged);
   if (want == l) return l;
   if (want.parent.spt[want.dims.back()] > l.parent.spt[l.dims.back()]) return want;
   if (ir::slotTable(want, shape).size() < ir::slotTable(l, shape).size()) return want;

@@ -203,7 +203,7 @@ TEST_CASE("dot: f16/bf16 dots use mma.sync + ldmatrix on NVPTX, f32 dots stay on
   CHECK(art->binary.ptx.find("fma.rn.f32") != std::string::npos);
 }
 
-TEST_CASE("dot: MFMA on gfx90a/gfx942 and WMMA on gfx1100; code objects link", "[gpu][dot][amdgpu]") {
+TEST_CASE("dot: MFMA on gfx90a/gfx942 and WMMA on gfx1100, code objects link", "[gpu][dot][amdgpu]") {
   for (DType in : {DType::F16, DType::BF16})
     for (const char* gfx : {"gfx90a", "gfx942", "gfx1100"}) {
       auto f = gemm(in, 64, 64, 32, true);

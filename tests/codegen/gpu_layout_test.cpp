@@ -265,7 +265,7 @@ TEST_CASE("gpu layout stats: the GEMV partial's accesses are coalesced, vectoris
   }
 }
 
-TEST_CASE("gpu layout stats: a column walk is not contiguous; lanes across the contiguous dim are not coalesced",
+TEST_CASE("gpu layout stats: a column walk is not contiguous, lanes across the contiguous dim are not coalesced",
           "[gpu][layout]") {
   {
     auto art = codegen::compileGpu(*columnWalk(), codegen::Target::parse("nvptx:sm_80"), {}, {});

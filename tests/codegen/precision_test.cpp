@@ -45,7 +45,7 @@ ts::CompileOptions approx() {
 
 }  // namespace
 
-TEST_CASE("approximate precision selects the hardware instructions; accurate never does", "[codegen][precision]") {
+TEST_CASE("approximate precision selects the hardware instructions, accurate never does", "[codegen][precision]") {
   ts::Kernel k = mathKernel();
   std::string fast = ts::compile(k, ts::Target::parse("nvptx:sm_80"), approx()).dump(ts::Stage::PTX);
   for (const char* insn : {"ex2.approx.f32", "lg2.approx.f32", "sqrt.approx.f32", "rsqrt.approx.f32", "div.full.f32"}) {

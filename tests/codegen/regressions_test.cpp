@@ -148,7 +148,7 @@ TEST_CASE("f32 -> bf16 casts keep denormals on the CPU and in the emulator", "[c
   }
 }
 
-TEST_CASE("API misuse is a documented UsageError; emulator reports are LaunchErrors", "[codegen][regression]") {
+TEST_CASE("API misuse is a documented UsageError, emulator reports are LaunchErrors", "[codegen][regression]") {
   // Was: the plain base tessera::Error, and emu::EmulatorError deriving from it.
   CHECK_THROWS_AS(ts::compile(ts::Kernel{}, ts::Device::cpu()), ts::UsageError);
   CHECK_THROWS_AS(ts::parseStage("bogus"), ts::UsageError);

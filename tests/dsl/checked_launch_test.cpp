@@ -142,7 +142,7 @@ TEST_CASE("checked launches: masked-off lanes, negative offsets, scalar pointers
   }
 }
 
-TEST_CASE("TESSERA_CHECK_BOUNDS=1 checks every CPU launch; every example passes checked", "[dsl][checked]") {
+TEST_CASE("TESSERA_CHECK_BOUNDS=1 checks every CPU launch, every example passes checked", "[dsl][checked]") {
   ts::Kernel k = ts::kernel("rd", [](ts::Ptr<float> out, ts::Ptr<const float> in) {
     auto i = ts::arange(32);
     ts::store(out + i, ts::load(in + i));

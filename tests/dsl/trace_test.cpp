@@ -92,7 +92,7 @@ TEST_CASE("numpy-style broadcasting: splat, leading dims, size-1 stretch", "[dsl
 )");
 }
 
-TEST_CASE("literals take the other operand's type; handles promote by width", "[dsl][trace][promote]") {
+TEST_CASE("literals take the other operand's type, handles promote by width", "[dsl][trace][promote]") {
   auto k = ts::kernel("lits", {"o32", "i8p", "h", "d"},
                       [](ts::Ptr<float> o32, ts::Ptr<const int8_t> i8p, ts::Ptr<const ts::half> h, ts::Double d) {
                         auto c = ts::arange(4);
