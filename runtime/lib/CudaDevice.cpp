@@ -2,13 +2,19 @@
 // or the library named by TESSERA_CUDA_LIBRARY).
 //
 // Each device uses its primary context (the one the CUDA runtime and other
-// libraries share) and one stream. Runtime calls can arrive on any thread --
+// libraries share) and a default stream of its own; Tessera streams are
+// CUstreams, and a caller's CUstream can be wrapped. Runtime calls can arrive
+// on any thread --
 // the caller's, the thread pool's -- and the current context is per thread,
 // so every entry point makes the device's context current first.
 
+#include <cinttypes>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "DeviceImpl.h"
 #include "DriverLoader.h"
@@ -31,6 +37,7 @@ struct CudaDriver {
 #define TESSERA_FIELD(field, sym, R, params) PFN_##field field = nullptr;
   TESSERA_CUDA_FUNCTIONS(TESSERA_FIELD)
 #undef TESSERA_FIELD
+  PFN_EventElapsedTime EventElapsedTime = nullptr;
   int count = 0;
   /// Why there is no usable device (count == 0); empty otherwise.
   std::string unavailable;
@@ -47,6 +54,9 @@ struct CudaDriver {
   if (!field) missing += std::string(missing.empty() ? "" : ", ") + #sym;
     TESSERA_CUDA_FUNCTIONS(TESSERA_RESOLVE)
 #undef TESSERA_RESOLVE
+    for (const char* sym : {"cuEventElapsedTime_v2", "cuEventElapsedTime"})
+      if (!EventElapsedTime) EventElapsedTime = reinterpret_cast<PFN_EventElapsedTime>(driver::findSymbol(lib, sym));
+    if (!EventElapsedTime) missing += std::string(missing.empty() ? "" : ", ") + "cuEventElapsedTime";
     if (!missing.empty()) {
       unavailable = "CUDA driver not available: " + lib.path + " lacks " + missing +
                     " (the driver is too old; Tessera needs CUDA 11 or newer)";
@@ -123,9 +133,60 @@ struct CudaKernel final : KernelState {
   }
 };
 
+/// A CUstream: Tessera's own (owned) or the caller's (wrapped). Until it is
+/// synchronised it holds what its queued launches use, and it remembers the
+/// last kernel launched so that a fault found at synchronisation names it.
+struct CudaStream final : StreamImpl {
+  std::shared_ptr<CudaContext> ctx;
+  CUstream stream = nullptr;
+  bool owned = false;
+  std::mutex mu;
+  std::string lastLaunch;                       // describeLaunch of the latest kernel
+  std::vector<std::shared_ptr<void>> inFlight;  // launches and copies not yet synchronised
+
+  CudaStream(std::shared_ptr<CudaContext> c, CUstream s, bool own) : ctx(std::move(c)), stream(s), owned(own) {}
+  ~CudaStream() override {
+    if (owned && ctx->drv->CtxSetCurrent(ctx->ctx) == CUDA_SUCCESS) ctx->drv->StreamDestroy(stream);
+  }
+  void* native() const override { return stream; }
+
+  void keep(std::shared_ptr<void> p, const std::string& launch = {}) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (p) inFlight.push_back(std::move(p));
+    if (!launch.empty()) lastLaunch = launch;
+  }
+  /// After a synchronisation: nothing queued needs its buffers any more.
+  std::string release() {
+    std::lock_guard<std::mutex> lock(mu);
+    inFlight.clear();
+    return lastLaunch;
+  }
+
+  void synchronize() override {
+    ctx->enter();
+    const CUresult r = ctx->drv->StreamSynchronize(stream);
+    const std::string launch = release();
+    if (r != CUDA_SUCCESS) ctx->fail(r, "cuStreamSynchronize", launch.empty() ? "" : "running " + launch);
+  }
+};
+
+struct CudaEvent final : EventImpl {
+  std::shared_ptr<CudaContext> ctx;
+  CUevent event = nullptr;
+  ~CudaEvent() override {
+    if (event && ctx->drv->CtxSetCurrent(ctx->ctx) == CUDA_SUCCESS) ctx->drv->EventDestroy(event);
+  }
+};
+
+std::string hexAddress(DevicePtr p) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%" PRIx64, p);
+  return buf;
+}
+
 class CudaDevice final : public DeviceImpl {
  public:
-  CudaDevice(std::shared_ptr<const CudaDriver> drv, int ordinal) {
+  CudaDevice(std::shared_ptr<const CudaDriver> drv, int ordinal) : ordinal_(ordinal) {
     const std::string tag = "cuda:" + std::to_string(ordinal);
     auto check = [&](CUresult r, const char* call) {
       if (r != CUDA_SUCCESS) throw DeviceError(tag + ": " + call + " failed: " + drv->errorText(r));
@@ -151,14 +212,11 @@ class CudaDevice final : public DeviceImpl {
     ctx_->enter();
     // A blocking stream (flags 0) orders launches after the synchronous
     // cuMemcpy / cuMemsetD8 calls, which run on the legacy default stream.
-    ctx_->check(drv->StreamCreate(&stream_, 0), "cuStreamCreate");
-  }
-
-  ~CudaDevice() override {
-    if (stream_ && ctx_->drv->CtxSetCurrent(ctx_->ctx) == CUDA_SUCCESS) ctx_->drv->StreamDestroy(stream_);
+    default_ = std::static_pointer_cast<CudaStream>(createStream());
   }
 
   DeviceKind kind() const override { return DeviceKind::CUDA; }
+  int ordinal() const override { return ordinal_; }
   std::string name() const override { return ctx_->label; }
   /// GPU parallelism comes from the grid and the block; LaunchOptions::threads
   /// is a host-thread count that does not apply here.
@@ -207,6 +265,25 @@ class CudaDevice final : public DeviceImpl {
     ctx_->enter();
     ctx_->check(drv().MemsetD8(dst, byte, bytes), "cuMemsetD8");
   }
+
+  // The driver knows every allocation: the device it lives on, and its size.
+  void adoptExternal(DevicePtr p, size_t bytes) override {
+    ctx_->enter();
+    const std::string what = "Device::wrap of " + std::to_string(bytes) + " bytes at " + hexAddress(p);
+    int owner = -1;
+    if (CUresult r = drv().PointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p); r != CUDA_SUCCESS)
+      throw DeviceError(ctx_->label + ": " + what + ": not memory the CUDA driver knows (cuPointerGetAttribute: " +
+                        drv().errorText(r) + "); pass a CUdeviceptr of this device");
+    if (owner != ordinal_)
+      throw DeviceError(ctx_->label + ": " + what + ": the memory is on cuda:" + std::to_string(owner) +
+                        ", not on this device");
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    if (drv().MemGetAddressRange(&base, &size, p) == CUDA_SUCCESS && p + bytes > base + size)
+      throw UsageError(ctx_->label + ": " + what + ": its allocation holds only " + std::to_string(base + size - p) +
+                       " bytes from that address");
+  }
+  void releaseExternal(DevicePtr, size_t) noexcept override {}
 
   std::shared_ptr<KernelState> load(const Binary& bin) override {
     const std::string what = "cannot load kernel '" + bin.signature.kernelName + "'";
@@ -271,6 +348,107 @@ class CudaDevice final : public DeviceImpl {
   }
 
   void launch(KernelState& ks, const KernelSignature& sig, Dim3 grid, void** args, const LaunchOptions&) override {
+    // Synchronous: the default stream, then wait, so that the caller may
+    // read results right away and a fault is reported by its launch.
+    launchOn(*default_, ks, sig, grid, args, nullptr);
+    default_->synchronize();
+  }
+
+  void launchAsync(StreamImpl& s, KernelState& ks, const KernelSignature& sig, Dim3 grid,
+                   std::shared_ptr<LaunchPacket> packet, const LaunchOptions&) override {
+    // cuLaunchKernel copies the parameters; the packet still holds the
+    // buffers until the stream is synchronised.
+    launchOn(static_cast<CudaStream&>(s), ks, sig, grid, packet->params.data(), std::move(packet));
+  }
+
+  void copyHostToDeviceAsync(StreamImpl& s, DevicePtr dst, const void* src, size_t bytes,
+                             std::shared_ptr<void> keep) override {
+    if (!bytes) return;
+    auto& cs = static_cast<CudaStream&>(s);
+    ctx_->enter();
+    ctx_->check(drv().MemcpyHtoDAsync(dst, src, bytes, cs.stream), "cuMemcpyHtoDAsync",
+                "copying " + std::to_string(bytes) + " bytes to the device");
+    cs.keep(std::move(keep));
+  }
+  void copyDeviceToHostAsync(StreamImpl& s, void* dst, DevicePtr src, size_t bytes,
+                             std::shared_ptr<void> keep) override {
+    if (!bytes) return;
+    auto& cs = static_cast<CudaStream&>(s);
+    ctx_->enter();
+    ctx_->check(drv().MemcpyDtoHAsync(dst, src, bytes, cs.stream), "cuMemcpyDtoHAsync",
+                "copying " + std::to_string(bytes) + " bytes from the device");
+    cs.keep(std::move(keep));
+  }
+
+  std::shared_ptr<StreamImpl> createStream() override {
+    ctx_->enter();
+    CUstream s = nullptr;
+    // A blocking stream (flags 0) orders its work with the synchronous
+    // cuMemcpy / cuMemsetD8 calls, which run on the legacy default stream.
+    ctx_->check(drv().StreamCreate(&s, 0), "cuStreamCreate");
+    auto st = std::make_shared<CudaStream>(ctx_, s, true);
+    streams_.add(st);
+    return st;
+  }
+  std::shared_ptr<StreamImpl> defaultStream() override { return default_; }
+  std::shared_ptr<StreamImpl> wrapStream(void* native) override {
+    ctx_->enter();
+    CUcontext owner = nullptr;
+    ctx_->check(drv().StreamGetCtx(native, &owner), "cuStreamGetCtx", "Device::wrapStream");
+    if (owner != ctx_->ctx)
+      throw DeviceError(ctx_->label +
+                        ": Device::wrapStream: the CUstream belongs to another context (another "
+                        "device, or a context other than the device's primary one)");
+    auto st = std::make_shared<CudaStream>(ctx_, native, false);
+    streams_.add(st);
+    return st;
+  }
+
+  std::shared_ptr<EventImpl> createEvent() override {
+    ctx_->enter();
+    auto e = std::make_shared<CudaEvent>();
+    e->ctx = ctx_;
+    ctx_->check(drv().EventCreate(&e->event, 0), "cuEventCreate");  // flags 0: timing enabled
+    return e;
+  }
+  void recordEvent(const std::shared_ptr<EventImpl>& e, StreamImpl& s) override {
+    ctx_->enter();
+    ctx_->check(drv().EventRecord(static_cast<CudaEvent&>(*e).event, static_cast<CudaStream&>(s).stream),
+                "cuEventRecord");
+  }
+  void waitEvent(StreamImpl& s, const std::shared_ptr<EventImpl>& e) override {
+    ctx_->enter();
+    ctx_->check(drv().StreamWaitEvent(static_cast<CudaStream&>(s).stream, static_cast<CudaEvent&>(*e).event, 0),
+                "cuStreamWaitEvent");
+  }
+  void synchronizeEvent(EventImpl& e) override {
+    ctx_->enter();
+    ctx_->check(drv().EventSynchronize(static_cast<CudaEvent&>(e).event), "cuEventSynchronize");
+  }
+  double elapsedMs(EventImpl& start, EventImpl& end) override {
+    ctx_->enter();
+    float ms = 0;
+    ctx_->check(drv().EventElapsedTime(&ms, static_cast<CudaEvent&>(start).event, static_cast<CudaEvent&>(end).event),
+                "cuEventElapsedTime", "Event::elapsedMs");
+    return ms;
+  }
+
+  void synchronize() override {
+    ctx_->enter();
+    const CUresult r = drv().CtxSynchronize();
+    std::string launch;
+    for (const auto& s : streams_.live()) {
+      std::string l = s->release();
+      if (!l.empty()) launch = l;
+    }
+    if (r != CUDA_SUCCESS) ctx_->fail(r, "cuCtxSynchronize", launch.empty() ? "" : "after " + launch);
+  }
+
+ private:
+  const CudaDriver& drv() const { return *ctx_->drv; }
+
+  void launchOn(CudaStream& s, KernelState& ks, const KernelSignature& sig, Dim3 grid, void** args,
+                std::shared_ptr<void> keep) {
     auto& k = static_cast<CudaKernel&>(ks);
     const uint32_t dims[3] = {grid.x, grid.y, grid.z};
     for (int d = 0; d < 3; ++d)
@@ -278,25 +456,17 @@ class CudaDevice final : public DeviceImpl {
         throw LaunchError(sig.kernelName + ": grid " + grid.str() + " exceeds " + ctx_->label + "'s limit of " +
                           std::to_string(maxGrid_[d]) + " blocks in dimension " + "xyz"[d]);
     ctx_->enter();
-    const std::string what = describeLaunch(sig, grid, k.threadsPerBlock, k.sharedBytes);
-    ctx_->check(drv().LaunchKernel(k.fn, grid.x, grid.y, grid.z, k.threadsPerBlock, 1, 1, k.sharedBytes, stream_, args,
+    std::string what = describeLaunch(sig, grid, k.threadsPerBlock, k.sharedBytes);
+    ctx_->check(drv().LaunchKernel(k.fn, grid.x, grid.y, grid.z, k.threadsPerBlock, 1, 1, k.sharedBytes, s.stream, args,
                                    nullptr),
                 "cuLaunchKernel", "launching " + what);
-    // Launches are synchronous: the caller may read results right away, and
-    // a fault is reported by the launch that caused it.
-    ctx_->check(drv().StreamSynchronize(stream_), "cuStreamSynchronize", "running " + what);
+    s.keep(std::move(keep), what);
   }
-
-  void synchronize() override {
-    ctx_->enter();
-    ctx_->check(drv().StreamSynchronize(stream_), "cuStreamSynchronize");
-  }
-
- private:
-  const CudaDriver& drv() const { return *ctx_->drv; }
 
   std::shared_ptr<CudaContext> ctx_;
-  CUstream stream_ = nullptr;
+  int ordinal_ = 0;
+  std::shared_ptr<CudaStream> default_;
+  StreamList<CudaStream> streams_;
   int major_ = 0, minor_ = 0;
   int maxGrid_[3] = {0, 0, 0};
   int maxSharedOptin_ = 0;

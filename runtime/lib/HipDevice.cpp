@@ -3,11 +3,13 @@
 //
 // HIP's current device is per thread, and runtime calls arrive on any thread
 // (the caller's, the thread pool's), so every entry point selects the device
-// with hipSetDevice first.
+// with hipSetDevice first. Streams, events and wrapped memory mirror the CUDA
+// device (CudaDevice.cpp) call for call.
 
 #include <cctype>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -133,6 +135,46 @@ struct HipKernel final : KernelState {
   }
 };
 
+/// A hipStream_t, Tessera's own or the caller's; see CudaStream.
+struct HipStream final : StreamImpl {
+  std::shared_ptr<HipContext> ctx;
+  hipStream_t stream = nullptr;
+  bool owned = false;
+  std::mutex mu;
+  std::string lastLaunch;
+  std::vector<std::shared_ptr<void>> inFlight;
+
+  HipStream(std::shared_ptr<HipContext> c, hipStream_t s, bool own) : ctx(std::move(c)), stream(s), owned(own) {}
+  ~HipStream() override {
+    if (owned && ctx->drv->SetDevice(ctx->ordinal) == hipSuccess) ctx->drv->StreamDestroy(stream);
+  }
+  void* native() const override { return stream; }
+  void keep(std::shared_ptr<void> p, const std::string& launch = {}) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (p) inFlight.push_back(std::move(p));
+    if (!launch.empty()) lastLaunch = launch;
+  }
+  std::string release() {
+    std::lock_guard<std::mutex> lock(mu);
+    inFlight.clear();
+    return lastLaunch;
+  }
+  void synchronize() override {
+    ctx->enter();
+    const hipError_t r = ctx->drv->StreamSynchronize(stream);
+    const std::string launch = release();
+    if (r != hipSuccess) ctx->fail(r, "hipStreamSynchronize", launch.empty() ? "" : "running " + launch);
+  }
+};
+
+struct HipEvent final : EventImpl {
+  std::shared_ptr<HipContext> ctx;
+  hipEvent_t event = nullptr;
+  ~HipEvent() override {
+    if (event && ctx->drv->SetDevice(ctx->ordinal) == hipSuccess) ctx->drv->EventDestroy(event);
+  }
+};
+
 class HipDevice final : public DeviceImpl {
  public:
   HipDevice(std::shared_ptr<const HipDriver> drv, int ordinal) {
@@ -147,14 +189,11 @@ class HipDevice final : public DeviceImpl {
     check(drv->GetDeviceProperties(props.data(), ordinal), "hipGetDeviceProperties");
     gfx_ = findGfxArch(props);
     ctx_ = std::make_shared<HipContext>(HipContext{drv, ordinal, tag + " " + nameBuf});
-    ctx_->check(drv->StreamCreate(&stream_), "hipStreamCreate");
-  }
-
-  ~HipDevice() override {
-    if (stream_ && ctx_->drv->SetDevice(ctx_->ordinal) == hipSuccess) ctx_->drv->StreamDestroy(stream_);
+    default_ = std::static_pointer_cast<HipStream>(createStream());
   }
 
   DeviceKind kind() const override { return DeviceKind::HIP; }
+  int ordinal() const override { return ctx_->ordinal; }
   std::string name() const override { return ctx_->label; }
   /// See CudaDevice: GPU parallelism comes from the grid and the block.
   unsigned defaultThreads() const override { return 1; }
@@ -203,6 +242,24 @@ class HipDevice final : public DeviceImpl {
     ctx_->check(drv().Memset(reinterpret_cast<void*>(dst), byte, bytes), "hipMemset");
   }
 
+  // HIP knows each allocation's extent; which device it is on is not
+  // checked (hipPointerGetAttributes' structure changed between versions).
+  void adoptExternal(DevicePtr p, size_t bytes) override {
+    ctx_->enter();
+    void* base = nullptr;
+    size_t size = 0;
+    if (hipError_t r = drv().MemGetAddressRange(&base, &size, reinterpret_cast<void*>(p)); r != hipSuccess)
+      throw DeviceError(ctx_->label + ": Device::wrap of " + std::to_string(bytes) +
+                        " bytes: not memory the HIP runtime knows (hipMemGetAddressRange: " + drv().errorText(r) +
+                        "); pass a hipDeviceptr_t of this device");
+    const DevicePtr b = reinterpret_cast<DevicePtr>(base);
+    if (p + bytes > b + size)
+      throw UsageError(ctx_->label + ": Device::wrap of " + std::to_string(bytes) +
+                       " bytes: its allocation holds only " + std::to_string(b + size - p) +
+                       " bytes from that address");
+  }
+  void releaseExternal(DevicePtr, size_t) noexcept override {}
+
   std::shared_ptr<KernelState> load(const Binary& bin) override {
     const std::string what = "cannot load kernel '" + bin.signature.kernelName + "'";
     if (bin.format != Binary::Format::HSACO)
@@ -237,6 +294,86 @@ class HipDevice final : public DeviceImpl {
   }
 
   void launch(KernelState& ks, const KernelSignature& sig, Dim3 grid, void** args, const LaunchOptions&) override {
+    launchOn(*default_, ks, sig, grid, args, nullptr);  // synchronous, as on every device
+    default_->synchronize();
+  }
+
+  void launchAsync(StreamImpl& s, KernelState& ks, const KernelSignature& sig, Dim3 grid,
+                   std::shared_ptr<LaunchPacket> packet, const LaunchOptions&) override {
+    launchOn(static_cast<HipStream&>(s), ks, sig, grid, packet->params.data(), std::move(packet));
+  }
+
+  void copyHostToDeviceAsync(StreamImpl& s, DevicePtr dst, const void* src, size_t bytes,
+                             std::shared_ptr<void> keep) override {
+    copyAsync(static_cast<HipStream&>(s), reinterpret_cast<void*>(dst), src, bytes, hipMemcpyHostToDevice,
+              std::move(keep));
+  }
+  void copyDeviceToHostAsync(StreamImpl& s, void* dst, DevicePtr src, size_t bytes,
+                             std::shared_ptr<void> keep) override {
+    copyAsync(static_cast<HipStream&>(s), dst, reinterpret_cast<const void*>(src), bytes, hipMemcpyDeviceToHost,
+              std::move(keep));
+  }
+
+  std::shared_ptr<StreamImpl> createStream() override {
+    ctx_->enter();
+    hipStream_t s = nullptr;
+    ctx_->check(drv().StreamCreate(&s), "hipStreamCreate");
+    auto st = std::make_shared<HipStream>(ctx_, s, true);
+    streams_.add(st);
+    return st;
+  }
+  std::shared_ptr<StreamImpl> defaultStream() override { return default_; }
+  std::shared_ptr<StreamImpl> wrapStream(void* native) override {
+    auto st = std::make_shared<HipStream>(ctx_, native, false);
+    streams_.add(st);
+    return st;
+  }
+
+  std::shared_ptr<EventImpl> createEvent() override {
+    ctx_->enter();
+    auto e = std::make_shared<HipEvent>();
+    e->ctx = ctx_;
+    ctx_->check(drv().EventCreate(&e->event), "hipEventCreate");
+    return e;
+  }
+  void recordEvent(const std::shared_ptr<EventImpl>& e, StreamImpl& s) override {
+    ctx_->enter();
+    ctx_->check(drv().EventRecord(static_cast<HipEvent&>(*e).event, static_cast<HipStream&>(s).stream),
+                "hipEventRecord");
+  }
+  void waitEvent(StreamImpl& s, const std::shared_ptr<EventImpl>& e) override {
+    ctx_->enter();
+    ctx_->check(drv().StreamWaitEvent(static_cast<HipStream&>(s).stream, static_cast<HipEvent&>(*e).event, 0),
+                "hipStreamWaitEvent");
+  }
+  void synchronizeEvent(EventImpl& e) override {
+    ctx_->enter();
+    ctx_->check(drv().EventSynchronize(static_cast<HipEvent&>(e).event), "hipEventSynchronize");
+  }
+  double elapsedMs(EventImpl& start, EventImpl& end) override {
+    ctx_->enter();
+    float ms = 0;
+    ctx_->check(drv().EventElapsedTime(&ms, static_cast<HipEvent&>(start).event, static_cast<HipEvent&>(end).event),
+                "hipEventElapsedTime", "Event::elapsedMs");
+    return ms;
+  }
+
+  void synchronize() override {
+    ctx_->enter();
+    const hipError_t r = drv().DeviceSynchronize();
+    std::string launch;
+    for (const auto& s : streams_.live()) {
+      std::string l = s->release();
+      if (!l.empty()) launch = l;
+    }
+    if (r != hipSuccess) ctx_->fail(r, "hipDeviceSynchronize", launch.empty() ? "" : "after " + launch);
+  }
+
+ private:
+  const HipDriver& drv() const { return *ctx_->drv; }
+
+  void launchOn(HipStream& s, KernelState& ks, const KernelSignature& sig, Dim3 grid, void** args,
+                std::shared_ptr<void> keep) {
     auto& k = static_cast<HipKernel&>(ks);
     // HIP counts the grid in work-items, 32-bit per dimension.
     const uint64_t workItemsX = uint64_t{grid.x} * k.threadsPerBlock;
@@ -245,24 +382,24 @@ class HipDevice final : public DeviceImpl {
                         " threads per block is " + std::to_string(workItemsX) +
                         " work-items in x, over HIP's limit of 2^32 - 1");
     ctx_->enter();
-    const std::string what = describeLaunch(sig, grid, k.threadsPerBlock, k.sharedBytes);
-    ctx_->check(drv().ModuleLaunchKernel(k.fn, grid.x, grid.y, grid.z, k.threadsPerBlock, 1, 1, k.sharedBytes, stream_,
+    std::string what = describeLaunch(sig, grid, k.threadsPerBlock, k.sharedBytes);
+    ctx_->check(drv().ModuleLaunchKernel(k.fn, grid.x, grid.y, grid.z, k.threadsPerBlock, 1, 1, k.sharedBytes, s.stream,
                                          args, nullptr),
                 "hipModuleLaunchKernel", "launching " + what);
-    // Synchronous launches, as on every device.
-    ctx_->check(drv().StreamSynchronize(stream_), "hipStreamSynchronize", "running " + what);
+    s.keep(std::move(keep), what);
   }
 
-  void synchronize() override {
+  void copyAsync(HipStream& s, void* dst, const void* src, size_t bytes, int kind, std::shared_ptr<void> keep) {
+    if (!bytes) return;
     ctx_->enter();
-    ctx_->check(drv().StreamSynchronize(stream_), "hipStreamSynchronize");
+    ctx_->check(drv().MemcpyAsync(dst, src, bytes, kind, s.stream), "hipMemcpyAsync",
+                "copying " + std::to_string(bytes) + " bytes");
+    s.keep(std::move(keep));
   }
-
- private:
-  const HipDriver& drv() const { return *ctx_->drv; }
 
   std::shared_ptr<HipContext> ctx_;
-  hipStream_t stream_ = nullptr;
+  std::shared_ptr<HipStream> default_;
+  StreamList<HipStream> streams_;
   std::string gfx_;
 };
 

@@ -88,6 +88,9 @@ struct SameAbi<R1 (*)(A1...), R2 (*)(A2...)> {
                 "cuda.h maps cu" #field " to another symbol than " #sym); \
   static_assert(SameAbi<decltype(&::sym), cuabi::PFN_##field>::value, #sym ": our declaration differs from cuda.h");
 TESSERA_CUDA_FUNCTIONS(TS_CHECK_CUDA)
+static_assert(SameAbi<decltype(&::cuEventElapsedTime), cuabi::PFN_EventElapsedTime>::value,
+              "cuEventElapsedTime: our declaration differs from cuda.h");
+static_assert(cuabi::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL == ::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL);
 static_assert(sizeof(cuabi::CUdeviceptr) == sizeof(::CUdeviceptr));
 static_assert(std::is_same_v<cuabi::CUdeviceptr, ::CUdeviceptr>);
 static_assert(sizeof(cuabi::CUresult) == sizeof(::CUresult));
@@ -130,6 +133,15 @@ static_assert(cuabi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES ==
 #define TS_HIP_ADDR_StreamCreate &::hipStreamCreate
 #define TS_HIP_ADDR_StreamDestroy &::hipStreamDestroy
 #define TS_HIP_ADDR_StreamSynchronize &::hipStreamSynchronize
+#define TS_HIP_ADDR_StreamWaitEvent &::hipStreamWaitEvent
+#define TS_HIP_ADDR_DeviceSynchronize &::hipDeviceSynchronize
+#define TS_HIP_ADDR_EventCreate &::hipEventCreate
+#define TS_HIP_ADDR_EventDestroy &::hipEventDestroy
+#define TS_HIP_ADDR_EventRecord &::hipEventRecord
+#define TS_HIP_ADDR_EventSynchronize &::hipEventSynchronize
+#define TS_HIP_ADDR_EventElapsedTime &::hipEventElapsedTime
+#define TS_HIP_ADDR_MemcpyAsync &::hipMemcpyAsync
+#define TS_HIP_ADDR_MemGetAddressRange &::hipMemGetAddressRange
 #define TS_HIP_ADDR_ModuleLoadData &::hipModuleLoadData
 #define TS_HIP_ADDR_ModuleUnload &::hipModuleUnload
 #define TS_HIP_ADDR_ModuleGetFunction &::hipModuleGetFunction

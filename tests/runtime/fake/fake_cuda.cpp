@@ -13,7 +13,13 @@
 //    "FAKE_SYNTAX_ERROR"; cuModuleGetFunction finds ".entry <name>";
 //  * cuLaunchKernel reads each parameter in the width its PTX declares and
 //    records the launch; a kernel named "vadd" (out[i] = a[i] + b[i] for
-//    i < n, f32) is carried out on the fake memory so results can be checked.
+//    i < n, f32) is carried out on the fake memory so results can be checked;
+//  * streams run their work at once (a GPU may too), so events complete when
+//    recorded; a fake clock advances 1 ms per launch, so the elapsed time
+//    between two events counts the launches between them;
+//  * each allocation knows its device, for cuPointerGetAttribute and
+//    cuMemGetAddressRange; every copy is counted, so a test can show that
+//    wrapped memory was used in place.
 // Built as FAKE_CUDA_NO_DEVICE, cuInit fails with CUDA_ERROR_NO_DEVICE.
 //
 // Its functions have the very types the runtime calls them through
@@ -63,19 +69,31 @@ struct Module {
 };
 struct Stream {
   Ctx* ctx;
+  int launches = 0;
+};
+struct Event {
+  Ctx* ctx;
+  bool recorded = false;
+  double ms = 0;  // the fake clock when recorded
+};
+struct Alloc {
+  std::vector<uint8_t> bytes;
+  int device;
 };
 
 std::mutex mu;
 bool initialised = false;
 Ctx contexts[2] = {{0}, {1}};
 thread_local Ctx* current = nullptr;
-std::map<CUdeviceptr, std::vector<uint8_t>> memory;  // base address -> bytes
-CUdeviceptr nextAddress = 0x5a0000000000ull;         // far from any host mapping
+std::map<CUdeviceptr, Alloc> memory;          // base address -> bytes
+CUdeviceptr nextAddress = 0x5a0000000000ull;  // far from any host mapping
 // Live modules and streams, owned here: what the runtime leaves behind is
 // freed when the library is unloaded.
 std::map<void*, std::unique_ptr<Module>> liveModules;
 std::map<void*, std::unique_ptr<Stream>> liveStreams;
-int streams = 0, modules = 0, failNextSync = 0;
+std::map<void*, std::unique_ptr<Event>> liveEvents;
+int streams = 0, modules = 0, failNextSync = 0, copies = 0;
+double clockMs = 0;
 FakeLaunch last;
 int launches = 0;
 int sharedOptIn = -1;
@@ -86,8 +104,30 @@ uint8_t* resolve(CUdeviceptr p, size_t n) {
   if (it == memory.begin()) return nullptr;
   --it;
   const CUdeviceptr off = p - it->first;
-  if (off > it->second.size() || n > it->second.size() - off) return nullptr;
-  return it->second.data() + off;
+  std::vector<uint8_t>& bytes = it->second.bytes;
+  if (off > bytes.size() || n > bytes.size() - off) return nullptr;
+  return bytes.data() + off;
+}
+
+// The allocation holding p, or memory.end().
+std::map<CUdeviceptr, Alloc>::iterator allocationOf(CUdeviceptr p) {
+  auto it = memory.upper_bound(p);
+  if (it == memory.begin()) return memory.end();
+  --it;
+  return p - it->first < it->second.bytes.size() ? it : memory.end();
+}
+
+CUdeviceptr allocate(int device, size_t bytes) {
+  const CUdeviceptr p = nextAddress;
+  memory[p] = Alloc{std::vector<uint8_t>(bytes, 0xCD), device};
+  nextAddress += (bytes + 4095) / 4096 * 4096 + 4096;  // a gap: overruns do not land in a neighbour
+  return p;
+}
+
+int takeSyncFailure() {
+  const int r = failNextSync;
+  failNextSync = 0;
+  return r;
 }
 
 // Parameter widths of `.entry name( .param .u64 x, ... )`.
@@ -187,9 +227,7 @@ CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t bytes) {
   if (bytes == 0) return INVALID_VALUE;
   if (bytes > (size_t{1} << 30)) return OUT_OF_MEMORY;
   std::lock_guard<std::mutex> l(mu);
-  *p = nextAddress;
-  memory[nextAddress] = std::vector<uint8_t>(bytes, 0xCD);
-  nextAddress += (bytes + 4095) / 4096 * 4096 + 4096;  // a gap: overruns do not land in a neighbour
+  *p = allocate(current->device, bytes);
   return OK;
 }
 
@@ -205,6 +243,7 @@ CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t n) {
   uint8_t* d = resolve(dst, n);
   if (!d) return INVALID_VALUE;
   std::memcpy(d, src, n);
+  ++copies;
   return OK;
 }
 
@@ -214,6 +253,7 @@ CUresult cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t n) {
   uint8_t* s = resolve(src, n);
   if (!s) return INVALID_VALUE;
   std::memcpy(dst, s, n);
+  ++copies;
   return OK;
 }
 
@@ -248,11 +288,99 @@ CUresult cuStreamSynchronize(void* s) {
   NEED_CONTEXT();
   std::lock_guard<std::mutex> l(mu);
   if (static_cast<Stream*>(s)->ctx != current) return INVALID_HANDLE;
-  if (failNextSync) {
-    const int r = failNextSync;
-    failNextSync = 0;
-    return r;
-  }
+  return takeSyncFailure();
+}
+
+CUresult cuCtxSynchronize() {
+  NEED_CONTEXT();
+  std::lock_guard<std::mutex> l(mu);
+  return takeSyncFailure();
+}
+
+CUresult cuStreamGetCtx(void* s, void** ctx) {
+  std::lock_guard<std::mutex> l(mu);
+  if (!liveStreams.count(s)) return INVALID_HANDLE;
+  *ctx = static_cast<Stream*>(s)->ctx;
+  return OK;
+}
+
+CUresult cuEventCreate(void** e, unsigned flags) {
+  NEED_CONTEXT();
+  if (flags != 0) return INVALID_VALUE;
+  std::lock_guard<std::mutex> l(mu);
+  auto ev = std::make_unique<Event>(Event{current});
+  *e = ev.get();
+  liveEvents[ev.get()] = std::move(ev);
+  return OK;
+}
+
+CUresult cuEventDestroy_v2(void* e) {
+  NEED_CONTEXT();
+  std::lock_guard<std::mutex> l(mu);
+  return liveEvents.erase(e) ? OK : INVALID_HANDLE;
+}
+
+CUresult cuEventRecord(void* e, void* s) {
+  NEED_CONTEXT();
+  std::lock_guard<std::mutex> l(mu);
+  auto it = liveEvents.find(e);
+  if (it == liveEvents.end() || !liveStreams.count(s)) return INVALID_HANDLE;
+  if (it->second->ctx != current || static_cast<Stream*>(s)->ctx != current) return INVALID_CONTEXT;
+  it->second->recorded = true;
+  it->second->ms = clockMs;
+  return OK;
+}
+
+CUresult cuStreamWaitEvent(void* s, void* e, unsigned flags) {
+  NEED_CONTEXT();
+  std::lock_guard<std::mutex> l(mu);
+  if (!liveStreams.count(s) || !liveEvents.count(e) || flags != 0) return INVALID_HANDLE;
+  return OK;
+}
+
+CUresult cuEventSynchronize(void* e) {
+  NEED_CONTEXT();
+  std::lock_guard<std::mutex> l(mu);
+  return liveEvents.count(e) ? OK : INVALID_HANDLE;
+}
+
+CUresult cuEventElapsedTime(float* ms, void* a, void* b) {
+  NEED_CONTEXT();
+  std::lock_guard<std::mutex> l(mu);
+  auto ia = liveEvents.find(a), ib = liveEvents.find(b);
+  if (ia == liveEvents.end() || ib == liveEvents.end()) return INVALID_HANDLE;
+  if (!ia->second->recorded || !ib->second->recorded) return INVALID_HANDLE;
+  *ms = static_cast<float>(ib->second->ms - ia->second->ms);
+  return OK;
+}
+
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t n, void* s) {
+  if (!liveStreams.count(s)) return INVALID_HANDLE;
+  return cuMemcpyHtoD_v2(dst, src, n);
+}
+
+CUresult cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t n, void* s) {
+  if (!liveStreams.count(s)) return INVALID_HANDLE;
+  return cuMemcpyDtoH_v2(dst, src, n);
+}
+
+CUresult cuMemGetAddressRange_v2(CUdeviceptr* base, size_t* size, CUdeviceptr p) {
+  NEED_CONTEXT();
+  std::lock_guard<std::mutex> l(mu);
+  auto it = allocationOf(p);
+  if (it == memory.end()) return NOT_FOUND;
+  *base = it->first;
+  *size = it->second.bytes.size();
+  return OK;
+}
+
+CUresult cuPointerGetAttribute(void* data, int attr, CUdeviceptr p) {
+  NEED_CONTEXT();
+  if (attr != 9) return INVALID_VALUE;  // only CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
+  std::lock_guard<std::mutex> l(mu);
+  auto it = allocationOf(p);
+  if (it == memory.end()) return INVALID_VALUE;  // what the driver says for host memory
+  *static_cast<int*>(data) = it->second.device;
   return OK;
 }
 
@@ -342,6 +470,8 @@ CUresult cuLaunchKernel(void* fnp, unsigned gx, unsigned gy, unsigned gz, unsign
   }
   last = r;
   ++launches;
+  ++static_cast<Stream*>(stream)->launches;
+  clockMs += 1.0;
   if (fn->name == "vadd" && r.numParams == 4) {
     const uint32_t n = static_cast<uint32_t>(r.params[3]);
     const uint64_t threads = uint64_t{gx} * gy * gz * bx * by * bz;
@@ -410,6 +540,54 @@ FAKE_EXPORT int fake_cuda_shared_optin() { return sharedOptIn; }
 FAKE_EXPORT void fake_cuda_fail_next_sync(int code) {
   std::lock_guard<std::mutex> l(mu);
   failNextSync = code;
+}
+// Memory and streams a test makes as another library using CUDA would, not
+// through Tessera (no context needed).
+FAKE_EXPORT unsigned long long fake_cuda_alloc(int device, size_t bytes) {
+  std::lock_guard<std::mutex> l(mu);
+  return allocate(device, bytes);
+}
+FAKE_EXPORT void fake_cuda_free(unsigned long long p) {
+  std::lock_guard<std::mutex> l(mu);
+  memory.erase(p);
+}
+FAKE_EXPORT int fake_cuda_poke(unsigned long long p, const void* src, size_t n) {
+  std::lock_guard<std::mutex> l(mu);
+  uint8_t* d = resolve(p, n);
+  if (!d) return 0;
+  std::memcpy(d, src, n);
+  return 1;
+}
+FAKE_EXPORT int fake_cuda_peek(unsigned long long p, void* dst, size_t n) {
+  std::lock_guard<std::mutex> l(mu);
+  const uint8_t* s = resolve(p, n);
+  if (!s) return 0;
+  std::memcpy(dst, s, n);
+  return 1;
+}
+FAKE_EXPORT int fake_cuda_copies() {
+  std::lock_guard<std::mutex> l(mu);
+  return copies;
+}
+FAKE_EXPORT void* fake_cuda_create_stream(int device) {
+  std::lock_guard<std::mutex> l(mu);
+  auto stream = std::make_unique<Stream>(Stream{&contexts[device]});
+  void* h = stream.get();
+  liveStreams[h] = std::move(stream);
+  return h;
+}
+FAKE_EXPORT void fake_cuda_destroy_stream(void* s) {
+  std::lock_guard<std::mutex> l(mu);
+  liveStreams.erase(s);
+}
+FAKE_EXPORT int fake_cuda_stream_launches(void* s) {
+  std::lock_guard<std::mutex> l(mu);
+  auto it = liveStreams.find(s);
+  return it == liveStreams.end() ? -1 : it->second->launches;
+}
+FAKE_EXPORT int fake_cuda_live_events() {
+  std::lock_guard<std::mutex> l(mu);
+  return static_cast<int>(liveEvents.size());
 }
 
 }  // extern "C"
