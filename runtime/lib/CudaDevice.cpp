@@ -358,7 +358,8 @@ class CudaDevice final : public DeviceImpl {
                    std::shared_ptr<LaunchPacket> packet, const LaunchOptions&) override {
     // cuLaunchKernel copies the parameters; the packet still holds the
     // buffers until the stream is synchronised.
-    launchOn(static_cast<CudaStream&>(s), ks, sig, grid, packet->params.data(), std::move(packet));
+    void** params = packet->params.data();  // before the move: argument order is unspecified
+    launchOn(static_cast<CudaStream&>(s), ks, sig, grid, params, std::move(packet));
   }
 
   void copyHostToDeviceAsync(StreamImpl& s, DevicePtr dst, const void* src, size_t bytes,

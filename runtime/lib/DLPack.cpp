@@ -156,7 +156,15 @@ Buffer wrapTensor(const Device& dev, const DLTensor& t, const std::string& what,
     throw UsageError(what + ": the data pointer is null but the tensor has " + std::to_string(count) + " elements");
   WrapOptions o;
   o.deleter = std::move(deleter);
-  return dev.wrap(reinterpret_cast<uint64_t>(t.data) + t.byte_offset, *dtype, count, std::move(o));
+  // The device's own checks (alignment, the driver's view of the pointer),
+  // reported as this import's.
+  try {
+    return dev.wrap(reinterpret_cast<uint64_t>(t.data) + t.byte_offset, *dtype, count, std::move(o));
+  } catch (const UsageError& e) {
+    throw UsageError(what + ": " + e.what());
+  } catch (const DeviceError& e) {
+    throw DeviceError(what + ": " + e.what());
+  }
 }
 
 std::string importWhat(const Device& dev, const char* form) {

@@ -300,7 +300,8 @@ class HipDevice final : public DeviceImpl {
 
   void launchAsync(StreamImpl& s, KernelState& ks, const KernelSignature& sig, Dim3 grid,
                    std::shared_ptr<LaunchPacket> packet, const LaunchOptions&) override {
-    launchOn(static_cast<HipStream&>(s), ks, sig, grid, packet->params.data(), std::move(packet));
+    void** params = packet->params.data();  // before the move: argument order is unspecified
+    launchOn(static_cast<HipStream&>(s), ks, sig, grid, params, std::move(packet));
   }
 
   void copyHostToDeviceAsync(StreamImpl& s, DevicePtr dst, const void* src, size_t bytes,
