@@ -5,6 +5,21 @@
 #include <system_error>
 
 namespace tessera::rt {
+namespace {
+
+// As long as the pool's workers poll (ThreadPool.cpp): it covers the host's
+// gap between launches without holding a shared core for long.
+constexpr auto kSpinTime = std::chrono::microseconds(60);
+
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+}  // namespace
 
 // ---- HostStream -----------------------------------------------------------
 
@@ -14,7 +29,7 @@ HostStream::~HostStream() {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
   }
-  wake_.notify_one();
+  wake_.notify_one();  // a polling worker sees stop_ once it sleeps, at the latest after kSpinTime
   if (worker_.joinable()) worker_.join();
 }
 
@@ -29,17 +44,31 @@ void HostStream::submit(std::function<void()> task) {
   }
   queue_.push_back(std::move(task));
   pending_.fetch_add(1, std::memory_order_acq_rel);
+  queued_.fetch_add(1, std::memory_order_release);
+  const bool wake = sleeping_;
   lock.unlock();
-  wake_.notify_one();
+  if (wake) wake_.notify_one();
 }
 
 void HostStream::workerLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    wake_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    if (queue_.empty() && !stop_) {
+      lock.unlock();
+      const auto start = std::chrono::steady_clock::now();
+      for (unsigned i = 1; queued_.load(std::memory_order_acquire) == 0; ++i) {
+        cpuRelax();
+        if ((i & 63) == 0 && std::chrono::steady_clock::now() - start > kSpinTime) break;
+      }
+      lock.lock();
+      sleeping_ = true;
+      wake_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      sleeping_ = false;
+    }
     if (queue_.empty()) return;  // stop_ with nothing left
     std::function<void()> task = std::move(queue_.front());
     queue_.pop_front();
+    queued_.fetch_sub(1, std::memory_order_relaxed);
     lock.unlock();
     std::exception_ptr err;
     try {
@@ -60,6 +89,13 @@ void HostStream::fail(std::exception_ptr e) {
 }
 
 void HostStream::drain() {
+  if (idle()) return;
+  // Short work finishes while we poll; only longer work costs a sleep.
+  const auto start = std::chrono::steady_clock::now();
+  for (unsigned i = 1; !idle(); ++i) {
+    cpuRelax();
+    if ((i & 63) == 0 && std::chrono::steady_clock::now() - start > kSpinTime) break;
+  }
   if (idle()) return;
   std::unique_lock<std::mutex> lock(mu_);
   done_.wait(lock, [&] { return pending_.load(std::memory_order_acquire) == 0; });

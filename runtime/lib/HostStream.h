@@ -3,7 +3,9 @@
 //
 // A HostStream is a FIFO of tasks run in order by one worker thread of its
 // own, started on the first task, so two streams make progress at the same
-// time. A task's exception is kept (the first one) and thrown by the next
+// time. An idle worker polls for a short while before it sleeps, so that
+// back-to-back launches are handed over without a wake-up system call (as
+// the thread pool's workers do, ThreadPool.cpp). A task's exception is kept (the first one) and thrown by the next
 // synchronize(), as a GPU reports a fault at the next synchronisation. Work
 // that is cheaper to run than to hand over (a one-program launch, a copy)
 // runs inline on the submitting thread when the stream is idle: an idle
@@ -50,8 +52,10 @@ class HostStream final : public StreamImpl {
   std::condition_variable wake_, done_;
   std::deque<std::function<void()>> queue_;
   std::atomic<uint64_t> pending_{0};  // queued + running
+  std::atomic<uint64_t> queued_{0};   // queue_.size(), for the worker's spin
   std::exception_ptr error_;
   bool stop_ = false;
+  bool sleeping_ = false;  // the worker waits on wake_ (both under mu_)
   std::thread worker_;
 };
 
