@@ -4,9 +4,10 @@
 // Each device uses its primary context (the one the CUDA runtime and other
 // libraries share) and a default stream of its own; Tessera streams are
 // CUstreams, and a caller's CUstream can be wrapped. Runtime calls can arrive
-// on any thread --
-// the caller's, the thread pool's -- and the current context is per thread,
-// so every entry point makes the device's context current first.
+// on any thread -- the caller's, the thread pool's, a stream's worker -- and
+// the current context is per thread, so every entry point makes the device's
+// context current first. The driver wrapper and the handles are in
+// CudaDriver.h.
 
 #include <cinttypes>
 #include <cstdint>
@@ -16,173 +17,20 @@
 #include <string>
 #include <vector>
 
-#include "DeviceImpl.h"
-#include "DriverLoader.h"
+#include "CudaDriver.h"
 
 namespace tessera::rt {
 namespace {
 
 using namespace cuabi;
+using namespace cudadrv;
 
-constexpr const char* kEnvVar = "TESSERA_CUDA_LIBRARY";
 /// Dynamic shared memory a kernel gets without opting in
 /// (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) on every architecture.
 constexpr unsigned kDefaultSharedLimit = 48 * 1024;
 /// JIT log buffers: ptxas reports are short, but a kernel with many errors
 /// can fill several KiB; the log is truncated beyond this.
 constexpr size_t kJitLogBytes = 16 * 1024;
-
-struct CudaDriver {
-  driver::Library lib;
-#define TESSERA_FIELD(field, sym, R, params) PFN_##field field = nullptr;
-  TESSERA_CUDA_FUNCTIONS(TESSERA_FIELD)
-#undef TESSERA_FIELD
-  PFN_EventElapsedTime EventElapsedTime = nullptr;
-  int count = 0;
-  /// Why there is no usable device (count == 0); empty otherwise.
-  std::string unavailable;
-
-  explicit CudaDriver(const std::string& override) {
-    lib = driver::openLibrary(override, kEnvVar, {"libcuda.so.1"});
-    if (!lib.handle) {
-      unavailable = "CUDA driver not available: " + lib.error;
-      return;
-    }
-    std::string missing;
-#define TESSERA_RESOLVE(field, sym, R, params)                          \
-  field = reinterpret_cast<PFN_##field>(driver::findSymbol(lib, #sym)); \
-  if (!field) missing += std::string(missing.empty() ? "" : ", ") + #sym;
-    TESSERA_CUDA_FUNCTIONS(TESSERA_RESOLVE)
-#undef TESSERA_RESOLVE
-    for (const char* sym : {"cuEventElapsedTime_v2", "cuEventElapsedTime"})
-      if (!EventElapsedTime) EventElapsedTime = reinterpret_cast<PFN_EventElapsedTime>(driver::findSymbol(lib, sym));
-    if (!EventElapsedTime) missing += std::string(missing.empty() ? "" : ", ") + "cuEventElapsedTime";
-    if (!missing.empty()) {
-      unavailable = "CUDA driver not available: " + lib.path + " lacks " + missing +
-                    " (the driver is too old; Tessera needs CUDA 11 or newer)";
-      return;
-    }
-    if (CUresult r = Init(0); r != CUDA_SUCCESS) {
-      unavailable = "cuInit failed: " + errorText(r);
-      return;
-    }
-    int n = 0;
-    if (CUresult r = DeviceGetCount(&n); r != CUDA_SUCCESS) {
-      unavailable = "cuDeviceGetCount failed: " + errorText(r);
-      return;
-    }
-    if (n <= 0) {
-      unavailable = "the CUDA driver (" + lib.path + ") reports no device";
-      return;
-    }
-    count = n;
-  }
-
-  /// "CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)".
-  std::string errorText(CUresult r) const {
-    const char* nm = nullptr;
-    const char* desc = nullptr;
-    if (!GetErrorName || GetErrorName(r, &nm) != CUDA_SUCCESS || !nm) nm = nullptr;
-    if (!GetErrorString || GetErrorString(r, &desc) != CUDA_SUCCESS || !desc) desc = nullptr;
-    std::string s = nm ? nm : "CUresult " + std::to_string(r);
-    if (desc) s += std::string(" (") + desc + ")";
-    return s;
-  }
-};
-
-std::shared_ptr<const CudaDriver> cudaDriver() { return driver::cachedDriver<CudaDriver>(kEnvVar); }
-
-/// A retained primary context, shared by a device and its loaded modules so
-/// it outlives both.
-struct CudaContext {
-  std::shared_ptr<const CudaDriver> drv;
-  CUdevice dev = 0;
-  CUcontext ctx = nullptr;
-  std::string label;  // "cuda:0 <device name>", the prefix of every error
-
-  CudaContext(std::shared_ptr<const CudaDriver> d, CUdevice dv, std::string l)
-      : drv(std::move(d)), dev(dv), label(std::move(l)) {}
-  ~CudaContext() {
-    // Errors are ignored: at process exit the driver may already have shut
-    // down (CUDA_ERROR_DEINITIALIZED), and a destructor must not throw.
-    if (ctx) drv->DevicePrimaryCtxRelease(dev);
-  }
-  CudaContext(const CudaContext&) = delete;
-  CudaContext& operator=(const CudaContext&) = delete;
-
-  [[noreturn]] void fail(CUresult r, const std::string& call, const std::string& what = {}) const {
-    throw DeviceError(label + ": " + (what.empty() ? "" : what + ": ") + call + " failed: " + drv->errorText(r));
-  }
-  void check(CUresult r, const char* call, const std::string& what = {}) const {
-    if (r != CUDA_SUCCESS) fail(r, call, what);
-  }
-  /// Makes this context current on the calling thread.
-  void enter() const { check(drv->CtxSetCurrent(ctx), "cuCtxSetCurrent"); }
-};
-
-struct CudaKernel final : KernelState {
-  std::shared_ptr<CudaContext> ctx;
-  CUmodule module = nullptr;
-  CUfunction fn = nullptr;
-  unsigned threadsPerBlock = 1;
-  unsigned sharedBytes = 0;
-  std::string symbol;
-
-  ~CudaKernel() override {
-    if (module && ctx->drv->CtxSetCurrent(ctx->ctx) == CUDA_SUCCESS) ctx->drv->ModuleUnload(module);
-  }
-};
-
-/// A CUstream: Tessera's own (owned) or the caller's (wrapped). Until it is
-/// synchronised it holds what its queued launches use, and it remembers the
-/// last kernel launched so that a fault found at synchronisation names it.
-struct CudaStream final : StreamImpl {
-  std::shared_ptr<CudaContext> ctx;
-  CUstream stream = nullptr;
-  bool owned = false;
-  std::mutex mu;
-  std::string lastLaunch;                       // describeLaunch of the latest kernel
-  std::vector<std::shared_ptr<void>> inFlight;  // launches and copies not yet synchronised
-
-  CudaStream(std::shared_ptr<CudaContext> c, CUstream s, bool own) : ctx(std::move(c)), stream(s), owned(own) {}
-  ~CudaStream() override {
-    if (owned && ctx->drv->CtxSetCurrent(ctx->ctx) == CUDA_SUCCESS) ctx->drv->StreamDestroy(stream);
-  }
-  void* native() const override { return stream; }
-
-  void keep(std::shared_ptr<void> p, const std::string& launch = {}) {
-    std::lock_guard<std::mutex> lock(mu);
-    if (p) inFlight.push_back(std::move(p));
-    if (!launch.empty()) lastLaunch = launch;
-  }
-  /// After a synchronisation: nothing queued needs its buffers any more.
-  std::string release() {
-    std::lock_guard<std::mutex> lock(mu);
-    inFlight.clear();
-    return lastLaunch;
-  }
-
-  void synchronize() override {
-    ctx->enter();
-    const CUresult r = ctx->drv->StreamSynchronize(stream);
-    const std::string launch = release();
-    if (r != CUDA_SUCCESS) ctx->fail(r, "cuStreamSynchronize", launch.empty() ? "" : "running " + launch);
-  }
-};
-
-struct CudaEvent final : EventImpl {
-  std::shared_ptr<CudaContext> ctx;
-  CUevent event = nullptr;
-  ~CudaEvent() override {
-    if (event && ctx->drv->CtxSetCurrent(ctx->ctx) == CUDA_SUCCESS) ctx->drv->EventDestroy(event);
-  }
-};
-
-std::string hexAddress(DevicePtr p) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%" PRIx64, p);
-  return buf;
-}
 
 class CudaDevice final : public DeviceImpl {
  public:
