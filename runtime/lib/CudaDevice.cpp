@@ -285,11 +285,7 @@ class CudaDevice final : public DeviceImpl {
   void synchronize() override {
     ctx_->enter();
     const CUresult r = drv().CtxSynchronize();
-    std::string launch;
-    for (const auto& s : streams_.live()) {
-      std::string l = s->release();
-      if (!l.empty()) launch = l;
-    }
+    const std::string launch = streams_.releaseAll();
     if (r != CUDA_SUCCESS) ctx_->fail(r, "cuCtxSynchronize", launch.empty() ? "" : "after " + launch);
   }
 

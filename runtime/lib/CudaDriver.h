@@ -124,13 +124,10 @@ struct CudaKernel final : KernelState {
 /// A CUstream: Tessera's own (owned) or the caller's (wrapped). Until it is
 /// synchronised it holds what its queued launches use, and it remembers the
 /// last kernel launched so that a fault found at synchronisation names it.
-struct CudaStream final : StreamImpl {
+struct CudaStream final : DriverStream {
   std::shared_ptr<CudaContext> ctx;
   CUstream stream = nullptr;
   bool owned = false;
-  std::mutex mu;
-  std::string lastLaunch;                       // describeLaunch of the latest kernel
-  std::vector<std::shared_ptr<void>> inFlight;  // launches and copies not yet synchronised
 
   CudaStream(std::shared_ptr<CudaContext> c, CUstream s, bool own) : ctx(std::move(c)), stream(s), owned(own) {}
   ~CudaStream() override {
@@ -138,22 +135,10 @@ struct CudaStream final : StreamImpl {
   }
   void* native() const override { return stream; }
 
-  void keep(std::shared_ptr<void> p, const std::string& launch = {}) {
-    std::lock_guard<std::mutex> lock(mu);
-    if (p) inFlight.push_back(std::move(p));
-    if (!launch.empty()) lastLaunch = launch;
-  }
-  /// After a synchronisation: nothing queued needs its buffers any more.
-  std::string release() {
-    std::lock_guard<std::mutex> lock(mu);
-    inFlight.clear();
-    return lastLaunch;
-  }
-
   void synchronize() override {
     ctx->enter();
     const CUresult r = ctx->drv->StreamSynchronize(stream);
-    const std::string launch = release();
+    const std::string launch = release().second;
     if (r != CUDA_SUCCESS) ctx->fail(r, "cuStreamSynchronize", launch.empty() ? "" : "running " + launch);
   }
 };

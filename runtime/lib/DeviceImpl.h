@@ -10,11 +10,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <atomic>
 #include <cstring>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tessera/runtime/Runtime.h"
@@ -68,11 +70,56 @@ struct LaunchPacket {
   void finish() const;
 };
 
+/// What a driver stream (CUDA, HIP) holds between two synchronisations: the
+/// keep-alives of the launches and copies queued on it -- the driver copies
+/// kernel parameters at once, but the buffers must outlive the kernel --
+/// and the latest kernel launched, which a fault found at synchronisation
+/// is reported against (the driver does not say which kernel faulted).
+class DriverStream : public StreamImpl {
+ public:
+  void keep(std::shared_ptr<void> p, const std::string& launch = {}) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (p) inFlight_.push_back(std::move(p));
+    if (!launch.empty()) {
+      lastLaunch_ = launch;
+      lastSeq_ = launchSeq().fetch_add(1, std::memory_order_relaxed) + 1;
+    }
+  }
+  /// After a synchronisation: nothing queued needs its buffers any more.
+  /// Returns the latest launch (and its place among all launches; 0: none).
+  std::pair<uint64_t, std::string> release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    inFlight_.clear();
+    return {lastSeq_, lastLaunch_};
+  }
+
+ private:
+  static std::atomic<uint64_t>& launchSeq() {
+    static std::atomic<uint64_t> seq{0};
+    return seq;
+  }
+  std::mutex mu_;
+  std::string lastLaunch_;  // describeLaunch of the latest kernel
+  uint64_t lastSeq_ = 0;
+  std::vector<std::shared_ptr<void>> inFlight_;
+};
+
 /// The streams a device has handed out, for Device::synchronize: weak, so a
 /// stream goes when its last handle does.
 template <class S>
 class StreamList {
  public:
+  /// After a device-wide synchronisation of driver streams: releases every
+  /// stream's keep-alives; returns the latest launch on any of them ("" if
+  /// none), which a fault found then is reported against.
+  std::string releaseAll() const {
+    std::pair<uint64_t, std::string> latest{0, {}};
+    for (const auto& s : live()) {
+      auto r = s->release();
+      if (r.first > latest.first) latest = std::move(r);
+    }
+    return latest.second;
+  }
   void add(const std::shared_ptr<S>& s) {
     std::lock_guard<std::mutex> lock(mu_);
     std::erase_if(list_, [](const std::weak_ptr<S>& w) { return w.expired(); });

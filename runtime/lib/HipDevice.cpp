@@ -208,11 +208,7 @@ class HipDevice final : public DeviceImpl {
   void synchronize() override {
     ctx_->enter();
     const hipError_t r = drv().DeviceSynchronize();
-    std::string launch;
-    for (const auto& s : streams_.live()) {
-      std::string l = s->release();
-      if (!l.empty()) launch = l;
-    }
+    const std::string launch = streams_.releaseAll();
     if (r != hipSuccess) ctx_->fail(r, "hipDeviceSynchronize", launch.empty() ? "" : "after " + launch);
   }
 

@@ -133,33 +133,20 @@ struct HipKernel final : KernelState {
 };
 
 /// A hipStream_t, Tessera's own or the caller's; see CudaStream.
-struct HipStream final : StreamImpl {
+struct HipStream final : DriverStream {
   std::shared_ptr<HipContext> ctx;
   hipStream_t stream = nullptr;
   bool owned = false;
-  std::mutex mu;
-  std::string lastLaunch;
-  std::vector<std::shared_ptr<void>> inFlight;
 
   HipStream(std::shared_ptr<HipContext> c, hipStream_t s, bool own) : ctx(std::move(c)), stream(s), owned(own) {}
   ~HipStream() override {
     if (owned && ctx->drv->SetDevice(ctx->ordinal) == hipSuccess) ctx->drv->StreamDestroy(stream);
   }
   void* native() const override { return stream; }
-  void keep(std::shared_ptr<void> p, const std::string& launch = {}) {
-    std::lock_guard<std::mutex> lock(mu);
-    if (p) inFlight.push_back(std::move(p));
-    if (!launch.empty()) lastLaunch = launch;
-  }
-  std::string release() {
-    std::lock_guard<std::mutex> lock(mu);
-    inFlight.clear();
-    return lastLaunch;
-  }
   void synchronize() override {
     ctx->enter();
     const hipError_t r = ctx->drv->StreamSynchronize(stream);
-    const std::string launch = release();
+    const std::string launch = release().second;
     if (r != hipSuccess) ctx->fail(r, "hipStreamSynchronize", launch.empty() ? "" : "running " + launch);
   }
 };
