@@ -106,6 +106,23 @@ TEST_CASE("fake CUDA: a raw CUdeviceptr and a kDLCUDA tensor run through a kerne
   for (auto p : {a, b, out}) f.free(p);  // the caller's memory is still the caller's to free
 }
 
+TEST_CASE("fake CUDA: DLPack export names the GPU; a versioned kDLCUDA import works in place", "[gpu][cuda][fake]") {
+  EnvGuard env("TESSERA_CUDA_LIBRARY", TESSERA_FAKE_CUDA);
+  Fake f;
+  Device dev(createCudaDevice(1));
+  Buffer b = dev.upload(DType::F32, std::vector<float>{1, 2, 3});
+  dlpack::DLManagedTensorVersioned* t = toDLPackVersioned(b);
+  CHECK((t->dl_tensor.device.device_type == dlpack::kDLCUDA && t->dl_tensor.device.device_id == 1));
+  CHECK(t->dl_tensor.data == b.data());
+  b = Buffer();
+  // The tensor keeps the device memory: the fake still resolves it.
+  CHECK(fakeRead(f, reinterpret_cast<unsigned long long>(t->dl_tensor.data), 3) == std::vector<float>{1, 2, 3});
+  const int copies = f.copies();
+  Buffer back = fromDLPack(dev, t);
+  CHECK(f.copies() == copies);
+  CHECK(back.read<float>() == std::vector<float>{1, 2, 3});
+}
+
 TEST_CASE("fake CUDA: memory of another device or too small is refused", "[gpu][cuda][fake]") {
   EnvGuard env("TESSERA_CUDA_LIBRARY", TESSERA_FAKE_CUDA);
   Fake f;

@@ -5,9 +5,10 @@
 //
 // Devices: the CPU, the SIMT emulator, and CUDA (Driver API) and HIP devices
 // through the same Device interface, loaded with dlopen so the project runs
-// without them. Work is submitted to streams (Stream.h in this header's
-// terms: Stream, Event, LaunchOptions::stream); DLPack interchange is in
-// tessera/runtime/DLPack.h. docs/runtime.md has the model and the rules.
+// without them. Work goes to streams (Stream, Event, LaunchOptions::stream
+// below); memory Tessera did not allocate is wrapped with Device::wrap, and
+// DLPack interchange is in tessera/runtime/DLPack.h. docs/runtime.md has the
+// model and the ownership rules.
 #pragma once
 
 #include <cstddef>
