@@ -116,7 +116,8 @@ TEST_CASE("a DLPack tensor runs through a compiled kernel in place, both forms",
   }
 }
 
-TEST_CASE("DLPack export and re-import give the same memory; exports keep it alive", "[runtime][external][dlpack]") {
+TEST_CASE("DLPack export and re-import give the same memory, and exports keep it alive",
+          "[runtime][external][dlpack]") {
   Device dev = Device::cpu();
   Buffer b = dev.upload(DType::I32, std::vector<int32_t>{1, 2, 3, 4, 5});
   void* const mem = b.data();
@@ -226,7 +227,7 @@ TEST_CASE("DLPack tensors Tessera cannot use are refused, and nothing is taken",
              Contains("the tensor is null"));
 }
 
-TEST_CASE("DLPack: size-1 dimensions may have any stride; scalars, offsets and empty tensors",
+TEST_CASE("DLPack: size-1 dimensions may have any stride, and scalars, offsets and empty tensors work",
           "[runtime][external][dlpack]") {
   Device dev = Device::cpu();
   std::vector<float> mem{0, 1, 2, 3, 4, 5};

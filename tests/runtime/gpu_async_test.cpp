@@ -106,7 +106,8 @@ TEST_CASE("fake CUDA: a raw CUdeviceptr and a kDLCUDA tensor run through a kerne
   for (auto p : {a, b, out}) f.free(p);  // the caller's memory is still the caller's to free
 }
 
-TEST_CASE("fake CUDA: DLPack export names the GPU; a versioned kDLCUDA import works in place", "[gpu][cuda][fake]") {
+TEST_CASE("fake CUDA: DLPack export names the GPU, and a versioned kDLCUDA import works in place",
+          "[gpu][cuda][fake]") {
   EnvGuard env("TESSERA_CUDA_LIBRARY", TESSERA_FAKE_CUDA);
   Fake f;
   Device dev(createCudaDevice(1));

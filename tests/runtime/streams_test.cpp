@@ -183,7 +183,7 @@ TEST_CASE("streams, events and copies used the wrong way are clear errors", "[ru
   CHECK_THAT(errorOf<ts::UsageError>([&] { Event().record(cpu.defaultStream()); }), Contains("null Event"));
 }
 
-TEST_CASE("a stream's work outlives its handles; the deleter of wrapped memory waits for it", "[runtime][stream]") {
+TEST_CASE("a stream's work outlives its handles, and the deleter of wrapped memory waits for it", "[runtime][stream]") {
   Device cpu = Device::cpu();
   Kernel a = handshakeKernel(cpu, handshake<0>, "handshake_a"), b = handshakeKernel(cpu, handshake<1>, "handshake_b");
   std::vector<int32_t> flags(4, 0);
