@@ -1,7 +1,7 @@
 // tessera_bench: the spine's performance figures, measured against physical
 // limits taken in the same run. Run by hand, never as a timed test:
 //
-//   cmake --build build --target tessera_bench && build/bin/tessera_bench [--quick] [--fibers]
+//   cmake --build build --target tessera_bench && build/bin/tessera_bench [--quick] [--fibers] [--launch]
 //
 // Reports, each as median [min, max] over repetitions after warm-up:
 //   * a STREAM-style triad a[i] = b[i] + s*c[i] (plain C++, -O3 -march=native)
@@ -11,6 +11,9 @@
 //     add: two reads and one write), and as a fraction of the triad;
 //   * cold JIT compile latency per example (cache cleared) and a cache hit;
 //   * launch overhead of an empty kernel: 1 program, and 64 programs on 2 threads;
+//   * the host-side cost of an asynchronous launch (LaunchOptions::stream) on
+//     the CPU and the emulator against the synchronous one (launch_bench.cpp;
+//     --launch runs this section alone);
 //   * the cost of checked launches (LaunchOptions::checkBounds) against the
 //     same kernels unchecked, in the same run;
 //   * the SIMT emulator's fiber switch in ns, against a function call and
@@ -31,6 +34,7 @@
 
 #include "bench_kernels.h"
 #include "fiber_bench.h"
+#include "launch_bench.h"
 #include "registry.h"
 #include "tessera/tessera.h"
 
@@ -113,20 +117,26 @@ static std::optional<tessera::bench::Setup> checkedSetup(const tessera::bench::M
 }
 
 int main(int argc, char** argv) {
-  bool quick = false, fibersOnly = false;
+  bool quick = false, fibersOnly = false, launchOnly = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) {
       quick = true;
     } else if (std::strcmp(argv[i], "--fibers") == 0) {
       fibersOnly = true;
+    } else if (std::strcmp(argv[i], "--launch") == 0) {
+      launchOnly = true;
     } else {
-      std::fprintf(stderr, "usage: %s [--quick] [--fibers]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--quick] [--fibers] [--launch]\n", argv[0]);
       return 2;
     }
   }
   const int reps = quick ? 5 : 15;
   if (fibersOnly) {
     tessera::bench::fiberSwitchBench(reps);
+    return 0;
+  }
+  if (launchOnly) {
+    tessera::bench::asyncLaunchBench(quick ? 200 : 2000);
     return 0;
   }
   auto dev = ts::Device::cpu();
@@ -232,5 +242,6 @@ int main(int argc, char** argv) {
                   s.min * 1e6, s.max * 1e6);
     }
   }
+  tessera::bench::asyncLaunchBench(quick ? 200 : 2000);
   return 0;
 }

@@ -10,7 +10,7 @@
 #include <string>
 #include <thread>
 
-#include "DeviceImpl.h"
+#include "HostStream.h"
 #include "tessera/support/Sanitizers.h"
 
 namespace tessera::rt {
@@ -110,11 +110,31 @@ class CpuDevice final : public HostMemoryDevice {
     return ks;
   }
 
-  TESSERA_CALLS_JIT_CODE void launch(KernelState& ks, const KernelSignature& sig, Dim3 grid, void** args,
-                                     const LaunchOptions& opts) override {
-    auto& k = static_cast<CpuKernel&>(ks);
-    unsigned threads = launchThreads(opts, sig, *this);
+  // Nothing to check: any host address is host memory, and the CPU device
+  // keeps no registry of allocations (capacity comes from WrapOptions).
+  void adoptExternal(DevicePtr, size_t) override {}
+  void releaseExternal(DevicePtr, size_t) noexcept override {}
 
+  void launch(KernelState& ks, const KernelSignature& sig, Dim3 grid, void** args, const LaunchOptions& opts) override {
+    const unsigned threads = launchThreads(opts, sig, *this);
+    defaultStream()->synchronize();
+    runGrid(static_cast<CpuKernel&>(ks), grid, args, threads);
+  }
+
+  void launchAsync(StreamImpl& s, KernelState& ks, const KernelSignature& sig, Dim3 grid,
+                   std::shared_ptr<LaunchPacket> packet, const LaunchOptions& opts) override {
+    const unsigned threads = launchThreads(opts, sig, *this);
+    auto* k = static_cast<CpuKernel*>(&ks);  // kept alive by packet->kernel
+    // A one-program grid costs less to run than to hand to the worker; a
+    // larger one goes to the stream's worker so that streams overlap.
+    run(s, grid.count() == 1, [this, k, grid, threads, packet = std::move(packet)] {
+      runGrid(*k, grid, packet->params.data(), threads);
+      packet->finish();
+    });
+  }
+
+ private:
+  TESSERA_CALLS_JIT_CODE void runGrid(CpuKernel& k, Dim3 grid, void** args, unsigned threads) {
     // The grid fits int32 per dimension (checked by the caller).
     const int32_t g[3] = {static_cast<int32_t>(grid.x), static_cast<int32_t>(grid.y), static_cast<int32_t>(grid.z)};
     const int64_t n = static_cast<int64_t>(grid.count());
@@ -133,9 +153,6 @@ class CpuDevice final : public HostMemoryDevice {
         &ctx);
   }
 
-  void synchronize() override {}  // launches complete before they return
-
- private:
   std::string cpu_;  // LLVM cpu the kernels are compiled for; "" = the host's
 };
 

@@ -2,23 +2,29 @@
 // or the library named by TESSERA_CUDA_LIBRARY).
 //
 // Each device uses its primary context (the one the CUDA runtime and other
-// libraries share) and one stream. Runtime calls can arrive on any thread --
-// the caller's, the thread pool's -- and the current context is per thread,
-// so every entry point makes the device's context current first.
+// libraries share) and a default stream of its own; Tessera streams are
+// CUstreams, and a caller's CUstream can be wrapped. Runtime calls can arrive
+// on any thread -- the caller's, the thread pool's, a stream's worker -- and
+// the current context is per thread, so every entry point makes the device's
+// context current first. The driver wrapper and the handles are in
+// CudaDriver.h.
 
+#include <cinttypes>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <string>
+#include <vector>
 
-#include "DeviceImpl.h"
-#include "DriverLoader.h"
+#include "CudaDriver.h"
 
 namespace tessera::rt {
 namespace {
 
 using namespace cuabi;
+using namespace cudadrv;
 
-constexpr const char* kEnvVar = "TESSERA_CUDA_LIBRARY";
 /// Dynamic shared memory a kernel gets without opting in
 /// (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) on every architecture.
 constexpr unsigned kDefaultSharedLimit = 48 * 1024;
@@ -26,106 +32,9 @@ constexpr unsigned kDefaultSharedLimit = 48 * 1024;
 /// can fill several KiB; the log is truncated beyond this.
 constexpr size_t kJitLogBytes = 16 * 1024;
 
-struct CudaDriver {
-  driver::Library lib;
-#define TESSERA_FIELD(field, sym, R, params) PFN_##field field = nullptr;
-  TESSERA_CUDA_FUNCTIONS(TESSERA_FIELD)
-#undef TESSERA_FIELD
-  int count = 0;
-  /// Why there is no usable device (count == 0); empty otherwise.
-  std::string unavailable;
-
-  explicit CudaDriver(const std::string& override) {
-    lib = driver::openLibrary(override, kEnvVar, {"libcuda.so.1"});
-    if (!lib.handle) {
-      unavailable = "CUDA driver not available: " + lib.error;
-      return;
-    }
-    std::string missing;
-#define TESSERA_RESOLVE(field, sym, R, params)                          \
-  field = reinterpret_cast<PFN_##field>(driver::findSymbol(lib, #sym)); \
-  if (!field) missing += std::string(missing.empty() ? "" : ", ") + #sym;
-    TESSERA_CUDA_FUNCTIONS(TESSERA_RESOLVE)
-#undef TESSERA_RESOLVE
-    if (!missing.empty()) {
-      unavailable = "CUDA driver not available: " + lib.path + " lacks " + missing +
-                    " (the driver is too old; Tessera needs CUDA 11 or newer)";
-      return;
-    }
-    if (CUresult r = Init(0); r != CUDA_SUCCESS) {
-      unavailable = "cuInit failed: " + errorText(r);
-      return;
-    }
-    int n = 0;
-    if (CUresult r = DeviceGetCount(&n); r != CUDA_SUCCESS) {
-      unavailable = "cuDeviceGetCount failed: " + errorText(r);
-      return;
-    }
-    if (n <= 0) {
-      unavailable = "the CUDA driver (" + lib.path + ") reports no device";
-      return;
-    }
-    count = n;
-  }
-
-  /// "CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)".
-  std::string errorText(CUresult r) const {
-    const char* nm = nullptr;
-    const char* desc = nullptr;
-    if (!GetErrorName || GetErrorName(r, &nm) != CUDA_SUCCESS || !nm) nm = nullptr;
-    if (!GetErrorString || GetErrorString(r, &desc) != CUDA_SUCCESS || !desc) desc = nullptr;
-    std::string s = nm ? nm : "CUresult " + std::to_string(r);
-    if (desc) s += std::string(" (") + desc + ")";
-    return s;
-  }
-};
-
-std::shared_ptr<const CudaDriver> cudaDriver() { return driver::cachedDriver<CudaDriver>(kEnvVar); }
-
-/// A retained primary context, shared by a device and its loaded modules so
-/// it outlives both.
-struct CudaContext {
-  std::shared_ptr<const CudaDriver> drv;
-  CUdevice dev = 0;
-  CUcontext ctx = nullptr;
-  std::string label;  // "cuda:0 <device name>", the prefix of every error
-
-  CudaContext(std::shared_ptr<const CudaDriver> d, CUdevice dv, std::string l)
-      : drv(std::move(d)), dev(dv), label(std::move(l)) {}
-  ~CudaContext() {
-    // Errors are ignored: at process exit the driver may already have shut
-    // down (CUDA_ERROR_DEINITIALIZED), and a destructor must not throw.
-    if (ctx) drv->DevicePrimaryCtxRelease(dev);
-  }
-  CudaContext(const CudaContext&) = delete;
-  CudaContext& operator=(const CudaContext&) = delete;
-
-  [[noreturn]] void fail(CUresult r, const std::string& call, const std::string& what = {}) const {
-    throw DeviceError(label + ": " + (what.empty() ? "" : what + ": ") + call + " failed: " + drv->errorText(r));
-  }
-  void check(CUresult r, const char* call, const std::string& what = {}) const {
-    if (r != CUDA_SUCCESS) fail(r, call, what);
-  }
-  /// Makes this context current on the calling thread.
-  void enter() const { check(drv->CtxSetCurrent(ctx), "cuCtxSetCurrent"); }
-};
-
-struct CudaKernel final : KernelState {
-  std::shared_ptr<CudaContext> ctx;
-  CUmodule module = nullptr;
-  CUfunction fn = nullptr;
-  unsigned threadsPerBlock = 1;
-  unsigned sharedBytes = 0;
-  std::string symbol;
-
-  ~CudaKernel() override {
-    if (module && ctx->drv->CtxSetCurrent(ctx->ctx) == CUDA_SUCCESS) ctx->drv->ModuleUnload(module);
-  }
-};
-
 class CudaDevice final : public DeviceImpl {
  public:
-  CudaDevice(std::shared_ptr<const CudaDriver> drv, int ordinal) {
+  CudaDevice(std::shared_ptr<const CudaDriver> drv, int ordinal) : ordinal_(ordinal) {
     const std::string tag = "cuda:" + std::to_string(ordinal);
     auto check = [&](CUresult r, const char* call) {
       if (r != CUDA_SUCCESS) throw DeviceError(tag + ": " + call + " failed: " + drv->errorText(r));
@@ -151,14 +60,11 @@ class CudaDevice final : public DeviceImpl {
     ctx_->enter();
     // A blocking stream (flags 0) orders launches after the synchronous
     // cuMemcpy / cuMemsetD8 calls, which run on the legacy default stream.
-    ctx_->check(drv->StreamCreate(&stream_, 0), "cuStreamCreate");
-  }
-
-  ~CudaDevice() override {
-    if (stream_ && ctx_->drv->CtxSetCurrent(ctx_->ctx) == CUDA_SUCCESS) ctx_->drv->StreamDestroy(stream_);
+    default_ = std::static_pointer_cast<CudaStream>(createStream());
   }
 
   DeviceKind kind() const override { return DeviceKind::CUDA; }
+  int ordinal() const override { return ordinal_; }
   std::string name() const override { return ctx_->label; }
   /// GPU parallelism comes from the grid and the block; LaunchOptions::threads
   /// is a host-thread count that does not apply here.
@@ -207,6 +113,25 @@ class CudaDevice final : public DeviceImpl {
     ctx_->enter();
     ctx_->check(drv().MemsetD8(dst, byte, bytes), "cuMemsetD8");
   }
+
+  // The driver knows every allocation: the device it lives on, and its size.
+  void adoptExternal(DevicePtr p, size_t bytes) override {
+    ctx_->enter();
+    const std::string what = "Device::wrap of " + std::to_string(bytes) + " bytes at " + hexAddress(p);
+    int owner = -1;
+    if (CUresult r = drv().PointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p); r != CUDA_SUCCESS)
+      throw DeviceError(ctx_->label + ": " + what + ": not memory the CUDA driver knows (cuPointerGetAttribute: " +
+                        drv().errorText(r) + "); pass a CUdeviceptr of this device");
+    if (owner != ordinal_)
+      throw DeviceError(ctx_->label + ": " + what + ": the memory is on cuda:" + std::to_string(owner) +
+                        ", not on this device");
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    if (drv().MemGetAddressRange(&base, &size, p) == CUDA_SUCCESS && p + bytes > base + size)
+      throw UsageError(ctx_->label + ": " + what + ": its allocation holds only " + std::to_string(base + size - p) +
+                       " bytes from that address");
+  }
+  void releaseExternal(DevicePtr, size_t) noexcept override {}
 
   std::shared_ptr<KernelState> load(const Binary& bin) override {
     const std::string what = "cannot load kernel '" + bin.signature.kernelName + "'";
@@ -271,6 +196,104 @@ class CudaDevice final : public DeviceImpl {
   }
 
   void launch(KernelState& ks, const KernelSignature& sig, Dim3 grid, void** args, const LaunchOptions&) override {
+    // Synchronous: the default stream, then wait, so that the caller may
+    // read results right away and a fault is reported by its launch.
+    launchOn(*default_, ks, sig, grid, args, nullptr);
+    default_->synchronize();
+  }
+
+  void launchAsync(StreamImpl& s, KernelState& ks, const KernelSignature& sig, Dim3 grid,
+                   std::shared_ptr<LaunchPacket> packet, const LaunchOptions&) override {
+    // cuLaunchKernel copies the parameters; the packet still holds the
+    // buffers until the stream is synchronised.
+    void** params = packet->params.data();  // before the move: argument order is unspecified
+    launchOn(static_cast<CudaStream&>(s), ks, sig, grid, params, std::move(packet));
+  }
+
+  void copyHostToDeviceAsync(StreamImpl& s, DevicePtr dst, const void* src, size_t bytes,
+                             std::shared_ptr<void> keep) override {
+    if (!bytes) return;
+    auto& cs = static_cast<CudaStream&>(s);
+    ctx_->enter();
+    ctx_->check(drv().MemcpyHtoDAsync(dst, src, bytes, cs.stream), "cuMemcpyHtoDAsync",
+                "copying " + std::to_string(bytes) + " bytes to the device");
+    cs.keep(std::move(keep));
+  }
+  void copyDeviceToHostAsync(StreamImpl& s, void* dst, DevicePtr src, size_t bytes,
+                             std::shared_ptr<void> keep) override {
+    if (!bytes) return;
+    auto& cs = static_cast<CudaStream&>(s);
+    ctx_->enter();
+    ctx_->check(drv().MemcpyDtoHAsync(dst, src, bytes, cs.stream), "cuMemcpyDtoHAsync",
+                "copying " + std::to_string(bytes) + " bytes from the device");
+    cs.keep(std::move(keep));
+  }
+
+  std::shared_ptr<StreamImpl> createStream() override {
+    ctx_->enter();
+    CUstream s = nullptr;
+    // A blocking stream (flags 0) orders its work with the synchronous
+    // cuMemcpy / cuMemsetD8 calls, which run on the legacy default stream.
+    ctx_->check(drv().StreamCreate(&s, 0), "cuStreamCreate");
+    auto st = std::make_shared<CudaStream>(ctx_, s, true);
+    streams_.add(st);
+    return st;
+  }
+  std::shared_ptr<StreamImpl> defaultStream() override { return default_; }
+  std::shared_ptr<StreamImpl> wrapStream(void* native) override {
+    ctx_->enter();
+    CUcontext owner = nullptr;
+    ctx_->check(drv().StreamGetCtx(native, &owner), "cuStreamGetCtx", "Device::wrapStream");
+    if (owner != ctx_->ctx)
+      throw DeviceError(ctx_->label +
+                        ": Device::wrapStream: the CUstream belongs to another context (another "
+                        "device, or a context other than the device's primary one)");
+    auto st = std::make_shared<CudaStream>(ctx_, native, false);
+    streams_.add(st);
+    return st;
+  }
+
+  std::shared_ptr<EventImpl> createEvent() override {
+    ctx_->enter();
+    auto e = std::make_shared<CudaEvent>();
+    e->ctx = ctx_;
+    ctx_->check(drv().EventCreate(&e->event, 0), "cuEventCreate");  // flags 0: timing enabled
+    return e;
+  }
+  void recordEvent(const std::shared_ptr<EventImpl>& e, StreamImpl& s) override {
+    ctx_->enter();
+    ctx_->check(drv().EventRecord(static_cast<CudaEvent&>(*e).event, static_cast<CudaStream&>(s).stream),
+                "cuEventRecord");
+  }
+  void waitEvent(StreamImpl& s, const std::shared_ptr<EventImpl>& e) override {
+    ctx_->enter();
+    ctx_->check(drv().StreamWaitEvent(static_cast<CudaStream&>(s).stream, static_cast<CudaEvent&>(*e).event, 0),
+                "cuStreamWaitEvent");
+  }
+  void synchronizeEvent(EventImpl& e) override {
+    ctx_->enter();
+    ctx_->check(drv().EventSynchronize(static_cast<CudaEvent&>(e).event), "cuEventSynchronize");
+  }
+  double elapsedMs(EventImpl& start, EventImpl& end) override {
+    ctx_->enter();
+    float ms = 0;
+    ctx_->check(drv().EventElapsedTime(&ms, static_cast<CudaEvent&>(start).event, static_cast<CudaEvent&>(end).event),
+                "cuEventElapsedTime", "Event::elapsedMs");
+    return ms;
+  }
+
+  void synchronize() override {
+    ctx_->enter();
+    const CUresult r = drv().CtxSynchronize();
+    const std::string launch = streams_.releaseAll();
+    if (r != CUDA_SUCCESS) ctx_->fail(r, "cuCtxSynchronize", launch.empty() ? "" : "after " + launch);
+  }
+
+ private:
+  const CudaDriver& drv() const { return *ctx_->drv; }
+
+  void launchOn(CudaStream& s, KernelState& ks, const KernelSignature& sig, Dim3 grid, void** args,
+                std::shared_ptr<void> keep) {
     auto& k = static_cast<CudaKernel&>(ks);
     const uint32_t dims[3] = {grid.x, grid.y, grid.z};
     for (int d = 0; d < 3; ++d)
@@ -278,25 +301,17 @@ class CudaDevice final : public DeviceImpl {
         throw LaunchError(sig.kernelName + ": grid " + grid.str() + " exceeds " + ctx_->label + "'s limit of " +
                           std::to_string(maxGrid_[d]) + " blocks in dimension " + "xyz"[d]);
     ctx_->enter();
-    const std::string what = describeLaunch(sig, grid, k.threadsPerBlock, k.sharedBytes);
-    ctx_->check(drv().LaunchKernel(k.fn, grid.x, grid.y, grid.z, k.threadsPerBlock, 1, 1, k.sharedBytes, stream_, args,
+    std::string what = describeLaunch(sig, grid, k.threadsPerBlock, k.sharedBytes);
+    ctx_->check(drv().LaunchKernel(k.fn, grid.x, grid.y, grid.z, k.threadsPerBlock, 1, 1, k.sharedBytes, s.stream, args,
                                    nullptr),
                 "cuLaunchKernel", "launching " + what);
-    // Launches are synchronous: the caller may read results right away, and
-    // a fault is reported by the launch that caused it.
-    ctx_->check(drv().StreamSynchronize(stream_), "cuStreamSynchronize", "running " + what);
+    s.keep(std::move(keep), what);
   }
-
-  void synchronize() override {
-    ctx_->enter();
-    ctx_->check(drv().StreamSynchronize(stream_), "cuStreamSynchronize");
-  }
-
- private:
-  const CudaDriver& drv() const { return *ctx_->drv; }
 
   std::shared_ptr<CudaContext> ctx_;
-  CUstream stream_ = nullptr;
+  int ordinal_ = 0;
+  std::shared_ptr<CudaStream> default_;
+  StreamList<CudaStream> streams_;
   int major_ = 0, minor_ = 0;
   int maxGrid_[3] = {0, 0, 0};
   int maxSharedOptin_ = 0;

@@ -10,11 +10,17 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <atomic>
 #include <cstring>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tessera/runtime/Runtime.h"
+#include "tessera/support/BoundsCheck.h"
 
 namespace tessera::rt {
 
@@ -32,6 +38,106 @@ struct KernelState {
 /// 1}, 128 threads per block, 0 bytes of shared memory)".
 std::string describeLaunch(const KernelSignature& sig, Dim3 grid, unsigned threadsPerBlock, unsigned sharedBytes);
 
+/// One queue of work on a device. Each device derives its own (a host
+/// worker queue, a CUstream, a hipStream_t).
+class StreamImpl {
+ public:
+  virtual ~StreamImpl() = default;
+  /// Waits for the submitted work; throws the first error it kept, once.
+  virtual void synchronize() = 0;
+  /// CUstream / hipStream_t; nullptr on host devices.
+  virtual void* native() const { return nullptr; }
+};
+
+class EventImpl {
+ public:
+  virtual ~EventImpl() = default;
+  bool recorded = false;  // Event::record was called (checked above the devices)
+};
+
+/// Everything an asynchronous launch needs after Kernel::launch returns: the
+/// marshalled kernelParams, the bounds-check record, and the handles that
+/// keep the kernel and every buffer alive until the launch has run.
+struct LaunchPacket {
+  std::vector<uint64_t> slots;
+  std::vector<void*> params;
+  std::vector<int64_t> extents;
+  BoundsCheckRecord record;
+  std::shared_ptr<const Kernel::State> kernel;
+  std::vector<std::shared_ptr<Buffer::State>> buffers;
+  /// Throws the LaunchError of a checked launch that went out of bounds;
+  /// the device calls it after the kernel has run.
+  void finish() const;
+};
+
+/// What a driver stream (CUDA, HIP) holds between two synchronisations: the
+/// keep-alives of the launches and copies queued on it -- the driver copies
+/// kernel parameters at once, but the buffers must outlive the kernel --
+/// and the latest kernel launched, which a fault found at synchronisation
+/// is reported against (the driver does not say which kernel faulted).
+class DriverStream : public StreamImpl {
+ public:
+  void keep(std::shared_ptr<void> p, const std::string& launch = {}) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (p) inFlight_.push_back(std::move(p));
+    if (!launch.empty()) {
+      lastLaunch_ = launch;
+      lastSeq_ = launchSeq().fetch_add(1, std::memory_order_relaxed) + 1;
+    }
+  }
+  /// After a synchronisation: nothing queued needs its buffers any more.
+  /// Returns the latest launch (and its place among all launches; 0: none).
+  std::pair<uint64_t, std::string> release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    inFlight_.clear();
+    return {lastSeq_, lastLaunch_};
+  }
+
+ private:
+  static std::atomic<uint64_t>& launchSeq() {
+    static std::atomic<uint64_t> seq{0};
+    return seq;
+  }
+  std::mutex mu_;
+  std::string lastLaunch_;  // describeLaunch of the latest kernel
+  uint64_t lastSeq_ = 0;
+  std::vector<std::shared_ptr<void>> inFlight_;
+};
+
+/// The streams a device has handed out, for Device::synchronize: weak, so a
+/// stream goes when its last handle does.
+template <class S>
+class StreamList {
+ public:
+  /// After a device-wide synchronisation of driver streams: releases every
+  /// stream's keep-alives; returns the latest launch on any of them ("" if
+  /// none), which a fault found then is reported against.
+  std::string releaseAll() const {
+    std::pair<uint64_t, std::string> latest{0, {}};
+    for (const auto& s : live()) {
+      auto r = s->release();
+      if (r.first > latest.first) latest = std::move(r);
+    }
+    return latest.second;
+  }
+  void add(const std::shared_ptr<S>& s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::erase_if(list_, [](const std::weak_ptr<S>& w) { return w.expired(); });
+    list_.push_back(s);
+  }
+  std::vector<std::shared_ptr<S>> live() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<std::shared_ptr<S>> r;
+    for (const auto& w : list_)
+      if (auto p = w.lock()) r.push_back(std::move(p));
+    return r;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::weak_ptr<S>> list_;
+};
+
 class DeviceImpl {
  public:
   virtual ~DeviceImpl() = default;
@@ -42,6 +148,8 @@ class DeviceImpl {
   virtual unsigned defaultThreads() const = 0;
   /// Target spelling of the code this device runs ("" for the CPU).
   virtual std::string arch() const { return {}; }
+  /// The driver's device ordinal (0 on host devices), for DLPack's device_id.
+  virtual int ordinal() const { return 0; }
 
   /// Allocates `bytes` (> 0) of zero-initialised device memory; throws
   /// DeviceError when the device is out of memory.
@@ -53,50 +161,84 @@ class DeviceImpl {
   virtual void copyDeviceToHost(void* dst, DevicePtr src, size_t bytes) = 0;
   virtual void fill(DevicePtr dst, uint8_t byte, size_t bytes) = 0;
 
+  /// Checks that [p, p + bytes) is memory of this device that kernels may
+  /// use, as far as the device can tell, and starts tracking it where the
+  /// device tracks memory (the emulator). Throws DeviceError for memory of
+  /// another device, UsageError when a known allocation is smaller.
+  virtual void adoptExternal(DevicePtr p, size_t bytes) = 0;
+  /// Stops tracking memory from adoptExternal. Never throws.
+  virtual void releaseExternal(DevicePtr p, size_t bytes) noexcept = 0;
+
   /// Loads a compiled binary; throws DeviceError when its format does not
   /// suit this device or the driver rejects it.
   virtual std::shared_ptr<KernelState> load(const Binary& bin) = 0;
   /// Runs a loaded kernel over `grid` (already validated) to completion.
   /// `args` is a kernelParams array: args[i] points at the i-th argument's
   /// value in its exact width (a DevicePtr for pointer arguments).
+  /// Ordered after the work already on the default stream, whose errors it
+  /// throws first.
   virtual void launch(KernelState& k, const KernelSignature& sig, Dim3 grid, void** args,
                       const LaunchOptions& opts) = 0;
-  /// Waits for outstanding work (launches are synchronous on the CPU).
+  /// Queues a launch on `s` (a stream of this device) and returns; errors
+  /// while it runs are kept by the stream. The packet's params are valid
+  /// until the launch has run; call packet->finish() after the kernel.
+  virtual void launchAsync(StreamImpl& s, KernelState& k, const KernelSignature& sig, Dim3 grid,
+                           std::shared_ptr<LaunchPacket> packet, const LaunchOptions& opts) = 0;
+  /// Asynchronous copies on `s`; `keep` holds the buffer until they ran.
+  virtual void copyHostToDeviceAsync(StreamImpl& s, DevicePtr dst, const void* src, size_t bytes,
+                                     std::shared_ptr<void> keep) = 0;
+  virtual void copyDeviceToHostAsync(StreamImpl& s, void* dst, DevicePtr src, size_t bytes,
+                                     std::shared_ptr<void> keep) = 0;
+
+  virtual std::shared_ptr<StreamImpl> createStream() = 0;
+  virtual std::shared_ptr<StreamImpl> defaultStream() = 0;
+  virtual std::shared_ptr<StreamImpl> wrapStream(void* native) = 0;
+  virtual std::shared_ptr<EventImpl> createEvent() = 0;
+  virtual void recordEvent(const std::shared_ptr<EventImpl>& e, StreamImpl& s) = 0;
+  /// Later work on `s` waits until `e` (recorded) has completed.
+  virtual void waitEvent(StreamImpl& s, const std::shared_ptr<EventImpl>& e) = 0;
+  virtual void synchronizeEvent(EventImpl& e) = 0;
+  /// Both events recorded (checked above); DeviceError when not complete.
+  virtual double elapsedMs(EventImpl& start, EventImpl& end) = 0;
+
+  /// Waits for the work of every stream and throws the first error kept.
   virtual void synchronize() = 0;
 };
 
-/// A device whose memory is host memory (the CPU, the SIMT emulator):
-/// copies and fills are memcpy / memset.
-class HostMemoryDevice : public DeviceImpl {
- public:
-  void copyHostToDevice(DevicePtr dst, const void* src, size_t bytes) override {
-    if (bytes) std::memcpy(reinterpret_cast<void*>(dst), src, bytes);
-  }
-  void copyDeviceToHost(void* dst, DevicePtr src, size_t bytes) override {
-    if (bytes) std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
-  }
-  void fill(DevicePtr dst, uint8_t byte, size_t bytes) override {
-    if (bytes) std::memset(reinterpret_cast<void*>(dst), byte, bytes);
-  }
-};
-
 /// What a Buffer handle shares: memory is returned to the device when the
-/// last handle goes.
+/// last handle goes -- or, for wrapped memory, handed back to its owner
+/// through the deleter, exactly once.
 struct Buffer::State {
   std::shared_ptr<DeviceImpl> device;
   DType dtype = DType::I8;
   size_t count = 0;  // elements
   DevicePtr ptr = 0;
+  bool external = false;
+  std::function<void()> deleter;          // external memory only
+  std::shared_ptr<const void> keepAlive;  // external memory only
 
   State(std::shared_ptr<DeviceImpl> d, DType t, size_t n, DevicePtr p)
       : device(std::move(d)), dtype(t), count(n), ptr(p) {}
   ~State() {
-    if (ptr) device->free(ptr);
+    if (!external) {
+      if (ptr) device->free(ptr);
+      return;
+    }
+    if (bytes()) device->releaseExternal(ptr, bytes());
+    if (deleter) {
+      try {
+        deleter();
+      } catch (...) {  // a destructor must not throw; the owner's deleter should not either
+      }
+    }
   }
   State(const State&) = delete;
   State& operator=(const State&) = delete;
   size_t bytes() const { return count * byteSize(dtype); }
 };
+
+/// "1000 f32 elements (4000 bytes)", for messages.
+std::string bufferDesc(const Buffer::State& s);
 
 struct Kernel::State {
   std::shared_ptr<DeviceImpl> device;

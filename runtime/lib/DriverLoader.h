@@ -64,6 +64,7 @@ using CUcontext = void*;
 using CUmodule = void*;
 using CUfunction = void*;
 using CUstream = void*;
+using CUevent = void*;
 
 // CUresult values we test for by value.
 constexpr CUresult CUDA_SUCCESS = 0;
@@ -90,6 +91,9 @@ constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
 constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
 constexpr int CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97;
 
+// CUpointer_attribute
+constexpr int CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9;
+
 // CUfunction_attribute
 constexpr int CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0;
 constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
@@ -97,37 +101,54 @@ constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
 // X(field, dlsym name, return type, parameter list). The dlsym name is the
 // versioned symbol cuda.h's macros select (cuMemAlloc -> cuMemAlloc_v2):
 // the unversioned symbols are the legacy 32-bit ABI.
-#define TESSERA_CUDA_FUNCTIONS(X)                                                                        \
-  X(Init, cuInit, CUresult, (unsigned flags))                                                            \
-  X(DeviceGetCount, cuDeviceGetCount, CUresult, (int* count))                                            \
-  X(DeviceGet, cuDeviceGet, CUresult, (CUdevice * dev, int ordinal))                                     \
-  X(DeviceGetName, cuDeviceGetName, CUresult, (char* name, int len, CUdevice dev))                       \
-  X(DeviceGetAttribute, cuDeviceGetAttribute, CUresult, (int* value, int attr, CUdevice dev))            \
-  X(DevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain, CUresult, (CUcontext * ctx, CUdevice dev))         \
-  X(DevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease_v2, CUresult, (CUdevice dev))                     \
-  X(CtxSetCurrent, cuCtxSetCurrent, CUresult, (CUcontext ctx))                                           \
-  X(MemAlloc, cuMemAlloc_v2, CUresult, (CUdeviceptr * dptr, size_t bytes))                               \
-  X(MemFree, cuMemFree_v2, CUresult, (CUdeviceptr dptr))                                                 \
-  X(MemcpyHtoD, cuMemcpyHtoD_v2, CUresult, (CUdeviceptr dst, const void* src, size_t bytes))             \
-  X(MemcpyDtoH, cuMemcpyDtoH_v2, CUresult, (void* dst, CUdeviceptr src, size_t bytes))                   \
-  X(MemsetD8, cuMemsetD8_v2, CUresult, (CUdeviceptr dst, unsigned char value, size_t n))                 \
-  X(StreamCreate, cuStreamCreate, CUresult, (CUstream * stream, unsigned flags))                         \
-  X(StreamDestroy, cuStreamDestroy_v2, CUresult, (CUstream stream))                                      \
-  X(StreamSynchronize, cuStreamSynchronize, CUresult, (CUstream stream))                                 \
-  X(ModuleLoadDataEx, cuModuleLoadDataEx, CUresult,                                                      \
-    (CUmodule * mod, const void* image, unsigned numOptions, int* options, void** values))               \
-  X(ModuleUnload, cuModuleUnload, CUresult, (CUmodule mod))                                              \
-  X(ModuleGetFunction, cuModuleGetFunction, CUresult, (CUfunction * fn, CUmodule mod, const char* name)) \
-  X(FuncGetAttribute, cuFuncGetAttribute, CUresult, (int* value, int attr, CUfunction fn))               \
-  X(FuncSetAttribute, cuFuncSetAttribute, CUresult, (CUfunction fn, int attr, int value))                \
-  X(LaunchKernel, cuLaunchKernel, CUresult,                                                              \
-    (CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,        \
-     unsigned sharedBytes, CUstream stream, void** params, void** extra))                                \
-  X(GetErrorName, cuGetErrorName, CUresult, (CUresult err, const char** str))                            \
+#define TESSERA_CUDA_FUNCTIONS(X)                                                                                 \
+  X(Init, cuInit, CUresult, (unsigned flags))                                                                     \
+  X(DeviceGetCount, cuDeviceGetCount, CUresult, (int* count))                                                     \
+  X(DeviceGet, cuDeviceGet, CUresult, (CUdevice * dev, int ordinal))                                              \
+  X(DeviceGetName, cuDeviceGetName, CUresult, (char* name, int len, CUdevice dev))                                \
+  X(DeviceGetAttribute, cuDeviceGetAttribute, CUresult, (int* value, int attr, CUdevice dev))                     \
+  X(DevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain, CUresult, (CUcontext * ctx, CUdevice dev))                  \
+  X(DevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease_v2, CUresult, (CUdevice dev))                              \
+  X(CtxSetCurrent, cuCtxSetCurrent, CUresult, (CUcontext ctx))                                                    \
+  X(MemAlloc, cuMemAlloc_v2, CUresult, (CUdeviceptr * dptr, size_t bytes))                                        \
+  X(MemFree, cuMemFree_v2, CUresult, (CUdeviceptr dptr))                                                          \
+  X(MemcpyHtoD, cuMemcpyHtoD_v2, CUresult, (CUdeviceptr dst, const void* src, size_t bytes))                      \
+  X(MemcpyDtoH, cuMemcpyDtoH_v2, CUresult, (void* dst, CUdeviceptr src, size_t bytes))                            \
+  X(MemsetD8, cuMemsetD8_v2, CUresult, (CUdeviceptr dst, unsigned char value, size_t n))                          \
+  X(StreamCreate, cuStreamCreate, CUresult, (CUstream * stream, unsigned flags))                                  \
+  X(StreamDestroy, cuStreamDestroy_v2, CUresult, (CUstream stream))                                               \
+  X(StreamSynchronize, cuStreamSynchronize, CUresult, (CUstream stream))                                          \
+  X(StreamWaitEvent, cuStreamWaitEvent, CUresult, (CUstream stream, CUevent event, unsigned flags))               \
+  X(StreamGetCtx, cuStreamGetCtx, CUresult, (CUstream stream, CUcontext * ctx))                                   \
+  X(CtxSynchronize, cuCtxSynchronize, CUresult, ())                                                               \
+  X(EventCreate, cuEventCreate, CUresult, (CUevent * event, unsigned flags))                                      \
+  X(EventDestroy, cuEventDestroy_v2, CUresult, (CUevent event))                                                   \
+  X(EventRecord, cuEventRecord, CUresult, (CUevent event, CUstream stream))                                       \
+  X(EventSynchronize, cuEventSynchronize, CUresult, (CUevent event))                                              \
+  X(MemcpyHtoDAsync, cuMemcpyHtoDAsync_v2, CUresult,                                                              \
+    (CUdeviceptr dst, const void* src, size_t bytes, CUstream stream))                                            \
+  X(MemcpyDtoHAsync, cuMemcpyDtoHAsync_v2, CUresult, (void* dst, CUdeviceptr src, size_t bytes, CUstream stream)) \
+  X(MemGetAddressRange, cuMemGetAddressRange_v2, CUresult, (CUdeviceptr * base, size_t* size, CUdeviceptr p))     \
+  X(PointerGetAttribute, cuPointerGetAttribute, CUresult, (void* data, int attr, CUdeviceptr p))                  \
+  X(ModuleLoadDataEx, cuModuleLoadDataEx, CUresult,                                                               \
+    (CUmodule * mod, const void* image, unsigned numOptions, int* options, void** values))                        \
+  X(ModuleUnload, cuModuleUnload, CUresult, (CUmodule mod))                                                       \
+  X(ModuleGetFunction, cuModuleGetFunction, CUresult, (CUfunction * fn, CUmodule mod, const char* name))          \
+  X(FuncGetAttribute, cuFuncGetAttribute, CUresult, (int* value, int attr, CUfunction fn))                        \
+  X(FuncSetAttribute, cuFuncSetAttribute, CUresult, (CUfunction fn, int attr, int value))                         \
+  X(LaunchKernel, cuLaunchKernel, CUresult,                                                                       \
+    (CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,                 \
+     unsigned sharedBytes, CUstream stream, void** params, void** extra))                                         \
+  X(GetErrorName, cuGetErrorName, CUresult, (CUresult err, const char** str))                                     \
   X(GetErrorString, cuGetErrorString, CUresult, (CUresult err, const char** str))
 
 #define TESSERA_DECLARE_PFN(field, sym, R, params) using PFN_##field = R(*) params;
 TESSERA_CUDA_FUNCTIONS(TESSERA_DECLARE_PFN)
+
+/// cuEventElapsedTime: CUDA 12.8 added cuEventElapsedTime_v2 (what cuda.h
+/// now maps the name to) with the same prototype; older drivers have only
+/// the first version, so either is resolved (the newer first).
+using PFN_EventElapsedTime = CUresult (*)(float* ms, CUevent start, CUevent end);
 
 }  // namespace tessera::rt::cuabi
 
@@ -139,6 +160,7 @@ using hipDevice_t = int;
 using hipModule_t = void*;
 using hipFunction_t = void*;
 using hipStream_t = void*;
+using hipEvent_t = void*;
 
 constexpr hipError_t hipSuccess = 0;
 constexpr hipError_t hipErrorOutOfMemory = 2;
@@ -166,6 +188,15 @@ constexpr size_t kDevicePropBytes = 16384;
   X(StreamCreate, hipStreamCreate, hipError_t, (hipStream_t * stream))                                            \
   X(StreamDestroy, hipStreamDestroy, hipError_t, (hipStream_t stream))                                            \
   X(StreamSynchronize, hipStreamSynchronize, hipError_t, (hipStream_t stream))                                    \
+  X(StreamWaitEvent, hipStreamWaitEvent, hipError_t, (hipStream_t stream, hipEvent_t event, unsigned flags))      \
+  X(DeviceSynchronize, hipDeviceSynchronize, hipError_t, ())                                                      \
+  X(EventCreate, hipEventCreate, hipError_t, (hipEvent_t * event))                                                \
+  X(EventDestroy, hipEventDestroy, hipError_t, (hipEvent_t event))                                                \
+  X(EventRecord, hipEventRecord, hipError_t, (hipEvent_t event, hipStream_t stream))                              \
+  X(EventSynchronize, hipEventSynchronize, hipError_t, (hipEvent_t event))                                        \
+  X(EventElapsedTime, hipEventElapsedTime, hipError_t, (float* ms, hipEvent_t start, hipEvent_t end))             \
+  X(MemcpyAsync, hipMemcpyAsync, hipError_t, (void* dst, const void* src, size_t bytes, int kind, hipStream_t s)) \
+  X(MemGetAddressRange, hipMemGetAddressRange, hipError_t, (void** base, size_t* size, void* p))                  \
   X(ModuleLoadData, hipModuleLoadData, hipError_t, (hipModule_t * mod, const void* image))                        \
   X(ModuleUnload, hipModuleUnload, hipError_t, (hipModule_t mod))                                                 \
   X(ModuleGetFunction, hipModuleGetFunction, hipError_t, (hipFunction_t * fn, hipModule_t mod, const char* name)) \

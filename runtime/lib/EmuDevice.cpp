@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "DeviceImpl.h"
+#include "HostStream.h"
 #include "tessera/runtime/Emulator.h"
 #include "tessera/support/Targets.h"
 
@@ -87,14 +87,16 @@ class EmuDevice final : public HostMemoryDevice {
     std::lock_guard<std::mutex> lock(mu_);
     // The requested size, not the rounded one: the padding is not the
     // buffer's, so touching it is out of bounds as on a GPU allocation.
-    live_[reinterpret_cast<DevicePtr>(p)] = bytes;
+    live_.emplace(reinterpret_cast<DevicePtr>(p), bytes);
     return reinterpret_cast<DevicePtr>(p);
   }
 
   void free(DevicePtr p) noexcept override {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      live_.erase(p);
+      // The allocation itself: the first entry at p (wrapped memory at the
+      // same base is added after it).
+      if (auto it = live_.lower_bound(p); it != live_.end() && it->first == p) live_.erase(it);
     }
     std::free(reinterpret_cast<void*>(p));
   }
@@ -130,10 +132,54 @@ class EmuDevice final : public HostMemoryDevice {
     return ks;
   }
 
-  void launch(KernelState& ks, const KernelSignature& sig, Dim3 grid, void** args, const LaunchOptions& opts) override {
-    auto& k = static_cast<EmuKernel&>(ks);
-    unsigned threads = launchThreads(opts, sig, *this);
+  // Wrapped host memory joins the registry, so kernels may touch it and
+  // nothing past it. Inside an allocation of this device, the allocation's
+  // size is a known capacity.
+  void adoptExternal(DevicePtr p, size_t bytes) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = live_.upper_bound(p);
+    if (it != live_.begin()) {
+      --it;
+      const DevicePtr base = it->first;
+      const size_t size = it->second;
+      if (p < base + size && bytes > base + size - p)
+        throw UsageError(name() + ": cannot wrap " + std::to_string(bytes) + " bytes at an address " +
+                         std::to_string(p - base) + " bytes into an allocation of " + std::to_string(size) +
+                         " bytes: only " + std::to_string(base + size - p) + " bytes remain");
+    }
+    live_.emplace(p, bytes);
+  }
 
+  void releaseExternal(DevicePtr p, size_t bytes) noexcept override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto [lo, hi] = live_.equal_range(p);
+    for (auto it = lo; it != hi; ++it)
+      if (it->second == bytes) {
+        live_.erase(it);
+        return;
+      }
+  }
+
+  void launch(KernelState& ks, const KernelSignature& sig, Dim3 grid, void** args, const LaunchOptions& opts) override {
+    const unsigned threads = launchThreads(opts, sig, *this);
+    defaultStream()->synchronize();
+    runGrid(static_cast<EmuKernel&>(ks), sig, grid, args, threads);
+  }
+
+  // Emulated launches are long (one fiber per GPU thread): always handed to
+  // the stream's worker.
+  void launchAsync(StreamImpl& s, KernelState& ks, const KernelSignature& sig, Dim3 grid,
+                   std::shared_ptr<LaunchPacket> packet, const LaunchOptions& opts) override {
+    const unsigned threads = launchThreads(opts, sig, *this);
+    auto* k = static_cast<EmuKernel*>(&ks);  // kept alive by packet->kernel
+    run(s, false, [this, k, &sig, grid, threads, packet = std::move(packet)] {
+      runGrid(*k, sig, grid, packet->params.data(), threads);
+      packet->finish();
+    });
+  }
+
+ private:
+  void runGrid(EmuKernel& k, const KernelSignature& sig, Dim3 grid, void** args, unsigned threads) {
     emu::LaunchConfig cfg;
     cfg.vendor = k.amd ? emu::Vendor::AMD : emu::Vendor::NVIDIA;
     cfg.warpSize = k.warpSize;
@@ -155,12 +201,11 @@ class EmuDevice final : public HostMemoryDevice {
     emu::launch(k.thread, args, cfg);
   }
 
-  void synchronize() override {}  // launches complete before they return
-
- private:
   const ArchInfo& arch_;
   std::mutex mu_;
-  std::map<DevicePtr, size_t> live_;  // base -> requested bytes
+  // base -> requested bytes; a multimap because wrapped memory may start
+  // where another buffer does (a DLPack import of an exported buffer).
+  std::multimap<DevicePtr, size_t> live_;
 };
 
 }  // namespace

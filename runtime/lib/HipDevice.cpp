@@ -3,135 +3,23 @@
 //
 // HIP's current device is per thread, and runtime calls arrive on any thread
 // (the caller's, the thread pool's), so every entry point selects the device
-// with hipSetDevice first.
+// with hipSetDevice first. Streams, events and wrapped memory mirror the CUDA
+// device (CudaDevice.cpp) call for call.
 
 #include <cctype>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <vector>
 
-#include "DeviceImpl.h"
-#include "DriverLoader.h"
+#include "HipDriver.h"
 
 namespace tessera::rt {
 namespace {
 
 using namespace hipabi;
-
-constexpr const char* kEnvVar = "TESSERA_HIP_LIBRARY";
-
-struct HipDriver {
-  driver::Library lib;
-#define TESSERA_FIELD(field, sym, R, params) PFN_##field field = nullptr;
-  TESSERA_HIP_FUNCTIONS(TESSERA_FIELD)
-#undef TESSERA_FIELD
-  PFN_GetDeviceProperties GetDeviceProperties = nullptr;
-  int count = 0;
-  std::string unavailable;  // why count is 0; empty otherwise
-
-  explicit HipDriver(const std::string& override) {
-    // Newest ABI first; the unversioned name is what a development install
-    // (or a ROCm tree on LD_LIBRARY_PATH) provides.
-    lib = driver::openLibrary(override, kEnvVar, {"libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5"});
-    if (!lib.handle) {
-      unavailable = "HIP runtime not available: " + lib.error;
-      return;
-    }
-    std::string missing;
-#define TESSERA_RESOLVE(field, sym, R, params)                          \
-  field = reinterpret_cast<PFN_##field>(driver::findSymbol(lib, #sym)); \
-  if (!field) missing += std::string(missing.empty() ? "" : ", ") + #sym;
-    TESSERA_HIP_FUNCTIONS(TESSERA_RESOLVE)
-#undef TESSERA_RESOLVE
-    // HIP 6 exports its new layout under a new name and keeps the old name
-    // for the HIP 5 layout; the buffer we pass fits either.
-    GetDeviceProperties =
-        reinterpret_cast<PFN_GetDeviceProperties>(driver::findSymbol(lib, "hipGetDevicePropertiesR0600"));
-    if (!GetDeviceProperties)
-      GetDeviceProperties =
-          reinterpret_cast<PFN_GetDeviceProperties>(driver::findSymbol(lib, "hipGetDeviceProperties"));
-    if (!GetDeviceProperties) missing += std::string(missing.empty() ? "" : ", ") + "hipGetDeviceProperties";
-    if (!missing.empty()) {
-      unavailable = "HIP runtime not available: " + lib.path + " lacks " + missing;
-      return;
-    }
-    // No hipInit: the runtime initialises itself on first use, and HIP 5
-    // answers hipInit with hipErrorInvalidDevice when there is no GPU, which
-    // would hide the clearer hipErrorNoDevice below.
-    int n = 0;
-    if (hipError_t r = GetDeviceCount(&n); r != hipSuccess) {
-      unavailable = "hipGetDeviceCount failed: " + errorText(r);
-      if (r == hipErrorNoDevice) unavailable += " (no AMD GPU visible to " + lib.path + ")";
-      return;
-    }
-    if (n <= 0) {
-      unavailable = "the HIP runtime (" + lib.path + ") reports no device";
-      return;
-    }
-    count = n;
-  }
-
-  /// "hipErrorOutOfMemory (out of memory)"; HIP 5 returns the name from
-  /// both calls, so the description is shown only when it adds something.
-  std::string errorText(hipError_t r) const {
-    const char* nm = GetErrorName ? GetErrorName(r) : nullptr;
-    const char* desc = GetErrorString ? GetErrorString(r) : nullptr;
-    std::string s = nm ? nm : "hipError_t " + std::to_string(r);
-    if (desc && (!nm || std::strcmp(nm, desc) != 0)) s += std::string(" (") + desc + ")";
-    return s;
-  }
-};
-
-std::shared_ptr<const HipDriver> hipDriver() { return driver::cachedDriver<HipDriver>(kEnvVar); }
-
-/// The architecture ("gfx90a") from hipGetDeviceProperties without relying
-/// on hipDeviceProp_t's layout, which HIP 6 changed (and the symbol with
-/// it): the structure is written into an oversized zeroed buffer and its
-/// gcnArchName field ("gfx90a:sramecc+:xnack-") is found by content -- the
-/// only string in it that starts with "gfx", runs over [0-9a-z] and ends at
-/// ':' or NUL. hipDeviceGetAttribute has no attribute giving this name
-/// (hipDeviceAttributeGcnArch is a deprecated number that cannot spell
-/// gfx90a, and the attribute enum itself was renumbered in HIP 5).
-std::string findGfxArch(const std::vector<char>& props) {
-  const size_t n = props.size();
-  for (size_t i = 0; i + 3 < n; ++i) {
-    if (std::memcmp(&props[i], "gfx", 3) != 0) continue;
-    if (i > 0 && (std::isalnum(static_cast<unsigned char>(props[i - 1])))) continue;
-    size_t j = i + 3;
-    while (j < n &&
-           (std::isdigit(static_cast<unsigned char>(props[j])) || std::islower(static_cast<unsigned char>(props[j]))))
-      ++j;
-    if (j - i >= 6 && j < n && (props[j] == ':' || props[j] == '\0')) return std::string(&props[i], j - i);
-  }
-  return {};
-}
-
-struct HipContext {
-  std::shared_ptr<const HipDriver> drv;
-  int ordinal = 0;
-  std::string label;  // "hip:0 <device name>"
-
-  [[noreturn]] void fail(hipError_t r, const std::string& call, const std::string& what = {}) const {
-    throw DeviceError(label + ": " + (what.empty() ? "" : what + ": ") + call + " failed: " + drv->errorText(r));
-  }
-  void check(hipError_t r, const char* call, const std::string& what = {}) const {
-    if (r != hipSuccess) fail(r, call, what);
-  }
-  void enter() const { check(drv->SetDevice(ordinal), "hipSetDevice"); }
-};
-
-struct HipKernel final : KernelState {
-  std::shared_ptr<HipContext> ctx;
-  hipModule_t module = nullptr;
-  hipFunction_t fn = nullptr;
-  unsigned threadsPerBlock = 1;
-  unsigned sharedBytes = 0;
-
-  ~HipKernel() override {
-    if (module && ctx->drv->SetDevice(ctx->ordinal) == hipSuccess) ctx->drv->ModuleUnload(module);
-  }
-};
+using namespace hipdrv;
 
 class HipDevice final : public DeviceImpl {
  public:
@@ -147,14 +35,11 @@ class HipDevice final : public DeviceImpl {
     check(drv->GetDeviceProperties(props.data(), ordinal), "hipGetDeviceProperties");
     gfx_ = findGfxArch(props);
     ctx_ = std::make_shared<HipContext>(HipContext{drv, ordinal, tag + " " + nameBuf});
-    ctx_->check(drv->StreamCreate(&stream_), "hipStreamCreate");
-  }
-
-  ~HipDevice() override {
-    if (stream_ && ctx_->drv->SetDevice(ctx_->ordinal) == hipSuccess) ctx_->drv->StreamDestroy(stream_);
+    default_ = std::static_pointer_cast<HipStream>(createStream());
   }
 
   DeviceKind kind() const override { return DeviceKind::HIP; }
+  int ordinal() const override { return ctx_->ordinal; }
   std::string name() const override { return ctx_->label; }
   /// See CudaDevice: GPU parallelism comes from the grid and the block.
   unsigned defaultThreads() const override { return 1; }
@@ -203,6 +88,24 @@ class HipDevice final : public DeviceImpl {
     ctx_->check(drv().Memset(reinterpret_cast<void*>(dst), byte, bytes), "hipMemset");
   }
 
+  // HIP knows each allocation's extent; which device it is on is not
+  // checked (hipPointerGetAttributes' structure changed between versions).
+  void adoptExternal(DevicePtr p, size_t bytes) override {
+    ctx_->enter();
+    void* base = nullptr;
+    size_t size = 0;
+    if (hipError_t r = drv().MemGetAddressRange(&base, &size, reinterpret_cast<void*>(p)); r != hipSuccess)
+      throw DeviceError(ctx_->label + ": Device::wrap of " + std::to_string(bytes) +
+                        " bytes: not memory the HIP runtime knows (hipMemGetAddressRange: " + drv().errorText(r) +
+                        "); pass a hipDeviceptr_t of this device");
+    const DevicePtr b = reinterpret_cast<DevicePtr>(base);
+    if (p + bytes > b + size)
+      throw UsageError(ctx_->label + ": Device::wrap of " + std::to_string(bytes) +
+                       " bytes: its allocation holds only " + std::to_string(b + size - p) +
+                       " bytes from that address");
+  }
+  void releaseExternal(DevicePtr, size_t) noexcept override {}
+
   std::shared_ptr<KernelState> load(const Binary& bin) override {
     const std::string what = "cannot load kernel '" + bin.signature.kernelName + "'";
     if (bin.format != Binary::Format::HSACO)
@@ -237,6 +140,83 @@ class HipDevice final : public DeviceImpl {
   }
 
   void launch(KernelState& ks, const KernelSignature& sig, Dim3 grid, void** args, const LaunchOptions&) override {
+    launchOn(*default_, ks, sig, grid, args, nullptr);  // synchronous, as on every device
+    default_->synchronize();
+  }
+
+  void launchAsync(StreamImpl& s, KernelState& ks, const KernelSignature& sig, Dim3 grid,
+                   std::shared_ptr<LaunchPacket> packet, const LaunchOptions&) override {
+    void** params = packet->params.data();  // before the move: argument order is unspecified
+    launchOn(static_cast<HipStream&>(s), ks, sig, grid, params, std::move(packet));
+  }
+
+  void copyHostToDeviceAsync(StreamImpl& s, DevicePtr dst, const void* src, size_t bytes,
+                             std::shared_ptr<void> keep) override {
+    copyAsync(static_cast<HipStream&>(s), reinterpret_cast<void*>(dst), src, bytes, hipMemcpyHostToDevice,
+              std::move(keep));
+  }
+  void copyDeviceToHostAsync(StreamImpl& s, void* dst, DevicePtr src, size_t bytes,
+                             std::shared_ptr<void> keep) override {
+    copyAsync(static_cast<HipStream&>(s), dst, reinterpret_cast<const void*>(src), bytes, hipMemcpyDeviceToHost,
+              std::move(keep));
+  }
+
+  std::shared_ptr<StreamImpl> createStream() override {
+    ctx_->enter();
+    hipStream_t s = nullptr;
+    ctx_->check(drv().StreamCreate(&s), "hipStreamCreate");
+    auto st = std::make_shared<HipStream>(ctx_, s, true);
+    streams_.add(st);
+    return st;
+  }
+  std::shared_ptr<StreamImpl> defaultStream() override { return default_; }
+  std::shared_ptr<StreamImpl> wrapStream(void* native) override {
+    auto st = std::make_shared<HipStream>(ctx_, native, false);
+    streams_.add(st);
+    return st;
+  }
+
+  std::shared_ptr<EventImpl> createEvent() override {
+    ctx_->enter();
+    auto e = std::make_shared<HipEvent>();
+    e->ctx = ctx_;
+    ctx_->check(drv().EventCreate(&e->event), "hipEventCreate");
+    return e;
+  }
+  void recordEvent(const std::shared_ptr<EventImpl>& e, StreamImpl& s) override {
+    ctx_->enter();
+    ctx_->check(drv().EventRecord(static_cast<HipEvent&>(*e).event, static_cast<HipStream&>(s).stream),
+                "hipEventRecord");
+  }
+  void waitEvent(StreamImpl& s, const std::shared_ptr<EventImpl>& e) override {
+    ctx_->enter();
+    ctx_->check(drv().StreamWaitEvent(static_cast<HipStream&>(s).stream, static_cast<HipEvent&>(*e).event, 0),
+                "hipStreamWaitEvent");
+  }
+  void synchronizeEvent(EventImpl& e) override {
+    ctx_->enter();
+    ctx_->check(drv().EventSynchronize(static_cast<HipEvent&>(e).event), "hipEventSynchronize");
+  }
+  double elapsedMs(EventImpl& start, EventImpl& end) override {
+    ctx_->enter();
+    float ms = 0;
+    ctx_->check(drv().EventElapsedTime(&ms, static_cast<HipEvent&>(start).event, static_cast<HipEvent&>(end).event),
+                "hipEventElapsedTime", "Event::elapsedMs");
+    return ms;
+  }
+
+  void synchronize() override {
+    ctx_->enter();
+    const hipError_t r = drv().DeviceSynchronize();
+    const std::string launch = streams_.releaseAll();
+    if (r != hipSuccess) ctx_->fail(r, "hipDeviceSynchronize", launch.empty() ? "" : "after " + launch);
+  }
+
+ private:
+  const HipDriver& drv() const { return *ctx_->drv; }
+
+  void launchOn(HipStream& s, KernelState& ks, const KernelSignature& sig, Dim3 grid, void** args,
+                std::shared_ptr<void> keep) {
     auto& k = static_cast<HipKernel&>(ks);
     // HIP counts the grid in work-items, 32-bit per dimension.
     const uint64_t workItemsX = uint64_t{grid.x} * k.threadsPerBlock;
@@ -245,24 +225,24 @@ class HipDevice final : public DeviceImpl {
                         " threads per block is " + std::to_string(workItemsX) +
                         " work-items in x, over HIP's limit of 2^32 - 1");
     ctx_->enter();
-    const std::string what = describeLaunch(sig, grid, k.threadsPerBlock, k.sharedBytes);
-    ctx_->check(drv().ModuleLaunchKernel(k.fn, grid.x, grid.y, grid.z, k.threadsPerBlock, 1, 1, k.sharedBytes, stream_,
+    std::string what = describeLaunch(sig, grid, k.threadsPerBlock, k.sharedBytes);
+    ctx_->check(drv().ModuleLaunchKernel(k.fn, grid.x, grid.y, grid.z, k.threadsPerBlock, 1, 1, k.sharedBytes, s.stream,
                                          args, nullptr),
                 "hipModuleLaunchKernel", "launching " + what);
-    // Synchronous launches, as on every device.
-    ctx_->check(drv().StreamSynchronize(stream_), "hipStreamSynchronize", "running " + what);
+    s.keep(std::move(keep), what);
   }
 
-  void synchronize() override {
+  void copyAsync(HipStream& s, void* dst, const void* src, size_t bytes, int kind, std::shared_ptr<void> keep) {
+    if (!bytes) return;
     ctx_->enter();
-    ctx_->check(drv().StreamSynchronize(stream_), "hipStreamSynchronize");
+    ctx_->check(drv().MemcpyAsync(dst, src, bytes, kind, s.stream), "hipMemcpyAsync",
+                "copying " + std::to_string(bytes) + " bytes");
+    s.keep(std::move(keep));
   }
-
- private:
-  const HipDriver& drv() const { return *ctx_->drv; }
 
   std::shared_ptr<HipContext> ctx_;
-  hipStream_t stream_ = nullptr;
+  std::shared_ptr<HipStream> default_;
+  StreamList<HipStream> streams_;
   std::string gfx_;
 };
 

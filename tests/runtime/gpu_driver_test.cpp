@@ -32,11 +32,13 @@
 #include "../../runtime/lib/DeviceImpl.h"
 #include "../../runtime/lib/DriverLoader.h"
 #include "fake/fake_driver.h"
+#include "gpu_test_support.h"
 #include "tessera/runtime/Runtime.h"
 
 using namespace tessera;
 using namespace tessera::rt;
 using Catch::Matchers::Contains;
+using namespace tessera::rt::testing;
 
 // ---- the ABI we declare, against the vendor headers ------------------------
 
@@ -88,6 +90,9 @@ struct SameAbi<R1 (*)(A1...), R2 (*)(A2...)> {
                 "cuda.h maps cu" #field " to another symbol than " #sym); \
   static_assert(SameAbi<decltype(&::sym), cuabi::PFN_##field>::value, #sym ": our declaration differs from cuda.h");
 TESSERA_CUDA_FUNCTIONS(TS_CHECK_CUDA)
+static_assert(SameAbi<decltype(&::cuEventElapsedTime), cuabi::PFN_EventElapsedTime>::value,
+              "cuEventElapsedTime: our declaration differs from cuda.h");
+static_assert(cuabi::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL == ::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL);
 static_assert(sizeof(cuabi::CUdeviceptr) == sizeof(::CUdeviceptr));
 static_assert(std::is_same_v<cuabi::CUdeviceptr, ::CUdeviceptr>);
 static_assert(sizeof(cuabi::CUresult) == sizeof(::CUresult));
@@ -130,6 +135,15 @@ static_assert(cuabi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES ==
 #define TS_HIP_ADDR_StreamCreate &::hipStreamCreate
 #define TS_HIP_ADDR_StreamDestroy &::hipStreamDestroy
 #define TS_HIP_ADDR_StreamSynchronize &::hipStreamSynchronize
+#define TS_HIP_ADDR_StreamWaitEvent &::hipStreamWaitEvent
+#define TS_HIP_ADDR_DeviceSynchronize &::hipDeviceSynchronize
+#define TS_HIP_ADDR_EventCreate &::hipEventCreate
+#define TS_HIP_ADDR_EventDestroy &::hipEventDestroy
+#define TS_HIP_ADDR_EventRecord &::hipEventRecord
+#define TS_HIP_ADDR_EventSynchronize &::hipEventSynchronize
+#define TS_HIP_ADDR_EventElapsedTime &::hipEventElapsedTime
+#define TS_HIP_ADDR_MemcpyAsync &::hipMemcpyAsync
+#define TS_HIP_ADDR_MemGetAddressRange &::hipMemGetAddressRange
 #define TS_HIP_ADDR_ModuleLoadData &::hipModuleLoadData
 #define TS_HIP_ADDR_ModuleUnload &::hipModuleUnload
 #define TS_HIP_ADDR_ModuleGetFunction &::hipModuleGetFunction
@@ -168,115 +182,6 @@ TEST_CASE("driver ABI declarations were checked against the vendor headers", "[g
 // ---- helpers ----------------------------------------------------------------
 
 namespace {
-
-/// Sets (or unsets, for nullptr) an environment variable for a scope.
-class EnvGuard {
- public:
-  EnvGuard(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
-    if (value)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
-  }
-  ~EnvGuard() {
-    if (had_)
-      setenv(name_, old_.c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
-
-/// The message of the DeviceError `f` throws ("" if it throws nothing).
-template <class F>
-std::string deviceError(F&& f) {
-  try {
-    f();
-  } catch (const DeviceError& e) {
-    return e.what();
-  }
-  return "";
-}
-
-/// A function the fake driver exports for inspection. The runtime opened the
-/// same path, so this is the same instance of the library.
-template <class Fn>
-Fn fakeFn(const char* lib, const char* name) {
-  void* h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
-  REQUIRE(h != nullptr);
-  void* s = dlsym(h, name);
-  REQUIRE(s != nullptr);
-  return reinterpret_cast<Fn>(s);
-}
-
-// out[i] = a[i] + b[i] for i < n; one thread per element. Written by hand
-// (checked with ptxas) so the test needs no compiler; .target sm_52 lets
-// the driver JIT it for any GPU it supports.
-const char* kVaddPtx = R"(.version 6.4
-.target sm_52
-.address_size 64
-
-.visible .entry vadd(
-	.param .u64 vadd_a,
-	.param .u64 vadd_b,
-	.param .u64 vadd_out,
-	.param .u32 vadd_n
-)
-{
-	.reg .pred %p<2>;
-	.reg .b32 %r<6>;
-	.reg .f32 %f<4>;
-	.reg .b64 %rd<8>;
-
-	ld.param.u64 %rd1, [vadd_a];
-	ld.param.u64 %rd2, [vadd_b];
-	ld.param.u64 %rd3, [vadd_out];
-	ld.param.u32 %r2, [vadd_n];
-	mov.u32 %r3, %ctaid.x;
-	mov.u32 %r4, %ntid.x;
-	mov.u32 %r5, %tid.x;
-	mad.lo.s32 %r1, %r3, %r4, %r5;
-	setp.ge.u32 %p1, %r1, %r2;
-	@%p1 bra DONE;
-	mul.wide.u32 %rd4, %r1, 4;
-	add.s64 %rd5, %rd1, %rd4;
-	add.s64 %rd6, %rd2, %rd4;
-	add.s64 %rd7, %rd3, %rd4;
-	ld.global.f32 %f1, [%rd5];
-	ld.global.f32 %f2, [%rd6];
-	add.rn.f32 %f3, %f1, %f2;
-	st.global.f32 [%rd7], %f3;
-DONE:
-	ret;
-}
-)";
-
-KernelSignature vaddSignature() {
-  KernelSignature s;
-  s.kernelName = "vadd";
-  s.args = {{ArgSpec::Kind::Pointer, DType::F32, "a"},
-            {ArgSpec::Kind::Pointer, DType::F32, "b"},
-            {ArgSpec::Kind::Pointer, DType::F32, "out"},
-            {ArgSpec::Kind::Scalar, DType::I32, "n"}};
-  return s;
-}
-
-Binary vaddBinary(unsigned threadsPerBlock = 128, unsigned sharedBytes = 0) {
-  Binary b;
-  b.format = Binary::Format::PTX;
-  b.signature = vaddSignature();
-  b.ptx = kVaddPtx;
-  b.symbol = "vadd";
-  b.threadsPerBlock = threadsPerBlock;
-  b.sharedBytes = sharedBytes;
-  return b;
-}
-
 /// Runs vadd over n elements on `dev` and checks every element against a
 /// plain C++ sum (exact: one f32 addition each way).
 void runVadd(const Device& dev, int n, unsigned threadsPerBlock) {

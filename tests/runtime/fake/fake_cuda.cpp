@@ -13,7 +13,13 @@
 //    "FAKE_SYNTAX_ERROR"; cuModuleGetFunction finds ".entry <name>";
 //  * cuLaunchKernel reads each parameter in the width its PTX declares and
 //    records the launch; a kernel named "vadd" (out[i] = a[i] + b[i] for
-//    i < n, f32) is carried out on the fake memory so results can be checked.
+//    i < n, f32) is carried out on the fake memory so results can be checked;
+//  * streams run their work at once (a GPU may too), so events complete when
+//    recorded; a fake clock advances 1 ms per launch, so the elapsed time
+//    between two events counts the launches between them;
+//  * each allocation knows its device, for cuPointerGetAttribute and
+//    cuMemGetAddressRange; every copy is counted, so a test can show that
+//    wrapped memory was used in place.
 // Built as FAKE_CUDA_NO_DEVICE, cuInit fails with CUDA_ERROR_NO_DEVICE.
 //
 // Its functions have the very types the runtime calls them through
@@ -24,98 +30,9 @@
 // functions with their module, modules and streams when destroyed, and what
 // the runtime never destroys when the library is unloaded.
 
-#include <cstdint>
-#include <cstdio>
-#include <cstring>
-#include <map>
-#include <memory>
-#include <mutex>
-#include <string>
-#include <vector>
+#include "fake_cuda_state.h"
 
-#include "fake_driver.h"
-
-namespace {
-
-// cuda.h's types. Its CUresult and attribute/option enums are int-sized
-// enums and its handles pointers to opaque structs; like the runtime, the
-// fake spells them int and void*, the same in the ABI.
-using CUresult = int;
-using CUdevice = int;
-using CUdeviceptr = unsigned long long;
-constexpr CUresult OK = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, NOT_INITIALIZED = 3, NO_DEVICE = 100,
-                   INVALID_DEVICE = 101, INVALID_CONTEXT = 201, INVALID_PTX = 218, INVALID_HANDLE = 400,
-                   NOT_FOUND = 500, ILLEGAL_ADDRESS = 700;
-
-struct Ctx {
-  int device;
-  int retains = 0;
-};
-struct Function {
-  std::string name;
-  std::vector<unsigned> paramBytes;
-  int maxDynamicShared = 48 * 1024;
-};
-struct Module {
-  std::string ptx;
-  // Functions live as long as their module, as in the driver.
-  std::vector<std::unique_ptr<Function>> functions;
-};
-struct Stream {
-  Ctx* ctx;
-};
-
-std::mutex mu;
-bool initialised = false;
-Ctx contexts[2] = {{0}, {1}};
-thread_local Ctx* current = nullptr;
-std::map<CUdeviceptr, std::vector<uint8_t>> memory;  // base address -> bytes
-CUdeviceptr nextAddress = 0x5a0000000000ull;         // far from any host mapping
-// Live modules and streams, owned here: what the runtime leaves behind is
-// freed when the library is unloaded.
-std::map<void*, std::unique_ptr<Module>> liveModules;
-std::map<void*, std::unique_ptr<Stream>> liveStreams;
-int streams = 0, modules = 0, failNextSync = 0;
-FakeLaunch last;
-int launches = 0;
-int sharedOptIn = -1;
-
-// The bytes [p, p + n) of one allocation, or nullptr.
-uint8_t* resolve(CUdeviceptr p, size_t n) {
-  auto it = memory.upper_bound(p);
-  if (it == memory.begin()) return nullptr;
-  --it;
-  const CUdeviceptr off = p - it->first;
-  if (off > it->second.size() || n > it->second.size() - off) return nullptr;
-  return it->second.data() + off;
-}
-
-// Parameter widths of `.entry name( .param .u64 x, ... )`.
-bool parseEntry(const std::string& ptx, const std::string& name, std::vector<unsigned>& bytes) {
-  const std::string key = ".entry " + name;
-  size_t at = 0;
-  while ((at = ptx.find(key, at)) != std::string::npos) {
-    size_t after = at + key.size();
-    if (after < ptx.size() && (ptx[after] == '(' || ptx[after] == ' ' || ptx[after] == '\n' || ptx[after] == '\t'))
-      break;
-    at = after;
-  }
-  if (at == std::string::npos) return false;
-  const size_t open = ptx.find('(', at), close = ptx.find(')', at);
-  if (open == std::string::npos || close == std::string::npos) return false;
-  const std::string list = ptx.substr(open, close - open);
-  for (size_t p = 0; (p = list.find(".param .", p)) != std::string::npos;) {
-    p += 8;  // at the type: u64, s32, f32, b8, ...
-    const unsigned bits = static_cast<unsigned>(std::stoul(list.substr(p + 1)));
-    bytes.push_back(bits / 8);
-  }
-  return true;
-}
-
-#define NEED_CONTEXT() \
-  if (!current) return INVALID_CONTEXT
-
-}  // namespace
+using namespace fakecuda;
 
 extern "C" {
 
@@ -187,9 +104,7 @@ CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t bytes) {
   if (bytes == 0) return INVALID_VALUE;
   if (bytes > (size_t{1} << 30)) return OUT_OF_MEMORY;
   std::lock_guard<std::mutex> l(mu);
-  *p = nextAddress;
-  memory[nextAddress] = std::vector<uint8_t>(bytes, 0xCD);
-  nextAddress += (bytes + 4095) / 4096 * 4096 + 4096;  // a gap: overruns do not land in a neighbour
+  *p = allocate(current->device, bytes);
   return OK;
 }
 
@@ -205,6 +120,7 @@ CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t n) {
   uint8_t* d = resolve(dst, n);
   if (!d) return INVALID_VALUE;
   std::memcpy(d, src, n);
+  ++copies;
   return OK;
 }
 
@@ -214,6 +130,7 @@ CUresult cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t n) {
   uint8_t* s = resolve(src, n);
   if (!s) return INVALID_VALUE;
   std::memcpy(dst, s, n);
+  ++copies;
   return OK;
 }
 
@@ -248,14 +165,14 @@ CUresult cuStreamSynchronize(void* s) {
   NEED_CONTEXT();
   std::lock_guard<std::mutex> l(mu);
   if (static_cast<Stream*>(s)->ctx != current) return INVALID_HANDLE;
-  if (failNextSync) {
-    const int r = failNextSync;
-    failNextSync = 0;
-    return r;
-  }
-  return OK;
+  return takeSyncFailure();
 }
 
+CUresult cuCtxSynchronize() {
+  NEED_CONTEXT();
+  std::lock_guard<std::mutex> l(mu);
+  return takeSyncFailure();
+}
 CUresult cuModuleLoadDataEx(void** mod, const void* image, unsigned n, int* opts, void** vals) {
   NEED_CONTEXT();
   const std::string ptx = static_cast<const char*>(image);
@@ -342,6 +259,8 @@ CUresult cuLaunchKernel(void* fnp, unsigned gx, unsigned gy, unsigned gz, unsign
   }
   last = r;
   ++launches;
+  ++static_cast<Stream*>(stream)->launches;
+  clockMs += 1.0;
   if (fn->name == "vadd" && r.numParams == 4) {
     const uint32_t n = static_cast<uint32_t>(r.params[3]);
     const uint64_t threads = uint64_t{gx} * gy * gz * bx * by * bz;

@@ -3,8 +3,12 @@
 // Binary (a host entry point, PTX text or an AMDGPU code object) and a
 // KernelSignature, both produced by the compiler.
 //
-// Devices: the CPU now; CUDA (Driver API) and HIP devices plug in through the
-// same Device interface, loaded with dlopen so the project runs without them.
+// Devices: the CPU, the SIMT emulator, and CUDA (Driver API) and HIP devices
+// through the same Device interface, loaded with dlopen so the project runs
+// without them. Work goes to streams (Stream, Event, LaunchOptions::stream
+// below); memory Tessera did not allocate is wrapped with Device::wrap, and
+// DLPack interchange is in tessera/runtime/DLPack.h. docs/runtime.md has the
+// model and the ownership rules.
 #pragma once
 
 #include <cstddef>
@@ -41,6 +45,60 @@ struct Dim3 {
 
 class Device;
 class DeviceImpl;
+class StreamImpl;
+class EventImpl;
+
+/// An ordered queue of work on one device. Copyable handle; a
+/// default-constructed Stream is null. Work on one stream runs in submission
+/// order; work on different streams may overlap. Get one from
+/// Device::createStream (Tessera's own), Device::defaultStream (the one
+/// synchronous calls use) or Device::wrapStream (a CUstream / hipStream_t
+/// the caller owns).
+class Stream {
+ public:
+  Stream() = default;
+  bool isNull() const { return !impl_; }
+  explicit operator bool() const { return !isNull(); }
+  Device device() const;
+  /// Waits for everything submitted so far. The first error of that work (an
+  /// asynchronous launch's, naming its kernel) is thrown here, once.
+  void synchronize() const;
+  /// Later work on this stream waits until `e` has completed (e recorded on
+  /// any stream of the same device); the host does not wait.
+  void wait(const class Event& e) const;
+  /// The driver's handle (CUstream, hipStream_t); nullptr on host devices.
+  void* native() const;
+
+  Stream(std::shared_ptr<DeviceImpl> d, std::shared_ptr<StreamImpl> s) : device_(std::move(d)), impl_(std::move(s)) {}
+  const std::shared_ptr<StreamImpl>& impl() const { return impl_; }
+  const std::shared_ptr<DeviceImpl>& deviceImpl() const { return device_; }
+
+ private:
+  std::shared_ptr<DeviceImpl> device_;
+  std::shared_ptr<StreamImpl> impl_;
+};
+
+/// A point in a stream's work (cuEvent / hipEvent, or its host equivalent).
+class Event {
+ public:
+  Event() = default;
+  bool isNull() const { return !impl_; }
+  /// Captures the work submitted to `s` so far; re-recording moves the event.
+  void record(const Stream& s);
+  /// Waits until the recorded work has finished (not for later work).
+  void synchronize() const;
+  /// Milliseconds between two completed events of one device, `start`
+  /// recorded first. Host devices time with the steady clock.
+  static double elapsedMs(const Event& start, const Event& end);
+
+  Event(std::shared_ptr<DeviceImpl> d, std::shared_ptr<EventImpl> e) : device_(std::move(d)), impl_(std::move(e)) {}
+  const std::shared_ptr<EventImpl>& impl() const { return impl_; }
+  const std::shared_ptr<DeviceImpl>& deviceImpl() const { return device_; }
+
+ private:
+  std::shared_ptr<DeviceImpl> device_;
+  std::shared_ptr<EventImpl> impl_;
+};
 
 /// A typed allocation on a device. Copyable handle; memory is freed when the
 /// last handle goes. A default-constructed Buffer is null.
@@ -71,6 +129,15 @@ class Buffer {
   }
   /// Sets every byte of the buffer to `byte`.
   void fillBytes(uint8_t byte);
+
+  /// Asynchronous copies, ordered on `s` (a stream of this buffer's device).
+  /// They return at once; the host memory must stay valid and untouched
+  /// until the stream (or an event recorded after the copy) is synchronised.
+  void copyFromHostAsync(const Stream& s, const void* src, size_t bytes);
+  void copyToHostAsync(const Stream& s, void* dst, size_t bytes) const;
+
+  /// True when the memory was wrapped (Device::wrap, DLPack), not allocated.
+  bool isExternal() const;
 
   struct State;
   explicit Buffer(std::shared_ptr<State> s) : state_(std::move(s)) {}
@@ -115,6 +182,13 @@ struct LaunchOptions {
   /// a bounds-checked compile of the kernel; the emulator always checks;
   /// CUDA and HIP devices refuse it (use compute-sanitizer there).
   bool checkBounds = false;
+  /// Null (the default): the launch is synchronous, as it always was -- it
+  /// runs on the device's default stream and returns when the kernel has
+  /// finished, and a fault is thrown by the launch. A stream: the launch is
+  /// queued there and returns at once; its errors are thrown by the next
+  /// synchronisation of that stream (Stream/Device::synchronize, or a
+  /// blocking call on it). The stream must belong to the kernel's device.
+  Stream stream = {};
 };
 
 /// A loaded kernel, ready to launch on its device.
@@ -124,7 +198,8 @@ class Kernel {
   const KernelSignature& signature() const;
   /// Checks arguments against the signature (count, kinds, dtypes, null
   /// buffers, devices) and the grid (non-empty, within limits), then runs
-  /// the kernel to completion. Throws LaunchError naming the argument.
+  /// the kernel to completion -- or, with opts.stream, queues it there.
+  /// Throws LaunchError naming the argument.
   void launch(Dim3 grid, const std::vector<Arg>& args, const LaunchOptions& opts = {}) const;
 
   struct State;
@@ -132,6 +207,20 @@ class Kernel {
 
  private:
   std::shared_ptr<State> state_;
+};
+
+/// How Device::wrap adopts memory it did not allocate.
+struct WrapOptions {
+  /// Called exactly once, when the last Buffer handle (and the last DLPack
+  /// tensor exported from it) is gone. Empty: the memory is borrowed and the
+  /// caller keeps it valid for as long as any handle may use it.
+  std::function<void()> deleter;
+  /// Held until then as well (an owner object, e.g. a std::vector's holder).
+  std::shared_ptr<const void> keepAlive;
+  /// Bytes known to be valid from the address (0: unknown). A declared size
+  /// beyond it is refused. GPU devices also ask the driver for the size of
+  /// the allocation the address lies in.
+  size_t capacityBytes = 0;
 };
 
 /// A device handle. Cheap to copy.
@@ -173,10 +262,33 @@ class Device {
     b.write(host);
     return b;
   }
+  /// Wraps `count` elements at `address` -- memory this device can use that
+  /// Tessera did not allocate: a host pointer (CPU, emulator), a CUdeviceptr
+  /// (CUDA), a hipDeviceptr_t (HIP) -- as a Buffer, without copying. Throws
+  /// UsageError for a null address with count > 0, a misaligned address or a
+  /// size over a known capacity; DeviceError for memory of another device.
+  /// Nothing is taken on error: `opts.deleter` is not called.
+  Buffer wrap(uint64_t address, DType dtype, size_t count, WrapOptions opts = {}) const;
+  Buffer wrap(void* address, DType dtype, size_t count, WrapOptions opts = {}) const {
+    return wrap(reinterpret_cast<uint64_t>(address), dtype, count, std::move(opts));
+  }
   /// Loads a compiled binary; throws DeviceError if its format does not
   /// suit this device or the driver rejects it (with the driver's log).
   Kernel load(const Binary& bin) const;
+  /// Waits for the work of every stream of this device (Tessera's own and
+  /// wrapped ones) and throws the first error any of them kept.
   void synchronize() const;
+
+  /// A new stream, owned by Tessera (destroyed with its last handle, after
+  /// its work has finished).
+  Stream createStream() const;
+  /// The stream synchronous launches and copies use.
+  Stream defaultStream() const;
+  /// A CUstream / hipStream_t of this device, not owned: the caller destroys
+  /// it, after the last Stream handle is gone. DeviceError on host devices,
+  /// for a null handle, and (CUDA) for a stream of another context.
+  Stream wrapStream(void* native) const;
+  Event createEvent() const;
 
   bool operator==(const Device& o) const { return impl_ == o.impl_; }
   explicit Device(std::shared_ptr<DeviceImpl> impl) : impl_(std::move(impl)) {}

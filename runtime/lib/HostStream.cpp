@@ -1,0 +1,223 @@
+// Streams and events of host-memory devices (see HostStream.h).
+
+#include "HostStream.h"
+
+#include <system_error>
+
+namespace tessera::rt {
+namespace {
+
+// As long as the pool's workers poll (ThreadPool.cpp): it covers the host's
+// gap between launches without holding a shared core for long.
+constexpr auto kSpinTime = std::chrono::microseconds(60);
+
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+}  // namespace
+
+// ---- HostStream -----------------------------------------------------------
+
+HostStream::~HostStream() {
+  drain();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_one();  // a polling worker sees stop_ once it sleeps, at the latest after kSpinTime
+  if (worker_.joinable()) worker_.join();
+}
+
+void HostStream::submit(std::function<void()> task) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!worker_.joinable()) {
+    try {
+      worker_ = std::thread([this] { workerLoop(); });
+    } catch (const std::system_error& e) {
+      throw DeviceError(std::string("cannot start a stream's worker thread (") + e.what() + ")");
+    }
+  }
+  queue_.push_back(std::move(task));
+  pending_.fetch_add(1, std::memory_order_acq_rel);
+  queued_.fetch_add(1, std::memory_order_release);
+  const bool wake = sleeping_;
+  lock.unlock();
+  if (wake) wake_.notify_one();
+}
+
+void HostStream::workerLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    if (queue_.empty() && !stop_) {
+      lock.unlock();
+      const auto start = std::chrono::steady_clock::now();
+      for (unsigned i = 1; queued_.load(std::memory_order_acquire) == 0; ++i) {
+        cpuRelax();
+        if ((i & 63) == 0 && std::chrono::steady_clock::now() - start > kSpinTime) break;
+      }
+      lock.lock();
+      sleeping_ = true;
+      wake_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      sleeping_ = false;
+    }
+    if (queue_.empty()) return;  // stop_ with nothing left
+    std::function<void()> task = std::move(queue_.front());
+    queue_.pop_front();
+    queued_.fetch_sub(1, std::memory_order_relaxed);
+    lock.unlock();
+    std::exception_ptr err;
+    try {
+      task();
+    } catch (...) {
+      err = std::current_exception();
+    }
+    task = nullptr;  // drops the launch's keep-alives before the work counts as done
+    lock.lock();
+    if (err && !error_) error_ = err;
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) done_.notify_all();
+  }
+}
+
+void HostStream::fail(std::exception_ptr e) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!error_) error_ = std::move(e);
+}
+
+void HostStream::drain() {
+  if (idle()) return;
+  // Short work finishes while we poll; only longer work costs a sleep.
+  const auto start = std::chrono::steady_clock::now();
+  for (unsigned i = 1; !idle(); ++i) {
+    cpuRelax();
+    if ((i & 63) == 0 && std::chrono::steady_clock::now() - start > kSpinTime) break;
+  }
+  if (idle()) return;
+  std::unique_lock<std::mutex> lock(mu_);
+  done_.wait(lock, [&] { return pending_.load(std::memory_order_acquire) == 0; });
+}
+
+void HostStream::synchronize() {
+  drain();
+  std::exception_ptr e;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    e = std::move(error_);
+    error_ = nullptr;
+  }
+  if (e) std::rethrow_exception(e);
+}
+
+// ---- HostEvent -------------------------------------------------------------
+
+uint64_t HostEvent::arm() {
+  std::lock_guard<std::mutex> lock(mu_);
+  done_ = false;
+  return ++generation_;
+}
+
+void HostEvent::complete(uint64_t generation) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // A later record() re-armed the event: this completion is stale.
+    if (generation != generation_) return;
+    done_ = true;
+    when_ = std::chrono::steady_clock::now();
+  }
+  cv_.notify_all();
+}
+
+void HostEvent::wait() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return done_; });
+}
+
+bool HostEvent::done(std::chrono::steady_clock::time_point* when) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (done_ && when) *when = when_;
+  return done_;
+}
+
+// ---- HostMemoryDevice ----------------------------------------------------------
+
+void HostMemoryDevice::run(StreamImpl& s, bool inlineOk, std::function<void()> work) {
+  auto& hs = static_cast<HostStream&>(s);
+  if (inlineOk && hs.idle()) {
+    try {
+      work();
+    } catch (...) {
+      hs.fail(std::current_exception());
+    }
+    return;
+  }
+  hs.submit(std::move(work));
+}
+
+void HostMemoryDevice::copyHostToDeviceAsync(StreamImpl& s, DevicePtr dst, const void* src, size_t bytes,
+                                             std::shared_ptr<void> keep) {
+  // A memcpy is cheaper than a hand-over when nothing has to run first.
+  run(s, true, [this, dst, src, bytes, keep = std::move(keep)] { copyHostToDevice(dst, src, bytes); });
+}
+
+void HostMemoryDevice::copyDeviceToHostAsync(StreamImpl& s, void* dst, DevicePtr src, size_t bytes,
+                                             std::shared_ptr<void> keep) {
+  run(s, true, [this, dst, src, bytes, keep = std::move(keep)] { copyDeviceToHost(dst, src, bytes); });
+}
+
+std::shared_ptr<StreamImpl> HostMemoryDevice::createStream() {
+  auto s = std::make_shared<HostStream>();
+  streams_.add(s);
+  return s;
+}
+
+std::shared_ptr<StreamImpl> HostMemoryDevice::defaultStream() {
+  std::call_once(defaultOnce_, [this] {
+    default_ = std::make_shared<HostStream>();
+    streams_.add(default_);
+  });
+  return default_;
+}
+
+std::shared_ptr<StreamImpl> HostMemoryDevice::wrapStream(void*) {
+  throw DeviceError(name() +
+                    " has no driver streams to wrap (Device::wrapStream takes a CUstream or a "
+                    "hipStream_t); use Device::createStream");
+}
+
+void HostMemoryDevice::recordEvent(const std::shared_ptr<EventImpl>& e, StreamImpl& s) {
+  // The marker holds the event: a dropped Event handle must not dangle.
+  auto he = std::static_pointer_cast<HostEvent>(e);
+  const uint64_t gen = he->arm();
+  run(s, true, [he, gen] { he->complete(gen); });
+}
+
+void HostMemoryDevice::waitEvent(StreamImpl& s, const std::shared_ptr<EventImpl>& e) {
+  auto he = std::static_pointer_cast<HostEvent>(e);
+  if (he->done(nullptr)) return;
+  static_cast<HostStream&>(s).submit([he] { he->wait(); });
+}
+
+double HostMemoryDevice::elapsedMs(EventImpl& start, EventImpl& end) {
+  std::chrono::steady_clock::time_point a, b;
+  if (!static_cast<HostEvent&>(start).done(&a) || !static_cast<HostEvent&>(end).done(&b))
+    throw DeviceError(name() + ": Event::elapsedMs: an event has not completed yet; synchronize it first");
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+void HostMemoryDevice::synchronize() {
+  std::exception_ptr first;
+  for (const auto& s : streams_.live()) {
+    try {
+      s->synchronize();
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  if (first) std::rethrow_exception(first);
+}
+
+}  // namespace tessera::rt

@@ -1,0 +1,120 @@
+// Streams of the devices whose memory is host memory (the CPU, the SIMT
+// emulator), runtime-private.
+//
+// A HostStream is a FIFO of tasks run in order by one worker thread of its
+// own, started on the first task, so two streams make progress at the same
+// time. An idle worker polls for a short while before it sleeps, so that
+// back-to-back launches are handed over without a wake-up system call (as
+// the thread pool's workers do, ThreadPool.cpp). A task's exception is kept (the first one) and thrown by the next
+// synchronize(), as a GPU reports a fault at the next synchronisation. Work
+// that is cheaper to run than to hand over (a one-program launch, a copy)
+// runs inline on the submitting thread when the stream is idle: an idle
+// stream has nothing to order it after.
+#pragma once
+
+#include <chrono>
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "DeviceImpl.h"
+
+namespace tessera::rt {
+
+class HostStream final : public StreamImpl {
+ public:
+  HostStream() = default;
+  /// Waits for the queued work (a handle may go while its work runs).
+  ~HostStream() override;
+  HostStream(const HostStream&) = delete;
+  HostStream& operator=(const HostStream&) = delete;
+
+  /// Queues `task` after everything submitted so far.
+  void submit(std::function<void()> task);
+  /// Nothing queued or running: work may run inline, in order.
+  bool idle() const { return pending_.load(std::memory_order_acquire) == 0; }
+  /// Keeps the error of work run inline, as if the worker had run it.
+  void fail(std::exception_ptr e);
+  void synchronize() override;
+  /// Waits without throwing (Event::synchronize, destruction).
+  void drain();
+
+ private:
+  void workerLoop();
+
+  std::mutex mu_;
+  std::condition_variable wake_, done_;
+  std::deque<std::function<void()>> queue_;
+  std::atomic<uint64_t> pending_{0};  // queued + running
+  std::atomic<uint64_t> queued_{0};   // queue_.size(), for the worker's spin
+  std::exception_ptr error_;
+  bool stop_ = false;
+  bool sleeping_ = false;  // the worker waits on wake_ (both under mu_)
+  std::thread worker_;
+};
+
+/// An event on host streams: completed (with the steady-clock time) when its
+/// stream reaches it.
+class HostEvent final : public EventImpl {
+ public:
+  /// Starts a new recording; the returned generation is passed to complete().
+  uint64_t arm();
+  void complete(uint64_t generation);
+  void wait();
+  bool done(std::chrono::steady_clock::time_point* when) const;
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  uint64_t generation_ = 0;
+  bool done_ = true;
+  std::chrono::steady_clock::time_point when_{};
+};
+
+/// A device whose memory is host memory (the CPU, the SIMT emulator):
+/// copies and fills are memcpy / memset, streams are HostStreams, and
+/// events HostEvents. Each device only adds its launches.
+class HostMemoryDevice : public DeviceImpl {
+ public:
+  void copyHostToDevice(DevicePtr dst, const void* src, size_t bytes) override {
+    if (bytes) std::memcpy(reinterpret_cast<void*>(dst), src, bytes);
+  }
+  void copyDeviceToHost(void* dst, DevicePtr src, size_t bytes) override {
+    if (bytes) std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
+  }
+  void fill(DevicePtr dst, uint8_t byte, size_t bytes) override {
+    if (bytes) std::memset(reinterpret_cast<void*>(dst), byte, bytes);
+  }
+  void copyHostToDeviceAsync(StreamImpl& s, DevicePtr dst, const void* src, size_t bytes,
+                             std::shared_ptr<void> keep) override;
+  void copyDeviceToHostAsync(StreamImpl& s, void* dst, DevicePtr src, size_t bytes,
+                             std::shared_ptr<void> keep) override;
+
+  std::shared_ptr<StreamImpl> createStream() override;
+  std::shared_ptr<StreamImpl> defaultStream() override;
+  std::shared_ptr<StreamImpl> wrapStream(void* native) override;
+  std::shared_ptr<EventImpl> createEvent() override { return std::make_shared<HostEvent>(); }
+  void recordEvent(const std::shared_ptr<EventImpl>& e, StreamImpl& s) override;
+  void waitEvent(StreamImpl& s, const std::shared_ptr<EventImpl>& e) override;
+  void synchronizeEvent(EventImpl& e) override { static_cast<HostEvent&>(e).wait(); }
+  double elapsedMs(EventImpl& start, EventImpl& end) override;
+  void synchronize() override;
+
+ protected:
+  /// Runs `work` on `s`: inline when `inlineOk` and the stream is idle
+  /// (an exception then goes to the stream, as from the worker), else queued.
+  static void run(StreamImpl& s, bool inlineOk, std::function<void()> work);
+
+ private:
+  std::once_flag defaultOnce_;
+  std::shared_ptr<HostStream> default_;
+  StreamList<HostStream> streams_;
+};
+
+}  // namespace tessera::rt

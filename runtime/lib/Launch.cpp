@@ -1,0 +1,301 @@
+// Launches, above the devices: validation of the grid and of every argument
+// against the kernel's signature, marshalling into a kernelParams array, the
+// report of a checked launch, and the hand-off of an asynchronous launch
+// (LaunchOptions::stream) with everything it needs to outlive the call.
+
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "DeviceImpl.h"
+
+namespace tessera::rt {
+
+// ---- Kernel: validation and marshalling ---------------------------------
+
+namespace {
+
+/// The C++ type a user passes for a scalar of this dtype.
+const char* cppType(DType t) {
+  switch (t) {
+    case DType::I1: return "bool";
+    case DType::I8: return "int8_t";
+    case DType::I16: return "int16_t";
+    case DType::I32: return "int";
+    case DType::I64: return "int64_t";
+    case DType::F16:
+    case DType::BF16:
+    case DType::F32: return "float";
+    case DType::F64: return "double";
+  }
+  return "?";
+}
+
+/// cppType with its article: "an int", "a float".
+std::string aCppType(DType t) {
+  const char* c = cppType(t);
+  return std::string(c[0] == 'i' ? "an " : "a ") + c;
+}
+
+std::string fmtDouble(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+/// A value as a C++ literal of float (suffix f) or double type, for hints.
+std::string literal(double v, bool asFloat) {
+  if (!std::isfinite(v)) return asFloat ? "a float" : "a double";
+  std::string s = fmtDouble(v);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return asFloat ? s + "f" : s;
+}
+
+std::string scalarDesc(const Arg& a) {
+  switch (a.dtype) {
+    case DType::I1: return std::string("a bool (") + (a.scalar.i ? "true" : "false") + ")";
+    case DType::F32: return "a float (" + fmtDouble(a.scalar.f) + ")";
+    case DType::F64: return "a double (" + fmtDouble(a.scalar.f) + ")";
+    default: return std::string("an ") + cppType(a.dtype) + " (" + std::to_string(a.scalar.i) + ")";
+  }
+}
+
+class Checker {
+ public:
+  explicit Checker(const KernelSignature& sig) : sig_(sig) {}
+
+  [[noreturn]] void fail(size_t i, const std::string& what) const {
+    throw LaunchError(kernel() + ": argument " + std::to_string(i) + " (" + sig_.args[i].str() + ") " + what);
+  }
+
+  std::string kernel() const { return sig_.kernelName.empty() ? "kernel" : sig_.kernelName; }
+
+  void pointer(size_t i, const Arg& a, const std::shared_ptr<DeviceImpl>& dev) const {
+    const ArgSpec& spec = sig_.args[i];
+    if (a.kind != Arg::Kind::Buffer)
+      fail(i, std::string("expects a Buffer of ") + name(spec.dtype) + ", got " + scalarDesc(a));
+    if (a.buffer.isNull()) fail(i, "is a null Buffer (default-constructed); pass a buffer from Device::alloc");
+    const Buffer::State& s = *a.buffer.state();
+    if (s.dtype != spec.dtype)
+      fail(i, std::string("expects a Buffer of ") + name(spec.dtype) + ", got a Buffer of " + bufferDesc(s));
+    if (s.device != dev && !(s.device->kind() == DeviceKind::CPU && dev->kind() == DeviceKind::CPU))
+      fail(i, "is a Buffer on device '" + s.device->name() + "' but the kernel is loaded on '" + dev->name() + "'" +
+                  (s.device->name() == dev->name() ? " (another instance)" : "") +
+                  "; allocate it on the kernel's device");
+    if (a.offset > s.count)
+      fail(i, "has offset " + std::to_string(a.offset) + " past the end of its Buffer of " + bufferDesc(s));
+  }
+
+  void scalar(size_t i, const Arg& a) const {
+    const ArgSpec& spec = sig_.args[i];
+    const DType want = spec.dtype;
+    // Every dtype name but bf16 starts with a vowel sound ("an i32", "an f16").
+    const std::string expects = std::string("expects ") + (want == DType::BF16 ? "a " : "an ") + name(want) + " scalar";
+    if (a.kind != Arg::Kind::Scalar) {
+      std::string got =
+          a.buffer.isNull() ? std::string("a null Buffer") : "a Buffer of " + bufferDesc(*a.buffer.state());
+      fail(i, expects + ", got " + got + "; pass " + aCppType(want) + " value");
+    }
+    const DType got = a.dtype;
+    if (got == want) return;
+
+    if (isFloat(want)) {
+      if (got == DType::F32 && want != DType::F32) return;  // float -> f64 exactly, -> f16/bf16 rounded
+      if (got == DType::F64)
+        fail(i, expects + ", got " + scalarDesc(a) + "; pass " + literal(a.scalar.f, true) +
+                    " (a float literal) to avoid a silent narrowing");
+      fail(i, expects + ", got " + scalarDesc(a) + "; pass " +
+                  literal(static_cast<double>(a.scalar.i), want != DType::F64));
+    }
+    // Integer parameter.
+    if (isFloat(got)) fail(i, expects + ", got " + scalarDesc(a) + "; pass an integer (" + cppType(want) + ")");
+    if (want == DType::I1 || got == DType::I1) fail(i, expects + ", got " + scalarDesc(a) + "; pass " + aCppType(want));
+    // Integer to integer: widening is always exact. A plain C++ int is also
+    // accepted for i8 / i16 when its value fits, since the language gives
+    // literals no narrower type.
+    if (bitWidth(got) <= bitWidth(want)) return;
+    if (got == DType::I32) {
+      const int64_t lo = want == DType::I8 ? INT8_MIN : INT16_MIN;
+      const int64_t hi = want == DType::I8 ? INT8_MAX : INT16_MAX;
+      if (a.scalar.i >= lo && a.scalar.i <= hi) return;
+      fail(i, expects + ", got " + scalarDesc(a) + " which does not fit in " + name(want) + " (" + std::to_string(lo) +
+                  ".." + std::to_string(hi) + ")");
+    }
+    fail(i, expects + ", got " + scalarDesc(a) + "; pass " + aCppType(want) + " (narrowing is not implicit)");
+  }
+
+ private:
+  const KernelSignature& sig_;
+};
+
+/// Writes a checked scalar into its kernelParams slot in the parameter's
+/// exact width (the slot is zeroed and 8 bytes wide).
+void marshalScalar(void* slot, DType want, const Arg& a) {
+  auto put = [slot](const auto v) { std::memcpy(slot, &v, sizeof v); };
+  switch (want) {
+    case DType::I1: put(static_cast<uint8_t>(a.scalar.i != 0)); break;
+    case DType::I8: put(static_cast<int8_t>(a.scalar.i)); break;
+    case DType::I16: put(static_cast<int16_t>(a.scalar.i)); break;
+    case DType::I32: put(static_cast<int32_t>(a.scalar.i)); break;
+    case DType::I64: put(static_cast<int64_t>(a.scalar.i)); break;
+    case DType::F16: put(floatToHalfBits(static_cast<float>(a.scalar.f))); break;
+    case DType::BF16: put(floatToBFloat16Bits(static_cast<float>(a.scalar.f))); break;
+    case DType::F32: put(static_cast<float>(a.scalar.f)); break;
+    case DType::F64: put(static_cast<double>(a.scalar.f)); break;
+  }
+}
+
+/// Checks and writes every argument: slots[i] holds its value in the
+/// parameter's exact width, ptrs[i] points at slots[i], extents[i] is the
+/// bytes addressable from a pointer argument (0 for scalars).
+void marshal(const Kernel::State& st, const std::vector<Arg>& args, const Checker& check, uint64_t* slots, void** ptrs,
+             int64_t* extents) {
+  const KernelSignature& sig = st.signature;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const ArgSpec& spec = sig.args[i];
+    const Arg& a = args[i];
+    slots[i] = 0;
+    ptrs[i] = &slots[i];
+    extents[i] = 0;
+    if (spec.kind == ArgSpec::Kind::Pointer) {
+      check.pointer(i, a, st.device);
+      const Buffer::State& s = *a.buffer.state();
+      DevicePtr addr = s.ptr + a.offset * byteSize(s.dtype);
+      std::memcpy(&slots[i], &addr, sizeof addr);
+      extents[i] = static_cast<int64_t>((s.count - a.offset) * byteSize(s.dtype));
+    } else {
+      check.scalar(i, a);
+      marshalScalar(&slots[i], spec.dtype, a);
+    }
+  }
+}
+
+/// The LaunchError of a checked launch whose kernel left a buffer.
+[[noreturn]] void throwOutOfBounds(const Kernel::State& st, const BoundsCheckRecord& record, const int64_t* extents) {
+  const KernelSignature& sig = st.signature;
+  const size_t op = static_cast<size_t>(record.opId);
+  std::string what = op < st.opNames.size() ? "'" + st.opNames[op] + "'" : "op #" + std::to_string(op);
+  std::string where;
+  if (record.arg >= 0 && static_cast<size_t>(record.arg) < sig.args.size()) {
+    const size_t a = static_cast<size_t>(record.arg);
+    where = "argument " + std::to_string(a) + " (" + sig.args[a].str() + ") at byte offset " +
+            std::to_string(record.offset) + ", outside its " + std::to_string(extents[a]) + " bytes (" +
+            std::to_string(extents[a] / static_cast<int64_t>(byteSize(sig.args[a].dtype))) + " " +
+            name(sig.args[a].dtype) + " from the pointer passed)";
+  } else {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(record.offset));
+    where = std::string("address 0x") + buf + ", inside none of the kernel's buffers";
+  }
+  throw LaunchError(Checker(sig).kernel() + ": out-of-bounds access by " + what + ": " + where +
+                    "; the access was not performed (checked launch)");
+}
+
+/// Everything about a launch but its arguments: count, grid, options, stream.
+void checkLaunch(const Kernel::State& st, const Checker& check, Dim3 grid, const std::vector<Arg>& args,
+                 const LaunchOptions& opts) {
+  const KernelSignature& sig = st.signature;
+  if (args.size() != sig.args.size()) {
+    std::string list;
+    for (size_t i = 0; i < sig.args.size(); ++i) list += (i ? ", " : "") + sig.args[i].str();
+    throw LaunchError(check.kernel() + " expects " + std::to_string(sig.args.size()) +
+                      (sig.args.size() == 1 ? " argument (" : " arguments (") + list + "), got " +
+                      std::to_string(args.size()));
+  }
+
+  if (grid.x == 0 || grid.y == 0 || grid.z == 0)
+    throw LaunchError(check.kernel() + ": empty grid " + grid.str() + ": every grid dimension must be at least 1");
+  constexpr uint64_t kMaxDim = uint64_t{1} << 31, kMaxPrograms = uint64_t{1} << 40;
+  // 128-bit product: Dim3::count() wraps for three dimensions near 2^31.
+  const unsigned __int128 programs = (unsigned __int128)grid.x * grid.y * grid.z;
+  if (grid.x >= kMaxDim || grid.y >= kMaxDim || grid.z >= kMaxDim || programs >= kMaxPrograms)
+    throw LaunchError(check.kernel() + ": grid " + grid.str() + " (" +
+                      (programs >> 64 ? std::string("over 2^64") : std::to_string(uint64_t(programs))) +
+                      " programs) is too large: each dimension must be below 2^31 (program ids "
+                      "are 32-bit integers) and the total number of programs below 2^40 "
+                      "(1099511627776)");
+
+  if (opts.checkBounds && st.device->kind() != DeviceKind::Emulator && !st.boundsChecked)
+    throw LaunchError(check.kernel() + ": LaunchOptions::checkBounds on " + st.device->name() +
+                      (st.device->kind() == DeviceKind::CPU
+                           ? ", but the kernel was not compiled with CompileOptions::checkBounds (tessera::compile "
+                             "does that itself for a checked launch)"
+                           : ": only CPU devices (and the emulator, which always checks) run checked launches; "
+                             "use compute-sanitizer on a GPU"));
+
+  if (opts.stream && opts.stream.deviceImpl() != st.device)
+    throw LaunchError(check.kernel() + ": LaunchOptions::stream is a stream of '" + opts.stream.deviceImpl()->name() +
+                      "' but the kernel is loaded on '" + st.device->name() + "'" +
+                      (opts.stream.deviceImpl()->name() == st.device->name() ? " (another instance)" : "") +
+                      "; use a stream of the kernel's device");
+}
+
+}  // namespace
+
+void LaunchPacket::finish() const {
+  if (kernel->boundsChecked && record.violated) throwOutOfBounds(*kernel, record, extents.data());
+}
+
+const KernelSignature& Kernel::signature() const {
+  if (!state_) throw LaunchError("Kernel::signature called on a null Kernel; load one with Device::load");
+  return state_->signature;
+}
+
+void Kernel::launch(Dim3 grid, const std::vector<Arg>& args, const LaunchOptions& opts) const {
+  if (!state_) throw LaunchError("launch of a null Kernel (default-constructed); load one with Device::load");
+  const KernelSignature& sig = state_->signature;
+  Checker check(sig);
+  checkLaunch(*state_, check, grid, args, opts);
+
+  // kernelParams: args[i] points at slot i; a bounds-checked kernel takes
+  // the address of its BoundsCheckRecord after them.
+  const size_t nParams = args.size() + (state_->boundsChecked ? 1 : 0);
+
+  if (opts.stream) {
+    // Asynchronous: the packet outlives this call, holding the kernel and
+    // every buffer until the launch has run.
+    auto p = std::make_shared<LaunchPacket>();
+    p->slots.resize(nParams);
+    p->params.resize(nParams);
+    p->extents.resize(nParams);
+    marshal(*state_, args, check, p->slots.data(), p->params.data(), p->extents.data());
+    p->record.extents = p->extents.data();
+    if (state_->boundsChecked) p->params[args.size()] = &p->record;
+    p->kernel = state_;
+    for (const Arg& a : args)
+      if (a.kind == Arg::Kind::Buffer && !a.buffer.isNull()) p->buffers.push_back(a.buffer.state());
+    state_->device->launchAsync(*opts.stream.impl(), *state_->loaded, sig, grid, std::move(p), opts);
+    return;
+  }
+
+  // Synchronous: small launches stay off the heap.
+  constexpr size_t kInline = 16;
+  uint64_t slotBuf[kInline];
+  void* ptrBuf[kInline];
+  int64_t extentBuf[kInline];
+  std::vector<uint64_t> slotVec;
+  std::vector<void*> ptrVec;
+  std::vector<int64_t> extentVec;
+  uint64_t* slots = slotBuf;
+  void** ptrs = ptrBuf;
+  int64_t* extents = extentBuf;
+  if (nParams > kInline) {
+    slotVec.resize(nParams);
+    ptrVec.resize(nParams);
+    extentVec.resize(nParams);
+    slots = slotVec.data();
+    ptrs = ptrVec.data();
+    extents = extentVec.data();
+  }
+  marshal(*state_, args, check, slots, ptrs, extents);
+  BoundsCheckRecord record;
+  record.extents = extents;
+  if (state_->boundsChecked) ptrs[args.size()] = &record;
+
+  state_->device->launch(*state_->loaded, sig, grid, ptrs, opts);
+
+  if (state_->boundsChecked && record.violated) throwOutOfBounds(*state_, record, extents);
+}
+
+}  // namespace tessera::rt

@@ -1,0 +1,124 @@
+// What the GPU driver tests share: an environment override for a scope,
+// the message of a DeviceError, functions the fake driver exports, and a
+// hand-written PTX vector add with its signature and binary.
+#pragma once
+
+#include <dlfcn.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <string>
+
+#include "tessera/runtime/Runtime.h"
+
+namespace tessera::rt::testing {
+
+/// Sets (or unsets, for nullptr) an environment variable for a scope.
+class EnvGuard {
+ public:
+  EnvGuard(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
+    if (value)
+      setenv(name, value, 1);
+    else
+      unsetenv(name);
+  }
+  ~EnvGuard() {
+    if (had_)
+      setenv(name_, old_.c_str(), 1);
+    else
+      unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::string old_;
+  bool had_ = false;
+};
+
+/// The message of the DeviceError `f` throws ("" if it throws nothing).
+template <class F>
+std::string deviceError(F&& f) {
+  try {
+    f();
+  } catch (const DeviceError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+/// A function the fake driver exports for inspection. The runtime opened the
+/// same path, so this is the same instance of the library.
+template <class Fn>
+Fn fakeFn(const char* lib, const char* name) {
+  void* h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+  REQUIRE(h != nullptr);
+  void* s = dlsym(h, name);
+  REQUIRE(s != nullptr);
+  return reinterpret_cast<Fn>(s);
+}
+
+// out[i] = a[i] + b[i] for i < n; one thread per element. Written by hand
+// (checked with ptxas) so the test needs no compiler; .target sm_52 lets
+// the driver JIT it for any GPU it supports.
+inline constexpr const char* kVaddPtx = R"(.version 6.4
+.target sm_52
+.address_size 64
+
+.visible .entry vadd(
+	.param .u64 vadd_a,
+	.param .u64 vadd_b,
+	.param .u64 vadd_out,
+	.param .u32 vadd_n
+)
+{
+	.reg .pred %p<2>;
+	.reg .b32 %r<6>;
+	.reg .f32 %f<4>;
+	.reg .b64 %rd<8>;
+
+	ld.param.u64 %rd1, [vadd_a];
+	ld.param.u64 %rd2, [vadd_b];
+	ld.param.u64 %rd3, [vadd_out];
+	ld.param.u32 %r2, [vadd_n];
+	mov.u32 %r3, %ctaid.x;
+	mov.u32 %r4, %ntid.x;
+	mov.u32 %r5, %tid.x;
+	mad.lo.s32 %r1, %r3, %r4, %r5;
+	setp.ge.u32 %p1, %r1, %r2;
+	@%p1 bra DONE;
+	mul.wide.u32 %rd4, %r1, 4;
+	add.s64 %rd5, %rd1, %rd4;
+	add.s64 %rd6, %rd2, %rd4;
+	add.s64 %rd7, %rd3, %rd4;
+	ld.global.f32 %f1, [%rd5];
+	ld.global.f32 %f2, [%rd6];
+	add.rn.f32 %f3, %f1, %f2;
+	st.global.f32 [%rd7], %f3;
+DONE:
+	ret;
+}
+)";
+
+inline KernelSignature vaddSignature() {
+  KernelSignature s;
+  s.kernelName = "vadd";
+  s.args = {{ArgSpec::Kind::Pointer, DType::F32, "a"},
+            {ArgSpec::Kind::Pointer, DType::F32, "b"},
+            {ArgSpec::Kind::Pointer, DType::F32, "out"},
+            {ArgSpec::Kind::Scalar, DType::I32, "n"}};
+  return s;
+}
+
+inline Binary vaddBinary(unsigned threadsPerBlock = 128, unsigned sharedBytes = 0) {
+  Binary b;
+  b.format = Binary::Format::PTX;
+  b.signature = vaddSignature();
+  b.ptx = kVaddPtx;
+  b.symbol = "vadd";
+  b.threadsPerBlock = threadsPerBlock;
+  b.sharedBytes = sharedBytes;
+  return b;
+}
+
+}  // namespace tessera::rt::testing
