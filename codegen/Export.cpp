@@ -35,7 +35,8 @@ std::string cpuObject(const Artifact& a) {
   initLLVM();
   CpuTargetInfo t = selectCpuTarget(a.target.arch);
   std::lock_guard<std::mutex> lock(a.kept->mu);
-  return emitFile(*a.kept->module, cpu::cachedTargetMachine(t, cpu::kAssemblyOptLevel), llvm::CodeGenFileType::ObjectFile);
+  return emitFile(*a.kept->module, cpu::cachedTargetMachine(t, cpu::kAssemblyOptLevel),
+                  llvm::CodeGenFileType::ObjectFile);
 }
 
 // cubin from the PTX, where the CUDA toolkit's ptxas is found.
@@ -68,7 +69,8 @@ ExportResult exportArtifact(const Artifact& a, const std::string& dir) {
     throw UsageError("export: target " + t.str() +
                      " runs only inside the SIMT emulator; export for cpu, nvptx:SM or amdgpu:GFX");
   if (a.binary.boundsChecked)
-    throw UsageError("export: kernel '" + a.kernelName() + "' was compiled with bounds checks; export an unchecked compile");
+    throw UsageError("export: kernel '" + a.kernelName() +
+                     "' was compiled with bounds checks; export an unchecked compile");
   if (dir.empty()) throw UsageError("export: the output directory is empty");
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);

@@ -57,10 +57,10 @@ bool isIdentifier(const std::string& s) {
 // C++ names, "argN" otherwise; never one of the launcher's other names.
 std::vector<std::string> paramNames(const KernelSignature& sig) {
   static const std::set<std::string> taken = {
-      "kernel", "grid",  "options", "auto",   "bool",  "case",   "char",    "class",  "const",  "default", "delete",
-      "do",     "double", "else",   "enum",   "float", "for",    "if",      "int",    "long",   "new",     "operator",
-      "private", "public", "return", "short", "signed", "sizeof", "static", "struct", "switch", "this",    "template",
-      "typename", "union", "unsigned", "using", "void", "volatile", "while"};
+      "kernel", "grid",     "options",  "auto",     "bool",   "case",     "char",   "class",  "const",    "default",
+      "delete", "do",       "double",   "else",     "enum",   "float",    "for",    "if",     "int",      "long",
+      "new",    "operator", "private",  "public",   "return", "short",    "signed", "sizeof", "static",   "struct",
+      "switch", "this",     "template", "typename", "union",  "unsigned", "using",  "void",   "volatile", "while"};
   std::vector<std::string> r;
   std::set<std::string> used;
   for (size_t i = 0; i < sig.args.size(); ++i) {
@@ -102,7 +102,8 @@ std::string signatureBody(const KernelSignature& sig) {
 }
 
 std::string binaryBody(const KernelBinary& b, const HeaderSpec& s) {
-  std::string r = "    tessera::KernelBinary b;\n    b.signature = signature();\n    b.symbol = " + quoted(b.symbol) + ";\n";
+  std::string r =
+      "    tessera::KernelBinary b;\n    b.signature = signature();\n    b.symbol = " + quoted(b.symbol) + ";\n";
   switch (b.format) {
     case KernelBinary::Format::HostFunction:
       r += "    b.format = tessera::KernelBinary::Format::HostFunction;\n    b.hostEntry = &" + s.entrySymbol + ";\n";
@@ -121,8 +122,8 @@ std::string binaryBody(const KernelBinary& b, const HeaderSpec& s) {
       break;
     case KernelBinary::Format::EmulatedGpu: throw InternalError("an emulated GPU binary cannot be exported");
   }
-  r += "    b.threadsPerBlock = " + std::to_string(b.threadsPerBlock) + ";\n    b.sharedBytes = " +
-       std::to_string(b.sharedBytes) + ";\n    return b;\n";
+  r += "    b.threadsPerBlock = " + std::to_string(b.threadsPerBlock) +
+       ";\n    b.sharedBytes = " + std::to_string(b.sharedBytes) + ";\n    return b;\n";
   return r;
 }
 
@@ -134,8 +135,10 @@ std::string exportHeader(const KernelBinary& b, const HeaderSpec& s) {
   std::vector<std::string> names = paramNames(sig);
   std::string h = "// " + sig.str() + " for " + s.target + ", exported by `tessera export`.\n";
   h += cpu ? "// Link " + s.stem + ".o into the program" : "// The code is embedded below";
-  h += "; the launcher needs only the runtime library\n// (libtessera_runtime.so, CMake: Tessera::runtime). See docs/aot.md.\n";
-  h += "#pragma once\n\n#include <cstdint>\n#include <string>\n#include <vector>\n\n#include \"tessera/runtime/Runtime.h\"\n";
+  h += "; the launcher needs only the runtime library\n// (libtessera_runtime.so, CMake: Tessera::runtime). See "
+       "docs/aot.md.\n";
+  h += "#pragma once\n\n#include <cstdint>\n#include <string>\n#include <vector>\n\n#include "
+       "\"tessera/runtime/Runtime.h\"\n";
   if (cpu) {
     h += "#include \"tessera/runtime/HostFeatures.h\"\n\n";
     h += "extern \"C\" void " + s.entrySymbol +

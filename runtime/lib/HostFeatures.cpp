@@ -86,8 +86,8 @@ bool hostHas(const std::string& f) {
   if (ymm && (xcr0 & 0x6) != 0x6) return false;
   if (f.rfind("avx512", 0) == 0 && (xcr0 & 0xe6) != 0xe6) return false;
   const char* narrow = std::getenv("TESSERA_HOST_CPU");
-  if (narrow && (!std::strcmp(narrow, "x86-64-v2") || !std::strcmp(narrow, "x86-64-v3") ||
-                 !std::strcmp(narrow, "x86-64-v4")))
+  if (narrow &&
+      (!std::strcmp(narrow, "x86-64-v2") || !std::strcmp(narrow, "x86-64-v3") || !std::strcmp(narrow, "x86-64-v4")))
     return f == "cmov" || f == "sse2" || inLevel(f, narrow);
   return true;
 }

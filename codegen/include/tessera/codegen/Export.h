@@ -18,9 +18,9 @@
 namespace tessera::codegen {
 
 struct ExportResult {
-  std::string header;               // DIR/<kernel>.h
-  std::vector<std::string> files;   // every file written, the header last
-  std::vector<std::string> skipped; // what was not written and why ("no cubin: ptxas not found ...")
+  std::string header;                // DIR/<kernel>.h
+  std::vector<std::string> files;    // every file written, the header last
+  std::vector<std::string> skipped;  // what was not written and why ("no cubin: ptxas not found ...")
 };
 
 /// Writes `a` (compiled for a cpu, nvptx: or amdgpu: target, without bounds
