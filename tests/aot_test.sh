@@ -111,9 +111,11 @@ errors)
   expect 2 "runs only inside the SIMT emulator" "$tool" export vector_add --target emu:nvptx:sm_80 -o "$work/a"
   touch "$work/file"
   expect 2 "cannot create the directory" "$tool" export vector_add --target cpu -o "$work/file/sub"
+  mkdir -p "$work/clash/vector_add.o"  # a directory where the object goes
+  expect 2 "cannot write '$work/clash/vector_add.o'" "$tool" export vector_add --target cpu -o "$work/clash"
   mkdir "$work/ro" && chmod a-w "$work/ro"
   if [[ -w $work/ro ]]; then
-    echo "note: running as a user who writes read-only directories; that case not checked"
+    echo "note: this user writes read-only directories; the clash above stands for that case"
   else
     expect 2 "cannot write" "$tool" export vector_add --target cpu -o "$work/ro"
   fi
