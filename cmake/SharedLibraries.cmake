@@ -28,9 +28,13 @@ function(ts_shared_library target name)
   add_library(${target} SHARED ${PROJECT_SOURCE_DIR}/cmake/SharedLibrary.cpp)
   add_dependencies(${target} ${target}_map)
   target_compile_definitions(${target} PRIVATE TESSERA_VERSION="${PROJECT_VERSION}" TESSERA_LIBRARY="lib${name}.so")
+  target_link_options(${target} PRIVATE -Wl,--version-script=${map})
   # --no-undefined: a symbol missing from the archives fails here, not in
-  # the user's program.
-  target_link_options(${target} PRIVATE -Wl,--version-script=${map} -Wl,--no-undefined)
+  # the user's program. Not in sanitized builds: clang leaves the sanitizer
+  # runtime's symbols to the executable.
+  if(NOT TESSERA_SANITIZE)
+    target_link_options(${target} PRIVATE -Wl,--no-undefined)
+  endif()
   target_link_libraries(${target} PRIVATE -Wl,--whole-archive ${files} -Wl,--no-whole-archive)
   set_target_properties(${target} PROPERTIES OUTPUT_NAME ${name} LINK_DEPENDS ${map}
                         VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})

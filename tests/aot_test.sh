@@ -9,6 +9,8 @@
 #   cubin   the cubin next to the PTX, where ptxas is found
 #   hsaco   an export for amdgpu:gfx942: an AMDGPU ELF defining the kernel
 #   errors  bad input: each a message and exit status 2
+# (No `producer | grep -q` here: grep -q exits at the first match, and with
+# pipefail the producer's SIGPIPE would fail the check at random.)
 set -euo pipefail
 mode=$1 src=$2 build=$3
 tool=$build/bin/tessera
@@ -36,7 +38,7 @@ CPP
   c++ -std=c++20 -Wall -Wextra -Werror -I"$dir" -I"$src/runtime/include" -I"$src/support/include" \
     "$work/embedded.cpp" -L"$build" -ltessera_runtime -Wl,-rpath,"$build" -o "$work/embedded"
   "$work/embedded" "$work/embedded.bin" > "$work/sig.txt"
-  head -1 "$dir/vector_add.h" | grep -qF "// $(cat "$work/sig.txt") for $2," || fail "signature $(cat "$work/sig.txt") differs from the header's"
+  grep -qF "// $(cat "$work/sig.txt") for $2," <<< "$(head -1 "$dir/vector_add.h")" || fail "signature $(cat "$work/sig.txt") differs from the header's"
   grep -qxF "vector_add(ptr<f32> out, ptr<f32> a, ptr<f32> b, i32 n)" "$work/sig.txt" || fail "signature: $(cat "$work/sig.txt")"
 }
 
@@ -80,8 +82,8 @@ cubin)
     "$tool" export vector_add --target nvptx:$arch -o "$work/$arch" > /dev/null
     cubin=$work/$arch/vector_add.cubin
     [[ -s $cubin ]] || fail "$arch: no cubin although ptxas is $ptxas"
-    readelf -h "$cubin" | grep -q "NVIDIA CUDA" || fail "$arch: the cubin is not a CUDA ELF"
-    readelf -sW "$cubin" | grep -q " vector_add$" || fail "$arch: the cubin does not define vector_add"
+    grep -q "NVIDIA CUDA" <<< "$(readelf -h "$cubin")" || fail "$arch: the cubin is not a CUDA ELF"
+    grep -q " vector_add$" <<< "$(readelf -sW "$cubin")" || fail "$arch: the cubin does not define vector_add"
     echo "nvptx:$arch cubin: OK"
   done
   ;;
@@ -90,8 +92,8 @@ hsaco)
   [[ -n $readelf ]] || { echo "SKIP: llvm-readelf / readelf not found"; exit 0; }
   "$tool" export vector_add --target amdgpu:gfx942 -o "$work/gfx942" > /dev/null
   hsaco=$work/gfx942/vector_add.hsaco
-  "$readelf" -h "$hsaco" | grep -Eq "AMD GPU|AMDGPU" || fail "the .hsaco is not an AMDGPU ELF"
-  "$readelf" -sW "$hsaco" | grep -q " vector_add$" || fail "the .hsaco does not define vector_add"
+  grep -Eq "AMD GPU|AMDGPU" <<< "$("$readelf" -h "$hsaco")" || fail "the .hsaco is not an AMDGPU ELF"
+  grep -q " vector_add$" <<< "$("$readelf" -sW "$hsaco")" || fail "the .hsaco does not define vector_add"
   embedded_check "$work/gfx942" amdgpu:gfx942
   cmp "$work/embedded.bin" "$hsaco" || fail "the embedded code object differs from the file"
   echo "amdgpu:gfx942 hsaco: OK"

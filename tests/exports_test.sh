@@ -15,7 +15,7 @@ for lib in "$@"; do
     echo "FAIL: $lib exports more than namespace tessera"
     exit 1
   fi
-  if [[ $(basename "$lib") == libtessera_runtime.so* ]] && readelf -d "$lib" | grep -q 'NEEDED.*libLLVM'; then
+  if [[ $(basename "$lib") == libtessera_runtime.so* ]] && grep -q 'NEEDED.*libLLVM' <<< "$(readelf -d "$lib")"; then
     echo "FAIL: $lib needs LLVM"
     exit 1
   fi
