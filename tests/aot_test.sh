@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Ahead-of-time export (docs/aot.md), end to end.
-# usage: aot_test.sh MODE SOURCE_DIR BUILD_DIR
+# usage: aot_test.sh MODE SOURCE_DIR BUILD_DIR [FAKE_CUDA]
 #   cpu     the example built from an export for cpu:x86-64-v3 links the
 #           runtime library and no LLVM, runs correctly with no LLVM mapped,
 #           and the x86-64-v4 export is a DeviceError on a narrowed host
 #   ptx     exports for nvptx:sm_80 and sm_90a: PTX files, headers whose
 #           embedded code and signature are the compile's
+#   cuda    an nvptx:sm_80 export loaded and launched through its header on
+#           the CUDA device, driven by the fake driver FAKE_CUDA (4th
+#           argument; tests/runtime/fake: it carries out a kernel named vadd,
+#           out[i] = a[i] + b[i], one element per thread)
 #   cubin   the cubin next to the PTX, where ptxas is found
 #   hsaco   an export for amdgpu:gfx942: an AMDGPU ELF defining the kernel
 #   errors  bad input: each a message and exit status 2
@@ -74,6 +78,40 @@ ptx)
     cmp "$work/embedded.bin" "$work/$arch/vector_add.ptx" || fail "$arch: the embedded PTX differs from the file"
     echo "nvptx:$arch: $(tr '\n' ' ' < "$work/files.txt")OK"
   done
+  ;;
+cuda)
+  # vector_add's tile IR as vadd(a, b, out, n); 32 warps = 1024 threads per
+  # block, one per element of a program's tile, as the fake driver computes.
+  "$tool" compile vector_add --emit tile-ir |
+    sed '1s/.*/kernel @vadd(%a: ptr<f32, global>, %b: ptr<f32, global>, %out: ptr<f32, global>, %n: i32) {/' \
+      > "$work/vadd.tir"
+  "$tool" export "$work/vadd.tir" --target nvptx:sm_80 --num-warps 32 -o "$work/vadd" > /dev/null
+  cat > "$work/launch.cpp" <<'CPP'
+#include <cstdio>
+#include <vector>
+#include "vadd.h"
+int main() {
+  tessera::rt::Device gpu = tessera::rt::Device::cuda(0);
+  tessera::rt::Kernel k = tessera_aot::vadd::load(gpu);
+  int bad = 0;
+  for (int n : {1024, 3000}) {
+    std::vector<float> a(n), b(n);
+    for (int i = 0; i < n; ++i) a[i] = float(i), b[i] = 0.5f - float(i % 7);
+    tessera::rt::Buffer da = gpu.upload(tessera::DType::F32, a), db = gpu.upload(tessera::DType::F32, b);
+    tessera::rt::Buffer out = gpu.alloc(tessera::DType::F32, n);
+    tessera_aot::vadd::launch(k, tessera::rt::Dim3((n + 1023) / 1024), da, db, out, n);
+    std::vector<float> got = out.read<float>();
+    int wrong = 0;
+    for (int i = 0; i < n; ++i) wrong += got[i] != a[i] + b[i];
+    std::printf("%s on %s, n=%d: %s\n", tessera_aot::vadd::kTarget, gpu.name().c_str(), n, wrong ? "MISMATCH" : "OK");
+    bad += wrong;
+  }
+  return bad != 0;
+}
+CPP
+  c++ -std=c++20 -Wall -Wextra -Werror -I"$work/vadd" -I"$src/runtime/include" -I"$src/support/include" \
+    "$work/launch.cpp" -L"$build" -ltessera_runtime -Wl,-rpath,"$build" -o "$work/launch"
+  TESSERA_CUDA_LIBRARY=$4 "$work/launch" || fail "the exported kernel's launch on the CUDA device"
   ;;
 cubin)
   ptxas=${TESSERA_PTXAS:-$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)}
