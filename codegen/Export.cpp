@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <set>
 
 #include "codegen/ExportHeader.h"
 #include "codegen/cpu/EntrySymbol.h"
@@ -60,6 +61,12 @@ std::string exportStem(const std::string& kernelName) {
   std::string s;
   for (char ch : kernelName) s += (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_') ? ch : '_';
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) s = "k_" + s;
+  // The launcher struct is named after the stem: never one of its members'
+  // names (a member named like its class is a constructor) nor a keyword.
+  static const std::set<std::string> reserved = {
+      "signature", "binary", "load", "launch", "hostFeatures", "kTarget",   "kHostCpu", "int", "float",  "double",
+      "char",      "bool",   "void", "class",  "struct",       "namespace", "template", "new", "delete", "this"};
+  if (reserved.count(s)) s += "_kernel";
   return s;
 }
 

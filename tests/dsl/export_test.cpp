@@ -88,3 +88,11 @@ TEST_CASE("exports that cannot be made are refused with a UsageError", "[dsl][ex
   CHECK_THROWS_WITH(ts::exportKernel(saxpy(), ts::Target::cpu(), (dir.path / "file" / "sub").string()),
                     Contains("cannot create the directory"));
 }
+
+TEST_CASE("an export's stem is a usable C++ name", "[dsl][export]") {
+  CHECK(ts::codegen::exportStem("vector_add") == "vector_add");
+  CHECK(ts::codegen::exportStem("my-kernel.v2") == "my_kernel_v2");
+  CHECK(ts::codegen::exportStem("2d") == "k_2d");
+  CHECK(ts::codegen::exportStem("launch") == "launch_kernel");  // the launcher's member
+  CHECK(ts::codegen::exportStem("int") == "int_kernel");
+}
