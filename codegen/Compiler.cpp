@@ -15,6 +15,7 @@
 #include "codegen/emu/EmuCompile.h"
 #include "codegen/gpu/GpuCompile.h"
 #include "codegen/cpu/CpuLowering.h"
+#include "codegen/cpu/EntrySymbol.h"
 #include "codegen/llvm/HostIsa.h"
 #include "codegen/llvm/KeptModule.h"
 #include "codegen/llvm/LLVMSupport.h"
@@ -49,13 +50,6 @@ KernelSignature kernelSignature(const ir::Function& f) {
 }
 
 namespace {
-// Symbol names of entries: the kernel name restricted to [A-Za-z0-9_].
-std::string entrySymbol(const std::string& kernel) {
-  std::string s = "tessera_entry_";
-  for (char ch : kernel) s += (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_') ? ch : '_';
-  return s;
-}
-
 void compileCpu(const ir::Function& f, const Target& target, const CompileOptions& opts, Artifact& art,
                 StageTimer& timer) {
   if (opts.optLevel < 0 || opts.optLevel > 3)
@@ -65,7 +59,7 @@ void compileCpu(const ir::Function& f, const Target& target, const CompileOption
   initLLVM();
   llvm::TargetMachine& tm = cpu::cachedTargetMachine(t, opts.optLevel);
   auto ctx = std::make_unique<llvm::LLVMContext>();
-  std::string entry = entrySymbol(f.name());
+  std::string entry = cpu::entrySymbol(f.name());
   auto mod =
       cpu::lowerToLLVM(f, *ctx, t, tm.createDataLayout(), entry, opts.checkBounds ? &art.binary.opNames : nullptr);
   art.binary.format = KernelBinary::Format::HostFunction;

@@ -4,7 +4,8 @@
 // never launches anything. `run` runs a bundled kernel on generated inputs
 // on the target's device (the CPU, the SIMT emulator for emu: targets, the
 // CUDA / HIP GPU for nvptx: / amdgpu: targets), checks it against its plain
-// C++ reference, prints the largest error and exits 1 on a mismatch. `opt`
+// C++ reference, prints the largest error and exits 1 on a mismatch. `export`
+// writes a kernel's compiled code and a launcher header (docs/aot.md). `opt`
 // runs named passes on a .tir file. Exit codes: 0 success, 1 mismatch, 2 a
 // user error (one message), 3 an internal compiler error.
 #include <cerrno>
@@ -53,6 +54,9 @@ constexpr CommandHelp kCommands[] = {
     {"run",
      "  tessera run KERNEL [--target T] [--shape A,B,...] [--threads N] [--seed S] [--check-bounds]\n"
      "                  [--precision accurate|approx]\n"},
+    {"export",
+     "  tessera export KERNEL|FILE.tir --target T -o DIR [--kernel NAME] [--num-warps N]\n"
+     "                  [--assume-aligned] [--precision accurate|approx]\n"},
     {"opt",
      "  tessera opt FILE.tir|- [--passes P1,P2,...] [--target T] [--num-warps N] [--split-input-file]\n"
      "                  [--locations]\n"},
@@ -76,6 +80,9 @@ std::string details() {
          "         replication; layout conversions; docs/gpu.md)\n"
          "-o FILE: write the stage to FILE instead of standard output (binary stages such as hsaco\n"
          "         are refused on a terminal without it)\n"
+         "export:  writes DIR/KERNEL.h (a typed launcher needing only libtessera_runtime) and the\n"
+         "         code: KERNEL.o for cpu targets, KERNEL.ptx (+ .cubin where ptxas is found) for\n"
+         "         nvptx, KERNEL.hsaco for amdgpu; prints the files written (docs/aot.md)\n"
          "--check-bounds: a checked launch: every global access is tested against its buffer\n"
          "         (CPU: a bounds-checked compile; the emulator always checks)\n"
          "--precision approx: the GPU's hardware approximations (ex2.approx, rsqrt.approx,\n"
@@ -283,6 +290,21 @@ int cmdCompile(const Args& a) {
   return 0;
 }
 
+int cmdExport(const Args& a) {
+  if (a.subject.empty()) throw UsageError("export needs a KERNEL name or a FILE.tir");
+  if (a.output.empty()) throw UsageError("export needs -o DIR, the directory to write the files into");
+  ts::Target target = ts::Target::parse(a.target);
+  ts::CompileOptions o;
+  if (a.numWarps) o.numWarps = *a.numWarps;
+  if (a.precision) setenv("TESSERA_PRECISION", a.precision->c_str(), 1);
+  ts::Kernel kern = loadKernel(a, target);
+  if (a.assumeAligned) kern = assumeAligned(kern);
+  ts::ExportResult r = ts::exportKernel(kern, target, a.output, o);
+  for (const std::string& f : r.files) std::cout << f << "\n";
+  for (const std::string& s : r.skipped) std::cerr << "tessera: note: " << s << "\n";
+  return 0;
+}
+
 int cmdRun(const Args& a) {
   if (a.subject.empty()) throw UsageError("run needs a KERNEL name");
   const auto* ex = ts::examples::find(a.subject);
@@ -340,6 +362,7 @@ int main(int argc, char** argv) {
     if (a.command == "compile") return cmdCompile(a);
     if (a.command == "run") return cmdRun(a);
     if (a.command == "opt") return cmdOpt(a);
+    if (a.command == "export") return cmdExport(a);
     throw UsageError("unknown command '" + a.command + "'");
   } catch (const UsageError& e) {
     std::cerr << "tessera: " << e.what() << "\n" << usage();

@@ -1,5 +1,6 @@
 #include "codegen/llvm/HostIsa.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -12,6 +13,7 @@
 #include <llvm/TargetParser/Host.h>
 #include <llvm/TargetParser/Triple.h>
 
+#include "codegen/llvm/IsaFeatures.h"
 #include "codegen/llvm/LLVMSupport.h"
 #include "tessera/codegen/Compiler.h"
 #include "tessera/support/Error.h"
@@ -149,6 +151,20 @@ CpuTargetInfo selectCpuTarget(const std::string& cpuName) {
   t.lanes = t.isa == "avx512" ? 16 : t.isa == "avx2" ? 8 : 4;
   t.vectorBits = t.isa == "avx512" ? 512 : t.isa == "avx2" ? 256 : 128;
   return t;
+}
+
+std::vector<std::string> isaFeatures(const std::string& cpuName) {
+  const HostInfo& h = host();
+  std::shared_ptr<const FeatureSet> on;
+  if (!cpuName.empty()) {
+    selectCpuTarget(cpuName);  // the CompileError for an unknown cpu
+    on = cpuFeatures(h.triple, cpuName);
+  }
+  std::vector<std::string> r;  // StringMap order is unspecified: sorted below
+  for (auto& kv : h.features)
+    if (on ? on->count(kv.getKey().str()) != 0 : kv.getValue()) r.push_back(kv.getKey().str());
+  std::sort(r.begin(), r.end());
+  return r;
 }
 
 std::string hostIsa() { return host().isa; }

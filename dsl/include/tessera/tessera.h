@@ -2,6 +2,7 @@
 #pragma once
 
 #include "tessera/Compile.h"
+#include "tessera/Export.h"
 #include "tessera/Kernel.h"
 #include "tessera/dsl/DSL.h"
 #include "tessera/support/Error.h"

@@ -1,0 +1,47 @@
+// The runtime's ISA checks for exported CPU code
+// (tessera/runtime/HostFeatures.h).
+#include <cstdlib>
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "tessera/runtime/HostFeatures.h"
+#include "tessera/support/Error.h"
+
+using Catch::Matchers::Contains;
+
+namespace {
+// TESSERA_HOST_CPU for one scope (the runtime reads it at every check).
+struct HostCpu {
+  std::string old;
+  bool had = false;
+  explicit HostCpu(const char* v) {
+    if (const char* o = std::getenv("TESSERA_HOST_CPU")) old = o, had = true;
+    setenv("TESSERA_HOST_CPU", v, 1);
+  }
+  ~HostCpu() {
+    if (had)
+      setenv("TESSERA_HOST_CPU", old.c_str(), 1);
+    else
+      unsetenv("TESSERA_HOST_CPU");
+  }
+};
+}  // namespace
+
+#if defined(__x86_64__)
+TEST_CASE("baseline features are present; unknown ones are not tested", "[runtime][isa]") {
+  CHECK(tessera::rt::missingHostFeatures({"sse2", "cmov", "no-such-feature"}) == "");
+  CHECK_NOTHROW(tessera::rt::requireHostFeatures("k", "x86-64", {"sse2"}));
+}
+
+TEST_CASE("a host narrowed to x86-64-v3 lacks AVX-512 and keeps AVX2", "[runtime][isa]") {
+  HostCpu narrow("x86-64-v3");
+  // The suite's hosts are x86-64-v3 at least (AVX2 and FMA).
+  CHECK(tessera::rt::missingHostFeatures({"avx2", "fma", "bmi2"}) == "");
+  CHECK(tessera::rt::missingHostFeatures({"avx2", "avx512f", "avx512bw"}) == "avx512f, avx512bw");
+  CHECK_THROWS_AS(tessera::rt::requireHostFeatures("k", "x86-64-v4", {"avx512f"}), tessera::DeviceError);
+  CHECK_THROWS_WITH(tessera::rt::requireHostFeatures("k", "x86-64-v4", {"avx2", "avx512vl"}),
+                    Contains("cpu device cannot load kernel 'k': it was compiled ahead of time for cpu:x86-64-v4") &&
+                        Contains("(TESSERA_HOST_CPU=x86-64-v3) lacks avx512vl"));
+}
+#endif
