@@ -29,7 +29,7 @@ struct HostCpu {
 }  // namespace
 
 #if defined(__x86_64__)
-TEST_CASE("baseline features are present; unknown ones are not tested", "[runtime][isa]") {
+TEST_CASE("baseline features are present, unknown ones are not tested", "[runtime][isa]") {
   CHECK(tessera::rt::missingHostFeatures({"sse2", "cmov", "no-such-feature"}) == "");
   CHECK_NOTHROW(tessera::rt::requireHostFeatures("k", "x86-64", {"sse2"}));
 }
