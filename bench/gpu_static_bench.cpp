@@ -51,6 +51,7 @@
 #include "gpu_static_kernels.h"
 #include "registry.h"
 #include "tessera/ir/analysis/LayoutStats.h"
+#include "tessera/support/Targets.h"
 #include "tessera/tessera.h"
 
 namespace ts = tessera;
@@ -135,57 +136,16 @@ InstrCounts countInstructions(const std::string& text, Listing kind) {
 
 // ------------------------------------------------------------ occupancy
 //
-// One formula per vendor, applied to either compiler's registers, shared
-// memory and threads, with the limits of support/Targets.def:
-//  * NVIDIA warps per SM (the CUDA occupancy calculator's rules for sm_80
-//    and sm_90): blocks per SM = min(32, 2048 threads / threads per block,
-//    64K registers / (warps per block x registers per warp, allocated per
-//    warp in units of 256), the SM's shared memory (the per-block opt-in
-//    maximum plus the 1 KiB the driver reserves: 164 KiB sm_80, 228 KiB
-//    sm_90a) / (shared per block + 1 KiB)); warps per SM = blocks x warps per
-//    block.
-//  * AMD waves per SIMD: min(the resource report's VGPR limit (VGPRs in
-//    allocation granules, wave slots), LDS per CU / LDS per workgroup x
-//    waves per workgroup / SIMDs per CU): the report's own estimate, with
-//    the LDS a launch passes (Triton's is dynamic, absent from the code
-//    object's group segment).
-struct Limits {
-  const char* arch;
-  int64_t sharedPerSm;  // NVIDIA
-  int wave = 0, simdsPerCu = 0;
-  int64_t ldsPerCu = 0;  // AMD
-};
-constexpr Limits kLimits[] = {
-#define TS_NVPTX_TARGET(arch, sharedKiB, ptxFeature) {#arch, int64_t{(sharedKiB) + 1} * 1024},
-#define TS_AMDGPU_TARGET(arch, wave, features, ldsKiB, vgprsPerSimd, maxWavesPerSimd, simdsPerCu, ldsPerCuKiB) \
-  {#arch, 0, wave, simdsPerCu, int64_t{ldsPerCuKiB} * 1024},
-#include "tessera/support/Targets.def"
-};
-const Limits& limitsOf(const std::string& arch) {
-  for (const Limits& l : kLimits)
-    if (arch == l.arch) return l;
-  throw ts::UsageError("no limits for " + arch);
-}
-
-int occupancyNvidia(const std::string& arch, int regs, int64_t shared, int threads) {
-  const int warps = (threads + 31) / 32;
-  const int regsPerWarp = (std::max(regs, 1) * 32 + 255) / 256 * 256;
-  int blocks = std::min(32, 2048 / std::max(threads, 1));
-  blocks = std::min(blocks, 65536 / (regsPerWarp * warps));
-  blocks = std::min<int64_t>(blocks, limitsOf(arch).sharedPerSm / (shared + 1024));
-  return blocks * warps;
-}
-
-int occupancyAmd(const std::string& arch, const std::string& report, int64_t lds, int threads) {
-  std::smatch m;
-  if (!std::regex_search(report, m, std::regex(R"(VGPR limit (\d+))"))) return -1;
-  int waves = std::stoi(m[1]);
-  const Limits& l = limitsOf(arch);
-  if (lds > 0) {
-    const int64_t groups = l.ldsPerCu / lds, wavesPerGroup = (threads + l.wave - 1) / l.wave;
-    waves = int(std::min<int64_t>(waves, groups * wavesPerGroup / l.simdsPerCu));
-  }
-  return waves;
+// tessera::occupancy (support/Targets.h, the formula the resource reports
+// print) applied to either compiler's registers, shared memory and threads:
+// NVIDIA warps per SM, AMD waves per SIMD. The shared memory is the larger of
+// the code's static allocation and what the launch passes (Triton's LDS is
+// dynamic, absent from its code object's group segment).
+int occupancyOf(const ts::codegen::Target& t, int regs, int64_t shared, int threads) {
+  const ts::GpuArch* a = ts::findGpuArch(
+      t.kind == ts::Target::Kind::NVPTX ? ts::GpuArch::Vendor::NVIDIA : ts::GpuArch::Vendor::AMD, t.arch);
+  if (!a) throw ts::UsageError("no architecture row for " + t.str());
+  return ts::occupancy(*a, regs, shared, threads).value;
 }
 
 // ------------------------------------------------------------ measurement
@@ -236,7 +196,7 @@ void measureArtifact(const ts::codegen::Artifact& art, const std::string& amdgcn
   if (isNvidia(art.target)) {
     r.ptxasMs = medianMs(reps, [&] { ts::codegen::gpuResources(art); });
     r.shared = std::max<int64_t>(res.sharedBytes, art.binary.sharedBytes);
-    r.occupancy = occupancyNvidia(art.target.arch, r.regs, r.shared, threads);
+    r.occupancy = occupancyOf(art.target, r.regs, r.shared, threads);
     std::string text;
     try {
       text = ts::codegen::sass(art);
@@ -249,7 +209,7 @@ void measureArtifact(const ts::codegen::Artifact& art, const std::string& amdgcn
     dump(r, r.listing, text);
   } else {
     r.shared = std::max<int64_t>(res.sharedBytes, art.binary.sharedBytes);
-    r.occupancy = occupancyAmd(art.target.arch, res.text, r.shared, threads);
+    r.occupancy = occupancyOf(art.target, r.regs, r.shared, threads);
     r.instrs = countInstructions(amdgcn, Listing::AMDGCN);
     r.listing = "amdgcn";
     dump(r, r.listing, amdgcn);

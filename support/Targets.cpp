@@ -1,5 +1,7 @@
 #include "tessera/support/Targets.h"
 
+#include <algorithm>
+
 namespace tessera {
 
 const std::vector<GpuArch>& gpuArchs() {
@@ -7,9 +9,20 @@ const std::vector<GpuArch>& gpuArchs() {
   // wave can address (512 on CDNA with the accumulation VGPRs, 256 on RDNA3).
   static const std::vector<GpuArch> rows = {
 #define TS_NVPTX_TARGET(arch, sharedKiB, ptxFeature, smemPerSmKiB, threadsPerSm, blocksPerSm) \
-  {GpuArch::Vendor::NVIDIA, #arch, 32, int64_t{sharedKiB} * 1024, 255},
+  {GpuArch::Vendor::NVIDIA,      #arch,        32,         int64_t{sharedKiB} * 1024, 255,    \
+   int64_t{smemPerSmKiB} * 1024, threadsPerSm, blocksPerSm},
 #define TS_AMDGPU_TARGET(arch, wave, features, ldsKiB, vgprsPerSimd, maxWavesPerSimd, simdsPerCu, ldsPerCuKiB) \
-  {GpuArch::Vendor::AMD, #arch, wave, int64_t{ldsKiB} * 1024, (wave) == 64 ? 512 : 256},
+  {GpuArch::Vendor::AMD,                                                                                       \
+   #arch,                                                                                                      \
+   wave,                                                                                                       \
+   int64_t{ldsKiB} * 1024,                                                                                     \
+   (wave) == 64 ? 512 : 256,                                                                                   \
+   int64_t{ldsPerCuKiB} * 1024,                                                                                \
+   0,                                                                                                          \
+   0,                                                                                                          \
+   vgprsPerSimd,                                                                                               \
+   maxWavesPerSimd,                                                                                            \
+   simdsPerCu},
 #include "tessera/support/Targets.def"
   };
   return rows;
@@ -26,6 +39,35 @@ std::string gpuArchList(GpuArch::Vendor vendor, const char* separator) {
   for (const GpuArch& a : gpuArchs())
     if (a.vendor == vendor) r += (r.empty() ? "" : separator) + std::string(a.arch);
   return r;
+}
+
+Occupancy occupancy(const GpuArch& a, int regs, int64_t sharedBytes, int threadsPerBlock) {
+  Occupancy o;
+  const int64_t threads = std::max(threadsPerBlock, 1);
+  const int64_t warps = (threads + a.warpSize - 1) / a.warpSize;
+  auto s = [](int64_t v) { return std::to_string(v); };
+  if (a.vendor == GpuArch::Vendor::NVIDIA) {
+    const int64_t regsPerWarp = (std::max(regs, 1) * 32 + 255) / 256 * 256;
+    const int64_t byRegs = 65536 / (regsPerWarp * warps);
+    const int64_t byShared = a.sharedPerUnit / ((std::max<int64_t>(sharedBytes, 0) + 127) / 128 * 128 + 1024);
+    const int64_t byThreads = a.threadsPerSm / threads;
+    o.blocks = static_cast<int>(std::min({byRegs, byShared, byThreads, int64_t{a.blocksPerSm}}));
+    o.value = static_cast<int>(o.blocks * warps);
+    o.text = s(o.blocks) + " blocks per SM, " + s(o.value) + " of " + s(a.threadsPerSm / 32) +
+             " warps (register limit " + s(byRegs) + ", shared-memory limit " + s(byShared) + ", thread limit " +
+             s(byThreads) + ", block limit " + s(a.blocksPerSm) + ")";
+    return o;
+  }
+  const int gran = a.warpSize == 64 ? 8 : 16;
+  const int vg = std::max(1, (regs + gran - 1) / gran * gran);
+  const int64_t byVgpr = std::min(a.maxWavesPerSimd, a.vgprsPerSimd / vg);
+  const int64_t groups = sharedBytes > 0 ? a.sharedPerUnit / sharedBytes : int64_t{1} << 20;
+  const int64_t byLds = groups * warps / a.simdsPerCu;
+  o.value = static_cast<int>(std::max<int64_t>(0, std::min(byVgpr, byLds)));
+  o.blocks = static_cast<int>(std::min<int64_t>(groups, o.value * a.simdsPerCu / std::max<int64_t>(warps, 1)));
+  o.text = s(o.value) + " waves per SIMD (VGPR limit " + s(byVgpr) + ", LDS limit " +
+           s(std::min<int64_t>(byLds, 1 << 16)) + ", max " + s(a.maxWavesPerSimd) + ")";
+  return o;
 }
 
 }  // namespace tessera

@@ -32,24 +32,18 @@ namespace tessera::codegen {
 
 namespace {
 
+// The code generator's columns of Targets.def; the occupancy columns are
+// read through tessera::occupancy (support/Targets.cpp).
 struct GfxRow {
   const char* arch;
   unsigned wave;
   const char* features;
-  uint64_t lds;      // bytes of LDS per workgroup
-  int vgprsPerSimd;  // VGPR file per SIMD lane (per wave slot budget)
-  int maxWavesPerSimd;
-  int simdsPerCu;
-  int64_t ldsPerCu;
+  uint64_t lds;  // bytes of LDS per workgroup
 };
-// gfx90a/gfx942: 512 VGPRs per lane (arch + acc unified), 8 waves per SIMD,
-// 4 SIMDs per CU, 64 KB LDS per CU. gfx1100 (wave32): 1536 VGPRs per lane
-// per SIMD, 16 waves per SIMD, 2 SIMDs per CU (4 per WGP), 64 KB per
-// workgroup (the WGP has 128 KB).
 // clang-format off
 constexpr GfxRow kGfx[] = {
 #define TS_AMDGPU_TARGET(arch, wave, features, ldsKiB, vgprsPerSimd, maxWavesPerSimd, simdsPerCu, ldsPerCuKiB) \
-  {#arch, wave, features, uint64_t{ldsKiB} * 1024, vgprsPerSimd, maxWavesPerSimd, simdsPerCu, int64_t{ldsPerCuKiB} * 1024},
+  {#arch, wave, features, uint64_t{ldsKiB} * 1024},
 #include "tessera/support/Targets.def"
 };
 // clang-format on
@@ -237,22 +231,12 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
     r.spillBytes = k.privateSegment;
     r.sharedBytes = k.groupSegment;
     r.wavefrontSize = k.wavefrontSize;
-    // Occupancy: waves per SIMD limited by VGPRs (allocated in granules),
-    // by the wave slots, and by LDS per CU.
-    int gran = row_.wave == 64 ? 8 : 16;
-    int vg = std::max(1, (k.vgprs + gran - 1) / gran * gran);
-    int byVgpr = std::min(row_.maxWavesPerSimd, row_.vgprsPerSimd / vg);
-    int wavesPerGroup =
-        (o_.numWarps * static_cast<int>(row_.wave) + static_cast<int>(row_.wave) - 1) / static_cast<int>(row_.wave);
-    int groupsByLds = k.groupSegment > 0 ? static_cast<int>(row_.ldsPerCu / k.groupSegment) : 1 << 20;
-    int byLds = groupsByLds * wavesPerGroup / row_.simdsPerCu;
-    int waves = std::max(0, std::min(byVgpr, byLds));
+    Occupancy occ = occupancy(*findGpuArch(GpuArch::Vendor::AMD, row_.arch), k.vgprs, k.groupSegment,
+                              o_.numWarps * static_cast<int>(row_.wave));
     r.text = std::string(row_.arch) + " @" + kernel + ": wavefront " + std::to_string(k.wavefrontSize) + ", VGPRs " +
              std::to_string(k.vgprs) + ", SGPRs " + std::to_string(k.sgprs) + ", group segment " +
              std::to_string(k.groupSegment) + " bytes, private segment (spills/stack) " +
-             std::to_string(k.privateSegment) + " bytes\noccupancy estimate: " + std::to_string(waves) +
-             " waves per SIMD (VGPR limit " + std::to_string(byVgpr) + ", LDS limit " +
-             std::to_string(std::min(byLds, 1 << 16)) + ", max " + std::to_string(row_.maxWavesPerSimd) + ")\n";
+             std::to_string(k.privateSegment) + " bytes\noccupancy estimate: " + occ.text + "\n";
     return r;
   }
 

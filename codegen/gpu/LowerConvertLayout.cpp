@@ -99,6 +99,15 @@ Slots Lower::tileIn(const ir::Value* v, const ir::Layout& l) {
     ++record_.reemitted;
     return remat(v, l);
   }
+  // Cheap index and mask math (n0 + arange(BN) < n) is re-emitted in `l`
+  // rather than converted through shared memory with two barriers.
+  int budget = 8;
+  if (d && ir::isElementwise(d->code()) && cheapToRecompute(v, l, budget)) {
+    std::map<std::pair<const ir::Value*, std::string>, Slots> memo;
+    int unlimited = 1 << 20;
+    ++record_.reemitted;
+    return recompute(v, l, memo, unlimited);
+  }
   const auto& shape = v->type().shape();
   std::vector<int64_t> sh = shape;
   return convertVia(
@@ -227,6 +236,27 @@ Slots Lower::convertVia(const Slots& src, const ir::Layout& sl, const std::vecto
     for (int64_t k = 0; k < rv; ++k) r.push_back(fromMem(b_.CreateExtractElement(vec, k), elem));
   }
   return r;
+}
+
+bool Lower::cheapToRecompute(const ir::Value* v, const ir::Layout& l, int& budget) {
+  if (!v->type().isTile()) return true;
+  if (!elided_.count(v) && tiles_.count(v) && tile(v).layout == l) return true;
+  const ir::Op* d = v->definingOp();
+  if (!d) return false;
+  switch (d->code()) {
+    case OpCode::Constant:
+    case OpCode::Splat:
+    case OpCode::Arange: return true;
+    case OpCode::Broadcast: return cheapToRecompute(d->operand(0), l, budget);
+    case OpCode::ExpandDims:
+      return cheapToRecompute(d->operand(0), l.sliceDim(static_cast<int>(d->intAttr("axis"))), budget);
+    default: break;
+  }
+  if (!ir::isElementwise(d->code()) || d->code() == OpCode::Reshape || d->code() == OpCode::Transpose || --budget < 0)
+    return false;
+  for (const ir::Value* o : d->operands())
+    if (!cheapToRecompute(o, l, budget)) return false;
+  return true;
 }
 
 /// `v` in layout `l`, re-emitting the chain of elementwise ops (pointer and

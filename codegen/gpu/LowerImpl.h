@@ -259,6 +259,10 @@ class Lower {
   /// row-major, with the last two dims in the swizzled tensor-core layout
   /// when the buffer's storage is (see planDirectDots).
   llvm::Value* bufIndex(const ir::Value* buf, const Slots& idx, const std::vector<int64_t>& shape);
+  /// True when `v` in layout `l` can be re-derived from free ops, scalars
+  /// and values already in `l` by at most `budget` elementwise ops (index
+  /// and mask math), so tileIn re-emits it instead of converting it.
+  bool cheapToRecompute(const ir::Value* v, const ir::Layout& l, int& budget);
   Slots recompute(const ir::Value* v, const ir::Layout& l,
                   std::map<std::pair<const ir::Value*, std::string>, Slots>& memo, int& budget);
   bool emitHardwareCopy(const ir::Op& op, const ir::Layout& l, const Slots& ptrs, const Slots* mask);

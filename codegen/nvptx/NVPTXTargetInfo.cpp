@@ -14,6 +14,7 @@
 #include "codegen/gpu/GpuTargetInfo.h"
 #include "codegen/llvm/GpuToolchain.h"
 #include "codegen/llvm/LLVMSupport.h"
+#include "tessera/support/Targets.h"
 
 extern "C" {
 void LLVMInitializeNVPTXTargetInfo();
@@ -30,12 +31,11 @@ struct SmRow {
   const char* arch;
   uint64_t maxShared;  // opt-in maximum per block (dynamic shared memory)
   const char* ptxFeature;
-  int64_t smemPerSm, threadsPerSm, blocksPerSm;
 };
 // The rows of Targets.def (the PTX version is explained there).
 constexpr SmRow kSms[] = {
 #define TS_NVPTX_TARGET(arch, sharedKiB, ptxFeature, smemPerSmKiB, threadsPerSm, blocksPerSm) \
-  {#arch, uint64_t{sharedKiB} * 1024, ptxFeature, int64_t{smemPerSmKiB} * 1024, threadsPerSm, blocksPerSm},
+  {#arch, uint64_t{sharedKiB} * 1024, ptxFeature},
 #include "tessera/support/Targets.def"
 };
 
@@ -230,27 +230,12 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
     res.text = "ptxas " + std::string(row_.arch) + ": registers " + std::to_string(res.registers) + ", spill bytes " +
                std::to_string(res.spillBytes) + ", static shared " + std::to_string(res.sharedBytes) +
                " bytes, dynamic shared " + std::to_string(out.dynamicSharedBytes) + " bytes\n" +
-               occupancy(res.registers, res.sharedBytes + static_cast<int64_t>(out.dynamicSharedBytes)) + r.output;
+               "occupancy estimate: " +
+               occupancy(*findGpuArch(GpuArch::Vendor::NVIDIA, row_.arch), res.registers,
+                         res.sharedBytes + static_cast<int64_t>(out.dynamicSharedBytes), o_.numWarps * 32)
+                   .text +
+               "\n" + r.output;
     return res;
-  }
-
-  /// Resident blocks per SM, limited by registers (allocated per warp in
-  /// units of 256), shared memory (in units of 128 bytes, plus the 1 KiB per
-  /// block the system reserves on sm_80+), threads and the block slots; the
-  /// occupancy is their minimum times the block's warps over the SM's.
-  std::string occupancy(int regs, int64_t sharedBytes) const {
-    const int64_t warps = o_.numWarps, threads = warps * 32;
-    const int64_t regsPerWarp = (std::max(regs, 1) * 32 + 255) / 256 * 256;
-    const int64_t byRegs = 65536 / (regsPerWarp * warps);
-    const int64_t smem = (sharedBytes + 127) / 128 * 128 + 1024;
-    const int64_t bySmem = row_.smemPerSm / smem;
-    const int64_t byThreads = row_.threadsPerSm / threads;
-    const int64_t blocks = std::min({byRegs, bySmem, byThreads, row_.blocksPerSm});
-    const int64_t maxWarps = row_.threadsPerSm / 32;
-    return "occupancy estimate: " + std::to_string(blocks) + " blocks per SM, " + std::to_string(blocks * warps) +
-           " of " + std::to_string(maxWarps) + " warps (register limit " + std::to_string(byRegs) +
-           ", shared-memory limit " + std::to_string(bySmem) + ", thread limit " + std::to_string(byThreads) +
-           ", block limit " + std::to_string(row_.blocksPerSm) + ")\n";
   }
 
  private:

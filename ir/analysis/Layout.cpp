@@ -254,6 +254,7 @@ LayoutAnalysis::LayoutAnalysis(const ir::Function& f, const AxisAnalysis& axis, 
       if (op.code() == ir::OpCode::For) {
         const ir::Block& body = op.region(0).block();
         const ir::Op* yield = body.terminator();
+        weak_.erase(&op);
         for (unsigned i = 0; i < op.numResults(); ++i) {
           const ir::Value* init = op.operand(3 + i);
           if (init->type().isTile()) {
@@ -269,11 +270,31 @@ LayoutAnalysis::LayoutAnalysis(const ir::Function& f, const AxisAnalysis& axis, 
             const ir::Value* y = yield ? yield->operand(i) : nullptr;
             if (isFree(init) && y && y->definingOp() && y->definingOp()->parent() == &body)
               if (auto dl = dotLayout(*y->definingOp())) l = *dl;
+            // Any other free initial value (a running max of -inf, a zero
+            // sum) has no layout of its own to keep: the loop is visited
+            // with a guess that the body's ops do not follow (weak_), and
+            // then again carrying whatever the body yields, so the value
+            // stays in the layout its updates are computed in instead of
+            // being converted there and back every iteration.
+            if (!w && isFree(init) && l.parent.mma == MmaKind::None) weak_.insert(body.arg(i + 1));
             layouts_[body.arg(i + 1)] = l;
             layouts_[op.result(i)] = l;
           }
         }
         visitBlock(body);
+        bool again = false;
+        for (unsigned i = 0; i < op.numResults(); ++i) {
+          const ir::Value* a = body.arg(i + 1);
+          if (!weak_.count(a) || !yield) continue;
+          weak_.erase(a);
+          const Layout& yl = get(yield->operand(i));
+          if (yl != get(a) && compatible(yl, a->type().shape())) {
+            layouts_[a] = yl;
+            layouts_[op.result(i)] = yl;
+            again = true;
+          }
+        }
+        if (again) visitBlock(body);
         continue;
       }
       if (op.code() == ir::OpCode::If) {
@@ -337,7 +358,11 @@ void LayoutAnalysis::propagateFromAccesses(ir::Block& body) {
       }
       const ir::Op* d = v->definingOp();
       switch (d->code()) {
-        case OpCode::For: seedFor(*d, v->index(), l); break;
+        // A loop result wanted in some layout after the loop is converted
+        // once there: it does not decide the layout the loop carries it in
+        // (a running max stored after a flash-attention loop would otherwise
+        // be carried in the store's layout and converted every iteration).
+        case OpCode::For: break;
         case OpCode::Broadcast: seed(d->operand(0), l); break;
         case OpCode::ExpandDims: seed(d->operand(0), l.sliceDim(static_cast<int>(d->intAttr("axis")))); break;
         case OpCode::Reshape:
@@ -538,8 +563,11 @@ void LayoutAnalysis::assign(const ir::Op& op) {
     // then the smallest printed form.
     const Layout* best = nullptr;
     std::tuple<bool, size_t, std::string> bestKey;
+    bool strong = false;  // an operand whose layout is not a loop's guess
+    for (const ir::Value* v : op.operands())
+      strong = strong || (v->type().isTile() && !isFree(v) && layouts_.count(v) && !weak_.count(v));
     for (const ir::Value* v : op.operands()) {
-      if (!v->type().isTile() || isFree(v) || !layouts_.count(v)) continue;
+      if (!v->type().isTile() || isFree(v) || !layouts_.count(v) || (strong && weak_.count(v))) continue;
       const Layout& l = get(v);
       if (!compatible(l, shape)) continue;
       const ir::Op* d = v->definingOp();

@@ -16,6 +16,12 @@ struct GpuArch {
   unsigned warpSize;          // 32, or 64 on CDNA
   int64_t maxSharedBytes;     // per block / workgroup
   int maxRegistersPerThread;  // 32-bit registers one thread can address
+  /// What an SM / CU holds, for occupancy: NVIDIA shared memory, threads
+  /// and block slots per SM (64 Ki registers); AMD VGPRs per SIMD lane,
+  /// wave slots per SIMD, SIMDs per CU and LDS per CU.
+  int64_t sharedPerUnit;                                      // bytes of shared memory per SM / LDS per CU
+  int threadsPerSm = 0, blocksPerSm = 0;                      // NVIDIA
+  int vgprsPerSimd = 0, maxWavesPerSimd = 0, simdsPerCu = 0;  // AMD
 
   /// The target spelling: "nvptx:sm_80", "amdgpu:gfx942".
   std::string spelling() const { return std::string(vendor == Vendor::NVIDIA ? "nvptx:" : "amdgpu:") + arch; }
@@ -25,6 +31,22 @@ struct GpuArch {
 const std::vector<GpuArch>& gpuArchs();
 /// The row of `arch` ("sm_80", "gfx942") of `vendor`, or null.
 const GpuArch* findGpuArch(GpuArch::Vendor vendor, const std::string& arch);
+/// Occupancy of a kernel using `regs` registers (VGPRs) per thread,
+/// `sharedBytes` of shared memory (LDS) per block and `threadsPerBlock`
+/// threads: NVIDIA blocks and warps per SM, limited by registers (allocated
+/// per warp in units of 256), shared memory (units of 128 bytes plus the
+/// 1 KiB the system reserves per block on sm_80+), threads and block slots;
+/// AMD waves per SIMD, limited by VGPRs (allocated in granules of 8 on
+/// wave64, 16 on wave32), wave slots and LDS per CU. `text` names the value
+/// and every limit ("5 blocks per SM, 20 of 64 warps (register limit 5,
+/// ...)" / "7 waves per SIMD (VGPR limit 8, LDS limit 7, max 8)").
+struct Occupancy {
+  int blocks = 0;  // NVIDIA: resident blocks per SM; AMD: workgroups per CU
+  int value = 0;   // NVIDIA: warps per SM; AMD: waves per SIMD
+  std::string text;
+};
+Occupancy occupancy(const GpuArch& arch, int regs, int64_t sharedBytes, int threadsPerBlock);
+
 /// "sm_80|sm_86|..." of one vendor, for usage text and error messages.
 std::string gpuArchList(GpuArch::Vendor vendor, const char* separator = "|");
 

@@ -33,6 +33,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -169,6 +170,10 @@ class LayoutAnalysis {
   int numWarps_, warpSize_;
   std::function<MmaKind(DType, DType)> tensorCore_;
   std::unordered_map<const ir::Value*, Layout> layouts_;
+  /// Loop-carried values whose layout is a first guess (a free initial
+  /// value): elementwise ops prefer their other operands' layouts, and the
+  /// loop then carries what its body yields (see the For case).
+  std::set<const void*> weak_;
   std::map<std::vector<int64_t>, int64_t> vecForShape_;
   std::unordered_map<const ir::Op*, int64_t> vec_;
   mutable std::unordered_map<const ir::Value*, int64_t> maskConst_;
