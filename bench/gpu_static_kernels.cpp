@@ -110,17 +110,9 @@ Kernel gemmF16Plain(GemmBlocks B) {
 
 namespace {
 
-uint16_t toHalf(float f) {
-  _Float16 h = static_cast<_Float16>(f);
-  uint16_t u;
-  std::memcpy(&u, &h, 2);
-  return u;
-}
-float fromHalf(uint16_t u) {
-  _Float16 h;
-  std::memcpy(&h, &u, 2);
-  return static_cast<float>(h);
-}
+using examples::fromHalf;
+using examples::toHalf;
+
 std::vector<uint16_t> randomHalves(size_t n, std::mt19937_64& rng) {
   std::vector<uint16_t> v(n);
   for (auto& x : v) x = toHalf(std::uniform_real_distribution<float>(-1.0f, 1.0f)(rng));

@@ -51,19 +51,6 @@ Kernel gemmF16(GemmBlocks B, Activation act) {
 
 namespace {
 
-// f16 <-> float through the compiler's _Float16 (round to nearest even).
-uint16_t toHalf(float f) {
-  _Float16 h = static_cast<_Float16>(f);
-  uint16_t u;
-  std::memcpy(&u, &h, 2);
-  return u;
-}
-float fromHalf(uint16_t u) {
-  _Float16 h;
-  std::memcpy(&h, &u, 2);
-  return static_cast<float>(h);
-}
-
 CheckResult run(const RunContext& ctx) {
   GemmProblem P = gemmProblem(ctx, "gemm_f16");
   const int64_t M = P.M, N = P.N, K = P.K;

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <string>
 #include <utility>
@@ -16,6 +18,20 @@
 namespace tessera::examples {
 
 /// Deterministic values in [lo, hi).
+/// f16 bits of a float (round to nearest even, the compiler's _Float16) and
+/// back: how the examples make f16 inputs and read f16 results.
+inline uint16_t toHalf(float f) {
+  _Float16 h = static_cast<_Float16>(f);
+  uint16_t u;
+  std::memcpy(&u, &h, 2);
+  return u;
+}
+inline float fromHalf(uint16_t u) {
+  _Float16 h;
+  std::memcpy(&h, &u, 2);
+  return static_cast<float>(h);
+}
+
 inline std::vector<float> randomVector(size_t n, std::mt19937_64& rng, float lo = -1.0f, float hi = 1.0f) {
   std::uniform_real_distribution<float> dist(lo, hi);
   std::vector<float> v(n);

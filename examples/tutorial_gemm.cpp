@@ -45,18 +45,6 @@ Kernel tutorialGemm(int BM, int BN, int BK, int STAGES) {
 namespace {
 constexpr int kBM = 32, kBN = 32, kBK = 32, kStages = 3;
 
-uint16_t toHalf(float f) {
-  _Float16 h = static_cast<_Float16>(f);
-  uint16_t u;
-  std::memcpy(&u, &h, 2);
-  return u;
-}
-float fromHalf(uint16_t u) {
-  _Float16 h;
-  std::memcpy(&h, &u, 2);
-  return static_cast<float>(h);
-}
-
 CheckResult run(const RunContext& ctx) {
   std::vector<int64_t> s = ctx.shape.empty() ? std::vector<int64_t>{300, 200, 150} : ctx.shape;
   if (s.size() != 3 || s[0] < 1 || s[1] < 1 || s[2] < 1 || s[0] * s[2] > (1 << 28) || s[2] * s[1] > (1 << 28) ||

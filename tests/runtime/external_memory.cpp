@@ -14,8 +14,10 @@
 #include "registry.h"
 #include "tessera/runtime/DLPack.h"
 #include "tessera/tessera.h"
+#include "error_of.h"
 
 namespace ts = tessera;
+using tessera::rt::testing::errorOf;
 using namespace tessera::rt;
 using namespace tessera::rt::dlpack;
 using Catch::Matchers::Contains;
@@ -24,16 +26,6 @@ using tessera::DType;
 namespace {
 
 constexpr int kBlock = 256;
-
-template <class E, class F>
-std::string errorOf(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "(no error of the expected type)";
-}
 
 /// out = a + b through the vector_add example, compiled for `dev`.
 void vectorAdd(const Device& dev, const Buffer& out, const Buffer& a, const Buffer& b, int n) {

@@ -14,6 +14,7 @@
 #include "gpu_test_support.h"
 #include "tessera/runtime/DLPack.h"
 #include "tessera/runtime/Runtime.h"
+#include "error_of.h"
 
 using namespace tessera;
 using namespace tessera::rt;
@@ -50,16 +51,6 @@ std::vector<float> fakeRead(const Fake& f, unsigned long long p, size_t n) {
   std::vector<float> v(n);
   REQUIRE(f.peek(p, v.data(), n * sizeof(float)) == 1);
   return v;
-}
-
-template <class E, class F>
-std::string errorOf(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 }  // namespace

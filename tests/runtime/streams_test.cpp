@@ -14,8 +14,10 @@
 #include "registry.h"
 #include "tessera/runtime/Emulator.h"
 #include "tessera/tessera.h"
+#include "error_of.h"
 
 namespace ts = tessera;
+using tessera::rt::testing::errorOf;
 using namespace tessera::rt;
 using Catch::Matchers::Contains;
 using tessera::DType;
@@ -23,16 +25,6 @@ using tessera::DType;
 namespace {
 
 constexpr int kBlock = 256;
-
-template <class E, class F>
-std::string errorOf(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "(no error of the expected type)";
-}
 
 LaunchOptions on(const Stream& s, unsigned threads = 0) {
   LaunchOptions o;
