@@ -65,13 +65,8 @@ inline bool isFusableDef(OpCode c) {
 // expansions, divisions, which x86 does not vectorise for integers): values
 // made of them are computed once and kept, never recomputed per consumer.
 inline bool isExpensive(OpCode c) {
+  if (ir::isTranscendental(c)) return true;
   switch (c) {
-    case OpCode::Exp:
-    case OpCode::Exp2:
-    case OpCode::Log:
-    case OpCode::Log2:
-    case OpCode::Tanh:
-    case OpCode::Erf:
     case OpCode::Pow:
     case OpCode::Div:
     case OpCode::Rem:

@@ -5,16 +5,11 @@ namespace tessera::codegen {
 
 MathChoice gpuMath(ir::OpCode op, DType dt, const GpuMathNotes& notes) {
   using ir::OpCode;
+  if (ir::isTranscendental(op)) {
+    if (dt == DType::F32) return {MathImpl::Polynomial, "VectorMath polynomial (exp/log <= 2 ulp, tanh/erf <= 4 ulp)"};
+    return {MathImpl::Unsupported, notes.f64Transcendentals};
+  }
   switch (op) {
-    case OpCode::Exp:
-    case OpCode::Exp2:
-    case OpCode::Log:
-    case OpCode::Log2:
-    case OpCode::Tanh:
-    case OpCode::Erf:
-      if (dt == DType::F32)
-        return {MathImpl::Polynomial, "VectorMath polynomial (exp/log <= 2 ulp, tanh/erf <= 4 ulp)"};
-      return {MathImpl::Unsupported, notes.f64Transcendentals};
     case OpCode::Sqrt: return {MathImpl::LlvmIntrinsic, notes.sqrt};
     case OpCode::Rsqrt: return {MathImpl::LlvmIntrinsic, notes.rsqrt};
     case OpCode::Floor: return {MathImpl::LlvmIntrinsic, notes.floor};

@@ -42,6 +42,10 @@ bool isElementwise(OpCode op) { return info(op).traits & kElementwise; }
 bool isTerminator(OpCode op) { return info(op).traits & kTerminator; }
 bool hasSideEffects(OpCode op) { return info(op).traits & kEffects; }
 bool writesMemory(OpCode op) { return info(op).traits & kWrites; }
+bool isBinary(OpCode op) { return info(op).traits & kBinary; }
+bool isUnary(OpCode op) { return info(op).traits & kUnary; }
+bool needsFloat(OpCode op) { return info(op).traits & kFloatOnly; }
+bool isTranscendental(OpCode op) { return info(op).traits & kTranscendental; }
 
 std::string attrStr(const Attr& a) {
   if (auto* i = std::get_if<int64_t>(&a)) return std::to_string(*i);

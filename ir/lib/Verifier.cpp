@@ -201,6 +201,18 @@ class Verifier {
   // ---- per-op rules ----------------------------------------------------------
   void verifyOp(const Op& op, const Op* owner) {
     const OpCode c = op.code();
+    // The elementwise math of Ops.def's kBinary / kUnary rows: one type in,
+    // the same type out.
+    if (isBinary(c) || isUnary(c)) {
+      const unsigned n = isBinary(c) ? 2 : 1;
+      operands(op, n, n);
+      results(op, 1);
+      const Type& a = in(op, 0);
+      if (n == 2 && in(op, 1) != a) fail(op, "operand types differ: " + ts(a) + " vs " + ts(in(op, 1)));
+      checkElementwiseDType(op, a);
+      resultIs(op, a);
+      return;
+    }
     switch (c) {
       case OpCode::ProgramId:
       case OpCode::NumPrograms: {
@@ -293,46 +305,6 @@ class Verifier {
         Shape sh;
         for (int64_t p : perm) sh.push_back(s.shape()[static_cast<size_t>(p)]);
         resultIs(op, s.withShape(sh));
-        return;
-      }
-      case OpCode::Add:
-      case OpCode::Sub:
-      case OpCode::Mul:
-      case OpCode::Div:
-      case OpCode::Rem:
-      case OpCode::Min:
-      case OpCode::Max:
-      case OpCode::And:
-      case OpCode::Or:
-      case OpCode::Xor:
-      case OpCode::Shl:
-      case OpCode::Shr:
-      case OpCode::Pow: {
-        operands(op, 2, 2);
-        results(op, 1);
-        const Type& a = in(op, 0);
-        const Type& b = in(op, 1);
-        if (a != b) fail(op, "operand types differ: " + ts(a) + " vs " + ts(b));
-        checkElementwiseDType(op, a);
-        resultIs(op, a);
-        return;
-      }
-      case OpCode::Neg:
-      case OpCode::Not:
-      case OpCode::Abs:
-      case OpCode::Exp:
-      case OpCode::Exp2:
-      case OpCode::Log:
-      case OpCode::Log2:
-      case OpCode::Sqrt:
-      case OpCode::Rsqrt:
-      case OpCode::Tanh:
-      case OpCode::Erf:
-      case OpCode::Floor: {
-        operands(op, 1, 1);
-        results(op, 1);
-        checkElementwiseDType(op, in(op, 0));
-        resultIs(op, in(op, 0));
         return;
       }
       case OpCode::Fma: {
@@ -594,6 +566,7 @@ class Verifier {
         operands(op, 0, 0);
         results(op, 0);
         return;
+      default: break;  // kBinary / kUnary ops are checked above; a new op without a rule fails below
     }
     fail(op, "has an unknown opcode");
   }
@@ -602,6 +575,10 @@ class Verifier {
     if (!t.isNumeric()) fail(op, "needs numeric operands, got " + ts(t));
     const OpCode c = op.code();
     DType d = t.dtype();
+    if (needsFloat(c)) {
+      if (!t.isFloatLike()) fail(op, "needs float operands, got " + ts(t));
+      return;
+    }
     switch (c) {
       case OpCode::And:
       case OpCode::Or:
@@ -612,18 +589,6 @@ class Verifier {
       case OpCode::Shl:
       case OpCode::Shr:
         if (!t.isIntLike() || d == DType::I1) fail(op, "needs integer operands, got " + ts(t));
-        return;
-      case OpCode::Pow:
-      case OpCode::Exp:
-      case OpCode::Exp2:
-      case OpCode::Log:
-      case OpCode::Log2:
-      case OpCode::Sqrt:
-      case OpCode::Rsqrt:
-      case OpCode::Tanh:
-      case OpCode::Erf:
-      case OpCode::Floor:
-        if (!t.isFloatLike()) fail(op, "needs float operands, got " + ts(t));
         return;
       case OpCode::Min:
       case OpCode::Max: return;

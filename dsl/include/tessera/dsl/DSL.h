@@ -92,38 +92,22 @@ struct bfloat16 {
 namespace dsl {
 template <class T>
 struct DTypeOf;
-template <>
-struct DTypeOf<int8_t> {
-  static constexpr DType value = DType::I8;
+/// The dtype of each C++ type a kernel's pointers and scalars may use; any
+/// other type has no DTypeOf and does not compile.
+template <DType D>
+struct DTypeIs {
+  static constexpr DType value = D;
 };
-template <>
-struct DTypeOf<int16_t> {
-  static constexpr DType value = DType::I16;
-};
-template <>
-struct DTypeOf<int32_t> {
-  static constexpr DType value = DType::I32;
-};
-template <>
-struct DTypeOf<int64_t> {
-  static constexpr DType value = DType::I64;
-};
-template <>
-struct DTypeOf<half> {
-  static constexpr DType value = DType::F16;
-};
-template <>
-struct DTypeOf<bfloat16> {
-  static constexpr DType value = DType::BF16;
-};
-template <>
-struct DTypeOf<float> {
-  static constexpr DType value = DType::F32;
-};
-template <>
-struct DTypeOf<double> {
-  static constexpr DType value = DType::F64;
-};
+// clang-format off
+template <> struct DTypeOf<int8_t> : DTypeIs<DType::I8> {};
+template <> struct DTypeOf<int16_t> : DTypeIs<DType::I16> {};
+template <> struct DTypeOf<int32_t> : DTypeIs<DType::I32> {};
+template <> struct DTypeOf<int64_t> : DTypeIs<DType::I64> {};
+template <> struct DTypeOf<half> : DTypeIs<DType::F16> {};
+template <> struct DTypeOf<bfloat16> : DTypeIs<DType::BF16> {};
+template <> struct DTypeOf<float> : DTypeIs<DType::F32> {};
+template <> struct DTypeOf<double> : DTypeIs<DType::F64> {};
+// clang-format on
 
 /// Throws DslError("file:line: error: what").
 [[noreturn]] void fail(const SrcLoc& loc, const std::string& what);

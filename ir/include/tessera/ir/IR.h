@@ -138,14 +138,27 @@ enum class OpCode : uint16_t {
 };
 
 /// Op traits (Ops.def).
-enum OpTrait : unsigned { kElementwise = 1, kEffects = 2, kTerminator = 4, kWrites = 8 };
+enum OpTrait : unsigned {
+  kElementwise = 1,
+  kEffects = 2,
+  kTerminator = 4,
+  kWrites = 8,
+  kBinary = 16,
+  kUnary = 32,
+  kFloatOnly = 64,
+  kTranscendental = 128,
+};
 
 const char* opName(OpCode op);
 std::optional<OpCode> parseOpName(const std::string& s);
 bool isElementwise(OpCode op);  // binary, unary, fma, cmp, select, cast, ptr_add
 bool isTerminator(OpCode op);
-bool hasSideEffects(OpCode op);  // store, atomics, copy, local_store, barrier, async, control flow
-bool writesMemory(OpCode op);    // store, atomics, copy, local_store, barrier
+bool hasSideEffects(OpCode op);    // store, atomics, copy, local_store, barrier, async, control flow
+bool writesMemory(OpCode op);      // store, atomics, copy, local_store, barrier
+bool isBinary(OpCode op);          // add .. pow: (a, b) -> one value of their type
+bool isUnary(OpCode op);           // neg .. floor: (a) -> one value of its type
+bool needsFloat(OpCode op);        // pow, exp .. floor, fma: float operands only
+bool isTranscendental(OpCode op);  // exp, exp2, log, log2, tanh, erf: polynomial expansions
 /// The kinds of `reduce`: sum, max, min, argmax (the verifier rejects others,
 /// so the backends can rely on it).
 bool isReduceKind(const std::string& kind);
