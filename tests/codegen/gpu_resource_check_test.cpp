@@ -7,37 +7,19 @@
 #include <string>
 
 #include "tessera/tessera.h"
+#include "pipelined_gemm.h"
 
 namespace ts = tessera;
 using Catch::Matchers::Contains;
 
 namespace {
 
-int gLoopLine = 0;   // the line of the loop in the kernels below
-int gAllocLine = 0;  // the line of the first shared alloc
+gemmtest::TileMatmulLines gLines;  // the lines of the loop and the first shared alloc
 
 /// c = a @ b for one BM x BN tile, K loop pipelined over `stages` through
 /// shared buffers (f16 in, f32 accumulator carried by the loop).
 ts::Kernel gemm(int64_t BM, int64_t BN, int64_t BK, int64_t stages) {
-  return ts::kernel("rc_gemm", {"c", "a", "b", "K"},
-                    [=](ts::Ptr<float> c, ts::Ptr<const ts::half> a, ts::Ptr<const ts::half> b, ts::Int K) {
-                      auto rm = ts::arange(BM);
-                      auto rn = ts::arange(BN);
-                      auto rk = ts::arange(BK);
-                      gAllocLine = __LINE__ + 1;
-                      auto sa = ts::alloc_shared(ts::f16, {BM, BK});
-                      auto sb = ts::alloc_shared(ts::f16, {BK, BN});
-                      gLoopLine = __LINE__ + 1;
-                      auto acc = ts::for_pipelined(
-                          0, K, BK, stages, ts::zeros({BM, BN}, ts::f32), [&](ts::Int k, ts::Tensor acc) {
-                            auto ka = ts::expand_dims(rk, 0) + k;
-                            auto ta = ts::stage_copy(sa, a + ts::expand_dims(rm, 1) * K + ka, ka < K);
-                            auto kb = ts::expand_dims(rk, 1) + k;
-                            auto tb = ts::stage_copy(sb, b + kb * BN + ts::expand_dims(rn, 0), kb < K);
-                            return ts::dot(ta.load(), tb.load(), acc);
-                          });
-                      ts::store(c + ts::expand_dims(rm, 1) * BN + ts::expand_dims(rn, 0), acc);
-                    });
+  return gemmtest::tileMatmul("rc_gemm", BM, BN, BK, stages, &gLines);
 }
 
 std::string compileError(const ts::Kernel& k, const std::string& target, int warps = 4) {
@@ -60,7 +42,7 @@ TEST_CASE("a loop carrying more registers per thread than the target has is reje
   ts::Kernel k = gemm(256, 256, 16, 1);
   std::string msg = compileError(k, "nvptx:sm_80");
   INFO(msg);
-  CHECK_THAT(msg, Contains(std::string(__FILE__) + ":" + std::to_string(gLoopLine)));
+  CHECK_THAT(msg, Contains("pipelined_gemm.h:" + std::to_string(gLines.loop)));
   CHECK_THAT(msg, Contains("carried tile<256x256xf32>: 512 elements = 512 registers per thread"));
   CHECK_THAT(msg, Contains("at most 255"));
   CHECK_THAT(msg, Contains("use numWarps = 16"));
@@ -84,7 +66,7 @@ TEST_CASE("shared memory over the limit names the user's buffers and a stage cou
   // the plan's areas.
   CHECK_THAT(msg, Contains("4x128x64 x f16 = 65536 bytes"));
   CHECK_THAT(msg, Contains("4x64x128 x f16 = 65536 bytes"));
-  CHECK_THAT(msg, Contains("allocated at " + std::string(__FILE__) + ":" + std::to_string(gAllocLine)));
+  CHECK_THAT(msg, Contains("allocated at pipelined_gemm.h:" + std::to_string(gLines.alloc)));
   CHECK_THAT(msg, Contains("bytes of compiler scratch"));
   CHECK_THAT(msg, Contains("Shared areas as planned:"));
   // The suggestion accounts for the scratch: taking it compiles on sm_86.

@@ -1,5 +1,6 @@
-// The software-pipelined f16 GEMM kernel shared by the GPU pipeline tests
-// (gpu_pipeline_test.cpp, gpu_slot_dot_test.cpp).
+// The software-pipelined f16 GEMM kernels shared by the pipeline tests
+// (gpu_pipeline_test.cpp, gpu_slot_dot_test.cpp, gpu_resource_check_test.cpp,
+// tests/dsl/pipelined_test.cpp).
 #pragma once
 
 #include <cstdint>
@@ -32,6 +33,38 @@ inline tessera::Kernel pipelinedGemmF16(const std::string& name, int64_t BM, int
         });
         ts::store(c + row * N + col, acc, (row < M) & (col < N));
       });
+}
+
+/// The lines of tileMatmul's first shared alloc and of its loop, for tests
+/// of messages that name them.
+struct TileMatmulLines {
+  int alloc = 0, loop = 0;
+};
+
+/// c[BM x BN] (f32) = a[BM x K] @ b[K x BN] (f16), one tile, the K loop
+/// pipelined over `stages`; masked lanes read 0.
+inline tessera::Kernel tileMatmul(const std::string& name, int64_t BM, int64_t BN, int64_t BK, int64_t stages,
+                                  TileMatmulLines* lines = nullptr) {
+  namespace ts = tessera;
+  return ts::kernel(name, {"c", "a", "b", "K"},
+                    [=](ts::Ptr<float> c, ts::Ptr<const ts::half> a, ts::Ptr<const ts::half> b, ts::Int K) {
+                      auto rm = ts::arange(BM);
+                      auto rn = ts::arange(BN);
+                      auto rk = ts::arange(BK);
+                      if (lines) lines->alloc = __LINE__ + 1;
+                      auto sa = ts::alloc_shared(ts::f16, {BM, BK});
+                      auto sb = ts::alloc_shared(ts::f16, {BK, BN});
+                      if (lines) lines->loop = __LINE__ + 1;
+                      auto acc = ts::for_pipelined(
+                          0, K, BK, stages, ts::zeros({BM, BN}, ts::f32), [&](ts::Int k, ts::Tensor acc) {
+                            auto ka = ts::expand_dims(rk, 0) + k;
+                            auto ta = ts::stage_copy(sa, a + ts::expand_dims(rm, 1) * K + ka, ka < K);
+                            auto kb = ts::expand_dims(rk, 1) + k;
+                            auto tb = ts::stage_copy(sb, b + kb * BN + ts::expand_dims(rn, 0), kb < K);
+                            return ts::dot(ta.load(), tb.load(), acc);
+                          });
+                      ts::store(c + ts::expand_dims(rm, 1) * BN + ts::expand_dims(rn, 0), acc);
+                    });
 }
 
 }  // namespace gemmtest

@@ -3,6 +3,7 @@
 #include "dsl_test_util.h"
 #include "tessera/ir/Pass.h"
 #include "tessera/ir/Verifier.h"
+#include "../codegen/pipelined_gemm.h"
 
 namespace ts = tessera;
 using Catch::Matchers::Contains;
@@ -14,26 +15,7 @@ namespace {
 
 constexpr int BM = 16, BN = 16, BK = 8;
 
-/// c[BM x BN] = a[BM x K] @ b[K x BN], the K loop pipelined over `stages`.
-ts::Kernel tileMatmul(int64_t stages) {
-  return ts::kernel("mm", {"c", "a", "b", "K"},
-                    [=](ts::Ptr<float> c, ts::Ptr<const ts::half> a, ts::Ptr<const ts::half> b, ts::Int K) {
-                      auto rm = ts::arange(BM);
-                      auto rn = ts::arange(BN);
-                      auto rk = ts::arange(BK);
-                      auto sa = ts::alloc_shared(ts::f16, {BM, BK});
-                      auto sb = ts::alloc_shared(ts::f16, {BK, BN});
-                      auto acc = ts::for_pipelined(
-                          0, K, BK, stages, ts::zeros({BM, BN}, ts::f32), [&](ts::Int k, ts::Tensor acc) {
-                            auto ka = ts::expand_dims(rk, 0) + k;
-                            auto ta = ts::stage_copy(sa, a + ts::expand_dims(rm, 1) * K + ka, ka < K);
-                            auto kb = ts::expand_dims(rk, 1) + k;
-                            auto tb = ts::stage_copy(sb, b + kb * BN + ts::expand_dims(rn, 0), kb < K);
-                            return ts::dot(ta.load(), tb.load(), acc);
-                          });
-                      ts::store(c + ts::expand_dims(rm, 1) * BN + ts::expand_dims(rn, 0), acc);
-                    });
-}
+ts::Kernel tileMatmul(int64_t stages) { return gemmtest::tileMatmul("mm", BM, BN, BK, stages); }
 
 int count(const std::string& s, const std::string& what) {
   int n = 0;
