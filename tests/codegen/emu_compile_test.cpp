@@ -38,6 +38,27 @@ bool contains(const std::string& s, const std::string& sub) { return s.find(sub)
     CHECK_THROWS_WITH(expr, matcher);            \
   } while (0)
 
+/// Runs a block-sum kernel (out[g] = sum of in over block g of 256 threads)
+/// for each n and checks every block's sum.
+void checkBlockSums(const EmuKernel& k, std::initializer_list<int> sizes, unsigned seed) {
+  for (int n : sizes) {
+    const uint32_t block = 256, grid = (n + block - 1) / block;
+    auto in = randomFloats(n, -1, 1, seed);
+    std::vector<float> out(grid, 0.0f);
+    Args args;
+    args.add(out.data()).add(in.data()).add(int32_t(n));
+    auto cfg = config(k, grid, block);
+    addBuffer(cfg, out), addBuffer(cfg, in);
+    emu::LaunchReport rep = emu::launch(k.threadFn, args.args(), cfg);
+    CHECK_FALSE(rep.hasErrors());
+    for (uint32_t g = 0; g < grid; ++g) {
+      double ref = 0, mag = 0;
+      for (int i = g * block; i < std::min<int>(n, (g + 1) * block); ++i) ref += in[i], mag += std::fabs(in[i]);
+      REQUIRE(std::fabs(out[g] - ref) <= 1e-5 * mag + 1e-6);
+    }
+  }
+}
+
 TEST_CASE("emu: NVPTX vector add", "[emu]") {
   EmuKernel k = compileFile("emu_nv_vadd.ll");
   CHECK(k.kernelName == "vadd");
@@ -96,22 +117,7 @@ TEST_CASE("emu: NVPTX block reduction through shared memory", "[emu]") {
   CHECK(k.staticSharedBytes == 256 * 4);
   CHECK(contains(k.hostIR, "tessera_emu_barrier"));
   CHECK(contains(k.hostIR, "tessera_emu_shared_access"));
-  for (int n : {1000, 1024}) {
-    const uint32_t block = 256, grid = (n + block - 1) / block;
-    auto in = randomFloats(n, -1, 1, 5);
-    std::vector<float> out(grid, 0.0f);
-    Args args;
-    args.add(out.data()).add(in.data()).add(int32_t(n));
-    auto cfg = config(k, grid, block);
-    addBuffer(cfg, out), addBuffer(cfg, in);
-    emu::LaunchReport rep = emu::launch(k.threadFn, args.args(), cfg);
-    CHECK_FALSE(rep.hasErrors());
-    for (uint32_t g = 0; g < grid; ++g) {
-      double ref = 0, mag = 0;
-      for (int i = g * block; i < std::min<int>(n, (g + 1) * block); ++i) ref += in[i], mag += std::fabs(in[i]);
-      REQUIRE(std::fabs(out[g] - ref) <= 1e-5 * mag + 1e-6);
-    }
-  }
+  checkBlockSums(k, {1000, 1024}, 5);
 }
 
 TEST_CASE("emu: NVPTX warp reduction via shfl.sync.bfly", "[emu]") {
@@ -236,22 +242,7 @@ TEST_CASE("emu: AMDGPU grid-stride vector add (implicit args, dispatch packet)",
 TEST_CASE("emu: AMDGPU block reduction through LDS with s_barrier", "[emu]") {
   EmuKernel k = compileFile("emu_amd_block_sum.ll", true, 64);
   CHECK(k.staticSharedBytes == 256 * 4);
-  for (int n : {1000, 256}) {
-    const uint32_t block = 256, grid = (n + block - 1) / block;
-    auto in = randomFloats(n, -1, 1, 11);
-    std::vector<float> out(grid, 0.0f);
-    Args args;
-    args.add(out.data()).add(in.data()).add(int32_t(n));
-    auto cfg = config(k, grid, block);
-    addBuffer(cfg, out), addBuffer(cfg, in);
-    emu::LaunchReport rep = emu::launch(k.threadFn, args.args(), cfg);
-    CHECK_FALSE(rep.hasErrors());
-    for (uint32_t g = 0; g < grid; ++g) {
-      double ref = 0, mag = 0;
-      for (int i = g * block; i < std::min<int>(n, (g + 1) * block); ++i) ref += in[i], mag += std::fabs(in[i]);
-      REQUIRE(std::fabs(out[g] - ref) <= 1e-5 * mag + 1e-6);
-    }
-  }
+  checkBlockSums(k, {1000, 256}, 11);
 }
 
 TEST_CASE("emu: AMDGPU wave reduction via ds_bpermute, wave64 and wave32", "[emu]") {

@@ -19,54 +19,11 @@ using namespace tessera::ir;
 
 namespace {
 
-Location L(uint32_t line) { return Location{"emu_tile.cpp", line, 3}; }
 using namespace irtest;
 
-/// out[i] = x[i] + y[i] for i < n; `block` elements per program.
-std::unique_ptr<Function> vecAdd(int64_t block) {
-  auto f = std::make_unique<Function>("vec_add", L(1));
-  Value* out = f->addArgument(gptr(), "out");
-  Value* x = f->addArgument(gptr(), "x");
-  Value* y = f->addArgument(gptr(), "y");
-  Value* n = f->addArgument(i32(), "n");
-  Builder b(&f->body());
-  b.setLoc(L(2));
-  Value* pid = b.programId(0);
-  Value* start = b.binary(OpCode::Mul, pid, b.constant(i32(), block));
-  Value* offs = b.binary(OpCode::Add, b.splat(start, {block}), b.arange(0, block));
-  Value* mask = b.cmp("lt", offs, b.splat(n, {block}));
-  Value* xv = b.load(b.ptrAdd(b.splat(x, {block}), offs), mask);
-  Value* yv = b.load(b.ptrAdd(b.splat(y, {block}), offs), mask);
-  b.setLoc(L(3));
-  b.store(b.ptrAdd(b.splat(out, {block}), offs), b.binary(OpCode::Add, xv, yv), mask);
-  b.ret();
-  return f;
-}
+std::unique_ptr<Function> vecAdd(int64_t block) { return irtest::vecAdd("emu_tile.cpp", block, false); }
 
-/// Row softmax, one row of `cols` <= 256 elements per program: two block
-/// reductions (max, sum), so shared memory and barriers.
-std::unique_ptr<Function> softmax() {
-  const int64_t B = 256;
-  auto f = std::make_unique<Function>("softmax", L(10));
-  Value* out = f->addArgument(gptr(), "out");
-  Value* in = f->addArgument(gptr(), "in");
-  Value* cols = f->addArgument(i32(), "cols");
-  Builder b(&f->body());
-  b.setLoc(L(11));
-  Value* row = b.programId(0);
-  Value* offs = b.arange(0, B);
-  Value* mask = b.cmp("lt", offs, b.splat(cols, {B}));
-  Value* base = b.binary(OpCode::Mul, row, cols);
-  Value* ptrs = b.ptrAdd(b.splat(b.ptrAdd(in, base), {B}), offs);
-  Value* x = b.load(ptrs, mask, b.constant(Type::tile(f32(), {B}), -std::numeric_limits<double>::infinity()));
-  Value* m = b.reduce("max", x, 0);
-  Value* e = b.unary(OpCode::Exp, b.binary(OpCode::Sub, x, b.splat(m, {B})));
-  Value* s = b.reduce("sum", e, 0);
-  Value* y = b.binary(OpCode::Div, e, b.splat(s, {B}));
-  b.store(b.ptrAdd(b.splat(b.ptrAdd(out, base), {B}), offs), y, mask);
-  b.ret();
-  return f;
-}
+std::unique_ptr<Function> softmax() { return irtest::softmax("emu_tile.cpp", 256, false); }
 
 Lowered lower(const Function& f, const std::string& target) { return lowerForEmulator(f, target); }
 

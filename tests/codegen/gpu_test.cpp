@@ -22,49 +22,9 @@ using codegen::Target;
 Location L(uint32_t line) { return Location{"gpu_kern.cpp", line, 3}; }
 using namespace irtest;
 
-/// out[i] = x[i] + y[i] for i < n; BLOCK elements per program.
-std::unique_ptr<Function> vecAdd(int64_t block = 1024) {
-  auto f = std::make_unique<Function>("vec_add", L(1));
-  Value* out = arg(*f, gptr(), "out", true);
-  Value* x = arg(*f, gptr(), "x", true);
-  Value* y = arg(*f, gptr(), "y", true);
-  Value* n = arg(*f, i32(), "n", true);
-  Builder b(&f->body());
-  b.setLoc(L(2));
-  Value* pid = b.programId(0);
-  Value* start = b.binary(OpCode::Mul, pid, b.constant(i32(), block));
-  Value* offs = b.binary(OpCode::Add, b.splat(start, {block}), b.arange(0, block));
-  Value* mask = b.cmp("lt", offs, b.splat(n, {block}));
-  Value* xv = b.load(b.ptrAdd(b.splat(x, {block}), offs), mask);
-  Value* yv = b.load(b.ptrAdd(b.splat(y, {block}), offs), mask);
-  b.store(b.ptrAdd(b.splat(out, {block}), offs), b.binary(OpCode::Add, xv, yv), mask);
-  b.ret();
-  return f;
-}
+std::unique_ptr<Function> vecAdd(int64_t block = 1024) { return irtest::vecAdd("gpu_kern.cpp", block, true); }
 
-/// One row of `cols` <= 1024 elements per program.
-std::unique_ptr<Function> softmax() {
-  const int64_t B = 1024;
-  auto f = std::make_unique<Function>("softmax", L(10));
-  Value* out = arg(*f, gptr(), "out", true);
-  Value* in = arg(*f, gptr(), "in", true);
-  Value* cols = arg(*f, i32(), "cols", true);
-  Builder b(&f->body());
-  b.setLoc(L(11));
-  Value* row = b.programId(0);
-  Value* offs = b.arange(0, B);
-  Value* mask = b.cmp("lt", offs, b.splat(cols, {B}));
-  Value* base = b.binary(OpCode::Mul, row, cols);
-  Value* ptrs = b.ptrAdd(b.splat(b.ptrAdd(in, base), {B}), offs);
-  Value* x = b.load(ptrs, mask, b.constant(ftile({B}), -std::numeric_limits<double>::infinity()));
-  Value* m = b.reduce("max", x, 0);
-  Value* e = b.unary(OpCode::Exp, b.binary(OpCode::Sub, x, b.splat(m, {B})));
-  Value* s = b.reduce("sum", e, 0);
-  Value* y = b.binary(OpCode::Div, e, b.splat(s, {B}));
-  b.store(b.ptrAdd(b.splat(b.ptrAdd(out, base), {B}), offs), y, mask);
-  b.ret();
-  return f;
-}
+std::unique_ptr<Function> softmax() { return irtest::softmax("gpu_kern.cpp", 1024, true); }
 
 /// y = (x - mean) * rstd * w + b over rows of `cols` <= 1024: two reductions.
 std::unique_ptr<Function> layerNorm() {
