@@ -78,9 +78,5 @@ Example biasGeluExample() {
 
 }  // namespace tessera::examples
 
-#ifdef TESSERA_EXAMPLE_MAIN
 // Usage: bias_gelu [--dump] [rows cols]
-int main(int argc, char** argv) {
-  return tessera::examples::exampleMain(argc, argv, tessera::examples::biasGeluExample());
-}
-#endif
+TESSERA_EXAMPLE_PROGRAM(biasGeluExample)

@@ -101,9 +101,5 @@ Example gemmBatchedExample() {
 
 }  // namespace tessera::examples
 
-#ifdef TESSERA_EXAMPLE_MAIN
 // Usage: gemm_batched [--dump] [batch M N K]
-int main(int argc, char** argv) {
-  return tessera::examples::exampleMain(argc, argv, tessera::examples::gemmBatchedExample());
-}
-#endif
+TESSERA_EXAMPLE_PROGRAM(gemmBatchedExample)

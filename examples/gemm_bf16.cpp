@@ -124,9 +124,5 @@ Example gemmBF16Example() {
 
 }  // namespace tessera::examples
 
-#ifdef TESSERA_EXAMPLE_MAIN
 // Usage: gemm_bf16 [--dump] [M N K [act]]
-int main(int argc, char** argv) {
-  return tessera::examples::exampleMain(argc, argv, tessera::examples::gemmBF16Example());
-}
-#endif
+TESSERA_EXAMPLE_PROGRAM(gemmBF16Example)

@@ -116,9 +116,5 @@ Example gemmF16Example() {
 
 }  // namespace tessera::examples
 
-#ifdef TESSERA_EXAMPLE_MAIN
 // Usage: gemm_f16 [--dump] [M N K [act]]
-int main(int argc, char** argv) {
-  return tessera::examples::exampleMain(argc, argv, tessera::examples::gemmF16Example());
-}
-#endif
+TESSERA_EXAMPLE_PROGRAM(gemmF16Example)

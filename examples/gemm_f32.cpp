@@ -107,9 +107,5 @@ Example gemmF32Example() {
 
 }  // namespace tessera::examples
 
-#ifdef TESSERA_EXAMPLE_MAIN
 // Usage: gemm_f32 [--dump] [M N K [act]]
-int main(int argc, char** argv) {
-  return tessera::examples::exampleMain(argc, argv, tessera::examples::gemmF32Example());
-}
-#endif
+TESSERA_EXAMPLE_PROGRAM(gemmF32Example)

@@ -104,9 +104,5 @@ Example layernormExample() {
 
 }  // namespace tessera::examples
 
-#ifdef TESSERA_EXAMPLE_MAIN
 // Usage: layernorm [--dump] [rows cols]
-int main(int argc, char** argv) {
-  return tessera::examples::exampleMain(argc, argv, tessera::examples::layernormExample());
-}
-#endif
+TESSERA_EXAMPLE_PROGRAM(layernormExample)

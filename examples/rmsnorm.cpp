@@ -78,9 +78,5 @@ Example rmsnormExample() {
 
 }  // namespace tessera::examples
 
-#ifdef TESSERA_EXAMPLE_MAIN
 // Usage: rmsnorm [--dump] [rows cols]
-int main(int argc, char** argv) {
-  return tessera::examples::exampleMain(argc, argv, tessera::examples::rmsnormExample());
-}
-#endif
+TESSERA_EXAMPLE_PROGRAM(rmsnormExample)

@@ -84,9 +84,5 @@ Example softmaxExample() {
 
 }  // namespace tessera::examples
 
-#ifdef TESSERA_EXAMPLE_MAIN
 // Usage: softmax [--dump] [rows cols]
-int main(int argc, char** argv) {
-  return tessera::examples::exampleMain(argc, argv, tessera::examples::softmaxExample());
-}
-#endif
+TESSERA_EXAMPLE_PROGRAM(softmaxExample)

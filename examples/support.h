@@ -236,3 +236,14 @@ inline int exampleMain(int argc, char** argv, const Example& example) {
 }
 
 }  // namespace tessera::examples
+
+/// The program of an example file: built with TESSERA_EXAMPLE_MAIN (its own
+/// executable, `build/examples/NAME`), the file ends in
+/// `TESSERA_EXAMPLE_PROGRAM(nameExample)`, which becomes the main that runs
+/// exampleMain on that example; in the registry library it is nothing.
+#ifdef TESSERA_EXAMPLE_MAIN
+#define TESSERA_EXAMPLE_PROGRAM(exampleFn) \
+  int main(int argc, char** argv) { return tessera::examples::exampleMain(argc, argv, tessera::examples::exampleFn()); }
+#else
+#define TESSERA_EXAMPLE_PROGRAM(exampleFn)
+#endif

@@ -97,9 +97,5 @@ Example tutorialGemmExample() {
 
 }  // namespace tessera::examples
 
-#ifdef TESSERA_EXAMPLE_MAIN
 // Usage: tutorial_gemm [--dump] [M N K]
-int main(int argc, char** argv) {
-  return tessera::examples::exampleMain(argc, argv, tessera::examples::tutorialGemmExample());
-}
-#endif
+TESSERA_EXAMPLE_PROGRAM(tutorialGemmExample)

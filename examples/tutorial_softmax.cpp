@@ -97,9 +97,5 @@ Example tutorialSoftmaxExample() {
 
 }  // namespace tessera::examples
 
-#ifdef TESSERA_EXAMPLE_MAIN
 // Usage: tutorial_softmax [--dump] [rows cols]
-int main(int argc, char** argv) {
-  return tessera::examples::exampleMain(argc, argv, tessera::examples::tutorialSoftmaxExample());
-}
-#endif
+TESSERA_EXAMPLE_PROGRAM(tutorialSoftmaxExample)

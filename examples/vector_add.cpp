@@ -72,9 +72,5 @@ Example vectorAddExample() {
 
 }  // namespace tessera::examples
 
-#ifdef TESSERA_EXAMPLE_MAIN
 // Usage: vector_add [--dump] [n]
-int main(int argc, char** argv) {
-  return tessera::examples::exampleMain(argc, argv, tessera::examples::vectorAddExample());
-}
-#endif
+TESSERA_EXAMPLE_PROGRAM(vectorAddExample)
