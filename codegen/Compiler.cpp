@@ -89,6 +89,7 @@ void compileCpu(const ir::Function& f, const Target& target, const CompileOption
   }
   auto obj = cpu::emitObject(*mod, tm);
   timer.mark("codegen");
+  art.hostObject.assign(obj->getBufferStart(), obj->getBufferSize());
   auto jit = cpu::jitObject(std::move(obj), entry);
   art.binary.hostEntry = jit.entry.toPtr<KernelBinary::HostEntry>();
   art.binary.owner = jit.owner;

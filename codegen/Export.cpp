@@ -1,7 +1,7 @@
 // Ahead-of-time export (tessera/codegen/Export.h): writes what the compile
-// produced. CPU code is generated from the very module the compile kept
-// (the one the JIT ran, or would have run on a host with the ISA) into a
-// relocatable object; GPU code is the artifact's PTX or code object as is.
+// produced. CPU code is the object the JIT linked (or, for code this host
+// cannot run, one generated from the very module the compile kept); GPU
+// code is the artifact's PTX or code object as is.
 #include "tessera/codegen/Export.h"
 
 #include <filesystem>
@@ -28,10 +28,12 @@ void writeOut(const std::string& path, const std::string& bytes, ExportResult& r
   r.files.push_back(path);
 }
 
-// Host object code of a CPU artifact, from its kept module (the functions
-// carry their target-cpu and target-features, and the TargetMachine is the
-// one their cpu selects).
+// Host object code of a CPU artifact: the object the JIT linked (also what
+// the persistent compile cache keeps), or, for code this host cannot run,
+// generated from the kept module (the functions carry their target-cpu and
+// target-features, and the TargetMachine is the one their cpu selects).
 std::string cpuObject(const Artifact& a) {
+  if (!a.hostObject.empty()) return a.hostObject;
   TS_ASSERT(a.kept, "CPU artifact of @" + a.kernelName() + " kept no module");
   initLLVM();
   CpuTargetInfo t = selectCpuTarget(a.target.arch);

@@ -6,7 +6,8 @@
 // CUDA / HIP GPU for nvptx: / amdgpu: targets), checks it against its plain
 // C++ reference, prints the largest error and exits 1 on a mismatch. `export`
 // writes a kernel's compiled code and a launcher header (docs/aot.md). `opt`
-// runs named passes on a .tir file. Exit codes: 0 success, 1 mismatch, 2 a
+// runs named passes on a .tir file. `cache` shows, explains and clears the
+// persistent compile cache (docs/cache.md). Exit codes: 0 success, 1 mismatch, 2 a
 // user error (one message), 3 an internal compiler error.
 #include <cerrno>
 #include <chrono>
@@ -14,6 +15,8 @@
 #include <cstring>
 #include <climits>
 #include <cstdint>
+#include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <optional>
 #include <fstream>
@@ -60,6 +63,11 @@ constexpr CommandHelp kCommands[] = {
     {"opt",
      "  tessera opt FILE.tir|- [--passes P1,P2,...] [--target T] [--num-warps N] [--split-input-file]\n"
      "                  [--locations]\n"},
+    {"cache",
+     "  tessera cache stats [--entries] [--json] [--dir DIR]\n"
+     "  tessera cache explain KERNEL|FILE.tir [--target T] [--kernel NAME] [--num-warps N]\n"
+     "                  [--precision accurate|approx] [--check-bounds] [--assume-aligned] [--dir DIR]\n"
+     "  tessera cache clear [--dir DIR]\n"},
     {"version", "  tessera --version | version\n"},
     {"help", "  tessera help [COMMAND] | COMMAND --help\n"},
 };
@@ -91,13 +99,16 @@ std::string details() {
          "--assume-aligned: compile as a launch with 16-byte aligned buffers and integer\n"
          "         arguments that are multiples of 16 would (the launch-time specialisation\n"
          "         GPU devices make: {divisibility = 16} on every pointer and integer argument)\n"
+         "cache:   compiled kernels are kept on disk between runs (`tessera help cache`)\n"
          "environment: TESSERA_DUMP_DIR=<dir> writes every stage of every compile;\n"
+         "             TESSERA_CACHE=0 turns the compile cache off, TESSERA_CACHE_DIR=<dir> moves it;\n"
          "             TESSERA_NUM_THREADS=<n> sets the CPU worker threads;\n"
          "             TESSERA_CHECK_BOUNDS=1 makes every CPU launch a checked one;\n"
          "             TESSERA_PRECISION=approx|accurate sets every compile's precision;\n"
          "             TESSERA_HOST_CPU=<cpu> narrows the host to an LLVM cpu's features\n"
-         "exit codes: 0 success; 1 `run` found a result outside its tolerance; 2 a usage, compile or\n"
-         "            device error (one message on standard error); 3 an internal compiler error\n";
+         "exit codes: 0 success; 1 `run` found a result outside its tolerance (`cache explain`: not\n"
+         "            cached); 2 a usage, compile or device error (one message on standard error);\n"
+         "            3 an internal compiler error\n";
 }
 
 std::string usage() {
@@ -106,9 +117,12 @@ std::string usage() {
   return r + details();
 }
 
+std::string cacheHelp();
+
 /// `tessera help COMMAND`: its synopsis and the option details; "" for an
 /// unknown command.
 std::string commandHelp(const std::string& name) {
+  if (name == "cache") return cacheHelp();
   for (const CommandHelp& c : kCommands)
     if (name == c.name) return std::string("usage:\n") + c.synopsis + details();
   return {};
@@ -276,7 +290,7 @@ int cmdCompile(const Args& a) {
   ts::Kernel kern = loadKernel(a, target);
   if (a.assumeAligned) kern = ts::assumeAligned(kern);
   ts::CompiledKernel k = ts::compile(kern, target, o);
-  for (const std::string& w : k.artifact().warnings) std::cerr << w << "\n";
+  for (const std::string& w : k.warnings()) std::cerr << w << "\n";
   std::string text = k.dump(stage);
   if (!a.output.empty()) {
     std::ofstream out(a.output, std::ios::binary);
@@ -338,10 +352,223 @@ int cmdRun(const Args& a) {
   return r.ok ? 0 : 1;
 }
 
+// ---- tessera cache -----------------------------------------------------------
+
+std::string cacheHelp() {
+  for (const CommandHelp& c : kCommands)
+    if (std::string(c.name) == "cache")
+      return std::string("usage:\n") + c.synopsis +
+             "stats:   the cache folder, how many kernels it keeps and their size against the limit;\n"
+             "         --entries adds one line per entry (kernel, target, size, last use), --json prints\n"
+             "         it all as JSON\n"
+             "explain: whether `tessera compile KERNEL` with these options would load the kernel from\n"
+             "         the cache, and if not, which parts of its key differ from the nearest entry (the\n"
+             "         same kernel, fewest differences): ir (the first line that changed), target,\n"
+             "         host-cpu, cpu-features, options (each field), tessera (the build), llvm.\n"
+             "         Exit code 0 when cached, 1 when it would compile\n"
+             "clear:   removes every entry and leftover temporary file\n"
+             "--dir DIR: this folder instead of the one in force\n"
+             "environment: TESSERA_CACHE=0 turns the cache off; TESSERA_CACHE_DIR=<dir> (default\n"
+             "         $XDG_CACHE_HOME/tessera, else ~/.cache/tessera); TESSERA_CACHE_MAX_SIZE=<bytes>\n"
+             "         with K, M or G (default 1G; least recently used entries are evicted);\n"
+             "         TESSERA_CACHE_LOG=1 prints every lookup, and for a miss what differed\n"
+             "exit codes: 0 success; 1 `explain`: not cached; 2 a usage error (docs/cache.md)\n";
+  return {};
+}
+
+std::string jsonString(const std::string& s) {
+  std::string r = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\')
+      r += std::string("\\") + char(c);
+    else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      r += buf;
+    } else
+      r += char(c);
+  }
+  return r + "\"";
+}
+
+std::string partOf(const ts::CacheEntry& e, const std::string& name) {
+  for (const auto& p : e.parts)
+    if (p.name == name) return p.value;
+  return "";
+}
+
+std::string isoTime(int64_t ns) {
+  std::time_t t = static_cast<std::time_t>(ns / 1000000000);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", std::localtime(&t));
+  return buf;
+}
+
+struct CacheArgs {
+  std::string sub, subject, target = "cpu", kernelName, dir, precision;
+  std::optional<int> numWarps;
+  bool json = false, entries = false, help = false, checkBounds = false, assumeAligned = false;
+};
+
+CacheArgs parseCacheArgs(int argc, char** argv) {
+  CacheArgs c;
+  const std::string subs = "stats, explain or clear";
+  int i = 2;
+  if (i < argc && std::string(argv[i]).rfind("-", 0) != 0) c.sub = argv[i++];
+  if (!c.sub.empty() && c.sub != "stats" && c.sub != "explain" && c.sub != "clear")
+    throw UsageError("cache: unknown subcommand '" + c.sub + "' (expected " + subs + ")");
+  // The flags each subcommand takes, for the message about one it does not.
+  const std::string takes = c.sub == "stats"     ? "--entries, --json or --dir DIR"
+                            : c.sub == "explain" ? "--target T, --kernel NAME, --num-warps N, --precision "
+                                                   "accurate|approx, --check-bounds, --assume-aligned or --dir DIR"
+                            : c.sub == "clear"   ? "--dir DIR"
+                                                 : "--help";
+  for (; i < argc; ++i) {
+    std::string s = argv[i];
+    std::optional<std::string> inlineValue;
+    if (s.rfind("--", 0) == 0 && s.find('=') != std::string::npos) {
+      inlineValue = s.substr(s.find('=') + 1);
+      s = s.substr(0, s.find('='));
+    }
+    auto value = [&](const char* what) -> std::string {
+      if (inlineValue) return *inlineValue;
+      if (i + 1 >= argc) throw UsageError("cache " + c.sub + ": " + s + " needs " + what);
+      return argv[++i];
+    };
+    auto only = [&](std::initializer_list<const char*> subsTaking) {
+      for (const char* t : subsTaking)
+        if (c.sub == t) return;
+      throw UsageError("cache " + c.sub + ": unknown option " + s + " (expected " + takes + ")");
+    };
+    if (s == "--help" || s == "-h")
+      c.help = true;
+    else if (s == "--dir") {
+      c.dir = value("a folder");
+      if (c.dir.empty()) throw UsageError("cache " + c.sub + ": --dir needs a folder, not an empty string");
+    } else if (s == "--json") {
+      only({"stats"});
+      c.json = true;
+    } else if (s == "--entries") {
+      only({"stats"});
+      c.entries = true;
+    } else if (s == "--target") {
+      only({"explain"});
+      c.target = value("a target (cpu, cpu:CPU, nvptx:SM, amdgpu:GFX)");
+    } else if (s == "--kernel") {
+      only({"explain"});
+      c.kernelName = value("a kernel NAME");
+    } else if (s == "--num-warps") {
+      only({"explain"});
+      int64_t n = parseInt(s, value("a number of warps"));
+      if (n < INT32_MIN || n > INT32_MAX) throw UsageError("--num-warps: " + std::to_string(n) + " is out of range");
+      c.numWarps = static_cast<int>(n);
+    } else if (s == "--precision") {
+      only({"explain"});
+      c.precision = value("accurate or approx");
+      ts::codegen::parsePrecision(c.precision);
+    } else if (s == "--check-bounds") {
+      only({"explain"});
+      c.checkBounds = true;
+    } else if (s == "--assume-aligned") {
+      only({"explain"});
+      c.assumeAligned = true;
+    } else if (!s.empty() && s[0] == '-') {
+      throw UsageError("cache" + (c.sub.empty() ? std::string() : " " + c.sub) + ": unknown option " + s +
+                       " (expected " + takes + ")");
+    } else if (c.sub == "explain" && c.subject.empty()) {
+      c.subject = s;
+    } else {
+      throw UsageError("cache " + c.sub + ": unexpected argument '" + s + "'" +
+                       (c.sub == "explain" ? " (explain takes one KERNEL or FILE.tir)" : " (it takes none)"));
+    }
+  }
+  if (c.help) return c;
+  if (c.sub.empty()) throw UsageError("cache needs a subcommand: " + subs);
+  if (c.sub == "explain" && c.subject.empty())
+    throw UsageError("cache explain needs a KERNEL name or a FILE.tir (the kernel to explain)");
+  return c;
+}
+
+int cmdCache(int argc, char** argv) {
+  CacheArgs c = parseCacheArgs(argc, argv);
+  if (c.help) {
+    std::cout << cacheHelp();
+    return 0;
+  }
+  if (!c.dir.empty()) {
+    ts::DiskCacheSettings s = ts::diskCacheSettings();
+    s.dir = c.dir;
+    s.enabled = true;
+    s.origin = "--dir";
+    ts::setDiskCacheSettings(s);
+  }
+  if (c.sub == "clear") {
+    ts::DiskCacheSettings s = ts::diskCacheSettings();
+    if (s.dir.empty()) throw UsageError("cache clear: no cache folder (" + s.origin + ")");
+    uint64_t n = ts::clearDiskCache();
+    std::cout << "removed " << n << " entr" << (n == 1 ? "y" : "ies") << " from " << s.dir << "\n";
+    return 0;
+  }
+  if (c.sub == "stats") {
+    ts::DiskCacheStats st = ts::diskCacheStats();
+    std::vector<ts::CacheEntry> entries;
+    if (c.entries || c.json) entries = ts::diskCacheEntries();
+    if (c.json) {
+      std::cout << "{\"dir\": " << jsonString(st.settings.dir) << ", \"origin\": " << jsonString(st.settings.origin)
+                << ", \"enabled\": " << (st.settings.enabled ? "true" : "false")
+                << ", \"exists\": " << (st.exists ? "true" : "false") << ", \"entries\": " << st.entries
+                << ", \"bytes\": " << st.bytes << ", \"max_bytes\": " << st.settings.maxBytes
+                << ", \"temp_files\": " << st.tempFiles << ",\n \"list\": [";
+      for (size_t i = 0; i < entries.size(); ++i) {
+        const auto& e = entries[i];
+        std::cout << (i ? ",\n  " : "\n  ") << "{\"hash\": " << jsonString(e.hash)
+                  << ", \"kernel\": " << jsonString(partOf(e, "kernel"))
+                  << ", \"target\": " << jsonString(partOf(e, "target"))
+                  << ", \"options\": " << jsonString(partOf(e, "options")) << ", \"bytes\": " << e.bytes
+                  << ", \"last_used_ns\": " << e.mtimeNs << ", \"valid\": " << (e.valid ? "true" : "false")
+                  << ", \"problem\": " << jsonString(e.problem) << "}";
+      }
+      std::cout << "]}\n";
+      return 0;
+    }
+    std::cout << st.str();
+    for (const auto& e : entries) {
+      if (e.valid)
+        std::cout << "  " << e.hash.substr(0, 16) << "  " << partOf(e, "kernel") << "  " << partOf(e, "target") << "  "
+                  << partOf(e, "options") << "  " << e.bytes << " B  " << isoTime(e.mtimeNs) << "\n";
+      else
+        std::cout << "  " << e.hash.substr(0, 16) << "  (bad: " << e.problem << ")  " << e.bytes << " B\n";
+    }
+    return 0;
+  }
+  // explain
+  ts::Target target = ts::Target::parse(c.target);
+  ts::CompileOptions o;
+  if (c.numWarps) o.numWarps = *c.numWarps;
+  o.checkBounds = c.checkBounds;
+  if (!c.precision.empty()) setenv("TESSERA_PRECISION", c.precision.c_str(), 1);
+  Args a;
+  a.subject = c.subject;
+  a.kernelName = c.kernelName;
+  ts::Kernel kern = loadKernel(a, target);
+  if (c.assumeAligned) kern = ts::assumeAligned(kern);
+  ts::CacheExplanation x = ts::explainCompile(kern, target, o);
+  std::cout << x.str();
+  return x.cached ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   try {
+    if (argc >= 2 && std::string(argv[1]) == "cache") {
+      try {
+        return cmdCache(argc, argv);
+      } catch (const UsageError& e) {
+        std::cerr << "tessera: " << e.what() << "\n" << cacheHelp();
+        return 2;
+      }
+    }
     Args a = parseArgs(argc, argv);
     if (a.command == "--version" || a.command == "version") {
       std::cout << "tessera " << TESSERA_VERSION << "\n" << ts::codegen::toolchainVersions();

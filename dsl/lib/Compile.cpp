@@ -1,6 +1,9 @@
-// tessera::compile: the in-memory compile cache, stage dumps, and the bridge
-// from a compiled artifact to a runtime kernel.
+// tessera::compile: the in-memory compile cache in front of the persistent
+// one (tessera/codegen/DiskCache.h), stage dumps, and the bridge from a
+// compiled artifact to a runtime kernel.
 #include "tessera/Compile.h"
+
+#include "CompileInternal.h"
 
 #include <cctype>
 #include <cstdio>
@@ -10,9 +13,12 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
+#include "tessera/Cache.h"
+#include "tessera/codegen/DiskCache.h"
 #include "tessera/ir/Printer.h"
 #include "tessera/runtime/Emulator.h"
 #include "tessera/support/Error.h"
@@ -47,8 +53,34 @@ Stage parseStage(const std::string& s) {
       "or layout-stats)");
 }
 
-struct CompiledKernel::State {
+namespace {
+// One compile as the in-memory cache keeps it: the launchable artifact and,
+// when that came from the persistent cache (no stages, no kept module),
+// what recompiles it when a stage is asked for.
+struct Compiled {
   std::shared_ptr<codegen::Artifact> artifact;
+  Kernel source;
+  Target target;
+  CompileOptions options;
+  std::mutex mu;
+  std::shared_ptr<codegen::Artifact> full;  // the recompile, made at the first request for a stage
+
+  // The artifact with every stage: `artifact` itself unless it came from
+  // the persistent cache, else a compile of the same kernel, target and
+  // options (the compiler is deterministic: the same stages the cached
+  // code was compiled through).
+  const codegen::Artifact& complete() {
+    if (!artifact->fromDiskCache) return *artifact;
+    std::lock_guard<std::mutex> lock(mu);
+    if (!full) full = codegen::compile(source.ir(), target, options);
+    return *full;
+  }
+};
+}  // namespace
+
+struct CompiledKernel::State {
+  std::shared_ptr<codegen::Artifact> artifact;  // launchable; from the persistent cache it has no stages
+  std::shared_ptr<Compiled> compiled;
   rt::Kernel kernel;  // empty when compiled for inspection only
   bool loaded = false;
   // Launch-time specialisation (GPU devices): the facts "this pointer is
@@ -66,13 +98,6 @@ struct CompiledKernel::State {
 };
 
 namespace {
-
-// Everything that changes the code; emuHooks only bind symbols of the JIT.
-std::string optionsKey(const CompileOptions& o) {
-  return "O" + std::to_string(o.optLevel) + ";checked=" + std::to_string(o.checkBounds) +
-         ";warps=" + std::to_string(o.numWarps) + ";cov=" + std::to_string(o.codeObjectVersion) +
-         ";precision=" + codegen::name(o.precision);
-}
 
 // TESSERA_PRECISION=approx|accurate sets every compile's precision (the
 // command line's --precision for `tessera run` works through it).
@@ -102,7 +127,7 @@ class TextMemo {
 
 struct Cache {
   std::mutex mu;
-  std::unordered_map<std::string, std::shared_future<std::shared_ptr<codegen::Artifact>>> entries;
+  std::unordered_map<std::string, std::shared_future<std::shared_ptr<Compiled>>> entries;
   CacheStats stats;
 };
 
@@ -162,16 +187,54 @@ void writeDumps(const codegen::Artifact& a, const std::string& dir) {
     if (k != "hsaco") put(sanitize(k) + ".txt", text);
 }
 
-std::shared_ptr<codegen::Artifact> compileCached(const Kernel& k, const Target& target,
-                                                 const CompileOptions& userOpts) {
+// TESSERA_CACHE_LOG=1: a line on stderr for every lookup in the persistent
+// cache, and for a miss why (the key parts that differ from the nearest entry).
+bool cacheLogging() {
+  const char* v = std::getenv("TESSERA_CACHE_LOG");
+  return v && *v && std::string(v) != "0";
+}
+
+void logLookup(const codegen::CacheKey& key, const std::string& kernel, const Target& target, bool hit) {
+  std::string line = "tessera: cache: " + std::string(hit ? "hit " : "miss ") + kernel + " for " + target.str() + " (" +
+                     key.hash.substr(0, 16) + ")";
+  if (!hit) {
+    codegen::Explanation x = codegen::KeyedStore(key.kind).explain(key);
+    if (x.nearest) {
+      std::string diff;
+      for (const auto& d : x.differences) diff += (diff.empty() ? "" : "; ") + d.part + ": " + d.summary;
+      line += ": the nearest entry differs in " + diff;
+    } else if (!x.note.empty()) {
+      line += ": " + x.note;
+    }
+  }
+  std::fprintf(stderr, "%s\n", line.c_str());
+}
+
+// The key of a compile in the persistent cache, or nullopt when it is not
+// kept there (turned off, an emu: target, a stage dump folder that wants
+// every stage). A key that cannot be made (an unknown cpu) leaves the
+// error to the compile.
+std::optional<codegen::CacheKey> diskKey(const Kernel& k, const std::string& text, const Target& target,
+                                         const CompileOptions& opts) {
+  if (!opts.useDiskCache || !codegen::diskCacheable(target)) return std::nullopt;
+  if (!codegen::KeyedStore("kernels").usable()) return std::nullopt;
+  try {
+    return codegen::compileKey(k.name(), text, target, opts);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
+
+std::shared_ptr<Compiled> compileCached(const Kernel& k, const Target& target, const CompileOptions& userOpts) {
   if (!k.valid()) throw UsageError("compile: the kernel is empty (default-constructed tessera::Kernel)");
   const CompileOptions opts = withEnvironment(userOpts);
   const char* dumpDir = std::getenv("TESSERA_DUMP_DIR");
-  std::string key = target.str() + "|" + optionsKey(opts) + "|" + textMemo().text(k);
+  const std::string& text = textMemo().text(k);
+  std::string key = target.str() + "|" + codegen::optionsKey(opts) + "|" + text;
 
   Cache& c = cache();
-  std::promise<std::shared_ptr<codegen::Artifact>> promise;
-  std::shared_future<std::shared_ptr<codegen::Artifact>> future;
+  std::promise<std::shared_ptr<Compiled>> promise;
+  std::shared_future<std::shared_ptr<Compiled>> future;
   bool owner = false;
   {
     std::lock_guard<std::mutex> lock(c.mu);
@@ -192,15 +255,31 @@ std::shared_ptr<codegen::Artifact> compileCached(const Kernel& k, const Target& 
     // Compile outside the lock; concurrent callers of the same key wait on
     // the shared future, so the kernel compiles once.
     try {
-      CompileOptions o = opts;
-      if (dumpDir && *dumpDir) o.dumpAssembly = true;
-      // emu: targets bind the SIMT machine's hooks in their JIT. The hooks
-      // are not part of the code, so they stay out of the key (optionsKey).
-      if ((target.kind == Target::Kind::EmuNVPTX || target.kind == Target::Kind::EmuAMDGPU) && o.emuHooks.empty())
-        for (auto [name, addr] : emu::hookSymbols()) o.emuHooks.emplace_back(name, addr);
-      auto art = codegen::compile(k.ir(), target, o);
-      if (dumpDir && *dumpDir) writeDumps(*art, dumpDir);
-      promise.set_value(art);
+      auto entry = std::make_shared<Compiled>();
+      entry->source = k;
+      entry->target = target;
+      entry->options = opts;
+      entry->options.emuHooks.clear();
+      // The persistent cache: looked up unless every stage is to be dumped
+      // (a hit has none), written after every compile it keeps.
+      std::optional<codegen::CacheKey> dkey = diskKey(k, text, target, opts);
+      const bool dumping = dumpDir && *dumpDir;
+      if (dkey && !dumping) {
+        entry->artifact = codegen::loadCachedArtifact(*dkey);
+        if (cacheLogging()) logLookup(*dkey, k.name(), target, entry->artifact != nullptr);
+      }
+      if (!entry->artifact) {
+        CompileOptions o = opts;
+        if (dumping) o.dumpAssembly = true;
+        // emu: targets bind the SIMT machine's hooks in their JIT. The hooks
+        // are not part of the code, so they stay out of the key (optionsKey).
+        if ((target.kind == Target::Kind::EmuNVPTX || target.kind == Target::Kind::EmuAMDGPU) && o.emuHooks.empty())
+          for (auto [name, addr] : emu::hookSymbols()) o.emuHooks.emplace_back(name, addr);
+        entry->artifact = codegen::compile(k.ir(), target, o);
+        if (dumping) writeDumps(*entry->artifact, dumpDir);
+        if (dkey) codegen::storeCachedArtifact(*dkey, *entry->artifact);
+      }
+      promise.set_value(entry);
     } catch (...) {
       promise.set_exception(std::current_exception());
       std::lock_guard<std::mutex> lock(c.mu);
@@ -210,16 +289,22 @@ std::shared_ptr<codegen::Artifact> compileCached(const Kernel& k, const Target& 
   return future.get();
 }
 
-std::shared_ptr<CompiledKernel::State> makeState(const Kernel& k, std::shared_ptr<codegen::Artifact> art) {
+std::shared_ptr<CompiledKernel::State> makeState(std::shared_ptr<Compiled> c) {
   auto st = std::make_shared<CompiledKernel::State>();
-  st->artifact = std::move(art);
+  st->artifact = c->artifact;
+  st->compiled = std::move(c);
   return st;
 }
 
 }  // namespace
 
+std::shared_ptr<codegen::Artifact> detail::compiledArtifact(const Kernel& k, const Target& target,
+                                                            const CompileOptions& opts) {
+  return compileCached(k, target, opts)->artifact;
+}
+
 CompiledKernel compile(const Kernel& k, const Target& target, const CompileOptions& opts) {
-  return CompiledKernel(makeState(k, compileCached(k, target, opts)));
+  return CompiledKernel(makeState(compileCached(k, target, opts)));
 }
 
 namespace {
@@ -250,7 +335,7 @@ const rt::Binary& binaryFor(const Kernel& k, const Device& dev, const CompiledKe
 }  // namespace
 
 CompiledKernel compile(const Kernel& k, const Device& dev, const CompileOptions& opts) {
-  auto st = makeState(k, compileCached(k, targetOf(dev), opts));
+  auto st = makeState(compileCached(k, targetOf(dev), opts));
   st->kernel = dev.load(binaryFor(k, dev, *st));
   st->loaded = true;
   // On the CPU unaligned vector accesses cost nothing extra, so one variant
@@ -326,7 +411,7 @@ void CompiledKernel::launchWith(Dim3 grid, const std::vector<rt::Arg>& args, con
       if (!state_->checkedLoaded) {
         CompileOptions o = state_->options;
         o.checkBounds = true;
-        auto st = makeState(state_->source, compileCached(state_->source, targetOf(state_->device), o));
+        auto st = makeState(compileCached(state_->source, targetOf(state_->device), o));
         state_->checked = state_->device.load(binaryFor(state_->source, state_->device, *st));
         state_->checkedLoaded = true;
       }
@@ -345,7 +430,7 @@ void CompiledKernel::launchWith(Dim3 grid, const std::vector<rt::Arg>& args, con
     auto it = state_->variants.find(mask);
     if (it == state_->variants.end()) {
       Kernel k = withFacts(state_->source, mask);
-      auto st = makeState(k, compileCached(k, targetOf(state_->device), state_->options));
+      auto st = makeState(compileCached(k, targetOf(state_->device), state_->options));
       it = state_->variants.emplace(mask, state_->device.load(binaryFor(k, state_->device, *st))).first;
     }
     variant = it->second;
@@ -355,7 +440,14 @@ void CompiledKernel::launchWith(Dim3 grid, const std::vector<rt::Arg>& args, con
 
 std::string CompiledKernel::dump(Stage s) const {
   if (!state_) throw UsageError("dump: this CompiledKernel is empty (default-constructed)");
-  const auto& d = state_->artifact->dumps;
+  // The code itself is in the artifact a launch runs; every other stage
+  // comes from the complete artifact (recompiled if it came from disk).
+  const codegen::Artifact& code = *state_->artifact;
+  if (s == Stage::PTX && !code.binary.ptx.empty()) return code.binary.ptx;
+  if (s == Stage::HSACO && !code.binary.codeObject.empty())
+    return std::string(code.binary.codeObject.begin(), code.binary.codeObject.end());
+  const codegen::Artifact& art = state_->compiled->complete();
+  const auto& d = art.dumps;
   switch (s) {
     case Stage::TileIR: return d.tileIR.empty() ? std::string() : d.tileIR.back().second;
     case Stage::TileIRPasses: {
@@ -365,34 +457,28 @@ std::string CompiledKernel::dump(Stage s) const {
     }
     case Stage::LLVM: return d.llvm;
     case Stage::LLVMOptimized: return d.llvmOpt;
-    case Stage::Assembly: return state_->artifact->assembly();
-    case Stage::PTX:
-      requireTarget(s, {Target::Kind::NVPTX, Target::Kind::EmuNVPTX});
-      return state_->artifact->binary.ptx;
+    case Stage::Assembly: return art.assembly();
+    case Stage::PTX: requireTarget(s, {Target::Kind::NVPTX, Target::Kind::EmuNVPTX}); return art.binary.ptx;
     case Stage::SASS:
       requireTarget(s, {Target::Kind::NVPTX, Target::Kind::EmuNVPTX});
       return codegen::sass(*state_->artifact);
-    case Stage::AMDGCN:
-      requireTarget(s, {Target::Kind::AMDGPU, Target::Kind::EmuAMDGPU});
-      return state_->artifact->assembly();
+    case Stage::AMDGCN: requireTarget(s, {Target::Kind::AMDGPU, Target::Kind::EmuAMDGPU}); return art.assembly();
     case Stage::HSACO:
       requireTarget(s, {Target::Kind::AMDGPU, Target::Kind::EmuAMDGPU});
-      return std::string(state_->artifact->binary.codeObject.begin(), state_->artifact->binary.codeObject.end());
+      return std::string(art.binary.codeObject.begin(), art.binary.codeObject.end());
     case Stage::LLVMGpu: {
       auto it = d.extra.find("llvm-gpu");
       if (it == d.extra.end())
-        throw UsageError(std::string("stage llvm-gpu exists only for GPU targets, not ") +
-                         state_->artifact->target.str());
+        throw UsageError(std::string("stage llvm-gpu exists only for GPU targets, not ") + art.target.str());
       return it->second;
     }
     case Stage::LayoutStats: {
       auto it = d.extra.find("layout-stats");
       if (it == d.extra.end())
-        throw UsageError(std::string("stage layout-stats exists only for GPU targets, not ") +
-                         state_->artifact->target.str());
+        throw UsageError(std::string("stage layout-stats exists only for GPU targets, not ") + art.target.str());
       return it->second;
     }
-    case Stage::Resources: return codegen::resourceReport(*state_->artifact);
+    case Stage::Resources: return codegen::resourceReport(art);
   }
   return {};
 }
@@ -409,8 +495,13 @@ const rt::KernelSignature& CompiledKernel::signature() const {
 }
 const codegen::Artifact& CompiledKernel::artifact() const {
   if (!state_) throw UsageError("artifact: this CompiledKernel is empty");
-  return *state_->artifact;
+  return state_->compiled->complete();
 }
+const std::vector<std::string>& CompiledKernel::warnings() const {
+  if (!state_) throw UsageError("warnings: this CompiledKernel is empty");
+  return state_->artifact->warnings;
+}
+bool CompiledKernel::fromDiskCache() const { return state_ && state_->artifact->fromDiskCache; }
 bool CompiledKernel::launchable() const { return state_ && state_->loaded; }
 
 CacheStats cacheStats() {
@@ -421,6 +512,79 @@ void clearCache() {
   std::lock_guard<std::mutex> lock(cache().mu);
   cache().entries.clear();
   cache().stats = {};
+}
+
+// ---- the persistent compile cache (tessera/Cache.h) ---------------------------
+
+DiskCacheSettings diskCacheSettings() { return codegen::diskCacheSettings(); }
+void setDiskCacheSettings(const DiskCacheSettings& s) { codegen::setDiskCacheSettings(s); }
+void resetDiskCacheSettings() { codegen::resetDiskCacheSettings(); }
+
+DiskCacheStats diskCacheStats() {
+  DiskCacheStats r;
+  r.settings = codegen::diskCacheSettings();
+  codegen::StoreStats s = codegen::KeyedStore("kernels").stats();
+  r.exists = s.exists;
+  r.entries = s.entries;
+  r.bytes = s.bytes;
+  r.tempFiles = s.tempFiles;
+  r.process = codegen::diskCacheCounters();
+  return r;
+}
+
+std::string DiskCacheStats::str() const {
+  auto size = [](uint64_t b) {
+    char buf[32];
+    if (b >= (uint64_t{1} << 30))
+      std::snprintf(buf, sizeof buf, "%.1f GiB", double(b) / double(uint64_t{1} << 30));
+    else if (b >= (uint64_t{1} << 20))
+      std::snprintf(buf, sizeof buf, "%.1f MiB", double(b) / double(uint64_t{1} << 20));
+    else if (b >= 1024)
+      std::snprintf(buf, sizeof buf, "%.1f KiB", double(b) / 1024.0);
+    else
+      std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(b));
+    return std::string(buf);
+  };
+  std::string r = "folder:   " + (settings.dir.empty() ? std::string("(none)") : settings.dir) + " (from " +
+                  settings.origin + ")" + (exists || settings.dir.empty() ? "" : ", not created yet") + "\n";
+  r += std::string("state:    ") + (settings.enabled ? "on" : "off (" + settings.origin + ")") + "\n";
+  r += "entries:  " + std::to_string(entries) + " kernels, " + size(bytes) + " of a " + size(settings.maxBytes) +
+       " limit (least recently used evicted first)\n";
+  if (tempFiles) r += "temporary files: " + std::to_string(tempFiles) + " (writes in flight or interrupted)\n";
+  r += "this process: " + std::to_string(process.hits) + " hits, " + std::to_string(process.misses) + " misses, " +
+       std::to_string(process.stores) + " stores, " + std::to_string(process.evictions) + " evictions, " +
+       std::to_string(process.rejected) + " bad entries, " + std::to_string(process.storeFailures) + " failed writes\n";
+  return r;
+}
+
+std::vector<CacheEntry> diskCacheEntries() { return codegen::KeyedStore("kernels").list(); }
+
+uint64_t clearDiskCache() { return codegen::KeyedStore("kernels").clear(); }
+
+CacheExplanation explainCompile(const Kernel& k, const Target& target, const CompileOptions& userOpts) {
+  if (!k.valid()) throw UsageError("explainCompile: the kernel is empty (default-constructed tessera::Kernel)");
+  codegen::KeyedStore store("kernels");
+  CacheExplanation x;
+  x.dir = store.dir();
+  x.enabled = diskCacheSettings().enabled;
+  if (!codegen::diskCacheable(target)) {
+    x.note = "target " + target.str() + " is never kept on disk (emu: targets compile in every process)";
+    return x;
+  }
+  if (!userOpts.useDiskCache) {
+    x.note = "CompileOptions::useDiskCache is false: this compile is never kept on disk";
+    return x;
+  }
+  if (!x.enabled) {
+    x.note = "the cache is off (" + diskCacheSettings().origin + "): every compile compiles";
+    return x;
+  }
+  const CompileOptions opts = withEnvironment(userOpts);
+  return store.explain(codegen::compileKey(k.name(), textMemo().text(k), target, opts));
+}
+
+CacheExplanation explainCompile(const Kernel& k, const Device& dev, const CompileOptions& opts) {
+  return explainCompile(k, targetOf(dev), opts);
 }
 
 }  // namespace tessera

@@ -5,8 +5,10 @@
 //   k.launch({rows}, out, in, cols);
 //   std::cout << k.dump(tessera::Stage::LLVMOptimized);
 //
-// Compiles are cached in memory, keyed by a hash of the IR text, the target
-// and the options; concurrent compiles of one kernel compile it once.
+// Compiles are cached in memory, keyed by the IR text, the target and the
+// options; concurrent compiles of one kernel compile it once. Behind that,
+// the persistent compile cache (tessera/Cache.h, docs/cache.md) keeps
+// compiled code on disk between processes.
 // With TESSERA_DUMP_DIR=<dir> every compile writes each stage to
 // <dir>/<kernel>.<target>.<stage>.
 #pragma once
@@ -57,10 +59,19 @@ class CompiledKernel {
     launchWith(grid, {rt::Arg(args)...}, {});
   }
   void launchWith(Dim3 grid, const std::vector<rt::Arg>& args, const LaunchOptions& opts) const;
-  /// The text of one stage; never launches anything.
+  /// The text of one stage; never launches anything. For a kernel loaded
+  /// from the persistent cache, the first stage other than its code (PTX,
+  /// HSACO) asked for recompiles the kernel once to produce the stages.
   std::string dump(Stage s) const;
   const rt::KernelSignature& signature() const;
+  /// Everything the compile produced, every stage included (recompiled once
+  /// if the kernel came from the persistent cache).
   const codegen::Artifact& artifact() const;
+  /// The compile's warnings ("file:line:col: warning: ..."), also for a
+  /// kernel from the persistent cache.
+  const std::vector<std::string>& warnings() const;
+  /// True when the code was loaded from the persistent cache, not compiled.
+  bool fromDiskCache() const;
   bool launchable() const;
 
   struct State;

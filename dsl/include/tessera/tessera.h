@@ -1,6 +1,7 @@
 // Umbrella header: everything a kernel author needs.
 #pragma once
 
+#include "tessera/Cache.h"
 #include "tessera/Compile.h"
 #include "tessera/Export.h"
 #include "tessera/Kernel.h"

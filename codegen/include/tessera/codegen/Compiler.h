@@ -52,6 +52,10 @@ struct CompileOptions {
   /// symbol name (tessera::emu::hookSymbols()). Supplied by the caller so
   /// codegen does not depend on the runtime; not part of the cache key.
   std::vector<std::pair<std::string, void*>> emuHooks;
+  /// Keep this compile in (and take it from) the persistent compile cache
+  /// (tessera/codegen/DiskCache.h, docs/cache.md) when the cache is on
+  /// (TESSERA_CACHE, the default). Not part of any key.
+  bool useDiskCache = true;
 };
 
 /// The stages a compile produces, in pipeline order. Tile IR is captured
@@ -86,6 +90,13 @@ struct Artifact {
   /// left unpadded, ir/passes/PadTiles.cpp). The CLI prints them to stderr.
   std::vector<std::string> warnings;
   std::shared_ptr<KeptModule> kept;
+  /// CPU targets the host can run: the relocatable object code the JIT
+  /// linked (what the persistent cache keeps and `export` writes).
+  std::string hostObject;
+  /// Read back from the persistent compile cache: the binary, hostObject,
+  /// warnings and target are there; the stage dumps and the kept module are
+  /// not (tessera::compile recompiles on a request for a stage).
+  bool fromDiskCache = false;
   const std::string& kernelName() const { return binary.signature.kernelName; }
   /// The assembly stage: eager (CompileOptions::dumpAssembly) or produced on
   /// demand from the kept module.
