@@ -67,7 +67,7 @@ TEST_CASE("shared memory over the limit names the user's buffers and a stage cou
   CHECK_THAT(msg, Contains("4x128x64 x f16 = 65536 bytes"));
   CHECK_THAT(msg, Contains("4x64x128 x f16 = 65536 bytes"));
   CHECK_THAT(msg, Contains("pipelined_gemm.h:" + std::to_string(gLines.alloc)));
-  CHECK_THAT(msg, Contains("allocated at /"));
+  CHECK_THAT(msg, Contains("allocated at "));  // the path as the compiler saw it (absolute or not)
   CHECK_THAT(msg, Contains("bytes of compiler scratch"));
   CHECK_THAT(msg, Contains("Shared areas as planned:"));
   // The suggestion accounts for the scratch: taking it compiles on sm_86.
