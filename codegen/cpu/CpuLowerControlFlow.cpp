@@ -166,6 +166,7 @@ void Lowering::emitOp(const ir::Op& op) {
       memo_.clear();
       return;
     }
+    case OpCode::Scan: return emitScan(op);
     case OpCode::Dot: return emitDot(op);
     case OpCode::For: return emitFor(op);
     case OpCode::If: return emitIf(op);

@@ -261,6 +261,7 @@ class Lowering {
   void emitStore(const ir::Op& op);
   void emitAtomic(const ir::Op& op);
   void emitReduce(const ir::Op& op);
+  void emitScan(const ir::Op& op);
   void emitDot(const ir::Op& op);
   /// True if `v` (a rank-2 tile) is loaded straight into the panel layout
   /// the dot kernel reads B in (CpuDot.h): its only use is as the B operand

@@ -194,6 +194,7 @@ void Lower::emitOp(const ir::Op& op) {
     }
     case OpCode::Barrier: barrier(pipelineSlotBarrier(op)); return;
     case OpCode::Reduce: return emitReduce(op);
+    case OpCode::Scan: return emitScan(op);
     case OpCode::Dot: return emitDot(op);
     case OpCode::For: return emitFor(op);
     case OpCode::If: return emitIf(op);

@@ -273,6 +273,9 @@ class Lower {
                       const ir::Value* mask);
   void flushStaged(int64_t beforeGroup);
   void emitReduce(const ir::Op& op);
+  void emitScan(const ir::Op& op);
+  /// combine(a, b) of a scan: its region evaluated on scalars.
+  llvm::Value* combineOf(const ir::Op& scan, llvm::Value* a, llvm::Value* b);
   llvm::Value* shuffleXor(llvm::Value* v, unsigned mask);
   void emitDot(const ir::Op& op);
   void emitTensorCoreDot(const ir::Op& op, const ir::Layout& l);

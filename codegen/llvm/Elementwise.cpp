@@ -1,6 +1,8 @@
 #include "codegen/llvm/Elementwise.h"
 
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/Intrinsics.h>
@@ -175,6 +177,24 @@ llvm::Value* emitCast(llvm::IRBuilderBase& b, llvm::Value* x, DType from, DType 
     return fpTrunc(d, dt);
   }
   return b.CreateSIToFP(x, dt);
+}
+
+llvm::Value* emitCombineRegion(const ir::Block& region, llvm::Value* a, llvm::Value* b,
+                               llvm::function_ref<llvm::Value*(const ir::Value*)> outer,
+                               llvm::function_ref<llvm::Value*(const ir::Op&, std::vector<llvm::Value*>)> emit) {
+  TS_ASSERT(region.numArgs() == 2, "scan combine region without two arguments");
+  std::unordered_map<const ir::Value*, llvm::Value*> env{{region.arg(0), a}, {region.arg(1), b}};
+  auto get = [&](const ir::Value* v) {
+    auto it = env.find(v);
+    return it != env.end() ? it->second : outer(v);
+  };
+  for (auto& op : region.ops()) {
+    if (op->code() == ir::OpCode::Yield) return get(op->operand(0));
+    std::vector<llvm::Value*> v;
+    for (const ir::Value* o : op->operands()) v.push_back(get(o));
+    env[op->result()] = emit(*op, std::move(v));
+  }
+  TS_UNREACHABLE("scan combine region without a yield");
 }
 
 }  // namespace tessera::codegen

@@ -54,4 +54,15 @@ llvm::Value* emitFloatElementwise(llvm::IRBuilderBase& b, const ir::Op& op, std:
 /// int -> float and float -> float round once, narrowing through `fpTrunc`.
 llvm::Value* emitCast(llvm::IRBuilderBase& b, llvm::Value* x, DType from, DType to, FpTruncFn fpTrunc);
 
+/// Evaluates the combine region of a `scan` on (a, b): the region's ops
+/// (constants and elementwise ops, checked by the verifier) are emitted in
+/// order with `emit(op, operands)`, operands being a and b for the region's
+/// arguments, earlier results of the region, or `outer(v)` for a value
+/// defined outside the region (a scalar). Returns the yielded value. Both
+/// lowerings call it for every combination they need (on scalars on GPUs,
+/// on vectors of lanes on the CPU, where `emit` and `outer` splat).
+llvm::Value* emitCombineRegion(const ir::Block& region, llvm::Value* a, llvm::Value* b,
+                               llvm::function_ref<llvm::Value*(const ir::Value*)> outer,
+                               llvm::function_ref<llvm::Value*(const ir::Op&, std::vector<llvm::Value*>)> emit);
+
 }  // namespace tessera::codegen

@@ -38,6 +38,26 @@ Tensor max(const Tensor& x, int axis, SrcLoc loc) { return dsl::reduce("max", x,
 Tensor min(const Tensor& x, int axis, SrcLoc loc) { return dsl::reduce("min", x, axis, loc); }
 Tensor argmax(const Tensor& x, int axis, SrcLoc loc) { return dsl::reduce("argmax", x, axis, loc); }
 
+namespace {
+// f16/bf16 running sums and products accumulate in f32 (as reductions do)
+// and are rounded once per element.
+Tensor arithmeticScan(const Tensor& x, int axis, bool product, const SrcLoc& loc) {
+  dsl::TraceState& s = dsl::at(loc);
+  ir::Value* v = dsl::use(x, loc, "scanned tile");
+  DType d = v->type().dtype();
+  bool narrow = v->type().isTile() && (d == DType::F16 || d == DType::BF16);
+  Tensor in = narrow ? dsl::wrap(s.builder->cast(v, DType::F32)) : x;
+  Tensor r = dsl::scanImpl(
+      in, axis, [&](const Tensor& a, const Tensor& b) { return product ? a * b : a + b; }, loc);
+  if (!narrow) return r;
+  dsl::at(loc);
+  return dsl::wrap(s.builder->cast(dsl::use(r, loc), d));
+}
+}  // namespace
+
+Tensor cumsum(const Tensor& x, int axis, SrcLoc loc) { return arithmeticScan(x, axis, false, loc); }
+Tensor cumprod(const Tensor& x, int axis, SrcLoc loc) { return arithmeticScan(x, axis, true, loc); }
+
 Tensor dot(const Tensor& a, const Tensor& b, const Tensor& acc, SrcLoc loc) {
   dsl::TraceState& s = dsl::at(loc);
   ir::Value* va = dsl::use(a, loc, "left operand");

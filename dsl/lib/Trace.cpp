@@ -176,6 +176,41 @@ std::vector<Tensor> forImpl(const Operand& lo, const Operand& hi, const Operand&
   return r;
 }
 
+Tensor scanImpl(const Tensor& x, int axis, const CombineFn& combine, const SrcLoc& loc) {
+  TraceState& s = at(loc);
+  ir::Value* v = use(x, loc, "scanned tile");
+  const ir::Type& t = v->type();
+  if (!t.isTile() || !t.isNumeric() || t.dtype() == DType::I1)
+    fail(loc, fmt::format("scan: needs a tile of numbers (not i1), got {}", typeStr(t)));
+  if (axis < -t.rank() || axis >= t.rank())
+    fail(loc, fmt::format("scan: axis {} is out of range for a tile of rank {}", axis, t.rank()));
+  int a = axis < 0 ? axis + t.rank() : axis;
+  return wrap(s.builder->scan(v, a, [&](ir::Builder& inner, ir::Value* lhs, ir::Value* rhs) {
+    return inBlock(s, inner, [&] {
+      Tensor r = combine(wrap(lhs), wrap(rhs));
+      ir::Value* y = use(r, loc, "the combine function's result");
+      if (y->type() != t.element())
+        fail(loc, fmt::format("associative_scan: the combine function returns {}, expected a scalar {} (x's dtype)",
+                              typeStr(y->type()), name(t.dtype())));
+      // The combine function runs on scalars, any number of times, in an
+      // order of the backend's choosing: only pure scalar math may be in it.
+      for (auto& op : inner.block()->ops()) {
+        if (!ir::isElementwise(op->code()) && op->code() != ir::OpCode::Constant)
+          fail(loc, fmt::format("associative_scan: the combine function may use only elementwise math on "
+                                "scalars, but it has '{}'",
+                                op->name()));
+        for (ir::Value* o : op->operands())
+          if (!o->type().isScalar())
+            fail(loc, fmt::format("associative_scan: the combine function may use only scalars (its arguments, "
+                                  "constants, scalar kernel arguments), but it uses a {}",
+                                  typeStr(o->type())));
+      }
+      at(loc);  // the yield takes the scan's location
+      return y;
+    });
+  }));
+}
+
 std::vector<Tensor> forPipelinedImpl(const Operand& lo, const Operand& hi, const Operand& step, int64_t stages,
                                      const std::vector<Tensor>& inits, const BodyFn& body, const SrcLoc& loc) {
   TraceState& s = at(loc);

@@ -367,6 +367,7 @@ void LayoutAnalysis::propagateFromAccesses(ir::Block& body) {
         case OpCode::ExpandDims: seed(d->operand(0), l.sliceDim(static_cast<int>(d->intAttr("axis")))); break;
         case OpCode::Reshape:
         case OpCode::Transpose: break;
+        case OpCode::Scan: seed(d->operand(0), l); break;
         default:
           if (ir::isElementwise(d->code()))
             for (const ir::Value* o : d->operands())
@@ -497,6 +498,15 @@ void LayoutAnalysis::assign(const ir::Op& op) {
       setOr(get(op.operand(0)).sliceDim(static_cast<int>(op.intAttr("axis"))));
       return;
     }
+    case OpCode::Scan:
+      // Any layout works (LowerScan.cpp); the operand's, unless a consumer
+      // wants another and the operand is converted once instead.
+      if (const Layout* w = wanted(res)) {
+        layouts_[res] = *w;
+        return;
+      }
+      setOr(get(op.operand(0)));
+      return;
     case OpCode::Constant:
     case OpCode::Splat:
     case OpCode::Arange:

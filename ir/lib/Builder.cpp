@@ -124,6 +124,19 @@ Value* Builder::reduce(const std::string& kind, Value* v, int axis) {
 Value* Builder::dot(Value* a, Value* b, Value* acc) {
   return create(OpCode::Dot, {a, b, acc}, {acc->type()})->result();
 }
+Value* Builder::scan(Value* v, int axis, const std::function<Value*(Builder&, Value*, Value*)>& combine) {
+  TS_ASSERT(axis >= 0 && axis < v->type().rank(), "scan axis");
+  Op* op = create(OpCode::Scan, {v}, {v->type()}, {{"axis", int64_t{axis}}});
+  Block& b = op->addRegion()->block();
+  Value* a = b.addArgument(v->type().element());
+  Value* x = b.addArgument(v->type().element());
+  Builder inner(&b);
+  inner.setLoc(loc_);
+  Value* r = combine(inner, a, x);
+  inner.setLoc(loc_);
+  inner.yield({r});
+  return op->result();
+}
 void Builder::yield(std::vector<Value*> values) { create(OpCode::Yield, std::move(values), {}); }
 void Builder::ret() { create(OpCode::Return, {}, {}); }
 

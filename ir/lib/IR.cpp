@@ -46,6 +46,7 @@ bool isBinary(OpCode op) { return info(op).traits & kBinary; }
 bool isUnary(OpCode op) { return info(op).traits & kUnary; }
 bool needsFloat(OpCode op) { return info(op).traits & kFloatOnly; }
 bool isTranscendental(OpCode op) { return info(op).traits & kTranscendental; }
+bool hasRegions(OpCode op) { return info(op).traits & kRegions; }
 
 std::string attrStr(const Attr& a) {
   if (auto* i = std::get_if<int64_t>(&a)) return std::to_string(*i);

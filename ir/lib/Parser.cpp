@@ -312,7 +312,6 @@ class Parser {
     }
   }
 
-  static bool hasRegions(OpCode c) { return c == OpCode::For || c == OpCode::If; }
   static bool variadicResults(OpCode c) { return c == OpCode::For || c == OpCode::If; }
   static bool noResults(OpCode c) {
     switch (c) {

@@ -166,7 +166,7 @@ class Verifier {
       }
       for (auto& r : op.results())
         if (auto why = typeProblem(r->type())) fail(op, "has an invalid result type " + ts(r->type()) + ": " + *why);
-      if (op.numRegions() != 0 && op.code() != OpCode::For && op.code() != OpCode::If) fail(op, "takes no regions");
+      if (op.numRegions() != 0 && !hasRegions(op.code())) fail(op, "takes no regions");
       verifyOp(op, owner);
       for (auto& r : op.regions()) {
         for (auto& a : r->block().args())
@@ -494,6 +494,38 @@ class Verifier {
         resultIs(op, want);
         return;
       }
+      case OpCode::Scan: {
+        operands(op, 1, 1);
+        results(op, 1);
+        const Type& s = in(op, 0);
+        if (!s.isTile() || !s.isNumeric()) fail(op, "operand " + ts(s) + " must be a tile of numbers");
+        resultIs(op, s);
+        int64_t axis = intAttr(op, "axis");
+        if (axis < 0 || axis >= s.rank()) fail(op, "axis " + std::to_string(axis) + " is out of range for " + ts(s));
+        if (op.numRegions() != 1) fail(op, "needs exactly one region (the combine function)");
+        const Block& b = op.region(0).block();
+        const Type elem = s.element();
+        if (b.numArgs() != 2 || b.arg(0)->type() != elem || b.arg(1)->type() != elem)
+          fail(op, "combine region needs two arguments of type " + ts(elem));
+        // The combine function is evaluated many times, in an order the
+        // backend picks: it must be a pure function of scalars.
+        for (auto& inner : b.ops()) {
+          if (inner->code() == OpCode::Yield) continue;
+          if (!isElementwise(inner->code()) && inner->code() != OpCode::Constant)
+            fail(*inner, "cannot appear in the combine region of 'scan' (only elementwise ops and constants)");
+          for (Value* v : inner->operands())
+            if (v && !v->type().isScalar())
+              fail(*inner, "uses " + ts(v->type()) + " in the combine region of 'scan' (only scalars)");
+          for (auto& r : inner->results())
+            if (!r->type().isScalar())
+              fail(*inner, "yields " + ts(r->type()) + " in the combine region of 'scan' (only scalars)");
+        }
+        const Op* y = b.terminator();
+        if (!y || y->code() != OpCode::Yield) fail(op, "combine region must end in 'yield'");
+        if (y->numOperands() != 1 || !y->operand(0) || y->operand(0)->type() != elem)
+          fail(*y, "must yield one " + ts(elem) + " (the combined value)");
+        return;
+      }
       case OpCode::Dot: {
         operands(op, 3, 3);
         results(op, 1);
@@ -559,8 +591,7 @@ class Verifier {
       }
       case OpCode::Yield:
         results(op, 0);
-        if (!owner || (owner->code() != OpCode::For && owner->code() != OpCode::If))
-          fail(op, "must terminate the region of 'for' or 'if'");
+        if (!owner || !hasRegions(owner->code())) fail(op, "must terminate the region of 'for', 'if' or 'scan'");
         return;  // types are checked against the owner by checkYield
       case OpCode::Return:
         operands(op, 0, 0);

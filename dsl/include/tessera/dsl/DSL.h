@@ -342,6 +342,30 @@ Tensor argmax(const Tensor& x, int axis, SrcLoc loc = SrcLoc::current());
 /// (float inputs) or i32.
 Tensor dot(const Tensor& a, const Tensor& b, const Tensor& acc = {}, SrcLoc loc = SrcLoc::current());
 
+// ---- scans -------------------------------------------------------------------
+// Inclusive prefix scans along `axis` (negative: from the end): element i of
+// the result combines elements 0..i of `x` along the axis. The combination
+// may be reassociated (computed as a tree), so float results may differ from
+// a sequential loop by rounding only. Not defined on i1 tiles.
+/// Running sum: cumsum([1, 2, 3]) = [1, 3, 6].
+Tensor cumsum(const Tensor& x, int axis, SrcLoc loc = SrcLoc::current());
+/// Running product: cumprod([1, 2, 3]) = [1, 2, 6].
+Tensor cumprod(const Tensor& x, int axis, SrcLoc loc = SrcLoc::current());
+namespace dsl {
+using CombineFn = std::function<Tensor(const Tensor& a, const Tensor& b)>;
+Tensor scanImpl(const Tensor& x, int axis, const CombineFn& combine, const SrcLoc& loc);
+}  // namespace dsl
+/// A scan with your own associative `combine(a, b)`, traced once on scalars
+/// of x's dtype (`a` is the running value, `b` the next element): it may use
+/// elementwise math, constants and scalar kernel arguments, and returns a
+/// scalar of x's dtype. E.g. a running maximum:
+///   ts::associative_scan(x, 0, [](ts::Tensor a, ts::Tensor b) { return ts::maximum(a, b); })
+template <class F>
+Tensor associative_scan(const Tensor& x, int axis, F&& combine, SrcLoc loc = SrcLoc::current()) {
+  return dsl::scanImpl(
+      x, axis, [&](const Tensor& a, const Tensor& b) { return Tensor(combine(a, b)); }, loc);
+}
+
 // ---- control flow ------------------------------------------------------------
 namespace dsl {
 using BodyFn = std::function<std::vector<Tensor>(const Tensor& iv, const std::vector<Tensor>& carried)>;

@@ -64,6 +64,9 @@ class Builder {
   Op* asyncWait(int64_t pending);
   Value* reduce(const std::string& kind, Value* v, int axis);
   Value* dot(Value* a, Value* b, Value* acc);
+  /// Creates a `scan` of `v` along `axis` and builds its combine region
+  /// with `combine(builder, a, b)`, which returns the combined scalar.
+  Value* scan(Value* v, int axis, const std::function<Value*(Builder&, Value*, Value*)>& combine);
   void yield(std::vector<Value*> values);
   void ret();
 

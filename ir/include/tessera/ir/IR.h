@@ -147,6 +147,7 @@ enum OpTrait : unsigned {
   kUnary = 32,
   kFloatOnly = 64,
   kTranscendental = 128,
+  kRegions = 256,
 };
 
 const char* opName(OpCode op);
@@ -159,6 +160,7 @@ bool isBinary(OpCode op);          // add .. pow: (a, b) -> one value of their t
 bool isUnary(OpCode op);           // neg .. floor: (a) -> one value of its type
 bool needsFloat(OpCode op);        // pow, exp .. floor, fma: float operands only
 bool isTranscendental(OpCode op);  // exp, exp2, log, log2, tanh, erf: polynomial expansions
+bool hasRegions(OpCode op);        // for, if, scan
 /// The kinds of `reduce`: sum, max, min, argmax (the verifier rejects others,
 /// so the backends can rely on it).
 bool isReduceKind(const std::string& kind);
