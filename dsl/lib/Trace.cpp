@@ -189,22 +189,24 @@ Tensor scanImpl(const Tensor& x, int axis, const CombineFn& combine, const SrcLo
     return inBlock(s, inner, [&] {
       Tensor r = combine(wrap(lhs), wrap(rhs));
       ir::Value* y = use(r, loc, "the combine function's result");
-      if (y->type() != t.element())
-        fail(loc, fmt::format("associative_scan: the combine function returns {}, expected a scalar {} (x's dtype)",
-                              typeStr(y->type()), name(t.dtype())));
       // The combine function runs on scalars, any number of times, in an
       // order of the backend's choosing: only pure scalar math may be in it.
       for (auto& op : inner.block()->ops()) {
-        if (!ir::isElementwise(op->code()) && op->code() != ir::OpCode::Constant)
-          fail(loc, fmt::format("associative_scan: the combine function may use only elementwise math on "
-                                "scalars, but it has '{}'",
-                                op->name()));
-        for (ir::Value* o : op->operands())
+        std::vector<const ir::Value*> vals(op->operands().begin(), op->operands().end());
+        for (auto& res : op->results()) vals.push_back(res.get());
+        for (const ir::Value* o : vals)
           if (!o->type().isScalar())
             fail(loc, fmt::format("associative_scan: the combine function may use only scalars (its arguments, "
                                   "constants, scalar kernel arguments), but it uses a {}",
                                   typeStr(o->type())));
+        if (!ir::isElementwise(op->code()) && op->code() != ir::OpCode::Constant)
+          fail(loc, fmt::format("associative_scan: the combine function may use only elementwise math on "
+                                "scalars, but it has '{}'",
+                                op->name()));
       }
+      if (y->type() != t.element())
+        fail(loc, fmt::format("associative_scan: the combine function returns {}, expected a scalar {} (x's dtype)",
+                              typeStr(y->type()), name(t.dtype())));
       at(loc);  // the yield takes the scan's location
       return y;
     });

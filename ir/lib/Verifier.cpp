@@ -498,7 +498,8 @@ class Verifier {
         operands(op, 1, 1);
         results(op, 1);
         const Type& s = in(op, 0);
-        if (!s.isTile() || !s.isNumeric()) fail(op, "operand " + ts(s) + " must be a tile of numbers");
+        if (!s.isTile() || !s.isNumeric() || s.dtype() == DType::I1)
+          fail(op, "operand " + ts(s) + " must be a tile of numbers (not i1)");
         resultIs(op, s);
         int64_t axis = intAttr(op, "axis");
         if (axis < 0 || axis >= s.rank()) fail(op, "axis " + std::to_string(axis) + " is out of range for " + ts(s));

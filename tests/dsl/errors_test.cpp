@@ -377,3 +377,42 @@ TEST_CASE("a failed trace leaves no tracing context behind", "[dsl][errors]") {
   auto ok = ts::kernel("good", [](ts::Ptr<float> p) { ts::store(p, 1.0f); });
   CHECK(ok.valid());
 }
+
+TEST_CASE("scans check the axis, the dtype and what the combine function does", "[dsl][errors][scan]") {
+  int line = 0;
+  auto check = [&](const std::string& msg, const char* what) {
+    CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
+    CHECK_THAT(msg, Contains(what));
+  };
+  check(traceError([&](ts::Ptr<float>) {
+          auto x = ts::zeros({4, 8}, ts::f32);
+          line = __LINE__ + 1;  // the next line
+          ts::cumsum(x, 2);
+        }),
+        "scan: axis 2 is out of range for a tile of rank 2");
+  check(traceError([&](ts::Ptr<float>) {
+          auto x = ts::arange(8) < 4;
+          line = __LINE__ + 1;  // the next line
+          ts::cumprod(x, 0);
+        }),
+        "scan: needs a tile of numbers (not i1), got tile<8xi1>");
+  check(traceError([&](ts::Ptr<float>) {
+          auto x = ts::zeros({8}, ts::f32);
+          line = __LINE__ + 1;  // the next line
+          ts::associative_scan(x, 0, [&](ts::Tensor a, ts::Tensor b) { return a + b + x; });
+        }),
+        "the combine function may use only scalars (its arguments, constants, scalar kernel arguments), but it "
+        "uses a tile<8xf32>");
+  check(traceError([&](ts::Ptr<float>) {
+          auto x = ts::zeros({8}, ts::f32);
+          line = __LINE__ + 1;  // the next line
+          ts::associative_scan(x, 0, [&](ts::Tensor a, ts::Tensor b) { return a + ts::program_id(0).to(ts::f32); });
+        }),
+        "the combine function may use only elementwise math on scalars, but it has 'program_id'");
+  check(traceError([&](ts::Ptr<float>) {
+          auto x = ts::zeros({8}, ts::f32);
+          line = __LINE__ + 1;  // the next line
+          ts::associative_scan(x, 0, [&](ts::Tensor a, ts::Tensor b) { return (a + b).to(ts::i32); });
+        }),
+        "the combine function returns i32, expected a scalar f32 (x's dtype)");
+}

@@ -92,6 +92,16 @@
 // 0..S-2 and followed by `async_wait {pending = 0}`; ops of the schedule
 // carry `stage = d`: they belong to iteration k + d (k = 0 in the prologue).
 //
+// Scans. `scan(x) {axis}` has x's type; its region ^(a, b) (two scalars of
+// x's dtype) yields combine(a, b). Element i along the axis of the result
+// is x_0 . x_1 . ... . x_i ("." = combine), the other dims independent. The
+// combine must be associative: the backend may evaluate it as a tree, in
+// any association, any number of times (float results may differ from a
+// sequential loop by reassociation rounding only); operand order is kept
+// (the combine need not commute). The region holds only elementwise ops and
+// constants on scalars; it may read scalars defined outside it. Not defined
+// on i1 tiles.
+//
 // Control flow. `for` runs its body for iv = lo, lo+step, ... while iv < hi
 // (step > 0; a non-positive step runs zero iterations), threading
 // loop-carried values through `yield`. `if` selects one region; both regions
