@@ -12,6 +12,12 @@ if [ -z "$fmt" ]; then
 fi
 mapfile -t files < <(git ls-files '*.cpp' '*.h' | grep -v '^tests/lit/')
 if [ "${1:-}" = "--check" ]; then
+  # A merge left half-done is not a formatting matter, but it is the same kind
+  # of slip and this is the check every landing runs first.
+  if git grep -nE '^(<<<<<<< |>>>>>>> )' -- . ':!tests/lit' >&2; then
+    echo "format: unresolved merge conflict markers (above)" >&2
+    exit 1
+  fi
   bad=()
   for f in "${files[@]}"; do
     "$fmt" --dry-run -Werror "$f" >/dev/null 2>&1 || bad+=("$f")

@@ -47,8 +47,7 @@ Tensor arithmeticScan(const Tensor& x, int axis, bool product, const SrcLoc& loc
   DType d = v->type().dtype();
   bool narrow = v->type().isTile() && (d == DType::F16 || d == DType::BF16);
   Tensor in = narrow ? dsl::wrap(s.builder->cast(v, DType::F32)) : x;
-  Tensor r = dsl::scanImpl(
-      in, axis, [&](const Tensor& a, const Tensor& b) { return product ? a * b : a + b; }, loc);
+  Tensor r = dsl::scanImpl(in, axis, [&](const Tensor& a, const Tensor& b) { return product ? a * b : a + b; }, loc);
   if (!narrow) return r;
   dsl::at(loc);
   return dsl::wrap(s.builder->cast(dsl::use(r, loc), d));

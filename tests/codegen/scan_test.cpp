@@ -105,7 +105,7 @@ TEST_CASE("scan: integer scans along a row match a sequential loop on every back
           ts::CompiledKernel kern = ts::compile(rowScan(B, kind), dev, o);
           for (int n : {B, B > 3 ? B - 3 : B}) {
             INFO(dev.name() << ", " << warps << " warps, tile " << B << ", n = " << n << ", " << kindName(kind));
-            auto x = kind == Kind::Prod ? ints(size_t(M * n), -3, 3, 7)
+            auto x = kind == Kind::Prod   ? ints(size_t(M * n), -3, 3, 7)
                      : kind == Kind::Fill ? ints(size_t(M * n), -1, 1, 8)
                                           : ints(size_t(M * n), -1000, 1000, 9);
             const int32_t k = 5;

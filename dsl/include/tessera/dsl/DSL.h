@@ -362,8 +362,7 @@ Tensor scanImpl(const Tensor& x, int axis, const CombineFn& combine, const SrcLo
 ///   ts::associative_scan(x, 0, [](ts::Tensor a, ts::Tensor b) { return ts::maximum(a, b); })
 template <class F>
 Tensor associative_scan(const Tensor& x, int axis, F&& combine, SrcLoc loc = SrcLoc::current()) {
-  return dsl::scanImpl(
-      x, axis, [&](const Tensor& a, const Tensor& b) { return Tensor(combine(a, b)); }, loc);
+  return dsl::scanImpl(x, axis, [&](const Tensor& a, const Tensor& b) { return Tensor(combine(a, b)); }, loc);
 }
 
 // ---- control flow ------------------------------------------------------------
