@@ -19,7 +19,7 @@ mangled=$(nm -g --defined-only -P "$@" | awk 'NF >= 2 && $2 ~ /^[TDBRVWui]$/ { p
       sub(/^(typeinfo name|typeinfo|vtable|VTT|construction vtable|guard variable|TLS init function|thread-local wrapper routine|non-virtual thunk to|virtual thunk to) (for )?/, "", d)
       if (d !~ /^tessera::/) next
       if ($2 ~ /llvm::/) next
-      if (d ~ /^tessera::(codegen::(cpu|emu|gpu_lower)|rt::(cuabi|driver|hipabi)|ir::passutil)::/ || d ~ /::detail::/) next
+      if (d ~ /^tessera::(codegen::(cpu|emu|gpu_lower)|rt::(cuabi|driver|hipabi|mpiabi|ncclabi|comm)|ir::passutil)::/ || d ~ /::detail::/) next
       print "    " $1 ";"
     }'
   echo "  local: *;"

@@ -65,6 +65,7 @@ class CudaDevice final : public DeviceImpl {
 
   DeviceKind kind() const override { return DeviceKind::CUDA; }
   int ordinal() const override { return ordinal_; }
+  void makeCurrent() override { ctx_->enter(); }
   std::string name() const override { return ctx_->label; }
   /// GPU parallelism comes from the grid and the block; LaunchOptions::threads
   /// is a host-thread count that does not apply here.

@@ -150,6 +150,10 @@ class DeviceImpl {
   virtual std::string arch() const { return {}; }
   /// The driver's device ordinal (0 on host devices), for DLPack's device_id.
   virtual int ordinal() const { return 0; }
+  /// Makes this device current on the calling thread (the CUDA context, the
+  /// HIP device), as a library sharing it (NCCL, RCCL) expects; nothing on
+  /// host devices.
+  virtual void makeCurrent() {}
 
   /// Allocates `bytes` (> 0) of zero-initialised device memory; throws
   /// DeviceError when the device is out of memory.

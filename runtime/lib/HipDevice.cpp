@@ -40,6 +40,7 @@ class HipDevice final : public DeviceImpl {
 
   DeviceKind kind() const override { return DeviceKind::HIP; }
   int ordinal() const override { return ctx_->ordinal; }
+  void makeCurrent() override { ctx_->enter(); }
   std::string name() const override { return ctx_->label; }
   /// See CudaDevice: GPU parallelism comes from the grid and the block.
   unsigned defaultThreads() const override { return 1; }

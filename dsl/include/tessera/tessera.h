@@ -6,4 +6,5 @@
 #include "tessera/Export.h"
 #include "tessera/Kernel.h"
 #include "tessera/dsl/DSL.h"
+#include "tessera/runtime/Collectives.h"
 #include "tessera/support/Error.h"

@@ -49,6 +49,14 @@ class LaunchError : public Error {
 class DeviceError : public Error {
   using Error::Error;
 };
+/// A collective across devices failed as a group (tessera/runtime/Collectives.h):
+/// ranks whose calls do not match (counts, dtypes, operation, root), a peer
+/// that died or never made its call (the wait timed out), or the engine
+/// (MPI, NCCL, RCCL) reporting an error. The communicator cannot be used
+/// afterwards.
+class CommError : public DeviceError {
+  using DeviceError::DeviceError;
+};
 /// An API used the wrong way: an empty (default-constructed) handle, an
 /// unknown stage name, a stage that does not exist for the kernel's target,
 /// an example run with a shape it does not take.
