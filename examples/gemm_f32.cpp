@@ -22,7 +22,7 @@ namespace ts = tessera;
 
 namespace tessera::examples {
 
-Kernel gemmF32(GemmBlocks B, Activation act, bool withBias) {
+Kernel gemmF32(GemmBlocks B, Activation act, bool withBias, const char* name) {
   // The body, shared by the signatures with and without bias.
   auto body = [=](ts::Ptr<float> c, ts::Ptr<const float> a, ts::Ptr<const float> b, const ts::Tensor* bias, ts::Int M,
                   ts::Int N, ts::Int K) {
@@ -43,10 +43,10 @@ Kernel gemmF32(GemmBlocks B, Activation act, bool withBias) {
     ts::store(c + row * N + col, y, (row < M) & (col < N));
   };
   if (!withBias)
-    return ts::kernel("gemm_f32", {"c", "a", "b", "M", "N", "K"},
+    return ts::kernel(name, {"c", "a", "b", "M", "N", "K"},
                       [=](ts::Ptr<float> c, ts::Ptr<const float> a, ts::Ptr<const float> b, ts::Int M, ts::Int N,
                           ts::Int K) { body(c, a, b, nullptr, M, N, K); });
-  return ts::kernel("gemm_f32", {"c", "a", "b", "bias", "M", "N", "K"},
+  return ts::kernel(name, {"c", "a", "b", "bias", "M", "N", "K"},
                     [=](ts::Ptr<float> c, ts::Ptr<const float> a, ts::Ptr<const float> b, ts::Ptr<const float> bias,
                         ts::Int M, ts::Int N, ts::Int K) {
                       ts::Tensor bt = bias;

@@ -6,7 +6,8 @@ const std::vector<Example>& all() {
   static const std::vector<Example> list = {
       vectorAddExample(),   biasGeluExample(),        softmaxExample(),      layernormExample(),
       rmsnormExample(),     gemmF32Example(),         gemmF16Example(),      gemmBF16Example(),
-      gemmBatchedExample(), tutorialSoftmaxExample(), tutorialGemmExample(),
+      gemmBatchedExample(), tutorialSoftmaxExample(), tutorialGemmExample(), tpMlpExample(),
+      spRmsnormExample(),
   };
   return list;
 }

@@ -54,7 +54,7 @@ Kernel vectorAdd(int BLOCK);        // out, a, b, n                     grid: ce
 Kernel biasGelu(int BLOCK);         // out, x, bias, cols               grid: (rows, ceil(cols / BLOCK))
 Kernel softmax(int BLOCK);          // out, in, cols                    grid: rows; BLOCK >= cols
 Kernel layernorm(int BLOCK);        // y, mean, rstd, x, weight, bias, cols, eps   grid: rows; BLOCK >= cols
-Kernel rmsnorm(int BLOCK);          // y, x, weight, cols, eps          grid: rows; BLOCK >= cols
+Kernel rmsnorm(int BLOCK, const char* name = "rmsnorm");  // y, x, weight, cols, eps   grid: rows; BLOCK >= cols
 Kernel tutorialSoftmax(int BLOCK);  // out, in, cols                 grid: rows; any cols (tutorial step 2)
 
 // GEMM kernels (examples/gemm_*.cpp), Triton-style: each program computes a
@@ -73,7 +73,7 @@ struct GemmBlocks {
 };
 enum class Activation { None, ReLU, GELU };
 /// C = act(A @ B + bias), f32.       c, a, b, bias, M, N, K   (without bias: c, a, b, M, N, K)
-Kernel gemmF32(GemmBlocks blocks, Activation act, bool withBias = true);
+Kernel gemmF32(GemmBlocks blocks, Activation act, bool withBias = true, const char* name = "gemm_f32");
 /// C (f16) = act(A (f16) @ B (f16) + bias (f32)), f32 accumulation. c, a, b, bias, M, N, K
 Kernel gemmF16(GemmBlocks blocks, Activation act = Activation::GELU);
 /// C (f32) = act(A (bf16) @ B (bf16) + bias (f32)), f32 accumulation. c, a, b, bias, M, N, K
@@ -113,6 +113,10 @@ Example gemmBF16Example();
 Example gemmBatchedExample();
 Example tutorialSoftmaxExample();
 Example tutorialGemmExample();
+/// The parallel examples: collectives over a group of devices, overlapped
+/// with the GEMMs (examples/parallel.h).
+Example tpMlpExample();
+Example spRmsnormExample();
 
 /// The example's default kernel for a target.
 inline Kernel kernelFor(const Example& e, const Target& t) {

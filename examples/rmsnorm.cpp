@@ -16,9 +16,9 @@ namespace ts = tessera;
 
 namespace tessera::examples {
 
-Kernel rmsnorm(int BLOCK) {
+Kernel rmsnorm(int BLOCK, const char* name) {
   return ts::kernel(
-      "rmsnorm", {"y", "x", "weight", "cols", "eps"},
+      name, {"y", "x", "weight", "cols", "eps"},
       [=](ts::Ptr<float> y, ts::Ptr<const float> x, ts::Ptr<const float> weight, ts::Int cols, ts::Float eps) {
         auto row = ts::program_id(0);
         auto c = ts::arange(BLOCK);

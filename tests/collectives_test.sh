@@ -6,12 +6,22 @@
 # (run with --enable-recovery, so that mpirun lets the others run on) every
 # rank but the last must; dead-peer-abort is dead-peer under mpirun's
 # default, which ends the whole job when a rank dies: it must end, in time,
-# with a failure status.
+# with a failure status. MODE "example" runs WORKER (an example program)
+# with the arguments after "--", and every rank must print its PASS line.
 set -uo pipefail
 mode=$1
 np=$2
 worker=$3
 shift 3
+args=()
+if [ "$mode" = example ]; then
+  while (($#)) && [ "$1" != -- ]; do shift; done
+  (($#)) && shift
+  args=("$@")
+  set --
+else
+  args=("${mode%-abort}")
+fi
 if ! command -v mpirun > /dev/null; then
   echo "SKIP: mpirun not found (Open MPI: apt-get install openmpi-bin libopenmpi-dev)"
   exit 0
@@ -28,7 +38,7 @@ bound=${COLLECTIVES_TEST_BOUND:-240}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 start=$(date +%s)
-timeout -k 10 "$bound" "${mpi[@]}" "$worker" "${mode%-abort}" > "$out" 2>&1
+timeout -k 10 "$bound" "${mpi[@]}" "$worker" "${args[@]}" > "$out" 2>&1
 rc=$?
 took=$(($(date +%s) - start))
 cat "$out"
@@ -53,6 +63,13 @@ case $mode in
   dead-peer-abort)
     if ((rc == 0)) || ! grep -q "^rank $((np - 1)): dying" "$out"; then
       echo "FAIL: want the job to fail after rank $((np - 1)) died (status $rc)"
+      exit 1
+    fi
+    ;;
+  example)
+    got=$(grep -c ": PASS$" "$out" || true)
+    if ((rc != 0 || got != np)); then
+      echo "FAIL: $got of $np ranks passed (mpirun status $rc)"
       exit 1
     fi
     ;;

@@ -399,8 +399,8 @@ void Communicator::groupEnd() {
   std::vector<GroupEntry> entries = std::move(g.entries);
   g.entries.clear();
   // The engines' own brackets (ncclGroupStart), one per library, around
-  // every submit; synchronous members run on their default stream and are
-  // waited for after the bracket closes, so that one thread can drive
+  // every submit; synchronous members run on a stream (CommMember::
+  // groupStream) and are waited for after the bracket closes, so that one thread can drive
   // several members without one waiting for a call the next has not made.
   std::vector<CommMember*> brackets;
   for (GroupEntry& e : entries) {
@@ -416,7 +416,7 @@ void Communicator::groupEnd() {
     try {
       std::shared_ptr<StreamImpl> s = e.stream;
       if (!s) {
-        s = e.member->device->defaultStream();
+        s = e.member->groupStream();
         waits.push_back(s);
       }
       e.member->submit(std::move(e.batch), s.get());

@@ -186,6 +186,12 @@ class CommMember {
   /// already waited for the default stream), or queues it on `stream` and
   /// returns. Errors of a queued batch go to the stream.
   virtual void submit(comm::Batch batch, StreamImpl* stream) = 0;
+  /// The stream a synchronous call of a group runs on (Communicator::groupEnd
+  /// then waits for it): the device's default stream; for host engines a
+  /// stream of the member's own, after waiting for the default stream --
+  /// members of one process may share a device, and one member's call must
+  /// not queue behind another's on a shared stream.
+  virtual std::shared_ptr<StreamImpl> groupStream() { return device->defaultStream(); }
   /// The engine's own group bracket, around the submits of one
   /// Communicator::groupEnd (ncclGroupStart / ncclGroupEnd); a key that
   /// says which members share it (one per library), or null for none.
@@ -208,10 +214,18 @@ class CommMember {
 
  protected:
   CommMember() = default;
+  /// groupStream for host engines.
+  std::shared_ptr<StreamImpl> ownStream() {
+    device->defaultStream()->synchronize();
+    std::call_once(ownOnce_, [&] { own_ = device->createStream(); });
+    return own_;
+  }
 
  private:
   mutable std::mutex failMu_;
   std::string failure_;
+  std::once_flag ownOnce_;
+  std::shared_ptr<StreamImpl> own_;
 };
 
 // The engines.

@@ -30,11 +30,11 @@ struct MPI_Status {
   size_t _ucount;
 };
 
-constexpr int MPI_SUCCESS = 0;
-constexpr int MPI_THREAD_MULTIPLE = 3;
-constexpr int MPI_MAX_ERROR_STRING = 256;
-constexpr int MPI_MAX_LIBRARY_VERSION_STRING = 256;
-inline void* const MPI_IN_PLACE = reinterpret_cast<void*>(1);
+constexpr int kSuccess = 0;
+constexpr int kThreadMultiple = 3;
+constexpr int kMaxErrorString = 256;
+constexpr int kMaxLibraryVersionString = 256;
+inline void* const kInPlace = reinterpret_cast<void*>(1);
 
 // X(field, symbol, return type, parameter list)
 #define TESSERA_MPI_FUNCTIONS(X)                                                                                   \

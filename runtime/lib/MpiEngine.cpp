@@ -109,10 +109,10 @@ class MpiProcess {
   }
 
   std::string errorText(int code) const {
-    char buf[MPI_MAX_ERROR_STRING + 1] = {};
+    char buf[kMaxErrorString + 1] = {};
     int len = 0;
-    if (lib->ErrorString(code, buf, &len) != MPI_SUCCESS) return "MPI error " + std::to_string(code);
-    return std::string(buf, size_t(std::max(0, std::min(len, MPI_MAX_ERROR_STRING)))) + " (MPI error " +
+    if (lib->ErrorString(code, buf, &len) != kSuccess) return "MPI error " + std::to_string(code);
+    return std::string(buf, size_t(std::max(0, std::min(len, kMaxErrorString)))) + " (MPI error " +
            std::to_string(code) + ")";
   }
 
@@ -146,7 +146,7 @@ class MpiProcess {
  private:
   MpiProcess(std::shared_ptr<const MpiLibrary> l, const std::string& call) : lib(std::move(l)) {
     auto check = [&](int rc, const char* what) {
-      if (rc != MPI_SUCCESS) throw DeviceError(call + ": " + what + " failed: " + errorText(rc));
+      if (rc != kSuccess) throw DeviceError(call + ": " + what + " failed: " + errorText(rc));
     };
     int finalized = 0, initialized = 0, provided = 0;
     check(lib->Finalized(&finalized), "MPI_Finalized");
@@ -155,23 +155,23 @@ class MpiProcess {
                                "before it");
     check(lib->Initialized(&initialized), "MPI_Initialized");
     if (!initialized) {
-      check(lib->InitThread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
+      check(lib->InitThread(nullptr, nullptr, kThreadMultiple, &provided), "MPI_Init_thread");
       ownsInit = true;
       std::atexit(finalizeAtExit);
     } else {
       check(lib->QueryThread(&provided), "MPI_Query_thread");
     }
-    if (provided < MPI_THREAD_MULTIPLE)
+    if (provided < kThreadMultiple)
       throw DeviceError(call + ": MPI " +
                         (ownsInit ? std::string("offers") : std::string("was initialised with")) +
                         " thread level " + std::to_string(provided) +
-                        ", but Tessera's collectives run on stream threads and need MPI_THREAD_MULTIPLE (" +
-                        std::to_string(MPI_THREAD_MULTIPLE) +
-                        "): call MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...) or use an MPI built with threads");
-    char v[MPI_MAX_LIBRARY_VERSION_STRING + 1] = {};
+                        ", but Tessera's collectives run on stream threads and need kThreadMultiple (" +
+                        std::to_string(kThreadMultiple) +
+                        "): call MPI_Init_thread(..., kThreadMultiple, ...) or use an MPI built with threads");
+    char v[kMaxLibraryVersionString + 1] = {};
     int len = 0;
-    if (lib->GetLibraryVersion(v, &len) == MPI_SUCCESS) {
-      version.assign(v, size_t(std::max(0, std::min(len, MPI_MAX_LIBRARY_VERSION_STRING))));
+    if (lib->GetLibraryVersion(v, &len) == kSuccess) {
+      version.assign(v, size_t(std::max(0, std::min(len, kMaxLibraryVersionString))));
       if (auto cut = version.find_first_of(",\n"); cut != std::string::npos) version.resize(cut);
     }
 #define TESSERA_OPS(T, table)                                                    \
@@ -198,7 +198,7 @@ void MpiProcess::finalizeAtExit() {
   auto p = processForExit().lock();
   if (!p || p->broken.load()) return;
   int finalized = 1;
-  if (p->lib->Finalized(&finalized) == MPI_SUCCESS && !finalized) p->lib->Finalize();
+  if (p->lib->Finalized(&finalized) == kSuccess && !finalized) p->lib->Finalize();
 }
 
 std::shared_ptr<MpiProcess> mpiProcess(const std::string& call) {
@@ -225,7 +225,7 @@ struct DupComm {
   DupComm(std::shared_ptr<MpiProcess> p, const std::string& call) : mpi(std::move(p)) {
     const MpiLibrary& l = *mpi->lib;
     auto check = [&](int rc, const char* what) {
-      if (rc != MPI_SUCCESS) throw CommError(call + ": " + what + " failed: " + mpi->errorText(rc));
+      if (rc != kSuccess) throw CommError(call + ": " + what + " failed: " + mpi->errorText(rc));
     };
     check(l.CommDup(l.CommWorld, &comm), "MPI_Comm_dup(MPI_COMM_WORLD)");
     check(l.CommSetErrhandler(comm, l.ErrorsReturn), "MPI_Comm_set_errhandler");
@@ -236,7 +236,7 @@ struct DupComm {
     // Not after a failure (operations may still be in flight) or after the
     // program finalised MPI.
     int finalized = 1;
-    if (comm && !mpi->broken.load() && mpi->lib->Finalized(&finalized) == MPI_SUCCESS && !finalized)
+    if (comm && !mpi->broken.load() && mpi->lib->Finalized(&finalized) == kSuccess && !finalized)
       mpi->lib->CommFree(&comm);
   }
   DupComm(const DupComm&) = delete;
@@ -286,6 +286,8 @@ class MpiMember final : public CommMember, public std::enable_shared_from_this<M
                        ": MPI counts and offsets are ints, so one call moves at most 2^31 - 1 elements per buffer; "
                        "split it into several calls");
   }
+
+  std::shared_ptr<StreamImpl> groupStream() override { return ownStream(); }
 
   void submit(comm::Batch batch, StreamImpl* stream) override {
     if (!stream) {
@@ -342,7 +344,7 @@ class MpiMember final : public CommMember, public std::enable_shared_from_this<M
     const auto start = Clock::now();
     for (unsigned i = 0;; ++i) {
       int done = 0;
-      if (int rc = lib().Testall(int(reqs.size()), reqs.data(), &done, nullptr); rc != MPI_SUCCESS) {
+      if (int rc = lib().Testall(int(reqs.size()), reqs.data(), &done, nullptr); rc != kSuccess) {
         fail(what + " on " + who() + ": MPI_Testall failed: " + comm_->mpi->errorText(rc) +
              " (a peer may have died); the communicator cannot be used any more");
         comm_->mpi->broken = true;
@@ -366,7 +368,7 @@ class MpiMember final : public CommMember, public std::enable_shared_from_this<M
   }
 
   void start(int rc, const std::string& what, const char* fn) {
-    if (rc == MPI_SUCCESS) return;
+    if (rc == kSuccess) return;
     // Nothing of this call is in flight; earlier requests of the batch may be.
     fail(what + " on " + who() + ": " + fn + " failed: " + comm_->mpi->errorText(rc));
     comm_->mpi->broken = true;
@@ -452,17 +454,17 @@ class MpiMember final : public CommMember, public std::enable_shared_from_this<M
       MPI_Request* q = &reqs.back();
       switch (c.kind) {
         case Kind::AllReduce:
-          start(l.Iallreduce(c.inPlace ? MPI_IN_PLACE : ptr(c.send), ptr(c.recv), n, t, mp.op(c.dtype, c.op), comm(),
+          start(l.Iallreduce(c.inPlace ? kInPlace : ptr(c.send), ptr(c.recv), n, t, mp.op(c.dtype, c.op), comm(),
                              q),
                 what, "MPI_Iallreduce");
           break;
         case Kind::AllGather:
-          start(l.Iallgather(c.inPlace ? MPI_IN_PLACE : ptr(c.send), n, t, ptr(c.recv), n, t, comm(), q), what,
+          start(l.Iallgather(c.inPlace ? kInPlace : ptr(c.send), n, t, ptr(c.recv), n, t, comm(), q), what,
                 "MPI_Iallgather");
           break;
         case Kind::ReduceScatter: {
           // In place (recv is this rank's block of send) the result goes
-          // through a temporary: MPI's MPI_IN_PLACE means something else.
+          // through a temporary: MPI's kInPlace means something else.
           void* out = ptr(c.recv);
           if (c.inPlace) {
             out = held.make<uint8_t>(c.count * elt);
@@ -516,11 +518,11 @@ class MpiControl final : public comm::Control {
     if (broken_) throw CommError("the MPI control channel failed earlier");
     MPI_Request req = nullptr;
     if (int rc = l.Iallgather(in, int(bytes), l.TypeByte, out, int(bytes), l.TypeByte, comm_->comm, &req);
-        rc != MPI_SUCCESS)
+        rc != kSuccess)
       throw CommError("MPI_Iallgather failed: " + comm_->mpi->errorText(rc));
     for (unsigned i = 0;; ++i) {
       int done = 0;
-      if (int rc = l.Testall(1, &req, &done, nullptr); rc != MPI_SUCCESS) {
+      if (int rc = l.Testall(1, &req, &done, nullptr); rc != kSuccess) {
         broken_ = true;
         comm_->mpi->broken = true;
         throw CommError("MPI_Testall failed: " + comm_->mpi->errorText(rc));

@@ -16,9 +16,9 @@ using ncclDataType_t = int;  // an enum
 using ncclRedOp_t = int;     // an enum
 using ncclStream_t = void*;  // cudaStream_t / hipStream_t: the driver's stream
 
-constexpr size_t NCCL_UNIQUE_ID_BYTES = 128;
+constexpr size_t kUniqueIdBytes = 128;
 struct ncclUniqueId {
-  char internal[NCCL_UNIQUE_ID_BYTES];
+  char internal[kUniqueIdBytes];
 };
 
 constexpr ncclResult_t ncclSuccess = 0;

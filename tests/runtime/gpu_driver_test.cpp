@@ -44,38 +44,6 @@ using namespace tessera::rt::testing;
 
 namespace {
 
-// Two function types agree on the ABI when they have the same arity and each
-// parameter (and the result) has the same size and class: pointer, integer
-// or enum, floating point. Types cannot be compared directly: the headers'
-// opaque handles and enums are distinct types from our void* and int.
-template <class T>
-constexpr int abiClass() {
-  if constexpr (std::is_pointer_v<T>)
-    return 1;
-  else if constexpr (std::is_integral_v<T> || std::is_enum_v<T>)
-    return 2;
-  else if constexpr (std::is_floating_point_v<T>)
-    return 3;
-  else
-    return 4;
-}
-template <class A, class B>
-constexpr bool sameSlot() {
-  return sizeof(A) == sizeof(B) && abiClass<A>() == abiClass<B>();
-}
-template <class F, class G>
-struct SameAbi : std::false_type {};
-template <class R1, class... A1, class R2, class... A2>
-struct SameAbi<R1 (*)(A1...), R2 (*)(A2...)> {
-  static constexpr bool check() {
-    if constexpr (sizeof...(A1) != sizeof...(A2))
-      return false;
-    else
-      return sameSlot<R1, R2>() && (sameSlot<A1, A2>() && ...);
-  }
-  static constexpr bool value = check();
-};
-
 #define TS_STR(x) #x
 #define TS_XSTR(x) TS_STR(x)
 #define TS_CAT(a, b) a##b

@@ -1,4 +1,5 @@
-// What the GPU driver tests share: an environment override for a scope,
+// What the GPU driver tests share: the ABI comparison of our declarations
+// with a vendor header's, an environment override for a scope,
 // the message of a DeviceError, functions the fake driver exports, and a
 // hand-written PTX vector add with its signature and binary.
 #pragma once
@@ -8,10 +9,43 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <string>
+#include <type_traits>
 
 #include "tessera/runtime/Runtime.h"
 
 namespace tessera::rt::testing {
+
+// Two function types agree on the ABI when they have the same arity and each
+// parameter (and the result) has the same size and class: pointer, integer
+// or enum, floating point. Types cannot be compared directly: the headers'
+// opaque handles and enums are distinct types from our void* and int.
+template <class T>
+constexpr int abiClass() {
+  if constexpr (std::is_pointer_v<T>)
+    return 1;
+  else if constexpr (std::is_integral_v<T> || std::is_enum_v<T>)
+    return 2;
+  else if constexpr (std::is_floating_point_v<T>)
+    return 3;
+  else
+    return 4;
+}
+template <class A, class B>
+constexpr bool sameSlot() {
+  return sizeof(A) == sizeof(B) && abiClass<A>() == abiClass<B>();
+}
+template <class F, class G>
+struct SameAbi : std::false_type {};
+template <class R1, class... A1, class R2, class... A2>
+struct SameAbi<R1 (*)(A1...), R2 (*)(A2...)> {
+  static constexpr bool check() {
+    if constexpr (sizeof...(A1) != sizeof...(A2))
+      return false;
+    else
+      return sameSlot<R1, R2>() && (sameSlot<A1, A2>() && ...);
+  }
+  static constexpr bool value = check();
+};
 
 /// Sets (or unsets, for nullptr) an environment variable for a scope.
 class EnvGuard {

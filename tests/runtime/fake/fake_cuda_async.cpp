@@ -139,6 +139,14 @@ FAKE_EXPORT int fake_cuda_stream_launches(void* s) {
   auto it = liveStreams.find(s);
   return it == liveStreams.end() ? -1 : it->second->launches;
 }
+// For the fake NCCL (fake_nccl.cpp): the device of a stream (-1: not a
+// live stream) and of the calling thread's current context (-1: none).
+FAKE_EXPORT int fake_cuda_stream_device(void* s) {
+  std::lock_guard<std::mutex> l(mu);
+  auto it = liveStreams.find(s);
+  return it == liveStreams.end() ? -1 : it->second->ctx->device;
+}
+FAKE_EXPORT int fake_cuda_current_device() { return current ? current->device : -1; }
 FAKE_EXPORT int fake_cuda_live_events() {
   std::lock_guard<std::mutex> l(mu);
   return static_cast<int>(liveEvents.size());

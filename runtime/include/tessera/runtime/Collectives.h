@@ -63,7 +63,8 @@ struct CommOptions {
   /// exchange per call) so that mismatched counts, dtypes or operations are
   /// a CommError naming both sides rather than corrupt data or a hang. NCCL
   /// and RCCL groups check only when they have a control channel (the "mpi"
-  /// and "tcp:" bootstraps); see docs/collectives.md.
+  /// and "tcp:" bootstraps); in-process groups always check (it is free
+  /// there). See docs/collectives.md.
   bool verify = true;
 };
 
