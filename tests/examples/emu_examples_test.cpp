@@ -95,10 +95,11 @@ TEST_CASE("the examples are right for other block sizes and architectures (emula
     ts::Device dev = ts::Device::emulator(c.arch);
     for (const auto& e : ex::all()) {
       // Ragged shapes: 5000 elements, 3 rows of 777, or the example's second
-      // test shape for the GEMMs (whose problem shape is {M, N, K}).
-      std::vector<int64_t> shape = e.name == "vector_add"                     ? std::vector<int64_t>{5000}
-                                   : e.name.find("gemm") != std::string::npos ? e.testShapes.at(1)
-                                                                              : std::vector<int64_t>{3, 777};
+      // test shape for the others (GEMMs: {M, N, K}; the parallel examples:
+      // {tokens, hidden, ffn, ranks, chunks}).
+      std::vector<int64_t> shape = e.name == "vector_add"            ? std::vector<int64_t>{5000}
+                                   : e.testShapes.at(0).size() == 2 ? std::vector<int64_t>{3, 777}
+                                                                    : e.testShapes.at(1);
       INFO(e.name << " " << shapeStr(shape) << " on " << dev.name() << ", " << c.warps << " warps");
       ex::RunContext ctx;
       ctx.device = dev;

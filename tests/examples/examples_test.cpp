@@ -98,7 +98,7 @@ TEST_CASE("examples run with their default shapes and reject malformed ones", "[
     ex::RunContext ctx;
     ctx.launch.threads = 1;  // a single worker gives the same answers
     CHECK(e.run(ctx).ok);
-    ctx.shape = {2, 3, 4, 5, 6};  // no example takes a rank-5 problem shape
+    ctx.shape = {2, 3, 4, 5, 6, 7};  // no example takes a rank-6 problem shape
     CHECK_THROWS_AS(e.run(ctx), ts::Error);
     ctx.shape = {0};
     CHECK_THROWS_AS(e.run(ctx), ts::Error);
