@@ -9,7 +9,7 @@
 // size timed through Tessera's Communicator (with the cross-rank check of
 // every call, and without it: CommOptions::verify = false) and through Open
 // MPI's own blocking MPI_Allreduce / MPI_Allgather on the very same buffers
-// (wrapped with Device::wrap), the three interleaved. An iteration's time is
+// (wrapped with Device::wrap), the three interleaved in a rotating order. An iteration's time is
 // the slowest rank's, after a barrier. Bus bandwidth as nccl-tests defines
 // it: algbw = S / t with S the all-reduce buffer or the all-gather's whole
 // output, busbw = algbw * 2 (n - 1) / n (all-reduce), * (n - 1) / n
@@ -23,6 +23,7 @@
 // Links Open MPI itself (for the native figures) and initialises it with
 // MPI_THREAD_MULTIPLE: Tessera then uses that MPI instead of initialising
 // its own. Run by hand; not part of the test suite.
+#define OMPI_SKIP_MPICXX 1  // the C API only
 #include <mpi.h>
 
 #include <algorithm>
@@ -112,8 +113,12 @@ int bandwidth(int reps, size_t maxMiB) {
           c.allGather(ts::rt::BufferView(sendBuf, 0, per), ts::rt::BufferView(recvBuf, 0, per * size_t(nranks)));
       };
       for (int impl = 0; impl < 3; ++impl) runOne(impl);  // warm-up
+      // The order rotates, so that none is always first after another.
       for (int i = 0; i < n; ++i)
-        for (int impl = 0; impl < 3; ++impl) t[impl].push_back(timed([&] { runOne(impl); }));
+        for (int k = 0; k < 3; ++k) {
+          const int impl = (i + k) % 3;
+          t[impl].push_back(timed([&] { runOne(impl); }));
+        }
       if (rank != 0) continue;
       const double S = ar ? double(count) * 4 : double(per * size_t(nranks)) * 4;
       const double factor = ar ? 2.0 * (nranks - 1) / nranks : double(nranks - 1) / nranks;

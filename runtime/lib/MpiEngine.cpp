@@ -63,10 +63,19 @@ struct MpiLibrary {
       return;
     }
     std::string missing;
-#define TESSERA_RESOLVE(field, sym, ...)                                                    \
+#define TESSERA_RESOLVE(field, sym, ...)                                    \
   field = reinterpret_cast<decltype(field)>(driver::findSymbol(lib, #sym)); \
   if (!field) missing += std::string(missing.empty() ? "" : ", ") + #sym;
     TESSERA_MPI_FUNCTIONS(TESSERA_RESOLVE)
+#undef TESSERA_RESOLVE
+    // The predefined objects: a program linked against MPI that names one
+    // (MPI_COMM_WORLD) holds it in its own data by a copy relocation, and
+    // MPI then uses that copy, not the library's; the global scope finds
+    // it. Loaded by us alone, the library's own is the one.
+#define TESSERA_RESOLVE(field, sym)                                                     \
+  field = ::dlsym(RTLD_DEFAULT, #sym);                                                  \
+  if (!field) field = driver::findSymbol(lib, #sym);                                    \
+  if (!field) missing += std::string(missing.empty() ? "" : ", ") + #sym;
     TESSERA_MPI_OBJECTS(TESSERA_RESOLVE)
 #undef TESSERA_RESOLVE
     if (!missing.empty())
