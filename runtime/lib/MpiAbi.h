@@ -51,6 +51,7 @@ inline void* const kInPlace = reinterpret_cast<void*>(1);
   X(ErrorString, MPI_Error_string, int, (int code, char* text, int* len))                                          \
   X(GetLibraryVersion, MPI_Get_library_version, int, (char* text, int* len))                                       \
   X(OpCreate, MPI_Op_create, int, (MPI_User_function * fn, int commute, MPI_Op* op))                               \
+  X(OpFree, MPI_Op_free, int, (MPI_Op * op))                                                                       \
   X(Iallreduce, MPI_Iallreduce, int,                                                                               \
     (const void* send, void* recv, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Request* req))      \
   X(Iallgather, MPI_Iallgather, int,                                                                               \

@@ -207,7 +207,10 @@ void MpiProcess::finalizeAtExit() {
   auto p = processForExit().lock();
   if (!p || p->broken.load()) return;
   int finalized = 1;
-  if (p->lib->Finalized(&finalized) == kSuccess && !finalized) p->lib->Finalize();
+  if (p->lib->Finalized(&finalized) != kSuccess || finalized) return;
+  for (MPI_Op* table : {p->halfOps, p->bf16Ops})
+    for (int i = 0; i < 4; ++i) p->lib->OpFree(&table[i]);
+  p->lib->Finalize();
 }
 
 std::shared_ptr<MpiProcess> mpiProcess(const std::string& call) {

@@ -10,11 +10,19 @@
 //   mismatch-root   broadcast roots; mismatch-p2p: a send of 10 against a
 //                   recv of 12; mismatch-alltoall: per-peer counts
 //                   (each then checks that the communicator still works)
-//   dead-peer       the last rank starts an all_reduce and is killed
-//                   (SIGKILL) during it; the others must fail with a
-//                   CommError within the timeout (TESSERA_COMM_TIMEOUT)
+//   dead-peer       the last rank is killed (SIGKILL) while the others are
+//                   in an all_reduce waiting for it; they must fail with a
+//                   CommError within the timeout (TESSERA_COMM_TIMEOUT).
+//                   (A rank that dies after sending its part may let some
+//                   others complete: which ones depends on the algorithm.)
 //   no-call         the last rank never makes the call and exits at once
 //                   after the others' timeout: they fail with the timeout
+//
+// Built as comm_mpi_worker_linked (TS_WORKER_LINKS_MPI), the program links
+// Open MPI itself, initialises it and uses MPI_COMM_WORLD before Tessera
+// does: Tessera must then use that MPI (not initialise or finalise its own)
+// and find the predefined objects where the program's copy relocations put
+// them.
 
 #include <signal.h>
 #include <unistd.h>
@@ -23,6 +31,11 @@
 #include <cstdio>
 #include <string>
 #include <thread>
+
+#ifdef TS_WORKER_LINKS_MPI
+#define OMPI_SKIP_MPICXX 1
+#include <mpi.h>
+#endif
 
 #include "checks.h"
 #include "tessera/runtime/Collectives.h"
@@ -137,10 +150,10 @@ std::string deadPeer(const Communicator& c) {
   // Everyone is in the group before the peer dies.
   if (auto e = collcheck::allReduce(c, DType::F32, ReduceOp::Sum, 10, false, {}); !e.empty()) return e;
   if (r == P - 1) {
-    Stream s = c.device().createStream();
-    c.allReduce(b, b, ReduceOp::Sum, s);  // queued: it runs while this rank dies
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    std::printf("rank %d: dying during the all_reduce\n", r);
+    // The others are inside the all_reduce, waiting for this rank's part,
+    // when it dies: none of them can complete it.
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    std::printf("rank %d: dying while the others are in the all_reduce\n", r);
     std::fflush(stdout);
     ::kill(::getpid(), SIGKILL);
   }
@@ -186,6 +199,11 @@ std::string noCall(const Communicator& c) {
 }  // namespace
 
 int main(int argc, char** argv) {
+#ifdef TS_WORKER_LINKS_MPI
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  MPI_Barrier(MPI_COMM_WORLD);
+#endif
   const std::string mode = argc > 1 ? argv[1] : "ops";
   Communicator c;
   std::string err;
@@ -207,5 +225,9 @@ int main(int argc, char** argv) {
   std::printf("rank %d: %s %s%s%s\n", rankOf(c), err.empty() ? "PASS" : "FAIL", mode.c_str(),
               err.empty() ? "" : ": ", err.c_str());
   std::fflush(stdout);
+#ifdef TS_WORKER_LINKS_MPI
+  c = Communicator();  // its duplicate of MPI_COMM_WORLD is freed before MPI_Finalize
+  MPI_Finalize();
+#endif
   return err.empty() ? 0 : 1;
 }

@@ -21,7 +21,8 @@
 //    NCCL; a wait longer than 20 s is ncclRemoteError;
 //  * reductions of f32, f16, bf16, f64, i32, i64 with sum, prod, max, min.
 // Tests read what it saw through fake_nccl_* (dlsym) and can make the next
-// call fail, or set an asynchronous error.
+// call fail, or set an asynchronous error. Its functions have the types the
+// runtime calls them through (runtime/lib/NcclAbi.h).
 
 #include <cstdint>
 #include <cstdio>
@@ -34,6 +35,8 @@
 #include <mutex>
 #include <string>
 #include <vector>
+
+#include "../../../runtime/lib/NcclAbi.h"
 
 #define FAKE_EXPORT __attribute__((visibility("default")))
 
@@ -56,9 +59,10 @@ namespace {
 using ncclResult_t = int;
 constexpr ncclResult_t Success = 0, InvalidArgument = 4, InvalidUsage = 5;
 
-struct UniqueId {
-  char internal[128];
-};
+// The unique id is the runtime's own type (NcclAbi.h): clang's
+// -fsanitize=function checks each call through a pointer against the
+// callee's exact type, and a look-alike struct of another name differs.
+using UniqueId = tessera::rt::ncclabi::ncclUniqueId;
 
 enum Kind { AllReduce, AllGather, ReduceScatter, Broadcast, Send, Recv };
 const char* kindName(int k) {
@@ -95,7 +99,8 @@ std::map<std::string, std::unique_ptr<Clique>> cliques;
 std::map<void*, std::unique_ptr<Comm>> comms;
 int nextId = 1, calls = 0, groupStarts = 0, groupEnds = 0, aborts = 0, destroys = 0;
 ncclResult_t failNext = Success;
-std::string lastError, lastCall;
+std::string lastCall;
+thread_local std::string lastError;  // per thread: read by ncclGetLastError without the lock
 thread_local int groupDepth = 0;
 thread_local std::vector<std::pair<Comm*, Op>> grouped;
 
