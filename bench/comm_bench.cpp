@@ -162,9 +162,10 @@ int overlap(const std::string& name, const std::vector<int64_t>& shape, int reps
       std::printf("  %-26s %8.2f [%.2f, %.2f]\n", names[m], s.median, s.min, s.max);
     }
     const double parts = stats(t[2]).median + stats(t[3]).median, ov = stats(t[0]).median;
-    std::printf("  %-26s %8.2f (compute + communication medians); overlapped = %.0f%% of it, hides %.0f%% of the "
-                "communication\n",
-                "sum of the parts", parts, 100 * ov / parts, 100 * (parts - ov) / stats(t[3]).median);
+    std::printf(
+        "  %-26s %8.2f (compute + communication medians); overlapped = %.0f%% of it, hides %.0f%% of the "
+        "communication\n",
+        "sum of the parts", parts, 100 * ov / parts, 100 * (parts - ov) / stats(t[3]).median);
   }
   return check.ok ? 0 : 1;
 }

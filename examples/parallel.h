@@ -69,10 +69,10 @@ inline Shape parseShape(const RunContext& ctx, const char* name, std::vector<int
 /// The checks that need the group's size (known after `group` under mpirun).
 inline void checkRanks(const Shape& sh, const char* name, bool rowsSplitOverRanks) {
   if (sh.ffn % sh.ranks != 0 || (rowsSplitOverRanks && sh.rowsPerChunk() % sh.ranks != 0))
-    throw UsageError(std::string(name) + ": " + std::to_string(sh.ranks) + " ranks must divide ffn (" +
-                     std::to_string(sh.ffn) + ")" +
-                     (rowsSplitOverRanks ? " and each chunk's tokens (" + std::to_string(sh.rowsPerChunk()) + ")"
-                                         : std::string()));
+    throw UsageError(
+        std::string(name) + ": " + std::to_string(sh.ranks) + " ranks must divide ffn (" + std::to_string(sh.ffn) +
+        ")" +
+        (rowsSplitOverRanks ? " and each chunk's tokens (" + std::to_string(sh.rowsPerChunk()) + ")" : std::string()));
 }
 
 /// GEMM blocks for a chunk: the device's defaults, narrowed to the

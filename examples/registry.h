@@ -50,10 +50,10 @@ struct Example {
 
 // The kernels, as functions of their meta-parameter BLOCK (the tile width),
 // defined in examples/<name>.cpp. Arguments, in order:
-Kernel vectorAdd(int BLOCK);        // out, a, b, n                     grid: ceil(n / BLOCK)
-Kernel biasGelu(int BLOCK);         // out, x, bias, cols               grid: (rows, ceil(cols / BLOCK))
-Kernel softmax(int BLOCK);          // out, in, cols                    grid: rows; BLOCK >= cols
-Kernel layernorm(int BLOCK);        // y, mean, rstd, x, weight, bias, cols, eps   grid: rows; BLOCK >= cols
+Kernel vectorAdd(int BLOCK);  // out, a, b, n                     grid: ceil(n / BLOCK)
+Kernel biasGelu(int BLOCK);   // out, x, bias, cols               grid: (rows, ceil(cols / BLOCK))
+Kernel softmax(int BLOCK);    // out, in, cols                    grid: rows; BLOCK >= cols
+Kernel layernorm(int BLOCK);  // y, mean, rstd, x, weight, bias, cols, eps   grid: rows; BLOCK >= cols
 Kernel rmsnorm(int BLOCK, const char* name = "rmsnorm");  // y, x, weight, cols, eps   grid: rows; BLOCK >= cols
 Kernel tutorialSoftmax(int BLOCK);  // out, in, cols                 grid: rows; any cols (tutorial step 2)
 

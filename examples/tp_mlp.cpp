@@ -54,8 +54,15 @@ class TpMlp final : public parallel::Plan {
         for (int64_t j = 0; j < Fp; ++j) w1r[size_t(i * Fp + j)] = w1_[size_t(i * F + r * Fp + j)];
       std::copy(w2_.begin() + r * Fp * H, w2_.begin() + (r + 1) * Fp * H, w2r.begin());
       Device d = c.device();
-      Rank m{c, d.createStream(), d.createStream(), d.upload(DType::F32, x_), d.upload(DType::F32, w1r),
-             d.upload(DType::F32, w2r), d.alloc(DType::F32, size_t(T * Fp)), d.alloc(DType::F32, size_t(T * H)), {}};
+      Rank m{c,
+             d.createStream(),
+             d.createStream(),
+             d.upload(DType::F32, x_),
+             d.upload(DType::F32, w1r),
+             d.upload(DType::F32, w2r),
+             d.alloc(DType::F32, size_t(T * Fp)),
+             d.alloc(DType::F32, size_t(T * H)),
+             {}};
       for (int k = 0; k < sh_.chunks; ++k) m.ready.push_back(d.createEvent());
       ranks_.push_back(std::move(m));
     }
@@ -71,11 +78,11 @@ class TpMlp final : public parallel::Plan {
         const rt::Stream& compute = mode == Mode::Serial ? m.comms : m.compute;
         if (mode != Mode::CommOnly) {
           // h[chunk] = GELU(x[chunk] @ w1_r); y[chunk] = h[chunk] @ w2_r (a partial sum).
-          gemm1_.launchWith(parallel::gemmGrid(b1_, R, Fp), {at(m.h, row * Fp), at(m.x, row * H), m.w1, int32_t(R),
-                                                             int32_t(Fp), int32_t(H)},
+          gemm1_.launchWith(parallel::gemmGrid(b1_, R, Fp),
+                            {at(m.h, row * Fp), at(m.x, row * H), m.w1, int32_t(R), int32_t(Fp), int32_t(H)},
                             parallel::on(ctx_, compute));
-          gemm2_.launchWith(parallel::gemmGrid(b2_, R, H), {at(m.y, row * H), at(m.h, row * Fp), m.w2, int32_t(R),
-                                                            int32_t(H), int32_t(Fp)},
+          gemm2_.launchWith(parallel::gemmGrid(b2_, R, H),
+                            {at(m.y, row * H), at(m.h, row * Fp), m.w2, int32_t(R), int32_t(H), int32_t(Fp)},
                             parallel::on(ctx_, compute));
         }
         if (mode == Mode::Overlapped) {

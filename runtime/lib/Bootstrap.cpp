@@ -179,8 +179,8 @@ Rendezvous tcpRendezvous(const CommOptions& opts, const std::string& spec, const
         break;
       }
       if (Clock::now() > deadline)
-        throw CommError(what + ": rank 0 did not open the rendezvous within the timeout (connect: " +
-                        errnoText(errno) + ")");
+        throw CommError(what + ": rank 0 did not open the rendezvous within the timeout (connect: " + errnoText(errno) +
+                        ")");
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   }
@@ -222,8 +222,7 @@ Rendezvous fileRendezvous(const CommOptions& opts, const std::string& spec, cons
         ssize_t k = ::read(f.fd, id, idBytes);
         if (k == static_cast<ssize_t>(idBytes)) break;
       }
-      if (Clock::now() > deadline)
-        throw CommError(what + ": rank 0 did not write " + path + " within the timeout");
+      if (Clock::now() > deadline) throw CommError(what + ": rank 0 did not write " + path + " within the timeout");
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   }
@@ -271,7 +270,8 @@ Rendezvous rendezvous(const CommOptions& opts, const std::string& call, double t
   if (opts.size < 1 || opts.rank < 0 || opts.rank >= opts.size)
     throw UsageError(call + ": the " + spec.substr(0, spec.find(':')) +
                      " bootstrap needs this member's CommOptions::rank and the group's size (0 <= rank < size); "
-                     "got rank " + std::to_string(opts.rank) + ", size " + std::to_string(opts.size));
+                     "got rank " +
+                     std::to_string(opts.rank) + ", size " + std::to_string(opts.size));
   return file ? fileRendezvous(opts, spec, call, deadline, makeId, id, idBytes)
               : tcpRendezvous(opts, spec, call, deadline, makeId, id, idBytes);
 }

@@ -200,8 +200,9 @@ std::vector<Communicator> Communicator::createLocal(const std::vector<Device>& d
       throw UsageError(call + ": devices of different kinds ('" + ds[0]->name() + "' and '" + ds[i]->name() +
                        "'); one group holds host devices, CUDA devices or HIP devices");
   if (opts.rank != -1 || opts.size != -1 || !opts.bootstrap.empty())
-    throw UsageError(call + ": CommOptions::rank, size and bootstrap are for Communicator::create; a local group's "
-                            "ranks are the devices' positions");
+    throw UsageError(call +
+                     ": CommOptions::rank, size and bootstrap are for Communicator::create; a local group's "
+                     "ranks are the devices' positions");
   std::vector<std::shared_ptr<CommMember>> members;
   CommEngine e = opts.engine;
   if (hostKind(k0)) {
@@ -257,8 +258,8 @@ void Communicator::allGather(const BufferView& send, const BufferView& recv, con
   sameDType(s, r, m, what);
   if (r.count != s.count * size_t(m.size))
     throw UsageError(prefix(m, what) + ": the recv view holds " + std::to_string(r.count) + " elements but " +
-                     std::to_string(m.size) + " ranks x " + std::to_string(s.count) + " sent = " +
-                     std::to_string(s.count * size_t(m.size)) + " are gathered");
+                     std::to_string(m.size) + " ranks x " + std::to_string(s.count) +
+                     " sent = " + std::to_string(s.count * size_t(m.size)) + " are gathered");
   Call c;
   c.kind = Kind::AllGather;
   c.dtype = s.dtype;
@@ -282,8 +283,8 @@ void Communicator::reduceScatter(const BufferView& send, const BufferView& recv,
   checkReducible(s.dtype, m, what);
   if (s.count != r.count * size_t(m.size))
     throw UsageError(prefix(m, what) + ": the send view holds " + std::to_string(s.count) + " elements but " +
-                     std::to_string(m.size) + " ranks x " + std::to_string(r.count) + " received = " +
-                     std::to_string(r.count * size_t(m.size)) + " are reduced");
+                     std::to_string(m.size) + " ranks x " + std::to_string(r.count) +
+                     " received = " + std::to_string(r.count * size_t(m.size)) + " are reduced");
   Call c;
   c.kind = Kind::ReduceScatter;
   c.op = op;
@@ -328,14 +329,15 @@ void Communicator::allToAll(const BufferView& send, const std::vector<size_t>& s
     size_t t = 0;
     for (size_t x : v) {
       if (x > view.count - std::min(t, view.count))
-        throw UsageError(prefix(m, what) + ": the " + role + " counts add up to more than the " + role +
-                         " view's " + std::to_string(view.count) + " elements");
+        throw UsageError(prefix(m, what) + ": the " + role + " counts add up to more than the " + role + " view's " +
+                         std::to_string(view.count) + " elements");
       t += x;
     }
   };
   total(sendCounts, s, "send");
   total(recvCounts, r, "recv");
-  if (overlap(s, r)) throw UsageError(prefix(m, what) + ": the send and recv views overlap; all_to_all is not in place");
+  if (overlap(s, r))
+    throw UsageError(prefix(m, what) + ": the send and recv views overlap; all_to_all is not in place");
   Call c;
   c.kind = Kind::AllToAll;
   c.dtype = s.dtype;
@@ -405,8 +407,7 @@ void Communicator::groupEnd() {
   std::vector<CommMember*> brackets;
   for (GroupEntry& e : entries) {
     const void* key = e.member->vendorGroup();
-    if (key && std::none_of(brackets.begin(), brackets.end(),
-                            [&](CommMember* b) { return b->vendorGroup() == key; }))
+    if (key && std::none_of(brackets.begin(), brackets.end(), [&](CommMember* b) { return b->vendorGroup() == key; }))
       brackets.push_back(e.member.get());
   }
   std::exception_ptr first;

@@ -37,7 +37,7 @@ struct Call {
   /// rank's block (send); reduce_scatter: each rank's block (recv);
   /// all_to_all: unused (the per-peer counts).
   size_t count = 0;
-  int peer = -1;  // broadcast: the root; send / recv: the other rank
+  int peer = -1;                               // broadcast: the root; send / recv: the other rank
   std::vector<size_t> sendCounts, recvCounts;  // all_to_all, elements per rank
   bool inPlace = false;                        // all_reduce: send == recv; all_gather: send is recv's block
 };

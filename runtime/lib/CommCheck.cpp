@@ -106,7 +106,8 @@ std::string rankList(const std::vector<int>& ranks) {
 std::string describeHeader(const Header& h) {
   if (h.calls == 0) return "no collective call (only sends and receives)";
   std::string s = describeParts(static_cast<Kind>(h.kind), h.op, h.dtype, h.count, h.peer);
-  if (h.calls > 1) s += " and " + std::to_string(h.calls - 1) + " more call" + (h.calls == 2 ? "" : "s") + " in a group";
+  if (h.calls > 1)
+    s += " and " + std::to_string(h.calls - 1) + " more call" + (h.calls == 2 ? "" : "s") + " in a group";
   return s;
 }
 
@@ -170,8 +171,9 @@ void compareHeaders(const std::vector<Header>& all, int self, const std::string&
     msg += "the groups of calls differ after their first call (" + order[0] + ")";
   for (size_t i = 0; order.size() > 1 && i < order.size(); ++i)
     msg += (i ? "; " : "") + rankList(groups[order[i]]) + ": " + order[i];
-  msg += ". Every rank must make the same collective calls, in the same order, with the same counts, dtypes, "
-         "operation and root; no data was moved";
+  msg +=
+      ". Every rank must make the same collective calls, in the same order, with the same counts, dtypes, "
+      "operation and root; no data was moved";
   throw CommError(msg);
 }
 
@@ -185,9 +187,9 @@ void compareAllToAll(const std::vector<std::vector<int64_t>>& countsOfAll, DType
       if (sends == expects) continue;
       throw CommError("all_to_all on rank " + std::to_string(self) + " (" + engine + "): rank " + std::to_string(p) +
                       " sends " + elements(sends, static_cast<int64_t>(dtype)) + " to rank " + std::to_string(q) +
-                      " but rank " + std::to_string(q) + " expects " +
-                      elements(expects, static_cast<int64_t>(dtype)) + " from it (its recvCounts[" +
-                      std::to_string(p) + "]); rank p's sendCounts[r] must equal rank r's recvCounts[p]; no data "
+                      " but rank " + std::to_string(q) + " expects " + elements(expects, static_cast<int64_t>(dtype)) +
+                      " from it (its recvCounts[" + std::to_string(p) +
+                      "]); rank p's sendCounts[r] must equal rank r's recvCounts[p]; no data "
                       "was moved");
     }
 }
@@ -203,10 +205,9 @@ PeerHeader peerHeaderOf(const Call& c, int64_t seq) {
 }
 
 void comparePeer(const PeerHeader& mine, const PeerHeader& theirs, int self, int peer, const std::string& engine) {
-  const bool complementary = (mine.kind == static_cast<int64_t>(Kind::Send) &&
-                              theirs.kind == static_cast<int64_t>(Kind::Recv)) ||
-                             (mine.kind == static_cast<int64_t>(Kind::Recv) &&
-                              theirs.kind == static_cast<int64_t>(Kind::Send));
+  const bool complementary =
+      (mine.kind == static_cast<int64_t>(Kind::Send) && theirs.kind == static_cast<int64_t>(Kind::Recv)) ||
+      (mine.kind == static_cast<int64_t>(Kind::Recv) && theirs.kind == static_cast<int64_t>(Kind::Send));
   if (complementary && mine.dtype == theirs.dtype && mine.count == theirs.count && mine.seq == theirs.seq) return;
   auto side = [](const PeerHeader& h, int rank) {
     const bool send = h.kind == static_cast<int64_t>(Kind::Send);
@@ -214,8 +215,8 @@ void comparePeer(const PeerHeader& mine, const PeerHeader& theirs, int self, int
            " (its call #" + std::to_string(h.seq + 1) + (send ? " to" : " from") + " the other)";
   };
   throw CommError(std::string(kindName(static_cast<Kind>(mine.kind))) + " between rank " + std::to_string(self) +
-                  " and rank " + std::to_string(peer) + " (" + engine + "): the two sides do not match: " +
-                  side(mine, self) + ", " + side(theirs, peer) +
+                  " and rank " + std::to_string(peer) + " (" + engine +
+                  "): the two sides do not match: " + side(mine, self) + ", " + side(theirs, peer) +
                   "; a send must meet a recv of the same count and dtype; no data was moved");
 }
 

@@ -40,7 +40,7 @@ inline void* const kInPlace = reinterpret_cast<void*>(1);
 #define TESSERA_MPI_FUNCTIONS(X)                                                                                   \
   X(Initialized, MPI_Initialized, int, (int* flag))                                                                \
   X(Finalized, MPI_Finalized, int, (int* flag))                                                                    \
-  X(InitThread, MPI_Init_thread, int, (int* argc, char*** argv, int required, int* provided))                     \
+  X(InitThread, MPI_Init_thread, int, (int* argc, char*** argv, int required, int* provided))                      \
   X(QueryThread, MPI_Query_thread, int, (int* provided))                                                           \
   X(Finalize, MPI_Finalize, int, ())                                                                               \
   X(CommDup, MPI_Comm_dup, int, (MPI_Comm comm, MPI_Comm * out))                                                   \
@@ -65,8 +65,8 @@ inline void* const kInPlace = reinterpret_cast<void*>(1);
      const int* recvCounts, const int* recvDispls, MPI_Datatype recvType, MPI_Comm comm, MPI_Request* req))        \
   X(Isend, MPI_Isend, int,                                                                                         \
     (const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request* req))           \
-  X(Irecv, MPI_Irecv, int, (void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,          \
-                            MPI_Request* req))                                                                     \
+  X(Irecv, MPI_Irecv, int,                                                                                         \
+    (void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Request* req))               \
   X(Testall, MPI_Testall, int, (int count, MPI_Request* reqs, int* flag, MPI_Status* statuses))
 
 #define TESSERA_DECLARE_MPI_PFN(field, sym, R, params) using PFN_##field = R(*) params;
@@ -75,20 +75,20 @@ TESSERA_MPI_FUNCTIONS(TESSERA_DECLARE_MPI_PFN)
 
 // X(field, Open MPI's global object): the predefined handles, each the
 // address of that object (mpi.h's OMPI_PREDEFINED_GLOBAL).
-#define TESSERA_MPI_OBJECTS(X)               \
-  X(CommWorld, ompi_mpi_comm_world)          \
-  X(ErrorsReturn, ompi_mpi_errors_return)    \
-  X(OpSum, ompi_mpi_op_sum)                  \
-  X(OpProd, ompi_mpi_op_prod)                \
-  X(OpMax, ompi_mpi_op_max)                  \
-  X(OpMin, ompi_mpi_op_min)                  \
-  X(TypeByte, ompi_mpi_byte)                 \
-  X(TypeInt8, ompi_mpi_int8_t)               \
-  X(TypeInt16, ompi_mpi_int16_t)             \
-  X(TypeInt32, ompi_mpi_int32_t)             \
-  X(TypeInt64, ompi_mpi_int64_t)             \
-  X(TypeUint16, ompi_mpi_uint16_t)           \
-  X(TypeFloat, ompi_mpi_float)               \
+#define TESSERA_MPI_OBJECTS(X)            \
+  X(CommWorld, ompi_mpi_comm_world)       \
+  X(ErrorsReturn, ompi_mpi_errors_return) \
+  X(OpSum, ompi_mpi_op_sum)               \
+  X(OpProd, ompi_mpi_op_prod)             \
+  X(OpMax, ompi_mpi_op_max)               \
+  X(OpMin, ompi_mpi_op_min)               \
+  X(TypeByte, ompi_mpi_byte)              \
+  X(TypeInt8, ompi_mpi_int8_t)            \
+  X(TypeInt16, ompi_mpi_int16_t)          \
+  X(TypeInt32, ompi_mpi_int32_t)          \
+  X(TypeInt64, ompi_mpi_int64_t)          \
+  X(TypeUint16, ompi_mpi_uint16_t)        \
+  X(TypeFloat, ompi_mpi_float)            \
   X(TypeDouble, ompi_mpi_double)
 
 }  // namespace tessera::rt::mpiabi

@@ -72,9 +72,9 @@ struct MpiLibrary {
     // (MPI_COMM_WORLD) holds it in its own data by a copy relocation, and
     // MPI then uses that copy, not the library's; the global scope finds
     // it. Loaded by us alone, the library's own is the one.
-#define TESSERA_RESOLVE(field, sym)                                                     \
-  field = ::dlsym(RTLD_DEFAULT, #sym);                                                  \
-  if (!field) field = driver::findSymbol(lib, #sym);                                    \
+#define TESSERA_RESOLVE(field, sym)                  \
+  field = ::dlsym(RTLD_DEFAULT, #sym);               \
+  if (!field) field = driver::findSymbol(lib, #sym); \
   if (!field) missing += std::string(missing.empty() ? "" : ", ") + #sym;
     TESSERA_MPI_OBJECTS(TESSERA_RESOLVE)
 #undef TESSERA_RESOLVE
@@ -160,8 +160,9 @@ class MpiProcess {
     int finalized = 0, initialized = 0, provided = 0;
     check(lib->Finalized(&finalized), "MPI_Finalized");
     if (finalized)
-      throw DeviceError(call + ": MPI was already finalised in this process (MPI_Finalize); create communicators "
-                               "before it");
+      throw DeviceError(call +
+                        ": MPI was already finalised in this process (MPI_Finalize); create communicators "
+                        "before it");
     check(lib->Initialized(&initialized), "MPI_Initialized");
     if (!initialized) {
       check(lib->InitThread(nullptr, nullptr, kThreadMultiple, &provided), "MPI_Init_thread");
@@ -171,8 +172,7 @@ class MpiProcess {
       check(lib->QueryThread(&provided), "MPI_Query_thread");
     }
     if (provided < kThreadMultiple)
-      throw DeviceError(call + ": MPI " +
-                        (ownsInit ? std::string("offers") : std::string("was initialised with")) +
+      throw DeviceError(call + ": MPI " + (ownsInit ? std::string("offers") : std::string("was initialised with")) +
                         " thread level " + std::to_string(provided) +
                         ", but Tessera's collectives run on stream threads and need kThreadMultiple (" +
                         std::to_string(kThreadMultiple) +
@@ -183,10 +183,10 @@ class MpiProcess {
       version.assign(v, size_t(std::max(0, std::min(len, kMaxLibraryVersionString))));
       if (auto cut = version.find_first_of(",\n"); cut != std::string::npos) version.resize(cut);
     }
-#define TESSERA_OPS(T, table)                                                    \
-  check(lib->OpCreate(&userOp<T, ReduceOp::Sum>, 1, &table[0]), "MPI_Op_create"); \
+#define TESSERA_OPS(T, table)                                                      \
+  check(lib->OpCreate(&userOp<T, ReduceOp::Sum>, 1, &table[0]), "MPI_Op_create");  \
   check(lib->OpCreate(&userOp<T, ReduceOp::Prod>, 1, &table[1]), "MPI_Op_create"); \
-  check(lib->OpCreate(&userOp<T, ReduceOp::Max>, 1, &table[2]), "MPI_Op_create"); \
+  check(lib->OpCreate(&userOp<T, ReduceOp::Max>, 1, &table[2]), "MPI_Op_create");  \
   check(lib->OpCreate(&userOp<T, ReduceOp::Min>, 1, &table[3]), "MPI_Op_create");
     TESSERA_OPS(DType::F16, halfOps)
     TESSERA_OPS(DType::BF16, bf16Ops)
@@ -331,8 +331,8 @@ class MpiMember final : public CommMember, public std::enable_shared_from_this<M
       ~Pass() { t.pass(); }
     } pass{turns_};
     if (std::string f = failure(); !f.empty())
-      throw CommError(batch.what + " on " + who() + ": the communicator failed earlier and cannot be used any more: " +
-                      f);
+      throw CommError(batch.what + " on " + who() +
+                      ": the communicator failed earlier and cannot be used any more: " + f);
     Held held;
     try {
       if (verify) check(batch, held, deadline);
@@ -350,8 +350,7 @@ class MpiMember final : public CommMember, public std::enable_shared_from_this<M
 
   // Tests `reqs` until they complete; a timeout or an MPI error makes the
   // communicator unusable (Stuck, with the reason kept as the failure).
-  void waitAll(std::vector<MPI_Request>& reqs, Clock::time_point deadline, const std::string& what,
-               const char* phase) {
+  void waitAll(std::vector<MPI_Request>& reqs, Clock::time_point deadline, const std::string& what, const char* phase) {
     if (reqs.empty()) return;
     const auto start = Clock::now();
     for (unsigned i = 0;; ++i) {
@@ -466,8 +465,7 @@ class MpiMember final : public CommMember, public std::enable_shared_from_this<M
       MPI_Request* q = &reqs.back();
       switch (c.kind) {
         case Kind::AllReduce:
-          start(l.Iallreduce(c.inPlace ? kInPlace : ptr(c.send), ptr(c.recv), n, t, mp.op(c.dtype, c.op), comm(),
-                             q),
+          start(l.Iallreduce(c.inPlace ? kInPlace : ptr(c.send), ptr(c.recv), n, t, mp.op(c.dtype, c.op), comm(), q),
                 what, "MPI_Iallreduce");
           break;
         case Kind::AllGather:
@@ -564,8 +562,9 @@ std::shared_ptr<CommMember> createMpiMember(const std::shared_ptr<DeviceImpl>& d
                                             double timeoutSeconds) {
   const std::string call = "Communicator::create on " + device->name() + " (mpi)";
   if (opts.rank != -1 || opts.size != -1 || !opts.bootstrap.empty())
-    throw UsageError(call + ": an MPI group's ranks are the processes mpirun started (MPI_COMM_WORLD); "
-                            "CommOptions::rank, size and bootstrap are for NCCL and RCCL");
+    throw UsageError(call +
+                     ": an MPI group's ranks are the processes mpirun started (MPI_COMM_WORLD); "
+                     "CommOptions::rank, size and bootstrap are for NCCL and RCCL");
   auto mpi = mpiProcess(call);
   return std::make_shared<MpiMember>(device, std::make_unique<DupComm>(mpi, call), timeoutSeconds, opts.verify);
 }

@@ -38,31 +38,30 @@ constexpr ncclRedOp_t ncclMax = 2;
 constexpr ncclRedOp_t ncclMin = 3;
 
 // X(field, symbol, return type, parameter list)
-#define TESSERA_NCCL_FUNCTIONS(X)                                                                                  \
-  X(GetVersion, ncclGetVersion, ncclResult_t, (int* version))                                                      \
-  X(GetUniqueId, ncclGetUniqueId, ncclResult_t, (ncclUniqueId * id))                                               \
-  X(CommInitRank, ncclCommInitRank, ncclResult_t, (ncclComm_t * comm, int nranks, ncclUniqueId id, int rank))      \
-  X(CommInitAll, ncclCommInitAll, ncclResult_t, (ncclComm_t * comms, int ndev, const int* devlist))                \
-  X(CommDestroy, ncclCommDestroy, ncclResult_t, (ncclComm_t comm))                                                 \
-  X(CommAbort, ncclCommAbort, ncclResult_t, (ncclComm_t comm))                                                     \
-  X(CommGetAsyncError, ncclCommGetAsyncError, ncclResult_t, (ncclComm_t comm, ncclResult_t * asyncError))          \
-  X(GetErrorString, ncclGetErrorString, const char*, (ncclResult_t result))                                        \
-  X(AllReduce, ncclAllReduce, ncclResult_t,                                                                        \
-    (const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm,             \
-     ncclStream_t stream))                                                                                         \
-  X(AllGather, ncclAllGather, ncclResult_t,                                                                        \
-    (const void* send, void* recv, size_t sendCount, ncclDataType_t type, ncclComm_t comm, ncclStream_t stream))   \
-  X(ReduceScatter, ncclReduceScatter, ncclResult_t,                                                                \
-    (const void* send, void* recv, size_t recvCount, ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm,         \
-     ncclStream_t stream))                                                                                         \
-  X(Broadcast, ncclBroadcast, ncclResult_t,                                                                        \
-    (const void* send, void* recv, size_t count, ncclDataType_t type, int root, ncclComm_t comm,                   \
-     ncclStream_t stream))                                                                                         \
-  X(Send, ncclSend, ncclResult_t,                                                                                  \
-    (const void* send, size_t count, ncclDataType_t type, int peer, ncclComm_t comm, ncclStream_t stream))         \
-  X(Recv, ncclRecv, ncclResult_t,                                                                                  \
-    (void* recv, size_t count, ncclDataType_t type, int peer, ncclComm_t comm, ncclStream_t stream))               \
-  X(GroupStart, ncclGroupStart, ncclResult_t, ())                                                                  \
+#define TESSERA_NCCL_FUNCTIONS(X)                                                                                      \
+  X(GetVersion, ncclGetVersion, ncclResult_t, (int* version))                                                          \
+  X(GetUniqueId, ncclGetUniqueId, ncclResult_t, (ncclUniqueId * id))                                                   \
+  X(CommInitRank, ncclCommInitRank, ncclResult_t, (ncclComm_t * comm, int nranks, ncclUniqueId id, int rank))          \
+  X(CommInitAll, ncclCommInitAll, ncclResult_t, (ncclComm_t * comms, int ndev, const int* devlist))                    \
+  X(CommDestroy, ncclCommDestroy, ncclResult_t, (ncclComm_t comm))                                                     \
+  X(CommAbort, ncclCommAbort, ncclResult_t, (ncclComm_t comm))                                                         \
+  X(CommGetAsyncError, ncclCommGetAsyncError, ncclResult_t, (ncclComm_t comm, ncclResult_t * asyncError))              \
+  X(GetErrorString, ncclGetErrorString, const char*, (ncclResult_t result))                                            \
+  X(AllReduce, ncclAllReduce, ncclResult_t,                                                                            \
+    (const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm,                 \
+     ncclStream_t stream))                                                                                             \
+  X(AllGather, ncclAllGather, ncclResult_t,                                                                            \
+    (const void* send, void* recv, size_t sendCount, ncclDataType_t type, ncclComm_t comm, ncclStream_t stream))       \
+  X(ReduceScatter, ncclReduceScatter, ncclResult_t,                                                                    \
+    (const void* send, void* recv, size_t recvCount, ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm,             \
+     ncclStream_t stream))                                                                                             \
+  X(Broadcast, ncclBroadcast, ncclResult_t,                                                                            \
+    (const void* send, void* recv, size_t count, ncclDataType_t type, int root, ncclComm_t comm, ncclStream_t stream)) \
+  X(Send, ncclSend, ncclResult_t,                                                                                      \
+    (const void* send, size_t count, ncclDataType_t type, int peer, ncclComm_t comm, ncclStream_t stream))             \
+  X(Recv, ncclRecv, ncclResult_t,                                                                                      \
+    (void* recv, size_t count, ncclDataType_t type, int peer, ncclComm_t comm, ncclStream_t stream))                   \
+  X(GroupStart, ncclGroupStart, ncclResult_t, ())                                                                      \
   X(GroupEnd, ncclGroupEnd, ncclResult_t, ())
 
 #define TESSERA_DECLARE_NCCL_PFN(field, sym, R, params) using PFN_##field = R(*) params;

@@ -69,7 +69,8 @@ struct VendorLib {
   /// "invalid argument (run with NCCL_DEBUG=WARN for details); last error: ..."
   std::string errorText(ncclResult_t r, ncclComm_t comm = nullptr) const {
     const char* s = GetErrorString ? GetErrorString(r) : nullptr;
-    std::string t = s ? std::string(s) + " (ncclResult_t " + std::to_string(r) + ")" : "ncclResult_t " + std::to_string(r);
+    std::string t =
+        s ? std::string(s) + " (ncclResult_t " + std::to_string(r) + ")" : "ncclResult_t " + std::to_string(r);
     if (GetLastError)
       if (const char* last = GetLastError(comm); last && *last) t += "; last error: " + std::string(last);
     return t;
@@ -149,8 +150,8 @@ class NcclMember final : public CommMember {
   void submit(comm::Batch batch, StreamImpl* stream) override {
     std::lock_guard<std::mutex> lock(mu_);  // NCCL: one thread at a time per communicator
     if (std::string f = failure(); !f.empty())
-      throw CommError(batch.what + " on " + who() + ": the communicator failed earlier and cannot be used any more: " +
-                      f);
+      throw CommError(batch.what + " on " + who() +
+                      ": the communicator failed earlier and cannot be used any more: " + f);
     device->makeCurrent();
     std::shared_ptr<StreamImpl> def;
     StreamImpl* s = stream;
@@ -213,7 +214,8 @@ class NcclMember final : public CommMember {
         size_t so = 0, ro = 0;
         for (int p = 0; p < size; ++p) {
           const size_t sb = c.sendCounts[size_t(p)] * elt, rb = c.recvCounts[size_t(p)] * elt;
-          if (sb) check(l.Send(reinterpret_cast<const uint8_t*>(send) + so, sb, ncclInt8, p, comm_, s), "ncclSend", what);
+          if (sb)
+            check(l.Send(reinterpret_cast<const uint8_t*>(send) + so, sb, ncclInt8, p, comm_, s), "ncclSend", what);
           if (rb) check(l.Recv(reinterpret_cast<uint8_t*>(recv) + ro, rb, ncclInt8, p, comm_, s), "ncclRecv", what);
           so += sb;
           ro += rb;
@@ -255,7 +257,8 @@ class NcclMember final : public CommMember {
         throw CommError(why);
       }
       std::vector<std::vector<int64_t>> rows(static_cast<size_t>(size));
-      for (size_t p = 0; p < size_t(size); ++p) rows[p].assign(gathered.begin() + p * per, gathered.begin() + (p + 1) * per);
+      for (size_t p = 0; p < size_t(size); ++p)
+        rows[p].assign(gathered.begin() + p * per, gathered.begin() + (p + 1) * per);
       comm::compareAllToAll(rows, c.dtype, rank, engineName());
     }
   }

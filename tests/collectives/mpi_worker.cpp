@@ -73,7 +73,8 @@ std::string ops(const Communicator& c) {
   if (auto e = collcheck::all(c, s); !e.empty()) return "on a stream: " + e;
   // The same group on the SIMT emulator's (host) memory.
   Communicator emu = Communicator::create(Device::emulator("nvptx:sm_80"));
-  if (auto e = collcheck::allReduce(emu, DType::F32, ReduceOp::Sum, 333, false, {}); !e.empty()) return "emulator: " + e;
+  if (auto e = collcheck::allReduce(emu, DType::F32, ReduceOp::Sum, 333, false, {}); !e.empty())
+    return "emulator: " + e;
   // External memory: a std::vector wrapped in place.
   std::vector<float> host(64, float(c.rank() + 1));
   Buffer ext = c.device().wrap(host.data(), DType::F32, host.size());
@@ -222,8 +223,8 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     err = std::string("exception: ") + e.what();
   }
-  std::printf("rank %d: %s %s%s%s\n", rankOf(c), err.empty() ? "PASS" : "FAIL", mode.c_str(),
-              err.empty() ? "" : ": ", err.c_str());
+  std::printf("rank %d: %s %s%s%s\n", rankOf(c), err.empty() ? "PASS" : "FAIL", mode.c_str(), err.empty() ? "" : ": ",
+              err.c_str());
   std::fflush(stdout);
 #ifdef TS_WORKER_LINKS_MPI
   c = Communicator();  // its duplicate of MPI_COMM_WORLD is freed before MPI_Finalize

@@ -97,7 +97,7 @@ TEST_CASE("the examples are right for other block sizes and architectures (emula
       // Ragged shapes: 5000 elements, 3 rows of 777, or the example's second
       // test shape for the others (GEMMs: {M, N, K}; the parallel examples:
       // {tokens, hidden, ffn, ranks, chunks}).
-      std::vector<int64_t> shape = e.name == "vector_add"            ? std::vector<int64_t>{5000}
+      std::vector<int64_t> shape = e.name == "vector_add"           ? std::vector<int64_t>{5000}
                                    : e.testShapes.at(0).size() == 2 ? std::vector<int64_t>{3, 777}
                                                                     : e.testShapes.at(1);
       INFO(e.name << " " << shapeStr(shape) << " on " << dev.name() << ", " << c.warps << " warps");

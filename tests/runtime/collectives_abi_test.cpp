@@ -31,7 +31,8 @@ namespace mpiabi = tessera::rt::mpiabi;
 TESSERA_MPI_FUNCTIONS(TS_CHECK_MPI)
 #undef TS_CHECK_MPI
 // Each predefined handle is the address of the global object we look up.
-#define TS_CHECK_OBJECT(field, sym) static_assert(std::is_pointer_v<decltype(&::sym)>, #sym " is not declared by mpi.h");
+#define TS_CHECK_OBJECT(field, sym) \
+  static_assert(std::is_pointer_v<decltype(&::sym)>, #sym " is not declared by mpi.h");
 TESSERA_MPI_OBJECTS(TS_CHECK_OBJECT)
 #undef TS_CHECK_OBJECT
 static_assert(std::is_pointer_v<MPI_Comm> && std::is_pointer_v<MPI_Datatype> && std::is_pointer_v<MPI_Op> &&
@@ -65,7 +66,8 @@ static_assert(sizeof(ncclabi::ncclUniqueId) == sizeof(::ncclUniqueId));
 static_assert(ncclabi::kUniqueIdBytes == NCCL_UNIQUE_ID_BYTES);
 static_assert(sizeof(ncclabi::ncclResult_t) == sizeof(::ncclResult_t));
 static_assert(ncclabi::ncclSuccess == ::ncclSuccess && ncclabi::ncclInProgress == ::ncclInProgress);
-static_assert(ncclabi::ncclInt8 == ::ncclInt8 && ncclabi::ncclInt32 == ::ncclInt32 && ncclabi::ncclInt64 == ::ncclInt64);
+static_assert(ncclabi::ncclInt8 == ::ncclInt8 && ncclabi::ncclInt32 == ::ncclInt32 &&
+              ncclabi::ncclInt64 == ::ncclInt64);
 static_assert(ncclabi::ncclFloat16 == ::ncclFloat16 && ncclabi::ncclFloat32 == ::ncclFloat32 &&
               ncclabi::ncclFloat64 == ::ncclFloat64 && ncclabi::ncclBfloat16 == ::ncclBfloat16);
 static_assert(ncclabi::ncclSum == ::ncclSum && ncclabi::ncclProd == ::ncclProd && ncclabi::ncclMax == ::ncclMax &&

@@ -26,8 +26,8 @@
 using namespace tessera;
 using namespace tessera::rt;
 using Catch::Matchers::Contains;
-using tessera::rt::testing::errorOf;
 using tessera::rt::testing::EnvGuard;
+using tessera::rt::testing::errorOf;
 using tessera::rt::testing::fakeFn;
 
 namespace {
@@ -92,7 +92,6 @@ int freePort() {
   return ntohs(a.sin_port);
 }
 
-
 }  // namespace
 
 // ---- the in-process engine ---------------------------------------------------------
@@ -116,7 +115,8 @@ TEST_CASE("one thread drives an in-process group through streams and groups", "[
   std::vector<Communicator> cs = Communicator::createLocal({Device::cpu(), Device::emulator("nvptx:sm_80")});
   std::vector<Stream> ss = {cs[0].device().createStream(), cs[1].device().createStream()};
   std::vector<Buffer> bs;
-  for (int r = 0; r < 2; ++r) bs.push_back(collcheck::upload(cs[size_t(r)], DType::F32, std::vector<double>(100, r + 1.0)));
+  for (int r = 0; r < 2; ++r)
+    bs.push_back(collcheck::upload(cs[size_t(r)], DType::F32, std::vector<double>(100, r + 1.0)));
   for (int r = 0; r < 2; ++r) cs[size_t(r)].allReduce(bs[size_t(r)], bs[size_t(r)], ReduceOp::Sum, ss[size_t(r)]);
   for (auto& s : ss) s.synchronize();
   for (auto& b : bs) CHECK(collcheck::download(b) == std::vector<double>(100, 3.0));
@@ -244,7 +244,8 @@ TEST_CASE("collective calls check their arguments on their own rank", "[runtime]
              Contains("in place, it must be this rank's block"));
   CHECK_THAT(errorOf<UsageError>([&] { c.reduceScatter(f10, f10, ReduceOp::Sum); }),
              Contains("the send view holds 10 elements but 2 ranks x 10 received = 20 are reduced"));
-  CHECK_THAT(errorOf<UsageError>([&] { c.broadcast(f10, 2); }), Contains("the root 2 is not a rank of this group (0 to 1)"));
+  CHECK_THAT(errorOf<UsageError>([&] { c.broadcast(f10, 2); }),
+             Contains("the root 2 is not a rank of this group (0 to 1)"));
   CHECK_THAT(errorOf<UsageError>([&] { c.send(f10, -1); }), Contains("the peer -1 is not a rank"));
   CHECK_THAT(errorOf<UsageError>([&] { c.allToAll(f10, {1}, f20, {1, 1}); }),
              Contains("sendCounts has 1 entries; give one per rank (2)"));
@@ -291,7 +292,8 @@ TEST_CASE("groups are created with the engine their devices need", "[runtime][co
   CHECK_THAT(errorOf<UsageError>([] { Communicator::create(Device(nullptr)); }), Contains("the device is null"));
   CommOptions local;
   local.engine = CommEngine::Local;
-  CHECK_THAT(errorOf<UsageError>([&] { Communicator::create(Device::cpu(), local); }), Contains("use Communicator::createLocal"));
+  CHECK_THAT(errorOf<UsageError>([&] { Communicator::create(Device::cpu(), local); }),
+             Contains("use Communicator::createLocal"));
   CommOptions nccl;
   nccl.engine = CommEngine::NCCL;
   CHECK_THAT(errorOf<UsageError>([&] { Communicator::create(Device::cpu(), nccl); }),
@@ -438,7 +440,8 @@ TEST_CASE("NCCL errors: missing library, failed calls, bootstraps", "[runtime][c
     c.allReduce(b, b, ReduceOp::Sum);
     failNext(5);
     std::string e = errorOf<CommError>([&] { c.allReduce(b, b, ReduceOp::Sum); });
-    CHECK_THAT(e, Contains("all_reduce (sum) of 16 f32 elements on rank 0 of 1 (nccl): ncclAllReduce failed: invalid usage"));
+    CHECK_THAT(
+        e, Contains("all_reduce (sum) of 16 f32 elements on rank 0 of 1 (nccl): ncclAllReduce failed: invalid usage"));
     CHECK_THAT(e, Contains("last error: injected failure"));
     CHECK_THAT(errorOf<CommError>([&] { c.broadcast(b, 0); }), Contains("failed earlier"));
   }
@@ -461,13 +464,18 @@ TEST_CASE("NCCL errors: missing library, failed calls, bootstraps", "[runtime][c
   CHECK_THAT(errorOf<UsageError>([&] { Communicator::create(gpu, bad); }), Contains("is not an IPv4 address"));
   bad.bootstrap = "tcp:127.0.0.1:" + std::to_string(freePort());
   bad.rank = 2;
-  CHECK_THAT(errorOf<UsageError>([&] { Communicator::create(gpu, bad); }), Contains("needs this member's CommOptions::rank"));
+  CHECK_THAT(errorOf<UsageError>([&] { Communicator::create(gpu, bad); }),
+             Contains("needs this member's CommOptions::rank"));
   bad.rank = 1;
   bad.size = 2;
   bad.timeoutSeconds = 0.3;  // rank 0 never comes
-  CHECK_THAT(errorOf<CommError>([&] { Communicator::create(gpu, bad); }), Contains("rank 0 did not open the rendezvous"));
+  CHECK_THAT(errorOf<CommError>([&] { Communicator::create(gpu, bad); }),
+             Contains("rank 0 did not open the rendezvous"));
   const std::string path = std::filesystem::temp_directory_path() / ("tessera-stale-" + std::to_string(::getpid()));
-  { std::FILE* f = std::fopen(path.c_str(), "w"); std::fclose(f); }
+  {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    std::fclose(f);
+  }
   bad.bootstrap = "file:" + path;
   bad.rank = 0;
   CHECK_THAT(errorOf<CommError>([&] { Communicator::create(gpu, bad); }), Contains("exists already"));
@@ -499,7 +507,8 @@ TEST_CASE("RCCL groups on the fake HIP runtime", "[runtime][collectives][rccl]")
   CHECK(cs[0].engine() == CommEngine::RCCL);
   CHECK_THAT(cs[1].engineName(), Contains("rccl 2.28.9"));
   std::vector<Buffer> bs;
-  for (int r = 0; r < 2; ++r) bs.push_back(collcheck::upload(cs[size_t(r)], DType::F16, std::vector<double>(50, r + 1)));
+  for (int r = 0; r < 2; ++r)
+    bs.push_back(collcheck::upload(cs[size_t(r)], DType::F16, std::vector<double>(50, r + 1)));
   Communicator::groupStart();
   for (int r = 0; r < 2; ++r) cs[size_t(r)].allReduce(bs[size_t(r)], bs[size_t(r)], ReduceOp::Sum);
   Communicator::groupEnd();

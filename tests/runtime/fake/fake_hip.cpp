@@ -103,7 +103,9 @@ hipError_t hipMemcpy(void* dst, const void* src, size_t n, int kind) {
   }
   return InvalidValue;
 }
-hipError_t hipMemcpyAsync(void* dst, const void* src, size_t n, int kind, void*) { return hipMemcpy(dst, src, n, kind); }
+hipError_t hipMemcpyAsync(void* dst, const void* src, size_t n, int kind, void*) {
+  return hipMemcpy(dst, src, n, kind);
+}
 hipError_t hipMemset(void* dst, int v, size_t n) {
   std::lock_guard<std::mutex> l(mu);
   uint8_t* d = resolve(addr(dst), n);

@@ -106,10 +106,16 @@ thread_local std::vector<std::pair<Comm*, Op>> grouped;
 
 size_t typeBytes(int t) {
   switch (t) {
-    case 0: case 1: return 1;       // int8, uint8
-    case 2: case 3: case 7: return 4;  // int32, uint32, float32
-    case 4: case 5: case 8: return 8;  // int64, uint64, float64
-    case 6: case 9: return 2;       // float16, bfloat16
+    case 0:
+    case 1: return 1;  // int8, uint8
+    case 2:
+    case 3:
+    case 7: return 4;  // int32, uint32, float32
+    case 4:
+    case 5:
+    case 8: return 8;  // int64, uint64, float64
+    case 6:
+    case 9: return 2;  // float16, bfloat16
   }
   return 0;
 }
@@ -117,25 +123,77 @@ size_t typeBytes(int t) {
 double load(int t, const uint8_t* p) {
   switch (t) {
     case 0: return double(*reinterpret_cast<const int8_t*>(p));
-    case 2: { int32_t v; std::memcpy(&v, p, 4); return v; }
-    case 4: { int64_t v; std::memcpy(&v, p, 8); return double(v); }
-    case 6: { _Float16 v; std::memcpy(&v, p, 2); return double(v); }
-    case 7: { float v; std::memcpy(&v, p, 4); return v; }
-    case 8: { double v; std::memcpy(&v, p, 8); return v; }
-    case 9: { uint32_t u = uint32_t(p[0] | p[1] << 8) << 16; float v; std::memcpy(&v, &u, 4); return v; }
+    case 2: {
+      int32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case 4: {
+      int64_t v;
+      std::memcpy(&v, p, 8);
+      return double(v);
+    }
+    case 6: {
+      _Float16 v;
+      std::memcpy(&v, p, 2);
+      return double(v);
+    }
+    case 7: {
+      float v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case 8: {
+      double v;
+      std::memcpy(&v, p, 8);
+      return v;
+    }
+    case 9: {
+      uint32_t u = uint32_t(p[0] | p[1] << 8) << 16;
+      float v;
+      std::memcpy(&v, &u, 4);
+      return v;
+    }
   }
   return 0;
 }
 
 void store(int t, uint8_t* p, double x) {
   switch (t) {
-    case 0: { int8_t v = int8_t(x); std::memcpy(p, &v, 1); return; }
-    case 2: { int32_t v = int32_t(x); std::memcpy(p, &v, 4); return; }
-    case 4: { int64_t v = int64_t(x); std::memcpy(p, &v, 8); return; }
-    case 6: { _Float16 v = _Float16(x); std::memcpy(p, &v, 2); return; }
-    case 7: { float v = float(x); std::memcpy(p, &v, 4); return; }
+    case 0: {
+      int8_t v = int8_t(x);
+      std::memcpy(p, &v, 1);
+      return;
+    }
+    case 2: {
+      int32_t v = int32_t(x);
+      std::memcpy(p, &v, 4);
+      return;
+    }
+    case 4: {
+      int64_t v = int64_t(x);
+      std::memcpy(p, &v, 8);
+      return;
+    }
+    case 6: {
+      _Float16 v = _Float16(x);
+      std::memcpy(p, &v, 2);
+      return;
+    }
+    case 7: {
+      float v = float(x);
+      std::memcpy(p, &v, 4);
+      return;
+    }
     case 8: std::memcpy(p, &x, 8); return;
-    case 9: { float f = float(x); uint32_t u; std::memcpy(&u, &f, 4); uint16_t b = uint16_t(u >> 16); std::memcpy(p, &b, 2); return; }
+    case 9: {
+      float f = float(x);
+      uint32_t u;
+      std::memcpy(&u, &f, 4);
+      uint16_t b = uint16_t(u >> 16);
+      std::memcpy(p, &b, 2);
+      return;
+    }
   }
 }
 
@@ -258,10 +316,10 @@ ncclResult_t await(std::unique_lock<std::mutex>& l, const std::vector<std::share
 ncclResult_t enqueue(void* commp, Op op, void* stream) {
   std::unique_lock<std::mutex> l(mu);
   ++calls;
-  lastCall = std::string(kindName(op.kind)) + " count=" + std::to_string(op.count) + " type=" +
-             std::to_string(op.dtype) + " op=" + std::to_string(op.op) + " device=" +
-             std::to_string(FAKE_GPU(current_device)()) + " stream_device=" +
-             std::to_string(FAKE_GPU(stream_device)(stream));
+  lastCall = std::string(kindName(op.kind)) + " count=" + std::to_string(op.count) +
+             " type=" + std::to_string(op.dtype) + " op=" + std::to_string(op.op) +
+             " device=" + std::to_string(FAKE_GPU(current_device)()) +
+             " stream_device=" + std::to_string(FAKE_GPU(stream_device)(stream));
   if (failNext != Success) {
     ncclResult_t r = failNext;
     failNext = Success;
