@@ -49,9 +49,11 @@ constexpr GfxRow kGfx[] = {
 // clang-format on
 
 // v_exp_f32 / v_log_f32 are 1-ulp for exp2/log2 only and flush denormals
-// on some parts; the polynomials match the other targets.
+// on some parts; the polynomials match the other targets. The ROCm device
+// libraries (OCML) are not linked: f64 transcendentals take the f64
+// polynomials.
 constexpr GpuMathNotes kAmdgpuMath = {
-    "f64 transcendentals need the ROCm device libraries, not linked yet",
+    nullptr,
     "llvm.sqrt, correctly rounded expansion",
     "1 / sqrt with a correctly rounded division (v_rsq is not used)",
     "llvm.floor -> v_floor",
@@ -192,6 +194,15 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
       case OpCode::Sqrt: return call(llvm::Intrinsic::amdgcn_sqrt, v[0]);
       case OpCode::Rsqrt: return call(llvm::Intrinsic::amdgcn_rsq, v[0]);
       case OpCode::Div: return b.CreateFMul(v[0], call(llvm::Intrinsic::amdgcn_rcp, v[1]));
+      // llvm.sin / llvm.cos: the backend's v_sin_f32 / v_cos_f32 on x / 2pi
+      // (with v_fract where the part's input range is reduced).
+      case OpCode::Sin: return b.CreateUnaryIntrinsic(llvm::Intrinsic::sin, v[0]);
+      case OpCode::Cos: return b.CreateUnaryIntrinsic(llvm::Intrinsic::cos, v[0]);
+      case OpCode::Sigmoid: {
+        llvm::Value* one = llvm::ConstantFP::get(f32, 1.0);
+        llvm::Value* t = call(llvm::Intrinsic::amdgcn_exp2, scale(v[0], -std::numbers::log2e));
+        return call(llvm::Intrinsic::amdgcn_rcp, b.CreateFAdd(one, t));
+      }
       default: return nullptr;
     }
   }
@@ -207,7 +218,7 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
                                   optLevel);
   }
 
-  void prepareModule(llvm::Module& m) override {
+  void prepareModule(llvm::Module& m, llvm::TargetMachine& /*tm*/) override {
     int v = o_.codeObjectVersion;
     if (v != 4 && v != 5 && v != 6)
       throw CompileError("AMDGPU code object version " + std::to_string(v) + " is not supported (use 4, 5 or 6)");

@@ -15,11 +15,14 @@
 //   u32 sharedBytes  u32 opNames, each str  str hostObject  u32 warnings, each str
 #include <llvm/Support/MemoryBuffer.h>
 
+#include <filesystem>
+
 #include "codegen/cache/Bytes.h"
 #include "codegen/cache/Internal.h"
 #include "codegen/cpu/EntrySymbol.h"
 #include "codegen/llvm/HostIsa.h"
 #include "codegen/llvm/Jit.h"
+#include "tessera/codegen/Compiler.h"
 #include "tessera/codegen/DiskCache.h"
 #include "tessera/support/Error.h"
 
@@ -148,6 +151,15 @@ CacheKey compileKey(const std::string& kernelName, const std::string& irText, co
     parts.push_back({"cpu-features", t.features});
   }
   parts.push_back({"options", optionsKey(opts)});
+  // A device library (libdevice on NVPTX) is linked into the code: another
+  // file, or the same file rewritten, is another compile.
+  if (std::string lib = deviceMathLibrary(target); !lib.empty()) {
+    std::error_code ec;
+    auto size = std::filesystem::file_size(lib, ec);
+    auto mtime = std::filesystem::last_write_time(lib, ec).time_since_epoch().count();
+    parts.push_back({"device-library",
+                     lib + " size=" + std::to_string(ec ? 0 : size) + " mtime=" + std::to_string(ec ? 0 : mtime)});
+  }
   parts.push_back({"tessera", tesseraBuildId()});
   parts.push_back({"llvm", llvmVersion()});
   parts.push_back({"ir", irText});

@@ -56,11 +56,9 @@ llvm::Value* Lowering::castValue(llvm::Value* x, DType from, DType to) {
 
 llvm::Value* Lowering::floatOp(const ir::Op& op, std::vector<llvm::Value*>& v) {
   if (llvm::Value* r = emitFloatOp(b_, op, v)) return r;
-  // pow and the transcendentals are this target's own: LLVM's pow
-  // intrinsic (a libm call the JIT resolves) and the vectorised
-  // polynomials of CpuMath.
-  if (op.code() == OpCode::Pow) return b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, v[0], v[1]);
-  return emitTranscendental(b_, op.code(), v[0]);
+  // pow and the transcendentals are this target's own (CpuMath): the
+  // vectorised polynomials for f32, libm for f64.
+  return emitTranscendental(b_, op.code(), v);
 }
 
 llvm::Value* Lowering::elementwise(const ir::Op& op, std::vector<llvm::Value*> v) {
@@ -94,6 +92,22 @@ llvm::Value* Lowering::elementwise(const ir::Op& op, std::vector<llvm::Value*> v
   }
   DType dt = t0.dtype();
   if (!isFloat(dt)) return emitIntegerOp(b_, op, v, dt);
+  // bf16 is widened by its bits, not fpext: instcombine moves fabs, floor,
+  // ... of fpext(x) onto the bf16 value, which the x86 backend lowers
+  // through __truncsfbf2 (absent from GCC 12's libgcc); it does not see
+  // through the shift.
+  if (dt == DType::BF16) {
+    for (llvm::Value*& x : v) {
+      llvm::Type* i32 = shapedLike(b_.getInt32Ty(), x->getType());
+      x = b_.CreateBitCast(
+          b_.CreateShl(b_.CreateZExt(b_.CreateBitCast(x, shapedLike(b_.getInt16Ty(), x->getType())), i32),
+                       llvm::ConstantInt::get(i32, 16)),
+          shapedLike(b_.getFloatTy(), x->getType()));
+    }
+    llvm::Value* r = floatOp(op, v);
+    if (op.code() == OpCode::Cmp) return r;
+    return fpTrunc(r, shapedLike(b_.getBFloatTy(), r->getType()));
+  }
   return emitFloatElementwise(
       b_, op, v, dt, [&](std::vector<llvm::Value*>& w) { return floatOp(op, w); },
       [&](llvm::Value* y, llvm::Type* t) { return fpTrunc(y, t); });

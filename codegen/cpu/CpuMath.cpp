@@ -5,10 +5,7 @@
 
 #include "tessera/support/Error.h"
 
-#if __has_include("codegen/llvm/VectorMath.h")
 #include "codegen/llvm/VectorMath.h"
-#define TESSERA_HAVE_VECTOR_MATH 1
-#endif
 
 namespace tessera::codegen::cpu {
 
@@ -36,35 +33,34 @@ llvm::Value* intrinsic(llvm::IRBuilderBase& b, llvm::Intrinsic::ID id, llvm::Val
   return b.CreateUnaryIntrinsic(id, x);
 }
 
-llvm::Value* viaIntrinsics(llvm::IRBuilderBase& b, ir::OpCode op, llvm::Value* x) {
-  bool f32 = x->getType()->getScalarType()->isFloatTy();
+// f64: libm through LLVM's intrinsics (the x86 backend calls exp, sin, pow,
+// ...; sin and cos of one value may become sincos) or by name per lane.
+llvm::Value* viaLibm(llvm::IRBuilderBase& b, ir::OpCode op, llvm::ArrayRef<llvm::Value*> v) {
+  llvm::Value* x = v[0];
   switch (op) {
     case ir::OpCode::Exp: return intrinsic(b, llvm::Intrinsic::exp, x);
     case ir::OpCode::Exp2: return intrinsic(b, llvm::Intrinsic::exp2, x);
     case ir::OpCode::Log: return intrinsic(b, llvm::Intrinsic::log, x);
     case ir::OpCode::Log2: return intrinsic(b, llvm::Intrinsic::log2, x);
     case ir::OpCode::Tanh: return intrinsic(b, llvm::Intrinsic::tanh, x);
-    case ir::OpCode::Erf: return perLaneLibm(b, f32 ? "erff" : "erf", x);
+    case ir::OpCode::Sin: return intrinsic(b, llvm::Intrinsic::sin, x);
+    case ir::OpCode::Cos: return intrinsic(b, llvm::Intrinsic::cos, x);
+    case ir::OpCode::Erf: return perLaneLibm(b, "erf", x);
+    case ir::OpCode::Log1p: return perLaneLibm(b, "log1p", x);
+    case ir::OpCode::Expm1: return perLaneLibm(b, "expm1", x);
+    case ir::OpCode::Pow: return b.CreateBinaryIntrinsic(llvm::Intrinsic::pow, v[0], v[1]);
     default: TS_UNREACHABLE(std::string("not a transcendental op: ") + ir::opName(op));
   }
 }
 }  // namespace
 
-llvm::Value* emitTranscendental(llvm::IRBuilderBase& b, ir::OpCode op, llvm::Value* x) {
-#ifdef TESSERA_HAVE_VECTOR_MATH
-  if (x->getType()->getScalarType()->isFloatTy()) {
-    switch (op) {
-      case ir::OpCode::Exp: return emitExpF32(b, x);
-      case ir::OpCode::Exp2: return emitExp2F32(b, x);
-      case ir::OpCode::Log: return emitLogF32(b, x);
-      case ir::OpCode::Log2: return emitLog2F32(b, x);
-      case ir::OpCode::Tanh: return emitTanhF32(b, x);
-      case ir::OpCode::Erf: return emitErfF32(b, x);
-      default: break;
-    }
-  }
-#endif
-  return viaIntrinsics(b, op, x);
+llvm::Value* emitTranscendental(llvm::IRBuilderBase& b, ir::OpCode op, llvm::ArrayRef<llvm::Value*> v) {
+  // sigmoid has no libm function: VectorMath's f64 one (e^-|x| and 1 + e^-|x|
+  // carried as pairs) is more accurate than one composed from libm's exp.
+  if (v[0]->getType()->getScalarType()->isFloatTy() || op == ir::OpCode::Sigmoid) return emitVectorMath(b, op, v);
+  llvm::IRBuilderBase::FastMathFlagGuard guard(b);
+  b.clearFastMathFlags();
+  return viaLibm(b, op, v);
 }
 
 }  // namespace tessera::codegen::cpu

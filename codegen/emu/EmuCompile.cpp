@@ -131,6 +131,7 @@ EmuKernel compileForEmulator(std::unique_ptr<llvm::Module> mod, std::unique_ptr<
   emu::instrumentMemory(em);
   emu::rewriteIntrinsics(em);
   emu::rewriteLibcalls(em);
+  emu::rewriteInlineAsm(em);
   emu::lowerSharedMemory(em);
   verifyOrThrow(*mod, "hooks");
 

@@ -260,6 +260,22 @@ class Lowerer {
     if (k == "sqrt") return unary(b, llvm::Intrinsic::sqrt, arg(0));
     if (k == "rsqrt" && has(t, "approx")) return recip(b, unary(b, llvm::Intrinsic::sqrt, arg(0)));
     if (k == "rcp") return recip(b, arg(0));
+    // libdevice's building blocks: the halves of a double, arithmetic with
+    // an explicit (nearest) rounding, conversions rounding to nearest even.
+    if (k == "d2i" && t.size() == 2 && (t[1] == "hi" || t[1] == "lo")) {
+      Value* bits = b.CreateBitCast(arg(0), em.i64());
+      if (t[1] == "hi") bits = b.CreateLShr(bits, 32);
+      return b.CreateTrunc(bits, em.i32());
+    }
+    if (k == "lohi" && t.size() == 2 && t[1] == "i2d") {
+      Value* bits = b.CreateOr(b.CreateZExt(arg(0), em.i64()), b.CreateShl(b.CreateZExt(arg(1), em.i64()), 32));
+      return b.CreateBitCast(bits, b.getDoubleTy());
+    }
+    if (k == "add" && has(t, "rn")) return b.CreateFAdd(arg(0), arg(1));
+    if (k == "mul" && has(t, "rn")) return b.CreateFMul(arg(0), arg(1));
+    if ((k == "d2i" || k == "f2i" || k == "d2ll" || k == "f2ll") && has(t, "rn"))
+      return b.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {c.getType(), arg(0)->getType()},
+                               {unary(b, llvm::Intrinsic::roundeven, arg(0))});
     if (k == "div" && (has(t, "rn") || has(t, "approx") || has(t, "full"))) return b.CreateFDiv(arg(0), arg(1));
     if (k == "fma" && has(t, "rn"))
       return b.CreateIntrinsic(llvm::Intrinsic::fma, {c.getType()}, {arg(0), arg(1), arg(2)});

@@ -7,6 +7,7 @@
 #include <math.h>
 
 #include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/Instructions.h>
 
 #include "codegen/emu/EmuPasses.h"
@@ -158,6 +159,86 @@ void rewriteLibcalls(EmuModule& em) {
       }
     }
     f->eraseFromParent();
+  }
+}
+
+namespace {
+
+// The mnemonics of a PTX inline-asm text, in order ("mov.b64", "mul.lo.u32",
+// ...), ignoring the register declarations and braces.
+std::vector<std::string> mnemonics(const std::string& text) {
+  std::vector<std::string> r;
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t end = text.find(';', i);
+    if (end == std::string::npos) end = text.size();
+    std::string stmt = text.substr(i, end - i);
+    i = end + 1;
+    size_t b = stmt.find_first_not_of(" \t\n{}");
+    if (b == std::string::npos) continue;
+    size_t e = stmt.find_first_of(" \t\n", b);
+    std::string m = stmt.substr(b, e == std::string::npos ? std::string::npos : e - b);
+    if (m == ".reg") continue;
+    r.push_back(m);
+  }
+  return r;
+}
+
+bool isSeq(const std::vector<std::string>& got, std::initializer_list<const char*> want) {
+  if (got.size() != want.size()) return false;
+  size_t k = 0;
+  for (const char* w : want)
+    if (got[k++] != w) return false;
+  return true;
+}
+
+}  // namespace
+
+void rewriteInlineAsm(EmuModule& em) {
+  // libdevice's f64 sin/cos slow path (__internal_trig_reduction_slowpathd)
+  // does 128-bit integer arithmetic in four PTX inline-asm blocks: a*b + c
+  // (64 x 64 + 64 -> 128), a + b and a - b (128-bit), a*b (64 x 64 -> 128), each
+  // returning {lo, hi}. They are recognised by their instruction sequence and
+  // constraints and computed with i128; any other inline assembly is refused.
+  std::vector<llvm::CallInst*> calls;
+  for (llvm::Function& f : em.m)
+    for (llvm::BasicBlock& bb : f)
+      for (llvm::Instruction& i : bb)
+        if (auto* c = llvm::dyn_cast<llvm::CallInst>(&i); c && c->isInlineAsm()) calls.push_back(c);
+  for (llvm::CallInst* c : calls) {
+    auto* ia = llvm::cast<llvm::InlineAsm>(c->getCalledOperand());
+    const std::string text = ia->getAsmString().str();
+    std::vector<std::string> m = mnemonics(text);
+    const std::string cons = ia->getConstraintString().str();
+    llvm::IRBuilder<> b(c);
+    llvm::Type* i64 = b.getInt64Ty();
+    llvm::Type* i128 = b.getInt128Ty();
+    auto wide = [&](unsigned lo, unsigned hi) {
+      return b.CreateOr(b.CreateZExt(c->getArgOperand(lo), i128),
+                        b.CreateShl(b.CreateZExt(c->getArgOperand(hi), i128), 64));
+    };
+    llvm::Value* r = nullptr;
+    if (cons == "=l,=l,l,l,l" && isSeq(m, {"mov.b64", "mov.b64", "mov.b64", "mad.lo.cc.u32", "madc.hi.cc.u32",
+                                           "madc.hi.u32", "mad.lo.cc.u32", "madc.hi.cc.u32", "madc.hi.u32",
+                                           "mad.lo.cc.u32", "madc.lo.cc.u32", "addc.u32", "mov.b64", "mov.b64"}))
+      r = b.CreateAdd(b.CreateMul(b.CreateZExt(c->getArgOperand(0), i128), b.CreateZExt(c->getArgOperand(1), i128)),
+                      b.CreateZExt(c->getArgOperand(2), i128));
+    else if (cons == "=l,=l,l,l,l,l" && isSeq(m, {"mov.b64", "mov.b64", "mov.b64", "mov.b64", "sub.cc.u32",
+                                                  "subc.cc.u32", "subc.cc.u32", "subc.u32", "mov.b64", "mov.b64"}))
+      r = b.CreateSub(wide(0, 1), wide(2, 3));
+    else if (cons == "=l,=l,l,l,l,l" && isSeq(m, {"mov.b64", "mov.b64", "mov.b64", "mov.b64", "add.cc.u32",
+                                                  "addc.cc.u32", "addc.cc.u32", "addc.u32", "mov.b64", "mov.b64"}))
+      r = b.CreateAdd(wide(0, 1), wide(2, 3));
+    else if (cons == "=l,=l,l,l" && isSeq(m, {"mov.b64", "mov.b64", "mul.lo.u32", "mul.hi.u32", "mad.lo.cc.u32",
+                                              "madc.hi.u32", "mad.lo.cc.u32", "madc.hi.cc.u32", "madc.hi.u32",
+                                              "mad.lo.cc.u32", "addc.u32", "mov.b64", "mov.b64"}))
+      r = b.CreateMul(b.CreateZExt(c->getArgOperand(0), i128), b.CreateZExt(c->getArgOperand(1), i128));
+    if (!r) throw CompileError("the emulator cannot run inline assembly (`" + text + "`, constraints " + cons + ")");
+    llvm::Value* res = llvm::PoisonValue::get(c->getType());
+    res = b.CreateInsertValue(res, b.CreateTrunc(r, i64), 0);
+    res = b.CreateInsertValue(res, b.CreateTrunc(b.CreateLShr(r, 64), i64), 1);
+    c->replaceAllUsesWith(res);
+    c->eraseFromParent();
   }
 }
 

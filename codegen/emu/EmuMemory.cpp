@@ -24,6 +24,10 @@ enum class Space { Global, Shared, Unchecked, Private };
 // their underlying object: NVPTX code may still address shared or global
 // memory through `addrspacecast`ed generic pointers.
 Space classify(EmuModule& em, llvm::Value* ptr, const llvm::Instruction& inst) {
+  // Constant tables of the module (a device library's coefficients) are
+  // read-only data of the code, not device memory the machine tracks.
+  if (auto* g = llvm::dyn_cast<llvm::GlobalVariable>(llvm::getUnderlyingObject(ptr, 0)); g && g->isConstant())
+    return Space::Private;
   unsigned as = ptr->getType()->getPointerAddressSpace();
   if (as == kFlatAS) {
     const llvm::Value* obj = llvm::getUnderlyingObject(ptr, 0);

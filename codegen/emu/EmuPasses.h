@@ -5,6 +5,7 @@
 //                        tessera_emu_{global,shared}_access (with an opId)
 //   rewriteIntrinsics    llvm.nvvm.* / llvm.amdgcn.* -> hooks or host IR
 //   rewriteLibcalls      __nv_* / __ocml_* math -> host libm
+//   rewriteInlineAsm     libdevice's 128-bit integer PTX helpers -> i128 IR
 //   lowerSharedMemory    addrspace(3) globals -> tessera_emu_shared_base() + offset
 //   flattenAddressSpaces every pointer -> addrspace(0), host triple/datalayout
 //
@@ -85,6 +86,10 @@ std::string describe(const llvm::Instruction& inst);
 void instrumentMemory(EmuModule& em);
 void rewriteIntrinsics(EmuModule& em);
 void rewriteLibcalls(EmuModule& em);
+/// The PTX inline assembly of libdevice's f64 sin/cos slow path (128-bit
+/// multiply-add, add, subtract, multiply) as i128 arithmetic; CompileError for
+/// any other inline assembly.
+void rewriteInlineAsm(EmuModule& em);
 void lowerSharedMemory(EmuModule& em);
 /// Replaces every function and global by one whose pointers are all in
 /// addrspace(0) (em.kernel is updated), and sets the host triple/datalayout.

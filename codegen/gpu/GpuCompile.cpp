@@ -221,7 +221,7 @@ std::shared_ptr<Artifact> compileGpu(const ir::Function& fn, const Target& t, co
   installPassGate(*ctx, gate, isNvptx(t), o.optLevel);
   GpuLoweringResult low = lowerToGpuLLVM(*f, *ti, la, axis, g, *ctx, tm->createDataLayout());
   llvm::Module& m = *low.module;
-  ti->prepareModule(m);
+  ti->prepareModule(m, *tm);
   art->binary.threadsPerBlock = low.threadsPerBlock;
   art->binary.sharedBytes = static_cast<unsigned>(low.sharedBytes);
   art->dumps.extra["shared-memory"] = std::to_string(low.sharedBytes) + " bytes per block, " +
@@ -338,10 +338,16 @@ std::string sass(const Artifact& a) {
   return d.output;
 }
 
+std::string deviceMathLibrary(const Target& t) { return isNvptx(t) ? findLibdevice() : std::string(); }
+
 std::string toolchainVersions() {
   std::string r = "LLVM " LLVM_VERSION_STRING "\n";
+  std::string libdevice = findLibdevice();
+  const std::string libLine =
+      "libdevice: " +
+      (libdevice.empty() ? std::string("not found (f64 math on NVPTX uses Tessera's polynomials)") : libdevice) + "\n";
   std::string ptxas = findTool({"/usr/local/cuda/bin/ptxas", "ptxas"});
-  if (ptxas.empty()) return r + "CUDA toolkit: not found (no ptxas in /usr/local/cuda/bin or on PATH)\n";
+  if (ptxas.empty()) return r + "CUDA toolkit: not found (no ptxas in /usr/local/cuda/bin or on PATH)\n" + libLine;
   ToolResult v = runTool({ptxas, "--version"});
   // ptxas prints "Cuda compilation tools, release 13.0, V13.0.88" among
   // its lines; the last line is the fallback.
@@ -349,7 +355,7 @@ std::string toolchainVersions() {
   std::istringstream lines(v.output);
   for (std::string line; std::getline(lines, line);)
     if (!line.empty() && (last.find("release") == std::string::npos)) last = line;
-  return r + "CUDA toolkit: " + (v.exitCode == 0 ? last : "ptxas --version failed") + " (" + ptxas + ")\n";
+  return r + "CUDA toolkit: " + (v.exitCode == 0 ? last : "ptxas --version failed") + " (" + ptxas + ")\n" + libLine;
 }
 
 }  // namespace tessera::codegen

@@ -29,23 +29,31 @@ namespace tessera::codegen {
 /// How one math op on one dtype is implemented on a target.
 enum class MathImpl {
   Polynomial,     // VectorMath.h emitters: same code and accuracy on every target
+  DeviceLibrary,  // a call into the vendor's device math library, linked into the module
   LlvmIntrinsic,  // a generic LLVM intrinsic the backend lowers natively (sqrt, floor, fma)
-  Unsupported,    // a CompileError naming the op and target
 };
 struct MathChoice {
   MathImpl impl;
   const char* why;  // one line for docs and error messages
+  /// DeviceLibrary: the library function computing the op ("__nv_sin").
+  std::string function;
 };
 
-/// What a vendor's native math instructions are, for the notes of the math
-/// table both GPU targets share (gpuMath): the choices are the same, only
-/// the instructions and the missing device library differ.
+/// What a vendor's native math instructions and device library are, for the
+/// math table both GPU targets share (gpuMath): the choices are the same,
+/// only the instructions and the library differ.
 struct GpuMathNotes {
-  const char* f64Transcendentals;  // why f64 exp/log/... are unsupported
+  /// The prefix of the device library's f64 functions ("__nv_": libdevice)
+  /// when that library is found and will be linked; nullptr when there is
+  /// none (AMD: the ROCm device libraries are not used; NVIDIA without the
+  /// CUDA toolkit), and f64 takes the polynomials.
+  const char* libraryPrefix;
   const char *sqrt, *rsqrt, *floor;
 };
-/// The GPU math table: f32 exp/log/tanh/erf from the shared polynomials
-/// (VectorMath.h), sqrt/rsqrt/floor and the rest as native instructions.
+/// The GPU math table: f32 transcendentals from the shared polynomials
+/// (VectorMath.h); f64 ones from the device library where one is linked
+/// (sigmoid, which it lacks, excepted), else the f64 polynomials; sqrt/rsqrt/floor and the rest as native
+/// instructions.
 MathChoice gpuMath(ir::OpCode op, DType dt, const GpuMathNotes& notes);
 
 /// The matrix ("tensor core") instructions of a target for one dot flavour.
@@ -165,8 +173,9 @@ class GpuTargetInfo {
 
   // ---- backend ---------------------------------------------------------------
   virtual std::unique_ptr<llvm::TargetMachine> createTargetMachine(int optLevel) = 0;
-  /// Module-level settings the backend needs (module flags, ...).
-  virtual void prepareModule(llvm::Module& m) {}
+  /// Module-level settings the backend needs (module flags, ...) and the
+  /// device library the lowering called into, linked and inlined.
+  virtual void prepareModule(llvm::Module& m, llvm::TargetMachine& tm) {}
   virtual GpuOutput emit(llvm::Module& m, llvm::TargetMachine& tm) = 0;
   /// Registers, spills, shared memory of the compiled kernel; throws
   /// DeviceError if the tool it needs is missing.

@@ -33,23 +33,32 @@ llvm::Value* Lower::floatOp(const ir::Op& op, Slots& v) {
   if (o_.precision == Precision::Approximate && v[0]->getType()->isFloatTy())
     if (llvm::Value* r = t_.approxMath(b_, op.code(), v)) return r;
   if (llvm::Value* r = emitFloatOp(b_, op, v)) return r;
-  // pow and the transcendentals: what each target can do is its math
-  // table's choice (libdevice-free polynomials or unsupported).
+  // pow and the transcendentals: the target's math table chooses the
+  // polynomials (VectorMath) or the device library.
   DType dt = v[0]->getType()->isDoubleTy() ? DType::F64 : DType::F32;
   MathChoice c = t_.math(op.code(), dt);
-  if (c.impl == MathImpl::Unsupported)
-    throw CompileError(std::string(op.name()) + " on " + name(dt) + " is not supported on " + t_.arch() + " (" + c.why +
-                       ") at " + op.loc().str());
-  TS_ASSERT(c.impl == MathImpl::Polynomial && dt == DType::F32, "math table: unexpected choice");
-  switch (op.code()) {
-    case OpCode::Exp: return emitExpF32(b_, v[0]);
-    case OpCode::Exp2: return emitExp2F32(b_, v[0]);
-    case OpCode::Log: return emitLogF32(b_, v[0]);
-    case OpCode::Log2: return emitLog2F32(b_, v[0]);
-    case OpCode::Tanh: return emitTanhF32(b_, v[0]);
-    case OpCode::Erf: return emitErfF32(b_, v[0]);
-    default: TS_UNREACHABLE("math table: polynomial for an op without one");
+  switch (c.impl) {
+    case MathImpl::Polynomial: return emitVectorMath(b_, op.code(), v);
+    case MathImpl::DeviceLibrary: return deviceLibraryCall(op, c.function, v);
+    case MathImpl::LlvmIntrinsic: break;
   }
+  TS_UNREACHABLE(std::string("math table: ") + op.name() + " on " + name(dt) + " has no implementation on " +
+                 t_.arch());
+}
+
+// A call of the device library's `fn` (double -> double, pow two operands),
+// declared here and linked by the target's prepareModule.
+llvm::Value* Lower::deviceLibraryCall(const ir::Op& op, const std::string& fn, Slots& v) {
+  llvm::Type* t = v[0]->getType();
+  TS_ASSERT(!t->isVectorTy(), "device library calls take scalars");
+  std::vector<llvm::Type*> params(op.code() == OpCode::Pow ? 2 : 1, t);
+  llvm::FunctionCallee callee = m_.getOrInsertFunction(fn, llvm::FunctionType::get(t, params, false));
+  if (auto* f = llvm::dyn_cast<llvm::Function>(callee.getCallee())) {
+    f->setDoesNotThrow();
+    f->setDoesNotAccessMemory();
+    f->setWillReturn();
+  }
+  return b_.CreateCall(callee, v);
 }
 
 llvm::Value* Lower::compute(const ir::Op& op, Slots v) {

@@ -230,6 +230,7 @@ class Lower {
   /// not depend on the order the program wrote them in.
   static bool swapOperands(const ir::Op& op);
   llvm::Value* floatOp(const ir::Op& op, Slots& v);
+  llvm::Value* deviceLibraryCall(const ir::Op& op, const std::string& fn, Slots& v);
   llvm::Value* castValue(llvm::Value* x, DType from, DType to);
   llvm::Value* constantOf(const ir::Op& op, llvm::Type* t);
   void emitElementwiseLike(const ir::Op& op);

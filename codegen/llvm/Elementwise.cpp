@@ -113,6 +113,9 @@ llvm::Value* emitFloatOp(llvm::IRBuilderBase& b, const ir::Op& op, llvm::ArrayRe
     case OpCode::Neg: return b.CreateFNeg(v[0]);
     case OpCode::Abs: return un(llvm::Intrinsic::fabs);
     case OpCode::Floor: return un(llvm::Intrinsic::floor);
+    case OpCode::Ceil: return un(llvm::Intrinsic::ceil);
+    case OpCode::Trunc: return un(llvm::Intrinsic::trunc);
+    case OpCode::Round: return un(llvm::Intrinsic::roundeven);
     case OpCode::Sqrt: return un(llvm::Intrinsic::sqrt);
     case OpCode::Rsqrt:
       // Correctly rounded sqrt then division: never the approximate rsqrt.
@@ -120,14 +123,9 @@ llvm::Value* emitFloatOp(llvm::IRBuilderBase& b, const ir::Op& op, llvm::ArrayRe
     case OpCode::Fma: return b.CreateIntrinsic(llvm::Intrinsic::fma, {v[0]->getType()}, {v[0], v[1], v[2]});
     case OpCode::Cmp:
       return emitCompare(b, op, v[0], v[1], v[0]->getType()->getScalarType()->isDoubleTy() ? DType::F64 : DType::F32);
-    case OpCode::Pow:
-    case OpCode::Exp:
-    case OpCode::Exp2:
-    case OpCode::Log:
-    case OpCode::Log2:
-    case OpCode::Tanh:
-    case OpCode::Erf: return nullptr;
-    default: break;
+    default:
+      if (ir::isTranscendental(op.code())) return nullptr;  // the target's choice
+      break;
   }
   throw CompileError(std::string(op.name()) + " is not defined on floats (at " + op.loc().str() + ")");
 }

@@ -36,9 +36,9 @@ llvm::Value* emitCompare(llvm::IRBuilderBase& b, const ir::Op& op, llvm::Value* 
 /// or trapping where the IR only says "unspecified".
 llvm::Value* emitIntegerOp(llvm::IRBuilderBase& b, const ir::Op& op, llvm::ArrayRef<llvm::Value*> v, DType dt);
 
-/// A float op on f32/f64 operands. Returns nullptr for pow and the
-/// transcendentals (exp, exp2, log, log2, tanh, erf): how those are computed
-/// is target-specific, so the caller emits them.
+/// A float op on f32/f64 operands. Returns nullptr for the transcendentals
+/// (ir::isTranscendental: pow, exp, ..., sin, cos, sigmoid, log1p, expm1):
+/// how those are computed is target-specific, so the caller emits them.
 llvm::Value* emitFloatOp(llvm::IRBuilderBase& b, const ir::Op& op, llvm::ArrayRef<llvm::Value*> v);
 
 /// f16/bf16 arithmetic is done in f32 and rounded once: f32 carries more

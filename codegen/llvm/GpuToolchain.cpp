@@ -75,6 +75,22 @@ std::string findTool(const std::vector<std::string>& candidates) {
   return {};
 }
 
+std::string findLibdevice() {
+  // TESSERA_LIBDEVICE names the file exactly; one that cannot be read means
+  // "absent" (f64 math then takes the polynomials).
+  if (const char* forced = std::getenv("TESSERA_LIBDEVICE"); forced && *forced)
+    return access(forced, R_OK) == 0 ? std::string(forced) : std::string();
+  std::vector<std::string> roots;
+  for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
+    if (const char* v = std::getenv(var); v && *v) roots.emplace_back(v);
+  roots.emplace_back("/usr/local/cuda");
+  for (const std::string& r : roots) {
+    std::string f = r + "/nvvm/libdevice/libdevice.10.bc";
+    if (access(f.c_str(), R_OK) == 0) return f;
+  }
+  return {};
+}
+
 ToolResult runTool(const std::vector<std::string>& argv) {
   TS_ASSERT(!argv.empty(), "runTool without a program");
   // LLVM's process launcher (posix_spawn where it exists): a fork() in this

@@ -31,6 +31,12 @@ std::string readFile(const std::string& path);
 /// counts as absent.
 std::string findTool(const std::vector<std::string>& candidates);
 
+/// CUDA's libdevice (libdevice.10.bc), the f64 math NVPTX code links: the
+/// file TESSERA_LIBDEVICE names (one that cannot be read counts as absent),
+/// else the first of $CUDA_HOME, $CUDA_PATH and /usr/local/cuda that has
+/// nvvm/libdevice/libdevice.10.bc. Empty if none.
+std::string findLibdevice();
+
 struct ToolResult {
   int exitCode = -1;
   std::string output;  // stdout and stderr, interleaved

@@ -6,6 +6,10 @@
 #include <regex>
 
 #include <llvm/IR/IntrinsicsNVPTX.h>
+#include <llvm/IRReader/IRReader.h>
+#include <llvm/Linker/Linker.h>
+#include <llvm/Support/SourceMgr.h>
+#include <llvm/Transforms/IPO/Internalize.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Support/raw_ostream.h>
@@ -39,16 +43,51 @@ constexpr SmRow kSms[] = {
 #include "tessera/support/Targets.def"
 };
 
-// Math table. exp/log/tanh/erf use the shared polynomials: ex2.approx.f32
+// Math table. f32 transcendentals use the shared polynomials: ex2.approx.f32
 // has a relative error of 2^-22.5 for exp2 itself, but exp(x) computed as
 // ex2(x * log2(e)) inherits the rounding of the product, an error that
-// grows with |x| (about 60 ulp near x = 88), beyond what IR.h allows.
-constexpr GpuMathNotes kNvptxMath = {
-    "f64 transcendentals need libdevice, which is not linked yet",
-    "llvm.sqrt -> sqrt.rn (correctly rounded)",
-    "1 / sqrt.rn with div.rn (rsqrt.approx is not used)",
-    "llvm.floor -> cvt.rmi",
-};
+// grows with |x| (about 60 ulp near x = 88), beyond what IR.h allows. f64
+// transcendentals call libdevice (__nv_exp, __nv_sin, __nv_pow, ...) when
+// the CUDA toolkit's libdevice.10.bc is found (findLibdevice), linked into
+// the module and inlined before optimisation; without it, the f64
+// polynomials.
+GpuMathNotes nvptxMathNotes(bool libdevice) {
+  return {
+      libdevice ? "__nv_" : nullptr,
+      "llvm.sqrt -> sqrt.rn (correctly rounded)",
+      "1 / sqrt.rn with div.rn (rsqrt.approx is not used)",
+      "llvm.floor -> cvt.rmi",
+  };
+}
+
+// Links libdevice's functions the lowering called (__nv_*) into `m` and
+// inlines them: the module's own triple and data layout are given to the
+// library first, only the needed functions come over (internalised), and
+// __nvvm_reflect is resolved (__CUDA_FTZ = 0: denormals kept; the arch from
+// the target) before the always-inliner runs. The emulator then runs the
+// very code the GPU would.
+void linkLibdevice(llvm::Module& m, llvm::TargetMachine& tm, const std::string& path) {
+  std::vector<llvm::Function*> wanted;
+  for (llvm::Function& f : m)
+    if (f.isDeclaration() && f.getName().starts_with("__nv_")) wanted.push_back(&f);
+  if (wanted.empty()) return;
+  llvm::SMDiagnostic err;
+  std::unique_ptr<llvm::Module> lib = llvm::parseIRFile(path, err, m.getContext());
+  if (!lib) throw CompileError("cannot read libdevice (" + path + "): " + err.getMessage().str());
+  lib->setTargetTriple(m.getTargetTriple());
+  lib->setDataLayout(m.getDataLayout());
+  for (llvm::Function* f : wanted)
+    if (!lib->getFunction(f->getName()))
+      throw CompileError("libdevice (" + path + ") has no function " + f->getName().str());
+  if (llvm::Linker::linkModules(
+          m, std::move(lib), llvm::Linker::LinkOnlyNeeded, [](llvm::Module& mod, const llvm::StringSet<>& gvs) {
+            llvm::internalizeModule(mod, [&](const llvm::GlobalValue& gv) { return !gvs.count(gv.getName()); });
+          }))
+    throw CompileError("linking libdevice (" + path + ") failed");
+  if (!m.getModuleFlag("nvvm-reflect-ftz"))
+    m.addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz", static_cast<uint32_t>(0));
+  runPipeline(m, tm, "nvvm-reflect,always-inline,globaldce");
+}
 
 // Tensor-core table: f16/bf16 operands with an f32 accumulator use
 // mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32 (sm_80+),
@@ -97,7 +136,7 @@ void initNVPTX() {
 
 class NVPTXTargetInfo final : public GpuTargetInfo {
  public:
-  NVPTXTargetInfo(const SmRow& row, const GpuOptions& o) : row_(row), o_(o) {}
+  NVPTXTargetInfo(const SmRow& row, const GpuOptions& o) : row_(row), o_(o), libdevice_(findLibdevice()) {}
   std::string arch() const override { return row_.arch; }
   std::string triple() const override { return "nvptx64-nvidia-cuda"; }
   const char* deviceSyncScope() const override { return "device"; }  // NVPTX: "device" (gpu scope in PTX)
@@ -161,7 +200,9 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
     g->setAlignment(llvm::Align(16));
     return g;
   }
-  MathChoice math(ir::OpCode op, DType dt) const override { return gpuMath(op, dt, kNvptxMath); }
+  MathChoice math(ir::OpCode op, DType dt) const override {
+    return gpuMath(op, dt, nvptxMathNotes(!libdevice_.empty()));
+  }
   llvm::Value* approxMath(llvm::IRBuilderBase& b, ir::OpCode op, llvm::ArrayRef<llvm::Value*> v) const override {
     using ir::OpCode;
     auto call = [&](llvm::Intrinsic::ID id, llvm::ArrayRef<llvm::Value*> args) {
@@ -179,6 +220,15 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
       case OpCode::Sqrt: return call(llvm::Intrinsic::nvvm_sqrt_approx_f, {v[0]});
       case OpCode::Rsqrt: return call(llvm::Intrinsic::nvvm_rsqrt_approx_f, {v[0]});
       case OpCode::Div: return call(llvm::Intrinsic::nvvm_div_full, {v[0], v[1]});
+      case OpCode::Sin: return call(llvm::Intrinsic::nvvm_sin_approx_f, {v[0]});
+      case OpCode::Cos: return call(llvm::Intrinsic::nvvm_cos_approx_f, {v[0]});
+      case OpCode::Sigmoid: {
+        // 1 / (1 + 2^(-x log2 e)): ex2.approx and div.full.
+        llvm::Value* t =
+            b.CreateIntrinsic(llvm::Intrinsic::nvvm_ex2_approx, {v[0]->getType()}, {scale(v[0], -std::numbers::log2e)});
+        llvm::Value* one = llvm::ConstantFP::get(v[0]->getType(), 1.0);
+        return call(llvm::Intrinsic::nvvm_div_full, {one, b.CreateFAdd(one, t)});
+      }
       default: return nullptr;
     }
   }
@@ -202,6 +252,10 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
 
   std::unique_ptr<llvm::TargetMachine> createTargetMachine(int optLevel) override {
     return createGpuTargetMachine(initNVPTX, "NVPTX", triple(), row_.arch, row_.ptxFeature, std::nullopt, optLevel);
+  }
+
+  void prepareModule(llvm::Module& m, llvm::TargetMachine& tm) override {
+    if (!libdevice_.empty()) linkLibdevice(m, tm, libdevice_);
   }
 
   GpuOutput emit(llvm::Module& m, llvm::TargetMachine& tm) override {
@@ -241,6 +295,7 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
  private:
   SmRow row_;
   GpuOptions o_;
+  std::string libdevice_;  // libdevice.10.bc, or "" (f64 math from the polynomials)
 };
 
 }  // namespace

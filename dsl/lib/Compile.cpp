@@ -230,7 +230,10 @@ std::shared_ptr<Compiled> compileCached(const Kernel& k, const Target& target, c
   const CompileOptions opts = withEnvironment(userOpts);
   const char* dumpDir = std::getenv("TESSERA_DUMP_DIR");
   const std::string& text = textMemo().text(k);
-  std::string key = target.str() + "|" + codegen::optionsKey(opts) + "|" + text;
+  // The device library changes the code (TESSERA_LIBDEVICE may change
+  // within a process).
+  std::string key =
+      target.str() + "|" + codegen::optionsKey(opts) + ";devlib=" + codegen::deviceMathLibrary(target) + "|" + text;
 
   Cache& c = cache();
   std::promise<std::shared_ptr<Compiled>> promise;

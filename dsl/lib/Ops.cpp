@@ -283,6 +283,15 @@ Tensor rsqrt(const Tensor& x, SrcLoc loc) { return dsl::unaryMath(OpCode::Rsqrt,
 Tensor tanh(const Tensor& x, SrcLoc loc) { return dsl::unaryMath(OpCode::Tanh, x, loc, "tanh", false); }
 Tensor erf(const Tensor& x, SrcLoc loc) { return dsl::unaryMath(OpCode::Erf, x, loc, "erf", false); }
 Tensor floor(const Tensor& x, SrcLoc loc) { return dsl::unaryMath(OpCode::Floor, x, loc, "floor", false); }
+Tensor ceil(const Tensor& x, SrcLoc loc) { return dsl::unaryMath(OpCode::Ceil, x, loc, "ceil", false); }
+Tensor trunc(const Tensor& x, SrcLoc loc) { return dsl::unaryMath(OpCode::Trunc, x, loc, "trunc", false); }
+Tensor round(const Tensor& x, SrcLoc loc) { return dsl::unaryMath(OpCode::Round, x, loc, "round", false); }
+Tensor rint(const Tensor& x, SrcLoc loc) { return dsl::unaryMath(OpCode::Round, x, loc, "rint", false); }
+Tensor sin(const Tensor& x, SrcLoc loc) { return dsl::unaryMath(OpCode::Sin, x, loc, "sin", false); }
+Tensor cos(const Tensor& x, SrcLoc loc) { return dsl::unaryMath(OpCode::Cos, x, loc, "cos", false); }
+Tensor sigmoid(const Tensor& x, SrcLoc loc) { return dsl::unaryMath(OpCode::Sigmoid, x, loc, "sigmoid", false); }
+Tensor log1p(const Tensor& x, SrcLoc loc) { return dsl::unaryMath(OpCode::Log1p, x, loc, "log1p", false); }
+Tensor expm1(const Tensor& x, SrcLoc loc) { return dsl::unaryMath(OpCode::Expm1, x, loc, "expm1", false); }
 Tensor abs(const Tensor& x, SrcLoc loc) { return dsl::unaryMath(OpCode::Abs, x, loc, "abs", true); }
 
 namespace {

@@ -55,9 +55,17 @@ struct Fn {
 };
 
 const Fn kFns[] = {
-    {"exp", [](double x) { return std::exp(x); }, 2.0},   {"exp2", [](double x) { return std::exp2(x); }, 2.0},
-    {"log", [](double x) { return std::log(x); }, 2.0},   {"log2", [](double x) { return std::log2(x); }, 2.0},
-    {"tanh", [](double x) { return std::tanh(x); }, 4.0}, {"erf", [](double x) { return std::erf(x); }, 4.0},
+    {"exp", [](double x) { return std::exp(x); }, 2.0},
+    {"exp2", [](double x) { return std::exp2(x); }, 2.0},
+    {"log", [](double x) { return std::log(x); }, 2.0},
+    {"log2", [](double x) { return std::log2(x); }, 2.0},
+    {"tanh", [](double x) { return std::tanh(x); }, 4.0},
+    {"erf", [](double x) { return std::erf(x); }, 4.0},
+    {"sin", [](double x) { return std::sin(x); }, 1.5},
+    {"cos", [](double x) { return std::cos(x); }, 1.5},
+    {"sigmoid", [](double x) { return 1.0 / (1.0 + std::exp(-x)); }, 2.0},
+    {"log1p", [](double x) { return std::log1p(x); }, 1.5},
+    {"expm1", [](double x) { return std::expm1(x); }, 1.5},
 };
 
 /// Every float of one sign with a fixed stride through the bit patterns:
@@ -100,6 +108,20 @@ std::vector<float> sweepFor(const std::string& fn) {
   } else if (fn == "erf") {
     addLinearSweep(v, -5.0, 5.0, 1000000);
     addAllFloats(v, 0.98f, 1.02f);  // the switch between the two methods
+  } else if (fn == "sin" || fn == "cos") {
+    addLinearSweep(v, -10.0, 10.0, 1000000);
+    addLinearSweep(v, -1.1e6, 1.1e6, 1000000);
+    addAllFloats(v, 1047000.0f, 1050000.0f);  // the switch to the Payne-Hanek reduction at 2^20
+    addAllFloats(v, 0x1p-12f, 0x1.0004p-12f);
+  } else if (fn == "sigmoid") {
+    addLinearSweep(v, -110.0, 30.0, 1000000);
+  } else if (fn == "log1p") {
+    addLinearSweep(v, -1.0, 4.0, 1000000);
+    addLinearSweep(v, -0.01, 0.01, 1000000);
+  } else if (fn == "expm1") {
+    addLinearSweep(v, -20.0, 89.0, 1000000);
+    addLinearSweep(v, -1.0, 1.0, 1000000);
+    addAllFloats(v, 16.5f, 17.5f);  // the switch at n = 24 / 25
   }
   return v;
 }
@@ -284,8 +306,10 @@ TEST_CASE("vector math: tanh and erf special values", "[codegen][math]") {
 
 TEST_CASE("vector math: evaluation harness", "[codegen][math]") {
   SECTION("unknown function and bad width are user errors") {
-    CHECK_THROWS_AS(evalUnaryF32("sin", {1.0f}), tessera::CompileError);
-    CHECK_THROWS_WITH(evalUnaryF32("sin", {1.0f}), Catch::Contains("sin"));
+    CHECK_THROWS_AS(evalUnaryF32("tan", {1.0f}), tessera::CompileError);
+    CHECK_THROWS_WITH(evalUnaryF32("tan", {1.0f}), Catch::Contains("tan"));
+    CHECK_THROWS_WITH(evalUnaryF32("pow", {1.0f}), Catch::Contains("unknown math function 'pow'"));
+    CHECK_THROWS_WITH(evalUnaryF32("sqrt", {1.0f}), Catch::Contains("unknown math function 'sqrt'"));
     CHECK_THROWS_AS(evalUnaryF32("exp", {1.0f}, 0), tessera::CompileError);
   }
   SECTION("lengths that are not multiples of the vector width") {
@@ -303,5 +327,58 @@ TEST_CASE("vector math: evaluation harness", "[codegen][math]") {
       }
     }
     CHECK(evalUnaryF32("exp", {}, 16).empty());
+  }
+}
+
+TEST_CASE("vector math: sin, cos, sigmoid, log1p and expm1 special values", "[codegen][math]") {
+  checkSpecials("sin", {0.0f}, [](float, float y) { return isPosZero(y); });
+  checkSpecials("sin", {-0.0f}, [](float, float y) { return isNegZero(y); });
+  checkSpecials("cos", {0.0f, -0.0f}, [](float, float y) { return y == 1.0f; });
+  for (const char* fn : {"sin", "cos"})
+    checkSpecials(fn, {kInf, -kInf, kNaN, -kNaN}, [](float, float y) { return std::isnan(y); });
+  // Tiny and denormal arguments: sin x = x exactly.
+  checkSpecials("sin", {kDenormMin, -kDenormMin, 1e-40f, FLT_MIN, -1e-20f}, [](float x, float y) { return y == x; });
+  // Huge arguments, against the double-precision reference (an exact
+  // reduction gives them to the polynomial error).
+  checkSpecials("sin", {FLT_MAX, -FLT_MAX, 1e30f, 3.0e38f, 16777216.0f, 1e10f}, [](float x, float y) {
+    const double r = std::sin(static_cast<double>(x));
+    return std::fabs(y - r) <= 2 * ulpOf(r);
+  });
+  checkSpecials("cos", {FLT_MAX, -FLT_MAX, 1e30f, 3.0e38f, 16777216.0f, 1e10f}, [](float x, float y) {
+    const double r = std::cos(static_cast<double>(x));
+    return std::fabs(y - r) <= 2 * ulpOf(r);
+  });
+  checkSpecials("sigmoid", {kInf, 100.0f, FLT_MAX}, [](float, float y) { return y == 1.0f; });
+  checkSpecials("sigmoid", {-kInf, -110.0f, -FLT_MAX}, [](float, float y) { return isPosZero(y); });
+  checkSpecials("sigmoid", {0.0f, -0.0f}, [](float, float y) { return y == 0.5f; });
+  checkSpecials("sigmoid", {kNaN}, [](float, float y) { return std::isnan(y); });
+  // Denormal results of sigmoid (x < -87.3) are exact to the bound, not flushed.
+  checkSpecials("sigmoid", {-90.0f, -100.0f, -103.0f}, [](float x, float y) {
+    const double r = 1 / (1 + std::exp(-static_cast<double>(x)));
+    return y > 0 && std::fabs(y - r) <= 2 * ulpOf(r);
+  });
+  checkSpecials("log1p", {0.0f}, [](float, float y) { return isPosZero(y); });
+  checkSpecials("log1p", {-0.0f}, [](float, float y) { return isNegZero(y); });
+  checkSpecials("log1p", {-1.0f}, [](float, float y) { return y == -kInf; });
+  checkSpecials("log1p", {-1.5f, -kInf, -FLT_MAX, kNaN}, [](float, float y) { return std::isnan(y); });
+  checkSpecials("log1p", {kInf}, [](float, float y) { return y == kInf; });
+  checkSpecials("log1p", {kDenormMin, -kDenormMin, 1e-30f, -1e-20f}, [](float x, float y) { return y == x; });
+  checkSpecials("expm1", {0.0f}, [](float, float y) { return isPosZero(y); });
+  checkSpecials("expm1", {-0.0f}, [](float, float y) { return isNegZero(y); });
+  checkSpecials("expm1", {-kInf, -20.0f, -1000.0f, -FLT_MAX}, [](float, float y) { return y == -1.0f; });
+  checkSpecials("expm1", {kInf, 89.0f, FLT_MAX}, [](float, float y) { return y == kInf; });
+  checkSpecials("expm1", {kNaN}, [](float, float y) { return std::isnan(y); });
+  checkSpecials("expm1", {kDenormMin, -kDenormMin, 1e-30f, -1e-20f}, [](float x, float y) { return y == x; });
+  // Oddness of sin, evenness of cos, bitwise.
+  std::vector<float> xs;
+  for (float x = 1e-6f; x < 1e30f; x *= 1.93f) {
+    xs.push_back(x);
+    xs.push_back(-x);
+  }
+  std::vector<float> s = evalUnaryF32("sin", xs, 8), c = evalUnaryF32("cos", xs, 8);
+  for (size_t k = 0; k < xs.size(); k += 2) {
+    INFO("x = " << xs[k]);
+    CHECK(s[k + 1] == -s[k]);
+    CHECK(c[k + 1] == c[k]);
   }
 }

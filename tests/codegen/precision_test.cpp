@@ -5,6 +5,7 @@
 // spellings (environment variable) with a clear error for a bad one.
 #include <catch2/catch.hpp>
 
+#include <cfloat>
 #include <cmath>
 #include <cstdlib>
 #include <random>
@@ -121,4 +122,76 @@ TEST_CASE("TESSERA_PRECISION sets the precision and rejects unknown values", "[c
   unsetenv("TESSERA_PRECISION");
   CHECK(has(ptx, "ex2.approx.f32"));
   CHECK_FALSE(has(ts::compile(k, ts::Target::parse("nvptx:sm_90a")).dump(ts::Stage::PTX), "ex2.approx"));
+}
+
+namespace {
+// out_k[i] = sin, cos, sigmoid of x[i].
+ts::Kernel trigKernel() {
+  return ts::kernel("approx_trig",
+                    [](ts::Ptr<float> s, ts::Ptr<float> c, ts::Ptr<float> g, ts::Ptr<const float> x, ts::Int n) {
+                      auto i = ts::program_id(0) * kBlock + ts::arange(kBlock);
+                      auto m = i < n;
+                      auto xv = ts::load(x + i, m, 0.0f);
+                      ts::store(s + i, ts::sin(xv), m);
+                      ts::store(c + i, ts::cos(xv), m);
+                      ts::store(g + i, ts::sigmoid(xv), m);
+                    });
+}
+}  // namespace
+
+TEST_CASE("approximate sin cos and sigmoid use the hardware instructions within their documented errors",
+          "[codegen][precision][emu]") {
+  ts::Kernel k = trigKernel();
+  std::string fast = ts::compile(k, ts::Target::parse("nvptx:sm_80"), approx()).dump(ts::Stage::PTX);
+  for (const char* insn : {"sin.approx.f32", "cos.approx.f32", "ex2.approx.f32", "div.full.f32"}) {
+    INFO(insn);
+    CHECK(has(fast, insn));
+  }
+  std::string exact = ts::compile(k, ts::Target::parse("nvptx:sm_80")).dump(ts::Stage::PTX);
+  for (const char* insn : {"sin.approx", "cos.approx", "ex2.approx", "div.full"}) {
+    INFO(insn);
+    CHECK_FALSE(has(exact, insn));
+  }
+  for (const char* arch : {"amdgpu:gfx942", "amdgpu:gfx1100"}) {
+    INFO(arch);
+    std::string amd = ts::compile(k, ts::Target::parse(arch), approx()).dump(ts::Stage::AMDGCN);
+    for (const char* insn : {"v_sin_f32", "v_cos_f32", "v_exp_f32", "v_rcp_f32"}) {
+      INFO(insn);
+      CHECK(has(amd, insn));
+    }
+    CHECK_FALSE(has(ts::compile(k, ts::Target::parse(arch)).dump(ts::Stage::AMDGCN), "v_sin_f32"));
+  }
+  const int n = 2 * kBlock + 5;
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> dx(-100 * 3.14159265f, 100 * 3.14159265f);
+  std::vector<float> x(n);
+  for (float& v : x) v = dx(rng);
+  for (const char* arch : {"nvptx:sm_80", "amdgpu:gfx942"}) {
+    INFO(arch);
+    ts::Device dev = ts::Device::emulator(arch);
+    ts::CompiledKernel ck = ts::compile(k, dev, approx());
+    std::vector<ts::Buffer> outs;
+    for (int j = 0; j < 3; ++j) outs.push_back(dev.alloc(ts::DType::F32, n));
+    ck.launch(ts::Dim3(uint32_t((n + kBlock - 1) / kBlock)), outs[0], outs[1], outs[2], dev.upload(ts::DType::F32, x),
+              int32_t(n));
+    std::vector<float> s = outs[0].read<float>(), c = outs[1].read<float>(), g = outs[2].read<float>();
+    double worst[3] = {0, 0, 0};
+    for (int i = 0; i < n; ++i) {
+      const double X = x[i];
+      // sin/cos: absolute error 2^-20.5 on [-100 pi, 100 pi] (docs/math.md);
+      // sigmoid: relative 2^-21 + |x| 2^-24.
+      worst[0] = std::max(worst[0], std::fabs(s[i] - std::sin(X)) / 0x1.6a09e6p-21);
+      worst[1] = std::max(worst[1], std::fabs(c[i] - std::cos(X)) / 0x1.6a09e6p-21);
+      const double sg = 1 / (1 + std::exp(-X));
+      // (Relative in the normal range; below it the hardware may flush.)
+      if (sg >= FLT_MIN)
+        worst[2] = std::max(worst[2], std::fabs(g[i] - sg) / sg / (0x1p-21 + std::fabs(X) * 0x1p-24));
+      else
+        worst[2] = std::max(worst[2], std::fabs(g[i]) / double(FLT_MIN));
+    }
+    for (int j = 0; j < 3; ++j) {
+      INFO("op " << j << ": worst error / bound = " << worst[j]);
+      CHECK(worst[j] <= 1.0);
+    }
+  }
 }

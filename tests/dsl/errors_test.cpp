@@ -72,6 +72,20 @@ TEST_CASE("integer and float handles never mix silently", "[dsl][errors][promote
   CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
   CHECK_THAT(msg, Contains("exp: needs a float operand"));
 
+  for (auto fn : {ts::sin, ts::cos, ts::sigmoid, ts::log1p, ts::expm1, ts::round, ts::rint, ts::ceil, ts::trunc}) {
+    msg = traceError([&](ts::Ptr<float>) {
+      line = __LINE__ + 1;  // the next line
+      fn(ts::arange(4), ts::SrcLoc::current());
+    });
+    CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
+    CHECK_THAT(msg, Contains(": needs a float operand, got tile<4xi32>; convert with .to(ts::f32)"));
+  }
+  msg = traceError([&](ts::Ptr<float>) {
+    line = __LINE__ + 1;  // the next line
+    ts::rint(ts::arange(4));
+  });
+  CHECK_THAT(msg, Contains("rint: needs a float operand"));
+
   msg = traceError([&](ts::Ptr<float> p) {
     auto x = ts::load(p + ts::arange(4));
     line = __LINE__ + 1;  // the next line

@@ -270,3 +270,30 @@ TEST_CASE("Kernel::text prints locations and parseKernel reads it back", "[dsl][
   CHECK(back.text() == text);
   CHECK_THROWS_AS(ts::Kernel().ir(), ts::Error);
 }
+
+TEST_CASE("the math functions trace to their ops, rint is round (ties to even)", "[dsl][trace]") {
+  auto k = ts::kernel("m", {"out", "x"}, [](ts::Ptr<double> out, ts::Ptr<const double> x) {
+    auto v = ts::load(x + ts::arange(4));
+    auto a = ts::sin(v);
+    auto b = ts::cos(a);
+    auto c = ts::sigmoid(b);
+    auto d = ts::log1p(c);
+    auto e = ts::expm1(d);
+    auto f = ts::round(e);
+    auto g = ts::rint(f);
+    auto h = ts::ceil(g);
+    auto t = ts::trunc(h);
+    ts::store(out + ts::arange(4), ts::pow(t, v));
+  });
+  std::string text = irText(k);
+  for (const char* op : {"= sin(", "= cos(", "= sigmoid(", "= log1p(", "= expm1(", "= ceil(", "= trunc(", "= pow("}) {
+    INFO(op);
+    CHECK(text.find(op) != std::string::npos);
+  }
+  // round and rint are one op.
+  size_t first = text.find("= round("), second = text.find("= round(", first + 1);
+  CHECK(first != std::string::npos);
+  CHECK(second != std::string::npos);
+  CHECK(text.find("rint") == std::string::npos);
+  CHECK(text.find(": tile<4xf64>") != std::string::npos);
+}

@@ -54,6 +54,14 @@ TEST_CASE("the verifier rejects malformed ops, naming op, rule and location", "[
     expectRejected(rejection([&](Builder& b, Value*, Value* n) { b.unary(OpCode::Exp, n); }), "exp",
                    "needs float operands, got i32");
   }
+  SECTION("the new float-only ops on integers") {
+    for (OpCode c : {OpCode::Sin, OpCode::Cos, OpCode::Sigmoid, OpCode::Log1p, OpCode::Expm1, OpCode::Round,
+                     OpCode::Ceil, OpCode::Trunc}) {
+      INFO(opName(c));
+      expectRejected(rejection([&](Builder& b, Value*, Value* n) { b.unary(c, n); }), opName(c),
+                     "needs float operands, got i32");
+    }
+  }
   SECTION("integer-only op on floats") {
     expectRejected(rejection([&](Builder& b, Value*, Value*) {
                      Value* c = b.constant(f32(), 1.0);

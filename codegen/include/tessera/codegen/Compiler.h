@@ -125,9 +125,17 @@ std::string resourceReport(const Artifact& a);
 /// cuobjdump (DeviceError naming what is missing otherwise).
 std::string sass(const Artifact& a);
 
-/// The toolchain Tessera uses, one line each: the LLVM it was built with and
-/// the CUDA toolkit's ptxas version (or that none was found).
+/// The toolchain Tessera uses, one line each: the LLVM it was built with,
+/// the CUDA toolkit's ptxas version (or that none was found) and the
+/// libdevice NVPTX compiles link (or that f64 math uses the polynomials).
 std::string toolchainVersions();
+
+/// The device math library compiles for `t` link: CUDA's libdevice for
+/// nvptx and emu:nvptx targets where it is found (its path: TESSERA_LIBDEVICE,
+/// else $CUDA_HOME, $CUDA_PATH, /usr/local/cuda), "" elsewhere (CPU, AMDGPU)
+/// and without it. f64 transcendentals on GPUs call it; without it they use
+/// Tessera's f64 polynomials (docs/math.md).
+std::string deviceMathLibrary(const Target& t);
 
 /// The host's vector ISA as detected at run time (narrowed by
 /// TESSERA_HOST_CPU): "avx512", "avx2" or "sse2".

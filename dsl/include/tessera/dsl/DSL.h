@@ -271,12 +271,28 @@ Tensor rsqrt(const Tensor& x, SrcLoc loc = SrcLoc::current());
 Tensor tanh(const Tensor& x, SrcLoc loc = SrcLoc::current());
 Tensor erf(const Tensor& x, SrcLoc loc = SrcLoc::current());
 Tensor floor(const Tensor& x, SrcLoc loc = SrcLoc::current());
+Tensor ceil(const Tensor& x, SrcLoc loc = SrcLoc::current());
+Tensor trunc(const Tensor& x, SrcLoc loc = SrcLoc::current());
+/// To the nearest integer, ties to even (round(2.5) = 2, round(-0.5) = -0).
+Tensor round(const Tensor& x, SrcLoc loc = SrcLoc::current());
+/// C's name for the same rounding (the default IEEE mode, ties to even):
+/// the `round` op.
+Tensor rint(const Tensor& x, SrcLoc loc = SrcLoc::current());
+/// sin and cos reduce arguments of any magnitude exactly.
+Tensor sin(const Tensor& x, SrcLoc loc = SrcLoc::current());
+Tensor cos(const Tensor& x, SrcLoc loc = SrcLoc::current());
+/// 1 / (1 + e^-x).
+Tensor sigmoid(const Tensor& x, SrcLoc loc = SrcLoc::current());
+/// ln(1 + x) and e^x - 1, accurate near 0.
+Tensor log1p(const Tensor& x, SrcLoc loc = SrcLoc::current());
+Tensor expm1(const Tensor& x, SrcLoc loc = SrcLoc::current());
 /// |x| for floats and integers.
 Tensor abs(const Tensor& x, SrcLoc loc = SrcLoc::current());
 Tensor minimum(const Operand& a, const Operand& b, SrcLoc loc = SrcLoc::current());
 Tensor maximum(const Operand& a, const Operand& b, SrcLoc loc = SrcLoc::current());
 /// a*b+c with a single rounding (floats).
 Tensor fma(const Operand& a, const Operand& b, const Operand& c, SrcLoc loc = SrcLoc::current());
+/// C's pow (floats): a negative base needs an integer exponent (NaN otherwise).
 Tensor pow(const Operand& a, const Operand& b, SrcLoc loc = SrcLoc::current());
 
 // ---- memory --------------------------------------------------------------------

@@ -41,8 +41,8 @@ class Builder {
   Value* expandDims(Value* v, int axis);
   Value* reshape(Value* v, Shape shape);
   Value* transpose(Value* v, std::vector<int64_t> perm);
-  Value* binary(OpCode code, Value* a, Value* b);  // Add..Pow
-  Value* unary(OpCode code, Value* a);             // Neg..Floor
+  Value* binary(OpCode code, Value* a, Value* b);  // Add..Pow (kBinary in Ops.def)
+  Value* unary(OpCode code, Value* a);             // Neg..Expm1 (kUnary in Ops.def)
   Value* fma(Value* a, Value* b, Value* c);
   Value* cmp(const std::string& pred, Value* a, Value* b);
   Value* select(Value* c, Value* a, Value* b);

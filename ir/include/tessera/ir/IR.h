@@ -28,8 +28,24 @@
 // Floats follow IEEE 754 with round-to-nearest-even; no fast-math is assumed,
 // except that `reduce` may reassociate (its result may differ from a
 // sequential sum by reassociation rounding only). min/max return NaN if
-// either operand is NaN, and order -0 below +0. exp/log/tanh/erf etc. on f32
-// are accurate to the bounds documented in docs/math.md (a few ulp);
+// either operand is NaN, and order -0 below +0. floor, ceil, trunc and round
+// are exact: the integral value toward -inf, toward +inf, toward zero, and
+// nearest with ties to even (round(2.5) = 2, round(-0.5) = -0); they keep
+// the sign of a zero result and return inf and NaN unchanged.
+// The transcendental functions exp, exp2, log, log2, tanh, erf, sin, cos,
+// sigmoid (1 / (1 + e^-x)), log1p (ln(1 + x)), expm1 (e^x - 1) and pow are
+// computed, on f32 and f64, within the errors docs/math.md states per target
+// (a few ulp, for every argument: sin and cos reduce arguments of any
+// magnitude exactly), keep the sign of a zero argument where f(0) = 0 (sin,
+// tanh, erf, log1p, expm1: f(-0) = -0), and give the special values
+// of C's <math.h> (C Annex F): sin(+-inf) = cos(+-inf) = NaN, log1p(-1) = -inf,
+// log1p(x < -1) = NaN, expm1(-inf) = -1, sigmoid(+inf) = 1, sigmoid(-inf) = 0;
+// pow(x, +-0) = 1 and pow(1, y) = 1 even for NaN, pow(-1, +-inf) = 1, a
+// negative base with a non-integer exponent is NaN and with an odd integer
+// exponent keeps its sign, pow(+-0, y < 0) is inf (signed for odd y), and
+// otherwise NaN in gives NaN out. Denormal arguments and results are not
+// flushed. Precision::Approximate may compute some f32 functions with the
+// GPU's hardware approximations instead, with the errors docs/math.md states.
 // f16/bf16 math is computed in f32 and rounded. Float -> int casts saturate
 // to the integer range and map NaN to 0; int -> float rounds to nearest.
 //
@@ -164,13 +180,15 @@ const char* opName(OpCode op);
 std::optional<OpCode> parseOpName(const std::string& s);
 bool isElementwise(OpCode op);  // binary, unary, fma, cmp, select, cast, ptr_add
 bool isTerminator(OpCode op);
-bool hasSideEffects(OpCode op);    // store, atomics, copy, local_store, barrier, async, control flow
-bool writesMemory(OpCode op);      // store, atomics, copy, local_store, barrier
-bool isBinary(OpCode op);          // add .. pow: (a, b) -> one value of their type
-bool isUnary(OpCode op);           // neg .. floor: (a) -> one value of its type
-bool needsFloat(OpCode op);        // pow, exp .. floor, fma: float operands only
-bool isTranscendental(OpCode op);  // exp, exp2, log, log2, tanh, erf: polynomial expansions
-bool hasRegions(OpCode op);        // for, if, scan
+bool hasSideEffects(OpCode op);  // store, atomics, copy, local_store, barrier, async, control flow
+bool writesMemory(OpCode op);    // store, atomics, copy, local_store, barrier
+bool isBinary(OpCode op);        // add .. pow: (a, b) -> one value of their type
+bool isUnary(OpCode op);         // neg .. expm1: (a) -> one value of its type
+bool needsFloat(OpCode op);      // pow, exp .. expm1, fma: float operands only
+/// pow, exp, exp2, log, log2, tanh, erf, sin, cos, sigmoid, log1p, expm1:
+/// polynomial expansions or device-library calls (docs/math.md).
+bool isTranscendental(OpCode op);
+bool hasRegions(OpCode op);  // for, if, scan
 /// The kinds of `reduce`: sum, max, min, argmax (the verifier rejects others,
 /// so the backends can rely on it).
 bool isReduceKind(const std::string& kind);
