@@ -64,6 +64,8 @@ llvm::Value* Lowering::floatOp(const ir::Op& op, std::vector<llvm::Value*>& v) {
 llvm::Value* Lowering::elementwise(const ir::Op& op, std::vector<llvm::Value*> v) {
   switch (op.code()) {
     case OpCode::Cast: return castValue(v[0], op.operand(0)->type().dtype(), op.result()->type().dtype());
+    case OpCode::Bitcast:
+      return b_.CreateBitCast(v[0], shapedLike(scalarType(b_, op.result()->type().dtype()), v[0]->getType()));
     case OpCode::Select: return b_.CreateSelect(v[0], v[1], v[2]);
     case OpCode::PtrAdd: {
       llvm::Value* off = v[1];

@@ -64,6 +64,8 @@ llvm::Value* Lower::deviceLibraryCall(const ir::Op& op, const std::string& fn, S
 llvm::Value* Lower::compute(const ir::Op& op, Slots v) {
   switch (op.code()) {
     case OpCode::Cast: return castValue(v[0], op.operand(0)->type().dtype(), op.result()->type().dtype());
+    case OpCode::Bitcast:
+      return b_.CreateBitCast(v[0], shapedLike(scalarType(b_, op.result()->type().dtype()), v[0]->getType()));
     case OpCode::Select: return b_.CreateSelect(v[0], v[1], v[2]);
     case OpCode::PtrAdd: {
       llvm::Value* off = b_.CreateSExtOrTrunc(v[1], b_.getInt64Ty());

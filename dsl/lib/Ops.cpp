@@ -82,6 +82,20 @@ const ir::Type& Tensor::type() const {
   return v_->type();
 }
 
+Tensor Tensor::bitcast(DType d, SrcLoc loc) const {
+  dsl::TraceState& s = dsl::at(loc);
+  ir::Value* v = dsl::use(*this, loc);
+  const ir::Type& t = v->type();
+  if (!t.isNumeric()) dsl::fail(loc, fmt::format(".bitcast({}): cannot reinterpret {}", name(d), t.str()));
+  if (t.dtype() == DType::I1 || d == DType::I1)
+    dsl::fail(loc, fmt::format(".bitcast({}): i1 has no bit layout (from {})", name(d), t.str()));
+  if (bitWidth(t.dtype()) != bitWidth(d))
+    dsl::fail(loc, fmt::format(".bitcast({}): {} has {}-bit elements, {} has {} bits; bitcast keeps the width", name(d),
+                               t.str(), bitWidth(t.dtype()), name(d), bitWidth(d)));
+  if (t.dtype() == d) return *this;
+  return dsl::wrap(s.builder->bitcast(v, d));
+}
+
 Tensor Tensor::to(DType d, SrcLoc loc) const {
   dsl::TraceState& s = dsl::at(loc);
   ir::Value* v = dsl::use(*this, loc);

@@ -64,6 +64,9 @@ Value* Builder::select(Value* c, Value* a, Value* b) {
   return create(OpCode::Select, {c, a, b}, {a->type()})->result();
 }
 Value* Builder::cast(Value* v, DType to) { return create(OpCode::Cast, {v}, {v->type().withDType(to)})->result(); }
+Value* Builder::bitcast(Value* v, DType to) {
+  return create(OpCode::Bitcast, {v}, {v->type().withDType(to)})->result();
+}
 Value* Builder::ptrAdd(Value* p, Value* offsets) { return create(OpCode::PtrAdd, {p, offsets}, {p->type()})->result(); }
 Value* Builder::load(Value* ptr, Value* mask, Value* other) {
   std::vector<Value*> ops{ptr};

@@ -350,6 +350,20 @@ class Verifier {
         if (s.shape() != r.shape()) fail(op, "cannot change the shape: " + ts(s) + " to " + ts(r));
         return;
       }
+      case OpCode::Bitcast: {
+        operands(op, 1, 1);
+        results(op, 1);
+        const Type& s = in(op, 0);
+        const Type& r = out(op);
+        if (!s.isNumeric() || !r.isNumeric()) fail(op, "reinterprets numbers only: " + ts(s) + " to " + ts(r));
+        if (s.shape() != r.shape()) fail(op, "cannot change the shape: " + ts(s) + " to " + ts(r));
+        if (s.dtype() == DType::I1 || r.dtype() == DType::I1)
+          fail(op, "i1 has no bit layout to reinterpret: " + ts(s) + " to " + ts(r));
+        if (bitWidth(s.dtype()) != bitWidth(r.dtype()))
+          fail(op, "needs dtypes of the same width: " + ts(s) + " (" + std::to_string(bitWidth(s.dtype())) +
+                       " bits) to " + ts(r) + " (" + std::to_string(bitWidth(r.dtype())) + " bits)");
+        return;
+      }
       case OpCode::PtrAdd: {
         operands(op, 2, 2);
         results(op, 1);

@@ -193,6 +193,7 @@ class Canonicalize : public Pass {
       case OpCode::Broadcast:
       case OpCode::Reshape:
       case OpCode::Cast:
+      case OpCode::Bitcast:
         if (op.operand(0)->type() == t) r.existing = op.operand(0);
         return r;
       case OpCode::Transpose: {

@@ -82,6 +82,12 @@ TEST_CASE("integer and float handles never mix silently", "[dsl][errors][promote
   }
   msg = traceError([&](ts::Ptr<float>) {
     line = __LINE__ + 1;  // the next line
+    ts::arange(4).bitcast(ts::f64);
+  });
+  CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
+  CHECK_THAT(msg, Contains(".bitcast(f64): tile<4xi32> has 32-bit elements, f64 has 64 bits"));
+  msg = traceError([&](ts::Ptr<float>) {
+    line = __LINE__ + 1;  // the next line
     ts::rint(ts::arange(4));
   });
   CHECK_THAT(msg, Contains("rint: needs a float operand"));

@@ -62,6 +62,12 @@ TEST_CASE("the verifier rejects malformed ops, naming op, rule and location", "[
                      "needs float operands, got i32");
     }
   }
+  SECTION("bitcast between widths, or of i1") {
+    expectRejected(rejection([&](Builder& b, Value*, Value* n) { b.bitcast(n, DType::F64); }), "bitcast",
+                   "needs dtypes of the same width: i32 (32 bits) to f64 (64 bits)");
+    expectRejected(rejection([&](Builder& b, Value*, Value* n) { b.bitcast(b.cmp("lt", n, n), DType::I8); }), "bitcast",
+                   "i1 has no bit layout to reinterpret");
+  }
   SECTION("integer-only op on floats") {
     expectRejected(rejection([&](Builder& b, Value*, Value*) {
                      Value* c = b.constant(f32(), 1.0);

@@ -134,6 +134,9 @@ class Tensor {
 
   /// Cast to another dtype (no-op if equal). Float->int saturates (IR.h).
   Tensor to(DType d, SrcLoc loc = SrcLoc::current()) const;
+  /// The same bits as another dtype of the same width (f32 <-> i32, f16 <->
+  /// i16, ...): no conversion.
+  Tensor bitcast(DType d, SrcLoc loc = SrcLoc::current()) const;
   /// Transpose of a 2-D tile.
   Tensor T(SrcLoc loc = SrcLoc::current()) const;
 

@@ -47,6 +47,7 @@ class Builder {
   Value* cmp(const std::string& pred, Value* a, Value* b);
   Value* select(Value* c, Value* a, Value* b);
   Value* cast(Value* v, DType to);
+  Value* bitcast(Value* v, DType to);  // same bit width (the verifier checks)
   Value* ptrAdd(Value* p, Value* offsets);
   Value* load(Value* ptr, Value* mask = nullptr, Value* other = nullptr);
   void store(Value* ptr, Value* value, Value* mask = nullptr);

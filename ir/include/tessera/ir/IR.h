@@ -48,6 +48,9 @@
 // GPU's hardware approximations instead, with the errors docs/math.md states.
 // f16/bf16 math is computed in f32 and rounded. Float -> int casts saturate
 // to the integer range and map NaN to 0; int -> float rounds to nearest.
+// `bitcast` reinterprets each element's bits as another dtype of the same
+// width (f32 <-> i32, f64 <-> i64, f16 / bf16 <-> i16; not i1): no
+// conversion, NaN payloads and signed zeros included, IEEE's encodings.
 //
 // Memory. A pointer carries a memory space: global (visible to all programs,
 // passed as kernel arguments), shared (one instance per program, visible to
