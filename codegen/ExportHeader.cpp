@@ -21,6 +21,10 @@ const char* dtypeEnum(DType t) {
     case DType::I16: return "I16";
     case DType::I32: return "I32";
     case DType::I64: return "I64";
+    case DType::U8: return "U8";
+    case DType::U16: return "U16";
+    case DType::U32: return "U32";
+    case DType::U64: return "U64";
     case DType::F16: return "F16";
     case DType::BF16: return "BF16";
     case DType::F32: return "F32";
@@ -38,6 +42,10 @@ const char* scalarType(DType t) {
     case DType::I16: return "int16_t";
     case DType::I32: return "int32_t";
     case DType::I64: return "int64_t";
+    case DType::U8: return "uint8_t";
+    case DType::U16: return "uint16_t";
+    case DType::U32: return "uint32_t";
+    case DType::U64: return "uint64_t";
     case DType::F16:
     case DType::BF16:
     case DType::F32: return "float";

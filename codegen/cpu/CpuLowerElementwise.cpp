@@ -74,7 +74,8 @@ llvm::Value* Lowering::elementwise(const ir::Op& op, std::vector<llvm::Value*> v
               ? static_cast<llvm::Type*>(
                     vec(b_.getInt64Ty(), llvm::cast<llvm::FixedVectorType>(off->getType())->getNumElements()))
               : b_.getInt64Ty();
-      off = b_.CreateSExtOrTrunc(off, i64t);
+      off =
+          isUnsigned(op.operand(1)->type().dtype()) ? b_.CreateZExtOrTrunc(off, i64t) : b_.CreateSExtOrTrunc(off, i64t);
       return b_.CreateGEP(memTy(op.operand(0)->type().dtype()), v[0], off);
     }
     default: break;

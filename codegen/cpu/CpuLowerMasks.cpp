@@ -17,7 +17,8 @@ namespace tessera::codegen::cpu::detail {
 
 bool Lowering::intRange(const ir::Value* v, Range& r) {
   const ir::Type& t = v->type();
-  if (t.isPointerLike() || !isInteger(t.dtype()) || t.dtype() == DType::I1) return false;
+  // (Unsigned values compare unsigned: the signed ranges below do not apply.)
+  if (t.isPointerLike() || !isInteger(t.dtype()) || t.dtype() == DType::I1 || isUnsigned(t.dtype())) return false;
   // i128 holds every i32/i64 sum and difference of two lanes exactly, so the
   // bounds themselves never wrap; `ok` checks that the IR's arithmetic
   // (modulo 2^bits) did not wrap either.

@@ -34,20 +34,21 @@ void Lowering::emitReduce(const ir::Op& op) {
     if (fl) return llvm::ConstantFP::getInfinity(t, /*Negative=*/!wantMin);
     unsigned bw = t->getScalarSizeInBits();
     llvm::APInt v = wantMin ? llvm::APInt::getSignedMaxValue(bw) : llvm::APInt::getSignedMinValue(bw);
-    if (dt == DType::I1) v = wantMin ? llvm::APInt::getAllOnes(1) : llvm::APInt(1, 0);
+    if (comparesUnsigned(dt)) v = wantMin ? llvm::APInt::getAllOnes(bw) : llvm::APInt(bw, 0);
     return llvm::ConstantInt::get(t, v);
   };
   auto combine = [&](llvm::Value* a, llvm::Value* x) -> llvm::Value* {
     if (kind == "sum") return fl ? b_.CreateFAdd(a, x) : b_.CreateAdd(a, x);
     bool isMin = kind == "min";
     if (fl) return b_.CreateBinaryIntrinsic(isMin ? llvm::Intrinsic::minimum : llvm::Intrinsic::maximum, a, x);
-    if (dt == DType::I1) return b_.CreateBinaryIntrinsic(isMin ? llvm::Intrinsic::umin : llvm::Intrinsic::umax, a, x);
+    if (comparesUnsigned(dt))
+      return b_.CreateBinaryIntrinsic(isMin ? llvm::Intrinsic::umin : llvm::Intrinsic::umax, a, x);
     return b_.CreateBinaryIntrinsic(isMin ? llvm::Intrinsic::smin : llvm::Intrinsic::smax, a, x);
   };
   // Argmax step: lanes take x where it is greater, or NaN over a non-NaN
   // (NaN is the maximum, as for max); strict so the first index wins.
   auto better = [&](llvm::Value* x, llvm::Value* best) -> llvm::Value* {
-    if (!fl) return dt == DType::I1 ? b_.CreateICmpUGT(x, best) : b_.CreateICmpSGT(x, best);
+    if (!fl) return comparesUnsigned(dt) ? b_.CreateICmpUGT(x, best) : b_.CreateICmpSGT(x, best);
     return b_.CreateOr(b_.CreateFCmpOGT(x, best), b_.CreateAnd(b_.CreateFCmpUNO(x, x), b_.CreateFCmpORD(best, best)));
   };
   auto horizontal = [&](llvm::Value* v) -> llvm::Value* {
@@ -59,8 +60,8 @@ void Lowering::emitReduce(const ir::Op& op) {
     }
     bool isMin = kind == "min";
     if (fl) return isMin ? b_.CreateFPMinimumReduce(v) : b_.CreateFPMaximumReduce(v);
-    if (dt == DType::I1) return isMin ? b_.CreateIntMinReduce(v, false) : b_.CreateIntMaxReduce(v, false);
-    return isMin ? b_.CreateIntMinReduce(v, true) : b_.CreateIntMaxReduce(v, true);
+    const bool isSigned = !comparesUnsigned(dt);
+    return isMin ? b_.CreateIntMinReduce(v, isSigned) : b_.CreateIntMaxReduce(v, isSigned);
   };
   auto finish = [&](llvm::Value* x) -> llvm::Value* {
     return narrow

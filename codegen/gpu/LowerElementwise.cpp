@@ -68,7 +68,8 @@ llvm::Value* Lower::compute(const ir::Op& op, Slots v) {
       return b_.CreateBitCast(v[0], shapedLike(scalarType(b_, op.result()->type().dtype()), v[0]->getType()));
     case OpCode::Select: return b_.CreateSelect(v[0], v[1], v[2]);
     case OpCode::PtrAdd: {
-      llvm::Value* off = b_.CreateSExtOrTrunc(v[1], b_.getInt64Ty());
+      llvm::Value* off = isUnsigned(op.operand(1)->type().dtype()) ? b_.CreateZExtOrTrunc(v[1], b_.getInt64Ty())
+                                                                   : b_.CreateSExtOrTrunc(v[1], b_.getInt64Ty());
       return b_.CreateGEP(memTyOf(op.operand(0)->type().dtype()), v[0], off);
     }
     default: break;

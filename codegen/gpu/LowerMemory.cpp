@@ -202,7 +202,9 @@ llvm::Value* Lower::atomicOne(const ir::Op& op, llvm::Value* p, llvm::Value* v) 
   if (op.code() == OpCode::AtomicAdd) kind = fl ? llvm::AtomicRMWInst::FAdd : llvm::AtomicRMWInst::Add;
   // fmaximum: NaN-propagating, -0 < +0, like the IR's max.
   else
-    kind = fl ? llvm::AtomicRMWInst::FMaximum : llvm::AtomicRMWInst::Max;
+    kind = fl                                          ? llvm::AtomicRMWInst::FMaximum
+           : isUnsigned(op.operand(1)->type().dtype()) ? llvm::AtomicRMWInst::UMax
+                                                       : llvm::AtomicRMWInst::Max;
   return b_.CreateAtomicRMW(kind, p, v, llvm::MaybeAlign(), llvm::AtomicOrdering::Monotonic,
                             ctx_.getOrInsertSyncScopeID(t_.deviceSyncScope()));
 }

@@ -54,7 +54,7 @@ void Lower::emitReduce(const ir::Op& op) {
     llvm::Value* idx;  // argmax: i32 position along the axis
   };
   auto better = [&](llvm::Value* x, llvm::Value* best) -> llvm::Value* {
-    if (!fl) return dt == DType::I1 ? b_.CreateICmpUGT(x, best) : b_.CreateICmpSGT(x, best);
+    if (!fl) return comparesUnsigned(dt) ? b_.CreateICmpUGT(x, best) : b_.CreateICmpSGT(x, best);
     // NaN is the maximum (as for max); strict so the first index wins.
     return b_.CreateOr(b_.CreateFCmpOGT(x, best), b_.CreateAnd(b_.CreateFCmpUNO(x, x), b_.CreateFCmpORD(best, best)));
   };
@@ -70,7 +70,7 @@ void Lower::emitReduce(const ir::Op& op) {
     bool isMin = kind == "min";
     if (fl)
       return {b_.CreateBinaryIntrinsic(isMin ? llvm::Intrinsic::minimum : llvm::Intrinsic::maximum, a.v, x.v), nullptr};
-    if (dt == DType::I1)
+    if (comparesUnsigned(dt))
       return {b_.CreateBinaryIntrinsic(isMin ? llvm::Intrinsic::umin : llvm::Intrinsic::umax, a.v, x.v), nullptr};
     return {b_.CreateBinaryIntrinsic(isMin ? llvm::Intrinsic::smin : llvm::Intrinsic::smax, a.v, x.v), nullptr};
   };

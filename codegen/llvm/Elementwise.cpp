@@ -16,10 +16,14 @@ using ir::OpCode;
 llvm::Type* scalarType(llvm::IRBuilderBase& b, DType d) {
   switch (d) {
     case DType::I1: return b.getInt1Ty();
-    case DType::I8: return b.getInt8Ty();
-    case DType::I16: return b.getInt16Ty();
-    case DType::I32: return b.getInt32Ty();
-    case DType::I64: return b.getInt64Ty();
+    case DType::I8:
+    case DType::U8: return b.getInt8Ty();
+    case DType::I16:
+    case DType::U16: return b.getInt16Ty();
+    case DType::I32:
+    case DType::U32: return b.getInt32Ty();
+    case DType::I64:
+    case DType::U64: return b.getInt64Ty();
     case DType::F16: return b.getHalfTy();
     case DType::BF16: return b.getBFloatTy();
     case DType::F32: return b.getFloatTy();
@@ -44,7 +48,7 @@ llvm::Value* emitCompare(llvm::IRBuilderBase& b, const ir::Op& op, llvm::Value* 
     if (p == "gt") return b.CreateFCmpOGT(x, y);
     if (p == "ge") return b.CreateFCmpOGE(x, y);
   } else {
-    bool u = dt == DType::I1;
+    bool u = comparesUnsigned(dt);
     if (p == "eq") return b.CreateICmpEQ(x, y);
     if (p == "ne") return b.CreateICmpNE(x, y);
     if (p == "lt") return u ? b.CreateICmpULT(x, y) : b.CreateICmpSLT(x, y);
@@ -59,40 +63,49 @@ llvm::Value* emitIntegerOp(llvm::IRBuilderBase& b, const ir::Op& op, llvm::Array
   llvm::Type* t = v[0]->getType();
   unsigned bw = t->getScalarSizeInBits();
   bool isBool = dt == DType::I1;
+  bool isU = isUnsigned(dt);
+  bool cmpU = comparesUnsigned(dt);
   auto C = [&](int64_t x) { return llvm::ConstantInt::get(t, static_cast<uint64_t>(x), true); };
   switch (op.code()) {
     case OpCode::Add: return b.CreateAdd(v[0], v[1]);
     case OpCode::Sub: return b.CreateSub(v[0], v[1]);
     case OpCode::Mul: return b.CreateMul(v[0], v[1]);
     case OpCode::Div:
-    case OpCode::Rem: {
-      // Division by 0 and INT_MIN / -1 are unspecified in the IR but
-      // undefined in LLVM (and trap on x86): divide by a safe divisor and
-      // patch -1 exactly.
-      llvm::Value* isZero = b.CreateICmpEQ(v[1], C(0));
-      llvm::Value* isM1 = b.CreateICmpEQ(v[1], llvm::Constant::getAllOnesValue(t));
-      llvm::Value* safe = b.CreateSelect(b.CreateOr(isZero, isM1), C(1), v[1]);
-      if (op.code() == OpCode::Div) {
-        llvm::Value* q = isBool ? v[0] : b.CreateSDiv(v[0], safe);
-        return b.CreateSelect(isM1, b.CreateNeg(v[0]), q);
+    case OpCode::Rem:
+      if (isU) {
+        // Unsigned: only division by 0 is unspecified (udiv by 0 is UB in
+        // LLVM): divide by 1 there.
+        llvm::Value* safe = b.CreateSelect(b.CreateICmpEQ(v[1], C(0)), C(1), v[1]);
+        return op.code() == OpCode::Div ? b.CreateUDiv(v[0], safe) : b.CreateURem(v[0], safe);
       }
-      llvm::Value* r = isBool ? C(0) : b.CreateSRem(v[0], safe);
-      return b.CreateSelect(isM1, C(0), r);
-    }
-    case OpCode::Min:
-      return b.CreateBinaryIntrinsic(isBool ? llvm::Intrinsic::umin : llvm::Intrinsic::smin, v[0], v[1]);
-    case OpCode::Max:
-      return b.CreateBinaryIntrinsic(isBool ? llvm::Intrinsic::umax : llvm::Intrinsic::smax, v[0], v[1]);
+      {
+        // Division by 0 and INT_MIN / -1 are unspecified in the IR but
+        // undefined in LLVM (and trap on x86): divide by a safe divisor and
+        // patch -1 exactly.
+        llvm::Value* isZero = b.CreateICmpEQ(v[1], C(0));
+        llvm::Value* isM1 = b.CreateICmpEQ(v[1], llvm::Constant::getAllOnesValue(t));
+        llvm::Value* safe = b.CreateSelect(b.CreateOr(isZero, isM1), C(1), v[1]);
+        if (op.code() == OpCode::Div) {
+          llvm::Value* q = isBool ? v[0] : b.CreateSDiv(v[0], safe);
+          return b.CreateSelect(isM1, b.CreateNeg(v[0]), q);
+        }
+        llvm::Value* r = isBool ? C(0) : b.CreateSRem(v[0], safe);
+        return b.CreateSelect(isM1, C(0), r);
+      }
+    case OpCode::Min: return b.CreateBinaryIntrinsic(cmpU ? llvm::Intrinsic::umin : llvm::Intrinsic::smin, v[0], v[1]);
+    case OpCode::Max: return b.CreateBinaryIntrinsic(cmpU ? llvm::Intrinsic::umax : llvm::Intrinsic::smax, v[0], v[1]);
     case OpCode::And: return b.CreateAnd(v[0], v[1]);
     case OpCode::Or: return b.CreateOr(v[0], v[1]);
     case OpCode::Xor: return b.CreateXor(v[0], v[1]);
     // Oversized shift amounts are unspecified by the IR but poison in LLVM:
     // mask them to keep the result a plain (unspecified) value.
     case OpCode::Shl: return b.CreateShl(v[0], b.CreateAnd(v[1], C(bw - 1)));
-    case OpCode::Shr: return b.CreateAShr(v[0], b.CreateAnd(v[1], C(bw - 1)));
+    // Right shifts are arithmetic on signed integers, logical on unsigned.
+    case OpCode::Shr:
+      return isU ? b.CreateLShr(v[0], b.CreateAnd(v[1], C(bw - 1))) : b.CreateAShr(v[0], b.CreateAnd(v[1], C(bw - 1)));
     case OpCode::Neg: return b.CreateNeg(v[0]);
     case OpCode::Not: return b.CreateNot(v[0]);
-    case OpCode::Abs: return b.CreateBinaryIntrinsic(llvm::Intrinsic::abs, v[0], b.getFalse());
+    case OpCode::Abs: return isU ? v[0] : b.CreateBinaryIntrinsic(llvm::Intrinsic::abs, v[0], b.getFalse());
     case OpCode::Cmp: return emitCompare(b, op, v[0], v[1], dt);
     default: break;
   }
@@ -157,24 +170,32 @@ llvm::Value* emitCast(llvm::IRBuilderBase& b, llvm::Value* x, DType from, DType 
     if (isFloat(to)) return b.CreateUIToFP(x, dt);
     return b.CreateZExt(x, dt);
   }
-  if (isInteger(from) && isInteger(to)) return b.CreateSExtOrTrunc(x, dt);
+  // Integers widen by their own signedness (an unsigned source
+  // zero-extends, a signed one sign-extends, whatever the target) and
+  // narrow by truncation.
+  if (isInteger(from) && isInteger(to))
+    return isUnsigned(from) ? b.CreateZExtOrTrunc(x, dt) : b.CreateSExtOrTrunc(x, dt);
   if (isFloat(from) && isFloat(to)) {
     // f16 <-> bf16 go through f32, which holds both exactly.
     if (bitWidth(from) == bitWidth(to)) x = b.CreateFPExt(x, shaped(b.getFloatTy()));
     if (bitWidth(to) > x->getType()->getScalarSizeInBits()) return b.CreateFPExt(x, dt);
     return fpTrunc(x, dt);
   }
-  if (isFloat(from)) {  // float -> int, saturating, NaN -> 0
+  if (isFloat(from)) {  // float -> int, saturating (unsigned: to [0, max]), NaN -> 0
     if (from == DType::F16 || from == DType::BF16) x = b.CreateFPExt(x, shaped(b.getFloatTy()));
-    return b.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {dt, x->getType()}, {x});
+    return b.CreateIntrinsic(isUnsigned(to) ? llvm::Intrinsic::fptoui_sat : llvm::Intrinsic::fptosi_sat,
+                             {dt, x->getType()}, {x});
   }
   // int -> float. Small floats: convert exactly to f32 or f64 first (every
   // i8..i32 is exact in f64), so only one rounding happens, to the target.
+  auto toFP = [&](llvm::Value* y, llvm::Type* t) {
+    return isUnsigned(from) ? b.CreateUIToFP(y, t) : b.CreateSIToFP(y, t);
+  };
   if (to == DType::F16 || to == DType::BF16) {
-    llvm::Value* d = b.CreateSIToFP(x, shaped(bitWidth(from) <= 16 ? b.getFloatTy() : b.getDoubleTy()));
+    llvm::Value* d = toFP(x, shaped(bitWidth(from) <= 16 ? b.getFloatTy() : b.getDoubleTy()));
     return fpTrunc(d, dt);
   }
-  return b.CreateSIToFP(x, dt);
+  return toFP(x, dt);
 }
 
 llvm::Value* emitCombineRegion(const ir::Block& region, llvm::Value* a, llvm::Value* b,

@@ -29,7 +29,7 @@ using FpTruncFn = llvm::function_ref<llvm::Value*(llvm::Value* x, llvm::Type* to
 
 /// `cmp` with the op's "pred" attribute on two values of dtype `dt`:
 /// ordered float compares (except "ne", which is unordered so NaN != NaN),
-/// signed integer compares, unsigned on I1 (true > false).
+/// signed integer compares, unsigned on u8..u64 and I1 (true > false).
 llvm::Value* emitCompare(llvm::IRBuilderBase& b, const ir::Op& op, llvm::Value* lhs, llvm::Value* rhs, DType dt);
 
 /// An integer op on operands of integer dtype `dt`, never producing poison
@@ -50,7 +50,8 @@ llvm::Value* emitFloatElementwise(llvm::IRBuilderBase& b, const ir::Op& op, std:
                                   FpTruncFn fpTrunc);
 
 /// `cast` from dtype `from` to `to`: to I1 is "!= 0"; from I1 is 0/1;
-/// integers sign-extend or truncate; float -> int saturates (NaN -> 0);
+/// integers sign-extend (zero-extend from unsigned) or truncate; float ->
+/// int saturates to the target's range (NaN -> 0);
 /// int -> float and float -> float round once, narrowing through `fpTrunc`.
 llvm::Value* emitCast(llvm::IRBuilderBase& b, llvm::Value* x, DType from, DType to, FpTruncFn fpTrunc);
 

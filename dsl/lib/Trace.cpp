@@ -72,7 +72,9 @@ std::vector<ir::Value*> loopBounds(TraceState& s, const Operand* ops[3], const S
       ir::Value* v = use(o.tensor(), loc, names[i]);
       if (!v->type().isScalar() || !isInteger(v->type().dtype()) || v->type().dtype() == DType::I1)
         fail(loc, fmt::format("for_range: the {} must be an integer scalar, got {}", names[i], typeStr(v->type())));
-      if (v->type().dtype() == DType::I64) d = DType::I64;
+      // Unsigned bounds count in i64 (a u32 bound above INT32_MAX stays
+      // positive; u64 ones above INT64_MAX are not supported).
+      if (v->type().dtype() == DType::I64 || isUnsigned(v->type().dtype())) d = DType::I64;
     } else if (o.kind() != Operand::Kind::Int) {
       fail(loc, fmt::format("for_range: the {} must be an integer scalar, got {}", names[i], o.str()));
     } else if (o.intValue() < INT32_MIN || o.intValue() > INT32_MAX) {

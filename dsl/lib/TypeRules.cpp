@@ -70,16 +70,26 @@ ir::Value* literal(TraceState& s, const Operand& o, const ir::Type& t, const Src
     return s.builder->constant(t, o.floatValue());
   }
   int64_t v = o.intValue();
-  if (isFloat(d)) return s.builder->constant(t, static_cast<double>(v));
+  // An unsigned C++ literal above INT64_MAX (its bits read negative).
+  const bool huge = o.unsignedLiteral() && v < 0;
+  if (isFloat(d))
+    return s.builder->constant(t, huge ? static_cast<double>(static_cast<uint64_t>(v)) : static_cast<double>(v));
   bool fits = true;
   switch (d) {
     case DType::I1: fits = v == 0 || v == 1; break;
     case DType::I8: fits = v >= INT8_MIN && v <= INT8_MAX; break;
     case DType::I16: fits = v >= INT16_MIN && v <= INT16_MAX; break;
     case DType::I32: fits = v >= INT32_MIN && v <= INT32_MAX; break;
+    case DType::I64: fits = !huge; break;
+    case DType::U8: fits = v >= 0 && v <= UINT8_MAX; break;
+    case DType::U16: fits = v >= 0 && v <= UINT16_MAX; break;
+    case DType::U32: fits = v >= 0 && v <= UINT32_MAX; break;
+    case DType::U64: fits = v >= 0 || huge; break;  // the bits, as the IR holds u64 constants
     default: break;
   }
-  if (!fits) fail(loc, fmt::format("{}: integer literal {} does not fit the operand type {}", what, v, name(d)));
+  if (!fits)
+    fail(loc, fmt::format("{}: integer literal {} does not fit the operand type {}", what,
+                          huge ? std::to_string(static_cast<uint64_t>(v)) : std::to_string(v), name(d)));
   return s.builder->constant(t, v);
 }
 
@@ -100,6 +110,12 @@ DType promote(DType a, DType b, const SrcLoc& loc, const std::string& what) {
   if (a == DType::I1 || b == DType::I1)
     fail(loc, fmt::format("{}: cannot mix i1 (boolean) with {}; convert explicitly, e.g. x.to(ts::{})", what,
                           name(a == DType::I1 ? b : a), name(a == DType::I1 ? b : a)));
+  if (isUnsigned(a) != isUnsigned(b)) {
+    DType u = isUnsigned(a) ? a : b;
+    fail(loc, fmt::format("{}: cannot mix signed {} and unsigned {} operands (their comparisons, divisions and "
+                          "shifts differ); convert one explicitly, e.g. x.to(ts::{}) or x.bitcast(ts::{})",
+                          what, name(isUnsigned(a) ? b : a), name(u), name(u), name(u)));
+  }
   return bitWidth(a) > bitWidth(b) ? a : b;
 }
 

@@ -19,14 +19,16 @@
 namespace tessera::ir {
 namespace {
 
-// The value of an integer of `width` bits held in an int64: sign-extended,
-// except i1 which is kept as 0 / 1 (the spelling of true in constants).
-int64_t normalize(uint64_t v, unsigned width) {
+// The value of an integer of dtype `d` held in an int64: sign-extended for
+// the signed types, zero-extended for u8..u32 (u64: its bit pattern), i1
+// kept as 0 / 1 (the spelling of true in constants).
+int64_t normalize(uint64_t v, DType d) {
+  const unsigned width = bitWidth(d);
   if (width == 1) return static_cast<int64_t>(v & 1);
   if (width >= 64) return static_cast<int64_t>(v);
   uint64_t mask = (uint64_t{1} << width) - 1;
   v &= mask;
-  if (v >> (width - 1)) v |= ~mask;
+  if (!isUnsigned(d) && v >> (width - 1)) v |= ~mask;
   return static_cast<int64_t>(v);
 }
 
@@ -35,7 +37,7 @@ std::optional<int64_t> intConst(const Value* v) {
   if (!d || d->code() != OpCode::Constant || !v->type().isIntLike()) return std::nullopt;
   auto it = d->attrs().find("value");
   if (it == d->attrs().end() || !std::holds_alternative<int64_t>(it->second)) return std::nullopt;
-  return normalize(static_cast<uint64_t>(std::get<int64_t>(it->second)), bitWidth(v->type().dtype()));
+  return normalize(static_cast<uint64_t>(std::get<int64_t>(it->second)), v->type().dtype());
 }
 
 std::optional<double> floatConst(const Value* v) {
@@ -53,36 +55,57 @@ bool isIntConst(const Value* v, int64_t c) {
   return x && *x == c;
 }
 
-std::optional<int64_t> foldInt(OpCode c, int64_t a, int64_t b, unsigned w) {
+std::optional<int64_t> foldInt(OpCode c, int64_t a, int64_t b, DType d) {
+  const unsigned w = bitWidth(d);
+  const DType t = d;
   const auto ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
   const int64_t minVal = w >= 64 ? INT64_MIN : -(int64_t{1} << (w - 1));
   if (w == 1 && c != OpCode::And && c != OpCode::Or && c != OpCode::Xor) return std::nullopt;
+  if (isUnsigned(d)) {  // a, b are zero-extended (u64: the bits)
+    switch (c) {
+      case OpCode::Div: return ub == 0 ? std::nullopt : std::optional<int64_t>(normalize(ua / ub, t));
+      case OpCode::Rem: return ub == 0 ? std::nullopt : std::optional<int64_t>(normalize(ua % ub, t));
+      case OpCode::Min: return ua < ub ? a : b;
+      case OpCode::Max: return ua < ub ? b : a;
+      case OpCode::Shr:
+        if (b < 0 || b >= static_cast<int64_t>(w)) return std::nullopt;
+        return normalize(ua >> b, t);  // logical
+      default: break;                  // the rest is the same bits as signed
+    }
+  }
   switch (c) {
-    case OpCode::Add: return normalize(ua + ub, w);
-    case OpCode::Sub: return normalize(ua - ub, w);
-    case OpCode::Mul: return normalize(ua * ub, w);
+    case OpCode::Add: return normalize(ua + ub, t);
+    case OpCode::Sub: return normalize(ua - ub, t);
+    case OpCode::Mul: return normalize(ua * ub, t);
     case OpCode::Div:
       if (b == 0 || (a == minVal && b == -1)) return std::nullopt;  // unspecified: leave to the target
-      return normalize(static_cast<uint64_t>(a / b), w);
+      return normalize(static_cast<uint64_t>(a / b), t);
     case OpCode::Rem:
       if (b == 0 || (a == minVal && b == -1)) return std::nullopt;
-      return normalize(static_cast<uint64_t>(a % b), w);
+      return normalize(static_cast<uint64_t>(a % b), t);
     case OpCode::Min: return a < b ? a : b;
     case OpCode::Max: return a < b ? b : a;
-    case OpCode::And: return normalize(ua & ub, w);
-    case OpCode::Or: return normalize(ua | ub, w);
-    case OpCode::Xor: return normalize(ua ^ ub, w);
+    case OpCode::And: return normalize(ua & ub, t);
+    case OpCode::Or: return normalize(ua | ub, t);
+    case OpCode::Xor: return normalize(ua ^ ub, t);
     case OpCode::Shl:
       if (b < 0 || b >= static_cast<int64_t>(w)) return std::nullopt;
-      return normalize(ua << b, w);
+      return normalize(ua << b, t);
     case OpCode::Shr:
       if (b < 0 || b >= static_cast<int64_t>(w)) return std::nullopt;
-      return normalize(static_cast<uint64_t>(a >> b), w);  // arithmetic: a is sign-extended
+      return normalize(static_cast<uint64_t>(a >> b), t);  // arithmetic: a is sign-extended
     default: return std::nullopt;
   }
 }
 
-std::optional<bool> foldCmp(const std::string& p, int64_t a, int64_t b) {
+std::optional<bool> foldCmp(const std::string& p, int64_t a, int64_t b, DType d) {
+  if (isUnsigned(d)) {  // compare the (zero-extended) bits unsigned
+    const auto ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
+    if (p == "lt") return ua < ub;
+    if (p == "le") return ua <= ub;
+    if (p == "gt") return ua > ub;
+    if (p == "ge") return ua >= ub;
+  }
   if (p == "eq") return a == b;
   if (p == "ne") return a != b;
   if (p == "lt") return a < b;
@@ -129,7 +152,7 @@ class Canonicalize : public Pass {
       if (t.isIntLike()) {
         auto ca = intConst(a), cb = intConst(b);
         if (ca && cb) {
-          if (auto v = foldInt(c, *ca, *cb, bitWidth(t.dtype()))) r.newOp = makeConstant(op, t, *v);
+          if (auto v = foldInt(c, *ca, *cb, t.dtype())) r.newOp = makeConstant(op, t, *v);
           return r;
         }
         switch (c) {
@@ -180,7 +203,7 @@ class Canonicalize : public Pass {
         auto p = op.attrs().find("pred");
         if (ca && cb && op.operand(0)->type().dtype() != DType::I1 && p != op.attrs().end() &&
             std::holds_alternative<std::string>(p->second))
-          if (auto v = foldCmp(std::get<std::string>(p->second), *ca, *cb))
+          if (auto v = foldCmp(std::get<std::string>(p->second), *ca, *cb, op.operand(0)->type().dtype()))
             r.newOp = makeConstant(op, t, int64_t{*v ? 1 : 0});
         return r;
       }

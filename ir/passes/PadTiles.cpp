@@ -184,6 +184,11 @@ class PadTiles : public Pass {
       case DType::I8: lo = INT8_MIN, hi = INT8_MAX; break;
       case DType::I16: lo = INT16_MIN, hi = INT16_MAX; break;
       case DType::I32: lo = INT32_MIN, hi = INT32_MAX; break;
+      // Unsigned: 0 and all ones (u64's all ones is the int64 -1).
+      case DType::U8: lo = 0, hi = UINT8_MAX; break;
+      case DType::U16: lo = 0, hi = UINT16_MAX; break;
+      case DType::U32: lo = 0, hi = UINT32_MAX; break;
+      case DType::U64: lo = 0, hi = -1; break;
       default: lo = INT64_MIN, hi = INT64_MAX; break;
     }
     return bld.constant(t, kind == "sum" ? int64_t{0} : kind == "min" ? hi : lo);

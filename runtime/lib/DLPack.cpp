@@ -95,7 +95,12 @@ std::optional<DType> dtypeOf(DLDataType t, std::string& why) {
     case kDLBool:
       if (t.bits == 8) return DType::I1;  // one byte per element, as Tessera stores i1
       break;
-    case kDLUInt: why = "unsigned integers have no Tessera dtype " + desc; return std::nullopt;
+    case kDLUInt:
+      if (t.bits == 8) return DType::U8;
+      if (t.bits == 16) return DType::U16;
+      if (t.bits == 32) return DType::U32;
+      if (t.bits == 64) return DType::U64;
+      break;
     case kDLComplex: why = "complex numbers have no Tessera dtype " + desc; return std::nullopt;
     default: why = "the dtype has no Tessera equivalent " + desc; return std::nullopt;
   }
@@ -110,6 +115,10 @@ DLDataType dlTypeOf(DType t) {
     case DType::I16: return {kDLInt, 16, 1};
     case DType::I32: return {kDLInt, 32, 1};
     case DType::I64: return {kDLInt, 64, 1};
+    case DType::U8: return {kDLUInt, 8, 1};
+    case DType::U16: return {kDLUInt, 16, 1};
+    case DType::U32: return {kDLUInt, 32, 1};
+    case DType::U64: return {kDLUInt, 64, 1};
     case DType::F16: return {kDLFloat, 16, 1};
     case DType::BF16: return {kDLBfloat, 16, 1};
     case DType::F32: return {kDLFloat, 32, 1};

@@ -24,6 +24,10 @@ const char* cppType(DType t) {
     case DType::I16: return "int16_t";
     case DType::I32: return "int";
     case DType::I64: return "int64_t";
+    case DType::U8: return "uint8_t";
+    case DType::U16: return "uint16_t";
+    case DType::U32: return "uint32_t";
+    case DType::U64: return "uint64_t";
     case DType::F16:
     case DType::BF16:
     case DType::F32: return "float";
@@ -57,7 +61,10 @@ std::string scalarDesc(const Arg& a) {
     case DType::I1: return std::string("a bool (") + (a.scalar.i ? "true" : "false") + ")";
     case DType::F32: return "a float (" + fmtDouble(a.scalar.f) + ")";
     case DType::F64: return "a double (" + fmtDouble(a.scalar.f) + ")";
-    default: return std::string("an ") + cppType(a.dtype) + " (" + std::to_string(a.scalar.i) + ")";
+    default:
+      return aCppType(a.dtype) + " (" +
+             (isUnsigned(a.dtype) ? std::to_string(static_cast<uint64_t>(a.scalar.i)) : std::to_string(a.scalar.i)) +
+             ")";
   }
 }
 
@@ -111,6 +118,19 @@ class Checker {
     // Integer parameter.
     if (isFloat(got)) fail(i, expects + ", got " + scalarDesc(a) + "; pass an integer (" + cppType(want) + ")");
     if (want == DType::I1 || got == DType::I1) fail(i, expects + ", got " + scalarDesc(a) + "; pass " + aCppType(want));
+    // Where unsigned integers are involved, any value the parameter can
+    // hold is accepted (C++ gives unsigned literals and sizes types that
+    // rarely match the parameter's exactly); others are refused.
+    if (isUnsigned(got) || isUnsigned(want)) {
+      const __int128 v = isUnsigned(got) ? static_cast<__int128>(static_cast<uint64_t>(a.scalar.i))
+                                         : static_cast<__int128>(a.scalar.i);
+      const unsigned w = bitWidth(want);
+      const __int128 lo = isUnsigned(want) ? 0 : -(static_cast<__int128>(1) << (w - 1));
+      const __int128 hi =
+          isUnsigned(want) ? (static_cast<__int128>(1) << w) - 1 : (static_cast<__int128>(1) << (w - 1)) - 1;
+      if (v >= lo && v <= hi) return;
+      fail(i, expects + ", got " + scalarDesc(a) + " which does not fit in " + name(want));
+    }
     // Integer to integer: widening is always exact. A plain C++ int is also
     // accepted for i8 / i16 when its value fits, since the language gives
     // literals no narrower type.
@@ -139,6 +159,10 @@ void marshalScalar(void* slot, DType want, const Arg& a) {
     case DType::I16: put(static_cast<int16_t>(a.scalar.i)); break;
     case DType::I32: put(static_cast<int32_t>(a.scalar.i)); break;
     case DType::I64: put(static_cast<int64_t>(a.scalar.i)); break;
+    case DType::U8: put(static_cast<uint8_t>(a.scalar.i)); break;
+    case DType::U16: put(static_cast<uint16_t>(a.scalar.i)); break;
+    case DType::U32: put(static_cast<uint32_t>(a.scalar.i)); break;
+    case DType::U64: put(static_cast<uint64_t>(a.scalar.i)); break;
     case DType::F16: put(floatToHalfBits(static_cast<float>(a.scalar.f))); break;
     case DType::BF16: put(floatToBFloat16Bits(static_cast<float>(a.scalar.f))); break;
     case DType::F32: put(static_cast<float>(a.scalar.f)); break;

@@ -72,6 +72,10 @@ inline constexpr DType i8 = DType::I8;
 inline constexpr DType i16 = DType::I16;
 inline constexpr DType i32 = DType::I32;
 inline constexpr DType i64 = DType::I64;
+inline constexpr DType u8 = DType::U8;
+inline constexpr DType u16 = DType::U16;
+inline constexpr DType u32 = DType::U32;
+inline constexpr DType u64 = DType::U64;
 inline constexpr DType f16 = DType::F16;
 inline constexpr DType bf16 = DType::BF16;
 inline constexpr DType f32 = DType::F32;
@@ -103,6 +107,10 @@ template <> struct DTypeOf<int8_t> : DTypeIs<DType::I8> {};
 template <> struct DTypeOf<int16_t> : DTypeIs<DType::I16> {};
 template <> struct DTypeOf<int32_t> : DTypeIs<DType::I32> {};
 template <> struct DTypeOf<int64_t> : DTypeIs<DType::I64> {};
+template <> struct DTypeOf<uint8_t> : DTypeIs<DType::U8> {};
+template <> struct DTypeOf<uint16_t> : DTypeIs<DType::U16> {};
+template <> struct DTypeOf<uint32_t> : DTypeIs<DType::U32> {};
+template <> struct DTypeOf<uint64_t> : DTypeIs<DType::U64> {};
 template <> struct DTypeOf<half> : DTypeIs<DType::F16> {};
 template <> struct DTypeOf<bfloat16> : DTypeIs<DType::BF16> {};
 template <> struct DTypeOf<float> : DTypeIs<DType::F32> {};
@@ -168,6 +176,8 @@ class Scalar : public Tensor {
 };
 using Int = Scalar<DType::I32>;
 using Long = Scalar<DType::I64>;
+using UInt = Scalar<DType::U32>;
+using ULong = Scalar<DType::U64>;
 using Float = Scalar<DType::F32>;
 using Double = Scalar<DType::F64>;
 
@@ -197,7 +207,7 @@ class Operand {
       : kind_(Kind::Handle), t_(t), loc_(loc) {}
   template <std::integral I>
   Operand(I v, SrcLoc loc = SrcLoc::current())  // NOLINT
-      : kind_(Kind::Int), i_(static_cast<int64_t>(v)), loc_(loc) {}
+      : kind_(Kind::Int), i_(static_cast<int64_t>(v)), unsigned_(std::is_unsigned_v<I>), loc_(loc) {}
   template <std::floating_point F>
   Operand(F v, SrcLoc loc = SrcLoc::current())  // NOLINT
       : kind_(Kind::Float), f_(static_cast<double>(v)), loc_(loc) {}
@@ -208,6 +218,9 @@ class Operand {
   bool isLiteral() const { return kind_ == Kind::Int || kind_ == Kind::Float; }
   const Tensor& tensor() const { return t_; }
   int64_t intValue() const { return i_; }
+  /// An integer literal of unsigned C++ type (0xcd9e8d57u, uint64_t{...}):
+  /// intValue() holds its bits, so above INT64_MAX it reads negative.
+  bool unsignedLiteral() const { return unsigned_; }
   double floatValue() const { return f_; }
   const SrcLoc& loc() const { return loc_; }
   std::string str() const;  // "tile<16xf32>", "integer literal 3", ...
@@ -216,6 +229,7 @@ class Operand {
   Kind kind_ = Kind::None;
   Tensor t_;
   int64_t i_ = 0;
+  bool unsigned_ = false;
   double f_ = 0;
   SrcLoc loc_;
 };

@@ -18,12 +18,19 @@
 // (`splat`, `broadcast`, `expand_dims`) and implicit only in the DSL. Tiles
 // are rank 1..3; element order for reshape is row-major.
 //
-// Integers are two's complement and are treated as signed by comparisons,
-// division, remainder, right shift (arithmetic) and widening casts.
-// add/sub/mul wrap modulo 2^n. div/rem truncate toward zero; division by zero
-// and INT_MIN / -1 give an unspecified value (never a trap). Shifts by an
-// amount >= the bit width give an unspecified value. i1 is a boolean: casts
-// from i1 give 0 or 1; casts to i1 test != 0.
+// Integers are two's complement. i8..i64 are signed: comparisons, min/max,
+// division, remainder, right shift (arithmetic) and widening casts
+// (sign-extension) treat them as signed. u8..u64 are unsigned: the same ops
+// treat them as unsigned (right shift is logical, widening zero-extends,
+// abs is the identity); a cast widens by the source's signedness and
+// narrows by truncation, so i8 -1 -> u32 is 0xffffffff. add/sub/mul/neg
+// wrap modulo 2^n for both. div/rem truncate toward zero; division by zero
+// and (signed) INT_MIN / -1 give an unspecified value (never a trap).
+// Shifts by an amount >= the bit width give an unspecified value. Integer
+// constants of u8..u32 hold their value, of u64 its bit pattern as an
+// int64. Float -> unsigned casts saturate to [0, 2^n - 1] (NaN -> 0),
+// unsigned -> float rounds to nearest. i1 is a boolean: casts from i1 give
+// 0 or 1; casts to i1 test != 0.
 //
 // Floats follow IEEE 754 with round-to-nearest-even; no fast-math is assumed,
 // except that `reduce` may reassociate (its result may differ from a
@@ -49,7 +56,8 @@
 // f16/bf16 math is computed in f32 and rounded. Float -> int casts saturate
 // to the integer range and map NaN to 0; int -> float rounds to nearest.
 // `bitcast` reinterprets each element's bits as another dtype of the same
-// width (f32 <-> i32, f64 <-> i64, f16 / bf16 <-> i16; not i1): no
+// width (f32 <-> i32 <-> u32, f64 <-> i64 <-> u64, f16 / bf16 <-> i16; not
+// i1): no
 // conversion, NaN payloads and signed zeros included, IEEE's encodings.
 //
 // Memory. A pointer carries a memory space: global (visible to all programs,

@@ -165,8 +165,13 @@ struct Arg {
   Arg(int16_t v) : kind(Kind::Scalar), dtype(DType::I16) { scalar.i = v; }                                // NOLINT
   Arg(int32_t v) : kind(Kind::Scalar), dtype(DType::I32) { scalar.i = v; }                                // NOLINT
   Arg(int64_t v) : kind(Kind::Scalar), dtype(DType::I64) { scalar.i = v; }                                // NOLINT
-  Arg(float v) : kind(Kind::Scalar), dtype(DType::F32) { scalar.f = v; }                                  // NOLINT
-  Arg(double v) : kind(Kind::Scalar), dtype(DType::F64) { scalar.f = v; }                                 // NOLINT
+  Arg(uint8_t v) : kind(Kind::Scalar), dtype(DType::U8) { scalar.i = v; }                                 // NOLINT
+  Arg(uint16_t v) : kind(Kind::Scalar), dtype(DType::U16) { scalar.i = v; }                               // NOLINT
+  Arg(uint32_t v) : kind(Kind::Scalar), dtype(DType::U32) { scalar.i = v; }                               // NOLINT
+  // u64: the bit pattern (values above INT64_MAX read back negative here).
+  Arg(uint64_t v) : kind(Kind::Scalar), dtype(DType::U64) { scalar.i = static_cast<int64_t>(v); }  // NOLINT
+  Arg(float v) : kind(Kind::Scalar), dtype(DType::F32) { scalar.f = v; }                           // NOLINT
+  Arg(double v) : kind(Kind::Scalar), dtype(DType::F64) { scalar.f = v; }                          // NOLINT
 };
 
 struct LaunchOptions {
