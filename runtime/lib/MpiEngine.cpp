@@ -127,11 +127,17 @@ class MpiProcess {
 
   MPI_Datatype type(DType t) const {
     switch (t) {
+      // Unsigned elements only move (reductions take no unsigned dtype):
+      // the signed type of their width carries the same bits.
       case DType::I1:
-      case DType::I8: return lib->TypeInt8;
-      case DType::I16: return lib->TypeInt16;
-      case DType::I32: return lib->TypeInt32;
-      case DType::I64: return lib->TypeInt64;
+      case DType::I8:
+      case DType::U8: return lib->TypeInt8;
+      case DType::I16:
+      case DType::U16: return lib->TypeInt16;
+      case DType::I32:
+      case DType::U32: return lib->TypeInt32;
+      case DType::I64:
+      case DType::U64: return lib->TypeInt64;
       case DType::F16:
       case DType::BF16: return lib->TypeUint16;
       case DType::F32: return lib->TypeFloat;
