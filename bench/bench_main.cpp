@@ -2,6 +2,7 @@
 // limits taken in the same run. Run by hand, never as a timed test:
 //
 //   cmake --build build --target tessera_bench && build/bin/tessera_bench [--quick] [--fibers] [--launch]
+//                                                                          [--perf-tools]
 //
 // Reports, each as median [min, max] over repetitions after warm-up:
 //   * a STREAM-style triad a[i] = b[i] + s*c[i] (plain C++, -O3 -march=native)
@@ -17,7 +18,10 @@
 //   * the cost of checked launches (LaunchOptions::checkBounds) against the
 //     same kernels unchecked, in the same run;
 //   * the SIMT emulator's fiber switch in ns, against a function call and
-//     glibc's swapcontext (fiber_bench.cpp; --fibers runs this section alone).
+//     glibc's swapcontext (fiber_bench.cpp; --fibers runs this section alone);
+//   * the benchmark harness's overhead per repetition, and the host peaks
+//     `tessera sol` measures beside plain C++ peers (perf_tools_bench.cpp;
+//     --perf-tools runs this section alone).
 // Every kernel's output is checked against a plain C++ reference first.
 #include <immintrin.h>
 
@@ -35,6 +39,7 @@
 #include "bench_kernels.h"
 #include "fiber_bench.h"
 #include "launch_bench.h"
+#include "perf_tools_bench.h"
 #include "registry.h"
 #include "tessera/tessera.h"
 
@@ -117,7 +122,7 @@ static std::optional<tessera::bench::Setup> checkedSetup(const tessera::bench::M
 }
 
 int main(int argc, char** argv) {
-  bool quick = false, fibersOnly = false, launchOnly = false;
+  bool quick = false, fibersOnly = false, launchOnly = false, perfOnly = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) {
       quick = true;
@@ -125,8 +130,10 @@ int main(int argc, char** argv) {
       fibersOnly = true;
     } else if (std::strcmp(argv[i], "--launch") == 0) {
       launchOnly = true;
+    } else if (std::strcmp(argv[i], "--perf-tools") == 0) {
+      perfOnly = true;
     } else {
-      std::fprintf(stderr, "usage: %s [--quick] [--fibers] [--launch]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--quick] [--fibers] [--launch] [--perf-tools]\n", argv[0]);
       return 2;
     }
   }
@@ -137,6 +144,10 @@ int main(int argc, char** argv) {
   }
   if (launchOnly) {
     tessera::bench::asyncLaunchBench(quick ? 200 : 2000);
+    return 0;
+  }
+  if (perfOnly) {
+    tessera::bench::perfToolsBench(reps);
     return 0;
   }
   auto dev = ts::Device::cpu();
@@ -197,6 +208,9 @@ int main(int argc, char** argv) {
 
   // ---- fiber switch of the SIMT emulator -----------------------------------
   tessera::bench::fiberSwitchBench(reps);
+
+  // ---- the perf tools: harness overhead, host peaks against C++ peers -------
+  tessera::bench::perfToolsBench(reps);
 
   // ---- SIMT emulator -------------------------------------------------------
   std::printf("\nSIMT emulator: softmax 1024x1024 f32 (compile excluded), median [min, max] of 3\n");

@@ -57,6 +57,7 @@ if(LLD_FOUND)
 endif()
 target_include_directories(tessera_shared INTERFACE
   $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/ir/include> $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/codegen/include>
-  $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/dsl/include> $<INSTALL_INTERFACE:include>)
+  $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/dsl/include> $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/perf/include>
+  $<INSTALL_INTERFACE:include>)
 # Installed, it finds libLLVM in LLVM's own directory and the runtime next to it.
 set_target_properties(tessera_shared PROPERTIES EXPORT_NAME tessera INSTALL_RPATH "$ORIGIN;${LLVM_LIBRARY_DIR}")

@@ -45,24 +45,26 @@ std::vector<double> biasGelu(const std::vector<float>& x, const std::vector<floa
 namespace {
 constexpr int kBlock = 256;
 
-CheckResult run(const RunContext& ctx) {
+Launch prepare(const RunContext& ctx) {
   auto [rows, cols] = rowsCols(ctx, "bias_gelu");
   std::mt19937_64 rng(ctx.seed);
   std::vector<float> x = randomVector(size_t(rows * cols), rng, -4.0f, 4.0f);  // both tails of erf
   std::vector<float> bias = randomVector(size_t(cols), rng);
 
-  CompiledKernel k = compile(biasGelu(kBlock), ctx.device, ctx.options);
   Buffer dx = ctx.device.upload(DType::F32, x), db = ctx.device.upload(DType::F32, bias);
   Buffer dout = ctx.device.alloc(DType::F32, size_t(rows * cols));
   Dim3 grid(uint32_t(rows), uint32_t((cols + kBlock - 1) / kBlock));
-  k.launchWith(grid, {dout, dx, db, int32_t(cols)}, ctx.launch);
+  Launch launch{biasGelu(kBlock), grid, {dout, dx, db, int32_t(cols)}, {rows, cols}};
 
   // f32 arithmetic plus erf accurate to a few ulp: relative 1e-5 (about 80
   // ulp). For v << 0, 1 + erf(v/sqrt2) cancels: the f32 result carries an
   // absolute error of about |v|/2 * (a few ulp of 1) = up to ~1.2e-6 for
   // |v| <= 5, hence the absolute floor of 2e-6. A wrong index or formula
   // gives errors of order 0.1.
-  return compare(dout.read<float>(), ref::biasGelu(x, bias, rows, cols), 2e-6, 1e-5);
+  launch.check = [dout, x = std::move(x), bias = std::move(bias), rows = rows, cols = cols] {
+    return compare(dout.read<float>(), ref::biasGelu(x, bias, rows, cols), 2e-6, 1e-5);
+  };
+  return launch;
 }
 }  // namespace
 
@@ -71,7 +73,7 @@ Example biasGeluExample() {
   e.name = "bias_gelu";
   e.summary = "out = gelu(x + bias) (exact erf GELU), 2-D grid of row x column blocks";
   e.kernel = [] { return biasGelu(kBlock); };
-  e.run = run;
+  e.prepare = prepare;
   e.testShapes = {{1, 1}, {7, 1000}, {64, 1024}, {3, 4097}, {5, 256}};
   return e;
 }

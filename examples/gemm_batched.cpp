@@ -41,7 +41,7 @@ Kernel gemmBatched(GemmBlocks B) {
 
 namespace {
 
-CheckResult run(const RunContext& ctx) {
+Launch prepare(const RunContext& ctx) {
   std::vector<int64_t> s = ctx.shape.empty() ? std::vector<int64_t>{6, 100, 90, 80} : ctx.shape;
   if (s.size() != 4 || s[0] < 1 || s[1] < 1 || s[2] < 1 || s[3] < 1 || s[0] > 65535 || s[0] * s[1] * s[3] > (1 << 28) ||
       s[0] * s[3] * s[2] > (1 << 28) || s[0] * s[1] * s[2] > (1 << 28))
@@ -56,35 +56,37 @@ CheckResult run(const RunContext& ctx) {
   for (auto& x : b) x = dist(rng);
 
   GemmBlocks B = gemmDefaultBlocks(ctx.device);
-  CompiledKernel k = compile(gemmBatched(B), ctx.device, ctx.options);
   Buffer da = ctx.device.upload(DType::F32, a), db = ctx.device.upload(DType::F32, b);
   Buffer dc = ctx.device.alloc(DType::F32, size_t(Z * M * N));
   dc.fillBytes(0xff);  // NaN: an element the kernel fails to write cannot pass
   Dim3 grid(uint32_t((M + B.m - 1) / B.m), uint32_t((N + B.n - 1) / B.n), uint32_t(Z));
-  k.launchWith(grid, {dc, da, db, int32_t(M), int32_t(N), int32_t(K)}, ctx.launch);
-  std::vector<float> got = dc.read<float>();
+  Launch launch{gemmBatched(B), grid, {dc, da, db, int32_t(M), int32_t(N), int32_t(K)}, s};
 
   // Reference in double. Tolerance as gemm_f32: f32 accumulation of K terms
   // is within 2 K 2^-24 sum|a b| (doubled first-order bound) plus a 1e-7
   // floor. Every batch has its own random data, so a wrong batch offset is
   // an error of order 1.
-  const double factor = 2.0 * double(K + 1) * std::ldexp(1.0, -24);
-  ElementCheck check(factor, "c");
-  for (int64_t z = 0; z < Z; ++z)
-    for (int64_t i = 0; i < M; ++i)
-      for (int64_t j = 0; j < N; ++j) {
-        double want = 0, mag = 0;
-        for (int64_t kk = 0; kk < K; ++kk) {
-          double p = double(a[size_t((z * M + i) * K + kk)]) * double(b[size_t((z * K + kk) * N + j)]);
-          want += p;
-          mag += std::fabs(p);
+  launch.check = [dc, a = std::move(a), b = std::move(b), Z, M, N, K] {
+    std::vector<float> got = dc.read<float>();
+    const double factor = 2.0 * double(K + 1) * std::ldexp(1.0, -24);
+    ElementCheck check(factor, "c");
+    for (int64_t z = 0; z < Z; ++z)
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) {
+          double want = 0, mag = 0;
+          for (int64_t kk = 0; kk < K; ++kk) {
+            double p = double(a[size_t((z * M + i) * K + kk)]) * double(b[size_t((z * K + kk) * N + j)]);
+            want += p;
+            mag += std::fabs(p);
+          }
+          double g = got[size_t((z * M + i) * N + j)];
+          check(g, want, factor * mag + 1e-7, [&] {
+            return "at batch " + std::to_string(z) + " (" + std::to_string(i) + ", " + std::to_string(j) + ")";
+          });
         }
-        double g = got[size_t((z * M + i) * N + j)];
-        check(g, want, factor * mag + 1e-7, [&] {
-          return "at batch " + std::to_string(z) + " (" + std::to_string(i) + ", " + std::to_string(j) + ")";
-        });
-      }
-  return check.result();
+    return check.result();
+  };
+  return launch;
 }
 }  // namespace
 
@@ -94,7 +96,7 @@ Example gemmBatchedExample() {
   e.summary = "C[z] = A[z] @ B[z] in f32 over a 3-D grid (batch on axis 2)";
   e.kernel = [] { return gemmBatched(gemmDefaultBlocks(Device::cpu())); };
   e.gpuKernel = [](const Target& t) { return gemmBatched(gemmDefaultBlocks(t)); };
-  e.run = run;
+  e.prepare = prepare;
   e.testShapes = {{2, 64, 64, 64}, {3, 100, 77, 33}, {1, 1, 1, 1}, {2, 257, 129, 65}, {5, 7, 9, 3}};
   return e;
 }

@@ -63,7 +63,7 @@ float fromBf16(uint16_t h) {
   return f;
 }
 
-CheckResult run(const RunContext& ctx) {
+Launch prepare(const RunContext& ctx) {
   GemmProblem P = gemmProblem(ctx, "gemm_bf16");
   const int64_t M = P.M, N = P.N, K = P.K;
   std::mt19937_64 rng(ctx.seed);
@@ -76,14 +76,13 @@ CheckResult run(const RunContext& ctx) {
   for (auto& x : bias) x = dist(rng);
 
   GemmBlocks B = gemmDefaultBlocks(ctx.device);
-  CompiledKernel k = compile(gemmBF16(B, Activation(P.act)), ctx.device, ctx.options);
   Buffer da = ctx.device.upload(DType::BF16, a), db = ctx.device.upload(DType::BF16, b);
   Buffer dbias = ctx.device.upload(DType::F32, bias);
   Buffer dc = ctx.device.alloc(DType::F32, size_t(M * N));
   dc.fillBytes(0xff);  // NaN: an element the kernel fails to write cannot pass
   Dim3 grid(uint32_t((M + B.m - 1) / B.m), uint32_t((N + B.n - 1) / B.n));
-  k.launchWith(grid, {dc, da, db, dbias, int32_t(M), int32_t(N), int32_t(K)}, ctx.launch);
-  std::vector<float> got = dc.read<float>();
+  Launch launch{
+      gemmBF16(B, Activation(P.act)), grid, {dc, da, db, dbias, int32_t(M), int32_t(N), int32_t(K)}, {M, N, K, P.act}};
 
   // Reference in double: act(A @ B + bias) from the same bf16 inputs.
   // Tolerance as gemm_f32: the f32 accumulation of K + 1 terms is within
@@ -91,19 +90,23 @@ CheckResult run(const RunContext& ctx) {
   // ReLU and GELU have slope <= 1.13 (hence 1.2x) and erf in f32 adds a few
   // ulp (1e-6 relative and absolute floor). A missing or doubled product
   // term (~0.25 on average) or a missing bias (~0.5) is far outside it.
-  const double factor = 2.0 * double(K + 1) * std::ldexp(1.0, -24);
-  ElementCheck check(factor, "c");
-  GemmReference ref = gemmReference(
-      M, N, K, [&](int64_t i, int64_t kk) { return fromBf16(a[size_t(i * K + kk)]); },
-      [&](int64_t kk, int64_t j) { return fromBf16(b[size_t(kk * N + j)]); }, bias, P.act);
-  for (int64_t i = 0; i < M; ++i)
-    for (int64_t j = 0; j < N; ++j) {
-      double want = ref.want[size_t(i * N + j)], mag = ref.mag[size_t(i * N + j)];
-      double g = got[size_t(i * N + j)];
-      check(g, want, 1.2 * factor * mag + 1e-6 * std::fabs(want) + 1e-6,
-            [&] { return "at (" + std::to_string(i) + ", " + std::to_string(j) + ")"; });
-    }
-  return check.result();
+  launch.check = [dc, a = std::move(a), b = std::move(b), bias = std::move(bias), M, N, K, act = P.act] {
+    std::vector<float> got = dc.read<float>();
+    const double factor = 2.0 * double(K + 1) * std::ldexp(1.0, -24);
+    ElementCheck check(factor, "c");
+    GemmReference ref = gemmReference(
+        M, N, K, [&](int64_t i, int64_t kk) { return fromBf16(a[size_t(i * K + kk)]); },
+        [&](int64_t kk, int64_t j) { return fromBf16(b[size_t(kk * N + j)]); }, bias, act);
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double want = ref.want[size_t(i * N + j)], mag = ref.mag[size_t(i * N + j)];
+        double g = got[size_t(i * N + j)];
+        check(g, want, 1.2 * factor * mag + 1e-6 * std::fabs(want) + 1e-6,
+              [&] { return "at (" + std::to_string(i) + ", " + std::to_string(j) + ")"; });
+      }
+    return check.result();
+  };
+  return launch;
 }
 }  // namespace
 
@@ -114,7 +117,7 @@ Example gemmBF16Example() {
       "C (f32) = act(A (bf16) @ B (bf16) + bias), f32 accumulation; GPU: K loop pipelined through shared memory";
   e.kernel = [] { return gemmBF16(gemmDefaultBlocks(Device::cpu()), Activation::GELU); };
   e.gpuKernel = [](const Target& t) { return gemmBF16(gemmDefaultBlocks(t), Activation::GELU); };
-  e.run = run;
+  e.prepare = prepare;
   // Aligned (N and K multiples of 16: cp.async on the emulated sm_80),
   // ragged in every dimension, a single element, K shorter than the
   // pipeline, and each activation.

@@ -51,7 +51,7 @@ Kernel gemmF16(GemmBlocks B, Activation act) {
 
 namespace {
 
-CheckResult run(const RunContext& ctx) {
+Launch prepare(const RunContext& ctx) {
   GemmProblem P = gemmProblem(ctx, "gemm_f16");
   const int64_t M = P.M, N = P.N, K = P.K;
   std::mt19937_64 rng(ctx.seed);
@@ -64,14 +64,13 @@ CheckResult run(const RunContext& ctx) {
   for (auto& x : bias) x = dist(rng);
 
   GemmBlocks B = gemmDefaultBlocks(ctx.device);
-  CompiledKernel k = compile(gemmF16(B, Activation(P.act)), ctx.device, ctx.options);
   Buffer da = ctx.device.upload(DType::F16, a), db = ctx.device.upload(DType::F16, b);
   Buffer dbias = ctx.device.upload(DType::F32, bias);
   Buffer dc = ctx.device.alloc(DType::F16, size_t(M * N));
   dc.fillBytes(0xff);  // f16 NaN: an element the kernel fails to write cannot pass
   Dim3 grid(uint32_t((M + B.m - 1) / B.m), uint32_t((N + B.n - 1) / B.n));
-  k.launchWith(grid, {dc, da, db, dbias, int32_t(M), int32_t(N), int32_t(K)}, ctx.launch);
-  std::vector<uint16_t> got = dc.read<uint16_t>();
+  Launch launch{
+      gemmF16(B, Activation(P.act)), grid, {dc, da, db, dbias, int32_t(M), int32_t(N), int32_t(K)}, {M, N, K, P.act}};
 
   // Reference in double: act(A @ B + bias) from the same f16 inputs.
   // Tolerance: the f32 accumulation of K + 1 terms is within
@@ -83,20 +82,24 @@ CheckResult run(const RunContext& ctx) {
   // range. A missing or doubled product term (~0.25 on average) or a
   // missing bias (~0.5) is far outside it: the bound is ~0.003 for a result
   // of size ~5 at K = 150.
-  const double factor = 2.0 * double(K + 1) * std::ldexp(1.0, -24);
-  ElementCheck check(factor, "c");
-  GemmReference ref = gemmReference(
-      M, N, K, [&](int64_t i, int64_t kk) { return fromHalf(a[size_t(i * K + kk)]); },
-      [&](int64_t kk, int64_t j) { return fromHalf(b[size_t(kk * N + j)]); }, bias, P.act);
-  for (int64_t i = 0; i < M; ++i)
-    for (int64_t j = 0; j < N; ++j) {
-      double want = ref.want[size_t(i * N + j)], mag = ref.mag[size_t(i * N + j)];
-      double g = fromHalf(got[size_t(i * N + j)]);
-      double bound = 1.2 * factor * mag + 1e-6 * std::fabs(want) + 1e-6 + std::ldexp(std::fabs(want), -11) * 1.01 +
-                     std::ldexp(1.0, -25);
-      check(g, want, bound, [&] { return "at (" + std::to_string(i) + ", " + std::to_string(j) + ")"; });
-    }
-  return check.result();
+  launch.check = [dc, a = std::move(a), b = std::move(b), bias = std::move(bias), M, N, K, act = P.act] {
+    std::vector<uint16_t> got = dc.read<uint16_t>();
+    const double factor = 2.0 * double(K + 1) * std::ldexp(1.0, -24);
+    ElementCheck check(factor, "c");
+    GemmReference ref = gemmReference(
+        M, N, K, [&](int64_t i, int64_t kk) { return fromHalf(a[size_t(i * K + kk)]); },
+        [&](int64_t kk, int64_t j) { return fromHalf(b[size_t(kk * N + j)]); }, bias, act);
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double want = ref.want[size_t(i * N + j)], mag = ref.mag[size_t(i * N + j)];
+        double g = fromHalf(got[size_t(i * N + j)]);
+        double bound = 1.2 * factor * mag + 1e-6 * std::fabs(want) + 1e-6 + std::ldexp(std::fabs(want), -11) * 1.01 +
+                       std::ldexp(1.0, -25);
+        check(g, want, bound, [&] { return "at (" + std::to_string(i) + ", " + std::to_string(j) + ")"; });
+      }
+    return check.result();
+  };
+  return launch;
 }
 }  // namespace
 
@@ -106,7 +109,7 @@ Example gemmF16Example() {
   e.summary = "C (f16) = act(A (f16) @ B (f16) + bias), f32 accumulation; GPU: K loop pipelined through shared memory";
   e.kernel = [] { return gemmF16(gemmDefaultBlocks(Device::cpu()), Activation::GELU); };
   e.gpuKernel = [](const Target& t) { return gemmF16(gemmDefaultBlocks(t), Activation::GELU); };
-  e.run = run;
+  e.prepare = prepare;
   // Aligned (N and K multiples of 16: cp.async on the emulated sm_80),
   // ragged in every dimension, a single element, K shorter than the
   // pipeline, and each activation.

@@ -56,7 +56,7 @@ Kernel gemmF32(GemmBlocks B, Activation act, bool withBias, const char* name) {
 
 namespace {
 
-CheckResult run(const RunContext& ctx) {
+Launch prepare(const RunContext& ctx) {
   std::vector<int64_t> s = ctx.shape.empty() ? std::vector<int64_t>{300, 200, 150, 2} : ctx.shape;
   if (s.size() < 3 || s.size() > 4 || s[0] < 1 || s[1] < 1 || s[2] < 1 || s[0] * s[2] > (1 << 28) ||
       s[2] * s[1] > (1 << 28) || s[0] * s[1] > (1 << 28) || (s.size() == 4 && (s[3] < 0 || s[3] > 2)))
@@ -70,13 +70,12 @@ CheckResult run(const RunContext& ctx) {
   std::vector<float> bias = randomVector(size_t(N), rng);
 
   GemmBlocks B = gemmDefaultBlocks(ctx.device);
-  CompiledKernel k = compile(gemmF32(B, Activation(act)), ctx.device, ctx.options);
   Buffer da = ctx.device.upload(DType::F32, a), db = ctx.device.upload(DType::F32, b);
   Buffer dbias = ctx.device.upload(DType::F32, bias);
   Buffer dc = ctx.device.alloc(DType::F32, size_t(M * N));
   dc.fillBytes(0xff);  // NaN: an element the kernel fails to write cannot pass
   Dim3 grid(uint32_t((M + B.m - 1) / B.m), uint32_t((N + B.n - 1) / B.n));
-  k.launchWith(grid, {dc, da, db, dbias, int32_t(M), int32_t(N), int32_t(K)}, ctx.launch);
+  Launch launch{gemmF32(B, Activation(act)), grid, {dc, da, db, dbias, int32_t(M), int32_t(N), int32_t(K)}, s};
 
   // Tolerance: a sum of K + 1 f32 terms in any order is within
   // (K + 1) * 2^-24 * sum |terms| of the exact value (first-order bound,
@@ -84,12 +83,15 @@ CheckResult run(const RunContext& ctx) {
   // a few ulp of the result, hence the 1e-6 relative and the absolute floor.
   // A missing or doubled product term (|a b| ~ 0.25 on average) or a wrong
   // index is far outside this.
-  GemmReference ref = gemmReference(
-      M, N, K, [&](int64_t i, int64_t kk) { return a[size_t(i * K + kk)]; },
-      [&](int64_t kk, int64_t j) { return b[size_t(kk * N + j)]; }, bias, act);
-  const double factor = 2.0 * double(K + 1) * std::ldexp(1.0, -24);
-  return compareWith(dc.read<float>(), ref.want, factor, "c",
-                     [&](size_t i) { return 1.2 * factor * ref.mag[i] + 1e-6 * std::fabs(ref.want[i]) + 1e-6; });
+  launch.check = [dc, a = std::move(a), b = std::move(b), bias = std::move(bias), M, N, K, act] {
+    GemmReference ref = gemmReference(
+        M, N, K, [&](int64_t i, int64_t kk) { return a[size_t(i * K + kk)]; },
+        [&](int64_t kk, int64_t j) { return b[size_t(kk * N + j)]; }, bias, act);
+    const double factor = 2.0 * double(K + 1) * std::ldexp(1.0, -24);
+    return compareWith(dc.read<float>(), ref.want, factor, "c",
+                       [&](size_t i) { return 1.2 * factor * ref.mag[i] + 1e-6 * std::fabs(ref.want[i]) + 1e-6; });
+  };
+  return launch;
 }
 }  // namespace
 
@@ -99,7 +101,7 @@ Example gemmF32Example() {
   e.summary = "C = act(A @ B + bias) in f32, BLOCK_M x BLOCK_N tiles over a 2-D grid, K loop with dot";
   e.kernel = [] { return gemmF32(gemmDefaultBlocks(Device::cpu()), Activation::GELU); };
   e.gpuKernel = [](const Target& t) { return gemmF32(gemmDefaultBlocks(t), Activation::GELU); };
-  e.run = run;
+  e.prepare = prepare;
   // Aligned, ragged in every dimension, a single element, and each activation.
   e.testShapes = {{64, 64, 64, 0}, {100, 77, 33, 1}, {1, 1, 1, 2}, {257, 129, 65, 2}, {128, 64, 200, 0}};
   return e;

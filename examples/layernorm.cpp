@@ -65,7 +65,7 @@ void layernorm(const std::vector<float>& x, const std::vector<float>& w, const s
 namespace {
 constexpr float kEps = 1e-5f;
 
-CheckResult run(const RunContext& ctx) {
+Launch prepare(const RunContext& ctx) {
   auto [rows, cols] = rowsCols(ctx, "layernorm");
   std::mt19937_64 rng(ctx.seed);
   // An offset mean (around 3) makes a one-pass variance visibly wrong.
@@ -73,22 +73,27 @@ CheckResult run(const RunContext& ctx) {
   std::vector<float> w = randomVector(size_t(cols), rng, 0.5f, 1.5f);
   std::vector<float> b = randomVector(size_t(cols), rng);
 
-  CompiledKernel k = compile(layernorm(nextPow2(cols)), ctx.device, ctx.options);
   Buffer dx = ctx.device.upload(DType::F32, x), dw = ctx.device.upload(DType::F32, w);
   Buffer db = ctx.device.upload(DType::F32, b);
   Buffer dy = ctx.device.alloc(DType::F32, size_t(rows * cols));
   Buffer dmean = ctx.device.alloc(DType::F32, size_t(rows)), drstd = ctx.device.alloc(DType::F32, size_t(rows));
-  k.launchWith(Dim3(uint32_t(rows)), {dy, dmean, drstd, dx, dw, db, int32_t(cols), kEps}, ctx.launch);
+  Launch launch{layernorm(nextPow2(cols)),
+                Dim3(uint32_t(rows)),
+                {dy, dmean, drstd, dx, dw, db, int32_t(cols), kEps},
+                {rows, cols}};
 
-  std::vector<double> y, mean, rstd;
-  ref::layernorm(x, w, b, rows, cols, kEps, y, mean, rstd);
-  // f32 sums of up to a few thousand terms (relative error ~1e-6 after
-  // reassociation) feed every output: relative 2e-5 plus an absolute 2e-5
-  // (y is O(1) and may cross zero, where relative error is meaningless).
-  CheckResult r = compare(dy.read<float>(), y, 2e-5, 2e-5, "y");
-  r = merge(r, compare(dmean.read<float>(), mean, 0, 2e-5, "mean"));
-  r = merge(r, compare(drstd.read<float>(), rstd, 0, 2e-5, "rstd"));
-  return r;
+  launch.check = [dy, dmean, drstd, x = std::move(x), w = std::move(w), b = std::move(b), rows = rows, cols = cols] {
+    std::vector<double> y, mean, rstd;
+    ref::layernorm(x, w, b, rows, cols, kEps, y, mean, rstd);
+    // f32 sums of up to a few thousand terms (relative error ~1e-6 after
+    // reassociation) feed every output: relative 2e-5 plus an absolute 2e-5
+    // (y is O(1) and may cross zero, where relative error is meaningless).
+    CheckResult r = compare(dy.read<float>(), y, 2e-5, 2e-5, "y");
+    r = merge(r, compare(dmean.read<float>(), mean, 0, 2e-5, "mean"));
+    r = merge(r, compare(drstd.read<float>(), rstd, 0, 2e-5, "rstd"));
+    return r;
+  };
+  return launch;
 }
 }  // namespace
 
@@ -97,7 +102,7 @@ Example layernormExample() {
   e.name = "layernorm";
   e.summary = "row-wise LayerNorm with weight and bias, also writing mean and rstd";
   e.kernel = [] { return layernorm(1024); };
-  e.run = run;
+  e.prepare = prepare;
   e.testShapes = {{1, 1}, {7, 1000}, {64, 1024}, {3, 4097}, {2, 3}};
   return e;
 }

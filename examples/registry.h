@@ -1,6 +1,7 @@
 // The bundled kernels: every example registers its kernel, an input
 // generator, a plain C++ reference and a check, so that the `tessera` tool
-// (`list`, `compile`, `run`) and the test suite can drive all of them.
+// (`list`, `compile`, `run`, `bench`, `sol`) and the test suite can drive
+// all of them.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +32,30 @@ struct RunContext {
   LaunchOptions launch;
 };
 
+/// One launch of an example, prepared but not run: the kernel (traced, not
+/// compiled), its grid and arguments (inputs generated and uploaded to the
+/// context's device, outputs allocated there), the problem shape it stands
+/// for, and the check of the result against the plain C++ reference, to
+/// call once the launch has run. `Example::run` compiles and launches it
+/// once; `tessera bench` times it; `tessera sol` counts its work.
+struct Launch {
+  Launch() = default;
+  Launch(Kernel k, Dim3 g, std::vector<rt::Arg> a, std::vector<int64_t> s)
+      : kernel(std::move(k)), grid(g), args(std::move(a)), shape(std::move(s)) {}
+  Kernel kernel;
+  Dim3 grid;
+  std::vector<rt::Arg> args;
+  std::vector<int64_t> shape;  // the shape used (the default when the context gave none)
+  std::function<CheckResult()> check;
+};
+
+/// "4096x4096": a shape as the tools print it.
+inline std::string shapeStr(const std::vector<int64_t>& shape) {
+  std::string s;
+  for (int64_t d : shape) s += (s.empty() ? "" : "x") + std::to_string(d);
+  return s;
+}
+
 struct Example {
   std::string name;
   std::string summary;
@@ -41,9 +66,16 @@ struct Example {
   /// `target` is the GPU (or emu:) target, for defaults that differ
   /// between vendors (gemmDefaultBlocks).
   std::function<Kernel(const Target& target)> gpuKernel;
-  /// Generates inputs, compiles for ctx.device, launches, and checks the
-  /// output against the plain C++ reference.
-  std::function<CheckResult(const RunContext&)> run;
+  /// Generates inputs on ctx.device and describes the launch (Launch).
+  std::function<Launch(const RunContext&)> prepare;
+  /// prepare, then compile for ctx.device with ctx.options, launch with
+  /// ctx.launch, and check the output against the plain C++ reference.
+  /// (Inline: each example program links only its own source file.)
+  CheckResult run(const RunContext& ctx) const {
+    Launch l = prepare(ctx);
+    compile(l.kernel, ctx.device, ctx.options).launchWith(l.grid, l.args, ctx.launch);
+    return l.check();
+  }
   /// Shapes the test suite runs (aligned and ragged).
   std::vector<std::vector<int64_t>> testShapes;
 };

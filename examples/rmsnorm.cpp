@@ -49,20 +49,22 @@ std::vector<double> rmsnorm(const std::vector<float>& x, const std::vector<float
 namespace {
 constexpr float kEps = 1e-6f;
 
-CheckResult run(const RunContext& ctx) {
+Launch prepare(const RunContext& ctx) {
   auto [rows, cols] = rowsCols(ctx, "rmsnorm");
   std::mt19937_64 rng(ctx.seed);
   std::vector<float> x = randomVector(size_t(rows * cols), rng, -2.0f, 2.0f);
   std::vector<float> w = randomVector(size_t(cols), rng, 0.5f, 1.5f);
 
-  CompiledKernel k = compile(rmsnorm(nextPow2(cols)), ctx.device, ctx.options);
   Buffer dx = ctx.device.upload(DType::F32, x), dw = ctx.device.upload(DType::F32, w);
   Buffer dy = ctx.device.alloc(DType::F32, size_t(rows * cols));
-  k.launchWith(Dim3(uint32_t(rows)), {dy, dx, dw, int32_t(cols), kEps}, ctx.launch);
+  Launch launch{rmsnorm(nextPow2(cols)), Dim3(uint32_t(rows)), {dy, dx, dw, int32_t(cols), kEps}, {rows, cols}};
 
   // One reassociated f32 sum of squares (relative error ~1e-6) scales every
   // output: relative 1e-5 plus an absolute 1e-6 for outputs near zero.
-  return compare(dy.read<float>(), ref::rmsnorm(x, w, rows, cols, kEps), 1e-6, 1e-5);
+  launch.check = [dy, x = std::move(x), w = std::move(w), rows = rows, cols = cols] {
+    return compare(dy.read<float>(), ref::rmsnorm(x, w, rows, cols, kEps), 1e-6, 1e-5);
+  };
+  return launch;
 }
 }  // namespace
 
@@ -71,7 +73,7 @@ Example rmsnormExample() {
   e.name = "rmsnorm";
   e.summary = "row-wise RMSNorm with weight, one program per row";
   e.kernel = [] { return rmsnorm(1024); };
-  e.run = run;
+  e.prepare = prepare;
   e.testShapes = {{1, 1}, {7, 1000}, {64, 1024}, {3, 4097}, {2, 3}};
   return e;
 }

@@ -49,7 +49,7 @@ std::vector<double> softmax(const std::vector<float>& x, int64_t rows, int64_t c
 
 namespace {
 
-CheckResult run(const RunContext& ctx) {
+Launch prepare(const RunContext& ctx) {
   auto [rows, cols] = rowsCols(ctx, "softmax");
   std::mt19937_64 rng(ctx.seed);
   // Rows alternate around +80 and -80 (+-20): exp(100) overflows f32, so the
@@ -60,15 +60,17 @@ CheckResult run(const RunContext& ctx) {
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c) x[size_t(r * cols + c)] += (r % 2 ? 80.0f : -80.0f);
 
-  CompiledKernel k = compile(softmax(nextPow2(cols)), ctx.device, ctx.options);
   Buffer din = ctx.device.upload(DType::F32, x);
   Buffer dout = ctx.device.alloc(DType::F32, size_t(rows * cols));
-  k.launchWith(Dim3(uint32_t(rows)), {dout, din, int32_t(cols)}, ctx.launch);
+  Launch launch{softmax(nextPow2(cols)), Dim3(uint32_t(rows)), {dout, din, int32_t(cols)}, {rows, cols}};
 
   // exp() to a few ulp and a reassociated f32 sum of up to a few thousand
   // terms: relative 1e-5; the absolute floor 1e-12 covers entries that
   // underflow towards zero (exp of -40 and below is tiny).
-  return compare(dout.read<float>(), ref::softmax(x, rows, cols), 1e-12, 1e-5);
+  launch.check = [dout, x = std::move(x), rows = rows, cols = cols] {
+    return compare(dout.read<float>(), ref::softmax(x, rows, cols), 1e-12, 1e-5);
+  };
+  return launch;
 }
 }  // namespace
 
@@ -77,7 +79,7 @@ Example softmaxExample() {
   e.name = "softmax";
   e.summary = "row-wise numerically stable softmax, one program per row";
   e.kernel = [] { return softmax(1024); };
-  e.run = run;
+  e.prepare = prepare;
   e.testShapes = {{1, 1}, {7, 1000}, {64, 1024}, {3, 4097}, {2, 3}};
   return e;
 }

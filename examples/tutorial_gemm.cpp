@@ -45,7 +45,7 @@ Kernel tutorialGemm(int BM, int BN, int BK, int STAGES) {
 namespace {
 constexpr int kBM = 32, kBN = 32, kBK = 32, kStages = 3;
 
-CheckResult run(const RunContext& ctx) {
+Launch prepare(const RunContext& ctx) {
   std::vector<int64_t> s = ctx.shape.empty() ? std::vector<int64_t>{300, 200, 150} : ctx.shape;
   if (s.size() != 3 || s[0] < 1 || s[1] < 1 || s[2] < 1 || s[0] * s[2] > (1 << 28) || s[2] * s[1] > (1 << 28) ||
       s[0] * s[1] > (1 << 28))
@@ -57,29 +57,31 @@ CheckResult run(const RunContext& ctx) {
   for (auto& x : a) x = toHalf(dist(rng));
   for (auto& x : b) x = toHalf(dist(rng));
 
-  CompiledKernel k = compile(tutorialGemm(kBM, kBN, kBK, kStages), ctx.device, ctx.options);
   Buffer da = ctx.device.upload(DType::F16, a), db = ctx.device.upload(DType::F16, b);
   Buffer dc = ctx.device.alloc(DType::F32, size_t(M * N));
   dc.fillBytes(0xff);  // NaN: an element the kernel fails to write cannot pass
   Dim3 grid(uint32_t((M + kBM - 1) / kBM), uint32_t((N + kBN - 1) / kBN));
-  k.launchWith(grid, {dc, da, db, int32_t(M), int32_t(N), int32_t(K)}, ctx.launch);
-  std::vector<float> got = dc.read<float>();
+  Launch launch{tutorialGemm(kBM, kBN, kBK, kStages), grid, {dc, da, db, int32_t(M), int32_t(N), int32_t(K)}, s};
 
   // Products of f16 values are exact in f32; the f32 sum of K terms is within
   // 2 K 2^-24 sum|terms| of the exact sum (doubled first-order bound). A
   // missing or doubled product (~0.25) is far outside it.
-  const double factor = 2.0 * double(K) * std::ldexp(1.0, -24);
-  ElementCheck check(factor, "c");
-  GemmReference ref = gemmReference(
-      M, N, K, [&](int64_t i, int64_t kk) { return fromHalf(a[size_t(i * K + kk)]); },
-      [&](int64_t kk, int64_t j) { return fromHalf(b[size_t(kk * N + j)]); }, {}, 0);
-  for (int64_t i = 0; i < M; ++i)
-    for (int64_t j = 0; j < N; ++j) {
-      double want = ref.want[size_t(i * N + j)], bound = factor * ref.mag[size_t(i * N + j)] + 1e-30;
-      check(got[size_t(i * N + j)], want, bound,
-            [&] { return "at (" + std::to_string(i) + ", " + std::to_string(j) + ")"; });
-    }
-  return check.result();
+  launch.check = [dc, a = std::move(a), b = std::move(b), M, N, K] {
+    std::vector<float> got = dc.read<float>();
+    const double factor = 2.0 * double(K) * std::ldexp(1.0, -24);
+    ElementCheck check(factor, "c");
+    GemmReference ref = gemmReference(
+        M, N, K, [&](int64_t i, int64_t kk) { return fromHalf(a[size_t(i * K + kk)]); },
+        [&](int64_t kk, int64_t j) { return fromHalf(b[size_t(kk * N + j)]); }, {}, 0);
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double want = ref.want[size_t(i * N + j)], bound = factor * ref.mag[size_t(i * N + j)] + 1e-30;
+        check(got[size_t(i * N + j)], want, bound,
+              [&] { return "at (" + std::to_string(i) + ", " + std::to_string(j) + ")"; });
+      }
+    return check.result();
+  };
+  return launch;
 }
 }  // namespace
 
@@ -88,7 +90,7 @@ Example tutorialGemmExample() {
   e.name = "tutorial_gemm";
   e.summary = "C (f32) = A (f16) @ B (f16), K loop software-pipelined through shared memory (tutorial step 3)";
   e.kernel = [] { return tutorialGemm(kBM, kBN, kBK, kStages); };
-  e.run = run;
+  e.prepare = prepare;
   // Multiples of the 32 x 32 x 32 tiles; ragged in every dimension; a single
   // element; K shorter than the pipeline (one iteration, two stages empty).
   e.testShapes = {{64, 64, 128}, {37, 45, 70}, {1, 1, 1}, {33, 17, 20}};

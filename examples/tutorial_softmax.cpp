@@ -62,7 +62,7 @@ std::vector<double> reference(const std::vector<float>& x, int64_t rows, int64_t
   return out;
 }
 
-CheckResult run(const RunContext& ctx) {
+Launch prepare(const RunContext& ctx) {
   auto [rows, cols] = rowsCols(ctx, "tutorial_softmax");
   std::mt19937_64 rng(ctx.seed);
   // Values grow along the row (+0.01 per column), so later chunks raise the
@@ -72,15 +72,17 @@ CheckResult run(const RunContext& ctx) {
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c) x[size_t(r * cols + c)] += 0.01f * float(c) + (r % 2 ? 80.0f : -80.0f);
 
-  CompiledKernel k = compile(tutorialSoftmax(kBlock), ctx.device, ctx.options);
   Buffer din = ctx.device.upload(DType::F32, x);
   Buffer dout = ctx.device.alloc(DType::F32, size_t(rows * cols));
-  k.launchWith(Dim3(uint32_t(rows)), {dout, din, int32_t(cols)}, ctx.launch);
+  Launch launch{tutorialSoftmax(kBlock), Dim3(uint32_t(rows)), {dout, din, int32_t(cols)}, {rows, cols}};
 
   // exp() to a few ulp, the sum of up to a few thousand terms reassociated,
   // and one rescaling rounding per chunk: relative 2e-5; the absolute floor
   // covers entries that underflow towards zero.
-  return compare(dout.read<float>(), reference(x, rows, cols), 1e-12, 2e-5);
+  launch.check = [dout, x = std::move(x), rows = rows, cols = cols] {
+    return compare(dout.read<float>(), reference(x, rows, cols), 1e-12, 2e-5);
+  };
+  return launch;
 }
 }  // namespace
 
@@ -89,7 +91,7 @@ Example tutorialSoftmaxExample() {
   e.name = "tutorial_softmax";
   e.summary = "softmax for rows of any length: online max and sum over chunks of the row (tutorial step 2)";
   e.kernel = [] { return tutorialSoftmax(kBlock); };
-  e.run = run;
+  e.prepare = prepare;
   // One element; whole chunks (256, 768); ragged rows (1000, 4097).
   e.testShapes = {{1, 1}, {3, 256}, {4, 768}, {5, 1000}, {2, 4097}};
   return e;

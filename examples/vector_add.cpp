@@ -39,7 +39,7 @@ std::vector<double> vectorAdd(const std::vector<float>& a, const std::vector<flo
 namespace {
 constexpr int kBlock = 1024;
 
-CheckResult run(const RunContext& ctx) {
+Launch prepare(const RunContext& ctx) {
   std::vector<int64_t> shape = ctx.shape.empty() ? std::vector<int64_t>{100003} : ctx.shape;
   if (shape.size() != 1 || shape[0] < 1 || shape[0] > INT32_MAX)
     throw UsageError("vector_add: the shape is {n} with 1 <= n < 2^31");
@@ -48,15 +48,17 @@ CheckResult run(const RunContext& ctx) {
   std::mt19937_64 rng(ctx.seed);
   std::vector<float> a = randomVector(size_t(n), rng), b = randomVector(size_t(n), rng);
 
-  CompiledKernel k = compile(vectorAdd(kBlock), ctx.device, ctx.options);
   Buffer da = ctx.device.upload(DType::F32, a), db = ctx.device.upload(DType::F32, b);
   Buffer dout = ctx.device.alloc(DType::F32, size_t(n));
   Dim3 grid(uint32_t((n + kBlock - 1) / kBlock));  // one program per block, the last one partial
-  k.launchWith(grid, {dout, da, db, int32_t(n)}, ctx.launch);
+  Launch launch{vectorAdd(kBlock), grid, {dout, da, db, int32_t(n)}, {n}};
 
   // One f32 addition is correctly rounded: the result is within half an ulp
   // (2^-24 relative) of the exact sum the reference computes.
-  return compare(dout.read<float>(), ref::vectorAdd(a, b), 0.0, 0x1p-24);
+  launch.check = [dout, a = std::move(a), b = std::move(b)] {
+    return compare(dout.read<float>(), ref::vectorAdd(a, b), 0.0, 0x1p-24);
+  };
+  return launch;
 }
 }  // namespace
 
@@ -65,7 +67,7 @@ Example vectorAddExample() {
   e.name = "vector_add";
   e.summary = "out = a + b, BLOCK elements per program, masked tail";
   e.kernel = [] { return vectorAdd(kBlock); };
-  e.run = run;
+  e.prepare = prepare;
   e.testShapes = {{1}, {1000}, {1024}, {3 * 1024}, {100003}};
   return e;
 }

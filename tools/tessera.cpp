@@ -7,8 +7,10 @@
 // C++ reference, prints the largest error and exits 1 on a mismatch. `export`
 // writes a kernel's compiled code and a launcher header (docs/aot.md). `opt`
 // runs named passes on a .tir file. `cache` shows, explains and clears the
-// persistent compile cache (docs/cache.md). Exit codes: 0 success, 1 mismatch, 2 a
-// user error (one message), 3 an internal compiler error.
+// persistent compile cache (docs/cache.md). `bench` times kernels and `sol`
+// gives their speed of light (tools/Perf.cpp; docs/bench.md, docs/sol.md).
+// Exit codes: 0 success, 1 mismatch (or a benchmark regression), 2 a user
+// error (one message), 3 an internal compiler error.
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -28,6 +30,7 @@
 #include <unistd.h>
 
 #include "Opt.h"
+#include "Perf.h"
 #include "registry.h"
 #include "tessera/ir/Pass.h"
 #include "tessera/support/Targets.h"
@@ -48,8 +51,9 @@ std::string passList() {
 struct CommandHelp {
   const char* name;
   const char* synopsis;
+  std::string (*options)() = nullptr;  // the command's own options, where it has them
 };
-constexpr CommandHelp kCommands[] = {
+const CommandHelp kCommands[] = {
     {"list", "  tessera list\n"},
     {"compile",
      "  tessera compile KERNEL|FILE.tir|- [--target T] [--emit STAGE] [--kernel NAME] [-o FILE]\n"
@@ -68,6 +72,8 @@ constexpr CommandHelp kCommands[] = {
      "  tessera cache explain KERNEL|FILE.tir [--target T] [--kernel NAME] [--num-warps N]\n"
      "                  [--precision accurate|approx] [--check-bounds] [--assume-aligned] [--dir DIR]\n"
      "  tessera cache clear [--dir DIR]\n"},
+    {"bench", ts::tools::kBenchSynopsis, ts::tools::benchOptionsHelp},
+    {"sol", ts::tools::kSolSynopsis, ts::tools::solOptionsHelp},
     {"version", "  tessera --version | version\n"},
     {"help", "  tessera help [COMMAND] | COMMAND --help\n"},
 };
@@ -114,7 +120,7 @@ std::string details() {
 std::string usage() {
   std::string r = "usage:\n";
   for (const CommandHelp& c : kCommands) r += c.synopsis;
-  return r + details();
+  return r + details() + "bench, sol: `tessera help bench`, `tessera help sol` give their options\n";
 }
 
 std::string cacheHelp();
@@ -124,7 +130,7 @@ std::string cacheHelp();
 std::string commandHelp(const std::string& name) {
   if (name == "cache") return cacheHelp();
   for (const CommandHelp& c : kCommands)
-    if (name == c.name) return std::string("usage:\n") + c.synopsis + details();
+    if (name == c.name) return std::string("usage:\n") + c.synopsis + (c.options ? c.options() : "") + details();
   return {};
 }
 
@@ -325,17 +331,7 @@ int cmdRun(const Args& a) {
   if (!ex) throw UsageError("no bundled kernel named '" + a.subject + "' (see `tessera list`)");
   ts::Target target = ts::Target::parse(a.target);
   ts::examples::RunContext ctx;
-  switch (target.kind) {
-    case ts::Target::Kind::CPU: ctx.device = ts::Device::cpu(target.arch); break;
-    case ts::Target::Kind::EmuNVPTX: ctx.device = ts::Device::emulator("nvptx:" + target.arch); break;
-    case ts::Target::Kind::EmuAMDGPU: ctx.device = ts::Device::emulator("amdgpu:" + target.arch); break;
-    case ts::Target::Kind::NVPTX: ctx.device = ts::Device::cuda(); break;
-    case ts::Target::Kind::AMDGPU: ctx.device = ts::Device::hip(); break;
-  }
-  if ((target.kind == ts::Target::Kind::NVPTX || target.kind == ts::Target::Kind::AMDGPU) &&
-      ctx.device.arch() != target.str())
-    throw ts::DeviceError("run: target '" + target.str() + "' but the GPU present is " + ctx.device.name() + " (" +
-                          ctx.device.arch() + "); pass --target " + ctx.device.arch());
+  ctx.device = ts::tools::deviceForTarget(target);
   ctx.shape = a.shape;
   ctx.seed = a.seed;
   ctx.launch.threads = a.threads;
@@ -569,6 +565,12 @@ int main(int argc, char** argv) {
         return 2;
       }
     }
+    // bench and sol parse their own options (tools/Perf.cpp).
+    if (argc >= 2 && (std::string(argv[1]) == "bench" || std::string(argv[1]) == "sol")) {
+      std::vector<std::string> rest(argv + 2, argv + argc);
+      return std::string(argv[1]) == "bench" ? ts::tools::runBench(rest, std::cout, std::cerr)
+                                             : ts::tools::runSol(rest, std::cout, std::cerr);
+    }
     Args a = parseArgs(argc, argv);
     if (a.command == "--version" || a.command == "version") {
       std::cout << "tessera " << TESSERA_VERSION << "\n" << ts::codegen::toolchainVersions();
@@ -593,6 +595,11 @@ int main(int argc, char** argv) {
     throw UsageError("unknown command '" + a.command + "'");
   } catch (const UsageError& e) {
     std::cerr << "tessera: " << e.what() << "\n" << usage();
+    return 2;
+  } catch (const ts::tools::CommandLineError& e) {
+    std::cerr << "tessera: " << e.command << ": " << e.what() << "\nusage:\n"
+              << (e.command == "bench" ? ts::tools::kBenchSynopsis : ts::tools::kSolSynopsis) << "(`tessera help "
+              << e.command << "` explains the options)\n";
     return 2;
   } catch (const ts::InternalError& e) {
     std::cerr << "tessera: " << e.what() << "\n";

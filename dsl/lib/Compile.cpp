@@ -307,7 +307,9 @@ std::shared_ptr<codegen::Artifact> detail::compiledArtifact(const Kernel& k, con
 }
 
 CompiledKernel compile(const Kernel& k, const Target& target, const CompileOptions& opts) {
-  return CompiledKernel(makeState(compileCached(k, target, opts)));
+  auto st = makeState(compileCached(k, target, opts));
+  st->source = k;
+  return CompiledKernel(std::move(st));
 }
 
 namespace {
@@ -506,6 +508,15 @@ const std::vector<std::string>& CompiledKernel::warnings() const {
 }
 bool CompiledKernel::fromDiskCache() const { return state_ && state_->artifact->fromDiskCache; }
 bool CompiledKernel::launchable() const { return state_ && state_->loaded; }
+const Kernel& CompiledKernel::source() const {
+  if (!state_) throw UsageError("source: this CompiledKernel is empty");
+  return state_->source;
+}
+const Device& CompiledKernel::device() const {
+  if (!launchable())
+    throw UsageError("device: this CompiledKernel was compiled for inspection, not loaded on a device");
+  return state_->device;
+}
 
 CacheStats cacheStats() {
   std::lock_guard<std::mutex> lock(cache().mu);

@@ -73,6 +73,10 @@ class CompiledKernel {
   /// True when the code was loaded from the persistent cache, not compiled.
   bool fromDiskCache() const;
   bool launchable() const;
+  /// The kernel this was compiled from (its tile IR as traced or parsed).
+  const Kernel& source() const;
+  /// The device it was loaded on; UsageError unless launchable().
+  const Device& device() const;
 
   struct State;
   explicit CompiledKernel(std::shared_ptr<State> s) : state_(std::move(s)) {}
