@@ -32,8 +32,11 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-constexpr int kFmaLanes = 256;  // one carried tile per program
-constexpr int kFmaChain = 8;    // FMAs per lane per iteration
+// One carried tile per program, kFmaChain FMAs per lane per iteration: 64
+// (AVX-512) to 128 (AVX2) independent vector chains, and enough FMAs per
+// iteration that copying the carried tile (the loop's yield) costs ~10%.
+constexpr int kFmaLanes = 1024;
+constexpr int kFmaChain = 16;
 constexpr int kTriadBlock = 4096;
 constexpr const char* kPeaksFormat = "tessera-host-peaks";
 constexpr int kPeaksVersion = 1;
@@ -67,6 +70,14 @@ double timeOnce(const std::function<void()>& f) {
   auto t0 = Clock::now();
   f();
   return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+/// The 1-minute load average (/proc/loadavg), -1 if unknown.
+double loadAverage() {
+  std::ifstream in("/proc/loadavg");
+  double l = -1;
+  if (!(in >> l)) return -1;
+  return l;
 }
 
 std::string cpuModelName() {
@@ -103,7 +114,9 @@ struct HostKey {
   unsigned threads = 0;
   uint64_t llc = 0;
   std::string str() const {
-    return cpu + "|" + isa + "|" + std::to_string(threads) + "|" + std::to_string(llc) + "|" + version;
+    // The kernels' shape too: a different measurement is measured again.
+    return cpu + "|" + isa + "|" + std::to_string(threads) + "|" + std::to_string(llc) + "|" + version + "|fma" +
+           std::to_string(kFmaLanes) + "x" + std::to_string(kFmaChain);
   }
 };
 
@@ -131,6 +144,7 @@ std::string peaksJson(const HostPeaks& p, const HostKey& k) {
   v.set("l2_bytes", p.l2Bytes);
   v.set("llc_bytes", p.llcBytes);
   v.set("measure_seconds", p.measureSeconds);
+  v.set("load_average", p.loadAverage);
   v.set("measured_at_unix", static_cast<int64_t>(std::time(nullptr)));
   return json::write(v);
 }
@@ -163,6 +177,7 @@ std::string readPeaks(const std::string& path, const HostKey& k, HostPeaks& out)
     out.l2Bytes = static_cast<uint64_t>(std::max(0.0, num("l2_bytes")));
     out.llcBytes = static_cast<uint64_t>(std::max(0.0, num("llc_bytes")));
     out.measureSeconds = std::max(0.0, num("measure_seconds"));
+    out.loadAverage = num("load_average");
     if (!(out.fmaFlops > 0) || !(out.triadBytes > 0) || !std::isfinite(out.fmaFlops) || !std::isfinite(out.triadBytes))
       return "its figures are missing or not positive";
   } catch (const Error& e) {
@@ -221,6 +236,7 @@ HostPeaks measureHostPeaks(const HostMeasureOptions& o) {
   p.threads = dev.defaultThreads();
   p.l2Bytes = hostL2Bytes();
   p.llcBytes = hostLastLevelCacheBytes();
+  p.loadAverage = loadAverage();
   const int repeats = std::max(1, o.repeats);
   const double target = o.targetSeconds > 0 ? o.targetSeconds : 0.1;
 
@@ -284,6 +300,15 @@ HostPeaks hostPeaks(bool remeasure, const HostMeasureOptions& opts) {
     }
   }
   HostPeaks p = measureHostPeaks(opts);
+  std::string busy;
+  if (p.loadAverage > p.threads) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf,
+                  "the machine was busy while measuring (load average %.1f on %u threads): the peaks may be low; "
+                  "measure again when it is quiet (tessera sol --remeasure-host)",
+                  p.loadAverage, p.threads);
+    busy = buf;
+  }
   std::string err = writeAtomically(path, peaksJson(p, key));
   if (err.empty()) {
     p.cacheFile = path;
@@ -293,6 +318,7 @@ HostPeaks hostPeaks(bool remeasure, const HostMeasureOptions& opts) {
     p.warning = "could not remember the host peaks in " + dir + " (" + err +
                 "); they will be measured again next time (set TESSERA_CACHE_DIR to a writable folder)";
   }
+  if (!busy.empty()) p.warning += (p.warning.empty() ? "" : "; ") + busy;
   return p;
 }
 

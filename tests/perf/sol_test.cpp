@@ -214,7 +214,7 @@ TEST_CASE("sol: the host's peaks are remembered in the cache folder and re-measu
 
   perf::HostPeaks first = perf::hostPeaks(false, tiny);
   CHECK_FALSE(first.fromCache);
-  CHECK(first.warning.empty());
+  CHECK_THAT(first.warning, !Contains("could not remember") && !Contains("not usable"));  // "busy" may be said
   CHECK(first.fmaFlops > 0);
   CHECK(first.triadBytes > 0);
   REQUIRE(fs::exists(first.cacheFile));

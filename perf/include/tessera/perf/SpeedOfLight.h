@@ -61,6 +61,8 @@ struct HostPeaks {
   uint64_t triadArrayBytes = 0;
   uint64_t l2Bytes = 0, llcBytes = 0;
   double measureSeconds = 0;  // how long measuring took
+  double loadAverage = -1;    // the 1-minute load average when measured (-1: unknown); above the
+                              // thread count, other work was competing and the peaks may be low
   std::string cacheFile;      // where they are remembered ("" if they could not be)
   bool fromCache = false;     // read back rather than measured now
   std::string warning;        // why they could not be remembered, if so
@@ -72,8 +74,8 @@ struct HostPeaks {
 /// `targetSeconds` the time of each FMA run.
 struct HostMeasureOptions {
   uint64_t triadBytes = 0;
-  double targetSeconds = 0.1;
-  int repeats = 3;
+  double targetSeconds = 0.05;
+  int repeats = 5;  // the best run counts: a short burst of other load spoils only some
 };
 HostPeaks measureHostPeaks(const HostMeasureOptions& opts = {});
 
