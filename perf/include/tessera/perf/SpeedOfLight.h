@@ -52,12 +52,15 @@ std::string machineIds();
 
 /// The host's measured peaks.
 struct HostPeaks {
-  std::string cpu;        // /proc/cpuinfo's model name
-  std::string isa;        // "avx512", "avx2", "sse2" (codegen::hostIsa)
-  unsigned threads = 0;   // the CPU device's default threads, which the kernels used
-  double fmaFlops = 0;    // FLOP/s of a Tessera kernel of independent f32 FMA chains, all threads
-  double triadBytes = 0;  // bytes/s of a Tessera triad a = b + s c over arrays far larger than the LLC
-                          // (three arrays' bytes per pass, as STREAM counts)
+  std::string cpu;             // /proc/cpuinfo's model name
+  std::string isa;             // "avx512", "avx2", "sse2" (codegen::hostIsa)
+  unsigned threads = 0;        // the CPU device's default threads, which the kernels used
+  double fmaFlops = 0;         // FLOP/s of independent f32 vector FMA chains on all threads: the FMA peak
+  std::string fmaMethod;       // how: "AVX-512 FMA chains", "AVX2 FMA chains" (intrinsics of the ISA
+                               // Tessera uses here), or "Tessera FMA-chain kernel" on other hosts
+  double tesseraFmaFlops = 0;  // what a Tessera kernel of FMA chains reaches (for the record)
+  double triadBytes = 0;       // bytes/s of a Tessera triad a = b + s c over arrays far larger than the LLC
+                               // (three arrays' bytes per pass, as STREAM counts)
   uint64_t triadArrayBytes = 0;
   uint64_t l2Bytes = 0, llcBytes = 0;
   double measureSeconds = 0;  // how long measuring took
