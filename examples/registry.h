@@ -72,10 +72,16 @@ struct Example {
   /// ctx.launch, and check the output against the plain C++ reference.
   /// (Inline: each example program links only its own source file.)
   CheckResult run(const RunContext& ctx) const {
+    if (runWhole) return runWhole(ctx);
     Launch l = prepare(ctx);
     compile(l.kernel, ctx.device, ctx.options).launchWith(l.grid, l.args, ctx.launch);
     return l.check();
   }
+  /// An example of several launches (the collectives examples: GEMMs and
+  /// communication overlapped across ranks) runs and checks itself here
+  /// and has no `prepare`: `tessera bench` and `sol` time one launch, so
+  /// they name such an example as not benchmarkable.
+  std::function<CheckResult(const RunContext&)> runWhole;
   /// Shapes the test suite runs (aligned and ragged).
   std::vector<std::vector<int64_t>> testShapes;
 };

@@ -186,7 +186,7 @@ Example spRmsnormExample() {
       "sequence-parallel RMSNorm: row-parallel GEMM, reduce-scatter, norm of this rank's tokens, all-gather; "
       "chunked so each chunk's communication overlaps the next chunk's GEMM";
   e.kernel = [] { return rmsnorm(1024, "sp_rmsnorm"); };
-  e.run = run;
+  e.runWhole = run;
   // Two, three and four ranks; ragged tiles; one chunk and several.
   e.testShapes = {{32, 32, 64, 2, 2}, {36, 40, 96, 3, 3}, {16, 8, 16, 4, 1}};
   return e;

@@ -178,7 +178,7 @@ Example tpMlpExample() {
   // The column-parallel GEMM with its fused GELU.
   e.kernel = [] { return gemmF32(gemmDefaultBlocks(Device::cpu()), Activation::GELU, false, "tp_mlp"); };
   e.gpuKernel = [](const Target& t) { return gemmF32(gemmDefaultBlocks(t), Activation::GELU, false, "tp_mlp"); };
-  e.run = run;
+  e.runWhole = run;
   // Two, three and four ranks; ragged tiles; one chunk and several.
   e.testShapes = {{32, 32, 64, 2, 2}, {48, 40, 96, 3, 3}, {16, 8, 16, 4, 1}};
   return e;

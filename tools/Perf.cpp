@@ -294,6 +294,11 @@ Subject resolveSubject(const std::string& s, const PerfArgs& a) {
     shape = s.substr(colon + 1);
   }
   if (const examples::Example* ex = examples::find(name)) {
+    if (!ex->prepare)
+      throw CommandLineError(a.command, "'" + name +
+                                            "' runs several launches (GEMMs and collectives across ranks), not one: "
+                                            "run it with `tessera run " +
+                                            name + "` or its program; " + a.command + " takes a single-launch kernel");
     sub.example = ex;
     sub.shape = a.shape;
     if (!shape.empty()) {
