@@ -31,6 +31,7 @@
 #include "Json.h"
 #include "tessera/perf/Bench.h"
 #include "tessera/perf/SpeedOfLight.h"
+#include "tessera/Cache.h"
 #include "tessera/tessera.h"
 
 #ifndef TESSERA_VERSION
@@ -272,11 +273,11 @@ std::string writeAtomically(const std::string& path, const std::string& text) {
 }  // namespace
 
 std::string machineCacheDir() {
-  if (const char* d = std::getenv("TESSERA_CACHE_DIR"); d && *d) return (fs::path(d) / "machine").string();
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x && fs::path(x).is_absolute())
-    return (fs::path(x) / "tessera" / "machine").string();
-  if (const char* h = std::getenv("HOME"); h && *h) return (fs::path(h) / ".cache" / "tessera" / "machine").string();
-  return (fs::temp_directory_path() / "tessera-cache" / "machine").string();
+  // The folder the compile cache uses (TESSERA_CACHE_DIR, XDG_CACHE_HOME,
+  // HOME: tessera/Cache.h decides it); without one, a temporary folder.
+  std::string dir = diskCacheSettings().dir;
+  if (dir.empty()) return (fs::temp_directory_path() / "tessera-cache" / "machine").string();
+  return (fs::path(dir) / "machine").string();
 }
 
 HostPeaks measureHostPeaks(const HostMeasureOptions& o) {
