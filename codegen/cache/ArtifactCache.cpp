@@ -16,6 +16,7 @@
 #include <llvm/Support/MemoryBuffer.h>
 
 #include <filesystem>
+#include <iterator>
 
 #include "codegen/cache/Bytes.h"
 #include "codegen/cache/Internal.h"
@@ -78,7 +79,7 @@ std::shared_ptr<Artifact> decode(const std::string& payload, std::string& proble
   for (uint32_t i = 0; i < n && r.ok(); ++i) {
     ArgSpec s;
     uint8_t kind = r.u8(), dtype = r.u8();
-    if (kind > uint8_t(ArgSpec::Kind::Scalar) || dtype > uint8_t(DType::F64)) {
+    if (kind > uint8_t(ArgSpec::Kind::Scalar) || dtype >= std::size(kAllDTypes)) {
       problem = "an argument of unknown kind or dtype";
       return nullptr;
     }

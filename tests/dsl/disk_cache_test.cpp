@@ -171,6 +171,36 @@ TEST_CASE("PTX and AMDGPU code objects come back from disk byte for byte", "[dsl
   CHECK(cd.entries().size() == 2);
 }
 
+TEST_CASE("arguments of every dtype come back from disk", "[dsl][diskcache]") {
+  // One pointer and one scalar of each dtype (u8..u64 come last in the
+  // enum): a hit needs every one decoded, with no warning.
+  CacheDir cd;
+  auto kern = [] {
+    return ts::kernel("all_dtypes", [](ts::Ptr<uint64_t> out, ts::Ptr<const uint8_t> a, ts::Ptr<const uint16_t> b,
+                                       ts::Ptr<const int8_t> c, ts::Ptr<const ts::bfloat16> d, ts::UInt x, ts::ULong y,
+                                       ts::Long z, ts::Double w) {
+      auto v = ts::load(a).to(ts::u64) + ts::load(b).to(ts::u64) + ts::load(c).to(ts::u64) + ts::load(d).to(ts::u64) +
+               x.to(ts::u64) + y + z.to(ts::u64) + w.to(ts::u64);
+      ts::store(out, v);
+    });
+  };
+  auto dev = ts::Device::cpu();
+  ts::CompiledKernel cold = ts::compile(kern(), dev);
+  ts::clearCache();
+  StderrCapture err;
+  ts::CompiledKernel hit = ts::compile(kern(), dev);
+  CHECK(hit.fromDiskCache());
+  CHECK(err.text().find("warning") == std::string::npos);
+  CHECK(hit.signature().str() == cold.signature().str());
+  auto out = dev.alloc(ts::DType::U64, 1);
+  hit.launch({1}, out, dev.upload(ts::DType::U8, std::vector<uint8_t>{200}),
+             dev.upload(ts::DType::U16, std::vector<uint16_t>{60000}),
+             dev.upload(ts::DType::I8, std::vector<int8_t>{3}),
+             dev.upload(ts::DType::BF16, std::vector<uint16_t>{0x4000}), uint32_t(4000000000u), uint64_t(1) << 63,
+             int64_t(5), 6.0);
+  CHECK(out.read<uint64_t>()[0] == 200 + 60000 + 3 + 2 + 4000000000ull + (uint64_t(1) << 63) + 5 + 6);
+}
+
 TEST_CASE("a checked CPU compile keeps its op names on disk", "[dsl][diskcache]") {
   CacheDir cd;
   ts::CompileOptions checked;
