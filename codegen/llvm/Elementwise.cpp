@@ -103,6 +103,15 @@ llvm::Value* emitIntegerOp(llvm::IRBuilderBase& b, const ir::Op& op, llvm::Array
     // Right shifts are arithmetic on signed integers, logical on unsigned.
     case OpCode::Shr:
       return isU ? b.CreateLShr(v[0], b.CreateAnd(v[1], C(bw - 1))) : b.CreateAShr(v[0], b.CreateAnd(v[1], C(bw - 1)));
+    // The high half of the exact product: both operands extended to twice
+    // the width by their signedness, multiplied, shifted down and truncated.
+    // LLVM matches this to mul.hi on NVPTX and v_mul_hi on AMDGPU.
+    case OpCode::MulHi: {
+      llvm::Type* wide = shapedLike(b.getIntNTy(2 * bw), t);
+      llvm::Value* x = isU ? b.CreateZExt(v[0], wide) : b.CreateSExt(v[0], wide);
+      llvm::Value* y = isU ? b.CreateZExt(v[1], wide) : b.CreateSExt(v[1], wide);
+      return b.CreateTrunc(b.CreateLShr(b.CreateMul(x, y), llvm::ConstantInt::get(wide, bw)), t);
+    }
     case OpCode::Neg: return b.CreateNeg(v[0]);
     case OpCode::Not: return b.CreateNot(v[0]);
     case OpCode::Abs: return isU ? v[0] : b.CreateBinaryIntrinsic(llvm::Intrinsic::abs, v[0], b.getFalse());

@@ -22,6 +22,7 @@ Tensor binary(ir::OpCode code, const Operand& a, const Operand& b, const char* s
   if (code == ir::OpCode::Pow) what = "pow";
   if (code == ir::OpCode::Min) what = "minimum";
   if (code == ir::OpCode::Max) what = "maximum";
+  if (code == ir::OpCode::MulHi) what = "mulhi";
   bool pa = a.isHandle() && use(a.tensor(), loc)->type().isPointerLike();
   bool pb = b.isHandle() && use(b.tensor(), loc)->type().isPointerLike();
   if (pa || pb) {
@@ -313,7 +314,8 @@ namespace {
 Operand withLoc(const Operand& o, const SrcLoc& loc) {
   switch (o.kind()) {
     case Operand::Kind::Handle: return Operand(o.tensor(), loc);
-    case Operand::Kind::Int: return Operand(o.intValue(), loc);
+    case Operand::Kind::Int:
+      return o.unsignedLiteral() ? Operand(static_cast<uint64_t>(o.intValue()), loc) : Operand(o.intValue(), loc);
     case Operand::Kind::Float: return Operand(o.floatValue(), loc);
     default: return o;
   }
@@ -328,6 +330,27 @@ Tensor maximum(const Operand& a, const Operand& b, SrcLoc loc) {
 }
 Tensor pow(const Operand& a, const Operand& b, SrcLoc loc) {
   return dsl::binary(OpCode::Pow, withLoc(a, loc), withLoc(b, loc), "", Req::Float);
+}
+Tensor mulhi(const Operand& a, const Operand& b, SrcLoc loc) {
+  return dsl::binary(OpCode::MulHi, withLoc(a, loc), withLoc(b, loc), "", Req::Int);
+}
+Tensor umulhi(const Operand& a, const Operand& b, SrcLoc loc) {
+  dsl::TraceState& s = dsl::at(loc);
+  for (const Operand* o : {&a, &b})
+    if (o->isHandle() && dsl::use(o->tensor(), loc)->type().isPointerLike())
+      dsl::fail(loc, fmt::format("umulhi: not defined for {} and {} (integer operands only)", a.str(), b.str()));
+  auto [va, vb] = dsl::unify(s, withLoc(a, loc), withLoc(b, loc), loc, "umulhi");
+  const DType d = va->type().dtype();
+  if (!isInteger(d) || d == DType::I1)
+    dsl::fail(loc, fmt::format("umulhi: needs integer operands, got {}", dsl::typeStr(va->type())));
+  if (isUnsigned(d)) return dsl::wrap(s.builder->binary(OpCode::MulHi, va, vb));
+  // Signed operands: the same bits as unsigned, and the result back.
+  const DType u = bitWidth(d) == 8    ? DType::U8
+                  : bitWidth(d) == 16 ? DType::U16
+                  : bitWidth(d) == 32 ? DType::U32
+                                      : DType::U64;
+  ir::Value* r = s.builder->binary(OpCode::MulHi, s.builder->bitcast(va, u), s.builder->bitcast(vb, u));
+  return dsl::wrap(s.builder->bitcast(r, d));
 }
 Tensor fma(const Operand& a, const Operand& b, const Operand& c, SrcLoc loc) {
   dsl::TraceState& s = dsl::at(loc);

@@ -634,6 +634,7 @@ class Verifier {
         return;
       case OpCode::Shl:
       case OpCode::Shr:
+      case OpCode::MulHi:
         if (!t.isIntLike() || d == DType::I1) fail(op, "needs integer operands, got " + ts(t));
         return;
       case OpCode::Min:

@@ -1,6 +1,6 @@
 // Canonicalization: local folds that make the IR smaller and more uniform.
-//  * integer arithmetic, bitwise ops and comparisons on constants fold to a
-//    constant (two's complement wrap at the type's width);
+//  * integer arithmetic (mulhi included), bitwise ops and comparisons on
+//    constants fold to a constant (two's complement wrap at the type's width);
 //  * x+0, 0+x, x-0, x*1, 1*x, x|0, x^0, x<<0, x>>0 fold to x; for floats only
 //    the exact identities x+(-0.0), x-(+0.0) and x*1.0 (x+(+0.0) turns -0.0
 //    into +0.0, so it stays);
@@ -70,7 +70,8 @@ std::optional<int64_t> foldInt(OpCode c, int64_t a, int64_t b, DType d) {
       case OpCode::Shr:
         if (b < 0 || b >= static_cast<int64_t>(w)) return std::nullopt;
         return normalize(ua >> b, t);  // logical
-      default: break;                  // the rest is the same bits as signed
+      case OpCode::MulHi: return normalize(static_cast<uint64_t>((static_cast<unsigned __int128>(ua) * ub) >> w), t);
+      default: break;  // the rest is the same bits as signed
     }
   }
   switch (c) {
@@ -94,6 +95,8 @@ std::optional<int64_t> foldInt(OpCode c, int64_t a, int64_t b, DType d) {
     case OpCode::Shr:
       if (b < 0 || b >= static_cast<int64_t>(w)) return std::nullopt;
       return normalize(static_cast<uint64_t>(a >> b), t);  // arithmetic: a is sign-extended
+    case OpCode::MulHi:  // the exact product of the sign-extended values, shifted arithmetically
+      return normalize(static_cast<uint64_t>((static_cast<__int128>(a) * b) >> w), t);
     default: return std::nullopt;
   }
 }
@@ -146,7 +149,7 @@ class Canonicalize : public Pass {
     Fold r;
     if (op.numResults() != 1) return r;
     const Type& t = op.result()->type();
-    if (c >= OpCode::Add && c <= OpCode::Shr && op.numOperands() == 2) {
+    if (c >= OpCode::Add && c <= OpCode::MulHi && op.numOperands() == 2) {
       Value* a = op.operand(0);
       Value* b = op.operand(1);
       if (t.isIntLike()) {

@@ -436,3 +436,34 @@ TEST_CASE("scans check the axis, the dtype and what the combine function does", 
         }),
         "the combine function returns i32, expected a scalar f32 (x's dtype)");
 }
+
+TEST_CASE("mulhi and umulhi take integers only", "[dsl][errors]") {
+  int line = 0;
+  std::string msg = traceError([&](ts::Ptr<const float> p) {
+    auto x = ts::load(p + ts::arange(4));
+    line = __LINE__ + 1;  // the next line
+    ts::mulhi(x, x);
+  });
+  CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
+  CHECK_THAT(msg, Contains("mulhi: needs integer operands, got tile<4xf32>"));
+  msg = traceError([&](ts::Ptr<const float> p) {
+    auto x = ts::load(p + ts::arange(4));
+    line = __LINE__ + 1;  // the next line
+    ts::umulhi(x, 2);
+  });
+  CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
+  CHECK_THAT(msg, Contains("umulhi: needs integer operands, got tile<4xf32>"));
+  msg = traceError([&](ts::Ptr<int32_t> p) {
+    line = __LINE__ + 1;  // the next line
+    ts::umulhi(p + ts::arange(4), 3);
+  });
+  CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
+  CHECK_THAT(msg, Contains("umulhi: not defined for tile<4xptr<i32, global>> and integer literal 3"));
+  msg = traceError([&](ts::Ptr<float>) {
+    auto b = ts::arange(4) < 2;
+    line = __LINE__ + 1;  // the next line
+    ts::umulhi(b, b);
+  });
+  CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
+  CHECK_THAT(msg, Contains("umulhi: needs integer operands, got tile<4xi1>"));
+}

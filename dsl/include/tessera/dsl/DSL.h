@@ -311,6 +311,14 @@ Tensor maximum(const Operand& a, const Operand& b, SrcLoc loc = SrcLoc::current(
 Tensor fma(const Operand& a, const Operand& b, const Operand& c, SrcLoc loc = SrcLoc::current());
 /// C's pow (floats): a negative base needs an integer exponent (NaN otherwise).
 Tensor pow(const Operand& a, const Operand& b, SrcLoc loc = SrcLoc::current());
+/// The high half of the exact double-width product of two integers (the
+/// `mulhi` op; `*` gives the low half): signed for i8..i64, unsigned for
+/// u8..u64. mulhi(u32 0xffffffff, 2u) = 1, mulhi(i32 -1, 2) = -1.
+Tensor mulhi(const Operand& a, const Operand& b, SrcLoc loc = SrcLoc::current());
+/// The high half of the product of the operands' bits read as unsigned,
+/// whatever their signedness, in the operands' dtype (CUDA's __umulhi,
+/// Triton's umulhi): umulhi(i32 -1, 2) = 1.
+Tensor umulhi(const Operand& a, const Operand& b, SrcLoc loc = SrcLoc::current());
 
 // ---- memory --------------------------------------------------------------------
 /// Reads through a pointer or tile of pointers. Lanes whose mask is false do

@@ -41,7 +41,7 @@ class Builder {
   Value* expandDims(Value* v, int axis);
   Value* reshape(Value* v, Shape shape);
   Value* transpose(Value* v, std::vector<int64_t> perm);
-  Value* binary(OpCode code, Value* a, Value* b);  // Add..Pow (kBinary in Ops.def)
+  Value* binary(OpCode code, Value* a, Value* b);  // Add..MulHi, Pow (kBinary in Ops.def)
   Value* unary(OpCode code, Value* a);             // Neg..Expm1 (kUnary in Ops.def)
   Value* fma(Value* a, Value* b, Value* c);
   Value* cmp(const std::string& pred, Value* a, Value* b);

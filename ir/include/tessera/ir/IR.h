@@ -26,7 +26,11 @@
 // narrows by truncation, so i8 -1 -> u32 is 0xffffffff. add/sub/mul/neg
 // wrap modulo 2^n for both. div/rem truncate toward zero; division by zero
 // and (signed) INT_MIN / -1 give an unspecified value (never a trap).
-// Shifts by an amount >= the bit width give an unspecified value. Integer
+// Shifts by an amount >= the bit width give an unspecified value.
+// `mulhi(a, b)` is the high n bits of the exact 2n-bit product of two n-bit
+// integers (not i1), signed for i8..i64 and unsigned for u8..u64: (a * b)
+// >> n computed without overflow, so mulhi(u32 0xffffffff, 2) = 1 and
+// mulhi(i32 -1, 2) = -1 (0xffffffff); `mul` gives the low half. Integer
 // constants of u8..u32 hold their value, of u64 its bit pattern as an
 // int64. Float -> unsigned casts saturate to [0, 2^n - 1] (NaN -> 0),
 // unsigned -> float rounds to nearest. i1 is a boolean: casts from i1 give
@@ -193,7 +197,7 @@ bool isElementwise(OpCode op);  // binary, unary, fma, cmp, select, cast, ptr_ad
 bool isTerminator(OpCode op);
 bool hasSideEffects(OpCode op);  // store, atomics, copy, local_store, barrier, async, control flow
 bool writesMemory(OpCode op);    // store, atomics, copy, local_store, barrier
-bool isBinary(OpCode op);        // add .. pow: (a, b) -> one value of their type
+bool isBinary(OpCode op);        // add .. mulhi, pow: (a, b) -> one value of their type
 bool isUnary(OpCode op);         // neg .. expm1: (a) -> one value of its type
 bool needsFloat(OpCode op);      // pow, exp .. expm1, fma: float operands only
 /// pow, exp, exp2, log, log2, tanh, erf, sin, cos, sigmoid, log1p, expm1:
