@@ -203,6 +203,16 @@ class Lowerer {
       return matrixCall(b, c, "tessera_emu_mma_sync", mode, {0, 1, 2, 3}, {4, 5}, {6, 7, 8, 9});
     }
     if (k == "cp" && t.size() >= 3 && t[1] == "async") return cpAsync(b, c, t);
+    if (k == "mulhi" && t.size() == 2) {  // mul.hi: the high half of the exact product
+      const bool u = t[1] == "us" || t[1] == "ui" || t[1] == "ull";
+      Value* x = c.getArgOperand(0);
+      Value* y = c.getArgOperand(1);
+      const unsigned w = x->getType()->getIntegerBitWidth();
+      llvm::Type* wide = b.getIntNTy(2 * w);
+      Value* p = b.CreateMul(u ? b.CreateZExt(x, wide) : b.CreateSExt(x, wide),
+                             u ? b.CreateZExt(y, wide) : b.CreateSExt(y, wide));
+      return b.CreateTrunc(b.CreateLShr(p, w), x->getType());
+    }
     if (k == "membar" || (k == "fence" && t.size() >= 2 && t[1] == "sc")) {
       b.CreateFence(llvm::AtomicOrdering::SequentiallyConsistent);
       return nullptr;

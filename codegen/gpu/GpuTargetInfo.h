@@ -151,6 +151,13 @@ class GpuTargetInfo {
   virtual llvm::Value* approxMath(llvm::IRBuilderBase& b, ir::OpCode op, llvm::ArrayRef<llvm::Value*> v) const {
     return nullptr;
   }
+  /// The target's own instruction for integer `op` on scalar operands `v`
+  /// of dtype `dt`, with exactly the semantics of IR.h, or nullptr for the
+  /// shared lowering (Elementwise.cpp).
+  virtual llvm::Value* integerOp(llvm::IRBuilderBase& b, ir::OpCode op, llvm::ArrayRef<llvm::Value*> v,
+                                 DType dt) const {
+    return nullptr;
+  }
   /// The matrix instruction for a dot of `in` operands into an `acc`
   /// accumulator (kind None: the FMA lowering).
   virtual TensorCoreOp tensorCore(DType in, DType acc) const { return {}; }

@@ -78,7 +78,10 @@ llvm::Value* Lower::compute(const ir::Op& op, Slots v) {
   if (t0.isPointerLike())
     throw CompileError(std::string(op.name()) + " is not defined on pointers (at " + op.loc().str() + ")");
   DType dt = t0.dtype();
-  if (!isFloat(dt)) return emitIntegerOp(b_, op, v, dt);
+  if (!isFloat(dt)) {
+    if (llvm::Value* r = t_.integerOp(b_, op.code(), v, dt)) return r;
+    return emitIntegerOp(b_, op, v, dt);
+  }
   return emitFloatElementwise(
       b_, op, v, dt, [&](Slots& w) { return floatOp(op, w); },
       [&](llvm::Value* y, llvm::Type* t) { return b_.CreateFPTrunc(y, t); });

@@ -105,7 +105,9 @@ llvm::Value* emitIntegerOp(llvm::IRBuilderBase& b, const ir::Op& op, llvm::Array
       return isU ? b.CreateLShr(v[0], b.CreateAnd(v[1], C(bw - 1))) : b.CreateAShr(v[0], b.CreateAnd(v[1], C(bw - 1)));
     // The high half of the exact product: both operands extended to twice
     // the width by their signedness, multiplied, shifted down and truncated.
-    // LLVM matches this to mul.hi on NVPTX and v_mul_hi on AMDGPU.
+    // Instruction selection matches this to v_mul_hi on AMDGPU and to
+    // vpmuludq / vpmuldq on x86 vectors; NVPTX emits its own mul.hi
+    // (GpuTargetInfo::integerOp).
     case OpCode::MulHi: {
       llvm::Type* wide = shapedLike(b.getIntNTy(2 * bw), t);
       llvm::Value* x = isU ? b.CreateZExt(v[0], wide) : b.CreateSExt(v[0], wide);

@@ -232,6 +232,23 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
       default: return nullptr;
     }
   }
+  llvm::Value* integerOp(llvm::IRBuilderBase& b, ir::OpCode op, llvm::ArrayRef<llvm::Value*> v,
+                         DType dt) const override {
+    // mulhi as mul.hi.{s,u}{16,32,64}: the shared lowering's extended
+    // product is matched to mul.hi only while its operands stay visible
+    // extensions, which the optimiser does not keep (zext(trunc x) becomes
+    // an `and`, a xor moves into the wide type): a 64-bit multiply then.
+    if (op != ir::OpCode::MulHi) return nullptr;
+    const bool u = isUnsigned(dt);
+    llvm::Intrinsic::ID id;
+    switch (bitWidth(dt)) {
+      case 16: id = u ? llvm::Intrinsic::nvvm_mulhi_us : llvm::Intrinsic::nvvm_mulhi_s; break;
+      case 32: id = u ? llvm::Intrinsic::nvvm_mulhi_ui : llvm::Intrinsic::nvvm_mulhi_i; break;
+      case 64: id = u ? llvm::Intrinsic::nvvm_mulhi_ull : llvm::Intrinsic::nvvm_mulhi_ll; break;
+      default: return nullptr;  // 8-bit: a 16-bit product, which stays small
+    }
+    return b.CreateIntrinsic(id, {}, {v[0], v[1]});
+  }
   TensorCoreOp tensorCore(DType in, DType acc) const override { return nvptxTensorCore(in, acc); }
   AsyncCopyImpl asyncCopyImpl() const override { return AsyncCopyImpl::Hardware; }
   void asyncCopy(llvm::IRBuilderBase& b, llvm::Value* dst, llvm::Value* src, unsigned bytes,

@@ -59,15 +59,15 @@ void checkType() {
     b.push_back(static_cast<T>(rng()));
   }
   const int n = static_cast<int>(a.size());
-  auto kern = ts::kernel("mulhi", [](ts::Ptr<T> hi, ts::Ptr<T> uhi, ts::Ptr<const T> pa, ts::Ptr<const T> pb,
-                                     ts::Int cnt) {
-    auto i = ts::program_id(0) * kBlock + ts::arange(kBlock);
-    auto m = i < cnt;
-    auto x = ts::load(pa + i, m);
-    auto y = ts::load(pb + i, m);
-    ts::store(hi + i, ts::mulhi(x, y), m);
-    ts::store(uhi + i, ts::umulhi(x, y), m);
-  });
+  auto kern =
+      ts::kernel("mulhi", [](ts::Ptr<T> hi, ts::Ptr<T> uhi, ts::Ptr<const T> pa, ts::Ptr<const T> pb, ts::Int cnt) {
+        auto i = ts::program_id(0) * kBlock + ts::arange(kBlock);
+        auto m = i < cnt;
+        auto x = ts::load(pa + i, m);
+        auto y = ts::load(pb + i, m);
+        ts::store(hi + i, ts::mulhi(x, y), m);
+        ts::store(uhi + i, ts::umulhi(x, y), m);
+      });
   const ts::DType d = ts::dsl::DTypeOf<T>::value;
   for (const ts::Device& dev : devices()) {
     INFO(dev.name() << ", " << ts::name(d));
@@ -100,7 +100,7 @@ TEST_CASE("mulhi: worked values of the reference semantics", "[mulhi]") {
   CHECK(mulhiRef<uint32_t>(0xffffffffu, 2) == 1);
   CHECK(mulhiRef<int32_t>(-1, 2) == -1);
   CHECK(umulhiRef<int32_t>(-1, 2) == 1);
-  CHECK(mulhiRef<int64_t>(std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::min()) ==
-        int64_t{1} << 62);
+  CHECK(mulhiRef<int64_t>(std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::min()) == int64_t{1}
+                                                                                                           << 62);
   CHECK(mulhiRef<uint64_t>(~uint64_t{0}, ~uint64_t{0}) == ~uint64_t{0} - 1);
 }
