@@ -467,3 +467,54 @@ TEST_CASE("mulhi and umulhi take integers only", "[dsl][errors]") {
   CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
   CHECK_THAT(msg, Contains("umulhi: needs integer operands, got tile<4xi1>"));
 }
+
+TEST_CASE("random numbers need an integer scalar seed and a tile of integer offsets", "[dsl][errors][random]") {
+  int line = 0;
+  // A float seed: a handle or a literal.
+  std::string msg = traceError([&](ts::Ptr<float>, ts::Float seed) {
+    line = __LINE__ + 1;  // the next line
+    ts::rand(seed, ts::arange(4));
+  });
+  CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
+  CHECK_THAT(msg, Contains("rand: the seed must be an integer scalar"));
+  CHECK_THAT(msg, Contains("got f32"));
+  msg = traceError([&](ts::Ptr<float>) {
+    line = __LINE__ + 1;  // the next line
+    ts::randn(1.5, ts::arange(4));
+  });
+  CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
+  CHECK_THAT(msg, Contains("randn: the seed must be an integer scalar"));
+  CHECK_THAT(msg, Contains("got floating literal 1.5"));
+  // A tile seed.
+  msg = traceError([&](ts::Ptr<float>) {
+    line = __LINE__ + 1;  // the next line
+    ts::randint(ts::arange(4), ts::arange(4));
+  });
+  CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
+  CHECK_THAT(msg, Contains("randint: the seed must be an integer scalar"));
+  CHECK_THAT(msg, Contains("got tile<4xi32>"));
+  // Float offsets.
+  msg = traceError([&](ts::Ptr<const float> p) {
+    auto x = ts::load(p + ts::arange(4));
+    line = __LINE__ + 1;  // the next line
+    ts::randint4x(7, x);
+  });
+  CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
+  CHECK_THAT(msg, Contains("randint4x: the offsets must be a tile of integers"));
+  CHECK_THAT(msg, Contains("got tile<4xf32>"));
+  // A scalar (not a tile) as offsets.
+  msg = traceError([&](ts::Ptr<float>, ts::Int off) {
+    line = __LINE__ + 1;  // the next line
+    ts::rand(7, off);
+  });
+  CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
+  CHECK_THAT(msg, Contains("rand: the offsets must be a tile of integers"));
+  CHECK_THAT(msg, Contains("got i32"));
+  // Boolean offsets.
+  msg = traceError([&](ts::Ptr<float>) {
+    line = __LINE__ + 1;  // the next line
+    ts::randn(7, ts::arange(4) < 2);
+  });
+  CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
+  CHECK_THAT(msg, Contains("got tile<4xi1>"));
+}

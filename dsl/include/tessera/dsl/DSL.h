@@ -45,6 +45,7 @@
 // ===========================================================================
 #pragma once
 
+#include <array>
 #include <concepts>
 #include <cstdint>
 #include <functional>
@@ -319,6 +320,25 @@ Tensor mulhi(const Operand& a, const Operand& b, SrcLoc loc = SrcLoc::current())
 /// whatever their signedness, in the operands' dtype (CUDA's __umulhi,
 /// Triton's umulhi): umulhi(i32 -1, 2) = 1.
 Tensor umulhi(const Operand& a, const Operand& b, SrcLoc loc = SrcLoc::current());
+
+// ---- random numbers ------------------------------------------------------------
+// Counter-based: Philox-4x32-10 keyed by `seed` (a scalar: an integer kernel
+// argument or literal, widened to 64 bits by its signedness; key = its low
+// and high 32-bit words) on the counter (offset, 0, 0, 0) per element of
+// `offsets` (an integer tile; 64-bit offsets put their high word second).
+// The same seed and offset give the same numbers on every backend and in
+// every kernel, as Triton's tl.randint / tl.rand / tl.randn do
+// (docs/dsl.md, "Random numbers", gives the definitions).
+/// The first word of Philox-4x32-10: a u32 tile of offsets' shape.
+Tensor randint(const Operand& seed, const Tensor& offsets, SrcLoc loc = SrcLoc::current());
+/// All four words (u32 tiles); randint is the first.
+std::array<Tensor, 4> randint4x(const Operand& seed, const Tensor& offsets, SrcLoc loc = SrcLoc::current());
+/// f32 uniform in [0, 1) from randint's word x (as i32: x < 0 ? ~x : x,
+/// times 0x1.fffffep-32).
+Tensor rand(const Operand& seed, const Tensor& offsets, SrcLoc loc = SrcLoc::current());
+/// f32 standard normal by Box-Muller on the first two words u1, u2 (as
+/// rand): sqrt(-2 ln max(u1, 1e-7)) * cos(2 pi u2).
+Tensor randn(const Operand& seed, const Tensor& offsets, SrcLoc loc = SrcLoc::current());
 
 // ---- memory --------------------------------------------------------------------
 /// Reads through a pointer or tile of pointers. Lanes whose mask is false do
