@@ -94,6 +94,8 @@ Kernel softmax(int BLOCK);    // out, in, cols                    grid: rows; BL
 Kernel layernorm(int BLOCK);  // y, mean, rstd, x, weight, bias, cols, eps   grid: rows; BLOCK >= cols
 Kernel rmsnorm(int BLOCK, const char* name = "rmsnorm");  // y, x, weight, cols, eps   grid: rows; BLOCK >= cols
 Kernel tutorialSoftmax(int BLOCK);  // out, in, cols                 grid: rows; any cols (tutorial step 2)
+/// y, h, x, residual, weight, bias, cols, eps, p, seed   grid: rows; BLOCK >= cols
+Kernel dropoutResidualLayernorm(int BLOCK);
 
 // GEMM kernels (examples/gemm_*.cpp), Triton-style: each program computes a
 // BLOCK_M x BLOCK_N tile of C, looping over K in steps of BLOCK_K with the
@@ -155,6 +157,7 @@ Example tutorialGemmExample();
 /// with the GEMMs (examples/parallel.h).
 Example tpMlpExample();
 Example spRmsnormExample();
+Example dropoutResidualLayernormExample();
 
 /// The example's default kernel for a target.
 inline Kernel kernelFor(const Example& e, const Target& t) {

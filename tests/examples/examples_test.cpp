@@ -46,7 +46,7 @@ TEST_CASE("the registry lists the examples in order", "[examples]") {
   for (const auto& e : ex::all()) names.push_back(e.name);
   CHECK(names == std::vector<std::string>{"vector_add", "bias_gelu", "softmax", "layernorm", "rmsnorm", "gemm_f32",
                                           "gemm_f16", "gemm_bf16", "gemm_batched", "tutorial_softmax", "tutorial_gemm",
-                                          "tp_mlp", "sp_rmsnorm"});
+                                          "tp_mlp", "sp_rmsnorm", "dropout_residual_layernorm"});
   REQUIRE(ex::find("softmax") != nullptr);
   CHECK(ex::find("nope") == nullptr);
   for (const auto& e : ex::all()) {
