@@ -25,24 +25,24 @@ namespace ts = tessera;
 namespace tessera::examples {
 
 Kernel dropoutResidualLayernorm(int BLOCK) {
-  return ts::kernel(
-      "dropout_residual_layernorm", {"y", "h", "x", "residual", "weight", "bias", "cols", "eps", "p", "seed"},
-      [=](ts::Ptr<float> y, ts::Ptr<float> h, ts::Ptr<const float> x, ts::Ptr<const float> residual,
-          ts::Ptr<const float> weight, ts::Ptr<const float> bias, ts::Int cols, ts::Float eps, ts::Float p,
-          ts::Long seed) {
-        auto c = ts::arange(BLOCK);
-        auto mask = c < cols;
-        auto offs = ts::program_id(0).to(ts::i64) * cols + c;  // i64: the element's index in x
-        auto keep = ts::rand(seed, offs) > p;
-        auto xv = ts::load(x + offs, mask, 0.0f);
-        auto hv = ts::load(residual + offs, mask, 0.0f) + ts::where(keep, xv / (1.0f - p), 0.0f);
-        ts::store(h + offs, hv, mask);
-        auto n = cols.to(ts::f32);
-        auto mu = ts::sum(hv, 0) / n;  // masked-off lanes hold 0
-        auto hc = ts::where(mask, hv - mu, 0.0f);
-        auto r = ts::rsqrt(ts::sum(hc * hc, 0) / n + eps);
-        ts::store(y + offs, hc * r * ts::load(weight + c, mask) + ts::load(bias + c, mask), mask);
-      });
+  return ts::kernel("dropout_residual_layernorm",
+                    {"y", "h", "x", "residual", "weight", "bias", "cols", "eps", "p", "seed"},
+                    [=](ts::Ptr<float> y, ts::Ptr<float> h, ts::Ptr<const float> x, ts::Ptr<const float> residual,
+                        ts::Ptr<const float> weight, ts::Ptr<const float> bias, ts::Int cols, ts::Float eps,
+                        ts::Float p, ts::Long seed) {
+                      auto c = ts::arange(BLOCK);
+                      auto mask = c < cols;
+                      auto offs = ts::program_id(0).to(ts::i64) * cols + c;  // i64: the element's index in x
+                      auto keep = ts::rand(seed, offs) > p;
+                      auto xv = ts::load(x + offs, mask, 0.0f);
+                      auto hv = ts::load(residual + offs, mask, 0.0f) + ts::where(keep, xv / (1.0f - p), 0.0f);
+                      ts::store(h + offs, hv, mask);
+                      auto n = cols.to(ts::f32);
+                      auto mu = ts::sum(hv, 0) / n;  // masked-off lanes hold 0
+                      auto hc = ts::where(mask, hv - mu, 0.0f);
+                      auto r = ts::rsqrt(ts::sum(hc * hc, 0) / n + eps);
+                      ts::store(y + offs, hc * r * ts::load(weight + c, mask) + ts::load(bias + c, mask), mask);
+                    });
 }
 
 namespace ref {

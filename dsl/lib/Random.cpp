@@ -79,7 +79,8 @@ class Philox {
   // The key: the seed as a u64 (widened by its signedness), low word k0,
   // high word k1.
   void key(const Operand& seed) {
-    const std::string expect = "an integer scalar (a kernel argument such as ts::Long or ts::UInt, or an integer literal)";
+    const std::string expect =
+        "an integer scalar (a kernel argument such as ts::Long or ts::UInt, or an integer literal)";
     switch (seed.kind()) {
       case Operand::Kind::Int: {
         const auto bits = static_cast<uint64_t>(seed.intValue());
@@ -112,9 +113,8 @@ class Philox {
     shape_ = t.shape();
     ir::Value* zero = u32(0, shape_);
     c_[0] = castTo(s_, v, DType::U32);
-    c_[1] = bitWidth(t.dtype()) > 32
-                ? b_.cast(b_.binary(OpCode::Shr, v, b_.constant(t, int64_t{32})), DType::U32)
-                : zero;
+    c_[1] =
+        bitWidth(t.dtype()) > 32 ? b_.cast(b_.binary(OpCode::Shr, v, b_.constant(t, int64_t{32})), DType::U32) : zero;
     c_[2] = zero;
     c_[3] = zero;
   }
@@ -158,8 +158,7 @@ Tensor randn(const Operand& seed, const Tensor& offsets, SrcLoc loc) {
   ir::Value* u1 = b.binary(ir::OpCode::Max, p.uniform(c[0]), p.f32(static_cast<double>(1.0e-7f)));
   ir::Value* u2 = p.uniform(c[1]);
   ir::Value* th = b.binary(ir::OpCode::Mul, p.f32(static_cast<double>(6.283185307179586f)), u2);
-  ir::Value* r =
-      b.unary(ir::OpCode::Sqrt, b.binary(ir::OpCode::Mul, p.f32(-2.0), b.unary(ir::OpCode::Log, u1)));
+  ir::Value* r = b.unary(ir::OpCode::Sqrt, b.binary(ir::OpCode::Mul, p.f32(-2.0), b.unary(ir::OpCode::Log, u1)));
   return dsl::wrap(b.binary(ir::OpCode::Mul, r, b.unary(ir::OpCode::Cos, th)));
 }
 

@@ -43,21 +43,21 @@ std::vector<ts::Device> devices() {
 // and randn. Seed and Base are kernel scalar types (ts::Int, ts::Long, ...).
 template <class Seed, class Base>
 ts::Kernel allGenerators() {
-  return ts::kernel("philox_all", [](ts::Ptr<uint32_t> w0, ts::Ptr<uint32_t> w1, ts::Ptr<uint32_t> w2,
-                                     ts::Ptr<uint32_t> w3, ts::Ptr<uint32_t> ri, ts::Ptr<float> ru, ts::Ptr<float> rn,
-                                     Seed seed, Base base, ts::Int n) {
-    auto i = ts::program_id(0) * kBlock + ts::arange(kBlock);
-    auto m = i < n;
-    auto offs = base + i.to(Base::kDType);
-    auto [a, b, c, d] = ts::randint4x(seed, offs);
-    ts::store(w0 + i, a, m);
-    ts::store(w1 + i, b, m);
-    ts::store(w2 + i, c, m);
-    ts::store(w3 + i, d, m);
-    ts::store(ri + i, ts::randint(seed, offs), m);
-    ts::store(ru + i, ts::rand(seed, offs), m);
-    ts::store(rn + i, ts::randn(seed, offs), m);
-  });
+  return ts::kernel("philox_all",
+                    [](ts::Ptr<uint32_t> w0, ts::Ptr<uint32_t> w1, ts::Ptr<uint32_t> w2, ts::Ptr<uint32_t> w3,
+                       ts::Ptr<uint32_t> ri, ts::Ptr<float> ru, ts::Ptr<float> rn, Seed seed, Base base, ts::Int n) {
+                      auto i = ts::program_id(0) * kBlock + ts::arange(kBlock);
+                      auto m = i < n;
+                      auto offs = base + i.to(Base::kDType);
+                      auto [a, b, c, d] = ts::randint4x(seed, offs);
+                      ts::store(w0 + i, a, m);
+                      ts::store(w1 + i, b, m);
+                      ts::store(w2 + i, c, m);
+                      ts::store(w3 + i, d, m);
+                      ts::store(ri + i, ts::randint(seed, offs), m);
+                      ts::store(ru + i, ts::rand(seed, offs), m);
+                      ts::store(rn + i, ts::randn(seed, offs), m);
+                    });
 }
 
 struct Outputs {
@@ -145,9 +145,8 @@ TEST_CASE("random: randint4x, randint and rand give the reference's bits on ever
       {
         INFO("i32 seed 12345, i32 offsets from 0");
         Outputs o = runAll<ts::Int, ts::Int>(dev, int32_t(12345), int32_t(0), n);
-        worst = std::max(worst, checkAgainstReference(o, 12345, n, [](int i) {
-          return std::pair<uint32_t, uint32_t>(uint32_t(i), 0);
-        }));
+        worst = std::max(worst, checkAgainstReference(
+                                    o, 12345, n, [](int i) { return std::pair<uint32_t, uint32_t>(uint32_t(i), 0); }));
         randn.push_back(o.rn);
       }
       {
@@ -158,17 +157,17 @@ TEST_CASE("random: randint4x, randint and rand give the reference's bits on ever
         const int32_t base = INT32_MAX - 600;
         Outputs o = runAll<ts::Int, ts::Int>(dev, int32_t(-7), base, n);
         worst = std::max(worst, checkAgainstReference(o, uint64_t(int64_t(-7)), n, [&](int i) {
-          return std::pair<uint32_t, uint32_t>(uint32_t(base) + uint32_t(i), 0);
-        }));
+                           return std::pair<uint32_t, uint32_t>(uint32_t(base) + uint32_t(i), 0);
+                         }));
       }
       {
         INFO("i64 seed above INT32_MAX, i64 offsets crossing 2^32");
         const int64_t seed = 0x1234567890ll, base = (int64_t{1} << 32) - 500;
         Outputs o = runAll<ts::Long, ts::Long>(dev, seed, base, n);
         worst = std::max(worst, checkAgainstReference(o, uint64_t(seed), n, [&](int i) {
-          uint64_t off = uint64_t(base + i);
-          return std::pair<uint32_t, uint32_t>(uint32_t(off), uint32_t(off >> 32));
-        }));
+                           uint64_t off = uint64_t(base + i);
+                           return std::pair<uint32_t, uint32_t>(uint32_t(off), uint32_t(off >> 32));
+                         }));
       }
       {
         INFO("u64 seed above INT64_MAX, negative i64 offsets");
@@ -176,17 +175,17 @@ TEST_CASE("random: randint4x, randint and rand give the reference's bits on ever
         const int64_t base = -int64_t(n) / 2;
         Outputs o = runAll<ts::ULong, ts::Long>(dev, seed, base, n);
         worst = std::max(worst, checkAgainstReference(o, seed, n, [&](int i) {
-          uint64_t off = uint64_t(base + i);
-          return std::pair<uint32_t, uint32_t>(uint32_t(off), uint32_t(off >> 32));
-        }));
+                           uint64_t off = uint64_t(base + i);
+                           return std::pair<uint32_t, uint32_t>(uint32_t(off), uint32_t(off >> 32));
+                         }));
       }
       {
         INFO("u32 seed above INT32_MAX (zero-extended), u32 offsets");
         const uint32_t seed = 0xdeadbeefu, base = 0xfffffff0u;
         Outputs o = runAll<ts::UInt, ts::UInt>(dev, seed, base, n);
         worst = std::max(worst, checkAgainstReference(o, seed, n, [&](int i) {
-          return std::pair<uint32_t, uint32_t>(base + uint32_t(i), 0);
-        }));
+                           return std::pair<uint32_t, uint32_t>(base + uint32_t(i), 0);
+                         }));
       }
       INFO("randn's largest relative error: " << worst);
       CHECK(worst < kRandnRelTol);
