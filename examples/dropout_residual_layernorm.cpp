@@ -77,7 +77,7 @@ namespace {
 constexpr float kEps = 1e-5f;
 constexpr float kDropP = 0.1f;
 
-CheckResult run(const RunContext& ctx) {
+Launch prepare(const RunContext& ctx) {
   auto [rows, cols] = rowsCols(ctx, "dropout_residual_layernorm");
   std::mt19937_64 rng(ctx.seed);
   std::vector<float> x = randomVector(size_t(rows * cols), rng);
@@ -87,22 +87,27 @@ CheckResult run(const RunContext& ctx) {
   // A seed above INT32_MAX, so both key words matter.
   const int64_t seed = int64_t(0x5eed00000000ull + ctx.seed * 0x9E3779B9ull);
 
-  CompiledKernel k = compile(dropoutResidualLayernorm(nextPow2(cols)), ctx.device, ctx.options);
   Buffer dx = ctx.device.upload(DType::F32, x), dres = ctx.device.upload(DType::F32, res);
   Buffer dw = ctx.device.upload(DType::F32, w), db = ctx.device.upload(DType::F32, b);
   Buffer dy = ctx.device.alloc(DType::F32, size_t(rows * cols)), dh = ctx.device.alloc(DType::F32, size_t(rows * cols));
-  k.launchWith(Dim3(uint32_t(rows)), {dy, dh, dx, dres, dw, db, int32_t(cols), kEps, kDropP, seed}, ctx.launch);
-
-  std::vector<float> h;
-  std::vector<double> y;
-  ref::dropoutResidualLayernorm(x, res, w, b, rows, cols, kDropP, kEps, seed, h, y);
-  // h is exact: the same mask bits and the same two f32 roundings (the
-  // division, the addition) as the reference, so any dropped or kept
-  // element out of place shows. y: as layernorm (f32 sums of up to a few
-  // thousand terms), relative 2e-5 plus absolute 2e-5.
-  CheckResult r = compare(dh.read<float>(), std::vector<double>(h.begin(), h.end()), 0, 0, "h");
-  r.tolerance = 2e-5;
-  return merge(r, compare(dy.read<float>(), y, 2e-5, 2e-5, "y"));
+  Launch launch{dropoutResidualLayernorm(nextPow2(cols)),
+                Dim3(uint32_t(rows)),
+                {dy, dh, dx, dres, dw, db, int32_t(cols), kEps, kDropP, seed},
+                {rows, cols}};
+  launch.check = [dy, dh, x = std::move(x), res = std::move(res), w = std::move(w), b = std::move(b), rows = rows,
+                  cols = cols, seed] {
+    std::vector<float> h;
+    std::vector<double> y;
+    ref::dropoutResidualLayernorm(x, res, w, b, rows, cols, kDropP, kEps, seed, h, y);
+    // h is exact: the same mask bits and the same two f32 roundings (the
+    // division, the addition) as the reference, so any dropped or kept
+    // element out of place shows. y: as layernorm (f32 sums of up to a few
+    // thousand terms), relative 2e-5 plus absolute 2e-5.
+    CheckResult r = compare(dh.read<float>(), std::vector<double>(h.begin(), h.end()), 0, 0, "h");
+    r.tolerance = 2e-5;
+    return merge(r, compare(dy.read<float>(), y, 2e-5, 2e-5, "y"));
+  };
+  return launch;
 }
 }  // namespace
 
@@ -111,7 +116,7 @@ Example dropoutResidualLayernormExample() {
   e.name = "dropout_residual_layernorm";
   e.summary = "fused dropout (ts::rand, Philox) + residual add + LayerNorm, writing the sum and the normalised rows";
   e.kernel = [] { return dropoutResidualLayernorm(1024); };
-  e.run = run;
+  e.prepare = prepare;
   e.testShapes = {{1, 1}, {7, 1000}, {64, 1024}, {3, 4097}, {2, 3}};
   return e;
 }
