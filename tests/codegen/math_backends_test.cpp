@@ -467,9 +467,13 @@ TEST_CASE("math ops on every backend against C++ references, and docs/math.md's 
     REQUIRE(doc[op].size() == row.size());
     for (size_t c = 0; c < row.size(); ++c) {
       INFO("column " << c + 2 << ": measured " << row[c] << ", documented " << doc[op][c]);
-      // The documented value is the measured one rounded up to 0.01 ulp.
+      // The documented value is the measured one rounded up to 0.01 ulp, as
+      // measured from a GCC build; the reference's own rounding depends on
+      // the host compiler's FMA contraction (a clang build measured sin at
+      // 0.69 against 0.73), so the table may be up to 0.05 ulp loose, never
+      // tight.
       CHECK(row[c] <= doc[op][c] + 1e-9);
-      CHECK(doc[op][c] <= row[c] + 0.0100001);
+      CHECK(doc[op][c] <= row[c] + 0.0500001);
     }
   }
 }
