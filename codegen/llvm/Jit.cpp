@@ -39,12 +39,14 @@ llvm::orc::LLJIT& sharedJit() {
         check<InternalError>(llvm::orc::JITTargetMachineBuilder::detectHost(), "detecting the host for the JIT");
     // Kernels arrive as object files (code generation happens in the
     // compiling thread with its cached TargetMachine); the JIT only links.
-    // Linking may happen from several threads at once.
-    auto j = check<InternalError>(llvm::orc::LLJITBuilder()
-                                      .setJITTargetMachineBuilder(std::move(jtmb))
-                                      .setSupportConcurrentCompilation(true)
-                                      .create(),
-                                  "creating the JIT");
+    // Linking may happen from several threads at once, each in its own
+    // JITDylib: the session serialises its shared state, and the default
+    // in-place dispatcher links on the thread that asked. Not the
+    // concurrent-compilation dispatcher: it starts a detached thread per
+    // link whose last reference to the JITDylib can still be dropping when
+    // the lookup has returned and the kernel is already being freed.
+    auto j = check<InternalError>(
+        llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(jtmb)).create(), "creating the JIT");
     return j.release();
   }();
   return *jit;
