@@ -128,6 +128,7 @@ EmuKernel compileForEmulator(std::unique_ptr<llvm::Module> mod, std::unique_ptr<
   for (const char* g : {"llvm.used", "llvm.compiler.used"})
     if (llvm::GlobalVariable* gv = mod->getGlobalVariable(g)) gv->eraseFromParent();
 
+  emu::rewritePredicatedAccesses(em);
   emu::instrumentMemory(em);
   emu::rewriteIntrinsics(em);
   emu::rewriteLibcalls(em);

@@ -100,6 +100,20 @@ int32_t EmuModule::opId(const llvm::Instruction& inst) {
   return static_cast<int32_t>(opNames.size() - 1);
 }
 
+void EmuModule::nameAs(llvm::Instruction& to, const llvm::Instruction& from) {
+  if (llvm::MDNode* md = from.getMetadata("tessera.op")) {
+    to.setMetadata("tessera.op", md);
+    return;
+  }
+  auto it = texts_.find(&from);
+  if (it == texts_.end()) return;
+  std::string text = std::move(it->second);
+  // `from` is about to be erased: a later instruction at its address must
+  // not inherit its text.
+  texts_.erase(it);
+  texts_[&to] = std::move(text);
+}
+
 namespace {
 // The LLVM type of a C type of the hook table: every pointer is a flat
 // (address space 0) host pointer once the kernel runs on the machine.

@@ -1,11 +1,15 @@
 // The rewrite steps that turn a GPU-lowered module into host code for the
 // SIMT machine, in the order compileForEmulator runs them:
 //
+//   rewritePredicatedAccesses
+//                        NVPTX predicated ld/st.global (inline assembly)
+//                        -> a branch around a plain access
 //   instrumentMemory     every addrspace(1)/(3) access -> through
 //                        tessera_emu_{global,shared}_access (with an opId)
 //   rewriteIntrinsics    llvm.nvvm.* / llvm.amdgcn.* -> hooks or host IR
 //   rewriteLibcalls      __nv_* / __ocml_* math -> host libm
-//   rewriteInlineAsm     libdevice's 128-bit integer PTX helpers -> i128 IR
+//   rewriteInlineAsm     libdevice's 128-bit integer PTX helpers -> i128 IR;
+//                        any other inline assembly is a CompileError
 //   lowerSharedMemory    addrspace(3) globals -> tessera_emu_shared_base() + offset
 //   flattenAddressSpaces every pointer -> addrspace(0), host triple/datalayout
 //
@@ -64,6 +68,9 @@ struct EmuModule {
   /// attached one, else the instruction's text as first parsed (plus its
   /// debug location). A fresh id per call: one id per instruction.
   int32_t opId(const llvm::Instruction& inst);
+  /// `to`, created by a rewrite in place of `from`, is named as `from`
+  /// would have been (its `!tessera.op`, else its text as first parsed).
+  void nameAs(llvm::Instruction& to, const llvm::Instruction& from);
 
   /// Declaration of hook `name` (a tessera_emu_* function), typed and
   /// attributed as its row of tessera/support/EmuHooks.def says.
@@ -83,6 +90,10 @@ struct EmuModule {
 /// Short description of an instruction for error messages.
 std::string describe(const llvm::Instruction& inst);
 
+/// NVPTX's predicated global loads and stores (the inline assembly of
+/// codegen/nvptx/NVPTXPredicated.h) as branches around plain accesses; other
+/// inline assembly is left for rewriteInlineAsm.
+void rewritePredicatedAccesses(EmuModule& em);
 void instrumentMemory(EmuModule& em);
 void rewriteIntrinsics(EmuModule& em);
 void rewriteLibcalls(EmuModule& em);

@@ -28,6 +28,11 @@ struct GpuOptions {
   /// Precision::Approximate: the target's hardware approximations
   /// (GpuTargetInfo::approxMath) and FMA contraction.
   Precision precision = Precision::Accurate;
+  /// Masked global loads and stores as predicated accesses where the target
+  /// has them (GpuTargetInfo::predicatedLoad / predicatedStore: NVPTX). Off:
+  /// a branch around each access, as on targets without them (kept for
+  /// tests that compare the two).
+  bool predicatedAccesses = true;
 };
 
 /// The resources a kernel uses, as read back from the toolchain.

@@ -15,6 +15,10 @@
 // AMD v_mfma_f32_16x16x16f16 (wave64), i = lane % 16, q = lane / 16:
 //   A: lane holds (row i, k 4q..4q+3); B: (k 4q..4q+3, col i);
 //   D: register r holds (row 4q + r, col i).
+//   Tessera feeds it B^T as A and A^T as B (both fragments are 4
+//   consecutive k of one row of a K-contiguous staging buffer), so D is
+//   C^T: register r holds C(row i, col 4q + r), the #mma layout
+//   spt=[1,4], tpw=[16,4], order=[0,1].
 // AMD v_wmma_f32_16x16x16_f16 (wave32), i = lane % 16, h = lane / 16:
 //   A: lane holds (row i, k 0..15); B: (k 0..15, col i) (lanes 16-31 repeat
 //   lanes 0-15); D (f32): register r holds (row 2r + h, col i).
@@ -55,7 +59,9 @@ TensorCoreDotPlan planTensorCoreDot(const TensorCoreOp& op, DType in, int64_t M,
     // Pad rows by 4 elements (8 bytes): 16 lanes reading 8 bytes at the same
     // column of 16 consecutive rows then hit 16 distinct even bank pairs.
     p.a = {M, K, K + 4, false, 4};
-    p.b = {N, K, K + 4, false, 1};  // written transposed: one element at a time
+    // Written transposed: runs along K of the copy's register tile
+    // (transposedCopyLayout), aligned by the padded stride (bufferRunWidth).
+    p.b = {N, K, K + 4, false, 1};
     p.bTransposed = true;
   }
   p.aBytes = (p.a.bytes() + 15) & ~uint64_t{15};
@@ -98,9 +104,15 @@ struct Emitter {
   Emitter(llvm::IRBuilderBase& bb, llvm::Module& mm, const TensorCoreDotPlan& pp, llvm::Value* a, llvm::Value* bv,
           llvm::Value* l, llvm::Value* w)
       : b(bb), m(mm), p(pp), aBase(a), bBase(bv), lane(l), warp(w), wm(pp.acc.wpb[0]), wn(pp.acc.wpb[1]) {
-    // order = [1, 0]: consecutive warps go along N first (Layout.h).
-    wp1 = b.CreateURem(warp, c32(b, wn));
-    wp0 = b.CreateURem(b.CreateUDiv(warp, c32(b, wn)), c32(b, wm));
+    // Consecutive warps go along the layout's first dim of `order`: N for
+    // order = [1, 0], M for [0, 1] (MFMA; Layout.h).
+    if (pp.acc.order[0] == 1) {
+      wp1 = b.CreateURem(warp, c32(b, wn));
+      wp0 = b.CreateURem(b.CreateUDiv(warp, c32(b, wn)), c32(b, wm));
+    } else {
+      wp0 = b.CreateURem(warp, c32(b, wm));
+      wp1 = b.CreateURem(b.CreateUDiv(warp, c32(b, wm)), c32(b, wn));
+    }
   }
   llvm::Value* i32(int64_t v) { return c32(b, v); }
   llvm::Value* add(llvm::Value* x, int64_t c) { return c ? b.CreateAdd(x, i32(c)) : x; }
@@ -187,9 +199,9 @@ struct Emitter {
     const int64_t aRowStep = 16 * wm;  // a warp's next tile is 16 * wm rows further (both layouts)
     llvm::Value* bRow0 = b.CreateAdd(b.CreateMul(wp1, i32(16)), i);
     llvm::Value* kOff = wmma ? i32(0) : b.CreateMul(q, i32(4));
-    auto slot = [&](int64_t mi, int64_t ni, int64_t r) {
-      return wmma ? (8 * mi + r) * nT + ni : (mi * 4 + r) * nT + ni;
-    };
+    // Accumulator slots in the #mma layout's order (Layout.h): WMMA's eight
+    // registers are eight rows; MFMA's four are four columns (C^T).
+    auto slot = [&](int64_t mi, int64_t ni, int64_t r) { return wmma ? (8 * mi + r) * nT + ni : (mi * nT + ni) * 4 + r; };
     for (int64_t ks = 0; ks < kS; ++ks) {
       std::vector<llvm::Value*> A, B;
       for (int64_t mi = 0; mi < mT; ++mi)
@@ -203,7 +215,7 @@ struct Emitter {
           llvm::Value* c = llvm::PoisonValue::get(accTy);
           for (unsigned r = 0; r < regs; ++r) c = b.CreateInsertElement(c, acc[slot(mi, ni, r)], r);
           llvm::Value* d =
-              wmma ? b.CreateCall(fn, {A[mi], B[ni], c}) : b.CreateCall(fn, {A[mi], B[ni], c, i32(0), i32(0), i32(0)});
+              wmma ? b.CreateCall(fn, {A[mi], B[ni], c}) : b.CreateCall(fn, {B[ni], A[mi], c, i32(0), i32(0), i32(0)});
           for (unsigned r = 0; r < regs; ++r) acc[slot(mi, ni, r)] = b.CreateExtractElement(d, r);
         }
     }

@@ -161,6 +161,21 @@ class GpuTargetInfo {
   /// The matrix instruction for a dot of `in` operands into an `acc`
   /// accumulator (kind None: the FMA lowering).
   virtual TensorCoreOp tensorCore(DType in, DType acc) const { return {}; }
+  /// Masked global accesses without a branch. predicatedLoad: a load of
+  /// `ty` (a scalar or vector of 1 to 16 bytes, a power of two) from global
+  /// `ptr`, aligned to its whole size, that reads memory only where the i1
+  /// `pred` holds and yields `other` (of type `ty`) elsewhere; nullptr where
+  /// the target has no such form (the caller then branches around a plain
+  /// load). predicatedStore: likewise a store of `val`; false where the
+  /// target has none. NVPTX: `@p ld.global` / `@p st.global`
+  /// (codegen/nvptx/NVPTXPredicated.h), which the emulator runs.
+  virtual llvm::Value* predicatedLoad(llvm::IRBuilderBase& b, llvm::Type* ty, llvm::Value* ptr, llvm::Value* pred,
+                                      llvm::Value* other) {
+    return nullptr;
+  }
+  virtual bool predicatedStore(llvm::IRBuilderBase& b, llvm::Value* val, llvm::Value* ptr, llvm::Value* pred) {
+    return false;
+  }
   /// The lowering of `copy {async = 1}` on this target.
   virtual AsyncCopyImpl asyncCopyImpl() const { return AsyncCopyImpl::Synchronous; }
   /// AsyncCopyImpl::Hardware only. Starts a copy of `bytes` (4, 8 or 16)

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <string>
 
@@ -348,6 +349,7 @@ std::optional<ir::Layout> Lower::freeAccessLayout(const ir::Op& op) {
   // threads than it has elements, so that each thread would load its
   // elements several times).
   const auto& shape = src->type().shape();
+  if (std::optional<ir::Layout> tl = transposedCopyLayout(op)) return tl;
   // Register-staged copies hold their values until the LDS store: each
   // element once. Hardware copies keep the widest vectors even where that
   // leaves threads idle (16-byte cp.async.cg from half the warps rather than
@@ -359,6 +361,54 @@ std::optional<ir::Layout> Lower::freeAccessLayout(const ir::Op& op) {
   if (want.parent.spt[want.dims.back()] > l.parent.spt[l.dims.back()]) return want;
   if (ir::slotTable(want, shape).size() < ir::slotTable(l, shape).size()) return want;
   return l;
+}
+
+}  // namespace tessera::codegen::gpu_lower
+
+namespace tessera::codegen::gpu_lower {
+
+std::optional<ir::Layout> Lower::transposedCopyLayout(const ir::Op& op) {
+  if (op.code() != OpCode::Copy || t_.asyncCopyImpl() != AsyncCopyImpl::RegisterStaged) return std::nullopt;
+  auto sg = storage_.find(rootBuffer(op.operand(0)));
+  if (sg == storage_.end() || !sg->second.transposed) return std::nullopt;
+  const ir::Value* src = op.operand(1);
+  const auto& shape = src->type().shape();
+  const size_t r = shape.size();
+  int64_t n = 1;
+  for (int64_t s : shape) {
+    if (s < 1 || (s & (s - 1)) != 0) return std::nullopt;
+    n *= s;
+  }
+  const int64_t threads = int64_t{la_.numWarps()} * la_.warpSize();
+  const int64_t perThread = n / threads;
+  if (perThread < 2) return std::nullopt;
+  const int64_t K = shape[r - 2], N = shape[r - 1];
+  const int64_t eb = static_cast<int64_t>(bytesOf(memTyOf(src->type().dtype())));
+  // Global side: the widest vector the pointers allow along N (alignment,
+  // contiguity, the mask's constancy); LDS side: the widest run along K
+  // the padded N x K rows keep aligned (as bufferRunWidth computes it).
+  int64_t g = la_.vectorWidth(op);
+  if (op.numOperands() > 2) g = std::gcd(g, la_.maskConstancy(op.operand(2)));
+  int64_t w = 16 / eb;
+  while (w > 1 && ((sg->second.st.stride % w) != 0 || (sg->second.slotElems() % w) != 0)) w /= 2;
+  // Fewest instructions (global loads, one per row of the thread's block,
+  // plus LDS stores, one per column); on a tie the wider LDS stores.
+  int64_t bestK = 0, bestCost = INT64_MAX;
+  for (int64_t kv = 1; kv <= std::min(perThread, K); kv *= 2) {
+    const int64_t nv = perThread / kv;
+    if (nv > N) continue;
+    const int64_t cost = kv * (nv / std::min(nv, g)) + nv * (kv / std::min(kv, w));
+    if (cost <= bestCost) {
+      bestCost = cost;
+      bestK = kv;
+    }
+  }
+  if (bestK <= 1) return std::nullopt;
+  std::vector<int64_t> spt(r, 1), order;
+  spt[r - 2] = bestK;
+  spt[r - 1] = perThread / bestK;
+  for (size_t k = 0; k < r; ++k) order.push_back(static_cast<int64_t>(r - 1 - k));
+  return ir::Layout::blocked(ir::distributeBlocked(shape, spt, order, la_.numWarps(), la_.warpSize()));
 }
 
 }  // namespace tessera::codegen::gpu_lower

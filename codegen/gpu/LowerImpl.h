@@ -254,6 +254,12 @@ class Lower {
   /// there (emitCopy, emitStore); nullopt for a program-order copy or a
   /// scalar store.
   std::optional<ir::Layout> freeAccessLayout(const ir::Op& op);
+  /// A register-staged copy into a slot stored transposed (AMDGPU's B
+  /// operand, N x K): a layout whose threads hold a block of kv rows (K) by
+  /// nv columns (N), so the global loads move nv elements and the LDS stores
+  /// kv consecutive K elements (the default layout's runs along N would be
+  /// stored one 16-bit element at a time); nullopt where that is no better.
+  std::optional<ir::Layout> transposedCopyLayout(const ir::Op& op);
   void planElision();
   void planDirectDots();
   /// Element index of `idx` in buffer (or slot view) `buf` of `shape`:

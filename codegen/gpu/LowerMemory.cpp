@@ -59,7 +59,26 @@ Slots Lower::globalLoad(const ir::Op& op, const ir::Layout& l, const ir::Type& p
       for (int64_t k = 0; k < v; ++k) out[i + k] = e[k];
       continue;
     }
-    // Masked-off lanes never touch memory: branch around the access.
+    // Masked-off lanes never touch memory: a predicated access where the
+    // target has one (the `other` values come in through it), else a branch
+    // around the access.
+    {
+      llvm::Value* alt = llvm::Constant::getNullValue(lt);
+      if (other) {
+        if (v == 1) {
+          alt = toMem((*other)[i]);
+        } else {
+          alt = llvm::PoisonValue::get(lt);
+          for (int64_t k = 0; k < v; ++k)
+            alt = b_.CreateInsertElement(alt, toMem((*other)[i + static_cast<size_t>(k)]), static_cast<uint64_t>(k));
+        }
+      }
+      if (llvm::Value* x = t_.predicatedLoad(b_, lt, ptrs[i], (*mask)[i], alt)) {
+        for (int64_t k = 0; k < v; ++k)
+          out[i + k] = fromMem(v == 1 ? x : b_.CreateExtractElement(x, static_cast<uint64_t>(k)), vt);
+        continue;
+      }
+    }
     llvm::BasicBlock* from = b_.GetInsertBlock();
     auto* ld = llvm::BasicBlock::Create(ctx_, "ld", fn);
     auto* join = llvm::BasicBlock::Create(ctx_, "ld.end", fn);
@@ -120,6 +139,11 @@ void Lower::emitLoad(const ir::Op& op) {
       scalars_[op.result()] = ld();
       return;
     }
+    llvm::Value* alt = other ? toMem(scalar(other)) : llvm::Constant::getNullValue(mt);
+    if (llvm::Value* x = t_.predicatedLoad(b_, mt, scalar(ptr), scalar(mask), alt)) {
+      scalars_[op.result()] = fromMem(x, vt);
+      return;
+    }
     llvm::Function* fn = b_.GetInsertBlock()->getParent();
     llvm::BasicBlock* from = b_.GetInsertBlock();
     auto* bb = llvm::BasicBlock::Create(ctx_, "ld", fn);
@@ -158,7 +182,7 @@ void Lower::emitStore(const ir::Op& op) {
     if (mask) c = b_.CreateAnd(c, scalar(mask));
     llvm::Value* p = scalar(ptr);
     llvm::Value* x = toMem(scalar(val));
-    guarded(c, [&] { b_.CreateAlignedStore(x, p, llvm::Align(eb)); });
+    if (!t_.predicatedStore(b_, x, p, c)) guarded(c, [&] { b_.CreateAlignedStore(x, p, llvm::Align(eb)); });
     return;
   }
   // The store runs in freeAccessLayout (no replication of the pointer tile's
@@ -183,16 +207,15 @@ void Lower::emitStore(const ir::Op& op) {
   for (size_t i = 0; i < t.size(); i += static_cast<size_t>(v)) {
     llvm::Value* c = owner;
     if (mask) c = c ? b_.CreateAnd(c, m[i]) : m[i];
-    guarded(c, [&] {
-      llvm::Value* x;
-      if (v == 1) {
-        x = toMem(vals[i]);
-      } else {
-        x = llvm::PoisonValue::get(llvm::FixedVectorType::get(mt, static_cast<unsigned>(v)));
-        for (int64_t k = 0; k < v; ++k) x = b_.CreateInsertElement(x, toMem(vals[i + k]), static_cast<uint64_t>(k));
-      }
-      b_.CreateAlignedStore(x, ptrs[i], llvm::Align(eb * static_cast<uint64_t>(v)));
-    });
+    auto value = [&] {
+      if (v == 1) return toMem(vals[i]);
+      llvm::Value* x = llvm::PoisonValue::get(llvm::FixedVectorType::get(mt, static_cast<unsigned>(v)));
+      for (int64_t k = 0; k < v; ++k) x = b_.CreateInsertElement(x, toMem(vals[i + k]), static_cast<uint64_t>(k));
+      return x;
+    };
+    // A predicated store where the target has one, else a branch around it.
+    if (c && t_.predicatedStore(b_, value(), ptrs[i], c)) continue;
+    guarded(c, [&] { b_.CreateAlignedStore(value(), ptrs[i], llvm::Align(eb * static_cast<uint64_t>(v))); });
   }
 }
 

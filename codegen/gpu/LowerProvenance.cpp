@@ -15,11 +15,14 @@ namespace tessera::codegen::gpu_lower {
 void Lower::tag(llvm::Instruction* i) {
   if (!opTag_) return;
   bool wanted = llvm::isa<llvm::LoadInst, llvm::StoreInst, llvm::AtomicRMWInst, llvm::AtomicCmpXchgInst>(i);
-  if (auto* call = llvm::dyn_cast<llvm::CallBase>(i))
+  if (auto* call = llvm::dyn_cast<llvm::CallBase>(i)) {
+    // Inline assembly: the predicated global accesses (GpuTargetInfo).
+    if (call->isInlineAsm()) wanted = true;
     if (const llvm::Function* callee = call->getCalledFunction())
       // Convergent calls (barriers, collectives) and intrinsics that access
       // memory (cp.async): the emulator names them in its reports.
       wanted = callee->isConvergent() || (callee->isIntrinsic() && !callee->doesNotAccessMemory());
+  }
   if (wanted) i->setMetadata(opKind_, opTag_);
 }
 

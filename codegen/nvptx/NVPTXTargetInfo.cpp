@@ -18,6 +18,7 @@
 #include "codegen/gpu/GpuTargetInfo.h"
 #include "codegen/llvm/GpuToolchain.h"
 #include "codegen/llvm/LLVMSupport.h"
+#include "codegen/nvptx/NVPTXPredicated.h"
 #include "tessera/support/Targets.h"
 
 extern "C" {
@@ -248,6 +249,19 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
       default: return nullptr;  // 8-bit: a 16-bit product, which stays small
     }
     return b.CreateIntrinsic(id, {}, {v[0], v[1]});
+  }
+  llvm::Value* predicatedLoad(llvm::IRBuilderBase& b, llvm::Type* ty, llvm::Value* ptr, llvm::Value* pred,
+                              llvm::Value* other) override {
+    if (!o_.predicatedAccesses || !nvptx::hasPredicatedForm(ty, b.GetInsertBlock()->getModule()->getDataLayout()))
+      return nullptr;
+    return nvptx::emitPredicatedLoad(b, ty, ptr, pred, other);
+  }
+  bool predicatedStore(llvm::IRBuilderBase& b, llvm::Value* val, llvm::Value* ptr, llvm::Value* pred) override {
+    if (!o_.predicatedAccesses ||
+        !nvptx::hasPredicatedForm(val->getType(), b.GetInsertBlock()->getModule()->getDataLayout()))
+      return false;
+    nvptx::emitPredicatedStore(b, val, ptr, pred);
+    return true;
   }
   TensorCoreOp tensorCore(DType in, DType acc) const override { return nvptxTensorCore(in, acc); }
   AsyncCopyImpl asyncCopyImpl() const override { return AsyncCopyImpl::Hardware; }

@@ -4,6 +4,7 @@
 #include <functional>
 #include <numeric>
 #include <tuple>
+#include <unordered_set>
 
 #include "tessera/ir/analysis/AxisInfo.h"
 #include "tessera/support/Error.h"
@@ -134,8 +135,6 @@ BlockedLayout coalescedBlocked(const std::vector<int64_t>& shape, int64_t vec, i
   int r = static_cast<int>(shape.size());
   BlockedLayout b;
   b.spt.assign(r, 1);
-  b.tpw.assign(r, 1);
-  b.wpb.assign(r, 1);
   b.order.push_back(fastDim);
   for (int k = 0; k < r; ++k)
     if (r - 1 - k != fastDim) b.order.push_back(r - 1 - k);
@@ -153,6 +152,17 @@ BlockedLayout coalescedBlocked(const std::vector<int64_t>& shape, int64_t vec, i
     b.spt[r - 1] = std::min<int64_t>(floorPow2(std::max<int64_t>(1, vec)), shape[r - 1]);
     if (oneThreadPerElement) b.spt[r - 1] = std::min(b.spt[r - 1], floorPow2(perThread));
   }
+  return distributeBlocked(shape, std::move(b.spt), std::move(b.order), numWarps, warpSize);
+}
+
+BlockedLayout distributeBlocked(const std::vector<int64_t>& shape, std::vector<int64_t> spt,
+                                std::vector<int64_t> order, int numWarps, int warpSize) {
+  int r = static_cast<int>(shape.size());
+  BlockedLayout b;
+  b.spt = std::move(spt);
+  b.order = std::move(order);
+  b.tpw.assign(r, 1);
+  b.wpb.assign(r, 1);
   int64_t lanes = warpSize, warps = numWarps;
   for (int64_t d : b.order) {
     if (!isPow2(shape[d])) continue;
@@ -199,8 +209,14 @@ std::optional<BlockedLayout> mmaLayout(MmaKind k, int64_t M, int64_t N, int64_t 
       b.tpw = {8, 4};
       break;
     case MmaKind::AmdMfma16x16x16:
-      b.spt = {4, 1};
-      b.tpw = {4, 16};
+      // The instruction is fed B^T as its A and A^T as its B, so it
+      // computes C^T and each lane holds 4 consecutive columns of one row
+      // (Triton's isTransposed MFMA layout): an f16 result is stored in 8-byte
+      // runs, and a row reduction is 4 elements in-thread then 4 lanes. Lanes
+      // (and warps) go along M first.
+      b.spt = {1, 4};
+      b.tpw = {16, 4};
+      b.order = {0, 1};
       break;
     case MmaKind::AmdWmma16x16x16:
       b.spt = {1, 1};
@@ -333,9 +349,35 @@ void LayoutAnalysis::propagateFromAccesses(ir::Block& body) {
   using ir::OpCode;
   // Program order, each access's propagation drained before the next: the
   // first access reaching a value decides its layout (deterministic).
+  // Tensor-core dot results, the loop results carrying them, and the
+  // elementwise values computed from them (same shape): these stay in the
+  // accumulator's layout, and a memory op wanting another layout converts
+  // at the access. Pulled into the access's layout instead, an epilogue
+  // (bias, activation, the cast to f16) would convert the f32 accumulator
+  // where it meets the first such op, twice the bytes of the f16 result,
+  // from the accumulator's registers, whose runs are short, and compute
+  // the epilogue in the store's layout, which may hold elements twice
+  // (a 32x32 f16 store in 16-byte vectors on 256 threads).
+  std::unordered_set<const ir::Value*> fromDot;
+  ir::walk(body, [&](ir::Op& op) {
+    if (op.code() == OpCode::Dot && dotLayout(op)) {
+      fromDot.insert(op.result());
+    } else if (op.code() == OpCode::For) {
+      const ir::Block& b = op.region(0).block();
+      const ir::Op* y = b.terminator();
+      for (unsigned i = 0; y && i < op.numResults(); ++i) {
+        const ir::Op* d = y->operand(i)->definingOp();
+        if (d && d->parent() == &b && d->code() == OpCode::Dot && dotLayout(*d)) fromDot.insert(op.result(i));
+      }
+    } else if (ir::isElementwise(op.code()) && op.code() != OpCode::Reshape && op.code() != OpCode::Transpose &&
+               op.numResults() == 1 && op.result()->type().isTile()) {
+      for (const ir::Value* o : op.operands())
+        if (fromDot.count(o) && o->type().shape() == op.result()->type().shape()) fromDot.insert(op.result());
+    }
+  });
   std::vector<const ir::Value*> work;
   auto seed = [&](const ir::Value* v, const Layout& l) {
-    if (!v->type().isTile() || wanted_.count(v) || !compatible(l, v->type().shape())) return;
+    if (!v->type().isTile() || wanted_.count(v) || fromDot.count(v) || !compatible(l, v->type().shape())) return;
     wanted_.emplace(v, l);
     work.push_back(v);
   };

@@ -324,5 +324,16 @@ TEST_CASE("emu: modules the machine cannot run faithfully are refused by name", 
     CHECK_COMPILE_ERROR(tessera::codegen::compileForEmulator(nv, false, 32, {}), tessera::CompileError,
                         Catch::Matchers::Contains("tessera_emu_"));
   }
+  SECTION("inline assembly other than the predicated global accesses") {
+    // A near miss of the predicated load (ld.global.nc) and arbitrary text.
+    std::string t = kernelUsing("",
+                                "  %v = call i32 asm \"mov.b32 $0, $3;\\0A\\09@$2 ld.global.nc.b32 $0, [$1];\", "
+                                "\"=&r,l,b,r\"(ptr addrspace(1) %o, i1 true, i32 0)\n"
+                                "  store i32 %v, ptr addrspace(1) %o");
+    CHECK_COMPILE_ERROR(compileText(t), tessera::CompileError,
+                        Catch::Matchers::Contains("inline assembly") && Catch::Matchers::Contains("ld.global.nc"));
+    std::string u = kernelUsing("", "  call void asm sideeffect \"nanosleep.u32 100;\", \"\"()");
+    CHECK_COMPILE_ERROR(compileText(u), tessera::CompileError, Catch::Matchers::Contains("nanosleep"));
+  }
   SECTION("text that does not parse") { CHECK_THROWS_AS(compileText("this is not LLVM IR"), tessera::CompileError); }
 }

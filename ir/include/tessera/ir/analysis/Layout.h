@@ -119,15 +119,24 @@ BlockedLayout defaultBlocked(const std::vector<int64_t>& shape, int64_t vec, int
 BlockedLayout coalescedBlocked(const std::vector<int64_t>& shape, int64_t vec, int fastDim, int numWarps, int warpSize,
                                bool oneThreadPerElement = false);
 
+/// The blocked layout with `spt` elements per thread (powers of two
+/// dividing the extents, or whole extents of other dims) whose lanes, then
+/// warps, go along `order` (fastest first) as far as each dim has room;
+/// leftover lanes and warps replicate the slowest dim. coalescedBlocked
+/// is this with its own spt and order.
+BlockedLayout distributeBlocked(const std::vector<int64_t>& shape, std::vector<int64_t> spt,
+                                std::vector<int64_t> order, int numWarps, int warpSize);
+
 /// The accumulator layout of matrix instruction `k` for an MxN (+= MxK * KxN)
 /// dot spread over `numWarps` warps, or nullopt when the shape does not fit
 /// the instruction (the dot then takes the FMA path):
 ///   NvMmaM16N8K16   spt=[1,2] tpw=[8,4]  : lane = 4*(row%8) + col%8/2, rows g and
 ///                   g+8 of a 16x8 tile are consecutive repetitions along dim 0
-///   AmdMfma16x16x16 spt=[4,1] tpw=[4,16] : lane = col%16 + 16*(row%16/4)
+///   AmdMfma16x16x16 spt=[1,4] tpw=[16,4] : lane = row%16 + 16*(col%16/4), order=[0, 1]
+///                   (the instruction computes C^T: operands swapped)
 ///   AmdWmma16x16x16 spt=[1,1] tpw=[2,16] : lane = col%16 + 16*(row%2), eight
 ///                   repetitions along dim 0 make one 16x16 tile
-/// with warps split wpb=[wm, wn], order=[1, 0]. M, N, K must be powers of two,
+/// with warps split wpb=[wm, wn], order=[1, 0] (MFMA: [0, 1]). M, N, K must be powers of two,
 /// M a multiple of 16*wm, N of 8*wn (NVIDIA) or 16*wn (AMD), K of 16.
 std::optional<BlockedLayout> mmaLayout(MmaKind k, int64_t M, int64_t N, int64_t K, int numWarps, int warpSize);
 

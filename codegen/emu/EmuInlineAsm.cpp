@@ -1,0 +1,115 @@
+// NVPTX's predicated global accesses -> host IR. The GPU lowering's own
+// inline assembly is NVPTX's predicated global access
+// (codegen/nvptx/NVPTXPredicated.h), and the emulator runs exactly its
+// forms: `@p ld.global` becomes a branch on p around a plain load whose
+// registers otherwise keep the `other` values the assembly's movs put there,
+// `@p st.global` a branch around a plain store. The plain accesses are then
+// checked like any other (instrumentMemory runs next): a masked-off lane
+// performs no access, so it is never reported out of bounds. Other inline
+// assembly is left to rewriteInlineAsm (EmuLibcalls.cpp), which runs after
+// the libcalls and knows libdevice's 128-bit helpers, and refuses the rest
+// with a CompileError: text for the GPU's assembler means nothing on the
+// host.
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/InlineAsm.h>
+#include <llvm/IR/Instructions.h>
+#include <llvm/Transforms/Utils/BasicBlockUtils.h>
+
+#include "codegen/emu/EmuPasses.h"
+#include "codegen/nvptx/NVPTXPredicated.h"
+#include "tessera/support/Error.h"
+
+namespace tessera::codegen::emu {
+
+namespace {
+
+[[noreturn]] void refuse(const llvm::CallBase& c, const std::string& why) {
+  const auto* ia = llvm::cast<llvm::InlineAsm>(c.getCalledOperand());
+  throw CompileError("the emulator does not support the inline assembly \"" + ia->getAsmString().str() + "\" (\"" +
+                     ia->getConstraintString().str() + "\"" + (why.empty() ? "" : ", " + why) + "), used by `" +
+                     describe(c) + "`");
+}
+
+void expand(EmuModule& em, llvm::CallInst& c, const nvptx::PredicatedAccess& a) {
+  const unsigned n = a.words;
+  // Register type of the words and memory type of the whole access.
+  llvm::Type* word = a.wordBits == 32 ? llvm::Type::getInt32Ty(em.ctx) : llvm::Type::getInt16Ty(em.ctx);
+  llvm::Type* mem = a.wordBits == 8 ? llvm::Type::getInt8Ty(em.ctx)
+                    : n == 1        ? word
+                                    : static_cast<llvm::Type*>(llvm::FixedVectorType::get(word, n));
+  // Operands: load: address, predicate, others; store: values, address, predicate.
+  const unsigned addrIdx = a.store ? n : 0;
+  llvm::Value* addr = c.getArgOperand(addrIdx);
+  llvm::Value* pred = c.getArgOperand(addrIdx + 1);
+  if (!addr->getType()->isPointerTy()) refuse(c, "its address is not a pointer");
+  const llvm::Align align(a.bytes());
+
+  llvm::BasicBlock* head = c.getParent();
+  llvm::Instruction* thenTerm = llvm::SplitBlockAndInsertIfThen(pred, c.getIterator(), /*Unreachable=*/false);
+  llvm::IRBuilder<> b(thenTerm);
+  if (a.store) {
+    llvm::Value* v;
+    if (a.wordBits == 8) {
+      v = b.CreateTrunc(c.getArgOperand(0), mem);  // st.u8 stores the register's low byte
+    } else if (n == 1) {
+      v = c.getArgOperand(0);
+    } else {
+      v = llvm::PoisonValue::get(mem);
+      for (unsigned k = 0; k < n; ++k) v = b.CreateInsertElement(v, c.getArgOperand(k), k);
+    }
+    llvm::StoreInst* st = b.CreateAlignedStore(v, addr, align);
+    em.nameAs(*st, c);
+    c.eraseFromParent();
+    return;
+  }
+  llvm::LoadInst* ld = b.CreateAlignedLoad(mem, addr, align);
+  em.nameAs(*ld, c);
+  std::vector<llvm::Value*> got;
+  if (a.wordBits == 8)
+    got.push_back(b.CreateZExt(ld, word));  // ld.global.u8 zero-extends
+  else if (n == 1)
+    got.push_back(ld);
+  else
+    for (unsigned k = 0; k < n; ++k) got.push_back(b.CreateExtractElement(ld, k));
+  llvm::BasicBlock* loaded = thenTerm->getParent();
+  // The join: each register holds what the load wrote, or its mov's `other`.
+  b.SetInsertPoint(c.getParent(), c.getParent()->begin());
+  std::vector<llvm::Value*> regs;
+  for (unsigned k = 0; k < n; ++k) {
+    llvm::PHINode* phi = b.CreatePHI(word, 2);
+    phi->addIncoming(got[k], loaded);
+    phi->addIncoming(c.getArgOperand(2 + k), head);
+    regs.push_back(phi);
+  }
+  b.SetInsertPoint(&c);
+  llvm::Value* r = regs[0];
+  if (n > 1) {
+    r = llvm::PoisonValue::get(c.getType());
+    for (unsigned k = 0; k < n; ++k) r = b.CreateInsertValue(r, regs[k], k);
+  }
+  c.replaceAllUsesWith(r);
+  c.eraseFromParent();
+}
+
+}  // namespace
+
+void rewritePredicatedAccesses(EmuModule& em) {
+  if (em.amd) return;  // AMDGPU's masked accesses are branches already
+  std::vector<std::pair<llvm::CallInst*, nvptx::PredicatedAccess>> work;
+  for (llvm::Function& f : em.m)
+    for (llvm::BasicBlock& bb : f)
+      for (llvm::Instruction& i : bb)
+        if (auto* c = llvm::dyn_cast<llvm::CallInst>(&i); c && c->isInlineAsm()) {
+          const auto* ia = llvm::cast<llvm::InlineAsm>(c->getCalledOperand());
+          if (std::optional<nvptx::PredicatedAccess> a = nvptx::matchPredicatedAccess(
+                  std::string_view(ia->getAsmString()), std::string_view(ia->getConstraintString())))
+            work.emplace_back(c, *a);
+        }
+  for (auto& [c, a] : work) expand(em, *c, a);
+}
+
+}  // namespace tessera::codegen::emu
