@@ -387,17 +387,34 @@ std::optional<ir::Layout> Lower::transposedCopyLayout(const ir::Op& op) {
   // Global side: the widest vector the pointers allow along N (alignment,
   // contiguity, the mask's constancy); LDS side: the widest run along K
   // the padded N x K rows keep aligned (as bufferRunWidth computes it).
+  const ir::Value* mask = op.numOperands() > 2 ? op.operand(2) : nullptr;
   int64_t g = la_.vectorWidth(op);
-  if (op.numOperands() > 2) g = std::gcd(g, la_.maskConstancy(op.operand(2)));
+  if (mask) g = std::gcd(g, la_.maskConstancy(mask));
+  g = std::max<int64_t>(1, std::min(g, 16 / eb));
   int64_t w = 16 / eb;
   while (w > 1 && ((sg->second.st.stride % w) != 0 || (sg->second.slotElems() % w) != 0)) w /= 2;
-  // Fewest instructions (global loads, one per row of the thread's block,
-  // plus LDS stores, one per column); on a tie the wider LDS stores.
+  // Instructions per thread of each choice, from the gemm_f16 listings on
+  // gfx942 / gfx1100 (docs/gpu.md): a global load of one row costs itself
+  // and its 64-bit address (sign-extended index, shift, add with carry:
+  // ~3 more); an LDS store writes a column of kv elements; a masked load is
+  // a branch around it (this target has no predicated access), an
+  // exec-mask region of ~4 scalar instructions, shared by the rows of a run
+  // over which the mask is one value (cK rows: globalLoad guards them
+  // together), one per vector along N; and 16-bit elements loaded as
+  // N-pairs must be repacked into K-pairs (one permute per 32-bit word).
+  const int64_t cK = mask ? la_.maskConstancy(mask, static_cast<int>(r - 2)) : K;
+  constexpr int64_t kAddressCost = 3, kRegionCost = 4;
+  // The fewest; on a tie the wider LDS stores.
   int64_t bestK = 0, bestCost = INT64_MAX;
   for (int64_t kv = 1; kv <= std::min(perThread, K); kv *= 2) {
     const int64_t nv = perThread / kv;
     if (nv > N) continue;
-    const int64_t cost = kv * (nv / std::min(nv, g)) + nv * (kv / std::min(kv, w));
+    const int64_t vectors = nv / std::min(nv, g);  // per row
+    const int64_t loads = kv * vectors * (1 + kAddressCost);
+    const int64_t stores = nv * (kv / std::min(kv, w));
+    const int64_t regions = mask ? (kv / std::min(kv, cK)) * vectors : 0;
+    const int64_t repack = kv > 1 && eb < 4 ? kv * nv * eb / 4 : 0;
+    const int64_t cost = loads + stores + kRegionCost * regions + repack;
     if (cost <= bestCost) {
       bestCost = cost;
       bestK = kv;

@@ -43,76 +43,104 @@ Slots Lower::globalLoad(const ir::Op& op, const ir::Layout& l, const ir::Type& p
   beforeGlobal(false);
   const bool stagedVector = op.code() == OpCode::Copy && op.hasAttr("async") && op.intAttr("async") != 0 &&
                             t_.asyncCopyImpl() == AsyncCopyImpl::RegisterStaged;
+  const size_t step = static_cast<size_t>(v);
+  llvm::Type* lt = v == 1 ? mt : llvm::FixedVectorType::get(mt, static_cast<unsigned>(v));
+  const llvm::Align align(eb * static_cast<uint64_t>(v));
   Slots out(t.size());
+  auto elements = [&](size_t i, llvm::Value* x) {
+    for (int64_t k = 0; k < v; ++k)
+      out[i + static_cast<size_t>(k)] = fromMem(v == 1 ? x : b_.CreateExtractElement(x, static_cast<uint64_t>(k)), vt);
+  };
+  if (!mask) {
+    for (size_t i = 0; i < t.size(); i += step) elements(i, b_.CreateAlignedLoad(lt, ptrs[i], align));
+    return out;
+  }
+  // The value a masked-off vector yields: `other`, or zeros.
+  auto alt = [&](size_t i) -> llvm::Value* {
+    if (!other) return llvm::Constant::getNullValue(lt);
+    if (v == 1) return toMem((*other)[i]);
+    llvm::Value* x = llvm::PoisonValue::get(lt);
+    for (int64_t k = 0; k < v; ++k)
+      x = b_.CreateInsertElement(x, toMem((*other)[i + static_cast<size_t>(k)]), static_cast<uint64_t>(k));
+    return x;
+  };
+  // Masked-off lanes never touch memory: a predicated access where the
+  // target has one (the `other` values come in through it), else a branch
+  // around the access.
+  if (llvm::Value* x = t_.predicatedLoad(b_, lt, ptrs[0], (*mask)[0], alt(0))) {
+    elements(0, x);
+    for (size_t i = step; i < t.size(); i += step) elements(i, t_.predicatedLoad(b_, lt, ptrs[i], (*mask)[i], alt(i)));
+    return out;
+  }
+  // One branch guards every vector of an aligned run of g rows (dim n-2)
+  // of the thread's block over which the mask is one value (a K bound on a
+  // tile's rows when the loop's k0 and K are multiples of the run): the
+  // rows' loads then share one exec region on AMDGPU instead of one each.
+  const size_t r = shape.size();
+  int64_t g = 1;
+  if (r >= 2 && maskV)
+    g = std::gcd(la_.maskConstancy(maskV, static_cast<int>(r - 2)),
+                 std::min(l.parent.spt[l.dims[r - 2]], shape[r - 2]));
   llvm::Function* fn = b_.GetInsertBlock()->getParent();
-  for (size_t i = 0; i < t.size(); i += static_cast<size_t>(v)) {
-    llvm::Type* lt = v == 1 ? mt : llvm::FixedVectorType::get(mt, static_cast<unsigned>(v));
-    auto doLoad = [&]() -> Slots {
-      llvm::Value* x = b_.CreateAlignedLoad(lt, ptrs[i], llvm::Align(eb * static_cast<uint64_t>(v)));
-      Slots e;
-      for (int64_t k = 0; k < v; ++k)
-        e.push_back(fromMem(v == 1 ? x : b_.CreateExtractElement(x, static_cast<uint64_t>(k)), vt));
-      return e;
-    };
-    if (!mask) {
-      Slots e = doLoad();
-      for (int64_t k = 0; k < v; ++k) out[i + k] = e[k];
-      continue;
-    }
-    // Masked-off lanes never touch memory: a predicated access where the
-    // target has one (the `other` values come in through it), else a branch
-    // around the access.
-    {
-      llvm::Value* alt = llvm::Constant::getNullValue(lt);
-      if (other) {
-        if (v == 1) {
-          alt = toMem((*other)[i]);
-        } else {
-          alt = llvm::PoisonValue::get(lt);
-          for (int64_t k = 0; k < v; ++k)
-            alt = b_.CreateInsertElement(alt, toMem((*other)[i + static_cast<size_t>(k)]), static_cast<uint64_t>(k));
-        }
-      }
-      if (llvm::Value* x = t_.predicatedLoad(b_, lt, ptrs[i], (*mask)[i], alt)) {
-        for (int64_t k = 0; k < v; ++k)
-          out[i + k] = fromMem(v == 1 ? x : b_.CreateExtractElement(x, static_cast<uint64_t>(k)), vt);
-        continue;
-      }
+  for (size_t i = 0; i < t.size(); i += step) {
+    if (t.consts[i][r >= 2 ? r - 2 : 0] % g != 0) continue;  // guarded with its run's first row
+    std::vector<size_t> group = {i};
+    for (int64_t k = 1; r >= 2 && k < g; ++k) {
+      std::vector<int64_t> c = t.consts[i];
+      c[r - 2] += k;
+      auto it = t.index.find(c);
+      TS_ASSERT(it != t.index.end(), "gpu lowering: masked row run missing a slot");
+      group.push_back(it->second);
     }
     llvm::BasicBlock* from = b_.GetInsertBlock();
     auto* ld = llvm::BasicBlock::Create(ctx_, "ld", fn);
     auto* join = llvm::BasicBlock::Create(ctx_, "ld.end", fn);
     b_.CreateCondBr((*mask)[i], ld, join);
     b_.SetInsertPoint(ld);
-    if (stagedVector && v > 1 && !other) {
-      // A register-staged async copy's data are first used by the deferred
-      // shared-memory stores, after the loop body's compute. The phi joins
-      // the whole loaded vector and the elements are extracted after the
-      // join: with one phi per element, the extraction (e.g. the shift
-      // that takes the high half of a 32-bit register of f16 pairs) sits in
-      // the guarded block, and the AMDGPU backend must wait for the load
-      // (s_waitcnt vmcnt) right there instead of at the deferred stores, so
-      // the load latency would not overlap the MFMAs.
-      llvm::Value* x = b_.CreateAlignedLoad(lt, ptrs[i], llvm::Align(eb * static_cast<uint64_t>(v)));
+    std::vector<llvm::Value*> loaded;
+    for (size_t j : group) loaded.push_back(b_.CreateAlignedLoad(lt, ptrs[j], align));
+    if (!(stagedVector && v > 1 && !other)) {
+      // Per element, extracted in the guarded block.
+      std::vector<Slots> parts;
+      for (llvm::Value* x : loaded) {
+        Slots e;
+        for (int64_t k = 0; k < v; ++k) e.push_back(fromMem(v == 1 ? x : b_.CreateExtractElement(x, static_cast<uint64_t>(k)), vt));
+        parts.push_back(std::move(e));
+      }
       llvm::BasicBlock* ldEnd = b_.GetInsertBlock();
       b_.CreateBr(join);
       b_.SetInsertPoint(join);
-      llvm::PHINode* phi = b_.CreatePHI(lt, 2);
-      phi->addIncoming(x, ldEnd);
-      phi->addIncoming(llvm::Constant::getNullValue(lt), from);
-      for (int64_t k = 0; k < v; ++k) out[i + k] = fromMem(b_.CreateExtractElement(phi, static_cast<uint64_t>(k)), vt);
+      for (size_t n = 0; n < group.size(); ++n)
+        for (int64_t k = 0; k < v; ++k) {
+          const size_t s = group[n] + static_cast<size_t>(k);
+          llvm::PHINode* phi = b_.CreatePHI(parts[n][k]->getType(), 2);
+          phi->addIncoming(parts[n][k], ldEnd);
+          phi->addIncoming(other ? (*other)[s] : llvm::Constant::getNullValue(parts[n][k]->getType()), from);
+          out[s] = phi;
+        }
       continue;
     }
-    Slots e = doLoad();
+    // A register-staged async copy's data are first used by the deferred
+    // shared-memory stores, after the loop body's compute. The phi joins
+    // the whole loaded vector and the elements are extracted after the
+    // join: with one phi per element, the extraction (e.g. the shift that
+    // takes the high half of a 32-bit register of f16 pairs) sits in the
+    // guarded block, and the AMDGPU backend must wait for the load
+    // (s_waitcnt vmcnt) right there instead of at the deferred stores, so
+    // the load latency would not overlap the MFMAs.
     llvm::BasicBlock* ldEnd = b_.GetInsertBlock();
     b_.CreateBr(join);
     b_.SetInsertPoint(join);
-    for (int64_t k = 0; k < v; ++k) {
-      llvm::PHINode* phi = b_.CreatePHI(e[k]->getType(), 2);
-      phi->addIncoming(e[k], ldEnd);
-      phi->addIncoming(other ? (*other)[i + k] : llvm::Constant::getNullValue(e[k]->getType()), from);
-      out[i + k] = phi;
+    std::vector<llvm::PHINode*> phis;
+    for (size_t n = 0; n < group.size(); ++n) {
+      phis.push_back(b_.CreatePHI(lt, 2));
+      phis.back()->addIncoming(loaded[n], ldEnd);
+      phis.back()->addIncoming(llvm::Constant::getNullValue(lt), from);
     }
+    for (size_t n = 0; n < group.size(); ++n)
+      for (int64_t k = 0; k < v; ++k)
+        out[group[n] + static_cast<size_t>(k)] =
+            fromMem(b_.CreateExtractElement(phis[n], static_cast<uint64_t>(k)), vt);
   }
   return out;
 }
@@ -204,6 +232,15 @@ void Lower::emitStore(const ir::Op& op) {
   llvm::Value* owner = ownerPred(l, t);
   record_.accesses.push_back({&op, l, v});
   beforeGlobal(true);
+  // Predicated only up to 8 stores per thread. The guard blocks of more
+  // stores bound how far ptxas hoists the work feeding each one; in one
+  // straight-line block it runs them side by side: the 128x128 f16 GEMM
+  // with a GELU epilogue on 4 warps (16 stores of 8 elements per thread,
+  // each after an erf) went from 242 registers to 255 and 112 bytes of
+  // spills on sm_80 with all 16 predicated. Kernels with fewer stores
+  // (every example; the 8-warp 128x128 epilogue) lose nothing by it.
+  constexpr size_t kMaxPredicatedStores = 8;
+  const bool predicate = t.size() / static_cast<size_t>(v) <= kMaxPredicatedStores;
   for (size_t i = 0; i < t.size(); i += static_cast<size_t>(v)) {
     llvm::Value* c = owner;
     if (mask) c = c ? b_.CreateAnd(c, m[i]) : m[i];
@@ -214,7 +251,7 @@ void Lower::emitStore(const ir::Op& op) {
       return x;
     };
     // A predicated store where the target has one, else a branch around it.
-    if (c && t_.predicatedStore(b_, value(), ptrs[i], c)) continue;
+    if (c && predicate && t_.predicatedStore(b_, value(), ptrs[i], c)) continue;
     guarded(c, [&] { b_.CreateAlignedStore(value(), ptrs[i], llvm::Align(eb * static_cast<uint64_t>(v))); });
   }
 }

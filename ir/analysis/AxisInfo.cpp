@@ -69,6 +69,16 @@ bool AxisAnalysis::contiguousChunks(const ir::Value* v, int64_t chunk) const {
 
 void AxisAnalysis::visit(const ir::Op& op) {
   using ir::OpCode;
+  if (op.code() == OpCode::For && op.numRegions() == 1) {
+    // The induction variable lb + i * step is a multiple of whatever
+    // divides both (a K loop stepping by the tile from 0: the tile).
+    const ir::Value* iv = op.region(0).block().arg(0);
+    if (tracked(iv)) {
+      AxisInfo info = AxisInfo::unknown(1);
+      info.divisibility[0] = std::gcd(get(op.operand(0)).divisibility[0], get(op.operand(2)).divisibility[0]);
+      info_[iv] = info;
+    }
+  }
   if (op.numResults() != 1 || !tracked(op.result())) return;
   const ir::Value* r = op.result();
   const ir::Shape& shape = r->type().shape();

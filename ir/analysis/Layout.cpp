@@ -358,23 +358,56 @@ void LayoutAnalysis::propagateFromAccesses(ir::Block& body) {
   // from the accumulator's registers, whose runs are short, and compute
   // the epilogue in the store's layout, which may hold elements twice
   // (a 32x32 f16 store in 16-byte vectors on 256 threads).
-  std::unordered_set<const ir::Value*> fromDot;
+  //
+  // Except where the accumulator holds 32 or more elements per thread and
+  // the epilogue has transcendental math (GELU's erf): computed in registers
+  // beside the whole accumulator, the schedulers run many of those
+  // evaluations side by side (128x128 tiles: gfx942 on 8 warps, 32 per
+  // thread, 90 -> 240 VGPRs; gfx1100 on 4 warps, 128 per thread, 68 bytes
+  // of scratch), where converting first streams the epilogue through shared
+  // memory a few elements at a time. Such an epilogue takes the store's
+  // layout as before. Small tiles (a 32x32 tile: 4 to 8 per thread) and
+  // epilogues without transcendentals stay in the accumulator's layout.
+  std::unordered_map<const ir::Value*, std::vector<const ir::Value*>> users;  // value -> elementwise results
+  std::vector<std::pair<const ir::Value*, Layout>> roots;
   ir::walk(body, [&](ir::Op& op) {
-    if (op.code() == OpCode::Dot && dotLayout(op)) {
-      fromDot.insert(op.result());
+    if (op.code() == OpCode::Dot) {
+      if (auto l = dotLayout(op)) roots.emplace_back(op.result(), *l);
     } else if (op.code() == OpCode::For) {
       const ir::Block& b = op.region(0).block();
       const ir::Op* y = b.terminator();
       for (unsigned i = 0; y && i < op.numResults(); ++i) {
         const ir::Op* d = y->operand(i)->definingOp();
-        if (d && d->parent() == &b && d->code() == OpCode::Dot && dotLayout(*d)) fromDot.insert(op.result(i));
+        if (d && d->parent() == &b && d->code() == OpCode::Dot)
+          if (auto l = dotLayout(*d)) roots.emplace_back(op.result(i), *l);
       }
     } else if (ir::isElementwise(op.code()) && op.code() != OpCode::Reshape && op.code() != OpCode::Transpose &&
                op.numResults() == 1 && op.result()->type().isTile()) {
       for (const ir::Value* o : op.operands())
-        if (fromDot.count(o) && o->type().shape() == op.result()->type().shape()) fromDot.insert(op.result());
+        if (o->type().isTile() && o->type().shape() == op.result()->type().shape()) users[o].push_back(op.result());
     }
   });
+  std::unordered_set<const ir::Value*> fromDot, heavy;
+  for (const auto& [root, l] : roots) {
+    std::vector<const ir::Value*> closure = {root}, stack = {root};
+    std::unordered_set<const ir::Value*> seen = {root};
+    bool transcendental = false;
+    while (!stack.empty()) {
+      const ir::Value* v = stack.back();
+      stack.pop_back();
+      auto it = users.find(v);
+      if (it == users.end()) continue;
+      for (const ir::Value* u : it->second)
+        if (seen.insert(u).second) {
+          transcendental = transcendental || ir::isTranscendental(u->definingOp()->code());
+          closure.push_back(u);
+          stack.push_back(u);
+        }
+    }
+    const bool big = static_cast<int64_t>(slotTable(l, root->type().shape()).size()) >= 32;
+    for (const ir::Value* v : closure) (big && transcendental ? heavy : fromDot).insert(v);
+  }
+  for (const ir::Value* v : heavy) fromDot.erase(v);
   std::vector<const ir::Value*> work;
   auto seed = [&](const ir::Value* v, const Layout& l) {
     if (!v->type().isTile() || wanted_.count(v) || fromDot.count(v) || !compatible(l, v->type().shape())) return;
@@ -478,41 +511,52 @@ int64_t LayoutAnalysis::vectorWidth(const ir::Op& memOp) const {
 
 int64_t LayoutAnalysis::maskConstancy(const ir::Value* m) const {
   if (!m->type().isTile()) return INT64_MAX;
-  auto memo = maskConst_.find(m);
+  return maskConstancy(m, m->type().rank() - 1);
+}
+
+int64_t LayoutAnalysis::maskConstancy(const ir::Value* m, int dim) const {
+  if (!m->type().isTile()) return INT64_MAX;
+  auto memo = maskConst_.find({m, dim});
   if (memo != maskConst_.end()) return memo->second;
-  int64_t last = m->type().shape().back();
+  const auto k = static_cast<size_t>(dim);
+  int64_t ext = m->type().shape()[k];
   int64_t r = 1;
   const ir::Op* d = m->definingOp();
   if (d) {
     switch (d->code()) {
       case ir::OpCode::Constant:
-      case ir::OpCode::Splat: r = last; break;
+      case ir::OpCode::Splat: r = ext; break;
       case ir::OpCode::Broadcast: {
         const auto& ss = d->operand(0)->type().shape();
-        r = ss.back() == 1 ? last : maskConstancy(d->operand(0));
+        r = ss[k] == 1 ? ext : maskConstancy(d->operand(0), dim);
         break;
       }
-      case ir::OpCode::ExpandDims:
-        r = d->intAttr("axis") == m->type().rank() - 1 ? 1 : maskConstancy(d->operand(0));
+      case ir::OpCode::ExpandDims: {
+        const int axis = static_cast<int>(d->intAttr("axis"));
+        r = axis == dim ? 1 : maskConstancy(d->operand(0), dim > axis ? dim - 1 : dim);
         break;
+      }
       case ir::OpCode::And:
       case ir::OpCode::Or:
-      case ir::OpCode::Xor: r = std::gcd(maskConstancy(d->operand(0)), maskConstancy(d->operand(1))); break;
-      case ir::OpCode::Not: r = maskConstancy(d->operand(0)); break;
+      case ir::OpCode::Xor:
+        r = std::gcd(maskConstancy(d->operand(0), dim), maskConstancy(d->operand(1), dim));
+        break;
+      case ir::OpCode::Not: r = maskConstancy(d->operand(0), dim); break;
       case ir::OpCode::Cmp: {
         const ir::Value* a = d->operand(0);
         const ir::Value* b = d->operand(1);
         if (!a->type().isIntLike()) break;
         AxisInfo ai = axis_.get(a), bi = axis_.get(b);
-        r = std::gcd(ai.constancy.back(), bi.constancy.back());
+        // A scalar operand is described as rank 1.
+        auto at = [&](const std::vector<int64_t>& v) { return v.size() > k ? v[k] : v.back(); };
+        r = std::gcd(at(ai.constancy), at(bi.constancy));
         // A contiguous side compared with a side constant over the run: for
         // aligned runs whose start and the bound are multiples of the run
         // length, `a0 + i < b` has one value for the whole run (likewise
         // `>=`, and `>` / `<=` with the sides swapped).
         const std::string& p = d->strAttr("pred");
-        auto run = [&](const AxisInfo& c, const AxisInfo& k) {
-          return std::gcd(std::gcd(c.contiguity.back(), c.divisibility.back()),
-                          std::gcd(k.constancy.back(), k.divisibility.back()));
+        auto run = [&](const AxisInfo& c, const AxisInfo& kk) {
+          return std::gcd(std::gcd(at(c.contiguity), at(c.divisibility)), std::gcd(at(kk.constancy), at(kk.divisibility)));
         };
         if (p == "lt" || p == "ge") r = std::max(r, run(ai, bi));
         if (p == "gt" || p == "le") r = std::max(r, run(bi, ai));
@@ -521,8 +565,8 @@ int64_t LayoutAnalysis::maskConstancy(const ir::Value* m) const {
       default: break;
     }
   }
-  r = std::gcd(r, last);
-  maskConst_[m] = r;
+  r = std::gcd(r, ext);
+  maskConst_[{m, dim}] = r;
   return r;
 }
 

@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <utility>
 #include <optional>
 #include <set>
 #include <string>
@@ -156,6 +157,8 @@ class LayoutAnalysis {
   /// Length of aligned runs along the last dim over which `mask` is one
   /// value (so one branch can guard a whole vector access).
   int64_t maskConstancy(const ir::Value* mask) const;
+  /// The same along value dim `dim`.
+  int64_t maskConstancy(const ir::Value* mask, int dim) const;
   /// The default layout chosen for a shape (used for free ops).
   Layout defaultFor(const std::vector<int64_t>& shape, bool oneThreadPerElement = false) const;
   /// The layout that coalesces a load/store/copy/atomic's pointer tile:
@@ -185,7 +188,7 @@ class LayoutAnalysis {
   std::set<const void*> weak_;
   std::map<std::vector<int64_t>, int64_t> vecForShape_;
   std::unordered_map<const ir::Op*, int64_t> vec_;
-  mutable std::unordered_map<const ir::Value*, int64_t> maskConst_;
+  mutable std::map<std::pair<const ir::Value*, int>, int64_t> maskConst_;
 };
 
 /// Adds `layout = "..."` to every tile-producing op of `f` (a copy meant
