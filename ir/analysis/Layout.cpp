@@ -367,7 +367,8 @@ void LayoutAnalysis::propagateFromAccesses(ir::Block& body) {
   // of scratch), where converting first streams the epilogue through shared
   // memory a few elements at a time. Such an epilogue takes the store's
   // layout as before. Small tiles (a 32x32 tile: 4 to 8 per thread) and
-  // epilogues without transcendentals stay in the accumulator's layout.
+  // epilogues without transcendentals stay in the accumulator's layout,
+  // unless it is WMMA's (below).
   std::unordered_map<const ir::Value*, std::vector<const ir::Value*>> users;  // value -> elementwise results
   std::vector<std::pair<const ir::Value*, Layout>> roots;
   ir::walk(body, [&](ir::Op& op) {
@@ -405,7 +406,12 @@ void LayoutAnalysis::propagateFromAccesses(ir::Block& body) {
         }
     }
     const bool big = static_cast<int64_t>(slotTable(l, root->type().shape()).size()) >= 32;
-    for (const ir::Value* v : closure) (big && transcendental ? heavy : fromDot).insert(v);
+    // WMMA's fragment has no two adjacent elements in a lane: its f16
+    // result would be converted 2 bytes per LDS store, where the f32
+    // accumulator goes 4 bytes at a time, two per ds_store_2addr_b32.
+    bool runs = false;
+    for (int64_t x : l.parent.spt) runs = runs || x > 1;
+    for (const ir::Value* v : closure) ((big && transcendental) || !runs ? heavy : fromDot).insert(v);
   }
   for (const ir::Value* v : heavy) fromDot.erase(v);
   std::vector<const ir::Value*> work;
