@@ -201,7 +201,9 @@ struct Emitter {
     llvm::Value* kOff = wmma ? i32(0) : b.CreateMul(q, i32(4));
     // Accumulator slots in the #mma layout's order (Layout.h): WMMA's eight
     // registers are eight rows; MFMA's four are four columns (C^T).
-    auto slot = [&](int64_t mi, int64_t ni, int64_t r) { return wmma ? (8 * mi + r) * nT + ni : (mi * nT + ni) * 4 + r; };
+    auto slot = [&](int64_t mi, int64_t ni, int64_t r) {
+      return wmma ? (8 * mi + r) * nT + ni : (mi * nT + ni) * 4 + r;
+    };
     for (int64_t ks = 0; ks < kS; ++ks) {
       std::vector<llvm::Value*> A, B;
       for (int64_t mi = 0; mi < mT; ++mi)

@@ -104,7 +104,8 @@ Slots Lower::globalLoad(const ir::Op& op, const ir::Layout& l, const ir::Type& p
       std::vector<Slots> parts;
       for (llvm::Value* x : loaded) {
         Slots e;
-        for (int64_t k = 0; k < v; ++k) e.push_back(fromMem(v == 1 ? x : b_.CreateExtractElement(x, static_cast<uint64_t>(k)), vt));
+        for (int64_t k = 0; k < v; ++k)
+          e.push_back(fromMem(v == 1 ? x : b_.CreateExtractElement(x, static_cast<uint64_t>(k)), vt));
         parts.push_back(std::move(e));
       }
       llvm::BasicBlock* ldEnd = b_.GetInsertBlock();

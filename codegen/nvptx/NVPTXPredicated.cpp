@@ -147,8 +147,8 @@ llvm::Value* emitPredicatedLoad(llvm::IRBuilderBase& b, llvm::Type* ty, llvm::Va
   }
   PredicatedAsm f = predicatedAsm(*a);
   auto* fty = llvm::FunctionType::get(ret, ins, false);
-  llvm::CallInst* call = b.CreateCall(fty, llvm::InlineAsm::get(fty, f.text, f.constraints, /*sideEffects=*/false),
-                                      args);
+  llvm::CallInst* call =
+      b.CreateCall(fty, llvm::InlineAsm::get(fty, f.text, f.constraints, /*sideEffects=*/false), args);
   // Reads memory through its address operand only: LLVM may delete an
   // unused one and order it against unrelated stores, never across a
   // barrier (which may write anything).
@@ -180,8 +180,8 @@ void emitPredicatedStore(llvm::IRBuilderBase& b, llvm::Value* val, llvm::Value* 
   args.push_back(pred);
   PredicatedAsm f = predicatedAsm(*a);
   auto* fty = llvm::FunctionType::get(b.getVoidTy(), ins, false);
-  llvm::CallInst* call = b.CreateCall(fty, llvm::InlineAsm::get(fty, f.text, f.constraints, /*sideEffects=*/false),
-                                      args);
+  llvm::CallInst* call =
+      b.CreateCall(fty, llvm::InlineAsm::get(fty, f.text, f.constraints, /*sideEffects=*/false), args);
   call->setDoesNotThrow();
   call->addFnAttr(llvm::Attribute::WillReturn);
   call->setMemoryEffects(llvm::MemoryEffects::argMemOnly(llvm::ModRefInfo::Mod));

@@ -33,7 +33,7 @@ namespace tessera::codegen::nvptx {
 /// zero-extends it). The address must be aligned to words * wordBits / 8.
 struct PredicatedAccess {
   bool store = false;
-  unsigned words = 1;     // 1, 2, 4 (32-bit words); 1 for 8 and 16 bits
+  unsigned words = 1;      // 1, 2, 4 (32-bit words); 1 for 8 and 16 bits
   unsigned wordBits = 32;  // 8, 16, 32
   unsigned bytes() const { return words * wordBits / 8; }
   bool operator==(const PredicatedAccess&) const = default;

@@ -155,8 +155,8 @@ BlockedLayout coalescedBlocked(const std::vector<int64_t>& shape, int64_t vec, i
   return distributeBlocked(shape, std::move(b.spt), std::move(b.order), numWarps, warpSize);
 }
 
-BlockedLayout distributeBlocked(const std::vector<int64_t>& shape, std::vector<int64_t> spt,
-                                std::vector<int64_t> order, int numWarps, int warpSize) {
+BlockedLayout distributeBlocked(const std::vector<int64_t>& shape, std::vector<int64_t> spt, std::vector<int64_t> order,
+                                int numWarps, int warpSize) {
   int r = static_cast<int>(shape.size());
   BlockedLayout b;
   b.spt = std::move(spt);
@@ -544,9 +544,7 @@ int64_t LayoutAnalysis::maskConstancy(const ir::Value* m, int dim) const {
       }
       case ir::OpCode::And:
       case ir::OpCode::Or:
-      case ir::OpCode::Xor:
-        r = std::gcd(maskConstancy(d->operand(0), dim), maskConstancy(d->operand(1), dim));
-        break;
+      case ir::OpCode::Xor: r = std::gcd(maskConstancy(d->operand(0), dim), maskConstancy(d->operand(1), dim)); break;
       case ir::OpCode::Not: r = maskConstancy(d->operand(0), dim); break;
       case ir::OpCode::Cmp: {
         const ir::Value* a = d->operand(0);
@@ -562,7 +560,8 @@ int64_t LayoutAnalysis::maskConstancy(const ir::Value* m, int dim) const {
         // `>=`, and `>` / `<=` with the sides swapped).
         const std::string& p = d->strAttr("pred");
         auto run = [&](const AxisInfo& c, const AxisInfo& kk) {
-          return std::gcd(std::gcd(at(c.contiguity), at(c.divisibility)), std::gcd(at(kk.constancy), at(kk.divisibility)));
+          return std::gcd(std::gcd(at(c.contiguity), at(c.divisibility)),
+                          std::gcd(at(kk.constancy), at(kk.divisibility)));
         };
         if (p == "lt" || p == "ge") r = std::max(r, run(ai, bi));
         if (p == "gt" || p == "le") r = std::max(r, run(bi, ai));

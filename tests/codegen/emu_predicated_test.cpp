@@ -200,14 +200,18 @@ TEST_CASE("emu: every predicated PTX form runs as a branch around a checked acce
       std::string retTy = words == 1 ? reg : "{ " + outs + " }";
       for (unsigned k = 0; k < words; ++k)
         extract += "  %w" + std::to_string(k) + " = " +
-                   (words == 1 ? "add " + reg + " %r, 0" : "extractvalue " + retTy + " %r, " + std::to_string(k)) + "\n";
+                   (words == 1 ? "add " + reg + " %r, 0" : "extractvalue " + retTy + " %r, " + std::to_string(k)) +
+                   "\n";
       for (unsigned k = 0; k < words; ++k) storeArgs += reg + " %w" + std::to_string(k) + ", ";
       auto esc = [](const std::string& s) {
         std::string r;
         for (char ch : s) {
-          if (ch == '\n') r += "\\0A";
-          else if (ch == '\t') r += "\\09";
-          else r += ch;
+          if (ch == '\n')
+            r += "\\0A";
+          else if (ch == '\t')
+            r += "\\09";
+          else
+            r += ch;
         }
         return r;
       };
@@ -219,12 +223,14 @@ TEST_CASE("emu: every predicated PTX form runs as a branch around a checked acce
           "  %t = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()\n"
           "  %pl = icmp ult i32 %t, 3\n"
           "  %ps = icmp ult i32 %t, 5\n"
-          "  %off = mul i32 %t, " + std::to_string(bytes) + "\n"
+          "  %off = mul i32 %t, " +
+          std::to_string(bytes) +
+          "\n"
           "  %a = getelementptr i8, ptr addrspace(1) %src, i32 %off\n"
           "  %b = getelementptr i8, ptr addrspace(1) %dst, i32 %off\n"
-          "  %r = call " + retTy + " asm \"" + esc(la.text) + "\", \"" + la.constraints + "\"(ptr addrspace(1) %a, i1 %pl" +
-          others + ")\n" + extract +
-          "  call void asm \"" + esc(sa.text) + "\", \"" + sa.constraints + "\"(" + storeArgs +
+          "  %r = call " +
+          retTy + " asm \"" + esc(la.text) + "\", \"" + la.constraints + "\"(ptr addrspace(1) %a, i1 %pl" + others +
+          ")\n" + extract + "  call void asm \"" + esc(sa.text) + "\", \"" + sa.constraints + "\"(" + storeArgs +
           "ptr addrspace(1) %b, i1 %ps)\n"
           "  ret void\n}\n";
       INFO(text);

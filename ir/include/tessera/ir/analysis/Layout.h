@@ -125,8 +125,8 @@ BlockedLayout coalescedBlocked(const std::vector<int64_t>& shape, int64_t vec, i
 /// warps, go along `order` (fastest first) as far as each dim has room;
 /// leftover lanes and warps replicate the slowest dim. coalescedBlocked
 /// is this with its own spt and order.
-BlockedLayout distributeBlocked(const std::vector<int64_t>& shape, std::vector<int64_t> spt,
-                                std::vector<int64_t> order, int numWarps, int warpSize);
+BlockedLayout distributeBlocked(const std::vector<int64_t>& shape, std::vector<int64_t> spt, std::vector<int64_t> order,
+                                int numWarps, int warpSize);
 
 /// The accumulator layout of matrix instruction `k` for an MxN (+= MxK * KxN)
 /// dot spread over `numWarps` warps, or nullopt when the shape does not fit
