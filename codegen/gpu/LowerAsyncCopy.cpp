@@ -111,7 +111,7 @@ bool Lower::emitHardwareCopy(const ir::Op& op, const ir::Layout& l, const Slots&
     }
   }
   beforeGlobal(false);
-  record_.accesses.push_back({&op, l, v});
+  record_.accesses.push_back({&op, l, v, /*idleCopies=*/true});
   llvm::Value* base = scalar(buf);
   // One writer per element, as in writeBuffer.
   guarded(ownerPred(l, t), [&] {

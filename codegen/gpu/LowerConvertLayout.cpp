@@ -343,20 +343,25 @@ std::optional<ir::Layout> Lower::freeAccessLayout(const ir::Op& op) {
   const ir::Layout& l = la_.get(src);
   // A copy has no register result, so an async copy is free to run in the
   // default layout of its shape, whose per-thread run along the last dim is
-  // the widest vector access of that shape (the pointer tile's own layout is
-  // inherited from whatever produced it, often a column of pointers with
-  // one element per thread, or a layout that replicates the tile over more
-  // threads than it has elements, so that each thread would load its
-  // elements several times).
+  // the widest vector access of that shape that the cap below allows (the
+  // pointer tile's own layout is inherited from whatever produced it, often
+  // a column of pointers with one element per thread, or a layout that
+  // replicates the tile over more threads than it has elements, so that
+  // each thread would load its elements several times).
   const auto& shape = src->type().shape();
   if (std::optional<ir::Layout> tl = transposedCopyLayout(op)) return tl;
+  // Stores run in the default layout of their shape, which has no thread
+  // holding another's elements where the tile can be covered without.
   // Register-staged copies hold their values until the LDS store: each
-  // element once. Hardware copies keep the widest vectors even where that
-  // leaves threads idle (16-byte cp.async.cg from half the warps rather than
-  // 8-byte copies from all): no thread keeps the values, and fewer copies
-  // are issued.
-  ir::Layout want = la_.defaultFor(
-      shape, /*oneThreadPerElement=*/op.code() == OpCode::Copy && t_.asyncCopyImpl() == AsyncCopyImpl::RegisterStaged);
+  // element once, also in tiles smaller than the block. Hardware copies keep
+  // the widest vectors even where that leaves threads idle (16-byte
+  // cp.async.cg from half the warps rather than 8-byte copies from all): no
+  // thread keeps the values, and fewer copies are issued.
+  ir::VectorCap cap = ir::VectorCap::NoAvoidableCopies;
+  if (op.code() == OpCode::Copy)
+    cap = t_.asyncCopyImpl() == AsyncCopyImpl::RegisterStaged ? ir::VectorCap::FewestCopies
+                                                              : ir::VectorCap::WidestVectors;
+  ir::Layout want = la_.defaultFor(shape, cap);
   if (want == l) return l;
   if (want.parent.spt[want.dims.back()] > l.parent.spt[l.dims.back()]) return want;
   if (ir::slotTable(want, shape).size() < ir::slotTable(l, shape).size()) return want;

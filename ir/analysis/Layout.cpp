@@ -126,12 +126,12 @@ SlotTable slotTable(const Layout& l, const std::vector<int64_t>& shape) {
 }
 
 BlockedLayout defaultBlocked(const std::vector<int64_t>& shape, int64_t vec, int numWarps, int warpSize,
-                             bool oneThreadPerElement) {
-  return coalescedBlocked(shape, vec, static_cast<int>(shape.size()) - 1, numWarps, warpSize, oneThreadPerElement);
+                             VectorCap cap) {
+  return coalescedBlocked(shape, vec, static_cast<int>(shape.size()) - 1, numWarps, warpSize, cap);
 }
 
 BlockedLayout coalescedBlocked(const std::vector<int64_t>& shape, int64_t vec, int fastDim, int numWarps, int warpSize,
-                               bool oneThreadPerElement) {
+                               VectorCap cap) {
   int r = static_cast<int>(shape.size());
   BlockedLayout b;
   b.spt.assign(r, 1);
@@ -142,15 +142,20 @@ BlockedLayout coalescedBlocked(const std::vector<int64_t>& shape, int64_t vec, i
   // extents always nest with the parameters.
   for (int d = 0; d < r; ++d)
     if (!isPow2(shape[d])) b.spt[d] = shape[d];
-  // Vector accesses run along the last dim only (see oneThreadPerElement in
-  // Layout.h: a 32x32 f16 tile in 8-element vectors covers only 128 of 256
-  // threads).
+  // Vector accesses run along the last dim only, narrowed as `cap` says (see
+  // VectorCap in Layout.h). Threads go along the power-of-two dims, so those
+  // hold `spread` elements to share out; with spt[r-1] <= spread / threads,
+  // distributeBlocked places every lane and warp inside the tile (all
+  // factors are powers of two) and no element has two threads.
   if (fastDim == r - 1 && isPow2(shape[r - 1])) {
-    int64_t n = 1;
-    for (int64_t s : shape) n *= s;
-    int64_t perThread = std::max<int64_t>(1, n / (int64_t{numWarps} * warpSize));
     b.spt[r - 1] = std::min<int64_t>(floorPow2(std::max<int64_t>(1, vec)), shape[r - 1]);
-    if (oneThreadPerElement) b.spt[r - 1] = std::min(b.spt[r - 1], floorPow2(perThread));
+    int64_t spread = 1;
+    for (int64_t s : shape)
+      if (isPow2(s)) spread *= s;
+    const int64_t threads = int64_t{numWarps} * warpSize;
+    const int64_t perThread = floorPow2(std::max<int64_t>(1, spread / threads));
+    if (cap == VectorCap::FewestCopies || (cap == VectorCap::NoAvoidableCopies && spread >= threads))
+      b.spt[r - 1] = std::min(b.spt[r - 1], perThread);
   }
   return distributeBlocked(shape, std::move(b.spt), std::move(b.order), numWarps, warpSize);
 }
@@ -486,10 +491,10 @@ const Layout& LayoutAnalysis::get(const ir::Value* v) const {
   return it->second;
 }
 
-Layout LayoutAnalysis::defaultFor(const std::vector<int64_t>& shape, bool oneThreadPerElement) const {
+Layout LayoutAnalysis::defaultFor(const std::vector<int64_t>& shape, VectorCap cap) const {
   auto it = vecForShape_.find(shape);
   int64_t vec = it == vecForShape_.end() ? 1 : it->second;
-  return Layout::blocked(defaultBlocked(shape, vec, numWarps_, warpSize_, oneThreadPerElement));
+  return Layout::blocked(defaultBlocked(shape, vec, numWarps_, warpSize_, cap));
 }
 
 int64_t LayoutAnalysis::computeVec(const ir::Op& op) const {

@@ -47,9 +47,21 @@ AccessStats judge(const AxisAnalysis& axis, const LayoutAnalysis& la, const Lowe
   for (int64_t e : shape) elems *= e;
   const double threads = double(la.numWarps()) * la.warpSize();
   s.replication = threads * double(slotTable(a.layout, shape).size()) / double(elems);
-  // A thread moving `width` elements per instruction needs threads * width
-  // elements to hold each only once.
-  s.excessReplication = s.replication / std::max(1.0, threads * double(a.width) / double(elems));
+  // Threads go along the power-of-two dims (the others are held whole by
+  // every thread), so those hold the elements there are to share out.
+  int64_t spread = 1;
+  for (int64_t e : shape)
+    if (e > 0 && (e & (e - 1)) == 0) spread *= e;
+  const int64_t nThreads = int64_t{la.numWarps()} * la.warpSize();
+  const bool covers = spread >= nThreads;  // one element per thread or more: no copies needed
+  s.spreadWidth = s.allowedWidth;
+  if (covers)
+    while (s.spreadWidth > 1 && s.spreadWidth * nThreads > spread) s.spreadWidth /= 2;
+  // A smaller tile (or a hardware async copy) moving `width` elements per
+  // instruction needs threads * width elements to hold each only once.
+  s.excessReplication = covers && !a.idleCopies
+                            ? s.replication
+                            : s.replication / std::max(1.0, threads * double(a.width) / double(elems));
   return s;
 }
 
@@ -63,8 +75,8 @@ LayoutStats layoutStats(const AxisAnalysis& axis, const LayoutAnalysis& la, cons
     ++t.accesses;
     t.contiguous += s.contiguous;
     t.coalesced += s.coalesced;
-    t.vectorisable += s.allowedWidth > 1;
-    t.vectorised += s.allowedWidth > 1 && s.width > 1;
+    t.vectorisable += s.spreadWidth > 1;
+    t.vectorised += s.spreadWidth > 1 && s.width > 1;
     t.maxExcessReplication = std::max(t.maxExcessReplication, s.excessReplication);
     st.accesses.push_back(std::move(s));
   }
@@ -108,8 +120,10 @@ std::string LayoutStats::str() const {
   for (const AccessStats& a : accesses) {
     const Value* p = a.op->operand(a.op->code() == OpCode::Copy ? 1 : 0);
     os << a.op->name() << " " << p->type().str() << " @ " << a.op->loc().str() << ": width " << a.width << " of "
-       << a.allowedWidth << ", " << (a.contiguous ? (a.coalesced ? "coalesced" : "NOT coalesced") : "not contiguous")
-       << ", replication " << a.replication << " (excess " << a.excessReplication << "), " << a.layout << "\n";
+       << a.allowedWidth;
+    if (a.spreadWidth < a.allowedWidth) os << " (" << a.spreadWidth << " without copies)";
+    os << ", " << (a.contiguous ? (a.coalesced ? "coalesced" : "NOT coalesced") : "not contiguous") << ", replication "
+       << a.replication << " (excess " << a.excessReplication << "), " << a.layout << "\n";
   }
   for (const auto& c : conversions)
     os << "conversion at " << (c.op ? std::string(c.op->name()) + " @ " + c.op->loc().str() : "?") << ": " << c.what

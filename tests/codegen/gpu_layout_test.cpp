@@ -243,15 +243,23 @@ TEST_CASE("gpu layout stats: the GEMV partial's accesses are coalesced, vectoris
   // As launched with aligned buffers and sizes (m and n multiples of 16 too:
   // otherwise the masks `rows < m`, `cols < n` may change within a vector).
   tessera::Kernel k = assumeAligned(tessera::Kernel(std::shared_ptr<const Function>(gemvPartial(false))));
-  for (const char* target : {"nvptx:sm_80", "amdgpu:gfx942"}) {
+  struct Want {
+    const char* target;
+    int64_t vectorisable;
+  };
+  // x's 128 elements on sm_80's 128 threads: one each, so its 4-wide vectors
+  // would hold each element 4 times and it is not vectorisable; on gfx942's
+  // 256 threads it is replicated anyway and keeps them.
+  for (const Want& w : {Want{"nvptx:sm_80", 2}, Want{"amdgpu:gfx942", 3}}) {
+    const char* target = w.target;
     auto art = codegen::compileGpu(k.ir(), codegen::Target::parse(target), {}, {});
     INFO(target << "\n" << art->dumps.extra["layout-stats"]);
     ir::LayoutSummary s = layoutSummary(*art);
     CHECK(s.accesses == 3);  // a, x, out
     CHECK(s.contiguous == 3);
     CHECK(s.coalesced == 3);
-    CHECK(s.vectorisable == 3);
-    CHECK(s.vectorised == 3);
+    CHECK(s.vectorisable == w.vectorisable);
+    CHECK(s.vectorised == w.vectorisable);
     CHECK(s.maxExcessReplication == 1);
     // At least the row sums (a slice of the tile's layout) move to the
     // store's layout; every conversion is listed.
@@ -262,6 +270,51 @@ TEST_CASE("gpu layout stats: the GEMV partial's accesses are coalesced, vectoris
       ++listed;
     CHECK(int64_t(listed) == s.sharedConversions);
     CHECK(dump.find("conversion at store") != std::string::npos);
+  }
+}
+
+TEST_CASE("gpu layout: the default layout narrows its vectors so that no element of a tile has two threads",
+          "[gpu][layout]") {
+  struct Case {
+    std::vector<int64_t> shape;
+    int64_t vec;
+    int warps, warpSize;
+    ir::VectorCap cap;
+    int64_t spt;  // elements per thread along the last dim
+    int64_t replication;
+  };
+  using C = ir::VectorCap;
+  const C avoid = C::NoAvoidableCopies;
+  for (const Case& c : {
+           // A 256-element row chunk (the tutorial softmax): 4-wide vectors
+           // would cover it with 64 of 256 threads (gfx942) or 64 of 128
+           // (sm_80), every element held 4 / 2 times.
+           Case{{256}, 4, 4, 64, avoid, 1, 1},
+           Case{{256}, 4, 4, 32, avoid, 2, 1},
+           Case{{1024}, 4, 4, 32, avoid, 4, 1},  // enough elements: the full vector
+           Case{{16, 64}, 4, 4, 64, avoid, 4, 1},
+           Case{{16, 32}, 4, 4, 64, avoid, 2, 1},  // rope's half rows on gfx942
+           Case{{32, 32}, 8, 8, 32, avoid, 4, 1},  // a 32x32 f16 tile on 256 threads
+           Case{{4, 256}, 4, 4, 32, avoid, 4, 1},
+           // Fewer elements than threads: replicated whatever the width, so
+           // the widest vector (one access per thread either way).
+           Case{{128}, 4, 4, 64, avoid, 4, 8},
+           Case{{1, 32}, 4, 4, 32, avoid, 4, 16},
+           // Register-staged copies: fewest copies also below one per thread.
+           Case{{128}, 4, 4, 64, C::FewestCopies, 1, 2},
+           Case{{256}, 4, 4, 64, C::FewestCopies, 1, 1},
+           // Hardware async copies keep the widest vectors.
+           Case{{256}, 4, 4, 64, C::WidestVectors, 4, 4},
+       }) {
+    ir::BlockedLayout b = ir::defaultBlocked(c.shape, c.vec, c.warps, c.warpSize, c.cap);
+    ir::Layout l = ir::Layout::blocked(b);
+    int64_t elems = 1;
+    for (int64_t e : c.shape) elems *= e;
+    const int64_t slots = static_cast<int64_t>(ir::slotTable(l, c.shape).size());
+    INFO(l.str() << " for " << c.shape.size() << "-d tile of " << elems << ", vec " << c.vec << ", " << c.warps << "x"
+                 << c.warpSize << " threads");
+    CHECK(b.spt.back() == c.spt);
+    CHECK(slots * c.warps * c.warpSize == c.replication * elems);
   }
 }
 

@@ -100,25 +100,41 @@ struct SlotTable {
 };
 SlotTable slotTable(const Layout& l, const std::vector<int64_t>& shape);
 
+/// How far the default layout narrows its vector along the last dim to give
+/// each element of a tile one thread. A blocked layout whose vector (spt)
+/// times the block's threads exceeds the tile holds the tile on several
+/// threads: each of them loads and computes every element again.
+enum class VectorCap {
+  /// No element on two threads whenever the tile has at least as many
+  /// elements as the block has threads (narrower vectors then: a 256-element
+  /// row on 256 threads takes one element per thread, not 4-wide vectors on
+  /// 64 of them, held four times). A tile smaller than the block is
+  /// replicated whatever the width and keeps the widest vectors: the same
+  /// one access per thread (a GEMV's vector, a GEMM's bias row). The default.
+  NoAvoidableCopies,
+  /// Also for tiles smaller than the block: at most one element per thread
+  /// (register-staged copies, which hold every copy until the LDS store).
+  FewestCopies,
+  /// The widest vectors, even where that leaves threads holding copies:
+  /// accesses whose replicated threads stay idle and keep nothing (hardware
+  /// async copies issue the fewest copies).
+  WidestVectors,
+};
+
 /// Chooses the default blocked layout for `shape` with `vec` elements per
-/// thread along the last (contiguous) dim.
-/// `oneThreadPerElement`: narrower vectors rather than a vector wider than
-/// the tile's elements per thread, which leaves the block's other threads
-/// holding copies. Off by default: a value that is broadcast afterwards
-/// (the vector of a GEMV) wants exactly those copies, and the widest
-/// vectors issue the fewest accesses. On for register-staged copies, whose
-/// copies would only be loaded twice and held in registers for nothing.
+/// thread along the last (contiguous) dim, narrowed as `cap` says.
 BlockedLayout defaultBlocked(const std::vector<int64_t>& shape, int64_t vec, int numWarps, int warpSize,
-                             bool oneThreadPerElement = false);
+                             VectorCap cap = VectorCap::NoAvoidableCopies);
 
 /// The blocked layout that coalesces accesses varying fastest along
 /// `fastDim`: order[0] = fastDim (lanes, then warps, laid along it first),
-/// the other dims from last to first; `vec` elements per thread when
-/// fastDim is the last dim (vector accesses run along the last dim only).
-/// Elements are replicated over threads only when the tile is smaller than
-/// the block. defaultBlocked is the case fastDim = rank - 1.
+/// the other dims from last to first; `vec` elements per thread (narrowed as
+/// `cap` says) when fastDim is the last dim (vector accesses run along the
+/// last dim only). With the default cap, elements are replicated over
+/// threads only when the tile is smaller than the block. defaultBlocked is
+/// the case fastDim = rank - 1.
 BlockedLayout coalescedBlocked(const std::vector<int64_t>& shape, int64_t vec, int fastDim, int numWarps, int warpSize,
-                               bool oneThreadPerElement = false);
+                               VectorCap cap = VectorCap::NoAvoidableCopies);
 
 /// The blocked layout with `spt` elements per thread (powers of two
 /// dividing the extents, or whole extents of other dims) whose lanes, then
@@ -160,7 +176,7 @@ class LayoutAnalysis {
   /// The same along value dim `dim`.
   int64_t maskConstancy(const ir::Value* mask, int dim) const;
   /// The default layout chosen for a shape (used for free ops).
-  Layout defaultFor(const std::vector<int64_t>& shape, bool oneThreadPerElement = false) const;
+  Layout defaultFor(const std::vector<int64_t>& shape, VectorCap cap = VectorCap::NoAvoidableCopies) const;
   /// The layout that coalesces a load/store/copy/atomic's pointer tile:
   /// threads laid along the dim of largest contiguity (axis info; the last
   /// dim on ties), `vectorWidth` elements per thread along the last dim.

@@ -23,14 +23,25 @@
 //                run. Lanes that wrap around a dim smaller than the warp read
 //                the same addresses (a broadcast), which does not break it.
 //   vectorisable the axis analysis proves more than one element per access
-//                (contiguity, alignment, 16-byte limit: vectorWidth > 1).
+//                (contiguity, alignment, 16-byte limit: vectorWidth > 1),
+//                and the tile has that many elements per thread to give: a
+//                tile with at least as many elements as the block has threads
+//                is not vectorisable beyond elements / threads without
+//                holding elements on two threads (VectorCap::NoAvoidableCopies
+//                in Layout.h: a 256-element row on 256 threads is moved one
+//                element per thread). The width so allowed is printed after
+//                the proven one where it is smaller ("width 1 of 4 (1
+//                without copies)").
 //   vectorised   a vectorisable access emitted with width > 1.
 //   replication  threads holding each element of the access's layout:
-//                threads * slots-per-thread / elements. A tile with fewer
-//                elements than threads x width (elements per instruction)
-//                must replicate, or give up the vector width; `excess`
-//                divides max(1, threads x width / elements) out, so 1 means
-//                no avoidable replication.
+//                threads * slots-per-thread / elements. `excess` is the part
+//                that could be avoided: all of it for a tile with at least
+//                one element per thread; for a smaller tile, which must
+//                replicate, the part beyond threads x width / elements
+//                (elements per instruction), so 1 means no avoidable
+//                replication. Hardware async copies, whose threads holding
+//                copies issue nothing and keep nothing, are judged like
+//                smaller tiles (wide copies from fewer threads).
 #pragma once
 
 #include <cstdint>
@@ -50,6 +61,9 @@ struct LoweringRecord {
     const Op* op;
     Layout layout;
     int64_t width;  // elements per instruction
+    /// Threads holding copies of an element issue nothing and keep nothing
+    /// (hardware async copies).
+    bool idleCopies = false;
   };
   std::vector<Access> accesses;
   struct Conversion {
@@ -66,6 +80,7 @@ struct AccessStats {
   const Op* op;
   std::string layout;
   int64_t width = 1, allowedWidth = 1;  // emitted / proven by the axis analysis
+  int64_t spreadWidth = 1;              // allowedWidth without avoidable copies (vectorisable above)
   bool contiguous = false, coalesced = false;
   double replication = 1, excessReplication = 1;
 };
