@@ -26,7 +26,8 @@
 // Every kernel is first run once on emu:nvptx:sm_80 and emu:amdgpu:gfx942
 // against its C++ reference at a ragged shape; a kernel that fails reports
 // no figures. --dump DIR writes the listings and layout statistics the
-// figures come from.
+// figures come from, the tile IR after every pass (layouts included) and
+// the LLVM module handed to the backend.
 //
 //   build/bin/tessera_gpu_bench --measure TARGET KERNEL THREADS SHARED CODE [ASM]
 // measures another compiler's output the same way (bench/triton/static_peer.py):
@@ -234,6 +235,10 @@ Row measureTessera(const std::string& name, const std::string& config, const ts:
     std::string stats = ck.dump(ts::Stage::LayoutStats);
     r.layout = ts::ir::LayoutSummary::parse(stats);
     dump(r, "layout-stats", stats);
+    if (!dumpDir.empty()) {  // the tile IR with its layouts and the module given to the backend
+      dump(r, "tile-ir-passes", ck.dump(ts::Stage::TileIRPasses));
+      dump(r, "llvm-gpu", ck.dump(ts::Stage::LLVMGpu));
+    }
   } catch (const std::exception& e) {
     r.error = e.what();
   }

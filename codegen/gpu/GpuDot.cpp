@@ -30,6 +30,7 @@
 // is right for any warp split.
 #include "codegen/gpu/GpuDot.h"
 
+#include <algorithm>
 #include <array>
 
 #include <llvm/IR/Intrinsics.h>
@@ -53,8 +54,15 @@ TensorCoreDotPlan planTensorCoreDot(const TensorCoreOp& op, DType in, int64_t M,
   p.K = K;
   p.acc = acc;
   if (op.kind == ir::MmaKind::NvMmaM16N8K16) {
-    p.a = {M, K, K, true, 8};
-    p.b = {K, N, N, true, 8};
+    // Rows padded by 8 elements (16 bytes): the eight 16-byte rows one
+    // ldmatrix phase reads start 16 (mod 128) bytes apart for any row of
+    // >= 16 elements, so they hit eight different 4-bank groups, and every
+    // element's address is affine in (row, col): the staging stores and
+    // fragment reads of a thread are one base register plus immediates
+    // (the XOR swizzle of the shared slots, nvidiaSlotStaging, gives each
+    // a register of its own, held across the loop).
+    p.a = {M, K, K + 8, false, 8};
+    p.b = {K, N, N + 8, false, 8};
   } else {
     // Pad rows by 4 elements (8 bytes): 16 lanes reading 8 bytes at the same
     // column of 16 consecutive rows then hit 16 distinct even bank pairs.
@@ -68,9 +76,13 @@ TensorCoreDotPlan planTensorCoreDot(const TensorCoreOp& op, DType in, int64_t M,
   return p;
 }
 
+DotStaging nvidiaSlotStaging(int64_t rows, int64_t cols) { return {rows, cols, cols, true, 8}; }
+
 llvm::Value* stagingIndex(llvm::IRBuilderBase& b, const DotStaging& s, llvm::Value* row, llvm::Value* col) {
-  llvm::Value* rowOff = b.CreateMul(row, c32(b, s.stride));
-  if (!s.swizzle) return b.CreateAdd(rowOff, col);
+  // Indices into a staging buffer are small and non-negative (nuw nsw: see
+  // Lower::bases).
+  llvm::Value* rowOff = b.CreateMul(row, c32(b, s.stride), "", true, true);
+  if (!s.swizzle) return b.CreateAdd(rowOff, col, "", true, true);
   // 16-byte chunk c of row r is stored at chunk c ^ f(r). With R chunks per
   // row, eight consecutive rows (8-aligned, as ldmatrix reads them) at one
   // chunk must land in eight different 16-byte slots of the 128-byte bank
@@ -91,6 +103,17 @@ llvm::Value* stagingIndex(llvm::IRBuilderBase& b, const DotStaging& s, llvm::Val
   return b.CreateAdd(rowOff, b.CreateAdd(b.CreateShl(chunk, c32(b, 3)), b.CreateAnd(col, c32(b, 7))));
 }
 
+llvm::Value* stagingAddress(llvm::IRBuilderBase& b, llvm::Type* elemTy, llvm::Value* base, const DotStaging& s,
+                            llvm::Value* row, int64_t dRow, llvm::Value* col, int64_t dCol) {
+  if (s.swizzle)
+    return b.CreateInBoundsGEP(elemTy, base,
+                               stagingIndex(b, s, dRow ? b.CreateAdd(row, c32(b, dRow), "", true, true) : row,
+                                            dCol ? b.CreateAdd(col, c32(b, dCol), "", true, true) : col));
+  llvm::Value* p = b.CreateInBoundsGEP(elemTy, base, stagingIndex(b, s, row, col));
+  const int64_t off = dRow * s.stride + dCol;
+  return off ? b.CreateConstInBoundsGEP1_64(elemTy, p, static_cast<uint64_t>(off)) : p;
+}
+
 namespace {
 
 struct Emitter {
@@ -98,12 +121,13 @@ struct Emitter {
   llvm::Module& m;
   const TensorCoreDotPlan& p;
   llvm::Value *aBase, *bBase, *lane, *warp;
+  const std::function<llvm::Value*(int64_t, int64_t)>& aReg;
   int64_t wm, wn;
   llvm::Value *wp0, *wp1;  // the warp's position along M and N
 
   Emitter(llvm::IRBuilderBase& bb, llvm::Module& mm, const TensorCoreDotPlan& pp, llvm::Value* a, llvm::Value* bv,
-          llvm::Value* l, llvm::Value* w)
-      : b(bb), m(mm), p(pp), aBase(a), bBase(bv), lane(l), warp(w), wm(pp.acc.wpb[0]), wn(pp.acc.wpb[1]) {
+          llvm::Value* l, llvm::Value* w, const std::function<llvm::Value*(int64_t, int64_t)>& ar)
+      : b(bb), m(mm), p(pp), aBase(a), bBase(bv), lane(l), warp(w), aReg(ar), wm(pp.acc.wpb[0]), wn(pp.acc.wpb[1]) {
     // Consecutive warps go along the layout's first dim of `order`: N for
     // order = [1, 0], M for [0, 1] (MFMA; Layout.h).
     if (pp.acc.order[0] == 1) {
@@ -115,17 +139,30 @@ struct Emitter {
     }
   }
   llvm::Value* i32(int64_t v) { return c32(b, v); }
-  llvm::Value* add(llvm::Value* x, int64_t c) { return c ? b.CreateAdd(x, i32(c)) : x; }
-  llvm::Value* addr(llvm::Value* base, const DotStaging& s, llvm::Value* row, llvm::Value* col) {
-    return b.CreateInBoundsGEP(b.getInt16Ty(), base, stagingIndex(b, s, row, col));
+  llvm::Value* add(llvm::Value* x, int64_t c) { return c ? b.CreateAdd(x, i32(c), "", true, true) : x; }
+  llvm::Value* addr(llvm::Value* base, const DotStaging& s, llvm::Value* row, int64_t dRow, llvm::Value* col,
+                    int64_t dCol) {
+    return stagingAddress(b, b.getInt16Ty(), base, s, row, dRow, col, dCol);
   }
   llvm::Type* elemTy() { return p.in == DType::F16 ? b.getHalfTy() : b.getInt16Ty(); }
+  /// The register type of one element of a tile (A from registers).
+  llvm::Type* tileElemTy() { return p.in == DType::F16 ? b.getHalfTy() : b.getBFloatTy(); }
+
+  // Preloaded fragments (loadTensorCoreFragments), by operand; empty: read
+  // at the dot.
+  const std::vector<llvm::Value*>* preA = nullptr;
+  const std::vector<llvm::Value*>* preB = nullptr;
+  // With `only` set, the emitters load that operand's fragments of the
+  // whole K extent into `loaded` and emit no instruction.
+  int only = -1;
+  std::vector<llvm::Value*> loaded;
 
   // ---- NVIDIA ---------------------------------------------------------------
+  // Fragments, flattened: A (ks * mT + mi) * 4 + q, B (ks * nT + ni) * 2 + q.
   std::vector<llvm::Value*> nvidia(std::vector<llvm::Value*> acc) {
     const int64_t mT = p.M / (16 * wm), nT = p.N / (8 * wn), kS = p.K / 16;
-    TS_ASSERT(static_cast<int64_t>(acc.size()) == mT * nT * 4, "mma accumulator slot count");
-    llvm::Type* ptrTy = aBase->getType();
+    TS_ASSERT(only >= 0 || static_cast<int64_t>(acc.size()) == mT * nT * 4, "mma accumulator slot count");
+    llvm::Type* ptrTy = llvm::PointerType::get(b.getContext(), 3);  // shared
     llvm::Function* ldA = llvm::Intrinsic::getOrInsertDeclaration(&m, p.op.ldA, {ptrTy});
     llvm::Function* ldB4 = llvm::Intrinsic::getOrInsertDeclaration(&m, p.op.ldBx4, {ptrTy});
     llvm::Function* ldB2 = llvm::Intrinsic::getOrInsertDeclaration(&m, p.op.ldBx2, {ptrTy});
@@ -143,6 +180,10 @@ struct Emitter {
     llvm::Value* bRow0 = b.CreateAdd(r, b.CreateMul(jLo, i32(8)));
     llvm::Value* bCol0 = b.CreateAdd(b.CreateMul(wp1, i32(8)), b.CreateMul(jHi, i32(8 * wn)));
     llvm::Value* bCol2 = b.CreateMul(wp1, i32(8));
+    // B stored N x K (bTransposed): ldmatrix without .trans, matrix j of
+    // lane l = (n-tile + j/2, k half j%2), row r = n.
+    llvm::Value* btRow0 = b.CreateAdd(b.CreateAdd(b.CreateMul(wp1, i32(8)), r), b.CreateMul(jHi, i32(8 * wn)));
+    llvm::Value* btCol0 = b.CreateMul(jLo, i32(8));
     auto slot = [&](int64_t mi, int64_t ni, int64_t h, int64_t s) { return (2 * mi + h) * (2 * nT) + ni * 2 + s; };
     bool f16 = p.in == DType::F16;
     llvm::Type* h2 = llvm::FixedVectorType::get(b.getHalfTy(), 2);
@@ -150,21 +191,49 @@ struct Emitter {
     for (int64_t ks = 0; ks < kS; ++ks) {
       std::vector<std::array<llvm::Value*, 4>> A(static_cast<size_t>(mT));
       std::vector<std::array<llvm::Value*, 2>> B(static_cast<size_t>(nT));
-      for (int64_t mi = 0; mi < mT; ++mi) {
-        llvm::Value* ld = b.CreateCall(ldA, {addr(aBase, p.a, add(aRow0, mi * 16 * wm), add(aCol0, ks * 16))});
+      for (int64_t mi = 0; mi < mT && only != 1; ++mi) {
+        if (aReg) {
+          // a{2q, 2q+1}: row + 8 wm for odd q, k + 8 for q >= 2, as ldmatrix
+          // would deliver them (see the fragment table above).
+          for (unsigned q = 0; q < 4; ++q) {
+            int64_t row = mi * 16 * wm + (q % 2) * 8 * wm, col = ks * 16 + (q / 2) * 8;
+            llvm::Value* x = llvm::PoisonValue::get(llvm::FixedVectorType::get(tileElemTy(), 2));
+            x = b.CreateInsertElement(x, aReg(row, col), uint64_t{0});
+            x = b.CreateInsertElement(x, aReg(row, col + 1), uint64_t{1});
+            A[mi][q] = f16 ? x : b.CreateBitCast(x, b.getInt32Ty());
+          }
+          continue;
+        }
+        if (preA) {
+          for (unsigned q = 0; q < 4; ++q) A[mi][q] = (*preA)[static_cast<size_t>((ks * mT + mi) * 4 + q)];
+          continue;
+        }
+        llvm::Value* ld = b.CreateCall(ldA, {addr(aBase, p.a, aRow0, mi * 16 * wm, aCol0, ks * 16)});
         for (unsigned q = 0; q < 4; ++q) A[mi][q] = operand(b.CreateExtractValue(ld, q));
       }
-      for (int64_t ni = 0; ni < nT; ni += 2) {
-        if (ni + 1 < nT) {
-          llvm::Value* ld = b.CreateCall(ldB4, {addr(bBase, p.b, add(bRow0, ks * 16), add(bCol0, ni * 8 * wn))});
+      for (int64_t ni = 0; ni < nT && only != 0; ni += 2) {
+        if (preB) {
+          for (int64_t n = ni; n < std::min(ni + 2, nT); ++n)
+            for (unsigned q = 0; q < 2; ++q) B[n][q] = (*preB)[static_cast<size_t>((ks * nT + n) * 2 + q)];
+        } else if (p.bTransposed) {
+          TS_ASSERT(ni + 1 < nT, "N x K B operand with an odd number of n-tiles");
+          llvm::Value* ld = b.CreateCall(ldA, {addr(bBase, p.b, btRow0, ni * 8 * wn, btCol0, ks * 16)});
+          for (unsigned q = 0; q < 4; ++q) B[ni + q / 2][q % 2] = operand(b.CreateExtractValue(ld, q));
+        } else if (ni + 1 < nT) {
+          llvm::Value* ld = b.CreateCall(ldB4, {addr(bBase, p.b, bRow0, ks * 16, bCol0, ni * 8 * wn)});
           for (unsigned q = 0; q < 4; ++q) B[ni + q / 2][q % 2] = operand(b.CreateExtractValue(ld, q));
         } else {
           // .x2: lanes 0-15 address k 0-7 / 8-15; lanes 16-31 repeat them
           // (their addresses are not used).
-          llvm::Value* ld = b.CreateCall(ldB2, {addr(bBase, p.b, add(bRow0, ks * 16), add(bCol2, ni * 8 * wn))});
+          llvm::Value* ld = b.CreateCall(ldB2, {addr(bBase, p.b, bRow0, ks * 16, bCol2, ni * 8 * wn)});
           for (unsigned q = 0; q < 2; ++q) B[ni][q] = operand(b.CreateExtractValue(ld, q));
         }
       }
+      if (only == 0)
+        for (auto& f : A) loaded.insert(loaded.end(), f.begin(), f.end());
+      if (only == 1)
+        for (auto& f : B) loaded.insert(loaded.end(), f.begin(), f.end());
+      if (only >= 0) continue;
       for (int64_t mi = 0; mi < mT; ++mi)
         for (int64_t ni = 0; ni < nT; ++ni) {
           std::array<int64_t, 4> s = {slot(mi, ni, 0, 0), slot(mi, ni, 0, 1), slot(mi, ni, 1, 0), slot(mi, ni, 1, 1)};
@@ -177,12 +246,13 @@ struct Emitter {
   }
 
   // ---- AMD ----------------------------------------------------------------------
+  // Fragments, flattened: A ks * mT + mi, B ks * nT + ni.
   std::vector<llvm::Value*> amd(std::vector<llvm::Value*> acc) {
     const bool wmma = p.op.kind == ir::MmaKind::AmdWmma16x16x16;
     const int64_t mT = p.M / (16 * wm), nT = p.N / (16 * wn), kS = p.K / 16;
     const unsigned regs = wmma ? 8 : 4;    // accumulator registers per lane per tile
     const unsigned elems = wmma ? 16 : 4;  // operand elements per lane
-    TS_ASSERT(static_cast<int64_t>(acc.size()) == mT * nT * regs, "matrix-core accumulator slot count");
+    TS_ASSERT(only >= 0 || static_cast<int64_t>(acc.size()) == mT * nT * regs, "matrix-core accumulator slot count");
     llvm::Type* opTy = llvm::FixedVectorType::get(elemTy(), elems);
     llvm::Type* accTy = llvm::FixedVectorType::get(b.getFloatTy(), regs);
     llvm::Function* fn = wmma ? llvm::Intrinsic::getOrInsertDeclaration(&m, p.op.mma, {accTy, opTy})
@@ -206,12 +276,18 @@ struct Emitter {
     };
     for (int64_t ks = 0; ks < kS; ++ks) {
       std::vector<llvm::Value*> A, B;
-      for (int64_t mi = 0; mi < mT; ++mi)
+      for (int64_t mi = 0; mi < mT && only != 1; ++mi)
         A.push_back(
-            b.CreateAlignedLoad(opTy, addr(aBase, p.a, add(aRow0, mi * aRowStep), add(kOff, ks * 16)), llvm::Align(8)));
-      for (int64_t ni = 0; ni < nT; ++ni)
+            preA ? (*preA)[static_cast<size_t>(ks * mT + mi)]
+                 : b.CreateAlignedLoad(opTy, addr(aBase, p.a, aRow0, mi * aRowStep, kOff, ks * 16), llvm::Align(8)));
+      for (int64_t ni = 0; ni < nT && only != 0; ++ni)
         B.push_back(
-            b.CreateAlignedLoad(opTy, addr(bBase, p.b, add(bRow0, ni * 16 * wn), add(kOff, ks * 16)), llvm::Align(8)));
+            preB ? (*preB)[static_cast<size_t>(ks * nT + ni)]
+                 : b.CreateAlignedLoad(opTy, addr(bBase, p.b, bRow0, ni * 16 * wn, kOff, ks * 16), llvm::Align(8)));
+      if (only >= 0) {
+        loaded.insert(loaded.end(), only == 0 ? A.begin() : B.begin(), only == 0 ? A.end() : B.end());
+        continue;
+      }
       for (int64_t mi = 0; mi < mT; ++mi)
         for (int64_t ni = 0; ni < nT; ++ni) {
           llvm::Value* c = llvm::PoisonValue::get(accTy);
@@ -229,10 +305,29 @@ struct Emitter {
 
 std::vector<llvm::Value*> emitTensorCoreDot(llvm::IRBuilderBase& b, llvm::Module& m, const TensorCoreDotPlan& p,
                                             llvm::Value* aBase, llvm::Value* bBase, llvm::Value* lane,
-                                            llvm::Value* warp, std::vector<llvm::Value*> acc) {
-  Emitter e(b, m, p, aBase, bBase, lane, warp);
+                                            llvm::Value* warp, std::vector<llvm::Value*> acc,
+                                            const std::function<llvm::Value*(int64_t, int64_t)>& aReg,
+                                            const std::vector<llvm::Value*>* preA,
+                                            const std::vector<llvm::Value*>* preB) {
+  TS_ASSERT(!aReg || p.op.kind == ir::MmaKind::NvMmaM16N8K16, "A fragments from registers: NVIDIA mma only");
+  Emitter e(b, m, p, aBase, bBase, lane, warp, aReg);
+  e.preA = preA;
+  e.preB = preB;
   if (p.op.kind == ir::MmaKind::NvMmaM16N8K16) return e.nvidia(std::move(acc));
   return e.amd(std::move(acc));
+}
+
+std::vector<llvm::Value*> loadTensorCoreFragments(llvm::IRBuilderBase& b, llvm::Module& m, const TensorCoreDotPlan& p,
+                                                  unsigned operand, llvm::Value* base, llvm::Value* lane,
+                                                  llvm::Value* warp) {
+  const std::function<llvm::Value*(int64_t, int64_t)> none;
+  Emitter e(b, m, p, operand == 0 ? base : nullptr, operand == 1 ? base : nullptr, lane, warp, none);
+  e.only = static_cast<int>(operand);
+  if (p.op.kind == ir::MmaKind::NvMmaM16N8K16)
+    e.nvidia({});
+  else
+    e.amd({});
+  return std::move(e.loaded);
 }
 
 }  // namespace tessera::codegen

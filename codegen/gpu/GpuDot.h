@@ -7,9 +7,10 @@
 // accumulator never leaves the registers between iterations. The operands
 // are staged in shared memory (LDS) by the threads that hold them, then each
 // warp reads its instruction fragments:
-//   NVPTX  A: MxK row-major, B: KxN row-major, both with an XOR swizzle of
-//          16-byte chunks so the eight 16-byte rows one ldmatrix phase reads
-//          fall into eight different 4-bank groups (no bank conflicts);
+//   NVPTX  A: MxK row-major, B: KxN row-major, rows padded by 16 bytes so
+//          the eight 16-byte rows one ldmatrix phase reads fall into eight
+//          different 4-bank groups (no bank conflicts); shared slots read
+//          directly use an XOR swizzle of 16-byte chunks instead;
 //          A by ldmatrix.x4, B by ldmatrix.x4.trans / .x2.trans.
 //   AMDGPU A: MxK, B transposed to NxK, rows padded by 4 elements so the
 //          8-byte (MFMA) / 32-byte (WMMA) per-lane reads of 16 consecutive
@@ -18,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include <llvm/IR/IRBuilder.h>
@@ -55,15 +57,40 @@ struct TensorCoreDotPlan {
 TensorCoreDotPlan planTensorCoreDot(const TensorCoreOp& op, DType in, int64_t M, int64_t N, int64_t K,
                                     const ir::BlockedLayout& acc);
 
+/// The layout of a shared slot read directly by mma (planDirectDots): the
+/// row-major slot with its 16-byte chunks XOR-swizzled, a permutation of
+/// whole chunks, so cp.async chunks land in it unchanged.
+DotStaging nvidiaSlotStaging(int64_t rows, int64_t cols);
+
+/// The address of element (row + dRow, col + dCol) of a staging buffer
+/// (dRow, dCol constants): without the swizzle, the thread's address of
+/// (row, col) plus a constant offset, so the accesses of a thread share one
+/// address register (immediate offsets) instead of one register each.
+llvm::Value* stagingAddress(llvm::IRBuilderBase& b, llvm::Type* elemTy, llvm::Value* base, const DotStaging& s,
+                            llvm::Value* row, int64_t dRow, llvm::Value* col, int64_t dCol);
+
 /// Element index of (row, col) in a staging buffer (i32 values).
 llvm::Value* stagingIndex(llvm::IRBuilderBase& b, const DotStaging& s, llvm::Value* row, llvm::Value* col);
 
 /// Emits the fragment loads and matrix instructions of the whole K extent.
 /// `acc` holds the accumulator slots in plan.acc's slot order; returns the
 /// result slots in the same order. The staging buffers must be written and
-/// a barrier passed.
+/// a barrier passed. `aReg` (NVIDIA; empty: A is read from aBase): the
+/// register holding A's element at (row, col) relative to the thread's
+/// base in ir::mmaOperandALayout(plan.acc), the A fragments being those
+/// registers.
 std::vector<llvm::Value*> emitTensorCoreDot(llvm::IRBuilderBase& b, llvm::Module& m, const TensorCoreDotPlan& p,
                                             llvm::Value* aBase, llvm::Value* bBase, llvm::Value* lane,
-                                            llvm::Value* warp, std::vector<llvm::Value*> acc);
+                                            llvm::Value* warp, std::vector<llvm::Value*> acc,
+                                            const std::function<llvm::Value*(int64_t, int64_t)>& aReg = {},
+                                            const std::vector<llvm::Value*>* preA = nullptr,
+                                            const std::vector<llvm::Value*>* preB = nullptr);
+
+/// Reads every fragment of one operand (0: A, 1: B) of the whole K extent
+/// from its staging buffer at `base` into registers, for `preA` / `preB` of
+/// emitTensorCoreDot (a loop-invariant operand loaded once before the loop).
+std::vector<llvm::Value*> loadTensorCoreFragments(llvm::IRBuilderBase& b, llvm::Module& m, const TensorCoreDotPlan& p,
+                                                  unsigned operand, llvm::Value* base, llvm::Value* lane,
+                                                  llvm::Value* warp);
 
 }  // namespace tessera::codegen

@@ -77,6 +77,7 @@ void Lower::run(uint64_t smemBytes) {
     scalars_[f_.arg(i)] = a;
   }
   planDirectDots();
+  planDotOperands();
   planElision();
   tid_ = t_.threadId(b_, 0);
   unsigned ws = t_.warpSize();
@@ -134,16 +135,33 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
   TS_ASSERT(o.numWarps >= 1 && threads <= t.maxThreadsPerBlock(), "numWarps reached the lowering unchecked");
   // Measuring run: records every op's scratch need.
   std::map<const ir::Op*, uint64_t> req;
+  std::vector<std::pair<const void*, ir::LoopArea>> loopReq;
   std::unordered_map<const ir::Value*, uint64_t> storageBytes;
-  {
+  // Loop-invariant dot operands are kept in shared memory across their loop
+  // where the target's registers are scarce (Lower::planDotOperands); when
+  // that does not fit the shared memory, their fragments go to registers.
+  bool invariantsInRegisters = false;
+  auto measure = [&] {
+    req.clear();
+    loopReq.clear();
     llvm::Module scratchMod("measure", ctx);
     scratchMod.setDataLayout(dl);
     scratchMod.setTargetTriple(llvm::Triple(t.triple()));
-    Lower low(f, t, la, axis, o, ctx, scratchMod, req, nullptr);
+    Lower low(f, t, la, axis, o, ctx, scratchMod, req, loopReq, nullptr, invariantsInRegisters);
     low.run(0);
     storageBytes = low.bufferStorageBytes();
+  };
+  measure();
+  auto wholeLoopAreas = [&] {
+    for (auto& [key, a] : loopReq)
+      if (a.wholeLoop) return true;
+    return false;
+  };
+  if (wholeLoopAreas() && ir::SharedPlan(f, req, storageBytes, loopReq).totalBytes() > t.maxSharedBytes()) {
+    invariantsInRegisters = true;
+    measure();
   }
-  ir::SharedPlan plan(f, req, storageBytes);
+  ir::SharedPlan plan(f, req, storageBytes, loopReq);
   GpuLoweringResult res;
   res.sharedBytes = plan.totalBytes();
   res.sharedPlan = plan.describe();
@@ -152,7 +170,7 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
   auto m = std::make_unique<llvm::Module>(f.name(), ctx);
   m->setDataLayout(dl);
   m->setTargetTriple(llvm::Triple(t.triple()));
-  Lower low(f, t, la, axis, o, ctx, *m, req, &plan);
+  Lower low(f, t, la, axis, o, ctx, *m, req, loopReq, &plan, invariantsInRegisters);
   low.run(plan.totalBytes());
   res.module = std::move(m);
   res.record = low.record();

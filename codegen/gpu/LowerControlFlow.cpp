@@ -14,6 +14,7 @@ namespace tessera::codegen::gpu_lower {
 
 void Lower::emitFor(const ir::Op& op) {
   flushStaged(INT64_MAX);  // (c): the prologue's copies land before the loop
+  stageHoistedOperands(op);
   llvm::Value* lo = scalar(op.operand(0));
   llvm::Value* hi = scalar(op.operand(1));
   llvm::Value* step = scalar(op.operand(2));

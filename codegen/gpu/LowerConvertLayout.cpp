@@ -22,7 +22,7 @@ llvm::Value* Lower::pos(const ir::BlockedLayout& l, int p) {
   }
   llvm::Value* lp = b_.CreateURem(b_.CreateUDiv(lane_, i32(ls)), i32(l.tpw[p]));
   llvm::Value* wp = b_.CreateURem(b_.CreateUDiv(warp_, i32(ws)), i32(l.wpb[p]));
-  return b_.CreateAdd(b_.CreateMul(wp, i32(l.tpw[p])), lp);
+  return b_.CreateAdd(b_.CreateMul(wp, i32(l.tpw[p]), "", true, true), lp, "", true, true);
 }
 
 llvm::Value* Lower::lanePos(const ir::BlockedLayout& l, int p) {
@@ -43,11 +43,17 @@ llvm::Value* Lower::warpPos(const ir::BlockedLayout& l, int p) {
   return b_.CreateURem(b_.CreateUDiv(warp_, i32(ws)), i32(l.wpb[p]));
 }
 
+// Thread positions, element indices and the shared-memory indices made of
+// them are small non-negative numbers (bounded by the block and the tile
+// shapes): their adds and multiplies are marked nuw nsw, so a 64-bit address
+// `sext(base + c)` becomes `sext(base) + c` and a thread's accesses share
+// one address register with immediate offsets instead of one register each
+// (held across a loop when the index is loop-invariant).
 Slots Lower::bases(const ir::Layout& l, const ir::SlotTable& t) {
   Slots r;
   for (size_t i = 0; i < t.shape.size(); ++i) {
     int p = l.dims[i];
-    llvm::Value* v = b_.CreateMul(pos(l.parent, p), i32(l.parent.spt[p]));
+    llvm::Value* v = b_.CreateMul(pos(l.parent, p), i32(l.parent.spt[p]), "", true, true);
     if (t.replicated[i]) v = b_.CreateURem(v, i32(t.shape[i]));
     r.push_back(v);
   }
@@ -56,13 +62,14 @@ Slots Lower::bases(const ir::Layout& l, const ir::SlotTable& t) {
 
 Slots Lower::indexOf(const Slots& base, const ir::SlotTable& t, size_t slot) {
   Slots r;
-  for (size_t i = 0; i < base.size(); ++i) r.push_back(b_.CreateAdd(base[i], i32(t.consts[slot][i])));
+  for (size_t i = 0; i < base.size(); ++i) r.push_back(b_.CreateAdd(base[i], i32(t.consts[slot][i]), "", true, true));
   return r;
 }
 
 llvm::Value* Lower::linear(const Slots& idx, const std::vector<int64_t>& shape) {
   llvm::Value* l = i32(0);
-  for (size_t i = 0; i < idx.size(); ++i) l = b_.CreateAdd(b_.CreateMul(l, i32(shape[i])), idx[i]);
+  for (size_t i = 0; i < idx.size(); ++i)
+    l = b_.CreateAdd(b_.CreateMul(l, i32(shape[i]), "", true, true), idx[i], "", true, true);
   return l;
 }
 

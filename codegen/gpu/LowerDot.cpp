@@ -2,7 +2,10 @@
 // their operand staging (GpuDot.h).
 
 #include <algorithm>
+#include <map>
 #include <numeric>
+#include <optional>
+#include <string>
 
 #include <llvm/IR/Intrinsics.h>
 
@@ -95,11 +98,9 @@ void Lower::stageOperand(const ir::Value* v, llvm::Value* base, const DotStaging
   ++record_.dotOperandStagings;
   guarded(ownerPred(tv.layout, t), [&] {
     Slots bs = bases(tv.layout, t);
+    const size_t ri = transposed ? 1 : 0, ci = 1 - ri;
     for (size_t i = 0; i < t.size(); i += static_cast<size_t>(vec)) {
-      Slots idx = indexOf(bs, t, i);
-      llvm::Value* row = transposed ? idx[1] : idx[0];
-      llvm::Value* col = transposed ? idx[0] : idx[1];
-      llvm::Value* p = b_.CreateInBoundsGEP(et, base, stagingIndex(b_, st, row, col));
+      llvm::Value* p = stagingAddress(b_, et, base, st, bs[ri], t.consts[i][ri], bs[ci], t.consts[i][ci]);
       if (vec == 1) {
         b_.CreateStore(tv.slots[i], p);
         continue;
@@ -111,48 +112,150 @@ void Lower::stageOperand(const ir::Value* v, llvm::Value* base, const DotStaging
   });
 }
 
+namespace {
+std::string operandName(const ir::Op& dot, unsigned i) {
+  return std::string(i == 0 ? "A" : "B") + " operand of dot at " + dot.loc().str();
+}
+
+/// Threads laid along `fast` first, `ce` consecutive elements each (one
+/// 16-byte chunk), then along the other dim; warps likewise.
+ir::BlockedLayout chunkLayout(const std::vector<int64_t>& shape, int fast, int64_t ce, int64_t warps, int64_t lanes) {
+  const int other = 1 - fast;
+  ir::BlockedLayout b;
+  b.spt = {1, 1};
+  b.tpw = {1, 1};
+  b.wpb = {1, 1};
+  b.order = {fast, other};
+  b.spt[fast] = ce;
+  const int64_t chunks = shape[fast] / ce;
+  b.tpw[fast] = std::min(lanes, chunks);
+  b.tpw[other] = lanes / b.tpw[fast];
+  b.wpb[fast] = std::min(warps, chunks / b.tpw[fast]);
+  b.wpb[other] = warps / b.wpb[fast];
+  return b;
+}
+}  // namespace
+
+void Lower::copyOperand(const ir::Op& dot, unsigned i, llvm::Value* base, const DotStaging& st, bool transposed) {
+  const ir::Op& ld = *dot.operand(i)->definingOp();
+  const ir::Value* ptrV = ld.operand(0);
+  const ir::Value* maskV = ld.numOperands() > 1 ? ld.operand(1) : nullptr;
+  const auto& shape = ptrV->type().shape();
+  const int fast = globalOperands_.at({&dot, i});
+  const int64_t ce = 16 / static_cast<int64_t>(byteSize(ld.result()->type().dtype()));
+  ir::Layout cl = ir::Layout::blocked(chunkLayout(shape, fast, ce, o_.numWarps, t_.warpSize()));
+  setCurrentOp(ld);  // the accesses are the load's (emulator reports, layout statistics)
+  std::map<std::pair<const ir::Value*, std::string>, Slots> memo;
+  int budget = 64;
+  Slots ptrs = recompute(ptrV, cl, memo, budget);
+  Slots m = maskV ? recompute(maskV, cl, memo, budget) : Slots{};
+  ir::SlotTable t = ir::slotTable(cl, shape);
+  beforeGlobal(false);
+  record_.accesses.push_back({&ld, cl, ce});
+  llvm::Type* et = memTyOf(ld.result()->type().dtype());
+  guarded(ownerPred(cl, t), [&] {
+    Slots bs = bases(cl, t);
+    for (size_t s = 0; s < t.size(); ++s) {
+      if (t.consts[s][static_cast<size_t>(fast)] % ce != 0) continue;  // not the first element of a chunk
+      const size_t ri = transposed ? 1 : 0, ci = 1 - ri;
+      llvm::Value* dst = stagingAddress(b_, et, base, st, bs[ri], t.consts[s][ri], bs[ci], t.consts[s][ci]);
+      llvm::Value* srcBytes = maskV ? b_.CreateSelect(m[s], i32(16), i32(0)) : i32(16);
+      t_.asyncCopy(b_, dst, ptrs[s], 16, srcBytes);
+    }
+  });
+  setCurrentOp(dot);
+}
+
+void Lower::stageHoistedOperands(const ir::Op& loop) {
+  for (Hoisted& h : hoisted_) {
+    if (h.loop != &loop) continue;
+    TensorCoreDotPlan p = dotPlan(*h.dot);
+    const DotStaging& st = h.operand == 0 ? p.a : p.b;
+    setTag(*h.dot, "operand staging");
+    llvm::Value* base =
+        loopArea(hoistKey(h.dot, h.operand), &loop, st.bytes(),
+                 operandName(*h.dot, h.operand) + ", staged before the loop at " + loop.loc().str(), !h.inRegisters);
+    beforeShared();  // the loop body starts with a barrier (unknownOrder) before the dot reads it
+    stageOperand(h.dot->operand(h.operand), base, st, h.operand == 1 && p.bTransposed);
+    if (h.inRegisters) {
+      barrier();
+      smemDirty_ = true;
+      setTag(*h.dot, "fragments");
+      h.fragments = loadTensorCoreFragments(b_, m_, p, h.operand, base, lane_, warp_);
+    }
+  }
+  setCurrentOp(loop);
+}
+
 void Lower::emitTensorCoreDot(const ir::Op& op, const ir::Layout& l) {
   const ir::Value* a = op.operand(0);
   const ir::Value* bv = op.operand(1);
   const ir::Value* acc = op.operand(2);
-  int64_t M = a->type().shape()[0], K = a->type().shape()[1], N = bv->type().shape()[1];
-  TensorCoreOp tc = t_.tensorCore(a->type().dtype(), acc->type().dtype());
-  TensorCoreDotPlan p = planTensorCoreDot(tc, a->type().dtype(), M, N, K, l.parent);
+  TensorCoreDotPlan p = dotPlan(op);
   Slots init = tileIn(acc, l);  // before the staging: a conversion uses this op's scratch
-  // Operands read straight from their swizzled shared slot (planDirectDots)
-  // use the slot's address and layout; the others are staged.
+  // Where each operand's fragments come from (planDirectDots,
+  // planDotOperands): A from registers already in the fragment layout; a
+  // shared slot read directly; the loop area staged before the loop; or
+  // this dot's staging buffer.
+  Slots aRegs;
+  std::optional<ir::SlotTable> aTable;
+  if (registerOperands_.count({&op, 0})) {
+    ir::Layout fl = ir::Layout::blocked(*ir::mmaOperandALayout(l.parent));
+    aRegs = tileIn(a, fl);
+    aTable = ir::slotTable(fl, a->type().shape());
+  }
   bool directA = directOperands_.count({&op, 0}) != 0, directB = directOperands_.count({&op, 1}) != 0;
+  Hoisted* hA = hoistedOf(&op, 0);
+  Hoisted* hB = hoistedOf(&op, 1);
+  bool globalA = globalOperands_.count({&op, 0}) != 0, globalB = globalOperands_.count({&op, 1}) != 0;
+  bool stageA = !aTable && !directA && !hA, stageB = !directB && !hB;  // (global operands: by cp.async)
+  // A slot read directly: its storage is the operand's layout for the
+  // fragment reads.
   auto slotOf = [&](const ir::Value* v) {
     const ir::Value* buf = v->definingOp()->operand(0);
     const Storage& sg = storage_.at(rootBuffer(buf));
-    const DotStaging& want = v == a ? p.a : p.b;
-    TS_ASSERT(sg.st.rows == want.rows && sg.st.cols == want.cols && sg.st.stride == want.stride &&
-                  sg.st.swizzle == want.swizzle && sg.transposed == (v == bv && p.bTransposed),
-              "direct dot operand: slot layout differs from the staging layout");
+    DotStaging& want = v == a ? p.a : p.b;
+    TS_ASSERT(sg.st.rows == want.rows && sg.st.cols == want.cols && sg.transposed == (v == bv && p.bTransposed),
+              "direct dot operand: slot shape differs from the operand's");
+    want = sg.st;
     return scalar(buf);
   };
   llvm::Value* base = nullptr;
   llvm::Value* bBase = nullptr;
-  if (!directA || !directB) {
-    llvm::Value* s = scratch(directA ? p.b.bytes() : p.totalBytes());
-    base = directA ? nullptr : s;
-    bBase = directB ? nullptr : directA ? s : b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), s, p.aBytes);
+  if (stageA || stageB) {
+    llvm::Value* s = scratch(stageA && stageB ? p.totalBytes() : stageA ? p.a.bytes() : p.b.bytes());
+    if (stageA) base = s;
+    if (stageB) bBase = stageA ? b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), s, p.aBytes) : s;
   }
   if (directA) base = slotOf(a);
   if (directB) bBase = slotOf(bv);
+  // A hoisted operand's area (the call made before the loop recorded its size).
+  if (hA && !hA->inRegisters) base = loopArea(hoistKey(&op, 0), hA->loop, p.a.bytes(), operandName(op, 0));
+  if (hB && !hB->inRegisters) bBase = loopArea(hoistKey(&op, 1), hB->loop, p.b.bytes(), operandName(op, 1));
   // The staging stores and the fragment reads are named apart in the
   // emulator's reports (bank conflicts per phase of the dot).
-  beforeShared();
-  if (!directA || !directB) {
+  if (base || bBase) beforeShared();
+  if (stageA || stageB) {
+    if (globalA) copyOperand(op, 0, base, p.a, false);
+    if (globalB) copyOperand(op, 1, bBase, p.b, p.bTransposed);
     setTag(op, "operand staging");
-    if (!directA) stageOperand(a, base, p.a, false);
-    if (!directB) stageOperand(bv, bBase, p.b, p.bTransposed);
+    if (stageA && !globalA) stageOperand(a, base, p.a, false);
+    if (stageB && !globalB) stageOperand(bv, bBase, p.b, p.bTransposed);
     setCurrentOp(op);
+    if (globalA || globalB) {
+      t_.asyncCommit(b_);
+      t_.asyncWait(b_, 0);
+    }
     barrier();
     smemDirty_ = true;
   }
   setTag(op, "fragments");
-  tiles_[op.result()] = TileV{l, codegen::emitTensorCoreDot(b_, m_, p, base, bBase, lane_, warp_, std::move(init))};
+  std::function<llvm::Value*(int64_t, int64_t)> aReg;
+  if (aTable) aReg = [&](int64_t row, int64_t col) { return aRegs[aTable->index.at({row, col})]; };
+  const std::vector<llvm::Value*>* preA = hA && hA->inRegisters ? &hA->fragments : nullptr;
+  const std::vector<llvm::Value*>* preB = hB && hB->inRegisters ? &hB->fragments : nullptr;
+  tiles_[op.result()] =
+      TileV{l, codegen::emitTensorCoreDot(b_, m_, p, base, bBase, lane_, warp_, std::move(init), aReg, preA, preB)};
   setCurrentOp(op);
 }
 

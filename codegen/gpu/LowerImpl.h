@@ -3,6 +3,7 @@
 // GpuLowering.cpp (entry) and the Lower*.cpp files of this directory.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -42,7 +43,8 @@ class Lower {
  public:
   Lower(const ir::Function& f, GpuTargetInfo& t, const ir::LayoutAnalysis& la, const ir::AxisAnalysis& ax,
         const GpuOptions& o, llvm::LLVMContext& ctx, llvm::Module& m, std::map<const ir::Op*, uint64_t>& req,
-        const ir::SharedPlan* plan)
+        std::vector<std::pair<const void*, ir::LoopArea>>& loopReq, const ir::SharedPlan* plan,
+        bool invariantsInRegisters = false)
       : f_(f),
         t_(t),
         la_(la),
@@ -51,7 +53,9 @@ class Lower {
         ctx_(ctx),
         m_(m),
         req_(req),
+        loopReq_(loopReq),
         plan_(plan),
+        invariantsInRegisters_(invariantsInRegisters || t.maxRegistersPerThread() >= 512),
         b_(ctx, IdentityFolder(), llvm::IRBuilderCallbackInserter([this](llvm::Instruction* i) { tag(i); })),
         opKind_(ctx.getMDKindID("tessera.op")) {
     // Approximate math lets the backend contract a * b + c into an FMA,
@@ -142,6 +146,14 @@ class Lower {
     uint64_t& r = req_[curOp_];
     r = std::max(r, bytes);
     return smemAt(plan_ ? plan_->scratchOffset(curOp_) : 0);
+  }
+  /// The area of `key` live across `loop` (SharedPlan::LoopArea).
+  llvm::Value* loopArea(const void* key, const ir::Op* loop, uint64_t bytes, const std::string& what,
+                        bool wholeLoop = true) {
+    auto it = std::find_if(loopReq_.begin(), loopReq_.end(), [&](const auto& e) { return e.first == key; });
+    if (it == loopReq_.end()) it = loopReq_.insert(loopReq_.end(), {key, ir::LoopArea{loop, 0, what, wholeLoop}});
+    it->second.bytes = std::max(it->second.bytes, bytes);
+    return smemAt(plan_ ? plan_->loopAreaOffset(key) : 0);
   }
   void barrier(bool sharedOnly = false) {
     t_.barrier(b_, sharedOnly);
@@ -262,6 +274,13 @@ class Lower {
   std::optional<ir::Layout> transposedCopyLayout(const ir::Op& op);
   void planElision();
   void planDirectDots();
+  void planDotOperands();
+  int globalCopyDim(const ir::Op& op, unsigned i, const std::unordered_map<const ir::Value*, int>& uses);
+  /// Stages the loop-invariant dot operands of `loop` (planDotOperands)
+  /// into their loop areas, before the loop.
+  void stageHoistedOperands(const ir::Op& loop);
+  /// The staging plan of a tensor-core dot (its result has an #mma layout).
+  TensorCoreDotPlan dotPlan(const ir::Op& dot);
   /// Element index of `idx` in buffer (or slot view) `buf` of `shape`:
   /// row-major, with the last two dims in the swizzled tensor-core layout
   /// when the buffer's storage is (see planDirectDots).
@@ -299,7 +318,9 @@ class Lower {
   llvm::LLVMContext& ctx_;
   llvm::Module& m_;
   std::map<const ir::Op*, uint64_t>& req_;
+  std::vector<std::pair<const void*, ir::LoopArea>>& loopReq_;
   const ir::SharedPlan* plan_;
+  bool invariantsInRegisters_;  // see Hoisted::inRegisters
   // Every instruction goes through tag(): see there. IdentityFolder: see there.
   llvm::IRBuilder<IdentityFolder, llvm::IRBuilderCallbackInserter> b_;
   unsigned opKind_;
@@ -328,6 +349,38 @@ class Lower {
   };
   std::unordered_map<const ir::Value*, Storage> storage_;
   std::set<std::pair<const ir::Op*, unsigned>> directOperands_;
+  // Tensor-core dot operands (dot, operand index) planned by
+  // planDotOperands: A operands already in the fragment registers' layout
+  // (no staging), and operands defined outside a loop that holds the dot,
+  // staged once before the outermost such loop (loop -> its operands).
+  std::set<std::pair<const ir::Op*, unsigned>> registerOperands_;
+  // Tensor-core dot operands that are global loads read by the dot only,
+  // copied global->shared by the hardware async copy (cp.async) straight
+  // into the dot's staging buffer instead of through registers
+  // (planDotOperands): (dot, operand) -> the dim along which the pointer
+  // tile is contiguous. Their loads are in elidedLoads_.
+  std::map<std::pair<const ir::Op*, unsigned>, int> globalOperands_;
+  /// Issues the cp.async chunks of global operand i of `dot` into the
+  /// staging buffer `base` (layout `st`, B transposed when `transposed`).
+  void copyOperand(const ir::Op& dot, unsigned i, llvm::Value* base, const DotStaging& st, bool transposed);
+  struct Hoisted {
+    const ir::Op* dot;
+    unsigned operand;
+    const ir::Op* loop;
+    /// Its fragments are read into registers before the loop (targets with
+    /// 512 registers per thread) instead of from the loop area each time.
+    bool inRegisters;
+    std::vector<llvm::Value*> fragments;  // (inRegisters) see loadTensorCoreFragments
+  };
+  std::vector<Hoisted> hoisted_;  // in program order (the staging order)
+  Hoisted* hoistedOf(const ir::Op* dot, unsigned i) {
+    for (Hoisted& h : hoisted_)
+      if (h.dot == dot && h.operand == i) return &h;
+    return nullptr;
+  }
+  /// The loop-area key of a hoisted operand: the address of its operand
+  /// slot in the dot, unique and stable while the IR is.
+  static const void* hoistKey(const ir::Op* dot, unsigned i) { return &dot->operands()[i]; }
   std::unordered_set<const ir::Value*> elidedLoads_;
   std::vector<std::vector<std::pair<const ir::Value*, Slots>>> yields_;  // per open region
   // AsyncCopyImpl::RegisterStaged: copies whose global loads are issued and

@@ -2,6 +2,7 @@
 // staging layout and read by it directly (planDirectDots), and which tiles
 // are never emitted where they are defined (planElision).
 
+#include <cmath>
 #include <map>
 #include <optional>
 #include <unordered_map>
@@ -59,12 +60,8 @@ void Lower::planDirectDots() {
   };
   ir::walk(body, [&](ir::Op& op) {
     if (op.code() != OpCode::Dot || !la_.has(op.result())) return;
-    const ir::Layout& dl = la_.get(op.result());
-    if (dl.parent.mma == ir::MmaKind::None) return;
-    const ir::Value* av = op.operand(0);
-    TensorCoreDotPlan plan =
-        planTensorCoreDot(t_.tensorCore(av->type().dtype(), op.operand(2)->type().dtype()), av->type().dtype(),
-                          av->type().shape()[0], op.operand(1)->type().shape()[1], av->type().shape()[1], dl.parent);
+    if (la_.get(op.result()).parent.mma == ir::MmaKind::None) return;
+    TensorCoreDotPlan plan = dotPlan(op);
     for (unsigned i = 0; i < 2; ++i) {
       const ir::Value* v = op.operand(i);
       const ir::Op* ld = v->definingOp();
@@ -75,6 +72,7 @@ void Lower::planDirectDots() {
         continue;
       if (rt.dtype() != DType::F16 && rt.dtype() != DType::BF16) continue;
       Storage sg{i == 0 ? plan.a : plan.b, i == 1 && plan.bTransposed};
+      if (plan.op.kind == ir::MmaKind::NvMmaM16N8K16) sg.st = nvidiaSlotStaging(sg.st.rows, sg.st.cols);
       if (sg.st.swizzle) {  // stagingIndex's precondition
         const int64_t chunks = sg.st.cols / 8;
         if (sg.st.cols % 8 != 0 || chunks < 1 || (chunks & (chunks - 1)) != 0 || sg.st.stride != sg.st.cols) continue;
@@ -130,6 +128,140 @@ void Lower::planDirectDots() {
     if (storage_.count(rootBuffer(op->operand(i)->definingOp()->operand(0)))) directOperands_.insert({op, i});
 }
 
+TensorCoreDotPlan Lower::dotPlan(const ir::Op& op) {
+  const ir::Value* av = op.operand(0);
+  TensorCoreDotPlan p = planTensorCoreDot(t_.tensorCore(av->type().dtype(), op.operand(2)->type().dtype()),
+                                          av->type().dtype(), av->type().shape()[0], op.operand(1)->type().shape()[1],
+                                          av->type().shape()[1], la_.get(op.result()).parent);
+  // A B operand copied from global memory where it is contiguous along K
+  // (flash attention's K^T) is stored N x K, so the copy's 16-byte chunks
+  // stay whole; ldmatrix without .trans reads its fragments.
+  if (p.op.kind == ir::MmaKind::NvMmaM16N8K16)
+    if (auto it = globalOperands_.find({&op, 1}); it != globalOperands_.end() && it->second == 0) {
+      p.b = {p.N, p.K, p.K + 8, false, 8};
+      p.bTransposed = true;
+    }
+  return p;
+}
+
+namespace {
+/// True when `v` is defined inside `loop`'s body (at any depth).
+bool definedIn(const ir::Value* v, const ir::Op& loop) {
+  const ir::Block* b = v->isBlockArg() ? v->ownerBlock() : v->definingOp()->parent();
+  while (b) {
+    const ir::Op* p = b->parentOp();
+    if (p == &loop) return true;
+    b = p ? p->parent() : nullptr;
+  }
+  return false;
+}
+}  // namespace
+
+/// The operands of a tensor-core dot that are not read from a shared slot
+/// (planDirectDots) go through the dot's staging buffer every time it runs:
+/// written by the threads that hold them, a barrier, the fragment reads.
+/// Three cases need less:
+/// * (NVIDIA) an operand that is a global `load` of the dot's block read by
+///   the dot only (flash attention's K^T and V, a GEMM's tiles without
+///   `for_pipelined`) is copied global -> shared by cp.async straight into
+///   the staging buffer (copyOperand): the tile never occupies registers.
+///   Only where the program has no async groups of its own (the copy waits
+///   for all groups) and the pointers prove 16-byte chunks (globalCopyDim);
+/// * an A operand whose layout is the instruction's A fragments
+///   (ir::mmaOperandALayout; flash attention's P = softmax(S) in the first
+///   dot's accumulator layout, chained dots having all warps along M) is
+///   handed to the instruction from its registers;
+/// * an operand defined outside a loop that holds the dot (flash
+///   attention's Q) is staged once, before the outermost such loop, into an
+///   area live across that loop (SharedPlan's loop areas); the dot reads its
+///   fragments from there every iteration and its registers die at the
+///   staging instead of living through the loop. Where a thread has 512
+///   registers (CDNA's VGPRs and accumulation registers) and shared memory,
+///   64 KiB per CU, is what limits occupancy, the fragments are instead
+///   read into registers once before the loop and the area is only used
+///   there; elsewhere too when the loop areas would not fit the shared
+///   memory (lowerToGpuLLVM measures again).
+/// The dim along which operand i of tensor-core dot `op` can be copied
+/// global->shared in 16-byte chunks (a `load` in the dot's block whose only
+/// user is the dot, masked lanes 0, pointers contiguous and 16-byte aligned
+/// along that dim, the mask constant over each chunk, and the chunk
+/// contiguous in the staging buffer), or -1.
+int Lower::globalCopyDim(const ir::Op& op, unsigned i, const std::unordered_map<const ir::Value*, int>& uses) {
+  const ir::Value* v = op.operand(i);
+  const ir::Op* ld = v->definingOp();
+  if (!ld || ld->code() != OpCode::Load || ld->parent() != op.parent() || uses.at(v) != 1) return -1;
+  if (ld->numOperands() > 2) {  // an `other` value: only zeros, what cp.async fills masked chunks with
+    const ir::Op* o = ld->operand(2)->definingOp();
+    if (!o || o->code() != OpCode::Constant) return -1;
+    const auto& val = o->attrs().at("value");
+    const double* f = std::get_if<double>(&val);
+    const int64_t* n = std::get_if<int64_t>(&val);
+    if (!((f && *f == 0 && !std::signbit(*f)) || (n && *n == 0))) return -1;
+  }
+  const ir::Value* ptr = ld->operand(0);
+  const auto& shape = ptr->type().shape();
+  const int64_t eb = static_cast<int64_t>(byteSize(v->type().dtype()));
+  const int64_t ce = 16 / eb;
+  ir::AxisInfo ai = ax_.get(ptr);
+  if (shape.size() != 2 || ai.contiguity.size() != 2) return -1;
+  int fast = ai.contiguity[0] > ai.contiguity[1] ? 0 : 1;
+  if (ai.contiguity[fast] % ce != 0 || shape[fast] % ce != 0 || ai.divisibility[fast] % 16 != 0) return -1;
+  if (ld->numOperands() > 1) {
+    ir::AxisInfo mi = ax_.get(ld->operand(1));
+    if (mi.constancy.size() != 2 || mi.constancy[fast] % ce != 0) return -1;
+  }
+  // A (M x K) is staged row-major: chunks along K only. B: along N
+  // (row-major K x N) or along K (stored N x K, see dotPlan), then with
+  // whole pairs of n-tiles (ldmatrix .x4 without .trans covers two).
+  if (i == 0) return fast == 1 ? fast : -1;
+  if (fast == 0) {
+    const auto& acc = la_.get(op.result()).parent;
+    if (shape[1] % (16 * acc.wpb[1]) != 0) return -1;
+  }
+  return fast;
+}
+
+void Lower::planDotOperands() {
+  registerOperands_.clear();
+  hoisted_.clear();
+  globalOperands_.clear();
+  auto& body = const_cast<ir::Function&>(f_).body();
+  // Global operands need the hardware async copy, and no async group of the
+  // program's own that the copy's wait would retire early.
+  bool ownGroups = false;
+  std::unordered_map<const ir::Value*, int> uses;
+  ir::walk(body, [&](ir::Op& op) {
+    ownGroups = ownGroups || op.code() == OpCode::AsyncCommit || op.code() == OpCode::AsyncWait;
+    for (const ir::Value* v : op.operands()) ++uses[v];
+  });
+  const bool copies = t_.asyncCopyImpl() == AsyncCopyImpl::Hardware && !ownGroups;
+  ir::walk(body, [&](ir::Op& op) {
+    if (op.code() != OpCode::Dot || !la_.has(op.result())) return;
+    const ir::Layout& dl = la_.get(op.result());
+    if (dl.parent.mma == ir::MmaKind::None) return;
+    for (unsigned i = 0; i < 2 && copies && dl.parent.mma == ir::MmaKind::NvMmaM16N8K16; ++i) {
+      if (directOperands_.count({&op, i})) continue;
+      if (int fast = globalCopyDim(op, i, uses); fast >= 0) {
+        globalOperands_[{&op, i}] = fast;
+        elidedLoads_.insert(op.operand(i));
+      }
+    }
+    if (!directOperands_.count({&op, 0}) && !globalOperands_.count({&op, 0}))
+      if (auto fl = ir::mmaOperandALayout(dl.parent); fl && la_.get(op.operand(0)) == ir::Layout::blocked(*fl))
+        registerOperands_.insert({&op, 0});
+    for (unsigned i = 0; i < 2; ++i) {
+      if (directOperands_.count({&op, i}) || registerOperands_.count({&op, i}) || globalOperands_.count({&op, i}))
+        continue;
+      const ir::Value* v = op.operand(i);
+      const ir::Op* loop = nullptr;
+      for (const ir::Op* p = op.parent()->parentOp(); p && p->code() == OpCode::For && !definedIn(v, *p);
+           p = p->parent() ? p->parent()->parentOp() : nullptr)
+        loop = p;
+      if (loop) hoisted_.push_back({&op, i, loop, invariantsInRegisters_, {}});
+    }
+  });
+}
+
 /// Pointer and mask tiles of async copies are re-derived by the copy in its
 /// own layout (emitCopy). Emitting them where they are defined as well would
 /// be dead code, and not free: an elementwise op whose operands come in
@@ -169,7 +301,10 @@ void Lower::planElision() {
         bool copyOperand = (user->code() == OpCode::Copy && i >= 1 && asyncCopy.at(user)) ||
                            (user->code() == OpCode::Store && i != 1 && asyncCopy.at(user));
         bool feedsElided = user->numResults() == 1 && elided_.count(user->result()) != 0;
-        if (!copyOperand && !feedsElided) ok = false;
+        // The pointers and mask of a load copied by a dot (copyOperand)
+        // are re-derived there.
+        bool copiedLoad = user->code() == OpCode::Load && elidedLoads_.count(user->result()) != 0;
+        if (!copyOperand && !feedsElided && !copiedLoad) ok = false;
       }
       if (ok) {
         ++it;

@@ -70,8 +70,9 @@ bool AxisAnalysis::contiguousChunks(const ir::Value* v, int64_t chunk) const {
 void AxisAnalysis::visit(const ir::Op& op) {
   using ir::OpCode;
   if (op.code() == OpCode::For && op.numRegions() == 1) {
-    // The induction variable lb + i * step is a multiple of whatever
-    // divides both (a K loop stepping by the tile from 0: the tile).
+    // The induction variable lo + i * step is a multiple of every power of
+    // two dividing both lo and step (k0 = 0, 128, 256, ...: the column
+    // offsets k0 + arange(BK) of a K loop stay provably aligned).
     const ir::Value* iv = op.region(0).block().arg(0);
     if (tracked(iv)) {
       AxisInfo info = AxisInfo::unknown(1);

@@ -15,7 +15,8 @@ uint64_t align16(uint64_t v) { return (v + 15) & ~uint64_t{15}; }
 }  // namespace
 
 SharedPlan::SharedPlan(const ir::Function& f, const std::map<const ir::Op*, uint64_t>& scratch,
-                       const std::unordered_map<const ir::Value*, uint64_t>& bufferBytes) {
+                       const std::unordered_map<const ir::Value*, uint64_t>& bufferBytes,
+                       const std::vector<std::pair<const void*, LoopArea>>& loopAreas) {
   // Pre-order numbering; `last` = the highest number inside an op's subtree.
   std::unordered_map<const ir::Op*, int64_t> num, last;
   int64_t counter = 0;
@@ -96,6 +97,15 @@ SharedPlan::SharedPlan(const ir::Function& f, const std::map<const ir::Op*, uint
     a.start = a.end = num.at(op);
     items.emplace_back(op, a);
   }
+  for (auto& [key, la] : loopAreas) {
+    if (la.bytes == 0) continue;
+    SharedArea a;
+    a.bytes = la.bytes;
+    a.what = la.what;
+    a.start = num.at(la.loop);
+    a.end = la.wholeLoop ? last.at(la.loop) : a.start;
+    items.emplace_back(key, a);
+  }
   std::stable_sort(items.begin(), items.end(), [](const auto& x, const auto& y) {
     return x.second.start != y.second.start ? x.second.start < y.second.start : x.second.bytes > y.second.bytes;
   });
@@ -130,6 +140,12 @@ uint64_t SharedPlan::bufferOffset(const ir::Value* v) const {
 uint64_t SharedPlan::scratchOffset(const ir::Op* op) const {
   auto it = index_.find(op);
   TS_ASSERT(it != index_.end(), std::string("shared plan: no scratch for ") + op->name());
+  return areas_[it->second].offset;
+}
+
+uint64_t SharedPlan::loopAreaOffset(const void* key) const {
+  auto it = index_.find(key);
+  TS_ASSERT(it != index_.end(), "shared plan: unknown loop area");
   return areas_[it->second].offset;
 }
 

@@ -186,7 +186,8 @@ BlockedLayout distributeBlocked(const std::vector<int64_t>& shape, std::vector<i
   return b;
 }
 
-std::optional<BlockedLayout> mmaLayout(MmaKind k, int64_t M, int64_t N, int64_t K, int numWarps, int warpSize) {
+std::optional<BlockedLayout> mmaLayout(MmaKind k, int64_t M, int64_t N, int64_t K, int numWarps, int warpSize,
+                                       bool chained) {
   if (k == MmaKind::None || !isPow2(M) || !isPow2(N) || !isPow2(K) || !isPow2(numWarps) || K % 16 != 0)
     return std::nullopt;
   const int64_t tileN = k == MmaKind::NvMmaM16N8K16 ? 8 : 16;
@@ -196,6 +197,12 @@ std::optional<BlockedLayout> mmaLayout(MmaKind k, int64_t M, int64_t N, int64_t 
   // with more instruction tiles per warp (square warp tiles reuse the
   // fragments best); every warp must own whole instruction tiles.
   int64_t wm = 1, wn = 1;
+  // A dot chained to another (flash attention's S = Q K^T feeding P V):
+  // every warp owns whole rows of both products, so the row statistics
+  // between them reduce within a warp (no shared memory), and the first
+  // product's accumulator registers are already the second's A fragments
+  // (NVIDIA; see mmaOperandALayout).
+  if (chained && M % (16 * int64_t{numWarps}) == 0) wm = numWarps;
   while (wm * wn < numWarps) {
     bool canM = M % (16 * wm * 2) == 0, canN = N % (tileN * wn * 2) == 0;
     if (!canM && !canN) return std::nullopt;
@@ -232,13 +239,21 @@ std::optional<BlockedLayout> mmaLayout(MmaKind k, int64_t M, int64_t N, int64_t 
   return b;
 }
 
+std::optional<BlockedLayout> mmaOperandALayout(const BlockedLayout& acc) {
+  if (acc.mma != MmaKind::NvMmaM16N8K16 || acc.rank() != 2 || acc.wpb[1] != 1) return std::nullopt;
+  BlockedLayout b = acc;
+  b.mma = MmaKind::None;
+  return b;
+}
+
 std::optional<Layout> LayoutAnalysis::dotLayout(const ir::Op& op) const {
   if (!tensorCore_ || op.code() != ir::OpCode::Dot) return std::nullopt;
   const ir::Value* a = op.operand(0);
   const ir::Value* b = op.operand(1);
   MmaKind k = tensorCore_(a->type().dtype(), op.result()->type().dtype());
   if (k == MmaKind::None || b->type().dtype() != a->type().dtype()) return std::nullopt;
-  auto bl = mmaLayout(k, a->type().shape()[0], b->type().shape()[1], a->type().shape()[1], numWarps_, warpSize_);
+  auto bl = mmaLayout(k, a->type().shape()[0], b->type().shape()[1], a->type().shape()[1], numWarps_, warpSize_,
+                      chainedDots_.count(&op) != 0);
   if (!bl) return std::nullopt;
   return Layout::blocked(*bl);
 }
@@ -247,6 +262,7 @@ LayoutAnalysis::LayoutAnalysis(const ir::Function& f, const AxisAnalysis& axis, 
                                std::function<MmaKind(DType, DType)> tensorCore)
     : axis_(axis), numWarps_(numWarps), warpSize_(warpSize), tensorCore_(std::move(tensorCore)) {
   auto& body = const_cast<ir::Function&>(f).body();
+  findChainedDots(body);
   // Memory ops first: their vector widths decide the per-thread run length
   // of every layout of their shape, so producers and the access agree.
   ir::walk(body, [&](ir::Op& op) {
@@ -329,6 +345,45 @@ LayoutAnalysis::LayoutAnalysis(const ir::Function& f, const AxisAnalysis& axis, 
     }
   };
   visitBlock(f.body());
+}
+
+bool LayoutAnalysis::indexMath(const ir::Value* v) const {
+  if (!v->type().isTile()) return true;  // a scalar
+  if (isFree(v)) return true;
+  auto memo = indexMath_.find(v);
+  if (memo != indexMath_.end()) return memo->second;
+  const ir::Op* d = v->definingOp();
+  bool r =
+      d && ((ir::isElementwise(d->code()) && d->code() != ir::OpCode::Reshape && d->code() != ir::OpCode::Transpose) ||
+            d->code() == ir::OpCode::Broadcast || d->code() == ir::OpCode::ExpandDims);
+  if (r)
+    for (const ir::Value* o : d->operands()) r = r && indexMath(o);
+  indexMath_[v] = r;
+  return r;
+}
+
+void LayoutAnalysis::findChainedDots(ir::Block& body) {
+  // Two dots are chained when one's operands (A, B or the accumulator) are
+  // computed from the other's result by ops of the same block (Triton's
+  // chained-dot test in its choice of warps per tile).
+  ir::walk(body, [&](ir::Op& op) {
+    if (op.code() != ir::OpCode::Dot) return;
+    std::vector<const ir::Value*> work(op.operands().begin(), op.operands().end());
+    std::set<const ir::Op*> seen;
+    while (!work.empty()) {
+      const ir::Value* v = work.back();
+      work.pop_back();
+      const ir::Op* d = v->definingOp();
+      if (!d || d->parent() != op.parent() || !d->regions().empty() || !seen.insert(d).second) continue;
+      if (d->code() == ir::OpCode::Dot) {
+        chainedDots_.insert(d);
+        chainedDots_.insert(&op);
+        continue;
+      }
+      for (const ir::Value* o : d->operands())
+        if (o->type().isTile()) work.push_back(o);
+    }
+  });
 }
 
 Layout LayoutAnalysis::accessLayout(const ir::Op& op) const {
@@ -664,9 +719,12 @@ void LayoutAnalysis::assign(const ir::Op& op) {
         return;
       }
     // Otherwise an operand's layout, chosen independently of operand order:
-    // full tiles before broadcasts / expand_dims of smaller tiles, then the
-    // layout holding the fewest elements per thread (least replication),
-    // then the smallest printed form.
+    // full tiles before broadcasts / expand_dims of smaller tiles and before
+    // index math (computed from free ops and scalars only: the lowering
+    // re-emits it in any layout, where other values are converted through
+    // shared memory; e.g. a causal mask `cols <= rows` beside a dot's
+    // result), then the layout holding the fewest elements per thread
+    // (least replication), then the smallest printed form.
     const Layout* best = nullptr;
     std::tuple<bool, size_t, std::string> bestKey;
     bool strong = false;  // an operand whose layout is not a loop's guess
@@ -677,7 +735,7 @@ void LayoutAnalysis::assign(const ir::Op& op) {
       const Layout& l = get(v);
       if (!compatible(l, shape)) continue;
       const ir::Op* d = v->definingOp();
-      bool lowRank = d && (d->code() == OpCode::Broadcast || d->code() == OpCode::ExpandDims);
+      bool lowRank = (d && (d->code() == OpCode::Broadcast || d->code() == OpCode::ExpandDims)) || indexMath(v);
       std::tuple<bool, size_t, std::string> key{lowRank, slotTable(l, shape).size(), l.str()};
       if (!best || key < bestKey) {
         best = &l;

@@ -6,7 +6,8 @@
 // Liveness is measured on the pre-order numbering of ops: a buffer lives
 // from its alloc to the end of the outermost op (in the alloc's block) that
 // contains one of its uses, so a buffer used inside a loop lives across the
-// whole loop; a scratch area lives only during its op. Areas whose live
+// whole loop; a scratch area lives only during its op, a loop area during
+// its loop. Areas whose live
 // ranges are disjoint share bytes (first fit, 16-byte aligned). The lowering
 // separates every reuse with a barrier (see GpuLowering.cpp).
 #pragma once
@@ -15,6 +16,7 @@
 #include <map>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "tessera/ir/IR.h"
@@ -31,15 +33,29 @@ struct SharedArea {
   bool userShared = false;
 };
 
+/// An area the lowering writes before a loop (at the `for`): read in its
+/// body and dead after it (a loop-invariant dot operand staged once), or,
+/// without `wholeLoop`, used at the `for` only (its fragments read into
+/// registers there).
+struct LoopArea {
+  const ir::Op* loop = nullptr;
+  uint64_t bytes = 0;
+  std::string what;
+  bool wholeLoop = true;
+};
+
 class SharedPlan {
  public:
   /// `scratch`: bytes each op needs for its own transient use;
   /// `bufferBytes`: buffers whose storage is larger than their type (the
-  /// lowering's padded tensor-core slot layouts).
+  /// lowering's padded tensor-core slot layouts); `loopAreas`: areas live
+  /// during one loop, by a key of the lowering's choosing.
   SharedPlan(const ir::Function& f, const std::map<const ir::Op*, uint64_t>& scratch,
-             const std::unordered_map<const ir::Value*, uint64_t>& bufferBytes = {});
+             const std::unordered_map<const ir::Value*, uint64_t>& bufferBytes = {},
+             const std::vector<std::pair<const void*, LoopArea>>& loopAreas = {});
   uint64_t bufferOffset(const ir::Value* allocResult) const;
   uint64_t scratchOffset(const ir::Op* op) const;
+  uint64_t loopAreaOffset(const void* key) const;
   uint64_t totalBytes() const { return total_; }
   const std::vector<SharedArea>& areas() const { return areas_; }
   /// One line per area: what, bytes, offset.

@@ -155,7 +155,19 @@ BlockedLayout distributeBlocked(const std::vector<int64_t>& shape, std::vector<i
 ///                   repetitions along dim 0 make one 16x16 tile
 /// with warps split wpb=[wm, wn], order=[1, 0] (MFMA: [0, 1]). M, N, K must be powers of two,
 /// M a multiple of 16*wm, N of 8*wn (NVIDIA) or 16*wn (AMD), K of 16.
-std::optional<BlockedLayout> mmaLayout(MmaKind k, int64_t M, int64_t N, int64_t K, int numWarps, int warpSize);
+/// `chained` (the dot feeds or is fed by another dot): all warps along M
+/// (wn = 1) where M allows, so each warp holds whole rows.
+std::optional<BlockedLayout> mmaLayout(MmaKind k, int64_t M, int64_t N, int64_t K, int numWarps, int warpSize,
+                                       bool chained = false);
+
+/// The layout whose slots are exactly the A-operand fragments of the dot
+/// whose accumulator has #mma layout `acc`, or nullopt when no blocked
+/// layout is: for mma.m16n8k16 with all warps along M (wpb = [wm, 1]) it is
+/// the accumulator's own placement (the f32 C fragment's (g, 2t..2t+1) and
+/// (g+8, 2t..2t+1) of two adjacent n-tiles are the f16 A fragment's a0..a7
+/// of one k-step), so a chained dot's result feeds the next dot from
+/// registers. (MFMA/WMMA accumulators hold columns, their A operands rows.)
+std::optional<BlockedLayout> mmaOperandALayout(const BlockedLayout& acc);
 
 /// The layout of every tile value of a function (scalars, pointers and
 /// buffers have none) plus the vector width of each memory op.
@@ -193,6 +205,13 @@ class LayoutAnalysis {
   std::unordered_map<const ir::Value*, Layout> wanted_;
   const Layout* wanted(const ir::Value* v) const;
   std::optional<Layout> dotLayout(const ir::Op& dot) const;
+  void findChainedDots(ir::Block& body);
+  /// True for values computed from free ops and scalars by elementwise
+  /// ops, broadcasts and expand_dims only (offsets, masks): the lowering
+  /// re-emits them in any layout.
+  bool indexMath(const ir::Value* v) const;
+  mutable std::unordered_map<const ir::Value*, bool> indexMath_;
+  std::set<const ir::Op*> chainedDots_;
   int64_t computeVec(const ir::Op& memOp) const;
   const AxisAnalysis& axis_;
   int numWarps_, warpSize_;
