@@ -329,7 +329,9 @@ std::string sass(const Artifact& a) {
   std::string ptxas = findTool({"/usr/local/cuda/bin/ptxas", "ptxas"});
   if (ptxas.empty()) throw DeviceError("SASS needs ptxas (install the CUDA toolkit or put ptxas on PATH)");
   TempDir dir;
-  writeFile(dir.file("k.ptx"), a.dumps.assembly);
+  // The PTX a launch loads: an artifact from the disk cache carries it but
+  // no stage dumps.
+  writeFile(dir.file("k.ptx"), a.binary.ptx);
   ToolResult r = runTool({ptxas, "-arch=" + t.arch, dir.file("k.ptx"), "-o", dir.file("k.cubin")});
   if (r.exitCode != 0) throw DeviceError("ptxas rejected the PTX of @" + a.kernelName() + ":\n" + r.output);
   ToolResult d = disasm.empty() ? runTool({cuobjdump, "-sass", dir.file("k.cubin")})

@@ -45,8 +45,8 @@ llvm::orc::LLJIT& sharedJit() {
     // concurrent-compilation dispatcher: it starts a detached thread per
     // link whose last reference to the JITDylib can still be dropping when
     // the lookup has returned and the kernel is already being freed.
-    auto j = check<InternalError>(
-        llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(jtmb)).create(), "creating the JIT");
+    auto j = check<InternalError>(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(jtmb)).create(),
+                                  "creating the JIT");
     return j.release();
   }();
   return *jit;
