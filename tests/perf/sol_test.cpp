@@ -17,6 +17,8 @@
 #include "tessera/support/Targets.h"
 #include "tessera/tessera.h"
 
+#include "../env_guard.h"
+
 namespace ts = tessera;
 namespace perf = tessera::perf;
 namespace fs = std::filesystem;
@@ -24,28 +26,7 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-/// Sets (or unsets) an environment variable for a scope.
-class EnvGuard {
- public:
-  EnvGuard(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
-    if (value)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
-  }
-  ~EnvGuard() {
-    if (had_)
-      setenv(name_, old_.c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
+using tessera::testing::EnvGuard;
 
 /// A fresh temporary folder, removed with the scope.
 struct TempDir {

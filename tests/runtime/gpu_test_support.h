@@ -13,6 +13,8 @@
 
 #include "tessera/runtime/Runtime.h"
 
+#include "../env_guard.h"
+
 namespace tessera::rt::testing {
 
 // Two function types agree on the ABI when they have the same arity and each
@@ -47,28 +49,7 @@ struct SameAbi<R1 (*)(A1...), R2 (*)(A2...)> {
   static constexpr bool value = check();
 };
 
-/// Sets (or unsets, for nullptr) an environment variable for a scope.
-class EnvGuard {
- public:
-  EnvGuard(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
-    if (value)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
-  }
-  ~EnvGuard() {
-    if (had_)
-      setenv(name_, old_.c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
+using tessera::testing::EnvGuard;
 
 /// The message of the DeviceError `f` throws ("" if it throws nothing).
 template <class F>
