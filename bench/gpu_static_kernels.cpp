@@ -63,36 +63,7 @@ Kernel transpose(int B) {
 }
 
 Kernel attention(int BM, int BN, int D, bool causal) {
-  const float scale = 1.0f / std::sqrt(float(D));
-  return ts::kernel(causal ? "attention_causal" : "attention", {"o", "q", "k", "v", "n"},
-                    [=](ts::Ptr<ts::half> o, ts::Ptr<const ts::half> q, ts::Ptr<const ts::half> k,
-                        ts::Ptr<const ts::half> v, ts::Int n) {
-                      auto base = ts::program_id(1) * n * D;
-                      auto rm = ts::expand_dims(ts::program_id(0) * BM + ts::arange(BM), 1);  // BM x 1
-                      auto d0 = ts::expand_dims(ts::arange(D), 0);                            // 1 x D
-                      auto d1 = ts::expand_dims(ts::arange(D), 1);                            // D x 1
-                      auto qt = ts::load(q + base + rm * D + d0, rm < n);                     // BM x D
-                      ts::Tensor hi = n;
-                      if (causal) hi = ts::minimum(n, (ts::program_id(0) + 1) * BM);  // no key block past the diagonal
-                      auto init = std::tuple{ts::full({BM}, -ts::inf, ts::f32), ts::zeros({BM}, ts::f32),
-                                             ts::zeros({BM, D}, ts::f32)};
-                      auto [mi, li, acc] =
-                          ts::for_range(0, hi, BN, init, [&](ts::Int n0, ts::Tensor mi, ts::Tensor li, ts::Tensor acc) {
-                            auto cn = ts::expand_dims(n0 + ts::arange(BN), 0);   // 1 x BN
-                            auto kt = ts::load(k + base + cn * D + d1, cn < n);  // D x BN: K transposed
-                            auto s = ts::dot(qt, kt, ts::zeros({BM, BN}, ts::f32)) * scale;
-                            auto valid = causal ? (cn < n) & (cn <= rm) : ts::broadcast_to(cn < n, {BM, BN});
-                            s = ts::where(valid, s, -ts::inf);
-                            auto mnew = ts::maximum(mi, ts::max(s, 1));  // online softmax: running row max
-                            auto p = ts::exp(s - ts::expand_dims(mnew, 1));
-                            auto alpha = ts::exp(mi - mnew);  // rescales what was summed under the old max
-                            auto cn2 = ts::expand_dims(n0 + ts::arange(BN), 1);  // BN x 1
-                            auto vt = ts::load(v + base + cn2 * D + d0, cn2 < n);
-                            auto accNew = ts::dot(p.to(ts::f16), vt, acc * ts::expand_dims(alpha, 1));
-                            return std::tuple{mnew, li * alpha + ts::sum(p, 1), accNew};
-                          });
-                      ts::store(o + base + rm * D + d0, (acc / ts::expand_dims(li, 1)).to(ts::f16), rm < n);
-                    });
+  return examples::flashAttention(examples::AttentionBlocks{BM, BN}, D, causal);
 }
 
 Kernel gemmF16Plain(GemmBlocks B) {
@@ -192,50 +163,17 @@ CheckResult checkTranspose(int B, const Kernel& k, const Device& dev, const Comp
   return check.result();
 }
 
-CheckResult checkAttention(int BM, int D, bool causal, const Kernel& k, const Device& dev, const CompileOptions& o,
+// The example's own launch and check (examples/flash_attention.cpp) with
+// this configuration's blocks.
+CheckResult checkAttention(int BM, int BN, int D, bool causal, const Device& dev, const CompileOptions& o,
                            const std::vector<int64_t>& s) {
-  const int64_t heads = s[0], n = s[1];
-  std::mt19937_64 rng(10);
-  const size_t count = size_t(heads * n * D);
-  auto q = randomHalves(count, rng), kk = randomHalves(count, rng), v = randomHalves(count, rng);
-  Buffer dq = dev.upload(DType::F16, q), dk = dev.upload(DType::F16, kk), dv = dev.upload(DType::F16, v);
-  Buffer dout = dev.alloc(DType::F16, count);
-  dout.fillBytes(0xff);
-  compile(k, dev, o).launchWith({cdiv(n, BM), uint32_t(heads)}, {dout, dq, dk, dv, int32_t(n)}, {});
-  auto got = dout.read<uint16_t>();
-  // Outputs are convex combinations of values in [-1, 1]. Errors: p rounded
-  // to f16 for the second dot (u16 relative on every weight), the output
-  // rounded to f16 (u16), f32 exp and sums (well below); 4 u16 covers them
-  // with margin, while a key block missed or counted twice moves an output
-  // by ~0.1.
-  const double bound = 4 * kU16;
-  ElementCheck check(bound, "o");
-  const double scale = 1.0 / std::sqrt(double(D));
-  std::vector<double> sc(static_cast<size_t>(n));
-  for (int64_t h = 0; h < heads; ++h)
-    for (int64_t i = 0; i < n; ++i) {
-      const size_t qi = size_t((h * n + i) * D);
-      double m = -INFINITY;
-      const int64_t last = causal ? i : n - 1;
-      for (int64_t j = 0; j <= last; ++j) {
-        double dotv = 0;
-        for (int64_t d = 0; d < D; ++d)
-          dotv += double(fromHalf(q[qi + size_t(d)])) * fromHalf(kk[size_t((h * n + j) * D + d)]);
-        sc[size_t(j)] = dotv * scale;
-        m = std::max(m, sc[size_t(j)]);
-      }
-      double l = 0;
-      for (int64_t j = 0; j <= last; ++j) l += std::exp(sc[size_t(j)] - m);
-      for (int64_t d = 0; d < D; ++d) {
-        double want = 0;
-        for (int64_t j = 0; j <= last; ++j)
-          want += std::exp(sc[size_t(j)] - m) * fromHalf(v[size_t((h * n + j) * D + d)]);
-        check(fromHalf(got[qi + size_t(d)]), want / l, bound, [&] {
-          return "at head " + std::to_string(h) + ", row " + std::to_string(i) + ", col " + std::to_string(d);
-        });
-      }
-    }
-  return check.result();
+  examples::RunContext ctx;
+  ctx.device = dev;
+  ctx.shape = {s[0], s[1], D};
+  ctx.seed = 10;
+  examples::Launch l = examples::prepareAttention(ctx, causal, examples::AttentionBlocks{BM, BN});
+  compile(l.kernel, dev, o).launchWith(l.grid, l.args, {});
+  return l.check();
 }
 
 // act < 0: the plain kernel (no bias argument, no epilogue).
@@ -324,7 +262,7 @@ std::vector<GpuBenchKernel> gpuBenchKernels() {
                  a.w,
                  {{2, 128}, {2, 77}},
                  [=](const Device& d, const CompileOptions& o, const std::vector<int64_t>& s) {
-                   return checkAttention(a.bm, a.d, a.causal, k, d, o, s);
+                   return checkAttention(a.bm, a.bn, a.d, a.causal, d, o, s);
                  }});
   }
   for (int tile : {32, 128})

@@ -40,8 +40,8 @@ Kernel gemv(int BM, int BK);
 Kernel rope(int BR, int HD);
 /// out[N, M] = in[M, N]^T, f32, B x B tiles.                       out, in, M, N   grid: (ceil(M/B), ceil(N/B))
 Kernel transpose(int B);
-/// Flash-attention forward, f16 Q/K/V/O [heads, n, D], f32 online softmax;
-/// scale 1/sqrt(D).                                   o, q, k, v, n   grid: (ceil(n / BM), heads)
+/// The flash_attention example's kernel (examples/flash_attention.cpp) with
+/// BM x BN blocks.                                    o, q, k, v, n   grid: (ceil(n / BM), heads)
 Kernel attention(int BM, int BN, int D, bool causal);
 /// C (f16) = A (f16) @ B (f16), f32 accumulation, no epilogue (gemm_f16's
 /// pipelined main loop).                                         c, a, b, M, N, K

@@ -4,13 +4,14 @@ namespace tessera::examples {
 
 const std::vector<Example>& all() {
   static const std::vector<Example> list = {
-      vectorAddExample(),    biasGeluExample(),
-      softmaxExample(),      layernormExample(),
-      rmsnormExample(),      gemmF32Example(),
-      gemmF16Example(),      gemmBF16Example(),
-      gemmBatchedExample(),  tutorialSoftmaxExample(),
-      tutorialGemmExample(), tpMlpExample(),
-      spRmsnormExample(),    dropoutResidualLayernormExample(),
+      vectorAddExample(),      biasGeluExample(),
+      softmaxExample(),        layernormExample(),
+      rmsnormExample(),        gemmF32Example(),
+      gemmF16Example(),        gemmBF16Example(),
+      gemmBatchedExample(),    tutorialSoftmaxExample(),
+      tutorialGemmExample(),   tpMlpExample(),
+      spRmsnormExample(),      dropoutResidualLayernormExample(),
+      flashAttentionExample(), flashAttentionCausalExample(),
   };
   return list;
 }

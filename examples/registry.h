@@ -122,6 +122,21 @@ Kernel gemmBF16(GemmBlocks blocks, Activation act = Activation::GELU);
 Kernel gemmBatched(GemmBlocks blocks);
 /// C (f32) = A (f16) @ B (f16), K loop pipelined with STAGES stages (tutorial step 3). c, a, b, M, N, K
 Kernel tutorialGemm(int BM, int BN, int BK, int STAGES);
+/// Flash-attention forward (examples/flash_attention.cpp): f16 Q, K, V, O
+/// of shape [heads, n, D], BLOCK_M query rows per program, BLOCK_N keys per
+/// loop step, f32 online softmax; the causal variant masks keys after the
+/// query.                                       o, q, k, v, n   grid: (ceil(n / BLOCK_M), heads)
+struct AttentionBlocks {
+  int m = 64, n = 64;  // BLOCK_M, BLOCK_N
+};
+Kernel flashAttention(AttentionBlocks blocks, int D, bool causal);
+/// The launch of flash_attention(_causal) on ctx's shape with other blocks
+/// (the static GPU benchmark's configurations share the example's check).
+Launch prepareAttention(const RunContext& ctx, bool causal, AttentionBlocks blocks);
+/// 64 x 64, and 32 x 32 on RDNA3 (wave32), where 64 x 64 needs scratch.
+AttentionBlocks attentionDefaultBlocks(const Target& t);
+AttentionBlocks attentionDefaultBlocks(const Device& device);
+
 /// Default blocks. CPU: measured on AVX2 (Zen 3), docs/gemm.md. GPU and
 /// emulator targets: 32 x 32 x 32 keeps the shared-memory tiles small (and
 /// the emulated runs of the test shapes quick); the pipelined f16 / bf16 K
@@ -158,6 +173,8 @@ Example tutorialGemmExample();
 Example tpMlpExample();
 Example spRmsnormExample();
 Example dropoutResidualLayernormExample();
+Example flashAttentionExample();
+Example flashAttentionCausalExample();
 
 /// The example's default kernel for a target.
 inline Kernel kernelFor(const Example& e, const Target& t) {

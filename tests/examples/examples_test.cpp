@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "registry.h"
+#include "support.h"
 #include "../cpu_paths.h"
 
 namespace ts = tessera;
@@ -13,6 +14,8 @@ namespace ex = tessera::examples;
 
 // The references are defined in examples/<name>.cpp.
 namespace tessera::examples::ref {
+std::vector<double> attention(const std::vector<uint16_t>& q, const std::vector<uint16_t>& k,
+                              const std::vector<uint16_t>& v, int64_t heads, int64_t n, int64_t D, bool causal);
 std::vector<double> vectorAdd(const std::vector<float>& a, const std::vector<float>& b);
 std::vector<double> biasGelu(const std::vector<float>& x, const std::vector<float>& bias, int64_t rows, int64_t cols);
 std::vector<double> softmax(const std::vector<float>& x, int64_t rows, int64_t cols);
@@ -46,7 +49,8 @@ TEST_CASE("the registry lists the examples in order", "[examples]") {
   for (const auto& e : ex::all()) names.push_back(e.name);
   CHECK(names == std::vector<std::string>{"vector_add", "bias_gelu", "softmax", "layernorm", "rmsnorm", "gemm_f32",
                                           "gemm_f16", "gemm_bf16", "gemm_batched", "tutorial_softmax", "tutorial_gemm",
-                                          "tp_mlp", "sp_rmsnorm", "dropout_residual_layernorm"});
+                                          "tp_mlp", "sp_rmsnorm", "dropout_residual_layernorm", "flash_attention",
+                                          "flash_attention_causal"});
   REQUIRE(ex::find("softmax") != nullptr);
   CHECK(ex::find("nope") == nullptr);
   for (const auto& e : ex::all()) {
@@ -113,6 +117,23 @@ TEST_CASE("reference: bias_gelu uses the exact erf GELU", "[examples][reference]
   // gelu(v) = v * Phi(v); Phi(1) = 0.8413447460685429, Phi(-1) = 0.15865525393145707.
   auto y = ex::ref::biasGelu({0.0f, 0.5f, -1.0f, 2.0f}, {0.0f, 0.5f}, 2, 2);
   requireNear(y, {0.0, 0.8413447460685429, -0.15865525393145707, 2.5 * 0.99379033467422384}, 1e-12);
+}
+
+TEST_CASE("reference: flash_attention, causal and not", "[examples][reference]") {
+  // One head, two rows, D = 1 (scale 1): q = 1, keys 0 and 1, values 1 and -1.
+  // Both keys: weights 1/(1+e) and e/(1+e), output (1-e)/(1+e) = -tanh(1/2).
+  // Causal row 0 sees only key 0: output 1.
+  auto h = [](float x) { return ex::toHalf(x); };
+  std::vector<uint16_t> q{h(1), h(1)}, k{h(0), h(1)}, v{h(1), h(-1)};
+  const double both = -std::tanh(0.5);
+  requireNear(ex::ref::attention(q, k, v, 1, 2, 1, false), {both, both}, 1e-12);
+  requireNear(ex::ref::attention(q, k, v, 1, 2, 1, true), {1.0, both}, 1e-12);
+  // D = 4 scales the scores by 1/2: q.k = 4 for key 1 gives score 2.
+  std::vector<uint16_t> q4(8, h(1)), k4{h(0), h(0), h(0), h(0), h(1), h(1), h(1), h(1)};
+  std::vector<uint16_t> v4{h(1), h(1), h(1), h(1), h(-1), h(-1), h(-1), h(-1)};
+  const double w = std::exp(2.0) / (1 + std::exp(2.0));
+  auto got = ex::ref::attention(q4, k4, v4, 1, 2, 4, false);
+  requireNear(got, std::vector<double>(8, (1 - w) - w), 1e-12);
 }
 
 TEST_CASE("reference: softmax", "[examples][reference]") {

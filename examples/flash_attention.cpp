@@ -1,0 +1,185 @@
+// flash_attention: O = softmax(Q K^T / sqrt(D)) V for every head, forward,
+// f16 Q, K, V and O of shape [heads, n, D], without ever holding the n x n
+// score matrix (FlashAttention's online softmax).
+//
+// Program (i, h) owns BLOCK_M query rows of head h. It loops over the keys
+// BLOCK_N at a time: S = Q K^T for that block (a tensor-core dot on GPUs,
+// f32 accumulation), then the online softmax keeps per row the running
+// maximum m and the running sum l of exp(s - m); when a block raises the
+// maximum, what was summed so far (l and the output accumulator) is rescaled
+// by exp(m_old - m_new), and the block's probabilities P, rounded to f16,
+// feed the second dot P V into the f32 accumulator. At the end O = acc / l.
+// The two dots are chained through ops of the same loop body, so the layout
+// pass puts every warp along the query rows: the row max and sum reduce
+// inside a warp and, on NVIDIA, S's accumulator fragment is already P's
+// operand fragment (docs/gpu.md, "Chained dots").
+//
+// The causal variant (flash_attention_causal) masks keys after the query
+// (col > row) and stops the loop at the block's diagonal: the key blocks
+// past it would be masked entirely.
+//
+// Shape: {heads, n, D} with D one of 16, 32, 64, 128; default {4, 300, 64}.
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <tuple>
+
+#include "support.h"
+
+namespace ts = tessera;
+
+namespace tessera::examples {
+
+Kernel flashAttention(AttentionBlocks B, int D, bool causal) {
+  const float scale = 1.0f / std::sqrt(float(D));
+  const int BM = B.m, BN = B.n;
+  return ts::kernel(causal ? "flash_attention_causal" : "flash_attention", {"o", "q", "k", "v", "n"},
+                    [=](ts::Ptr<ts::half> o, ts::Ptr<const ts::half> q, ts::Ptr<const ts::half> k,
+                        ts::Ptr<const ts::half> v, ts::Int n) {
+                      auto base = ts::program_id(1) * n * D;  // this head's [n, D] slices
+                      auto rm = ts::expand_dims(ts::program_id(0) * BM + ts::arange(BM), 1);  // query rows, BM x 1
+                      auto d0 = ts::expand_dims(ts::arange(D), 0);                            // 1 x D
+                      auto d1 = ts::expand_dims(ts::arange(D), 1);                            // D x 1
+                      auto qt = ts::load(q + base + rm * D + d0, rm < n);                     // BM x D, loaded once
+                      ts::Tensor hi = n;
+                      if (causal) hi = ts::minimum(n, (ts::program_id(0) + 1) * BM);  // no key block past the diagonal
+                      auto init = std::tuple{ts::full({BM}, -ts::inf, ts::f32), ts::zeros({BM}, ts::f32),
+                                             ts::zeros({BM, D}, ts::f32)};
+                      auto [mi, li, acc] =
+                          ts::for_range(0, hi, BN, init, [&](ts::Int n0, ts::Tensor mi, ts::Tensor li, ts::Tensor acc) {
+                            auto cn = ts::expand_dims(n0 + ts::arange(BN), 0);  // key columns, 1 x BN
+                            auto kt =
+                                ts::load(k + base + cn * D + d1, cn < n);  // D x BN: K transposed by the addressing
+                            auto s = ts::dot(qt, kt, ts::zeros({BM, BN}, ts::f32)) * scale;
+                            auto valid = causal ? (cn < n) & (cn <= rm) : ts::broadcast_to(cn < n, {BM, BN});
+                            s = ts::where(valid, s, -ts::inf);  // masked keys weigh exp(-inf) = 0
+                            auto mnew = ts::maximum(mi, ts::max(s, 1));
+                            auto p = ts::exp(s - ts::expand_dims(mnew, 1));
+                            auto alpha = ts::exp(mi - mnew);  // rescales what was summed under the old maximum
+                            auto cn2 = ts::expand_dims(n0 + ts::arange(BN), 1);  // BN x 1
+                            auto vt = ts::load(v + base + cn2 * D + d0, cn2 < n);
+                            auto accNew = ts::dot(p.to(ts::f16), vt, acc * ts::expand_dims(alpha, 1));
+                            return std::tuple{mnew, li * alpha + ts::sum(p, 1), accNew};
+                          });
+                      ts::store(o + base + rm * D + d0, (acc / ts::expand_dims(li, 1)).to(ts::f16), rm < n);
+                    });
+}
+
+namespace ref {
+/// Plain C++ reference in double: for each head and query row, the scores
+/// against every key (up to the row itself when causal), their softmax, and
+/// its weighted sum of V. Inputs are the f16 bit patterns the kernel reads.
+std::vector<double> attention(const std::vector<uint16_t>& q, const std::vector<uint16_t>& k,
+                              const std::vector<uint16_t>& v, int64_t heads, int64_t n, int64_t D, bool causal) {
+  std::vector<double> out(size_t(heads * n * D));
+  std::vector<double> s(static_cast<size_t>(n));
+  const double scale = 1.0 / std::sqrt(double(D));
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t i = 0; i < n; ++i) {
+      const size_t qi = size_t((h * n + i) * D);
+      const int64_t last = causal ? i : n - 1;
+      double m = -INFINITY;
+      for (int64_t j = 0; j <= last; ++j) {
+        double dotv = 0;
+        for (int64_t d = 0; d < D; ++d)
+          dotv += double(fromHalf(q[qi + size_t(d)])) * fromHalf(k[size_t((h * n + j) * D + d)]);
+        s[size_t(j)] = dotv * scale;
+        m = std::max(m, s[size_t(j)]);
+      }
+      double l = 0;
+      for (int64_t j = 0; j <= last; ++j) l += std::exp(s[size_t(j)] - m);
+      for (int64_t d = 0; d < D; ++d) {
+        double o = 0;
+        for (int64_t j = 0; j <= last; ++j) o += std::exp(s[size_t(j)] - m) * fromHalf(v[size_t((h * n + j) * D + d)]);
+        out[qi + size_t(d)] = o / l;
+      }
+    }
+  return out;
+}
+}  // namespace ref
+
+Launch prepareAttention(const RunContext& ctx, bool causal, AttentionBlocks B) {
+  const char* name = causal ? "flash_attention_causal" : "flash_attention";
+  std::vector<int64_t> s = ctx.shape.empty() ? std::vector<int64_t>{4, 300, 64} : ctx.shape;
+  if (s.size() != 3 || s[0] < 1 || s[0] > 65535 || s[1] < 1 || s[1] > (1 << 16) ||
+      (s[2] != 16 && s[2] != 32 && s[2] != 64 && s[2] != 128) || s[0] * s[1] * s[2] > (int64_t{1} << 26))
+    throw Error(std::string(name) +
+                ": the shape is {heads, n, D} with 1 <= heads <= 65535, 1 <= n <= 65536, D one of 16, 32, 64, 128, "
+                "and heads * n * D at most 2^26");
+  const int64_t heads = s[0], n = s[1], D = s[2];
+  std::mt19937_64 rng(ctx.seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  const size_t count = size_t(heads * n * D);
+  auto halves = [&] {
+    std::vector<uint16_t> h(count);
+    for (auto& x : h) x = toHalf(dist(rng));
+    return h;
+  };
+  std::vector<uint16_t> q = halves(), k = halves(), v = halves();
+  Buffer dq = ctx.device.upload(DType::F16, q), dk = ctx.device.upload(DType::F16, k),
+         dv = ctx.device.upload(DType::F16, v), dout = ctx.device.alloc(DType::F16, count);
+  dout.fillBytes(0xff);  // NaN: an output never written cannot pass
+  Launch launch{flashAttention(B, int(D), causal),
+                Dim3(uint32_t((n + B.m - 1) / B.m), uint32_t(heads)),
+                {dout, dq, dk, dv, int32_t(n)},
+                {heads, n, D}};
+  // Outputs are convex combinations of values in [-1, 1]. Errors: P rounded
+  // to f16 for the second dot (u16 relative on every weight), O rounded to
+  // f16 (u16), f32 exponentials and sums (far below); 4 u16 = 2^-9 covers
+  // them with margin, while a key block missed or counted twice, or a
+  // masked key let through, moves an output by about 0.1.
+  launch.check = [dout, q = std::move(q), k = std::move(k), v = std::move(v), heads, n, D, causal] {
+    std::vector<float> got;
+    for (uint16_t h : dout.read<uint16_t>()) got.push_back(fromHalf(h));
+    const double bound = std::ldexp(1.0, -9);
+    return compareWith(got, ref::attention(q, k, v, heads, n, D, causal), bound, "o", [=](size_t) { return bound; });
+  };
+  return launch;
+}
+
+AttentionBlocks attentionDefaultBlocks(const Target& t) {
+  // RDNA3 (gfx11, wave32 WMMA): at 64 x 64 with 4 waves the compiler keeps
+  // 204 bytes of scratch per lane at D = 64 (all 256 VGPRs live); 32 x 32
+  // fits every D of the example, causal or not, in 129-219 VGPRs with none.
+  if ((t.kind == Target::Kind::AMDGPU || t.kind == Target::Kind::EmuAMDGPU) && t.arch.rfind("gfx11", 0) == 0)
+    return {32, 32};
+  return {};
+}
+
+AttentionBlocks attentionDefaultBlocks(const Device& device) {
+  if (device.kind() == rt::DeviceKind::CPU) return {};
+  std::string arch = device.arch();
+  return attentionDefaultBlocks(Target::parse(device.kind() == rt::DeviceKind::Emulator ? "emu:" + arch : arch));
+}
+
+namespace {
+
+/// 64 x 64 blocks elsewhere: on NVIDIA and CDNA a 64-row block with 4 warps
+/// gives each warp 16 query rows (one mma/MFMA row of tiles) and keeps S, P
+/// and the accumulator in registers without spills for D up to 128
+/// (docs/gpu.md); the CPU runs the same tiles with its FMA dot.
+Example make(bool causal) {
+  Example e;
+  e.name = causal ? "flash_attention_causal" : "flash_attention";
+  e.summary = causal ? "flash-attention forward with a causal mask, f16 [heads, n, D], online softmax in f32"
+                     : "flash-attention forward, f16 [heads, n, D], online softmax in f32, two chained dots";
+  e.kernel = [causal] { return flashAttention(AttentionBlocks{}, 64, causal); };
+  e.gpuKernel = [causal](const Target& t) { return flashAttention(attentionDefaultBlocks(t), 64, causal); };
+  e.prepare = [causal](const RunContext& ctx) {
+    return prepareAttention(ctx, causal, attentionDefaultBlocks(ctx.device));
+  };
+  // One head of one row; ragged n with two heads; an aligned n with D = 128.
+  e.testShapes = {{1, 1, 64}, {2, 77, 64}, {1, 128, 128}};
+  return e;
+}
+
+}  // namespace
+
+Example flashAttentionExample() { return make(false); }
+Example flashAttentionCausalExample() { return make(true); }
+
+}  // namespace tessera::examples
+
+// Usage: flash_attention [--dump] [heads n D]
+TESSERA_EXAMPLE_PROGRAM(flashAttentionExample)
