@@ -63,7 +63,7 @@ Launch prepare(const RunContext& ctx) {
   std::vector<float> bias(static_cast<size_t>(N));
   for (auto& x : bias) x = dist(rng);
 
-  GemmBlocks B = gemmDefaultBlocks(ctx.device);
+  GemmBlocks B = gemmBlocksFor(ctx);
   Buffer da = ctx.device.upload(DType::F16, a), db = ctx.device.upload(DType::F16, b);
   Buffer dbias = ctx.device.upload(DType::F32, bias);
   Buffer dc = ctx.device.alloc(DType::F16, size_t(M * N));
@@ -110,6 +110,8 @@ Example gemmF16Example() {
   e.kernel = [] { return gemmF16(gemmDefaultBlocks(Device::cpu()), Activation::GELU); };
   e.gpuKernel = [](const Target& t) { return gemmF16(gemmDefaultBlocks(t), Activation::GELU); };
   e.prepare = prepare;
+  e.tuneSpace = [](const Target& t, const std::vector<int64_t>& shape) { return gemmTuneSpace(t, shape, true); };
+  e.dtype = "f16";
   // Aligned (N and K multiples of 16: cp.async on the emulated sm_80),
   // ragged in every dimension, a single element, K shorter than the
   // pipeline, and each activation.

@@ -69,7 +69,7 @@ Launch prepare(const RunContext& ctx) {
   std::vector<float> a = randomVector(size_t(M * K), rng), b = randomVector(size_t(K * N), rng);
   std::vector<float> bias = randomVector(size_t(N), rng);
 
-  GemmBlocks B = gemmDefaultBlocks(ctx.device);
+  GemmBlocks B = gemmBlocksFor(ctx);
   Buffer da = ctx.device.upload(DType::F32, a), db = ctx.device.upload(DType::F32, b);
   Buffer dbias = ctx.device.upload(DType::F32, bias);
   Buffer dc = ctx.device.alloc(DType::F32, size_t(M * N));
@@ -102,6 +102,8 @@ Example gemmF32Example() {
   e.kernel = [] { return gemmF32(gemmDefaultBlocks(Device::cpu()), Activation::GELU); };
   e.gpuKernel = [](const Target& t) { return gemmF32(gemmDefaultBlocks(t), Activation::GELU); };
   e.prepare = prepare;
+  e.tuneSpace = [](const Target& t, const std::vector<int64_t>& shape) { return gemmTuneSpace(t, shape, false); };
+  e.dtype = "f32";
   // Aligned, ragged in every dimension, a single element, and each activation.
   e.testShapes = {{64, 64, 64, 0}, {100, 77, 33, 1}, {1, 1, 1, 2}, {257, 129, 65, 2}, {128, 64, 200, 0}};
   return e;

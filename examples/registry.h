@@ -6,9 +6,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "tessera/perf/Tune.h"
 #include "tessera/tessera.h"
 
 namespace tessera::examples {
@@ -30,6 +32,10 @@ struct RunContext {
   std::vector<int64_t> shape;
   uint64_t seed = 1;
   LaunchOptions launch;
+  /// A point of the example's tune space (`tessera tune`): the meta-
+  /// parameters to trace the kernel with instead of its defaults. Unset:
+  /// the defaults, as always.
+  std::optional<perf::TuneConfig> config;
 };
 
 /// One launch of an example, prepared but not run: the kernel (traced, not
@@ -84,6 +90,13 @@ struct Example {
   std::function<CheckResult(const RunContext&)> runWhole;
   /// Shapes the test suite runs (aligned and ragged).
   std::vector<std::vector<int64_t>> testShapes;
+  /// The config space `tessera tune` searches (docs/tune.md) for a target
+  /// and a problem shape (the one prepare used); unset: not tunable.
+  /// `prepare` reads the chosen point from RunContext::config; a parameter
+  /// named num_warps is the compile option CompileOptions::numWarps.
+  std::function<perf::TuneSpace(const Target& target, const std::vector<int64_t>& shape)> tuneSpace;
+  /// The element type tuning results are keyed by ("f32", "f16").
+  std::string dtype;
 };
 
 // The kernels, as functions of their meta-parameter BLOCK (the tile width),
@@ -156,6 +169,51 @@ inline GemmBlocks gemmDefaultBlocks(const Device& device) {
   return gemmDefaultBlocks(Target::parse(device.kind() == rt::DeviceKind::Emulator ? "emu:" + arch : arch));
 }
 
+/// The blocks of a GEMM launch: the defaults for ctx.device, with what
+/// ctx.config sets (BLOCK_M, BLOCK_N, BLOCK_K, STAGES) in their place.
+inline GemmBlocks gemmBlocksFor(const RunContext& ctx) {
+  GemmBlocks b = gemmDefaultBlocks(ctx.device);
+  if (!ctx.config) return b;
+  const perf::TuneConfig& c = *ctx.config;
+  b.m = static_cast<int>(c.getOr("BLOCK_M", b.m));
+  b.n = static_cast<int>(c.getOr("BLOCK_N", b.n));
+  b.k = static_cast<int>(c.getOr("BLOCK_K", b.k));
+  b.stages = static_cast<int>(c.getOr("STAGES", b.stages));
+  return b;
+}
+
+/// The GEMMs' tune space (docs/tune.md). CPU: 4 x 3 x 2 = 24 block shapes
+/// around the measured default (256 x 256 x 64). GPU and emulator targets:
+/// blocks of 32 and 64, 2 or 4 warps and, for the pipelined K loops
+/// (`staged`), 2 or 3 stages. One constraint, from the problem's shape: a
+/// block wider than its dimension's bucket (the dimension rounded up to a
+/// power of two) computes only masked lanes, so it is pruned.
+inline perf::TuneSpace gemmTuneSpace(const Target& t, const std::vector<int64_t>& shape, bool staged) {
+  perf::TuneSpace s;
+  if (t.kind == Target::Kind::CPU) {
+    s.param("BLOCK_M", {32, 64, 128, 256}).param("BLOCK_N", {64, 128, 256}).param("BLOCK_K", {32, 64});
+  } else {
+    s.param("BLOCK_M", {32, 64}).param("BLOCK_N", {32, 64}).param("BLOCK_K", {32});
+    s.param("num_warps", {2, 4});
+    if (staged) s.param("STAGES", {2, 3});
+  }
+  auto bucket = [](int64_t d) {
+    int64_t b = 1;
+    while (b < d) b <<= 1;
+    return b;
+  };
+  if (shape.size() >= 3) {
+    const int64_t bm = bucket(shape[0]), bn = bucket(shape[1]), bk = bucket(shape[2]);
+    s.constrain("BLOCK_M <= M rounded up to a power of two (" + std::to_string(bm) + ")",
+                [bm](const perf::TuneConfig& c) { return c.get("BLOCK_M") <= bm; });
+    s.constrain("BLOCK_N <= N rounded up to a power of two (" + std::to_string(bn) + ")",
+                [bn](const perf::TuneConfig& c) { return c.get("BLOCK_N") <= bn; });
+    s.constrain("BLOCK_K <= K rounded up to a power of two (" + std::to_string(bk) + ")",
+                [bk](const perf::TuneConfig& c) { return c.get("BLOCK_K") <= bk; });
+  }
+  return s;
+}
+
 // One function per example, defined in examples/<name>.cpp.
 Example vectorAddExample();
 Example biasGeluExample();
@@ -179,6 +237,46 @@ Example flashAttentionCausalExample();
 /// The example's default kernel for a target.
 inline Kernel kernelFor(const Example& e, const Target& t) {
   return t.kind != Target::Kind::CPU && e.gpuKernel ? e.gpuKernel(t) : e.kernel();
+}
+
+/// The tuning problem of example `e` on ctx.device at ctx.shape (its
+/// default when empty): `e.prepare` with each config, checked against the
+/// example's reference. A UsageError when `e` declares no tune space.
+inline perf::TuneProblem tuneProblem(const Example& e, const RunContext& ctx) {
+  if (!e.tuneSpace || !e.prepare)
+    throw UsageError("example " + e.name + " declares no tune space (Example::tuneSpace); tunable: the GEMMs");
+  const Device& d = ctx.device;
+  Target target = d.kind() == rt::DeviceKind::CPU        ? Target::parse(d.arch().empty() ? "cpu" : "cpu:" + d.arch())
+                  : d.kind() == rt::DeviceKind::Emulator ? Target::parse("emu:" + d.arch())
+                                                         : Target::parse(d.arch());
+  perf::TuneProblem p;
+  p.kernel = e.name;
+  p.dtype = e.dtype;
+  p.device = d;
+  p.shape = e.prepare(ctx).shape;  // the default shape, when ctx gave none
+  p.space = e.tuneSpace(target, p.shape);
+  RunContext base = ctx;
+  base.shape = p.shape;
+  p.prepare = [e, base](const perf::TuneConfig& c) {
+    RunContext rc = base;
+    rc.config = c;
+    if (c.has("num_warps")) rc.options.numWarps = static_cast<int>(c.get("num_warps"));
+    Launch l = e.prepare(rc);
+    perf::TuneCandidate cand;
+    cand.kernel = l.kernel;
+    cand.options = rc.options;
+    cand.grid = l.grid;
+    cand.args = l.args;
+    cand.check = [check = l.check](std::string& why) {
+      CheckResult r = check();
+      if (!r.ok)
+        why = "max abs error " + std::to_string(r.maxAbsError) + ", tolerance " + std::to_string(r.tolerance) +
+              (r.detail.empty() ? "" : ": " + r.detail);
+      return r.ok;
+    };
+    return cand;
+  };
+  return p;
 }
 
 /// All bundled examples, in a stable order.
