@@ -8,7 +8,8 @@
 // writes a kernel's compiled code and a launcher header (docs/aot.md). `opt`
 // runs named passes on a .tir file. `cache` shows, explains and clears the
 // persistent compile cache (docs/cache.md). `bench` times kernels and `sol`
-// gives their speed of light (tools/Perf.cpp; docs/bench.md, docs/sol.md).
+// gives their speed of light (tools/Perf.cpp; docs/bench.md, docs/sol.md); `tune`
+// searches a kernel's config space (tools/Tune.cpp; docs/tune.md).
 // Exit codes: 0 success, 1 mismatch (or a benchmark regression), 2 a user
 // error (one message), 3 an internal compiler error.
 #include <cerrno>
@@ -31,6 +32,7 @@
 
 #include "Opt.h"
 #include "Perf.h"
+#include "Tune.h"
 #include "registry.h"
 #include "tessera/ir/Pass.h"
 #include "tessera/support/Targets.h"
@@ -74,6 +76,7 @@ const CommandHelp kCommands[] = {
      "  tessera cache clear [--dir DIR]\n"},
     {"bench", ts::tools::kBenchSynopsis, ts::tools::benchOptionsHelp},
     {"sol", ts::tools::kSolSynopsis, ts::tools::solOptionsHelp},
+    {"tune", ts::tools::kTuneSynopsis, ts::tools::tuneOptionsHelp},
     {"version", "  tessera --version | version\n"},
     {"help", "  tessera help [COMMAND] | COMMAND --help\n"},
 };
@@ -120,7 +123,8 @@ std::string details() {
 std::string usage() {
   std::string r = "usage:\n";
   for (const CommandHelp& c : kCommands) r += c.synopsis;
-  return r + details() + "bench, sol: `tessera help bench`, `tessera help sol` give their options\n";
+  return r + details() +
+         "bench, sol, tune: `tessera help bench`, `tessera help sol`, `tessera help tune` give their options\n";
 }
 
 std::string cacheHelp();
@@ -571,6 +575,9 @@ int main(int argc, char** argv) {
       return std::string(argv[1]) == "bench" ? ts::tools::runBench(rest, std::cout, std::cerr)
                                              : ts::tools::runSol(rest, std::cout, std::cerr);
     }
+    // tune too (tools/Tune.cpp).
+    if (argc >= 2 && std::string(argv[1]) == "tune")
+      return ts::tools::runTune(std::vector<std::string>(argv + 2, argv + argc), std::cout, std::cerr);
     Args a = parseArgs(argc, argv);
     if (a.command == "--version" || a.command == "version") {
       std::cout << "tessera " << TESSERA_VERSION << "\n" << ts::codegen::toolchainVersions();
@@ -598,8 +605,10 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const ts::tools::CommandLineError& e) {
     std::cerr << "tessera: " << e.command << ": " << e.what() << "\nusage:\n"
-              << (e.command == "bench" ? ts::tools::kBenchSynopsis : ts::tools::kSolSynopsis) << "(`tessera help "
-              << e.command << "` explains the options)\n";
+              << (e.command == "bench"  ? ts::tools::kBenchSynopsis
+                  : e.command == "tune" ? ts::tools::kTuneSynopsis
+                                        : ts::tools::kSolSynopsis)
+              << "(`tessera help " << e.command << "` explains the options)\n";
     return 2;
   } catch (const ts::InternalError& e) {
     std::cerr << "tessera: " << e.what() << "\n";
