@@ -197,8 +197,9 @@ class Progress {
 
 std::string describeBest(const TuneResult& r) {
   const TuneCandidateResult* b = nullptr;
+  // Candidates still to be measured are Measured with no time yet.
   for (const TuneCandidateResult& c : r.candidates)
-    if (c.valid() && (!b || c.seconds < b->seconds)) b = &c;
+    if (c.valid() && c.seconds > 0 && (!b || c.seconds < b->seconds)) b = &c;
   return b ? formatSeconds(b->seconds) + " (" + b->config.str() + ")" : std::string();
 }
 
