@@ -75,7 +75,11 @@ foreach(raw IN LISTS lines)
       restore(code "${block_code}")
       set(code_esc "${block_code}")
       math(EXPR n_blocks "${n_blocks} + 1")
-      set(ns "doc_snippet_${block_start}")
+      # The page's name is part of the namespace: pages are linked into one
+      # program, and two pages with a snippet on the same line must not
+      # define the same functions.
+      string(MAKE_C_IDENTIFIER "${REL}" page_id)
+      set(ns "doc_snippet_${page_id}_${block_start}")
       if(kind STREQUAL "skip")
         # not checked
       elseif(kind STREQUAL "excerpt")
