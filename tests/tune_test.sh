@@ -110,7 +110,7 @@ cli)
   expect "--budget-ms expects a time in milliseconds" gemm_f32 --budget-ms fast
   expect "--budget-ms needs a value" gemm_f32 --budget-ms
   expect "--shape expects AxBx..." gemm_f32 --shape 3xq
-  expect "--threads expects a thread count" gemm_f32 --threads 0
+  expect "unknown option --threads" gemm_f32 --threads 2
   expect "vector_add declares no config space" vector_add
   expect "'nope' is not a bundled kernel" nope
   expect "takes one KERNEL" gemm_f32 gemm_f16

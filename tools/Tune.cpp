@@ -20,7 +20,7 @@ namespace tessera::tools {
 
 const char* const kTuneSynopsis =
     "  tessera tune KERNEL [--shape AxBx...] [--device cpu|cpu:CPU|emu:nvptx:SM|...] [--budget-ms MS]\n"
-    "                  [--threads N] [--quiet] [--retune] [--export FILE.json]\n";
+    "                  [--quiet] [--retune] [--export FILE.json]\n";
 
 std::string tuneOptionsHelp() {
   std::string tunable;
@@ -32,12 +32,12 @@ std::string tuneOptionsHelp() {
          "         parallel, times each with the benchmark harness and checks it against the reference.\n"
          "         Every outcome is kept in the cache folder (TESSERA_CACHE_DIR, else XDG_CACHE_HOME/tessera,\n"
          "         else ~/.cache/tessera; folder tune/) per kernel, shape bucket (each dimension rounded up\n"
-         "         to a power of two), dtype, device and toolchain, so a config is measured once\n"
+         "         to a power of two), dtype, device (with its threads: TESSERA_NUM_THREADS) and toolchain,\n"
+         "         so a config is measured once\n"
          "  --shape AxBx...     the problem (also A,B,...); default: the example's\n"
          "  --device D          where to run: cpu (default), cpu:x86-64-v3, emu:nvptx:sm_80, nvptx:sm_90a, ...\n"
          "                      (--target is the same)\n"
          "  --budget-ms MS      timed repetitions of each config (default 100)\n"
-         "  --threads N         CPU worker threads of each launch (default: the device's)\n"
          "  --quiet             no progress bar (it is drawn only when standard error is a terminal)\n"
          "  --retune            measure every config again, replacing what is stored\n"
          "  --export FILE.json  write the deployable table: the best stored config of KERNEL per bucket,\n"
@@ -52,7 +52,6 @@ struct TuneArgs {
   std::string kernel, device = "cpu", exportFile;
   std::vector<int64_t> shape;
   double budgetMs = 100;
-  unsigned threads = 0;
   bool quiet = false, retune = false, help = false;
 };
 
@@ -105,13 +104,6 @@ TuneArgs parse(const std::vector<std::string>& args) {
       if (v.empty() || *end || errno || !std::isfinite(ms) || ms < 0 || ms > 3.6e6)
         fail("--budget-ms expects a time in milliseconds (0 to 3600000), got '" + v + "'");
       a.budgetMs = ms;
-    } else if (s == "--threads") {
-      std::string v = value("a thread count");
-      char* end = nullptr;
-      long n = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || *end || n < 1 || n > 1024)
-        fail("--threads expects a thread count between 1 and 1024, got '" + v + "'");
-      a.threads = static_cast<unsigned>(n);
     } else if (s == "--quiet" || s == "-q") {
       a.quiet = true;
     } else if (s == "--retune") {
@@ -149,11 +141,9 @@ int runTune(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   examples::RunContext ctx;
   ctx.device = deviceForTarget(Target::parse(a.device));
   ctx.shape = a.shape;
-  ctx.launch.threads = a.threads;
   perf::TuneProblem p = examples::tuneProblem(*ex, ctx);
   perf::TuneOptions o;
   o.bench.budgetSeconds = a.budgetMs / 1e3;
-  o.bench.launch.threads = a.threads;
   o.quiet = a.quiet;
   o.retune = a.retune;
 

@@ -272,6 +272,11 @@ TuneResult tune(const TuneProblem& p, const TuneOptions& opts) {
   r.bucket = shapeBucket(p.shape);
   r.dtype = p.dtype;
   r.device = opts.predict ? "model:" + opts.predictTarget.str() : tuneDeviceKey(p.device);
+  // The device's name gives its default thread count; a launch with
+  // another one is another device for the key.
+  if (!opts.predict && opts.bench.launch.threads)
+    r.device += ", launched with " + std::to_string(opts.bench.launch.threads) +
+                (opts.bench.launch.threads == 1 ? " thread" : " threads");
   r.toolchain = tuneToolchainKey();
   const std::vector<TuneConfig> configs = p.space.candidates();
   const std::string shapeText = [&] {

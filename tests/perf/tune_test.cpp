@@ -190,6 +190,12 @@ TEST_CASE("tune: stored results are reused, and a grown space measures only its 
   perf::TuneOptions again = quick();
   again.retune = true;
   CHECK(perf::tune(gemmProblem({32, 64, 16, 0}, grown), again).measured == 3);
+  // A launch thread count of its own is another device for the key.
+  perf::TuneOptions oneThread = quick();
+  oneThread.bench.launch.threads = 1;
+  perf::TuneResult single = perf::tune(gemmProblem({32, 64, 16, 0}, grown), oneThread);
+  CHECK(single.measured == 3);
+  CHECK_THAT(single.device, Contains(", launched with 1 thread"));
   // Without a store nothing is kept: every run measures.
   ts::codegen::DiskCacheSettings off;
   off.enabled = false;

@@ -166,6 +166,8 @@ using TunePredictFn = std::function<double(const codegen::Artifact& artifact, co
 struct TuneOptions {
   /// Timing of each candidate. The default is shorter than `tessera
   /// bench`'s: tuning compares configs against each other, not to a baseline.
+  /// A thread count in bench.launch (CPU, emulator) joins the device key:
+  /// ", launched with N threads" after tuneDeviceKey(device).
   BenchOptions bench = defaultBench();
   /// Measure every candidate again, replacing what the store holds.
   bool retune = false;
