@@ -244,7 +244,7 @@ inline Kernel kernelFor(const Example& e, const Target& t) {
 /// example's reference. A UsageError when `e` declares no tune space.
 inline perf::TuneProblem tuneProblem(const Example& e, const RunContext& ctx) {
   if (!e.tuneSpace || !e.prepare)
-    throw UsageError("example " + e.name + " declares no tune space (Example::tuneSpace); tunable: the GEMMs");
+    throw UsageError("example " + e.name + " declares no tune space (Example::tuneSpace)");
   const Device& d = ctx.device;
   Target target = d.kind() == rt::DeviceKind::CPU        ? Target::parse(d.arch().empty() ? "cpu" : "cpu:" + d.arch())
                   : d.kind() == rt::DeviceKind::Emulator ? Target::parse("emu:" + d.arch())

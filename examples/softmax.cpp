@@ -62,7 +62,9 @@ Launch prepare(const RunContext& ctx) {
 
   Buffer din = ctx.device.upload(DType::F32, x);
   Buffer dout = ctx.device.alloc(DType::F32, size_t(rows * cols));
-  Launch launch{softmax(nextPow2(cols)), Dim3(uint32_t(rows)), {dout, din, int32_t(cols)}, {rows, cols}};
+  // BLOCK: the next power of two >= cols, or a tune config's (docs/tune.md).
+  const int64_t block = ctx.config ? ctx.config->getOr("BLOCK", nextPow2(cols)) : nextPow2(cols);
+  Launch launch{softmax(int(block)), Dim3(uint32_t(rows)), {dout, din, int32_t(cols)}, {rows, cols}};
 
   // exp() to a few ulp and a reassociated f32 sum of up to a few thousand
   // terms: relative 1e-5; the absolute floor 1e-12 covers entries that
@@ -81,6 +83,20 @@ Example softmaxExample() {
   e.kernel = [] { return softmax(1024); };
   e.prepare = prepare;
   e.testShapes = {{1, 1}, {7, 1000}, {64, 1024}, {3, 4097}, {2, 3}};
+  // BLOCK from 256 to 16384 lanes (and, on GPUs, 1 to 8 warps); the row
+  // must fit one tile, and a tile past 4x the row is lanes that only mask.
+  e.tuneSpace = [](const Target& t, const std::vector<int64_t>& shape) {
+    perf::TuneSpace s;
+    s.param("BLOCK", {256, 512, 1024, 2048, 4096, 8192, 16384});
+    if (t.kind != Target::Kind::CPU) s.param("num_warps", {1, 2, 4, 8});
+    const int64_t cols = shape.size() == 2 ? shape[1] : 1;
+    s.constrain("BLOCK >= cols (" + std::to_string(cols) + "): a row is one tile",
+                [cols](const perf::TuneConfig& c) { return c.get("BLOCK") >= cols; });
+    s.constrain("BLOCK <= 4 x cols rounded up to a power of two",
+                [cols](const perf::TuneConfig& c) { return c.get("BLOCK") <= 4 * nextPow2(cols); });
+    return s;
+  };
+  e.dtype = "f32";
   return e;
 }
 

@@ -242,3 +242,24 @@ TEST_CASE("tune table: exported from the store, read back, and a config picked p
                     Contains("entries[0].config.A must be an integer"));
   CHECK_THROWS_AS(perf::TuneTable::fromJson("{", "t.json"), ts::UsageError);
 }
+
+TEST_CASE("tune: softmax's constraint prunes tiles narrower than the row, which give wrong answers", "[perf][tune]") {
+  FreshStore store("softmax");
+  ex::RunContext ctx;
+  ctx.shape = {3, 600};
+  perf::TuneProblem p = ex::tuneProblem(*ex::find("softmax"), ctx);
+  perf::TuneResult r = perf::tune(p, quick());
+  REQUIRE(r.candidates.size() == 7);  // BLOCK 256 .. 16384
+  for (const auto& c : r.candidates) {
+    const int64_t block = c.config.get("BLOCK");
+    INFO(c.config.str() << ": " << c.reason);
+    CHECK(c.valid() == (block >= 600 && block <= 4096));
+  }
+  CHECK_THAT(r.candidates[0].reason, Contains("violates BLOCK >= cols (600)"));
+  // Without the constraint, the narrow tiles run and fail the check.
+  p.space.constraints.clear();
+  perf::TuneResult all = perf::tune(p, quick());
+  CHECK(all.candidates[0].status == perf::TuneStatus::Wrong);
+  CHECK(all.candidates[1].status == perf::TuneStatus::Wrong);
+  CHECK(all.bestConfig()->get("BLOCK") >= 600);
+}
