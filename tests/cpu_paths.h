@@ -37,4 +37,15 @@ inline std::vector<tessera::rt::Device> cpuDevices() {
   return r;
 }
 
+/// Every pinned CPU path this host can run, then the emulated GPUs of both
+/// vendors (NVIDIA, AMD wave64 and wave32): where a test checks an op is
+/// the same on every backend.
+inline std::vector<tessera::rt::Device> cpuPathsAndEmulators() {
+  std::vector<tessera::rt::Device> r;
+  for (const std::string& cpu : runnableCpus()) r.push_back(tessera::rt::Device::cpu(cpu));
+  for (const char* g : {"nvptx:sm_80", "amdgpu:gfx942", "amdgpu:gfx1100"})
+    r.push_back(tessera::rt::Device::emulator(g));
+  return r;
+}
+
 }  // namespace testpaths

@@ -85,8 +85,9 @@ struct Run {
   emu::LaunchReport rep;
 };
 
-/// One launch over ceil(m / block) programs with buffers of exactly n
-/// (in, h, ho) and m (out) elements.
+/// One launch over ceil(m / block) programs with n as the kernel's element
+/// count, buffers of exactly m (out) and n (h, ho) elements and `in` as
+/// given (shorter than n: the mask lets accesses past its end).
 Run launchMasked(const Lowered& l, int64_t block, int n, int m, const std::vector<float>& in,
                  const std::vector<uint16_t>& h) {
   Run r;
@@ -159,17 +160,7 @@ TEST_CASE("emu: a predicated access whose mask lets it out of bounds is reported
     const int n = 1000, m = 1000;
     std::vector<float> in(size_t(n - 3), 1.0f);
     std::vector<uint16_t> h(size_t(n), 0);
-    Run r;
-    r.out.assign(size_t(m), 0.0f);
-    r.ho.assign(size_t(n), 0);
-    std::vector<float> s = {2.0f};
-    Args args;
-    args.add(r.out.data()).add(in.data()).add(h.data()).add(r.ho.data()).add(int32_t(n)).add(int32_t(m)).add(s.data());
-    emu::LaunchConfig c = config(l.k, uint32_t((m + block - 1) / block), l.art->binary.threadsPerBlock);
-    c.sharedBytes = l.k.dynamicSharedOffset + (l.k.amd ? 0 : l.art->binary.sharedBytes);
-    c.throwOnError = false;
-    addBuffer(c, r.out), addBuffer(c, in), addBuffer(c, h), addBuffer(c, r.ho), addBuffer(c, s);
-    emu::LaunchReport rep = emu::launch(l.k.threadFn, args.args(), c);
+    emu::LaunchReport rep = launchMasked(l, block, n, m, in, h).rep;
     CHECK(rep.count(emu::IssueKind::GlobalOutOfBounds) == 3);
     bool named = false;
     for (const emu::Issue& is : rep.issues) named |= is.message.find("load @ masked.cpp:2") != std::string::npos;

@@ -19,12 +19,7 @@ namespace {
 
 constexpr int kBlock = 128;
 
-std::vector<ts::Device> devices() {
-  std::vector<ts::Device> r;
-  for (const std::string& cpu : testpaths::runnableCpus()) r.push_back(ts::Device::cpu(cpu));
-  for (const char* g : {"nvptx:sm_80", "amdgpu:gfx942", "amdgpu:gfx1100"}) r.push_back(ts::Device::emulator(g));
-  return r;
-}
+std::vector<ts::Device> devices() { return testpaths::cpuPathsAndEmulators(); }
 
 /// The high half of the exact product, by T's signedness.
 template <class T>

@@ -31,12 +31,7 @@ namespace {
 
 constexpr int kBlock = 128;
 
-std::vector<ts::Device> devices() {
-  std::vector<ts::Device> r;
-  for (const std::string& cpu : testpaths::runnableCpus()) r.push_back(ts::Device::cpu(cpu));
-  for (const char* g : {"nvptx:sm_80", "amdgpu:gfx942", "amdgpu:gfx1100"}) r.push_back(ts::Device::emulator(g));
-  return r;
-}
+std::vector<ts::Device> devices() { return testpaths::cpuPathsAndEmulators(); }
 
 // Every generator on the counters base + i, i < n (masked: the last
 // program is ragged). Outputs: the four words of randint4x, randint, rand

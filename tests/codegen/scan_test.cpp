@@ -20,12 +20,7 @@ namespace ts = tessera;
 
 namespace {
 
-std::vector<ts::Device> devices() {
-  std::vector<ts::Device> r;
-  for (const std::string& cpu : testpaths::runnableCpus()) r.push_back(ts::Device::cpu(cpu));
-  for (const char* g : {"nvptx:sm_80", "amdgpu:gfx942", "amdgpu:gfx1100"}) r.push_back(ts::Device::emulator(g));
-  return r;
-}
+std::vector<ts::Device> devices() { return testpaths::cpuPathsAndEmulators(); }
 
 std::vector<int32_t> ints(size_t n, int lo, int hi, unsigned seed) {
   std::mt19937 rng(seed);
