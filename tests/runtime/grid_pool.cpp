@@ -18,6 +18,8 @@
 
 #include "tessera/runtime/Runtime.h"
 
+#include "../env_guard.h"
+
 using namespace tessera;
 using namespace tessera::rt;
 using Catch::Matchers::Contains;
@@ -98,27 +100,7 @@ std::set<std::thread::id> threadsOf(const std::vector<Chunk>& cs) {
   return s;
 }
 
-/// Sets an environment variable for one scope.
-class EnvGuard {
- public:
-  EnvGuard(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
-  }
-  ~EnvGuard() {
-    if (old_)
-      setenv(name_, old_->c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using tessera::testing::EnvGuard;
 
 }  // namespace
 
