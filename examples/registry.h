@@ -255,6 +255,8 @@ inline perf::TuneProblem tuneProblem(const Example& e, const RunContext& ctx) {
   p.device = d;
   p.shape = e.prepare(ctx).shape;  // the default shape, when ctx gave none
   p.space = e.tuneSpace(target, p.shape);
+  // The default kernel for the target stands for the example's code.
+  p.code = perf::codeFingerprint(kernelFor(e, target));
   RunContext base = ctx;
   base.shape = p.shape;
   p.prepare = [e, base](const perf::TuneConfig& c) {

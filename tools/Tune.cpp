@@ -162,7 +162,7 @@ int runTune(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   const perf::TuneCandidateResult& best = r.candidates[*r.best];
   out << "best: " << best.config.str() << " (" << perf::formatSeconds(best.seconds) << ")\n";
   if (!a.exportFile.empty()) {
-    perf::TuneTable t = perf::TuneTable::fromStore(p.kernel);
+    perf::TuneTable t = perf::TuneTable::fromStore(p.kernel, p.code);
     if (!store.usable())
       t.add({r.kernel, r.bucket, r.dtype, r.device, r.toolchain, best.config, best.seconds, best.shape});
     t.save(a.exportFile);

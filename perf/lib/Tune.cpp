@@ -121,6 +121,10 @@ std::string shapeBucket(const std::vector<int64_t>& shape) {
 
 std::string tuneDeviceKey(const Device& d) { return d.name(); }
 
+std::string codeFingerprint(const Kernel& k) {
+  return codegen::CacheKey::make("code", {{"tile-ir", k.text()}}).hash.substr(0, 16);
+}
+
 std::string tuneToolchainKey() { return codegen::tesseraBuildId() + ", " + codegen::llvmVersion(); }
 
 const char* name(TuneStatus s) {
@@ -278,6 +282,7 @@ TuneResult tune(const TuneProblem& p, const TuneOptions& opts) {
     r.device += ", launched with " + std::to_string(opts.bench.launch.threads) +
                 (opts.bench.launch.threads == 1 ? " thread" : " threads");
   r.toolchain = tuneToolchainKey();
+  r.code = p.code;
   const std::vector<TuneConfig> configs = p.space.candidates();
   const std::string shapeText = [&] {
     std::string s;

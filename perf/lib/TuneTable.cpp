@@ -25,6 +25,7 @@ std::vector<codegen::KeyPart> keyParts(const std::string& kernel, const std::str
 
 codegen::CacheKey entryKey(const TuneResult& r, const TuneConfig& c) {
   auto parts = keyParts(r.kernel, r.bucket, r.dtype, r.device, r.toolchain);
+  if (!r.code.empty()) parts.push_back({"code", r.code});
   parts.push_back({"config", c.str()});
   return codegen::CacheKey::make(kTuneStoreKind, std::move(parts));
 }
@@ -108,13 +109,14 @@ bool saveTuneEntry(const TuneResult& key, const TuneCandidateResult& c) {
 
 // ---- the table ---------------------------------------------------------------
 
-TuneTable TuneTable::fromStore(const std::string& kernel) {
+TuneTable TuneTable::fromStore(const std::string& kernel, const std::string& code) {
   TuneTable t;
   codegen::KeyedStore store(kTuneStoreKind);
   const std::string toolchain = tuneToolchainKey();
   for (const codegen::EntryInfo& e : store.list()) {
     if (!e.valid || partOf(e.parts, "toolchain") != toolchain) continue;
     if (!kernel.empty() && partOf(e.parts, "kernel") != kernel) continue;
+    if (!code.empty() && partOf(e.parts, "code") != code) continue;  // measured for other code
     TuneConfig config;
     try {
       config = TuneConfig::parse(partOf(e.parts, "config"));

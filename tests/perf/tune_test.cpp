@@ -203,6 +203,31 @@ TEST_CASE("tune: stored results are reused, and a grown space measures only its 
   CHECK(perf::tune(gemmProblem({32, 64, 16, 0}, s), quick()).measured == 2);
 }
 
+TEST_CASE("tune: results are keyed by the kernel's code, so an edited kernel is tuned again", "[perf][tune]") {
+  FreshStore store("code");
+  // The examples' problems carry the fingerprint of their default kernel.
+  perf::TuneProblem p =
+      gemmProblem({32, 64, 16, 0}, perf::TuneSpace().param("BLOCK_M", {16, 32}).param("BLOCK_N", {64}));
+  CHECK(p.code.size() == 16);
+  CHECK(p.code == perf::codeFingerprint(ex::kernelFor(*ex::find("gemm_f32"), ts::Target::parse("cpu"))));
+  CHECK(p.code != perf::codeFingerprint(ex::find("gemm_f16")->kernel()));
+  perf::TuneResult first = perf::tune(p, quick());
+  CHECK(first.measured == 2);
+  CHECK(perf::tune(p, quick()).measured == 0);
+  // The same name with other code (an edited kernel): nothing is reused,
+  // and a table for the new code holds only its own results.
+  perf::TuneProblem edited = p;
+  edited.code = perf::codeFingerprint(ex::find("softmax")->kernel());
+  perf::TuneResult second = perf::tune(edited, quick());
+  CHECK(second.measured == 2);
+  CHECK(second.reused == 0);
+  CHECK(perf::TuneTable::fromStore("gemm_f32").entries.size() == 1);  // best of both codes, one key
+  perf::TuneTable forEdited = perf::TuneTable::fromStore("gemm_f32", edited.code);
+  REQUIRE(forEdited.entries.size() == 1);
+  CHECK(forEdited.entries[0].seconds == second.candidates[*second.best].seconds);
+  CHECK(perf::TuneTable::fromStore("gemm_f32", "0000000000000000").entries.empty());
+}
+
 TEST_CASE("tune table: exported from the store, read back, and a config picked per shape", "[perf][tune]") {
   FreshStore store("table");
   perf::TuneSpace s;

@@ -108,7 +108,17 @@ struct TuneProblem {
   Device device = Device::cpu();
   TuneSpace space;
   TunePrepareFn prepare;
+  /// What the kernel's code is, part of the key (codeFingerprint): results
+  /// measured for other code are not reused, so editing a kernel retunes
+  /// it. Empty: the name alone stands for the code (then `retune` after an
+  /// edit).
+  std::string code;
 };
+
+/// A fingerprint of a kernel's code: the hash of its tile IR text (16 hex
+/// digits). Tracing a kernel costs microseconds to milliseconds, so a tuner
+/// can fingerprint the default config's kernel on every run.
+std::string codeFingerprint(const Kernel& k);
 
 /// The shape bucket a problem belongs to: every dimension rounded up to a
 /// power of two (0 and 1 stay as they are), "512x256x256". The best config
@@ -146,6 +156,7 @@ struct TuneCandidateResult {
 
 struct TuneResult {
   std::string kernel, bucket, dtype, device, toolchain;
+  std::string code;                             // TuneProblem::code
   std::vector<TuneCandidateResult> candidates;  // the space's order
   std::optional<size_t> best;                   // index of the fastest valid candidate
   size_t measured = 0;                          // run (or ranked) by this call: compiled, then timed or rejected

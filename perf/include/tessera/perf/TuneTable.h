@@ -45,8 +45,9 @@ class TuneTable {
   std::vector<TuneTableEntry> entries;
 
   /// The best valid config of every key in the store, for this toolchain;
-  /// only kernel `kernel` when not empty.
-  static TuneTable fromStore(const std::string& kernel = "");
+  /// only kernel `kernel` when not empty, and only results measured for
+  /// code `code` (TuneProblem::code) when not empty.
+  static TuneTable fromStore(const std::string& kernel = "", const std::string& code = "");
   /// Reads a table written by toJson; a UsageError naming `source` and the
   /// place for anything malformed.
   static TuneTable fromJson(const std::string& text, const std::string& source = "<json>");
