@@ -12,6 +12,7 @@ const std::vector<Example>& all() {
       tutorialGemmExample(),   tpMlpExample(),
       spRmsnormExample(),      dropoutResidualLayernormExample(),
       flashAttentionExample(), flashAttentionCausalExample(),
+      ropeExample(),
   };
   return list;
 }

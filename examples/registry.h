@@ -106,6 +106,8 @@ Kernel biasGelu(int BLOCK);   // out, x, bias, cols               grid: (rows, c
 Kernel softmax(int BLOCK);    // out, in, cols                    grid: rows; BLOCK >= cols
 Kernel layernorm(int BLOCK);  // y, mean, rstd, x, weight, bias, cols, eps   grid: rows; BLOCK >= cols
 Kernel rmsnorm(int BLOCK, const char* name = "rmsnorm");  // y, x, weight, cols, eps   grid: rows; BLOCK >= cols
+/// out, x, positions, cos_cache, sin_cache, rows (tokens * heads), heads   grid: ceil(rows / BLOCK)
+Kernel rope(int BLOCK, int D);
 Kernel tutorialSoftmax(int BLOCK);  // out, in, cols                 grid: rows; any cols (tutorial step 2)
 /// y, h, x, residual, weight, bias, cols, eps, p, seed   grid: rows; BLOCK >= cols
 Kernel dropoutResidualLayernorm(int BLOCK);
@@ -233,6 +235,7 @@ Example spRmsnormExample();
 Example dropoutResidualLayernormExample();
 Example flashAttentionExample();
 Example flashAttentionCausalExample();
+Example ropeExample();
 
 /// The example's default kernel for a target.
 inline Kernel kernelFor(const Example& e, const Target& t) {

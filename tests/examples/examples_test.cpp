@@ -14,6 +14,8 @@ namespace ex = tessera::examples;
 
 // The references are defined in examples/<name>.cpp.
 namespace tessera::examples::ref {
+std::vector<double> rope(const std::vector<float>& x, const std::vector<int32_t>& positions, int64_t tokens,
+                         int64_t heads, int64_t D);
 std::vector<double> attention(const std::vector<uint16_t>& q, const std::vector<uint16_t>& k,
                               const std::vector<uint16_t>& v, int64_t heads, int64_t n, int64_t D, bool causal);
 std::vector<double> vectorAdd(const std::vector<float>& a, const std::vector<float>& b);
@@ -50,7 +52,7 @@ TEST_CASE("the registry lists the examples in order", "[examples]") {
   CHECK(names == std::vector<std::string>{"vector_add", "bias_gelu", "softmax", "layernorm", "rmsnorm", "gemm_f32",
                                           "gemm_f16", "gemm_bf16", "gemm_batched", "tutorial_softmax", "tutorial_gemm",
                                           "tp_mlp", "sp_rmsnorm", "dropout_residual_layernorm", "flash_attention",
-                                          "flash_attention_causal"});
+                                          "flash_attention_causal", "rope"});
   REQUIRE(ex::find("softmax") != nullptr);
   CHECK(ex::find("nope") == nullptr);
   for (const auto& e : ex::all()) {
@@ -134,6 +136,17 @@ TEST_CASE("reference: flash_attention, causal and not", "[examples][reference]")
   const double w = std::exp(2.0) / (1 + std::exp(2.0));
   auto got = ex::ref::attention(q4, k4, v4, 1, 2, 4, false);
   requireNear(got, std::vector<double>(8, (1 - w) - w), 1e-12);
+}
+
+TEST_CASE("reference: rope turns plane i by position * 10000^(-2i/D)", "[examples][reference]") {
+  // D = 4: planes (x0, x2) at angle p and (x1, x3) at p / 100.
+  const double p = 3;
+  auto y = ex::ref::rope({1, 2, 0, 0}, {3}, 1, 1, 4);
+  requireNear(y, {std::cos(p), 2 * std::cos(p / 100), std::sin(p), 2 * std::sin(p / 100)}, 1e-12);
+  // Position 0 is the identity; each head of a token turns alike.
+  requireNear(ex::ref::rope({1, 2, 3, 4, 5, 6, 7, 8}, {0}, 1, 2, 4), {1, 2, 3, 4, 5, 6, 7, 8}, 0);
+  auto two = ex::ref::rope({1, 0, 0, 0, 1, 0, 0, 0}, {1}, 1, 2, 4);
+  requireNear(two, {std::cos(1.0), 0, std::sin(1.0), 0, std::cos(1.0), 0, std::sin(1.0), 0}, 1e-12);
 }
 
 TEST_CASE("reference: softmax", "[examples][reference]") {
