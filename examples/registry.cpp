@@ -12,7 +12,7 @@ const std::vector<Example>& all() {
       tutorialGemmExample(),   tpMlpExample(),
       spRmsnormExample(),      dropoutResidualLayernormExample(),
       flashAttentionExample(), flashAttentionCausalExample(),
-      ropeExample(),
+      ropeExample(),           crossEntropyExample(),
   };
   return list;
 }

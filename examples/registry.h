@@ -108,6 +108,8 @@ Kernel layernorm(int BLOCK);  // y, mean, rstd, x, weight, bias, cols, eps   gri
 Kernel rmsnorm(int BLOCK, const char* name = "rmsnorm");  // y, x, weight, cols, eps   grid: rows; BLOCK >= cols
 /// out, x, positions, cos_cache, sin_cache, rows (tokens * heads), heads   grid: ceil(rows / BLOCK)
 Kernel rope(int BLOCK, int D);
+/// loss, grad, logits, targets, V, scale   grid: rows; any V (BLOCK-wide chunks)
+Kernel crossEntropy(int BLOCK);
 Kernel tutorialSoftmax(int BLOCK);  // out, in, cols                 grid: rows; any cols (tutorial step 2)
 /// y, h, x, residual, weight, bias, cols, eps, p, seed   grid: rows; BLOCK >= cols
 Kernel dropoutResidualLayernorm(int BLOCK);
@@ -236,6 +238,7 @@ Example dropoutResidualLayernormExample();
 Example flashAttentionExample();
 Example flashAttentionCausalExample();
 Example ropeExample();
+Example crossEntropyExample();
 
 /// The example's default kernel for a target.
 inline Kernel kernelFor(const Example& e, const Target& t) {

@@ -16,6 +16,8 @@ namespace ex = tessera::examples;
 namespace tessera::examples::ref {
 std::vector<double> rope(const std::vector<float>& x, const std::vector<int32_t>& positions, int64_t tokens,
                          int64_t heads, int64_t D);
+void crossEntropy(const std::vector<float>& x, const std::vector<int32_t>& targets, int64_t rows, int64_t V,
+                  double scale, std::vector<double>& loss, std::vector<double>& grad);
 std::vector<double> attention(const std::vector<uint16_t>& q, const std::vector<uint16_t>& k,
                               const std::vector<uint16_t>& v, int64_t heads, int64_t n, int64_t D, bool causal);
 std::vector<double> vectorAdd(const std::vector<float>& a, const std::vector<float>& b);
@@ -52,7 +54,7 @@ TEST_CASE("the registry lists the examples in order", "[examples]") {
   CHECK(names == std::vector<std::string>{"vector_add", "bias_gelu", "softmax", "layernorm", "rmsnorm", "gemm_f32",
                                           "gemm_f16", "gemm_bf16", "gemm_batched", "tutorial_softmax", "tutorial_gemm",
                                           "tp_mlp", "sp_rmsnorm", "dropout_residual_layernorm", "flash_attention",
-                                          "flash_attention_causal", "rope"});
+                                          "flash_attention_causal", "rope", "cross_entropy"});
   REQUIRE(ex::find("softmax") != nullptr);
   CHECK(ex::find("nope") == nullptr);
   for (const auto& e : ex::all()) {
@@ -147,6 +149,17 @@ TEST_CASE("reference: rope turns plane i by position * 10000^(-2i/D)", "[example
   requireNear(ex::ref::rope({1, 2, 3, 4, 5, 6, 7, 8}, {0}, 1, 2, 4), {1, 2, 3, 4, 5, 6, 7, 8}, 0);
   auto two = ex::ref::rope({1, 0, 0, 0, 1, 0, 0, 0}, {1}, 1, 2, 4);
   requireNear(two, {std::cos(1.0), 0, std::sin(1.0), 0, std::cos(1.0), 0, std::sin(1.0), 0}, 1e-12);
+}
+
+TEST_CASE("reference: cross_entropy loss and gradient, and the ignored row", "[examples][reference]") {
+  // Logits 0 and ln 3: softmax 1/4, 3/4. Target 1: loss -ln(3/4); target 0:
+  // loss ln 4. Gradient (p - onehot) * scale with scale 1/2.
+  const float ln3 = std::log(3.0f);
+  std::vector<double> loss, grad;
+  ex::ref::crossEntropy({0.0f, ln3, 0.0f, ln3, 5.0f, 7.0f}, {1, 0, -100}, 3, 2, 0.5, loss, grad);
+  const double p0 = 1 / (1 + std::exp(double(ln3)));  // 1/4 up to ln 3's rounding to f32
+  requireNear(loss, {-std::log(1 - p0), -std::log(p0), 0.0}, 1e-9);
+  requireNear(grad, {0.5 * p0, 0.5 * (1 - p0 - 1), 0.5 * (p0 - 1), 0.5 * (1 - p0), 0.0, 0.0}, 1e-9);
 }
 
 TEST_CASE("reference: softmax", "[examples][reference]") {
