@@ -2,7 +2,7 @@
 // limits taken in the same run. Run by hand, never as a timed test:
 //
 //   cmake --build build --target tessera_bench && build/bin/tessera_bench [--quick] [--fibers] [--launch]
-//                                                                          [--perf-tools]
+//                                                                          [--perf-tools] [--attention]
 //
 // Reports, each as median [min, max] over repetitions after warm-up:
 //   * a STREAM-style triad a[i] = b[i] + s*c[i] (plain C++, -O3 -march=native)
@@ -21,7 +21,10 @@
 //     glibc's swapcontext (fiber_bench.cpp; --fibers runs this section alone);
 //   * the benchmark harness's overhead per repetition, and the host peaks
 //     `tessera sol` measures beside plain C++ peers (perf_tools_bench.cpp;
-//     --perf-tools runs this section alone).
+//     --perf-tools runs this section alone);
+//   * flash-attention forward (the flash_attention examples) against a plain
+//     C++ loop nest with -ffast-math (attention_bench.cpp; --attention runs
+//     this section alone).
 // Every kernel's output is checked against a plain C++ reference first.
 #include <immintrin.h>
 
@@ -36,6 +39,7 @@
 #include <thread>
 #include <vector>
 
+#include "attention_bench.h"
 #include "bench_kernels.h"
 #include "fiber_bench.h"
 #include "launch_bench.h"
@@ -122,7 +126,7 @@ static std::optional<tessera::bench::Setup> checkedSetup(const tessera::bench::M
 }
 
 int main(int argc, char** argv) {
-  bool quick = false, fibersOnly = false, launchOnly = false, perfOnly = false;
+  bool quick = false, fibersOnly = false, launchOnly = false, perfOnly = false, attentionOnly = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) {
       quick = true;
@@ -132,8 +136,10 @@ int main(int argc, char** argv) {
       launchOnly = true;
     } else if (std::strcmp(argv[i], "--perf-tools") == 0) {
       perfOnly = true;
+    } else if (std::strcmp(argv[i], "--attention") == 0) {
+      attentionOnly = true;
     } else {
-      std::fprintf(stderr, "usage: %s [--quick] [--fibers] [--launch] [--perf-tools]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--quick] [--fibers] [--launch] [--perf-tools] [--attention]\n", argv[0]);
       return 2;
     }
   }
@@ -148,6 +154,10 @@ int main(int argc, char** argv) {
   }
   if (perfOnly) {
     tessera::bench::perfToolsBench(reps);
+    return 0;
+  }
+  if (attentionOnly) {
+    tessera::bench::attentionBench(reps);
     return 0;
   }
   auto dev = ts::Device::cpu();
@@ -211,6 +221,9 @@ int main(int argc, char** argv) {
 
   // ---- the perf tools: harness overhead, host peaks against C++ peers -------
   tessera::bench::perfToolsBench(reps);
+
+  // ---- flash-attention forward against a C++ loop nest ----------------------
+  tessera::bench::attentionBench(reps);
 
   // ---- SIMT emulator -------------------------------------------------------
   std::printf("\nSIMT emulator: softmax 1024x1024 f32 (compile excluded), median [min, max] of 3\n");

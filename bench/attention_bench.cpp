@@ -1,0 +1,131 @@
+// Flash-attention forward on the CPU: the flash_attention examples
+// (examples/flash_attention.cpp) against the loop nest a C++ programmer
+// writes first, compiled with tessera_bench's flags (-O3 -march=native) and
+// -ffast-math on this file, so that the peer's loops vectorise their
+// reductions: scores, a max and a sum per query row, then the weighted sum
+// of V, in f32 from the same f16 inputs, rows split over the same number of
+// threads. Both outputs are checked against the example's double reference
+// before anything is timed. FLOPs counted as 4 n_q n_k D per head (two
+// matrix products), halved for the causal mask, for both.
+#include "attention_bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <thread>
+#include <vector>
+
+#include "registry.h"
+#include "support.h"
+#include "tessera/perf/Bench.h"
+#include "tessera/tessera.h"
+
+#pragma GCC optimize("fast-math")
+
+namespace tessera::bench {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// The peer: O = softmax(Q K^T / sqrt(D)) V per head and query row.
+void attentionPeer(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
+                   std::vector<float>& o, int64_t heads, int64_t n, int64_t D, bool causal, unsigned threads) {
+  const float scale = 1.0f / std::sqrt(float(D));
+  auto work = [&](int64_t lo, int64_t hi) {
+    std::vector<float> s(static_cast<size_t>(n));
+    for (int64_t hr = lo; hr < hi; ++hr) {
+      const int64_t h = hr / n, i = hr % n, last = causal ? i + 1 : n;
+      const float* qi = &q[size_t(hr * D)];
+      const float* kh = &k[size_t(h * n * D)];
+      const float* vh = &v[size_t(h * n * D)];
+      float m = -INFINITY;
+      for (int64_t j = 0; j < last; ++j) {
+        float d = 0;
+        for (int64_t c = 0; c < D; ++c) d += qi[c] * kh[j * D + c];
+        s[size_t(j)] = d * scale;
+        m = std::max(m, s[size_t(j)]);
+      }
+      float l = 0;
+      for (int64_t j = 0; j < last; ++j) l += (s[size_t(j)] = std::exp(s[size_t(j)] - m));
+      float* oi = &o[size_t(hr * D)];
+      for (int64_t c = 0; c < D; ++c) oi[c] = 0;
+      for (int64_t j = 0; j < last; ++j)
+        for (int64_t c = 0; c < D; ++c) oi[c] += s[size_t(j)] * vh[j * D + c];
+      for (int64_t c = 0; c < D; ++c) oi[c] /= l;
+    }
+  };
+  const int64_t rows = heads * n;
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t) pool.emplace_back(work, rows * t / threads, rows * (t + 1) / threads);
+  for (auto& th : pool) th.join();
+}
+
+struct Timing {
+  double median, min, max;
+};
+
+Timing timePeer(int reps, const std::function<void()>& fn) {
+  fn();  // warm-up
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) {
+    auto a = Clock::now();
+    fn();
+    t.push_back(std::chrono::duration<double>(Clock::now() - a).count());
+  }
+  perf::Stats s = perf::summarize(t);
+  return {s.median, s.min, s.max};
+}
+
+}  // namespace
+
+void attentionBench(int reps) {
+  Device dev = Device::cpu();
+  const unsigned threads = dev.defaultThreads();
+  std::printf("\nflash-attention forward, f16 [heads, n, D] in, on %s (median [min, max] of %d)\n", dev.name().c_str(),
+              reps);
+  std::printf("%-34s %26s %10s %26s %10s %7s\n", "shape", "Tessera ms", "GFLOP/s", "C++ loop nest ms", "GFLOP/s",
+              "ratio");
+  for (bool causal : {false, true})
+    for (int64_t n : {512, 2048}) {
+      const int64_t heads = 8, D = 64;
+      examples::RunContext ctx;
+      ctx.device = dev;
+      ctx.shape = {heads, n, D};
+      examples::Launch l = examples::prepareAttention(ctx, causal, examples::attentionDefaultBlocks(dev));
+      CompiledKernel k = compile(l.kernel, dev);
+      k.launchWith(l.grid, l.args, {});
+      examples::CheckResult ok = l.check();
+      // The peer on the same inputs, as f32: the f16 values the kernel read.
+      auto halves = [&](size_t i) {
+        std::vector<float> f;
+        for (uint16_t h : l.args[i].buffer.read<uint16_t>()) f.push_back(examples::fromHalf(h));
+        return f;
+      };
+      std::vector<float> q = halves(1), kk = halves(2), v = halves(3), o(q.size());
+      attentionPeer(q, kk, v, o, heads, n, D, causal, threads);
+      std::vector<float> got;
+      for (uint16_t h : l.args[0].buffer.read<uint16_t>()) got.push_back(examples::fromHalf(h));
+      double peerErr = 0;
+      for (size_t i = 0; i < o.size(); ++i) peerErr = std::max(peerErr, double(std::fabs(o[i] - got[i])));
+      if (!ok.ok || !(peerErr < 1e-2)) {
+        std::printf("  CHECK FAILED: %s, peer differs by %.3g\n", ok.detail.c_str(), peerErr);
+        continue;
+      }
+      perf::BenchOptions bo;
+      bo.minReps = reps;
+      perf::BenchResult r = perf::benchmark(k, l.grid, l.args, bo);
+      Timing p = timePeer(reps, [&] { attentionPeer(q, kk, v, o, heads, n, D, causal, threads); });
+      const double flops = 4.0 * double(heads) * double(n) * double(n) * double(D) * (causal ? 0.5 : 1.0);
+      char shape[64], ts[64], pc[64];
+      std::snprintf(shape, sizeof shape, "%lldx%lldx%lld%s", (long long)heads, (long long)n, (long long)D,
+                    causal ? " causal" : "");
+      std::snprintf(ts, sizeof ts, "%.2f [%.2f, %.2f]", r.stats.median * 1e3, r.stats.min * 1e3, r.stats.max * 1e3);
+      std::snprintf(pc, sizeof pc, "%.2f [%.2f, %.2f]", p.median * 1e3, p.min * 1e3, p.max * 1e3);
+      std::printf("%-34s %26s %10.1f %26s %10.1f %7.2f\n", shape, ts, flops / r.stats.median * 1e-9, pc,
+                  flops / p.median * 1e-9, p.median / r.stats.median);
+    }
+}
+
+}  // namespace tessera::bench
