@@ -94,7 +94,9 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
   AMDGPUTargetInfo(const GfxRow& row, const GpuOptions& o) : row_(row), o_(o) {}
   std::string arch() const override { return row_.arch; }
   std::string triple() const override { return "amdgcn-amd-amdhsa"; }
-  const char* deviceSyncScope() const override { return "agent"; }  // AMDGPU: "agent"
+  const char* syncScope(ir::MemScope s) const override {
+    return s == ir::MemScope::Program ? "workgroup" : s == ir::MemScope::Device ? "agent" : "";
+  }
   unsigned warpSize() const override { return row_.wave; }
   uint64_t maxSharedBytes() const override { return row_.lds; }
   // Wave64 CDNA: 256 arch + 256 accumulation VGPRs per lane; RDNA3 wave32:

@@ -37,8 +37,8 @@ void Lowering::emitBoundsCheck(const ir::Op& op) {
   switch (op.code()) {
     case OpCode::Load:
     case OpCode::Store:
-    case OpCode::AtomicAdd:
-    case OpCode::AtomicMax:
+    case OpCode::AtomicRmw:
+    case OpCode::AtomicCas:
     case OpCode::Copy: break;
     default: return;
   }
@@ -46,7 +46,7 @@ void Lowering::emitBoundsCheck(const ir::Op& op) {
   const MemOperands m = memOperands(op);
   if (m.ptr->type().space() != ir::MemSpace::Global) return;  // shared / local buffers are sized by the compiler
   const int32_t opId = static_cast<int32_t>(checkedOps_->size());
-  checkedOps_->push_back(op.name() + (op.loc().known() ? " @ " + op.loc().str() : std::string()));
+  checkedOps_->push_back(ir::userName(op) + (op.loc().known() ? " @ " + op.loc().str() : std::string()));
   const int arg = rootArg(m.ptr);
   const int64_t eb = static_cast<int64_t>(mod_.getDataLayout().getTypeAllocSize(m.st));
   llvm::Type* i64t = b_.getInt64Ty();

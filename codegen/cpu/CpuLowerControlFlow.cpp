@@ -1,6 +1,7 @@
 // Control flow (for, if, yield) and the per-op dispatch, including buffers
 // and local memory (alloc, local_load/local_store, copy, buffer_slot).
 #include "codegen/cpu/CpuLowerImpl.h"
+#include "codegen/llvm/Atomics.h"
 #include "codegen/llvm/ForLoop.h"
 
 #include <llvm/IR/Intrinsics.h>
@@ -122,8 +123,13 @@ void Lowering::emitOp(const ir::Op& op) {
       if (uses_[op.result()] == 0 || fused_.count(op.result()) || deferred_.count(op.result())) return;
       return emitLoad(op);
     case OpCode::Store: return emitStore(op);
-    case OpCode::AtomicAdd:
-    case OpCode::AtomicMax: return emitAtomic(op);
+    case OpCode::AtomicRmw:
+    case OpCode::AtomicCas: return emitAtomic(op);
+    case OpCode::Fence:
+      // A program is one thread here: only other programs (threads) and the
+      // host observe it, so every scope is the system scope.
+      b_.CreateFence(codegen::llvmOrder(ir::memOrder(op)));
+      return;
     case OpCode::Alloc: arrays_[op.result()] = allocTile(op.result()->type()); return;
     case OpCode::LocalLoad: {
       // A copy: later local_stores must not change this value.

@@ -37,6 +37,7 @@
 
 #include "codegen/cpu/CpuLowering.h"
 #include "codegen/llvm/Elementwise.h"
+#include "tessera/ir/Atomics.h"
 #include "tessera/ir/analysis/AxisInfo.h"
 #include "tessera/support/Error.h"
 
@@ -311,7 +312,6 @@ class Lowering {
   void emitIf(const ir::Op& op);
   void bindResults(const ir::Op& op, const std::vector<llvm::Value*>& storage);
   void emitYield(const ir::Op& op);
-  llvm::Value* atomicLane(const ir::Op& op, llvm::Value* p, llvm::Value* v);
 
   const ir::Function& fn_;
   llvm::LLVMContext& ctx_;

@@ -113,9 +113,9 @@ void Lowering::collectMasks(const ir::Value* v, std::vector<const ir::Value*>& o
   if (!v->type().isPointerLike() && v->type().dtype() == DType::I1) {
     bool memMask = false;
     for (const ir::Op* u : users_[v]) {
-      unsigned idx = u->code() == OpCode::Load ? 1 : 2;
+      unsigned idx = u->code() == OpCode::Load ? 1 : ir::maskOperand(u->code());
       bool mem = u->code() == OpCode::Load || u->code() == OpCode::Store || u->code() == OpCode::Copy ||
-                 u->code() == OpCode::AtomicAdd || u->code() == OpCode::AtomicMax;
+                 ir::isAtomic(u->code());
       if (mem && u->numOperands() > idx && u->operand(idx) == v) memMask = true;
     }
     if (memMask) out.push_back(v);

@@ -6,6 +6,7 @@
 #include <llvm/IR/Intrinsics.h>
 
 #include "codegen/cpu/CpuDot.h"
+#include "codegen/llvm/Atomics.h"
 
 namespace tessera::codegen::cpu::detail {
 
@@ -24,8 +25,8 @@ Lowering::MemOperands Lowering::memOperands(const ir::Op& op) {
   bool isLoad = op.code() == OpCode::Load || op.code() == OpCode::Copy;
   unsigned p = op.code() == OpCode::Copy ? 1 : 0;  // copy(dst buffer, src ptr [, mask])
   m.ptr = op.operand(p);
-  m.val = isLoad ? nullptr : op.operand(1);
-  unsigned mi = isLoad ? p + 1 : 2;
+  m.val = isLoad ? nullptr : op.operand(ir::valueOperand(op.code()));
+  unsigned mi = isLoad ? p + 1 : ir::maskOperand(op.code());
   m.mask = op.numOperands() > mi ? op.operand(mi) : nullptr;
   m.other = op.code() == OpCode::Load && op.numOperands() > 2 ? op.operand(2) : nullptr;
   m.dt = m.ptr->type().dtype();
@@ -306,50 +307,45 @@ void Lowering::emitStore(const ir::Op& op) {
   b_.SetInsertPoint(join);
 }
 
-llvm::Value* Lowering::atomicLane(const ir::Op& op, llvm::Value* p, llvm::Value* v) {
-  bool fl = v->getType()->isFloatingPointTy();
-  llvm::AtomicRMWInst::BinOp kind;
-  if (op.code() == OpCode::AtomicAdd) kind = fl ? llvm::AtomicRMWInst::FAdd : llvm::AtomicRMWInst::Add;
-  // fmaximum: NaN-propagating, -0 < +0, like the IR's max.
-  else
-    kind = fl                                          ? llvm::AtomicRMWInst::FMaximum
-           : isUnsigned(op.operand(1)->type().dtype()) ? llvm::AtomicRMWInst::UMax
-                                                       : llvm::AtomicRMWInst::Max;
-  return b_.CreateAtomicRMW(kind, p, v, llvm::MaybeAlign(), llvm::AtomicOrdering::Monotonic);
-}
-
 void Lowering::emitAtomic(const ir::Op& op) {
   const ir::Value* ptr = op.operand(0);
-  const ir::Value* val = op.operand(1);
-  const ir::Value* mask = op.numOperands() > 2 ? op.operand(2) : nullptr;
-  if (ptr->type().dtype() == DType::I1)
-    throw CompileError("atomics on i1 are not supported (at " + op.loc().str() + ")");
+  const ir::Value* val = op.operand(ir::valueOperand(op.code()));
+  const ir::Value* cmp = op.code() == OpCode::AtomicCas ? op.operand(1) : nullptr;
+  const unsigned mi = ir::maskOperand(op.code());
+  const ir::Value* mask = op.numOperands() > mi ? op.operand(mi) : nullptr;
+  const DType dt = val->type().dtype();
+  if (dt == DType::I1) throw CompileError("atomics on i1 are not supported (at " + op.loc().str() + ")");
   llvm::Function* f = b_.GetInsertBlock()->getParent();
+  // A program is one thread here: every scope is the system scope.
+  auto one = [&](llvm::Value* p, llvm::Value* v, llvm::Value* c) {
+    return codegen::emitAtomicElement(b_, op, dt, p, v, c, llvm::SyncScope::System);
+  };
   // One lane: if (mask) old = atomic(p, v) else old = 0.
-  auto lane = [&](llvm::Value* p, llvm::Value* v, llvm::Value* m) -> llvm::Value* {
-    if (!m) return atomicLane(op, p, v);
+  auto lane = [&](llvm::Value* p, llvm::Value* v, llvm::Value* c, llvm::Value* m) -> llvm::Value* {
+    if (!m) return one(p, v, c);
     auto* doBB = llvm::BasicBlock::Create(ctx_, "atomic", f);
     auto* joinBB = llvm::BasicBlock::Create(ctx_, "atomic.end", f);
     llvm::BasicBlock* from = b_.GetInsertBlock();
     b_.CreateCondBr(m, doBB, joinBB);
     b_.SetInsertPoint(doBB);
-    llvm::Value* old = atomicLane(op, p, v);
+    llvm::Value* old = one(p, v, c);
+    llvm::BasicBlock* last = b_.GetInsertBlock();
     b_.CreateBr(joinBB);
     b_.SetInsertPoint(joinBB);
     llvm::PHINode* phi = b_.CreatePHI(v->getType(), 2);
     phi->addIncoming(llvm::Constant::getNullValue(v->getType()), from);
-    phi->addIncoming(old, doBB);
+    phi->addIncoming(old, last);
     return phi;
   };
   if (!ptr->type().isTile()) {
-    scalars_[op.result()] = lane(scalar(ptr), scalar(val), mask ? scalar(mask) : nullptr);
+    scalars_[op.result()] = lane(scalar(ptr), scalar(val), cmp ? scalar(cmp) : nullptr, mask ? scalar(mask) : nullptr);
     return;
   }
   int64_t n = numElems(ptr->type());
   llvm::Value* arr = allocTile(op.result()->type());
   chunkLoop(n, 1, [&](llvm::Value* base) {
     auto e = [&](const ir::Value* x) { return b_.CreateExtractElement(emitChunk(x, base, 1), uint64_t{0}); };
-    llvm::Value* old = lane(e(ptr), e(val), mask ? e(mask) : nullptr);
+    llvm::Value* old = lane(e(ptr), e(val), cmp ? e(cmp) : nullptr, mask ? e(mask) : nullptr);
     storeChunk(arr, op.result()->type(), base, b_.CreateVectorSplat(1, old));
   });
   arrays_[op.result()] = arr;

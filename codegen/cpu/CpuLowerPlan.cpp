@@ -148,8 +148,7 @@ void Lowering::planLoadFusion(const ir::Block& blk) {
         for (const ir::Value* d : vals)
           if (d == u->result()) root = r;
     }
-    if (root->code() == OpCode::AtomicAdd || root->code() == OpCode::AtomicMax || root->code() == OpCode::Copy)
-      continue;
+    if (ir::isAtomic(root->code()) || root->code() == OpCode::Copy) continue;
     if (effectsBetween(&op, root)) continue;
     if (root->code() == OpCode::Store) {
       // Chunk k of the store runs before chunk k+1 of the load: only safe if
@@ -204,7 +203,7 @@ void Lowering::plan() {
   decide(fn_.body());
   std::function<void(const ir::Block&)> atomics = [&](const ir::Block& blk) {
     for (auto& op : blk.ops()) {
-      if (op->code() == OpCode::AtomicAdd || op->code() == OpCode::AtomicMax) hasAtomics_ = true;
+      if (ir::isAtomic(op->code()) || op->code() == OpCode::Fence) hasAtomics_ = true;
       for (auto& r : op->regions()) atomics(r->block());
     }
   };

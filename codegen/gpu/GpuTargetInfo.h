@@ -21,6 +21,7 @@
 #include "codegen/gpu/GpuCompile.h"
 #include "tessera/ir/analysis/Layout.h"
 #include "tessera/codegen/Compiler.h"
+#include "tessera/ir/Atomics.h"
 #include "tessera/ir/IR.h"
 #include "tessera/support/Error.h"
 
@@ -129,11 +130,18 @@ class GpuTargetInfo {
   /// (used before deferred shared-memory stores, so they stay after the
   /// compute they are meant to overlap). Default: nothing.
   virtual void schedulingBarrier(llvm::IRBuilderBase& b) {}
+  /// The LLVM synchronisation scope of an atomic or fence of IR scope `s`
+  /// (program: the block; device: all blocks of the grid; system: "", LLVM's
+  /// default): each backend spells them its own way and rejects the others'.
+  virtual const char* syncScope(ir::MemScope s) const = 0;
+  /// One element of an atomic_rmw, where the backend needs it written its
+  /// own way; nullptr: LLVM's atomicrmw with the order and scope as they are.
+  virtual llvm::Value* atomicRmw(llvm::IRBuilderBase& b, ir::AtomicKind kind, DType dt, llvm::Value* p, llvm::Value* v,
+                                 ir::MemOrder order, ir::MemScope scope) {
+    return nullptr;
+  }
   /// Lane `lane ^ mask` / lane `src` of the same warp; i32 values, all lanes
   /// of the warp active. Wider or narrower values are split by the caller.
-  /// The synchronisation scope of a device-wide (all blocks of the grid)
-  /// atomic: each backend spells it its own way and rejects the others'.
-  virtual const char* deviceSyncScope() const = 0;
   virtual llvm::Value* shuffleXor(llvm::IRBuilderBase& b, llvm::Value* v, unsigned mask) = 0;
   virtual llvm::Value* shuffleIdx(llvm::IRBuilderBase& b, llvm::Value* v, llvm::Value* srcLane) = 0;
   /// Creates the kernel function with the vendor's calling convention and

@@ -128,8 +128,9 @@ void Lower::emitOp(const ir::Op& op) {
     case OpCode::NumPrograms: scalars_[op.result()] = t_.gridDim(b_, static_cast<int>(op.intAttr("axis"))); return;
     case OpCode::Load: return emitLoad(op);
     case OpCode::Store: return emitStore(op);
-    case OpCode::AtomicAdd:
-    case OpCode::AtomicMax: return emitAtomic(op);
+    case OpCode::AtomicRmw:
+    case OpCode::AtomicCas: return emitAtomic(op);
+    case OpCode::Fence: return emitFence(op);
     case OpCode::Alloc:
       // The buffer's bytes may have been an earlier op's scratch (the plan
       // reuses bytes of areas whose live ranges are disjoint). A program-

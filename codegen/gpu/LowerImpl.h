@@ -251,7 +251,7 @@ class Lower {
                    const Slots* other);
   void emitStore(const ir::Op& op);
   void emitAtomic(const ir::Op& op);
-  llvm::Value* atomicOne(const ir::Op& op, llvm::Value* p, llvm::Value* v);
+  void emitFence(const ir::Op& op);
   /// `ordered`: wait for a barrier first if shared memory is dirty (a
   /// program-order write). Async writes skip it: IR.h makes the program
   /// order them (see flushStaged).

@@ -9,6 +9,7 @@
 #include <llvm/IR/Constants.h>
 
 #include "codegen/gpu/LowerImpl.h"
+#include "codegen/llvm/Atomics.h"
 
 namespace tessera::codegen::gpu_lower {
 
@@ -20,7 +21,7 @@ bool Lower::pipelineSlotBarrier(const ir::Op& op) const {
   if (!op.hasAttr("stage") || !loop || loop->code() != OpCode::For || !loop->hasAttr("pipelined")) return false;
   std::function<bool(const ir::Block&)> writesGlobal = [&](const ir::Block& blk) {
     for (auto& o : blk.ops()) {
-      if (o->code() == OpCode::Store || o->code() == OpCode::AtomicAdd || o->code() == OpCode::AtomicMax) return true;
+      if (o->code() == OpCode::Store || ir::isAtomic(o->code()) || o->code() == OpCode::Fence) return true;
       for (auto& reg : o->regions())
         if (writesGlobal(reg->block())) return true;
     }
@@ -257,48 +258,62 @@ void Lower::emitStore(const ir::Op& op) {
   }
 }
 
-llvm::Value* Lower::atomicOne(const ir::Op& op, llvm::Value* p, llvm::Value* v) {
-  bool fl = v->getType()->isFloatingPointTy();
-  llvm::AtomicRMWInst::BinOp kind;
-  if (op.code() == OpCode::AtomicAdd) kind = fl ? llvm::AtomicRMWInst::FAdd : llvm::AtomicRMWInst::Add;
-  // fmaximum: NaN-propagating, -0 < +0, like the IR's max.
-  else
-    kind = fl                                          ? llvm::AtomicRMWInst::FMaximum
-           : isUnsigned(op.operand(1)->type().dtype()) ? llvm::AtomicRMWInst::UMax
-                                                       : llvm::AtomicRMWInst::Max;
-  return b_.CreateAtomicRMW(kind, p, v, llvm::MaybeAlign(), llvm::AtomicOrdering::Monotonic,
-                            ctx_.getOrInsertSyncScopeID(t_.deviceSyncScope()));
+void Lower::emitFence(const ir::Op& op) {
+  // A fence orders the accesses of the whole program, which is the whole
+  // block: the barrier makes every thread's earlier accesses happen before
+  // each thread's fence (a fence is cumulative over what happens before it),
+  // and every later access waits for a barrier after it (unknownOrder).
+  barrier();
+  b_.CreateFence(codegen::llvmOrder(ir::memOrder(op)), ctx_.getOrInsertSyncScopeID(t_.syncScope(ir::memScope(op))));
+  unknownOrder();
 }
 
 void Lower::emitAtomic(const ir::Op& op) {
   const ir::Value* ptr = op.operand(0);
-  const ir::Value* val = op.operand(1);
-  const ir::Value* mask = op.numOperands() > 2 ? op.operand(2) : nullptr;
+  const ir::Value* val = op.operand(ir::valueOperand(op.code()));
+  const ir::Value* cmp = op.code() == OpCode::AtomicCas ? op.operand(1) : nullptr;
+  const unsigned mi = ir::maskOperand(op.code());
+  const ir::Value* mask = op.numOperands() > mi ? op.operand(mi) : nullptr;
+  const ir::MemOrder order = ir::memOrder(op);
+  const llvm::SyncScope::ID scope = ctx_.getOrInsertSyncScopeID(t_.syncScope(ir::memScope(op)));
   llvm::Type* et = elemTy(val->type());
   uint64_t eb = bytesOf(et);
   llvm::Function* fn = b_.GetInsertBlock()->getParent();
-  // if (c) old = atomic(p, v) else old = 0
-  auto one = [&](llvm::Value* c, llvm::Value* p, llvm::Value* v) -> llvm::Value* {
-    if (!c) return atomicOne(op, p, v);
+  auto atomicOne = [&](llvm::Value* p, llvm::Value* v, llvm::Value* x) {
+    if (op.code() == OpCode::AtomicRmw)
+      if (llvm::Value* old = t_.atomicRmw(b_, ir::atomicKind(op), val->type().dtype(), p, v, order, ir::memScope(op)))
+        return old;
+    return codegen::emitAtomicElement(b_, op, val->type().dtype(), p, v, x, scope);
+  };
+  // if (c) old = atomic(p, v[, x]) else old = 0
+  auto one = [&](llvm::Value* c, llvm::Value* p, llvm::Value* v, llvm::Value* x = nullptr) -> llvm::Value* {
+    if (!c) return atomicOne(p, v, x);
     llvm::BasicBlock* from = b_.GetInsertBlock();
     auto* bb = llvm::BasicBlock::Create(ctx_, "atomic", fn);
     auto* join = llvm::BasicBlock::Create(ctx_, "atomic.end", fn);
     b_.CreateCondBr(c, bb, join);
     b_.SetInsertPoint(bb);
-    llvm::Value* old = atomicOne(op, p, v);
+    llvm::Value* old = atomicOne(p, v, x);
+    llvm::BasicBlock* last = b_.GetInsertBlock();  // a compare-and-swap loop ends in a block of its own
     b_.CreateBr(join);
     b_.SetInsertPoint(join);
     llvm::PHINode* phi = b_.CreatePHI(et, 2);
-    phi->addIncoming(old, bb);
+    phi->addIncoming(old, last);
     phi->addIncoming(llvm::Constant::getNullValue(et), from);
     return phi;
   };
+  // The order is the program's (IR.h): a release covers the earlier
+  // accesses of every thread of the block, not only those of the threads
+  // performing the atomic, so they all meet at a barrier first (reads too:
+  // a released lock lets another program overwrite what this one read); an
+  // acquire makes every later access wait for a barrier after the atomic.
+  if (ir::releases(order)) barrier();
   beforeGlobal(true);
   if (!ptr->type().isTile()) {
     // Thread 0 performs it; every thread needs the old value.
     llvm::Value* c = b_.CreateICmpEQ(tid_, i32(0));
     if (mask) c = b_.CreateAnd(c, scalar(mask));
-    llvm::Value* old = one(c, scalar(ptr), scalar(val));
+    llvm::Value* old = one(c, scalar(ptr), scalar(val), cmp ? scalar(cmp) : nullptr);
     llvm::Value* s = scratch(eb);
     beforeShared();
     guarded(b_.CreateICmpEQ(tid_, i32(0)), [&] { b_.CreateStore(old, s); });
@@ -311,7 +326,8 @@ void Lower::emitAtomic(const ir::Op& op) {
   const auto& shape = ptr->type().shape();
   Slots ptrs = tileIn(ptr, l);
   Slots vals = tileIn(val, l);
-  Slots m;
+  Slots cmps, m;
+  if (cmp) cmps = tileIn(cmp, l);
   if (mask) m = tileIn(mask, l);
   ir::SlotTable t = ir::slotTable(l, shape);
   llvm::Value* owner = ownerPred(l, t);
@@ -320,7 +336,7 @@ void Lower::emitAtomic(const ir::Op& op) {
   for (size_t i = 0; i < t.size(); ++i) {
     llvm::Value* c = owner;
     if (mask) c = c ? b_.CreateAnd(c, m[i]) : m[i];
-    olds.push_back(one(c, ptrs[i], vals[i]));
+    olds.push_back(one(c, ptrs[i], vals[i], cmp ? cmps[i] : nullptr));
   }
   if (owner) {
     // Other holders of an element get its old value from the owner.
@@ -339,6 +355,8 @@ void Lower::emitAtomic(const ir::Op& op) {
       olds[i] = b_.CreateLoad(et, b_.CreateInBoundsGEP(et, s, linear(indexOf(bs, t, i), shape)));
   }
   tiles_[op.result()] = TileV{l, std::move(olds)};
+  // (A scalar atomic is followed by a barrier already: its old value's.)
+  if (ir::acquires(order)) unknownOrder();
 }
 
 void Lower::writeBuffer(const ir::Value* buf, const Slots& vals, const ir::Layout& l, bool ordered) {

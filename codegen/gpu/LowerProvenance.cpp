@@ -32,7 +32,7 @@ void Lower::setCurrentOp(const ir::Op& op) {
 }
 
 void Lower::setTag(const ir::Op& op, const std::string& what) {
-  std::string s = op.name();
+  std::string s = ir::userName(op);
   if (!what.empty()) s += " " + what;
   uint32_t line = 0;
   if (op.loc().known()) {

@@ -16,6 +16,7 @@
 #include <llvm/Transforms/Utils/Cloning.h>
 
 #include "codegen/gpu/GpuTargetInfo.h"
+#include "codegen/llvm/Atomics.h"
 #include "codegen/llvm/GpuToolchain.h"
 #include "codegen/llvm/LLVMSupport.h"
 #include "codegen/nvptx/NVPTXPredicated.h"
@@ -140,7 +141,25 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
   NVPTXTargetInfo(const SmRow& row, const GpuOptions& o) : row_(row), o_(o), libdevice_(findLibdevice()) {}
   std::string arch() const override { return row_.arch; }
   std::string triple() const override { return "nvptx64-nvidia-cuda"; }
-  const char* deviceSyncScope() const override { return "device"; }  // NVPTX: "device" (gpu scope in PTX)
+  // PTX's .cta, .gpu and .sys scopes.
+  const char* syncScope(ir::MemScope s) const override {
+    return s == ir::MemScope::Program ? "block" : s == ir::MemScope::Device ? "device" : "";
+  }
+  // LLVM's NVPTX backend drops the order and the scope of an atomicrmw: it
+  // emits every one as a relaxed .gpu `atom` (its cmpxchg and fences keep
+  // theirs). So the order is written with fences, PTX's fence-based mapping
+  // (release: fence.acq_rel then a relaxed atom; acquire: a relaxed atom then
+  // the fence), .gpu stands for .cta (a wider scope), and the system scope,
+  // which .gpu does not cover, goes through a .sys compare-and-swap loop.
+  llvm::Value* atomicRmw(llvm::IRBuilderBase& b, ir::AtomicKind kind, DType dt, llvm::Value* p, llvm::Value* v,
+                         ir::MemOrder order, ir::MemScope scope) override {
+    const llvm::SyncScope::ID ss = b.getContext().getOrInsertSyncScopeID(syncScope(scope));
+    if (scope == ir::MemScope::System) return codegen::emitAtomicRmwByCas(b, kind, dt, p, v, order, ss);
+    if (ir::releases(order)) b.CreateFence(llvm::AtomicOrdering::Release, ss);
+    llvm::Value* old = codegen::emitAtomicRmw(b, kind, dt, p, v, ir::MemOrder::Relaxed, ss);
+    if (ir::acquires(order)) b.CreateFence(llvm::AtomicOrdering::Acquire, ss);
+    return old;
+  }
   unsigned warpSize() const override { return 32; }
   uint64_t maxSharedBytes() const override { return row_.maxShared; }
 

@@ -77,15 +77,25 @@ ir::Value* valueFor(TraceState& s, ir::Value* p, const Operand& value, const Src
   return broadcastValue(s, v, vt.shape(), loc, what);
 }
 
-Tensor atomic(ir::OpCode code, const Tensor& ptr, const Operand& value, const Operand& mask, const SrcLoc& loc,
-              const char* what) {
-  TraceState& s = at(loc);
+ir::Value* atomicPointer(const Tensor& ptr, const SrcLoc& loc, const char* what) {
   ir::Value* p = pointerOperand(ptr, loc, what);
   if (ptr.readonly()) fail(loc, fmt::format("{}: pointer derived from a Ptr<const T> parameter is read-only", what));
-  ir::Value* v = valueFor(s, p, value, loc, what);
-  ir::Value* m = maskFor(s, mask, p->type().shape(), loc, what);
-  if (v->type().dtype() == DType::I1) fail(loc, fmt::format("{}: not defined on i1 values", what));
-  return wrap(s.builder->atomic(code, p, v, m));
+  if (p->type().space() != ir::MemSpace::Global)
+    fail(loc, fmt::format("{}: atomics act on global memory, got {}", what, typeStr(p->type())));
+  if (p->type().dtype() == DType::I1) fail(loc, fmt::format("{}: not defined on i1 values", what));
+  return p;
+}
+
+Tensor atomic(ir::AtomicKind kind, const Tensor& ptr, const Operand& value, const Operand& mask, ir::MemOrder order,
+              ir::MemScope scope, const SrcLoc& loc) {
+  const std::string what = std::string("atomic_") + ir::name(kind);
+  TraceState& s = at(loc);
+  ir::Value* p = atomicPointer(ptr, loc, what.c_str());
+  if (isFloat(p->type().dtype()) && !ir::takesFloats(kind))
+    fail(loc, fmt::format("{}: not defined on {} (bitwise atomics take integers)", what, name(p->type().dtype())));
+  ir::Value* v = valueFor(s, p, value, loc, what.c_str());
+  ir::Value* m = maskFor(s, mask, p->type().shape(), loc, what.c_str());
+  return wrap(s.builder->atomic(kind, p, v, m, order, scope));
 }
 
 TileBuffer allocIn(ir::MemSpace space, DType d, const ir::Shape& shape, const SrcLoc& loc, const char* what) {
@@ -166,11 +176,35 @@ void store(const Tensor& ptr, const Operand& value, const Operand& mask, SrcLoc 
   s.builder->store(p, v, m);
 }
 
-Tensor atomic_add(const Tensor& ptr, const Operand& value, const Operand& mask, SrcLoc loc) {
-  return dsl::atomic(OpCode::AtomicAdd, ptr, value, mask, loc, "atomic_add");
+#define TS_ATOMIC_FN(fn, Kind)                                                                            \
+  Tensor fn(const Tensor& ptr, const Operand& value, const Operand& mask, MemOrder order, MemScope scope, \
+            SrcLoc loc) {                                                                                 \
+    return dsl::atomic(ir::AtomicKind::Kind, ptr, value, mask, order, scope, loc);                        \
+  }
+TS_ATOMIC_FN(atomic_add, Add)
+TS_ATOMIC_FN(atomic_min, Min)
+TS_ATOMIC_FN(atomic_max, Max)
+TS_ATOMIC_FN(atomic_and, And)
+TS_ATOMIC_FN(atomic_or, Or)
+TS_ATOMIC_FN(atomic_xor, Xor)
+TS_ATOMIC_FN(atomic_xchg, Xchg)
+#undef TS_ATOMIC_FN
+
+Tensor atomic_cas(const Tensor& ptr, const Operand& cmp, const Operand& value, const Operand& mask, MemOrder order,
+                  MemScope scope, SrcLoc loc) {
+  dsl::TraceState& s = dsl::at(loc);
+  ir::Value* p = dsl::atomicPointer(ptr, loc, "atomic_cas");
+  ir::Value* c = dsl::valueFor(s, p, cmp, loc, "atomic_cas (cmp)");
+  ir::Value* v = dsl::valueFor(s, p, value, loc, "atomic_cas");
+  ir::Value* m = dsl::maskFor(s, mask, p->type().shape(), loc, "atomic_cas");
+  return dsl::wrap(s.builder->atomicCas(p, c, v, m, order, scope));
 }
-Tensor atomic_max(const Tensor& ptr, const Operand& value, const Operand& mask, SrcLoc loc) {
-  return dsl::atomic(OpCode::AtomicMax, ptr, value, mask, loc, "atomic_max");
+
+void fence(MemOrder order, MemScope scope, SrcLoc loc) {
+  dsl::TraceState& s = dsl::at(loc);
+  if (order == MemOrder::Relaxed)
+    dsl::fail(loc, "fence: a relaxed fence orders nothing (use MemOrder::Acquire, Release or AcqRel)");
+  s.builder->fence(order, scope);
 }
 
 TileBuffer alloc_shared(DType dtype, const ir::Shape& shape, SrcLoc loc) {

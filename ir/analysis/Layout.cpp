@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "tessera/ir/analysis/AxisInfo.h"
+#include "tessera/ir/Atomics.h"
 #include "tessera/support/Error.h"
 
 namespace tessera::ir {
@@ -271,8 +272,8 @@ LayoutAnalysis::LayoutAnalysis(const ir::Function& f, const AxisAnalysis& axis, 
       case ir::OpCode::Load:
       case ir::OpCode::Store:
       case ir::OpCode::Copy:
-      case ir::OpCode::AtomicAdd:
-      case ir::OpCode::AtomicMax: {
+      case ir::OpCode::AtomicRmw:
+      case ir::OpCode::AtomicCas: {
         const ir::Value* p = op.operand(pi);
         if (!p->type().isTile()) break;
         int64_t v = computeVec(op);
@@ -522,8 +523,8 @@ void LayoutAnalysis::propagateFromAccesses(ir::Block& body) {
       case OpCode::Load:
       case OpCode::Store:
       case OpCode::Copy:
-      case OpCode::AtomicAdd:
-      case OpCode::AtomicMax: {
+      case OpCode::AtomicRmw:
+      case OpCode::AtomicCas: {
         unsigned pi = op.code() == OpCode::Copy ? 1 : 0;
         const ir::Value* p = op.operand(pi);
         if (!p->type().isTile()) break;
@@ -553,7 +554,7 @@ Layout LayoutAnalysis::defaultFor(const std::vector<int64_t>& shape, VectorCap c
 }
 
 int64_t LayoutAnalysis::computeVec(const ir::Op& op) const {
-  if (op.code() == ir::OpCode::AtomicAdd || op.code() == ir::OpCode::AtomicMax) return 1;
+  if (ir::isAtomic(op.code())) return 1;
   unsigned pi = op.code() == ir::OpCode::Copy ? 1 : 0;
   const ir::Value* p = op.operand(pi);
   int64_t bytes = byteSize(p->type().dtype());
@@ -643,8 +644,8 @@ void LayoutAnalysis::assign(const ir::Op& op) {
   auto setOr = [&](const Layout& l) { layouts_[res] = compatible(l, shape) ? l : defaultFor(shape); };
   switch (op.code()) {
     case OpCode::Load:
-    case OpCode::AtomicAdd:
-    case OpCode::AtomicMax: setOr(accessLayout(op)); return;
+    case OpCode::AtomicRmw:
+    case OpCode::AtomicCas: setOr(accessLayout(op)); return;
     case OpCode::Reduce: {
       setOr(get(op.operand(0)).sliceDim(static_cast<int>(op.intAttr("axis"))));
       return;

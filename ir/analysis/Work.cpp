@@ -403,8 +403,8 @@ class Counter {
         }
         case OpCode::Load: access(op, op.operand(0), mult, true, false); break;
         case OpCode::Store: access(op, op.operand(0), mult, false, true); break;
-        case OpCode::AtomicAdd:
-        case OpCode::AtomicMax: access(op, op.operand(0), mult, true, true); break;
+        case OpCode::AtomicRmw:
+        case OpCode::AtomicCas: access(op, op.operand(0), mult, true, true); break;
         case OpCode::Copy: access(op, op.operand(1), mult, true, false); break;
         case OpCode::For: countFor(op, env, mult); break;
         case OpCode::If: countIf(op, env, mult); break;

@@ -84,10 +84,24 @@ void Builder::store(Value* ptr, Value* value, Value* mask) {
   if (mask) ops.push_back(mask);
   create(OpCode::Store, std::move(ops), {});
 }
-Value* Builder::atomic(OpCode code, Value* ptr, Value* value, Value* mask) {
+Value* Builder::atomic(AtomicKind kind, Value* ptr, Value* value, Value* mask, MemOrder order, MemScope scope) {
   std::vector<Value*> ops{ptr, value};
   if (mask) ops.push_back(mask);
-  return create(code, std::move(ops), {value->type()})->result();
+  return create(OpCode::AtomicRmw, std::move(ops), {value->type()},
+                {{"kind", std::string(name(kind))},
+                 {"order", std::string(name(order))},
+                 {"scope", std::string(name(scope))}})
+      ->result();
+}
+Value* Builder::atomicCas(Value* ptr, Value* cmp, Value* value, Value* mask, MemOrder order, MemScope scope) {
+  std::vector<Value*> ops{ptr, cmp, value};
+  if (mask) ops.push_back(mask);
+  return create(OpCode::AtomicCas, std::move(ops), {value->type()},
+                {{"order", std::string(name(order))}, {"scope", std::string(name(scope))}})
+      ->result();
+}
+void Builder::fence(MemOrder order, MemScope scope) {
+  create(OpCode::Fence, {}, {}, {{"order", std::string(name(order))}, {"scope", std::string(name(scope))}});
 }
 Value* Builder::alloc(MemSpace space, DType elem, Shape shape) {
   return create(OpCode::Alloc, {}, {Type::buffer(elem, space, std::move(shape))})->result();

@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "PrinterDetail.h"
+#include "tessera/ir/Atomics.h"
 #include "tessera/support/Error.h"
 
 namespace tessera::ir {
@@ -105,6 +106,14 @@ class Verifier {
     if (it == op.attrs().end() || !std::holds_alternative<std::string>(it->second))
       fail(op, std::string("needs a string attribute '") + k + "'");
     return std::get<std::string>(it->second);
+  }
+  /// The order and scope of an atomic or a fence; returns the order.
+  MemOrder memAttrs(const Op& op) const {
+    auto order = parseMemOrder(strAttr(op, "order"));
+    if (!order) fail(op, "unknown order '" + strAttr(op, "order") + "' (expected relaxed, acquire, release, acq_rel)");
+    if (!parseMemScope(strAttr(op, "scope")))
+      fail(op, "unknown scope '" + strAttr(op, "scope") + "' (expected program, device, system)");
+    return *order;
   }
   const std::vector<int64_t>& intsAttr(const Op& op, const char* k) const {
     auto it = op.attrs().find(k);
@@ -397,20 +406,38 @@ class Verifier {
         if (op.numOperands() == 3) maskFor(op, 2, p);
         return;
       }
-      case OpCode::AtomicAdd:
-      case OpCode::AtomicMax: {
-        operands(op, 2, 3);
+      case OpCode::AtomicRmw:
+      case OpCode::AtomicCas: {
+        const bool cas = op.code() == OpCode::AtomicCas;
+        operands(op, cas ? 3 : 2, cas ? 4 : 3);
         results(op, 1);
         const Type& p = in(op, 0);
         if (!p.isPointerLike()) fail(op, "operand " + ts(p) + " must be a pointer or a tile of pointers");
         if (p.space() != MemSpace::Global) fail(op, "needs global pointers, got " + ts(p));
         Type want = p.withDType(p.dtype());
-        if (in(op, 1) != want) fail(op, "value " + ts(in(op, 1)) + " does not match the pointee: expected " + ts(want));
+        for (unsigned i = 1; i < valueOperand(op.code()) + 1; ++i)
+          if (in(op, i) != want)
+            fail(op, (i == 1 && cas ? "compare value " : "value ") + ts(in(op, i)) +
+                         " does not match the pointee: expected " + ts(want));
         if (want.dtype() == DType::I1) fail(op, "is not defined on i1");
-        if (op.numOperands() == 3) maskFor(op, 2, p);
+        if (!cas) {
+          auto kind = parseAtomicKind(strAttr(op, "kind"));
+          if (!kind)
+            fail(op, "unknown kind '" + strAttr(op, "kind") + "' (expected add, min, max, and, or, xor, xchg)");
+          if (isFloat(want.dtype()) && !takesFloats(*kind))
+            fail(op, std::string("kind ") + name(*kind) + " is not defined on " + ts(want));
+        }
+        memAttrs(op);
+        if (op.numOperands() == maskOperand(op.code()) + 1) maskFor(op, maskOperand(op.code()), p);
         resultIs(op, want);
         return;
       }
+      case OpCode::Fence:
+        operands(op, 0, 0);
+        results(op, 0);
+        if (!acquires(memAttrs(op)) && !releases(memAttrs(op)))
+          fail(op, "a relaxed fence orders nothing (expected acquire, release or acq_rel)");
+        return;
       case OpCode::Alloc: {
         operands(op, 0, 0);
         results(op, 1);

@@ -219,9 +219,9 @@ class PadTiles : public Pass {
           }
           break;
         case OpCode::Store:
-        case OpCode::AtomicAdd:
-        case OpCode::AtomicMax:
-          if (Value* v = validMask(bld, op.operand(0))) andMask(bld, op, 2, v);
+        case OpCode::AtomicRmw:
+        case OpCode::AtomicCas:
+          if (Value* v = validMask(bld, op.operand(0))) andMask(bld, op, maskOperand(op.code()), v);
           break;
         case OpCode::Copy:
           if (Value* v = validMask(bld, op.operand(1))) andMask(bld, op, 2, v);

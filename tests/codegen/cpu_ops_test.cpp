@@ -262,10 +262,10 @@ TEST_CASE("cpu: atomics from a multi-program grid", "[codegen][cpu]") {
                                 b.splat(k.ci(11), {B})),
                        b.splat(k.ci(5), {B}));
   Value* vf = b.cast(vi, DType::F32);
-  b.atomic(OpCode::AtomicAdd, k.at(sumF, idx), vf, mask);
-  b.atomic(OpCode::AtomicMax, k.at(maxF, idx), vf, mask);
-  b.atomic(OpCode::AtomicAdd, k.at(sumI, idx), vi, mask);
-  b.atomic(OpCode::AtomicMax, k.at(maxI, idx), vi, mask);
+  b.atomic(AtomicKind::Add, k.at(sumF, idx), vf, mask);
+  b.atomic(AtomicKind::Max, k.at(maxF, idx), vf, mask);
+  b.atomic(AtomicKind::Add, k.at(sumI, idx), vi, mask);
+  b.atomic(AtomicKind::Max, k.at(maxI, idx), vi, mask);
   auto a = build(k);
   std::vector<float> sf(B, 0), mf(B, -100);
   std::vector<int32_t> si(B, 0), mi(B, -100);

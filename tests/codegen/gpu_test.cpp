@@ -104,7 +104,7 @@ std::unique_ptr<Function> rowsAndDot() {
   Value* mx = b.reduce("argmax", rs, 0);   // scalar i32
   Value* bc = b.broadcast(b.expandDims(rs, 1), s);
   b.store(b.ptrAdd(b.splat(out, s), lin), b.binary(OpCode::Add, res[0], bc));
-  b.atomic(OpCode::AtomicAdd, out, b.cast(mx, DType::F32));
+  b.atomic(AtomicKind::Add, out, b.cast(mx, DType::F32));
   b.ret();
   return f;
 }

@@ -248,7 +248,7 @@ TEST_CASE("reductions, where, transpose, dot, shared buffers and atomics", "[dsl
   %23 = arange() {end = 16, start = 0} : tile<16xi32>
   %24 = splat(%out) : tile<16xptr<f32, global>>
   %25 = ptr_add(%24, %23) : tile<16xptr<f32, global>>
-  %26 = atomic_add(%25, %22) : tile<16xf32>
+  %26 = atomic_rmw(%25, %22) {kind = add, order = relaxed, scope = device} : tile<16xf32>
   %27 = arange() {end = 16, start = 0} : tile<16xi32>
   %28 = splat(%idx) : tile<16xptr<i32, global>>
   %29 = ptr_add(%28, %27) : tile<16xptr<i32, global>>

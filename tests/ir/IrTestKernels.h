@@ -148,11 +148,11 @@ inline std::unique_ptr<Function> atomicKernel() {
   b.setLoc(loc(41));
   Value* pid = b.programId(0);
   Value* np = b.numPrograms(2);
-  Value* old = b.atomic(OpCode::AtomicAdd, p, b.cast(pid, DType::F32));
+  Value* old = b.atomic(AtomicKind::Add, p, b.cast(pid, DType::F32));
   Value* ptrs = b.ptrAdd(b.splat(q, {32}), b.arange(0, 32));
   Value* m = b.cmp("ne", b.arange(0, 32), b.splat(np, {32}));
-  b.atomic(OpCode::AtomicMax, ptrs, b.splat(pid, {32}), m);
-  b.atomic(OpCode::AtomicAdd, p, old);
+  b.atomic(AtomicKind::Max, ptrs, b.splat(pid, {32}), m);
+  b.atomic(AtomicKind::Add, p, old);
   b.ret();
   return f;
 }

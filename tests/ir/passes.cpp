@@ -111,7 +111,7 @@ TEST_CASE("dce removes dead chains and pure loops but keeps effects", "[ir][pass
     }
     %9 = for(%4, %n, %n, %3) : f32 {
     ^(%10: i32, %11: f32):
-      %12 = atomic_add(%p, %11) : f32
+      %12 = atomic_rmw(%p, %11) {kind = add, order = relaxed, scope = device} : f32
       %13 = sqrt(%11) : f32
       yield(%11)
     }
@@ -125,7 +125,7 @@ TEST_CASE("dce removes dead chains and pure loops but keeps effects", "[ir][pass
         "  %1 = constant() {value = 0} : i32\n"
         "  %2 = for(%1, %n, %n, %0) : f32 {\n"
         "  ^(%3: i32, %4: f32):\n"
-        "    %5 = atomic_add(%p, %4) : f32\n"
+        "    %5 = atomic_rmw(%p, %4) {kind = add, order = relaxed, scope = device} : f32\n"
         "    yield(%4)\n"
         "  }\n"
         "  return()\n"

@@ -109,13 +109,13 @@ TEST_CASE("the verifier rejects malformed ops, naming op, rule and location", "[
     Value* sp = f.addArgument(Type::ptr(DType::F32, MemSpace::Shared), "s");
     Builder b(&f.body());
     b.setLoc({"bad.cpp", 7, 9});
-    b.atomic(OpCode::AtomicAdd, sp, b.constant(f32(), 1.0));
+    b.atomic(AtomicKind::Add, sp, b.constant(f32(), 1.0));
     b.ret();
     try {
       verify(f);
       FAIL("accepted");
     } catch (const VerifyError& e) {
-      expectRejected(e.what(), "atomic_add", "needs global pointers, got ptr<f32, shared>");
+      expectRejected(e.what(), "atomic_rmw", "needs global pointers, got ptr<f32, shared>");
     }
   }
   SECTION("splat must produce a tile of its operand") {

@@ -202,7 +202,7 @@ TEST_CASE("work: an in-place update reads and writes its buffer, an atomic both,
     yield(%p)
   }
   %14 = constant() {value = 1} : i32
-  %15 = atomic_add(%hist, %14) : i32
+  %15 = atomic_rmw(%hist, %14) {kind = add, order = relaxed, scope = device} : i32
   return()
 }
 )";

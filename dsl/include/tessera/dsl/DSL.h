@@ -59,6 +59,7 @@
 #include <vector>
 
 #include "tessera/Kernel.h"
+#include "tessera/ir/Atomics.h"
 #include "tessera/ir/IR.h"
 #include "tessera/support/DType.h"
 #include "tessera/support/Error.h"
@@ -353,9 +354,33 @@ template <class T>
 void store(const Ptr<const T>&, const Operand&, const Operand& = {}, SrcLoc = SrcLoc::current()) {
   static_assert(sizeof(T) == 0, "ts::store through a Ptr<const T>: the kernel parameter is read-only");
 }
-/// Relaxed device-scope atomics; return the old values.
-Tensor atomic_add(const Tensor& ptr, const Operand& value, const Operand& mask = {}, SrcLoc loc = SrcLoc::current());
-Tensor atomic_max(const Tensor& ptr, const Operand& value, const Operand& mask = {}, SrcLoc loc = SrcLoc::current());
+/// Atomics (IR.h, "Atomics"): each masked-on element of a global pointer
+/// tile is one atomic read-modify-write; all return the old values (0 where
+/// masked off). `order` says how the atomic orders the program's other
+/// accesses, `scope` which programs that is guaranteed to:
+///   ts::MemOrder::Relaxed (default) | Acquire | Release | AcqRel
+///   ts::MemScope::Program | Device (default) | System
+/// add, min, max and xchg take integers and floats; and, or, xor integers.
+using ir::MemOrder;
+using ir::MemScope;
+#define TS_ATOMIC_FN(fn)                                                                                           \
+  Tensor fn(const Tensor& ptr, const Operand& value, const Operand& mask = {}, MemOrder order = MemOrder::Relaxed, \
+            MemScope scope = MemScope::Device, SrcLoc loc = SrcLoc::current());
+TS_ATOMIC_FN(atomic_add)
+TS_ATOMIC_FN(atomic_min)
+TS_ATOMIC_FN(atomic_max)
+TS_ATOMIC_FN(atomic_and)
+TS_ATOMIC_FN(atomic_or)
+TS_ATOMIC_FN(atomic_xor)
+TS_ATOMIC_FN(atomic_xchg)
+#undef TS_ATOMIC_FN
+/// Compare-and-swap: stores `value` where the old value equals `cmp` (floats:
+/// equal bits), returns the old values.
+Tensor atomic_cas(const Tensor& ptr, const Operand& cmp, const Operand& value, const Operand& mask = {},
+                  MemOrder order = MemOrder::AcqRel, MemScope scope = MemScope::Device, SrcLoc loc = SrcLoc::current());
+/// Orders the program's memory accesses before it against those after it
+/// (`order`: Acquire, Release or AcqRel), for the programs of `scope`.
+void fence(MemOrder order = MemOrder::AcqRel, MemScope scope = MemScope::Device, SrcLoc loc = SrcLoc::current());
 
 /// A tile held in shared (per program) or local (private) memory.
 class TileBuffer : public Tensor {

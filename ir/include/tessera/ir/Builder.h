@@ -9,6 +9,7 @@
 #include <functional>
 
 #include "tessera/ir/IR.h"
+#include "tessera/ir/Atomics.h"
 
 namespace tessera::ir {
 
@@ -51,7 +52,11 @@ class Builder {
   Value* ptrAdd(Value* p, Value* offsets);
   Value* load(Value* ptr, Value* mask = nullptr, Value* other = nullptr);
   void store(Value* ptr, Value* value, Value* mask = nullptr);
-  Value* atomic(OpCode code, Value* ptr, Value* value, Value* mask = nullptr);
+  Value* atomic(AtomicKind kind, Value* ptr, Value* value, Value* mask = nullptr, MemOrder order = MemOrder::Relaxed,
+                MemScope scope = MemScope::Device);
+  Value* atomicCas(Value* ptr, Value* cmp, Value* value, Value* mask = nullptr, MemOrder order = MemOrder::Relaxed,
+                   MemScope scope = MemScope::Device);
+  void fence(MemOrder order, MemScope scope);
   Value* alloc(MemSpace space, DType elem, Shape shape);
   Value* localLoad(Value* buffer);
   void localStore(Value* buffer, Value* tile);

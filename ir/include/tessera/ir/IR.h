@@ -72,8 +72,31 @@
 // lanes never touch memory, so their pointers may be out of bounds. `store`
 // writes only masked-on lanes; if two lanes of one store write one address,
 // one of the values wins. Unmasked out-of-bounds accesses are undefined
-// behaviour (the emulator reports them). Atomics are relaxed, device scope,
-// and return the old value.
+// behaviour (the emulator reports them).
+//
+// Atomics. `atomic_rmw(ptr, value [, mask]) {kind, order, scope}` and
+// `atomic_cas(ptr, cmp, value [, mask]) {order, scope}` act on global
+// memory only, element by element (each masked-on element is one atomic
+// read-modify-write; the elements of one tile are unordered among
+// themselves), and return the old values (0 in masked-off lanes). Kinds
+// (Atomics.def): add (integers wrap; floats round as `add`), min and max
+// (as the `min`/`max` ops: signedness by dtype, NaN-propagating, -0 < +0),
+// and, or, xor (integers only), xchg (stores `value`). atomic_cas stores
+// `value` where the old value equals `cmp` -- for floats, where their bits
+// are equal (so -0 and +0 differ and a NaN matches its own bit pattern).
+// Not defined on i1. `fence() {order, scope}` has no data.
+// Orders: relaxed (atomicity only), acquire (no later access of the
+// program is performed before it), release (no earlier access of the
+// program is performed after it), acq_rel (both); a fence is acquire,
+// release or acq_rel. "Access of the program" means of the whole program
+// however many threads a backend spreads it over. Scopes name the programs
+// the ordering is guaranteed to: program (only this program: e.g. its own
+// shared memory), device (every program of the launch), system (also the
+// host and other devices, through memory they share). A release by one
+// program that an acquire of another reads from (same or wider scope
+// covering both) makes the first program's earlier writes visible to the
+// second's later reads. A backend may implement a stronger order or a wider
+// scope than asked.
 //
 // Multi-buffered shared memory and asynchronous copies (software pipelining;
 // docs/pipelining.md has the full design).
