@@ -278,6 +278,15 @@ Tensor where(const Tensor& cond, const Operand& a, const Operand& b, SrcLoc loc)
     ir::Shape sh = dsl::broadcastShapes(va->type().shape(), vb->type().shape(), loc, "where");
     va = dsl::broadcastValue(s, va, sh, loc, "where");
     vb = dsl::broadcastValue(s, vb, sh, loc, "where");
+  } else if (!a.isHandle() && !b.isHandle()) {
+    // Two literals (a one-hot, a 0/1 mask as numbers): they take the
+    // condition's shape, f32 if either is a float, else i32 -- what the
+    // same literals next to a tile would give.
+    if (a.none() || b.none()) dsl::fail(loc, "where: missing value");
+    const DType d = a.kind() == Operand::Kind::Float || b.kind() == Operand::Kind::Float ? DType::F32 : DType::I32;
+    const ir::Type t = ir::Type::scalar(d).withShape(c->type().shape());
+    va = dsl::literal(s, a, t, loc, "where");
+    vb = dsl::literal(s, b, t, loc, "where");
   } else {
     std::tie(va, vb) = dsl::unify(s, a, b, loc, "where");
   }

@@ -2,6 +2,7 @@
 // on C++'s unspecified argument evaluation order are sequenced as separate
 // statements.
 #include "dsl_test_util.h"
+#include "tessera/tessera.h"
 
 namespace ts = tessera;
 using dsltest::irText;
@@ -296,4 +297,21 @@ TEST_CASE("the math functions trace to their ops, rint is round (ties to even)",
   CHECK(second != std::string::npos);
   CHECK(text.find("rint") == std::string::npos);
   CHECK(text.find(": tile<4xf64>") != std::string::npos);
+}
+
+TEST_CASE("where with two literal branches takes the condition's shape", "[dsl][trace]") {
+  auto k = ts::kernel("onehot", [](ts::Ptr<float> f, ts::Ptr<int32_t> i, ts::Ptr<int64_t> l, ts::Int hot) {
+    auto j = ts::arange(8);
+    ts::store(f + j, ts::where(j == hot, 1.0f, 0));  // a float literal: f32
+    ts::store(i + j, ts::where(j < hot, 5, -1));     // integers: i32
+    ts::store(l + j, ts::where(j < hot, 2, 0).to(ts::i64));
+  });
+  std::string text = irText(k);
+  CHECK(text.find("select(") != std::string::npos);
+  ts::Device dev = ts::Device::cpu();
+  ts::Buffer f = dev.alloc(ts::f32, 8), i = dev.alloc(ts::i32, 8), l = dev.alloc(ts::i64, 8);
+  ts::compile(k, dev).launch(ts::Dim3(1), f, i, l, 3);
+  CHECK(f.read<float>() == std::vector<float>{0, 0, 0, 1, 0, 0, 0, 0});
+  CHECK(i.read<int32_t>() == std::vector<int32_t>{5, 5, 5, -1, -1, -1, -1, -1});
+  CHECK(l.read<int64_t>() == std::vector<int64_t>{2, 2, 2, 0, 0, 0, 0, 0});
 }
