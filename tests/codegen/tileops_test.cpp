@@ -194,14 +194,13 @@ ts::Kernel gather2d(int R, int C, int IR, int IC, int axis) {
 /// The same over 1-D tiles: src B (n valid), idx K (k valid).
 template <class T, class I>
 ts::Kernel gather1d(int B, int K) {
-  return ts::kernel("gather_1d",
-                    [=](ts::Ptr<T> out, ts::Ptr<const T> src, ts::Ptr<const I> idx, ts::Int n, ts::Int k) {
-                      auto c = ts::arange(B);
-                      auto x = ts::load(src + c, c < n, 0);
-                      auto j = ts::arange(K);
-                      auto i = ts::load(idx + j, j < k, 0);
-                      ts::store(out + j, ts::gather(x, i, -1), j < k);
-                    });
+  return ts::kernel("gather_1d", [=](ts::Ptr<T> out, ts::Ptr<const T> src, ts::Ptr<const I> idx, ts::Int n, ts::Int k) {
+    auto c = ts::arange(B);
+    auto x = ts::load(src + c, c < n, 0);
+    auto j = ts::arange(K);
+    auto i = ts::load(idx + j, j < k, 0);
+    ts::store(out + j, ts::gather(x, i, -1), j < k);
+  });
 }
 
 template <class T>
@@ -290,8 +289,8 @@ void checkGather() {
 
 template <class T, class I>
 void checkGather1d(const ts::Device& dev, int B, int n, int K, int k, bool outOfRange) {
-  INFO(dev.name() << ", " << typeName<T>() << " by " << typeName<I>() << ", 1-D: src " << B << " (" << n
-                  << "), index " << K << " (" << k << ")" << (outOfRange ? ", indices out of range" : ""));
+  INFO(dev.name() << ", " << typeName<T>() << " by " << typeName<I>() << ", 1-D: src " << B << " (" << n << "), index "
+                  << K << " (" << k << ")" << (outOfRange ? ", indices out of range" : ""));
   auto src = distinctValues<T>(size_t(n), unsigned(B + n));
   auto idx = indices<I>(size_t(k), outOfRange ? -1000 : 0, B - 1 + (outOfRange ? 1000 : 0), unsigned(K + k));
   ts::CompiledKernel kern = ts::compile(gather1d<T, I>(B, K), dev);
@@ -358,23 +357,46 @@ ts::Kernel splitKernel(int R, int C) {
   });
 }
 
+/// join(a, b) stored planar (all of a, then all of b: the pair's dim is
+/// not the contiguous one, so the store's layout spreads each pair over two
+/// threads), and split of a planar array loaded the same way.
+template <class T>
+ts::Kernel planarKernel(int R, int C) {
+  return ts::kernel("planar_join_split", [=](ts::Ptr<T> out, ts::Ptr<T> lo, ts::Ptr<T> hi, ts::Ptr<const T> pa,
+                                             ts::Ptr<const T> pb, ts::Ptr<const T> planar, ts::Int rows, ts::Int cols) {
+    auto r = ts::expand_dims(ts::arange(R), 1);
+    auto c = ts::expand_dims(ts::arange(C), 0);
+    auto m = (r < rows) & (c < cols);
+    auto a = ts::load(pa + r * cols + c, m, 0);
+    auto b = ts::load(pb + r * cols + c, m, 0);
+    auto r3 = ts::expand_dims(r, 2), c3 = ts::expand_dims(c, 2);
+    auto k = ts::expand_dims(ts::expand_dims(ts::arange(2), 0), 0);
+    auto off = k * (rows * cols) + r3 * cols + c3;
+    auto m3 = (r3 < rows) & (c3 < cols) & (k < 2);
+    ts::store(out + off, ts::join(a, b), m3);
+    auto [p, q] = ts::split(ts::load(planar + off, m3, 0));
+    ts::store(lo + r * cols + c, p, m);
+    ts::store(hi + r * cols + c, q, m);
+  });
+}
+
 /// The 1-D forms: out (n x 2) = join(a, b) and, from that same tile,
 /// back = split's halves stored one after the other.
 template <class T>
 ts::Kernel joinSplit1d(int B) {
-  return ts::kernel("join_split_1d", [=](ts::Ptr<T> out, ts::Ptr<T> back, ts::Ptr<const T> pa, ts::Ptr<const T> pb,
-                                         ts::Int n) {
-    auto i = ts::arange(B);
-    auto a = ts::load(pa + i, i < n, 0);
-    auto b = ts::load(pb + i, i < n, 0);
-    auto j = ts::join(a, b);
-    auto e = ts::expand_dims(i, 1);
-    auto k = ts::expand_dims(ts::arange(2), 0);
-    ts::store(out + e * 2 + k, j, (e < n) & (k < 2));
-    auto [x, y] = ts::split(j);
-    ts::store(back + i, x, i < n);
-    ts::store(back + n + i, y, i < n);
-  });
+  return ts::kernel("join_split_1d",
+                    [=](ts::Ptr<T> out, ts::Ptr<T> back, ts::Ptr<const T> pa, ts::Ptr<const T> pb, ts::Int n) {
+                      auto i = ts::arange(B);
+                      auto a = ts::load(pa + i, i < n, 0);
+                      auto b = ts::load(pb + i, i < n, 0);
+                      auto j = ts::join(a, b);
+                      auto e = ts::expand_dims(i, 1);
+                      auto k = ts::expand_dims(ts::arange(2), 0);
+                      ts::store(out + e * 2 + k, j, (e < n) & (k < 2));
+                      auto [x, y] = ts::split(j);
+                      ts::store(back + i, x, i < n);
+                      ts::store(back + n + i, y, i < n);
+                    });
 }
 
 template <class T>
@@ -383,6 +405,7 @@ void checkJoinSplit() {
     for (auto [R, C] : {std::pair{4, 8}, std::pair{3, 5}, std::pair{16, 64}, std::pair{32, 128}}) {
       ts::CompiledKernel kj = ts::compile(joinKernel<T>(R, C), dev);
       ts::CompiledKernel ks = ts::compile(splitKernel<T>(R, C), dev);
+      ts::CompiledKernel kp = ts::compile(planarKernel<T>(R, C), dev);
       for (auto [rows, cols] : {std::pair{R, C}, std::pair{R - 1, C - 2}}) {
         INFO(dev.name() << ", " << typeName<T>() << ", tile " << R << "x" << C << ", " << rows << "x" << cols);
         const size_t n = size_t(rows) * size_t(cols);
@@ -402,6 +425,15 @@ void checkJoinSplit() {
         ks.launch(ts::Dim3(1), blo, bhi, bp, int32_t(rows), int32_t(cols));
         CHECK(sameBits(blo.read<T>(), a));
         CHECK(sameBits(bhi.read<T>(), b));
+        std::vector<T> planar(a);
+        planar.insert(planar.end(), b.begin(), b.end());
+        ts::Buffer bpl = dev.upload(dtypeOf<T>(), planar);
+        ts::Buffer bpo = dev.alloc(dtypeOf<T>(), 2 * n), bplo = dev.alloc(dtypeOf<T>(), n),
+                   bphi = dev.alloc(dtypeOf<T>(), n);
+        kp.launch(ts::Dim3(1), bpo, bplo, bphi, ba, bb, bpl, int32_t(rows), int32_t(cols));
+        CHECK(sameBits(bpo.read<T>(), planar));
+        CHECK(sameBits(bplo.read<T>(), a));
+        CHECK(sameBits(bphi.read<T>(), b));
       }
     }
     for (int B : {8, 100, 512}) {
@@ -433,6 +465,7 @@ std::vector<std::pair<std::string, ts::Kernel>> gpuKernels() {
       {"join_2d", joinKernel<float>(32, 128)},
       {"split_2d", splitKernel<int32_t>(16, 64)},
       {"join_split_1d", joinSplit1d<float>(512)},
+      {"planar_join_split", planarKernel<int8_t>(32, 64)},
   };
 }
 
@@ -454,9 +487,12 @@ TEST_CASE("argmin: the first NaN wins, ties go to the lowest index, -0 equals +0
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
   // Hand-written rows of 8 and their answers.
   const std::vector<std::pair<std::vector<float>, int32_t>> rows = {
-      {{3, 1, 2, 1, 5, 1, 9, 1}, 1},          {{0.f, -0.f, 0.f, -0.f, 1, 1, 1, 1}, 0},
-      {{5, 4, nan, 3, nan, -inf, 2, 1}, 2},   {{nan, nan, nan, nan, nan, nan, nan, nan}, 0},
-      {{inf, inf, inf, inf, inf, inf, inf, inf}, 0}, {{1, 2, 3, 4, 5, 6, 7, -inf}, 7},
+      {{3, 1, 2, 1, 5, 1, 9, 1}, 1},
+      {{0.f, -0.f, 0.f, -0.f, 1, 1, 1, 1}, 0},
+      {{5, 4, nan, 3, nan, -inf, 2, 1}, 2},
+      {{nan, nan, nan, nan, nan, nan, nan, nan}, 0},
+      {{inf, inf, inf, inf, inf, inf, inf, inf}, 0},
+      {{1, 2, 3, 4, 5, 6, 7, -inf}, 7},
   };
   std::vector<float> x;
   std::vector<int32_t> want;
@@ -482,7 +518,8 @@ TEST_CASE("gather: along axis 0 and 1 of 2-D tiles matches indexing the source",
 
 TEST_CASE("gather: 1-D tiles, and indices out of range never fault", "[tileops][gather][emu]") {
   for (const ts::Device& dev : devices()) {
-    for (auto [B, n, K, k] : {std::array{16, 16, 16, 16}, std::array{100, 97, 300, 290}, std::array{512, 512, 64, 64}}) {
+    for (auto [B, n, K, k] :
+         {std::array{16, 16, 16, 16}, std::array{100, 97, 300, 290}, std::array{512, 512, 64, 64}}) {
       checkGather1d<float, int32_t>(dev, B, n, K, k, false);
       checkGather1d<double, uint16_t>(dev, B, n, K, k, false);
       checkGather1d<float, int32_t>(dev, B, n, K, k, true);
