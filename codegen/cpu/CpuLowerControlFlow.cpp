@@ -173,6 +173,9 @@ void Lowering::emitOp(const ir::Op& op) {
       return;
     }
     case OpCode::Scan: return emitScan(op);
+    case OpCode::Gather: return emitGather(op);
+    case OpCode::Join: return emitJoin(op);
+    case OpCode::Split: return emitSplit(op);
     case OpCode::Dot: return emitDot(op);
     case OpCode::For: return emitFor(op);
     case OpCode::If: return emitIf(op);

@@ -14,8 +14,9 @@
 //   * materialised: a 64-byte-aligned stack array (allocas only in the entry
 //     block), written by one chunk loop at the op's position, or, for a value
 //     first read by a reduction, inside that reduction's loop (deferred).
-// Reductions, dot, transpose, loop-carried and if results, expensive values
-// with several uses and values used in a nested region are materialised.
+// Reductions, dot, transpose, gather, join, split, loop-carried and if
+// results, expensive values with several uses and values used in a nested
+// region are materialised.
 //
 // Memory ops use the axis-info analysis: a pointer tile whose chunks are
 // runs of consecutive addresses becomes one (masked) vector load/store from
@@ -263,6 +264,9 @@ class Lowering {
   void emitAtomic(const ir::Op& op);
   void emitReduce(const ir::Op& op);
   void emitScan(const ir::Op& op);
+  void emitGather(const ir::Op& op);
+  void emitJoin(const ir::Op& op);
+  void emitSplit(const ir::Op& op);
   void emitDot(const ir::Op& op);
   /// True if `v` (a rank-2 tile) is loaded straight into the panel layout
   /// the dot kernel reads B in (CpuDot.h): its only use is as the B operand

@@ -58,7 +58,9 @@ bool Lowering::broadcastFast(const ir::Op& bc, int64_t c) const {
 bool Lowering::canFuseInto(const ir::Op& u, const ir::Value* v) const {
   // These consumers index their operands arbitrarily: they need arrays.
   if (u.code() == OpCode::Dot && v != u.operand(2)) return false;
-  if (u.code() == OpCode::Transpose) return false;
+  if (u.code() == OpCode::Transpose || u.code() == OpCode::Gather || u.code() == OpCode::Join ||
+      u.code() == OpCode::Split)
+    return false;
   if (u.code() == OpCode::Broadcast && !broadcastFast(u, chunkWidth(numElems(u.result()->type())))) return false;
   return true;
 }

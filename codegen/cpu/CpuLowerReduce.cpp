@@ -1,4 +1,4 @@
-// Reductions (sum, max, min, argmax) along the contiguous axis or an outer
+// Reductions (sum, max, min, argmax, argmin) along the contiguous axis or an outer
 // axis.
 #include "codegen/cpu/CpuLowerImpl.h"
 
@@ -16,7 +16,9 @@ void Lowering::emitReduce(const ir::Op& op) {
   DType dt = in->type().dtype();
   bool fl = isFloat(dt);
   bool narrow = dt == DType::F16 || dt == DType::BF16;
-  bool argmax = kind == "argmax";
+  // argmax / argmin: the running best value and its index.
+  bool argmax = kind == "argmax" || kind == "argmin";
+  bool lowest = kind == "min" || kind == "argmin";
   TS_ASSERT(ir::isReduceKind(kind), "reduce: unverified kind '" + kind + "' at " + op.loc().str());
   // Compute type: narrow floats accumulate in f32.
   llvm::Type* ct = narrow ? b_.getFloatTy() : scalarTy(dt);
@@ -30,7 +32,7 @@ void Lowering::emitReduce(const ir::Op& op) {
   };
   auto identity = [&](llvm::Type* t) -> llvm::Value* {
     if (kind == "sum") return fl ? llvm::ConstantFP::getNegativeZero(t) : llvm::Constant::getNullValue(t);
-    bool wantMin = kind == "min";
+    bool wantMin = lowest;
     if (fl) return llvm::ConstantFP::getInfinity(t, /*Negative=*/!wantMin);
     unsigned bw = t->getScalarSizeInBits();
     llvm::APInt v = wantMin ? llvm::APInt::getSignedMaxValue(bw) : llvm::APInt::getSignedMinValue(bw);
@@ -47,9 +49,14 @@ void Lowering::emitReduce(const ir::Op& op) {
   };
   // Argmax step: lanes take x where it is greater, or NaN over a non-NaN
   // (NaN is the maximum, as for max); strict so the first index wins.
+  // Argmin mirrors it: less, or NaN over a non-NaN (NaN is the minimum).
   auto better = [&](llvm::Value* x, llvm::Value* best) -> llvm::Value* {
-    if (!fl) return comparesUnsigned(dt) ? b_.CreateICmpUGT(x, best) : b_.CreateICmpSGT(x, best);
-    return b_.CreateOr(b_.CreateFCmpOGT(x, best), b_.CreateAnd(b_.CreateFCmpUNO(x, x), b_.CreateFCmpORD(best, best)));
+    if (!fl) {
+      if (lowest) return comparesUnsigned(dt) ? b_.CreateICmpULT(x, best) : b_.CreateICmpSLT(x, best);
+      return comparesUnsigned(dt) ? b_.CreateICmpUGT(x, best) : b_.CreateICmpSGT(x, best);
+    }
+    llvm::Value* strict = lowest ? b_.CreateFCmpOLT(x, best) : b_.CreateFCmpOGT(x, best);
+    return b_.CreateOr(strict, b_.CreateAnd(b_.CreateFCmpUNO(x, x), b_.CreateFCmpORD(best, best)));
   };
   auto horizontal = [&](llvm::Value* v) -> llvm::Value* {
     if (kind == "sum") {

@@ -197,6 +197,9 @@ void Lower::emitOp(const ir::Op& op) {
     case OpCode::Barrier: barrier(pipelineSlotBarrier(op)); return;
     case OpCode::Reduce: return emitReduce(op);
     case OpCode::Scan: return emitScan(op);
+    case OpCode::Gather: return emitGather(op);
+    case OpCode::Join: return emitJoin(op);
+    case OpCode::Split: return emitSplit(op);
     case OpCode::Dot: return emitDot(op);
     case OpCode::For: return emitFor(op);
     case OpCode::If: return emitIf(op);

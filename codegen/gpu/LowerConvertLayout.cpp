@@ -119,7 +119,8 @@ Slots Lower::tileIn(const ir::Value* v, const ir::Layout& l) {
   const auto& shape = v->type().shape();
   std::vector<int64_t> sh = shape;
   return convertVia(
-      t.slots, t.layout, shape, v->type().element(), l, shape, [&](const Slots& idx) { return linear(idx, sh); },
+      t.slots, t.layout, shape, v->type().element(), l, shape,
+      [&](const Slots& idx, size_t) { return linear(idx, sh); },
       /*rowMajorRead=*/true);
 }
 
@@ -198,7 +199,7 @@ int64_t Lower::slotRunWidth(const ir::Layout& l, const ir::SlotTable& t, int64_t
 
 Slots Lower::convertVia(const Slots& src, const ir::Layout& sl, const std::vector<int64_t>& sshape,
                         const ir::Type& elem, const ir::Layout& dl, const std::vector<int64_t>& dshape,
-                        const std::function<llvm::Value*(const Slots&)>& srcLinearOfDst, bool rowMajorRead) {
+                        const std::function<llvm::Value*(const Slots&, size_t)>& srcLinearOfDst, bool rowMajorRead) {
   llvm::Type* mt = memTy(elem);
   const uint64_t eb = bytesOf(mt);
   int64_t n = 1;
@@ -234,7 +235,7 @@ Slots Lower::convertVia(const Slots& src, const ir::Layout& sl, const std::vecto
   const int64_t rv = rowMajorRead ? slotRunWidth(dl, td, maxV) : 1;
   Slots r;
   for (size_t j = 0; j < td.size(); j += static_cast<size_t>(rv)) {
-    llvm::Value* p = b_.CreateInBoundsGEP(mt, base, srcLinearOfDst(indexOf(bd, td, j)));
+    llvm::Value* p = b_.CreateInBoundsGEP(mt, base, srcLinearOfDst(indexOf(bd, td, j), j));
     if (rv == 1) {
       r.push_back(fromMem(b_.CreateLoad(mt, p), elem));
       continue;

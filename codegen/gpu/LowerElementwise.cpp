@@ -117,12 +117,12 @@ void Lower::emitElementwiseLike(const ir::Op& op) {
       const ir::Value* s = op.operand(0);
       const TileV& st = tile(s);
       std::vector<int64_t> ss = s->type().shape();
-      std::function<llvm::Value*(const Slots&)> map;
+      std::function<llvm::Value*(const Slots&, size_t)> map;
       if (op.code() == OpCode::Reshape) {
-        map = [&](const Slots& idx) { return linear(idx, shape); };
+        map = [&](const Slots& idx, size_t) { return linear(idx, shape); };
       } else {
         const auto& perm = op.intsAttr("perm");
-        map = [&, perm](const Slots& idx) {
+        map = [&, perm](const Slots& idx, size_t) {
           Slots si(idx.size());
           for (size_t k = 0; k < perm.size(); ++k) si[static_cast<size_t>(perm[k])] = idx[k];
           return linear(si, ss);

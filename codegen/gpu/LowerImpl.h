@@ -202,11 +202,12 @@ class Lower {
   Slots remat(const ir::Value* v, const ir::Layout& l);
   /// Converts through shared memory: src (layout sl, shape sshape) is
   /// written row-major, a barrier, then each slot of dl (shape dshape) reads
-  /// element srcLinearOfDst(its index). `rowMajorRead`: that map is the
-  /// row-major index of dshape (== sshape), so reads may be vectorised too.
+  /// element srcLinearOfDst(its index, its slot number). `rowMajorRead`:
+  /// that map is the row-major index of dshape (== sshape), so reads may be
+  /// vectorised too.
   Slots convertVia(const Slots& src, const ir::Layout& sl, const std::vector<int64_t>& sshape, const ir::Type& elem,
                    const ir::Layout& dl, const std::vector<int64_t>& dshape,
-                   const std::function<llvm::Value*(const Slots&)>& srcLinearOfDst, bool rowMajorRead = false);
+                   const std::function<llvm::Value*(const Slots&, size_t)>& srcLinearOfDst, bool rowMajorRead = false);
   /// The widest v <= maxV (a power of two) such that every slot of `t` whose
   /// index along `dim` (default: the last) is a multiple of v starts a run of
   /// v slots of consecutive indices along `dim`, in every thread (v divides
@@ -300,6 +301,9 @@ class Lower {
   void flushStaged(int64_t beforeGroup);
   void emitReduce(const ir::Op& op);
   void emitScan(const ir::Op& op);
+  void emitGather(const ir::Op& op);
+  void emitJoin(const ir::Op& op);
+  void emitSplit(const ir::Op& op);
   /// combine(a, b) of a scan: its region evaluated on scalars.
   llvm::Value* combineOf(const ir::Op& scan, llvm::Value* a, llvm::Value* b);
   llvm::Value* shuffleXor(llvm::Value* v, unsigned mask);

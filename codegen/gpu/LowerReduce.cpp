@@ -41,7 +41,9 @@ void Lower::emitReduce(const ir::Op& op) {
   DType dt = in->type().dtype();
   bool fl = isFloat(dt);
   bool narrow = dt == DType::F16 || dt == DType::BF16;
-  bool argmax = kind == "argmax";
+  // argmax / argmin: a running best value and its index.
+  bool argmax = kind == "argmax" || kind == "argmin";
+  bool lowest = kind == "argmin";
   TS_ASSERT(ir::isReduceKind(kind), "reduce: unverified kind '" + kind + "' at " + op.loc().str());
   llvm::Type* ct = narrow ? b_.getFloatTy() : scalarTy(dt);
   const TileV& src = tile(in);
@@ -51,12 +53,17 @@ void Lower::emitReduce(const ir::Op& op) {
 
   struct RV {
     llvm::Value* v;
-    llvm::Value* idx;  // argmax: i32 position along the axis
+    llvm::Value* idx;  // argmax / argmin: i32 position along the axis
   };
   auto better = [&](llvm::Value* x, llvm::Value* best) -> llvm::Value* {
-    if (!fl) return comparesUnsigned(dt) ? b_.CreateICmpUGT(x, best) : b_.CreateICmpSGT(x, best);
-    // NaN is the maximum (as for max); strict so the first index wins.
-    return b_.CreateOr(b_.CreateFCmpOGT(x, best), b_.CreateAnd(b_.CreateFCmpUNO(x, x), b_.CreateFCmpORD(best, best)));
+    if (!fl) {
+      if (lowest) return comparesUnsigned(dt) ? b_.CreateICmpULT(x, best) : b_.CreateICmpSLT(x, best);
+      return comparesUnsigned(dt) ? b_.CreateICmpUGT(x, best) : b_.CreateICmpSGT(x, best);
+    }
+    // NaN is the maximum for argmax (as for max) and the minimum for argmin
+    // (as for min); strict so the first index wins.
+    llvm::Value* strict = lowest ? b_.CreateFCmpOLT(x, best) : b_.CreateFCmpOGT(x, best);
+    return b_.CreateOr(strict, b_.CreateAnd(b_.CreateFCmpUNO(x, x), b_.CreateFCmpORD(best, best)));
   };
   auto combine = [&](RV a, RV x) -> RV {
     if (argmax) {

@@ -260,6 +260,54 @@ Tensor transpose(const Tensor& x, const std::vector<int64_t>& perm, SrcLoc loc) 
   return dsl::wrap(s.builder->transpose(v, perm), x.readonly());
 }
 
+Tensor gather(const Tensor& x, const Tensor& index, int axis, SrcLoc loc) {
+  dsl::TraceState& s = dsl::at(loc);
+  ir::Value* v = dsl::use(x, loc, "gathered tile");
+  ir::Value* idx = dsl::use(index, loc, "index");
+  const ir::Type& t = v->type();
+  const ir::Type& it = idx->type();
+  if (!t.isTile() || !t.isNumeric())
+    dsl::fail(loc, fmt::format("gather: needs a tile of numbers to gather from, got {}", dsl::typeStr(t)));
+  if (!it.isTile() || !it.isIntLike() || it.dtype() == DType::I1)
+    dsl::fail(loc, fmt::format("gather: the index must be a tile of integers, got {}", dsl::typeStr(it)));
+  int r = t.rank();
+  if (axis < -r || axis >= r)
+    dsl::fail(loc, fmt::format("gather: axis {} is out of range for a tile of rank {}", axis, r));
+  if (axis < 0) axis += r;
+  bool ok = it.rank() == r;
+  for (int d = 0; ok && d < r; ++d) ok = d == axis || it.shape()[d] == t.shape()[d];
+  if (!ok)
+    dsl::fail(loc, fmt::format("gather: the index's shape {} must equal the source's {} in every dim but axis {}",
+                               dsl::shapeName(it.shape()), dsl::shapeName(t.shape()), axis));
+  return dsl::wrap(s.builder->gather(v, idx, axis));
+}
+Tensor join(const Tensor& a, const Tensor& b, SrcLoc loc) {
+  dsl::TraceState& s = dsl::at(loc);
+  ir::Value* va = dsl::use(a, loc, "first operand");
+  ir::Value* vb = dsl::use(b, loc, "second operand");
+  const ir::Type& t = va->type();
+  if (!t.isTile() || !t.isNumeric())
+    dsl::fail(loc, fmt::format("join: needs tiles of numbers, got {}", dsl::typeStr(t)));
+  if (vb->type() != t)
+    dsl::fail(loc, fmt::format("join: the operands must have one type, got {} and {}", dsl::typeStr(t),
+                               dsl::typeStr(vb->type())));
+  if (t.rank() + 1 > ir::kMaxTileRank)
+    dsl::fail(loc, fmt::format("join: {} would give a tile of rank {}, above the maximum of {}", dsl::typeStr(t),
+                               t.rank() + 1, ir::kMaxTileRank));
+  return dsl::wrap(s.builder->join(va, vb));
+}
+std::pair<Tensor, Tensor> split(const Tensor& x, SrcLoc loc) {
+  dsl::TraceState& s = dsl::at(loc);
+  ir::Value* v = dsl::use(x, loc, "split tile");
+  const ir::Type& t = v->type();
+  if (!t.isTile() || !t.isNumeric())
+    dsl::fail(loc, fmt::format("split: needs a tile of numbers, got {}", dsl::typeStr(t)));
+  if (t.rank() < 2 || t.shape().back() != 2)
+    dsl::fail(loc, fmt::format("split: needs a tile of rank 2 or 3 whose last dim is 2, got {}", dsl::typeStr(t)));
+  auto [lo, hi] = s.builder->split(v);
+  return {dsl::wrap(lo), dsl::wrap(hi)};
+}
+
 // ---- elementwise -------------------------------------------------------------
 
 Tensor where(const Tensor& cond, const Operand& a, const Operand& b, SrcLoc loc) {

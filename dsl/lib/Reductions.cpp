@@ -1,4 +1,4 @@
-// Reductions and contractions: sum, max, min and argmax along an axis, and
+// Reductions and contractions: sum, max, min, argmax and argmin along an axis, and
 // dot.
 #include "DslImpl.h"
 
@@ -37,6 +37,7 @@ Tensor sum(const Tensor& x, int axis, SrcLoc loc) { return dsl::reduce("sum", x,
 Tensor max(const Tensor& x, int axis, SrcLoc loc) { return dsl::reduce("max", x, axis, loc); }
 Tensor min(const Tensor& x, int axis, SrcLoc loc) { return dsl::reduce("min", x, axis, loc); }
 Tensor argmax(const Tensor& x, int axis, SrcLoc loc) { return dsl::reduce("argmax", x, axis, loc); }
+Tensor argmin(const Tensor& x, int axis, SrcLoc loc) { return dsl::reduce("argmin", x, axis, loc); }
 
 namespace {
 // f16/bf16 running sums and products accumulate in f32 (as reductions do)

@@ -79,6 +79,22 @@ Layout Layout::sliceDim(int i) const {
   return l;
 }
 
+Layout Layout::withTrivialDim(int a) const {
+  Layout l = *this;
+  int q = a == 0 ? 0 : l.dims[a - 1] + 1;
+  BlockedLayout& b = l.parent;
+  b.spt.insert(b.spt.begin() + q, 1);
+  b.tpw.insert(b.tpw.begin() + q, 1);
+  b.wpb.insert(b.wpb.begin() + q, 1);
+  for (auto& o : b.order)
+    if (o >= q) ++o;
+  b.order.push_back(q);
+  for (auto& d : l.dims)
+    if (d >= q) ++d;
+  l.dims.insert(l.dims.begin() + a, q);
+  return l;
+}
+
 namespace {
 // A layout applies to a shape when extents and parameters nest (see Layout.h).
 bool compatible(const Layout& l, const std::vector<int64_t>& shape) {
@@ -510,6 +526,14 @@ void LayoutAnalysis::propagateFromAccesses(ir::Block& body) {
         case OpCode::Reshape:
         case OpCode::Transpose: break;
         case OpCode::Scan: seed(d->operand(0), l); break;
+        case OpCode::Gather: seed(d->operand(1), l); break;
+        case OpCode::Join: {
+          Layout s = l.sliceDim(static_cast<int>(l.dims.size()) - 1);
+          seed(d->operand(0), s);
+          seed(d->operand(1), s);
+          break;
+        }
+        case OpCode::Split: break;
         default:
           if (ir::isElementwise(d->code()))
             for (const ir::Value* o : d->operands())
@@ -638,6 +662,19 @@ int64_t LayoutAnalysis::maskConstancy(const ir::Value* m, int dim) const {
 
 void LayoutAnalysis::assign(const ir::Op& op) {
   using ir::OpCode;
+  if (op.code() == OpCode::Split) {
+    // Both halves in x's layout without the last dim (LowerMove.cpp reads
+    // x[..., 0] and x[..., 1] from one thread's registers, converting x
+    // first where its threads split the pair).
+    Layout l = get(op.operand(0));
+    int last = static_cast<int>(l.dims.size()) - 1;
+    for (unsigned i = 0; i < 2; ++i) {
+      const auto& shape = op.result(i)->type().shape();
+      Layout s = l.sliceDim(last);
+      layouts_[op.result(i)] = compatible(s, shape) ? s : defaultFor(shape);
+    }
+    return;
+  }
   if (op.numResults() != 1 || !op.result()->type().isTile()) return;
   const ir::Value* res = op.result();
   const auto& shape = res->type().shape();
@@ -659,6 +696,26 @@ void LayoutAnalysis::assign(const ir::Op& op) {
       }
       setOr(get(op.operand(0)));
       return;
+    case OpCode::Gather:
+      // The result is read element by element from shared memory
+      // (LowerMove.cpp): any layout works; a consumer's, else the index's.
+      if (const Layout* w = wanted(res)) {
+        layouts_[res] = *w;
+        return;
+      }
+      setOr(get(op.operand(1)));
+      return;
+    case OpCode::Join: {
+      // Each thread holds both halves of its elements: the operands are
+      // then exactly the result's layout without the last dim.
+      if (const Layout* w = wanted(res)) {
+        layouts_[res] = *w;
+        return;
+      }
+      const Layout& a = get(op.operand(0));
+      setOr(a.withTrivialDim(static_cast<int>(a.dims.size())));
+      return;
+    }
     case OpCode::Constant:
     case OpCode::Splat:
     case OpCode::Arange:
@@ -691,18 +748,7 @@ void LayoutAnalysis::assign(const ir::Op& op) {
         return;
       }
       // Otherwise insert a trivial parent dim (one element, one thread).
-      int q = lo + 1;
-      BlockedLayout& b = l.parent;
-      b.spt.insert(b.spt.begin() + q, 1);
-      b.tpw.insert(b.tpw.begin() + q, 1);
-      b.wpb.insert(b.wpb.begin() + q, 1);
-      for (auto& o : b.order)
-        if (o >= q) ++o;
-      b.order.push_back(q);
-      for (auto& d : l.dims)
-        if (d >= q) ++d;
-      l.dims.insert(l.dims.begin() + a, q);
-      setOr(l);
+      setOr(l.withTrivialDim(a));
       return;
     }
     case OpCode::Dot:

@@ -401,6 +401,11 @@ class Counter {
                          static_cast<double>(a.shape()[1]) * mult);
           break;
         }
+        // Data movement within the program's tiles (registers / shared
+        // memory): no flops and no global-memory traffic.
+        case OpCode::Gather:
+        case OpCode::Join:
+        case OpCode::Split: break;
         case OpCode::Load: access(op, op.operand(0), mult, true, false); break;
         case OpCode::Store: access(op, op.operand(0), mult, false, true); break;
         case OpCode::AtomicRmw:

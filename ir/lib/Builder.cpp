@@ -54,6 +54,24 @@ Value* Builder::transpose(Value* v, std::vector<int64_t> perm) {
   }
   return create(OpCode::Transpose, {v}, {v->type().withShape(r)}, {{"perm", std::move(perm)}})->result();
 }
+Value* Builder::gather(Value* src, Value* index, int axis) {
+  TS_ASSERT(axis >= 0 && axis < src->type().rank(), "gather axis");
+  return create(OpCode::Gather, {src, index}, {src->type().withShape(index->type().shape())}, {{"axis", int64_t{axis}}})
+      ->result();
+}
+Value* Builder::join(Value* a, Value* b) {
+  Shape s = a->type().shape();
+  s.push_back(2);
+  return create(OpCode::Join, {a, b}, {a->type().withShape(s)})->result();
+}
+std::pair<Value*, Value*> Builder::split(Value* x) {
+  Shape s = x->type().shape();
+  TS_ASSERT(!s.empty(), "split of a value that is not a tile");
+  s.pop_back();
+  Type t = x->type().withShape(s);
+  Op* op = create(OpCode::Split, {x}, {t, t});
+  return {op->result(0), op->result(1)};
+}
 Value* Builder::binary(OpCode code, Value* a, Value* b) { return create(code, {a, b}, {a->type()})->result(); }
 Value* Builder::unary(OpCode code, Value* a) { return create(code, {a}, {a->type()})->result(); }
 Value* Builder::fma(Value* a, Value* b, Value* c) { return create(OpCode::Fma, {a, b, c}, {a->type()})->result(); }
@@ -134,7 +152,7 @@ Value* Builder::reduce(const std::string& kind, Value* v, int axis) {
   Shape s = v->type().shape();
   TS_ASSERT(axis >= 0 && axis < static_cast<int>(s.size()), "reduce axis");
   s.erase(s.begin() + axis);
-  Type t = kind == "argmax" ? Type::scalar(DType::I32) : v->type().element();
+  Type t = kind == "argmax" || kind == "argmin" ? Type::scalar(DType::I32) : v->type().element();
   if (!s.empty()) t = Type::tile(t, s);
   return create(OpCode::Reduce, {v}, {t}, {{"kind", kind}, {"axis", int64_t{axis}}})->result();
 }

@@ -190,7 +190,7 @@ std::unique_ptr<Function> clone(const Function& f) {
 }
 
 bool isReduceKind(const std::string& kind) {
-  return kind == "sum" || kind == "max" || kind == "min" || kind == "argmax";
+  return kind == "sum" || kind == "max" || kind == "min" || kind == "argmax" || kind == "argmin";
 }
 
 }  // namespace tessera::ir

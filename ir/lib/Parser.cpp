@@ -373,7 +373,9 @@ class Parser {
                                                "'");
     }
     if (noResults(*code) && count != 0) error(first, "wrong result count: '" + opTok.text + "' has no results");
-    if (!noResults(*code) && !variadicResults(*code) && count != 1)
+    if (*code == OpCode::Split && count != 2)
+      error(resName ? *resName : opTok, "wrong result count: '" + opTok.text + "' has exactly two results");
+    if (!noResults(*code) && !variadicResults(*code) && *code != OpCode::Split && count != 1)
       error(resName ? *resName : opTok, "wrong result count: '" + opTok.text + "' has exactly one result");
     Location loc;
     if (isIdent("loc")) loc = parseLoc();

@@ -134,6 +134,12 @@ class Verifier {
     if (op.numResults() != n)
       fail(op, "expects " + std::to_string(n) + " results, got " + std::to_string(op.numResults()));
   }
+  void checkJoinRank(const Op& op) const {
+    const Type& a = op.operand(0)->type();
+    if (a.rank() + 1 > kMaxTileRank)
+      fail(op, "joining " + ts(a) + " would give a tile of rank " + std::to_string(a.rank() + 1) +
+                   ", above the maximum of " + std::to_string(kMaxTileRank));
+  }
   const Type& in(const Op& op, unsigned i) const { return op.operand(i)->type(); }
   const Type& out(const Op& op) const { return op.result(0)->type(); }
 
@@ -173,6 +179,8 @@ class Verifier {
           fail(op, "operand #" + std::to_string(k) + " (" + names_.name(v) +
                        ") is not defined before this use in this block or an enclosing one");
       }
+      // A join of rank-3 tiles is named as such, not by its result's rank.
+      if (op.code() == OpCode::Join && op.numOperands() >= 1 && op.operand(0)->type().isTile()) checkJoinRank(op);
       for (auto& r : op.results())
         if (auto why = typeProblem(r->type())) fail(op, "has an invalid result type " + ts(r->type()) + ": " + *why);
       if (op.numRegions() != 0 && !hasRegions(op.code())) fail(op, "takes no regions");
@@ -314,6 +322,50 @@ class Verifier {
         Shape sh;
         for (int64_t p : perm) sh.push_back(s.shape()[static_cast<size_t>(p)]);
         resultIs(op, s.withShape(sh));
+        return;
+      }
+      case OpCode::Gather: {
+        operands(op, 2, 2);
+        results(op, 1);
+        const Type& s = in(op, 0);
+        const Type& idx = in(op, 1);
+        if (!s.isTile() || !s.isNumeric()) fail(op, "source " + ts(s) + " must be a tile of numbers");
+        if (!idx.isTile() || !idx.isIntLike() || idx.dtype() == DType::I1)
+          fail(op, "index " + ts(idx) + " must be a tile of integers (not i1)");
+        int64_t axis = intAttr(op, "axis");
+        if (axis < 0 || axis >= s.rank()) fail(op, "axis " + std::to_string(axis) + " is out of range for " + ts(s));
+        if (idx.rank() != s.rank()) fail(op, "index " + ts(idx) + " must have the rank of the source " + ts(s));
+        for (int d = 0; d < s.rank(); ++d)
+          if (d != axis && idx.shape()[d] != s.shape()[d])
+            fail(op, "index shape " + shapeStr(idx.shape()) + " must equal the source shape " + shapeStr(s.shape()) +
+                         " except along axis " + std::to_string(axis) + " (dim " + std::to_string(d) + " differs)");
+        resultIs(op, s.withShape(idx.shape()));
+        return;
+      }
+      case OpCode::Join: {
+        operands(op, 2, 2);
+        results(op, 1);
+        const Type& a = in(op, 0);
+        if (!a.isTile() || !a.isNumeric()) fail(op, "operand " + ts(a) + " must be a tile of numbers");
+        if (in(op, 1) != a) fail(op, "operand types differ: " + ts(a) + ", " + ts(in(op, 1)));
+        checkJoinRank(op);
+        Shape sh = a.shape();
+        sh.push_back(2);
+        resultIs(op, a.withShape(sh));
+        return;
+      }
+      case OpCode::Split: {
+        operands(op, 1, 1);
+        results(op, 2);
+        const Type& x = in(op, 0);
+        if (!x.isTile() || !x.isNumeric()) fail(op, "operand " + ts(x) + " must be a tile of numbers");
+        if (x.rank() < 2 || x.shape().back() != 2)
+          fail(op, "operand " + ts(x) + " must have rank 2 or more and a last dim of 2");
+        Shape sh(x.shape().begin(), x.shape().end() - 1);
+        Type want = x.withShape(sh);
+        for (unsigned i = 0; i < 2; ++i)
+          if (op.result(i)->type() != want)
+            fail(op, "result " + std::to_string(i) + " type " + ts(op.result(i)->type()) + " should be " + ts(want));
         return;
       }
       case OpCode::Fma: {
@@ -526,12 +578,12 @@ class Verifier {
         const Type& s = in(op, 0);
         if (!s.isTile() || !s.isNumeric()) fail(op, "operand " + ts(s) + " must be a tile of numbers");
         const std::string& kind = strAttr(op, "kind");
-        if (!isReduceKind(kind)) fail(op, "unknown kind '" + kind + "' (expected sum, max, min, argmax)");
+        if (!isReduceKind(kind)) fail(op, "unknown kind '" + kind + "' (expected sum, max, min, argmax, argmin)");
         int64_t axis = intAttr(op, "axis");
         if (axis < 0 || axis >= s.rank()) fail(op, "axis " + std::to_string(axis) + " is out of range for " + ts(s));
         Shape sh = s.shape();
         sh.erase(sh.begin() + axis);
-        Type want = (kind == "argmax" ? Type::scalar(DType::I32) : s.element()).withShape(sh);
+        Type want = (kind == "argmax" || kind == "argmin" ? Type::scalar(DType::I32) : s.element()).withShape(sh);
         resultIs(op, want);
         return;
       }

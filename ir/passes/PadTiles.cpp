@@ -15,9 +15,13 @@
 //  * reduce along a padded axis: padded elements are replaced by the
 //    reduction's identity first (-0.0 / 0 for sum, -inf / the type's minimum
 //    for max and argmax, whose ties go to the lower, valid index; +inf / the
-//    maximum for min);
+//    maximum for min and argmin, likewise);
 //  * dot with a padded K: the padded columns of A and rows of B are zeroed,
 //    so each padded product is 0 * 0;
+//  * gather: src and index are padded alike in every dim but the axis; an
+//    in-range index never points at padding, an out-of-range one gives an
+//    unspecified value anyway (IR.h), and padded index lanes give padding;
+//    join / split: the trailing dim of 2 is never padded, the others alike;
 //  * arange(s, e) becomes arange(s, s + padded), its extra values being
 //    padding; everything else (elementwise math, broadcasts, expand_dims,
 //    transpose, local loads/stores on padded buffers, loop-carried values)
@@ -175,7 +179,8 @@ class PadTiles : public Pass {
     DType d = t.dtype();
     if (isFloat(d)) {
       double inf = std::numeric_limits<double>::infinity();
-      double v = kind == "sum" ? -0.0 : kind == "min" ? inf : -inf;
+      const bool low = kind == "min" || kind == "argmin";
+      double v = kind == "sum" ? -0.0 : low ? inf : -inf;
       return bld.constant(t, v);
     }
     int64_t lo, hi;
@@ -191,7 +196,7 @@ class PadTiles : public Pass {
       case DType::U64: lo = 0, hi = -1; break;
       default: lo = INT64_MIN, hi = INT64_MAX; break;
     }
-    return bld.constant(t, kind == "sum" ? int64_t{0} : kind == "min" ? hi : lo);
+    return bld.constant(t, kind == "sum" ? int64_t{0} : kind == "min" || kind == "argmin" ? hi : lo);
   }
 
   /// Operand `i` of `op` (a mask, possibly absent) and-ed with `valid`.

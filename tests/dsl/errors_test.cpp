@@ -437,6 +437,82 @@ TEST_CASE("scans check the axis, the dtype and what the combine function does", 
         "the combine function returns i32, expected a scalar f32 (x's dtype)");
 }
 
+TEST_CASE("gather, join, split and argmin check shapes and dtypes at the user's line", "[dsl][errors][tileops]") {
+  int line = 0;
+  auto check = [&](const std::string& msg, const char* what) {
+    CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
+    CHECK_THAT(msg, Contains(what));
+  };
+  check(traceError([&](ts::Ptr<float>) {
+          auto x = ts::zeros({4, 8}, ts::f32);
+          auto i = ts::zeros({3, 2}, ts::i32);
+          line = __LINE__ + 1;  // the next line
+          ts::gather(x, i, 1);
+        }),
+        "gather: the index's shape [3x2] must equal the source's [4x8] in every dim but axis 1");
+  check(traceError([&](ts::Ptr<float>) {
+          auto x = ts::zeros({4, 8}, ts::f32);
+          auto i = ts::zeros({4}, ts::i32);
+          line = __LINE__ + 1;  // the next line
+          ts::gather(x, i, 0);
+        }),
+        "gather: the index's shape [4] must equal the source's [4x8] in every dim but axis 0");
+  check(traceError([&](ts::Ptr<float>) {
+          auto x = ts::zeros({8}, ts::f32);
+          line = __LINE__ + 1;  // the next line
+          ts::gather(x, x, 0);
+        }),
+        "gather: the index must be a tile of integers, got tile<8xf32>");
+  check(traceError([&](ts::Ptr<float>) {
+          auto x = ts::zeros({8}, ts::f32);
+          line = __LINE__ + 1;  // the next line
+          ts::gather(x, ts::arange(8) < 4, 0);
+        }),
+        "gather: the index must be a tile of integers, got tile<8xi1>");
+  check(traceError([&](ts::Ptr<float>) {
+          auto x = ts::zeros({8}, ts::f32);
+          line = __LINE__ + 1;  // the next line
+          ts::gather(x, ts::arange(8), 1);
+        }),
+        "gather: axis 1 is out of range for a tile of rank 1");
+  check(traceError([&](ts::Ptr<float>) {
+          auto x = ts::zeros({4, 3}, ts::f32);
+          line = __LINE__ + 1;  // the next line
+          ts::split(x);
+        }),
+        "split: needs a tile of rank 2 or 3 whose last dim is 2, got tile<4x3xf32>");
+  check(traceError([&](ts::Ptr<float>) {
+          auto x = ts::zeros({2}, ts::f32);
+          line = __LINE__ + 1;  // the next line
+          ts::split(x);
+        }),
+        "split: needs a tile of rank 2 or 3 whose last dim is 2, got tile<2xf32>");
+  check(traceError([&](ts::Ptr<float>) {
+          auto x = ts::zeros({2, 4, 8}, ts::f32);
+          line = __LINE__ + 1;  // the next line
+          ts::join(x, x);
+        }),
+        "join: tile<2x4x8xf32> would give a tile of rank 4, above the maximum of 3");
+  check(traceError([&](ts::Ptr<float>) {
+          auto x = ts::zeros({8}, ts::f32);
+          line = __LINE__ + 1;  // the next line
+          ts::join(x, ts::arange(8));
+        }),
+        "join: the operands must have one type, got tile<8xf32> and tile<8xi32>");
+  check(traceError([&](ts::Ptr<float>) {
+          auto x = ts::arange(8) < 4;
+          line = __LINE__ + 1;  // the next line
+          ts::argmin(x, 0);
+        }),
+        "argmin: reduction of i1 values");
+  check(traceError([&](ts::Ptr<float>) {
+          auto x = ts::zeros({4, 8}, ts::f32);
+          line = __LINE__ + 1;  // the next line
+          ts::argmin(x, 2);
+        }),
+        "argmin: axis 2 is out of range for a tile of rank 2");
+}
+
 TEST_CASE("mulhi and umulhi take integers only", "[dsl][errors]") {
   int line = 0;
   std::string msg = traceError([&](ts::Ptr<const float> p) {

@@ -156,6 +156,45 @@ TEST_CASE("the verifier rejects malformed ops, naming op, rule and location", "[
                    }),
                    "reduce", "result type f32 should be i32");
   }
+  SECTION("argmin yields i32") {
+    expectRejected(rejection([&](Builder& b, Value*, Value*) {
+                     b.create(OpCode::Reduce, {b.constant(t16, 0.0)}, {f32()},
+                              {{"kind", std::string("argmin")}, {"axis", int64_t{0}}});
+                   }),
+                   "reduce", "result type f32 should be i32");
+  }
+  SECTION("gather: index shape, dtype and rank") {
+    expectRejected(rejection([&](Builder& b, Value*, Value*) {
+                     b.gather(b.constant(tileOf(DType::F32, {4, 8}), 0.0),
+                              b.constant(tileOf(DType::I32, {3, 2}), int64_t{0}), 1);
+                   }),
+                   "gather", "index shape 3x2 must equal the source shape 4x8 except along axis 1 (dim 0 differs)");
+    expectRejected(rejection([&](Builder& b, Value*, Value*) {
+                     b.gather(b.constant(tileOf(DType::F32, {4, 8}), 0.0), b.constant(tileOf(DType::F32, {4, 8}), 0.0),
+                              0);
+                   }),
+                   "gather", "index tile<4x8xf32> must be a tile of integers (not i1)");
+    expectRejected(rejection([&](Builder& b, Value*, Value*) {
+                     b.gather(b.constant(tileOf(DType::F32, {4, 8}), 0.0),
+                              b.constant(tileOf(DType::I64, {4}), int64_t{0}), 0);
+                   }),
+                   "gather", "index tile<4xi64> must have the rank of the source tile<4x8xf32>");
+  }
+  SECTION("join: one type, and no rank above 3") {
+    expectRejected(rejection([&](Builder& b, Value*, Value*) {
+                     b.join(b.constant(tileOf(DType::F32, {2, 4, 8}), 0.0),
+                            b.constant(tileOf(DType::F32, {2, 4, 8}), 0.0));
+                   }),
+                   "join", "joining tile<2x4x8xf32> would give a tile of rank 4, above the maximum of 3");
+    expectRejected(rejection([&](Builder& b, Value*, Value*) {
+                     b.join(b.constant(tileOf(DType::F32, {8}), 0.0), b.constant(tileOf(DType::I32, {8}), int64_t{0}));
+                   }),
+                   "join", "operand types differ: tile<8xf32>, tile<8xi32>");
+  }
+  SECTION("split: a last dim of 2") {
+    expectRejected(rejection([&](Builder& b, Value*, Value*) { b.split(b.constant(tileOf(DType::F32, {8, 3}), 0.0)); }),
+                   "split", "operand tile<8x3xf32> must have rank 2 or more and a last dim of 2");
+  }
   SECTION("program_id axis out of range") {
     expectRejected(rejection([&](Builder& b, Value*, Value*) { b.programId(3); }), "program_id",
                    "axis 3 is out of range 0..2");

@@ -235,3 +235,41 @@ TEST_CASE("work: without buffer sizes the accessed bytes are the count, and inte
   CHECK(w.bytes() == 2 * 3 * 128 * 4.0);
   CHECK(w.intensity() == 0);
 }
+
+TEST_CASE("work: gather, join and split move data without flops or traffic, argmin counts as a reduction",
+          "[perf][work][tileops]") {
+  // 8x8 f32 loaded and stored once (256 bytes each way); the data movement
+  // adds nothing; argmin along axis 1 folds 64 elements into 8: 56 flops,
+  // like the subtraction's 64.
+  auto w = tirWork(R"(
+kernel @moves(%out: ptr<f32, global>, %in: ptr<f32, global>, %am: ptr<i32, global>) {
+  %0 = arange() {end = 64, start = 0} : tile<64xi32>
+  %1 = splat(%in) : tile<64xptr<f32, global>>
+  %2 = ptr_add(%1, %0) : tile<64xptr<f32, global>>
+  %3 = load(%2) : tile<64xf32>
+  %4 = reshape(%3) : tile<8x8xf32>
+  %5 = reshape(%0) : tile<8x8xi32>
+  %6 = constant() {value = 7} : tile<8x8xi32>
+  %7 = sub(%6, %5) : tile<8x8xi32>
+  %8 = gather(%4, %7) {axis = 0} : tile<8x8xf32>
+  %9 = join(%8, %4) : tile<8x8x2xf32>
+  %10:2 = split(%9) : tile<8x8xf32>, tile<8x8xf32>
+  %12 = sub(%10, %11) : tile<8x8xf32>
+  %13 = reduce(%12) {axis = 1, kind = argmin} : tile<8xi32>
+  %14 = arange() {end = 8, start = 0} : tile<8xi32>
+  %15 = splat(%am) : tile<8xptr<i32, global>>
+  %16 = ptr_add(%15, %14) : tile<8xptr<i32, global>>
+  store(%16, %13)
+  %17 = reshape(%12) : tile<64xf32>
+  %18 = splat(%out) : tile<64xptr<f32, global>>
+  %19 = ptr_add(%18, %0) : tile<64xptr<f32, global>>
+  store(%19, %17)
+  return()
+}
+)",
+                   {1, 1, 1}, {std::nullopt, std::nullopt, std::nullopt});
+  CHECK(w.flopsOf(ts::ir::FlopUnit::Vector, ts::DType::F32) == 64 + 56);
+  CHECK(w.bytesRead() == 256);
+  CHECK(w.bytesWritten() == 256 + 32);
+  CHECK(w.notes.empty());
+}

@@ -276,6 +276,18 @@ Tensor broadcast_to(const Tensor& x, const ir::Shape& shape, SrcLoc loc = SrcLoc
 Tensor expand_dims(const Tensor& x, int axis, SrcLoc loc = SrcLoc::current());
 Tensor reshape(const Tensor& x, const ir::Shape& shape, SrcLoc loc = SrcLoc::current());
 Tensor transpose(const Tensor& x, const std::vector<int64_t>& perm, SrcLoc loc = SrcLoc::current());
+/// out[.., i, ..] = x[.., index[.., i, ..], ..] along `axis` (negative: from
+/// the end): `index` is a tile of integers of x's rank whose shape equals
+/// x's in every other dim; the result has index's shape and x's dtype. An
+/// index outside [0, x.shape[axis]) gives an unspecified value (never a
+/// fault). E.g. gather([10, 20, 30], [2, 0, 2, 1], 0) = [30, 10, 30, 20].
+Tensor gather(const Tensor& x, const Tensor& index, int axis, SrcLoc loc = SrcLoc::current());
+/// A tile with a new trailing dim of 2: out[..., 0] = a, out[..., 1] = b
+/// (a and b of one tile type, rank 1 or 2).
+Tensor join(const Tensor& a, const Tensor& b, SrcLoc loc = SrcLoc::current());
+/// The inverse of join: (x[..., 0], x[..., 1]) of a tile of rank 2 or 3
+/// whose last dim is 2. `auto [lo, hi] = ts::split(x);`
+std::pair<Tensor, Tensor> split(const Tensor& x, SrcLoc loc = SrcLoc::current());
 
 // ---- elementwise -------------------------------------------------------------
 /// cond ? a : b elementwise; cond is i1; a, b promote and broadcast as above.
@@ -421,8 +433,12 @@ StagedTile stage_copy(const TileBuffer& buf, const Tensor& ptrs, const Operand& 
 Tensor sum(const Tensor& x, int axis, SrcLoc loc = SrcLoc::current());
 Tensor max(const Tensor& x, int axis, SrcLoc loc = SrcLoc::current());
 Tensor min(const Tensor& x, int axis, SrcLoc loc = SrcLoc::current());
-/// Index (i32) of the first maximum along `axis`.
+/// Index (i32) of the first maximum along `axis` (NaN counts as above every
+/// number, as max returns it).
 Tensor argmax(const Tensor& x, int axis, SrcLoc loc = SrcLoc::current());
+/// Index (i32) of the first minimum along `axis` (NaN counts as below every
+/// number, as min returns it).
+Tensor argmin(const Tensor& x, int axis, SrcLoc loc = SrcLoc::current());
 /// a (MxK) @ b (KxN) + acc (MxN). a and b share a dtype; acc is f32/f64 for
 /// float inputs, i32/i64 for integer inputs; without acc it is zeros of f32
 /// (float inputs) or i32.

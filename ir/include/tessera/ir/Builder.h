@@ -7,6 +7,7 @@
 #pragma once
 
 #include <functional>
+#include <utility>
 
 #include "tessera/ir/IR.h"
 #include "tessera/ir/Atomics.h"
@@ -42,6 +43,13 @@ class Builder {
   Value* expandDims(Value* v, int axis);
   Value* reshape(Value* v, Shape shape);
   Value* transpose(Value* v, std::vector<int64_t> perm);
+  /// out[.., i_axis, ..] = src[.., index[.., i_axis, ..], ..] (IR.h): index's
+  /// shape, src's dtype.
+  Value* gather(Value* src, Value* index, int axis);
+  /// A tile with a trailing dim of 2: a at [..., 0], b at [..., 1].
+  Value* join(Value* a, Value* b);
+  /// The two halves (x[..., 0], x[..., 1]) of a tile whose last dim is 2.
+  std::pair<Value*, Value*> split(Value* x);
   Value* binary(OpCode code, Value* a, Value* b);  // Add..MulHi, Pow (kBinary in Ops.def)
   Value* unary(OpCode code, Value* a);             // Neg..Expm1 (kUnary in Ops.def)
   Value* fma(Value* a, Value* b, Value* c);

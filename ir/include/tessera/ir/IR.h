@@ -156,6 +156,29 @@
 // constants on scalars; it may read scalars defined outside it. Not defined
 // on i1 tiles.
 //
+// Reductions. `reduce(x) {kind, axis}` removes `axis` (a rank-1 tile gives
+// a scalar): sum, max and min combine the elements (max / min as the
+// elementwise ops: NaN if any element is NaN); argmax and argmin give the
+// i32 position along the axis of the first maximum / minimum, comparing as
+// max / min do except that -0 and +0 are equal, with NaN above every number
+// for argmax and below every number for argmin (so the first NaN, if any, is
+// the result of both: its index is where max / min find their NaN). Ties go
+// to the lowest index.
+//
+// Data movement.
+//  * `gather(src, index) {axis}`: src is a tile of rank r, index a tile of
+//    integers (not i1) of rank r whose shape equals src's in every dim but
+//    `axis`. The result has index's shape and src's dtype:
+//    out[i0, .., ik, ..] = src[i0, .., index[i0, .., ik, ..], ..] (k = axis).
+//    An index outside [0, src.shape[axis]) gives an unspecified value of
+//    src's dtype; it never faults or touches memory outside the tile.
+//  * `join(a, b)`: a and b of one tile type; the result has a trailing dim
+//    of 2: out[..., 0] = a, out[..., 1] = b. Rank-3 operands are rejected
+//    (tiles are rank 1..3).
+//  * `split(x)`: x a tile of rank 2 or 3 whose last dim is 2; two results
+//    of x's type without that dim: x[..., 0] and x[..., 1]. split(join(a,
+//    b)) is (a, b).
+//
 // Control flow. `for` runs its body for iv = lo, lo+step, ... while iv < hi
 // (step > 0; a non-positive step runs zero iterations), threading
 // loop-carried values through `yield`. `if` selects one region; both regions
@@ -227,7 +250,7 @@ bool needsFloat(OpCode op);      // pow, exp .. expm1, fma: float operands only
 /// polynomial expansions or device-library calls (docs/math.md).
 bool isTranscendental(OpCode op);
 bool hasRegions(OpCode op);  // for, if, scan
-/// The kinds of `reduce`: sum, max, min, argmax (the verifier rejects others,
+/// The kinds of `reduce`: sum, max, min, argmax, argmin (the verifier rejects others,
 /// so the backends can rely on it).
 bool isReduceKind(const std::string& kind);
 

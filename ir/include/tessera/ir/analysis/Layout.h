@@ -82,6 +82,10 @@ struct Layout {
   static Layout blocked(BlockedLayout b);
   /// The layout with value dim `i` removed (reduction along i).
   Layout sliceDim(int i) const;
+  /// The layout with a value dim inserted at `a` that every thread holds
+  /// whole (a new parent dim of one element per thread, one thread, one
+  /// warp); its sliceDim(a) has this layout's slots.
+  Layout withTrivialDim(int a) const;
 };
 
 /// Compile-time description of the slots a thread holds for one (layout,
