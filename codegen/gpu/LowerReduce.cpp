@@ -137,7 +137,13 @@ void Lower::emitReduce(const ir::Op& op) {
         if (static_cast<int>(i) != axis) idx.push_back(b_.CreateAdd(bs[i], i32(k[j++])));
       return linear(idx, outShape);
     };
+    // One writer per warp partial: lane 0 along the axis, and one of the
+    // threads holding copies of the same elements (lanes and warps along
+    // dims the input is a slice of, or over which it is replicated). The
+    // copies hold the same value, but several writes of one word in a
+    // barrier interval are a race by the emulator's model.
     llvm::Value* writer = b_.CreateAnd(b_.CreateICmpEQ(lanePos(l.parent, pa), i32(0)), b_.CreateICmpULT(wpos, i32(wd)));
+    if (llvm::Value* own = ownerPred(l, t)) writer = b_.CreateAnd(writer, own);
     guarded(writer, [&] {
       for (auto& k : keys) {
         llvm::Value* slot = b_.CreateAdd(b_.CreateMul(outLinear(k), i32(wd)), wpos);

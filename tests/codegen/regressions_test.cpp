@@ -244,3 +244,72 @@ TEST_CASE("a GPU tile too large for any thread is a ResourceError naming the val
                                }),
                     Contains("stages must be 1..32"));
 }
+
+TEST_CASE("a reduce of a reduce's slice (rows summed, then their max) is race-free and exact in the emulator",
+          "[codegen][gpu][regression]") {
+  // Was: "shared-memory race ... write of 4 bytes at shared offset 0
+  // [reduce]" on every emulated GPU once the launch specialised the kernel
+  // to aligned pointers. The [16] sums are a slice of the [16 x 128] layout,
+  // copied across the lanes (and warps) of the sliced-away columns; the
+  // cross-warp step of the second reduce let every copy store its warp's
+  // partial, where one writer per partial was meant.
+  constexpr int R = 16, C = 128;
+  ts::Kernel k =
+      ts::kernel("rowsum_max", [](ts::Ptr<float> out, ts::Ptr<int32_t> arg, ts::Ptr<const float> in, ts::Int n) {
+        auto p = ts::program_id(0);
+        auto r = ts::expand_dims(ts::arange(R), 1), c = ts::expand_dims(ts::arange(C), 0);
+        // Inside a loop: the reduces' scratch is reused every iteration.
+        auto init = std::tuple{ts::full({}, 0.0, ts::f32), ts::full({}, -1e30, ts::f32)};
+        auto [total, best] = ts::for_range(0, n, 1, init, [&](ts::Int i, ts::Tensor total, ts::Tensor best) {
+          auto m = ts::max(ts::sum(ts::load(in + (p * n + i) * (R * C) + r * C + c), 1), 0);
+          return std::tuple{total + m, ts::maximum(best, m)};
+        });
+        ts::store(out + 3 * p, total);
+        ts::store(out + 3 * p + 1, best);
+        // Outside a loop, as a max and as an argmax.
+        auto s = ts::sum(ts::load(in + p * n * (R * C) + r * C + c), 1);
+        ts::store(out + 3 * p + 2, ts::max(s, 0));
+        ts::store(arg + p, ts::argmax(s, 0));
+      });
+  const int P = 3, n = 4;
+  // Small integers: every sum, max and argmax is exact in any order.
+  std::vector<float> in(size_t(P) * n * R * C);
+  uint32_t state = 12345;
+  for (float& v : in) {
+    state = state * 1664525u + 1013904223u;
+    v = float(int(state >> 27) - 16);
+  }
+  std::vector<float> wantOut(3 * P);
+  std::vector<int32_t> wantArg(P);
+  for (int p = 0; p < P; ++p) {
+    double total = 0, best = -1e30;
+    for (int i = 0; i < n; ++i) {
+      double m = -INFINITY;
+      int am = 0;
+      for (int row = 0; row < R; ++row) {
+        double s = 0;
+        for (int col = 0; col < C; ++col) s += in[size_t(((p * n + i) * R + row) * C + col)];
+        if (s > m) m = s, am = row;
+      }
+      total += m;
+      best = std::max(best, m);
+      if (i == 0) wantOut[size_t(3 * p + 2)] = float(m), wantArg[size_t(p)] = am;
+    }
+    wantOut[size_t(3 * p)] = float(total);
+    wantOut[size_t(3 * p + 1)] = float(best);
+  }
+  for (const char* emu : {"nvptx:sm_80", "amdgpu:gfx942", "amdgpu:gfx1100"}) {
+    ts::Device dev = ts::Device::emulator(emu);
+    for (int warps : {1, 2, 4, 8}) {
+      INFO(emu << ", numWarps " << warps);
+      ts::CompileOptions o;
+      o.numWarps = warps;
+      auto ck = ts::compile(k, dev, o);
+      ts::Buffer din = dev.upload(ts::DType::F32, in), dout = dev.alloc(ts::DType::F32, 3 * P),
+                 darg = dev.alloc(ts::DType::I32, P);
+      CHECK_NOTHROW(ck.launch({uint32_t(P)}, dout, darg, din, n));
+      CHECK(dout.read<float>() == wantOut);
+      CHECK(darg.read<int32_t>() == wantArg);
+    }
+  }
+}
