@@ -4,15 +4,27 @@ namespace tessera::examples {
 
 const std::vector<Example>& all() {
   static const std::vector<Example> list = {
-      vectorAddExample(),      biasGeluExample(),
-      softmaxExample(),        layernormExample(),
-      rmsnormExample(),        gemmF32Example(),
-      gemmF16Example(),        gemmBF16Example(),
-      gemmBatchedExample(),    tutorialSoftmaxExample(),
-      tutorialGemmExample(),   tpMlpExample(),
-      spRmsnormExample(),      dropoutResidualLayernormExample(),
-      flashAttentionExample(), flashAttentionCausalExample(),
-      ropeExample(),           crossEntropyExample(),
+      vectorAddExample(),
+      biasGeluExample(),
+      softmaxExample(),
+      layernormExample(),
+      rmsnormExample(),
+      gemmF32Example(),
+      gemmF16Example(),
+      gemmBF16Example(),
+      gemmBatchedExample(),
+      tutorialSoftmaxExample(),
+      tutorialGemmExample(),
+      tpMlpExample(),
+      spRmsnormExample(),
+      dropoutResidualLayernormExample(),
+      flashAttentionExample(),
+      flashAttentionCausalExample(),
+      ropeExample(),
+      crossEntropyExample(),
+      pagedDecodeAttentionExample(),
+      moeGroupedGemmExample(),
+      moeGroupedGemmSwigluExample(),
   };
   return list;
 }

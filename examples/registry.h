@@ -108,6 +108,9 @@ Kernel layernorm(int BLOCK);  // y, mean, rstd, x, weight, bias, cols, eps   gri
 Kernel rmsnorm(int BLOCK, const char* name = "rmsnorm");  // y, x, weight, cols, eps   grid: rows; BLOCK >= cols
 /// out, x, positions, cos_cache, sin_cache, rows (tokens * heads), heads   grid: ceil(rows / BLOCK)
 Kernel rope(int BLOCK, int D);
+/// out, q, k_cache, v_cache, page_table, lengths, part_m, part_l, part_acc,
+/// counters, max_pages, pages_per_split   grid: (4 splits, heads, batch)
+Kernel pagedDecodeAttention(int D);
 /// loss, grad, logits, targets, V, scale   grid: rows; any V (BLOCK-wide chunks)
 Kernel crossEntropy(int BLOCK);
 Kernel tutorialSoftmax(int BLOCK);  // out, in, cols                 grid: rows; any cols (tutorial step 2)
@@ -133,6 +136,8 @@ enum class Activation { None, ReLU, GELU };
 Kernel gemmF32(GemmBlocks blocks, Activation act, bool withBias = true, const char* name = "gemm_f32");
 /// C (f16) = act(A (f16) @ B (f16) + bias (f32)), f32 accumulation. c, a, b, bias, M, N, K
 Kernel gemmF16(GemmBlocks blocks, Activation act = Activation::GELU);
+/// out, x, w, w_up, offsets, N, K   grid: (ceil(largest expert's rows / BLOCK_M), ceil(N / BLOCK_N), experts)
+Kernel moeGroupedGemm(GemmBlocks blocks, bool swiglu);
 /// C (f32) = act(A (bf16) @ B (bf16) + bias (f32)), f32 accumulation. c, a, b, bias, M, N, K
 Kernel gemmBF16(GemmBlocks blocks, Activation act = Activation::GELU);
 /// C[z] = A[z] @ B[z] for z = program_id(2), f32.                  c, a, b, M, N, K
@@ -239,6 +244,9 @@ Example flashAttentionExample();
 Example flashAttentionCausalExample();
 Example ropeExample();
 Example crossEntropyExample();
+Example pagedDecodeAttentionExample();
+Example moeGroupedGemmExample();
+Example moeGroupedGemmSwigluExample();
 
 /// The example's default kernel for a target.
 inline Kernel kernelFor(const Example& e, const Target& t) {

@@ -51,10 +51,27 @@ std::string shapeStr(const std::vector<int64_t>& s) {
 TEST_CASE("the registry lists the examples in order", "[examples]") {
   std::vector<std::string> names;
   for (const auto& e : ex::all()) names.push_back(e.name);
-  CHECK(names == std::vector<std::string>{"vector_add", "bias_gelu", "softmax", "layernorm", "rmsnorm", "gemm_f32",
-                                          "gemm_f16", "gemm_bf16", "gemm_batched", "tutorial_softmax", "tutorial_gemm",
-                                          "tp_mlp", "sp_rmsnorm", "dropout_residual_layernorm", "flash_attention",
-                                          "flash_attention_causal", "rope", "cross_entropy"});
+  CHECK(names == std::vector<std::string>{"vector_add",
+                                          "bias_gelu",
+                                          "softmax",
+                                          "layernorm",
+                                          "rmsnorm",
+                                          "gemm_f32",
+                                          "gemm_f16",
+                                          "gemm_bf16",
+                                          "gemm_batched",
+                                          "tutorial_softmax",
+                                          "tutorial_gemm",
+                                          "tp_mlp",
+                                          "sp_rmsnorm",
+                                          "dropout_residual_layernorm",
+                                          "flash_attention",
+                                          "flash_attention_causal",
+                                          "rope",
+                                          "cross_entropy",
+                                          "paged_decode_attention",
+                                          "moe_grouped_gemm",
+                                          "moe_grouped_gemm_swiglu"});
   REQUIRE(ex::find("softmax") != nullptr);
   CHECK(ex::find("nope") == nullptr);
   for (const auto& e : ex::all()) {
