@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "../amd_code_object.h"
 #include "../cpu_paths.h"
 #include "tessera/tessera.h"
 
@@ -561,15 +562,7 @@ TEST_CASE("tile ops: the AMDGPU code links with LLD for gfx942 and gfx1100", "[t
     for (auto [gfx, wave] : {std::pair{"gfx942", 64}, std::pair{"gfx1100", 32}}) {
       INFO(name << " on " << gfx);
       ts::Target target = ts::Target::parse(std::string("amdgpu:") + gfx);
-      auto k = ts::compile(kernel, target);
-      std::string hsaco = k.dump(ts::Stage::HSACO);
-      REQUIRE(hsaco.size() > 64);
-      CHECK(hsaco.compare(0, 4,
-                          "\x7f"
-                          "ELF") == 0);
-      std::string report = k.dump(ts::Stage::Resources);
-      INFO(report);
-      CHECK(report.find("wavefront " + std::to_string(wave)) != std::string::npos);
+      testamd::checkCodeObject(ts::compile(kernel, target), wave);
     }
 }
 

@@ -8,6 +8,14 @@ using Catch::Matchers::StartsWith;
 using dsltest::at;
 using dsltest::traceError;
 
+namespace {
+/// `msg` is an error at this file's `line` that says `what`.
+void checkErrorAt(const std::string& msg, int line, const char* what) {
+  CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
+  CHECK_THAT(msg, Contains(what));
+}
+}  // namespace
+
 TEST_CASE("shapes that cannot broadcast name both shapes", "[dsl][errors]") {
   int line = 0;
   std::string msg = traceError([&](ts::Ptr<float>) {
@@ -400,10 +408,7 @@ TEST_CASE("a failed trace leaves no tracing context behind", "[dsl][errors]") {
 
 TEST_CASE("scans check the axis, the dtype and what the combine function does", "[dsl][errors][scan]") {
   int line = 0;
-  auto check = [&](const std::string& msg, const char* what) {
-    CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
-    CHECK_THAT(msg, Contains(what));
-  };
+  auto check = [&](const std::string& msg, const char* what) { checkErrorAt(msg, line, what); };
   check(traceError([&](ts::Ptr<float>) {
           auto x = ts::zeros({4, 8}, ts::f32);
           line = __LINE__ + 1;  // the next line
@@ -439,10 +444,7 @@ TEST_CASE("scans check the axis, the dtype and what the combine function does", 
 
 TEST_CASE("gather, join, split and argmin check shapes and dtypes at the user's line", "[dsl][errors][tileops]") {
   int line = 0;
-  auto check = [&](const std::string& msg, const char* what) {
-    CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
-    CHECK_THAT(msg, Contains(what));
-  };
+  auto check = [&](const std::string& msg, const char* what) { checkErrorAt(msg, line, what); };
   check(traceError([&](ts::Ptr<float>) {
           auto x = ts::zeros({4, 8}, ts::f32);
           auto i = ts::zeros({3, 2}, ts::i32);

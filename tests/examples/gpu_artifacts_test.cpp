@@ -12,6 +12,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "../amd_code_object.h"
 #include "registry.h"
 #include "tessera/tessera.h"
 
@@ -76,13 +77,8 @@ TEST_CASE("every example links into an AMDGPU code object whose notes read back"
       INFO(e.name << " on " << gfx);
       ts::Target target = ts::Target::parse(std::string("amdgpu:") + gfx);
       auto k = ts::compile(ex::kernelFor(e, target), target);
-      std::string hsaco = k.dump(ts::Stage::HSACO);
-      REQUIRE(hsaco.size() > 64);
-      CHECK(hsaco.compare(0, 4,
-                          "\x7f"
-                          "ELF") == 0);
-      std::string report = k.dump(ts::Stage::Resources);
-      CHECK(report.find("wavefront " + std::to_string(wave)) != std::string::npos);
+      std::string report = testamd::checkCodeObject(k, wave);
+      const std::string hsaco = k.dump(ts::Stage::HSACO);
       CHECK(report.find("private segment (spills/stack) 0 bytes") != std::string::npos);
       if (readelf.empty()) {
         WARN("SKIPPED: llvm-readelf-22 not found (llvm-22-tools); code-object notes not read back");
