@@ -155,6 +155,12 @@ std::shared_ptr<Artifact> compile(const ir::Function& kernel, const Target& targ
   // GPU layouts split dims over threads in powers of two: pad first, so the
   // default passes clean up (CSE) the masks it adds.
   if (target.kind != Target::Kind::CPU) pm.add(ir::createPadTilesPass(&art->warnings));
+  bool fp8Dot = false;
+  ir::walk(f->body(), [&](ir::Op& op) {
+    if (op.code() == ir::OpCode::Dot && (isFp8(op.operand(0)->type().dtype()) || isFp8(op.operand(1)->type().dtype())))
+      fp8Dot = true;
+  });
+  if (fp8Dot) pm.add(ir::createWidenFp8DotsPass());
   ir::addDefaultPasses(pm);
   // Every backend lowers buffer_slot, async copies, commits and waits, so
   // `for {stages}` loops are scheduled for all targets (the schedule is the

@@ -29,6 +29,10 @@ const char* dtypeEnum(DType t) {
     case DType::BF16: return "BF16";
     case DType::F32: return "F32";
     case DType::F64: return "F64";
+    case DType::F8E4M3: return "F8E4M3";
+    case DType::F8E5M2: return "F8E5M2";
+    case DType::F8E4M3FNUZ: return "F8E4M3FNUZ";
+    case DType::F8E5M2FNUZ: return "F8E5M2FNUZ";
   }
   return "I32";
 }
@@ -48,6 +52,10 @@ const char* scalarType(DType t) {
     case DType::U64: return "uint64_t";
     case DType::F16:
     case DType::BF16:
+    case DType::F8E4M3:
+    case DType::F8E5M2:
+    case DType::F8E4M3FNUZ:
+    case DType::F8E5M2FNUZ:
     case DType::F32: return "float";
     case DType::F64: return "double";
   }

@@ -12,6 +12,7 @@ const std::vector<Example>& all() {
       gemmF32Example(),
       gemmF16Example(),
       gemmBF16Example(),
+      gemmFP8Example(),
       gemmBatchedExample(),
       tutorialSoftmaxExample(),
       tutorialGemmExample(),

@@ -232,6 +232,7 @@ Example rmsnormExample();
 Example gemmF32Example();
 Example gemmF16Example();
 Example gemmBF16Example();
+Example gemmFP8Example();
 Example gemmBatchedExample();
 Example tutorialSoftmaxExample();
 Example tutorialGemmExample();

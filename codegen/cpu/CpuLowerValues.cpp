@@ -87,16 +87,7 @@ llvm::Value* Lowering::emitChunk(const ir::Value* v, llvm::Value* base, int64_t 
   return emitDef(*def, base, c);
 }
 
-llvm::Value* Lowering::constantOf(const ir::Op& op, llvm::Type* t) {
-  const ir::Attr& a = op.attrs().at("value");
-  llvm::Type* s = t->getScalarType();
-  if (s->isFloatingPointTy()) {
-    double d = std::holds_alternative<double>(a) ? std::get<double>(a) : static_cast<double>(std::get<int64_t>(a));
-    return llvm::ConstantFP::get(t, d);
-  }
-  int64_t i = std::holds_alternative<int64_t>(a) ? std::get<int64_t>(a) : static_cast<int64_t>(std::get<double>(a));
-  return llvm::ConstantInt::get(t, static_cast<uint64_t>(i), /*isSigned=*/true);
-}
+llvm::Value* Lowering::constantOf(const ir::Op& op, llvm::Type* t) { return codegen::constantOf(op, t); }
 
 llvm::Value* Lowering::emitDef(const ir::Op& op, llvm::Value* base, int64_t c) {
   const ir::Type& rt = op.result()->type();

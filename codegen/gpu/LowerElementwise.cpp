@@ -14,14 +14,7 @@ namespace tessera::codegen::gpu_lower {
 
 // ================================================================ elementwise
 
-llvm::Value* Lower::constantOf(const ir::Op& op, llvm::Type* t) {
-  const ir::Attr& a = op.attrs().at("value");
-  if (t->isFloatingPointTy()) {
-    double v = std::holds_alternative<double>(a) ? std::get<double>(a) : static_cast<double>(std::get<int64_t>(a));
-    return llvm::ConstantFP::get(t, v);
-  }
-  return llvm::ConstantInt::get(t, static_cast<uint64_t>(std::get<int64_t>(a)), true);
-}
+llvm::Value* Lower::constantOf(const ir::Op& op, llvm::Type* t) { return codegen::constantOf(op, t); }
 
 // GPU backends lower every fptrunc (f64 -> bf16 included) correctly
 // rounded, so casts narrow with a plain fptrunc; the CPU needs its own.

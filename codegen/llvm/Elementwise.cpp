@@ -7,7 +7,9 @@
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/Intrinsics.h>
 
+#include "codegen/llvm/Fp8.h"
 #include "tessera/support/Error.h"
+#include "tessera/support/Fp8.h"
 
 namespace tessera::codegen {
 
@@ -28,6 +30,10 @@ llvm::Type* scalarType(llvm::IRBuilderBase& b, DType d) {
     case DType::BF16: return b.getBFloatTy();
     case DType::F32: return b.getFloatTy();
     case DType::F64: return b.getDoubleTy();
+    case DType::F8E4M3:
+    case DType::F8E5M2:
+    case DType::F8E4M3FNUZ:
+    case DType::F8E5M2FNUZ: return b.getInt8Ty();  // the code's bits (Fp8.h)
   }
   TS_UNREACHABLE("dtype");
 }
@@ -36,6 +42,17 @@ llvm::Type* shapedLike(llvm::Type* scalar, llvm::Type* like) {
   if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(like))
     return llvm::FixedVectorType::get(scalar, vt->getNumElements());
   return scalar;
+}
+
+llvm::Constant* constantOf(const ir::Op& op, llvm::Type* t) {
+  const ir::Attr& a = op.attrs().at("value");
+  const DType d = op.result()->type().dtype();
+  const bool isD = std::holds_alternative<double>(a);
+  const double f = isD ? std::get<double>(a) : static_cast<double>(std::get<int64_t>(a));
+  if (isFp8(d)) return llvm::ConstantInt::get(t, fp8Encode(d, f));
+  if (t->getScalarType()->isFloatingPointTy()) return llvm::ConstantFP::get(t, f);
+  int64_t i = isD ? static_cast<int64_t>(f) : std::get<int64_t>(a);
+  return llvm::ConstantInt::get(t, static_cast<uint64_t>(i), /*isSigned=*/true);
 }
 
 llvm::Value* emitCompare(llvm::IRBuilderBase& b, const ir::Op& op, llvm::Value* x, llvm::Value* y, DType dt) {
@@ -172,6 +189,17 @@ llvm::Value* emitCast(llvm::IRBuilderBase& b, llvm::Value* x, DType from, DType 
   if (from == to) return x;
   llvm::Type* xt = x->getType();
   auto shaped = [&](llvm::Type* s) { return shapedLike(s, xt); };
+  // fp8: decoded exactly to f32 and converted on from there; encoded from
+  // f32 (f16, bf16, f32 and every integer up to 16 bits are exact there) or
+  // from f64 (f64 and wider integers: an i64 or u64 that f64 cannot hold
+  // exactly lies far beyond every fp8 range, where both saturate), so the
+  // value is rounded once.
+  if (isFp8(from)) return emitCast(b, emitFp8ToF32(b, x, from), DType::F32, to, fpTrunc);
+  if (isFp8(to)) {
+    if (from == DType::I1) x = emitCast(b, x, from, DType::F32, fpTrunc), from = DType::F32;
+    DType wide = from == DType::F64 || (isInteger(from) && bitWidth(from) > 16) ? DType::F64 : DType::F32;
+    return emitToFp8(b, emitCast(b, x, from, wide, fpTrunc), to);
+  }
   llvm::Type* dt = shaped(scalarType(b, to));
   if (to == DType::I1) {
     if (isFloat(from)) return b.CreateFCmpUNE(x, llvm::Constant::getNullValue(xt));

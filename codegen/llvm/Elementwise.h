@@ -23,6 +23,10 @@ llvm::Type* scalarType(llvm::IRBuilderBase& b, DType d);
 /// when `like` is not a vector.
 llvm::Type* shapedLike(llvm::Type* scalar, llvm::Type* like);
 
+/// The value of a `constant` op as an LLVM constant of type `t` (a scalar,
+/// or a vector splat): fp8 constants are their codes (Fp8.h).
+llvm::Constant* constantOf(const ir::Op& op, llvm::Type* t);
+
 /// Narrows a float value to float type `to`, rounding once. Targets whose
 /// backend cannot be trusted with every fptrunc pass their own.
 using FpTruncFn = llvm::function_ref<llvm::Value*(llvm::Value* x, llvm::Type* to)>;

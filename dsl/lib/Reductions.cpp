@@ -68,9 +68,10 @@ Tensor dot(const Tensor& a, const Tensor& b, const Tensor& acc, SrcLoc loc) {
   if (ta.shape()[1] != tb.shape()[0])
     dsl::fail(loc, fmt::format("dot: inner dimensions differ: {} @ {}", dsl::shapeName(ta.shape()),
                                dsl::shapeName(tb.shape())));
-  if (ta.dtype() != tb.dtype() || ta.dtype() == DType::I1)
-    dsl::fail(loc, fmt::format("dot: operands must share a numeric dtype, got {} and {}", name(ta.dtype()),
-                               name(tb.dtype())));
+  const bool fp8s = isFp8(ta.dtype()) && isFp8(tb.dtype());  // e4m3 x e5m2 is fine
+  if ((ta.dtype() != tb.dtype() && !fp8s) || ta.dtype() == DType::I1)
+    dsl::fail(loc, fmt::format("dot: operands must share a numeric dtype (or both be fp8), got {} and {}",
+                               name(ta.dtype()), name(tb.dtype())));
   ir::Shape out{ta.shape()[0], tb.shape()[1]};
   bool fl = isFloat(ta.dtype());
   ir::Value* vc;

@@ -67,11 +67,17 @@ ir::Value* literal(TraceState& s, const Operand& o, const ir::Type& t, const Src
       fail(loc, fmt::format("{}: floating literal {} next to an integer operand of type {}; convert the operand "
                             "with .to(ts::f32) or use an integer literal",
                             what, o.floatValue(), name(d)));
+    // An fp8 constant holds the value it has: rounded as a cast would.
+    if (isFp8(d)) return s.builder->constant(t, static_cast<double>(fp8Decode(d, fp8Encode(d, o.floatValue()))));
     return s.builder->constant(t, o.floatValue());
   }
   int64_t v = o.intValue();
   // An unsigned C++ literal above INT64_MAX (its bits read negative).
   const bool huge = o.unsignedLiteral() && v < 0;
+  if (isFp8(d)) {
+    double x = huge ? static_cast<double>(static_cast<uint64_t>(v)) : static_cast<double>(v);
+    return s.builder->constant(t, static_cast<double>(fp8Decode(d, fp8Encode(d, x))));
+  }
   if (isFloat(d))
     return s.builder->constant(t, huge ? static_cast<double>(static_cast<uint64_t>(v)) : static_cast<double>(v));
   bool fits = true;
@@ -134,6 +140,10 @@ std::pair<ir::Value*, ir::Value*> unify(TraceState& s, const Operand& a, const O
   for (ir::Value* v : {va, vb})
     if (v && !v->type().isNumeric())
       fail(loc, fmt::format("{}: operand of type {} is not a number", what, typeStr(v->type())));
+  for (ir::Value* v : {va, vb})
+    if (v && isFp8(v->type().dtype()))
+      fail(loc, fmt::format("{}: {} is an 8-bit storage float; convert it first, e.g. x.to(ts::f32)", what,
+                            typeStr(v->type())));
   DType d = va && vb ? promote(va->type().dtype(), vb->type().dtype(), loc, what) : (va ? va : vb)->type().dtype();
   ir::Shape shape =
       va && vb ? broadcastShapes(va->type().shape(), vb->type().shape(), loc, what) : (va ? va : vb)->type().shape();

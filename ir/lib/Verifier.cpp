@@ -216,8 +216,48 @@ class Verifier {
   }
 
   // ---- per-op rules ----------------------------------------------------------
+  // The 8-bit floats are storage types (DTypes.def): the ops that only move
+  // or convert values, and dot, take them; any arithmetic needs a cast first.
+  void checkFp8Use(const Op& op) const {
+    switch (op.code()) {
+      case OpCode::Constant:
+      case OpCode::Splat:
+      case OpCode::Broadcast:
+      case OpCode::ExpandDims:
+      case OpCode::Reshape:
+      case OpCode::Transpose:
+      case OpCode::Gather:
+      case OpCode::Join:
+      case OpCode::Split:
+      case OpCode::Select:
+      case OpCode::Cast:
+      case OpCode::Bitcast:
+      case OpCode::Load:
+      case OpCode::Store:
+      case OpCode::Alloc:
+      case OpCode::LocalLoad:
+      case OpCode::LocalStore:
+      case OpCode::Copy:
+      case OpCode::BufferSlot:
+      case OpCode::Dot:
+      case OpCode::For:
+      case OpCode::If:
+      case OpCode::Yield:
+      case OpCode::Return: return;
+      default: break;
+    }
+    auto check = [&](const Value* v) {
+      if (v && v->type().isNumeric() && isFp8(v->type().dtype()))
+        fail(op, "is not defined on the 8-bit storage float " + ts(v->type()) +
+                     "; cast to f16, bf16 or f32 first (fp8 values are loaded, stored, moved, cast and used by dot)");
+    };
+    for (const Value* v : op.operands()) check(v);
+    for (unsigned i = 0; i < op.numResults(); ++i) check(op.result(i));
+  }
+
   void verifyOp(const Op& op, const Op* owner) {
     const OpCode c = op.code();
+    checkFp8Use(op);
     // The elementwise math of Ops.def's kBinary / kUnary rows: one type in,
     // the same type out.
     if (isBinary(c) || isUnary(c)) {
@@ -630,10 +670,13 @@ class Verifier {
           fail(op, "needs rank-2 tiles, got " + ts(a) + ", " + ts(b) + ", " + ts(acc));
         if (a.shape()[1] != b.shape()[0] || acc.shape()[0] != a.shape()[0] || acc.shape()[1] != b.shape()[1])
           fail(op, "shapes do not contract: " + ts(a) + " x " + ts(b) + " -> " + ts(acc));
-        if (a.dtype() != b.dtype()) fail(op, "operand dtypes differ: " + ts(a) + " vs " + ts(b));
+        // Two fp8 operands may differ in format (e4m3 x e5m2, as the tensor
+        // cores take them).
+        if (a.dtype() != b.dtype() && !(isFp8(a.dtype()) && isFp8(b.dtype())))
+          fail(op, "operand dtypes differ: " + ts(a) + " vs " + ts(b));
         DType d = a.dtype();
-        if (d != DType::F16 && d != DType::BF16 && d != DType::F32 && d != DType::I8)
-          fail(op, "operands must be f16, bf16, f32 or i8, got " + ts(a));
+        if (d != DType::F16 && d != DType::BF16 && d != DType::F32 && d != DType::I8 && !isFp8(d))
+          fail(op, "operands must be f16, bf16, f32, i8 or fp8 (f8e4m3, f8e5m2 and their fnuz variants), got " + ts(a));
         DType accD = d == DType::I8 ? DType::I32 : DType::F32;
         if (acc.dtype() != accD)
           fail(op, "accumulator " + ts(acc) + " must be " + name(accD) + " for " + name(d) + " operands");

@@ -101,6 +101,16 @@ std::optional<DType> dtypeOf(DLDataType t, std::string& why) {
       if (t.bits == 32) return DType::U32;
       if (t.bits == 64) return DType::U64;
       break;
+    case kDLFloat8_e4m3fn:
+    case kDLFloat8_e4m3fnuz:
+    case kDLFloat8_e5m2:
+    case kDLFloat8_e5m2fnuz:
+      if (t.bits == 8)
+        return t.code == kDLFloat8_e4m3fn     ? DType::F8E4M3
+               : t.code == kDLFloat8_e4m3fnuz ? DType::F8E4M3FNUZ
+               : t.code == kDLFloat8_e5m2     ? DType::F8E5M2
+                                              : DType::F8E5M2FNUZ;
+      break;
     case kDLComplex: why = "complex numbers have no Tessera dtype " + desc; return std::nullopt;
     default: why = "the dtype has no Tessera equivalent " + desc; return std::nullopt;
   }
@@ -123,6 +133,10 @@ DLDataType dlTypeOf(DType t) {
     case DType::BF16: return {kDLBfloat, 16, 1};
     case DType::F32: return {kDLFloat, 32, 1};
     case DType::F64: return {kDLFloat, 64, 1};
+    case DType::F8E4M3: return {kDLFloat8_e4m3fn, 8, 1};
+    case DType::F8E5M2: return {kDLFloat8_e5m2, 8, 1};
+    case DType::F8E4M3FNUZ: return {kDLFloat8_e4m3fnuz, 8, 1};
+    case DType::F8E5M2FNUZ: return {kDLFloat8_e5m2fnuz, 8, 1};
   }
   return {kDLInt, 8, 1};
 }

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "DeviceImpl.h"
+#include "tessera/support/Fp8.h"
 
 namespace tessera::rt {
 
@@ -30,6 +31,10 @@ const char* cppType(DType t) {
     case DType::U64: return "uint64_t";
     case DType::F16:
     case DType::BF16:
+    case DType::F8E4M3:
+    case DType::F8E5M2:
+    case DType::F8E4M3FNUZ:
+    case DType::F8E5M2FNUZ:
     case DType::F32: return "float";
     case DType::F64: return "double";
   }
@@ -167,6 +172,10 @@ void marshalScalar(void* slot, DType want, const Arg& a) {
     case DType::BF16: put(floatToBFloat16Bits(static_cast<float>(a.scalar.f))); break;
     case DType::F32: put(static_cast<float>(a.scalar.f)); break;
     case DType::F64: put(static_cast<double>(a.scalar.f)); break;
+    case DType::F8E4M3:
+    case DType::F8E5M2:
+    case DType::F8E4M3FNUZ:
+    case DType::F8E5M2FNUZ: put(fp8Encode(want, a.scalar.f)); break;
   }
 }
 

@@ -142,6 +142,10 @@ class MpiProcess {
       case DType::BF16: return lib->TypeUint16;
       case DType::F32: return lib->TypeFloat;
       case DType::F64: return lib->TypeDouble;
+      case DType::F8E4M3:
+      case DType::F8E5M2:
+      case DType::F8E4M3FNUZ:
+      case DType::F8E5M2FNUZ: return lib->TypeByte;  // moved, never reduced (CommCheck)
     }
     return lib->TypeByte;
   }

@@ -63,6 +63,7 @@
 #include "tessera/ir/IR.h"
 #include "tessera/support/DType.h"
 #include "tessera/support/Error.h"
+#include "tessera/support/Fp8.h"
 
 namespace tessera {
 
@@ -82,6 +83,13 @@ inline constexpr DType f16 = DType::F16;
 inline constexpr DType bf16 = DType::BF16;
 inline constexpr DType f32 = DType::F32;
 inline constexpr DType f64 = DType::F64;
+/// 8-bit storage floats (DTypes.def, docs/dtypes.md): loaded, stored, moved,
+/// converted with .to() and used as dot operands; arithmetic needs .to()
+/// first. Host code reads and writes them with fp8Encode / fp8Decode.
+inline constexpr DType f8e4m3 = DType::F8E4M3;
+inline constexpr DType f8e5m2 = DType::F8E5M2;
+inline constexpr DType f8e4m3fnuz = DType::F8E4M3FNUZ;
+inline constexpr DType f8e5m2fnuz = DType::F8E5M2FNUZ;
 
 /// Float literals usable anywhere a literal is, e.g. load(p, mask, -ts::inf).
 inline constexpr double inf = std::numeric_limits<double>::infinity();
@@ -93,6 +101,20 @@ struct half {
 };
 struct bfloat16 {
   uint16_t bits;
+};
+/// Storage types naming the 8-bit floats (Ptr<ts::float8_e4m3>); `bits` is
+/// the code (fp8Encode(ts::f8e4m3, x) makes one).
+struct float8_e4m3 {
+  uint8_t bits;
+};
+struct float8_e5m2 {
+  uint8_t bits;
+};
+struct float8_e4m3fnuz {
+  uint8_t bits;
+};
+struct float8_e5m2fnuz {
+  uint8_t bits;
 };
 
 namespace dsl {
@@ -115,6 +137,10 @@ template <> struct DTypeOf<uint32_t> : DTypeIs<DType::U32> {};
 template <> struct DTypeOf<uint64_t> : DTypeIs<DType::U64> {};
 template <> struct DTypeOf<half> : DTypeIs<DType::F16> {};
 template <> struct DTypeOf<bfloat16> : DTypeIs<DType::BF16> {};
+template <> struct DTypeOf<float8_e4m3> : DTypeIs<DType::F8E4M3> {};
+template <> struct DTypeOf<float8_e5m2> : DTypeIs<DType::F8E5M2> {};
+template <> struct DTypeOf<float8_e4m3fnuz> : DTypeIs<DType::F8E4M3FNUZ> {};
+template <> struct DTypeOf<float8_e5m2fnuz> : DTypeIs<DType::F8E5M2FNUZ> {};
 template <> struct DTypeOf<float> : DTypeIs<DType::F32> {};
 template <> struct DTypeOf<double> : DTypeIs<DType::F64> {};
 // clang-format on

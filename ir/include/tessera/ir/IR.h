@@ -61,8 +61,19 @@
 // to the integer range and map NaN to 0; int -> float rounds to nearest.
 // `bitcast` reinterprets each element's bits as another dtype of the same
 // width (f32 <-> i32 <-> u32, f64 <-> i64 <-> u64, f16 / bf16 <-> i16; not
-// i1): no
+// i1; fp8 <-> i8 / u8): no
 // conversion, NaN payloads and signed zeros included, IEEE's encodings.
+// The 8-bit floats f8e4m3, f8e5m2 (OCP) and f8e4m3fnuz, f8e5m2fnuz (AMD's)
+// are storage types (DTypes.def): they are loaded, stored, moved (splat,
+// broadcast, reshape, transpose, gather, join, split, select, buffers,
+// copies), cast and bitcast, and are dot operands (two fp8 operands may
+// differ in format; the accumulator is f32); every other op rejects them.
+// A cast from fp8 is exact; a cast to fp8 rounds once to nearest even from
+// the source's value, saturates beyond the largest finite value (infinities
+// included: +-448 for e4m3, +-240 e4m3fnuz, +-57344 e5m2/e5m2fnuz), maps NaN
+// to the format's canonical NaN (0x7F, 0x7E, 0x80) and keeps -0 except in
+// the FNUZ formats (support/Fp8.h, the host definition every backend
+// matches bit for bit).
 //
 // Memory. A pointer carries a memory space: global (visible to all programs,
 // passed as kernel arguments), shared (one instance per program, visible to

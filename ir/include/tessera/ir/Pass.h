@@ -38,8 +38,13 @@ std::unique_ptr<Pass> createPipelineSchedulePass();
 /// `warnings` is given, a warning naming the reshape's line is appended.
 std::unique_ptr<Pass> createPadTilesPass(std::vector<std::string>* warnings = nullptr);
 
+/// "widen-fp8-dots": casts the fp8 operands of every dot to f16, exactly
+/// (ir/passes/WidenFp8Dots.cpp). Run for every target before lowering: no
+/// backend lowers fp8 operands of dot directly.
+std::unique_ptr<Pass> createWidenFp8DotsPass();
+
 /// A pass by its name (Passes.def: canonicalize, cse, dce, pipeline,
-/// pad-tiles, verify); UsageError naming the known ones otherwise.
+/// pad-tiles, widen-fp8-dots, verify); UsageError naming the known ones otherwise.
 std::unique_ptr<Pass> createPassByName(const std::string& name);
 /// The known pass names, in Passes.def order.
 std::vector<std::string> passNames();

@@ -1,6 +1,7 @@
 // Types of the tile IR.
 //
 //   scalar   i1 i8 i16 i32 i64 u8 u16 u32 u64 f16 bf16 f32 f64
+//            f8e4m3 f8e5m2 f8e4m3fnuz f8e5m2fnuz (storage only, IR.h)
 //   pointer  ptr<f32, global>           (pointee scalar + memory space)
 //   tile     tile<64x32xf32>, tile<128xptr<f16, global>>
 //            a static-shape value of rank 1..3 whose elements are scalars

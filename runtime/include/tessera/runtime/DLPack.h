@@ -59,8 +59,13 @@ enum DLDataTypeCode : uint8_t {
   kDLBfloat = 4,
   kDLComplex = 5,
   kDLBool = 6,
-  // 7.. : the 8-, 6- and 4-bit float formats of v1.1, which Tessera has no
-  // type for.
+  // The 8-bit floats of v1.1 that Tessera has (DTypes.def); the others of
+  // 7..17 (e3m4, e4m3 with infinities, e4m3b11fnuz, e8m0fnu, 6- and 4-bit
+  // floats) have no Tessera type.
+  kDLFloat8_e4m3fn = 10,
+  kDLFloat8_e4m3fnuz = 11,
+  kDLFloat8_e5m2 = 12,
+  kDLFloat8_e5m2fnuz = 13,
 };
 
 struct DLDataType {
