@@ -387,7 +387,7 @@ emu::LaunchReport runI8Gemm(const Lowered& l, int M, int N, int K, int64_t BM, i
   return rep;
 }
 
-const char* const kI8Targets[] = {"nvptx:sm_80"};
+const char* const kI8Targets[] = {"nvptx:sm_80", "amdgpu:gfx90a", "amdgpu:gfx942", "amdgpu:gfx1100"};
 
 std::string i8MmaName(const std::string& target) {
   if (target.rfind("nvptx", 0) == 0) return "mma.m16n8k32";

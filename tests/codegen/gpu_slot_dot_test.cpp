@@ -15,6 +15,7 @@
 
 #include "../../codegen/gpu/GpuCompile.h"
 #include "emu_util.h"
+#include "../amd_code_object.h"
 #include "pipelined_gemm.h"
 #include "tessera/ir/Pass.h"
 #include "tessera/tessera.h"
@@ -200,7 +201,9 @@ TEST_CASE("pipelined i8 GEMM on the tensor cores matches the int32 reference", "
     const char* target;
     const char* mnemonic;
   };
-  for (Case c : {Case{"nvptx:sm_80", "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"}})
+  for (Case c : {Case{"nvptx:sm_80", "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"},
+                 Case{"amdgpu:gfx90a", "v_mfma_i32_16x16x16"}, Case{"amdgpu:gfx942", "v_mfma_i32_16x16x32"},
+                 Case{"amdgpu:gfx1100", "v_wmma_i32_16x16x16_iu8"}})
     for (bool aligned : {true, false}) {
       int M = aligned ? 128 : 100, N = aligned ? 128 : 70, K = aligned ? 192 : 90;
       INFO(c.target << (aligned ? ", aligned" : ", ragged"));
@@ -216,4 +219,23 @@ TEST_CASE("pipelined i8 GEMM on the tensor cores matches the int32 reference", "
         CHECK((r.ptx.find("cp.async.cg") != std::string::npos) == aligned);
       }
     }
+}
+
+TEST_CASE("i8 GEMM code objects link for gfx90a, gfx942 and gfx1100 with the i8 matrix instructions",
+          "[gpu][dot][amdgpu]") {
+  struct Case {
+    const char* gfx;
+    int wave;
+    const char* mnemonic;
+  };
+  for (Case c : {Case{"gfx90a", 64, "v_mfma_i32_16x16x16"}, Case{"gfx942", 64, "v_mfma_i32_16x16x32"},
+                 Case{"gfx1100", 32, "v_wmma_i32_16x16x16_iu8"}}) {
+    INFO(c.gfx);
+    ts::CompiledKernel k = ts::compile(gemmtest::pipelinedGemmI8("gemm_i8", 64, 64, 32, 2),
+                                       ts::Target::parse(std::string("amdgpu:") + c.gfx));
+    std::string report = testamd::checkCodeObject(k, c.wave);
+    INFO(report);
+    CHECK(report.find("private segment (spills/stack) 0 bytes") != std::string::npos);
+    CHECK(k.dump(ts::Stage::AMDGCN).find(c.mnemonic) != std::string::npos);
+  }
 }
