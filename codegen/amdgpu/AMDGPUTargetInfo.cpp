@@ -62,16 +62,34 @@ constexpr GpuMathNotes kAmdgpuMath = {
 // Matrix-core table: f16/bf16 operands with an f32 accumulator use
 // v_mfma_f32_16x16x16{f16,bf16_1k} on gfx90a/gfx942 (wave64; the 16x16
 // shape needs 4 accumulator registers per lane and fits small warp tiles)
-// and v_wmma_f32_16x16x16_{f16,bf16} on gfx1100 (wave32). Operands are read
-// from LDS with plain loads. f32 and i8 dots stay on FMAs.
+// and v_wmma_f32_16x16x16_{f16,bf16} on gfx1100 (wave32). i8 operands with
+// an i32 accumulator: v_mfma_i32_16x16x16i8 on gfx90a, v_mfma_i32_16x16x32_i8
+// on gfx942 (which dropped the 16x16x16 form), v_wmma_i32_16x16x16_iu8 with
+// both operands signed on gfx1100; the same accumulator placement, sums
+// wrapping mod 2^32 (no clamp). Operands are read from LDS with plain
+// loads. f32 dots stay on FMAs.
 TensorCoreOp amdgpuTensorCore(const std::string& arch, DType in, DType acc) {
+  TensorCoreOp t;
+  const bool mfma = arch == "gfx90a" || arch == "gfx942", wmma = arch == "gfx1100";
+  if (in == DType::I8 && acc == DType::I32) {
+    if (arch == "gfx90a") {
+      t.kind = ir::MmaKind::AmdMfma16x16x16;
+      t.mma = llvm::Intrinsic::amdgcn_mfma_i32_16x16x16i8;
+    } else if (arch == "gfx942") {
+      t.kind = ir::MmaKind::AmdMfma16x16x32;
+      t.mma = llvm::Intrinsic::amdgcn_mfma_i32_16x16x32_i8;
+    } else if (wmma) {
+      t.kind = ir::MmaKind::AmdWmma16x16x16;
+      t.mma = llvm::Intrinsic::amdgcn_wmma_i32_16x16x16_iu8;
+    }
+    return t;
+  }
   if (acc != DType::F32 || (in != DType::F16 && in != DType::BF16)) return {};
   bool f16 = in == DType::F16;
-  TensorCoreOp t;
-  if (arch == "gfx90a" || arch == "gfx942") {
+  if (mfma) {
     t.kind = ir::MmaKind::AmdMfma16x16x16;
     t.mma = f16 ? llvm::Intrinsic::amdgcn_mfma_f32_16x16x16f16 : llvm::Intrinsic::amdgcn_mfma_f32_16x16x16bf16_1k;
-  } else if (arch == "gfx1100") {
+  } else if (wmma) {
     t.kind = ir::MmaKind::AmdWmma16x16x16;
     t.mma = f16 ? llvm::Intrinsic::amdgcn_wmma_f32_16x16x16_f16 : llvm::Intrinsic::amdgcn_wmma_f32_16x16x16_bf16;
   }

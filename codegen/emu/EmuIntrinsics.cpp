@@ -192,14 +192,16 @@ class Lowerer {
     }
     if (k == "mma") {
       // mma.m16n8k16.row.col.f32.f32 (f16 inputs) / .bf16 (bf16 inputs),
-      // f32 accumulator: a[4], b[2], c[4] -> {f32 x 4}.
+      // f32 accumulator: a[4], b[2], c[4] -> {f32 x 4}; m16n8k32.row.col.s8
+      // (s8 inputs, s32 accumulator, not .satfinite): i32 in the same places.
       std::string rest;
       for (size_t i = 1; i < t.size(); ++i) rest += (i > 1 ? "." : "") + t[i];
       int32_t mode = rest == "m16n8k16.row.col.f32.f32" ? TESSERA_EMU_MMA_M16N8K16_F16
                      : rest == "m16n8k16.row.col.bf16"  ? TESSERA_EMU_MMA_M16N8K16_BF16
+                     : rest == "m16n8k32.row.col.s8"    ? TESSERA_EMU_MMA_M16N8K32_S8
                                                         : -1;
       if (mode < 0 || c.arg_size() != 10)
-        unsupported(c, "only m16n8k16 row.col f16/bf16 with an f32 accumulator is modelled");
+        unsupported(c, "only m16n8k16 row.col f16/bf16 with an f32 accumulator and m16n8k32 row.col s8 are modelled");
       return matrixCall(b, c, "tessera_emu_mma_sync", mode, {0, 1, 2, 3}, {4, 5}, {6, 7, 8, 9});
     }
     if (k == "cp" && t.size() >= 3 && t[1] == "async") return cpAsync(b, c, t);
@@ -351,8 +353,13 @@ class Lowerer {
                          .Case("mfma.f32.32x32x8bf16.1k", TESSERA_EMU_MFMA_32X32X8_BF16)
                          .Case("mfma.f32.16x16x16f16", TESSERA_EMU_MFMA_16X16X16_F16)
                          .Case("mfma.f32.16x16x16bf16.1k", TESSERA_EMU_MFMA_16X16X16_BF16)
+                         .Case("mfma.i32.16x16x16i8", TESSERA_EMU_MFMA_16X16X16_I8)
+                         .Case("mfma.i32.16x16x32.i8", TESSERA_EMU_MFMA_16X16X32_I8)
                          .Default(-1);
-      if (mode < 0) unsupported(c, "only the f32 32x32x8 / 16x16x16 f16 and bf16_1k forms are modelled");
+      if (mode < 0)
+        unsupported(c,
+                    "only the f32 32x32x8 / 16x16x16 f16 and bf16_1k and the i32 16x16x16 / 16x16x32 i8 forms "
+                    "are modelled");
       for (unsigned i = 3; i < 6; ++i) {
         auto* ci = llvm::dyn_cast<llvm::ConstantInt>(arg(i));
         if (!ci || !ci->isZero()) unsupported(c, "cbsz / abid / blgp broadcasts are not modelled");
@@ -363,6 +370,18 @@ class Lowerer {
       if (c.arg_size() != 3) unsupported(c);
       return matrixCall(b, c, "tessera_emu_wmma",
                         t[3] == "f16" ? TESSERA_EMU_WMMA_16X16X16_F16 : TESSERA_EMU_WMMA_16X16X16_BF16, {0}, {1}, {2});
+    }
+    if (k == "wmma" && t.size() >= 4 && t[1] == "i32" && t[2] == "16x16x16" && t[3] == "iu8") {
+      // (A_sign, A, B_sign, B, C, clamp): the signs become mode flags.
+      if (c.arg_size() != 6) unsupported(c);
+      auto* sa = llvm::dyn_cast<llvm::ConstantInt>(arg(0));
+      auto* sb = llvm::dyn_cast<llvm::ConstantInt>(arg(2));
+      auto* clamp = llvm::dyn_cast<llvm::ConstantInt>(arg(5));
+      if (!sa || !sb || !clamp) unsupported(c);
+      if (!clamp->isZero()) unsupported(c, "the clamp (saturating) form is not modelled");
+      int32_t mode = TESSERA_EMU_WMMA_16X16X16_IU8 | (sa->isOne() ? TESSERA_EMU_WMMA_A_SIGNED : 0) |
+                     (sb->isOne() ? TESSERA_EMU_WMMA_B_SIGNED : 0);
+      return matrixCall(b, c, "tessera_emu_wmma", mode, {1}, {3}, {4});
     }
     if (name == "implicitarg.ptr") return b.CreateAddrSpaceCast(implicitArgs(c.getFunction()), c.getType());
     if (name == "dispatch.ptr") return b.CreateAddrSpaceCast(dispatchPacket(c.getFunction()), c.getType());

@@ -12,6 +12,19 @@
 // quadrants (rows 0-7 | 8-15) x (k 0-7 | 8-15) in the order above gives
 // a0..a7; loading B's (k 0-7, k 8-15) with .trans gives b0..b3.
 //
+// NVIDIA mma.m16n8k32 .s8 (PTX ISA, "Matrix Fragments for mma.m16n8k32"),
+// four s8 per 32-bit register, lowest k in the low byte:
+//   A 16x32: a0 (g, 4t..4t+3), a1 (g+8, 4t..), a2 (g, 16+4t..), a3 (g+8, 16+4t..)
+//   B 32x8:  b0 (k 4t..4t+3, col g), b1 (k 16+4t.., col g)
+//   C/D (s32): as m16n8k16's f32 C/D.
+// ldmatrix without .trans hands lane l the 4 bytes 4(l%4).. of row l/4 of
+// each 8x16-byte matrix: A's quadrants (rows 0-7 | 8-15) x (k 0-15 | 16-31)
+// give a0..a3 exactly as for f16 (a chunk is 16 k instead of 8). B's
+// register needs 4 consecutive k of one column, which .trans cannot give
+// (it moves 16-bit elements: a lane would get k pairs of two columns), so
+// B is staged N x K and read without .trans: matrices (n 0-7) x (k 0-15 |
+// 16-31) give b0, b1.
+//
 // AMD v_mfma_f32_16x16x16f16 (wave64), i = lane % 16, q = lane / 16:
 //   A: lane holds (row i, k 4q..4q+3); B: (k 4q..4q+3, col i);
 //   D: register r holds (row 4q + r, col i).
@@ -19,9 +32,14 @@
 //   consecutive k of one row of a K-contiguous staging buffer), so D is
 //   C^T: register r holds C(row i, col 4q + r), the #mma layout
 //   spt=[1,4], tpw=[16,4], order=[0,1].
+// AMD v_mfma_i32_16x16x16i8 (gfx90a): as 16x16x16f16, 4 i8 of k 4q..4q+3
+//   in one register; v_mfma_i32_16x16x32_i8 (gfx942): 8 i8 of k 8q..8q+7 in
+//   two registers (an i64); D (i32) as the f32 D. Swapped the same way.
 // AMD v_wmma_f32_16x16x16_f16 (wave32), i = lane % 16, h = lane / 16:
 //   A: lane holds (row i, k 0..15); B: (k 0..15, col i) (lanes 16-31 repeat
 //   lanes 0-15); D (f32): register r holds (row 2r + h, col i).
+//   v_wmma_i32_16x16x16_iu8: the same with 16 i8 in four registers and an
+//   i32 D; the A_sign / B_sign flags set (signed operands), clamp off.
 //
 // The #mma layouts (Layout.cpp) place a warp's instruction tiles on global
 // rows that need not be consecutive (e.g. NVIDIA rows g and g+8 of a tile
@@ -49,34 +67,50 @@ TensorCoreDotPlan planTensorCoreDot(const TensorCoreOp& op, DType in, int64_t M,
   TensorCoreDotPlan p;
   p.op = op;
   p.in = in;
+  p.elemBytes = byteSize(in);
+  p.kStep = ir::mmaK(op.kind);
+  TS_ASSERT((p.elemBytes == 1 || p.elemBytes == 2) && K % p.kStep == 0, "tensor-core dot: element size or K");
   p.M = M;
   p.N = N;
   p.K = K;
   p.acc = acc;
-  if (op.kind == ir::MmaKind::NvMmaM16N8K16) {
-    // Rows padded by 8 elements (16 bytes): the eight 16-byte rows one
+  const unsigned eb = p.elemBytes;
+  const int64_t ce = 16 / static_cast<int64_t>(eb);  // elements per 16-byte chunk
+  if (ir::isNvMma(op.kind)) {
+    // Rows padded by one 16-byte chunk: the eight 16-byte rows one
     // ldmatrix phase reads start 16 (mod 128) bytes apart for any row of
-    // >= 16 elements, so they hit eight different 4-bank groups, and every
-    // element's address is affine in (row, col): the staging stores and
-    // fragment reads of a thread are one base register plus immediates
-    // (the XOR swizzle of the shared slots, nvidiaSlotStaging, gives each
-    // a register of its own, held across the loop).
-    p.a = {M, K, K + 8, false, 8};
-    p.b = {K, N, N + 8, false, 8};
+    // >= 32 bytes (an odd number of chunks per padded row), so they hit
+    // eight different 4-bank groups, and every element's address is affine
+    // in (row, col): the staging stores and fragment reads of a thread are
+    // one base register plus immediates (the XOR swizzle of the shared
+    // slots, nvidiaSlotStaging, gives each a register of its own, held
+    // across the loop).
+    p.a = {M, K, K + ce, false, ce, eb};
+    if (eb == 1) {
+      // 1-byte B: N x K (see the fragment table above: no .trans).
+      p.b = {N, K, K + ce, false, ce, eb};
+      p.bTransposed = true;
+    } else {
+      p.b = {K, N, N + ce, false, ce, eb};
+    }
   } else {
-    // Pad rows by 4 elements (8 bytes): 16 lanes reading 8 bytes at the same
-    // column of 16 consecutive rows then hit 16 distinct even bank pairs.
-    p.a = {M, K, K + 4, false, 4};
+    // Pad rows by 8 bytes: 16 lanes reading 4 or 8 bytes at the same column
+    // of 16 consecutive rows then hit 16 distinct banks (bank pairs).
+    const int64_t pad = 8 / static_cast<int64_t>(eb);
+    p.a = {M, K, K + pad, false, pad, eb};
     // Written transposed: runs along K of the copy's register tile
     // (transposedCopyLayout), aligned by the padded stride (bufferRunWidth).
-    p.b = {N, K, K + 4, false, 1};
+    p.b = {N, K, K + pad, false, 1, eb};
     p.bTransposed = true;
   }
   p.aBytes = (p.a.bytes() + 15) & ~uint64_t{15};
   return p;
 }
 
-DotStaging nvidiaSlotStaging(int64_t rows, int64_t cols) { return {rows, cols, cols, true, 8}; }
+DotStaging nvidiaSlotStaging(int64_t rows, int64_t cols, unsigned elemBytes) {
+  const int64_t ce = 16 / static_cast<int64_t>(elemBytes);
+  return {rows, cols, cols, true, ce, elemBytes};
+}
 
 llvm::Value* stagingIndex(llvm::IRBuilderBase& b, const DotStaging& s, llvm::Value* row, llvm::Value* col) {
   // Indices into a staging buffer are small and non-negative (nuw nsw: see
@@ -89,8 +123,9 @@ llvm::Value* stagingIndex(llvm::IRBuilderBase& b, const DotStaging& s, llvm::Val
   // cycle: slot = (r * R + c') % 8. R >= 8: f(r) = r % 8. R < 8: 8/R rows
   // share a 128-byte line and differ in r % (8/R) already; f(r) =
   // (r / (8/R)) % R separates the R lines.
-  int64_t R = s.cols / 8;
-  TS_ASSERT(R >= 1 && (R & (R - 1)) == 0 && s.stride == s.cols,
+  const int64_t ce = s.chunkElems();
+  int64_t R = s.cols / ce;
+  TS_ASSERT(s.cols % ce == 0 && R >= 1 && (R & (R - 1)) == 0 && s.stride == s.cols,
             "swizzled staging needs power-of-two rows of 16-byte chunks");
   llvm::Value* f;
   if (R >= 8) {
@@ -99,8 +134,9 @@ llvm::Value* stagingIndex(llvm::IRBuilderBase& b, const DotStaging& s, llvm::Val
     int64_t P = 8 / R;
     f = b.CreateAnd(b.CreateUDiv(row, c32(b, P)), c32(b, R - 1));
   }
-  llvm::Value* chunk = b.CreateXor(b.CreateLShr(col, c32(b, 3)), f);
-  return b.CreateAdd(rowOff, b.CreateAdd(b.CreateShl(chunk, c32(b, 3)), b.CreateAnd(col, c32(b, 7))));
+  const int64_t shift = ce == 16 ? 4 : 3;
+  llvm::Value* chunk = b.CreateXor(b.CreateLShr(col, c32(b, shift)), f);
+  return b.CreateAdd(rowOff, b.CreateAdd(b.CreateShl(chunk, c32(b, shift)), b.CreateAnd(col, c32(b, ce - 1))));
 }
 
 llvm::Value* stagingAddress(llvm::IRBuilderBase& b, llvm::Type* elemTy, llvm::Value* base, const DotStaging& s,
@@ -142,9 +178,8 @@ struct Emitter {
   llvm::Value* add(llvm::Value* x, int64_t c) { return c ? b.CreateAdd(x, i32(c), "", true, true) : x; }
   llvm::Value* addr(llvm::Value* base, const DotStaging& s, llvm::Value* row, int64_t dRow, llvm::Value* col,
                     int64_t dCol) {
-    return stagingAddress(b, b.getInt16Ty(), base, s, row, dRow, col, dCol);
+    return stagingAddress(b, b.getIntNTy(8 * p.elemBytes), base, s, row, dRow, col, dCol);
   }
-  llvm::Type* elemTy() { return p.in == DType::F16 ? b.getHalfTy() : b.getInt16Ty(); }
   /// The register type of one element of a tile (A from registers).
   llvm::Type* tileElemTy() { return p.in == DType::F16 ? b.getHalfTy() : b.getBFloatTy(); }
 
@@ -159,13 +194,22 @@ struct Emitter {
 
   // ---- NVIDIA ---------------------------------------------------------------
   // Fragments, flattened: A (ks * mT + mi) * 4 + q, B (ks * nT + ni) * 2 + q.
+  // m16n8k16 and m16n8k32 alike: every fragment register is 4 bytes of one
+  // row of an 8 x 16-byte matrix, a k-step is two such matrices wide (ce
+  // elements each).
   std::vector<llvm::Value*> nvidia(std::vector<llvm::Value*> acc) {
-    const int64_t mT = p.M / (16 * wm), nT = p.N / (8 * wn), kS = p.K / 16;
+    const int64_t mT = p.M / (16 * wm), nT = p.N / (8 * wn), kS = p.K / p.kStep;
+    const int64_t ce = 16 / static_cast<int64_t>(p.elemBytes);
+    TS_ASSERT(p.kStep == 2 * ce && (p.elemBytes == 2 || p.bTransposed), "mma operand staging");
     TS_ASSERT(only >= 0 || static_cast<int64_t>(acc.size()) == mT * nT * 4, "mma accumulator slot count");
     llvm::Type* ptrTy = llvm::PointerType::get(b.getContext(), 3);  // shared
     llvm::Function* ldA = llvm::Intrinsic::getOrInsertDeclaration(&m, p.op.ldA, {ptrTy});
-    llvm::Function* ldB4 = llvm::Intrinsic::getOrInsertDeclaration(&m, p.op.ldBx4, {ptrTy});
-    llvm::Function* ldB2 = llvm::Intrinsic::getOrInsertDeclaration(&m, p.op.ldBx2, {ptrTy});
+    auto decl = [&](llvm::Intrinsic::ID id) {
+      return id == llvm::Intrinsic::not_intrinsic ? nullptr : llvm::Intrinsic::getOrInsertDeclaration(&m, id, {ptrTy});
+    };
+    llvm::Function* ldA2 = decl(p.op.ldAx2);
+    llvm::Function* ldB4 = decl(p.op.ldBx4);
+    llvm::Function* ldB2 = decl(p.op.ldBx2);
     llvm::Function* mma = llvm::Intrinsic::getOrInsertDeclaration(&m, p.op.mma);
     llvm::Value* j = b.CreateLShr(lane, i32(3));  // which 8x8 matrix this lane addresses
     llvm::Value* r = b.CreateAnd(lane, i32(7));   // which row of it
@@ -174,16 +218,18 @@ struct Emitter {
     // A rows: matrices 0/2 are fragment rows 0-7, 1/3 rows 8-15 (the next
     // repetition along M, 8*wm rows further); matrices 2/3 are k + 8.
     llvm::Value* aRow0 = b.CreateAdd(b.CreateAdd(b.CreateMul(wp0, i32(8)), r), b.CreateMul(jLo, i32(8 * wm)));
-    llvm::Value* aCol0 = b.CreateMul(jHi, i32(8));
+    llvm::Value* aCol0 = b.CreateMul(jHi, i32(ce));
     // B rows (k): matrices 0/2 are k 0-7, 1/3 k 8-15; matrices 2/3 the next
     // n-tile (8*wn columns further).
     llvm::Value* bRow0 = b.CreateAdd(r, b.CreateMul(jLo, i32(8)));
     llvm::Value* bCol0 = b.CreateAdd(b.CreateMul(wp1, i32(8)), b.CreateMul(jHi, i32(8 * wn)));
     llvm::Value* bCol2 = b.CreateMul(wp1, i32(8));
     // B stored N x K (bTransposed): ldmatrix without .trans, matrix j of
-    // lane l = (n-tile + j/2, k half j%2), row r = n.
-    llvm::Value* btRow0 = b.CreateAdd(b.CreateAdd(b.CreateMul(wp1, i32(8)), r), b.CreateMul(jHi, i32(8 * wn)));
-    llvm::Value* btCol0 = b.CreateMul(jLo, i32(8));
+    // lane l = (n-tile + j/2, k half j%2), row r = n; .x2 (the last of an
+    // odd number of n-tiles): matrices 0/1 only.
+    llvm::Value* btRow2 = b.CreateAdd(b.CreateMul(wp1, i32(8)), r);
+    llvm::Value* btRow0 = b.CreateAdd(btRow2, b.CreateMul(jHi, i32(8 * wn)));
+    llvm::Value* btCol0 = b.CreateMul(jLo, i32(ce));
     auto slot = [&](int64_t mi, int64_t ni, int64_t h, int64_t s) { return (2 * mi + h) * (2 * nT) + ni * 2 + s; };
     bool f16 = p.in == DType::F16;
     llvm::Type* h2 = llvm::FixedVectorType::get(b.getHalfTy(), 2);
@@ -208,17 +254,20 @@ struct Emitter {
           for (unsigned q = 0; q < 4; ++q) A[mi][q] = (*preA)[static_cast<size_t>((ks * mT + mi) * 4 + q)];
           continue;
         }
-        llvm::Value* ld = b.CreateCall(ldA, {addr(aBase, p.a, aRow0, mi * 16 * wm, aCol0, ks * 16)});
+        llvm::Value* ld = b.CreateCall(ldA, {addr(aBase, p.a, aRow0, mi * 16 * wm, aCol0, ks * p.kStep)});
         for (unsigned q = 0; q < 4; ++q) A[mi][q] = operand(b.CreateExtractValue(ld, q));
       }
       for (int64_t ni = 0; ni < nT && only != 0; ni += 2) {
         if (preB) {
           for (int64_t n = ni; n < std::min(ni + 2, nT); ++n)
             for (unsigned q = 0; q < 2; ++q) B[n][q] = (*preB)[static_cast<size_t>((ks * nT + n) * 2 + q)];
-        } else if (p.bTransposed) {
-          TS_ASSERT(ni + 1 < nT, "N x K B operand with an odd number of n-tiles");
-          llvm::Value* ld = b.CreateCall(ldA, {addr(bBase, p.b, btRow0, ni * 8 * wn, btCol0, ks * 16)});
+        } else if (p.bTransposed && ni + 1 < nT) {
+          llvm::Value* ld = b.CreateCall(ldA, {addr(bBase, p.b, btRow0, ni * 8 * wn, btCol0, ks * p.kStep)});
           for (unsigned q = 0; q < 4; ++q) B[ni + q / 2][q % 2] = operand(b.CreateExtractValue(ld, q));
+        } else if (p.bTransposed) {
+          TS_ASSERT(ldA2, "mma: no ldmatrix .x2 for an N x K B operand");
+          llvm::Value* ld = b.CreateCall(ldA2, {addr(bBase, p.b, btRow2, ni * 8 * wn, btCol0, ks * p.kStep)});
+          for (unsigned q = 0; q < 2; ++q) B[ni][q] = operand(b.CreateExtractValue(ld, q));
         } else if (ni + 1 < nT) {
           llvm::Value* ld = b.CreateCall(ldB4, {addr(bBase, p.b, bRow0, ks * 16, bCol0, ni * 8 * wn)});
           for (unsigned q = 0; q < 4; ++q) B[ni + q / 2][q % 2] = operand(b.CreateExtractValue(ld, q));
@@ -249,12 +298,25 @@ struct Emitter {
   // Fragments, flattened: A ks * mT + mi, B ks * nT + ni.
   std::vector<llvm::Value*> amd(std::vector<llvm::Value*> acc) {
     const bool wmma = p.op.kind == ir::MmaKind::AmdWmma16x16x16;
-    const int64_t mT = p.M / (16 * wm), nT = p.N / (16 * wn), kS = p.K / 16;
-    const unsigned regs = wmma ? 8 : 4;    // accumulator registers per lane per tile
-    const unsigned elems = wmma ? 16 : 4;  // operand elements per lane
+    const bool integer = p.elemBytes == 1;
+    const int64_t mT = p.M / (16 * wm), nT = p.N / (16 * wn), kS = p.K / p.kStep;
+    const unsigned regs = wmma ? 8 : 4;  // accumulator registers per lane per tile
+    // Operand elements per lane: WMMA a whole row of 16; MFMA a quarter of
+    // the k-step (16x16x16: 4, 16x16x32: 8).
+    const unsigned elems = wmma ? 16 : static_cast<unsigned>(p.kStep / 4);
     TS_ASSERT(only >= 0 || static_cast<int64_t>(acc.size()) == mT * nT * regs, "matrix-core accumulator slot count");
-    llvm::Type* opTy = llvm::FixedVectorType::get(elemTy(), elems);
-    llvm::Type* accTy = llvm::FixedVectorType::get(b.getFloatTy(), regs);
+    // The operand registers as the intrinsic types them: f16 <n x half>,
+    // bf16 <n x i16>; i8 packed in 32-bit registers (an i32, an i64 for two
+    // (MFMA 16x16x32), <4 x i32> for four (WMMA)).
+    llvm::Type* opTy;
+    if (!integer)
+      opTy = llvm::FixedVectorType::get(p.in == DType::F16 ? b.getHalfTy() : b.getInt16Ty(), elems);
+    else if (wmma)
+      opTy = llvm::FixedVectorType::get(b.getInt32Ty(), elems / 4);
+    else
+      opTy = b.getIntNTy(8 * elems);
+    const llvm::Align opAlign(std::min<uint64_t>(8, uint64_t{elems} * p.elemBytes));
+    llvm::Type* accTy = llvm::FixedVectorType::get(integer ? b.getInt32Ty() : b.getFloatTy(), regs);
     llvm::Function* fn = wmma ? llvm::Intrinsic::getOrInsertDeclaration(&m, p.op.mma, {accTy, opTy})
                               : llvm::Intrinsic::getOrInsertDeclaration(&m, p.op.mma);
     llvm::Value* i = b.CreateAnd(lane, i32(15));
@@ -268,7 +330,7 @@ struct Emitter {
       aRow0 = b.CreateAdd(b.CreateMul(wp0, i32(16)), i);
     const int64_t aRowStep = 16 * wm;  // a warp's next tile is 16 * wm rows further (both layouts)
     llvm::Value* bRow0 = b.CreateAdd(b.CreateMul(wp1, i32(16)), i);
-    llvm::Value* kOff = wmma ? i32(0) : b.CreateMul(q, i32(4));
+    llvm::Value* kOff = wmma ? i32(0) : b.CreateMul(q, i32(elems));
     // Accumulator slots in the #mma layout's order (Layout.h): WMMA's eight
     // registers are eight rows; MFMA's four are four columns (C^T).
     auto slot = [&](int64_t mi, int64_t ni, int64_t r) {
@@ -279,11 +341,11 @@ struct Emitter {
       for (int64_t mi = 0; mi < mT && only != 1; ++mi)
         A.push_back(
             preA ? (*preA)[static_cast<size_t>(ks * mT + mi)]
-                 : b.CreateAlignedLoad(opTy, addr(aBase, p.a, aRow0, mi * aRowStep, kOff, ks * 16), llvm::Align(8)));
+                 : b.CreateAlignedLoad(opTy, addr(aBase, p.a, aRow0, mi * aRowStep, kOff, ks * p.kStep), opAlign));
       for (int64_t ni = 0; ni < nT && only != 0; ++ni)
         B.push_back(
             preB ? (*preB)[static_cast<size_t>(ks * nT + ni)]
-                 : b.CreateAlignedLoad(opTy, addr(bBase, p.b, bRow0, ni * 16 * wn, kOff, ks * 16), llvm::Align(8)));
+                 : b.CreateAlignedLoad(opTy, addr(bBase, p.b, bRow0, ni * 16 * wn, kOff, ks * p.kStep), opAlign));
       if (only >= 0) {
         loaded.insert(loaded.end(), only == 0 ? A.begin() : B.begin(), only == 0 ? A.end() : B.end());
         continue;
@@ -292,8 +354,13 @@ struct Emitter {
         for (int64_t ni = 0; ni < nT; ++ni) {
           llvm::Value* c = llvm::PoisonValue::get(accTy);
           for (unsigned r = 0; r < regs; ++r) c = b.CreateInsertElement(c, acc[slot(mi, ni, r)], r);
-          llvm::Value* d =
-              wmma ? b.CreateCall(fn, {A[mi], B[ni], c}) : b.CreateCall(fn, {B[ni], A[mi], c, i32(0), i32(0), i32(0)});
+          llvm::Value* d;
+          if (wmma && integer)  // A_sign, A, B_sign, B, C, clamp
+            d = b.CreateCall(fn, {b.getTrue(), A[mi], b.getTrue(), B[ni], c, b.getFalse()});
+          else if (wmma)
+            d = b.CreateCall(fn, {A[mi], B[ni], c});
+          else
+            d = b.CreateCall(fn, {B[ni], A[mi], c, i32(0), i32(0), i32(0)});
           for (unsigned r = 0; r < regs; ++r) acc[slot(mi, ni, r)] = b.CreateExtractElement(d, r);
         }
     }
@@ -313,7 +380,7 @@ std::vector<llvm::Value*> emitTensorCoreDot(llvm::IRBuilderBase& b, llvm::Module
   Emitter e(b, m, p, aBase, bBase, lane, warp, aReg);
   e.preA = preA;
   e.preB = preB;
-  if (p.op.kind == ir::MmaKind::NvMmaM16N8K16) return e.nvidia(std::move(acc));
+  if (ir::isNvMma(p.op.kind)) return e.nvidia(std::move(acc));
   return e.amd(std::move(acc));
 }
 
@@ -323,7 +390,7 @@ std::vector<llvm::Value*> loadTensorCoreFragments(llvm::IRBuilderBase& b, llvm::
   const std::function<llvm::Value*(int64_t, int64_t)> none;
   Emitter e(b, m, p, operand == 0 ? base : nullptr, operand == 1 ? base : nullptr, lane, warp, none);
   e.only = static_cast<int>(operand);
-  if (p.op.kind == ir::MmaKind::NvMmaM16N8K16)
+  if (ir::isNvMma(p.op.kind))
     e.nvidia({});
   else
     e.amd({});

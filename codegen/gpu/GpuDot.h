@@ -1,20 +1,27 @@
-// Tensor-core lowering of the tile IR's dot (f16/bf16 operands, f32
-// accumulator) for the GPU targets: NVIDIA mma.sync.m16n8k16 with ldmatrix,
-// AMD MFMA 16x16x16 (gfx90a, gfx942) and WMMA 16x16x16 (gfx1100).
+// Tensor-core lowering of the tile IR's dot for the GPU targets: f16/bf16
+// operands with an f32 accumulator on NVIDIA mma.sync.m16n8k16 with
+// ldmatrix, AMD MFMA 16x16x16 (gfx90a, gfx942) and WMMA 16x16x16 (gfx1100);
+// i8 operands with an i32 accumulator on mma.sync.m16n8k32.s8, MFMA
+// i32_16x16x16i8 (gfx90a) / i32_16x16x32_i8 (gfx942) and WMMA
+// i32_16x16x16_iu8 (gfx1100).
 //
 // The accumulator lives in the instruction's registers: its layout is the
 // `#mma<...>` blocked layout of Layout.h (mmaLayout), so a loop-carried
 // accumulator never leaves the registers between iterations. The operands
 // are staged in shared memory (LDS) by the threads that hold them, then each
-// warp reads its instruction fragments:
-//   NVPTX  A: MxK row-major, B: KxN row-major, rows padded by 16 bytes so
-//          the eight 16-byte rows one ldmatrix phase reads fall into eight
-//          different 4-bank groups (no bank conflicts); shared slots read
-//          directly use an XOR swizzle of 16-byte chunks instead;
-//          A by ldmatrix.x4, B by ldmatrix.x4.trans / .x2.trans.
-//   AMDGPU A: MxK, B transposed to NxK, rows padded by 4 elements so the
-//          8-byte (MFMA) / 32-byte (WMMA) per-lane reads of 16 consecutive
-//          rows spread over the banks; plain LDS loads.
+// warp reads its instruction fragments. Staging is written in bytes of the
+// element size (DotStaging::elemBytes), so 1-byte operands share one path:
+//   NVPTX  A: MxK row-major; B: KxN row-major (2-byte elements) or NxK
+//          (1-byte elements, and a 2-byte B copied from K-contiguous
+//          global memory); rows padded by 16 bytes so the eight 16-byte
+//          rows one ldmatrix phase reads fall into eight different 4-bank
+//          groups (no bank conflicts); shared slots read directly use an
+//          XOR swizzle of 16-byte chunks instead;
+//          A by ldmatrix.x4, a KxN B by ldmatrix.x4.trans / .x2.trans, an
+//          NxK B by ldmatrix.x4 / .x2.
+//   AMDGPU A: MxK, B transposed to NxK, rows padded by 8 bytes so the
+//          4/8-byte (MFMA) / 16/32-byte (WMMA) per-lane reads of 16
+//          consecutive rows spread over the banks; plain LDS loads.
 // Private to codegen: includes LLVM headers.
 #pragma once
 
@@ -31,7 +38,7 @@
 namespace tessera::codegen {
 
 /// One operand's staging buffer: element (row, col) of a rows x cols matrix
-/// of 2-byte elements.
+/// of `elemBytes`-byte elements (2: f16/bf16, 1: i8).
 struct DotStaging {
   int64_t rows = 0, cols = 0;
   int64_t stride = 0;    // elements between rows
@@ -39,17 +46,22 @@ struct DotStaging {
   /// Largest number of consecutive elements of a row one store may write
   /// (vector stores stay inside a 16-byte chunk and aligned).
   int64_t maxVec = 1;
-  uint64_t bytes() const { return static_cast<uint64_t>(rows * stride) * 2; }
+  unsigned elemBytes = 2;
+  /// Elements per 16-byte chunk (one ldmatrix row).
+  int64_t chunkElems() const { return 16 / static_cast<int64_t>(elemBytes); }
+  uint64_t bytes() const { return static_cast<uint64_t>(rows * stride) * elemBytes; }
 };
 
 struct TensorCoreDotPlan {
   TensorCoreOp op;
   DType in = DType::F16;
+  unsigned elemBytes = 2;  // of `in`
+  int64_t kStep = 16;      // K of one instruction (ir::mmaK)
   int64_t M = 0, N = 0, K = 0;
   ir::BlockedLayout acc;     // the #mma layout of the result
   DotStaging a;              // rows = M, cols = K
-  DotStaging b;              // NVPTX: rows = K, cols = N; AMDGPU: rows = N, cols = K
-  bool bTransposed = false;  // b holds B^T (AMDGPU)
+  DotStaging b;              // rows = K, cols = N, or (bTransposed) rows = N, cols = K
+  bool bTransposed = false;  // b holds B^T (AMDGPU; NVPTX 1-byte or K-contiguous global B)
   uint64_t aBytes = 0;       // a's size rounded up to 16 bytes: b starts there
   uint64_t totalBytes() const { return aBytes + b.bytes(); }
 };
@@ -58,9 +70,10 @@ TensorCoreDotPlan planTensorCoreDot(const TensorCoreOp& op, DType in, int64_t M,
                                     const ir::BlockedLayout& acc);
 
 /// The layout of a shared slot read directly by mma (planDirectDots): the
-/// row-major slot with its 16-byte chunks XOR-swizzled, a permutation of
-/// whole chunks, so cp.async chunks land in it unchanged.
-DotStaging nvidiaSlotStaging(int64_t rows, int64_t cols);
+/// row-major slot of `elemBytes`-byte elements with its 16-byte chunks
+/// XOR-swizzled, a permutation of whole chunks, so cp.async chunks land in
+/// it unchanged.
+DotStaging nvidiaSlotStaging(int64_t rows, int64_t cols, unsigned elemBytes);
 
 /// The address of element (row + dRow, col + dCol) of a staging buffer
 /// (dRow, dCol constants): without the swizzle, the thread's address of

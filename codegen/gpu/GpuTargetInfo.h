@@ -62,9 +62,12 @@ MathChoice gpuMath(ir::OpCode op, DType dt, const GpuMathNotes& notes);
 struct TensorCoreOp {
   ir::MmaKind kind = ir::MmaKind::None;
   llvm::Intrinsic::ID mma = llvm::Intrinsic::not_intrinsic;
-  /// NVPTX: ldmatrix .x4 (A fragments), .x4.trans and .x2.trans (B
-  /// fragments from a row-major KxN buffer); unused on AMDGPU.
+  /// NVPTX: ldmatrix .x4 (A fragments, and B fragments from an N x K
+  /// buffer), .x2 (the last n-tile of an N x K B), .x4.trans and .x2.trans
+  /// (B fragments from a row-major K x N buffer, 16-bit elements only);
+  /// unused on AMDGPU.
   llvm::Intrinsic::ID ldA = llvm::Intrinsic::not_intrinsic;
+  llvm::Intrinsic::ID ldAx2 = llvm::Intrinsic::not_intrinsic;
   llvm::Intrinsic::ID ldBx4 = llvm::Intrinsic::not_intrinsic;
   llvm::Intrinsic::ID ldBx2 = llvm::Intrinsic::not_intrinsic;
 };

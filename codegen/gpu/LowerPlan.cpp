@@ -70,12 +70,17 @@ void Lower::planDirectDots() {
       const ir::Type& rt = root->type();
       if (!root->definingOp() || root->definingOp()->code() != OpCode::Alloc || rt.space() != ir::MemSpace::Shared)
         continue;
-      if (rt.dtype() != DType::F16 && rt.dtype() != DType::BF16) continue;
+      if (rt.dtype() != op.operand(i)->type().dtype() || byteSize(rt.dtype()) != plan.elemBytes) continue;
       Storage sg{i == 0 ? plan.a : plan.b, i == 1 && plan.bTransposed};
-      if (plan.op.kind == ir::MmaKind::NvMmaM16N8K16) sg.st = nvidiaSlotStaging(sg.st.rows, sg.st.cols);
+      if (ir::isNvMma(plan.op.kind)) {
+        // An N x K B slot (1-byte B) would be filled by copies whose
+        // 16-byte chunks run along N: cp.async cannot transpose them.
+        if (sg.transposed) continue;
+        sg.st = nvidiaSlotStaging(sg.st.rows, sg.st.cols, plan.elemBytes);
+      }
       if (sg.st.swizzle) {  // stagingIndex's precondition
-        const int64_t chunks = sg.st.cols / 8;
-        if (sg.st.cols % 8 != 0 || chunks < 1 || (chunks & (chunks - 1)) != 0 || sg.st.stride != sg.st.cols) continue;
+        const int64_t ce = sg.st.chunkElems(), chunks = sg.st.cols / ce;
+        if (sg.st.cols % ce != 0 || chunks < 1 || (chunks & (chunks - 1)) != 0 || sg.st.stride != sg.st.cols) continue;
       }
       // Nothing between the read as written and the dot may touch shared
       // memory's order.
@@ -136,9 +141,10 @@ TensorCoreDotPlan Lower::dotPlan(const ir::Op& op) {
   // A B operand copied from global memory where it is contiguous along K
   // (flash attention's K^T) is stored N x K, so the copy's 16-byte chunks
   // stay whole; ldmatrix without .trans reads its fragments.
-  if (p.op.kind == ir::MmaKind::NvMmaM16N8K16)
+  if (ir::isNvMma(p.op.kind))
     if (auto it = globalOperands_.find({&op, 1}); it != globalOperands_.end() && it->second == 0) {
-      p.b = {p.N, p.K, p.K + 8, false, 8};
+      const int64_t ce = p.b.chunkElems();
+      p.b = {p.N, p.K, p.K + ce, false, ce, p.elemBytes};
       p.bTransposed = true;
     }
   return p;
@@ -214,6 +220,7 @@ int Lower::globalCopyDim(const ir::Op& op, unsigned i, const std::unordered_map<
   // (row-major K x N) or along K (stored N x K, see dotPlan), then with
   // whole pairs of n-tiles (ldmatrix .x4 without .trans covers two).
   if (i == 0) return fast == 1 ? fast : -1;
+  if (fast == 1 && eb == 1) return -1;  // a 1-byte B is staged N x K (planTensorCoreDot)
   if (fast == 0) {
     const auto& acc = la_.get(op.result()).parent;
     if (shape[1] % (16 * acc.wpb[1]) != 0) return -1;
@@ -239,7 +246,7 @@ void Lower::planDotOperands() {
     if (op.code() != OpCode::Dot || !la_.has(op.result())) return;
     const ir::Layout& dl = la_.get(op.result());
     if (dl.parent.mma == ir::MmaKind::None) return;
-    for (unsigned i = 0; i < 2 && copies && dl.parent.mma == ir::MmaKind::NvMmaM16N8K16; ++i) {
+    for (unsigned i = 0; i < 2 && copies && ir::isNvMma(dl.parent.mma); ++i) {
       if (directOperands_.count({&op, i})) continue;
       if (int fast = globalCopyDim(op, i, uses); fast >= 0) {
         globalOperands_[{&op, i}] = fast;

@@ -94,16 +94,26 @@ void linkLibdevice(llvm::Module& m, llvm::TargetMachine& tm, const std::string& 
 // Tensor-core table: f16/bf16 operands with an f32 accumulator use
 // mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32 (sm_80+),
 // operands read from shared memory by ldmatrix (A: .x4, B: .x4/.x2 .trans
-// from the row-major KxN staging buffer). f32 x f32 stays on FMAs: tf32 mma
-// rounds the operands to 10 mantissa bits, which IR.h's dot does not allow;
-// i8 x i8 -> i32 stays on FMAs for now.
+// from the row-major KxN staging buffer). s8 operands with an s32
+// accumulator use mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 (sm_80+;
+// not .satfinite: the sums wrap mod 2^32 like the IR's i32 add), both
+// operands by ldmatrix without .trans (B staged N x K: .trans moves 16-bit
+// elements and would split the 4-byte k runs an s8 fragment register
+// holds; see planTensorCoreDot). f32 x f32 stays on FMAs: tf32 mma rounds
+// the operands to 10 mantissa bits, which IR.h's dot does not allow.
 TensorCoreOp nvptxTensorCore(DType in, DType acc) {
-  if (acc != DType::F32 || (in != DType::F16 && in != DType::BF16)) return {};
   TensorCoreOp t;
+  t.ldA = llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_b16;
+  t.ldAx2 = llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x2_b16;
+  if (in == DType::I8 && acc == DType::I32) {
+    t.kind = ir::MmaKind::NvMmaM16N8K32;
+    t.mma = llvm::Intrinsic::nvvm_mma_m16n8k32_row_col_s8;
+    return t;
+  }
+  if (acc != DType::F32 || (in != DType::F16 && in != DType::BF16)) return {};
   t.kind = ir::MmaKind::NvMmaM16N8K16;
   t.mma = in == DType::F16 ? llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32
                            : llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_bf16;
-  t.ldA = llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_b16;
   t.ldBx4 = llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_trans_b16;
   t.ldBx2 = llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x2_trans_b16;
   return t;

@@ -48,6 +48,8 @@ const char* mmaName(MmaKind k) {
     case MmaKind::NvMmaM16N8K16: return "mma.m16n8k16";
     case MmaKind::AmdMfma16x16x16: return "mfma.16x16x16";
     case MmaKind::AmdWmma16x16x16: return "wmma.16x16x16";
+    case MmaKind::NvMmaM16N8K32: return "mma.m16n8k32";
+    case MmaKind::AmdMfma16x16x32: return "mfma.16x16x32";
   }
   return "?";
 }
@@ -205,10 +207,10 @@ BlockedLayout distributeBlocked(const std::vector<int64_t>& shape, std::vector<i
 
 std::optional<BlockedLayout> mmaLayout(MmaKind k, int64_t M, int64_t N, int64_t K, int numWarps, int warpSize,
                                        bool chained) {
-  if (k == MmaKind::None || !isPow2(M) || !isPow2(N) || !isPow2(K) || !isPow2(numWarps) || K % 16 != 0)
+  if (k == MmaKind::None || !isPow2(M) || !isPow2(N) || !isPow2(K) || !isPow2(numWarps) || K % mmaK(k) != 0)
     return std::nullopt;
-  const int64_t tileN = k == MmaKind::NvMmaM16N8K16 ? 8 : 16;
-  const int wantWarp = k == MmaKind::AmdMfma16x16x16 ? 64 : 32;
+  const int64_t tileN = isNvMma(k) ? 8 : 16;
+  const int wantWarp = isAmdMfma(k) ? 64 : 32;
   if (warpSize != wantWarp || M % 16 != 0 || N % tileN != 0) return std::nullopt;
   // Split the warps over M and N, giving each new factor of two to the dim
   // with more instruction tiles per warp (square warp tiles reuse the
@@ -234,10 +236,12 @@ std::optional<BlockedLayout> mmaLayout(MmaKind k, int64_t M, int64_t N, int64_t 
   b.mma = k;
   switch (k) {
     case MmaKind::NvMmaM16N8K16:
+    case MmaKind::NvMmaM16N8K32:
       b.spt = {1, 2};
       b.tpw = {8, 4};
       break;
     case MmaKind::AmdMfma16x16x16:
+    case MmaKind::AmdMfma16x16x32:
       // The instruction is fed B^T as its A and A^T as its B, so it
       // computes C^T and each lane holds 4 consecutive columns of one row
       // (Triton's isTransposed MFMA layout): an f16 result is stored in 8-byte

@@ -230,9 +230,15 @@ void Worker::matrix(Fiber* f, Coll kind, int32_t mode, const void* a, const void
       ok = cfg->vendor == Vendor::NVIDIA && (n == 1 || n == 2 || n == 4) && (mode & ~15) == 0;
       break;
     }
-    case Coll::Mma: ok = cfg->vendor == Vendor::NVIDIA && (mode == 0 || mode == 1); break;
-    case Coll::Mfma: ok = cfg->vendor == Vendor::AMD && W == 64 && mode >= 0 && mode <= 3; break;
-    case Coll::Wmma: ok = cfg->vendor == Vendor::AMD && W == 32 && (mode == 0 || mode == 1); break;
+    case Coll::Mma: ok = cfg->vendor == Vendor::NVIDIA && mode >= 0 && mode <= TESSERA_EMU_MMA_M16N8K32_S8; break;
+    case Coll::Mfma:
+      ok = cfg->vendor == Vendor::AMD && W == 64 && mode >= 0 && mode <= TESSERA_EMU_MFMA_16X16X32_I8;
+      break;
+    case Coll::Wmma:
+      ok = cfg->vendor == Vendor::AMD && W == 32 &&
+           (mode == TESSERA_EMU_WMMA_16X16X16_F16 || mode == TESSERA_EMU_WMMA_16X16X16_BF16 ||
+            (mode & ~(TESSERA_EMU_WMMA_A_SIGNED | TESSERA_EMU_WMMA_B_SIGNED)) == TESSERA_EMU_WMMA_16X16X16_IU8);
+      break;
     default: break;
   }
   if (!ok)

@@ -3,11 +3,16 @@
 //   PTX ISA, "Matrix Fragments for mma.m16n8k16 with floating point type"
 //   and "ldmatrix"; AMD's matrix instruction calculator / CDNA ISA for
 //   v_mfma_f32_{32x32x8,16x16x16}{f16,bf16_1k}; the RDNA3 ISA for
-//   v_wmma_f32_16x16x16_{f16,bf16}.
+//   v_wmma_f32_16x16x16_{f16,bf16}. The 8-bit integer forms: "Matrix
+//   Fragments for mma.m16n8k32" (.s8), v_mfma_i32_16x16x16i8 (CDNA2),
+//   v_mfma_i32_16x16x32_i8 (CDNA3), v_wmma_i32_16x16x16_iu8 (RDNA3); four
+//   8-bit elements per 32-bit register, the lowest k in the low byte.
 // Each instruction gathers the whole A, B, C matrices from the lanes,
 // computes D = A B + C, and scatters D back. Products of two f16 or bf16
 // values are exact in f32 (at most 22 significant bits); they are summed in
-// k order in f32, starting from C.
+// k order in f32, starting from C. Integer forms are exact: the products
+// and their sum are computed in 64 bits, then added to C mod 2^32 (the
+// instructions neither saturate nor clamp here).
 #include "Matrix.h"
 
 #include <cmath>
@@ -53,6 +58,40 @@ struct Mat {
   float& at(int r, int c) { return v[static_cast<size_t>(r * cols + c)]; }
 };
 
+// Byte e of a lane's packed 8-bit register array (lowest byte first), as a
+// signed or unsigned value.
+int32_t byteElem(const uint32_t* regs, int e, bool isSigned) {
+  const auto u = static_cast<uint8_t>(regs[e / 4] >> (8 * (e % 4)));
+  return isSigned ? static_cast<int32_t>(static_cast<int8_t>(u)) : static_cast<int32_t>(u);
+}
+
+struct IMat {
+  int rows, cols;
+  std::vector<int64_t> v;
+  IMat(int r, int c) : rows(r), cols(c), v(static_cast<size_t>(r * c), 0) {}
+  int64_t& at(int r, int c) { return v[static_cast<size_t>(r * cols + c)]; }
+};
+
+// The i32 accumulators travel in the hooks' float registers: their bits.
+uint32_t accBits(const float* regs, int r) {
+  uint32_t u;
+  std::memcpy(&u, regs + r, 4);
+  return u;
+}
+void setAccBits(float* regs, int r, uint32_t u) { std::memcpy(regs + r, &u, 4); }
+
+// D = A B + C mod 2^32 (C holds the accumulator bits).
+IMat iproduct(IMat& a, IMat& b, IMat& c) {
+  IMat d(c.rows, c.cols);
+  for (int i = 0; i < c.rows; ++i)
+    for (int j = 0; j < c.cols; ++j) {
+      int64_t s = 0;
+      for (int k = 0; k < a.cols; ++k) s += a.at(i, k) * b.at(k, j);
+      d.at(i, j) = static_cast<uint32_t>(static_cast<uint64_t>(c.at(i, j)) + static_cast<uint64_t>(s));
+    }
+  return d;
+}
+
 Mat product(Mat& a, Mat& b, Mat& c) {
   Mat d(c.rows, c.cols);
   for (int i = 0; i < c.rows; ++i)
@@ -67,6 +106,25 @@ Mat product(Mat& a, Mat& b, Mat& c) {
 }  // namespace
 
 bool mmaSync(int32_t mode, const LaneFrag* lanes) {
+  if (mode == TESSERA_EMU_MMA_M16N8K32_S8) {
+    // A 16x32: register q byte e of lane 4g + t is (g + 8 (q % 2), 4t + e +
+    // 16 (q / 2)); B 32x8: register q byte e is (4t + e + 16 q, g).
+    IMat A(16, 32), B(32, 8), C(16, 8);
+    for (int l = 0; l < 32; ++l) {
+      const int g = l / 4, t = l % 4;
+      for (int i = 0; i < 16; ++i)
+        A.at(g + 8 * (i / 4 % 2), 4 * t + i % 4 + 16 * (i / 8)) = byteElem(lanes[l].a, i, true);
+      for (int i = 0; i < 8; ++i) B.at(4 * t + i % 4 + 16 * (i / 4), g) = byteElem(lanes[l].b, i, true);
+      for (int i = 0; i < 4; ++i) C.at(g + 8 * (i / 2), 2 * t + i % 2) = accBits(lanes[l].c, i);
+    }
+    IMat D = iproduct(A, B, C);
+    for (int l = 0; l < 32; ++l) {
+      const int g = l / 4, t = l % 4;
+      for (int i = 0; i < 4; ++i)
+        setAccBits(lanes[l].d, i, static_cast<uint32_t>(D.at(g + 8 * (i / 2), 2 * t + i % 2)));
+    }
+    return true;
+  }
   if (mode != TESSERA_EMU_MMA_M16N8K16_F16 && mode != TESSERA_EMU_MMA_M16N8K16_BF16) return false;
   auto cvt = mode == TESSERA_EMU_MMA_M16N8K16_F16 ? halfToFloat : bf16ToFloat;
   Mat A(16, 16), B(16, 8), C(16, 8);
@@ -85,6 +143,24 @@ bool mmaSync(int32_t mode, const LaneFrag* lanes) {
 }
 
 bool mfma(int32_t mode, const LaneFrag* lanes) {
+  if (mode == TESSERA_EMU_MFMA_16X16X16_I8 || mode == TESSERA_EMU_MFMA_16X16X32_I8) {
+    // Lane l holds A(l % 16, kb + e) and B(kb + e, l % 16), e < kw, kb =
+    // kw (l / 16); D register r is row 4 (l / 16) + r, column l % 16.
+    const int kw = mode == TESSERA_EMU_MFMA_16X16X16_I8 ? 4 : 8;
+    IMat A(16, 4 * kw), B(4 * kw, 16), C(16, 16);
+    for (int l = 0; l < 64; ++l) {
+      const int i = l % 16, kb = kw * (l / 16);
+      for (int e = 0; e < kw; ++e) {
+        A.at(i, kb + e) = byteElem(lanes[l].a, e, true);
+        B.at(kb + e, i) = byteElem(lanes[l].b, e, true);
+      }
+      for (int r = 0; r < 4; ++r) C.at(4 * (l / 16) + r, i) = accBits(lanes[l].c, r);
+    }
+    IMat D = iproduct(A, B, C);
+    for (int l = 0; l < 64; ++l)
+      for (int r = 0; r < 4; ++r) setAccBits(lanes[l].d, r, static_cast<uint32_t>(D.at(4 * (l / 16) + r, l % 16)));
+    return true;
+  }
   if (mode < TESSERA_EMU_MFMA_32X32X8_F16 || mode > TESSERA_EMU_MFMA_16X16X16_BF16) return false;
   auto cvt = mode % 2 == 0 ? halfToFloat : bf16ToFloat;
   // 32x32x8: lane = i + 32 * (k / 4); D register r of lane l is row
@@ -109,6 +185,23 @@ bool mfma(int32_t mode, const LaneFrag* lanes) {
 }
 
 bool wmma(int32_t mode, const LaneFrag* lanes) {
+  if ((mode & ~(TESSERA_EMU_WMMA_A_SIGNED | TESSERA_EMU_WMMA_B_SIGNED)) == TESSERA_EMU_WMMA_16X16X16_IU8) {
+    // Lane i < 16 holds row i of A and column i of B, 16 bytes each; D as
+    // the f32 form's.
+    const bool sa = (mode & TESSERA_EMU_WMMA_A_SIGNED) != 0, sb = (mode & TESSERA_EMU_WMMA_B_SIGNED) != 0;
+    IMat A(16, 16), B(16, 16), C(16, 16);
+    for (int l = 0; l < 16; ++l)
+      for (int e = 0; e < 16; ++e) {
+        A.at(l, e) = byteElem(lanes[l].a, e, sa);
+        B.at(e, l) = byteElem(lanes[l].b, e, sb);
+      }
+    for (int l = 0; l < 32; ++l)
+      for (int r = 0; r < 8; ++r) C.at(2 * r + l / 16, l % 16) = accBits(lanes[l].c, r);
+    IMat D = iproduct(A, B, C);
+    for (int l = 0; l < 32; ++l)
+      for (int r = 0; r < 8; ++r) setAccBits(lanes[l].d, r, static_cast<uint32_t>(D.at(2 * r + l / 16, l % 16)));
+    return true;
+  }
   if (mode != TESSERA_EMU_WMMA_16X16X16_F16 && mode != TESSERA_EMU_WMMA_16X16X16_BF16) return false;
   auto cvt = mode == TESSERA_EMU_WMMA_16X16X16_F16 ? halfToFloat : bf16ToFloat;
   Mat A(16, 16), B(16, 16), C(16, 16);

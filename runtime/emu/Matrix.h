@@ -1,5 +1,5 @@
 // Semantics of the warp-wide matrix instructions the SIMT machine emulates
-// (mma.sync m16n8k16, ldmatrix, AMD MFMA and WMMA): pure functions over the
+// (mma.sync m16n8k16 / m16n8k32.s8, ldmatrix, AMD MFMA and WMMA): pure functions over the
 // fragment registers of every lane of one warp. Private to runtime/emu.
 #pragma once
 
@@ -7,7 +7,8 @@
 
 namespace tessera::emu::detail {
 
-/// One lane's operands of a matrix multiply-accumulate.
+/// One lane's operands of a matrix multiply-accumulate (the integer forms
+/// keep i32 accumulator bits in c / d).
 struct LaneFrag {
   const uint32_t* a = nullptr;
   const uint32_t* b = nullptr;

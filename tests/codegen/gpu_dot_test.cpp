@@ -33,8 +33,10 @@ Value* arg(Function& f, Type t, const std::string& name, bool div16) {
 
 /// Triton-style GEMM: c[M,N] = a[M,K] * b[K,N] (row-major, f32 out), one
 /// BMxBN tile per program (program_id(0) along M, (1) along N), a K loop of
-/// BK steps carrying an f32 accumulator, masked loads and store.
-std::unique_ptr<Function> gemm(DType in, int64_t BM, int64_t BN, int64_t BK, bool div16, DType accDt = DType::F32) {
+/// BK steps carrying an f32 accumulator, masked loads and store. With
+/// `accumulate`, c += a * b: the accumulator starts from c's tile.
+std::unique_ptr<Function> gemm(DType in, int64_t BM, int64_t BN, int64_t BK, bool div16, DType accDt = DType::F32,
+                               bool accumulate = false) {
   auto f = std::make_unique<Function>("gemm", L(1));
   Value* c = arg(*f, Type::ptr(accDt, MemSpace::Global), "c", true);
   Value* a = arg(*f, Type::ptr(in, MemSpace::Global), "a", true);
@@ -62,7 +64,17 @@ std::unique_ptr<Function> gemm(DType in, int64_t BM, int64_t BN, int64_t BK, boo
   auto zeroOf = [&](Builder& bb, Type t) {
     return isFloat(t.dtype()) ? bb.constant(std::move(t), 0.0) : bb.constant(std::move(t), int64_t{0});
   };
-  auto res = b.forLoop(zero, K, step, {zeroOf(b, accT)}, [&](Builder& ib, Value* k0, std::vector<Value*> cv) {
+  // c's offsets and mask, computed after the loop unless the accumulator
+  // starts from c (the f16 register counts below are measured that way).
+  auto cAccess = [&] {
+    return std::pair{b.binary(OpCode::Add, mul(row(rm, BN), N), col(rn, BM)),
+                     b.binary(OpCode::And, lt(row(rm, BN), M), lt(col(rn, BM), N))};
+  };
+  std::pair<Value*, Value*> cAt{nullptr, nullptr};
+  if (accumulate) cAt = cAccess();
+  Value* init =
+      accumulate ? b.load(b.ptrAdd(b.splat(c, {BM, BN}), cAt.first), cAt.second, zeroOf(b, accT)) : zeroOf(b, accT);
+  auto res = b.forLoop(zero, K, step, {init}, [&](Builder& ib, Value* k0, std::vector<Value*> cv) {
     ib.setLoc(L(3));
     cur = &ib;
     Value* ka = ib.binary(OpCode::Add, ib.splat(k0, {BK}), rk);
@@ -80,8 +92,8 @@ std::unique_ptr<Function> gemm(DType in, int64_t BM, int64_t BN, int64_t BK, boo
     return std::vector<Value*>{r};
   });
   b.setLoc(L(5));
-  Value* cOff = b.binary(OpCode::Add, mul(row(rm, BN), N), col(rn, BM));
-  Value* cMask = b.binary(OpCode::And, lt(row(rm, BN), M), lt(col(rn, BM), N));
+  if (!accumulate) cAt = cAccess();
+  auto [cOff, cMask] = cAt;
   b.store(b.ptrAdd(b.splat(c, {BM, BN}), cOff), res[0], cMask);
   b.ret();
   return f;
@@ -317,6 +329,129 @@ TEST_CASE("dot: i8 x i8 -> i32 GEMMs on the emulated GPUs match the reference ex
           CHECK(C[size_t(i) * N + j] == ref);
           exact = C[size_t(i) * N + j] == ref;
         }
+    }
+  }
+}
+
+namespace {
+
+/// Runs the i8 GEMM `l` (tiles BM x BN; `accumulate`: c += a * b) on M x N
+/// x K with operands over all of -128..127 and checks every element against
+/// a plain C++ int32 reference, wrapping mod 2^32 like the i32 adds. With
+/// `c0Near` the initial c is drawn near the i32 limits, so the sums cross
+/// them. Returns the launch report.
+emu::LaunchReport runI8Gemm(const Lowered& l, int M, int N, int K, int64_t BM, int64_t BN, bool accumulate,
+                            unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> d(-128, 127);
+  std::vector<int8_t> A(size_t(M) * K), B(size_t(K) * N);
+  for (auto& x : A) x = int8_t(d(rng));
+  for (auto& x : B) x = int8_t(d(rng));
+  // The extremes too: -128 * -128 is the one product of 2^14.
+  A[0] = -128;
+  if (K > 1) A[1] = 127;
+  B[0] = -128;
+  if (N > 1) B[1] = -128;
+  std::uniform_int_distribution<uint32_t> nearLimit(0, 1u << 20);
+  std::vector<int32_t> C(size_t(M) * N, -777), C0;
+  if (accumulate)
+    for (auto& x : C) {
+      uint32_t off = nearLimit(rng);
+      x = int32_t(rng() % 2 ? 0x7fffffffu - off : 0x80000000u + off);
+    }
+  C0 = C;
+  Args args;
+  args.add(C.data()).add(A.data()).add(B.data()).add(int32_t(M)).add(int32_t(N)).add(int32_t(K));
+  emu::LaunchConfig cfg = config(l.k, uint32_t((M + BM - 1) / BM), l.art->binary.threadsPerBlock);
+  cfg.grid[1] = uint32_t((N + BN - 1) / BN);
+  cfg.sharedBytes = l.k.dynamicSharedOffset + (l.k.amd ? 0 : l.art->binary.sharedBytes);
+  addBuffer(cfg, C), addBuffer(cfg, A), addBuffer(cfg, B);
+  emu::LaunchReport rep = emu::launch(l.k.threadFn, args.args(), cfg);
+  CHECK_FALSE(rep.hasErrors());
+  bool wrapped = false;
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      int64_t dot = 0;
+      for (int k = 0; k < K; ++k) dot += int64_t(A[size_t(i) * K + k]) * B[size_t(k) * N + j];
+      int64_t exact = (accumulate ? int64_t(C0[size_t(i) * N + j]) : 0) + dot;
+      auto ref = int32_t(uint32_t(accumulate ? uint32_t(C0[size_t(i) * N + j]) : 0u) + uint32_t(uint64_t(dot)));
+      wrapped = wrapped || exact != ref;
+      if (C[size_t(i) * N + j] != ref) {
+        INFO("C(" << i << "," << j << ") = " << C[size_t(i) * N + j] << ", reference " << ref);
+        CHECK(C[size_t(i) * N + j] == ref);
+        return rep;
+      }
+    }
+  // The near-limit start makes some sums wrap (the test means it).
+  if (accumulate) CHECK(wrapped);
+  return rep;
+}
+
+const char* const kI8Targets[] = {"nvptx:sm_80", "amdgpu:gfx90a", "amdgpu:gfx942", "amdgpu:gfx1100"};
+
+std::string i8MmaName(const std::string& target) {
+  if (target.rfind("nvptx", 0) == 0) return "mma.m16n8k32";
+  if (target == "amdgpu:gfx942") return "mfma.16x16x32";
+  if (target == "amdgpu:gfx1100") return "wmma.16x16x16";
+  return "mfma.16x16x16";
+}
+
+}  // namespace
+
+TEST_CASE("dot: i8 dots use mma.sync m16n8k32 s8 with ldmatrix (no .trans) on NVPTX", "[gpu][dot]") {
+  bool ptxas = havePtxas();
+  if (!ptxas) WARN("SKIPPED ptxas checks: ptxas not found");
+  for (const char* sm : kSms)
+    for (auto [BM, BN, BK] : {std::tuple<int64_t, int64_t, int64_t>{64, 64, 64}, {64, 32, 32}}) {
+      auto f = gemm(DType::I8, BM, BN, BK, true, DType::I32);
+      auto art = compileFor(*f, std::string("nvptx:") + sm);
+      INFO(sm << " " << BM << "x" << BN << "x" << BK);
+      CHECK(layoutDump(*art).find("#mma<mma.m16n8k32") != std::string::npos);
+      const std::string& ptx = art->binary.ptx;
+      CHECK(ptx.find("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32") != std::string::npos);
+      CHECK(ptx.find("ldmatrix.sync.aligned.m8n8.x4.shared.b16") != std::string::npos);
+      // B is staged N x K: .trans would split the 4-byte k runs.
+      CHECK(ptx.find(".trans") == std::string::npos);
+      CHECK(ptx.find("mma.sync.aligned.m16n8k16") == std::string::npos);
+      if (!ptxas) continue;
+      codegen::GpuResources r = codegen::gpuResources(*art);
+      INFO(r.text);
+      CHECK(r.registers > 0);
+      if (std::string(sm) == "sm_80" || std::string(sm) == "sm_90a") CHECK(r.spillBytes == 0);
+    }
+  // K tiles that are not a multiple of the instruction's 32 stay on FMAs.
+  auto f = gemm(DType::I8, 32, 32, 16, true, DType::I32);
+  auto art = compileFor(*f, "nvptx:sm_80");
+  CHECK(art->binary.ptx.find("mma.sync") == std::string::npos);
+}
+
+TEST_CASE("dot: i8 x i8 -> i32 tensor-core GEMMs on the emulated GPUs match the int32 reference", "[gpu][dot][emu]") {
+  struct Shape {
+    int M, N, K;
+  };
+  for (const char* target : kI8Targets)
+    for (auto [BM, BN, BK] : {std::tuple<int64_t, int64_t, int64_t>{64, 64, 64}, {32, 64, 32}}) {
+      auto f = gemm(DType::I8, BM, BN, BK, false, DType::I32);
+      Lowered l = lower(*f, target);
+      REQUIRE(layoutDump(*l.art).find("#mma<" + i8MmaName(target)) != std::string::npos);
+      // Whole tiles with several K steps (the loop-carried accumulator),
+      // one tile, ragged M, N, K.
+      for (Shape s : {Shape{128, 128, 192}, Shape{int(BM), int(BN), int(BK)}, Shape{100, 70, 50}, Shape{33, 17, 7}}) {
+        INFO(target << " tile " << BM << "x" << BN << "x" << BK << " M,N,K = " << s.M << "," << s.N << "," << s.K);
+        emu::LaunchReport rep = runI8Gemm(l, s.M, s.N, s.K, BM, BN, false, unsigned(s.M * 7 + s.K));
+        if (std::string(target).rfind("nvptx", 0) == 0) CHECK(conflictsOf(rep, "dot fragments") == 0);
+      }
+    }
+}
+
+TEST_CASE("dot: i8 tensor-core accumulation into i32 wraps mod 2^32", "[gpu][dot][emu]") {
+  for (const char* target : kI8Targets) {
+    auto f = gemm(DType::I8, 32, 32, 32, false, DType::I32, /*accumulate=*/true);
+    Lowered l = lower(*f, target);
+    REQUIRE(layoutDump(*l.art).find("#mma<" + i8MmaName(target)) != std::string::npos);
+    for (auto [M, N, K] : {std::tuple<int, int, int>{64, 64, 128}, {40, 33, 70}}) {
+      INFO(target << " M,N,K = " << M << "," << N << "," << K);
+      runI8Gemm(l, M, N, K, 32, 32, true, unsigned(M + N + K));
     }
   }
 }

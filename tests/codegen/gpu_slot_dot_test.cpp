@@ -15,6 +15,7 @@
 
 #include "../../codegen/gpu/GpuCompile.h"
 #include "emu_util.h"
+#include "../amd_code_object.h"
 #include "pipelined_gemm.h"
 #include "tessera/ir/Pass.h"
 #include "tessera/tessera.h"
@@ -145,4 +146,96 @@ TEST_CASE("pipelined f16 GEMM on AMDGPU: MFMA / WMMA fragments straight from the
       if (std::string(target) == "amdgpu:gfx942") CHECK(conflicts == 0);
       for (auto& s : r.rep.bankConflicts) CHECK(s.opName.find("operand staging") == std::string::npos);
     }
+}
+
+namespace {
+
+/// The pipelined i8 GEMM, scheduled and compiled as `run` does, on
+/// operands over all of -128..127 against a plain int32 reference.
+Run runI8(const ts::Kernel& k, const std::string& target, bool aligned, int M, int N, int K, int64_t BM, int64_t BN) {
+  std::unique_ptr<tessera::ir::Function> f = tessera::ir::clone(k.ir());
+  if (aligned)
+    for (unsigned i = 0; i < f->numArgs(); ++i) f->argAttrs()[i]["divisibility"] = int64_t{16};
+  tessera::ir::PassManager pm;
+  tessera::ir::addDefaultPasses(pm);
+  pm.add(tessera::ir::createPipelineSchedulePass());
+  pm.run(*f);
+  auto [art, ek] = lowerForEmulator(*f, target);
+  std::mt19937 rng(unsigned(M * 5 + K));
+  std::uniform_int_distribution<int> d(-128, 127);
+  std::vector<int8_t> A(size_t(M) * K), B(size_t(K) * N);
+  for (auto& x : A) x = int8_t(d(rng));
+  for (auto& x : B) x = int8_t(d(rng));
+  std::vector<int32_t> C(size_t(M) * N, -777);
+  Args args;
+  args.add(C.data()).add(A.data()).add(B.data()).add(int32_t(M)).add(int32_t(N)).add(int32_t(K));
+  tessera::emu::LaunchConfig cfg = config(ek, uint32_t((M + BM - 1) / BM), art->binary.threadsPerBlock);
+  cfg.grid[1] = uint32_t((N + BN - 1) / BN);
+  cfg.sharedBytes = ek.dynamicSharedOffset + (ek.amd ? 0 : art->binary.sharedBytes);
+  addBuffer(cfg, C), addBuffer(cfg, A), addBuffer(cfg, B);
+  Run r;
+  r.ptx = ek.amd ? art->assembly() : art->binary.ptx;
+  r.rep = tessera::emu::launch(ek.threadFn, args.args(), cfg);
+  for (int i = 0; i < M && r.exact; ++i)
+    for (int j = 0; j < N; ++j) {
+      int64_t ref = 0;
+      for (int kk = 0; kk < K; ++kk) ref += int64_t(A[size_t(i) * K + kk]) * B[size_t(kk) * N + j];
+      if (C[size_t(i) * N + j] != ref) {
+        INFO("C(" << i << "," << j << ") = " << C[size_t(i) * N + j] << ", reference " << ref);
+        CHECK(C[size_t(i) * N + j] == ref);
+        r.exact = false;
+        break;
+      }
+    }
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("pipelined i8 GEMM on the tensor cores matches the int32 reference", "[gpu][dot][emu]") {
+  // NVPTX: A is read by ldmatrix straight from its swizzled slot (16 i8 a
+  // chunk); B, whose cp.async chunks run along N, goes through the dot's
+  // N x K staging buffer. AMDGPU: both slots are stored in the staging
+  // layouts (A padded, B transposed) and read directly.
+  struct Case {
+    const char* target;
+    const char* mnemonic;
+  };
+  for (Case c : {Case{"nvptx:sm_80", "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"},
+                 Case{"amdgpu:gfx90a", "v_mfma_i32_16x16x16"}, Case{"amdgpu:gfx942", "v_mfma_i32_16x16x32"},
+                 Case{"amdgpu:gfx1100", "v_wmma_i32_16x16x16_iu8"}})
+    for (bool aligned : {true, false}) {
+      int M = aligned ? 128 : 100, N = aligned ? 128 : 70, K = aligned ? 192 : 90;
+      INFO(c.target << (aligned ? ", aligned" : ", ragged"));
+      Run r = runI8(gemmtest::pipelinedGemmI8("slot_gemm_i8", 64, 64, 64, 3), c.target, aligned, M, N, K, 64, 64);
+      CHECK_FALSE(r.rep.hasErrors());
+      CHECK(r.exact);
+      CHECK(r.ptx.find(c.mnemonic) != std::string::npos);
+      uint64_t accesses = 0;
+      uint64_t conflicts = conflictsOf(r.rep, "dot fragments", &accesses);
+      CHECK(accesses > 0);
+      if (std::string(c.target) == "nvptx:sm_80") {
+        CHECK(conflicts == 0);
+        CHECK((r.ptx.find("cp.async.cg") != std::string::npos) == aligned);
+      }
+    }
+}
+
+TEST_CASE("i8 GEMM code objects link for gfx90a, gfx942 and gfx1100 with the i8 matrix instructions",
+          "[gpu][dot][amdgpu]") {
+  struct Case {
+    const char* gfx;
+    int wave;
+    const char* mnemonic;
+  };
+  for (Case c : {Case{"gfx90a", 64, "v_mfma_i32_16x16x16"}, Case{"gfx942", 64, "v_mfma_i32_16x16x32"},
+                 Case{"gfx1100", 32, "v_wmma_i32_16x16x16_iu8"}}) {
+    INFO(c.gfx);
+    ts::CompiledKernel k = ts::compile(gemmtest::pipelinedGemmI8("gemm_i8", 64, 64, 32, 2),
+                                       ts::Target::parse(std::string("amdgpu:") + c.gfx));
+    std::string report = testamd::checkCodeObject(k, c.wave);
+    INFO(report);
+    CHECK(report.find("private segment (spills/stack) 0 bytes") != std::string::npos);
+    CHECK(k.dump(ts::Stage::AMDGCN).find(c.mnemonic) != std::string::npos);
+  }
 }

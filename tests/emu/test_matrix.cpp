@@ -147,7 +147,118 @@ void runCase(const Shape& s, Vendor vendor, int mode, bool bf16,
     }
 }
 
+// ---- 8-bit integer forms: idx is the byte of the lane's packed registers
+// (four per 32-bit register, lowest first) for A and B, the register for
+// C/D (i32 bits in the hook's float registers).
+// mma.m16n8k32 .s8 (PTX ISA): a0..a15 cover (g | g+8) x (4t.. | 4t+16..)
+// register by register; b0..b7 rows 4t.., 4t+16.. of column g.
+Owner nv8A(int r, int k) { return {(r % 8) * 4 + (k % 16) / 4, k % 4 + 4 * (r / 8) + 8 * (k / 16)}; }
+Owner nv8B(int k, int n) { return {n * 4 + (k % 16) / 4, k % 4 + 4 * (k / 16)}; }
+// v_mfma_i32_16x16x16i8: 4 k per lane; v_mfma_i32_16x16x32_i8: 8.
+Owner mfma16i8A(int r, int k) { return {r + 16 * (k / 4), k % 4}; }
+Owner mfma16i8B(int k, int n) { return {n + 16 * (k / 4), k % 4}; }
+Owner mfma32i8A(int r, int k) { return {r + 16 * (k / 8), k % 8}; }
+Owner mfma32i8B(int k, int n) { return {n + 16 * (k / 8), k % 8}; }
+
+// As runCase for the integer forms: operands over the whole 8-bit range
+// (signed or not), C over the whole i32 range, so D = A B + C wraps; the
+// reference is computed mod 2^32.
+void runIntCase(const Shape& s, Vendor vendor, int mode, bool aSigned, bool bSigned,
+                void (*hook)(int32_t, const uint32_t*, const uint32_t*, const float*, float*), unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> da(aSigned ? -128 : 0, aSigned ? 127 : 255),
+      db(bSigned ? -128 : 0, bSigned ? 127 : 255);
+  std::vector<int> A(s.M * s.K), B(s.K * s.N);
+  std::vector<uint32_t> C(s.M * s.N);
+  for (int& x : A) x = da(rng);
+  for (int& x : B) x = db(rng);
+  for (uint32_t& x : C) x = static_cast<uint32_t>(rng());
+  A[0] = aSigned ? -128 : 255;
+  B[0] = bSigned ? -128 : 255;
+  Regs r;
+  r.a.assign(s.warp, std::vector<uint32_t>(16, 0));
+  r.b.assign(s.warp, std::vector<uint32_t>(16, 0));
+  r.c.assign(s.warp, std::vector<float>(16, 0));
+  r.d.assign(s.warp, std::vector<float>(16, 0));
+  auto setByte = [](std::vector<uint32_t>& regs, int idx, int v) {
+    uint32_t& w = regs[idx / 4];
+    const int sh = 8 * (idx % 4);
+    w = (w & ~(0xffu << sh)) | (static_cast<uint32_t>(v) & 0xffu) << sh;
+  };
+  for (int i = 0; i < s.M; ++i)
+    for (int k = 0; k < s.K; ++k) {
+      Owner o = s.A(i, k);
+      for (int rep = o.lane; rep < s.warp; rep += s.lanes) setByte(r.a[rep], o.idx, A[i * s.K + k]);
+    }
+  for (int k = 0; k < s.K; ++k)
+    for (int j = 0; j < s.N; ++j) {
+      Owner o = s.B(k, j);
+      for (int rep = o.lane; rep < s.warp; rep += s.lanes) setByte(r.b[rep], o.idx, B[k * s.N + j]);
+    }
+  for (int i = 0; i < s.M; ++i)
+    for (int j = 0; j < s.N; ++j) {
+      Owner o = s.C(i, j);
+      std::memcpy(&r.c[o.lane][o.idx], &C[i * s.N + j], 4);
+    }
+  struct P {
+    Regs* r;
+    int mode;
+    void (*hook)(int32_t, const uint32_t*, const uint32_t*, const float*, float*);
+  } p{&r, mode, hook};
+  void* args[] = {&p};
+  LaunchConfig cfg;
+  cfg.vendor = vendor;
+  cfg.warpSize = s.warp;
+  cfg.block[0] = s.warp;
+  cfg.kernelName = "matrix_int";
+  launch(
+      +[](void* const* a) {
+        P& p = *static_cast<P*>(a[0]);
+        int lane = tessera_emu_lane_id();
+        uint32_t ra[16], rb[16];
+        float rc[16], rd[16];
+        std::memcpy(ra, p.r->a[lane].data(), sizeof ra);
+        std::memcpy(rb, p.r->b[lane].data(), sizeof rb);
+        std::memcpy(rc, p.r->c[lane].data(), sizeof rc);
+        p.hook(p.mode, ra, rb, rc, rd);
+        std::memcpy(p.r->d[lane].data(), rd, sizeof rd);
+      },
+      args, cfg);
+  for (int i = 0; i < s.M; ++i)
+    for (int j = 0; j < s.N; ++j) {
+      uint32_t ref = C[i * s.N + j];
+      for (int k = 0; k < s.K; ++k) ref += static_cast<uint32_t>(A[i * s.K + k] * B[k * s.N + j]);
+      Owner o = s.C(i, j);
+      uint32_t got;
+      std::memcpy(&got, &r.d[o.lane][o.idx], 4);
+      INFO("D(" << i << "," << j << ") lane " << o.lane << " reg " << o.idx);
+      REQUIRE(got == ref);
+    }
+}
+
 }  // namespace
+
+TEST_CASE("mma.sync m16n8k32 s8 follows the PTX fragment layouts, sums wrap mod 2^32", "[emu][matrix]") {
+  Shape s{16, 8, 32, nv8A, nv8B, nvC, 32, 32, 4};
+  runIntCase(s, Vendor::NVIDIA, TESSERA_EMU_MMA_M16N8K32_S8, true, true, tessera_emu_mma_sync, 11);
+}
+
+TEST_CASE("MFMA i32 16x16x16i8 and 16x16x32_i8 follow AMD's wave64 layouts", "[emu][matrix]") {
+  Shape s16{16, 16, 16, mfma16i8A, mfma16i8B, mfma16D, 64, 64, 4};
+  Shape s32{16, 16, 32, mfma32i8A, mfma32i8B, mfma16D, 64, 64, 4};
+  runIntCase(s16, Vendor::AMD, TESSERA_EMU_MFMA_16X16X16_I8, true, true, tessera_emu_mfma, 12);
+  runIntCase(s32, Vendor::AMD, TESSERA_EMU_MFMA_16X16X32_I8, true, true, tessera_emu_mfma, 13);
+}
+
+TEST_CASE("WMMA i32 16x16x16 iu8 follows the RDNA3 wave32 layout with either signedness", "[emu][matrix]") {
+  Shape s{16, 16, 16, wmmaA, wmmaB, wmmaD, 16, 32, 8};
+  for (int sa = 0; sa < 2; ++sa)
+    for (int sb = 0; sb < 2; ++sb)
+      runIntCase(
+          s, Vendor::AMD,
+          TESSERA_EMU_WMMA_16X16X16_IU8 | (sa ? TESSERA_EMU_WMMA_A_SIGNED : 0) | (sb ? TESSERA_EMU_WMMA_B_SIGNED : 0),
+          sa != 0, sb != 0, tessera_emu_wmma, unsigned(14 + 2 * sa + sb));
+}
 
 TEST_CASE("mma.sync m16n8k16 f16 and bf16 follow the PTX fragment layouts", "[emu][matrix]") {
   Shape s{16, 8, 16, nvA, nvB, nvC, 32, 32, 4};

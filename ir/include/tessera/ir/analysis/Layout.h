@@ -49,11 +49,20 @@ class AxisAnalysis;
 /// (None: an ordinary blocked layout). See mmaLayout().
 enum class MmaKind : uint8_t {
   None,
-  NvMmaM16N8K16,    // NVIDIA mma.sync.m16n8k16 (sm_80+), warp of 32
-  AmdMfma16x16x16,  // AMD v_mfma_f32_16x16x16{f16,bf16_1k} (gfx90a, gfx942), wave64
-  AmdWmma16x16x16,  // AMD v_wmma_f32_16x16x16_{f16,bf16} (gfx1100), wave32
+  NvMmaM16N8K16,    // NVIDIA mma.sync.m16n8k16 f16/bf16 (sm_80+), warp of 32
+  AmdMfma16x16x16,  // AMD v_mfma_{f32_16x16x16{f16,bf16_1k},i32_16x16x16i8} (gfx90a, gfx942), wave64
+  AmdWmma16x16x16,  // AMD v_wmma_{f32_16x16x16_{f16,bf16},i32_16x16x16_iu8} (gfx1100), wave32
+  // The 1-byte operand forms with twice the K per instruction; their
+  // accumulators are placed exactly as those of their 16-bit siblings.
+  NvMmaM16N8K32,    // NVIDIA mma.sync.m16n8k32 s8 (sm_80+), warp of 32
+  AmdMfma16x16x32,  // AMD v_mfma_i32_16x16x32_i8 (gfx942), wave64
 };
 const char* mmaName(MmaKind k);
+/// The vendor family of a matrix instruction (false for None).
+inline bool isNvMma(MmaKind k) { return k == MmaKind::NvMmaM16N8K16 || k == MmaKind::NvMmaM16N8K32; }
+inline bool isAmdMfma(MmaKind k) { return k == MmaKind::AmdMfma16x16x16 || k == MmaKind::AmdMfma16x16x32; }
+/// The K of one instruction (the dot's K must be a multiple of it).
+inline int64_t mmaK(MmaKind k) { return k == MmaKind::NvMmaM16N8K32 || k == MmaKind::AmdMfma16x16x32 ? 32 : 16; }
 
 struct BlockedLayout {
   std::vector<int64_t> spt, tpw, wpb;
@@ -152,13 +161,13 @@ BlockedLayout distributeBlocked(const std::vector<int64_t>& shape, std::vector<i
 /// dot spread over `numWarps` warps, or nullopt when the shape does not fit
 /// the instruction (the dot then takes the FMA path):
 ///   NvMmaM16N8K16   spt=[1,2] tpw=[8,4]  : lane = 4*(row%8) + col%8/2, rows g and
-///                   g+8 of a 16x8 tile are consecutive repetitions along dim 0
+///   (and K32)       g+8 of a 16x8 tile are consecutive repetitions along dim 0
 ///   AmdMfma16x16x16 spt=[1,4] tpw=[16,4] : lane = row%16 + 16*(col%16/4), order=[0, 1]
-///                   (the instruction computes C^T: operands swapped)
+///   (and 16x16x32)  (the instruction computes C^T: operands swapped)
 ///   AmdWmma16x16x16 spt=[1,1] tpw=[2,16] : lane = col%16 + 16*(row%2), eight
 ///                   repetitions along dim 0 make one 16x16 tile
 /// with warps split wpb=[wm, wn], order=[1, 0] (MFMA: [0, 1]). M, N, K must be powers of two,
-/// M a multiple of 16*wm, N of 8*wn (NVIDIA) or 16*wn (AMD), K of 16.
+/// M a multiple of 16*wm, N of 8*wn (NVIDIA) or 16*wn (AMD), K of mmaK(k).
 /// `chained` (the dot feeds or is fed by another dot): all warps along M
 /// (wn = 1) where M allows, so each warp holds whole rows.
 std::optional<BlockedLayout> mmaLayout(MmaKind k, int64_t M, int64_t N, int64_t K, int numWarps, int warpSize,
