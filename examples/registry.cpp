@@ -13,6 +13,7 @@ const std::vector<Example>& all() {
       gemmF16Example(),
       gemmBF16Example(),
       gemmFP8Example(),
+      gemmInt8Example(),
       gemmBatchedExample(),
       tutorialSoftmaxExample(),
       tutorialGemmExample(),

@@ -233,6 +233,7 @@ Example gemmF32Example();
 Example gemmF16Example();
 Example gemmBF16Example();
 Example gemmFP8Example();
+Example gemmInt8Example();
 Example gemmBatchedExample();
 Example tutorialSoftmaxExample();
 Example tutorialGemmExample();

@@ -114,8 +114,9 @@ inline Tensor applyActivation(const Tensor& y, Activation act) {
   return y;
 }
 
-/// The K loop of the 16-bit GEMMs (gemm_f16, gemm_bf16): the f32
-/// accumulator of the BLOCK_M x BLOCK_N tile at rows `row` (BLOCK_M x 1) and
+/// The K loop of the low-precision GEMMs (gemm_f16, gemm_bf16, gemm_fp8,
+/// gemm_int8): the accumulator (f32; i32 for i8 operands) of the BLOCK_M x
+/// BLOCK_N tile at rows `row` (BLOCK_M x 1) and
 /// columns `col` (1 x BLOCK_N) of C = A (M x K) @ B (K x N), row-major, `in`
 /// the operands' dtype. Masked lanes outside the matrices read 0, which adds
 /// nothing to the dot. With B.stages >= 1 (the GPU kernels) the A and B
@@ -132,14 +133,14 @@ Tensor gemmMainLoop(const GemmBlocks& B, DType in, PtrA a, PtrB b, const Tensor&
   auto maskA = [&](Int k0) { return (row < M) & (tessera::expand_dims(k0 + rk, 0) < K); };
   auto ptrB = [&](Int k0) { return b + tessera::expand_dims(k0 + rk, 1) * N + col; };
   auto maskB = [&](Int k0) { return (tessera::expand_dims(k0 + rk, 1) < K) & (col < N); };
-  Tensor zero = tessera::zeros({B.m, B.n}, tessera::f32);
+  Tensor zero = tessera::zeros({B.m, B.n}, in == DType::I8 ? tessera::i32 : tessera::f32);
   if (B.stages >= 1) {
     auto sa = tessera::alloc_shared(in, {B.m, B.k});  // one stage; stage_copy makes `stages` slots
     auto sb = tessera::alloc_shared(in, {B.k, B.n});
     return tessera::for_pipelined(0, K, B.k, B.stages, zero, [&](Int k0, Tensor acc) {
       auto ta = tessera::stage_copy(sa, ptrA(k0), maskA(k0));
       auto tb = tessera::stage_copy(sb, ptrB(k0), maskB(k0));
-      return tessera::dot(ta.load(), tb.load(), acc);  // 16-bit x 16-bit -> f32
+      return tessera::dot(ta.load(), tb.load(), acc);  // on the tensor cores
     });
   }
   return tessera::for_range(0, K, B.k, zero, [&](Int k0, Tensor acc) {

@@ -60,6 +60,7 @@ TEST_CASE("the registry lists the examples in order", "[examples]") {
                                           "gemm_f16",
                                           "gemm_bf16",
                                           "gemm_fp8",
+                                          "gemm_int8",
                                           "gemm_batched",
                                           "tutorial_softmax",
                                           "tutorial_gemm",
