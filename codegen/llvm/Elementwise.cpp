@@ -194,7 +194,10 @@ llvm::Value* emitCast(llvm::IRBuilderBase& b, llvm::Value* x, DType from, DType 
   // from f64 (f64 and wider integers: an i64 or u64 that f64 cannot hold
   // exactly lies far beyond every fp8 range, where both saturate), so the
   // value is rounded once.
-  if (isFp8(from)) return emitCast(b, emitFp8ToF32(b, x, from), DType::F32, to, fpTrunc);
+  if (isFp8(from)) {
+    if (llvm::Value* h = emitFp8ToF16(b, x, from)) return emitCast(b, h, DType::F16, to, fpTrunc);
+    return emitCast(b, emitFp8ToF32(b, x, from), DType::F32, to, fpTrunc);
+  }
   if (isFp8(to)) {
     if (from == DType::I1) x = emitCast(b, x, from, DType::F32, fpTrunc), from = DType::F32;
     DType wide = from == DType::F64 || (isInteger(from) && bitWidth(from) > 16) ? DType::F64 : DType::F32;

@@ -1,5 +1,7 @@
 #include "codegen/llvm/Fp8.h"
 
+#include <cmath>
+
 #include <llvm/IR/Constants.h>
 
 #include "tessera/support/Error.h"
@@ -17,8 +19,32 @@ llvm::Type* shaped(llvm::Type* scalar, llvm::Type* like) {
 
 }  // namespace
 
+llvm::Value* emitFp8ToF16(llvm::IRBuilderBase& b, llvm::Value* codes, DType from) {
+  TS_ASSERT(isFp8(from), "emitFp8ToF16 on a dtype that is not fp8");
+  if (from == DType::F8E5M2FNUZ) return nullptr;
+  llvm::Type* i16 = shaped(b.getInt16Ty(), codes->getType());
+  llvm::Type* f16 = shaped(b.getHalfTy(), codes->getType());
+  auto C = [&](int64_t v) { return llvm::ConstantInt::get(i16, static_cast<uint64_t>(v), true); };
+  llvm::Value* c = b.CreateZExt(codes, i16);
+  // e5m2 is f16 with the low 8 mantissa bits dropped: infinities and NaNs
+  // included, its code is f16's high byte.
+  if (from == DType::F8E5M2) return b.CreateBitCast(b.CreateShl(c, C(8)), f16);
+  // e4m3 (bias 7) and e4m3fnuz (bias 8): sign to bit 15, exponent and
+  // mantissa under f16's 5-bit exponent field, read as f16 (bias 15) and
+  // scaled by 2^(15 - bias), exactly: subnormals land on f16 subnormals
+  // with the same scaling, and 448 * 2^8 stays far below f16's maximum.
+  const Fp8Format f = fp8Format(from);
+  llvm::Value* bits =
+      b.CreateOr(b.CreateShl(b.CreateAnd(c, C(0x80)), C(8)), b.CreateShl(b.CreateAnd(c, C(0x7F)), C(7)));
+  llvm::Value* v = b.CreateFMul(b.CreateBitCast(bits, f16), llvm::ConstantFP::get(f16, std::ldexp(1.0, 15 - f.bias)));
+  llvm::Value* nan = llvm::ConstantFP::getNaN(f16);
+  llvm::Value* isNan = f.fnuz ? b.CreateICmpEQ(c, C(0x80)) : b.CreateICmpEQ(b.CreateAnd(c, C(0x7F)), C(0x7F));
+  return b.CreateSelect(isNan, nan, v);
+}
+
 llvm::Value* emitFp8ToF32(llvm::IRBuilderBase& b, llvm::Value* codes, DType from) {
   TS_ASSERT(isFp8(from), "emitFp8ToF32 on a dtype that is not fp8");
+  if (llvm::Value* h = emitFp8ToF16(b, codes, from)) return b.CreateFPExt(h, shaped(b.getFloatTy(), codes->getType()));
   const Fp8Format f = fp8Format(from);
   llvm::Type* i32 = shaped(b.getInt32Ty(), codes->getType());
   llvm::Type* f32 = shaped(b.getFloatTy(), codes->getType());

@@ -14,6 +14,12 @@ namespace tessera::codegen {
 /// (exact).
 llvm::Value* emitFp8ToF32(llvm::IRBuilderBase& b, llvm::Value* codes, DType from);
 
+/// fp8 codes -> their f16 values (exact), for the formats whose values f16
+/// holds with its own exponent field: e4m3 and e4m3fnuz by placing the bits
+/// and scaling by a power of two, e5m2 by its bits alone (it is f16's top
+/// byte). Returns nullptr for e5m2fnuz, whose largest exponent is finite.
+llvm::Value* emitFp8ToF16(llvm::IRBuilderBase& b, llvm::Value* codes, DType from);
+
 /// f32 or f64 values -> fp8 codes of dtype `to`: nearest, ties to even,
 /// saturating, NaN to the canonical NaN. f16 and bf16 are widened to f32
 /// first by the caller (exactly).
