@@ -303,7 +303,7 @@ std::pair<Tensor, Tensor> split(const Tensor& x, SrcLoc loc) {
   if (!t.isTile() || !t.isNumeric())
     dsl::fail(loc, fmt::format("split: needs a tile of numbers, got {}", dsl::typeStr(t)));
   if (t.rank() < 2 || t.shape().back() != 2)
-    dsl::fail(loc, fmt::format("split: needs a tile of rank 2 or 3 whose last dim is 2, got {}", dsl::typeStr(t)));
+    dsl::fail(loc, fmt::format("split: needs a tile of rank 2 to 4 whose last dim is 2, got {}", dsl::typeStr(t)));
   auto [lo, hi] = s.builder->split(v);
   return {dsl::wrap(lo), dsl::wrap(hi)};
 }

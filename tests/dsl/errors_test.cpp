@@ -140,14 +140,14 @@ TEST_CASE("reduction axes are checked against the rank", "[dsl][errors]") {
   CHECK_THAT(msg, Contains("needs a tile"));
 }
 
-TEST_CASE("tile shapes: rank at most 3, dims positive, arange non-empty", "[dsl][errors]") {
+TEST_CASE("tile shapes: rank at most 4, dims positive, arange non-empty", "[dsl][errors]") {
   int line = 0;
   std::string msg = traceError([&](ts::Ptr<float>) {
     line = __LINE__ + 1;  // the next line
-    ts::zeros({2, 2, 2, 2}, ts::f32);
+    ts::zeros({2, 2, 2, 2, 2}, ts::f32);
   });
   CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
-  CHECK_THAT(msg, Contains("rank 4 exceeds the maximum of 3"));
+  CHECK_THAT(msg, Contains("rank 5 exceeds the maximum of 4"));
   msg = traceError([&](ts::Ptr<float>) {
     line = __LINE__ + 1;  // the next line
     ts::full({4, 0}, 1.0, ts::f32);
@@ -161,12 +161,12 @@ TEST_CASE("tile shapes: rank at most 3, dims positive, arange non-empty", "[dsl]
   CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
   CHECK_THAT(msg, Contains("end 5 must be greater than start 5"));
   msg = traceError([&](ts::Ptr<float>) {
-    auto x = ts::zeros({2, 2, 2}, ts::f32);
+    auto x = ts::zeros({2, 2, 2, 2}, ts::f32);
     line = __LINE__ + 1;  // the next line
     ts::expand_dims(x, 0);
   });
   CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
-  CHECK_THAT(msg, Contains("exceeds the maximum of 3"));
+  CHECK_THAT(msg, Contains("exceeds the maximum of 4"));
   msg = traceError([&](ts::Ptr<float>) {
     auto x = ts::zeros({4, 6}, ts::f32);
     line = __LINE__ + 1;  // the next line
@@ -482,19 +482,19 @@ TEST_CASE("gather, join, split and argmin check shapes and dtypes at the user's 
           line = __LINE__ + 1;  // the next line
           ts::split(x);
         }),
-        "split: needs a tile of rank 2 or 3 whose last dim is 2, got tile<4x3xf32>");
+        "split: needs a tile of rank 2 to 4 whose last dim is 2, got tile<4x3xf32>");
   check(traceError([&](ts::Ptr<float>) {
           auto x = ts::zeros({2}, ts::f32);
           line = __LINE__ + 1;  // the next line
           ts::split(x);
         }),
-        "split: needs a tile of rank 2 or 3 whose last dim is 2, got tile<2xf32>");
+        "split: needs a tile of rank 2 to 4 whose last dim is 2, got tile<2xf32>");
   check(traceError([&](ts::Ptr<float>) {
-          auto x = ts::zeros({2, 4, 8}, ts::f32);
+          auto x = ts::zeros({2, 4, 8, 2}, ts::f32);
           line = __LINE__ + 1;  // the next line
           ts::join(x, x);
         }),
-        "join: tile<2x4x8xf32> would give a tile of rank 4, above the maximum of 3");
+        "join: tile<2x4x8x2xf32> would give a tile of rank 5, above the maximum of 4");
   check(traceError([&](ts::Ptr<float>) {
           auto x = ts::zeros({8}, ts::f32);
           line = __LINE__ + 1;  // the next line

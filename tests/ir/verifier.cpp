@@ -180,12 +180,12 @@ TEST_CASE("the verifier rejects malformed ops, naming op, rule and location", "[
                    }),
                    "gather", "index tile<4xi64> must have the rank of the source tile<4x8xf32>");
   }
-  SECTION("join: one type, and no rank above 3") {
+  SECTION("join: one type, and no rank above 4") {
     expectRejected(rejection([&](Builder& b, Value*, Value*) {
-                     b.join(b.constant(tileOf(DType::F32, {2, 4, 8}), 0.0),
-                            b.constant(tileOf(DType::F32, {2, 4, 8}), 0.0));
+                     b.join(b.constant(tileOf(DType::F32, {2, 4, 8, 2}), 0.0),
+                            b.constant(tileOf(DType::F32, {2, 4, 8, 2}), 0.0));
                    }),
-                   "join", "joining tile<2x4x8xf32> would give a tile of rank 4, above the maximum of 3");
+                   "join", "joining tile<2x4x8x2xf32> would give a tile of rank 5, above the maximum of 4");
     expectRejected(rejection([&](Builder& b, Value*, Value*) {
                      b.join(b.constant(tileOf(DType::F32, {8}), 0.0), b.constant(tileOf(DType::I32, {8}), int64_t{0}));
                    }),
@@ -206,9 +206,9 @@ TEST_CASE("the verifier rejects malformed ops, naming op, rule and location", "[
                    }),
                    "arange", "end 4 must be greater than start 4");
   }
-  SECTION("tile rank above 3") {
-    expectRejected(rejection([&](Builder& b, Value*, Value*) { b.constant(tileOf(DType::F32, {2, 2, 2, 2}), 0.0); }),
-                   "constant", "rank must be 1..3");
+  SECTION("tile rank above 4") {
+    expectRejected(rejection([&](Builder& b, Value*, Value*) { b.constant(tileOf(DType::F32, {2, 2, 2, 2, 2}), 0.0); }),
+                   "constant", "rank must be 1..4");
   }
   SECTION("dot shapes must contract and accumulate in f32") {
     expectRejected(rejection([&](Builder& b, Value*, Value*) {

@@ -311,7 +311,7 @@ Tensor gather(const Tensor& x, const Tensor& index, int axis, SrcLoc loc = SrcLo
 /// A tile with a new trailing dim of 2: out[..., 0] = a, out[..., 1] = b
 /// (a and b of one tile type, rank 1 or 2).
 Tensor join(const Tensor& a, const Tensor& b, SrcLoc loc = SrcLoc::current());
-/// The inverse of join: (x[..., 0], x[..., 1]) of a tile of rank 2 or 3
+/// The inverse of join: (x[..., 0], x[..., 1]) of a tile of rank 2 to 4
 /// whose last dim is 2. `auto [lo, hi] = ts::split(x);`
 std::pair<Tensor, Tensor> split(const Tensor& x, SrcLoc loc = SrcLoc::current());
 

@@ -16,7 +16,7 @@
 // Tiles. A tile is a value: ops on tiles act elementwise unless stated. Binary
 // ops require operands of identical type; broadcasting is explicit in the IR
 // (`splat`, `broadcast`, `expand_dims`) and implicit only in the DSL. Tiles
-// are rank 1..3; element order for reshape is row-major.
+// are rank 1..4; element order for reshape is row-major.
 //
 // Integers are two's complement. i8..i64 are signed: comparisons, min/max,
 // division, remainder, right shift (arithmetic) and widening casts
@@ -184,9 +184,9 @@
 //    An index outside [0, src.shape[axis]) gives an unspecified value of
 //    src's dtype; it never faults or touches memory outside the tile.
 //  * `join(a, b)`: a and b of one tile type; the result has a trailing dim
-//    of 2: out[..., 0] = a, out[..., 1] = b. Rank-3 operands are rejected
-//    (tiles are rank 1..3).
-//  * `split(x)`: x a tile of rank 2 or 3 whose last dim is 2; two results
+//    of 2: out[..., 0] = a, out[..., 1] = b. Rank-4 operands are rejected
+//    (tiles are rank 1..4).
+//  * `split(x)`: x a tile of rank 2 to 4 whose last dim is 2; two results
 //    of x's type without that dim: x[..., 0] and x[..., 1]. split(join(a,
 //    b)) is (a, b).
 //

@@ -4,7 +4,7 @@
 //            f8e4m3 f8e5m2 f8e4m3fnuz f8e5m2fnuz (storage only, IR.h)
 //   pointer  ptr<f32, global>           (pointee scalar + memory space)
 //   tile     tile<64x32xf32>, tile<128xptr<f16, global>>
-//            a static-shape value of rank 1..3 whose elements are scalars
+//            a static-shape value of rank 1..4 whose elements are scalars
 //            or pointers; tiles are values (SSA), never memory.
 //   buffer   buffer<shared, 2x64x64xf16>
 //            a block of shared (per program) or local (per program,
@@ -27,7 +27,7 @@ const char* name(MemSpace s);
 using Shape = std::vector<int64_t>;
 std::string shapeStr(const Shape& s);  // "64x32"
 
-inline constexpr int kMaxTileRank = 3;
+inline constexpr int kMaxTileRank = 4;
 
 class Type {
  public:
