@@ -68,8 +68,9 @@ constexpr GpuMathNotes kAmdgpuMath = {
 // both operands signed on gfx1100; the same accumulator placement, sums
 // wrapping mod 2^32 (no clamp). Operands are read from LDS with plain
 // loads. f32 dots stay on FMAs.
-TensorCoreOp amdgpuTensorCore(const std::string& arch, DType in, DType acc) {
+TensorCoreOp amdgpuTensorCore(const std::string& arch, DType in, DType inB, DType acc) {
   TensorCoreOp t;
+  if (inB != in) return {};
   const bool mfma = arch == "gfx90a" || arch == "gfx942", wmma = arch == "gfx1100";
   if (in == DType::I8 && acc == DType::I32) {
     if (arch == "gfx90a") {
@@ -226,7 +227,7 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
       default: return nullptr;
     }
   }
-  TensorCoreOp tensorCore(DType in, DType acc) const override { return amdgpuTensorCore(row_.arch, in, acc); }
+  TensorCoreOp tensorCore(DType a, DType b, DType acc) const override { return amdgpuTensorCore(row_.arch, a, b, acc); }
   // gfx90a / gfx942 / gfx1100 have no asynchronous global->LDS copy that we
   // use (the buffer_load ... lds forms write LDS at M0-relative addresses,
   // one dword per lane, and need buffer resources): the loads go to
