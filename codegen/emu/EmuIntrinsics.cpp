@@ -364,11 +364,15 @@ class Lowerer {
                          .Case("mfma.f32.16x16x16bf16.1k", TESSERA_EMU_MFMA_16X16X16_BF16)
                          .Case("mfma.i32.16x16x16i8", TESSERA_EMU_MFMA_16X16X16_I8)
                          .Case("mfma.i32.16x16x32.i8", TESSERA_EMU_MFMA_16X16X32_I8)
+                         .Case("mfma.f32.16x16x32.fp8.fp8", TESSERA_EMU_MFMA_16X16X32_FP8_FP8)
+                         .Case("mfma.f32.16x16x32.fp8.bf8", TESSERA_EMU_MFMA_16X16X32_FP8_BF8)
+                         .Case("mfma.f32.16x16x32.bf8.fp8", TESSERA_EMU_MFMA_16X16X32_BF8_FP8)
+                         .Case("mfma.f32.16x16x32.bf8.bf8", TESSERA_EMU_MFMA_16X16X32_BF8_BF8)
                          .Default(-1);
       if (mode < 0)
         unsupported(c,
-                    "only the f32 32x32x8 / 16x16x16 f16 and bf16_1k and the i32 16x16x16 / 16x16x32 i8 forms "
-                    "are modelled");
+                    "only the f32 32x32x8 / 16x16x16 f16 and bf16_1k, the i32 16x16x16 / 16x16x32 i8 and the f32 "
+                    "16x16x32 fp8/bf8 forms are modelled");
       for (unsigned i = 3; i < 6; ++i) {
         auto* ci = llvm::dyn_cast<llvm::ConstantInt>(arg(i));
         if (!ci || !ci->isZero()) unsupported(c, "cbsz / abid / blgp broadcasts are not modelled");

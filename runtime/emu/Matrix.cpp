@@ -134,6 +134,17 @@ std::optional<Fp8Pair> mmaFp8(int32_t mode) {
   }
 }
 
+// MFMA: fp8 = e4m3fnuz, bf8 = e5m2fnuz (gfx942), the instruction's A first.
+std::optional<Fp8Pair> mfmaFp8(int32_t mode) {
+  switch (mode) {
+    case TESSERA_EMU_MFMA_16X16X32_FP8_FP8: return Fp8Pair{DType::F8E4M3FNUZ, DType::F8E4M3FNUZ};
+    case TESSERA_EMU_MFMA_16X16X32_FP8_BF8: return Fp8Pair{DType::F8E4M3FNUZ, DType::F8E5M2FNUZ};
+    case TESSERA_EMU_MFMA_16X16X32_BF8_FP8: return Fp8Pair{DType::F8E5M2FNUZ, DType::F8E4M3FNUZ};
+    case TESSERA_EMU_MFMA_16X16X32_BF8_BF8: return Fp8Pair{DType::F8E5M2FNUZ, DType::F8E5M2FNUZ};
+    default: return std::nullopt;
+  }
+}
+
 // Byte e of a lane's packed 8-bit register array, decoded as fp8 `t`.
 float fp8Elem(const uint32_t* regs, int e, DType t) {
   return fp8Decode(t, static_cast<uint8_t>(regs[e / 4] >> (8 * (e % 4))));
@@ -196,6 +207,22 @@ bool mmaSync(int32_t mode, const LaneFrag* lanes) {
 }
 
 bool mfma(int32_t mode, const LaneFrag* lanes) {
+  if (std::optional<Fp8Pair> f8 = mfmaFp8(mode)) {
+    // The 16x16x32_i8 places (below), fp8/bf8 codes, an f32 C/D.
+    Mat A(16, 32), B(32, 16), C(16, 16);
+    for (int l = 0; l < 64; ++l) {
+      const int i = l % 16, kb = 8 * (l / 16);
+      for (int e = 0; e < 8; ++e) {
+        A.at(i, kb + e) = fp8Elem(lanes[l].a, e, f8->a);
+        B.at(kb + e, i) = fp8Elem(lanes[l].b, e, f8->b);
+      }
+      for (int r = 0; r < 4; ++r) C.at(4 * (l / 16) + r, i) = lanes[l].c[r];
+    }
+    Mat D = product(A, B, C);
+    for (int l = 0; l < 64; ++l)
+      for (int r = 0; r < 4; ++r) lanes[l].d[r] = D.at(4 * (l / 16) + r, l % 16);
+    return true;
+  }
   if (mode == TESSERA_EMU_MFMA_16X16X16_I8 || mode == TESSERA_EMU_MFMA_16X16X32_I8) {
     // Lane l holds A(l % 16, kb + e) and B(kb + e, l % 16), e < kw, kb =
     // kw (l / 16); D register r is row 4 (l / 16) + r, column l % 16.

@@ -457,6 +457,39 @@ TEST_CASE("fp8: sm_89 and sm_90a run OCP fp8 dots on mma.sync m16n8k32 e4m3/e5m2
       ts::compile(fp8Gemm<ts::float8_e4m3fnuz, ts::float8_e4m3fnuz>(64, 64, 64), ts::Device::emulator("nvptx:sm_89"))));
 }
 
+TEST_CASE("fp8: gfx942 runs FNUZ fp8 dots on MFMA 16x16x32 fp8/bf8 (emulated), matching a C++ GEMM",
+          "[fp8][dot][emu][amdgpu]") {
+  // MFMA takes Tessera's B as its first operand: e4m3fnuz x e5m2fnuz is bf8_fp8.
+  const char* gfx = "amdgpu:gfx942";
+  checkNativeGemm<ts::float8_e4m3fnuz, ts::float8_e4m3fnuz>(gfx, "llvm.amdgcn.mfma.f32.16x16x32.fp8.fp8");
+  checkNativeGemm<ts::float8_e4m3fnuz, ts::float8_e5m2fnuz>(gfx, "llvm.amdgcn.mfma.f32.16x16x32.bf8.fp8");
+  checkNativeGemm<ts::float8_e5m2fnuz, ts::float8_e4m3fnuz>(gfx, "llvm.amdgcn.mfma.f32.16x16x32.fp8.bf8");
+  checkNativeGemm<ts::float8_e5m2fnuz, ts::float8_e5m2fnuz>(gfx, "llvm.amdgcn.mfma.f32.16x16x32.bf8.bf8");
+  // The OCP formats on gfx942, and gfx90a / gfx1100 (no fp8 matrix
+  // instructions): widened.
+  CHECK(widenedDot(ts::compile(fp8Gemm<ts::float8_e4m3, ts::float8_e4m3>(64, 64, 64), ts::Device::emulator(gfx))));
+  for (const char* other : {"amdgpu:gfx90a", "amdgpu:gfx1100"})
+    CHECK(widenedDot(
+        ts::compile(fp8Gemm<ts::float8_e4m3fnuz, ts::float8_e5m2fnuz>(64, 64, 64), ts::Device::emulator(other))));
+}
+
+TEST_CASE("fp8: the gfx942 AMDGCN has the fp8 MFMA and links, gfx90a and gfx1100 the f16 matrix instructions",
+          "[fp8][gpu][amdgpu]") {
+  for (auto [gfx, wave] : {std::pair{"gfx90a", 64}, std::pair{"gfx942", 64}, std::pair{"gfx1100", 32}})
+    for (bool mixed : {false, true}) {
+      INFO(gfx << (mixed ? " e5m2fnuz x e4m3fnuz" : " e4m3fnuz x e4m3fnuz"));
+      ts::Kernel kernel = mixed ? fp8Gemm<ts::float8_e5m2fnuz, ts::float8_e4m3fnuz>(64, 64, 64)
+                                : fp8Gemm<ts::float8_e4m3fnuz, ts::float8_e4m3fnuz>(64, 64, 64);
+      ts::CompiledKernel k = ts::compile(kernel, ts::Target::parse(std::string("amdgpu:") + gfx));
+      const std::string amdgcn = k.dump(ts::Stage::AMDGCN);
+      const bool fp8 = std::string(gfx) == "gfx942";
+      CHECK((amdgcn.find(mixed ? "v_mfma_f32_16x16x32_fp8_bf8" : "v_mfma_f32_16x16x32_fp8_fp8") != std::string::npos) ==
+            fp8);
+      CHECK((amdgcn.find("16x16x16") != std::string::npos) == !fp8);
+      testamd::checkCodeObject(k, wave);
+    }
+}
+
 TEST_CASE("fp8: a native fp8 dot whose tile fits no instruction takes the FMA loop, decoding exactly",
           "[fp8][dot][emu]") {
   // K tile 16 is below mma.m16n8k32's 32: the dot stays fp8 (the table takes

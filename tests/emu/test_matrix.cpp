@@ -350,6 +350,21 @@ TEST_CASE("mma.sync m16n8k32 e4m3/e5m2 follows the PTX fragment layouts, decodin
       runFp8Case(s, Vendor::NVIDIA, f.mode, f.a, f.b, exact, tessera_emu_mma_sync, ++seed);
 }
 
+TEST_CASE("MFMA f32 16x16x32 fp8/bf8 follows AMD's wave64 layout, decoding the FNUZ formats exactly", "[emu][matrix]") {
+  using tessera::DType;
+  Shape s{16, 16, 32, mfma32i8A, mfma32i8B, mfma16D, 64, 64, 4};
+  struct Form {
+    int mode;
+    DType a, b;
+  };
+  unsigned seed = 60;
+  for (Form f : {Form{TESSERA_EMU_MFMA_16X16X32_FP8_FP8, DType::F8E4M3FNUZ, DType::F8E4M3FNUZ},
+                 Form{TESSERA_EMU_MFMA_16X16X32_FP8_BF8, DType::F8E4M3FNUZ, DType::F8E5M2FNUZ},
+                 Form{TESSERA_EMU_MFMA_16X16X32_BF8_FP8, DType::F8E5M2FNUZ, DType::F8E4M3FNUZ},
+                 Form{TESSERA_EMU_MFMA_16X16X32_BF8_BF8, DType::F8E5M2FNUZ, DType::F8E5M2FNUZ}})
+    for (bool exact : {true, false}) runFp8Case(s, Vendor::AMD, f.mode, f.a, f.b, exact, tessera_emu_mfma, ++seed);
+}
+
 TEST_CASE("mma.sync m16n8k32 s8 follows the PTX fragment layouts, sums wrap mod 2^32", "[emu][matrix]") {
   Shape s{16, 8, 32, nv8A, nv8B, nvC, 32, 32, 4};
   runIntCase(s, Vendor::NVIDIA, TESSERA_EMU_MMA_M16N8K32_S8, true, true, tessera_emu_mma_sync, 11);
