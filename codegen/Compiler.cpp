@@ -160,7 +160,15 @@ std::shared_ptr<Artifact> compile(const ir::Function& kernel, const Target& targ
     if (op.code() == ir::OpCode::Dot && (isFp8(op.operand(0)->type().dtype()) || isFp8(op.operand(1)->type().dtype())))
       fp8Dot = true;
   });
-  if (fp8Dot) pm.add(ir::createWidenFp8DotsPass());
+  // fp8 dots the target has no matrix instruction for are widened to f16
+  // (exactly); the others keep their fp8 operands (the GPU tensor-core
+  // tables decide: gpuTensorCoreTakes).
+  if (fp8Dot) {
+    std::function<bool(DType, DType, DType)> native;
+    if (target.isGpu())
+      native = [target](DType a, DType b, DType acc) { return gpuTensorCoreTakes(target, a, b, acc); };
+    pm.add(ir::createWidenFp8DotsPass(std::move(native)));
+  }
   ir::addDefaultPasses(pm);
   // Every backend lowers buffer_slot, async copies, commits and waits, so
   // `for {stages}` loops are scheduled for all targets (the schedule is the

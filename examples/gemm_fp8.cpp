@@ -5,11 +5,13 @@
 //
 // The K loop is gemm_f16's (gemmMainLoop): pipelined through shared memory
 // on GPUs, where the fp8 tiles take half the bytes of f16 ones per stage;
-// plain loads on the CPU. dot on fp8 operands: every e4m3 value is an f16
-// value, so the `widen-fp8-dots` pass casts the tiles to f16 after they
-// leave shared memory and the dot runs on the f16 tensor cores with the
-// products and sums an fp8 tensor core computes. The epilogue scales in f32
-// and rounds once to bf16.
+// plain loads on the CPU. dot on fp8 operands: on sm_89 and sm_90a it runs
+// on the fp8 tensor cores (mma.sync m16n8k32 .e4m3); elsewhere (the CPU,
+// sm_80/86, AMD, whose MFMA fp8 takes the FNUZ formats only) every e4m3
+// value is an f16 value, so the `widen-fp8-dots` pass casts the tiles to
+// f16 after they leave shared memory and the dot runs on the f16 tensor
+// cores with the same products. The epilogue scales in f32 and rounds once
+// to bf16.
 //
 // Shape: {M, N, K}; default {300, 200, 150}.
 #include <algorithm>

@@ -66,10 +66,28 @@ constexpr GpuMathNotes kAmdgpuMath = {
 // an i32 accumulator: v_mfma_i32_16x16x16i8 on gfx90a, v_mfma_i32_16x16x32_i8
 // on gfx942 (which dropped the 16x16x16 form), v_wmma_i32_16x16x16_iu8 with
 // both operands signed on gfx1100; the same accumulator placement, sums
-// wrapping mod 2^32 (no clamp). Operands are read from LDS with plain
-// loads. f32 dots stay on FMAs.
-TensorCoreOp amdgpuTensorCore(const std::string& arch, DType in, DType acc) {
+// wrapping mod 2^32 (no clamp). The FNUZ fp8 formats (f8e4m3fnuz = fp8,
+// f8e5m2fnuz = bf8, either on either side) with an f32 accumulator use
+// v_mfma_f32_16x16x32_{fp8,bf8}_{fp8,bf8} on gfx942 (the i8 form's
+// placement; the operands are swapped, so the instruction's first format
+// is B's); the OCP formats, gfx90a and gfx1100 have no fp8 matrix
+// instruction here and are widened to f16 (widen-fp8-dots). Operands are
+// read from LDS with plain loads. f32 dots stay on FMAs.
+TensorCoreOp amdgpuTensorCore(const std::string& arch, DType in, DType inB, DType acc) {
   TensorCoreOp t;
+  auto fnuz = [](DType d) { return d == DType::F8E4M3FNUZ || d == DType::F8E5M2FNUZ; };
+  if (fnuz(in) && fnuz(inB) && acc == DType::F32) {
+    if (arch != "gfx942") return {};
+    // Swapped operands: the instruction's A is Tessera's B.
+    const bool srcAFp8 = inB == DType::F8E4M3FNUZ, srcBFp8 = in == DType::F8E4M3FNUZ;
+    t.kind = ir::MmaKind::AmdMfma16x16x32;
+    t.mma = srcAFp8 ? (srcBFp8 ? llvm::Intrinsic::amdgcn_mfma_f32_16x16x32_fp8_fp8
+                               : llvm::Intrinsic::amdgcn_mfma_f32_16x16x32_fp8_bf8)
+                    : (srcBFp8 ? llvm::Intrinsic::amdgcn_mfma_f32_16x16x32_bf8_fp8
+                               : llvm::Intrinsic::amdgcn_mfma_f32_16x16x32_bf8_bf8);
+    return t;
+  }
+  if (inB != in) return {};
   const bool mfma = arch == "gfx90a" || arch == "gfx942", wmma = arch == "gfx1100";
   if (in == DType::I8 && acc == DType::I32) {
     if (arch == "gfx90a") {
@@ -226,7 +244,7 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
       default: return nullptr;
     }
   }
-  TensorCoreOp tensorCore(DType in, DType acc) const override { return amdgpuTensorCore(row_.arch, in, acc); }
+  TensorCoreOp tensorCore(DType a, DType b, DType acc) const override { return amdgpuTensorCore(row_.arch, a, b, acc); }
   // gfx90a / gfx942 / gfx1100 have no asynchronous global->LDS copy that we
   // use (the buffer_load ... lds forms write LDS at M0-relative addresses,
   // one dword per lane, and need buffer resources): the loads go to

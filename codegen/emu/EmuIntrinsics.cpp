@@ -193,15 +193,24 @@ class Lowerer {
     if (k == "mma") {
       // mma.m16n8k16.row.col.f32.f32 (f16 inputs) / .bf16 (bf16 inputs),
       // f32 accumulator: a[4], b[2], c[4] -> {f32 x 4}; m16n8k32.row.col.s8
-      // (s8 inputs, s32 accumulator, not .satfinite): i32 in the same places.
+      // (s8 inputs, s32 accumulator, not .satfinite): i32 in the same places;
+      // m16n8k32.row.col.f32.{e4m3,e5m2}.{e4m3,e5m2}.f32: fp8 codes packed
+      // as for s8, an f32 accumulator.
       std::string rest;
       for (size_t i = 1; i < t.size(); ++i) rest += (i > 1 ? "." : "") + t[i];
-      int32_t mode = rest == "m16n8k16.row.col.f32.f32" ? TESSERA_EMU_MMA_M16N8K16_F16
-                     : rest == "m16n8k16.row.col.bf16"  ? TESSERA_EMU_MMA_M16N8K16_BF16
-                     : rest == "m16n8k32.row.col.s8"    ? TESSERA_EMU_MMA_M16N8K32_S8
-                                                        : -1;
+      int32_t mode = llvm::StringSwitch<int32_t>(rest)
+                         .Case("m16n8k16.row.col.f32.f32", TESSERA_EMU_MMA_M16N8K16_F16)
+                         .Case("m16n8k16.row.col.bf16", TESSERA_EMU_MMA_M16N8K16_BF16)
+                         .Case("m16n8k32.row.col.s8", TESSERA_EMU_MMA_M16N8K32_S8)
+                         .Case("m16n8k32.row.col.f32.e4m3.e4m3.f32", TESSERA_EMU_MMA_M16N8K32_E4M3_E4M3)
+                         .Case("m16n8k32.row.col.f32.e4m3.e5m2.f32", TESSERA_EMU_MMA_M16N8K32_E4M3_E5M2)
+                         .Case("m16n8k32.row.col.f32.e5m2.e4m3.f32", TESSERA_EMU_MMA_M16N8K32_E5M2_E4M3)
+                         .Case("m16n8k32.row.col.f32.e5m2.e5m2.f32", TESSERA_EMU_MMA_M16N8K32_E5M2_E5M2)
+                         .Default(-1);
       if (mode < 0 || c.arg_size() != 10)
-        unsupported(c, "only m16n8k16 row.col f16/bf16 with an f32 accumulator and m16n8k32 row.col s8 are modelled");
+        unsupported(c,
+                    "only m16n8k16 row.col f16/bf16 with an f32 accumulator, m16n8k32 row.col s8 and m16n8k32 "
+                    "row.col e4m3/e5m2 with an f32 accumulator are modelled");
       return matrixCall(b, c, "tessera_emu_mma_sync", mode, {0, 1, 2, 3}, {4, 5}, {6, 7, 8, 9});
     }
     if (k == "cp" && t.size() >= 3 && t[1] == "async") return cpAsync(b, c, t);
@@ -355,11 +364,15 @@ class Lowerer {
                          .Case("mfma.f32.16x16x16bf16.1k", TESSERA_EMU_MFMA_16X16X16_BF16)
                          .Case("mfma.i32.16x16x16i8", TESSERA_EMU_MFMA_16X16X16_I8)
                          .Case("mfma.i32.16x16x32.i8", TESSERA_EMU_MFMA_16X16X32_I8)
+                         .Case("mfma.f32.16x16x32.fp8.fp8", TESSERA_EMU_MFMA_16X16X32_FP8_FP8)
+                         .Case("mfma.f32.16x16x32.fp8.bf8", TESSERA_EMU_MFMA_16X16X32_FP8_BF8)
+                         .Case("mfma.f32.16x16x32.bf8.fp8", TESSERA_EMU_MFMA_16X16X32_BF8_FP8)
+                         .Case("mfma.f32.16x16x32.bf8.bf8", TESSERA_EMU_MFMA_16X16X32_BF8_BF8)
                          .Default(-1);
       if (mode < 0)
         unsupported(c,
-                    "only the f32 32x32x8 / 16x16x16 f16 and bf16_1k and the i32 16x16x16 / 16x16x32 i8 forms "
-                    "are modelled");
+                    "only the f32 32x32x8 / 16x16x16 f16 and bf16_1k, the i32 16x16x16 / 16x16x32 i8 and the f32 "
+                    "16x16x32 fp8/bf8 forms are modelled");
       for (unsigned i = 3; i < 6; ++i) {
         auto* ci = llvm::dyn_cast<llvm::ConstantInt>(arg(i));
         if (!ci || !ci->isZero()) unsupported(c, "cbsz / abid / blgp broadcasts are not modelled");

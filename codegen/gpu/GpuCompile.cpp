@@ -167,6 +167,13 @@ void checkNumWarps(const ir::Function& fn, const GpuTargetInfo& ti, int numWarps
 }
 }  // namespace
 
+bool gpuTensorCoreTakes(const Target& t, DType a, DType b, DType acc) {
+  Target device = t;
+  if (t.kind == Target::Kind::EmuNVPTX) device.kind = Target::Kind::NVPTX;
+  if (t.kind == Target::Kind::EmuAMDGPU) device.kind = Target::Kind::AMDGPU;
+  return createGpuTargetInfo(device, GpuOptions{})->tensorCore(a, b, acc).kind != ir::MmaKind::None;
+}
+
 void annotateGpuLayouts(ir::Function& f, const Target& target, const CompileOptions& opts) {
   if (!target.isGpu()) throw CompileError("layouts exist for GPU targets only, not " + target.str());
   Target device = target;
@@ -178,7 +185,7 @@ void annotateGpuLayouts(ir::Function& f, const Target& target, const CompileOpti
   checkNumWarps(f, *ti, g.numWarps);
   ir::AxisAnalysis axis(f);
   ir::LayoutAnalysis la(f, axis, g.numWarps, static_cast<int>(ti->warpSize()),
-                        [&](DType in, DType acc) { return ti->tensorCore(in, acc).kind; });
+                        [&](DType a, DType b, DType acc) { return ti->tensorCore(a, b, acc).kind; });
   ir::annotateLayouts(f, la);
 }
 
@@ -199,7 +206,7 @@ std::shared_ptr<Artifact> compileGpu(const ir::Function& fn, const Target& t, co
   std::unique_ptr<ir::Function> f = ir::clone(fn);
   ir::AxisAnalysis axis(*f);
   ir::LayoutAnalysis la(*f, axis, g.numWarps, static_cast<int>(ti->warpSize()),
-                        [&](DType in, DType acc) { return ti->tensorCore(in, acc).kind; });
+                        [&](DType a, DType b, DType acc) { return ti->tensorCore(a, b, acc).kind; });
   ir::annotateLayouts(*f, la);
   art->dumps.tileIR.emplace_back("layout", ir::print(*f));
   // A loop whose carried values cannot fit the register file is rejected

@@ -52,6 +52,12 @@ std::shared_ptr<Artifact> compileGpu(const ir::Function& fnAfterTilePasses, cons
 std::shared_ptr<Artifact> compileGpu(const ir::Function& fnAfterTilePasses, const Target& t, const CompileOptions& o,
                                      StageDumps dumpsSoFar, const GpuOptions& g);
 
+/// True where GPU target `t` (or its emulated device) has a matrix
+/// instruction for a dot of an `a` by a `b` operand into an `acc`
+/// accumulator: GpuTargetInfo::tensorCore, the vendor file's table. The
+/// compiler widens the fp8 dots for which this is false (widen-fp8-dots).
+bool gpuTensorCoreTakes(const Target& t, DType a, DType b, DType acc);
+
 /// AMDGCN assembly of an AMDGPU (or emu:amdgpu) artifact, generated from its
 /// kept module (the same code the code object was built from).
 std::string amdgpuAssembly(const Artifact& a);

@@ -12,8 +12,9 @@
 // quadrants (rows 0-7 | 8-15) x (k 0-7 | 8-15) in the order above gives
 // a0..a7; loading B's (k 0-7, k 8-15) with .trans gives b0..b3.
 //
-// NVIDIA mma.m16n8k32 .s8 (PTX ISA, "Matrix Fragments for mma.m16n8k32"),
-// four s8 per 32-bit register, lowest k in the low byte:
+// NVIDIA mma.m16n8k32 .s8 and .e4m3/.e5m2 (PTX ISA, "Matrix Fragments for
+// mma.m16n8k32"), four 8-bit elements per 32-bit register, lowest k in the
+// low byte (the f32 C/D of the fp8 forms in the s32 places):
 //   A 16x32: a0 (g, 4t..4t+3), a1 (g+8, 4t..), a2 (g, 16+4t..), a3 (g+8, 16+4t..)
 //   B 32x8:  b0 (k 4t..4t+3, col g), b1 (k 16+4t.., col g)
 //   C/D (s32): as m16n8k16's f32 C/D.
@@ -35,6 +36,8 @@
 // AMD v_mfma_i32_16x16x16i8 (gfx90a): as 16x16x16f16, 4 i8 of k 4q..4q+3
 //   in one register; v_mfma_i32_16x16x32_i8 (gfx942): 8 i8 of k 8q..8q+7 in
 //   two registers (an i64); D (i32) as the f32 D. Swapped the same way.
+//   v_mfma_f32_16x16x32_{fp8,bf8}_{fp8,bf8} (gfx942): the same with 8 fp8
+//   codes and an f32 D; swapped, so the instruction's first format is B's.
 // AMD v_wmma_f32_16x16x16_f16 (wave32), i = lane % 16, h = lane / 16:
 //   A: lane holds (row i, k 0..15); B: (k 0..15, col i) (lanes 16-31 repeat
 //   lanes 0-15); D (f32): register r holds (row 2r + h, col i).
@@ -298,7 +301,9 @@ struct Emitter {
   // Fragments, flattened: A ks * mT + mi, B ks * nT + ni.
   std::vector<llvm::Value*> amd(std::vector<llvm::Value*> acc) {
     const bool wmma = p.op.kind == ir::MmaKind::AmdWmma16x16x16;
-    const bool integer = p.elemBytes == 1;
+    // 8-bit operands (i8, fp8) travel packed in 32-bit registers; only i8
+    // accumulates in i32.
+    const bool packed = p.elemBytes == 1, integer = packed && !isFp8(p.in);
     const int64_t mT = p.M / (16 * wm), nT = p.N / (16 * wn), kS = p.K / p.kStep;
     const unsigned regs = wmma ? 8 : 4;  // accumulator registers per lane per tile
     // Operand elements per lane: WMMA a whole row of 16; MFMA a quarter of
@@ -306,10 +311,10 @@ struct Emitter {
     const unsigned elems = wmma ? 16 : static_cast<unsigned>(p.kStep / 4);
     TS_ASSERT(only >= 0 || static_cast<int64_t>(acc.size()) == mT * nT * regs, "matrix-core accumulator slot count");
     // The operand registers as the intrinsic types them: f16 <n x half>,
-    // bf16 <n x i16>; i8 packed in 32-bit registers (an i32, an i64 for two
-    // (MFMA 16x16x32), <4 x i32> for four (WMMA)).
+    // bf16 <n x i16>; i8 and fp8 packed in 32-bit registers (an i32, an i64
+    // for two (MFMA 16x16x32), <4 x i32> for four (WMMA)).
     llvm::Type* opTy;
-    if (!integer)
+    if (!packed)
       opTy = llvm::FixedVectorType::get(p.in == DType::F16 ? b.getHalfTy() : b.getInt16Ty(), elems);
     else if (wmma)
       opTy = llvm::FixedVectorType::get(b.getInt32Ty(), elems / 4);

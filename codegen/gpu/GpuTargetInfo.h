@@ -169,9 +169,12 @@ class GpuTargetInfo {
                                  DType dt) const {
     return nullptr;
   }
-  /// The matrix instruction for a dot of `in` operands into an `acc`
-  /// accumulator (kind None: the FMA lowering).
-  virtual TensorCoreOp tensorCore(DType in, DType acc) const { return {}; }
+  /// The matrix instruction for a dot of an `a` by a `b` operand into an
+  /// `acc` accumulator (kind None: the FMA lowering). The one table of what
+  /// a target's matrix instructions take: the layouts, the lowering and the
+  /// widening of fp8 dots the target has no instruction for
+  /// (gpuTensorCoreTakes, ir/passes/WidenFp8Dots.cpp) all ask it.
+  virtual TensorCoreOp tensorCore(DType a, DType b, DType acc) const { return {}; }
   /// Masked global accesses without a branch. predicatedLoad: a load of
   /// `ty` (a scalar or vector of 1 to 16 bytes, a power of two) from global
   /// `ptr`, aligned to its whole size, that reads memory only where the i1

@@ -10,6 +10,7 @@
 #include <llvm/IR/Intrinsics.h>
 
 #include "codegen/gpu/LowerImpl.h"
+#include "codegen/llvm/Fp8.h"
 
 namespace tessera::codegen::gpu_lower {
 
@@ -58,10 +59,15 @@ void Lower::emitDot(const ir::Op& op) {
   k->addIncoming(i32(0), pre);
   std::vector<llvm::PHINode*> phis;
   Slots next;
-  auto toC = [&](llvm::Value* x) -> llvm::Value* {
+  // fp8 operands (a dot the target's tensor-core table takes whose shape
+  // fits no instruction, widen-fp8-dots having left it) are decoded exactly:
+  // the products are those of the f16 widening.
+  auto toC = [&](llvm::Value* x, DType dt) -> llvm::Value* {
+    if (isFp8(dt)) return emitFp8ToF32(b_, x, dt);
     if (!fl) return b_.CreateSExt(x, b_.getInt32Ty());
     return x->getType()->isFloatTy() ? x : b_.CreateFPExt(x, b_.getFloatTy());
   };
+  const DType inB = bv->type().dtype();
   for (size_t i = 0; i < t.size(); ++i) {
     llvm::PHINode* p = b_.CreatePHI(init[i]->getType(), 2);
     p->addIncoming(init[i], pre);
@@ -71,8 +77,10 @@ void Lower::emitDot(const ir::Op& op) {
     llvm::PHINode* p = phis[i];
     llvm::Value* m = b_.CreateAdd(bs[0], i32(t.consts[i][0]));
     llvm::Value* n = b_.CreateAdd(bs[1], i32(t.consts[i][1]));
-    llvm::Value* av = toC(b_.CreateLoad(it, b_.CreateInBoundsGEP(it, base, b_.CreateAdd(b_.CreateMul(m, i32(K)), k))));
-    llvm::Value* bw = toC(b_.CreateLoad(it, b_.CreateInBoundsGEP(it, bBase, b_.CreateAdd(b_.CreateMul(k, i32(N)), n))));
+    llvm::Value* av =
+        toC(b_.CreateLoad(it, b_.CreateInBoundsGEP(it, base, b_.CreateAdd(b_.CreateMul(m, i32(K)), k))), in);
+    llvm::Value* bw =
+        toC(b_.CreateLoad(it, b_.CreateInBoundsGEP(it, bBase, b_.CreateAdd(b_.CreateMul(k, i32(N)), n))), inB);
     next.push_back(fl ? b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {b_.getFloatTy()}, {av, bw, p})
                       : b_.CreateAdd(b_.CreateMul(av, bw), p));
   }

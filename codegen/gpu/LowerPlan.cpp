@@ -135,9 +135,10 @@ void Lower::planDirectDots() {
 
 TensorCoreDotPlan Lower::dotPlan(const ir::Op& op) {
   const ir::Value* av = op.operand(0);
-  TensorCoreDotPlan p = planTensorCoreDot(t_.tensorCore(av->type().dtype(), op.operand(2)->type().dtype()),
-                                          av->type().dtype(), av->type().shape()[0], op.operand(1)->type().shape()[1],
-                                          av->type().shape()[1], la_.get(op.result()).parent);
+  TensorCoreDotPlan p =
+      planTensorCoreDot(t_.tensorCore(av->type().dtype(), op.operand(1)->type().dtype(), op.operand(2)->type().dtype()),
+                        av->type().dtype(), av->type().shape()[0], op.operand(1)->type().shape()[1],
+                        av->type().shape()[1], la_.get(op.result()).parent);
   // A B operand copied from global memory where it is contiguous along K
   // (flash attention's K^T) is stored N x K, so the copy's 16-byte chunks
   // stay whole; ldmatrix without .trans reads its fragments.

@@ -99,12 +99,32 @@ void linkLibdevice(llvm::Module& m, llvm::TargetMachine& tm, const std::string& 
 // not .satfinite: the sums wrap mod 2^32 like the IR's i32 add), both
 // operands by ldmatrix without .trans (B staged N x K: .trans moves 16-bit
 // elements and would split the 4-byte k runs an s8 fragment register
-// holds; see planTensorCoreDot). f32 x f32 stays on FMAs: tf32 mma rounds
-// the operands to 10 mantissa bits, which IR.h's dot does not allow.
-TensorCoreOp nvptxTensorCore(DType in, DType acc) {
+// holds; see planTensorCoreDot). The OCP fp8 formats (f8e4m3 = .e4m3,
+// f8e5m2 = .e5m2, either on either side) with an f32 accumulator use
+// mma.sync.aligned.m16n8k32.row.col.f32.{e4m3,e5m2}.{e4m3,e5m2}.f32 on
+// sm_89 and sm_90a (PTX ISA 8.4 for sm_89: Targets.def), with the s8
+// fragments and staging; sm_80/86 have no fp8 mma, and the FNUZ formats
+// are not NVIDIA's: those dots are widened to f16 (widen-fp8-dots). f32 x
+// f32 stays on FMAs: tf32 mma rounds the operands to 10 mantissa bits,
+// which IR.h's dot does not allow.
+TensorCoreOp nvptxTensorCore(const std::string& arch, DType a, DType b, DType acc) {
   TensorCoreOp t;
   t.ldA = llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_b16;
   t.ldAx2 = llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x2_b16;
+  auto ocp = [](DType d) { return d == DType::F8E4M3 || d == DType::F8E5M2; };
+  if (ocp(a) && ocp(b) && acc == DType::F32) {
+    // sm_89 (Ada) and sm_90a (Hopper): the rows of Targets.def from 89 on.
+    if (std::stoi(arch.substr(3, 2)) < 89) return {};
+    const bool a4 = a == DType::F8E4M3, b4 = b == DType::F8E4M3;
+    t.kind = ir::MmaKind::NvMmaM16N8K32;
+    t.mma = a4 ? (b4 ? llvm::Intrinsic::nvvm_mma_m16n8k32_row_col_f32_e4m3_e4m3_f32
+                     : llvm::Intrinsic::nvvm_mma_m16n8k32_row_col_f32_e4m3_e5m2_f32)
+               : (b4 ? llvm::Intrinsic::nvvm_mma_m16n8k32_row_col_f32_e5m2_e4m3_f32
+                     : llvm::Intrinsic::nvvm_mma_m16n8k32_row_col_f32_e5m2_e5m2_f32);
+    return t;
+  }
+  if (a != b) return {};
+  const DType in = a;
   if (in == DType::I8 && acc == DType::I32) {
     t.kind = ir::MmaKind::NvMmaM16N8K32;
     t.mma = llvm::Intrinsic::nvvm_mma_m16n8k32_row_col_s8;
@@ -292,7 +312,7 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
     nvptx::emitPredicatedStore(b, val, ptr, pred);
     return true;
   }
-  TensorCoreOp tensorCore(DType in, DType acc) const override { return nvptxTensorCore(in, acc); }
+  TensorCoreOp tensorCore(DType a, DType b, DType acc) const override { return nvptxTensorCore(row_.arch, a, b, acc); }
   AsyncCopyImpl asyncCopyImpl() const override { return AsyncCopyImpl::Hardware; }
   void asyncCopy(llvm::IRBuilderBase& b, llvm::Value* dst, llvm::Value* src, unsigned bytes,
                  llvm::Value* srcBytes) override {

@@ -271,8 +271,8 @@ std::optional<Layout> LayoutAnalysis::dotLayout(const ir::Op& op) const {
   if (!tensorCore_ || op.code() != ir::OpCode::Dot) return std::nullopt;
   const ir::Value* a = op.operand(0);
   const ir::Value* b = op.operand(1);
-  MmaKind k = tensorCore_(a->type().dtype(), op.result()->type().dtype());
-  if (k == MmaKind::None || b->type().dtype() != a->type().dtype()) return std::nullopt;
+  MmaKind k = tensorCore_(a->type().dtype(), b->type().dtype(), op.result()->type().dtype());
+  if (k == MmaKind::None) return std::nullopt;
   auto bl = mmaLayout(k, a->type().shape()[0], b->type().shape()[1], a->type().shape()[1], numWarps_, warpSize_,
                       chainedDots_.count(&op) != 0);
   if (!bl) return std::nullopt;
@@ -280,7 +280,7 @@ std::optional<Layout> LayoutAnalysis::dotLayout(const ir::Op& op) const {
 }
 
 LayoutAnalysis::LayoutAnalysis(const ir::Function& f, const AxisAnalysis& axis, int numWarps, int warpSize,
-                               std::function<MmaKind(DType, DType)> tensorCore)
+                               std::function<MmaKind(DType, DType, DType)> tensorCore)
     : axis_(axis), numWarps_(numWarps), warpSize_(warpSize), tensorCore_(std::move(tensorCore)) {
   auto& body = const_cast<ir::Function&>(f).body();
   findChainedDots(body);

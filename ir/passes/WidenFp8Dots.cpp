@@ -3,9 +3,15 @@
 // is an f16 value (at most 3 mantissa bits, exponents within f16's normal
 // and subnormal range), so the products and their f32 accumulation are the
 // ones an fp8 tensor core computes: the result is the same, only the speed
-// differs. Run for targets without an fp8 matrix instruction in Tessera's
-// lowering (today all of them; sm_89+ mma.sync e4m3/e5m2 and gfx942 MFMA
-// fp8 are where a native path takes over from this pass).
+// differs. A dot the target has an fp8 matrix instruction for is left as
+// it is: the caller's `native` predicate asks the target's tensor-core table
+// (codegen/Compiler.cpp: GpuTargetInfo::tensorCore through
+// gpuTensorCoreTakes), which holds mma.sync m16n8k32 .e4m3/.e5m2 on sm_89
+// and sm_90a (OCP formats) and MFMA 16x16x32 fp8/bf8 on gfx942 (FNUZ
+// formats). Everything else is widened: the CPU, sm_80/86, gfx90a,
+// gfx1100, FNUZ operands on NVIDIA, OCP operands on gfx942, an f64
+// accumulator.
+#include <functional>
 #include <vector>
 
 #include "tessera/ir/Builder.h"
@@ -16,6 +22,7 @@ namespace {
 
 class WidenFp8Dots : public Pass {
  public:
+  explicit WidenFp8Dots(std::function<bool(DType, DType, DType)> native) : native_(std::move(native)) {}
   const char* name() const override { return "widen-fp8-dots"; }
 
   void run(Function& f) override { visit(f.body()); }
@@ -26,6 +33,9 @@ class WidenFp8Dots : public Pass {
       Op& op = *b.ops()[i];
       for (auto& r : op.regions()) visit(r->block());
       if (op.code() != OpCode::Dot) continue;
+      const DType a = op.operand(0)->type().dtype(), b2 = op.operand(1)->type().dtype();
+      if (!isFp8(a) && !isFp8(b2)) continue;
+      if (native_ && native_(a, b2, op.operand(2)->type().dtype())) continue;
       Builder bld;
       bld.setInsertionPoint(&b, i);
       bld.setLoc(op.loc());
@@ -36,10 +46,13 @@ class WidenFp8Dots : public Pass {
         }
     }
   }
+  std::function<bool(DType, DType, DType)> native_;
 };
 
 }  // namespace
 
-std::unique_ptr<Pass> createWidenFp8DotsPass() { return std::make_unique<WidenFp8Dots>(); }
+std::unique_ptr<Pass> createWidenFp8DotsPass(std::function<bool(DType, DType, DType)> native) {
+  return std::make_unique<WidenFp8Dots>(std::move(native));
+}
 
 }  // namespace tessera::ir

@@ -230,9 +230,11 @@ void Worker::matrix(Fiber* f, Coll kind, int32_t mode, const void* a, const void
       ok = cfg->vendor == Vendor::NVIDIA && (n == 1 || n == 2 || n == 4) && (mode & ~15) == 0;
       break;
     }
-    case Coll::Mma: ok = cfg->vendor == Vendor::NVIDIA && mode >= 0 && mode <= TESSERA_EMU_MMA_M16N8K32_S8; break;
+    case Coll::Mma:
+      ok = cfg->vendor == Vendor::NVIDIA && mode >= 0 && mode <= TESSERA_EMU_MMA_M16N8K32_E5M2_E5M2;
+      break;
     case Coll::Mfma:
-      ok = cfg->vendor == Vendor::AMD && W == 64 && mode >= 0 && mode <= TESSERA_EMU_MFMA_16X16X32_I8;
+      ok = cfg->vendor == Vendor::AMD && W == 64 && mode >= 0 && mode <= TESSERA_EMU_MFMA_16X16X32_BF8_BF8;
       break;
     case Coll::Wmma:
       ok = cfg->vendor == Vendor::AMD && W == 32 &&

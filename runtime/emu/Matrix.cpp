@@ -7,19 +7,36 @@
 //   Fragments for mma.m16n8k32" (.s8), v_mfma_i32_16x16x16i8 (CDNA2),
 //   v_mfma_i32_16x16x32_i8 (CDNA3), v_wmma_i32_16x16x16_iu8 (RDNA3); four
 //   8-bit elements per 32-bit register, the lowest k in the low byte.
+//   The fp8 forms: "Matrix Fragments for mma.m16n8k32" (.e4m3/.e5m2, the
+//   .s8 places), v_mfma_f32_16x16x32_{fp8,bf8}_{fp8,bf8} (CDNA3, the
+//   16x16x32_i8 places; fp8 = e4m3fnuz, bf8 = e5m2fnuz).
 // Each instruction gathers the whole A, B, C matrices from the lanes,
 // computes D = A B + C, and scatters D back. Products of two f16 or bf16
 // values are exact in f32 (at most 22 significant bits); they are summed in
-// k order in f32, starting from C. Integer forms are exact: the products
-// and their sum are computed in 64 bits, then added to C mod 2^32 (the
-// instructions neither saturate nor clamp here).
+// k order in f32, starting from C. fp8 codes are decoded exactly
+// (support/Fp8.h, the codec every Tessera backend uses); the products of
+// two fp8 values are exact in f32 (at most 8 significant bits, exponents
+// from 2^-32 to 2^31) and are summed the same way: IEEE f32 additions,
+// round to nearest even, in k order from C. That is a model, not the
+// hardware's adder: NVIDIA and AMD do not specify the order or the
+// internal precision of an fp8 MMA's sum (Hopper's fp8 tensor cores are
+// reported to keep fewer than f32's 24 bits inside one instruction), so a
+// device's result may differ from the emulator's in the rounding of the
+// sums (Tessera's fp8 GEMM tests compare against a tolerance relative to
+// the sum of |products|, not bit for bit). NaN and infinity inputs
+// propagate as in IEEE arithmetic.
+// Integer forms are exact: the products and their sum are computed in 64
+// bits, then added to C mod 2^32 (the instructions neither saturate nor
+// clamp here).
 #include "Matrix.h"
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "tessera/runtime/Emulator.h"
+#include "tessera/support/Fp8.h"
 
 namespace tessera::emu::detail {
 
@@ -103,9 +120,56 @@ Mat product(Mat& a, Mat& b, Mat& c) {
   return d;
 }
 
+// The fp8 formats of an mma.sync / MFMA fp8 mode's A and B.
+struct Fp8Pair {
+  DType a, b;
+};
+std::optional<Fp8Pair> mmaFp8(int32_t mode) {
+  switch (mode) {
+    case TESSERA_EMU_MMA_M16N8K32_E4M3_E4M3: return Fp8Pair{DType::F8E4M3, DType::F8E4M3};
+    case TESSERA_EMU_MMA_M16N8K32_E4M3_E5M2: return Fp8Pair{DType::F8E4M3, DType::F8E5M2};
+    case TESSERA_EMU_MMA_M16N8K32_E5M2_E4M3: return Fp8Pair{DType::F8E5M2, DType::F8E4M3};
+    case TESSERA_EMU_MMA_M16N8K32_E5M2_E5M2: return Fp8Pair{DType::F8E5M2, DType::F8E5M2};
+    default: return std::nullopt;
+  }
+}
+
+// MFMA: fp8 = e4m3fnuz, bf8 = e5m2fnuz (gfx942), the instruction's A first.
+std::optional<Fp8Pair> mfmaFp8(int32_t mode) {
+  switch (mode) {
+    case TESSERA_EMU_MFMA_16X16X32_FP8_FP8: return Fp8Pair{DType::F8E4M3FNUZ, DType::F8E4M3FNUZ};
+    case TESSERA_EMU_MFMA_16X16X32_FP8_BF8: return Fp8Pair{DType::F8E4M3FNUZ, DType::F8E5M2FNUZ};
+    case TESSERA_EMU_MFMA_16X16X32_BF8_FP8: return Fp8Pair{DType::F8E5M2FNUZ, DType::F8E4M3FNUZ};
+    case TESSERA_EMU_MFMA_16X16X32_BF8_BF8: return Fp8Pair{DType::F8E5M2FNUZ, DType::F8E5M2FNUZ};
+    default: return std::nullopt;
+  }
+}
+
+// Byte e of a lane's packed 8-bit register array, decoded as fp8 `t`.
+float fp8Elem(const uint32_t* regs, int e, DType t) {
+  return fp8Decode(t, static_cast<uint8_t>(regs[e / 4] >> (8 * (e % 4))));
+}
+
 }  // namespace
 
 bool mmaSync(int32_t mode, const LaneFrag* lanes) {
+  if (std::optional<Fp8Pair> f8 = mmaFp8(mode)) {
+    // The .s8 places (below), fp8 codes, an f32 C/D.
+    Mat A(16, 32), B(32, 8), C(16, 8);
+    for (int l = 0; l < 32; ++l) {
+      const int g = l / 4, t = l % 4;
+      for (int i = 0; i < 16; ++i)
+        A.at(g + 8 * (i / 4 % 2), 4 * t + i % 4 + 16 * (i / 8)) = fp8Elem(lanes[l].a, i, f8->a);
+      for (int i = 0; i < 8; ++i) B.at(4 * t + i % 4 + 16 * (i / 4), g) = fp8Elem(lanes[l].b, i, f8->b);
+      for (int i = 0; i < 4; ++i) C.at(g + 8 * (i / 2), 2 * t + i % 2) = lanes[l].c[i];
+    }
+    Mat D = product(A, B, C);
+    for (int l = 0; l < 32; ++l) {
+      const int g = l / 4, t = l % 4;
+      for (int i = 0; i < 4; ++i) lanes[l].d[i] = D.at(g + 8 * (i / 2), 2 * t + i % 2);
+    }
+    return true;
+  }
   if (mode == TESSERA_EMU_MMA_M16N8K32_S8) {
     // A 16x32: register q byte e of lane 4g + t is (g + 8 (q % 2), 4t + e +
     // 16 (q / 2)); B 32x8: register q byte e is (4t + e + 16 q, g).
@@ -143,6 +207,22 @@ bool mmaSync(int32_t mode, const LaneFrag* lanes) {
 }
 
 bool mfma(int32_t mode, const LaneFrag* lanes) {
+  if (std::optional<Fp8Pair> f8 = mfmaFp8(mode)) {
+    // The 16x16x32_i8 places (below), fp8/bf8 codes, an f32 C/D.
+    Mat A(16, 32), B(32, 16), C(16, 16);
+    for (int l = 0; l < 64; ++l) {
+      const int i = l % 16, kb = 8 * (l / 16);
+      for (int e = 0; e < 8; ++e) {
+        A.at(i, kb + e) = fp8Elem(lanes[l].a, e, f8->a);
+        B.at(kb + e, i) = fp8Elem(lanes[l].b, e, f8->b);
+      }
+      for (int r = 0; r < 4; ++r) C.at(4 * (l / 16) + r, i) = lanes[l].c[r];
+    }
+    Mat D = product(A, B, C);
+    for (int l = 0; l < 64; ++l)
+      for (int r = 0; r < 4; ++r) lanes[l].d[r] = D.at(4 * (l / 16) + r, l % 16);
+    return true;
+  }
   if (mode == TESSERA_EMU_MFMA_16X16X16_I8 || mode == TESSERA_EMU_MFMA_16X16X32_I8) {
     // Lane l holds A(l % 16, kb + e) and B(kb + e, l % 16), e < kw, kb =
     // kw (l / 16); D register r is row 4 (l / 16) + r, column l % 16.

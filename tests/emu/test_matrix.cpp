@@ -1,5 +1,5 @@
-// The warp-wide matrix instructions of the SIMT machine (mma.sync m16n8k16,
-// ldmatrix, AMD MFMA and WMMA) against an independent model of the vendor
+// The warp-wide matrix instructions of the SIMT machine (mma.sync m16n8k16
+// and m16n8k32 s8/e4m3/e5m2, ldmatrix, AMD MFMA and WMMA) against an independent model of the vendor
 // fragment layouts. The model here goes the other way round from the
 // machine: for every matrix element it names the lane and register element
 // holding it (the "owner"), written from the layout tables of the PTX ISA
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tessera/runtime/Emulator.h"
+#include "tessera/support/Fp8.h"
 
 using namespace tessera::emu;
 
@@ -236,7 +237,133 @@ void runIntCase(const Shape& s, Vendor vendor, int mode, bool aSigned, bool bSig
     }
 }
 
+// ---- fp8 forms (mma.m16n8k32 .e4m3/.e5m2, MFMA f32 16x16x32 fp8/bf8):
+// the 8-bit places of the integer forms (nv8A/nv8B, mfma32i8A/B), f32 C/D.
+// With `exact`, every operand is 0 or of magnitude 2^-2..2^2: the products
+// (at most 8 significant bits, exponents >= 2^-10) and every partial sum
+// (below 2^12) are exact in f32, so D must equal the reference bit for bit
+// in any summation order; otherwise codes are drawn from all finite values
+// (subnormals, the largest magnitudes) and D is checked to 2^-20 of the sum
+// of |products| (the f32 rounding of 32 additions).
+void runFp8Case(const Shape& s, Vendor vendor, int mode, tessera::DType ta, tessera::DType tb, bool exact,
+                void (*hook)(int32_t, const uint32_t*, const uint32_t*, const float*, float*), unsigned seed) {
+  std::mt19937 rng(seed);
+  auto draw = [&](tessera::DType t) {
+    std::uniform_int_distribution<int> d(0, 255);
+    for (;;) {
+      auto c = static_cast<uint8_t>(d(rng));
+      float v = tessera::fp8Decode(t, c);
+      if (!std::isfinite(v)) continue;
+      if (exact && v != 0 && (std::fabs(v) < 0.25f || std::fabs(v) > 4.0f)) continue;
+      return c;
+    }
+  };
+  std::vector<uint8_t> A(s.M * s.K), B(s.K * s.N);
+  std::vector<float> C(s.M * s.N);
+  for (auto& x : A) x = draw(ta);
+  for (auto& x : B) x = draw(tb);
+  std::uniform_int_distribution<int> dc(-64, 64);
+  for (float& x : C) x = float(dc(rng)) * 0.5f;
+  Regs r;
+  r.a.assign(s.warp, std::vector<uint32_t>(16, 0));
+  r.b.assign(s.warp, std::vector<uint32_t>(16, 0));
+  r.c.assign(s.warp, std::vector<float>(16, 0));
+  r.d.assign(s.warp, std::vector<float>(16, NAN));
+  auto setByte = [](std::vector<uint32_t>& regs, int idx, uint8_t v) {
+    uint32_t& w = regs[idx / 4];
+    const int sh = 8 * (idx % 4);
+    w = (w & ~(0xffu << sh)) | static_cast<uint32_t>(v) << sh;
+  };
+  for (int i = 0; i < s.M; ++i)
+    for (int k = 0; k < s.K; ++k) {
+      Owner o = s.A(i, k);
+      for (int rep = o.lane; rep < s.warp; rep += s.lanes) setByte(r.a[rep], o.idx, A[i * s.K + k]);
+    }
+  for (int k = 0; k < s.K; ++k)
+    for (int j = 0; j < s.N; ++j) {
+      Owner o = s.B(k, j);
+      for (int rep = o.lane; rep < s.warp; rep += s.lanes) setByte(r.b[rep], o.idx, B[k * s.N + j]);
+    }
+  for (int i = 0; i < s.M; ++i)
+    for (int j = 0; j < s.N; ++j) {
+      Owner o = s.C(i, j);
+      r.c[o.lane][o.idx] = C[i * s.N + j];
+    }
+  struct P {
+    Regs* r;
+    int mode;
+    void (*hook)(int32_t, const uint32_t*, const uint32_t*, const float*, float*);
+  } p{&r, mode, hook};
+  void* args[] = {&p};
+  LaunchConfig cfg;
+  cfg.vendor = vendor;
+  cfg.warpSize = s.warp;
+  cfg.block[0] = s.warp;
+  cfg.kernelName = "matrix_fp8";
+  launch(
+      +[](void* const* a) {
+        P& p = *static_cast<P*>(a[0]);
+        int lane = tessera_emu_lane_id();
+        uint32_t ra[16], rb[16];
+        float rc[16], rd[16];
+        std::memcpy(ra, p.r->a[lane].data(), sizeof ra);
+        std::memcpy(rb, p.r->b[lane].data(), sizeof rb);
+        std::memcpy(rc, p.r->c[lane].data(), sizeof rc);
+        p.hook(p.mode, ra, rb, rc, rd);
+        std::memcpy(p.r->d[lane].data(), rd, sizeof rd);
+      },
+      args, cfg);
+  for (int i = 0; i < s.M; ++i)
+    for (int j = 0; j < s.N; ++j) {
+      double ref = C[i * s.N + j], mag = std::fabs(ref);
+      for (int k = 0; k < s.K; ++k) {
+        double prod = double(tessera::fp8Decode(ta, A[i * s.K + k])) * tessera::fp8Decode(tb, B[k * s.N + j]);
+        ref += prod;
+        mag += std::fabs(prod);
+      }
+      Owner o = s.C(i, j);
+      const double got = r.d[o.lane][o.idx];
+      INFO(tessera::name(ta) << " x " << tessera::name(tb) << " D(" << i << "," << j << ") lane " << o.lane << " reg "
+                             << o.idx << " = " << got << ", reference " << ref);
+      if (exact)
+        REQUIRE(got == ref);
+      else
+        REQUIRE(std::fabs(got - ref) <= std::ldexp(mag, -20));
+    }
+}
+
 }  // namespace
+
+TEST_CASE("mma.sync m16n8k32 e4m3/e5m2 follows the PTX fragment layouts, decoding fp8 exactly", "[emu][matrix]") {
+  using tessera::DType;
+  Shape s{16, 8, 32, nv8A, nv8B, nvC, 32, 32, 4};
+  struct Form {
+    int mode;
+    DType a, b;
+  };
+  unsigned seed = 40;
+  for (Form f : {Form{TESSERA_EMU_MMA_M16N8K32_E4M3_E4M3, DType::F8E4M3, DType::F8E4M3},
+                 Form{TESSERA_EMU_MMA_M16N8K32_E4M3_E5M2, DType::F8E4M3, DType::F8E5M2},
+                 Form{TESSERA_EMU_MMA_M16N8K32_E5M2_E4M3, DType::F8E5M2, DType::F8E4M3},
+                 Form{TESSERA_EMU_MMA_M16N8K32_E5M2_E5M2, DType::F8E5M2, DType::F8E5M2}})
+    for (bool exact : {true, false})
+      runFp8Case(s, Vendor::NVIDIA, f.mode, f.a, f.b, exact, tessera_emu_mma_sync, ++seed);
+}
+
+TEST_CASE("MFMA f32 16x16x32 fp8/bf8 follows AMD's wave64 layout, decoding the FNUZ formats exactly", "[emu][matrix]") {
+  using tessera::DType;
+  Shape s{16, 16, 32, mfma32i8A, mfma32i8B, mfma16D, 64, 64, 4};
+  struct Form {
+    int mode;
+    DType a, b;
+  };
+  unsigned seed = 60;
+  for (Form f : {Form{TESSERA_EMU_MFMA_16X16X32_FP8_FP8, DType::F8E4M3FNUZ, DType::F8E4M3FNUZ},
+                 Form{TESSERA_EMU_MFMA_16X16X32_FP8_BF8, DType::F8E4M3FNUZ, DType::F8E5M2FNUZ},
+                 Form{TESSERA_EMU_MFMA_16X16X32_BF8_FP8, DType::F8E5M2FNUZ, DType::F8E4M3FNUZ},
+                 Form{TESSERA_EMU_MFMA_16X16X32_BF8_BF8, DType::F8E5M2FNUZ, DType::F8E5M2FNUZ}})
+    for (bool exact : {true, false}) runFp8Case(s, Vendor::AMD, f.mode, f.a, f.b, exact, tessera_emu_mfma, ++seed);
+}
 
 TEST_CASE("mma.sync m16n8k32 s8 follows the PTX fragment layouts, sums wrap mod 2^32", "[emu][matrix]") {
   Shape s{16, 8, 32, nv8A, nv8B, nvC, 32, 32, 4};

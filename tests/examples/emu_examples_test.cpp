@@ -111,3 +111,21 @@ TEST_CASE("the examples are right for other block sizes and architectures (emula
     }
   }
 }
+
+TEST_CASE("gemm_fp8 on the fp8 tensor cores of emulated sm_89 and sm_90a matches its reference", "[examples][emu]") {
+  // sm_89 / sm_90a run the dot on mma.sync e4m3 (gemm_gpu_test.cpp checks
+  // the PTX); every test shape, aligned and ragged.
+  const ex::Example* e = ex::find("gemm_fp8");
+  REQUIRE(e != nullptr);
+  for (const char* arch : {"nvptx:sm_89", "nvptx:sm_90a"})
+    for (const auto& shape : e->testShapes) {
+      INFO("gemm_fp8 " << shapeStr(shape) << " on " << arch);
+      ex::RunContext ctx;
+      ctx.device = ts::Device::emulator(arch);
+      ctx.shape = shape;
+      ctx.launch.threads = 2;
+      ex::CheckResult r = e->run(ctx);
+      INFO(r.detail << " (max abs error " << r.maxAbsError << ", max rel error " << r.maxRelError << ")");
+      REQUIRE(r.ok);
+    }
+}

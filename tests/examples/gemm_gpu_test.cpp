@@ -131,6 +131,34 @@ TEST_CASE("gemm_f16 / gemm_bf16 AMDGCN: matrix-core instructions in the pipeline
     }
 }
 
+TEST_CASE(
+    "gemm_fp8: the pipelined loop runs mma.sync e4m3 on sm_89 / sm_90a without spills, the f16 mma on sm_80 / sm_86",
+    "[examples][gemm][gpu][ptxas]") {
+  bool ptxas = havePtxas();
+  if (!ptxas) WARN("SKIPPED the ptxas checks: ptxas not found (/usr/local/cuda/bin/ptxas or on PATH)");
+  for (bool facts : {false, true})
+    for (const char* sm : {"sm_80", "sm_86", "sm_89", "sm_90a"}) {
+      const char* variant = facts ? "aligned" : "traced";
+      INFO("gemm_fp8 on " << sm << ", " << variant);
+      ts::Target target = ts::Target::parse(std::string("nvptx:") + sm);
+      ts::Kernel k = defaultKernel("gemm_fp8", target);
+      ts::CompiledKernel ck = ts::compile(facts ? withAlignedFacts(k) : k, target);
+      const bool fp8 = std::string(sm) == "sm_89" || std::string(sm) == "sm_90a";
+      CHECK(contains(ck.dump(ts::Stage::TileIR), "pipelined = 3}"));  // the scheduled K loop
+      const std::string ptx = ck.dump(ts::Stage::PTX);
+      CHECK(contains(ptx, "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32") == fp8);
+      CHECK(contains(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") == !fp8);
+      if (!ptxas) continue;
+      std::string res = ck.dump(ts::Stage::Resources);  // runs ptxas -v; throws if it rejects the PTX
+      INFO(res);
+      std::smatch m;
+      REQUIRE(std::regex_search(res, m, std::regex(R"(registers (\d+), spill bytes (\d+))")));
+      CHECK(std::stoi(m[2]) == 0);
+      std::printf("gemm_fp8  %-7s %-8s registers %3s, spill bytes %s\n", sm, variant, m[1].str().c_str(),
+                  m[2].str().c_str());
+    }
+}
+
 TEST_CASE("gemm_f16 / gemm_bf16 default GPU configs: no spills on sm_80 and sm_90a, no scratch on AMDGPU",
           "[examples][gemm][gpu][ptxas]") {
   // Prints the table of docs/gemm.md ("GPU GEMM examples").

@@ -38,10 +38,13 @@ std::unique_ptr<Pass> createPipelineSchedulePass();
 /// `warnings` is given, a warning naming the reshape's line is appended.
 std::unique_ptr<Pass> createPadTilesPass(std::vector<std::string>* warnings = nullptr);
 
-/// "widen-fp8-dots": casts the fp8 operands of every dot to f16, exactly
-/// (ir/passes/WidenFp8Dots.cpp). Run for every target before lowering: no
-/// backend lowers fp8 operands of dot directly.
-std::unique_ptr<Pass> createWidenFp8DotsPass();
+/// "widen-fp8-dots": casts the fp8 operands of a dot to f16, exactly
+/// (ir/passes/WidenFp8Dots.cpp), unless `native(a, b, acc)` says the target
+/// has a matrix instruction for that dot's operand and accumulator dtypes
+/// (the GPU targets' tensor-core tables: codegen::gpuTensorCoreTakes). Run
+/// before lowering for every kernel with an fp8 dot; without `native` (CPU,
+/// and the pass by name) every fp8 dot is widened.
+std::unique_ptr<Pass> createWidenFp8DotsPass(std::function<bool(DType a, DType b, DType acc)> native = {});
 
 /// A pass by its name (Passes.def: canonicalize, cse, dce, pipeline,
 /// pad-tiles, widen-fp8-dots, verify); UsageError naming the known ones otherwise.

@@ -28,19 +28,27 @@ enum : int32_t {  // memory access kinds
 // take and produce i32 accumulators in the c / d registers (the hooks'
 // float pointers carry the bits) and wrap mod 2^32 as the hardware does.
 enum : int32_t {
-  TESSERA_EMU_MMA_M16N8K16_F16 = 0,    // mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
-  TESSERA_EMU_MMA_M16N8K16_BF16 = 1,   // ... .f32.bf16.bf16.f32
-  TESSERA_EMU_MMA_M16N8K32_S8 = 2,     // mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32
-  TESSERA_EMU_MFMA_32X32X8_F16 = 0,    // v_mfma_f32_32x32x8f16
-  TESSERA_EMU_MFMA_32X32X8_BF16 = 1,   // v_mfma_f32_32x32x8bf16_1k
-  TESSERA_EMU_MFMA_16X16X16_F16 = 2,   // v_mfma_f32_16x16x16f16
-  TESSERA_EMU_MFMA_16X16X16_BF16 = 3,  // v_mfma_f32_16x16x16bf16_1k
-  TESSERA_EMU_MFMA_16X16X16_I8 = 4,    // v_mfma_i32_16x16x16i8 (gfx90a)
-  TESSERA_EMU_MFMA_16X16X32_I8 = 5,    // v_mfma_i32_16x16x32_i8 (gfx942)
-  TESSERA_EMU_WMMA_16X16X16_F16 = 0,   // v_wmma_f32_16x16x16_f16 (wave32)
-  TESSERA_EMU_WMMA_16X16X16_BF16 = 1,  // v_wmma_f32_16x16x16_bf16 (wave32)
-  TESSERA_EMU_WMMA_16X16X16_IU8 = 2,   // v_wmma_i32_16x16x16_iu8 (wave32), unsigned operands
-  TESSERA_EMU_WMMA_A_SIGNED = 4,       // flags added to _IU8: A's / B's elements are signed
+  TESSERA_EMU_MMA_M16N8K16_F16 = 0,        // mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+  TESSERA_EMU_MMA_M16N8K16_BF16 = 1,       // ... .f32.bf16.bf16.f32
+  TESSERA_EMU_MMA_M16N8K32_S8 = 2,         // mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32
+  TESSERA_EMU_MMA_M16N8K32_E4M3_E4M3 = 3,  // mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32
+  TESSERA_EMU_MMA_M16N8K32_E4M3_E5M2 = 4,  // ... .f32.e4m3.e5m2.f32 (A e4m3, B e5m2)
+  TESSERA_EMU_MMA_M16N8K32_E5M2_E4M3 = 5,  // ... .f32.e5m2.e4m3.f32
+  TESSERA_EMU_MMA_M16N8K32_E5M2_E5M2 = 6,  // ... .f32.e5m2.e5m2.f32
+  TESSERA_EMU_MFMA_32X32X8_F16 = 0,        // v_mfma_f32_32x32x8f16
+  TESSERA_EMU_MFMA_32X32X8_BF16 = 1,       // v_mfma_f32_32x32x8bf16_1k
+  TESSERA_EMU_MFMA_16X16X16_F16 = 2,       // v_mfma_f32_16x16x16f16
+  TESSERA_EMU_MFMA_16X16X16_BF16 = 3,      // v_mfma_f32_16x16x16bf16_1k
+  TESSERA_EMU_MFMA_16X16X16_I8 = 4,        // v_mfma_i32_16x16x16i8 (gfx90a)
+  TESSERA_EMU_MFMA_16X16X32_I8 = 5,        // v_mfma_i32_16x16x32_i8 (gfx942)
+  TESSERA_EMU_MFMA_16X16X32_FP8_FP8 = 6,   // v_mfma_f32_16x16x32_fp8_fp8 (gfx942; fp8 = e4m3fnuz, bf8 = e5m2fnuz)
+  TESSERA_EMU_MFMA_16X16X32_FP8_BF8 = 7,   // v_mfma_f32_16x16x32_fp8_bf8 (A fp8, B bf8)
+  TESSERA_EMU_MFMA_16X16X32_BF8_FP8 = 8,   // v_mfma_f32_16x16x32_bf8_fp8
+  TESSERA_EMU_MFMA_16X16X32_BF8_BF8 = 9,   // v_mfma_f32_16x16x32_bf8_bf8
+  TESSERA_EMU_WMMA_16X16X16_F16 = 0,       // v_wmma_f32_16x16x16_f16 (wave32)
+  TESSERA_EMU_WMMA_16X16X16_BF16 = 1,      // v_wmma_f32_16x16x16_bf16 (wave32)
+  TESSERA_EMU_WMMA_16X16X16_IU8 = 2,       // v_wmma_i32_16x16x16_iu8 (wave32), unsigned operands
+  TESSERA_EMU_WMMA_A_SIGNED = 4,           // flags added to _IU8: A's / B's elements are signed
   TESSERA_EMU_WMMA_B_SIGNED = 8,
 };
 /// ldmatrix mode: number of 8x8 matrices (1, 2, 4), plus this flag for .trans.

@@ -186,10 +186,11 @@ std::optional<BlockedLayout> mmaOperandALayout(const BlockedLayout& acc);
 /// buffers have none) plus the vector width of each memory op.
 class LayoutAnalysis {
  public:
-  /// `tensorCore(in, acc)`: the target's matrix instruction for a dot of
-  /// `in` operands into an `acc` accumulator (empty / None: FMA dots only).
+  /// `tensorCore(a, b, acc)`: the target's matrix instruction for a dot of
+  /// an `a` by a `b` operand into an `acc` accumulator (empty / None: FMA
+  /// dots only).
   LayoutAnalysis(const ir::Function& f, const AxisAnalysis& axis, int numWarps, int warpSize,
-                 std::function<MmaKind(DType, DType)> tensorCore = {});
+                 std::function<MmaKind(DType, DType, DType)> tensorCore = {});
   const Layout& get(const ir::Value* v) const;
   bool has(const ir::Value* v) const { return layouts_.count(v) != 0; }
   /// Elements per vector access for a load/store/copy/atomic's pointer tile:
@@ -228,7 +229,7 @@ class LayoutAnalysis {
   int64_t computeVec(const ir::Op& memOp) const;
   const AxisAnalysis& axis_;
   int numWarps_, warpSize_;
-  std::function<MmaKind(DType, DType)> tensorCore_;
+  std::function<MmaKind(DType, DType, DType)> tensorCore_;
   std::unordered_map<const ir::Value*, Layout> layouts_;
   /// Loop-carried values whose layout is a first guess (a free initial
   /// value): elementwise ops prefer their other operands' layouts, and the
