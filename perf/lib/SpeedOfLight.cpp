@@ -89,6 +89,12 @@ double Machine::peakFor(ir::FlopUnit unit, DType dtype, std::string* unitName) c
     case DType::F16: return pick(dotF16, "tensor");
     case DType::BF16: return pick(dotBF16, "tensor");
     case DType::I8: return pick(dotI8, "tensor");
+    // fp8: the fp8 tensor cores where the machine has them; elsewhere the
+    // dot is widened to f16 (widen-fp8-dots) and runs on the f16 ones.
+    case DType::F8E4M3:
+    case DType::F8E5M2:
+    case DType::F8E4M3FNUZ:
+    case DType::F8E5M2FNUZ: return pick(dotFP8 > 0 ? dotFP8 : dotF16, "tensor");
     default:
       if (unitName) *unitName = "vector";
       return vecF32;

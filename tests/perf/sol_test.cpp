@@ -118,6 +118,14 @@ TEST_CASE("sol: flop classes map to vector and tensor peaks", "[perf][sol]") {
   CHECK(unit == "tensor");
   CHECK(h.peakFor(ts::ir::FlopUnit::Dot, ts::DType::BF16) == h.dotBF16);
   CHECK(h.peakFor(ts::ir::FlopUnit::Dot, ts::DType::I8) == h.dotI8);
+  // fp8 dots: the fp8 tensor cores (H100); the f16 ones where the dot is
+  // widened because the machine has none (A100).
+  REQUIRE(h.dotFP8 > 0);
+  CHECK(h.peakFor(ts::ir::FlopUnit::Dot, ts::DType::F8E4M3, &unit) == h.dotFP8);
+  CHECK(unit == "tensor");
+  const perf::Machine& a100 = *perf::findGpuMachine("a100_sxm");
+  REQUIRE(a100.dotFP8 == 0);
+  CHECK(a100.peakFor(ts::ir::FlopUnit::Dot, ts::DType::F8E5M2) == a100.dotF16);
   CHECK(h.peakFor(ts::ir::FlopUnit::Vector, ts::DType::F64) == h.vecF64);
   // The host has no tensor units: its dots run at the FMA peak.
   perf::Machine host = perf::hostMachine(fakeHost());
