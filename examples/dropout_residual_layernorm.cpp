@@ -12,6 +12,7 @@
 // >= cols); the offsets are i64, so rows * cols may pass 2^31. The variance
 // is computed in two passes over the tile, as in layernorm.
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -94,7 +95,11 @@ Launch prepare(const RunContext& ctx) {
                 Dim3(uint32_t(rows)),
                 {dy, dh, dx, dres, dw, db, int32_t(cols), kEps, kDropP, seed},
                 {rows, cols}};
-  const bool approx = ctx.options.precision == codegen::Precision::Approximate;
+  // The precision the compile will use: TESSERA_PRECISION overrides the
+  // options (as `tessera run --precision` sets it).
+  const char* env = std::getenv("TESSERA_PRECISION");
+  const bool approx =
+      (env && *env ? codegen::parsePrecision(env) : ctx.options.precision) == codegen::Precision::Approximate;
   launch.check = [dy, dh, x = std::move(x), res = std::move(res), w = std::move(w), b = std::move(b), rows = rows,
                   cols = cols, seed, approx] {
     std::vector<float> h;

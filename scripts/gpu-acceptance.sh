@@ -69,7 +69,9 @@ else
   fi
 fi
 # The CPU and emulator paths from the same bundle, as a control.
-step "CPU and emulator examples" "$bin/test_examples" "~[hardware]"
+# Every example on the CPU and both emulated vendors: the longest step (about
+# 2-3 minutes on 16 cores), so it gets a longer limit.
+limit=$((limit > 300 ? limit : 300)) step "CPU and emulator examples" "$bin/test_examples" "~[hardware]"
 step "CPU benchmark (GEMM vs peers)" "$bin/tessera_gemm_bench" --sizes 1024 --reps 3
 row "GPU benchmark vs cuBLAS / copy bandwidth" SKIP "not implemented yet (the examples' times are in their logs)"
 
