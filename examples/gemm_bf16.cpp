@@ -56,12 +56,6 @@ uint16_t toBf16(float f) {
   u += 0x7fff + ((u >> 16) & 1);
   return static_cast<uint16_t>(u >> 16);
 }
-float fromBf16(uint16_t h) {
-  uint32_t u = uint32_t(h) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
 
 Launch prepare(const RunContext& ctx) {
   GemmProblem P = gemmProblem(ctx, "gemm_bf16");
@@ -95,15 +89,14 @@ Launch prepare(const RunContext& ctx) {
     const double factor = 2.0 * double(K + 1) * std::ldexp(1.0, -24);
     ElementCheck check(factor, "c");
     GemmReference ref = gemmReference(
-        M, N, K, [&](int64_t i, int64_t kk) { return fromBf16(a[size_t(i * K + kk)]); },
-        [&](int64_t kk, int64_t j) { return fromBf16(b[size_t(kk * N + j)]); }, bias, act);
-    for (int64_t i = 0; i < M; ++i)
-      for (int64_t j = 0; j < N; ++j) {
-        double want = ref.want[size_t(i * N + j)], mag = ref.mag[size_t(i * N + j)];
-        double g = got[size_t(i * N + j)];
-        check(g, want, 1.2 * factor * mag + 1e-6 * std::fabs(want) + 1e-6,
-              [&] { return "at (" + std::to_string(i) + ", " + std::to_string(j) + ")"; });
-      }
+        M, N, K, [&](int64_t i, int64_t kk) { return bf16Value(a[size_t(i * K + kk)]); },
+        [&](int64_t kk, int64_t j) { return bf16Value(b[size_t(kk * N + j)]); }, bias, act);
+    checkMatrix(
+        check, M, N, [&](int64_t i, int64_t j) { return double(got[size_t(i * N + j)]); },
+        [&](int64_t i, int64_t j) { return ref.want[size_t(i * N + j)]; },
+        [&](int64_t i, int64_t j, double want) {
+          return 1.2 * factor * ref.mag[size_t(i * N + j)] + 1e-6 * std::fabs(want) + 1e-6;
+        });
     return check.result();
   };
   return launch;

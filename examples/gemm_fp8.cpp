@@ -41,13 +41,6 @@ Kernel gemmFP8(GemmBlocks B) {
 
 namespace {
 
-float fromBf16(uint16_t h) {
-  uint32_t u = uint32_t(h) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
 Launch prepare(const RunContext& ctx) {
   std::vector<int64_t> s = ctx.shape.empty() ? std::vector<int64_t>{300, 200, 150} : ctx.shape;
   if (s.size() != 3 || s[0] < 1 || s[1] < 1 || s[2] < 1 || s[0] * s[2] > (1 << 28) || s[2] * s[1] > (1 << 28) ||
@@ -86,13 +79,12 @@ Launch prepare(const RunContext& ctx) {
     GemmReference ref = gemmReference(
         M, N, K, [&](int64_t i, int64_t kk) { return fp8Decode(DType::F8E4M3, a[size_t(i * K + kk)]); },
         [&](int64_t kk, int64_t j) { return fp8Decode(DType::F8E4M3, b[size_t(kk * N + j)]); }, {}, 0);
-    for (int64_t i = 0; i < M; ++i)
-      for (int64_t j = 0; j < N; ++j) {
-        double want = scale * ref.want[size_t(i * N + j)], mag = scale * ref.mag[size_t(i * N + j)];
-        double g = fromBf16(got[size_t(i * N + j)]);
-        check(g, want, factor * mag + std::ldexp(std::fabs(want), -8) + 1e-30,
-              [&] { return "at (" + std::to_string(i) + ", " + std::to_string(j) + ")"; });
-      }
+    checkMatrix(
+        check, M, N, [&](int64_t i, int64_t j) { return bf16Value(got[size_t(i * N + j)]); },
+        [&](int64_t i, int64_t j) { return scale * ref.want[size_t(i * N + j)]; },
+        [&](int64_t i, int64_t j, double want) {
+          return factor * scale * ref.mag[size_t(i * N + j)] + std::ldexp(std::fabs(want), -8) + 1e-30;
+        });
     return check.result();
   };
   return launch;

@@ -39,13 +39,6 @@ Kernel gemmInt8(GemmBlocks B) {
 
 namespace {
 
-float fromBf16(uint16_t h) {
-  uint32_t u = uint32_t(h) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
 Launch prepare(const RunContext& ctx) {
   std::vector<int64_t> s = ctx.shape.empty() ? std::vector<int64_t>{300, 200, 150} : ctx.shape;
   if (s.size() != 3 || s[0] < 1 || s[1] < 1 || s[2] < 1 || s[2] > 65536 || s[0] * s[2] > (1 << 28) ||
@@ -81,15 +74,16 @@ Launch prepare(const RunContext& ctx) {
   launch.check = [dc, a = std::move(a), b = std::move(b), sa = std::move(sa), sb = std::move(sb), M, N, K] {
     std::vector<uint16_t> got = dc.read<uint16_t>();
     ElementCheck check(std::ldexp(1.0, -8), "c");
-    for (int64_t i = 0; i < M; ++i)
-      for (int64_t j = 0; j < N; ++j) {
-        int64_t sum = 0;
-        for (int64_t kk = 0; kk < K; ++kk) sum += int64_t(a[size_t(i * K + kk)]) * int64_t(b[size_t(kk * N + j)]);
-        double want = double(sum) * double(sa[size_t(i)]) * double(sb[size_t(j)]);
-        double g = fromBf16(got[size_t(i * N + j)]);
-        check(g, want, std::fabs(want) * (std::ldexp(1.0, -8) + 3 * std::ldexp(1.0, -24)) + 1e-30,
-              [&] { return "at (" + std::to_string(i) + ", " + std::to_string(j) + ")"; });
-      }
+    checkMatrix(
+        check, M, N, [&](int64_t i, int64_t j) { return bf16Value(got[size_t(i * N + j)]); },
+        [&](int64_t i, int64_t j) {
+          int64_t sum = 0;
+          for (int64_t kk = 0; kk < K; ++kk) sum += int64_t(a[size_t(i * K + kk)]) * int64_t(b[size_t(kk * N + j)]);
+          return double(sum) * double(sa[size_t(i)]) * double(sb[size_t(j)]);
+        },
+        [](int64_t, int64_t, double want) {
+          return std::fabs(want) * (std::ldexp(1.0, -8) + 3 * std::ldexp(1.0, -24)) + 1e-30;
+        });
     return check.result();
   };
   return launch;

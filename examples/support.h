@@ -90,6 +90,25 @@ inline CheckResult compare(const std::vector<float>& got, const std::vector<doub
   return compareWith(got, want, rtol, what, [&](size_t i) { return atol + rtol * std::fabs(want[i]); });
 }
 
+/// Every element (i, j) of an M x N row-major result: |got(i, j) -
+/// want(i, j)| <= bound(i, j, want), mismatches named "at (i, j)".
+template <typename Got, typename Want, typename Bound>
+void checkMatrix(ElementCheck& check, int64_t M, int64_t N, Got got, Want want, Bound bound) {
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      const double w = want(i, j);
+      check(got(i, j), w, bound(i, j, w), [&] { return "at (" + std::to_string(i) + ", " + std::to_string(j) + ")"; });
+    }
+}
+
+/// The value of bf16 bits (the top half of an f32: exact).
+inline float bf16Value(uint16_t h) {
+  uint32_t u = uint32_t(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
 /// Merges the checks of several outputs.
 inline CheckResult merge(CheckResult a, const CheckResult& b) {
   if (a.ok && !b.ok) a.detail = b.detail;
