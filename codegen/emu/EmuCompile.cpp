@@ -129,6 +129,7 @@ EmuKernel compileForEmulator(std::unique_ptr<llvm::Module> mod, std::unique_ptr<
     if (llvm::GlobalVariable* gv = mod->getGlobalVariable(g)) gv->eraseFromParent();
 
   emu::rewritePredicatedAccesses(em);
+  emu::rewriteWarpgroupMma(em);
   emu::instrumentMemory(em);
   emu::rewriteIntrinsics(em);
   emu::rewriteLibcalls(em);

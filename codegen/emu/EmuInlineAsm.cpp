@@ -10,6 +10,8 @@
 // the libcalls and knows libdevice's 128-bit helpers, and refuses the rest
 // with a CompileError: text for the GPU's assembler means nothing on the
 // host.
+#include <array>
+#include <map>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -21,6 +23,7 @@
 
 #include "codegen/emu/EmuPasses.h"
 #include "codegen/nvptx/NVPTXPredicated.h"
+#include "codegen/nvptx/NVPTXWgmma.h"
 #include "tessera/support/Error.h"
 
 namespace tessera::codegen::emu {
@@ -96,6 +99,71 @@ void expand(EmuModule& em, llvm::CallInst& c, const nvptx::PredicatedAccess& a) 
 }
 
 }  // namespace
+
+void rewriteWarpgroupMma(EmuModule& em) {
+  if (em.amd) return;
+  std::vector<std::pair<llvm::CallInst*, std::optional<nvptx::WgmmaForm>>> work;
+  for (llvm::Function& f : em.m)
+    for (llvm::BasicBlock& bb : f)
+      for (llvm::Instruction& i : bb)
+        if (auto* c = llvm::dyn_cast<llvm::CallInst>(&i); c && c->isInlineAsm()) {
+          const auto* ia = llvm::cast<llvm::InlineAsm>(c->getCalledOperand());
+          std::string_view text(ia->getAsmString()), cons(ia->getConstraintString());
+          if (auto w = nvptx::matchWgmma(text, cons))
+            work.emplace_back(c, w);
+          else if (nvptx::matchWgmmaPassThrough(text, cons))
+            work.emplace_back(c, std::nullopt);
+        }
+  // Per function: the lane's A registers and accumulators handed to the
+  // hook (the largest N is 256: 128 floats).
+  std::map<llvm::Function*, std::array<llvm::Value*, 3>> scratch;
+  const llvm::DataLayout& dl = em.m.getDataLayout();
+  for (auto& [c, form] : work) {
+    llvm::IRBuilder<> b(c);
+    if (!form) {
+      // Fence / wait: the registers pass through unchanged.
+      llvm::Value* r = c->getArgOperand(0);
+      if (c->arg_size() > 1) {
+        r = llvm::PoisonValue::get(c->getType());
+        for (unsigned k = 0; k < c->arg_size(); ++k) r = b.CreateInsertValue(r, c->getArgOperand(k), k);
+      }
+      c->replaceAllUsesWith(r);
+      c->eraseFromParent();
+      continue;
+    }
+    llvm::Function* fn = c->getFunction();
+    auto it = scratch.find(fn);
+    if (it == scratch.end()) {
+      llvm::IRBuilder<> eb(&*fn->getEntryBlock().getFirstInsertionPt());
+      auto one = [&](llvm::Type* t, unsigned n, const char* name) -> llvm::Value* {
+        llvm::AllocaInst* a = eb.CreateAlloca(llvm::ArrayType::get(t, n), dl.getAllocaAddrSpace(), nullptr, name);
+        a->setAlignment(llvm::Align(16));
+        return eb.CreateAddrSpaceCast(a, em.flatPtr());
+      };
+      it = scratch.emplace(fn, std::array<llvm::Value*, 3>{one(b.getInt32Ty(), 4, "wgmma.a"),
+                                                           one(b.getFloatTy(), 128, "wgmma.c"),
+                                                           one(b.getFloatTy(), 128, "wgmma.d")})
+               .first;
+    }
+    auto [aBuf, cBuf, dBuf] = it->second;
+    const unsigned h = static_cast<unsigned>(form->n / 2);
+    for (unsigned k = 0; k < h; ++k)
+      b.CreateAlignedStore(c->getArgOperand(k), b.CreateConstInBoundsGEP1_32(b.getFloatTy(), cBuf, k), llvm::Align(4));
+    for (unsigned k = 0; k < 4; ++k)
+      b.CreateAlignedStore(c->getArgOperand(h + k), b.CreateConstInBoundsGEP1_32(b.getInt32Ty(), aBuf, k),
+                           llvm::Align(4));
+    const int32_t mode = form->n | (form->bf16 ? TESSERA_EMU_WGMMA_BF16 : 0);
+    b.CreateCall(em.hook("tessera_emu_wgmma"),
+                 {b.getInt32(mode), aBuf, c->getArgOperand(h + 4), cBuf, dBuf, b.getInt32(em.opId(*c))});
+    llvm::Value* r = llvm::PoisonValue::get(c->getType());
+    for (unsigned k = 0; k < h; ++k)
+      r = b.CreateInsertValue(
+          r, b.CreateAlignedLoad(b.getFloatTy(), b.CreateConstInBoundsGEP1_32(b.getFloatTy(), dBuf, k), llvm::Align(4)),
+          k);
+    c->replaceAllUsesWith(r);
+    c->eraseFromParent();
+  }
+}
 
 void rewritePredicatedAccesses(EmuModule& em) {
   if (em.amd) return;  // AMDGPU's masked accesses are branches already

@@ -224,6 +224,13 @@ class Lowerer {
                              u ? b.CreateZExt(y, wide) : b.CreateSExt(y, wide));
       return b.CreateTrunc(b.CreateLShr(p, w), x->getType());
     }
+    // The machine completes a wgmma when every lane of the warp has issued
+    // it (EmuInlineAsm.cpp), so its fence, commit and wait order nothing
+    // more; nor does a fence between the generic and async proxies, whose
+    // accesses all go to the one shared memory.
+    if (k == "wgmma" && t.size() >= 2 && (t[1] == "fence" || t[1] == "commit_group" || t[1] == "wait_group"))
+      return nullptr;
+    if (k == "fence" && t.size() >= 3 && t[1] == "proxy" && t[2] == "async") return nullptr;
     if (k == "membar" || (k == "fence" && t.size() >= 2 && t[1] == "sc")) {
       b.CreateFence(llvm::AtomicOrdering::SequentiallyConsistent);
       return nullptr;

@@ -4,6 +4,7 @@
 //   rewritePredicatedAccesses
 //                        NVPTX predicated ld/st.global (inline assembly)
 //                        -> a branch around a plain access
+//   rewriteWarpgroupMma  NVPTX wgmma.mma_async (inline assembly) -> a hook
 //   instrumentMemory     every addrspace(1)/(3) access -> through
 //                        tessera_emu_{global,shared}_access (with an opId)
 //   rewriteIntrinsics    llvm.nvvm.* / llvm.amdgcn.* -> hooks or host IR
@@ -94,6 +95,9 @@ std::string describe(const llvm::Instruction& inst);
 /// codegen/nvptx/NVPTXPredicated.h) as branches around plain accesses; other
 /// inline assembly is left for rewriteInlineAsm.
 void rewritePredicatedAccesses(EmuModule& em);
+/// NVPTX's wgmma.mma_async (codegen/nvptx/NVPTXWgmma.h) -> the machine's
+/// wgmma hook; its fence and wait pass their registers through.
+void rewriteWarpgroupMma(EmuModule& em);
 void instrumentMemory(EmuModule& em);
 void rewriteIntrinsics(EmuModule& em);
 void rewriteLibcalls(EmuModule& em);

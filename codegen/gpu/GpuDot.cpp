@@ -55,7 +55,9 @@
 #include <array>
 
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsNVPTX.h>
 
+#include "codegen/nvptx/NVPTXWgmma.h"
 #include "tessera/support/Error.h"
 
 namespace tessera::codegen {
@@ -115,7 +117,35 @@ DotStaging nvidiaSlotStaging(int64_t rows, int64_t cols, unsigned elemBytes) {
   return {rows, cols, cols, true, ce, elemBytes};
 }
 
+void useWgmma(TensorCoreDotPlan& p) {
+  TS_ASSERT(p.op.kind == ir::MmaKind::NvWgmmaM64K16 && p.elemBytes == 2 && p.acc.wpb[1] == 1 && p.N <= 256,
+            "wgmma plan of a dot that does not fit it");
+  // One swizzled row of K (blocks of 64 elements, 128 bytes, beyond that).
+  const int64_t rowElems = std::min<int64_t>(p.K, 64);
+  p.b = {p.N, p.K, rowElems, true, 8, 2, p.K > 64 ? 64 : 0};
+  p.bTransposed = true;
+  p.wgmma = true;
+  p.bAlign = static_cast<uint64_t>(8 * 2 * rowElems);
+}
+
+void useMmaSync(TensorCoreDotPlan& p) {
+  if (p.op.kind == ir::MmaKind::NvWgmmaM64K16) p.op.kind = ir::MmaKind::NvMmaM16N8K16;
+}
+
 llvm::Value* stagingIndex(llvm::IRBuilderBase& b, const DotStaging& s, llvm::Value* row, llvm::Value* col) {
+  if (s.blockCols) {
+    // Block col / blockCols of rows x blockCols elements, then the column
+    // within it (stagingIndex of one block).
+    TS_ASSERT(s.swizzle && s.stride == s.blockCols && (s.blockCols & (s.blockCols - 1)) == 0 &&
+                  s.cols % s.blockCols == 0,
+              "column blocks of a swizzled staging buffer");
+    DotStaging one = s;
+    one.blockCols = 0;
+    one.cols = s.blockCols;
+    llvm::Value* blk = b.CreateUDiv(col, c32(b, s.blockCols));
+    llvm::Value* in = stagingIndex(b, one, row, b.CreateAnd(col, c32(b, s.blockCols - 1)));
+    return b.CreateAdd(b.CreateMul(blk, c32(b, s.rows * s.blockCols)), in);
+  }
   // Indices into a staging buffer are small and non-negative (nuw nsw: see
   // Lower::bases).
   llvm::Value* rowOff = b.CreateMul(row, c32(b, s.stride), "", true, true);
@@ -202,6 +232,17 @@ struct Emitter {
   // elements each).
   std::vector<llvm::Value*> nvidia(std::vector<llvm::Value*> acc) {
     const int64_t mT = p.M / (16 * wm), nT = p.N / (8 * wn), kS = p.K / p.kStep;
+    // wgmma: only A's fragments are loaded here (collected in `loaded`),
+    // then handed to the warpgroup instruction (wgmmaDot).
+    if (p.wgmma && only < 0) {
+      TS_ASSERT(wn == 1, "wgmma with warps along N");
+      only = 0;
+      nvidia({});
+      only = -1;
+      std::vector<llvm::Value*> aFrags = std::move(loaded);
+      loaded.clear();
+      return wgmmaDot(std::move(aFrags), std::move(acc), mT, nT, kS);
+    }
     const int64_t ce = 16 / static_cast<int64_t>(p.elemBytes);
     TS_ASSERT(p.kStep == 2 * ce && (p.elemBytes == 2 || p.bTransposed), "mma operand staging");
     TS_ASSERT(only >= 0 || static_cast<int64_t>(acc.size()) == mT * nT * 4, "mma accumulator slot count");
@@ -297,6 +338,57 @@ struct Emitter {
     return acc;
   }
 
+  // wgmma over A fragments `aFrags` ((ks * mT + mi) * 4 + q, as loaded for
+  // mma.sync) and the accumulator slots; B at bBase (useWgmma's layout).
+  std::vector<llvm::Value*> wgmmaDot(std::vector<llvm::Value*> aFrags, std::vector<llvm::Value*> acc, int64_t mT,
+                                     int64_t nT, int64_t kS) {
+    TS_ASSERT(static_cast<int64_t>(acc.size()) == mT * nT * 4 && static_cast<int64_t>(aFrags.size()) == kS * mT * 4,
+              "wgmma fragment counts");
+    for (llvm::Value*& x : aFrags) x = b.CreateBitCast(x, b.getInt32Ty());
+    auto slot = [&](int64_t mi, int64_t ni, int64_t h, int64_t s) { return (2 * mi + h) * (2 * nT) + ni * 2 + s; };
+    // The registers the instructions read, through the fence: A first.
+    std::vector<llvm::Value*> regs(aFrags);
+    regs.insert(regs.end(), acc.begin(), acc.end());
+    regs = nvptx::emitWgmmaPassThrough(b, -1, regs);
+    std::copy(regs.begin(), regs.begin() + static_cast<long>(aFrags.size()), aFrags.begin());
+    std::copy(regs.begin() + static_cast<long>(aFrags.size()), regs.end(), acc.begin());
+    // The descriptor: B's start address (shared window, bits 4-17) per
+    // k-step, the rest constant.
+    const DotStaging& st = p.b;
+    const auto sw = st.rowBytes() == 128  ? nvptx::WgmmaSwizzle::B128
+                    : st.rowBytes() == 64 ? nvptx::WgmmaSwizzle::B64
+                                          : nvptx::WgmmaSwizzle::B32;
+    TS_ASSERT(st.swizzle && st.rowBytes() == static_cast<int64_t>(nvptx::swizzleBytes(sw)) &&
+                  p.bAlign == static_cast<uint64_t>(8 * st.rowBytes()),
+              "wgmma B staging");
+    const uint64_t bits = nvptx::descriptorBits(sw, 16, static_cast<uint64_t>(8 * st.rowBytes()));
+    llvm::Value* addr = b.CreatePtrToInt(bBase, b.getInt64Ty());
+    const nvptx::WgmmaForm form{static_cast<int>(p.N), p.in == DType::BF16};
+    for (int64_t ks = 0; ks < kS; ++ks) {
+      // k-step ks: 16 columns, 32 bytes into its row (of its block).
+      const int64_t col = ks * 16;
+      const int64_t off = st.blockCols ? (col / st.blockCols) * st.rows * st.rowBytes() + (col % st.blockCols) * 2
+                                       : col * 2;
+      llvm::Value* start = b.CreateAnd(b.CreateLShr(b.CreateAdd(addr, b.getInt64(static_cast<uint64_t>(off))), 4),
+                                       b.getInt64(0x3FFF));
+      llvm::Value* desc = b.CreateOr(start, b.getInt64(bits));
+      for (int64_t mi = 0; mi < mT; ++mi) {
+        std::vector<llvm::Value*> a(aFrags.begin() + (ks * mT + mi) * 4, aFrags.begin() + (ks * mT + mi + 1) * 4);
+        std::vector<llvm::Value*> d;
+        for (int64_t ni = 0; ni < nT; ++ni)
+          for (int64_t h = 0; h < 2; ++h)
+            for (int64_t s = 0; s < 2; ++s) d.push_back(acc[slot(mi, ni, h, s)]);
+        d = nvptx::emitWgmma(b, form, a, desc, d);
+        size_t i = 0;
+        for (int64_t ni = 0; ni < nT; ++ni)
+          for (int64_t h = 0; h < 2; ++h)
+            for (int64_t s = 0; s < 2; ++s) acc[slot(mi, ni, h, s)] = d[i++];
+      }
+    }
+    b.CreateIntrinsic(llvm::Intrinsic::nvvm_wgmma_commit_group_sync_aligned, {});
+    return nvptx::emitWgmmaPassThrough(b, 0, acc);
+  }
+
   // ---- AMD ----------------------------------------------------------------------
   // Fragments, flattened: A ks * mT + mi, B ks * nT + ni.
   std::vector<llvm::Value*> amd(std::vector<llvm::Value*> acc) {
@@ -381,7 +473,8 @@ std::vector<llvm::Value*> emitTensorCoreDot(llvm::IRBuilderBase& b, llvm::Module
                                             const std::function<llvm::Value*(int64_t, int64_t)>& aReg,
                                             const std::vector<llvm::Value*>* preA,
                                             const std::vector<llvm::Value*>* preB) {
-  TS_ASSERT(!aReg || p.op.kind == ir::MmaKind::NvMmaM16N8K16, "A fragments from registers: NVIDIA mma only");
+  TS_ASSERT(!aReg || p.op.kind == ir::MmaKind::NvMmaM16N8K16 || p.op.kind == ir::MmaKind::NvWgmmaM64K16,
+            "A fragments from registers: NVIDIA mma and wgmma only");
   Emitter e(b, m, p, aBase, bBase, lane, warp, aReg);
   e.preA = preA;
   e.preB = preB;

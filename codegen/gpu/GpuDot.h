@@ -47,9 +47,16 @@ struct DotStaging {
   /// (vector stores stay inside a 16-byte chunk and aligned).
   int64_t maxVec = 1;
   unsigned elemBytes = 2;
+  /// Columns stored in blocks of this many (0: one block): block j holds
+  /// columns [j * blockCols, (j + 1) * blockCols) of every row, rows of
+  /// `stride` = blockCols elements, the blocks one after the other (wgmma's
+  /// K-major operands wider than their 128-byte swizzle).
+  int64_t blockCols = 0;
   /// Elements per 16-byte chunk (one ldmatrix row).
   int64_t chunkElems() const { return 16 / static_cast<int64_t>(elemBytes); }
-  uint64_t bytes() const { return static_cast<uint64_t>(rows * stride) * elemBytes; }
+  uint64_t bytes() const { return static_cast<uint64_t>(rows * (blockCols ? cols : stride)) * elemBytes; }
+  /// Bytes of one stored row (of one block).
+  int64_t rowBytes() const { return stride * static_cast<int64_t>(elemBytes); }
 };
 
 struct TensorCoreDotPlan {
@@ -63,11 +70,27 @@ struct TensorCoreDotPlan {
   DotStaging b;              // rows = K, cols = N, or (bTransposed) rows = N, cols = K
   bool bTransposed = false;  // b holds B^T (AMDGPU; NVPTX 1-byte or K-contiguous global B)
   uint64_t aBytes = 0;       // a's size rounded up to 16 bytes: b starts there
-  uint64_t totalBytes() const { return aBytes + b.bytes(); }
+  /// wgmma (op.kind NvWgmmaM64K16, useWgmma): A as for mma.sync (ldmatrix
+  /// into registers), B read by the instruction from `b`, N x K with its
+  /// rows swizzled (stagingIndex), which must start at a shared address
+  /// that is a multiple of bAlign (the swizzle is one of address bits).
+  bool wgmma = false;
+  uint64_t bAlign = 16;
+  /// Bytes to reserve for both operands (b's alignment included).
+  uint64_t totalBytes() const { return aBytes + (bAlign - 16) + b.bytes(); }
 };
 
 TensorCoreDotPlan planTensorCoreDot(const TensorCoreOp& op, DType in, int64_t M, int64_t N, int64_t K,
                                     const ir::BlockedLayout& acc);
+
+/// Switches a plan of an NvWgmmaM64K16 dot (whose A, B staging is
+/// mma.sync's until then) to the wgmma instruction: B staged N x K in the
+/// K-major swizzled layout the descriptor names. Call it once the operand
+/// sources are known: a B read from a shared slot or copied K x N keeps
+/// mma.sync on the same accumulator registers.
+void useWgmma(TensorCoreDotPlan& p);
+/// The same plan on mma.sync (the placement is the same).
+void useMmaSync(TensorCoreDotPlan& p);
 
 /// The layout of a shared slot read directly by mma (planDirectDots): the
 /// row-major slot of `elemBytes`-byte elements with its 16-byte chunks
@@ -86,6 +109,9 @@ llvm::Value* stagingAddress(llvm::IRBuilderBase& b, llvm::Type* elemTy, llvm::Va
 llvm::Value* stagingIndex(llvm::IRBuilderBase& b, const DotStaging& s, llvm::Value* row, llvm::Value* col);
 
 /// Emits the fragment loads and matrix instructions of the whole K extent.
+/// wgmma: the fragments of A, a fence, one wgmma per 64-row tile and
+/// k-step of each warpgroup reading B from bBase, a commit and a wait for
+/// all of them (the accumulators are final when it returns).
 /// `acc` holds the accumulator slots in plan.acc's slot order; returns the
 /// result slots in the same order. The staging buffers must be written and
 /// a barrier passed. `aReg` (NVIDIA; empty: A is read from aBase): the

@@ -78,6 +78,7 @@ void Lower::run(uint64_t smemBytes) {
   }
   planDirectDots();
   planDotOperands();
+  operandsPlanned_ = true;
   planElision();
   tid_ = t_.threadId(b_, 0);
   unsigned ws = t_.warpSize();

@@ -129,6 +129,12 @@ class GpuTargetInfo {
   /// (no global access before the barrier conflicts with one after it), and
   /// a target may leave global loads in flight across it.
   virtual void barrier(llvm::IRBuilderBase& b, bool sharedOnly) = 0;
+  /// Orders this thread's earlier shared-memory stores before later reads
+  /// of the same bytes by the asynchronous proxy (NVIDIA: wgmma's operand
+  /// reads; `fence.proxy.async.shared::cta`). A barrier after it publishes
+  /// them to the other threads' asynchronous operations. Default: nothing
+  /// (targets whose matrix instructions read registers only).
+  virtual void sharedToAsyncProxyFence(llvm::IRBuilderBase& b) {}
   /// Keeps the machine scheduler from moving instructions across this point
   /// (used before deferred shared-memory stores, so they stay after the
   /// compute they are meant to overlap). Default: nothing.
@@ -152,7 +158,9 @@ class GpuTargetInfo {
   virtual llvm::Function* createKernel(llvm::Module& m, const std::string& name, llvm::FunctionType* ty,
                                        unsigned threads) = 0;
   /// Declares the block's shared-memory array of `bytes` bytes (i8 array
-  /// in address space 3, 16-byte aligned); nullptr-free even for 0 bytes.
+  /// in address space 3, aligned to 16 bytes, 1024 where wgmma may read it:
+  /// the lowering aligns offsets into it up to that); nullptr-free even for
+  /// 0 bytes.
   virtual llvm::GlobalVariable* declareShared(llvm::Module& m, uint64_t bytes) = 0;
   /// The math table of this target.
   virtual MathChoice math(ir::OpCode op, DType dt) const = 0;

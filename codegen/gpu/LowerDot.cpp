@@ -180,11 +180,14 @@ void Lower::stageHoistedOperands(const ir::Op& loop) {
     TensorCoreDotPlan p = dotPlan(*h.dot);
     const DotStaging& st = h.operand == 0 ? p.a : p.b;
     setTag(*h.dot, "operand staging");
-    llvm::Value* base =
-        loopArea(hoistKey(h.dot, h.operand), &loop, st.bytes(),
-                 operandName(*h.dot, h.operand) + ", staged before the loop at " + loop.loc().str(), !h.inRegisters);
+    llvm::Value* base = loopArea(hoistKey(h.dot, h.operand), &loop, st.bytes(),
+                                 operandName(*h.dot, h.operand) + ", staged before the loop at " + loop.loc().str(),
+                                 !h.inRegisters, h.operand == 1 ? p.bAlign : 16);
     beforeShared();  // the loop body starts with a barrier (unknownOrder) before the dot reads it
     stageOperand(h.dot->operand(h.operand), base, st, h.operand == 1 && p.bTransposed);
+    // wgmma reads B through the async proxy: the generic-proxy stores must
+    // be fenced against it before the barrier that publishes them.
+    if (h.operand == 1 && p.wgmma) t_.sharedToAsyncProxyFence(b_);
     if (h.inRegisters) {
       barrier();
       smemDirty_ = true;
@@ -231,15 +234,22 @@ void Lower::emitTensorCoreDot(const ir::Op& op, const ir::Layout& l) {
   llvm::Value* base = nullptr;
   llvm::Value* bBase = nullptr;
   if (stageA || stageB) {
-    llvm::Value* s = scratch(stageA && stageB ? p.totalBytes() : stageA ? p.a.bytes() : p.b.bytes());
+    // B at a multiple of p.bAlign (wgmma's swizzle is one of address bits;
+    // 16 otherwise, where A's rounded size already puts it).
+    const uint64_t pad = p.bAlign - 16;
+    llvm::Value* s = scratch(stageA && stageB ? p.totalBytes() : stageA ? p.a.bytes() : p.b.bytes() + pad);
+    const uint64_t off = scratchOffset();
     if (stageA) base = s;
-    if (stageB) bBase = stageA ? b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), s, p.aBytes) : s;
+    if (stageB)
+      bBase = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), s,
+                                            alignUp(off + (stageA ? p.aBytes : 0), p.bAlign) - off);
   }
   if (directA) base = slotOf(a);
   if (directB) bBase = slotOf(bv);
   // A hoisted operand's area (the call made before the loop recorded its size).
   if (hA && !hA->inRegisters) base = loopArea(hoistKey(&op, 0), hA->loop, p.a.bytes(), operandName(op, 0));
-  if (hB && !hB->inRegisters) bBase = loopArea(hoistKey(&op, 1), hB->loop, p.b.bytes(), operandName(op, 1));
+  if (hB && !hB->inRegisters)
+    bBase = loopArea(hoistKey(&op, 1), hB->loop, p.b.bytes(), operandName(op, 1), true, p.bAlign);
   // The staging stores and the fragment reads are named apart in the
   // emulator's reports (bank conflicts per phase of the dot).
   if (base || bBase) beforeShared();
@@ -254,6 +264,7 @@ void Lower::emitTensorCoreDot(const ir::Op& op, const ir::Layout& l) {
       t_.asyncCommit(b_);
       t_.asyncWait(b_, 0);
     }
+    if (p.wgmma && stageB) t_.sharedToAsyncProxyFence(b_);  // see stageHoistedOperands
     barrier();
     smemDirty_ = true;
   }

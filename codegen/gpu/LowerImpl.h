@@ -145,16 +145,27 @@ class Lower {
   llvm::Value* scratch(uint64_t bytes) {
     uint64_t& r = req_[curOp_];
     r = std::max(r, bytes);
-    return smemAt(plan_ ? plan_->scratchOffset(curOp_) : 0);
+    return smemAt(scratchOffset());
   }
-  /// The area of `key` live across `loop` (SharedPlan::LoopArea).
+  /// The shared offset of the current op's scratch (0 while measuring).
+  uint64_t scratchOffset() const { return plan_ ? plan_->scratchOffset(curOp_) : 0; }
+  /// The area of `key` live across `loop` (SharedPlan::LoopArea), its
+  /// start rounded up to a multiple of `align` (a power of two from 16; the
+  /// area is made that much larger).
   llvm::Value* loopArea(const void* key, const ir::Op* loop, uint64_t bytes, const std::string& what,
-                        bool wholeLoop = true) {
+                        bool wholeLoop = true, uint64_t align = 16) {
+    bytes += align - 16;
     auto it = std::find_if(loopReq_.begin(), loopReq_.end(), [&](const auto& e) { return e.first == key; });
     if (it == loopReq_.end()) it = loopReq_.insert(loopReq_.end(), {key, ir::LoopArea{loop, 0, what, wholeLoop}});
     it->second.bytes = std::max(it->second.bytes, bytes);
-    return smemAt(plan_ ? plan_->loopAreaOffset(key) : 0);
+    const uint64_t off = plan_ ? plan_->loopAreaOffset(key) : 0;
+    return smemAt(alignUp(off, align));
   }
+  /// `off` rounded up to a multiple of `align` (a power of two). The
+  /// shared array is aligned to the largest alignment the lowering asks
+  /// for (GpuTargetInfo::declareShared), so an offset's alignment is its
+  /// address's.
+  static uint64_t alignUp(uint64_t off, uint64_t align) { return (off + align - 1) & ~(align - 1); }
   void barrier(bool sharedOnly = false) {
     t_.barrier(b_, sharedOnly);
     smemDirty_ = globalDirty_ = false;
@@ -353,6 +364,9 @@ class Lower {
   };
   std::unordered_map<const ir::Value*, Storage> storage_;
   std::set<std::pair<const ir::Op*, unsigned>> directOperands_;
+  // Set once planDirectDots and planDotOperands have run: dotPlan may then
+  // choose wgmma, which depends on where the operands come from.
+  bool operandsPlanned_ = false;
   // Tensor-core dot operands (dot, operand index) planned by
   // planDotOperands: A operands already in the fragment registers' layout
   // (no staging), and operands defined outside a loop that holds the dot,

@@ -135,10 +135,14 @@ void Lower::planDirectDots() {
 
 TensorCoreDotPlan Lower::dotPlan(const ir::Op& op) {
   const ir::Value* av = op.operand(0);
-  TensorCoreDotPlan p =
-      planTensorCoreDot(t_.tensorCore(av->type().dtype(), op.operand(1)->type().dtype(), op.operand(2)->type().dtype()),
-                        av->type().dtype(), av->type().shape()[0], op.operand(1)->type().shape()[1],
-                        av->type().shape()[1], la_.get(op.result()).parent);
+  const ir::BlockedLayout& acc = la_.get(op.result()).parent;
+  TensorCoreOp top = t_.tensorCore(av->type().dtype(), op.operand(1)->type().dtype(), op.operand(2)->type().dtype());
+  // The layout analysis gave the dot mma.sync's placement where wgmma does
+  // not fit (ir::mmaLayout): the target's mma.sync instruction then.
+  if (top.kind == ir::MmaKind::NvWgmmaM64K16 && acc.mma == ir::MmaKind::NvMmaM16N8K16)
+    top.kind = ir::MmaKind::NvMmaM16N8K16;
+  TensorCoreDotPlan p = planTensorCoreDot(top, av->type().dtype(), av->type().shape()[0],
+                                          op.operand(1)->type().shape()[1], av->type().shape()[1], acc);
   // A B operand copied from global memory where it is contiguous along K
   // (flash attention's K^T) is stored N x K, so the copy's 16-byte chunks
   // stay whole; ldmatrix without .trans reads its fragments.
@@ -148,6 +152,22 @@ TensorCoreDotPlan Lower::dotPlan(const ir::Op& op) {
       p.b = {p.N, p.K, p.K + ce, false, ce, p.elemBytes};
       p.bTransposed = true;
     }
+  // wgmma reads B from a buffer of its own layout: where the dot stages B
+  // itself (from registers, or copied from K-contiguous global memory) or
+  // keeps it in a loop area. A B read from a shared slot, copied K x N, or
+  // held in registers across the loop keeps mma.sync on the same registers
+  // (decided once the operands are planned; until then the plan is
+  // mma.sync's, which is what planDirectDots compares slots against).
+  if (p.op.kind == ir::MmaKind::NvWgmmaM64K16 && operandsPlanned_) {
+    auto g = globalOperands_.find({&op, 1});
+    const Hoisted* h = nullptr;
+    for (const Hoisted& x : hoisted_)
+      if (x.dot == &op && x.operand == 1) h = &x;
+    if (directOperands_.count({&op, 1}) || (g != globalOperands_.end() && g->second != 0) || (h && h->inRegisters))
+      useMmaSync(p);
+    else
+      useWgmma(p);
+  }
   return p;
 }
 

@@ -107,6 +107,10 @@ void linkLibdevice(llvm::Module& m, llvm::TargetMachine& tm, const std::string& 
 // are not NVIDIA's: those dots are widened to f16 (widen-fp8-dots). f32 x
 // f32 stays on FMAs: tf32 mma rounds the operands to 10 mantissa bits,
 // which IR.h's dot does not allow.
+// wgmma (and the rest of Hopper's asynchronous warpgroup instructions) is
+// an architecture-specific feature: sm_90a, not sm_90.
+bool hasWgmma(const std::string& arch) { return arch == "sm_90a"; }
+
 TensorCoreOp nvptxTensorCore(const std::string& arch, DType a, DType b, DType acc) {
   TensorCoreOp t;
   t.ldA = llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_b16;
@@ -131,7 +135,11 @@ TensorCoreOp nvptxTensorCore(const std::string& arch, DType a, DType b, DType ac
     return t;
   }
   if (acc != DType::F32 || (in != DType::F16 && in != DType::BF16)) return {};
-  t.kind = ir::MmaKind::NvMmaM16N8K16;
+  // sm_90a: wgmma.mma_async m64nNk16 (NVPTXWgmma.h) where the dot's shape
+  // and operands allow it (ir::mmaLayout, Lower::dotPlan); mma.sync's
+  // intrinsics below serve the dots it does not take, on the same
+  // accumulator placement.
+  t.kind = hasWgmma(arch) ? ir::MmaKind::NvWgmmaM64K16 : ir::MmaKind::NvMmaM16N8K16;
   t.mma = in == DType::F16 ? llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32
                            : llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_bf16;
   t.ldBx4 = llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_trans_b16;
@@ -247,8 +255,12 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
     auto* ty = llvm::ArrayType::get(llvm::Type::getInt8Ty(m.getContext()), 0);
     auto* g = new llvm::GlobalVariable(m, ty, false, llvm::GlobalValue::ExternalLinkage, nullptr, "tessera_smem",
                                        nullptr, llvm::GlobalValue::NotThreadLocal, sharedAS());
-    g->setAlignment(llvm::Align(16));
+    // wgmma's swizzled operands need their 1024-byte pattern aligned.
+    g->setAlignment(llvm::Align(hasWgmma(row_.arch) ? 1024 : 16));
     return g;
+  }
+  void sharedToAsyncProxyFence(llvm::IRBuilderBase& b) override {
+    b.CreateIntrinsic(llvm::Intrinsic::nvvm_fence_proxy_async_shared_cta, {});
   }
   MathChoice math(ir::OpCode op, DType dt) const override {
     return gpuMath(op, dt, nvptxMathNotes(!libdevice_.empty()));

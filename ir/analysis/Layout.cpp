@@ -50,6 +50,7 @@ const char* mmaName(MmaKind k) {
     case MmaKind::AmdWmma16x16x16: return "wmma.16x16x16";
     case MmaKind::NvMmaM16N8K32: return "mma.m16n8k32";
     case MmaKind::AmdMfma16x16x32: return "mfma.16x16x32";
+    case MmaKind::NvWgmmaM64K16: return "wgmma.m64nNk16";
   }
   return "?";
 }
@@ -207,6 +208,15 @@ BlockedLayout distributeBlocked(const std::vector<int64_t>& shape, std::vector<i
 
 std::optional<BlockedLayout> mmaLayout(MmaKind k, int64_t M, int64_t N, int64_t K, int numWarps, int warpSize,
                                        bool chained) {
+  if (k == MmaKind::NvWgmmaM64K16) {
+    // One warpgroup instruction spans the whole N: all warps along M, in
+    // whole warpgroups (the placement a chained dot gets); otherwise the
+    // mma.sync layout as it would be.
+    const bool fits = numWarps % 4 == 0 && M % (16 * int64_t{numWarps}) == 0 && N <= 256;
+    auto l = mmaLayout(MmaKind::NvMmaM16N8K16, M, N, K, numWarps, warpSize, fits || chained);
+    if (l && fits) l->mma = MmaKind::NvWgmmaM64K16;
+    return l;
+  }
   if (k == MmaKind::None || !isPow2(M) || !isPow2(N) || !isPow2(K) || !isPow2(numWarps) || K % mmaK(k) != 0)
     return std::nullopt;
   const int64_t tileN = isNvMma(k) ? 8 : 16;
@@ -237,6 +247,7 @@ std::optional<BlockedLayout> mmaLayout(MmaKind k, int64_t M, int64_t N, int64_t 
   switch (k) {
     case MmaKind::NvMmaM16N8K16:
     case MmaKind::NvMmaM16N8K32:
+    case MmaKind::NvWgmmaM64K16:
       b.spt = {1, 2};
       b.tpw = {8, 4};
       break;
@@ -261,7 +272,8 @@ std::optional<BlockedLayout> mmaLayout(MmaKind k, int64_t M, int64_t N, int64_t 
 }
 
 std::optional<BlockedLayout> mmaOperandALayout(const BlockedLayout& acc) {
-  if (acc.mma != MmaKind::NvMmaM16N8K16 || acc.rank() != 2 || acc.wpb[1] != 1) return std::nullopt;
+  if ((acc.mma != MmaKind::NvMmaM16N8K16 && acc.mma != MmaKind::NvWgmmaM64K16) || acc.rank() != 2 || acc.wpb[1] != 1)
+    return std::nullopt;
   BlockedLayout b = acc;
   b.mma = MmaKind::None;
   return b;
@@ -273,6 +285,20 @@ std::optional<Layout> LayoutAnalysis::dotLayout(const ir::Op& op) const {
   const ir::Value* b = op.operand(1);
   MmaKind k = tensorCore_(a->type().dtype(), b->type().dtype(), op.result()->type().dtype());
   if (k == MmaKind::None) return std::nullopt;
+  // wgmma reads B from shared memory stored N x K (K-major; the f16 forms
+  // could read a K x N one only through the transposed descriptor layouts,
+  // which the lowering does not emit). A B that the lowering keeps K x N
+  // without passing through registers, a shared slot read by the dot or a
+  // global tile contiguous along N (copied straight into the staging
+  // buffer), stays on mma.sync, whose ldmatrix .trans reads it in place.
+  if (k == MmaKind::NvWgmmaM64K16)
+    if (const ir::Op* d = b->definingOp()) {
+      if (d->code() == ir::OpCode::LocalLoad) k = MmaKind::NvMmaM16N8K16;
+      if (d->code() == ir::OpCode::Load) {
+        AxisInfo ai = axis_.get(d->operand(0));
+        if (ai.contiguity.size() == 2 && ai.contiguity[1] >= ai.contiguity[0]) k = MmaKind::NvMmaM16N8K16;
+      }
+    }
   auto bl = mmaLayout(k, a->type().shape()[0], b->type().shape()[1], a->type().shape()[1], numWarps_, warpSize_,
                       chainedDots_.count(&op) != 0);
   if (!bl) return std::nullopt;

@@ -3,7 +3,9 @@
 // is in Matrix.cpp; the collective hooks.
 #include <bit>
 #include <cstdint>
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "EmulatorImpl.h"
 #include "Matrix.h"
@@ -22,6 +24,7 @@ const char* collName(Coll k) {
     case Coll::WaveBallot: return "wave ballot";
     case Coll::Ldmatrix: return "ldmatrix";
     case Coll::Mma: return "mma.sync";
+    case Coll::Wgmma: return "wgmma.mma_async";
     case Coll::Mfma: return "mfma";
     case Coll::Wmma: return "wmma";
   }
@@ -155,6 +158,7 @@ void Worker::complete(Fiber* self, uint32_t warpIdx, uint64_t group) {
       case Coll::WaveBallot: d.result = votes; break;
       case Coll::Ldmatrix:
       case Coll::Mma:
+      case Coll::Wgmma:
       case Coll::Mfma:
       case Coll::Wmma: break;  // completeMatrix
     }
@@ -204,6 +208,8 @@ void Worker::completeMatrix(Fiber* self, uint32_t warpIdx, uint64_t group, Coll 
       out[l] = static_cast<uint32_t*>(wp.dep[l].pd);
     }
     detail::ldmatrix(count, (mode & TESSERA_EMU_LDMATRIX_TRANS) != 0, rows, out);
+  } else if (kind == Coll::Wgmma) {
+    completeWgmma(blame, warpIdx, mode);
   } else {
     detail::LaneFrag lanes[64];
     for (uint32_t l = 0; l < W; ++l)
@@ -217,6 +223,49 @@ void Worker::completeMatrix(Fiber* self, uint32_t warpIdx, uint64_t group, Coll 
       detail::wmma(mode, lanes);
   }
   wake(self, warpIdx, group);
+}
+
+/// wgmma.mma_async of one warp (every lane deposited; see the hook): B read
+/// from shared memory as the descriptor says (PTX ISA, "Matrix Descriptor
+/// Format" and the canonical K-major layouts), each 16-byte piece a checked
+/// shared access blamed on the warp's first lane.
+void Worker::completeWgmma(Fiber* blame, uint32_t warpIdx, int32_t mode) {
+  Warp& wp = warps[warpIdx];
+  const auto* d0 = static_cast<const WgmmaOperand*>(wp.dep[0].pb);
+  for (uint32_t l = 1; l < 32; ++l) {
+    const auto* dl = static_cast<const WgmmaOperand*>(wp.dep[l].pb);
+    if (dl->desc != d0->desc)
+      misuse(blame, [&] {
+        return "wgmma.mma_async: lane " + std::to_string(l) + " passes the B descriptor " + hex(dl->desc) +
+               ", lane 0 " + hex(d0->desc) + " (the descriptor must be the same in every lane)";
+      });
+  }
+  const int n = mode & 0x1ff;
+  const uint64_t desc = d0->desc;
+  // The start address is bits 4-17 of the operand's shared-window address,
+  // which the machine's ptrtoint gives as the offset into `shared`
+  // (lowerSharedMemory).
+  const uint64_t start = (desc & 0x3FFF) << 4;
+  const uint64_t lbo = ((desc >> 16) & 0x3FFF) << 4, sbo = ((desc >> 32) & 0x3FFF) << 4;
+  const unsigned sw = static_cast<unsigned>(desc >> 62);
+  const uint64_t rowBytes = sw == 0 ? 16 : 256u >> sw;  // 1: 128, 2: 64, 3: 32
+  std::vector<uint16_t> B(static_cast<size_t>(16 * n));
+  for (int j = 0; j < n; ++j)
+    for (int k0 = 0; k0 < 16; k0 += 8) {
+      // Row j of B^T (K-major), 8 k from k0: one 16-byte piece.
+      uint64_t a = sw == 0 ? start + static_cast<uint64_t>(j / 8) * sbo + static_cast<uint64_t>(j % 8) * 16 +
+                                 static_cast<uint64_t>(k0 / 8) * lbo
+                           : start + static_cast<uint64_t>(j / 8) * sbo + static_cast<uint64_t>(j % 8) * rowBytes +
+                                 static_cast<uint64_t>(k0) * 2;
+      if (sw != 0) a ^= ((a >> 7) & (rowBytes / 16 - 1)) << 4;
+      const auto* p = static_cast<const unsigned char*>(sharedAccess(blame, shared + a, 16, TESSERA_EMU_LOAD, d0->op));
+      for (int k = 0; k < 8; ++k) std::memcpy(&B[static_cast<size_t>((k0 + k) * n + j)], p + 2 * k, 2);
+    }
+  detail::LaneFrag lanes[32];
+  for (uint32_t l = 0; l < 32; ++l)
+    lanes[l] = {static_cast<const uint32_t*>(wp.dep[l].pa), nullptr, static_cast<const float*>(wp.dep[l].pc),
+                static_cast<float*>(wp.dep[l].pd)};
+  detail::wgmma((mode & TESSERA_EMU_WGMMA_BF16) != 0, n, lanes, B.data());
 }
 
 /// Entry of the matrix hooks: validates the mode and the warp size,
@@ -233,6 +282,11 @@ void Worker::matrix(Fiber* f, Coll kind, int32_t mode, const void* a, const void
     case Coll::Mma:
       ok = cfg->vendor == Vendor::NVIDIA && mode >= 0 && mode <= TESSERA_EMU_MMA_M16N8K32_E5M2_E5M2;
       break;
+    case Coll::Wgmma: {
+      const int n = mode & ~TESSERA_EMU_WGMMA_BF16;
+      ok = cfg->vendor == Vendor::NVIDIA && W == 32 && n >= 8 && n <= 256 && n % 8 == 0;
+      break;
+    }
     case Coll::Mfma:
       ok = cfg->vendor == Vendor::AMD && W == 64 && mode >= 0 && mode <= TESSERA_EMU_MFMA_16X16X32_BF8_BF8;
       break;
@@ -334,6 +388,13 @@ void tessera_emu_ldmatrix(int32_t mode, void* rowAddr, int32_t opId, uint32_t* o
 void tessera_emu_mma_sync(int32_t mode, const uint32_t* a, const uint32_t* b, const float* c, float* d) {
   Fiber* f = current(__func__);
   f->w->matrix(f, Coll::Mma, mode, a, b, c, d);
+}
+
+void tessera_emu_wgmma(int32_t mode, const uint32_t* a, uint64_t desc, const float* c, float* d, int32_t opId) {
+  Fiber* f = current(__func__);
+  // Lives on this lane's fiber stack until the warp completes.
+  const tessera::emu::detail::WgmmaOperand b{desc, opId};
+  f->w->matrix(f, Coll::Wgmma, mode, a, &b, c, d);
 }
 
 void tessera_emu_mfma(int32_t mode, const uint32_t* a, const uint32_t* b, const float* c, float* d) {

@@ -29,7 +29,8 @@ enum class Coll : uint8_t {
   Ballot,
   SyncWarp,
   Ldmatrix,
-  Mma,  // NVIDIA: member mask
+  Mma,    // NVIDIA: member mask
+  Wgmma,  // NVIDIA: the whole warp (each warp of the warpgroup computes its own rows)
   Bpermute,
   Readlane,
   Readfirstlane,
@@ -38,7 +39,9 @@ enum class Coll : uint8_t {
   Wmma,  // AMD: the live lanes
 };
 // Matrix instructions need every lane of the warp.
-inline bool isMatrix(Coll k) { return k == Coll::Ldmatrix || k == Coll::Mma || k == Coll::Mfma || k == Coll::Wmma; }
+inline bool isMatrix(Coll k) {
+  return k == Coll::Ldmatrix || k == Coll::Mma || k == Coll::Wgmma || k == Coll::Mfma || k == Coll::Wmma;
+}
 // AMD-style collectives involve all live lanes of the wave; NVIDIA-style ones
 // the lanes named in a member mask.
 inline bool isWaveWide(Coll k) { return k >= Coll::Bpermute; }
@@ -79,6 +82,12 @@ struct Deposit {
   // stack, which stays put while it waits).
   const void *pa = nullptr, *pb = nullptr, *pc = nullptr;
   void* pd = nullptr;
+};
+
+// The B operand of a wgmma as a lane deposits it (Deposit::pb).
+struct WgmmaOperand {
+  uint64_t desc;
+  int32_t op;
 };
 
 struct Warp {
@@ -214,6 +223,7 @@ struct Worker {
   void complete(Fiber* self, uint32_t warpIdx, uint64_t group);
   void wake(Fiber* self, uint32_t warpIdx, uint64_t group);
   void completeMatrix(Fiber* self, uint32_t warpIdx, uint64_t group, Coll kind);
+  void completeWgmma(Fiber* blame, uint32_t warpIdx, int32_t mode);
   void matrix(Fiber* f, Coll kind, int32_t mode, const void* a, const void* b, const void* c, void* d);
 
   // ---- memory (Memory.cpp) --------------------------------------------------

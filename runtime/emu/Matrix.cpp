@@ -206,6 +206,25 @@ bool mmaSync(int32_t mode, const LaneFrag* lanes) {
   return true;
 }
 
+void wgmma(bool bf16, int n, const LaneFrag* lanes, const uint16_t* b) {
+  // The products and sums of mma.m16n8k16 (16 k per instruction, in k
+  // order from C): a wgmma equals N/8 mma.sync of the same rows.
+  auto cvt = bf16 ? bf16ToFloat : halfToFloat;
+  Mat A(16, 16), B(16, n), C(16, n);
+  for (int l = 0; l < 32; ++l) {
+    const int g = l / 4, t = l % 4;
+    for (int i = 0; i < 8; ++i) A.at(g + 8 * (i / 2 % 2), 2 * t + i % 2 + 8 * (i / 4)) = cvt(elem(lanes[l].a, i));
+    for (int i = 0; i < n / 2; ++i) C.at(g + 8 * (i / 2 % 2), 8 * (i / 4) + 2 * t + i % 2) = lanes[l].c[i];
+  }
+  for (int k = 0; k < 16; ++k)
+    for (int j = 0; j < n; ++j) B.at(k, j) = cvt(b[k * n + j]);
+  Mat D = product(A, B, C);
+  for (int l = 0; l < 32; ++l) {
+    const int g = l / 4, t = l % 4;
+    for (int i = 0; i < n / 2; ++i) lanes[l].d[i] = D.at(g + 8 * (i / 2 % 2), 8 * (i / 4) + 2 * t + i % 2);
+  }
+}
+
 bool mfma(int32_t mode, const LaneFrag* lanes) {
   if (std::optional<Fp8Pair> f8 = mfmaFp8(mode)) {
     // The 16x16x32_i8 places (below), fp8/bf8 codes, an f32 C/D.

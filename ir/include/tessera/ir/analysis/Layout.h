@@ -56,10 +56,18 @@ enum class MmaKind : uint8_t {
   // accumulators are placed exactly as those of their 16-bit siblings.
   NvMmaM16N8K32,    // NVIDIA mma.sync.m16n8k32 s8 (sm_80+), warp of 32
   AmdMfma16x16x32,  // AMD v_mfma_i32_16x16x32_i8 (gfx942), wave64
+  // NVIDIA wgmma.mma_async.m64nNk16 f16/bf16 (sm_90a): a warpgroup of four
+  // warps computes 64 x N, each warp 16 rows placed as mma.m16n8k16's C
+  // fragments of N/8 n-tiles. Its accumulator placement is NvMmaM16N8K16's
+  // with every warp along M (one instruction covers the whole N), so the
+  // lowering may issue either instruction on the same registers.
+  NvWgmmaM64K16,
 };
 const char* mmaName(MmaKind k);
 /// The vendor family of a matrix instruction (false for None).
-inline bool isNvMma(MmaKind k) { return k == MmaKind::NvMmaM16N8K16 || k == MmaKind::NvMmaM16N8K32; }
+inline bool isNvMma(MmaKind k) {
+  return k == MmaKind::NvMmaM16N8K16 || k == MmaKind::NvMmaM16N8K32 || k == MmaKind::NvWgmmaM64K16;
+}
 inline bool isAmdMfma(MmaKind k) { return k == MmaKind::AmdMfma16x16x16 || k == MmaKind::AmdMfma16x16x32; }
 /// The K of one instruction (the dot's K must be a multiple of it).
 inline int64_t mmaK(MmaKind k) { return k == MmaKind::NvMmaM16N8K32 || k == MmaKind::AmdMfma16x16x32 ? 32 : 16; }
@@ -166,6 +174,10 @@ BlockedLayout distributeBlocked(const std::vector<int64_t>& shape, std::vector<i
 ///   (and 16x16x32)  (the instruction computes C^T: operands swapped)
 ///   AmdWmma16x16x16 spt=[1,1] tpw=[2,16] : lane = col%16 + 16*(row%2), eight
 ///                   repetitions along dim 0 make one 16x16 tile
+///   NvWgmmaM64K16   NvMmaM16N8K16's placement with wpb=[numWarps, 1]; where
+///                   the shape does not allow that (numWarps not a multiple
+///                   of 4, M not a multiple of 16*numWarps, N over 256) the
+///                   NvMmaM16N8K16 layout (and tag) instead
 /// with warps split wpb=[wm, wn], order=[1, 0] (MFMA: [0, 1]). M, N, K must be powers of two,
 /// M a multiple of 16*wm, N of 8*wn (NVIDIA) or 16*wn (AMD), K of mmaK(k).
 /// `chained` (the dot feeds or is fed by another dot): all warps along M
