@@ -152,7 +152,8 @@ void rewriteWarpgroupMma(EmuModule& em) {
     for (unsigned k = 0; k < 4; ++k)
       b.CreateAlignedStore(c->getArgOperand(h + k), b.CreateConstInBoundsGEP1_32(b.getInt32Ty(), aBuf, k),
                            llvm::Align(4));
-    const int32_t mode = form->n | (form->bf16 ? TESSERA_EMU_WGMMA_BF16 : 0);
+    const int32_t mode =
+        form->n | (form->bf16 ? TESSERA_EMU_WGMMA_BF16 : 0) | (form->transB ? TESSERA_EMU_WGMMA_TRANS_B : 0);
     b.CreateCall(em.hook("tessera_emu_wgmma"),
                  {b.getInt32(mode), aBuf, c->getArgOperand(h + 4), cBuf, dBuf, b.getInt32(em.opId(*c))});
     llvm::Value* r = llvm::PoisonValue::get(c->getType());

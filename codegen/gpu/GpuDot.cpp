@@ -117,15 +117,24 @@ DotStaging nvidiaSlotStaging(int64_t rows, int64_t cols, unsigned elemBytes) {
   return {rows, cols, cols, true, ce, elemBytes};
 }
 
-void useWgmma(TensorCoreDotPlan& p) {
-  TS_ASSERT(p.op.kind == ir::MmaKind::NvWgmmaM64K16 && p.elemBytes == 2 && p.acc.wpb[1] == 1 && p.N <= 256,
+DotStaging wgmmaBStaging(int64_t K, int64_t N) {
+  const int64_t rowElems = std::min<int64_t>(N, 64);
+  return {K, N, rowElems, true, 8, 2, N > 64 ? 64 : 0};
+}
+
+uint64_t wgmmaBAlign(const DotStaging& s) { return static_cast<uint64_t>(8 * s.rowBytes()); }
+
+void useWgmma(TensorCoreDotPlan& p, bool kMajor) {
+  TS_ASSERT(p.op.kind == ir::MmaKind::NvWgmmaM64K16 && p.elemBytes == 2 && p.acc.wpb[1] == 1 && p.N <= 256 &&
+                p.N >= 16,
             "wgmma plan of a dot that does not fit it");
-  // One swizzled row of K (blocks of 64 elements, 128 bytes, beyond that).
-  const int64_t rowElems = std::min<int64_t>(p.K, 64);
-  p.b = {p.N, p.K, rowElems, true, 8, 2, p.K > 64 ? 64 : 0};
-  p.bTransposed = true;
+  // K-major: one swizzled row of K per n (blocks of 64 elements, 128
+  // bytes, beyond that): wgmmaBStaging's layout of B^T.
+  p.b = kMajor ? wgmmaBStaging(p.N, p.K) : wgmmaBStaging(p.K, p.N);
+  p.bTransposed = kMajor;
   p.wgmma = true;
-  p.bAlign = static_cast<uint64_t>(8 * 2 * rowElems);
+  p.wgmmaTransB = !kMajor;
+  p.bAlign = wgmmaBAlign(p.b);
 }
 
 void useMmaSync(TensorCoreDotPlan& p) {
@@ -353,22 +362,29 @@ struct Emitter {
     std::copy(regs.begin(), regs.begin() + static_cast<long>(aFrags.size()), aFrags.begin());
     std::copy(regs.begin() + static_cast<long>(aFrags.size()), regs.end(), acc.begin());
     // The descriptor: B's start address (shared window, bits 4-17) per
-    // k-step, the rest constant.
+    // k-step, the rest constant (NVPTXWgmma.h). K-major (N x K): 8-row
+    // groups of n SBO = 8 rows apart; k-step ks 32 bytes into its row (of
+    // its block). N-major (K x N): 8-row groups of k SBO apart, column
+    // blocks LBO = a block apart; k-step ks 16 rows further.
     const DotStaging& st = p.b;
     const auto sw = st.rowBytes() == 128  ? nvptx::WgmmaSwizzle::B128
                     : st.rowBytes() == 64 ? nvptx::WgmmaSwizzle::B64
                                           : nvptx::WgmmaSwizzle::B32;
     TS_ASSERT(st.swizzle && st.rowBytes() == static_cast<int64_t>(nvptx::swizzleBytes(sw)) &&
-                  p.bAlign == static_cast<uint64_t>(8 * st.rowBytes()),
+                  p.bAlign % wgmmaBAlign(st) == 0 && st.rows == (p.wgmmaTransB ? p.K : p.N),
               "wgmma B staging");
-    const uint64_t bits = nvptx::descriptorBits(sw, 16, static_cast<uint64_t>(8 * st.rowBytes()));
+    const uint64_t blockBytes = static_cast<uint64_t>(st.rows * st.rowBytes());
+    const uint64_t bits =
+        nvptx::descriptorBits(sw, p.wgmmaTransB ? blockBytes : 16, static_cast<uint64_t>(8 * st.rowBytes()));
     llvm::Value* addr = b.CreatePtrToInt(bBase, b.getInt64Ty());
-    const nvptx::WgmmaForm form{static_cast<int>(p.N), p.in == DType::BF16};
+    const nvptx::WgmmaForm form{static_cast<int>(p.N), p.in == DType::BF16, p.wgmmaTransB};
     for (int64_t ks = 0; ks < kS; ++ks) {
-      // k-step ks: 16 columns, 32 bytes into its row (of its block).
       const int64_t col = ks * 16;
-      const int64_t off = st.blockCols ? (col / st.blockCols) * st.rows * st.rowBytes() + (col % st.blockCols) * 2
-                                       : col * 2;
+      int64_t off;
+      if (p.wgmmaTransB)
+        off = col * st.rowBytes();
+      else
+        off = st.blockCols ? (col / st.blockCols) * st.rows * st.rowBytes() + (col % st.blockCols) * 2 : col * 2;
       llvm::Value* start = b.CreateAnd(b.CreateLShr(b.CreateAdd(addr, b.getInt64(static_cast<uint64_t>(off))), 4),
                                        b.getInt64(0x3FFF));
       llvm::Value* desc = b.CreateOr(start, b.getInt64(bits));

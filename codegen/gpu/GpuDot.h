@@ -75,6 +75,7 @@ struct TensorCoreDotPlan {
   /// rows swizzled (stagingIndex), which must start at a shared address
   /// that is a multiple of bAlign (the swizzle is one of address bits).
   bool wgmma = false;
+  bool wgmmaTransB = false;  // b is K x N (N-major), else N x K (K-major)
   uint64_t bAlign = 16;
   /// Bytes to reserve for both operands (b's alignment included).
   uint64_t totalBytes() const { return aBytes + (bAlign - 16) + b.bytes(); }
@@ -84,11 +85,16 @@ TensorCoreDotPlan planTensorCoreDot(const TensorCoreOp& op, DType in, int64_t M,
                                     const ir::BlockedLayout& acc);
 
 /// Switches a plan of an NvWgmmaM64K16 dot (whose A, B staging is
-/// mma.sync's until then) to the wgmma instruction: B staged N x K in the
-/// K-major swizzled layout the descriptor names. Call it once the operand
-/// sources are known: a B read from a shared slot or copied K x N keeps
-/// mma.sync on the same accumulator registers.
-void useWgmma(TensorCoreDotPlan& p);
+/// mma.sync's until then) to the wgmma instruction, B stored in a layout
+/// its descriptor names: N x K (K-major, `kMajor`: a B copied from
+/// K-contiguous global memory in 16-byte chunks along K) or K x N
+/// (N-major: wgmmaBStaging). Call it once the operand sources are known.
+void useWgmma(TensorCoreDotPlan& p, bool kMajor);
+/// wgmma's K x N B: rows of min(N, 64) elements swizzled by their 128 / 64 /
+/// 32 bytes, column blocks of 64 beyond that (N >= 16); to be aligned to
+/// 8 rows of it (wgmmaBAlign).
+DotStaging wgmmaBStaging(int64_t K, int64_t N);
+uint64_t wgmmaBAlign(const DotStaging& s);
 /// The same plan on mma.sync (the placement is the same).
 void useMmaSync(TensorCoreDotPlan& p);
 

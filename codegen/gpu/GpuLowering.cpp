@@ -45,7 +45,8 @@ std::unordered_map<const ir::Value*, uint64_t> Lower::bufferStorageBytes() const
     const auto& shape = buf->type().shape();
     int64_t lead = 1;
     for (size_t i = 0; i + 2 < shape.size(); ++i) lead *= shape[i];
-    r[buf] = static_cast<uint64_t>(lead * sg.slotElems()) * ir::sharedElemBytes(buf->type().dtype());
+    // Aligned at run time within its area (see Alloc): the padding too.
+    r[buf] = static_cast<uint64_t>(lead * sg.slotElems()) * ir::sharedElemBytes(buf->type().dtype()) + sg.align - 16;
   }
   return r;
 }

@@ -138,7 +138,13 @@ void Lower::emitOp(const ir::Op& op) {
       // the async copies into the buffer do not (their ordering is the
       // schedule's): separate them from the earlier accesses here, once.
       if (smemDirty_) barrier();
-      scalars_[op.result()] = smemAt(plan_ ? plan_->bufferOffset(op.result()) : 0);
+      {
+        // A buffer stored for wgmma starts at its swizzle's alignment (its
+        // area has room for the padding: bufferStorageBytes).
+        auto sg = storage_.find(op.result());
+        const uint64_t align = sg == storage_.end() ? 16 : sg->second.align;
+        scalars_[op.result()] = smemAt(alignUp(plan_ ? plan_->bufferOffset(op.result()) : 0, align));
+      }
       return;
     case OpCode::LocalLoad: {
       const ir::Value* buf = op.operand(0);

@@ -360,7 +360,8 @@ class Lower {
   struct Storage {
     DotStaging st;            // of one slot: the last two dims
     bool transposed = false;  // the slot's (r, c) is staging element (c, r)
-    int64_t slotElems() const { return st.rows * st.stride; }
+    uint64_t align = 16;      // of the buffer's start (wgmma's swizzled B slots)
+    int64_t slotElems() const { return static_cast<int64_t>(st.bytes() / st.elemBytes); }
   };
   std::unordered_map<const ir::Value*, Storage> storage_;
   std::set<std::pair<const ir::Op*, unsigned>> directOperands_;

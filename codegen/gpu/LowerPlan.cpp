@@ -56,7 +56,8 @@ void Lower::planDirectDots() {
   std::map<const ir::Value*, std::optional<Storage>> roots;  // nullopt: conflicting layouts
   auto same = [](const Storage& x, const Storage& y) {
     return x.transposed == y.transposed && x.st.rows == y.st.rows && x.st.cols == y.st.cols &&
-           x.st.stride == y.st.stride && x.st.swizzle == y.st.swizzle;
+           x.st.stride == y.st.stride && x.st.swizzle == y.st.swizzle && x.st.blockCols == y.st.blockCols &&
+           x.align == y.align;
   };
   ir::walk(body, [&](ir::Op& op) {
     if (op.code() != OpCode::Dot || !la_.has(op.result())) return;
@@ -76,11 +77,20 @@ void Lower::planDirectDots() {
         // An N x K B slot (1-byte B) would be filled by copies whose
         // 16-byte chunks run along N: cp.async cannot transpose them.
         if (sg.transposed) continue;
-        sg.st = nvidiaSlotStaging(sg.st.rows, sg.st.cols, plan.elemBytes);
+        // wgmma reads a B slot through its descriptor: the slot takes
+        // wgmma's N-major layout, aligned to its swizzle's 8 rows (which
+        // ldmatrix reads as well, should the dot keep mma.sync).
+        if (i == 1 && plan.op.kind == ir::MmaKind::NvWgmmaM64K16) {
+          sg.st = wgmmaBStaging(sg.st.rows, sg.st.cols);
+          sg.align = wgmmaBAlign(sg.st);
+        } else {
+          sg.st = nvidiaSlotStaging(sg.st.rows, sg.st.cols, plan.elemBytes);
+        }
       }
       if (sg.st.swizzle) {  // stagingIndex's precondition
-        const int64_t ce = sg.st.chunkElems(), chunks = sg.st.cols / ce;
-        if (sg.st.cols % ce != 0 || chunks < 1 || (chunks & (chunks - 1)) != 0 || sg.st.stride != sg.st.cols) continue;
+        const int64_t rowElems = sg.st.blockCols ? sg.st.blockCols : sg.st.cols;
+        const int64_t ce = sg.st.chunkElems(), chunks = rowElems / ce;
+        if (rowElems % ce != 0 || chunks < 1 || (chunks & (chunks - 1)) != 0 || sg.st.stride != rowElems) continue;
       }
       // Nothing between the read as written and the dot may touch shared
       // memory's order.
@@ -152,21 +162,21 @@ TensorCoreDotPlan Lower::dotPlan(const ir::Op& op) {
       p.b = {p.N, p.K, p.K + ce, false, ce, p.elemBytes};
       p.bTransposed = true;
     }
-  // wgmma reads B from a buffer of its own layout: where the dot stages B
-  // itself (from registers, or copied from K-contiguous global memory) or
-  // keeps it in a loop area. A B read from a shared slot, copied K x N, or
-  // held in registers across the loop keeps mma.sync on the same registers
-  // (decided once the operands are planned; until then the plan is
-  // mma.sync's, which is what planDirectDots compares slots against).
+  // wgmma reads B in one of its descriptor layouts: K-major (N x K) where
+  // B is copied from K-contiguous global memory, N-major (K x N) otherwise
+  // (staged from registers, copied along N, or a shared slot stored that
+  // way by planDirectDots). A loop-invariant B whose fragments stay in
+  // registers keeps mma.sync on the same accumulator registers. Decided
+  // once the operands are planned; until then the plan is mma.sync's.
   if (p.op.kind == ir::MmaKind::NvWgmmaM64K16 && operandsPlanned_) {
     auto g = globalOperands_.find({&op, 1});
     const Hoisted* h = nullptr;
     for (const Hoisted& x : hoisted_)
       if (x.dot == &op && x.operand == 1) h = &x;
-    if (directOperands_.count({&op, 1}) || (g != globalOperands_.end() && g->second != 0) || (h && h->inRegisters))
-      useMmaSync(p);
+    if (h && h->inRegisters)
+      useMmaSync(p);  // fragments held in registers across the loop: mma.sync's
     else
-      useWgmma(p);
+      useWgmma(p, g != globalOperands_.end() && g->second == 0);
   }
   return p;
 }

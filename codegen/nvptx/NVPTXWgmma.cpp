@@ -50,7 +50,7 @@ WgmmaAsm wgmmaAsm(const WgmmaForm& f) {
            std::to_string(f.n) + "k16.f32." + t + "." + t + " {";
   for (unsigned i = 0; i < h; ++i) a.text += (i ? ", " : "") + op(i);
   a.text += "}, {" + op(2 * h) + ", " + op(2 * h + 1) + ", " + op(2 * h + 2) + ", " + op(2 * h + 3) + "}, " +
-            op(2 * h + 4) + ", p, 1, 1, 0;\n}";
+            op(2 * h + 4) + ", p, 1, 1, " + (f.transB ? "1" : "0") + ";\n}";
   a.constraints = tiedConstraints(std::vector<char>(h, 'f')) + ",r,r,r,r,l,r";
   return a;
 }
@@ -61,9 +61,11 @@ std::optional<WgmmaForm> matchWgmma(std::string_view text, std::string_view cons
       // Cheap filter before building the text.
       std::string key = "m64n" + std::to_string(n) + "k16.f32." + (bf16 ? "bf16" : "f16") + ".";
       if (text.find(key) == std::string_view::npos) continue;
-      WgmmaForm f{n, bf16};
-      WgmmaAsm a = wgmmaAsm(f);
-      if (text == a.text && constraints == a.constraints) return f;
+      for (bool transB : {false, true}) {
+        WgmmaForm f{n, bf16, transB};
+        WgmmaAsm a = wgmmaAsm(f);
+        if (text == a.text && constraints == a.constraints) return f;
+      }
     }
   return std::nullopt;
 }

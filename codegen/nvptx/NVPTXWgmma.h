@@ -35,14 +35,20 @@ class Value;
 
 namespace tessera::codegen::nvptx {
 
-/// The matrix descriptor of a K-major operand in shared memory (PTX ISA,
-/// "Matrix Descriptor Format"): bits 0-13 start address >> 4, 16-29 leading
-/// byte offset >> 4, 32-45 stride byte offset >> 4, 62-63 swizzle (0 none,
-/// 1 128-byte, 2 64-byte, 3 32-byte). With a swizzle of S bytes, row r of
-/// the operand (r < 8 of each 8-row group at SBO bytes from the previous)
-/// is S bytes from row r - 1, and 16-byte chunk c of a row sits at chunk
-/// c ^ ((address >> 7) & (S / 16 - 1)) of it: the XOR swizzle of
-/// codegen/gpu/GpuDot.h's stagingIndex when the buffer is aligned to 8 * S.
+/// The matrix descriptor of an operand in shared memory (PTX ISA, "Matrix
+/// Descriptor Format"): bits 0-13 start address >> 4, 16-29 leading byte
+/// offset (LBO) >> 4, 32-45 stride byte offset (SBO) >> 4, 62-63 swizzle (0
+/// none, 1 128-byte, 2 64-byte, 3 32-byte). The canonical layouts with a
+/// swizzle of S bytes (PTX ISA, "Shared Memory Matrix Layout"), in rows of
+/// S bytes grouped by 8 (an 8 x S-byte atom), 16-byte chunk c of a row at
+/// chunk c ^ ((address >> 7) & (S / 16 - 1)):
+///   K-major (B^T: N x K): a row holds S / 2 k of one n; rows are
+///     consecutive n, 8-row groups SBO apart; one wgmma's 16 k fit a row.
+///   N-major (B: K x N): a row holds S / 2 n of one k; rows are consecutive
+///     k, the 16 k of one wgmma two 8-row groups SBO apart, and the blocks
+///     of S / 2 columns LBO apart.
+/// The swizzle is codegen/gpu/GpuDot.h's stagingIndex when the buffer is
+/// aligned to 8 * S (it is one of address bits).
 enum class WgmmaSwizzle : unsigned { None = 0, B128 = 1, B64 = 2, B32 = 3 };
 /// Bytes of one swizzled row (128, 64, 32; 16 for None).
 unsigned swizzleBytes(WgmmaSwizzle s);
@@ -52,6 +58,9 @@ uint64_t descriptorBits(WgmmaSwizzle s, uint64_t leadingBytes, uint64_t strideBy
 struct WgmmaForm {
   int n = 0;          // 8 to 256, a multiple of 8
   bool bf16 = false;  // else f16
+  /// imm-trans-b: B is stored N-major (K x N rows, "transposed"), else
+  /// K-major (N x K rows).
+  bool transB = false;
   bool operator==(const WgmmaForm&) const = default;
 };
 
@@ -61,7 +70,7 @@ struct WgmmaForm {
 ///   { .reg .pred p; setp.ne.b32 p, $2h+5, 0;
 ///     wgmma.mma_async.sync.aligned.m64n<N>k16.f32.f16.f16 {$0, ...},
 ///     {$2h, ...}, $2h+4, p, 1, 1, 0; }
-/// (imm-scale-a = imm-scale-b = 1, imm-trans-b = 0: B is K-major.)
+/// (imm-scale-a = imm-scale-b = 1; the last is imm-trans-b, 1 with transB.)
 struct WgmmaAsm {
   std::string text, constraints;
 };

@@ -212,7 +212,7 @@ std::optional<BlockedLayout> mmaLayout(MmaKind k, int64_t M, int64_t N, int64_t 
     // One warpgroup instruction spans the whole N: all warps along M, in
     // whole warpgroups (the placement a chained dot gets); otherwise the
     // mma.sync layout as it would be.
-    const bool fits = numWarps % 4 == 0 && M % (16 * int64_t{numWarps}) == 0 && N <= 256;
+    const bool fits = numWarps % 4 == 0 && M % (16 * int64_t{numWarps}) == 0 && N >= 16 && N <= 256;
     auto l = mmaLayout(MmaKind::NvMmaM16N8K16, M, N, K, numWarps, warpSize, fits || chained);
     if (l && fits) l->mma = MmaKind::NvWgmmaM64K16;
     return l;
@@ -285,20 +285,6 @@ std::optional<Layout> LayoutAnalysis::dotLayout(const ir::Op& op) const {
   const ir::Value* b = op.operand(1);
   MmaKind k = tensorCore_(a->type().dtype(), b->type().dtype(), op.result()->type().dtype());
   if (k == MmaKind::None) return std::nullopt;
-  // wgmma reads B from shared memory stored N x K (K-major; the f16 forms
-  // could read a K x N one only through the transposed descriptor layouts,
-  // which the lowering does not emit). A B that the lowering keeps K x N
-  // without passing through registers, a shared slot read by the dot or a
-  // global tile contiguous along N (copied straight into the staging
-  // buffer), stays on mma.sync, whose ldmatrix .trans reads it in place.
-  if (k == MmaKind::NvWgmmaM64K16)
-    if (const ir::Op* d = b->definingOp()) {
-      if (d->code() == ir::OpCode::LocalLoad) k = MmaKind::NvMmaM16N8K16;
-      if (d->code() == ir::OpCode::Load) {
-        AxisInfo ai = axis_.get(d->operand(0));
-        if (ai.contiguity.size() == 2 && ai.contiguity[1] >= ai.contiguity[0]) k = MmaKind::NvMmaM16N8K16;
-      }
-    }
   auto bl = mmaLayout(k, a->type().shape()[0], b->type().shape()[1], a->type().shape()[1], numWarps_, warpSize_,
                       chainedDots_.count(&op) != 0);
   if (!bl) return std::nullopt;

@@ -240,7 +240,7 @@ void Worker::completeWgmma(Fiber* blame, uint32_t warpIdx, int32_t mode) {
                ", lane 0 " + hex(d0->desc) + " (the descriptor must be the same in every lane)";
       });
   }
-  const int n = mode & 0x1ff;
+  const int n = mode & 0x1ff;  // below the flags
   const uint64_t desc = d0->desc;
   // The start address is bits 4-17 of the operand's shared-window address,
   // which the machine's ptrtoint gives as the offset into `shared`
@@ -250,17 +250,34 @@ void Worker::completeWgmma(Fiber* blame, uint32_t warpIdx, int32_t mode) {
   const unsigned sw = static_cast<unsigned>(desc >> 62);
   const uint64_t rowBytes = sw == 0 ? 16 : 256u >> sw;  // 1: 128, 2: 64, 3: 32
   std::vector<uint16_t> B(static_cast<size_t>(16 * n));
-  for (int j = 0; j < n; ++j)
-    for (int k0 = 0; k0 < 16; k0 += 8) {
-      // Row j of B^T (K-major), 8 k from k0: one 16-byte piece.
-      uint64_t a = sw == 0 ? start + static_cast<uint64_t>(j / 8) * sbo + static_cast<uint64_t>(j % 8) * 16 +
-                                 static_cast<uint64_t>(k0 / 8) * lbo
-                           : start + static_cast<uint64_t>(j / 8) * sbo + static_cast<uint64_t>(j % 8) * rowBytes +
-                                 static_cast<uint64_t>(k0) * 2;
-      if (sw != 0) a ^= ((a >> 7) & (rowBytes / 16 - 1)) << 4;
-      const auto* p = static_cast<const unsigned char*>(sharedAccess(blame, shared + a, 16, TESSERA_EMU_LOAD, d0->op));
-      for (int k = 0; k < 8; ++k) std::memcpy(&B[static_cast<size_t>((k0 + k) * n + j)], p + 2 * k, 2);
-    }
+  // One 16-byte piece (8 consecutive elements) at logical address `a`:
+  // swizzled, checked, copied to B(k0 + step * e, n0 + (1 - step) * e)...
+  auto piece = [&](uint64_t a, int k0, int n0, bool alongN) {
+    if (sw != 0) a ^= ((a >> 7) & (rowBytes / 16 - 1)) << 4;
+    const auto* p = static_cast<const unsigned char*>(sharedAccess(blame, shared + a, 16, TESSERA_EMU_LOAD, d0->op));
+    for (int e = 0; e < 8; ++e)
+      std::memcpy(&B[static_cast<size_t>((k0 + (alongN ? 0 : e)) * n + n0 + (alongN ? e : 0))], p + 2 * e, 2);
+  };
+  const auto u = [](int v) { return static_cast<uint64_t>(v); };
+  if (!(mode & TESSERA_EMU_WGMMA_TRANS_B)) {
+    // K-major: row j of B^T holds its k; 8-row groups SBO apart; without a
+    // swizzle, 8 x 16-byte core matrices, those along K LBO apart.
+    for (int j = 0; j < n; ++j)
+      for (int k0 = 0; k0 < 16; k0 += 8)
+        piece(sw == 0 ? start + u(j / 8) * sbo + u(j % 8) * 16 + u(k0 / 8) * lbo
+                      : start + u(j / 8) * sbo + u(j % 8) * rowBytes + u(k0) * 2,
+              k0, j, false);
+  } else {
+    // N-major: row k holds rowBytes / 2 consecutive n; 8-row groups (k)
+    // SBO apart, blocks of columns LBO apart; without a swizzle, core
+    // matrices of 8 k x 8 n, those along N SBO apart and along K LBO apart.
+    const int cols = static_cast<int>(rowBytes / 2);
+    for (int k = 0; k < 16; ++k)
+      for (int n0 = 0; n0 < n; n0 += 8)
+        piece(sw == 0 ? start + u(n0 / 8) * sbo + u(k / 8) * lbo + u(k % 8) * 16
+                      : start + u(n0 / cols) * lbo + u(k / 8) * sbo + u(k % 8) * rowBytes + u(n0 % cols) * 2,
+              k, n0, true);
+  }
   detail::LaneFrag lanes[32];
   for (uint32_t l = 0; l < 32; ++l)
     lanes[l] = {static_cast<const uint32_t*>(wp.dep[l].pa), nullptr, static_cast<const float*>(wp.dep[l].pc),
@@ -283,7 +300,7 @@ void Worker::matrix(Fiber* f, Coll kind, int32_t mode, const void* a, const void
       ok = cfg->vendor == Vendor::NVIDIA && mode >= 0 && mode <= TESSERA_EMU_MMA_M16N8K32_E5M2_E5M2;
       break;
     case Coll::Wgmma: {
-      const int n = mode & ~TESSERA_EMU_WGMMA_BF16;
+      const int n = mode & ~(TESSERA_EMU_WGMMA_BF16 | TESSERA_EMU_WGMMA_TRANS_B);
       ok = cfg->vendor == Vendor::NVIDIA && W == 32 && n >= 8 && n <= 256 && n % 8 == 0;
       break;
     }

@@ -202,7 +202,8 @@ uint64_t conflictsOf(const emu::LaunchReport& rep, const std::string& what) {
   return n;
 }
 
-const char* const kSms[] = {"sm_80", "sm_86", "sm_89", "sm_90a"};
+// The mma.sync targets (sm_90a's f16/bf16 dots take wgmma: see below).
+const char* const kSms[] = {"sm_80", "sm_86", "sm_89"};
 
 }  // namespace
 
@@ -491,7 +492,8 @@ TEST_CASE("dot: sm_90a f16/bf16 dots whose B the dot stages N x K use wgmma.mma_
   for (DType in : {DType::F16, DType::BF16})
     for (Cfg c : {Cfg{64, 64, 32, 4, BFrom::NxK, "m64n64k16"}, Cfg{128, 128, 64, 8, BFrom::NxK, "m64n128k16"},
                   Cfg{128, 256, 64, 8, BFrom::NxK, "m64n256k16"}, Cfg{64, 128, 128, 4, BFrom::NxK, "m64n128k16"},
-                  Cfg{64, 64, 16, 4, BFrom::F32Cast, "m64n64k16"}}) {
+                  Cfg{64, 64, 16, 4, BFrom::F32Cast, "m64n64k16"}, Cfg{128, 128, 64, 8, BFrom::KxN, "m64n128k16"},
+                  Cfg{64, 32, 32, 4, BFrom::KxN, "m64n32k16"}, Cfg{64, 16, 32, 4, BFrom::KxN, "m64n16k16"}}) {
       auto f = gemm(in, c.BM, c.BN, c.BK, true, DType::F32, false, c.from);
       auto art = compileFor(*f, "nvptx:sm_90a", c.warps);
       INFO(tessera::name(in) << " " << c.BM << "x" << c.BN << "x" << c.BK << " with " << c.warps << " warps");
@@ -513,12 +515,16 @@ TEST_CASE("dot: sm_90a f16/bf16 dots whose B the dot stages N x K use wgmma.mma_
       // the registers).
       if (c.BN <= 128) CHECK(r.spillBytes == 0);
     }
-  // A K x N B copied straight into shared memory (cp.async along N) keeps
-  // mma.sync: wgmma would need it transposed.
-  auto f = gemm(DType::F16, 64, 64, 32, true);
-  auto art = compileFor(*f, "nvptx:sm_90a");
-  CHECK(layoutDump(*art).find("#mma<mma.m16n8k16") != std::string::npos);
-  CHECK(art->binary.ptx.find("wgmma") == std::string::npos);
+  // A K x N B (copied along N, or staged from registers) is read N-major:
+  // the same instruction with imm-trans-b = 1.
+  for (BFrom from : {BFrom::KxN, BFrom::F32Cast}) {
+    auto f = gemm(DType::F16, 64, 64, 32, true, DType::F32, false, from);
+    auto art = compileFor(*f, "nvptx:sm_90a");
+    CHECK(layoutDump(*art).find("#mma<wgmma.m64nNk16") != std::string::npos);
+    CHECK(art->binary.ptx.find("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16") != std::string::npos);
+    CHECK(art->binary.ptx.find("p, 1, 1, 1;") != std::string::npos);
+    CHECK(art->binary.ptx.find("mma.sync") == std::string::npos);
+  }
   // 2 warps: not a warpgroup.
   auto f2 = gemm(DType::F16, 64, 64, 32, true, DType::F32, false, BFrom::NxK);
   auto art2 = compileFor(*f2, "nvptx:sm_90a", 2);
@@ -535,7 +541,8 @@ TEST_CASE("dot: wgmma GEMMs on the emulated sm_90a match the reference exactly",
     BFrom from;
   };
   for (DType in : {DType::F16, DType::BF16})
-    for (Cfg c : {Cfg{64, 64, 32, BFrom::NxK}, Cfg{64, 32, 128, BFrom::NxK}, Cfg{64, 64, 16, BFrom::F32Cast}}) {
+    for (Cfg c : {Cfg{64, 64, 32, BFrom::NxK}, Cfg{64, 32, 128, BFrom::NxK}, Cfg{64, 64, 16, BFrom::F32Cast},
+                  Cfg{64, 128, 32, BFrom::KxN}, Cfg{64, 32, 16, BFrom::KxN}, Cfg{64, 16, 32, BFrom::F32Cast}}) {
       auto f = gemm(in, c.BM, c.BN, c.BK, false, DType::F32, false, c.from);
       Lowered l = lower(*f, "nvptx:sm_90a");
       REQUIRE(layoutDump(*l.art).find("#mma<wgmma.m64nNk16") != std::string::npos);
@@ -543,7 +550,7 @@ TEST_CASE("dot: wgmma GEMMs on the emulated sm_90a match the reference exactly",
       for (Shape s : {Shape{128, 128, 256}, Shape{int(c.BM), int(c.BN), int(c.BK)}, Shape{100, 70, 50},
                       Shape{33, 17, 7}}) {
         INFO(tessera::name(in) << " tile " << c.BM << "x" << c.BN << "x" << c.BK << " M,N,K = " << s.M << ","
-                               << s.N << "," << s.K << (c.from == BFrom::NxK ? " (B N x K)" : " (B f32, cast)"));
+                               << s.N << "," << s.K << (c.from == BFrom::NxK ? " (B N x K)" : c.from == BFrom::KxN ? " (B K x N)" : " (B f32, cast)"));
         GemmRun r = runGemm(l, in, s.M, s.N, s.K, c.BM, c.BN, unsigned(s.M * 7 + s.K), c.from);
         CHECK_FALSE(r.rep.hasErrors());
         CHECK(r.exact);

@@ -51,9 +51,11 @@ enum : int32_t {
   TESSERA_EMU_WMMA_A_SIGNED = 4,           // flags added to _IU8: A's / B's elements are signed
   TESSERA_EMU_WMMA_B_SIGNED = 8,
 };
-/// wgmma mode: the instruction's N (8 to 256, a multiple of 8), plus this
-/// flag for bf16 operands (f16 without it).
+/// wgmma mode: the instruction's N (8 to 256, a multiple of 8), plus the
+/// flags below.
 #define TESSERA_EMU_WGMMA_BF16 0x1000
+/// wgmma mode flag: imm-trans-b (B stored N-major, K x N), else K-major.
+#define TESSERA_EMU_WGMMA_TRANS_B 0x2000
 /// ldmatrix mode: number of 8x8 matrices (1, 2, 4), plus this flag for .trans.
 #define TESSERA_EMU_LDMATRIX_TRANS 8
 
