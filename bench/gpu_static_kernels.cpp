@@ -220,6 +220,7 @@ std::vector<GpuBenchKernel> gpuBenchKernels() {
                  std::to_string(BM) + "x128" + warps(4),
                  k,
                  4,
+                 "",
                  {{128, 256}, {77, 300}},
                  [=](const Device& d, const CompileOptions& o, const std::vector<int64_t>& s) {
                    return checkGemv(BM, k, d, o, s);
@@ -231,6 +232,7 @@ std::vector<GpuBenchKernel> gpuBenchKernels() {
                  "16x64" + warps(4),
                  k,
                  4,
+                 "",
                  {{64}, {37}},
                  [=](const Device& d, const CompileOptions& o, const std::vector<int64_t>& s) {
                    return checkRope(16, 64, k, d, o, s);
@@ -242,6 +244,7 @@ std::vector<GpuBenchKernel> gpuBenchKernels() {
                  "64x64" + warps(4),
                  k,
                  4,
+                 "",
                  {{128, 64}, {100, 70}},
                  [=](const Device& d, const CompileOptions& o, const std::vector<int64_t>& s) {
                    return checkTranspose(64, k, d, o, s);
@@ -260,6 +263,7 @@ std::vector<GpuBenchKernel> gpuBenchKernels() {
                  cfg,
                  k,
                  a.w,
+                 "",
                  {{2, 128}, {2, 77}},
                  [=](const Device& d, const CompileOptions& o, const std::vector<int64_t>& s) {
                    return checkAttention(a.bm, a.bn, a.d, a.causal, d, o, s);
@@ -277,11 +281,27 @@ std::vector<GpuBenchKernel> gpuBenchKernels() {
                      cfg,
                      k,
                      w,
+                 "",
                      {{128, 128, 64}, {100, 77, 45}},
                      [=](const Device& d, const CompileOptions& o, const std::vector<int64_t>& s) {
                        return checkGemm(B, act, k, d, o, s);
                      }});
       }
+  // Hopper's warpgroup MMA at the tiles it is made for (issue 13): two
+  // warpgroups along M, BK = 64.
+  for (auto [bm, bn] : {std::pair{128, 128}, std::pair{128, 256}}) {
+    GemmBlocks B{bm, bn, 64, 3};
+    Kernel k = gemmF16Plain(B);
+    r.push_back({"gemm_f16",
+                 std::to_string(bm) + "x" + std::to_string(bn) + "x64 s3" + warps(8),
+                 k,
+                 8,
+                 "nvptx:sm_90a",  // 96-144 KiB of slots: beyond gfx942's LDS
+                 {{256, 256, 128}, {100, 77, 45}},
+                 [=](const Device& d, const CompileOptions& o, const std::vector<int64_t>& s) {
+                   return checkGemm(B, -1, k, d, o, s);
+                 }});
+  }
   return r;
 }
 

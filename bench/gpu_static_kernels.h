@@ -19,6 +19,9 @@ struct GpuBenchKernel {
   std::string config;  // tile sizes, warps, variant: "64x128 w4"
   Kernel kernel;
   int numWarps = 4;
+  /// The one GPU target the configuration is made for ("nvptx:sm_90a": its
+  /// shared memory or instructions), empty for all; the CPU runs it too.
+  std::string gpuOnly;
   /// Shapes the test runs: aligned to the tiles, and ragged.
   std::vector<std::vector<int64_t>> testShapes;
   /// Generates inputs of `shape`, compiles for `dev` with `opts`, launches

@@ -193,7 +193,8 @@ def attention(o, q, k, v, n, BM: tl.constexpr, BN: tl.constexpr, D: tl.constexpr
 
 def gemm_case(name, config, ab, c_ty, tile, k, warps, stages, bias, gelu, batched=False):
     sig = {"c": c_ty, "a": ab, "b": ab, "bias": "*fp32" if bias else "constexpr", "M": "i32", "N": "i32", "K": "i32"}
-    consts = dict(BM=tile, BN=tile, BK=k, HAS_BIAS=bias, GELU=gelu, STAGES=stages, BATCHED=batched)
+    bm, bn = tile if isinstance(tile, tuple) else (tile, tile)
+    consts = dict(BM=bm, BN=bn, BK=k, HAS_BIAS=bias, GELU=gelu, STAGES=stages, BATCHED=batched)
     if not bias:
         consts["bias"] = None
     return (name, config, gemm, sig, consts, warps, stages)
@@ -234,6 +235,8 @@ def cases():
             for epi in (False, True):
                 cfg = f"{tile}x{tile}x32 s3 w{w}" + (" bias+gelu" if epi else "")
                 r.append(gemm_case("gemm_f16", cfg, "*fp16", "*fp16", tile, 32, w, 3, epi, epi))
+    for bm, bn in ((128, 128), (128, 256)):
+        r.append(gemm_case("gemm_f16", f"{bm}x{bn}x64 s3 w8", "*fp16", "*fp16", (bm, bn), 64, 8, 3, False, False))
     return r
 
 

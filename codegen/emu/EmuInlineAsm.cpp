@@ -149,13 +149,16 @@ void rewriteWarpgroupMma(EmuModule& em) {
     const unsigned h = static_cast<unsigned>(form->n / 2);
     for (unsigned k = 0; k < h; ++k)
       b.CreateAlignedStore(c->getArgOperand(k), b.CreateConstInBoundsGEP1_32(b.getFloatTy(), cBuf, k), llvm::Align(4));
-    for (unsigned k = 0; k < 4; ++k)
-      b.CreateAlignedStore(c->getArgOperand(h + k), b.CreateConstInBoundsGEP1_32(b.getInt32Ty(), aBuf, k),
-                           llvm::Align(4));
-    const int32_t mode =
-        form->n | (form->bf16 ? TESSERA_EMU_WGMMA_BF16 : 0) | (form->transB ? TESSERA_EMU_WGMMA_TRANS_B : 0);
+    // A: four fragment registers, or (aShared) its descriptor in the first two words.
+    const unsigned aWords = form->aShared ? 1 : 4;
+    for (unsigned k = 0; k < aWords; ++k)
+      b.CreateAlignedStore(c->getArgOperand(h + k),
+                           b.CreateConstInBoundsGEP1_32(c->getArgOperand(h + k)->getType(), aBuf, k), llvm::Align(4));
+    const int32_t mode = form->n | (form->bf16 ? TESSERA_EMU_WGMMA_BF16 : 0) |
+                         (form->transB ? TESSERA_EMU_WGMMA_TRANS_B : 0) |
+                         (form->aShared ? TESSERA_EMU_WGMMA_A_SHARED : 0);
     b.CreateCall(em.hook("tessera_emu_wgmma"),
-                 {b.getInt32(mode), aBuf, c->getArgOperand(h + 4), cBuf, dBuf, b.getInt32(em.opId(*c))});
+                 {b.getInt32(mode), aBuf, c->getArgOperand(h + aWords), cBuf, dBuf, b.getInt32(em.opId(*c))});
     llvm::Value* r = llvm::PoisonValue::get(c->getType());
     for (unsigned k = 0; k < h; ++k)
       r = b.CreateInsertValue(

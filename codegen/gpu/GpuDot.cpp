@@ -124,6 +124,20 @@ DotStaging wgmmaBStaging(int64_t K, int64_t N) {
 
 uint64_t wgmmaBAlign(const DotStaging& s) { return static_cast<uint64_t>(8 * s.rowBytes()); }
 
+DotStaging wgmmaAStaging(int64_t M, int64_t K, int64_t warps) {
+  DotStaging s = wgmmaBStaging(M, K);
+  s.rowGroupWarps = warps;
+  return s;
+}
+
+void useWgmmaSharedA(TensorCoreDotPlan& p) {
+  TS_ASSERT(p.wgmma && p.M % (16 * p.acc.wpb[0]) == 0, "wgmma A from shared memory without a wgmma plan");
+  p.a = wgmmaAStaging(p.M, p.K, p.acc.wpb[0]);
+  p.wgmmaSharedA = true;
+  p.aAlign = wgmmaBAlign(p.a);
+  p.aBytes = p.a.bytes();
+}
+
 void useWgmma(TensorCoreDotPlan& p, bool kMajor) {
   TS_ASSERT(p.op.kind == ir::MmaKind::NvWgmmaM64K16 && p.elemBytes == 2 && p.acc.wpb[1] == 1 && p.N <= 256 &&
                 p.N >= 16,
@@ -142,6 +156,21 @@ void useMmaSync(TensorCoreDotPlan& p) {
 }
 
 llvm::Value* stagingIndex(llvm::IRBuilderBase& b, const DotStaging& s, llvm::Value* row, llvm::Value* col) {
+  if (s.rowGroupWarps) {
+    // g + 8w + 8W h + 16W j -> g + 8h + 16w + 16W j (W a power of two).
+    const int64_t W = s.rowGroupWarps;
+    int lw = 0;
+    while ((int64_t{1} << lw) < W) ++lw;
+    TS_ASSERT((int64_t{1} << lw) == W && s.rows % (16 * W) == 0, "wgmma A rows");
+    llvm::Value* g = b.CreateAnd(row, c32(b, 7));
+    llvm::Value* w = b.CreateAnd(b.CreateLShr(row, c32(b, 3)), c32(b, W - 1));
+    llvm::Value* h = b.CreateAnd(b.CreateLShr(row, c32(b, 3 + lw)), c32(b, 1));
+    llvm::Value* j = b.CreateAnd(row, c32(b, ~((int64_t{16} << lw) - 1)));
+    llvm::Value* phys = b.CreateOr(b.CreateOr(g, b.CreateShl(h, c32(b, 3))), b.CreateOr(b.CreateShl(w, c32(b, 4)), j));
+    DotStaging t = s;
+    t.rowGroupWarps = 0;
+    return stagingIndex(b, t, phys, col);
+  }
   if (s.blockCols) {
     // Block col / blockCols of rows x blockCols elements, then the column
     // within it (stagingIndex of one block).
@@ -245,6 +274,7 @@ struct Emitter {
     // then handed to the warpgroup instruction (wgmmaDot).
     if (p.wgmma && only < 0) {
       TS_ASSERT(wn == 1, "wgmma with warps along N");
+      if (p.wgmmaSharedA) return wgmmaDot({}, std::move(acc), mT, nT, kS);
       only = 0;
       nvidia({});
       only = -1;
@@ -351,7 +381,8 @@ struct Emitter {
   // mma.sync) and the accumulator slots; B at bBase (useWgmma's layout).
   std::vector<llvm::Value*> wgmmaDot(std::vector<llvm::Value*> aFrags, std::vector<llvm::Value*> acc, int64_t mT,
                                      int64_t nT, int64_t kS) {
-    TS_ASSERT(static_cast<int64_t>(acc.size()) == mT * nT * 4 && static_cast<int64_t>(aFrags.size()) == kS * mT * 4,
+    TS_ASSERT(static_cast<int64_t>(acc.size()) == mT * nT * 4 &&
+                  static_cast<int64_t>(aFrags.size()) == (p.wgmmaSharedA ? 0 : kS * mT * 4),
               "wgmma fragment counts");
     for (llvm::Value*& x : aFrags) x = b.CreateBitCast(x, b.getInt32Ty());
     auto slot = [&](int64_t mi, int64_t ni, int64_t h, int64_t s) { return (2 * mi + h) * (2 * nT) + ni * 2 + s; };
@@ -377,19 +408,60 @@ struct Emitter {
     const uint64_t bits =
         nvptx::descriptorBits(sw, p.wgmmaTransB ? blockBytes : 16, static_cast<uint64_t>(8 * st.rowBytes()));
     llvm::Value* addr = b.CreatePtrToInt(bBase, b.getInt64Ty());
-    const nvptx::WgmmaForm form{static_cast<int>(p.N), p.in == DType::BF16, p.wgmmaTransB};
+    const nvptx::WgmmaForm form{static_cast<int>(p.N), p.in == DType::BF16, p.wgmmaTransB, p.wgmmaSharedA};
+    // A from shared memory (K-major, wgmmaAStaging): the warpgroup's 64
+    // rows of tile mi start at storage row 16 W mi + 64 (warp / 4).
+    const DotStaging& sa = p.a;
+    uint64_t aBits = 0;
+    llvm::Value* aAddr = nullptr;
+    if (p.wgmmaSharedA) {
+      const auto swA = sa.rowBytes() == 128  ? nvptx::WgmmaSwizzle::B128
+                       : sa.rowBytes() == 64 ? nvptx::WgmmaSwizzle::B64
+                                             : nvptx::WgmmaSwizzle::B32;
+      TS_ASSERT(sa.swizzle && sa.rowGroupWarps == wm && sa.rowBytes() == static_cast<int64_t>(nvptx::swizzleBytes(swA)),
+                "wgmma A staging");
+      aBits = nvptx::descriptorBits(swA, 16, static_cast<uint64_t>(8 * sa.rowBytes()));
+      // The warpgroup index through a shuffle from lane 0: ptxas then knows
+      // it is warp-uniform and builds the descriptors in uniform registers
+      // (the wgmma operand) instead of moving each one over.
+      llvm::Value* g = b.CreateUDiv(warp, i32(4));
+      g = b.CreateIntrinsic(llvm::Intrinsic::nvvm_shfl_sync_idx_i32, {},
+                            {b.getInt32(0xFFFFFFFFu), g, i32(0), i32(0x1F)});
+      llvm::Value* group = b.CreateZExt(g, b.getInt64Ty());
+      aAddr = b.CreateAdd(b.CreatePtrToInt(aBase, b.getInt64Ty()),
+                          b.CreateMul(group, b.getInt64(static_cast<uint64_t>(64 * sa.rowBytes()))));
+    }
+    // A descriptor is the operand's base descriptor plus (offset >> 4) in
+    // its start-address field: every operand lies below 2^18 bytes of the
+    // shared window, so the sum never carries out of the field's 14 bits
+    // and one 32-bit add gives each k-step's descriptor from the base.
+    auto baseDesc = [&](llvm::Value* base, uint64_t constBits) {
+      llvm::Value* lo = b.CreateTrunc(b.CreateAnd(b.CreateLShr(base, 4), b.getInt64(0x3FFF)), b.getInt32Ty());
+      return std::pair{b.CreateOr(lo, b.getInt32(static_cast<uint32_t>(constBits))),
+                       b.getInt64(constBits & ~uint64_t{0xFFFFFFFF})};
+    };
+    auto descAt = [&](std::pair<llvm::Value*, llvm::Value*> d, int64_t off) {
+      TS_ASSERT(off % 16 == 0 && off < (int64_t{1} << 18), "wgmma descriptor offset");
+      llvm::Value* lo = off ? b.CreateAdd(d.first, b.getInt32(static_cast<uint32_t>(off >> 4)), "", true, true) : d.first;
+      return b.CreateOr(b.CreateZExt(lo, b.getInt64Ty()), d.second, "", /*IsDisjoint=*/true);
+    };
+    const auto bDesc = baseDesc(addr, bits);
+    std::pair<llvm::Value*, llvm::Value*> aDesc{nullptr, nullptr};
+    if (p.wgmmaSharedA) aDesc = baseDesc(aAddr, aBits);
+    // K-major byte offset of column `col` in staging `s` (its block, then
+    // its place in the row).
+    auto kMajorOff = [](const DotStaging& s, int64_t col) {
+      return s.blockCols ? (col / s.blockCols) * s.rows * s.rowBytes() + (col % s.blockCols) * 2 : col * 2;
+    };
     for (int64_t ks = 0; ks < kS; ++ks) {
       const int64_t col = ks * 16;
-      int64_t off;
-      if (p.wgmmaTransB)
-        off = col * st.rowBytes();
-      else
-        off = st.blockCols ? (col / st.blockCols) * st.rows * st.rowBytes() + (col % st.blockCols) * 2 : col * 2;
-      llvm::Value* start = b.CreateAnd(b.CreateLShr(b.CreateAdd(addr, b.getInt64(static_cast<uint64_t>(off))), 4),
-                                       b.getInt64(0x3FFF));
-      llvm::Value* desc = b.CreateOr(start, b.getInt64(bits));
+      llvm::Value* desc = descAt(bDesc, p.wgmmaTransB ? col * st.rowBytes() : kMajorOff(st, col));
       for (int64_t mi = 0; mi < mT; ++mi) {
-        std::vector<llvm::Value*> a(aFrags.begin() + (ks * mT + mi) * 4, aFrags.begin() + (ks * mT + mi + 1) * 4);
+        std::vector<llvm::Value*> a;
+        if (p.wgmmaSharedA)
+          a.push_back(descAt(aDesc, mi * 16 * wm * sa.rowBytes() + kMajorOff(sa, col)));
+        else
+          a.assign(aFrags.begin() + (ks * mT + mi) * 4, aFrags.begin() + (ks * mT + mi + 1) * 4);
         std::vector<llvm::Value*> d;
         for (int64_t ni = 0; ni < nT; ++ni)
           for (int64_t h = 0; h < 2; ++h)

@@ -52,6 +52,11 @@ struct DotStaging {
   /// `stride` = blockCols elements, the blocks one after the other (wgmma's
   /// K-major operands wider than their 128-byte swizzle).
   int64_t blockCols = 0;
+  /// Rows permuted for wgmma's A (0: none): with W warps along M, the #mma
+  /// layout's row g + 8w + 8W h + 16W j (g < 8, w < W, h < 2) is stored at
+  /// row g + 8h + 16w + 16W j, so each warpgroup's 64 instruction rows are
+  /// consecutive rows of storage, as a descriptor names them.
+  int64_t rowGroupWarps = 0;
   /// Elements per 16-byte chunk (one ldmatrix row).
   int64_t chunkElems() const { return 16 / static_cast<int64_t>(elemBytes); }
   uint64_t bytes() const { return static_cast<uint64_t>(rows * (blockCols ? cols : stride)) * elemBytes; }
@@ -76,9 +81,12 @@ struct TensorCoreDotPlan {
   /// that is a multiple of bAlign (the swizzle is one of address bits).
   bool wgmma = false;
   bool wgmmaTransB = false;  // b is K x N (N-major), else N x K (K-major)
-  uint64_t bAlign = 16;
-  /// Bytes to reserve for both operands (b's alignment included).
-  uint64_t totalBytes() const { return aBytes + (bAlign - 16) + b.bytes(); }
+  /// A read by the instruction from `a` (wgmmaAStaging, K-major) instead
+  /// of from registers.
+  bool wgmmaSharedA = false;
+  uint64_t aAlign = 16, bAlign = 16;
+  /// Bytes to reserve for both operands (their alignments included).
+  uint64_t totalBytes() const { return (aAlign - 16) + aBytes + (bAlign - 16) + b.bytes(); }
 };
 
 TensorCoreDotPlan planTensorCoreDot(const TensorCoreOp& op, DType in, int64_t M, int64_t N, int64_t K,
@@ -95,6 +103,12 @@ void useWgmma(TensorCoreDotPlan& p, bool kMajor);
 /// 8 rows of it (wgmmaBAlign).
 DotStaging wgmmaBStaging(int64_t K, int64_t N);
 uint64_t wgmmaBAlign(const DotStaging& s);
+/// wgmma's A read from shared memory: M x K (K-major) stored as
+/// wgmmaBStaging(M, K) with its rows permuted for `warps` warps along M
+/// (DotStaging::rowGroupWarps).
+DotStaging wgmmaAStaging(int64_t M, int64_t K, int64_t warps);
+/// Switches a wgmma plan's A to shared memory (wgmmaAStaging).
+void useWgmmaSharedA(TensorCoreDotPlan& p);
 /// The same plan on mma.sync (the placement is the same).
 void useMmaSync(TensorCoreDotPlan& p);
 

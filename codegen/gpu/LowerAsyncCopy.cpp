@@ -98,9 +98,13 @@ bool Lower::emitHardwareCopy(const ir::Op& op, const ir::Layout& l, const Slots&
   // replicated) is a multiple of the chunk; each chunk is ce consecutive
   // columns starting at a multiple of ce.
   if ((shape.back() * eb) % cb != 0 || l.parent.spt[l.dims.back()] % ce != 0) return false;
+  // Padded / transposed slots: chunks would not stay contiguous. Column
+  // blocks (wgmma's B) hold whole rows of 64 elements: chunks stay whole.
   if (auto sg = storage_.find(rootBuffer(buf));
-      sg != storage_.end() && (sg->second.transposed || sg->second.st.stride != sg->second.st.cols))
-    return false;  // padded / transposed slots: chunks would not stay contiguous
+      sg != storage_.end() &&
+      (sg->second.transposed ||
+       sg->second.st.stride != (sg->second.st.blockCols ? sg->second.st.blockCols : sg->second.st.cols)))
+    return false;
   const size_t r = shape.size() - 1;
   for (size_t i = 0; i < t.size(); i += static_cast<size_t>(ce)) {
     if (t.consts[i][r] % ce != 0) return false;

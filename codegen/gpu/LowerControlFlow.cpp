@@ -163,10 +163,13 @@ void Lower::emitOp(const ir::Op& op) {
       return;
     }
     case OpCode::LocalStore: {
+      proxyPending_ = true;
       const TileV& v = tile(op.operand(1));
       return writeBuffer(op.operand(0), v.slots, v.layout);
     }
-    case OpCode::Copy: return emitCopy(op);
+    case OpCode::Copy:
+      proxyPending_ = true;
+      return emitCopy(op);
     case OpCode::BufferSlot: {
       // A view: slot i is the contiguous run at i * (elements per slot) of
       // the buffer's row-major shared array; no code beyond the address.
@@ -186,6 +189,7 @@ void Lower::emitOp(const ir::Op& op) {
       ++committed_;
       return;
     case OpCode::AsyncWait: {
+      proxyPending_ = true;
       int64_t pending = op.intAttr("pending");
       TS_ASSERT(pending >= 0, "async_wait with a negative count");
       switch (t_.asyncCopyImpl()) {
@@ -200,7 +204,15 @@ void Lower::emitOp(const ir::Op& op) {
       }
       return;
     }
-    case OpCode::Barrier: barrier(pipelineSlotBarrier(op)); return;
+    case OpCode::Barrier:
+      // Slots that wgmma reads through the async proxy were written by the
+      // generic one (cp.async, local_store): fenced before the barrier that
+      // publishes them (a barrier with no write since the last one, the
+      // schedule's slot-reuse barrier after the dot, needs none).
+      if (asyncProxySlots_ && proxyPending_) t_.sharedToAsyncProxyFence(b_);
+      proxyPending_ = false;
+      barrier(pipelineSlotBarrier(op));
+      return;
     case OpCode::Reduce: return emitReduce(op);
     case OpCode::Scan: return emitScan(op);
     case OpCode::Gather: return emitGather(op);

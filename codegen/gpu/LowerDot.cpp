@@ -182,12 +182,13 @@ void Lower::stageHoistedOperands(const ir::Op& loop) {
     setTag(*h.dot, "operand staging");
     llvm::Value* base = loopArea(hoistKey(h.dot, h.operand), &loop, st.bytes(),
                                  operandName(*h.dot, h.operand) + ", staged before the loop at " + loop.loc().str(),
-                                 !h.inRegisters, h.operand == 1 ? p.bAlign : 16);
+                                 !h.inRegisters, h.operand == 1 ? p.bAlign : p.aAlign);
     beforeShared();  // the loop body starts with a barrier (unknownOrder) before the dot reads it
     stageOperand(h.dot->operand(h.operand), base, st, h.operand == 1 && p.bTransposed);
-    // wgmma reads B through the async proxy: the generic-proxy stores must
-    // be fenced against it before the barrier that publishes them.
-    if (h.operand == 1 && p.wgmma) t_.sharedToAsyncProxyFence(b_);
+    // wgmma reads its shared operands through the async proxy: the
+    // generic-proxy stores must be fenced against it before the barrier
+    // that publishes them.
+    if (h.operand == 1 ? p.wgmma : p.wgmmaSharedA) t_.sharedToAsyncProxyFence(b_);
     if (h.inRegisters) {
       barrier();
       smemDirty_ = true;
@@ -234,20 +235,23 @@ void Lower::emitTensorCoreDot(const ir::Op& op, const ir::Layout& l) {
   llvm::Value* base = nullptr;
   llvm::Value* bBase = nullptr;
   if (stageA || stageB) {
-    // B at a multiple of p.bAlign (wgmma's swizzle is one of address bits;
-    // 16 otherwise, where A's rounded size already puts it).
-    const uint64_t pad = p.bAlign - 16;
-    llvm::Value* s = scratch(stageA && stageB ? p.totalBytes() : stageA ? p.a.bytes() : p.b.bytes() + pad);
+    // A at a multiple of p.aAlign, B of p.bAlign (wgmma's swizzle is one of
+    // address bits; 16 otherwise, where A's rounded size already puts B).
+    const uint64_t padA = p.aAlign - 16, padB = p.bAlign - 16;
+    llvm::Value* s =
+        scratch(stageA && stageB ? p.totalBytes() : stageA ? p.a.bytes() + padA : p.b.bytes() + padB);
     const uint64_t off = scratchOffset();
-    if (stageA) base = s;
+    const uint64_t aOff = stageA ? alignUp(off, p.aAlign) - off : 0;
+    if (stageA) base = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), s, aOff);
     if (stageB)
       bBase = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), s,
-                                            alignUp(off + (stageA ? p.aBytes : 0), p.bAlign) - off);
+                                            alignUp(off + (stageA ? aOff + p.aBytes : 0), p.bAlign) - off);
   }
   if (directA) base = slotOf(a);
   if (directB) bBase = slotOf(bv);
   // A hoisted operand's area (the call made before the loop recorded its size).
-  if (hA && !hA->inRegisters) base = loopArea(hoistKey(&op, 0), hA->loop, p.a.bytes(), operandName(op, 0));
+  if (hA && !hA->inRegisters)
+    base = loopArea(hoistKey(&op, 0), hA->loop, p.a.bytes(), operandName(op, 0), true, p.aAlign);
   if (hB && !hB->inRegisters)
     bBase = loopArea(hoistKey(&op, 1), hB->loop, p.b.bytes(), operandName(op, 1), true, p.bAlign);
   // The staging stores and the fragment reads are named apart in the
@@ -264,7 +268,7 @@ void Lower::emitTensorCoreDot(const ir::Op& op, const ir::Layout& l) {
       t_.asyncCommit(b_);
       t_.asyncWait(b_, 0);
     }
-    if (p.wgmma && stageB) t_.sharedToAsyncProxyFence(b_);  // see stageHoistedOperands
+    if ((p.wgmma && stageB) || (p.wgmmaSharedA && stageA)) t_.sharedToAsyncProxyFence(b_);  // see stageHoistedOperands
     barrier();
     smemDirty_ = true;
   }

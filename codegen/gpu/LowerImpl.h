@@ -244,7 +244,9 @@ class Lower {
 
   // ---- ops ----------------------------------------------------------------
   void emitBlock(const ir::Block& b) {
+    proxyPending_ = true;  // a region may be entered from anywhere (a back edge)
     for (auto& op : b.ops()) emitOp(*op);
+    proxyPending_ = true;
   }
   void emitOp(const ir::Op& op);
   llvm::Value* compute(const ir::Op& op, Slots v);
@@ -368,6 +370,13 @@ class Lower {
   // Set once planDirectDots and planDotOperands have run: dotPlan may then
   // choose wgmma, which depends on where the operands come from.
   bool operandsPlanned_ = false;
+  // Some buffer is stored for wgmma (Storage::align > 16): its slots are
+  // read through the async proxy (see the Barrier op).
+  bool asyncProxySlots_ = false;
+  // Shared memory may have been written since the last barrier, as far as
+  // program order tells (conservatively true at region boundaries): that
+  // barrier needs the async-proxy fence first.
+  bool proxyPending_ = true;
   // Tensor-core dot operands (dot, operand index) planned by
   // planDotOperands: A operands already in the fragment registers' layout
   // (no staging), and operands defined outside a loop that holds the dot,

@@ -57,7 +57,7 @@ void Lower::planDirectDots() {
   auto same = [](const Storage& x, const Storage& y) {
     return x.transposed == y.transposed && x.st.rows == y.st.rows && x.st.cols == y.st.cols &&
            x.st.stride == y.st.stride && x.st.swizzle == y.st.swizzle && x.st.blockCols == y.st.blockCols &&
-           x.align == y.align;
+           x.st.rowGroupWarps == y.st.rowGroupWarps && x.align == y.align;
   };
   ir::walk(body, [&](ir::Op& op) {
     if (op.code() != OpCode::Dot || !la_.has(op.result())) return;
@@ -80,8 +80,10 @@ void Lower::planDirectDots() {
         // wgmma reads a B slot through its descriptor: the slot takes
         // wgmma's N-major layout, aligned to its swizzle's 8 rows (which
         // ldmatrix reads as well, should the dot keep mma.sync).
-        if (i == 1 && plan.op.kind == ir::MmaKind::NvWgmmaM64K16) {
-          sg.st = wgmmaBStaging(sg.st.rows, sg.st.cols);
+        if (plan.op.kind == ir::MmaKind::NvWgmmaM64K16) {
+          // A: K-major with its rows in warpgroup order (wgmmaAStaging).
+          sg.st = i == 1 ? wgmmaBStaging(sg.st.rows, sg.st.cols)
+                         : wgmmaAStaging(sg.st.rows, sg.st.cols, plan.acc.wpb[0]);
           sg.align = wgmmaBAlign(sg.st);
         } else {
           sg.st = nvidiaSlotStaging(sg.st.rows, sg.st.cols, plan.elemBytes);
@@ -141,6 +143,8 @@ void Lower::planDirectDots() {
   }
   for (auto& [op, i] : cands)
     if (storage_.count(rootBuffer(op->operand(i)->definingOp()->operand(0)))) directOperands_.insert({op, i});
+  asyncProxySlots_ = false;
+  for (auto& [buf, sg] : storage_) asyncProxySlots_ = asyncProxySlots_ || sg.align > 16;
 }
 
 TensorCoreDotPlan Lower::dotPlan(const ir::Op& op) {
@@ -173,10 +177,17 @@ TensorCoreDotPlan Lower::dotPlan(const ir::Op& op) {
     const Hoisted* h = nullptr;
     for (const Hoisted& x : hoisted_)
       if (x.dot == &op && x.operand == 1) h = &x;
-    if (h && h->inRegisters)
+    const Hoisted* ha = nullptr;
+    for (const Hoisted& x : hoisted_)
+      if (x.dot == &op && x.operand == 0) ha = &x;
+    if (h && h->inRegisters) {
       useMmaSync(p);  // fragments held in registers across the loop: mma.sync's
-    else
+    } else {
       useWgmma(p, g != globalOperands_.end() && g->second == 0);
+      // A from shared memory too, unless its fragments are registers
+      // already (a chained dot's accumulator, or held across the loop).
+      if (!registerOperands_.count({&op, 0}) && !(ha && ha->inRegisters)) useWgmmaSharedA(p);
+    }
   }
   return p;
 }

@@ -45,13 +45,18 @@ WgmmaAsm wgmmaAsm(const WgmmaForm& f) {
   TS_ASSERT(f.n >= 8 && f.n <= 256 && f.n % 8 == 0, "wgmma N must be a multiple of 8 from 8 to 256");
   const unsigned h = static_cast<unsigned>(f.n / 2);
   const char* t = f.bf16 ? "bf16" : "f16";
+  const unsigned bDesc = f.aShared ? 2 * h + 1 : 2 * h + 4, scale = bDesc + 1;
   WgmmaAsm a;
-  a.text = "{\n.reg .pred p;\nsetp.ne.b32 p, " + op(2 * h + 5) + ", 0;\nwgmma.mma_async.sync.aligned.m64n" +
+  a.text = "{\n.reg .pred p;\nsetp.ne.b32 p, " + op(scale) + ", 0;\nwgmma.mma_async.sync.aligned.m64n" +
            std::to_string(f.n) + "k16.f32." + t + "." + t + " {";
   for (unsigned i = 0; i < h; ++i) a.text += (i ? ", " : "") + op(i);
-  a.text += "}, {" + op(2 * h) + ", " + op(2 * h + 1) + ", " + op(2 * h + 2) + ", " + op(2 * h + 3) + "}, " +
-            op(2 * h + 4) + ", p, 1, 1, " + (f.transB ? "1" : "0") + ";\n}";
-  a.constraints = tiedConstraints(std::vector<char>(h, 'f')) + ",r,r,r,r,l,r";
+  a.text += "}, ";
+  if (f.aShared)
+    a.text += op(2 * h);
+  else
+    a.text += "{" + op(2 * h) + ", " + op(2 * h + 1) + ", " + op(2 * h + 2) + ", " + op(2 * h + 3) + "}";
+  a.text += ", " + op(bDesc) + ", p, 1, 1, " + (f.aShared ? "0, " : "") + (f.transB ? "1" : "0") + ";\n}";
+  a.constraints = tiedConstraints(std::vector<char>(h, 'f')) + (f.aShared ? ",l,l,r" : ",r,r,r,r,l,r");
   return a;
 }
 
@@ -61,11 +66,12 @@ std::optional<WgmmaForm> matchWgmma(std::string_view text, std::string_view cons
       // Cheap filter before building the text.
       std::string key = "m64n" + std::to_string(n) + "k16.f32." + (bf16 ? "bf16" : "f16") + ".";
       if (text.find(key) == std::string_view::npos) continue;
-      for (bool transB : {false, true}) {
-        WgmmaForm f{n, bf16, transB};
-        WgmmaAsm a = wgmmaAsm(f);
-        if (text == a.text && constraints == a.constraints) return f;
-      }
+      for (bool transB : {false, true})
+        for (bool aShared : {false, true}) {
+          WgmmaForm f{n, bf16, transB, aShared};
+          WgmmaAsm a = wgmmaAsm(f);
+          if (text == a.text && constraints == a.constraints) return f;
+        }
     }
   return std::nullopt;
 }
@@ -100,13 +106,13 @@ bool matchWgmmaPassThrough(std::string_view text, std::string_view constraints) 
 std::vector<llvm::Value*> emitWgmma(llvm::IRBuilderBase& b, const WgmmaForm& f, const std::vector<llvm::Value*>& a,
                                     llvm::Value* desc, const std::vector<llvm::Value*>& acc) {
   const unsigned h = static_cast<unsigned>(f.n / 2);
-  TS_ASSERT(a.size() == 4 && acc.size() == h, "wgmma operand count");
+  TS_ASSERT(a.size() == (f.aShared ? 1u : 4u) && acc.size() == h, "wgmma operand count");
   WgmmaAsm s = wgmmaAsm(f);
   std::vector<llvm::Type*> outs(h, b.getFloatTy());
   std::vector<llvm::Type*> ins(outs);
   std::vector<llvm::Value*> args(acc);
   for (llvm::Value* x : a) {
-    ins.push_back(b.getInt32Ty());
+    ins.push_back(f.aShared ? b.getInt64Ty() : b.getInt32Ty());
     args.push_back(x);
   }
   ins.push_back(b.getInt64Ty());

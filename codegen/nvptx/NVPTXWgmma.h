@@ -61,16 +61,21 @@ struct WgmmaForm {
   /// imm-trans-b: B is stored N-major (K x N rows, "transposed"), else
   /// K-major (N x K rows).
   bool transB = false;
+  /// A read from shared memory through its own descriptor (K-major), else
+  /// from four registers.
+  bool aShared = false;
   bool operator==(const WgmmaForm&) const = default;
 };
 
 /// The inline assembly of one form: outputs $0..$h-1 (h = n / 2, "=f"),
-/// the accumulator inputs tied to them, A $2h..$2h+3 ("r"), the descriptor
+/// the accumulator inputs tied to them, A $2h..$2h+3 ("r"), B's descriptor
 /// $2h+4 ("l"), then "r" 1 for scale-d (D is accumulated):
 ///   { .reg .pred p; setp.ne.b32 p, $2h+5, 0;
 ///     wgmma.mma_async.sync.aligned.m64n<N>k16.f32.f16.f16 {$0, ...},
 ///     {$2h, ...}, $2h+4, p, 1, 1, 0; }
 /// (imm-scale-a = imm-scale-b = 1; the last is imm-trans-b, 1 with transB.)
+/// With aShared, A's descriptor $2h ("l"), B's $2h+1, scale-d $2h+2, and
+/// imm-trans-a 0 before imm-trans-b.
 struct WgmmaAsm {
   std::string text, constraints;
 };
@@ -86,8 +91,9 @@ WgmmaAsm wgmmaWaitAsm(unsigned pending, unsigned nInts, unsigned nRegs);
 /// Whether this is one of them (the emulator passes the registers through).
 bool matchWgmmaPassThrough(std::string_view text, std::string_view constraints);
 
-/// Emits one wgmma.mma_async: `a` 4 i32 (A fragments), `desc` i64, `acc`
-/// n / 2 floats; returns the n / 2 result floats.
+/// Emits one wgmma.mma_async: `a` 4 i32 (A fragments) or, aShared, one i64
+/// (A's descriptor), `desc` i64, `acc` n / 2 floats; returns the n / 2
+/// result floats.
 std::vector<llvm::Value*> emitWgmma(llvm::IRBuilderBase& b, const WgmmaForm& f, const std::vector<llvm::Value*>& a,
                                     llvm::Value* desc, const std::vector<llvm::Value*>& acc);
 /// Emits a pass-through (fence: pending < 0; else the wait of `pending`)

@@ -278,11 +278,43 @@ void Worker::completeWgmma(Fiber* blame, uint32_t warpIdx, int32_t mode) {
                       : start + u(n0 / cols) * lbo + u(k / 8) * sbo + u(k % 8) * rowBytes + u(n0 % cols) * 2,
               k, n0, true);
   }
+  // A from shared memory: this warp's 16 of the warpgroup's 64 K-major
+  // rows (16 (warp % 4) on), read as B^T is in the K-major case.
+  std::vector<uint16_t> A;
+  if (mode & TESSERA_EMU_WGMMA_A_SHARED) {
+    uint64_t aDesc;
+    std::memcpy(&aDesc, wp.dep[0].pa, 8);
+    for (uint32_t l = 1; l < 32; ++l) {
+      uint64_t other;
+      std::memcpy(&other, wp.dep[l].pa, 8);
+      if (other != aDesc)
+        misuse(blame, [&] {
+          return "wgmma.mma_async: lane " + std::to_string(l) + " passes the A descriptor " + hex(other) +
+                 ", lane 0 " + hex(aDesc) + " (the descriptor must be the same in every lane)";
+        });
+    }
+    const uint64_t aStart = (aDesc & 0x3FFF) << 4, aLbo = ((aDesc >> 16) & 0x3FFF) << 4,
+                   aSbo = ((aDesc >> 32) & 0x3FFF) << 4;
+    const unsigned aSw = static_cast<unsigned>(aDesc >> 62);
+    const uint64_t aRow = aSw == 0 ? 16 : 256u >> aSw;
+    A.resize(16 * 16);
+    const int base = 16 * static_cast<int>(warpIdx % 4);
+    for (int r = 0; r < 16; ++r)
+      for (int k0 = 0; k0 < 16; k0 += 8) {
+        const int row = base + r;
+        uint64_t a = aSw == 0 ? aStart + u(row / 8) * aSbo + u(row % 8) * 16 + u(k0 / 8) * aLbo
+                              : aStart + u(row / 8) * aSbo + u(row % 8) * aRow + u(k0) * 2;
+        if (aSw != 0) a ^= ((a >> 7) & (aRow / 16 - 1)) << 4;
+        const auto* p =
+            static_cast<const unsigned char*>(sharedAccess(blame, shared + a, 16, TESSERA_EMU_LOAD, d0->op));
+        std::memcpy(&A[static_cast<size_t>(r * 16 + k0)], p, 16);
+      }
+  }
   detail::LaneFrag lanes[32];
   for (uint32_t l = 0; l < 32; ++l)
     lanes[l] = {static_cast<const uint32_t*>(wp.dep[l].pa), nullptr, static_cast<const float*>(wp.dep[l].pc),
                 static_cast<float*>(wp.dep[l].pd)};
-  detail::wgmma((mode & TESSERA_EMU_WGMMA_BF16) != 0, n, lanes, B.data());
+  detail::wgmma((mode & TESSERA_EMU_WGMMA_BF16) != 0, n, lanes, B.data(), A.empty() ? nullptr : A.data());
 }
 
 /// Entry of the matrix hooks: validates the mode and the warp size,
@@ -300,7 +332,7 @@ void Worker::matrix(Fiber* f, Coll kind, int32_t mode, const void* a, const void
       ok = cfg->vendor == Vendor::NVIDIA && mode >= 0 && mode <= TESSERA_EMU_MMA_M16N8K32_E5M2_E5M2;
       break;
     case Coll::Wgmma: {
-      const int n = mode & ~(TESSERA_EMU_WGMMA_BF16 | TESSERA_EMU_WGMMA_TRANS_B);
+      const int n = mode & ~(TESSERA_EMU_WGMMA_BF16 | TESSERA_EMU_WGMMA_TRANS_B | TESSERA_EMU_WGMMA_A_SHARED);
       ok = cfg->vendor == Vendor::NVIDIA && W == 32 && n >= 8 && n <= 256 && n % 8 == 0;
       break;
     }

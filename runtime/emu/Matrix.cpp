@@ -206,18 +206,22 @@ bool mmaSync(int32_t mode, const LaneFrag* lanes) {
   return true;
 }
 
-void wgmma(bool bf16, int n, const LaneFrag* lanes, const uint16_t* b) {
+void wgmma(bool bf16, int n, const LaneFrag* lanes, const uint16_t* b, const uint16_t* a) {
   // The products and sums of mma.m16n8k16 (16 k per instruction, in k
   // order from C): a wgmma equals N/8 mma.sync of the same rows.
   auto cvt = bf16 ? bf16ToFloat : halfToFloat;
   Mat A(16, 16), B(16, n), C(16, n);
   for (int l = 0; l < 32; ++l) {
     const int g = l / 4, t = l % 4;
-    for (int i = 0; i < 8; ++i) A.at(g + 8 * (i / 2 % 2), 2 * t + i % 2 + 8 * (i / 4)) = cvt(elem(lanes[l].a, i));
+    if (!a)
+      for (int i = 0; i < 8; ++i) A.at(g + 8 * (i / 2 % 2), 2 * t + i % 2 + 8 * (i / 4)) = cvt(elem(lanes[l].a, i));
     for (int i = 0; i < n / 2; ++i) C.at(g + 8 * (i / 2 % 2), 8 * (i / 4) + 2 * t + i % 2) = lanes[l].c[i];
   }
   for (int k = 0; k < 16; ++k)
     for (int j = 0; j < n; ++j) B.at(k, j) = cvt(b[k * n + j]);
+  if (a)
+    for (int r = 0; r < 16; ++r)
+      for (int k = 0; k < 16; ++k) A.at(r, k) = cvt(a[r * 16 + k]);
   Mat D = product(A, B, C);
   for (int l = 0; l < 32; ++l) {
     const int g = l / 4, t = l % 4;

@@ -28,8 +28,10 @@ bool wmma(int32_t mode, const LaneFrag* lanes);
 /// One warp's 16 rows of wgmma.mma_async.m64nNk16 with A in registers:
 /// lanes[l].a the lane's 4 A registers (mma.m16n8k16's A fragment),
 /// .c / .d its n / 2 accumulators (d[4i + 2h + s] = (g + 8h, 8i + 2t + s));
-/// `b` the 16 x n B elements (f16 or bf16 bits), row k at b + k * n.
-void wgmma(bool bf16, int n, const LaneFrag* lanes, const uint16_t* b);
+/// `b` the 16 x n B elements (f16 or bf16 bits), row k at b + k * n; `a`,
+/// when not null, the warp's 16 x 16 A elements (row-major) read from
+/// shared memory instead of the lanes' registers.
+void wgmma(bool bf16, int n, const LaneFrag* lanes, const uint16_t* b, const uint16_t* a);
 /// ldmatrix over 32 lanes: rows[8j + r] = address of row r of matrix j.
 void ldmatrix(int count, bool trans, const unsigned char* const* rows, uint32_t* const* out);
 

@@ -22,7 +22,9 @@ void runFamily(const std::string& family,
     ++seen;
     CompileOptions o;
     o.numWarps = k.numWarps;
-    for (const Device& dev : devices)
+    for (const Device& dev : devices) {
+      // A configuration made for one GPU runs on the CPU and that GPU only.
+      if (!k.gpuOnly.empty() && dev.kind() != rt::DeviceKind::CPU && dev.name().rfind("emu:" + k.gpuOnly, 0) != 0) continue;
       for (const auto& shape : k.testShapes) {
         if (raggedOnly && &shape == &k.testShapes.front()) continue;
         std::string s;
@@ -32,6 +34,7 @@ void runFamily(const std::string& family,
         INFO(r.detail);
         CHECK(r.ok);
       }
+    }
   }
   CHECK(seen > 0);
 }
@@ -48,3 +51,8 @@ TEST_CASE("bench kernels: attention on sm_90a and gfx1100", "[bench][emu]") {
   runFamily("attention", {Device::emulator("nvptx:sm_90a"), Device::emulator("amdgpu:gfx1100")}, true);
 }
 TEST_CASE("bench kernels: gemm_f16", "[bench][emu]") { runFamily("gemm_f16"); }
+// sm_90a: every configuration on the wgmma path (the Hopper ones included),
+// at the ragged shape.
+TEST_CASE("bench kernels: gemm_f16 on sm_90a", "[bench][emu][wgmma]") {
+  runFamily("gemm_f16", {Device::emulator("nvptx:sm_90a")}, true);
+}

@@ -522,7 +522,10 @@ TEST_CASE("dot: sm_90a f16/bf16 dots whose B the dot stages N x K use wgmma.mma_
     auto art = compileFor(*f, "nvptx:sm_90a");
     CHECK(layoutDump(*art).find("#mma<wgmma.m64nNk16") != std::string::npos);
     CHECK(art->binary.ptx.find("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16") != std::string::npos);
-    CHECK(art->binary.ptx.find("p, 1, 1, 1;") != std::string::npos);
+    // A (copied from global memory) is read from shared memory too: both
+    // operands by descriptor (imm-trans-a 0, imm-trans-b 1), no ldmatrix.
+    CHECK(art->binary.ptx.find("p, 1, 1, 0, 1;") != std::string::npos);
+    CHECK(art->binary.ptx.find("ldmatrix") == std::string::npos);
     CHECK(art->binary.ptx.find("mma.sync") == std::string::npos);
   }
   // 2 warps: not a warpgroup.

@@ -1,6 +1,7 @@
 // sm_90a's wgmma on the kernels as users write them: the pipelined GEMM of
-// examples/gemm_f16.cpp (B read by wgmma straight from its shared slots,
-// N-major) and flash attention (both dots chained, A from registers) on the
+// examples/gemm_f16.cpp (A and B read by wgmma straight from their shared
+// slots: A K-major in warpgroup row order, B N-major) and flash attention
+// (chained dots: the second's A from registers) on the
 // emulated H100, checked against an exact reference and against the
 // emulated A100's mma.sync path bit for bit: the emulator computes a wgmma
 // with mma.sync's products and sums (runtime/emu/Matrix.cpp), so a layout,
@@ -66,7 +67,10 @@ TEST_CASE("wgmma: the pipelined f16 GEMM on emulated sm_90a equals the reference
       std::vector<float> h100 = runGemm(ts::Device::emulator("nvptx:sm_90a"), c.blocks, c.warps, s, a, b, &llvm90);
       std::vector<float> a100 = runGemm(ts::Device::emulator("nvptx:sm_80"), c.blocks, c.warps, s, a, b, nullptr);
       CHECK(llvm90.find("wgmma.mma_async") != std::string::npos);
-      CHECK(llvm90.find("p, 1, 1, 1;") != std::string::npos);  // B from its K x N slot: imm-trans-b
+      // A and B read by descriptor from their slots (imm-trans-a 0: A
+      // K-major; imm-trans-b 1: B K x N), no ldmatrix.
+      CHECK(llvm90.find("p, 1, 1, 0, 1;") != std::string::npos);
+      CHECK(llvm90.find("ldmatrix") == std::string::npos);
       for (int i = 0; i < s.M; ++i)
         for (int j = 0; j < s.N; ++j) {
           float want = 0;  // |sums| <= 9 K: exact in f32 and f16

@@ -56,6 +56,9 @@ enum : int32_t {
 #define TESSERA_EMU_WGMMA_BF16 0x1000
 /// wgmma mode flag: imm-trans-b (B stored N-major, K x N), else K-major.
 #define TESSERA_EMU_WGMMA_TRANS_B 0x2000
+/// wgmma mode flag: A is read from shared memory through the descriptor in
+/// the a words 0-1 (K-major), not from four fragment registers.
+#define TESSERA_EMU_WGMMA_A_SHARED 0x4000
 /// ldmatrix mode: number of 8x8 matrices (1, 2, 4), plus this flag for .trans.
 #define TESSERA_EMU_LDMATRIX_TRANS 8
 
