@@ -167,9 +167,13 @@ AttentionBlocks attentionDefaultBlocks(const Device& device);
 /// stored to LDS at the end of the iteration that issued them, so a third
 /// slot would hide no more latency and only cost LDS, hence occupancy
 /// (docs/gemm.md, "GPU GEMM examples").
+/// sm_90a: 64 x 64 x 32, the smallest block whose dots take wgmma with the
+/// default 4 warps (one warpgroup along M: M = 16 x 4 warps), A and B read
+/// by the instruction straight from their slots (docs/gpu.md, "sm_90a").
 inline GemmBlocks gemmDefaultBlocks(const Target& t) {
   if (t.kind == Target::Kind::CPU) return {256, 256, 64, 0};
   bool amd = t.kind == Target::Kind::AMDGPU || t.kind == Target::Kind::EmuAMDGPU;
+  if (!amd && t.arch == "sm_90a") return {64, 64, 32, 3};
   return {32, 32, 32, amd ? 2 : 3};
 }
 inline GemmBlocks gemmDefaultBlocks(const Device& device) {
@@ -194,13 +198,19 @@ inline GemmBlocks gemmBlocksFor(const RunContext& ctx) {
 /// The GEMMs' tune space (docs/tune.md). CPU: 4 x 3 x 2 = 24 block shapes
 /// around the measured default (256 x 256 x 64). GPU and emulator targets:
 /// blocks of 32 and 64, 2 or 4 warps and, for the pipelined K loops
-/// (`staged`), 2 or 3 stages. One constraint, from the problem's shape: a
+/// (`staged`), 2 or 3 stages; sm_90a: blocks of 64 / 128 (M) by 64 to 256
+/// (N) by 32 / 64 (K), 4 or 8 warps (wgmma's warpgroups). One constraint, from the problem's shape: a
 /// block wider than its dimension's bucket (the dimension rounded up to a
 /// power of two) computes only masked lanes, so it is pruned.
 inline perf::TuneSpace gemmTuneSpace(const Target& t, const std::vector<int64_t>& shape, bool staged) {
   perf::TuneSpace s;
   if (t.kind == Target::Kind::CPU) {
     s.param("BLOCK_M", {32, 64, 128, 256}).param("BLOCK_N", {64, 128, 256}).param("BLOCK_K", {32, 64});
+  } else if (t.arch == "sm_90a") {
+    // Warpgroup MMA: whole warpgroups (4 or 8 warps) and 16 rows per warp.
+    s.param("BLOCK_M", {64, 128}).param("BLOCK_N", {64, 128, 256}).param("BLOCK_K", {32, 64});
+    s.param("num_warps", {4, 8});
+    if (staged) s.param("STAGES", {2, 3});
   } else {
     s.param("BLOCK_M", {32, 64}).param("BLOCK_N", {32, 64}).param("BLOCK_K", {32});
     s.param("num_warps", {2, 4});

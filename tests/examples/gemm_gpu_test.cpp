@@ -83,7 +83,7 @@ TEST_CASE("gemm_f16 / gemm_bf16: the GPU kernel is pipelined, the CPU kernel is 
   }
 }
 
-TEST_CASE("gemm_f16 / gemm_bf16 PTX: mma.sync and ldmatrix, cp.async when the launch proves alignment",
+TEST_CASE("gemm_f16 / gemm_bf16 PTX: mma.sync and ldmatrix (sm_90a: wgmma), cp.async when the launch proves alignment",
           "[examples][gemm][gpu]") {
   for (const char* name : kGemms)
     for (const char* sm : {"sm_80", "sm_90a"}) {
@@ -91,11 +91,23 @@ TEST_CASE("gemm_f16 / gemm_bf16 PTX: mma.sync and ldmatrix, cp.async when the la
       ts::Target target = ts::Target::parse(std::string("nvptx:") + sm);
       std::string plain = ts::compile(defaultKernel(name, target), target).dump(ts::Stage::PTX);
       std::string aligned = ts::compile(withAlignedFacts(defaultKernel(name, target)), target).dump(ts::Stage::PTX);
-      const std::string mma = contains(name, "bf16") ? "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
-                                                     : "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32";
+      const bool bf16 = contains(name, "bf16"), hopper = std::string(sm) == "sm_90a";
+      const std::string mma = bf16 ? "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
+                                   : "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32";
+      // sm_90a's default 64 x 64 x 32 blocks: one wgmma per k-step reading
+      // A and B from their slots by descriptor (imm-trans-b 1: B is K x N).
+      const std::string wgmma = std::string("wgmma.mma_async.sync.aligned.m64n64k16.f32.") +
+                                (bf16 ? "bf16.bf16" : "f16.f16");
       for (const std::string* ptx : {&plain, &aligned}) {
-        CHECK(contains(*ptx, mma));
-        CHECK(contains(*ptx, "ldmatrix.sync.aligned"));
+        if (hopper) {
+          CHECK(countMatches(*ptx, wgmma) == 2);
+          CHECK(contains(*ptx, "p, 1, 1, 0, 1;"));
+          CHECK_FALSE(contains(*ptx, "mma.sync"));
+          CHECK_FALSE(contains(*ptx, "ldmatrix"));
+        } else {
+          CHECK(contains(*ptx, mma));
+          CHECK(contains(*ptx, "ldmatrix.sync.aligned"));
+        }
         // The group structure of a 3-stage schedule: 2 prologue commits and
         // one per iteration, wait for all but 2 groups, the drain.
         CHECK(countMatches(*ptx, R"(cp\.async\.commit_group;)") == 3);
