@@ -121,7 +121,11 @@ void rewriteWarpgroupMma(EmuModule& em) {
   for (auto& [c, form] : work) {
     llvm::IRBuilder<> b(c);
     if (!form) {
-      // Fence / wait: the registers pass through unchanged.
+      // Fence / wait: the registers pass through unchanged; a wait retires
+      // the MMAs' operand reads (the hook).
+      const auto* ia = llvm::cast<llvm::InlineAsm>(c->getCalledOperand());
+      if (int n = nvptx::wgmmaWaitPending(std::string_view(ia->getAsmString())); n >= 0)
+        b.CreateCall(em.hook("tessera_emu_wgmma_wait"), {b.getInt32(static_cast<uint32_t>(n))});
       llvm::Value* r = c->getArgOperand(0);
       if (c->arg_size() > 1) {
         r = llvm::PoisonValue::get(c->getType());

@@ -224,12 +224,21 @@ class Lowerer {
                              u ? b.CreateZExt(y, wide) : b.CreateSExt(y, wide));
       return b.CreateTrunc(b.CreateLShr(p, w), x->getType());
     }
-    // The machine completes a wgmma when every lane of the warp has issued
-    // it (EmuInlineAsm.cpp), so its fence, commit and wait order nothing
-    // more; nor does a fence between the generic and async proxies, whose
-    // accesses all go to the one shared memory.
-    if (k == "wgmma" && t.size() >= 2 && (t[1] == "fence" || t[1] == "commit_group" || t[1] == "wait_group"))
+    // The machine computes a wgmma when every lane of the warp has issued
+    // it (EmuInlineAsm.cpp); its operand bytes stay in flight until a wait
+    // retires its group (commit / wait: the hooks). The fence orders
+    // registers, which the machine's values already are; nor does a fence
+    // between the generic and async proxies order anything more, their
+    // accesses all going to the one shared memory.
+    if (k == "wgmma" && t.size() >= 2 && t[1] == "fence") return nullptr;
+    if (k == "wgmma" && t.size() >= 2 && t[1] == "commit_group") {
+      callHook(b, "tessera_emu_wgmma_commit");
       return nullptr;
+    }
+    if (k == "wgmma" && t.size() >= 2 && t[1] == "wait_group") {
+      callHook(b, "tessera_emu_wgmma_wait", {b.CreateTrunc(c.getArgOperand(0), em.i32())});
+      return nullptr;
+    }
     if (k == "fence" && t.size() >= 3 && t[1] == "proxy" && t[2] == "async") return nullptr;
     if (k == "membar" || (k == "fence" && t.size() >= 2 && t[1] == "sc")) {
       b.CreateFence(llvm::AtomicOrdering::SequentiallyConsistent);

@@ -74,7 +74,7 @@ struct TensorCoreDotPlan {
   DotStaging a;              // rows = M, cols = K
   DotStaging b;              // rows = K, cols = N, or (bTransposed) rows = N, cols = K
   bool bTransposed = false;  // b holds B^T (AMDGPU; NVPTX 1-byte or K-contiguous global B)
-  uint64_t aBytes = 0;       // a's size rounded up to 16 bytes: b starts there
+  uint64_t aBytes = 0;       // a's size rounded up to 16 bytes: b starts there (at bAlign)
   /// wgmma (op.kind NvWgmmaM64K16, useWgmma): A as for mma.sync (ldmatrix
   /// into registers), B read by the instruction from `b`, N x K with its
   /// rows swizzled (stagingIndex), which must start at a shared address
@@ -85,8 +85,6 @@ struct TensorCoreDotPlan {
   /// of from registers.
   bool wgmmaSharedA = false;
   uint64_t aAlign = 16, bAlign = 16;
-  /// Bytes to reserve for both operands (their alignments included).
-  uint64_t totalBytes() const { return (aAlign - 16) + aBytes + (bAlign - 16) + b.bytes(); }
 };
 
 TensorCoreDotPlan planTensorCoreDot(const TensorCoreOp& op, DType in, int64_t M, int64_t N, int64_t K,

@@ -45,9 +45,15 @@ std::unordered_map<const ir::Value*, uint64_t> Lower::bufferStorageBytes() const
     const auto& shape = buf->type().shape();
     int64_t lead = 1;
     for (size_t i = 0; i + 2 < shape.size(); ++i) lead *= shape[i];
-    // Aligned at run time within its area (see Alloc): the padding too.
-    r[buf] = static_cast<uint64_t>(lead * sg.slotElems()) * ir::sharedElemBytes(buf->type().dtype()) + sg.align - 16;
+    r[buf] = static_cast<uint64_t>(lead * sg.slotElems()) * ir::sharedElemBytes(buf->type().dtype());
   }
+  return r;
+}
+
+std::unordered_map<const void*, uint64_t> Lower::areaAlignments() const {
+  std::unordered_map<const void*, uint64_t> r = alignReq_;
+  for (auto& [buf, sg] : storage_)
+    if (sg.align > 16) r[buf] = sg.align;
   return r;
 }
 
@@ -139,6 +145,7 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
   std::map<const ir::Op*, uint64_t> req;
   std::vector<std::pair<const void*, ir::LoopArea>> loopReq;
   std::unordered_map<const ir::Value*, uint64_t> storageBytes;
+  std::unordered_map<const void*, uint64_t> aligns;
   // Loop-invariant dot operands are kept in shared memory across their loop
   // where the target's registers are scarce (Lower::planDotOperands); when
   // that does not fit the shared memory, their fragments go to registers.
@@ -152,6 +159,7 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
     Lower low(f, t, la, axis, o, ctx, scratchMod, req, loopReq, nullptr, invariantsInRegisters);
     low.run(0);
     storageBytes = low.bufferStorageBytes();
+    aligns = low.areaAlignments();
   };
   measure();
   auto wholeLoopAreas = [&] {
@@ -159,11 +167,11 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
       if (a.wholeLoop) return true;
     return false;
   };
-  if (wholeLoopAreas() && ir::SharedPlan(f, req, storageBytes, loopReq).totalBytes() > t.maxSharedBytes()) {
+  if (wholeLoopAreas() && ir::SharedPlan(f, req, storageBytes, loopReq, aligns).totalBytes() > t.maxSharedBytes()) {
     invariantsInRegisters = true;
     measure();
   }
-  ir::SharedPlan plan(f, req, storageBytes, loopReq);
+  ir::SharedPlan plan(f, req, storageBytes, loopReq, aligns);
   GpuLoweringResult res;
   res.sharedBytes = plan.totalBytes();
   res.sharedPlan = plan.describe();

@@ -139,11 +139,12 @@ void Lower::emitOp(const ir::Op& op) {
       // schedule's): separate them from the earlier accesses here, once.
       if (smemDirty_) barrier();
       {
-        // A buffer stored for wgmma starts at its swizzle's alignment (its
-        // area has room for the padding: bufferStorageBytes).
+        // A buffer stored for wgmma starts at its swizzle's alignment, as the
+        // plan places it (areaAlignments).
         auto sg = storage_.find(op.result());
-        const uint64_t align = sg == storage_.end() ? 16 : sg->second.align;
-        scalars_[op.result()] = smemAt(alignUp(plan_ ? plan_->bufferOffset(op.result()) : 0, align));
+        const uint64_t off = plan_ ? plan_->bufferOffset(op.result()) : 0;
+        TS_ASSERT(sg == storage_.end() || off % sg->second.align == 0, "shared plan: buffer misaligned");
+        scalars_[op.result()] = smemAt(off);
       }
       return;
     case OpCode::LocalLoad: {

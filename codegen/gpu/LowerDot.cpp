@@ -235,17 +235,13 @@ void Lower::emitTensorCoreDot(const ir::Op& op, const ir::Layout& l) {
   llvm::Value* base = nullptr;
   llvm::Value* bBase = nullptr;
   if (stageA || stageB) {
-    // A at a multiple of p.aAlign, B of p.bAlign (wgmma's swizzle is one of
-    // address bits; 16 otherwise, where A's rounded size already puts B).
-    const uint64_t padA = p.aAlign - 16, padB = p.bAlign - 16;
-    llvm::Value* s =
-        scratch(stageA && stageB ? p.totalBytes() : stageA ? p.a.bytes() + padA : p.b.bytes() + padB);
-    const uint64_t off = scratchOffset();
-    const uint64_t aOff = stageA ? alignUp(off, p.aAlign) - off : 0;
-    if (stageA) base = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), s, aOff);
-    if (stageB)
-      bBase = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), s,
-                                            alignUp(off + (stageA ? aOff + p.aBytes : 0), p.bAlign) - off);
+    // A at the area's start, B after it at a multiple of p.bAlign (wgmma's
+    // swizzle is one of address bits; the plan aligns the area to both).
+    const uint64_t bOff = stageA ? alignUp(p.aBytes, p.bAlign) : 0;
+    const uint64_t align = std::max(stageA ? p.aAlign : 16, stageB ? p.bAlign : 16);
+    llvm::Value* s = scratch(stageB ? bOff + p.b.bytes() : p.a.bytes(), align);
+    if (stageA) base = s;
+    if (stageB) bBase = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), s, bOff);
   }
   if (directA) base = slotOf(a);
   if (directB) bBase = slotOf(bv);

@@ -71,6 +71,9 @@ class Lower {
   /// Bytes of the shared buffers stored in a padded staging layout (known
   /// after run()).
   std::unordered_map<const ir::Value*, uint64_t> bufferStorageBytes() const;
+  /// The areas needing more than 16-byte alignment (scratch by op, loop
+  /// areas by key, buffers stored for wgmma), for the SharedPlan.
+  std::unordered_map<const void*, uint64_t> areaAlignments() const;
   /// The global accesses and layout conversions emitted (ir/analysis/LayoutStats.h).
   const ir::LoweringRecord& record() const { return record_; }
 
@@ -142,10 +145,19 @@ class Lower {
 
   // ---- shared memory & ordering -------------------------------------------------
   llvm::Value* smemAt(uint64_t off) { return b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), smem_, off); }
-  llvm::Value* scratch(uint64_t bytes) {
+  /// The current op's scratch area of `bytes`, at a multiple of `align` (a
+  /// power of two from 16; the plan places it so).
+  llvm::Value* scratch(uint64_t bytes, uint64_t align = 16) {
     uint64_t& r = req_[curOp_];
     r = std::max(r, bytes);
+    requireAlign(curOp_, align);
+    TS_ASSERT(scratchOffset() % align == 0, "shared plan: scratch area misaligned");
     return smemAt(scratchOffset());
+  }
+  void requireAlign(const void* key, uint64_t align) {
+    if (align <= 16) return;
+    uint64_t& a = alignReq_[key];
+    a = std::max(a, align);
   }
   /// The shared offset of the current op's scratch (0 while measuring).
   uint64_t scratchOffset() const { return plan_ ? plan_->scratchOffset(curOp_) : 0; }
@@ -154,18 +166,20 @@ class Lower {
   /// area is made that much larger).
   llvm::Value* loopArea(const void* key, const ir::Op* loop, uint64_t bytes, const std::string& what,
                         bool wholeLoop = true, uint64_t align = 16) {
-    bytes += align - 16;
     auto it = std::find_if(loopReq_.begin(), loopReq_.end(), [&](const auto& e) { return e.first == key; });
     if (it == loopReq_.end()) it = loopReq_.insert(loopReq_.end(), {key, ir::LoopArea{loop, 0, what, wholeLoop}});
     it->second.bytes = std::max(it->second.bytes, bytes);
+    requireAlign(key, align);
     const uint64_t off = plan_ ? plan_->loopAreaOffset(key) : 0;
-    return smemAt(alignUp(off, align));
+    TS_ASSERT(off % align == 0, "shared plan: loop area misaligned");
+    return smemAt(off);
   }
   /// `off` rounded up to a multiple of `align` (a power of two). The
   /// shared array is aligned to the largest alignment the lowering asks
   /// for (GpuTargetInfo::declareShared), so an offset's alignment is its
   /// address's.
   static uint64_t alignUp(uint64_t off, uint64_t align) { return (off + align - 1) & ~(align - 1); }
+
   void barrier(bool sharedOnly = false) {
     t_.barrier(b_, sharedOnly);
     smemDirty_ = globalDirty_ = false;
@@ -335,6 +349,7 @@ class Lower {
   llvm::LLVMContext& ctx_;
   llvm::Module& m_;
   std::map<const ir::Op*, uint64_t>& req_;
+  std::unordered_map<const void*, uint64_t> alignReq_;  // see requireAlign
   std::vector<std::pair<const void*, ir::LoopArea>>& loopReq_;
   const ir::SharedPlan* plan_;
   bool invariantsInRegisters_;  // see Hoisted::inRegisters

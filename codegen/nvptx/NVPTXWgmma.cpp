@@ -86,11 +86,16 @@ WgmmaAsm wgmmaWaitAsm(unsigned pending, unsigned nInts, unsigned nRegs) {
           tiedConstraints(passClasses(nInts, nRegs))};
 }
 
+int wgmmaWaitPending(std::string_view text) {
+  const std::string_view head = "wgmma.wait_group.sync.aligned ";
+  if (text.size() != head.size() + 2 || text.substr(0, head.size()) != head || text.back() != ';') return -1;
+  const char n = text[head.size()];
+  return n >= '0' && n <= '7' ? n - '0' : -1;
+}
+
 bool matchWgmmaPassThrough(std::string_view text, std::string_view constraints) {
-  bool fence = text == "wgmma.fence.sync.aligned;";
-  bool wait = text.size() == 32 && text.substr(0, 30) == "wgmma.wait_group.sync.aligned " && text[31] == ';' &&
-              text[30] >= '0' && text[30] <= '7';
-  if (!fence && !wait) return false;
+  const bool fence = text == "wgmma.fence.sync.aligned;";
+  if (!fence && wgmmaWaitPending(text) < 0) return false;
   // "=r|=f" outputs, then their indices as tied inputs, nothing else.
   std::vector<char> classes;
   size_t pos = 0;

@@ -90,6 +90,8 @@ WgmmaAsm wgmmaFenceAsm(unsigned nInts, unsigned nRegs);
 WgmmaAsm wgmmaWaitAsm(unsigned pending, unsigned nInts, unsigned nRegs);
 /// Whether this is one of them (the emulator passes the registers through).
 bool matchWgmmaPassThrough(std::string_view text, std::string_view constraints);
+/// The N of a wait's text, -1 for the fence's (or any other text).
+int wgmmaWaitPending(std::string_view text);
 
 /// Emits one wgmma.mma_async: `a` 4 i32 (A fragments) or, aShared, one i64
 /// (A's descriptor), `desc` i64, `acc` n / 2 floats; returns the n / 2

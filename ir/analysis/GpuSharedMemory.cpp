@@ -16,7 +16,8 @@ uint64_t align16(uint64_t v) { return (v + 15) & ~uint64_t{15}; }
 
 SharedPlan::SharedPlan(const ir::Function& f, const std::map<const ir::Op*, uint64_t>& scratch,
                        const std::unordered_map<const ir::Value*, uint64_t>& bufferBytes,
-                       const std::vector<std::pair<const void*, LoopArea>>& loopAreas) {
+                       const std::vector<std::pair<const void*, LoopArea>>& loopAreas,
+                       const std::unordered_map<const void*, uint64_t>& aligns) {
   // Pre-order numbering; `last` = the highest number inside an op's subtree.
   std::unordered_map<const ir::Op*, int64_t> num, last;
   int64_t counter = 0;
@@ -110,11 +111,16 @@ SharedPlan::SharedPlan(const ir::Function& f, const std::map<const ir::Op*, uint
     return x.second.start != y.second.start ? x.second.start < y.second.start : x.second.bytes > y.second.bytes;
   });
   for (auto& [key, a] : items) {
+    if (auto it = aligns.find(key); it != aligns.end()) {
+      TS_ASSERT(it->second >= 16 && (it->second & (it->second - 1)) == 0, "shared area alignment");
+      a.align = it->second;
+    }
+    auto up = [&](uint64_t v) { return (v + a.align - 1) & ~(a.align - 1); };
     // First fit among the candidate offsets 0 and the ends of the placed
-    // areas whose live ranges overlap this one.
+    // areas whose live ranges overlap this one (rounded up to its alignment).
     std::vector<uint64_t> cands{0};
     for (auto& p : areas_)
-      if (p.end >= a.start && p.start <= a.end) cands.push_back(align16(p.offset + p.bytes));
+      if (p.end >= a.start && p.start <= a.end) cands.push_back(up(align16(p.offset + p.bytes)));
     std::sort(cands.begin(), cands.end());
     for (uint64_t off : cands) {
       bool ok = true;

@@ -250,11 +250,13 @@ void Worker::completeWgmma(Fiber* blame, uint32_t warpIdx, int32_t mode) {
   const unsigned sw = static_cast<unsigned>(desc >> 62);
   const uint64_t rowBytes = sw == 0 ? 16 : 256u >> sw;  // 1: 128, 2: 64, 3: 32
   std::vector<uint16_t> B(static_cast<size_t>(16 * n));
+  std::vector<uint64_t> readsAt;  // the 16-byte pieces read, in flight until the wait
   // One 16-byte piece (8 consecutive elements) at logical address `a`:
   // swizzled, checked, copied to B(k0 + step * e, n0 + (1 - step) * e)...
   auto piece = [&](uint64_t a, int k0, int n0, bool alongN) {
     if (sw != 0) a ^= ((a >> 7) & (rowBytes / 16 - 1)) << 4;
     const auto* p = static_cast<const unsigned char*>(sharedAccess(blame, shared + a, 16, TESSERA_EMU_LOAD, d0->op));
+    readsAt.push_back(a);
     for (int e = 0; e < 8; ++e)
       std::memcpy(&B[static_cast<size_t>((k0 + (alongN ? 0 : e)) * n + n0 + (alongN ? e : 0))], p + 2 * e, 2);
   };
@@ -307,6 +309,7 @@ void Worker::completeWgmma(Fiber* blame, uint32_t warpIdx, int32_t mode) {
         if (aSw != 0) a ^= ((a >> 7) & (aRow / 16 - 1)) << 4;
         const auto* p =
             static_cast<const unsigned char*>(sharedAccess(blame, shared + a, 16, TESSERA_EMU_LOAD, d0->op));
+        readsAt.push_back(a);
         std::memcpy(&A[static_cast<size_t>(r * 16 + k0)], p, 16);
       }
   }
@@ -315,6 +318,52 @@ void Worker::completeWgmma(Fiber* blame, uint32_t warpIdx, int32_t mode) {
     lanes[l] = {static_cast<const uint32_t*>(wp.dep[l].pa), nullptr, static_cast<const float*>(wp.dep[l].pc),
                 static_cast<float*>(wp.dep[l].pd)};
   detail::wgmma((mode & TESSERA_EMU_WGMMA_BF16) != 0, n, lanes, B.data(), A.empty() ? nullptr : A.data());
+  // The values are computed at the issue (the operands as they are now);
+  // the bytes stay read by the MMA until a wait retires its group: a write
+  // of them before then is reported (checkRace), as the hardware may read
+  // them at any time in between.
+  for (uint64_t a : readsAt)
+    if (a + 16 <= sharedBytes) {
+      wp.wgmmaReads.push_back({static_cast<uint32_t>(a), d0->op, blame->wgmmaCommits, 0});
+      markMmaRead(static_cast<uint32_t>(a), d0->op, static_cast<uint16_t>(blame->linear), +1);
+    }
+}
+
+void Worker::markMmaRead(uint32_t off, int32_t op, uint16_t thread, int delta) {
+  if (shadow.empty()) return;
+  for (uint32_t i = off; i < off + 16 && i < shadow.size(); ++i) {
+    Shadow& s = shadow[i];
+    if (delta < 0) {
+      if (s.mmaReads) --s.mmaReads;
+    } else {
+      ++s.mmaReads;
+      s.mThread = thread;
+      s.mOp = op;
+    }
+  }
+}
+
+void Worker::wgmmaWait(Fiber* f, int32_t pending) {
+  if (pending < 0 || pending > 7)
+    misuse(f, [&] { return "wgmma.wait_group " + std::to_string(pending) + " (0 to 7 only)"; });
+  const uint64_t n = static_cast<uint64_t>(pending);
+  const uint64_t retireBelow = f->wgmmaCommits > n ? f->wgmmaCommits - n : 0;
+  // The warp's lanes wait together on the GPU; here they run one by one, so
+  // a read is retired when every live lane of the warp has waited for it:
+  // until then a write of its bytes, by any thread (a lane that has not
+  // reached its wait included), is a race.
+  Warp& wp = warps[f->warp];
+  const uint64_t bit = uint64_t{1} << f->lane, all = wp.live & ~wp.exited;
+  size_t keep = 0;
+  for (WgmmaRead r : wp.wgmmaReads) {
+    if (r.group < retireBelow) r.waited |= bit;
+    if ((r.waited & all) != all) {
+      wp.wgmmaReads[keep++] = r;
+      continue;
+    }
+    markMmaRead(r.off, r.op, 0, -1);
+  }
+  wp.wgmmaReads.resize(keep);
 }
 
 /// Entry of the matrix hooks: validates the mode and the warp size,
@@ -444,6 +493,13 @@ void tessera_emu_wgmma(int32_t mode, const uint32_t* a, uint64_t desc, const flo
   // Lives on this lane's fiber stack until the warp completes.
   const tessera::emu::detail::WgmmaOperand b{desc, opId};
   f->w->matrix(f, Coll::Wgmma, mode, a, &b, c, d);
+}
+
+void tessera_emu_wgmma_commit(void) { ++current(__func__)->wgmmaCommits; }
+
+void tessera_emu_wgmma_wait(int32_t pending) {
+  Fiber* f = current(__func__);
+  f->w->wgmmaWait(f, pending);
 }
 
 void tessera_emu_mfma(int32_t mode, const uint32_t* a, const uint32_t* b, const float* c, float* d) {

@@ -70,6 +70,7 @@ struct Fiber {
   int32_t barrierSite = -1;
   std::vector<AsyncCopy> asyncCopies;  // issued, not yet performed, in issue order
   uint64_t commits = 0;                // cp.async groups committed so far
+  uint64_t wgmmaCommits = 0;           // wgmma groups committed so far
 };
 
 struct Deposit {
@@ -89,8 +90,18 @@ struct WgmmaOperand {
   uint64_t desc;
   int32_t op;
 };
+// 16 shared bytes a wgmma of a warp read, in flight until every lane of the
+// warp has passed a wait that retires `group` (the issuing lanes' wgmma
+// commit count at the issue); `waited`: the lanes that have.
+struct WgmmaRead {
+  uint32_t off;
+  int32_t op;
+  uint64_t group;
+  uint64_t waited;
+};
 
 struct Warp {
+  std::vector<WgmmaRead> wgmmaReads;  // not yet retired (see tessera_emu_wgmma_wait)
   uint64_t live = 0;  // lanes that exist (the last warp may be partial)
   uint64_t exited = 0;
   uint64_t waiting = 0;  // lanes parked in a collective
@@ -109,6 +120,11 @@ struct Shadow {
   // write it at any moment), and the thread and op of the latest one.
   uint16_t inFlight = 0, aThread = 0;
   int32_t aOp = -1;
+  // wgmma operand reads of this byte not yet retired by a wgmma.wait_group
+  // (writing it meanwhile changes what the MMA may read), and the thread
+  // and op of the latest one.
+  uint16_t mmaReads = 0, mThread = 0;
+  int32_t mOp = -1;
 };
 constexpr uint16_t kNoThread = 0xFFFF;
 
@@ -224,6 +240,11 @@ struct Worker {
   void wake(Fiber* self, uint32_t warpIdx, uint64_t group);
   void completeMatrix(Fiber* self, uint32_t warpIdx, uint64_t group, Coll kind);
   void completeWgmma(Fiber* blame, uint32_t warpIdx, int32_t mode);
+  /// wgmma.wait_group `pending` by `f`: retires its warp's wgmma reads of
+  /// every committed group but the newest `pending`.
+  void wgmmaWait(Fiber* f, int32_t pending);
+  /// Counts 16 bytes a wgmma reads in (+1) or out (-1) of flight.
+  void markMmaRead(uint32_t off, int32_t op, uint16_t thread, int delta);
   void matrix(Fiber* f, Coll kind, int32_t mode, const void* a, const void* b, const void* c, void* d);
 
   // ---- memory (Memory.cpp) --------------------------------------------------

@@ -76,6 +76,9 @@ void Worker::runBlock(uint64_t b) {
     uint32_t lanes = std::min(L->W, n - wi * L->W);
     wp.live = lanes >= 64 ? ~uint64_t{0} : (uint64_t{1} << lanes) - 1;
     wp.exited = wp.waiting = 0;
+    // An aborted block may leave wgmma reads in flight: drop their marks.
+    for (const WgmmaRead& r : wp.wgmmaReads) markMmaRead(r.off, r.op, 0, -1);
+    wp.wgmmaReads.clear();
   }
   if (cfg->countBankConflicts) {
     std::fill(occ.begin(), occ.end(), 0);
@@ -90,6 +93,7 @@ void Worker::runBlock(uint64_t b) {
     for (const AsyncCopy& c : f.asyncCopies) markInFlight(c, -1);
     f.asyncCopies.clear();
     f.commits = 0;
+    f.wgmmaCommits = 0;
     // Stack colouring: stacks are page-aligned, so without an offset every
     // fiber's hot top frames would fall into the same cache sets.
     detail::makeContext(f.ctx, stacks[i].low, stacks[i].bytes - (i % 64) * 64, &fiberMain);

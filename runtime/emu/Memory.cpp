@@ -60,6 +60,10 @@ void Worker::checkRace(Fiber* f, uint64_t off, uint64_t bytes, int32_t kind, int
     // thread that issued it (it has not waited for it).
     if (s.inFlight)
       race(i, s.aThread, s.aOp, "cp.async", "that is still in flight (no cp.async.wait_group has retired its group)");
+    // An MMA in flight reads this byte at some time until its wait.
+    if (writes && s.mmaReads)
+      race(i, s.mThread, s.mOp, "wgmma.mma_async read",
+           "that is still in flight (no wgmma.wait_group has retired its group)");
     if (s.wEpoch == epoch && s.writer != t && !(atomic && s.wAtomic))
       race(i, s.writer, s.wOp, s.wAtomic ? "atomic" : "write");
     if (writes) {

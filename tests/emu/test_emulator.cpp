@@ -695,9 +695,81 @@ TEST_CASE("kernel exceptions and bad launches", "[emu]") {
   CHECK_THROWS_AS(tessera_emu_thread_id_x(), EmulatorError);
 }
 
+namespace {
+// wgmma.mma_async m64n8k16 (f16) by four warps: A all ones from the lanes'
+// registers, B^T (8 x 16, K-major, unswizzled core matrices: k 8-15 one
+// LBO = 128 bytes on) written to shared memory by thread 0, so D(r, c) is
+// the sum over k of B(k, c). With `writeEarly`, thread 0 overwrites a byte
+// of B after issuing the MMA and before its wait retires it.
+struct WgmmaParams {
+  int writeEarly;
+  float* out;  // 128 threads x 4 accumulators
+};
+uint16_t halfOf(int v) {  // small non-negative integers
+  if (v == 0) return 0;
+  int e = 0;
+  while ((2 << e) <= v) ++e;
+  return static_cast<uint16_t>((e + 15) << 10 | ((v << (10 - e)) & 0x3FF));
+}
+void wgmmaKernel(void* const* args) {
+  auto& p = param<WgmmaParams>(args, 0);
+  auto* sh = static_cast<unsigned char*>(tessera_emu_shared_base());
+  const int t = linearThread();
+  if (t == 0)
+    for (int n = 0; n < 8; ++n)
+      for (int k = 0; k < 16; ++k)
+        sstore(reinterpret_cast<uint16_t*>(sh + n * 16 + (k / 8) * 128 + (k % 8) * 2), halfOf((n + k) % 3), 0);
+  tessera_emu_barrier(1);
+  const uint32_t one2 = 0x3C003C00u;  // two f16 ones
+  uint32_t a[4] = {one2, one2, one2, one2};
+  float c[4] = {0, 0, 0, 0}, d[4];
+  const uint64_t desc = 0 | (uint64_t{128 >> 4} << 16) | (uint64_t{256 >> 4} << 32);  // start 0, no swizzle
+  tessera_emu_wgmma(8, a, desc, c, d, 2);
+  tessera_emu_wgmma_commit();
+  if (p.writeEarly && t == 0) sstore(reinterpret_cast<uint16_t*>(sh + 130), uint16_t{0}, 3);
+  tessera_emu_wgmma_wait(0);
+  for (int i = 0; i < 4; ++i) gstore(p.out + t * 4 + i, d[i], 4);
+}
+}  // namespace
+
+TEST_CASE("wgmma reads its B through the descriptor and keeps it in flight until the wait", "[emu][wgmma]") {
+  for (int early : {0, 1}) {
+    std::vector<float> out(128 * 4, -1.0f);
+    WgmmaParams p{early, out.data()};
+    void* args[] = {&p};
+    LaunchConfig cfg = makeConfig({1, 1, 1}, {128, 1, 1});
+    cfg.sharedBytes = 512;
+    cfg.throwOnError = false;
+    cfg.opNames = {"store B", "barrier", "wgmma at mma.cpp:7", "store B early at mma.cpp:9", "store out"};
+    cfg.globalBuffers = {{out.data(), out.size() * sizeof(float)}};
+    LaunchReport rep = launch(&wgmmaKernel, args, cfg);
+    INFO(rep.summary());
+    if (!early) {
+      CHECK_FALSE(rep.hasErrors());
+    } else {
+      REQUIRE(rep.count(IssueKind::SharedRace) >= 1);
+      CHECK_THAT(rep.issues[0].message, Catch::Contains("store B early at mma.cpp:9") &&
+                                            Catch::Contains("wgmma.mma_async read") &&
+                                            Catch::Contains("wgmma at mma.cpp:7") &&
+                                            Catch::Contains("no wgmma.wait_group has retired its group"));
+    }
+    // Every warp's 16 rows (the values were read at the issue).
+    for (int th = 0; th < 128; ++th) {
+      const int tq = th % 32 % 4;
+      for (int i = 0; i < 4; ++i) {
+        const int col = 2 * tq + i % 2;
+        float want = 0;
+        for (int k = 0; k < 16; ++k) want += float((col + k) % 3);
+        INFO("thread " << th << " accumulator " << i);
+        CHECK(out[size_t(th * 4 + i)] == want);
+      }
+    }
+  }
+}
+
 TEST_CASE("hook symbols are complete and distinct", "[emu]") {
   const auto& hooks = hookSymbols();
-  CHECK(hooks.size() == 35);
+  CHECK(hooks.size() == 37);
   std::vector<std::string> names;
   for (const auto& [n, p] : hooks) {
     CHECK(std::string(n).rfind("tessera_emu_", 0) == 0);

@@ -8,7 +8,8 @@
 // contains one of its uses, so a buffer used inside a loop lives across the
 // whole loop; a scratch area lives only during its op, a loop area during
 // its loop. Areas whose live
-// ranges are disjoint share bytes (first fit, 16-byte aligned). The lowering
+// ranges are disjoint share bytes (first fit, 16-byte aligned or more where
+// an area asks: wgmma's swizzled operands). The lowering
 // separates every reuse with a barrier (see GpuLowering.cpp).
 #pragma once
 
@@ -27,6 +28,7 @@ struct SharedArea {
   std::string what;  // "alloc %3 buffer<shared, 64x64xf16> (kern.cpp:12:5)" / "scratch of reduce ..."
   uint64_t bytes = 0;
   uint64_t offset = 0;
+  uint64_t align = 16;         // of offset (a power of two)
   int64_t start = 0, end = 0;  // live range in op numbers
   /// The result of a user's `alloc` in the shared space (not a local
   /// buffer, not the lowering's scratch): what ir::checkSharedMemory counts.
@@ -49,10 +51,13 @@ class SharedPlan {
   /// `scratch`: bytes each op needs for its own transient use;
   /// `bufferBytes`: buffers whose storage is larger than their type (the
   /// lowering's padded tensor-core slot layouts); `loopAreas`: areas live
-  /// during one loop, by a key of the lowering's choosing.
+  /// during one loop, by a key of the lowering's choosing; `aligns`: the
+  /// areas (an op's scratch, a buffer, a loop area's key) whose offset must
+  /// be a multiple of more than 16 bytes.
   SharedPlan(const ir::Function& f, const std::map<const ir::Op*, uint64_t>& scratch,
              const std::unordered_map<const ir::Value*, uint64_t>& bufferBytes = {},
-             const std::vector<std::pair<const void*, LoopArea>>& loopAreas = {});
+             const std::vector<std::pair<const void*, LoopArea>>& loopAreas = {},
+             const std::unordered_map<const void*, uint64_t>& aligns = {});
   uint64_t bufferOffset(const ir::Value* allocResult) const;
   uint64_t scratchOffset(const ir::Op* op) const;
   uint64_t loopAreaOffset(const void* key) const;
