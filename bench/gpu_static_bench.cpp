@@ -332,14 +332,15 @@ struct Entry {
   std::function<ts::Kernel(const ts::Target&)> kernel;
   int numWarps;
   std::function<ts::examples::CheckResult(const ts::Device&)> check;  // at a ragged shape
-  std::string gpuOnly;  // GpuBenchKernel::gpuOnly
+  std::string gpuOnly;                                                // GpuBenchKernel::gpuOnly
 };
 
 std::vector<Entry> entries() {
   std::vector<Entry> r;
   for (const auto& ex : ts::examples::all()) {
     auto k = [&ex](const ts::Target& t) { return ts::examples::kernelFor(ex, t); };
-    r.push_back({ex.name, "example default w4", k, 4, [&ex](const ts::Device& d) {
+    r.push_back({ex.name, "example default w4", k, 4,
+                 [&ex](const ts::Device& d) {
                    ts::examples::RunContext ctx;
                    ctx.device = d;
                    ctx.shape = ex.testShapes.back();

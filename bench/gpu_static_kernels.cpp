@@ -281,7 +281,7 @@ std::vector<GpuBenchKernel> gpuBenchKernels() {
                      cfg,
                      k,
                      w,
-                 "",
+                     "",
                      {{128, 128, 64}, {100, 77, 45}},
                      [=](const Device& d, const CompileOptions& o, const std::vector<int64_t>& s) {
                        return checkGemm(B, act, k, d, o, s);

@@ -144,9 +144,10 @@ void rewriteWarpgroupMma(EmuModule& em) {
         a->setAlignment(llvm::Align(16));
         return eb.CreateAddrSpaceCast(a, em.flatPtr());
       };
-      it = scratch.emplace(fn, std::array<llvm::Value*, 3>{one(b.getInt32Ty(), 4, "wgmma.a"),
-                                                           one(b.getFloatTy(), 128, "wgmma.c"),
-                                                           one(b.getFloatTy(), 128, "wgmma.d")})
+      it = scratch
+               .emplace(fn, std::array<llvm::Value*, 3>{one(b.getInt32Ty(), 4, "wgmma.a"),
+                                                        one(b.getFloatTy(), 128, "wgmma.c"),
+                                                        one(b.getFloatTy(), 128, "wgmma.d")})
                .first;
     }
     auto [aBuf, cBuf, dBuf] = it->second;

@@ -139,8 +139,7 @@ void useWgmmaSharedA(TensorCoreDotPlan& p) {
 }
 
 void useWgmma(TensorCoreDotPlan& p, bool kMajor) {
-  TS_ASSERT(p.op.kind == ir::MmaKind::NvWgmmaM64K16 && p.elemBytes == 2 && p.acc.wpb[1] == 1 && p.N <= 256 &&
-                p.N >= 16,
+  TS_ASSERT(p.op.kind == ir::MmaKind::NvWgmmaM64K16 && p.elemBytes == 2 && p.acc.wpb[1] == 1 && p.N <= 256 && p.N >= 16,
             "wgmma plan of a dot that does not fit it");
   // K-major: one swizzled row of K per n (blocks of 64 elements, 128
   // bytes, beyond that): wgmmaBStaging's layout of B^T.
@@ -174,9 +173,9 @@ llvm::Value* stagingIndex(llvm::IRBuilderBase& b, const DotStaging& s, llvm::Val
   if (s.blockCols) {
     // Block col / blockCols of rows x blockCols elements, then the column
     // within it (stagingIndex of one block).
-    TS_ASSERT(s.swizzle && s.stride == s.blockCols && (s.blockCols & (s.blockCols - 1)) == 0 &&
-                  s.cols % s.blockCols == 0,
-              "column blocks of a swizzled staging buffer");
+    TS_ASSERT(
+        s.swizzle && s.stride == s.blockCols && (s.blockCols & (s.blockCols - 1)) == 0 && s.cols % s.blockCols == 0,
+        "column blocks of a swizzled staging buffer");
     DotStaging one = s;
     one.blockCols = 0;
     one.cols = s.blockCols;
@@ -442,7 +441,8 @@ struct Emitter {
     };
     auto descAt = [&](std::pair<llvm::Value*, llvm::Value*> d, int64_t off) {
       TS_ASSERT(off % 16 == 0 && off < (int64_t{1} << 18), "wgmma descriptor offset");
-      llvm::Value* lo = off ? b.CreateAdd(d.first, b.getInt32(static_cast<uint32_t>(off >> 4)), "", true, true) : d.first;
+      llvm::Value* lo =
+          off ? b.CreateAdd(d.first, b.getInt32(static_cast<uint32_t>(off >> 4)), "", true, true) : d.first;
       return b.CreateOr(b.CreateZExt(lo, b.getInt64Ty()), d.second, "", /*IsDisjoint=*/true);
     };
     const auto bDesc = baseDesc(addr, bits);

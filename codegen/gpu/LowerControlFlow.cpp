@@ -168,9 +168,7 @@ void Lower::emitOp(const ir::Op& op) {
       const TileV& v = tile(op.operand(1));
       return writeBuffer(op.operand(0), v.slots, v.layout);
     }
-    case OpCode::Copy:
-      proxyPending_ = true;
-      return emitCopy(op);
+    case OpCode::Copy: proxyPending_ = true; return emitCopy(op);
     case OpCode::BufferSlot: {
       // A view: slot i is the contiguous run at i * (elements per slot) of
       // the buffer's row-major shared array; no code beyond the address.

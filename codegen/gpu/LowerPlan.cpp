@@ -82,8 +82,8 @@ void Lower::planDirectDots() {
         // ldmatrix reads as well, should the dot keep mma.sync).
         if (plan.op.kind == ir::MmaKind::NvWgmmaM64K16) {
           // A: K-major with its rows in warpgroup order (wgmmaAStaging).
-          sg.st = i == 1 ? wgmmaBStaging(sg.st.rows, sg.st.cols)
-                         : wgmmaAStaging(sg.st.rows, sg.st.cols, plan.acc.wpb[0]);
+          sg.st =
+              i == 1 ? wgmmaBStaging(sg.st.rows, sg.st.cols) : wgmmaAStaging(sg.st.rows, sg.st.cols, plan.acc.wpb[0]);
           sg.align = wgmmaBAlign(sg.st);
         } else {
           sg.st = nvidiaSlotStaging(sg.st.rows, sg.st.cols, plan.elemBytes);

@@ -35,8 +35,7 @@ unsigned swizzleBytes(WgmmaSwizzle s) {
 }
 
 uint64_t descriptorBits(WgmmaSwizzle s, uint64_t leadingBytes, uint64_t strideBytes) {
-  TS_ASSERT(leadingBytes % 16 == 0 && strideBytes % 16 == 0 && leadingBytes < (16u << 14) &&
-                strideBytes < (16u << 14),
+  TS_ASSERT(leadingBytes % 16 == 0 && strideBytes % 16 == 0 && leadingBytes < (16u << 14) && strideBytes < (16u << 14),
             "wgmma descriptor offsets must be multiples of 16 below 256 KiB");
   return ((leadingBytes >> 4) << 16) | ((strideBytes >> 4) << 32) | (uint64_t{static_cast<unsigned>(s)} << 62);
 }
@@ -82,8 +81,7 @@ WgmmaAsm wgmmaFenceAsm(unsigned nInts, unsigned nRegs) {
 
 WgmmaAsm wgmmaWaitAsm(unsigned pending, unsigned nInts, unsigned nRegs) {
   TS_ASSERT(pending <= 7, "wgmma.wait_group takes 0 to 7");
-  return {"wgmma.wait_group.sync.aligned " + std::to_string(pending) + ";",
-          tiedConstraints(passClasses(nInts, nRegs))};
+  return {"wgmma.wait_group.sync.aligned " + std::to_string(pending) + ";", tiedConstraints(passClasses(nInts, nRegs))};
 }
 
 int wgmmaWaitPending(std::string_view text) {

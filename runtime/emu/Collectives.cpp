@@ -291,8 +291,8 @@ void Worker::completeWgmma(Fiber* blame, uint32_t warpIdx, int32_t mode) {
       std::memcpy(&other, wp.dep[l].pa, 8);
       if (other != aDesc)
         misuse(blame, [&] {
-          return "wgmma.mma_async: lane " + std::to_string(l) + " passes the A descriptor " + hex(other) +
-                 ", lane 0 " + hex(aDesc) + " (the descriptor must be the same in every lane)";
+          return "wgmma.mma_async: lane " + std::to_string(l) + " passes the A descriptor " + hex(other) + ", lane 0 " +
+                 hex(aDesc) + " (the descriptor must be the same in every lane)";
         });
     }
     const uint64_t aStart = (aDesc & 0x3FFF) << 4, aLbo = ((aDesc >> 16) & 0x3FFF) << 4,

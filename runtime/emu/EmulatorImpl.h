@@ -102,7 +102,7 @@ struct WgmmaRead {
 
 struct Warp {
   std::vector<WgmmaRead> wgmmaReads;  // not yet retired (see tessera_emu_wgmma_wait)
-  uint64_t live = 0;  // lanes that exist (the last warp may be partial)
+  uint64_t live = 0;                  // lanes that exist (the last warp may be partial)
   uint64_t exited = 0;
   uint64_t waiting = 0;  // lanes parked in a collective
   Deposit dep[64];

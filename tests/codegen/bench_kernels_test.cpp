@@ -24,7 +24,8 @@ void runFamily(const std::string& family,
     o.numWarps = k.numWarps;
     for (const Device& dev : devices) {
       // A configuration made for one GPU runs on the CPU and that GPU only.
-      if (!k.gpuOnly.empty() && dev.kind() != rt::DeviceKind::CPU && dev.name().rfind("emu:" + k.gpuOnly, 0) != 0) continue;
+      if (!k.gpuOnly.empty() && dev.kind() != rt::DeviceKind::CPU && dev.name().rfind("emu:" + k.gpuOnly, 0) != 0)
+        continue;
       for (const auto& shape : k.testShapes) {
         if (raggedOnly && &shape == &k.testShapes.front()) continue;
         std::string s;

@@ -151,7 +151,7 @@ struct GemmRun {
 };
 
 GemmRun runGemm(const Lowered& l, DType in, int M, int N, int K, int64_t BM, int64_t BN, unsigned seed,
-               BFrom bFrom = BFrom::KxN) {
+                BFrom bFrom = BFrom::KxN) {
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int> d(-16, 16);
   std::vector<float> A(size_t(M) * K), B(size_t(K) * N);
@@ -550,10 +550,13 @@ TEST_CASE("dot: wgmma GEMMs on the emulated sm_90a match the reference exactly",
       Lowered l = lower(*f, "nvptx:sm_90a");
       REQUIRE(layoutDump(*l.art).find("#mma<wgmma.m64nNk16") != std::string::npos);
       REQUIRE(l.art->binary.ptx.find("wgmma.mma_async") != std::string::npos);
-      for (Shape s : {Shape{128, 128, 256}, Shape{int(c.BM), int(c.BN), int(c.BK)}, Shape{100, 70, 50},
-                      Shape{33, 17, 7}}) {
-        INFO(tessera::name(in) << " tile " << c.BM << "x" << c.BN << "x" << c.BK << " M,N,K = " << s.M << ","
-                               << s.N << "," << s.K << (c.from == BFrom::NxK ? " (B N x K)" : c.from == BFrom::KxN ? " (B K x N)" : " (B f32, cast)"));
+      for (Shape s :
+           {Shape{128, 128, 256}, Shape{int(c.BM), int(c.BN), int(c.BK)}, Shape{100, 70, 50}, Shape{33, 17, 7}}) {
+        INFO(tessera::name(in) << " tile " << c.BM << "x" << c.BN << "x" << c.BK << " M,N,K = " << s.M << "," << s.N
+                               << "," << s.K
+                               << (c.from == BFrom::NxK   ? " (B N x K)"
+                                   : c.from == BFrom::KxN ? " (B K x N)"
+                                                          : " (B f32, cast)"));
         GemmRun r = runGemm(l, in, s.M, s.N, s.K, c.BM, c.BN, unsigned(s.M * 7 + s.K), c.from);
         CHECK_FALSE(r.rep.hasErrors());
         CHECK(r.exact);

@@ -96,8 +96,8 @@ TEST_CASE("gemm_f16 / gemm_bf16 PTX: mma.sync and ldmatrix (sm_90a: wgmma), cp.a
                                    : "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32";
       // sm_90a's default 64 x 64 x 32 blocks: one wgmma per k-step reading
       // A and B from their slots by descriptor (imm-trans-b 1: B is K x N).
-      const std::string wgmma = std::string("wgmma.mma_async.sync.aligned.m64n64k16.f32.") +
-                                (bf16 ? "bf16.bf16" : "f16.f16");
+      const std::string wgmma =
+          std::string("wgmma.mma_async.sync.aligned.m64n64k16.f32.") + (bf16 ? "bf16.bf16" : "f16.f16");
       for (const std::string* ptx : {&plain, &aligned}) {
         if (hopper) {
           CHECK(countMatches(*ptx, wgmma) == 2);
