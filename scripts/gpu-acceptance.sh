@@ -57,6 +57,14 @@ else
     step "example $k (approx math)" "$bin/tessera" run "$k" --target "nvptx:$sm" --precision approx
   done
   step "tests needing a real CUDA device" "$bin/test_runtime" "[cuda][hardware]"
+  if [ "$sm" = sm_90a ]; then
+    # The examples' GEMMs and flash attention take wgmma on sm_90a (checked
+    # against their references above): say so in the log, and time the GEMM
+    # at a size where the tensor cores dominate (the example's own check).
+    step "wgmma in gemm_f16's PTX" sh -c "\"$bin/tessera\" compile gemm_f16 --target nvptx:sm_90a --emit ptx | grep -c wgmma.mma_async"
+    step "gemm_f16 / gemm_bf16 2048^3 with wgmma" "$bin/tessera" bench gemm_f16:2048,2048,2048 gemm_bf16:2048,2048,2048 \
+      --target nvptx:sm_90a
+  fi
   if command -v compute-sanitizer > /dev/null; then
     for k in vector_add softmax gemm_f16; do
       step "memcheck $k" compute-sanitizer --tool memcheck --error-exitcode 1 "$here/lib/ld-linux-x86-64.so.2" \
