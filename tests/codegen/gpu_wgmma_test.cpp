@@ -111,3 +111,20 @@ TEST_CASE("wgmma: flash attention on emulated sm_90a is bit-identical to sm_80",
     CHECK(outs[0] == outs[1]);
   }
 }
+
+TEST_CASE("wgmma: too many stages for sm_90a's 227 KiB is a ResourceError naming the stage count that fits",
+          "[gpu][wgmma]") {
+  // 128 x 256 x 64 f16 tiles take 48 KiB a stage: 4 stages fit, 5 do not.
+  ts::CompileOptions o;
+  o.numWarps = 8;
+  const ts::Target t = ts::Target::parse("nvptx:sm_90a");
+  CHECK_NOTHROW(ts::compile(ex::gemmF16({128, 256, 64, 4}, ex::Activation::None), t, o));
+  try {
+    ts::compile(ex::gemmF16({128, 256, 64, 5}, ex::Activation::None), t, o);
+    FAIL("5 stages of 48 KiB compiled for sm_90a");
+  } catch (const ts::ResourceError& e) {
+    INFO(e.what());
+    CHECK_THAT(e.what(), Catch::Contains("sm_90a") && Catch::Contains("5 pipeline slots") &&
+                             Catch::Contains("with stages = 4 instead of 5"));
+  }
+}
