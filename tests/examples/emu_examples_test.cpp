@@ -24,25 +24,28 @@ std::string shapeStr(const std::vector<int64_t>& s) {
   return r;
 }
 
+// Runs example `e` on `dev` at every one of its test shapes against its
+// reference (the registry's shapes: 1 element, ragged (1000, 4097, 3) and
+// aligned (1024) rows, several rows per launch).
+void checkTestShapes(const ts::Device& dev, const ex::Example& e) {
+  for (const auto& shape : e.testShapes) {
+    INFO(e.name << " " << shapeStr(shape) << " on " << dev.name());
+    ex::RunContext ctx;
+    ctx.device = dev;
+    ctx.shape = shape;
+    ctx.launch.threads = 2;
+    ex::CheckResult r = e.run(ctx);
+    INFO(r.detail << " (max abs error " << r.maxAbsError << ", max rel error " << r.maxRelError << ")");
+    REQUIRE(r.ok);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("every example matches its reference on every test shape (emulated GPUs)", "[examples][emu]") {
   for (const char* arch : kArchs) {
     ts::Device dev = ts::Device::emulator(arch);
-    for (const auto& e : ex::all()) {
-      // The registry's shapes: 1 element, ragged (1000, 4097, 3) and aligned
-      // (1024) rows, several rows per launch.
-      for (const auto& shape : e.testShapes) {
-        INFO(e.name << " " << shapeStr(shape) << " on " << dev.name());
-        ex::RunContext ctx;
-        ctx.device = dev;
-        ctx.shape = shape;
-        ctx.launch.threads = 2;
-        ex::CheckResult r = e.run(ctx);
-        INFO(r.detail << " (max abs error " << r.maxAbsError << ", max rel error " << r.maxRelError << ")");
-        REQUIRE(r.ok);
-      }
-    }
+    for (const auto& e : ex::all()) checkTestShapes(dev, e);
   }
 }
 
@@ -57,16 +60,7 @@ TEST_CASE("the GEMM and attention examples on emulated sm_90a (wgmma) match thei
         e.name.find("mlp") == std::string::npos)
       continue;
     ++withDots;
-    for (const auto& shape : e.testShapes) {
-      INFO(e.name << " " << shapeStr(shape) << " on " << dev.name());
-      ex::RunContext ctx;
-      ctx.device = dev;
-      ctx.shape = shape;
-      ctx.launch.threads = 2;
-      ex::CheckResult r = e.run(ctx);
-      INFO(r.detail << " (max abs error " << r.maxAbsError << ", max rel error " << r.maxRelError << ")");
-      REQUIRE(r.ok);
-    }
+    checkTestShapes(dev, e);
   }
   CHECK(withDots >= 10);
 }
