@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "../amd_code_object.h"
+#include "../ptxas_report.h"
 #include "../cpu_paths.h"
 #include "tessera/ir/Parser.h"
 #include "tessera/ir/Verifier.h"
@@ -519,14 +520,12 @@ TEST_CASE("fp8: the sm_89 / sm_90a PTX has the fp8 mma.sync, sm_80 / sm_86 the f
       CHECK((ptx.find(native) != std::string::npos) == fp8);
       CHECK((ptx.find("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") != std::string::npos) == !fp8);
       if (!ptxas) continue;
-      std::string report = k.dump(ts::Stage::Resources);  // runs ptxas -v; throws if it rejects the PTX
-      INFO(report);
-      std::smatch m;
-      REQUIRE(std::regex_search(report, m, std::regex(R"(registers (\d+), spill bytes (\d+))")));
+      testptx::PtxasFigures f = testptx::ptxasFigures(k);
+      INFO(f.report);
       // The native path spills nothing. (sm_86 holds the widened f16
       // 64x64x64 dot to fewer registers than sm_80 does and spills: the f16
       // path's known limit, docs/gpu.md.)
-      if (std::string(sm) != "sm_86") CHECK(std::stoi(m[2]) == 0);
+      if (std::string(sm) != "sm_86") CHECK(f.spillBytes == 0);
     }
 }
 
@@ -583,12 +582,10 @@ TEST_CASE("fp8: the PTX assembles with ptxas for sm_80, sm_89 and sm_90a without
   for (const ts::Kernel& kernel : gpuKernels())
     for (const char* sm : {"sm_80", "sm_89", "sm_90a"}) {
       INFO(kernel.name() << " on " << sm);
-      auto k = ts::compile(kernel, ts::Target::parse(std::string("nvptx:") + sm));
-      std::string report = k.dump(ts::Stage::Resources);  // runs ptxas -v; throws if it rejects the PTX
-      INFO(report);
-      std::smatch m;
-      REQUIRE(std::regex_search(report, m, std::regex(R"(registers (\d+), spill bytes (\d+))")));
-      CHECK(std::stoi(m[2]) == 0);
+      testptx::PtxasFigures f =
+          testptx::ptxasFigures(ts::compile(kernel, ts::Target::parse(std::string("nvptx:") + sm)));
+      INFO(f.report);
+      CHECK(f.spillBytes == 0);
     }
 }
 

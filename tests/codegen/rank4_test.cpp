@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "../amd_code_object.h"
+#include "../ptxas_report.h"
 #include "../cpu_paths.h"
 #include "tessera/tessera.h"
 
@@ -181,11 +182,9 @@ TEST_CASE("rank-4 tiles: the PTX assembles with ptxas for sm_80 and sm_90a witho
   for (const char* sm : {"sm_80", "sm_90a"}) {
     INFO(sm);
     auto k = ts::compile(rank4Kernel(), ts::Target::parse(std::string("nvptx:") + sm));
-    std::string report = k.dump(ts::Stage::Resources);  // runs ptxas -v; throws if it rejects the PTX
-    INFO(report);
-    std::smatch m;
-    REQUIRE(std::regex_search(report, m, std::regex(R"(registers (\d+), spill bytes (\d+))")));
-    CHECK(std::stoi(m[2]) == 0);
+    testptx::PtxasFigures f = testptx::ptxasFigures(k);
+    INFO(f.report);
+    CHECK(f.spillBytes == 0);
   }
 }
 

@@ -20,6 +20,7 @@
 #include <string>
 #include <unistd.h>
 
+#include "../ptxas_report.h"
 #include "registry.h"
 #include "tessera/ir/IR.h"
 #include "tessera/tessera.h"
@@ -161,13 +162,10 @@ TEST_CASE(
       CHECK(contains(ptx, "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32") == fp8);
       CHECK(contains(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") == !fp8);
       if (!ptxas) continue;
-      std::string res = ck.dump(ts::Stage::Resources);  // runs ptxas -v; throws if it rejects the PTX
-      INFO(res);
-      std::smatch m;
-      REQUIRE(std::regex_search(res, m, std::regex(R"(registers (\d+), spill bytes (\d+))")));
-      CHECK(std::stoi(m[2]) == 0);
-      std::printf("gemm_fp8  %-7s %-8s registers %3s, spill bytes %s\n", sm, variant, m[1].str().c_str(),
-                  m[2].str().c_str());
+      testptx::PtxasFigures f = testptx::ptxasFigures(ck);
+      INFO(f.report);
+      CHECK(f.spillBytes == 0);
+      std::printf("gemm_fp8  %-7s %-8s registers %3d, spill bytes %d\n", sm, variant, f.registers, f.spillBytes);
     }
 }
 
@@ -185,14 +183,12 @@ TEST_CASE("gemm_f16 / gemm_bf16 default GPU configs: no spills on sm_80 and sm_9
           ts::Target target = ts::Target::parse(std::string("nvptx:") + sm);
           ts::Kernel k = defaultKernel(name, target);
           ts::CompiledKernel ck = ts::compile(facts ? withAlignedFacts(k) : k, target);
-          std::string res = ck.dump(ts::Stage::Resources);  // runs ptxas -v; throws if it rejects the PTX
-          INFO(res);
-          std::smatch m;
-          REQUIRE(std::regex_search(res, m, std::regex(R"(registers (\d+), spill bytes (\d+))")));
-          CHECK(std::stoi(m[2]) == 0);
-          CHECK(contains(res, "0 bytes stack frame"));
-          std::printf("%-9s %-7s %-8s registers %3s, spill bytes %s, shared %u bytes (dynamic)\n", name, sm, variant,
-                      m[1].str().c_str(), m[2].str().c_str(), ck.artifact().binary.sharedBytes);
+          testptx::PtxasFigures f = testptx::ptxasFigures(ck);
+          INFO(f.report);
+          CHECK(f.spillBytes == 0);
+          CHECK(contains(f.report, "0 bytes stack frame"));
+          std::printf("%-9s %-7s %-8s registers %3d, spill bytes %d, shared %u bytes (dynamic)\n", name, sm, variant,
+                      f.registers, f.spillBytes, ck.artifact().binary.sharedBytes);
         }
       for (const char* gfx : {"gfx90a", "gfx942", "gfx1100"}) {
         INFO(name << " on " << gfx << ", " << variant);
