@@ -174,6 +174,13 @@ std::shared_ptr<Artifact> compile(const ir::Function& kernel, const Target& targ
   // `for {stages}` loops are scheduled for all targets (the schedule is the
   // pass's tile-IR dump).
   pm.add(ir::createPipelineSchedulePass());
+  // Where a dot's matrix instruction runs behind the program (wgmma), the
+  // pipelined loop keeps it in flight into the next iteration.
+  if (target.isGpu()) {
+    const int warps = opts.numWarps;
+    pm.add(ir::createAsyncDotsPass(
+        [target, warps](const ir::Op& dot) { return gpuKeepsDotInFlight(target, warps, dot); }));
+  }
   pm.setAfterPass(
       [&](const std::string& pass, const ir::Function& fn) { art->dumps.tileIR.emplace_back(pass, ir::print(fn)); });
   pm.run(*f);

@@ -180,6 +180,20 @@ void Lowering::emitOp(const ir::Op& op) {
     case OpCode::For: return emitFor(op);
     case OpCode::If: return emitIf(op);
     case OpCode::Yield: return emitYield(op);
+    // A dot completes where it is issued on the CPU: the wait hands back
+    // its operands (copied: the result outlives a loop's carried storage).
+    case OpCode::DotWait:
+      for (unsigned i = 0; i < op.numOperands(); ++i) {
+        const ir::Value* v = op.operand(i);
+        if (!v->type().isTile()) {
+          scalars_[op.result(i)] = scalar(v);
+          continue;
+        }
+        llvm::Value* s = allocTile(v->type());
+        writeTile(s, v);
+        arrays_[op.result(i)] = s;
+      }
+      return;
     case OpCode::Return:
       b_.CreateRetVoid();
       b_.ClearInsertionPoint();

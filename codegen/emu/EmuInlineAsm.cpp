@@ -126,6 +126,10 @@ void rewriteWarpgroupMma(EmuModule& em) {
       const auto* ia = llvm::cast<llvm::InlineAsm>(c->getCalledOperand());
       if (int n = nvptx::wgmmaWaitPending(std::string_view(ia->getAsmString())); n >= 0)
         b.CreateCall(em.hook("tessera_emu_wgmma_wait"), {b.getInt32(static_cast<uint32_t>(n))});
+      if (c->arg_size() == 0) {  // a wait with no registers
+        c->eraseFromParent();
+        continue;
+      }
       llvm::Value* r = c->getArgOperand(0);
       if (c->arg_size() > 1) {
         r = llvm::PoisonValue::get(c->getType());

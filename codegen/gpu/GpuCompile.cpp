@@ -174,6 +174,22 @@ bool gpuTensorCoreTakes(const Target& t, DType a, DType b, DType acc) {
   return createGpuTargetInfo(device, GpuOptions{})->tensorCore(a, b, acc).kind != ir::MmaKind::None;
 }
 
+bool gpuKeepsDotInFlight(const Target& t, int numWarps, const ir::Op& dot) {
+  Target device = t;
+  if (t.kind == Target::Kind::EmuNVPTX) device.kind = Target::Kind::NVPTX;
+  if (t.kind == Target::Kind::EmuAMDGPU) device.kind = Target::Kind::AMDGPU;
+  GpuOptions g;
+  g.numWarps = numWarps;
+  std::unique_ptr<GpuTargetInfo> ti = createGpuTargetInfo(device, g);
+  const auto& a = dot.operand(0)->type();
+  const auto& b = dot.operand(1)->type();
+  const ir::MmaKind k = ti->tensorCore(a.dtype(), b.dtype(), dot.operand(2)->type().dtype()).kind;
+  if (!ir::isAsyncMma(k)) return false;
+  auto l =
+      ir::mmaLayout(k, a.shape()[0], b.shape()[1], a.shape()[1], numWarps, static_cast<int>(ti->warpSize()), false);
+  return l && l->mma == k;
+}
+
 void annotateGpuLayouts(ir::Function& f, const Target& target, const CompileOptions& opts) {
   if (!target.isGpu()) throw CompileError("layouts exist for GPU targets only, not " + target.str());
   Target device = target;

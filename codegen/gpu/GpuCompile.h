@@ -58,6 +58,12 @@ std::shared_ptr<Artifact> compileGpu(const ir::Function& fnAfterTilePasses, cons
 /// compiler widens the fp8 dots for which this is false (widen-fp8-dots).
 bool gpuTensorCoreTakes(const Target& t, DType a, DType b, DType acc);
 
+/// True where GPU target `t` runs dot `dot` (a tile-IR dot, `numWarps`
+/// warps) with a matrix instruction that stays in flight after its issue
+/// (ir::isAsyncMma: wgmma on sm_90a, for the shapes ir::mmaLayout gives it):
+/// the compiler runs the async-dots pass with this predicate.
+bool gpuKeepsDotInFlight(const Target& t, int numWarps, const ir::Op& dot);
+
 /// AMDGCN assembly of an AMDGPU (or emu:amdgpu) artifact, generated from its
 /// kept module (the same code the code object was built from).
 std::string amdgpuAssembly(const Artifact& a);

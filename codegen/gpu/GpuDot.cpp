@@ -474,6 +474,10 @@ struct Emitter {
       }
     }
     b.CreateIntrinsic(llvm::Intrinsic::nvvm_wgmma_commit_group_sync_aligned, {});
+    // In flight: the results go straight to the next wgmma of the same
+    // shape (its accumulator, which PTX allows before the wait) or to the
+    // program's dot_wait.
+    if (p.wgmmaInFlight) return acc;
     return nvptx::emitWgmmaPassThrough(b, 0, acc);
   }
 
@@ -581,6 +585,11 @@ std::vector<llvm::Value*> loadTensorCoreFragments(llvm::IRBuilderBase& b, llvm::
   else
     e.amd({});
   return std::move(e.loaded);
+}
+
+std::vector<llvm::Value*> emitTensorCoreWait(llvm::IRBuilderBase& b, int pending,
+                                             const std::vector<llvm::Value*>& regs) {
+  return nvptx::emitWgmmaPassThrough(b, pending, regs);
 }
 
 }  // namespace tessera::codegen

@@ -84,6 +84,10 @@ struct TensorCoreDotPlan {
   /// A read by the instruction from `a` (wgmmaAStaging, K-major) instead
   /// of from registers.
   bool wgmmaSharedA = false;
+  /// Leave the warpgroup MMAs in flight: commit their group, no wait (a
+  /// `dot {async}` reading both operands in place from pipeline slots; the
+  /// program's dot_wait retires it: emitTensorCoreWait).
+  bool wgmmaInFlight = false;
   uint64_t aAlign = 16, bAlign = 16;
 };
 
@@ -129,7 +133,8 @@ llvm::Value* stagingIndex(llvm::IRBuilderBase& b, const DotStaging& s, llvm::Val
 /// Emits the fragment loads and matrix instructions of the whole K extent.
 /// wgmma: the fragments of A, a fence, one wgmma per 64-row tile and
 /// k-step of each warpgroup reading B from bBase, a commit and a wait for
-/// all of them (the accumulators are final when it returns).
+/// all of them (the accumulators are final when it returns; with
+/// wgmmaInFlight, no wait).
 /// `acc` holds the accumulator slots in plan.acc's slot order; returns the
 /// result slots in the same order. The staging buffers must be written and
 /// a barrier passed. `aReg` (NVIDIA; empty: A is read from aBase): the
@@ -142,6 +147,12 @@ std::vector<llvm::Value*> emitTensorCoreDot(llvm::IRBuilderBase& b, llvm::Module
                                             const std::function<llvm::Value*(int64_t, int64_t)>& aReg = {},
                                             const std::vector<llvm::Value*>* preA = nullptr,
                                             const std::vector<llvm::Value*>* preB = nullptr);
+
+/// The wait of a dot_wait where dots were left in flight (wgmmaInFlight):
+/// `wgmma.wait_group pending`, the float registers `regs` (accumulators)
+/// passing through it so that every later use depends on it.
+std::vector<llvm::Value*> emitTensorCoreWait(llvm::IRBuilderBase& b, int pending,
+                                             const std::vector<llvm::Value*>& regs);
 
 /// Reads every fragment of one operand (0: A, 1: B) of the whole K extent
 /// from its staging buffer at `base` into registers, for `preA` / `preB` of

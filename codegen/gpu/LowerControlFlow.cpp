@@ -218,6 +218,7 @@ void Lower::emitOp(const ir::Op& op) {
     case OpCode::Join: return emitJoin(op);
     case OpCode::Split: return emitSplit(op);
     case OpCode::Dot: return emitDot(op);
+    case OpCode::DotWait: return emitDotWait(op);
     case OpCode::For: return emitFor(op);
     case OpCode::If: return emitIf(op);
     case OpCode::Yield: {

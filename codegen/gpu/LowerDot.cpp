@@ -221,6 +221,14 @@ void Lower::emitTensorCoreDot(const ir::Op& op, const ir::Layout& l) {
   Hoisted* hB = hoistedOf(&op, 1);
   bool globalA = globalOperands_.count({&op, 0}) != 0, globalB = globalOperands_.count({&op, 1}) != 0;
   bool stageA = !aTable && !directA && !hA, stageB = !directB && !hB;  // (global operands: by cp.async)
+  // A `dot {async}` stays in flight where the instruction runs behind the
+  // program and reads both operands in place from their pipeline slots,
+  // which the schedule keeps until its dot_wait (IR.h); anywhere else (a
+  // staging area reused by the next dot, A in registers) it completes here.
+  if (op.hasAttr("async") && op.intAttr("async") == 1 && p.wgmma && p.wgmmaSharedA && directA && directB) {
+    p.wgmmaInFlight = true;
+    dotsInFlight_ = true;
+  }
   // A slot read directly: its storage is the operand's layout for the
   // fragment reads.
   auto slotOf = [&](const ir::Value* v) {
@@ -276,6 +284,30 @@ void Lower::emitTensorCoreDot(const ir::Op& op, const ir::Layout& l) {
   tiles_[op.result()] =
       TileV{l, codegen::emitTensorCoreDot(b_, m_, p, base, bBase, lane_, warp_, std::move(init), aReg, preA, preB)};
   setCurrentOp(op);
+}
+
+/// dot_wait: its operands, completed. Where some dot was left in flight the
+/// instruction's wait retires it (the float registers, accumulators, pass
+/// through it); elsewhere every dot has completed where it was issued.
+void Lower::emitDotWait(const ir::Op& op) {
+  std::vector<llvm::Value*> regs;
+  for (const ir::Value* v : op.operands())
+    if (v->type().isTile())
+      for (llvm::Value* x : tile(v).slots)
+        if (x->getType()->isFloatTy()) regs.push_back(x);
+  if (dotsInFlight_) regs = codegen::emitTensorCoreWait(b_, static_cast<int>(op.intAttr("pending")), regs);
+  size_t next = 0;
+  for (unsigned i = 0; i < op.numOperands(); ++i) {
+    const ir::Value* v = op.operand(i);
+    if (!v->type().isTile()) {
+      scalars_[op.result(i)] = scalar(v);
+      continue;
+    }
+    TileV t = tile(v);
+    for (llvm::Value*& x : t.slots)
+      if (x->getType()->isFloatTy()) x = regs[next++];
+    tiles_[op.result(i)] = std::move(t);
+  }
 }
 
 }  // namespace tessera::codegen::gpu_lower

@@ -336,6 +336,7 @@ class Lower {
   llvm::Value* shuffleXor(llvm::Value* v, unsigned mask);
   void emitDot(const ir::Op& op);
   void emitTensorCoreDot(const ir::Op& op, const ir::Layout& l);
+  void emitDotWait(const ir::Op& op);
   void stageOperand(const ir::Value* v, llvm::Value* base, const DotStaging& st, bool transposed);
   void emitFor(const ir::Op& op);
   void emitIf(const ir::Op& op);
@@ -392,6 +393,9 @@ class Lower {
   // program order tells (conservatively true at region boundaries): that
   // barrier needs the async-proxy fence first.
   bool proxyPending_ = true;
+  // Some dot was left in flight (TensorCoreDotPlan::wgmmaInFlight): a
+  // dot_wait is the instruction's wait, else nothing.
+  bool dotsInFlight_ = false;
   // Tensor-core dot operands (dot, operand index) planned by
   // planDotOperands: A operands already in the fragment registers' layout
   // (no staging), and operands defined outside a loop that holds the dot,

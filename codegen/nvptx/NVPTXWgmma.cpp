@@ -102,8 +102,7 @@ bool matchWgmmaPassThrough(std::string_view text, std::string_view constraints) 
     classes.push_back(constraints[pos + 1]);
     pos += 3;  // "=x,"
   }
-  if (classes.empty()) return false;
-  return constraints == tiedConstraints(classes);
+  return constraints == tiedConstraints(classes);  // none: a wait with no registers
 }
 
 std::vector<llvm::Value*> emitWgmma(llvm::IRBuilderBase& b, const WgmmaForm& f, const std::vector<llvm::Value*>& a,
@@ -144,10 +143,11 @@ std::vector<llvm::Value*> emitWgmmaPassThrough(llvm::IRBuilderBase& b, int pendi
   }
   WgmmaAsm s = pending < 0 ? wgmmaFenceAsm(nInts, static_cast<unsigned>(regs.size()))
                            : wgmmaWaitAsm(static_cast<unsigned>(pending), nInts, static_cast<unsigned>(regs.size()));
-  // One output is returned as itself, several as a struct.
-  llvm::Type* ret = tys.size() == 1 ? tys[0] : llvm::StructType::get(b.getContext(), tys);
+  // One output is returned as itself, several as a struct, none as void.
+  llvm::Type* ret = tys.empty() ? b.getVoidTy() : tys.size() == 1 ? tys[0] : llvm::StructType::get(b.getContext(), tys);
   auto* fty = llvm::FunctionType::get(ret, tys, false);
   llvm::Value* r = b.CreateCall(fty, llvm::InlineAsm::get(fty, s.text, s.constraints, /*hasSideEffects=*/true), regs);
+  if (tys.empty()) return {};
   if (tys.size() == 1) return {r};
   std::vector<llvm::Value*> out;
   for (unsigned i = 0; i < regs.size(); ++i) out.push_back(b.CreateExtractValue(r, i));

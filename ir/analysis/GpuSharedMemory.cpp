@@ -54,6 +54,7 @@ SharedPlan::SharedPlan(const ir::Function& f, const std::map<const ir::Op*, uint
       if (user.code() == ir::OpCode::BufferSlot && views.count(user.operand(0))) views.insert(user.result());
     });
     int64_t lastAsyncCopy = -1;  // position (in `home`) of the last async copy into the buffer
+    int64_t lastAsyncDot = -1;   // ... of the last async dot reading it
     ir::walk(body, [&](ir::Op& user) {
       for (const ir::Value* v : user.operands()) {
         // A tensor-core dot may read its operand from the slot a local_load
@@ -72,8 +73,21 @@ SharedPlan::SharedPlan(const ir::Function& f, const std::map<const ir::Op*, uint
         if (user.code() == ir::OpCode::Copy && v == user.operand(0) && user.hasAttr("async") &&
             user.intAttr("async") != 0)
           lastAsyncCopy = std::max(lastAsyncCopy, last.at(anc));
+        if (user.code() == ir::OpCode::Dot && user.hasAttr("async") && user.intAttr("async") != 0)
+          lastAsyncDot = std::max(lastAsyncDot, last.at(anc));
       }
     });
+    // Likewise an async dot reads the buffer until the dot_wait {pending =
+    // 0} that retires it.
+    if (lastAsyncDot >= 0) {
+      int64_t until = -1;
+      for (auto& o : home->ops()) {
+        if (num.at(o.get()) <= lastAsyncDot) continue;
+        until = last.at(o.get());
+        if (o->code() == ir::OpCode::DotWait && o->hasAttr("pending") && o->intAttr("pending") == 0) break;
+      }
+      a.end = std::max(a.end, until);
+    }
     // An async copy writes the buffer until the wait that retires it, which
     // may come after the buffer's last read (the schedule's trailing, fully
     // masked copies): the bytes stay the buffer's until the first

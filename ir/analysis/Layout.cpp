@@ -691,6 +691,11 @@ void LayoutAnalysis::assign(const ir::Op& op) {
     }
     return;
   }
+  if (op.code() == OpCode::DotWait) {  // its operands, completed: their layouts
+    for (unsigned i = 0; i < op.numResults(); ++i)
+      if (op.result(i)->type().isTile()) layouts_[op.result(i)] = get(op.operand(i));
+    return;
+  }
   if (op.numResults() != 1 || !op.result()->type().isTile()) return;
   const ir::Value* res = op.result();
   const auto& shape = res->type().shape();

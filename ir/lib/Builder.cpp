@@ -148,6 +148,11 @@ Op* Builder::copyAsync(Value* dst, Value* src, Value* mask) {
 }
 Op* Builder::asyncCommit() { return create(OpCode::AsyncCommit, {}, {}); }
 Op* Builder::asyncWait(int64_t pending) { return create(OpCode::AsyncWait, {}, {}, {{"pending", pending}}); }
+Op* Builder::dotWait(const std::vector<Value*>& values, int64_t pending) {
+  std::vector<Type> types;
+  for (Value* v : values) types.push_back(v->type());
+  return create(OpCode::DotWait, values, types, {{"pending", pending}});
+}
 Value* Builder::reduce(const std::string& kind, Value* v, int axis) {
   Shape s = v->type().shape();
   TS_ASSERT(axis >= 0 && axis < static_cast<int>(s.size()), "reduce axis");

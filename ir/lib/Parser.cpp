@@ -312,7 +312,7 @@ class Parser {
     }
   }
 
-  static bool variadicResults(OpCode c) { return c == OpCode::For || c == OpCode::If; }
+  static bool variadicResults(OpCode c) { return c == OpCode::For || c == OpCode::If || c == OpCode::DotWait; }
   static bool noResults(OpCode c) {
     switch (c) {
       case OpCode::Store:

@@ -21,6 +21,7 @@
 namespace tessera::ir::detail {
 
 bool isAsyncCopy(const Op& op);
+bool isAsyncDot(const Op& op);
 std::optional<int64_t> intAttrOf(const Op& op, const char* k);
 // A slot relative to the iteration i, "(i+c) mod n", and an iteration, "i+d".
 std::string relSlot(int64_t c, int64_t n);
@@ -125,10 +126,16 @@ class PipelineChecker {
     St st = St::Visible;
     int64_t group = -1;  // -1: the open group
   };
+  // A read's matrix-instruction state: kNoMma (an ordinary read, over at
+  // the next barrier), kOpenMma (feeds an async dot not issued yet), or the
+  // async dot's group, in flight until a dot_wait retires it.
+  static constexpr int64_t kNoMma = -2, kOpenMma = -1, kJoinedMma = -3;
   struct Read {
     const Op* op = nullptr;
     bool tagged = false;
     int64_t iter = 0;
+    int64_t mma = kNoMma;
+    const Op* dot = nullptr;  // the async dot it feeds
   };
   struct Slot {
     std::optional<Write> w;
@@ -138,6 +145,8 @@ class PipelineChecker {
     std::map<std::pair<const Value*, int64_t>, Slot> slots;
     std::deque<int64_t> committed;
     int64_t nextGroup = 0;
+    std::deque<int64_t> mmaInFlight;  // async dots' groups, oldest first
+    int64_t nextMma = 0;
   };
 
   // Context of the abstract execution, for messages and tags.
@@ -157,6 +166,14 @@ class PipelineChecker {
   void read(State& st, const Op& op, const Iter& it);
   void commit(State& st);
   void wait(State& st, int64_t pending);
+  void asyncDot(State& st, const Op& dot);
+  void dotWait(State& st, int64_t pending);
+  /// The first read of `sl` by an async dot not yet retired, or null.
+  static const Read* mmaRead(const Slot& sl);
+  std::string mmaHazard(const Read& r) const;
+  /// Async dots' results are used only by async dots (as the accumulator),
+  /// yields and dot_wait (IR.h, "Asynchronous dots").
+  void checkAsyncValues();
   void barrier(State& st);
   /// Executes one op (and, for reads, its nested regions) abstractly.
   void exec(State& st, const Op& op, const Iter& it, bool nested);

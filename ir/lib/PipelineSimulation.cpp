@@ -84,6 +84,9 @@ void PipelineChecker::asyncCopy(State& st, const Op& op, const Iter& it) {
   }
   for (int64_t s : slotsOf(op, op.operand(0), it)) {
     Slot& sl = st.slots[{r, s}];
+    if (const Read* m = mmaRead(sl))
+      fail(op, "pipelined loop: write-after-read hazard on buffer " + bufName(r) + " slot " + slotText(r, s, it) +
+                   ": " + at(op) + " may overwrite data " + mmaHazard(*m) + stagesHint(r, it));
     if (!sl.reads.empty()) {
       const Op& rd = *sl.reads.front().op;
       fail(op, "pipelined loop: write-after-read hazard on buffer " + bufName(r) + " slot " + slotText(r, s, it) +
@@ -114,6 +117,9 @@ void PipelineChecker::syncWrite(State& st, const Op& op, const Iter& it) {
   const Value* r = root(op.operand(0));
   for (int64_t s : slotsOf(op, op.operand(0), it)) {
     Slot& sl = st.slots[{r, s}];
+    if (const Read* m = mmaRead(sl))
+      fail(op, "pipelined loop: write-after-read hazard on buffer " + bufName(r) + " slot " + slotText(r, s, it) +
+                   ": " + at(op) + " writes data " + mmaHazard(*m));
     if (sl.w && sl.w->st != St::Visible)
       fail(op, "pipelined loop: write-after-write hazard on buffer " + bufName(r) + " slot " + slotText(r, s, it) +
                    ": " + at(op) + " writes while " + at(*sl.w->op) +
@@ -128,6 +134,11 @@ void PipelineChecker::read(State& st, const Op& op, const Iter& it) {
   const Value* r = root(op.operand(0));
   Read rd;
   rd.op = &op;
+  for (const Op* u : usersOf(op.result()))
+    if (isAsyncDot(*u) && (u->operand(0) == op.result() || u->operand(1) == op.result())) {
+      rd.mma = kOpenMma;
+      rd.dot = u;
+    }
   if (it.loop) {
     rd.tagged = true;
     rd.iter = it.k + intAttrOf(op, "stage").value_or(0);
@@ -172,10 +183,38 @@ void PipelineChecker::wait(State& st, int64_t pending) {
   }
 }
 void PipelineChecker::barrier(State& st) {
+  // Reads by async dots last until a dot_wait retires the dot, whatever the
+  // barriers: the matrix instruction reads behind the program.
   for (auto& [k, sl] : st.slots) {
     if (sl.w && sl.w->st == St::Done) sl.w->st = St::Visible;
-    sl.reads.clear();
+    sl.reads.erase(std::remove_if(sl.reads.begin(), sl.reads.end(), [](const Read& r) { return r.mma == kNoMma; }),
+                   sl.reads.end());
   }
+}
+void PipelineChecker::asyncDot(State& st, const Op& dot) {
+  const int64_t g = st.nextMma++;
+  for (auto& [k, sl] : st.slots)
+    for (Read& r : sl.reads)
+      if (r.mma == kOpenMma && r.dot == &dot) r.mma = g;
+  st.mmaInFlight.push_back(g);
+}
+void PipelineChecker::dotWait(State& st, int64_t pending) {
+  while (static_cast<int64_t>(st.mmaInFlight.size()) > pending) {
+    const int64_t g = st.mmaInFlight.front();
+    st.mmaInFlight.pop_front();
+    for (auto& [k, sl] : st.slots)
+      for (Read& r : sl.reads)
+        if (r.mma == g) r.mma = kNoMma;
+  }
+}
+const PipelineChecker::Read* PipelineChecker::mmaRead(const Slot& sl) {
+  for (const Read& r : sl.reads)
+    if (r.mma != kNoMma) return &r;
+  return nullptr;
+}
+std::string PipelineChecker::mmaHazard(const Read& r) const {
+  return "that the async dot " + at(*r.dot) + " may still be reading (its operand " + at(*r.op) +
+         "); a dot_wait whose 'pending' count retires that dot, then a barrier, must come first";
 }
 
 /// Executes one op (and, for reads, its nested regions) abstractly.
@@ -196,6 +235,10 @@ void PipelineChecker::exec(State& st, const Op& op, const Iter& it, bool nested)
       break;
     case OpCode::AsyncCommit: commit(st); break;
     case OpCode::AsyncWait: wait(st, intAttrOf(op, "pending").value_or(0)); break;
+    case OpCode::Dot:
+      if (isAsyncDot(op)) asyncDot(st, op);
+      break;
+    case OpCode::DotWait: dotWait(st, intAttrOf(op, "pending").value_or(0)); break;
     // A barrier in a nested region may not execute: ignoring it is the
     // conservative choice (it can only hide a hazard, never invent one).
     case OpCode::Barrier:
@@ -209,7 +252,7 @@ void PipelineChecker::exec(State& st, const Op& op, const Iter& it, bool nested)
 
 // ---- canonical form relative to iteration k -------------------------------
 std::string PipelineChecker::canonical(const State& st, const Iter& it) const {
-  std::string key = std::to_string(st.committed.size()) + ";";
+  std::string key = std::to_string(st.committed.size()) + "," + std::to_string(st.mmaInFlight.size()) + ";";
   std::map<std::pair<const Value*, int64_t>, std::string> rel;
   for (auto& [k, sl] : st.slots) {
     int64_t n = k.first->type().shape()[0];
@@ -231,6 +274,11 @@ std::string PipelineChecker::canonical(const State& st, const Iter& it) const {
       if (r.tagged) {
         s += '@';
         s += std::to_string(r.iter - it.k);
+      }
+      if (r.mma != kNoMma) {
+        auto pos = std::find(st.mmaInFlight.begin(), st.mmaInFlight.end(), r.mma);
+        s += "/m";
+        s += r.mma == kOpenMma ? std::string("open") : std::to_string(pos - st.mmaInFlight.begin());
       }
     }
     if (s.empty()) continue;
@@ -255,10 +303,14 @@ void PipelineChecker::simulateKernel() {
       continue;
     }
     if (op.code() == OpCode::Return) {
-      for (auto& [k, sl] : st.slots)
+      for (auto& [k, sl] : st.slots) {
         if (sl.w && sl.w->st == St::InFlight)
           fail(*sl.w->op, "async copy into buffer " + bufName(k.first) +
                               " is never waited for before the kernel returns; add async_wait {pending = 0}");
+        if (const Read* m = mmaRead(sl))
+          fail(*m->dot, "async dot " + at(*m->dot) +
+                            " may still be in flight when the kernel returns; add dot_wait {pending = 0}");
+      }
     }
     // Region ops at the top level (plain loops, ifs) never touch tracked
     // buffers or async state (checkPlacement): only their barriers could
@@ -293,6 +345,7 @@ PipelineChecker::State PipelineChecker::simulateLoop(State st, const Op& loop, i
   // state. Slots lose their identity (all slots of a buffer get the worst
   // status and every pending read), which is conservative.
   State out;
+  size_t mmaDepth = st.mmaInFlight.size();
   bool inFlight = false;
   const Op* flying = nullptr;
   std::map<const Value*, Slot> perBuf;
@@ -303,7 +356,10 @@ PipelineChecker::State PipelineChecker::simulateLoop(State st, const Op& loop, i
         if (sl.w->st == St::InFlight && !flying) flying = sl.w->op;
         if (!j.w || static_cast<int>(sl.w->st) < static_cast<int>(j.w->st)) j.w = sl.w;
       }
-      for (const Read& r : sl.reads) j.reads.push_back({r.op, false, 0});
+      // An async dot's read stays in flight, in the newest group: only a
+      // dot_wait {pending = 0} after the loop is sure to retire it.
+      for (const Read& r : sl.reads) j.reads.push_back({r.op, false, 0, r.mma == kNoMma ? kNoMma : kJoinedMma, r.dot});
+      mmaDepth = std::max(mmaDepth, s.mmaInFlight.size());
     }
   for (auto& [r, j] : perBuf)
     if (j.w) {
@@ -321,6 +377,14 @@ PipelineChecker::State PipelineChecker::simulateLoop(State st, const Op& loop, i
   for (auto& [r, j] : perBuf)
     for (int64_t s = 0; s < r->type().shape()[0]; ++s) out.slots[{r, s}] = j;
   out.nextGroup = st.nextGroup;
+  // The joined in-flight groups: mmaDepth of them, the joined reads in the
+  // newest (kJoinedMma above, renumbered here).
+  out.nextMma = st.nextMma;
+  for (size_t i = 0; i < mmaDepth; ++i) out.mmaInFlight.push_back(out.nextMma++);
+  const int64_t newest = mmaDepth ? out.mmaInFlight.back() : kNoMma;
+  for (auto& [k, sl] : out.slots)
+    for (Read& r : sl.reads)
+      if (r.mma == kJoinedMma) r.mma = newest;
   return out;
 }
 

@@ -20,6 +20,8 @@ bool isAsyncCopy(const Op& op) {
   return it != op.attrs().end() && std::holds_alternative<int64_t>(it->second) && std::get<int64_t>(it->second) == 1;
 }
 
+bool isAsyncDot(const Op& op) { return op.code() == OpCode::Dot && intAttrOf(op, "async").value_or(0) == 1; }
+
 std::optional<int64_t> intAttrOf(const Op& op, const char* k) {
   auto it = op.attrs().find(k);
   if (it == op.attrs().end() || !std::holds_alternative<int64_t>(it->second)) return std::nullopt;
@@ -97,11 +99,17 @@ void PipelineChecker::run() {
   walk(const_cast<Block&>(f_.body()), [&](Op& op) {
     if (op.code() == OpCode::For && op.hasAttr("stages")) checkWrittenLoop(op);
     if (isAsyncCopy(op)) tracked_.insert(root(op.operand(0)));
-    if (isAsyncCopy(op) || op.code() == OpCode::AsyncCommit || op.code() == OpCode::AsyncWait ||
-        (op.code() == OpCode::For && op.hasAttr("pipelined")))
+    if (isAsyncCopy(op) || op.code() == OpCode::AsyncCommit || op.code() == OpCode::AsyncWait || isAsyncDot(op) ||
+        op.code() == OpCode::DotWait || (op.code() == OpCode::For && op.hasAttr("pipelined")))
       any = true;
+    // A slot an async dot reads is tracked too: its reuse waits for the dot.
+    if (isAsyncDot(op))
+      for (unsigned i = 0; i < 2; ++i)
+        if (const Op* ld = op.operand(i)->definingOp(); ld && ld->code() == OpCode::LocalLoad)
+          tracked_.insert(root(ld->operand(0)));
   });
   if (!any) return;  // nothing asynchronous: the program-order semantics hold
+  checkAsyncValues();
   checkPlacement();
   simulateKernel();
 }
@@ -118,7 +126,8 @@ void PipelineChecker::checkWrittenLoop(const Op& loop) {
     walk(const_cast<Block&>(r->block()), [&](Op& op) {
       if (op.code() == OpCode::For && (op.hasAttr("stages") || op.hasAttr("pipelined")))
         fail(op, "pipelined loop: cannot be nested in the pipelined loop at " + where(loop.loc()));
-      if (isAsyncCopy(op) || op.code() == OpCode::AsyncCommit || op.code() == OpCode::AsyncWait)
+      if (isAsyncCopy(op) || op.code() == OpCode::AsyncCommit || op.code() == OpCode::AsyncWait || isAsyncDot(op) ||
+          op.code() == OpCode::DotWait)
         fail(op,
              "pipelined loop: a loop as written ('stages') holds no async operations; the 'pipeline' pass "
              "creates them");
@@ -192,17 +201,52 @@ void PipelineChecker::checkAddressSlice(const Op& loop, const Op& copy, const Va
   }
 }
 
+// ---- async dots' results ---------------------------------------------------
+void PipelineChecker::checkAsyncValues() {
+  // Pending values: async dots' results, and what a loop carries from a
+  // pending yield operand (its block argument and its result).
+  std::map<const Value*, const Op*> pending;  // value -> the async dot behind it
+  walk(const_cast<Block&>(f_.body()), [&](Op& op) {
+    if (isAsyncDot(op)) pending[op.result()] = &op;
+  });
+  for (bool grew = true; grew;) {
+    grew = false;
+    walk(const_cast<Block&>(f_.body()), [&](Op& op) {
+      if (op.code() != OpCode::For) return;
+      const Block& b = op.region(0).block();
+      const Op* y = b.terminator();
+      for (unsigned i = 0; y && i < y->numOperands() && i < op.numResults(); ++i) {
+        auto it = pending.find(y->operand(i));
+        if (it == pending.end() || pending.count(op.result(i))) continue;
+        pending[op.result(i)] = it->second;
+        pending[b.arg(i + 1)] = it->second;
+        grew = true;
+      }
+    });
+  }
+  for (auto& [v, dot] : pending)
+    for (const Op* u : usersOf(v)) {
+      bool ok = u->code() == OpCode::Yield || u->code() == OpCode::DotWait ||
+                (isAsyncDot(*u) && u->operand(0) != v && u->operand(1) != v);
+      if (!ok)
+        fail(*u, "the result of the async dot " + at(*dot) + " is used by " + at(*u) +
+                     " while the dot may still be in flight; use the result of a dot_wait {pending = 0} "
+                     "instead (only another async dot may take it, as its accumulator)");
+    }
+}
+
 // ---- placement of async operations and tracked accesses -----------------
 void PipelineChecker::checkPlacement() {
   for (auto& op : f_.body().ops()) placeOp(*op, Ctx::Top, nullptr);
 }
 
 void PipelineChecker::placeOp(const Op& op, Ctx ctx, const Op* loop) {
-  bool asyncOp = isAsyncCopy(op) || op.code() == OpCode::AsyncCommit || op.code() == OpCode::AsyncWait;
+  bool asyncOp = isAsyncCopy(op) || op.code() == OpCode::AsyncCommit || op.code() == OpCode::AsyncWait ||
+                 isAsyncDot(op) || op.code() == OpCode::DotWait;
   if (asyncOp && ctx != Ctx::Top && ctx != Ctx::LoopBody)
     fail(op,
-         "async copies, async_commit and async_wait may appear only in the kernel body or directly in a "
-         "scheduled loop ('pipelined') at the top level of the kernel");
+         "async copies, async_commit, async_wait, async dots and dot_wait may appear only in the kernel body or "
+         "directly in a scheduled loop ('pipelined') at the top level of the kernel");
   if (op.code() == OpCode::For && op.hasAttr("pipelined")) {
     if (ctx != Ctx::Top) fail(op, "pipelined loop: a scheduled loop must be at the top level of the kernel");
     auto lo = constantInt(op.operand(0)), step = constantInt(op.operand(2));

@@ -240,6 +240,7 @@ class Verifier {
       case OpCode::Copy:
       case OpCode::BufferSlot:
       case OpCode::Dot:
+      case OpCode::DotWait:
       case OpCode::For:
       case OpCode::If:
       case OpCode::Yield:
@@ -681,6 +682,25 @@ class Verifier {
         if (acc.dtype() != accD)
           fail(op, "accumulator " + ts(acc) + " must be " + name(accD) + " for " + name(d) + " operands");
         resultIs(op, acc);
+        if (op.hasAttr("async")) {
+          int64_t x = intAttr(op, "async");
+          if (x != 0 && x != 1) fail(op, "attribute 'async' must be 0 or 1, got " + std::to_string(x));
+        }
+        return;
+      }
+      case OpCode::DotWait: {
+        if (op.numResults() != op.numOperands())
+          fail(op, "has " + std::to_string(op.numOperands()) + " operands but " + std::to_string(op.numResults()) +
+                       " results (it returns its operands)");
+        for (unsigned i = 0; i < op.numOperands(); ++i)
+          if (in(op, i) != op.result(i)->type())
+            fail(op, "result #" + std::to_string(i) + " has type " + ts(op.result(i)->type()) + " but operand #" +
+                         std::to_string(i) + " is " + ts(in(op, i)));
+        int64_t n = intAttr(op, "pending");
+        if (n < 0) fail(op, "'pending' must be >= 0, got " + std::to_string(n));
+        if (op.numOperands() != 0 && n != 0)
+          fail(op, "completes its operands only with 'pending' = 0, got " + std::to_string(n) +
+                       " (a wait that leaves dots in flight takes no operands)");
         return;
       }
       case OpCode::For: {

@@ -21,6 +21,8 @@ bool eligible(const Op& op) {
     case OpCode::Load:
     case OpCode::LocalLoad:
     case OpCode::Alloc: return false;
+    // Each async dot is a group of its own (dot_wait counts them).
+    case OpCode::Dot: return !op.hasAttr("async") || op.intAttr("async") == 0;
     default: return true;
   }
 }

@@ -76,6 +76,8 @@ class Builder {
   Op* copyAsync(Value* dstBuffer, Value* srcPtrs, Value* mask = nullptr);
   Op* asyncCommit();
   Op* asyncWait(int64_t pending);
+  /// dot_wait(values...) {pending}: results are the values, completed.
+  Op* dotWait(const std::vector<Value*>& values, int64_t pending);
   Value* reduce(const std::string& kind, Value* v, int axis);
   Value* dot(Value* a, Value* b, Value* acc);
   /// Creates a `scan` of `v` along `axis` and builds its combine region

@@ -147,6 +147,24 @@
 //  in the kernel body and directly in a `for {pipelined = S}` loop at the top
 //  level of the kernel.
 //
+// Asynchronous dots (matrix instructions that run behind the program, e.g.
+// Hopper's wgmma; the `async-dots` pass creates them, docs/pipelining.md).
+//  * `dot {async = 1}` *issues* the dot: it may read its operands' shared
+//    slots (the local_loads that feed it) and compute its result at any time
+//    until a `dot_wait` retires it. Each async dot is a group of its own;
+//    groups retire in issue order. A backend may complete it at once.
+//  * `dot_wait(x...) {pending = N}` blocks until at most N async dots are
+//    still in flight, and returns its operands: with operands, N must be 0
+//    and the results are the completed values.
+//  * Result rule: the result of an async dot (directly, or carried by a loop
+//    from its yield) may be used only as the accumulator of another async
+//    dot, by a yield, or by a dot_wait; everything else uses the dot_wait's
+//    result.
+//  * Reuse rule: a slot read by an async dot counts as read until a dot_wait
+//    retires the dot; the write-after-read rule above applies from there
+//    (a barrier after the dot_wait, then the copy).
+//  * No async dot may still be in flight when the kernel returns.
+//
 // Pipelined loops. `for {stages = S}` (S >= 1) is a loop *as written*: a
 // one-stage program whose staged copies (non-async `copy` into
 // `buffer_slot(b, i)` of a shared buffer with S slots defined before the

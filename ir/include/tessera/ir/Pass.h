@@ -46,8 +46,17 @@ std::unique_ptr<Pass> createPadTilesPass(std::vector<std::string>* warnings = nu
 /// and the pass by name) every fp8 dot is widened.
 std::unique_ptr<Pass> createWidenFp8DotsPass(std::function<bool(DType a, DType b, DType acc)> native = {});
 
+/// "async-dots": in a pipelined loop (after "pipeline") whose dots read both
+/// operands from staged slots, marks those dots `async`, retires each one
+/// iteration later (`dot_wait {pending}`) and moves the refill of a slot
+/// behind the wait that retires its reader (ir/passes/AsyncDots.cpp; IR.h,
+/// "Asynchronous dots"). Only the dots `inFlight` accepts (the GPU targets
+/// whose matrix instructions run asynchronously:
+/// codegen::gpuKeepsDotInFlight); without it, every candidate.
+std::unique_ptr<Pass> createAsyncDotsPass(std::function<bool(const Op& dot)> inFlight = {});
+
 /// A pass by its name (Passes.def: canonicalize, cse, dce, pipeline,
-/// pad-tiles, widen-fp8-dots, verify); UsageError naming the known ones otherwise.
+/// async-dots, pad-tiles, widen-fp8-dots, verify); UsageError naming the known ones otherwise.
 std::unique_ptr<Pass> createPassByName(const std::string& name);
 /// The known pass names, in Passes.def order.
 std::vector<std::string> passNames();

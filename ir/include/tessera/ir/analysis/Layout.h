@@ -69,6 +69,9 @@ inline bool isNvMma(MmaKind k) {
   return k == MmaKind::NvMmaM16N8K16 || k == MmaKind::NvMmaM16N8K32 || k == MmaKind::NvWgmmaM64K16;
 }
 inline bool isAmdMfma(MmaKind k) { return k == MmaKind::AmdMfma16x16x16 || k == MmaKind::AmdMfma16x16x32; }
+/// The instruction runs behind the program (issue, then wait): a `dot
+/// {async}` of this kind can stay in flight (IR.h, "Asynchronous dots").
+inline bool isAsyncMma(MmaKind k) { return k == MmaKind::NvWgmmaM64K16; }
 /// The K of one instruction (the dot's K must be a multiple of it).
 inline int64_t mmaK(MmaKind k) { return k == MmaKind::NvMmaM16N8K32 || k == MmaKind::AmdMfma16x16x32 ? 32 : 16; }
 
