@@ -479,6 +479,8 @@ void LayoutAnalysis::propagateFromAccesses(ir::Block& body) {
                op.numResults() == 1 && op.result()->type().isTile()) {
       for (const ir::Value* o : op.operands())
         if (o->type().isTile() && o->type().shape() == op.result()->type().shape()) users[o].push_back(op.result());
+    } else if (op.code() == OpCode::DotWait) {  // the accumulator, completed: the same value
+      for (unsigned i = 0; i < op.numOperands(); ++i) users[op.operand(i)].push_back(op.result(i));
     }
   });
   std::unordered_set<const ir::Value*> fromDot, heavy;
