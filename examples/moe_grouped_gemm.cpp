@@ -14,9 +14,12 @@
 // expert's row range comes from the offsets array (loaded values), so the
 // grid is sized for the largest expert and programs past their expert's
 // rows skip the work (ts::if_else); an expert with no tokens costs only
-// its programs' two loads. The K loop is a plain for_range: for_pipelined
-// does not yet take copy pointers that depend on loaded values (issue 12
-// item 3).
+// its programs' two loads. On the GPUs the K loop is a 3-stage
+// for_pipelined inside that if_else: its copy pointers depend on the
+// loaded row range and expert index, values computed before the loop, so
+// the schedule may compute them stages - 1 iterations ahead. On the CPU it
+// is a plain for_range (a staged copy there is one more copy of each tile:
+// support.h, gemmMainLoop).
 //
 // Shape: {tokens, experts, K, N}; default {512, 8, 256, 256}. Tokens are
 // routed at random, with expert 1 left empty where there are several.
@@ -47,14 +50,31 @@ Kernel moeGroupedGemm(GemmBlocks B, bool swiglu) {
           auto rk = ts::arange(BK);
           auto wOff = e.to(ts::i64) * K * N;  // expert e's [K, N] weights
           auto zero = ts::zeros({BM, BN}, ts::f32);
-          auto [g, u] = ts::for_range(0, K, BK, std::tuple{zero, zero}, [&](ts::Int k0, ts::Tensor g, ts::Tensor u) {
-            auto ka = ts::expand_dims(k0 + rk, 0), kb = ts::expand_dims(k0 + rk, 1);
-            auto a = ts::load(x + row * K + ka, (row < end) & (ka < K));  // BM x BK
-            auto bMask = (kb < K) & (col < N);
-            auto gNew = ts::dot(a, ts::load(w + wOff + kb * N + col, bMask), g);
-            if (!swiglu) return std::tuple{gNew, u};
-            return std::tuple{gNew, ts::dot(a, ts::load(wUp + wOff + kb * N + col, bMask), u)};
-          });
+          auto ptrA = [&](ts::Int k0) { return x + row * K + ts::expand_dims(k0 + rk, 0); };
+          auto maskA = [&](ts::Int k0) { return (row < end) & (ts::expand_dims(k0 + rk, 0) < K); };
+          auto ptrB = [&](auto base, ts::Int k0) { return base + wOff + ts::expand_dims(k0 + rk, 1) * N + col; };
+          auto maskB = [&](ts::Int k0) { return (ts::expand_dims(k0 + rk, 1) < K) & (col < N); };
+          std::tuple<ts::Tensor, ts::Tensor> gu;
+          if (B.stages >= 1) {
+            auto sa = ts::alloc_shared(ts::f16, {BM, BK});  // one stage each; stage_copy makes `stages` slots
+            auto sg = ts::alloc_shared(ts::f16, {BK, BN});
+            auto su = swiglu ? ts::alloc_shared(ts::f16, {BK, BN}) : sg;  // (unused without SwiGLU)
+            gu = ts::for_pipelined(
+                0, K, BK, B.stages, std::tuple{zero, zero}, [&](ts::Int k0, ts::Tensor g, ts::Tensor u) {
+                  auto a = ts::stage_copy(sa, ptrA(k0), maskA(k0)).load();
+                  auto gNew = ts::dot(a, ts::stage_copy(sg, ptrB(w, k0), maskB(k0)).load(), g);
+                  if (!swiglu) return std::tuple{gNew, u};
+                  return std::tuple{gNew, ts::dot(a, ts::stage_copy(su, ptrB(wUp, k0), maskB(k0)).load(), u)};
+                });
+          } else {
+            gu = ts::for_range(0, K, BK, std::tuple{zero, zero}, [&](ts::Int k0, ts::Tensor g, ts::Tensor u) {
+              auto a = ts::load(ptrA(k0), maskA(k0));  // BM x BK
+              auto gNew = ts::dot(a, ts::load(ptrB(w, k0), maskB(k0)), g);
+              if (!swiglu) return std::tuple{gNew, u};
+              return std::tuple{gNew, ts::dot(a, ts::load(ptrB(wUp, k0), maskB(k0)), u)};
+            });
+          }
+          auto [g, u] = gu;
           auto y = swiglu ? g * ts::sigmoid(g) * u : g;
           ts::store(out + row * N + col, y.to(ts::f16), (row < end) & (col < N));
         });
@@ -108,7 +128,7 @@ GemmBlocks moeBlocks(const Target& t) {
   // (tessera_moe_bench: 0.25x oneDNN at 1024 tokens over 32 experts with
   // 128 rows, 0.57x with 64; docs/bench.md).
   if (t.kind == Target::Kind::CPU) return {64, 128, 64, 0};
-  return {32, 32, 32, 0};
+  return {32, 32, 32, 3};
 }
 GemmBlocks moeBlocks(const Device& d) {
   if (d.kind() == rt::DeviceKind::CPU) return moeBlocks(Target::parse("cpu"));

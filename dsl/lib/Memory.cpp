@@ -268,11 +268,13 @@ StagedTile stage_copy(const TileBuffer& buf, const Tensor& ptrs, const Operand& 
   if (bt.space() != ir::MemSpace::Shared)
     dsl::fail(loc, fmt::format("stage_copy: the buffer must be in shared memory (ts::alloc_shared), got {}", bt.str()));
   dsl::checkNotStaged(s, b, loc, "stage_copy");
+  // Allocated outside the pipelined loop: in the kernel body, or in the
+  // for_range / if_else the loop is nested in.
   const ir::Op* a = b->definingOp();
-  if (!a || a->code() != ir::OpCode::Alloc || b->ownerBlock() != &s.fn->body())
-    dsl::fail(loc,
-              "stage_copy: allocate the buffer with ts::alloc_shared in the kernel body before the pipelined "
-              "loop");
+  auto inner = std::find(s.scopes.begin(), s.scopes.end(), pipe.body);
+  const bool outside = std::find(s.scopes.begin(), inner, b->ownerBlock()) != inner;
+  if (!a || a->code() != ir::OpCode::Alloc || !outside)
+    dsl::fail(loc, "stage_copy: allocate the buffer with ts::alloc_shared before the pipelined loop, outside it");
   const ir::Op* prior = nullptr;
   ir::walk(s.fn->body(), [&](ir::Op& op) {
     for (ir::Value* v : op.operands())

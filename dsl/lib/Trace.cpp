@@ -221,10 +221,10 @@ std::vector<Tensor> forPipelinedImpl(const Operand& lo, const Operand& hi, const
   if (stages < 1 || stages > ir::kMaxPipelineStages)
     fail(loc, fmt::format("for_pipelined: stages must be 1..{} (real schedules use 2-8), got {}",
                           ir::kMaxPipelineStages, stages));
-  if (s.builder->block() != &s.fn->body())
-    fail(loc,
-         "for_pipelined: a pipelined loop must be at the top level of the kernel (not inside for_range, "
-         "if_else or another for_pipelined)");
+  if (!s.pipes.empty())
+    fail(loc, fmt::format("for_pipelined: a pipelined loop cannot be nested in the for_pipelined at {}:{} (it may be "
+                          "nested in for_range and if_else)",
+                          s.pipes.back().loc.file_name(), s.pipes.back().loc.line()));
   return forImpl(
       lo, hi, step, inits,
       [&](const Tensor& iv, const std::vector<Tensor>& carried) {

@@ -170,6 +170,8 @@ class PipelineChecker {
   void dotWait(State& st, int64_t pending);
   /// The first read of `sl` by an async dot not yet retired, or null.
   static const Read* mmaRead(const Slot& sl);
+  /// Appends `r` unless the slot holds the same read already (joins).
+  static void addRead(Slot& sl, const Read& r);
   std::string mmaHazard(const Read& r) const;
   /// Async dots' results are used only by async dots (as the accumulator),
   /// yields and dot_wait (IR.h, "Asynchronous dots").
@@ -182,7 +184,21 @@ class PipelineChecker {
   std::string canonical(const State& st, const Iter& it) const;
 
   void simulateKernel();
+  /// The ops of `b` in order from `st`; the state after them.
+  State simulateBlock(State st, const Block& b);
   State simulateLoop(State st, const Op& loop, int epoch, const Op* next);
+  /// A plain loop or a branch holding async operations (holdsAsync_): its
+  /// regions from `st`, every path through it, joined.
+  State simulateRegionOp(const State& st, const Op& op);
+  /// Nothing asynchronous in flight (groups, copies, dots): required where
+  /// paths join around such a region.
+  void requireQuiet(const State& st, const Op& op, const char* where) const;
+  /// The worst of quiet states: per slot the least visible write and every
+  /// read.
+  static State joinQuiet(const std::vector<State>& states);
+  /// The epoch of the first scheduled loop at or after position `i` of `b`
+  /// (-1: none): the loop a prologue copy there belongs to.
+  int nextLoopEpoch(const Block& b, size_t i) const;
 
   const Function& f_;
   detail::ValueNames names_;
@@ -191,6 +207,9 @@ class PipelineChecker {
   std::unordered_map<const Op*, SlotForm> forms_;
   std::vector<const Op*> loops_;
   int prologueEpoch_ = -1;
+  // Plain loops and branches whose regions hold async operations, scheduled
+  // loops or writes of tracked buffers: simulated path by path.
+  std::set<const Op*> holdsAsync_;
 };
 
 }  // namespace tessera::ir::detail

@@ -32,6 +32,7 @@
 #include "PipelineChecker.h"
 
 #include <algorithm>
+#include <functional>
 
 namespace tessera::ir::detail {
 
@@ -165,7 +166,7 @@ void PipelineChecker::read(State& st, const Op& op, const Iter& it) {
       fail(op, "pipelined loop: " + at(op) + " reads buffer " + bufName(r) + " slot " + slotText(r, s, it) +
                    " before any copy fills it");
     }
-    sl.reads.push_back(rd);
+    addRead(sl, rd);
   }
 }
 
@@ -206,6 +207,11 @@ void PipelineChecker::dotWait(State& st, int64_t pending) {
       for (Read& r : sl.reads)
         if (r.mma == g) r.mma = kNoMma;
   }
+}
+void PipelineChecker::addRead(Slot& sl, const Read& r) {
+  for (const Read& x : sl.reads)
+    if (x.op == r.op && x.tagged == r.tagged && x.iter == r.iter && x.mma == r.mma) return;
+  sl.reads.push_back(r);
 }
 const PipelineChecker::Read* PipelineChecker::mmaRead(const Slot& sl) {
   for (const Read& r : sl.reads)
@@ -290,16 +296,47 @@ std::string PipelineChecker::canonical(const State& st, const Iter& it) const {
 }
 
 void PipelineChecker::simulateKernel() {
-  for (auto& op : f_.body().ops())
-    if (op->code() == OpCode::For && op->hasAttr("pipelined")) loops_.push_back(op.get());
-  State st;
-  int epoch = 0;
-  const auto& ops = f_.body().ops();
+  walk(const_cast<Block&>(f_.body()), [&](Op& op) {
+    if (op.code() == OpCode::For && op.hasAttr("pipelined")) loops_.push_back(&op);
+  });
+  // Which region ops need path-by-path simulation: those holding async
+  // operations, scheduled loops or writes of tracked buffers.
+  std::function<bool(const Op&)> holds = [&](const Op& op) {
+    bool any = false;
+    for (auto& r : op.regions())
+      for (auto& o : r->block().ops()) {
+        const Value* buf = accessedBuffer(*o);
+        bool write = buf && tracked_.count(root(buf)) && o->code() != OpCode::LocalLoad;
+        bool self = isAsyncCopy(*o) || o->code() == OpCode::AsyncCommit || o->code() == OpCode::AsyncWait ||
+                    isAsyncDot(*o) || o->code() == OpCode::DotWait ||
+                    (o->code() == OpCode::For && o->hasAttr("pipelined")) || write;
+        bool inner = o->numRegions() != 0 && holds(*o);
+        any = any || self || inner;
+      }
+    if (any && op.numRegions() != 0 && !(op.code() == OpCode::For && op.hasAttr("pipelined"))) holdsAsync_.insert(&op);
+    return any;
+  };
+  for (auto& op : f_.body().ops()) holds(*op);
+  simulateBlock(State{}, f_.body());
+}
+
+int PipelineChecker::nextLoopEpoch(const Block& b, size_t i) const {
+  for (; i < b.ops().size(); ++i) {
+    const Op* op = b.ops()[i].get();
+    if (op->code() != OpCode::For || !op->hasAttr("pipelined")) continue;
+    auto it = std::find(loops_.begin(), loops_.end(), op);
+    return static_cast<int>(it - loops_.begin());
+  }
+  return -1;
+}
+
+PipelineChecker::State PipelineChecker::simulateBlock(State st, const Block& b) {
+  const auto& ops = b.ops();
   for (size_t i = 0; i < ops.size(); ++i) {
     const Op& op = *ops[i];
-    prologueEpoch_ = epoch < static_cast<int>(loops_.size()) ? epoch : -1;
+    prologueEpoch_ = nextLoopEpoch(b, i);
     if (op.code() == OpCode::For && op.hasAttr("pipelined")) {
-      st = simulateLoop(st, op, epoch++, i + 1 < ops.size() ? ops[i + 1].get() : nullptr);
+      st = simulateLoop(st, op, prologueEpoch_, i + 1 < ops.size() ? ops[i + 1].get() : nullptr);
       continue;
     }
     if (op.code() == OpCode::Return) {
@@ -312,11 +349,74 @@ void PipelineChecker::simulateKernel() {
                             " may still be in flight when the kernel returns; add dot_wait {pending = 0}");
       }
     }
-    // Region ops at the top level (plain loops, ifs) never touch tracked
-    // buffers or async state (checkPlacement): only their barriers could
-    // matter, and ignoring them is conservative.
+    if (holdsAsync_.count(&op)) {
+      st = simulateRegionOp(st, op);
+      continue;
+    }
+    // Other region ops never touch async state or write tracked buffers:
+    // only their reads matter (executed as if they happen) and their
+    // barriers, which are ignored (conservative).
     exec(st, op, Iter{}, false);
   }
+  return st;
+}
+
+void PipelineChecker::requireQuiet(const State& st, const Op& op, const char* when) const {
+  const Op* flying = nullptr;
+  for (auto& [k, sl] : st.slots) {
+    if (!flying && sl.w && sl.w->st == St::InFlight) flying = sl.w->op;
+    if (const Read* m = mmaRead(sl); !flying && m) flying = m->dot;
+  }
+  if (flying || !st.committed.empty() || !st.mmaInFlight.empty())
+    fail(op, "async operations" + (flying ? " (" + at(*flying) + ")" : std::string()) + " may still be in flight " +
+                 when + " " + at(op) +
+                 ", which holds async operations; retire them first (async_wait {pending = 0}, dot_wait {pending "
+                 "= 0})");
+}
+
+PipelineChecker::State PipelineChecker::joinQuiet(const std::vector<State>& states) {
+  State out;
+  for (const State& s : states) {
+    out.nextGroup = std::max(out.nextGroup, s.nextGroup);
+    out.nextMma = std::max(out.nextMma, s.nextMma);
+    for (auto& [k, sl] : s.slots) {
+      Slot& j = out.slots[k];
+      if (sl.w && (!j.w || static_cast<int>(sl.w->st) < static_cast<int>(j.w->st))) {
+        j.w = sl.w;
+        j.w->tagged = false;
+      }
+      for (const Read& r : sl.reads) addRead(j, {r.op, false, 0, kNoMma, r.dot});
+    }
+  }
+  return out;
+}
+
+PipelineChecker::State PipelineChecker::simulateRegionOp(const State& st, const Op& op) {
+  requireQuiet(st, op, "on entering");
+  std::vector<State> outs;
+  if (op.code() == OpCode::For) {
+    // Zero or more iterations: run the body until the state at its start
+    // repeats, then every later iteration repeats checks already passed.
+    outs.push_back(st);
+    std::set<std::string> seen{canonical(st, Iter{})};
+    State cur = st;
+    for (int k = 0;; ++k) {
+      if (k == 8)
+        fail(op, "cannot prove the async operations of " + at(op) + ": its state does not repeat within 8 iterations");
+      cur = simulateBlock(cur, op.region(0).block());
+      requireQuiet(cur, op, "at the end of an iteration of");
+      outs.push_back(cur);
+      if (!seen.insert(canonical(cur, Iter{})).second) break;
+    }
+    return joinQuiet(outs);
+  }
+  for (auto& r : op.regions()) {
+    State x = simulateBlock(st, r->block());
+    requireQuiet(x, op, "at the end of a branch of");
+    outs.push_back(std::move(x));
+  }
+  if (outs.empty()) outs.push_back(st);
+  return joinQuiet(outs);
 }
 
 PipelineChecker::State PipelineChecker::simulateLoop(State st, const Op& loop, int epoch, const Op* next) {
@@ -358,7 +458,7 @@ PipelineChecker::State PipelineChecker::simulateLoop(State st, const Op& loop, i
       }
       // An async dot's read stays in flight, in the newest group: only a
       // dot_wait {pending = 0} after the loop is sure to retire it.
-      for (const Read& r : sl.reads) j.reads.push_back({r.op, false, 0, r.mma == kNoMma ? kNoMma : kJoinedMma, r.dot});
+      for (const Read& r : sl.reads) addRead(j, {r.op, false, 0, r.mma == kNoMma ? kNoMma : kJoinedMma, r.dot});
       mmaDepth = std::max(mmaDepth, s.mmaInFlight.size());
     }
   for (auto& [r, j] : perBuf)

@@ -117,10 +117,9 @@ void PipelineChecker::run() {
 // ---- loops as written: for {stages = S} --------------------------------
 void PipelineChecker::checkWrittenLoop(const Op& loop) {
   const int64_t S = intAttrOf(loop, "stages").value_or(1);
-  if (loop.parent() != &f_.body())
-    fail(loop,
-         "pipelined loop: a loop with 'stages' must be at the top level of the kernel (nesting in 'for' or "
-         "'if' is not supported)");
+  for (const Op* up = loop.parent()->parentOp(); up; up = up->parent()->parentOp())
+    if (up->code() == OpCode::For && (up->hasAttr("stages") || up->hasAttr("pipelined")))
+      fail(loop, "pipelined loop: cannot be nested in the pipelined loop at " + where(up->loc()));
   const Block& body = loop.region(0).block();
   for (auto& r : loop.regions())
     walk(const_cast<Block&>(r->block()), [&](Op& op) {
@@ -140,9 +139,13 @@ void PipelineChecker::checkWrittenLoop(const Op& loop) {
     if (!view || view->code() != OpCode::BufferSlot || view->parent() != &body) continue;
     const Value* buf = view->operand(0);
     // A staged copy: the pass moves it S-1 iterations ahead.
-    if (!buf->definingOp() || buf->definingOp()->code() != OpCode::Alloc || buf->ownerBlock() != &f_.body())
+    // Allocated before the loop in a block that holds it (the kernel body,
+    // or the loop or branch the pipelined loop is nested in).
+    const Op* holder = ancestorIn(&loop, buf->ownerBlock());
+    if (!buf->definingOp() || buf->definingOp()->code() != OpCode::Alloc || !holder ||
+        indexIn(buf->definingOp(), *buf->ownerBlock()) > indexIn(holder, *buf->ownerBlock()))
       fail(c, "pipelined loop: the staged buffer " + names_.name(buf) +
-                  " must be allocated ('alloc') in the kernel body before the loop");
+                  " must be allocated ('alloc') before the loop, in the kernel body or a block that holds the loop");
     if (buf->type().space() != MemSpace::Shared)
       fail(c,
            "pipelined loop: the staged buffer " + bufName(buf) + " must be in shared memory, got " + buf->type().str());
@@ -240,15 +243,20 @@ void PipelineChecker::checkPlacement() {
   for (auto& op : f_.body().ops()) placeOp(*op, Ctx::Top, nullptr);
 }
 
+// Outside scheduled loops (the kernel body and the blocks of plain loops and
+// branches: Top, Nested) async operations and writes of tracked buffers
+// may appear anywhere; in a scheduled loop only directly in its body.
 void PipelineChecker::placeOp(const Op& op, Ctx ctx, const Op* loop) {
   bool asyncOp = isAsyncCopy(op) || op.code() == OpCode::AsyncCommit || op.code() == OpCode::AsyncWait ||
                  isAsyncDot(op) || op.code() == OpCode::DotWait;
-  if (asyncOp && ctx != Ctx::Top && ctx != Ctx::LoopBody)
+  if (asyncOp && ctx == Ctx::InLoopNested)
     fail(op,
-         "async copies, async_commit, async_wait, async dots and dot_wait may appear only in the kernel body or "
-         "directly in a scheduled loop ('pipelined') at the top level of the kernel");
+         "async copies, async_commit, async_wait, async dots and dot_wait may appear in a scheduled loop "
+         "('pipelined') only directly in its body, not in a loop or branch nested in it");
   if (op.code() == OpCode::For && op.hasAttr("pipelined")) {
-    if (ctx != Ctx::Top) fail(op, "pipelined loop: a scheduled loop must be at the top level of the kernel");
+    if (ctx == Ctx::LoopBody || ctx == Ctx::InLoopNested)
+      fail(op, "pipelined loop: a scheduled loop cannot be nested in another scheduled loop (at " + where(loop->loc()) +
+                   ")");
     auto lo = constantInt(op.operand(0)), step = constantInt(op.operand(2));
     if (!lo || *lo != 0 || !step || *step != 1)
       fail(op,
@@ -258,16 +266,17 @@ void PipelineChecker::placeOp(const Op& op, Ctx ctx, const Op* loop) {
   const Value* buf = accessedBuffer(op);
   if (buf && tracked_.count(root(buf))) {
     bool write = op.code() != OpCode::LocalLoad;
-    if (ctx == Ctx::Nested || (ctx == Ctx::InLoopNested && write))
-      fail(op, "buffer " + bufName(root(buf)) + " is written by async copies; it may be " +
-                   (write ? "written" : "read") + " only in the kernel body or in a scheduled loop" +
-                   (write ? " (not in a nested region)" : ""));
-    slotForm(op, buf, ctx == Ctx::Top ? nullptr : loop);  // checks the index form
+    if (ctx == Ctx::InLoopNested && write)
+      fail(op, "buffer " + bufName(root(buf)) +
+                   " is written by async copies; in a scheduled loop it may be written only directly in the "
+                   "loop's body (not in a nested region)");
+    const bool inLoop = ctx == Ctx::LoopBody || ctx == Ctx::InLoopNested;
+    slotForm(op, buf, inLoop ? loop : nullptr);  // checks the index form
   }
   for (auto& r : op.regions()) {
     Ctx inner = Ctx::Nested;
     const Op* l = loop;
-    if (ctx == Ctx::Top && op.code() == OpCode::For && op.hasAttr("pipelined")) {
+    if ((ctx == Ctx::Top || ctx == Ctx::Nested) && op.code() == OpCode::For && op.hasAttr("pipelined")) {
       inner = Ctx::LoopBody;
       l = &op;
     } else if (ctx == Ctx::LoopBody || ctx == Ctx::InLoopNested) {

@@ -58,8 +58,9 @@ class AsyncDots : public Pass {
 
   void run(Function& f) override {
     std::vector<Op*> loops;
-    for (auto& op : f.body().ops())
-      if (op->code() == OpCode::For && intAttrOf(*op, "pipelined").value_or(0) >= 2) loops.push_back(op.get());
+    walk(f.body(), [&](Op& op) {
+      if (op.code() == OpCode::For && intAttrOf(op, "pipelined").value_or(0) >= 2) loops.push_back(&op);
+    });
     for (Op* l : loops) rewrite(f, *l);
   }
 
@@ -143,7 +144,7 @@ class AsyncDots : public Pass {
 
     // After the loop (and the async_wait that drains its copies): complete
     // the accumulators.
-    Block& top = f.body();
+    Block& top = *loop.parent();
     size_t at = 0;
     while (top.ops()[at].get() != &loop) ++at;
     ++at;
@@ -157,7 +158,7 @@ class AsyncDots : public Pass {
     for (size_t i = 0; i < results.size(); ++i) {
       Value* from = results[i];
       Value* to = done->result(static_cast<unsigned>(i));
-      walk(top, [&](Op& user) {
+      walk(f.body(), [&](Op& user) {
         if (&user == done) return;
         for (unsigned k = 0; k < user.numOperands(); ++k)
           if (user.operand(k) == from) user.setOperand(k, to);

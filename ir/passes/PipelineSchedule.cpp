@@ -17,6 +17,10 @@
 //     the original body for iv = lo + k*step, reading slot k mod S  {stage = 0}
 //   async_wait {pending = 0}                    drains the trailing (masked) copies
 //
+// A loop nested in another loop or a branch is scheduled in its own block,
+// the prologue preceded by a barrier (that block may run again while slow
+// threads still read the slots of its previous run).
+//
 // The loop as written guarantees (the verifier checks it first) that the
 // staged copies' addresses depend only on the induction variable and values
 // defined before the loop, so computing them S-1 iterations ahead is exact.
@@ -77,9 +81,12 @@ class PipelineSchedule : public Pass {
   void run(Function& f) override {
     // The rewrite relies on the form rules of loops as written.
     verify(f);
+    // Loops as written at any depth (the verifier rejects one inside
+    // another): each is scheduled in the block that holds it.
     std::vector<Op*> loops;
-    for (auto& op : f.body().ops())
-      if (op->code() == OpCode::For && op->hasAttr("stages")) loops.push_back(op.get());
+    walk(f.body(), [&](Op& op) {
+      if (op.code() == OpCode::For && op.hasAttr("stages")) loops.push_back(&op);
+    });
     for (Op* l : loops) schedule(f, *l);
     // A wrong schedule here is a bug of this pass; the pass manager reports
     // it as such, and direct callers get the verifier's precise message.
@@ -114,10 +121,14 @@ class PipelineSchedule : public Pass {
       return;
     }
 
-    Block& top = f.body();
+    Block& top = *loop.parent();
     Builder b;
     b.setInsertionPoint(&top, indexOf(top, &loop));
     b.setLoc(loop.loc());
+    // Nested in a loop (or a branch of one), the block runs again: the last
+    // iterations of the previous run read slots the prologue is about to
+    // refill, so every thread must be past them first.
+    if (&top != &f.body()) b.barrier();
     Value* lo = loop.operand(0);
     Value* hi = loop.operand(1);
     Value* step = loop.operand(2);

@@ -135,15 +135,31 @@ TEST_CASE("for_pipelined and stage_copy misuse", "[dsl][pipeline][errors]") {
     CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
     CHECK_THAT(msg, Contains("not outside it, nor inside a nested for_range"));
   }
-  SECTION("for_pipelined below the top level") {
+  SECTION("for_pipelined inside another for_pipelined") {
+    int outer = 0;
     std::string msg = traceError([&](ts::Ptr<const float> in, ts::Int n) {
-      ts::for_range(0, n, 1, [&](ts::Int) {
-        line = __LINE__ + 1;  // the next line
-        ts::for_pipelined(0, n, 16, 2, [&](ts::Int) {});
+      outer = __LINE__ + 1;  // the next line
+      ts::for_pipelined(0, n, 16, 2, [&](ts::Int) {
+        ts::for_range(0, n, 1, [&](ts::Int) {
+          line = __LINE__ + 1;  // the next line
+          ts::for_pipelined(0, n, 16, 2, [&](ts::Int) {});
+        });
       });
     });
     CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
-    CHECK_THAT(msg, Contains("must be at the top level of the kernel"));
+    CHECK_THAT(msg, Contains("cannot be nested in the for_pipelined at " + std::string(__FILE__) + ":" +
+                             std::to_string(outer)));
+  }
+  SECTION("a staged buffer allocated inside the pipelined loop") {
+    std::string msg = traceError([&](ts::Ptr<const float> in, ts::Int n) {
+      ts::for_pipelined(0, n, 16, 2, [&](ts::Int i) {
+        auto s = ts::alloc_shared(ts::f32, {16});
+        line = __LINE__ + 1;  // the next line
+        ts::stage_copy(s, in + ts::arange(16) + i);
+      });
+    });
+    CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
+    CHECK_THAT(msg, Contains("allocate the buffer with ts::alloc_shared before the pipelined loop, outside it"));
   }
   SECTION("addresses that depend on a carried value or a load") {
     std::string msg = traceError([&](ts::Ptr<const float> in, ts::Ptr<const int32_t> idx, ts::Int n) {

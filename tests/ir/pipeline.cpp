@@ -517,3 +517,118 @@ TEST_CASE("shared-memory budget check names buffers and suggests a fix", "[ir][p
   CHECK(sharedMemoryLimit("gfx90a") == 64 * 1024);
   CHECK_FALSE(sharedMemoryLimit("sm_52").has_value());
 }
+
+namespace {
+
+/// chunk_sum per row r of `rows` rows, the pipelined loop nested in a plain
+/// loop over the rows and a branch (rows with r < limit only): the loop as
+/// written.
+const char* kNestedText =
+    "kernel @row_sums(%a: ptr<f32, global>, %out: ptr<f32, global>, %n: i32, %rows: i32, %limit: i32) {\n"
+    "  %0 = alloc() : buffer<shared, 3x16xf32> loc(\"nest.cpp\":3:3)\n"
+    "  %1 = constant() {value = 0.0} : tile<16xf32>\n"
+    "  %2 = constant() {value = 0} : i32\n"
+    "  %3 = constant() {value = 16} : i32\n"
+    "  %4 = constant() {value = 1} : i32\n"
+    "  for(%2, %rows, %4) loc(\"nest.cpp\":2:3) {\n"
+    "  ^(%r: i32):\n"
+    "    %5 = cmp(%r, %limit) {pred = lt} : i1\n"
+    "    if(%5) loc(\"nest.cpp\":4:3) {\n"
+    "      %6 = mul(%r, %n) : i32\n"
+    "      %7 = for(%2, %n, %3, %1) {stages = 3} : tile<16xf32> loc(\"nest.cpp\":5:3) {\n"
+    "      ^(%iv: i32, %c: tile<16xf32>):\n"
+    "        %8 = arange() {end = 16, start = 0} : tile<16xi32>\n"
+    "        %9 = splat(%iv) : tile<16xi32>\n"
+    "        %10 = add(%9, %8) : tile<16xi32>\n"
+    "        %11 = splat(%n) : tile<16xi32>\n"
+    "        %12 = cmp(%10, %11) {pred = lt} : tile<16xi1>\n"
+    "        %13 = splat(%6) : tile<16xi32>\n"
+    "        %14 = add(%13, %10) : tile<16xi32>\n"
+    "        %15 = splat(%a) : tile<16xptr<f32, global>>\n"
+    "        %16 = ptr_add(%15, %14) : tile<16xptr<f32, global>>\n"
+    "        %17 = constant() {value = 0} : i32\n"
+    "        %18 = buffer_slot(%0, %17) : buffer<shared, 16xf32>\n"
+    "        copy(%18, %16, %12) loc(\"nest.cpp\":10:3)\n"
+    "        %19 = local_load(%18) : tile<16xf32> loc(\"nest.cpp\":12:3)\n"
+    "        %20 = add(%c, %19) : tile<16xf32>\n"
+    "        yield(%20)\n"
+    "      }\n"
+    "      %21 = mul(%r, %3) : i32\n"
+    "      %22 = splat(%21) : tile<16xi32>\n"
+    "      %23 = arange() {end = 16, start = 0} : tile<16xi32>\n"
+    "      %24 = add(%22, %23) : tile<16xi32>\n"
+    "      %25 = splat(%out) : tile<16xptr<f32, global>>\n"
+    "      %26 = ptr_add(%25, %24) : tile<16xptr<f32, global>>\n"
+    "      store(%26, %7)\n"
+    "      yield()\n"
+    "    } else {\n"
+    "      yield()\n"
+    "    }\n"
+    "    yield()\n"
+    "  }\n"
+    "  return()\n"
+    "}\n";
+
+std::unique_ptr<Function> nestedScheduled() {
+  auto f = std::move(parseModule(kNestedText, "nest.tir")->functions.at(0));
+  createPipelineSchedulePass()->run(*f);
+  return f;
+}
+
+/// The block holding the nested pipelined loop.
+Block& nestedBlock(Function& f) {
+  Block* found = nullptr;
+  walk(f.body(), [&](Op& op) {
+    if (op.code() == OpCode::For && op.hasAttr("pipelined")) found = op.parent();
+  });
+  REQUIRE(found != nullptr);
+  return *found;
+}
+
+}  // namespace
+
+TEST_CASE("a pipelined loop nested in a loop and a branch is scheduled in its block and proved",
+          "[ir][pipeline][nested]") {
+  auto f = nestedScheduled();
+  REQUIRE(verifyMessage(*f) == "<accepted>");
+  Block& b = nestedBlock(*f);
+  // barrier (the previous row's last reads), prologue of 2 copies, the loop,
+  // the drain, in the branch's block.
+  CHECK(b.ops()[nth(b, OpCode::Barrier)]->code() == OpCode::Barrier);
+  CHECK(nth(b, OpCode::Barrier) < nth(b, OpCode::Copy));
+  CHECK(nth(b, OpCode::AsyncCommit, 1) < nth(b, OpCode::For));
+  CHECK(b.ops()[nth(b, OpCode::For) + 1]->code() == OpCode::AsyncWait);
+  // The text round-trips.
+  const std::string text = print(*f);
+  CHECK(print(*parseModule(text, "nest.tir")->functions.at(0)) == text);
+}
+
+TEST_CASE("wrong nested pipelines are rejected", "[ir][pipeline][nested][verifier]") {
+  SECTION("no barrier before the prologue: the previous row's reads race the refill") {
+    auto f = nestedScheduled();
+    Block& b = nestedBlock(*f);
+    b.ops().erase(b.ops().begin() + static_cast<std::ptrdiff_t>(nth(b, OpCode::Barrier)));
+    std::string msg = verifyMessage(*f);
+    INFO(msg);
+    CHECK_THAT(msg, Catch::Matchers::StartsWith("nest.cpp:10:3: error: pipelined loop: write-after-read hazard on "
+                                                "buffer %0 (allocated at nest.cpp:3:3)"));
+    CHECK_THAT(msg, Catch::Matchers::Contains("may overwrite data 'local_load' at nest.cpp:12:3 still reads"));
+  }
+  SECTION("copies still in flight where the branch ends") {
+    auto f = nestedScheduled();
+    Block& b = nestedBlock(*f);
+    b.ops().erase(b.ops().begin() + static_cast<std::ptrdiff_t>(nth(b, OpCode::For) + 1));  // the drain
+    std::string msg = verifyMessage(*f);
+    INFO(msg);
+    CHECK_THAT(msg, Catch::Matchers::Contains("may still be in flight when the loop exits; follow the loop with "
+                                              "async_wait {pending = 0}"));
+  }
+  SECTION("a pipelined loop inside a pipelined loop") {
+    std::string text = kNestedText;
+    const std::string outer = "  for(%2, %rows, %4) loc(";
+    text.replace(text.find(outer), outer.size(), "  for(%2, %rows, %4) {stages = 2} loc(");
+    auto f = std::move(parseModule(text, "nest.tir")->functions.at(0));
+    CHECK_THAT(verifyMessage(*f), Catch::Matchers::Contains("pipelined loop: cannot be nested in the pipelined loop at "
+                                                            "nest.cpp:2:3"));
+  }
+}

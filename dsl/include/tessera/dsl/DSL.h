@@ -606,8 +606,9 @@ std::vector<Tensor> for_range(const Operand& lo, const Operand& hi, const Operan
 ///       });
 ///
 /// Traces to `for {stages = S}`; the `pipeline` pass turns it into the
-/// explicit schedule (docs/pipelining.md). Must be at the top level of the
-/// kernel. Carried values work as in for_range.
+/// explicit schedule (docs/pipelining.md). It may be nested in for_range and
+/// if_else (not in another for_pipelined); the staged buffers are allocated
+/// before it, outside it. Carried values work as in for_range.
 template <class F>
 void for_pipelined(const Operand& lo, const Operand& hi, const Operand& step, int64_t stages, F&& body,
                    SrcLoc loc = SrcLoc::current()) {
