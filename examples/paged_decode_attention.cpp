@@ -12,7 +12,8 @@
 // A sequence's tokens are split over SPLITS programs (split-K, "flash
 // decoding"): program (s, h, b) walks its share of the sequence's pages,
 // reading each page number from the table (an address that depends on a
-// loaded value), and keeps the online-softmax state of its tokens: the
+// loaded value; on the GPUs a 3-stage for_pipelined copies each page's keys
+// and values into shared memory two pages ahead), and keeps the online-softmax state of its tokens: the
 // running maximum m, the sum l of exp(score - m) and the weighted sum acc
 // of the values. The splits are combined in the same launch: each program
 // writes its (m, l, acc), releases them (a fence), and counts itself in on
@@ -42,7 +43,7 @@ constexpr int kPage = 16;
 constexpr int kSplits = 4;
 }  // namespace
 
-Kernel pagedDecodeAttention(int D) {
+Kernel pagedDecodeAttention(int D, int stages) {
   const float scale = 1.0f / std::sqrt(float(D));
   return ts::kernel(
       "paged_decode_attention",
@@ -64,21 +65,40 @@ Kernel pagedDecodeAttention(int D) {
         auto t = ts::expand_dims(ts::arange(kPage), 1);  // PAGE x 1: token within the page
         auto dd = ts::expand_dims(d, 0);                 // 1 x D
         auto init = std::tuple{ts::full({1}, -ts::inf, ts::f32), ts::zeros({1}, ts::f32), ts::zeros({D}, ts::f32)};
+        // One page of keys and values: loaded (CPU), or staged through
+        // shared memory by a `stages`-deep pipeline (GPUs) that reads the
+        // page table entry and starts the page's copies stages - 1 pages
+        // ahead (docs/pipelining.md: a staged copy's address may depend on
+        // a global load).
+        auto sk = ts::alloc_shared(ts::f16, {kPage, D});
+        auto sv = ts::alloc_shared(ts::f16, {kPage, D});
+        auto page = [&](ts::Int p, ts::Tensor m, ts::Tensor l, ts::Tensor acc, auto&& fetch) {
+          auto valid = p * kPage + t < len;  // PAGE x 1: tokens past the end are masked
+          auto at = ((ts::load(pageTable + b * maxPages + p) * heads + h) * kPage + t) * D + dd;  // PAGE x D
+          auto kt = fetch(sk, kCache + at, valid).to(ts::f32);
+          auto score = ts::sum(kt * ts::expand_dims(qv, 0), 1) * scale;  // [PAGE]
+          score = ts::where(p * kPage + ts::arange(kPage) < len, score, -ts::inf);
+          auto mnew = ts::maximum(m, ts::max(score, 0));  // [1]
+          auto w = ts::exp(score - mnew);                 // [PAGE]
+          auto alpha = ts::exp(m - mnew);                 // rescales what was summed under the old maximum
+          auto vt = fetch(sv, vCache + at, valid).to(ts::f32);
+          auto accNew = acc * alpha + ts::sum(vt * ts::expand_dims(w, 1), 0);
+          return std::tuple{mnew, l * alpha + ts::sum(w, 0), accNew};
+        };
+        auto staged = [](const ts::TileBuffer& buf, const ts::Tensor& ptrs, const ts::Tensor& mask) {
+          return ts::stage_copy(buf, ptrs, mask).load();
+        };
+        auto loaded = [](const ts::TileBuffer&, const ts::Tensor& ptrs, const ts::Tensor& mask) {
+          return ts::load(ptrs, mask);
+        };
         auto [m, l, acc] =
-            ts::for_range(first, last, 1, init, [&](ts::Int p, ts::Tensor m, ts::Tensor l, ts::Tensor acc) {
-              auto page = ts::load(pageTable + b * maxPages + p);   // where the sequence's page p lives
-              auto valid = p * kPage + t < len;                     // PAGE x 1: tokens past the end are masked
-              auto at = ((page * heads + h) * kPage + t) * D + dd;  // PAGE x D
-              auto kt = ts::load(kCache + at, valid).to(ts::f32);
-              auto score = ts::sum(kt * ts::expand_dims(qv, 0), 1) * scale;  // [PAGE]
-              score = ts::where(p * kPage + ts::arange(kPage) < len, score, -ts::inf);
-              auto mnew = ts::maximum(m, ts::max(score, 0));  // [1]
-              auto w = ts::exp(score - mnew);                 // [PAGE]
-              auto alpha = ts::exp(m - mnew);                 // rescales what was summed under the old maximum
-              auto vt = ts::load(vCache + at, valid).to(ts::f32);
-              auto accNew = acc * alpha + ts::sum(vt * ts::expand_dims(w, 1), 0);
-              return std::tuple{mnew, l * alpha + ts::sum(w, 0), accNew};
-            });
+            stages >= 1
+                ? ts::for_pipelined(
+                      first, last, 1, stages, init,
+                      [&](ts::Int p, ts::Tensor m, ts::Tensor l, ts::Tensor acc) { return page(p, m, l, acc, staged); })
+                : ts::for_range(first, last, 1, init, [&](ts::Int p, ts::Tensor m, ts::Tensor l, ts::Tensor acc) {
+                    return page(p, m, l, acc, loaded);
+                  });
         // Publish this split's state, then count in.
         auto bh = b * heads + h;
         auto one = ts::arange(1);
@@ -182,7 +202,7 @@ Launch prepare(const RunContext& ctx) {
   dout.fillBytes(0xff);  // NaN: an output never written cannot pass
   Buffer counters = dev.upload(DType::I32, std::vector<int32_t>(size_t(batch * heads), 0));
   const size_t parts = size_t(batch * heads * kSplits);
-  Launch launch{pagedDecodeAttention(int(D)),
+  Launch launch{pagedDecodeAttention(int(D), ctx.device.kind() == rt::DeviceKind::CPU ? 0 : 3),
                 Dim3(uint32_t(kSplits), uint32_t(heads), uint32_t(batch)),
                 {dout, dev.upload(DType::F16, q), dev.upload(DType::F16, kCache), dev.upload(DType::F16, vCache),
                  dev.upload(DType::I32, table), dev.upload(DType::I32, lengths), dev.alloc(DType::F32, parts),
@@ -218,7 +238,8 @@ Example pagedDecodeAttentionExample() {
   e.summary =
       "decode attention over a paged f16 KV cache (page table, one query token), split-K combined in the same launch "
       "by the last split (fence + acq_rel counter)";
-  e.kernel = [] { return pagedDecodeAttention(128); };
+  e.kernel = [] { return pagedDecodeAttention(128, 0); };
+  e.gpuKernel = [](const Target&) { return pagedDecodeAttention(128, 3); };
   e.prepare = prepare;
   // One token; ragged lengths over several pages and sequences; an aligned
   // max_len with D = 64; a long sequence whose splits all hold pages.

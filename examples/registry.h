@@ -110,7 +110,9 @@ Kernel rmsnorm(int BLOCK, const char* name = "rmsnorm");  // y, x, weight, cols,
 Kernel rope(int BLOCK, int D);
 /// out, q, k_cache, v_cache, page_table, lengths, part_m, part_l, part_acc,
 /// counters, max_pages, pages_per_split   grid: (4 splits, heads, batch)
-Kernel pagedDecodeAttention(int D);
+/// stages >= 1: the pages' keys and values are staged through shared memory
+/// by a for_pipelined of that depth (the GPU kernels); 0: plain loads (CPU).
+Kernel pagedDecodeAttention(int D, int stages);
 /// loss, grad, logits, targets, V, scale   grid: rows; any V (BLOCK-wide chunks)
 Kernel crossEntropy(int BLOCK);
 Kernel tutorialSoftmax(int BLOCK);  // out, in, cols                 grid: rows; any cols (tutorial step 2)

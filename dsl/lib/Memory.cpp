@@ -119,7 +119,9 @@ void checkNotStaged(TraceState& s, const ir::Value* b, const SrcLoc& loc, const 
 }
 
 /// The pointers and mask of a staged copy are evaluated stages-1 iterations
-/// ahead: they may use only the loop index and values from before the loop.
+/// ahead: they may use only the loop index, values from before the loop,
+/// arithmetic and global loads (issued ahead too; the verifier then checks
+/// that the loop writes no global memory those loads could read).
 void checkStagedSlice(const ir::Value* v, const ir::Block* body, const SrcLoc& loc) {
   std::vector<const ir::Value*> work{v};
   std::vector<const ir::Value*> seen;
@@ -136,11 +138,10 @@ void checkStagedSlice(const ir::Value* v, const ir::Block* body, const SrcLoc& l
       continue;
     }
     const ir::Op& d = *x->definingOp();
-    if (ir::hasSideEffects(d.code()) || d.numRegions() || d.code() == ir::OpCode::Load ||
-        d.code() == ir::OpCode::LocalLoad)
+    if (ir::hasSideEffects(d.code()) || d.numRegions() || d.code() == ir::OpCode::LocalLoad)
       fail(loc, fmt::format("stage_copy: the pointers and mask of a staged copy are evaluated stages-1 iterations "
                             "ahead, so they cannot depend on the '{}' at {} (only on the loop index, values defined "
-                            "before the loop and arithmetic)",
+                            "before the loop, arithmetic and global loads)",
                             d.name(), locStr(d.loc())));
     for (const ir::Value* o : d.operands()) work.push_back(o);
   }

@@ -173,11 +173,15 @@ void PipelineChecker::checkWrittenLoop(const Op& loop) {
 
 // The operands of a staged copy are recomputed S-1 iterations ahead, so
 // they may depend only on the induction variable and values defined before
-// the loop, through pure ops that do not read memory.
+// the loop, through pure ops and global loads (a page table entry: the
+// schedule issues the load ahead too, masked off for iterations past the
+// end). A load moved ahead must not be able to see a write of the loop, so
+// then the loop may not write global memory.
 void PipelineChecker::checkAddressSlice(const Op& loop, const Op& copy, const Value* v) const {
   const Block& body = loop.region(0).block();
   std::vector<const Value*> work{v};
   std::unordered_set<const Value*> seen;
+  const Op* load = nullptr;
   while (!work.empty()) {
     const Value* x = work.back();
     work.pop_back();
@@ -191,17 +195,30 @@ void PipelineChecker::checkAddressSlice(const Op& loop, const Op& copy, const Va
       continue;
     }
     const Op& d = *x->definingOp();
-    bool ok = !hasSideEffects(d.code()) && d.numRegions() == 0 && d.code() != OpCode::Load &&
-              d.code() != OpCode::LocalLoad && d.code() != OpCode::Alloc && d.code() != OpCode::BufferSlot;
+    bool ok = !hasSideEffects(d.code()) && d.numRegions() == 0 && d.code() != OpCode::LocalLoad &&
+              d.code() != OpCode::Alloc && d.code() != OpCode::BufferSlot;
     if (!ok)
       fail(copy,
            "pipelined loop: the addresses and mask of a staged copy are computed S-1 iterations ahead, "
            "so they cannot depend on " +
                at(d) +
                " (only on the loop index, values defined before the "
-               "loop and arithmetic)");
+               "loop, arithmetic and global loads)");
+    if (d.code() == OpCode::Load && !load) load = &d;
     for (Value* o : d.operands()) work.push_back(o);
   }
+  if (!load) return;
+  const Op* write = nullptr;
+  walk(const_cast<Block&>(body), [&](Op& op) {
+    if (!write && writesMemory(op.code()) && op.code() != OpCode::Copy && op.code() != OpCode::LocalStore &&
+        op.code() != OpCode::Barrier)
+      write = &op;
+  });
+  if (write)
+    fail(copy, "pipelined loop: the addresses of a staged copy depend on " + at(*load) +
+                   ", which the schedule issues S-1 iterations ahead; the loop writes global memory (" + at(*write) +
+                   "), which that load could read, so it cannot move: load the value before the loop, or write "
+                   "after it");
 }
 
 // ---- async dots' results ---------------------------------------------------

@@ -22,8 +22,10 @@
 // threads still read the slots of its previous run).
 //
 // The loop as written guarantees (the verifier checks it first) that the
-// staged copies' addresses depend only on the induction variable and values
-// defined before the loop, so computing them S-1 iterations ahead is exact.
+// staged copies' addresses depend only on the induction variable, values
+// defined before the loop and global loads of memory the loop does not
+// write, so computing them S-1 iterations ahead is exact; those loads are
+// masked off for iterations >= n.
 // Copies of iterations >= n are issued fully masked: they touch no global
 // memory and write zeros to a slot no one reads, which keeps the schedule
 // uniform (no branches) at the cost of S-1 idle copies per loop.
@@ -151,9 +153,10 @@ class PipelineSchedule : public Pass {
       ValueMap m{{iv, ivAt}};
       Value* inRange = bb.cmp("lt", it, n);
       for (const Staged& s : staged) {
-        Value* src = cloneSlice(bb, body, s.copy->operand(1), m);
+        Value* src = cloneSlice(bb, body, s.copy->operand(1), m, inRange);
         Value* mask = bb.splat(inRange, src->type().shape());
-        if (s.copy->numOperands() > 2) mask = bb.binary(OpCode::And, cloneSlice(bb, body, s.copy->operand(2), m), mask);
+        if (s.copy->numOperands() > 2)
+          mask = bb.binary(OpCode::And, cloneSlice(bb, body, s.copy->operand(2), m, inRange), mask);
         // Prologue and prefetch copies carry the user's location: an error
         // about them points at the stage_copy the user wrote.
         bb.setLoc(s.copy->loc());
@@ -226,13 +229,27 @@ class PipelineSchedule : public Pass {
 
   /// Clones the ops of `body` that `v` depends on (the address slice of a
   /// staged copy), in dependency order, at the builder's insertion point.
-  Value* cloneSlice(Builder& b, const Block& body, Value* v, ValueMap& m) {
+  /// A global load among them (a page table entry) reads only where
+  /// `inRange` holds: an iteration past the end may index past the table.
+  Value* cloneSlice(Builder& b, const Block& body, Value* v, ValueMap& m, Value* inRange) {
     auto it = m.find(v);
     if (it != m.end()) return it->second;
     Op* d = v->definingOp();
     if (!d || d->parent() != &body) return v;  // defined before the loop
-    for (Value* o : d->operands()) cloneSlice(b, body, o, m);
-    cloneOp(b, *d, m);
+    for (Value* o : d->operands()) cloneSlice(b, body, o, m, inRange);
+    if (d->code() != OpCode::Load) {
+      cloneOp(b, *d, m);
+      return m.at(v);
+    }
+    const Type& t = v->type();
+    Value* guard = t.isTile() ? b.splat(inRange, t.shape()) : inRange;
+    Value* mask = d->numOperands() > 1 ? b.binary(OpCode::And, mapped(m, d->operand(1)), guard) : guard;
+    std::vector<Value*> operands{mapped(m, d->operand(0)), mask};
+    if (d->numOperands() > 2) operands.push_back(mapped(m, d->operand(2)));
+    Location saved = b.loc();
+    b.setLoc(d->loc());
+    m[v] = b.create(OpCode::Load, std::move(operands), {t}, d->attrs())->result();
+    b.setLoc(saved);
     return m.at(v);
   }
 
