@@ -22,6 +22,8 @@ const std::vector<Example>& all() {
       dropoutResidualLayernormExample(),
       flashAttentionExample(),
       flashAttentionCausalExample(),
+      flashAttentionBackwardExample(),
+      flashAttentionBackwardCausalExample(),
       ropeExample(),
       crossEntropyExample(),
       pagedDecodeAttentionExample(),

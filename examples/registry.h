@@ -80,8 +80,19 @@ struct Example {
   CheckResult run(const RunContext& ctx) const {
     if (runWhole) return runWhole(ctx);
     Launch l = prepare(ctx);
-    compile(l.kernel, ctx.device, ctx.options).launchWith(l.grid, l.args, ctx.launch);
+    compile(l.kernel, ctx.device, optionsFor(ctx)).launchWith(l.grid, l.args, ctx.launch);
     return l.check();
+  }
+  /// The warps a GPU kernel of this example is written for: the compile
+  /// option where nobody names one (flash attention's backward keeps five
+  /// tiles of f32 per step and needs 8 to stay clear of spills).
+  int gpuWarps = 4;
+  /// ctx.options, with gpuWarps on a GPU device where they leave numWarps
+  /// at the default.
+  CompileOptions optionsFor(const RunContext& ctx) const {
+    CompileOptions o = ctx.options;
+    if (ctx.device.kind() != rt::DeviceKind::CPU && o.numWarps == CompileOptions{}.numWarps) o.numWarps = gpuWarps;
+    return o;
   }
   /// An example of several launches (the collectives examples: GEMMs and
   /// communication overlapped across ranks) runs and checks itself here
@@ -157,6 +168,9 @@ Kernel flashAttention(AttentionBlocks blocks, int D, bool causal);
 /// The launch of flash_attention(_causal) on ctx's shape with other blocks
 /// (the static GPU benchmark's configurations share the example's check).
 Launch prepareAttention(const RunContext& ctx, bool causal, AttentionBlocks blocks);
+/// dQ, dK, dV of flash attention from dO, O and the log-sum-exp
+/// (examples/flash_attention_backward.cpp).
+Kernel flashAttentionBackward(AttentionBlocks blocks, int D, bool causal);
 /// 64 x 64, and 32 x 32 on RDNA3 (wave32), where 64 x 64 needs scratch.
 AttentionBlocks attentionDefaultBlocks(const Target& t);
 AttentionBlocks attentionDefaultBlocks(const Device& device);
@@ -259,6 +273,8 @@ Example flashAttentionCausalExample();
 Example ropeExample();
 Example crossEntropyExample();
 Example pagedDecodeAttentionExample();
+Example flashAttentionBackwardExample();
+Example flashAttentionBackwardCausalExample();
 Example moeGroupedGemmExample();
 Example moeGroupedGemmSwigluExample();
 

@@ -507,7 +507,7 @@ int runBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
       machinesChosen = true;
     }
     if (progress) err << "benchmarking " << subjectName(sub) << "...\r" << std::flush;
-    CompiledKernel k = compile(l.kernel, dev, ctx.options);
+    CompiledKernel k = compile(l.kernel, dev, sub.example ? sub.example->optionsFor(ctx) : ctx.options);
     std::optional<perf::Work> declared;
     if (a.flops) declared = perf::Work{*a.flops, *a.bytes, "declared", {}};
     perf::BenchResult r = perf::benchmark(k, l.grid, l.args, a.bench, declared);

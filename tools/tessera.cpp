@@ -273,6 +273,17 @@ ts::Kernel loadKernel(const Args& a, const ts::Target& target) {
   return ts::parseKernel(text, a.subject == "-" ? "<stdin>" : a.subject, a.kernelName);
 }
 
+/// --num-warps, else a bundled kernel's own (Example::gpuWarps) on a GPU
+/// target, else the compiler's default.
+ts::CompileOptions optionsFor(const Args& a, const ts::Target& target) {
+  ts::CompileOptions o;
+  if (a.numWarps)
+    o.numWarps = *a.numWarps;
+  else if (const auto* ex = ts::examples::find(a.subject); ex && target.isGpu())
+    o.numWarps = ex->gpuWarps;
+  return o;
+}
+
 int cmdOpt(const Args& a) {
   if (a.subject.empty()) throw UsageError("opt needs a FILE.tir (or - for standard input)");
   ts::tools::OptRequest r;
@@ -294,8 +305,7 @@ int cmdList() {
 int cmdCompile(const Args& a) {
   ts::Stage stage = ts::parseStage(a.emit);
   ts::Target target = ts::Target::parse(a.target);
-  ts::CompileOptions o;
-  if (a.numWarps) o.numWarps = *a.numWarps;
+  ts::CompileOptions o = optionsFor(a, target);
   if (a.precision) setenv("TESSERA_PRECISION", a.precision->c_str(), 1);
   ts::Kernel kern = loadKernel(a, target);
   if (a.assumeAligned) kern = ts::assumeAligned(kern);
@@ -318,8 +328,7 @@ int cmdExport(const Args& a) {
   if (a.subject.empty()) throw UsageError("export needs a KERNEL name or a FILE.tir");
   if (a.output.empty()) throw UsageError("export needs -o DIR, the directory to write the files into");
   ts::Target target = ts::Target::parse(a.target);
-  ts::CompileOptions o;
-  if (a.numWarps) o.numWarps = *a.numWarps;
+  ts::CompileOptions o = optionsFor(a, target);
   if (a.precision) setenv("TESSERA_PRECISION", a.precision->c_str(), 1);
   ts::Kernel kern = loadKernel(a, target);
   if (a.assumeAligned) kern = assumeAligned(kern);

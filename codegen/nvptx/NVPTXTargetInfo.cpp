@@ -37,11 +37,12 @@ struct SmRow {
   const char* arch;
   uint64_t maxShared;  // opt-in maximum per block (dynamic shared memory)
   const char* ptxFeature;
+  unsigned threadsPerSm;
 };
 // The rows of Targets.def (the PTX version is explained there).
 constexpr SmRow kSms[] = {
 #define TS_NVPTX_TARGET(arch, sharedKiB, ptxFeature, smemPerSmKiB, threadsPerSm, blocksPerSm) \
-  {#arch, uint64_t{sharedKiB} * 1024, ptxFeature},
+  {#arch, uint64_t{sharedKiB} * 1024, ptxFeature, threadsPerSm},
 #include "tessera/support/Targets.def"
 };
 
@@ -246,6 +247,12 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
     auto* f = llvm::Function::Create(ty, llvm::Function::ExternalLinkage, name, m);
     f->setCallingConv(llvm::CallingConv::PTX_Kernel);
     f->addFnAttr("nvvm.maxntid", std::to_string(threads));
+    // From 8 warps up, ptxas on the SMs of 1536 threads (sm_86, sm_89) caps
+    // a block's registers at 128 to fit two blocks, and spills rather than
+    // exceed it (flash attention's backward: 40 bytes at 128 registers, none
+    // at 168; sm_80 and sm_90a keep the code's count). One block per SM is
+    // all a kernel of that size needs: say so (.minnctapersm 1).
+    if (threads >= 256 && row_.threadsPerSm < 2048) f->addFnAttr("nvvm.minctasm", "1");
     f->addFnAttr(llvm::Attribute::NoUnwind);
     return f;
   }

@@ -509,6 +509,33 @@ void LayoutAnalysis::propagateFromAccesses(ir::Block& body) {
     for (const ir::Value* v : closure) ((big && transcendental) || !runs ? heavy : fromDot).insert(v);
   }
   for (const ir::Value* v : heavy) fromDot.erase(v);
+  // The broadcasts such an epilogue combines with the accumulator (a row
+  // statistic loaded from memory, `s - lse`, `acc + bias`) are wanted in the
+  // accumulator's layout, so the small operand is converted (or loaded)
+  // once and broadcast in registers; left to take their operand's layout
+  // (a 1 x N load's), they would be computed at full size there and
+  // converted, or replicated in every thread.
+  std::vector<std::pair<const ir::Value*, Layout>> broadcastSeeds;
+  for (const auto& [root, l] : roots) {
+    if (!fromDot.count(root)) continue;
+    std::vector<const ir::Value*> stack = {root};
+    std::unordered_set<const ir::Value*> seen = {root};
+    while (!stack.empty()) {
+      const ir::Value* v = stack.back();
+      stack.pop_back();
+      auto it = users.find(v);
+      if (it == users.end()) continue;
+      for (const ir::Value* u : it->second) {
+        if (!fromDot.count(u) || !seen.insert(u).second) continue;
+        stack.push_back(u);
+        for (const ir::Value* o : u->definingOp()->operands()) {
+          const ir::Op* d = o->definingOp();
+          if (d && d->code() == OpCode::Broadcast && !fromDot.count(o) && o->type().shape() == u->type().shape())
+            broadcastSeeds.emplace_back(o, l);
+        }
+      }
+    }
+  }
   std::vector<const ir::Value*> work;
   auto seed = [&](const ir::Value* v, const Layout& l) {
     if (!v->type().isTile() || wanted_.count(v) || fromDot.count(v) || !compatible(l, v->type().shape())) return;
@@ -560,6 +587,10 @@ void LayoutAnalysis::propagateFromAccesses(ir::Block& body) {
       }
     }
   };
+  for (const auto& [v, l] : broadcastSeeds) {
+    seed(v, l);
+    drain();
+  }
   ir::walk(body, [&](ir::Op& op) {
     switch (op.code()) {
       case OpCode::Load:

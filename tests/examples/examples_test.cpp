@@ -69,6 +69,8 @@ TEST_CASE("the registry lists the examples in order", "[examples]") {
                                           "dropout_residual_layernorm",
                                           "flash_attention",
                                           "flash_attention_causal",
+                                          "flash_attention_backward",
+                                          "flash_attention_backward_causal",
                                           "rope",
                                           "cross_entropy",
                                           "paged_decode_attention",

@@ -57,7 +57,9 @@ TEST_CASE("the PTX of every example assembles with ptxas for every sm, without s
     for (const char* sm : {"sm_80", "sm_86", "sm_89", "sm_90a"}) {
       INFO(e.name << " on " << sm);
       ts::Target target = ts::Target::parse(std::string("nvptx:") + sm);
-      auto k = ts::compile(ex::kernelFor(e, target), target);
+      ts::CompileOptions o;
+      o.numWarps = e.gpuWarps;  // the warps the example's GPU kernel is written for
+      auto k = ts::compile(ex::kernelFor(e, target), target, o);
       std::string ptx = k.dump(ts::Stage::PTX);
       REQUIRE(ptx.find(".entry") != std::string::npos);
       testptx::PtxasFigures f = testptx::ptxasFigures(k);
@@ -74,7 +76,9 @@ TEST_CASE("every example links into an AMDGPU code object whose notes read back"
     for (auto [gfx, wave] : {std::pair{"gfx90a", 64}, std::pair{"gfx942", 64}, std::pair{"gfx1100", 32}}) {
       INFO(e.name << " on " << gfx);
       ts::Target target = ts::Target::parse(std::string("amdgpu:") + gfx);
-      auto k = ts::compile(ex::kernelFor(e, target), target);
+      ts::CompileOptions o;
+      o.numWarps = e.gpuWarps;
+      auto k = ts::compile(ex::kernelFor(e, target), target, o);
       std::string report = testamd::checkCodeObject(k, wave);
       const std::string hsaco = k.dump(ts::Stage::HSACO);
       CHECK(report.find("private segment (spills/stack) 0 bytes") != std::string::npos);
