@@ -29,6 +29,8 @@
 // Copies of iterations >= n are issued fully masked: they touch no global
 // memory and write zeros to a slot no one reads, which keeps the schedule
 // uniform (no branches) at the cost of S-1 idle copies per loop.
+#include <functional>
+#include <optional>
 #include <unordered_map>
 
 #include "PassUtils.h"
@@ -149,14 +151,27 @@ class PipelineSchedule : public Pass {
 
     // The staged copies of iteration `it` (a value of the iv type) with the
     // original induction variable `ivAt`, into slot `slot`.
+    const bool stepPositive = constantOf(step).value_or(0) > 0;
     auto issue = [&](Builder& bb, Value* it, Value* ivAt, Value* slot) {
       ValueMap m{{iv, ivAt}};
-      Value* inRange = bb.cmp("lt", it, n);
+      // it < n, made where first needed.
+      Value* inRangeValue = nullptr;
+      const std::function<Value*()> inRange = [&] {
+        if (!inRangeValue) inRangeValue = bb.cmp("lt", it, n);
+        return inRangeValue;
+      };
       for (const Staged& s : staged) {
         Value* src = cloneSlice(bb, body, s.copy->operand(1), m, inRange);
-        Value* mask = bb.splat(inRange, src->type().shape());
-        if (s.copy->numOperands() > 2)
-          mask = bb.binary(OpCode::And, cloneSlice(bb, body, s.copy->operand(2), m, inRange), mask);
+        Value* user = s.copy->numOperands() > 2 ? s.copy->operand(2) : nullptr;
+        Value* mask = nullptr;
+        if (user) mask = cloneSlice(bb, body, user, m, inRange);
+        // A user mask bounding the induction variable by the loop's own
+        // upper bound (`iv + r < hi`, r >= 0: the GEMM's `k < K`) is false
+        // in every lane of an iteration past the end already.
+        if (!user || !stepPositive || !boundsIv(user, iv, hi)) {
+          Value* guard = bb.splat(inRange(), src->type().shape());
+          mask = mask ? bb.binary(OpCode::And, mask, guard) : guard;
+        }
         // Prologue and prefetch copies carry the user's location: an error
         // about them points at the stage_copy the user wrote.
         bb.setLoc(s.copy->loc());
@@ -227,11 +242,59 @@ class PipelineSchedule : public Pass {
     removeDeadPureOps(f, newLoop->region(0).block());
   }
 
+  static std::optional<int64_t> constantOf(const Value* v) {
+    const Op* d = v->definingOp();
+    if (!d || d->code() != OpCode::Constant || !v->type().isScalar()) return std::nullopt;
+    auto it = d->attrs().find("value");
+    if (it == d->attrs().end() || !std::holds_alternative<int64_t>(it->second)) return std::nullopt;
+    return std::get<int64_t>(it->second);
+  }
+  /// `v` through splats, broadcasts and expand_dims (same values per lane).
+  static const Value* stripShape(const Value* v) {
+    while (const Op* d = v->definingOp()) {
+      if (d->code() != OpCode::Splat && d->code() != OpCode::Broadcast && d->code() != OpCode::ExpandDims) break;
+      v = d->operand(0);
+    }
+    return v;
+  }
+  /// True when every lane of `r` is >= 0: an arange from a non-negative
+  /// start, a non-negative constant, through shape ops.
+  static bool nonNegative(const Value* r) {
+    r = stripShape(r);
+    if (auto c = constantOf(r)) return *c >= 0;
+    const Op* d = r->definingOp();
+    if (!d) return false;
+    if (d->code() == OpCode::Arange) return d->intAttr("start") >= 0;
+    if (d->code() == OpCode::Constant) {
+      auto it = d->attrs().find("value");
+      return it != d->attrs().end() && std::holds_alternative<int64_t>(it->second) &&
+             std::get<int64_t>(it->second) >= 0;
+    }
+    return false;
+  }
+  /// True when mask `m` (an and-tree) has a conjunct `iv + r < hi` (r >= 0
+  /// in every lane, `hi` the loop's upper bound): a lane can then be on
+  /// only for iv < hi, i.e. in an iteration of the loop (step > 0).
+  static bool boundsIv(const Value* m, const Value* iv, const Value* hi) {
+    m = stripShape(m);
+    const Op* d = m->definingOp();
+    if (!d) return false;
+    if (d->code() == OpCode::And) return boundsIv(d->operand(0), iv, hi) || boundsIv(d->operand(1), iv, hi);
+    if (d->code() != OpCode::Cmp || d->strAttr("pred") != "lt" || stripShape(d->operand(1)) != hi) return false;
+    const Value* x = stripShape(d->operand(0));
+    if (x == iv) return true;
+    const Op* a = x->definingOp();
+    if (!a || a->code() != OpCode::Add) return false;
+    for (unsigned i = 0; i < 2; ++i)
+      if (stripShape(a->operand(i)) == iv && nonNegative(a->operand(1 - i))) return true;
+    return false;
+  }
+
   /// Clones the ops of `body` that `v` depends on (the address slice of a
   /// staged copy), in dependency order, at the builder's insertion point.
   /// A global load among them (a page table entry) reads only where
   /// `inRange` holds: an iteration past the end may index past the table.
-  Value* cloneSlice(Builder& b, const Block& body, Value* v, ValueMap& m, Value* inRange) {
+  Value* cloneSlice(Builder& b, const Block& body, Value* v, ValueMap& m, const std::function<Value*()>& inRange) {
     auto it = m.find(v);
     if (it != m.end()) return it->second;
     Op* d = v->definingOp();
@@ -242,7 +305,7 @@ class PipelineSchedule : public Pass {
       return m.at(v);
     }
     const Type& t = v->type();
-    Value* guard = t.isTile() ? b.splat(inRange, t.shape()) : inRange;
+    Value* guard = t.isTile() ? b.splat(inRange(), t.shape()) : inRange();
     Value* mask = d->numOperands() > 1 ? b.binary(OpCode::And, mapped(m, d->operand(1)), guard) : guard;
     std::vector<Value*> operands{mapped(m, d->operand(0)), mask};
     if (d->numOperands() > 2) operands.push_back(mapped(m, d->operand(2)));

@@ -227,78 +227,69 @@ TEST_CASE("the pipeline pass emits the explicit schedule (S = 3 golden)", "[ir][
       "  %11 = cmp(%3, %4) {pred = gt} : i1\n"
       "  %12 = select(%11, %10, %4) : i32\n"
       "  %13 = constant() {stage = 0, value = 0} : i32\n"
-      "  %14 = cmp(%13, %12) {pred = lt, stage = 0} : i1\n"
-      "  %15 = splat(%a) {stage = 0} : tile<16xptr<f32, global>>\n"
-      "  %16 = splat(%2) {stage = 0} : tile<16xi32>\n"
-      "  %17 = arange() {end = 16, stage = 0, start = 0} : tile<16xi32>\n"
-      "  %18 = add(%16, %17) {stage = 0} : tile<16xi32>\n"
-      "  %19 = ptr_add(%15, %18) {stage = 0} : tile<16xptr<f32, global>>\n"
-      "  %20 = splat(%14) {stage = 0} : tile<16xi1>\n"
-      "  %21 = splat(%n) {stage = 0} : tile<16xi32>\n"
-      "  %22 = cmp(%18, %21) {pred = lt, stage = 0} : tile<16xi1>\n"
-      "  %23 = and(%22, %20) {stage = 0} : tile<16xi1>\n"
-      "  %24 = buffer_slot(%0, %13) {stage = 0} : buffer<shared, 16xf32>\n"
-      "  copy(%24, %19, %23) {async = 1, stage = 0}\n"
+      "  %14 = splat(%a) {stage = 0} : tile<16xptr<f32, global>>\n"
+      "  %15 = splat(%2) {stage = 0} : tile<16xi32>\n"
+      "  %16 = arange() {end = 16, stage = 0, start = 0} : tile<16xi32>\n"
+      "  %17 = add(%15, %16) {stage = 0} : tile<16xi32>\n"
+      "  %18 = ptr_add(%14, %17) {stage = 0} : tile<16xptr<f32, global>>\n"
+      "  %19 = splat(%n) {stage = 0} : tile<16xi32>\n"
+      "  %20 = cmp(%17, %19) {pred = lt, stage = 0} : tile<16xi1>\n"
+      "  %21 = buffer_slot(%0, %13) {stage = 0} : buffer<shared, 16xf32>\n"
+      "  copy(%21, %18, %20) {async = 1, stage = 0}\n"
       "  async_commit() {stage = 0}\n"
-      "  %25 = constant() {stage = 1, value = 1} : i32\n"
-      "  %26 = mul(%25, %3) {stage = 1} : i32\n"
-      "  %27 = add(%2, %26) {stage = 1} : i32\n"
-      "  %28 = cmp(%25, %12) {pred = lt, stage = 1} : i1\n"
-      "  %29 = splat(%a) {stage = 1} : tile<16xptr<f32, global>>\n"
-      "  %30 = splat(%27) {stage = 1} : tile<16xi32>\n"
-      "  %31 = arange() {end = 16, stage = 1, start = 0} : tile<16xi32>\n"
-      "  %32 = add(%30, %31) {stage = 1} : tile<16xi32>\n"
-      "  %33 = ptr_add(%29, %32) {stage = 1} : tile<16xptr<f32, global>>\n"
-      "  %34 = splat(%28) {stage = 1} : tile<16xi1>\n"
-      "  %35 = splat(%n) {stage = 1} : tile<16xi32>\n"
-      "  %36 = cmp(%32, %35) {pred = lt, stage = 1} : tile<16xi1>\n"
-      "  %37 = and(%36, %34) {stage = 1} : tile<16xi1>\n"
-      "  %38 = buffer_slot(%0, %25) {stage = 1} : buffer<shared, 16xf32>\n"
-      "  copy(%38, %33, %37) {async = 1, stage = 1}\n"
+      "  %22 = constant() {stage = 1, value = 1} : i32\n"
+      "  %23 = mul(%22, %3) {stage = 1} : i32\n"
+      "  %24 = add(%2, %23) {stage = 1} : i32\n"
+      "  %25 = splat(%a) {stage = 1} : tile<16xptr<f32, global>>\n"
+      "  %26 = splat(%24) {stage = 1} : tile<16xi32>\n"
+      "  %27 = arange() {end = 16, stage = 1, start = 0} : tile<16xi32>\n"
+      "  %28 = add(%26, %27) {stage = 1} : tile<16xi32>\n"
+      "  %29 = ptr_add(%25, %28) {stage = 1} : tile<16xptr<f32, global>>\n"
+      "  %30 = splat(%n) {stage = 1} : tile<16xi32>\n"
+      "  %31 = cmp(%28, %30) {pred = lt, stage = 1} : tile<16xi1>\n"
+      "  %32 = buffer_slot(%0, %22) {stage = 1} : buffer<shared, 16xf32>\n"
+      "  copy(%32, %29, %31) {async = 1, stage = 1}\n"
       "  async_commit() {stage = 1}\n"
-      "  %39 = constant() {value = 1} : i32\n"
-      "  %40 = for(%4, %12, %39, %1) {pipelined = 3} : tile<16xf32> {\n"
-      "  ^(%41: i32, %42: tile<16xf32>):\n"
+      "  %33 = constant() {value = 1} : i32\n"
+      "  %34 = for(%4, %12, %33, %1) {pipelined = 3} : tile<16xf32> {\n"
+      "  ^(%35: i32, %36: tile<16xf32>):\n"
       "    barrier() {stage = 2}\n"
-      "    %43 = constant() {stage = 2, value = 2} : i32\n"
-      "    %44 = add(%41, %43) {stage = 2} : i32\n"
-      "    %45 = mul(%44, %3) {stage = 2} : i32\n"
-      "    %46 = add(%2, %45) {stage = 2} : i32\n"
-      "    %47 = constant() {stage = 2, value = 3} : i32\n"
-      "    %48 = rem(%44, %47) {stage = 2} : i32\n"
-      "    %49 = cmp(%44, %12) {pred = lt, stage = 2} : i1\n"
-      "    %50 = splat(%a) {stage = 2} : tile<16xptr<f32, global>>\n"
-      "    %51 = splat(%46) {stage = 2} : tile<16xi32>\n"
-      "    %52 = arange() {end = 16, stage = 2, start = 0} : tile<16xi32>\n"
-      "    %53 = add(%51, %52) {stage = 2} : tile<16xi32>\n"
-      "    %54 = ptr_add(%50, %53) {stage = 2} : tile<16xptr<f32, global>>\n"
-      "    %55 = splat(%49) {stage = 2} : tile<16xi1>\n"
-      "    %56 = splat(%n) {stage = 2} : tile<16xi32>\n"
-      "    %57 = cmp(%53, %56) {pred = lt, stage = 2} : tile<16xi1>\n"
-      "    %58 = and(%57, %55) {stage = 2} : tile<16xi1>\n"
-      "    %59 = buffer_slot(%0, %48) {stage = 2} : buffer<shared, 16xf32>\n"
-      "    copy(%59, %54, %58) {async = 1, stage = 2}\n"
+      "    %37 = constant() {stage = 2, value = 2} : i32\n"
+      "    %38 = add(%35, %37) {stage = 2} : i32\n"
+      "    %39 = mul(%38, %3) {stage = 2} : i32\n"
+      "    %40 = add(%2, %39) {stage = 2} : i32\n"
+      "    %41 = constant() {stage = 2, value = 3} : i32\n"
+      "    %42 = rem(%38, %41) {stage = 2} : i32\n"
+      "    %43 = splat(%a) {stage = 2} : tile<16xptr<f32, global>>\n"
+      "    %44 = splat(%40) {stage = 2} : tile<16xi32>\n"
+      "    %45 = arange() {end = 16, stage = 2, start = 0} : tile<16xi32>\n"
+      "    %46 = add(%44, %45) {stage = 2} : tile<16xi32>\n"
+      "    %47 = ptr_add(%43, %46) {stage = 2} : tile<16xptr<f32, global>>\n"
+      "    %48 = splat(%n) {stage = 2} : tile<16xi32>\n"
+      "    %49 = cmp(%46, %48) {pred = lt, stage = 2} : tile<16xi1>\n"
+      "    %50 = buffer_slot(%0, %42) {stage = 2} : buffer<shared, 16xf32>\n"
+      "    copy(%50, %47, %49) {async = 1, stage = 2}\n"
       "    async_commit() {stage = 2}\n"
       "    async_wait() {pending = 2, stage = 0}\n"
       "    barrier() {stage = 0}\n"
-      "    %60 = constant() {stage = 0, value = 3} : i32\n"
-      "    %61 = rem(%41, %60) {stage = 0} : i32\n"
-      "    %62 = buffer_slot(%0, %61) {stage = 0} : buffer<shared, 16xf32>\n"
-      "    %63 = local_load(%62) {stage = 0} : tile<16xf32>\n"
-      "    %64 = add(%42, %63) {stage = 0} : tile<16xf32>\n"
-      "    yield(%64)\n"
+      "    %51 = constant() {stage = 0, value = 3} : i32\n"
+      "    %52 = rem(%35, %51) {stage = 0} : i32\n"
+      "    %53 = buffer_slot(%0, %52) {stage = 0} : buffer<shared, 16xf32>\n"
+      "    %54 = local_load(%53) {stage = 0} : tile<16xf32>\n"
+      "    %55 = add(%36, %54) {stage = 0} : tile<16xf32>\n"
+      "    yield(%55)\n"
       "  }\n"
       "  async_wait() {pending = 0}\n"
-      "  %65 = splat(%out) : tile<16xptr<f32, global>>\n"
-      "  %66 = arange() {end = 16, start = 0} : tile<16xi32>\n"
-      "  %67 = ptr_add(%65, %66) : tile<16xptr<f32, global>>\n"
-      "  store(%67, %40)\n"
+      "  %56 = splat(%out) : tile<16xptr<f32, global>>\n"
+      "  %57 = arange() {end = 16, start = 0} : tile<16xi32>\n"
+      "  %58 = ptr_add(%56, %57) : tile<16xptr<f32, global>>\n"
+      "  store(%58, %34)\n"
       "  return()\n"
       "}\n";
   CHECK(print(*f, PrintOptions{false}) == golden);
   // Pass-made ops take the loop's location, copies and slots the user's.
   std::string withLocs = print(*f);
-  CHECK_THAT(withLocs, Catch::Matchers::Contains("copy(%59, %54, %58) {async = 1, stage = 2} loc(\"mm.cpp\":10:3)"));
+  CHECK_THAT(withLocs, Catch::Matchers::Contains("copy(%50, %47, %49) {async = 1, stage = 2} loc(\"mm.cpp\":10:3)"));
   CHECK_THAT(withLocs, Catch::Matchers::Contains("async_wait() {pending = 2, stage = 0} loc(\"mm.cpp\":5:3)"));
 }
 
@@ -630,5 +621,30 @@ TEST_CASE("wrong nested pipelines are rejected", "[ir][pipeline][nested][verifie
     auto f = std::move(parseModule(text, "nest.tir")->functions.at(0));
     CHECK_THAT(verifyMessage(*f), Catch::Matchers::Contains("pipelined loop: cannot be nested in the pipelined loop at "
                                                             "nest.cpp:2:3"));
+  }
+}
+
+TEST_CASE("a copy masked by the loop's own bound needs no guard of its own", "[ir][pipeline][passes]") {
+  // The nested kernel's copy is masked by iv + arange(16) < n, n the loop's
+  // upper bound: past the last iteration every lane is off already. Masked
+  // by another bound (rows), the schedule adds the iteration guard k < n.
+  for (bool ownBound : {true, false}) {
+    INFO((ownBound ? "iv + r < n" : "iv + r < rows"));
+    std::string text = kNestedText;
+    if (!ownBound) {
+      const std::string bound = "        %11 = splat(%n) : tile<16xi32>\n";
+      text.replace(text.find(bound), bound.size(), "        %11 = splat(%rows) : tile<16xi32>\n");
+    }
+    auto f = std::move(parseModule(text, "nest.tir")->functions.at(0));
+    createPipelineSchedulePass()->run(*f);
+    REQUIRE(verifyMessage(*f) == "<accepted>");
+    int copies = 0;
+    walk(f->body(), [&](Op& op) {
+      if (op.code() != OpCode::Copy) return;
+      ++copies;
+      const Op* mask = op.operand(2)->definingOp();
+      CHECK(mask->code() == (ownBound ? OpCode::Cmp : OpCode::And));
+    });
+    CHECK(copies == 3);
   }
 }
