@@ -175,3 +175,31 @@ TEST_CASE("wgmma: too many stages for sm_90a's 227 KiB is a ResourceError naming
                              Catch::Contains("with stages = 4 instead of 5"));
   }
 }
+
+TEST_CASE("wgmma: a pipelined K loop nested in a branch keeps its MMAs in flight (MoE grouped GEMM, emulated sm_90a)",
+          "[gpu][wgmma][emu][async-dots]") {
+  // moe_grouped_gemm with 64 x 64 x 32 tiles (one warpgroup: wgmma takes the
+  // dot): its for_pipelined sits in the if_else that skips the programs past
+  // their expert's rows. The example's launch (sized for its 32 x 32 tiles)
+  // runs the larger tiles too: the extra programs find no rows or store
+  // nothing (masked columns).
+  for (bool swiglu : {false, true}) {
+    INFO((swiglu ? "swiglu" : "plain"));
+    ts::Device dev = ts::Device::emulator("nvptx:sm_90a");
+    ex::RunContext ctx;
+    ctx.device = dev;
+    ctx.shape = {100, 3, 96, 80};
+    const ex::Example* e = ex::find(swiglu ? "moe_grouped_gemm_swiglu" : "moe_grouped_gemm");
+    REQUIRE(e != nullptr);
+    ex::Launch l = e->prepare(ctx);
+    l.kernel = ex::moeGroupedGemm({64, 64, 32, 3}, swiglu);
+    ts::CompiledKernel k = ts::compile(l.kernel, dev);
+    const std::string tir = k.dump(ts::Stage::TileIRPasses), llvm = k.dump(ts::Stage::LLVMGpu);
+    CHECK(tir.find("dot_wait() {pending = " + std::string(swiglu ? "2" : "1")) != std::string::npos);
+    CHECK(llvm.find(std::string("wgmma.wait_group.sync.aligned ") + (swiglu ? "2;" : "1;")) != std::string::npos);
+    k.launchWith(l.grid, l.args, {});
+    ex::CheckResult r = l.check();
+    INFO(r.detail);
+    CHECK(r.ok);
+  }
+}
