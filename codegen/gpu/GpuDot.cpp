@@ -209,6 +209,16 @@ llvm::Value* stagingIndex(llvm::IRBuilderBase& b, const DotStaging& s, llvm::Val
   return b.CreateAdd(rowOff, b.CreateAdd(b.CreateShl(chunk, c32(b, shift)), b.CreateAnd(col, c32(b, ce - 1))));
 }
 
+std::optional<int64_t> stagingOffset(const DotStaging& s, int64_t dRow, int64_t dCol) {
+  if (s.rowGroupWarps ? dRow % (16 * s.rowGroupWarps) != 0 : s.swizzle && dRow % 8 != 0) return std::nullopt;
+  if (s.blockCols) {
+    if (dCol % s.blockCols != 0) return std::nullopt;
+    return (dCol / s.blockCols) * s.rows * s.blockCols + dRow * s.stride;
+  }
+  if (s.swizzle && dCol != 0) return std::nullopt;
+  return dRow * s.stride + dCol;
+}
+
 llvm::Value* stagingAddress(llvm::IRBuilderBase& b, llvm::Type* elemTy, llvm::Value* base, const DotStaging& s,
                             llvm::Value* row, int64_t dRow, llvm::Value* col, int64_t dCol) {
   if (s.swizzle)

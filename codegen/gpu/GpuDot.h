@@ -27,6 +27,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include <llvm/IR/IRBuilder.h>
@@ -129,6 +130,12 @@ llvm::Value* stagingAddress(llvm::IRBuilderBase& b, llvm::Type* elemTy, llvm::Va
 
 /// Element index of (row, col) in a staging buffer (i32 values).
 llvm::Value* stagingIndex(llvm::IRBuilderBase& b, const DotStaging& s, llvm::Value* row, llvm::Value* col);
+/// The constant d with stagingIndex(row + dRow, col + dCol) ==
+/// stagingIndex(row, col) + d for every (row, col), where there is one: the
+/// swizzle repeats every 8 rows (wgmma's A row order every 16 rows per
+/// warp), column blocks are a block apart. A thread's chunks then share one
+/// address register with immediate offsets.
+std::optional<int64_t> stagingOffset(const DotStaging& s, int64_t dRow, int64_t dCol);
 
 /// Emits the fragment loads and matrix instructions of the whole K extent.
 /// wgmma: the fragments of A, a fence, one wgmma per 64-row tile and

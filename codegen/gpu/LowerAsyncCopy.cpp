@@ -118,12 +118,34 @@ bool Lower::emitHardwareCopy(const ir::Op& op, const ir::Layout& l, const Slots&
   record_.accesses.push_back({&op, l, v, /*idleCopies=*/true});
   llvm::Value* base = scalar(buf);
   // One writer per element, as in writeBuffer.
+  auto sg = storage_.find(rootBuffer(buf));
   guarded(ownerPred(l, t), [&] {
     Slots bs = bases(l, t);
+    // A chunk whose staging index is a constant away from an earlier
+    // chunk's (stagingOffset: the swizzle repeats every 8 rows) takes that
+    // chunk's address plus an immediate: one address register per thread
+    // instead of one per chunk.
+    std::vector<std::pair<size_t, llvm::Value*>> anchors;
+    auto fromAnchor = [&](size_t i) -> llvm::Value* {
+      if (sg == storage_.end()) return nullptr;
+      for (auto& [a, ptr] : anchors) {
+        bool outerSame = true;
+        for (size_t d = 0; d + 2 < shape.size(); ++d) outerSame = outerSame && t.consts[i][d] == t.consts[a][d];
+        if (!outerSame) continue;
+        auto off =
+            stagingOffset(sg->second.st, t.consts[i][r - 1] - t.consts[a][r - 1], t.consts[i][r] - t.consts[a][r]);
+        if (off) return *off ? b_.CreateInBoundsGEP(mt, ptr, i32(*off)) : ptr;
+      }
+      return nullptr;
+    };
     for (size_t i = 0; i < t.size(); i += static_cast<size_t>(ce)) {
       // A swizzled buffer permutes whole 16-byte chunks: a chunk of <= 16
       // bytes starting at a multiple of its size stays contiguous.
-      llvm::Value* dst = b_.CreateInBoundsGEP(mt, base, bufIndex(buf, indexOf(bs, t, i), shape));
+      llvm::Value* dst = fromAnchor(i);
+      if (!dst) {
+        dst = b_.CreateInBoundsGEP(mt, base, bufIndex(buf, indexOf(bs, t, i), shape));
+        anchors.emplace_back(i, dst);
+      }
       llvm::Value* srcBytes = mask ? b_.CreateSelect((*mask)[i], i32(cb), i32(0)) : i32(cb);
       t_.asyncCopy(b_, dst, ptrs[i], static_cast<unsigned>(cb), srcBytes);
     }
