@@ -221,13 +221,13 @@ std::optional<int64_t> stagingOffset(const DotStaging& s, int64_t dRow, int64_t 
 
 llvm::Value* stagingAddress(llvm::IRBuilderBase& b, llvm::Type* elemTy, llvm::Value* base, const DotStaging& s,
                             llvm::Value* row, int64_t dRow, llvm::Value* col, int64_t dCol) {
-  if (s.swizzle)
+  const std::optional<int64_t> off = stagingOffset(s, dRow, dCol);
+  if (!off)
     return b.CreateInBoundsGEP(elemTy, base,
                                stagingIndex(b, s, dRow ? b.CreateAdd(row, c32(b, dRow), "", true, true) : row,
                                             dCol ? b.CreateAdd(col, c32(b, dCol), "", true, true) : col));
   llvm::Value* p = b.CreateInBoundsGEP(elemTy, base, stagingIndex(b, s, row, col));
-  const int64_t off = dRow * s.stride + dCol;
-  return off ? b.CreateConstInBoundsGEP1_64(elemTy, p, static_cast<uint64_t>(off)) : p;
+  return *off ? b.CreateInBoundsGEP(elemTy, p, c32(b, *off)) : p;
 }
 
 namespace {
