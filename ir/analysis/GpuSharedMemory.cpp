@@ -77,31 +77,24 @@ SharedPlan::SharedPlan(const ir::Function& f, const std::map<const ir::Op*, uint
           lastAsyncDot = std::max(lastAsyncDot, last.at(anc));
       }
     });
-    // Likewise an async dot reads the buffer until the dot_wait {pending =
-    // 0} that retires it.
-    if (lastAsyncDot >= 0) {
-      int64_t until = -1;
-      for (auto& o : home->ops()) {
-        if (num.at(o.get()) <= lastAsyncDot) continue;
-        until = last.at(o.get());
-        if (o->code() == ir::OpCode::DotWait && o->hasAttr("pending") && o->intAttr("pending") == 0) break;
-      }
-      a.end = std::max(a.end, until);
-    }
     // An async copy writes the buffer until the wait that retires it, which
     // may come after the buffer's last read (the schedule's trailing, fully
     // masked copies): the bytes stay the buffer's until the first
     // `async_wait {pending = 0}` of the alloc's block after the last copy
     // (the verifier requires one before `return`), else to the block's end.
-    if (lastAsyncCopy >= 0) {
+    // Likewise an async dot reads it until the `dot_wait {pending = 0}`.
+    auto liveUntilRetired = [&](int64_t lastAsync, ir::OpCode wait) {
+      if (lastAsync < 0) return;
       int64_t until = -1;
       for (auto& o : home->ops()) {
-        if (num.at(o.get()) <= lastAsyncCopy) continue;
+        if (num.at(o.get()) <= lastAsync) continue;
         until = last.at(o.get());
-        if (o->code() == ir::OpCode::AsyncWait && o->hasAttr("pending") && o->intAttr("pending") == 0) break;
+        if (o->code() == wait && o->hasAttr("pending") && o->intAttr("pending") == 0) break;
       }
       a.end = std::max(a.end, until);
-    }
+    };
+    liveUntilRetired(lastAsyncCopy, ir::OpCode::AsyncWait);
+    liveUntilRetired(lastAsyncDot, ir::OpCode::DotWait);
     items.emplace_back(buf, a);
   });
   for (auto& [op, bytes] : scratch) {

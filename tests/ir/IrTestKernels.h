@@ -1,4 +1,5 @@
-// Kernels built with the Builder, shared by the tests of the ir/ folder.
+// Kernels built with the Builder, and helpers, shared by the tests of the
+// ir/ folder.
 #pragma once
 
 #include <limits>
@@ -7,8 +8,20 @@
 
 #include "tessera/ir/Builder.h"
 #include "tessera/ir/IR.h"
+#include "tessera/ir/Verifier.h"
+#include "tessera/support/Error.h"
 
 namespace tessera::ir::testk {
+
+/// The verifier's message for `f`, or "<accepted>".
+inline std::string verifyMessage(const Function& f) {
+  try {
+    verify(f);
+  } catch (const VerifyError& e) {
+    return e.what();
+  }
+  return "<accepted>";
+}
 
 inline Location loc(uint32_t line, uint32_t col = 5) { return Location{"kern.cpp", line, col}; }
 inline Type f32() { return Type::scalar(DType::F32); }

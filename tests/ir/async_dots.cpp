@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "IrTestKernels.h"
 #include "tessera/ir/Parser.h"
 #include "tessera/ir/Pass.h"
 #include "tessera/ir/Printer.h"
@@ -15,6 +16,7 @@
 
 using namespace tessera;
 using namespace tessera::ir;
+using tessera::ir::testk::verifyMessage;
 
 namespace {
 
@@ -92,15 +94,6 @@ std::unique_ptr<Function> asyncScheduled(int64_t S) {
   createPipelineSchedulePass()->run(*f);
   createAsyncDotsPass()->run(*f);
   return f;
-}
-
-std::string verifyMessage(const Function& f) {
-  try {
-    verify(f);
-  } catch (const VerifyError& e) {
-    return e.what();
-  }
-  return "<accepted>";
 }
 
 Op* loopOf(Function& f) {

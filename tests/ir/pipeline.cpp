@@ -84,15 +84,6 @@ size_t nth(Block& b, OpCode code, int n = 0) {
   return 0;
 }
 
-std::string verifyMessage(const Function& f) {
-  try {
-    verify(f);
-  } catch (const VerifyError& e) {
-    return e.what();
-  }
-  return "<accepted>";
-}
-
 std::string reprint(const std::string& text) { return print(*parseModule(text)->functions.at(0)); }
 
 }  // namespace
