@@ -181,16 +181,30 @@ void rewriteWarpgroupMma(EmuModule& em) {
 void rewritePredicatedAccesses(EmuModule& em) {
   if (em.amd) return;  // AMDGPU's masked accesses are branches already
   std::vector<std::pair<llvm::CallInst*, nvptx::PredicatedAccess>> work;
+  std::vector<std::pair<llvm::CallInst*, unsigned>> copies;
   for (llvm::Function& f : em.m)
     for (llvm::BasicBlock& bb : f)
       for (llvm::Instruction& i : bb)
         if (auto* c = llvm::dyn_cast<llvm::CallInst>(&i); c && c->isInlineAsm()) {
           const auto* ia = llvm::cast<llvm::InlineAsm>(c->getCalledOperand());
-          if (std::optional<nvptx::PredicatedAccess> a = nvptx::matchPredicatedAccess(
-                  std::string_view(ia->getAsmString()), std::string_view(ia->getConstraintString())))
+          std::string_view text(ia->getAsmString()), cons(ia->getConstraintString());
+          if (std::optional<nvptx::PredicatedAccess> a = nvptx::matchPredicatedAccess(text, cons))
             work.emplace_back(c, *a);
+          else if (unsigned bytes = nvptx::matchCpAsyncIgnoreSrc(text, cons))
+            copies.emplace_back(c, bytes);
         }
   for (auto& [c, a] : work) expand(em, *c, a);
+  // cp.async with ignore-src: the machine's cp.async (EmuIntrinsics.cpp)
+  // reading 0 bytes where the predicate is set.
+  for (auto& [c, bytes] : copies) {
+    llvm::IRBuilder<> b(c);
+    llvm::Value* dst = b.CreateAddrSpaceCast(c->getArgOperand(0), em.flatPtr());
+    llvm::Value* src = b.CreateAddrSpaceCast(c->getArgOperand(1), em.flatPtr());
+    llvm::Value* srcBytes = b.CreateSelect(c->getArgOperand(2), b.getInt32(0), b.getInt32(bytes));
+    b.CreateCall(em.hook("tessera_emu_cp_async"),
+                 {dst, src, b.getInt32(bytes), srcBytes, b.getInt32(static_cast<uint32_t>(em.opId(*c)))});
+    c->eraseFromParent();
+  }
 }
 
 }  // namespace tessera::codegen::emu

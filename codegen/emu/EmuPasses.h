@@ -3,7 +3,8 @@
 //
 //   rewritePredicatedAccesses
 //                        NVPTX predicated ld/st.global (inline assembly)
-//                        -> a branch around a plain access
+//                        -> a branch around a plain access; cp.async with
+//                        ignore-src (inline assembly) -> the cp.async hook
 //   rewriteWarpgroupMma  NVPTX wgmma.mma_async (inline assembly) -> a hook
 //   instrumentMemory     every addrspace(1)/(3) access -> through
 //                        tessera_emu_{global,shared}_access (with an opId)

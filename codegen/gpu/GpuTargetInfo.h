@@ -202,11 +202,11 @@ class GpuTargetInfo {
   virtual AsyncCopyImpl asyncCopyImpl() const { return AsyncCopyImpl::Synchronous; }
   /// AsyncCopyImpl::Hardware only. Starts a copy of `bytes` (4, 8 or 16)
   /// from `src` (global, aligned to `bytes`) to `dst` (shared, aligned to
-  /// `bytes`) that reads only the first `srcBytes` (an i32: `bytes`, or 0
-  /// for a masked-off chunk: no global access) and zero-fills the rest. It
-  /// joins the thread's open group.
+  /// `bytes`); where `mask` (an i1; null: always on) is off it reads no
+  /// global memory and zero-fills the chunk. It joins the thread's open
+  /// group.
   virtual void asyncCopy(llvm::IRBuilderBase& b, llvm::Value* dst, llvm::Value* src, unsigned bytes,
-                         llvm::Value* srcBytes) {
+                         llvm::Value* mask) {
     TS_UNREACHABLE("asyncCopy on a target without a hardware async copy");
   }
   /// Closes the thread's open group of async copies.

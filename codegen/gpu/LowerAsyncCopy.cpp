@@ -146,8 +146,7 @@ bool Lower::emitHardwareCopy(const ir::Op& op, const ir::Layout& l, const Slots&
         dst = b_.CreateInBoundsGEP(mt, base, bufIndex(buf, indexOf(bs, t, i), shape));
         anchors.emplace_back(i, dst);
       }
-      llvm::Value* srcBytes = mask ? b_.CreateSelect((*mask)[i], i32(cb), i32(0)) : i32(cb);
-      t_.asyncCopy(b_, dst, ptrs[i], static_cast<unsigned>(cb), srcBytes);
+      t_.asyncCopy(b_, dst, ptrs[i], static_cast<unsigned>(cb), mask ? (*mask)[i] : nullptr);
     }
   });
   return true;

@@ -167,8 +167,7 @@ void Lower::copyOperand(const ir::Op& dot, unsigned i, llvm::Value* base, const 
       if (t.consts[s][static_cast<size_t>(fast)] % ce != 0) continue;  // not the first element of a chunk
       const size_t ri = transposed ? 1 : 0, ci = 1 - ri;
       llvm::Value* dst = stagingAddress(b_, et, base, st, bs[ri], t.consts[s][ri], bs[ci], t.consts[s][ci]);
-      llvm::Value* srcBytes = maskV ? b_.CreateSelect(m[s], i32(16), i32(0)) : i32(16);
-      t_.asyncCopy(b_, dst, ptrs[s], 16, srcBytes);
+      t_.asyncCopy(b_, dst, ptrs[s], 16, maskV ? m[s] : nullptr);
     }
   });
   setCurrentOp(dot);

@@ -187,4 +187,26 @@ void emitPredicatedStore(llvm::IRBuilderBase& b, llvm::Value* val, llvm::Value* 
   call->setMemoryEffects(llvm::MemoryEffects::argMemOnly(llvm::ModRefInfo::Mod));
 }
 
+PredicatedAsm cpAsyncIgnoreSrcAsm(unsigned bytes) {
+  TS_ASSERT(bytes == 4 || bytes == 8 || bytes == 16, "cp.async of 4, 8 or 16 bytes");
+  return {std::string("cp.async.") + (bytes == 16 ? "cg" : "ca") + ".shared.global [$0], [$1], " +
+              std::to_string(bytes) + ", $2;",
+          "l,l,b,~{memory}"};
+}
+
+unsigned matchCpAsyncIgnoreSrc(std::string_view text, std::string_view constraints) {
+  for (unsigned bytes : {4u, 8u, 16u}) {
+    PredicatedAsm f = cpAsyncIgnoreSrcAsm(bytes);
+    if (text == f.text && constraints == f.constraints) return bytes;
+  }
+  return 0;
+}
+
+void emitCpAsyncIgnoreSrc(llvm::IRBuilderBase& b, llvm::Value* dst, llvm::Value* src, unsigned bytes,
+                          llvm::Value* ignore) {
+  PredicatedAsm a = cpAsyncIgnoreSrcAsm(bytes);
+  auto* fty = llvm::FunctionType::get(b.getVoidTy(), {dst->getType(), src->getType(), b.getInt1Ty()}, false);
+  b.CreateCall(fty, llvm::InlineAsm::get(fty, a.text, a.constraints, /*hasSideEffects=*/true), {dst, src, ignore});
+}
+
 }  // namespace tessera::codegen::nvptx

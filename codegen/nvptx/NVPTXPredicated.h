@@ -64,4 +64,17 @@ void emitPredicatedStore(llvm::IRBuilderBase& b, llvm::Value* val, llvm::Value* 
 /// Whether a value of `ty` has a predicated form (1, 2, 4, 8 or 16 bytes).
 bool hasPredicatedForm(llvm::Type* ty, const llvm::DataLayout& dl);
 
+/// cp.async with its `ignore-src` predicate (PTX ISA 7.5): where the
+/// predicate is true no global memory is read and the chunk is zero-filled.
+/// A mask is then a predicate ptxas combines with its others (one PLOP3),
+/// where the src-size form needs it turned into 16 / 0 and back (two
+/// selects and a compare per chunk). `bytes` 4, 8 (.ca) or 16 (.cg):
+///   cp.async.cg.shared.global [$0], [$1], 16, $2;   "l,l,b,~{memory}"
+PredicatedAsm cpAsyncIgnoreSrcAsm(unsigned bytes);
+/// The byte count of that assembly, 0 for any other.
+unsigned matchCpAsyncIgnoreSrc(std::string_view text, std::string_view constraints);
+/// Emits it: `dst` a shared and `src` a global pointer, `ignore` an i1.
+void emitCpAsyncIgnoreSrc(llvm::IRBuilderBase& b, llvm::Value* dst, llvm::Value* src, unsigned bytes,
+                          llvm::Value* ignore);
+
 }  // namespace tessera::codegen::nvptx

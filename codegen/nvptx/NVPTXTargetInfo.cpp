@@ -334,10 +334,12 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
   TensorCoreOp tensorCore(DType a, DType b, DType acc) const override { return nvptxTensorCore(row_.arch, a, b, acc); }
   AsyncCopyImpl asyncCopyImpl() const override { return AsyncCopyImpl::Hardware; }
   void asyncCopy(llvm::IRBuilderBase& b, llvm::Value* dst, llvm::Value* src, unsigned bytes,
-                 llvm::Value* srcBytes) override {
+                 llvm::Value* mask) override {
+    // A masked chunk: the ignore-src predicate form (NVPTXPredicated.h).
+    if (mask) return nvptx::emitCpAsyncIgnoreSrc(b, dst, src, bytes, b.CreateNot(mask));
     for (const CpAsyncRow& r : kCpAsync)
       if (r.bytes == bytes) {
-        b.CreateIntrinsic(r.id, {}, {dst, src, srcBytes});
+        b.CreateIntrinsic(r.id, {}, {dst, src, b.getInt32(bytes)});
         return;
       }
     TS_UNREACHABLE("cp.async of " + std::to_string(bytes) + " bytes");

@@ -66,9 +66,9 @@ TEST_CASE("NVPTX sm_80: pipelined copies are cp.async with commit and wait group
     ts::CompiledKernel k = ts::compile(withAlignedFacts(pipelinedGemmF16(stages)), ts::Target::parse("nvptx:sm_80"));
     std::string ptx = k.dump(ts::Stage::PTX);
     // A 32x16 / 16x32 f16 tile over 128 threads: 8 contiguous halves
-    // (16 bytes) per thread and operand, one .cg copy each, masked by
-    // src-size (the register operand of the .s form: 0 for masked chunks).
-    std::regex cp(R"(cp\.async\.cg\.shared\.global \[%rd\d+(\+\d+)?\], \[%rd\d+(\+\d+)?\], 16, %r\d+;)");
+    // (16 bytes) per thread and operand, one .cg copy each, masked by its
+    // ignore-src predicate (set for masked chunks: no read, zero fill).
+    std::regex cp(R"(cp\.async\.cg\.shared\.global \[%rd\d+(\+\d+)?\], \[%rd\d+(\+\d+)?\], 16, %p\d+;)");
     size_t copies = std::distance(std::sregex_iterator(ptx.begin(), ptx.end(), cp), std::sregex_iterator());
     // Two operands, in the prologue (stages - 1 copies each) and the loop.
     CHECK(copies == size_t(2 * stages));

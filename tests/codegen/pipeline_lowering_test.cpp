@@ -159,7 +159,7 @@ TEST_CASE("pipelined GEMM on the emulator (nvptx:sm_80)", "[codegen][pipeline][e
   runAll<ts::half>(dev, {{45, 37, 50}}, {1, 3});
   // N and K multiples of 16 (the launch specialises on them): the copies are
   // proven aligned and become cp.async (16-byte chunks for f16, 16 and 8 for
-  // f32), rows past M masked by src-size 0; K = 48 is 3 iterations, so with
+  // f32), rows past M masked by the ignore-src predicate; K = 48 is 3 iterations, so with
   // 3 stages the prologue covers all but one.
   runAll<ts::half>(dev, {{45, 64, 48}, {64, 32, 80}}, {2, 3});
   runAll<float>(dev, {{45, 64, 48}}, {2});

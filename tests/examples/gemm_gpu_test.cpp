@@ -122,9 +122,9 @@ TEST_CASE("gemm_f16 / gemm_bf16 PTX: mma.sync and ldmatrix (sm_90a: wgmma), cp.a
         }
       }
       // Aligned: every tile chunk is one 16-byte cp.async (zero-filled by
-      // src-size 0 where masked), none goes through registers.
+      // its ignore-src predicate where masked), none goes through registers.
       CHECK(countMatches(aligned,
-                         R"(cp\.async\.cg\.shared\.global \[%r[d]?\d+(\+\d+)?\], \[%rd\d+(\+\d+)?\], 16, %r\d+;)") >=
+                         R"(cp\.async\.cg\.shared\.global \[%r[d]?\d+(\+\d+)?\], \[%rd\d+(\+\d+)?\], 16, %p\d+;)") >=
             6);
       CHECK_FALSE(contains(aligned, "ld.global.nc.v4"));
       // As traced nothing proves a row 4-byte aligned: program-order copies.
