@@ -31,12 +31,15 @@ namespace ts = tessera;
 
 namespace tessera::examples {
 
-Kernel flashAttention(AttentionBlocks B, int D, bool causal) {
+namespace {
+
+/// The kernel over T (ts::half or ts::bfloat16) elements.
+template <typename T>
+Kernel attentionOf(AttentionBlocks B, int D, bool causal, const std::string& name, DType el) {
   const float scale = 1.0f / std::sqrt(float(D));
   const int BM = B.m, BN = B.n;
-  return ts::kernel(causal ? "flash_attention_causal" : "flash_attention", {"o", "q", "k", "v", "n"},
-                    [=](ts::Ptr<ts::half> o, ts::Ptr<const ts::half> q, ts::Ptr<const ts::half> k,
-                        ts::Ptr<const ts::half> v, ts::Int n) {
+  return ts::kernel(name, {"o", "q", "k", "v", "n"},
+                    [=](ts::Ptr<T> o, ts::Ptr<const T> q, ts::Ptr<const T> k, ts::Ptr<const T> v, ts::Int n) {
                       auto base = ts::program_id(1) * n * D;  // this head's [n, D] slices
                       auto rm = ts::expand_dims(ts::program_id(0) * BM + ts::arange(BM), 1);  // query rows, BM x 1
                       auto d0 = ts::expand_dims(ts::arange(D), 0);                            // 1 x D
@@ -59,11 +62,20 @@ Kernel flashAttention(AttentionBlocks B, int D, bool causal) {
                             auto alpha = ts::exp(mi - mnew);  // rescales what was summed under the old maximum
                             auto cn2 = ts::expand_dims(n0 + ts::arange(BN), 1);  // BN x 1
                             auto vt = ts::load(v + base + cn2 * D + d0, cn2 < n);
-                            auto accNew = ts::dot(p.to(ts::f16), vt, acc * ts::expand_dims(alpha, 1));
+                            auto accNew = ts::dot(p.to(el), vt, acc * ts::expand_dims(alpha, 1));
                             return std::tuple{mnew, li * alpha + ts::sum(p, 1), accNew};
                           });
-                      ts::store(o + base + rm * D + d0, (acc / ts::expand_dims(li, 1)).to(ts::f16), rm < n);
+                      ts::store(o + base + rm * D + d0, (acc / ts::expand_dims(li, 1)).to(el), rm < n);
                     });
+}
+
+}  // namespace
+
+Kernel flashAttention(AttentionBlocks B, int D, bool causal, DType dtype) {
+  const std::string name =
+      std::string(causal ? "flash_attention_causal" : "flash_attention") + (dtype == DType::BF16 ? "_bf16" : "");
+  if (dtype == DType::BF16) return attentionOf<ts::bfloat16>(B, D, causal, name, DType::BF16);
+  return attentionOf<ts::half>(B, D, causal, name, DType::F16);
 }
 
 namespace ref {
@@ -71,7 +83,9 @@ namespace ref {
 /// against every key (up to the row itself when causal), their softmax, and
 /// its weighted sum of V. Inputs are the f16 bit patterns the kernel reads.
 std::vector<double> attention(const std::vector<uint16_t>& q, const std::vector<uint16_t>& k,
-                              const std::vector<uint16_t>& v, int64_t heads, int64_t n, int64_t D, bool causal) {
+                              const std::vector<uint16_t>& v, int64_t heads, int64_t n, int64_t D, bool causal,
+                              float (*value)(uint16_t) = fromHalf) {
+  auto fromHalf = value;  // the inputs' element type (f16 or bf16 bits)
   std::vector<double> out(size_t(heads * n * D));
   std::vector<double> s(static_cast<size_t>(n));
   const double scale = 1.0 / std::sqrt(double(D));
@@ -99,8 +113,11 @@ std::vector<double> attention(const std::vector<uint16_t>& q, const std::vector<
 }
 }  // namespace ref
 
-Launch prepareAttention(const RunContext& ctx, bool causal, AttentionBlocks B) {
-  const char* name = causal ? "flash_attention_causal" : "flash_attention";
+Launch prepareAttention(const RunContext& ctx, bool causal, AttentionBlocks B, DType dtype) {
+  const bool bf16 = dtype == DType::BF16;
+  const std::string nameStr =
+      std::string(causal ? "flash_attention_causal" : "flash_attention") + (bf16 ? "_bf16" : "");
+  const char* name = nameStr.c_str();
   std::vector<int64_t> s = ctx.shape.empty() ? std::vector<int64_t>{4, 300, 64} : ctx.shape;
   if (s.size() != 3 || s[0] < 1 || s[0] > 65535 || s[1] < 1 || s[1] > (1 << 16) ||
       (s[2] != 16 && s[2] != 32 && s[2] != 64 && s[2] != 128) || s[0] * s[1] * s[2] > (int64_t{1} << 26))
@@ -113,27 +130,30 @@ Launch prepareAttention(const RunContext& ctx, bool causal, AttentionBlocks B) {
   const size_t count = size_t(heads * n * D);
   auto halves = [&] {
     std::vector<uint16_t> h(count);
-    for (auto& x : h) x = toHalf(dist(rng));
+    for (auto& x : h) x = bf16 ? toBf16(dist(rng)) : toHalf(dist(rng));
     return h;
   };
   std::vector<uint16_t> q = halves(), k = halves(), v = halves();
-  Buffer dq = ctx.device.upload(DType::F16, q), dk = ctx.device.upload(DType::F16, k),
-         dv = ctx.device.upload(DType::F16, v), dout = ctx.device.alloc(DType::F16, count);
+  Buffer dq = ctx.device.upload(dtype, q), dk = ctx.device.upload(dtype, k), dv = ctx.device.upload(dtype, v),
+         dout = ctx.device.alloc(dtype, count);
   dout.fillBytes(0xff);  // NaN: an output never written cannot pass
-  Launch launch{flashAttention(B, int(D), causal),
+  Launch launch{flashAttention(B, int(D), causal, dtype),
                 Dim3(uint32_t((n + B.m - 1) / B.m), uint32_t(heads)),
                 {dout, dq, dk, dv, int32_t(n)},
                 {heads, n, D}};
   // Outputs are convex combinations of values in [-1, 1]. Errors: P rounded
-  // to f16 for the second dot (u16 relative on every weight), O rounded to
-  // f16 (u16), f32 exponentials and sums (far below); 4 u16 = 2^-9 covers
-  // them with margin, while a key block missed or counted twice, or a
-  // masked key let through, moves an output by about 0.1.
-  launch.check = [dout, q = std::move(q), k = std::move(k), v = std::move(v), heads, n, D, causal] {
+  // to the element type for the second dot (u relative on every weight; u =
+  // 2^-11 for f16, 2^-8 for bf16), O rounded to it (u), f32 exponentials
+  // and sums (far below); 4 u (2^-9, 2^-6) covers them with margin, while a
+  // key block missed or counted twice, or a masked key let through, moves
+  // an output by about 0.1.
+  launch.check = [dout, q = std::move(q), k = std::move(k), v = std::move(v), heads, n, D, causal, bf16] {
+    float (*value)(uint16_t) = bf16 ? bf16Value : fromHalf;
     std::vector<float> got;
-    for (uint16_t h : dout.read<uint16_t>()) got.push_back(fromHalf(h));
-    const double bound = std::ldexp(1.0, -9);
-    return compareWith(got, ref::attention(q, k, v, heads, n, D, causal), bound, "o", [=](size_t) { return bound; });
+    for (uint16_t h : dout.read<uint16_t>()) got.push_back(value(h));
+    const double bound = std::ldexp(1.0, bf16 ? -6 : -9);
+    return compareWith(got, ref::attention(q, k, v, heads, n, D, causal, value), bound, "o",
+                       [=](size_t) { return bound; });
   };
   return launch;
 }
@@ -178,6 +198,19 @@ Example make(bool causal) {
 
 Example flashAttentionExample() { return make(false); }
 Example flashAttentionCausalExample() { return make(true); }
+
+Example flashAttentionBF16Example() {
+  Example e;
+  e.name = "flash_attention_bf16";
+  e.summary = "flash-attention forward on bf16 [heads, n, D] (the f16 kernel's code on bf16 operands and output)";
+  e.kernel = [] { return flashAttention(AttentionBlocks{}, 64, false, DType::BF16); };
+  e.gpuKernel = [](const Target& t) { return flashAttention(attentionDefaultBlocks(t), 64, false, DType::BF16); };
+  e.prepare = [](const RunContext& ctx) {
+    return prepareAttention(ctx, false, attentionDefaultBlocks(ctx.device), DType::BF16);
+  };
+  e.testShapes = {{1, 1, 64}, {2, 77, 64}, {1, 128, 128}};
+  return e;
+}
 
 }  // namespace tessera::examples
 

@@ -49,14 +49,6 @@ Kernel gemmBF16(GemmBlocks B, Activation act) {
 
 namespace {
 
-// bf16 is the top half of an f32: round to nearest even (inputs are finite).
-uint16_t toBf16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  u += 0x7fff + ((u >> 16) & 1);
-  return static_cast<uint16_t>(u >> 16);
-}
-
 Launch prepare(const RunContext& ctx) {
   GemmProblem P = gemmProblem(ctx, "gemm_bf16");
   const int64_t M = P.M, N = P.N, K = P.K;

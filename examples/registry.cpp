@@ -22,6 +22,7 @@ const std::vector<Example>& all() {
       dropoutResidualLayernormExample(),
       flashAttentionExample(),
       flashAttentionCausalExample(),
+      flashAttentionBF16Example(),
       flashAttentionBackwardExample(),
       flashAttentionBackwardCausalExample(),
       ropeExample(),

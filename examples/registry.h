@@ -164,10 +164,10 @@ Kernel tutorialGemm(int BM, int BN, int BK, int STAGES);
 struct AttentionBlocks {
   int m = 64, n = 64;  // BLOCK_M, BLOCK_N
 };
-Kernel flashAttention(AttentionBlocks blocks, int D, bool causal);
+Kernel flashAttention(AttentionBlocks blocks, int D, bool causal, DType dtype = DType::F16);
 /// The launch of flash_attention(_causal) on ctx's shape with other blocks
 /// (the static GPU benchmark's configurations share the example's check).
-Launch prepareAttention(const RunContext& ctx, bool causal, AttentionBlocks blocks);
+Launch prepareAttention(const RunContext& ctx, bool causal, AttentionBlocks blocks, DType dtype = DType::F16);
 /// dQ, dK, dV of flash attention from dO, O and the log-sum-exp
 /// (examples/flash_attention_backward.cpp).
 Kernel flashAttentionBackward(AttentionBlocks blocks, int D, bool causal);
@@ -270,6 +270,7 @@ Example spRmsnormExample();
 Example dropoutResidualLayernormExample();
 Example flashAttentionExample();
 Example flashAttentionCausalExample();
+Example flashAttentionBF16Example();
 Example ropeExample();
 Example crossEntropyExample();
 Example pagedDecodeAttentionExample();

@@ -109,6 +109,15 @@ inline float bf16Value(uint16_t h) {
   return f;
 }
 
+/// The bf16 bits of `f`, rounded to nearest even (f finite): bf16 is the top
+/// half of an f32.
+inline uint16_t toBf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  u += 0x7fff + ((u >> 16) & 1);
+  return static_cast<uint16_t>(u >> 16);
+}
+
 /// Merges the checks of several outputs.
 inline CheckResult merge(CheckResult a, const CheckResult& b) {
   if (a.ok && !b.ok) a.detail = b.detail;

@@ -19,7 +19,8 @@ std::vector<double> rope(const std::vector<float>& x, const std::vector<int32_t>
 void crossEntropy(const std::vector<float>& x, const std::vector<int32_t>& targets, int64_t rows, int64_t V,
                   double scale, std::vector<double>& loss, std::vector<double>& grad);
 std::vector<double> attention(const std::vector<uint16_t>& q, const std::vector<uint16_t>& k,
-                              const std::vector<uint16_t>& v, int64_t heads, int64_t n, int64_t D, bool causal);
+                              const std::vector<uint16_t>& v, int64_t heads, int64_t n, int64_t D, bool causal,
+                              float (*value)(uint16_t) = fromHalf);
 std::vector<double> vectorAdd(const std::vector<float>& a, const std::vector<float>& b);
 std::vector<double> biasGelu(const std::vector<float>& x, const std::vector<float>& bias, int64_t rows, int64_t cols);
 std::vector<double> softmax(const std::vector<float>& x, int64_t rows, int64_t cols);
@@ -69,6 +70,7 @@ TEST_CASE("the registry lists the examples in order", "[examples]") {
                                           "dropout_residual_layernorm",
                                           "flash_attention",
                                           "flash_attention_causal",
+                                          "flash_attention_bf16",
                                           "flash_attention_backward",
                                           "flash_attention_backward_causal",
                                           "rope",
