@@ -13,6 +13,9 @@
 
 namespace tessera::ir::testk {
 
+/// Removes the op at position `i` of `b` (tests that break a schedule).
+inline void eraseOp(Block& b, size_t i) { b.ops().erase(b.ops().begin() + static_cast<std::ptrdiff_t>(i)); }
+
 /// The verifier's message for `f`, or "<accepted>".
 inline std::string verifyMessage(const Function& f) {
   try {

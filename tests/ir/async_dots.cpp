@@ -16,6 +16,7 @@
 
 using namespace tessera;
 using namespace tessera::ir;
+using tessera::ir::testk::eraseOp;
 using tessera::ir::testk::verifyMessage;
 
 namespace {
@@ -110,8 +111,6 @@ size_t indexOf(const Block& b, OpCode c, int nth = 0) {
   return 0;
 }
 
-void erase(Block& b, size_t i) { b.ops().erase(b.ops().begin() + static_cast<std::ptrdiff_t>(i)); }
-
 }  // namespace
 
 TEST_CASE("async-dots keeps the dot in flight one iteration and refills its slots after the wait",
@@ -195,14 +194,14 @@ TEST_CASE("wrong async-dot protocols are rejected naming the buffer and both ops
   SECTION("no wait in the loop") {
     auto f = asyncScheduled(3);
     Block& body = loopOf(*f)->region(0).block();
-    erase(body, indexOf(body, OpCode::DotWait));
+    eraseOp(body, indexOf(body, OpCode::DotWait));
     CHECK_THAT(verifyMessage(*f),
                Catch::Matchers::Contains("may overwrite data that the async dot 'dot' at mm.cpp:14:3"));
   }
   SECTION("no barrier between the wait and the refill") {
     auto f = asyncScheduled(3);
     Block& body = loopOf(*f)->region(0).block();
-    erase(body, indexOf(body, OpCode::DotWait) + 1);
+    eraseOp(body, indexOf(body, OpCode::DotWait) + 1);
     std::string msg = verifyMessage(*f);
     INFO(msg);
     CHECK_THAT(msg, Catch::Matchers::Contains("write-after-read hazard on buffer %0"));
@@ -226,8 +225,8 @@ TEST_CASE("wrong async-dot protocols are rejected naming the buffer and both ops
     Block& top = f->body();
     const size_t done = indexOf(top, OpCode::DotWait);
     Op& store = *top.ops()[indexOf(top, OpCode::Store)];
-    erase(top, indexOf(top, OpCode::Store));
-    erase(top, done);
+    eraseOp(top, indexOf(top, OpCode::Store));
+    eraseOp(top, done);
     (void)store;
     std::string msg = verifyMessage(*f);
     INFO(msg);

@@ -315,7 +315,7 @@ TEST_CASE("illegal schedules are rejected naming the buffer and both ops", "[ir]
     for (int64_t S : {1, 3}) {
       auto f = scheduled(S);
       Block& body = pipelinedLoop(*f)->region(0).block();
-      body.ops().erase(body.ops().begin() + static_cast<std::ptrdiff_t>(nth(body, OpCode::Barrier, 0)));
+      eraseOp(body, nth(body, OpCode::Barrier, 0));
       std::string msg = verifyMessage(*f);
       INFO(msg);
       CHECK_THAT(msg, Catch::Matchers::StartsWith("mm.cpp:10:3: error: pipelined loop: write-after-read hazard on "
@@ -328,7 +328,7 @@ TEST_CASE("illegal schedules are rejected naming the buffer and both ops", "[ir]
   SECTION("missing barrier after the wait") {
     auto f = scheduled(3);
     Block& body = pipelinedLoop(*f)->region(0).block();
-    body.ops().erase(body.ops().begin() + static_cast<std::ptrdiff_t>(nth(body, OpCode::Barrier, 1)));
+    eraseOp(body, nth(body, OpCode::Barrier, 1));
     std::string msg = verifyMessage(*f);
     INFO(msg);
     CHECK_THAT(msg, Catch::Matchers::StartsWith("mm.cpp:12:3: error: pipelined loop: read-before-barrier hazard on "
@@ -386,7 +386,7 @@ TEST_CASE("illegal schedules are rejected naming the buffer and both ops", "[ir]
   }
   SECTION("copies in flight at the loop exit") {
     auto f = scheduled(2);
-    f->body().ops().erase(f->body().ops().begin() + static_cast<std::ptrdiff_t>(nth(f->body(), OpCode::AsyncWait)));
+    eraseOp(f->body(), nth(f->body(), OpCode::AsyncWait));
     std::string msg = verifyMessage(*f);
     INFO(msg);
     CHECK_THAT(msg, Catch::Matchers::StartsWith("mm.cpp:5:3: error: pipelined loop: async copies ('copy' at "
@@ -396,7 +396,7 @@ TEST_CASE("illegal schedules are rejected naming the buffer and both ops", "[ir]
     auto f = scheduled(2);
     Block& body = pipelinedLoop(*f)->region(0).block();
     // No wait at all: reads see in-flight data at once.
-    body.ops().erase(body.ops().begin() + static_cast<std::ptrdiff_t>(nth(body, OpCode::AsyncWait)));
+    eraseOp(body, nth(body, OpCode::AsyncWait));
     CHECK_THAT(verifyMessage(*f), Catch::Matchers::Contains("read-before-wait hazard"));
   }
 }
@@ -589,7 +589,7 @@ TEST_CASE("wrong nested pipelines are rejected", "[ir][pipeline][nested][verifie
   SECTION("no barrier before the prologue: the previous row's reads race the refill") {
     auto f = nestedScheduled();
     Block& b = nestedBlock(*f);
-    b.ops().erase(b.ops().begin() + static_cast<std::ptrdiff_t>(nth(b, OpCode::Barrier)));
+    eraseOp(b, nth(b, OpCode::Barrier));
     std::string msg = verifyMessage(*f);
     INFO(msg);
     CHECK_THAT(msg, Catch::Matchers::StartsWith("nest.cpp:10:3: error: pipelined loop: write-after-read hazard on "
@@ -599,7 +599,7 @@ TEST_CASE("wrong nested pipelines are rejected", "[ir][pipeline][nested][verifie
   SECTION("copies still in flight where the branch ends") {
     auto f = nestedScheduled();
     Block& b = nestedBlock(*f);
-    b.ops().erase(b.ops().begin() + static_cast<std::ptrdiff_t>(nth(b, OpCode::For) + 1));  // the drain
+    eraseOp(b, nth(b, OpCode::For) + 1);  // the drain
     std::string msg = verifyMessage(*f);
     INFO(msg);
     CHECK_THAT(msg, Catch::Matchers::Contains("may still be in flight when the loop exits; follow the loop with "
