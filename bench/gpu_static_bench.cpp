@@ -53,6 +53,7 @@
 #include "gpu_static_kernels.h"
 #include "registry.h"
 #include "tessera/ir/analysis/LayoutStats.h"
+#include "tessera/perf/CodeProfile.h"
 #include "tessera/support/Targets.h"
 #include "tessera/tessera.h"
 
@@ -62,79 +63,10 @@ namespace {
 
 // ------------------------------------------------------------ main loop
 //
-// The main loop of a listing is its longest loop: a backward branch (a
-// branch to a label at or above it) spanning at least two instructions; the
-// range [label, branch] counts. Every kernel here has one loop in its
-// source, but compilers add short cycles around it: the AMDGPU backend places
-// a loop's exit block above the header, so the exit test is a backward
-// branch too (gfx1100 attention: a 7-instruction "loop" inside the real
-// one); an innermost-loop rule would count those. SASS ends in a
-// one-instruction `BRA` to itself after EXIT, which the two-instruction
-// minimum excludes; a range holding an unpredicated end of the program
-// (EXIT, ret, s_endpgm) is no loop either (an exit block placed above the
-// code that branches to it). Counted are
-// instructions (SASS: the /*addr*/ lines; PTX: statements ending in ';' that
-// are not directives; AMDGCN: lines of the kernel's text that are not labels,
-// directives or comments), NOPs not included (padding). Kernels without a
+// The main loop and the instruction counts: tessera/perf/CodeProfile.h,
+// the listing analysis the performance model shares. Kernels without a
 // loop report -1.
-enum class Listing { SASS, PTX, AMDGCN };
-
-struct InstrCounts {
-  int loop = -1, total = 0;
-};
-
-InstrCounts countInstructions(const std::string& text, Listing kind) {
-  std::vector<std::string> targets;                 // per instruction: the branch target label, or ""
-  std::vector<int> ends;                            // indices of unpredicated program ends
-  std::vector<std::pair<std::string, int>> labels;  // label -> index of the next instruction
-  std::regex label = kind == Listing::SASS  ? std::regex(R"(^\s*(\.L_x_\d+):)")
-                     : kind == Listing::PTX ? std::regex(R"(^\s*(\$L__BB\d+_\d+):)")
-                                            : std::regex(R"(^\s*(\.LBB\d+_\d+):)");
-  std::regex branch = kind == Listing::SASS  ? std::regex(R"(\bBRA\b[^;]*\((\.L_x_\d+)\))")
-                      : kind == Listing::PTX ? std::regex(R"(\bbra(?:\.uni)?\s+(\$L__BB\d+_\d+))")
-                                             : std::regex(R"(\bs_(?:c)?branch\w*\s+(\.LBB\d+_\d+))");
-  std::istringstream in(text);
-  bool inKernel = kind != Listing::AMDGCN;
-  for (std::string line; std::getline(in, line);) {
-    std::smatch m;
-    if (kind == Listing::AMDGCN) {
-      // The kernel's code runs from its symbol's label to .Lfunc_end.
-      if (!inKernel) {
-        inKernel = std::regex_search(line, std::regex(R"(^[A-Za-z_][\w$]*:)"));
-        continue;
-      }
-      if (line.rfind(".Lfunc_end", 0) == 0) break;
-    }
-    if (std::regex_search(line, m, label)) {
-      labels.emplace_back(m[1], int(targets.size()));
-      continue;
-    }
-    std::string t =
-        line.substr(line.find_first_not_of(" \t") == std::string::npos ? line.size() : line.find_first_not_of(" \t"));
-    bool instr = false;
-    switch (kind) {
-      case Listing::SASS: instr = std::regex_search(line, std::regex(R"(/\*[0-9a-f]{4,}\*/\s+\S)")); break;
-      case Listing::PTX: instr = !t.empty() && t[0] != '.' && t[0] != '/' && t.back() == ';'; break;
-      case Listing::AMDGCN: instr = !t.empty() && t[0] != '.' && t[0] != ';' && t.back() != ':'; break;
-    }
-    if (!instr || std::regex_search(line, std::regex(R"(\bNOP\b|\bs_nop\b)"))) continue;
-    if (std::regex_search(line, std::regex(R"(^\s*(/\*[0-9a-f]+\*/\s+)?(EXIT\b|ret;|s_endpgm\b))")))
-      ends.push_back(int(targets.size()));
-    targets.push_back(std::regex_search(line, m, branch) ? std::string(m[1]) : std::string());
-  }
-  InstrCounts c;
-  c.total = int(targets.size());
-  std::vector<std::pair<int, int>> loops;
-  for (int i = 0; i < int(targets.size()); ++i) {
-    if (targets[size_t(i)].empty()) continue;
-    for (auto& [name, at] : labels)
-      if (name == targets[size_t(i)] && at < i &&
-          std::none_of(ends.begin(), ends.end(), [&](int e) { return e >= at && e <= i; }))
-        loops.emplace_back(at, i);
-  }
-  for (auto [a, b] : loops) c.loop = std::max(c.loop, b - a + 1);
-  return c;
-}
+using ts::perf::Listing;
 
 // ------------------------------------------------------------ occupancy
 //
@@ -159,7 +91,7 @@ struct Row {
   int regs = -1, occupancy = -1;
   int64_t spill = -1, shared = -1;
   std::optional<ts::ir::LayoutSummary> layout;
-  InstrCounts instrs;
+  ts::perf::CodeProfile instrs;
   std::string listing;  // sass, ptx, amdgcn
   double compileMs = -1, ptxasMs = -1;
 };
@@ -207,12 +139,12 @@ void measureArtifact(const ts::codegen::Artifact& art, const std::string& amdgcn
       text = art.dumps.assembly;
       r.listing = "ptx";
     }
-    r.instrs = countInstructions(text, r.listing == "sass" ? Listing::SASS : Listing::PTX);
+    r.instrs = ts::perf::profileListing(text, r.listing == "sass" ? Listing::SASS : Listing::PTX);
     dump(r, r.listing, text);
   } else {
     r.shared = std::max<int64_t>(res.sharedBytes, art.binary.sharedBytes);
     r.occupancy = occupancyOf(art.target, r.regs, r.shared, threads);
-    r.instrs = countInstructions(amdgcn, Listing::AMDGCN);
+    r.instrs = ts::perf::profileListing(amdgcn, Listing::AMDGCN);
     r.listing = "amdgcn";
     dump(r, r.listing, amdgcn);
   }
@@ -271,8 +203,8 @@ std::string jsonRow(const Row& r) {
                 (long long)r.spill, (long long)r.shared, r.occupancy, l ? (long long)l->contiguous : -1LL,
                 l ? (long long)l->coalesced : -1LL, l ? (long long)l->vectorisable : -1LL,
                 l ? (long long)l->vectorised : -1LL, l ? l->maxExcessReplication : -1.0,
-                l ? (long long)l->sharedConversions : -1LL, l ? (long long)l->reemitted : -1LL, r.instrs.loop,
-                r.instrs.total, r.listing.c_str(), r.compileMs, r.ptxasMs);
+                l ? (long long)l->sharedConversions : -1LL, l ? (long long)l->reemitted : -1LL,
+                r.instrs.loopInstructions(), r.instrs.all.total(), r.listing.c_str(), r.compileMs, r.ptxasMs);
   return buf;
 }
 
@@ -286,13 +218,13 @@ void printRow(const Row& r) {
   std::string conv = l ? std::to_string(l->sharedConversions) + "+" + std::to_string(l->reemitted) : "-";
   char repl[16];
   std::snprintf(repl, sizeof repl, "%gx", l ? l->maxExcessReplication : -1.0);
-  std::string loop = r.instrs.loop < 0 ? "-" : std::to_string(r.instrs.loop);
+  std::string loop = r.instrs.hasLoop ? std::to_string(r.instrs.loop.total()) : "-";
   char ptxas[16] = "-";
   if (r.ptxasMs >= 0) std::snprintf(ptxas, sizeof ptxas, "%.1f", r.ptxasMs);
   std::printf("%-10s %-26s %-14s %4d %6lld %6lld %4d %5s %5s %5s %7s %5s %6d %8.1f %6s\n", r.name.c_str(),
               r.config.c_str(), r.target.c_str(), r.regs, (long long)r.spill, (long long)r.shared, r.occupancy,
               l ? pct(l->coalesced, l->contiguous).c_str() : "-", l ? pct(l->vectorised, l->vectorisable).c_str() : "-",
-              repl, conv.c_str(), loop.c_str(), r.instrs.total, r.compileMs, ptxas);
+              repl, conv.c_str(), loop.c_str(), r.instrs.all.total(), r.compileMs, ptxas);
 }
 
 std::vector<std::string> split(const std::string& s) {

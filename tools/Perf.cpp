@@ -16,6 +16,7 @@
 
 #include "registry.h"
 #include "tessera/perf/Bench.h"
+#include "tessera/perf/GpuModel.h"
 #include "tessera/perf/Roofline.h"
 #include "tessera/perf/SpeedOfLight.h"
 
@@ -29,7 +30,7 @@ const char* const kBenchSynopsis =
     "                  [--precision accurate|approx] [--grid X,Y,Z --arg NAME=VALUE... --kernel NAME]\n";
 const char* const kSolSynopsis =
     "  tessera sol [KERNEL[:SHAPE]...|FILE.tir] [--target T] [--shape A,B,...] [--machines ID,...]\n"
-    "                  [--grid X,Y,Z] [--arg NAME=VALUE]... [--kernel NAME] [--remeasure-host]\n";
+    "                  [--grid X,Y,Z] [--arg NAME=VALUE]... [--kernel NAME] [--remeasure-host] [--model]\n";
 
 std::string benchOptionsHelp() {
   return "bench:   times each KERNEL (a bundled example, `tessera list`; NAME:A,B,... gives its shape) on the\n"
@@ -68,6 +69,10 @@ std::string solOptionsHelp() {
          "         (TESSERA_CACHE_DIR, else XDG_CACHE_HOME/tessera, else ~/.cache/tessera; docs/sol.md)\n"
          "  --machines ID,...   the machines to list (default all)\n"
          "  --remeasure-host    measure the host's peaks again\n"
+         "  --model             also predict each launch with the GPU performance model on every GPU\n"
+         "                      machine Tessera compiles for (or those of --machines): the kernel is\n"
+         "                      compiled for the machine's target and its listing, registers, occupancy\n"
+         "                      and work give the time (no GPU needed; docs/model.md)\n"
          "  FILE.tir            --grid X[,Y[,Z]] and --arg NAME=VALUE (integer scalars: their value;\n"
          "                      buffers: their element count, which bounds the bytes counted)\n";
 }
@@ -107,6 +112,7 @@ struct PerfArgs {
   std::optional<double> flops, bytes;
   std::string kernelName;
   bool remeasure = false;
+  bool model = false;
   bool help = false;
   std::string commandLine;
 };
@@ -151,6 +157,8 @@ class ArgParser {
         a.kernelName = value("the name of a kernel in the file");
       } else if (s == "--remeasure-host" && !bench) {
         a.remeasure = true;
+      } else if (s == "--model" && !bench) {
+        a.model = true;
       } else if (bench && s == "--threads") {
         int64_t n = integer(value("a thread count"), "a thread count between 1 and 1024", 1, 1024);
         a.threads = static_cast<unsigned>(n);
@@ -569,6 +577,37 @@ int runBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
 
 // ---- sol --------------------------------------------------------------------
 
+/// `sol --model`: the subject compiled for each model machine's target
+/// (its inputs in that target's emulator's memory), predicted there.
+std::string modelReport(const Subject& sub, const PerfArgs& a) {
+  std::vector<perf::ModelPrediction> preds;
+  std::vector<std::string> skipped;
+  for (const perf::Machine* m : perf::modelMachines()) {
+    if (!a.machines.empty() && std::find(a.machines.begin(), a.machines.end(), m->id) == a.machines.end()) continue;
+    Target t = Target::parse(m->target);
+    Device dev = Device::emulator(m->target);
+    try {
+      if (sub.example) {
+        examples::RunContext ctx = contextFor(sub, a, dev);
+        examples::Launch l = sub.example->prepare(ctx);
+        CompiledKernel k = compile(specializedFor(l.kernel, l.args), t, sub.example->optionsFor(ctx));
+        preds.push_back(perf::predictGpu(k, l.grid, l.args, *m));
+      } else {
+        examples::Launch l = fileLaunch(sub, a, dev);
+        preds.push_back(perf::predictGpu(compile(specializedFor(l.kernel, l.args), t), l.grid, l.args, *m));
+      }
+    } catch (const ResourceError& e) {
+      skipped.push_back(m->id + ": " + e.what());
+    }
+  }
+  if (preds.empty() && skipped.empty())
+    throw CommandLineError("sol", "--model: none of the machines asked for has a target Tessera compiles for");
+  std::string s = "  performance model (docs/model.md):\n" + perf::formatModelTable(preds);
+  for (const std::string& why : skipped) s += "  cannot run on " + why + "\n";
+  for (const perf::ModelPrediction& p : preds) s += p.str();
+  return s;
+}
+
 int runSol(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   PerfArgs a = ArgParser("sol", args).parse();
   if (a.help) {
@@ -626,8 +665,10 @@ int runSol(const std::vector<std::string>& args, std::ostream& out, std::ostream
     works.emplace_back(title, std::move(w));
   }
   std::vector<perf::Machine> machines = selectMachines(a, false, err);
-  for (size_t i = 0; i < works.size(); ++i)
+  for (size_t i = 0; i < works.size(); ++i) {
     out << (i ? "\n" : "") << perf::formatSolTable(works[i].first, works[i].second, machines);
+    if (a.model) out << modelReport(resolveSubject(a.subjects[i], a), a);
+  }
   return 0;
 }
 

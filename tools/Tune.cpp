@@ -13,6 +13,7 @@
 #include "Perf.h"
 #include "registry.h"
 #include "tessera/codegen/DiskCache.h"
+#include "tessera/perf/GpuModel.h"
 #include "tessera/perf/Tune.h"
 #include "tessera/perf/TuneTable.h"
 
@@ -20,7 +21,15 @@ namespace tessera::tools {
 
 const char* const kTuneSynopsis =
     "  tessera tune KERNEL [--shape AxBx...] [--device cpu|cpu:CPU|emu:nvptx:SM|...] [--budget-ms MS]\n"
-    "                  [--quiet] [--retune] [--export FILE.json]\n";
+    "                  [--quiet] [--retune] [--export FILE.json] [--model MACHINE]\n";
+
+namespace {
+std::string modelMachineIds() {
+  std::string ids;
+  for (const perf::Machine* m : perf::modelMachines()) ids += (ids.empty() ? "" : ", ") + m->id;
+  return ids;
+}
+}  // namespace
 
 std::string tuneOptionsHelp() {
   std::string tunable;
@@ -40,6 +49,11 @@ std::string tuneOptionsHelp() {
          "  --budget-ms MS      timed repetitions of each config (default 100)\n"
          "  --quiet             no progress bar (it is drawn only when standard error is a terminal)\n"
          "  --retune            measure every config again, replacing what is stored\n"
+         "  --model MACHINE     rank the configs with the GPU performance model for MACHINE (" +
+         modelMachineIds() +
+         ")\n"
+         "                      instead of running them: compiled for its target, predicted, kept under\n"
+         "                      the device \"model: MACHINE (TARGET)\" (no GPU needed; docs/model.md)\n"
          "  --export FILE.json  write the deployable table: the best stored config of KERNEL per bucket,\n"
          "                      dtype and device (perf::TuneTable::load reads it)\n"
          "exit codes: 0 a config was chosen; 2 a usage error, or every config pruned or rejected (the\n"
@@ -49,7 +63,7 @@ std::string tuneOptionsHelp() {
 namespace {
 
 struct TuneArgs {
-  std::string kernel, device = "cpu", exportFile;
+  std::string kernel, device = "cpu", exportFile, model;
   std::vector<int64_t> shape;
   double budgetMs = 100;
   bool quiet = false, retune = false, help = false;
@@ -108,6 +122,8 @@ TuneArgs parse(const std::vector<std::string>& args) {
       a.quiet = true;
     } else if (s == "--retune") {
       a.retune = true;
+    } else if (s == "--model") {
+      a.model = value("a machine id (" + modelMachineIds() + ")");
     } else if (s == "--export") {
       a.exportFile = value("a FILE.json to write the table to");
     } else if (!s.empty() && s[0] == '-') {
@@ -138,19 +154,27 @@ int runTune(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       if (e.tuneSpace) tunable += (tunable.empty() ? "" : ", ") + e.name;
     fail(a.kernel + " declares no config space; the tunable kernels are " + tunable);
   }
+  const perf::Machine* machine = nullptr;
+  if (!a.model.empty()) {
+    for (const perf::Machine* m : perf::modelMachines())
+      if (m->id == a.model) machine = m;
+    if (!machine) fail("--model expects one of " + modelMachineIds() + ", got '" + a.model + "'");
+  }
   examples::RunContext ctx;
-  ctx.device = deviceForTarget(Target::parse(a.device));
+  // The model's candidates are prepared in the emulator of the machine's
+  // target (its memory holds the inputs; nothing runs there).
+  ctx.device = machine ? Device::emulator(machine->target) : deviceForTarget(Target::parse(a.device));
   ctx.shape = a.shape;
   perf::TuneProblem p = examples::tuneProblem(*ex, ctx);
-  perf::TuneOptions o;
+  perf::TuneOptions o = machine ? perf::gpuModelTuneOptions(*machine) : perf::TuneOptions{};
   o.bench.budgetSeconds = a.budgetMs / 1e3;
   o.quiet = a.quiet;
   o.retune = a.retune;
 
   codegen::KeyedStore store(perf::kTuneStoreKind);
-  out << "tessera tune " << p.kernel << "[" << examples::shapeStr(p.shape) << "] on " << perf::tuneDeviceKey(p.device)
-      << ": " << p.space.candidates().size() << " configs, bucket " << perf::shapeBucket(p.shape) << ", " << p.dtype
-      << "\n";
+  out << "tessera tune " << p.kernel << "[" << examples::shapeStr(p.shape) << "] on "
+      << (machine ? "model: " + o.predictKey : perf::tuneDeviceKey(p.device)) << ": " << p.space.candidates().size()
+      << " configs, bucket " << perf::shapeBucket(p.shape) << ", " << p.dtype << "\n";
   perf::TuneResult r = perf::tune(p, o);
   out << perf::formatTuneTable(r);
   out << "measured " << r.measured << " config" << (r.measured == 1 ? "" : "s") << ", " << r.reused
@@ -160,7 +184,8 @@ int runTune(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   else
     out << "results kept in " << store.dir() << "/" << perf::kTuneStoreKind << "\n";
   const perf::TuneCandidateResult& best = r.candidates[*r.best];
-  out << "best: " << best.config.str() << " (" << perf::formatSeconds(best.seconds) << ")\n";
+  out << "best: " << best.config.str() << " (" << perf::formatSeconds(best.seconds) << (machine ? " predicted" : "")
+      << ")\n";
   if (!a.exportFile.empty()) {
     perf::TuneTable t = perf::TuneTable::fromStore(p.kernel, p.code);
     if (!store.usable())

@@ -35,16 +35,6 @@ struct GpuOptions {
   bool predicatedAccesses = true;
 };
 
-/// The resources a kernel uses, as read back from the toolchain.
-struct GpuResources {
-  int registers = -1;        // NVPTX registers / AMDGPU VGPRs
-  int sgprs = -1;            // AMDGPU only
-  int64_t spillBytes = -1;   // NVPTX spill stores + loads / AMDGPU private segment
-  int64_t sharedBytes = -1;  // static shared memory / group segment
-  int wavefrontSize = -1;
-  std::string text;  // human-readable report
-};
-
 /// Compiles for an NVPTX / AMDGPU (or emu:) target. `dumpsSoFar` holds the
 /// tile-IR stages already captured; the result's dumps extend them.
 std::shared_ptr<Artifact> compileGpu(const ir::Function& fnAfterTilePasses, const Target& t, const CompileOptions& o,
@@ -72,6 +62,5 @@ std::string amdgpuAssembly(const Artifact& a);
 /// for NVPTX (DeviceError if ptxas is missing), the code object's metadata
 /// plus an occupancy estimate for AMDGPU.
 std::string resourceReport(const Artifact& a);
-GpuResources gpuResources(const Artifact& a);
 
 }  // namespace tessera::codegen

@@ -401,6 +401,10 @@ Kernel assumeAligned(const Kernel& k) {
   return withFacts(k, mask);
 }
 
+Kernel specializedFor(const Kernel& k, const std::vector<rt::Arg>& args) {
+  return withFacts(k, factMask(codegen::kernelSignature(k.ir()), args));
+}
+
 void CompiledKernel::launchWith(Dim3 grid, const std::vector<rt::Arg>& args, const LaunchOptions& opts) const {
   if (!state_) throw LaunchError("launch: this CompiledKernel is empty (default-constructed)");
   if (!state_->loaded)

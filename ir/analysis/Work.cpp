@@ -17,6 +17,7 @@
 #include <map>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 namespace tessera::ir {
@@ -154,6 +155,7 @@ class Counter {
   void reset() {
     flops_.clear();
     transcendentals_ = 0;
+    iterations_.clear();
     accRead_.assign(f_.numArgs(), 0);
     accWritten_.assign(f_.numArgs(), 0);
     notes_.clear();
@@ -419,6 +421,7 @@ class Counter {
   }
 
   void countFor(const Op& op, Env& env, double mult) {
+    if (seenLoops_.insert(&op).second) loopOrder_.push_back(&op);
     const Block& body = op.region(0).block();
     SVal lo = get(op.operand(0), env), hi = get(op.operand(1), env), step = get(op.operand(2), env);
     for (unsigned i = 1; i < body.numArgs(); ++i) env[body.arg(i)] = SVal{};  // carried: changes every iteration
@@ -431,12 +434,14 @@ class Counter {
     if (!decide(op, all, "the trip count")) {
       if (!(all.pid && !perProgram_)) note(op, "trip count unknown from the launch: the body is counted once");
       env[body.arg(0)] = SVal{};
+      iterations_[&op] += mult;
       countBlock(body, env, mult);
       return;
     }
     if (step.v <= 0 || hi.v <= lo.v) return;  // runs zero times
     const __int128 trips128 = (static_cast<__int128>(hi.v) - lo.v + step.v - 1) / step.v;
     const int64_t trips = static_cast<int64_t>(trips128);
+    iterations_[&op] += mult * static_cast<double>(trips);
     if (trips <= kExplicitTrips && hasControlFlow(body) && steps_ < kStepBudget) {
       for (int64_t i = 0; i < trips; ++i) {
         env[body.arg(0)] = SVal{true, lo.v + i * step.v, false, all.approx};
@@ -485,6 +490,14 @@ class Counter {
       w.args.push_back(std::move(t));
     }
     w.notes = notes_;
+    // Ties go to the loop first in the body (op order is stable; pointers are not).
+    for (const Op* loop : loopOrder_) {
+      auto it = iterations_.find(loop);
+      if (it == iterations_.end() || it->second <= w.hotLoop.iterations) continue;
+      w.hotLoop.iterations = it->second;
+      w.hotLoop.stages = loop->hasAttr("stages") ? loop->intAttr("stages") : 1;
+      w.hotLoop.loc = loop->loc().str();
+    }
     return w;
   }
 
@@ -496,6 +509,9 @@ class Counter {
   bool needsPid_ = false;
   uint64_t steps_ = 0;
   std::map<std::pair<int, int>, double> flops_;
+  std::unordered_map<const Op*, double> iterations_;  // per loop op: iterations over the launch
+  std::vector<const Op*> loopOrder_;                  // every loop op, in body order
+  std::unordered_set<const Op*> seenLoops_;
   double transcendentals_ = 0;
   std::vector<double> accRead_, accWritten_;
   std::vector<std::string> notes_;

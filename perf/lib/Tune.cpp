@@ -210,9 +210,14 @@ std::string describeBest(const TuneResult& r) {
 // Compiles each of `todo` (indices into `cands`) on `threads` threads.
 // The compile API is thread-safe (and compiles one kernel once however
 // many threads ask); tracing is per thread, so kernels were traced before.
+// With a performance model (opts.predict) each worker also predicts its
+// candidate while its inputs are at hand (`predicted`, in seconds), so that
+// nothing is prepared twice; a config the model finds cannot be resident
+// is pruned like the compiler's refusals.
 void compileAll(const std::vector<TuneCandidate>& cands, const std::vector<size_t>& todo, const Device& dev,
                 const TuneOptions& opts, std::vector<std::optional<CompiledKernel>>& out,
-                std::vector<std::string>& errors, std::vector<TuneStatus>& status, Progress& bar, const TuneResult& r) {
+                std::vector<std::string>& errors, std::vector<TuneStatus>& status, std::vector<double>& predicted,
+                Progress& bar, const TuneResult& r) {
   unsigned n = opts.compileThreads ? opts.compileThreads : std::max(1u, std::thread::hardware_concurrency());
   n = std::min<unsigned>(n, static_cast<unsigned>(std::max<size_t>(todo.size(), 1)));
   std::atomic<size_t> next{0};
@@ -223,10 +228,16 @@ void compileAll(const std::vector<TuneCandidate>& cands, const std::vector<size_
     for (size_t j; (j = next++) < todo.size();) {
       size_t i = todo[j];
       try {
-        if (opts.predict)
-          out[i] = compile(cands[i].kernel, opts.predictTarget, cands[i].options);
-        else
+        if (opts.predict) {  // the code a GPU launch with these arguments would run
+          CompiledKernel k =
+              compile(specializedFor(cands[i].kernel, cands[i].args), opts.predictTarget, cands[i].options);
+          predicted[i] = opts.predict(k.artifact(), cands[i]);
+          out[i] = std::move(k);
+        } else {
           out[i] = compile(cands[i].kernel, dev, cands[i].options);
+        }
+      } catch (const DeviceError&) {
+        throw;  // a missing tool (ptxas for the model): the host, not the config
       } catch (const ResourceError& e) {
         status[i] = TuneStatus::Resources;
         errors[i] = e.what();
@@ -275,7 +286,8 @@ TuneResult tune(const TuneProblem& p, const TuneOptions& opts) {
   r.kernel = p.kernel;
   r.bucket = shapeBucket(p.shape);
   r.dtype = p.dtype;
-  r.device = opts.predict ? "model:" + opts.predictTarget.str() : tuneDeviceKey(p.device);
+  r.device = opts.predict ? "model: " + (opts.predictKey.empty() ? opts.predictTarget.str() : opts.predictKey)
+                          : tuneDeviceKey(p.device);
   // The device's name gives its default thread count; a launch with
   // another one is another device for the key.
   if (!opts.predict && opts.bench.launch.threads)
@@ -336,8 +348,9 @@ TuneResult tune(const TuneProblem& p, const TuneOptions& opts) {
         errors[i] = e.what();
       }
     }
-    bar.start("compiling", toCompile.size());
-    compileAll(cands, toCompile, p.device, opts, compiled, errors, status, bar, r);
+    bar.start(opts.predict ? "compiling and predicting" : "compiling", toCompile.size());
+    std::vector<double> predicted(configs.size(), 0);
+    compileAll(cands, toCompile, p.device, opts, compiled, errors, status, predicted, bar, r);
     cands.clear();  // drop inputs: measured candidates are prepared afresh
 
     // 4: measure the survivors one at a time (compiles done: nothing else
@@ -345,7 +358,7 @@ TuneResult tune(const TuneProblem& p, const TuneOptions& opts) {
     std::vector<size_t> survivors;
     for (size_t i : todo)
       if (compiled[i]) survivors.push_back(i);
-    bar.start(opts.predict ? "ranking" : "measuring", survivors.size());
+    if (!opts.predict) bar.start("measuring", survivors.size());
     for (size_t i : todo) {
       TuneCandidateResult& res = r.candidates[i];
       res.shape = shapeText;
@@ -353,8 +366,7 @@ TuneResult tune(const TuneProblem& p, const TuneOptions& opts) {
         res.status = status[i];
         res.reason = firstLine(errors[i]);
       } else if (opts.predict) {
-        TuneCandidate cand = p.prepare(configs[i]);
-        res.seconds = res.minSeconds = opts.predict(compiled[i]->artifact(), cand);
+        res.seconds = res.minSeconds = predicted[i];
         res.reason = "predicted by the performance model";
       } else {
         try {

@@ -273,3 +273,36 @@ kernel @moves(%out: ptr<f32, global>, %in: ptr<f32, global>, %am: ptr<i32, globa
   CHECK(w.bytesWritten() == 256 + 32);
   CHECK(w.notes.empty());
 }
+
+TEST_CASE("work: the main loop is the loop that runs most, with its iterations over the launch and its stages",
+          "[perf][work]") {
+  // gemm_f32 on the CPU: grid (2, 1), ceil(150 / 64) = 3 K trips each.
+  ts::ir::WorkEstimate g = exampleWork("gemm_f32", {300, 200, 150, 0}).ir;
+  CHECK(g.hotLoop.iterations == 2 * 3);
+  CHECK(g.hotLoop.stages >= 1);
+  CHECK_THAT(g.hotLoop.loc, Contains("gemm"));
+  // No loop: no iterations.
+  CHECK(exampleWork("vector_add", {1000}).ir.hotLoop.iterations == 0);
+  // Nested loops: the inner one runs most (a triangle: 0 + 1 + ... + 9 per
+  // program, 3 programs), not the outer one.
+  ts::ir::WorkEstimate n = tirWork(R"(kernel @nested(%out: ptr<f32, global>, %n: i32) {
+  %0 = constant() {value = 0} : i32
+  %1 = constant() {value = 1} : i32
+  %2 = constant() {value = 2.0} : f32
+  %3 = for(%0, %n, %1, %2) : f32 {
+  ^(%i: i32, %a: f32):
+    %4 = for(%0, %i, %1, %a) : f32 {
+    ^(%j: i32, %b: f32):
+      %5 = mul(%b, %b) : f32
+      yield(%5)
+    }
+    yield(%4)
+  }
+  store(%out, %3)
+  return()
+}
+)",
+                                   {3, 1, 1}, {std::nullopt, 10});
+  CHECK(n.hotLoop.iterations == 3 * 45);
+  CHECK(n.hotLoop.stages == 1);
+}

@@ -96,6 +96,11 @@ CompiledKernel compile(const Kernel& k, const Target& target, const CompileOptio
 /// are multiples of 16 specialises to on a GPU device (`tessera compile
 /// --assume-aligned`, and static benchmarks that measure that code).
 Kernel assumeAligned(const Kernel& k);
+/// The kernel a launch of `k` on a GPU device with `args` runs: `k` with
+/// {divisibility = 16} on the arguments that are 16-byte aligned buffers or
+/// integer multiples of 16 in `args` (what CompiledKernel::launchWith
+/// specialises to; the performance model predicts that code).
+Kernel specializedFor(const Kernel& k, const std::vector<rt::Arg>& args);
 
 /// Statistics of the in-memory compile cache (for tests and benchmarks).
 struct CacheStats {

@@ -121,6 +121,20 @@ void annotateGpuLayouts(ir::Function& f, const Target& target, const CompileOpti
 /// SGPRs/VGPRs, LDS, scratch and an occupancy estimate read back from the code
 /// object; for the CPU the ISA and the compile-stage times.
 std::string resourceReport(const Artifact& a);
+
+/// The resources a GPU kernel uses, as read back from the toolchain (what
+/// resourceReport prints): ptxas -v for NVPTX (DeviceError if ptxas is
+/// missing), the code object's metadata for AMDGPU; emu: targets as their
+/// device target.
+struct GpuResources {
+  int registers = -1;        // NVPTX registers / AMDGPU VGPRs
+  int sgprs = -1;            // AMDGPU only
+  int64_t spillBytes = -1;   // NVPTX spill stores + loads / AMDGPU private segment
+  int64_t sharedBytes = -1;  // static shared memory / group segment
+  int wavefrontSize = -1;
+  std::string text;  // human-readable report
+};
+GpuResources gpuResources(const Artifact& a);
 /// SASS for an NVPTX artifact: needs the CUDA toolkit's nvdisasm or
 /// cuobjdump (DeviceError naming what is missing otherwise).
 std::string sass(const Artifact& a);

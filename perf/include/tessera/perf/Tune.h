@@ -167,11 +167,11 @@ struct TuneResult {
 };
 
 /// Hook for ranking GPU configs without a GPU (a performance model from the
-/// compiled artifact): seconds predicted for one launch of `cand`. Not
-/// provided by Tessera yet; when set in TuneOptions, survivors are compiled
-/// for `target` and ranked by it instead of being run, and their results
-/// are stored under the device key "model:" + target, apart from
-/// measurements.
+/// compiled artifact): seconds predicted for one launch of `cand`. The GPU
+/// performance model provides one (GpuModel.h: gpuModelTuneOptions); when
+/// set in TuneOptions, survivors are compiled for `predictTarget` and
+/// ranked by it instead of being run, and their results are stored under
+/// the device key "model: " + predictKey, apart from measurements.
 using TunePredictFn = std::function<double(const codegen::Artifact& artifact, const TuneCandidate& cand)>;
 
 struct TuneOptions {
@@ -189,6 +189,9 @@ struct TuneOptions {
   /// The GPU performance model hook (TunePredictFn); empty: measure.
   TunePredictFn predict;
   Target predictTarget;  // the target predicted for, when predict is set
+  /// What the predictions are stored under: device key "model: " + this
+  /// (e.g. "h100_sxm (nvptx:sm_90a)"); empty: predictTarget's spelling.
+  std::string predictKey;
 
   static BenchOptions defaultBench();
 };

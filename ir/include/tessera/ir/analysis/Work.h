@@ -81,6 +81,18 @@ struct WorkEstimate {
   std::vector<std::string> notes;
   uint64_t programs = 1;  // grid size
 
+  /// The loop that runs the most iterations over the launch (the main loop
+  /// a performance model follows): its iterations summed over all
+  /// programs, and its `stages` (1 for a loop that is not pipelined). No
+  /// loop: 0 iterations. A loop whose trip count is unknown counts once
+  /// per time it is reached, as its body does.
+  struct HotLoop {
+    double iterations = 0;
+    int64_t stages = 1;
+    std::string loc;  // the loop's source location, for reports
+  };
+  HotLoop hotLoop;
+
   double totalFlops() const;
   double flopsOf(FlopUnit unit, DType dtype) const;
   double bytesRead() const;

@@ -1,0 +1,308 @@
+// The GPU performance model (tessera/perf/GpuModel.h) and the listing
+// analysis it reads (CodeProfile.h). Listings written here pin the
+// classification and the main loop; the model is checked on properties a
+// wrong model would break (bounds, scaling with the work, waves, the
+// speed of light as a floor), on targets pinned in the test: AMDGPU needs
+// only LLD, which is always there; NVPTX needs ptxas for registers and is
+// skipped without it. Nothing here is timed.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+
+#include "registry.h"
+#include "tessera/codegen/DiskCache.h"
+#include "tessera/perf/GpuModel.h"
+#include "tessera/tessera.h"
+
+namespace ts = tessera;
+namespace ex = tessera::examples;
+namespace perf = tessera::perf;
+using Catch::Matchers::Contains;
+using perf::InstrClass;
+
+namespace {
+
+const perf::Machine& machine(const std::string& id) {
+  const perf::Machine* m = perf::findGpuMachine(id);
+  REQUIRE(m != nullptr);
+  return *m;
+}
+
+struct Predicted {
+  perf::ModelPrediction p;
+  ts::ir::WorkEstimate work;
+};
+
+// An example at `shape`, compiled for the machine's target as a launch with
+// its (aligned) inputs would run it, and predicted there.
+Predicted predictExample(const std::string& name, std::vector<int64_t> shape, const std::string& machineId) {
+  const perf::Machine& m = machine(machineId);
+  ex::RunContext ctx;
+  ctx.device = ts::Device::emulator(m.target);
+  ctx.shape = std::move(shape);
+  const ex::Example& e = *ex::find(name);
+  ex::Launch l = e.prepare(ctx);
+  ts::CompiledKernel k =
+      ts::compile(ts::specializedFor(l.kernel, l.args), ts::Target::parse(m.target), e.optionsFor(ctx));
+  perf::ModelOptions o;
+  o.preferSass = false;  // the same listing on every host
+  Predicted r{perf::predictGpu(k, l.grid, l.args, m, o), ts::perf::launchWork(l.kernel, l.grid, l.args).ir};
+  return r;
+}
+
+double term(const perf::ModelPrediction& p, const std::string& name) {
+  for (const perf::ModelTerm& t : p.terms)
+    if (t.name == name) return t.seconds;
+  return 0;
+}
+
+bool havePtxas() {
+  return access("/usr/local/cuda/bin/ptxas", X_OK) == 0 || std::system("command -v ptxas >/dev/null 2>&1") == 0;
+}
+
+}  // namespace
+
+TEST_CASE("code profile: PTX statements over several lines, classes and the main loop", "[perf][model]") {
+  const char* ptx = R"(
+.visible .entry k(
+	.param .u64 k_param_0
+)
+{
+	.reg .b32 	%r<9>;
+	ld.param.u64 	%rd1, [k_param_0];
+$L__BB0_1:
+	cp.async.cg.shared.global [%r1], [%rd1], 16;
+	cp.async.commit_group;
+	cp.async.wait_group 1;
+	bar.sync 	0;
+	ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r1, %r2, %r3, %r4}, [%r5];
+	mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+		{%f1, %f2, %f3, %f4},
+		{%r1, %r2, %r3, %r4},
+		{%r5, %r6},
+		{%f1, %f2, %f3, %f4};
+	ex2.approx.f32 	%f5, %f1;
+	fma.rn.f32 	%f6, %f5, %f5, %f5;
+	add.s32 	%r7, %r7, 1;
+	setp.lt.s32 	%p1, %r7, %r8;
+	@%p1 bra 	$L__BB0_1;
+	st.global.v4.f32 	[%rd1], {%f1, %f2, %f3, %f4};
+	ret;
+}
+)";
+  perf::CodeProfile p = perf::profileListing(ptx, perf::Listing::PTX);
+  REQUIRE(p.hasLoop);
+  CHECK(p.loop.total() == 11);  // the label to the branch; the 5-line mma is one
+  CHECK(p.loop[InstrClass::Mma] == 1);
+  CHECK(p.loop[InstrClass::AsyncCopy] == 1);
+  CHECK(p.loop[InstrClass::Wait] == 2);
+  CHECK(p.loop[InstrClass::Barrier] == 1);
+  CHECK(p.loop[InstrClass::SharedLoad] == 1);
+  CHECK(p.loop[InstrClass::Special] == 1);
+  CHECK(p.loop[InstrClass::FloatMath] == 1);
+  CHECK(p.loop[InstrClass::Branch] == 1);
+  CHECK(p.loop[InstrClass::Other] == 2);
+  CHECK(p.all.total() == 14);
+  CHECK(p.all[InstrClass::GlobalStore] == 1);
+  CHECK(p.loopInstructions() == 11);
+  CHECK_THAT(p.loop.str(), Contains("1 mma"));
+}
+
+TEST_CASE("code profile: SASS and AMDGCN listings, the trailing self-branch is no loop", "[perf][model]") {
+  const char* sass = R"(
+        /*0000*/                   LDC R1, c[0x0][0x28] ;
+.L_x_0:
+        /*0010*/                   LDGSTS.E.BYPASS.128 [R2], desc[UR4][R4.64] ;
+        /*0020*/                   LDGDEPBAR ;
+        /*0030*/                   HMMA.16816.F32 R8, R12, R16, R8 ;
+        /*0040*/                   HGMMA.64x128x16.F32 R24, gdesc[UR8], R24 ;
+        /*0050*/                   MUFU.EX2 R3, R3 ;
+        /*0060*/                   ISETP.GE.AND P0, PT, R5, R6, PT ;
+        /*0070*/               @P0 BRA `(.L_x_0) ;
+        /*0080*/                   STG.E [R2.64], R8 ;
+        /*0090*/                   EXIT ;
+.L_x_1:
+        /*00a0*/                   BRA `(.L_x_1);
+        /*00b0*/                   NOP;
+)";
+  perf::CodeProfile s = perf::profileListing(sass, perf::Listing::SASS);
+  REQUIRE(s.hasLoop);
+  CHECK(s.loop.total() == 7);
+  CHECK(s.loop[InstrClass::Mma] == 1);
+  CHECK(s.loop[InstrClass::AsyncMma] == 1);
+  CHECK(s.loop[InstrClass::AsyncCopy] == 1);
+  CHECK(s.loop[InstrClass::Wait] == 1);
+  CHECK(s.loop[InstrClass::Special] == 1);
+  CHECK(s.all.total() == 11);  // NOP not counted
+  CHECK(s.all[InstrClass::GlobalStore] == 1);
+
+  const char* gcn = R"(
+	.text
+kernel:
+	s_load_dwordx4 s[0:3], s[4:5], 0x0
+.LBB0_1:
+	global_load_dwordx4 v[0:3], v[4:5], off
+	s_waitcnt vmcnt(0)
+	ds_write_b128 v6, v[0:3]
+	s_barrier
+	ds_read_b128 v[8:11], v7
+	v_mfma_f32_32x32x8_f16 a[0:15], v[8:9], v[10:11], a[0:15]
+	v_exp_f32_e32 v12, v12
+	v_fma_f32 v13, v12, v12, v13
+	s_add_i32 s6, s6, 1
+	s_cmp_lt_i32 s6, s7
+	s_cbranch_scc1 .LBB0_1
+	global_store_dword v[4:5], v13, off
+	s_endpgm
+.Lfunc_end0:
+	v_nop
+)";
+  perf::CodeProfile g = perf::profileListing(gcn, perf::Listing::AMDGCN);
+  REQUIRE(g.hasLoop);
+  CHECK(g.loop.total() == 11);
+  CHECK(g.loop[InstrClass::GlobalLoad] == 1);
+  CHECK(g.loop[InstrClass::Wait] == 1);
+  CHECK(g.loop[InstrClass::SharedStore] == 1);
+  CHECK(g.loop[InstrClass::SharedLoad] == 1);
+  CHECK(g.loop[InstrClass::Barrier] == 1);
+  CHECK(g.loop[InstrClass::Mma] == 1);
+  CHECK(g.loop[InstrClass::Special] == 1);
+  CHECK(g.loop[InstrClass::FloatMath] == 1);
+  CHECK(g.loop[InstrClass::Scalar] == 2);
+  CHECK(g.loop[InstrClass::Branch] == 1);
+  CHECK(g.all.total() == 14);  // from the kernel's label to .Lfunc_end
+
+  perf::CodeProfile none = perf::profileListing("\tadd.s32 %r1, %r1, 1;\n\tret;\n", perf::Listing::PTX);
+  CHECK_FALSE(none.hasLoop);
+  CHECK(none.loopInstructions() == -1);
+  CHECK(none.all.total() == 2);
+}
+
+TEST_CASE("model: a large vector add is memory bound at about the bandwidth's time", "[perf][model]") {
+  Predicted r = predictExample("vector_add", {1 << 24}, "mi300x");
+  const perf::Machine& m = machine("mi300x");
+  const double dram = r.work.bytes() / m.bandwidth;
+  CHECK(r.p.bound == "memory");
+  CHECK(r.p.seconds >= dram);
+  CHECK(r.p.seconds <= dram * 1.05 + r.p.launchSeconds);
+  CHECK(r.p.speedOfLight == Approx(dram));
+  CHECK(r.p.in.code.listing == perf::Listing::AMDGCN);
+  CHECK(r.p.in.programsPerUnit > 0);
+  CHECK(r.p.waves == Approx(double(r.p.in.programs) / (m.units * r.p.in.programsPerUnit)));
+}
+
+TEST_CASE("model: a GEMM is never faster than its speed of light and scales with K", "[perf][model]") {
+  Predicted a = predictExample("gemm_f16", {2048, 2048, 2048, 0}, "mi300x");
+  Predicted b = predictExample("gemm_f16", {2048, 2048, 4096, 0}, "mi300x");
+  CHECK(a.p.bound != "memory");
+  CHECK(a.p.seconds > a.p.speedOfLight);
+  // The tensor term alone is at least the dense peak's time.
+  CHECK(term(a.p, "tensor") >= a.work.totalFlops() * 0.98 / machine("mi300x").dotF16 - 1e-12);
+  CHECK(a.p.in.code.hasLoop);
+  CHECK(a.p.in.code.loop[InstrClass::Mma] > 0);
+  CHECK(a.p.in.loopIterationsPerProgram > 1);
+  // Twice the K: twice the main loop's iterations, about twice the time.
+  CHECK(b.p.in.loopIterationsPerProgram == Approx(2 * a.p.in.loopIterationsPerProgram));
+  const double ratio = (b.p.seconds - b.p.launchSeconds) / (a.p.seconds - a.p.launchSeconds);
+  CHECK(ratio > 1.7);
+  CHECK(ratio < 2.1);
+  CHECK_THAT(a.p.str(), Contains("main loop") && Contains("predicted") && Contains("bound"));
+}
+
+TEST_CASE("model: one program more than a full wave costs a second wave", "[perf][model]") {
+  const perf::Machine& m = machine("mi300x");
+  ex::RunContext ctx;
+  ctx.device = ts::Device::emulator(m.target);
+  ctx.shape = {512, 512, 512, 0};
+  const ex::Example& e = *ex::find("gemm_f16");
+  ex::Launch l = e.prepare(ctx);
+  ts::CompiledKernel k =
+      ts::compile(ts::specializedFor(l.kernel, l.args), ts::Target::parse(m.target), e.optionsFor(ctx));
+  ts::ir::WorkEstimate w = ts::perf::launchWork(l.kernel, l.grid, l.args).ir;
+  // The same per-program work over exactly one full wave, and one program more.
+  perf::ModelPrediction p0 = perf::predictGpu(k.artifact(), w, m);
+  const double perProgram = w.hotLoop.iterations / double(w.programs);
+  auto scaled = [&](uint64_t programs) {
+    ts::ir::WorkEstimate s = w;
+    const double f = double(programs) / double(w.programs);
+    for (auto& fl : s.flops) fl.count *= f;
+    for (auto& a : s.args) a.bytesRead *= f, a.bytesWritten *= f, a.accessedRead *= f, a.accessedWritten *= f;
+    s.programs = programs;
+    s.hotLoop.iterations = perProgram * double(programs);
+    return perf::predictGpu(k.artifact(), s, m);
+  };
+  const uint64_t slots = uint64_t(m.units) * uint64_t(p0.in.programsPerUnit);
+  perf::ModelPrediction full = scaled(slots), over = scaled(slots + 1);
+  CHECK(full.waves == Approx(1.0));
+  CHECK(term(over, "latency") == Approx(2 * term(full, "latency")));
+  CHECK(over.seconds > full.seconds);
+}
+
+TEST_CASE("model: wrong targets and machines are usage errors naming both", "[perf][model]") {
+  ex::RunContext ctx;
+  ctx.device = ts::Device::emulator("amdgpu:gfx942");
+  ctx.shape = {4096};
+  ex::Launch l = ex::find("vector_add")->prepare(ctx);
+  ts::CompiledKernel emu = ts::compile(l.kernel, ts::Target::parse("emu:amdgpu:gfx942"));
+  CHECK_THROWS_WITH(perf::predictGpu(emu, l.grid, l.args, machine("mi300x")),
+                    Contains("host code") && Contains("compile for amdgpu:gfx942"));
+  ts::CompiledKernel gfx942 = ts::compile(l.kernel, ts::Target::parse("amdgpu:gfx942"));
+  CHECK_THROWS_AS(perf::predictGpu(gfx942, l.grid, l.args, machine("mi250x")), ts::UsageError);
+  CHECK_THROWS_WITH(perf::predictGpu(gfx942, l.grid, l.args, machine("mi250x")),
+                    Contains("amdgpu:gfx90a") && Contains("amdgpu:gfx942"));
+  // The machines the model knows: every GPU row with a target Tessera compiles for.
+  std::vector<std::string> ids;
+  for (const perf::Machine* m : perf::modelMachines()) ids.push_back(m->id);
+  CHECK(std::find(ids.begin(), ids.end(), "h100_sxm") != ids.end());
+  CHECK(std::find(ids.begin(), ids.end(), "mi300x") != ids.end());
+  CHECK(std::find(ids.begin(), ids.end(), "b200") == ids.end());  // no sm_100a target yet
+}
+
+TEST_CASE("model: NVPTX GEMM on H100 from the PTX, registers from ptxas", "[perf][model][gpu]") {
+  if (!havePtxas()) {
+    WARN("SKIP: ptxas (CUDA toolkit) not found: the model reads NVPTX registers from ptxas -v");
+    return;
+  }
+  Predicted r = predictExample("gemm_f16", {4096, 4096, 4096, 0}, "h100_sxm");
+  CHECK(r.p.in.code.listing == perf::Listing::PTX);
+  CHECK(r.p.in.registers > 0);
+  CHECK(r.p.in.code.loop[InstrClass::AsyncMma] > 0);  // wgmma in the main loop
+  CHECK(r.p.seconds > r.p.speedOfLight);
+  CHECK(r.p.bound != "memory");
+  const std::string table = perf::formatModelTable({r.p});
+  CHECK_THAT(table, Contains("h100_sxm") && Contains("ptx"));
+}
+
+TEST_CASE("model: the tuner ranks GPU configs by the model and keeps them apart from measurements",
+          "[perf][model][tune]") {
+  const std::string dir = std::string(TESSERA_BINARY_DIR) + "/tune-test/model";
+  std::filesystem::remove_all(dir);
+  ts::codegen::DiskCacheSettings s;
+  s.dir = dir;
+  ts::codegen::setDiskCacheSettings(s);
+  const perf::Machine& m = machine("mi300x");
+  ex::RunContext ctx;
+  ctx.device = ts::Device::emulator(m.target);
+  ctx.shape = {1024, 1024, 1024, 0};
+  perf::TuneProblem p = ex::tuneProblem(*ex::find("gemm_f16"), ctx);
+  perf::TuneOptions o = perf::gpuModelTuneOptions(m);
+  o.quiet = true;
+  perf::TuneResult r = perf::tune(p, o);
+  CHECK(r.device == "model: mi300x (amdgpu:gfx942)");
+  REQUIRE(r.best);
+  size_t predicted = 0;
+  for (const perf::TuneCandidateResult& c : r.candidates)
+    if (c.valid()) {
+      ++predicted;
+      CHECK(c.seconds > 0);
+      CHECK(c.reason == "predicted by the performance model");
+    }
+  CHECK(predicted >= 2);
+  // Again: every prediction comes from the store.
+  perf::TuneResult again = perf::tune(p, o);
+  CHECK(again.measured == 0);
+  CHECK(again.bestConfig()->str() == r.bestConfig()->str());
+  ts::codegen::resetDiskCacheSettings();
+}
