@@ -60,8 +60,10 @@ constexpr GpuMathNotes kAmdgpuMath = {
 };
 
 // Matrix-core table: f16/bf16 operands with an f32 accumulator use
-// v_mfma_f32_16x16x16{f16,bf16_1k} on gfx90a/gfx942 (wave64; the 16x16
-// shape needs 4 accumulator registers per lane and fits small warp tiles)
+// v_mfma_f32_32x32x8{f16,bf16_1k} on gfx90a/gfx942 where every wave owns
+// whole 32 x 32 tiles (16 accumulator registers per lane and tile; the
+// same LDS bytes per flop as 16x16x16 and half the instructions), else
+// v_mfma_f32_16x16x16{f16,bf16_1k} (wave64; 4 registers, small warp tiles)
 // and v_wmma_f32_16x16x16_{f16,bf16} on gfx1100 (wave32). i8 operands with
 // an i32 accumulator: v_mfma_i32_16x16x16i8 on gfx90a, v_mfma_i32_16x16x32_i8
 // on gfx942 (which dropped the 16x16x16 form), v_wmma_i32_16x16x16_iu8 with
@@ -105,8 +107,9 @@ TensorCoreOp amdgpuTensorCore(const std::string& arch, DType in, DType inB, DTyp
   if (acc != DType::F32 || (in != DType::F16 && in != DType::BF16)) return {};
   bool f16 = in == DType::F16;
   if (mfma) {
-    t.kind = ir::MmaKind::AmdMfma16x16x16;
-    t.mma = f16 ? llvm::Intrinsic::amdgcn_mfma_f32_16x16x16f16 : llvm::Intrinsic::amdgcn_mfma_f32_16x16x16bf16_1k;
+    t.kind = ir::MmaKind::AmdMfma32x32x8;
+    t.mma = f16 ? llvm::Intrinsic::amdgcn_mfma_f32_32x32x8f16 : llvm::Intrinsic::amdgcn_mfma_f32_32x32x8bf16_1k;
+    t.mmaSmall = f16 ? llvm::Intrinsic::amdgcn_mfma_f32_16x16x16f16 : llvm::Intrinsic::amdgcn_mfma_f32_16x16x16bf16_1k;
   } else if (wmma) {
     t.kind = ir::MmaKind::AmdWmma16x16x16;
     t.mma = f16 ? llvm::Intrinsic::amdgcn_wmma_f32_16x16x16_f16 : llvm::Intrinsic::amdgcn_wmma_f32_16x16x16_bf16;

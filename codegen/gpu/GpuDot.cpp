@@ -38,6 +38,11 @@
 //   two registers (an i64); D (i32) as the f32 D. Swapped the same way.
 //   v_mfma_f32_16x16x32_{fp8,bf8}_{fp8,bf8} (gfx942): the same with 8 fp8
 //   codes and an f32 D; swapped, so the instruction's first format is B's.
+// AMD v_mfma_f32_32x32x8f16 (wave64), i = lane % 32, q = lane / 32:
+//   A: lane holds (row i, k 4q..4q+3); B: (k 4q..4q+3, col i); D: register
+//   r holds (row 8(r/4) + 4q + r%4, col i). Swapped as above: register r
+//   holds C(row i, col 8(r/4) + 4q + r%4), four repetitions of the #mma
+//   layout spt=[1,4], tpw=[32,2] along the columns.
 // AMD v_wmma_f32_16x16x16_f16 (wave32), i = lane % 16, h = lane / 16:
 //   A: lane holds (row i, k 0..15); B: (k 0..15, col i) (lanes 16-31 repeat
 //   lanes 0-15); D (f32): register r holds (row 2r + h, col i).
@@ -107,6 +112,7 @@ TensorCoreDotPlan planTensorCoreDot(const TensorCoreOp& op, DType in, int64_t M,
     // (transposedCopyLayout), aligned by the padded stride (bufferRunWidth).
     p.b = {N, K, K + pad, false, 1, eb};
     p.bTransposed = true;
+    if (op.kind == ir::MmaKind::AmdMfma32x32x8 && acc.wpb[1] > 1) p.b.mfmaColWarps = acc.wpb[1];
   }
   p.aBytes = (p.a.bytes() + 15) & ~uint64_t{15};
   return p;
@@ -155,6 +161,22 @@ void useMmaSync(TensorCoreDotPlan& p) {
 }
 
 llvm::Value* stagingIndex(llvm::IRBuilderBase& b, const DotStaging& s, llvm::Value* row, llvm::Value* col) {
+  if (s.mfmaColWarps) {
+    // x + 8w + 8W j -> x + 8(j % 4) + 32w + 32W(j / 4) (W a power of two).
+    const int64_t W = s.mfmaColWarps;
+    int lw = 0;
+    while ((int64_t{1} << lw) < W) ++lw;
+    TS_ASSERT((int64_t{1} << lw) == W && s.rows % (32 * W) == 0 && !s.swizzle, "MFMA 32x32 B rows");
+    llvm::Value* x = b.CreateAnd(row, c32(b, 7));
+    llvm::Value* w = b.CreateAnd(b.CreateLShr(row, c32(b, 3)), c32(b, W - 1));
+    llvm::Value* j = b.CreateLShr(row, c32(b, 3 + lw));
+    llvm::Value* phys =
+        b.CreateOr(b.CreateOr(x, b.CreateShl(b.CreateAnd(j, c32(b, 3)), c32(b, 3))),
+                   b.CreateOr(b.CreateShl(w, c32(b, 5)), b.CreateShl(b.CreateLShr(j, c32(b, 2)), c32(b, 5 + lw))));
+    DotStaging t = s;
+    t.mfmaColWarps = 0;
+    return stagingIndex(b, t, phys, col);
+  }
   if (s.rowGroupWarps) {
     // g + 8w + 8W h + 16W j -> g + 8h + 16w + 16W j (W a power of two).
     const int64_t W = s.rowGroupWarps;
@@ -211,6 +233,7 @@ llvm::Value* stagingIndex(llvm::IRBuilderBase& b, const DotStaging& s, llvm::Val
 
 std::optional<int64_t> stagingOffset(const DotStaging& s, int64_t dRow, int64_t dCol) {
   if (s.rowGroupWarps ? dRow % (16 * s.rowGroupWarps) != 0 : s.swizzle && dRow % 8 != 0) return std::nullopt;
+  if (s.mfmaColWarps && dRow % (32 * s.mfmaColWarps) != 0) return std::nullopt;
   if (s.blockCols) {
     if (dCol % s.blockCols != 0) return std::nullopt;
     return (dCol / s.blockCols) * s.rows * s.blockCols + dRow * s.stride;
@@ -498,11 +521,12 @@ struct Emitter {
     // 8-bit operands (i8, fp8) travel packed in 32-bit registers; only i8
     // accumulates in i32.
     const bool packed = p.elemBytes == 1, integer = packed && !isFp8(p.in);
-    const int64_t mT = p.M / (16 * wm), nT = p.N / (16 * wn), kS = p.K / p.kStep;
-    const unsigned regs = wmma ? 8 : 4;  // accumulator registers per lane per tile
-    // Operand elements per lane: WMMA a whole row of 16; MFMA a quarter of
-    // the k-step (16x16x16: 4, 16x16x32: 8).
-    const unsigned elems = wmma ? 16 : static_cast<unsigned>(p.kStep / 4);
+    const int64_t T = ir::amdMmaTile(p.op.kind);  // the instruction's M = N
+    const int64_t mT = p.M / (T * wm), nT = p.N / (T * wn), kS = p.K / p.kStep;
+    const unsigned regs = wmma ? 8 : static_cast<unsigned>(T * T / 64);  // accumulator registers per lane per tile
+    // Operand elements per lane: WMMA a whole row of 16; MFMA the k-step
+    // over the 64 / T lane groups (16x16x16: 4, 16x16x32: 8, 32x32x8: 4).
+    const unsigned elems = wmma ? 16 : static_cast<unsigned>(p.kStep * T / 64);
     TS_ASSERT(only >= 0 || static_cast<int64_t>(acc.size()) == mT * nT * regs, "matrix-core accumulator slot count");
     // The operand registers as the intrinsic types them: f16 <n x half>,
     // bf16 <n x i16>; i8 and fp8 packed in 32-bit registers (an i32, an i64
@@ -518,22 +542,28 @@ struct Emitter {
     llvm::Type* accTy = llvm::FixedVectorType::get(integer ? b.getInt32Ty() : b.getFloatTy(), regs);
     llvm::Function* fn = wmma ? llvm::Intrinsic::getOrInsertDeclaration(&m, p.op.mma, {accTy, opTy})
                               : llvm::Intrinsic::getOrInsertDeclaration(&m, p.op.mma);
-    llvm::Value* i = b.CreateAnd(lane, i32(15));
-    llvm::Value* q = b.CreateLShr(lane, i32(4));
+    llvm::Value* i = b.CreateAnd(lane, i32(T - 1));
+    llvm::Value* q = b.CreateLShr(lane, i32(T == 32 ? 5 : 4));
     // Fragment row i of tile mi on the block tile (see the #mma layouts).
     llvm::Value* aRow0;
     if (wmma)
       aRow0 = b.CreateAdd(b.CreateAdd(b.CreateMul(wp0, i32(2)), b.CreateAnd(i, i32(1))),
                           b.CreateMul(b.CreateLShr(i, i32(1)), i32(2 * wm)));
     else
-      aRow0 = b.CreateAdd(b.CreateMul(wp0, i32(16)), i);
-    const int64_t aRowStep = 16 * wm;  // a warp's next tile is 16 * wm rows further (both layouts)
-    llvm::Value* bRow0 = b.CreateAdd(b.CreateMul(wp1, i32(16)), i);
+      aRow0 = b.CreateAdd(b.CreateMul(wp0, i32(T)), i);
+    const int64_t aRowStep = T * wm;  // a warp's next tile is T * wm rows further (every layout)
+    // Column i of a tile (B's row, C's column): 16x16 tiles are whole in a
+    // warp's 16 columns; a 32x32 tile is four 8-column repetitions of the
+    // layout, 8 * wn columns apart (Layout.h).
+    llvm::Value* bRow0 =
+        T == 32 ? b.CreateAdd(b.CreateAdd(b.CreateMul(b.CreateLShr(i, i32(3)), i32(8 * wn)), b.CreateMul(wp1, i32(8))),
+                              b.CreateAnd(i, i32(7)))
+                : b.CreateAdd(b.CreateMul(wp1, i32(16)), i);
     llvm::Value* kOff = wmma ? i32(0) : b.CreateMul(q, i32(elems));
     // Accumulator slots in the #mma layout's order (Layout.h): WMMA's eight
     // registers are eight rows; MFMA's four are four columns (C^T).
     auto slot = [&](int64_t mi, int64_t ni, int64_t r) {
-      return wmma ? (8 * mi + r) * nT + ni : (mi * nT + ni) * 4 + r;
+      return wmma ? (8 * mi + r) * nT + ni : (mi * nT + ni) * int64_t{regs} + r;
     };
     for (int64_t ks = 0; ks < kS; ++ks) {
       std::vector<llvm::Value*> A, B;
@@ -542,9 +572,9 @@ struct Emitter {
             preA ? (*preA)[static_cast<size_t>(ks * mT + mi)]
                  : b.CreateAlignedLoad(opTy, addr(aBase, p.a, aRow0, mi * aRowStep, kOff, ks * p.kStep), opAlign));
       for (int64_t ni = 0; ni < nT && only != 0; ++ni)
-        B.push_back(
-            preB ? (*preB)[static_cast<size_t>(ks * nT + ni)]
-                 : b.CreateAlignedLoad(opTy, addr(bBase, p.b, bRow0, ni * 16 * wn, kOff, ks * p.kStep), opAlign));
+        B.push_back(preB
+                        ? (*preB)[static_cast<size_t>(ks * nT + ni)]
+                        : b.CreateAlignedLoad(opTy, addr(bBase, p.b, bRow0, ni * T * wn, kOff, ks * p.kStep), opAlign));
       if (only >= 0) {
         loaded.insert(loaded.end(), only == 0 ? A.begin() : B.begin(), only == 0 ? A.end() : B.end());
         continue;

@@ -58,6 +58,13 @@ struct DotStaging {
   /// row g + 8h + 16w + 16W j, so each warpgroup's 64 instruction rows are
   /// consecutive rows of storage, as a descriptor names them.
   int64_t rowGroupWarps = 0;
+  /// Rows permuted for MFMA 32x32x8's B (N x K; 0: none): with W waves
+  /// along N, the #mma layout's column x + 8w + 8W j (x < 8, w < W) is
+  /// stored at row x + 8(j % 4) + 32w + 32W(j / 4), so the 32 columns of a
+  /// wave's instruction tile are 32 consecutive rows and the 16 lanes of
+  /// one LDS phase read 16 rows whose 8-byte runs fall in distinct banks
+  /// (rows 16 apart of a padded stride share their banks).
+  int64_t mfmaColWarps = 0;
   /// Elements per 16-byte chunk (one ldmatrix row).
   int64_t chunkElems() const { return 16 / static_cast<int64_t>(elemBytes); }
   uint64_t bytes() const { return static_cast<uint64_t>(rows * (blockCols ? cols : stride)) * elemBytes; }

@@ -62,6 +62,9 @@ MathChoice gpuMath(ir::OpCode op, DType dt, const GpuMathNotes& notes);
 struct TensorCoreOp {
   ir::MmaKind kind = ir::MmaKind::None;
   llvm::Intrinsic::ID mma = llvm::Intrinsic::not_intrinsic;
+  /// AMD AmdMfma32x32x8: the 16x16x16 instruction for the dots whose shape
+  /// gets the 16x16x16 layout instead (ir::mmaLayout).
+  llvm::Intrinsic::ID mmaSmall = llvm::Intrinsic::not_intrinsic;
   /// NVPTX: ldmatrix .x4 (A fragments, and B fragments from an N x K
   /// buffer), .x2 (the last n-tile of an N x K B), .x4.trans and .x2.trans
   /// (B fragments from a row-major K x N buffer, 16-bit elements only);

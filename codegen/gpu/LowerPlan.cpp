@@ -57,7 +57,7 @@ void Lower::planDirectDots() {
   auto same = [](const Storage& x, const Storage& y) {
     return x.transposed == y.transposed && x.st.rows == y.st.rows && x.st.cols == y.st.cols &&
            x.st.stride == y.st.stride && x.st.swizzle == y.st.swizzle && x.st.blockCols == y.st.blockCols &&
-           x.st.rowGroupWarps == y.st.rowGroupWarps && x.align == y.align;
+           x.st.rowGroupWarps == y.st.rowGroupWarps && x.st.mfmaColWarps == y.st.mfmaColWarps && x.align == y.align;
   };
   ir::walk(body, [&](ir::Op& op) {
     if (op.code() != OpCode::Dot || !la_.has(op.result())) return;
@@ -155,6 +155,11 @@ TensorCoreDotPlan Lower::dotPlan(const ir::Op& op) {
   // not fit (ir::mmaLayout): the target's mma.sync instruction then.
   if (top.kind == ir::MmaKind::NvWgmmaM64K16 && acc.mma == ir::MmaKind::NvMmaM16N8K16)
     top.kind = ir::MmaKind::NvMmaM16N8K16;
+  // Likewise MFMA 16x16x16 where 32x32x8 does not fit.
+  if (top.kind == ir::MmaKind::AmdMfma32x32x8 && acc.mma == ir::MmaKind::AmdMfma16x16x16) {
+    top.kind = ir::MmaKind::AmdMfma16x16x16;
+    top.mma = top.mmaSmall;
+  }
   TensorCoreDotPlan p = planTensorCoreDot(top, av->type().dtype(), av->type().shape()[0],
                                           op.operand(1)->type().shape()[1], av->type().shape()[1], acc);
   // A B operand copied from global memory where it is contiguous along K

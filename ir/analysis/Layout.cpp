@@ -50,6 +50,7 @@ const char* mmaName(MmaKind k) {
     case MmaKind::AmdWmma16x16x16: return "wmma.16x16x16";
     case MmaKind::NvMmaM16N8K32: return "mma.m16n8k32";
     case MmaKind::AmdMfma16x16x32: return "mfma.16x16x32";
+    case MmaKind::AmdMfma32x32x8: return "mfma.32x32x8";
     case MmaKind::NvWgmmaM64K16: return "wgmma.m64nNk16";
   }
   return "?";
@@ -217,6 +218,16 @@ std::optional<BlockedLayout> mmaLayout(MmaKind k, int64_t M, int64_t N, int64_t 
     if (l && fits) l->mma = MmaKind::NvWgmmaM64K16;
     return l;
   }
+  if (k == MmaKind::AmdMfma32x32x8) {
+    // The 32 x 32 instruction where every wave owns whole 32 x 32 tiles
+    // (same operand bytes per flop as 16x16x16, half the instructions); the
+    // 16x16x16 layout, whose K step it divides, elsewhere.
+    auto l = mmaLayout(MmaKind::AmdMfma16x16x16, M, N, K, numWarps, warpSize, chained);
+    if (!l || M % (32 * l->wpb[0]) != 0 || N % (32 * l->wpb[1]) != 0) return l;
+    l->tpw = {32, 2};
+    l->mma = MmaKind::AmdMfma32x32x8;
+    return l;
+  }
   if (k == MmaKind::None || !isPow2(M) || !isPow2(N) || !isPow2(K) || !isPow2(numWarps) || K % mmaK(k) != 0)
     return std::nullopt;
   const int64_t tileN = isNvMma(k) ? 8 : 16;
@@ -253,6 +264,7 @@ std::optional<BlockedLayout> mmaLayout(MmaKind k, int64_t M, int64_t N, int64_t 
       break;
     case MmaKind::AmdMfma16x16x16:
     case MmaKind::AmdMfma16x16x32:
+    case MmaKind::AmdMfma32x32x8:
       // The instruction is fed B^T as its A and A^T as its B, so it
       // computes C^T and each lane holds 4 consecutive columns of one row
       // (Triton's isTransposed MFMA layout): an f16 result is stored in 8-byte

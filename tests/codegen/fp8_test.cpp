@@ -486,7 +486,10 @@ TEST_CASE("fp8: the gfx942 AMDGCN has the fp8 MFMA and links, gfx90a and gfx1100
       const bool fp8 = std::string(gfx) == "gfx942";
       CHECK((amdgcn.find(mixed ? "v_mfma_f32_16x16x32_fp8_bf8" : "v_mfma_f32_16x16x32_fp8_fp8") != std::string::npos) ==
             fp8);
-      CHECK((amdgcn.find("16x16x16") != std::string::npos) == !fp8);
+      // Widened, the dot takes the f16 instruction: MFMA 32x32x8 on gfx90a
+      // (each of the 4 waves owns a 32 x 32 tile), WMMA 16x16x16 on gfx1100.
+      const char* f16Mma = std::string(gfx) == "gfx1100" ? "16x16x16" : "32x32x8";
+      CHECK((amdgcn.find(f16Mma) != std::string::npos) == !fp8);
       testamd::checkCodeObject(k, wave);
     }
 }

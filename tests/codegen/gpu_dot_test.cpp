@@ -1,5 +1,5 @@
-// Tensor-core dots: NVIDIA mma.sync m16n8k16 + ldmatrix, AMD MFMA 16x16x16
-// (gfx90a, gfx942) and WMMA 16x16x16 (gfx1100). Golden checks of the
+// Tensor-core dots: NVIDIA mma.sync m16n8k16 + ldmatrix, AMD MFMA 32x32x8
+// and 16x16x16 (gfx90a, gfx942) and WMMA 16x16x16 (gfx1100). Golden checks of the
 // generated code, ptxas acceptance and registers, and end-to-end GEMMs on the
 // SIMT machine (which emulates the matrix instructions lane by lane) against
 // a plain C++ reference, on aligned and ragged M/N/K.
@@ -243,22 +243,33 @@ TEST_CASE("dot: f16/bf16 dots use mma.sync + ldmatrix on NVPTX, f32 dots stay on
 }
 
 TEST_CASE("dot: MFMA on gfx90a/gfx942 and WMMA on gfx1100, code objects link", "[gpu][dot][amdgpu]") {
+  // 64x64 tiles over 4 waves give each wave a 32 x 32 tile: MFMA 32x32x8;
+  // 32x64 tiles give each wave 16 x 32: MFMA 16x16x16.
   for (DType in : {DType::F16, DType::BF16})
-    for (const char* gfx : {"gfx90a", "gfx942", "gfx1100"}) {
-      auto f = gemm(in, 64, 64, 32, true);
-      auto art = compileFor(*f, std::string("amdgpu:") + gfx);
-      INFO(gfx << " " << tessera::name(in));
-      bool wmma = std::string(gfx) == "gfx1100";
-      CHECK(layoutDump(*art).find(wmma ? "#mma<wmma.16x16x16" : "#mma<mfma.16x16x16") != std::string::npos);
-      std::string want = wmma ? (in == DType::F16 ? "v_wmma_f32_16x16x16_f16" : "v_wmma_f32_16x16x16_bf16")
-                              : (in == DType::F16 ? "v_mfma_f32_16x16x16" : "v_mfma_f32_16x16x16");
-      CHECK(art->assembly().find(want) != std::string::npos);
-      REQUIRE(art->binary.codeObject.size() > 4);
-      CHECK(std::string(art->binary.codeObject.data() + 1, 3) == "ELF");
-      codegen::GpuResources r = codegen::gpuResources(*art);
-      INFO(r.text);
-      CHECK(r.spillBytes == 0);
-    }
+    for (const char* gfx : {"gfx90a", "gfx942", "gfx1100"})
+      for (int64_t BM : {64, 32}) {
+        auto f = gemm(in, BM, 64, 32, true);
+        auto art = compileFor(*f, std::string("amdgpu:") + gfx);
+        INFO(gfx << " " << tessera::name(in) << " BM " << BM);
+        const bool wmma = std::string(gfx) == "gfx1100", big = BM == 64;
+        CHECK(layoutDump(*art).find(wmma  ? "#mma<wmma.16x16x16"
+                                    : big ? "#mma<mfma.32x32x8, spt=[1, 4], tpw=[32, 2], wpb=[2, 2]"
+                                          : "#mma<mfma.16x16x16") != std::string::npos);
+        // The instruction's spelling: gfx90a v_mfma_f32_32x32x8f16 /
+        // ...bf16_1k, gfx942 v_mfma_f32_32x32x8_f16 / _bf16.
+        const std::string prefix = wmma ? "v_wmma_f32_16x16x16_" : big ? "v_mfma_f32_32x32x8" : "v_mfma_f32_16x16x16";
+        const std::string text = art->assembly();
+        const size_t at = text.find(prefix);
+        REQUIRE(at != std::string::npos);
+        const std::string instr = text.substr(at, text.find_first_of(" \t", at) - at);
+        CHECK((instr.find("bf16") != std::string::npos) == (in == DType::BF16));
+        CHECK(text.find(big ? "v_mfma_f32_16x16x16" : "v_mfma_f32_32x32x8") == std::string::npos);
+        REQUIRE(art->binary.codeObject.size() > 4);
+        CHECK(std::string(art->binary.codeObject.data() + 1, 3) == "ELF");
+        codegen::GpuResources r = codegen::gpuResources(*art);
+        INFO(r.text);
+        CHECK(r.spillBytes == 0);
+      }
 }
 
 TEST_CASE("dot: tensor-core GEMMs on the emulated GPUs match the reference", "[gpu][dot][emu]") {
@@ -279,8 +290,9 @@ TEST_CASE("dot: tensor-core GEMMs on the emulated GPUs match the reference", "[g
           GemmRun r = runGemm(l, in, s.M, s.N, s.K, BM, BN, unsigned(s.M * 7 + s.K));
           CHECK_FALSE(r.rep.hasErrors());
           CHECK(r.exact);
-          // ldmatrix reads of the swizzled staging buffers: conflict-free.
-          if (std::string(target).rfind("nvptx", 0) == 0) CHECK(conflictsOf(r.rep, "dot fragments") == 0);
+          // ldmatrix reads of the swizzled staging buffers, and MFMA's 8-byte
+          // reads of the padded rows (32 rows at once for 32x32x8): conflict-free.
+          if (std::string(target) != "amdgpu:gfx1100") CHECK(conflictsOf(r.rep, "dot fragments") == 0);
         }
       }
     }

@@ -56,6 +56,9 @@ enum class MmaKind : uint8_t {
   // accumulators are placed exactly as those of their 16-bit siblings.
   NvMmaM16N8K32,    // NVIDIA mma.sync.m16n8k32 s8 (sm_80+), warp of 32
   AmdMfma16x16x32,  // AMD v_mfma_i32_16x16x32_i8 (gfx942), wave64
+  // AMD v_mfma_f32_32x32x8{f16,bf16_1k} (gfx90a, gfx942), wave64: where every
+  // wave owns whole 32 x 32 tiles; otherwise the 16x16x16 layout (and tag).
+  AmdMfma32x32x8,
   // NVIDIA wgmma.mma_async.m64nNk16 f16/bf16 (sm_90a): a warpgroup of four
   // warps computes 64 x N, each warp 16 rows placed as mma.m16n8k16's C
   // fragments of N/8 n-tiles. Its accumulator placement is NvMmaM16N8K16's
@@ -68,12 +71,18 @@ const char* mmaName(MmaKind k);
 inline bool isNvMma(MmaKind k) {
   return k == MmaKind::NvMmaM16N8K16 || k == MmaKind::NvMmaM16N8K32 || k == MmaKind::NvWgmmaM64K16;
 }
-inline bool isAmdMfma(MmaKind k) { return k == MmaKind::AmdMfma16x16x16 || k == MmaKind::AmdMfma16x16x32; }
+inline bool isAmdMfma(MmaKind k) {
+  return k == MmaKind::AmdMfma16x16x16 || k == MmaKind::AmdMfma16x16x32 || k == MmaKind::AmdMfma32x32x8;
+}
 /// The instruction runs behind the program (issue, then wait): a `dot
 /// {async}` of this kind can stay in flight (IR.h, "Asynchronous dots").
 inline bool isAsyncMma(MmaKind k) { return k == MmaKind::NvWgmmaM64K16; }
 /// The K of one instruction (the dot's K must be a multiple of it).
-inline int64_t mmaK(MmaKind k) { return k == MmaKind::NvMmaM16N8K32 || k == MmaKind::AmdMfma16x16x32 ? 32 : 16; }
+inline int64_t mmaK(MmaKind k) {
+  return k == MmaKind::NvMmaM16N8K32 || k == MmaKind::AmdMfma16x16x32 ? 32 : k == MmaKind::AmdMfma32x32x8 ? 8 : 16;
+}
+/// The M (= N) of one instruction's tile on AMD (32 for 32x32x8, else 16).
+inline int64_t amdMmaTile(MmaKind k) { return k == MmaKind::AmdMfma32x32x8 ? 32 : 16; }
 
 struct BlockedLayout {
   std::vector<int64_t> spt, tpw, wpb;
@@ -175,6 +184,10 @@ BlockedLayout distributeBlocked(const std::vector<int64_t>& shape, std::vector<i
 ///   (and K32)       g+8 of a 16x8 tile are consecutive repetitions along dim 0
 ///   AmdMfma16x16x16 spt=[1,4] tpw=[16,4] : lane = row%16 + 16*(col%16/4), order=[0, 1]
 ///   (and 16x16x32)  (the instruction computes C^T: operands swapped)
+///   AmdMfma32x32x8  spt=[1,4] tpw=[32,2] : lane = row%32 + 32*(col%8/4), order=[0, 1];
+///                   a 32 x 32 tile is four repetitions along dim 1 (C^T as
+///                   16x16x16's); chosen where M is a multiple of 32*wm and
+///                   N of 32*wn, else the 16x16x16 layout and tag
 ///   AmdWmma16x16x16 spt=[1,1] tpw=[2,16] : lane = col%16 + 16*(row%2), eight
 ///                   repetitions along dim 0 make one 16x16 tile
 ///   NvWgmmaM64K16   NvMmaM16N8K16's placement with wpb=[numWarps, 1]; where
