@@ -199,18 +199,30 @@ Example make(bool causal) {
 Example flashAttentionExample() { return make(false); }
 Example flashAttentionCausalExample() { return make(true); }
 
-Example flashAttentionBF16Example() {
+namespace {
+
+/// The bf16 variants: the f16 kernel's code on bf16 operands and output.
+Example makeBF16(bool causal) {
   Example e;
-  e.name = "flash_attention_bf16";
-  e.summary = "flash-attention forward on bf16 [heads, n, D] (the f16 kernel's code on bf16 operands and output)";
-  e.kernel = [] { return flashAttention(AttentionBlocks{}, 64, false, DType::BF16); };
-  e.gpuKernel = [](const Target& t) { return flashAttention(attentionDefaultBlocks(t), 64, false, DType::BF16); };
-  e.prepare = [](const RunContext& ctx) {
-    return prepareAttention(ctx, false, attentionDefaultBlocks(ctx.device), DType::BF16);
+  e.name = causal ? "flash_attention_causal_bf16" : "flash_attention_bf16";
+  e.summary = causal
+                  ? "flash-attention forward with a causal mask on bf16 [heads, n, D]"
+                  : "flash-attention forward on bf16 [heads, n, D] (the f16 kernel's code on bf16 operands and output)";
+  e.kernel = [causal] { return flashAttention(AttentionBlocks{}, 64, causal, DType::BF16); };
+  e.gpuKernel = [causal](const Target& t) {
+    return flashAttention(attentionDefaultBlocks(t), 64, causal, DType::BF16);
+  };
+  e.prepare = [causal](const RunContext& ctx) {
+    return prepareAttention(ctx, causal, attentionDefaultBlocks(ctx.device), DType::BF16);
   };
   e.testShapes = {{1, 1, 64}, {2, 77, 64}, {1, 128, 128}};
   return e;
 }
+
+}  // namespace
+
+Example flashAttentionBF16Example() { return makeBF16(false); }
+Example flashAttentionCausalBF16Example() { return makeBF16(true); }
 
 }  // namespace tessera::examples
 

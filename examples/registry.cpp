@@ -23,6 +23,7 @@ const std::vector<Example>& all() {
       flashAttentionExample(),
       flashAttentionCausalExample(),
       flashAttentionBF16Example(),
+      flashAttentionCausalBF16Example(),
       flashAttentionBackwardExample(),
       flashAttentionBackwardCausalExample(),
       ropeExample(),

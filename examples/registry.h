@@ -271,6 +271,7 @@ Example dropoutResidualLayernormExample();
 Example flashAttentionExample();
 Example flashAttentionCausalExample();
 Example flashAttentionBF16Example();
+Example flashAttentionCausalBF16Example();
 Example ropeExample();
 Example crossEntropyExample();
 Example pagedDecodeAttentionExample();
