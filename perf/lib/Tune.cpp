@@ -418,7 +418,9 @@ std::string formatTuneTable(const TuneResult& r) {
     const bool timed = c.valid();
     std::string note = r.best && *r.best == i ? "best" : c.reason;
     if (note.size() > 100) note = note.substr(0, 97) + "...";
-    t.add({c.config.str(), name(c.status), timed ? formatSeconds(c.seconds) : "-",
+    // Results of the performance model (device "model: ...") are predictions.
+    const bool predicted = timed && r.device.rfind("model: ", 0) == 0;
+    t.add({c.config.str(), predicted ? "predicted" : name(c.status), timed ? formatSeconds(c.seconds) : "-",
            timed ? formatSeconds(c.minSeconds) : "-", timed ? std::to_string(c.reps) : "-",
            c.status == TuneStatus::Constraint ? "space"
            : c.fromStore                      ? "store"
