@@ -177,8 +177,8 @@ int runTune(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       << " configs, bucket " << perf::shapeBucket(p.shape) << ", " << p.dtype << "\n";
   perf::TuneResult r = perf::tune(p, o);
   out << perf::formatTuneTable(r);
-  out << (machine ? "predicted " : "measured ") << r.measured << " config" << (r.measured == 1 ? "" : "s") << ", " << r.reused
-      << " taken from the store, " << r.pruned << " pruned; " << perf::formatSeconds(r.seconds) << "\n";
+  out << (machine ? "predicted " : "measured ") << r.measured << " config" << (r.measured == 1 ? "" : "s") << ", "
+      << r.reused << " taken from the store, " << r.pruned << " pruned; " << perf::formatSeconds(r.seconds) << "\n";
   if (!store.usable())
     out << "note: the store is off (TESSERA_CACHE=0 or no cache folder): nothing was kept\n";
   else
