@@ -163,9 +163,11 @@ void rewriteWarpgroupMma(EmuModule& em) {
     for (unsigned k = 0; k < aWords; ++k)
       b.CreateAlignedStore(c->getArgOperand(h + k),
                            b.CreateConstInBoundsGEP1_32(c->getArgOperand(h + k)->getType(), aBuf, k), llvm::Align(4));
-    const int32_t mode = form->n | (form->bf16 ? TESSERA_EMU_WGMMA_BF16 : 0) |
-                         (form->transB ? TESSERA_EMU_WGMMA_TRANS_B : 0) |
-                         (form->aShared ? TESSERA_EMU_WGMMA_A_SHARED : 0);
+    const int32_t mode =
+        form->n | (form->bf16 ? TESSERA_EMU_WGMMA_BF16 : 0) | (form->transB ? TESSERA_EMU_WGMMA_TRANS_B : 0) |
+        (form->aShared ? TESSERA_EMU_WGMMA_A_SHARED : 0) | (form->isFp8() ? TESSERA_EMU_WGMMA_FP8 : 0) |
+        (form->fp8A == nvptx::WgmmaFp8::E5M2 ? TESSERA_EMU_WGMMA_A_E5M2 : 0) |
+        (form->fp8B == nvptx::WgmmaFp8::E5M2 ? TESSERA_EMU_WGMMA_B_E5M2 : 0);
     b.CreateCall(em.hook("tessera_emu_wgmma"),
                  {b.getInt32(mode), aBuf, c->getArgOperand(h + aWords), cBuf, dBuf, b.getInt32(em.opId(*c))});
     llvm::Value* r = llvm::PoisonValue::get(c->getType());

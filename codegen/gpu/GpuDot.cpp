@@ -77,6 +77,7 @@ TensorCoreDotPlan planTensorCoreDot(const TensorCoreOp& op, DType in, int64_t M,
   TensorCoreDotPlan p;
   p.op = op;
   p.in = in;
+  p.inB = in;
   p.elemBytes = byteSize(in);
   p.kStep = ir::mmaK(op.kind);
   TS_ASSERT((p.elemBytes == 1 || p.elemBytes == 2) && K % p.kStep == 0, "tensor-core dot: element size or K");
@@ -123,9 +124,10 @@ DotStaging nvidiaSlotStaging(int64_t rows, int64_t cols, unsigned elemBytes) {
   return {rows, cols, cols, true, ce, elemBytes};
 }
 
-DotStaging wgmmaBStaging(int64_t K, int64_t N) {
-  const int64_t rowElems = std::min<int64_t>(N, 64);
-  return {K, N, rowElems, true, 8, 2, N > 64 ? 64 : 0};
+DotStaging wgmmaBStaging(int64_t K, int64_t N, unsigned elemBytes) {
+  // Rows of at most 128 bytes (the widest swizzle), column blocks beyond.
+  const int64_t maxRow = 128 / static_cast<int64_t>(elemBytes), rowElems = std::min<int64_t>(N, maxRow);
+  return {K, N, rowElems, true, 16 / static_cast<int64_t>(elemBytes), elemBytes, N > maxRow ? maxRow : 0};
 }
 
 uint64_t wgmmaBAlign(const DotStaging& s) { return static_cast<uint64_t>(8 * s.rowBytes()); }
@@ -145,11 +147,12 @@ void useWgmmaSharedA(TensorCoreDotPlan& p) {
 }
 
 void useWgmma(TensorCoreDotPlan& p, bool kMajor) {
-  TS_ASSERT(p.op.kind == ir::MmaKind::NvWgmmaM64K16 && p.elemBytes == 2 && p.acc.wpb[1] == 1 && p.N <= 256 && p.N >= 16,
+  TS_ASSERT(ir::isNvWgmma(p.op.kind) && (p.elemBytes == 2 || (p.elemBytes == 1 && kMajor)) && p.acc.wpb[1] == 1 &&
+                p.N <= 256 && p.N >= 16,
             "wgmma plan of a dot that does not fit it");
-  // K-major: one swizzled row of K per n (blocks of 64 elements, 128
-  // bytes, beyond that): wgmmaBStaging's layout of B^T.
-  p.b = kMajor ? wgmmaBStaging(p.N, p.K) : wgmmaBStaging(p.K, p.N);
+  // K-major: one swizzled row of K per n (blocks of 128 bytes beyond
+  // that): wgmmaBStaging's layout of B^T. fp8 is K-major only.
+  p.b = kMajor ? wgmmaBStaging(p.N, p.K, p.elemBytes) : wgmmaBStaging(p.K, p.N, p.elemBytes);
   p.bTransposed = kMajor;
   p.wgmma = true;
   p.wgmmaTransB = !kMajor;
@@ -158,6 +161,7 @@ void useWgmma(TensorCoreDotPlan& p, bool kMajor) {
 
 void useMmaSync(TensorCoreDotPlan& p) {
   if (p.op.kind == ir::MmaKind::NvWgmmaM64K16) p.op.kind = ir::MmaKind::NvMmaM16N8K16;
+  if (p.op.kind == ir::MmaKind::NvWgmmaM64K32) p.op.kind = ir::MmaKind::NvMmaM16N8K32;
 }
 
 llvm::Value* stagingIndex(llvm::IRBuilderBase& b, const DotStaging& s, llvm::Value* row, llvm::Value* col) {
@@ -440,7 +444,13 @@ struct Emitter {
     const uint64_t bits =
         nvptx::descriptorBits(sw, p.wgmmaTransB ? blockBytes : 16, static_cast<uint64_t>(8 * st.rowBytes()));
     llvm::Value* addr = b.CreatePtrToInt(bBase, b.getInt64Ty());
-    const nvptx::WgmmaForm form{static_cast<int>(p.N), p.in == DType::BF16, p.wgmmaTransB, p.wgmmaSharedA};
+    auto fp8 = [](DType d) {
+      return d == DType::F8E4M3   ? nvptx::WgmmaFp8::E4M3
+             : d == DType::F8E5M2 ? nvptx::WgmmaFp8::E5M2
+                                  : nvptx::WgmmaFp8::None;
+    };
+    const nvptx::WgmmaForm form{static_cast<int>(p.N), p.in == DType::BF16, p.wgmmaTransB,
+                                p.wgmmaSharedA,        fp8(p.in),           fp8(p.inB)};
     // A from shared memory (K-major, wgmmaAStaging): the warpgroup's 64
     // rows of tile mi start at storage row 16 W mi + 64 (warp / 4).
     const DotStaging& sa = p.a;
@@ -484,10 +494,11 @@ struct Emitter {
     // K-major byte offset of column `col` in staging `s` (its block, then
     // its place in the row).
     auto kMajorOff = [](const DotStaging& s, int64_t col) {
-      return s.blockCols ? (col / s.blockCols) * s.rows * s.rowBytes() + (col % s.blockCols) * 2 : col * 2;
+      const int64_t eb = s.elemBytes;
+      return s.blockCols ? (col / s.blockCols) * s.rows * s.rowBytes() + (col % s.blockCols) * eb : col * eb;
     };
     for (int64_t ks = 0; ks < kS; ++ks) {
-      const int64_t col = ks * 16;
+      const int64_t col = ks * p.kStep;
       llvm::Value* desc = descAt(bDesc, p.wgmmaTransB ? col * st.rowBytes() : kMajorOff(st, col));
       for (int64_t mi = 0; mi < mT; ++mi) {
         std::vector<llvm::Value*> a;

@@ -75,6 +75,7 @@ struct DotStaging {
 struct TensorCoreDotPlan {
   TensorCoreOp op;
   DType in = DType::F16;
+  DType inB = DType::F16;  // B's dtype: `in` but for mixed fp8 (e4m3 x e5m2)
   unsigned elemBytes = 2;  // of `in`
   int64_t kStep = 16;      // K of one instruction (ir::mmaK)
   int64_t M = 0, N = 0, K = 0;
@@ -108,10 +109,10 @@ TensorCoreDotPlan planTensorCoreDot(const TensorCoreOp& op, DType in, int64_t M,
 /// K-contiguous global memory in 16-byte chunks along K) or K x N
 /// (N-major: wgmmaBStaging). Call it once the operand sources are known.
 void useWgmma(TensorCoreDotPlan& p, bool kMajor);
-/// wgmma's K x N B: rows of min(N, 64) elements swizzled by their 128 / 64 /
-/// 32 bytes, column blocks of 64 beyond that (N >= 16); to be aligned to
-/// 8 rows of it (wgmmaBAlign).
-DotStaging wgmmaBStaging(int64_t K, int64_t N);
+/// wgmma's K x N B: rows of min(N, 128 bytes) elements swizzled by their
+/// 128 / 64 / 32 bytes, column blocks of 128 bytes beyond that (N >= 16);
+/// to be aligned to 8 rows of it (wgmmaBAlign). fp8 (1-byte) only K-major.
+DotStaging wgmmaBStaging(int64_t K, int64_t N, unsigned elemBytes = 2);
 uint64_t wgmmaBAlign(const DotStaging& s);
 /// wgmma's A read from shared memory: M x K (K-major) stored as
 /// wgmmaBStaging(M, K) with its rows permuted for `warps` warps along M

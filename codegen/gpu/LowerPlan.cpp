@@ -155,6 +155,8 @@ TensorCoreDotPlan Lower::dotPlan(const ir::Op& op) {
   // not fit (ir::mmaLayout): the target's mma.sync instruction then.
   if (top.kind == ir::MmaKind::NvWgmmaM64K16 && acc.mma == ir::MmaKind::NvMmaM16N8K16)
     top.kind = ir::MmaKind::NvMmaM16N8K16;
+  if (top.kind == ir::MmaKind::NvWgmmaM64K32 && acc.mma == ir::MmaKind::NvMmaM16N8K32)
+    top.kind = ir::MmaKind::NvMmaM16N8K32;
   // Likewise MFMA 16x16x16 where 32x32x8 does not fit.
   if (top.kind == ir::MmaKind::AmdMfma32x32x8 && acc.mma == ir::MmaKind::AmdMfma16x16x16) {
     top.kind = ir::MmaKind::AmdMfma16x16x16;
@@ -162,6 +164,7 @@ TensorCoreDotPlan Lower::dotPlan(const ir::Op& op) {
   }
   TensorCoreDotPlan p = planTensorCoreDot(top, av->type().dtype(), av->type().shape()[0],
                                           op.operand(1)->type().shape()[1], av->type().shape()[1], acc);
+  p.inB = op.operand(1)->type().dtype();
   // A B operand copied from global memory where it is contiguous along K
   // (flash attention's K^T) is stored N x K, so the copy's 16-byte chunks
   // stay whole; ldmatrix without .trans reads its fragments.
@@ -177,7 +180,7 @@ TensorCoreDotPlan Lower::dotPlan(const ir::Op& op) {
   // way by planDirectDots). A loop-invariant B whose fragments stay in
   // registers keeps mma.sync on the same accumulator registers. Decided
   // once the operands are planned; until then the plan is mma.sync's.
-  if (p.op.kind == ir::MmaKind::NvWgmmaM64K16 && operandsPlanned_) {
+  if (ir::isNvWgmma(p.op.kind) && operandsPlanned_) {
     auto g = globalOperands_.find({&op, 1});
     const Hoisted* h = nullptr;
     for (const Hoisted& x : hoisted_)
@@ -187,6 +190,10 @@ TensorCoreDotPlan Lower::dotPlan(const ir::Op& op) {
       if (x.dot == &op && x.operand == 0) ha = &x;
     if (h && h->inRegisters) {
       useMmaSync(p);  // fragments held in registers across the loop: mma.sync's
+    } else if (p.elemBytes == 1) {
+      // fp8: B K-major (its N x K staging), A from registers (ldmatrix, as
+      // mma.sync's fragments): the only forms wgmma has for 8-bit operands.
+      useWgmma(p, true);
     } else {
       useWgmma(p, g != globalOperands_.end() && g->second == 0);
       // A from shared memory too, unless its fragments are registers

@@ -121,7 +121,10 @@ TensorCoreOp nvptxTensorCore(const std::string& arch, DType a, DType b, DType ac
     // sm_89 (Ada) and sm_90a (Hopper): the rows of Targets.def from 89 on.
     if (std::stoi(arch.substr(3, 2)) < 89) return {};
     const bool a4 = a == DType::F8E4M3, b4 = b == DType::F8E4M3;
-    t.kind = ir::MmaKind::NvMmaM16N8K32;
+    // sm_90a: wgmma.mma_async m64nNk32 (A from registers, B K-major: the
+    // N x K staging fp8 B has anyway) where the shape allows it; the
+    // mma.sync intrinsic below serves the rest on the same placement.
+    t.kind = hasWgmma(arch) ? ir::MmaKind::NvWgmmaM64K32 : ir::MmaKind::NvMmaM16N8K32;
     t.mma = a4 ? (b4 ? llvm::Intrinsic::nvvm_mma_m16n8k32_row_col_f32_e4m3_e4m3_f32
                      : llvm::Intrinsic::nvvm_mma_m16n8k32_row_col_f32_e4m3_e5m2_f32)
                : (b4 ? llvm::Intrinsic::nvvm_mma_m16n8k32_row_col_f32_e5m2_e4m3_f32

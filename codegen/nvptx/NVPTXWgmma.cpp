@@ -42,24 +42,40 @@ uint64_t descriptorBits(WgmmaSwizzle s, uint64_t leadingBytes, uint64_t strideBy
 
 WgmmaAsm wgmmaAsm(const WgmmaForm& f) {
   TS_ASSERT(f.n >= 8 && f.n <= 256 && f.n % 8 == 0, "wgmma N must be a multiple of 8 from 8 to 256");
+  TS_ASSERT((f.fp8A == WgmmaFp8::None) == (f.fp8B == WgmmaFp8::None) && (!f.isFp8() || (!f.transB && !f.aShared)),
+            "fp8 wgmma: both formats, A from registers, B K-major");
   const unsigned h = static_cast<unsigned>(f.n / 2);
-  const char* t = f.bf16 ? "bf16" : "f16";
+  auto fp8 = [](WgmmaFp8 x) { return x == WgmmaFp8::E4M3 ? "e4m3" : "e5m2"; };
+  const std::string types = f.isFp8() ? std::string("k32.f32.") + fp8(f.fp8A) + "." + fp8(f.fp8B)
+                                      : std::string("k16.f32.") + (f.bf16 ? "bf16.bf16" : "f16.f16");
   const unsigned bDesc = f.aShared ? 2 * h + 1 : 2 * h + 4, scale = bDesc + 1;
   WgmmaAsm a;
   a.text = "{\n.reg .pred p;\nsetp.ne.b32 p, " + op(scale) + ", 0;\nwgmma.mma_async.sync.aligned.m64n" +
-           std::to_string(f.n) + "k16.f32." + t + "." + t + " {";
+           std::to_string(f.n) + types + " {";
   for (unsigned i = 0; i < h; ++i) a.text += (i ? ", " : "") + op(i);
   a.text += "}, ";
   if (f.aShared)
     a.text += op(2 * h);
   else
     a.text += "{" + op(2 * h) + ", " + op(2 * h + 1) + ", " + op(2 * h + 2) + ", " + op(2 * h + 3) + "}";
-  a.text += ", " + op(bDesc) + ", p, 1, 1, " + (f.aShared ? "0, " : "") + (f.transB ? "1" : "0") + ";\n}";
+  a.text += ", " + op(bDesc) + ", p, 1, 1" +
+            (f.isFp8() ? std::string() : std::string(", ") + (f.aShared ? "0, " : "") + (f.transB ? "1" : "0")) +
+            ";\n}";
   a.constraints = tiedConstraints(std::vector<char>(h, 'f')) + (f.aShared ? ",l,l,r" : ",r,r,r,r,l,r");
   return a;
 }
 
 std::optional<WgmmaForm> matchWgmma(std::string_view text, std::string_view constraints) {
+  if (text.find("k32.f32.e") != std::string_view::npos) {
+    for (int n = 8; n <= 256; n += 8)
+      for (WgmmaFp8 fa : {WgmmaFp8::E4M3, WgmmaFp8::E5M2})
+        for (WgmmaFp8 fb : {WgmmaFp8::E4M3, WgmmaFp8::E5M2}) {
+          WgmmaForm f{n, false, false, false, fa, fb};
+          WgmmaAsm a = wgmmaAsm(f);
+          if (text == a.text && constraints == a.constraints) return f;
+        }
+    return std::nullopt;
+  }
   for (bool bf16 : {false, true})
     for (int n = 8; n <= 256; n += 8) {
       // Cheap filter before building the text.

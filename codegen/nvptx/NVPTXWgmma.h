@@ -55,6 +55,9 @@ unsigned swizzleBytes(WgmmaSwizzle s);
 /// The constant part of a descriptor (everything but the start address).
 uint64_t descriptorBits(WgmmaSwizzle s, uint64_t leadingBytes, uint64_t strideBytes);
 
+/// fp8 operand formats of the m64nNk32 forms.
+enum class WgmmaFp8 : uint8_t { None, E4M3, E5M2 };
+
 struct WgmmaForm {
   int n = 0;          // 8 to 256, a multiple of 8
   bool bf16 = false;  // else f16
@@ -64,6 +67,11 @@ struct WgmmaForm {
   /// A read from shared memory through its own descriptor (K-major), else
   /// from four registers.
   bool aShared = false;
+  /// fp8 operands (both set, or neither): m64nNk32.f32.<a>.<b>, A from four
+  /// registers of 4 codes each, B K-major (fp8 has no imm-trans operands,
+  /// so transB and aShared stay false and bf16 is unused).
+  WgmmaFp8 fp8A = WgmmaFp8::None, fp8B = WgmmaFp8::None;
+  bool isFp8() const { return fp8A != WgmmaFp8::None; }
   bool operator==(const WgmmaForm&) const = default;
 };
 
@@ -75,7 +83,8 @@ struct WgmmaForm {
 ///     {$2h, ...}, $2h+4, p, 1, 1, 0; }
 /// (imm-scale-a = imm-scale-b = 1; the last is imm-trans-b, 1 with transB.)
 /// With aShared, A's descriptor $2h ("l"), B's $2h+1, scale-d $2h+2, and
-/// imm-trans-a 0 before imm-trans-b.
+/// imm-trans-a 0 before imm-trans-b. fp8: m64n<N>k32.f32.<a>.<b>, the same
+/// operands without the imm-trans ones (ptxas refuses them for fp8).
 struct WgmmaAsm {
   std::string text, constraints;
 };

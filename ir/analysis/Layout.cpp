@@ -52,6 +52,7 @@ const char* mmaName(MmaKind k) {
     case MmaKind::AmdMfma16x16x32: return "mfma.16x16x32";
     case MmaKind::AmdMfma32x32x8: return "mfma.32x32x8";
     case MmaKind::NvWgmmaM64K16: return "wgmma.m64nNk16";
+    case MmaKind::NvWgmmaM64K32: return "wgmma.m64nNk32";
   }
   return "?";
 }
@@ -209,13 +210,14 @@ BlockedLayout distributeBlocked(const std::vector<int64_t>& shape, std::vector<i
 
 std::optional<BlockedLayout> mmaLayout(MmaKind k, int64_t M, int64_t N, int64_t K, int numWarps, int warpSize,
                                        bool chained) {
-  if (k == MmaKind::NvWgmmaM64K16) {
+  if (isNvWgmma(k)) {
     // One warpgroup instruction spans the whole N: all warps along M, in
     // whole warpgroups (the placement a chained dot gets); otherwise the
     // mma.sync layout as it would be.
     const bool fits = numWarps % 4 == 0 && M % (16 * int64_t{numWarps}) == 0 && N >= 16 && N <= 256;
-    auto l = mmaLayout(MmaKind::NvMmaM16N8K16, M, N, K, numWarps, warpSize, fits || chained);
-    if (l && fits) l->mma = MmaKind::NvWgmmaM64K16;
+    const MmaKind sync = k == MmaKind::NvWgmmaM64K32 ? MmaKind::NvMmaM16N8K32 : MmaKind::NvMmaM16N8K16;
+    auto l = mmaLayout(sync, M, N, K, numWarps, warpSize, fits || chained);
+    if (l && fits) l->mma = k;
     return l;
   }
   if (k == MmaKind::AmdMfma32x32x8) {
@@ -259,6 +261,7 @@ std::optional<BlockedLayout> mmaLayout(MmaKind k, int64_t M, int64_t N, int64_t 
     case MmaKind::NvMmaM16N8K16:
     case MmaKind::NvMmaM16N8K32:
     case MmaKind::NvWgmmaM64K16:
+    case MmaKind::NvWgmmaM64K32:
       b.spt = {1, 2};
       b.tpw = {8, 4};
       break;

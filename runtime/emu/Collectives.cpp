@@ -249,25 +249,38 @@ void Worker::completeWgmma(Fiber* blame, uint32_t warpIdx, int32_t mode) {
   const uint64_t lbo = ((desc >> 16) & 0x3FFF) << 4, sbo = ((desc >> 32) & 0x3FFF) << 4;
   const unsigned sw = static_cast<unsigned>(desc >> 62);
   const uint64_t rowBytes = sw == 0 ? 16 : 256u >> sw;  // 1: 128, 2: 64, 3: 32
+  // fp8 (m64nNk32): K-major B only, A from registers; 32 one-byte k per row
+  // of B^T, the same 32 bytes a 16-bit k-step reads.
+  const bool fp8 = (mode & TESSERA_EMU_WGMMA_FP8) != 0;
+  if (fp8 && (mode & (TESSERA_EMU_WGMMA_TRANS_B | TESSERA_EMU_WGMMA_A_SHARED | TESSERA_EMU_WGMMA_BF16)))
+    misuse(blame,
+           [] { return std::string("wgmma.mma_async: an fp8 form with imm-trans-b, A in shared memory or bf16"); });
+  const int kInstr = fp8 ? 32 : 16, eb = fp8 ? 1 : 2, perPiece = 16 / eb;
   std::vector<uint16_t> B(static_cast<size_t>(16 * n));
+  std::vector<uint8_t> B8(fp8 ? static_cast<size_t>(32 * n) : 0);
   std::vector<uint64_t> readsAt;  // the 16-byte pieces read, in flight until the wait
-  // One 16-byte piece (8 consecutive elements) at logical address `a`:
-  // swizzled, checked, copied to B(k0 + step * e, n0 + (1 - step) * e)...
+  // One 16-byte piece (16 / eb consecutive elements) at logical address
+  // `a`: swizzled, checked, copied to B(k0 + step * e, n0 + (1 - step) * e)...
   auto piece = [&](uint64_t a, int k0, int n0, bool alongN) {
     if (sw != 0) a ^= ((a >> 7) & (rowBytes / 16 - 1)) << 4;
     const auto* p = static_cast<const unsigned char*>(sharedAccess(blame, shared + a, 16, TESSERA_EMU_LOAD, d0->op));
     readsAt.push_back(a);
-    for (int e = 0; e < 8; ++e)
-      std::memcpy(&B[static_cast<size_t>((k0 + (alongN ? 0 : e)) * n + n0 + (alongN ? e : 0))], p + 2 * e, 2);
+    for (int e = 0; e < perPiece; ++e) {
+      const size_t at = static_cast<size_t>((k0 + (alongN ? 0 : e)) * n + n0 + (alongN ? e : 0));
+      if (fp8)
+        B8[at] = p[e];
+      else
+        std::memcpy(&B[at], p + 2 * e, 2);
+    }
   };
   const auto u = [](int v) { return static_cast<uint64_t>(v); };
   if (!(mode & TESSERA_EMU_WGMMA_TRANS_B)) {
     // K-major: row j of B^T holds its k; 8-row groups SBO apart; without a
     // swizzle, 8 x 16-byte core matrices, those along K LBO apart.
     for (int j = 0; j < n; ++j)
-      for (int k0 = 0; k0 < 16; k0 += 8)
-        piece(sw == 0 ? start + u(j / 8) * sbo + u(j % 8) * 16 + u(k0 / 8) * lbo
-                      : start + u(j / 8) * sbo + u(j % 8) * rowBytes + u(k0) * 2,
+      for (int k0 = 0; k0 < kInstr; k0 += perPiece)
+        piece(sw == 0 ? start + u(j / 8) * sbo + u(j % 8) * 16 + u(k0 / perPiece) * lbo
+                      : start + u(j / 8) * sbo + u(j % 8) * rowBytes + u(k0 * eb),
               k0, j, false);
   } else {
     // N-major: row k holds rowBytes / 2 consecutive n; 8-row groups (k)
@@ -317,7 +330,11 @@ void Worker::completeWgmma(Fiber* blame, uint32_t warpIdx, int32_t mode) {
   for (uint32_t l = 0; l < 32; ++l)
     lanes[l] = {static_cast<const uint32_t*>(wp.dep[l].pa), nullptr, static_cast<const float*>(wp.dep[l].pc),
                 static_cast<float*>(wp.dep[l].pd)};
-  detail::wgmma((mode & TESSERA_EMU_WGMMA_BF16) != 0, n, lanes, B.data(), A.empty() ? nullptr : A.data());
+  if (fp8)
+    detail::wgmmaFp8((mode & TESSERA_EMU_WGMMA_A_E5M2) != 0, (mode & TESSERA_EMU_WGMMA_B_E5M2) != 0, n, lanes,
+                     B8.data());
+  else
+    detail::wgmma((mode & TESSERA_EMU_WGMMA_BF16) != 0, n, lanes, B.data(), A.empty() ? nullptr : A.data());
   // The values are computed at the issue (the operands as they are now);
   // the bytes stay read by the MMA until a wait retires its group: a write
   // of them before then is reported (checkRace), as the hardware may read
@@ -381,7 +398,8 @@ void Worker::matrix(Fiber* f, Coll kind, int32_t mode, const void* a, const void
       ok = cfg->vendor == Vendor::NVIDIA && mode >= 0 && mode <= TESSERA_EMU_MMA_M16N8K32_E5M2_E5M2;
       break;
     case Coll::Wgmma: {
-      const int n = mode & ~(TESSERA_EMU_WGMMA_BF16 | TESSERA_EMU_WGMMA_TRANS_B | TESSERA_EMU_WGMMA_A_SHARED);
+      const int n = mode & ~(TESSERA_EMU_WGMMA_BF16 | TESSERA_EMU_WGMMA_TRANS_B | TESSERA_EMU_WGMMA_A_SHARED |
+                             TESSERA_EMU_WGMMA_FP8 | TESSERA_EMU_WGMMA_A_E5M2 | TESSERA_EMU_WGMMA_B_E5M2);
       ok = cfg->vendor == Vendor::NVIDIA && W == 32 && n >= 8 && n <= 256 && n % 8 == 0;
       break;
     }

@@ -229,6 +229,25 @@ void wgmma(bool bf16, int n, const LaneFrag* lanes, const uint16_t* b, const uin
   }
 }
 
+void wgmmaFp8(bool aE5m2, bool bE5m2, int n, const LaneFrag* lanes, const uint8_t* b) {
+  // A warp's 16 rows are n / 8 mma.m16n8k32 of the same rows (the fp8
+  // mma.sync's A places and sums, above).
+  const DType at = aE5m2 ? DType::F8E5M2 : DType::F8E4M3, bt = bE5m2 ? DType::F8E5M2 : DType::F8E4M3;
+  Mat A(16, 32), B(32, n), C(16, n);
+  for (int l = 0; l < 32; ++l) {
+    const int g = l / 4, t = l % 4;
+    for (int i = 0; i < 16; ++i) A.at(g + 8 * (i / 4 % 2), 4 * t + i % 4 + 16 * (i / 8)) = fp8Elem(lanes[l].a, i, at);
+    for (int i = 0; i < n / 2; ++i) C.at(g + 8 * (i / 2 % 2), 8 * (i / 4) + 2 * t + i % 2) = lanes[l].c[i];
+  }
+  for (int k = 0; k < 32; ++k)
+    for (int j = 0; j < n; ++j) B.at(k, j) = fp8Decode(bt, b[k * n + j]);
+  Mat D = product(A, B, C);
+  for (int l = 0; l < 32; ++l) {
+    const int g = l / 4, t = l % 4;
+    for (int i = 0; i < n / 2; ++i) lanes[l].d[i] = D.at(g + 8 * (i / 2 % 2), 8 * (i / 4) + 2 * t + i % 2);
+  }
+}
+
 bool mfma(int32_t mode, const LaneFrag* lanes) {
   if (std::optional<Fp8Pair> f8 = mfmaFp8(mode)) {
     // The 16x16x32_i8 places (below), fp8/bf8 codes, an f32 C/D.

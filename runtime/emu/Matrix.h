@@ -32,6 +32,13 @@ bool wmma(int32_t mode, const LaneFrag* lanes);
 /// when not null, the warp's 16 x 16 A elements (row-major) read from
 /// shared memory instead of the lanes' registers.
 void wgmma(bool bf16, int n, const LaneFrag* lanes, const uint16_t* b, const uint16_t* a);
+/// The same for wgmma.mma_async.m64nNk32 with fp8 operands: lanes[l].a the
+/// lane's 4 A registers (mma.m16n8k32's A fragment: 4 codes each), `b` the
+/// 32 x n B codes, row k at b + k * n; A's format e5m2 when `aE5m2`, else
+/// e4m3, B's likewise. Products exact, summed in f32 in k order from C, as
+/// the fp8 mma.sync (a model: the hardware's fp8 accumulation is not
+/// specified to the bit).
+void wgmmaFp8(bool aE5m2, bool bE5m2, int n, const LaneFrag* lanes, const uint8_t* b);
 /// ldmatrix over 32 lanes: rows[8j + r] = address of row r of matrix j.
 void ldmatrix(int count, bool trans, const unsigned char* const* rows, uint32_t* const* out);
 

@@ -443,8 +443,20 @@ void checkNativeGemm(const std::string& target, const std::string& mma) {
   }
 }
 
-TEST_CASE("fp8: sm_89 and sm_90a run OCP fp8 dots on mma.sync m16n8k32 e4m3/e5m2 (emulated), matching a C++ GEMM",
-          "[fp8][dot][emu]") {
+TEST_CASE(
+    "fp8: sm_89 and sm_90a run OCP fp8 dots on mma.sync m16n8k32 / wgmma m64nNk32 e4m3/e5m2 (emulated), "
+    "matching a C++ GEMM",
+    "[fp8][dot][emu]") {
+  // sm_90a: the 64x64 tiles (4 warps, one warpgroup along M) take wgmma
+  // m64n64k32 (A from registers, B K-major), the 32x32 tiles mma.sync.
+  for (bool e5m2A : {false, true}) {
+    const std::string what = e5m2A ? "e5m2.e4m3" : "e4m3.e4m3";
+    INFO(what);
+    ts::Kernel k = e5m2A ? fp8Gemm<ts::float8_e5m2, ts::float8_e4m3>(64, 64, 64)
+                         : fp8Gemm<ts::float8_e4m3, ts::float8_e4m3>(64, 64, 64);
+    const std::string gpu = ts::compile(k, ts::Device::emulator("nvptx:sm_90a")).dump(ts::Stage::LLVMGpu);
+    CHECK(gpu.find("wgmma.mma_async.sync.aligned.m64n64k32.f32." + what) != std::string::npos);
+  }
   for (const char* sm : {"nvptx:sm_89", "nvptx:sm_90a"}) {
     checkNativeGemm<ts::float8_e4m3, ts::float8_e4m3>(sm, "llvm.nvvm.mma.m16n8k32.row.col.f32.e4m3.e4m3.f32");
     checkNativeGemm<ts::float8_e4m3, ts::float8_e5m2>(sm, "llvm.nvvm.mma.m16n8k32.row.col.f32.e4m3.e5m2.f32");
@@ -506,7 +518,7 @@ TEST_CASE("fp8: a native fp8 dot whose tile fits no instruction takes the FMA lo
     checkGemm<ts::float8_e4m3, ts::float8_e5m2>(dev, 32, 32, 16, M, N, K);
 }
 
-TEST_CASE("fp8: the sm_89 / sm_90a PTX has the fp8 mma.sync, sm_80 / sm_86 the f16 one, ptxas: no spills",
+TEST_CASE("fp8: the sm_89 PTX has the fp8 mma.sync, sm_90a the fp8 wgmma, sm_80 / sm_86 the f16 mma, ptxas: no spills",
           "[fp8][gpu][ptxas]") {
   const bool ptxas = ::access("/usr/local/cuda/bin/ptxas", X_OK) == 0;
   if (!ptxas) WARN("SKIPPED the ptxas checks: ptxas not found (install the CUDA toolkit at /usr/local/cuda)");
@@ -518,8 +530,12 @@ TEST_CASE("fp8: the sm_89 / sm_90a PTX has the fp8 mma.sync, sm_80 / sm_86 the f
       INFO(sm << (mixed ? " e4m3 x e5m2" : " e4m3 x e4m3") << " 64x64x" << BK);
       ts::CompiledKernel k = ts::compile(kernel, ts::Target::parse(std::string("nvptx:") + sm));
       const std::string ptx = k.dump(ts::Stage::PTX);
-      const std::string native = mixed ? "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32"
-                                       : "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32";
+      // sm_90a: the 64x64 tile over 4 warps is one warpgroup along M: wgmma.
+      const bool wgmma = std::string(sm) == "sm_90a";
+      const std::string native = wgmma   ? (mixed ? "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e5m2"
+                                                  : "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3")
+                                 : mixed ? "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32"
+                                         : "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32";
       CHECK((ptx.find(native) != std::string::npos) == fp8);
       CHECK((ptx.find("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") != std::string::npos) == !fp8);
       if (!ptxas) continue;

@@ -151,7 +151,8 @@ TEST_CASE("gemm_f16 / gemm_bf16 AMDGCN: matrix-core instructions in the pipeline
 }
 
 TEST_CASE(
-    "gemm_fp8: the pipelined loop runs mma.sync e4m3 on sm_89 / sm_90a without spills, the f16 mma on sm_80 / sm_86",
+    "gemm_fp8: the pipelined loop runs mma.sync e4m3 on sm_89, wgmma e4m3 on sm_90a, without spills, the f16 mma on "
+    "sm_80 / sm_86",
     "[examples][gemm][gpu][ptxas]") {
   bool ptxas = havePtxas();
   if (!ptxas) WARN("SKIPPED the ptxas checks: ptxas not found (/usr/local/cuda/bin/ptxas or on PATH)");
@@ -165,7 +166,10 @@ TEST_CASE(
       const bool fp8 = std::string(sm) == "sm_89" || std::string(sm) == "sm_90a";
       CHECK(contains(ck.dump(ts::Stage::TileIR), "pipelined = 3}"));  // the scheduled K loop
       const std::string ptx = ck.dump(ts::Stage::PTX);
-      CHECK(contains(ptx, "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32") == fp8);
+      const bool wgmma = std::string(sm) == "sm_90a";
+      CHECK(contains(ptx, "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32") == (fp8 && !wgmma));
+      CHECK(contains(ptx, "wgmma.mma_async.sync.aligned.m64n") == wgmma);
+      CHECK(contains(ptx, "k32.f32.e4m3.e4m3") == wgmma);
       CHECK(contains(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") == !fp8);
       if (!ptxas) continue;
       testptx::PtxasFigures f = testptx::ptxasFigures(ck);

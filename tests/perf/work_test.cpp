@@ -121,8 +121,9 @@ TEST_CASE("work: a loop bound that depends on the program id is counted program 
   CHECK_THAT(big.notes[0], Contains("evenly spaced programs"));
 }
 
-TEST_CASE("work: a nested loop bound on the outer induction variable (a triangle) is exact", "[perf][work]") {
-  const char* text = R"(kernel @nested(%out: ptr<f32, global>, %n: i32) {
+// A loop nest whose inner bound is the outer induction variable (a
+// triangle: the inner body runs 0 + 1 + ... + (n - 1) times).
+const char* const kTriangle = R"(kernel @nested(%out: ptr<f32, global>, %n: i32) {
   %0 = constant() {value = 0} : i32
   %1 = constant() {value = 1} : i32
   %2 = constant() {value = 2.0} : f32
@@ -139,6 +140,9 @@ TEST_CASE("work: a nested loop bound on the outer induction variable (a triangle
   return()
 }
 )";
+
+TEST_CASE("work: a nested loop bound on the outer induction variable (a triangle) is exact", "[perf][work]") {
+  const char* text = kTriangle;
   // Small n: iterated; the inner loop runs 0 + 1 + ... + (n - 1) times.
   CHECK(tirWork(text, {1, 1, 1}, {std::nullopt, 10}).totalFlops() == 45);
   // Large n: the outer loop is counted at its middle iteration, exact for a triangle.
@@ -285,24 +289,7 @@ TEST_CASE("work: the main loop is the loop that runs most, with its iterations o
   CHECK(exampleWork("vector_add", {1000}).ir.hotLoop.iterations == 0);
   // Nested loops: the inner one runs most (a triangle: 0 + 1 + ... + 9 per
   // program, 3 programs), not the outer one.
-  ts::ir::WorkEstimate n = tirWork(R"(kernel @nested(%out: ptr<f32, global>, %n: i32) {
-  %0 = constant() {value = 0} : i32
-  %1 = constant() {value = 1} : i32
-  %2 = constant() {value = 2.0} : f32
-  %3 = for(%0, %n, %1, %2) : f32 {
-  ^(%i: i32, %a: f32):
-    %4 = for(%0, %i, %1, %a) : f32 {
-    ^(%j: i32, %b: f32):
-      %5 = mul(%b, %b) : f32
-      yield(%5)
-    }
-    yield(%4)
-  }
-  store(%out, %3)
-  return()
-}
-)",
-                                   {3, 1, 1}, {std::nullopt, 10});
+  ts::ir::WorkEstimate n = tirWork(kTriangle, {3, 1, 1}, {std::nullopt, 10});
   CHECK(n.hotLoop.iterations == 3 * 45);
   CHECK(n.hotLoop.stages == 1);
 }

@@ -59,6 +59,11 @@ enum : int32_t {
 /// wgmma mode flag: A is read from shared memory through the descriptor in
 /// the a words 0-1 (K-major), not from four fragment registers.
 #define TESSERA_EMU_WGMMA_A_SHARED 0x4000
+/// wgmma mode flags: fp8 operands (m64nNk32, A from registers, B K-major),
+/// A's and B's format: e4m3, or e5m2 with the _E5M2 flag.
+#define TESSERA_EMU_WGMMA_FP8 0x8000
+#define TESSERA_EMU_WGMMA_A_E5M2 0x10000
+#define TESSERA_EMU_WGMMA_B_E5M2 0x20000
 /// ldmatrix mode: number of 8x8 matrices (1, 2, 4), plus this flag for .trans.
 #define TESSERA_EMU_LDMATRIX_TRANS 8
 

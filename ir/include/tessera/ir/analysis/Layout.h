@@ -65,21 +65,26 @@ enum class MmaKind : uint8_t {
   // with every warp along M (one instruction covers the whole N), so the
   // lowering may issue either instruction on the same registers.
   NvWgmmaM64K16,
+  // NVIDIA wgmma.mma_async.m64nNk32 with fp8 operands (e4m3/e5m2, sm_90a):
+  // NvWgmmaM64K16's placement; where it does not fit, NvMmaM16N8K32's
+  // layout and tag.
+  NvWgmmaM64K32,
 };
 const char* mmaName(MmaKind k);
 /// The vendor family of a matrix instruction (false for None).
-inline bool isNvMma(MmaKind k) {
-  return k == MmaKind::NvMmaM16N8K16 || k == MmaKind::NvMmaM16N8K32 || k == MmaKind::NvWgmmaM64K16;
-}
+inline bool isNvWgmma(MmaKind k) { return k == MmaKind::NvWgmmaM64K16 || k == MmaKind::NvWgmmaM64K32; }
+inline bool isNvMma(MmaKind k) { return k == MmaKind::NvMmaM16N8K16 || k == MmaKind::NvMmaM16N8K32 || isNvWgmma(k); }
 inline bool isAmdMfma(MmaKind k) {
   return k == MmaKind::AmdMfma16x16x16 || k == MmaKind::AmdMfma16x16x32 || k == MmaKind::AmdMfma32x32x8;
 }
 /// The instruction runs behind the program (issue, then wait): a `dot
 /// {async}` of this kind can stay in flight (IR.h, "Asynchronous dots").
-inline bool isAsyncMma(MmaKind k) { return k == MmaKind::NvWgmmaM64K16; }
+inline bool isAsyncMma(MmaKind k) { return isNvWgmma(k); }
 /// The K of one instruction (the dot's K must be a multiple of it).
 inline int64_t mmaK(MmaKind k) {
-  return k == MmaKind::NvMmaM16N8K32 || k == MmaKind::AmdMfma16x16x32 ? 32 : k == MmaKind::AmdMfma32x32x8 ? 8 : 16;
+  return k == MmaKind::NvMmaM16N8K32 || k == MmaKind::AmdMfma16x16x32 || k == MmaKind::NvWgmmaM64K32 ? 32
+         : k == MmaKind::AmdMfma32x32x8                                                              ? 8
+                                                                                                     : 16;
 }
 /// The M (= N) of one instruction's tile on AMD (32 for 32x32x8, else 16).
 inline int64_t amdMmaTile(MmaKind k) { return k == MmaKind::AmdMfma32x32x8 ? 32 : 16; }
@@ -194,6 +199,7 @@ BlockedLayout distributeBlocked(const std::vector<int64_t>& shape, std::vector<i
 ///                   the shape does not allow that (numWarps not a multiple
 ///                   of 4, M not a multiple of 16*numWarps, N over 256) the
 ///                   NvMmaM16N8K16 layout (and tag) instead
+///   NvWgmmaM64K32   the same, falling back to NvMmaM16N8K32 (fp8)
 /// with warps split wpb=[wm, wn], order=[1, 0] (MFMA: [0, 1]). M, N, K must be powers of two,
 /// M a multiple of 16*wm, N of 8*wn (NVIDIA) or 16*wn (AMD), K of mmaK(k).
 /// `chained` (the dot feeds or is fed by another dot): all warps along M
