@@ -1,5 +1,7 @@
 #include "codegen/amdgpu/AMDGPULink.h"
 
+#include <signal.h>
+
 #include <mutex>
 
 #include <llvm/Support/raw_ostream.h>
@@ -13,6 +15,32 @@ LLD_HAS_DRIVER(elf)
 #endif
 
 namespace tessera::codegen {
+
+namespace {
+/// Keeps the calling thread's alternate signal stack across an in-process
+/// link. LLD's output file asks LLVM to remove it on a crash, and the first
+/// such request in the process installs LLVM's signal handlers together with
+/// an alternate signal stack of its own (malloc'd) on the calling thread.
+/// When that thread is a worker that later exits (the tuner's compile
+/// threads), the thread runtime (ASan's, notably) unmaps the stack it
+/// installed itself and finds LLVM's instead: ASan aborts. The handlers stay
+/// installed; only this thread's stack is put back.
+class AltStackGuard {
+ public:
+  AltStackGuard() { saved_ = sigaltstack(nullptr, &old_) == 0; }
+  ~AltStackGuard() {
+    stack_t now;
+    if (saved_ && sigaltstack(nullptr, &now) == 0 && now.ss_sp != old_.ss_sp && !(now.ss_flags & SS_ONSTACK))
+      sigaltstack(&old_, nullptr);
+  }
+  AltStackGuard(const AltStackGuard&) = delete;
+  AltStackGuard& operator=(const AltStackGuard&) = delete;
+
+ private:
+  stack_t old_{};
+  bool saved_ = false;
+};
+}  // namespace
 
 std::string linkHsaco(const std::string& object) {
   TempDir dir;
@@ -28,6 +56,7 @@ std::string linkHsaco(const std::string& object) {
       std::string log;
       llvm::raw_string_ostream os(log);
       const char* args[] = {"ld.lld", "-shared", "--no-undefined", in.c_str(), "-o", out.c_str()};
+      AltStackGuard keepAltStack;
       lld::Result r = lld::lldMain(args, os, os, {{lld::Gnu, &lld::elf::link}});
       usable = r.canRunAgain;
       if (r.retCode != 0) throw DeviceError("linking the AMDGPU code object with LLD failed:\n" + log);
