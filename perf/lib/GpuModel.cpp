@@ -89,7 +89,9 @@ ModelPrediction predictGpu(const codegen::Artifact& art, const ir::WorkEstimate&
 
   if (nvidia) {
     in.code.listing = Listing::PTX;
-    std::string text = art.dumps.assembly;
+    // The PTX the runtime loads (the binary has it even where the stage
+    // dumps were not kept, e.g. an artifact read back from the disk cache).
+    std::string text = art.binary.ptx.empty() ? art.dumps.assembly : art.binary.ptx;
     if (opts.preferSass) {
       try {
         text = codegen::sass(art);
