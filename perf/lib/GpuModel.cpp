@@ -257,11 +257,13 @@ std::vector<const Machine*> modelMachines() {
   return out;
 }
 
+std::string modelDeviceKey(const Machine& m) { return "model: " + m.id + " (" + m.target + ")"; }
+
 TuneOptions gpuModelTuneOptions(const Machine& m, const ModelOptions& opts) {
   if (m.target.empty()) throw UsageError("machine " + m.id + " has no Tessera target: the model cannot compile for it");
   TuneOptions o;
   o.predictTarget = Target::parse(m.target);
-  o.predictKey = m.id + " (" + m.target + ")";
+  o.predictKey = modelDeviceKey(m).substr(std::string("model: ").size());
   o.predict = [m, opts](const codegen::Artifact& art, const TuneCandidate& cand) {
     return predictGpu(art, launchWork(cand.kernel, cand.grid, cand.args).ir, m, opts).seconds;
   };

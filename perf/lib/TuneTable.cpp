@@ -12,6 +12,7 @@
 
 #include "Json.h"
 #include "tessera/codegen/DiskCache.h"
+#include "tessera/perf/GpuModel.h"
 #include "tessera/support/Error.h"
 
 namespace tessera::perf {
@@ -165,6 +166,19 @@ TuneConfig TuneTable::pick(const std::string& kernel, const std::vector<int64_t>
 TuneConfig TuneTable::pick(const std::string& kernel, const std::vector<int64_t>& shape, const std::string& dtype,
                            const std::string& device, const TuneConfig& fallback) const {
   const TuneTableEntry* e = find(kernel, shape, dtype, device);
+  return e ? e->config : fallback;
+}
+
+const TuneTableEntry* TuneTable::findFor(const std::string& kernel, const std::vector<int64_t>& shape,
+                                         const std::string& dtype, const Device& device) const {
+  if (const TuneTableEntry* e = find(kernel, shape, dtype, tuneDeviceKey(device))) return e;
+  const Machine* m = machineForDevice(rt::name(device.kind()), device.arch(), device.name(), gpuMachines());
+  return m ? find(kernel, shape, dtype, modelDeviceKey(*m)) : nullptr;
+}
+
+TuneConfig TuneTable::pickFor(const std::string& kernel, const std::vector<int64_t>& shape, const std::string& dtype,
+                              const Device& device, const TuneConfig& fallback) const {
+  const TuneTableEntry* e = findFor(kernel, shape, dtype, device);
   return e ? e->config : fallback;
 }
 

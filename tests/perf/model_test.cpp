@@ -14,7 +14,12 @@
 #include "registry.h"
 #include "tessera/codegen/DiskCache.h"
 #include "tessera/perf/GpuModel.h"
+#include "tessera/perf/TuneTable.h"
 #include "tessera/tessera.h"
+
+#ifdef TESSERA_FAKE_CUDA
+#include "gpu_test_support.h"
+#endif
 
 namespace ts = tessera;
 namespace ex = tessera::examples;
@@ -306,3 +311,28 @@ TEST_CASE("model: the tuner ranks GPU configs by the model and keeps them apart 
   CHECK(again.bestConfig()->str() == r.bestConfig()->str());
   ts::codegen::resetDiskCacheSettings();
 }
+
+#ifdef TESSERA_FAKE_CUDA
+TEST_CASE("model: a table tuned by the model serves a device of its machine, measurements first",
+          "[perf][model][tune][fake]") {
+  ts::rt::testing::EnvGuard env("TESSERA_CUDA_LIBRARY", TESSERA_FAKE_CUDA);
+  const ts::Device h100 = ts::Device::cuda(1), a100 = ts::Device::cuda(0);  // the fake driver's "Fake H100" (sm_90a)
+  const perf::Machine& m = machine("h100_sxm");
+  CHECK(perf::modelDeviceKey(m) == "model: h100_sxm (nvptx:sm_90a)");
+  CHECK(perf::gpuModelTuneOptions(m).predictKey == "h100_sxm (nvptx:sm_90a)");
+  perf::TuneTable t;
+  const perf::TuneConfig predicted = perf::TuneConfig::parse("BLOCK_M=128,BLOCK_N=256");
+  t.add({"gemm_f16", "4096x4096x4096x2", "f16", perf::modelDeviceKey(m), "tc", predicted, 1e-4, "4096x4096x4096x2"});
+  const perf::TuneConfig fallback = perf::TuneConfig::parse("BLOCK_M=64,BLOCK_N=64");
+  const std::vector<int64_t> shape{4000, 4000, 4000, 2};
+  // No measurement on the device: the model's entry for its machine.
+  CHECK(t.pickFor("gemm_f16", shape, "f16", h100, fallback) == predicted);
+  // Another machine (an A100): nothing of it in the table.
+  CHECK(t.findFor("gemm_f16", shape, "f16", a100) == nullptr);
+  CHECK(t.pickFor("gemm_f16", shape, "f16", a100, fallback) == fallback);
+  // A measurement on the device itself comes first.
+  const perf::TuneConfig measured = perf::TuneConfig::parse("BLOCK_M=128,BLOCK_N=128");
+  t.add({"gemm_f16", "4096x4096x4096x2", "f16", perf::tuneDeviceKey(h100), "tc", measured, 2e-4, "4096x4096x4096x2"});
+  CHECK(t.pickFor("gemm_f16", shape, "f16", h100, fallback) == measured);
+}
+#endif

@@ -116,8 +116,12 @@ std::string formatModelTable(const std::vector<ModelPrediction>& predictions);
 
 /// Tuning options that rank configs by the model on machine `m` instead of
 /// measuring them: survivors are compiled for m.target and stored under the
-/// device key "model: <id> (<target>)".
+/// device key modelDeviceKey(m).
 TuneOptions gpuModelTuneOptions(const Machine& m, const ModelOptions& opts = {});
+/// The device key of the model's results for `m`: "model: <id> (<target>)"
+/// (a deployed TuneTable falls back to it on a device of that machine:
+/// TuneTable::findFor).
+std::string modelDeviceKey(const Machine& m);
 
 /// The machines the model can predict for: the GPU rows whose target
 /// Tessera compiles for.

@@ -72,6 +72,15 @@ class TuneTable {
   /// find's config, or `fallback` when the table has no entry for it.
   TuneConfig pick(const std::string& kernel, const std::vector<int64_t>& shape, const std::string& dtype,
                   const std::string& device, const TuneConfig& fallback) const;
+  /// The entry for a launch on `device`: one measured on it
+  /// (tuneDeviceKey(device)), else one the GPU performance model ranked for
+  /// the machine the device is (machineForDevice; modelDeviceKey), so a
+  /// table tuned without the GPU serves it. nullptr when neither is there.
+  const TuneTableEntry* findFor(const std::string& kernel, const std::vector<int64_t>& shape, const std::string& dtype,
+                                const Device& device) const;
+  /// findFor's config, or `fallback` when there is none.
+  TuneConfig pickFor(const std::string& kernel, const std::vector<int64_t>& shape, const std::string& dtype,
+                     const Device& device, const TuneConfig& fallback) const;
 };
 
 }  // namespace tessera::perf
