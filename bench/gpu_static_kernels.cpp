@@ -208,6 +208,18 @@ CheckResult checkGemm(GemmBlocks B, int act, const Kernel& k, const Device& dev,
   return check.result();
 }
 
+// The gemm_fp8 example's inputs and check (per-tensor scales, bf16 out),
+// launched with kernel `k` of blocks B.
+CheckResult checkGemmFp8(GemmBlocks B, const Kernel& k, const Device& dev, const CompileOptions& o,
+                         const std::vector<int64_t>& s) {
+  examples::RunContext ctx;
+  ctx.device = dev;
+  ctx.shape = s;
+  examples::Launch l = examples::find("gemm_fp8")->prepare(ctx);
+  compile(k, dev, o).launchWith({cdiv(s[0], B.m), cdiv(s[1], B.n)}, l.args, {});
+  return l.check();
+}
+
 std::string warps(int w) { return " w" + std::to_string(w); }
 
 }  // namespace
@@ -300,6 +312,21 @@ std::vector<GpuBenchKernel> gpuBenchKernels() {
                  {{256, 256, 128}, {100, 77, 45}},
                  [=](const Device& d, const CompileOptions& o, const std::vector<int64_t>& s) {
                    return checkGemm(B, -1, k, d, o, s);
+                 }});
+  }
+  // fp8 (e4m3, per-tensor scales, bf16 out: the gemm_fp8 example's kernel)
+  // at the same tiles: wgmma m64nNk32 on sm_90a.
+  for (auto [bm, bn] : {std::pair{128, 128}, std::pair{128, 256}}) {
+    GemmBlocks B{bm, bn, 64, 3};
+    Kernel k = examples::gemmFP8(B);
+    r.push_back({"gemm_fp8",
+                 std::to_string(bm) + "x" + std::to_string(bn) + "x64 s3" + warps(8),
+                 k,
+                 8,
+                 "nvptx:sm_90a",
+                 {{256, 256, 128}, {100, 77, 45}},
+                 [=](const Device& d, const CompileOptions& o, const std::vector<int64_t>& s) {
+                   return checkGemmFp8(B, k, d, o, s);
                  }});
   }
   return r;

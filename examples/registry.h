@@ -153,6 +153,8 @@ Kernel gemmF16(GemmBlocks blocks, Activation act = Activation::GELU);
 Kernel moeGroupedGemm(GemmBlocks blocks, bool swiglu);
 /// C (f32) = act(A (bf16) @ B (bf16) + bias (f32)), f32 accumulation. c, a, b, bias, M, N, K
 Kernel gemmBF16(GemmBlocks blocks, Activation act = Activation::GELU);
+/// C (bf16) = (A (e4m3) @ B (e4m3)) * scales[0] * scales[1], f32 accumulation. c, a, b, scales, M, N, K
+Kernel gemmFP8(GemmBlocks blocks);
 /// C[z] = A[z] @ B[z] for z = program_id(2), f32.                  c, a, b, M, N, K
 Kernel gemmBatched(GemmBlocks blocks);
 /// C (f32) = A (f16) @ B (f16), K loop pipelined with STAGES stages (tutorial step 3). c, a, b, M, N, K

@@ -119,6 +119,24 @@ def gemm(c, a, b, bias, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.cons
 
 
 @triton.jit
+def gemm_fp8(c, a, b, scales, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, STAGES: tl.constexpr):
+    # examples/gemm_fp8.cpp: e4m3 A and B, f32 accumulation, per-tensor
+    # scales, bf16 out.
+    row = (tl.program_id(0) * BM + tl.arange(0, BM))[:, None]
+    col = (tl.program_id(1) * BN + tl.arange(0, BN))[None, :]
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k0 in tl.range(0, K, BK, num_stages=STAGES):
+        ka = (k0 + rk)[None, :]
+        kb = (k0 + rk)[:, None]
+        ta = tl.load(a + row * K + ka, (row < M) & (ka < K), other=0.0)
+        tb = tl.load(b + kb * N + col, (kb < K) & (col < N), other=0.0)
+        acc = tl.dot(ta, tb, acc)
+    s = tl.load(scales) * tl.load(scales + 1)
+    tl.store(c + row * N + col, (acc * s).to(c.dtype.element_ty), (row < M) & (col < N))
+
+
+@triton.jit
 def gemv(y, a, x, M, K, BM: tl.constexpr, BK: tl.constexpr):
     rows = tl.program_id(0) * BM + tl.arange(0, BM)
     r2 = rows[:, None]
@@ -237,6 +255,9 @@ def cases():
                 r.append(gemm_case("gemm_f16", cfg, "*fp16", "*fp16", tile, 32, w, 3, epi, epi))
     for bm, bn in ((128, 128), (128, 256)):
         r.append(gemm_case("gemm_f16", f"{bm}x{bn}x64 s3 w8", "*fp16", "*fp16", (bm, bn), 64, 8, 3, False, False))
+    for bm, bn in ((128, 128), (128, 256)):  # fp8 e4m3 (sm_89+; Hopper: wgmma)
+        sig = {"c": "*bf16", "a": "*fp8e4nv", "b": "*fp8e4nv", "scales": "*fp32", "M": "i32", "N": "i32", "K": "i32"}
+        r.append(("gemm_fp8", f"{bm}x{bn}x64 s3 w8", gemm_fp8, sig, {"BM": bm, "BN": bn, "BK": 64, "STAGES": 3}, 8, 3))
     return r
 
 
