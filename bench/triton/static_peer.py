@@ -91,6 +91,22 @@ def rmsnorm(y, x, weight, cols, eps, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def gemm_main_loop(a, b, row, col, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                   STAGES: tl.constexpr, PRECISION: tl.constexpr):
+    # The K loop of every GEMM here (examples/support.h's gemmMainLoop):
+    # masked A and B tiles, f32 accumulation, pipelined over STAGES.
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k0 in tl.range(0, K, BK, num_stages=STAGES):
+        ka = (k0 + rk)[None, :]
+        kb = (k0 + rk)[:, None]
+        ta = tl.load(a + row * K + ka, (row < M) & (ka < K), other=0.0)
+        tb = tl.load(b + kb * N + col, (kb < K) & (col < N), other=0.0)
+        acc = tl.dot(ta, tb, acc, input_precision=PRECISION)
+    return acc
+
+
+@triton.jit
 def gemm(c, a, b, bias, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, HAS_BIAS: tl.constexpr,
          GELU: tl.constexpr, STAGES: tl.constexpr, BATCHED: tl.constexpr):
     # gemm_f32 / gemm_f16 / gemm_bf16 / gemm_batched / gemm_f16_plain: the
@@ -102,15 +118,8 @@ def gemm(c, a, b, bias, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.cons
         c += z * M * N
     row = (tl.program_id(0) * BM + tl.arange(0, BM))[:, None]
     col = (tl.program_id(1) * BN + tl.arange(0, BN))[None, :]
-    rk = tl.arange(0, BK)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k0 in tl.range(0, K, BK, num_stages=STAGES):
-        ka = (k0 + rk)[None, :]
-        kb = (k0 + rk)[:, None]
-        ta = tl.load(a + row * K + ka, (row < M) & (ka < K), other=0.0)
-        tb = tl.load(b + kb * N + col, (kb < K) & (col < N), other=0.0)
-        acc = tl.dot(ta, tb, acc, input_precision="ieee")  # Tessera's f32 dot is exact f32 (no TF32)
-    y = acc
+    # Tessera's f32 dot is exact f32 (no TF32).
+    y = gemm_main_loop(a, b, row, col, M, N, K, BM, BN, BK, STAGES, "ieee")
     if HAS_BIAS:
         y = y + tl.load(bias + col, col < N)
     if GELU:
@@ -124,14 +133,7 @@ def gemm_fp8(c, a, b, scales, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: t
     # scales, bf16 out.
     row = (tl.program_id(0) * BM + tl.arange(0, BM))[:, None]
     col = (tl.program_id(1) * BN + tl.arange(0, BN))[None, :]
-    rk = tl.arange(0, BK)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k0 in tl.range(0, K, BK, num_stages=STAGES):
-        ka = (k0 + rk)[None, :]
-        kb = (k0 + rk)[:, None]
-        ta = tl.load(a + row * K + ka, (row < M) & (ka < K), other=0.0)
-        tb = tl.load(b + kb * N + col, (kb < K) & (col < N), other=0.0)
-        acc = tl.dot(ta, tb, acc)
+    acc = gemm_main_loop(a, b, row, col, M, N, K, BM, BN, BK, STAGES, None)
     s = tl.load(scales) * tl.load(scales + 1)
     tl.store(c + row * N + col, (acc * s).to(c.dtype.element_ty), (row < M) & (col < N))
 
