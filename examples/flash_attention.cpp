@@ -178,16 +178,21 @@ namespace {
 /// 64 x 64 blocks elsewhere: on NVIDIA and CDNA a 64-row block with 4 warps
 /// gives each warp 16 query rows (one mma/MFMA row of tiles) and keeps S, P
 /// and the accumulator in registers without spills for D up to 128
-/// (docs/gpu.md); the CPU runs the same tiles with its FMA dot.
-Example make(bool causal) {
+/// (docs/gpu.md); the CPU runs the same tiles with its FMA dot. The bf16
+/// variants are the f16 kernel's code on bf16 operands and output.
+Example make(bool causal, DType dtype) {
+  const bool bf16 = dtype == DType::BF16;
   Example e;
-  e.name = causal ? "flash_attention_causal" : "flash_attention";
-  e.summary = causal ? "flash-attention forward with a causal mask, f16 [heads, n, D], online softmax in f32"
-                     : "flash-attention forward, f16 [heads, n, D], online softmax in f32, two chained dots";
-  e.kernel = [causal] { return flashAttention(AttentionBlocks{}, 64, causal); };
-  e.gpuKernel = [causal](const Target& t) { return flashAttention(attentionDefaultBlocks(t), 64, causal); };
-  e.prepare = [causal](const RunContext& ctx) {
-    return prepareAttention(ctx, causal, attentionDefaultBlocks(ctx.device));
+  e.name = std::string(causal ? "flash_attention_causal" : "flash_attention") + (bf16 ? "_bf16" : "");
+  e.summary = std::string(causal ? "flash-attention forward with a causal mask" : "flash-attention forward") +
+              (bf16 ? " on bf16 [heads, n, D] (the f16 kernel's code on bf16 operands and output)"
+                    : ", f16 [heads, n, D], online softmax in f32" + std::string(causal ? "" : ", two chained dots"));
+  e.kernel = [causal, dtype] { return flashAttention(AttentionBlocks{}, 64, causal, dtype); };
+  e.gpuKernel = [causal, dtype](const Target& t) {
+    return flashAttention(attentionDefaultBlocks(t), 64, causal, dtype);
+  };
+  e.prepare = [causal, dtype](const RunContext& ctx) {
+    return prepareAttention(ctx, causal, attentionDefaultBlocks(ctx.device), dtype);
   };
   // One head of one row; ragged n with two heads; an aligned n with D = 128.
   e.testShapes = {{1, 1, 64}, {2, 77, 64}, {1, 128, 128}};
@@ -196,33 +201,10 @@ Example make(bool causal) {
 
 }  // namespace
 
-Example flashAttentionExample() { return make(false); }
-Example flashAttentionCausalExample() { return make(true); }
-
-namespace {
-
-/// The bf16 variants: the f16 kernel's code on bf16 operands and output.
-Example makeBF16(bool causal) {
-  Example e;
-  e.name = causal ? "flash_attention_causal_bf16" : "flash_attention_bf16";
-  e.summary = causal
-                  ? "flash-attention forward with a causal mask on bf16 [heads, n, D]"
-                  : "flash-attention forward on bf16 [heads, n, D] (the f16 kernel's code on bf16 operands and output)";
-  e.kernel = [causal] { return flashAttention(AttentionBlocks{}, 64, causal, DType::BF16); };
-  e.gpuKernel = [causal](const Target& t) {
-    return flashAttention(attentionDefaultBlocks(t), 64, causal, DType::BF16);
-  };
-  e.prepare = [causal](const RunContext& ctx) {
-    return prepareAttention(ctx, causal, attentionDefaultBlocks(ctx.device), DType::BF16);
-  };
-  e.testShapes = {{1, 1, 64}, {2, 77, 64}, {1, 128, 128}};
-  return e;
-}
-
-}  // namespace
-
-Example flashAttentionBF16Example() { return makeBF16(false); }
-Example flashAttentionCausalBF16Example() { return makeBF16(true); }
+Example flashAttentionExample() { return make(false, DType::F16); }
+Example flashAttentionCausalExample() { return make(true, DType::F16); }
+Example flashAttentionBF16Example() { return make(false, DType::BF16); }
+Example flashAttentionCausalBF16Example() { return make(true, DType::BF16); }
 
 }  // namespace tessera::examples
 
