@@ -105,6 +105,7 @@ std::shared_ptr<Artifact> compileGpuTarget(const ir::Function& f, const Target& 
   g.codeObjectVersion = opts.codeObjectVersion;
   g.eagerAssembly = opts.dumpAssembly;
   g.precision = opts.precision;
+  g.tensorCopies = opts.tensorCopies;
   if (target.kind == Target::Kind::NVPTX || target.kind == Target::Kind::AMDGPU)
     return compileGpu(f, target, opts, std::move(dumps), g);
   const bool amd = target.kind == Target::Kind::EmuAMDGPU;

@@ -114,6 +114,20 @@ std::string signatureBody(const KernelSignature& sig) {
     r += std::string("    s.args.push_back({tessera::ArgSpec::Kind::") +
          (a.kind == ArgSpec::Kind::Pointer ? "Pointer" : "Scalar") + ", tessera::DType::" + dtypeEnum(a.dtype) + ", " +
          quoted(a.name) + "});\n";
+  // Tensor maps the launch encodes (hidden parameters; docs/runtime.md).
+  auto ext = [](const TensorMapSpec::Extent& e) {
+    return "{" + std::to_string(e.arg) + ", " + std::to_string(e.scale) + ", " + std::to_string(e.value) + "}";
+  };
+  for (const TensorMapSpec& t : sig.tensorMaps) {
+    r += "    {\n      tessera::TensorMapSpec t;\n      t.source = " + std::to_string(t.source) +
+         ";\n      t.dtype = tessera::DType::" + dtypeEnum(t.dtype) + ";\n      t.rank = " + std::to_string(t.rank) +
+         ";\n";
+    for (unsigned d = 0; d < 3; ++d)
+      r += "      t.dims[" + std::to_string(d) + "] = " + ext(t.dims[d]) + ";\n      t.strides[" + std::to_string(d) +
+           "] = " + ext(t.strides[d]) + ";\n      t.box[" + std::to_string(d) + "] = " + std::to_string(t.box[d]) +
+           ";\n";
+    r += "      t.swizzleBytes = " + std::to_string(t.swizzleBytes) + ";\n      s.tensorMaps.push_back(t);\n    }\n";
+  }
   return r + "    return s;\n";
 }
 

@@ -55,6 +55,20 @@ std::string encode(const Artifact& a) {
     w.u8(static_cast<uint8_t>(s.dtype));
     w.str(s.name);
   }
+  w.u32(static_cast<uint32_t>(b.signature.tensorMaps.size()));
+  for (const TensorMapSpec& t : b.signature.tensorMaps) {
+    w.u32(static_cast<uint32_t>(t.source));
+    w.u8(static_cast<uint8_t>(t.dtype));
+    w.u32(t.rank);
+    for (unsigned d = 0; d < 3; ++d)
+      for (const TensorMapSpec::Extent& e : {t.dims[d], t.strides[d]}) {
+        w.u32(static_cast<uint32_t>(e.arg));
+        w.u64(static_cast<uint64_t>(e.scale));
+        w.u64(static_cast<uint64_t>(e.value));
+      }
+    for (unsigned d = 0; d < 3; ++d) w.u32(t.box[d]);
+    w.u32(t.swizzleBytes);
+  }
   w.str(b.symbol);
   w.u8(b.boundsChecked);
   w.str(b.ptx);
@@ -87,6 +101,28 @@ std::shared_ptr<Artifact> decode(const std::string& payload, std::string& proble
     s.dtype = static_cast<DType>(dtype);
     s.name = r.str();
     b.signature.args.push_back(std::move(s));
+  }
+  uint32_t maps = r.u32();
+  for (uint32_t i = 0; i < maps && r.ok(); ++i) {
+    TensorMapSpec t;
+    t.source = static_cast<int>(r.u32());
+    uint8_t dtype = r.u8();
+    t.rank = r.u32();
+    for (unsigned d = 0; d < 3; ++d)
+      for (TensorMapSpec::Extent* e : {&t.dims[d], &t.strides[d]}) {
+        e->arg = static_cast<int>(r.u32());
+        e->scale = static_cast<int64_t>(r.u64());
+        e->value = static_cast<int64_t>(r.u64());
+      }
+    for (unsigned d = 0; d < 3; ++d) t.box[d] = r.u32();
+    t.swizzleBytes = r.u32();
+    if (dtype >= std::size(kAllDTypes) || t.source < 0 || static_cast<uint32_t>(t.source) >= n || t.rank < 2 ||
+        t.rank > 3) {
+      problem = "a tensor map of unknown dtype, argument or rank";
+      return nullptr;
+    }
+    t.dtype = static_cast<DType>(dtype);
+    b.signature.tensorMaps.push_back(t);
   }
   b.symbol = r.str();
   b.boundsChecked = r.u8() != 0;
@@ -131,7 +167,7 @@ std::shared_ptr<Artifact> decode(const std::string& payload, std::string& proble
 std::string optionsKey(const CompileOptions& o) {
   return "opt-level=" + std::to_string(o.optLevel) + ";check-bounds=" + std::to_string(o.checkBounds) +
          ";num-warps=" + std::to_string(o.numWarps) + ";code-object-version=" + std::to_string(o.codeObjectVersion) +
-         ";precision=" + name(o.precision);
+         ";precision=" + name(o.precision) + (o.tensorCopies ? "" : ";tensor-copies=0");
 }
 
 bool diskCacheable(const Target& t) {

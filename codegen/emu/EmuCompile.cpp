@@ -130,6 +130,7 @@ EmuKernel compileForEmulator(std::unique_ptr<llvm::Module> mod, std::unique_ptr<
 
   emu::rewritePredicatedAccesses(em);
   emu::rewriteWarpgroupMma(em);
+  emu::rewriteTma(em);
   emu::instrumentMemory(em);
   emu::rewriteIntrinsics(em);
   emu::rewriteLibcalls(em);

@@ -6,6 +6,8 @@
 //                        -> a branch around a plain access; cp.async with
 //                        ignore-src (inline assembly) -> the cp.async hook
 //   rewriteWarpgroupMma  NVPTX wgmma.mma_async (inline assembly) -> a hook
+//   rewriteTma           NVPTX mbarrier and cp.async.bulk.tensor (inline
+//                        assembly) -> hooks
 //   instrumentMemory     every addrspace(1)/(3) access -> through
 //                        tessera_emu_{global,shared}_access (with an opId)
 //   rewriteIntrinsics    llvm.nvvm.* / llvm.amdgcn.* -> hooks or host IR
@@ -99,6 +101,10 @@ void rewritePredicatedAccesses(EmuModule& em);
 /// NVPTX's wgmma.mma_async (codegen/nvptx/NVPTXWgmma.h) -> the machine's
 /// wgmma hook; its fence and wait pass their registers through.
 void rewriteWarpgroupMma(EmuModule& em);
+/// NVPTX's mbarrier and TMA texts (codegen/nvptx/NVPTXTma.h) -> the
+/// machine's hooks; fence.mbarrier_init -> nothing (the machine has no
+/// clusters, and its block barrier orders the init).
+void rewriteTma(EmuModule& em);
 void instrumentMemory(EmuModule& em);
 void rewriteIntrinsics(EmuModule& em);
 void rewriteLibcalls(EmuModule& em);

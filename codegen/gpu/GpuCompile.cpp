@@ -246,6 +246,12 @@ std::shared_ptr<Artifact> compileGpu(const ir::Function& fn, const Target& t, co
   llvm::Module& m = *low.module;
   ti->prepareModule(m, *tm);
   art->binary.threadsPerBlock = low.threadsPerBlock;
+  art->binary.signature.tensorMaps = low.tensorMaps;
+  if (!low.tensorMaps.empty()) {
+    std::string maps;
+    for (const TensorMapSpec& s : low.tensorMaps) maps += s.str(art->binary.signature.args) + "\n";
+    art->dumps.extra["tensor-maps"] = maps;
+  }
   art->binary.sharedBytes = static_cast<unsigned>(low.sharedBytes);
   art->dumps.extra["shared-memory"] = std::to_string(low.sharedBytes) + " bytes per block, " +
                                       std::to_string(low.threadsPerBlock) + " threads per block\n" + low.sharedPlan;

@@ -33,6 +33,10 @@ struct GpuOptions {
   /// a branch around each access, as on targets without them (kept for
   /// tests that compare the two).
   bool predicatedAccesses = true;
+  /// Async copies of tiled global boxes as tensor copies (TMA) completing
+  /// on transaction barriers where the target has them (sm_90a:
+  /// GpuTargetInfo::hasTensorCopies). Off: cp.async, as on sm_80.
+  bool tensorCopies = true;
 };
 
 /// Compiles for an NVPTX / AMDGPU (or emu:) target. `dumpsSoFar` holds the

@@ -70,9 +70,17 @@ void Lower::run(uint64_t smemBytes) {
     // i1 travels as a byte (as in CUDA's kernelParams).
     params.push_back(t.isScalar() && t.dtype() == DType::I1 ? b_.getInt8Ty() : elemTy(t));
   }
+  planDirectDots();
+  planDotOperands();
+  operandsPlanned_ = true;
+  planElision();
+  planTma();
+  // Tensor maps: hidden parameters after the user's (by value).
+  for (size_t i = 0; i < tensorMaps_.size(); ++i) params.push_back(b_.getPtrTy());
   unsigned threads = static_cast<unsigned>(o_.numWarps) * t_.warpSize();
   auto* fty = llvm::FunctionType::get(b_.getVoidTy(), params, false);
   llvm::Function* fn = t_.createKernel(m_, f_.name(), fty, threads);
+  declareTensorMaps(fn, f_.numArgs());
   smem_ = t_.declareShared(m_, smemBytes);
   startProvenance(fn);
   auto* entry = llvm::BasicBlock::Create(ctx_, "entry", fn);
@@ -83,14 +91,12 @@ void Lower::run(uint64_t smemBytes) {
     if (a->getType()->isIntegerTy(8) && f_.arg(i)->type().dtype() == DType::I1) a = b_.CreateICmpNE(a, b_.getInt8(0));
     scalars_[f_.arg(i)] = a;
   }
-  planDirectDots();
-  planDotOperands();
-  operandsPlanned_ = true;
-  planElision();
   tid_ = t_.threadId(b_, 0);
   unsigned ws = t_.warpSize();
   lane_ = b_.CreateURem(tid_, i32(ws), "lane");
   warp_ = b_.CreateUDiv(tid_, i32(ws), "warp");
+  initTma();
+  initTmaBarriers();
   emitBlock(f_.body());
   TS_ASSERT(b_.GetInsertBlock() == nullptr, "kernel body does not end in return");
   finishProvenance();
@@ -150,6 +156,7 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
   // where the target's registers are scarce (Lower::planDotOperands); when
   // that does not fit the shared memory, their fragments go to registers.
   bool invariantsInRegisters = false;
+  uint64_t tmaBarrierBytes = 0;
   auto measure = [&] {
     req.clear();
     loopReq.clear();
@@ -160,6 +167,7 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
     low.run(0);
     storageBytes = low.bufferStorageBytes();
     aligns = low.areaAlignments();
+    tmaBarrierBytes = low.tmaBarrierBytes();
   };
   measure();
   auto wholeLoopAreas = [&] {
@@ -173,17 +181,25 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
   }
   ir::SharedPlan plan(f, req, storageBytes, loopReq, aligns);
   GpuLoweringResult res;
-  res.sharedBytes = plan.totalBytes();
+  // Transaction barriers (tensor copies) after the plan's areas, for the
+  // whole kernel.
+  const uint64_t barrierOffset = (plan.totalBytes() + 15) & ~uint64_t{15};
+  res.sharedBytes = tmaBarrierBytes ? barrierOffset + tmaBarrierBytes : plan.totalBytes();
   res.sharedPlan = plan.describe();
+  if (tmaBarrierBytes)
+    res.sharedPlan += "transaction barriers (tensor copies): " + std::to_string(tmaBarrierBytes) + " bytes at " +
+                      std::to_string(barrierOffset) + "\n";
   res.threadsPerBlock = threads;
-  if (plan.totalBytes() > t.maxSharedBytes()) throw sharedMemoryError(f, plan, t);
+  if (res.sharedBytes > t.maxSharedBytes()) throw sharedMemoryError(f, plan, t);
   auto m = std::make_unique<llvm::Module>(f.name(), ctx);
   m->setDataLayout(dl);
   m->setTargetTriple(llvm::Triple(t.triple()));
   Lower low(f, t, la, axis, o, ctx, *m, req, loopReq, &plan, invariantsInRegisters);
-  low.run(plan.totalBytes());
+  low.setTmaBarrierOffset(barrierOffset);
+  low.run(res.sharedBytes);
   res.module = std::move(m);
   res.record = low.record();
+  res.tensorMaps = low.tensorMaps();
   return res;
 }
 

@@ -17,6 +17,7 @@
 #include "codegen/gpu/GpuTargetInfo.h"
 #include "tessera/ir/analysis/Layout.h"
 #include "tessera/ir/analysis/LayoutStats.h"
+#include "tessera/support/Binary.h"
 
 namespace tessera::codegen {
 
@@ -26,6 +27,8 @@ struct GpuLoweringResult {
   std::string sharedPlan;  // SharedPlan::describe()
   unsigned threadsPerBlock = 0;
   ir::LoweringRecord record;  // accesses and layout conversions emitted (layout-stats)
+  /// Hidden tensor-map parameters after the user's (tensor copies).
+  std::vector<TensorMapSpec> tensorMaps;
 };
 
 /// Lowers `f` (after the tile passes) for target `t`. `la` must describe `f`.

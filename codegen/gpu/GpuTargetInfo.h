@@ -218,6 +218,40 @@ class GpuTargetInfo {
   /// flight (the older ones have written shared memory).
   virtual void asyncWait(llvm::IRBuilderBase& b, unsigned pending) {}
 
+  // ---- tensor copies and transaction barriers (LowerTma.cpp) ---------------
+  /// Whether async copies of a tiled global box may be one tensor copy by
+  /// one thread (NVIDIA TMA, sm_90a) completing on a transaction barrier.
+  virtual bool hasTensorCopies() const { return false; }
+  /// Marks parameter `argNo` of kernel `fn` as a tensor map: 128 bytes
+  /// passed by value, read in place (its address is what a copy names).
+  virtual void declareTensorMapParam(llvm::Function& fn, unsigned argNo) {
+    TS_UNREACHABLE("tensor maps on a target without tensor copies");
+  }
+  /// `bar`: an 8-byte transaction barrier in shared memory. Init: `count`
+  /// arrivals per phase (one thread), then initFence and a block barrier.
+  virtual void mbarrierInit(llvm::IRBuilderBase& b, llvm::Value* bar, unsigned count) {
+    TS_UNREACHABLE("mbarrier on a target without tensor copies");
+  }
+  virtual void mbarrierInitFence(llvm::IRBuilderBase& b) {}
+  /// `bytes` (i32) more transaction bytes in the barrier's current phase.
+  virtual void mbarrierExpectTx(llvm::IRBuilderBase& b, llvm::Value* bar, llvm::Value* bytes) {
+    TS_UNREACHABLE("mbarrier on a target without tensor copies");
+  }
+  /// The box of tensor map `map` at `coords` (i32, innermost first) into
+  /// shared `dst`, completing its bytes on `bar`.
+  virtual void tensorLoad(llvm::IRBuilderBase& b, llvm::Value* dst, llvm::Value* map, llvm::Value* const* coords,
+                          unsigned rank, llvm::Value* bar) {
+    TS_UNREACHABLE("tensor copies on a target without them");
+  }
+  virtual void mbarrierArrive(llvm::IRBuilderBase& b, llvm::Value* bar) {
+    TS_UNREACHABLE("mbarrier on a target without tensor copies");
+  }
+  /// Returns once the phase of parity `parity` (i32) of `bar` has
+  /// completed; the builder continues in a new block.
+  virtual void mbarrierWait(llvm::IRBuilderBase& b, llvm::Value* bar, llvm::Value* parity) {
+    TS_UNREACHABLE("mbarrier on a target without tensor copies");
+  }
+
   // ---- backend ---------------------------------------------------------------
   virtual std::unique_ptr<llvm::TargetMachine> createTargetMachine(int optLevel) = 0;
   /// Module-level settings the backend needs (module flags, ...) and the

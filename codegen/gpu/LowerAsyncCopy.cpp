@@ -54,6 +54,7 @@ void Lower::emitCopy(const ir::Op& op) {
   const ir::Value* src = op.operand(1);
   const ir::Value* maskV = op.numOperands() > 2 ? op.operand(2) : nullptr;
   TS_ASSERT(src->type().shape() == op.operand(0)->type().shape(), "copy: pointer tile and buffer shapes differ");
+  if (auto it = tma_.find(&op); it != tma_.end()) return emitTmaCopy(op, it->second);
   bool async = op.hasAttr("async") && op.intAttr("async") != 0;
   AsyncCopyImpl impl = async ? t_.asyncCopyImpl() : AsyncCopyImpl::Synchronous;
   ir::Layout l = la_.get(src);

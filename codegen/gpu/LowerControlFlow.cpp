@@ -184,7 +184,8 @@ void Lower::emitOp(const ir::Op& op) {
     // Groups: see emitCopy. With the synchronous lowering every copy has
     // completed where it was issued, so there is nothing to wait for.
     case OpCode::AsyncCommit:
-      if (t_.asyncCopyImpl() == AsyncCopyImpl::Hardware) t_.asyncCommit(b_);
+      if (t_.asyncCopyImpl() == AsyncCopyImpl::Hardware && !onlyTensorCopies_) t_.asyncCommit(b_);
+      tmaCommit();
       ++committed_;
       return;
     case OpCode::AsyncWait: {
@@ -193,7 +194,8 @@ void Lower::emitOp(const ir::Op& op) {
       TS_ASSERT(pending >= 0, "async_wait with a negative count");
       switch (t_.asyncCopyImpl()) {
         case AsyncCopyImpl::Hardware:
-          t_.asyncWait(b_, static_cast<unsigned>(pending));
+          if (!onlyTensorCopies_) t_.asyncWait(b_, static_cast<unsigned>(pending));
+          tmaWait(op);
           // The retired copies wrote shared memory after any earlier access
           // of the lowering: order the next shared access behind a barrier.
           smemDirty_ = true;

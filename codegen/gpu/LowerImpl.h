@@ -24,6 +24,7 @@
 #include "codegen/gpu/IdentityFolder.h"
 #include "codegen/llvm/Elementwise.h"
 #include "tessera/ir/analysis/AxisInfo.h"
+#include "tessera/ir/analysis/TiledAccess.h"
 #include "tessera/support/Error.h"
 
 namespace tessera::codegen::gpu_lower {
@@ -76,6 +77,12 @@ class Lower {
   std::unordered_map<const void*, uint64_t> areaAlignments() const;
   /// The global accesses and layout conversions emitted (ir/analysis/LayoutStats.h).
   const ir::LoweringRecord& record() const { return record_; }
+  /// Tensor copies (LowerTma.cpp), known after run(): the kernel's tensor
+  /// maps, and the bytes of its transaction barriers, which the caller
+  /// places after the plan's areas (setTmaBarrierOffset before run()).
+  const std::vector<TensorMapSpec>& tensorMaps() const { return tensorMaps_; }
+  uint64_t tmaBarrierBytes() const { return 8 * uint64_t{tmaBarriers_}; }
+  void setTmaBarrierOffset(uint64_t off) { tmaBarrierOffset_ = off; }
 
  private:
   // ---- types -------------------------------------------------------------
@@ -442,6 +449,38 @@ class Lower {
   };
   std::vector<StagedCopy> staged_;
   int64_t committed_ = 0;
+  // ---- tensor copies (LowerTma.cpp) -----------------------------------------
+  struct TmaBox {
+    unsigned map;      // index into tensorMaps_
+    int64_t dstElem;   // where the box starts in the slot's storage
+    int64_t row, col;  // its first element in the copy's tile
+  };
+  struct TmaCopy {
+    ir::TiledAccess access;
+    std::vector<TmaBox> boxes;
+    uint64_t bytes = 0;    // of all boxes: the transaction count
+    uint64_t align = 128;  // of the destination buffer
+  };
+  std::map<const ir::Op*, TmaCopy> tma_;
+  std::vector<TensorMapSpec> tensorMaps_;
+  std::vector<llvm::Value*> tensorMapArgs_;
+  unsigned tmaBarriers_ = 0;
+  // Every async copy is a tensor copy: no cp.async groups to commit or wait.
+  bool onlyTensorCopies_ = false;
+  uint64_t tmaBarrierOffset_ = 0;
+  llvm::Value* tmaCommitted_ = nullptr;  // per-thread counters (allocas)
+  llvm::Value* tmaWaited_ = nullptr;
+  std::optional<TmaCopy> planTmaCopy(const ir::Op& copy);
+  void planTma();
+  void declareTensorMaps(llvm::Function* fn, unsigned firstParam);
+  llvm::Value* tmaBarrier(llvm::Value* group);
+  void initTma();
+  void initTmaBarriers();
+  void emitTmaCopy(const ir::Op& op, const TmaCopy& c);
+  void tmaCommit();
+  void tmaWait(const ir::Op& wait);
+  std::optional<int64_t> simulateGroups(const ir::Block& b, std::optional<int64_t> outstanding);
+  std::unordered_map<const ir::Op*, int64_t> tmaRetire_;  // async_wait -> groups it retires (-1: unknown)
   ir::LoweringRecord record_;
 };
 

@@ -20,6 +20,7 @@
 #include "codegen/llvm/GpuToolchain.h"
 #include "codegen/llvm/LLVMSupport.h"
 #include "codegen/nvptx/NVPTXPredicated.h"
+#include "codegen/nvptx/NVPTXTma.h"
 #include "tessera/support/Targets.h"
 
 extern "C" {
@@ -352,6 +353,31 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
   }
   void asyncWait(llvm::IRBuilderBase& b, unsigned pending) override {
     b.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {}, {b.getInt32(pending)});
+  }
+  // TMA and mbarriers (NVPTXTma.h): Hopper's, sm_90a only here.
+  bool hasTensorCopies() const override { return o_.tensorCopies && hasWgmma(row_.arch); }
+  void declareTensorMapParam(llvm::Function& fn, unsigned argNo) override {
+    // A CUtensorMap: 128 bytes, 64-aligned, by value; a grid constant, so
+    // its address (cvta.param) can be handed to cp.async.bulk.tensor.
+    llvm::LLVMContext& c = fn.getContext();
+    fn.addParamAttr(argNo, llvm::Attribute::getWithByValType(c, llvm::ArrayType::get(llvm::Type::getInt8Ty(c), 128)));
+    fn.addParamAttr(argNo, llvm::Attribute::getWithAlignment(c, llvm::Align(64)));
+    fn.addParamAttr(argNo, llvm::Attribute::get(c, "nvvm.grid_constant"));
+  }
+  void mbarrierInit(llvm::IRBuilderBase& b, llvm::Value* bar, unsigned count) override {
+    nvptx::emitMbarrierInit(b, bar, count);
+  }
+  void mbarrierInitFence(llvm::IRBuilderBase& b) override { nvptx::emitMbarrierInitFence(b); }
+  void mbarrierExpectTx(llvm::IRBuilderBase& b, llvm::Value* bar, llvm::Value* bytes) override {
+    nvptx::emitMbarrierExpectTx(b, bar, bytes);
+  }
+  void tensorLoad(llvm::IRBuilderBase& b, llvm::Value* dst, llvm::Value* map, llvm::Value* const* coords, unsigned rank,
+                  llvm::Value* bar) override {
+    nvptx::emitTmaLoad(b, dst, map, coords, rank, bar);
+  }
+  void mbarrierArrive(llvm::IRBuilderBase& b, llvm::Value* bar) override { nvptx::emitMbarrierArrive(b, bar); }
+  void mbarrierWait(llvm::IRBuilderBase& b, llvm::Value* bar, llvm::Value* parity) override {
+    nvptx::emitMbarrierWait(b, bar, parity);
   }
 
   std::unique_ptr<llvm::TargetMachine> createTargetMachine(int optLevel) override {

@@ -100,9 +100,15 @@ struct CompiledKernel::State {
 namespace {
 
 // TESSERA_PRECISION=approx|accurate sets every compile's precision (the
-// command line's --precision for `tessera run` works through it).
+// command line's --precision for `tessera run` works through it);
+// TESSERA_TENSOR_COPIES=0 turns sm_90a's TMA copies off (cp.async instead).
 CompileOptions withEnvironment(CompileOptions o) {
   if (const char* p = std::getenv("TESSERA_PRECISION"); p && *p) o.precision = codegen::parsePrecision(p);
+  if (const char* t = std::getenv("TESSERA_TENSOR_COPIES"); t && *t) {
+    if (std::string(t) != "0" && std::string(t) != "1")
+      throw UsageError(std::string("TESSERA_TENSOR_COPIES='") + t + "' (expected 0 or 1)");
+    o.tensorCopies = std::string(t) == "1";
+  }
   return o;
 }
 

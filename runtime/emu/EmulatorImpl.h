@@ -1,6 +1,6 @@
 // Private to runtime/emu: the SIMT machine's internal types (fibers, warps,
 // the shared-memory shadow, one launch) and the Worker that runs blocks,
-// shared by Machine, Barriers, Collectives, Memory, AsyncCopy and Reports.cpp.
+// shared by Machine, Barriers, Collectives, Memory, AsyncCopy, Tma and Reports.cpp.
 #pragma once
 
 #include <algorithm>
@@ -21,7 +21,7 @@
 
 namespace tessera::emu::detail {
 
-enum class FState : uint8_t { Ready, Running, AtBarrier, InCollective, Exited, Abandoned };
+enum class FState : uint8_t { Ready, Running, AtBarrier, InCollective, AtMbarrier, Exited, Abandoned };
 
 enum class Coll : uint8_t {
   Shfl,
@@ -60,6 +60,30 @@ struct AsyncCopy {
   uint64_t group;
 };
 
+// One TMA tile load (tessera_emu_tma_load) not yet performed: the box as
+// it will lie in shared memory (already swizzled; a swizzle only permutes
+// 16-byte chunks within the box's footprint, so that is [dstOff, dstOff +
+// data.size())), read from global memory at the issue; its op and thread.
+struct TmaCopy {
+  uint64_t dstOff;
+  std::vector<unsigned char> data;
+  int32_t op;
+  uint32_t thread;
+};
+
+// One mbarrier of the block, keyed by its shared offset (Worker::mbarriers).
+// A phase completes once `pending` arrivals have come and `tx` (bytes
+// announced by expect_tx, minus those the copies delivered) is back to 0.
+struct Mbarrier {
+  uint64_t off = 0;
+  int32_t expected = 0, pending = 0;
+  int64_t tx = 0;  // signed: more bytes delivered than announced is misuse
+  uint64_t phase = 0;
+  int32_t initOp = -1;
+  std::vector<TmaCopy> copies;    // issued on the current phase, not yet performed
+  std::vector<uint32_t> waiters;  // fibers parked in try_wait on the current phase
+};
+
 struct Fiber {
   Context ctx;
   Worker* w = nullptr;
@@ -71,6 +95,9 @@ struct Fiber {
   std::vector<AsyncCopy> asyncCopies;  // issued, not yet performed, in issue order
   uint64_t commits = 0;                // cp.async groups committed so far
   uint64_t wgmmaCommits = 0;           // wgmma groups committed so far
+  uint32_t tmaCopies = 0;              // TMA loads issued, not yet performed
+  uint64_t mbarOff = 0;                // AtMbarrier: the barrier's shared offset
+  int32_t mbarParity = 0;              // AtMbarrier: the parity waited for
 };
 
 struct Deposit {
@@ -185,6 +212,8 @@ struct Worker {
   size_t sharedBytes = 0;
   std::vector<Shadow> shadow;
   std::vector<unsigned char> scratch;
+  std::map<uint64_t, Mbarrier> mbarriers;  // this block's, by shared offset
+  std::vector<Shadow> savedShadow;         // Tma.cpp: race check without recording
 
   std::vector<uint32_t> occ;  // [op * nThreads + thread]: dynamic instance counters
   size_t occOps = 0;
@@ -258,6 +287,21 @@ struct Worker {
   void markInFlight(const AsyncCopy& c, int delta);
   void cpAsync(Fiber* f, void* dst, const void* src, int32_t bytes, int32_t srcBytes, int32_t op);
   void cpAsyncWait(Fiber* f, int32_t pending);
+
+  // ---- mbarrier and TMA (Tma.cpp) -------------------------------------------
+  Mbarrier& mbarrier(Fiber* f, void* bar, const char* inst, int32_t op, bool init = false);
+  void mbarrierInit(Fiber* f, void* bar, int32_t count, int32_t op);
+  void mbarrierExpectTx(Fiber* f, void* bar, int32_t bytes, int32_t op);
+  void mbarrierArrive(Fiber* f, void* bar, int32_t op);
+  int32_t mbarrierTryWait(Fiber* f, void* bar, int32_t parity, int32_t op);
+  void tmaLoad(Fiber* f, void* dst, const void* map, int32_t rank, const int32_t c[3], void* bar, int32_t op);
+  void completePhase(Fiber* f, Mbarrier& b);
+  /// Block start: drops the previous block's barriers and their copies.
+  void resetMbarriers();
+  /// A thread exits: its TMA loads not yet performed are misuse.
+  void tmaOnExit(Fiber* f);
+  /// Deadlock report: what each barrier with parked threads still lacks.
+  std::string mbarrierWaits() const;
 };
 
 /// Counts every issue; keeps a message only for the first of each distinct

@@ -94,11 +94,13 @@ void Worker::runBlock(uint64_t b) {
     f.asyncCopies.clear();
     f.commits = 0;
     f.wgmmaCommits = 0;
+    f.tmaCopies = 0;
     // Stack colouring: stacks are page-aligned, so without an offset every
     // fiber's hot top frames would fall into the same cache sets.
     detail::makeContext(f.ctx, stacks[i].low, stacks[i].bytes - (i % 64) * 64, &fiberMain);
     push(i);
   }
+  resetMbarriers();
   exited = arrived = 0;
   barrierWaiters.clear();
   aborted = false;
@@ -135,6 +137,7 @@ void Worker::onExit(Fiber* f) {
     // GPU may write them at any time): the marks stay until the next
     // block start clears them with the list.
   }
+  if (f->tmaCopies) tmaOnExit(f);
   f->state = FState::Exited;
   ++exited;
   Warp& wp = warps[f->warp];

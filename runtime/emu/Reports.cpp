@@ -88,11 +88,12 @@ std::string Worker::hex(uint64_t v) {
 }
 
 void Worker::reportDeadlock() {
-  uint32_t atBarrier = 0, inColl = 0, first = L->nThreads;
+  uint32_t atBarrier = 0, inColl = 0, atMbar = 0, first = L->nThreads;
   std::ostringstream detail;
   for (const Fiber& f : fibers) {
     if (f.state == FState::AtBarrier) ++atBarrier;
     if (f.state == FState::InCollective) ++inColl;
+    if (f.state == FState::AtMbarrier) ++atMbar;
     if (f.state != FState::Exited && first == L->nThreads) first = f.linear;
   }
   for (uint32_t wi = 0; wi < L->nWarps; ++wi) {
@@ -105,9 +106,11 @@ void Worker::reportDeadlock() {
            << collName(wp.dep[l].kind)
            << (isWaveWide(wp.dep[l].kind) ? std::string(" (whole wave)") : std::string(" with mask ") + mask);
   }
+  detail << mbarrierWaits();
   report(IssueKind::Deadlock, first, -1, -1, -1, [&] {
     return where(first) + ": no thread can proceed: " + std::to_string(atBarrier) + " threads wait at a barrier, " +
-           std::to_string(inColl) + " in warp collectives, " + std::to_string(exited) + " exited" + detail.str();
+           std::to_string(inColl) + " in warp collectives, " + std::to_string(atMbar) + " on mbarriers, " +
+           std::to_string(exited) + " exited" + detail.str();
   });
 }
 

@@ -196,6 +196,60 @@ class CudaDevice final : public DeviceImpl {
     return k;
   }
 
+  void encodeTensorMap(const Kernel::State& kernel, const TensorMapRequest& m, void* out128) override {
+    const std::string k = kernel.signature.kernelName.empty() ? "kernel" : kernel.signature.kernelName;
+    if (major_ < 9)
+      throw LaunchError(k + ": tensor maps need an NVIDIA device of compute capability 9.0 or newer (sm_90a); " +
+                        ctx_->label + " is " + arch() +
+                        "; run the kernel on a Hopper GPU or on "
+                        "Device::emulator(\"nvptx:sm_90a\")");
+    if (!drv().TensorMapEncodeTiled)
+      throw LaunchError(k + ": the kernel uses TMA tensor maps, but the CUDA driver (" + drv().lib.path +
+                        ") lacks cuTensorMapEncodeTiled; tensor maps need a CUDA 12 driver or newer");
+    int dataType = 0;
+    switch (m.dtype) {
+      case DType::F16: dataType = CU_TENSOR_MAP_DATA_TYPE_FLOAT16; break;
+      case DType::BF16: dataType = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16; break;
+      case DType::F32: dataType = CU_TENSOR_MAP_DATA_TYPE_FLOAT32; break;
+      case DType::F64: dataType = CU_TENSOR_MAP_DATA_TYPE_FLOAT64; break;
+      // Bytes are bytes to a copy: fp8, i8 and bool move as UINT8.
+      case DType::I1:
+      case DType::I8:
+      case DType::U8:
+      case DType::F8E4M3:
+      case DType::F8E5M2:
+      case DType::F8E4M3FNUZ:
+      case DType::F8E5M2FNUZ: dataType = CU_TENSOR_MAP_DATA_TYPE_UINT8; break;
+      case DType::I16:
+      case DType::U16: dataType = CU_TENSOR_MAP_DATA_TYPE_UINT16; break;
+      case DType::I32: dataType = CU_TENSOR_MAP_DATA_TYPE_INT32; break;
+      case DType::U32: dataType = CU_TENSOR_MAP_DATA_TYPE_UINT32; break;
+      case DType::I64: dataType = CU_TENSOR_MAP_DATA_TYPE_INT64; break;
+      case DType::U64: dataType = CU_TENSOR_MAP_DATA_TYPE_UINT64; break;
+    }
+    int swizzle = CU_TENSOR_MAP_SWIZZLE_NONE;
+    switch (m.swizzleBytes) {
+      case 32: swizzle = CU_TENSOR_MAP_SWIZZLE_32B; break;
+      case 64: swizzle = CU_TENSOR_MAP_SWIZZLE_64B; break;
+      case 128: swizzle = CU_TENSOR_MAP_SWIZZLE_128B; break;
+    }
+    // The driver takes the strides of dimensions 1.. only (dimension 0 is
+    // contiguous), in bytes; every element stride is 1 (a dense box).
+    cuuint64_t dims[3], strides[2];
+    cuuint32_t box[3], elementStrides[3] = {1, 1, 1};
+    for (unsigned d = 0; d < m.rank; ++d) {
+      dims[d] = m.dims[d];
+      box[d] = m.box[d];
+      if (d) strides[d - 1] = m.strides[d];
+    }
+    ctx_->enter();
+    ctx_->check(
+        drv().TensorMapEncodeTiled(out128, dataType, m.rank, reinterpret_cast<void*>(static_cast<uintptr_t>(m.address)),
+                                   dims, strides, box, elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+                                   CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+        "cuTensorMapEncodeTiled", "encoding a tensor map of kernel '" + k + "'");
+  }
+
   void launch(KernelState& ks, const KernelSignature& sig, Dim3 grid, void** args, const LaunchOptions&) override {
     // Synchronous: the default stream, then wait, so that the caller may
     // read results right away and a fault is reported by its launch.

@@ -26,6 +26,7 @@ struct CudaDriver {
   TESSERA_CUDA_FUNCTIONS(TESSERA_FIELD)
 #undef TESSERA_FIELD
   PFN_EventElapsedTime EventElapsedTime = nullptr;
+  PFN_TensorMapEncodeTiled TensorMapEncodeTiled = nullptr;  // null before CUDA 12
   int count = 0;
   /// Why there is no usable device (count == 0); empty otherwise.
   std::string unavailable;
@@ -44,6 +45,8 @@ struct CudaDriver {
 #undef TESSERA_RESOLVE
     for (const char* sym : {"cuEventElapsedTime_v2", "cuEventElapsedTime"})
       if (!EventElapsedTime) EventElapsedTime = reinterpret_cast<PFN_EventElapsedTime>(driver::findSymbol(lib, sym));
+    TensorMapEncodeTiled =
+        reinterpret_cast<PFN_TensorMapEncodeTiled>(driver::findSymbol(lib, "cuTensorMapEncodeTiled"));
     if (!EventElapsedTime) missing += std::string(missing.empty() ? "" : ", ") + "cuEventElapsedTime";
     if (!missing.empty()) {
       unavailable = "CUDA driver not available: " + lib.path + " lacks " + missing +

@@ -55,12 +55,38 @@ class EventImpl {
   bool recorded = false;  // Event::record was called (checked above the devices)
 };
 
+/// A TMA tensor map to encode (KernelSignature::tensorMaps), with every
+/// extent resolved from the launch's arguments and checked against TMA's
+/// rules (Launch.cpp): rank 2 or 3; address a multiple of 16; dims in
+/// [1, 2^32]; byte strides (d >= 1) multiples of 16 below 2^40; box in
+/// [1, 256] with box[0] * element bytes a multiple of 16; swizzleBytes 0 or
+/// box[0] * element bytes, one of 32, 64, 128. Innermost dimension first.
+struct TensorMapRequest {
+  DType dtype = DType::F16;
+  unsigned rank = 2;
+  DevicePtr address = 0;  // the source buffer's address plus its offset
+  uint64_t dims[3] = {1, 1, 1};
+  uint64_t strides[3] = {0, 0, 0};  // bytes; strides[0] is the element size
+  uint32_t box[3] = {1, 1, 1};
+  uint32_t swizzleBytes = 0;
+};
+
+/// The storage of one encoded tensor map: the kernel parameter is a
+/// 128-byte, 64-aligned blob passed by value (kernelParams points at it).
+struct alignas(64) TensorMapBlob {
+  unsigned char bytes[128];
+};
+static_assert(sizeof(TensorMapBlob) == 128);
+
 /// Everything an asynchronous launch needs after Kernel::launch returns: the
 /// marshalled kernelParams, the bounds-check record, and the handles that
 /// keep the kernel and every buffer alive until the launch has run.
 struct LaunchPacket {
   std::vector<uint64_t> slots;
   std::vector<void*> params;
+  /// The encoded tensor maps params point at (after the user's arguments).
+  /// Drivers copy parameters at launch; they are kept here all the same.
+  std::vector<TensorMapBlob> tensorMaps;
   std::vector<int64_t> extents;
   BoundsCheckRecord record;
   std::shared_ptr<const Kernel::State> kernel;
@@ -176,6 +202,12 @@ class DeviceImpl {
   /// Loads a compiled binary; throws DeviceError when its format does not
   /// suit this device or the driver rejects it.
   virtual std::shared_ptr<KernelState> load(const Binary& bin) = 0;
+  /// Encodes a checked tensor map of a kernel loaded on this device into
+  /// `out128` (128 bytes, 64-aligned): the driver's CUtensorMap on CUDA, the
+  /// emulator's tessera::emu::TensorMap. The default (devices without TMA)
+  /// throws LaunchError naming the kernel, what it was compiled to and this
+  /// device.
+  virtual void encodeTensorMap(const Kernel::State& kernel, const TensorMapRequest& map, void* out128);
   /// Runs a loaded kernel over `grid` (already validated) to completion.
   /// `args` is a kernelParams array: args[i] points at the i-th argument's
   /// value in its exact width (a DevicePtr for pointer arguments).
@@ -248,8 +280,9 @@ struct Kernel::State {
   std::shared_ptr<DeviceImpl> device;
   KernelSignature signature;
   std::shared_ptr<KernelState> loaded;
-  bool boundsChecked = false;        // Binary::boundsChecked
-  std::vector<std::string> opNames;  // Binary::opNames, for its reports
+  bool boundsChecked = false;                            // Binary::boundsChecked
+  std::vector<std::string> opNames;                      // Binary::opNames, for its reports
+  Binary::Format format = Binary::Format::HostFunction;  // for messages
 };
 
 /// The host CPU device (runtime/lib/CpuDevice.cpp) running code compiled for
@@ -259,6 +292,10 @@ std::shared_ptr<DeviceImpl> createCpuDevice(const std::string& cpu);
 /// The SIMT emulator device (runtime/lib/EmuDevice.cpp); `arch` as in
 /// Device::emulator.
 std::shared_ptr<DeviceImpl> createEmuDevice(const std::string& arch);
+/// The emulator's encoding of a checked tensor map (tessera::emu::TensorMap,
+/// tessera/runtime/Emulator.h) into `out128`: what an emulator device of an
+/// sm_90 architecture hands its kernels.
+void encodeEmuTensorMap(const TensorMapRequest& map, void* out128);
 /// GPU devices through their drivers, loaded with dlopen
 /// (runtime/lib/CudaDevice.cpp, HipDevice.cpp). The counts are 0 when the
 /// library or driver is absent (never throw); create* throws DeviceError

@@ -145,6 +145,52 @@ constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
 #define TESSERA_DECLARE_PFN(field, sym, R, params) using PFN_##field = R(*) params;
 TESSERA_CUDA_FUNCTIONS(TESSERA_DECLARE_PFN)
 
+// ---- TMA tensor maps (CUDA 12.0+, used for sm_90 kernels only) ----
+// CUtensorMap and the enums of cuTensorMapEncodeTiled, with cuda.h's values
+// (checked against cuda.h by tests/runtime/gpu_driver_test.cpp when the
+// header is found). cuda.h aligns CUtensorMap to 128 bytes; the driver
+// requires 64 (and the kernel parameter is declared .align 64), which is
+// what the launch's storage has.
+struct alignas(64) CUtensorMap {
+  uint64_t opaque[16];
+};
+static_assert(sizeof(CUtensorMap) == 128);
+using cuuint32_t = uint32_t;
+using cuuint64_t = uint64_t;
+// CUtensorMapDataType
+constexpr int CU_TENSOR_MAP_DATA_TYPE_UINT8 = 0;
+constexpr int CU_TENSOR_MAP_DATA_TYPE_UINT16 = 1;
+constexpr int CU_TENSOR_MAP_DATA_TYPE_UINT32 = 2;
+constexpr int CU_TENSOR_MAP_DATA_TYPE_INT32 = 3;
+constexpr int CU_TENSOR_MAP_DATA_TYPE_UINT64 = 4;
+constexpr int CU_TENSOR_MAP_DATA_TYPE_INT64 = 5;
+constexpr int CU_TENSOR_MAP_DATA_TYPE_FLOAT16 = 6;
+constexpr int CU_TENSOR_MAP_DATA_TYPE_FLOAT32 = 7;
+constexpr int CU_TENSOR_MAP_DATA_TYPE_FLOAT64 = 8;
+constexpr int CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 = 9;
+// CUtensorMapInterleave
+constexpr int CU_TENSOR_MAP_INTERLEAVE_NONE = 0;
+// CUtensorMapSwizzle
+constexpr int CU_TENSOR_MAP_SWIZZLE_NONE = 0;
+constexpr int CU_TENSOR_MAP_SWIZZLE_32B = 1;
+constexpr int CU_TENSOR_MAP_SWIZZLE_64B = 2;
+constexpr int CU_TENSOR_MAP_SWIZZLE_128B = 3;
+// CUtensorMapL2promotion
+constexpr int CU_TENSOR_MAP_L2_PROMOTION_L2_128B = 2;
+// CUtensorMapFloatOOBfill (NONE: out-of-bounds elements read as zeros)
+constexpr int CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0;
+
+/// cuTensorMapEncodeTiled (CUDA 12.0): optional, resolved apart from
+/// TESSERA_CUDA_FUNCTIONS so that an older driver still runs every kernel
+/// without tensor maps; a launch that needs one names the missing symbol.
+/// The enum parameters are int-sized enums in cuda.h, and `map` is a
+/// CUtensorMap* (void* here, as the fake driver spells it, so that
+/// -fsanitize=function sees one type on both sides).
+using PFN_TensorMapEncodeTiled = CUresult (*)(void* map, int dataType, cuuint32_t rank, void* globalAddress,
+                                              const cuuint64_t* globalDim, const cuuint64_t* globalStrides,
+                                              const cuuint32_t* boxDim, const cuuint32_t* elementStrides,
+                                              int interleave, int swizzle, int l2Promotion, int oobFill);
+
 /// cuEventElapsedTime: CUDA 12.8 added cuEventElapsedTime_v2 (what cuda.h
 /// now maps the name to) with the same prototype; older drivers have only
 /// the first version, so either is resolved (the newer first).

@@ -160,6 +160,16 @@ class EmuDevice final : public HostMemoryDevice {
       }
   }
 
+  // TMA exists on NVIDIA sm_90 and newer; the machine's cp.async.bulk.tensor
+  // reads the emulator's own encoding.
+  void encodeTensorMap(const Kernel::State& kernel, const TensorMapRequest& m, void* out128) override {
+    const std::string nv = "nvptx:sm_";
+    const bool tma = !arch_.amd && arch_.spelling.compare(0, nv.size(), nv) == 0 &&
+                     std::atoi(arch_.spelling.c_str() + nv.size()) >= 90;
+    if (!tma) return DeviceImpl::encodeTensorMap(kernel, m, out128);  // throws: no TMA here
+    encodeEmuTensorMap(m, out128);
+  }
+
   void launch(KernelState& ks, const KernelSignature& sig, Dim3 grid, void** args, const LaunchOptions& opts) override {
     const unsigned threads = launchThreads(opts, sig, *this);
     defaultStream()->synchronize();
@@ -209,6 +219,23 @@ class EmuDevice final : public HostMemoryDevice {
 };
 
 }  // namespace
+
+void encodeEmuTensorMap(const TensorMapRequest& m, void* out128) {
+  emu::TensorMap t;
+  std::memset(static_cast<void*>(&t), 0, sizeof t);  // padding included: the 128 bytes are deterministic
+  t.magic = emu::TensorMap::kMagic;
+  t.global = m.address;
+  t.rank = m.rank;
+  t.elemBytes = byteSize(m.dtype);
+  for (unsigned d = 0; d < 3; ++d) {
+    // Dimensions past the rank: one index, no stride.
+    t.dims[d] = d < m.rank ? m.dims[d] : 1;
+    t.strides[d] = d == 0 ? t.elemBytes : d < m.rank ? m.strides[d] : 0;
+    t.box[d] = d < m.rank ? m.box[d] : 1;
+  }
+  t.swizzleBytes = m.swizzleBytes;
+  std::memcpy(out128, &t, sizeof t);
+}
 
 std::shared_ptr<DeviceImpl> createEmuDevice(const std::string& arch) {
   const ArchInfo* a = findArch(arch);

@@ -204,6 +204,221 @@ void marshal(const Kernel::State& st, const std::vector<Arg>& args, const Checke
   }
 }
 
+// ---- TMA tensor maps: hidden parameters built at launch -----------------
+
+std::string toString(__int128 v) {
+  if (v == 0) return "0";
+  const bool neg = v < 0;
+  unsigned __int128 u = neg ? -static_cast<unsigned __int128>(v) : static_cast<unsigned __int128>(v);
+  std::string r;
+  for (; u; u /= 10) r.insert(r.begin(), static_cast<char>('0' + static_cast<int>(u % 10)));
+  return neg ? "-" + r : r;
+}
+
+/// The value of a checked integer scalar, read back from its kernelParams
+/// slot in the parameter's width (what the kernel sees).
+__int128 slotValue(DType t, const uint64_t& slot) {
+  auto get = [&slot](auto v) {
+    std::memcpy(&v, &slot, sizeof v);
+    return static_cast<__int128>(v);
+  };
+  switch (t) {
+    case DType::I1:
+    case DType::U8: return get(uint8_t{});
+    case DType::I8: return get(int8_t{});
+    case DType::I16: return get(int16_t{});
+    case DType::I32: return get(int32_t{});
+    case DType::I64: return get(int64_t{});
+    case DType::U16: return get(uint16_t{});
+    case DType::U32: return get(uint32_t{});
+    case DType::U64: return get(uint64_t{});
+    default: return 0;  // not an integer: refused before
+  }
+}
+
+/// Resolves the extents of each tensor map of a launch from its (already
+/// checked and marshalled) arguments and checks them against TMA's rules,
+/// so that nothing a driver would refuse -- or worse, accept and fault on --
+/// reaches it. Errors name the kernel, the argument responsible (by its name
+/// in the signature, with its value) and the fix.
+class TensorMapResolver {
+ public:
+  TensorMapResolver(const Kernel::State& st, const Checker& check, const std::vector<Arg>& args, const uint64_t* slots)
+      : sig_(st.signature), check_(check), args_(args), slots_(slots) {}
+
+  TensorMapRequest resolve(size_t index) {
+    const TensorMapSpec& spec = sig_.tensorMaps[index];
+    index_ = index;
+    if (spec.source < 0 || static_cast<size_t>(spec.source) >= sig_.args.size() ||
+        sig_.args[spec.source].kind != ArgSpec::Kind::Pointer)
+      malformed("reads argument " + std::to_string(spec.source) + ", which is not a pointer argument of the kernel");
+    src_ = static_cast<size_t>(spec.source);
+    const unsigned eb = byteSize(spec.dtype);
+    const std::string dt = name(spec.dtype);
+
+    TensorMapRequest r;
+    r.dtype = spec.dtype;
+    r.rank = spec.rank;
+    if (spec.rank != 2 && spec.rank != 3)
+      fail(src_, "has rank " + std::to_string(spec.rank) +
+                     ", but tensor maps have rank 2 or 3 here; the kernel binary is inconsistent, recompile it");
+
+    // The source: a Buffer of the map's dtype (null buffers and buffers of
+    // another dtype than the parameter's were refused with the arguments).
+    const Arg& a = args_[src_];
+    const Buffer::State& b = *a.buffer.state();
+    if (b.dtype != spec.dtype)
+      fail(src_, "reads " + dt + " elements, but the Buffer holds " + bufferDesc(b) +
+                     "; the kernel binary is inconsistent, recompile it");
+    r.address = b.ptr + a.offset * eb;
+    if (b.ptr % 16)
+      fail(src_, "needs an address that is a multiple of 16 bytes, but the Buffer's memory is at 0x" + hex(b.ptr) +
+                     "; wrap memory aligned to 16 bytes (Device::alloc always is)");
+    if (r.address % 16)
+      fail(src_, "needs an address that is a multiple of 16 bytes, but the offset of " + std::to_string(a.offset) +
+                     " " + dt + " elements (" + std::to_string(a.offset * eb) +
+                     " bytes) is not; pass an offset that is a multiple of " + std::to_string(16 / eb) + " elements");
+
+    for (unsigned d = 0; d < spec.rank; ++d) {
+      const Resolved v = value(spec.dims[d]);
+      const char* fix = v.v < 1 ? "TMA cannot describe an empty tensor; skip the launch when it is empty"
+                                : "split the tensor over several launches";
+      if (v.v < 1 || v.v > (static_cast<__int128>(1) << 32))
+        fail(v.arg, "needs every dimension in 1..2^32, but " + dimName(d) + " is " + v.text + "; " + fix);
+      r.dims[d] = static_cast<uint64_t>(v.v);
+    }
+
+    r.strides[0] = eb;
+    for (unsigned d = 1; d < spec.rank; ++d) {
+      const Resolved v = value(spec.strides[d]);
+      if (v.v > static_cast<__int128>(1) << 120)  // the bytes below would overflow
+        fail(v.arg, "needs a stride below 2^40 bytes, but " + v.text + " elements");
+      const __int128 bytes = v.v * eb;
+      const std::string what = d == 1 ? "row stride" : "stride of dimension " + std::to_string(d);
+      const std::string amount =
+          "(" + (v.scaled ? v.expr + " = " : "") + toString(v.v) + " " + dt + " = " + toString(bytes) + " bytes)";
+      const std::string rows = d == 1 ? "the rows" : "each plane";
+      if (v.v < 1) fail(v.arg, "needs a positive " + what + " " + amount);
+      if (bytes % 16)
+        fail(v.arg, "needs a " + what + " that is a multiple of 16 bytes " + amount + "; pad " + rows +
+                        " to a multiple of " + std::to_string(16 / eb) + " elements");
+      if (bytes >= (static_cast<__int128>(1) << 40))
+        fail(v.arg, "needs a " + what + " below 2^40 bytes " + amount + "; split the tensor over several launches");
+      r.strides[d] = static_cast<uint64_t>(bytes);
+    }
+
+    // The box and the swizzle were fixed by the compiler: a violation is an
+    // inconsistent binary, named all the same.
+    for (unsigned d = 0; d < spec.rank; ++d) {
+      if (spec.box[d] < 1 || spec.box[d] > 256)
+        fail(src_, "has a box of " + std::to_string(spec.box[d]) + " elements in " + dimName(d) +
+                       ", but box dimensions are 1..256; recompile the kernel with smaller tiles");
+      r.box[d] = spec.box[d];
+    }
+    const uint64_t rowBytes = uint64_t{spec.box[0]} * eb;
+    if (rowBytes % 16)
+      fail(src_, "has an innermost box of " + std::to_string(spec.box[0]) + " " + dt + " = " +
+                     std::to_string(rowBytes) +
+                     " bytes, which must be a multiple of 16 bytes; recompile with an "
+                     "innermost tile of a multiple of " +
+                     std::to_string(16 / eb) + " elements");
+    const uint32_t sw = spec.swizzleBytes;
+    if (sw != 0 && sw != 32 && sw != 64 && sw != 128)
+      fail(src_, "asks for a swizzle of " + std::to_string(sw) +
+                     " bytes, but TMA swizzles 32, 64 or 128 bytes (or none); recompile the kernel");
+    if (sw != 0 && sw != rowBytes)
+      fail(src_, "asks for a swizzle of " + std::to_string(sw) + " bytes, but its innermost box is " +
+                     std::to_string(rowBytes) + " bytes (" + std::to_string(spec.box[0]) + " " + dt +
+                     "); the two must be equal, recompile the kernel");
+    r.swizzleBytes = sw;
+    return r;
+  }
+
+ private:
+  struct Resolved {
+    __int128 v = 0;
+    std::string expr;     // "K", "4*K"; "" for a constant
+    std::string text;     // "K = 10", "4*K = 40", "64"
+    bool scaled = false;  // an argument times a scale other than 1
+    size_t arg = 0;       // the argument responsible: the scalar, or the source
+  };
+
+  std::string argName(size_t i) const {
+    return sig_.args[i].name.empty() ? "arg" + std::to_string(i) : sig_.args[i].name;
+  }
+
+  static std::string hex(uint64_t v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%" PRIx64, v);
+    return buf;
+  }
+
+  static std::string dimName(unsigned d) {
+    return d == 0 ? "dimension 0 (the innermost)" : "dimension " + std::to_string(d);
+  }
+
+  Resolved value(const TensorMapSpec::Extent& e) const {
+    Resolved r;
+    r.arg = src_;
+    if (e.arg < 0) {
+      r.v = e.value;
+      r.text = toString(r.v);
+      return r;
+    }
+    const size_t i = static_cast<size_t>(e.arg);
+    if (i >= sig_.args.size() || sig_.args[i].kind != ArgSpec::Kind::Scalar || isFloat(sig_.args[i].dtype))
+      malformed("reads an extent from argument " + std::to_string(e.arg) + ", which is not an integer scalar argument");
+    r.arg = i;
+    r.v = slotValue(sig_.args[i].dtype, slots_[i]) * e.scale;
+    r.scaled = e.scale != 1;
+    r.expr = (r.scaled ? std::to_string(e.scale) + "*" : "") + argName(i);
+    r.text = r.expr + " = " + toString(r.v);
+    return r;
+  }
+
+  [[noreturn]] void fail(size_t i, const std::string& what) const {
+    const ArgSpec& a = sig_.args[i];
+    std::string desc = a.str();
+    if (a.kind == ArgSpec::Kind::Scalar)
+      desc += " = " + toString(slotValue(a.dtype, slots_[i]));
+    else if (args_[i].offset)
+      desc += ", offset " + std::to_string(args_[i].offset);
+    throw LaunchError(check_.kernel() + ": argument '" + argName(i) + "' (" + desc + "): the TMA tensor map of '" +
+                      argName(src_) + "' " + what);
+  }
+
+  [[noreturn]] void malformed(const std::string& what) const {
+    throw LaunchError(check_.kernel() + ": tensor map " + std::to_string(index_) + " of the kernel's signature " +
+                      what + "; the kernel binary is inconsistent, recompile it");
+  }
+
+  const KernelSignature& sig_;
+  const Checker& check_;
+  const std::vector<Arg>& args_;
+  const uint64_t* slots_;
+  size_t index_ = 0;
+  size_t src_ = 0;
+};
+
+/// Resolves, checks and encodes every tensor map of a launch into `maps`;
+/// params[i] points at maps[i] (the kernelParams after the user's).
+void buildTensorMaps(const Kernel::State& st, const Checker& check, const std::vector<Arg>& args, const uint64_t* slots,
+                     TensorMapBlob* maps, void** params) {
+  const size_t n = st.signature.tensorMaps.size();
+  if (!n) return;
+  TensorMapResolver resolver(st, check, args, slots);
+  // Every map is checked before any is encoded: a launch either has all of
+  // them or fails on the first argument at fault.
+  std::vector<TensorMapRequest> requests;
+  requests.reserve(n);
+  for (size_t i = 0; i < n; ++i) requests.push_back(resolver.resolve(i));
+  for (size_t i = 0; i < n; ++i) {
+    std::memset(maps[i].bytes, 0, sizeof maps[i].bytes);
+    st.device->encodeTensorMap(st, requests[i], maps[i].bytes);
+    params[i] = maps[i].bytes;
+  }
+}
+
 /// The LaunchError of a checked launch whose kernel left a buffer.
 [[noreturn]] void throwOutOfBounds(const Kernel::State& st, const BoundsCheckRecord& record, const int64_t* extents) {
   const KernelSignature& sig = st.signature;
@@ -266,6 +481,15 @@ void checkLaunch(const Kernel::State& st, const Checker& check, Dim3 grid, const
 
 }  // namespace
 
+void DeviceImpl::encodeTensorMap(const Kernel::State& kernel, const TensorMapRequest&, void*) {
+  const std::string& k = kernel.signature.kernelName;
+  throw LaunchError((k.empty() ? std::string("kernel") : k) +
+                    ": tensor maps need an NVIDIA sm_90 device or its emulator; this kernel was compiled to " +
+                    describe(kernel.format) + " and loaded on " + name() +
+                    "; compile it for nvptx:sm_90a and run it on a CUDA device of compute capability 9.0 or on "
+                    "Device::emulator(\"nvptx:sm_90a\")");
+}
+
 void LaunchPacket::finish() const {
   if (kernel->boundsChecked && record.violated) throwOutOfBounds(*kernel, record, extents.data());
 }
@@ -281,20 +505,26 @@ void Kernel::launch(Dim3 grid, const std::vector<Arg>& args, const LaunchOptions
   Checker check(sig);
   checkLaunch(*state_, check, grid, args, opts);
 
-  // kernelParams: args[i] points at slot i; a bounds-checked kernel takes
-  // the address of its BoundsCheckRecord after them.
-  const size_t nParams = args.size() + (state_->boundsChecked ? 1 : 0);
+  // kernelParams: args[i] points at slot i; then one pointer per tensor map
+  // (hidden parameters, KernelSignature::tensorMaps), each at its 128-byte
+  // encoding; a bounds-checked kernel takes the address of its
+  // BoundsCheckRecord last.
+  const size_t nMaps = sig.tensorMaps.size();
+  const size_t recordAt = args.size() + nMaps;
+  const size_t nParams = recordAt + (state_->boundsChecked ? 1 : 0);
 
   if (opts.stream) {
-    // Asynchronous: the packet outlives this call, holding the kernel and
-    // every buffer until the launch has run.
+    // Asynchronous: the packet outlives this call, holding the kernel,
+    // every buffer and the tensor maps until the launch has run.
     auto p = std::make_shared<LaunchPacket>();
     p->slots.resize(nParams);
     p->params.resize(nParams);
     p->extents.resize(nParams);
     marshal(*state_, args, check, p->slots.data(), p->params.data(), p->extents.data());
+    p->tensorMaps.resize(nMaps);
+    buildTensorMaps(*state_, check, args, p->slots.data(), p->tensorMaps.data(), p->params.data() + args.size());
     p->record.extents = p->extents.data();
-    if (state_->boundsChecked) p->params[args.size()] = &p->record;
+    if (state_->boundsChecked) p->params[recordAt] = &p->record;
     p->kernel = state_;
     for (const Arg& a : args)
       if (a.kind == Arg::Kind::Buffer && !a.buffer.isNull()) p->buffers.push_back(a.buffer.state());
@@ -322,9 +552,11 @@ void Kernel::launch(Dim3 grid, const std::vector<Arg>& args, const LaunchOptions
     extents = extentVec.data();
   }
   marshal(*state_, args, check, slots, ptrs, extents);
+  std::vector<TensorMapBlob> maps(nMaps);  // no allocation without tensor maps
+  buildTensorMaps(*state_, check, args, slots, maps.data(), ptrs + args.size());
   BoundsCheckRecord record;
   record.extents = extents;
-  if (state_->boundsChecked) ptrs[args.size()] = &record;
+  if (state_->boundsChecked) ptrs[recordAt] = &record;
 
   state_->device->launch(*state_->loaded, sig, grid, ptrs, opts);
 

@@ -262,6 +262,7 @@ Kernel Device::load(const Binary& bin) const {
   st->loaded = impl_->load(bin);
   st->boundsChecked = bin.boundsChecked;
   st->opNames = bin.opNames;
+  st->format = bin.format;
   return Kernel(std::move(st));
 }
 

@@ -767,9 +767,383 @@ TEST_CASE("wgmma reads its B through the descriptor and keeps it in flight until
   }
 }
 
+// ---------------------------------------------------------------------------
+// mbarrier and TMA tile loads, called as codegen/nvptx/NVPTXTma.h's protocol
+// has them: thread 0 initialises the barrier (count 1), announces the box's
+// bytes, issues the copy and arrives; every thread waits with try_wait.
+namespace {
+constexpr uint32_t kTmaDst = 1024;  // aligned for every swizzle (8 x 128 bytes)
+const std::vector<std::string> kTmaOps = {
+    "mbarrier.init at tma.cpp:1", "barrier at tma.cpp:2",    "expect_tx at tma.cpp:3",
+    "tma load at tma.cpp:4",      "early read at tma.cpp:5", "arrive at tma.cpp:6",
+    "try_wait at tma.cpp:7",      "read box at tma.cpp:8",   "store out at tma.cpp:9"};
+struct TmaParams {
+  const TensorMap* map;
+  int32_t c[3];
+  unsigned char* out;   // the box read back from shared memory, element by element in box order
+  int32_t extraTx = 0;  // bytes announced beyond the box's
+  int32_t mode = 0;     // 0: as the protocol; 1: thread 5 reads the box before the arrive;
+                        // 2: nobody arrives; 3: nobody arrives or waits
+  uint32_t dst = kTmaDst;
+};
+uint64_t boxElems(const TensorMap& m) { return uint64_t{m.box[0]} * m.box[1] * (m.rank == 3 ? m.box[2] : 1); }
+
+// The shared offset of byte `b` of a box at `dst`, written as CUTLASS's
+// Swizzle<B, 4, 3> (B = 1, 2, 3 for 32, 64, 128 bytes): the bits 7.. of the
+// address, masked, are XORed into bits 4...
+uint64_t swizzledOffset(uint64_t dst, uint64_t b, uint32_t swizzleBytes) {
+  const uint64_t a = dst + b;
+  if (!swizzleBytes) return a;
+  const uint64_t bits = swizzleBytes == 32 ? 1 : swizzleBytes == 64 ? 2 : 3;
+  const uint64_t yyy = ((uint64_t{1} << bits) - 1) << 7;
+  return a ^ ((a & yyy) >> 3);
+}
+
+void tmaKernel(void* const* args) {
+  const TmaParams& p = param<TmaParams>(args, 0);
+  auto* sh = static_cast<unsigned char*>(tessera_emu_shared_base());
+  void* bar = sh + 8;
+  const int32_t t = linearThread(), n = blockThreads();
+  const TensorMap& m = *p.map;
+  const uint64_t elems = boxElems(m), E = m.elemBytes;
+  if (t == 0) tessera_emu_mbarrier_init(bar, 1, 0);
+  tessera_emu_barrier(1);
+  if (t == 0) {
+    tessera_emu_mbarrier_expect_tx(bar, static_cast<int32_t>(elems * E) + p.extraTx, 2);
+    tessera_emu_tma_load(sh + p.dst, p.map, static_cast<int32_t>(m.rank), p.c[0], p.c[1], p.c[2], bar, 3);
+  }
+  if (p.mode == 1) {
+    tessera_emu_barrier(1);
+    if (t == 5) (void)sload(reinterpret_cast<uint32_t*>(sh + p.dst + 32), 4);
+    tessera_emu_barrier(1);
+  }
+  if (p.mode == 3) return;
+  if (t == 0 && p.mode != 2) tessera_emu_mbarrier_arrive(bar, 5);
+  while (!tessera_emu_mbarrier_try_wait(bar, 0, 6)) {
+  }
+  for (uint64_t e = static_cast<uint64_t>(t); e < elems; e += static_cast<uint64_t>(n)) {
+    const void* s =
+        tessera_emu_shared_access(sh + swizzledOffset(p.dst, e * E, m.swizzleBytes), E, TESSERA_EMU_LOAD, 7);
+    std::memcpy(tessera_emu_global_access(p.out + e * E, E, TESSERA_EMU_STORE, 8), s, E);
+  }
+}
+
+LaunchConfig tmaConfig(uint32_t threads = 64) {
+  LaunchConfig cfg = makeConfig({1, 1, 1}, {threads, 1, 1});
+  cfg.sharedBytes = 4096;
+  cfg.opNames = kTmaOps;
+  cfg.throwOnError = false;
+  return cfg;
+}
+
+// A 20 x 48 f16 tensor in rows of 56 elements (the pitch is wider than the
+// tensor: columns 48..55 exist in memory but are outside it).
+struct Tensor2d {
+  static constexpr int kRows = 20, kCols = 48, kPitch = 56;
+  std::vector<uint16_t> data = std::vector<uint16_t>(kRows * kPitch);
+  Tensor2d() {
+    for (int r = 0; r < kRows; ++r)
+      for (int c = 0; c < kPitch; ++c) data[size_t(r * kPitch + c)] = static_cast<uint16_t>(r * 64 + c + 1);
+  }
+  TensorMap map(uint32_t box0, uint32_t box1, uint32_t swizzle) const {
+    TensorMap m;
+    m.global = reinterpret_cast<uintptr_t>(data.data());
+    m.rank = 2;
+    m.elemBytes = 2;
+    m.dims[0] = kCols;
+    m.dims[1] = kRows;
+    m.strides[0] = 2;
+    m.strides[1] = kPitch * 2;
+    m.box[0] = box0;
+    m.box[1] = box1;
+    m.swizzleBytes = swizzle;
+    return m;
+  }
+  uint16_t at(int64_t r, int64_t c) const {  // zero outside the tensor, as TMA fills
+    return r < 0 || r >= kRows || c < 0 || c >= kCols ? 0 : data[size_t(r * kPitch + c)];
+  }
+};
+}  // namespace
+
+TEST_CASE("TMA 2-D loads with 32/64/128-byte swizzles zero-fill outside the tensor", "[emu][tma]") {
+  Tensor2d tensor;
+  for (uint32_t swizzle : {64u, 32u, 128u}) {
+    const uint32_t box0 = swizzle / 2, box1 = 16;  // rows of exactly `swizzle` bytes
+    const TensorMap map = tensor.map(box0, box1, swizzle);
+    // Partly outside the tensor: rows above it, and columns right of it (or left of it).
+    const int32_t c0 = swizzle == 32 ? -8 : 24, c1 = -3;
+    std::vector<uint16_t> out(size_t{box0} * box1, 0xBEEF);
+    TmaParams p{&map, {c0, c1, 0}, reinterpret_cast<unsigned char*>(out.data())};
+    void* args[] = {&p};
+    LaunchConfig cfg = tmaConfig();
+    cfg.globalBuffers = {{tensor.data.data(), tensor.data.size() * 2}, {out.data(), out.size() * 2}};
+    LaunchReport rep = launch(&tmaKernel, args, cfg);
+    INFO("swizzle " << swizzle << ": " << rep.summary());
+    CHECK_FALSE(rep.hasErrors());  // the waiters read the box without a block barrier: no race
+    for (uint32_t y = 0; y < box1; ++y)
+      for (uint32_t x = 0; x < box0; ++x) {
+        INFO("box element (" << x << ", " << y << ")");
+        REQUIRE(out[y * box0 + x] == tensor.at(int64_t{c1} + y, int64_t{c0} + x));
+      }
+  }
+}
+
+TEST_CASE("TMA 3-D loads without swizzle lay the box out densely", "[emu][tma]") {
+  // A 5 x 6 x 24 f32 tensor; boxes of 3 x 4 x 8 at two corners.
+  constexpr int X = 24, Y = 6, Z = 5;
+  std::vector<uint32_t> data(X * Y * Z);
+  for (int z = 0; z < Z; ++z)
+    for (int y = 0; y < Y; ++y)
+      for (int x = 0; x < X; ++x) data[size_t((z * Y + y) * X + x)] = uint32_t(z * 10000 + y * 100 + x + 1);
+  TensorMap map;
+  map.global = reinterpret_cast<uintptr_t>(data.data());
+  map.rank = 3;
+  map.elemBytes = 4;
+  map.dims[0] = X, map.dims[1] = Y, map.dims[2] = Z;
+  map.strides[0] = 4, map.strides[1] = X * 4, map.strides[2] = X * Y * 4;
+  map.box[0] = 8, map.box[1] = 4, map.box[2] = 3;
+  for (std::array<int32_t, 3> c : {std::array<int32_t, 3>{20, 4, 3}, std::array<int32_t, 3>{-2, -1, -1}}) {
+    std::vector<uint32_t> out(8 * 4 * 3, 0xDEADBEEF);
+    TmaParams p{&map, {c[0], c[1], c[2]}, reinterpret_cast<unsigned char*>(out.data())};
+    p.dst = 128;
+    void* args[] = {&p};
+    LaunchConfig cfg = tmaConfig(32);
+    cfg.globalBuffers = {{data.data(), data.size() * 4}, {out.data(), out.size() * 4}};
+    LaunchReport rep = launch(&tmaKernel, args, cfg);
+    INFO(rep.summary());
+    CHECK_FALSE(rep.hasErrors());
+    for (int z = 0; z < 3; ++z)
+      for (int y = 0; y < 4; ++y)
+        for (int x = 0; x < 8; ++x) {
+          const int gx = c[0] + x, gy = c[1] + y, gz = c[2] + z;
+          const bool in = gx >= 0 && gx < X && gy >= 0 && gy < Y && gz >= 0 && gz < Z;
+          INFO("box element (" << x << ", " << y << ", " << z << ")");
+          REQUIRE(out[size_t((z * 4 + y) * 8 + x)] == (in ? data[size_t((gz * Y + gy) * X + gx)] : 0u));
+        }
+  }
+}
+
+TEST_CASE("reading a TMA destination before its phase completes is a race naming the copy", "[emu][tma]") {
+  Tensor2d tensor;
+  const TensorMap map = tensor.map(32, 16, 64);
+  std::vector<uint16_t> out(32 * 16);
+  TmaParams p{&map, {0, 0, 0}, reinterpret_cast<unsigned char*>(out.data())};
+  p.mode = 1;
+  void* args[] = {&p};
+  LaunchConfig cfg = tmaConfig();
+  cfg.globalBuffers = {{tensor.data.data(), tensor.data.size() * 2}, {out.data(), out.size() * 2}};
+  LaunchReport rep = launch(&tmaKernel, args, cfg);
+  INFO(rep.summary());
+  CHECK(rep.count(IssueKind::SharedRace) == 1);
+  REQUIRE(rep.issues.size() == 1);
+  const Issue& is = rep.issues[0];
+  CHECK(is.opId == 4);
+  CHECK(is.otherOpId == 3);
+  CHECK(is.thread[0] == 5);
+  CHECK(is.otherThread[0] == 0);
+  CHECK_THAT(is.message, Catch::Contains("early read at tma.cpp:5") && Catch::Contains("tma load at tma.cpp:4") &&
+                             Catch::Contains("still in flight"));
+  // Still a correct result once the thread waited.
+  for (int y = 0; y < 16; ++y)
+    for (int x = 0; x < 32; ++x) REQUIRE(out[size_t(y * 32 + x)] == tensor.at(y, x));
+}
+
+TEST_CASE("an mbarrier phase that cannot complete is a deadlock naming the barrier and what it lacks", "[emu][tma]") {
+  Tensor2d tensor;
+  const TensorMap map = tensor.map(32, 16, 64);
+  std::vector<uint16_t> out(32 * 16);
+  LaunchConfig cfg = tmaConfig();
+  cfg.globalBuffers = {{tensor.data.data(), tensor.data.size() * 2}, {out.data(), out.size() * 2}};
+  TmaParams p{&map, {0, 0, 0}, reinterpret_cast<unsigned char*>(out.data())};
+  void* args[] = {&p};
+
+  SECTION("expect_tx announces more bytes than the copies deliver") {
+    p.extraTx = 64;
+    LaunchReport rep = launch(&tmaKernel, args, cfg);
+    INFO(rep.summary());
+    CHECK(rep.count(IssueKind::Deadlock) == 1);
+    REQUIRE(rep.issues.size() == 1);
+    CHECK_THAT(rep.issues[0].message,
+               Catch::Contains("64 on mbarriers") && Catch::Contains("mbarrier at shared offset 8") &&
+                   Catch::Contains("mbarrier.init at tma.cpp:1") && Catch::Contains("parity 0") &&
+                   Catch::Contains("lacks 64 bytes of transactions") &&
+                   Catch::Contains("expect_tx announced 64 bytes more than the copies delivered"));
+    CHECK_THAT(rep.issues[0].message, !Catch::Contains("arrivals"));
+  }
+  SECTION("nobody arrives") {
+    p.mode = 2;
+    LaunchReport rep = launch(&tmaKernel, args, cfg);
+    INFO(rep.summary());
+    CHECK(rep.count(IssueKind::Deadlock) == 1);
+    REQUIRE(rep.issues.size() == 1);
+    CHECK_THAT(rep.issues[0].message, Catch::Contains("mbarrier at shared offset 8") &&
+                                          Catch::Contains("lacks 1 of its 1 arrivals") &&
+                                          !Catch::Contains("bytes of transactions"));
+  }
+  SECTION("a wait on a barrier nobody ever arrives at, with no copy") {
+    LaunchReport rep = launch(
+        +[](void* const*) {
+          auto* sh = static_cast<unsigned char*>(tessera_emu_shared_base());
+          if (linearThread() == 0) tessera_emu_mbarrier_init(sh + 16, 2, 0);
+          tessera_emu_barrier(1);
+          while (!tessera_emu_mbarrier_try_wait(sh + 16, 0, 6)) {
+          }
+        },
+        nullptr, cfg);
+    INFO(rep.summary());
+    CHECK(rep.count(IssueKind::Deadlock) == 1);
+    REQUIRE(rep.issues.size() == 1);
+    CHECK_THAT(rep.issues[0].message, Catch::Contains("64 threads wait on the mbarrier at shared offset 16") &&
+                                          Catch::Contains("lacks 2 of its 2 arrivals"));
+  }
+}
+
+namespace {
+// Double buffering over 8 tiles of a 64 x 16 f32 tensor: tile i goes to
+// buffer i % 2 through barrier i % 2, so each barrier serves 4 phases and
+// the wait for tile i uses parity (i / 2) & 1. Tile i + 1 is issued before
+// tile i is read; a block barrier after the reads frees the buffer.
+struct PipeParams {
+  const TensorMap* map;
+  float* out;  // the 8 tiles as read back, 128 floats each
+};
+void pipelineKernel(void* const* args) {
+  const PipeParams& p = param<PipeParams>(args, 0);
+  auto* sh = static_cast<unsigned char*>(tessera_emu_shared_base());
+  const int32_t t = linearThread();
+  void* bars[2] = {sh, sh + 8};
+  unsigned char* bufs[2] = {sh + 1024, sh + 1024 + 512};
+  auto issue = [&](int tile) {
+    tessera_emu_mbarrier_expect_tx(bars[tile % 2], 512, 2);
+    tessera_emu_tma_load(bufs[tile % 2], p.map, 2, 0, tile * 8, 0, bars[tile % 2], 3);
+    tessera_emu_mbarrier_arrive(bars[tile % 2], 5);
+  };
+  if (t == 0) {
+    tessera_emu_mbarrier_init(bars[0], 1, 0);
+    tessera_emu_mbarrier_init(bars[1], 1, 0);
+  }
+  tessera_emu_barrier(1);
+  if (t == 0) issue(0);
+  for (int tile = 0; tile < 8; ++tile) {
+    if (t == 0 && tile + 1 < 8) issue(tile + 1);
+    while (!tessera_emu_mbarrier_try_wait(bars[tile % 2], (tile / 2) & 1, 6)) {
+    }
+    for (int e = t; e < 128; e += 64) {
+      // 64-byte swizzle: rows of 16 floats.
+      const float v = sload(reinterpret_cast<float*>(sh + swizzledOffset(1024 + (tile % 2) * 512, e * 4, 64)), 7);
+      gstore(&p.out[tile * 128 + e], v, 8);
+    }
+    tessera_emu_barrier(1);
+  }
+}
+}  // namespace
+
+TEST_CASE("two mbarriers reused over four phases each, waited on by parity", "[emu][tma]") {
+  std::vector<float> data(64 * 16), out(8 * 128, -1.0f);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = float(i) * 0.5f + 1.0f;
+  TensorMap map;
+  map.global = reinterpret_cast<uintptr_t>(data.data());
+  map.rank = 2;
+  map.elemBytes = 4;
+  map.dims[0] = 16, map.dims[1] = 64;
+  map.strides[0] = 4, map.strides[1] = 64;
+  map.box[0] = 16, map.box[1] = 8;
+  map.swizzleBytes = 64;
+  PipeParams p{&map, out.data()};
+  void* args[] = {&p};
+  LaunchConfig cfg = tmaConfig();
+  cfg.grid[0] = 2;  // the second block starts with fresh barriers
+  cfg.globalBuffers = {{data.data(), data.size() * 4}, {out.data(), out.size() * 4}};
+  LaunchReport rep = launch(&pipelineKernel, args, cfg);
+  INFO(rep.summary());
+  CHECK_FALSE(rep.hasErrors());
+  for (size_t i = 0; i < out.size(); ++i) REQUIRE(out[i] == data[i]);
+}
+
+TEST_CASE("mbarrier and TMA misuse is reported naming the op", "[emu][tma]") {
+  Tensor2d tensor;
+  std::vector<uint16_t> out(64 * 16);
+  LaunchConfig cfg = tmaConfig();
+  cfg.globalBuffers = {{tensor.data.data(), tensor.data.size() * 2}, {out.data(), out.size() * 2}};
+  auto run = [&](const TensorMap& map, TmaParams p) {
+    p.map = &map;
+    p.out = reinterpret_cast<unsigned char*>(out.data());
+    void* args[] = {&p};
+    return launch(&tmaKernel, args, cfg);
+  };
+  auto only = [](const LaunchReport& rep, IssueKind k, int32_t op, const std::string& text) {
+    INFO(rep.summary());
+    CHECK(rep.count(k) == 1);
+    CHECK(rep.count(IssueKind::Deadlock) == 0);
+    REQUIRE(rep.issues.size() == 1);
+    CHECK(rep.issues[0].opId == op);
+    CHECK_THAT(rep.issues[0].message, Catch::Contains(text) && Catch::Contains(kTmaOps[size_t(op)]));
+  };
+  SECTION("a destination not 128-byte aligned") {
+    TmaParams p{};
+    p.dst = kTmaDst + 64;
+    only(run(tensor.map(8, 16, 0), p), IssueKind::AsyncCopyMisuse, 3, "not 128-byte aligned");
+  }
+  SECTION("a swizzled destination not aligned to 8 x the swizzle") {
+    TmaParams p{};
+    p.dst = kTmaDst + 128;
+    only(run(tensor.map(32, 16, 64), p), IssueKind::AsyncCopyMisuse, 3, "not 512-byte aligned");
+  }
+  SECTION("box rows that do not match the swizzle") {
+    only(run(tensor.map(16, 16, 64), TmaParams{}), IssueKind::AsyncCopyMisuse, 3, "under a 64-byte swizzle");
+  }
+  SECTION("copies delivering more bytes than expect_tx announced") {
+    TmaParams p{};
+    p.extraTx = -16;
+    only(run(tensor.map(32, 16, 64), p), IssueKind::AsyncCopyMisuse, 3, "expect_tx announced fewer bytes");
+  }
+  SECTION("a thread that exits before its copy is performed") {
+    TmaParams p{};
+    p.mode = 3;
+    only(run(tensor.map(32, 16, 64), p), IssueKind::AsyncCopyMisuse, 3, "exits with 1 TMA copies");
+  }
+  SECTION("a box read beyond the registered buffer") {
+    TensorMap map = tensor.map(32, 16, 0);
+    map.dims[1] = 40;  // the buffer has 20 rows
+    TmaParams p{};
+    p.c[1] = 16;
+    LaunchReport rep = run(map, p);
+    INFO(rep.summary());
+    // One per box row past the buffer's 20 that falls outside every
+    // registered buffer: how many do depends on where the host placed the
+    // other registered buffers (a row may land in one of them).
+    CHECK(rep.count(IssueKind::GlobalOutOfBounds) >= 1);
+    CHECK(rep.count(IssueKind::GlobalOutOfBounds) <= 12);
+    REQUIRE(rep.issues.size() == 1);
+    CHECK(rep.issues[0].opId == 3);
+    CHECK_THAT(rep.issues[0].message,
+               Catch::Contains("outside every registered global buffer") && Catch::Contains("tma load at tma.cpp:4"));
+  }
+  SECTION("an uninitialised barrier") {
+    LaunchReport rep = launch(
+        +[](void* const*) {
+          auto* sh = static_cast<unsigned char*>(tessera_emu_shared_base());
+          tessera_emu_barrier(1);
+          while (!tessera_emu_mbarrier_try_wait(sh + 24, 0, 6)) {
+          }
+        },
+        nullptr, cfg);
+    only(rep, IssueKind::AsyncCopyMisuse, 6, "mbarrier at shared offset 24, which no mbarrier.init has initialised");
+  }
+  SECTION("a barrier address not 8-byte aligned") {
+    LaunchReport rep = launch(
+        +[](void* const*) {
+          auto* sh = static_cast<unsigned char*>(tessera_emu_shared_base());
+          if (linearThread() == 0) tessera_emu_mbarrier_init(sh + 4, 1, 0);
+        },
+        nullptr, cfg);
+    only(rep, IssueKind::AsyncCopyMisuse, 0, "not 8-byte aligned");
+  }
+}
+
 TEST_CASE("hook symbols are complete and distinct", "[emu]") {
   const auto& hooks = hookSymbols();
-  CHECK(hooks.size() == 37);
+  CHECK(hooks.size() == 42);
   std::vector<std::string> names;
   for (const auto& [n, p] : hooks) {
     CHECK(std::string(n).rfind("tessera_emu_", 0) == 0);

@@ -84,8 +84,10 @@ TEST_CASE("gemm_f16 / gemm_bf16: the GPU kernel is pipelined, the CPU kernel is 
   }
 }
 
-TEST_CASE("gemm_f16 / gemm_bf16 PTX: mma.sync and ldmatrix (sm_90a: wgmma), cp.async when the launch proves alignment",
-          "[examples][gemm][gpu]") {
+TEST_CASE(
+    "gemm_f16 / gemm_bf16 PTX: mma.sync and ldmatrix (sm_90a: wgmma), cp.async (sm_90a: TMA) when the launch proves "
+    "alignment",
+    "[examples][gemm][gpu]") {
   for (const char* name : kGemms)
     for (const char* sm : {"sm_80", "sm_90a"}) {
       INFO(name << " on " << sm);
@@ -113,6 +115,14 @@ TEST_CASE("gemm_f16 / gemm_bf16 PTX: mma.sync and ldmatrix (sm_90a: wgmma), cp.a
         // one per iteration, wait for all but 2 groups (sm_90a: all but 1,
         // the refill coming after the dot it kept in flight: async-dots),
         // the drain.
+        // sm_90a with alignment proven: the groups are mbarrier phases (one
+        // arrival by thread 0 per commit) and the copies TMA boxes.
+        if (hopper && ptx == &aligned) {
+          CHECK(countMatches(*ptx, R"(mbarrier\.arrive\.shared::cta\.b64)") == 3);
+          CHECK(countMatches(*ptx, R"(mbarrier\.try_wait\.parity)") >= 1);
+          CHECK_FALSE(contains(*ptx, "cp.async.commit_group"));
+          continue;
+        }
         CHECK(countMatches(*ptx, R"(cp\.async\.commit_group;)") == 3);
         CHECK(countMatches(*ptx, hopper ? R"(cp\.async\.wait_group\s+1;)" : R"(cp\.async\.wait_group\s+2;)") == 1);
         CHECK(countMatches(*ptx, R"(cp\.async\.wait_group\s+0;)") == 1);
@@ -122,10 +132,15 @@ TEST_CASE("gemm_f16 / gemm_bf16 PTX: mma.sync and ldmatrix (sm_90a: wgmma), cp.a
         }
       }
       // Aligned: every tile chunk is one 16-byte cp.async (zero-filled by
-      // its ignore-src predicate where masked), none goes through registers.
-      CHECK(countMatches(aligned,
-                         R"(cp\.async\.cg\.shared\.global \[%r[d]?\d+(\+\d+)?\], \[%rd\d+(\+\d+)?\], 16, %p\d+;)") >=
-            6);
+      // its ignore-src predicate where masked), none goes through registers;
+      // on sm_90a each slot is TMA boxes (A: 8 of 8 rows in warpgroup order,
+      // B: one), issued by one thread.
+      if (hopper)
+        CHECK(countMatches(aligned, R"(cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.tile)") == 27);
+      else
+        CHECK(countMatches(aligned,
+                           R"(cp\.async\.cg\.shared\.global \[%r[d]?\d+(\+\d+)?\], \[%rd\d+(\+\d+)?\], 16, %p\d+;)") >=
+              6);
       CHECK_FALSE(contains(aligned, "ld.global.nc.v4"));
       // As traced nothing proves a row 4-byte aligned: program-order copies.
       CHECK_FALSE(contains(plain, "cp.async.cg"));

@@ -117,11 +117,12 @@ TEST_CASE("signature text", "[runtime][kernel]") {
   KernelSignature sig{"softmax",
                       {{ArgSpec::Kind::Pointer, DType::F32, "out"},
                        {ArgSpec::Kind::Pointer, DType::F32, "in"},
-                       {ArgSpec::Kind::Scalar, DType::I32, "cols"}}};
+                       {ArgSpec::Kind::Scalar, DType::I32, "cols"}},
+                      {}};
   CHECK(sig.str() == "softmax(ptr<f32> out, ptr<f32> in, i32 cols)");
-  KernelSignature unnamed{"k", {{ArgSpec::Kind::Scalar, DType::BF16, ""}}};
+  KernelSignature unnamed{"k", {{ArgSpec::Kind::Scalar, DType::BF16, ""}}, {}};
   CHECK(unnamed.str() == "k(bf16)");
-  CHECK(KernelSignature{"empty", {}}.str() == "empty()");
+  CHECK(KernelSignature{"empty", {}, {}}.str() == "empty()");
 }
 
 TEST_CASE("cpu load accepts host functions only and keeps the owner alive", "[runtime][kernel]") {

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "../../runtime/lib/DeviceImpl.h"  // encodeEmuTensorMap
 #include "tessera/ir/Builder.h"
 #include "tessera/runtime/Emulator.h"
 #include "tessera/tessera.h"
@@ -248,6 +249,117 @@ TEST_CASE("compile for the emulator caches like any target", "[runtime][emu]") {
   ts::CompiledKernel insp = ts::compile(kern, ts::Target::parse("emu:amdgpu:gfx1100"));
   CHECK(ts::cacheStats().hits == after.hits + 1);
   CHECK_FALSE(insp.launchable());
+}
+
+namespace {
+/// The body of one emulated thread that copies its hidden tensor-map
+/// parameter (after out, a, K, M) into `out`: no compiled kernel needed to
+/// see what the launch handed the machine.
+void copyTensorMap(void* const* args) {
+  void* out = nullptr;
+  std::memcpy(&out, args[0], sizeof out);
+  std::memcpy(out, args[4], sizeof(ts::emu::TensorMap));
+}
+
+rt::Binary tensorMapCopier(int64_t boxRows) {
+  rt::Binary bin;
+  bin.format = rt::Binary::Format::EmulatedGpu;
+  bin.emuThread = &copyTensorMap;
+  bin.threadsPerBlock = 1;
+  bin.signature.kernelName = "copy_map";
+  bin.signature.args = {{ts::ArgSpec::Kind::Pointer, DType::U8, "out"},
+                        {ts::ArgSpec::Kind::Pointer, DType::F32, "a"},
+                        {ts::ArgSpec::Kind::Scalar, DType::I32, "K"},
+                        {ts::ArgSpec::Kind::Scalar, DType::I32, "M"}};
+  ts::TensorMapSpec m;
+  m.source = 1;
+  m.dtype = DType::F32;
+  m.rank = 3;
+  m.dims[0] = {2, 1, 0};
+  m.dims[1] = {3, 1, 0};
+  m.dims[2] = {-1, 1, 5};
+  m.strides[0] = {-1, 1, 1};
+  m.strides[1] = {2, 1, 0};
+  m.strides[2] = {2, 2, 0};  // planes of 2*K: every other row
+  m.box[0] = 16, m.box[1] = static_cast<uint32_t>(boxRows), m.box[2] = 1;
+  m.swizzleBytes = 64;
+  bin.signature.tensorMaps = {m};
+  return bin;
+}
+}  // namespace
+
+TEST_CASE("the emulator encodes tensor maps in its own format", "[runtime][emu][tma]") {
+  SECTION("the encoding") {
+    rt::TensorMapRequest r;
+    r.dtype = DType::BF16;
+    r.rank = 2;
+    r.address = 0x10000;
+    r.dims[0] = 96, r.dims[1] = 7;
+    r.strides[0] = 2, r.strides[1] = 192;
+    r.box[0] = 64, r.box[1] = 8;
+    r.swizzleBytes = 128;
+    alignas(64) unsigned char bytes[128];
+    std::memset(bytes, 0xAB, sizeof bytes);
+    rt::encodeEmuTensorMap(r, bytes);
+    ts::emu::TensorMap t;
+    std::memcpy(&t, bytes, sizeof t);
+    CHECK(t.magic == ts::emu::TensorMap::kMagic);
+    CHECK(t.global == 0x10000);
+    CHECK(t.rank == 2);
+    CHECK(t.elemBytes == 2);
+    CHECK((t.dims[0] == 96 && t.dims[1] == 7 && t.dims[2] == 1));
+    CHECK((t.strides[0] == 2 && t.strides[1] == 192 && t.strides[2] == 0));
+    CHECK((t.box[0] == 64 && t.box[1] == 8 && t.box[2] == 1));
+    CHECK(t.swizzleBytes == 128);
+  }
+  SECTION("a launch hands the kernel the map after its arguments, synchronously and on a stream") {
+    rt::Device d = rt::Device::emulator("nvptx:sm_90a");
+    rt::Kernel k = d.load(tensorMapCopier(4));
+    rt::Buffer a = d.alloc(DType::F32, 40 * 10 * 5);
+    rt::Arg shifted(a);
+    shifted.offset = 4;  // 16 bytes
+    for (bool async : {false, true}) {
+      INFO("async " << async);
+      rt::Buffer out = d.alloc(DType::U8, 128);
+      rt::LaunchOptions o;
+      rt::Stream st = d.createStream();
+      if (async) o.stream = st;
+      k.launch(rt::Dim3(1), {out, shifted, 40, 10}, o);
+      st.synchronize();
+      std::vector<uint8_t> bytes = out.read<uint8_t>();
+      ts::emu::TensorMap t;
+      std::memcpy(&t, bytes.data(), sizeof t);
+      CHECK(t.magic == ts::emu::TensorMap::kMagic);
+      CHECK(t.global == reinterpret_cast<uint64_t>(a.data()) + 16);
+      CHECK(t.rank == 3);
+      CHECK(t.elemBytes == 4);
+      CHECK((t.dims[0] == 40 && t.dims[1] == 10 && t.dims[2] == 5));
+      CHECK((t.strides[0] == 4 && t.strides[1] == 160 && t.strides[2] == 320));
+      CHECK((t.box[0] == 16 && t.box[1] == 4 && t.box[2] == 1));
+      CHECK(t.swizzleBytes == 64);
+    }
+    // The launch-time checks apply: K = 6 f32 rows are 24 bytes.
+    rt::Buffer out = d.alloc(DType::U8, 128);
+    CHECK(errorOf([&] { k.launch(rt::Dim3(1), {out, a, 6, 10}); }) ==
+          "copy_map: argument 'K' (i32 K = 6): the TMA tensor map of 'a' needs a row stride that is a multiple of "
+          "16 bytes (6 f32 = 24 bytes); pad the rows to a multiple of 4 elements");
+    CHECK_THAT(errorOf([&] { d.load(tensorMapCopier(257)).launch(rt::Dim3(1), {out, a, 40, 10}); }),
+               Catch::Contains("has a box of 257 elements in dimension 1, but box dimensions are 1..256"));
+  }
+  SECTION("emulators without TMA refuse the kernel") {
+    for (const char* arch : {"nvptx:sm_89", "amdgpu:gfx942"}) {
+      INFO(arch);
+      rt::Device d = rt::Device::emulator(arch);
+      rt::Binary bin = tensorMapCopier(4);
+      bin.emuAmd = arch[0] == 'a';
+      bin.emuWarpSize = bin.emuAmd ? 64 : 32;
+      rt::Kernel k = d.load(bin);
+      rt::Buffer a = d.alloc(DType::F32, 40 * 10 * 5), out = d.alloc(DType::U8, 128);
+      CHECK_THAT(errorOf([&] { k.launch(rt::Dim3(1), {out, a, 40, 10}); }),
+                 Catch::Contains("copy_map: tensor maps need an NVIDIA sm_90 device or its emulator") &&
+                     Catch::Contains(std::string("loaded on emu:") + arch));
+    }
+  }
 }
 
 TEST_CASE("Device::cuda / Device::hip without a GPU name what is missing", "[runtime][gpu]") {

@@ -56,8 +56,8 @@ void gridEntry(void* const* args, int64_t begin, int64_t end, const int32_t* gri
 
 Kernel gridKernel() {
   Binary bin;
-  bin.signature = {"grid",
-                   {{ArgSpec::Kind::Pointer, DType::I32, "hits"}, {ArgSpec::Kind::Pointer, DType::I32, "dims"}}};
+  bin.signature = {
+      "grid", {{ArgSpec::Kind::Pointer, DType::I32, "hits"}, {ArgSpec::Kind::Pointer, DType::I32, "dims"}}, {}};
   bin.hostEntry = &gridEntry;
   return Device::cpu().load(bin);
 }
@@ -153,7 +153,7 @@ void barrierEntry(void* const* args, int64_t begin, int64_t end, const int32_t*)
 
 TEST_CASE("chunks run concurrently on distinct threads", "[runtime][grid]") {
   Binary bin;
-  bin.signature = {"barrier", {{ArgSpec::Kind::Scalar, DType::I32, "parties"}}};
+  bin.signature = {"barrier", {{ArgSpec::Kind::Scalar, DType::I32, "parties"}}, {}};
   bin.hostEntry = &barrierEntry;
   Kernel k = Device::cpu().load(bin);
   for (int threads : {2, 3, 4}) {
@@ -213,7 +213,7 @@ void throwingEntry(void* const* args, int64_t begin, int64_t end, const int32_t*
 
 TEST_CASE("an exception in a kernel entry reaches the caller", "[runtime][grid]") {
   Binary bin;
-  bin.signature = {"thrower", {{ArgSpec::Kind::Scalar, DType::I32, "at"}}};
+  bin.signature = {"thrower", {{ArgSpec::Kind::Scalar, DType::I32, "at"}}, {}};
   bin.hostEntry = &throwingEntry;
   Kernel k = Device::cpu().load(bin);
   for (int at : {0, 63, 40, 5}) {  // in the caller's chunk and in workers' chunks
@@ -267,7 +267,8 @@ void tagEntry(void* const* args, int64_t begin, int64_t end, const int32_t*) {
 
 TEST_CASE("launches from several threads at once", "[runtime][grid]") {
   Binary bin;
-  bin.signature = {"tag", {{ArgSpec::Kind::Pointer, DType::I32, "out"}, {ArgSpec::Kind::Scalar, DType::I32, "tag"}}};
+  bin.signature = {
+      "tag", {{ArgSpec::Kind::Pointer, DType::I32, "out"}, {ArgSpec::Kind::Scalar, DType::I32, "tag"}}, {}};
   bin.hostEntry = &tagEntry;
   Kernel k = Device::cpu().load(bin);
   std::atomic<int> failures{0};
@@ -326,7 +327,7 @@ double medianRendezvousMicros(std::chrono::microseconds idle) {
 
 TEST_CASE("launch overhead", "[runtime][.perf]") {
   Binary bin;
-  bin.signature = {"empty", {}};
+  bin.signature = {"empty", {}, {}};
   bin.hostEntry = &emptyEntry;
   Kernel k = Device::cpu().load(bin);
   std::cout << "median launch overhead of an empty kernel: 1 program: " << medianLaunchMicros(k, {1}, 2)

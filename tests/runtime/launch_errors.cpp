@@ -4,7 +4,10 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <climits>
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "../../runtime/lib/DeviceImpl.h"  // createCpuDevice: a second device
@@ -13,6 +16,7 @@
 using namespace tessera;
 using namespace tessera::rt;
 using Catch::Matchers::Contains;
+using Catch::Matchers::Equals;
 
 namespace {
 
@@ -25,14 +29,15 @@ Kernel softmax(const Device& dev = Device::cpu()) {
   bin.signature = {"softmax",
                    {{ArgSpec::Kind::Pointer, DType::F32, "out"},
                     {ArgSpec::Kind::Pointer, DType::F32, "in"},
-                    {ArgSpec::Kind::Scalar, DType::I32, "cols"}}};
+                    {ArgSpec::Kind::Scalar, DType::I32, "cols"}},
+                   {}};
   bin.hostEntry = &countingEntry;
   return dev.load(bin);
 }
 
 Kernel scalarKernel(DType t) {
   Binary bin;
-  bin.signature = {"scale", {{ArgSpec::Kind::Scalar, t, "alpha"}}};
+  bin.signature = {"scale", {{ArgSpec::Kind::Scalar, t, "alpha"}}, {}};
   bin.hostEntry = &countingEntry;
   return Device::cpu().load(bin);
 }
@@ -195,4 +200,157 @@ TEST_CASE("too many threads requested", "[runtime][launch]") {
   LaunchOptions o;
   o.threads = 100000;
   REQUIRE_LAUNCH_ERROR(k.launch({2}, {1}, o), Contains("threads") && Contains("100000"));
+}
+
+// ---- TMA tensor maps ----------------------------------------------------------
+
+namespace {
+
+/// gemm(ptr<f16> a, i32 K, i32 M) with one hidden tensor map
+/// tma(a: f16 dims [K, M] strides [1, K] box [32, 8] swizzle 64), which
+/// `edit` may change. The checks of its extents come before any device is
+/// asked to encode it, so they are all seen on the CPU device, which then
+/// refuses the map itself.
+Kernel tmaKernel(const std::function<void(TensorMapSpec&)>& edit = {}) {
+  Binary bin;
+  bin.signature = {"gemm",
+                   {{ArgSpec::Kind::Pointer, DType::F16, "a"},
+                    {ArgSpec::Kind::Scalar, DType::I32, "K"},
+                    {ArgSpec::Kind::Scalar, DType::I32, "M"}},
+                   {}};
+  TensorMapSpec m;
+  m.source = 0;
+  m.dtype = DType::F16;
+  m.rank = 2;
+  m.dims[0] = {1, 1, 0};
+  m.dims[1] = {2, 1, 0};
+  m.strides[0] = {-1, 1, 1};
+  m.strides[1] = {1, 1, 0};
+  m.box[0] = 32, m.box[1] = 8;
+  m.swizzleBytes = 64;
+  if (edit) edit(m);
+  bin.signature.tensorMaps = {m};
+  bin.hostEntry = &countingEntry;
+  return Device::cpu().load(bin);
+}
+
+}  // namespace
+
+TEST_CASE("tensor maps: a device without TMA refuses the kernel", "[runtime][launch][tma]") {
+  Kernel k = tmaKernel();
+  Buffer a = Device::cpu().alloc(DType::F16, 64 * 16);
+  gRuns = 0;
+  try {
+    k.launch({1}, {a, 64, 16});
+    FAIL("no LaunchError");
+  } catch (const LaunchError& e) {
+    CHECK(std::string(e.what()) ==
+          "gemm: tensor maps need an NVIDIA sm_90 device or its emulator; this kernel was compiled to a host "
+          "function (cpu target) and loaded on " +
+              Device::cpu().name() +
+              "; compile it for nvptx:sm_90a and run it on a CUDA device of compute capability 9.0 or on "
+              "Device::emulator(\"nvptx:sm_90a\")");
+  }
+  CHECK(gRuns == 0);  // nothing ran
+  // An emulator of an architecture without TMA refuses it too.
+  Binary emuBin;
+  emuBin.format = Binary::Format::EmulatedGpu;
+  emuBin.signature = k.signature();
+  emuBin.emuThread = [](void* const*) {};
+  Kernel onEmu = Device::emulator("nvptx:sm_80").load(emuBin);
+  Buffer ea = Device::emulator("nvptx:sm_80").alloc(DType::F16, 64 * 16);
+  REQUIRE_LAUNCH_ERROR(onEmu.launch({1}, {ea, 64, 16}),
+                       Contains("gemm: tensor maps need an NVIDIA sm_90 device or its emulator; this kernel was "
+                                "compiled to emulated GPU code (an emu: target) and loaded on emu:nvptx:sm_80"));
+}
+
+TEST_CASE("tensor maps: extents are checked against TMA's rules at launch", "[runtime][launch][tma]") {
+  Device cpu = Device::cpu();
+  Kernel k = tmaKernel();
+  Buffer a = cpu.alloc(DType::F16, 64 * 16);
+  const std::string refused = "tensor maps need an NVIDIA sm_90 device";
+  // Valid extents get as far as the device (which refuses the map).
+  REQUIRE_LAUNCH_ERROR(k.launch({1}, {a, 64, 16}), Contains(refused));
+
+  SECTION("strides") {
+    REQUIRE_LAUNCH_ERROR(k.launch({1}, {a, 10, 16}),
+                         Equals("gemm: argument 'K' (i32 K = 10): the TMA tensor map of 'a' needs a row stride that "
+                                "is a multiple of 16 bytes (10 f16 = 20 bytes); pad the rows to a multiple of 8 "
+                                "elements"));
+    // A stride scaled from an argument names the product.
+    Kernel scaled = tmaKernel([](TensorMapSpec& m) {
+      m.rank = 3;
+      m.dims[2] = {-1, 1, 2};
+      m.strides[2] = {2, 3, 0};
+      m.box[2] = 1;
+    });
+    REQUIRE_LAUNCH_ERROR(scaled.launch({1}, {a, 8, 3}),
+                         Contains("argument 'M' (i32 M = 3): the TMA tensor map of 'a' needs a stride of dimension "
+                                  "2 that is a multiple of 16 bytes (3*M = 9 f16 = 18 bytes); pad each plane to a "
+                                  "multiple of 8 elements"));
+    REQUIRE_LAUNCH_ERROR(scaled.launch({1}, {a, 8, 8}), Contains(refused));
+    // Strides of 2^40 bytes and more.
+    Kernel huge = tmaKernel([](TensorMapSpec& m) { m.strides[1] = {1, int64_t{1} << 32, 0}; });
+    REQUIRE_LAUNCH_ERROR(huge.launch({1}, {a, 128, 16}),
+                         Contains("argument 'K' (i32 K = 128)") &&
+                             Contains("needs a row stride below 2^40 bytes (4294967296*K = 549755813888 f16 = "
+                                      "1099511627776 bytes)"));
+  }
+  SECTION("addresses") {
+    Arg shifted(a);
+    shifted.offset = 4;
+    REQUIRE_LAUNCH_ERROR(k.launch({1}, {shifted, 64, 16}),
+                         Equals("gemm: argument 'a' (ptr<f16> a, offset 4): the TMA tensor map of 'a' needs an "
+                                "address that is a multiple of 16 bytes, but the offset of 4 f16 elements (8 bytes) "
+                                "is not; pass an offset that is a multiple of 8 elements"));
+    shifted.offset = 8;
+    REQUIRE_LAUNCH_ERROR(k.launch({1}, {shifted, 64, 16}), Contains(refused));
+    // Wrapped memory 2 bytes past an aligned address.
+    alignas(64) static uint16_t host[1024];
+    Buffer wrapped = cpu.wrap(reinterpret_cast<char*>(host) + 2, DType::F16, 1000);
+    REQUIRE_LAUNCH_ERROR(k.launch({1}, {wrapped, 64, 8}),
+                         Contains("argument 'a' (ptr<f16> a): the TMA tensor map of 'a' needs an address that is a "
+                                  "multiple of 16 bytes, but the Buffer's memory is at 0x") &&
+                             Contains("wrap memory aligned to 16 bytes"));
+  }
+  SECTION("dimensions") {
+    REQUIRE_LAUNCH_ERROR(k.launch({1}, {a, 64, 0}),
+                         Contains("argument 'M' (i32 M = 0): the TMA tensor map of 'a' needs every dimension in "
+                                  "1..2^32, but dimension 1 is M = 0; TMA cannot describe an empty tensor"));
+    REQUIRE_LAUNCH_ERROR(k.launch({1}, {a, -8, 16}),
+                         Contains("argument 'K' (i32 K = -8)") && Contains("dimension 0 (the innermost) is K = -8"));
+    Kernel big = tmaKernel([](TensorMapSpec& m) { m.dims[1] = {2, 1 << 20, 0}; });
+    REQUIRE_LAUNCH_ERROR(big.launch({1}, {a, 64, 5000}),
+                         Contains("dimension 1 is 1048576*M = 5242880000; split the tensor over several launches"));
+    // An unbounded dimension (INT32_MAX) is a valid extent.
+    Kernel unbounded = tmaKernel([](TensorMapSpec& m) { m.dims[1] = {-1, 1, INT32_MAX}; });
+    REQUIRE_LAUNCH_ERROR(unbounded.launch({1}, {a, 64, 16}), Contains(refused));
+  }
+  SECTION("the box and the swizzle the kernel was compiled with") {
+    REQUIRE_LAUNCH_ERROR(tmaKernel([](TensorMapSpec& m) { m.box[1] = 300; }).launch({1}, {a, 64, 16}),
+                         Contains("argument 'a' (ptr<f16> a): the TMA tensor map of 'a' has a box of 300 elements "
+                                  "in dimension 1, but box dimensions are 1..256"));
+    REQUIRE_LAUNCH_ERROR(tmaKernel([](TensorMapSpec& m) {
+                           m.box[0] = 12;
+                           m.swizzleBytes = 0;
+                         }).launch({1}, {a, 64, 16}),
+                         Contains("has an innermost box of 12 f16 = 24 bytes, which must be a multiple of 16 bytes"));
+    REQUIRE_LAUNCH_ERROR(tmaKernel([](TensorMapSpec& m) { m.swizzleBytes = 48; }).launch({1}, {a, 64, 16}),
+                         Contains("asks for a swizzle of 48 bytes, but TMA swizzles 32, 64 or 128 bytes"));
+    REQUIRE_LAUNCH_ERROR(tmaKernel([](TensorMapSpec& m) { m.swizzleBytes = 128; }).launch({1}, {a, 64, 16}),
+                         Contains("asks for a swizzle of 128 bytes, but its innermost box is 64 bytes (32 f16)"));
+    REQUIRE_LAUNCH_ERROR(tmaKernel([](TensorMapSpec& m) { m.swizzleBytes = 0; }).launch({1}, {a, 64, 16}),
+                         Contains(refused));
+  }
+  SECTION("inconsistent signatures") {
+    REQUIRE_LAUNCH_ERROR(tmaKernel([](TensorMapSpec& m) { m.rank = 4; }).launch({1}, {a, 64, 16}),
+                         Contains("has rank 4, but tensor maps have rank 2 or 3"));
+    REQUIRE_LAUNCH_ERROR(tmaKernel([](TensorMapSpec& m) { m.source = 1; }).launch({1}, {a, 64, 16}),
+                         Contains("gemm: tensor map 0 of the kernel's signature reads argument 1, which is not a "
+                                  "pointer argument"));
+    REQUIRE_LAUNCH_ERROR(tmaKernel([](TensorMapSpec& m) { m.dims[0].arg = 7; }).launch({1}, {a, 64, 16}),
+                         Contains("reads an extent from argument 7, which is not an integer scalar argument"));
+    REQUIRE_LAUNCH_ERROR(tmaKernel([](TensorMapSpec& m) { m.dtype = DType::BF16; }).launch({1}, {a, 64, 16}),
+                         Contains("the TMA tensor map of 'a' reads bf16 elements, but the Buffer holds"));
+  }
 }

@@ -115,7 +115,7 @@ void bits16Entry(void* const* args, int64_t, int64_t, const int32_t*) {
 
 Kernel bits16Kernel(DType t) {
   Binary bin;
-  bin.signature = {"bits16", {{ArgSpec::Kind::Pointer, DType::I16, "out"}, {ArgSpec::Kind::Scalar, t, "x"}}};
+  bin.signature = {"bits16", {{ArgSpec::Kind::Pointer, DType::I16, "out"}, {ArgSpec::Kind::Scalar, t, "x"}}, {}};
   bin.hostEntry = &bits16Entry;
   return Device::cpu().load(bin);
 }
@@ -269,7 +269,8 @@ TEST_CASE("pointer arguments carry the buffer address plus the element offset", 
                    {{ArgSpec::Kind::Pointer, DType::I64, "out"},
                     {ArgSpec::Kind::Pointer, DType::F32, "a"},
                     {ArgSpec::Kind::Pointer, DType::F16, "b"},
-                    {ArgSpec::Kind::Pointer, DType::I1, "c"}}};
+                    {ArgSpec::Kind::Pointer, DType::I1, "c"}},
+                   {}};
   bin.hostEntry = &addrEntry;
   Kernel k = cpu.load(bin);
   Buffer out = cpu.alloc(DType::I64, 4);

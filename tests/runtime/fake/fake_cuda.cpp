@@ -11,8 +11,11 @@
 //    new allocations hold garbage (0xCD), not zeros;
 //  * cuModuleLoadDataEx fails with a JIT error log for PTX containing
 //    "FAKE_SYNTAX_ERROR"; cuModuleGetFunction finds ".entry <name>";
+//  * cuTensorMapEncodeTiled checks its arguments as cuda.h documents and
+//    writes them into the map (FakeTensorMap, fake_driver.h);
 //  * cuLaunchKernel reads each parameter in the width its PTX declares and
-//    records the launch; a kernel named "vadd" (out[i] = a[i] + b[i] for
+//    records the launch (tensor maps, `.param .align 64 .b8 x[128]`, in
+//    their own list); a kernel named "vadd" (out[i] = a[i] + b[i] for
 //    i < n, f32) is carried out on the fake memory so results can be checked;
 //  * streams run their work at once (a GPU may too), so events complete when
 //    recorded; a fake clock advances 1 ms per launch, so the elapsed time
@@ -255,6 +258,11 @@ CUresult cuLaunchKernel(void* fnp, unsigned gx, unsigned gy, unsigned gz, unsign
   r.numParams = static_cast<int>(fn->paramBytes.size());
   for (int i = 0; i < r.numParams && i < 16; ++i) {
     r.paramBytes[i] = fn->paramBytes[i];
+    if (fn->paramBytes[i] == 128) {  // a tensor map, passed by value
+      if (r.numTensorMaps < 4) std::memcpy(&r.tensorMaps[r.numTensorMaps++], params[i], sizeof(FakeTensorMap));
+      continue;
+    }
+    if (fn->paramBytes[i] > 8) return INVALID_VALUE;          // no other blobs in these tests
     std::memcpy(&r.params[i], params[i], fn->paramBytes[i]);  // only the declared width is read
   }
   last = r;
@@ -279,6 +287,65 @@ CUresult cuLaunchKernel(void* fnp, unsigned gx, unsigned gy, unsigned gz, unsign
       std::memcpy(o, &z, 4);
     }
   }
+  return OK;
+}
+
+// Validates its arguments as cuda.h documents (12.x) and records them in
+// the map's 128 bytes as a FakeTensorMap (the real encoding is opaque).
+CUresult cuTensorMapEncodeTiled(void* map, int dataType, uint32_t rank, void* address, const uint64_t* dims,
+                                const uint64_t* strides, const uint32_t* box, const uint32_t* elementStrides,
+                                int interleave, int swizzle, int l2Promotion, int oobFill) {
+  NEED_CONTEXT();
+  // Element bytes of CU_TENSOR_MAP_DATA_TYPE_UINT8 .. TFLOAT32_FTZ (the
+  // packed 4- and 6-bit types are not modelled).
+  static const unsigned kElemBytes[] = {1, 2, 4, 4, 8, 8, 2, 4, 8, 2, 4, 4, 4};
+  if (!map || reinterpret_cast<uintptr_t>(map) % 64) return INVALID_VALUE;
+  if (dataType < 0 || dataType >= 13) return INVALID_VALUE;
+  const uint64_t eb = kElemBytes[dataType];
+  if (interleave < 0 || interleave > 2 || swizzle < 0 || swizzle > 6 || l2Promotion < 0 || l2Promotion > 3 ||
+      oobFill < 0 || oobFill > 1)
+    return INVALID_VALUE;
+  if (rank < 1 || rank > 5 || (interleave != 0 && rank < 3)) return INVALID_VALUE;
+  const uintptr_t addr = reinterpret_cast<uintptr_t>(address);
+  if (addr % (interleave == 2 ? 32 : 16)) return INVALID_VALUE;
+  if (!dims || !box || !elementStrides || (rank > 1 && !strides)) return INVALID_VALUE;
+  for (uint32_t d = 0; d < rank; ++d) {
+    if (dims[d] == 0 || dims[d] > (uint64_t{1} << 32)) return INVALID_VALUE;
+    if (box[d] == 0 || box[d] > 256) return INVALID_VALUE;
+    if (elementStrides[d] == 0 || elementStrides[d] > 8) return INVALID_VALUE;
+  }
+  for (uint32_t d = 0; d + 1 < rank; ++d)
+    if (strides[d] % (interleave == 2 ? 32 : 16) || strides[d] >= (uint64_t{1} << 40)) return INVALID_VALUE;
+  if (interleave == 0) {
+    if (box[0] * eb % 16) return INVALID_VALUE;
+    // The inner box must fit the swizzle span.
+    const uint64_t span = swizzle == 1 ? 32 : swizzle == 2 ? 64 : swizzle >= 3 ? 128 : 0;
+    if (span && box[0] * eb > span) return INVALID_VALUE;
+  }
+  if (interleave == 2 && swizzle != 1) return INVALID_VALUE;
+  // NAN_REQUEST_ZERO_FMA: floating-point types only.
+  if (oobFill == 1 && !(dataType >= 6 && dataType <= 12)) return INVALID_VALUE;
+
+  FakeTensorMap t;
+  std::memset(&t, 0, sizeof t);
+  t.magic = FakeTensorMap::kMagic;
+  t.address = addr;
+  for (uint32_t d = 0; d < rank; ++d) {
+    t.dims[d] = dims[d];
+    t.box[d] = static_cast<uint16_t>(box[d]);
+    t.elementStrides[d] = static_cast<uint8_t>(elementStrides[d]);
+    if (d + 1 < rank) t.strides[d] = strides[d];
+  }
+  t.dataType = static_cast<uint8_t>(dataType);
+  t.rank = static_cast<uint8_t>(rank);
+  t.interleave = static_cast<uint8_t>(interleave);
+  t.swizzle = static_cast<uint8_t>(swizzle);
+  t.l2Promotion = static_cast<uint8_t>(l2Promotion);
+  t.oobFill = static_cast<uint8_t>(oobFill);
+  std::memset(map, 0, 128);
+  std::memcpy(map, &t, sizeof t);
+  std::lock_guard<std::mutex> l(mu);
+  ++tensorMapEncodes;
   return OK;
 }
 
@@ -326,6 +393,10 @@ FAKE_EXPORT int fake_cuda_live_streams() { return streams; }
 FAKE_EXPORT int fake_cuda_live_modules() { return modules; }
 FAKE_EXPORT int fake_cuda_context_retains(int dev) { return contexts[dev].retains; }
 FAKE_EXPORT int fake_cuda_shared_optin() { return sharedOptIn; }
+FAKE_EXPORT int fake_cuda_tensor_map_encodes() {
+  std::lock_guard<std::mutex> l(mu);
+  return tensorMapEncodes;
+}
 FAKE_EXPORT void fake_cuda_fail_next_sync(int code) {
   std::lock_guard<std::mutex> l(mu);
   failNextSync = code;

@@ -71,6 +71,7 @@ inline double clockMs = 0;
 inline FakeLaunch last;
 inline int launches = 0;
 inline int sharedOptIn = -1;
+inline int tensorMapEncodes = 0;
 
 // The bytes [p, p + n) of one allocation, or nullptr.
 inline uint8_t* resolve(CUdeviceptr p, size_t n) {
@@ -104,7 +105,8 @@ inline int takeSyncFailure() {
   return r;
 }
 
-// Parameter widths of `.entry name( .param .u64 x, ... )`.
+// Parameter widths of `.entry name( .param .u64 x, ... )`; a by-value
+// blob such as a tensor map, `.param .align 64 .b8 x[128]`, is its bytes.
 inline bool parseEntry(const std::string& ptx, const std::string& name, std::vector<unsigned>& bytes) {
   const std::string key = ".entry " + name;
   size_t at = 0;
@@ -119,9 +121,18 @@ inline bool parseEntry(const std::string& ptx, const std::string& name, std::vec
   if (open == std::string::npos || close == std::string::npos) return false;
   const std::string list = ptx.substr(open, close - open);
   for (size_t p = 0; (p = list.find(".param .", p)) != std::string::npos;) {
-    p += 8;  // at the type: u64, s32, f32, b8, ...
+    p += 8;  // at the type: u64, s32, f32, b8, ... or "align N .b8"
+    if (list.compare(p, 6, "align ") == 0) {
+      p = list.find('.', p);
+      if (p == std::string::npos) return false;
+      ++p;
+    }
     const unsigned bits = static_cast<unsigned>(std::stoul(list.substr(p + 1)));
-    bytes.push_back(bits / 8);
+    unsigned count = 1;
+    const size_t end = list.find_first_of(",)", p), bracket = list.find('[', p);
+    if (bracket != std::string::npos && bracket < end)
+      count = static_cast<unsigned>(std::stoul(list.substr(bracket + 1)));
+    bytes.push_back(bits / 8 * count);
   }
   return true;
 }

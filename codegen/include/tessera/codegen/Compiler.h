@@ -48,6 +48,11 @@ struct CompileOptions {
   /// TESSERA_PRECISION=approx|accurate and `--precision` on the command
   /// line set it too.
   Precision precision = Precision::Accurate;
+  /// sm_90a: async copies of a tiled box of global memory (the pipelined
+  /// GEMM's slots) are TMA tensor copies completing on mbarriers, their
+  /// tensor maps built by the launch (docs/gpu.md). Off: cp.async, the
+  /// sm_80 path. TESSERA_TENSOR_COPIES=0 turns it off too.
+  bool tensorCopies = true;
   /// emu: targets: addresses of the SIMT machine's `tessera_emu_*` hooks, by
   /// symbol name (tessera::emu::hookSymbols()). Supplied by the caller so
   /// codegen does not depend on the runtime; not part of the cache key.

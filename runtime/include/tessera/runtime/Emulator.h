@@ -66,6 +66,23 @@ struct LaunchConfig {
   unsigned maxReports = 32;
 };
 
+/// The emulator's encoding of a TMA tensor map: the 128 bytes a kernel's
+/// hidden tensor-map parameter (tessera/support/Binary.h, TensorMapSpec)
+/// holds on an emulator device, which builds it at launch; a CUDA device
+/// holds the driver's opaque CUtensorMap there instead. The machine's
+/// `cp.async.bulk.tensor` reads it (docs/emulator.md).
+struct alignas(64) TensorMap {
+  static constexpr uint64_t kMagic = 0x50414d524f534e54ull;  // "TNSORMAP"
+  uint64_t magic = kMagic;
+  uint64_t global = 0;  // address of element (0, 0, 0)
+  uint32_t rank = 2, elemBytes = 2;
+  uint64_t dims[3] = {1, 1, 1};     // elements, innermost first
+  uint64_t strides[3] = {0, 0, 0};  // bytes between indices of dimension d (strides[0] = elemBytes)
+  uint32_t box[3] = {1, 1, 1};
+  uint32_t swizzleBytes = 0;  // 0, 32, 64 or 128
+};
+static_assert(sizeof(TensorMap) == 128, "a tensor map is 128 bytes");
+
 enum class IssueKind : uint8_t {
   SharedRace,
   SharedOutOfBounds,

@@ -23,9 +23,48 @@ struct ArgSpec {
   std::string str() const;   // "ptr<f32> out", "i32 cols"
 };
 
+/// A TMA tensor map (NVIDIA sm_90a `cp.async.bulk.tensor`) the compiler
+/// asks the launch to build: a tiled view of rank 2 or 3 over one of the
+/// kernel's pointer arguments. Each is a hidden kernel parameter (a
+/// 128-byte, 64-aligned `.param` blob) after the user's arguments, in the
+/// order of KernelSignature::tensorMaps; the caller never passes it. The
+/// launch reads the extents from the arguments, checks them against TMA's
+/// rules (a LaunchError naming the argument and the fix) and has the device
+/// encode the map (CUDA: cuTensorMapEncodeTiled; the emulator: its own
+/// format, runtime/emu).
+struct TensorMapSpec {
+  /// A launch-time integer: the value of scalar argument `arg` times
+  /// `scale`, or the constant `value` when arg < 0.
+  struct Extent {
+    int arg = -1;
+    int64_t scale = 1;
+    int64_t value = 0;
+    bool operator==(const Extent&) const = default;
+  };
+  int source = 0;            // index of the pointer argument (KernelSignature::args)
+  DType dtype = DType::F16;  // its element type
+  unsigned rank = 2;         // 2 or 3
+  /// Elements per dimension, innermost (contiguous) first. An unbounded
+  /// dimension (the kernel masks nothing there) is the constant INT32_MAX.
+  Extent dims[3];
+  /// Elements between consecutive indices of dimension d (strides[0] is
+  /// 1: dimension 0 is contiguous).
+  Extent strides[3];
+  uint32_t box[3] = {1, 1, 1};  // the tile one copy moves, innermost first
+  /// Shared-memory swizzle of 16-byte chunks within rows of this many
+  /// bytes (0: none; 32, 64, 128), which equals box[0] * element bytes.
+  uint32_t swizzleBytes = 0;
+  bool operator==(const TensorMapSpec&) const = default;
+  /// "tma(a: f16 dims [K, M] strides [1, K] box [32, 8] swizzle 64)", the
+  /// arguments named as in `args`.
+  std::string str(const std::vector<ArgSpec>& args) const;
+};
+
 struct KernelSignature {
   std::string kernelName;
   std::vector<ArgSpec> args;
+  /// Hidden parameters after `args` (GPU kernels on sm_90a only).
+  std::vector<TensorMapSpec> tensorMaps;
   std::string str() const;  // "softmax(ptr<f32> out, ptr<f32> in, i32 cols)"
 };
 

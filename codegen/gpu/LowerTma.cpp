@@ -1,0 +1,292 @@
+// Async copies as tensor copies (NVIDIA TMA) completing on transaction
+// barriers, where the target has them (GpuTargetInfo::hasTensorCopies).
+//
+// Which copies. A `copy {async = 1}` whose pointer tile and mask are a box
+// of a row-major tensor (ir::matchTiledAccess: base + (r0 + i) * ld +
+// (c0 + j), masked by `< bound` per dimension or not at all), aligned as
+// TMA requires (a 16-byte base and row stride: the aligned variant a launch
+// specialises to), into a buffer whose storage is a set of dense boxes: a
+// plain row-major slot, or the swizzled staging layouts of GpuDot.h whose
+// rows are 32, 64 or 128 bytes (TMA's swizzle modes are the same XOR of
+// 16-byte chunks by address bits), in column blocks, with wgmma's A rows in
+// warpgroup order as boxes of 8 rows. Other copies keep cp.async. Out of
+// bounds boxes are zero-filled by TMA, which is the masked copy's meaning.
+//
+// Tensor maps. One per distinct (argument, box, swizzle): a hidden kernel
+// parameter after the user's (KernelSignature::tensorMaps), which the
+// launch encodes from the arguments (dims from the mask's bounds, the row
+// stride from ld; an unmasked dimension is unbounded).
+//
+// Groups. The IR's async groups (IR.h, docs/pipelining.md) map onto S
+// transaction barriers, S = 1 + the largest `pending` of any async_wait
+// (the most groups in flight at a wait, plus the one being filled): group
+// g uses barrier g mod S, phase g / S. Thread 0 announces each copy's bytes
+// (expect_tx) and issues it on the open group's barrier; async_commit is
+// thread 0's one arrival on it (the phase completes when that arrival and
+// the bytes have come); async_wait {pending = N} waits, in every thread,
+// for the phases of the groups it retires: a known number of them where
+// the outstanding groups are the same on every run of the wait
+// (simulateGroups; the pipelined loop retires one), else as many as a
+// per-thread counter says, in a loop. Parity reuse: group g + S starts
+// only after every thread has waited for group g, which the verified
+// schedule guarantees (a barrier separates a slot's reads, which follow
+// their group's wait, from the copy that refills it).
+#include <algorithm>
+
+#include "codegen/gpu/LowerImpl.h"
+
+namespace tessera::codegen::gpu_lower {
+
+namespace {
+constexpr int64_t kUnbounded = INT32_MAX;
+
+TensorMapSpec::Extent extent(const std::optional<ir::ArgExtent>& e) {
+  if (!e) return {-1, 1, kUnbounded};
+  if (e->arg < 0) return {-1, 1, e->scale};
+  return {e->arg, e->scale, 0};
+}
+}  // namespace
+
+std::optional<Lower::TmaCopy> Lower::planTmaCopy(const ir::Op& op) {
+  auto acc = ir::matchTiledAccess(f_, op, ax_);
+  if (!acc || !acc->aligned) return std::nullopt;
+  const ir::Value* buf = op.operand(0);
+  const ir::Value* root = rootBuffer(buf);
+  if (buf->type().dtype() != acc->dtype || buf->type().shape().size() != 2) return std::nullopt;
+  const int64_t eb = static_cast<int64_t>(byteSize(acc->dtype));
+  if (eb != 1 && eb != 2 && eb != 4 && eb != 8) return std::nullopt;
+  const int64_t R = acc->tileRows, C = acc->tileCols;
+  // The slot's storage as boxes: rows of `rowElems` elements in column
+  // blocks; `swz` bytes of swizzle.
+  int64_t rowElems = C, blockCols = C, swz = 0, groupRows = 0;
+  auto sg = storage_.find(root);
+  if (sg != storage_.end()) {
+    const DotStaging& st = sg->second.st;
+    if (sg->second.transposed || st.mfmaColWarps || st.rows != R || st.cols != C) return std::nullopt;
+    rowElems = st.blockCols ? st.blockCols : st.cols;
+    if (st.stride != rowElems) return std::nullopt;  // padded rows: not dense boxes
+    blockCols = rowElems;
+    if (st.swizzle) {
+      const int64_t rowBytes = rowElems * eb;
+      if (rowBytes == 32 || rowBytes == 64 || rowBytes == 128)
+        swz = rowBytes;
+      else if (rowBytes != 16)
+        return std::nullopt;  // rows of more than 128 bytes: no TMA swizzle mode
+    }
+    if (st.rowGroupWarps) groupRows = 8;
+  }
+  if ((blockCols * eb) % 16 != 0 || blockCols > 256 || C % blockCols != 0) return std::nullopt;
+  const int64_t boxRows = groupRows ? groupRows : std::min<int64_t>(R, 256);
+  if (R % boxRows != 0) return std::nullopt;
+  // Alignment: TMA writes to 128-byte aligned addresses, a swizzled box to
+  // the swizzle's 8 rows.
+  const uint64_t align = std::max<uint64_t>(128, swz ? static_cast<uint64_t>(8 * swz) : 0);
+  const uint64_t slotBytes = static_cast<uint64_t>(R * C * eb);
+  if (slotBytes % align != 0 || static_cast<uint64_t>(boxRows * blockCols * eb) % align != 0) return std::nullopt;
+
+  TensorMapSpec spec;
+  spec.source = static_cast<int>(acc->source);
+  spec.dtype = acc->dtype;
+  spec.rank = 2;
+  spec.dims[0] = extent(acc->cols);
+  spec.dims[1] = extent(acc->rows);
+  spec.strides[0] = {-1, 1, 1};
+  spec.strides[1] = extent(acc->rowStride);
+  spec.box[0] = static_cast<uint32_t>(blockCols);
+  spec.box[1] = static_cast<uint32_t>(boxRows);
+  spec.swizzleBytes = static_cast<uint32_t>(swz);
+  unsigned map = 0;
+  while (map < tensorMaps_.size() && !(tensorMaps_[map] == spec)) ++map;
+  if (map == tensorMaps_.size()) tensorMaps_.push_back(spec);
+
+  TmaCopy c;
+  c.access = *acc;
+  c.bytes = slotBytes;
+  c.align = align;
+  const int64_t W = sg != storage_.end() ? sg->second.st.rowGroupWarps : 0;
+  for (int64_t blk = 0; blk < C / blockCols; ++blk)
+    for (int64_t s = 0; s < R; s += boxRows) {
+      int64_t row = s;
+      if (W) {
+        // Storage rows 8q.. hold #mma rows g + 8w + 8W h + 16W j with
+        // q = h + 2w + 2W j (GpuDot.h, DotStaging::rowGroupWarps).
+        const int64_t q = s / 8, h = q % 2, w = (q / 2) % W, j = q / (2 * W);
+        row = 8 * w + 8 * W * h + 16 * W * j;
+      }
+      c.boxes.push_back({map, blk * R * blockCols + s * blockCols, row, blk * blockCols});
+    }
+  return c;
+}
+
+void Lower::planTma() {
+  tma_.clear();
+  tensorMaps_.clear();
+  tmaBarriers_ = 0;
+  onlyTensorCopies_ = false;
+  if (!t_.hasTensorCopies()) return;
+  int64_t maxPending = 0;
+  auto& body = const_cast<ir::Function&>(f_).body();
+  bool others = !globalOperands_.empty();  // cp.async copies of dot operands
+  ir::walk(body, [&](ir::Op& op) {
+    if (op.code() == OpCode::AsyncWait) maxPending = std::max(maxPending, op.intAttr("pending"));
+    if (op.code() != OpCode::Copy || !op.hasAttr("async") || op.intAttr("async") == 0) return;
+    if (auto c = planTmaCopy(op))
+      tma_.emplace(&op, std::move(*c));
+    else
+      others = true;
+  });
+  if (tma_.empty()) return;
+  onlyTensorCopies_ = !others;
+  tmaBarriers_ = static_cast<unsigned>(maxPending + 1);
+  tmaRetire_.clear();
+  simulateGroups(f_.body(), int64_t{0});
+  // The destination buffers start where their boxes may.
+  for (auto& [op, c] : tma_) {
+    const ir::Value* root = rootBuffer(op->operand(0));
+    if (auto sg = storage_.find(root); sg != storage_.end())
+      sg->second.align = std::max(sg->second.align, c.align);
+    else
+      requireAlign(root, c.align);
+  }
+}
+
+// How many groups each async_wait retires, where that is the same every
+// time it runs: the number of groups outstanding (committed, not waited
+// for) is followed through the program; a loop whose body leaves it as it
+// found it keeps it known (the pipelined loop: one commit, one wait).
+// Unknown (-1): the wait loops over the groups at run time.
+std::optional<int64_t> Lower::simulateGroups(const ir::Block& b, std::optional<int64_t> out) {
+  for (auto& op : b.ops()) {
+    switch (op->code()) {
+      case OpCode::AsyncCommit:
+        if (out) ++*out;
+        break;
+      case OpCode::AsyncWait: {
+        const int64_t p = op->intAttr("pending");
+        tmaRetire_[op.get()] = out ? std::max<int64_t>(0, *out - p) : -1;
+        if (out) out = std::min(*out, p);
+        break;
+      }
+      case OpCode::For:
+        if (simulateGroups(op->region(0).block(), out) != out) {
+          simulateGroups(op->region(0).block(), std::nullopt);
+          out.reset();
+        }
+        break;
+      case OpCode::If: {
+        auto t = simulateGroups(op->region(0).block(), out);
+        auto e = op->numRegions() > 1 ? simulateGroups(op->region(1).block(), out) : out;
+        if (t != e)
+          out.reset();
+        else
+          out = t;
+        break;
+      }
+      default: break;
+    }
+  }
+  return out;
+}
+
+void Lower::declareTensorMaps(llvm::Function* fn, unsigned firstParam) {
+  tensorMapArgs_.clear();
+  for (unsigned i = 0; i < tensorMaps_.size(); ++i) {
+    t_.declareTensorMapParam(*fn, firstParam + i);
+    fn->getArg(firstParam + i)->setName("tensor_map" + std::to_string(i));
+    tensorMapArgs_.push_back(fn->getArg(firstParam + i));
+  }
+}
+
+llvm::Value* Lower::tmaBarrier(llvm::Value* group) {
+  llvm::Value* idx = b_.CreateURem(group, i32(tmaBarriers_));
+  llvm::Value* base = smemAt(tmaBarrierOffset_);
+  return b_.CreateInBoundsGEP(b_.getInt64Ty(), base, idx, "mbar");
+}
+
+void Lower::initTma() {
+  if (tma_.empty()) return;
+  // Per-thread group counters (registers after mem2reg).
+  llvm::IRBuilderBase::InsertPointGuard g(b_);
+  llvm::BasicBlock& entry = b_.GetInsertBlock()->getParent()->getEntryBlock();
+  b_.SetInsertPoint(&entry, entry.getFirstInsertionPt());
+  tmaCommitted_ = b_.CreateAlloca(b_.getInt32Ty(), nullptr, "tma.committed");
+  tmaWaited_ = b_.CreateAlloca(b_.getInt32Ty(), nullptr, "tma.waited");
+  b_.CreateStore(i32(0), tmaCommitted_);
+  b_.CreateStore(i32(0), tmaWaited_);
+}
+
+void Lower::initTmaBarriers() {
+  if (tma_.empty()) return;
+  guarded(b_.CreateICmpEQ(tid_, i32(0)), [&] {
+    for (unsigned s = 0; s < tmaBarriers_; ++s) t_.mbarrierInit(b_, tmaBarrier(i32(s)), 1);
+    t_.mbarrierInitFence(b_);
+  });
+  barrier();
+}
+
+void Lower::emitTmaCopy(const ir::Op& op, const TmaCopy& c) {
+  beforeGlobal(false);
+  llvm::Type* mt = memTyOf(op.operand(0)->type().dtype());
+  llvm::Value* base = scalar(op.operand(0));
+  auto eval = [&](const ir::ScalarPoly& p, int64_t plus) {
+    llvm::Value* v = i32(plus);
+    for (auto& [fs, k] : p.terms) {
+      llvm::Value* t = i32(k);
+      for (const ir::Value* f : fs) t = b_.CreateMul(t, b_.CreateSExtOrTrunc(scalar(f), b_.getInt32Ty()));
+      v = b_.CreateAdd(v, t);
+    }
+    return v;
+  };
+  llvm::Value* group = b_.CreateLoad(b_.getInt32Ty(), tmaCommitted_);
+  guarded(b_.CreateICmpEQ(tid_, i32(0)), [&] {
+    llvm::Value* bar = tmaBarrier(group);
+    // The slot's earlier readers (generic proxy, ordered by the schedule's
+    // barrier) before the tensor copy's writes (async proxy).
+    t_.sharedToAsyncProxyFence(b_);
+    t_.mbarrierExpectTx(b_, bar, i32(static_cast<int64_t>(c.bytes)));
+    for (const TmaBox& box : c.boxes) {
+      llvm::Value* dst = b_.CreateInBoundsGEP(mt, base, i32(box.dstElem));
+      llvm::Value* coords[2] = {eval(c.access.colStart, box.col), eval(c.access.rowStart, box.row)};
+      t_.tensorLoad(b_, dst, tensorMapArgs_[box.map], coords, 2, bar);
+    }
+  });
+}
+
+void Lower::tmaCommit() {
+  if (tma_.empty()) return;
+  llvm::Value* group = b_.CreateLoad(b_.getInt32Ty(), tmaCommitted_);
+  guarded(b_.CreateICmpEQ(tid_, i32(0)), [&] { t_.mbarrierArrive(b_, tmaBarrier(group)); });
+  b_.CreateStore(b_.CreateAdd(group, i32(1)), tmaCommitted_);
+}
+
+void Lower::tmaWait(const ir::Op& op) {
+  if (tma_.empty()) return;
+  const int64_t pending = op.intAttr("pending");
+  auto waitFor = [&](llvm::Value* g) {
+    t_.mbarrierWait(b_, tmaBarrier(g), b_.CreateAnd(b_.CreateUDiv(g, i32(tmaBarriers_)), i32(1)));
+  };
+  if (auto it = tmaRetire_.find(&op); it != tmaRetire_.end() && it->second >= 0) {
+    // Known: exactly that many groups, oldest first.
+    llvm::Value* waited = b_.CreateLoad(b_.getInt32Ty(), tmaWaited_);
+    for (int64_t i = 0; i < it->second; ++i) waitFor(b_.CreateAdd(waited, i32(i)));
+    b_.CreateStore(b_.CreateAdd(waited, i32(it->second)), tmaWaited_);
+    return;
+  }
+  // while (waited < committed - pending) wait for group `waited`.
+  llvm::Function* fn = b_.GetInsertBlock()->getParent();
+  auto* head = llvm::BasicBlock::Create(ctx_, "tma.wait", fn);
+  auto* body = llvm::BasicBlock::Create(ctx_, "tma.wait.body", fn);
+  auto* done = llvm::BasicBlock::Create(ctx_, "tma.wait.done", fn);
+  llvm::Value* target = b_.CreateSub(b_.CreateLoad(b_.getInt32Ty(), tmaCommitted_), i32(pending));
+  b_.CreateBr(head);
+  b_.SetInsertPoint(head);
+  llvm::Value* waited = b_.CreateLoad(b_.getInt32Ty(), tmaWaited_);
+  b_.CreateCondBr(b_.CreateICmpSLT(waited, target), body, done);
+  b_.SetInsertPoint(body);
+  waitFor(waited);
+  b_.CreateStore(b_.CreateAdd(waited, i32(1)), tmaWaited_);
+  b_.CreateBr(head);
+  b_.SetInsertPoint(done);
+}
+
+}  // namespace tessera::codegen::gpu_lower

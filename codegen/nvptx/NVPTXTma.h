@@ -1,0 +1,71 @@
+// Hopper's tensor memory accelerator (TMA) and shared-memory barriers
+// (mbarrier) on NVPTX, as inline assembly: the lowering writes exactly these
+// texts and the emulator (codegen/emu/EmuInlineAsm.cpp) recognises exactly
+// these texts, so the two sides are defined by this one file (as
+// NVPTXWgmma.h does for wgmma).
+//
+// The protocol the lowering builds from them (codegen/gpu/LowerTma.cpp):
+//   * one mbarrier per in-flight group of async copies, initialised with an
+//     arrival count of 1 by thread 0 at the kernel's start, then a fence and
+//     a block barrier;
+//   * a copy: thread 0 announces the box's bytes on the group's barrier
+//     (expect_tx) and issues `cp.async.bulk.tensor` naming it;
+//   * async_commit: thread 0 arrives once on the group's barrier (the phase
+//     completes when that arrival and every announced byte have come);
+//   * async_wait: every thread waits for the phase of each group it retires
+//     (try_wait.parity in a loop).
+// Private to codegen; free of LLVM headers (tests include it).
+#pragma once
+
+#include <string_view>
+
+namespace llvm {
+class IRBuilderBase;
+class Value;
+}  // namespace llvm
+
+namespace tessera::codegen::nvptx {
+
+/// The texts and constraints. Shared-memory operands are 32-bit ("r")
+/// addresses in the shared window, the tensor map a 64-bit generic address
+/// of the kernel's grid-constant parameter ("l").
+///   init:   $0 barrier, $1 arrival count (i32)
+///   expect: $0 barrier, $1 bytes (i32)
+///   copy2d: $0 shared destination, $1 tensor map, $2 $3 coordinates
+///           (innermost first, i32), $4 barrier
+///   copy3d: likewise with $2 $3 $4 coordinates, $5 barrier
+///   arrive: $0 barrier
+///   wait:   $0 (output i32: 1 once the phase of parity $2 has completed,
+///           else 0), $1 barrier, $2 parity (i32)
+struct TmaAsm {
+  std::string_view text, constraints;
+};
+inline constexpr TmaAsm kMbarrierInit{"mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}"};
+inline constexpr TmaAsm kMbarrierInitFence{"fence.mbarrier_init.release.cluster;", "~{memory}"};
+inline constexpr TmaAsm kMbarrierExpectTx{"mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [$0], $1;", "r,r,~{memory}"};
+inline constexpr TmaAsm kTmaLoad2d{
+    "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3}], [$4];",
+    "r,l,r,r,r,~{memory}"};
+inline constexpr TmaAsm kTmaLoad3d{
+    "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3, $4}], "
+    "[$5];",
+    "r,l,r,r,r,r,~{memory}"};
+inline constexpr TmaAsm kMbarrierArrive{"mbarrier.arrive.shared::cta.b64 _, [$0];", "r,~{memory}"};
+inline constexpr TmaAsm kMbarrierTryWait{
+    "{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2;\n\tselp.u32 $0, 1, 0, p;\n\t}",
+    "=r,r,r,~{memory}"};
+
+/// Emitters (NVPTXTma.cpp). `bar` and `dst` are addrspace(3) pointers,
+/// `map` a generic pointer to the tensor-map parameter.
+void emitMbarrierInit(llvm::IRBuilderBase& b, llvm::Value* bar, unsigned count);
+void emitMbarrierInitFence(llvm::IRBuilderBase& b);
+void emitMbarrierExpectTx(llvm::IRBuilderBase& b, llvm::Value* bar, llvm::Value* bytes);
+/// coords: 2 or 3 i32 values, innermost first.
+void emitTmaLoad(llvm::IRBuilderBase& b, llvm::Value* dst, llvm::Value* map, llvm::Value* const* coords, unsigned rank,
+                 llvm::Value* bar);
+void emitMbarrierArrive(llvm::IRBuilderBase& b, llvm::Value* bar);
+/// The wait loop: returns once the phase of `parity` (an i32 0 or 1) of
+/// `bar` has completed; the builder is left in the loop's exit block.
+void emitMbarrierWait(llvm::IRBuilderBase& b, llvm::Value* bar, llvm::Value* parity);
+
+}  // namespace tessera::codegen::nvptx

@@ -1,0 +1,158 @@
+// sm_90a's tensor copies (TMA) and transaction barriers on the kernels as
+// users write them: the pipelined GEMMs of examples/gemm_f16.cpp and
+// gemm_bf16.cpp fill their slots with cp.async.bulk.tensor boxes completing
+// on mbarriers. On the emulated H100 (which reads the launch's tensor maps,
+// swizzles the boxes and zero-fills outside the tensor as TMA does) the
+// result must equal the reference and the cp.async path bit for bit, over
+// shapes that are and are not multiples of the tile; rows whose stride is
+// not 16-byte aligned keep cp.async.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "registry.h"
+#include "tessera/tessera.h"
+
+namespace ts = tessera;
+namespace ex = tessera::examples;
+
+namespace {
+
+struct Shape {
+  int M, N, K;
+};
+
+struct Run {
+  std::vector<float> c;
+  std::string ptx, signature;
+};
+
+/// C = A B (bias 0, no activation) for small-integer inputs, exact in f32.
+/// Small integers as f16 or bf16 (bf16: the f32 bits' top half, exact).
+ts::Buffer upload(const ts::Device& dev, ts::DType in, const std::vector<float>& v) {
+  if (in == ts::DType::F16) {
+    std::vector<_Float16> h(v.begin(), v.end());
+    return dev.upload(in, h);
+  }
+  std::vector<uint16_t> h;
+  for (float f : v) {
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    h.push_back(uint16_t(bits >> 16));
+  }
+  return dev.upload(in, h);
+}
+
+Run runGemm(const ts::Device& dev, const ts::Kernel& kernel, ex::GemmBlocks blocks, int warps, Shape s,
+            const std::vector<float>& a, const std::vector<float>& b, ts::DType in, ts::DType out, bool tensorCopies) {
+  ts::CompileOptions o;
+  o.numWarps = warps;
+  o.tensorCopies = tensorCopies;
+  ts::CompiledKernel k = ts::compile(kernel, dev, o);
+  std::vector<float> bias(size_t(s.N), 0.0f);
+  ts::Buffer ba = upload(dev, in, a), bb = upload(dev, in, b);
+  ts::Buffer bbias = dev.upload(ts::DType::F32, bias), c = dev.alloc(out, size_t(s.M) * s.N);
+  c.fillBytes(0xff);
+  const std::vector<ts::rt::Arg> args{c, ba, bb, bbias, int32_t(s.M), int32_t(s.N), int32_t(s.K)};
+  // The variant the launch specialises to (16-byte facts) is the code that runs.
+  ts::CompiledKernel ran = ts::compile(ts::specializedFor(kernel, args), ts::Target::parse("nvptx:sm_90a"), o);
+  Run r;
+  r.ptx = ran.dump(ts::Stage::PTX);
+  r.signature = ran.signature().str();
+  k.launchWith(ts::Dim3(uint32_t((s.M + blocks.m - 1) / blocks.m), uint32_t((s.N + blocks.n - 1) / blocks.n)), args,
+               {});
+  if (out == ts::DType::F16)
+    for (_Float16 h : c.read<_Float16>()) r.c.push_back(float(h));
+  else
+    r.c = c.read<float>();
+  return r;
+}
+
+void checkGemm(const char* what, ts::DType in, ts::DType out, const ts::Kernel& kernel, ex::GemmBlocks blocks,
+               int warps, Shape s, bool expectTma) {
+  INFO(what << " " << blocks.m << "x" << blocks.n << "x" << blocks.k << " s" << blocks.stages << " w" << warps
+            << ", M N K = " << s.M << " " << s.N << " " << s.K);
+  std::mt19937 rng(uint32_t(s.M * 7 + s.K));
+  std::uniform_int_distribution<int> d(-3, 3);
+  std::vector<float> a(size_t(s.M) * s.K), b(size_t(s.K) * s.N);
+  for (auto& v : a) v = float(d(rng));
+  for (auto& v : b) v = float(d(rng));
+  const ts::Device h100 = ts::Device::emulator("nvptx:sm_90a");
+  Run tma = runGemm(h100, kernel, blocks, warps, s, a, b, in, out, true);
+  Run cp = runGemm(h100, kernel, blocks, warps, s, a, b, in, out, false);
+  CHECK((tma.ptx.find("cp.async.bulk.tensor.2d") != std::string::npos) == expectTma);
+  CHECK((tma.signature.find(" tma(a: ") != std::string::npos) == expectTma);
+  CHECK(cp.ptx.find("cp.async.bulk.tensor") == std::string::npos);
+  if (expectTma) CHECK(cp.ptx.find("cp.async.cg.shared.global") != std::string::npos);
+  if (expectTma) CHECK(tma.ptx.find("cp.async.commit_group") == std::string::npos);  // no cp.async left
+  size_t bad = 0;
+  for (int i = 0; i < s.M; ++i)
+    for (int j = 0; j < s.N; ++j) {
+      double want = 0;
+      for (int k = 0; k < s.K; ++k) want += double(a[size_t(i) * s.K + k]) * double(b[size_t(k) * s.N + j]);
+      const size_t at = size_t(i) * s.N + j;
+      if (tma.c[at] != float(want) || cp.c[at] != tma.c[at]) {
+        if (bad++ < 5)
+          FAIL_CHECK("C[" << i << "][" << j << "] = " << tma.c[at] << " (cp.async " << cp.c[at] << "), want " << want);
+      }
+    }
+  CHECK(bad == 0);
+}
+
+}  // namespace
+
+TEST_CASE("tma: the pipelined f16 GEMM on emulated sm_90a fills its slots by TMA, exact and equal to cp.async",
+          "[gpu][tma][emu]") {
+  struct Cfg {
+    ex::GemmBlocks blocks;
+    int warps;
+  };
+  // 64x64x32 (A: 64-byte rows, boxes of 8 rows in warpgroup order; B: one
+  // 128-byte swizzled box), 64x128x64 (B in two column blocks), 128x32x16
+  // (two warpgroups, 32-byte rows).
+  for (Cfg c : {Cfg{{64, 64, 32, 3}, 4}, Cfg{{64, 128, 64, 2}, 4}, Cfg{{128, 32, 16, 3}, 8}}) {
+    const ts::Kernel kernel = ex::gemmF16(c.blocks, ex::Activation::None);
+    // Multiples of the tile, ragged edges (zero-filled boxes; the
+    // arguments multiples of 16, as the aligned variant needs), and a K
+    // whose rows are not 16-byte aligned (cp.async stays).
+    checkGemm("f16", ts::DType::F16, ts::DType::F16, kernel, c.blocks, c.warps, {128, 128, 96}, true);
+    checkGemm("f16", ts::DType::F16, ts::DType::F16, kernel, c.blocks, c.warps, {72, 144, 48}, true);
+    checkGemm("f16", ts::DType::F16, ts::DType::F16, kernel, c.blocks, c.warps, {70, 150, 41}, false);
+  }
+}
+
+TEST_CASE("tma: the pipelined bf16 GEMM on emulated sm_90a, exact and equal to cp.async", "[gpu][tma][emu]") {
+  ex::GemmBlocks blocks{64, 64, 32, 3};
+  const ts::Kernel kernel = ex::gemmBF16(blocks, ex::Activation::None);
+  checkGemm("bf16", ts::DType::BF16, ts::DType::F32, kernel, blocks, 4, {96, 80, 64}, true);
+  checkGemm("bf16", ts::DType::BF16, ts::DType::F32, kernel, blocks, 4, {33, 80, 48}, true);
+}
+
+TEST_CASE("tma: sm_80 and TESSERA_TENSOR_COPIES=0 keep cp.async, and the tensor maps are in the signature",
+          "[gpu][tma]") {
+  ex::GemmBlocks blocks{64, 64, 32, 3};
+  const ts::Kernel kernel = ex::gemmF16(blocks, ex::Activation::None);
+  ts::CompileOptions o;
+  ts::CompiledKernel a100 = ts::compile(kernel, ts::Target::parse("nvptx:sm_80"), o);
+  CHECK(a100.dump(ts::Stage::PTX).find("cp.async.bulk.tensor") == std::string::npos);
+  CHECK(a100.signature().tensorMaps.empty());
+  // The aligned variant a launch specialises to (16-byte facts).
+  ts::CompiledKernel h100 = ts::compile(ts::assumeAligned(kernel), ts::Target::parse("nvptx:sm_90a"), o);
+  const ts::rt::KernelSignature& sig = h100.signature();
+  REQUIRE(sig.tensorMaps.size() == 2);
+  CHECK(sig.str().find("tma(a: f16 dims [K, M] strides [1, K] box [32, 8] swizzle 64)") != std::string::npos);
+  CHECK(sig.str().find("tma(b: f16 dims [N, K] strides [1, N] box [64, 32] swizzle 128)") != std::string::npos);
+  const std::string ptx = h100.dump(ts::Stage::PTX);
+  CHECK(ptx.find("mbarrier.try_wait.parity") != std::string::npos);
+  CHECK(ptx.find(".param .align 64 .b8") != std::string::npos);
+  setenv("TESSERA_TENSOR_COPIES", "0", 1);
+  ts::CompiledKernel off = ts::compile(ts::assumeAligned(kernel), ts::Target::parse("nvptx:sm_90a"), o);
+  unsetenv("TESSERA_TENSOR_COPIES");
+  CHECK(off.dump(ts::Stage::PTX).find("cp.async.bulk.tensor") == std::string::npos);
+  CHECK(off.signature().tensorMaps.empty());
+}
