@@ -1,7 +1,8 @@
 // NVPTX's mbarrier and TMA inline assembly -> the machine's hooks. The texts
 // are exactly those of codegen/nvptx/NVPTXTma.h (one file defines both
 // sides); operands are passed through, shared addresses flattened, and each
-// call names its instruction (opId) for the machine's reports.
+// call names its instruction (opId) for the machine's reports. The forms
+// with elect.sync run in the elected lane only (a ballot of the warp).
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -9,6 +10,8 @@
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/Instructions.h>
+#include <llvm/IR/IntrinsicInst.h>
+#include <llvm/Transforms/Utils/BasicBlockUtils.h>
 
 #include "codegen/emu/EmuPasses.h"
 #include "codegen/nvptx/NVPTXTma.h"
@@ -46,6 +49,17 @@ void rewriteTma(EmuModule& em) {
             work.emplace_back(c, *t);
         }
   for (auto& [c, t] : work) {
+    // expect_tx, the copies and arrive run in the lane elect.sync picks:
+    // the lowest of the warp's lanes (all 32 take part), found by a ballot.
+    if (t == TmaText::ExpectTx || t == TmaText::Load2d || t == TmaText::Load3d || t == TmaText::Arrive) {
+      llvm::IRBuilder<> e(c);
+      llvm::Value* all = e.CreateCall(em.hook("tessera_emu_ballot_sync"), {e.getInt64(0xffffffffu), e.getInt32(1)});
+      llvm::Value* first = e.CreateBinaryIntrinsic(llvm::Intrinsic::cttz, all, e.getTrue());
+      llvm::Value* lane = e.CreateZExt(e.CreateCall(em.hook("tessera_emu_lane_id"), {}), e.getInt64Ty());
+      llvm::Instruction* then =
+          llvm::SplitBlockAndInsertIfThen(e.CreateICmpEQ(lane, first), c->getIterator(), /*Unreachable=*/false);
+      c->moveBefore(then->getIterator());
+    }
     llvm::IRBuilder<> b(c);
     auto flat = [&](unsigned i) { return b.CreateAddrSpaceCast(c->getArgOperand(i), em.flatPtr()); };
     llvm::Value* op = b.getInt32(static_cast<uint32_t>(em.opId(*c)));

@@ -474,6 +474,7 @@ class Lower {
   void planTma();
   void declareTensorMaps(llvm::Function* fn, unsigned firstParam);
   llvm::Value* tmaBarrier(llvm::Value* group);
+  llvm::Value* issuingWarp();
   void initTma();
   void initTmaBarriers();
   void emitTmaCopy(const ir::Op& op, const TmaCopy& c);

@@ -20,9 +20,9 @@
 // Groups. The IR's async groups (IR.h, docs/pipelining.md) map onto S
 // transaction barriers, S = 1 + the largest `pending` of any async_wait
 // (the most groups in flight at a wait, plus the one being filled): group
-// g uses barrier g mod S, phase g / S. Thread 0 announces each copy's bytes
-// (expect_tx) and issues it on the open group's barrier; async_commit is
-// thread 0's one arrival on it (the phase completes when that arrival and
+// g uses barrier g mod S, phase g / S. One lane of warp 0 announces each
+// copy's bytes (expect_tx) and issues it on the open group's barrier;
+// async_commit is that lane's one arrival on it (the phase completes when that arrival and
 // the bytes have come); async_wait {pending = N} waits, in every thread,
 // for the phases of the groups it retires: a known number of them where
 // the outstanding groups are the same on every run of the wait
@@ -224,6 +224,13 @@ void Lower::initTmaBarriers() {
   barrier();
 }
 
+// Warp 0, as a warp-uniform condition (the warp index broadcast from lane
+// 0): the copies and arrivals inside are made by the lane the target
+// elects (NVPTXTma.h).
+llvm::Value* Lower::issuingWarp() {
+  return b_.CreateICmpEQ(t_.shuffleIdx(b_, warp_, i32(0)), i32(0), "tma.warp");
+}
+
 void Lower::emitTmaCopy(const ir::Op& op, const TmaCopy& c) {
   beforeGlobal(false);
   llvm::Type* mt = memTyOf(op.operand(0)->type().dtype());
@@ -238,7 +245,7 @@ void Lower::emitTmaCopy(const ir::Op& op, const TmaCopy& c) {
     return v;
   };
   llvm::Value* group = b_.CreateLoad(b_.getInt32Ty(), tmaCommitted_);
-  guarded(b_.CreateICmpEQ(tid_, i32(0)), [&] {
+  guarded(issuingWarp(), [&] {
     llvm::Value* bar = tmaBarrier(group);
     // The slot's earlier readers (generic proxy, ordered by the schedule's
     // barrier) before the tensor copy's writes (async proxy).
@@ -255,7 +262,7 @@ void Lower::emitTmaCopy(const ir::Op& op, const TmaCopy& c) {
 void Lower::tmaCommit() {
   if (tma_.empty()) return;
   llvm::Value* group = b_.CreateLoad(b_.getInt32Ty(), tmaCommitted_);
-  guarded(b_.CreateICmpEQ(tid_, i32(0)), [&] { t_.mbarrierArrive(b_, tmaBarrier(group)); });
+  guarded(issuingWarp(), [&] { t_.mbarrierArrive(b_, tmaBarrier(group)); });
   b_.CreateStore(b_.CreateAdd(group, i32(1)), tmaCommitted_);
 }
 

@@ -8,9 +8,9 @@
 //   * one mbarrier per in-flight group of async copies, initialised with an
 //     arrival count of 1 by thread 0 at the kernel's start, then a fence and
 //     a block barrier;
-//   * a copy: thread 0 announces the box's bytes on the group's barrier
-//     (expect_tx) and issues `cp.async.bulk.tensor` naming it;
-//   * async_commit: thread 0 arrives once on the group's barrier (the phase
+//   * a copy: one elected lane of warp 0 announces the box's bytes on the
+//     group's barrier (expect_tx) and issues `cp.async.bulk.tensor` naming it;
+//   * async_commit: that lane arrives once on the group's barrier (the phase
 //     completes when that arrival and every announced byte have come);
 //   * async_wait: every thread waits for the phase of each group it retires
 //     (try_wait.parity in a loop).
@@ -30,7 +30,8 @@ namespace tessera::codegen::nvptx {
 /// addresses in the shared window, the tensor map a 64-bit generic address
 /// of the kernel's grid-constant parameter ("l").
 ///   init:   $0 barrier, $1 arrival count (i32)
-///   expect: $0 barrier, $1 bytes (i32)
+///   expect: $0 barrier, $1 bytes (i32); this and the next three by the
+///           lane elect.sync picks among all 32 (the warp must be converged)
 ///   copy2d: $0 shared destination, $1 tensor map, $2 $3 coordinates
 ///           (innermost first, i32), $4 barrier
 ///   copy3d: likewise with $2 $3 $4 coordinates, $5 barrier
@@ -42,15 +43,27 @@ struct TmaAsm {
 };
 inline constexpr TmaAsm kMbarrierInit{"mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}"};
 inline constexpr TmaAsm kMbarrierInitFence{"fence.mbarrier_init.release.cluster;", "~{memory}"};
-inline constexpr TmaAsm kMbarrierExpectTx{"mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [$0], $1;", "r,r,~{memory}"};
+// Issued by one lane of a converged warp: `elect.sync` picks it inside the
+// assembly, so the branch around them is warp-uniform (warp 0) and ptxas
+// feeds UTMALDG uniform registers directly; behind a per-thread branch
+// (tid == 0) it wraps every copy in a loop that makes its operands uniform
+// (8 more instructions per box).
+inline constexpr TmaAsm kMbarrierExpectTx{
+    "{\n\t.reg .pred p;\n\telect.sync _|p, -1;\n\t@p mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [$0], $1;\n\t}",
+    "r,r,~{memory}"};
 inline constexpr TmaAsm kTmaLoad2d{
-    "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3}], [$4];",
+    "{\n\t.reg .pred p;\n\telect.sync _|p, -1;\n\t@p "
+    "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3}], "
+    "[$4];\n\t}",
     "r,l,r,r,r,~{memory}"};
 inline constexpr TmaAsm kTmaLoad3d{
+    "{\n\t.reg .pred p;\n\telect.sync _|p, -1;\n\t@p "
     "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3, $4}], "
-    "[$5];",
+    "[$5];\n\t}",
     "r,l,r,r,r,r,~{memory}"};
-inline constexpr TmaAsm kMbarrierArrive{"mbarrier.arrive.shared::cta.b64 _, [$0];", "r,~{memory}"};
+inline constexpr TmaAsm kMbarrierArrive{
+    "{\n\t.reg .pred p;\n\telect.sync _|p, -1;\n\t@p mbarrier.arrive.shared::cta.b64 _, [$0];\n\t}",
+    "r,~{memory}"};
 inline constexpr TmaAsm kMbarrierTryWait{
     "{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2;\n\tselp.u32 $0, 1, 0, p;\n\t}",
     "=r,r,r,~{memory}"};
