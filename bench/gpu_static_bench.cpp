@@ -193,18 +193,18 @@ std::string pct(int64_t part, int64_t whole) {
 std::string jsonRow(const Row& r) {
   char buf[1024];
   const auto& l = r.layout;
-  std::snprintf(buf, sizeof buf,
-                "{\"kernel\": \"%s\", \"config\": \"%s\", \"target\": \"%s\", \"error\": \"%s\", \"regs\": %d, "
-                "\"spill\": %lld, \"shared\": %lld, \"occupancy\": %d, \"contiguous\": %lld, \"coalesced\": %lld, "
-                "\"vectorisable\": %lld, \"vectorised\": %lld, \"replication\": %g, \"shared_conversions\": %lld, "
-                "\"reemitted\": %lld, \"loop_instrs\": %d, \"total_instrs\": %d, \"listing\": \"%s\", "
-                "\"compile_ms\": %.3f, \"ptxas_ms\": %.3f}",
-                r.name.c_str(), r.config.c_str(), r.target.c_str(), r.error.empty() ? "" : "failed", r.regs,
-                (long long)r.spill, (long long)r.shared, r.occupancy, l ? (long long)l->contiguous : -1LL,
-                l ? (long long)l->coalesced : -1LL, l ? (long long)l->vectorisable : -1LL,
-                l ? (long long)l->vectorised : -1LL, l ? l->maxExcessReplication : -1.0,
-                l ? (long long)l->sharedConversions : -1LL, l ? (long long)l->reemitted : -1LL,
-                r.instrs.loopInstructions(), r.instrs.all.total(), r.listing.c_str(), r.compileMs, r.ptxasMs);
+  std::snprintf(
+      buf, sizeof buf,
+      "{\"kernel\": \"%s\", \"config\": \"%s\", \"target\": \"%s\", \"error\": \"%s\", \"regs\": %d, "
+      "\"spill\": %lld, \"shared\": %lld, \"occupancy\": %d, \"contiguous\": %lld, \"coalesced\": %lld, "
+      "\"vectorisable\": %lld, \"vectorised\": %lld, \"replication\": %g, \"shared_conversions\": %lld, "
+      "\"reemitted\": %lld, \"loop_instrs\": %d, \"loop_issue_only\": %d, \"total_instrs\": %d, \"listing\": \"%s\", "
+      "\"compile_ms\": %.3f, \"ptxas_ms\": %.3f}",
+      r.name.c_str(), r.config.c_str(), r.target.c_str(), r.error.empty() ? "" : "failed", r.regs, (long long)r.spill,
+      (long long)r.shared, r.occupancy, l ? (long long)l->contiguous : -1LL, l ? (long long)l->coalesced : -1LL,
+      l ? (long long)l->vectorisable : -1LL, l ? (long long)l->vectorised : -1LL, l ? l->maxExcessReplication : -1.0,
+      l ? (long long)l->sharedConversions : -1LL, l ? (long long)l->reemitted : -1LL, r.instrs.loopInstructions(),
+      r.instrs.loopIssueOnly, r.instrs.all.total(), r.listing.c_str(), r.compileMs, r.ptxasMs);
   return buf;
 }
 
@@ -218,10 +218,13 @@ void printRow(const Row& r) {
   std::string conv = l ? std::to_string(l->sharedConversions) + "+" + std::to_string(l->reemitted) : "-";
   char repl[16];
   std::snprintf(repl, sizeof repl, "%gx", l ? l->maxExcessReplication : -1.0);
+  // "all/others": where one warp also issues the TMA copies, what the
+  // other warps run per iteration after the slash.
   std::string loop = r.instrs.hasLoop ? std::to_string(r.instrs.loop.total()) : "-";
+  if (r.instrs.loopIssueOnly > 0) loop += "/" + std::to_string(r.instrs.loop.total() - r.instrs.loopIssueOnly);
   char ptxas[16] = "-";
   if (r.ptxasMs >= 0) std::snprintf(ptxas, sizeof ptxas, "%.1f", r.ptxasMs);
-  std::printf("%-10s %-26s %-14s %4d %6lld %6lld %4d %5s %5s %5s %7s %5s %6d %8.1f %6s\n", r.name.c_str(),
+  std::printf("%-10s %-26s %-14s %4d %6lld %6lld %4d %5s %5s %5s %7s %7s %6d %8.1f %6s\n", r.name.c_str(),
               r.config.c_str(), r.target.c_str(), r.regs, (long long)r.spill, (long long)r.shared, r.occupancy,
               l ? pct(l->coalesced, l->contiguous).c_str() : "-", l ? pct(l->vectorised, l->vectorisable).c_str() : "-",
               repl, conv.c_str(), loop.c_str(), r.instrs.all.total(), r.compileMs, ptxas);
@@ -323,7 +326,7 @@ int main(int argc, char** argv) {
       else
         throw ts::UsageError("unknown option " + a);
     }
-    std::printf("%-10s %-26s %-14s %4s %6s %6s %4s %5s %5s %5s %7s %5s %6s %8s %6s\n", "kernel", "config", "target",
+    std::printf("%-10s %-26s %-14s %4s %6s %6s %4s %5s %5s %5s %7s %7s %6s %8s %6s\n", "kernel", "config", "target",
                 "regs", "spill", "smem", "occ", "coal", "vec", "repl", "conv", "loop", "total", "ms", "ptxas");
     std::vector<std::string> rows;
     for (const Entry& e : entries()) {

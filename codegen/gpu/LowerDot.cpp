@@ -261,16 +261,19 @@ void Lower::emitTensorCoreDot(const ir::Op& op, const ir::Layout& l) {
   // emulator's reports (bank conflicts per phase of the dot).
   if (base || bBase) beforeShared();
   if (stageA || stageB) {
-    if (globalA) copyOperand(op, 0, base, p.a, false);
-    if (globalB) copyOperand(op, 1, bBase, p.b, p.bTransposed);
+    // Global operands: TMA boxes where planned (sm_90a), else cp.async.
+    bool tmaA = globalA && emitTmaOperand(op, 0, base), tmaB = globalB && emitTmaOperand(op, 1, bBase);
+    if (globalA && !tmaA) copyOperand(op, 0, base, p.a, false);
+    if (globalB && !tmaB) copyOperand(op, 1, bBase, p.b, p.bTransposed);
     setTag(op, "operand staging");
     if (stageA && !globalA) stageOperand(a, base, p.a, false);
     if (stageB && !globalB) stageOperand(bv, bBase, p.b, p.bTransposed);
     setCurrentOp(op);
-    if (globalA || globalB) {
+    if ((globalA && !tmaA) || (globalB && !tmaB)) {
       t_.asyncCommit(b_);
       t_.asyncWait(b_, 0);
     }
+    if (tmaA || tmaB) waitTmaOperands();
     if ((p.wgmma && stageB) || (p.wgmmaSharedA && stageA)) t_.sharedToAsyncProxyFence(b_);  // see stageHoistedOperands
     barrier();
     smemDirty_ = true;

@@ -81,7 +81,7 @@ class Lower {
   /// maps, and the bytes of its transaction barriers, which the caller
   /// places after the plan's areas (setTmaBarrierOffset before run()).
   const std::vector<TensorMapSpec>& tensorMaps() const { return tensorMaps_; }
-  uint64_t tmaBarrierBytes() const { return 8 * uint64_t{tmaBarriers_}; }
+  uint64_t tmaBarrierBytes() const { return 8 * (uint64_t{tmaBarriers_} + (tmaOperands_.empty() ? 0 : 1)); }
   void setTmaBarrierOffset(uint64_t off) { tmaBarrierOffset_ = off; }
 
  private:
@@ -462,6 +462,15 @@ class Lower {
     uint64_t align = 128;  // of the destination buffer
   };
   std::map<const ir::Op*, TmaCopy> tma_;
+  // Dot operands copied from global memory by TMA (see planTma).
+  std::map<std::pair<const ir::Op*, unsigned>, TmaCopy> tmaOperands_;
+  llvm::Value* tmaOperandPhase_ = nullptr;
+  std::optional<TmaCopy> planTmaBoxes(const ir::TiledAccess& acc, const DotStaging* st, bool transposed);
+  void issueTmaBoxes(const TmaCopy& c, llvm::Type* elemTy, llvm::Value* base, llvm::Value* bar);
+  llvm::Value* tmaOperandBarrier();
+  /// Issues global operand i of `dot` by TMA into `base`, if planned so.
+  bool emitTmaOperand(const ir::Op& dot, unsigned i, llvm::Value* base);
+  void waitTmaOperands();
   std::vector<TensorMapSpec> tensorMaps_;
   std::vector<llvm::Value*> tensorMapArgs_;
   unsigned tmaBarriers_ = 0;

@@ -51,29 +51,35 @@ std::optional<Lower::TmaCopy> Lower::planTmaCopy(const ir::Op& op) {
   auto acc = ir::matchTiledAccess(f_, op, ax_);
   if (!acc || !acc->aligned) return std::nullopt;
   const ir::Value* buf = op.operand(0);
-  const ir::Value* root = rootBuffer(buf);
   if (buf->type().dtype() != acc->dtype || buf->type().shape().size() != 2) return std::nullopt;
-  const int64_t eb = static_cast<int64_t>(byteSize(acc->dtype));
+  auto sg = storage_.find(rootBuffer(buf));
+  if (sg == storage_.end()) return planTmaBoxes(*acc, nullptr, false);
+  return planTmaBoxes(*acc, &sg->second.st, sg->second.transposed);
+}
+
+std::optional<Lower::TmaCopy> Lower::planTmaBoxes(const ir::TiledAccess& acc, const DotStaging* st, bool transposed) {
+  const int64_t eb = static_cast<int64_t>(byteSize(acc.dtype));
   if (eb != 1 && eb != 2 && eb != 4 && eb != 8) return std::nullopt;
-  const int64_t R = acc->tileRows, C = acc->tileCols;
-  // The slot's storage as boxes: rows of `rowElems` elements in column
-  // blocks; `swz` bytes of swizzle.
-  int64_t rowElems = C, blockCols = C, swz = 0, groupRows = 0;
-  auto sg = storage_.find(root);
-  if (sg != storage_.end()) {
-    const DotStaging& st = sg->second.st;
-    if (sg->second.transposed || st.mfmaColWarps || st.rows != R || st.cols != C) return std::nullopt;
-    rowElems = st.blockCols ? st.blockCols : st.cols;
-    if (st.stride != rowElems) return std::nullopt;  // padded rows: not dense boxes
-    blockCols = rowElems;
-    if (st.swizzle) {
-      const int64_t rowBytes = rowElems * eb;
+  // Storage rows are the tensor's rows (a transposed staging buffer holds
+  // the tile's dim 1 along its rows, as a transposed access reads them).
+  if (transposed != acc.transposed) return std::nullopt;
+  const int64_t R = acc.tileRows, C = acc.tileCols;
+  // The storage as boxes: rows of `blockCols` elements in column blocks;
+  // `swz` bytes of swizzle; wgmma's A rows in groups of 8.
+  int64_t blockCols = C, swz = 0, groupRows = 0, W = 0;
+  if (st) {
+    if (st->mfmaColWarps || st->rows != R || st->cols != C) return std::nullopt;
+    blockCols = st->blockCols ? st->blockCols : st->cols;
+    if (st->stride != blockCols) return std::nullopt;  // padded rows: not dense boxes
+    if (st->swizzle) {
+      const int64_t rowBytes = blockCols * eb;
       if (rowBytes == 32 || rowBytes == 64 || rowBytes == 128)
         swz = rowBytes;
       else if (rowBytes != 16)
         return std::nullopt;  // rows of more than 128 bytes: no TMA swizzle mode
     }
-    if (st.rowGroupWarps) groupRows = 8;
+    W = st->rowGroupWarps;
+    if (W) groupRows = 8;
   }
   if ((blockCols * eb) % 16 != 0 || blockCols > 256 || C % blockCols != 0) return std::nullopt;
   const int64_t boxRows = groupRows ? groupRows : std::min<int64_t>(R, 256);
@@ -81,29 +87,38 @@ std::optional<Lower::TmaCopy> Lower::planTmaCopy(const ir::Op& op) {
   // Alignment: TMA writes to 128-byte aligned addresses, a swizzled box to
   // the swizzle's 8 rows.
   const uint64_t align = std::max<uint64_t>(128, swz ? static_cast<uint64_t>(8 * swz) : 0);
-  const uint64_t slotBytes = static_cast<uint64_t>(R * C * eb);
-  if (slotBytes % align != 0 || static_cast<uint64_t>(boxRows * blockCols * eb) % align != 0) return std::nullopt;
+  const uint64_t bytes = static_cast<uint64_t>(R * C * eb);
+  if (bytes % align != 0 || static_cast<uint64_t>(boxRows * blockCols * eb) % align != 0) return std::nullopt;
+
+  // Columns no mask bounds: the tensor's rows are then taken to be the row
+  // stride long, which the driver requires (each dimension within the next
+  // one's stride) and which is exact only where the tile's columns provably
+  // stay in the row: a constant stride of at least the tile, from column 0.
+  if (!acc.cols && (!acc.colStart.terms.empty() || acc.rowStride.arg >= 0 || acc.rowStride.scale < C))
+    return std::nullopt;
 
   TensorMapSpec spec;
-  spec.source = static_cast<int>(acc->source);
-  spec.dtype = acc->dtype;
-  spec.rank = 2;
-  spec.dims[0] = extent(acc->cols);
-  spec.dims[1] = extent(acc->rows);
+  spec.source = static_cast<int>(acc.source);
+  spec.dtype = acc.dtype;
+  spec.rank = acc.rank;
+  spec.dims[0] = acc.cols ? extent(acc.cols) : TensorMapSpec::Extent{-1, 1, acc.rowStride.scale};
+  spec.dims[1] = extent(acc.rows);
+  spec.dims[2] = extent(std::nullopt);
   spec.strides[0] = {-1, 1, 1};
-  spec.strides[1] = extent(acc->rowStride);
+  spec.strides[1] = extent(acc.rowStride);
+  if (acc.rank == 3) spec.strides[2] = extent(acc.planeStride);
   spec.box[0] = static_cast<uint32_t>(blockCols);
   spec.box[1] = static_cast<uint32_t>(boxRows);
   spec.swizzleBytes = static_cast<uint32_t>(swz);
+  if (acc.rank == 2) spec.dims[2] = spec.strides[2] = {-1, 1, 0};
   unsigned map = 0;
   while (map < tensorMaps_.size() && !(tensorMaps_[map] == spec)) ++map;
   if (map == tensorMaps_.size()) tensorMaps_.push_back(spec);
 
   TmaCopy c;
-  c.access = *acc;
-  c.bytes = slotBytes;
+  c.access = acc;
+  c.bytes = bytes;
   c.align = align;
-  const int64_t W = sg != storage_.end() ? sg->second.st.rowGroupWarps : 0;
   for (int64_t blk = 0; blk < C / blockCols; ++blk)
     for (int64_t s = 0; s < R; s += boxRows) {
       int64_t row = s;
@@ -120,13 +135,14 @@ std::optional<Lower::TmaCopy> Lower::planTmaCopy(const ir::Op& op) {
 
 void Lower::planTma() {
   tma_.clear();
+  tmaOperands_.clear();
   tensorMaps_.clear();
   tmaBarriers_ = 0;
   onlyTensorCopies_ = false;
   if (!t_.hasTensorCopies()) return;
   int64_t maxPending = 0;
   auto& body = const_cast<ir::Function&>(f_).body();
-  bool others = !globalOperands_.empty();  // cp.async copies of dot operands
+  bool others = false;
   ir::walk(body, [&](ir::Op& op) {
     if (op.code() == OpCode::AsyncWait) maxPending = std::max(maxPending, op.intAttr("pending"));
     if (op.code() != OpCode::Copy || !op.hasAttr("async") || op.intAttr("async") == 0) return;
@@ -135,9 +151,27 @@ void Lower::planTma() {
     else
       others = true;
   });
-  if (tma_.empty()) return;
-  onlyTensorCopies_ = !others;
-  tmaBarriers_ = static_cast<unsigned>(maxPending + 1);
+  // Dot operands copied straight from global memory into the dot's
+  // staging buffer (planDotOperands): boxes into that buffer, completing on
+  // one more barrier that the dot waits for.
+  bool operandsByCpAsync = false;
+  for (auto& [key, fast] : globalOperands_) {
+    auto [dot, i] = key;
+    const ir::Op& ld = *dot->operand(i)->definingOp();
+    auto acc = ir::matchTiledAccess(f_, ld, ax_);
+    std::optional<TmaCopy> c;
+    if (acc && acc->aligned) {
+      TensorCoreDotPlan p = dotPlan(*dot);
+      if (p.wgmma) c = planTmaBoxes(*acc, i == 0 ? &p.a : &p.b, i == 1 && p.bTransposed);
+    }
+    if (c)
+      tmaOperands_.emplace(key, std::move(*c));
+    else
+      operandsByCpAsync = true;
+  }
+  if (!tma_.empty()) tmaBarriers_ = static_cast<unsigned>(maxPending + 1);
+  if (tma_.empty() && tmaOperands_.empty()) return;
+  onlyTensorCopies_ = !others && !operandsByCpAsync;
   tmaRetire_.clear();
   simulateGroups(f_.body(), int64_t{0});
   // The destination buffers start where their boxes may.
@@ -203,22 +237,27 @@ llvm::Value* Lower::tmaBarrier(llvm::Value* group) {
   return b_.CreateInBoundsGEP(b_.getInt64Ty(), base, idx, "mbar");
 }
 
+// The dot operands' barrier: after the groups' (one phase per dot run).
+llvm::Value* Lower::tmaOperandBarrier() { return smemAt(tmaBarrierOffset_ + 8 * uint64_t{tmaBarriers_}); }
+
 void Lower::initTma() {
-  if (tma_.empty()) return;
-  // Per-thread group counters (registers after mem2reg).
+  if (tma_.empty() && tmaOperands_.empty()) return;
+  // Per-thread counters of groups and operand phases (registers after
+  // mem2reg).
   llvm::IRBuilderBase::InsertPointGuard g(b_);
   llvm::BasicBlock& entry = b_.GetInsertBlock()->getParent()->getEntryBlock();
   b_.SetInsertPoint(&entry, entry.getFirstInsertionPt());
-  tmaCommitted_ = b_.CreateAlloca(b_.getInt32Ty(), nullptr, "tma.committed");
-  tmaWaited_ = b_.CreateAlloca(b_.getInt32Ty(), nullptr, "tma.waited");
-  b_.CreateStore(i32(0), tmaCommitted_);
-  b_.CreateStore(i32(0), tmaWaited_);
+  for (llvm::Value** c : {&tmaCommitted_, &tmaWaited_, &tmaOperandPhase_}) {
+    *c = b_.CreateAlloca(b_.getInt32Ty(), nullptr, "tma.count");
+    b_.CreateStore(i32(0), *c);
+  }
 }
 
 void Lower::initTmaBarriers() {
-  if (tma_.empty()) return;
+  if (tma_.empty() && tmaOperands_.empty()) return;
   guarded(b_.CreateICmpEQ(tid_, i32(0)), [&] {
     for (unsigned s = 0; s < tmaBarriers_; ++s) t_.mbarrierInit(b_, tmaBarrier(i32(s)), 1);
+    if (!tmaOperands_.empty()) t_.mbarrierInit(b_, tmaOperandBarrier(), 1);
     t_.mbarrierInitFence(b_);
   });
   barrier();
@@ -227,14 +266,9 @@ void Lower::initTmaBarriers() {
 // Warp 0, as a warp-uniform condition (the warp index broadcast from lane
 // 0): the copies and arrivals inside are made by the lane the target
 // elects (NVPTXTma.h).
-llvm::Value* Lower::issuingWarp() {
-  return b_.CreateICmpEQ(t_.shuffleIdx(b_, warp_, i32(0)), i32(0), "tma.warp");
-}
+llvm::Value* Lower::issuingWarp() { return b_.CreateICmpEQ(t_.shuffleIdx(b_, warp_, i32(0)), i32(0), "tma.warp"); }
 
-void Lower::emitTmaCopy(const ir::Op& op, const TmaCopy& c) {
-  beforeGlobal(false);
-  llvm::Type* mt = memTyOf(op.operand(0)->type().dtype());
-  llvm::Value* base = scalar(op.operand(0));
+void Lower::issueTmaBoxes(const TmaCopy& c, llvm::Type* elemTy, llvm::Value* base, llvm::Value* bar) {
   auto eval = [&](const ir::ScalarPoly& p, int64_t plus) {
     llvm::Value* v = i32(plus);
     for (auto& [fs, k] : p.terms) {
@@ -244,19 +278,44 @@ void Lower::emitTmaCopy(const ir::Op& op, const TmaCopy& c) {
     }
     return v;
   };
+  // The buffer's earlier readers (generic proxy, ordered by the schedule's
+  // barrier) before the tensor copy's writes (async proxy).
+  t_.sharedToAsyncProxyFence(b_);
+  t_.mbarrierExpectTx(b_, bar, i32(static_cast<int64_t>(c.bytes)));
+  for (const TmaBox& box : c.boxes) {
+    llvm::Value* dst = b_.CreateInBoundsGEP(elemTy, base, i32(box.dstElem));
+    llvm::Value* coords[3] = {eval(c.access.colStart, box.col), eval(c.access.rowStart, box.row),
+                              eval(c.access.zStart, 0)};
+    t_.tensorLoad(b_, dst, tensorMapArgs_[box.map], coords, c.access.rank, bar);
+  }
+}
+
+void Lower::emitTmaCopy(const ir::Op& op, const TmaCopy& c) {
+  beforeGlobal(false);
+  llvm::Type* mt = memTyOf(op.operand(0)->type().dtype());
+  llvm::Value* base = scalar(op.operand(0));
   llvm::Value* group = b_.CreateLoad(b_.getInt32Ty(), tmaCommitted_);
-  guarded(issuingWarp(), [&] {
-    llvm::Value* bar = tmaBarrier(group);
-    // The slot's earlier readers (generic proxy, ordered by the schedule's
-    // barrier) before the tensor copy's writes (async proxy).
-    t_.sharedToAsyncProxyFence(b_);
-    t_.mbarrierExpectTx(b_, bar, i32(static_cast<int64_t>(c.bytes)));
-    for (const TmaBox& box : c.boxes) {
-      llvm::Value* dst = b_.CreateInBoundsGEP(mt, base, i32(box.dstElem));
-      llvm::Value* coords[2] = {eval(c.access.colStart, box.col), eval(c.access.rowStart, box.row)};
-      t_.tensorLoad(b_, dst, tensorMapArgs_[box.map], coords, 2, bar);
-    }
-  });
+  guarded(issuingWarp(), [&] { issueTmaBoxes(c, mt, base, tmaBarrier(group)); });
+}
+
+bool Lower::emitTmaOperand(const ir::Op& dot, unsigned i, llvm::Value* base) {
+  auto it = tmaOperands_.find({&dot, i});
+  if (it == tmaOperands_.end()) return false;
+  const ir::Op& ld = *dot.operand(i)->definingOp();
+  setCurrentOp(ld);
+  beforeGlobal(false);
+  llvm::Type* et = memTyOf(ld.result()->type().dtype());
+  guarded(issuingWarp(), [&] { issueTmaBoxes(it->second, et, base, tmaOperandBarrier()); });
+  setCurrentOp(dot);
+  return true;
+}
+
+void Lower::waitTmaOperands() {
+  // One phase per dot run: the elected lane arrives, everyone waits.
+  guarded(issuingWarp(), [&] { t_.mbarrierArrive(b_, tmaOperandBarrier()); });
+  llvm::Value* phase = b_.CreateLoad(b_.getInt32Ty(), tmaOperandPhase_);
+  t_.mbarrierWait(b_, tmaOperandBarrier(), b_.CreateAnd(phase, i32(1)));
+  b_.CreateStore(b_.CreateAdd(phase, i32(1)), tmaOperandPhase_);
 }
 
 void Lower::tmaCommit() {

@@ -62,8 +62,7 @@ inline constexpr TmaAsm kTmaLoad3d{
     "[$5];\n\t}",
     "r,l,r,r,r,r,~{memory}"};
 inline constexpr TmaAsm kMbarrierArrive{
-    "{\n\t.reg .pred p;\n\telect.sync _|p, -1;\n\t@p mbarrier.arrive.shared::cta.b64 _, [$0];\n\t}",
-    "r,~{memory}"};
+    "{\n\t.reg .pred p;\n\telect.sync _|p, -1;\n\t@p mbarrier.arrive.shared::cta.b64 _, [$0];\n\t}", "r,~{memory}"};
 inline constexpr TmaAsm kMbarrierTryWait{
     "{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2;\n\tselp.u32 $0, 1, 0, p;\n\t}",
     "=r,r,r,~{memory}"};

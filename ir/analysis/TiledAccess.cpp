@@ -229,9 +229,18 @@ std::string ScalarPoly::str() const {
   return s;
 }
 
-std::optional<TiledAccess> matchTiledAccess(const Function& f, const Op& copy, const AxisAnalysis& axis) {
-  if (copy.code() != OpCode::Copy || copy.numOperands() < 2) return std::nullopt;
-  const Value* ptr = copy.operand(1);
+std::optional<TiledAccess> matchTiledAccess(const Function& f, const Op& access, const AxisAnalysis& axis) {
+  // copy(buffer, pointers[, mask]) or load(pointers[, mask]).
+  unsigned first;
+  if (access.code() == OpCode::Copy)
+    first = 1;
+  else if (access.code() == OpCode::Load)
+    first = 0;
+  else
+    return std::nullopt;
+  if (access.numOperands() <= first) return std::nullopt;
+  const Value* ptr = access.operand(first);
+  const Value* maskV = access.numOperands() > first + 1 ? access.operand(first + 1) : nullptr;
   const Shape& shape = ptr->type().shape();
   if (shape.size() != 2) return std::nullopt;
   Evaluator ev(f);
@@ -240,25 +249,42 @@ std::optional<TiledAccess> matchTiledAccess(const Function& f, const Op& copy, c
   TiledAccess ta;
   ta.source = *ev.argIndex(p->base);
   ta.dtype = p->base->type().dtype();
-  ta.tileRows = shape[0];
-  ta.tileCols = shape[1];
-  // offset = i * stride + j + start
+  // offset = (index along the strided dim) * stride + (index along the
+  // contiguous dim) + start
+  auto single = [](const Mono& m) {
+    int dim = -1;
+    for (size_t d = 0; d < 4; ++d)
+      if (m.pow[d]) {
+        if (dim >= 0 || m.pow[d] != 1) return -2;
+        dim = static_cast<int>(d);
+      }
+    return dim;
+  };
   Poly start;
-  bool haveCol = false, haveRow = false;
+  int contiguous = -1, strided = -1;
   ScalarPoly stride;
   for (auto& [m, c] : p->off) {
-    if (m.indexFree()) {
+    const int d = single(m);
+    if (d == -1) {
       addTo(start, m, c);
-    } else if (m.pow == std::array<uint8_t, 4>{0, 1, 0, 0} && m.factors.empty() && c == 1) {
-      haveCol = true;
-    } else if (m.pow == std::array<uint8_t, 4>{1, 0, 0, 0} && !haveRow) {
-      haveRow = true;
+    } else if (d >= 0 && m.factors.empty() && c == 1 && contiguous < 0) {
+      contiguous = d;
+    } else if (d >= 0 && strided < 0) {
+      strided = d;
       stride.terms[m.factors] = c;
     } else {
       return std::nullopt;
     }
   }
-  if (!haveCol || !haveRow) return std::nullopt;
+  // A unit term along one dim and a stride along the other; should both be
+  // unit (a stride of 1), the last dim is the contiguous one.
+  if (contiguous < 0 || strided < 0 || contiguous == strided) return std::nullopt;
+  if (contiguous == 0 && stride.terms.size() == 1 && stride.terms.begin()->first.empty() &&
+      stride.terms.begin()->second == 1)
+    std::swap(contiguous, strided);
+  ta.transposed = contiguous == 0;
+  ta.tileRows = shape[static_cast<size_t>(strided)];
+  ta.tileCols = shape[static_cast<size_t>(contiguous)];
   auto st = extentOf(stride, ev);
   if (!st || st->scale <= 0) return std::nullopt;
   ta.rowStride = *st;
@@ -277,10 +303,11 @@ std::optional<TiledAccess> matchTiledAccess(const Function& f, const Op& copy, c
     }
   }
   // The mask: an `and` of `index + start < bound` per dimension.
-  if (copy.numOperands() > 2) {
+  std::optional<ScalarPoly> maskRowStart;
+  if (maskV) {
     bool ok = true;
     std::function<void(const Value*, std::vector<int>)> leaves = [&](const Value* v, std::vector<int> dims) {
-      // dims[d]: the copy tile's dimension that v's dimension d is.
+      // dims[d]: the access tile's dimension that v's dimension d is.
       const Op* op = v->definingOp();
       if (!ok || !op) {
         ok = false;
@@ -309,39 +336,66 @@ std::optional<TiledAccess> matchTiledAccess(const Function& f, const Op& copy, c
           int dim = -1;
           Poly rest;
           for (auto& [m, c] : *lhs) {
-            int nz = 0, which = -1;
-            for (size_t d = 0; d < 4; ++d)
-              if (m.pow[d]) ++nz, which = static_cast<int>(d);
-            if (nz == 0) {
+            const int d = single(m);
+            if (d == -1) {
               addTo(rest, m, c);
-            } else if (nz == 1 && m.pow[which] == 1 && m.factors.empty() && c == 1 && dim < 0 &&
-                       static_cast<size_t>(which) < dims.size()) {
-              dim = dims[which];
+            } else if (d >= 0 && m.factors.empty() && c == 1 && dim == -1 && static_cast<size_t>(d) < dims.size()) {
+              dim = dims[static_cast<size_t>(d)];
             } else {
               dim = -2;
             }
           }
           if (dim < 0) break;
           auto s = scalarPart(rest);
-          std::optional<ArgExtent>& slot = dim == 0 ? ta.rows : ta.cols;
-          const ScalarPoly& want = dim == 0 ? ta.rowStart : ta.colStart;
-          if (!s || !(*s == want) || slot) break;
-          slot = ext;
+          if (!s) break;
+          if (dim == strided) {
+            if (ta.rows) break;
+            ta.rows = ext;
+            maskRowStart = *s;
+          } else {
+            if (ta.cols || !(*s == ta.colStart)) break;
+            ta.cols = ext;
+          }
           return;
         }
         default: break;
       }
       ok = false;
     };
-    leaves(copy.operand(2), {0, 1});
+    leaves(maskV, {0, 1});
     if (!ok) return std::nullopt;
+  }
+  // Rows bounded from another start than the pointer's: a stack of
+  // rows-bound planes, the difference a multiple of the bound.
+  if (maskRowStart && !(*maskRowStart == ta.rowStart)) {
+    const Value* boundArg = ta.rows->arg >= 0 ? f.arg(static_cast<unsigned>(ta.rows->arg)) : nullptr;
+    ScalarPoly diff = ta.rowStart;
+    for (auto& [fs, c] : maskRowStart->terms)
+      if ((diff.terms[fs] -= c) == 0) diff.terms.erase(fs);
+    ScalarPoly z;
+    for (auto& [fs, c] : diff.terms) {
+      auto it = boundArg ? std::find(fs.begin(), fs.end(), boundArg) : fs.end();
+      if (c % ta.rows->scale != 0 || (boundArg && it == fs.end())) return std::nullopt;
+      std::vector<const Value*> rest = fs;
+      if (boundArg) rest.erase(rest.begin() + (it - fs.begin()));
+      z.terms[rest] += c / ta.rows->scale;
+    }
+    // The plane stride rows * ld must be one extent.
+    if (boundArg && strideArg) return std::nullopt;
+    ta.rank = 3;
+    ta.planeStride = {boundArg ? ta.rows->arg : strideArg ? st->arg : -1, ta.rows->scale * st->scale};
+    ta.zStart = z;
+    ta.rowStart = *maskRowStart;
   }
   // TMA's rules: a 16-byte aligned base, rows a multiple of 16 bytes apart.
   const int64_t eb = static_cast<int64_t>(byteSize(ta.dtype));
   const int64_t baseDiv = axis.get(p->base).divisibility[0];
   int64_t strideBytes = st->scale * eb;
   if (strideArg) strideBytes *= axis.get(strideArg).divisibility[0];
-  ta.aligned = baseDiv % 16 == 0 && strideBytes % 16 == 0;
+  int64_t planeBytes = ta.planeStride.scale * eb;
+  if (ta.rank == 3 && ta.planeStride.arg >= 0)
+    planeBytes *= axis.get(f.arg(static_cast<unsigned>(ta.planeStride.arg))).divisibility[0];
+  ta.aligned = baseDiv % 16 == 0 && strideBytes % 16 == 0 && (ta.rank == 2 || planeBytes % 16 == 0);
   return ta;
 }
 

@@ -135,6 +135,19 @@ CodeProfile profileListing(const std::string& text, Listing kind) {
   if (longest.first >= 0) {
     p.hasLoop = true;
     for (int i = longest.first; i <= longest.second; ++i) ++p.loop[classes[size_t(i)]];
+    // Regions of the loop a forward branch skips that hold an async copy.
+    std::vector<bool> issueOnly(targets.size(), false);
+    for (int i = longest.first; i < longest.second; ++i) {
+      if (targets[size_t(i)].empty()) continue;
+      for (auto& [name, at] : labels) {
+        if (name != targets[size_t(i)] || at <= i + 1 || at > longest.second) continue;
+        bool copies = false;
+        for (int k = i + 1; k < at; ++k) copies = copies || classes[size_t(k)] == InstrClass::AsyncCopy;
+        if (copies)
+          for (int k = i + 1; k < at; ++k) issueOnly[size_t(k)] = true;
+      }
+    }
+    p.loopIssueOnly = int(std::count(issueOnly.begin(), issueOnly.end(), true));
   }
   return p;
 }

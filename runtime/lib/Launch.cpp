@@ -305,6 +305,16 @@ class TensorMapResolver {
       if (bytes >= (static_cast<__int128>(1) << 40))
         fail(v.arg, "needs a " + what + " below 2^40 bytes " + amount + "; split the tensor over several launches");
       r.strides[d] = static_cast<uint64_t>(bytes);
+      // The driver requires each dimension to lie within the next one's
+      // stride (cuda.h: globalStrides[d] covers globalDim[d] of the
+      // previous stride): a mask bound past the stride (rows longer than
+      // ld) is a tensor TMA cannot describe.
+      const __int128 covered = static_cast<__int128>(r.dims[d - 1]) * r.strides[d - 1];
+      if (covered > bytes)
+        fail(spec.dims[d - 1].arg >= 0 ? value(spec.dims[d - 1]).arg : v.arg,
+             "needs " + dimName(d - 1) + " (" + std::to_string(r.dims[d - 1]) + " elements, " + toString(covered) +
+                 " bytes) to fit in the " + what + " " + amount +
+                 "; bound the access by the stride, or compile with TESSERA_TENSOR_COPIES=0");
     }
 
     // The box and the swizzle were fixed by the compiler: a violation is an

@@ -117,3 +117,57 @@ TEST_CASE("tiled access: a row stride not known to be 16-byte aligned is not TMA
   REQUIRE(t);
   CHECK_FALSE(t->aligned);
 }
+
+TEST_CASE("tiled access: a K^T tile of one head of [heads, n, 64] is a transposed box of a 3-D stack", "[ir][tma]") {
+  // kt[d][j] = k[(h * n + n0 + j) * 64 + d], masked by n0 + j < n: the
+  // columns (d) run along the tile's dim 0; the head is a plane of n rows.
+  const std::string text =
+      "kernel @t(%k: ptr<f16, global> {divisibility = 16}, %n: i32, %h: i32, %n0: i32) {\n"
+      "  %0 = constant() {value = 64} : i32\n"
+      "  %1 = mul(%h, %n) : i32\n"
+      "  %2 = mul(%1, %0) : i32\n"
+      "  %3 = ptr_add(%k, %2) : ptr<f16, global>\n"
+      "  %4 = arange() {end = 64, start = 0} : tile<64xi32>\n"
+      "  %5 = expand_dims(%4) {axis = 1} : tile<64x1xi32>\n"
+      "  %6 = arange() {end = 32, start = 0} : tile<32xi32>\n"
+      "  %7 = splat(%n0) : tile<32xi32>\n"
+      "  %8 = add(%7, %6) : tile<32xi32>\n"
+      "  %9 = expand_dims(%8) {axis = 0} : tile<1x32xi32>\n"
+      "  %10 = splat(%0) : tile<1x32xi32>\n"
+      "  %11 = mul(%9, %10) : tile<1x32xi32>\n"
+      "  %12 = splat(%3) : tile<1x32xptr<f16, global>>\n"
+      "  %13 = ptr_add(%12, %11) : tile<1x32xptr<f16, global>>\n"
+      "  %14 = broadcast(%13) : tile<64x32xptr<f16, global>>\n"
+      "  %15 = broadcast(%5) : tile<64x32xi32>\n"
+      "  %16 = ptr_add(%14, %15) : tile<64x32xptr<f16, global>>\n"
+      "  %17 = splat(%n) : tile<1x32xi32>\n"
+      "  %18 = cmp(%9, %17) {pred = lt} : tile<1x32xi1>\n"
+      "  %19 = broadcast(%18) : tile<64x32xi1>\n"
+      "  %20 = load(%16, %19) : tile<64x32xf16>\n"
+      "  store(%16, %20, %19)\n"
+      "  return()\n"
+      "}\n";
+  auto m = parseModule(text, "kt.tir");
+  const Function& f = *m->functions.at(0);
+  AxisAnalysis ax(f);
+  const Op* load = nullptr;
+  for (auto& op : f.body().ops())
+    if (op->code() == OpCode::Load) load = op.get();
+  REQUIRE(load);
+  auto t = matchTiledAccess(f, *load, ax);
+  REQUIRE(t);
+  CHECK(t->transposed);
+  CHECK(t->tileRows == 32);
+  CHECK(t->tileCols == 64);
+  CHECK(t->rowStride.arg == -1);
+  CHECK(t->rowStride.scale == 64);
+  REQUIRE(t->rows);
+  CHECK(t->rows->arg == 1);
+  CHECK_FALSE(t->cols);
+  CHECK(t->rank == 3);
+  CHECK(t->planeStride.arg == 1);
+  CHECK(t->planeStride.scale == 64);
+  CHECK(t->rowStart.str() == "1*n0");
+  CHECK(t->zStart.str() == "1*h");
+  CHECK(t->aligned);
+}

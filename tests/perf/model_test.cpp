@@ -115,6 +115,31 @@ $L__BB0_1:
   CHECK_THAT(p.loop.str(), Contains("1 mma"));
 }
 
+TEST_CASE("code profile: TMA copies one warp issues are counted apart from the loop others run", "[perf][model]") {
+  const char* sass = R"(
+        /*0000*/                   MOV R1, R2 ;
+.L_x_1:
+        /*0010*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;
+        /*0020*/               @P0 BRA `(.L_x_2) ;
+        /*0030*/                   UIADD3 UR4, UR5, 0x200, URZ ;
+        /*0040*/                   UTMALDG.2D [UR4], [UR6] ;
+        /*0050*/                   UTMALDG.2D [UR8], [UR6] ;
+.L_x_2:
+        /*0060*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P1, [UR4], R4 ;
+        /*0070*/                   HGMMA.64x64x16.F32 R24, gdesc[UR48].tnspB, R24 ;
+        /*0080*/               @P2 BRA `(.L_x_3) ;
+        /*0090*/                   FADD R3, R3, R4 ;
+.L_x_3:
+        /*00a0*/               @P3 BRA `(.L_x_1) ;
+        /*00b0*/                   EXIT ;
+)";
+  perf::CodeProfile p = perf::profileListing(sass, perf::Listing::SASS);
+  REQUIRE(p.hasLoop);
+  CHECK(p.loop.total() == 10);
+  CHECK(p.loop[InstrClass::AsyncCopy] == 2);
+  CHECK(p.loopIssueOnly == 3);  // the skipped region with the copies; not the FADD's
+}
+
 TEST_CASE("code profile: SASS and AMDGCN listings, the trailing self-branch is no loop", "[perf][model]") {
   const char* sass = R"(
         /*0000*/                   LDC R1, c[0x0][0x28] ;

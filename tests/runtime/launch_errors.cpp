@@ -280,8 +280,10 @@ TEST_CASE("tensor maps: extents are checked against TMA's rules at launch", "[ru
     // A stride scaled from an argument names the product.
     Kernel scaled = tmaKernel([](TensorMapSpec& m) {
       m.rank = 3;
+      m.dims[1] = {-1, 1, 1};  // one row a plane
       m.dims[2] = {-1, 1, 2};
       m.strides[2] = {2, 3, 0};
+      m.box[1] = 1;
       m.box[2] = 1;
     });
     REQUIRE_LAUNCH_ERROR(scaled.launch({1}, {a, 8, 3}),
@@ -289,6 +291,18 @@ TEST_CASE("tensor maps: extents are checked against TMA's rules at launch", "[ru
                                   "2 that is a multiple of 16 bytes (3*M = 9 f16 = 18 bytes); pad each plane to a "
                                   "multiple of 8 elements"));
     REQUIRE_LAUNCH_ERROR(scaled.launch({1}, {a, 8, 8}), Contains(refused));
+    // Each dimension within the next one's stride (the driver's rule):
+    // planes of 64 elements cannot hold M = 16 rows of K = 8.
+    Kernel nested = tmaKernel([](TensorMapSpec& m) {
+      m.rank = 3;
+      m.dims[2] = {-1, 1, 2};
+      m.strides[2] = {-1, 1, 64};
+      m.box[1] = 1;
+      m.box[2] = 1;
+    });
+    REQUIRE_LAUNCH_ERROR(nested.launch({1}, {a, 8, 16}),
+                         Contains("argument 'M' (i32 M = 16)") && Contains("to fit in the stride of dimension 2"));
+    REQUIRE_LAUNCH_ERROR(nested.launch({1}, {a, 8, 4}), Contains(refused));
     // Strides of 2^40 bytes and more.
     Kernel huge = tmaKernel([](TensorMapSpec& m) { m.strides[1] = {1, int64_t{1} << 32, 0}; });
     REQUIRE_LAUNCH_ERROR(huge.launch({1}, {a, 128, 16}),

@@ -53,6 +53,12 @@ struct CodeProfile {
   InstrMix all;   // the whole kernel
   InstrMix loop;  // its main loop (empty when it has none)
   bool hasLoop = false;
+  /// Instructions of the main loop that only one warp runs: those a
+  /// forward branch inside the loop skips over where the skipped code
+  /// issues an async copy (TMA copies issued by one elected lane of one
+  /// warp; the other warps branch around them). The loop minus these is
+  /// what every other warp issues per iteration.
+  int loopIssueOnly = 0;
   /// Instructions of the main loop, -1 without one (the benchmark's column).
   int loopInstructions() const { return hasLoop ? loop.total() : -1; }
 };

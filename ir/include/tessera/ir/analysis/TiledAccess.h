@@ -6,6 +6,9 @@
 // indices i (rows) and j (columns) over uniform scalars, and recognises
 //   pointer(i, j) = base + (r0 + i) * ld + (c0 + j)
 //   mask(i, j)    = [r0 + i < rowBound] and [c0 + j < colBound]  (either or both)
+// (or its transpose: the columns along the tile's first dimension), and a
+// stack of such tensors, base + z0 * rowBound * ld + ..., as a third
+// dimension
 // where base is a pointer argument, ld and the bounds are integer
 // arguments (times a constant) or constants, and r0, c0 any uniform
 // scalars. A mask of any other shape (a causal one, a bound that is not an
@@ -45,15 +48,26 @@ struct TiledAccess {
   /// The tensor's rows / columns as the mask bounds them; nullopt: unmasked.
   std::optional<ArgExtent> rows, cols;
   ScalarPoly rowStart, colStart;  // coordinates of the tile's element (0, 0)
+  /// The tile's extent along the tensor's rows and along its (contiguous)
+  /// columns; `transposed`: the columns run along the tile's dimension 0
+  /// (a K^T tile read from a K-contiguous tensor).
   int64_t tileRows = 0, tileCols = 0;
+  bool transposed = false;
+  /// A third dimension, where the rows bound by the mask are one plane of
+  /// a stack (heads, batches): base + ((z0 * rows + r0 + i) * ld + c0 + j)
+  /// with the mask bounding r0 + i by `rows`. rank 3: `planeStride` =
+  /// rows * ld elements, zStart the plane.
+  unsigned rank = 2;
+  ArgExtent planeStride;
+  ScalarPoly zStart;
   /// The base pointer and the row stride are 16-byte aligned (the analysis'
   /// divisibility facts): TMA's requirement, met by the aligned variant a
   /// GPU launch specialises to.
   bool aligned = false;
 };
 
-/// The tiled form of `copy` (a copy op of a rank-2 pointer tile), or
-/// nullopt.
-std::optional<TiledAccess> matchTiledAccess(const Function& f, const Op& copy, const AxisAnalysis& axis);
+/// The tiled form of `access` (a copy, or a load, of a rank-2 pointer
+/// tile), or nullopt.
+std::optional<TiledAccess> matchTiledAccess(const Function& f, const Op& access, const AxisAnalysis& axis);
 
 }  // namespace tessera::ir
