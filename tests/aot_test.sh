@@ -78,6 +78,25 @@ ptx)
     cmp "$work/embedded.bin" "$work/$arch/vector_add.ptx" || fail "$arch: the embedded PTX differs from the file"
     echo "nvptx:$arch: $(tr '\n' ' ' < "$work/files.txt")OK"
   done
+  # sm_90a's TMA copies: the tensor maps the launch builds travel in the
+  # exported signature (hidden parameters after the user's).
+  "$tool" export gemm_f16 --target nvptx:sm_90a --assume-aligned -o "$work/tma" > /dev/null 2>&1
+  cat > "$work/tma.cpp" <<'CPP'
+#include <cstdio>
+#include "gemm_f16.h"
+int main() {
+  std::printf("%s\n", tessera_aot::gemm_f16::binary().signature.str().c_str());
+  return 0;
+}
+CPP
+  c++ -std=c++20 -Wall -Wextra -Werror -I"$work/tma" -I"$src/runtime/include" -I"$src/support/include" \
+    "$work/tma.cpp" -L"$build" -ltessera_runtime -Wl,-rpath,"$build" -o "$work/tma_sig"
+  "$work/tma_sig" > "$work/tma_sig.txt"
+  grep -qF "tma(a: f16 dims [K, M] strides [1, K] box [32, 8] swizzle 64)" "$work/tma_sig.txt" ||
+    fail "sm_90a export: no tensor map of a in $(cat "$work/tma_sig.txt")"
+  grep -qF "tma(b: f16 dims [N, K] strides [1, N] box [64, 32] swizzle 128)" "$work/tma_sig.txt" ||
+    fail "sm_90a export: no tensor map of b in $(cat "$work/tma_sig.txt")"
+  echo "nvptx:sm_90a tensor maps: OK"
   ;;
 cuda)
   # vector_add's tile IR as vadd(a, b, out, n); 32 warps = 1024 threads per
