@@ -325,7 +325,10 @@ std::string resourceReport(const Artifact& a) {
     if (t != a.dumps.extra.end()) r += "\ncompile stages:\n" + t->second;
     return r + "\n";
   }
-  return gpuResources(a).text;
+  std::string r = gpuResources(a).text;
+  // The TMA tensor maps the launch builds (hidden parameters).
+  for (const TensorMapSpec& t : a.binary.signature.tensorMaps) r += "tensor map: " + t.str(a.binary.signature.args) + "\n";
+  return r;
 }
 
 std::string amdgpuAssembly(const Artifact& a) {

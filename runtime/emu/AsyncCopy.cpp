@@ -62,6 +62,7 @@ void Worker::cpAsync(Fiber* f, void* dst, const void* src, int32_t bytes, int32_
     for (uint64_t i = off; i < off + c.bytes; ++i) {
       shadow[i].aThread = static_cast<uint16_t>(f->linear);
       shadow[i].aOp = op;
+      shadow[i].aTma = 0;
     }
   f->asyncCopies.push_back(c);
 }

@@ -143,10 +143,12 @@ struct Shadow {
   uint16_t writer = 0, reader1 = 0, reader2 = 0;
   uint8_t wAtomic = 0;  // atomics are recorded as writes only
   int32_t wOp = -1, rOp1 = -1, rOp2 = -1;
-  // cp.async copies into this byte issued and not yet performed (they may
-  // write it at any moment), and the thread and op of the latest one.
+  // cp.async / TMA copies into this byte issued and not yet performed
+  // (they may write it at any moment), and the thread and op of the latest
+  // one, and whether that one is a TMA load (for the report's wording).
   uint16_t inFlight = 0, aThread = 0;
   int32_t aOp = -1;
+  uint8_t aTma = 0;
   // wgmma operand reads of this byte not yet retired by a wgmma.wait_group
   // (writing it meanwhile changes what the MMA may read), and the thread
   // and op of the latest one.

@@ -59,7 +59,9 @@ void Worker::checkRace(Fiber* f, uint64_t off, uint64_t bytes, int32_t kind, int
     // A pending cp.async may write this byte at any time, even for the
     // thread that issued it (it has not waited for it).
     if (s.inFlight)
-      race(i, s.aThread, s.aOp, "cp.async", "that is still in flight (no cp.async.wait_group has retired its group)");
+      race(i, s.aThread, s.aOp, s.aTma ? "TMA load" : "cp.async",
+           s.aTma ? "that is still in flight (the phase of its mbarrier has not completed)"
+                  : "that is still in flight (no cp.async.wait_group has retired its group)");
     // An MMA in flight reads this byte at some time until its wait.
     if (writes && s.mmaReads)
       race(i, s.mThread, s.mOp, "wgmma.mma_async read",

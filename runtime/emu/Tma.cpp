@@ -217,6 +217,7 @@ void Worker::tmaLoad(Fiber* f, void* dst, const void* mapPtr, int32_t rank, cons
     for (uint64_t i = off; i < off + bytes; ++i) {
       shadow[i].aThread = static_cast<uint16_t>(f->linear);
       shadow[i].aOp = op;
+      shadow[i].aTma = 1;
     }
   ++f->tmaCopies;
   if (b.pending == 0) completePhase(f, b);  // arrivals came first: the copy completes now

@@ -942,7 +942,8 @@ TEST_CASE("reading a TMA destination before its phase completes is a race naming
   CHECK(is.thread[0] == 5);
   CHECK(is.otherThread[0] == 0);
   CHECK_THAT(is.message, Catch::Contains("early read at tma.cpp:5") && Catch::Contains("tma load at tma.cpp:4") &&
-                             Catch::Contains("still in flight"));
+                             Catch::Contains("conflicts with a TMA load") &&
+                             Catch::Contains("the phase of its mbarrier has not completed"));
   // Still a correct result once the thread waited.
   for (int y = 0; y < 16; ++y)
     for (int x = 0; x < 32; ++x) REQUIRE(out[size_t(y * 32 + x)] == tensor.at(y, x));
