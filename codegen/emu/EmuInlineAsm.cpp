@@ -100,20 +100,27 @@ void expand(EmuModule& em, llvm::CallInst& c, const nvptx::PredicatedAccess& a) 
 
 }  // namespace
 
-void rewriteWarpgroupMma(EmuModule& em) {
-  if (em.amd) return;
-  std::vector<std::pair<llvm::CallInst*, std::optional<nvptx::WgmmaForm>>> work;
+std::vector<AsmCall> inlineAsmCalls(EmuModule& em) {
+  std::vector<AsmCall> r;
   for (llvm::Function& f : em.m)
     for (llvm::BasicBlock& bb : f)
       for (llvm::Instruction& i : bb)
         if (auto* c = llvm::dyn_cast<llvm::CallInst>(&i); c && c->isInlineAsm()) {
           const auto* ia = llvm::cast<llvm::InlineAsm>(c->getCalledOperand());
-          std::string_view text(ia->getAsmString()), cons(ia->getConstraintString());
-          if (auto w = nvptx::matchWgmma(text, cons))
-            work.emplace_back(c, w);
-          else if (nvptx::matchWgmmaPassThrough(text, cons))
-            work.emplace_back(c, std::nullopt);
+          r.push_back({c, std::string_view(ia->getAsmString()), std::string_view(ia->getConstraintString())});
         }
+  return r;
+}
+
+void rewriteWarpgroupMma(EmuModule& em) {
+  if (em.amd) return;
+  std::vector<std::pair<llvm::CallInst*, std::optional<nvptx::WgmmaForm>>> work;
+  for (const AsmCall& a : inlineAsmCalls(em)) {
+    if (auto w = nvptx::matchWgmma(a.text, a.constraints))
+      work.emplace_back(a.call, w);
+    else if (nvptx::matchWgmmaPassThrough(a.text, a.constraints))
+      work.emplace_back(a.call, std::nullopt);
+  }
   // Per function: the lane's A registers and accumulators handed to the
   // hook (the largest N is 256: 128 floats).
   std::map<llvm::Function*, std::array<llvm::Value*, 3>> scratch;
@@ -184,17 +191,12 @@ void rewritePredicatedAccesses(EmuModule& em) {
   if (em.amd) return;  // AMDGPU's masked accesses are branches already
   std::vector<std::pair<llvm::CallInst*, nvptx::PredicatedAccess>> work;
   std::vector<std::pair<llvm::CallInst*, unsigned>> copies;
-  for (llvm::Function& f : em.m)
-    for (llvm::BasicBlock& bb : f)
-      for (llvm::Instruction& i : bb)
-        if (auto* c = llvm::dyn_cast<llvm::CallInst>(&i); c && c->isInlineAsm()) {
-          const auto* ia = llvm::cast<llvm::InlineAsm>(c->getCalledOperand());
-          std::string_view text(ia->getAsmString()), cons(ia->getConstraintString());
-          if (std::optional<nvptx::PredicatedAccess> a = nvptx::matchPredicatedAccess(text, cons))
-            work.emplace_back(c, *a);
-          else if (unsigned bytes = nvptx::matchCpAsyncIgnoreSrc(text, cons))
-            copies.emplace_back(c, bytes);
-        }
+  for (const AsmCall& c : inlineAsmCalls(em)) {
+    if (std::optional<nvptx::PredicatedAccess> a = nvptx::matchPredicatedAccess(c.text, c.constraints))
+      work.emplace_back(c.call, *a);
+    else if (unsigned bytes = nvptx::matchCpAsyncIgnoreSrc(c.text, c.constraints))
+      copies.emplace_back(c.call, bytes);
+  }
   for (auto& [c, a] : work) expand(em, *c, a);
   // cp.async with ignore-src: the machine's cp.async (EmuIntrinsics.cpp)
   // reading 0 bytes where the predicate is set.

@@ -24,11 +24,13 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <llvm/IR/DataLayout.h>
 #include <llvm/IR/DerivedTypes.h>
 #include <llvm/IR/Function.h>
+#include <llvm/IR/Instructions.h>
 #include <llvm/IR/Module.h>
 #include <llvm/ADT/DenseMap.h>
 
@@ -98,6 +100,14 @@ std::string describe(const llvm::Instruction& inst);
 /// codegen/nvptx/NVPTXPredicated.h) as branches around plain accesses; other
 /// inline assembly is left for rewriteInlineAsm.
 void rewritePredicatedAccesses(EmuModule& em);
+/// The module's inline-assembly calls, in order, with their text and
+/// constraints (valid while the call's InlineAsm lives): what the rewrites
+/// above match against the texts of codegen/nvptx.
+struct AsmCall {
+  llvm::CallInst* call;
+  std::string_view text, constraints;
+};
+std::vector<AsmCall> inlineAsmCalls(EmuModule& em);
 /// NVPTX's wgmma.mma_async (codegen/nvptx/NVPTXWgmma.h) -> the machine's
 /// wgmma hook; its fence and wait pass their registers through.
 void rewriteWarpgroupMma(EmuModule& em);

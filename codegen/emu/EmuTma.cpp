@@ -40,14 +40,8 @@ std::optional<TmaText> match(std::string_view text, std::string_view cons) {
 void rewriteTma(EmuModule& em) {
   if (em.amd) return;
   std::vector<std::pair<llvm::CallInst*, TmaText>> work;
-  for (llvm::Function& f : em.m)
-    for (llvm::BasicBlock& bb : f)
-      for (llvm::Instruction& i : bb)
-        if (auto* c = llvm::dyn_cast<llvm::CallInst>(&i); c && c->isInlineAsm()) {
-          const auto* ia = llvm::cast<llvm::InlineAsm>(c->getCalledOperand());
-          if (auto t = match(std::string_view(ia->getAsmString()), std::string_view(ia->getConstraintString())))
-            work.emplace_back(c, *t);
-        }
+  for (const AsmCall& a : inlineAsmCalls(em))
+    if (auto t = match(a.text, a.constraints)) work.emplace_back(a.call, *t);
   for (auto& [c, t] : work) {
     // expect_tx, the copies and arrive run in the lane elect.sync picks:
     // the lowest of the warp's lanes (all 32 take part), found by a ballot.

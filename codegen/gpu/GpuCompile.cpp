@@ -327,7 +327,8 @@ std::string resourceReport(const Artifact& a) {
   }
   std::string r = gpuResources(a).text;
   // The TMA tensor maps the launch builds (hidden parameters).
-  for (const TensorMapSpec& t : a.binary.signature.tensorMaps) r += "tensor map: " + t.str(a.binary.signature.args) + "\n";
+  for (const TensorMapSpec& t : a.binary.signature.tensorMaps)
+    r += "tensor map: " + t.str(a.binary.signature.args) + "\n";
   return r;
 }
 

@@ -236,16 +236,7 @@ Binary tmaBinary() {
             {ArgSpec::Kind::Scalar, DType::I32, "K"},
             {ArgSpec::Kind::Scalar, DType::I32, "M"},
             {ArgSpec::Kind::Scalar, DType::I64, "N"}};
-  TensorMapSpec ma;
-  ma.source = 0;
-  ma.dtype = DType::F16;
-  ma.rank = 2;
-  ma.dims[0] = {2, 1, 0};
-  ma.dims[1] = {3, 1, 0};
-  ma.strides[0] = {-1, 1, 1};
-  ma.strides[1] = {2, 1, 0};
-  ma.box[0] = 32, ma.box[1] = 8;
-  ma.swizzleBytes = 64;
+  TensorMapSpec ma = rowMajorTensorMap(0, DType::F16, 2, 3, 32, 8, 64);
   TensorMapSpec mb;
   mb.source = 1;
   mb.dtype = DType::BF16;
@@ -799,16 +790,7 @@ DONE:
                         {ArgSpec::Kind::Pointer, DType::F16, "a"},
                         {ArgSpec::Kind::Scalar, DType::I32, "K"},
                         {ArgSpec::Kind::Scalar, DType::I32, "M"}};
-  TensorMapSpec m;
-  m.source = 1;
-  m.dtype = DType::F16;
-  m.rank = 2;
-  m.dims[0] = {2, 1, 0};
-  m.dims[1] = {3, 1, 0};
-  m.strides[0] = {-1, 1, 1};
-  m.strides[1] = {2, 1, 0};
-  m.box[0] = 32, m.box[1] = 8;
-  bin.signature.tensorMaps = {m};
+  bin.signature.tensorMaps = {rowMajorTensorMap(1, DType::F16, 2, 3, 32, 8, 0)};
   Kernel k = dev.load(bin);
 
   const int K = 88, M = 21;  // neither a multiple of the box: the last tiles are partly out of bounds

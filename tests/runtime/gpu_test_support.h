@@ -136,4 +136,22 @@ inline Binary vaddBinary(unsigned threadsPerBlock = 128, unsigned sharedBytes = 
   return b;
 }
 
+/// A rank-2 tensor map over pointer argument `source`: `cols` elements a
+/// row (scalar argument `colsArg`), `rows` rows (`rowsArg`), rows
+/// `colsArg` elements apart, a box of box0 x box1 swizzled by `swizzle`.
+inline TensorMapSpec rowMajorTensorMap(int source, DType dt, int colsArg, int rowsArg, uint32_t box0, uint32_t box1,
+                                       uint32_t swizzle) {
+  TensorMapSpec m;
+  m.source = source;
+  m.dtype = dt;
+  m.rank = 2;
+  m.dims[0] = {colsArg, 1, 0};
+  m.dims[1] = {rowsArg, 1, 0};
+  m.strides[0] = {-1, 1, 1};
+  m.strides[1] = {colsArg, 1, 0};
+  m.box[0] = box0, m.box[1] = box1;
+  m.swizzleBytes = swizzle;
+  return m;
+}
+
 }  // namespace tessera::rt::testing

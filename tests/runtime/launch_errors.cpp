@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "../../runtime/lib/DeviceImpl.h"  // createCpuDevice: a second device
+#include "gpu_test_support.h"
 #include "tessera/runtime/Runtime.h"
 
 using namespace tessera;
@@ -218,16 +219,7 @@ Kernel tmaKernel(const std::function<void(TensorMapSpec&)>& edit = {}) {
                     {ArgSpec::Kind::Scalar, DType::I32, "K"},
                     {ArgSpec::Kind::Scalar, DType::I32, "M"}},
                    {}};
-  TensorMapSpec m;
-  m.source = 0;
-  m.dtype = DType::F16;
-  m.rank = 2;
-  m.dims[0] = {1, 1, 0};
-  m.dims[1] = {2, 1, 0};
-  m.strides[0] = {-1, 1, 1};
-  m.strides[1] = {1, 1, 0};
-  m.box[0] = 32, m.box[1] = 8;
-  m.swizzleBytes = 64;
+  TensorMapSpec m = tessera::rt::testing::rowMajorTensorMap(0, DType::F16, 1, 2, 32, 8, 64);
   if (edit) edit(m);
   bin.signature.tensorMaps = {m};
   bin.hostEntry = &countingEntry;
