@@ -148,6 +148,8 @@ CodeProfile profileListing(const std::string& text, Listing kind) {
       }
     }
     p.loopIssueOnly = int(std::count(issueOnly.begin(), issueOnly.end(), true));
+    for (size_t k = 0; k < issueOnly.size(); ++k)
+      if (issueOnly[k]) ++p.loopIssue[classes[k]];
   }
   return p;
 }

@@ -43,7 +43,10 @@ std::string num(const char* f, double v) {
 /// of the kernel once and the main loop `iters` times.
 double perProgram(const CodeProfile& p, InstrClass c, double warps, double iters) {
   if (!p.hasLoop) return warps * p.all[c];
-  return warps * ((p.all[c] - p.loop[c]) + p.loop[c] * iters);
+  // The loop's issue-only code (TMA copies one warp issues) runs once a
+  // program, the rest in every warp.
+  const double everyWarp = p.loop[c] - p.loopIssue[c];
+  return warps * (p.all[c] - p.loop[c]) + (warps * everyWarp + p.loopIssue[c]) * iters;
 }
 
 }  // namespace

@@ -138,6 +138,8 @@ TEST_CASE("code profile: TMA copies one warp issues are counted apart from the l
   CHECK(p.loop.total() == 10);
   CHECK(p.loop[InstrClass::AsyncCopy] == 2);
   CHECK(p.loopIssueOnly == 3);  // the skipped region with the copies; not the FADD's
+  CHECK(p.loopIssue[InstrClass::AsyncCopy] == 2);
+  CHECK(p.loopIssue.total() == 3);
 }
 
 TEST_CASE("code profile: SASS and AMDGCN listings, the trailing self-branch is no loop", "[perf][model]") {

@@ -59,6 +59,7 @@ struct CodeProfile {
   /// warp; the other warps branch around them). The loop minus these is
   /// what every other warp issues per iteration.
   int loopIssueOnly = 0;
+  InstrMix loopIssue;  // those instructions by class
   /// Instructions of the main loop, -1 without one (the benchmark's column).
   int loopInstructions() const { return hasLoop ? loop.total() : -1; }
 };
