@@ -467,6 +467,19 @@ class Lower {
   llvm::Value* tmaOperandPhase_ = nullptr;
   std::optional<TmaCopy> planTmaBoxes(const ir::TiledAccess& acc, const DotStaging* st, bool transposed);
   void issueTmaBoxes(const TmaCopy& c, llvm::Type* elemTy, llvm::Value* base, llvm::Value* bar);
+  // Copies of the open group (and of the current dot's operands) waiting
+  // to be issued together (see commitFollows).
+  struct PendingTma {
+    const ir::Op* op;  // the copy (or the dot operand's load)
+    const TmaCopy* copy;
+    llvm::Type* elemTy;
+    llvm::Value* base;
+  };
+  std::vector<PendingTma> tmaPending_, tmaOperandPending_;
+  bool commitFollows(const ir::Op& copy);
+  /// Issues the pending copies and one arrival on `bar` from warp 0's
+  /// elected lane.
+  void flushTma(llvm::Value* bar);
   llvm::Value* tmaOperandBarrier();
   /// Issues global operand i of `dot` by TMA into `base`, if planned so.
   bool emitTmaOperand(const ir::Op& dot, unsigned i, llvm::Value* base);

@@ -268,6 +268,57 @@ void Lower::initTmaBarriers() {
 // elects (NVPTXTma.h).
 llvm::Value* Lower::issuingWarp() { return b_.CreateICmpEQ(t_.shuffleIdx(b_, warp_, i32(0)), i32(0), "tma.warp"); }
 
+// The copies of a group (or of a dot's operands) are issued together, at
+// the commit (the dot's wait), in one region of warp 0: one proxy fence,
+// one announcement of all their bytes, the boxes and the arrival, instead of
+// a branch, a fence and an announcement per copy. Issuing a copy later than
+// written is one of the executions IR.h allows (it happens at some time
+// before the wait that retires its group); nothing between touches its
+// bytes in a verified program. A copy whose commit is not later in its
+// block (an `if` or a loop in between) is issued where it stands.
+bool Lower::commitFollows(const ir::Op& op) {
+  const auto& ops = op.parent()->ops();
+  bool seen = false;
+  for (const auto& o : ops) {
+    if (o.get() == &op) {
+      seen = true;
+      continue;
+    }
+    if (!seen) continue;
+    switch (o->code()) {
+      case OpCode::AsyncCommit: return true;
+      case OpCode::For:
+      case OpCode::If:
+      case OpCode::Barrier:
+      case OpCode::AsyncWait:
+      case OpCode::Return: return false;
+      default: break;
+    }
+  }
+  return false;
+}
+
+void Lower::flushTma(llvm::Value* bar) {
+  guarded(issuingWarp(), [&] {
+    uint64_t bytes = 0;
+    for (const PendingTma& p : tmaPending_) bytes += p.copy->bytes;
+    if (!tmaPending_.empty()) {
+      // The buffers' earlier readers (generic proxy, ordered by the
+      // schedule's barrier) before the tensor copies' writes (async proxy).
+      t_.sharedToAsyncProxyFence(b_);
+      t_.mbarrierExpectTx(b_, bar, i32(static_cast<int64_t>(bytes)));
+    }
+    const ir::Op* cur = curOp_;
+    for (const PendingTma& p : tmaPending_) {
+      setCurrentOp(*p.op);  // the boxes are the copy's (reports name it)
+      issueTmaBoxes(*p.copy, p.elemTy, p.base, bar);
+    }
+    if (cur) setCurrentOp(*cur);
+    t_.mbarrierArrive(b_, bar);
+  });
+  tmaPending_.clear();
+}
+
 void Lower::issueTmaBoxes(const TmaCopy& c, llvm::Type* elemTy, llvm::Value* base, llvm::Value* bar) {
   auto eval = [&](const ir::ScalarPoly& p, int64_t plus) {
     llvm::Value* v = i32(plus);
@@ -278,10 +329,6 @@ void Lower::issueTmaBoxes(const TmaCopy& c, llvm::Type* elemTy, llvm::Value* bas
     }
     return v;
   };
-  // The buffer's earlier readers (generic proxy, ordered by the schedule's
-  // barrier) before the tensor copy's writes (async proxy).
-  t_.sharedToAsyncProxyFence(b_);
-  t_.mbarrierExpectTx(b_, bar, i32(static_cast<int64_t>(c.bytes)));
   for (const TmaBox& box : c.boxes) {
     llvm::Value* dst = b_.CreateInBoundsGEP(elemTy, base, i32(box.dstElem));
     llvm::Value* coords[3] = {eval(c.access.colStart, box.col), eval(c.access.rowStart, box.row),
@@ -294,8 +341,16 @@ void Lower::emitTmaCopy(const ir::Op& op, const TmaCopy& c) {
   beforeGlobal(false);
   llvm::Type* mt = memTyOf(op.operand(0)->type().dtype());
   llvm::Value* base = scalar(op.operand(0));
-  llvm::Value* group = b_.CreateLoad(b_.getInt32Ty(), tmaCommitted_);
-  guarded(issuingWarp(), [&] { issueTmaBoxes(c, mt, base, tmaBarrier(group)); });
+  if (commitFollows(op)) {
+    tmaPending_.push_back({&op, &c, mt, base});
+    return;
+  }
+  llvm::Value* bar = tmaBarrier(b_.CreateLoad(b_.getInt32Ty(), tmaCommitted_));
+  guarded(issuingWarp(), [&] {
+    t_.sharedToAsyncProxyFence(b_);
+    t_.mbarrierExpectTx(b_, bar, i32(static_cast<int64_t>(c.bytes)));
+    issueTmaBoxes(c, mt, base, bar);
+  });
 }
 
 bool Lower::emitTmaOperand(const ir::Op& dot, unsigned i, llvm::Value* base) {
@@ -304,15 +359,17 @@ bool Lower::emitTmaOperand(const ir::Op& dot, unsigned i, llvm::Value* base) {
   const ir::Op& ld = *dot.operand(i)->definingOp();
   setCurrentOp(ld);
   beforeGlobal(false);
-  llvm::Type* et = memTyOf(ld.result()->type().dtype());
-  guarded(issuingWarp(), [&] { issueTmaBoxes(it->second, et, base, tmaOperandBarrier()); });
+  tmaOperandPending_.push_back({&ld, &it->second, memTyOf(ld.result()->type().dtype()), base});
   setCurrentOp(dot);
   return true;
 }
 
 void Lower::waitTmaOperands() {
-  // One phase per dot run: the elected lane arrives, everyone waits.
-  guarded(issuingWarp(), [&] { t_.mbarrierArrive(b_, tmaOperandBarrier()); });
+  // One phase per dot run: the elected lane issues the operands' boxes and
+  // arrives, everyone waits.
+  std::swap(tmaPending_, tmaOperandPending_);
+  flushTma(tmaOperandBarrier());
+  std::swap(tmaPending_, tmaOperandPending_);
   llvm::Value* phase = b_.CreateLoad(b_.getInt32Ty(), tmaOperandPhase_);
   t_.mbarrierWait(b_, tmaOperandBarrier(), b_.CreateAnd(phase, i32(1)));
   b_.CreateStore(b_.CreateAdd(phase, i32(1)), tmaOperandPhase_);
@@ -321,7 +378,7 @@ void Lower::waitTmaOperands() {
 void Lower::tmaCommit() {
   if (tma_.empty()) return;
   llvm::Value* group = b_.CreateLoad(b_.getInt32Ty(), tmaCommitted_);
-  guarded(issuingWarp(), [&] { t_.mbarrierArrive(b_, tmaBarrier(group)); });
+  flushTma(tmaBarrier(group));
   b_.CreateStore(b_.CreateAdd(group, i32(1)), tmaCommitted_);
 }
 
