@@ -1,5 +1,6 @@
 // libFuzzer harness: bytes -> textual tile IR -> parse -> verify -> compile
-// for the CPU (through the JIT) and for NVPTX sm_80. Run by scripts/sanitize.sh
+// for the CPU (through the JIT), NVPTX sm_80 and sm_90a (wgmma, TMA copies
+// where the seeds' alignment facts allow them). Run by scripts/sanitize.sh
 // over tests/fuzz/corpus with tests/fuzz/tir.dict.
 //
 // Malformed input is the normal case: every tessera::Error a stage throws
@@ -41,6 +42,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size > kMaxInputBytes) return -1;  // -1: never added to the corpus
   static const tessera::codegen::Target cpu = tessera::codegen::Target::cpu();
   static const tessera::codegen::Target ptx = tessera::codegen::Target::parse("nvptx:sm_80");
+  static const tessera::codegen::Target hopper = tessera::codegen::Target::parse("nvptx:sm_90a");
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   try {
     auto module = tessera::ir::parseModule(text, "<fuzz>");
@@ -48,6 +50,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const auto& f : module->functions) {
       compileFor(*f, cpu);
       compileFor(*f, ptx);
+      compileFor(*f, hopper);
     }
   } catch (const tessera::InternalError& e) {
     std::fprintf(stderr, "tessera::InternalError (a compiler bug): %s\n", e.what());
