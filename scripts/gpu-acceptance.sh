@@ -64,6 +64,15 @@ else
     step "wgmma in gemm_f16's PTX" sh -c "\"$bin/tessera\" compile gemm_f16 --target nvptx:sm_90a --emit ptx | grep -c wgmma.mma_async"
     step "gemm_f16 / gemm_bf16 2048^3 with wgmma" "$bin/tessera" bench gemm_f16:2048,2048,2048 gemm_bf16:2048,2048,2048 \
       --target nvptx:sm_90a
+    # Aligned launches fill the slots by TMA (tensor maps the launch encodes
+    # with cuTensorMapEncodeTiled): the GEMMs and attention again with TMA
+    # off, so a TMA-only failure above shows as such, and both timed.
+    step "TMA in the aligned gemm_f16's PTX" sh -c "\"$bin/tessera\" compile gemm_f16 --target nvptx:sm_90a --assume-aligned --emit ptx | grep -c cp.async.bulk.tensor"
+    for k in gemm_f16 gemm_bf16 flash_attention; do
+      step "example $k without TMA" env TESSERA_TENSOR_COPIES=0 "$bin/tessera" run "$k" --target nvptx:sm_90a
+    done
+    step "gemm_f16 2048^3 without TMA" env TESSERA_TENSOR_COPIES=0 "$bin/tessera" bench gemm_f16:2048,2048,2048 \
+      --target nvptx:sm_90a
   fi
   if command -v compute-sanitizer > /dev/null; then
     for k in vector_add softmax gemm_f16; do
