@@ -502,7 +502,12 @@ class Lower {
   void emitTmaCopy(const ir::Op& op, const TmaCopy& c);
   void tmaCommit();
   void tmaWait(const ir::Op& wait);
-  std::optional<int64_t> simulateGroups(const ir::Block& b, std::optional<int64_t> outstanding);
+  struct GroupState {
+    int64_t outstanding = 0, unsynced = 0;
+    bool operator==(const GroupState&) const = default;
+  };
+  std::optional<GroupState> simulateGroups(const ir::Block& b, std::optional<GroupState> st);
+  bool groupsProven_ = false;
   std::unordered_map<const ir::Op*, int64_t> tmaRetire_;  // async_wait -> groups it retires (-1: unknown)
   ir::LoweringRecord record_;
 };

@@ -142,11 +142,19 @@ void Lower::planTma() {
   if (!t_.hasTensorCopies()) return;
   int64_t maxPending = 0;
   auto& body = const_cast<ir::Function&>(f_).body();
-  bool others = false;
   ir::walk(body, [&](ir::Op& op) {
     if (op.code() == OpCode::AsyncWait) maxPending = std::max(maxPending, op.intAttr("pending"));
+  });
+  // The group copies go by TMA only where the reuse of the S barriers is
+  // proven safe for this program (simulateGroups); else they keep cp.async.
+  tmaBarriers_ = static_cast<unsigned>(maxPending + 1);
+  tmaRetire_.clear();
+  groupsProven_ = true;
+  simulateGroups(f_.body(), GroupState{});
+  bool others = false;
+  ir::walk(body, [&](ir::Op& op) {
     if (op.code() != OpCode::Copy || !op.hasAttr("async") || op.intAttr("async") == 0) return;
-    if (auto c = planTmaCopy(op))
+    if (auto c = groupsProven_ ? planTmaCopy(op) : std::nullopt)
       tma_.emplace(&op, std::move(*c));
     else
       others = true;
@@ -169,11 +177,9 @@ void Lower::planTma() {
     else
       operandsByCpAsync = true;
   }
-  if (!tma_.empty()) tmaBarriers_ = static_cast<unsigned>(maxPending + 1);
+  if (tma_.empty()) tmaBarriers_ = 0;
   if (tma_.empty() && tmaOperands_.empty()) return;
   onlyTensorCopies_ = !others && !operandsByCpAsync;
-  tmaRetire_.clear();
-  simulateGroups(f_.body(), int64_t{0});
   // The destination buffers start where their boxes may.
   for (auto& [op, c] : tma_) {
     const ir::Value* root = rootBuffer(op->operand(0));
@@ -184,42 +190,62 @@ void Lower::planTma() {
   }
 }
 
-// How many groups each async_wait retires, where that is the same every
-// time it runs: the number of groups outstanding (committed, not waited
-// for) is followed through the program; a loop whose body leaves it as it
-// found it keeps it known (the pipelined loop: one commit, one wait).
-// Unknown (-1): the wait loops over the groups at run time.
-std::optional<int64_t> Lower::simulateGroups(const ir::Block& b, std::optional<int64_t> out) {
+// The groups as the program runs them, followed per thread through the
+// IR: `outstanding` groups committed and not waited for, the newest
+// `unsynced` of the waited ones retired since the last block barrier.
+//
+// * Each async_wait retires outstanding - pending groups (recorded: the
+//   lowering then waits for exactly those, no loop); unknown (-1) where the
+//   state is, and the wait loops over a per-thread counter.
+// * Each async_commit starts group c on barrier c mod S, last used by group
+//   c - S. That is safe when every thread has waited for group c - S and
+//   passed a block barrier since (so no thread still waits on the phase
+//   the new group will complete): outstanding + unsynced < S. A commit
+//   where that is not proven (or the state unknown) clears groupsProven_.
+// A loop keeps the state known where its body leaves it as it found it
+// (the pipelined loop: a barrier, one commit, one wait, a barrier).
+std::optional<Lower::GroupState> Lower::simulateGroups(const ir::Block& b, std::optional<GroupState> st) {
   for (auto& op : b.ops()) {
     switch (op->code()) {
       case OpCode::AsyncCommit:
-        if (out) ++*out;
+        if (!st || st->outstanding + st->unsynced >= int64_t{tmaBarriers_}) groupsProven_ = false;
+        if (st) ++st->outstanding;
         break;
       case OpCode::AsyncWait: {
         const int64_t p = op->intAttr("pending");
-        tmaRetire_[op.get()] = out ? std::max<int64_t>(0, *out - p) : -1;
-        if (out) out = std::min(*out, p);
-        break;
-      }
-      case OpCode::For:
-        if (simulateGroups(op->region(0).block(), out) != out) {
-          simulateGroups(op->region(0).block(), std::nullopt);
-          out.reset();
+        const int64_t k = st ? std::max<int64_t>(0, st->outstanding - p) : -1;
+        tmaRetire_[op.get()] = k;
+        if (st) {
+          st->outstanding -= k;
+          st->unsynced += k;
         }
         break;
+      }
+      case OpCode::Barrier:
+        if (st) st->unsynced = 0;
+        break;
+      case OpCode::For: {
+        const bool proven = groupsProven_;
+        if (simulateGroups(op->region(0).block(), st) != st) {
+          groupsProven_ = proven;  // the second pass decides
+          simulateGroups(op->region(0).block(), std::nullopt);
+          st.reset();
+        }
+        break;
+      }
       case OpCode::If: {
-        auto t = simulateGroups(op->region(0).block(), out);
-        auto e = op->numRegions() > 1 ? simulateGroups(op->region(1).block(), out) : out;
+        auto t = simulateGroups(op->region(0).block(), st);
+        auto e = op->numRegions() > 1 ? simulateGroups(op->region(1).block(), st) : st;
         if (t != e)
-          out.reset();
+          st.reset();
         else
-          out = t;
+          st = t;
         break;
       }
       default: break;
     }
   }
-  return out;
+  return st;
 }
 
 void Lower::declareTensorMaps(llvm::Function* fn, unsigned firstParam) {

@@ -16,6 +16,9 @@
 #include <vector>
 
 #include "registry.h"
+#include "tessera/codegen/Compiler.h"
+#include "tessera/ir/Parser.h"
+#include "tessera/ir/Verifier.h"
 #include "tessera/tessera.h"
 
 namespace ts = tessera;
@@ -191,4 +194,69 @@ TEST_CASE("tma: flash attention on emulated sm_90a copies K and V by 3-D TMA box
       CHECK(outs[0] == outs[1]);
       CHECK(outs[0] == outs[2]);
     }
+}
+
+namespace {
+/// `slots` async copies of a 16 x 32 f16 box into the slots of one buffer,
+/// committed one group each, with `waits` (async_wait pending counts) placed
+/// after commit number `waitAfter` (1-based); then the tiles are read back.
+std::string groupsKernel(int slots, int waitAfter, std::vector<int> waits, bool barrierAfterWait = true) {
+  std::string t =
+      "kernel @groups(%out: ptr<f16, global> {divisibility = 16}, %a: ptr<f16, global> {divisibility = 16}, "
+      "%M: i32 {divisibility = 16}, %K: i32 {divisibility = 16}) {\n"
+      "  %r = arange() {end = 16, start = 0} : tile<16xi32>\n"
+      "  %r1 = expand_dims(%r) {axis = 1} : tile<16x1xi32>\n"
+      "  %c = arange() {end = 32, start = 0} : tile<32xi32>\n"
+      "  %c1 = expand_dims(%c) {axis = 0} : tile<1x32xi32>\n"
+      "  %k = splat(%K) : tile<16x1xi32>\n"
+      "  %rk = mul(%r1, %k) : tile<16x1xi32>\n"
+      "  %rkb = broadcast(%rk) : tile<16x32xi32>\n"
+      "  %cb = broadcast(%c1) : tile<16x32xi32>\n"
+      "  %off = add(%rkb, %cb) : tile<16x32xi32>\n"
+      "  %pa = splat(%a) : tile<16x32xptr<f16, global>>\n"
+      "  %p = ptr_add(%pa, %off) : tile<16x32xptr<f16, global>>\n"
+      "  %kc = splat(%K) : tile<1x32xi32>\n"
+      "  %cm = cmp(%c1, %kc) {pred = lt} : tile<1x32xi1>\n"
+      "  %m = broadcast(%cm) : tile<16x32xi1>\n"
+      "  %buf = alloc() : buffer<shared, " +
+      std::to_string(slots) + "x16x32xf16>\n";
+  for (int s = 0; s < slots; ++s) {
+    const std::string i = std::to_string(s);
+    t += "  %i" + i + " = constant() {value = " + i + "} : i32\n";
+    t += "  %s" + i + " = buffer_slot(%buf, %i" + i + ") : buffer<shared, 16x32xf16>\n";
+    t += "  copy(%s" + i + ", %p, %m) {async = 1}\n  async_commit()\n";
+    if (s + 1 == waitAfter)
+      for (int w : waits) {
+        t += "  async_wait() {pending = " + std::to_string(w) + "}\n";
+        if (barrierAfterWait) t += "  barrier()\n";
+      }
+  }
+  t += "  async_wait() {pending = 0}\n  barrier()\n";
+  t += "  %o = splat(%out) : tile<16x32xptr<f16, global>>\n  %po = ptr_add(%o, %off) : tile<16x32xptr<f16, global>>\n";
+  for (int s = 0; s < slots; ++s) {
+    const std::string i = std::to_string(s);
+    t += "  %t" + i + " = local_load(%s" + i + ") : tile<16x32xf16>\n  store(%po, %t" + i + ", %m)\n";
+  }
+  return t + "  return()\n}\n";
+}
+
+bool usesTma(const std::string& ir) {
+  auto m = ts::ir::parseModule(ir, "groups.tir");
+  ts::ir::verify(*m);
+  auto art = ts::codegen::compile(*m->functions.at(0), ts::codegen::Target::parse("nvptx:sm_90a"));
+  return art->binary.ptx.find("cp.async.bulk.tensor") != std::string::npos;
+}
+}  // namespace
+
+TEST_CASE("tma: the group copies take TMA only where the reuse of their mbarriers is proven", "[gpu][tma]") {
+  // Two groups in flight at most (a wait of pending 1 before the third
+  // commit, and a barrier after it): S = 2 barriers suffice.
+  CHECK(usesTma(groupsKernel(3, 2, {1})));
+  // Three groups committed before any wait, whose largest `pending` is 1:
+  // the third would reuse the first group's barrier while its phase is
+  // still awaited. cp.async instead.
+  CHECK_FALSE(usesTma(groupsKernel(3, 3, {1})));
+  // Group 0 waited for but no block barrier before group 2 reuses its
+  // barrier: a slow thread may still wait on that phase. cp.async instead.
+  CHECK_FALSE(usesTma(groupsKernel(3, 2, {1}, /*barrierAfterWait=*/false)));
 }
