@@ -957,29 +957,28 @@ TEST_CASE("an mbarrier phase that cannot complete is a deadlock naming the barri
   cfg.globalBuffers = {{tensor.data.data(), tensor.data.size() * 2}, {out.data(), out.size() * 2}};
   TmaParams p{&map, {0, 0, 0}, reinterpret_cast<unsigned char*>(out.data())};
   void* args[] = {&p};
+  // The one deadlock report of a launch, its message.
+  auto deadlock = [](const LaunchReport& rep) {
+    INFO(rep.summary());
+    CHECK(rep.count(IssueKind::Deadlock) == 1);
+    REQUIRE(rep.issues.size() == 1);
+    return rep.issues[0].message;
+  };
 
   SECTION("expect_tx announces more bytes than the copies deliver") {
     p.extraTx = 64;
-    LaunchReport rep = launch(&tmaKernel, args, cfg);
-    INFO(rep.summary());
-    CHECK(rep.count(IssueKind::Deadlock) == 1);
-    REQUIRE(rep.issues.size() == 1);
-    CHECK_THAT(rep.issues[0].message,
-               Catch::Contains("64 on mbarriers") && Catch::Contains("mbarrier at shared offset 8") &&
-                   Catch::Contains("mbarrier.init at tma.cpp:1") && Catch::Contains("parity 0") &&
-                   Catch::Contains("lacks 64 bytes of transactions") &&
-                   Catch::Contains("expect_tx announced 64 bytes more than the copies delivered"));
-    CHECK_THAT(rep.issues[0].message, !Catch::Contains("arrivals"));
+    const std::string msg = deadlock(launch(&tmaKernel, args, cfg));
+    CHECK_THAT(msg, Catch::Contains("64 on mbarriers") && Catch::Contains("mbarrier at shared offset 8") &&
+                        Catch::Contains("mbarrier.init at tma.cpp:1") && Catch::Contains("parity 0") &&
+                        Catch::Contains("lacks 64 bytes of transactions") &&
+                        Catch::Contains("expect_tx announced 64 bytes more than the copies delivered"));
+    CHECK_THAT(msg, !Catch::Contains("arrivals"));
   }
   SECTION("nobody arrives") {
     p.mode = 2;
-    LaunchReport rep = launch(&tmaKernel, args, cfg);
-    INFO(rep.summary());
-    CHECK(rep.count(IssueKind::Deadlock) == 1);
-    REQUIRE(rep.issues.size() == 1);
-    CHECK_THAT(rep.issues[0].message, Catch::Contains("mbarrier at shared offset 8") &&
-                                          Catch::Contains("lacks 1 of its 1 arrivals") &&
-                                          !Catch::Contains("bytes of transactions"));
+    const std::string msg = deadlock(launch(&tmaKernel, args, cfg));
+    CHECK_THAT(msg, Catch::Contains("mbarrier at shared offset 8") && Catch::Contains("lacks 1 of its 1 arrivals") &&
+                        !Catch::Contains("bytes of transactions"));
   }
   SECTION("a wait on a barrier nobody ever arrives at, with no copy") {
     LaunchReport rep = launch(
@@ -991,11 +990,8 @@ TEST_CASE("an mbarrier phase that cannot complete is a deadlock naming the barri
           }
         },
         nullptr, cfg);
-    INFO(rep.summary());
-    CHECK(rep.count(IssueKind::Deadlock) == 1);
-    REQUIRE(rep.issues.size() == 1);
-    CHECK_THAT(rep.issues[0].message, Catch::Contains("64 threads wait on the mbarrier at shared offset 16") &&
-                                          Catch::Contains("lacks 2 of its 2 arrivals"));
+    CHECK_THAT(deadlock(rep), Catch::Contains("64 threads wait on the mbarrier at shared offset 16") &&
+                                  Catch::Contains("lacks 2 of its 2 arrivals"));
   }
 }
 

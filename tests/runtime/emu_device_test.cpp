@@ -288,6 +288,21 @@ rt::Binary tensorMapCopier(int64_t boxRows) {
 }
 }  // namespace
 
+namespace {
+/// Every field of an emulator tensor map (read from `bytes`), to compare
+/// with the map a test expects.
+std::string mapText(const void* bytes) {
+  ts::emu::TensorMap t;
+  std::memcpy(&t, bytes, sizeof t);
+  std::string s = t.magic == ts::emu::TensorMap::kMagic ? "map" : "not a map";
+  s += " at " + std::to_string(t.global) + " rank " + std::to_string(t.rank) + " elem " + std::to_string(t.elemBytes);
+  for (unsigned d = 0; d < 3; ++d)
+    s += " [" + std::to_string(t.dims[d]) + " / " + std::to_string(t.strides[d]) + " / " + std::to_string(t.box[d]) +
+         "]";
+  return s + " swizzle " + std::to_string(t.swizzleBytes);
+}
+}  // namespace
+
 TEST_CASE("the emulator encodes tensor maps in its own format", "[runtime][emu][tma]") {
   SECTION("the encoding") {
     rt::TensorMapRequest r;
@@ -301,16 +316,7 @@ TEST_CASE("the emulator encodes tensor maps in its own format", "[runtime][emu][
     alignas(64) unsigned char bytes[128];
     std::memset(bytes, 0xAB, sizeof bytes);
     rt::encodeEmuTensorMap(r, bytes);
-    ts::emu::TensorMap t;
-    std::memcpy(&t, bytes, sizeof t);
-    CHECK(t.magic == ts::emu::TensorMap::kMagic);
-    CHECK(t.global == 0x10000);
-    CHECK(t.rank == 2);
-    CHECK(t.elemBytes == 2);
-    CHECK((t.dims[0] == 96 && t.dims[1] == 7 && t.dims[2] == 1));
-    CHECK((t.strides[0] == 2 && t.strides[1] == 192 && t.strides[2] == 0));
-    CHECK((t.box[0] == 64 && t.box[1] == 8 && t.box[2] == 1));
-    CHECK(t.swizzleBytes == 128);
+    CHECK(mapText(bytes) == "map at 65536 rank 2 elem 2 [96 / 2 / 64] [7 / 192 / 8] [1 / 0 / 1] swizzle 128");
   }
   SECTION("a launch hands the kernel the map after its arguments, synchronously and on a stream") {
     rt::Device d = rt::Device::emulator("nvptx:sm_90a");
@@ -327,16 +333,8 @@ TEST_CASE("the emulator encodes tensor maps in its own format", "[runtime][emu][
       k.launch(rt::Dim3(1), {out, shifted, 40, 10}, o);
       st.synchronize();
       std::vector<uint8_t> bytes = out.read<uint8_t>();
-      ts::emu::TensorMap t;
-      std::memcpy(&t, bytes.data(), sizeof t);
-      CHECK(t.magic == ts::emu::TensorMap::kMagic);
-      CHECK(t.global == reinterpret_cast<uint64_t>(a.data()) + 16);
-      CHECK(t.rank == 3);
-      CHECK(t.elemBytes == 4);
-      CHECK((t.dims[0] == 40 && t.dims[1] == 2 && t.dims[2] == 5));
-      CHECK((t.strides[0] == 4 && t.strides[1] == 160 && t.strides[2] == 320));
-      CHECK((t.box[0] == 16 && t.box[1] == 4 && t.box[2] == 1));
-      CHECK(t.swizzleBytes == 64);
+      CHECK(mapText(bytes.data()) == "map at " + std::to_string(reinterpret_cast<uint64_t>(a.data()) + 16) +
+                                         " rank 3 elem 4 [40 / 4 / 16] [2 / 160 / 4] [5 / 320 / 1] swizzle 64");
     }
     // The launch-time checks apply: K = 6 f32 rows are 24 bytes.
     rt::Buffer out = d.alloc(DType::U8, 128);

@@ -208,11 +208,7 @@ void runVadd(const Device& dev, int n, unsigned threadsPerBlock) {
 ///   tma(b: bf16 dims [N, 16, 4] strides [1, N, 16*N] box [64, 4, 2] swizzle 128)
 /// as hidden parameters 5 and 6.
 Binary tmaBinary() {
-  Binary b;
-  b.format = Binary::Format::PTX;
-  b.symbol = "tma2";
-  b.threadsPerBlock = 128;
-  b.ptx = R"(.version 8.0
+  Binary b = ptxBinary("tma2", R"(.version 8.0
 .target sm_90a
 .address_size 64
 
@@ -228,7 +224,8 @@ Binary tmaBinary() {
 {
 	ret;
 }
-)";
+)",
+                       128);
   KernelSignature& s = b.signature;
   s.kernelName = "tma2";
   s.args = {{ArgSpec::Kind::Pointer, DType::F16, "a"},
@@ -251,17 +248,6 @@ Binary tmaBinary() {
   mb.swizzleBytes = 128;
   s.tensorMaps = {ma, mb};
   return b;
-}
-
-/// The LaunchError `f` throws ("" if none).
-template <class F>
-std::string launchError(F&& f) {
-  try {
-    f();
-  } catch (const LaunchError& e) {
-    return e.what();
-  }
-  return "";
 }
 
 }  // namespace
@@ -619,22 +605,22 @@ TEST_CASE("fake CUDA driver: tensor maps TMA cannot take are launch errors that 
   const int launches = lastLaunch(&l), before = encodes();
 
   // A row of 10 f16 is 20 bytes: TMA needs strides that are multiples of 16.
-  CHECK(launchError([&] { k.launch(Dim3(1), {a, b, 10, 100, int64_t{40}}); }) ==
+  CHECK(errorOf<LaunchError>([&] { k.launch(Dim3(1), {a, b, 10, 100, int64_t{40}}); }) ==
         "tma2: argument 'K' (i32 K = 10): the TMA tensor map of 'a' needs a row stride that is a multiple of 16 "
         "bytes (10 f16 = 20 bytes); pad the rows to a multiple of 8 elements");
   // The second map: its plane stride is 16*N.
-  CHECK_THAT(launchError([&] { k.launch(Dim3(1), {a, b, 64, 100, int64_t{36}}); }),
+  CHECK_THAT(errorOf<LaunchError>([&] { k.launch(Dim3(1), {a, b, 64, 100, int64_t{36}}); }),
              Contains("tma2: argument 'N' (i64 N = 36): the TMA tensor map of 'b' needs a row stride that is a "
                       "multiple of 16 bytes (36 bf16 = 72 bytes)"));
   // A buffer offset of 3 f16 puts the map's address 6 bytes off 16.
   Arg shifted(a);
   shifted.offset = 3;
-  CHECK(launchError([&] { k.launch(Dim3(1), {shifted, b, 64, 100, int64_t{40}}); }) ==
+  CHECK(errorOf<LaunchError>([&] { k.launch(Dim3(1), {shifted, b, 64, 100, int64_t{40}}); }) ==
         "tma2: argument 'a' (ptr<f16> a, offset 3): the TMA tensor map of 'a' needs an address that is a multiple "
         "of 16 bytes, but the offset of 3 f16 elements (6 bytes) is not; pass an offset that is a multiple of 8 "
         "elements");
   // An empty dimension.
-  CHECK_THAT(launchError([&] { k.launch(Dim3(1), {a, b, 64, 0, int64_t{40}}); }),
+  CHECK_THAT(errorOf<LaunchError>([&] { k.launch(Dim3(1), {a, b, 64, 0, int64_t{40}}); }),
              Contains("argument 'M' (i32 M = 0): the TMA tensor map of 'a' needs every dimension in 1..2^32, but "
                       "dimension 1 is M = 0; TMA cannot describe an empty tensor"));
 
@@ -652,7 +638,7 @@ TEST_CASE("fake CUDA driver: tensor maps need an sm_90 device", "[gpu][cuda][fak
   Kernel k = dev.load(tmaBinary());
   Buffer a = dev.alloc(DType::F16, 64 * 100), b = dev.alloc(DType::BF16, 40 * 16 * 4);
   const int before = encodes();
-  CHECK(launchError([&] { k.launch(Dim3(1), {a, b, 64, 100, int64_t{40}}); }) ==
+  CHECK(errorOf<LaunchError>([&] { k.launch(Dim3(1), {a, b, 64, 100, int64_t{40}}); }) ==
         "tma2: tensor maps need an NVIDIA device of compute capability 9.0 or newer (sm_90a); cuda:0 Fake A100 is "
         "nvptx:sm_80; run the kernel on a Hopper GPU or on Device::emulator(\"nvptx:sm_90a\")");
   CHECK(encodes() == before);
@@ -673,7 +659,7 @@ TEST_CASE("fake CUDA driver: a driver without cuTensorMapEncodeTiled is named", 
   Device dev(createCudaDevice(1));
   Kernel k = dev.load(tmaBinary());
   Buffer a = dev.alloc(DType::F16, 64 * 100), b = dev.alloc(DType::BF16, 40 * 16 * 4);
-  CHECK(launchError([&] { k.launch(Dim3(1), {a, b, 64, 100, int64_t{40}}); }) ==
+  CHECK(errorOf<LaunchError>([&] { k.launch(Dim3(1), {a, b, 64, 100, int64_t{40}}); }) ==
         std::string("tma2: the kernel uses TMA tensor maps, but the CUDA driver (") + TESSERA_FAKE_CUDA +
             ") lacks cuTensorMapEncodeTiled; tensor maps need a CUDA 12 driver or newer");
 }
@@ -714,11 +700,7 @@ TEST_CASE("a hand-written TMA kernel reads through a tensor map the launch built
   // tma_tile(ptr<f16> out, ptr<f16> a, i32 K, i32 M): block (x, y) loads the
   // 32 x 8 tile of `a` at (32x, 8y) with one cp.async.bulk.tensor and copies
   // its elements inside K x M to `out` (checked with ptxas 13.0).
-  Binary bin;
-  bin.format = Binary::Format::PTX;
-  bin.symbol = "tma_tile";
-  bin.threadsPerBlock = 32;
-  bin.ptx = R"(.version 8.0
+  Binary bin = ptxBinary("tma_tile", R"(.version 8.0
 .target sm_90a
 .address_size 64
 
@@ -784,7 +766,8 @@ LOOP:
 DONE:
 	ret;
 }
-)";
+)",
+                         32);
   bin.signature.kernelName = "tma_tile";
   bin.signature.args = {{ArgSpec::Kind::Pointer, DType::F16, "out"},
                         {ArgSpec::Kind::Pointer, DType::F16, "a"},

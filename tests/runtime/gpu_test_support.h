@@ -10,10 +10,12 @@
 #include <cstdlib>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "tessera/runtime/Runtime.h"
 
 #include "../env_guard.h"
+#include "error_of.h"
 
 namespace tessera::rt::testing {
 
@@ -51,15 +53,10 @@ struct SameAbi<R1 (*)(A1...), R2 (*)(A2...)> {
 
 using tessera::testing::EnvGuard;
 
-/// The message of the DeviceError `f` throws ("" if it throws nothing).
+/// The message of the DeviceError `f` throws (error_of.h).
 template <class F>
 std::string deviceError(F&& f) {
-  try {
-    f();
-  } catch (const DeviceError& e) {
-    return e.what();
-  }
-  return "";
+  return errorOf<DeviceError>(std::forward<F>(f));
 }
 
 /// A function the fake driver exports for inspection. The runtime opened the
@@ -125,14 +122,20 @@ inline KernelSignature vaddSignature() {
   return s;
 }
 
-inline Binary vaddBinary(unsigned threadsPerBlock = 128, unsigned sharedBytes = 0) {
+/// A PTX binary of kernel `symbol` (its signature left to the caller).
+inline Binary ptxBinary(const char* symbol, const char* ptx, unsigned threadsPerBlock, unsigned sharedBytes = 0) {
   Binary b;
   b.format = Binary::Format::PTX;
-  b.signature = vaddSignature();
-  b.ptx = kVaddPtx;
-  b.symbol = "vadd";
+  b.ptx = ptx;
+  b.symbol = symbol;
   b.threadsPerBlock = threadsPerBlock;
   b.sharedBytes = sharedBytes;
+  return b;
+}
+
+inline Binary vaddBinary(unsigned threadsPerBlock = 128, unsigned sharedBytes = 0) {
+  Binary b = ptxBinary("vadd", kVaddPtx, threadsPerBlock, sharedBytes);
+  b.signature = vaddSignature();
   return b;
 }
 
