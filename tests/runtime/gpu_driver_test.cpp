@@ -666,13 +666,20 @@ TEST_CASE("fake CUDA driver: a driver without cuTensorMapEncodeTiled is named", 
 
 // ---- real GPUs ------------------------------------------------------------------
 
+namespace {
+/// Whether a real CUDA device is present (call with TESSERA_CUDA_LIBRARY
+/// unset); if not, a SKIP warning saying why and that `what` was not run,
+/// which ctest reports as skipped (SKIP_REGULAR_EXPRESSION), never as a pass.
+bool realCudaDevice(const char* what) {
+  if (cudaDeviceCount() > 0) return true;
+  WARN("SKIP: no CUDA device: " << deviceError([] { createCudaDevice(0); }) << " -- " << what << " not run");
+  return false;
+}
+}  // namespace
+
 TEST_CASE("a hand-written PTX kernel runs on a real CUDA device", "[gpu][cuda][hardware]") {
   EnvGuard env("TESSERA_CUDA_LIBRARY", nullptr);
-  if (cudaDeviceCount() == 0) {
-    // Reported to ctest as skipped (SKIP_REGULAR_EXPRESSION), never as a pass.
-    WARN("SKIP: no CUDA device: " << deviceError([] { createCudaDevice(0); }) << " -- PTX kernel not run");
-    return;
-  }
+  if (!realCudaDevice("PTX kernel")) return;
   Device dev = Device::cuda(0);
   INFO(dev.name() << " (" << dev.arch() << ")");
   CHECK(dev.arch().rfind("nvptx:sm_", 0) == 0);
@@ -688,10 +695,7 @@ TEST_CASE("a hand-written PTX kernel runs on a real CUDA device", "[gpu][cuda][h
 
 TEST_CASE("a hand-written TMA kernel reads through a tensor map the launch built", "[gpu][cuda][hardware][tma]") {
   EnvGuard env("TESSERA_CUDA_LIBRARY", nullptr);
-  if (cudaDeviceCount() == 0) {
-    WARN("SKIP: no CUDA device: " << deviceError([] { createCudaDevice(0); }) << " -- TMA kernel not run");
-    return;
-  }
+  if (!realCudaDevice("TMA kernel")) return;
   Device dev = Device::cuda(0);
   if (dev.arch() != "nvptx:sm_90a") {
     WARN("SKIP: " << dev.name() << " is " << dev.arch() << ", not sm_90a -- TMA kernel not run");
