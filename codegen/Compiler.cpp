@@ -171,6 +171,20 @@ std::shared_ptr<Artifact> compile(const ir::Function& kernel, const Target& targ
     pm.add(ir::createWidenFp8DotsPass(std::move(native)));
   }
   ir::addDefaultPasses(pm);
+  // A loop the user asked to warp-specialise, where the target can
+  // (producer warps issuing tensor copies); elsewhere a warning says why.
+  {
+    const Target tgt = target;
+    const CompileOptions o = opts;
+    std::function<bool(const ir::Op&)> inFlight;
+    if (target.isGpu())
+      inFlight = [tgt, o](const ir::Op& dot) { return gpuKeepsDotInFlight(tgt, o.numWarps, dot); };
+    else
+      inFlight = [](const ir::Op&) { return false; };
+    pm.add(ir::createWarpSpecializePass(
+        [tgt, o](const ir::Function& fn, const ir::Op& loop) { return gpuWarpSpecializeRefusal(tgt, o, fn, loop); },
+        std::move(inFlight), &art->warnings));
+  }
   // Every backend lowers buffer_slot, async copies, commits and waits, so
   // `for {stages}` loops are scheduled for all targets (the schedule is the
   // pass's tile-IR dump).

@@ -143,6 +143,10 @@ struct GemmBlocks {
   /// stages of the A and B tiles (stage_copy). gemm_f32 and gemm_batched
   /// always use plain loads and ignore it.
   int stages = 0;
+  /// sm_90a: the staged copies by a producer warpgroup (TMA) while the
+  /// kernel's warps compute (ts::Pipeline::warpSpecialized); elsewhere the
+  /// usual schedule.
+  bool warpSpecialized = false;
 };
 enum class Activation { None, ReLU, GELU };
 /// C = act(A @ B + bias), f32.       c, a, b, bias, M, N, K   (without bias: c, a, b, M, N, K)
@@ -210,6 +214,7 @@ inline GemmBlocks gemmBlocksFor(const RunContext& ctx) {
   b.n = static_cast<int>(c.getOr("BLOCK_N", b.n));
   b.k = static_cast<int>(c.getOr("BLOCK_K", b.k));
   b.stages = static_cast<int>(c.getOr("STAGES", b.stages));
+  b.warpSpecialized = c.getOr("WARP_SPECIALIZE", b.warpSpecialized ? 1 : 0) != 0;
   return b;
 }
 

@@ -165,7 +165,8 @@ Tensor gemmMainLoop(const GemmBlocks& B, DType in, PtrA a, PtrB b, const Tensor&
   if (B.stages >= 1) {
     auto sa = tessera::alloc_shared(in, {B.m, B.k});  // one stage; stage_copy makes `stages` slots
     auto sb = tessera::alloc_shared(in, {B.k, B.n});
-    return tessera::for_pipelined(0, K, B.k, B.stages, zero, [&](Int k0, Tensor acc) {
+    const auto schedule = tessera::Pipeline(B.stages).warpSpecialized(B.warpSpecialized);
+    return tessera::for_pipelined(0, K, B.k, schedule, zero, [&](Int k0, Tensor acc) {
       auto ta = tessera::stage_copy(sa, ptrA(k0), maskA(k0));
       auto tb = tessera::stage_copy(sb, ptrB(k0), maskB(k0));
       return tessera::dot(ta.load(), tb.load(), acc);  // on the tensor cores

@@ -5,14 +5,18 @@
 // registers otherwise keep the `other` values the assembly's movs put there,
 // `@p st.global` a branch around a plain store. The plain accesses are then
 // checked like any other (instrumentMemory runs next): a masked-off lane
-// performs no access, so it is never reported out of bounds. Other inline
+// performs no access, so it is never reported out of bounds. The wgmma
+// texts become the machine's hook, and `setmaxnreg` (a register budget the
+// machine does not have) nothing once its count is checked. Other inline
 // assembly is left to rewriteInlineAsm (EmuLibcalls.cpp), which runs after
 // the libcalls and knows libdevice's 128-bit helpers, and refuses the rest
 // with a CompileError: text for the GPU's assembler means nothing on the
 // host.
 #include <array>
+#include <cctype>
 #include <map>
 #include <optional>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -98,6 +102,53 @@ void expand(EmuModule& em, llvm::CallInst& c, const nvptx::PredicatedAccess& a) 
   c.eraseFromParent();
 }
 
+// setmaxnreg.{inc,dec}.sync.aligned.u32 N, N a literal or $0 bound to an
+// immediate ("n" or "i"), with nothing but clobbers besides: the
+// instruction's name, and N when it is a literal (else -1: the operand).
+struct Setmaxnreg {
+  std::string inst;
+  int64_t literal = -1;
+};
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+std::optional<Setmaxnreg> matchSetmaxnreg(std::string_view text, std::string_view cons) {
+  text = trim(text);
+  if (text.ends_with(';')) text = trim(text.substr(0, text.size() - 1));
+  Setmaxnreg r;
+  for (const char* inst : {"setmaxnreg.inc.sync.aligned.u32", "setmaxnreg.dec.sync.aligned.u32"})
+    if (text.starts_with(inst) && text.size() > std::string_view(inst).size() &&
+        std::isspace(static_cast<unsigned char>(text[std::string_view(inst).size()])))
+      r.inst = inst;
+  if (r.inst.empty()) return std::nullopt;
+  std::string_view arg = trim(text.substr(r.inst.size()));
+  // The constraints: an immediate input for $0, then only clobbers.
+  std::string_view rest = cons;
+  if (arg == "$0") {
+    if (!rest.starts_with("n") && !rest.starts_with("i")) return std::nullopt;
+    rest.remove_prefix(1);
+    if (rest.starts_with(",")) rest.remove_prefix(1);
+  } else {
+    if (arg.empty() || arg.size() > 9) return std::nullopt;
+    r.literal = 0;
+    for (char ch : arg) {
+      if (!std::isdigit(static_cast<unsigned char>(ch))) return std::nullopt;
+      r.literal = r.literal * 10 + (ch - '0');
+    }
+  }
+  while (!rest.empty()) {
+    size_t end = rest.find(',');
+    std::string_view one = rest.substr(0, end);
+    if (!one.starts_with("~{") || !one.ends_with("}")) return std::nullopt;
+    rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
+  }
+  return r;
+}
+
 }  // namespace
 
 std::vector<AsmCall> inlineAsmCalls(EmuModule& em) {
@@ -115,11 +166,32 @@ std::vector<AsmCall> inlineAsmCalls(EmuModule& em) {
 void rewriteWarpgroupMma(EmuModule& em) {
   if (em.amd) return;
   std::vector<std::pair<llvm::CallInst*, std::optional<nvptx::WgmmaForm>>> work;
+  std::vector<std::pair<llvm::CallInst*, Setmaxnreg>> maxnreg;
   for (const AsmCall& a : inlineAsmCalls(em)) {
-    if (auto w = nvptx::matchWgmma(a.text, a.constraints))
+    if (auto s = matchSetmaxnreg(a.text, a.constraints))
+      maxnreg.emplace_back(a.call, *s);
+    else if (auto w = nvptx::matchWgmma(a.text, a.constraints))
       work.emplace_back(a.call, w);
     else if (nvptx::matchWgmmaPassThrough(a.text, a.constraints))
       work.emplace_back(a.call, std::nullopt);
+  }
+  // setmaxnreg (the warpgroups of a warp-specialised kernel trading
+  // registers): the machine has no register budget, so it only checks the
+  // count as ptxas does, and drops the instruction.
+  for (auto& [c, s] : maxnreg) {
+    int64_t n = s.literal;
+    if (n < 0) {
+      auto* ci = c->arg_size() == 1 ? llvm::dyn_cast<llvm::ConstantInt>(c->getArgOperand(0)) : nullptr;
+      if (!ci) refuse(*c, "its register count is not an immediate");
+      n = ci->getSExtValue();
+    }
+    if (n < 24 || n > 256 || n % 8 != 0) {
+      const auto* ia = llvm::cast<llvm::InlineAsm>(c->getCalledOperand());
+      throw CompileError(s.inst + " " + std::to_string(n) +
+                         ": the register count must be a multiple of 8 in [24, 256] (inline assembly \"" +
+                         ia->getAsmString().str() + "\"), used by `" + describe(*c) + "`");
+    }
+    c->eraseFromParent();
   }
   // Per function: the lane's A registers and accumulators handed to the
   // hook (the largest N is 256: 128 floats).

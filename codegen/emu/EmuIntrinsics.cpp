@@ -136,7 +136,21 @@ class Lowerer {
     if (k == "barrier0" || (k == "barrier" && t.size() == 2 && t[1] == "sync") ||
         (k == "barrier" && t.size() >= 4 && t[1] == "cta" && t[2] == "sync" && t.back() == "all"))
       return barrier(b, c);
-    if (k == "barrier") unsupported(c, "only whole-block barriers (bar.sync without a thread count) are modelled");
+    // barrier.cta.sync[.aligned].count id, count (bar.sync id, count): the
+    // named barrier `id` completes once `count` threads have arrived; the
+    // machine checks both operands (they need not be constants).
+    if (k == "barrier" && t.size() >= 4 && t[1] == "cta" && t[2] == "sync" && t.back() == "count") {
+      callHook(b, "tessera_emu_barrier_count", {b.getInt32(em.opId(c)), c.getArgOperand(0), c.getArgOperand(1)});
+      return nullptr;
+    }
+    if (k == "barrier")
+      unsupported(c,
+                  "only bar.sync is modelled, for the whole block or with a thread count; not bar.arrive or bar.red");
+    // setmaxnreg.{inc,dec}.sync.aligned.u32 N: only the register budget of
+    // the warp changes, which the machine does not have. N is an immarg the
+    // verifier of the input module has checked (a multiple of 8 in [24,
+    // 256]); the inline assembly's is checked in EmuInlineAsm.cpp.
+    if (k == "setmaxnreg" && t.size() == 5 && (t[1] == "inc" || t[1] == "dec")) return nullptr;
     if (k == "bar" && t.size() == 3 && t[1] == "warp" && t[2] == "sync") {
       callHook(b, "tessera_emu_syncwarp", {b.CreateZExt(c.getArgOperand(0), em.i64())});
       return nullptr;

@@ -21,6 +21,7 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include "tessera/ir/analysis/AxisInfo.h"
+#include "tessera/ir/analysis/TiledAccess.h"
 #include "codegen/gpu/GpuLowering.h"
 #include "tessera/ir/analysis/GpuResourceCheck.h"
 #include "codegen/llvm/GpuToolchain.h"
@@ -188,6 +189,33 @@ bool gpuKeepsDotInFlight(const Target& t, int numWarps, const ir::Op& dot) {
   auto l =
       ir::mmaLayout(k, a.shape()[0], b.shape()[1], a.shape()[1], numWarps, static_cast<int>(ti->warpSize()), false);
   return l && l->mma == k;
+}
+
+std::string gpuWarpSpecializeRefusal(const Target& t, const CompileOptions& o, const ir::Function& f,
+                                     const ir::Op& loop) {
+  if (!t.isGpu()) return "the CPU has no warps to specialise";
+  Target device = t;
+  if (t.kind == Target::Kind::EmuNVPTX) device.kind = Target::Kind::NVPTX;
+  if (t.kind == Target::Kind::EmuAMDGPU) device.kind = Target::Kind::AMDGPU;
+  GpuOptions g;
+  g.numWarps = o.numWarps;
+  g.tensorCopies = o.tensorCopies;
+  std::unique_ptr<GpuTargetInfo> ti = createGpuTargetInfo(device, g);
+  if (!ti->hasTensorCopies())
+    return o.tensorCopies ? t.str() + " has no tensor copies (TMA: nvptx:sm_90a)" : "tensor copies are off";
+  if (o.numWarps % 4 != 0) return "numWarps = " + std::to_string(o.numWarps) + " is not whole warpgroups";
+  ir::AxisAnalysis axis(f);
+  for (auto& op : loop.region(0).block().ops()) {
+    if (op->code() != ir::OpCode::Copy) continue;
+    auto acc = ir::matchTiledAccess(f, *op, axis);
+    const std::string at = "the staged copy at " + op->loc().str();
+    if (!acc) return at + " is not a box of a row-major tensor";
+    if (!acc->aligned) return at + " is not known 16-byte aligned (an unaligned launch)";
+    const int64_t eb = static_cast<int64_t>(byteSize(acc->dtype));
+    if ((acc->tileCols * eb) % 16 != 0 || (acc->tileRows * acc->tileCols * eb) % 128 != 0)
+      return at + " has rows of " + std::to_string(acc->tileCols * eb) + " bytes (TMA boxes need multiples of 16)";
+  }
+  return "";
 }
 
 void annotateGpuLayouts(ir::Function& f, const Target& target, const CompileOptions& opts) {

@@ -58,6 +58,14 @@ bool gpuTensorCoreTakes(const Target& t, DType a, DType b, DType acc);
 /// the compiler runs the async-dots pass with this predicate.
 bool gpuKeepsDotInFlight(const Target& t, int numWarps, const ir::Op& dot);
 
+/// Why GPU target `t` with options `o` does not warp-specialise `loop` (a
+/// `for {stages, specialize}` of `f`): no tensor copies, warps not whole
+/// warpgroups, or a staged copy that is not an aligned box of a row-major
+/// tensor (ir::matchTiledAccess); empty where it does. The compiler runs
+/// the warp-specialize pass with this.
+std::string gpuWarpSpecializeRefusal(const Target& t, const CompileOptions& o, const ir::Function& f,
+                                     const ir::Op& loop);
+
 /// AMDGCN assembly of an AMDGPU (or emu:amdgpu) artifact, generated from its
 /// kept module (the same code the code object was built from).
 std::string amdgpuAssembly(const Artifact& a);

@@ -75,9 +75,10 @@ void Lower::run(uint64_t smemBytes) {
   operandsPlanned_ = true;
   planElision();
   planTma();
+  planSpecialize();
   // Tensor maps: hidden parameters after the user's (by value).
   for (size_t i = 0; i < tensorMaps_.size(); ++i) params.push_back(b_.getPtrTy());
-  unsigned threads = static_cast<unsigned>(o_.numWarps) * t_.warpSize();
+  unsigned threads = blockThreads();
   auto* fty = llvm::FunctionType::get(b_.getVoidTy(), params, false);
   llvm::Function* fn = t_.createKernel(m_, f_.name(), fty, threads);
   declareTensorMaps(fn, f_.numArgs());
@@ -97,6 +98,7 @@ void Lower::run(uint64_t smemBytes) {
   warp_ = b_.CreateUDiv(tid_, i32(ws), "warp");
   initTma();
   initTmaBarriers();
+  splitWarps();
   emitBlock(f_.body());
   TS_ASSERT(b_.GetInsertBlock() == nullptr, "kernel body does not end in return");
   finishProvenance();
@@ -168,6 +170,7 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
     storageBytes = low.bufferStorageBytes();
     aligns = low.areaAlignments();
     tmaBarrierBytes = low.tmaBarrierBytes();
+    threads = low.blockThreads();
   };
   measure();
   auto wholeLoopAreas = [&] {

@@ -252,6 +252,29 @@ class GpuTargetInfo {
     TS_UNREACHABLE("mbarrier on a target without tensor copies");
   }
 
+  // ---- warp specialisation (LowerSpecialize.cpp) -----------------------------
+  /// Barrier `id` (1..15; 0 is the block's) of `threads` threads, a multiple
+  /// of the warp size: the consumer warps' own barrier while the producer
+  /// runs apart.
+  virtual void barrierCount(llvm::IRBuilderBase& b, unsigned id, unsigned threads) {
+    TS_UNREACHABLE("counted barriers on a target without warp specialisation");
+  }
+  /// One arrival per warp on `bar`, after every lane's earlier accesses
+  /// (a warp sync, then one elected lane).
+  virtual void mbarrierArriveWarp(llvm::IRBuilderBase& b, llvm::Value* bar) {
+    TS_UNREACHABLE("mbarrier on a target without tensor copies");
+  }
+  /// Register rebalancing between warpgroups: the kernel starts with
+  /// `launch` registers per thread (setLaunchRegisters); a warpgroup then
+  /// gives registers back (`increase` false) or takes them (true) up to
+  /// `regs` (a multiple of 8 in [24, 256]; setmaxnreg).
+  virtual void setLaunchRegisters(llvm::Function& fn, unsigned launch) {
+    TS_UNREACHABLE("register rebalancing on a target without it");
+  }
+  virtual void setMaxRegisters(llvm::IRBuilderBase& b, unsigned regs, bool increase) {
+    TS_UNREACHABLE("register rebalancing on a target without it");
+  }
+
   // ---- backend ---------------------------------------------------------------
   virtual std::unique_ptr<llvm::TargetMachine> createTargetMachine(int optLevel) = 0;
   /// Module-level settings the backend needs (module flags, ...) and the

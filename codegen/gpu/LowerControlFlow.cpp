@@ -123,7 +123,15 @@ void Lower::emitOp(const ir::Op& op) {
   if (op.numResults() == 1 && (elided_.count(op.result()) || elidedLoads_.count(op.result())))
     return;  // re-derived by its consumers / read by the dots from shared memory
   setCurrentOp(op);
+  // The producer's tile values are address arithmetic that its tensor
+  // copies evaluate symbolically (ir::matchTiledAccess): nothing to emit.
+  if (inProducer_ && !ir::hasSideEffects(op.code()) && op.numResults() == 1 && op.result()->type().isTile()) return;
   switch (op.code()) {
+    case OpCode::WarpSpecialize: return emitWarpSpecialize(op);
+    case OpCode::StageAcquire:
+    case OpCode::StageCommit:
+    case OpCode::StageWait:
+    case OpCode::StageRelease: return emitStageOp(op);
     case OpCode::ProgramId: scalars_[op.result()] = t_.blockId(b_, static_cast<int>(op.intAttr("axis"))); return;
     case OpCode::NumPrograms: scalars_[op.result()] = t_.gridDim(b_, static_cast<int>(op.intAttr("axis"))); return;
     case OpCode::Load: return emitLoad(op);

@@ -81,7 +81,12 @@ class Lower {
   /// maps, and the bytes of its transaction barriers, which the caller
   /// places after the plan's areas (setTmaBarrierOffset before run()).
   const std::vector<TensorMapSpec>& tensorMaps() const { return tensorMaps_; }
-  uint64_t tmaBarrierBytes() const { return 8 * (uint64_t{tmaBarriers_} + (tmaOperands_.empty() ? 0 : 1)); }
+  uint64_t tmaBarrierBytes() const {
+    return 8 * (uint64_t{tmaBarriers_} + (tmaOperands_.empty() ? 0 : 1) + 2 * uint64_t{chanSlots_});
+  }
+  /// Threads per block: the layouts' warps, plus a warp-specialised
+  /// kernel's producer warps.
+  unsigned blockThreads() const;
   void setTmaBarrierOffset(uint64_t off) { tmaBarrierOffset_ = off; }
 
  private:
@@ -188,7 +193,15 @@ class Lower {
   static uint64_t alignUp(uint64_t off, uint64_t align) { return (off + align - 1) & ~(align - 1); }
 
   void barrier(bool sharedOnly = false) {
-    t_.barrier(b_, sharedOnly);
+    // The producer touches shared memory only through tensor copies and
+    // mbarriers, which order themselves: it needs no barrier, and must not
+    // wait at the consumers' one.
+    if (!inProducer_) {
+      if (consumersOnly_)
+        t_.barrierCount(b_, 1, static_cast<unsigned>(o_.numWarps) * t_.warpSize());
+      else
+        t_.barrier(b_, sharedOnly);
+    }
     smemDirty_ = globalDirty_ = false;
   }
   /// True for a barrier of the pipeline schedule (`stage` attribute) in a
@@ -509,6 +522,24 @@ class Lower {
   std::optional<GroupState> simulateGroups(const ir::Block& b, std::optional<GroupState> st);
   bool groupsProven_ = false;
   std::unordered_map<const ir::Op*, int64_t> tmaRetire_;  // async_wait -> groups it retires (-1: unknown)
+  // ---- warp specialisation (LowerSpecialize.cpp) ----------------------------
+  // The kernel's warp_specialize (null: none), its channel's slots and the
+  // producer's entry block, branched to at the kernel's start.
+  const ir::Op* specialize_ = nullptr;
+  unsigned chanSlots_ = 0;
+  unsigned producerWarps_ = 0;
+  bool inProducer_ = false;     // lowering the producer's region
+  bool consumersOnly_ = false;  // past the split: barriers count the consumers
+  llvm::BasicBlock* producerEntry_ = nullptr;
+  llvm::Value* chanPhases_ = nullptr;  // per-thread bit per slot: the next round's parity (alloca)
+  void planSpecialize();
+  bool rebalancesRegisters() const;
+  void splitWarps();
+  void emitWarpSpecialize(const ir::Op& op);
+  void emitStageOp(const ir::Op& op);
+  bool onlyChannelReads(const ir::Block& loopBody) const;
+  llvm::Value* chanBarrier(bool full, llvm::Value* slot);
+  void initChannelBarriers();
   ir::LoweringRecord record_;
 };
 

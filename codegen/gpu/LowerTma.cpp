@@ -141,9 +141,11 @@ void Lower::planTma() {
   onlyTensorCopies_ = false;
   if (!t_.hasTensorCopies()) return;
   int64_t maxPending = 0;
+  bool groups = false;  // async groups (a warp-specialised channel has none)
   auto& body = const_cast<ir::Function&>(f_).body();
   ir::walk(body, [&](ir::Op& op) {
     if (op.code() == OpCode::AsyncWait) maxPending = std::max(maxPending, op.intAttr("pending"));
+    groups = groups || op.code() == OpCode::AsyncCommit;
   });
   // The group copies go by TMA only where the reuse of the S barriers is
   // proven safe for this program (simulateGroups); else they keep cp.async.
@@ -177,7 +179,7 @@ void Lower::planTma() {
     else
       operandsByCpAsync = true;
   }
-  if (tma_.empty()) tmaBarriers_ = 0;
+  if (tma_.empty() || !groups) tmaBarriers_ = 0;
   if (tma_.empty() && tmaOperands_.empty()) return;
   onlyTensorCopies_ = !others && !operandsByCpAsync;
   // The destination buffers start where their boxes may.
@@ -273,7 +275,7 @@ void Lower::initTma() {
   llvm::IRBuilderBase::InsertPointGuard g(b_);
   llvm::BasicBlock& entry = b_.GetInsertBlock()->getParent()->getEntryBlock();
   b_.SetInsertPoint(&entry, entry.getFirstInsertionPt());
-  for (llvm::Value** c : {&tmaCommitted_, &tmaWaited_, &tmaOperandPhase_}) {
+  for (llvm::Value** c : {&tmaCommitted_, &tmaWaited_, &tmaOperandPhase_, &chanPhases_}) {
     *c = b_.CreateAlloca(b_.getInt32Ty(), nullptr, "tma.count");
     b_.CreateStore(i32(0), *c);
   }
@@ -284,6 +286,7 @@ void Lower::initTmaBarriers() {
   guarded(b_.CreateICmpEQ(tid_, i32(0)), [&] {
     for (unsigned s = 0; s < tmaBarriers_; ++s) t_.mbarrierInit(b_, tmaBarrier(i32(s)), 1);
     if (!tmaOperands_.empty()) t_.mbarrierInit(b_, tmaOperandBarrier(), 1);
+    initChannelBarriers();
     t_.mbarrierInitFence(b_);
   });
   barrier();
@@ -312,7 +315,8 @@ bool Lower::commitFollows(const ir::Op& op) {
     }
     if (!seen) continue;
     switch (o->code()) {
-      case OpCode::AsyncCommit: return true;
+      case OpCode::AsyncCommit:
+      case OpCode::StageCommit: return true;
       case OpCode::For:
       case OpCode::If:
       case OpCode::Barrier:
@@ -325,7 +329,8 @@ bool Lower::commitFollows(const ir::Op& op) {
 }
 
 void Lower::flushTma(llvm::Value* bar) {
-  guarded(issuingWarp(), [&] {
+  // The producer of a warp-specialised kernel is one warp already.
+  guarded(inProducer_ ? nullptr : issuingWarp(), [&] {
     uint64_t bytes = 0;
     for (const PendingTma& p : tmaPending_) bytes += p.copy->bytes;
     if (!tmaPending_.empty()) {

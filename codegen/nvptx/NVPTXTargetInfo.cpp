@@ -376,6 +376,24 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
     nvptx::emitTmaLoad(b, dst, map, coords, rank, bar);
   }
   void mbarrierArrive(llvm::IRBuilderBase& b, llvm::Value* bar) override { nvptx::emitMbarrierArrive(b, bar); }
+  void mbarrierArriveWarp(llvm::IRBuilderBase& b, llvm::Value* bar) override {
+    // The lanes' reads of the slot before the one lane's release-arrival.
+    b.CreateIntrinsic(llvm::Intrinsic::nvvm_bar_warp_sync, {}, {b.getInt32(-1)});
+    nvptx::emitMbarrierArrive(b, bar);
+  }
+  void barrierCount(llvm::IRBuilderBase& b, unsigned id, unsigned threads) override {
+    b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cta_sync_aligned_count, {}, {b.getInt32(id), b.getInt32(threads)});
+  }
+  void setLaunchRegisters(llvm::Function& fn, unsigned launch) override {
+    // With setmaxnreg in the kernel, ptxas allocates exactly this many
+    // registers per thread at launch (the pool the warpgroups trade in).
+    fn.addFnAttr("nvvm.maxnreg", std::to_string(launch));
+  }
+  void setMaxRegisters(llvm::IRBuilderBase& b, unsigned regs, bool increase) override {
+    b.CreateIntrinsic(increase ? llvm::Intrinsic::nvvm_setmaxnreg_inc_sync_aligned_u32
+                               : llvm::Intrinsic::nvvm_setmaxnreg_dec_sync_aligned_u32,
+                      {}, {b.getInt32(regs)});
+  }
   void mbarrierWait(llvm::IRBuilderBase& b, llvm::Value* bar, llvm::Value* parity) override {
     nvptx::emitMbarrierWait(b, bar, parity);
   }

@@ -215,9 +215,11 @@ Tensor scanImpl(const Tensor& x, int axis, const CombineFn& combine, const SrcLo
   }));
 }
 
-std::vector<Tensor> forPipelinedImpl(const Operand& lo, const Operand& hi, const Operand& step, int64_t stages,
-                                     const std::vector<Tensor>& inits, const BodyFn& body, const SrcLoc& loc) {
+std::vector<Tensor> forPipelinedImpl(const Operand& lo, const Operand& hi, const Operand& step,
+                                     const Pipeline& schedule, const std::vector<Tensor>& inits, const BodyFn& body,
+                                     const SrcLoc& loc) {
   TraceState& s = at(loc);
+  const int64_t stages = schedule.stages;
   if (stages < 1 || stages > ir::kMaxPipelineStages)
     fail(loc, fmt::format("for_pipelined: stages must be 1..{} (real schedules use 2-8), got {}",
                           ir::kMaxPipelineStages, stages));
@@ -231,6 +233,7 @@ std::vector<Tensor> forPipelinedImpl(const Operand& lo, const Operand& hi, const
         TraceState& t = *tCurrent;
         ir::Block* blk = t.builder->block();
         blk->parentOp()->attrs()["stages"] = stages;
+        if (schedule.warpSpecialize) blk->parentOp()->attrs()["specialize"] = int64_t{1};
         t.pipes.push_back({blk, stages, loc});
         struct Pop {
           TraceState& t;

@@ -382,6 +382,10 @@ LayoutAnalysis::LayoutAnalysis(const ir::Function& f, const AxisAnalysis& axis, 
         if (again) visitBlock(body);
         continue;
       }
+      if (op.code() == ir::OpCode::WarpSpecialize) {
+        visitBlock(op.region(0).block());
+        continue;
+      }
       if (op.code() == ir::OpCode::If) {
         for (auto& r : op.regions()) visitBlock(r->block());
         const ir::Op* y = op.region(0).block().terminator();

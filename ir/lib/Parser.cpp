@@ -322,6 +322,11 @@ class Parser {
       case OpCode::Fence:
       case OpCode::AsyncCommit:
       case OpCode::AsyncWait:
+      case OpCode::WarpSpecialize:
+      case OpCode::StageAcquire:
+      case OpCode::StageCommit:
+      case OpCode::StageWait:
+      case OpCode::StageRelease:
       case OpCode::Yield:
       case OpCode::Return: return true;
       default: return false;

@@ -23,6 +23,18 @@ namespace tessera::ir::detail {
 bool isAsyncCopy(const Op& op);
 bool isAsyncDot(const Op& op);
 std::optional<int64_t> intAttrOf(const Op& op, const char* k);
+std::optional<int64_t> constantInt(const Value* v);
+// A slot index as a function of the iteration number k >= 0 of the enclosing
+// pipelined loop: (a*k + b), reduced modulo m when m > 0.
+struct Affine {
+  int64_t a = 0, b = 0, m = 0;
+};
+std::optional<Affine> evalAffine(const Value* v, const Value* iv);
+// The stage protocol of a warp-specialised pipeline (StageProtocol.cpp):
+// the buffers its producer copies into (which the async-copy proof leaves
+// to it), and its proof.
+std::set<const Value*> channelBuffers(const Function& f);
+void verifyStageProtocol(const Function& f);
 // A slot relative to the iteration i, "(i+c) mod n", and an iteration, "i+d".
 std::string relSlot(int64_t c, int64_t n);
 std::string relIter(int64_t d);

@@ -28,19 +28,11 @@ std::optional<int64_t> intAttrOf(const Op& op, const char* k) {
   return std::get<int64_t>(it->second);
 }
 
-namespace {
-
 std::optional<int64_t> constantInt(const Value* v) {
   const Op* d = v->definingOp();
   if (!d || d->code() != OpCode::Constant || !v->type().isScalar()) return std::nullopt;
   return intAttrOf(*d, "value");
 }
-
-// A slot index as a function of the iteration number k >= 0 of the enclosing
-// pipelined loop: (a*k + b), reduced modulo m when m > 0.
-struct Affine {
-  int64_t a = 0, b = 0, m = 0;
-};
 
 std::optional<Affine> evalAffine(const Value* v, const Value* iv) {
   if (iv && v == iv) return Affine{1, 0, 0};
@@ -85,8 +77,6 @@ std::optional<Affine> evalAffine(const Value* v, const Value* iv) {
   }
 }
 
-}  // namespace
-
 std::string relSlot(int64_t c, int64_t n) {
   if (n == 1) return "0";
   return c == 0 ? "(i) mod " + std::to_string(n) : "(i+" + std::to_string(c) + ") mod " + std::to_string(n);
@@ -95,17 +85,22 @@ std::string relIter(int64_t d) { return d == 0 ? "i" : (d > 0 ? "i+" : "i") + st
 
 void PipelineChecker::run() {
   collectUses();
+  // A warp-specialised pipeline's buffers follow the stage protocol, proven
+  // on its own (StageProtocol.cpp); the rest of the kernel is proven here.
+  verifyStageProtocol(f_);
+  const std::set<const Value*> channel = channelBuffers(f_);
   bool any = false;
   walk(const_cast<Block&>(f_.body()), [&](Op& op) {
     if (op.code() == OpCode::For && op.hasAttr("stages")) checkWrittenLoop(op);
-    if (isAsyncCopy(op)) tracked_.insert(root(op.operand(0)));
+    if (isAsyncCopy(op) && !channel.count(root(op.operand(0)))) tracked_.insert(root(op.operand(0)));
     if (isAsyncCopy(op) || op.code() == OpCode::AsyncCommit || op.code() == OpCode::AsyncWait || isAsyncDot(op) ||
         op.code() == OpCode::DotWait || (op.code() == OpCode::For && op.hasAttr("pipelined")))
       any = true;
     // A slot an async dot reads is tracked too: its reuse waits for the dot.
     if (isAsyncDot(op))
       for (unsigned i = 0; i < 2; ++i)
-        if (const Op* ld = op.operand(i)->definingOp(); ld && ld->code() == OpCode::LocalLoad)
+        if (const Op* ld = op.operand(i)->definingOp();
+            ld && ld->code() == OpCode::LocalLoad && !channel.count(root(ld->operand(0))))
           tracked_.insert(root(ld->operand(0)));
   });
   if (!any) return;  // nothing asynchronous: the program-order semantics hold

@@ -613,6 +613,31 @@ class Verifier {
         if (n < 0) fail(op, "'pending' must be >= 0, got " + std::to_string(n));
         return;
       }
+      case OpCode::WarpSpecialize: {
+        operands(op, 0, 0);
+        results(op, 0);
+        if (op.numRegions() != 1 || op.region(0).block().numArgs() != 0)
+          fail(op, "needs one region without arguments (the producer's code)");
+        int64_t w = intAttr(op, "warps");
+        if (w < 1 || w > 32) fail(op, "'warps' must be in [1, 32], got " + std::to_string(w));
+        checkYield(op, op.region(0).block(), "producer");
+        return;
+      }
+      case OpCode::StageAcquire:
+      case OpCode::StageCommit:
+      case OpCode::StageWait:
+      case OpCode::StageRelease: {
+        operands(op, 1, op.code() == OpCode::StageRelease ? 2 : 1);
+        results(op, 0);
+        const Type& i = in(op, 0);
+        if (!i.isScalar() || !i.isIntLike() || i.dtype() == DType::I1)
+          fail(op, "slot index " + ts(i) + " must be an integer scalar");
+        if (op.numOperands() == 2 && in(op, 1) != Type::scalar(DType::I1))
+          fail(op, "condition " + ts(in(op, 1)) + " must be an i1 scalar");
+        int64_t n = intAttr(op, "slots");
+        if (n < 1) fail(op, "'slots' must be >= 1, got " + std::to_string(n));
+        return;
+      }
       case OpCode::Reduce: {
         operands(op, 1, 1);
         results(op, 1);
@@ -748,7 +773,8 @@ class Verifier {
       }
       case OpCode::Yield:
         results(op, 0);
-        if (!owner || !hasRegions(owner->code())) fail(op, "must terminate the region of 'for', 'if' or 'scan'");
+        if (!owner || !hasRegions(owner->code()))
+          fail(op, "must terminate the region of 'for', 'if', 'scan' or 'warp_specialize'");
         return;  // types are checked against the owner by checkYield
       case OpCode::Return:
         operands(op, 0, 0);

@@ -7,6 +7,42 @@
 namespace tessera::ir {
 
 namespace passutil {
+namespace {
+void cloneInto(Block& dst, const Block& src, ValueMap& m) {
+  for (auto& a : src.args()) m[a.get()] = dst.addArgument(a->type());
+  Builder b(&dst);
+  for (auto& op : src.ops()) cloneOp(b, *op, m);
+}
+}  // namespace
+
+Op* cloneOp(Builder& b, const Op& op, ValueMap& m) {
+  std::vector<Value*> operands;
+  for (Value* v : op.operands()) operands.push_back(mapped(m, v));
+  std::vector<Type> types;
+  for (auto& r : op.results()) types.push_back(r->type());
+  Location saved = b.loc();
+  b.setLoc(op.loc());
+  Op* n = b.create(op.code(), std::move(operands), types, op.attrs());
+  b.setLoc(saved);
+  for (unsigned i = 0; i < op.numResults(); ++i) m[op.result(i)] = n->result(i);
+  for (auto& r : op.regions()) cloneInto(n->addRegion()->block(), r->block(), m);
+  return n;
+}
+
+void removeDeadPureOps(Function& f, Block& b) {
+  auto uses = countUses(f);
+  auto& ops = b.ops();
+  for (size_t i = ops.size(); i-- > 0;) {
+    Op& op = *ops[i];
+    if (hasSideEffects(op.code()) || op.numRegions() != 0 || op.numResults() == 0) continue;
+    bool used = false;
+    for (auto& r : op.results()) used = used || uses[r.get()] != 0;
+    if (used) continue;
+    for (Value* v : op.operands()) --uses[v];
+    ops.erase(ops.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+}
+
 void replaceAllUsesWith(Function& f, Value* from, Value* to) {
   walk(f.body(), [&](Op& op) {
     for (unsigned i = 0; i < op.numOperands(); ++i)

@@ -3,6 +3,7 @@
 
 #include <unordered_map>
 
+#include "tessera/ir/Builder.h"
 #include "tessera/ir/IR.h"
 
 namespace tessera::ir::passutil {
@@ -14,5 +15,21 @@ void replaceAllUsesWith(Function& f, Value* from, Value* to);
 
 /// Number of uses of every used value in `f`.
 std::unordered_map<const Value*, unsigned> countUses(Function& f);
+
+using ValueMap = std::unordered_map<const Value*, Value*>;
+
+/// `v` through the map (itself where unmapped).
+inline Value* mapped(const ValueMap& m, Value* v) {
+  auto it = m.find(v);
+  return it == m.end() ? v : it->second;
+}
+
+/// Deep copy of `op` (regions included) at the builder's insertion point,
+/// its operands through `m`; records its results in `m`.
+Op* cloneOp(Builder& b, const Op& op, ValueMap& m);
+
+/// Removes the ops of `b` without effects or regions whose results nothing
+/// uses (last to first, so chains go too).
+void removeDeadPureOps(Function& f, Block& b);
 
 }  // namespace tessera::ir::passutil

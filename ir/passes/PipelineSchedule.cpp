@@ -42,41 +42,15 @@
 namespace tessera::ir {
 namespace {
 
-using ValueMap = std::unordered_map<const Value*, Value*>;
+using passutil::cloneOp;
+using passutil::mapped;
+using passutil::ValueMap;
 
 struct Staged {
   Op* copy;
   Op* view;  // buffer_slot in the loop body
   Value* buffer;
 };
-
-Value* mapped(const ValueMap& m, Value* v) {
-  auto it = m.find(v);
-  return it == m.end() ? v : it->second;
-}
-
-/// Deep copy of `op` (regions included) at the builder's insertion point.
-Op* cloneOp(Builder& b, const Op& op, ValueMap& m);
-
-void cloneInto(Block& dst, const Block& src, ValueMap& m) {
-  for (auto& a : src.args()) m[a.get()] = dst.addArgument(a->type());
-  Builder b(&dst);
-  for (auto& op : src.ops()) cloneOp(b, *op, m);
-}
-
-Op* cloneOp(Builder& b, const Op& op, ValueMap& m) {
-  std::vector<Value*> operands;
-  for (Value* v : op.operands()) operands.push_back(mapped(m, v));
-  std::vector<Type> types;
-  for (auto& r : op.results()) types.push_back(r->type());
-  Location saved = b.loc();
-  b.setLoc(op.loc());
-  Op* n = b.create(op.code(), std::move(operands), types, op.attrs());
-  b.setLoc(saved);
-  for (unsigned i = 0; i < op.numResults(); ++i) m[op.result(i)] = n->result(i);
-  for (auto& r : op.regions()) cloneInto(n->addRegion()->block(), r->block(), m);
-  return n;
-}
 
 class PipelineSchedule : public Pass {
  public:
@@ -239,7 +213,7 @@ class PipelineSchedule : public Pass {
 
     for (unsigned i = 0; i < loop.numResults(); ++i) passutil::replaceAllUsesWith(f, loop.result(i), results[i]);
     top.ops().erase(top.ops().begin() + static_cast<std::ptrdiff_t>(indexOf(top, &loop)));
-    removeDeadPureOps(f, newLoop->region(0).block());
+    passutil::removeDeadPureOps(f, newLoop->region(0).block());
   }
 
   static std::optional<int64_t> constantOf(const Value* v) {
@@ -314,22 +288,6 @@ class PipelineSchedule : public Pass {
     m[v] = b.create(OpCode::Load, std::move(operands), {t}, d->attrs())->result();
     b.setLoc(saved);
     return m.at(v);
-  }
-
-  /// The compute stage keeps the original address arithmetic of the staged
-  /// copies, now unused; remove what nothing reads.
-  static void removeDeadPureOps(Function& f, Block& b) {
-    auto uses = passutil::countUses(f);
-    auto& ops = b.ops();
-    for (size_t i = ops.size(); i-- > 0;) {
-      Op& op = *ops[i];
-      if (hasSideEffects(op.code()) || op.numRegions() != 0 || op.numResults() == 0) continue;
-      bool used = false;
-      for (auto& r : op.results()) used = used || uses[r.get()] != 0;
-      if (used) continue;
-      for (Value* v : op.operands()) --uses[v];
-      ops.erase(ops.begin() + static_cast<std::ptrdiff_t>(i));
-    }
   }
 };
 

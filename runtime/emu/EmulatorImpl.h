@@ -84,13 +84,25 @@ struct Mbarrier {
   std::vector<uint32_t> waiters;  // fibers parked in try_wait on the current phase
 };
 
+// One of the block's 16 named barriers (bar.sync id[, count]; Barriers.cpp).
+// The whole-block barrier is barrier 0 without a count (kWholeBlock): it
+// completes once every live thread has arrived, exited threads counting as
+// arrived. A counted one completes once `count` threads have arrived; the
+// first arrival of a phase fixes its count.
+inline constexpr int32_t kNamedBarriers = 16;
+inline constexpr int32_t kWholeBlock = 0;
+struct NamedBarrier {
+  int32_t count = kWholeBlock;    // of the current phase (meaningful while waiters is not empty)
+  std::vector<uint32_t> waiters;  // fibers arrived in the current phase, in arrival order
+};
+
 struct Fiber {
   Context ctx;
   Worker* w = nullptr;
   uint32_t linear = 0, lane = 0, warp = 0;
   int32_t tid[3] = {0, 0, 0};
   FState state = FState::Ready;
-  uint32_t barriers = 0;  // barriers this thread has passed in this block
+  uint32_t barriers = 0;  // whole-block barriers this thread has passed in this block
   int32_t barrierSite = -1;
   std::vector<AsyncCopy> asyncCopies;  // issued, not yet performed, in issue order
   uint64_t commits = 0;                // cp.async groups committed so far
@@ -204,8 +216,8 @@ struct Worker {
   std::vector<uint32_t> queue;              // ring of ready fibers; each is in it at most once
   size_t qHead = 0, qCount = 0, qMask = 0;  // capacity: a power of two
   uint32_t blockIdx[3] = {0, 0, 0};
-  uint32_t exited = 0, arrived = 0;
-  std::vector<uint32_t> barrierWaiters;
+  uint32_t exited = 0;
+  std::array<NamedBarrier, kNamedBarriers> namedBarriers;  // [0]: also the whole-block barrier
   bool aborted = false;
   uint32_t epoch = 0;
 
@@ -260,8 +272,15 @@ struct Worker {
   void work();
 
   // ---- barriers (Barriers.cpp) ----------------------------------------------
-  void releaseBarrier(Fiber* self);
+  /// Completes the phase of barrier `id`: every waiter passes it. `self`
+  /// is the arriving fiber that continues without yielding, or null.
+  void releaseBarrier(int32_t id, Fiber* self);
   void barrier(Fiber* f, int32_t site);
+  void barrierCount(Fiber* f, int32_t site, int32_t id, int32_t count);
+  /// A thread exited: the whole-block barrier may now be complete.
+  void barrierOnExit();
+  /// Deadlock report: each barrier with waiters, its count and arrivals.
+  std::string barrierWaits() const;
 
   // ---- warp collectives (Collectives.cpp; misuse() below) -------------------
   template <class What>

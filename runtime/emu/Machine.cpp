@@ -40,7 +40,7 @@ Worker::Worker(Launch* l) : L(l), cfg(l->cfg) {
   warps.resize(L->nWarps);
   queue.resize(std::bit_ceil(n));
   qMask = queue.size() - 1;
-  barrierWaiters.reserve(n);
+  for (NamedBarrier& b : namedBarriers) b.waiters.reserve(n);
   sharedBytes = cfg->sharedBytes;
   // 256-byte alignment: the compiler may assume aligned shared layouts.
   sharedStore.reset(new unsigned char[sharedBytes + 256]);
@@ -101,8 +101,8 @@ void Worker::runBlock(uint64_t b) {
     push(i);
   }
   resetMbarriers();
-  exited = arrived = 0;
-  barrierWaiters.clear();
+  exited = 0;
+  for (NamedBarrier& nb : namedBarriers) nb.waiters.clear();
   aborted = false;
 
   while (!aborted) {
@@ -160,7 +160,7 @@ void Worker::onExit(Fiber* f) {
       }
     }
   }
-  if (arrived && arrived + exited == L->nThreads) releaseBarrier(nullptr);
+  barrierOnExit();
 }
 
 void Worker::work() {

@@ -106,7 +106,7 @@ void Worker::reportDeadlock() {
            << collName(wp.dep[l].kind)
            << (isWaveWide(wp.dep[l].kind) ? std::string(" (whole wave)") : std::string(" with mask ") + mask);
   }
-  detail << mbarrierWaits();
+  detail << barrierWaits() << mbarrierWaits();
   report(IssueKind::Deadlock, first, -1, -1, -1, [&] {
     return where(first) + ": no thread can proceed: " + std::to_string(atBarrier) + " threads wait at a barrier, " +
            std::to_string(inColl) + " in warp collectives, " + std::to_string(atMbar) + " on mbarriers, " +

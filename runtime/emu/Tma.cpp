@@ -249,6 +249,13 @@ void Worker::completePhase(Fiber* f, Mbarrier& b) {
   b.tx -= delivered;
   b.copies.clear();
   if (b.tx != 0 || b.pending != 0) return;  // bytes still announced: waiters stay parked
+  // A phase completed by several threads' arrivals (a warp-specialised
+  // pipeline's consumers releasing a slot) orders their accesses before
+  // the arrivals ahead of whatever its waiters do next: as a block barrier
+  // does for the race shadow. Conservative, as for counted barriers: the
+  // accesses of threads that did not arrive are ordered too, which may hide
+  // a race, never invent one.
+  if (b.expected > 1) ++epoch;
   ++b.phase;
   b.pending = b.expected;
   for (uint32_t i : b.waiters) push(i);

@@ -293,11 +293,11 @@ TEST_CASE("emu: modules the machine cannot run faithfully are refused by name", 
     CHECK_COMPILE_ERROR(compileText(t), tessera::CompileError,
                         Catch::Matchers::Contains("llvm.nvvm.read.ptx.sreg.clock64"));
   }
-  SECTION("partial barrier with a thread count") {
-    std::string t = kernelUsing("declare void @llvm.nvvm.barrier.cta.sync.aligned.count(i32, i32)",
-                                "  call void @llvm.nvvm.barrier.cta.sync.aligned.count(i32 1, i32 64)");
+  SECTION("a barrier arrival without a wait (bar.arrive)") {
+    std::string t = kernelUsing("declare void @llvm.nvvm.barrier.cta.arrive.aligned.count(i32, i32)",
+                                "  call void @llvm.nvvm.barrier.cta.arrive.aligned.count(i32 1, i32 64)");
     CHECK_COMPILE_ERROR(compileText(t), tessera::CompileError,
-                        Catch::Matchers::Contains("llvm.nvvm.barrier.cta.sync.aligned.count"));
+                        Catch::Matchers::Contains("llvm.nvvm.barrier.cta.arrive.aligned.count"));
   }
   SECTION("libdevice function without a host equivalent") {
     std::string t = kernelUsing("declare float @__nv_frobf(float)",

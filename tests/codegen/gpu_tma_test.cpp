@@ -136,6 +136,23 @@ TEST_CASE("tma: the pipelined bf16 GEMM on emulated sm_90a, exact and equal to c
   checkGemm("bf16", ts::DType::BF16, ts::DType::F32, kernel, blocks, 4, {33, 80, 48}, true);
 }
 
+TEST_CASE("warp specialisation: a producer warpgroup issues the GEMM's TMA copies, exact and equal to cp.async",
+          "[gpu][tma][emu][warp-specialize]") {
+  struct Cfg {
+    ex::GemmBlocks blocks;
+    int warps;
+  };
+  // Two consumer warpgroups (registers rebalanced by setmaxnreg), one; two
+  // and three slots.
+  for (Cfg c : {Cfg{{128, 128, 64, 3, true}, 8}, Cfg{{64, 64, 32, 2, true}, 4}}) {
+    const ts::Kernel kernel = ex::gemmF16(c.blocks, ex::Activation::None);
+    checkGemm("f16 ws", ts::DType::F16, ts::DType::F16, kernel, c.blocks, c.warps, {128, 128, 192}, true);
+    checkGemm("f16 ws", ts::DType::F16, ts::DType::F16, kernel, c.blocks, c.warps, {200, 144, 80}, true);
+    // Unaligned rows: no tensor copies, so the loop keeps the usual schedule.
+    checkGemm("f16 ws", ts::DType::F16, ts::DType::F16, kernel, c.blocks, c.warps, {70, 150, 41}, false);
+  }
+}
+
 TEST_CASE("tma: sm_80 and TESSERA_TENSOR_COPIES=0 keep cp.async, and the tensor maps are in the signature",
           "[gpu][tma]") {
   ex::GemmBlocks blocks{64, 64, 32, 3};

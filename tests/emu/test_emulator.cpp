@@ -8,9 +8,13 @@
 #include <cstring>
 #include <numeric>
 #include <stdexcept>
+#include <string>
+#include <utility>
 #include <vector>
 
+#include "../../codegen/emu/EmuCompile.h"
 #include "tessera/runtime/Emulator.h"
+#include "tessera/support/Error.h"
 
 using namespace tessera::emu;
 
@@ -644,6 +648,286 @@ TEST_CASE("divergent barriers and deadlocks are reported, not hung", "[emu]") {
                   EmulatorError);
 }
 
+// ---- named barriers with a thread count, setmaxnreg ---------------------------
+namespace {
+
+std::vector<std::pair<std::string, void*>> hookTable() {
+  std::vector<std::pair<std::string, void*>> v;
+  for (auto [name, addr] : hookSymbols()) v.emplace_back(name, addr);
+  return v;
+}
+
+bool hasIssue(const LaunchReport& rep, IssueKind kind, const std::string& text) {
+  for (const auto& is : rep.issues)
+    if (is.kind == kind && is.message.find(text) != std::string::npos) return true;
+  return false;
+}
+
+const char* kNvHead =
+    "target datalayout = \"e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64\"\n"
+    "target triple = \"nvptx64-nvidia-cuda\"\n";
+
+/// A warp-specialised block of 8 warps: warps 0-3 (the "producers") exit at
+/// once, warps 4-7 exchange values through shared memory between named
+/// barriers `bar.sync 1, 128`: write w0, sync, read the neighbour's, SYNC2,
+/// write w1 = read + 1000, sync, read the neighbour's again into out.
+const char* kNamedBarrierModule = R"(
+@tile = internal addrspace(3) global [128 x i32] undef, align 4
+
+define ptx_kernel void @consumers(ptr addrspace(1) %out) {
+entry:
+  %tid = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+  %producer = icmp ult i32 %tid, 128
+  br i1 %producer, label %exit, label %work
+work:
+  %c = sub i32 %tid, 128
+  %mine = getelementptr inbounds [128 x i32], ptr addrspace(3) @tile, i32 0, i32 %c
+  %c1 = add i32 %c, 1
+  %nb = and i32 %c1, 127
+  %theirs = getelementptr inbounds [128 x i32], ptr addrspace(3) @tile, i32 0, i32 %nb
+  %w0 = mul i32 %tid, 3
+  store i32 %w0, ptr addrspace(3) %mine, align 4, !tessera.op !0
+  call void @llvm.nvvm.barrier.cta.sync.aligned.count(i32 1, i32 128)
+  %r1 = load i32, ptr addrspace(3) %theirs, align 4, !tessera.op !1
+  SYNC2
+  %w1 = add i32 %r1, 1000
+  store i32 %w1, ptr addrspace(3) %mine, align 4, !tessera.op !2
+  call void @llvm.nvvm.barrier.cta.sync.aligned.count(i32 1, i32 128)
+  %r2 = load i32, ptr addrspace(3) %theirs, align 4, !tessera.op !3
+  %bid = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
+  %base = mul i32 %bid, 128
+  %o = add i32 %base, %c
+  %po = getelementptr inbounds i32, ptr addrspace(1) %out, i32 %o
+  store i32 %r2, ptr addrspace(1) %po, align 4
+  br label %exit
+exit:
+  ret void
+}
+
+declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+declare i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
+declare void @llvm.nvvm.barrier.cta.sync.aligned.count(i32, i32)
+
+!0 = !{!"store tile[c] = w0 @ named.cpp:1"}
+!1 = !{!"load tile[c + 1] @ named.cpp:2"}
+!2 = !{!"store tile[c] = w1 @ named.cpp:3"}
+!3 = !{!"load tile[c + 1] @ named.cpp:4"}
+)";
+
+struct NamedRun {
+  std::vector<int32_t> out;
+  LaunchReport rep;
+};
+
+NamedRun runNamedBarrierModule(const std::string& sync2, uint32_t blocks) {
+  std::string text = std::string(kNvHead) + kNamedBarrierModule;
+  text.replace(text.find("SYNC2"), 5, sync2);
+  tessera::codegen::EmuKernel k = tessera::codegen::compileForEmulator(text, false, 32, hookTable());
+  LaunchConfig cfg = makeConfig({blocks, 1, 1}, {256, 1, 1});
+  cfg.kernelName = k.kernelName;
+  cfg.opNames = k.opNames;
+  cfg.sharedBytes = std::max<size_t>(k.staticSharedBytes, 128 * 4);
+  cfg.throwOnError = false;
+  NamedRun r;
+  r.out.assign(blocks * 128, -1);
+  cfg.globalBuffers.emplace_back(r.out.data(), r.out.size() * sizeof(int32_t));
+  int32_t* pout = r.out.data();
+  void* args[] = {&pout};
+  r.rep = launch(k.threadFn, args, cfg);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("bar.sync 1, 128 syncs four consumer warps while the producer warps have exited", "[emu][barrier]") {
+  NamedRun r = runNamedBarrierModule("call void @llvm.nvvm.barrier.cta.sync.aligned.count(i32 1, i32 128)", 2);
+  INFO(r.rep.summary());
+  CHECK_FALSE(r.rep.hasErrors());
+  for (uint32_t b = 0; b < 2; ++b)
+    for (int32_t c = 0; c < 128; ++c) {
+      // The neighbour's second value: its first read (of c + 2's w0) + 1000.
+      const int32_t want = 3 * (128 + (c + 2) % 128) + 1000;
+      REQUIRE(r.out[b * 128 + c] == want);
+    }
+
+  // Without the barrier between the first read and the second write, the
+  // neighbour's write races with this thread's read: the named barriers
+  // are what orders the accesses.
+  NamedRun racy = runNamedBarrierModule("", 1);
+  CHECK(racy.rep.count(IssueKind::SharedRace) > 0);
+  CHECK(hasIssue(racy.rep, IssueKind::SharedRace, "named.cpp:2"));
+}
+
+TEST_CASE("named barriers: counts, ids and sites", "[emu][barrier]") {
+  LaunchConfig cfg = makeConfig({1, 1, 1}, {256, 1, 1});
+  cfg.throwOnError = false;
+  cfg.sharedBytes = 256 * 4;
+  std::vector<int32_t> out(256, -1);
+  int32_t* pout = out.data();
+  void* args[] = {&pout};
+
+  // Warp 0 (a producer) never reaches barrier 1; the other seven warps
+  // meet there from two different sites, which is the same named barrier.
+  // Warps 1-4 then rewrite their values between two rounds of barrier 2
+  // (count 128) while warps 5-7 pass on; a whole-block barrier at the end
+  // still completes (warp 0 has exited).
+  LaunchReport rep = launch(
+      +[](void* const* a) {
+        auto* sh = static_cast<int32_t*>(tessera_emu_shared_base());
+        const int32_t t = linearThread();
+        if (t < 32) return;
+        sstore(&sh[t], t + 7, 0);
+        if (t % 2)
+          tessera_emu_barrier_count(10, 1, 224);
+        else
+          tessera_emu_barrier_count(11, 1, 224);
+        int32_t v = sload(&sh[t == 255 ? 160 : t + 1], 1);
+        if (t < 160) {
+          tessera_emu_barrier_count(12, 2, 128);  // warps 1-4 have read
+          sstore(&sh[t], t * 100, 2);
+          tessera_emu_barrier_count(14, 2, 128);
+          v += sload(&sh[t == 159 ? 32 : t + 1], 3);
+        }
+        tessera_emu_barrier(13);
+        param<int32_t*>(a, 0)[t] = v;
+      },
+      args, cfg);
+  INFO(rep.summary());
+  CHECK_FALSE(rep.hasErrors());
+  for (int32_t t = 0; t < 256; ++t) {
+    const int32_t first = (t == 255 ? 160 : t + 1) + 7;
+    const int32_t want = t < 32 ? -1 : t < 160 ? first + (t == 159 ? 32 : t + 1) * 100 : first;
+    REQUIRE(out[t] == want);
+  }
+
+  // Bad counts and ids, and one barrier used with two counts in one phase.
+  cfg.opNames = {"bar.sync 1, 100 @ bad.cpp:1", "bar.sync 1, 256 @ bad.cpp:2", "bar.sync 1, 128 @ bad.cpp:3",
+                 "bar.sync 16, 128 @ bad.cpp:4", "bar.sync 0 @ bad.cpp:5"};
+  rep = launch(+[](void* const*) { tessera_emu_barrier_count(0, 1, 100); }, nullptr, cfg);
+  CHECK(rep.count(IssueKind::DivergentBarrier) == 1);
+  CHECK(rep.count(IssueKind::Deadlock) == 0);
+  CHECK(hasIssue(rep, IssueKind::DivergentBarrier,
+                 "bar.sync 1, 100 (op #0 'bar.sync 1, 100 @ bad.cpp:1'): the thread count must be a positive "
+                 "multiple of the warp size (32) and at most the block's 256 threads"));
+  rep = launch(+[](void* const*) { tessera_emu_barrier_count(0, 1, 512); }, nullptr, cfg);
+  CHECK(hasIssue(rep, IssueKind::DivergentBarrier, "bar.sync 1, 512"));
+  rep = launch(+[](void* const*) { tessera_emu_barrier_count(0, 1, 0); }, nullptr, cfg);
+  CHECK(hasIssue(rep, IssueKind::DivergentBarrier, "bar.sync 1, 0"));
+  rep = launch(+[](void* const*) { tessera_emu_barrier_count(3, 16, 128); }, nullptr, cfg);
+  CHECK(hasIssue(rep, IssueKind::DivergentBarrier,
+                 "bar.sync 16, 128 (op #3 'bar.sync 16, 128 @ bad.cpp:4'): "
+                 "the barrier id must be in 0..15"));
+  rep = launch(
+      +[](void* const*) {
+        if (linearThread() < 128)
+          tessera_emu_barrier_count(1, 1, 256);
+        else
+          tessera_emu_barrier_count(2, 1, 128);
+      },
+      nullptr, cfg);
+  CHECK(rep.count(IssueKind::DivergentBarrier) == 1);
+  CHECK(hasIssue(rep, IssueKind::DivergentBarrier, "barrier 1 used with counts 256 and 128"));
+  // The whole-block barrier is barrier 0: a count there in the same phase
+  // is the same kind of error.
+  rep = launch(
+      +[](void* const*) {
+        if (linearThread() < 128)
+          tessera_emu_barrier(4);
+        else
+          tessera_emu_barrier_count(2, 0, 128);
+      },
+      nullptr, cfg);
+  CHECK(hasIssue(rep, IssueKind::DivergentBarrier, "barrier 0 used with counts none (whole block) and 128"));
+}
+
+TEST_CASE("a named barrier that can never fill is a deadlock naming it", "[emu][barrier]") {
+  LaunchConfig cfg = makeConfig({2, 1, 1}, {256, 1, 1});
+  cfg.throwOnError = false;
+  cfg.opNames = {"bar.sync 1, 256 @ never.cpp:7"};
+  // Exited threads do not count toward a counted barrier: 128 arrive at
+  // bar.sync 1, 256 and the others are gone.
+  LaunchReport rep = launch(
+      +[](void* const*) {
+        if (linearThread() < 128) return;
+        tessera_emu_barrier_count(0, 1, 256);
+      },
+      nullptr, cfg);
+  CHECK(rep.count(IssueKind::Deadlock) == 2);
+  REQUIRE(rep.issues.size() == 1);
+  CHECK(rep.issues[0].kind == IssueKind::Deadlock);
+  CHECK_THAT(rep.issues[0].message,
+             Catch::Contains("128 threads wait at a barrier") &&
+                 Catch::Contains("barrier 1 (bar.sync 1, 256, first at op #0 'bar.sync 1, 256 @ never.cpp:7'): 128 of "
+                                 "256 threads arrived, and only 128 threads are live (128 exited)"));
+
+  // The same count with every thread arriving completes (and a thread that
+  // arrives twice as often as the others waits in the next phase for ever).
+  rep = launch(+[](void* const*) { tessera_emu_barrier_count(0, 1, 256); }, nullptr, cfg);
+  CHECK_FALSE(rep.hasErrors());
+  rep = launch(
+      +[](void* const*) {
+        tessera_emu_barrier_count(0, 1, 128);
+        if (linearThread() < 64) tessera_emu_barrier_count(0, 1, 128);
+      },
+      nullptr, cfg);
+  CHECK(rep.count(IssueKind::Deadlock) == 2);
+  CHECK(hasIssue(rep, IssueKind::Deadlock, "64 of 128 threads arrived"));
+}
+
+TEST_CASE("setmaxnreg is checked and otherwise does nothing", "[emu][barrier]") {
+  auto kernel = [](const std::string& body, const std::string& decls = "") {
+    return std::string(kNvHead) + decls +
+           "define ptx_kernel void @regs(ptr addrspace(1) %out) {\n"
+           "  %tid = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()\n" +
+           body +
+           "  %v = mul i32 %tid, 7\n"
+           "  %p = getelementptr inbounds i32, ptr addrspace(1) %out, i32 %tid\n"
+           "  store i32 %v, ptr addrspace(1) %p, align 4\n"
+           "  ret void\n}\n"
+           "declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()\n";
+  };
+  const std::string intrinsics =
+      "declare void @llvm.nvvm.setmaxnreg.inc.sync.aligned.u32(i32 immarg)\n"
+      "declare void @llvm.nvvm.setmaxnreg.dec.sync.aligned.u32(i32 immarg)\n";
+  auto run = [](const std::string& text) {
+    tessera::codegen::EmuKernel k = tessera::codegen::compileForEmulator(text, false, 32, hookTable());
+    LaunchConfig cfg = makeConfig({1, 1, 1}, {64, 1, 1});
+    cfg.opNames = k.opNames;
+    std::vector<int32_t> out(64, -1);
+    cfg.globalBuffers.emplace_back(out.data(), out.size() * sizeof(int32_t));
+    int32_t* pout = out.data();
+    void* args[] = {&pout};
+    LaunchReport rep = launch(k.threadFn, args, cfg);
+    CHECK_FALSE(rep.hasErrors());
+    return out;
+  };
+  // Inline assembly with the count as a literal and as an immediate
+  // operand, and the intrinsics.
+  std::vector<int32_t> out =
+      run(kernel("  call void asm sideeffect \"setmaxnreg.dec.sync.aligned.u32 40;\", \"~{memory}\"()\n"
+                 "  call void asm sideeffect \"setmaxnreg.inc.sync.aligned.u32 $0;\\0A\", \"n\"(i32 232)\n"
+                 "  call void @llvm.nvvm.setmaxnreg.dec.sync.aligned.u32(i32 24)\n"
+                 "  call void @llvm.nvvm.setmaxnreg.inc.sync.aligned.u32(i32 256)\n",
+                 intrinsics));
+  for (int32_t t = 0; t < 64; ++t) REQUIRE(out[t] == 7 * t);
+
+  auto rejected = [&](const std::string& body, const std::string& what) {
+    INFO(body);
+    std::string text = kernel(body, intrinsics);
+    CHECK_THROWS_AS(tessera::codegen::compileForEmulator(text, false, 32, hookTable()), tessera::CompileError);
+    CHECK_THROWS_WITH(tessera::codegen::compileForEmulator(text, false, 32, hookTable()),
+                      Catch::Contains(what + ": the register count must be a multiple of 8 in [24, 256]"));
+  };
+  rejected("  call void asm sideeffect \"setmaxnreg.inc.sync.aligned.u32 41;\", \"\"()\n",
+           "setmaxnreg.inc.sync.aligned.u32 41");
+  rejected("  call void asm sideeffect \"setmaxnreg.dec.sync.aligned.u32 $0;\", \"n\"(i32 41)\n",
+           "setmaxnreg.dec.sync.aligned.u32 41");
+  rejected("  call void asm sideeffect \"setmaxnreg.inc.sync.aligned.u32 264;\", \"\"()\n",
+           "setmaxnreg.inc.sync.aligned.u32 264");
+  rejected("  call void asm sideeffect \"setmaxnreg.dec.sync.aligned.u32 16;\", \"\"()\n",
+           "setmaxnreg.dec.sync.aligned.u32 16");
+}
+
 TEST_CASE("warp collective misuse is reported", "[emu]") {
   LaunchConfig cfg = makeConfig({1, 1, 1}, {32, 1, 1});
   cfg.throwOnError = false;
@@ -1140,7 +1424,7 @@ TEST_CASE("mbarrier and TMA misuse is reported naming the op", "[emu][tma]") {
 
 TEST_CASE("hook symbols are complete and distinct", "[emu]") {
   const auto& hooks = hookSymbols();
-  CHECK(hooks.size() == 42);
+  CHECK(hooks.size() == 43);
   std::vector<std::string> names;
   for (const auto& [n, p] : hooks) {
     CHECK(std::string(n).rfind("tessera_emu_", 0) == 0);

@@ -494,11 +494,31 @@ Tensor associative_scan(const Tensor& x, int axis, F&& combine, SrcLoc loc = Src
 }
 
 // ---- control flow ------------------------------------------------------------
+/// The schedule of a ts::for_pipelined loop: its stage count (an integer
+/// converts, so `3` means 3 stages) and options.
+///
+/// warpSpecialized(): on targets with tensor copies (nvptx:sm_90a) one more
+/// warpgroup, the producer, issues the staged copies (TMA) and the kernel's
+/// warps only compute, the two handing slots over through barriers
+/// (docs/pipelining.md, "Warp specialisation"). It applies where every staged
+/// copy is a TMA box and the loop is in the kernel's body; elsewhere
+/// (other targets, other copies) the loop keeps the usual schedule and the
+/// compile says why in its warnings.
+struct Pipeline {
+  Pipeline(int64_t stages) : stages(stages) {}  // NOLINT: `3` is 3 stages
+  Pipeline& warpSpecialized(bool on = true) {
+    warpSpecialize = on;
+    return *this;
+  }
+  int64_t stages;
+  bool warpSpecialize = false;
+};
+
 namespace dsl {
 using BodyFn = std::function<std::vector<Tensor>(const Tensor& iv, const std::vector<Tensor>& carried)>;
 std::vector<Tensor> forImpl(const Operand& lo, const Operand& hi, const Operand& step, const std::vector<Tensor>& inits,
                             const BodyFn& body, const SrcLoc& loc);
-std::vector<Tensor> forPipelinedImpl(const Operand& lo, const Operand& hi, const Operand& step, int64_t stages,
+std::vector<Tensor> forPipelinedImpl(const Operand& lo, const Operand& hi, const Operand& step, const Pipeline& stages,
                                      const std::vector<Tensor>& inits, const BodyFn& body, const SrcLoc& loc);
 std::vector<Tensor> ifImpl(const Tensor& cond, const std::function<std::vector<Tensor>()>& thenBody,
                            const std::function<std::vector<Tensor>()>& elseBody, const SrcLoc& loc);
@@ -605,12 +625,13 @@ std::vector<Tensor> for_range(const Operand& lo, const Operand& hi, const Operan
 ///         return ts::dot(a.load(), b.load(), acc);
 ///       });
 ///
+/// `stages` may be a ts::Pipeline: `ts::Pipeline(3).warpSpecialized()`.
 /// Traces to `for {stages = S}`; the `pipeline` pass turns it into the
 /// explicit schedule (docs/pipelining.md). It may be nested in for_range and
 /// if_else (not in another for_pipelined); the staged buffers are allocated
 /// before it, outside it. Carried values work as in for_range.
 template <class F>
-void for_pipelined(const Operand& lo, const Operand& hi, const Operand& step, int64_t stages, F&& body,
+void for_pipelined(const Operand& lo, const Operand& hi, const Operand& step, const Pipeline& stages, F&& body,
                    SrcLoc loc = SrcLoc::current()) {
   dsl::forPipelinedImpl(
       lo, hi, step, stages, {},
@@ -622,7 +643,7 @@ void for_pipelined(const Operand& lo, const Operand& hi, const Operand& step, in
 }
 
 template <class... Ts, class F>
-auto for_pipelined(const Operand& lo, const Operand& hi, const Operand& step, int64_t stages,
+auto for_pipelined(const Operand& lo, const Operand& hi, const Operand& step, const Pipeline& stages,
                    const std::tuple<Ts...>& inits, F&& body, SrcLoc loc = SrcLoc::current()) {
   std::vector<Tensor> init = std::apply([](const auto&... v) { return std::vector<Tensor>{Tensor(v)...}; }, inits);
   auto out = dsl::forPipelinedImpl(
@@ -637,8 +658,8 @@ auto for_pipelined(const Operand& lo, const Operand& hi, const Operand& step, in
 }
 
 template <class F>
-Tensor for_pipelined(const Operand& lo, const Operand& hi, const Operand& step, int64_t stages, const Tensor& init,
-                     F&& body, SrcLoc loc = SrcLoc::current()) {
+Tensor for_pipelined(const Operand& lo, const Operand& hi, const Operand& step, const Pipeline& stages,
+                     const Tensor& init, F&& body, SrcLoc loc = SrcLoc::current()) {
   auto out = dsl::forPipelinedImpl(
       lo, hi, step, stages, {init},
       [&](const Tensor& iv, const std::vector<Tensor>& c) { return dsl::callToList(body, iv, c[0]); }, loc);
@@ -646,7 +667,7 @@ Tensor for_pipelined(const Operand& lo, const Operand& hi, const Operand& step, 
 }
 
 template <class F>
-std::vector<Tensor> for_pipelined(const Operand& lo, const Operand& hi, const Operand& step, int64_t stages,
+std::vector<Tensor> for_pipelined(const Operand& lo, const Operand& hi, const Operand& step, const Pipeline& stages,
                                   const std::vector<Tensor>& inits, F&& body, SrcLoc loc = SrcLoc::current()) {
   return dsl::forPipelinedImpl(
       lo, hi, step, stages, inits,

@@ -175,6 +175,31 @@
 // 0..S-2 and followed by `async_wait {pending = 0}`; ops of the schedule
 // carry `stage = d`: they belong to iteration k + d (k = 0 in the prologue).
 //
+// Warp-specialised pipelines (the `warp-specialize` pass creates them for
+// `for {stages = S, specialize = 1}` on targets that have them; docs/pipelining.md).
+//  * `warp_specialize() {warps = W}` starts its region, the *producer*, on W
+//    more warps of the program, concurrently with the ops after it (the
+//    *consumer*: the program's own threads). The producer may use, from
+//    outside its region, only the kernel's arguments and `alloc` results;
+//    it may not return, write global memory or hold tiles past its copies.
+//    At most one per kernel, in the kernel body.
+//  * A *channel* of `slots = N` links them: slot s of every buffer the
+//    producer copies into goes through rounds 0, 1, 2, ...; round r of slot s
+//    carries iteration j = r * N + s of the pipelined loops.
+//  * Producer: `stage_acquire(s)` blocks until the consumer released the
+//    slot's previous round (round 0: at once); the async copies it then
+//    issues into slot s belong to that round; `stage_commit(s)` closes it.
+//  * Consumer: `stage_wait(s)` blocks until the slot's next round is
+//    committed and its copies complete, and makes their data visible to
+//    every consumer thread (no barrier needed); `stage_release(s [, c])`
+//    ends the round (where c holds, if given): the producer may then
+//    refill the slot, so no read of it (nor an async dot reading it that
+//    is not yet retired by a dot_wait) may follow.
+//  * The verifier proves the protocol of both loops statically
+//    (ir/lib/StageProtocol.cpp): each side's rounds in order, slots of the
+//    form (i + c) mod N, reads of a slot only between its wait and release,
+//    copies only between acquire and commit, and no deadlock.
+//
 // Scans. `scan(x) {axis}` has x's type; its region ^(a, b) (two scalars of
 // x's dtype) yields combine(a, b). Element i along the axis of the result
 // is x_0 . x_1 . ... . x_i ("." = combine), the other dims independent. The

@@ -55,8 +55,21 @@ std::unique_ptr<Pass> createWidenFp8DotsPass(std::function<bool(DType a, DType b
 /// codegen::gpuKeepsDotInFlight); without it, every candidate.
 std::unique_ptr<Pass> createAsyncDotsPass(std::function<bool(const Op& dot)> inFlight = {});
 
+/// "warp-specialize": rewrites each loop as written `for {stages, specialize
+/// = 1}` in the kernel body (at most one per kernel) into a producer
+/// `warp_specialize` region issuing its staged copies and a consumer loop
+/// computing, linked by stage_acquire / commit / wait / release
+/// (ir/passes/WarpSpecialize.cpp; IR.h, "Warp-specialised pipelines").
+/// Run before "pipeline". `refuse(loop)` is the target's reason not to
+/// (empty: go ahead; codegen::gpuWarpSpecializeRefusal); `inFlight(dot)` as
+/// for async-dots. Loops left alone lose `specialize` and get a warning in
+/// `warnings`. Without `refuse`, every loop that can be.
+std::unique_ptr<Pass> createWarpSpecializePass(
+    std::function<std::string(const Function& f, const Op& loop)> refuse = {},
+    std::function<bool(const Op& dot)> inFlight = {}, std::vector<std::string>* warnings = nullptr);
+
 /// A pass by its name (Passes.def: canonicalize, cse, dce, pipeline,
-/// async-dots, pad-tiles, widen-fp8-dots, verify); UsageError naming the known ones otherwise.
+/// async-dots, warp-specialize, pad-tiles, widen-fp8-dots, verify); UsageError naming the known ones otherwise.
 std::unique_ptr<Pass> createPassByName(const std::string& name);
 /// The known pass names, in Passes.def order.
 std::vector<std::string> passNames();

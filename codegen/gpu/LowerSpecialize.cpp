@@ -1,0 +1,191 @@
+// Warp-specialised pipelines (IR.h, "Warp-specialised pipelines"; the
+// `warp-specialize` pass builds them): a producer warpgroup issues the
+// channel's tensor copies while the kernel's own warps (the consumers) only
+// compute, handing slots over through two mbarriers per slot.
+//
+// Block. The layouts' numWarps warps are the consumers; `warps` more (a
+// warpgroup) follow them. At the kernel's start every thread takes part in
+// initialising the barriers; then the producer warps branch to their own
+// code (built when the lowering reaches `warp_specialize`, from the kernel's
+// arguments only, which the verifier guarantees) and never meet the
+// consumers again: every later block barrier is a counted one of the
+// consumer threads (`bar.sync 1, 32 * numWarps`).
+//
+// Channel. Slot s has full[s] (1 arrival: the producer's, plus the bytes
+// of its tensor copies) and empty[s] (one arrival per consumer warp).
+//   stage_acquire(s): wait for empty[s]'s phase of the round before (the
+//     first round passes at once: parity 1 of a fresh barrier);
+//   copies, then stage_commit(s): one lane fences, announces the bytes on
+//     full[s], issues the boxes and arrives (flushTma);
+//   stage_wait(s): every consumer thread waits for full[s]'s phase; the
+//     tensor copies' bytes are then visible to it (no block barrier);
+//   stage_release(s): each consumer warp syncs and one lane arrives on
+//     empty[s].
+// Each thread keeps a bit per slot, the parity of the next phase it waits
+// for, flipped at each wait (so rounds of a slot need not be consecutive
+// iterations).
+//
+// Registers. With two consumer warpgroups (numWarps = 8) the kernel starts
+// at 168 registers per thread (65536 / 384, a multiple of 8); the producer
+// gives back to 40 and the consumers take up to 232, (168 - 40) * 128 / 256
+// more each (setmaxnreg). With other counts the kernel keeps ptxas's own
+// allocation, so small tiles keep their occupancy.
+#include "codegen/gpu/LowerImpl.h"
+
+namespace tessera::codegen::gpu_lower {
+
+namespace {
+constexpr unsigned kLaunchRegs = 168, kProducerRegs = 40, kConsumerRegs = 232;
+
+bool isStageOp(OpCode c) {
+  return c == OpCode::StageAcquire || c == OpCode::StageCommit || c == OpCode::StageWait || c == OpCode::StageRelease;
+}
+}  // namespace
+
+unsigned Lower::blockThreads() const { return (static_cast<unsigned>(o_.numWarps) + producerWarps_) * t_.warpSize(); }
+
+bool Lower::rebalancesRegisters() const { return specialize_ && o_.numWarps == 8 && producerWarps_ == 4; }
+
+void Lower::planSpecialize() {
+  specialize_ = nullptr;
+  chanSlots_ = producerWarps_ = 0;
+  for (auto& op : f_.body().ops())
+    if (op->code() == OpCode::WarpSpecialize) specialize_ = op.get();
+  if (!specialize_) return;
+  if (!t_.hasTensorCopies())
+    throw CompileError(specialize_->loc().str() + ": warp_specialize needs tensor copies (nvptx:sm_90a, with tensor " +
+                       "copies on); " + t_.arch() + " lowers its copies otherwise");
+  producerWarps_ = static_cast<unsigned>(specialize_->intAttr("warps"));
+  ir::walk(const_cast<ir::Function&>(f_).body(), [&](ir::Op& op) {
+    if (isStageOp(op.code())) chanSlots_ = static_cast<unsigned>(op.intAttr("slots"));
+  });
+  if (chanSlots_ > 32)
+    throw CompileError(specialize_->loc().str() + ": a warp-specialised pipeline keeps at most 32 slots, not " +
+                       std::to_string(chanSlots_));
+  if (blockThreads() > t_.maxThreadsPerBlock())
+    throw ResourceError(specialize_->loc().str() + ": " + std::to_string(o_.numWarps) + " warps and " +
+                        std::to_string(producerWarps_) + " producer warps exceed " +
+                        std::to_string(t_.maxThreadsPerBlock()) + " threads per block; use fewer warps");
+  // The producer has no layout of its own: every copy it issues must be a
+  // tensor copy (the pass asked the target before specialising).
+  ir::walk(const_cast<ir::Op&>(*specialize_).region(0).block(), [&](ir::Op& op) {
+    if (op.code() == OpCode::Copy && !tma_.count(&op))
+      throw CompileError(op.loc().str() + ": this staged copy of a warp-specialised loop is not a tensor copy (its " +
+                         "slot is no set of TMA boxes, or its tile no box of a row-major tensor); drop " +
+                         "warpSpecialized() from its for_pipelined");
+  });
+}
+
+llvm::Value* Lower::chanBarrier(bool full, llvm::Value* slot) {
+  const uint64_t first = tmaBarrierOffset_ + 8 * (uint64_t{tmaBarriers_} + (tmaOperands_.empty() ? 0 : 1));
+  llvm::Value* base = smemAt(first + (full ? 0 : 8 * uint64_t{chanSlots_}));
+  return b_.CreateInBoundsGEP(b_.getInt64Ty(), base, slot, full ? "full" : "empty");
+}
+
+void Lower::initChannelBarriers() {
+  for (unsigned s = 0; s < chanSlots_; ++s) {
+    t_.mbarrierInit(b_, chanBarrier(true, i32(s)), 1);
+    t_.mbarrierInit(b_, chanBarrier(false, i32(s)), static_cast<unsigned>(o_.numWarps));
+  }
+}
+
+// After the barriers' initialisation (every thread): the producer warps go
+// to their block, filled when the lowering reaches warp_specialize.
+void Lower::splitWarps() {
+  if (!specialize_) return;
+  llvm::Function* fn = b_.GetInsertBlock()->getParent();
+  producerEntry_ = llvm::BasicBlock::Create(ctx_, "producer", fn);
+  auto* consumer = llvm::BasicBlock::Create(ctx_, "consumer", fn);
+  b_.CreateCondBr(b_.CreateICmpUGE(warp_, i32(o_.numWarps)), producerEntry_, consumer);
+  b_.SetInsertPoint(consumer);
+  consumersOnly_ = true;
+  if (rebalancesRegisters()) t_.setLaunchRegisters(*fn, kLaunchRegs);
+  if (rebalancesRegisters()) t_.setMaxRegisters(b_, kConsumerRegs, true);
+}
+
+void Lower::emitWarpSpecialize(const ir::Op& op) {
+  TS_ASSERT(producerEntry_ != nullptr, "warp_specialize: no producer block");
+  llvm::BasicBlock* resume = b_.GetInsertBlock();
+  const bool sd = smemDirty_, gd = globalDirty_;
+  b_.SetInsertPoint(producerEntry_);
+  inProducer_ = true;
+  // setmaxnreg is per warpgroup: all its warps give registers back, then
+  // one of them issues and the others are done.
+  if (rebalancesRegisters()) t_.setMaxRegisters(b_, kProducerRegs, false);
+  llvm::Function* fn = producerEntry_->getParent();
+  auto* work = llvm::BasicBlock::Create(ctx_, "producer.work", fn);
+  auto* idle = llvm::BasicBlock::Create(ctx_, "producer.idle", fn);
+  b_.CreateCondBr(b_.CreateICmpEQ(t_.shuffleIdx(b_, warp_, i32(0)), i32(o_.numWarps)), work, idle);
+  b_.SetInsertPoint(idle);
+  b_.CreateRetVoid();
+  b_.SetInsertPoint(work);
+  smemDirty_ = globalDirty_ = false;
+  yields_.emplace_back();
+  emitBlock(op.region(0).block());
+  yields_.pop_back();
+  setCurrentOp(op);
+  b_.CreateRetVoid();
+  inProducer_ = false;
+  b_.SetInsertPoint(resume);
+  smemDirty_ = sd;
+  globalDirty_ = gd;
+}
+
+bool Lower::onlyChannelReads(const ir::Block& loopBody) const {
+  bool only = true;
+  for (auto& [key, area] : loopReq_)
+    if (area.loop == loopBody.parentOp() && area.bytes != 0) only = false;  // staged across the loop
+  ir::walk(const_cast<ir::Block&>(loopBody), [&](ir::Op& o) {
+    auto it = req_.find(&o);
+    if (it != req_.end() && it->second != 0) only = false;  // scratch (conversions, reductions, staging)
+    switch (o.code()) {
+      case OpCode::LocalStore:
+      case OpCode::Copy:
+      case OpCode::Alloc:
+      case OpCode::AtomicRmw:
+      case OpCode::AtomicCas:
+      case OpCode::Barrier: only = false; break;
+      default: break;
+    }
+  });
+  return only;
+}
+
+void Lower::emitStageOp(const ir::Op& op) {
+  llvm::Value* s = b_.CreateSExtOrTrunc(scalar(op.operand(0)), b_.getInt32Ty());
+  auto flip = [&] {
+    llvm::Value* bits = b_.CreateLoad(b_.getInt32Ty(), chanPhases_);
+    llvm::Value* bit = b_.CreateAnd(b_.CreateLShr(bits, s), i32(1));
+    b_.CreateStore(b_.CreateXor(bits, b_.CreateShl(i32(1), s)), chanPhases_);
+    return bit;
+  };
+  switch (op.code()) {
+    case OpCode::StageAcquire:
+      // Round r of the slot waits for the consumers' release of round r-1:
+      // the phase before the one the bit names (a fresh barrier's "phase -1"
+      // of parity 1 counts as complete).
+      t_.mbarrierWait(b_, chanBarrier(false, s), b_.CreateXor(flip(), i32(1)));
+      return;
+    case OpCode::StageCommit:
+      TS_ASSERT(inProducer_, "stage_commit outside the producer");
+      flushTma(chanBarrier(true, s));
+      return;
+    case OpCode::StageWait:
+      t_.mbarrierWait(b_, chanBarrier(true, s), flip());
+      // The slot's bytes are now this thread's to read. Where the loop's
+      // only shared accesses are such reads (no scratch, no writes), no
+      // thread's access since the last barrier conflicts with them: the
+      // reads need no block barrier (the usual schedule has one per
+      // iteration).
+      if (onlyChannelReads(*op.parent())) smemDirty_ = false;
+      return;
+    case OpCode::StageRelease: {
+      llvm::Value* cond = op.numOperands() > 1 ? scalar(op.operand(1)) : nullptr;
+      guarded(cond, [&] { t_.mbarrierArriveWarp(b_, chanBarrier(false, s)); });
+      return;
+    }
+    default: TS_UNREACHABLE("not a stage op");
+  }
+}
+
+}  // namespace tessera::codegen::gpu_lower
