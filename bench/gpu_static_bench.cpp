@@ -219,9 +219,11 @@ void printRow(const Row& r) {
   char repl[16];
   std::snprintf(repl, sizeof repl, "%gx", l ? l->maxExcessReplication : -1.0);
   // "all/others": where one warp also issues the TMA copies, what the
-  // other warps run per iteration after the slash.
+  // other warps run per iteration after the slash; "main|producer": a
+  // warp-specialised kernel's consumer loop and its producer warp's loop.
   std::string loop = r.instrs.hasLoop ? std::to_string(r.instrs.loop.total()) : "-";
   if (r.instrs.loopIssueOnly > 0) loop += "/" + std::to_string(r.instrs.loop.total() - r.instrs.loopIssueOnly);
+  if (r.instrs.hasProducerLoop) loop += "|" + std::to_string(r.instrs.producerLoop.total());
   char ptxas[16] = "-";
   if (r.ptxasMs >= 0) std::snprintf(ptxas, sizeof ptxas, "%.1f", r.ptxasMs);
   std::printf("%-10s %-26s %-14s %4d %6lld %6lld %4d %5s %5s %5s %7s %7s %6d %8.1f %6s\n", r.name.c_str(),

@@ -301,19 +301,21 @@ std::vector<GpuBenchKernel> gpuBenchKernels() {
       }
   // Hopper's warpgroup MMA at the tiles it is made for (issue 13): two
   // warpgroups along M, BK = 64.
-  for (auto [bm, bn] : {std::pair{128, 128}, std::pair{128, 256}}) {
-    GemmBlocks B{bm, bn, 64, 3};
-    Kernel k = gemmF16Plain(B);
-    r.push_back({"gemm_f16",
-                 std::to_string(bm) + "x" + std::to_string(bn) + "x64 s3" + warps(8),
-                 k,
-                 8,
-                 "nvptx:sm_90a",  // 96-144 KiB of slots: beyond gfx942's LDS
-                 {{256, 256, 128}, {100, 77, 45}},
-                 [=](const Device& d, const CompileOptions& o, const std::vector<int64_t>& s) {
-                   return checkGemm(B, -1, k, d, o, s);
-                 }});
-  }
+  // "ws": warp-specialised (a producer warpgroup issues the TMA copies).
+  for (bool ws : {false, true})
+    for (auto [bm, bn] : {std::pair{128, 128}, std::pair{128, 256}}) {
+      GemmBlocks B{bm, bn, 64, 3, ws};
+      Kernel k = gemmF16Plain(B);
+      r.push_back({"gemm_f16",
+                   std::to_string(bm) + "x" + std::to_string(bn) + "x64 s3" + warps(8) + (ws ? " ws" : ""),
+                   k,
+                   8,
+                   "nvptx:sm_90a",  // 96-144 KiB of slots: beyond gfx942's LDS
+                   {{256, 256, 128}, {100, 77, 45}},
+                   [=](const Device& d, const CompileOptions& o, const std::vector<int64_t>& s) {
+                     return checkGemm(B, -1, k, d, o, s);
+                   }});
+    }
   // fp8 (e4m3, per-tensor scales, bf16 out: the gemm_fp8 example's kernel)
   // at the same tiles: wgmma m64nNk32 on sm_90a.
   for (auto [bm, bn] : {std::pair{128, 128}, std::pair{128, 256}}) {

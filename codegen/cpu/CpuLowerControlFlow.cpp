@@ -162,6 +162,16 @@ void Lowering::emitOp(const ir::Op& op) {
     case OpCode::AsyncCommit:
     case OpCode::AsyncWait: return;
     case OpCode::Barrier: return;  // one thread runs a whole program on the CPU
+    // A producer running beside its consumer needs threads: the CPU's one
+    // thread per program would wait for itself.
+    case OpCode::WarpSpecialize:
+    case OpCode::StageAcquire:
+    case OpCode::StageCommit:
+    case OpCode::StageWait:
+    case OpCode::StageRelease:
+      throw CompileError(op.loc().str() + ": '" + op.name() +
+                         "' needs a GPU target with tensor copies (nvptx:sm_90a); on the CPU a warp-specialised "
+                         "for_pipelined keeps the usual schedule (the compiler does not warp-specialise for it)");
     case OpCode::Reduce: {
       auto d = deferredAt_.find(&op);
       if (d == deferredAt_.end()) return emitReduce(op);

@@ -204,6 +204,12 @@ std::string gpuWarpSpecializeRefusal(const Target& t, const CompileOptions& o, c
   if (!ti->hasTensorCopies())
     return o.tensorCopies ? t.str() + " has no tensor copies (TMA: nvptx:sm_90a)" : "tensor copies are off";
   if (o.numWarps % 4 != 0) return "numWarps = " + std::to_string(o.numWarps) + " is not whole warpgroups";
+  // A slot a dot reads is stored for its matrix instruction: TMA fills
+  // wgmma's swizzled staging, not mma.sync's padded one.
+  for (auto& op : loop.region(0).block().ops())
+    if (op->code() == ir::OpCode::Dot && !gpuKeepsDotInFlight(t, o.numWarps, *op))
+      return "the dot at " + op->loc().str() + " does not take wgmma at numWarps = " + std::to_string(o.numWarps) +
+             " (its staged slots would be padded for mma.sync, which tensor copies cannot fill)";
   ir::AxisAnalysis axis(f);
   for (auto& op : loop.region(0).block().ops()) {
     if (op->code() != ir::OpCode::Copy) continue;

@@ -530,6 +530,7 @@ class Lower {
   unsigned producerWarps_ = 0;
   bool inProducer_ = false;     // lowering the producer's region
   bool consumersOnly_ = false;  // past the split: barriers count the consumers
+  bool rebalance_ = false;      // setmaxnreg between producer and consumers
   llvm::BasicBlock* producerEntry_ = nullptr;
   llvm::Value* chanPhases_ = nullptr;  // per-thread bit per slot: the next round's parity (alloca)
   void planSpecialize();

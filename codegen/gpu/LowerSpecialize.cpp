@@ -25,11 +25,12 @@
 // for, flipped at each wait (so rounds of a slot need not be consecutive
 // iterations).
 //
-// Registers. With two consumer warpgroups (numWarps = 8) the kernel starts
-// at 168 registers per thread (65536 / 384, a multiple of 8); the producer
-// gives back to 40 and the consumers take up to 232, (168 - 40) * 128 / 256
-// more each (setmaxnreg). With other counts the kernel keeps ptxas's own
-// allocation, so small tiles keep their occupancy.
+// Registers. With two consumer warpgroups (numWarps = 8) whose loop carries
+// at least 128 values per thread (a 128 x 256 f32 accumulator) the kernel
+// starts at 168 registers per thread (65536 / 384, a multiple of 8); the
+// producer gives back to 40 and the consumers take up to 232, (168 - 40) *
+// 128 / 256 more each (setmaxnreg). Elsewhere the kernel keeps ptxas's own
+// allocation, so smaller tiles keep their occupancy.
 #include "codegen/gpu/LowerImpl.h"
 
 namespace tessera::codegen::gpu_lower {
@@ -44,11 +45,12 @@ bool isStageOp(OpCode c) {
 
 unsigned Lower::blockThreads() const { return (static_cast<unsigned>(o_.numWarps) + producerWarps_) * t_.warpSize(); }
 
-bool Lower::rebalancesRegisters() const { return specialize_ && o_.numWarps == 8 && producerWarps_ == 4; }
+bool Lower::rebalancesRegisters() const { return rebalance_; }
 
 void Lower::planSpecialize() {
   specialize_ = nullptr;
   chanSlots_ = producerWarps_ = 0;
+  rebalance_ = false;
   for (auto& op : f_.body().ops())
     if (op->code() == OpCode::WarpSpecialize) specialize_ = op.get();
   if (!specialize_) return;
@@ -59,6 +61,22 @@ void Lower::planSpecialize() {
   ir::walk(const_cast<ir::Function&>(f_).body(), [&](ir::Op& op) {
     if (isStageOp(op.code())) chanSlots_ = static_cast<unsigned>(op.intAttr("slots"));
   });
+  // Rebalance where the consumers' loop carries at least 128 values per
+  // thread (a 128 x 256 f32 accumulator over two warpgroups): the even
+  // share of 168 registers would then be tight, and one block per SM is
+  // all such a tile gets anyway. Smaller tiles keep ptxas's allocation and
+  // their occupancy.
+  int64_t carried = 0;
+  bool after = false;
+  for (auto& op : f_.body().ops()) {
+    after = after || op.get() == specialize_;
+    if (!after || op->code() != OpCode::For) continue;
+    for (unsigned i = 0; i < op->numResults(); ++i)
+      if (op->result(i)->type().isTile()) carried += op->result(i)->type().numElements();
+    break;
+  }
+  rebalance_ =
+      o_.numWarps == 8 && producerWarps_ == 4 && carried / (int64_t{o_.numWarps} * int64_t{t_.warpSize()}) >= 128;
   if (chanSlots_ > 32)
     throw CompileError(specialize_->loc().str() + ": a warp-specialised pipeline keeps at most 32 slots, not " +
                        std::to_string(chanSlots_));

@@ -70,8 +70,10 @@ SharedPlan::SharedPlan(const ir::Function& f, const std::map<const ir::Op*, uint
           anc = p;
         }
         a.end = std::max(a.end, last.at(anc));
+        // A warp-specialised producer's copies (in its region) complete
+        // before the consumer's waits for them, which are reads here.
         if (user.code() == ir::OpCode::Copy && v == user.operand(0) && user.hasAttr("async") &&
-            user.intAttr("async") != 0)
+            user.intAttr("async") != 0 && anc->code() != ir::OpCode::WarpSpecialize)
           lastAsyncCopy = std::max(lastAsyncCopy, last.at(anc));
         if (user.code() == ir::OpCode::Dot && user.hasAttr("async") && user.intAttr("async") != 0)
           lastAsyncDot = std::max(lastAsyncDot, last.at(anc));

@@ -122,15 +122,36 @@ CodeProfile profileListing(const std::string& text, Listing kind) {
   CodeProfile p;
   p.listing = kind;
   for (InstrClass c : classes) ++p.all[c];
-  std::pair<int, int> longest{-1, -1};
+  // Every loop [label, backward branch]; the main one is the longest that
+  // issues matrix instructions where any does (a warp-specialised kernel's
+  // producer loop of copies may be longer), else the longest.
+  std::vector<std::pair<int, int>> loops;
   for (int i = 0; i < int(targets.size()); ++i) {
     if (targets[size_t(i)].empty()) continue;
     for (auto& [name, at] : labels)
       if (name == targets[size_t(i)] && at < i &&
-          std::none_of(
-              ends.begin(), ends.end(), [&](int e) { return e >= at && e <= i; }) &&
-          i - at > longest.second - longest.first)
-        longest = {at, i};
+          std::none_of(ends.begin(), ends.end(), [&](int e) { return e >= at && e <= i; }))
+        loops.emplace_back(at, i);
+  }
+  auto holds = [&](std::pair<int, int> l, InstrClass c) {
+    for (int k = l.first; k <= l.second; ++k)
+      if (classes[size_t(k)] == c) return true;
+    return false;
+  };
+  auto matrix = [&](std::pair<int, int> l) { return holds(l, InstrClass::Mma) || holds(l, InstrClass::AsyncMma); };
+  const bool anyMatrix = std::any_of(loops.begin(), loops.end(), matrix);
+  std::pair<int, int> longest{-1, -1}, producer{-1, -1};
+  for (auto l : loops)
+    if ((!anyMatrix || matrix(l)) && l.second - l.first > longest.second - longest.first) longest = l;
+  // The producer loop: the longest other loop, outside the main one, that
+  // issues async copies and no matrix instruction.
+  for (auto l : loops)
+    if ((l.second < longest.first || l.first > longest.second) && !matrix(l) && holds(l, InstrClass::AsyncCopy) &&
+        l.second - l.first > producer.second - producer.first)
+      producer = l;
+  if (anyMatrix && producer.first >= 0) {
+    p.hasProducerLoop = true;
+    for (int i = producer.first; i <= producer.second; ++i) ++p.producerLoop[classes[size_t(i)]];
   }
   if (longest.first >= 0) {
     p.hasLoop = true;

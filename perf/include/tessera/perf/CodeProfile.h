@@ -7,7 +7,9 @@
 //
 // The main loop of a listing is its longest loop: a backward branch (a
 // branch to a label at or above it) spanning at least two instructions; the
-// range [label, branch] counts. Compilers add short cycles around a source
+// range [label, branch] counts. Where some loop issues matrix instructions,
+// the longest of those (a warp-specialised kernel's producer loop, its
+// copies only, may be longer: it is counted apart). Compilers add short cycles around a source
 // loop: the AMDGPU backend places a loop's exit block above the header, so
 // the exit test is a backward branch too; an innermost-loop rule would
 // count those. SASS ends in a one-instruction `BRA` to itself after EXIT,
@@ -60,6 +62,12 @@ struct CodeProfile {
   /// what every other warp issues per iteration.
   int loopIssueOnly = 0;
   InstrMix loopIssue;  // those instructions by class
+  /// A warp-specialised kernel's producer loop: outside the main loop (the
+  /// longest loop with matrix instructions), the longest loop that issues
+  /// async copies and no matrix instruction; what the producer warp runs
+  /// per iteration while the others run the main loop.
+  bool hasProducerLoop = false;
+  InstrMix producerLoop;
   /// Instructions of the main loop, -1 without one (the benchmark's column).
   int loopInstructions() const { return hasLoop ? loop.total() : -1; }
 };
