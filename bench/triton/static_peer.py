@@ -92,12 +92,12 @@ def rmsnorm(y, x, weight, cols, eps, BLOCK: tl.constexpr):
 
 @triton.jit
 def gemm_main_loop(a, b, row, col, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-                   STAGES: tl.constexpr, PRECISION: tl.constexpr):
+                   STAGES: tl.constexpr, PRECISION: tl.constexpr, WS: tl.constexpr = False):
     # The K loop of every GEMM here (examples/support.h's gemmMainLoop):
     # masked A and B tiles, f32 accumulation, pipelined over STAGES.
     rk = tl.arange(0, BK)
     acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k0 in tl.range(0, K, BK, num_stages=STAGES):
+    for k0 in tl.range(0, K, BK, num_stages=STAGES, warp_specialize=WS):
         ka = (k0 + rk)[None, :]
         kb = (k0 + rk)[:, None]
         ta = tl.load(a + row * K + ka, (row < M) & (ka < K), other=0.0)
@@ -108,9 +108,10 @@ def gemm_main_loop(a, b, row, col, M, N, K, BM: tl.constexpr, BN: tl.constexpr, 
 
 @triton.jit
 def gemm(c, a, b, bias, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, HAS_BIAS: tl.constexpr,
-         GELU: tl.constexpr, STAGES: tl.constexpr, BATCHED: tl.constexpr):
+         GELU: tl.constexpr, STAGES: tl.constexpr, BATCHED: tl.constexpr, WS: tl.constexpr = False):
     # gemm_f32 / gemm_f16 / gemm_bf16 / gemm_batched / gemm_f16_plain: the
-    # operand and output types come from the pointers.
+    # operand and output types come from the pointers; WS: the K loop
+    # warp-specialised (tl.range's warp_specialize, Tessera's " ws" configs).
     if BATCHED:
         z = tl.program_id(2)
         a += z * M * K
@@ -119,7 +120,7 @@ def gemm(c, a, b, bias, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.cons
     row = (tl.program_id(0) * BM + tl.arange(0, BM))[:, None]
     col = (tl.program_id(1) * BN + tl.arange(0, BN))[None, :]
     # Tessera's f32 dot is exact f32 (no TF32).
-    y = gemm_main_loop(a, b, row, col, M, N, K, BM, BN, BK, STAGES, "ieee")
+    y = gemm_main_loop(a, b, row, col, M, N, K, BM, BN, BK, STAGES, "ieee", WS)
     if HAS_BIAS:
         y = y + tl.load(bias + col, col < N)
     if GELU:
@@ -211,10 +212,10 @@ def attention(o, q, k, v, n, BM: tl.constexpr, BN: tl.constexpr, D: tl.constexpr
     tl.store(o + base + rm * D + d0, (acc / li[:, None]).to(tl.float16), rm < n)
 
 
-def gemm_case(name, config, ab, c_ty, tile, k, warps, stages, bias, gelu, batched=False):
+def gemm_case(name, config, ab, c_ty, tile, k, warps, stages, bias, gelu, batched=False, ws=False):
     sig = {"c": c_ty, "a": ab, "b": ab, "bias": "*fp32" if bias else "constexpr", "M": "i32", "N": "i32", "K": "i32"}
     bm, bn = tile if isinstance(tile, tuple) else (tile, tile)
-    consts = dict(BM=bm, BN=bn, BK=k, HAS_BIAS=bias, GELU=gelu, STAGES=stages, BATCHED=batched)
+    consts = dict(BM=bm, BN=bn, BK=k, HAS_BIAS=bias, GELU=gelu, STAGES=stages, BATCHED=batched, WS=ws)
     if not bias:
         consts["bias"] = None
     return (name, config, gemm, sig, consts, warps, stages)
@@ -255,8 +256,10 @@ def cases():
             for epi in (False, True):
                 cfg = f"{tile}x{tile}x32 s3 w{w}" + (" bias+gelu" if epi else "")
                 r.append(gemm_case("gemm_f16", cfg, "*fp16", "*fp16", tile, 32, w, 3, epi, epi))
-    for bm, bn in ((128, 128), (128, 256)):
-        r.append(gemm_case("gemm_f16", f"{bm}x{bn}x64 s3 w8", "*fp16", "*fp16", (bm, bn), 64, 8, 3, False, False))
+    for ws in (False, True):
+        for bm, bn in ((128, 128), (128, 256)):
+            r.append(gemm_case("gemm_f16", f"{bm}x{bn}x64 s3 w8" + (" ws" if ws else ""), "*fp16", "*fp16", (bm, bn), 64,
+                               8, 3, False, False, ws=ws))
     for bm, bn in ((128, 128), (128, 256)):  # fp8 e4m3 (sm_89+; Hopper: wgmma)
         sig = {"c": "*bf16", "a": "*fp8e4nv", "b": "*fp8e4nv", "scales": "*fp32", "M": "i32", "N": "i32", "K": "i32"}
         r.append(("gemm_fp8", f"{bm}x{bn}x64 s3 w8", gemm_fp8, sig, {"BM": bm, "BN": bn, "BK": 64, "STAGES": 3}, 8, 3))

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -142,15 +143,44 @@ TEST_CASE("warp specialisation: a producer warpgroup issues the GEMM's TMA copie
     ex::GemmBlocks blocks;
     int warps;
   };
-  // Two consumer warpgroups (registers rebalanced by setmaxnreg), one; two
-  // and three slots.
-  for (Cfg c : {Cfg{{128, 128, 64, 3, true}, 8}, Cfg{{64, 64, 32, 2, true}, 4}}) {
+  // Two consumer warpgroups (128 x 256: registers rebalanced by
+  // setmaxnreg), one; two and three slots.
+  for (Cfg c : {Cfg{{128, 128, 64, 3, true}, 8}, Cfg{{128, 256, 64, 3, true}, 8}, Cfg{{64, 64, 32, 2, true}, 4}}) {
+    INFO(c.blocks.m << "x" << c.blocks.n << "x" << c.blocks.k << " w" << c.warps);
     const ts::Kernel kernel = ex::gemmF16(c.blocks, ex::Activation::None);
-    checkGemm("f16 ws", ts::DType::F16, ts::DType::F16, kernel, c.blocks, c.warps, {128, 128, 192}, true);
+    checkGemm("f16 ws", ts::DType::F16, ts::DType::F16, kernel, c.blocks, c.warps, {128, 256, 192}, true);
     checkGemm("f16 ws", ts::DType::F16, ts::DType::F16, kernel, c.blocks, c.warps, {200, 144, 80}, true);
     // Unaligned rows: no tensor copies, so the loop keeps the usual schedule.
     checkGemm("f16 ws", ts::DType::F16, ts::DType::F16, kernel, c.blocks, c.warps, {70, 150, 41}, false);
+    // The code a launch's aligned variant gets: a producer warpgroup beside
+    // the consumers, the consumers' barriers counting them alone, no
+    // cp.async groups; the unaligned one says why it is not specialised.
+    ts::CompileOptions o;
+    o.numWarps = c.warps;
+    ts::CompiledKernel k = ts::compile(ts::assumeAligned(kernel), ts::Target::parse("nvptx:sm_90a"), o);
+    const std::string ptx = k.dump(ts::Stage::PTX);
+    const std::string threads = std::to_string(32 * (c.warps + 4));
+    CHECK(ptx.find(".maxntid " + threads) != std::string::npos);
+    CHECK(ptx.find("bar.sync \t1, " + std::to_string(32 * c.warps) + ";") != std::string::npos);
+    size_t whole = 0;  // the one whole-block barrier, after the mbarriers' initialisation
+    for (size_t at = ptx.find("bar.sync \t0;"); at != std::string::npos; at = ptx.find("bar.sync \t0;", at + 1))
+      ++whole;
+    CHECK(whole == 1);
+    CHECK(ptx.find("cp.async.commit_group") == std::string::npos);
+    CHECK(k.warnings().empty());
+    const bool rebalanced = c.blocks.n == 256;
+    CHECK(std::regex_search(ptx, std::regex(R"(setmaxnreg\.dec\.sync\.aligned\.u32\s+40;)")) == rebalanced);
+    CHECK(std::regex_search(ptx, std::regex(R"(setmaxnreg\.inc\.sync\.aligned\.u32\s+232;)")) == rebalanced);
+    CHECK(std::regex_search(ptx, std::regex(R"(\.maxnreg\s+168)")) == rebalanced);
+    ts::CompiledKernel plain = ts::compile(kernel, ts::Target::parse("nvptx:sm_90a"), o);
+    REQUIRE(plain.warnings().size() == 1);
+    CHECK(plain.warnings()[0].find("not warp-specialised (the staged copy at") != std::string::npos);
+    CHECK(plain.warnings()[0].find("is not known 16-byte aligned") != std::string::npos);
   }
+  ex::GemmBlocks blocks{64, 64, 32, 3, true};
+  const ts::Kernel bf16 = ex::gemmBF16(blocks, ex::Activation::None);
+  checkGemm("bf16 ws", ts::DType::BF16, ts::DType::F32, bf16, blocks, 4, {96, 80, 64}, true);
+  checkGemm("bf16 ws", ts::DType::BF16, ts::DType::F32, bf16, blocks, 4, {33, 80, 48}, true);
 }
 
 TEST_CASE("tma: sm_80 and TESSERA_TENSOR_COPIES=0 keep cp.async, and the tensor maps are in the signature",
