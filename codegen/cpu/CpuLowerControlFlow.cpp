@@ -161,7 +161,8 @@ void Lowering::emitOp(const ir::Op& op) {
     // Every copy has completed when it was issued (above): nothing to wait for.
     case OpCode::AsyncCommit:
     case OpCode::AsyncWait: return;
-    case OpCode::Barrier: return;  // one thread runs a whole program on the CPU
+    case OpCode::Barrier:
+      return;  // one thread runs a whole program on the CPU
     // A producer running beside its consumer needs threads: the CPU's one
     // thread per program would wait for itself.
     case OpCode::WarpSpecialize:

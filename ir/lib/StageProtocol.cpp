@@ -182,7 +182,7 @@ class StageChecker {
         if (o.code() != OpCode::StageWait && o.code() != OpCode::StageRelease) return;
         slotsOf(o);
         if (!after) fail(o, "a consumer stage op must follow the warp_specialize at " + where(ws_->loc()));
-        if (o.parent() != &op->region(0).block() || op->code() != OpCode::For || !op->hasAttr("pipelined"))
+        if (op->code() != OpCode::For || !op->hasAttr("pipelined") || o.parent() != &op->region(0).block())
           fail(o,
                "stage_wait and stage_release must be directly in the body of a 'for {pipelined}' loop of the "
                "kernel body");
