@@ -19,7 +19,7 @@
 namespace tessera::codegen::emu {
 
 namespace {
-enum class TmaText { Init, InitFence, ExpectTx, Load2d, Load3d, Arrive, TryWait };
+enum class TmaText { Init, InitFence, ExpectTx, Load2d, Load3d, Store2d, Arrive, TryWait };
 
 bool is(std::string_view text, std::string_view cons, const nvptx::TmaAsm& a) {
   return text == a.text && cons == a.constraints;
@@ -31,6 +31,7 @@ std::optional<TmaText> match(std::string_view text, std::string_view cons) {
   if (is(text, cons, nvptx::kMbarrierExpectTx)) return TmaText::ExpectTx;
   if (is(text, cons, nvptx::kTmaLoad2d)) return TmaText::Load2d;
   if (is(text, cons, nvptx::kTmaLoad3d)) return TmaText::Load3d;
+  if (is(text, cons, nvptx::kTmaStore2d)) return TmaText::Store2d;
   if (is(text, cons, nvptx::kMbarrierArrive)) return TmaText::Arrive;
   if (is(text, cons, nvptx::kMbarrierTryWait)) return TmaText::TryWait;
   return std::nullopt;
@@ -45,7 +46,8 @@ void rewriteTma(EmuModule& em) {
   for (auto& [c, t] : work) {
     // expect_tx, the copies and arrive run in the lane elect.sync picks:
     // the lowest of the warp's lanes (all 32 take part), found by a ballot.
-    if (t == TmaText::ExpectTx || t == TmaText::Load2d || t == TmaText::Load3d || t == TmaText::Arrive) {
+    if (t == TmaText::ExpectTx || t == TmaText::Load2d || t == TmaText::Load3d || t == TmaText::Store2d ||
+        t == TmaText::Arrive) {
       llvm::IRBuilder<> e(c);
       llvm::Value* all = e.CreateCall(em.hook("tessera_emu_ballot_sync"), {e.getInt64(0xffffffffu), e.getInt32(1)});
       llvm::Value* first = e.CreateBinaryIntrinsic(llvm::Intrinsic::cttz, all, e.getTrue());
@@ -71,6 +73,10 @@ void rewriteTma(EmuModule& em) {
                                                        c->getArgOperand(3), c2, flat(three ? 5 : 4), op});
         break;
       }
+      case TmaText::Store2d:
+        b.CreateCall(em.hook("tessera_emu_tma_store"),
+                     {flat(3), flat(0), c->getArgOperand(1), c->getArgOperand(2), op});
+        break;
       case TmaText::Arrive: b.CreateCall(em.hook("tessera_emu_mbarrier_arrive"), {flat(0), op}); break;
       case TmaText::TryWait: {
         // $0 is the output: the call's operands are $1 (barrier), $2 (parity).

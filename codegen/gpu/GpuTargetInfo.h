@@ -243,6 +243,12 @@ class GpuTargetInfo {
                           unsigned rank, llvm::Value* bar) {
     TS_UNREACHABLE("tensor copies on a target without them");
   }
+  /// The 2-D box of tensor map `map` at `coords` (i32, innermost first)
+  /// from shared `src` to global memory, issued by one lane of the
+  /// (converged) warp and complete when it returns.
+  virtual void tensorStore(llvm::IRBuilderBase& b, llvm::Value* map, llvm::Value* const* coords, llvm::Value* src) {
+    TS_UNREACHABLE("tensor copies on a target without them");
+  }
   virtual void mbarrierArrive(llvm::IRBuilderBase& b, llvm::Value* bar) {
     TS_UNREACHABLE("mbarrier on a target without tensor copies");
   }

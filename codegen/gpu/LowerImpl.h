@@ -475,6 +475,10 @@ class Lower {
     uint64_t align = 128;  // of the destination buffer
   };
   std::map<const ir::Op*, TmaCopy> tma_;
+  // Stores of a tile box by one tensor store from a shared scratch area.
+  std::map<const ir::Op*, TmaCopy> tmaStores_;
+  std::optional<TmaCopy> planTmaStore(const ir::Op& store);
+  void emitTmaStore(const ir::Op& store, const TmaCopy& c);
   // Dot operands copied from global memory by TMA (see planTma).
   std::map<std::pair<const ir::Op*, unsigned>, TmaCopy> tmaOperands_;
   llvm::Value* tmaOperandPhase_ = nullptr;

@@ -199,6 +199,7 @@ void Lower::emitLoad(const ir::Op& op) {
 }
 
 void Lower::emitStore(const ir::Op& op) {
+  if (auto it = tmaStores_.find(&op); it != tmaStores_.end()) return emitTmaStore(op, it->second);
   const ir::Value* ptr = op.operand(0);
   const ir::Value* val = op.operand(1);
   const ir::Value* mask = op.numOperands() > 2 ? op.operand(2) : nullptr;

@@ -133,9 +133,106 @@ std::optional<Lower::TmaCopy> Lower::planTmaBoxes(const ir::TiledAccess& acc, co
   return c;
 }
 
+// A store of a tile that is one box of a row-major tensor (the GEMM's
+// epilogue): one tensor store from a row-major scratch area, its masked
+// edge clipped by the tensor map's dims as the mask would. One box only (at
+// most 256 x 256 elements, rows of a multiple of 16 bytes) and at most 64
+// KiB of scratch; others keep per-thread stores. So does a value computed
+// by a transcendental epilogue (bias + GELU): the per-thread stores' guard
+// blocks bound how far ptxas hoists its erf ahead of them, while the
+// scratch writes, one straight-line block, let it hold every value at once
+// (the 128x128 GEMM with 4 warps: 154 -> 255 registers and spills).
+std::optional<Lower::TmaCopy> Lower::planTmaStore(const ir::Op& op) {
+  if (!op.operand(0)->type().isTile() || op.operand(0)->type().shape().size() != 2) return std::nullopt;
+  bool costly = false;
+  std::function<void(const ir::Value*, int)> scan = [&](const ir::Value* v, int depth) {
+    const ir::Op* d = v->definingOp();
+    if (costly || !d || depth > 16 || !v->type().isTile() || d->parent() != op.parent()) return;
+    if (ir::isTranscendental(d->code())) costly = true;
+    if (ir::isElementwise(d->code()))
+      for (const ir::Value* o : d->operands()) scan(o, depth + 1);
+  };
+  scan(op.operand(1), 0);
+  if (costly) return std::nullopt;
+  auto acc = ir::matchTiledAccess(f_, op, ax_);
+  if (!acc || !acc->aligned || acc->transposed || acc->rank != 2) return std::nullopt;
+  const int64_t eb = static_cast<int64_t>(byteSize(acc->dtype));
+  const int64_t R = acc->tileRows, C = acc->tileCols;
+  if ((eb != 1 && eb != 2 && eb != 4 && eb != 8) || (C * eb) % 16 != 0 || R > 256 || C > 256 || R * C * eb > 64 * 1024)
+    return std::nullopt;
+  // An unmasked column dimension, as for loads (planTmaBoxes).
+  if (!acc->cols && (!acc->colStart.terms.empty() || acc->rowStride.arg >= 0 || acc->rowStride.scale < C))
+    return std::nullopt;
+  TensorMapSpec spec;
+  spec.source = static_cast<int>(acc->source);
+  spec.dtype = acc->dtype;
+  spec.rank = 2;
+  spec.dims[0] = acc->cols ? extent(acc->cols) : TensorMapSpec::Extent{-1, 1, acc->rowStride.scale};
+  spec.dims[1] = extent(acc->rows);
+  spec.dims[2] = spec.strides[2] = {-1, 1, 0};
+  spec.strides[0] = {-1, 1, 1};
+  spec.strides[1] = extent(acc->rowStride);
+  spec.box[0] = static_cast<uint32_t>(C);
+  spec.box[1] = static_cast<uint32_t>(R);
+  spec.swizzleBytes = 0;
+  unsigned map = 0;
+  while (map < tensorMaps_.size() && !(tensorMaps_[map] == spec)) ++map;
+  if (map == tensorMaps_.size()) tensorMaps_.push_back(spec);
+  TmaCopy c;
+  c.access = *acc;
+  c.bytes = static_cast<uint64_t>(R * C * eb);
+  c.boxes.push_back({map, 0, 0, 0});
+  return c;
+}
+
+// The value, in the layout it was computed in (no conversion), written by
+// its owners to the scratch area row-major; each writer's proxy fence and a
+// barrier hand the bytes to the async proxy; one lane of warp 0 stores the
+// box and waits for it (so the scratch is free again after the next
+// barrier, which every later shared access waits for).
+void Lower::emitTmaStore(const ir::Op& op, const TmaCopy& c) {
+  const ir::Value* val = op.operand(1);
+  const ir::Layout l = la_.get(val);
+  const auto& shape = val->type().shape();
+  llvm::Type* mt = memTyOf(val->type().dtype());
+  const int64_t eb = static_cast<int64_t>(bytesOf(mt));
+  llvm::Value* base = scratch(c.bytes, 128);
+  Slots vals = tileIn(val, l);
+  ir::SlotTable ts = ir::slotTable(l, shape);
+  const int64_t wv = slotRunWidth(l, ts, 16 / eb);
+  beforeShared();
+  beforeGlobal(true);
+  record_.accesses.push_back({&op, l, wv});
+  guarded(ownerPred(l, ts), [&] {
+    Slots bs = bases(l, ts);
+    for (size_t i = 0; i < ts.size(); ++i) {
+      if (ts.consts[i][1] % wv != 0) continue;
+      llvm::Value* p = b_.CreateInBoundsGEP(mt, base, linear(indexOf(bs, ts, i), shape));
+      storeRun(vals, slotRun(ts, i, wv, 1), mt, p);
+    }
+  });
+  t_.sharedToAsyncProxyFence(b_);
+  barrier();
+  guarded(issuingWarp(), [&] {
+    auto eval = [&](const ir::ScalarPoly& p) {
+      llvm::Value* v = i32(0);
+      for (auto& [fs, k] : p.terms) {
+        llvm::Value* t = i32(k);
+        for (const ir::Value* f : fs) t = b_.CreateMul(t, b_.CreateSExtOrTrunc(scalar(f), b_.getInt32Ty()));
+        v = b_.CreateAdd(v, t);
+      }
+      return v;
+    };
+    llvm::Value* coords[2] = {eval(c.access.colStart), eval(c.access.rowStart)};
+    t_.tensorStore(b_, tensorMapArgs_[c.boxes[0].map], coords, base);
+  });
+  smemDirty_ = globalDirty_ = true;
+}
+
 void Lower::planTma() {
   tma_.clear();
   tmaOperands_.clear();
+  tmaStores_.clear();
   tensorMaps_.clear();
   tmaBarriers_ = 0;
   onlyTensorCopies_ = false;
@@ -181,6 +278,12 @@ void Lower::planTma() {
   }
   if (tma_.empty() || !groups) tmaBarriers_ = 0;
   if (tma_.empty() && tmaOperands_.empty()) return;
+  // A kernel whose loads are tensor copies stores its tile boxes so too
+  // (the GEMMs' epilogue); others keep their stores as they were.
+  ir::walk(body, [&](ir::Op& op) {
+    if (op.code() == OpCode::Store)
+      if (auto c = planTmaStore(op)) tmaStores_.emplace(&op, std::move(*c));
+  });
   onlyTensorCopies_ = !others && !operandsByCpAsync;
   // The destination buffers start where their boxes may.
   for (auto& [op, c] : tma_) {

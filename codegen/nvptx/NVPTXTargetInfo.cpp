@@ -376,6 +376,9 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
     nvptx::emitTmaLoad(b, dst, map, coords, rank, bar);
   }
   void mbarrierArrive(llvm::IRBuilderBase& b, llvm::Value* bar) override { nvptx::emitMbarrierArrive(b, bar); }
+  void tensorStore(llvm::IRBuilderBase& b, llvm::Value* map, llvm::Value* const* coords, llvm::Value* src) override {
+    nvptx::emitTmaStore(b, map, coords, src);
+  }
   void mbarrierArriveWarp(llvm::IRBuilderBase& b, llvm::Value* bar) override {
     // The lanes' reads of the slot before the one lane's release-arrival.
     b.CreateIntrinsic(llvm::Intrinsic::nvvm_bar_warp_sync, {}, {b.getInt32(-1)});

@@ -40,6 +40,10 @@ void emitTmaLoad(llvm::IRBuilderBase& b, llvm::Value* dst, llvm::Value* map, llv
 
 void emitMbarrierArrive(llvm::IRBuilderBase& b, llvm::Value* bar) { emit(b, kMbarrierArrive, b.getVoidTy(), {bar}); }
 
+void emitTmaStore(llvm::IRBuilderBase& b, llvm::Value* map, llvm::Value* const* coords, llvm::Value* src) {
+  emit(b, kTmaStore2d, b.getVoidTy(), {map, coords[0], coords[1], src});
+}
+
 void emitMbarrierWait(llvm::IRBuilderBase& b, llvm::Value* bar, llvm::Value* parity) {
   llvm::Function* fn = b.GetInsertBlock()->getParent();
   llvm::LLVMContext& ctx = b.getContext();

@@ -61,6 +61,14 @@ inline constexpr TmaAsm kTmaLoad3d{
     "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3, $4}], "
     "[$5];\n\t}",
     "r,l,r,r,r,r,~{memory}"};
+// A tile store from shared memory (`bulk_group` completion): the elected
+// lane issues it, commits its bulk group and waits for the group to
+// complete (the source's bytes then reusable, the global writes performed).
+//   store2d: $0 tensor map, $1 $2 coordinates (innermost first), $3 shared source
+inline constexpr TmaAsm kTmaStore2d{
+    "{\n\t.reg .pred p;\n\telect.sync _|p, -1;\n\t@p cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$0, "
+    "{$1, $2}], [$3];\n\t@p cp.async.bulk.commit_group;\n\t@p cp.async.bulk.wait_group 0;\n\t}",
+    "l,r,r,r,~{memory}"};
 inline constexpr TmaAsm kMbarrierArrive{
     "{\n\t.reg .pred p;\n\telect.sync _|p, -1;\n\t@p mbarrier.arrive.shared::cta.b64 _, [$0];\n\t}", "r,~{memory}"};
 inline constexpr TmaAsm kMbarrierTryWait{
@@ -76,6 +84,9 @@ void emitMbarrierExpectTx(llvm::IRBuilderBase& b, llvm::Value* bar, llvm::Value*
 void emitTmaLoad(llvm::IRBuilderBase& b, llvm::Value* dst, llvm::Value* map, llvm::Value* const* coords, unsigned rank,
                  llvm::Value* bar);
 void emitMbarrierArrive(llvm::IRBuilderBase& b, llvm::Value* bar);
+/// The 2-D box of tensor map `map` at `coords` (2 i32, innermost first)
+/// from shared `src`, completed before it returns.
+void emitTmaStore(llvm::IRBuilderBase& b, llvm::Value* map, llvm::Value* const* coords, llvm::Value* src);
 /// The wait loop: returns once the phase of `parity` (an i32 0 or 1) of
 /// `bar` has completed; the builder is left in the loop's exit block.
 void emitMbarrierWait(llvm::IRBuilderBase& b, llvm::Value* bar, llvm::Value* parity);

@@ -230,17 +230,20 @@ std::string ScalarPoly::str() const {
 }
 
 std::optional<TiledAccess> matchTiledAccess(const Function& f, const Op& access, const AxisAnalysis& axis) {
-  // copy(buffer, pointers[, mask]) or load(pointers[, mask]).
-  unsigned first;
+  // copy(buffer, pointers[, mask]), load(pointers[, mask]) or
+  // store(pointers, value[, mask]).
+  unsigned first, maskAt;
   if (access.code() == OpCode::Copy)
-    first = 1;
+    first = 1, maskAt = 2;
   else if (access.code() == OpCode::Load)
-    first = 0;
+    first = 0, maskAt = 1;
+  else if (access.code() == OpCode::Store)
+    first = 0, maskAt = 2;
   else
     return std::nullopt;
   if (access.numOperands() <= first) return std::nullopt;
   const Value* ptr = access.operand(first);
-  const Value* maskV = access.numOperands() > first + 1 ? access.operand(first + 1) : nullptr;
+  const Value* maskV = access.numOperands() > maskAt ? access.operand(maskAt) : nullptr;
   const Shape& shape = ptr->type().shape();
   if (shape.size() != 2) return std::nullopt;
   Evaluator ev(f);

@@ -316,6 +316,8 @@ struct Worker {
   void mbarrierArrive(Fiber* f, void* bar, int32_t op);
   int32_t mbarrierTryWait(Fiber* f, void* bar, int32_t parity, int32_t op);
   void tmaLoad(Fiber* f, void* dst, const void* map, int32_t rank, const int32_t c[3], void* bar, int32_t op);
+  void tmaStore(Fiber* f, const void* src, const void* map, const int32_t c[2], int32_t op);
+  TensorMap checkedTensorMap(Fiber* f, const void* mapPtr, int32_t rank, int32_t op);
   void completePhase(Fiber* f, Mbarrier& b);
   /// Block start: drops the previous block's barriers and their copies.
   void resetMbarriers();

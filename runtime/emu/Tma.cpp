@@ -128,8 +128,9 @@ void checkAsyncWrite(Worker& w, Fiber* f, uint64_t off, uint64_t bytes, int32_t 
 }
 }  // namespace
 
-void Worker::tmaLoad(Fiber* f, void* dst, const void* mapPtr, int32_t rank, const int32_t c[3], void* bar, int32_t op) {
-  Mbarrier& b = mbarrier(f, bar, "cp.async.bulk.tensor", op);
+/// The tensor map a tile load or store names, checked as the hardware
+/// would (rank, element size, box, swizzle).
+TensorMap Worker::checkedTensorMap(Fiber* f, const void* mapPtr, int32_t rank, int32_t op) {
   // `why` builds the message inside the report (see tmaMisuse).
   auto bad = [&](const auto& why) { tmaMisuse(*this, f, op, [&] { return "cp.async.bulk.tensor " + why(); }); };
   if (!mapPtr) bad([] { return std::string("with a null tensor map"); });
@@ -147,7 +148,7 @@ void Worker::tmaLoad(Fiber* f, void* dst, const void* mapPtr, int32_t rank, cons
   for (int d = 0; d < rank; ++d)
     if (box[d] < 1 || box[d] > 256)
       bad([&] { return "with box dimension " + std::to_string(d) + " of " + str(box[d]) + " (1 to 256)"; });
-  const uint64_t rowBytes = box[0] * E, bytes = rowBytes * box[1] * box[2];
+  const uint64_t rowBytes = box[0] * E;
   if (rowBytes % 16 != 0) bad([&] { return "with box rows of " + str(rowBytes) + " bytes (a multiple of 16)"; });
   if (S != 0 && S != 32 && S != 64 && S != 128)
     bad([&] { return "with a " + str(S) + "-byte swizzle (0, 32, 64 or 128)"; });
@@ -155,6 +156,16 @@ void Worker::tmaLoad(Fiber* f, void* dst, const void* mapPtr, int32_t rank, cons
     bad([&] {
       return "with box rows of " + str(rowBytes) + " bytes under a " + str(S) + "-byte swizzle (they must be equal)";
     });
+  return m;
+}
+
+void Worker::tmaLoad(Fiber* f, void* dst, const void* mapPtr, int32_t rank, const int32_t c[3], void* bar, int32_t op) {
+  Mbarrier& b = mbarrier(f, bar, "cp.async.bulk.tensor", op);
+  auto bad = [&](const auto& why) { tmaMisuse(*this, f, op, [&] { return "cp.async.bulk.tensor " + why(); }); };
+  const TensorMap m = checkedTensorMap(f, mapPtr, rank, op);
+  const uint64_t E = m.elemBytes, S = m.swizzleBytes;
+  const uint64_t box[3] = {m.box[0], m.box[1], rank == 3 ? m.box[2] : 1};
+  const uint64_t rowBytes = box[0] * E, bytes = rowBytes * box[1] * box[2];
   const uint64_t off = reinterpret_cast<uintptr_t>(dst) - reinterpret_cast<uintptr_t>(shared);
   if (off > sharedBytes || bytes > sharedBytes - off)
     bad([&] {
@@ -221,6 +232,45 @@ void Worker::tmaLoad(Fiber* f, void* dst, const void* mapPtr, int32_t rank, cons
     }
   ++f->tmaCopies;
   if (b.pending == 0) completePhase(f, b);  // arrivals came first: the copy completes now
+}
+
+/// A tile store (cp.async.bulk.tensor ... global.shared::cta, committed and
+/// waited for in the same instruction sequence): performed at once, a
+/// legal execution of it. Its reads of shared memory are checked as the
+/// issuing thread's (the writers' barrier must come before); elements
+/// outside the tensor's dims are not written, as the hardware clips them.
+void Worker::tmaStore(Fiber* f, const void* src, const void* mapPtr, const int32_t c[2], int32_t op) {
+  auto bad = [&](const auto& why) { tmaMisuse(*this, f, op, [&] { return "cp.async.bulk.tensor store " + why(); }); };
+  const TensorMap m = checkedTensorMap(f, mapPtr, 2, op);
+  const uint64_t E = m.elemBytes;
+  if (m.swizzleBytes != 0)
+    bad([] { return std::string("with a swizzled tensor map (the model stores unswizzled boxes)"); });
+  const uint64_t rowBytes = m.box[0] * E, bytes = rowBytes * m.box[1];
+  const uint64_t off = reinterpret_cast<uintptr_t>(src) - reinterpret_cast<uintptr_t>(shared);
+  if (off > sharedBytes || bytes > sharedBytes - off)
+    bad([&] {
+      return "of " + str(bytes) + " bytes from shared offset " + std::to_string(static_cast<int64_t>(off)) +
+             ", outside the block's " + str(sharedBytes) + " bytes of shared memory";
+    });
+  if (off % 128 != 0) bad([&] { return "source at shared offset " + str(off) + " is not 128-byte aligned"; });
+  if (cfg->checkRaces) checkRace(f, off, bytes, TESSERA_EMU_LOAD, op);
+  auto limit = [&](int d) {
+    return static_cast<int64_t>(std::min<uint64_t>(m.dims[d], std::numeric_limits<int64_t>::max()));
+  };
+  auto* global = reinterpret_cast<unsigned char*>(static_cast<uintptr_t>(m.global));
+  for (uint64_t y = 0; y < m.box[1]; ++y) {
+    const int64_t gy = int64_t{c[1]} + static_cast<int64_t>(y);
+    if (gy < 0 || gy >= limit(1)) continue;
+    const int64_t xlo = std::max<int64_t>(0, -int64_t{c[0]});
+    const int64_t xhi = std::min<int64_t>(static_cast<int64_t>(m.box[0]), limit(0) - c[0]);
+    if (xlo >= xhi) continue;
+    unsigned char* row = global + static_cast<uint64_t>(gy) * m.strides[1];
+    const unsigned char* from = shared + off + y * rowBytes;
+    for (int64_t x = xlo; x < xhi; ++x) {
+      void* at = row + static_cast<uint64_t>(c[0] + x) * m.strides[0];
+      std::memcpy(globalAccess(f, at, E, TESSERA_EMU_STORE, op), from + static_cast<uint64_t>(x) * E, E);
+    }
+  }
 }
 
 /// The phase's arrivals have all come: its copies are performed, and the
@@ -328,6 +378,12 @@ void tessera_emu_tma_load(void* dst, const void* map, int32_t rank, int32_t c0, 
   Fiber* f = current(__func__);
   const int32_t c[3] = {c0, c1, c2};
   f->w->tmaLoad(f, dst, map, rank, c, bar, opId);
+}
+
+void tessera_emu_tma_store(const void* src, const void* map, int32_t c0, int32_t c1, int32_t opId) {
+  Fiber* f = current(__func__);
+  const int32_t c[2] = {c0, c1};
+  f->w->tmaStore(f, src, map, c, opId);
 }
 
 void tessera_emu_mbarrier_arrive(void* bar, int32_t opId) {

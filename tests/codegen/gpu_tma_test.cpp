@@ -194,10 +194,14 @@ TEST_CASE("tma: sm_80 and TESSERA_TENSOR_COPIES=0 keep cp.async, and the tensor 
   // The aligned variant a launch specialises to (16-byte facts).
   ts::CompiledKernel h100 = ts::compile(ts::assumeAligned(kernel), ts::Target::parse("nvptx:sm_90a"), o);
   const ts::rt::KernelSignature& sig = h100.signature();
-  REQUIRE(sig.tensorMaps.size() == 2);
+  REQUIRE(sig.tensorMaps.size() == 3);
   CHECK(sig.str().find("tma(a: f16 dims [K, M] strides [1, K] box [32, 8] swizzle 64)") != std::string::npos);
   CHECK(sig.str().find("tma(b: f16 dims [N, K] strides [1, N] box [64, 32] swizzle 128)") != std::string::npos);
+  // The epilogue's store: one unswizzled 64 x 64 box, clipped at M and N.
+  CHECK(sig.str().find("tma(c: f16 dims [N, M] strides [1, N] box [64, 64] swizzle 0)") != std::string::npos);
   const std::string ptx = h100.dump(ts::Stage::PTX);
+  CHECK(ptx.find("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group") != std::string::npos);
+  CHECK(ptx.find("cp.async.bulk.wait_group 0;") != std::string::npos);
   CHECK(ptx.find("mbarrier.try_wait.parity") != std::string::npos);
   CHECK(ptx.find(".param .align 64 .b8") != std::string::npos);
   setenv("TESSERA_TENSOR_COPIES", "0", 1);
@@ -291,7 +295,7 @@ bool usesTma(const std::string& ir) {
   auto m = ts::ir::parseModule(ir, "groups.tir");
   ts::ir::verify(*m);
   auto art = ts::codegen::compile(*m->functions.at(0), ts::codegen::Target::parse("nvptx:sm_90a"));
-  return art->binary.ptx.find("cp.async.bulk.tensor") != std::string::npos;
+  return art->binary.ptx.find("cp.async.bulk.tensor.2d.shared::cluster.global") != std::string::npos;  // loads
 }
 }  // namespace
 

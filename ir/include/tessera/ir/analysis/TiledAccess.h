@@ -66,8 +66,8 @@ struct TiledAccess {
   bool aligned = false;
 };
 
-/// The tiled form of `access` (a copy, or a load, of a rank-2 pointer
-/// tile), or nullopt.
+/// The tiled form of `access` (a copy, a load or a store of a rank-2
+/// pointer tile), or nullopt.
 std::optional<TiledAccess> matchTiledAccess(const Function& f, const Op& access, const AxisAnalysis& axis);
 
 }  // namespace tessera::ir
