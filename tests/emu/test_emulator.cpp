@@ -1473,3 +1473,81 @@ TEST_CASE("fiber switch cost (timing print)", "[emu][timing]") {
   CHECK_FALSE(rep.hasErrors());
   std::printf("emulator: 1M threads, 2 barriers + 3 checked shared accesses each, 2 host threads: %.3f s\n", s);
 }
+
+// TMA tile stores (codegen/nvptx/NVPTXTma.h's kTmaStore2d, the GEMM
+// epilogue's): every thread writes its share of the box to shared memory,
+// a barrier, then one thread stores the box; elements outside the tensor's
+// dims are not written.
+namespace {
+struct TmaStoreParams {
+  const TensorMap* map;
+  int32_t c[2];
+  uint32_t src = kTmaDst;
+  bool lateWrite = false;  // thread 5 writes the box after the barrier: a race with the store's read
+};
+
+void tmaStoreKernel(void* const* args) {
+  const TmaStoreParams& p = param<TmaStoreParams>(args, 0);
+  auto* sh = static_cast<unsigned char*>(tessera_emu_shared_base());
+  const int32_t t = linearThread(), n = blockThreads();
+  const uint64_t elems = uint64_t{p.map->box[0]} * p.map->box[1];
+  for (uint64_t e = static_cast<uint64_t>(t); e < elems; e += static_cast<uint64_t>(n)) {
+    const uint16_t v = static_cast<uint16_t>(0x4000 + e);
+    std::memcpy(tessera_emu_shared_access(sh + p.src + 2 * e, 2, TESSERA_EMU_STORE, 7), &v, 2);
+  }
+  tessera_emu_barrier(1);
+  if (p.lateWrite && t == 5) {
+    const uint16_t v = 1;
+    std::memcpy(tessera_emu_shared_access(sh + p.src, 2, TESSERA_EMU_STORE, 7), &v, 2);
+  }
+  if (t == 0) tessera_emu_tma_store(sh + p.src, p.map, p.c[0], p.c[1], 4);
+}
+}  // namespace
+
+TEST_CASE("TMA 2-D stores write the box inside the tensor only, and their misuse is reported", "[emu][tma]") {
+  auto run = [](Tensor2d& tensor, const TensorMap& map, TmaStoreParams p) {
+    p.map = &map;
+    void* args[] = {&p};
+    LaunchConfig cfg = tmaConfig();
+    cfg.globalBuffers = {{tensor.data.data(), tensor.data.size() * 2}};
+    return launch(&tmaStoreKernel, args, cfg);
+  };
+  SECTION("clipped at the tensor's rows and columns") {
+    Tensor2d tensor;
+    const Tensor2d before;
+    const TensorMap map = tensor.map(16, 8, 0);
+    const int32_t c0 = 40, c1 = 16;  // columns 40..55 (48.. outside), rows 16..23 (20.. outside)
+    LaunchReport rep = run(tensor, map, TmaStoreParams{nullptr, {c0, c1}});
+    INFO(rep.summary());
+    CHECK_FALSE(rep.hasErrors());
+    for (int r = 0; r < Tensor2d::kRows; ++r)
+      for (int c = 0; c < Tensor2d::kPitch; ++c) {
+        const bool inBox = r >= c1 && r < c1 + 8 && c >= c0 && c < c0 + 16 && c < Tensor2d::kCols;
+        const uint16_t want = inBox ? static_cast<uint16_t>(0x4000 + (r - c1) * 16 + (c - c0))
+                                    : before.data[size_t(r * Tensor2d::kPitch + c)];
+        INFO("element (" << r << ", " << c << ")");
+        REQUIRE(tensor.data[size_t(r * Tensor2d::kPitch + c)] == want);
+      }
+  }
+  auto only = [](const LaunchReport& rep, IssueKind k, const std::string& text) {
+    INFO(rep.summary());
+    REQUIRE(rep.issues.size() == 1);
+    CHECK(rep.issues[0].kind == k);
+    CHECK_THAT(rep.issues[0].message, Catch::Contains(text) && Catch::Contains(kTmaOps[4]));
+  };
+  SECTION("a write of the source after the writers' barrier races with the store's read") {
+    Tensor2d tensor;
+    TmaStoreParams p{nullptr, {0, 0}};
+    p.lateWrite = true;
+    // Whichever runs first, the report names the store (op #4) and the write.
+    only(run(tensor, tensor.map(16, 8, 0), p), IssueKind::SharedRace, "with no barrier in between");
+  }
+  SECTION("a source off 128 bytes and a swizzled map are misuse") {
+    Tensor2d tensor;
+    TmaStoreParams p{nullptr, {0, 0}};
+    p.src = kTmaDst + 64;
+    only(run(tensor, tensor.map(16, 8, 0), p), IssueKind::AsyncCopyMisuse, "is not 128-byte aligned");
+    only(run(tensor, tensor.map(32, 8, 64), TmaStoreParams{nullptr, {0, 0}}), IssueKind::AsyncCopyMisuse,
+         "with a swizzled tensor map");
+  }
+}
