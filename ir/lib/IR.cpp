@@ -46,6 +46,24 @@ bool isBinary(OpCode op) { return info(op).traits & kBinary; }
 bool isUnary(OpCode op) { return info(op).traits & kUnary; }
 bool needsFloat(OpCode op) { return info(op).traits & kFloatOnly; }
 bool isTranscendental(OpCode op) { return info(op).traits & kTranscendental; }
+
+std::optional<bool> foldIntCmp(const std::string& p, int64_t a, int64_t b, DType d) {
+  if (isUnsigned(d)) {  // compare the (zero-extended) bits unsigned
+    const auto ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
+    if (p == "lt") return ua < ub;
+    if (p == "le") return ua <= ub;
+    if (p == "gt") return ua > ub;
+    if (p == "ge") return ua >= ub;
+  }
+  if (p == "eq") return a == b;
+  if (p == "ne") return a != b;
+  if (p == "lt") return a < b;
+  if (p == "le") return a <= b;
+  if (p == "gt") return a > b;
+  if (p == "ge") return a >= b;
+  return std::nullopt;
+}
+
 bool hasRegions(OpCode op) { return info(op).traits & kRegions; }
 
 std::string attrStr(const Attr& a) {

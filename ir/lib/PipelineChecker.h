@@ -39,14 +39,13 @@ void verifyStageProtocol(const Function& f);
 std::string relSlot(int64_t c, int64_t n);
 std::string relIter(int64_t d);
 
-class PipelineChecker {
+/// The diagnostics of the checkers: ops and buffers named with their
+/// locations, failures as VerifyErrors; `prefix` opens every message.
+class CheckerText {
  public:
-  explicit PipelineChecker(const Function& f) : f_(f), names_(f) {}
+  CheckerText(const Function& f, std::string prefix) : f_(f), names_(f), prefix_(std::move(prefix)) {}
 
-  void run();
-
- private:
-  // ---- diagnostics -------------------------------------------------------
+ protected:
   std::string where(const Location& l) const { return l.known() ? l.str() : f_.name(); }
   std::string at(const Op& op) const {
     std::string r = "'";  // built piecewise: GCC 12 -Wrestrict false positive on "x" + std::string
@@ -61,9 +60,21 @@ class PipelineChecker {
     return r;
   }
   [[noreturn]] void fail(const Op& op, const std::string& msg) const {
-    throw VerifyError(where(op.loc()) + ": error: " + msg + "\n" + detail::opHeader(op, names_, true));
+    throw VerifyError(where(op.loc()) + ": error: " + prefix_ + msg + "\n" + detail::opHeader(op, names_, true));
   }
 
+  const Function& f_;
+  detail::ValueNames names_;
+  std::string prefix_;
+};
+
+class PipelineChecker : CheckerText {
+ public:
+  explicit PipelineChecker(const Function& f) : CheckerText(f, "") {}
+
+  void run();
+
+ private:
   // ---- use lists ----------------------------------------------------------
   void collectUses() {
     walk(const_cast<Block&>(f_.body()), [&](Op& op) {
@@ -212,8 +223,6 @@ class PipelineChecker {
   /// (-1: none): the loop a prologue copy there belongs to.
   int nextLoopEpoch(const Block& b, size_t i) const;
 
-  const Function& f_;
-  detail::ValueNames names_;
   std::unordered_map<const Value*, std::vector<const Op*>> users_;
   std::set<const Value*> tracked_;
   std::unordered_map<const Op*, SlotForm> forms_;

@@ -53,9 +53,9 @@ const Value* rootOf(const Value* v) {
   return v;
 }
 
-class StageChecker {
+class StageChecker : CheckerText {
  public:
-  explicit StageChecker(const Function& f) : f_(f), names_(f) {}
+  explicit StageChecker(const Function& f) : CheckerText(f, "stage protocol: ") {}
 
   void run() {
     bool any = false;
@@ -92,22 +92,6 @@ class StageChecker {
   }
 
  private:
-  std::string where(const Location& l) const { return l.known() ? l.str() : f_.name(); }
-  std::string at(const Op& op) const {
-    std::string r = "'";
-    r += op.name();
-    r += "' at ";
-    r += where(op.loc());
-    return r;
-  }
-  std::string bufName(const Value* b) const {
-    std::string r = names_.name(b);
-    if (b->definingOp() && b->definingOp()->loc().known()) r += " (allocated at " + b->definingOp()->loc().str() + ")";
-    return r;
-  }
-  [[noreturn]] void fail(const Op& op, const std::string& msg) const {
-    throw VerifyError(where(op.loc()) + ": error: stage protocol: " + msg + "\n" + opHeader(op, names_, true));
-  }
   std::string slotText(int64_t c) const { return relSlot(((c % n_) + n_) % n_, n_); }
 
   // ---- form ----------------------------------------------------------------
@@ -336,13 +320,7 @@ class StageChecker {
       const std::string& p = d->strAttr("pred");
       auto x = evalAffine(d->operand(0), iv), y = evalAffine(d->operand(1), iv);
       if (x && y && !x->m && !y->m) {
-        const int64_t a = x->a * k + x->b, b = y->a * k + y->b;
-        if (p == "eq") return a == b;
-        if (p == "ne") return a != b;
-        if (p == "lt") return a < b;
-        if (p == "le") return a <= b;
-        if (p == "gt") return a > b;
-        if (p == "ge") return a >= b;
+        if (auto r = foldIntCmp(p, x->a * k + x->b, y->a * k + y->b, d->operand(0)->type().dtype())) return *r;
       }
     }
     fail(rel, "cannot prove the release condition: it must compare the iteration number with a constant");
@@ -472,8 +450,6 @@ class StageChecker {
     }
   }
 
-  const Function& f_;
-  ValueNames names_;
   const Op* ws_ = nullptr;
   const Op* prodLoop_ = nullptr;
   const Op* consLoop_ = nullptr;

@@ -101,23 +101,6 @@ std::optional<int64_t> foldInt(OpCode c, int64_t a, int64_t b, DType d) {
   }
 }
 
-std::optional<bool> foldCmp(const std::string& p, int64_t a, int64_t b, DType d) {
-  if (isUnsigned(d)) {  // compare the (zero-extended) bits unsigned
-    const auto ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
-    if (p == "lt") return ua < ub;
-    if (p == "le") return ua <= ub;
-    if (p == "gt") return ua > ub;
-    if (p == "ge") return ua >= ub;
-  }
-  if (p == "eq") return a == b;
-  if (p == "ne") return a != b;
-  if (p == "lt") return a < b;
-  if (p == "le") return a <= b;
-  if (p == "gt") return a > b;
-  if (p == "ge") return a >= b;
-  return std::nullopt;
-}
-
 class Canonicalize : public Pass {
  public:
   const char* name() const override { return "canonicalize"; }
@@ -206,7 +189,7 @@ class Canonicalize : public Pass {
         auto p = op.attrs().find("pred");
         if (ca && cb && op.operand(0)->type().dtype() != DType::I1 && p != op.attrs().end() &&
             std::holds_alternative<std::string>(p->second))
-          if (auto v = foldCmp(std::get<std::string>(p->second), *ca, *cb, op.operand(0)->type().dtype()))
+          if (auto v = foldIntCmp(std::get<std::string>(p->second), *ca, *cb, op.operand(0)->type().dtype()))
             r.newOp = makeConstant(op, t, int64_t{*v ? 1 : 0});
         return r;
       }

@@ -303,6 +303,9 @@ bool needsFloat(OpCode op);      // pow, exp .. expm1, fma: float operands only
 /// pow, exp, exp2, log, log2, tanh, erf, sin, cos, sigmoid, log1p, expm1:
 /// polynomial expansions or device-library calls (docs/math.md).
 bool isTranscendental(OpCode op);
+/// `cmp {pred = p}` on two integer constants of dtype d (unsigned dtypes
+/// compare their bits unsigned); nullopt for an unknown predicate.
+std::optional<bool> foldIntCmp(const std::string& p, int64_t a, int64_t b, DType d);
 bool hasRegions(OpCode op);  // for, if, scan
 /// The kinds of `reduce`: sum, max, min, argmax, argmin (the verifier rejects others,
 /// so the backends can rely on it).
