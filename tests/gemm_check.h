@@ -46,7 +46,8 @@ inline ts::Buffer upload(const ts::Device& dev, ts::DType in, const std::vector<
 }
 
 inline Run runGemm(const ts::Device& dev, const ts::Kernel& kernel, ex::GemmBlocks blocks, int warps, Shape s,
-            const std::vector<float>& a, const std::vector<float>& b, ts::DType in, ts::DType out, bool tensorCopies) {
+                   const std::vector<float>& a, const std::vector<float>& b, ts::DType in, ts::DType out,
+                   bool tensorCopies) {
   ts::CompileOptions o;
   o.numWarps = warps;
   o.tensorCopies = tensorCopies;
@@ -100,6 +101,5 @@ inline void checkGemm(const char* what, ts::DType in, ts::DType out, const ts::K
     }
   CHECK(bad == 0);
 }
-
 
 }  // namespace tessera_test

@@ -50,8 +50,6 @@ using passutil::cloneOp;
 using passutil::mapped;
 using passutil::ValueMap;
 
-constexpr int64_t kProducerWarps = 4;  // a whole warpgroup: setmaxnreg acts per warpgroup
-
 struct Staged {
   Op* copy;
   Op* view;

@@ -8,6 +8,7 @@
 
 #include "Format.h"
 #include "tessera/codegen/Compiler.h"
+#include "tessera/ir/IR.h"
 #include "tessera/perf/Bench.h"
 #include "tessera/support/Error.h"
 #include "tessera/support/Targets.h"
@@ -44,9 +45,13 @@ std::string num(const char* f, double v) {
 double perProgram(const CodeProfile& p, InstrClass c, double warps, double iters) {
   if (!p.hasLoop) return warps * p.all[c];
   // The loop's issue-only code (TMA copies one warp issues) runs once a
-  // program, the rest in every warp.
+  // program, the rest in every warp. A warp-specialised kernel's producer
+  // loop runs in its one issuing warp, once per iteration; its main loop in
+  // the consumer warps, all but the producer warpgroup.
   const double everyWarp = p.loop[c] - p.loopIssue[c];
-  return warps * (p.all[c] - p.loop[c]) + (warps * everyWarp + p.loopIssue[c]) * iters;
+  const double producer = p.hasProducerLoop ? p.producerLoop[c] : 0;
+  const double loopWarps = p.hasProducerLoop ? std::max(1.0, warps - double(ir::kProducerWarps)) : warps;
+  return warps * (p.all[c] - p.loop[c] - producer) + (loopWarps * everyWarp + p.loopIssue[c] + producer) * iters;
 }
 
 }  // namespace
@@ -225,6 +230,9 @@ std::string ModelPrediction::str() const {
     s += "  main loop: " + std::to_string(in.code.loop.total()) + " instructions (" + in.code.loop.str() + "), " +
          num("%.1f", in.loopIterationsPerProgram) + " iterations per program, " + std::to_string(in.stages) + " stage" +
          (in.stages == 1 ? "" : "s") + "\n";
+  if (in.code.hasProducerLoop)
+    s += "  producer loop (warp-specialised: one warp issues the copies, the others run the main loop): " +
+         std::to_string(in.code.producerLoop.total()) + " instructions (" + in.code.producerLoop.str() + ")\n";
   s += "  work: " + formatSI(in.dotFlops, "FLOP") + " on tensor units, " + formatSI(in.vectorFlops, "FLOP") +
        " vector, " + formatSI(in.bytes, "B") + " compulsory, " + formatSI(in.accessedBytes, "B") + " accessed\n";
   s += "  terms (the launch, were each the only limit):\n";

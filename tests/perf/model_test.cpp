@@ -142,6 +142,45 @@ TEST_CASE("code profile: TMA copies one warp issues are counted apart from the l
   CHECK(p.loopIssue.total() == 3);
 }
 
+TEST_CASE("code profile: a warp-specialised kernel's main loop is the MMA loop, its copy loop the producer's",
+          "[perf][model]") {
+  // The producer's loop (longer: its boxes) comes first in the listing, as
+  // the lowering places it; the consumers' loop holds the HGMMA.
+  const char* sass = R"(
+        /*0000*/                   MOV R1, R2 ;
+.L_x_1:
+        /*0010*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P1, [UR4], R4 ;
+        /*0020*/                   UIADD3 UR4, UR5, 0x200, URZ ;
+        /*0030*/                   UTMALDG.2D [UR4], [UR6] ;
+        /*0040*/                   UIADD3 UR8, UR5, 0x400, URZ ;
+        /*0050*/                   UTMALDG.2D [UR8], [UR6] ;
+        /*0060*/                   SYNCS.ARRIVE.TRANS64.RED.A0TR RZ, [UR57], R2 ;
+        /*0070*/               @P3 BRA `(.L_x_1) ;
+        /*0080*/                   EXIT ;
+.L_x_2:
+        /*0090*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P1, [UR4], R4 ;
+        /*00a0*/                   HGMMA.64x64x16.F32 R24, gdesc[UR48].tnspB, R24 ;
+        /*00b0*/                   WARPGROUP.DEPBAR.LE gsb0, 0x1 ;
+        /*00c0*/               @P2 BRA `(.L_x_2) ;
+        /*00d0*/                   EXIT ;
+)";
+  perf::CodeProfile p = perf::profileListing(sass, perf::Listing::SASS);
+  REQUIRE(p.hasLoop);
+  CHECK(p.loop.total() == 4);
+  CHECK(p.loop[InstrClass::AsyncMma] == 1);
+  CHECK(p.loopIssueOnly == 0);
+  REQUIRE(p.hasProducerLoop);
+  CHECK(p.producerLoop.total() == 7);
+  CHECK(p.producerLoop[InstrClass::AsyncCopy] == 2);
+  // Without matrix instructions anywhere, the longest loop is the main one
+  // and there is no producer loop.
+  std::string noMma = sass;
+  noMma.replace(noMma.find("HGMMA.64x64x16.F32 R24, gdesc[UR48].tnspB, R24"), 46, "FADD R3, R3, R4");
+  perf::CodeProfile q = perf::profileListing(noMma, perf::Listing::SASS);
+  CHECK(q.loop.total() == 7);
+  CHECK_FALSE(q.hasProducerLoop);
+}
+
 TEST_CASE("code profile: SASS and AMDGCN listings, the trailing self-branch is no loop", "[perf][model]") {
   const char* sass = R"(
         /*0000*/                   LDC R1, c[0x0][0x28] ;

@@ -257,6 +257,10 @@ namespace tessera::ir {
 /// with useful tiles and cost compile time (a prologue copy per stage, and a
 /// schedule proof that grows with the stages) for nothing.
 inline constexpr int64_t kMaxPipelineStages = 32;
+/// The warps a warp-specialised pipeline's producer runs on (the
+/// `warp-specialize` pass): a whole warpgroup, since setmaxnreg acts on
+/// warpgroups.
+constexpr int64_t kProducerWarps = 4;
 /// The deepest nesting of regions (for / if bodies) a kernel may have. Every
 /// layer (DSL trace, parser, verifier, passes, lowerings) recurses over
 /// regions; the limit keeps that recursion, and compile time, bounded.
