@@ -222,7 +222,8 @@ inline GemmBlocks gemmBlocksFor(const RunContext& ctx) {
 /// around the measured default (256 x 256 x 64). GPU and emulator targets:
 /// blocks of 32 and 64, 2 or 4 warps and, for the pipelined K loops
 /// (`staged`), 2 or 3 stages; sm_90a: blocks of 64 / 128 (M) by 64 to 256
-/// (N) by 32 / 64 (K), 4 or 8 warps (wgmma's warpgroups). One constraint, from the problem's shape: a
+/// (N) by 32 / 64 (K), 4 or 8 warps (wgmma's warpgroups), and for the
+/// pipelined K loops warp specialisation on or off. One constraint, from the problem's shape: a
 /// block wider than its dimension's bucket (the dimension rounded up to a
 /// power of two) computes only masked lanes, so it is pruned.
 inline perf::TuneSpace gemmTuneSpace(const Target& t, const std::vector<int64_t>& shape, bool staged) {
@@ -233,7 +234,9 @@ inline perf::TuneSpace gemmTuneSpace(const Target& t, const std::vector<int64_t>
     // Warpgroup MMA: whole warpgroups (4 or 8 warps) and 16 rows per warp.
     s.param("BLOCK_M", {64, 128}).param("BLOCK_N", {64, 128, 256}).param("BLOCK_K", {32, 64});
     s.param("num_warps", {4, 8});
-    if (staged) s.param("STAGES", {2, 3});
+    // A producer warpgroup issuing the staged copies (ts::Pipeline::
+    // warpSpecialized; a shape it cannot take keeps the usual schedule).
+    if (staged) s.param("STAGES", {2, 3}).param("WARP_SPECIALIZE", {0, 1});
   } else {
     s.param("BLOCK_M", {32, 64}).param("BLOCK_N", {32, 64}).param("BLOCK_K", {32});
     s.param("num_warps", {2, 4});
