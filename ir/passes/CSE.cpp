@@ -74,7 +74,13 @@ class CSE : public Pass {
     kept.reserve(b.ops().size());
     for (auto& op : b.ops()) {
       for (unsigned i = 0; i < op->numOperands(); ++i) op->setOperand(i, resolve(op->operand(i)));
+      // A warp-specialised producer sees nothing of the body but the
+      // kernel's arguments and allocs (IR.h): its ops are merged among
+      // themselves only, never with the body's.
+      std::vector<std::unordered_map<std::string, Op*>> outer;
+      if (op->code() == OpCode::WarpSpecialize) std::swap(outer, scopes_);
       for (auto& r : op->regions()) visit(r->block());
+      if (op->code() == OpCode::WarpSpecialize) std::swap(outer, scopes_);
       if (eligible(*op)) {
         std::string key = keyOf(*op);
         Op* prev = lookup(key);
