@@ -29,6 +29,17 @@ Op* cloneOp(Builder& b, const Op& op, ValueMap& m) {
   return n;
 }
 
+std::vector<Staged> stagedCopies(Block& body) {
+  std::vector<Staged> staged;
+  for (auto& op : body.ops()) {
+    if (op->code() != OpCode::Copy) continue;
+    Op* view = op->operand(0)->definingOp();
+    if (view && view->code() == OpCode::BufferSlot && view->parent() == &body)
+      staged.push_back({op.get(), view, view->operand(0)});
+  }
+  return staged;
+}
+
 void removeDeadPureOps(Function& f, Block& b) {
   auto uses = countUses(f);
   auto& ops = b.ops();

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <unordered_map>
+#include <vector>
 
 #include "tessera/ir/Builder.h"
 #include "tessera/ir/IR.h"
@@ -27,6 +28,16 @@ inline Value* mapped(const ValueMap& m, Value* v) {
 /// Deep copy of `op` (regions included) at the builder's insertion point,
 /// its operands through `m`; records its results in `m`.
 Op* cloneOp(Builder& b, const Op& op, ValueMap& m);
+
+/// A staged copy of a loop as written (`for {stages}`): the copy into a
+/// buffer_slot view made in the loop's body, and the buffer.
+struct Staged {
+  Op* copy;
+  Op* view;  // buffer_slot in the loop body
+  Value* buffer;
+};
+/// The staged copies of `body`, in order.
+std::vector<Staged> stagedCopies(Block& body);
 
 /// Removes the ops of `b` without effects or regions whose results nothing
 /// uses (last to first, so chains go too).

@@ -44,13 +44,8 @@ namespace {
 
 using passutil::cloneOp;
 using passutil::mapped;
+using passutil::Staged;
 using passutil::ValueMap;
-
-struct Staged {
-  Op* copy;
-  Op* view;  // buffer_slot in the loop body
-  Value* buffer;
-};
 
 class PipelineSchedule : public Pass {
  public:
@@ -86,13 +81,7 @@ class PipelineSchedule : public Pass {
     const int64_t S = loop.intAttr("stages");
     Block& body = loop.region(0).block();
     Value* iv = body.arg(0);
-    std::vector<Staged> staged;
-    for (auto& op : body.ops()) {
-      if (op->code() != OpCode::Copy) continue;
-      Op* view = op->operand(0)->definingOp();
-      if (view && view->code() == OpCode::BufferSlot && view->parent() == &body)
-        staged.push_back({op.get(), view, view->operand(0)});
-    }
+    std::vector<Staged> staged = passutil::stagedCopies(body);
     if (staged.empty()) {
       // Nothing to overlap: the loop as written is already its schedule.
       loop.attrs().erase("stages");

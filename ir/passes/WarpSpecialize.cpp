@@ -48,13 +48,8 @@ namespace {
 
 using passutil::cloneOp;
 using passutil::mapped;
+using passutil::Staged;
 using passutil::ValueMap;
-
-struct Staged {
-  Op* copy;
-  Op* view;
-  Value* buffer;
-};
 
 class WarpSpecialize : public Pass {
  public:
@@ -115,13 +110,7 @@ class WarpSpecialize : public Pass {
   std::string reason(const Function& f, const Op& loop) {
     if (loop.parent() != &f.body()) return "the loop is not in the kernel's body";
     Block& body = loop.region(0).block();
-    staged_.clear();
-    for (auto& op : body.ops()) {
-      if (op->code() != OpCode::Copy) continue;
-      Op* view = op->operand(0)->definingOp();
-      if (!view || view->code() != OpCode::BufferSlot || view->parent() != &body) continue;
-      staged_.push_back({op.get(), view, view->operand(0)});
-    }
+    staged_ = passutil::stagedCopies(body);
     if (staged_.empty()) return "it stages no copy";
     std::set<const Value*> seen{body.arg(0)};
     for (unsigned i = 1; i < body.numArgs(); ++i) seen.insert(body.arg(i));
