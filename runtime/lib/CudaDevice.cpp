@@ -114,6 +114,12 @@ class CudaDevice final : public DeviceImpl {
     ctx_->enter();
     ctx_->check(drv().MemsetD8(dst, byte, bytes), "cuMemsetD8");
   }
+  void copyDeviceToDevice(DevicePtr dst, DevicePtr src, size_t bytes) override {
+    if (!bytes) return;
+    ctx_->enter();
+    ctx_->check(drv().MemcpyDtoD(dst, src, bytes), "cuMemcpyDtoD",
+                "copying " + std::to_string(bytes) + " bytes within the device");
+  }
 
   // The driver knows every allocation: the device it lives on, and its size.
   void adoptExternal(DevicePtr p, size_t bytes) override {
@@ -281,6 +287,16 @@ class CudaDevice final : public DeviceImpl {
     ctx_->enter();
     ctx_->check(drv().MemcpyDtoHAsync(dst, src, bytes, cs.stream), "cuMemcpyDtoHAsync",
                 "copying " + std::to_string(bytes) + " bytes from the device");
+    cs.keep(std::move(keep));
+  }
+
+  void copyDeviceToDeviceAsync(StreamImpl& s, DevicePtr dst, DevicePtr src, size_t bytes,
+                               std::shared_ptr<void> keep) override {
+    if (!bytes) return;
+    auto& cs = static_cast<CudaStream&>(s);
+    ctx_->enter();
+    ctx_->check(drv().MemcpyDtoDAsync(dst, src, bytes, cs.stream), "cuMemcpyDtoDAsync",
+                "copying " + std::to_string(bytes) + " bytes within the device");
     cs.keep(std::move(keep));
   }
 

@@ -190,6 +190,8 @@ class DeviceImpl {
   virtual void copyHostToDevice(DevicePtr dst, const void* src, size_t bytes) = 0;
   virtual void copyDeviceToHost(void* dst, DevicePtr src, size_t bytes) = 0;
   virtual void fill(DevicePtr dst, uint8_t byte, size_t bytes) = 0;
+  /// Within the device; ranges checked (same device, no overlap).
+  virtual void copyDeviceToDevice(DevicePtr dst, DevicePtr src, size_t bytes) = 0;
 
   /// Checks that [p, p + bytes) is memory of this device that kernels may
   /// use, as far as the device can tell, and starts tracking it where the
@@ -225,6 +227,8 @@ class DeviceImpl {
                                      std::shared_ptr<void> keep) = 0;
   virtual void copyDeviceToHostAsync(StreamImpl& s, void* dst, DevicePtr src, size_t bytes,
                                      std::shared_ptr<void> keep) = 0;
+  virtual void copyDeviceToDeviceAsync(StreamImpl& s, DevicePtr dst, DevicePtr src, size_t bytes,
+                                       std::shared_ptr<void> keep) = 0;
 
   virtual std::shared_ptr<StreamImpl> createStream() = 0;
   virtual std::shared_ptr<StreamImpl> defaultStream() = 0;

@@ -115,6 +115,7 @@ constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
   X(MemcpyHtoD, cuMemcpyHtoD_v2, CUresult, (CUdeviceptr dst, const void* src, size_t bytes))                      \
   X(MemcpyDtoH, cuMemcpyDtoH_v2, CUresult, (void* dst, CUdeviceptr src, size_t bytes))                            \
   X(MemsetD8, cuMemsetD8_v2, CUresult, (CUdeviceptr dst, unsigned char value, size_t n))                          \
+  X(MemcpyDtoD, cuMemcpyDtoD_v2, CUresult, (CUdeviceptr dst, CUdeviceptr src, size_t bytes))                      \
   X(StreamCreate, cuStreamCreate, CUresult, (CUstream * stream, unsigned flags))                                  \
   X(StreamDestroy, cuStreamDestroy_v2, CUresult, (CUstream stream))                                               \
   X(StreamSynchronize, cuStreamSynchronize, CUresult, (CUstream stream))                                          \
@@ -128,6 +129,8 @@ constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
   X(MemcpyHtoDAsync, cuMemcpyHtoDAsync_v2, CUresult,                                                              \
     (CUdeviceptr dst, const void* src, size_t bytes, CUstream stream))                                            \
   X(MemcpyDtoHAsync, cuMemcpyDtoHAsync_v2, CUresult, (void* dst, CUdeviceptr src, size_t bytes, CUstream stream)) \
+  X(MemcpyDtoDAsync, cuMemcpyDtoDAsync_v2, CUresult,                                                              \
+    (CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream))                                            \
   X(MemGetAddressRange, cuMemGetAddressRange_v2, CUresult, (CUdeviceptr * base, size_t* size, CUdeviceptr p))     \
   X(PointerGetAttribute, cuPointerGetAttribute, CUresult, (void* data, int attr, CUdeviceptr p))                  \
   X(ModuleLoadDataEx, cuModuleLoadDataEx, CUresult,                                                               \
@@ -217,6 +220,7 @@ constexpr hipError_t hipErrorNotFound = 500;
 // hipMemcpyKind
 constexpr int hipMemcpyHostToDevice = 1;
 constexpr int hipMemcpyDeviceToHost = 2;
+constexpr int hipMemcpyDeviceToDevice = 3;
 
 /// Bytes reserved for a hipDeviceProp_t. Its layout changed between HIP 5
 /// (792 bytes) and HIP 6 (hipDeviceProp_tR0600, ~1.5 KiB) and may change

@@ -88,6 +88,13 @@ class HipDevice final : public DeviceImpl {
     ctx_->enter();
     ctx_->check(drv().Memset(reinterpret_cast<void*>(dst), byte, bytes), "hipMemset");
   }
+  void copyDeviceToDevice(DevicePtr dst, DevicePtr src, size_t bytes) override {
+    if (!bytes) return;
+    ctx_->enter();
+    ctx_->check(
+        drv().Memcpy(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes, hipMemcpyDeviceToDevice),
+        "hipMemcpy(DeviceToDevice)", "copying " + std::to_string(bytes) + " bytes within the device");
+  }
 
   // HIP knows each allocation's extent; which device it is on is not
   // checked (hipPointerGetAttributes' structure changed between versions).
@@ -160,6 +167,11 @@ class HipDevice final : public DeviceImpl {
                              std::shared_ptr<void> keep) override {
     copyAsync(static_cast<HipStream&>(s), dst, reinterpret_cast<const void*>(src), bytes, hipMemcpyDeviceToHost,
               std::move(keep));
+  }
+  void copyDeviceToDeviceAsync(StreamImpl& s, DevicePtr dst, DevicePtr src, size_t bytes,
+                               std::shared_ptr<void> keep) override {
+    copyAsync(static_cast<HipStream&>(s), reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes,
+              hipMemcpyDeviceToDevice, std::move(keep));
   }
 
   std::shared_ptr<StreamImpl> createStream() override {

@@ -168,6 +168,11 @@ void HostMemoryDevice::copyDeviceToHostAsync(StreamImpl& s, void* dst, DevicePtr
   run(s, true, [this, dst, src, bytes, keep = std::move(keep)] { copyDeviceToHost(dst, src, bytes); });
 }
 
+void HostMemoryDevice::copyDeviceToDeviceAsync(StreamImpl& s, DevicePtr dst, DevicePtr src, size_t bytes,
+                                               std::shared_ptr<void> keep) {
+  run(s, true, [this, dst, src, bytes, keep = std::move(keep)] { copyDeviceToDevice(dst, src, bytes); });
+}
+
 std::shared_ptr<StreamImpl> HostMemoryDevice::createStream() {
   auto s = std::make_shared<HostStream>();
   streams_.add(s);

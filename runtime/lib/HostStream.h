@@ -91,10 +91,15 @@ class HostMemoryDevice : public DeviceImpl {
   void fill(DevicePtr dst, uint8_t byte, size_t bytes) override {
     if (bytes) std::memset(reinterpret_cast<void*>(dst), byte, bytes);
   }
+  void copyDeviceToDevice(DevicePtr dst, DevicePtr src, size_t bytes) override {
+    if (bytes) std::memcpy(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes);
+  }
   void copyHostToDeviceAsync(StreamImpl& s, DevicePtr dst, const void* src, size_t bytes,
                              std::shared_ptr<void> keep) override;
   void copyDeviceToHostAsync(StreamImpl& s, void* dst, DevicePtr src, size_t bytes,
                              std::shared_ptr<void> keep) override;
+  void copyDeviceToDeviceAsync(StreamImpl& s, DevicePtr dst, DevicePtr src, size_t bytes,
+                               std::shared_ptr<void> keep) override;
 
   std::shared_ptr<StreamImpl> createStream() override;
   std::shared_ptr<StreamImpl> defaultStream() override;

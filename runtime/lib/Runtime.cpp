@@ -146,6 +146,43 @@ void Buffer::copyToHostAsync(const Stream& st, void* dst, size_t bytes) const {
   s.device->copyDeviceToHostAsync(copyStream(s, st, "copyToHostAsync"), dst, s.ptr, bytes, state_);
 }
 
+namespace {
+/// A device-to-device copy's checks: both buffers live, of one device, the
+/// size within both, and the ranges apart.
+const Buffer::State& checkDeviceCopy(const Buffer::State& dst, const std::shared_ptr<Buffer::State>& srcState,
+                                     const char* what, size_t bytes) {
+  const Buffer::State& src = live(srcState, what);
+  if (src.device != dst.device)
+    throw LaunchError(std::string("Buffer::") + what + ": the source buffer belongs to '" + src.device->name() +
+                      "' but the destination to '" + dst.device->name() +
+                      "'; copy through the host (copyToHost, copyFromHost) between devices");
+  for (const auto* b : {&dst, &src})
+    if (bytes > b->bytes())
+      throw LaunchError(std::string("Buffer::") + what + ": " + std::to_string(bytes) + " bytes requested but the " +
+                        (b == &dst ? "destination" : "source") + " holds only " + bufferDesc(*b));
+  if (bytes && dst.ptr < src.ptr + bytes && src.ptr < dst.ptr + bytes)
+    throw LaunchError(std::string("Buffer::") + what + ": the source and destination ranges overlap (" +
+                      std::to_string(bytes) + " bytes)");
+  return src;
+}
+}  // namespace
+
+void Buffer::copyFrom(const Buffer& src, size_t bytes) {
+  const State& d = live(state_, "copyFrom");
+  const State& s = checkDeviceCopy(d, src.state(), "copyFrom", bytes);
+  d.device->defaultStream()->synchronize();
+  d.device->copyDeviceToDevice(d.ptr, s.ptr, bytes);
+}
+
+void Buffer::copyFromAsync(const Stream& st, const Buffer& src, size_t bytes) {
+  const State& d = live(state_, "copyFromAsync");
+  const State& s = checkDeviceCopy(d, src.state(), "copyFromAsync", bytes);
+  StreamImpl& stream = copyStream(d, st, "copyFromAsync");
+  // Both allocations stay alive until the copy has run.
+  auto keep = std::make_shared<std::pair<std::shared_ptr<State>, std::shared_ptr<State>>>(state_, src.state());
+  d.device->copyDeviceToDeviceAsync(stream, d.ptr, s.ptr, bytes, std::move(keep));
+}
+
 void Buffer::fillBytes(uint8_t byte) {
   const State& s = live(state_, "fillBytes");
   s.device->defaultStream()->synchronize();

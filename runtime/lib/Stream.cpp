@@ -84,5 +84,6 @@ Stream Device::wrapStream(void* native) const {
 }
 
 Event Device::createEvent() const { return Event(impl_, impl_->createEvent()); }
+void Device::makeCurrent() const { impl_->makeCurrent(); }
 
 }  // namespace tessera::rt

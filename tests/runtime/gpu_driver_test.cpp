@@ -163,6 +163,7 @@ static_assert(hipabi::hipErrorInvalidDevice == ::hipErrorInvalidDevice);
 static_assert(hipabi::hipErrorNotFound == ::hipErrorNotFound);
 static_assert(hipabi::hipMemcpyHostToDevice == ::hipMemcpyHostToDevice);
 static_assert(hipabi::hipMemcpyDeviceToHost == ::hipMemcpyDeviceToHost);
+static_assert(hipabi::hipMemcpyDeviceToDevice == ::hipMemcpyDeviceToDevice);
 #endif
 
 TEST_CASE("driver ABI declarations were checked against the vendor headers", "[gpu][driver]") {

@@ -137,6 +137,17 @@ CUresult cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t n) {
   return OK;
 }
 
+CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+  NEED_CONTEXT();
+  std::lock_guard<std::mutex> l(mu);
+  uint8_t* d = resolve(dst, n);
+  const uint8_t* s = resolve(src, n);
+  if (!d || !s) return INVALID_VALUE;
+  std::memmove(d, s, n);
+  ++copies;
+  return OK;
+}
+
 CUresult cuMemsetD8_v2(CUdeviceptr dst, unsigned char v, size_t n) {
   NEED_CONTEXT();
   std::lock_guard<std::mutex> l(mu);

@@ -75,6 +75,11 @@ CUresult cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t n, void* s) {
   return cuMemcpyDtoH_v2(dst, src, n);
 }
 
+CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, void* s) {
+  if (!liveStreams.count(s)) return INVALID_HANDLE;
+  return cuMemcpyDtoD_v2(dst, src, n);
+}
+
 CUresult cuMemGetAddressRange_v2(CUdeviceptr* base, size_t* size, CUdeviceptr p) {
   NEED_CONTEXT();
   std::lock_guard<std::mutex> l(mu);

@@ -145,4 +145,5 @@ inline bool parseEntry(const std::string& ptx, const std::string& name, std::vec
 extern "C" {
 fakecuda::CUresult cuMemcpyHtoD_v2(fakecuda::CUdeviceptr dst, const void* src, size_t n);
 fakecuda::CUresult cuMemcpyDtoH_v2(void* dst, fakecuda::CUdeviceptr src, size_t n);
+fakecuda::CUresult cuMemcpyDtoD_v2(fakecuda::CUdeviceptr dst, fakecuda::CUdeviceptr src, size_t n);
 }

@@ -101,6 +101,13 @@ hipError_t hipMemcpy(void* dst, const void* src, size_t n, int kind) {
     std::memcpy(dst, s, n);
     return OK;
   }
+  if (kind == 3) {  // device to device
+    uint8_t* d = resolve(addr(dst), n);
+    const uint8_t* s = resolve(addr(src), n);
+    if (!d || !s) return InvalidValue;
+    std::memmove(d, s, n);
+    return OK;
+  }
   return InvalidValue;
 }
 hipError_t hipMemcpyAsync(void* dst, const void* src, size_t n, int kind, void*) {

@@ -136,6 +136,16 @@ class Buffer {
   void copyFromHostAsync(const Stream& s, const void* src, size_t bytes);
   void copyToHostAsync(const Stream& s, void* dst, size_t bytes) const;
 
+  /// Device-to-device copies: the first `bytes` of `src` (a buffer of the
+  /// same device) to the start of this buffer, on the device's copy engine
+  /// (cuMemcpyDtoD, hipMemcpy DeviceToDevice; memcpy on host devices). The
+  /// ranges may not overlap. The blocking form is ordered after the default
+  /// stream's work; the asynchronous one on `s`, holding both buffers until
+  /// it has run. LaunchError for a null buffer or stream, buffers of two
+  /// devices, a size beyond either buffer, or overlapping ranges.
+  void copyFrom(const Buffer& src, size_t bytes);
+  void copyFromAsync(const Stream& s, const Buffer& src, size_t bytes);
+
   /// True when the memory was wrapped (Device::wrap, DLPack), not allocated.
   bool isExternal() const;
 
@@ -294,6 +304,10 @@ class Device {
   /// for a null handle, and (CUDA) for a stream of another context.
   Stream wrapStream(void* native) const;
   Event createEvent() const;
+  /// Makes this device current on the calling thread -- its primary CUDA
+  /// context, its HIP device -- as a vendor library sharing it expects
+  /// before its own calls (cuBLAS, rocBLAS, NCCL); nothing on host devices.
+  void makeCurrent() const;
 
   bool operator==(const Device& o) const { return impl_ == o.impl_; }
   explicit Device(std::shared_ptr<DeviceImpl> impl) : impl_(std::move(impl)) {}
