@@ -61,7 +61,7 @@ Launch prepare(const RunContext& ctx) {
   std::vector<float> bias(static_cast<size_t>(N));
   for (auto& x : bias) x = dist(rng);
 
-  GemmBlocks B = gemmDefaultBlocks(ctx.device);
+  GemmBlocks B = gemmBlocksFor(ctx);
   Buffer da = ctx.device.upload(DType::BF16, a), db = ctx.device.upload(DType::BF16, b);
   Buffer dbias = ctx.device.upload(DType::F32, bias);
   Buffer dc = ctx.device.alloc(DType::F32, size_t(M * N));
@@ -69,6 +69,7 @@ Launch prepare(const RunContext& ctx) {
   Dim3 grid(uint32_t((M + B.m - 1) / B.m), uint32_t((N + B.n - 1) / B.n));
   Launch launch{
       gemmBF16(B, Activation(P.act)), grid, {dc, da, db, dbias, int32_t(M), int32_t(N), int32_t(K)}, {M, N, K, P.act}};
+  launch.gemm = perf::GemmProblem{da, db, dc, M, N, K};
 
   // Reference in double: act(A @ B + bias) from the same bf16 inputs.
   // Tolerance as gemm_f32: the f32 accumulation of K + 1 terms is within
@@ -103,6 +104,8 @@ Example gemmBF16Example() {
   e.kernel = [] { return gemmBF16(gemmDefaultBlocks(Device::cpu()), Activation::GELU); };
   e.gpuKernel = [](const Target& t) { return gemmBF16(gemmDefaultBlocks(t), Activation::GELU); };
   e.prepare = prepare;
+  e.tuneSpace = [](const Target& t, const std::vector<int64_t>& shape) { return gemmTuneSpace(t, shape, true); };
+  e.dtype = "bf16";
   // Aligned (N and K multiples of 16: cp.async on the emulated sm_80),
   // ragged in every dimension, a single element, K shorter than the
   // pipeline, and each activation.

@@ -71,6 +71,7 @@ Launch prepare(const RunContext& ctx) {
   Dim3 grid(uint32_t((M + B.m - 1) / B.m), uint32_t((N + B.n - 1) / B.n));
   Launch launch{
       gemmF16(B, Activation(P.act)), grid, {dc, da, db, dbias, int32_t(M), int32_t(N), int32_t(K)}, {M, N, K, P.act}};
+  launch.gemm = perf::GemmProblem{da, db, dc, M, N, K};
 
   // Reference in double: act(A @ B + bias) from the same f16 inputs.
   // Tolerance: the f32 accumulation of K + 1 terms is within

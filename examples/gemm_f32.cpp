@@ -76,6 +76,7 @@ Launch prepare(const RunContext& ctx) {
   dc.fillBytes(0xff);  // NaN: an element the kernel fails to write cannot pass
   Dim3 grid(uint32_t((M + B.m - 1) / B.m), uint32_t((N + B.n - 1) / B.n));
   Launch launch{gemmF32(B, Activation(act)), grid, {dc, da, db, dbias, int32_t(M), int32_t(N), int32_t(K)}, s};
+  launch.gemm = perf::GemmProblem{da, db, dc, M, N, K};
 
   // Tolerance: a sum of K + 1 f32 terms in any order is within
   // (K + 1) * 2^-24 * sum |terms| of the exact value (first-order bound,

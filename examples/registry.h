@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/perf/Peers.h"
 #include "tessera/perf/Tune.h"
 #include "tessera/tessera.h"
 
@@ -53,6 +54,12 @@ struct Launch {
   std::vector<rt::Arg> args;
   std::vector<int64_t> shape;  // the shape used (the default when the context gave none)
   std::function<CheckResult()> check;
+  /// The product this launch computes, as a plain GEMM of the same device
+  /// buffers (C = A·B, row-major; `c` is the kernel's output, whose type and
+  /// size the peer's own output takes), for the vendor-BLAS peer of `tessera
+  /// bench --peers`. Set by the f16, bf16 and f32 GEMMs; the kernel's
+  /// epilogue (bias, activation) is not part of it.
+  std::optional<perf::GemmProblem> gemm;
 };
 
 /// "4096x4096": a shape as the tools print it.
@@ -295,6 +302,14 @@ inline Kernel kernelFor(const Example& e, const Target& t) {
   return t.kind != Target::Kind::CPU && e.gpuKernel ? e.gpuKernel(t) : e.kernel();
 }
 
+/// ctx with the config `c` (a point of the example's tune space): the
+/// meta-parameters `prepare` reads, and num_warps as the compile option.
+inline RunContext withConfig(RunContext ctx, const perf::TuneConfig& c) {
+  ctx.config = c;
+  if (c.has("num_warps")) ctx.options.numWarps = static_cast<int>(c.get("num_warps"));
+  return ctx;
+}
+
 /// The tuning problem of example `e` on ctx.device at ctx.shape (its
 /// default when empty): `e.prepare` with each config, checked against the
 /// example's reference. A UsageError when `e` declares no tune space.
@@ -316,9 +331,7 @@ inline perf::TuneProblem tuneProblem(const Example& e, const RunContext& ctx) {
   RunContext base = ctx;
   base.shape = p.shape;
   p.prepare = [e, base](const perf::TuneConfig& c) {
-    RunContext rc = base;
-    rc.config = c;
-    if (c.has("num_warps")) rc.options.numWarps = static_cast<int>(c.get("num_warps"));
+    RunContext rc = withConfig(base, c);
     Launch l = e.prepare(rc);
     perf::TuneCandidate cand;
     cand.kernel = l.kernel;

@@ -90,7 +90,49 @@ fi
 # 2-3 minutes on 16 cores), so it gets a longer limit.
 limit=$((limit > 300 ? limit : 300)) step "CPU and emulator examples" "$bin/test_examples" "~[hardware]"
 step "CPU benchmark (GEMM vs peers)" "$bin/tessera_gemm_bench" --sizes 1024 --reps 3
-row "GPU benchmark vs cuBLAS / copy bandwidth" SKIP "not implemented yet (the examples' times are in their logs)"
+
+# The GPU benchmark beside its peers (`tessera bench --peers`, docs/bench.md):
+# the GEMMs' plain product (act 0) against cuBLAS, softmax and layernorm
+# against a device-to-device copy of the bytes they move. The bundle carries
+# no cuBLAS (hundreds of MiB): the host's is used, found here where the CUDA
+# images and the pip wheels put it; without one the GEMM rows say so.
+peer_rows() {  # the "against the peers" lines of a step's log, one row each
+  local log=$here/$(echo "$1" | tr ' /:' '___').log line
+  while read -r line; do
+    row "  ${line%%:*}" INFO "$(echo "${line#*: }" | cut -c1-90)"
+  done < <(grep -E '^  [a-z0-9_]+\[[0-9x]+\]: .* against ' "$log" 2>/dev/null)
+  while read -r line; do
+    line=${line#note: }
+    row "  ${line%%:*}" SKIP "$(echo "${line#*: }" | cut -c1-90)"
+  done < <(grep -E '^note: [a-z0-9_]+\[[0-9x]+\]: no (GEMM|copy) peer' "$log" 2>/dev/null)
+}
+if [ -n "$sm" ]; then
+  if [ -z "${TESSERA_CUBLAS_LIBRARY:-}" ]; then
+    wheel=$(python3 -c 'import nvidia.cublas, os; print(os.path.dirname(nvidia.cublas.__file__) + "/lib")' 2>/dev/null)
+    for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/lib/x86_64-linux-gnu $wheel; do
+      for v in 13 12; do
+        if [ -f "$d/libcublas.so.$v" ]; then export TESSERA_CUBLAS_LIBRARY=$d/libcublas.so.$v; break 2; fi
+      done
+    done
+  fi
+  echo "cuBLAS for the GEMM peer: ${TESSERA_CUBLAS_LIBRARY:-searched for by the loader as libcublas.so.13 or .12}"
+  # Tiles for the hardware, not the examples' emulator-friendly defaults.
+  if [ "$sm" = sm_90a ]; then
+    cfgs=("BLOCK_M=128,BLOCK_N=256,BLOCK_K=64,num_warps=8,STAGES=3,WARP_SPECIALIZE=1"
+          "BLOCK_M=128,BLOCK_N=256,BLOCK_K=64,num_warps=8,STAGES=3,WARP_SPECIALIZE=0")
+  else
+    cfgs=("BLOCK_M=128,BLOCK_N=128,BLOCK_K=32,num_warps=4,STAGES=3")
+  fi
+  for cfg in "${cfgs[@]}"; do
+    name="GPU GEMMs vs cuBLAS ($cfg)"
+    step "$name" "$bin/tessera" bench gemm_f16:4096,4096,4096,0 gemm_bf16:4096,4096,4096,0 --target "nvptx:$sm" \
+      --no-check --peers --config "$cfg"
+    peer_rows "$name"
+  done
+  step "GPU softmax/layernorm vs copy bandwidth" "$bin/tessera" bench softmax:8192,8192 layernorm:8192,8192 \
+    --target "nvptx:$sm" --peers
+  peer_rows "GPU softmax/layernorm vs copy bandwidth"
+fi
 
 echo
 printf '%-44s %-8s %s\n' "check" "result" "detail"

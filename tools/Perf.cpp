@@ -9,14 +9,17 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <sstream>
 
 #include "registry.h"
 #include "tessera/perf/Bench.h"
 #include "tessera/perf/GpuModel.h"
+#include "tessera/perf/Peers.h"
 #include "tessera/perf/Roofline.h"
 #include "tessera/perf/SpeedOfLight.h"
 
@@ -27,7 +30,8 @@ const char* const kBenchSynopsis =
     "                  [--budget-ms MS] [--warmup-ms MS] [--min-reps N] [--max-reps N] [--flush]\n"
     "                  [--flush-bytes N] [--no-check] [--json FILE] [--baseline FILE] [--threshold PCT]\n"
     "                  [--roofline FILE.svg] [--machines ID,...] [--flops N] [--bytes N] [--seed S]\n"
-    "                  [--precision accurate|approx] [--grid X,Y,Z --arg NAME=VALUE... --kernel NAME]\n";
+    "                  [--precision accurate|approx] [--config K=V,...] [--peers]\n"
+    "                  [--grid X,Y,Z --arg NAME=VALUE... --kernel NAME]\n";
 const char* const kSolSynopsis =
     "  tessera sol [KERNEL[:SHAPE]...|FILE.tir] [--target T] [--shape A,B,...] [--machines ID,...]\n"
     "                  [--grid X,Y,Z] [--arg NAME=VALUE]... [--kernel NAME] [--remeasure-host] [--model]\n";
@@ -51,6 +55,13 @@ std::string benchOptionsHelp() {
          "  --roofline FILE.svg the roofline chart of the results (and FILE.png where rsvg-convert or\n"
          "                      inkscape is installed); --machines ID,... picks its roofs (default all)\n"
          "  --flops N, --bytes N  declare the work of one launch instead of counting it from the IR\n"
+         "  --config K=V,...    trace each example with this point of its tune space (`tessera tune`\n"
+         "                      prints them; num_warps is the compile option) instead of its defaults\n"
+         "  --peers             also time each kernel's peer on the same device with the same harness:\n"
+         "                      a GEMM example's product on the vendor BLAS (cuBLAS on CUDA, rocBLAS\n"
+         "                      on HIP, loaded at run time; TESSERA_CUBLAS_LIBRARY /\n"
+         "                      TESSERA_ROCBLAS_LIBRARY), any other kernel against a device-to-device\n"
+         "                      copy of the bytes it moves; then prints each kernel against its peer\n"
          "  FILE.tir            a kernel from textual IR: --grid X[,Y[,Z]] and --arg NAME=VALUE for\n"
          "                      every argument (a scalar's value, a buffer's element count; buffers\n"
          "                      are zero-filled); --kernel NAME picks one of several kernels\n"
@@ -113,6 +124,8 @@ struct PerfArgs {
   std::string kernelName;
   bool remeasure = false;
   bool model = false;
+  bool peers = false;
+  std::optional<perf::TuneConfig> config;
   bool help = false;
   std::string commandLine;
 };
@@ -194,6 +207,15 @@ class ArgParser {
       } else if (bench && s == "--precision") {
         a.precision = value("accurate or approx");
         codegen::parsePrecision(*a.precision);  // a UsageError naming the choices
+      } else if (bench && s == "--peers") {
+        a.peers = true;
+      } else if (bench && s == "--config") {
+        const std::string v = value("a config K=V,... (BLOCK_M=128,num_warps=8)");
+        try {
+          a.config = perf::TuneConfig::parse(v);
+        } catch (const UsageError& e) {
+          fail(std::string("--config: ") + e.what());
+        }
       } else if (!s.empty() && s[0] == '-' && s != "-") {
         fail("unknown option " + s + " (`tessera help " + cmd_ + "` lists the options of " + cmd_ + ")");
       } else {
@@ -431,7 +453,21 @@ examples::RunContext contextFor(const Subject& sub, const PerfArgs& a, const Dev
   ctx.shape = sub.shape;
   ctx.seed = a.seed;
   ctx.launch.threads = a.threads;
-  return ctx;
+  if (!a.config) return ctx;
+  // --config: names of the example's tune space only, so that a misspelt
+  // parameter is an error rather than a silently ignored default.
+  if (!sub.example || !sub.example->tuneSpace)
+    throw CommandLineError(a.command, "--config: " + (sub.example ? "example " + sub.example->name : sub.file) +
+                                          " declares no tune space (`tessera tune` lists the tunable examples)");
+  perf::TuneSpace space =
+      sub.example->tuneSpace(Target::parse(a.target), sub.shape.empty() ? sub.example->prepare(ctx).shape : sub.shape);
+  std::string names;
+  for (const auto& p : space.params) names += (names.empty() ? "" : ", ") + p.name;
+  for (const auto& [k, v] : a.config->values)
+    if (std::none_of(space.params.begin(), space.params.end(), [&](const auto& p) { return p.name == k; }))
+      throw CommandLineError(a.command, "--config: " + sub.example->name + " on " + a.target + " has no parameter " +
+                                            k + " (its parameters: " + names + ")");
+  return examples::withConfig(ctx, *a.config);
 }
 
 std::string subjectName(const Subject& s) { return s.example ? s.example->name : s.file; }
@@ -463,6 +499,106 @@ std::vector<perf::Machine> onlyAsked(const PerfArgs& a, const std::vector<perf::
     if (std::find(a.machines.begin(), a.machines.end(), m.id) != a.machines.end()) out.push_back(m);
   return out;
 }
+
+/// --peers: each kernel's peer on its device, timed with the same harness
+/// and options, and the lines that set the two side by side.
+class Peers {
+ public:
+  explicit Peers(Device dev) : dev_(std::move(dev)) {}
+
+  /// The peer of one benchmarked launch, or nothing (with a note saying why).
+  std::optional<perf::BenchResult> run(const examples::Launch& l, const perf::BenchResult& k,
+                                       const perf::BenchOptions& opts) {
+    std::optional<perf::BenchResult> p;
+    if (l.gemm)
+      p = gemm(*l.gemm, k, opts);
+    else
+      p = copy(k, opts);
+    if (p) lines_.push_back(compareLine(k, *p));
+    return p;
+  }
+
+  /// "against the peers" and the notes, after the table.
+  std::string report() const {
+    std::string out;
+    if (!lines_.empty())
+      out += "\nagainst the peers (the same device and harness; speed = peer median / kernel median):\n";
+    for (const std::string& l : lines_) out += "  " + l + "\n";
+    for (const std::string& n : notes_) out += "note: " + n + "\n";
+    return out;
+  }
+
+ private:
+  std::optional<perf::BenchResult> gemm(perf::GemmProblem g, const perf::BenchResult& k,
+                                        const perf::BenchOptions& opts) {
+    if (dev_.kind() == rt::DeviceKind::CPU || dev_.kind() == rt::DeviceKind::Emulator) {
+      note(k.id() + ": no GEMM peer on " + dev_.name() +
+           (dev_.kind() == rt::DeviceKind::CPU ? " (tessera_gemm_bench compares the CPU GEMMs with OpenBLAS and oneDNN)"
+                                               : " (the vendor BLAS runs on CUDA and HIP devices)"));
+      return std::nullopt;
+    }
+    if (!blas_ && blasError_.empty()) {
+      try {
+        blas_ = std::make_unique<perf::VendorBlas>(dev_);
+      } catch (const Error& e) {
+        blasError_ = e.what();
+      }
+    }
+    if (!blas_) {
+      note(k.id() + ": no GEMM peer: " + blasError_);
+      return std::nullopt;
+    }
+    // The peer writes its own C, so the kernel's output is checked as it left it.
+    g.c = dev_.alloc(g.c.dtype(), g.c.count());
+    const double flops = 2.0 * double(g.m) * double(g.n) * double(g.k);
+    const double bytes = double(g.m * g.k + g.k * g.n) * double(byteSize(g.a.dtype())) +
+                         double(g.m * g.n) * double(byteSize(g.c.dtype()));
+    perf::BenchResult r = perf::benchmarkPeer(dev_, blas_->launchFn(g), opts, k.name + "/blas", k.shape,
+                                              perf::Work{flops, bytes, "declared", {}});
+    peerName_[r.id()] = blas_->name();
+    return r;
+  }
+
+  std::optional<perf::BenchResult> copy(const perf::BenchResult& k, const perf::BenchOptions& opts) {
+    // Half the compulsory bytes (read + written) are copied: the copy then
+    // reads and writes as many bytes as the kernel must.
+    const size_t n = static_cast<size_t>(k.work.bytes / 2) / 16 * 16;
+    if (n == 0) {
+      note(k.id() + ": no copy peer (no global-memory bytes counted)");
+      return std::nullopt;
+    }
+    rt::Buffer src = dev_.alloc(DType::U8, n), dst = dev_.alloc(DType::U8, n);
+    perf::BenchResult r = perf::benchmarkPeer(dev_, perf::deviceCopy(dst, src, n), opts, k.name + "/copy", k.shape,
+                                              perf::Work{0, 2.0 * double(n), "declared", {}});
+    peerName_[r.id()] = "device-to-device copy of " + perf::formatSI(double(n), "B");
+    return r;
+  }
+
+  std::string compareLine(const perf::BenchResult& k, const perf::BenchResult& p) const {
+    std::ostringstream o;
+    o << k.id() << ": " << perf::formatSeconds(k.stats.median) << " against " << peerName_.at(p.id()) << ": "
+      << perf::formatSeconds(p.stats.median) << " -> ";
+    if (k.stats.median > 0 && p.stats.median > 0)
+      o << std::setprecision(3) << p.stats.median / k.stats.median << "x";
+    else
+      o << "no ratio (a median of 0: the device's clock did not advance)";
+    if (k.work.flops > 0 && p.work.flops > 0)
+      o << " (" << perf::formatSI(k.flopsPerSecond(), "FLOP/s") << " vs "
+        << perf::formatSI(p.flopsPerSecond(), "FLOP/s") << ")";
+    else
+      o << " (" << perf::formatSI(k.bytesPerSecond(), "B/s") << " vs " << perf::formatSI(p.bytesPerSecond(), "B/s")
+        << ")";
+    return o.str();
+  }
+
+  void note(const std::string& n) { notes_.push_back(n); }
+
+  Device dev_;
+  std::unique_ptr<perf::VendorBlas> blas_;
+  std::string blasError_;
+  std::map<std::string, std::string> peerName_;
+  std::vector<std::string> lines_, notes_;
+};
 
 }  // namespace
 
@@ -502,8 +638,10 @@ int runBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
   table << "tessera bench on " << dev.name() << ": " << perf::formatSeconds(a.bench.budgetSeconds)
         << " budget per kernel (" << a.bench.minReps << ".." << a.bench.maxReps << " repetitions), warm-up "
         << perf::formatSeconds(a.bench.warmupSeconds) << ", caches " << (a.bench.flushCache ? "flushed" : "not flushed")
-        << "\n";
+        << (a.config ? ", config " + a.config->str() : std::string()) << "\n";
   std::vector<perf::BenchResult> results;
+  std::optional<Peers> peers;
+  if (a.peers) peers.emplace(dev);
   int status = 0;
   const bool progress = isatty(STDERR_FILENO);
   for (const Subject& sub : subjects) {
@@ -538,9 +676,13 @@ int runBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
         status = 1;
       }
     }
+    std::optional<perf::BenchResult> peer;
+    if (peers) peer = peers->run(l, r, a.bench);
     results.push_back(std::move(r));
+    if (peer) results.push_back(std::move(*peer));
   }
   table << perf::formatTable(results);
+  if (peers) table << peers->report();
   for (const perf::BenchResult& r : results)
     for (const std::string& n : r.work.ir.notes) table << "note: " << r.id() << ": work " << n << "\n";
   if (!own) table << "no roofline fraction: " << dev.name() << " is not a machine of the table\n";
