@@ -2,6 +2,7 @@
 //
 //   cmake --build build --target tessera_gpu_bench
 //   build/bin/tessera_gpu_bench [--reps N] [--only NAME] [--targets T1,T2] [--json FILE] [--dump DIR]
+//                               [--precision accurate|approx]
 //
 // For the bundled examples (their default GPU kernels, 4 warps) and the
 // kernels of gpu_static_kernels.h, on nvptx:sm_80, nvptx:sm_90a,
@@ -28,7 +29,9 @@
 // ragged; a kernel that fails (or does not fit the target) reports no
 // figures for that target. --dump DIR writes the listings and layout statistics the
 // figures come from, the tile IR after every pass (layouts included) and
-// the LLVM module handed to the backend.
+// the LLVM module handed to the backend. --precision approx compiles with the
+// hardware approximations of exp, division and sqrt (docs/math.md), as
+// Triton's code has them (bench/triton/compare.sh passes it).
 //
 //   build/bin/tessera_gpu_bench --measure TARGET KERNEL THREADS SHARED CODE [ASM]
 // measures another compiler's output the same way (bench/triton/static_peer.py):
@@ -325,7 +328,13 @@ int main(int argc, char** argv) {
         targets = split(value());
       else if (a == "--dump")
         std::filesystem::create_directories(dumpDir = value());
-      else
+      else if (a == "--precision") {
+        // Triton's exp, division and sqrt are the hardware approximations:
+        // the like-for-like comparison compiles Tessera's with them too.
+        std::string p = value();
+        ts::codegen::parsePrecision(p);  // a UsageError naming the choices
+        setenv("TESSERA_PRECISION", p.c_str(), 1);
+      } else
         throw ts::UsageError("unknown option " + a);
     }
     std::printf("%-10s %-26s %-14s %4s %6s %6s %4s %5s %5s %5s %7s %7s %6s %8s %6s\n", "kernel", "config", "target",

@@ -20,6 +20,7 @@
 #include "tessera/perf/Bench.h"
 #include "tessera/perf/GpuModel.h"
 #include "tessera/perf/Peers.h"
+#include "tessera/perf/TuneTable.h"
 #include "tessera/perf/Roofline.h"
 #include "tessera/perf/SpeedOfLight.h"
 
@@ -56,7 +57,8 @@ std::string benchOptionsHelp() {
          "                      inkscape is installed); --machines ID,... picks its roofs (default all)\n"
          "  --flops N, --bytes N  declare the work of one launch instead of counting it from the IR\n"
          "  --config K=V,...    trace each example with this point of its tune space (`tessera tune`\n"
-         "                      prints them; num_warps is the compile option) instead of its defaults\n"
+         "                      prints them; num_warps is the compile option) instead of its defaults;\n"
+         "                      --config tuned takes the best one `tessera tune` stored for the device\n"
          "  --peers             also time each kernel's peer on the same device with the same harness:\n"
          "                      a GEMM example's product on the vendor BLAS (cuBLAS on CUDA, rocBLAS\n"
          "                      on HIP, loaded at run time; TESSERA_CUBLAS_LIBRARY /\n"
@@ -210,9 +212,9 @@ class ArgParser {
       } else if (bench && s == "--peers") {
         a.peers = true;
       } else if (bench && s == "--config") {
-        const std::string v = value("a config K=V,... (BLOCK_M=128,num_warps=8)");
+        const std::string v = value("a config K=V,... (BLOCK_M=128,num_warps=8), or tuned");
         try {
-          a.config = perf::TuneConfig::parse(v);
+          a.config = v == "tuned" ? perf::TuneConfig{} : perf::TuneConfig::parse(v);
         } catch (const UsageError& e) {
           fail(std::string("--config: ") + e.what());
         }
@@ -459,8 +461,20 @@ examples::RunContext contextFor(const Subject& sub, const PerfArgs& a, const Dev
   if (!sub.example || !sub.example->tuneSpace)
     throw CommandLineError(a.command, "--config: " + (sub.example ? "example " + sub.example->name : sub.file) +
                                           " declares no tune space (`tessera tune` lists the tunable examples)");
-  perf::TuneSpace space =
-      sub.example->tuneSpace(Target::parse(a.target), sub.shape.empty() ? sub.example->prepare(ctx).shape : sub.shape);
+  const std::vector<int64_t> shape = sub.shape.empty() ? sub.example->prepare(ctx).shape : sub.shape;
+  if (a.config->values.empty()) {
+    // --config tuned: the best config `tessera tune` stored for this
+    // device (or ranked with the performance model for its machine).
+    const perf::TuneTable table = perf::TuneTable::fromStore(sub.example->name);
+    const perf::TuneTableEntry* e = table.findFor(sub.example->name, shape, sub.example->dtype, dev);
+    if (!e)
+      throw CommandLineError(a.command, "--config tuned: nothing tuned for " + sub.example->name + " at " +
+                                            examples::shapeStr(shape) + " on " + dev.name() + "; run `tessera tune " +
+                                            sub.example->name + " --shape " + examples::shapeStr(shape) + " --device " +
+                                            a.target + "` first (or with --model MACHINE)");
+    return examples::withConfig(ctx, e->config);
+  }
+  perf::TuneSpace space = sub.example->tuneSpace(Target::parse(a.target), shape);
   std::string names;
   for (const auto& p : space.params) names += (names.empty() ? "" : ", ") + p.name;
   for (const auto& [k, v] : a.config->values)
@@ -638,7 +652,9 @@ int runBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
   table << "tessera bench on " << dev.name() << ": " << perf::formatSeconds(a.bench.budgetSeconds)
         << " budget per kernel (" << a.bench.minReps << ".." << a.bench.maxReps << " repetitions), warm-up "
         << perf::formatSeconds(a.bench.warmupSeconds) << ", caches " << (a.bench.flushCache ? "flushed" : "not flushed")
-        << (a.config ? ", config " + a.config->str() : std::string()) << "\n";
+        << (a.config ? ", config " + (a.config->values.empty() ? std::string("tuned") : a.config->str())
+                     : std::string())
+        << "\n";
   std::vector<perf::BenchResult> results;
   std::optional<Peers> peers;
   if (a.peers) peers.emplace(dev);
@@ -646,6 +662,8 @@ int runBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
   const bool progress = isatty(STDERR_FILENO);
   for (const Subject& sub : subjects) {
     examples::RunContext ctx = contextFor(sub, a, dev);
+    if (a.config && a.config->values.empty() && ctx.config)
+      table << "tuned config of " << subjectName(sub) << ": " << ctx.config->str() << "\n";
     examples::Launch l = sub.example ? sub.example->prepare(ctx) : fileLaunch(sub, a, dev);
     if (!machinesChosen) {
       machines = selectMachines(a, onHost, err);

@@ -25,8 +25,12 @@ fi
 NVDISASM=$(find "$VENV" -path '*/bin/nvdisasm' -type f 2>/dev/null | head -1)
 [ -n "$NVDISASM" ] && export PATH="$(dirname "$NVDISASM"):$PATH"
 
+# Like for like: Triton's exp, division and sqrt are the hardware
+# approximations, so Tessera's are compiled with them too
+# (TESSERA_BENCH_PRECISION=accurate measures Tessera's default instead).
+PRECISION=${TESSERA_BENCH_PRECISION:-approx}
 cmake --build "$BUILD" --target tessera_gpu_bench
-"$BUILD/bin/tessera_gpu_bench" --json "$OUT/tessera.json" "$@" | tee "$OUT/tessera.txt"
+"$BUILD/bin/tessera_gpu_bench" --precision "$PRECISION" --json "$OUT/tessera.json" "$@" | tee "$OUT/tessera.txt"
 "$VENV/bin/python" "$ROOT/bench/triton/static_peer.py" --measure-tool "$BUILD/bin/tessera_gpu_bench" \
   --json "$OUT/triton.json" 2> "$OUT/triton.log"
 echo
