@@ -289,7 +289,7 @@ def compile_once(fn, sig, consts, warps, stages, target):
     return k, (time.perf_counter() - t) * 1e3
 
 
-def measure(tool, case, tname, reps):
+def measure(tool, case, tname, reps, dump=None):
     name, config, fn, sig, consts, warps, stages = case
     row = {"kernel": name, "config": config, "target": tname}
     target = TARGETS[tname]
@@ -304,6 +304,14 @@ def measure(tool, case, tname, reps):
         shared = int(k.metadata.shared)
         # convert_layout ops left in the final Triton GPU IR.
         row["shared_conversions"] = k.asm["ttgir"].count("ttg.convert_layout")
+        if dump:  # the listings, named as tessera_gpu_bench --dump names Tessera's
+            os.makedirs(dump, exist_ok=True)
+            stem = os.path.join(dump, ".".join([name, re.sub(r"[^A-Za-z0-9]+", "_", config),
+                                                tname.replace(":", "_")]))
+            for key in ("ttgir", "ptx", "amdgcn"):
+                if key in k.asm:
+                    with open(stem + "." + key, "w") as f:
+                        f.write(k.asm[key])
         with tempfile.TemporaryDirectory() as d:
             if target.backend == "cuda":
                 code = os.path.join(d, "k.ptx")
@@ -392,6 +400,7 @@ def main():
     p.add_argument("--only", help="one kernel family")
     p.add_argument("--targets", default=",".join(TARGETS))
     p.add_argument("--compare", nargs=2, metavar=("TESSERA_JSON", "TRITON_JSON"))
+    p.add_argument("--dump", metavar="DIR", help="write Triton's listings (TTGIR, PTX, AMDGCN) here")
     a = p.parse_args()
     if a.compare:
         return compare(*a.compare)
@@ -403,7 +412,7 @@ def main():
         if a.only and case[0] != a.only:
             continue
         for t in a.targets.split(","):
-            row = measure(a.measure_tool, case, t, a.reps)
+            row = measure(a.measure_tool, case, t, a.reps, a.dump)
             print(json.dumps(row), file=sys.stderr)
             rows.append(row)
     if a.json:

@@ -150,7 +150,9 @@ void Lower::copyOperand(const ir::Op& dot, unsigned i, llvm::Value* base, const 
   const ir::Value* maskV = ld.numOperands() > 1 ? ld.operand(1) : nullptr;
   const auto& shape = ptrV->type().shape();
   const int fast = globalOperands_.at({&dot, i});
-  const int64_t ce = 16 / static_cast<int64_t>(byteSize(ld.result()->type().dtype()));
+  const int64_t chunkBytes = globalChunkBytes(dot);
+  const int64_t ce = chunkBytes / static_cast<int64_t>(byteSize(ld.result()->type().dtype()));
+  const bool async = t_.asyncCopyImpl() == AsyncCopyImpl::Hardware;
   ir::Layout cl = ir::Layout::blocked(chunkLayout(shape, fast, ce, o_.numWarps, t_.warpSize()));
   setCurrentOp(ld);  // the accesses are the load's (emulator reports, layout statistics)
   std::map<std::pair<const ir::Value*, std::string>, Slots> memo;
@@ -167,7 +169,32 @@ void Lower::copyOperand(const ir::Op& dot, unsigned i, llvm::Value* base, const 
       if (t.consts[s][static_cast<size_t>(fast)] % ce != 0) continue;  // not the first element of a chunk
       const size_t ri = transposed ? 1 : 0, ci = 1 - ri;
       llvm::Value* dst = stagingAddress(b_, et, base, st, bs[ri], t.consts[s][ri], bs[ci], t.consts[s][ci]);
-      t_.asyncCopy(b_, dst, ptrs[s], 16, maskV ? m[s] : nullptr);
+      if (async) {
+        t_.asyncCopy(b_, dst, ptrs[s], static_cast<unsigned>(chunkBytes), maskV ? m[s] : nullptr);
+        continue;
+      }
+      // One vector load and one LDS store per chunk; a masked chunk is zeros.
+      llvm::Type* vt = llvm::FixedVectorType::get(et, static_cast<unsigned>(ce));
+      const llvm::Align align(static_cast<uint64_t>(chunkBytes));
+      llvm::Value* x = nullptr;
+      if (!maskV) {
+        x = b_.CreateAlignedLoad(vt, ptrs[s], align);
+      } else if (!(x = t_.predicatedLoad(b_, vt, ptrs[s], m[s], llvm::Constant::getNullValue(vt)))) {
+        llvm::BasicBlock* from = b_.GetInsertBlock();
+        llvm::Function* fn = from->getParent();
+        auto* bb = llvm::BasicBlock::Create(ctx_, "ld", fn);
+        auto* join = llvm::BasicBlock::Create(ctx_, "ld.end", fn);
+        b_.CreateCondBr(m[s], bb, join);
+        b_.SetInsertPoint(bb);
+        llvm::Value* y = b_.CreateAlignedLoad(vt, ptrs[s], align);
+        b_.CreateBr(join);
+        b_.SetInsertPoint(join);
+        llvm::PHINode* phi = b_.CreatePHI(vt, 2);
+        phi->addIncoming(y, bb);
+        phi->addIncoming(llvm::Constant::getNullValue(vt), from);
+        x = phi;
+      }
+      b_.CreateAlignedStore(x, dst, align);
     }
   });
   setCurrentOp(dot);
@@ -269,7 +296,7 @@ void Lower::emitTensorCoreDot(const ir::Op& op, const ir::Layout& l) {
     if (stageA && !globalA) stageOperand(a, base, p.a, false);
     if (stageB && !globalB) stageOperand(bv, bBase, p.b, p.bTransposed);
     setCurrentOp(op);
-    if ((globalA && !tmaA) || (globalB && !tmaB)) {
+    if (((globalA && !tmaA) || (globalB && !tmaB)) && t_.asyncCopyImpl() == AsyncCopyImpl::Hardware) {
       t_.asyncCommit(b_);
       t_.asyncWait(b_, 0);
     }

@@ -324,6 +324,9 @@ class Lower {
   void planDirectDots();
   void planDotOperands();
   int globalCopyDim(const ir::Op& op, unsigned i, const std::unordered_map<const ir::Value*, int>& uses);
+  /// The bytes of one chunk of a dot operand copied from global memory:
+  /// cp.async's 16 on NVIDIA, 8 on AMD (the padded staging rows' alignment).
+  int64_t globalChunkBytes(const ir::Op& dot) const;
   /// Stages the loop-invariant dot operands of `loop` (planDotOperands)
   /// into their loop areas, before the loop.
   void stageHoistedOperands(const ir::Op& loop);

@@ -227,6 +227,11 @@ bool definedIn(const ir::Value* v, const ir::Op& loop) {
 ///   the staging buffer (copyOperand): the tile never occupies registers.
 ///   Only where the program has no async groups of its own (the copy waits
 ///   for all groups) and the pointers prove 16-byte chunks (globalCopyDim);
+///   (AMD) the same where the operand is contiguous along K, the dim the
+///   staging keeps contiguous (A M x K, B N x K), by 8-byte vector loads
+///   and LDS stores (the padded rows are 8-byte aligned), in place of a
+///   load in the layout of the tile's last dim -- flash attention's K^T,
+///   one 16-bit load, LDS store and exec branch per element otherwise;
 /// * an A operand whose layout is the instruction's A fragments
 ///   (ir::mmaOperandALayout; flash attention's P = softmax(S) in the first
 ///   dot's accumulator layout, chained dots having all warps along M) is
@@ -246,6 +251,10 @@ bool definedIn(const ir::Value* v, const ir::Op& loop) {
 /// user is the dot, masked lanes 0, pointers contiguous and 16-byte aligned
 /// along that dim, the mask constant over each chunk, and the chunk
 /// contiguous in the staging buffer), or -1.
+int64_t Lower::globalChunkBytes(const ir::Op& dot) const {
+  return ir::isNvMma(la_.get(dot.result()).parent.mma) ? 16 : 8;
+}
+
 int Lower::globalCopyDim(const ir::Op& op, unsigned i, const std::unordered_map<const ir::Value*, int>& uses) {
   const ir::Value* v = op.operand(i);
   const ir::Op* ld = v->definingOp();
@@ -261,15 +270,18 @@ int Lower::globalCopyDim(const ir::Op& op, unsigned i, const std::unordered_map<
   const ir::Value* ptr = ld->operand(0);
   const auto& shape = ptr->type().shape();
   const int64_t eb = static_cast<int64_t>(byteSize(v->type().dtype()));
-  const int64_t ce = 16 / eb;
+  const bool nv = ir::isNvMma(la_.get(op.result()).parent.mma);
+  const int64_t ce = globalChunkBytes(op) / eb;
   ir::AxisInfo ai = ax_.get(ptr);
   if (shape.size() != 2 || ai.contiguity.size() != 2) return -1;
   int fast = ai.contiguity[0] > ai.contiguity[1] ? 0 : 1;
-  if (ai.contiguity[fast] % ce != 0 || shape[fast] % ce != 0 || ai.divisibility[fast] % 16 != 0) return -1;
+  if (ai.contiguity[fast] % ce != 0 || shape[fast] % ce != 0 || ai.divisibility[fast] % (ce * eb) != 0) return -1;
   if (ld->numOperands() > 1) {
     ir::AxisInfo mi = ax_.get(ld->operand(1));
     if (mi.constancy.size() != 2 || mi.constancy[fast] % ce != 0) return -1;
   }
+  // AMD stages A as M x K and B as N x K (planTensorCoreDot): chunks along K.
+  if (!nv) return fast == (i == 0 ? 1 : 0) ? fast : -1;
   // A (M x K) is staged row-major: chunks along K only. B: along N
   // (row-major K x N) or along K (stored N x K, see dotPlan), then with
   // whole pairs of n-tiles (ldmatrix .x4 without .trans covers two).
@@ -300,7 +312,9 @@ void Lower::planDotOperands() {
     if (op.code() != OpCode::Dot || !la_.has(op.result())) return;
     const ir::Layout& dl = la_.get(op.result());
     if (dl.parent.mma == ir::MmaKind::None) return;
-    for (unsigned i = 0; i < 2 && copies && ir::isNvMma(dl.parent.mma); ++i) {
+    // NVIDIA: cp.async. AMD: synchronous chunks (no async groups involved).
+    const bool chunked = ir::isNvMma(dl.parent.mma) ? copies : true;
+    for (unsigned i = 0; i < 2 && chunked; ++i) {
       if (directOperands_.count({&op, i})) continue;
       if (int fast = globalCopyDim(op, i, uses); fast >= 0) {
         globalOperands_[{&op, i}] = fast;
