@@ -196,8 +196,33 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
     b.CreateIntrinsic(llvm::Intrinsic::amdgcn_sched_barrier, {}, {b.getInt32(0)});  // mask 0: nothing crosses
   }
   llvm::Value* lane(llvm::IRBuilderBase& b) { return b.CreateAnd(threadId(b, 0), b.getInt32(row_.wave - 1)); }
+  // Butterfly exchanges (the reductions' steps) within a row of 16 lanes or
+  // a group of 32 take no LDS address: DPP quad permutations for xor 1 and
+  // 2; on gfx10+ DPP row_xmask for 4 and 8 and v_permlanex16 for 16 (the
+  // two rows of 32 swapped); on gfx9 ds_swizzle's bitmask mode (within 32
+  // lanes). Only xor 32 of a wave64 goes through ds_bpermute.
   llvm::Value* shuffleXor(llvm::IRBuilderBase& b, llvm::Value* v, unsigned mask) override {
+    auto i32 = [&](unsigned x) { return b.getInt32(x); };
+    const bool gfx10 = gfxMajor() >= 10;
+    if (mask == 1 || mask == 2 || (gfx10 && (mask == 4 || mask == 8))) {
+      // quad_perm [1,0,3,2] / [2,3,0,1]; row_xmask:m is 0x160 | m.
+      const unsigned ctrl = mask == 1 ? 0xB1 : mask == 2 ? 0x4E : 0x160 | mask;
+      // No old value and bound_ctrl (every source lane exists): the DPP
+      // combiner can then fold the move into the reduction's own VALU op.
+      return b.CreateIntrinsic(llvm::Intrinsic::amdgcn_update_dpp, {v->getType()},
+                               {llvm::PoisonValue::get(v->getType()), v, i32(ctrl), i32(0xf), i32(0xf), b.getTrue()});
+    }
+    if (gfx10 && mask == 16)  // each lane reads the same lane of the other row
+      return b.CreateIntrinsic(
+          llvm::Intrinsic::amdgcn_permlanex16, {v->getType()},
+          {llvm::PoisonValue::get(v->getType()), v, i32(0x76543210), i32(0xfedcba98), b.getFalse(), b.getFalse()});
+    if (!gfx10 && mask < 32)  // bitmask mode: and 0x1f, or 0, xor `mask`
+      return b.CreateIntrinsic(llvm::Intrinsic::amdgcn_ds_swizzle, {}, {v, i32((mask << 10) | 0x1f)});
     return shuffleIdx(b, v, b.CreateXor(lane(b), b.getInt32(mask)));
+  }
+  int gfxMajor() const {
+    const std::string a = row_.arch;  // "gfx942", "gfx1100"
+    return a.size() >= 6 && a.compare(0, 3, "gfx") == 0 ? std::stoi(a.substr(3, a.size() - 5)) : 0;
   }
   llvm::Value* shuffleIdx(llvm::IRBuilderBase& b, llvm::Value* v, llvm::Value* src) override {
     // ds_bpermute addresses lanes in bytes.

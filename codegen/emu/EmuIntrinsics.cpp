@@ -367,6 +367,50 @@ class Lowerer {
         name == "s.sleep" || name == "s.setprio" || name == "iglp.opt" || name == "s.nop")
       return nullptr;
     if (name == "ds.bpermute") return callHook(b, "tessera_emu_ds_bpermute", {arg(0), arg(1)});
+    // Lane exchanges with a constant pattern: the source lane computed from
+    // it, then ds_bpermute's exchange (every lane of the wave is live where
+    // the lowering uses them). Only the forms the lowering emits.
+    if (name.rfind("update.dpp", 0) == 0 || name == "ds.swizzle" || k == "permlanex16") {
+      auto cst = [&](unsigned i) -> int64_t {
+        auto* ci = llvm::dyn_cast<llvm::ConstantInt>(arg(i));
+        if (!ci) unsupported(c);
+        return ci->getSExtValue();
+      };
+      Value* lane = laneId(b);
+      Value* src = nullptr;
+      if (name.rfind("update.dpp", 0) == 0 && c.getType()->isIntegerTy(32) && cst(3) == 0xf && cst(4) == 0xf) {
+        const int64_t ctrl = cst(2);
+        if (ctrl <= 0xff) {  // quad_perm: lane (l & ~3) | sel[l & 3]
+          Value* sh = b.CreateShl(b.CreateAnd(lane, b.getInt32(3)), b.getInt32(1));
+          Value* sel = b.CreateAnd(b.CreateLShr(b.getInt32(static_cast<uint32_t>(ctrl)), sh), b.getInt32(3));
+          src = b.CreateOr(b.CreateAnd(lane, b.getInt32(~3u)), sel);
+        } else if (ctrl >= 0x160 && ctrl <= 0x16f) {  // row_xmask (gfx10+)
+          src = b.CreateXor(lane, b.getInt32(static_cast<uint32_t>(ctrl & 0xf)));
+        }
+      } else if (name == "ds.swizzle") {
+        const int64_t pat = cst(1);
+        if ((pat & 0x8000) == 0) {  // bitmask mode within 32 lanes
+          const uint32_t andM = pat & 0x1f, orM = (pat >> 5) & 0x1f, xorM = (pat >> 10) & 0x1f;
+          Value* in32 = b.CreateAnd(lane, b.getInt32(31));
+          Value* l = b.CreateXor(b.CreateOr(b.CreateAnd(in32, b.getInt32(andM)), b.getInt32(orM)), b.getInt32(xorM));
+          src = b.CreateOr(b.CreateAnd(lane, b.getInt32(~31u)), l);
+        }
+      } else if (k == "permlanex16" && c.getType()->isIntegerTy(32)) {
+        // Lane i reads lane sel[i % 16] of the other row of 16 in its 32.
+        const uint64_t sel = (static_cast<uint64_t>(cst(3)) << 32) | static_cast<uint32_t>(cst(2));
+        Value* nib = b.CreateTrunc(
+            b.CreateAnd(
+                b.CreateLShr(b.getInt64(sel),
+                             b.CreateZExt(b.CreateShl(b.CreateAnd(lane, b.getInt32(15)), b.getInt32(2)), em.i64())),
+                b.getInt64(15)),
+            em.i32());
+        Value* other = b.CreateXor(b.CreateAnd(lane, b.getInt32(~15u)), b.getInt32(16));
+        src = b.CreateOr(other, nib);
+      }
+      if (!src) unsupported(c);
+      Value* x = k == "permlanex16" || k == "update" ? arg(1) : arg(0);
+      return callHook(b, "tessera_emu_ds_bpermute", {b.CreateShl(src, b.getInt32(2)), x});
+    }
     if (k == "readfirstlane")
       return laneExchange(b, c, arg(0), [&](Value* v) { return callHook(b, "tessera_emu_readfirstlane", {v}); });
     if (k == "readlane") {

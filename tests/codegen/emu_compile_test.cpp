@@ -275,6 +275,26 @@ TEST_CASE("emu: AMDGPU wave reduction via ds_bpermute, wave64 and wave32", "[emu
   }
 }
 
+TEST_CASE("emu: AMDGPU DPP, ds_swizzle and permlanex16 lane exchanges, wave64 and wave32", "[emu]") {
+  for (unsigned wave : {64u, 32u}) {
+    EmuKernel k = compileFile("emu_amd_lane_xor.ll", true, wave);
+    const uint32_t block = 128;
+    std::vector<int32_t> out(6 * block, -1);
+    Args args;
+    args.add(out.data());
+    auto cfg = config(k, 1, block);
+    addBuffer(cfg, out);
+    emu::LaunchReport rep = emu::launch(k.threadFn, args.args(), cfg);
+    CHECK_FALSE(rep.hasErrors());
+    const int32_t masks[6] = {1, 2, 4, 8, 16, 16};
+    for (uint32_t t = 0; t < block; ++t)
+      for (int j = 0; j < 6; ++j) {
+        INFO("wave size " << wave << ", thread " << t << ", exchange " << j);
+        REQUIRE(out[6 * t + static_cast<uint32_t>(j)] == static_cast<int32_t>(t ^ static_cast<uint32_t>(masks[j])));
+      }
+  }
+}
+
 TEST_CASE("emu: modules the machine cannot run faithfully are refused by name", "[emu]") {
   const std::string nvHead =
       "target datalayout = \"e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64\"\n"

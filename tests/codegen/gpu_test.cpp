@@ -209,12 +209,24 @@ TEST_CASE("gpu: AMDGPU code objects link and their metadata reads back", "[gpu][
   }
 }
 
-TEST_CASE("gpu: cross-lane reductions use ds_bpermute on AMDGPU", "[gpu][amdgpu]") {
+TEST_CASE("gpu: cross-lane reductions exchange lanes by DPP, swizzles and permlanex16 on AMDGPU", "[gpu][amdgpu]") {
   auto f = softmax();
+  // wave64 (gfx942): DPP quad permutations, ds_swizzle for xor 4..16, and
+  // ds_bpermute only for xor 32.
   auto art = compileFor(*f, "amdgpu:gfx942");
-  CHECK(art->assembly().find("ds_bpermute_b32") != std::string::npos);
-  CHECK(art->assembly().find("s_barrier") != std::string::npos);
+  const std::string& a = art->assembly();
+  CHECK(a.find("quad_perm:[1,0,3,2]") != std::string::npos);
+  CHECK(a.find("ds_swizzle_b32") != std::string::npos);
+  CHECK(a.find("ds_bpermute_b32") != std::string::npos);
+  CHECK(a.find("s_barrier") != std::string::npos);
   CHECK(art->dumps.llvmOpt.find("amdhsa_code_object_version") != std::string::npos);
+  // wave32 (gfx1100): DPP row_xmask and v_permlanex16, no LDS exchange.
+  auto art11 = compileFor(*f, "amdgpu:gfx1100");
+  const std::string& b = art11->assembly();
+  CHECK(b.find("row_xmask:4") != std::string::npos);
+  CHECK(b.find("v_permlanex16_b32") != std::string::npos);
+  CHECK(b.find("ds_bpermute_b32") == std::string::npos);
+  CHECK(b.find("ds_swizzle_b32") == std::string::npos);
 }
 
 TEST_CASE("gpu: unknown architectures are rejected with the valid list", "[gpu][errors]") {
