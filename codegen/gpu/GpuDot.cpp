@@ -71,6 +71,8 @@ namespace {
 llvm::Value* c32(llvm::IRBuilderBase& b, int64_t v) { return b.getInt32(static_cast<uint32_t>(v)); }
 }  // namespace
 
+int64_t amdPadBytes(ir::MmaKind k) { return k == ir::MmaKind::AmdWmma16x16x16 ? 16 : 8; }
+
 TensorCoreDotPlan planTensorCoreDot(const TensorCoreOp& op, DType in, int64_t M, int64_t N, int64_t K,
                                     const ir::BlockedLayout& acc) {
   TS_ASSERT(op.kind != ir::MmaKind::None && op.kind == acc.mma, "tensor-core dot without a matching #mma layout");
@@ -106,8 +108,11 @@ TensorCoreDotPlan planTensorCoreDot(const TensorCoreOp& op, DType in, int64_t M,
     }
   } else {
     // Pad rows by 8 bytes: 16 lanes reading 4 or 8 bytes at the same column
-    // of 16 consecutive rows then hit 16 distinct banks (bank pairs).
-    const int64_t pad = 8 / static_cast<int64_t>(eb);
+    // of 16 consecutive rows then hit 16 distinct banks (bank pairs). WMMA
+    // lanes read 32 bytes each (a row of 16): rows padded by 16 bytes keep
+    // them 16-byte aligned, so the reads are 128-bit (ds_load_b128), and
+    // the 16 rows of one read fall into 16 distinct 4-bank groups.
+    const int64_t pad = amdPadBytes(op.kind) / static_cast<int64_t>(eb);
     p.a = {M, K, K + pad, false, pad, eb};
     // Written transposed: runs along K of the copy's register tile
     // (transposedCopyLayout), aligned by the padded stride (bufferRunWidth).
@@ -549,7 +554,8 @@ struct Emitter {
       opTy = llvm::FixedVectorType::get(b.getInt32Ty(), elems / 4);
     else
       opTy = b.getIntNTy(8 * elems);
-    const llvm::Align opAlign(std::min<uint64_t>(8, uint64_t{elems} * p.elemBytes));
+    const llvm::Align opAlign(
+        std::min<uint64_t>(static_cast<uint64_t>(amdPadBytes(p.op.kind)), uint64_t{elems} * p.elemBytes));
     llvm::Type* accTy = llvm::FixedVectorType::get(integer ? b.getInt32Ty() : b.getFloatTy(), regs);
     llvm::Function* fn = wmma ? llvm::Intrinsic::getOrInsertDeclaration(&m, p.op.mma, {accTy, opTy})
                               : llvm::Intrinsic::getOrInsertDeclaration(&m, p.op.mma);

@@ -19,9 +19,10 @@
 //          XOR swizzle of 16-byte chunks instead;
 //          A by ldmatrix.x4, a KxN B by ldmatrix.x4.trans / .x2.trans, an
 //          NxK B by ldmatrix.x4 / .x2.
-//   AMDGPU A: MxK, B transposed to NxK, rows padded by 8 bytes so the
-//          4/8-byte (MFMA) / 16/32-byte (WMMA) per-lane reads of 16
-//          consecutive rows spread over the banks; plain LDS loads.
+//   AMDGPU A: MxK, B transposed to NxK, rows padded by 8 bytes (MFMA)
+//          or 16 (WMMA: its 32-byte reads stay 16-byte aligned) so the
+//          per-lane reads of 16 consecutive rows spread over the banks
+//          (amdPadBytes); plain LDS loads.
 // Private to codegen: includes LLVM headers.
 #pragma once
 
@@ -99,6 +100,9 @@ struct TensorCoreDotPlan {
   bool wgmmaInFlight = false;
   uint64_t aAlign = 16, bAlign = 16;
 };
+
+/// The padding of an AMD operand staging row, in bytes (see above).
+int64_t amdPadBytes(ir::MmaKind k);
 
 TensorCoreDotPlan planTensorCoreDot(const TensorCoreOp& op, DType in, int64_t M, int64_t N, int64_t K,
                                     const ir::BlockedLayout& acc);

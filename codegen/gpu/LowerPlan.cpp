@@ -228,8 +228,8 @@ bool definedIn(const ir::Value* v, const ir::Op& loop) {
 ///   Only where the program has no async groups of its own (the copy waits
 ///   for all groups) and the pointers prove 16-byte chunks (globalCopyDim);
 ///   (AMD) the same where the operand is contiguous along K, the dim the
-///   staging keeps contiguous (A M x K, B N x K), by 8-byte vector loads
-///   and LDS stores (the padded rows are 8-byte aligned), in place of a
+///   staging keeps contiguous (A M x K, B N x K), by vector loads and LDS
+///   stores of the padded rows' alignment (8 or 16 bytes), in place of a
 ///   load in the layout of the tile's last dim -- flash attention's K^T,
 ///   one 16-bit load, LDS store and exec branch per element otherwise;
 /// * an A operand whose layout is the instruction's A fragments
@@ -252,7 +252,8 @@ bool definedIn(const ir::Value* v, const ir::Op& loop) {
 /// along that dim, the mask constant over each chunk, and the chunk
 /// contiguous in the staging buffer), or -1.
 int64_t Lower::globalChunkBytes(const ir::Op& dot) const {
-  return ir::isNvMma(la_.get(dot.result()).parent.mma) ? 16 : 8;
+  const ir::MmaKind k = la_.get(dot.result()).parent.mma;
+  return ir::isNvMma(k) ? 16 : amdPadBytes(k);
 }
 
 int Lower::globalCopyDim(const ir::Op& op, unsigned i, const std::unordered_map<const ir::Value*, int>& uses) {
