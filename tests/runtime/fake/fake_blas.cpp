@@ -16,19 +16,10 @@
 #include <string>
 #include <vector>
 
-#define FAKE_EXPORT __attribute__((visibility("default")))
-
-#ifdef FAKE_ROCBLAS
-#define FAKE_GPU(name) fake_hip_##name
-#else
-#define FAKE_GPU(name) fake_cuda_##name
+#if defined(FAKE_ROCBLAS) && !defined(FAKE_ON_HIP)
+#define FAKE_ON_HIP 1
 #endif
-extern "C" {
-int FAKE_GPU(peek)(unsigned long long p, void* dst, size_t n);
-int FAKE_GPU(poke)(unsigned long long p, const void* src, size_t n);
-int FAKE_GPU(stream_device)(void* stream);
-int FAKE_GPU(current_device)();
-}
+#include "fake_gpu_memory.h"
 
 namespace {
 

@@ -38,21 +38,12 @@
 
 #include "../../../runtime/lib/NcclAbi.h"
 
-#define FAKE_EXPORT __attribute__((visibility("default")))
-
 // Built as FAKE_RCCL it is librccl.so instead, on the fake HIP runtime's
 // memory and streams (fake_hip.cpp): RCCL keeps NCCL's API.
-#ifdef FAKE_RCCL
-#define FAKE_GPU(name) fake_hip_##name
-#else
-#define FAKE_GPU(name) fake_cuda_##name
+#if defined(FAKE_RCCL) && !defined(FAKE_ON_HIP)
+#define FAKE_ON_HIP 1
 #endif
-extern "C" {
-int FAKE_GPU(peek)(unsigned long long p, void* dst, size_t n);
-int FAKE_GPU(poke)(unsigned long long p, const void* src, size_t n);
-int FAKE_GPU(stream_device)(void* stream);
-int FAKE_GPU(current_device)();
-}
+#include "fake_gpu_memory.h"
 
 namespace {
 
