@@ -273,30 +273,28 @@ class CudaDevice final : public DeviceImpl {
 
   void copyHostToDeviceAsync(StreamImpl& s, DevicePtr dst, const void* src, size_t bytes,
                              std::shared_ptr<void> keep) override {
-    if (!bytes) return;
-    auto& cs = static_cast<CudaStream&>(s);
-    ctx_->enter();
-    ctx_->check(drv().MemcpyHtoDAsync(dst, src, bytes, cs.stream), "cuMemcpyHtoDAsync",
-                "copying " + std::to_string(bytes) + " bytes to the device");
-    cs.keep(std::move(keep));
+    copyAsync(s, bytes, std::move(keep), "cuMemcpyHtoDAsync", "to the device",
+              [&](CUstream st) { return drv().MemcpyHtoDAsync(dst, src, bytes, st); });
   }
   void copyDeviceToHostAsync(StreamImpl& s, void* dst, DevicePtr src, size_t bytes,
                              std::shared_ptr<void> keep) override {
-    if (!bytes) return;
-    auto& cs = static_cast<CudaStream&>(s);
-    ctx_->enter();
-    ctx_->check(drv().MemcpyDtoHAsync(dst, src, bytes, cs.stream), "cuMemcpyDtoHAsync",
-                "copying " + std::to_string(bytes) + " bytes from the device");
-    cs.keep(std::move(keep));
+    copyAsync(s, bytes, std::move(keep), "cuMemcpyDtoHAsync", "from the device",
+              [&](CUstream st) { return drv().MemcpyDtoHAsync(dst, src, bytes, st); });
   }
-
   void copyDeviceToDeviceAsync(StreamImpl& s, DevicePtr dst, DevicePtr src, size_t bytes,
                                std::shared_ptr<void> keep) override {
+    copyAsync(s, bytes, std::move(keep), "cuMemcpyDtoDAsync", "within the device",
+              [&](CUstream st) { return drv().MemcpyDtoDAsync(dst, src, bytes, st); });
+  }
+  /// One asynchronous copy on `s`: the driver call `issue(stream)`, its
+  /// error named, and `keep` held until the stream has run it.
+  template <class Issue>
+  void copyAsync(StreamImpl& s, size_t bytes, std::shared_ptr<void> keep, const char* call, const char* where,
+                 Issue&& issue) {
     if (!bytes) return;
     auto& cs = static_cast<CudaStream&>(s);
     ctx_->enter();
-    ctx_->check(drv().MemcpyDtoDAsync(dst, src, bytes, cs.stream), "cuMemcpyDtoDAsync",
-                "copying " + std::to_string(bytes) + " bytes within the device");
+    ctx_->check(issue(cs.stream), call, "copying " + std::to_string(bytes) + " bytes " + where);
     cs.keep(std::move(keep));
   }
 
