@@ -131,6 +131,7 @@ EmuKernel compileForEmulator(std::unique_ptr<llvm::Module> mod, std::unique_ptr<
   emu::rewritePredicatedAccesses(em);
   emu::rewriteWarpgroupMma(em);
   emu::rewriteTma(em);
+  emu::rewriteRereads(em);
   emu::instrumentMemory(em);
   emu::rewriteIntrinsics(em);
   emu::rewriteLibcalls(em);

@@ -27,6 +27,7 @@
 
 #include "codegen/emu/EmuPasses.h"
 #include "codegen/nvptx/NVPTXPredicated.h"
+#include "codegen/nvptx/NVPTXSpecialRegisters.h"
 #include "codegen/nvptx/NVPTXWgmma.h"
 #include "tessera/support/Error.h"
 
@@ -280,6 +281,17 @@ void rewritePredicatedAccesses(EmuModule& em) {
     b.CreateCall(em.hook("tessera_emu_cp_async"),
                  {dst, src, b.getInt32(bytes), srcBytes, b.getInt32(static_cast<uint32_t>(em.opId(*c)))});
     c->eraseFromParent();
+  }
+}
+
+void rewriteRereads(EmuModule& em) {
+  if (em.amd) return;  // AMDGPU reads no special register again
+  for (const AsmCall& c : inlineAsmCalls(em)) {
+    if (unsigned id = nvptx::matchSpecialRegisterRead(c.text, c.constraints)) {
+      llvm::IRBuilder<> b(c.call);
+      c.call->replaceAllUsesWith(b.CreateIntrinsic(static_cast<llvm::Intrinsic::ID>(id), {}));
+      c.call->eraseFromParent();
+    }
   }
 }
 

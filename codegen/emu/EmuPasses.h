@@ -115,6 +115,10 @@ void rewriteWarpgroupMma(EmuModule& em);
 /// machine's hooks; fence.mbarrier_init -> nothing (the machine has no
 /// clusters, and its block barrier orders the init).
 void rewriteTma(EmuModule& em);
+/// The rematerialisation's second reads of special registers
+/// (codegen/nvptx/NVPTXSpecialRegisters.h) -> the intrinsics they stand
+/// for, which rewriteIntrinsics then maps.
+void rewriteRereads(EmuModule& em);
 void instrumentMemory(EmuModule& em);
 void rewriteIntrinsics(EmuModule& em);
 void rewriteLibcalls(EmuModule& em);

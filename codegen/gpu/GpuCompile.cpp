@@ -1,5 +1,6 @@
 #include "codegen/gpu/GpuCompile.h"
 #include "codegen/gpu/GpuTargetInfo.h"
+#include "codegen/gpu/RematerializeAfterLoops.h"
 
 #include <chrono>
 #include <cstdio>
@@ -110,9 +111,12 @@ void installPassGate(llvm::LLVMContext& ctx, SkipPassGate& gate, bool nvptx, int
   ctx.setOptPassGate(gate);
 }
 
-void optimizeGpuKernel(llvm::Module& m, llvm::TargetMachine& tm, int optLevel, bool amdgpu) {
+void optimizeGpuKernel(llvm::Module& m, llvm::TargetMachine& tm, int optLevel, bool amdgpu, GpuTargetInfo& ti) {
   if (optLevel == 0) return runDefaultPipeline(m, tm, 0);
   runPipeline(m, tm, amdgpu ? kAmdgpuKernelPipeline : kNvptxKernelPipeline);
+  // Last: the pipeline's CSE and LICM are what make index values live
+  // through the loops.
+  for (llvm::Function& f : m) rematerializeAfterLoops(f, ti);
 }
 
 }  // namespace
@@ -300,7 +304,7 @@ std::shared_ptr<Artifact> compileGpu(const ir::Function& fn, const Target& t, co
       throw InternalError("GPU lowering of @" + fn.name() + " for " + t.str() + " produced invalid LLVM IR:\n" + msg);
   }
   timer.mark("verify");
-  optimizeGpuKernel(m, *tm, o.optLevel, isAmdgpu(t));
+  optimizeGpuKernel(m, *tm, o.optLevel, isAmdgpu(t), *ti);
   timer.mark("optimize");
   art->dumps.llvmOpt = printModule(m);
   art->dumps.extra["llvm-gpu"] = art->dumps.llvmOpt;

@@ -126,6 +126,13 @@ class GpuTargetInfo {
   virtual llvm::Value* blockId(llvm::IRBuilderBase& b, int axis) = 0;
   virtual llvm::Value* blockDim(llvm::IRBuilderBase& b, int axis) = 0;
   virtual llvm::Value* gridDim(llvm::IRBuilderBase& b, int axis) = 0;
+  /// For rematerialisation after loops (RematerializeAfterLoops.h): when
+  /// `v` reads a special register (thread or block index), a value equal to
+  /// it at `b` that the code generator will not merge with `v` (a new
+  /// read), or `v` itself where reading it after a loop costs nothing;
+  /// nullptr for any other instruction, and on targets that cannot read
+  /// it again.
+  virtual llvm::Value* rereadSpecialRegister(llvm::IRBuilderBase& b, llvm::Instruction& v) { return nullptr; }
   /// Block-wide barrier that also orders shared and global memory effects of
   /// the block's threads (CUDA __syncthreads semantics). With `sharedOnly`
   /// the caller guarantees that only shared-memory effects need ordering

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <regex>
 
+#include <llvm/IR/IntrinsicInst.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 #include <llvm/IRReader/IRReader.h>
 #include <llvm/Linker/Linker.h>
@@ -20,6 +21,7 @@
 #include "codegen/llvm/GpuToolchain.h"
 #include "codegen/llvm/LLVMSupport.h"
 #include "codegen/nvptx/NVPTXPredicated.h"
+#include "codegen/nvptx/NVPTXSpecialRegisters.h"
 #include "codegen/nvptx/NVPTXTma.h"
 #include "tessera/support/Targets.h"
 
@@ -208,6 +210,11 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
 
   llvm::Value* sreg(llvm::IRBuilderBase& b, const std::array<llvm::Intrinsic::ID, 3>& ids, int axis) {
     return b.CreateIntrinsic(ids[static_cast<size_t>(axis)], {});
+  }
+  // PTX reads any special register again at the cost of one S2R.
+  llvm::Value* rereadSpecialRegister(llvm::IRBuilderBase& b, llvm::Instruction& v) override {
+    const auto* c = llvm::dyn_cast<llvm::IntrinsicInst>(&v);
+    return c ? nvptx::emitSpecialRegisterRead(b, c->getIntrinsicID()) : nullptr;
   }
   llvm::Value* threadId(llvm::IRBuilderBase& b, int axis) override {
     return sreg(b,

@@ -295,6 +295,28 @@ TEST_CASE("emu: AMDGPU DPP, ds_swizzle and permlanex16 lane exchanges, wave64 an
   }
 }
 
+TEST_CASE("emu: special registers read again through inline assembly (rematerialisation) read the machine's", "[emu]") {
+  EmuKernel k = compileFile("emu_nv_sreg_reread.ll");
+  CHECK_FALSE(contains(k.hostIR, "asm"));
+  const uint32_t gx = 3, gy = 2, block = 64, threads = gx * gy * block;
+  std::vector<int32_t> out(6 * threads, -1);
+  Args args;
+  args.add(out.data());
+  auto cfg = config(k, gx, block);
+  cfg.grid[1] = gy;
+  addBuffer(cfg, out);
+  emu::LaunchReport rep = emu::launch(k.threadFn, args.args(), cfg);
+  CHECK_FALSE(rep.hasErrors());
+  for (uint32_t cy = 0; cy < gy; ++cy)
+    for (uint32_t cx = 0; cx < gx; ++cx)
+      for (uint32_t t = 0; t < block; ++t) {
+        const uint32_t i = (cy * gx + cx) * block + t;
+        INFO("block (" << cx << ", " << cy << "), thread " << t);
+        const int32_t want[6] = {int32_t(t), 0, int32_t(cx), int32_t(cy), int32_t(block), int32_t(gx)};
+        for (int j = 0; j < 6; ++j) REQUIRE(out[6 * i + uint32_t(j)] == want[j]);
+      }
+}
+
 TEST_CASE("emu: modules the machine cannot run faithfully are refused by name", "[emu]") {
   const std::string nvHead =
       "target datalayout = \"e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64\"\n"

