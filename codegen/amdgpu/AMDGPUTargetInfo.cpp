@@ -220,6 +220,8 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
       return b.CreateIntrinsic(llvm::Intrinsic::amdgcn_ds_swizzle, {}, {v, i32((mask << 10) | 0x1f)});
     return shuffleIdx(b, v, b.CreateXor(lane(b), b.getInt32(mask)));
   }
+  // gfx90a and gfx942 (CDNA2/3); RDNA has packed f16 math only.
+  bool packedF32Math() const override { return gfxMajor() == 9; }
   int gfxMajor() const {
     const std::string a = row_.arch;  // "gfx942", "gfx1100"
     return a.size() >= 6 && a.compare(0, 3, "gfx") == 0 ? std::stoi(a.substr(3, a.size() - 5)) : 0;

@@ -74,6 +74,7 @@ void Lower::run(uint64_t smemBytes) {
   planDotOperands();
   operandsPlanned_ = true;
   planElision();
+  planPackedMath();
   planTma();
   planSpecialize();
   // Tensor maps: hidden parameters after the user's (by value).

@@ -193,6 +193,10 @@ class GpuTargetInfo {
   /// widening of fp8 dots the target has no instruction for
   /// (gpuTensorCoreTakes, ir/passes/WidenFp8Dots.cpp) all ask it.
   virtual TensorCoreOp tensorCore(DType a, DType b, DType acc) const { return {}; }
+  /// Whether the target adds, subtracts, multiplies and fuses f32 values two
+  /// at a time (CDNA's v_pk_add/mul/fma_f32): the lowering then pairs
+  /// adjacent elements of those ops into <2 x float> (planPackedMath).
+  virtual bool packedF32Math() const { return false; }
   /// Masked global accesses without a branch. predicatedLoad: a load of
   /// `ty` (a scalar or vector of 1 to 16 bytes, a power of two) from global
   /// `ptr`, aligned to its whole size, that reads memory only where the i1

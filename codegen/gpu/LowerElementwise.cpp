@@ -131,7 +131,24 @@ void Lower::emitElementwiseLike(const ir::Op& op) {
   for (const ir::Value* o : op.operands()) ins.push_back(tileIn(o, l));
   if (swapOperands(op)) std::swap(ins[0], ins[1]);
   Slots out;
-  for (size_t i = 0; i < ins[0].size(); ++i) {
+  const size_t n = ins[0].size();
+  if (packedOps_.count(&op) && n % 2 == 0) {
+    // Two adjacent elements per instruction (planPackedMath).
+    auto* pair = llvm::FixedVectorType::get(b_.getFloatTy(), 2);
+    for (size_t i = 0; i < n; i += 2) {
+      Slots v;
+      for (auto& in : ins) {
+        llvm::Value* p = b_.CreateInsertElement(llvm::PoisonValue::get(pair), in[i], uint64_t{0});
+        v.push_back(b_.CreateInsertElement(p, in[i + 1], uint64_t{1}));
+      }
+      llvm::Value* res = compute(op, std::move(v));
+      out.push_back(b_.CreateExtractElement(res, uint64_t{0}));
+      out.push_back(b_.CreateExtractElement(res, uint64_t{1}));
+    }
+    tiles_[r] = TileV{l, std::move(out)};
+    return;
+  }
+  for (size_t i = 0; i < n; ++i) {
     Slots v;
     for (auto& in : ins) v.push_back(in[i]);
     out.push_back(compute(op, std::move(v)));

@@ -321,6 +321,9 @@ class Lower {
   /// stored one 16-bit element at a time); nullopt where that is no better.
   std::optional<ir::Layout> transposedCopyLayout(const ir::Op& op);
   void planElision();
+  /// The f32 adds, subtracts, multiplies and fmas emitted two elements at a
+  /// time where the target has packed f32 math (packedOps_).
+  void planPackedMath();
   void planDirectDots();
   void planDotOperands();
   int globalCopyDim(const ir::Op& op, unsigned i, const std::unordered_map<const ir::Value*, int>& uses);
@@ -453,6 +456,8 @@ class Lower {
   /// slot in the dot, unique and stable while the IR is.
   static const void* hoistKey(const ir::Op* dot, unsigned i) { return &dot->operands()[i]; }
   std::unordered_set<const ir::Value*> elidedLoads_;
+  // Elementwise f32 ops lowered on <2 x float> (planPackedMath).
+  std::unordered_set<const ir::Op*> packedOps_;
   std::vector<std::vector<std::pair<const ir::Value*, Slots>>> yields_;  // per open region
   // AsyncCopyImpl::RegisterStaged: copies whose global loads are issued and
   // whose shared stores are pending, with their group (the number of

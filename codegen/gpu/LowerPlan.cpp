@@ -392,4 +392,45 @@ void Lower::planElision() {
   }
 }
 
+// Packed f32 math (CDNA's v_pk_add/mul/fma_f32) halves the instructions of
+// f32 arithmetic, but a packed product can no longer be contracted with the
+// scalar additions of a sum reduction into FMAs (under approximate math): a
+// GEMV's products feed one, and packing them made its loop longer. So a
+// multiply is packed unless a sum reduction reads it, and an addition or
+// subtraction unless an operand is such an unpacked product.
+void Lower::planPackedMath() {
+  packedOps_.clear();
+  if (!t_.packedF32Math()) return;
+  auto& body = const_cast<ir::Function&>(f_).body();
+  auto packable = [&](const ir::Op& op) {
+    switch (op.code()) {
+      case OpCode::Add:
+      case OpCode::Sub:
+      case OpCode::Mul:
+      case OpCode::Fma: break;
+      default: return false;
+    }
+    const ir::Type& t = op.result()->type();
+    return t.isTile() && t.dtype() == DType::F32 && la_.has(op.result());
+  };
+  std::unordered_map<const ir::Value*, std::vector<const ir::Op*>> users;
+  ir::walk(body, [&](ir::Op& op) {
+    for (const ir::Value* v : op.operands()) users[v].push_back(&op);
+  });
+  ir::walk(body, [&](ir::Op& op) {
+    if (op.code() != OpCode::Mul || !packable(op)) return;
+    if (auto it = users.find(op.result()); it != users.end())
+      for (const ir::Op* u : it->second)
+        if (u->code() == OpCode::Reduce && u->strAttr("kind") == "sum") return;
+    packedOps_.insert(&op);
+  });
+  ir::walk(body, [&](ir::Op& op) {
+    if (!packable(op) || op.code() == OpCode::Mul) return;
+    if (op.code() != OpCode::Fma)
+      for (const ir::Value* v : op.operands())
+        if (const ir::Op* d = v->definingOp(); d && d->code() == OpCode::Mul && !packedOps_.count(d)) return;
+    packedOps_.insert(&op);
+  });
+}
+
 }  // namespace tessera::codegen::gpu_lower
