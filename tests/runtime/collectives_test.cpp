@@ -412,6 +412,42 @@ TEST_CASE("NCCL ranks on threads meet through the TCP and file bootstraps", "[ru
   CHECK_FALSE(std::filesystem::exists(path));
 }
 
+// The CUDA toolkit's own libnccl.so.2, not the stand-in: every entry point
+// the engine declares resolves in it (a missing one would be named, as
+// above), and with no GPU behind the (fake) driver, creating the group
+// reaches NCCL, whose own failure comes back named with its call.
+TEST_CASE("the CUDA toolkit's real NCCL loads and reports its own error without a GPU",
+          "[runtime][collectives][nccl]") {
+  std::string real;
+  for (const char* p : {"/usr/local/cuda/lib64/libnccl.so.2", "/usr/local/cuda/lib/libnccl.so.2"})
+    if (::access(p, R_OK) == 0) real = p;
+  if (real.empty()) {
+    WARN("SKIPPED: no libnccl.so.2 in /usr/local/cuda (the CUDA toolkit's NCCL)");
+    return;
+  }
+  EnvGuard cuda("TESSERA_CUDA_LIBRARY", TESSERA_FAKE_CUDA);
+  EnvGuard nccl("TESSERA_NCCL_LIBRARY", real.c_str());
+  Device gpu = Device::cuda(0);
+  CommOptions one;
+  one.bootstrap = "tcp:127.0.0.1:" + std::to_string(freePort());
+  one.rank = 0;
+  one.size = 1;
+  std::string why;
+  try {
+    Communicator::create(gpu, one);
+  } catch (const tessera::Error& e) {
+    why = e.what();
+  }
+  INFO(why);
+  // Loaded and resolved (no "not available"); ncclGetUniqueId ran (the
+  // TCP bootstrap carried its id); ncclCommInitRank is NCCL's refusal,
+  // with its status text and ncclGetLastError's detail.
+  CHECK_THAT(why, !Contains("not available"));
+  CHECK_THAT(why, Contains("ncclCommInitRank (rank 0 of 1) failed: "));
+  CHECK_THAT(why, Contains("(ncclResult_t "));
+  CHECK_THAT(why, Contains("; last error: "));
+}
+
 TEST_CASE("NCCL errors: missing library, failed calls, bootstraps", "[runtime][collectives][nccl]") {
   EnvGuard cuda("TESSERA_CUDA_LIBRARY", TESSERA_FAKE_CUDA);
   Device gpu = Device::cuda(0);
