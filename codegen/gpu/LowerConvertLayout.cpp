@@ -369,7 +369,10 @@ std::optional<ir::Layout> Lower::freeAccessLayout(const ir::Op& op) {
   if (op.code() == OpCode::Copy)
     cap = t_.asyncCopyImpl() == AsyncCopyImpl::RegisterStaged ? ir::VectorCap::FewestCopies
                                                               : ir::VectorCap::WidestVectors;
-  ir::Layout want = la_.defaultFor(shape, cap);
+  // A store's runs need be no longer than its own vectors: an f32 store
+  // beside bf16 loads of its shape would run 8 elements per thread, each
+  // instruction's lanes 32 bytes apart.
+  ir::Layout want = op.code() == OpCode::Store ? la_.defaultForAccess(op, cap) : la_.defaultFor(shape, cap);
   if (want == l) return l;
   if (want.parent.spt[want.dims.back()] > l.parent.spt[l.dims.back()]) return want;
   if (ir::slotTable(want, shape).size() < ir::slotTable(l, shape).size()) return want;

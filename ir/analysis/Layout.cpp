@@ -438,7 +438,7 @@ void LayoutAnalysis::findChainedDots(ir::Block& body) {
   });
 }
 
-Layout LayoutAnalysis::accessLayout(const ir::Op& op) const {
+Layout LayoutAnalysis::accessLayout(const ir::Op& op, bool ownWidth) const {
   const ir::Value* p = op.operand(op.code() == ir::OpCode::Copy ? 1 : 0);
   const auto& shape = p->type().shape();
   int r = static_cast<int>(shape.size());
@@ -447,7 +447,7 @@ Layout LayoutAnalysis::accessLayout(const ir::Op& op) const {
   if (static_cast<int>(ai.contiguity.size()) == r)
     for (int d = r - 2; d >= 0; --d)
       if (ai.contiguity[d] > ai.contiguity[fast]) fast = d;
-  if (fast == r - 1) return defaultFor(shape);
+  if (fast == r - 1) return ownWidth ? defaultForAccess(op) : defaultFor(shape);
   return Layout::blocked(coalescedBlocked(shape, 1, fast, numWarps_, warpSize_));
 }
 
@@ -620,7 +620,13 @@ void LayoutAnalysis::propagateFromAccesses(ir::Block& body) {
         unsigned pi = op.code() == OpCode::Copy ? 1 : 0;
         const ir::Value* p = op.operand(pi);
         if (!p->type().isTile()) break;
-        Layout a = accessLayout(op);
+        // A stored accumulator (or its epilogue) is converted on its way to
+        // the store whatever the layout (at the store, or, for the `heavy`
+        // epilogues, where the epilogue begins): the store takes its own
+        // vector width.
+        const bool converted =
+            op.code() == OpCode::Store && (fromDot.count(op.operand(1)) || heavy.count(op.operand(1)));
+        Layout a = accessLayout(op, converted);
         for (unsigned i = pi; i < op.numOperands(); ++i)
           if (op.operand(i)->type().shape() == p->type().shape()) {
             seed(op.operand(i), a);
@@ -643,6 +649,11 @@ Layout LayoutAnalysis::defaultFor(const std::vector<int64_t>& shape, VectorCap c
   auto it = vecForShape_.find(shape);
   int64_t vec = it == vecForShape_.end() ? 1 : it->second;
   return Layout::blocked(defaultBlocked(shape, vec, numWarps_, warpSize_, cap));
+}
+
+Layout LayoutAnalysis::defaultForAccess(const ir::Op& op, VectorCap cap) const {
+  const ir::Value* p = op.operand(op.code() == ir::OpCode::Copy ? 1 : 0);
+  return Layout::blocked(defaultBlocked(p->type().shape(), vectorWidth(op), numWarps_, warpSize_, cap));
 }
 
 int64_t LayoutAnalysis::computeVec(const ir::Op& op) const {

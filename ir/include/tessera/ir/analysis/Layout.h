@@ -239,8 +239,16 @@ class LayoutAnalysis {
   Layout defaultFor(const std::vector<int64_t>& shape, VectorCap cap = VectorCap::NoAvoidableCopies) const;
   /// The layout that coalesces a load/store/copy/atomic's pointer tile:
   /// threads laid along the dim of largest contiguity (axis info; the last
-  /// dim on ties), `vectorWidth` elements per thread along the last dim.
-  Layout accessLayout(const ir::Op& memOp) const;
+  /// dim on ties), along the last dim the widest `vectorWidth` of the
+  /// accesses of its shape, so that producers and accesses agree; with
+  /// `ownWidth`, the access's own width (a store whose value is converted at
+  /// the access anyway: an f32 output beside bf16 loads of the same shape
+  /// would otherwise run 8 elements per thread, each instruction's lanes 32
+  /// bytes apart).
+  Layout accessLayout(const ir::Op& memOp, bool ownWidth = false) const;
+  /// The default layout of a memory op's shape at the op's own
+  /// `vectorWidth` (defaultFor takes the widest of any access of the shape).
+  Layout defaultForAccess(const ir::Op& memOp, VectorCap cap = VectorCap::NoAvoidableCopies) const;
   int numWarps() const { return numWarps_; }
   int warpSize() const { return warpSize_; }
 
