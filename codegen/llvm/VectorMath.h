@@ -31,10 +31,7 @@
 
 #include "tessera/ir/IR.h"
 
-namespace llvm {
-class IRBuilderBase;
-class Value;
-}  // namespace llvm
+#include "LLVMForward.h"  // relative: tests include these headers by path
 
 namespace tessera::codegen {
 

@@ -18,12 +18,7 @@
 #include <string>
 #include <string_view>
 
-namespace llvm {
-class DataLayout;
-class IRBuilderBase;
-class Type;
-class Value;
-}  // namespace llvm
+#include "../llvm/LLVMForward.h"  // relative: tests include these headers by path
 
 namespace tessera::codegen::nvptx {
 

@@ -11,10 +11,7 @@
 
 #include <string_view>
 
-namespace llvm {
-class IRBuilderBase;
-class Value;
-}  // namespace llvm
+#include "../llvm/LLVMForward.h"  // relative: tests include these headers by path
 
 namespace tessera::codegen::nvptx {
 
