@@ -3,6 +3,7 @@
 #include "codegen/gpu/RematerializeAfterLoops.h"
 
 #include <chrono>
+#include <map>
 #include <cstdio>
 #include <set>
 #include <sstream>
@@ -102,13 +103,36 @@ struct SkipPassGate : llvm::OptPassGate {
   bool isEnabled() const override { return !skip.empty(); }
 };
 
-void installPassGate(llvm::LLVMContext& ctx, SkipPassGate& gate, bool nvptx, int optLevel) {
+// Loop strength reduction only in kernels with a dot. A loop that reads
+// rows owned by whole warps (a GEMV's 64x128 tile: 16 rows per lane, each at
+// a warp-uniform base, one column offset per lane) is rewritten by LSR into
+// one 64-bit pointer per row and lane, hoisted out of the loop and advanced
+// by the step every iteration: 32 registers where the row bases are
+// uniform and one lane offset would serve them all (AMDGPU: LSR's cost model
+// does not know the SGPR-base + VGPR-offset global addressing). Skipped in
+// the static benchmark's dot-free kernels (tessera_gpu_bench, all rows):
+// * AMDGPU: GEMV takes Triton's VGPRs (gfx1100 64x128: 124 -> 92, 12 -> 16
+//   waves; 32x128: 68 -> 52); gfx942 32x128 GEMV 42 -> 44 (same
+//   occupancy); tutorial_softmax and cross_entropy 1-4 fewer; loops 2-16
+//   instructions longer (the row addresses are recomputed);
+// * NVIDIA: GEMV loops 2-18 SASS instructions shorter, sm_90a 64x128 149 ->
+//   128 registers (Triton's), 12 -> 16 warps per SM; sm_80 64x128 149 -> 152
+//   (same occupancy); paged_decode_attention sm_80 80 -> 76; the other
+//   loops equal or shorter.
+// In kernels with a dot, LSR's increments of the operand pointers pay:
+// without it gfx942 attention takes 125 -> 141 VGPRs and the GEMMs' K loops
+// grow by 3-8 instructions. compileGpu marks the module; assembly on demand
+// reads the mark.
+const char* kNoLsrFlag = "tessera.no-lsr";
+
+void installPassGate(const llvm::Module& m, SkipPassGate& gate, bool nvptx, int optLevel) {
   gate.skip.clear();
   if (optLevel == 0) return;
   gate.skip.insert("slsr");
   gate.skip.insert("nary-reassociate");
   if (nvptx) gate.skip.insert("codegenprepare");
-  ctx.setOptPassGate(gate);
+  if (m.getModuleFlag(kNoLsrFlag)) gate.skip.insert("Loop Strength Reduction");  // a legacy loop pass: its name
+  m.getContext().setOptPassGate(gate);
 }
 
 void optimizeGpuKernel(llvm::Module& m, llvm::TargetMachine& tm, int optLevel, bool amdgpu, GpuTargetInfo& ti) {
@@ -127,10 +151,23 @@ std::unique_ptr<GpuTargetInfo> createGpuTargetInfo(const Target& t, const GpuOpt
   throw CompileError("target " + t.str() + " is not a GPU target");
 }
 
-std::unique_ptr<llvm::TargetMachine> createGpuTargetMachine(void (*initTarget)(), const std::string& vendor,
-                                                            const std::string& triple, const std::string& cpu,
-                                                            const std::string& features,
-                                                            std::optional<llvm::Reloc::Model> reloc, int optLevel) {
+llvm::TargetMachine& cachedGpuTargetMachine(void (*initTarget)(), const std::string& vendor, const std::string& triple,
+                                            const std::string& cpu, const std::string& features,
+                                            std::optional<llvm::Reloc::Model> reloc, int optLevel) {
+  // Default, not Aggressive, for every optLevel >= 1: see kNvptxKernelPipeline.
+  auto lvl = optLevel == 0 ? llvm::CodeGenOptLevel::None : llvm::CodeGenOptLevel::Default;
+  // Reused: a fresh TargetMachine rebuilds on its first code generation the
+  // subtarget, its lowering tables and the register alias caches; for
+  // AMDGPU's thousands of registers that was a quarter of a small kernel's
+  // compile (vector_add to a gfx942 .hsaco: 5.9 -> 4.4 ms; docs/gpu.md,
+  // "Compile latency"). A TargetMachine must not generate code for two
+  // modules at once, and nothing here changes its options after creation,
+  // so each thread keeps its own per configuration (as the CPU JIT does).
+  thread_local std::map<std::string, std::unique_ptr<llvm::TargetMachine>> cache;
+  std::string key = triple + "|" + cpu + "|" + features + "|" + std::to_string(reloc ? int(*reloc) : -1) + "|" +
+                    std::to_string(int(lvl));
+  auto it = cache.find(key);
+  if (it != cache.end()) return *it->second;
   initTarget();
   initLLVM();
   llvm::Triple t(triple);
@@ -138,11 +175,9 @@ std::unique_ptr<llvm::TargetMachine> createGpuTargetMachine(void (*initTarget)()
   const llvm::Target* target = llvm::TargetRegistry::lookupTarget(t, err);
   if (!target) throw CompileError("this LLVM has no " + vendor + " target: " + err);
   llvm::TargetOptions to;
-  // Default, not Aggressive, for every optLevel >= 1: see kNvptxKernelPipeline.
-  auto lvl = optLevel == 0 ? llvm::CodeGenOptLevel::None : llvm::CodeGenOptLevel::Default;
   std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(t, cpu, features, to, reloc, std::nullopt, lvl));
   if (!tm) throw CompileError("cannot create an " + vendor + " TargetMachine for " + cpu);
-  return tm;
+  return *cache.emplace(key, std::move(tm)).first->second;
 }
 
 std::shared_ptr<Artifact> compileGpu(const ir::Function& fn, const Target& t, const CompileOptions& o,
@@ -275,14 +310,17 @@ std::shared_ptr<Artifact> compileGpu(const ir::Function& fn, const Target& t, co
   timer.mark("layout");
 
   initLLVM();
-  std::unique_ptr<llvm::TargetMachine> tm = ti->createTargetMachine(o.optLevel);
+  llvm::TargetMachine* tm = &ti->targetMachine(o.optLevel);
   timer.mark("target-machine");
   SkipPassGate gate;  // outlives the context that refers to it
   auto ctx = std::make_unique<llvm::LLVMContext>();
-  installPassGate(*ctx, gate, isNvptx(t), o.optLevel);
   GpuLoweringResult low = lowerToGpuLLVM(*f, *ti, la, axis, g, *ctx, tm->createDataLayout());
   llvm::Module& m = *low.module;
   ti->prepareModule(m, *tm);
+  bool dot = false;
+  ir::walk(f->body(), [&](const ir::Op& op) { dot |= op.code() == ir::OpCode::Dot; });
+  if (!dot) m.addModuleFlag(llvm::Module::Warning, kNoLsrFlag, 1);
+  installPassGate(m, gate, isNvptx(t), o.optLevel);
   art->binary.threadsPerBlock = low.threadsPerBlock;
   art->binary.signature.tensorMaps = low.tensorMaps;
   if (!low.tensorMaps.empty()) {
@@ -377,7 +415,7 @@ std::string amdgpuAssembly(const Artifact& a) {
   // skipped passes included, so the text matches the code object.
   std::lock_guard<std::mutex> lock(a.kept->mu);
   SkipPassGate gate;
-  installPassGate(*a.kept->context, gate, false, 3);
+  installPassGate(*a.kept->module, gate, false, 3);
   struct Restore {
     llvm::LLVMContext& ctx;
     ~Restore() { ctx.setOptPassGate(llvm::getGlobalPassGate()); }
@@ -385,8 +423,7 @@ std::string amdgpuAssembly(const Artifact& a) {
   GpuOptions g;
   g.eagerAssembly = true;
   auto ti = createGpuTargetInfo(deviceTarget(a.target), g);
-  auto tm = ti->createTargetMachine(3);
-  return emitFile(*a.kept->module, *tm, llvm::CodeGenFileType::AssemblyFile);
+  return emitFile(*a.kept->module, ti->targetMachine(3), llvm::CodeGenFileType::AssemblyFile);
 }
 
 std::string sass(const Artifact& a) {

@@ -96,7 +96,7 @@ void Lower::run(uint64_t smemBytes) {
   tid_ = t_.threadId(b_, 0);
   unsigned ws = t_.warpSize();
   lane_ = b_.CreateURem(tid_, i32(ws), "lane");
-  warp_ = b_.CreateUDiv(tid_, i32(ws), "warp");
+  warp_ = t_.warpUniform(b_, b_.CreateUDiv(tid_, i32(ws), "warp"));
   initTma();
   initTmaBarriers();
   splitWarps();

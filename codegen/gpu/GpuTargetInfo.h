@@ -163,6 +163,10 @@ class GpuTargetInfo {
   /// of the warp active. Wider or narrower values are split by the caller.
   virtual llvm::Value* shuffleXor(llvm::IRBuilderBase& b, llvm::Value* v, unsigned mask) = 0;
   virtual llvm::Value* shuffleIdx(llvm::IRBuilderBase& b, llvm::Value* v, llvm::Value* srcLane) = 0;
+  /// `v`, an i32 the caller knows to be equal in all lanes of the warp (the
+  /// warp index), in a form the backend's uniformity analysis sees as such,
+  /// where that changes the code: the default is `v` itself.
+  virtual llvm::Value* warpUniform(llvm::IRBuilderBase& b, llvm::Value* v) { return v; }
   /// Creates the kernel function with the vendor's calling convention and
   /// attributes (max threads per block = `threads`).
   virtual llvm::Function* createKernel(llvm::Module& m, const std::string& name, llvm::FunctionType* ty,
@@ -293,7 +297,9 @@ class GpuTargetInfo {
   }
 
   // ---- backend ---------------------------------------------------------------
-  virtual std::unique_ptr<llvm::TargetMachine> createTargetMachine(int optLevel) = 0;
+  /// The calling thread's TargetMachine for this architecture and optLevel
+  /// (cachedGpuTargetMachine): reused by every compile on the thread.
+  virtual llvm::TargetMachine& targetMachine(int optLevel) = 0;
   /// Module-level settings the backend needs (module flags, ...) and the
   /// device library the lowering called into, linked and inlined.
   virtual void prepareModule(llvm::Module& m, llvm::TargetMachine& tm) {}
@@ -312,10 +318,12 @@ std::unique_ptr<GpuTargetInfo> createGpuTargetInfo(const Target& t, const GpuOpt
 
 /// The TargetMachine both vendors build the same way: `initTarget` registers
 /// the vendor's LLVM target once, the rest is the triple, processor and
-/// feature string of the architecture. `vendor` names it in errors.
-std::unique_ptr<llvm::TargetMachine> createGpuTargetMachine(void (*initTarget)(), const std::string& vendor,
-                                                            const std::string& triple, const std::string& cpu,
-                                                            const std::string& features,
-                                                            std::optional<llvm::Reloc::Model> reloc, int optLevel);
+/// feature string of the architecture. `vendor` names it in errors. One per
+/// thread and configuration, kept for the thread's lifetime: what a backend
+/// builds lazily on first use (subtarget, lowering tables, register alias
+/// caches) is then built once, not per compile.
+llvm::TargetMachine& cachedGpuTargetMachine(void (*initTarget)(), const std::string& vendor, const std::string& triple,
+                                            const std::string& cpu, const std::string& features,
+                                            std::optional<llvm::Reloc::Model> reloc, int optLevel);
 
 }  // namespace tessera::codegen

@@ -408,8 +408,8 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
     nvptx::emitMbarrierWait(b, bar, parity);
   }
 
-  std::unique_ptr<llvm::TargetMachine> createTargetMachine(int optLevel) override {
-    return createGpuTargetMachine(initNVPTX, "NVPTX", triple(), row_.arch, row_.ptxFeature, std::nullopt, optLevel);
+  llvm::TargetMachine& targetMachine(int optLevel) override {
+    return cachedGpuTargetMachine(initNVPTX, "NVPTX", triple(), row_.arch, row_.ptxFeature, std::nullopt, optLevel);
   }
 
   void prepareModule(llvm::Module& m, llvm::TargetMachine& tm) override {

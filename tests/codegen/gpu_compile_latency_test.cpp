@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -133,6 +134,34 @@ TEST_CASE("gpu compile: every stage is timed and -O0 keeps LLVM's default pipeli
   codegen::GpuResources r = codegen::gpuResources(*o0);
   INFO(r.text);
   CHECK(r.registers > 0);
+}
+
+// Each thread keeps its TargetMachine per configuration and reuses it
+// (cachedGpuTargetMachine): nothing a compile leaves in it may change the
+// next one's code, whatever came in between (another kernel, another
+// optLevel, another architecture) and whichever thread compiles.
+TEST_CASE("gpu compile: a reused TargetMachine gives the code of a fresh one", "[gpu][latency]") {
+  for (const char* target : {"amdgpu:gfx942", "nvptx:sm_80"}) {
+    INFO(target);
+    auto code = [&](const std::shared_ptr<codegen::Artifact>& a) {
+      return a->binary.ptx + std::string(a->binary.codeObject.begin(), a->binary.codeObject.end());
+    };
+    std::string first, other;
+    for (const char* k : {"gemm_f16", "vector_add"}) gpuKernelOf(k, target);  // traced here, not in the threads
+    gpuKernelOf("gemm_f16", "amdgpu:gfx1100");
+    // A thread of its own: its first compile builds the TargetMachine.
+    std::thread([&] { first = code(compileExample("gemm_f16", target)); }).join();
+    REQUIRE(!first.empty());
+    compileExample("vector_add", target);
+    compileExample("gemm_f16", target, 0);
+    compileExample("gemm_f16", "amdgpu:gfx1100");
+    CHECK(code(compileExample("gemm_f16", target)) == first);
+    std::thread t([&] { other = code(compileExample("gemm_f16", target)); });
+    std::string here = code(compileExample("gemm_f16", target));
+    t.join();
+    CHECK(here == first);
+    CHECK(other == first);
+  }
 }
 
 TEST_CASE("gpu compile: latency, registers, spills and shared memory of the default GEMM configs",
