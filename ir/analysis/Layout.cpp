@@ -534,10 +534,10 @@ void LayoutAnalysis::propagateFromAccesses(ir::Block& body) {
   // once and broadcast in registers; left to take their operand's layout
   // (a 1 x N load's), they would be computed at full size there and
   // converted, or replicated in every thread.
-  std::vector<std::pair<const ir::Value*, Layout>> broadcastSeeds;
-  for (const auto& [root, l] : roots) {
-    if (!fromDot.count(root)) continue;
-    std::vector<const ir::Value*> stack = {root};
+  // The broadcasts of root's shape that the elementwise values computed
+  // from `root` (through those `through` accepts) combine with.
+  auto broadcastsBeside = [&](const ir::Value* root, auto&& through) {
+    std::vector<const ir::Value*> found, stack = {root};
     std::unordered_set<const ir::Value*> seen = {root};
     while (!stack.empty()) {
       const ir::Value* v = stack.back();
@@ -545,16 +545,22 @@ void LayoutAnalysis::propagateFromAccesses(ir::Block& body) {
       auto it = users.find(v);
       if (it == users.end()) continue;
       for (const ir::Value* u : it->second) {
-        if (!fromDot.count(u) || !seen.insert(u).second) continue;
+        if (!through(u) || !seen.insert(u).second) continue;
         stack.push_back(u);
         for (const ir::Value* o : u->definingOp()->operands()) {
           const ir::Op* d = o->definingOp();
           if (d && d->code() == OpCode::Broadcast && !fromDot.count(o) && o->type().shape() == u->type().shape())
-            broadcastSeeds.emplace_back(o, l);
+            found.push_back(o);
         }
       }
     }
-  }
+    return found;
+  };
+  std::vector<std::pair<const ir::Value*, Layout>> broadcastSeeds;
+  for (const auto& [root, l] : roots)
+    if (fromDot.count(root))
+      for (const ir::Value* o : broadcastsBeside(root, [&](const ir::Value* u) { return fromDot.count(u) > 0; }))
+        broadcastSeeds.emplace_back(o, l);
   std::vector<const ir::Value*> work;
   auto seed = [&](const ir::Value* v, const Layout& l) {
     if (!v->type().isTile() || wanted_.count(v) || fromDot.count(v) || !compatible(l, v->type().shape())) return;
@@ -635,6 +641,23 @@ void LayoutAnalysis::propagateFromAccesses(ir::Block& body) {
         break;
       }
       default: break;
+    }
+  });
+  // Last, the broadcasts combined with a loaded tile (a GEMV's
+  // `a * x[None, :]`, a norm's `* w[None, :]`): wanted in the load's
+  // layout, which the elementwise op takes (the full tile, not the
+  // broadcast). The small operand is then converted once, where it is
+  // expanded; left in its own operand's layout, the broadcast is converted
+  // where it meets the tile, and its own expand_dims converts it a second
+  // time (GEMV on gfx942: 3 conversions through shared memory per iteration
+  // where Triton has 1). After the accesses, which decide first.
+  ir::walk(body, [&](ir::Op& op) {
+    if (op.code() != OpCode::Load || !op.result()->type().isTile()) return;
+    const Layout a = accessLayout(op);
+    auto plain = [&](const ir::Value* u) { return !fromDot.count(u) && !heavy.count(u); };
+    for (const ir::Value* o : broadcastsBeside(op.result(), plain)) {
+      seed(o, a);
+      drain();
     }
   });
 }
