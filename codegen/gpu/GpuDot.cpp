@@ -124,6 +124,15 @@ TensorCoreDotPlan planTensorCoreDot(const TensorCoreOp& op, DType in, int64_t M,
   return p;
 }
 
+bool swizzleWmmaStaging(TensorCoreDotPlan& p) {
+  const int64_t ce = 16 / static_cast<int64_t>(p.elemBytes), R = p.K / ce;
+  if (p.op.kind != ir::MmaKind::AmdWmma16x16x16 || p.K % ce != 0 || R < 2 || (R & (R - 1)) != 0) return false;
+  p.a = {p.M, p.K, p.K, true, ce, p.elemBytes};
+  p.b = {p.N, p.K, p.K, true, 1, p.elemBytes};
+  p.aBytes = (p.a.bytes() + 15) & ~uint64_t{15};
+  return true;
+}
+
 DotStaging nvidiaSlotStaging(int64_t rows, int64_t cols, unsigned elemBytes) {
   const int64_t ce = 16 / static_cast<int64_t>(elemBytes);
   return {rows, cols, cols, true, ce, elemBytes};
@@ -254,6 +263,14 @@ std::optional<int64_t> stagingOffset(const DotStaging& s, int64_t dRow, int64_t 
 llvm::Value* stagingAddress(llvm::IRBuilderBase& b, llvm::Type* elemTy, llvm::Value* base, const DotStaging& s,
                             llvm::Value* row, int64_t dRow, llvm::Value* col, int64_t dCol) {
   const std::optional<int64_t> off = stagingOffset(s, dRow, dCol);
+  // A swizzled row's chunks move with the column, but the permutation
+  // repeats every 8 rows: rows 8k apart are the same address plus a
+  // constant, so reads of one column in several tiles share a register.
+  if (!off && s.swizzle && !s.blockCols && !s.rowGroupWarps && !s.mfmaColWarps && dRow % 8 == 0 && dCol != 0) {
+    llvm::Value* p =
+        b.CreateInBoundsGEP(elemTy, base, stagingIndex(b, s, row, b.CreateAdd(col, c32(b, dCol), "", true, true)));
+    return dRow ? b.CreateInBoundsGEP(elemTy, p, c32(b, dRow * s.stride)) : p;
+  }
   if (!off)
     return b.CreateInBoundsGEP(elemTy, base,
                                stagingIndex(b, s, dRow ? b.CreateAdd(row, c32(b, dRow), "", true, true) : row,
@@ -582,16 +599,29 @@ struct Emitter {
     auto slot = [&](int64_t mi, int64_t ni, int64_t r) {
       return wmma ? (8 * mi + r) * nT + ni : (mi * nT + ni) * int64_t{regs} + r;
     };
+    // One lane's run of a row: one load, or on swizzled staging (WMMA's
+    // 32 bytes) one per 16-byte chunk, put back together.
+    const int64_t runBytes = int64_t{elems} * p.elemBytes;
+    auto operand = [&](llvm::Value* base, const DotStaging& s, llvm::Value* row, int64_t dRow,
+                       int64_t dCol) -> llvm::Value* {
+      if (!s.swizzle || runBytes <= 16) return b.CreateAlignedLoad(opTy, addr(base, s, row, dRow, kOff, dCol), opAlign);
+      TS_ASSERT(runBytes == 32, "swizzled matrix-core operand run of two chunks");
+      const int64_t ce = s.chunkElems();
+      auto* chunkTy = llvm::FixedVectorType::get(b.getIntNTy(8 * p.elemBytes), static_cast<unsigned>(ce));
+      llvm::Value* lo = b.CreateAlignedLoad(chunkTy, addr(base, s, row, dRow, kOff, dCol), llvm::Align(16));
+      llvm::Value* hi = b.CreateAlignedLoad(chunkTy, addr(base, s, row, dRow, kOff, dCol + ce), llvm::Align(16));
+      std::vector<int> cat(static_cast<size_t>(2 * ce));
+      for (size_t j = 0; j < cat.size(); ++j) cat[j] = static_cast<int>(j);
+      return b.CreateBitCast(b.CreateShuffleVector(lo, hi, cat), opTy);
+    };
     for (int64_t ks = 0; ks < kS; ++ks) {
       std::vector<llvm::Value*> A, B;
       for (int64_t mi = 0; mi < mT && only != 1; ++mi)
-        A.push_back(
-            preA ? (*preA)[static_cast<size_t>(ks * mT + mi)]
-                 : b.CreateAlignedLoad(opTy, addr(aBase, p.a, aRow0, mi * aRowStep, kOff, ks * p.kStep), opAlign));
+        A.push_back(preA ? (*preA)[static_cast<size_t>(ks * mT + mi)]
+                         : operand(aBase, p.a, aRow0, mi * aRowStep, ks * p.kStep));
       for (int64_t ni = 0; ni < nT && only != 0; ++ni)
-        B.push_back(preB
-                        ? (*preB)[static_cast<size_t>(ks * nT + ni)]
-                        : b.CreateAlignedLoad(opTy, addr(bBase, p.b, bRow0, ni * T * wn, kOff, ks * p.kStep), opAlign));
+        B.push_back(preB ? (*preB)[static_cast<size_t>(ks * nT + ni)]
+                         : operand(bBase, p.b, bRow0, ni * T * wn, ks * p.kStep));
       if (only >= 0) {
         loaded.insert(loaded.end(), only == 0 ? A.begin() : B.begin(), only == 0 ? A.end() : B.end());
         continue;

@@ -22,7 +22,8 @@
 //   AMDGPU A: MxK, B transposed to NxK, rows padded by 8 bytes (MFMA)
 //          or 16 (WMMA: its 32-byte reads stay 16-byte aligned) so the
 //          per-lane reads of 16 consecutive rows spread over the banks
-//          (amdPadBytes); plain LDS loads.
+//          (amdPadBytes), or for small WMMA dots XOR-swizzled instead
+//          (swizzleWmmaStaging); plain LDS loads.
 // Private to codegen: includes LLVM headers.
 #pragma once
 
@@ -103,6 +104,15 @@ struct TensorCoreDotPlan {
 
 /// The padding of an AMD operand staging row, in bytes (see above).
 int64_t amdPadBytes(ir::MmaKind k);
+/// WMMA's operands XOR-swizzled instead of padded (stagingIndex: chunk c of
+/// row r at c ^ (r / (8/R)) % R for R < 8 16-byte chunks per row, c ^ r % 8
+/// for more), the permutation Triton's swizzled shared layout applies to the
+/// same operands on gfx1100 (vec 8; perPhase 2, maxPhase 4 for 64-byte rows;
+/// perPhase 1, maxPhase 8 for 128-byte ones): the 16 rows of one read stay
+/// in distinct 4-bank groups and the staging holds no padding. A lane's 32
+/// bytes of a row are then two chunks, read apart. False (and `p` kept)
+/// where rows are not a power of two chunks (at least two).
+bool swizzleWmmaStaging(TensorCoreDotPlan& p);
 
 TensorCoreDotPlan planTensorCoreDot(const TensorCoreOp& op, DType in, int64_t M, int64_t N, int64_t K,
                                     const ir::BlockedLayout& acc);

@@ -226,6 +226,8 @@ class LayoutAnalysis {
   LayoutAnalysis(const ir::Function& f, const AxisAnalysis& axis, int numWarps, int warpSize,
                  std::function<MmaKind(DType, DType, DType)> tensorCore = {});
   const Layout& get(const ir::Value* v) const;
+  /// Whether tensor-core dot `dot` feeds or is fed by another dot.
+  bool chained(const ir::Op& dot) const { return chainedDots_.count(&dot) > 0; }
   bool has(const ir::Value* v) const { return layouts_.count(v) != 0; }
   /// Elements per vector access for a load/store/copy/atomic's pointer tile:
   /// the contiguity run, alignment and 128-bit limit (1 = scalar accesses).
