@@ -124,11 +124,22 @@ TensorCoreDotPlan planTensorCoreDot(const TensorCoreOp& op, DType in, int64_t M,
   return p;
 }
 
-bool swizzleWmmaStaging(TensorCoreDotPlan& p) {
-  const int64_t ce = 16 / static_cast<int64_t>(p.elemBytes), R = p.K / ce;
-  if (p.op.kind != ir::MmaKind::AmdWmma16x16x16 || p.K % ce != 0 || R < 2 || (R & (R - 1)) != 0) return false;
-  p.a = {p.M, p.K, p.K, true, ce, p.elemBytes};
+bool swizzleAmdStaging(TensorCoreDotPlan& p) {
+  // The unit: what one lane reads of a row per instruction, up to a chunk
+  // (WMMA 32 bytes: two chunks; MFMA 16x16: 8 bytes).
+  int64_t unit;
+  if (p.op.kind == ir::MmaKind::AmdWmma16x16x16)
+    unit = 16;
+  else if (p.op.kind == ir::MmaKind::AmdMfma16x16x16 || p.op.kind == ir::MmaKind::AmdMfma16x16x32)
+    unit = p.kStep * 16 / 64 * p.elemBytes;
+  else
+    return false;  // MFMA 32x32x8: its B rows are permuted (mfmaColWarps)
+  const int64_t ue = unit / static_cast<int64_t>(p.elemBytes), R = p.K / ue;
+  if (unit != 8 && unit != 16) return false;
+  if (p.K % ue != 0 || R < 2 || (R & (R - 1)) != 0) return false;
+  p.a = {p.M, p.K, p.K, true, ue, p.elemBytes};
   p.b = {p.N, p.K, p.K, true, 1, p.elemBytes};
+  p.a.swizzleUnit = p.b.swizzleUnit = unit;
   p.aBytes = (p.a.bytes() + 15) & ~uint64_t{15};
   return true;
 }
@@ -227,30 +238,34 @@ llvm::Value* stagingIndex(llvm::IRBuilderBase& b, const DotStaging& s, llvm::Val
   // Lower::bases).
   llvm::Value* rowOff = b.CreateMul(row, c32(b, s.stride), "", true, true);
   if (!s.swizzle) return b.CreateAdd(rowOff, col, "", true, true);
-  // 16-byte chunk c of row r is stored at chunk c ^ f(r). With R chunks per
-  // row, eight consecutive rows (8-aligned, as ldmatrix reads them) at one
-  // chunk must land in eight different 16-byte slots of the 128-byte bank
-  // cycle: slot = (r * R + c') % 8. R >= 8: f(r) = r % 8. R < 8: 8/R rows
-  // share a 128-byte line and differ in r % (8/R) already; f(r) =
-  // (r / (8/R)) % R separates the R lines.
-  const int64_t ce = s.chunkElems();
-  int64_t R = s.cols / ce;
-  TS_ASSERT(s.cols % ce == 0 && R >= 1 && (R & (R - 1)) == 0 && s.stride == s.cols,
-            "swizzled staging needs power-of-two rows of 16-byte chunks");
+  // Unit c (16 bytes: a chunk; MFMA: 8) of row r is stored at unit c ^ f(r).
+  // With R units per row and U = 128 / unit bytes units per 128-byte bank
+  // cycle, U consecutive rows (U-aligned, as ldmatrix reads eight 16-byte
+  // rows) at one unit must land in U different slots of the cycle: slot =
+  // (r * R + c') % U. R >= U: f(r) = r % U. R < U: U/R rows share a 128-byte
+  // line and differ in r % (U/R) already; f(r) = (r / (U/R)) % R separates
+  // the R lines. (Triton's swizzled shared layout with vec = unit,
+  // perPhase = max(1, U/R), maxPhase = min(R, U).)
+  const int64_t ue = s.unitElems(), U = s.swizzlePeriod();
+  int64_t R = s.cols / ue;
+  TS_ASSERT(s.cols % ue == 0 && R >= 1 && (R & (R - 1)) == 0 && s.stride == s.cols && (ue & (ue - 1)) == 0,
+            "swizzled staging needs power-of-two rows of power-of-two units");
   llvm::Value* f;
-  if (R >= 8) {
-    f = b.CreateAnd(row, c32(b, 7));
+  if (R >= U) {
+    f = b.CreateAnd(row, c32(b, U - 1));
   } else {
-    int64_t P = 8 / R;
+    int64_t P = U / R;
     f = b.CreateAnd(b.CreateUDiv(row, c32(b, P)), c32(b, R - 1));
   }
-  const int64_t shift = ce == 16 ? 4 : 3;
-  llvm::Value* chunk = b.CreateXor(b.CreateLShr(col, c32(b, shift)), f);
-  return b.CreateAdd(rowOff, b.CreateAdd(b.CreateShl(chunk, c32(b, shift)), b.CreateAnd(col, c32(b, ce - 1))));
+  int64_t shift = 0;
+  while ((int64_t{1} << shift) < ue) ++shift;
+  llvm::Value* unit = b.CreateXor(b.CreateLShr(col, c32(b, shift)), f);
+  return b.CreateAdd(rowOff, b.CreateAdd(b.CreateShl(unit, c32(b, shift)), b.CreateAnd(col, c32(b, ue - 1))));
 }
 
 std::optional<int64_t> stagingOffset(const DotStaging& s, int64_t dRow, int64_t dCol) {
-  if (s.rowGroupWarps ? dRow % (16 * s.rowGroupWarps) != 0 : s.swizzle && dRow % 8 != 0) return std::nullopt;
+  if (s.rowGroupWarps ? dRow % (16 * s.rowGroupWarps) != 0 : s.swizzle && dRow % s.swizzlePeriod() != 0)
+    return std::nullopt;
   if (s.mfmaColWarps && dRow % (32 * s.mfmaColWarps) != 0) return std::nullopt;
   if (s.blockCols) {
     if (dCol % s.blockCols != 0) return std::nullopt;
@@ -263,10 +278,12 @@ std::optional<int64_t> stagingOffset(const DotStaging& s, int64_t dRow, int64_t 
 llvm::Value* stagingAddress(llvm::IRBuilderBase& b, llvm::Type* elemTy, llvm::Value* base, const DotStaging& s,
                             llvm::Value* row, int64_t dRow, llvm::Value* col, int64_t dCol) {
   const std::optional<int64_t> off = stagingOffset(s, dRow, dCol);
-  // A swizzled row's chunks move with the column, but the permutation
-  // repeats every 8 rows: rows 8k apart are the same address plus a
-  // constant, so reads of one column in several tiles share a register.
-  if (!off && s.swizzle && !s.blockCols && !s.rowGroupWarps && !s.mfmaColWarps && dRow % 8 == 0 && dCol != 0) {
+  // A swizzled row's units move with the column, but the permutation
+  // repeats every swizzlePeriod() rows: rows that far apart are the same
+  // address plus a constant, so reads of one column in several tiles share
+  // a register.
+  if (!off && s.swizzle && !s.blockCols && !s.rowGroupWarps && !s.mfmaColWarps && dRow % s.swizzlePeriod() == 0 &&
+      dCol != 0) {
     llvm::Value* p =
         b.CreateInBoundsGEP(elemTy, base, stagingIndex(b, s, row, b.CreateAdd(col, c32(b, dCol), "", true, true)));
     return dRow ? b.CreateInBoundsGEP(elemTy, p, c32(b, dRow * s.stride)) : p;

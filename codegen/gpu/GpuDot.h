@@ -22,8 +22,8 @@
 //   AMDGPU A: MxK, B transposed to NxK, rows padded by 8 bytes (MFMA)
 //          or 16 (WMMA: its 32-byte reads stay 16-byte aligned) so the
 //          per-lane reads of 16 consecutive rows spread over the banks
-//          (amdPadBytes), or for small WMMA dots XOR-swizzled instead
-//          (swizzleWmmaStaging); plain LDS loads.
+//          (amdPadBytes), or for small dots XOR-swizzled instead
+//          (swizzleAmdStaging); plain LDS loads.
 // Private to codegen: includes LLVM headers.
 #pragma once
 
@@ -67,8 +67,14 @@ struct DotStaging {
   /// one LDS phase read 16 rows whose 8-byte runs fall in distinct banks
   /// (rows 16 apart of a padded stride share their banks).
   int64_t mfmaColWarps = 0;
+  /// Bytes the swizzle permutes as a whole: 16 (a chunk: NVPTX, WMMA) or 8
+  /// (MFMA's 8-byte fragment reads).
+  int64_t swizzleUnit = 16;
   /// Elements per 16-byte chunk (one ldmatrix row).
   int64_t chunkElems() const { return 16 / static_cast<int64_t>(elemBytes); }
+  int64_t unitElems() const { return swizzleUnit / static_cast<int64_t>(elemBytes); }
+  /// Rows after which the swizzle repeats: one 128-byte bank cycle of units.
+  int64_t swizzlePeriod() const { return 128 / swizzleUnit; }
   uint64_t bytes() const { return static_cast<uint64_t>(rows * (blockCols ? cols : stride)) * elemBytes; }
   /// Bytes of one stored row (of one block).
   int64_t rowBytes() const { return stride * static_cast<int64_t>(elemBytes); }
@@ -104,15 +110,15 @@ struct TensorCoreDotPlan {
 
 /// The padding of an AMD operand staging row, in bytes (see above).
 int64_t amdPadBytes(ir::MmaKind k);
-/// WMMA's operands XOR-swizzled instead of padded (stagingIndex: chunk c of
-/// row r at c ^ (r / (8/R)) % R for R < 8 16-byte chunks per row, c ^ r % 8
-/// for more), the permutation Triton's swizzled shared layout applies to the
-/// same operands on gfx1100 (vec 8; perPhase 2, maxPhase 4 for 64-byte rows;
-/// perPhase 1, maxPhase 8 for 128-byte ones): the 16 rows of one read stay
-/// in distinct 4-bank groups and the staging holds no padding. A lane's 32
-/// bytes of a row are then two chunks, read apart. False (and `p` kept)
-/// where rows are not a power of two chunks (at least two).
-bool swizzleWmmaStaging(TensorCoreDotPlan& p);
+/// AMD matrix-core operands XOR-swizzled instead of padded (stagingIndex),
+/// in units of what one lane reads of a row per instruction: WMMA 16 bytes
+/// (its 32-byte run is two units, read apart), MFMA 16x16 8 bytes. The
+/// permutation is Triton's swizzled shared layout for the same operands
+/// (gfx1100: vec 8, perPhase 2, maxPhase 4 on 64-byte rows; gfx942: vec 4,
+/// perPhase 2, maxPhase 8): the rows of one read stay on distinct banks and
+/// the staging holds no padding. False (and `p` kept) for MFMA 32x32x8, and
+/// where rows are not a power of two units (at least two).
+bool swizzleAmdStaging(TensorCoreDotPlan& p);
 
 TensorCoreDotPlan planTensorCoreDot(const TensorCoreOp& op, DType in, int64_t M, int64_t N, int64_t K,
                                     const ir::BlockedLayout& acc);

@@ -407,7 +407,7 @@ std::optional<ir::Layout> Lower::transposedCopyLayout(const ir::Op& op) {
   int64_t g = la_.vectorWidth(op);
   if (mask) g = std::gcd(g, la_.maskConstancy(mask));
   g = std::max<int64_t>(1, std::min(g, 16 / eb));
-  int64_t w = 16 / eb;
+  int64_t w = sg->second.st.swizzle ? sg->second.st.unitElems() : 16 / eb;  // a swizzle unit stays whole
   while (w > 1 && ((sg->second.st.stride % w) != 0 || (sg->second.slotElems() % w) != 0)) w /= 2;
   // Instructions per thread of each choice, from the gemm_f16 listings on
   // gfx942 / gfx1100 (docs/gpu.md): a global load of one row costs itself

@@ -405,7 +405,7 @@ int64_t Lower::bufferRunWidth(const ir::Value* buf, const ir::Layout& l, const i
   // slotElems elements.
   const Storage& sg = it->second;
   if (sg.transposed) dim = static_cast<int>(shape.size()) - 2;
-  int64_t maxV = sg.transposed ? 16 / eb : sg.st.maxVec;
+  int64_t maxV = sg.transposed ? (sg.st.swizzle ? sg.st.unitElems() : 16 / eb) : sg.st.maxVec;
   while (maxV > 1 && ((sg.st.stride % maxV) != 0 || (sg.slotElems() % maxV) != 0)) maxV /= 2;
   return slotRunWidth(l, t, maxV, dim);
 }
