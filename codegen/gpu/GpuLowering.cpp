@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <map>
+#include <tuple>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -159,6 +160,9 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
   // where the target's registers are scarce (Lower::planDotOperands); when
   // that does not fit the shared memory, their fragments go to registers.
   bool invariantsInRegisters = false;
+  // Small AMD matrix-core dots swizzled where that shrinks the plan (see
+  // Lower::dotPlan): measured padded, then swizzled.
+  bool swizzle = false, candidates = false;
   uint64_t tmaBarrierBytes = 0;
   auto measure = [&] {
     req.clear();
@@ -167,11 +171,13 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
     scratchMod.setDataLayout(dl);
     scratchMod.setTargetTriple(llvm::Triple(t.triple()));
     Lower low(f, t, la, axis, o, ctx, scratchMod, req, loopReq, nullptr, invariantsInRegisters);
+    low.setSwizzleSmallDots(swizzle);
     low.run(0);
     storageBytes = low.bufferStorageBytes();
     aligns = low.areaAlignments();
     tmaBarrierBytes = low.tmaBarrierBytes();
     threads = low.blockThreads();
+    candidates = low.swizzleCandidates();
   };
   measure();
   auto wholeLoopAreas = [&] {
@@ -182,6 +188,16 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
   if (wholeLoopAreas() && ir::SharedPlan(f, req, storageBytes, loopReq, aligns).totalBytes() > t.maxSharedBytes()) {
     invariantsInRegisters = true;
     measure();
+  }
+  if (candidates) {
+    const uint64_t padded = ir::SharedPlan(f, req, storageBytes, loopReq, aligns).totalBytes();
+    auto keep = std::make_tuple(req, loopReq, storageBytes, aligns, tmaBarrierBytes, threads);
+    swizzle = true;
+    measure();
+    if (ir::SharedPlan(f, req, storageBytes, loopReq, aligns).totalBytes() >= padded) {
+      swizzle = false;
+      std::tie(req, loopReq, storageBytes, aligns, tmaBarrierBytes, threads) = std::move(keep);
+    }
   }
   ir::SharedPlan plan(f, req, storageBytes, loopReq, aligns);
   GpuLoweringResult res;
@@ -199,6 +215,7 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
   m->setDataLayout(dl);
   m->setTargetTriple(llvm::Triple(t.triple()));
   Lower low(f, t, la, axis, o, ctx, *m, req, loopReq, &plan, invariantsInRegisters);
+  low.setSwizzleSmallDots(swizzle);
   low.setTmaBarrierOffset(barrierOffset);
   low.run(res.sharedBytes);
   res.module = std::move(m);

@@ -381,6 +381,17 @@ class Lower {
   std::vector<std::pair<const void*, ir::LoopArea>>& loopReq_;
   const ir::SharedPlan* plan_;
   bool invariantsInRegisters_;  // see Hoisted::inRegisters
+
+ public:
+  /// Small AMD matrix-core dots stage their operands swizzled, not padded
+  /// (Lower::dotPlan); lowerToGpuLLVM decides from two measuring runs.
+  void setSwizzleSmallDots(bool on) { swizzleSmallDots_ = on; }
+  /// Whether a dot would take the swizzle if asked (set by the run).
+  bool swizzleCandidates() const { return swizzleCandidates_; }
+
+ private:
+  bool swizzleSmallDots_ = false;
+  bool swizzleCandidates_ = false;
   // Every instruction goes through tag(): see there. IdentityFolder: see there.
   llvm::IRBuilder<IdentityFolder, llvm::IRBuilderCallbackInserter> b_;
   unsigned opKind_;

@@ -165,20 +165,28 @@ TensorCoreDotPlan Lower::dotPlan(const ir::Op& op) {
   TensorCoreDotPlan p = planTensorCoreDot(top, av->type().dtype(), av->type().shape()[0],
                                           op.operand(1)->type().shape()[1], av->type().shape()[1], acc);
   p.inB = op.operand(1)->type().dtype();
-  // AMD staging swizzled rather than padded where the dot is small: the
-  // padding (WMMA 16 bytes a row, a quarter of a 32-wide f16 K tile; MFMA
-  // 8) is what limits a small GEMM's occupancy (the 32x32x32 example:
-  // gfx1100 10240 -> 8192 bytes, 12 -> 16 waves; gfx942 9216 -> 8192,
-  // 7 -> 8; both Triton's), while a swizzled row's units need an address
-  // register per column a lane reads, which large and chained dots cannot
-  // spare (tessera_gpu_bench, every gfx1100 row both ways: 128x128 tiles
-  // +11-15 VGPRs for no occupancy, attention 128x64 d64 w4 and the
+  // AMD staging swizzled rather than padded where the dot is small and
+  // that makes the kernel's shared memory smaller (lowerToGpuLLVM measures
+  // both). The padding (WMMA 16 bytes a row, a quarter of a 32-wide f16 K
+  // tile; MFMA 8) is what limits a small GEMM's occupancy (the 32x32x32
+  // example: gfx1100 10240 -> 8192 bytes, 12 -> 16 waves; gfx942 9216 ->
+  // 8192, 7 -> 8; both Triton's), while a swizzled row's units need an
+  // address register per column a lane reads, which large and chained dots
+  // cannot spare (tessera_gpu_bench, every gfx1100 row both ways: 128x128
+  // tiles +11-15 VGPRs for no occupancy, attention 128x64 d64 w4 and the
   // backward pass into scratch, the flash_attention examples 9 -> 8
-  // waves). Small: at most 16 accumulator elements per thread, not chained
-  // to another dot.
+  // waves), nor a dot whose staging is not what sets the footprint (a
+  // 64x64 i8 tile under its 16 KB i32 epilogue conversion: 48 -> 60 VGPRs
+  // for the same 16384 bytes). Small: at most 16 accumulator elements per
+  // thread, not chained to another dot.
   if ((ir::isAmdMfma(p.op.kind) || p.op.kind == ir::MmaKind::AmdWmma16x16x16) && !la_.chained(op) &&
-      p.M * p.N <= 16 * int64_t{la_.numWarps()} * la_.warpSize())
-    swizzleAmdStaging(p);
+      p.M * p.N <= 16 * int64_t{la_.numWarps()} * la_.warpSize()) {
+    TensorCoreDotPlan q = p;
+    if (swizzleAmdStaging(q)) {
+      swizzleCandidates_ = true;
+      if (swizzleSmallDots_) p = q;
+    }
+  }
   // A B operand copied from global memory where it is contiguous along K
   // (flash attention's K^T) is stored N x K, so the copy's 16-byte chunks
   // stay whole; ldmatrix without .trans reads its fragments.
