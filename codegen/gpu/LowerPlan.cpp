@@ -166,8 +166,8 @@ TensorCoreDotPlan Lower::dotPlan(const ir::Op& op) {
                                           op.operand(1)->type().shape()[1], av->type().shape()[1], acc);
   p.inB = op.operand(1)->type().dtype();
   // AMD staging swizzled rather than padded where the dot is small and
-  // that makes the kernel's shared memory smaller (lowerToGpuLLVM measures
-  // both). The padding (WMMA 16 bytes a row, a quarter of a 32-wide f16 K
+  // that raises the occupancy the kernel's shared memory allows
+  // (lowerToGpuLLVM measures both). The padding (WMMA 16 bytes a row, a quarter of a 32-wide f16 K
   // tile; MFMA 8) is what limits a small GEMM's occupancy (the 32x32x32
   // example: gfx1100 10240 -> 8192 bytes, 12 -> 16 waves; gfx942 9216 ->
   // 8192, 7 -> 8; both Triton's), while a swizzled row's units need an
