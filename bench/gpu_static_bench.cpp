@@ -45,6 +45,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <optional>
 #include <regex>
 #include <sstream>
@@ -97,6 +98,7 @@ struct Row {
   ts::perf::CodeProfile instrs;
   std::string listing;  // sass, ptx, amdgcn
   double compileMs = -1, ptxasMs = -1;
+  std::string stages;  // --stages: "stage ms" per compile stage, medians
 };
 
 // After one warm-up call (first use of a target initialises LLVM's backend).
@@ -116,6 +118,7 @@ bool isNvidia(const ts::Target& t) { return t.kind == ts::Target::Kind::NVPTX; }
 
 // --dump DIR: every listing the figures come from, to check the heuristics.
 std::string dumpDir;
+bool showStages = false;  // --stages
 void dump(const Row& r, const std::string& stage, const std::string& text) {
   if (dumpDir.empty()) return;
   std::string f = r.name + "." + r.config + "." + r.target + "." + stage;
@@ -161,10 +164,20 @@ Row measureTessera(const std::string& name, const std::string& config, const ts:
     ts::CompileOptions o;
     o.numWarps = numWarps;
     ts::Kernel k = ts::assumeAligned(kernel);
+    std::map<std::string, std::vector<double>> stages;  // per compile stage, every rep's ms
     r.compileMs = medianMs(reps, [&] {
       ts::clearCache();
-      ts::compile(k, target, o);
+      ts::CompiledKernel c = ts::compile(k, target, o);
+      std::istringstream log(c.artifact().dumps.extra.at("compile-times"));
+      std::string stage, unit;
+      for (double ms; log >> stage >> ms >> unit;) stages[stage].push_back(ms);
     });
+    for (auto& [stage, ms] : stages) {
+      std::sort(ms.begin(), ms.end());
+      char buf[64];
+      std::snprintf(buf, sizeof buf, " %s %.2f", stage.c_str(), ms[ms.size() / 2]);
+      r.stages += buf;
+    }
     ts::CompiledKernel ck = ts::compile(k, target, o);
     const ts::codegen::Artifact& art = ck.artifact();
     measureArtifact(art, isNvidia(target) ? "" : ck.dump(ts::Stage::AMDGCN), int(art.binary.threadsPerBlock), r, reps);
@@ -322,6 +335,8 @@ int main(int argc, char** argv) {
         reps = std::max(1, std::stoi(value()));
       else if (a == "--only")
         only = value();
+      else if (a == "--stages")
+        showStages = true;
       else if (a == "--json")
         json = value();
       else if (a == "--targets")
@@ -356,6 +371,7 @@ int main(int argc, char** argv) {
         Row r = wrong.empty() ? measureTessera(e.name, e.config, e.kernel(ts::Target::parse(t)), e.numWarps, t, reps)
                               : Row{e.name, e.config, t, wrong};
         printRow(r);
+        if (showStages && !r.stages.empty()) std::printf("  stages (median ms):%s\n", r.stages.c_str());
         std::fflush(stdout);
         rows.push_back(jsonRow(r));
       }

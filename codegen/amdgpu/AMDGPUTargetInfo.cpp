@@ -305,7 +305,7 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
   GpuOutput emit(llvm::Module& m, llvm::TargetMachine& tm) override {
     GpuOutput out;
     if (o_.eagerAssembly) out.assembly = emitFile(m, tm, llvm::CodeGenFileType::AssemblyFile);
-    std::string obj = emitFile(m, tm, llvm::CodeGenFileType::ObjectFile);
+    std::string obj = emitFileReusingPipeline(m, tm, llvm::CodeGenFileType::ObjectFile);
     std::string hsaco = linkHsaco(obj);
     out.codeObject.assign(hsaco.begin(), hsaco.end());
     return out;

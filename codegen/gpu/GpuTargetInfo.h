@@ -303,6 +303,8 @@ class GpuTargetInfo {
   /// Module-level settings the backend needs (module flags, ...) and the
   /// device library the lowering called into, linked and inlined.
   virtual void prepareModule(llvm::Module& m, llvm::TargetMachine& tm) {}
+  /// The PTX or the linked code object. Consumes `m` (code generation
+  /// mutates it; compileGpu keeps a copy made before).
   virtual GpuOutput emit(llvm::Module& m, llvm::TargetMachine& tm) = 0;
   /// Registers, spills, shared memory of the compiled kernel; throws
   /// DeviceError if the tool it needs is missing.

@@ -3,6 +3,9 @@
 #include <llvm/Passes/PassBuilder.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
 #include <mutex>
 
 #include <llvm/ADT/SmallString.h>
@@ -107,6 +110,59 @@ std::string emitFile(const llvm::Module& m, llvm::TargetMachine& tm, llvm::CodeG
                         (kind == llvm::CodeGenFileType::ObjectFile ? "object files" : "assembly"));
   pm.run(*copy);
   return std::string(buf.str());
+}
+
+namespace {
+// One kept code generator pipeline. The legacy pass manager re-initialises
+// every pass per module (doInitialization / doFinalization: the machine-module
+// info and its MCContext are reset, the AsmPrinter starts a new file and
+// resets its streamer), which is how one pipeline serves many modules of a
+// TargetMachine; the object streamer writes into `buf`, emptied per run.
+// "gpu compile: a reused code generator pipeline gives the code of a fresh
+// one" (tests/codegen/gpu_compile_latency_test.cpp) compares its output
+// with a fresh pipeline's over every example, kernels interleaved.
+struct KeptPipeline {
+  llvm::SmallString<0> buf;
+  llvm::raw_svector_ostream os{buf};
+  llvm::legacy::PassManager pm;
+};
+}  // namespace
+
+std::string emitFileReusingPipeline(llvm::Module& m, llvm::TargetMachine& tm, llvm::CodeGenFileType kind) {
+  const char* env = std::getenv("TESSERA_FRESH_CODEGEN");  // read per call: the test switches it
+  const bool fresh = env && *env && std::string(env) != "0";
+  auto build = [&] {
+    auto p = std::make_unique<KeptPipeline>();
+    if (tm.addPassesToEmitFile(p->pm, p->os, nullptr, kind))
+      throw InternalError("the " + tm.getTargetTriple().str() + " TargetMachine cannot emit " +
+                          (kind == llvm::CodeGenFileType::ObjectFile ? "object files" : "assembly"));
+    return p;
+  };
+  if (fresh) {
+    auto p = build();
+    p->pm.run(m);
+    return std::string(p->buf.str());
+  }
+  // Per thread, as the TargetMachines: a pipeline runs one module at a time.
+  // Declared after the first TargetMachine of the thread is created, so
+  // destroyed before it.
+  thread_local std::map<std::pair<const llvm::TargetMachine*, int>, std::unique_ptr<KeptPipeline>> kept;
+  auto key = std::make_pair(&tm, static_cast<int>(kind));
+  auto it = kept.find(key);
+  if (it == kept.end()) it = kept.emplace(key, build()).first;
+  KeptPipeline& p = *it->second;
+  p.buf.clear();
+  try {
+    p.pm.run(m);
+  } catch (...) {
+    // A run cut short (an LLVM fatal error turned exception) leaves the
+    // passes mid-module: never reused.
+    kept.erase(key);
+    throw;
+  }
+  std::string out(p.buf.str());
+  p.buf.clear();
+  return out;
 }
 
 }  // namespace tessera::codegen

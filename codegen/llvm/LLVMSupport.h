@@ -50,6 +50,17 @@ void runPipeline(llvm::Module& m, llvm::TargetMachine& tm, const char* pipeline)
 /// assembly text (host assembly, PTX, AMDGCN) or object code.
 std::string emitFile(const llvm::Module& m, llvm::TargetMachine& tm, llvm::CodeGenFileType kind);
 
+/// emitFile for the GPU compiles: runs on `m` itself, which it consumes (code
+/// generation mutates the module; the caller drops it afterwards), through a
+/// code generator pipeline the calling thread keeps per TargetMachine and
+/// file kind. Building and tearing down the legacy pass pipeline (about 200
+/// passes, the machine-module info, the object streamer) was a fifth of a
+/// small kernel's AMDGPU code generation. `tm` must outlive the thread's use
+/// of it (the GPU TargetMachines are kept per thread: cachedGpuTargetMachine).
+/// A run that throws drops the kept pipeline. TESSERA_FRESH_CODEGEN=1 builds
+/// a fresh one for every call (to rule the reuse out when chasing a bug).
+std::string emitFileReusingPipeline(llvm::Module& m, llvm::TargetMachine& tm, llvm::CodeGenFileType kind);
+
 /// Consumes an llvm::Error: returns normally on success, otherwise throws
 /// E (CompileError by default) with `what` and LLVM's message.
 template <typename E = CompileError>

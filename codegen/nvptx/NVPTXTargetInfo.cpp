@@ -418,7 +418,7 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
 
   GpuOutput emit(llvm::Module& m, llvm::TargetMachine& tm) override {
     GpuOutput out;
-    out.assembly = emitFile(m, tm, llvm::CodeGenFileType::AssemblyFile);
+    out.assembly = emitFileReusingPipeline(m, tm, llvm::CodeGenFileType::AssemblyFile);
     return out;
   }
 

@@ -11,6 +11,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <iterator>
+#include <map>
 #include <cstdio>
 #include <string>
 #include <thread>
@@ -162,6 +165,37 @@ TEST_CASE("gpu compile: a reused TargetMachine gives the code of a fresh one", "
     CHECK(here == first);
     CHECK(other == first);
   }
+}
+
+// The code generator pipeline is kept per thread and TargetMachine
+// (emitFileReusingPipeline): every example compiled after all the others,
+// through the kept pipeline, must give the PTX / code object that a fresh
+// pipeline gives (TESSERA_FRESH_CODEGEN=1). Interleaved kernels catch state
+// a pass would carry from one module to the next.
+TEST_CASE("gpu compile: a reused code generator pipeline gives the code of a fresh one", "[gpu][latency]") {
+  const char* targets[] = {"nvptx:sm_80", "nvptx:sm_90a", "amdgpu:gfx942", "amdgpu:gfx1100"};
+  auto code = [](const std::shared_ptr<codegen::Artifact>& a) {
+    return a->binary.ptx + std::string(a->binary.codeObject.begin(), a->binary.codeObject.end());
+  };
+  std::vector<std::string> names;
+  for (const auto& ex : examples::all()) names.push_back(ex.name);
+  REQUIRE(names.size() >= 20);
+  std::map<std::string, std::string> kept;
+  ::unsetenv("TESSERA_FRESH_CODEGEN");
+  for (const std::string& n : names)  // each target's pipeline sees every kernel in turn
+    for (const char* t : targets) kept[n + "@" + t] = code(compileExample(n, t));
+  ::setenv("TESSERA_FRESH_CODEGEN", "1", 1);
+  int compared = 0;
+  for (auto it = names.rbegin(); it != names.rend(); ++it)
+    for (const char* t : targets) {
+      INFO(*it << " on " << t);
+      std::string fresh = code(compileExample(*it, t));
+      REQUIRE(!fresh.empty());
+      CHECK(fresh == kept[*it + "@" + t]);
+      ++compared;
+    }
+  ::unsetenv("TESSERA_FRESH_CODEGEN");
+  CHECK(compared == static_cast<int>(names.size() * std::size(targets)));
 }
 
 TEST_CASE("gpu compile: latency, registers, spills and shared memory of the default GEMM configs",
