@@ -42,13 +42,30 @@ namespace tessera::codegen {
 namespace gpu_lower {
 
 std::unordered_map<const ir::Value*, uint64_t> Lower::bufferStorageBytes() const {
+  return bufferStorageBytes(fewerSlots_);
+}
+
+std::unordered_map<const ir::Value*, uint64_t> Lower::bufferStorageBytes(bool fewerSlots) const {
   std::unordered_map<const ir::Value*, uint64_t> r;
-  for (auto& [buf, sg] : storage_) {
+  // Leading dims times the elements of one slot; a fewer-slot buffer's
+  // leading dim (its S slots) is stored as S-1.
+  auto lead = [&](const ir::Value* buf) {
     const auto& shape = buf->type().shape();
-    int64_t lead = 1;
-    for (size_t i = 0; i + 2 < shape.size(); ++i) lead *= shape[i];
-    r[buf] = static_cast<uint64_t>(lead * sg.slotElems()) * ir::sharedElemBytes(buf->type().dtype());
-  }
+    int64_t n = 1;
+    for (size_t i = 0; i + 2 < shape.size(); ++i) n *= shape[i];
+    if (fewerSlots && fewerSlotCands_.count(buf)) n = n / shape[0] * (shape[0] - 1);
+    return n;
+  };
+  for (auto& [buf, sg] : storage_)
+    r[buf] = static_cast<uint64_t>(lead(buf) * sg.slotElems()) * ir::sharedElemBytes(buf->type().dtype());
+  if (fewerSlots)
+    for (auto& [buf, S] : fewerSlotCands_) {
+      if (storage_.count(buf)) continue;
+      const auto& shape = buf->type().shape();
+      int64_t slot = 1;
+      for (size_t i = shape.size() - 2; i < shape.size(); ++i) slot *= shape[i];
+      r[buf] = static_cast<uint64_t>(lead(buf) * slot) * ir::sharedElemBytes(buf->type().dtype());
+    }
   return r;
 }
 
@@ -73,6 +90,7 @@ void Lower::run(uint64_t smemBytes) {
     params.push_back(t.isScalar() && t.dtype() == DType::I1 ? b_.getInt8Ty() : elemTy(t));
   }
   planDirectDots();
+  planFewerSlots();
   planDotOperands();
   operandsPlanned_ = true;
   planElision();
@@ -164,6 +182,10 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
   // Small AMD matrix-core dots swizzled where that shrinks the plan (see
   // Lower::dotPlan): measured padded, then swizzled.
   bool swizzle = false, candidates = false;
+  // Register-staged pipelines in S-1 physical slots (Lower::planFewerSlots)
+  // where that raises the waves the shared memory allows.
+  bool fewerSlots = false, fewerCandidates = false;
+  std::unordered_map<const ir::Value*, uint64_t> fewerStorage;
   uint64_t tmaBarrierBytes = 0;
   auto measure = [&] {
     req.clear();
@@ -173,8 +195,11 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
     scratchMod.setTargetTriple(llvm::Triple(t.triple()));
     Lower low(f, t, la, axis, o, ctx, scratchMod, req, loopReq, nullptr, invariantsInRegisters);
     low.setSwizzleSmallDots(swizzle);
+    low.setFewerSlots(fewerSlots);
     low.run(0);
     storageBytes = low.bufferStorageBytes();
+    fewerStorage = low.bufferStorageBytes(true);
+    fewerCandidates = low.fewerSlotsCandidates();
     aligns = low.areaAlignments();
     tmaBarrierBytes = low.tmaBarrierBytes();
     threads = low.blockThreads();
@@ -196,11 +221,21 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
   // its 16 KB epilogue conversion: the same bytes, 60 VGPRs against 48;
   // moe_grouped_gemm_swiglu on gfx942: 20736 -> 18432 bytes, 3 waves
   // either way). The second measuring run only where it can pay.
-  const GpuArch* arch = candidates ? findGpuArch(GpuArch::Vendor::AMD, t.arch()) : nullptr;
+  const GpuArch* arch = candidates || fewerCandidates ? findGpuArch(GpuArch::Vendor::AMD, t.arch()) : nullptr;
   auto ldsWaves = [&](uint64_t bytes) {
     return occupancy(*arch, 1, static_cast<int64_t>(bytes), static_cast<int>(threads)).value;
   };
-  if (arch) {
+  // Fewer slots first: no measuring run (only the staged buffers' sizes
+  // change), and the swizzle is then tried against the smaller plan.
+  if (arch && fewerCandidates) {
+    const uint64_t all = ir::SharedPlan(f, req, storageBytes, loopReq, aligns).totalBytes();
+    if (ldsWaves(all) < ldsWaves(0) &&
+        ldsWaves(ir::SharedPlan(f, req, fewerStorage, loopReq, aligns).totalBytes()) > ldsWaves(all)) {
+      fewerSlots = true;
+      storageBytes = fewerStorage;
+    }
+  }
+  if (arch && candidates) {
     const uint64_t padded = ir::SharedPlan(f, req, storageBytes, loopReq, aligns).totalBytes();
     if (ldsWaves(padded) < ldsWaves(0)) {
       auto keep = std::make_tuple(req, loopReq, storageBytes, aligns, tmaBarrierBytes, threads);
@@ -219,6 +254,10 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
   const uint64_t barrierOffset = (plan.totalBytes() + 15) & ~uint64_t{15};
   res.sharedBytes = tmaBarrierBytes ? barrierOffset + tmaBarrierBytes : plan.totalBytes();
   res.sharedPlan = plan.describe();
+  if (fewerSlots)
+    res.sharedPlan +=
+        "register-staged pipelines: each staged buffer of S slots is stored in S-1 (the slot a tile leaves takes "
+        "the tile of iteration k+S-1 after a barrier)\n";
   if (tmaBarrierBytes)
     res.sharedPlan += "transaction barriers (tensor copies): " + std::to_string(tmaBarrierBytes) + " bytes at " +
                       std::to_string(barrierOffset) + "\n";
@@ -229,6 +268,7 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
   m->setTargetTriple(llvm::Triple(t.triple()));
   Lower low(f, t, la, axis, o, ctx, *m, req, loopReq, &plan, invariantsInRegisters);
   low.setSwizzleSmallDots(swizzle);
+  low.setFewerSlots(fewerSlots);
   low.setTmaBarrierOffset(barrierOffset);
   low.run(res.sharedBytes);
   res.module = std::move(m);

@@ -155,8 +155,24 @@ bool Lower::emitHardwareCopy(const ir::Op& op, const ir::Layout& l, const Slots&
 
 /// Stores the staged copies of every group < beforeGroup (INT64_MAX: all),
 /// in issue order; see the comment above emitCopy.
-void Lower::flushStaged(int64_t beforeGroup) {
+void Lower::flushStaged(int64_t beforeGroup, bool endOfBody) {
   if (staged_.empty() || staged_.front().group >= beforeGroup) return;
+  // A copy into a fewer-slot buffer (planFewerSlots) stores into the slot the
+  // body has just read: every thread must be past those reads. Only LDS is
+  // ordered; the loads of the copies stay in flight until the stores.
+  bool war = false;
+  for (const StagedCopy& s : staged_)
+    if (s.group < beforeGroup && fewer(rootBuffer(s.buf))) {
+      const ir::Op* up = s.op->parent()->parentOp();
+      TS_ASSERT(endOfBody || !(up && up->hasAttr("pipelined")),
+                "fewer slots: a pipelined copy stored before the end of its iteration's body");
+      war = war || endOfBody;
+    }
+  if (war) {
+    const bool gd = globalDirty_;  // an LDS-only barrier orders no global write
+    barrier(/*sharedOnly=*/true);
+    globalDirty_ = gd;
+  }
   // Without this the AMDGPU scheduler hoists the deferred LDS stores above
   // the iteration's WMMA/MFMAs, and the stores' wait for the loads
   // (s_waitcnt vmcnt) comes before the compute again (seen on gfx1100).

@@ -13,6 +13,10 @@ namespace tessera::codegen::gpu_lower {
 // ============================================================== control flow
 
 void Lower::emitFor(const ir::Op& op) {
+  // A body that writes no global memory leaves unordered only the global
+  // writes from before the loop (at its start the flags are otherwise
+  // assumed set).
+  const bool globalBefore = globalDirty_;
   flushStaged(INT64_MAX);  // (c): the prologue's copies land before the loop
   stageHoistedOperands(op);
   llvm::Value* lo = scalar(op.operand(0));
@@ -38,6 +42,7 @@ void Lower::emitFor(const ir::Op& op) {
     }
   loop.enterBody(b_, hi);
   unknownOrder();
+  if (!writesGlobal(blk)) globalDirty_ = globalBefore;
   scalars_[blk.arg(0)] = iv;
   for (unsigned i = 0; i < n; ++i) {
     const ir::Value* a = blk.arg(i + 1);
@@ -48,7 +53,7 @@ void Lower::emitFor(const ir::Op& op) {
   }
   yields_.emplace_back();
   emitBlock(blk);
-  flushStaged(INT64_MAX);  // (b): before the back edge
+  flushStaged(INT64_MAX, /*endOfBody=*/true);  // (b): before the back edge
   setCurrentOp(op);
   auto ys = std::move(yields_.back());
   yields_.pop_back();
@@ -182,7 +187,8 @@ void Lower::emitOp(const ir::Op& op) {
       // the buffer's row-major shared array; no code beyond the address.
       const ir::Value* buf = op.operand(0);
       llvm::Type* mt = memTyOf(buf->type().dtype());
-      llvm::Value* idx = b_.CreateSExtOrTrunc(scalar(op.operand(1)), b_.getInt32Ty());
+      // S-1 physical slots of a register-staged pipeline: see planFewerSlots.
+      llvm::Value* idx = fewer(buf) ? physicalSlot(op) : b_.CreateSExtOrTrunc(scalar(op.operand(1)), b_.getInt32Ty());
       auto sg = storage_.find(buf);  // a padded staging layout makes slots longer
       int64_t slotElems = sg != storage_.end() ? sg->second.slotElems() : op.result()->type().numElements();
       llvm::Value* off = b_.CreateMul(idx, b_.getInt32(static_cast<uint32_t>(slotElems)));
@@ -220,6 +226,7 @@ void Lower::emitOp(const ir::Op& op) {
       // schedule's slot-reuse barrier after the dot, needs none).
       if (asyncProxySlots_ && proxyPending_) t_.sharedToAsyncProxyFence(b_);
       proxyPending_ = false;
+      if (redundantSlotBarrier(op)) return;
       barrier(pipelineSlotBarrier(op));
       return;
     case OpCode::Reduce: return emitReduce(op);

@@ -209,6 +209,12 @@ class Lower {
   /// slots in shared memory only, and the loads of the next stage, which
   /// nothing in the loop writes, may stay in flight across it.
   bool pipelineSlotBarrier(const ir::Op& op) const;
+  /// True for a pipeline barrier that orders nothing with register-staged
+  /// copies (see the definition): not emitted.
+  bool redundantSlotBarrier(const ir::Op& op) const;
+  /// Whether `blk` (nested regions included) may write global memory: a
+  /// store, an atomic or a fence.
+  static bool writesGlobal(const ir::Block& blk);
   void beforeShared() {
     if (smemDirty_) barrier();
     smemDirty_ = true;
@@ -325,6 +331,12 @@ class Lower {
   /// time where the target has packed f32 math (packedOps_).
   void planPackedMath();
   void planDirectDots();
+  /// The shared buffers of register-staged pipelines that can keep S-1
+  /// physical slots where the pipeline pass gave them S (fewerSlotCands_):
+  /// see the comment at its definition (LowerPlan.cpp).
+  void planFewerSlots();
+  /// The physical slot of a buffer_slot of a fewer-slot buffer.
+  llvm::Value* physicalSlot(const ir::Op& bufferSlot);
   void planDotOperands();
   int globalCopyDim(const ir::Op& op, unsigned i, const std::unordered_map<const ir::Value*, int>& uses);
   /// The bytes of one chunk of a dot operand copied from global memory:
@@ -352,7 +364,9 @@ class Lower {
   /// the last dim and by the mask's constancy.
   int64_t accessWidth(const ir::Op& op, const ir::Layout& l, const ir::Type& ptrT, const ir::SlotTable& t,
                       const ir::Value* mask);
-  void flushStaged(int64_t beforeGroup);
+  /// `endOfBody`: the flush before a loop's back edge (case (b)), the only
+  /// place the copies into fewer-slot buffers are stored (planFewerSlots).
+  void flushStaged(int64_t beforeGroup, bool endOfBody = false);
   void emitReduce(const ir::Op& op);
   void emitScan(const ir::Op& op);
   void emitGather(const ir::Op& op);
@@ -388,8 +402,18 @@ class Lower {
   void setSwizzleSmallDots(bool on) { swizzleSmallDots_ = on; }
   /// Whether a dot would take the swizzle if asked (set by the run).
   bool swizzleCandidates() const { return swizzleCandidates_; }
+  /// Register-staged pipelines keep S-1 physical slots of their staged
+  /// buffers (planFewerSlots); lowerToGpuLLVM decides from the plan.
+  void setFewerSlots(bool on) { fewerSlots_ = on; }
+  /// Whether some buffer could (set by the run).
+  bool fewerSlotsCandidates() const { return !fewerSlotCands_.empty(); }
+  /// bufferStorageBytes as it would be with or without the fewer slots.
+  std::unordered_map<const ir::Value*, uint64_t> bufferStorageBytes(bool fewerSlots) const;
 
  private:
+  bool fewerSlots_ = false;
+  std::unordered_map<const ir::Value*, int64_t> fewerSlotCands_;  // root buffer -> its S
+  bool fewer(const ir::Value* root) const { return fewerSlots_ && fewerSlotCands_.count(root); }
   bool swizzleSmallDots_ = false;
   bool swizzleCandidates_ = false;
   // Every instruction goes through tag(): see there. IdentityFolder: see there.

@@ -15,19 +15,45 @@ namespace tessera::codegen::gpu_lower {
 
 // ===================================================================== memory
 
+bool Lower::writesGlobal(const ir::Block& blk) {
+  for (auto& o : blk.ops()) {
+    if (o->code() == OpCode::Store || ir::isAtomic(o->code()) || o->code() == OpCode::Fence) return true;
+    for (auto& reg : o->regions())
+      if (writesGlobal(reg->block())) return true;
+  }
+  return false;
+}
+
 bool Lower::pipelineSlotBarrier(const ir::Op& op) const {
   const ir::Region* r = op.parent()->parent();
   const ir::Op* loop = r ? r->parentOp() : nullptr;
   if (!op.hasAttr("stage") || !loop || loop->code() != OpCode::For || !loop->hasAttr("pipelined")) return false;
-  std::function<bool(const ir::Block&)> writesGlobal = [&](const ir::Block& blk) {
-    for (auto& o : blk.ops()) {
-      if (o->code() == OpCode::Store || ir::isAtomic(o->code()) || o->code() == OpCode::Fence) return true;
-      for (auto& reg : o->regions())
-        if (writesGlobal(reg->block())) return true;
-    }
-    return false;
-  };
   return !writesGlobal(*op.parent());
+}
+
+// The barrier opening a register-staged pipelined body ({stage = S-1}: the
+// pipeline pass's write-after-read barrier, iteration k's copies writing the
+// slot iteration k-1 read) orders nothing on these targets: the copies'
+// stores wait for the end of the body (flushStaged, case (b)), after the
+// body's {stage = 0} barrier, which already follows iteration k-1's reads;
+// between the two barriers only the copies' global loads and their address
+// arithmetic run (a shared access of the lowering's own still finds
+// smemDirty_ set and waits at a barrier of its own). Kept where the body
+// writes global memory or a global write before it is unordered, and where
+// something could store the copies before the {stage = 0} barrier: S = 1
+// (the body's wait retires its own copies), a wait with pending = 0, or an
+// `if` / `for` in the body (case (c)). One s_barrier fewer per iteration of
+// every AMD pipelined loop.
+bool Lower::redundantSlotBarrier(const ir::Op& op) const {
+  if (t_.asyncCopyImpl() != AsyncCopyImpl::RegisterStaged || globalDirty_ || !pipelineSlotBarrier(op)) return false;
+  const ir::Block& body = *op.parent();
+  const int64_t S = body.parentOp()->intAttr("pipelined");
+  if (S < 2 || op.intAttr("stage") != S - 1 || body.ops().front().get() != &op) return false;
+  for (auto& o : body.ops()) {
+    if (o->code() == OpCode::For || o->code() == OpCode::If) return false;
+    if (o->code() == OpCode::AsyncWait && o->intAttr("pending") < 1) return false;
+  }
+  return true;
 }
 
 Slots Lower::globalLoad(const ir::Op& op, const ir::Layout& l, const ir::Type& ptrT, const Slots& ptrs,

@@ -147,6 +147,122 @@ void Lower::planDirectDots() {
   for (auto& [buf, sg] : storage_) asyncProxySlots_ = asyncProxySlots_ || sg.align > 16;
 }
 
+/// Register-staged pipelines in S-1 physical slots. The pipeline pass gives
+/// a staged buffer S slots (docs/pipelining.md): iteration k reads slot
+/// k mod S while the copies of iterations k+1 .. k+S-1 are in flight. With
+/// AsyncCopyImpl::RegisterStaged a copy issued in iteration k holds its data
+/// in registers and stores them at the end of the iteration's body (case (b)
+/// of the comment above emitCopy), after the body's last read of tile k: at
+/// that point only tiles k+1 .. k+S-2 are in the buffer still to be read,
+/// so S-1 physical slots hold them all if tile j lives in slot j mod (S-1)
+/// and the store of tile k+S-1, into the slot tile k just left, waits for a
+/// barrier after the body's reads (flushStaged). That is Triton's AMD stream
+/// pipeline (S-1 LDS buffers and the prefetch in registers); it costs one
+/// barrier per iteration and gives back a slot of every staged buffer, which
+/// raises the waves per SIMD where the LDS limits them (lowerToGpuLLVM
+/// applies it only there).
+///
+/// A buffer qualifies only in the exact form the pipeline pass emits, each
+/// use checked: a shared alloc of S >= 2 slots used only through
+/// buffer_slot, whose slots are
+///  * outside pipelined loops, constants p <= S-2 written only by async
+///    copies (the prologue, slot p = tile p);
+///  * in the body of a `for {pipelined = S}`, `(k) rem S` read only by
+///    local_load, or `(k + S-1) rem S` written only by async copies, k the
+///    loop's index, in a body without nested control flow (an `if` or `for`
+///    start flushes the staged copies, case (c), possibly before a read) and
+///    whose async_waits leave >= 1 group pending (so a wait never stores the
+///    iteration's own copies, case (a)): tile j = k + c is then in physical
+///    slot j mod (S-1).
+void Lower::planFewerSlots() {
+  fewerSlotCands_.clear();
+  if (t_.asyncCopyImpl() != AsyncCopyImpl::RegisterStaged) return;
+  auto& body = const_cast<ir::Function&>(f_).body();
+  auto constant = [](const ir::Value* v) -> std::optional<int64_t> {
+    const ir::Op* d = v->definingOp();
+    if (!d || d->code() != OpCode::Constant || !v->type().isScalar()) return std::nullopt;
+    auto it = d->attrs().find("value");
+    if (it == d->attrs().end() || !std::holds_alternative<int64_t>(it->second)) return std::nullopt;
+    return std::get<int64_t>(it->second);
+  };
+  auto asyncCopy = [](const ir::Op& o) { return o.code() == OpCode::Copy && o.hasAttr("async") && o.intAttr("async"); };
+  // The offset c of a slot index `(k + c) rem S` in the body of a pipelined
+  // loop, k its index; nullopt for another form.
+  auto offsetOf = [&](const ir::Op& slotOp, int64_t S) -> std::optional<int64_t> {
+    const ir::Op* loop = slotOp.parent()->parentOp();
+    if (!loop || loop->code() != OpCode::For || !loop->hasAttr("pipelined") || loop->intAttr("pipelined") != S)
+      return std::nullopt;
+    const ir::Value* k = loop->region(0).block().arg(0);
+    const ir::Op* rem = slotOp.operand(1)->definingOp();
+    if (!rem || rem->code() != OpCode::Rem || constant(rem->operand(1)) != S) return std::nullopt;
+    const ir::Value* x = rem->operand(0);
+    if (x == k) return 0;
+    const ir::Op* add = x->definingOp();
+    if (!add || add->code() != OpCode::Add) return std::nullopt;
+    for (unsigned i = 0; i < 2; ++i)
+      if (add->operand(i) == k) return constant(add->operand(1 - i));
+    return std::nullopt;
+  };
+  auto plainBody = [](const ir::Op& loop) {
+    for (auto& o : loop.region(0).block().ops()) {
+      if (o->code() == OpCode::For || o->code() == OpCode::If) return false;
+      if (o->code() == OpCode::AsyncWait && o->intAttr("pending") < 1) return false;
+    }
+    return true;
+  };
+  // Users of each slot view.
+  std::unordered_map<const ir::Value*, std::vector<std::pair<const ir::Op*, unsigned>>> users;
+  std::vector<const ir::Op*> allocs;
+  ir::walk(body, [&](ir::Op& op) {
+    if (op.code() == OpCode::Alloc) allocs.push_back(&op);
+    for (unsigned i = 0; i < op.numOperands(); ++i) users[op.operand(i)].emplace_back(&op, i);
+  });
+  for (const ir::Op* a : allocs) {
+    const ir::Value* root = a->result();
+    const ir::Type& t = root->type();
+    if (t.space() != ir::MemSpace::Shared || t.shape().size() < 3 || t.shape()[0] < 2) continue;
+    const int64_t S = t.shape()[0];
+    bool ok = true, inLoop = false;
+    for (auto& [slotOp, i] : users[root]) {
+      if (slotOp->code() != OpCode::BufferSlot || i != 0) {
+        ok = false;
+        break;
+      }
+      const auto& us = users[slotOp->result()];
+      auto only = [&](auto pred) {
+        for (auto& [u, j] : us)
+          if (j != 0 || !pred(*u)) return false;
+        return true;
+      };
+      if (std::optional<int64_t> c = offsetOf(*slotOp, S)) {
+        inLoop = true;
+        ok = plainBody(*slotOp->parent()->parentOp()) &&
+             ((*c == 0 && only([](const ir::Op& u) { return u.code() == OpCode::LocalLoad; })) ||
+              (*c == S - 1 && only(asyncCopy)));
+      } else {
+        std::optional<int64_t> p = constant(slotOp->operand(1));
+        const ir::Op* up = slotOp->parent()->parentOp();
+        ok = p && *p >= 0 && *p <= S - 2 && !(up && up->hasAttr("pipelined")) && only(asyncCopy);
+      }
+      if (!ok) break;
+    }
+    if (ok && inLoop) fewerSlotCands_[root] = S;
+  }
+}
+
+llvm::Value* Lower::physicalSlot(const ir::Op& slotOp) {
+  const int64_t n = slotOp.operand(0)->type().shape()[0] - 1;
+  const ir::Value* idx = slotOp.operand(1);
+  const ir::Op* d = idx->definingOp();
+  // planFewerSlots admitted a constant p <= S-2 < n, or (k + c) rem S.
+  if (d->code() == OpCode::Constant) return b_.CreateSExtOrTrunc(scalar(idx), b_.getInt32Ty());
+  TS_ASSERT(d->code() == OpCode::Rem, "fewer slots: a slot index planFewerSlots did not admit");
+  if (n == 1) return b_.getInt32(0);
+  llvm::Value* j = scalar(d->operand(0));  // the tile, k + c >= 0
+  return b_.CreateSExtOrTrunc(b_.CreateURem(j, llvm::ConstantInt::get(j->getType(), static_cast<uint64_t>(n))),
+                              b_.getInt32Ty());
+}
+
 TensorCoreDotPlan Lower::dotPlan(const ir::Op& op) {
   const ir::Value* av = op.operand(0);
   const ir::BlockedLayout& acc = la_.get(op.result()).parent;

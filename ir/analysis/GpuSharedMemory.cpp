@@ -41,7 +41,7 @@ SharedPlan::SharedPlan(const ir::Function& f, const std::map<const ir::Op*, uint
     const ir::Value* buf = op.result();
     SharedArea a;
     a.bytes = static_cast<uint64_t>(buf->type().numElements()) * sharedElemBytes(buf->type().dtype());
-    if (auto it = bufferBytes.find(buf); it != bufferBytes.end()) a.bytes = std::max(a.bytes, it->second);
+    if (auto it = bufferBytes.find(buf); it != bufferBytes.end()) a.bytes = it->second;
     a.what = "alloc " + buf->type().str() + " at " + op.loc().str();
     a.start = num.at(&op);
     a.end = a.start;

@@ -52,6 +52,12 @@ TEST_CASE("bench kernels: attention on sm_90a and gfx1100", "[bench][emu]") {
   runFamily("attention", {Device::emulator("nvptx:sm_90a"), Device::emulator("amdgpu:gfx1100")}, true);
 }
 TEST_CASE("bench kernels: gemm_f16", "[bench][emu]") { runFamily("gemm_f16"); }
+// gfx1100: wave32 WMMA, and its own choice of physical slots and staging
+// (the 3-stage configurations keep 2 LDS slots, swizzled), at the ragged
+// shape.
+TEST_CASE("bench kernels: gemm_f16 on gfx1100", "[bench][emu]") {
+  runFamily("gemm_f16", {Device::emulator("amdgpu:gfx1100")}, true);
+}
 // sm_90a: every configuration on the wgmma path (the Hopper ones included),
 // at the ragged shape.
 TEST_CASE("bench kernels: gemm_f16 on sm_90a", "[bench][emu][wgmma]") {

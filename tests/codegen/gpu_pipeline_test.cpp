@@ -180,8 +180,14 @@ TEST_CASE("AMDGPU gfx942/gfx90a: the next stage's global loads overlap the MFMAs
       std::smatch w;
       REQUIRE(std::regex_search(body, w, std::regex(R"(s_waitcnt[^\n]*vmcnt)")));
       CHECK(static_cast<size_t>(w.position(0)) > lastMfma);
-      // Only the schedule's two barriers.
-      CHECK(count(body, "s_barrier") == 2);
+      // One barrier: the schedule's {stage = 0} barrier after the wait. Its
+      // barrier at the top of the body orders the copies' LDS writes after
+      // the previous iteration's reads, and those writes wait for the end of
+      // the body, after the first barrier: not emitted
+      // (Lower::redundantSlotBarrier). This tile's slots do not limit the
+      // occupancy, so all S are kept (no second barrier before the stores:
+      // Lower::planFewerSlots, tests/lit/gpu/gemm_s3.tir).
+      CHECK(count(body, "s_barrier") == 1);
     }
 }
 

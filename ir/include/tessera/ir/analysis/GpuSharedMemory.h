@@ -49,8 +49,9 @@ struct LoopArea {
 class SharedPlan {
  public:
   /// `scratch`: bytes each op needs for its own transient use;
-  /// `bufferBytes`: buffers whose storage is larger than their type (the
-  /// lowering's padded tensor-core slot layouts); `loopAreas`: areas live
+  /// `bufferBytes`: buffers whose storage differs from their type's size
+  /// (the lowering's padded tensor-core slot layouts, larger; the S-1
+  /// physical slots of a register-staged pipeline's S, smaller); `loopAreas`: areas live
   /// during one loop, by a key of the lowering's choosing; `aligns`: the
   /// areas (an op's scratch, a buffer, a loop area's key) whose offset must
   /// be a multiple of more than 16 bytes.
