@@ -226,24 +226,26 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
     return occupancy(*arch, 1, static_cast<int64_t>(bytes), static_cast<int>(threads)).value;
   };
   // Fewer slots first: no measuring run (only the staged buffers' sizes
-  // change), and the swizzle is then tried against the smaller plan.
-  if (arch && fewerCandidates) {
+  // change). The swizzle is then tried against the smaller plan, and with
+  // the fewer slots even where they alone gained nothing: the two together
+  // may (a 128x128 tile's two padded slots 36864 bytes, swizzled 32768).
+  if (arch) {
     const uint64_t all = ir::SharedPlan(f, req, storageBytes, loopReq, aligns).totalBytes();
-    if (ldsWaves(all) < ldsWaves(0) &&
+    const bool limited = ldsWaves(all) < ldsWaves(0);
+    if (limited && fewerCandidates &&
         ldsWaves(ir::SharedPlan(f, req, fewerStorage, loopReq, aligns).totalBytes()) > ldsWaves(all)) {
       fewerSlots = true;
       storageBytes = fewerStorage;
     }
-  }
-  if (arch && candidates) {
-    const uint64_t padded = ir::SharedPlan(f, req, storageBytes, loopReq, aligns).totalBytes();
-    if (ldsWaves(padded) < ldsWaves(0)) {
-      auto keep = std::make_tuple(req, loopReq, storageBytes, aligns, tmaBarrierBytes, threads);
+    const uint64_t base = ir::SharedPlan(f, req, storageBytes, loopReq, aligns).totalBytes();
+    if (candidates && ldsWaves(base) < ldsWaves(0)) {
+      auto keep = std::make_tuple(req, loopReq, storageBytes, aligns, tmaBarrierBytes, threads, fewerSlots);
       swizzle = true;
+      fewerSlots = fewerSlots || fewerCandidates;
       measure();
-      if (ldsWaves(ir::SharedPlan(f, req, storageBytes, loopReq, aligns).totalBytes()) <= ldsWaves(padded)) {
+      if (ldsWaves(ir::SharedPlan(f, req, storageBytes, loopReq, aligns).totalBytes()) <= ldsWaves(base)) {
         swizzle = false;
-        std::tie(req, loopReq, storageBytes, aligns, tmaBarrierBytes, threads) = std::move(keep);
+        std::tie(req, loopReq, storageBytes, aligns, tmaBarrierBytes, threads, fewerSlots) = std::move(keep);
       }
     }
   }
