@@ -131,14 +131,20 @@ bool swizzleAmdStaging(TensorCoreDotPlan& p) {
   if (p.op.kind == ir::MmaKind::AmdWmma16x16x16)
     unit = 16;
   else if (p.op.kind == ir::MmaKind::AmdMfma16x16x16 || p.op.kind == ir::MmaKind::AmdMfma16x16x32)
-    unit = p.kStep * 16 / 64 * p.elemBytes;
+    unit = p.kStep * 16 / 64 * p.elemBytes;  // 4 lane groups along K
+  else if (p.op.kind == ir::MmaKind::AmdMfma32x32x8)
+    unit = p.kStep * 32 / 64 * p.elemBytes;  // 2 lane groups along K
   else
-    return false;  // MFMA 32x32x8: its B rows are permuted (mfmaColWarps)
+    return false;
+  // MFMA 32x32x8's B rows stay permuted (mfmaColWarps); the swizzle applies
+  // to the permuted rows (stagingIndex).
+  const int64_t colWarps = p.b.mfmaColWarps;
   const int64_t ue = unit / static_cast<int64_t>(p.elemBytes), R = p.K / ue;
   if (unit != 8 && unit != 16) return false;
   if (p.K % ue != 0 || R < 2 || (R & (R - 1)) != 0) return false;
   p.a = {p.M, p.K, p.K, true, ue, p.elemBytes};
   p.b = {p.N, p.K, p.K, true, 1, p.elemBytes};
+  p.b.mfmaColWarps = colWarps;
   p.a.swizzleUnit = p.b.swizzleUnit = unit;
   p.aBytes = (p.a.bytes() + 15) & ~uint64_t{15};
   return true;
@@ -195,7 +201,7 @@ llvm::Value* stagingIndex(llvm::IRBuilderBase& b, const DotStaging& s, llvm::Val
     const int64_t W = s.mfmaColWarps;
     int lw = 0;
     while ((int64_t{1} << lw) < W) ++lw;
-    TS_ASSERT((int64_t{1} << lw) == W && s.rows % (32 * W) == 0 && !s.swizzle, "MFMA 32x32 B rows");
+    TS_ASSERT((int64_t{1} << lw) == W && s.rows % (32 * W) == 0, "MFMA 32x32 B rows");
     llvm::Value* x = b.CreateAnd(row, c32(b, 7));
     llvm::Value* w = b.CreateAnd(b.CreateLShr(row, c32(b, 3)), c32(b, W - 1));
     llvm::Value* j = b.CreateLShr(row, c32(b, 3 + lw));

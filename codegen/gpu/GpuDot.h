@@ -22,7 +22,7 @@
 //   AMDGPU A: MxK, B transposed to NxK, rows padded by 8 bytes (MFMA)
 //          or 16 (WMMA: its 32-byte reads stay 16-byte aligned) so the
 //          per-lane reads of 16 consecutive rows spread over the banks
-//          (amdPadBytes), or for small dots XOR-swizzled instead
+//          (amdPadBytes), or XOR-swizzled where that raises the occupancy
 //          (swizzleAmdStaging); plain LDS loads.
 // Private to codegen: includes LLVM headers.
 #pragma once
@@ -112,12 +112,14 @@ struct TensorCoreDotPlan {
 int64_t amdPadBytes(ir::MmaKind k);
 /// AMD matrix-core operands XOR-swizzled instead of padded (stagingIndex),
 /// in units of what one lane reads of a row per instruction: WMMA 16 bytes
-/// (its 32-byte run is two units, read apart), MFMA 16x16 8 bytes. The
-/// permutation is Triton's swizzled shared layout for the same operands
-/// (gfx1100: vec 8, perPhase 2, maxPhase 4 on 64-byte rows; gfx942: vec 4,
-/// perPhase 2, maxPhase 8): the rows of one read stay on distinct banks and
-/// the staging holds no padding. False (and `p` kept) for MFMA 32x32x8, and
-/// where rows are not a power of two units (at least two).
+/// (its 32-byte run is two units, read apart), MFMA 16x16 and 32x32x8 8
+/// bytes. The permutation is Triton's swizzled shared layout for the same
+/// operands (gfx1100: vec 8, perPhase 2, maxPhase 4 on 64-byte rows; gfx942:
+/// vec 4, perPhase 2, maxPhase 8): the rows of one read stay on distinct
+/// banks and the staging holds no padding. MFMA 32x32x8's B keeps its row
+/// permutation (mfmaColWarps), swizzled after it. False (and `p` kept) for
+/// other instructions, units other than 8 or 16 bytes (1-byte operands of
+/// MFMA 32x32), and rows that are not a power of two units (at least two).
 bool swizzleAmdStaging(TensorCoreDotPlan& p);
 
 TensorCoreDotPlan planTensorCoreDot(const TensorCoreOp& op, DType in, int64_t M, int64_t N, int64_t K,

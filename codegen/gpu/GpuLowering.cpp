@@ -179,7 +179,7 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
   // where the target's registers are scarce (Lower::planDotOperands); when
   // that does not fit the shared memory, their fragments go to registers.
   bool invariantsInRegisters = false;
-  // Small AMD matrix-core dots swizzled where that shrinks the plan (see
+  // AMD matrix-core dots (not chained) swizzled where that shrinks the plan (see
   // Lower::dotPlan): measured padded, then swizzled.
   bool swizzle = false, candidates = false;
   // Register-staged pipelines in S-1 physical slots (Lower::planFewerSlots)
@@ -194,7 +194,7 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
     scratchMod.setDataLayout(dl);
     scratchMod.setTargetTriple(llvm::Triple(t.triple()));
     Lower low(f, t, la, axis, o, ctx, scratchMod, req, loopReq, nullptr, invariantsInRegisters);
-    low.setSwizzleSmallDots(swizzle);
+    low.setSwizzleDots(swizzle);
     low.setFewerSlots(fewerSlots);
     low.run(0);
     storageBytes = low.bufferStorageBytes();
@@ -269,7 +269,7 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
   m->setDataLayout(dl);
   m->setTargetTriple(llvm::Triple(t.triple()));
   Lower low(f, t, la, axis, o, ctx, *m, req, loopReq, &plan, invariantsInRegisters);
-  low.setSwizzleSmallDots(swizzle);
+  low.setSwizzleDots(swizzle);
   low.setFewerSlots(fewerSlots);
   low.setTmaBarrierOffset(barrierOffset);
   low.run(res.sharedBytes);

@@ -397,9 +397,9 @@ class Lower {
   bool invariantsInRegisters_;  // see Hoisted::inRegisters
 
  public:
-  /// Small AMD matrix-core dots stage their operands swizzled, not padded
+  /// AMD matrix-core dots (not chained) stage their operands swizzled, not padded
   /// (Lower::dotPlan); lowerToGpuLLVM decides from two measuring runs.
-  void setSwizzleSmallDots(bool on) { swizzleSmallDots_ = on; }
+  void setSwizzleDots(bool on) { swizzleDots_ = on; }
   /// Whether a dot would take the swizzle if asked (set by the run).
   bool swizzleCandidates() const { return swizzleCandidates_; }
   /// Register-staged pipelines keep S-1 physical slots of their staged
@@ -414,7 +414,7 @@ class Lower {
   bool fewerSlots_ = false;
   std::unordered_map<const ir::Value*, int64_t> fewerSlotCands_;  // root buffer -> its S
   bool fewer(const ir::Value* root) const { return fewerSlots_ && fewerSlotCands_.count(root); }
-  bool swizzleSmallDots_ = false;
+  bool swizzleDots_ = false;
   bool swizzleCandidates_ = false;
   // Every instruction goes through tag(): see there. IdentityFolder: see there.
   llvm::IRBuilder<IdentityFolder, llvm::IRBuilderCallbackInserter> b_;

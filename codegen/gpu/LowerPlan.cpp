@@ -281,26 +281,27 @@ TensorCoreDotPlan Lower::dotPlan(const ir::Op& op) {
   TensorCoreDotPlan p = planTensorCoreDot(top, av->type().dtype(), av->type().shape()[0],
                                           op.operand(1)->type().shape()[1], av->type().shape()[1], acc);
   p.inB = op.operand(1)->type().dtype();
-  // AMD staging swizzled rather than padded where the dot is small and
-  // that raises the occupancy the kernel's shared memory allows
-  // (lowerToGpuLLVM measures both). The padding (WMMA 16 bytes a row, a quarter of a 32-wide f16 K
-  // tile; MFMA 8) is what limits a small GEMM's occupancy (the 32x32x32
-  // example: gfx1100 10240 -> 8192 bytes, 12 -> 16 waves; gfx942 9216 ->
-  // 8192, 7 -> 8; both Triton's), while a swizzled row's units need an
-  // address register per column a lane reads, which large and chained dots
-  // cannot spare (tessera_gpu_bench, every gfx1100 row both ways: 128x128
-  // tiles +11-15 VGPRs for no occupancy, attention 128x64 d64 w4 and the
-  // backward pass into scratch, the flash_attention examples 9 -> 8
-  // waves), nor a dot whose staging is not what sets the footprint (a
-  // 64x64 i8 tile under its 16 KB i32 epilogue conversion: 48 -> 60 VGPRs
-  // for the same 16384 bytes). Small: at most 16 accumulator elements per
-  // thread, not chained to another dot.
-  if ((ir::isAmdMfma(p.op.kind) || p.op.kind == ir::MmaKind::AmdWmma16x16x16) && !la_.chained(op) &&
-      p.M * p.N <= 16 * int64_t{la_.numWarps()} * la_.warpSize()) {
+  // AMD staging swizzled rather than padded where that raises the occupancy
+  // the kernel's shared memory allows (lowerToGpuLLVM measures both, and
+  // keeps the swizzle only then). The padding (WMMA 16 bytes a row, a
+  // quarter of a 32-wide f16 K tile; MFMA 8) is what limits a small GEMM's
+  // occupancy (the 32x32x32 example: gfx1100 10240 -> 8192 bytes, 12 -> 16
+  // waves; gfx942 9216 -> 8192, 7 -> 8; both Triton's), and with S-1 slots
+  // a 128x128x32 tile's on gfx942 (36864 -> 32768 bytes, 1 -> 2 waves on 4
+  // warps, 2 -> 4 on 8; Triton's). A swizzled row's units need an address
+  // register per column a lane reads: the 128x128 tiles pay 7-14 VGPRs and
+  // 16-18 loop instructions for the doubled waves, and where the waves do
+  // not rise (the tile's epilogue sets the footprint: a 64x64 i8 tile under
+  // its 16 KB i32 conversion, 48 -> 60 VGPRs for the same bytes) the trial
+  // is thrown away. Chained dots (flash attention's QK^T and PV) never take
+  // it: swizzled, attention 128x64 d64 w4 and the backward pass went into
+  // scratch and the flash_attention examples fell from 9 to 8 waves on
+  // gfx1100 (tessera_gpu_bench, every gfx1100 row both ways).
+  if ((ir::isAmdMfma(p.op.kind) || p.op.kind == ir::MmaKind::AmdWmma16x16x16) && !la_.chained(op)) {
     TensorCoreDotPlan q = p;
     if (swizzleAmdStaging(q)) {
       swizzleCandidates_ = true;
-      if (swizzleSmallDots_) p = q;
+      if (swizzleDots_) p = q;
     }
   }
   // A B operand copied from global memory where it is contiguous along K

@@ -148,6 +148,26 @@ TEST_CASE("pipelined f16 GEMM on AMDGPU: MFMA / WMMA fragments straight from the
     }
 }
 
+// A 128x128x32 tile of 3 stages on gfx942 (MFMA 32x32x8, 4 waves): its
+// padded slots (55296 bytes, 36864 in two) hold the waves at 1 per SIMD, so
+// it keeps 2 slots and swizzles them, B's rows permuted first
+// (mfmaColWarps): 32768 bytes, Triton's footprint.
+TEST_CASE("pipelined 128x128x32 f16 GEMM on gfx942: 3 stages in 2 swizzled LDS slots, MFMA 32x32x8",
+          "[gpu][dot][emu]") {
+  for (bool aligned : {true, false}) {
+    int M = aligned ? 256 : 200, N = aligned ? 256 : 150, K = aligned ? 128 : 100;
+    INFO((aligned ? "aligned" : "ragged"));
+    Run r = run(slotGemm(128, 128, 32, 3), "amdgpu:gfx942", aligned, M, N, K, 128, 128);
+    CHECK_FALSE(r.rep.hasErrors());  // the race detector included
+    CHECK(r.exact);
+    uint64_t accesses = 0;
+    uint64_t conflicts = conflictsOf(r.rep, "dot fragments", &accesses);
+    CHECK(accesses > 0);
+    INFO(conflicts << " bank conflicts in " << accesses << " fragment reads");
+    CHECK(conflicts == 0);
+  }
+}
+
 namespace {
 
 /// The pipelined i8 GEMM, scheduled and compiled as `run` does, on
