@@ -87,7 +87,7 @@ void compileCpu(const ir::Function& f, const Target& target, const CompileOption
     art.notRunnable = t.notRunnable;
     return;
   }
-  auto obj = cpu::emitObject(*mod, tm);
+  auto obj = cpu::emitObjectReusingPipeline(*mod, tm);  // the thread's TargetMachine; the module is done with
   timer.mark("codegen");
   art.hostObject.assign(obj->getBufferStart(), obj->getBufferSize());
   auto jit = cpu::jitObject(std::move(obj), entry);

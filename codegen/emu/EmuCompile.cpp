@@ -140,7 +140,10 @@ EmuKernel compileForEmulator(std::unique_ptr<llvm::Module> mod, std::unique_ptr<
   verifyOrThrow(*mod, "hooks");
 
   CpuTargetInfo host = selectCpuTarget("");
-  auto tm = cpu::createTargetMachine(host, 2);
+  // The thread's TargetMachine and its kept code generator pipeline, as a
+  // CPU compile's: building them was a millisecond or two of every
+  // emulated compile.
+  llvm::TargetMachine* tm = &cpu::cachedTargetMachine(host, 2);
   emu::flattenAddressSpaces(em, tm->createDataLayout(), host.triple);
   buildThreadEntry(*mod, em.kernel);
   verifyOrThrow(*mod, "host module");
@@ -167,7 +170,7 @@ EmuKernel compileForEmulator(std::unique_ptr<llvm::Module> mod, std::unique_ptr<
   // hooks and libm bound by address (the executable need not export them).
   std::vector<std::pair<std::string, void*>> symbols = emu::hostLibSymbols();
   symbols.insert(symbols.end(), hooks.begin(), hooks.end());
-  cpu::JitResult jit = cpu::jitObject(cpu::emitObject(*mod, *tm), kEntryName, symbols);
+  cpu::JitResult jit = cpu::jitObject(cpu::emitObjectReusingPipeline(*mod, *tm), kEntryName, symbols);
   k.threadFn = jit.entry.toPtr<void (*)(void* const*)>();
   k.owner = jit.owner;
   return k;

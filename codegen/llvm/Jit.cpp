@@ -117,6 +117,11 @@ std::unique_ptr<llvm::MemoryBuffer> emitObject(llvm::Module& m, llvm::TargetMach
                                               m.getModuleIdentifier() + ".o");
 }
 
+std::unique_ptr<llvm::MemoryBuffer> emitObjectReusingPipeline(llvm::Module& m, llvm::TargetMachine& tm) {
+  const std::string name = m.getModuleIdentifier() + ".o";
+  return llvm::MemoryBuffer::getMemBufferCopy(emitFileReusingPipeline(m, tm, llvm::CodeGenFileType::ObjectFile), name);
+}
+
 JitResult jitObject(std::unique_ptr<llvm::MemoryBuffer> obj, const std::string& entryName,
                     const std::vector<std::pair<std::string, void*>>& symbols) {
   static std::atomic<uint64_t> counter{0};

@@ -47,8 +47,13 @@ struct JitResult {
   std::shared_ptr<void> owner;    // removes the kernel's code when released
 };
 
-/// Native object code of `m` (codegen runs on `m` itself).
+/// Native object code of `m` (code generation runs on a copy).
 std::unique_ptr<llvm::MemoryBuffer> emitObject(llvm::Module& m, llvm::TargetMachine& tm);
+
+/// emitObject through the code generator pipeline the thread keeps for
+/// `tm` (emitFileReusingPipeline): `m` is consumed, and `tm` must be one
+/// the thread keeps (cachedTargetMachine).
+std::unique_ptr<llvm::MemoryBuffer> emitObjectReusingPipeline(llvm::Module& m, llvm::TargetMachine& tm);
 
 /// Links an object file made by emitObject into the process's JIT, in a
 /// JITDylib of its own that also defines `symbols` (name -> address: hooks

@@ -198,6 +198,39 @@ TEST_CASE("gpu compile: a reused code generator pipeline gives the code of a fre
   CHECK(compared == static_cast<int>(names.size() * std::size(targets)));
 }
 
+// Likewise the CPU compiles' object code (the X86 backend's pipeline, kept
+// per thread since the emulator's compiles use it too): every example for
+// the host and for x86-64-v3 (every supported host has AVX2), interleaved.
+TEST_CASE("cpu compile: a reused code generator pipeline gives the code of a fresh one", "[cpu][latency]") {
+  std::vector<std::string> names;
+  for (const auto& ex : examples::all()) names.push_back(ex.name);
+  REQUIRE(names.size() >= 20);
+  const char* targets[] = {"cpu", "cpu:x86-64-v3"};
+  auto object = [](const std::string& n, const char* t) {
+    const auto* ex = examples::find(n);
+    REQUIRE(ex != nullptr);
+    Kernel k = examples::kernelFor(*ex, Target::parse(t));
+    auto art = codegen::compile(k.ir(), codegen::Target::parse(t), codegen::CompileOptions{});
+    return art->hostObject;
+  };
+  std::map<std::string, std::string> kept;
+  ::unsetenv("TESSERA_FRESH_CODEGEN");
+  for (const std::string& n : names)
+    for (const char* t : targets) kept[n + "@" + t] = object(n, t);
+  ::setenv("TESSERA_FRESH_CODEGEN", "1", 1);
+  int compared = 0;
+  for (auto it = names.rbegin(); it != names.rend(); ++it)
+    for (const char* t : targets) {
+      INFO(*it << " on " << t);
+      std::string fresh = object(*it, t);
+      REQUIRE(!fresh.empty());
+      CHECK(fresh == kept[*it + "@" + t]);
+      ++compared;
+    }
+  ::unsetenv("TESSERA_FRESH_CODEGEN");
+  CHECK(compared == static_cast<int>(names.size() * std::size(targets)));
+}
+
 TEST_CASE("gpu compile: latency, registers, spills and shared memory of the default GEMM configs",
           "[gpu][latency][.report]") {
   const int reps = 7;
