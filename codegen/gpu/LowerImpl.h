@@ -542,6 +542,7 @@ class Lower {
   /// elected lane.
   void flushTma(llvm::Value* bar);
   llvm::Value* tmaOperandBarrier();
+  bool usesMbarriers() const;
   /// Issues global operand i of `dot` by TMA into `base`, if planned so.
   bool emitTmaOperand(const ir::Op& dot, unsigned i, llvm::Value* base);
   void waitTmaOperands();

@@ -371,8 +371,13 @@ llvm::Value* Lower::tmaBarrier(llvm::Value* group) {
 // The dot operands' barrier: after the groups' (one phase per dot run).
 llvm::Value* Lower::tmaOperandBarrier() { return smemAt(tmaBarrierOffset_ + 8 * uint64_t{tmaBarriers_}); }
 
+// A warp-specialised channel needs its barriers and phase bits even where
+// no copy of the producer became a tensor copy (its commits then arrive
+// with no bytes).
+bool Lower::usesMbarriers() const { return !tma_.empty() || !tmaOperands_.empty() || specialize_ != nullptr; }
+
 void Lower::initTma() {
-  if (tma_.empty() && tmaOperands_.empty()) return;
+  if (!usesMbarriers()) return;
   // Per-thread counters of groups and operand phases (registers after
   // mem2reg).
   llvm::IRBuilderBase::InsertPointGuard g(b_);
@@ -385,7 +390,7 @@ void Lower::initTma() {
 }
 
 void Lower::initTmaBarriers() {
-  if (tma_.empty() && tmaOperands_.empty()) return;
+  if (!usesMbarriers()) return;
   guarded(b_.CreateICmpEQ(tid_, i32(0)), [&] {
     for (unsigned s = 0; s < tmaBarriers_; ++s) t_.mbarrierInit(b_, tmaBarrier(i32(s)), 1);
     if (!tmaOperands_.empty()) t_.mbarrierInit(b_, tmaOperandBarrier(), 1);
