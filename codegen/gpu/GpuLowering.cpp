@@ -186,6 +186,9 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
   // where that raises the waves the shared memory allows.
   bool fewerSlots = false, fewerCandidates = false;
   std::unordered_map<const ir::Value*, uint64_t> fewerStorage;
+  // Large layout conversions in row chunks (Lower::conversionChunks) where
+  // that, with the two choices above made again, raises those waves.
+  bool chunk = false, chunkCandidates = false;
   uint64_t tmaBarrierBytes = 0;
   auto measure = [&] {
     req.clear();
@@ -196,6 +199,7 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
     Lower low(f, t, la, axis, o, ctx, scratchMod, req, loopReq, nullptr, invariantsInRegisters);
     low.setSwizzleDots(swizzle);
     low.setFewerSlots(fewerSlots);
+    low.setChunkConversions(chunk);
     low.run(0);
     storageBytes = low.bufferStorageBytes();
     fewerStorage = low.bufferStorageBytes(true);
@@ -204,6 +208,7 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
     tmaBarrierBytes = low.tmaBarrierBytes();
     threads = low.blockThreads();
     candidates = low.swizzleCandidates();
+    chunkCandidates = low.chunkCandidates();
   };
   measure();
   auto wholeLoopAreas = [&] {
@@ -221,16 +226,18 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
   // its 16 KB epilogue conversion: the same bytes, 60 VGPRs against 48;
   // moe_grouped_gemm_swiglu on gfx942: 20736 -> 18432 bytes, 3 waves
   // either way). The second measuring run only where it can pay.
-  const GpuArch* arch = candidates || fewerCandidates ? findGpuArch(GpuArch::Vendor::AMD, t.arch()) : nullptr;
+  const GpuArch* arch =
+      candidates || fewerCandidates || chunkCandidates ? findGpuArch(GpuArch::Vendor::AMD, t.arch()) : nullptr;
   auto ldsWaves = [&](uint64_t bytes) {
     return occupancy(*arch, 1, static_cast<int64_t>(bytes), static_cast<int>(threads)).value;
   };
+  auto planBytes = [&] { return ir::SharedPlan(f, req, storageBytes, loopReq, aligns).totalBytes(); };
   // Fewer slots first: no measuring run (only the staged buffers' sizes
   // change). The swizzle is then tried against the smaller plan, and with
   // the fewer slots even where they alone gained nothing: the two together
   // may (a 128x128 tile's two padded slots 36864 bytes, swizzled 32768).
-  if (arch) {
-    const uint64_t all = ir::SharedPlan(f, req, storageBytes, loopReq, aligns).totalBytes();
+  auto chooseStaging = [&] {
+    const uint64_t all = planBytes();
     const bool limited = ldsWaves(all) < ldsWaves(0);
     if (limited && fewerCandidates &&
         ldsWaves(ir::SharedPlan(f, req, fewerStorage, loopReq, aligns).totalBytes()) > ldsWaves(all)) {
@@ -243,9 +250,28 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
       swizzle = true;
       fewerSlots = fewerSlots || fewerCandidates;
       measure();
-      if (ldsWaves(ir::SharedPlan(f, req, storageBytes, loopReq, aligns).totalBytes()) <= ldsWaves(base)) {
+      if (ldsWaves(planBytes()) <= ldsWaves(base)) {
         swizzle = false;
         std::tie(req, loopReq, storageBytes, aligns, tmaBarrierBytes, threads, fewerSlots) = std::move(keep);
+      }
+    }
+  };
+  // Chunked conversions last, as a whole second choice: a 128x128 f32
+  // epilogue conversion (65536 bytes) hides what the staging choices would
+  // gain until it shrinks (gfx1100 128x128x32: 65536 bytes whatever the
+  // slots; chunked, two swizzled slots bring it to 32768).
+  if (arch) {
+    chooseStaging();
+    const int64_t waves = ldsWaves(planBytes());
+    if (chunkCandidates && waves < ldsWaves(0)) {
+      auto keep = std::make_tuple(req, loopReq, storageBytes, aligns, tmaBarrierBytes, threads, fewerSlots, swizzle);
+      chunk = true;
+      swizzle = fewerSlots = false;
+      measure();
+      chooseStaging();
+      if (ldsWaves(planBytes()) <= waves) {
+        chunk = false;
+        std::tie(req, loopReq, storageBytes, aligns, tmaBarrierBytes, threads, fewerSlots, swizzle) = std::move(keep);
       }
     }
   }
@@ -271,6 +297,7 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
   Lower low(f, t, la, axis, o, ctx, *m, req, loopReq, &plan, invariantsInRegisters);
   low.setSwizzleDots(swizzle);
   low.setFewerSlots(fewerSlots);
+  low.setChunkConversions(chunk);
   low.setTmaBarrierOffset(barrierOffset);
   low.run(res.sharedBytes);
   res.module = std::move(m);

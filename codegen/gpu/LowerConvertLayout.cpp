@@ -197,6 +197,42 @@ int64_t Lower::slotRunWidth(const ir::Layout& l, const ir::SlotTable& t, int64_t
   return 1;
 }
 
+// A conversion's scratch is the whole tile: a 128x128 f32 accumulator
+// converted for its epilogue (the cast of gfx1100's WMMA result, the bias
+// and GELU of a 128x128 tile on gfx942) takes 65536 bytes, more than the
+// pipeline's slots, and alone halves the waves the LDS allows. In chunks of
+// whole rows, written, a barrier, read back, a barrier before the next
+// chunk's writes, it takes 16 KB for two barriers per chunk, paid once per
+// tile (Triton converts in repetitions of the layouts' block tile the same
+// way). A slot's chunk must not depend on the thread: its row is the
+// thread's base (at most maxBase) plus the slot's constant, so both must
+// fall in the same chunk, in both layouts.
+namespace {
+constexpr uint64_t kConversionChunkBytes = 16384;
+
+bool chunkIsThreadInvariant(const ir::Layout& l, const ir::SlotTable& t, int64_t rows) {
+  if (t.replicated[0]) return false;
+  const int p = l.dims[0];
+  const int64_t maxBase = (l.parent.tpw[p] * l.parent.wpb[p] - 1) * l.parent.spt[p];
+  for (const auto& c : t.consts)
+    if (c[0] / rows != (c[0] + maxBase) / rows) return false;
+  return true;
+}
+}  // namespace
+
+int64_t Lower::conversionChunks(const ir::Layout& sl, const ir::SlotTable& ts, const ir::Layout& dl,
+                                const ir::SlotTable& td, uint64_t bytes) {
+  // Rank 2 and up: the vector runs go along the last dim, within a row.
+  if (ts.shape.size() < 2 || ts.shape != td.shape) return 1;
+  const int64_t rows = ts.shape[0];
+  int64_t chunks = 1;
+  while (bytes / static_cast<uint64_t>(chunks) > kConversionChunkBytes && rows % (2 * chunks) == 0 &&
+         chunkIsThreadInvariant(sl, ts, rows / (2 * chunks)) && chunkIsThreadInvariant(dl, td, rows / (2 * chunks)))
+    chunks *= 2;
+  if (chunks > 1) chunkCandidates_ = true;
+  return chunkConversions_ ? chunks : 1;
+}
+
 Slots Lower::convertVia(const Slots& src, const ir::Layout& sl, const std::vector<int64_t>& sshape,
                         const ir::Type& elem, const ir::Layout& dl, const std::vector<int64_t>& dshape,
                         const std::function<llvm::Value*(const Slots&, size_t)>& srcLinearOfDst, bool rowMajorRead) {
@@ -204,45 +240,61 @@ Slots Lower::convertVia(const Slots& src, const ir::Layout& sl, const std::vecto
   const uint64_t eb = bytesOf(mt);
   int64_t n = 1;
   for (int64_t s : sshape) n *= s;
-  llvm::Value* base = scratch(static_cast<uint64_t>(n) * eb);
-  record_.conversions.push_back(
-      {curOp_, ir::shapeStr(sshape) + " " + elem.str() + ": " + sl.str() + " -> " + dl.str()});
-  record_.sharedConversionBytes += 2 * n * static_cast<int64_t>(eb);  // written, then read back
   ir::SlotTable ts = ir::slotTable(sl, sshape);
+  ir::SlotTable td = ir::slotTable(dl, dshape);
+  // Chunks only where the read is the row-major identity (a tile moved to
+  // another layout, not reshaped): a slot then reads its own row.
+  const int64_t chunks = rowMajorRead ? conversionChunks(sl, ts, dl, td, static_cast<uint64_t>(n) * eb) : 1;
+  const int64_t chunkRows = chunks > 1 ? sshape[0] / chunks : 0, chunkElems = n / chunks;
+  llvm::Value* base = scratch(static_cast<uint64_t>(chunkElems) * eb);
+  record_.conversions.push_back(
+      {curOp_, ir::shapeStr(sshape) + " " + elem.str() + ": " + sl.str() + " -> " + dl.str() +
+                   (chunks > 1 ? " (" + std::to_string(chunks) + " chunks of " + std::to_string(chunkRows) + " rows)"
+                               : std::string())});
+  record_.sharedConversionBytes += 2 * n * static_cast<int64_t>(eb);  // written, then read back
   // Runs of a thread's consecutive elements move as one access of up to 16
   // bytes (the scratch area is 16-byte aligned, SharedPlan): a quarter of
   // the shared-memory instructions of scalar accesses for f32 runs of 4,
   // an eighth for f16 runs of 8.
   const int64_t maxV = mt->isPointerTy() ? 1 : static_cast<int64_t>(16 / eb);
   const int64_t wv = slotRunWidth(sl, ts, maxV);
-  beforeShared();
-  // Only one of the threads holding a replicated element writes it: the
-  // others would write the same bytes in the same barrier interval, a race
-  // by the emulator's model (and wasted shared bandwidth).
-  guarded(ownerPred(sl, ts), [&] {
-    Slots bs = bases(sl, ts);
-    const int last = static_cast<int>(sshape.size()) - 1;
-    for (size_t i = 0; i < ts.size(); ++i) {
-      if (ts.consts[i][static_cast<size_t>(last)] % wv != 0) continue;
-      llvm::Value* p = b_.CreateInBoundsGEP(mt, base, linear(indexOf(bs, ts, i), sshape));
-      storeRun(src, slotRun(ts, i, wv, last), mt, p);
-    }
-  });
-  barrier();
-  smemDirty_ = true;
-  ir::SlotTable td = ir::slotTable(dl, dshape);
-  Slots bd = bases(dl, td);
   const int64_t rv = rowMajorRead ? slotRunWidth(dl, td, maxV) : 1;
-  Slots r;
-  for (size_t j = 0; j < td.size(); j += static_cast<size_t>(rv)) {
-    llvm::Value* p = b_.CreateInBoundsGEP(mt, base, srcLinearOfDst(indexOf(bd, td, j), j));
-    if (rv == 1) {
-      r.push_back(fromMem(b_.CreateLoad(mt, p), elem));
-      continue;
+  const int last = static_cast<int>(sshape.size()) - 1;
+  auto inChunk = [&](const ir::SlotTable& t, size_t i, int64_t c) {
+    return chunks == 1 || t.consts[i][0] / chunkRows == c;
+  };
+  // The chunk's own offset: element e of chunk c is at e - c * chunkElems.
+  auto at = [&](llvm::Value* lin, int64_t c) {
+    if (c) lin = b_.CreateSub(lin, i32(c * chunkElems), "", true, true);
+    return b_.CreateInBoundsGEP(mt, base, lin);
+  };
+  Slots bs = bases(sl, ts);
+  Slots bd = bases(dl, td);
+  Slots r(td.size());
+  for (int64_t c = 0; c < chunks; ++c) {
+    beforeShared();
+    // Only one of the threads holding a replicated element writes it: the
+    // others would write the same bytes in the same barrier interval, a
+    // race by the emulator's model (and wasted shared bandwidth).
+    guarded(ownerPred(sl, ts), [&] {
+      for (size_t i = 0; i < ts.size(); ++i) {
+        if (ts.consts[i][static_cast<size_t>(last)] % wv != 0 || !inChunk(ts, i, c)) continue;
+        storeRun(src, slotRun(ts, i, wv, last), mt, at(linear(indexOf(bs, ts, i), sshape), c));
+      }
+    });
+    barrier();
+    smemDirty_ = true;
+    for (size_t j = 0; j < td.size(); j += static_cast<size_t>(rv)) {
+      if (!inChunk(td, j, c)) continue;
+      llvm::Value* p = at(srcLinearOfDst(indexOf(bd, td, j), j), c);
+      if (rv == 1) {
+        r[j] = fromMem(b_.CreateLoad(mt, p), elem);
+        continue;
+      }
+      llvm::Type* vt = llvm::FixedVectorType::get(mt, static_cast<unsigned>(rv));
+      llvm::Value* vec = b_.CreateAlignedLoad(vt, p, llvm::Align(static_cast<uint64_t>(rv) * eb));
+      for (int64_t k = 0; k < rv; ++k) r[j + static_cast<size_t>(k)] = fromMem(b_.CreateExtractElement(vec, k), elem);
     }
-    llvm::Type* vt = llvm::FixedVectorType::get(mt, static_cast<unsigned>(rv));
-    llvm::Value* vec = b_.CreateAlignedLoad(vt, p, llvm::Align(static_cast<uint64_t>(rv) * eb));
-    for (int64_t k = 0; k < rv; ++k) r.push_back(fromMem(b_.CreateExtractElement(vec, k), elem));
   }
   return r;
 }

@@ -409,8 +409,21 @@ class Lower {
   bool fewerSlotsCandidates() const { return !fewerSlotCands_.empty(); }
   /// bufferStorageBytes as it would be with or without the fewer slots.
   std::unordered_map<const ir::Value*, uint64_t> bufferStorageBytes(bool fewerSlots) const;
+  /// Large layout conversions go through shared memory in row chunks
+  /// (conversionChunks); lowerToGpuLLVM decides from a measuring run.
+  void setChunkConversions(bool on) { chunkConversions_ = on; }
+  /// Whether some conversion would be chunked if asked (set by the run).
+  bool chunkCandidates() const { return chunkCandidates_; }
 
  private:
+  bool chunkConversions_ = false;
+  bool chunkCandidates_ = false;
+  /// Into how many chunks of whole rows a conversion of `shape` (`bytes`
+  /// in all) from `sl` to `dl` goes: 1, or where asked and every slot's
+  /// chunk is the same in every thread of both layouts, the fewest (a power
+  /// of two) that bring a chunk to kConversionChunkBytes.
+  int64_t conversionChunks(const ir::Layout& sl, const ir::SlotTable& ts, const ir::Layout& dl, const ir::SlotTable& td,
+                           uint64_t bytes);
   bool fewerSlots_ = false;
   std::unordered_map<const ir::Value*, int64_t> fewerSlotCands_;  // root buffer -> its S
   bool fewer(const ir::Value* root) const { return fewerSlots_ && fewerSlotCands_.count(root); }

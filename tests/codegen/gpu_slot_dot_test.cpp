@@ -41,6 +41,8 @@ struct Run {
   tessera::emu::LaunchReport rep;
   bool exact = true;
   std::string ptx;
+  std::string plan;         // the shared-memory plan
+  std::string conversions;  // the layout conversions, one per line
 };
 
 /// Schedules the traced kernel (default passes + pipeline), adds the
@@ -73,6 +75,8 @@ Run run(const ts::Kernel& k, const std::string& target, bool aligned, int M, int
   addBuffer(cfg, C), addBuffer(cfg, a16), addBuffer(cfg, b16);
   Run r;
   r.ptx = ek.amd ? std::string() : art->binary.ptx;
+  r.plan = art->dumps.extra.at("shared-memory");
+  r.conversions = art->dumps.extra.at("layout-stats");
   r.rep = tessera::emu::launch(ek.threadFn, args.args(), cfg);
   for (int i = 0; i < M && r.exact; ++i)
     for (int j = 0; j < N; ++j) {
@@ -165,6 +169,24 @@ TEST_CASE("pipelined 128x128x32 f16 GEMM on gfx942: 3 stages in 2 swizzled LDS s
     CHECK(accesses > 0);
     INFO(conflicts << " bank conflicts in " << accesses << " fragment reads");
     CHECK(conflicts == 0);
+  }
+}
+
+// The same tile on gfx1100 (WMMA, wave32): the f32 accumulator goes
+// through the LDS to the store's layout, 65536 bytes in one piece, which
+// alone held the waves at 2 per SIMD. In 4 chunks of 32 rows (16384 bytes)
+// with 2 swizzled slots the plan is 32768 bytes (4 waves); the race
+// detector checks the barriers between the chunks.
+TEST_CASE("pipelined 128x128x32 f16 GEMM on gfx1100: the epilogue conversion in row chunks", "[gpu][dot][emu]") {
+  for (bool aligned : {true, false}) {
+    int M = aligned ? 256 : 200, N = aligned ? 256 : 150, K = aligned ? 128 : 100;
+    INFO((aligned ? "aligned" : "ragged"));
+    Run r = run(slotGemm(128, 128, 32, 3), "amdgpu:gfx1100", aligned, M, N, K, 128, 128);
+    CHECK_FALSE(r.rep.hasErrors());  // the race detector included
+    CHECK(r.exact);
+    INFO(r.plan);
+    CHECK(r.plan.find("32768 bytes per block") != std::string::npos);
+    CHECK(r.conversions.find("(4 chunks of 32 rows)") != std::string::npos);
   }
 }
 
