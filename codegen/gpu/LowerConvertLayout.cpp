@@ -204,18 +204,44 @@ int64_t Lower::slotRunWidth(const ir::Layout& l, const ir::SlotTable& t, int64_t
 // whole rows, written, a barrier, read back, a barrier before the next
 // chunk's writes, it takes 16 KB for two barriers per chunk, paid once per
 // tile (Triton converts in repetitions of the layouts' block tile the same
-// way). A slot's chunk must not depend on the thread: its row is the
-// thread's base (at most maxBase) plus the slot's constant, so both must
-// fall in the same chunk, in both layouts.
+// way). A slot's chunk must not depend on the lane: its row is the
+// thread's base, (warp position * tpw + lane position) * spt, plus the
+// slot's constant. The reads need it independent of the warp too (each
+// read's value must exist after the last chunk); the writes may depend on
+// the warp position, a warp-uniform branch per chunk: the 8-warp MFMA
+// 32x32 accumulator of a 128x128 tile has one warp row of 32 rows in each
+// chunk of 32 (its 32 lanes run down the rows, its 4 warp rows span all
+// 128), the store's layout every row in each.
 namespace {
 constexpr uint64_t kConversionChunkBytes = 16384;
 
-bool chunkIsThreadInvariant(const ir::Layout& l, const ir::SlotTable& t, int64_t rows) {
+/// The warp positions along dim 0 of `l` whose threads hold slot `i` in
+/// chunk `c` of `rows` rows, as a range [lo, hi] (empty: lo > hi); a slot's
+/// chunk never decreases with the warp position.
+std::pair<int64_t, int64_t> chunkWarps(const ir::Layout& l, const ir::SlotTable& t, size_t i, int64_t rows, int64_t c) {
+  const int p = l.dims[0];
+  const int64_t span = l.parent.tpw[p] * l.parent.spt[p];
+  int64_t lo = 1, hi = 0;
+  for (int64_t w = 0; w < l.parent.wpb[p]; ++w)
+    if ((w * span + t.consts[i][0]) / rows == c) {
+      if (lo > hi) lo = w;
+      hi = w;
+    }
+  return {lo, hi};
+}
+
+/// Whether every slot's chunk is the same in all lanes of a warp (and,
+/// with `warps`, in all warps too).
+bool chunkIsInvariant(const ir::Layout& l, const ir::SlotTable& t, int64_t rows, bool warps) {
   if (t.replicated[0]) return false;
   const int p = l.dims[0];
-  const int64_t maxBase = (l.parent.tpw[p] * l.parent.wpb[p] - 1) * l.parent.spt[p];
+  const int64_t spt = l.parent.spt[p], tpw = l.parent.tpw[p], wpb = l.parent.wpb[p];
   for (const auto& c : t.consts)
-    if (c[0] / rows != (c[0] + maxBase) / rows) return false;
+    for (int64_t w = 0; w < wpb; ++w) {
+      const int64_t first = w * tpw * spt + c[0];
+      if (first / rows != (first + (tpw - 1) * spt) / rows) return false;
+      if (warps && first / rows != c[0] / rows) return false;
+    }
   return true;
 }
 }  // namespace
@@ -227,7 +253,7 @@ int64_t Lower::conversionChunks(const ir::Layout& sl, const ir::SlotTable& ts, c
   const int64_t rows = ts.shape[0];
   int64_t chunks = 1;
   while (bytes / static_cast<uint64_t>(chunks) > kConversionChunkBytes && rows % (2 * chunks) == 0 &&
-         chunkIsThreadInvariant(sl, ts, rows / (2 * chunks)) && chunkIsThreadInvariant(dl, td, rows / (2 * chunks)))
+         chunkIsInvariant(sl, ts, rows / (2 * chunks), false) && chunkIsInvariant(dl, td, rows / (2 * chunks), true))
     chunks *= 2;
   if (chunks > 1) chunkCandidates_ = true;
   return chunkConversions_ ? chunks : 1;
@@ -260,7 +286,7 @@ Slots Lower::convertVia(const Slots& src, const ir::Layout& sl, const std::vecto
   const int64_t wv = slotRunWidth(sl, ts, maxV);
   const int64_t rv = rowMajorRead ? slotRunWidth(dl, td, maxV) : 1;
   const int last = static_cast<int>(sshape.size()) - 1;
-  auto inChunk = [&](const ir::SlotTable& t, size_t i, int64_t c) {
+  auto inChunk = [&](const ir::SlotTable& t, size_t i, int64_t c) {  // the reads': warp-invariant
     return chunks == 1 || t.consts[i][0] / chunkRows == c;
   };
   // The chunk's own offset: element e of chunk c is at e - c * chunkElems.
@@ -271,17 +297,31 @@ Slots Lower::convertVia(const Slots& src, const ir::Layout& sl, const std::vecto
   Slots bs = bases(sl, ts);
   Slots bd = bases(dl, td);
   Slots r(td.size());
+  const int64_t srcWarps = sl.parent.wpb[sl.dims[0]];
+  llvm::Value* wpos = chunks > 1 ? warpPos(sl.parent, sl.dims[0]) : nullptr;
   for (int64_t c = 0; c < chunks; ++c) {
     beforeShared();
-    // Only one of the threads holding a replicated element writes it: the
-    // others would write the same bytes in the same barrier interval, a
-    // race by the emulator's model (and wasted shared bandwidth).
-    guarded(ownerPred(sl, ts), [&] {
-      for (size_t i = 0; i < ts.size(); ++i) {
-        if (ts.consts[i][static_cast<size_t>(last)] % wv != 0 || !inChunk(ts, i, c)) continue;
-        storeRun(src, slotRun(ts, i, wv, last), mt, at(linear(indexOf(bs, ts, i), sshape), c));
-      }
-    });
+    // The slots a thread writes in this chunk, by the warp positions that
+    // write them (all of them where the chunk does not depend on the warp).
+    std::map<std::pair<int64_t, int64_t>, std::vector<size_t>> writers;
+    for (size_t i = 0; i < ts.size(); ++i) {
+      if (ts.consts[i][static_cast<size_t>(last)] % wv != 0) continue;
+      auto w = chunks == 1 ? std::pair<int64_t, int64_t>{0, srcWarps - 1} : chunkWarps(sl, ts, i, chunkRows, c);
+      if (w.first <= w.second) writers[w].push_back(i);
+    }
+    for (auto& [w, slots] : writers) {
+      // Only one of the threads holding a replicated element writes it:
+      // the others would write the same bytes in the same barrier
+      // interval, a race by the emulator's model (and wasted shared
+      // bandwidth).
+      llvm::Value* cond = ownerPred(sl, ts);
+      auto andc = [&](llvm::Value* x) { cond = cond ? b_.CreateAnd(cond, x) : x; };
+      if (w.first > 0) andc(b_.CreateICmpUGE(wpos, i32(w.first)));
+      if (w.second < srcWarps - 1) andc(b_.CreateICmpULE(wpos, i32(w.second)));
+      guarded(cond, [&] {
+        for (size_t i : slots) storeRun(src, slotRun(ts, i, wv, last), mt, at(linear(indexOf(bs, ts, i), sshape), c));
+      });
+    }
     barrier();
     smemDirty_ = true;
     for (size_t j = 0; j < td.size(); j += static_cast<size_t>(rv)) {

@@ -45,11 +45,13 @@ struct Lowered {
   tessera::codegen::EmuKernel k;
 };
 
-inline Lowered lowerForEmulator(const tessera::ir::Function& f, const std::string& target) {
+inline Lowered lowerForEmulator(const tessera::ir::Function& f, const std::string& target, int numWarps = 4) {
   using tessera::codegen::Target;
   Target t = Target::parse(target);
   Lowered r;
-  r.art = tessera::codegen::compileGpu(f, t, {}, {});
+  tessera::codegen::CompileOptions o;
+  o.numWarps = numWarps;
+  r.art = tessera::codegen::compileGpu(f, t, o, {});
   bool amd = t.kind == Target::Kind::AMDGPU;
   const tessera::GpuArch* row =
       tessera::findGpuArch(amd ? tessera::GpuArch::Vendor::AMD : tessera::GpuArch::Vendor::NVIDIA, t.arch);

@@ -48,7 +48,8 @@ struct Run {
 /// Schedules the traced kernel (default passes + pipeline), adds the
 /// launch facts when `aligned`, compiles for `target` and runs it on the
 /// emulator.
-Run run(const ts::Kernel& k, const std::string& target, bool aligned, int M, int N, int K, int64_t BM, int64_t BN) {
+Run run(const ts::Kernel& k, const std::string& target, bool aligned, int M, int N, int K, int64_t BM, int64_t BN,
+        int numWarps = 4) {
   std::unique_ptr<tessera::ir::Function> f = tessera::ir::clone(k.ir());
   if (aligned)
     for (unsigned i = 0; i < f->numArgs(); ++i) f->argAttrs()[i]["divisibility"] = int64_t{16};
@@ -56,7 +57,7 @@ Run run(const ts::Kernel& k, const std::string& target, bool aligned, int M, int
   tessera::ir::addDefaultPasses(pm);
   pm.add(tessera::ir::createPipelineSchedulePass());
   pm.run(*f);
-  auto [art, ek] = lowerForEmulator(*f, target);
+  auto [art, ek] = lowerForEmulator(*f, target, numWarps);
 
   std::mt19937 rng(unsigned(M * 7 + K));
   std::uniform_int_distribution<int> d(-16, 16);
@@ -186,6 +187,26 @@ TEST_CASE("pipelined 128x128x32 f16 GEMM on gfx1100: the epilogue conversion in 
     CHECK(r.exact);
     INFO(r.plan);
     CHECK(r.plan.find("32768 bytes per block") != std::string::npos);
+    CHECK(r.conversions.find("(4 chunks of 32 rows)") != std::string::npos);
+  }
+}
+
+// The same tile on gfx942 with 8 warps: its MFMA 32x32x8 accumulator runs
+// each warp's 32 lanes down 32 rows and its 4 warp rows over all 128, so a
+// chunk of 32 rows is written by one warp row (a warp-uniform branch) and
+// read by every thread (the store's layout has every row in each chunk).
+// The f32 conversion for the store, 65536 bytes whole, goes in 4 chunks.
+TEST_CASE("pipelined 128x128x32 f16 GEMM on gfx942, 8 warps: the chunks written by one warp row each",
+          "[gpu][dot][emu]") {
+  for (bool aligned : {true, false}) {
+    int M = aligned ? 256 : 200, N = aligned ? 256 : 150, K = aligned ? 128 : 100;
+    INFO((aligned ? "aligned" : "ragged"));
+    Run r = run(slotGemm(128, 128, 32, 3), "amdgpu:gfx942", aligned, M, N, K, 128, 128, 8);
+    CHECK_FALSE(r.rep.hasErrors());  // the race detector included
+    CHECK(r.exact);
+    INFO(r.plan << r.conversions);
+    CHECK(r.plan.find("32768 bytes per block") != std::string::npos);
+    CHECK(r.conversions.find("mfma.32x32x8") != std::string::npos);
     CHECK(r.conversions.find("(4 chunks of 32 rows)") != std::string::npos);
   }
 }
