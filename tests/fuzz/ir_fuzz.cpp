@@ -1,7 +1,8 @@
 // libFuzzer harness: bytes -> textual tile IR -> parse -> verify -> compile
 // for the CPU (through the JIT), NVPTX sm_80 and sm_90a (wgmma, TMA copies
-// where the seeds' alignment facts allow them). Run by scripts/sanitize.sh
-// over tests/fuzz/corpus with tests/fuzz/tir.dict.
+// where the seeds' alignment facts allow them), and AMDGPU gfx942 (MFMA,
+// wave64) and gfx1100 (WMMA, wave32) to linked code objects. Run by
+// scripts/sanitize.sh over tests/fuzz/corpus with tests/fuzz/tir.dict.
 //
 // Malformed input is the normal case: every tessera::Error a stage throws
 // (ParseError, VerifyError, CompileError, ResourceError, ...) is the expected
@@ -43,6 +44,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const tessera::codegen::Target cpu = tessera::codegen::Target::cpu();
   static const tessera::codegen::Target ptx = tessera::codegen::Target::parse("nvptx:sm_80");
   static const tessera::codegen::Target hopper = tessera::codegen::Target::parse("nvptx:sm_90a");
+  static const tessera::codegen::Target cdna = tessera::codegen::Target::parse("amdgpu:gfx942");
+  static const tessera::codegen::Target rdna = tessera::codegen::Target::parse("amdgpu:gfx1100");
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   try {
     auto module = tessera::ir::parseModule(text, "<fuzz>");
@@ -51,6 +54,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       compileFor(*f, cpu);
       compileFor(*f, ptx);
       compileFor(*f, hopper);
+      compileFor(*f, cdna);
+      compileFor(*f, rdna);
     }
   } catch (const tessera::InternalError& e) {
     std::fprintf(stderr, "tessera::InternalError (a compiler bug): %s\n", e.what());
