@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <functional>
 #include <cstring>
 #include <random>
 #include <string>
@@ -153,62 +154,57 @@ TEST_CASE("pipelined f16 GEMM on AMDGPU: MFMA / WMMA fragments straight from the
     }
 }
 
-// A 128x128x32 tile of 3 stages on gfx942 (MFMA 32x32x8, 4 waves): its
-// padded slots (55296 bytes, 36864 in two) hold the waves at 1 per SIMD, so
-// it keeps 2 slots and swizzles them, B's rows permuted first
-// (mfmaColWarps): 32768 bytes, Triton's footprint.
-TEST_CASE("pipelined 128x128x32 f16 GEMM on gfx942: 3 stages in 2 swizzled LDS slots, MFMA 32x32x8",
-          "[gpu][dot][emu]") {
+namespace {
+
+/// The 128x128x32 tile of 3 stages on `target` with `warps` warps, aligned
+/// and ragged: exact against the reference, no race (the detector checks
+/// the barriers between slots and between conversion chunks); `more`
+/// checks the rest.
+void run128(const std::string& target, int warps, const std::function<void(const Run&)>& more) {
   for (bool aligned : {true, false}) {
     int M = aligned ? 256 : 200, N = aligned ? 256 : 150, K = aligned ? 128 : 100;
-    INFO((aligned ? "aligned" : "ragged"));
-    Run r = run(slotGemm(128, 128, 32, 3), "amdgpu:gfx942", aligned, M, N, K, 128, 128);
-    CHECK_FALSE(r.rep.hasErrors());  // the race detector included
+    INFO(target << ", " << warps << " warps, " << (aligned ? "aligned" : "ragged"));
+    Run r = run(slotGemm(128, 128, 32, 3), target, aligned, M, N, K, 128, 128, warps);
+    CHECK_FALSE(r.rep.hasErrors());
     CHECK(r.exact);
+    INFO(r.plan << r.conversions);
+    more(r);
+  }
+}
+
+}  // namespace
+
+// On gfx942 (MFMA 32x32x8, 4 waves) the tile's padded slots (55296 bytes,
+// 36864 in two) hold the waves at 1 per SIMD, so it keeps 2 slots and
+// swizzles them, B's rows permuted first (mfmaColWarps): 32768 bytes,
+// Triton's footprint.
+TEST_CASE("pipelined 128x128x32 f16 GEMM on gfx942: 3 stages in 2 swizzled LDS slots, MFMA 32x32x8",
+          "[gpu][dot][emu]") {
+  run128("amdgpu:gfx942", 4, [](const Run& r) {
     uint64_t accesses = 0;
     uint64_t conflicts = conflictsOf(r.rep, "dot fragments", &accesses);
     CHECK(accesses > 0);
     INFO(conflicts << " bank conflicts in " << accesses << " fragment reads");
     CHECK(conflicts == 0);
-  }
+  });
 }
 
-// The same tile on gfx1100 (WMMA, wave32): the f32 accumulator goes
-// through the LDS to the store's layout, 65536 bytes in one piece, which
-// alone held the waves at 2 per SIMD. In 4 chunks of 32 rows (16384 bytes)
-// with 2 swizzled slots the plan is 32768 bytes (4 waves); the race
-// detector checks the barriers between the chunks.
-TEST_CASE("pipelined 128x128x32 f16 GEMM on gfx1100: the epilogue conversion in row chunks", "[gpu][dot][emu]") {
-  for (bool aligned : {true, false}) {
-    int M = aligned ? 256 : 200, N = aligned ? 256 : 150, K = aligned ? 128 : 100;
-    INFO((aligned ? "aligned" : "ragged"));
-    Run r = run(slotGemm(128, 128, 32, 3), "amdgpu:gfx1100", aligned, M, N, K, 128, 128);
-    CHECK_FALSE(r.rep.hasErrors());  // the race detector included
-    CHECK(r.exact);
-    INFO(r.plan);
-    CHECK(r.plan.find("32768 bytes per block") != std::string::npos);
-    CHECK(r.conversions.find("(4 chunks of 32 rows)") != std::string::npos);
-  }
-}
-
-// The same tile on gfx942 with 8 warps: its MFMA 32x32x8 accumulator runs
-// each warp's 32 lanes down 32 rows and its 4 warp rows over all 128, so a
-// chunk of 32 rows is written by one warp row (a warp-uniform branch) and
-// read by every thread (the store's layout has every row in each chunk).
-// The f32 conversion for the store, 65536 bytes whole, goes in 4 chunks.
-TEST_CASE("pipelined 128x128x32 f16 GEMM on gfx942, 8 warps: the chunks written by one warp row each",
+// On gfx1100 (WMMA, wave32) the f32 accumulator goes through the LDS to the
+// store's layout, 65536 bytes in one piece, which alone held the waves at 2
+// per SIMD. In 4 chunks of 32 rows (16384 bytes) with 2 swizzled slots the
+// plan is 32768 bytes (4 waves).
+//
+// On gfx942 with 8 warps the MFMA 32x32x8 accumulator runs each warp's 32
+// lanes down 32 rows and its 4 warp rows over all 128, so a chunk of 32
+// rows is written by one warp row (a warp-uniform branch) and read by every
+// thread (the store's layout has every row in each chunk).
+TEST_CASE("pipelined 128x128x32 f16 GEMM: the epilogue conversion in row chunks (gfx1100; gfx942 with 8 warps)",
           "[gpu][dot][emu]") {
-  for (bool aligned : {true, false}) {
-    int M = aligned ? 256 : 200, N = aligned ? 256 : 150, K = aligned ? 128 : 100;
-    INFO((aligned ? "aligned" : "ragged"));
-    Run r = run(slotGemm(128, 128, 32, 3), "amdgpu:gfx942", aligned, M, N, K, 128, 128, 8);
-    CHECK_FALSE(r.rep.hasErrors());  // the race detector included
-    CHECK(r.exact);
-    INFO(r.plan << r.conversions);
-    CHECK(r.plan.find("32768 bytes per block") != std::string::npos);
-    CHECK(r.conversions.find("mfma.32x32x8") != std::string::npos);
-    CHECK(r.conversions.find("(4 chunks of 32 rows)") != std::string::npos);
-  }
+  for (auto [target, warps] : {std::pair<const char*, int>{"amdgpu:gfx1100", 4}, {"amdgpu:gfx942", 8}})
+    run128(target, warps, [](const Run& r) {
+      CHECK(r.plan.find("32768 bytes per block") != std::string::npos);
+      CHECK(r.conversions.find("(4 chunks of 32 rows)") != std::string::npos);
+    });
 }
 
 namespace {
