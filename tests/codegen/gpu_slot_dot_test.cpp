@@ -198,7 +198,7 @@ TEST_CASE("pipelined 128x128x32 f16 GEMM on gfx942: 3 stages in 2 swizzled LDS s
 // lanes down 32 rows and its 4 warp rows over all 128, so a chunk of 32
 // rows is written by one warp row (a warp-uniform branch) and read by every
 // thread (the store's layout has every row in each chunk).
-TEST_CASE("pipelined 128x128x32 f16 GEMM: the epilogue conversion in row chunks (gfx1100; gfx942 with 8 warps)",
+TEST_CASE("pipelined 128x128x32 f16 GEMM: the epilogue conversion in row chunks (gfx1100, and gfx942 with 8 warps)",
           "[gpu][dot][emu]") {
   for (auto [target, warps] : {std::pair<const char*, int>{"amdgpu:gfx1100", 4}, {"amdgpu:gfx942", 8}})
     run128(target, warps, [](const Run& r) {
