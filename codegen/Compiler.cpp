@@ -106,6 +106,7 @@ std::shared_ptr<Artifact> compileGpuTarget(const ir::Function& f, const Target& 
   g.eagerAssembly = opts.dumpAssembly;
   g.precision = opts.precision;
   g.tensorCopies = opts.tensorCopies;
+  g.predicatedAccesses = opts.predicatedAccesses;
   if (target.kind == Target::Kind::NVPTX || target.kind == Target::Kind::AMDGPU)
     return compileGpu(f, target, opts, std::move(dumps), g);
   const bool amd = target.kind == Target::Kind::EmuAMDGPU;

@@ -222,6 +222,72 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
   }
   // gfx90a and gfx942 (CDNA2/3); RDNA has packed f16 math only.
   bool packedF32Math() const override { return gfxMajor() == 9; }
+
+  // Masked accesses as raw buffer loads and stores (MUBUF): a resource of
+  // kBufferBytes records from the uniform base, and an offset of 2^31 in the
+  // masked-off lanes, past the last record, where a load returns zeros and a
+  // store writes nothing. No branch, so no exec-mask region per access: a
+  // masked vector add on gfx1100 was 13 basic blocks (one per loaded and
+  // stored vector) and is now one. The resource's fourth word is per
+  // generation (the buffer format fields and, on gfx10+, the raw
+  // out-of-range mode that checks offset + size against the records).
+  uint32_t bufferFlags() const {
+    switch (gfxMajor()) {
+      case 9: return 0x00020000;   // DATA_FORMAT 32
+      case 11: return 0x31004000;  // FORMAT 32, OOB_SELECT raw, RESOURCE_LEVEL 1
+      default: return 0;
+    }
+  }
+  bool hasBufferAccesses() const override { return o_.predicatedAccesses && bufferFlags() != 0; }
+  llvm::Value* bufferResource(llvm::IRBuilderBase& b, llvm::Value* base) {
+    // Wave-uniform by construction (UniformSplit); readfirstlane tells the
+    // backend, which otherwise builds a loop over the lanes' resources where
+    // its uniformity analysis cannot see it (a base offset by a reduction).
+    llvm::Value* bits = b.CreatePtrToInt(base, b.getInt64Ty());
+    bits = b.CreateIntrinsic(llvm::Intrinsic::amdgcn_readfirstlane, {b.getInt64Ty()}, {bits});
+    base = b.CreateIntToPtr(bits, base->getType());
+    return b.CreateIntrinsic(llvm::Intrinsic::amdgcn_make_buffer_rsrc,
+                             {llvm::PointerType::get(b.getContext(), 8), base->getType()},
+                             {base, b.getInt16(0), b.getInt64(kBufferBytes), b.getInt32(bufferFlags())});
+  }
+  // The access as integers of its size, which every MUBUF width has.
+  static llvm::Type* bufferType(llvm::IRBuilderBase& b, uint64_t bytes) {
+    switch (bytes) {
+      case 1: return b.getInt8Ty();
+      case 2: return b.getInt16Ty();
+      case 4: return b.getInt32Ty();
+      case 8: return llvm::FixedVectorType::get(b.getInt32Ty(), 2);
+      case 16: return llvm::FixedVectorType::get(b.getInt32Ty(), 4);
+      default: return nullptr;
+    }
+  }
+  static llvm::Value* maskedOffset(llvm::IRBuilderBase& b, llvm::Value* offset, llvm::Value* pred) {
+    return b.CreateSelect(pred, offset, b.getInt32(0x80000000u));
+  }
+  llvm::Value* bufferLoad(llvm::IRBuilderBase& b, llvm::Type* ty, llvm::Value* base, llvm::Value* offset,
+                          llvm::Value* pred, llvm::Value* other) override {
+    const llvm::DataLayout& dl = b.GetInsertBlock()->getModule()->getDataLayout();
+    llvm::Type* it = bufferType(b, dl.getTypeStoreSize(ty));
+    if (!it || ty->isPtrOrPtrVectorTy() || dl.getTypeStoreSize(ty) != dl.getTypeAllocSize(ty)) return nullptr;
+    llvm::Value* x =
+        b.CreateIntrinsic(llvm::Intrinsic::amdgcn_raw_ptr_buffer_load, {it},
+                          {bufferResource(b, base), maskedOffset(b, offset, pred), b.getInt32(0), b.getInt32(0)});
+    x = b.CreateBitCast(x, ty);
+    auto* c = llvm::dyn_cast<llvm::Constant>(other);
+    return c && c->isNullValue() ? x : b.CreateSelect(pred, x, other);
+  }
+  bool bufferStore(llvm::IRBuilderBase& b, llvm::Value* val, llvm::Value* base, llvm::Value* offset,
+                   llvm::Value* pred) override {
+    const llvm::DataLayout& dl = b.GetInsertBlock()->getModule()->getDataLayout();
+    llvm::Type* it = bufferType(b, dl.getTypeStoreSize(val->getType()));
+    if (!it || val->getType()->isPtrOrPtrVectorTy() ||
+        dl.getTypeStoreSize(val->getType()) != dl.getTypeAllocSize(val->getType()))
+      return false;
+    b.CreateIntrinsic(llvm::Intrinsic::amdgcn_raw_ptr_buffer_store, {it},
+                      {b.CreateBitCast(val, it), bufferResource(b, base), maskedOffset(b, offset, pred), b.getInt32(0),
+                       b.getInt32(0)});
+    return true;
+  }
   int gfxMajor() const {
     const std::string a = row_.arch;  // "gfx942", "gfx1100"
     return a.size() >= 6 && a.compare(0, 3, "gfx") == 0 ? std::stoi(a.substr(3, a.size() - 5)) : 0;

@@ -129,6 +129,7 @@ EmuKernel compileForEmulator(std::unique_ptr<llvm::Module> mod, std::unique_ptr<
     if (llvm::GlobalVariable* gv = mod->getGlobalVariable(g)) gv->eraseFromParent();
 
   emu::rewritePredicatedAccesses(em);
+  emu::rewriteBufferAccesses(em);
   emu::rewriteWarpgroupMma(em);
   emu::rewriteTma(em);
   emu::rewriteRereads(em);

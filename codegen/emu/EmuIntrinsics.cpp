@@ -86,8 +86,9 @@ class Lowerer {
   // Applies a 32-bit lane exchange `op` to any value of at most 64 bits, as
   // the AMDGPU backend splits 64-bit readlane into two.
   Value* laneExchange(IRBuilder<>& b, const llvm::CallInst& c, Value* v, const std::function<Value*(Value*)>& op) {
+    // Pointers too: the pipeline's instcombine folds a readfirstlane of
+    // ptrtoint back into one of the pointer (AMDGPU buffer resources' bases).
     llvm::Type* t = v->getType();
-    if (t->isPointerTy()) unsupported(c, "pointer operands");
     llvm::TypeSize ts = em.gpuDL.getTypeSizeInBits(t);
     if (ts.isScalable() || ts.getFixedValue() > 64 || ts.getFixedValue() == 0 || ts.getFixedValue() % 8)
       unsupported(c, "operand type");

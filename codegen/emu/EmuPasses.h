@@ -5,6 +5,9 @@
 //                        NVPTX predicated ld/st.global (inline assembly)
 //                        -> a branch around a plain access; cp.async with
 //                        ignore-src (inline assembly) -> the cp.async hook
+//   rewriteBufferAccesses
+//                        AMDGPU raw buffer loads/stores -> a range check
+//                        and a branch around a plain access
 //   rewriteWarpgroupMma  NVPTX wgmma.mma_async (inline assembly) -> a hook
 //   rewriteTma           NVPTX mbarrier and cp.async.bulk.tensor (inline
 //                        assembly) -> hooks
@@ -100,6 +103,10 @@ std::string describe(const llvm::Instruction& inst);
 /// codegen/nvptx/NVPTXPredicated.h) as branches around plain accesses; other
 /// inline assembly is left for rewriteInlineAsm.
 void rewritePredicatedAccesses(EmuModule& em);
+/// AMDGPU's raw buffer loads and stores (the lowering's masked accesses,
+/// GpuTargetInfo::bufferLoad) as range checks and branches around plain
+/// accesses (EmuBuffer.cpp).
+void rewriteBufferAccesses(EmuModule& em);
 /// The module's inline-assembly calls, in order, with their text and
 /// constraints (valid while the call's InlineAsm lives): what the rewrites
 /// above match against the texts of codegen/nvptx.

@@ -135,9 +135,34 @@ void installPassGate(const llvm::Module& m, SkipPassGate& gate, bool nvptx, int 
   m.getContext().setOptPassGate(gate);
 }
 
+// (A | B) - A -> B where the `or` is disjoint (an add whose operands share
+// no bit, as instcombine rewrites adds of an aligned base and a lane
+// offset). The AMDGPU buffer offsets (Lower::bufferOffset) are such
+// differences: a slot's offset less the uniform base's, and instcombine
+// folds (A + B) - A but not its disjoint-or form, which left one v_sub per
+// masked vector access.
+void foldDisjointOrDifferences(llvm::Function& f) {
+  for (llvm::BasicBlock& bb : f)
+    for (llvm::Instruction& i : llvm::make_early_inc_range(bb)) {
+      auto* sub = llvm::dyn_cast<llvm::BinaryOperator>(&i);
+      if (!sub || sub->getOpcode() != llvm::Instruction::Sub) continue;
+      auto* orOp = llvm::dyn_cast<llvm::PossiblyDisjointInst>(sub->getOperand(0));
+      if (!orOp || !orOp->isDisjoint()) continue;
+      llvm::Value* a = sub->getOperand(1);
+      llvm::Value* rest = orOp->getOperand(0) == a   ? orOp->getOperand(1)
+                          : orOp->getOperand(1) == a ? orOp->getOperand(0)
+                                                     : nullptr;
+      if (!rest) continue;
+      sub->replaceAllUsesWith(rest);
+      sub->eraseFromParent();
+    }
+}
+
 void optimizeGpuKernel(llvm::Module& m, llvm::TargetMachine& tm, int optLevel, bool amdgpu, GpuTargetInfo& ti) {
   if (optLevel == 0) return runDefaultPipeline(m, tm, 0);
   runPipeline(m, tm, amdgpu ? kAmdgpuKernelPipeline : kNvptxKernelPipeline);
+  if (amdgpu)
+    for (llvm::Function& f : m) foldDisjointOrDifferences(f);
   // Last: the pipeline's CSE and LICM are what make index values live
   // through the loops.
   for (llvm::Function& f : m) rematerializeAfterLoops(f, ti);

@@ -28,10 +28,10 @@ struct GpuOptions {
   /// Precision::Approximate: the target's hardware approximations
   /// (GpuTargetInfo::approxMath) and FMA contraction.
   Precision precision = Precision::Accurate;
-  /// Masked global loads and stores as predicated accesses where the target
-  /// has them (GpuTargetInfo::predicatedLoad / predicatedStore: NVPTX). Off:
-  /// a branch around each access, as on targets without them (kept for
-  /// tests that compare the two).
+  /// Masked global loads and stores without a branch where the target has
+  /// a form for them (GpuTargetInfo::predicatedLoad / predicatedStore:
+  /// NVPTX; bufferLoad / bufferStore: AMDGPU). Off: a branch around each
+  /// access, as on targets without them (CompileOptions::predicatedAccesses).
   bool predicatedAccesses = true;
   /// Async copies of tiled global boxes as tensor copies (TMA) completing
   /// on transaction barriers where the target has them (sm_90a:

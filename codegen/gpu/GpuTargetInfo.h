@@ -216,6 +216,26 @@ class GpuTargetInfo {
   virtual bool predicatedStore(llvm::IRBuilderBase& b, llvm::Value* val, llvm::Value* ptr, llvm::Value* pred) {
     return false;
   }
+  /// Masked global accesses without a branch through a bounds-checked
+  /// buffer resource, for pointer tiles with a uniform split
+  /// (ir/analysis/UniformSplit.h). `base`: a global pointer that is the same
+  /// in every lane; `offset`: the i32 byte offset from it, which the caller
+  /// has proven to lie in [0, kBufferBytes - bytes of `ty`] where `pred`
+  /// holds. bufferLoad yields `other` where `pred` does not hold and never
+  /// reads memory there; bufferStore writes only where it holds. nullptr /
+  /// false where the target has no such form (hasBufferAccesses tells
+  /// before anything is emitted). AMDGPU: raw buffer loads and stores, the
+  /// masked-off lanes' offset past the resource's end.
+  static constexpr int64_t kBufferBytes = 0x7fffffff;
+  virtual bool hasBufferAccesses() const { return false; }
+  virtual llvm::Value* bufferLoad(llvm::IRBuilderBase& b, llvm::Type* ty, llvm::Value* base, llvm::Value* offset,
+                                  llvm::Value* pred, llvm::Value* other) {
+    return nullptr;
+  }
+  virtual bool bufferStore(llvm::IRBuilderBase& b, llvm::Value* val, llvm::Value* base, llvm::Value* offset,
+                           llvm::Value* pred) {
+    return false;
+  }
   /// The lowering of `copy {async = 1}` on this target.
   virtual AsyncCopyImpl asyncCopyImpl() const { return AsyncCopyImpl::Synchronous; }
   /// AsyncCopyImpl::Hardware only. Starts a copy of `bytes` (4, 8 or 16)

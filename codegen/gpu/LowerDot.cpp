@@ -165,6 +165,7 @@ void Lower::copyOperand(const ir::Op& dot, unsigned i, llvm::Value* base, const 
   llvm::Type* et = memTyOf(ld.result()->type().dtype());
   guarded(ownerPred(cl, t), [&] {
     Slots bs = bases(cl, t);
+    llvm::Value* bufBase = maskV && !async ? bufferBase(ptrV) : nullptr;
     for (size_t s = 0; s < t.size(); ++s) {
       if (t.consts[s][static_cast<size_t>(fast)] % ce != 0) continue;  // not the first element of a chunk
       const size_t ri = transposed ? 1 : 0, ci = 1 - ri;
@@ -173,13 +174,16 @@ void Lower::copyOperand(const ir::Op& dot, unsigned i, llvm::Value* base, const 
         t_.asyncCopy(b_, dst, ptrs[s], static_cast<unsigned>(chunkBytes), maskV ? m[s] : nullptr);
         continue;
       }
-      // One vector load and one LDS store per chunk; a masked chunk is zeros.
+      // One vector load and one LDS store per chunk; a masked chunk is zeros
+      // (predicated, a buffer access or a branch: Lower::globalLoad).
       llvm::Type* vt = llvm::FixedVectorType::get(et, static_cast<unsigned>(ce));
       const llvm::Align align(static_cast<uint64_t>(chunkBytes));
       llvm::Value* x = nullptr;
       if (!maskV) {
         x = b_.CreateAlignedLoad(vt, ptrs[s], align);
-      } else if (!(x = t_.predicatedLoad(b_, vt, ptrs[s], m[s], llvm::Constant::getNullValue(vt)))) {
+      } else if (!(x = t_.predicatedLoad(b_, vt, ptrs[s], m[s], llvm::Constant::getNullValue(vt))) &&
+                 !(bufBase && (x = t_.bufferLoad(b_, vt, bufBase, bufferOffset(bufBase, ptrs[s]), m[s],
+                                                 llvm::Constant::getNullValue(vt))))) {
         llvm::BasicBlock* from = b_.GetInsertBlock();
         llvm::Function* fn = from->getParent();
         auto* bb = llvm::BasicBlock::Create(ctx_, "ld", fn);

@@ -303,6 +303,13 @@ class Lower {
   void emitLoad(const ir::Op& op);
   Slots globalLoad(const ir::Op& op, const ir::Layout& l, const ir::Type& ptrT, const Slots& ptrs, const Slots* mask,
                    const Slots* other);
+  /// Where the target has buffer accesses (GpuTargetInfo::bufferLoad) and
+  /// the pointer tile `ptr` has a uniform split whose varying part fits a
+  /// buffer offset: the uniform base every slot's offset is taken from
+  /// (bufferOffset); else nullptr.
+  llvm::Value* bufferBase(const ir::Value* ptr);
+  /// The i32 byte offset of slot pointer `p` from bufferBase's `base`.
+  llvm::Value* bufferOffset(llvm::Value* base, llvm::Value* p);
   void emitStore(const ir::Op& op);
   void emitAtomic(const ir::Op& op);
   void emitFence(const ir::Op& op);

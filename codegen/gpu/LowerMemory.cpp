@@ -10,6 +10,7 @@
 
 #include "codegen/gpu/LowerImpl.h"
 #include "codegen/llvm/Atomics.h"
+#include "tessera/ir/analysis/UniformSplit.h"
 
 namespace tessera::codegen::gpu_lower {
 
@@ -56,6 +57,34 @@ bool Lower::redundantSlotBarrier(const ir::Op& op) const {
   return true;
 }
 
+// Masked accesses through a buffer resource (GpuTargetInfo::bufferLoad):
+// the split's uniform part, in 64 bits whatever the offsets' type, is the
+// base; its varying part, proven to lie in [0, hi] elements, is each
+// slot's offset. Only masked accesses take this form: it exists to drop the
+// branch around them.
+llvm::Value* Lower::bufferBase(const ir::Value* ptr) {
+  if (!t_.hasBufferAccesses() || !ptr->type().isTile() || !ptr->type().isPointerLike()) return nullptr;
+  std::optional<ir::UniformSplit> s = ir::splitUniform(ptr);
+  if (!s) return nullptr;
+  const int64_t es = static_cast<int64_t>(byteSize(ptr->type().dtype()));
+  if (s->lo < 0 || s->hi >= GpuTargetInfo::kBufferBytes / es) return nullptr;
+  llvm::Value* u = b_.getInt64(static_cast<uint64_t>(s->constant));
+  for (auto [v, c] : s->terms) {
+    llvm::Value* x = scalar(v);
+    x = isUnsigned(v->type().dtype()) ? b_.CreateZExtOrTrunc(x, b_.getInt64Ty())
+                                      : b_.CreateSExtOrTrunc(x, b_.getInt64Ty());
+    u = b_.CreateAdd(u, c == 1 ? x : b_.CreateMul(x, b_.getInt64(static_cast<uint64_t>(c))));
+  }
+  return b_.CreateGEP(b_.getInt8Ty(), scalar(s->base), b_.CreateMul(u, b_.getInt64(static_cast<uint64_t>(es))),
+                      "buf.base");
+}
+
+llvm::Value* Lower::bufferOffset(llvm::Value* base, llvm::Value* p) {
+  // The difference of two addresses off the same kernel argument: the
+  // pipeline's instcombine reduces it to the varying part's own arithmetic.
+  return b_.CreateTrunc(b_.CreatePtrDiff(b_.getInt8Ty(), p, base), b_.getInt32Ty());
+}
+
 Slots Lower::globalLoad(const ir::Op& op, const ir::Layout& l, const ir::Type& ptrT, const Slots& ptrs,
                         const Slots* mask, const Slots* other) {
   const auto& shape = ptrT.shape();
@@ -97,6 +126,26 @@ Slots Lower::globalLoad(const ir::Op& op, const ir::Layout& l, const ir::Type& p
   if (llvm::Value* x = t_.predicatedLoad(b_, lt, ptrs[0], (*mask)[0], alt(0))) {
     elements(0, x);
     for (size_t i = step; i < t.size(); i += step) elements(i, t_.predicatedLoad(b_, lt, ptrs[i], (*mask)[i], alt(i)));
+    return out;
+  }
+  // Or through a buffer resource (the same type for every vector: the first
+  // answers for all).
+  // Only where masked-off lanes yield zeros, which is what an out-of-range
+  // buffer load returns: another `other` costs a select per element after
+  // the load, where the branch writes it into the destination registers
+  // before (cross_entropy's -inf padding: gfx942 22 -> 28 VGPRs with the
+  // selects).
+  auto zeroOther = [&] {
+    if (other)
+      for (llvm::Value* x : *other)
+        if (auto* c = llvm::dyn_cast<llvm::Constant>(x); !c || !c->isNullValue()) return false;
+    return true;
+  };
+  llvm::Value* base = zeroOther() ? bufferBase(op.code() == OpCode::Copy ? op.operand(1) : op.operand(0)) : nullptr;
+  if (llvm::Value* x = base ? t_.bufferLoad(b_, lt, base, bufferOffset(base, ptrs[0]), (*mask)[0], alt(0)) : nullptr) {
+    elements(0, x);
+    for (size_t i = step; i < t.size(); i += step)
+      elements(i, t_.bufferLoad(b_, lt, base, bufferOffset(base, ptrs[i]), (*mask)[i], alt(i)));
     return out;
   }
   // One branch guards every vector of an aligned run of g rows (dim n-2)
@@ -270,6 +319,7 @@ void Lower::emitStore(const ir::Op& op) {
   // (every example; the 8-warp 128x128 epilogue) lose nothing by it.
   constexpr size_t kMaxPredicatedStores = 8;
   const bool predicate = t.size() / static_cast<size_t>(v) <= kMaxPredicatedStores;
+  llvm::Value* base = mask ? bufferBase(ptr) : nullptr;
   for (size_t i = 0; i < t.size(); i += static_cast<size_t>(v)) {
     llvm::Value* c = owner;
     if (mask) c = c ? b_.CreateAnd(c, m[i]) : m[i];
@@ -281,6 +331,7 @@ void Lower::emitStore(const ir::Op& op) {
     };
     // A predicated store where the target has one, else a branch around it.
     if (c && predicate && t_.predicatedStore(b_, value(), ptrs[i], c)) continue;
+    if (c && base && t_.bufferStore(b_, value(), base, bufferOffset(base, ptrs[i]), c)) continue;
     guarded(c, [&] { b_.CreateAlignedStore(value(), ptrs[i], llvm::Align(eb * static_cast<uint64_t>(v))); });
   }
 }

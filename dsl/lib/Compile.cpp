@@ -101,14 +101,20 @@ namespace {
 
 // TESSERA_PRECISION=approx|accurate sets every compile's precision (the
 // command line's --precision for `tessera run` works through it);
-// TESSERA_TENSOR_COPIES=0 turns sm_90a's TMA copies off (cp.async instead).
+// TESSERA_TENSOR_COPIES=0 turns sm_90a's TMA copies off (cp.async instead),
+// TESSERA_PREDICATED_ACCESSES=0 the branch-free masked accesses.
+bool switchFromEnvironment(const char* name, bool current) {
+  const char* t = std::getenv(name);
+  if (!t || !*t) return current;
+  if (std::string(t) != "0" && std::string(t) != "1")
+    throw UsageError(std::string(name) + "='" + t + "' (expected 0 or 1)");
+  return std::string(t) == "1";
+}
+
 CompileOptions withEnvironment(CompileOptions o) {
   if (const char* p = std::getenv("TESSERA_PRECISION"); p && *p) o.precision = codegen::parsePrecision(p);
-  if (const char* t = std::getenv("TESSERA_TENSOR_COPIES"); t && *t) {
-    if (std::string(t) != "0" && std::string(t) != "1")
-      throw UsageError(std::string("TESSERA_TENSOR_COPIES='") + t + "' (expected 0 or 1)");
-    o.tensorCopies = std::string(t) == "1";
-  }
+  o.tensorCopies = switchFromEnvironment("TESSERA_TENSOR_COPIES", o.tensorCopies);
+  o.predicatedAccesses = switchFromEnvironment("TESSERA_PREDICATED_ACCESSES", o.predicatedAccesses);
   return o;
 }
 

@@ -2,8 +2,10 @@
 // with every buffer exactly as long as the data, so that any access of a
 // masked-off element would be reported out of bounds. On NVPTX they are
 // predicated `@p ld.global` / `@p st.global` (inline assembly the emulator
-// rewrites, codegen/emu/EmuInlineAsm.cpp); on AMDGPU a branch around the
-// access. Both forms are run: the NVPTX one also with predication off.
+// rewrites, codegen/emu/EmuInlineAsm.cpp); on AMDGPU raw buffer loads and
+// stores whose masked-off lanes' offset is past the resource's end
+// (codegen/emu/EmuBuffer.cpp). Both forms are run with predication off too:
+// a branch around each access.
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -74,7 +76,8 @@ Lowered lowerWith(const Function& f, const std::string& target, bool predicated)
   Lowered r;
   r.art = codegen::compileGpu(f, t, {}, {}, g);
   bool amd = t.kind == Target::Kind::AMDGPU;
-  r.k = codegen::compileForEmulator(r.art->dumps.extra.at("llvm-gpu"), amd, amd ? 64 : 32, hooks());
+  r.k = codegen::compileForEmulator(r.art->dumps.extra.at("llvm-gpu"), amd, amd && t.arch != "gfx1100" ? 64 : 32,
+                                    hooks());
   return r;
 }
 
@@ -111,14 +114,16 @@ TEST_CASE("emu: masked loads and stores at ragged shapes touch no masked-off ele
   const int64_t block = 512;
   for (bool div16 : {true, false}) {
     auto f = masked(block, div16);
-    for (const char* target : {"nvptx:sm_80", "nvptx:sm_90a", "amdgpu:gfx942"}) {
+    for (const char* target : {"nvptx:sm_80", "nvptx:sm_90a", "amdgpu:gfx942", "amdgpu:gfx1100"}) {
       const bool nv = std::string(target).starts_with("nvptx");
       for (bool predicated : {true, false}) {
-        if (!nv && !predicated) continue;
         Lowered l = lowerWith(*f, target, predicated);
-        // The NVPTX module takes the predicated forms exactly when asked.
+        // Each module takes its branch-free forms exactly when asked: the
+        // pointers are a uniform base plus a block of 512 (UniformSplit).
         const std::string& ir = l.art->dumps.extra.at("llvm-gpu");
         CHECK((ir.find("@$") != std::string::npos) == (nv && predicated));
+        CHECK((ir.find("llvm.amdgcn.raw.ptr.buffer.load") != std::string::npos) == (!nv && predicated));
+        CHECK((ir.find("llvm.amdgcn.raw.ptr.buffer.store") != std::string::npos) == (!nv && predicated));
         // n, m: multiples of 16 (whole vectors masked) when the launch says
         // so, else ragged inside a vector; m > n: the store covers elements
         // whose load was masked off (they get `other`).
@@ -154,7 +159,7 @@ TEST_CASE("emu: a predicated access whose mask lets it out of bounds is reported
   // like any access and reported naming the tile op and its line.
   const int64_t block = 512;
   auto f = masked(block, false);
-  for (const char* target : {"nvptx:sm_80", "amdgpu:gfx942"}) {
+  for (const char* target : {"nvptx:sm_80", "amdgpu:gfx942", "amdgpu:gfx1100"}) {
     INFO(target);
     Lowered l = lowerWith(*f, target, true);
     const int n = 1000, m = 1000;
@@ -276,5 +281,89 @@ TEST_CASE("emu: GEMM with the blocked B-tile copy and row-grouped masked loads o
         INFO(r.detail);
         CHECK(r.ok);
       }
+  }
+}
+
+TEST_CASE("emu: AMDGPU raw buffer accesses read zeros and write nothing out of range, and are checked in range",
+          "[emu]") {
+  // Lane i loads dword i of `src` through a resource of 2^31 - 1 records
+  // where i < lim (else offset 2^31: out of range, zero) and stores it to
+  // dst where i < 5 (else out of range: nothing written). src holds 3
+  // dwords and dst 5: with lim = 3 nothing touches memory outside them;
+  // with lim = 4 lane 3's load is in the resource's range but past the
+  // buffer, which the machine must report like any global access.
+  const std::string text =
+      "target datalayout = \"e-m:e-p:64:64-p1:64:64-p2:32:32-p3:32:32-p4:64:64-p5:32:32-p6:32:32-p7:160:256:256:32-"
+      "p8:128:128:128:48-p9:192:256:256:32-i64:64-v16:16-v24:32-v32:32-v48:64-v96:128-v192:256-v256:256-v512:512-"
+      "v1024:1024-v2048:2048-n32:64-S32-A5-G1-ni:7:8:9\"\n"
+      "target triple = \"amdgcn-amd-amdhsa\"\n"
+      "declare i32 @llvm.amdgcn.workitem.id.x()\n"
+      "declare ptr addrspace(8) @llvm.amdgcn.make.buffer.rsrc.p8.p1(ptr addrspace(1), i16, i64, i32)\n"
+      "declare i32 @llvm.amdgcn.raw.ptr.buffer.load.i32(ptr addrspace(8), i32, i32, i32)\n"
+      "declare void @llvm.amdgcn.raw.ptr.buffer.store.i32(i32, ptr addrspace(8), i32, i32, i32)\n"
+      "define amdgpu_kernel void @k(ptr addrspace(1) %src, ptr addrspace(1) %dst, i32 %lim) {\n"
+      "  %t = call i32 @llvm.amdgcn.workitem.id.x()\n"
+      "  %off = shl i32 %t, 2\n"
+      "  %pl = icmp ult i32 %t, %lim\n"
+      "  %ps = icmp ult i32 %t, 5\n"
+      "  %ol = select i1 %pl, i32 %off, i32 2147483648\n"
+      "  %os = select i1 %ps, i32 %off, i32 2147483648\n"
+      "  %rs = call ptr addrspace(8) @llvm.amdgcn.make.buffer.rsrc.p8.p1(ptr addrspace(1) %src, i16 0, i64 "
+      "2147483647, i32 131072)\n"
+      "  %rd = call ptr addrspace(8) @llvm.amdgcn.make.buffer.rsrc.p8.p1(ptr addrspace(1) %dst, i16 0, i64 "
+      "2147483647, i32 131072)\n"
+      "  %x = call i32 @llvm.amdgcn.raw.ptr.buffer.load.i32(ptr addrspace(8) %rs, i32 %ol, i32 0, i32 0)\n"
+      "  call void @llvm.amdgcn.raw.ptr.buffer.store.i32(i32 %x, ptr addrspace(8) %rd, i32 %os, i32 0, i32 0)\n"
+      "  ret void\n}\n";
+  codegen::EmuKernel k = codegen::compileForEmulator(text, true, 64, hooks());
+  for (int32_t lim : {3, 4}) {
+    INFO("lim = " << lim);
+    std::vector<int32_t> src = {11, 22, 33}, dst(5, -1);
+    Args args;
+    args.add(src.data()).add(dst.data()).add(lim);
+    emu::LaunchConfig c = config(k, 1, 64);
+    c.throwOnError = false;
+    addBuffer(c, src), addBuffer(c, dst);
+    emu::LaunchReport rep = emu::launch(k.threadFn, args.args(), c);
+    INFO(rep.summary());
+    CHECK(rep.count(emu::IssueKind::GlobalOutOfBounds) == (lim == 3 ? 0 : 1));
+    CHECK(dst[0] == 11);
+    CHECK(dst[1] == 22);
+    CHECK(dst[2] == 33);
+    if (lim == 3) CHECK(dst[3] == 0);  // out of range: zero
+    CHECK(dst[4] == 0);
+  }
+}
+
+TEST_CASE("masked accesses: CompileOptions::predicatedAccesses and TESSERA_PREDICATED_ACCESSES choose the branch form",
+          "[gpu]") {
+  // vector_add's masked loads and store: raw buffer accesses on AMDGPU and
+  // predicated ld/st.global on NVPTX by default; branches with the option
+  // or the variable off (a compile key of its own: the cached default
+  // compile must not answer for it). Another value is a UsageError.
+  const Kernel k = assumeAligned(examples::vectorAdd(1024));
+  for (const char* target : {"amdgpu:gfx942", "amdgpu:gfx1100", "nvptx:sm_80"}) {
+    INFO(target);
+    const bool amd = std::string(target).starts_with("amdgpu");
+    const Stage stage = amd ? Stage::AMDGCN : Stage::PTX;
+    const std::string branchFree = !amd                                     ? "@%p1 ld.global"
+                                   : std::string(target) == "amdgpu:gfx942" ? "buffer_load_dwordx4"
+                                                                            : "buffer_load_b128";
+    auto has = [&](const CompiledKernel& c, const std::string& s) {
+      return c.dump(stage).find(s) != std::string::npos;
+    };
+    CompileOptions o;
+    CHECK(has(compile(k, Target::parse(target), o), branchFree));
+    CompileOptions off = o;
+    off.predicatedAccesses = false;
+    CompiledKernel b = compile(k, Target::parse(target), off);
+    CHECK_FALSE(has(b, branchFree));
+    CHECK(has(b, amd ? "s_cbranch_execz" : "bra"));
+    setenv("TESSERA_PREDICATED_ACCESSES", "0", 1);
+    CompiledKernel e = compile(k, Target::parse(target), o);
+    setenv("TESSERA_PREDICATED_ACCESSES", "maybe", 1);
+    CHECK_THROWS_AS(compile(k, Target::parse(target), o), UsageError);
+    unsetenv("TESSERA_PREDICATED_ACCESSES");
+    CHECK_FALSE(has(e, branchFree));
   }
 }

@@ -53,6 +53,12 @@ struct CompileOptions {
   /// tensor maps built by the launch (docs/gpu.md). Off: cp.async, the
   /// sm_80 path. TESSERA_TENSOR_COPIES=0 turns it off too.
   bool tensorCopies = true;
+  /// GPU targets: masked global loads and stores without a branch, where
+  /// the target has a form for them (NVPTX: predicated ld/st.global;
+  /// AMDGPU: raw buffer accesses, for pointers a uniform base plus offsets
+  /// of a proven range; docs/gpu.md, "Masked accesses"). Off: a branch
+  /// around each access. TESSERA_PREDICATED_ACCESSES=0 turns it off too.
+  bool predicatedAccesses = true;
   /// emu: targets: addresses of the SIMT machine's `tessera_emu_*` hooks, by
   /// symbol name (tessera::emu::hookSymbols()). Supplied by the caller so
   /// codegen does not depend on the runtime; not part of the cache key.
