@@ -47,8 +47,8 @@ void expand(EmuModule& em, llvm::CallInst& c, bool store) {
   const uint64_t bytes = em.gpuDL.getTypeStoreSize(ty);
 
   llvm::IRBuilder<> b(&c);
-  llvm::Value* off = b.CreateAdd(b.CreateZExt(c.getArgOperand(at + 1), em.i64()),
-                                 b.CreateZExt(c.getArgOperand(at + 2), em.i64()));
+  llvm::Value* off =
+      b.CreateAdd(b.CreateZExt(c.getArgOperand(at + 1), em.i64()), b.CreateZExt(c.getArgOperand(at + 2), em.i64()));
   llvm::Value* records = b.CreateZExtOrTrunc(rsrc->getArgOperand(2), em.i64());
   llvm::Value* inRange = b.CreateICmpULE(b.CreateAdd(off, b.getInt64(bytes)), records);
   llvm::BasicBlock* head = c.getParent();

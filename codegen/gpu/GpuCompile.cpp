@@ -313,6 +313,7 @@ std::shared_ptr<Artifact> compileGpu(const ir::Function& fn, const Target& t, co
   art->target = t;
   art->binary.signature = kernelSignature(fn);
   art->binary.symbol = fn.name();
+  const StageDumps dumpsIn = dumps;  // for a second compile (invariantsForLds)
   art->dumps = std::move(dumps);
 
   // Layouts, annotated on a copy for the dump; the lowering reads the same
@@ -377,6 +378,15 @@ std::shared_ptr<Artifact> compileGpu(const ir::Function& fn, const Target& t, co
   std::unique_ptr<llvm::Module> handed = llvm::CloneModule(m);
   GpuOutput out = ti->emit(m, *tm);
   timer.mark(isNvptx(t) ? "ptx" : "object+link");
+  // Invariant operands moved to registers for the LDS's sake must not cost
+  // scratch: compiled again without (GpuOptions::invariantsForLds).
+  if (low.invariantsForLds && ti->resources(out, fn.name()).spillBytes > 0) {
+    GpuOptions without = g;
+    without.invariantsForLds = false;
+    ctx->setOptPassGate(llvm::getGlobalPassGate());
+    low.module.reset();
+    return compileGpu(fn, t, o, std::move(dumpsIn), without);
+  }
   art->dumps.assembly = out.assembly;
   if (isNvptx(t)) {
     art->binary.format = KernelBinary::Format::PTX;

@@ -37,6 +37,10 @@ struct GpuOptions {
   /// on transaction barriers where the target has them (sm_90a:
   /// GpuTargetInfo::hasTensorCopies). Off: cp.async, as on sm_80.
   bool tensorCopies = true;
+  /// AMDGPU: loop-invariant dot operands in registers where that raises
+  /// the waves the LDS allows (lowerToGpuLLVM). compileGpu turns it off
+  /// and compiles again when the code then spills.
+  bool invariantsForLds = true;
 };
 
 /// Compiles for an NVPTX / AMDGPU (or emu:) target. `dumpsSoFar` holds the

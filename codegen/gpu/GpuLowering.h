@@ -29,6 +29,9 @@ struct GpuLoweringResult {
   ir::LoweringRecord record;  // accesses and layout conversions emitted (layout-stats)
   /// Hidden tensor-map parameters after the user's (tensor copies).
   std::vector<TensorMapSpec> tensorMaps;
+  /// Loop-invariant dot operands were put in registers to raise the waves
+  /// the LDS allows (GpuOptions::invariantsForLds).
+  bool invariantsForLds = false;
 };
 
 /// Lowers `f` (after the tile passes) for target `t`. `la` must describe `f`.

@@ -111,8 +111,7 @@ Split rangeOp(const ir::Op& op, int depth) {
       s.lo = lo >> *c;
       s.hi = hi >> *c;
       return s;
-    default:
-      return std::nullopt;
+    default: return std::nullopt;
   }
 }
 
@@ -159,19 +158,17 @@ Split split(const ir::Value* v, int depth) {
     }
     case OpCode::Broadcast:
     case OpCode::ExpandDims:
-    case OpCode::Reshape:
-      return split(op->operand(0), depth + 1);
+    case OpCode::Reshape: return split(op->operand(0), depth + 1);
     case OpCode::PtrAdd:
       // Offsets count elements of the pointee, the same type along the chain.
       if (op->operand(0)->type().dtype() != t.dtype()) return std::nullopt;
       return add(split(op->operand(0), depth + 1), split(op->operand(1), depth + 1), 1);
-    case OpCode::Add:
-      return add(split(op->operand(0), depth + 1), split(op->operand(1), depth + 1), 1);
-    case OpCode::Sub:
-      return add(split(op->operand(0), depth + 1), split(op->operand(1), depth + 1), -1);
+    case OpCode::Add: return add(split(op->operand(0), depth + 1), split(op->operand(1), depth + 1), 1);
+    case OpCode::Sub: return add(split(op->operand(0), depth + 1), split(op->operand(1), depth + 1), -1);
     case OpCode::Mul: {
       for (int i = 0; i < 2; ++i)
-        if (std::optional<int64_t> c = constantOf(op->operand(1 - i))) return scale(split(op->operand(i), depth + 1), *c);
+        if (std::optional<int64_t> c = constantOf(op->operand(1 - i)))
+          return scale(split(op->operand(i), depth + 1), *c);
       return std::nullopt;
     }
     case OpCode::Shl: {
@@ -190,10 +187,8 @@ Split split(const ir::Value* v, int depth) {
     case OpCode::Div:
     case OpCode::Rem:
     case OpCode::Shr:
-    case OpCode::And:
-      return rangeOp(*op, depth);
-    default:
-      return std::nullopt;
+    case OpCode::And: return rangeOp(*op, depth);
+    default: return std::nullopt;
   }
 }
 

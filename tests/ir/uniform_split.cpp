@@ -17,8 +17,8 @@ namespace {
 // arguments %a (f32 pointer), %n, %s (i32) and %q (f16 pointer).
 std::optional<UniformSplit> splitOf(const std::string& body, std::string* names = nullptr) {
   static std::vector<std::unique_ptr<Module>> keep;  // the result names the module's values
-  std::string text = "kernel @t(%a: ptr<f32, global>, %n: i32, %s: i32, %q: ptr<f16, global>) {\n" + body +
-                     "  return()\n}\n";
+  std::string text =
+      "kernel @t(%a: ptr<f32, global>, %n: i32, %s: i32, %q: ptr<f16, global>) {\n" + body + "  return()\n}\n";
   keep.push_back(parseModule(text, "split.tir"));
   const Function& f = *keep.back()->functions.at(0);
   for (auto& op : f.body().ops())
@@ -109,16 +109,16 @@ TEST_CASE("uniform split: ranges of rem, div and and by constants", "[ir]") {
 
 TEST_CASE("uniform split: what is not a uniform base plus a known range", "[ir]") {
   // Offsets scaled by a runtime stride: their range is unknown.
-  CHECK_FALSE(splitOf(std::string(kBlock) +
-                      "  %sn = splat(%n) : tile<64xi32>\n  %o = mul(%r, %sn) : tile<64xi32>\n" + loadF32("%o")));
+  CHECK_FALSE(splitOf(std::string(kBlock) + "  %sn = splat(%n) : tile<64xi32>\n  %o = mul(%r, %sn) : tile<64xi32>\n" +
+                      loadF32("%o")));
   // A rem of a value with a uniform part (of unknown sign).
   CHECK_FALSE(splitOf(std::string(kBlock) +
                       "  %k = constant() {value = 16} : tile<64xi32>\n  %x = add(%r, %st) : tile<64xi32>\n"
                       "  %o = rem(%x, %k) : tile<64xi32>\n" +
                       loadF32("%o")));
   // Offsets through an op the split does not model.
-  CHECK_FALSE(splitOf(std::string(kBlock) +
-                      "  %sn = splat(%n) : tile<64xi32>\n  %o = max(%r, %sn) : tile<64xi32>\n" + loadF32("%o")));
+  CHECK_FALSE(splitOf(std::string(kBlock) + "  %sn = splat(%n) : tile<64xi32>\n  %o = max(%r, %sn) : tile<64xi32>\n" +
+                      loadF32("%o")));
   // A reversed block: a known range, but below zero (the lowering declines it).
   auto s = splitOf(std::string(kBlock) +
                    "  %z = constant() {value = 0} : tile<64xi32>\n  %o = sub(%z, %r) : tile<64xi32>\n" + loadF32("%o"));
