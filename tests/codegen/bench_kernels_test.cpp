@@ -63,3 +63,32 @@ TEST_CASE("bench kernels: gemm_f16 on gfx1100", "[bench][emu]") {
 TEST_CASE("bench kernels: gemm_f16 on sm_90a", "[bench][emu][wgmma]") {
   runFamily("gemm_f16", {Device::emulator("nvptx:sm_90a")}, true);
 }
+
+// gfx1100 keeps flash attention's Q (a loop-invariant dot operand) in LDS
+// through the loop unless moving its fragments to registers raises the
+// waves the LDS allows within what 256 VGPRs allow, and the code does not
+// spill then (lowerToGpuLLVM, GpuOptions::invariantsForLds): 64x64 d64 on 4
+// warps frees Q's 9216 bytes (27648 -> 18432, 4 -> 6 waves); 128x64 d64
+// on 4 warps would spill with Q's fragments and keeps its LDS plan; 128x64
+// d128 on 8 warps gains no wave within 256 VGPRs.
+TEST_CASE("bench kernels: gfx1100 attention keeps Q in registers only where that raises the waves", "[bench][gpu]") {
+  struct Want {
+    std::string config;
+    unsigned sharedBytes;
+  };
+  const std::vector<bench::GpuBenchKernel> all = bench::gpuBenchKernels();
+  for (const Want& w : {Want{"64x64 d64 w4", 18432}, Want{"128x64 d64 w4", 46080}, Want{"128x64 d128 w8", 65536}}) {
+    const bench::GpuBenchKernel* k = nullptr;
+    for (const bench::GpuBenchKernel& b : all)
+      if (b.name == "attention" && b.config == w.config) k = &b;
+    REQUIRE(k);
+    INFO(w.config);
+    CompileOptions o;
+    o.numWarps = k->numWarps;
+    o.precision = codegen::Precision::Approximate;  // as the benchmark compiles them (accurate math: 128x64 spills)
+    CompiledKernel c = compile(assumeAligned(k->kernel), Target::parse("amdgpu:gfx1100"), o);
+    INFO(c.artifact().dumps.extra.at("shared-memory"));
+    CHECK(c.artifact().binary.sharedBytes == w.sharedBytes);
+    CHECK(codegen::gpuResources(c.artifact()).spillBytes == 0);
+  }
+}
