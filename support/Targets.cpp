@@ -11,7 +11,8 @@ const std::vector<GpuArch>& gpuArchs() {
 #define TS_NVPTX_TARGET(arch, sharedKiB, ptxFeature, smemPerSmKiB, threadsPerSm, blocksPerSm) \
   {GpuArch::Vendor::NVIDIA,      #arch,        32,         int64_t{sharedKiB} * 1024, 255,    \
    int64_t{smemPerSmKiB} * 1024, threadsPerSm, blocksPerSm},
-#define TS_AMDGPU_TARGET(arch, wave, features, ldsKiB, vgprsPerSimd, maxWavesPerSimd, simdsPerCu, ldsPerCuKiB) \
+#define TS_AMDGPU_TARGET(arch, wave, features, ldsKiB, vgprsPerSimd, maxWavesPerSimd, simdsPerCu, ldsPerCuKiB, \
+                         vgprGranule)                                                                          \
   {GpuArch::Vendor::AMD,                                                                                       \
    #arch,                                                                                                      \
    wave,                                                                                                       \
@@ -22,7 +23,8 @@ const std::vector<GpuArch>& gpuArchs() {
    0,                                                                                                          \
    vgprsPerSimd,                                                                                               \
    maxWavesPerSimd,                                                                                            \
-   simdsPerCu},
+   simdsPerCu,                                                                                                 \
+   vgprGranule},
 #include "tessera/support/Targets.def"
   };
   return rows;
@@ -58,7 +60,7 @@ Occupancy occupancy(const GpuArch& a, int regs, int64_t sharedBytes, int threads
              s(byThreads) + ", block limit " + s(a.blocksPerSm) + ")";
     return o;
   }
-  const int gran = a.warpSize == 64 ? 8 : 16;
+  const int gran = a.vgprGranule;
   const int vg = std::max(1, (regs + gran - 1) / gran * gran);
   const int64_t byVgpr = std::min(a.maxWavesPerSimd, a.vgprsPerSimd / vg);
   const int64_t groups = sharedBytes > 0 ? a.sharedPerUnit / sharedBytes : int64_t{1} << 20;

@@ -42,7 +42,8 @@ struct GfxRow {
 };
 // clang-format off
 constexpr GfxRow kGfx[] = {
-#define TS_AMDGPU_TARGET(arch, wave, features, ldsKiB, vgprsPerSimd, maxWavesPerSimd, simdsPerCu, ldsPerCuKiB) \
+#define TS_AMDGPU_TARGET(arch, wave, features, ldsKiB, vgprsPerSimd, maxWavesPerSimd, simdsPerCu, ldsPerCuKiB, \
+                         vgprGranule)                                                                          \
   {#arch, wave, features, uint64_t{ldsKiB} * 1024},
 #include "tessera/support/Targets.def"
 };

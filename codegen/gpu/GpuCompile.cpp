@@ -33,6 +33,7 @@
 #include "tessera/ir/analysis/LayoutStats.h"
 #include "tessera/ir/Printer.h"
 #include "tessera/support/Error.h"
+#include "tessera/support/Targets.h"
 
 namespace tessera::codegen {
 
@@ -303,6 +304,16 @@ void annotateGpuLayouts(ir::Function& f, const Target& target, const CompileOpti
   ir::annotateLayouts(f, la);
 }
 
+namespace {
+bool invariantsPaid(GpuTargetInfo& ti, const GpuOutput& out, const std::string& kernel, const GpuLoweringResult& low) {
+  const GpuResources r = ti.resources(out, kernel);
+  const GpuArch* a = findGpuArch(GpuArch::Vendor::AMD, ti.arch());
+  if (r.spillBytes != 0 || !a) return false;
+  return occupancy(*a, r.registers, static_cast<int64_t>(low.sharedBytes), static_cast<int>(low.threadsPerBlock))
+             .value > low.ldsWavesWithoutInvariants;
+}
+}  // namespace
+
 std::shared_ptr<Artifact> compileGpu(const ir::Function& fn, const Target& t, const CompileOptions& o, StageDumps dumps,
                                      const GpuOptions& g) {
   if (o.optLevel < 0 || o.optLevel > 3) throw CompileError("optLevel must be 0..3, got " + std::to_string(o.optLevel));
@@ -378,9 +389,11 @@ std::shared_ptr<Artifact> compileGpu(const ir::Function& fn, const Target& t, co
   std::unique_ptr<llvm::Module> handed = llvm::CloneModule(m);
   GpuOutput out = ti->emit(m, *tm);
   timer.mark(isNvptx(t) ? "ptx" : "object+link");
-  // Invariant operands moved to registers for the LDS's sake must not cost
-  // scratch: compiled again without (GpuOptions::invariantsForLds).
-  if (low.invariantsForLds && ti->resources(out, fn.name()).spillBytes > 0) {
+  // Invariant operands moved to registers for the LDS's sake must pay: no
+  // scratch, and more waves than the LDS allowed without them (an upper
+  // bound of that code's occupancy); else compiled again without
+  // (GpuOptions::invariantsForLds).
+  if (low.invariantsForLds && !invariantsPaid(*ti, out, fn.name(), low)) {
     GpuOptions without = g;
     without.invariantsForLds = false;
     ctx->setOptPassGate(llvm::getGlobalPassGate());

@@ -39,7 +39,8 @@ struct GpuOptions {
   bool tensorCopies = true;
   /// AMDGPU: loop-invariant dot operands in registers where that raises
   /// the waves the LDS allows (lowerToGpuLLVM). compileGpu turns it off
-  /// and compiles again when the code then spills.
+  /// and compiles again when the code then spills or its occupancy is no
+  /// higher than the LDS allowed without.
   bool invariantsForLds = true;
 };
 

@@ -278,27 +278,34 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
   // Loop-invariant dot operands in registers (Hoisted::inRegisters) also
   // where the LDS limits the waves and freeing their loop areas raises
   // them: the targets with 256 VGPRs per lane (gfx1100) keep them in LDS
-  // otherwise. Only up to the waves that even the most VGPRs a lane can
-  // address allow (6 on gfx1100), so that the fragments' registers cannot
-  // cost more waves than the LDS gives: the occupancy rises whatever the
-  // register count, unless the code spills, which compileGpu undoes
-  // (GpuOptions::invariantsForLds). Flash attention's Q on gfx1100, 64x64
+  // otherwise. Whether the fragments' registers then cost the waves back,
+  // or spill, only the code generator tells: compileGpu compiles again
+  // without them unless the code's occupancy beats the waves the LDS
+  // allowed before (GpuLoweringResult::ldsWavesWithoutInvariants,
+  // GpuOptions::invariantsForLds). Flash attention's Q on gfx1100, 64x64
   // d64: 27648 -> 18432 bytes, 4 -> 6 waves, 143 -> 202 VGPRs.
   bool invariantsByTrial = false;
+  int64_t ldsWavesWithoutInvariants = 0;
   if (!invariantsInRegisters && o.invariantsForLds && wholeLoopAreas())
     if (const GpuArch* amd = findGpuArch(GpuArch::Vendor::AMD, t.arch())) {
       auto wavesOf = [&](uint64_t bytes) {
         return occupancy(*amd, 1, static_cast<int64_t>(bytes), static_cast<int>(threads)).value;
       };
+      // Tried only where the LDS allows fewer waves than 128 VGPRs would
+      // (10 on gfx1100): a loop holding a dot's fragments and accumulators
+      // rarely fits below that, so above it the registers set the waves
+      // and the trial would only cost the second compile (the
+      // flash_attention example on gfx1100: 12288 bytes and 10 waves
+      // either way, twice the compile time).
       const int64_t waves = wavesOf(planBytes());
-      const int64_t atMostRegisters = occupancy(*amd, t.maxRegistersPerThread(), 0, static_cast<int>(threads)).value;
-      if (waves < wavesOf(0) && waves < atMostRegisters) {
+      if (waves < wavesOf(0) && waves < occupancy(*amd, 128, 0, static_cast<int>(threads)).value) {
         auto keep = std::make_tuple(req, loopReq, storageBytes, aligns, tmaBarrierBytes, threads);
         invariantsInRegisters = true;
         measure();
         if (fewerSlots) storageBytes = fewerStorage;
         const int64_t now = wavesOf(planBytes());
-        invariantsByTrial = now > waves && now <= atMostRegisters;
+        invariantsByTrial = now > waves;
+        ldsWavesWithoutInvariants = waves;
         if (!invariantsByTrial) {
           invariantsInRegisters = false;
           std::tie(req, loopReq, storageBytes, aligns, tmaBarrierBytes, threads) = std::move(keep);
@@ -308,6 +315,7 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
   ir::SharedPlan plan(f, req, storageBytes, loopReq, aligns);
   GpuLoweringResult res;
   res.invariantsForLds = invariantsByTrial;
+  res.ldsWavesWithoutInvariants = ldsWavesWithoutInvariants;
   // Transaction barriers (tensor copies) after the plan's areas, for the
   // whole kernel.
   const uint64_t barrierOffset = (plan.totalBytes() + 15) & ~uint64_t{15};

@@ -30,8 +30,10 @@ struct GpuLoweringResult {
   /// Hidden tensor-map parameters after the user's (tensor copies).
   std::vector<TensorMapSpec> tensorMaps;
   /// Loop-invariant dot operands were put in registers to raise the waves
-  /// the LDS allows (GpuOptions::invariantsForLds).
+  /// the LDS allows (GpuOptions::invariantsForLds), which were
+  /// ldsWavesWithoutInvariants without.
   bool invariantsForLds = false;
+  int64_t ldsWavesWithoutInvariants = 0;
 };
 
 /// Lowers `f` (after the tile passes) for target `t`. `la` must describe `f`.

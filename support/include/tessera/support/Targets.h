@@ -22,6 +22,7 @@ struct GpuArch {
   int64_t sharedPerUnit;                                      // bytes of shared memory per SM / LDS per CU
   int threadsPerSm = 0, blocksPerSm = 0;                      // NVIDIA
   int vgprsPerSimd = 0, maxWavesPerSimd = 0, simdsPerCu = 0;  // AMD
+  int vgprGranule = 8;                                        // AMD: VGPRs are allocated in blocks of it
 
   /// The target spelling: "nvptx:sm_80", "amdgpu:gfx942".
   std::string spelling() const { return std::string(vendor == Vendor::NVIDIA ? "nvptx:" : "amdgpu:") + arch; }
