@@ -296,9 +296,15 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
       // rarely fits below that, so above it the registers set the waves
       // and the trial would only cost the second compile (the
       // flash_attention example on gfx1100: 12288 bytes and 10 waves
-      // either way, twice the compile time).
+      // either way, twice the compile time). And only for one invariant
+      // operand: the fragments of several stay live through the whole loop
+      // together (the attention backward examples hold four, K, V and
+      // their transposes: 6 -> 14 waves by the LDS, 6 by the VGPRs before
+      // and no more after, for twice the compile time).
+      int wholeLoop = 0;
+      for (auto& [key, a] : loopReq) wholeLoop += a.wholeLoop ? 1 : 0;
       const int64_t waves = wavesOf(planBytes());
-      if (waves < wavesOf(0) && waves < occupancy(*amd, 128, 0, static_cast<int>(threads)).value) {
+      if (wholeLoop == 1 && waves < wavesOf(0) && waves < occupancy(*amd, 128, 0, static_cast<int>(threads)).value) {
         auto keep = std::make_tuple(req, loopReq, storageBytes, aligns, tmaBarrierBytes, threads);
         invariantsInRegisters = true;
         measure();
