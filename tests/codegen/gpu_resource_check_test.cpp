@@ -6,8 +6,9 @@
 
 #include <string>
 
-#include "tessera/tessera.h"
 #include "pipelined_gemm.h"
+#include "tessera/support/Targets.h"
+#include "tessera/tessera.h"
 
 namespace ts = tessera;
 using Catch::Matchers::Contains;
@@ -83,4 +84,23 @@ TEST_CASE("shared memory over the limit names the user's buffers and a stage cou
   // largest that does).
   if (stages + 1 < 4)
     CHECK_THAT(compileError(gemm(128, 128, 64, stages + 1), "nvptx:sm_86"), Contains("shared memory"));
+}
+
+TEST_CASE("occupancy: AMD VGPRs are allocated in the backend's granule (24 on gfx1100 in wave32, 8 on CDNA)", "[gpu]") {
+  // The figures the AMDGPU backend prints with a code object (its
+  // `; Occupancy:` comment): a 128x128x32 f16 GEMM on gfx1100 with 8 waves
+  // per block, 211 VGPRs and 32768 bytes of LDS runs 7 waves per SIMD (216
+  // VGPRs allocated), where blocks of 16 would give 224 and 6.
+  const ts::GpuArch* rdna = ts::findGpuArch(ts::GpuArch::Vendor::AMD, "gfx1100");
+  const ts::GpuArch* cdna = ts::findGpuArch(ts::GpuArch::Vendor::AMD, "gfx942");
+  REQUIRE(rdna);
+  REQUIRE(cdna);
+  CHECK(rdna->vgprGranule == 24);
+  CHECK(cdna->vgprGranule == 8);
+  CHECK(ts::occupancy(*rdna, 211, 32768, 256).value == 7);
+  CHECK(ts::occupancy(*rdna, 216, 0, 128).value == 7);
+  CHECK(ts::occupancy(*rdna, 217, 0, 128).value == 6);  // 240 VGPRs
+  CHECK(ts::occupancy(*rdna, 96, 0, 128).value == 16);
+  CHECK(ts::occupancy(*cdna, 128, 0, 256).value == 4);
+  CHECK(ts::occupancy(*cdna, 129, 0, 256).value == 3);  // 136 VGPRs
 }
