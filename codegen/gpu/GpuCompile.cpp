@@ -305,12 +305,16 @@ void annotateGpuLayouts(ir::Function& f, const Target& target, const CompileOpti
 }
 
 namespace {
-bool invariantsPaid(GpuTargetInfo& ti, const GpuOutput& out, const std::string& kernel, const GpuLoweringResult& low) {
+/// Whether a choice made for the LDS's waves paid: the code has no scratch
+/// and more waves than the LDS allowed without the choice (an upper bound
+/// of that code's occupancy).
+bool ldsChoicePaid(GpuTargetInfo& ti, const GpuOutput& out, const std::string& kernel, const GpuLoweringResult& low,
+                   int64_t wavesWithout) {
   const GpuResources r = ti.resources(out, kernel);
   const GpuArch* a = findGpuArch(GpuArch::Vendor::AMD, ti.arch());
   if (r.spillBytes != 0 || !a) return false;
   return occupancy(*a, r.registers, static_cast<int64_t>(low.sharedBytes), static_cast<int>(low.threadsPerBlock))
-             .value > low.ldsWavesWithoutInvariants;
+             .value > wavesWithout;
 }
 }  // namespace
 
@@ -389,13 +393,17 @@ std::shared_ptr<Artifact> compileGpu(const ir::Function& fn, const Target& t, co
   std::unique_ptr<llvm::Module> handed = llvm::CloneModule(m);
   GpuOutput out = ti->emit(m, *tm);
   timer.mark(isNvptx(t) ? "ptx" : "object+link");
-  // Invariant operands moved to registers for the LDS's sake must pay: no
-  // scratch, and more waves than the LDS allowed without them (an upper
-  // bound of that code's occupancy); else compiled again without
-  // (GpuOptions::invariantsForLds).
-  if (low.invariantsForLds && !invariantsPaid(*ti, out, fn.name(), low)) {
+  // Invariant operands moved to registers for the LDS's sake, and a
+  // chained dot's A fragments read before its B is staged, must pay
+  // (ldsChoicePaid); else compiled again without (GpuOptions::
+  // invariantsForLds, fragmentsForLds), the fragments first, being the
+  // later choice.
+  const bool fragmentsUnpaid =
+      low.fragmentsForLds && !ldsChoicePaid(*ti, out, fn.name(), low, low.ldsWavesWithoutFragments);
+  if (fragmentsUnpaid ||
+      (low.invariantsForLds && !ldsChoicePaid(*ti, out, fn.name(), low, low.ldsWavesWithoutInvariants))) {
     GpuOptions without = g;
-    without.invariantsForLds = false;
+    (fragmentsUnpaid ? without.fragmentsForLds : without.invariantsForLds) = false;
     ctx->setOptPassGate(llvm::getGlobalPassGate());
     low.module.reset();
     return compileGpu(fn, t, o, std::move(dumpsIn), without);

@@ -42,6 +42,11 @@ struct GpuOptions {
   /// and compiles again when the code then spills or its occupancy is no
   /// higher than the LDS allowed without.
   bool invariantsForLds = true;
+  /// AMDGPU: a chained dot's staged A operand (flash attention's P) read
+  /// into its fragments before B is staged over it, where that raises the
+  /// waves the LDS allows (lowerToGpuLLVM, Lower::setFragmentsFirst).
+  /// compileGpu turns it off and compiles again when the code then spills.
+  bool fragmentsForLds = true;
 };
 
 /// Compiles for an NVPTX / AMDGPU (or emu:) target. `dumpsSoFar` holds the

@@ -189,6 +189,10 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
   // Large layout conversions in row chunks (Lower::conversionChunks) where
   // that, with the two choices above made again, raises those waves.
   bool chunk = false, chunkCandidates = false;
+  // (AMD) Chained dots' A fragments read before B is staged over them
+  // (Lower::setFragmentsFirst), where that raises those waves.
+  bool fragmentsFirst = false;
+  int fragmentsCandidates = 0;
   uint64_t tmaBarrierBytes = 0;
   auto measure = [&] {
     req.clear();
@@ -200,6 +204,7 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
     low.setSwizzleDots(swizzle);
     low.setFewerSlots(fewerSlots);
     low.setChunkConversions(chunk);
+    low.setFragmentsFirst(fragmentsFirst);
     low.run(0);
     storageBytes = low.bufferStorageBytes();
     fewerStorage = low.bufferStorageBytes(true);
@@ -209,6 +214,7 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
     threads = low.blockThreads();
     candidates = low.swizzleCandidates();
     chunkCandidates = low.chunkCandidates();
+    fragmentsCandidates = low.fragmentsFirstCandidates();
   };
   measure();
   auto wholeLoopAreas = [&] {
@@ -318,10 +324,50 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
         }
       }
     }
+  // A chained dot's staged A (flash attention's P = softmax(S), whose
+  // accumulator layout is not the MFMA / WMMA A fragments' as it is
+  // mma.sync's) read into its fragments before its B (V) is staged over
+  // it: the dot's area holds max(A, B) bytes instead of A + B, for the A
+  // fragments of all K in registers at once instead of one k-step's
+  // (Lower::emitTensorCoreDot). Tried, as the invariants above, only where
+  // the LDS allows fewer waves than 128 VGPRs would; kept where the plan's
+  // waves rise. The fragments of all K cost registers (a few, or a spill:
+  // attention 128x64 d64 w4 on gfx1100) and loop instructions (3-18), so
+  // compileGpu keeps them, as the invariants, only where the code has no
+  // scratch and more waves than the LDS allowed without
+  // (GpuOptions::fragmentsForLds). Attention 64x64 d64 w4: gfx942 17408 ->
+  // 8704 bytes, 3 -> 4 waves; gfx1100 18432 -> 16384, 6 -> 7. Only for one
+  // such dot, where the waves rarely fall back to the registers': the
+  // attention backward examples have three, and on gfx1100 the causal one
+  // kept 6 waves with them (230 VGPRs), the trial costing a second compile
+  // (93 -> 177 ms); the other would gain one (6 -> 7), given up for that.
+  bool fragmentsByTrial = false;
+  int64_t ldsWavesWithoutFragments = 0;
+  if (o.fragmentsForLds && fragmentsCandidates == 1)
+    if (const GpuArch* amd = findGpuArch(GpuArch::Vendor::AMD, t.arch())) {
+      auto wavesOf = [&](uint64_t bytes) {
+        return occupancy(*amd, 1, static_cast<int64_t>(bytes), static_cast<int>(threads)).value;
+      };
+      const int64_t waves = wavesOf(planBytes());
+      if (waves < occupancy(*amd, 128, 0, static_cast<int>(threads)).value) {
+        auto keep = std::make_tuple(req, loopReq, storageBytes, aligns, tmaBarrierBytes, threads);
+        fragmentsFirst = true;
+        measure();
+        if (fewerSlots) storageBytes = fewerStorage;
+        fragmentsByTrial = wavesOf(planBytes()) > waves;
+        ldsWavesWithoutFragments = waves;
+        if (!fragmentsByTrial) {
+          fragmentsFirst = false;
+          std::tie(req, loopReq, storageBytes, aligns, tmaBarrierBytes, threads) = std::move(keep);
+        }
+      }
+    }
   ir::SharedPlan plan(f, req, storageBytes, loopReq, aligns);
   GpuLoweringResult res;
   res.invariantsForLds = invariantsByTrial;
   res.ldsWavesWithoutInvariants = ldsWavesWithoutInvariants;
+  res.fragmentsForLds = fragmentsByTrial;
+  res.ldsWavesWithoutFragments = ldsWavesWithoutFragments;
   // Transaction barriers (tensor copies) after the plan's areas, for the
   // whole kernel.
   const uint64_t barrierOffset = (plan.totalBytes() + 15) & ~uint64_t{15};
@@ -343,6 +389,7 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
   low.setSwizzleDots(swizzle);
   low.setFewerSlots(fewerSlots);
   low.setChunkConversions(chunk);
+  low.setFragmentsFirst(fragmentsFirst);
   low.setTmaBarrierOffset(barrierOffset);
   low.run(res.sharedBytes);
   res.module = std::move(m);

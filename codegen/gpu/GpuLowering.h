@@ -34,6 +34,11 @@ struct GpuLoweringResult {
   /// ldsWavesWithoutInvariants without.
   bool invariantsForLds = false;
   int64_t ldsWavesWithoutInvariants = 0;
+  /// A chained dot's A fragments were read before its B was staged, to
+  /// raise the waves the LDS allows (GpuOptions::fragmentsForLds), which
+  /// were ldsWavesWithoutFragments without.
+  bool fragmentsForLds = false;
+  int64_t ldsWavesWithoutFragments = 0;
 };
 
 /// Lowers `f` (after the tile passes) for target `t`. `la` must describe `f`.

@@ -272,7 +272,27 @@ void Lower::emitTensorCoreDot(const ir::Op& op, const ir::Layout& l) {
   };
   llvm::Value* base = nullptr;
   llvm::Value* bBase = nullptr;
-  if (stageA || stageB) {
+  // (AMD) A chained dot whose A and B are both staged here: A's fragments
+  // read into registers first, then B staged over A (setFragmentsFirst).
+  const bool fragmentsFirst = stageA && stageB && !globalA && !ir::isNvMma(p.op.kind) && la_.chained(op);
+  if (fragmentsFirst) ++fragmentsFirstCandidates_;
+  std::vector<llvm::Value*> aFragments;
+  if (fragmentsFirst && fragmentsFirst_) {
+    const uint64_t align = std::max(p.aAlign, p.bAlign);
+    base = scratch(std::max(p.a.bytes(), p.b.bytes()), align);
+    beforeShared();
+    setTag(op, "operand staging");
+    stageOperand(a, base, p.a, false);
+    setCurrentOp(op);
+    barrier();
+    setTag(op, "fragments");
+    aFragments = loadTensorCoreFragments(b_, m_, p, 0, base, lane_, warp_);
+    setCurrentOp(op);
+    smemDirty_ = true;  // read here: B's staging waits for every wave (beforeShared)
+    bBase = base;
+    base = nullptr;
+    stageA = false;
+  } else if (stageA || stageB) {
     // A at the area's start, B after it at a multiple of p.bAlign (wgmma's
     // swizzle is one of address bits; the plan aligns the area to both).
     const uint64_t bOff = stageA ? alignUp(p.aBytes, p.bAlign) : 0;
@@ -312,7 +332,9 @@ void Lower::emitTensorCoreDot(const ir::Op& op, const ir::Layout& l) {
   setTag(op, "fragments");
   std::function<llvm::Value*(int64_t, int64_t)> aReg;
   if (aTable) aReg = [&](int64_t row, int64_t col) { return aRegs[aTable->index.at({row, col})]; };
-  const std::vector<llvm::Value*>* preA = hA && hA->inRegisters ? &hA->fragments : nullptr;
+  const std::vector<llvm::Value*>* preA = hA && hA->inRegisters ? &hA->fragments
+                                          : !aFragments.empty() ? &aFragments
+                                                                : nullptr;
   const std::vector<llvm::Value*>* preB = hB && hB->inRegisters ? &hB->fragments : nullptr;
   tiles_[op.result()] =
       TileV{l, codegen::emitTensorCoreDot(b_, m_, p, base, bBase, lane_, warp_, std::move(init), aReg, preA, preB)};

@@ -421,8 +421,17 @@ class Lower {
   void setChunkConversions(bool on) { chunkConversions_ = on; }
   /// Whether some conversion would be chunked if asked (set by the run).
   bool chunkCandidates() const { return chunkCandidates_; }
+  /// (AMD) A chained dot's staged A operand (flash attention's P) is read
+  /// into its fragments before B is staged over it, in one area of
+  /// max(A, B) bytes instead of A + B; lowerToGpuLLVM decides from a
+  /// measuring run, compileGpu from the code (GpuOptions::fragmentsForLds).
+  void setFragmentsFirst(bool on) { fragmentsFirst_ = on; }
+  /// How many dots would take it if asked (set by the run).
+  int fragmentsFirstCandidates() const { return fragmentsFirstCandidates_; }
 
  private:
+  bool fragmentsFirst_ = false;
+  int fragmentsFirstCandidates_ = 0;
   bool chunkConversions_ = false;
   bool chunkCandidates_ = false;
   /// Into how many chunks of whole rows a conversion of `shape` (`bytes`
