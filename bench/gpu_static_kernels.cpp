@@ -16,6 +16,13 @@ using examples::GemmBlocks;
 
 // ---------------------------------------------------------------- kernels
 
+Kernel scalarStore() {
+  return ts::kernel("scalar_store", {"out"}, [](ts::Ptr<float> out) {
+    auto p = ts::program_id(0);
+    ts::store(out + p, p.to(ts::f32));
+  });
+}
+
 Kernel gemv(int BM, int BK) {
   return ts::kernel("gemv", {"y", "a", "x", "M", "K"},
                     [=](ts::Ptr<float> y, ts::Ptr<const float> a, ts::Ptr<const float> x, ts::Int M, ts::Int K) {
@@ -92,6 +99,18 @@ std::vector<uint16_t> randomHalves(size_t n, std::mt19937_64& rng) {
 uint32_t cdiv(int64_t a, int64_t b) { return uint32_t((a + b - 1) / b); }
 // Unit roundoff of f32 and f16.
 const double kU32 = std::ldexp(1.0, -24), kU16 = std::ldexp(1.0, -11);
+
+CheckResult checkScalarStore(const Kernel& k, const Device& dev, const CompileOptions& o,
+                             const std::vector<int64_t>& s) {
+  const int64_t n = s[0];
+  Buffer dout = dev.alloc(DType::F32, size_t(n));
+  dout.fillBytes(0xff);  // NaN: an element never written cannot pass
+  compile(k, dev, o).launchWith({uint32_t(n)}, {dout}, {});
+  auto got = dout.read<float>();
+  ElementCheck check(0, "out");
+  for (int64_t i = 0; i < n; ++i) check(got[size_t(i)], double(i), 0, [&] { return "at " + std::to_string(i); });
+  return check.result();
+}
 
 CheckResult checkGemv(int BM, const Kernel& k, const Device& dev, const CompileOptions& o,
                       const std::vector<int64_t>& s) {
@@ -226,6 +245,18 @@ std::string warps(int w) { return " w" + std::to_string(w); }
 
 std::vector<GpuBenchKernel> gpuBenchKernels() {
   std::vector<GpuBenchKernel> r;
+  {
+    Kernel k = scalarStore();
+    r.push_back({"scalar_store",
+                 "one store" + warps(4),
+                 k,
+                 4,
+                 "",
+                 {{5}, {300}},
+                 [=](const Device& d, const CompileOptions& o, const std::vector<int64_t>& s) {
+                   return checkScalarStore(k, d, o, s);
+                 }});
+  }
   for (int BM : {32, 64}) {
     Kernel k = gemv(BM, 128);
     r.push_back({"gemv",

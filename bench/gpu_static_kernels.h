@@ -15,7 +15,7 @@
 namespace tessera::bench {
 
 struct GpuBenchKernel {
-  std::string name;    // kernel family: gemv, rope, transpose, attention, gemm_f16
+  std::string name;    // kernel family: scalar_store, gemv, rope, transpose, attention, gemm_f16
   std::string config;  // tile sizes, warps, variant: "64x128 w4"
   Kernel kernel;
   int numWarps = 4;
@@ -34,6 +34,9 @@ struct GpuBenchKernel {
 std::vector<GpuBenchKernel> gpuBenchKernels();
 
 // The kernels themselves (arguments in order; all tensors row-major):
+/// out[p] = p for each program p, one scalar store: the least a kernel
+/// does, so its compile time is a backend's fixed cost per compile.  out   grid: n
+Kernel scalarStore();
 /// y[M] = A[M, K] @ x[K], f32; BM rows per program, K loop of BK.   y, a, x, M, K   grid: ceil(M / BM)
 Kernel gemv(int BM, int BK);
 /// Rotary embedding, rotate-half form, f32: for each row r and i < HD/2,

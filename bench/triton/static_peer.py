@@ -154,6 +154,12 @@ def gemv(y, a, x, M, K, BM: tl.constexpr, BK: tl.constexpr):
 
 
 @triton.jit
+def scalar_store(out):
+    p = tl.program_id(0)
+    tl.store(out + p, p.to(tl.float32))
+
+
+@triton.jit
 def rope(out, x, cs, sn, rows, BR: tl.constexpr, HD: tl.constexpr):
     H2: tl.constexpr = HD // 2
     r = (tl.program_id(0) * BR + tl.arange(0, BR))[:, None]
@@ -249,6 +255,7 @@ def cases():
         gemm_case("gemm_bf16", ex, "*bf16", f32, 32, 32, 4, 3, True, True),
         gemm_case("gemm_batched", ex, f32, f32, 32, 32, 4, 1, False, False, batched=True),
     ]
+    r.append(("scalar_store", "one store w4", scalar_store, {"out": f32}, {}, 4, 1))
     for bm in (32, 64):
         r.append(("gemv", f"{bm}x128 w4", gemv, {"y": f32, "a": f32, "x": f32, "M": "i32", "K": "i32"},
                   {"BM": bm, "BK": 128}, 4, 1))

@@ -44,6 +44,10 @@ void runFamily(const std::string& family,
 
 }  // namespace
 
+TEST_CASE("bench kernels: scalar_store", "[bench][emu]") {
+  runFamily("scalar_store", {Device::cpu(), Device::emulator("nvptx:sm_80"), Device::emulator("amdgpu:gfx942"),
+                             Device::emulator("amdgpu:gfx1100")});
+}
 TEST_CASE("bench kernels: gemv", "[bench][emu]") { runFamily("gemv"); }
 TEST_CASE("bench kernels: rope", "[bench][emu]") { runFamily("rope"); }
 TEST_CASE("bench kernels: transpose", "[bench][emu]") { runFamily("transpose"); }
