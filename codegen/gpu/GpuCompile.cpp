@@ -305,16 +305,10 @@ void annotateGpuLayouts(ir::Function& f, const Target& target, const CompileOpti
 }
 
 namespace {
-/// Whether a choice made for the LDS's waves paid: the code has no scratch
-/// and more waves than the LDS allowed without the choice (an upper bound
-/// of that code's occupancy).
-bool ldsChoicePaid(GpuTargetInfo& ti, const GpuOutput& out, const std::string& kernel, const GpuLoweringResult& low,
-                   int64_t wavesWithout) {
-  const GpuResources r = ti.resources(out, kernel);
-  const GpuArch* a = findGpuArch(GpuArch::Vendor::AMD, ti.arch());
-  if (r.spillBytes != 0 || !a) return false;
-  return occupancy(*a, r.registers, static_cast<int64_t>(low.sharedBytes), static_cast<int>(low.threadsPerBlock))
-             .value > wavesWithout;
+/// The AMD code's waves per SIMD, or -1 where it has scratch.
+int64_t wavesWithoutScratch(const GpuArch& a, const GpuResources& r, uint64_t sharedBytes, unsigned threads) {
+  if (r.spillBytes != 0) return -1;
+  return occupancy(a, r.registers, static_cast<int64_t>(sharedBytes), static_cast<int>(threads)).value;
 }
 }  // namespace
 
@@ -394,19 +388,35 @@ std::shared_ptr<Artifact> compileGpu(const ir::Function& fn, const Target& t, co
   GpuOutput out = ti->emit(m, *tm);
   timer.mark(isNvptx(t) ? "ptx" : "object+link");
   // Invariant operands moved to registers for the LDS's sake, and a
-  // chained dot's A fragments read before its B is staged, must pay
-  // (ldsChoicePaid); else compiled again without (GpuOptions::
-  // invariantsForLds, fragmentsForLds), the fragments first, being the
-  // later choice.
-  const bool fragmentsUnpaid =
-      low.fragmentsForLds && !ldsChoicePaid(*ti, out, fn.name(), low, low.ldsWavesWithoutFragments);
-  if (fragmentsUnpaid ||
-      (low.invariantsForLds && !ldsChoicePaid(*ti, out, fn.name(), low, low.ldsWavesWithoutInvariants))) {
-    GpuOptions without = g;
-    (fragmentsUnpaid ? without.fragmentsForLds : without.invariantsForLds) = false;
-    ctx->setOptPassGate(llvm::getGlobalPassGate());
-    low.module.reset();
-    return compileGpu(fn, t, o, std::move(dumpsIn), without);
+  // chained dot's A fragments read before its B is staged, must pay: no
+  // scratch, and more waves than the LDS allowed without them (an upper
+  // bound of the other code's occupancy); else compiled again without
+  // (GpuOptions::invariantsForLds, fragmentsForLds), the fragments first,
+  // being the later choice. The fragments also pay at as many waves as
+  // that bound: the other code has no more. And fragments without scratch
+  // that do not reach it are weighed against the code compiled without
+  // them, whose VGPRs may hold it below what its LDS allows: the one with
+  // more waves is kept, the other on a tie (attention 128x64 d64 w8 causal
+  // on gfx1100: 7 waves with them, 193 VGPRs; 6 without, 218).
+  std::shared_ptr<Artifact> without;
+  int64_t waves = 0;
+  if (low.fragmentsForLds || low.invariantsForLds) {
+    const GpuArch* a = findGpuArch(GpuArch::Vendor::AMD, ti->arch());
+    TS_ASSERT(a, "an LDS choice on a target without an AMD occupancy model");
+    waves = wavesWithoutScratch(*a, ti->resources(out, fn.name()), low.sharedBytes, low.threadsPerBlock);
+    const bool fragmentsUnpaid = low.fragmentsForLds && waves < low.ldsWavesWithoutFragments;
+    if (fragmentsUnpaid || (low.invariantsForLds && waves <= low.ldsWavesWithoutInvariants)) {
+      GpuOptions other = g;
+      (fragmentsUnpaid ? other.fragmentsForLds : other.invariantsForLds) = false;
+      without = compileGpu(fn, t, o, dumpsIn, other);
+      const Artifact& w = *without;
+      if (!fragmentsUnpaid ||
+          waves <= wavesWithoutScratch(*a, gpuResources(w), w.binary.sharedBytes, w.binary.threadsPerBlock)) {
+        ctx->setOptPassGate(llvm::getGlobalPassGate());
+        low.module.reset();
+        return without;
+      }
+    }
   }
   art->dumps.assembly = out.assembly;
   if (isNvptx(t)) {

@@ -332,11 +332,10 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
   // (Lower::emitTensorCoreDot). Tried, as the invariants above, only where
   // the LDS allows fewer waves than 128 VGPRs would; kept where the plan's
   // waves rise. The fragments of all K cost registers (a few, or a spill:
-  // attention 128x64 d64 w4 on gfx1100) and loop instructions (3-18), so
-  // compileGpu keeps them, as the invariants, only where the code has no
-  // scratch and more waves than the LDS allowed without
-  // (GpuOptions::fragmentsForLds). Attention 64x64 d64 w4: gfx942 17408 ->
-  // 8704 bytes, 3 -> 4 waves; gfx1100 18432 -> 16384, 6 -> 7. Only for one
+  // attention 128x64 d64 w4 on gfx1100) and loop instructions, or save
+  // some, so compileGpu weighs the code (GpuOptions::fragmentsForLds).
+  // Attention 64x64 d64 w4: gfx942 17408 -> 8704 bytes, 3 -> 4 waves;
+  // gfx1100 18432 -> 16384, 6 -> 7. Only for one
   // such dot, where the waves rarely fall back to the registers': the
   // attention backward examples have three, and on gfx1100 the causal one
   // kept 6 waves with them (230 VGPRs), the trial costing a second compile
@@ -355,6 +354,17 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
         measure();
         if (fewerSlots) storageBytes = fewerStorage;
         fragmentsByTrial = wavesOf(planBytes()) > waves;
+        // With the conversions in row chunks too, where the epilogue's
+        // conversion of the f32 output is then what sizes the plan (attention
+        // 128x64 d64 w8 on gfx1100, Q in registers: 32768 bytes either way,
+        // 18432 with both; 7 -> 8 waves, 212 -> 188 VGPRs).
+        if (!fragmentsByTrial && !chunk && chunkCandidates) {
+          chunk = true;
+          measure();
+          if (fewerSlots) storageBytes = fewerStorage;
+          fragmentsByTrial = wavesOf(planBytes()) > waves;
+          chunk = fragmentsByTrial;
+        }
         ldsWavesWithoutFragments = waves;
         if (!fragmentsByTrial) {
           fragmentsFirst = false;

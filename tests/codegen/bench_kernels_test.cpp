@@ -75,17 +75,18 @@ TEST_CASE("bench kernels: gemm_f16 on sm_90a", "[bench][emu][wgmma]") {
 // waves the LDS allows within what 256 VGPRs allow, and the code does not
 // spill then (lowerToGpuLLVM, GpuOptions::invariantsForLds): 64x64 d64 on 4
 // warps frees Q's 9216 bytes (27648 -> 18432, 4 -> 6 waves; 16384 and 7
-// waves with P's fragments read before V is staged, the next case), 128x64 d64 on
-// 8 warps its 18432 (46080 -> 32768, 4 -> 7 waves); 128x64 d64 on 4 warps
-// would spill with Q's fragments and keeps its LDS plan; 128x64 d128 on 8
-// warps gains no wave.
+// waves with P's fragments read before V is staged, the next case), 128x64
+// d64 on 8 warps its 18432 (46080 -> 32768, 4 -> 7 waves; 18432 and 8 waves
+// with P's fragments and the epilogue's conversion in row chunks); 128x64
+// d64 on 4 warps would spill with Q's fragments and keeps its LDS plan;
+// 128x64 d128 on 8 warps gains no wave.
 TEST_CASE("bench kernels: gfx1100 attention keeps Q in registers only where that raises the waves", "[bench][gpu]") {
   struct Want {
     std::string config;
     unsigned sharedBytes;
   };
   const std::vector<bench::GpuBenchKernel> all = bench::gpuBenchKernels();
-  for (const Want& w : {Want{"64x64 d64 w4", 16384}, Want{"128x64 d64 w8", 32768}, Want{"128x64 d64 w4", 46080},
+  for (const Want& w : {Want{"64x64 d64 w4", 16384}, Want{"128x64 d64 w8", 18432}, Want{"128x64 d64 w4", 46080},
                         Want{"128x64 d128 w8", 65536}}) {
     const bench::GpuBenchKernel* k = nullptr;
     for (const bench::GpuBenchKernel& b : all)
@@ -122,7 +123,14 @@ TEST_CASE("bench kernels: AMD attention stages V over P's fragments only where t
         Want{"amdgpu:gfx942", "64x64 d128 w4", 17408, 26112},
         // 4 waves by the LDS already, as many as 128 VGPRs allow: not tried.
         Want{"amdgpu:gfx942", "128x64 d64 w8", 26112, 26112}, Want{"amdgpu:gfx1100", "64x64 d64 w4", 16384, 18432},
-        // spills with P's fragments: compiled again without.
+        // With the epilogue's conversion in row chunks: 7 -> 8 waves (188
+        // VGPRs, 212 without).
+        Want{"amdgpu:gfx1100", "128x64 d64 w8", 18432, 32768},
+        // 7 waves, not the 8 the LDS allowed without them: compiled again
+        // without, which has 6 (218 VGPRs against 193), and kept.
+        Want{"amdgpu:gfx1100", "128x64 d64 w8 causal", 18432, 32768},
+        // spills with them (and with Q's fragments): compiled again without
+        // both.
         Want{"amdgpu:gfx1100", "128x64 d64 w4", 46080, 46080}}) {
     const bench::GpuBenchKernel* k = nullptr;
     for (const bench::GpuBenchKernel& b : all)
