@@ -398,17 +398,15 @@ std::shared_ptr<Artifact> compileGpu(const ir::Function& fn, const Target& t, co
   // them, whose VGPRs may hold it below what its LDS allows: the one with
   // more waves is kept, the other on a tie (attention 128x64 d64 w8 causal
   // on gfx1100: 7 waves with them, 193 VGPRs; 6 without, 218).
-  std::shared_ptr<Artifact> without;
-  int64_t waves = 0;
   if (low.fragmentsForLds || low.invariantsForLds) {
     const GpuArch* a = findGpuArch(GpuArch::Vendor::AMD, ti->arch());
     TS_ASSERT(a, "an LDS choice on a target without an AMD occupancy model");
-    waves = wavesWithoutScratch(*a, ti->resources(out, fn.name()), low.sharedBytes, low.threadsPerBlock);
+    const int64_t waves = wavesWithoutScratch(*a, ti->resources(out, fn.name()), low.sharedBytes, low.threadsPerBlock);
     const bool fragmentsUnpaid = low.fragmentsForLds && waves < low.ldsWavesWithoutFragments;
     if (fragmentsUnpaid || (low.invariantsForLds && waves <= low.ldsWavesWithoutInvariants)) {
       GpuOptions other = g;
       (fragmentsUnpaid ? other.fragmentsForLds : other.invariantsForLds) = false;
-      without = compileGpu(fn, t, o, dumpsIn, other);
+      std::shared_ptr<Artifact> without = compileGpu(fn, t, o, dumpsIn, other);
       const Artifact& w = *without;
       if (!fragmentsUnpaid ||
           waves <= wavesWithoutScratch(*a, gpuResources(w), w.binary.sharedBytes, w.binary.threadsPerBlock)) {

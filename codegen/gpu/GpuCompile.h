@@ -45,7 +45,9 @@ struct GpuOptions {
   /// AMDGPU: a chained dot's staged A operand (flash attention's P) read
   /// into its fragments before B is staged over it, where that raises the
   /// waves the LDS allows (lowerToGpuLLVM, Lower::setFragmentsFirst).
-  /// compileGpu turns it off and compiles again when the code then spills.
+  /// compileGpu keeps the code where it has no scratch and as many waves as
+  /// the LDS allowed without; otherwise it compiles again with this off and
+  /// keeps the code with more waves (the other on a tie).
   bool fragmentsForLds = true;
 };
 
