@@ -338,8 +338,9 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
   // gfx1100 18432 -> 16384, 6 -> 7. Only for one
   // such dot, where the waves rarely fall back to the registers': the
   // attention backward examples have three, and on gfx1100 the causal one
-  // kept 6 waves with them (230 VGPRs), the trial costing a second compile
-  // (93 -> 177 ms); the other would gain one (6 -> 7), given up for that.
+  // keeps 6 waves with them (230 VGPRs) and a loop 18 instructions longer,
+  // which compileGpu's tie rule would keep; the other would gain one
+  // (6 -> 7), given up for that.
   bool fragmentsByTrial = false;
   int64_t ldsWavesWithoutFragments = 0;
   if (o.fragmentsForLds && fragmentsCandidates == 1)
