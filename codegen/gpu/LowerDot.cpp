@@ -49,6 +49,8 @@ void Lower::emitDot(const ir::Op& op) {
   smemDirty_ = true;
   ir::SlotTable t = ir::slotTable(l, {M, N});
   Slots bs = bases(l, t);
+  llvm::Value* aRow = b_.CreateInBoundsGEP(it, base, b_.CreateMul(bs[0], i32(K)));
+  llvm::Value* bCol = b_.CreateInBoundsGEP(it, bBase, bs[1]);
   llvm::Function* fn = b_.GetInsertBlock()->getParent();
   llvm::BasicBlock* pre = b_.GetInsertBlock();
   auto* body = llvm::BasicBlock::Create(ctx_, "dot.k", fn);
@@ -75,12 +77,13 @@ void Lower::emitDot(const ir::Op& op) {
   }
   for (size_t i = 0; i < t.size(); ++i) {
     llvm::PHINode* p = phis[i];
-    llvm::Value* m = b_.CreateAdd(bs[0], i32(t.consts[i][0]));
-    llvm::Value* n = b_.CreateAdd(bs[1], i32(t.consts[i][1]));
-    llvm::Value* av =
-        toC(b_.CreateLoad(it, b_.CreateInBoundsGEP(it, base, b_.CreateAdd(b_.CreateMul(m, i32(K)), k))), in);
-    llvm::Value* bw =
-        toC(b_.CreateLoad(it, b_.CreateInBoundsGEP(it, bBase, b_.CreateAdd(b_.CreateMul(k, i32(N)), n))), inB);
+    // Each address as a per-thread base plus k plus a constant: the
+    // constants become the shared loads' immediate offsets, so a thread's
+    // rows (columns) share one address register instead of one each.
+    llvm::Value* aAt = b_.CreateInBoundsGEP(it, aRow, {b_.CreateAdd(k, i32(t.consts[i][0] * K))});
+    llvm::Value* bAt = b_.CreateInBoundsGEP(it, bCol, {b_.CreateAdd(b_.CreateMul(k, i32(N)), i32(t.consts[i][1]))});
+    llvm::Value* av = toC(b_.CreateLoad(it, aAt), in);
+    llvm::Value* bw = toC(b_.CreateLoad(it, bAt), inB);
     next.push_back(fl ? b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {b_.getFloatTy()}, {av, bw, p})
                       : b_.CreateAdd(b_.CreateMul(av, bw), p));
   }
