@@ -184,7 +184,7 @@ std::shared_ptr<Artifact> compile(const ir::Function& kernel, const Target& targ
       inFlight = [](const ir::Op&) { return false; };
     pm.add(ir::createWarpSpecializePass(
         [tgt, o](const ir::Function& fn, const ir::Op& loop) { return gpuWarpSpecializeRefusal(tgt, o, fn, loop); },
-        std::move(inFlight), &art->warnings));
+        std::move(inFlight), [o](const ir::Op& loop) { return gpuProducerWarps(o, loop); }, &art->warnings));
   }
   // Every backend lowers buffer_slot, async copies, commits and waits, so
   // `for {stages}` loops are scheduled for all targets (the schedule is the

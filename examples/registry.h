@@ -150,7 +150,7 @@ struct GemmBlocks {
   /// stages of the A and B tiles (stage_copy). gemm_f32 and gemm_batched
   /// always use plain loads and ignore it.
   int stages = 0;
-  /// sm_90a: the staged copies by a producer warpgroup (TMA) while the
+  /// sm_90a: the staged copies by producer warps (TMA) while the
   /// kernel's warps compute (ts::Pipeline::warpSpecialized); elsewhere the
   /// usual schedule.
   bool warpSpecialized = false;
@@ -241,7 +241,7 @@ inline perf::TuneSpace gemmTuneSpace(const Target& t, const std::vector<int64_t>
     // Warpgroup MMA: whole warpgroups (4 or 8 warps) and 16 rows per warp.
     s.param("BLOCK_M", {64, 128}).param("BLOCK_N", {64, 128, 256}).param("BLOCK_K", {32, 64});
     s.param("num_warps", {4, 8});
-    // A producer warpgroup issuing the staged copies (ts::Pipeline::
+    // Producer warps issuing the staged copies (ts::Pipeline::
     // warpSpecialized; a shape it cannot take keeps the usual schedule).
     if (staged) s.param("STAGES", {2, 3}).param("WARP_SPECIALIZE", {0, 1});
   } else {

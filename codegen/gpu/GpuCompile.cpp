@@ -289,6 +289,14 @@ std::string gpuWarpSpecializeRefusal(const Target& t, const CompileOptions& o, c
   return "";
 }
 
+int64_t gpuProducerWarps(const CompileOptions& o, const ir::Op& loop) {
+  // Warp specialisation is NVIDIA's (sm_90a): 32 threads per warp.
+  int64_t carried = 0;
+  for (unsigned i = 0; i < loop.numResults(); ++i)
+    if (loop.result(i)->type().isTile()) carried += loop.result(i)->type().numElements();
+  return producerTradesRegisters(o.numWarps, carried / (int64_t{o.numWarps} * 32)) ? 4 : 1;
+}
+
 void annotateGpuLayouts(ir::Function& f, const Target& target, const CompileOptions& opts) {
   if (!target.isGpu()) throw CompileError("layouts exist for GPU targets only, not " + target.str());
   Target device = target;

@@ -77,6 +77,11 @@ bool gpuKeepsDotInFlight(const Target& t, int numWarps, const ir::Op& dot);
 /// the warp-specialize pass with this.
 std::string gpuWarpSpecializeRefusal(const Target& t, const CompileOptions& o, const ir::Function& f,
                                      const ir::Op& loop);
+/// The warps the producer of a loop the `warp-specialize` pass rewrites runs
+/// on: a warpgroup where the consumers trade registers with it
+/// (producerTradesRegisters), else one warp. It issues the copies from one
+/// lane either way.
+int64_t gpuProducerWarps(const CompileOptions& o, const ir::Op& loop);
 
 /// AMDGCN assembly of an AMDGPU (or emu:amdgpu) artifact, generated from its
 /// kept module (the same code the code object was built from).

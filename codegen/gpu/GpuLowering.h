@@ -41,6 +41,14 @@ struct GpuLoweringResult {
   int64_t ldsWavesWithoutFragments = 0;
 };
 
+/// Whether a warp-specialised loop's consumers (`numWarps` warps carrying
+/// `carriedPerThread` values each through the loop) trade registers with a
+/// producer warpgroup through setmaxnreg (LowerSpecialize.cpp): two consumer
+/// warpgroups whose loop carries at least 128 values per thread (a 128 x 256
+/// f32 accumulator). Elsewhere the producer is one warp and the kernel keeps
+/// ptxas's register count (gpuProducerWarps).
+bool producerTradesRegisters(int numWarps, int64_t carriedPerThread);
+
 /// Lowers `f` (after the tile passes) for target `t`. `la` must describe `f`.
 /// Throws CompileError for ops the GPU targets do not support, ResourceError
 /// when shared memory or threads exceed the target's limits.

@@ -1,10 +1,11 @@
 // Warp-specialised pipelines (IR.h, "Warp-specialised pipelines"; the
-// `warp-specialize` pass builds them): a producer warpgroup issues the
-// channel's tensor copies while the kernel's own warps (the consumers) only
-// compute, handing slots over through two mbarriers per slot.
+// `warp-specialize` pass builds them): producer warps issue the channel's
+// tensor copies while the kernel's own warps (the consumers) only compute,
+// handing slots over through two mbarriers per slot.
 //
-// Block. The layouts' numWarps warps are the consumers; `warps` more (a
-// warpgroup) follow them. At the kernel's start every thread takes part in
+// Block. The layouts' numWarps warps are the consumers; `warps` more follow
+// them (one, or a warpgroup where the registers are traded: below). At the
+// kernel's start every thread takes part in
 // initialising the barriers; then the producer warps branch to their own
 // code (built when the lowering reaches `warp_specialize`, from the kernel's
 // arguments only, which the verifier guarantees) and never meet the
@@ -29,11 +30,23 @@
 // at least 128 values per thread (a 128 x 256 f32 accumulator) the kernel
 // starts at 168 registers per thread (65536 / 384, a multiple of 8); the
 // producer gives back to 40 and the consumers take up to 232, (168 - 40) *
-// 128 / 256 more each (setmaxnreg). Elsewhere the kernel keeps ptxas's own
-// allocation, so smaller tiles keep their occupancy.
+// 128 / 256 more each (setmaxnreg). Elsewhere the producer is one warp
+// (gpuProducerWarps) and the kernel keeps ptxas's own allocation: every warp
+// of a block holds the kernel's count, so three idle producer warps would
+// cost a 128 x 128 tile its second block per SM (384 x 90 registers against
+// 288 x 90). No forced count can do better there: ptxas compiles the whole
+// kernel, consumers included, within `.maxnreg` whatever setmaxnreg.inc
+// grants later (CUDA 13: `.maxnreg 80` with the consumers' inc to 96 is
+// refused, "Insufficient registers (80)", for the wgmma that needs 90).
 #include "codegen/gpu/LowerImpl.h"
 
-namespace tessera::codegen::gpu_lower {
+namespace tessera::codegen {
+
+bool producerTradesRegisters(int numWarps, int64_t carriedPerThread) {
+  return numWarps == 8 && carriedPerThread >= 128;
+}
+
+namespace gpu_lower {
 
 namespace {
 constexpr unsigned kLaunchRegs = 168, kProducerRegs = 40, kConsumerRegs = 232;
@@ -62,10 +75,10 @@ void Lower::planSpecialize() {
     if (isStageOp(op.code())) chanSlots_ = static_cast<unsigned>(op.intAttr("slots"));
   });
   // Rebalance where the consumers' loop carries at least 128 values per
-  // thread (a 128 x 256 f32 accumulator over two warpgroups): the even
-  // share of 168 registers would then be tight, and one block per SM is
-  // all such a tile gets anyway. Smaller tiles keep ptxas's allocation and
-  // their occupancy.
+  // thread over two warpgroups (producerTradesRegisters, which also made
+  // the producer a warpgroup): the even share of 168 registers would then
+  // be tight, and one block per SM is all such a tile gets anyway. Smaller
+  // tiles keep ptxas's allocation and their occupancy.
   int64_t carried = 0;
   bool after = false;
   for (auto& op : f_.body().ops()) {
@@ -75,8 +88,8 @@ void Lower::planSpecialize() {
       if (op->result(i)->type().isTile()) carried += op->result(i)->type().numElements();
     break;
   }
-  rebalance_ =
-      o_.numWarps == 8 && producerWarps_ == 4 && carried / (int64_t{o_.numWarps} * int64_t{t_.warpSize()}) >= 128;
+  rebalance_ = producerWarps_ == 4 &&
+               producerTradesRegisters(o_.numWarps, carried / (int64_t{o_.numWarps} * int64_t{t_.warpSize()}));
   if (chanSlots_ > 32)
     throw CompileError(specialize_->loc().str() + ": a warp-specialised pipeline keeps at most 32 slots, not " +
                        std::to_string(chanSlots_));
@@ -206,4 +219,5 @@ void Lower::emitStageOp(const ir::Op& op) {
   }
 }
 
-}  // namespace tessera::codegen::gpu_lower
+}  // namespace gpu_lower
+}  // namespace tessera::codegen

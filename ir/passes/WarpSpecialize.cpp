@@ -3,7 +3,7 @@
 // by a channel of S slots (IR.h, "Warp-specialised pipelines";
 // docs/pipelining.md):
 //
-//   warp_specialize {warps = 4} {                  the producer warpgroup
+//   warp_specialize {warps = W} {                  the producer warps
 //     n = trip count (recomputed from the kernel's arguments)
 //     for i = 0 .. n-1 {pipelined = S}:
 //       stage_acquire(i mod S)                     slot free again
@@ -54,8 +54,11 @@ using passutil::ValueMap;
 class WarpSpecialize : public Pass {
  public:
   WarpSpecialize(std::function<std::string(const Function&, const Op&)> refuse, std::function<bool(const Op&)> inFlight,
-                 std::vector<std::string>* warnings)
-      : refuse_(std::move(refuse)), inFlight_(std::move(inFlight)), warnings_(warnings) {}
+                 std::function<int64_t(const Op&)> producerWarps, std::vector<std::string>* warnings)
+      : refuse_(std::move(refuse)),
+        inFlight_(std::move(inFlight)),
+        producerWarps_(std::move(producerWarps)),
+        warnings_(warnings) {}
   const char* name() const override { return "warp-specialize"; }
 
   void run(Function& f) override {
@@ -83,6 +86,7 @@ class WarpSpecialize : public Pass {
  private:
   std::function<std::string(const Function&, const Op&)> refuse_;
   std::function<bool(const Op&)> inFlight_;
+  std::function<int64_t(const Op&)> producerWarps_;
   std::vector<std::string>* warnings_;
   std::vector<Staged> staged_;
 
@@ -218,7 +222,8 @@ class WarpSpecialize : public Pass {
     const Type ty = lo->type();
 
     // The producer.
-    Op* ws = b.create(OpCode::WarpSpecialize, {}, {}, {{"warps", kProducerWarps}});
+    const int64_t warps = producerWarps_ ? producerWarps_(loop) : kProducerWarps;
+    Op* ws = b.create(OpCode::WarpSpecialize, {}, {}, {{"warps", warps}});
     {
       Builder pb(&ws->addRegion()->block());
       pb.setLoc(loop.loc());
@@ -304,8 +309,9 @@ class WarpSpecialize : public Pass {
 
 std::unique_ptr<Pass> createWarpSpecializePass(std::function<std::string(const Function& f, const Op& loop)> refuse,
                                                std::function<bool(const Op& dot)> inFlight,
+                                               std::function<int64_t(const Op& loop)> producerWarps,
                                                std::vector<std::string>* warnings) {
-  return std::make_unique<WarpSpecialize>(std::move(refuse), std::move(inFlight), warnings);
+  return std::make_unique<WarpSpecialize>(std::move(refuse), std::move(inFlight), std::move(producerWarps), warnings);
 }
 
 }  // namespace tessera::ir

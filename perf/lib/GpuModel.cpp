@@ -47,10 +47,12 @@ double perProgram(const CodeProfile& p, InstrClass c, double warps, double iters
   // The loop's issue-only code (TMA copies one warp issues) runs once a
   // program, the rest in every warp. A warp-specialised kernel's producer
   // loop runs in its one issuing warp, once per iteration; its main loop in
-  // the consumer warps, all but the producer warpgroup.
+  // the consumer warps: whole warpgroups (gpuWarpSpecializeRefusal) beside
+  // one to four producer warps (gpuProducerWarps), so the largest multiple
+  // of 4 below the block's warps.
   const double everyWarp = p.loop[c] - p.loopIssue[c];
   const double producer = p.hasProducerLoop ? p.producerLoop[c] : 0;
-  const double loopWarps = p.hasProducerLoop ? std::max(1.0, warps - double(ir::kProducerWarps)) : warps;
+  const double loopWarps = p.hasProducerLoop ? std::max(1.0, std::floor((warps - 1) / 4) * 4) : warps;
   return warps * (p.all[c] - p.loop[c] - producer) + (loopWarps * everyWarp + p.loopIssue[c] + producer) * iters;
 }
 

@@ -1,7 +1,7 @@
 // The pipelined f16 GEMM on a real H100-class device (nvptx:sm_90a) with
 // each Hopper path the compiler takes there: TMA copies (the usual
-// schedule), warp specialisation (a producer warpgroup; setmaxnreg at
-// 128 x 256) and the epilogue's tensor store, each equal to the exact
+// schedule), warp specialisation (a producer warp; a warpgroup and
+// setmaxnreg at 128 x 256) and the epilogue's tensor store, each equal to the exact
 // reference and to the cp.async path. The acceptance kit runs it
 // (scripts/gpu-acceptance.sh); without such a device it says why and skips.
 #include <catch2/catch.hpp>

@@ -497,8 +497,8 @@ Tensor associative_scan(const Tensor& x, int axis, F&& combine, SrcLoc loc = Src
 /// The schedule of a ts::for_pipelined loop: its stage count (an integer
 /// converts, so `3` means 3 stages) and options.
 ///
-/// warpSpecialized(): on targets with tensor copies (nvptx:sm_90a) one more
-/// warpgroup, the producer, issues the staged copies (TMA) and the kernel's
+/// warpSpecialized(): on targets with tensor copies (nvptx:sm_90a) more
+/// warps, the producer, issue the staged copies (TMA) and the kernel's
 /// warps only compute, the two handing slots over through barriers
 /// (docs/pipelining.md, "Warp specialisation"). It applies where every staged
 /// copy is a TMA box and the loop is in the kernel's body; elsewhere

@@ -257,9 +257,10 @@ namespace tessera::ir {
 /// with useful tiles and cost compile time (a prologue copy per stage, and a
 /// schedule proof that grows with the stages) for nothing.
 inline constexpr int64_t kMaxPipelineStages = 32;
-/// The warps a warp-specialised pipeline's producer runs on (the
-/// `warp-specialize` pass): a whole warpgroup, since setmaxnreg acts on
-/// warpgroups.
+/// The warps a warp-specialised pipeline's producer runs on where the
+/// `warp-specialize` pass is not told (the pass by name): a whole
+/// warpgroup, which setmaxnreg needs. Compiles ask the target
+/// (codegen::gpuProducerWarps: one warp unless registers are traded).
 constexpr int64_t kProducerWarps = 4;
 /// The deepest nesting of regions (for / if bodies) a kernel may have. Every
 /// layer (DSL trace, parser, verifier, passes, lowerings) recurses over

@@ -62,11 +62,14 @@ std::unique_ptr<Pass> createAsyncDotsPass(std::function<bool(const Op& dot)> inF
 /// (ir/passes/WarpSpecialize.cpp; IR.h, "Warp-specialised pipelines").
 /// Run before "pipeline". `refuse(loop)` is the target's reason not to
 /// (empty: go ahead; codegen::gpuWarpSpecializeRefusal); `inFlight(dot)` as
-/// for async-dots. Loops left alone lose `specialize` and get a warning in
-/// `warnings`. Without `refuse`, every loop that can be.
+/// for async-dots; `producerWarps(loop)` the producer's `warps`
+/// (codegen::gpuProducerWarps; without it kProducerWarps). Loops left alone
+/// lose `specialize` and get a warning in `warnings`. Without `refuse`,
+/// every loop that can be.
 std::unique_ptr<Pass> createWarpSpecializePass(
     std::function<std::string(const Function& f, const Op& loop)> refuse = {},
-    std::function<bool(const Op& dot)> inFlight = {}, std::vector<std::string>* warnings = nullptr);
+    std::function<bool(const Op& dot)> inFlight = {}, std::function<int64_t(const Op& loop)> producerWarps = {},
+    std::vector<std::string>* warnings = nullptr);
 
 /// A pass by its name (Passes.def: canonicalize, cse, dce, pipeline,
 /// async-dots, warp-specialize, pad-tiles, widen-fp8-dots, verify); UsageError naming the known ones otherwise.
