@@ -226,8 +226,7 @@ std::string jsonRow(const Row& r) {
 
 void printRow(const Row& r) {
   if (!r.error.empty()) {
-    std::printf("%-10s %-26s %-14s FAILED: %s\n", r.name.c_str(), r.config.c_str(), r.target.c_str(),
-                r.error.substr(0, r.error.find('\n')).c_str());
+    std::printf("%-10s %-26s %-14s FAILED: %s\n", r.name.c_str(), r.config.c_str(), r.target.c_str(), r.error.c_str());
     return;
   }
   const auto& l = r.layout;
