@@ -221,6 +221,17 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
       return b.CreateIntrinsic(llvm::Intrinsic::amdgcn_ds_swizzle, {}, {v, i32((mask << 10) | 0x1f)});
     return shuffleIdx(b, v, b.CreateXor(lane(b), b.getInt32(mask)));
   }
+  // gfx9 has no DPP xor beyond a quad, but once the lanes below `mask` agree
+  // (a reduction's later steps), any lane of the partner group will do: DPP
+  // row_half_mirror (lane 7 - i of its 8) for 4 and row_mirror (15 - i of
+  // its 16) for 8, VALU operands the DPP combiner folds into the reduction's
+  // own op, instead of ds_swizzle through the LDS unit and a wait for it.
+  llvm::Value* shuffleXorOfUniformGroups(llvm::IRBuilderBase& b, llvm::Value* v, unsigned mask) override {
+    if (gfxMajor() >= 10 || (mask != 4 && mask != 8)) return shuffleXor(b, v, mask);
+    return b.CreateIntrinsic(llvm::Intrinsic::amdgcn_update_dpp, {v->getType()},
+                             {llvm::PoisonValue::get(v->getType()), v, b.getInt32(mask == 4 ? 0x141 : 0x140),
+                              b.getInt32(0xf), b.getInt32(0xf), b.getTrue()});
+  }
   // gfx90a and gfx942 (CDNA2/3); RDNA has packed f16 math only.
   bool packedF32Math() const override { return gfxMajor() == 9; }
 

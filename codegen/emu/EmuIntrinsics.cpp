@@ -387,6 +387,8 @@ class Lowerer {
           src = b.CreateOr(b.CreateAnd(lane, b.getInt32(~3u)), sel);
         } else if (ctrl >= 0x160 && ctrl <= 0x16f) {  // row_xmask (gfx10+)
           src = b.CreateXor(lane, b.getInt32(static_cast<uint32_t>(ctrl & 0xf)));
+        } else if (ctrl == 0x140 || ctrl == 0x141) {  // row_mirror / row_half_mirror: lane 15 - i / 7 - i
+          src = b.CreateXor(lane, b.getInt32(ctrl == 0x140 ? 15 : 7));
         }
       } else if (name == "ds.swizzle") {
         const int64_t pat = cst(1);

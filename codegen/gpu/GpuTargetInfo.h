@@ -162,6 +162,13 @@ class GpuTargetInfo {
   /// Lane `lane ^ mask` / lane `src` of the same warp; i32 values, all lanes
   /// of the warp active. Wider or narrower values are split by the caller.
   virtual llvm::Value* shuffleXor(llvm::IRBuilderBase& b, llvm::Value* v, unsigned mask) = 0;
+  /// Lane `lane ^ mask`'s value where every lane holds the same value as
+  /// the lanes that differ from it only in the bits below `mask` (a
+  /// butterfly reduction's step after those below it): the target may read
+  /// any lane of the partner group instead. The default is shuffleXor.
+  virtual llvm::Value* shuffleXorOfUniformGroups(llvm::IRBuilderBase& b, llvm::Value* v, unsigned mask) {
+    return shuffleXor(b, v, mask);
+  }
   virtual llvm::Value* shuffleIdx(llvm::IRBuilderBase& b, llvm::Value* v, llvm::Value* srcLane) = 0;
   /// `v`, an i32 the caller knows to be equal in all lanes of the warp (the
   /// warp index), in a form the backend's uniformity analysis sees as such,

@@ -381,7 +381,8 @@ class Lower {
   void emitSplit(const ir::Op& op);
   /// combine(a, b) of a scan: its region evaluated on scalars.
   llvm::Value* combineOf(const ir::Op& scan, llvm::Value* a, llvm::Value* b);
-  llvm::Value* shuffleXor(llvm::Value* v, unsigned mask);
+  /// uniformGroups: GpuTargetInfo::shuffleXorOfUniformGroups's promise holds.
+  llvm::Value* shuffleXor(llvm::Value* v, unsigned mask, bool uniformGroups = false);
   void emitDot(const ir::Op& op);
   void emitTensorCoreDot(const ir::Op& op, const ir::Layout& l);
   void emitDotWait(const ir::Op& op);

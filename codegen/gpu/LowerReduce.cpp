@@ -14,20 +14,23 @@ namespace tessera::codegen::gpu_lower {
 
 // ================================================================= reductions
 
-llvm::Value* Lower::shuffleXor(llvm::Value* v, unsigned mask) {
+llvm::Value* Lower::shuffleXor(llvm::Value* v, unsigned mask, bool uniformGroups) {
+  auto exchange = [&](llvm::Value* x) {
+    return uniformGroups ? t_.shuffleXorOfUniformGroups(b_, x, mask) : t_.shuffleXor(b_, x, mask);
+  };
   llvm::Type* ty = v->getType();
   unsigned bits = static_cast<unsigned>(m_.getDataLayout().getTypeSizeInBits(ty));
   llvm::Type* it = b_.getIntNTy(bits);
   llvm::Value* x = ty->isIntegerTy() ? v : b_.CreateBitCast(v, it);
   llvm::Value* r;
   if (bits <= 32) {
-    r = b_.CreateTrunc(t_.shuffleXor(b_, b_.CreateZExt(x, b_.getInt32Ty()), mask), it);
+    r = b_.CreateTrunc(exchange(b_.CreateZExt(x, b_.getInt32Ty())), it);
   } else {
     TS_ASSERT(bits == 64, "shuffle of a value wider than 64 bits");
     llvm::Value* lo = b_.CreateTrunc(x, b_.getInt32Ty());
     llvm::Value* hi = b_.CreateTrunc(b_.CreateLShr(x, 32), b_.getInt32Ty());
-    lo = t_.shuffleXor(b_, lo, mask);
-    hi = t_.shuffleXor(b_, hi, mask);
+    lo = exchange(lo);
+    hi = exchange(hi);
     r = b_.CreateOr(b_.CreateZExt(lo, it), b_.CreateShl(b_.CreateZExt(hi, it), 32));
   }
   return ty->isIntegerTy() ? r : b_.CreateBitCast(r, ty);
@@ -110,11 +113,15 @@ void Lower::emitReduce(const ir::Op& op) {
     if (d == pa) break;
     laneStride *= l.parent.tpw[d];
   }
+  // Where the axis takes the lowest lane bits, each step after the first
+  // finds the lanes below its mask agreeing (combine is symmetric), which
+  // lets the target read any lane of the partner group.
   for (int64_t s = 1; s < std::min(tpw, distinct); s *= 2) {
     unsigned mask = static_cast<unsigned>(s * laneStride);
+    const bool uniform = laneStride == 1;
     for (auto& k : keys) {
       RV& a = acc.at(k);
-      RV other{shuffleXor(a.v, mask), argmax ? shuffleXor(a.idx, mask) : nullptr};
+      RV other{shuffleXor(a.v, mask, uniform), argmax ? shuffleXor(a.idx, mask, uniform) : nullptr};
       a = combine(a, other);
     }
   }

@@ -279,18 +279,19 @@ TEST_CASE("emu: AMDGPU DPP, ds_swizzle and permlanex16 lane exchanges, wave64 an
   for (unsigned wave : {64u, 32u}) {
     EmuKernel k = compileFile("emu_amd_lane_xor.ll", true, wave);
     const uint32_t block = 128;
-    std::vector<int32_t> out(6 * block, -1);
+    std::vector<int32_t> out(8 * block, -1);
     Args args;
     args.add(out.data());
     auto cfg = config(k, 1, block);
     addBuffer(cfg, out);
     emu::LaunchReport rep = emu::launch(k.threadFn, args.args(), cfg);
     CHECK_FALSE(rep.hasErrors());
-    const int32_t masks[6] = {1, 2, 4, 8, 16, 16};
+    // row_half_mirror reads lane 7 - i of its 8, row_mirror 15 - i of its 16.
+    const int32_t masks[8] = {1, 2, 4, 8, 16, 16, 7, 15};
     for (uint32_t t = 0; t < block; ++t)
-      for (int j = 0; j < 6; ++j) {
+      for (int j = 0; j < 8; ++j) {
         INFO("wave size " << wave << ", thread " << t << ", exchange " << j);
-        REQUIRE(out[6 * t + static_cast<uint32_t>(j)] == static_cast<int32_t>(t ^ static_cast<uint32_t>(masks[j])));
+        REQUIRE(out[8 * t + static_cast<uint32_t>(j)] == static_cast<int32_t>(t ^ static_cast<uint32_t>(masks[j])));
       }
   }
 }

@@ -211,12 +211,17 @@ TEST_CASE("gpu: AMDGPU code objects link and their metadata reads back", "[gpu][
 
 TEST_CASE("gpu: cross-lane reductions exchange lanes by DPP, swizzles and permlanex16 on AMDGPU", "[gpu][amdgpu]") {
   auto f = softmax();
-  // wave64 (gfx942): DPP quad permutations, ds_swizzle for xor 4..16, and
-  // ds_bpermute only for xor 32.
+  // wave64 (gfx942): DPP quad permutations for xor 1 and 2, DPP
+  // row_half_mirror and row_mirror for 4 and 8 (the groups below agree by
+  // then), ds_swizzle for 16 and ds_bpermute only for 32.
   auto art = compileFor(*f, "amdgpu:gfx942");
   const std::string& a = art->assembly();
   CHECK(a.find("quad_perm:[1,0,3,2]") != std::string::npos);
-  CHECK(a.find("ds_swizzle_b32") != std::string::npos);
+  CHECK(a.find("row_half_mirror") != std::string::npos);
+  CHECK(a.find("row_mirror") != std::string::npos);
+  CHECK(a.find("swizzle(SWAP,4)") == std::string::npos);
+  CHECK(a.find("swizzle(SWAP,8)") == std::string::npos);
+  CHECK(a.find("swizzle(SWAP,16)") != std::string::npos);
   CHECK(a.find("ds_bpermute_b32") != std::string::npos);
   CHECK(a.find("s_barrier") != std::string::npos);
   CHECK(art->dumps.llvmOpt.find("amdhsa_code_object_version") != std::string::npos);
