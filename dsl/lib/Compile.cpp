@@ -93,6 +93,9 @@ struct CompiledKernel::State {
   CompileOptions options;
   std::mutex mu;
   std::map<uint64_t, rt::Kernel> variants;  // fact mask -> loaded kernel
+  // Fact mask -> the same kernel compiled without tensor copies, for the
+  // launches whose tensor maps would describe an empty tensor.
+  std::map<uint64_t, rt::Kernel> withoutTensorMaps;
   rt::Kernel checked;                       // CPU: the bounds-checked compile, made at the first checked launch
   bool checkedLoaded = false;
 };
@@ -393,6 +396,25 @@ uint64_t factMask(const rt::KernelSignature& sig, const std::vector<rt::Arg>& ar
   return mask;
 }
 
+// Whether a launch gives a tensor map (TMA) of the kernel an empty
+// dimension: an M, N or K of 0 (an MoE expert without tokens, an empty
+// batch) as an extent or a stride. TMA cannot describe an empty tensor, so
+// such a launch runs the kernel compiled without tensor copies, whose plain
+// copies mask an empty range like any other. Negative extents are left to
+// the launch's own check, which names them.
+bool emptyTensorMap(const rt::KernelSignature& sig, const std::vector<rt::Arg>& args) {
+  auto zero = [&](const TensorMapSpec::Extent& e) {
+    if (e.arg < 0) return e.value == 0;
+    const size_t i = static_cast<size_t>(e.arg);
+    if (i >= args.size() || args[i].kind != rt::Arg::Kind::Scalar || !isInteger(args[i].dtype)) return false;
+    return args[i].scalar.i == 0 || e.scale == 0;
+  };
+  for (const TensorMapSpec& t : sig.tensorMaps)
+    for (unsigned d = 0; d < t.rank && d < 3; ++d)
+      if (zero(t.dims[d]) || (d > 0 && zero(t.strides[d]))) return true;
+  return false;
+}
+
 Kernel withFacts(const Kernel& k, uint64_t mask) {
   std::shared_ptr<ir::Function> f = ir::clone(k.ir());
   if (f->argAttrs().size() < f->numArgs()) f->argAttrs().resize(f->numArgs());
@@ -444,15 +466,26 @@ void CompiledKernel::launchWith(Dim3 grid, const std::vector<rt::Arg>& args, con
   }
   if (!state_->specialize) return state_->kernel.launch(grid, args, opts);
   uint64_t mask = factMask(state_->artifact->binary.signature, args);
-  if (mask == 0) return state_->kernel.launch(grid, args, opts);
-  rt::Kernel variant;
-  {
+  rt::Kernel variant = state_->kernel;
+  if (mask != 0) {
     std::lock_guard<std::mutex> lock(state_->mu);
     auto it = state_->variants.find(mask);
     if (it == state_->variants.end()) {
       Kernel k = withFacts(state_->source, mask);
       auto st = makeState(compileCached(k, targetOf(state_->device), state_->options));
       it = state_->variants.emplace(mask, state_->device.load(binaryFor(k, state_->device, *st))).first;
+    }
+    variant = it->second;
+  }
+  if (emptyTensorMap(variant.signature(), args)) {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    auto it = state_->withoutTensorMaps.find(mask);
+    if (it == state_->withoutTensorMaps.end()) {
+      Kernel k = mask ? withFacts(state_->source, mask) : state_->source;
+      CompileOptions o = state_->options;
+      o.tensorCopies = false;
+      auto st = makeState(compileCached(k, targetOf(state_->device), o));
+      it = state_->withoutTensorMaps.emplace(mask, state_->device.load(binaryFor(k, state_->device, *st))).first;
     }
     variant = it->second;
   }

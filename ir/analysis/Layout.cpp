@@ -832,13 +832,28 @@ void LayoutAnalysis::assign(const ir::Op& op) {
         return;
       }
       break;
-    case OpCode::Broadcast:
+    case OpCode::Broadcast: {
       if (const Layout* w = wanted(res)) {
         layouts_[res] = *w;
         return;
       }
-      setOr(get(op.operand(0)));
+      // The operand's layout broadcasts in registers, no data moved, unless
+      // it spreads the result over the threads worse than the default does:
+      // an operand whose threads sit on parent dims the result lacks (a row
+      // in a slice of a 3-D parent) gives each thread most of the result (a
+      // 64 x 64 causal mask at 1024 values per thread with 8 warps). Then
+      // the default layout, and the small operand is converted once.
+      const Layout& l = get(op.operand(0));
+      if (compatible(l, shape)) {
+        Layout d = defaultFor(shape);
+        if (slotTable(l, shape).size() > slotTable(d, shape).size()) {
+          layouts_[res] = d;
+          return;
+        }
+      }
+      setOr(l);
       return;
+    }
     case OpCode::ExpandDims: {
       if (const Layout* w = wanted(res)) {
         layouts_[res] = *w;
