@@ -60,8 +60,8 @@ void compileCpu(const ir::Function& f, const Target& target, const CompileOption
   llvm::TargetMachine& tm = cpu::cachedTargetMachine(t, opts.optLevel);
   auto ctx = std::make_unique<llvm::LLVMContext>();
   std::string entry = cpu::entrySymbol(f.name());
-  auto mod =
-      cpu::lowerToLLVM(f, *ctx, t, tm.createDataLayout(), entry, opts.checkBounds ? &art.binary.opNames : nullptr);
+  auto mod = cpu::lowerToLLVM(f, *ctx, t, tm.createDataLayout(), entry,
+                              opts.checkBounds ? &art.binary.opNames : nullptr, &art.binary.hostStackBytes);
   art.binary.format = KernelBinary::Format::HostFunction;
   art.binary.boundsChecked = opts.checkBounds;
   timer.mark("lower");

@@ -136,7 +136,8 @@ std::string binaryBody(const KernelBinary& b, const HeaderSpec& s) {
       "    tessera::KernelBinary b;\n    b.signature = signature();\n    b.symbol = " + quoted(b.symbol) + ";\n";
   switch (b.format) {
     case KernelBinary::Format::HostFunction:
-      r += "    b.format = tessera::KernelBinary::Format::HostFunction;\n    b.hostEntry = &" + s.entrySymbol + ";\n";
+      r += "    b.format = tessera::KernelBinary::Format::HostFunction;\n    b.hostEntry = &" + s.entrySymbol + ";\n" +
+           "    b.hostStackBytes = " + std::to_string(b.hostStackBytes) + ";\n";
       break;
     case KernelBinary::Format::PTX:
       // Bytes, not a string literal: PTX may be longer than a compiler's

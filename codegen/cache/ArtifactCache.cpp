@@ -12,7 +12,8 @@
 //
 //   str target  u8 format  str kernelName  u32 args, each: u8 kind, u8 dtype, str name
 //   str symbol  u8 boundsChecked  str ptx  str codeObject  u32 threadsPerBlock
-//   u32 sharedBytes  u32 opNames, each str  str hostObject  u32 warnings, each str
+//   u32 sharedBytes  u64 hostStackBytes  u32 opNames, each str  str hostObject
+//   u32 warnings, each str
 #include <llvm/Support/MemoryBuffer.h>
 
 #include <filesystem>
@@ -75,6 +76,7 @@ std::string encode(const Artifact& a) {
   w.str(std::string_view(b.codeObject.data(), b.codeObject.size()));
   w.u32(b.threadsPerBlock);
   w.u32(b.sharedBytes);
+  w.u64(b.hostStackBytes);
   putStrings(w, b.opNames);
   w.str(a.hostObject);
   putStrings(w, a.warnings);
@@ -131,6 +133,7 @@ std::shared_ptr<Artifact> decode(const std::string& payload, std::string& proble
   b.codeObject.assign(code.begin(), code.end());
   b.threadsPerBlock = r.u32();
   b.sharedBytes = r.u32();
+  b.hostStackBytes = r.u64();
   b.opNames = getStrings(r);
   a->hostObject = r.str();
   a->warnings = getStrings(r);

@@ -113,6 +113,13 @@ void Lowering::emitBlock(const ir::Block& blk) {
 }
 
 void Lowering::emitOp(const ir::Op& op) {
+  // Restored on return: a region's ops are emitted inside their parent's.
+  struct Current {
+    const ir::Op*& slot;
+    const ir::Op* saved;
+    ~Current() { slot = saved; }
+  } current{curOp_, curOp_};
+  curOp_ = &op;
   if (checkedOps_) emitBoundsCheck(op);
   switch (op.code()) {
     case OpCode::ProgramId: scalars_[op.result()] = pid_[op.intAttr("axis")]; return;

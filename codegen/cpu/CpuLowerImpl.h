@@ -86,6 +86,11 @@ class Lowering {
 
   void run(const std::string& entryName);
 
+  /// The bytes each op keeps on the stack of the thread running a program
+  /// (its tiles, staged panels, accumulators: the entry block's allocas),
+  /// in the order they were asked for; the op is null for the entry's own.
+  const std::vector<std::pair<uint64_t, const ir::Op*>>& stackUse() const { return stackUse_; }
+
  private:
   // ---- types ----------------------------------------------------------
   llvm::Type* scalarTy(DType d) { return scalarType(b_, d); }
@@ -149,6 +154,7 @@ class Lowering {
     llvm::IRBuilder<> ab(allocaBlock_);
     auto* a = ab.CreateAlloca(t);
     if (align) a->setAlignment(llvm::Align(align));
+    stackUse_.emplace_back(mod_.getDataLayout().getTypeAllocSize(t).getFixedValue() + align, curOp_);
     return a;
   }
   llvm::Value* allocTile(const ir::Type& t) {
@@ -325,6 +331,8 @@ class Lowering {
   llvm::IRBuilder<> b_;
   std::vector<std::string>* checkedOps_;  // non-null: emit bounds checks; opId -> op text
   llvm::BasicBlock* allocaBlock_ = nullptr;
+  const ir::Op* curOp_ = nullptr;  // the op being emitted (stackUse_ names it)
+  std::vector<std::pair<uint64_t, const ir::Op*>> stackUse_;
   llvm::Value* pid_[3] = {};
   llvm::Value* grid_[3] = {};
 

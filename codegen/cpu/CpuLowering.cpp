@@ -6,10 +6,50 @@
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsX86.h>
 
+#include <algorithm>
+#include <map>
+
 #include "codegen/cpu/CpuDot.h"
 #include "codegen/cpu/CpuLowerImpl.h"
+#include "tessera/support/Error.h"
 
 namespace tessera::codegen::cpu {
+
+namespace {
+
+std::string mib(uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f MiB", double(bytes) / double(1 << 20));
+  return buf;
+}
+
+/// A ResourceError when the tiles one program keeps on the stack pass
+/// kStackBudget: the largest ops' shares, each with the user's line.
+void checkStack(const ir::Function& f, const std::vector<std::pair<uint64_t, const ir::Op*>>& use, uint64_t total) {
+  if (total <= kStackBudget) return;
+  std::map<const ir::Op*, uint64_t> perOp;
+  for (const auto& [bytes, op] : use) perOp[op] += bytes;
+  std::vector<std::pair<uint64_t, const ir::Op*>> largest;
+  for (const auto& [op, bytes] : perOp) largest.emplace_back(bytes, op);
+  std::sort(largest.begin(), largest.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  const ir::Op* first = largest.front().second;
+  std::string where = first && first->loc().known() ? first->loc().str() : "@" + f.name();
+  std::string items;
+  for (size_t i = 0; i < largest.size() && i < 4; ++i) {
+    const ir::Op* op = largest[i].second;
+    items += "  " +
+             (op ? std::string(op->name()) + (op->numResults() ? " " + op->result(0)->type().str() : std::string())
+                 : std::string("the entry")) +
+             (op && op->loc().known() ? " at " + op->loc().str() : std::string()) + ": " +
+             std::to_string(largest[i].first) + " bytes\n";
+  }
+  throw ResourceError(where + ": error: one program of '" + f.name() + "' keeps " + std::to_string(total) + " bytes (" +
+                      mib(total) + ") of tiles on the stack of the CPU thread that runs it, above the " +
+                      mib(kStackBudget) + " a CPU program may use:\n" + items +
+                      "  suggestion: smaller tiles (a smaller BLOCK), or split the work over more programs");
+}
+
+}  // namespace
 
 namespace detail {
 
@@ -120,12 +160,16 @@ void Lowering::run(const std::string& entryName) {
 
 std::unique_ptr<llvm::Module> lowerToLLVM(const ir::Function& f, llvm::LLVMContext& ctx, const CpuTargetInfo& target,
                                           const llvm::DataLayout& layout, const std::string& entryName,
-                                          std::vector<std::string>* checkedOps) {
+                                          std::vector<std::string>* checkedOps, uint64_t* stackBytes) {
   auto m = std::make_unique<llvm::Module>(f.name(), ctx);
   m->setTargetTriple(llvm::Triple(target.triple));
   m->setDataLayout(layout);
   detail::Lowering l(f, ctx, *m, target, checkedOps);
   l.run(entryName);
+  uint64_t total = 0;
+  for (const auto& [bytes, op] : l.stackUse()) total += bytes;
+  checkStack(f, l.stackUse(), total);
+  if (stackBytes) *stackBytes = total;
   legalizeBf16MaskedMemory(*m);  // CpuDot.h: x86 has no bf16 masked moves
   return m;
 }

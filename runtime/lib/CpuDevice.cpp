@@ -1,6 +1,7 @@
 // The host CPU as a device: memory is plain aligned host memory, a kernel is
 // a host function from the JIT, a launch runs its program range on the pool.
 
+#include <pthread.h>
 #include <sys/mman.h>
 
 #include <cerrno>
@@ -41,13 +42,54 @@ const char* hostIsaName() {
 struct CpuKernel final : KernelState {
   Binary::HostEntry entry = nullptr;
   std::shared_ptr<void> owner;  // keeps the JIT'd code alive while loaded
+  std::string name;
+  uint64_t stackBytes = 0;  // Binary::hostStackBytes
 };
 
 struct LaunchCtx {
-  Binary::HostEntry entry;
+  const CpuKernel* kernel;
   void* const* args;
   const int32_t* grid;
 };
+
+// Room the kernel's frame needs beyond its tiles: its spills and scalars,
+// and what it calls (math routines, the bounds-check recorder).
+constexpr uint64_t kFrameMargin = uint64_t{256} << 10;
+
+/// Bytes left on the calling thread's stack below this frame. The bounds
+/// are read once per thread (glibc reports the main thread's as its
+/// RLIMIT_STACK extent); 0 bytes below means unknown: no check.
+uint64_t stackRoom() {
+  thread_local const uintptr_t low = [] {
+    uintptr_t lo = 0;
+    pthread_attr_t attr;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+      void* addr = nullptr;
+      size_t size = 0, guard = 0;
+      if (pthread_attr_getstack(&attr, &addr, &size) == 0) lo = reinterpret_cast<uintptr_t>(addr);
+      if (lo && pthread_attr_getguardsize(&attr, &guard) == 0) lo += guard;
+      pthread_attr_destroy(&attr);
+    }
+    return lo;
+  }();
+  char here;
+  const auto sp = reinterpret_cast<uintptr_t>(&here);
+  return low && sp > low ? sp - low : UINT64_MAX;
+}
+
+/// A program keeps its tiles on the stack of the thread that runs it (the
+/// compiler caps them): a thread without room for them is a ResourceError
+/// before any program runs there, not a SIGSEGV inside one.
+void checkStackRoom(const CpuKernel& k) {
+  if (k.stackBytes == 0) return;
+  const uint64_t room = stackRoom();
+  if (room >= k.stackBytes + kFrameMargin) return;
+  throw ResourceError("cpu: kernel '" + k.name + "' keeps " + std::to_string(k.stackBytes) +
+                      " bytes of tiles on the stack of the thread running a program (plus " +
+                      std::to_string(kFrameMargin) + " for its frame), but this thread has " + std::to_string(room) +
+                      " bytes of stack left; launch from a thread with a larger stack (8 MiB is usual) or use "
+                      "smaller tiles");
+}
 
 class CpuDevice final : public HostMemoryDevice {
  public:
@@ -107,6 +149,8 @@ class CpuDevice final : public HostMemoryDevice {
     auto ks = std::make_shared<CpuKernel>();
     ks->entry = bin.hostEntry;
     ks->owner = bin.owner;
+    ks->name = k;
+    ks->stackBytes = bin.hostStackBytes;
     return ks;
   }
 
@@ -138,17 +182,19 @@ class CpuDevice final : public HostMemoryDevice {
     // The grid fits int32 per dimension (checked by the caller).
     const int32_t g[3] = {static_cast<int32_t>(grid.x), static_cast<int32_t>(grid.y), static_cast<int32_t>(grid.z)};
     const int64_t n = static_cast<int64_t>(grid.count());
+    checkStackRoom(k);  // the caller's thread runs the first chunk
     if (n == 1 || threads == 1) {
       // The common tiny launch: no pool, no synchronisation.
       k.entry(args, 0, n, g);
       return;
     }
-    LaunchCtx ctx{k.entry, args, g};
+    LaunchCtx ctx{&k, args, g};
     parallelForRaw(
         n, threads,
         [](void* c, int64_t b, int64_t e) TESSERA_CALLS_JIT_CODE {
           auto* lc = static_cast<LaunchCtx*>(c);
-          lc->entry(lc->args, b, e, lc->grid);
+          checkStackRoom(*lc->kernel);
+          lc->kernel->entry(lc->args, b, e, lc->grid);
         },
         &ctx);
   }

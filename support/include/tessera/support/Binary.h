@@ -82,6 +82,10 @@ struct KernelBinary {
   /// HostFunction compiled with bounds checks: the entry takes a
   /// BoundsCheckRecord (tessera/support/BoundsCheck.h) after the arguments.
   bool boundsChecked = false;
+  /// HostFunction: the bytes of tiles one program keeps on the stack of the
+  /// thread running it (the compiler caps it); the CPU device checks that
+  /// each thread it runs programs on has this much room left.
+  uint64_t hostStackBytes = 0;
 
   /// PTX: the PTX text. (EmulatedGpu binaries keep the PTX or code object
   /// the vendor backend built from the same module, for resource reports.) NVPTX kernels take sharedBytes as dynamic
