@@ -86,9 +86,18 @@ bool hostHas(const std::string& f) {
   if (ymm && (xcr0 & 0x6) != 0x6) return false;
   if (f.rfind("avx512", 0) == 0 && (xcr0 & 0xe6) != 0xe6) return false;
   const char* narrow = std::getenv("TESSERA_HOST_CPU");
-  if (narrow &&
-      (!std::strcmp(narrow, "x86-64-v2") || !std::strcmp(narrow, "x86-64-v3") || !std::strcmp(narrow, "x86-64-v4")))
+  if (narrow && *narrow) {
+    // The runtime has no LLVM to know what another cpu name (znver4, ...)
+    // has: such a value is refused rather than ignored, which would load
+    // code the narrowed host is said to lack (a compile refuses a cpu LLVM
+    // does not know; here the psABI levels are what can be known).
+    if (std::strcmp(narrow, "x86-64-v2") && std::strcmp(narrow, "x86-64-v3") && std::strcmp(narrow, "x86-64-v4"))
+      throw DeviceError(std::string("TESSERA_HOST_CPU='") + narrow +
+                        "': kernels exported ahead of time narrow the host only to x86-64-v2, x86-64-v3 or "
+                        "x86-64-v4 (the runtime has no LLVM to know another cpu's features); set one of "
+                        "those, or unset it");
     return f == "cmov" || f == "sse2" || inLevel(f, narrow);
+  }
   return true;
 }
 #else

@@ -44,4 +44,18 @@ TEST_CASE("a host narrowed to x86-64-v3 lacks AVX-512 and keeps AVX2", "[runtime
                     Contains("cpu device cannot load kernel 'k': it was compiled ahead of time for cpu:x86-64-v4") &&
                         Contains("(TESSERA_HOST_CPU=x86-64-v3) lacks avx512vl"));
 }
+
+TEST_CASE("a cpu name the runtime cannot resolve in TESSERA_HOST_CPU is refused, not ignored", "[runtime][isa]") {
+  // Ignored, znver4 (or a misspelling) would leave the host un-narrowed and
+  // load AVX-512 code the user asked to rule out.
+  for (const char* v : {"znver4", "x86-64-v5", "bogus"}) {
+    HostCpu narrow(v);
+    CHECK_THROWS_AS(tessera::rt::missingHostFeatures({"avx2"}), tessera::DeviceError);
+    CHECK_THROWS_WITH(tessera::rt::requireHostFeatures("k", "x86-64-v3", {"avx2"}),
+                      Contains(std::string("TESSERA_HOST_CPU='") + v + "'") &&
+                          Contains("narrow the host only to x86-64-v2, x86-64-v3 or x86-64-v4"));
+  }
+  HostCpu empty("");  // empty: not narrowed
+  CHECK(tessera::rt::missingHostFeatures({"sse2"}) == "");
+}
 #endif

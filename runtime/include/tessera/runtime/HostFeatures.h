@@ -13,7 +13,9 @@ namespace tessera::rt {
 /// The features of `features` (LLVM names: "avx2", "avx512f", "fma", ...)
 /// this host lacks, comma-separated; "" when it has them all. Features the
 /// runtime has no test for count as present. TESSERA_HOST_CPU=x86-64-v2,
-/// -v3 or -v4 narrows the host to that level, as it does for the compiler.
+/// -v3 or -v4 narrows the host to that level, as it does for the compiler;
+/// any other non-empty value is a DeviceError (the runtime cannot know the
+/// features of another cpu name without LLVM).
 std::string missingHostFeatures(const std::vector<std::string>& features);
 
 /// Throws DeviceError naming `kernel`, `cpu` and the missing features when
