@@ -46,9 +46,21 @@ Tensor arithmeticScan(const Tensor& x, int axis, bool product, const SrcLoc& loc
   dsl::TraceState& s = dsl::at(loc);
   ir::Value* v = dsl::use(x, loc, "scanned tile");
   DType d = v->type().dtype();
+  const char* what = product ? "cumprod" : "cumsum";
+  // Checked here, with the user's line: the combine below is Tessera's own
+  // code, so a mistake found inside it would name this file instead.
+  if (isFp8(d))
+    dsl::fail(loc, fmt::format("{}: {} is an 8-bit storage float; convert it first, e.g. x.to(ts::f32)", what,
+                               dsl::typeStr(v->type())));
   bool narrow = v->type().isTile() && (d == DType::F16 || d == DType::BF16);
   Tensor in = narrow ? dsl::wrap(s.builder->cast(v, DType::F32)) : x;
-  Tensor r = dsl::scanImpl(in, axis, [&](const Tensor& a, const Tensor& b) { return product ? a * b : a + b; }, loc);
+  Tensor r = dsl::scanImpl(
+      in, axis,
+      [&](const Tensor& a, const Tensor& b) {
+        // The combine's ops carry the user's line.
+        return product ? Operand(a, loc) * Operand(b, loc) : Operand(a, loc) + Operand(b, loc);
+      },
+      loc);
   if (!narrow) return r;
   dsl::at(loc);
   return dsl::wrap(s.builder->cast(dsl::use(r, loc), d));

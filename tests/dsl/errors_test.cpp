@@ -596,3 +596,16 @@ TEST_CASE("random numbers need an integer scalar seed and a tile of integer offs
   CHECK_THAT(msg, StartsWith(at(__FILE__, line)));
   CHECK_THAT(msg, Contains("got tile<4xi1>"));
 }
+
+TEST_CASE("a running sum or product of fp8 names the user's line, not the library's", "[dsl][errors]") {
+  for (bool product : {false, true}) {
+    int line = 0;
+    std::string msg = traceError([&](ts::Ptr<float>) {
+      auto x = ts::arange(16).to(ts::f8e4m3);
+      line = __LINE__ + 1;  // the next line
+      product ? ts::cumprod(x, 0) : ts::cumsum(x, 0);
+    });
+    checkErrorAt(msg, line, product ? "cumprod: tile<16xf8e4m3> is an 8-bit storage float" : "cumsum: tile<16xf8e4m3>");
+    CHECK_THAT(msg, !Contains("Reductions.cpp"));
+  }
+}
