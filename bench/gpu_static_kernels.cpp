@@ -107,7 +107,7 @@ CheckResult checkScalarStore(const Kernel& k, const Device& dev, const CompileOp
   dout.fillBytes(0xff);  // NaN: an element never written cannot pass
   compile(k, dev, o).launchWith({uint32_t(n)}, {dout}, {});
   auto got = dout.read<float>();
-  ElementCheck check(0, "out");
+  ElementCheck check(0, "out", "got == want (exact)");
   for (int64_t i = 0; i < n; ++i) check(got[size_t(i)], double(i), 0, [&] { return "at " + std::to_string(i); });
   return check.result();
 }
@@ -122,7 +122,7 @@ CheckResult checkGemv(int BM, const Kernel& k, const Device& dev, const CompileO
   compile(k, dev, o).launchWith({cdiv(M, BM)}, {dy, da, dx, int32_t(M), int32_t(K)}, {});
   auto got = dy.read<float>();
   // Any summation order of K products is within K u sum|terms| (doubled).
-  ElementCheck check(2 * double(K) * kU32, "y");
+  ElementCheck check(2 * double(K) * kU32, "y", "|got - want| <= 2 K 2^-24 sum_k |a x|");
   for (int64_t i = 0; i < M; ++i) {
     double want = 0, mag = 0;
     for (int64_t j = 0; j < K; ++j) {
@@ -150,7 +150,7 @@ CheckResult checkRope(int BR, int HD, const Kernel& k, const Device& dev, const 
   compile(k, dev, o).launchWith({cdiv(rows, BR)}, {dout, dx, dc, ds, int32_t(rows)}, {});
   auto got = dout.read<float>();
   // Two products and a sum, each rounded once: 3 u of the magnitudes.
-  ElementCheck check(3 * kU32, "out");
+  ElementCheck check(3 * kU32, "out", "|got - want| <= 3 2^-24 (|x1 c| + |x2 s|)");
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t i = 0; i < H2; ++i) {
       double x1 = x[size_t(r * HD + i)], x2 = x[size_t(r * HD + i + H2)];
@@ -174,7 +174,7 @@ CheckResult checkTranspose(int B, const Kernel& k, const Device& dev, const Comp
   dout.fillBytes(0xff);
   compile(k, dev, o).launchWith({cdiv(M, B), cdiv(N, B)}, {dout, din, int32_t(M), int32_t(N)}, {});
   auto got = dout.read<float>();
-  ElementCheck check(0, "out");  // a copy: exact
+  ElementCheck check(0, "out", "got == want (exact)");  // a copy
   for (int64_t j = 0; j < N; ++j)
     for (int64_t i = 0; i < M; ++i)
       check(got[size_t(j * M + i)], in[size_t(i * N + j)], 0,
@@ -212,7 +212,7 @@ CheckResult checkGemm(GemmBlocks B, int act, const Kernel& k, const Device& dev,
   // As examples/gemm_f16.cpp: f32 accumulation of K + 1 terms, the
   // activation's slope (<= 1.13) and erf, the rounding to f16.
   const double factor = 2.0 * double(K + 1) * kU32;
-  ElementCheck check(factor, "c");
+  ElementCheck check(factor, "c", "as gemm_f16's, f = " + ElementCheck::fmt(factor));
   examples::GemmReference ref = examples::gemmReference(
       M, N, K, [&](int64_t i, int64_t kk) { return fromHalf(a[size_t(i * K + kk)]); },
       [&](int64_t kk, int64_t j) { return fromHalf(b[size_t(kk * N + j)]); }, bias, std::max(act, 0));

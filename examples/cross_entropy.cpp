@@ -124,14 +124,20 @@ Launch prepare(const RunContext& ctx) {
       for (int64_t j = 0; j < V; ++j) s += std::exp(double(x[size_t(r * V + j)]) - m);
       lse[size_t(r)] = m + std::log(s);
     }
-    CheckResult a = compareWith(dloss.read<float>(), loss, sumErr, "loss", [&](size_t r) {
-      return 2 * sumErr + 4 * u * (std::fabs(lse[r]) + std::fabs(loss[r]));
-    });
-    CheckResult b = compareWith(dgrad.read<float>(), grad, sumErr, "grad", [&](size_t e) {
-      const size_t r = e / size_t(V);
-      const double p = std::exp(double(x[e]) - lse[r]);
-      return scale * (p * (2 * sumErr + 4 * u * (std::fabs(double(x[e])) + std::fabs(lse[r]) + 4)) + 2 * u);
-    });
+    CheckResult a =
+        compareWith(dloss.read<float>(), loss, sumErr, "loss",
+                    "|got - want| <= 2 e + 4u (|lse| + |want|), e = " + ElementCheck::fmt(sumErr) +
+                        " (the f32 sum's error), u = 2^-24",
+                    [&](size_t r) { return 2 * sumErr + 4 * u * (std::fabs(lse[r]) + std::fabs(loss[r])); });
+    CheckResult b = compareWith(
+        dgrad.read<float>(), grad, sumErr, "grad",
+        "|got - want| <= s (p (2 e + 4u (|x| + |lse| + 4)) + 2u), p = exp(x - lse), s the scale, e = " +
+            ElementCheck::fmt(sumErr) + ", u = 2^-24",
+        [&](size_t e) {
+          const size_t r = e / size_t(V);
+          const double p = std::exp(double(x[e]) - lse[r]);
+          return scale * (p * (2 * sumErr + 4 * u * (std::fabs(double(x[e])) + std::fabs(lse[r]) + 4)) + 2 * u);
+        });
     return merge(a, b);
   };
   return launch;

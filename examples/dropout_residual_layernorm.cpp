@@ -114,9 +114,11 @@ Launch prepare(const RunContext& ctx) {
     // (f32 sums of up to a few thousand terms), relative 2e-5 plus absolute
     // 2e-5.
     const std::vector<double> hw(h.begin(), h.end());
-    CheckResult r = compareWith(dh.read<float>(), hw, 0, "h", [&](size_t i) {
-      return approx ? std::ldexp(2.5, -23) * (std::fabs(double(x[i])) / (1.0 - kDropP) + std::fabs(hw[i])) : 0.0;
-    });
+    CheckResult r = compareWith(
+        dh.read<float>(), hw, 0, "h",
+        approx ? "|got - want| <= 2.5 2^-23 (|x| / (1 - p) + |want|)" : "got == want (exact)", [&](size_t i) {
+          return approx ? std::ldexp(2.5, -23) * (std::fabs(double(x[i])) / (1.0 - kDropP) + std::fabs(hw[i])) : 0.0;
+        });
     r.tolerance = 2e-5;
     return merge(r, compare(dy.read<float>(), y, 2e-5, 2e-5, "y"));
   };

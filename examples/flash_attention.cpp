@@ -153,6 +153,7 @@ Launch prepareAttention(const RunContext& ctx, bool causal, AttentionBlocks B, D
     for (uint16_t h : dout.read<uint16_t>()) got.push_back(value(h));
     const double bound = std::ldexp(1.0, bf16 ? -6 : -9);
     return compareWith(got, ref::attention(q, k, v, heads, n, D, causal, value), bound, "o",
+                       "|got - want| <= " + ElementCheck::fmt(bound) + " (4 ulp of the element type)",
                        [=](size_t) { return bound; });
   };
   return launch;

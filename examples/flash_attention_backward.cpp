@@ -228,7 +228,8 @@ Launch prepare(const RunContext& ctx, bool causal) {
     for (const Buffer* b : {&g0, &g1, &g2})
       for (uint16_t x : b->read<uint16_t>()) got.push_back(fromHalf(x));
     const char* names[3] = {"dq", "dk", "dv"};
-    ElementCheck check(std::ldexp(1.0, -10), "dq, dk, dv");
+    ElementCheck check(std::ldexp(1.0, -10), "dq, dk, dv",
+                       "|got - want| <= the reference's propagated f16/f32 rounding bound per element");
     for (size_t i = 0; i < got.size(); ++i)
       check(got[i], want[i], bound[i],
             [&] { return std::string(names[i / count]) + " at " + std::to_string(i % count); });

@@ -69,7 +69,8 @@ Launch prepare(const RunContext& ctx) {
   launch.check = [dc, a = std::move(a), b = std::move(b), Z, M, N, K] {
     std::vector<float> got = dc.read<float>();
     const double factor = 2.0 * double(K + 1) * std::ldexp(1.0, -24);
-    ElementCheck check(factor, "c");
+    ElementCheck check(factor, "c",
+                       "|got - want| <= f sum_k |a b| + 1e-7, f = 2 (K + 1) 2^-24 = " + ElementCheck::fmt(factor));
     for (int64_t z = 0; z < Z; ++z)
       for (int64_t i = 0; i < M; ++i)
         for (int64_t j = 0; j < N; ++j) {

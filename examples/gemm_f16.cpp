@@ -86,7 +86,10 @@ Launch prepare(const RunContext& ctx) {
   launch.check = [dc, a = std::move(a), b = std::move(b), bias = std::move(bias), M, N, K, act = P.act] {
     std::vector<uint16_t> got = dc.read<uint16_t>();
     const double factor = 2.0 * double(K + 1) * std::ldexp(1.0, -24);
-    ElementCheck check(factor, "c");
+    ElementCheck check(factor, "c",
+                       "|got - want| <= 1.2 f sum_k |a b| + (1e-6 + 1.01 2^-11) |want| + 1e-6 + 2^-25, "
+                       "f = 2 (K + 1) 2^-24 = " +
+                           ElementCheck::fmt(factor));
     GemmReference ref = gemmReference(
         M, N, K, [&](int64_t i, int64_t kk) { return fromHalf(a[size_t(i * K + kk)]); },
         [&](int64_t kk, int64_t j) { return fromHalf(b[size_t(kk * N + j)]); }, bias, act);

@@ -89,8 +89,10 @@ Launch prepare(const RunContext& ctx) {
         M, N, K, [&](int64_t i, int64_t kk) { return a[size_t(i * K + kk)]; },
         [&](int64_t kk, int64_t j) { return b[size_t(kk * N + j)]; }, bias, act);
     const double factor = 2.0 * double(K + 1) * std::ldexp(1.0, -24);
-    return compareWith(dc.read<float>(), ref.want, factor, "c",
-                       [&](size_t i) { return 1.2 * factor * ref.mag[i] + 1e-6 * std::fabs(ref.want[i]) + 1e-6; });
+    return compareWith(
+        dc.read<float>(), ref.want, factor, "c",
+        "|got - want| <= 1.2 f sum_k |a b| + 1e-6 |want| + 1e-6, f = 2 (K + 1) 2^-24 = " + ElementCheck::fmt(factor),
+        [&](size_t i) { return 1.2 * factor * ref.mag[i] + 1e-6 * std::fabs(ref.want[i]) + 1e-6; });
   };
   return launch;
 }

@@ -75,7 +75,9 @@ Launch prepare(const RunContext& ctx) {
     std::vector<uint16_t> got = dc.read<uint16_t>();
     const double scale = double(scales[0]) * double(scales[1]);
     const double factor = 2.0 * double(K) * std::ldexp(1.0, -24);
-    ElementCheck check(factor, "c");
+    ElementCheck check(factor, "c",
+                       "|got - want| <= f s sum_k |a b| + 2^-8 |want|, s the scales' product, f = 2 K 2^-24 = " +
+                           ElementCheck::fmt(factor));
     GemmReference ref = gemmReference(
         M, N, K, [&](int64_t i, int64_t kk) { return fp8Decode(DType::F8E4M3, a[size_t(i * K + kk)]); },
         [&](int64_t kk, int64_t j) { return fp8Decode(DType::F8E4M3, b[size_t(kk * N + j)]); }, {}, 0);

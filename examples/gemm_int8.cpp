@@ -73,7 +73,7 @@ Launch prepare(const RunContext& ctx) {
   // 2^14 before scaling) is far outside it unless the sum is huge.
   launch.check = [dc, a = std::move(a), b = std::move(b), sa = std::move(sa), sb = std::move(sb), M, N, K] {
     std::vector<uint16_t> got = dc.read<uint16_t>();
-    ElementCheck check(std::ldexp(1.0, -8), "c");
+    ElementCheck check(std::ldexp(1.0, -8), "c", "|got - want| <= (2^-8 + 3 2^-24) |want|");
     checkMatrix(
         check, M, N, [&](int64_t i, int64_t j) { return bf16Value(got[size_t(i * N + j)]); },
         [&](int64_t i, int64_t j) {

@@ -186,7 +186,9 @@ Launch prepare(const RunContext& ctx, bool swiglu) {
     ref::moe(x, w, wUp, offsets, K, N, swiglu, want, mag);
     std::vector<uint16_t> got = dout.read<uint16_t>();
     const double factor = 2.0 * double(K) * std::ldexp(1.0, -24);
-    ElementCheck check(factor, "out");
+    ElementCheck check(factor, "out",
+                       "|got - want| <= f sum_k |a b| + (1e-6 + 1.01 2^-11) |want| + 1e-6 + 2^-25, f = 2 K 2^-24 = " +
+                           ElementCheck::fmt(factor));
     for (size_t i = 0; i < want.size(); ++i)
       check(fromHalf(got[i]), want[i],
             factor * mag[i] + 1e-6 * std::fabs(want[i]) + 1e-6 + std::ldexp(std::fabs(want[i]), -11) * 1.01 +

@@ -219,7 +219,7 @@ Launch prepare(const RunContext& ctx) {
     for (uint16_t h : dout.read<uint16_t>()) got.push_back(fromHalf(h));
     const double bound = std::ldexp(1.0, -10);
     CheckResult r = compareWith(got, ref::pagedAttention(q, kCache, vCache, table, lengths, heads, D, maxPages), bound,
-                                "out", [=](size_t) { return bound; });
+                                "out", "|got - want| <= 2^-10", [=](size_t) { return bound; });
     for (int32_t c : counters.read<int32_t>())
       if (r.ok && c != 0) {
         r.ok = false;

@@ -4,7 +4,10 @@
 // all of them.
 #pragma once
 
+#include <algorithm>
+#include <climits>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <optional>
 #include <string>
@@ -21,8 +24,31 @@ struct CheckResult {
   bool ok = false;
   double maxAbsError = 0;  // largest |got - want|
   double maxRelError = 0;  // largest |got - want| / max(|want|, 1e-30) over elements with |want| > tiny
-  double tolerance = 0;    // the bound the check applied (documented per example)
+  double tolerance = 0;    // the bound's base factor (documented per example; `bound` gives its form)
   std::string detail;      // first mismatching index etc.
+  /// The per-element bound the check applied, as a formula with its
+  /// constants ("|got - want| <= 2e-06 + 1e-05 |want|"); several checks
+  /// merged are joined with "; ".
+  std::string bound;
+  /// How close the worst element came to its own bound: max |got - want| /
+  /// bound over the elements (<= 1 passes), and that element ("c at (3, 5):
+  /// got .., want .., bound ..").
+  double worstFraction = 0;
+  std::string worst;
+
+  /// What was checked and how it came out, for a report: "checked per
+  /// element, c: |got - want| <= ...; the worst element, c at (3, 5): got ..,
+  /// want .., bound .., used 42% of its bound". Empty parts are left out.
+  std::string summary() const {
+    std::string r;
+    if (!bound.empty()) r += "checked per element, " + bound;
+    if (!worst.empty()) {
+      char pct[32];
+      std::snprintf(pct, sizeof pct, "%.3g%%", worstFraction * 100);
+      r += (r.empty() ? "" : "\n") + std::string("the worst element, ") + worst + ", used " + pct + " of its bound";
+    }
+    return r;
+  }
 };
 
 struct RunContext {
@@ -254,13 +280,23 @@ inline perf::TuneSpace gemmTuneSpace(const Target& t, const std::vector<int64_t>
     while (b < d) b <<= 1;
     return b;
   };
+  // The space's smallest block always stays: below it there is nothing to
+  // choose (a 32 x 32 x 32 problem on the CPU, whose blocks start at 64
+  // columns, would otherwise have every config pruned).
+  auto limit = [&](const char* name, int64_t dim) {
+    int64_t smallest = INT64_MAX;
+    for (const auto& p : s.params)
+      if (p.name == name)
+        for (int64_t v : p.values) smallest = std::min(smallest, v);
+    return std::max(bucket(dim), smallest);
+  };
   if (shape.size() >= 3) {
-    const int64_t bm = bucket(shape[0]), bn = bucket(shape[1]), bk = bucket(shape[2]);
-    s.constrain("BLOCK_M <= M rounded up to a power of two (" + std::to_string(bm) + ")",
+    const int64_t bm = limit("BLOCK_M", shape[0]), bn = limit("BLOCK_N", shape[1]), bk = limit("BLOCK_K", shape[2]);
+    s.constrain("BLOCK_M <= M rounded up to a power of two, or the smallest BLOCK_M (" + std::to_string(bm) + ")",
                 [bm](const perf::TuneConfig& c) { return c.get("BLOCK_M") <= bm; });
-    s.constrain("BLOCK_N <= N rounded up to a power of two (" + std::to_string(bn) + ")",
+    s.constrain("BLOCK_N <= N rounded up to a power of two, or the smallest BLOCK_N (" + std::to_string(bn) + ")",
                 [bn](const perf::TuneConfig& c) { return c.get("BLOCK_N") <= bn; });
-    s.constrain("BLOCK_K <= K rounded up to a power of two (" + std::to_string(bk) + ")",
+    s.constrain("BLOCK_K <= K rounded up to a power of two, or the smallest BLOCK_K (" + std::to_string(bk) + ")",
                 [bk](const perf::TuneConfig& c) { return c.get("BLOCK_K") <= bk; });
   }
   return s;

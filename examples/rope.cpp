@@ -112,7 +112,8 @@ Launch prepare(const RunContext& ctx) {
       const size_t i = col % size_t(h2);
       return 5 * u * (std::fabs(double(x[base + i])) + std::fabs(double(x[base + i + size_t(h2)])));
     };
-    return compareWith(dout.read<float>(), ref::rope(x, positions, tokens, heads, D), 5 * u, "out", bound);
+    return compareWith(dout.read<float>(), ref::rope(x, positions, tokens, heads, D), 5 * u, "out",
+                       "|got - want| <= 5u (|x1| + |x2|), u = 2^-24", bound);
   };
   return launch;
 }

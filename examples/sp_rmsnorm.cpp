@@ -142,6 +142,7 @@ class SpRmsnorm final : public parallel::Plan {
     for (size_t i = 0; i < ranks_.size(); ++i) {
       const std::string what = "out on rank " + std::to_string(ranks_[i].comm.rank());
       CheckResult one = compareWith(ranks_[i].out.read<float>(), want, parallel::sumBound(F, 1.0), what.c_str(),
+                                    "|got - want| <= the f32 sums' propagated error + 4e-6 |want| + 1e-6",
                                     [&](size_t k) { return bound[k]; });
       r = i == 0 ? one : merge(r, one);
     }

@@ -40,23 +40,35 @@ inline std::vector<float> randomVector(size_t n, std::mt19937_64& rng, float lo 
 }
 
 /// Accumulates element checks |got - want| <= bound (NaN fails), keeping the
-/// largest errors and a description of the first mismatch.
+/// largest errors, the element that came closest to (or furthest past) its
+/// own bound, and a description of the first mismatch. `form` states the
+/// bound as a formula with its constants, for the report.
 class ElementCheck {
  public:
-  ElementCheck(double tolerance, std::string what) : what_(std::move(what)) {
+  ElementCheck(double tolerance, std::string what, std::string form) : what_(std::move(what)) {
     r_.ok = true;
     r_.tolerance = tolerance;
+    r_.bound = what_ + ": " + std::move(form);
   }
   /// `where` describes the element ("at 7", "at (2, 3)"); called only for
-  /// the first mismatch.
+  /// the first mismatch and for a new worst element.
   template <typename Where>
   void operator()(double got, double want, double bound, Where&& where) {
     double err = std::fabs(got - want);
+    auto describe = [&] {
+      return what_ + " " + where() + ": got " + fmt(got) + ", want " + fmt(want) + ", bound " + fmt(bound);
+    };
     if (!(err <= bound)) {  // NaN-safe
       if (r_.ok)
-        r_.detail = what_ + ": first mismatch " + where() + ": got " + std::to_string(got) + ", want " +
-                    std::to_string(want) + " (bound " + std::to_string(bound) + ")";
+        r_.detail = what_ + ": first mismatch " + where() + ": got " + fmt(got) + ", want " + fmt(want) + " (bound " +
+                    fmt(bound) + ")";
       r_.ok = false;
+    }
+    // A NaN error, or any error against a zero bound, is infinitely far.
+    const double fraction = std::isnan(err) ? INFINITY : err == 0 ? 0 : bound > 0 ? err / bound : INFINITY;
+    if (fraction > r_.worstFraction || r_.worst.empty()) {
+      r_.worstFraction = std::max(r_.worstFraction, fraction);
+      r_.worst = describe();
     }
     r_.maxAbsError = std::max(r_.maxAbsError, std::isnan(err) ? INFINITY : err);
     if (std::fabs(want) > 1e-30) r_.maxRelError = std::max(r_.maxRelError, err / std::fabs(want));
@@ -67,6 +79,13 @@ class ElementCheck {
   }
   const CheckResult& result() const { return r_; }
 
+  /// A number for the report: 6 significant digits.
+  static std::string fmt(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.6g", v);
+    return buf;
+  }
+
  private:
   std::string what_;
   CheckResult r_;
@@ -75,8 +94,8 @@ class ElementCheck {
 /// |got[i] - want[i]| <= bound(i) for every element.
 template <typename Bound>
 CheckResult compareWith(const std::vector<float>& got, const std::vector<double>& want, double tolerance,
-                        const char* what, Bound&& bound) {
-  ElementCheck check(tolerance, what);
+                        const char* what, const std::string& form, Bound&& bound) {
+  ElementCheck check(tolerance, what, form);
   if (got.size() != want.size())
     check.fail(std::to_string(got.size()) + " values, want " + std::to_string(want.size()));
   for (size_t i = 0; i < got.size() && i < want.size(); ++i)
@@ -87,7 +106,9 @@ CheckResult compareWith(const std::vector<float>& got, const std::vector<double>
 /// |got - want| <= atol + rtol * |want| everywhere.
 inline CheckResult compare(const std::vector<float>& got, const std::vector<double>& want, double atol, double rtol,
                            const char* what = "out") {
-  return compareWith(got, want, rtol, what, [&](size_t i) { return atol + rtol * std::fabs(want[i]); });
+  return compareWith(got, want, rtol, what,
+                     "|got - want| <= " + ElementCheck::fmt(atol) + " + " + ElementCheck::fmt(rtol) + " |want|",
+                     [&](size_t i) { return atol + rtol * std::fabs(want[i]); });
 }
 
 /// Every element (i, j) of an M x N row-major result: |got(i, j) -
@@ -122,6 +143,11 @@ inline uint16_t toBf16(float f) {
 inline CheckResult merge(CheckResult a, const CheckResult& b) {
   if (a.ok && !b.ok) a.detail = b.detail;
   a.ok = a.ok && b.ok;
+  if (b.worstFraction > a.worstFraction || a.worst.empty()) {
+    a.worstFraction = std::max(a.worstFraction, b.worstFraction);
+    a.worst = b.worst;
+  }
+  if (!b.bound.empty()) a.bound += (a.bound.empty() ? "" : "; ") + b.bound;
   a.maxAbsError = std::max(a.maxAbsError, b.maxAbsError);
   a.maxRelError = std::max(a.maxRelError, b.maxRelError);
   return a;

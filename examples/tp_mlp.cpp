@@ -137,6 +137,7 @@ class TpMlp final : public parallel::Plan {
     for (size_t i = 0; i < ranks_.size(); ++i) {
       const std::string what = "y on rank " + std::to_string(ranks_[i].comm.rank());
       CheckResult one = compareWith(ranks_[i].y.read<float>(), want, parallel::sumBound(F, 1.0), what.c_str(),
+                                    "|got - want| <= the f32 sums' error bound + the carried rounding of h + 1e-6",
                                     [&](size_t e) { return bound[e]; });
       r = i == 0 ? one : merge(r, one);
     }

@@ -69,7 +69,7 @@ Launch prepare(const RunContext& ctx) {
   launch.check = [dc, a = std::move(a), b = std::move(b), M, N, K] {
     std::vector<float> got = dc.read<float>();
     const double factor = 2.0 * double(K) * std::ldexp(1.0, -24);
-    ElementCheck check(factor, "c");
+    ElementCheck check(factor, "c", "|got - want| <= f sum_k |a b|, f = 2 K 2^-24 = " + ElementCheck::fmt(factor));
     GemmReference ref = gemmReference(
         M, N, K, [&](int64_t i, int64_t kk) { return fromHalf(a[size_t(i * K + kk)]); },
         [&](int64_t kk, int64_t j) { return fromHalf(b[size_t(kk * N + j)]); }, {}, 0);

@@ -31,7 +31,7 @@ const char* const kBenchSynopsis =
     "                  [--budget-ms MS] [--warmup-ms MS] [--min-reps N] [--max-reps N] [--flush]\n"
     "                  [--flush-bytes N] [--no-check] [--json FILE] [--baseline FILE] [--threshold PCT]\n"
     "                  [--roofline FILE.svg] [--machines ID,...] [--flops N] [--bytes N] [--seed S]\n"
-    "                  [--precision accurate|approx] [--config K=V,...] [--peers]\n"
+    "                  [--precision accurate|approx] [--config K=V,...] [--peers] [--check-bounds]\n"
     "                  [--grid X,Y,Z --arg NAME=VALUE... --kernel NAME]\n";
 const char* const kSolSynopsis =
     "  tessera sol [KERNEL[:SHAPE]...|FILE.tir] [--target T] [--shape A,B,...] [--machines ID,...]\n"
@@ -64,9 +64,13 @@ std::string benchOptionsHelp() {
          "                      on HIP, loaded at run time; TESSERA_CUBLAS_LIBRARY /\n"
          "                      TESSERA_ROCBLAS_LIBRARY), any other kernel against a device-to-device\n"
          "                      copy of the bytes it moves; then prints each kernel against its peer\n"
+         "  --check-bounds      time checked launches (every global access tested against its buffer;\n"
+         "                      CPU: the bounds-checked compile; the emulator always checks)\n"
          "  FILE.tir            a kernel from textual IR: --grid X[,Y[,Z]] and --arg NAME=VALUE for\n"
          "                      every argument (a scalar's value, a buffer's element count; buffers\n"
-         "                      are zero-filled); --kernel NAME picks one of several kernels\n"
+         "                      are zero-filled); --kernel NAME picks one of several kernels. On the\n"
+         "                      CPU and the emulator its first launch is a checked one, so buffers\n"
+         "                      smaller than the kernel reads are an error naming the access\n"
          "exit codes: 0 success; 1 a result check failed or a regression against --baseline;\n"
          "            2 a usage, compile or device error\n";
 }
@@ -211,6 +215,8 @@ class ArgParser {
         codegen::parsePrecision(*a.precision);  // a UsageError naming the choices
       } else if (bench && s == "--peers") {
         a.peers = true;
+      } else if (bench && s == "--check-bounds") {
+        a.bench.launch.checkBounds = true;
       } else if (bench && s == "--config") {
         const std::string v = value("a config K=V,... (BLOCK_M=128,num_warps=8), or tuned");
         try {
@@ -445,7 +451,12 @@ examples::Launch fileLaunch(const Subject& sub, const PerfArgs& a, const Device&
   }
   if (!missing.empty())
     throw CommandLineError(a.command, "kernel '" + f.name() + "' needs --arg NAME=VALUE for: " + missing);
-  l.check = [] { return examples::CheckResult{true, 0, 0, 0, "no reference for a FILE.tir"}; };
+  l.check = [] {
+    examples::CheckResult r;
+    r.ok = true;
+    r.detail = "no reference for a FILE.tir";
+    return r;
+  };
   return l;
 }
 
@@ -672,6 +683,16 @@ int runBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
     }
     if (progress) err << "benchmarking " << subjectName(sub) << "...\r" << std::flush;
     CompiledKernel k = compile(l.kernel, dev, sub.example ? sub.example->optionsFor(ctx) : ctx.options);
+    // A FILE.tir's buffers are as large as --arg says, not as the kernel
+    // reads: one checked launch first (where the device checks), so a
+    // buffer too small is a LaunchError naming the access and its line
+    // instead of timed launches past its end.
+    if (!sub.example && (onHost || dev.kind() == rt::DeviceKind::Emulator)) {
+      LaunchOptions checked = a.bench.launch;
+      checked.checkBounds = true;
+      k.launchWith(l.grid, l.args, checked);
+      dev.synchronize();
+    }
     std::optional<perf::Work> declared;
     if (a.flops) declared = perf::Work{*a.flops, *a.bytes, "declared", {}};
     perf::BenchResult r = perf::benchmark(k, l.grid, l.args, a.bench, declared);
@@ -689,8 +710,8 @@ int runBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
       examples::CheckResult c = l.check();
       if (!c.ok) {
         err << "tessera: " << r.id() << ": the result after the benchmark does not match the reference (max abs error "
-            << c.maxAbsError << ", tolerance " << c.tolerance << ")" << (c.detail.empty() ? "" : ": " + c.detail)
-            << "\n";
+            << c.maxAbsError << ")" << (c.detail.empty() ? "" : ": " + c.detail) << "\n"
+            << c.summary() << "\n";
         status = 1;
       }
     }

@@ -54,21 +54,28 @@ struct CommandHelp {
   const char* name;
   const char* synopsis;
   std::string (*options)() = nullptr;  // the command's own options, where it has them
+  /// The flags the command takes (parsed by parseArgs), space-separated;
+  /// any other flag is refused with these named. --help is always taken.
+  const char* flags = "";
 };
 const CommandHelp kCommands[] = {
     {"list", "  tessera list\n"},
     {"compile",
      "  tessera compile KERNEL|FILE.tir|- [--target T] [--emit STAGE] [--kernel NAME] [-o FILE]\n"
-     "                  [--assume-aligned] [--num-warps N] [--precision accurate|approx]\n"},
+     "                  [--assume-aligned] [--num-warps N] [--precision accurate|approx]\n",
+     nullptr, "--target --emit --kernel -o --assume-aligned --num-warps --precision"},
     {"run",
      "  tessera run KERNEL [--target T] [--shape A,B,...] [--threads N] [--seed S] [--check-bounds]\n"
-     "                  [--precision accurate|approx]\n"},
+     "                  [--precision accurate|approx]\n",
+     nullptr, "--target --shape --threads --seed --check-bounds --precision"},
     {"export",
      "  tessera export KERNEL|FILE.tir --target T -o DIR [--kernel NAME] [--num-warps N]\n"
-     "                  [--assume-aligned] [--precision accurate|approx]\n"},
+     "                  [--assume-aligned] [--precision accurate|approx]\n",
+     nullptr, "--target -o --kernel --num-warps --assume-aligned --precision"},
     {"opt",
      "  tessera opt FILE.tir|- [--passes P1,P2,...] [--target T] [--num-warps N] [--split-input-file]\n"
-     "                  [--locations]\n"},
+     "                  [--locations]\n",
+     nullptr, "--passes --target --num-warps --split-input-file --locations"},
     {"cache",
      "  tessera cache stats [--entries] [--json] [--dir DIR]\n"
      "  tessera cache explain KERNEL|FILE.tir [--target T] [--kernel NAME] [--num-warps N]\n"
@@ -165,10 +172,37 @@ int64_t parseInt(const std::string& flag, const std::string& s) {
   return v;
 }
 
+/// Refuses a flag `command` does not take (an unchecked export, a run with
+/// a stage to emit, ... would otherwise go ahead as if it had been used).
+void checkTakes(const std::string& command, const std::string& flag) {
+  if (flag == "--help" || flag == "-h") return;
+  for (const CommandHelp& c : kCommands) {
+    if (command != c.name) continue;
+    std::stringstream ss(c.flags);
+    std::string f, list;
+    while (ss >> f) {
+      if (f == flag) return;
+      list += (list.empty() ? "" : ", ") + f;
+    }
+    bool elsewhere = false;  // a flag of another command, or none at all
+    for (const CommandHelp& o : kCommands) {
+      std::stringstream os(o.flags);
+      while (os >> f) elsewhere = elsewhere || f == flag;
+    }
+    const std::string takes = list.empty() ? "it takes no options" : "it takes " + list;
+    throw UsageError(elsewhere ? command + " does not take " + flag + " (" + takes + ")"
+                               : "unknown option " + flag + " (" + command + ": " + takes + ")");
+  }
+  // An unknown command: reported as such once the arguments are read.
+}
+
 Args parseArgs(int argc, char** argv) {
   Args a;
   if (argc < 2) throw UsageError("missing command");
   a.command = argv[1];
+  bool known = a.command == "--version" || a.command == "--help" || a.command == "-h";
+  for (const CommandHelp& c : kCommands) known = known || a.command == c.name;
+  if (!known) throw UsageError("unknown command '" + a.command + "'");
   for (int i = 2; i < argc; ++i) {
     std::string s = argv[i];
     std::optional<std::string> inlineValue;  // --flag=value
@@ -176,6 +210,8 @@ Args parseArgs(int argc, char** argv) {
       inlineValue = s.substr(s.find('=') + 1);
       s = s.substr(0, s.find('='));
     }
+    // "-" is standard input (compile -, opt -), not a flag.
+    if (s != "-" && !s.empty() && s[0] == '-' && a.command != "help") checkTakes(a.command, s);
     auto value = [&]() -> std::string {
       if (inlineValue) return *inlineValue;
       if (i + 1 >= argc) throw UsageError(s + " needs a value");
@@ -230,9 +266,9 @@ Args parseArgs(int argc, char** argv) {
         if (d < 0) throw UsageError("--shape: components must not be negative");
         a.shape.push_back(d);
       }
-    } else if (!s.empty() && s[0] == '-')
+    } else if (s != "-" && !s.empty() && s[0] == '-')
       throw UsageError("unknown option " + s);
-    else if (a.subject.empty() || (s == "-" && a.subject.empty()))
+    else if (a.subject.empty())
       a.subject = s;
     else
       throw UsageError("unexpected argument '" + s + "'");
@@ -353,8 +389,12 @@ int cmdRun(const Args& a) {
   const auto start = std::chrono::steady_clock::now();
   ts::examples::CheckResult r = ex->run(ctx);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // The bound is per element (it scales with what each element sums), so
+  // the verdict line gives the errors, and the lines after it the bound's
+  // form and how close the worst element came to its own bound.
   std::cout << ex->name << " on " << ctx.device.name() << ": max abs error " << r.maxAbsError << ", max rel error "
-            << r.maxRelError << ", tolerance " << r.tolerance << " -> " << (r.ok ? "OK" : "MISMATCH") << "\n";
+            << r.maxRelError << " -> " << (r.ok ? "OK" : "MISMATCH") << "\n";
+  if (std::string s = r.summary(); !s.empty()) std::cout << s << "\n";
   if (!r.detail.empty()) std::cout << r.detail << "\n";
   // Compile (or cache lookup), upload, launch, read back and the reference.
   std::cerr << "time: " << secs << " s\n";

@@ -96,7 +96,7 @@ struct CompiledKernel::State {
   // Fact mask -> the same kernel compiled without tensor copies, for the
   // launches whose tensor maps would describe an empty tensor.
   std::map<uint64_t, rt::Kernel> withoutTensorMaps;
-  rt::Kernel checked;                       // CPU: the bounds-checked compile, made at the first checked launch
+  rt::Kernel checked;  // CPU: the bounds-checked compile, made at the first checked launch
   bool checkedLoaded = false;
 };
 

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <climits>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -56,9 +58,15 @@ TuneConfig TuneConfig::parse(const std::string& text) {
   while (std::getline(ss, item, ',')) {
     size_t eq = item.find('=');
     char* end = nullptr;
+    errno = 0;
     long long v = eq == std::string::npos ? 0 : std::strtoll(item.c_str() + eq + 1, &end, 10);
     if (eq == std::string::npos || eq == 0 || eq + 1 == item.size() || *end != '\0' || c.has(item.substr(0, eq)))
       throw UsageError("tune config '" + text + "': expected NAME=INTEGER,NAME=INTEGER,... with unique names");
+    // Meta-parameters become the kernels' int parameters (tile sizes, warp
+    // counts): a value past an int would wrap to another (negative) one.
+    if (errno == ERANGE || v < INT32_MIN || v > INT32_MAX)
+      throw UsageError("tune config '" + text + "': " + item.substr(0, eq) + " = " + item.substr(eq + 1) +
+                       " is out of range (a meta-parameter is an int: -2^31 .. 2^31 - 1)");
     c.values.emplace_back(item.substr(0, eq), v);
   }
   if (c.values.empty()) throw UsageError("tune config '" + text + "': expected NAME=INTEGER,...");

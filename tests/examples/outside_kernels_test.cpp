@@ -60,8 +60,8 @@ ts::Kernel userCausalAttention(int BM, int BN, int D) {
                       auto qt = ts::load(q + base + rows * D + d0, rows < S);
                       auto init = std::tuple{ts::full({BM}, -ts::inf, ts::f32), ts::zeros({BM}, ts::f32),
                                              ts::zeros({BM, D}, ts::f32)};
-                      auto [mi, li, acc] = ts::for_range(
-                          0, S, BN, init, [&](ts::Int n0, ts::Tensor mi, ts::Tensor li, ts::Tensor acc) {
+                      auto [mi, li, acc] =
+                          ts::for_range(0, S, BN, init, [&](ts::Int n0, ts::Tensor mi, ts::Tensor li, ts::Tensor acc) {
                             auto keys = ts::expand_dims(n0 + ts::arange(BN), 1);  // BN x 1
                             auto kt = ts::transpose(ts::load(k + base + keys * D + d0, keys < S), {1, 0});
                             auto s = ts::dot(qt, kt, ts::zeros({BM, BN}, ts::f32));
