@@ -464,7 +464,8 @@ void CompiledKernel::launchWith(Dim3 grid, const std::vector<rt::Arg>& args, con
     o.checkBounds = true;
     return checked.launch(grid, args, o);
   }
-  if (!state_->specialize) return state_->kernel.launch(grid, args, opts);
+  // An empty grid runs nothing: the launch only checks the arguments.
+  if (!state_->specialize || grid.count() == 0) return state_->kernel.launch(grid, args, opts);
   uint64_t mask = factMask(state_->artifact->binary.signature, args);
   rt::Kernel variant = state_->kernel;
   if (mask != 0) {

@@ -462,8 +462,6 @@ void checkLaunch(const Kernel::State& st, const Checker& check, Dim3 grid, const
                       std::to_string(args.size()));
   }
 
-  if (grid.x == 0 || grid.y == 0 || grid.z == 0)
-    throw LaunchError(check.kernel() + ": empty grid " + grid.str() + ": every grid dimension must be at least 1");
   constexpr uint64_t kMaxDim = uint64_t{1} << 31, kMaxPrograms = uint64_t{1} << 40;
   // 128-bit product: Dim3::count() wraps for three dimensions near 2^31.
   const unsigned __int128 programs = (unsigned __int128)grid.x * grid.y * grid.z;
@@ -514,6 +512,19 @@ void Kernel::launch(Dim3 grid, const std::vector<Arg>& args, const LaunchOptions
   const KernelSignature& sig = state_->signature;
   Checker check(sig);
   checkLaunch(*state_, check, grid, args, opts);
+
+  // An empty grid (a dimension of 0: cdiv(M, BLOCK_M) for an MoE expert
+  // without tokens, an empty batch) runs no program: the arguments are
+  // still checked, so a mistake shows on the empty launch too, but nothing
+  // is enqueued and no tensor map is built (TMA cannot describe an empty
+  // tensor, and none would be read).
+  if (grid.x == 0 || grid.y == 0 || grid.z == 0) {
+    std::vector<uint64_t> slots(args.size());
+    std::vector<void*> ptrs(args.size());
+    std::vector<int64_t> extents(args.size());
+    marshal(*state_, args, check, slots.data(), ptrs.data(), extents.data());
+    return;
+  }
 
   // kernelParams: args[i] points at slot i; then one pointer per tensor map
   // (hidden parameters, KernelSignature::tensorMaps), each at its 128-byte

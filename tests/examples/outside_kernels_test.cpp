@@ -3,6 +3,7 @@
 // of both vendors against an independent reference.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -115,40 +116,52 @@ TEST_CASE("an 8-warp causal attention with a transposed K matches its reference 
 
 namespace {
 
-/// C = A B (+ bias 0) of the gemm_f16 example's kernel at K = 0: every
-/// element is the epilogue of a zero accumulator.
-void checkEmptyK(const std::string& target, ex::GemmBlocks blocks, int warps) {
-  const int M = 64, N = 128;
+/// C = A B + bias of the gemm_f16 example's kernel with an empty M, N or
+/// K, on the grid a user computes (cdiv(M, BLOCK_M) x cdiv(N, BLOCK_N)):
+/// K = 0 is the epilogue of a zero accumulator, M or N = 0 an empty grid
+/// that runs nothing and leaves C as it was.
+void checkEmpty(const std::string& target, ex::GemmBlocks blocks, int warps, int M, int N, int K) {
+  const int rows = std::max(M, 64), cols = std::max(N, 128);  // C as allocated
   INFO(target << ": " << blocks.m << "x" << blocks.n << "x" << blocks.k << " s" << blocks.stages
-              << (blocks.warpSpecialized ? " warp-specialised" : "") << ", K = 0");
+              << (blocks.warpSpecialized ? " warp-specialised" : "") << ", M N K = " << M << " " << N << " " << K);
   ts::Device dev = deviceFor(target);
   ts::CompileOptions o;
   o.numWarps = warps;
   ts::CompiledKernel c = ts::compile(ex::gemmF16(blocks, ex::Activation::None), dev, o);
   // 16-byte aligned buffers and sizes: on sm_90a the launch specialises to
-  // the TMA variant, whose tensor maps cannot describe K = 0.
-  ts::Buffer a = dev.alloc(ts::DType::F16, 16), b = dev.alloc(ts::DType::F16, 16);
-  std::vector<float> bias(N);
-  for (int j = 0; j < N; ++j) bias[size_t(j)] = float(j % 7) - 3.0f;
-  ts::Buffer cb = dev.alloc(ts::DType::F16, size_t(M) * N);
-  cb.fillBytes(0xff);
-  c.launch({uint32_t(M / blocks.m), uint32_t(N / blocks.n)}, cb, a, b, dev.upload(ts::DType::F32, bias), int32_t(M),
-           int32_t(N), int32_t(0));
-  std::vector<_Float16> got = cb.read<_Float16>();
+  // the TMA variant, whose tensor maps cannot describe an empty dimension.
+  std::vector<_Float16> a(size_t(std::max(M, 1)) * std::max(K, 8), _Float16(1.0f));
+  std::vector<_Float16> b(size_t(std::max(K, 8)) * std::max(N, 8), _Float16(1.0f));
+  std::vector<float> bias(static_cast<size_t>(cols));
+  for (int j = 0; j < cols; ++j) bias[size_t(j)] = float(j % 7) - 3.0f;
+  ts::Buffer cb = dev.alloc(ts::DType::F16, size_t(rows) * cols);
+  cb.fillBytes(0x11);  // what an empty grid must leave
+  c.launch({uint32_t((M + blocks.m - 1) / blocks.m), uint32_t((N + blocks.n - 1) / blocks.n)}, cb,
+           dev.upload(ts::DType::F16, a), dev.upload(ts::DType::F16, b), dev.upload(ts::DType::F32, bias), int32_t(M),
+           int32_t(N), int32_t(K));
+  std::vector<uint16_t> got = cb.read<uint16_t>();
   size_t bad = 0;
-  for (int i = 0; i < M; ++i)
-    for (int j = 0; j < N; ++j)
-      if (float(got[size_t(i) * N + j]) != bias[size_t(j)] && bad++ < 3)
-        FAIL_CHECK("C[" << i << "][" << j << "] = " << float(got[size_t(i) * N + j]) << ", want " << bias[size_t(j)]);
+  for (int i = 0; i < rows; ++i)
+    for (int j = 0; j < cols; ++j) {
+      const uint16_t g = got[size_t(i) * cols + j];
+      const bool untouched = M == 0 || N == 0 || i >= M || j >= N;
+      const bool ok = untouched ? g == 0x1111 : ex::fromHalf(g) == bias[size_t(j)];
+      if (!ok && bad++ < 3)
+        FAIL_CHECK("C[" << i << "][" << j << "] = 0x" << std::hex << g << std::dec << " (" << ex::fromHalf(g)
+                        << "), want " << (untouched ? "untouched" : "the bias"));
+    }
   CHECK(bad == 0);
 }
 
 }  // namespace
 
-TEST_CASE("a GEMM launched with K = 0 gives the epilogue of a zero product, with TMA and warp specialisation too",
+TEST_CASE("a GEMM with an empty M, N or K gives the epilogue of a zero product, with TMA and warp specialisation too",
           "[examples][outside]") {
-  for (const char* target : kTargets) checkEmptyK(target, {64, 64, 32, 2, false}, 4);
+  for (const char* target : kTargets)
+    for (auto [M, N, K] : {std::tuple{64, 128, 0}, std::tuple{0, 128, 64}, std::tuple{64, 0, 64}})
+      checkEmpty(target, {64, 64, 32, 2, false}, 4, M, N, K);
   // sm_90a: TMA slots, then TMA issued by a producer warp.
-  checkEmptyK("emu:nvptx:sm_90a", {64, 64, 64, 3, false}, 4);
-  checkEmptyK("emu:nvptx:sm_90a", {64, 64, 64, 3, true}, 4);
+  for (bool ws : {false, true})
+    for (auto [M, N, K] : {std::tuple{64, 128, 0}, std::tuple{0, 128, 64}, std::tuple{64, 0, 64}})
+      checkEmpty("emu:nvptx:sm_90a", {64, 64, 64, 3, ws}, 4, M, N, K);
 }
