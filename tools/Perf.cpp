@@ -35,7 +35,8 @@ const char* const kBenchSynopsis =
     "                  [--grid X,Y,Z --arg NAME=VALUE... --kernel NAME]\n";
 const char* const kSolSynopsis =
     "  tessera sol [KERNEL[:SHAPE]...|FILE.tir] [--target T] [--shape A,B,...] [--machines ID,...]\n"
-    "                  [--grid X,Y,Z] [--arg NAME=VALUE]... [--kernel NAME] [--remeasure-host] [--model]\n";
+    "                  [--grid X,Y,Z] [--arg NAME=VALUE]... [--kernel NAME] [--remeasure-host] [--model]\n"
+    "                  [--config K=V,...]\n";
 
 std::string benchOptionsHelp() {
   return "bench:   times each KERNEL (a bundled example, `tessera list`; NAME:A,B,... gives its shape) on the\n"
@@ -90,6 +91,8 @@ std::string solOptionsHelp() {
          "                      machine Tessera compiles for (or those of --machines): the kernel is\n"
          "                      compiled for the machine's target and its listing, registers, occupancy\n"
          "                      and work give the time (no GPU needed; docs/model.md)\n"
+         "  --config K=V,...    trace each example with this point of its tune space for --target (as\n"
+         "                      bench --config): the work and the model's prediction of that config\n"
          "  FILE.tir            --grid X[,Y[,Z]] and --arg NAME=VALUE (integer scalars: their value;\n"
          "                      buffers: their element count, which bounds the bytes counted)\n";
 }
@@ -217,7 +220,7 @@ class ArgParser {
         a.peers = true;
       } else if (bench && s == "--check-bounds") {
         a.bench.launch.checkBounds = true;
-      } else if (bench && s == "--config") {
+      } else if ((bench || cmd_ == "sol") && s == "--config") {
         const std::string v = value("a config K=V,... (BLOCK_M=128,num_warps=8), or tuned");
         try {
           a.config = v == "tuned" ? perf::TuneConfig{} : perf::TuneConfig::parse(v);
