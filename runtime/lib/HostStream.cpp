@@ -3,6 +3,7 @@
 #include "HostStream.h"
 
 #include <system_error>
+#include <utility>
 
 namespace tessera::rt {
 namespace {
@@ -21,6 +22,18 @@ inline void cpuRelax() {
 
 }  // namespace
 
+// ---- OrphanErrors ------------------------------------------------------------
+
+void OrphanErrors::keep(std::exception_ptr e) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!first_) first_ = std::move(e);
+}
+
+std::exception_ptr OrphanErrors::take() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::exchange(first_, nullptr);
+}
+
 // ---- HostStream -----------------------------------------------------------
 
 HostStream::~HostStream() {
@@ -31,6 +44,7 @@ HostStream::~HostStream() {
   }
   wake_.notify_one();  // a polling worker sees stop_ once it sleeps, at the latest after kSpinTime
   if (worker_.joinable()) worker_.join();
+  if (error_ && orphans_) orphans_->keep(std::move(error_));
 }
 
 void HostStream::submit(std::function<void()> task) {
@@ -114,32 +128,36 @@ void HostStream::synchronize() {
 
 // ---- HostEvent -------------------------------------------------------------
 
-uint64_t HostEvent::arm() {
-  std::lock_guard<std::mutex> lock(mu_);
-  done_ = false;
-  return ++generation_;
-}
-
-void HostEvent::complete(uint64_t generation) {
+void HostMarker::complete() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    // A later record() re-armed the event: this completion is stale.
-    if (generation != generation_) return;
     done_ = true;
     when_ = std::chrono::steady_clock::now();
   }
   cv_.notify_all();
 }
 
-void HostEvent::wait() {
+void HostMarker::wait() {
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [&] { return done_; });
 }
 
-bool HostEvent::done(std::chrono::steady_clock::time_point* when) const {
+bool HostMarker::done(std::chrono::steady_clock::time_point* when) const {
   std::lock_guard<std::mutex> lock(mu_);
   if (done_ && when) *when = when_;
   return done_;
+}
+
+std::shared_ptr<HostMarker> HostEvent::arm() {
+  auto m = std::make_shared<HostMarker>();
+  std::lock_guard<std::mutex> lock(mu_);
+  latest_ = m;
+  return m;
+}
+
+std::shared_ptr<HostMarker> HostEvent::latest() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return latest_;
 }
 
 // ---- HostMemoryDevice ----------------------------------------------------------
@@ -174,7 +192,7 @@ void HostMemoryDevice::copyDeviceToDeviceAsync(StreamImpl& s, DevicePtr dst, Dev
 }
 
 std::shared_ptr<StreamImpl> HostMemoryDevice::createStream() {
-  auto s = std::make_shared<HostStream>();
+  auto s = std::make_shared<HostStream>(orphans_);
   streams_.add(s);
   return s;
 }
@@ -194,27 +212,36 @@ std::shared_ptr<StreamImpl> HostMemoryDevice::wrapStream(void*) {
 }
 
 void HostMemoryDevice::recordEvent(const std::shared_ptr<EventImpl>& e, StreamImpl& s) {
-  // The marker holds the event: a dropped Event handle must not dangle.
-  auto he = std::static_pointer_cast<HostEvent>(e);
-  const uint64_t gen = he->arm();
-  run(s, true, [he, gen] { he->complete(gen); });
+  // The task holds the marker, not the event: a dropped Event handle must
+  // not dangle, and a re-record must not change what this one completes.
+  std::shared_ptr<HostMarker> m = static_cast<HostEvent&>(*e).arm();
+  run(s, true, [m] { m->complete(); });
 }
 
 void HostMemoryDevice::waitEvent(StreamImpl& s, const std::shared_ptr<EventImpl>& e) {
-  auto he = std::static_pointer_cast<HostEvent>(e);
-  if (he->done(nullptr)) return;
-  static_cast<HostStream&>(s).submit([he] { he->wait(); });
+  // The recording that is latest now (Stream::wait checked there is one).
+  std::shared_ptr<HostMarker> m = static_cast<HostEvent&>(*e).latest();
+  if (!m || m->done(nullptr)) return;
+  static_cast<HostStream&>(s).submit([m] { m->wait(); });
+}
+
+void HostMemoryDevice::synchronizeEvent(EventImpl& e) {
+  if (std::shared_ptr<HostMarker> m = static_cast<HostEvent&>(e).latest()) m->wait();
 }
 
 double HostMemoryDevice::elapsedMs(EventImpl& start, EventImpl& end) {
   std::chrono::steady_clock::time_point a, b;
-  if (!static_cast<HostEvent&>(start).done(&a) || !static_cast<HostEvent&>(end).done(&b))
+  const std::shared_ptr<HostMarker> ma = static_cast<HostEvent&>(start).latest();
+  const std::shared_ptr<HostMarker> mb = static_cast<HostEvent&>(end).latest();
+  if (!ma || !mb || !ma->done(&a) || !mb->done(&b))
     throw DeviceError(name() + ": Event::elapsedMs: an event has not completed yet; synchronize it first");
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
 void HostMemoryDevice::synchronize() {
-  std::exception_ptr first;
+  // An error of a stream already gone came first: it was kept before any
+  // live stream's work was waited for.
+  std::exception_ptr first = orphans_->take();
   for (const auto& s : streams_.live()) {
     try {
       s->synchronize();
