@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "EmulatorImpl.h"
+#include "tessera/runtime/LaunchLimits.h"
 
 namespace tessera::emu::detail {
 
@@ -200,8 +201,13 @@ void validate(ThreadFn fn, const LaunchConfig& cfg) {
     if (!cfg.grid[i]) bad("grid dimension " + std::to_string(i) + " is zero");
     if (!cfg.block[i]) bad("block dimension " + std::to_string(i) + " is zero");
   }
-  uint64_t threads = uint64_t{cfg.block[0]} * cfg.block[1] * cfg.block[2];
-  if (threads > 1024) bad(std::to_string(threads) + " threads per block exceed the limit of 1024");
+  // The vendor's launch limits, as its driver enforces them: a launch no
+  // GPU of that vendor would run does not run here either.
+  const bool amd = cfg.vendor == Vendor::AMD;
+  const std::string limits =
+      rt::launchLimitViolation(rt::launchLimits(amd ? GpuArch::Vendor::AMD : GpuArch::Vendor::NVIDIA), cfg.grid,
+                               cfg.block, amd ? "an AMD GPU (HIP)" : "an NVIDIA GPU");
+  if (!limits.empty()) bad(limits);
   if (cfg.vendor == Vendor::NVIDIA && cfg.warpSize != 32)
     bad("NVIDIA warps have 32 lanes, not " + std::to_string(cfg.warpSize));
   if (cfg.vendor == Vendor::AMD && cfg.warpSize != 32 && cfg.warpSize != 64)

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "CudaDriver.h"
+#include "tessera/runtime/LaunchLimits.h"
 
 namespace tessera::rt {
 namespace {
@@ -364,11 +365,13 @@ class CudaDevice final : public DeviceImpl {
   void launchOn(CudaStream& s, KernelState& ks, const KernelSignature& sig, Dim3 grid, void** args,
                 std::shared_ptr<void> keep) {
     auto& k = static_cast<CudaKernel&>(ks);
-    const uint32_t dims[3] = {grid.x, grid.y, grid.z};
-    for (int d = 0; d < 3; ++d)
-      if (dims[d] > static_cast<uint32_t>(maxGrid_[d]))
-        throw LaunchError(sig.kernelName + ": grid " + grid.str() + " exceeds " + ctx_->label + "'s limit of " +
-                          std::to_string(maxGrid_[d]) + " blocks in dimension " + "xyz"[d]);
+    // NVIDIA's limits (LaunchLimits.h, which the emulator checks too), with
+    // the grid limits this device's driver reports.
+    LaunchLimits limits = kNvidiaLaunchLimits;
+    for (int d = 0; d < 3; ++d) limits.maxGrid[d] = static_cast<uint32_t>(maxGrid_[d]);
+    const uint32_t dims[3] = {grid.x, grid.y, grid.z}, block[3] = {k.threadsPerBlock, 1, 1};
+    if (std::string why = launchLimitViolation(limits, dims, block, ctx_->label); !why.empty())
+      throw LaunchError(sig.kernelName + ": " + why);
     ctx_->enter();
     std::string what = describeLaunch(sig, grid, k.threadsPerBlock, k.sharedBytes);
     ctx_->check(drv().LaunchKernel(k.fn, grid.x, grid.y, grid.z, k.threadsPerBlock, 1, 1, k.sharedBytes, s.stream, args,

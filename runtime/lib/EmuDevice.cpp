@@ -20,6 +20,7 @@
 
 #include "HostStream.h"
 #include "tessera/runtime/Emulator.h"
+#include "tessera/runtime/LaunchLimits.h"
 #include "tessera/support/Targets.h"
 
 namespace tessera::rt {
@@ -29,7 +30,6 @@ namespace {
 // alignment (cudaMalloc gives at least 256, but kernels assume only the
 // element alignment and the vector width the lowering chose, <= 16 bytes).
 constexpr size_t kAlign = 64;
-constexpr unsigned kMaxBlockThreads = 1024;
 
 // An emulated architecture: a row of Targets.def with its spelling.
 struct ArchInfo {
@@ -114,9 +114,12 @@ class EmuDevice final : public HostMemoryDevice {
       throw DeviceError(prefix + "the binary was compiled for " + (bin.emuAmd ? "AMDGPU" : "NVPTX") +
                         " with warps of " + std::to_string(bin.emuWarpSize) + " threads, but this device emulates " +
                         arch_.spelling + " (warp " + std::to_string(arch_.warp) + ")");
-    if (bin.threadsPerBlock == 0 || bin.threadsPerBlock > kMaxBlockThreads)
+    // As cuModuleGetFunction's MAX_THREADS_PER_BLOCK check on a CUDA device:
+    // a block the vendor's GPUs cannot run is refused when it is loaded.
+    const unsigned maxThreads = limits().maxThreadsPerBlock;
+    if (bin.threadsPerBlock == 0 || bin.threadsPerBlock > maxThreads)
       throw DeviceError(prefix + "block of " + std::to_string(bin.threadsPerBlock) + " threads; a block has 1.." +
-                        std::to_string(kMaxBlockThreads));
+                        std::to_string(maxThreads));
     auto ks = std::make_shared<EmuKernel>();
     ks->thread = bin.emuThread;
     ks->owner = bin.owner;
@@ -171,6 +174,7 @@ class EmuDevice final : public HostMemoryDevice {
   }
 
   void launch(KernelState& ks, const KernelSignature& sig, Dim3 grid, void** args, const LaunchOptions& opts) override {
+    checkLimits(static_cast<EmuKernel&>(ks), sig, grid);
     const unsigned threads = launchThreads(opts, sig, *this);
     defaultStream()->synchronize();
     runGrid(static_cast<EmuKernel&>(ks), sig, grid, args, threads);
@@ -180,6 +184,7 @@ class EmuDevice final : public HostMemoryDevice {
   // the stream's worker.
   void launchAsync(StreamImpl& s, KernelState& ks, const KernelSignature& sig, Dim3 grid,
                    std::shared_ptr<LaunchPacket> packet, const LaunchOptions& opts) override {
+    checkLimits(static_cast<EmuKernel&>(ks), sig, grid);
     const unsigned threads = launchThreads(opts, sig, *this);
     auto* k = static_cast<EmuKernel*>(&ks);  // kept alive by packet->kernel
     run(s, false, [this, k, &sig, grid, threads, packet = std::move(packet)] {
@@ -189,6 +194,19 @@ class EmuDevice final : public HostMemoryDevice {
   }
 
  private:
+  const LaunchLimits& limits() const {
+    return launchLimits(arch_.amd ? GpuArch::Vendor::AMD : GpuArch::Vendor::NVIDIA);
+  }
+
+  // The grid the driver of the emulated vendor would refuse is refused by
+  // the call, with the LaunchError a CUDA or HIP device gives (an
+  // asynchronous launch too: cuLaunchKernel refuses it at once).
+  void checkLimits(const EmuKernel& k, const KernelSignature& sig, Dim3 grid) const {
+    const uint32_t g[3] = {grid.x, grid.y, grid.z}, b[3] = {k.threadsPerBlock, 1, 1};
+    if (std::string why = launchLimitViolation(limits(), g, b, name()); !why.empty())
+      throw LaunchError(sig.kernelName + ": " + why);
+  }
+
   void runGrid(EmuKernel& k, const KernelSignature& sig, Dim3 grid, void** args, unsigned threads) {
     emu::LaunchConfig cfg;
     cfg.vendor = k.amd ? emu::Vendor::AMD : emu::Vendor::NVIDIA;

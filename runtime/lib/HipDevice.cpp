@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "HipDriver.h"
+#include "tessera/runtime/LaunchLimits.h"
 
 namespace tessera::rt {
 namespace {
@@ -231,12 +232,11 @@ class HipDevice final : public DeviceImpl {
   void launchOn(HipStream& s, KernelState& ks, const KernelSignature& sig, Dim3 grid, void** args,
                 std::shared_ptr<void> keep) {
     auto& k = static_cast<HipKernel&>(ks);
-    // HIP counts the grid in work-items, 32-bit per dimension.
-    const uint64_t workItemsX = uint64_t{grid.x} * k.threadsPerBlock;
-    if (workItemsX > UINT32_MAX)
-      throw LaunchError(sig.kernelName + ": grid " + grid.str() + " with " + std::to_string(k.threadsPerBlock) +
-                        " threads per block is " + std::to_string(workItemsX) +
-                        " work-items in x, over HIP's limit of 2^32 - 1");
+    // HIP's limits (LaunchLimits.h, which the emulator checks too): HIP
+    // counts the grid in work-items, 32-bit per dimension.
+    const uint32_t dims[3] = {grid.x, grid.y, grid.z}, block[3] = {k.threadsPerBlock, 1, 1};
+    if (std::string why = launchLimitViolation(kAmdLaunchLimits, dims, block, ctx_->label); !why.empty())
+      throw LaunchError(sig.kernelName + ": " + why);
     ctx_->enter();
     std::string what = describeLaunch(sig, grid, k.threadsPerBlock, k.sharedBytes);
     ctx_->check(drv().ModuleLaunchKernel(k.fn, grid.x, grid.y, grid.z, k.threadsPerBlock, 1, 1, k.sharedBytes, s.stream,
