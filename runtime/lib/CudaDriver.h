@@ -4,8 +4,6 @@
 // events -- each releasing its driver object when it goes.
 #pragma once
 
-#include <cinttypes>
-#include <cstdio>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -153,11 +151,5 @@ struct CudaEvent final : EventImpl {
     if (event && ctx->drv->CtxSetCurrent(ctx->ctx) == CUDA_SUCCESS) ctx->drv->EventDestroy(event);
   }
 };
-
-inline std::string hexAddress(DevicePtr p) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%" PRIx64, p);
-  return buf;
-}
 
 }  // namespace tessera::rt::cudadrv

@@ -50,13 +50,10 @@ DLDevice dlDevice(const DeviceImpl& d) {
 std::string deviceMismatch(const DeviceImpl& d, DLDevice t) {
   const DLDevice want = dlDevice(d);
   const bool host = t.device_type == kDLCPU || t.device_type == kDLCUDAHost || t.device_type == kDLROCMHost;
-  bool typeOk = false, idMatters = true;
+  bool typeOk = false;
   switch (d.kind()) {
     case DeviceKind::CPU:
-    case DeviceKind::Emulator:
-      typeOk = host;
-      idMatters = false;
-      break;
+    case DeviceKind::Emulator: typeOk = host; break;
     case DeviceKind::CUDA: typeOk = t.device_type == kDLCUDA || t.device_type == kDLCUDAManaged; break;
     case DeviceKind::HIP: typeOk = t.device_type == kDLROCM; break;
   }
@@ -64,9 +61,14 @@ std::string deviceMismatch(const DeviceImpl& d, DLDevice t) {
     return "the tensor is on " + deviceTypeName(t.device_type) + " (device " + std::to_string(t.device_id) +
            ") but this device's memory is " + deviceTypeName(want.device_type) +
            "; import it with the Device the memory belongs to";
-  if (idMatters && t.device_id != want.device_id)
+  // Host memory has one device id in DLPack, 0 (dlpack.h: "for vanilla CPU
+  // memory, pinned memory, or managed memory, this is set to 0"): any other
+  // id is a producer's mistake or a tensor of something that is not this
+  // host's memory, so it is refused rather than guessed at.
+  if (t.device_id != want.device_id)
     return "the tensor is on " + deviceTypeName(t.device_type) + " device " + std::to_string(t.device_id) +
-           " but this is device " + std::to_string(want.device_id);
+           " but this is device " + std::to_string(want.device_id) +
+           (host ? " (DLPack gives host memory, pinned or not, device_id 0)" : "");
   return {};
 }
 
@@ -177,12 +179,18 @@ Buffer wrapTensor(const Device& dev, const DLTensor& t, const std::string& what,
   const size_t count = contiguousCount(t, what);
   if (!t.data && count)
     throw UsageError(what + ": the data pointer is null but the tensor has " + std::to_string(count) + " elements");
+  // data + byte_offset is the first element's address: an offset past the
+  // end of the address space would wrap around to a small address.
+  const auto data = reinterpret_cast<uint64_t>(t.data);
+  if (t.byte_offset > std::numeric_limits<uint64_t>::max() - data)
+    throw UsageError(what + ": data (" + hexAddress(data) + ") + byte_offset (" + std::to_string(t.byte_offset) +
+                     ") runs past the end of the 64-bit address space");
   WrapOptions o;
   o.deleter = std::move(deleter);
-  // The device's own checks (alignment, the driver's view of the pointer),
-  // reported as this import's.
+  // The device's own checks (alignment, a range that wraps, the driver's
+  // view of the pointer), reported as this import's.
   try {
-    return dev.wrap(reinterpret_cast<uint64_t>(t.data) + t.byte_offset, *dtype, count, std::move(o));
+    return dev.wrap(data + t.byte_offset, *dtype, count, std::move(o));
   } catch (const UsageError& e) {
     throw UsageError(what + ": " + e.what());
   } catch (const DeviceError& e) {

@@ -279,6 +279,8 @@ struct Buffer::State {
 
 /// "1000 f32 elements (4000 bytes)", for messages.
 std::string bufferDesc(const Buffer::State& s);
+/// "0x7f12a4000000", for messages.
+std::string hexAddress(DevicePtr p);
 
 struct Kernel::State {
   std::shared_ptr<DeviceImpl> device;

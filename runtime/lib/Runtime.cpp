@@ -110,6 +110,12 @@ std::string bufferDesc(const Buffer::State& s) {
   return std::to_string(s.count) + " " + name(s.dtype) + " elements (" + std::to_string(s.bytes()) + " bytes)";
 }
 
+std::string hexAddress(DevicePtr p) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%" PRIx64, p);
+  return buf;
+}
+
 DType Buffer::dtype() const { return live(state_, "dtype").dtype; }
 size_t Buffer::count() const { return live(state_, "count").count; }
 size_t Buffer::bytes() const { return live(state_, "bytes").bytes(); }
@@ -267,12 +273,15 @@ Buffer Device::wrap(uint64_t address, DType dtype, size_t count, WrapOptions opt
   if (count > std::numeric_limits<size_t>::max() / elem) throw UsageError(what + ": the size in bytes overflows");
   const size_t bytes = count * elem;
   if (!address && count) throw UsageError(what + ": the address is null");
-  if (address % elem) {
-    char hex[32];
-    std::snprintf(hex, sizeof hex, "0x%" PRIx64, address);
-    throw UsageError(what + ": the address " + hex + " is not aligned to the element size (" + std::to_string(elem) +
-                     " bytes)");
-  }
+  if (address % elem)
+    throw UsageError(what + ": the address " + hexAddress(address) + " is not aligned to the element size (" +
+                     std::to_string(elem) + " bytes)");
+  // The end of the range must be an address: one that wraps past 2^64 (or
+  // is 2^64 itself) would make every later end-of-range computation (the
+  // emulator's registry, bounds checks, copies) wrap to a small number.
+  if (bytes > std::numeric_limits<uint64_t>::max() - address)
+    throw UsageError(what + " (" + std::to_string(bytes) + " bytes) at " + hexAddress(address) +
+                     ": the range runs past the end of the 64-bit address space");
   if (opts.capacityBytes && bytes > opts.capacityBytes)
     throw UsageError(what + " (" + std::to_string(bytes) + " bytes): more than the " +
                      std::to_string(opts.capacityBytes) + " bytes of WrapOptions::capacityBytes");

@@ -112,12 +112,20 @@ namespace tessera::rt {
 /// last tensor exported from it) is gone. On error nothing is taken -- the
 /// caller still owns the tensor and its deleter has not been called.
 ///
-/// Throws DeviceError when the tensor is not on `dev` (device type or id),
-/// UsageError for a null tensor, a dtype Tessera has no type for (unsigned,
-/// complex, fp8, lanes != 1, bits that do not match), non-contiguous strides
-/// (only row-major contiguous tensors; dimensions of size 1 may have any
-/// stride), a null data pointer with elements, a read-only versioned tensor,
-/// or a versioned tensor of another major version.
+/// Every Tessera dtype is accepted: kDLInt, kDLUInt (u8..u64), kDLFloat,
+/// kDLBfloat, kDLBool (8 bits, as i1) and the four 8-bit floats above
+/// (f8e4m3, f8e4m3fnuz, f8e5m2, f8e5m2fnuz); docs/runtime.md has the table.
+///
+/// Throws DeviceError when the tensor is not on `dev`: another device type,
+/// or another device_id (host memory -- kDLCPU, kDLCUDAHost, kDLROCMHost --
+/// is device_id 0 in DLPack). UsageError for a null tensor; a dtype Tessera
+/// has no type for (complex, the other 8-bit floats -- e3m4, e4m3 with
+/// infinities, e4m3b11fnuz, e8m0fnu --, the 6- and 4-bit floats, opaque
+/// handles, lanes != 1, bits that match no type of the code); non-contiguous
+/// strides (only row-major contiguous tensors; dimensions of size 1 may have
+/// any stride); a null data pointer with elements; data + byte_offset past
+/// the end of the address space, or a range that runs past it; a read-only
+/// versioned tensor, or a versioned tensor of another major version.
 Buffer fromDLPack(const Device& dev, dlpack::DLManagedTensor* tensor);
 Buffer fromDLPack(const Device& dev, dlpack::DLManagedTensorVersioned* tensor);
 
