@@ -20,14 +20,25 @@
 
 #include "tessera/Kernel.h"
 #include "tessera/codegen/Compiler.h"
+#include "tessera/runtime/DLPack.h"
 #include "tessera/runtime/Runtime.h"
 
 namespace tessera {
 
+// The runtime types a program names (docs/runtime.md), so that it needs no
+// `rt::`: devices, buffers, launches, streams and events, external memory
+// and DLPack interchange.
 using Device = rt::Device;
 using Buffer = rt::Buffer;
 using Dim3 = rt::Dim3;
 using LaunchOptions = rt::LaunchOptions;
+using Stream = rt::Stream;
+using Event = rt::Event;
+using WrapOptions = rt::WrapOptions;
+namespace dlpack = rt::dlpack;
+using rt::fromDLPack;
+using rt::toDLPack;
+using rt::toDLPackVersioned;
 using CompileOptions = codegen::CompileOptions;
 using Target = codegen::Target;
 
