@@ -125,7 +125,17 @@ DiskCacheSettings fromEnvironment() {
     try {
       s.maxBytes = parseByteSize(m, "TESSERA_CACHE_MAX_SIZE");
     } catch (const Error& e) {
-      warnOnce("env:TESSERA_CACHE_MAX_SIZE", std::string(e.what()) + "; the default limit (1G) applies");
+      // A bad limit must not fail every compile of the program, so it is a
+      // warning (once per value), and the default keeps the folder bounded.
+      warnOnce(std::string("env:TESSERA_CACHE_MAX_SIZE=") + m,
+               std::string(e.what()) + "; the default limit (1G) applies");
+    }
+    // A limit of 0 would evict every entry as soon as it is written: a cache
+    // that costs a write per compile and keeps nothing. It means "off", and
+    // says so where the state is shown (tessera cache stats, explain).
+    if (s.maxBytes == 0 && s.enabled) {
+      s.enabled = false;
+      s.origin = std::string("TESSERA_CACHE_MAX_SIZE=") + m;
     }
   }
   return s;
@@ -453,10 +463,15 @@ DiskCacheSettings diskCacheSettings() {
 }
 
 void setDiskCacheSettings(const DiskCacheSettings& s) {
-  if (s.enabled && s.dir.empty())
-    throw UsageError("disk cache settings: enabled with an empty folder (set dir, or enabled = false)");
   DiskCacheSettings c = s;
   if (c.origin.empty()) c.origin = "setDiskCacheSettings";
+  // A limit of 0 is off, as TESSERA_CACHE_MAX_SIZE=0 is (fromEnvironment).
+  if (c.enabled && c.maxBytes == 0) {
+    c.enabled = false;
+    c.origin += "; a size limit of 0 bytes";
+  }
+  if (c.enabled && c.dir.empty())
+    throw UsageError("disk cache settings: enabled with an empty folder (set dir, or enabled = false)");
   std::lock_guard<std::mutex> lock(settingsMutex());
   overridden() = c;
 }
@@ -467,7 +482,9 @@ void resetDiskCacheSettings() {
 }
 
 uint64_t parseByteSize(const std::string& text, const std::string& what) {
+  const std::string expected = " (expected a number of bytes, optionally with K, M or G)";
   std::string t = trimmed(text);
+  if (!t.empty() && t[0] == '-') throw UsageError(what + ": '" + text + "' is negative" + expected);
   size_t digits = 0;
   while (digits < t.size() && std::isdigit(static_cast<unsigned char>(t[digits]))) ++digits;
   std::string unit = lower(t.substr(digits));
@@ -475,10 +492,15 @@ uint64_t parseByteSize(const std::string& text, const std::string& what) {
   if (unit.size() == 2 && (unit[1] == 'b' || unit[1] == 'i')) unit.resize(1);  // "MB", "Mi"
   if (unit == "b") unit.clear();
   int shift = unit.empty() ? 0 : unit == "k" ? 10 : unit == "m" ? 20 : unit == "g" ? 30 : unit == "t" ? 40 : -1;
-  if (digits == 0 || digits > 15 || shift < 0)
-    throw UsageError(what + ": '" + text + "' is not a size (expected a number of bytes, optionally with K, M or G)");
-  uint64_t n = std::stoull(t.substr(0, digits));
-  if (shift && n > (UINT64_MAX >> shift)) throw UsageError(what + ": '" + text + "' is too large");
+  if (digits == 0 || shift < 0) throw UsageError(what + ": '" + text + "' is not a size" + expected);
+  // Digit by digit, so that no count of digits overflows unnoticed.
+  uint64_t n = 0;
+  for (size_t i = 0; i < digits; ++i) {
+    const unsigned d = static_cast<unsigned>(t[i] - '0');
+    if (n > (UINT64_MAX - d) / 10) throw UsageError(what + ": '" + text + "' is too large (over 2^64 bytes)");
+    n = n * 10 + d;
+  }
+  if (shift && n > (UINT64_MAX >> shift)) throw UsageError(what + ": '" + text + "' is too large (over 2^64 bytes)");
   return n << shift;
 }
 

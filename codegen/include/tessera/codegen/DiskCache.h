@@ -37,22 +37,25 @@ namespace tessera::codegen {
 ///   TESSERA_CACHE_DIR=DIR       the folder (default $XDG_CACHE_HOME/tessera,
 ///                               else $HOME/.cache/tessera)
 ///   TESSERA_CACHE_MAX_SIZE=N    the size limit in bytes; K, M, G suffixes
-///                               (powers of 1024); default 1G
+///                               (powers of 1024); default 1G. 0 turns the
+///                               cache off (origin says so); a value that
+///                               is no size warns once and the default applies
 struct DiskCacheSettings {
   bool enabled = true;
   std::string dir;                        // "" when none can be determined (no HOME): nothing is cached
-  uint64_t maxBytes = uint64_t{1} << 30;  // entries beyond it are evicted, least recently used first
+  uint64_t maxBytes = uint64_t{1} << 30;  // entries beyond it are evicted, least recently used first; 0: off
   std::string origin;                     // where `dir` / `enabled` came from, for messages
 };
 DiskCacheSettings diskCacheSettings();
 /// Replaces the environment's settings for this process (tests, tools, a
-/// program that keeps its own folder). An empty dir with enabled = true is
-/// a UsageError.
+/// program that keeps its own folder). maxBytes = 0 is stored as off, its
+/// origin saying why. An empty dir with enabled = true is a UsageError.
 void setDiskCacheSettings(const DiskCacheSettings& s);
 /// Back to the environment's settings.
 void resetDiskCacheSettings();
-/// Parses a size: digits with an optional K, M or G suffix (powers of
-/// 1024). A UsageError names what was expected otherwise.
+/// Parses a size: digits with an optional K, M, G or T suffix (powers of
+/// 1024). A UsageError names what was expected otherwise (a negative
+/// value, garbage, a size over 2^64 bytes).
 uint64_t parseByteSize(const std::string& text, const std::string& what);
 
 // ---- keys ------------------------------------------------------------------
