@@ -37,31 +37,6 @@ const char* dtypeEnum(DType t) {
   return "I32";
 }
 
-// The C++ type a launcher takes for a scalar: what rt::Arg converts from
-// (f16 and bf16 scalars are passed as float, as with CompiledKernel::launch).
-const char* scalarType(DType t) {
-  switch (t) {
-    case DType::I1: return "bool";
-    case DType::I8: return "int8_t";
-    case DType::I16: return "int16_t";
-    case DType::I32: return "int32_t";
-    case DType::I64: return "int64_t";
-    case DType::U8: return "uint8_t";
-    case DType::U16: return "uint16_t";
-    case DType::U32: return "uint32_t";
-    case DType::U64: return "uint64_t";
-    case DType::F16:
-    case DType::BF16:
-    case DType::F8E4M3:
-    case DType::F8E5M2:
-    case DType::F8E4M3FNUZ:
-    case DType::F8E5M2FNUZ:
-    case DType::F32: return "float";
-    case DType::F64: return "double";
-  }
-  return "int32_t";
-}
-
 bool isIdentifier(const std::string& s) {
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
   for (char c : s)
@@ -199,7 +174,7 @@ std::string exportHeader(const KernelBinary& b, const HeaderSpec& s) {
   h += "  static void launch(const tessera::rt::Kernel& kernel, tessera::rt::Dim3 grid";
   for (size_t i = 0; i < sig.args.size(); ++i)
     h += std::string(", ") +
-         (sig.args[i].kind == ArgSpec::Kind::Pointer ? "const tessera::rt::Buffer&" : scalarType(sig.args[i].dtype)) +
+         (sig.args[i].kind == ArgSpec::Kind::Pointer ? "const tessera::rt::Buffer&" : scalarCType(sig.args[i].dtype)) +
          " " + names[i];
   h += ",\n                     const tessera::rt::LaunchOptions& options = {}) {\n    kernel.launch(grid, {";
   for (size_t i = 0; i < names.size(); ++i) h += (i ? ", " : "") + names[i];

@@ -17,33 +17,9 @@ namespace tessera::rt {
 
 namespace {
 
-/// The C++ type a user passes for a scalar of this dtype.
-const char* cppType(DType t) {
-  switch (t) {
-    case DType::I1: return "bool";
-    case DType::I8: return "int8_t";
-    case DType::I16: return "int16_t";
-    case DType::I32: return "int";
-    case DType::I64: return "int64_t";
-    case DType::U8: return "uint8_t";
-    case DType::U16: return "uint16_t";
-    case DType::U32: return "uint32_t";
-    case DType::U64: return "uint64_t";
-    case DType::F16:
-    case DType::BF16:
-    case DType::F8E4M3:
-    case DType::F8E5M2:
-    case DType::F8E4M3FNUZ:
-    case DType::F8E5M2FNUZ:
-    case DType::F32: return "float";
-    case DType::F64: return "double";
-  }
-  return "?";
-}
-
-/// cppType with its article: "an int", "a float".
+/// The scalar's C++ type (DTypes.def) with its article: "an int32_t", "a float".
 std::string aCppType(DType t) {
-  const char* c = cppType(t);
+  const char* c = scalarCType(t);
   return std::string(c[0] == 'i' ? "an " : "a ") + c;
 }
 
@@ -121,7 +97,7 @@ class Checker {
                   literal(static_cast<double>(a.scalar.i), want != DType::F64));
     }
     // Integer parameter.
-    if (isFloat(got)) fail(i, expects + ", got " + scalarDesc(a) + "; pass an integer (" + cppType(want) + ")");
+    if (isFloat(got)) fail(i, expects + ", got " + scalarDesc(a) + "; pass an integer (" + scalarCType(want) + ")");
     if (want == DType::I1 || got == DType::I1) fail(i, expects + ", got " + scalarDesc(a) + "; pass " + aCppType(want));
     // Where unsigned integers are involved, any value the parameter can
     // hold is accepted (C++ gives unsigned literals and sizes types that

@@ -76,10 +76,10 @@ TEST_CASE("buffer for scalar and scalar for buffer", "[runtime][launch]") {
   Buffer out = cpu.alloc(DType::F32, 8), in = cpu.alloc(DType::F32, 8);
   REQUIRE_LAUNCH_ERROR(k.launch({1}, {out, in, in}),
                        Contains("softmax") && Contains("argument 2 (i32 cols)") && Contains("expects an i32 scalar") &&
-                           Contains("got a Buffer of 8 f32") && Contains("pass an int value"));
+                           Contains("got a Buffer of 8 f32") && Contains("pass an int32_t value"));
   REQUIRE_LAUNCH_ERROR(k.launch({1}, {out, 3, 8}), Contains("argument 1 (ptr<f32> in)") &&
                                                        Contains("expects a Buffer of f32") &&
-                                                       Contains("got an int (3)"));
+                                                       Contains("got an int32_t (3)"));
   REQUIRE_LAUNCH_ERROR(k.launch({1}, {2.5f, in, 8}),
                        Contains("argument 0 (ptr<f32> out)") && Contains("got a float (2.5)"));
 }
@@ -150,7 +150,7 @@ TEST_CASE("scalar dtype rules", "[runtime][launch]") {
   }
   SECTION("integer for float and float for integer") {
     REQUIRE_LAUNCH_ERROR(scalarKernel(DType::F32).launch({1}, {3}),
-                         Contains("expects an f32 scalar") && Contains("got an int (3)") && Contains("pass 3.0f"));
+                         Contains("expects an f32 scalar") && Contains("got an int32_t (3)") && Contains("pass 3.0f"));
     REQUIRE_LAUNCH_ERROR(scalarKernel(DType::F64).launch({1}, {int64_t{3}}), Contains("pass 3.0"));
     REQUIRE_LAUNCH_ERROR(scalarKernel(DType::I32).launch({1}, {2.5f}), Contains("expects an i32 scalar") &&
                                                                            Contains("got a float (2.5)") &&

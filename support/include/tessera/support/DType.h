@@ -13,31 +13,40 @@ namespace tessera {
 /// i1 (boolean), signed (two's complement) and unsigned integers, floats and
 /// the 8-bit storage floats (DTypes.def).
 enum class DType : uint8_t {
-#define TS_DTYPE(Enum, name, bits, cls) Enum,
+#define TS_DTYPE(Enum, name, bits, cls, ctype) Enum,
 #include "tessera/support/DTypes.def"
 };
 
 inline constexpr DType kAllDTypes[] = {
-#define TS_DTYPE(Enum, name, bits, cls) DType::Enum,
+#define TS_DTYPE(Enum, name, bits, cls, ctype) DType::Enum,
 #include "tessera/support/DTypes.def"
 };
 
 namespace dtype_detail {
 enum class Class : uint8_t { Bool, Signed, Unsigned, Float, Float8 };
 inline constexpr Class kClass[] = {
-#define TS_DTYPE(Enum, name, bits, cls) Class::cls,
+#define TS_DTYPE(Enum, name, bits, cls, ctype) Class::cls,
 #include "tessera/support/DTypes.def"
 };
 inline constexpr unsigned kBits[] = {
-#define TS_DTYPE(Enum, name, bits, cls) bits,
+#define TS_DTYPE(Enum, name, bits, cls, ctype) bits,
 #include "tessera/support/DTypes.def"
 };
 inline constexpr const char* kName[] = {
-#define TS_DTYPE(Enum, name, bits, cls) name,
+#define TS_DTYPE(Enum, name, bits, cls, ctype) name,
+#include "tessera/support/DTypes.def"
+};
+inline constexpr const char* kCType[] = {
+#define TS_DTYPE(Enum, name, bits, cls, ctype) ctype,
 #include "tessera/support/DTypes.def"
 };
 inline Class classOf(DType t) { return kClass[static_cast<unsigned>(t)]; }
 }  // namespace dtype_detail
+
+/// The C++ type a scalar argument of this dtype is passed as ("int32_t";
+/// "float" for f16, bf16 and the fp8 types): launch messages and exported
+/// launchers say the same.
+inline const char* scalarCType(DType t) { return dtype_detail::kCType[static_cast<unsigned>(t)]; }
 
 /// The 8-bit floats (f8e4m3, f8e5m2 and their FNUZ variants): storage
 /// types. In registers they are their 8 bits; every conversion to or from
