@@ -15,7 +15,7 @@
 # BUILD_DIR/gpu-static-bench; the comparison, with the date, the commit, the
 # host's CPU and the tool versions, is also written to
 # bench/results/triton-compare-<date>-<commit>.md (TRITON_RESULTS_DIR
-# overrides the folder), the page docs/gpu.md links for measured figures.
+# overrides the folder); docs/gpu_bench.md describes the kernels and columns.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${1:-$ROOT/build}
@@ -80,7 +80,7 @@ PAGE=$RESULTS/triton-compare-$DATE-$COMMIT.md
   echo "# Tessera beside Triton: static GPU benchmark, $DATE, commit $COMMIT$DIRTY"
   echo
   echo "Written by \`bench/triton/compare.sh\`; the kernels and columns are described in"
-  echo "[docs/gpu.md](../../docs/gpu.md#static-code-quality-benchmark)."
+  echo "[docs/gpu_bench.md](../../docs/gpu_bench.md)."
   echo
   echo "| | |"
   echo "|---|---|"
