@@ -60,6 +60,7 @@
 #include "tessera/perf/CodeProfile.h"
 #include "tessera/support/Targets.h"
 #include "tessera/tessera.h"
+#include "tessera/support/Environment.h"
 
 namespace ts = tessera;
 
@@ -347,7 +348,7 @@ int main(int argc, char** argv) {
         // the like-for-like comparison compiles Tessera's with them too.
         std::string p = value();
         ts::codegen::parsePrecision(p);  // a UsageError naming the choices
-        setenv("TESSERA_PRECISION", p.c_str(), 1);
+        setenv(tessera::env::name(tessera::env::Var::Precision), p.c_str(), 1);
       } else
         throw ts::UsageError("unknown option " + a);
     }

@@ -6,7 +6,10 @@
 #       aliases, dtype constants; the internal namespace dsl excepted)
 #       appears in the reference as code: `name`, ts::name, .name( or name( .
 #   -DCHECK=env -DSOURCE_DIR=<root> -DDOC=docs/options.md
-#       every TESSERA_* variable the tree reads appears in the page: string
+#       every TESSERA_* variable the tree reads appears in the page: the
+#       entries of the registry support/include/tessera/support/Environment.def
+#       (where it exists, no C++ source outside tests/ may spell a name: it
+#       reads the registry through env::Var), string
 #       literals "TESSERA_X" in C++ sources outside tests/, the tool variables
 #       findTool derives (TESSERA_PTXAS from ptxas, ...), ${TESSERA_X} in
 #       shell scripts, and the project's CMake options (option / CACHE).
@@ -115,6 +118,24 @@ elseif(CHECK STREQUAL "env")
     endif()
   endforeach()
   set(vars "")
+  # The registry (Environment.def): every entry is a variable the library
+  # reads, and the library spells no TESSERA_* name anywhere else.
+  set(registry_file "support/include/tessera/support/Environment.def")
+  set(registered "")
+  set(stray "")
+  if(EXISTS "${SOURCE_DIR}/${registry_file}")
+    file(READ "${SOURCE_DIR}/${registry_file}" s)
+    string(REGEX MATCHALL "TS_ENV\\([A-Za-z0-9]+, \"TESSERA_[A-Z0-9_]+\"" m "${s}")
+    foreach(x IN LISTS m)
+      string(REGEX MATCH "TESSERA_[A-Z0-9_]+" x "${x}")
+      list(APPEND registered "${x}")
+      list(APPEND vars "${x}")
+      set(where_${x} "${registry_file}")
+    endforeach()
+    if(NOT registered)
+      message(FATAL_ERROR "${registry_file}: no TS_ENV entry found; the scan is broken")
+    endif()
+  endif()
   foreach(f IN LISTS files)
     if(f MATCHES "^tests/docs/bad/")
       continue()  # the checker's own failing fixtures
@@ -126,6 +147,9 @@ elseif(CHECK STREQUAL "env")
       foreach(x IN LISTS m)
         string(REPLACE "\"" "" x "${x}")
         list(APPEND found "${x}")
+        if(registered)
+          string(APPEND stray "  ${x} is spelt in ${f}; read it through tessera/support/Environment.h (env::Var)\n")
+        endif()
       endforeach()
       # findTool({..., "ptxas"}) reads TESSERA_PTXAS (GpuToolchain.h).
       string(REGEX MATCHALL "findTool\\(\\{[^}]*\"\\}\\)" m "${s}")
@@ -155,6 +179,9 @@ elseif(CHECK STREQUAL "env")
       set(where_${v} "${f}")
     endforeach()
   endforeach()
+  if(stray)
+    message(FATAL_ERROR "the library reads TESSERA_* variables outside ${registry_file}:\n${stray}")
+  endif()
   list(REMOVE_DUPLICATES vars)
   if(NOT vars)
     message(FATAL_ERROR "${SOURCE_DIR}: found no TESSERA_* variable at all; the scan is broken")

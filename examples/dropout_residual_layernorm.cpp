@@ -20,6 +20,7 @@
 
 #include "philox.h"
 #include "support.h"
+#include "tessera/support/Environment.h"
 
 namespace ts = tessera;
 
@@ -97,7 +98,7 @@ Launch prepare(const RunContext& ctx) {
                 {rows, cols}};
   // The precision the compile will use: TESSERA_PRECISION overrides the
   // options (as `tessera run --precision` sets it).
-  const char* env = std::getenv("TESSERA_PRECISION");
+  const char* env = tessera::env::get(tessera::env::Var::Precision);
   const bool approx =
       (env && *env ? codegen::parsePrecision(env) : ctx.options.precision) == codegen::Precision::Approximate;
   launch.check = [dy, dh, x = std::move(x), res = std::move(res), w = std::move(w), b = std::move(b), rows = rows,

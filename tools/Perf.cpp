@@ -23,6 +23,7 @@
 #include "tessera/perf/TuneTable.h"
 #include "tessera/perf/Roofline.h"
 #include "tessera/perf/SpeedOfLight.h"
+#include "tessera/support/Environment.h"
 
 namespace tessera::tools {
 
@@ -651,7 +652,7 @@ int runBench(const std::vector<std::string>& args, std::ostream& out, std::ostre
   }
   Target target = Target::parse(a.target);
   Device dev = deviceForTarget(target);
-  if (a.precision) setenv("TESSERA_PRECISION", a.precision->c_str(), 1);
+  if (a.precision) setenv(tessera::env::name(tessera::env::Var::Precision), a.precision->c_str(), 1);
   a.bench.launch.threads = a.threads;
 
   // The machines: the device's own for the fraction, those asked for the

@@ -37,6 +37,7 @@
 #include "tessera/ir/Pass.h"
 #include "tessera/support/Targets.h"
 #include "tessera/tessera.h"
+#include "tessera/support/Environment.h"
 
 namespace ts = tessera;
 
@@ -342,7 +343,7 @@ int cmdCompile(const Args& a) {
   ts::Stage stage = ts::parseStage(a.emit);
   ts::Target target = ts::Target::parse(a.target);
   ts::CompileOptions o = optionsFor(a, target);
-  if (a.precision) setenv("TESSERA_PRECISION", a.precision->c_str(), 1);
+  if (a.precision) setenv(tessera::env::name(tessera::env::Var::Precision), a.precision->c_str(), 1);
   ts::Kernel kern = loadKernel(a, target);
   if (a.assumeAligned) kern = ts::assumeAligned(kern);
   ts::CompiledKernel k = ts::compile(kern, target, o);
@@ -365,7 +366,7 @@ int cmdExport(const Args& a) {
   if (a.output.empty()) throw UsageError("export needs -o DIR, the directory to write the files into");
   ts::Target target = ts::Target::parse(a.target);
   ts::CompileOptions o = optionsFor(a, target);
-  if (a.precision) setenv("TESSERA_PRECISION", a.precision->c_str(), 1);
+  if (a.precision) setenv(tessera::env::name(tessera::env::Var::Precision), a.precision->c_str(), 1);
   ts::Kernel kern = loadKernel(a, target);
   if (a.assumeAligned) kern = assumeAligned(kern);
   ts::ExportResult r = ts::exportKernel(kern, target, a.output, o);
@@ -385,7 +386,7 @@ int cmdRun(const Args& a) {
   ctx.seed = a.seed;
   ctx.launch.threads = a.threads;
   ctx.launch.checkBounds = a.checkBounds;
-  if (a.precision) setenv("TESSERA_PRECISION", a.precision->c_str(), 1);
+  if (a.precision) setenv(tessera::env::name(tessera::env::Var::Precision), a.precision->c_str(), 1);
   const auto start = std::chrono::steady_clock::now();
   ts::examples::CheckResult r = ex->run(ctx);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -595,7 +596,7 @@ int cmdCache(int argc, char** argv) {
   ts::CompileOptions o;
   if (c.numWarps) o.numWarps = *c.numWarps;
   o.checkBounds = c.checkBounds;
-  if (!c.precision.empty()) setenv("TESSERA_PRECISION", c.precision.c_str(), 1);
+  if (!c.precision.empty()) setenv(tessera::env::name(tessera::env::Var::Precision), c.precision.c_str(), 1);
   Args a;
   a.subject = c.subject;
   a.kernelName = c.kernelName;

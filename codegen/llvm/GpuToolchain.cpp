@@ -16,6 +16,7 @@
 #include <llvm/Support/Program.h>
 
 #include "tessera/support/Error.h"
+#include "tessera/support/Environment.h"
 
 namespace tessera::codegen {
 
@@ -54,8 +55,11 @@ std::string findTool(const std::vector<std::string>& candidates) {
     std::string base = candidates.back().substr(candidates.back().rfind('/') + 1), var = "TESSERA_";
     for (char ch : base)
       var += std::isalnum(static_cast<unsigned char>(ch)) ? static_cast<char>(std::toupper(ch)) : '_';
-    if (const char* forced = std::getenv(var.c_str()); forced && *forced)
-      return access(forced, X_OK) == 0 ? std::string(forced) : std::string();
+    // Registered like every knob (Environment.def), so docs/options.md
+    // names it: a tool added without its entry is a compiler bug.
+    const std::optional<env::Var> known = env::byName(var);
+    TS_ASSERT(known, var + " is not in Environment.def");
+    if (const char* forced = env::get(*known)) return access(forced, X_OK) == 0 ? std::string(forced) : std::string();
   }
   for (const std::string& c : candidates) {
     if (c.find('/') != std::string::npos) {
@@ -78,7 +82,7 @@ std::string findTool(const std::vector<std::string>& candidates) {
 std::string findLibdevice() {
   // TESSERA_LIBDEVICE names the file exactly; one that cannot be read means
   // "absent" (f64 math then takes the polynomials).
-  if (const char* forced = std::getenv("TESSERA_LIBDEVICE"); forced && *forced)
+  if (const char* forced = tessera::env::get(tessera::env::Var::Libdevice); forced && *forced)
     return access(forced, R_OK) == 0 ? std::string(forced) : std::string();
   std::vector<std::string> roots;
   for (const char* var : {"CUDA_HOME", "CUDA_PATH"})

@@ -17,6 +17,7 @@
 #include "codegen/llvm/LLVMSupport.h"
 #include "tessera/codegen/Compiler.h"
 #include "tessera/support/Error.h"
+#include "tessera/support/Environment.h"
 
 namespace tessera::codegen {
 
@@ -85,7 +86,7 @@ const HostInfo& host() {
     h.triple = llvm::sys::getProcessTriple();
     h.cpu = llvm::sys::getHostCPUName().str();
     for (auto& kv : llvm::sys::getHostCPUFeatures()) h.features[kv.getKey()] = kv.getValue();
-    if (const char* env = std::getenv("TESSERA_HOST_CPU"); env && *env) {
+    if (const char* env = tessera::env::get(tessera::env::Var::HostCpu); env && *env) {
       auto narrow = cpuFeatures(h.triple, env);
       if (!narrow) {
         h.error = std::string("TESSERA_HOST_CPU='") + env + "' is not a cpu LLVM knows for " + h.triple +

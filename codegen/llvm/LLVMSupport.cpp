@@ -1,4 +1,5 @@
 #include "codegen/llvm/LLVMSupport.h"
+#include "tessera/support/Environment.h"
 
 #include <llvm/Passes/PassBuilder.h>
 
@@ -129,7 +130,7 @@ struct KeptPipeline {
 }  // namespace
 
 std::string emitFileReusingPipeline(llvm::Module& m, llvm::TargetMachine& tm, llvm::CodeGenFileType kind) {
-  const char* env = std::getenv("TESSERA_FRESH_CODEGEN");  // read per call: the test switches it
+  const char* env = tessera::env::get(tessera::env::Var::FreshCodegen);  // read per call: the test switches it
   const bool fresh = env && *env && std::string(env) != "0";
   auto build = [&] {
     auto p = std::make_unique<KeptPipeline>();

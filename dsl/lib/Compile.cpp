@@ -22,6 +22,7 @@
 #include "tessera/ir/Printer.h"
 #include "tessera/runtime/Emulator.h"
 #include "tessera/support/Error.h"
+#include "tessera/support/Environment.h"
 
 namespace tessera {
 
@@ -115,9 +116,11 @@ bool switchFromEnvironment(const char* name, bool current) {
 }
 
 CompileOptions withEnvironment(CompileOptions o) {
-  if (const char* p = std::getenv("TESSERA_PRECISION"); p && *p) o.precision = codegen::parsePrecision(p);
-  o.tensorCopies = switchFromEnvironment("TESSERA_TENSOR_COPIES", o.tensorCopies);
-  o.predicatedAccesses = switchFromEnvironment("TESSERA_PREDICATED_ACCESSES", o.predicatedAccesses);
+  if (const char* p = tessera::env::get(tessera::env::Var::Precision); p && *p)
+    o.precision = codegen::parsePrecision(p);
+  o.tensorCopies = switchFromEnvironment(tessera::env::name(tessera::env::Var::TensorCopies), o.tensorCopies);
+  o.predicatedAccesses =
+      switchFromEnvironment(tessera::env::name(tessera::env::Var::PredicatedAccesses), o.predicatedAccesses);
   return o;
 }
 
@@ -205,7 +208,7 @@ void writeDumps(const codegen::Artifact& a, const std::string& dir) {
 // TESSERA_CACHE_LOG=1: a line on stderr for every lookup in the persistent
 // cache, and for a miss why (the key parts that differ from the nearest entry).
 bool cacheLogging() {
-  const char* v = std::getenv("TESSERA_CACHE_LOG");
+  const char* v = tessera::env::get(tessera::env::Var::CacheLog);
   return v && *v && std::string(v) != "0";
 }
 
@@ -243,7 +246,7 @@ std::optional<codegen::CacheKey> diskKey(const Kernel& k, const std::string& tex
 std::shared_ptr<Compiled> compileCached(const Kernel& k, const Target& target, const CompileOptions& userOpts) {
   if (!k.valid()) throw UsageError("compile: the kernel is empty (default-constructed tessera::Kernel)");
   const CompileOptions opts = withEnvironment(userOpts);
-  const char* dumpDir = std::getenv("TESSERA_DUMP_DIR");
+  const char* dumpDir = tessera::env::get(tessera::env::Var::DumpDir);
   const std::string& text = textMemo().text(k);
   // The device library changes the code (TESSERA_LIBDEVICE may change
   // within a process).
@@ -372,7 +375,7 @@ constexpr int64_t kSpecDivisor = 16;
 
 // TESSERA_CHECK_BOUNDS=1 makes every CPU launch a checked one.
 bool checkBoundsFromEnvironment() {
-  const char* v = std::getenv("TESSERA_CHECK_BOUNDS");
+  const char* v = tessera::env::get(tessera::env::Var::CheckBounds);
   return v && *v && std::string(v) != "0";
 }
 

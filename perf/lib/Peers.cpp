@@ -15,6 +15,7 @@
 
 #include "BlasAbi.h"
 #include "tessera/support/Error.h"
+#include "tessera/support/Environment.h"
 
 namespace tessera::perf {
 
@@ -84,7 +85,7 @@ struct VendorBlas::Impl {
   void openCublas() {
     lib = "cuBLAS";
     std::string why;
-    void* h = openFirst("TESSERA_CUBLAS_LIBRARY",
+    void* h = openFirst(tessera::env::name(tessera::env::Var::CublasLibrary),
                         {"libcublas.so.13", "libcublas.so.12", "libcublas.so.11", "libcublas.so"}, path, why);
     if (!h) throw DeviceError("cuBLAS not available: " + why);
     cuCreate = symbol<cublas::Create>(h, "cublasCreate_v2", path);
@@ -103,7 +104,8 @@ struct VendorBlas::Impl {
     rocm = true;
     lib = "rocBLAS";
     std::string why;
-    void* h = openFirst("TESSERA_ROCBLAS_LIBRARY", {"librocblas.so.4", "librocblas.so.3", "librocblas.so"}, path, why);
+    void* h = openFirst(tessera::env::name(tessera::env::Var::RocblasLibrary),
+                        {"librocblas.so.4", "librocblas.so.3", "librocblas.so"}, path, why);
     if (!h) throw DeviceError("rocBLAS not available: " + why);
     auto create = symbol<rocblas::Create>(h, "rocblas_create_handle", path);
     rocDestroy = symbol<rocblas::Destroy>(h, "rocblas_destroy_handle", path);

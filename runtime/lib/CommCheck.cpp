@@ -9,6 +9,7 @@
 #include <map>
 
 #include "Comm.h"
+#include "tessera/support/Environment.h"
 
 namespace tessera::rt {
 
@@ -334,7 +335,7 @@ double resolveTimeout(double optionSeconds) {
     throw UsageError("CommOptions::timeoutSeconds = " + std::to_string(optionSeconds) +
                      ": use a positive number of seconds, or 0 for the default");
   if (optionSeconds > 0) return optionSeconds;
-  const char* v = std::getenv("TESSERA_COMM_TIMEOUT");
+  const char* v = tessera::env::get(tessera::env::Var::CommTimeout);
   if (!v || !*v) return 300;
   char* end = nullptr;
   const double s = std::strtod(v, &end);

@@ -13,6 +13,7 @@
 
 #include "HostStream.h"
 #include "tessera/support/Sanitizers.h"
+#include "tessera/support/Environment.h"
 
 namespace tessera::rt {
 namespace {
@@ -214,7 +215,7 @@ unsigned launchThreads(const LaunchOptions& opts, const KernelSignature& sig, co
 }
 
 unsigned threadsFromEnvironment() {
-  const char* v = std::getenv("TESSERA_NUM_THREADS");
+  const char* v = tessera::env::get(tessera::env::Var::NumThreads);
   if (!v || !*v) return 0;
   // Strict: digits only, so "4x", "-1", " 2" and "two" are reported, not
   // half-parsed.

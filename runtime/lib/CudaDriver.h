@@ -11,12 +11,13 @@
 
 #include "DeviceImpl.h"
 #include "DriverLoader.h"
+#include "tessera/support/Environment.h"
 
 namespace tessera::rt::cudadrv {
 
 using namespace cuabi;
 
-inline constexpr const char* kEnvVar = "TESSERA_CUDA_LIBRARY";
+inline constexpr const char* kEnvVar = tessera::env::name(tessera::env::Var::CudaLibrary);
 
 struct CudaDriver {
   driver::Library lib;

@@ -13,12 +13,13 @@
 
 #include "DeviceImpl.h"
 #include "DriverLoader.h"
+#include "tessera/support/Environment.h"
 
 namespace tessera::rt::hipdrv {
 
 using namespace hipabi;
 
-inline constexpr const char* kEnvVar = "TESSERA_HIP_LIBRARY";
+inline constexpr const char* kEnvVar = tessera::env::name(tessera::env::Var::HipLibrary);
 
 struct HipDriver {
   driver::Library lib;

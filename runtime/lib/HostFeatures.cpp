@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "tessera/support/Error.h"
+#include "tessera/support/Environment.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -85,7 +86,7 @@ bool hostHas(const std::string& f) {
   const bool ymm = f.rfind("avx", 0) == 0 || f == "fma" || f == "f16c" || f == "vaes" || f == "vpclmulqdq";
   if (ymm && (xcr0 & 0x6) != 0x6) return false;
   if (f.rfind("avx512", 0) == 0 && (xcr0 & 0xe6) != 0xe6) return false;
-  const char* narrow = std::getenv("TESSERA_HOST_CPU");
+  const char* narrow = tessera::env::get(tessera::env::Var::HostCpu);
   if (narrow && *narrow) {
     // The runtime has no LLVM to know what another cpu name (znver4, ...)
     // has: such a value is refused rather than ignored, which would load
@@ -116,7 +117,7 @@ std::string missingHostFeatures(const std::vector<std::string>& features) {
 void requireHostFeatures(const std::string& kernel, const std::string& cpu, const std::vector<std::string>& features) {
   std::string missing = missingHostFeatures(features);
   if (missing.empty()) return;
-  const char* narrow = std::getenv("TESSERA_HOST_CPU");
+  const char* narrow = tessera::env::get(tessera::env::Var::HostCpu);
   throw DeviceError("cpu device cannot load kernel '" + kernel + "': it was compiled ahead of time for cpu:" + cpu +
                     " and this host" + (narrow && *narrow ? std::string(" (TESSERA_HOST_CPU=") + narrow + ")" : "") +
                     " lacks " + missing + "; export it again for a cpu this host has (e.g. --target cpu:x86-64-v3)");

@@ -28,6 +28,7 @@
 #include "DriverLoader.h"
 #include "HostStream.h"
 #include "MpiAbi.h"
+#include "tessera/support/Environment.h"
 
 namespace tessera::rt {
 namespace {
@@ -37,7 +38,7 @@ using comm::Call;
 using comm::Clock;
 using comm::Kind;
 
-constexpr const char* kEnvVar = "TESSERA_MPI_LIBRARY";
+constexpr const char* kEnvVar = tessera::env::name(tessera::env::Var::MpiLibrary);
 
 // Tags of the engine's point-to-point traffic (on its own communicator).
 constexpr int kTagFromSender = 1;    // a send's header, to the receiver

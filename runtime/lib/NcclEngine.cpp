@@ -17,6 +17,7 @@
 #include "Comm.h"
 #include "DriverLoader.h"
 #include "NcclAbi.h"
+#include "tessera/support/Environment.h"
 
 #include <algorithm>
 
@@ -79,16 +80,18 @@ struct VendorLib {
 
 struct NcclLib : VendorLib {
   explicit NcclLib(const std::string& o)
-      : VendorLib(o, CommEngine::NCCL, "TESSERA_NCCL_LIBRARY", {"libnccl.so.2"}, "NCCL") {}
+      : VendorLib(o, CommEngine::NCCL, tessera::env::name(tessera::env::Var::NcclLibrary), {"libnccl.so.2"}, "NCCL") {}
 };
 struct RcclLib : VendorLib {
   explicit RcclLib(const std::string& o)
-      : VendorLib(o, CommEngine::RCCL, "TESSERA_RCCL_LIBRARY", {"librccl.so", "librccl.so.1"}, "RCCL") {}
+      : VendorLib(o, CommEngine::RCCL, tessera::env::name(tessera::env::Var::RcclLibrary),
+                  {"librccl.so", "librccl.so.1"}, "RCCL") {}
 };
 
 std::shared_ptr<const VendorLib> vendorLib(CommEngine which) {
-  if (which == CommEngine::RCCL) return driver::cachedDriver<RcclLib>("TESSERA_RCCL_LIBRARY");
-  return driver::cachedDriver<NcclLib>("TESSERA_NCCL_LIBRARY");
+  if (which == CommEngine::RCCL)
+    return driver::cachedDriver<RcclLib>(tessera::env::name(tessera::env::Var::RcclLibrary));
+  return driver::cachedDriver<NcclLib>(tessera::env::name(tessera::env::Var::NcclLibrary));
 }
 
 ncclDataType_t reduceType(DType t) {
