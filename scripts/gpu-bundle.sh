@@ -104,7 +104,7 @@ fi
 put /lib64/ld-linux-x86-64.so.2 "$b/lib/ld-linux-x86-64.so.2"
 # glibc's other libraries, which the host's cuBLAS, NCCL and driver name
 # (librt, libpthread, libdl): the bundle's, matching its libc, never the host's.
-libc_dir=$(dirname "$(readlink -f "$b/lib/libc.so.6")")
+libc_dir=$(dirname "$(ldd "$build/bin/tessera" | awk '$1 == "libc.so.6" { print $3 }')")
 for l in librt.so.1 libpthread.so.0 libdl.so.2; do
   [ -e "$b/lib/$l" ] || [ ! -e "$libc_dir/$l" ] || put "$libc_dir/$l" "$b/lib/$l"
 done
