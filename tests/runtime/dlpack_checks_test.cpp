@@ -42,7 +42,7 @@ struct Tensor {
 
 }  // namespace
 
-TEST_CASE("DLPack: unsigned integers and the 8-bit floats import and export; other dtypes are refused",
+TEST_CASE("DLPack: unsigned integers and the 8-bit floats import and export, other dtypes are refused",
           "[runtime][external][dlpack]") {
   struct Row {
     DLDataType dl;
