@@ -137,6 +137,10 @@ struct SlotTable {
   size_t size() const { return consts.size(); }
 };
 SlotTable slotTable(const Layout& l, const std::vector<int64_t>& shape);
+/// Whether `l` applies to `shape`: the same rank, and along each dim the
+/// extent and the layout's block tile and elements per thread divide one
+/// another (replicated or repeated, never cut).
+bool compatible(const Layout& l, const std::vector<int64_t>& shape);
 
 /// How far the default layout narrows its vector along the last dim to give
 /// each element of a tile one thread. A blocked layout whose vector (spt)
