@@ -13,7 +13,7 @@
 
 #include "codegen/llvm/Jit.h"
 #include "codegen/emu/EmuCompile.h"
-#include "codegen/gpu/GpuCompile.h"
+#include "codegen/GpuTargets.h"
 #include "codegen/cpu/CpuLowering.h"
 #include "codegen/cpu/EntrySymbol.h"
 #include "codegen/llvm/HostIsa.h"
@@ -109,8 +109,8 @@ std::shared_ptr<Artifact> compileGpuTarget(const ir::Function& f, const Target& 
   g.predicatedAccesses = opts.predicatedAccesses;
   if (target.kind == Target::Kind::NVPTX || target.kind == Target::Kind::AMDGPU)
     return compileGpu(f, target, opts, std::move(dumps), g);
-  const bool amd = target.kind == Target::Kind::EmuAMDGPU;
-  Target device{amd ? Target::Kind::AMDGPU : Target::Kind::NVPTX, target.arch};
+  const Target device = gpuDevice(target);
+  const bool amd = device.kind == Target::Kind::AMDGPU;
   auto art = compileGpu(f, device, opts, std::move(dumps), g);
   art->target = target;
   if (opts.emuHooks.empty())

@@ -51,45 +51,56 @@ struct GpuOptions {
   bool fragmentsForLds = true;
 };
 
+class GpuTargetInfo;
+/// Makes the vendor hooks of GPU target `t` (emu: targets: their device's)
+/// with options `g`. codegen/gpu is written against GpuTargetInfo and never
+/// names a vendor: the driver, which links codegen/nvptx and
+/// codegen/amdgpu, hands it this (createGpuTargetInfo, codegen/GpuTargets.h,
+/// which also has the entry points below by target alone).
+using GpuTargetFactory = std::unique_ptr<GpuTargetInfo> (*)(const Target& t, const GpuOptions& g);
+
 /// Compiles for an NVPTX / AMDGPU (or emu:) target. `dumpsSoFar` holds the
 /// tile-IR stages already captured; the result's dumps extend them.
-std::shared_ptr<Artifact> compileGpu(const ir::Function& fnAfterTilePasses, const Target& t, const CompileOptions& o,
-                                     StageDumps dumpsSoFar);
-std::shared_ptr<Artifact> compileGpu(const ir::Function& fnAfterTilePasses, const Target& t, const CompileOptions& o,
-                                     StageDumps dumpsSoFar, const GpuOptions& g);
+std::shared_ptr<Artifact> compileGpu(GpuTargetFactory make, const ir::Function& fnAfterTilePasses, const Target& t,
+                                     const CompileOptions& o, StageDumps dumpsSoFar, const GpuOptions& g);
 
 /// True where GPU target `t` (or its emulated device) has a matrix
 /// instruction for a dot of an `a` by a `b` operand into an `acc`
 /// accumulator: GpuTargetInfo::tensorCore, the vendor file's table. The
 /// compiler widens the fp8 dots for which this is false (widen-fp8-dots).
-bool gpuTensorCoreTakes(const Target& t, DType a, DType b, DType acc);
+bool gpuTensorCoreTakes(GpuTargetFactory make, const Target& t, DType a, DType b, DType acc);
 
 /// True where GPU target `t` runs dot `dot` (a tile-IR dot, `numWarps`
 /// warps) with a matrix instruction that stays in flight after its issue
 /// (ir::isAsyncMma: wgmma on sm_90a, for the shapes ir::mmaLayout gives it):
 /// the compiler runs the async-dots pass with this predicate.
-bool gpuKeepsDotInFlight(const Target& t, int numWarps, const ir::Op& dot);
+bool gpuKeepsDotInFlight(GpuTargetFactory make, const Target& t, int numWarps, const ir::Op& dot);
 
 /// Why GPU target `t` with options `o` does not warp-specialise `loop` (a
 /// `for {stages, specialize}` of `f`): no tensor copies, warps not whole
 /// warpgroups, or a staged copy that is not an aligned box of a row-major
 /// tensor (ir::matchTiledAccess); empty where it does. The compiler runs
 /// the warp-specialize pass with this.
-std::string gpuWarpSpecializeRefusal(const Target& t, const CompileOptions& o, const ir::Function& f,
-                                     const ir::Op& loop);
+std::string gpuWarpSpecializeRefusal(GpuTargetFactory make, const Target& t, const CompileOptions& o,
+                                     const ir::Function& f, const ir::Op& loop);
 /// The warps the producer of a loop the `warp-specialize` pass rewrites runs
 /// on: a warpgroup where the consumers trade registers with it
 /// (producerTradesRegisters), else one warp. It issues the copies from one
 /// lane either way.
 int64_t gpuProducerWarps(const CompileOptions& o, const ir::Op& loop);
 
-/// AMDGCN assembly of an AMDGPU (or emu:amdgpu) artifact, generated from its
-/// kept module (the same code the code object was built from).
-std::string amdgpuAssembly(const Artifact& a);
+/// annotateGpuLayouts (tessera/codegen/Compiler.h) with the vendor hooks
+/// `make` gives.
+void annotateGpuLayouts(GpuTargetFactory make, ir::Function& f, const Target& target, const CompileOptions& opts);
 
-/// Registers, spills and shared memory of a compiled GPU artifact: ptxas -v
-/// for NVPTX (DeviceError if ptxas is missing), the code object's metadata
-/// plus an occupancy estimate for AMDGPU.
-std::string resourceReport(const Artifact& a);
+/// Assembly of a GPU (or emu:) artifact whose backend does not produce it
+/// eagerly (AMDGCN), generated from its kept module (the same code the code
+/// object was built from).
+std::string gpuAssembly(GpuTargetFactory make, const Artifact& a);
+
+/// gpuResources and resourceReport (tessera/codegen/Compiler.h) with the
+/// vendor hooks `make` gives.
+GpuResources gpuResources(GpuTargetFactory make, const Artifact& a);
+std::string resourceReport(GpuTargetFactory make, const Artifact& a);
 
 }  // namespace tessera::codegen

@@ -346,9 +346,9 @@ class Lower {
   llvm::Value* physicalSlot(const ir::Op& bufferSlot);
   void planDotOperands();
   int globalCopyDim(const ir::Op& op, unsigned i, const std::unordered_map<const ir::Value*, int>& uses);
-  /// The bytes of one chunk of a dot operand copied from global memory:
-  /// cp.async's 16 on NVIDIA; on AMD the staging rows' alignment
-  /// (amdPadBytes: 8 for MFMA, 16 for WMMA).
+  /// The bytes of one chunk of a dot operand copied from global memory
+  /// (GpuTargetInfo::dotCopyChunkBytes: cp.async's 16 on NVIDIA; on AMD the
+  /// staging rows' alignment, 8 for MFMA, 16 for WMMA).
   int64_t globalChunkBytes(const ir::Op& dot) const;
   /// Stages the loop-invariant dot operands of `loop` (planDotOperands)
   /// into their loop areas, before the loop.

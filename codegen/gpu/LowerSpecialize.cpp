@@ -68,8 +68,9 @@ void Lower::planSpecialize() {
     if (op->code() == OpCode::WarpSpecialize) specialize_ = op.get();
   if (!specialize_) return;
   if (!t_.hasTensorCopies())
-    throw CompileError(specialize_->loc().str() + ": warp_specialize needs tensor copies (nvptx:sm_90a, with tensor " +
-                       "copies on); " + t_.arch() + " lowers its copies otherwise");
+    throw CompileError(specialize_->loc().str() + ": warp_specialize needs tensor copies (" +
+                       gpuTargetsWith(&GpuArch::tensorCopies) + ", with tensor copies on); " + t_.arch() +
+                       " lowers its copies otherwise");
   producerWarps_ = static_cast<unsigned>(specialize_->intAttr("warps"));
   ir::walk(const_cast<ir::Function&>(f_).body(), [&](ir::Op& op) {
     if (isStageOp(op.code())) chanSlots_ = static_cast<unsigned>(op.intAttr("slots"));

@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "../../codegen/gpu/GpuCompile.h"
+#include "../../codegen/GpuTargets.h"
 #include "gpu_static_kernels.h"
 #include "tessera/ir/Parser.h"
 

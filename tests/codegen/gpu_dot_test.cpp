@@ -11,7 +11,7 @@
 #include <random>
 #include <unistd.h>
 
-#include "../../codegen/gpu/GpuCompile.h"
+#include "../../codegen/GpuTargets.h"
 #include "emu_util.h"
 #include "tessera/ir/Builder.h"
 
