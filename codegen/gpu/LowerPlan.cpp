@@ -13,19 +13,9 @@
 namespace tessera::codegen::gpu_lower {
 
 namespace {
-/// Ops whose result recompute() re-emits in any layout from their operands.
-bool rederivable(const ir::Op& op) {
-  switch (op.code()) {
-    case OpCode::Constant:
-    case OpCode::Splat:
-    case OpCode::Arange:
-    case OpCode::Broadcast:
-    case OpCode::ExpandDims: return true;
-    case OpCode::Reshape:
-    case OpCode::Transpose: return false;
-    default: return ir::isElementwise(op.code());
-  }
-}
+/// Ops whose result recompute() re-emits in any layout from their operands:
+/// those free to recompute (Ops.def) and the elementwise ops.
+bool rederivable(const ir::Op& op) { return ir::isFreeToRecompute(op.code()) || ir::isElementwise(op.code()); }
 }  // namespace
 
 /// The pipelined GEMM reads each operand tile from a shared slot with a
