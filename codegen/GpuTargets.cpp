@@ -21,52 +21,73 @@ Target gpuDevice(const Target& t) {
   return t;
 }
 
-std::unique_ptr<GpuTargetInfo> createGpuTargetInfo(const Target& t, const GpuOptions& g) {
-  const Target device = gpuDevice(t);
-  if (device.kind == Target::Kind::NVPTX) {
-    const GpuArch* row = findGpuArch(GpuArch::Vendor::NVIDIA, device.arch);
-    if (!row)
-      throw CompileError("unknown NVPTX architecture '" + device.arch +
-                         "'; valid: " + gpuArchList(GpuArch::Vendor::NVIDIA, ", "));
-    return createNVPTXTargetInfo(*row, g);
-  }
-  if (device.kind == Target::Kind::AMDGPU) {
-    const GpuArch* row = findGpuArch(GpuArch::Vendor::AMD, device.arch);
-    if (!row)
-      throw CompileError("unknown AMDGPU architecture '" + device.arch +
-                         "'; valid: " + gpuArchList(GpuArch::Vendor::AMD, ", "));
-    return createAMDGPUTargetInfo(*row, g);
-  }
-  throw CompileError("target " + t.str() + " is not a GPU target");
+GpuConfig gpuConfig(const Target& t, int numWarps, const GpuOptions& g) {
+  GpuConfig c;
+  c.target = t;
+  c.device = gpuDevice(t);
+  c.numWarps = numWarps;
+  c.options = g;
+  const bool nvptx = c.device.kind == Target::Kind::NVPTX;
+  if (!nvptx && c.device.kind != Target::Kind::AMDGPU) throw CompileError("target " + t.str() + " is not a GPU target");
+  const GpuArch::Vendor vendor = nvptx ? GpuArch::Vendor::NVIDIA : GpuArch::Vendor::AMD;
+  c.row = findGpuArch(vendor, c.device.arch);
+  if (!c.row)
+    throw CompileError(std::string("unknown ") + (nvptx ? "NVPTX" : "AMDGPU") + " architecture '" + c.device.arch +
+                       "'; valid: " + gpuArchList(vendor, ", "));
+  return c;
+}
+
+GpuOptions gpuOptions(const CompileOptions& o) {
+  GpuOptions g;
+  g.codeObjectVersion = o.codeObjectVersion;
+  g.eagerAssembly = o.dumpAssembly;
+  g.precision = o.precision;
+  g.tensorCopies = o.tensorCopies;
+  g.predicatedAccesses = o.predicatedAccesses;
+  return g;
+}
+
+std::unique_ptr<GpuTargetInfo> createGpuTargetInfo(const GpuConfig& c) {
+  return c.row->vendor == GpuArch::Vendor::NVIDIA ? createNVPTXTargetInfo(c) : createAMDGPUTargetInfo(c);
 }
 
 std::shared_ptr<Artifact> compileGpu(const ir::Function& fn, const Target& t, const CompileOptions& o, StageDumps dumps,
                                      const GpuOptions& g) {
-  return compileGpu(createGpuTargetInfo, fn, t, o, std::move(dumps), g);
+  const GpuConfig c = gpuConfig(t, o.numWarps, g);
+  return compileGpu(createGpuTargetInfo, fn, c, o, std::move(dumps));
 }
 
-bool gpuTensorCoreTakes(const Target& t, DType a, DType b, DType acc) {
-  return gpuTensorCoreTakes(createGpuTargetInfo, t, a, b, acc);
+// An artifact's configuration for what is asked of it after the compile:
+// its target with the default warps (the hooks read the threads it
+// launches from the artifact).
+std::string amdgpuAssembly(const Artifact& a) {
+  return gpuAssembly(createGpuTargetInfo, gpuConfig(a.target, CompileOptions{}.numWarps), a);
 }
-
-bool gpuKeepsDotInFlight(const Target& t, int numWarps, const ir::Op& dot) {
-  return gpuKeepsDotInFlight(createGpuTargetInfo, t, numWarps, dot);
-}
-
-std::string gpuWarpSpecializeRefusal(const Target& t, const CompileOptions& o, const ir::Function& f,
-                                     const ir::Op& loop) {
-  return gpuWarpSpecializeRefusal(createGpuTargetInfo, t, o, f, loop);
-}
-
-std::string amdgpuAssembly(const Artifact& a) { return gpuAssembly(createGpuTargetInfo, a); }
 
 void annotateGpuLayouts(ir::Function& f, const Target& target, const CompileOptions& opts) {
-  annotateGpuLayouts(createGpuTargetInfo, f, target, opts);
+  if (!target.isGpu()) throw CompileError("layouts exist for GPU targets only, not " + target.str());
+  annotateGpuLayouts(createGpuTargetInfo, f, gpuConfig(target, opts.numWarps));
 }
 
-GpuResources gpuResources(const Artifact& a) { return gpuResources(createGpuTargetInfo, a); }
+GpuResources gpuResources(const Artifact& a) {
+  return gpuResources(createGpuTargetInfo, gpuConfig(a.target, CompileOptions{}.numWarps), a);
+}
 
-std::string resourceReport(const Artifact& a) { return resourceReport(createGpuTargetInfo, a); }
+std::string resourceReport(const Artifact& a) {
+  if (a.target.kind == Target::Kind::CPU) {
+    std::string r = "target: cpu";
+    auto isa = a.dumps.extra.find("cpu");
+    if (isa != a.dumps.extra.end()) r += " (" + isa->second + ")";
+    auto t = a.dumps.extra.find("compile-times");
+    if (t != a.dumps.extra.end()) r += "\ncompile stages:\n" + t->second;
+    return r + "\n";
+  }
+  std::string r = gpuResources(a).text;
+  // The TMA tensor maps the launch builds (hidden parameters).
+  for (const TensorMapSpec& t : a.binary.signature.tensorMaps)
+    r += "tensor map: " + t.str(a.binary.signature.args) + "\n";
+  return r;
+}
 
 std::string sass(const Artifact& a) {
   const Target t = gpuDevice(a.target);

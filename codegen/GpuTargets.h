@@ -1,7 +1,8 @@
-// The GPU targets as the driver sees them: the vendor hooks of a target
-// (createGpuTargetInfo: codegen/nvptx, codegen/amdgpu), which codegen/gpu
-// is handed and never names, and the GPU compile's entry points by target
-// alone. Private to codegen, but free of LLVM headers (tests include it).
+// The GPU targets as the driver sees them: a target's one configuration
+// (gpuConfig) and its vendor hooks (createGpuTargetInfo: codegen/nvptx,
+// codegen/amdgpu), which codegen/gpu is handed and never names, and the GPU
+// compile's entry points by target alone. Private to codegen, but free of
+// LLVM headers (tests include it).
 #pragma once
 
 #include <memory>
@@ -16,19 +17,22 @@ namespace tessera::codegen {
 /// emulator's targets map to their vendor.
 Target gpuDevice(const Target& t);
 
-/// The vendor hooks of GPU target `t` (emu: targets: their device's) with
-/// options `g`: the GpuTargetFactory the driver hands codegen/gpu. An
-/// architecture missing from Targets.def is a CompileError listing the
-/// valid ones.
-std::unique_ptr<GpuTargetInfo> createGpuTargetInfo(const Target& t, const GpuOptions& g);
+/// The configuration of a compile for GPU target `t` (an emu: target: its
+/// device's row) with `numWarps` warps per block and options `g`. A target
+/// that is not a GPU, or an architecture missing from Targets.def, is a
+/// CompileError (listing the valid ones).
+GpuConfig gpuConfig(const Target& t, int numWarps, const GpuOptions& g = {});
+/// The GPU options a compile's options give.
+GpuOptions gpuOptions(const CompileOptions& o);
 
-/// GpuCompile.h's entry points with createGpuTargetInfo.
+/// The vendor hooks of `c`'s device: the GpuTargetFactory the driver hands
+/// codegen/gpu.
+std::unique_ptr<GpuTargetInfo> createGpuTargetInfo(const GpuConfig& c);
+
+/// compileGpu (GpuCompile.h) for target `t` with o.numWarps warps and
+/// options `g`.
 std::shared_ptr<Artifact> compileGpu(const ir::Function& fnAfterTilePasses, const Target& t, const CompileOptions& o,
                                      StageDumps dumpsSoFar, const GpuOptions& g = {});
-bool gpuTensorCoreTakes(const Target& t, DType a, DType b, DType acc);
-bool gpuKeepsDotInFlight(const Target& t, int numWarps, const ir::Op& dot);
-std::string gpuWarpSpecializeRefusal(const Target& t, const CompileOptions& o, const ir::Function& f,
-                                     const ir::Op& loop);
 /// AMDGCN assembly of an AMDGPU (or emu:amdgpu) artifact, generated from its
 /// kept module (the same code the code object was built from).
 std::string amdgpuAssembly(const Artifact& a);

@@ -81,7 +81,7 @@ void initAMDGPU() {
 
 class AMDGPUTargetInfo final : public GpuTargetInfo {
  public:
-  AMDGPUTargetInfo(const GpuArch& row, const GpuOptions& o) : GpuTargetInfo(row), o_(o) {}
+  explicit AMDGPUTargetInfo(const GpuConfig& c) : GpuTargetInfo(c) {}
   std::string triple() const override { return "amdgcn-amd-amdhsa"; }
   const char* syncScope(ir::MemScope s) const override {
     return s == ir::MemScope::Program ? "workgroup" : s == ir::MemScope::Device ? "agent" : "";
@@ -191,7 +191,7 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
       default: return 0;
     }
   }
-  bool hasBufferAccesses() const override { return o_.predicatedAccesses && bufferFlags() != 0; }
+  bool hasBufferAccesses() const override { return options().predicatedAccesses && bufferFlags() != 0; }
   llvm::Value* bufferResource(llvm::IRBuilderBase& b, llvm::Value* base) {
     // Wave-uniform by construction (UniformSplit); readfirstlane tells the
     // backend, which otherwise builds a loop over the lanes' resources where
@@ -352,7 +352,7 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
   }
 
   void prepareModule(llvm::Module& m, llvm::TargetMachine& /*tm*/) override {
-    int v = o_.codeObjectVersion;
+    int v = options().codeObjectVersion;
     if (v != 4 && v != 5 && v != 6)
       throw CompileError("AMDGPU code object version " + std::to_string(v) + " is not supported (use 4, 5 or 6)");
     m.addModuleFlag(llvm::Module::Error, "amdhsa_code_object_version", static_cast<uint32_t>(v * 100));
@@ -360,14 +360,14 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
 
   GpuOutput emit(llvm::Module& m, llvm::TargetMachine& tm) override {
     GpuOutput out;
-    if (o_.eagerAssembly) out.assembly = emitFile(m, tm, llvm::CodeGenFileType::AssemblyFile);
+    if (options().eagerAssembly) out.assembly = emitFile(m, tm, llvm::CodeGenFileType::AssemblyFile);
     std::string obj = emitFileReusingPipeline(m, tm, llvm::CodeGenFileType::ObjectFile);
     std::string hsaco = linkHsaco(obj);
     out.codeObject.assign(hsaco.begin(), hsaco.end());
     return out;
   }
 
-  GpuResources resources(const GpuOutput& out, const std::string& kernel) override {
+  GpuResources resources(const GpuOutput& out, const std::string& kernel, unsigned threadsPerBlock) override {
     HsacoInfo k = readHsacoMetadata(out.codeObject, kernel);
     GpuResources r;
     r.registers = k.vgprs;
@@ -375,7 +375,7 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
     r.spillBytes = k.privateSegment;
     r.sharedBytes = k.groupSegment;
     r.wavefrontSize = k.wavefrontSize;
-    Occupancy occ = occupancy(row(), k.vgprs, k.groupSegment, o_.numWarps * static_cast<int>(warpSize()));
+    Occupancy occ = occupancy(row(), k.vgprs, k.groupSegment, static_cast<int>(threadsPerBlock));
     r.text = arch() + " @" + kernel + ": wavefront " + std::to_string(k.wavefrontSize) + ", VGPRs " +
              std::to_string(k.vgprs) + ", SGPRs " + std::to_string(k.sgprs) + ", group segment " +
              std::to_string(k.groupSegment) + " bytes, private segment (spills/stack) " +
@@ -384,7 +384,6 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
   }
 
  private:
-  GpuOptions o_;
 };
 
 }  // namespace
@@ -430,9 +429,9 @@ HsacoInfo readHsacoMetadata(const std::vector<char>& hsaco, const std::string& k
   throw InternalError("the code object has no metadata for kernel " + kernel);
 }
 
-std::unique_ptr<GpuTargetInfo> createAMDGPUTargetInfo(const GpuArch& row, const GpuOptions& o) {
-  TS_ASSERT(row.vendor == GpuArch::Vendor::AMD, std::string("AMDGPU hooks for ") + row.arch);
-  return std::make_unique<AMDGPUTargetInfo>(row, o);
+std::unique_ptr<GpuTargetInfo> createAMDGPUTargetInfo(const GpuConfig& c) {
+  TS_ASSERT(c.row->vendor == GpuArch::Vendor::AMD, std::string("AMDGPU hooks for ") + c.row->arch);
+  return std::make_unique<AMDGPUTargetInfo>(c);
 }
 
 }  // namespace tessera::codegen

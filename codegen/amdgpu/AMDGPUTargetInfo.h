@@ -9,7 +9,7 @@
 
 namespace tessera::codegen {
 
-/// The GPU lowering's hooks for AMD architecture `row`.
-std::unique_ptr<GpuTargetInfo> createAMDGPUTargetInfo(const GpuArch& row, const GpuOptions& o);
+/// The GPU lowering's hooks for configuration `c` (of an AMD row).
+std::unique_ptr<GpuTargetInfo> createAMDGPUTargetInfo(const GpuConfig& c);
 
 }  // namespace tessera::codegen

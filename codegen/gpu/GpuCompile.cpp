@@ -189,39 +189,34 @@ void checkNumWarps(const ir::Function& fn, const GpuTargetInfo& ti, int numWarps
 }
 }  // namespace
 
-bool gpuTensorCoreTakes(GpuTargetFactory make, const Target& t, DType a, DType b, DType acc) {
-  return make(t, GpuOptions{})->tensorCore(a, b, acc).kind != ir::MmaKind::None;
+bool gpuTensorCoreTakes(GpuTargetFactory make, const GpuConfig& c, DType a, DType b, DType acc) {
+  return make(c)->tensorCore(a, b, acc).kind != ir::MmaKind::None;
 }
 
-bool gpuKeepsDotInFlight(GpuTargetFactory make, const Target& t, int numWarps, const ir::Op& dot) {
-  GpuOptions g;
-  g.numWarps = numWarps;
-  std::unique_ptr<GpuTargetInfo> ti = make(t, g);
+bool gpuKeepsDotInFlight(GpuTargetFactory make, const GpuConfig& c, const ir::Op& dot) {
+  std::unique_ptr<GpuTargetInfo> ti = make(c);
   const auto& a = dot.operand(0)->type();
   const auto& b = dot.operand(1)->type();
   const ir::MmaKind k = ti->tensorCore(a.dtype(), b.dtype(), dot.operand(2)->type().dtype()).kind;
   if (!ir::isAsyncMma(k)) return false;
   auto l =
-      ir::mmaLayout(k, a.shape()[0], b.shape()[1], a.shape()[1], numWarps, static_cast<int>(ti->warpSize()), false);
+      ir::mmaLayout(k, a.shape()[0], b.shape()[1], a.shape()[1], c.numWarps, static_cast<int>(c.warpSize()), false);
   return l && l->mma == k;
 }
 
-std::string gpuWarpSpecializeRefusal(GpuTargetFactory make, const Target& t, const CompileOptions& o,
-                                     const ir::Function& f, const ir::Op& loop) {
-  if (!t.isGpu()) return "the CPU has no warps to specialise";
-  GpuOptions g;
-  g.numWarps = o.numWarps;
-  g.tensorCopies = o.tensorCopies;
-  std::unique_ptr<GpuTargetInfo> ti = make(t, g);
+std::string gpuWarpSpecializeRefusal(GpuTargetFactory make, const GpuConfig& c, const ir::Function& f,
+                                     const ir::Op& loop) {
+  std::unique_ptr<GpuTargetInfo> ti = make(c);
   if (!ti->hasTensorCopies())
-    return o.tensorCopies ? t.str() + " has no tensor copies (TMA: " + gpuTargetsWith(&GpuArch::tensorCopies) + ")"
-                          : "tensor copies are off";
-  if (o.numWarps % 4 != 0) return "numWarps = " + std::to_string(o.numWarps) + " is not whole warpgroups";
+    return c.options.tensorCopies
+               ? c.target.str() + " has no tensor copies (TMA: " + gpuTargetsWith(&GpuArch::tensorCopies) + ")"
+               : "tensor copies are off";
+  if (c.numWarps % 4 != 0) return "numWarps = " + std::to_string(c.numWarps) + " is not whole warpgroups";
   // A slot a dot reads is stored for its matrix instruction: TMA fills
   // wgmma's swizzled staging, not mma.sync's padded one.
   for (auto& op : loop.region(0).block().ops())
-    if (op->code() == ir::OpCode::Dot && !gpuKeepsDotInFlight(make, t, o.numWarps, *op))
-      return "the dot at " + op->loc().str() + " does not take wgmma at numWarps = " + std::to_string(o.numWarps) +
+    if (op->code() == ir::OpCode::Dot && !gpuKeepsDotInFlight(make, c, *op))
+      return "the dot at " + op->loc().str() + " does not take wgmma at numWarps = " + std::to_string(c.numWarps) +
              " (its staged slots would be padded for mma.sync, which tensor copies cannot fill)";
   ir::AxisAnalysis axis(f);
   for (auto& op : loop.region(0).block().ops()) {
@@ -237,22 +232,18 @@ std::string gpuWarpSpecializeRefusal(GpuTargetFactory make, const Target& t, con
   return "";
 }
 
-int64_t gpuProducerWarps(const CompileOptions& o, const ir::Op& loop) {
-  // Warp specialisation is NVIDIA's (sm_90a): 32 threads per warp.
+int64_t gpuProducerWarps(const GpuConfig& c, const ir::Op& loop) {
   int64_t carried = 0;
   for (unsigned i = 0; i < loop.numResults(); ++i)
     if (loop.result(i)->type().isTile()) carried += loop.result(i)->type().numElements();
-  return producerTradesRegisters(o.numWarps, carried / (int64_t{o.numWarps} * 32)) ? 4 : 1;
+  return producerTradesRegisters(c.numWarps, carried / (int64_t{c.numWarps} * int64_t{c.warpSize()})) ? 4 : 1;
 }
 
-void annotateGpuLayouts(GpuTargetFactory make, ir::Function& f, const Target& target, const CompileOptions& opts) {
-  if (!target.isGpu()) throw CompileError("layouts exist for GPU targets only, not " + target.str());
-  GpuOptions g;
-  g.numWarps = opts.numWarps;
-  std::unique_ptr<GpuTargetInfo> ti = make(target, g);
-  checkNumWarps(f, *ti, g.numWarps);
+void annotateGpuLayouts(GpuTargetFactory make, ir::Function& f, const GpuConfig& c) {
+  std::unique_ptr<GpuTargetInfo> ti = make(c);
+  checkNumWarps(f, *ti, c.numWarps);
   ir::AxisAnalysis axis(f);
-  ir::LayoutAnalysis la(f, axis, g.numWarps, static_cast<int>(ti->warpSize()),
+  ir::LayoutAnalysis la(f, axis, c.numWarps, static_cast<int>(c.warpSize()),
                         [&](DType a, DType b, DType acc) { return ti->tensorCore(a, b, acc).kind; });
   ir::annotateLayouts(f, la);
 }
@@ -265,12 +256,13 @@ int64_t wavesWithoutScratch(const GpuArch& a, const GpuResources& r, uint64_t sh
 }
 }  // namespace
 
-std::shared_ptr<Artifact> compileGpu(GpuTargetFactory make, const ir::Function& fn, const Target& t,
-                                     const CompileOptions& o, StageDumps dumps, const GpuOptions& g) {
+std::shared_ptr<Artifact> compileGpu(GpuTargetFactory make, const ir::Function& fn, const GpuConfig& c,
+                                     const CompileOptions& o, StageDumps dumps) {
   if (o.optLevel < 0 || o.optLevel > 3) throw CompileError("optLevel must be 0..3, got " + std::to_string(o.optLevel));
   StageTimer timer;
-  std::unique_ptr<GpuTargetInfo> ti = make(t, g);
-  checkNumWarps(fn, *ti, g.numWarps);
+  const Target& t = c.device;
+  std::unique_ptr<GpuTargetInfo> ti = make(c);
+  checkNumWarps(fn, *ti, c.numWarps);
   auto art = std::make_shared<Artifact>();
   art->target = t;
   art->binary.signature = kernelSignature(fn);
@@ -282,7 +274,7 @@ std::shared_ptr<Artifact> compileGpu(GpuTargetFactory make, const ir::Function& 
   // copy, so analysis keys and lowered values agree.
   std::unique_ptr<ir::Function> f = ir::clone(fn);
   ir::AxisAnalysis axis(*f);
-  ir::LayoutAnalysis la(*f, axis, g.numWarps, static_cast<int>(ti->warpSize()),
+  ir::LayoutAnalysis la(*f, axis, c.numWarps, static_cast<int>(c.warpSize()),
                         [&](DType a, DType b, DType acc) { return ti->tensorCore(a, b, acc).kind; });
   ir::annotateLayouts(*f, la);
   art->dumps.tileIR.emplace_back("layout", ir::print(*f));
@@ -302,7 +294,7 @@ std::shared_ptr<Artifact> compileGpu(GpuTargetFactory make, const ir::Function& 
   timer.mark("target-machine");
   SkipPassGate gate;  // outlives the context that refers to it
   auto ctx = std::make_unique<llvm::LLVMContext>();
-  GpuLoweringResult low = lowerToGpuLLVM(*f, *ti, la, axis, g, *ctx, tm->createDataLayout());
+  GpuLoweringResult low = lowerToGpuLLVM(*f, *ti, la, axis, *ctx, tm->createDataLayout());
   llvm::Module& m = *low.module;
   ti->prepareModule(m, *tm);
   bool dot = false;
@@ -354,15 +346,16 @@ std::shared_ptr<Artifact> compileGpu(GpuTargetFactory make, const ir::Function& 
   if (low.fragmentsForLds || low.invariantsForLds) {
     TS_ASSERT(ti->tradesSharedForOccupancy(), "an LDS choice on a target that does not trade shared memory");
     const GpuArch* a = &ti->row();
-    const int64_t waves = wavesWithoutScratch(*a, ti->resources(out, fn.name()), low.sharedBytes, low.threadsPerBlock);
+    const int64_t waves = wavesWithoutScratch(*a, ti->resources(out, fn.name(), c.threadsPerBlock()), low.sharedBytes,
+                                              low.threadsPerBlock);
     const bool fragmentsUnpaid = low.fragmentsForLds && waves < low.ldsWavesWithoutFragments;
     if (fragmentsUnpaid || (low.invariantsForLds && waves <= low.ldsWavesWithoutInvariants)) {
-      GpuOptions other = g;
-      (fragmentsUnpaid ? other.fragmentsForLds : other.invariantsForLds) = false;
-      std::shared_ptr<Artifact> without = compileGpu(make, fn, t, o, dumpsIn, other);
+      GpuConfig other = c;
+      (fragmentsUnpaid ? other.options.fragmentsForLds : other.options.invariantsForLds) = false;
+      std::shared_ptr<Artifact> without = compileGpu(make, fn, other, o, dumpsIn);
       const Artifact& w = *without;
       if (!fragmentsUnpaid ||
-          waves <= wavesWithoutScratch(*a, gpuResources(make, w), w.binary.sharedBytes, w.binary.threadsPerBlock)) {
+          waves <= wavesWithoutScratch(*a, gpuResources(make, c, w), w.binary.sharedBytes, w.binary.threadsPerBlock)) {
         ctx->setOptPassGate(llvm::getGlobalPassGate());
         low.module.reset();
         return without;
@@ -379,41 +372,25 @@ std::shared_ptr<Artifact> compileGpu(GpuTargetFactory make, const ir::Function& 
 }
 
 // An emu: artifact was compiled by the real vendor backend first; its
-// resources are those of that target (make maps emu: targets to theirs).
-GpuResources gpuResources(GpuTargetFactory make, const Artifact& art) {
-  GpuOptions g;
-  auto ti = make(art.target, g);
-  if (art.binary.threadsPerBlock) g.numWarps = static_cast<int>(art.binary.threadsPerBlock / ti->warpSize());
-  ti = make(art.target, g);
+// resources are those of that target (c.device). The occupancy estimate
+// counts the threads the artifact launches (the producer warps of a
+// warp-specialised loop included).
+GpuResources gpuResources(GpuTargetFactory make, const GpuConfig& c, const Artifact& art) {
+  auto ti = make(c);
   GpuOutput out;
   out.assembly = art.dumps.assembly;
   out.codeObject = art.binary.codeObject;
   out.dynamicSharedBytes = art.binary.sharedBytes;
-  return ti->resources(out, art.kernelName());
+  return ti->resources(out, art.kernelName(),
+                       art.binary.threadsPerBlock ? art.binary.threadsPerBlock : c.threadsPerBlock());
 }
 
-std::string resourceReport(GpuTargetFactory make, const Artifact& a) {
-  if (a.target.kind == Target::Kind::CPU) {
-    std::string r = "target: cpu";
-    auto isa = a.dumps.extra.find("cpu");
-    if (isa != a.dumps.extra.end()) r += " (" + isa->second + ")";
-    auto t = a.dumps.extra.find("compile-times");
-    if (t != a.dumps.extra.end()) r += "\ncompile stages:\n" + t->second;
-    return r + "\n";
-  }
-  std::string r = gpuResources(make, a).text;
-  // The TMA tensor maps the launch builds (hidden parameters).
-  for (const TensorMapSpec& t : a.binary.signature.tensorMaps)
-    r += "tensor map: " + t.str(a.binary.signature.args) + "\n";
-  return r;
-}
-
-std::string gpuAssembly(GpuTargetFactory make, const Artifact& a) {
+std::string gpuAssembly(GpuTargetFactory make, const GpuConfig& c, const Artifact& a) {
   TS_ASSERT(a.kept, "GPU artifact of @" + a.kernelName() + " kept no module");
   initLLVM();
-  GpuOptions g;
-  g.eagerAssembly = true;
-  auto ti = make(a.target, g);
+  GpuConfig eager = c;
+  eager.options.eagerAssembly = true;
+  auto ti = make(eager);
   // The code generator configuration of a default (optLevel 3) compile,
   // skipped passes included, so the text matches the code object.
   std::lock_guard<std::mutex> lock(a.kept->mu);

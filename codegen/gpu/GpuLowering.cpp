@@ -166,10 +166,10 @@ ResourceError sharedMemoryError(const ir::Function& f, const ir::SharedPlan& pla
 }  // namespace
 
 GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const ir::LayoutAnalysis& la,
-                                 const ir::AxisAnalysis& axis, const GpuOptions& o, llvm::LLVMContext& ctx,
-                                 const llvm::DataLayout& dl) {
-  unsigned threads = static_cast<unsigned>(o.numWarps) * t.warpSize();
-  TS_ASSERT(o.numWarps >= 1 && threads <= t.maxThreadsPerBlock(), "numWarps reached the lowering unchecked");
+                                 const ir::AxisAnalysis& axis, llvm::LLVMContext& ctx, const llvm::DataLayout& dl) {
+  const GpuOptions& o = t.options();
+  unsigned threads = t.config().threadsPerBlock();
+  TS_ASSERT(t.config().numWarps >= 1 && threads <= t.maxThreadsPerBlock(), "numWarps reached the lowering unchecked");
   // Measuring run: records every op's scratch need.
   std::map<const ir::Op*, uint64_t> req;
   std::vector<std::pair<const void*, ir::LoopArea>> loopReq;
@@ -200,7 +200,7 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
     llvm::Module scratchMod("measure", ctx);
     scratchMod.setDataLayout(dl);
     scratchMod.setTargetTriple(llvm::Triple(t.triple()));
-    Lower low(f, t, la, axis, o, ctx, scratchMod, req, loopReq, nullptr, invariantsInRegisters);
+    Lower low(f, t, la, axis, ctx, scratchMod, req, loopReq, nullptr, invariantsInRegisters);
     low.setSwizzleDots(swizzle);
     low.setFewerSlots(fewerSlots);
     low.setChunkConversions(chunk);
@@ -396,7 +396,7 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
   auto m = std::make_unique<llvm::Module>(f.name(), ctx);
   m->setDataLayout(dl);
   m->setTargetTriple(llvm::Triple(t.triple()));
-  Lower low(f, t, la, axis, o, ctx, *m, req, loopReq, &plan, invariantsInRegisters);
+  Lower low(f, t, la, axis, ctx, *m, req, loopReq, &plan, invariantsInRegisters);
   low.setSwizzleDots(swizzle);
   low.setFewerSlots(fewerSlots);
   low.setChunkConversions(chunk);

@@ -113,18 +113,21 @@ struct GpuOutput {
 
 class GpuTargetInfo {
  public:
-  explicit GpuTargetInfo(const GpuArch& row) : row_(row) {}
+  /// The hooks of `c`'s device; `c` must outlive them.
+  explicit GpuTargetInfo(const GpuConfig& c) : config_(c) {}
   virtual ~GpuTargetInfo() = default;
 
-  // ---- identity and limits: the target's row of Targets.def ----------------
-  const GpuArch& row() const { return row_; }
-  std::string arch() const { return row_.arch; }  // sm_80, gfx942, ...
+  // ---- identity and limits: the configuration, the device's row of Targets.def
+  const GpuConfig& config() const { return config_; }
+  const GpuOptions& options() const { return config_.options; }
+  const GpuArch& row() const { return *config_.row; }
+  std::string arch() const { return row().arch; }  // sm_80, gfx942, ...
   virtual std::string triple() const = 0;
-  unsigned warpSize() const { return row_.warpSize; }
+  unsigned warpSize() const { return config_.warpSize(); }
   virtual unsigned maxThreadsPerBlock() const { return 1024; }
-  uint64_t maxSharedBytes() const { return static_cast<uint64_t>(row_.maxSharedBytes); }
+  uint64_t maxSharedBytes() const { return static_cast<uint64_t>(row().maxSharedBytes); }
   /// 32-bit registers one thread can address (NVIDIA: 255 on sm_80+).
-  int maxRegistersPerThread() const { return row_.maxRegistersPerThread; }
+  int maxRegistersPerThread() const { return row().maxRegistersPerThread; }
 
   // ---- address spaces (the same numbers on both vendors) -----------------
   unsigned globalAS() const { return 1; }
@@ -413,12 +416,13 @@ class GpuTargetInfo {
   /// The PTX or the linked code object. Consumes `m` (code generation
   /// mutates it; compileGpu keeps a copy made before).
   virtual GpuOutput emit(llvm::Module& m, llvm::TargetMachine& tm) = 0;
-  /// Registers, spills, shared memory of the compiled kernel; throws
-  /// DeviceError if the tool it needs is missing.
-  virtual GpuResources resources(const GpuOutput& out, const std::string& kernel) = 0;
+  /// Registers, spills, shared memory of the compiled kernel, and its
+  /// occupancy at `threadsPerBlock` threads; throws DeviceError if the tool
+  /// it needs is missing.
+  virtual GpuResources resources(const GpuOutput& out, const std::string& kernel, unsigned threadsPerBlock) = 0;
 
  private:
-  const GpuArch& row_;
+  const GpuConfig& config_;
 };
 
 /// The TargetMachine both vendors build the same way: `initTarget` registers

@@ -156,7 +156,7 @@ void Lower::copyOperand(const ir::Op& dot, unsigned i, llvm::Value* base, const 
   const int64_t chunkBytes = globalChunkBytes(dot);
   const int64_t ce = chunkBytes / static_cast<int64_t>(byteSize(ld.result()->type().dtype()));
   const bool async = t_.asyncCopyImpl() == AsyncCopyImpl::Hardware;
-  ir::Layout cl = ir::Layout::blocked(chunkLayout(shape, fast, ce, o_.numWarps, t_.warpSize()));
+  ir::Layout cl = ir::Layout::blocked(chunkLayout(shape, fast, ce, cfg_.numWarps, t_.warpSize()));
   setCurrentOp(ld);  // the accesses are the load's (emulator reports, layout statistics)
   std::map<std::pair<const ir::Value*, std::string>, Slots> memo;
   int budget = 64;

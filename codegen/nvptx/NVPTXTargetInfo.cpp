@@ -174,7 +174,7 @@ void initNVPTX() {
 
 class NVPTXTargetInfo final : public GpuTargetInfo {
  public:
-  NVPTXTargetInfo(const GpuArch& row, const GpuOptions& o) : GpuTargetInfo(row), o_(o), libdevice_(findLibdevice()) {}
+  explicit NVPTXTargetInfo(const GpuConfig& c) : GpuTargetInfo(c), libdevice_(findLibdevice()) {}
   std::string triple() const override { return "nvptx64-nvidia-cuda"; }
   // PTX's .cta, .gpu and .sys scopes.
   const char* syncScope(ir::MemScope s) const override {
@@ -319,12 +319,13 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
   }
   llvm::Value* predicatedLoad(llvm::IRBuilderBase& b, llvm::Type* ty, llvm::Value* ptr, llvm::Value* pred,
                               llvm::Value* other) override {
-    if (!o_.predicatedAccesses || !nvptx::hasPredicatedForm(ty, b.GetInsertBlock()->getModule()->getDataLayout()))
+    if (!options().predicatedAccesses ||
+        !nvptx::hasPredicatedForm(ty, b.GetInsertBlock()->getModule()->getDataLayout()))
       return nullptr;
     return nvptx::emitPredicatedLoad(b, ty, ptr, pred, other);
   }
   bool predicatedStore(llvm::IRBuilderBase& b, llvm::Value* val, llvm::Value* ptr, llvm::Value* pred) override {
-    if (!o_.predicatedAccesses ||
+    if (!options().predicatedAccesses ||
         !nvptx::hasPredicatedForm(val->getType(), b.GetInsertBlock()->getModule()->getDataLayout()))
       return false;
     nvptx::emitPredicatedStore(b, val, ptr, pred);
@@ -397,7 +398,7 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
     b.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {}, {b.getInt32(pending)});
   }
   // TMA and mbarriers (NVPTXTma.h): Hopper's, sm_90a only here.
-  bool hasTensorCopies() const override { return o_.tensorCopies && row().tensorCopies; }
+  bool hasTensorCopies() const override { return options().tensorCopies && row().tensorCopies; }
   void declareTensorMapParam(llvm::Function& fn, unsigned argNo) override {
     // A CUtensorMap: 128 bytes, 64-aligned, by value; a grid constant, so
     // its address (cvta.param) can be handed to cp.async.bulk.tensor.
@@ -469,7 +470,7 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
     return out;
   }
 
-  GpuResources resources(const GpuOutput& out, const std::string& kernel) override {
+  GpuResources resources(const GpuOutput& out, const std::string& kernel, unsigned threadsPerBlock) override {
     std::string ptxas = findTool({"/usr/local/cuda/bin/ptxas", "ptxas"});
     if (ptxas.empty()) throw DeviceError("ptxas not found (install the CUDA toolkit or put ptxas on PATH)");
     TempDir dir;
@@ -490,22 +491,21 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
                " bytes, dynamic shared " + std::to_string(out.dynamicSharedBytes) + " bytes\n" +
                "occupancy estimate: " +
                occupancy(row(), res.registers, res.sharedBytes + static_cast<int64_t>(out.dynamicSharedBytes),
-                         o_.numWarps * static_cast<int>(warpSize()))
+                         static_cast<int>(threadsPerBlock))
                    .text +
                "\n" + r.output;
     return res;
   }
 
  private:
-  GpuOptions o_;
   std::string libdevice_;  // libdevice.10.bc, or "" (f64 math from the polynomials)
 };
 
 }  // namespace
 
-std::unique_ptr<GpuTargetInfo> createNVPTXTargetInfo(const GpuArch& row, const GpuOptions& o) {
-  TS_ASSERT(row.vendor == GpuArch::Vendor::NVIDIA, std::string("NVPTX hooks for ") + row.arch);
-  return std::make_unique<NVPTXTargetInfo>(row, o);
+std::unique_ptr<GpuTargetInfo> createNVPTXTargetInfo(const GpuConfig& c) {
+  TS_ASSERT(c.row->vendor == GpuArch::Vendor::NVIDIA, std::string("NVPTX hooks for ") + c.row->arch);
+  return std::make_unique<NVPTXTargetInfo>(c);
 }
 
 }  // namespace tessera::codegen

@@ -11,8 +11,8 @@
 
 namespace tessera::codegen {
 
-/// The GPU lowering's hooks for NVIDIA architecture `row`.
-std::unique_ptr<GpuTargetInfo> createNVPTXTargetInfo(const GpuArch& row, const GpuOptions& o);
+/// The GPU lowering's hooks for configuration `c` (of an NVIDIA row).
+std::unique_ptr<GpuTargetInfo> createNVPTXTargetInfo(const GpuConfig& c);
 
 namespace nvptx {
 /// SASS of kernel `kernel`'s PTX for `arch`: ptxas, then nvdisasm or
