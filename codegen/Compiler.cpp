@@ -7,13 +7,14 @@
 
 #include <chrono>
 #include <cstdio>
+#include <optional>
 
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
 #include "codegen/llvm/Jit.h"
 #include "codegen/emu/EmuCompile.h"
-#include "codegen/gpu/GpuCompile.h"
+#include "codegen/GpuTargets.h"
 #include "codegen/cpu/CpuLowering.h"
 #include "codegen/cpu/EntrySymbol.h"
 #include "codegen/llvm/HostIsa.h"
@@ -98,29 +99,19 @@ void compileCpu(const ir::Function& f, const Target& target, const CompileOption
 }
 // NVPTX and AMDGPU go through the shared GPU lowering; emu: targets take the
 // very module handed to the GPU backend and run it on the SIMT machine.
-std::shared_ptr<Artifact> compileGpuTarget(const ir::Function& f, const Target& target, const CompileOptions& opts,
+std::shared_ptr<Artifact> compileGpuTarget(const ir::Function& f, const GpuConfig& c, const CompileOptions& opts,
                                            StageDumps dumps) {
-  GpuOptions g;
-  g.numWarps = opts.numWarps;
-  g.codeObjectVersion = opts.codeObjectVersion;
-  g.eagerAssembly = opts.dumpAssembly;
-  g.precision = opts.precision;
-  g.tensorCopies = opts.tensorCopies;
-  g.predicatedAccesses = opts.predicatedAccesses;
-  if (target.kind == Target::Kind::NVPTX || target.kind == Target::Kind::AMDGPU)
-    return compileGpu(f, target, opts, std::move(dumps), g);
-  const bool amd = target.kind == Target::Kind::EmuAMDGPU;
-  Target device{amd ? Target::Kind::AMDGPU : Target::Kind::NVPTX, target.arch};
-  auto art = compileGpu(f, device, opts, std::move(dumps), g);
+  const Target& target = c.target;
+  auto art = compileGpu(createGpuTargetInfo, f, c, opts, std::move(dumps));
+  if (target.kind == Target::Kind::NVPTX || target.kind == Target::Kind::AMDGPU) return art;
+  const bool amd = c.row->vendor == GpuArch::Vendor::AMD;
   art->target = target;
   if (opts.emuHooks.empty())
     throw CompileError("target " + target.str() +
                        " needs the SIMT emulator's hooks (compile it through "
                        "tessera::compile for an emulator device)");
   TS_ASSERT(art->kept, "GPU compile kept no module");
-  const GpuArch* row = findGpuArch(amd ? GpuArch::Vendor::AMD : GpuArch::Vendor::NVIDIA, target.arch);
-  TS_ASSERT(row, "target " + target.str() + " is not in Targets.def");
-  unsigned warp = row->warpSize;
+  const unsigned warp = c.warpSize();
   // The emulator rewrites its module and its JIT owns the context: it gets
   // its own copy of the module the GPU backend was handed.
   auto ctx = std::make_unique<llvm::LLVMContext>();
@@ -153,6 +144,11 @@ std::shared_ptr<Artifact> compile(const ir::Function& kernel, const Target& targ
   art->binary.symbol = kernel.name();
   std::unique_ptr<ir::Function> f = ir::clone(kernel);
   art->dumps.tileIR.emplace_back("input", ir::print(*f));
+  // A GPU target's one configuration (warps, warp size, vendor, limits),
+  // which every GPU question of the passes and the compile reads.
+  std::optional<GpuConfig> gpuCfg;
+  if (target.isGpu()) gpuCfg = gpuConfig(target, opts.numWarps, gpuOptions(opts));
+  const GpuConfig* gc = gpuCfg ? &*gpuCfg : nullptr;
   ir::PassManager pm;
   // GPU layouts split dims over threads in powers of two: pad first, so the
   // default passes clean up (CSE) the masks it adds.
@@ -167,24 +163,25 @@ std::shared_ptr<Artifact> compile(const ir::Function& kernel, const Target& targ
   // tables decide: gpuTensorCoreTakes).
   if (fp8Dot) {
     std::function<bool(DType, DType, DType)> native;
-    if (target.isGpu())
-      native = [target](DType a, DType b, DType acc) { return gpuTensorCoreTakes(target, a, b, acc); };
+    if (gc)
+      native = [gc](DType a, DType b, DType acc) { return gpuTensorCoreTakes(createGpuTargetInfo, *gc, a, b, acc); };
     pm.add(ir::createWidenFp8DotsPass(std::move(native)));
   }
   ir::addDefaultPasses(pm);
   // A loop the user asked to warp-specialise, where the target can
   // (producer warps issuing tensor copies); elsewhere a warning says why.
   {
-    const Target tgt = target;
-    const CompileOptions o = opts;
-    std::function<bool(const ir::Op&)> inFlight;
-    if (target.isGpu())
-      inFlight = [tgt, o](const ir::Op& dot) { return gpuKeepsDotInFlight(tgt, o.numWarps, dot); };
-    else
-      inFlight = [](const ir::Op&) { return false; };
-    pm.add(ir::createWarpSpecializePass(
-        [tgt, o](const ir::Function& fn, const ir::Op& loop) { return gpuWarpSpecializeRefusal(tgt, o, fn, loop); },
-        std::move(inFlight), [o](const ir::Op& loop) { return gpuProducerWarps(o, loop); }, &art->warnings));
+    std::function<bool(const ir::Op&)> inFlight = [gc](const ir::Op& dot) {
+      return gc && gpuKeepsDotInFlight(createGpuTargetInfo, *gc, dot);
+    };
+    auto refuse = [gc](const ir::Function& fn, const ir::Op& loop) -> std::string {
+      if (!gc) return "the CPU has no warps to specialise";
+      return gpuWarpSpecializeRefusal(createGpuTargetInfo, *gc, fn, loop);
+    };
+    // Asked only of a loop the pass rewrites, which a GPU target's refusal
+    // allowed.
+    auto producerWarps = [gc](const ir::Op& loop) { return gpuProducerWarps(*gc, loop); };
+    pm.add(ir::createWarpSpecializePass(refuse, std::move(inFlight), producerWarps, &art->warnings));
   }
   // Every backend lowers buffer_slot, async copies, commits and waits, so
   // `for {stages}` loops are scheduled for all targets (the schedule is the
@@ -192,11 +189,9 @@ std::shared_ptr<Artifact> compile(const ir::Function& kernel, const Target& targ
   pm.add(ir::createPipelineSchedulePass());
   // Where a dot's matrix instruction runs behind the program (wgmma), the
   // pipelined loop keeps it in flight into the next iteration.
-  if (target.isGpu()) {
-    const int warps = opts.numWarps;
+  if (gc)
     pm.add(ir::createAsyncDotsPass(
-        [target, warps](const ir::Op& dot) { return gpuKeepsDotInFlight(target, warps, dot); }));
-  }
+        [gc](const ir::Op& dot) { return gpuKeepsDotInFlight(createGpuTargetInfo, *gc, dot); }));
   pm.setAfterPass(
       [&](const std::string& pass, const ir::Function& fn) { art->dumps.tileIR.emplace_back(pass, ir::print(fn)); });
   pm.run(*f);
@@ -205,14 +200,14 @@ std::shared_ptr<Artifact> compile(const ir::Function& kernel, const Target& targ
     compileCpu(*f, target, opts, *art, timer);
     return art;
   }
-  std::shared_ptr<Artifact> gpu = compileGpuTarget(*f, target, opts, std::move(art->dumps));
+  std::shared_ptr<Artifact> gpu = compileGpuTarget(*f, *gc, opts, std::move(art->dumps));
   gpu->warnings = std::move(art->warnings);
   return gpu;
 }
 
 std::string Artifact::assembly() const {
   if (!dumps.assembly.empty()) return dumps.assembly;
-  if (target.kind == Target::Kind::AMDGPU || target.kind == Target::Kind::EmuAMDGPU) return amdgpuAssembly(*this);
+  if (gpuDevice(target).kind == Target::Kind::AMDGPU) return amdgpuAssembly(*this);
   if (target.kind != Target::Kind::CPU) throw InternalError("GPU artifact of " + target.str() + " has no assembly");
   TS_ASSERT(kept, "CPU artifact of @" + kernelName() + " kept no module");
   initLLVM();

@@ -3,6 +3,7 @@
 #include <array>
 
 #include "codegen/llvm/HostIsa.h"
+#include "tessera/codegen/Compiler.h"
 #include "tessera/support/Error.h"
 #include "tessera/support/Targets.h"
 
@@ -49,6 +50,13 @@ Target Target::parse(const std::string& spelling) {
   };
   if (spelling.rfind("emu:", 0) == 0) return parseGpu(spelling.substr(4), true);
   return parseGpu(spelling, false);
+}
+
+std::string hostIsa() { return detectedHostIsa(); }
+
+std::string cannotRunOnHost(const Target& target) {
+  if (target.kind != Target::Kind::CPU) return "";
+  return selectCpuTarget(target.arch).notRunnable;
 }
 
 std::string Target::str() const {

@@ -8,23 +8,37 @@ const std::vector<GpuArch>& gpuArchs() {
   // NVIDIA: 255 registers per thread on sm_80+. AMD: the VGPRs one lane of a
   // wave can address (512 on CDNA with the accumulation VGPRs, 256 on RDNA3).
   static const std::vector<GpuArch> rows = {
-#define TS_NVPTX_TARGET(arch, sharedKiB, ptxFeature, smemPerSmKiB, threadsPerSm, blocksPerSm) \
-  {GpuArch::Vendor::NVIDIA,      #arch,        32,         int64_t{sharedKiB} * 1024, 255,    \
-   int64_t{smemPerSmKiB} * 1024, threadsPerSm, blocksPerSm},
-#define TS_AMDGPU_TARGET(arch, wave, features, ldsKiB, vgprsPerSimd, maxWavesPerSimd, simdsPerCu, ldsPerCuKiB, \
-                         vgprGranule)                                                                          \
-  {GpuArch::Vendor::AMD,                                                                                       \
-   #arch,                                                                                                      \
-   wave,                                                                                                       \
-   int64_t{ldsKiB} * 1024,                                                                                     \
-   (wave) == 64 ? 512 : 256,                                                                                   \
-   int64_t{ldsPerCuKiB} * 1024,                                                                                \
-   0,                                                                                                          \
-   0,                                                                                                          \
-   vgprsPerSimd,                                                                                               \
-   maxWavesPerSimd,                                                                                            \
-   simdsPerCu,                                                                                                 \
-   vgprGranule},
+#define TS_NVPTX_TARGET(arch_, warp, sharedKiB, ptxFeature, smemPerSmKiB, threadsPerSm_, blocksPerSm_, fp8Mma_, \
+                        wgmma_, tma)                                                                            \
+  {.vendor = GpuArch::Vendor::NVIDIA,                                                                           \
+   .arch = #arch_,                                                                                              \
+   .warpSize = warp,                                                                                            \
+   .maxSharedBytes = int64_t{sharedKiB} * 1024,                                                                 \
+   .maxRegistersPerThread = 255,                                                                                \
+   .llvmFeatures = ptxFeature,                                                                                  \
+   .sharedPerUnit = int64_t{smemPerSmKiB} * 1024,                                                               \
+   .threadsPerSm = threadsPerSm_,                                                                               \
+   .blocksPerSm = blocksPerSm_,                                                                                 \
+   .fp8Mma = fp8Mma_,                                                                                           \
+   .wgmma = wgmma_,                                                                                             \
+   .tensorCopies = tma},
+#define TS_AMDGPU_TARGET(arch_, wave, features, ldsKiB, vgprsPerSimd_, maxWavesPerSimd_, simdsPerCu_, ldsPerCuKiB, \
+                         vgprGranule_, gfxMajor_, matrixCore_, i8MfmaK_, fnuzFp8Mfma_)                             \
+  {.vendor = GpuArch::Vendor::AMD,                                                                                 \
+   .arch = #arch_,                                                                                                 \
+   .warpSize = wave,                                                                                               \
+   .maxSharedBytes = int64_t{ldsKiB} * 1024,                                                                       \
+   .maxRegistersPerThread = (wave) == 64 ? 512 : 256,                                                              \
+   .llvmFeatures = features,                                                                                       \
+   .sharedPerUnit = int64_t{ldsPerCuKiB} * 1024,                                                                   \
+   .vgprsPerSimd = vgprsPerSimd_,                                                                                  \
+   .maxWavesPerSimd = maxWavesPerSimd_,                                                                            \
+   .simdsPerCu = simdsPerCu_,                                                                                      \
+   .vgprGranule = vgprGranule_,                                                                                    \
+   .gfxMajor = gfxMajor_,                                                                                          \
+   .matrixCore = GpuArch::MatrixCore::matrixCore_,                                                                 \
+   .i8MfmaK = i8MfmaK_,                                                                                            \
+   .fnuzFp8Mfma = fnuzFp8Mfma_},
 #include "tessera/support/Targets.def"
   };
   return rows;
@@ -43,19 +57,26 @@ std::string gpuArchList(GpuArch::Vendor vendor, const char* separator) {
   return r;
 }
 
+std::string gpuTargetsWith(bool GpuArch::* column, const char* separator) {
+  std::string r;
+  for (const GpuArch& a : gpuArchs())
+    if (a.*column) r += (r.empty() ? "" : separator) + a.spelling();
+  return r;
+}
+
 Occupancy occupancy(const GpuArch& a, int regs, int64_t sharedBytes, int threadsPerBlock) {
   Occupancy o;
   const int64_t threads = std::max(threadsPerBlock, 1);
   const int64_t warps = (threads + a.warpSize - 1) / a.warpSize;
   auto s = [](int64_t v) { return std::to_string(v); };
   if (a.vendor == GpuArch::Vendor::NVIDIA) {
-    const int64_t regsPerWarp = (std::max(regs, 1) * 32 + 255) / 256 * 256;
+    const int64_t regsPerWarp = (std::max(regs, 1) * int64_t{a.warpSize} + 255) / 256 * 256;
     const int64_t byRegs = 65536 / (regsPerWarp * warps);
     const int64_t byShared = a.sharedPerUnit / ((std::max<int64_t>(sharedBytes, 0) + 127) / 128 * 128 + 1024);
     const int64_t byThreads = a.threadsPerSm / threads;
     o.blocks = static_cast<int>(std::min({byRegs, byShared, byThreads, int64_t{a.blocksPerSm}}));
     o.value = static_cast<int>(o.blocks * warps);
-    o.text = s(o.blocks) + " blocks per SM, " + s(o.value) + " of " + s(a.threadsPerSm / 32) +
+    o.text = s(o.blocks) + " blocks per SM, " + s(o.value) + " of " + s(a.threadsPerSm / a.warpSize) +
              " warps (register limit " + s(byRegs) + ", shared-memory limit " + s(byShared) + ", thread limit " +
              s(byThreads) + ", block limit " + s(a.blocksPerSm) + ")";
     return o;

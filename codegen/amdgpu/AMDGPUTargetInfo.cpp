@@ -16,8 +16,10 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Transforms/Utils/Cloning.h>
 
+#include "codegen/amdgpu/AMDGPUDot.h"
 #include "codegen/amdgpu/AMDGPULink.h"
 #include "codegen/gpu/GpuTargetInfo.h"
+#include "codegen/amdgpu/AMDGPUTargetInfo.h"
 #include "codegen/llvm/LLVMSupport.h"
 #include "tessera/support/Targets.h"
 
@@ -32,23 +34,6 @@ namespace tessera::codegen {
 
 namespace {
 
-// The code generator's columns of Targets.def; the occupancy columns are
-// read through tessera::occupancy (support/Targets.cpp).
-struct GfxRow {
-  const char* arch;
-  unsigned wave;
-  const char* features;
-  uint64_t lds;  // bytes of LDS per workgroup
-};
-// clang-format off
-constexpr GfxRow kGfx[] = {
-#define TS_AMDGPU_TARGET(arch, wave, features, ldsKiB, vgprsPerSimd, maxWavesPerSimd, simdsPerCu, ldsPerCuKiB, \
-                         vgprGranule)                                                                          \
-  {#arch, wave, features, uint64_t{ldsKiB} * 1024},
-#include "tessera/support/Targets.def"
-};
-// clang-format on
-
 // v_exp_f32 / v_log_f32 are 1-ulp for exp2/log2 only and flush denormals
 // on some parts; the polynomials match the other targets. The ROCm device
 // libraries (OCML) are not linked: f64 transcendentals take the f64
@@ -60,62 +45,27 @@ constexpr GpuMathNotes kAmdgpuMath = {
     "llvm.floor -> v_floor",
 };
 
-// Matrix-core table: f16/bf16 operands with an f32 accumulator use
-// v_mfma_f32_32x32x8{f16,bf16_1k} on gfx90a/gfx942 where every wave owns
-// whole 32 x 32 tiles (16 accumulator registers per lane and tile; the
-// same LDS bytes per flop as 16x16x16 and half the instructions), else
-// v_mfma_f32_16x16x16{f16,bf16_1k} (wave64; 4 registers, small warp tiles)
-// and v_wmma_f32_16x16x16_{f16,bf16} on gfx1100 (wave32). i8 operands with
-// an i32 accumulator: v_mfma_i32_16x16x16i8 on gfx90a, v_mfma_i32_16x16x32_i8
-// on gfx942 (which dropped the 16x16x16 form), v_wmma_i32_16x16x16_iu8 with
-// both operands signed on gfx1100; the same accumulator placement, sums
-// wrapping mod 2^32 (no clamp). The FNUZ fp8 formats (f8e4m3fnuz = fp8,
-// f8e5m2fnuz = bf8, either on either side) with an f32 accumulator use
-// v_mfma_f32_16x16x32_{fp8,bf8}_{fp8,bf8} on gfx942 (the i8 form's
-// placement; the operands are swapped, so the instruction's first format
-// is B's); the OCP formats, gfx90a and gfx1100 have no fp8 matrix
-// instruction here and are widened to f16 (widen-fp8-dots). Operands are
-// read from LDS with plain loads. f32 dots stay on FMAs.
-TensorCoreOp amdgpuTensorCore(const std::string& arch, DType in, DType inB, DType acc) {
-  TensorCoreOp t;
-  auto fnuz = [](DType d) { return d == DType::F8E4M3FNUZ || d == DType::F8E5M2FNUZ; };
-  if (fnuz(in) && fnuz(inB) && acc == DType::F32) {
-    if (arch != "gfx942") return {};
-    // Swapped operands: the instruction's A is Tessera's B.
-    const bool srcAFp8 = inB == DType::F8E4M3FNUZ, srcBFp8 = in == DType::F8E4M3FNUZ;
-    t.kind = ir::MmaKind::AmdMfma16x16x32;
-    t.mma = srcAFp8 ? (srcBFp8 ? llvm::Intrinsic::amdgcn_mfma_f32_16x16x32_fp8_fp8
-                               : llvm::Intrinsic::amdgcn_mfma_f32_16x16x32_fp8_bf8)
-                    : (srcBFp8 ? llvm::Intrinsic::amdgcn_mfma_f32_16x16x32_bf8_fp8
-                               : llvm::Intrinsic::amdgcn_mfma_f32_16x16x32_bf8_bf8);
-    return t;
-  }
-  if (inB != in) return {};
-  const bool mfma = arch == "gfx90a" || arch == "gfx942", wmma = arch == "gfx1100";
-  if (in == DType::I8 && acc == DType::I32) {
-    if (arch == "gfx90a") {
-      t.kind = ir::MmaKind::AmdMfma16x16x16;
-      t.mma = llvm::Intrinsic::amdgcn_mfma_i32_16x16x16i8;
-    } else if (arch == "gfx942") {
-      t.kind = ir::MmaKind::AmdMfma16x16x32;
-      t.mma = llvm::Intrinsic::amdgcn_mfma_i32_16x16x32_i8;
-    } else if (wmma) {
-      t.kind = ir::MmaKind::AmdWmma16x16x16;
-      t.mma = llvm::Intrinsic::amdgcn_wmma_i32_16x16x16_iu8;
+// (A | B) - A -> B where the `or` is disjoint (an add whose operands share
+// no bit, as instcombine rewrites adds of an aligned base and a lane
+// offset). The buffer offsets (Lower::bufferOffset) are such differences: a
+// slot's offset less the uniform base's, and instcombine folds (A + B) - A
+// but not its disjoint-or form, which left one v_sub per masked vector
+// access.
+void foldDisjointOrDifferences(llvm::Function& f) {
+  for (llvm::BasicBlock& bb : f)
+    for (llvm::Instruction& i : llvm::make_early_inc_range(bb)) {
+      auto* sub = llvm::dyn_cast<llvm::BinaryOperator>(&i);
+      if (!sub || sub->getOpcode() != llvm::Instruction::Sub) continue;
+      auto* orOp = llvm::dyn_cast<llvm::PossiblyDisjointInst>(sub->getOperand(0));
+      if (!orOp || !orOp->isDisjoint()) continue;
+      llvm::Value* a = sub->getOperand(1);
+      llvm::Value* rest = orOp->getOperand(0) == a   ? orOp->getOperand(1)
+                          : orOp->getOperand(1) == a ? orOp->getOperand(0)
+                                                     : nullptr;
+      if (!rest) continue;
+      sub->replaceAllUsesWith(rest);
+      sub->eraseFromParent();
     }
-    return t;
-  }
-  if (acc != DType::F32 || (in != DType::F16 && in != DType::BF16)) return {};
-  bool f16 = in == DType::F16;
-  if (mfma) {
-    t.kind = ir::MmaKind::AmdMfma32x32x8;
-    t.mma = f16 ? llvm::Intrinsic::amdgcn_mfma_f32_32x32x8f16 : llvm::Intrinsic::amdgcn_mfma_f32_32x32x8bf16_1k;
-    t.mmaSmall = f16 ? llvm::Intrinsic::amdgcn_mfma_f32_16x16x16f16 : llvm::Intrinsic::amdgcn_mfma_f32_16x16x16bf16_1k;
-  } else if (wmma) {
-    t.kind = ir::MmaKind::AmdWmma16x16x16;
-    t.mma = f16 ? llvm::Intrinsic::amdgcn_wmma_f32_16x16x16_f16 : llvm::Intrinsic::amdgcn_wmma_f32_16x16x16_bf16;
-  }
-  return t;
 }
 
 // Registers LLVM's AMDGPU target once per process.
@@ -131,20 +81,11 @@ void initAMDGPU() {
 
 class AMDGPUTargetInfo final : public GpuTargetInfo {
  public:
-  AMDGPUTargetInfo(const GfxRow& row, const GpuOptions& o) : row_(row), o_(o) {}
-  std::string arch() const override { return row_.arch; }
+  explicit AMDGPUTargetInfo(const GpuConfig& c) : GpuTargetInfo(c) {}
   std::string triple() const override { return "amdgcn-amd-amdhsa"; }
   const char* syncScope(ir::MemScope s) const override {
     return s == ir::MemScope::Program ? "workgroup" : s == ir::MemScope::Device ? "agent" : "";
   }
-  unsigned warpSize() const override { return row_.wave; }
-  uint64_t maxSharedBytes() const override { return row_.lds; }
-  // Wave64 CDNA: 256 arch + 256 accumulation VGPRs per lane; RDNA3 wave32:
-  // 256 VGPRs per wave.
-  int maxRegistersPerThread() const override {
-    return findGpuArch(GpuArch::Vendor::AMD, row_.arch)->maxRegistersPerThread;
-  }
-
   llvm::Value* threadId(llvm::IRBuilderBase& b, int axis) override {
     static constexpr std::array<llvm::Intrinsic::ID, 3> ids = {llvm::Intrinsic::amdgcn_workitem_id_x,
                                                                llvm::Intrinsic::amdgcn_workitem_id_y,
@@ -196,7 +137,7 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
   void schedulingBarrier(llvm::IRBuilderBase& b) override {
     b.CreateIntrinsic(llvm::Intrinsic::amdgcn_sched_barrier, {}, {b.getInt32(0)});  // mask 0: nothing crosses
   }
-  llvm::Value* lane(llvm::IRBuilderBase& b) { return b.CreateAnd(threadId(b, 0), b.getInt32(row_.wave - 1)); }
+  llvm::Value* lane(llvm::IRBuilderBase& b) { return b.CreateAnd(threadId(b, 0), b.getInt32(warpSize() - 1)); }
   // Butterfly exchanges (the reductions' steps) within a row of 16 lanes or
   // a group of 32 take no LDS address: DPP quad permutations for xor 1 and
   // 2; on gfx10+ DPP row_xmask for 4 and 8 and v_permlanex16 for 16 (the
@@ -204,7 +145,7 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
   // lanes). Only xor 32 of a wave64 goes through ds_bpermute.
   llvm::Value* shuffleXor(llvm::IRBuilderBase& b, llvm::Value* v, unsigned mask) override {
     auto i32 = [&](unsigned x) { return b.getInt32(x); };
-    const bool gfx10 = gfxMajor() >= 10;
+    const bool gfx10 = row().gfxMajor >= 10;
     if (mask == 1 || mask == 2 || (gfx10 && (mask == 4 || mask == 8))) {
       // quad_perm [1,0,3,2] / [2,3,0,1]; row_xmask:m is 0x160 | m.
       const unsigned ctrl = mask == 1 ? 0xB1 : mask == 2 ? 0x4E : 0x160 | mask;
@@ -227,13 +168,13 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
   // its 16) for 8, VALU operands the DPP combiner folds into the reduction's
   // own op, instead of ds_swizzle through the LDS unit and a wait for it.
   llvm::Value* shuffleXorOfUniformGroups(llvm::IRBuilderBase& b, llvm::Value* v, unsigned mask) override {
-    if (gfxMajor() >= 10 || (mask != 4 && mask != 8)) return shuffleXor(b, v, mask);
+    if (row().gfxMajor >= 10 || (mask != 4 && mask != 8)) return shuffleXor(b, v, mask);
     return b.CreateIntrinsic(llvm::Intrinsic::amdgcn_update_dpp, {v->getType()},
                              {llvm::PoisonValue::get(v->getType()), v, b.getInt32(mask == 4 ? 0x141 : 0x140),
                               b.getInt32(0xf), b.getInt32(0xf), b.getTrue()});
   }
   // gfx90a and gfx942 (CDNA2/3); RDNA has packed f16 math only.
-  bool packedF32Math() const override { return gfxMajor() == 9; }
+  bool packedF32Math() const override { return row().gfxMajor == 9; }
 
   // Masked accesses as raw buffer loads and stores (MUBUF): a resource of
   // kBufferBytes records from the uniform base, and an offset of 2^31 in the
@@ -244,13 +185,13 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
   // generation (the buffer format fields and, on gfx10+, the raw
   // out-of-range mode that checks offset + size against the records).
   uint32_t bufferFlags() const {
-    switch (gfxMajor()) {
+    switch (row().gfxMajor) {
       case 9: return 0x00020000;   // DATA_FORMAT 32
       case 11: return 0x31004000;  // FORMAT 32, OOB_SELECT raw, RESOURCE_LEVEL 1
       default: return 0;
     }
   }
-  bool hasBufferAccesses() const override { return o_.predicatedAccesses && bufferFlags() != 0; }
+  bool hasBufferAccesses() const override { return options().predicatedAccesses && bufferFlags() != 0; }
   llvm::Value* bufferResource(llvm::IRBuilderBase& b, llvm::Value* base) {
     // Wave-uniform by construction (UniformSplit); readfirstlane tells the
     // backend, which otherwise builds a loop over the lanes' resources where
@@ -299,10 +240,6 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
                       {b.CreateBitCast(val, it), bufferResource(b, base), maskedOffset(b, offset, pred), b.getInt32(0),
                        b.getInt32(0)});
     return true;
-  }
-  int gfxMajor() const {
-    const std::string a = row_.arch;  // "gfx942", "gfx1100"
-    return a.size() >= 6 && a.compare(0, 3, "gfx") == 0 ? std::stoi(a.substr(3, a.size() - 5)) : 0;
   }
   // The backend does not know that workitem.id.x / wavesize is the same in
   // every lane: without the readfirstlane, everything computed from the
@@ -361,7 +298,34 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
       default: return nullptr;
     }
   }
-  TensorCoreOp tensorCore(DType a, DType b, DType acc) const override { return amdgpuTensorCore(row_.arch, a, b, acc); }
+  // Matrix-core tables and dots: MFMA (AMDGPUMfma.cpp) or WMMA
+  // (AMDGPUWmma.cpp), Targets.def's matrixCore column. f32 dots stay on
+  // FMAs; operands are read from LDS with plain loads.
+  TensorCoreOp tensorCore(DType a, DType b, DType acc) const override {
+    switch (row().matrixCore) {
+      case GpuArch::MatrixCore::Mfma: return amdgpu::mfmaFamily().op(row(), a, b, acc);
+      case GpuArch::MatrixCore::Wmma: return amdgpu::wmmaFamily().op(row(), a, b, acc);
+      case GpuArch::MatrixCore::None: break;
+    }
+    return {};
+  }
+  void planDotStaging(TensorCoreDotPlan& p) const override { amdgpu::planMatrixCoreStaging(p); }
+  bool swizzleDotStaging(TensorCoreDotPlan& p) const override { return amdgpu::swizzleMatrixCoreStaging(p); }
+  // Synchronous vector loads and LDS stores of the padded rows' alignment.
+  int64_t dotCopyChunkBytes(ir::MmaKind k) const override { return amdgpu::matrixCoreFamily(k).padBytes(k); }
+  // A M x K and B N x K (planMatrixCoreStaging): chunks along K.
+  int dotCopyDim(unsigned operand, int fast, int64_t, int64_t, const ir::BlockedLayout&) const override {
+    return fast == (operand == 0 ? 1 : 0) ? fast : -1;
+  }
+  // A chained dot's A (flash attention's P) is in the first dot's
+  // accumulator layout, not the MFMA / WMMA A fragments'.
+  bool dotFragmentsFirst() const override { return true; }
+  std::vector<llvm::Value*> emitDot(DotEmitter& e, std::vector<llvm::Value*> acc) const override {
+    return amdgpu::emitMatrixCoreDot(e, std::move(acc));
+  }
+  // 64 KiB of LDS per CU is what limits a wave's occupancy before its
+  // registers do, on CDNA's 512 VGPRs per lane most of all.
+  bool tradesSharedForOccupancy() const override { return true; }
   // gfx90a / gfx942 / gfx1100 have no asynchronous global->LDS copy that we
   // use (the buffer_load ... lds forms write LDS at M0-relative addresses,
   // one dword per lane, and need buffer resources): the loads go to
@@ -369,12 +333,26 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
   AsyncCopyImpl asyncCopyImpl() const override { return AsyncCopyImpl::RegisterStaged; }
 
   llvm::TargetMachine& targetMachine(int optLevel) override {
-    return cachedGpuTargetMachine(initAMDGPU, "AMDGPU", triple(), row_.arch, row_.features, llvm::Reloc::PIC_,
+    return cachedGpuTargetMachine(initAMDGPU, "AMDGPU", triple(), row().arch, row().llvmFeatures, llvm::Reloc::PIC_,
                                   optLevel);
+  }
+  // GpuCompile.cpp explains the passes; amdgpu-attributor proves which
+  // implicit kernel inputs are unused, which frees their registers.
+  const char* kernelPipeline() const override {
+    return "amdgpu-attributor,function(early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,loop-mssa(licm),"
+           "simplifycfg,infer-alignment)";
+  }
+  void afterKernelPipeline(llvm::Function& f) const override { foldDisjointOrDifferences(f); }
+  const char* emitStage() const override { return "object+link"; }
+  void storeOutput(GpuOutput& out, KernelBinary& bin, StageDumps& dumps) const override {
+    dumps.assembly = out.assembly;
+    bin.format = KernelBinary::Format::HSACO;
+    bin.codeObject = out.codeObject;
+    dumps.extra["hsaco"] = std::string(out.codeObject.begin(), out.codeObject.end());
   }
 
   void prepareModule(llvm::Module& m, llvm::TargetMachine& /*tm*/) override {
-    int v = o_.codeObjectVersion;
+    int v = options().codeObjectVersion;
     if (v != 4 && v != 5 && v != 6)
       throw CompileError("AMDGPU code object version " + std::to_string(v) + " is not supported (use 4, 5 or 6)");
     m.addModuleFlag(llvm::Module::Error, "amdhsa_code_object_version", static_cast<uint32_t>(v * 100));
@@ -382,14 +360,14 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
 
   GpuOutput emit(llvm::Module& m, llvm::TargetMachine& tm) override {
     GpuOutput out;
-    if (o_.eagerAssembly) out.assembly = emitFile(m, tm, llvm::CodeGenFileType::AssemblyFile);
+    if (options().eagerAssembly) out.assembly = emitFile(m, tm, llvm::CodeGenFileType::AssemblyFile);
     std::string obj = emitFileReusingPipeline(m, tm, llvm::CodeGenFileType::ObjectFile);
     std::string hsaco = linkHsaco(obj);
     out.codeObject.assign(hsaco.begin(), hsaco.end());
     return out;
   }
 
-  GpuResources resources(const GpuOutput& out, const std::string& kernel) override {
+  GpuResources resources(const GpuOutput& out, const std::string& kernel, unsigned threadsPerBlock) override {
     HsacoInfo k = readHsacoMetadata(out.codeObject, kernel);
     GpuResources r;
     r.registers = k.vgprs;
@@ -397,9 +375,8 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
     r.spillBytes = k.privateSegment;
     r.sharedBytes = k.groupSegment;
     r.wavefrontSize = k.wavefrontSize;
-    Occupancy occ = occupancy(*findGpuArch(GpuArch::Vendor::AMD, row_.arch), k.vgprs, k.groupSegment,
-                              o_.numWarps * static_cast<int>(row_.wave));
-    r.text = std::string(row_.arch) + " @" + kernel + ": wavefront " + std::to_string(k.wavefrontSize) + ", VGPRs " +
+    Occupancy occ = occupancy(row(), k.vgprs, k.groupSegment, static_cast<int>(threadsPerBlock));
+    r.text = arch() + " @" + kernel + ": wavefront " + std::to_string(k.wavefrontSize) + ", VGPRs " +
              std::to_string(k.vgprs) + ", SGPRs " + std::to_string(k.sgprs) + ", group segment " +
              std::to_string(k.groupSegment) + " bytes, private segment (spills/stack) " +
              std::to_string(k.privateSegment) + " bytes\noccupancy estimate: " + occ.text + "\n";
@@ -407,8 +384,6 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
   }
 
  private:
-  GfxRow row_;
-  GpuOptions o_;
 };
 
 }  // namespace
@@ -454,13 +429,9 @@ HsacoInfo readHsacoMetadata(const std::vector<char>& hsaco, const std::string& k
   throw InternalError("the code object has no metadata for kernel " + kernel);
 }
 
-std::unique_ptr<GpuTargetInfo> createAMDGPUTargetInfo(const std::string& arch, const GpuOptions& o) {
-  std::string valid;
-  for (auto& r : kGfx) {
-    if (arch == r.arch) return std::make_unique<AMDGPUTargetInfo>(r, o);
-    valid += std::string(valid.empty() ? "" : ", ") + r.arch;
-  }
-  throw CompileError("unknown AMDGPU architecture '" + arch + "'; valid: " + valid);
+std::unique_ptr<GpuTargetInfo> createAMDGPUTargetInfo(const GpuConfig& c) {
+  TS_ASSERT(c.row->vendor == GpuArch::Vendor::AMD, std::string("AMDGPU hooks for ") + c.row->arch);
+  return std::make_unique<AMDGPUTargetInfo>(c);
 }
 
 }  // namespace tessera::codegen

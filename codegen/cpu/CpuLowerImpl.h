@@ -58,25 +58,17 @@ inline std::vector<int64_t> stridesOf(const ir::Shape& s) {
   return st;
 }
 
-inline bool isFusableDef(OpCode c) {
-  return ir::isElementwise(c) || c == OpCode::Splat || c == OpCode::Arange || c == OpCode::Constant ||
-         c == OpCode::Broadcast || c == OpCode::ExpandDims || c == OpCode::Reshape;
-}
+// Pure ops computed per chunk in their consumer's loop: the elementwise
+// ops, and the others cheap to recompute (Ops.def: constant, splat,
+// arange, broadcast, expand_dims, reshape).
+inline bool isFusableDef(OpCode c) { return ir::isElementwise(c) || ir::isCheapToRecompute(c); }
 
-// Ops whose per-chunk cost is more than a few vector instructions (libm-style
-// expansions, divisions, which x86 does not vectorise for integers): values
-// made of them are computed once and kept, never recomputed per consumer.
-inline bool isExpensive(OpCode c) {
-  if (ir::isTranscendental(c)) return true;
-  switch (c) {
-    case OpCode::Pow:
-    case OpCode::Div:
-    case OpCode::Rem:
-    case OpCode::Sqrt:
-    case OpCode::Rsqrt: return true;
-    default: return false;
-  }
-}
+// Elementwise ops whose per-chunk cost is more than a few vector
+// instructions (Ops.def's ops not cheap to recompute: libm-style
+// expansions, divisions, which x86 does not vectorise for integers, square
+// roots): values made of them are computed once and kept, never recomputed
+// per consumer.
+inline bool isExpensive(OpCode c) { return ir::isElementwise(c) && !ir::isCheapToRecompute(c); }
 
 class Lowering {
  public:

@@ -39,9 +39,6 @@ namespace tessera::codegen {
 
 namespace {
 
-bool isNvptx(const Target& t) { return t.kind == Target::Kind::NVPTX || t.kind == Target::Kind::EmuNVPTX; }
-bool isAmdgpu(const Target& t) { return t.kind == Target::Kind::AMDGPU || t.kind == Target::Kind::EmuAMDGPU; }
-
 // Compile latency. The default O3 pipeline plus the backends' own IR passes
 // cost 110-120 ms for a 32x32x32 GEMM to PTX (150-260 ms to .hsaco), most
 // of it in passes that have little to do on this code. Measured with
@@ -64,7 +61,8 @@ bool isAmdgpu(const Target& t) { return t.kind == Target::Kind::AMDGPU || t.kind
 //   instead of ~100-200 (O3: 64-280). AMDGPU also needs amdgpu-attributor:
 //   it proves which implicit kernel inputs (work-item ids y/z, dispatch and
 //   queue pointers, ...) are unused, which frees their registers (gfx942
-//   64x64x32 tile: 184 -> 168 VGPRs, as with O3).
+//   64x64x32 tile: 184 -> 168 VGPRs, as with O3). The pipelines are the
+//   vendors' (GpuTargetInfo::kernelPipeline).
 //   Nothing to inline (one function, no calls but intrinsics), no alloca for
 //   SROA; the lowering's tiles are unrolled already, so loop and SLP
 //   vectorisation, unrolling and the loop passes of O3 changed no register
@@ -91,13 +89,6 @@ bool isAmdgpu(const Target& t) { return t.kind == Target::Kind::AMDGPU || t.kind
 //   skipped through the context's pass gate, the mechanism behind
 //   -opt-bisect-limit; a renamed pass would only run again. The load/store
 //   vectoriser stays: without it the 128x128 tile spills 600 bytes.
-const char* kNvptxKernelPipeline =
-    "function(early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,loop-mssa(licm),simplifycfg,"
-    "infer-alignment)";
-const char* kAmdgpuKernelPipeline =
-    "amdgpu-attributor,function(early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,loop-mssa(licm),"
-    "simplifycfg,infer-alignment)";
-
 struct SkipPassGate : llvm::OptPassGate {
   std::set<std::string, std::less<>> skip;
   bool shouldRunPass(llvm::StringRef pass, llvm::StringRef) const override { return !skip.count(pass); }
@@ -126,56 +117,26 @@ struct SkipPassGate : llvm::OptPassGate {
 // reads the mark.
 const char* kNoLsrFlag = "tessera.no-lsr";
 
-void installPassGate(const llvm::Module& m, SkipPassGate& gate, bool nvptx, int optLevel) {
+void installPassGate(const llvm::Module& m, SkipPassGate& gate, const GpuTargetInfo& ti, int optLevel) {
   gate.skip.clear();
   if (optLevel == 0) return;
   gate.skip.insert("slsr");
   gate.skip.insert("nary-reassociate");
-  if (nvptx) gate.skip.insert("codegenprepare");
+  if (ti.skipsCodeGenPrepare()) gate.skip.insert("codegenprepare");
   if (m.getModuleFlag(kNoLsrFlag)) gate.skip.insert("Loop Strength Reduction");  // a legacy loop pass: its name
   m.getContext().setOptPassGate(gate);
 }
 
-// (A | B) - A -> B where the `or` is disjoint (an add whose operands share
-// no bit, as instcombine rewrites adds of an aligned base and a lane
-// offset). The AMDGPU buffer offsets (Lower::bufferOffset) are such
-// differences: a slot's offset less the uniform base's, and instcombine
-// folds (A + B) - A but not its disjoint-or form, which left one v_sub per
-// masked vector access.
-void foldDisjointOrDifferences(llvm::Function& f) {
-  for (llvm::BasicBlock& bb : f)
-    for (llvm::Instruction& i : llvm::make_early_inc_range(bb)) {
-      auto* sub = llvm::dyn_cast<llvm::BinaryOperator>(&i);
-      if (!sub || sub->getOpcode() != llvm::Instruction::Sub) continue;
-      auto* orOp = llvm::dyn_cast<llvm::PossiblyDisjointInst>(sub->getOperand(0));
-      if (!orOp || !orOp->isDisjoint()) continue;
-      llvm::Value* a = sub->getOperand(1);
-      llvm::Value* rest = orOp->getOperand(0) == a   ? orOp->getOperand(1)
-                          : orOp->getOperand(1) == a ? orOp->getOperand(0)
-                                                     : nullptr;
-      if (!rest) continue;
-      sub->replaceAllUsesWith(rest);
-      sub->eraseFromParent();
-    }
-}
-
-void optimizeGpuKernel(llvm::Module& m, llvm::TargetMachine& tm, int optLevel, bool amdgpu, GpuTargetInfo& ti) {
+void optimizeGpuKernel(llvm::Module& m, llvm::TargetMachine& tm, int optLevel, GpuTargetInfo& ti) {
   if (optLevel == 0) return runDefaultPipeline(m, tm, 0);
-  runPipeline(m, tm, amdgpu ? kAmdgpuKernelPipeline : kNvptxKernelPipeline);
-  if (amdgpu)
-    for (llvm::Function& f : m) foldDisjointOrDifferences(f);
+  runPipeline(m, tm, ti.kernelPipeline());
+  for (llvm::Function& f : m) ti.afterKernelPipeline(f);
   // Last: the pipeline's CSE and LICM are what make index values live
   // through the loops.
   for (llvm::Function& f : m) rematerializeAfterLoops(f, ti);
 }
 
 }  // namespace
-
-std::unique_ptr<GpuTargetInfo> createGpuTargetInfo(const Target& t, const GpuOptions& g) {
-  if (isNvptx(t)) return createNVPTXTargetInfo(t.arch, g);
-  if (isAmdgpu(t)) return createAMDGPUTargetInfo(t.arch, g);
-  throw CompileError("target " + t.str() + " is not a GPU target");
-}
 
 llvm::TargetMachine& cachedGpuTargetMachine(void (*initTarget)(), const std::string& vendor, const std::string& triple,
                                             const std::string& cpu, const std::string& features,
@@ -206,11 +167,6 @@ llvm::TargetMachine& cachedGpuTargetMachine(void (*initTarget)(), const std::str
   return *cache.emplace(key, std::move(tm)).first->second;
 }
 
-std::shared_ptr<Artifact> compileGpu(const ir::Function& fn, const Target& t, const CompileOptions& o,
-                                     StageDumps dumps) {
-  return compileGpu(fn, t, o, std::move(dumps), GpuOptions{});
-}
-
 namespace {
 // The layouts split a tile's dimensions among lanes and warps by powers of
 // two, so numWarps must be one; checked before anything divides by it.
@@ -233,47 +189,34 @@ void checkNumWarps(const ir::Function& fn, const GpuTargetInfo& ti, int numWarps
 }
 }  // namespace
 
-bool gpuTensorCoreTakes(const Target& t, DType a, DType b, DType acc) {
-  Target device = t;
-  if (t.kind == Target::Kind::EmuNVPTX) device.kind = Target::Kind::NVPTX;
-  if (t.kind == Target::Kind::EmuAMDGPU) device.kind = Target::Kind::AMDGPU;
-  return createGpuTargetInfo(device, GpuOptions{})->tensorCore(a, b, acc).kind != ir::MmaKind::None;
+bool gpuTensorCoreTakes(GpuTargetFactory make, const GpuConfig& c, DType a, DType b, DType acc) {
+  return make(c)->tensorCore(a, b, acc).kind != ir::MmaKind::None;
 }
 
-bool gpuKeepsDotInFlight(const Target& t, int numWarps, const ir::Op& dot) {
-  Target device = t;
-  if (t.kind == Target::Kind::EmuNVPTX) device.kind = Target::Kind::NVPTX;
-  if (t.kind == Target::Kind::EmuAMDGPU) device.kind = Target::Kind::AMDGPU;
-  GpuOptions g;
-  g.numWarps = numWarps;
-  std::unique_ptr<GpuTargetInfo> ti = createGpuTargetInfo(device, g);
+bool gpuKeepsDotInFlight(GpuTargetFactory make, const GpuConfig& c, const ir::Op& dot) {
+  std::unique_ptr<GpuTargetInfo> ti = make(c);
   const auto& a = dot.operand(0)->type();
   const auto& b = dot.operand(1)->type();
   const ir::MmaKind k = ti->tensorCore(a.dtype(), b.dtype(), dot.operand(2)->type().dtype()).kind;
   if (!ir::isAsyncMma(k)) return false;
   auto l =
-      ir::mmaLayout(k, a.shape()[0], b.shape()[1], a.shape()[1], numWarps, static_cast<int>(ti->warpSize()), false);
+      ir::mmaLayout(k, a.shape()[0], b.shape()[1], a.shape()[1], c.numWarps, static_cast<int>(c.warpSize()), false);
   return l && l->mma == k;
 }
 
-std::string gpuWarpSpecializeRefusal(const Target& t, const CompileOptions& o, const ir::Function& f,
+std::string gpuWarpSpecializeRefusal(GpuTargetFactory make, const GpuConfig& c, const ir::Function& f,
                                      const ir::Op& loop) {
-  if (!t.isGpu()) return "the CPU has no warps to specialise";
-  Target device = t;
-  if (t.kind == Target::Kind::EmuNVPTX) device.kind = Target::Kind::NVPTX;
-  if (t.kind == Target::Kind::EmuAMDGPU) device.kind = Target::Kind::AMDGPU;
-  GpuOptions g;
-  g.numWarps = o.numWarps;
-  g.tensorCopies = o.tensorCopies;
-  std::unique_ptr<GpuTargetInfo> ti = createGpuTargetInfo(device, g);
+  std::unique_ptr<GpuTargetInfo> ti = make(c);
   if (!ti->hasTensorCopies())
-    return o.tensorCopies ? t.str() + " has no tensor copies (TMA: nvptx:sm_90a)" : "tensor copies are off";
-  if (o.numWarps % 4 != 0) return "numWarps = " + std::to_string(o.numWarps) + " is not whole warpgroups";
+    return c.options.tensorCopies
+               ? c.target.str() + " has no tensor copies (TMA: " + gpuTargetsWith(&GpuArch::tensorCopies) + ")"
+               : "tensor copies are off";
+  if (c.numWarps % 4 != 0) return "numWarps = " + std::to_string(c.numWarps) + " is not whole warpgroups";
   // A slot a dot reads is stored for its matrix instruction: TMA fills
   // wgmma's swizzled staging, not mma.sync's padded one.
   for (auto& op : loop.region(0).block().ops())
-    if (op->code() == ir::OpCode::Dot && !gpuKeepsDotInFlight(t, o.numWarps, *op))
-      return "the dot at " + op->loc().str() + " does not take wgmma at numWarps = " + std::to_string(o.numWarps) +
+    if (op->code() == ir::OpCode::Dot && !gpuKeepsDotInFlight(make, c, *op))
+      return "the dot at " + op->loc().str() + " does not take wgmma at numWarps = " + std::to_string(c.numWarps) +
              " (its staged slots would be padded for mma.sync, which tensor copies cannot fill)";
   ir::AxisAnalysis axis(f);
   for (auto& op : loop.region(0).block().ops()) {
@@ -289,25 +232,18 @@ std::string gpuWarpSpecializeRefusal(const Target& t, const CompileOptions& o, c
   return "";
 }
 
-int64_t gpuProducerWarps(const CompileOptions& o, const ir::Op& loop) {
-  // Warp specialisation is NVIDIA's (sm_90a): 32 threads per warp.
+int64_t gpuProducerWarps(const GpuConfig& c, const ir::Op& loop) {
   int64_t carried = 0;
   for (unsigned i = 0; i < loop.numResults(); ++i)
     if (loop.result(i)->type().isTile()) carried += loop.result(i)->type().numElements();
-  return producerTradesRegisters(o.numWarps, carried / (int64_t{o.numWarps} * 32)) ? 4 : 1;
+  return producerTradesRegisters(c.numWarps, carried / (int64_t{c.numWarps} * int64_t{c.warpSize()})) ? 4 : 1;
 }
 
-void annotateGpuLayouts(ir::Function& f, const Target& target, const CompileOptions& opts) {
-  if (!target.isGpu()) throw CompileError("layouts exist for GPU targets only, not " + target.str());
-  Target device = target;
-  if (target.kind == Target::Kind::EmuNVPTX) device.kind = Target::Kind::NVPTX;
-  if (target.kind == Target::Kind::EmuAMDGPU) device.kind = Target::Kind::AMDGPU;
-  GpuOptions g;
-  g.numWarps = opts.numWarps;
-  std::unique_ptr<GpuTargetInfo> ti = createGpuTargetInfo(device, g);
-  checkNumWarps(f, *ti, g.numWarps);
+void annotateGpuLayouts(GpuTargetFactory make, ir::Function& f, const GpuConfig& c) {
+  std::unique_ptr<GpuTargetInfo> ti = make(c);
+  checkNumWarps(f, *ti, c.numWarps);
   ir::AxisAnalysis axis(f);
-  ir::LayoutAnalysis la(f, axis, g.numWarps, static_cast<int>(ti->warpSize()),
+  ir::LayoutAnalysis la(f, axis, c.numWarps, static_cast<int>(c.warpSize()),
                         [&](DType a, DType b, DType acc) { return ti->tensorCore(a, b, acc).kind; });
   ir::annotateLayouts(f, la);
 }
@@ -320,12 +256,13 @@ int64_t wavesWithoutScratch(const GpuArch& a, const GpuResources& r, uint64_t sh
 }
 }  // namespace
 
-std::shared_ptr<Artifact> compileGpu(const ir::Function& fn, const Target& t, const CompileOptions& o, StageDumps dumps,
-                                     const GpuOptions& g) {
+std::shared_ptr<Artifact> compileGpu(GpuTargetFactory make, const ir::Function& fn, const GpuConfig& c,
+                                     const CompileOptions& o, StageDumps dumps) {
   if (o.optLevel < 0 || o.optLevel > 3) throw CompileError("optLevel must be 0..3, got " + std::to_string(o.optLevel));
   StageTimer timer;
-  std::unique_ptr<GpuTargetInfo> ti = createGpuTargetInfo(t, g);
-  checkNumWarps(fn, *ti, g.numWarps);
+  const Target& t = c.device;
+  std::unique_ptr<GpuTargetInfo> ti = make(c);
+  checkNumWarps(fn, *ti, c.numWarps);
   auto art = std::make_shared<Artifact>();
   art->target = t;
   art->binary.signature = kernelSignature(fn);
@@ -337,7 +274,7 @@ std::shared_ptr<Artifact> compileGpu(const ir::Function& fn, const Target& t, co
   // copy, so analysis keys and lowered values agree.
   std::unique_ptr<ir::Function> f = ir::clone(fn);
   ir::AxisAnalysis axis(*f);
-  ir::LayoutAnalysis la(*f, axis, g.numWarps, static_cast<int>(ti->warpSize()),
+  ir::LayoutAnalysis la(*f, axis, c.numWarps, static_cast<int>(c.warpSize()),
                         [&](DType a, DType b, DType acc) { return ti->tensorCore(a, b, acc).kind; });
   ir::annotateLayouts(*f, la);
   art->dumps.tileIR.emplace_back("layout", ir::print(*f));
@@ -357,13 +294,13 @@ std::shared_ptr<Artifact> compileGpu(const ir::Function& fn, const Target& t, co
   timer.mark("target-machine");
   SkipPassGate gate;  // outlives the context that refers to it
   auto ctx = std::make_unique<llvm::LLVMContext>();
-  GpuLoweringResult low = lowerToGpuLLVM(*f, *ti, la, axis, g, *ctx, tm->createDataLayout());
+  GpuLoweringResult low = lowerToGpuLLVM(*f, *ti, la, axis, *ctx, tm->createDataLayout());
   llvm::Module& m = *low.module;
   ti->prepareModule(m, *tm);
   bool dot = false;
   ir::walk(f->body(), [&](const ir::Op& op) { dot |= op.code() == ir::OpCode::Dot; });
   if (!dot) m.addModuleFlag(llvm::Module::Warning, kNoLsrFlag, 1);
-  installPassGate(m, gate, isNvptx(t), o.optLevel);
+  installPassGate(m, gate, *ti, o.optLevel);
   art->binary.threadsPerBlock = low.threadsPerBlock;
   art->binary.signature.tensorMaps = low.tensorMaps;
   if (!low.tensorMaps.empty()) {
@@ -385,7 +322,7 @@ std::shared_ptr<Artifact> compileGpu(const ir::Function& fn, const Target& t, co
       throw InternalError("GPU lowering of @" + fn.name() + " for " + t.str() + " produced invalid LLVM IR:\n" + msg);
   }
   timer.mark("verify");
-  optimizeGpuKernel(m, *tm, o.optLevel, isAmdgpu(t), *ti);
+  optimizeGpuKernel(m, *tm, o.optLevel, *ti);
   timer.mark("optimize");
   art->dumps.llvmOpt = printModule(m);
   art->dumps.extra["llvm-gpu"] = art->dumps.llvmOpt;
@@ -394,7 +331,7 @@ std::shared_ptr<Artifact> compileGpu(const ir::Function& fn, const Target& t, co
   // start from a copy of it as it was handed over.
   std::unique_ptr<llvm::Module> handed = llvm::CloneModule(m);
   GpuOutput out = ti->emit(m, *tm);
-  timer.mark(isNvptx(t) ? "ptx" : "object+link");
+  timer.mark(ti->emitStage());
   // Invariant operands moved to registers for the LDS's sake, and a
   // chained dot's A fragments read before its B is staged, must pay: no
   // scratch, and more waves than the LDS allowed without them (an upper
@@ -407,32 +344,25 @@ std::shared_ptr<Artifact> compileGpu(const ir::Function& fn, const Target& t, co
   // more waves is kept, the other on a tie (attention 128x64 d64 w8 causal
   // on gfx1100: 7 waves with them, 193 VGPRs; 6 without, 218).
   if (low.fragmentsForLds || low.invariantsForLds) {
-    const GpuArch* a = findGpuArch(GpuArch::Vendor::AMD, ti->arch());
-    TS_ASSERT(a, "an LDS choice on a target without an AMD occupancy model");
-    const int64_t waves = wavesWithoutScratch(*a, ti->resources(out, fn.name()), low.sharedBytes, low.threadsPerBlock);
+    TS_ASSERT(ti->tradesSharedForOccupancy(), "an LDS choice on a target that does not trade shared memory");
+    const GpuArch* a = &ti->row();
+    const int64_t waves = wavesWithoutScratch(*a, ti->resources(out, fn.name(), c.threadsPerBlock()), low.sharedBytes,
+                                              low.threadsPerBlock);
     const bool fragmentsUnpaid = low.fragmentsForLds && waves < low.ldsWavesWithoutFragments;
     if (fragmentsUnpaid || (low.invariantsForLds && waves <= low.ldsWavesWithoutInvariants)) {
-      GpuOptions other = g;
-      (fragmentsUnpaid ? other.fragmentsForLds : other.invariantsForLds) = false;
-      std::shared_ptr<Artifact> without = compileGpu(fn, t, o, dumpsIn, other);
+      GpuConfig other = c;
+      (fragmentsUnpaid ? other.options.fragmentsForLds : other.options.invariantsForLds) = false;
+      std::shared_ptr<Artifact> without = compileGpu(make, fn, other, o, dumpsIn);
       const Artifact& w = *without;
       if (!fragmentsUnpaid ||
-          waves <= wavesWithoutScratch(*a, gpuResources(w), w.binary.sharedBytes, w.binary.threadsPerBlock)) {
+          waves <= wavesWithoutScratch(*a, gpuResources(make, c, w), w.binary.sharedBytes, w.binary.threadsPerBlock)) {
         ctx->setOptPassGate(llvm::getGlobalPassGate());
         low.module.reset();
         return without;
       }
     }
   }
-  art->dumps.assembly = out.assembly;
-  if (isNvptx(t)) {
-    art->binary.format = KernelBinary::Format::PTX;
-    art->binary.ptx = out.assembly;
-  } else {
-    art->binary.format = KernelBinary::Format::HSACO;
-    art->binary.codeObject = out.codeObject;
-    art->dumps.extra["hsaco"] = std::string(out.codeObject.begin(), out.codeObject.end());
-  }
+  ti->storeOutput(out, art->binary, art->dumps);
   // The kept context must not refer to this function's pass gate.
   ctx->setOptPassGate(llvm::getGlobalPassGate());
   low.module.reset();
@@ -441,103 +371,36 @@ std::shared_ptr<Artifact> compileGpu(const ir::Function& fn, const Target& t, co
   return art;
 }
 
-namespace {
 // An emu: artifact was compiled by the real vendor backend first; its
-// resources are those of that target.
-Target deviceTarget(const Target& t) {
-  if (t.kind == Target::Kind::EmuNVPTX) return {Target::Kind::NVPTX, t.arch};
-  if (t.kind == Target::Kind::EmuAMDGPU) return {Target::Kind::AMDGPU, t.arch};
-  return t;
-}
-}  // namespace
-
-GpuResources gpuResources(const Artifact& art) {
-  Target device = deviceTarget(art.target);
-  GpuOptions g;
-  auto ti = createGpuTargetInfo(device, g);
-  if (art.binary.threadsPerBlock) g.numWarps = static_cast<int>(art.binary.threadsPerBlock / ti->warpSize());
-  ti = createGpuTargetInfo(device, g);
+// resources are those of that target (c.device). The occupancy estimate
+// counts the threads the artifact launches (the producer warps of a
+// warp-specialised loop included).
+GpuResources gpuResources(GpuTargetFactory make, const GpuConfig& c, const Artifact& art) {
+  auto ti = make(c);
   GpuOutput out;
   out.assembly = art.dumps.assembly;
   out.codeObject = art.binary.codeObject;
   out.dynamicSharedBytes = art.binary.sharedBytes;
-  return ti->resources(out, art.kernelName());
+  return ti->resources(out, art.kernelName(),
+                       art.binary.threadsPerBlock ? art.binary.threadsPerBlock : c.threadsPerBlock());
 }
 
-std::string resourceReport(const Artifact& a) {
-  if (a.target.kind == Target::Kind::CPU) {
-    std::string r = "target: cpu";
-    auto isa = a.dumps.extra.find("cpu");
-    if (isa != a.dumps.extra.end()) r += " (" + isa->second + ")";
-    auto t = a.dumps.extra.find("compile-times");
-    if (t != a.dumps.extra.end()) r += "\ncompile stages:\n" + t->second;
-    return r + "\n";
-  }
-  std::string r = gpuResources(a).text;
-  // The TMA tensor maps the launch builds (hidden parameters).
-  for (const TensorMapSpec& t : a.binary.signature.tensorMaps)
-    r += "tensor map: " + t.str(a.binary.signature.args) + "\n";
-  return r;
-}
-
-std::string amdgpuAssembly(const Artifact& a) {
-  TS_ASSERT(a.kept, "AMDGPU artifact of @" + a.kernelName() + " kept no module");
+std::string gpuAssembly(GpuTargetFactory make, const GpuConfig& c, const Artifact& a) {
+  TS_ASSERT(a.kept, "GPU artifact of @" + a.kernelName() + " kept no module");
   initLLVM();
+  GpuConfig eager = c;
+  eager.options.eagerAssembly = true;
+  auto ti = make(eager);
   // The code generator configuration of a default (optLevel 3) compile,
   // skipped passes included, so the text matches the code object.
   std::lock_guard<std::mutex> lock(a.kept->mu);
   SkipPassGate gate;
-  installPassGate(*a.kept->module, gate, false, 3);
+  installPassGate(*a.kept->module, gate, *ti, 3);
   struct Restore {
     llvm::LLVMContext& ctx;
     ~Restore() { ctx.setOptPassGate(llvm::getGlobalPassGate()); }
   } restore{*a.kept->context};
-  GpuOptions g;
-  g.eagerAssembly = true;
-  auto ti = createGpuTargetInfo(deviceTarget(a.target), g);
   return emitFile(*a.kept->module, ti->targetMachine(3), llvm::CodeGenFileType::AssemblyFile);
-}
-
-std::string sass(const Artifact& a) {
-  Target t = deviceTarget(a.target);
-  if (t.kind != Target::Kind::NVPTX) throw CompileError("SASS exists only for NVPTX targets, not " + a.target.str());
-  std::string disasm = findTool({"/usr/local/cuda/bin/nvdisasm", "nvdisasm"});
-  std::string cuobjdump = findTool({"/usr/local/cuda/bin/cuobjdump", "cuobjdump"});
-  if (disasm.empty() && cuobjdump.empty())
-    throw DeviceError(
-        "SASS needs the CUDA toolkit's nvdisasm or cuobjdump; neither is in /usr/local/cuda/bin or on PATH");
-  std::string ptxas = findTool({"/usr/local/cuda/bin/ptxas", "ptxas"});
-  if (ptxas.empty()) throw DeviceError("SASS needs ptxas (install the CUDA toolkit or put ptxas on PATH)");
-  TempDir dir;
-  // The PTX a launch loads: an artifact from the disk cache carries it but
-  // no stage dumps.
-  writeFile(dir.file("k.ptx"), a.binary.ptx);
-  ToolResult r = runTool({ptxas, "-arch=" + t.arch, dir.file("k.ptx"), "-o", dir.file("k.cubin")});
-  if (r.exitCode != 0) throw DeviceError("ptxas rejected the PTX of @" + a.kernelName() + ":\n" + r.output);
-  ToolResult d = disasm.empty() ? runTool({cuobjdump, "-sass", dir.file("k.cubin")})
-                                : runTool({disasm, "-c", dir.file("k.cubin")});
-  if (d.exitCode != 0) throw DeviceError("disassembling the cubin of @" + a.kernelName() + " failed:\n" + d.output);
-  return d.output;
-}
-
-std::string deviceMathLibrary(const Target& t) { return isNvptx(t) ? findLibdevice() : std::string(); }
-
-std::string toolchainVersions() {
-  std::string r = "LLVM " LLVM_VERSION_STRING "\n";
-  std::string libdevice = findLibdevice();
-  const std::string libLine =
-      "libdevice: " +
-      (libdevice.empty() ? std::string("not found (f64 math on NVPTX uses Tessera's polynomials)") : libdevice) + "\n";
-  std::string ptxas = findTool({"/usr/local/cuda/bin/ptxas", "ptxas"});
-  if (ptxas.empty()) return r + "CUDA toolkit: not found (no ptxas in /usr/local/cuda/bin or on PATH)\n" + libLine;
-  ToolResult v = runTool({ptxas, "--version"});
-  // ptxas prints "Cuda compilation tools, release 13.0, V13.0.88" among
-  // its lines; the last line is the fallback.
-  std::string last;
-  std::istringstream lines(v.output);
-  for (std::string line; std::getline(lines, line);)
-    if (!line.empty() && (last.find("release") == std::string::npos)) last = line;
-  return r + "CUDA toolkit: " + (v.exitCode == 0 ? last : "ptxas --version failed") + " (" + ptxas + ")\n" + libLine;
 }
 
 }  // namespace tessera::codegen

@@ -15,11 +15,11 @@
 #include <string>
 
 #include "tessera/codegen/Compiler.h"
+#include "tessera/support/Targets.h"
 
 namespace tessera::codegen {
 
 struct GpuOptions {
-  int numWarps = 4;           // threads per block = numWarps * warp size
   int codeObjectVersion = 5;  // AMDGPU: 4, 5 or 6
   /// AMDGPU: also emit AMDGCN assembly during the compile. Off by default:
   /// it is a second run of the code generator, so Artifact::assembly()
@@ -51,45 +51,69 @@ struct GpuOptions {
   bool fragmentsForLds = true;
 };
 
-/// Compiles for an NVPTX / AMDGPU (or emu:) target. `dumpsSoFar` holds the
-/// tile-IR stages already captured; the result's dumps extend them.
-std::shared_ptr<Artifact> compileGpu(const ir::Function& fnAfterTilePasses, const Target& t, const CompileOptions& o,
-                                     StageDumps dumpsSoFar);
-std::shared_ptr<Artifact> compileGpu(const ir::Function& fnAfterTilePasses, const Target& t, const CompileOptions& o,
-                                     StageDumps dumpsSoFar, const GpuOptions& g);
+/// One GPU compile's configuration, made once by the driver from the
+/// target's row of Targets.def and the options (gpuConfig,
+/// codegen/GpuTargets.h) and passed by reference: the warps, the warp size,
+/// the threads per block, the vendor and the limits are read here and
+/// nowhere else.
+struct GpuConfig {
+  Target target;                 // as named: an emu: target, or the device itself
+  Target device;                 // the GPU whose code is generated (an emu: target's device)
+  const GpuArch* row = nullptr;  // device's row of Targets.def: vendor, warp size, limits, instructions
+  int numWarps = 4;              // warps per block (CompileOptions::numWarps)
+  GpuOptions options;
+  unsigned warpSize() const { return row->warpSize; }
+  unsigned threadsPerBlock() const { return static_cast<unsigned>(numWarps) * warpSize(); }
+};
+
+class GpuTargetInfo;
+/// Makes the vendor hooks of a configuration's device. codegen/gpu is
+/// written against GpuTargetInfo and never names a vendor: the driver,
+/// which links codegen/nvptx and codegen/amdgpu, hands it this
+/// (createGpuTargetInfo, codegen/GpuTargets.h, which also has the entry
+/// points below by target alone). The hooks keep a reference to `c`.
+using GpuTargetFactory = std::unique_ptr<GpuTargetInfo> (*)(const GpuConfig& c);
+
+/// Compiles for configuration `c`'s device. `dumpsSoFar` holds the tile-IR
+/// stages already captured; the result's dumps extend them.
+std::shared_ptr<Artifact> compileGpu(GpuTargetFactory make, const ir::Function& fnAfterTilePasses, const GpuConfig& c,
+                                     const CompileOptions& o, StageDumps dumpsSoFar);
 
 /// True where GPU target `t` (or its emulated device) has a matrix
 /// instruction for a dot of an `a` by a `b` operand into an `acc`
 /// accumulator: GpuTargetInfo::tensorCore, the vendor file's table. The
 /// compiler widens the fp8 dots for which this is false (widen-fp8-dots).
-bool gpuTensorCoreTakes(const Target& t, DType a, DType b, DType acc);
+bool gpuTensorCoreTakes(GpuTargetFactory make, const GpuConfig& c, DType a, DType b, DType acc);
 
-/// True where GPU target `t` runs dot `dot` (a tile-IR dot, `numWarps`
-/// warps) with a matrix instruction that stays in flight after its issue
+/// True where configuration `c` runs dot `dot` (a tile-IR dot) with a
+/// matrix instruction that stays in flight after its issue
 /// (ir::isAsyncMma: wgmma on sm_90a, for the shapes ir::mmaLayout gives it):
 /// the compiler runs the async-dots pass with this predicate.
-bool gpuKeepsDotInFlight(const Target& t, int numWarps, const ir::Op& dot);
+bool gpuKeepsDotInFlight(GpuTargetFactory make, const GpuConfig& c, const ir::Op& dot);
 
-/// Why GPU target `t` with options `o` does not warp-specialise `loop` (a
+/// Why configuration `c` does not warp-specialise `loop` (a
 /// `for {stages, specialize}` of `f`): no tensor copies, warps not whole
 /// warpgroups, or a staged copy that is not an aligned box of a row-major
 /// tensor (ir::matchTiledAccess); empty where it does. The compiler runs
 /// the warp-specialize pass with this.
-std::string gpuWarpSpecializeRefusal(const Target& t, const CompileOptions& o, const ir::Function& f,
+std::string gpuWarpSpecializeRefusal(GpuTargetFactory make, const GpuConfig& c, const ir::Function& f,
                                      const ir::Op& loop);
 /// The warps the producer of a loop the `warp-specialize` pass rewrites runs
 /// on: a warpgroup where the consumers trade registers with it
 /// (producerTradesRegisters), else one warp. It issues the copies from one
 /// lane either way.
-int64_t gpuProducerWarps(const CompileOptions& o, const ir::Op& loop);
+int64_t gpuProducerWarps(const GpuConfig& c, const ir::Op& loop);
 
-/// AMDGCN assembly of an AMDGPU (or emu:amdgpu) artifact, generated from its
-/// kept module (the same code the code object was built from).
-std::string amdgpuAssembly(const Artifact& a);
+/// annotateGpuLayouts (tessera/codegen/Compiler.h) for configuration `c`.
+void annotateGpuLayouts(GpuTargetFactory make, ir::Function& f, const GpuConfig& c);
 
-/// Registers, spills and shared memory of a compiled GPU artifact: ptxas -v
-/// for NVPTX (DeviceError if ptxas is missing), the code object's metadata
-/// plus an occupancy estimate for AMDGPU.
-std::string resourceReport(const Artifact& a);
+/// Assembly of a GPU (or emu:) artifact whose backend does not produce it
+/// eagerly (AMDGCN), generated from its kept module (the same code the code
+/// object was built from); `c` the artifact's target's configuration.
+std::string gpuAssembly(GpuTargetFactory make, const GpuConfig& c, const Artifact& a);
+
+/// gpuResources (tessera/codegen/Compiler.h) of an artifact of
+/// configuration `c`'s target.
+GpuResources gpuResources(GpuTargetFactory make, const GpuConfig& c, const Artifact& a);
 
 }  // namespace tessera::codegen

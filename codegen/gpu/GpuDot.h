@@ -10,20 +10,19 @@
 // accumulator never leaves the registers between iterations. The operands
 // are staged in shared memory (LDS) by the threads that hold them, then each
 // warp reads its instruction fragments. Staging is written in bytes of the
-// element size (DotStaging::elemBytes), so 1-byte operands share one path:
-//   NVPTX  A: MxK row-major; B: KxN row-major (2-byte elements) or NxK
-//          (1-byte elements, and a 2-byte B copied from K-contiguous
-//          global memory); rows padded by 16 bytes so the eight 16-byte
-//          rows one ldmatrix phase reads fall into eight different 4-bank
-//          groups (no bank conflicts); shared slots read directly use an
-//          XOR swizzle of 16-byte chunks instead;
-//          A by ldmatrix.x4, a KxN B by ldmatrix.x4.trans / .x2.trans, an
-//          NxK B by ldmatrix.x4 / .x2.
-//   AMDGPU A: MxK, B transposed to NxK, rows padded by 8 bytes (MFMA)
-//          or 16 (WMMA: its 32-byte reads stay 16-byte aligned) so the
-//          per-lane reads of 16 consecutive rows spread over the banks
-//          (amdPadBytes), or XOR-swizzled where that raises the occupancy
-//          (swizzleAmdStaging); plain LDS loads.
+// element size (DotStaging::elemBytes), so 1-byte operands share one path.
+//
+// This file is the shared part: the plan (which buffers, their layouts),
+// the staging layouts' address arithmetic, and what every family's emitter
+// starts from (DotEmitter). How each MMA family stages its operands and
+// reads its fragments is the vendor's, behind GpuTargetInfo's dot hooks:
+//   codegen/nvptx/NVPTXMmaSync.cpp   mma.sync with ldmatrix (padded or
+//                                    XOR-swizzled 16-byte chunks)
+//   codegen/nvptx/NVPTXWgmmaDot.cpp  wgmma, B (and A) through descriptors
+//   codegen/amdgpu/AMDGPUMfma.cpp    MFMA 32x32x8 / 16x16x16 / 16x16x32
+//   codegen/amdgpu/AMDGPUWmma.cpp    WMMA 16x16x16
+//   codegen/amdgpu/AMDGPUMatrixCore.cpp  the AMD families' shared staging
+//                                    and fragment loop.
 // Private to codegen: includes LLVM headers.
 #pragma once
 
@@ -108,48 +107,20 @@ struct TensorCoreDotPlan {
   uint64_t aAlign = 16, bAlign = 16;
 };
 
-/// The padding of an AMD operand staging row, in bytes (see above).
-int64_t amdPadBytes(ir::MmaKind k);
-/// AMD matrix-core operands XOR-swizzled instead of padded (stagingIndex),
-/// in units of what one lane reads of a row per instruction: WMMA 16 bytes
-/// (its 32-byte run is two units, read apart), MFMA 16x16 and 32x32x8 8
-/// bytes. The permutation is Triton's swizzled shared layout for the same
-/// operands (gfx1100: vec 8, perPhase 2, maxPhase 4 on 64-byte rows; gfx942:
-/// vec 4, perPhase 2, maxPhase 8): the rows of one read stay on distinct
-/// banks and the staging holds no padding. MFMA 32x32x8's B keeps its row
-/// permutation (mfmaColWarps), swizzled after it. False (and `p` kept) for
-/// other instructions, units other than 8 or 16 bytes (1-byte operands of
-/// MFMA 32x32), and rows that are not a power of two units (at least two).
-bool swizzleAmdStaging(TensorCoreDotPlan& p);
+/// The plan of a dot on matrix instruction `op`: the fields every family
+/// shares, then the target's staging (GpuTargetInfo::planDotStaging).
+TensorCoreDotPlan planTensorCoreDot(const GpuTargetInfo& t, const TensorCoreOp& op, DType in, int64_t M, int64_t N,
+                                    int64_t K, const ir::BlockedLayout& acc);
 
-TensorCoreDotPlan planTensorCoreDot(const TensorCoreOp& op, DType in, int64_t M, int64_t N, int64_t K,
-                                    const ir::BlockedLayout& acc);
-
-/// Switches a plan of an NvWgmmaM64K16 dot (whose A, B staging is
-/// mma.sync's until then) to the wgmma instruction, B stored in a layout
-/// its descriptor names: N x K (K-major, `kMajor`: a B copied from
-/// K-contiguous global memory in 16-byte chunks along K) or K x N
-/// (N-major: wgmmaBStaging). Call it once the operand sources are known.
-void useWgmma(TensorCoreDotPlan& p, bool kMajor);
-/// wgmma's K x N B: rows of min(N, 128 bytes) elements swizzled by their
-/// 128 / 64 / 32 bytes, column blocks of 128 bytes beyond that (N >= 16);
-/// to be aligned to 8 rows of it (wgmmaBAlign). fp8 (1-byte) only K-major.
-DotStaging wgmmaBStaging(int64_t K, int64_t N, unsigned elemBytes = 2);
-uint64_t wgmmaBAlign(const DotStaging& s);
-/// wgmma's A read from shared memory: M x K (K-major) stored as
-/// wgmmaBStaging(M, K) with its rows permuted for `warps` warps along M
-/// (DotStaging::rowGroupWarps).
-DotStaging wgmmaAStaging(int64_t M, int64_t K, int64_t warps);
-/// Switches a wgmma plan's A to shared memory (wgmmaAStaging).
-void useWgmmaSharedA(TensorCoreDotPlan& p);
-/// The same plan on mma.sync (the placement is the same).
-void useMmaSync(TensorCoreDotPlan& p);
-
-/// The layout of a shared slot read directly by mma (planDirectDots): the
-/// row-major slot of `elemBytes`-byte elements with its 16-byte chunks
-/// XOR-swizzled, a permutation of whole chunks, so cp.async chunks land in
-/// it unchanged.
-DotStaging nvidiaSlotStaging(int64_t rows, int64_t cols, unsigned elemBytes);
+/// Where a dot's operands come from, as the lowering planned them
+/// (Lower::planDotOperands): what a target weighs in choosing between the
+/// forms of its matrix instructions (GpuTargetInfo::planDotForm).
+struct DotOperandSources {
+  bool planned = false;         // the operand sources below are known
+  bool aInRegisters = false;    // A's fragments come from registers (a chained dot's, or held across a loop)
+  bool bFragmentsHeld = false;  // B's fragments are read once before a loop and held in registers
+  bool bGlobalAlongK = false;   // B is copied from global memory where it is contiguous along K
+};
 
 /// The address of element (row + dRow, col + dCol) of a staging buffer
 /// (dRow, dCol constants): without the swizzle, the thread's address of
@@ -167,7 +138,42 @@ llvm::Value* stagingIndex(llvm::IRBuilderBase& b, const DotStaging& s, llvm::Val
 /// address register with immediate offsets.
 std::optional<int64_t> stagingOffset(const DotStaging& s, int64_t dRow, int64_t dCol);
 
-/// Emits the fragment loads and matrix instructions of the whole K extent.
+/// What a family's emitter (GpuTargetInfo::emitDot) starts from: the plan,
+/// the operands' staging buffers, the lane and warp and the warp's place in
+/// the #mma layout (computed when it is made), and the fragments read
+/// before (preA, preB) or to be read into `loaded` (only).
+struct DotEmitter {
+  llvm::IRBuilderBase& b;
+  llvm::Module& m;
+  const TensorCoreDotPlan& p;
+  llvm::Value *aBase, *bBase, *lane, *warp;
+  /// A's element (row, col) in registers, relative to the thread's base in
+  /// ir::mmaOperandALayout(p.acc) (empty: A is read from aBase).
+  const std::function<llvm::Value*(int64_t, int64_t)>& aReg;
+  int64_t wm, wn;          // warps along M and N
+  llvm::Value *wp0, *wp1;  // the warp's position along M and N
+  /// Preloaded fragments (loadTensorCoreFragments), by operand; null: read
+  /// at the dot.
+  const std::vector<llvm::Value*>* preA = nullptr;
+  const std::vector<llvm::Value*>* preB = nullptr;
+  /// With `only` set (0: A, 1: B), the emitters load that operand's
+  /// fragments of the whole K extent into `loaded` and emit no instruction.
+  int only = -1;
+  std::vector<llvm::Value*> loaded;
+
+  DotEmitter(llvm::IRBuilderBase& b, llvm::Module& m, const TensorCoreDotPlan& p, llvm::Value* aBase,
+             llvm::Value* bBase, llvm::Value* lane, llvm::Value* warp,
+             const std::function<llvm::Value*(int64_t, int64_t)>& aReg);
+  llvm::Value* i32(int64_t v) { return b.getInt32(static_cast<uint32_t>(v)); }
+  /// The address of element (row + dRow, col + dCol) of staging `s` at `base`.
+  llvm::Value* addr(llvm::Value* base, const DotStaging& s, llvm::Value* row, int64_t dRow, llvm::Value* col,
+                    int64_t dCol) {
+    return stagingAddress(b, b.getIntNTy(8 * p.elemBytes), base, s, row, dRow, col, dCol);
+  }
+};
+
+/// Emits the fragment loads and matrix instructions of the whole K extent
+/// through `t`'s family emitters (GpuTargetInfo::emitDot).
 /// wgmma: the fragments of A, a fence, one wgmma per 64-row tile and
 /// k-step of each warpgroup reading B from bBase, a commit and a wait for
 /// all of them (the accumulators are final when it returns; with
@@ -178,24 +184,18 @@ std::optional<int64_t> stagingOffset(const DotStaging& s, int64_t dRow, int64_t 
 /// register holding A's element at (row, col) relative to the thread's
 /// base in ir::mmaOperandALayout(plan.acc), the A fragments being those
 /// registers.
-std::vector<llvm::Value*> emitTensorCoreDot(llvm::IRBuilderBase& b, llvm::Module& m, const TensorCoreDotPlan& p,
-                                            llvm::Value* aBase, llvm::Value* bBase, llvm::Value* lane,
-                                            llvm::Value* warp, std::vector<llvm::Value*> acc,
+std::vector<llvm::Value*> emitTensorCoreDot(const GpuTargetInfo& t, llvm::IRBuilderBase& b, llvm::Module& m,
+                                            const TensorCoreDotPlan& p, llvm::Value* aBase, llvm::Value* bBase,
+                                            llvm::Value* lane, llvm::Value* warp, std::vector<llvm::Value*> acc,
                                             const std::function<llvm::Value*(int64_t, int64_t)>& aReg = {},
                                             const std::vector<llvm::Value*>* preA = nullptr,
                                             const std::vector<llvm::Value*>* preB = nullptr);
 
-/// The wait of a dot_wait where dots were left in flight (wgmmaInFlight):
-/// `wgmma.wait_group pending`, the float registers `regs` (accumulators)
-/// passing through it so that every later use depends on it.
-std::vector<llvm::Value*> emitTensorCoreWait(llvm::IRBuilderBase& b, int pending,
-                                             const std::vector<llvm::Value*>& regs);
-
 /// Reads every fragment of one operand (0: A, 1: B) of the whole K extent
 /// from its staging buffer at `base` into registers, for `preA` / `preB` of
 /// emitTensorCoreDot (a loop-invariant operand loaded once before the loop).
-std::vector<llvm::Value*> loadTensorCoreFragments(llvm::IRBuilderBase& b, llvm::Module& m, const TensorCoreDotPlan& p,
-                                                  unsigned operand, llvm::Value* base, llvm::Value* lane,
-                                                  llvm::Value* warp);
+std::vector<llvm::Value*> loadTensorCoreFragments(const GpuTargetInfo& t, llvm::IRBuilderBase& b, llvm::Module& m,
+                                                  const TensorCoreDotPlan& p, unsigned operand, llvm::Value* base,
+                                                  llvm::Value* lane, llvm::Value* warp);
 
 }  // namespace tessera::codegen

@@ -166,10 +166,10 @@ ResourceError sharedMemoryError(const ir::Function& f, const ir::SharedPlan& pla
 }  // namespace
 
 GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const ir::LayoutAnalysis& la,
-                                 const ir::AxisAnalysis& axis, const GpuOptions& o, llvm::LLVMContext& ctx,
-                                 const llvm::DataLayout& dl) {
-  unsigned threads = static_cast<unsigned>(o.numWarps) * t.warpSize();
-  TS_ASSERT(o.numWarps >= 1 && threads <= t.maxThreadsPerBlock(), "numWarps reached the lowering unchecked");
+                                 const ir::AxisAnalysis& axis, llvm::LLVMContext& ctx, const llvm::DataLayout& dl) {
+  const GpuOptions& o = t.options();
+  unsigned threads = t.config().threadsPerBlock();
+  TS_ASSERT(t.config().numWarps >= 1 && threads <= t.maxThreadsPerBlock(), "numWarps reached the lowering unchecked");
   // Measuring run: records every op's scratch need.
   std::map<const ir::Op*, uint64_t> req;
   std::vector<std::pair<const void*, ir::LoopArea>> loopReq;
@@ -200,7 +200,7 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
     llvm::Module scratchMod("measure", ctx);
     scratchMod.setDataLayout(dl);
     scratchMod.setTargetTriple(llvm::Triple(t.triple()));
-    Lower low(f, t, la, axis, o, ctx, scratchMod, req, loopReq, nullptr, invariantsInRegisters);
+    Lower low(f, t, la, axis, ctx, scratchMod, req, loopReq, nullptr, invariantsInRegisters);
     low.setSwizzleDots(swizzle);
     low.setFewerSlots(fewerSlots);
     low.setChunkConversions(chunk);
@@ -233,7 +233,7 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
   // moe_grouped_gemm_swiglu on gfx942: 20736 -> 18432 bytes, 3 waves
   // either way). The second measuring run only where it can pay.
   const GpuArch* arch =
-      candidates || fewerCandidates || chunkCandidates ? findGpuArch(GpuArch::Vendor::AMD, t.arch()) : nullptr;
+      (candidates || fewerCandidates || chunkCandidates) && t.tradesSharedForOccupancy() ? &t.row() : nullptr;
   auto ldsWaves = [&](uint64_t bytes) {
     return occupancy(*arch, 1, static_cast<int64_t>(bytes), static_cast<int>(threads)).value;
   };
@@ -293,9 +293,9 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
   bool invariantsByTrial = false;
   int64_t ldsWavesWithoutInvariants = 0;
   if (!invariantsInRegisters && o.invariantsForLds && wholeLoopAreas())
-    if (const GpuArch* amd = findGpuArch(GpuArch::Vendor::AMD, t.arch())) {
+    if (const GpuArch* model = t.tradesSharedForOccupancy() ? &t.row() : nullptr) {
       auto wavesOf = [&](uint64_t bytes) {
-        return occupancy(*amd, 1, static_cast<int64_t>(bytes), static_cast<int>(threads)).value;
+        return occupancy(*model, 1, static_cast<int64_t>(bytes), static_cast<int>(threads)).value;
       };
       // Tried only where the LDS allows fewer waves than 128 VGPRs would
       // (10 on gfx1100): a loop holding a dot's fragments and accumulators
@@ -310,7 +310,7 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
       int wholeLoop = 0;
       for (auto& [key, a] : loopReq) wholeLoop += a.wholeLoop ? 1 : 0;
       const int64_t waves = wavesOf(planBytes());
-      if (wholeLoop == 1 && waves < wavesOf(0) && waves < occupancy(*amd, 128, 0, static_cast<int>(threads)).value) {
+      if (wholeLoop == 1 && waves < wavesOf(0) && waves < occupancy(*model, 128, 0, static_cast<int>(threads)).value) {
         auto keep = std::make_tuple(req, loopReq, storageBytes, aligns, tmaBarrierBytes, threads);
         invariantsInRegisters = true;
         measure();
@@ -344,12 +344,12 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
   bool fragmentsByTrial = false;
   int64_t ldsWavesWithoutFragments = 0;
   if (o.fragmentsForLds && fragmentsCandidates == 1)
-    if (const GpuArch* amd = findGpuArch(GpuArch::Vendor::AMD, t.arch())) {
+    if (const GpuArch* model = t.tradesSharedForOccupancy() ? &t.row() : nullptr) {
       auto wavesOf = [&](uint64_t bytes) {
-        return occupancy(*amd, 1, static_cast<int64_t>(bytes), static_cast<int>(threads)).value;
+        return occupancy(*model, 1, static_cast<int64_t>(bytes), static_cast<int>(threads)).value;
       };
       const int64_t waves = wavesOf(planBytes());
-      if (waves < occupancy(*amd, 128, 0, static_cast<int>(threads)).value) {
+      if (waves < occupancy(*model, 128, 0, static_cast<int>(threads)).value) {
         auto keep = std::make_tuple(req, loopReq, storageBytes, aligns, tmaBarrierBytes, threads);
         fragmentsFirst = true;
         measure();
@@ -396,7 +396,7 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
   auto m = std::make_unique<llvm::Module>(f.name(), ctx);
   m->setDataLayout(dl);
   m->setTargetTriple(llvm::Triple(t.triple()));
-  Lower low(f, t, la, axis, o, ctx, *m, req, loopReq, &plan, invariantsInRegisters);
+  Lower low(f, t, la, axis, ctx, *m, req, loopReq, &plan, invariantsInRegisters);
   low.setSwizzleDots(swizzle);
   low.setFewerSlots(fewerSlots);
   low.setChunkConversions(chunk);

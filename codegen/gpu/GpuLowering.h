@@ -49,11 +49,11 @@ struct GpuLoweringResult {
 /// ptxas's register count (gpuProducerWarps).
 bool producerTradesRegisters(int numWarps, int64_t carriedPerThread);
 
-/// Lowers `f` (after the tile passes) for target `t`. `la` must describe `f`.
-/// Throws CompileError for ops the GPU targets do not support, ResourceError
-/// when shared memory or threads exceed the target's limits.
+/// Lowers `f` (after the tile passes) for target `t`, in its configuration
+/// (GpuTargetInfo::config). `la` must describe `f`. Throws CompileError for
+/// ops the GPU targets do not support, ResourceError when shared memory or
+/// threads exceed the target's limits.
 GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const ir::LayoutAnalysis& la,
-                                 const ir::AxisAnalysis& axis, const GpuOptions& o, llvm::LLVMContext& ctx,
-                                 const llvm::DataLayout& dl);
+                                 const ir::AxisAnalysis& axis, llvm::LLVMContext& ctx, const llvm::DataLayout& dl);
 
 }  // namespace tessera::codegen

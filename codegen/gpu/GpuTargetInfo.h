@@ -1,9 +1,11 @@
 // The target hooks of the shared GPU lowering. The lowering (GpuLowering.cpp
 // and the Lower*.cpp files) is written once against this interface;
-// codegen/nvptx/NVPTXTargetInfo.cpp and codegen/amdgpu/AMDGPUTargetInfo.cpp
-// implement it per vendor. Every intrinsic choice lives in those two files,
-// in tables where there is a choice to make. Private to codegen: includes
-// LLVM headers.
+// codegen/nvptx and codegen/amdgpu implement it per vendor
+// (NVPTXTargetInfo.cpp, AMDGPUTargetInfo.cpp, and the dot emitters per MMA
+// family beside them). Every instruction choice lives in those folders, in
+// tables where there is a choice to make, and every architecture fact in
+// Targets.def (row()): codegen/gpu names no vendor and includes nothing of
+// theirs (docs/architecture.md). Private to codegen: includes LLVM headers.
 #pragma once
 
 #include <cstdint>
@@ -24,8 +26,14 @@
 #include "tessera/ir/Atomics.h"
 #include "tessera/ir/IR.h"
 #include "tessera/support/Error.h"
+#include "tessera/support/Targets.h"
 
 namespace tessera::codegen {
+
+struct DotEmitter;
+struct DotOperandSources;
+struct DotStaging;
+struct TensorCoreDotPlan;
 
 /// How one math op on one dtype is implemented on a target.
 enum class MathImpl {
@@ -62,8 +70,10 @@ MathChoice gpuMath(ir::OpCode op, DType dt, const GpuMathNotes& notes);
 struct TensorCoreOp {
   ir::MmaKind kind = ir::MmaKind::None;
   llvm::Intrinsic::ID mma = llvm::Intrinsic::not_intrinsic;
-  /// AMD AmdMfma32x32x8: the 16x16x16 instruction for the dots whose shape
-  /// gets the 16x16x16 layout instead (ir::mmaLayout).
+  /// The instruction whose placement the layouts give the dots `kind` does
+  /// not fit (ir::mmaLayout): NVIDIA wgmma's mma.sync (the same `mma`), AMD
+  /// MFMA 32x32x8's 16x16x16 (`mmaSmall`); None where there is none.
+  ir::MmaKind small = ir::MmaKind::None;
   llvm::Intrinsic::ID mmaSmall = llvm::Intrinsic::not_intrinsic;
   /// NVPTX: ldmatrix .x4 (A fragments, and B fragments from an N x K
   /// buffer), .x2 (the last n-tile of an N x K B), .x4.trans and .x2.trans
@@ -103,16 +113,21 @@ struct GpuOutput {
 
 class GpuTargetInfo {
  public:
+  /// The hooks of `c`'s device; `c` must outlive them.
+  explicit GpuTargetInfo(const GpuConfig& c) : config_(c) {}
   virtual ~GpuTargetInfo() = default;
 
-  // ---- identity and limits ---------------------------------------------
-  virtual std::string arch() const = 0;  // sm_80, gfx942, ...
+  // ---- identity and limits: the configuration, the device's row of Targets.def
+  const GpuConfig& config() const { return config_; }
+  const GpuOptions& options() const { return config_.options; }
+  const GpuArch& row() const { return *config_.row; }
+  std::string arch() const { return row().arch; }  // sm_80, gfx942, ...
   virtual std::string triple() const = 0;
-  virtual unsigned warpSize() const = 0;
+  unsigned warpSize() const { return config_.warpSize(); }
   virtual unsigned maxThreadsPerBlock() const { return 1024; }
-  virtual uint64_t maxSharedBytes() const = 0;
+  uint64_t maxSharedBytes() const { return static_cast<uint64_t>(row().maxSharedBytes); }
   /// 32-bit registers one thread can address (NVIDIA: 255 on sm_80+).
-  virtual int maxRegistersPerThread() const { return 255; }
+  int maxRegistersPerThread() const { return row().maxRegistersPerThread; }
 
   // ---- address spaces (the same numbers on both vendors) -----------------
   unsigned globalAS() const { return 1; }
@@ -204,6 +219,63 @@ class GpuTargetInfo {
   /// widening of fp8 dots the target has no instruction for
   /// (gpuTensorCoreTakes, ir/passes/WidenFp8Dots.cpp) all ask it.
   virtual TensorCoreOp tensorCore(DType a, DType b, DType acc) const { return {}; }
+
+  // ---- tensor-core dots (GpuDot.h): each vendor's MMA families ------------------
+  /// The staging buffers of dot plan `p` (planTensorCoreDot, the common
+  /// fields set): layouts, paddings, which operand is stored transposed.
+  virtual void planDotStaging(TensorCoreDotPlan& p) const {
+    TS_UNREACHABLE("tensor-core dot on a target without matrix instructions");
+  }
+  /// `p`'s operands XOR-swizzled instead of padded, where the family can
+  /// (the lowering keeps it where that raises the occupancy); false, `p`
+  /// unchanged, elsewhere.
+  virtual bool swizzleDotStaging(TensorCoreDotPlan& p) const { return false; }
+  /// A dot's operand `operand` read in place from a shared slot
+  /// (planDirectDots): the slot's layout `st` (the plan's, `transposed`
+  /// where it is B^T) and alignment `align` the instruction reads it in;
+  /// false where it cannot read such a slot.
+  virtual bool directDotStaging(const TensorCoreDotPlan& p, unsigned operand, bool transposed, DotStaging& st,
+                                uint64_t& align) const {
+    return true;
+  }
+  /// The plan's instruction form and staging once the lowering knows where
+  /// its operands come from (Lower::dotPlan).
+  virtual void planDotForm(TensorCoreDotPlan& p, const DotOperandSources& s) const {}
+  /// Bytes per chunk of an operand of a `k` dot copied global -> shared
+  /// straight into its staging (Lower::globalCopyDim).
+  virtual int64_t dotCopyChunkBytes(ir::MmaKind k) const { return 16; }
+  /// Along which dim operand `operand` (0: A, 1: B) may be copied so, given
+  /// the dim `fast` its pointers are contiguous along, its element size, B's
+  /// columns and the accumulator layout; -1: not at all.
+  virtual int dotCopyDim(unsigned operand, int fast, int64_t elemBytes, int64_t cols,
+                         const ir::BlockedLayout& acc) const {
+    return -1;
+  }
+  /// Whether those copies are the hardware async copy (asyncCopyImpl
+  /// Hardware, and only where the program has no async groups of its own),
+  /// else synchronous chunks.
+  virtual bool dotCopiesAsync() const { return false; }
+  /// Whether a chained dot whose A and B are both staged may read A's
+  /// fragments before B is staged over it (Lower::setFragmentsFirst): where
+  /// A's accumulator layout is not already the A fragments'.
+  virtual bool dotFragmentsFirst() const { return false; }
+  /// Emits the fragment loads and matrix instructions of one dot
+  /// (emitTensorCoreDot, loadTensorCoreFragments).
+  virtual std::vector<llvm::Value*> emitDot(DotEmitter& e, std::vector<llvm::Value*> acc) const {
+    TS_UNREACHABLE("tensor-core dot on a target without matrix instructions");
+  }
+  /// The wait of a dot_wait where dots were left in flight
+  /// (TensorCoreDotPlan::wgmmaInFlight): the float registers `regs`
+  /// (accumulators) pass through it, so every later use depends on it.
+  virtual std::vector<llvm::Value*> dotWait(llvm::IRBuilderBase& b, int pending,
+                                            const std::vector<llvm::Value*>& regs) const {
+    TS_UNREACHABLE("dots in flight on a target without asynchronous matrix instructions");
+  }
+  /// Whether the lowering trades shared memory for occupancy (staging
+  /// swizzles, fewer slots, chunked conversions, operands in registers:
+  /// lowerToGpuLLVM), weighing waves with row()'s occupancy model.
+  virtual bool tradesSharedForOccupancy() const { return false; }
+
   /// Whether the target adds, subtracts, multiplies and fuses f32 values two
   /// at a time (CDNA's v_pk_add/mul/fma_f32): the lowering then pairs
   /// adjacent elements of those ops into <2 x float> (planPackedMath).
@@ -324,6 +396,17 @@ class GpuTargetInfo {
   }
 
   // ---- backend ---------------------------------------------------------------
+  /// The LLVM pass pipeline that optimises the lowered kernel (GpuCompile.cpp
+  /// explains the choice of passes).
+  virtual const char* kernelPipeline() const = 0;
+  /// Runs after that pipeline, on each function.
+  virtual void afterKernelPipeline(llvm::Function& f) const {}
+  /// Whether the code generator skips CodeGenPrepare (GpuCompile.cpp).
+  virtual bool skipsCodeGenPrepare() const { return false; }
+  /// The compile-times stage name of emit().
+  virtual const char* emitStage() const = 0;
+  /// Stores the backend's output in the artifact's binary and dumps.
+  virtual void storeOutput(GpuOutput& out, KernelBinary& bin, StageDumps& dumps) const = 0;
   /// The calling thread's TargetMachine for this architecture and optLevel
   /// (cachedGpuTargetMachine): reused by every compile on the thread.
   virtual llvm::TargetMachine& targetMachine(int optLevel) = 0;
@@ -333,17 +416,14 @@ class GpuTargetInfo {
   /// The PTX or the linked code object. Consumes `m` (code generation
   /// mutates it; compileGpu keeps a copy made before).
   virtual GpuOutput emit(llvm::Module& m, llvm::TargetMachine& tm) = 0;
-  /// Registers, spills, shared memory of the compiled kernel; throws
-  /// DeviceError if the tool it needs is missing.
-  virtual GpuResources resources(const GpuOutput& out, const std::string& kernel) = 0;
-};
+  /// Registers, spills, shared memory of the compiled kernel, and its
+  /// occupancy at `threadsPerBlock` threads; throws DeviceError if the tool
+  /// it needs is missing.
+  virtual GpuResources resources(const GpuOutput& out, const std::string& kernel, unsigned threadsPerBlock) = 0;
 
-/// Factories (one per vendor file). Unknown arch -> CompileError listing
-/// the valid ones.
-std::unique_ptr<GpuTargetInfo> createNVPTXTargetInfo(const std::string& arch, const GpuOptions& o);
-std::unique_ptr<GpuTargetInfo> createAMDGPUTargetInfo(const std::string& arch, const GpuOptions& o);
-/// The vendor hooks for a GPU target (emu: targets map to their vendor).
-std::unique_ptr<GpuTargetInfo> createGpuTargetInfo(const Target& t, const GpuOptions& g = {});
+ private:
+  const GpuConfig& config_;
+};
 
 /// The TargetMachine both vendors build the same way: `initTarget` registers
 /// the vendor's LLVM target once, the rest is the triple, processor and

@@ -102,8 +102,8 @@ Slots Lower::tileIn(const ir::Value* v, const ir::Layout& l) {
   const TileV& t = tile(v);
   if (t.layout == l) return t.slots;
   const ir::Op* d = v->definingOp();
-  if (d && (d->code() == OpCode::Constant || d->code() == OpCode::Splat || d->code() == OpCode::Arange ||
-            d->code() == OpCode::Broadcast || d->code() == OpCode::ExpandDims)) {
+  // Ops free to recompute (Ops.def) are re-emitted in `l`.
+  if (d && ir::isFreeToRecompute(d->code())) {
     ++record_.reemitted;
     return remat(v, l);
   }

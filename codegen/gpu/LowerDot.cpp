@@ -156,7 +156,7 @@ void Lower::copyOperand(const ir::Op& dot, unsigned i, llvm::Value* base, const 
   const int64_t chunkBytes = globalChunkBytes(dot);
   const int64_t ce = chunkBytes / static_cast<int64_t>(byteSize(ld.result()->type().dtype()));
   const bool async = t_.asyncCopyImpl() == AsyncCopyImpl::Hardware;
-  ir::Layout cl = ir::Layout::blocked(chunkLayout(shape, fast, ce, o_.numWarps, t_.warpSize()));
+  ir::Layout cl = ir::Layout::blocked(chunkLayout(shape, fast, ce, cfg_.numWarps, t_.warpSize()));
   setCurrentOp(ld);  // the accesses are the load's (emulator reports, layout statistics)
   std::map<std::pair<const ir::Value*, std::string>, Slots> memo;
   int budget = 64;
@@ -226,7 +226,7 @@ void Lower::stageHoistedOperands(const ir::Op& loop) {
       barrier();
       smemDirty_ = true;
       setTag(*h.dot, "fragments");
-      h.fragments = loadTensorCoreFragments(b_, m_, p, h.operand, base, lane_, warp_);
+      h.fragments = loadTensorCoreFragments(t_, b_, m_, p, h.operand, base, lane_, warp_);
     }
   }
   setCurrentOp(loop);
@@ -275,9 +275,11 @@ void Lower::emitTensorCoreDot(const ir::Op& op, const ir::Layout& l) {
   };
   llvm::Value* base = nullptr;
   llvm::Value* bBase = nullptr;
-  // (AMD) A chained dot whose A and B are both staged here: A's fragments
-  // read into registers first, then B staged over A (setFragmentsFirst).
-  const bool fragmentsFirst = stageA && stageB && !globalA && !ir::isNvMma(p.op.kind) && la_.chained(op);
+  // A chained dot whose A and B are both staged here, where A's layout is
+  // not the fragments' (AMD: GpuTargetInfo::dotFragmentsFirst): A's
+  // fragments read into registers first, then B staged over A
+  // (setFragmentsFirst).
+  const bool fragmentsFirst = stageA && stageB && !globalA && t_.dotFragmentsFirst() && la_.chained(op);
   if (fragmentsFirst) ++fragmentsFirstCandidates_;
   std::vector<llvm::Value*> aFragments;
   if (fragmentsFirst && fragmentsFirst_) {
@@ -289,7 +291,7 @@ void Lower::emitTensorCoreDot(const ir::Op& op, const ir::Layout& l) {
     setCurrentOp(op);
     barrier();
     setTag(op, "fragments");
-    aFragments = loadTensorCoreFragments(b_, m_, p, 0, base, lane_, warp_);
+    aFragments = loadTensorCoreFragments(t_, b_, m_, p, 0, base, lane_, warp_);
     setCurrentOp(op);
     smemDirty_ = true;  // read here: B's staging waits for every wave (beforeShared)
     bBase = base;
@@ -340,7 +342,7 @@ void Lower::emitTensorCoreDot(const ir::Op& op, const ir::Layout& l) {
                                                                 : nullptr;
   const std::vector<llvm::Value*>* preB = hB && hB->inRegisters ? &hB->fragments : nullptr;
   tiles_[op.result()] =
-      TileV{l, codegen::emitTensorCoreDot(b_, m_, p, base, bBase, lane_, warp_, std::move(init), aReg, preA, preB)};
+      TileV{l, codegen::emitTensorCoreDot(t_, b_, m_, p, base, bBase, lane_, warp_, std::move(init), aReg, preA, preB)};
   setCurrentOp(op);
 }
 
@@ -353,7 +355,7 @@ void Lower::emitDotWait(const ir::Op& op) {
     if (v->type().isTile())
       for (llvm::Value* x : tile(v).slots)
         if (x->getType()->isFloatTy()) regs.push_back(x);
-  if (dotsInFlight_) regs = codegen::emitTensorCoreWait(b_, static_cast<int>(op.intAttr("pending")), regs);
+  if (dotsInFlight_) regs = t_.dotWait(b_, static_cast<int>(op.intAttr("pending")), regs);
   size_t next = 0;
   for (unsigned i = 0; i < op.numOperands(); ++i) {
     const ir::Value* v = op.operand(i);

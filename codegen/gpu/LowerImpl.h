@@ -43,14 +43,15 @@ const ir::Value* rootBuffer(const ir::Value* buf);
 class Lower {
  public:
   Lower(const ir::Function& f, GpuTargetInfo& t, const ir::LayoutAnalysis& la, const ir::AxisAnalysis& ax,
-        const GpuOptions& o, llvm::LLVMContext& ctx, llvm::Module& m, std::map<const ir::Op*, uint64_t>& req,
+        llvm::LLVMContext& ctx, llvm::Module& m, std::map<const ir::Op*, uint64_t>& req,
         std::vector<std::pair<const void*, ir::LoopArea>>& loopReq, const ir::SharedPlan* plan,
         bool invariantsInRegisters = false)
       : f_(f),
         t_(t),
         la_(la),
         ax_(ax),
-        o_(o),
+        cfg_(t.config()),
+        o_(t.options()),
         ctx_(ctx),
         m_(m),
         req_(req),
@@ -61,7 +62,7 @@ class Lower {
         opKind_(ctx.getMDKindID("tessera.op")) {
     // Approximate math lets the backend contract a * b + c into an FMA,
     // as Triton does; accurate math rounds each operation.
-    if (o.precision == Precision::Approximate) {
+    if (o_.precision == Precision::Approximate) {
       llvm::FastMathFlags fmf;
       fmf.setAllowContract();
       b_.setFastMathFlags(fmf);
@@ -198,7 +199,7 @@ class Lower {
     // wait at the consumers' one.
     if (!inProducer_) {
       if (consumersOnly_)
-        t_.barrierCount(b_, 1, static_cast<unsigned>(o_.numWarps) * t_.warpSize());
+        t_.barrierCount(b_, 1, static_cast<unsigned>(cfg_.numWarps) * t_.warpSize());
       else
         t_.barrier(b_, sharedOnly);
     }
@@ -346,9 +347,9 @@ class Lower {
   llvm::Value* physicalSlot(const ir::Op& bufferSlot);
   void planDotOperands();
   int globalCopyDim(const ir::Op& op, unsigned i, const std::unordered_map<const ir::Value*, int>& uses);
-  /// The bytes of one chunk of a dot operand copied from global memory:
-  /// cp.async's 16 on NVIDIA; on AMD the staging rows' alignment
-  /// (amdPadBytes: 8 for MFMA, 16 for WMMA).
+  /// The bytes of one chunk of a dot operand copied from global memory
+  /// (GpuTargetInfo::dotCopyChunkBytes: cp.async's 16 on NVIDIA; on AMD the
+  /// staging rows' alignment, 8 for MFMA, 16 for WMMA).
   int64_t globalChunkBytes(const ir::Op& dot) const;
   /// Stages the loop-invariant dot operands of `loop` (planDotOperands)
   /// into their loop areas, before the loop.
@@ -395,6 +396,7 @@ class Lower {
   GpuTargetInfo& t_;
   const ir::LayoutAnalysis& la_;
   const ir::AxisAnalysis& ax_;
+  const GpuConfig& cfg_;  // warps, warp size, target: the compile's one configuration
   const GpuOptions& o_;
   llvm::LLVMContext& ctx_;
   llvm::Module& m_;

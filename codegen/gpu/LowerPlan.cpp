@@ -13,19 +13,9 @@
 namespace tessera::codegen::gpu_lower {
 
 namespace {
-/// Ops whose result recompute() re-emits in any layout from their operands.
-bool rederivable(const ir::Op& op) {
-  switch (op.code()) {
-    case OpCode::Constant:
-    case OpCode::Splat:
-    case OpCode::Arange:
-    case OpCode::Broadcast:
-    case OpCode::ExpandDims: return true;
-    case OpCode::Reshape:
-    case OpCode::Transpose: return false;
-    default: return ir::isElementwise(op.code());
-  }
-}
+/// Ops whose result recompute() re-emits in any layout from their operands:
+/// those free to recompute (Ops.def) and the elementwise ops.
+bool rederivable(const ir::Op& op) { return ir::isFreeToRecompute(op.code()) || ir::isElementwise(op.code()); }
 }  // namespace
 
 /// The pipelined GEMM reads each operand tile from a shared slot with a
@@ -73,22 +63,8 @@ void Lower::planDirectDots() {
         continue;
       if (rt.dtype() != op.operand(i)->type().dtype() || byteSize(rt.dtype()) != plan.elemBytes) continue;
       Storage sg{i == 0 ? plan.a : plan.b, i == 1 && plan.bTransposed};
-      if (ir::isNvMma(plan.op.kind)) {
-        // An N x K B slot (1-byte B) would be filled by copies whose
-        // 16-byte chunks run along N: cp.async cannot transpose them.
-        if (sg.transposed) continue;
-        // wgmma reads a B slot through its descriptor: the slot takes
-        // wgmma's N-major layout, aligned to its swizzle's 8 rows (which
-        // ldmatrix reads as well, should the dot keep mma.sync).
-        if (plan.op.kind == ir::MmaKind::NvWgmmaM64K16) {
-          // A: K-major with its rows in warpgroup order (wgmmaAStaging).
-          sg.st =
-              i == 1 ? wgmmaBStaging(sg.st.rows, sg.st.cols) : wgmmaAStaging(sg.st.rows, sg.st.cols, plan.acc.wpb[0]);
-          sg.align = wgmmaBAlign(sg.st);
-        } else {
-          sg.st = nvidiaSlotStaging(sg.st.rows, sg.st.cols, plan.elemBytes);
-        }
-      }
+      // The layout the instruction reads the slot in, if it can.
+      if (!t_.directDotStaging(plan, i, sg.transposed, sg.st, sg.align)) continue;
       if (sg.st.swizzle) {  // stagingIndex's precondition
         const int64_t rowElems = sg.st.blockCols ? sg.st.blockCols : sg.st.cols;
         const int64_t ce = sg.st.chunkElems(), chunks = rowElems / ce;
@@ -267,21 +243,17 @@ TensorCoreDotPlan Lower::dotPlan(const ir::Op& op) {
   const ir::Value* av = op.operand(0);
   const ir::BlockedLayout& acc = la_.get(op.result()).parent;
   TensorCoreOp top = t_.tensorCore(av->type().dtype(), op.operand(1)->type().dtype(), op.operand(2)->type().dtype());
-  // The layout analysis gave the dot mma.sync's placement where wgmma does
-  // not fit (ir::mmaLayout): the target's mma.sync instruction then.
-  if (top.kind == ir::MmaKind::NvWgmmaM64K16 && acc.mma == ir::MmaKind::NvMmaM16N8K16)
-    top.kind = ir::MmaKind::NvMmaM16N8K16;
-  if (top.kind == ir::MmaKind::NvWgmmaM64K32 && acc.mma == ir::MmaKind::NvMmaM16N8K32)
-    top.kind = ir::MmaKind::NvMmaM16N8K32;
-  // Likewise MFMA 16x16x16 where 32x32x8 does not fit.
-  if (top.kind == ir::MmaKind::AmdMfma32x32x8 && acc.mma == ir::MmaKind::AmdMfma16x16x16) {
-    top.kind = ir::MmaKind::AmdMfma16x16x16;
-    top.mma = top.mmaSmall;
+  // The layout analysis gave the dot a smaller instruction's placement
+  // where the target's first choice does not fit (ir::mmaLayout): that
+  // instruction then (TensorCoreOp::small).
+  if (top.small != ir::MmaKind::None && top.kind != top.small && acc.mma == top.small) {
+    top.kind = top.small;
+    if (top.mmaSmall != llvm::Intrinsic::not_intrinsic) top.mma = top.mmaSmall;
   }
-  TensorCoreDotPlan p = planTensorCoreDot(top, av->type().dtype(), av->type().shape()[0],
+  TensorCoreDotPlan p = planTensorCoreDot(t_, top, av->type().dtype(), av->type().shape()[0],
                                           op.operand(1)->type().shape()[1], av->type().shape()[1], acc);
   p.inB = op.operand(1)->type().dtype();
-  // AMD staging swizzled rather than padded where that raises the occupancy
+  // Staging swizzled rather than padded (AMD) where that raises the occupancy
   // the kernel's shared memory allows (lowerToGpuLLVM measures both, and
   // keeps the swizzle only then). The padding (WMMA 16 bytes a row, a
   // quarter of a 32-wide f16 K tile; MFMA 8) is what limits a small GEMM's
@@ -297,49 +269,37 @@ TensorCoreDotPlan Lower::dotPlan(const ir::Op& op) {
   // it: swizzled, attention 128x64 d64 w4 and the backward pass went into
   // scratch and the flash_attention examples fell from 9 to 8 waves on
   // gfx1100 (tessera_gpu_bench, every gfx1100 row both ways).
-  if ((ir::isAmdMfma(p.op.kind) || p.op.kind == ir::MmaKind::AmdWmma16x16x16) && !la_.chained(op)) {
+  if (!la_.chained(op)) {
     TensorCoreDotPlan q = p;
-    if (swizzleAmdStaging(q)) {
+    if (t_.swizzleDotStaging(q)) {
       swizzleCandidates_ = true;
       if (swizzleDots_) p = q;
     }
   }
-  // A B operand copied from global memory where it is contiguous along K
-  // (flash attention's K^T) is stored N x K, so the copy's 16-byte chunks
-  // stay whole; ldmatrix without .trans reads its fragments.
-  if (ir::isNvMma(p.op.kind))
-    if (auto it = globalOperands_.find({&op, 1}); it != globalOperands_.end() && it->second == 0) {
-      const int64_t ce = p.b.chunkElems();
-      p.b = {p.N, p.K, p.K + ce, false, ce, p.elemBytes};
-      p.bTransposed = true;
-    }
-  // wgmma reads B in one of its descriptor layouts: K-major (N x K) where
-  // B is copied from K-contiguous global memory, N-major (K x N) otherwise
-  // (staged from registers, copied along N, or a shared slot stored that
-  // way by planDirectDots). A loop-invariant B whose fragments stay in
-  // registers keeps mma.sync on the same accumulator registers. Decided
-  // once the operands are planned; until then the plan is mma.sync's.
-  if (ir::isNvWgmma(p.op.kind) && operandsPlanned_) {
-    auto g = globalOperands_.find({&op, 1});
-    const Hoisted* h = nullptr;
-    for (const Hoisted& x : hoisted_)
-      if (x.dot == &op && x.operand == 1) h = &x;
-    const Hoisted* ha = nullptr;
-    for (const Hoisted& x : hoisted_)
-      if (x.dot == &op && x.operand == 0) ha = &x;
-    if (h && h->inRegisters) {
-      useMmaSync(p);  // fragments held in registers across the loop: mma.sync's
-    } else if (p.elemBytes == 1) {
-      // fp8: B K-major (its N x K staging), A from registers (ldmatrix, as
-      // mma.sync's fragments): the only forms wgmma has for 8-bit operands.
-      useWgmma(p, true);
-    } else {
-      useWgmma(p, g != globalOperands_.end() && g->second == 0);
-      // A from shared memory too, unless its fragments are registers
-      // already (a chained dot's accumulator, or held across the loop).
-      if (!registerOperands_.count({&op, 0}) && !(ha && ha->inRegisters)) useWgmmaSharedA(p);
-    }
-  }
+  // Where the operands come from decides, on some targets, the instruction
+  // form and the staging (GpuTargetInfo::planDotForm): NVIDIA stores a B
+  // copied from global memory where it is contiguous along K (flash
+  // attention's K^T) N x K, so the copy's 16-byte chunks stay whole, and
+  // reads B for wgmma in one of its descriptor layouts: K-major (N x K)
+  // where B is copied from K-contiguous global memory, N-major (K x N)
+  // otherwise (staged from registers, copied along N, or a shared slot
+  // stored that way by planDirectDots); a loop-invariant B whose fragments
+  // stay in registers keeps mma.sync on the same accumulator registers.
+  // Decided once the operands are planned; until then the plan is
+  // mma.sync's.
+  DotOperandSources src;
+  src.planned = operandsPlanned_;
+  auto g = globalOperands_.find({&op, 1});
+  src.bGlobalAlongK = g != globalOperands_.end() && g->second == 0;
+  const Hoisted* h = nullptr;
+  for (const Hoisted& x : hoisted_)
+    if (x.dot == &op && x.operand == 1) h = &x;
+  const Hoisted* ha = nullptr;
+  for (const Hoisted& x : hoisted_)
+    if (x.dot == &op && x.operand == 0) ha = &x;
+  src.bFragmentsHeld = h && h->inRegisters;
+  src.aInRegisters = registerOperands_.count({&op, 0}) || (ha && ha->inRegisters);
+  t_.planDotForm(p, src);
   return p;
 }
 
@@ -391,8 +351,7 @@ bool definedIn(const ir::Value* v, const ir::Op& loop) {
 /// along that dim, the mask constant over each chunk, and the chunk
 /// contiguous in the staging buffer), or -1.
 int64_t Lower::globalChunkBytes(const ir::Op& dot) const {
-  const ir::MmaKind k = la_.get(dot.result()).parent.mma;
-  return ir::isNvMma(k) ? 16 : amdPadBytes(k);
+  return t_.dotCopyChunkBytes(la_.get(dot.result()).parent.mma);
 }
 
 int Lower::globalCopyDim(const ir::Op& op, unsigned i, const std::unordered_map<const ir::Value*, int>& uses) {
@@ -410,7 +369,6 @@ int Lower::globalCopyDim(const ir::Op& op, unsigned i, const std::unordered_map<
   const ir::Value* ptr = ld->operand(0);
   const auto& shape = ptr->type().shape();
   const int64_t eb = static_cast<int64_t>(byteSize(v->type().dtype()));
-  const bool nv = ir::isNvMma(la_.get(op.result()).parent.mma);
   const int64_t ce = globalChunkBytes(op) / eb;
   ir::AxisInfo ai = ax_.get(ptr);
   if (shape.size() != 2 || ai.contiguity.size() != 2) return -1;
@@ -420,18 +378,8 @@ int Lower::globalCopyDim(const ir::Op& op, unsigned i, const std::unordered_map<
     ir::AxisInfo mi = ax_.get(ld->operand(1));
     if (mi.constancy.size() != 2 || mi.constancy[fast] % ce != 0) return -1;
   }
-  // AMD stages A as M x K and B as N x K (planTensorCoreDot): chunks along K.
-  if (!nv) return fast == (i == 0 ? 1 : 0) ? fast : -1;
-  // A (M x K) is staged row-major: chunks along K only. B: along N
-  // (row-major K x N) or along K (stored N x K, see dotPlan), then with
-  // whole pairs of n-tiles (ldmatrix .x4 without .trans covers two).
-  if (i == 0) return fast == 1 ? fast : -1;
-  if (fast == 1 && eb == 1) return -1;  // a 1-byte B is staged N x K (planTensorCoreDot)
-  if (fast == 0) {
-    const auto& acc = la_.get(op.result()).parent;
-    if (shape[1] % (16 * acc.wpb[1]) != 0) return -1;
-  }
-  return fast;
+  // The chunks must run along a dim the staging keeps contiguous.
+  return t_.dotCopyDim(i, fast, eb, shape[1], la_.get(op.result()).parent);
 }
 
 void Lower::planDotOperands() {
@@ -452,8 +400,9 @@ void Lower::planDotOperands() {
     if (op.code() != OpCode::Dot || !la_.has(op.result())) return;
     const ir::Layout& dl = la_.get(op.result());
     if (dl.parent.mma == ir::MmaKind::None) return;
-    // NVIDIA: cp.async. AMD: synchronous chunks (no async groups involved).
-    const bool chunked = ir::isNvMma(dl.parent.mma) ? copies : true;
+    // The hardware async copy (NVIDIA: cp.async), else synchronous chunks
+    // (AMD: no async groups involved).
+    const bool chunked = t_.dotCopiesAsync() ? copies : true;
     for (unsigned i = 0; i < 2 && chunked; ++i) {
       if (directOperands_.count({&op, i})) continue;
       if (int fast = globalCopyDim(op, i, uses); fast >= 0) {

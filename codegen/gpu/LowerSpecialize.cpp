@@ -56,7 +56,7 @@ bool isStageOp(OpCode c) {
 }
 }  // namespace
 
-unsigned Lower::blockThreads() const { return (static_cast<unsigned>(o_.numWarps) + producerWarps_) * t_.warpSize(); }
+unsigned Lower::blockThreads() const { return (static_cast<unsigned>(cfg_.numWarps) + producerWarps_) * t_.warpSize(); }
 
 bool Lower::rebalancesRegisters() const { return rebalance_; }
 
@@ -68,8 +68,9 @@ void Lower::planSpecialize() {
     if (op->code() == OpCode::WarpSpecialize) specialize_ = op.get();
   if (!specialize_) return;
   if (!t_.hasTensorCopies())
-    throw CompileError(specialize_->loc().str() + ": warp_specialize needs tensor copies (nvptx:sm_90a, with tensor " +
-                       "copies on); " + t_.arch() + " lowers its copies otherwise");
+    throw CompileError(specialize_->loc().str() + ": warp_specialize needs tensor copies (" +
+                       gpuTargetsWith(&GpuArch::tensorCopies) + ", with tensor copies on); " + t_.arch() +
+                       " lowers its copies otherwise");
   producerWarps_ = static_cast<unsigned>(specialize_->intAttr("warps"));
   ir::walk(const_cast<ir::Function&>(f_).body(), [&](ir::Op& op) {
     if (isStageOp(op.code())) chanSlots_ = static_cast<unsigned>(op.intAttr("slots"));
@@ -89,12 +90,12 @@ void Lower::planSpecialize() {
     break;
   }
   rebalance_ = producerWarps_ == 4 &&
-               producerTradesRegisters(o_.numWarps, carried / (int64_t{o_.numWarps} * int64_t{t_.warpSize()}));
+               producerTradesRegisters(cfg_.numWarps, carried / (int64_t{cfg_.numWarps} * int64_t{t_.warpSize()}));
   if (chanSlots_ > 32)
     throw CompileError(specialize_->loc().str() + ": a warp-specialised pipeline keeps at most 32 slots, not " +
                        std::to_string(chanSlots_));
   if (blockThreads() > t_.maxThreadsPerBlock())
-    throw ResourceError(specialize_->loc().str() + ": " + std::to_string(o_.numWarps) + " warps and " +
+    throw ResourceError(specialize_->loc().str() + ": " + std::to_string(cfg_.numWarps) + " warps and " +
                         std::to_string(producerWarps_) + " producer warps exceed " +
                         std::to_string(t_.maxThreadsPerBlock()) + " threads per block; use fewer warps");
   // The producer has no layout of its own: every copy it issues must be a
@@ -116,7 +117,7 @@ llvm::Value* Lower::chanBarrier(bool full, llvm::Value* slot) {
 void Lower::initChannelBarriers() {
   for (unsigned s = 0; s < chanSlots_; ++s) {
     t_.mbarrierInit(b_, chanBarrier(true, i32(s)), 1);
-    t_.mbarrierInit(b_, chanBarrier(false, i32(s)), static_cast<unsigned>(o_.numWarps));
+    t_.mbarrierInit(b_, chanBarrier(false, i32(s)), static_cast<unsigned>(cfg_.numWarps));
   }
 }
 
@@ -127,7 +128,7 @@ void Lower::splitWarps() {
   llvm::Function* fn = b_.GetInsertBlock()->getParent();
   producerEntry_ = llvm::BasicBlock::Create(ctx_, "producer", fn);
   auto* consumer = llvm::BasicBlock::Create(ctx_, "consumer", fn);
-  b_.CreateCondBr(b_.CreateICmpUGE(warp_, i32(o_.numWarps)), producerEntry_, consumer);
+  b_.CreateCondBr(b_.CreateICmpUGE(warp_, i32(cfg_.numWarps)), producerEntry_, consumer);
   b_.SetInsertPoint(consumer);
   consumersOnly_ = true;
   if (rebalancesRegisters()) t_.setLaunchRegisters(*fn, kLaunchRegs);
@@ -155,7 +156,7 @@ void Lower::emitWarpSpecialize(const ir::Op& op) {
   llvm::Function* fn = producerEntry_->getParent();
   auto* work = llvm::BasicBlock::Create(ctx_, "producer.work", fn);
   auto* idle = llvm::BasicBlock::Create(ctx_, "producer.idle", fn);
-  b_.CreateCondBr(b_.CreateICmpEQ(t_.shuffleIdx(b_, warp_, i32(0)), i32(o_.numWarps)), work, idle);
+  b_.CreateCondBr(b_.CreateICmpEQ(t_.shuffleIdx(b_, warp_, i32(0)), i32(cfg_.numWarps)), work, idle);
   b_.SetInsertPoint(idle);
   b_.CreateRetVoid();
   b_.SetInsertPoint(work);

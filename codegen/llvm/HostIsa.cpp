@@ -15,7 +15,6 @@
 
 #include "codegen/llvm/IsaFeatures.h"
 #include "codegen/llvm/LLVMSupport.h"
-#include "tessera/codegen/Compiler.h"
 #include "tessera/support/Error.h"
 #include "tessera/support/Environment.h"
 
@@ -168,11 +167,6 @@ std::vector<std::string> isaFeatures(const std::string& cpuName) {
   return r;
 }
 
-std::string hostIsa() { return host().isa; }
-
-std::string cannotRunOnHost(const Target& target) {
-  if (target.kind != Target::Kind::CPU) return "";
-  return selectCpuTarget(target.arch).notRunnable;
-}
+std::string detectedHostIsa() { return host().isa; }
 
 }  // namespace tessera::codegen

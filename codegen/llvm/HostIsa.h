@@ -29,4 +29,8 @@ CpuTargetInfo selectCpuTarget(const std::string& cpuName);
 /// True when `cpuName` is a cpu LLVM knows for the host's architecture.
 bool isKnownCpu(const std::string& cpuName);
 
+/// The host's vector ISA as detected, narrowed by TESSERA_HOST_CPU
+/// ("avx512", "avx2", "sse2"): codegen::hostIsa().
+std::string detectedHostIsa();
+
 }  // namespace tessera::codegen

@@ -15,7 +15,6 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include "codegen/llvm/HostIsa.h"
-#include "tessera/codegen/Compiler.h"
 
 namespace tessera::codegen::cpu {
 

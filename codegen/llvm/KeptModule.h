@@ -13,7 +13,6 @@
 #include <llvm/IR/Module.h>
 #include <llvm/Transforms/Utils/Cloning.h>
 
-#include "tessera/codegen/Compiler.h"
 #include "tessera/support/Error.h"
 
 namespace tessera::codegen {

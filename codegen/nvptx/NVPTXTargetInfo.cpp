@@ -17,12 +17,15 @@
 #include <llvm/Transforms/Utils/Cloning.h>
 
 #include "codegen/gpu/GpuTargetInfo.h"
+#include "codegen/nvptx/NVPTXTargetInfo.h"
 #include "codegen/llvm/Atomics.h"
 #include "codegen/llvm/GpuToolchain.h"
 #include "codegen/llvm/LLVMSupport.h"
+#include "codegen/nvptx/NVPTXDot.h"
 #include "codegen/nvptx/NVPTXPredicated.h"
 #include "codegen/nvptx/NVPTXSpecialRegisters.h"
 #include "codegen/nvptx/NVPTXTma.h"
+#include "codegen/nvptx/NVPTXWgmma.h"
 #include "tessera/support/Targets.h"
 
 extern "C" {
@@ -35,19 +38,6 @@ void LLVMInitializeNVPTXAsmPrinter();
 namespace tessera::codegen {
 
 namespace {
-
-struct SmRow {
-  const char* arch;
-  uint64_t maxShared;  // opt-in maximum per block (dynamic shared memory)
-  const char* ptxFeature;
-  unsigned threadsPerSm;
-};
-// The rows of Targets.def (the PTX version is explained there).
-constexpr SmRow kSms[] = {
-#define TS_NVPTX_TARGET(arch, sharedKiB, ptxFeature, smemPerSmKiB, threadsPerSm, blocksPerSm) \
-  {#arch, uint64_t{sharedKiB} * 1024, ptxFeature, threadsPerSm},
-#include "tessera/support/Targets.def"
-};
 
 // Math table. f32 transcendentals use the shared polynomials: ex2.approx.f32
 // has a relative error of 2^-22.5 for exp2 itself, but exp(x) computed as
@@ -112,22 +102,22 @@ void linkLibdevice(llvm::Module& m, llvm::TargetMachine& tm, const std::string& 
 // f32 stays on FMAs: tf32 mma rounds the operands to 10 mantissa bits,
 // which IR.h's dot does not allow.
 // wgmma (and the rest of Hopper's asynchronous warpgroup instructions) is
-// an architecture-specific feature: sm_90a, not sm_90.
-bool hasWgmma(const std::string& arch) { return arch == "sm_90a"; }
-
-TensorCoreOp nvptxTensorCore(const std::string& arch, DType a, DType b, DType acc) {
+// an architecture-specific feature: Targets.def's wgmma column (sm_90a, not
+// sm_90).
+TensorCoreOp nvptxTensorCore(const GpuArch& row, DType a, DType b, DType acc) {
   TensorCoreOp t;
   t.ldA = llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_b16;
   t.ldAx2 = llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x2_b16;
   auto ocp = [](DType d) { return d == DType::F8E4M3 || d == DType::F8E5M2; };
   if (ocp(a) && ocp(b) && acc == DType::F32) {
-    // sm_89 (Ada) and sm_90a (Hopper): the rows of Targets.def from 89 on.
-    if (std::stoi(arch.substr(3, 2)) < 89) return {};
+    // sm_89 (Ada) and sm_90a (Hopper): Targets.def's fp8Mma column.
+    if (!row.fp8Mma) return {};
     const bool a4 = a == DType::F8E4M3, b4 = b == DType::F8E4M3;
     // sm_90a: wgmma.mma_async m64nNk32 (A from registers, B K-major: the
     // N x K staging fp8 B has anyway) where the shape allows it; the
     // mma.sync intrinsic below serves the rest on the same placement.
-    t.kind = hasWgmma(arch) ? ir::MmaKind::NvWgmmaM64K32 : ir::MmaKind::NvMmaM16N8K32;
+    t.kind = row.wgmma ? ir::MmaKind::NvWgmmaM64K32 : ir::MmaKind::NvMmaM16N8K32;
+    if (row.wgmma) t.small = ir::MmaKind::NvMmaM16N8K32;
     t.mma = a4 ? (b4 ? llvm::Intrinsic::nvvm_mma_m16n8k32_row_col_f32_e4m3_e4m3_f32
                      : llvm::Intrinsic::nvvm_mma_m16n8k32_row_col_f32_e4m3_e5m2_f32)
                : (b4 ? llvm::Intrinsic::nvvm_mma_m16n8k32_row_col_f32_e5m2_e4m3_f32
@@ -146,7 +136,8 @@ TensorCoreOp nvptxTensorCore(const std::string& arch, DType a, DType b, DType ac
   // and operands allow it (ir::mmaLayout, Lower::dotPlan); mma.sync's
   // intrinsics below serve the dots it does not take, on the same
   // accumulator placement.
-  t.kind = hasWgmma(arch) ? ir::MmaKind::NvWgmmaM64K16 : ir::MmaKind::NvMmaM16N8K16;
+  t.kind = row.wgmma ? ir::MmaKind::NvWgmmaM64K16 : ir::MmaKind::NvMmaM16N8K16;
+  if (row.wgmma) t.small = ir::MmaKind::NvMmaM16N8K16;
   t.mma = in == DType::F16 ? llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32
                            : llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_bf16;
   t.ldBx4 = llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_trans_b16;
@@ -154,7 +145,7 @@ TensorCoreOp nvptxTensorCore(const std::string& arch, DType a, DType b, DType ac
   return t;
 }
 
-// Asynchronous-copy table (sm_80+, every row of kSms): one
+// Asynchronous-copy table (sm_80+, every NVIDIA row of Targets.def): one
 // cp.async.{ca,cg}.shared.global per chunk, always the `.s` form whose
 // src-size operand is the chunk size or 0 for a masked-off chunk (zero fill
 // of the shared bytes, no global access). 16-byte chunks use .cg (cache in
@@ -183,8 +174,7 @@ void initNVPTX() {
 
 class NVPTXTargetInfo final : public GpuTargetInfo {
  public:
-  NVPTXTargetInfo(const SmRow& row, const GpuOptions& o) : row_(row), o_(o), libdevice_(findLibdevice()) {}
-  std::string arch() const override { return row_.arch; }
+  explicit NVPTXTargetInfo(const GpuConfig& c) : GpuTargetInfo(c), libdevice_(findLibdevice()) {}
   std::string triple() const override { return "nvptx64-nvidia-cuda"; }
   // PTX's .cta, .gpu and .sys scopes.
   const char* syncScope(ir::MemScope s) const override {
@@ -205,8 +195,6 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
     if (ir::acquires(order)) b.CreateFence(llvm::AtomicOrdering::Acquire, ss);
     return old;
   }
-  unsigned warpSize() const override { return 32; }
-  uint64_t maxSharedBytes() const override { return row_.maxShared; }
 
   llvm::Value* sreg(llvm::IRBuilderBase& b, const std::array<llvm::Intrinsic::ID, 3>& ids, int axis) {
     return b.CreateIntrinsic(ids[static_cast<size_t>(axis)], {});
@@ -263,7 +251,7 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
     // exceed it (flash attention's backward: 40 bytes at 128 registers, none
     // at 168; sm_80 and sm_90a keep the code's count). One block per SM is
     // all a kernel of that size needs: say so (.minnctapersm 1).
-    if (threads >= 256 && row_.threadsPerSm < 2048) f->addFnAttr("nvvm.minctasm", "1");
+    if (threads >= 256 && row().threadsPerSm < 2048) f->addFnAttr("nvvm.minctasm", "1");
     f->addFnAttr(llvm::Attribute::NoUnwind);
     return f;
   }
@@ -274,7 +262,7 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
     auto* g = new llvm::GlobalVariable(m, ty, false, llvm::GlobalValue::ExternalLinkage, nullptr, "tessera_smem",
                                        nullptr, llvm::GlobalValue::NotThreadLocal, sharedAS());
     // wgmma's swizzled operands need their 1024-byte pattern aligned.
-    g->setAlignment(llvm::Align(hasWgmma(row_.arch) ? 1024 : 16));
+    g->setAlignment(llvm::Align(row().wgmma ? 1024 : 16));
     return g;
   }
   void sharedToAsyncProxyFence(llvm::IRBuilderBase& b) override {
@@ -331,18 +319,66 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
   }
   llvm::Value* predicatedLoad(llvm::IRBuilderBase& b, llvm::Type* ty, llvm::Value* ptr, llvm::Value* pred,
                               llvm::Value* other) override {
-    if (!o_.predicatedAccesses || !nvptx::hasPredicatedForm(ty, b.GetInsertBlock()->getModule()->getDataLayout()))
+    if (!options().predicatedAccesses ||
+        !nvptx::hasPredicatedForm(ty, b.GetInsertBlock()->getModule()->getDataLayout()))
       return nullptr;
     return nvptx::emitPredicatedLoad(b, ty, ptr, pred, other);
   }
   bool predicatedStore(llvm::IRBuilderBase& b, llvm::Value* val, llvm::Value* ptr, llvm::Value* pred) override {
-    if (!o_.predicatedAccesses ||
+    if (!options().predicatedAccesses ||
         !nvptx::hasPredicatedForm(val->getType(), b.GetInsertBlock()->getModule()->getDataLayout()))
       return false;
     nvptx::emitPredicatedStore(b, val, ptr, pred);
     return true;
   }
-  TensorCoreOp tensorCore(DType a, DType b, DType acc) const override { return nvptxTensorCore(row_.arch, a, b, acc); }
+  TensorCoreOp tensorCore(DType a, DType b, DType acc) const override { return nvptxTensorCore(row(), a, b, acc); }
+  // Dots: mma.sync (NVPTXMmaSync.cpp) and wgmma (NVPTXWgmmaDot.cpp).
+  void planDotStaging(TensorCoreDotPlan& p) const override { nvptx::planMmaSyncStaging(p); }
+  bool directDotStaging(const TensorCoreDotPlan& p, unsigned operand, bool transposed, DotStaging& st,
+                        uint64_t& align) const override {
+    // An N x K B slot (1-byte B) would be filled by copies whose 16-byte
+    // chunks run along N: cp.async cannot transpose them.
+    if (transposed) return false;
+    // wgmma reads a B slot through its descriptor: the slot takes wgmma's
+    // N-major layout, aligned to its swizzle's 8 rows (which ldmatrix reads
+    // as well, should the dot keep mma.sync).
+    if (p.op.kind == ir::MmaKind::NvWgmmaM64K16) {
+      // A: K-major with its rows in warpgroup order (wgmmaAStaging).
+      st = operand == 1 ? nvptx::wgmmaBStaging(st.rows, st.cols) : nvptx::wgmmaAStaging(st.rows, st.cols, p.acc.wpb[0]);
+      align = nvptx::wgmmaBAlign(st);
+    } else {
+      st = nvptx::mmaSyncSlotStaging(st.rows, st.cols, p.elemBytes);
+    }
+    return true;
+  }
+  void planDotForm(TensorCoreDotPlan& p, const DotOperandSources& s) const override {
+    if (s.bGlobalAlongK) nvptx::stageBAlongK(p);
+    nvptx::planWgmmaForm(p, s);
+  }
+  // cp.async's 16-byte chunks.
+  int64_t dotCopyChunkBytes(ir::MmaKind) const override { return 16; }
+  // A (M x K) is staged row-major: chunks along K only. B: along N
+  // (row-major K x N) or along K (stored N x K, see stageBAlongK), then
+  // with whole pairs of n-tiles (ldmatrix .x4 without .trans covers two).
+  int dotCopyDim(unsigned operand, int fast, int64_t elemBytes, int64_t cols,
+                 const ir::BlockedLayout& acc) const override {
+    if (operand == 0) return fast == 1 ? fast : -1;
+    if (fast == 1 && elemBytes == 1) return -1;  // a 1-byte B is staged N x K (planMmaSyncStaging)
+    if (fast == 0 && cols % (16 * acc.wpb[1]) != 0) return -1;
+    return fast;
+  }
+  bool dotCopiesAsync() const override { return true; }
+  std::vector<llvm::Value*> emitDot(DotEmitter& e, std::vector<llvm::Value*> acc) const override {
+    TS_ASSERT(!e.aReg || e.p.op.kind == ir::MmaKind::NvMmaM16N8K16 || e.p.op.kind == ir::MmaKind::NvWgmmaM64K16,
+              "A fragments from registers: NVIDIA mma and wgmma only");
+    if (e.p.wgmma && e.only < 0) return nvptx::emitWgmmaDot(e, std::move(acc));
+    return nvptx::emitMmaSyncDot(e, std::move(acc));
+  }
+  // `wgmma.wait_group pending`.
+  std::vector<llvm::Value*> dotWait(llvm::IRBuilderBase& b, int pending,
+                                    const std::vector<llvm::Value*>& regs) const override {
+    return nvptx::emitWgmmaPassThrough(b, pending, regs);
+  }
   AsyncCopyImpl asyncCopyImpl() const override { return AsyncCopyImpl::Hardware; }
   void asyncCopy(llvm::IRBuilderBase& b, llvm::Value* dst, llvm::Value* src, unsigned bytes,
                  llvm::Value* mask) override {
@@ -362,7 +398,7 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
     b.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {}, {b.getInt32(pending)});
   }
   // TMA and mbarriers (NVPTXTma.h): Hopper's, sm_90a only here.
-  bool hasTensorCopies() const override { return o_.tensorCopies && hasWgmma(row_.arch); }
+  bool hasTensorCopies() const override { return options().tensorCopies && row().tensorCopies; }
   void declareTensorMapParam(llvm::Function& fn, unsigned argNo) override {
     // A CUtensorMap: 128 bytes, 64-aligned, by value; a grid constant, so
     // its address (cvta.param) can be handed to cp.async.bulk.tensor.
@@ -409,7 +445,19 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
   }
 
   llvm::TargetMachine& targetMachine(int optLevel) override {
-    return cachedGpuTargetMachine(initNVPTX, "NVPTX", triple(), row_.arch, row_.ptxFeature, std::nullopt, optLevel);
+    return cachedGpuTargetMachine(initNVPTX, "NVPTX", triple(), row().arch, row().llvmFeatures, std::nullopt, optLevel);
+  }
+  // GpuCompile.cpp explains the passes; NVPTX skips CodeGenPrepare there.
+  const char* kernelPipeline() const override {
+    return "function(early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,loop-mssa(licm),simplifycfg,"
+           "infer-alignment)";
+  }
+  bool skipsCodeGenPrepare() const override { return true; }
+  const char* emitStage() const override { return "ptx"; }
+  void storeOutput(GpuOutput& out, KernelBinary& bin, StageDumps& dumps) const override {
+    dumps.assembly = out.assembly;
+    bin.format = KernelBinary::Format::PTX;
+    bin.ptx = out.assembly;
   }
 
   void prepareModule(llvm::Module& m, llvm::TargetMachine& tm) override {
@@ -422,15 +470,14 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
     return out;
   }
 
-  GpuResources resources(const GpuOutput& out, const std::string& kernel) override {
+  GpuResources resources(const GpuOutput& out, const std::string& kernel, unsigned threadsPerBlock) override {
     std::string ptxas = findTool({"/usr/local/cuda/bin/ptxas", "ptxas"});
     if (ptxas.empty()) throw DeviceError("ptxas not found (install the CUDA toolkit or put ptxas on PATH)");
     TempDir dir;
     writeFile(dir.file("k.ptx"), out.assembly);
-    ToolResult r =
-        runTool({ptxas, "-arch=" + std::string(row_.arch), "-v", dir.file("k.ptx"), "-o", dir.file("k.cubin")});
+    ToolResult r = runTool({ptxas, "-arch=" + arch(), "-v", dir.file("k.ptx"), "-o", dir.file("k.cubin")});
     if (r.exitCode != 0)
-      throw DeviceError("ptxas rejected the PTX of @" + kernel + " for " + row_.arch + ":\n" + r.output);
+      throw DeviceError("ptxas rejected the PTX of @" + kernel + " for " + arch() + ":\n" + r.output);
     GpuResources res;
     std::smatch mm;
     if (std::regex_search(r.output, mm, std::regex(R"(Used (\d+) registers)"))) res.registers = std::stoi(mm[1]);
@@ -438,33 +485,27 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
       res.spillBytes = std::stoll(mm[1]) + std::stoll(mm[2]);
     res.sharedBytes = 0;
     if (std::regex_search(r.output, mm, std::regex(R"((\d+) bytes smem)"))) res.sharedBytes = std::stoll(mm[1]);
-    res.wavefrontSize = 32;
-    res.text = "ptxas " + std::string(row_.arch) + ": registers " + std::to_string(res.registers) + ", spill bytes " +
+    res.wavefrontSize = static_cast<int>(warpSize());
+    res.text = "ptxas " + arch() + ": registers " + std::to_string(res.registers) + ", spill bytes " +
                std::to_string(res.spillBytes) + ", static shared " + std::to_string(res.sharedBytes) +
                " bytes, dynamic shared " + std::to_string(out.dynamicSharedBytes) + " bytes\n" +
                "occupancy estimate: " +
-               occupancy(*findGpuArch(GpuArch::Vendor::NVIDIA, row_.arch), res.registers,
-                         res.sharedBytes + static_cast<int64_t>(out.dynamicSharedBytes), o_.numWarps * 32)
+               occupancy(row(), res.registers, res.sharedBytes + static_cast<int64_t>(out.dynamicSharedBytes),
+                         static_cast<int>(threadsPerBlock))
                    .text +
                "\n" + r.output;
     return res;
   }
 
  private:
-  SmRow row_;
-  GpuOptions o_;
   std::string libdevice_;  // libdevice.10.bc, or "" (f64 math from the polynomials)
 };
 
 }  // namespace
 
-std::unique_ptr<GpuTargetInfo> createNVPTXTargetInfo(const std::string& arch, const GpuOptions& o) {
-  std::string valid;
-  for (auto& r : kSms) {
-    if (arch == r.arch) return std::make_unique<NVPTXTargetInfo>(r, o);
-    valid += std::string(valid.empty() ? "" : ", ") + r.arch;
-  }
-  throw CompileError("unknown NVPTX architecture '" + arch + "'; valid: " + valid);
+std::unique_ptr<GpuTargetInfo> createNVPTXTargetInfo(const GpuConfig& c) {
+  TS_ASSERT(c.row->vendor == GpuArch::Vendor::NVIDIA, std::string("NVPTX hooks for ") + c.row->arch);
+  return std::make_unique<NVPTXTargetInfo>(c);
 }
 
 }  // namespace tessera::codegen

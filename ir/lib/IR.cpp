@@ -46,6 +46,8 @@ bool isBinary(OpCode op) { return info(op).traits & kBinary; }
 bool isUnary(OpCode op) { return info(op).traits & kUnary; }
 bool needsFloat(OpCode op) { return info(op).traits & kFloatOnly; }
 bool isTranscendental(OpCode op) { return info(op).traits & kTranscendental; }
+bool isFreeToRecompute(OpCode op) { return info(op).traits & kFree; }
+bool isCheapToRecompute(OpCode op) { return info(op).traits & kCheap; }
 
 std::optional<bool> foldIntCmp(const std::string& p, int64_t a, int64_t b, DType d) {
   if (isUnsigned(d)) {  // compare the (zero-extended) bits unsigned

@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "../../codegen/gpu/GpuCompile.h"
+#include "../../codegen/GpuTargets.h"
 #include "gpu_static_kernels.h"
 #include "tessera/ir/Parser.h"
 
@@ -152,7 +152,6 @@ TEST_CASE("bench kernels: AMD attention stages V over P's fragments only where t
     REQUIRE(stages.back().first == "layout");
     auto m = ir::parseModule(stages[stages.size() - 2].second);
     codegen::GpuOptions g;
-    g.numWarps = k->numWarps;
     g.precision = codegen::Precision::Approximate;
     g.fragmentsForLds = false;
     auto without = codegen::compileGpu(*m->functions.at(0), t, o, {}, g);

@@ -12,7 +12,7 @@
 #include <random>
 
 #include "../../codegen/emu/EmuCompile.h"
-#include "../../codegen/gpu/GpuCompile.h"
+#include "../../codegen/GpuTargets.h"
 #include "../../codegen/nvptx/NVPTXPredicated.h"
 #include "emu_util.h"
 #include "ir_build_util.h"

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "../../codegen/emu/EmuCompile.h"
-#include "../../codegen/gpu/GpuCompile.h"
+#include "../../codegen/GpuTargets.h"
 #include "tessera/runtime/Emulator.h"
 #include "tessera/support/Targets.h"
 

@@ -11,7 +11,7 @@
 #include <random>
 #include <unistd.h>
 
-#include "../../codegen/gpu/GpuCompile.h"
+#include "../../codegen/GpuTargets.h"
 #include "emu_util.h"
 #include "tessera/ir/Builder.h"
 
@@ -118,9 +118,9 @@ std::string layoutDump(const codegen::Artifact& a) {
 }
 
 std::shared_ptr<codegen::Artifact> compileFor(const Function& f, const std::string& target, int warps = 4) {
-  codegen::GpuOptions g;
-  g.numWarps = warps;
-  return codegen::compileGpu(f, codegen::Target::parse(target), {}, {}, g);
+  codegen::CompileOptions o;
+  o.numWarps = warps;
+  return codegen::compileGpu(f, codegen::Target::parse(target), o, {});
 }
 // 128x128 tiles hold 128 accumulators per thread with 4 warps, beyond the
 // 255-register file once the fragments are live: they take 8 warps.

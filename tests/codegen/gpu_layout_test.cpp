@@ -8,7 +8,7 @@
 #include <random>
 #include <regex>
 
-#include "../../codegen/gpu/GpuCompile.h"
+#include "../../codegen/GpuTargets.h"
 #include "emu_util.h"
 #include "tessera/ir/Builder.h"
 #include "tessera/ir/Verifier.h"

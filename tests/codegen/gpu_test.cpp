@@ -8,7 +8,7 @@
 #include <regex>
 #include <unistd.h>
 
-#include "../../codegen/gpu/GpuCompile.h"
+#include "../../codegen/GpuTargets.h"
 #include "tessera/ir/Builder.h"
 #include "tessera/ir/Verifier.h"
 #include "tessera/support/Error.h"

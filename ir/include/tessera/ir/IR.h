@@ -294,6 +294,8 @@ enum OpTrait : unsigned {
   kFloatOnly = 64,
   kTranscendental = 128,
   kRegions = 256,
+  kFree = 512,
+  kCheap = 1024,
 };
 
 const char* opName(OpCode op);
@@ -312,6 +314,13 @@ bool isTranscendental(OpCode op);
 /// compare their bits unsigned); nullopt for an unknown predicate.
 std::optional<bool> foldIntCmp(const std::string& p, int64_t a, int64_t b, DType d);
 bool hasRegions(OpCode op);  // for, if, scan
+/// The cost of recomputing an op's value where it is used (Ops.def): free
+/// (constant, splat, arange, broadcast, expand_dims: no arithmetic, so
+/// re-emitted in any layout), cheap (about one instruction per element:
+/// the free ops, reshape, and the elementwise ops but div, rem, sqrt,
+/// rsqrt and the transcendentals).
+bool isFreeToRecompute(OpCode op);
+bool isCheapToRecompute(OpCode op);
 /// The kinds of `reduce`: sum, max, min, argmax, argmin (the verifier rejects others,
 /// so the backends can rely on it).
 bool isReduceKind(const std::string& kind);

@@ -11,11 +11,14 @@ namespace tessera {
 
 struct GpuArch {
   enum class Vendor { NVIDIA, AMD };
+  /// AMD's matrix instructions (Targets.def's matrixCore column).
+  enum class MatrixCore { None, Mfma, Wmma };
   Vendor vendor;
   const char* arch;           // "sm_80", "gfx942", ...
   unsigned warpSize;          // 32, or 64 on CDNA
   int64_t maxSharedBytes;     // per block / workgroup
   int maxRegistersPerThread;  // 32-bit registers one thread can address
+  const char* llvmFeatures;   // the feature string of LLVM's TargetMachine ("+ptx84", "+wavefrontsize64")
   /// What an SM / CU holds, for occupancy: NVIDIA shared memory, threads
   /// and block slots per SM (64 Ki registers); AMD VGPRs per SIMD lane,
   /// wave slots per SIMD, SIMDs per CU and LDS per CU.
@@ -23,6 +26,12 @@ struct GpuArch {
   int threadsPerSm = 0, blocksPerSm = 0;                      // NVIDIA
   int vgprsPerSimd = 0, maxWavesPerSimd = 0, simdsPerCu = 0;  // AMD
   int vgprGranule = 8;                                        // AMD: VGPRs are allocated in blocks of it
+  /// Instructions an architecture has (Targets.def explains each column).
+  bool fp8Mma = false, wgmma = false, tensorCopies = false;  // NVIDIA
+  int gfxMajor = 0;                                          // AMD: 9 (CDNA), 11 (RDNA3)
+  MatrixCore matrixCore = MatrixCore::None;                  // AMD
+  int i8MfmaK = 0;                                           // AMD: K of the i8 MFMA, 0: none
+  bool fnuzFp8Mfma = false;                                  // AMD
 
   /// The target spelling: "nvptx:sm_80", "amdgpu:gfx942".
   std::string spelling() const { return std::string(vendor == Vendor::NVIDIA ? "nvptx:" : "amdgpu:") + arch; }
@@ -50,5 +59,8 @@ Occupancy occupancy(const GpuArch& arch, int regs, int64_t sharedBytes, int thre
 
 /// "sm_80|sm_86|..." of one vendor, for usage text and error messages.
 std::string gpuArchList(GpuArch::Vendor vendor, const char* separator = "|");
+/// The spellings of the rows that have `column` ("nvptx:sm_90a" for
+/// &GpuArch::tensorCopies), for error messages.
+std::string gpuTargetsWith(bool GpuArch::* column, const char* separator = ", ");
 
 }  // namespace tessera

@@ -1,0 +1,125 @@
+// What AMD's matrix-core families (MFMA, WMMA) share: operands staged in
+// LDS as A M x K and B^T N x K, both contiguous along K, padded or
+// XOR-swizzled; each lane reads its run of a row with plain LDS loads; one
+// instruction per T x T tile and k-step. The family (AMDGPUDot.h) says
+// the rest: its fragment layouts, registers and call.
+#include <algorithm>
+
+#include "codegen/amdgpu/AMDGPUDot.h"
+#include "tessera/support/Error.h"
+
+namespace tessera::codegen::amdgpu {
+
+const MatrixCoreFamily& matrixCoreFamily(ir::MmaKind k) {
+  return k == ir::MmaKind::AmdWmma16x16x16 ? wmmaFamily() : mfmaFamily();
+}
+
+void planMatrixCoreStaging(TensorCoreDotPlan& p) {
+  const unsigned eb = p.elemBytes;
+  // Pad rows by 8 bytes: 16 lanes reading 4 or 8 bytes at the same column
+  // of 16 consecutive rows then hit 16 distinct banks (bank pairs). WMMA
+  // lanes read 32 bytes each (a row of 16): rows padded by 16 bytes keep
+  // them 16-byte aligned, so the reads are 128-bit (ds_load_b128), and
+  // the 16 rows of one read fall into 16 distinct 4-bank groups.
+  const int64_t pad = matrixCoreFamily(p.op.kind).padBytes(p.op.kind) / static_cast<int64_t>(eb);
+  p.a = {p.M, p.K, p.K + pad, false, pad, eb};
+  // Written transposed: runs along K of the copy's register tile
+  // (transposedCopyLayout), aligned by the padded stride (bufferRunWidth).
+  p.b = {p.N, p.K, p.K + pad, false, 1, eb};
+  p.bTransposed = true;
+  if (p.op.kind == ir::MmaKind::AmdMfma32x32x8 && p.acc.wpb[1] > 1) p.b.mfmaColWarps = p.acc.wpb[1];
+}
+
+bool swizzleMatrixCoreStaging(TensorCoreDotPlan& p) {
+  const int64_t unit = matrixCoreFamily(p.op.kind).swizzleUnit(p);
+  // MFMA 32x32x8's B rows stay permuted (mfmaColWarps); the swizzle applies
+  // to the permuted rows (stagingIndex).
+  const int64_t colWarps = p.b.mfmaColWarps;
+  const int64_t ue = unit / static_cast<int64_t>(p.elemBytes), R = p.K / ue;
+  if (unit != 8 && unit != 16) return false;
+  if (p.K % ue != 0 || R < 2 || (R & (R - 1)) != 0) return false;
+  p.a = {p.M, p.K, p.K, true, ue, p.elemBytes};
+  p.b = {p.N, p.K, p.K, true, 1, p.elemBytes};
+  p.b.mfmaColWarps = colWarps;
+  p.a.swizzleUnit = p.b.swizzleUnit = unit;
+  p.aBytes = (p.a.bytes() + 15) & ~uint64_t{15};
+  return true;
+}
+
+// Fragments, flattened: A ks * mT + mi, B ks * nT + ni.
+std::vector<llvm::Value*> emitMatrixCoreDot(DotEmitter& e, std::vector<llvm::Value*> acc) {
+  TS_ASSERT(!e.aReg, "A fragments from registers: NVIDIA mma and wgmma only");
+  llvm::IRBuilderBase& b = e.b;
+  const TensorCoreDotPlan& p = e.p;
+  const MatrixCoreFamily& fam = matrixCoreFamily(p.op.kind);
+  const int64_t wm = e.wm, wn = e.wn;
+  auto i32 = [&](int64_t v) { return e.i32(v); };
+  // 8-bit operands (i8, fp8) travel packed in 32-bit registers; only i8
+  // accumulates in i32.
+  const bool packed = p.elemBytes == 1, integer = packed && !isFp8(p.in);
+  const int64_t T = ir::amdMmaTile(p.op.kind);  // the instruction's M = N
+  const int64_t mT = p.M / (T * wm), nT = p.N / (T * wn), kS = p.K / p.kStep;
+  const unsigned regs = fam.accRegisters(T);
+  const unsigned elems = fam.operandElems(p.kStep, T);
+  TS_ASSERT(e.only >= 0 || static_cast<int64_t>(acc.size()) == mT * nT * regs, "matrix-core accumulator slot count");
+  // The operand registers as the intrinsic types them: f16 <n x half>,
+  // bf16 <n x i16>; i8 and fp8 packed (packedOperandType).
+  llvm::Type* opTy = packed ? fam.packedOperandType(b, elems)
+                            : llvm::FixedVectorType::get(p.in == DType::F16 ? b.getHalfTy() : b.getInt16Ty(), elems);
+  const llvm::Align opAlign(
+      std::min<uint64_t>(static_cast<uint64_t>(fam.padBytes(p.op.kind)), uint64_t{elems} * p.elemBytes));
+  llvm::Type* accTy = llvm::FixedVectorType::get(integer ? b.getInt32Ty() : b.getFloatTy(), regs);
+  llvm::Function* fn = fam.declare(e.m, p.op.mma, accTy, opTy);
+  llvm::Value* i = b.CreateAnd(e.lane, i32(T - 1));
+  llvm::Value* q = b.CreateLShr(e.lane, i32(T == 32 ? 5 : 4));
+  // Fragment row i of tile mi on the block tile (see the #mma layouts).
+  llvm::Value* aRow0 = fam.aRow0(e, i, T);
+  const int64_t aRowStep = T * wm;  // a warp's next tile is T * wm rows further (every layout)
+  // Column i of a tile (B's row, C's column): 16x16 tiles are whole in a
+  // warp's 16 columns; a 32x32 tile is four 8-column repetitions of the
+  // layout, 8 * wn columns apart (Layout.h).
+  llvm::Value* bRow0 =
+      T == 32 ? b.CreateAdd(b.CreateAdd(b.CreateMul(b.CreateLShr(i, i32(3)), i32(8 * wn)), b.CreateMul(e.wp1, i32(8))),
+                            b.CreateAnd(i, i32(7)))
+              : b.CreateAdd(b.CreateMul(e.wp1, i32(16)), i);
+  llvm::Value* kOff = fam.kOffset(e, q, elems);
+  auto slot = [&](int64_t mi, int64_t ni, int64_t r) { return fam.slot(mi, ni, r, nT, regs); };
+  // One lane's run of a row: one load, or on swizzled staging (WMMA's
+  // 32 bytes) one per 16-byte chunk, put back together.
+  const int64_t runBytes = int64_t{elems} * p.elemBytes;
+  auto operand = [&](llvm::Value* base, const DotStaging& s, llvm::Value* row, int64_t dRow,
+                     int64_t dCol) -> llvm::Value* {
+    if (!s.swizzle || runBytes <= 16) return b.CreateAlignedLoad(opTy, e.addr(base, s, row, dRow, kOff, dCol), opAlign);
+    TS_ASSERT(runBytes == 32, "swizzled matrix-core operand run of two chunks");
+    const int64_t ce = s.chunkElems();
+    auto* chunkTy = llvm::FixedVectorType::get(b.getIntNTy(8 * p.elemBytes), static_cast<unsigned>(ce));
+    llvm::Value* lo = b.CreateAlignedLoad(chunkTy, e.addr(base, s, row, dRow, kOff, dCol), llvm::Align(16));
+    llvm::Value* hi = b.CreateAlignedLoad(chunkTy, e.addr(base, s, row, dRow, kOff, dCol + ce), llvm::Align(16));
+    std::vector<int> cat(static_cast<size_t>(2 * ce));
+    for (size_t j = 0; j < cat.size(); ++j) cat[j] = static_cast<int>(j);
+    return b.CreateBitCast(b.CreateShuffleVector(lo, hi, cat), opTy);
+  };
+  for (int64_t ks = 0; ks < kS; ++ks) {
+    std::vector<llvm::Value*> A, B;
+    for (int64_t mi = 0; mi < mT && e.only != 1; ++mi)
+      A.push_back(e.preA ? (*e.preA)[static_cast<size_t>(ks * mT + mi)]
+                         : operand(e.aBase, p.a, aRow0, mi * aRowStep, ks * p.kStep));
+    for (int64_t ni = 0; ni < nT && e.only != 0; ++ni)
+      B.push_back(e.preB ? (*e.preB)[static_cast<size_t>(ks * nT + ni)]
+                         : operand(e.bBase, p.b, bRow0, ni * T * wn, ks * p.kStep));
+    if (e.only >= 0) {
+      e.loaded.insert(e.loaded.end(), e.only == 0 ? A.begin() : B.begin(), e.only == 0 ? A.end() : B.end());
+      continue;
+    }
+    for (int64_t mi = 0; mi < mT; ++mi)
+      for (int64_t ni = 0; ni < nT; ++ni) {
+        llvm::Value* c = llvm::PoisonValue::get(accTy);
+        for (unsigned r = 0; r < regs; ++r) c = b.CreateInsertElement(c, acc[slot(mi, ni, r)], r);
+        llvm::Value* d = fam.call(b, fn, A[mi], B[ni], c, integer);
+        for (unsigned r = 0; r < regs; ++r) acc[slot(mi, ni, r)] = b.CreateExtractElement(d, r);
+      }
+  }
+  return acc;
+}
+
+}  // namespace tessera::codegen::amdgpu

@@ -1,0 +1,117 @@
+// MFMA on CDNA (gfx90a, gfx942: Targets.def's matrixCore, i8MfmaK and
+// fnuzFp8Mfma columns), wave64. Fragment layouts:
+//
+// AMD v_mfma_f32_16x16x16f16 (wave64), i = lane % 16, q = lane / 16:
+//   A: lane holds (row i, k 4q..4q+3); B: (k 4q..4q+3, col i);
+//   D: register r holds (row 4q + r, col i).
+//   Tessera feeds it B^T as A and A^T as B (both fragments are 4
+//   consecutive k of one row of a K-contiguous staging buffer), so D is
+//   C^T: register r holds C(row i, col 4q + r), the #mma layout
+//   spt=[1,4], tpw=[16,4], order=[0,1].
+// AMD v_mfma_i32_16x16x16i8 (gfx90a): as 16x16x16f16, 4 i8 of k 4q..4q+3
+//   in one register; v_mfma_i32_16x16x32_i8 (gfx942): 8 i8 of k 8q..8q+7 in
+//   two registers (an i64); D (i32) as the f32 D. Swapped the same way.
+//   v_mfma_f32_16x16x32_{fp8,bf8}_{fp8,bf8} (gfx942): the same with 8 fp8
+//   codes and an f32 D; swapped, so the instruction's first format is B's.
+// AMD v_mfma_f32_32x32x8f16 (wave64), i = lane % 32, q = lane / 32:
+//   A: lane holds (row i, k 4q..4q+3); B: (k 4q..4q+3, col i); D: register
+//   r holds (row 8(r/4) + 4q + r%4, col i). Swapped as above: register r
+//   holds C(row i, col 8(r/4) + 4q + r%4), four repetitions of the #mma
+//   layout spt=[1,4], tpw=[32,2] along the columns.
+#include <llvm/IR/IntrinsicsAMDGPU.h>
+
+#include "codegen/amdgpu/AMDGPUDot.h"
+
+namespace tessera::codegen::amdgpu {
+
+namespace {
+
+class Mfma final : public MatrixCoreFamily {
+ public:
+  // f16/bf16 operands with an f32 accumulator use v_mfma_f32_32x32x8{f16,
+  // bf16_1k} where every wave owns whole 32 x 32 tiles (16 accumulator
+  // registers per lane and tile; the same LDS bytes per flop as 16x16x16
+  // and half the instructions), else v_mfma_f32_16x16x16{f16,bf16_1k} (4
+  // registers, small warp tiles: TensorCoreOp::mmaSmall). i8 operands with
+  // an i32 accumulator: v_mfma_i32_16x16x16i8 (gfx90a) or
+  // v_mfma_i32_16x16x32_i8 (gfx942, which dropped the 16x16x16 form); sums
+  // wrap mod 2^32 (no clamp). The FNUZ fp8 formats (f8e4m3fnuz = fp8,
+  // f8e5m2fnuz = bf8, either on either side) with an f32 accumulator use
+  // v_mfma_f32_16x16x32_{fp8,bf8}_{fp8,bf8} (gfx942; the i8 form's
+  // placement; the operands are swapped, so the instruction's first format
+  // is B's).
+  TensorCoreOp op(const GpuArch& row, DType in, DType inB, DType acc) const override {
+    TensorCoreOp t;
+    auto fnuz = [](DType d) { return d == DType::F8E4M3FNUZ || d == DType::F8E5M2FNUZ; };
+    if (fnuz(in) && fnuz(inB) && acc == DType::F32) {
+      if (!row.fnuzFp8Mfma) return {};
+      // Swapped operands: the instruction's A is Tessera's B.
+      const bool srcAFp8 = inB == DType::F8E4M3FNUZ, srcBFp8 = in == DType::F8E4M3FNUZ;
+      t.kind = ir::MmaKind::AmdMfma16x16x32;
+      t.mma = srcAFp8 ? (srcBFp8 ? llvm::Intrinsic::amdgcn_mfma_f32_16x16x32_fp8_fp8
+                                 : llvm::Intrinsic::amdgcn_mfma_f32_16x16x32_fp8_bf8)
+                      : (srcBFp8 ? llvm::Intrinsic::amdgcn_mfma_f32_16x16x32_bf8_fp8
+                                 : llvm::Intrinsic::amdgcn_mfma_f32_16x16x32_bf8_bf8);
+      return t;
+    }
+    if (inB != in) return {};
+    if (in == DType::I8 && acc == DType::I32) {
+      if (row.i8MfmaK == 16) {
+        t.kind = ir::MmaKind::AmdMfma16x16x16;
+        t.mma = llvm::Intrinsic::amdgcn_mfma_i32_16x16x16i8;
+      } else if (row.i8MfmaK == 32) {
+        t.kind = ir::MmaKind::AmdMfma16x16x32;
+        t.mma = llvm::Intrinsic::amdgcn_mfma_i32_16x16x32_i8;
+      }
+      return t;
+    }
+    if (acc != DType::F32 || (in != DType::F16 && in != DType::BF16)) return {};
+    const bool f16 = in == DType::F16;
+    t.kind = ir::MmaKind::AmdMfma32x32x8;
+    t.mma = f16 ? llvm::Intrinsic::amdgcn_mfma_f32_32x32x8f16 : llvm::Intrinsic::amdgcn_mfma_f32_32x32x8bf16_1k;
+    t.small = ir::MmaKind::AmdMfma16x16x16;
+    t.mmaSmall = f16 ? llvm::Intrinsic::amdgcn_mfma_f32_16x16x16f16 : llvm::Intrinsic::amdgcn_mfma_f32_16x16x16bf16_1k;
+    return t;
+  }
+  // Lanes read 4 or 8 bytes of a row: 8 bytes of padding spread 16 rows.
+  int64_t padBytes(ir::MmaKind) const override { return 8; }
+  int64_t swizzleUnit(const TensorCoreDotPlan& p) const override {
+    if (p.op.kind == ir::MmaKind::AmdMfma32x32x8) return p.kStep * 32 / 64 * p.elemBytes;  // 2 lane groups along K
+    return p.kStep * 16 / 64 * p.elemBytes;                                                // 4 lane groups along K
+  }
+  unsigned accRegisters(int64_t T) const override { return static_cast<unsigned>(T * T / 64); }
+  // The k-step over the 64 / T lane groups (16x16x16: 4, 16x16x32: 8,
+  // 32x32x8: 4).
+  unsigned operandElems(int64_t kStep, int64_t T) const override { return static_cast<unsigned>(kStep * T / 64); }
+  // An i32 for four codes, an i64 for eight (16x16x32).
+  llvm::Type* packedOperandType(llvm::IRBuilderBase& b, unsigned elems) const override {
+    return b.getIntNTy(8 * elems);
+  }
+  llvm::Function* declare(llvm::Module& m, llvm::Intrinsic::ID id, llvm::Type*, llvm::Type*) const override {
+    return llvm::Intrinsic::getOrInsertDeclaration(&m, id);
+  }
+  llvm::Value* aRow0(DotEmitter& e, llvm::Value* i, int64_t T) const override {
+    return e.b.CreateAdd(e.b.CreateMul(e.wp0, e.i32(T)), i);
+  }
+  llvm::Value* kOffset(DotEmitter& e, llvm::Value* q, unsigned elems) const override {
+    return e.b.CreateMul(q, e.i32(elems));
+  }
+  // The registers of a tile are columns of C (C^T, see above).
+  int64_t slot(int64_t mi, int64_t ni, int64_t r, int64_t nT, unsigned regs) const override {
+    return (mi * nT + ni) * int64_t{regs} + r;
+  }
+  // Swapped: B^T as the instruction's A, A^T as its B; cbsz, abid, blgp 0.
+  llvm::Value* call(llvm::IRBuilderBase& b, llvm::Function* fn, llvm::Value* a, llvm::Value* bOp, llvm::Value* c,
+                    bool) const override {
+    return b.CreateCall(fn, {bOp, a, c, b.getInt32(0), b.getInt32(0), b.getInt32(0)});
+  }
+};
+
+}  // namespace
+
+const MatrixCoreFamily& mfmaFamily() {
+  static const Mfma f;
+  return f;
+}
+
+}  // namespace tessera::codegen::amdgpu
