@@ -79,26 +79,30 @@ std::vector<std::string> Args::values(const char* flag) const {
   return r;
 }
 
-std::optional<int64_t> Args::integer(const char* flag, const std::string& what, int64_t lo, int64_t hi) const {
-  std::optional<std::string> s = value(flag);
+namespace {
+
+// One flag's value read with `convert` (strtoll, strtod): the whole text a
+// number of T, finite, within [lo, hi]; else "FLAG expects WHAT, got 'TEXT'".
+template <typename T, typename Convert>
+std::optional<T> read(const Args& a, const char* flag, const std::string& what, T lo, T hi, Convert convert) {
+  std::optional<std::string> s = a.value(flag);
   if (!s) return {};
   char* end = nullptr;
   errno = 0;
-  long long v = std::strtoll(s->c_str(), &end, 10);
-  if (s->empty() || *end != '\0' || errno != 0 || v < lo || v > hi)
-    fail(std::string(flag) + " expects " + what + ", got '" + *s + "'");
+  const T v = convert(s->c_str(), &end);
+  if (s->empty() || *end != '\0' || errno != 0 || !std::isfinite(double(v)) || v < lo || v > hi)
+    a.fail(std::string(flag) + " expects " + what + ", got '" + *s + "'");
   return v;
 }
 
+}  // namespace
+
+std::optional<int64_t> Args::integer(const char* flag, const std::string& what, int64_t lo, int64_t hi) const {
+  return read<int64_t>(*this, flag, what, lo, hi, [](const char* s, char** end) { return std::strtoll(s, end, 10); });
+}
+
 std::optional<double> Args::number(const char* flag, const std::string& what, double lo, double hi) const {
-  std::optional<std::string> s = value(flag);
-  if (!s) return {};
-  char* end = nullptr;
-  errno = 0;
-  double v = std::strtod(s->c_str(), &end);
-  if (s->empty() || *end != '\0' || errno != 0 || !std::isfinite(v) || v < lo || v > hi)
-    fail(std::string(flag) + " expects " + what + ", got '" + *s + "'");
-  return v;
+  return read<double>(*this, flag, what, lo, hi, [](const char* s, char** end) { return std::strtod(s, end); });
 }
 
 std::optional<std::vector<int64_t>> Args::shape(const char* flag) const {
