@@ -39,6 +39,7 @@
 #include <thread>
 #include <vector>
 
+#include "cli/CommandLine.h"
 #include "attention_bench.h"
 #include "bench_kernels.h"
 #include "fiber_bench.h"
@@ -125,24 +126,30 @@ static std::optional<tessera::bench::Setup> checkedSetup(const tessera::bench::M
   return std::nullopt;
 }
 
+const tessera::tools::cli::Command kProgram{
+    "tessera_bench",
+    "  tessera_bench [--quick] [--fibers] [--launch] [--perf-tools] [--attention]\n",
+    {{"--quick"}, {"--fibers"}, {"--launch"}, {"--perf-tools"}, {"--attention"}},
+    0,
+    0,
+    "",
+    nullptr,
+    [] {
+      return std::string(
+          "the spine's performance figures against physical limits measured in the same run: the\n"
+          "memory-bound kernels against a STREAM triad, JIT compile latency, launch overhead, checked\n"
+          "launches, each kernel checked against its reference first (bench/bench_main.cpp)\n"
+          "  --quick             fewer repetitions\n"
+          "  --fibers            only the SIMT emulator's fiber switch\n"
+          "  --launch            only the host-side cost of asynchronous launches\n"
+          "  --perf-tools        only the benchmark harness's overhead and the host peaks\n"
+          "  --attention         only flash attention against a plain C++ loop nest\n");
+    }};
+
 int main(int argc, char** argv) {
-  bool quick = false, fibersOnly = false, launchOnly = false, perfOnly = false, attentionOnly = false;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--quick") == 0) {
-      quick = true;
-    } else if (std::strcmp(argv[i], "--fibers") == 0) {
-      fibersOnly = true;
-    } else if (std::strcmp(argv[i], "--launch") == 0) {
-      launchOnly = true;
-    } else if (std::strcmp(argv[i], "--perf-tools") == 0) {
-      perfOnly = true;
-    } else if (std::strcmp(argv[i], "--attention") == 0) {
-      attentionOnly = true;
-    } else {
-      std::fprintf(stderr, "usage: %s [--quick] [--fibers] [--launch] [--perf-tools] [--attention]\n", argv[0]);
-      return 2;
-    }
-  }
+  const tessera::tools::cli::Args args = tessera::tools::cli::parseProgram(kProgram, argc, argv);
+  const bool quick = args.has("--quick"), fibersOnly = args.has("--fibers"), launchOnly = args.has("--launch"),
+             perfOnly = args.has("--perf-tools"), attentionOnly = args.has("--attention");
   const int reps = quick ? 5 : 15;
   if (fibersOnly) {
     tessera::bench::fiberSwitchBench(reps);

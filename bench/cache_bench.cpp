@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/CommandLine.h"
 #include "registry.h"
 #include "tessera/tessera.h"
 
@@ -122,23 +123,30 @@ Summary summarize(std::vector<double> v) {
 
 }  // namespace
 
+const tessera::tools::cli::Command kProgram{
+    "tessera_cache_bench",
+    "  tessera_cache_bench [--runs N] [--dir DIR]\n",
+    {{"--runs", "a count of processes"}, {"--dir", "a folder for the cache"}},
+    0,
+    0,
+    "",
+    nullptr,
+    [] {
+      return std::string(
+          "the persistent compile cache in fresh processes: per workload, N processes of itself with an\n"
+          "empty cache folder (a cold compile) and N with it filled (a hit); median [min, max] ms\n"
+          "  --runs N            processes per row (default 20)\n"
+          "  --dir DIR           the cache folder used (default a new folder in the temporary directory)\n");
+    }};
+
 int main(int argc, char** argv) {
+  // A child of the benchmark, started by itself: not a command line a user types.
   if (argc == 3 && std::string(argv[1]) == "--child") return child(argv[2]);
-  int runs = 20;
-  std::string dir =
-      (std::filesystem::temp_directory_path() / ("tessera_cache_bench." + std::to_string(::getpid()))).string();
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--runs" && i + 1 < argc)
-      runs = std::atoi(argv[++i]);
-    else if (a == "--dir" && i + 1 < argc)
-      dir = argv[++i];
-    else {
-      std::fprintf(stderr, "usage: %s [--runs N] [--dir DIR]\n", argv[0]);
-      return 2;
-    }
-  }
-  if (runs < 1) runs = 1;
+  const tessera::tools::cli::Args args = tessera::tools::cli::parseProgram(kProgram, argc, argv);
+  const int runs = static_cast<int>(args.integer("--runs", "a count >= 1", 1, 1000000).value_or(20));
+  const std::string dir = args.value(
+      "--dir",
+      (std::filesystem::temp_directory_path() / ("tessera_cache_bench." + std::to_string(::getpid()))).string());
   const std::string self = std::filesystem::canonical("/proc/self/exe").string();
   std::printf("%d fresh processes per row; times in ms (median [min, max])\n", runs);
   std::printf("%-14s %-11s %-27s %-27s %-27s %s\n", "workload", "loaded", "cold compile()", "hit compile()",

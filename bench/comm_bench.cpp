@@ -31,9 +31,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <climits>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "cli/CommandLine.h"
 #include "parallel.h"
 #include "tessera/tessera.h"
 
@@ -172,26 +175,42 @@ int overlap(const std::string& name, const std::vector<int64_t>& shape, int reps
 
 }  // namespace
 
+const tessera::tools::cli::Command kProgram{
+    "tessera_comm_bench",
+    "  mpirun -np N tessera_comm_bench [--reps N] [--max-mib M]\n"
+    "  mpirun -np N tessera_comm_bench --overlap tp_mlp|sp_rmsnorm [SHAPE...]\n",
+    {{"--reps", "a count of iterations"}, {"--max-mib", "the largest size in MiB"}, {"--overlap", "an example"}},
+    0,
+    -1,
+    "",
+    nullptr,
+    [] {
+      return std::string(
+          "collectives across processes (run under mpirun): all-reduce and all-gather bandwidth through\n"
+          "Tessera's Communicator, with and without its cross-rank check, and through Open MPI itself;\n"
+          "or an example's overlapped step against the same work on one stream\n"
+          "  --reps N            iterations per size (default 20)\n"
+          "  --max-mib M         the largest buffer, in MiB (default 256)\n"
+          "  --overlap EXAMPLE   tp_mlp or sp_rmsnorm, with its shape as the arguments after it\n");
+    }};
+
 int main(int argc, char** argv) {
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-  int reps = 20, rc = 0;
-  size_t maxMiB = 256;
-  std::string overlapName;
+  // Read after MPI_Init: Open MPI may take arguments of its own out of argv.
+  const tessera::tools::cli::Args args = tessera::tools::cli::parseProgram(kProgram, argc, argv);
+  const int reps = static_cast<int>(args.integer("--reps", "a count >= 1", 1, INT32_MAX).value_or(20));
+  const size_t maxMiB = static_cast<size_t>(args.integer("--max-mib", "a size in MiB >= 1", 1, 1 << 20).value_or(256));
+  const std::string overlapName = args.value("--overlap", "");
   std::vector<int64_t> shape;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--reps" && i + 1 < argc)
-      reps = std::atoi(argv[++i]);
-    else if (a == "--max-mib" && i + 1 < argc)
-      maxMiB = size_t(std::atoll(argv[++i]));
-    else if (a == "--overlap" && i + 1 < argc)
-      overlapName = argv[++i];
-    else
-      shape.push_back(std::atoll(a.c_str()));
+  for (const std::string& p : args.positionals()) {
+    std::optional<std::vector<int64_t>> d = tessera::tools::cli::parseShape(p);
+    if (!d || d->size() != 1) args.fail("a shape component is a non-negative integer, got '" + p + "'");
+    shape.push_back((*d)[0]);
   }
+  int rc = 0;
   try {
     rc = overlapName.empty() ? bandwidth(reps, maxMiB) : overlap(overlapName, shape, reps);
   } catch (const std::exception& e) {

@@ -14,6 +14,8 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <climits>
+#include <optional>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -25,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "cli/CommandLine.h"
 #include "registry.h"
 
 #ifdef TESSERA_HAVE_DNNL
@@ -44,14 +47,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
-
-std::vector<int> parseList(const std::string& s) {
-  std::vector<int> v;
-  std::stringstream ss(s);
-  std::string x;
-  while (std::getline(ss, x, ',')) v.push_back(std::stoi(x));
-  return v;
-}
 
 struct Stats {
   double median = 0, min = 0, max = 0;  // GFLOP/s
@@ -158,35 +153,52 @@ Stats timeRuns(F&& run, int reps, double flops) {
 
 }  // namespace
 
+const tessera::tools::cli::Command kProgram{
+    "tessera_gemm_bench",
+    "  tessera_gemm_bench [--sizes 1024,2048,4096] [--threads 1,2] [--reps 5] [--blocks 64,64,64]\n"
+    "                     [--tessera-only]\n",
+    {{"--sizes", "square sizes M = N = K, A,B,..."},
+     {"--threads", "thread counts A,B,..."},
+     {"--reps", "a count of timed runs"},
+     {"--blocks", "BLOCK_M,BLOCK_N,BLOCK_K"},
+     {"--tessera-only"}},
+    0,
+    0,
+    "",
+    nullptr,
+    [] {
+      return std::string(
+          "fp32 GEMM (C = A @ B, row-major, M = N = K): Tessera's gemm_f32 against oneDNN and OpenBLAS\n"
+          "where they were found at build time; GFLOP/s as median [min, max] and the fraction of this\n"
+          "CPU's measured FMA peak, then the kernel's cold compile latency\n"
+          "  --sizes A,B,...     the sizes (default 1024,2048,4096)\n"
+          "  --threads A,B,...   the thread counts (default 1,2)\n"
+          "  --reps N            timed runs per row (default 5)\n"
+          "  --blocks M,N,K      the kernel's blocks (default: the example's CPU default)\n"
+          "  --tessera-only      time Tessera's kernel alone\n");
+    }};
+
 int main(int argc, char** argv) {
-  std::vector<int> sizes{1024, 2048, 4096}, threadCounts{1, 2};
-  int reps = 5;
+  const tessera::tools::cli::Args args = tessera::tools::cli::parseProgram(kProgram, argc, argv);
+  auto list = [&](const char* flag, std::vector<int> fallback) {
+    std::optional<std::vector<int64_t>> v = args.shape(flag);
+    if (!v) return fallback;
+    std::vector<int> r;
+    for (int64_t x : *v) {
+      if (x < 1 || x > INT32_MAX) args.fail(std::string(flag) + " expects positive integers, got " + std::to_string(x));
+      r.push_back(static_cast<int>(x));
+    }
+    return r;
+  };
+  const std::vector<int> sizes = list("--sizes", {1024, 2048, 4096}), threadCounts = list("--threads", {1, 2});
+  const int reps = static_cast<int>(args.integer("--reps", "a count >= 1", 1, INT32_MAX).value_or(5));
   ex::GemmBlocks blocks = ex::gemmDefaultBlocks(ts::Device::cpu());
-  bool tesseraOnly = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "%s needs a value\n", a.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--sizes")
-      sizes = parseList(next());
-    else if (a == "--threads")
-      threadCounts = parseList(next());
-    else if (a == "--reps")
-      reps = std::max(1, std::stoi(next()));
-    else if (a == "--blocks") {
-      auto b = parseList(next());
-      if (b.size() != 3) return std::fprintf(stderr, "--blocks M,N,K\n"), 2;
-      blocks = {b[0], b[1], b[2]};
-    } else if (a == "--tessera-only")
-      tesseraOnly = true;
-    else
-      return std::fprintf(stderr, "unknown argument %s\n", a.c_str()), 2;
+  if (args.has("--blocks")) {
+    std::vector<int> b = list("--blocks", {});
+    if (b.size() != 3) args.fail("--blocks expects M,N,K (three sizes)");
+    blocks = {b[0], b[1], b[2]};
   }
+  const bool tesseraOnly = args.has("--tessera-only");
   (void)tesseraOnly;  // read only when a peer library was found
 
   try {

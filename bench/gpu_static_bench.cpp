@@ -38,6 +38,7 @@
 // CODE is its PTX (NVIDIA) or code object (AMD), ASM its AMDGCN assembly.
 #include <algorithm>
 #include <cctype>
+#include <climits>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -54,6 +55,7 @@
 #include <vector>
 
 #include "codegen/gpu/GpuCompile.h"
+#include "cli/CommandLine.h"
 #include "gpu_static_kernels.h"
 #include "registry.h"
 #include "tessera/ir/analysis/LayoutStats.h"
@@ -314,6 +316,37 @@ std::vector<Entry> entries() {
 
 }  // namespace
 
+const ts::tools::cli::Command kProgram{
+    "tessera_gpu_bench",
+    "  tessera_gpu_bench [--reps N] [--only NAME] [--targets T1,T2] [--json FILE] [--dump DIR] [--stages]\n"
+    "                    [--precision accurate|approx]\n"
+    "  tessera_gpu_bench --measure TARGET KERNEL THREADS SHARED CODE [ASM]\n",
+    {{"--reps", "a count of compiles"},
+     {"--only", "a kernel NAME"},
+     {"--targets", "GPU targets T1,T2,..."},
+     {"--json", "a FILE for the rows as JSON"},
+     {"--dump", "a DIR for the listings"},
+     {"--stages"},
+     {"--precision", "accurate or approx"}},
+    0,
+    0,
+    "",
+    nullptr,
+    [] {
+      return std::string(
+          "static GPU code quality, no GPU needed: per kernel and target its registers, spills, shared\n"
+          "memory, occupancy, coalescing, vector widths, layout conversions, main-loop and total\n"
+          "instructions and cold compile time (bench/gpu_static_bench.cpp explains each column)\n"
+          "  --reps N            compiles timed per row (default 3)\n"
+          "  --only NAME         one kernel\n"
+          "  --targets T1,T2     the targets (default nvptx:sm_80,nvptx:sm_90a,amdgpu:gfx942,amdgpu:gfx1100)\n"
+          "  --json FILE         the rows as JSON\n"
+          "  --dump DIR          the listings, layout statistics and tile IR the figures come from\n"
+          "  --stages            the compile's stage times\n"
+          "  --precision approx  the hardware approximations of exp, division and sqrt (as Triton's code)\n"
+          "  --measure ...       another compiler's output measured the same way (bench/triton)\n");
+    }};
+
 int main(int argc, char** argv) {
   try {
     if (argc >= 7 && std::strcmp(argv[1], "--measure") == 0) return measureMode(argv + 2);
@@ -322,35 +355,18 @@ int main(int argc, char** argv) {
     ts::DiskCacheSettings noDisk = ts::diskCacheSettings();
     noDisk.enabled = false;
     ts::setDiskCacheSettings(noDisk);
-    int reps = 3;
-    std::string only, json;
+    const ts::tools::cli::Args args = ts::tools::cli::parseProgram(kProgram, argc, argv);
+    const int reps = static_cast<int>(args.integer("--reps", "a count >= 1", 1, INT32_MAX).value_or(3));
+    const std::string only = args.value("--only", ""), json = args.value("--json", "");
     std::vector<std::string> targets = {"nvptx:sm_80", "nvptx:sm_90a", "amdgpu:gfx942", "amdgpu:gfx1100"};
-    for (int i = 1; i < argc; ++i) {
-      std::string a = argv[i];
-      auto value = [&]() -> std::string {
-        if (i + 1 >= argc) throw ts::UsageError(a + " needs a value");
-        return argv[++i];
-      };
-      if (a == "--reps")
-        reps = std::max(1, std::stoi(value()));
-      else if (a == "--only")
-        only = value();
-      else if (a == "--stages")
-        showStages = true;
-      else if (a == "--json")
-        json = value();
-      else if (a == "--targets")
-        targets = split(value());
-      else if (a == "--dump")
-        std::filesystem::create_directories(dumpDir = value());
-      else if (a == "--precision") {
-        // Triton's exp, division and sqrt are the hardware approximations:
-        // the like-for-like comparison compiles Tessera's with them too.
-        std::string p = value();
-        ts::codegen::parsePrecision(p);  // a UsageError naming the choices
-        setenv(tessera::env::name(tessera::env::Var::Precision), p.c_str(), 1);
-      } else
-        throw ts::UsageError("unknown option " + a);
+    if (std::optional<std::string> t = args.value("--targets")) targets = split(*t);
+    showStages = args.has("--stages");
+    if (std::optional<std::string> d = args.value("--dump")) std::filesystem::create_directories(dumpDir = *d);
+    if (std::optional<std::string> p = args.value("--precision")) {
+      // Triton's exp, division and sqrt are the hardware approximations:
+      // the like-for-like comparison compiles Tessera's with them too.
+      ts::codegen::parsePrecision(*p);  // a UsageError naming the choices
+      setenv(tessera::env::name(tessera::env::Var::Precision), p->c_str(), 1);
     }
     std::printf("%-10s %-26s %-14s %4s %6s %6s %4s %5s %5s %5s %7s %7s %6s %8s %6s\n", "kernel", "config", "target",
                 "regs", "spill", "smem", "occ", "coal", "vec", "repl", "conv", "loop", "total", "ms", "ptxas");

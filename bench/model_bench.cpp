@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/CommandLine.h"
 #include "registry.h"
 #include "tessera/perf/Bench.h"
 #include "tessera/perf/GpuModel.h"
@@ -73,8 +74,12 @@ Case parseCase(const std::string& text) {
   size_t colon = text.find(':');
   c.name = text.substr(0, colon);
   if (!ex::find(c.name)) throw ts::UsageError("--cases: '" + c.name + "' is not a bundled kernel");
-  if (colon != std::string::npos)
-    for (const std::string& d : split(text.substr(colon + 1), 'x')) c.shape.push_back(std::stoll(d));
+  if (colon != std::string::npos) {
+    // The tools' one shape grammar; AxB here, the cases being separated by commas.
+    std::optional<std::vector<int64_t>> shape = ts::tools::cli::parseShape(text.substr(colon + 1));
+    if (!shape) throw ts::UsageError("--cases: '" + text + "': the shape after ':' is AxBx... (non-negative integers)");
+    c.shape = *shape;
+  }
   return c;
 }
 
@@ -106,35 +111,41 @@ std::optional<ts::Device> gpuDevice() {
 
 }  // namespace
 
+const ts::tools::cli::Command kProgram{
+    "tessera_model_bench",
+    "  tessera_model_bench [--cases NAME:SHAPE,...] [--machines ID,...] [--measured FILE.json] [--json FILE]\n"
+    "                      [--budget-ms MS]\n",
+    {{"--cases", "cases NAME:AxB,..."},
+     {"--machines", "machine ids ID,..."},
+     {"--measured", "a `tessera bench --json` report"},
+     {"--json", "a FILE for the table as JSON"},
+     {"--budget-ms", "milliseconds"}},
+    0,
+    0,
+    "",
+    nullptr,
+    [] {
+      return std::string(
+          "the GPU performance model's predictions against measured times (docs/model.md): per case and\n"
+          "model machine, predicted / measured, and their geometric mean over the measured rows\n"
+          "  --cases NAME:AxB,...  bundled kernels at shapes (default: the built-in cases)\n"
+          "  --machines ID,...     the model's machines (default all)\n"
+          "  --measured FILE.json  measurements from a `tessera bench --json` report of a GPU machine\n"
+          "  --json FILE           the table as JSON\n"
+          "  --budget-ms MS        timing of each case on this machine's GPU, if any (default 200)\n");
+    }};
+
 int main(int argc, char** argv) {
   try {
+    const ts::tools::cli::Args args = ts::tools::cli::parseProgram(kProgram, argc, argv);
     std::vector<Case> cases = kDefaultCases;
-    std::vector<std::string> machineIds;
-    std::string measuredFile, jsonFile;
-    double budgetMs = 200;
-    for (int i = 1; i < argc; ++i) {
-      std::string a = argv[i];
-      auto value = [&]() -> std::string {
-        if (i + 1 >= argc) throw ts::UsageError(a + " needs a value");
-        return argv[++i];
-      };
-      if (a == "--cases") {
-        cases.clear();
-        for (const std::string& c : split(value(), ',')) cases.push_back(parseCase(c));
-      } else if (a == "--machines") {
-        machineIds = split(value(), ',');
-      } else if (a == "--measured") {
-        measuredFile = value();
-      } else if (a == "--json") {
-        jsonFile = value();
-      } else if (a == "--budget-ms") {
-        budgetMs = std::stod(value());
-      } else {
-        throw ts::UsageError(
-            "unknown option " + a +
-            " (--cases NAME:AxB,... --machines ID,... --measured FILE.json --json FILE --budget-ms MS)");
-      }
+    if (std::optional<std::string> v = args.value("--cases")) {
+      cases.clear();
+      for (const std::string& c : split(*v, ',')) cases.push_back(parseCase(c));
     }
+    const std::vector<std::string> machineIds = split(args.value("--machines", ""), ',');
+    const std::string measuredFile = args.value("--measured", ""), jsonFile = args.value("--json", "");
+    const double budgetMs = args.number("--budget-ms", "a time in milliseconds (>= 0)", 0, 3.6e6).value_or(200);
     std::vector<const perf::Machine*> machines;
     for (const perf::Machine* m : perf::modelMachines())
       if (machineIds.empty() || std::find(machineIds.begin(), machineIds.end(), m->id) != machineIds.end())

@@ -166,7 +166,7 @@ errors)
   }
   expect 2 "nor a bundled kernel" "$tool" export no_such_kernel --target cpu -o "$work/a"
   expect 2 "unknown target" "$tool" export vector_add --target tpu:v5 -o "$work/a"
-  expect 2 "export needs -o DIR" "$tool" export vector_add --target cpu
+  expect 2 "export: needs -o DIR" "$tool" export vector_add --target cpu
   expect 2 "runs only inside the SIMT emulator" "$tool" export vector_add --target emu:nvptx:sm_80 -o "$work/a"
   touch "$work/file"
   expect 2 "cannot create the directory" "$tool" export vector_add --target cpu -o "$work/file/sub"

@@ -88,15 +88,15 @@ cli)
   cmp "$work/help.out" "$work/help3.out" || fail "tessera cache explain --help differs"
   run_ok usage --help
   has "$work/usage.out" "tessera cache stats"
-  expect_usage "cache stats: unknown option --bogus (expected --entries, --json or --dir DIR)" cache stats --bogus
+  expect_usage "cache stats: unknown option --bogus (it takes --entries, --json, --dir)" cache stats --bogus
   expect_usage "cache: unknown subcommand 'frob' (expected stats, explain or clear)" cache frob
-  expect_usage "cache needs a subcommand: stats, explain or clear" cache
-  expect_usage "cache explain needs a KERNEL name or a FILE.tir" cache explain
-  expect_usage "cache explain: unknown option --json (expected --target T, --kernel NAME" cache explain vector_add --json
+  expect_usage "cache: needs a subcommand: stats, explain or clear" cache
+  expect_usage "cache explain: needs a KERNEL name or a FILE.tir" cache explain
+  expect_usage "cache explain: does not take --json (it takes --target, --kernel" cache explain vector_add --json
   expect_usage "cache clear: unexpected argument 'now' (it takes none)" cache clear now
-  expect_usage "cache clear: unknown option --entries (expected --dir DIR)" cache clear --entries
-  expect_usage "cache stats: --dir needs a folder" cache stats --dir
-  expect_usage "--num-warps: 'many' is not an integer" cache explain vector_add --num-warps many
+  expect_usage "cache clear: does not take --entries (it takes --dir)" cache clear --entries
+  expect_usage "cache stats: --dir needs a value: a folder" cache stats --dir
+  expect_usage "--num-warps expects an integer (the number of warps), got 'many'" cache explain vector_add --num-warps many
   expect_usage "unknown precision 'fast' (expected accurate or approx)" cache explain vector_add --precision fast
   expect_usage "unknown target" cache explain vector_add --target tpu
   expect_usage "nor a bundled kernel" cache explain no_such_kernel

@@ -109,11 +109,11 @@ cli)
   expect "unknown option --bogus" gemm_f32 --bogus
   expect "--budget-ms expects a time in milliseconds" gemm_f32 --budget-ms fast
   expect "--budget-ms needs a value" gemm_f32 --budget-ms
-  expect "--shape expects AxBx..." gemm_f32 --shape 3xq
-  expect "unknown option --threads" gemm_f32 --threads 2
+  expect "--shape expects A,B,... or AxBx... (non-negative integers), got '3xq'" gemm_f32 --shape 3xq
+  expect "tune: does not take --threads" gemm_f32 --threads 2
   expect "vector_add declares no config space" vector_add
   expect "'nope' is not a bundled kernel" nope
-  expect "takes one KERNEL" gemm_f32 gemm_f16
+  expect "unexpected argument 'gemm_f16' (it takes a KERNEL to tune" gemm_f32 gemm_f16
   expect "unknown target" gemm_f32 --device gpu
   ;;
 *)

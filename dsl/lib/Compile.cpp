@@ -28,30 +28,24 @@ namespace tessera {
 
 const char* name(Stage s) {
   switch (s) {
-    case Stage::TileIR: return "tile-ir";
-    case Stage::TileIRPasses: return "tile-ir-passes";
-    case Stage::LLVM: return "llvm";
-    case Stage::LLVMOptimized: return "llvm-opt";
-    case Stage::Assembly: return "asm";
-    case Stage::PTX: return "ptx";
-    case Stage::SASS: return "sass";
-    case Stage::AMDGCN: return "amdgcn";
-    case Stage::HSACO: return "hsaco";
-    case Stage::LLVMGpu: return "llvm-gpu";
-    case Stage::Resources: return "resources";
-    case Stage::LayoutStats: return "layout-stats";
+#define TESSERA_STAGE(Enum, spelling, targets, description) \
+  case Stage::Enum: return spelling;
+#include "tessera/Stages.def"
   }
   return "?";
 }
 
 Stage parseStage(const std::string& s) {
-  for (Stage st : {Stage::TileIR, Stage::TileIRPasses, Stage::LLVM, Stage::LLVMOptimized, Stage::Assembly, Stage::PTX,
-                   Stage::SASS, Stage::AMDGCN, Stage::HSACO, Stage::LLVMGpu, Stage::Resources, Stage::LayoutStats})
-    if (s == name(st)) return st;
-  throw UsageError(
-      "unknown stage '" + s +
-      "' (expected tile-ir, tile-ir-passes, llvm, llvm-opt, asm, ptx, sass, amdgcn, hsaco, llvm-gpu, resources "
-      "or layout-stats)");
+  static const Stage all[] = {
+#define TESSERA_STAGE(Enum, spelling, targets, description) Stage::Enum,
+#include "tessera/Stages.def"
+  };
+  std::string list;
+  for (size_t i = 0; i < std::size(all); ++i) {
+    if (s == name(all[i])) return all[i];
+    list += std::string(i == 0 ? "" : i + 1 == std::size(all) ? " or " : ", ") + name(all[i]);
+  }
+  throw UsageError("unknown stage '" + s + "' (expected " + list + ")");
 }
 
 namespace {
@@ -504,6 +498,7 @@ std::string CompiledKernel::dump(Stage s) const {
   if (s == Stage::PTX && !code.binary.ptx.empty()) return code.binary.ptx;
   if (s == Stage::HSACO && !code.binary.codeObject.empty())
     return std::string(code.binary.codeObject.begin(), code.binary.codeObject.end());
+  requireTarget(s);
   const codegen::Artifact& art = state_->compiled->complete();
   const auto& d = art.dumps;
   switch (s) {
@@ -516,24 +511,14 @@ std::string CompiledKernel::dump(Stage s) const {
     case Stage::LLVM: return d.llvm;
     case Stage::LLVMOptimized: return d.llvmOpt;
     case Stage::Assembly: return art.assembly();
-    case Stage::PTX: requireTarget(s, {Target::Kind::NVPTX, Target::Kind::EmuNVPTX}); return art.binary.ptx;
-    case Stage::SASS:
-      requireTarget(s, {Target::Kind::NVPTX, Target::Kind::EmuNVPTX});
-      return codegen::sass(*state_->artifact);
-    case Stage::AMDGCN: requireTarget(s, {Target::Kind::AMDGPU, Target::Kind::EmuAMDGPU}); return art.assembly();
-    case Stage::HSACO:
-      requireTarget(s, {Target::Kind::AMDGPU, Target::Kind::EmuAMDGPU});
-      return std::string(art.binary.codeObject.begin(), art.binary.codeObject.end());
-    case Stage::LLVMGpu: {
-      auto it = d.extra.find("llvm-gpu");
-      if (it == d.extra.end())
-        throw UsageError(std::string("stage llvm-gpu exists only for GPU targets, not ") + art.target.str());
-      return it->second;
-    }
+    case Stage::PTX: return art.binary.ptx;
+    case Stage::SASS: return codegen::sass(*state_->artifact);
+    case Stage::AMDGCN: return art.assembly();
+    case Stage::HSACO: return std::string(art.binary.codeObject.begin(), art.binary.codeObject.end());
+    case Stage::LLVMGpu:
     case Stage::LayoutStats: {
-      auto it = d.extra.find("layout-stats");
-      if (it == d.extra.end())
-        throw UsageError(std::string("stage layout-stats exists only for GPU targets, not ") + art.target.str());
+      auto it = d.extra.find(name(s));
+      if (it == d.extra.end()) throw InternalError(std::string("stage ") + name(s) + " missing from a GPU compile");
       return it->second;
     }
     case Stage::Resources: return codegen::resourceReport(art);
@@ -541,10 +526,21 @@ std::string CompiledKernel::dump(Stage s) const {
   return {};
 }
 
-void CompiledKernel::requireTarget(Stage s, std::initializer_list<Target::Kind> kinds) const {
-  for (auto k : kinds)
-    if (state_->artifact->target.kind == k) return;
-  throw UsageError(std::string("stage ") + name(s) + " does not exist for target " + state_->artifact->target.str());
+void CompiledKernel::requireTarget(Stage s) const {
+  const Target& t = state_->artifact->target;
+  const bool nvptx = t.kind == Target::Kind::NVPTX || t.kind == Target::Kind::EmuNVPTX;
+  const bool amdgpu = t.kind == Target::Kind::AMDGPU || t.kind == Target::Kind::EmuAMDGPU;
+  enum Targets { Any, NVPTX, AMDGPU, GPU };
+  Targets has = Any;
+  switch (s) {
+#define TESSERA_STAGE(Enum, spelling, targets, description) \
+  case Stage::Enum: has = targets; break;
+#include "tessera/Stages.def"
+  }
+  if (has == GPU && !t.isGpu())
+    throw UsageError(std::string("stage ") + name(s) + " exists only for GPU targets, not " + t.str());
+  if ((has == NVPTX && !nvptx) || (has == AMDGPU && !amdgpu))
+    throw UsageError(std::string("stage ") + name(s) + " does not exist for target " + t.str());
 }
 
 const rt::KernelSignature& CompiledKernel::signature() const {

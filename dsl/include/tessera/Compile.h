@@ -42,23 +42,15 @@ using rt::toDLPackVersioned;
 using CompileOptions = codegen::CompileOptions;
 using Target = codegen::Target;
 
+/// The stages a kernel is printed at (tessera/Stages.def lists them, with
+/// their spellings and the targets that have each).
 enum class Stage {
-  TileIR,         // tile IR after the last pass
-  TileIRPasses,   // tile IR after every pass, headed by the pass name
-  LLVM,           // LLVM IR as emitted
-  LLVMOptimized,  // LLVM IR after optimisation
-  Assembly,       // host assembly; PTX for nvptx, AMDGCN for amdgpu targets
-  PTX,            // nvptx targets: PTX text (same as Assembly)
-  SASS,           // nvptx targets: SASS, where the CUDA toolkit's disassembler exists
-  AMDGCN,         // amdgpu targets: AMDGCN assembly (same as Assembly)
-  HSACO,          // amdgpu targets: the linked code object (binary bytes)
-  LLVMGpu,        // GPU targets: the LLVM module handed to the vendor backend
-  Resources,      // registers, spills, shared memory, occupancy (GPU); ISA and stage times (CPU)
-  LayoutStats,    // GPU targets: coalescing, vector widths, replication, layout conversions
+#define TESSERA_STAGE(Enum, spelling, targets, description) Enum,
+#include "tessera/Stages.def"
 };
+/// The stage's spelling ("llvm-opt"), as `tessera compile --emit` takes it.
 const char* name(Stage s);
-/// Parses "tile-ir", "tile-ir-passes", "llvm", "llvm-opt", "asm", "ptx",
-/// "sass", "amdgcn", "hsaco", "llvm-gpu", "resources", "layout-stats".
+/// Parses a spelling of Stages.def; a UsageError listing them otherwise.
 Stage parseStage(const std::string& s);
 
 class CompiledKernel {
@@ -93,7 +85,7 @@ class CompiledKernel {
   explicit CompiledKernel(std::shared_ptr<State> s) : state_(std::move(s)) {}
 
  private:
-  void requireTarget(Stage s, std::initializer_list<Target::Kind> kinds) const;
+  void requireTarget(Stage s) const;  // Stages.def: the targets that have it
   std::shared_ptr<State> state_;
 };
 

@@ -11,8 +11,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "tessera/perf/Bench.h"
 
@@ -68,5 +71,33 @@ LaunchFn deviceCopy(rt::Buffer dst, rt::Buffer src, size_t bytes);
 /// `name` for `shape`, with the work of one repetition.
 BenchResult benchmarkPeer(const Device& device, const LaunchFn& launch, const BenchOptions& opts,
                           const std::string& name, const std::string& shape, const Work& work);
+
+/// The peers of a series of benchmarked launches on one device (`tessera
+/// bench --peers`): each timed with the same harness and options, and the
+/// lines that set kernel and peer side by side. The vendor BLAS is opened
+/// at the first GEMM; a launch without a peer gets a note saying why.
+class PeerRuns {
+ public:
+  explicit PeerRuns(Device dev);
+  ~PeerRuns();
+  /// The peer of one benchmarked launch `k`: the BLAS product `gemm` where
+  /// the launch is a GEMM, else a device-to-device copy of the bytes it
+  /// moves; nothing (with a note) where there is none.
+  std::optional<BenchResult> run(const std::optional<GemmProblem>& gemm, const BenchResult& k,
+                                 const BenchOptions& opts);
+  /// "against the peers" (one line per pair) and the notes, for after the table.
+  std::string report() const;
+
+ private:
+  std::optional<BenchResult> gemmPeer(GemmProblem g, const BenchResult& k, const BenchOptions& opts);
+  std::optional<BenchResult> copyPeer(const BenchResult& k, const BenchOptions& opts);
+  std::string compareLine(const BenchResult& k, const BenchResult& p) const;
+
+  Device dev_;
+  std::unique_ptr<VendorBlas> blas_;
+  std::string blasError_;
+  std::map<std::string, std::string> peerName_;
+  std::vector<std::string> lines_, notes_;
+};
 
 }  // namespace tessera::perf
