@@ -73,8 +73,9 @@ uint64_t stackRoom() {
     }
     return lo;
   }();
-  char here;
-  const auto sp = reinterpret_cast<uintptr_t>(&here);
+  // The frame's address, not a local's: with AddressSanitizer's fake
+  // stacks a local may live on the heap.
+  const auto sp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
   return low && sp > low ? sp - low : UINT64_MAX;
 }
 
