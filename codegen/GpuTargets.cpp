@@ -57,6 +57,10 @@ std::shared_ptr<Artifact> compileGpu(const ir::Function& fn, const Target& t, co
   return compileGpu(createGpuTargetInfo, fn, c, o, std::move(dumps));
 }
 
+std::string checkSharedNeedsModel(const ir::Function& fn, const Target& t, const CompileOptions& o) {
+  return checkSharedNeedsModel(createGpuTargetInfo, fn, gpuConfig(t, o.numWarps, gpuOptions(o)));
+}
+
 // An artifact's configuration for what is asked of it after the compile:
 // its target with the default warps (the hooks read the threads it
 // launches from the artifact).

@@ -33,6 +33,8 @@ std::unique_ptr<GpuTargetInfo> createGpuTargetInfo(const GpuConfig& c);
 /// options `g`.
 std::shared_ptr<Artifact> compileGpu(const ir::Function& fnAfterTilePasses, const Target& t, const CompileOptions& o,
                                      StageDumps dumpsSoFar, const GpuOptions& g = {});
+/// checkSharedNeedsModel (GpuCompile.h) for target `t` with o.numWarps warps.
+std::string checkSharedNeedsModel(const ir::Function& fnAfterTilePasses, const Target& t, const CompileOptions& o);
 /// AMDGCN assembly of an AMDGPU (or emu:amdgpu) artifact, generated from its
 /// kept module (the same code the code object was built from).
 std::string amdgpuAssembly(const Artifact& a);

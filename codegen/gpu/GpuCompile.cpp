@@ -371,6 +371,19 @@ std::shared_ptr<Artifact> compileGpu(GpuTargetFactory make, const ir::Function& 
   return art;
 }
 
+std::string checkSharedNeedsModel(GpuTargetFactory make, const ir::Function& fn, const GpuConfig& c) {
+  std::unique_ptr<GpuTargetInfo> ti = make(c);
+  checkNumWarps(fn, *ti, c.numWarps);
+  std::unique_ptr<ir::Function> f = ir::clone(fn);
+  ir::AxisAnalysis axis(*f);
+  ir::LayoutAnalysis la(*f, axis, c.numWarps, static_cast<int>(c.warpSize()),
+                        [&](DType a, DType b, DType acc) { return ti->tensorCore(a, b, acc).kind; });
+  ir::annotateLayouts(*f, la);
+  initLLVM();
+  llvm::LLVMContext ctx;
+  return sharedNeedsModelErrors(*f, *ti, la, axis, ctx, ti->targetMachine(3).createDataLayout());
+}
+
 // An emu: artifact was compiled by the real vendor backend first; its
 // resources are those of that target (c.device). The occupancy estimate
 // counts the threads the artifact launches (the producer warps of a

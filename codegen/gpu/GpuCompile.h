@@ -38,13 +38,13 @@ struct GpuOptions {
   /// GpuTargetInfo::hasTensorCopies). Off: cp.async, as on sm_80.
   bool tensorCopies = true;
   /// AMDGPU: loop-invariant dot operands in registers where that raises
-  /// the waves the LDS allows (lowerToGpuLLVM). compileGpu turns it off
+  /// the waves the LDS allows (chooseShared). compileGpu turns it off
   /// and compiles again when the code then spills or its occupancy is no
   /// higher than the LDS allowed without.
   bool invariantsForLds = true;
   /// AMDGPU: a chained dot's staged A operand (flash attention's P) read
   /// into its fragments before B is staged over it, where that raises the
-  /// waves the LDS allows (lowerToGpuLLVM, Lower::setFragmentsFirst).
+  /// waves the LDS allows (chooseShared, Lower::dotArea).
   /// compileGpu keeps the code where it has no scratch and as many waves as
   /// the LDS allowed without; otherwise it compiles again with this off and
   /// keeps the code with more waves (the other on a tie).
@@ -111,6 +111,10 @@ void annotateGpuLayouts(GpuTargetFactory make, ir::Function& f, const GpuConfig&
 /// eagerly (AMDGCN), generated from its kept module (the same code the code
 /// object was built from); `c` the artifact's target's configuration.
 std::string gpuAssembly(GpuTargetFactory make, const GpuConfig& c, const Artifact& a);
+/// sharedNeedsModelErrors (GpuLowering.h) for `fnAfterTilePasses` in
+/// configuration `c`: empty where the model of its shared memory matches
+/// its lowering under every choice (a test of the compiler itself).
+std::string checkSharedNeedsModel(GpuTargetFactory make, const ir::Function& fnAfterTilePasses, const GpuConfig& c);
 
 /// gpuResources (tessera/codegen/Compiler.h) of an artifact of
 /// configuration `c`'s target.

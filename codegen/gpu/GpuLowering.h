@@ -56,4 +56,10 @@ bool producerTradesRegisters(int numWarps, int64_t carriedPerThread);
 GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const ir::LayoutAnalysis& la,
                                  const ir::AxisAnalysis& axis, llvm::LLVMContext& ctx, const llvm::DataLayout& dl);
 
+/// The shared-needs model (SharedNeeds.h) checked against the lowering
+/// under every combination of SharedChoices: one line per combination
+/// whose lowering asks otherwise than the model says; empty where none.
+std::string sharedNeedsModelErrors(const ir::Function& f, GpuTargetInfo& t, const ir::LayoutAnalysis& la,
+                                   const ir::AxisAnalysis& axis, llvm::LLVMContext& ctx, const llvm::DataLayout& dl);
+
 }  // namespace tessera::codegen

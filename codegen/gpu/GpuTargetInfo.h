@@ -256,7 +256,7 @@ class GpuTargetInfo {
   /// else synchronous chunks.
   virtual bool dotCopiesAsync() const { return false; }
   /// Whether a chained dot whose A and B are both staged may read A's
-  /// fragments before B is staged over it (Lower::setFragmentsFirst): where
+  /// fragments before B is staged over it (Lower::dotArea): where
   /// A's accumulator layout is not already the A fragments'.
   virtual bool dotFragmentsFirst() const { return false; }
   /// Emits the fragment loads and matrix instructions of one dot

@@ -151,14 +151,9 @@ void Lower::emitOp(const ir::Op& op) {
       // the async copies into the buffer do not (their ordering is the
       // schedule's): separate them from the earlier accesses here, once.
       if (smemDirty_) barrier();
-      {
-        // A buffer stored for wgmma starts at its swizzle's alignment, as the
-        // plan places it (areaAlignments).
-        auto sg = storage_.find(op.result());
-        const uint64_t off = plan_ ? plan_->bufferOffset(op.result()) : 0;
-        TS_ASSERT(sg == storage_.end() || off % sg->second.align == 0, "shared plan: buffer misaligned");
-        scalars_[op.result()] = smemAt(off);
-      }
+      // (A buffer stored for wgmma starts at its swizzle's alignment, as the
+      // plan places it: placeAreas checks.)
+      scalars_[op.result()] = areaAt(AreaKind::Buffer, op.result());
       return;
     case OpCode::LocalLoad: {
       const ir::Value* buf = op.operand(0);

@@ -255,8 +255,7 @@ int64_t Lower::conversionChunks(const ir::Layout& sl, const ir::SlotTable& ts, c
   while (bytes / static_cast<uint64_t>(chunks) > kConversionChunkBytes && rows % (2 * chunks) == 0 &&
          chunkIsInvariant(sl, ts, rows / (2 * chunks), false) && chunkIsInvariant(dl, td, rows / (2 * chunks), true))
     chunks *= 2;
-  if (chunks > 1) chunkCandidates_ = true;
-  return chunkConversions_ ? chunks : 1;
+  return chunks;
 }
 
 Slots Lower::convertVia(const Slots& src, const ir::Layout& sl, const std::vector<int64_t>& sshape,
@@ -270,9 +269,11 @@ Slots Lower::convertVia(const Slots& src, const ir::Layout& sl, const std::vecto
   ir::SlotTable td = ir::slotTable(dl, dshape);
   // Chunks only where the read is the row-major identity (a tile moved to
   // another layout, not reshaped): a slot then reads its own row.
-  const int64_t chunks = rowMajorRead ? conversionChunks(sl, ts, dl, td, static_cast<uint64_t>(n) * eb) : 1;
+  const int64_t chunksAsked = rowMajorRead ? conversionChunks(sl, ts, dl, td, static_cast<uint64_t>(n) * eb) : 1;
+  const int64_t chunks = chunkConversions_ ? chunksAsked : 1;
   const int64_t chunkRows = chunks > 1 ? sshape[0] / chunks : 0, chunkElems = n / chunks;
-  llvm::Value* base = scratch(static_cast<uint64_t>(chunkElems) * eb);
+  llvm::Value* base = scratchFor({ScratchRequest::Kind::Conversion, static_cast<uint64_t>(n) * eb,
+                                  static_cast<uint64_t>(n / chunksAsked) * eb, 16});
   record_.conversions.push_back(
       {curOp_, ir::shapeStr(sshape) + " " + elem.str() + ": " + sl.str() + " -> " + dl.str() +
                    (chunks > 1 ? " (" + std::to_string(chunks) + " chunks of " + std::to_string(chunkRows) + " rows)"

@@ -123,11 +123,11 @@ void Lower::stageOperand(const ir::Value* v, llvm::Value* base, const DotStaging
   });
 }
 
-namespace {
 std::string operandName(const ir::Op& dot, unsigned i) {
   return std::string(i == 0 ? "A" : "B") + " operand of dot at " + dot.loc().str();
 }
 
+namespace {
 /// Threads laid along `fast` first, `ce` consecutive elements each (one
 /// 16-byte chunk), then along the other dim; warps likewise.
 ir::BlockedLayout chunkLayout(const std::vector<int64_t>& shape, int fast, int64_t ce, int64_t warps, int64_t lanes) {
@@ -232,6 +232,32 @@ void Lower::stageHoistedOperands(const ir::Op& loop) {
   setCurrentOp(loop);
 }
 
+Lower::DotArea Lower::dotArea(const ir::Op& op, const TensorCoreDotPlan& p) {
+  DotArea d;
+  const bool inRegisters = registerOperands_.count({&op, 0}) != 0;
+  const bool directA = directOperands_.count({&op, 0}) != 0, directB = directOperands_.count({&op, 1}) != 0;
+  const bool globalA = globalOperands_.count({&op, 0}) != 0;
+  d.stageA = !inRegisters && !directA && !hoistedOf(&op, 0);
+  d.stageB = !directB && !hoistedOf(&op, 1);
+  // A chained dot whose A and B are both staged here, where A's layout is
+  // not the fragments' (AMD: GpuTargetInfo::dotFragmentsFirst): A's
+  // fragments read into registers first, then B staged over A
+  // (SharedChoices::fragmentsFirst), in one area of max(A, B) bytes.
+  d.fragmentsFirstCandidate = d.stageA && d.stageB && !globalA && t_.dotFragmentsFirst() && la_.chained(op);
+  d.fragmentsFirst = d.fragmentsFirstCandidate && fragmentsFirst_;
+  if (d.fragmentsFirst) {
+    d.align = std::max(p.aAlign, p.bAlign);
+    d.bytes = std::max(p.a.bytes(), p.b.bytes());
+  } else if (d.stageA || d.stageB) {
+    // A at the area's start, B after it at a multiple of p.bAlign (wgmma's
+    // swizzle is one of address bits; the plan aligns the area to both).
+    d.bOff = d.stageA ? alignUp(p.aBytes, p.bAlign) : 0;
+    d.align = std::max(d.stageA ? p.aAlign : 16, d.stageB ? p.bAlign : 16);
+    d.bytes = d.stageB ? d.bOff + p.b.bytes() : p.a.bytes();
+  }
+  return d;
+}
+
 void Lower::emitTensorCoreDot(const ir::Op& op, const ir::Layout& l) {
   const ir::Value* a = op.operand(0);
   const ir::Value* bv = op.operand(1);
@@ -253,7 +279,9 @@ void Lower::emitTensorCoreDot(const ir::Op& op, const ir::Layout& l) {
   Hoisted* hA = hoistedOf(&op, 0);
   Hoisted* hB = hoistedOf(&op, 1);
   bool globalA = globalOperands_.count({&op, 0}) != 0, globalB = globalOperands_.count({&op, 1}) != 0;
-  bool stageA = !aTable && !directA && !hA, stageB = !directB && !hB;  // (global operands: by cp.async)
+  const DotArea area = dotArea(op, p);
+  if (area.fragmentsFirstCandidate) ++fragmentsFirstCandidates_;
+  bool stageA = area.stageA, stageB = area.stageB;  // (global operands: by cp.async)
   // A `dot {async}` stays in flight where the instruction runs behind the
   // program and reads both operands in place from their pipeline slots,
   // which the schedule keeps until its dot_wait (IR.h); anywhere else (a
@@ -275,16 +303,9 @@ void Lower::emitTensorCoreDot(const ir::Op& op, const ir::Layout& l) {
   };
   llvm::Value* base = nullptr;
   llvm::Value* bBase = nullptr;
-  // A chained dot whose A and B are both staged here, where A's layout is
-  // not the fragments' (AMD: GpuTargetInfo::dotFragmentsFirst): A's
-  // fragments read into registers first, then B staged over A
-  // (setFragmentsFirst).
-  const bool fragmentsFirst = stageA && stageB && !globalA && t_.dotFragmentsFirst() && la_.chained(op);
-  if (fragmentsFirst) ++fragmentsFirstCandidates_;
   std::vector<llvm::Value*> aFragments;
-  if (fragmentsFirst && fragmentsFirst_) {
-    const uint64_t align = std::max(p.aAlign, p.bAlign);
-    base = scratch(std::max(p.a.bytes(), p.b.bytes()), align);
+  if (area.fragmentsFirst) {
+    base = scratchFor({ScratchRequest::Kind::DotStaging, area.bytes, area.bytes, area.align});
     beforeShared();
     setTag(op, "operand staging");
     stageOperand(a, base, p.a, false);
@@ -298,13 +319,9 @@ void Lower::emitTensorCoreDot(const ir::Op& op, const ir::Layout& l) {
     base = nullptr;
     stageA = false;
   } else if (stageA || stageB) {
-    // A at the area's start, B after it at a multiple of p.bAlign (wgmma's
-    // swizzle is one of address bits; the plan aligns the area to both).
-    const uint64_t bOff = stageA ? alignUp(p.aBytes, p.bAlign) : 0;
-    const uint64_t align = std::max(stageA ? p.aAlign : 16, stageB ? p.bAlign : 16);
-    llvm::Value* s = scratch(stageB ? bOff + p.b.bytes() : p.a.bytes(), align);
+    llvm::Value* s = scratchFor({ScratchRequest::Kind::DotStaging, area.bytes, area.bytes, area.align});
     if (stageA) base = s;
-    if (stageB) bBase = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), s, bOff);
+    if (stageB) bBase = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), s, area.bOff);
   }
   if (directA) base = slotOf(a);
   if (directB) bBase = slotOf(bv);

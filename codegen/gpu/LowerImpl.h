@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <tuple>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -22,6 +23,7 @@
 #include "codegen/gpu/GpuDot.h"
 #include "codegen/gpu/GpuLowering.h"
 #include "codegen/gpu/IdentityFolder.h"
+#include "codegen/gpu/SharedNeeds.h"
 #include "codegen/llvm/Elementwise.h"
 #include "tessera/ir/analysis/AxisInfo.h"
 #include "tessera/ir/analysis/TiledAccess.h"
@@ -39,13 +41,13 @@ struct TileV {
 
 /// The alloc result a buffer value is (a view of).
 const ir::Value* rootBuffer(const ir::Value* buf);
+/// "A operand of dot at file:line" (shared-plan and report texts).
+std::string operandName(const ir::Op& dot, unsigned i);
 
 class Lower {
  public:
   Lower(const ir::Function& f, GpuTargetInfo& t, const ir::LayoutAnalysis& la, const ir::AxisAnalysis& ax,
-        llvm::LLVMContext& ctx, llvm::Module& m, std::map<const ir::Op*, uint64_t>& req,
-        std::vector<std::pair<const void*, ir::LoopArea>>& loopReq, const ir::SharedPlan* plan,
-        bool invariantsInRegisters = false)
+        llvm::LLVMContext& ctx, llvm::Module& m, const SharedChoices& choices)
       : f_(f),
         t_(t),
         la_(la),
@@ -54,10 +56,11 @@ class Lower {
         o_(t.options()),
         ctx_(ctx),
         m_(m),
-        req_(req),
-        loopReq_(loopReq),
-        plan_(plan),
-        invariantsInRegisters_(invariantsInRegisters || t.maxRegistersPerThread() >= 512),
+        invariantsInRegisters_(choices.invariantsInRegisters || t.maxRegistersPerThread() >= 512),
+        fragmentsFirst_(choices.fragmentsFirst),
+        chunkConversions_(choices.chunk),
+        fewerSlots_(choices.fewerSlots),
+        swizzleDots_(choices.swizzle),
         b_(ctx, IdentityFolder(), llvm::IRBuilderCallbackInserter([this](llvm::Instruction* i) { tag(i); })),
         opKind_(ctx.getMDKindID("tessera.op")) {
     // Approximate math lets the backend contract a * b + c into an FMA,
@@ -69,13 +72,33 @@ class Lower {
     }
   }
 
-  void run(uint64_t smemBytes);
-  /// Bytes of the shared buffers stored in a padded staging layout (known
-  /// after run()).
-  std::unordered_map<const ir::Value*, uint64_t> bufferStorageBytes() const;
-  /// The areas needing more than 16-byte alignment (scratch by op, loop
-  /// areas by key, buffers stored for wgmma), for the SharedPlan.
-  std::unordered_map<const void*, uint64_t> areaAlignments() const;
+  /// The planning phase: where each dot's operands come from, elided and
+  /// packed values, tensor copies, warp roles. Emits nothing.
+  void plan();
+  /// plan(), then the kernel's code, its shared areas addressed through
+  /// placeholders (placeAreas resolves them).
+  void run();
+  /// What this lowering asked of shared memory (after run()).
+  SharedNeeds recorded() const;
+  /// Its scratch requests, in the terms needs() re-evaluates.
+  const ScratchRequests& requests() const { return requests_; }
+  /// The model: what a lowering under this Lower's choices would ask of
+  /// shared memory, from its planning state (after plan()) and the scratch
+  /// requests `r` of a lowering under any choices (SharedNeeds.h).
+  SharedNeeds needs(const ScratchRequests& r);
+  /// Replaces the placeholders by their offsets in `plan`, the transaction
+  /// barriers' by `barrierOffset`, and declares the shared array of
+  /// `sharedBytes` (after run()).
+  void placeAreas(const ir::SharedPlan& plan, uint64_t barrierOffset, uint64_t sharedBytes);
+  /// Bytes of the shared buffers stored otherwise than their type says
+  /// (padded staging layouts; S-1 slots where `fewerSlots`).
+  std::unordered_map<const ir::Value*, uint64_t> bufferStorageBytes(bool fewerSlots) const;
+  /// The needs of an earlier lowering under the same choices, for the one
+  /// decision that looks ahead of the code emitted so far
+  /// (onlyChannelReads); without them it decides conservatively.
+  void setPriorNeeds(const SharedNeeds* n) { prior_ = n; }
+  /// Whether the kernel has a warp-specialised loop (after plan()).
+  bool warpSpecialized() const { return specialize_ != nullptr; }
   /// The global accesses and layout conversions emitted (ir/analysis/LayoutStats.h).
   const ir::LoweringRecord& record() const { return record_; }
   /// Tensor copies (LowerTma.cpp), known after run(): the kernel's tensor
@@ -88,7 +111,6 @@ class Lower {
   /// Threads per block: the layouts' warps, plus a warp-specialised
   /// kernel's producer warps.
   unsigned blockThreads() const;
-  void setTmaBarrierOffset(uint64_t off) { tmaBarrierOffset_ = off; }
 
  private:
   // ---- types -------------------------------------------------------------
@@ -157,35 +179,44 @@ class Lower {
   void finishProvenance();
 
   // ---- shared memory & ordering -------------------------------------------------
-  llvm::Value* smemAt(uint64_t off) { return b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), smem_, off); }
+  /// Where an area lies is known only after the lowering (SharedNeeds.h):
+  /// the code addresses it through a placeholder global, `within` bytes
+  /// into the area, which placeAreas replaces by the constant address.
+  enum class AreaKind { Scratch, LoopArea, Buffer, Barriers };
+  llvm::Value* areaAt(AreaKind kind, const void* key, uint64_t within = 0);
   /// The current op's scratch area of `bytes`, at a multiple of `align` (a
-  /// power of two from 16; the plan places it so).
+  /// power of two from 16; the plan places it so): a request the same
+  /// under every SharedChoices.
   llvm::Value* scratch(uint64_t bytes, uint64_t align = 16) {
-    uint64_t& r = req_[curOp_];
-    r = std::max(r, bytes);
-    requireAlign(curOp_, align);
-    TS_ASSERT(scratchOffset() % align == 0, "shared plan: scratch area misaligned");
-    return smemAt(scratchOffset());
+    return scratchFor({ScratchRequest::Kind::Fixed, bytes, bytes, align});
+  }
+  /// The same for a request whose size depends on the choices.
+  llvm::Value* scratchFor(const ScratchRequest& r) {
+    const uint64_t bytes = r.kind == ScratchRequest::Kind::Conversion && chunkConversions_ ? r.chunkedBytes : r.bytes;
+    uint64_t& m = req_[curOp_];
+    m = std::max(m, bytes);
+    requireAlign(curOp_, r.align);
+    requests_.byOp[curOp_].push_back(r);
+    return areaAt(AreaKind::Scratch, curOp_);
   }
   void requireAlign(const void* key, uint64_t align) {
     if (align <= 16) return;
     uint64_t& a = alignReq_[key];
     a = std::max(a, align);
   }
-  /// The shared offset of the current op's scratch (0 while measuring).
-  uint64_t scratchOffset() const { return plan_ ? plan_->scratchOffset(curOp_) : 0; }
   /// The area of `key` live across `loop` (SharedPlan::LoopArea), its
   /// start rounded up to a multiple of `align` (a power of two from 16; the
   /// area is made that much larger).
   llvm::Value* loopArea(const void* key, const ir::Op* loop, uint64_t bytes, const std::string& what,
                         bool wholeLoop = true, uint64_t align = 16) {
     auto it = std::find_if(loopReq_.begin(), loopReq_.end(), [&](const auto& e) { return e.first == key; });
-    if (it == loopReq_.end()) it = loopReq_.insert(loopReq_.end(), {key, ir::LoopArea{loop, 0, what, wholeLoop}});
+    if (it == loopReq_.end()) {
+      it = loopReq_.insert(loopReq_.end(), {key, ir::LoopArea{loop, 0, what, wholeLoop}});
+      requests_.loopAreaOrder.push_back(key);
+    }
     it->second.bytes = std::max(it->second.bytes, bytes);
     requireAlign(key, align);
-    const uint64_t off = plan_ ? plan_->loopAreaOffset(key) : 0;
-    TS_ASSERT(off % align == 0, "shared plan: loop area misaligned");
-    return smemAt(off);
+    return areaAt(AreaKind::LoopArea, key);
   }
   /// `off` rounded up to a multiple of `align` (a power of two). The
   /// shared array is aligned to the largest alignment the lowering asks
@@ -400,54 +431,49 @@ class Lower {
   const GpuOptions& o_;
   llvm::LLVMContext& ctx_;
   llvm::Module& m_;
-  std::map<const ir::Op*, uint64_t>& req_;
-  std::unordered_map<const void*, uint64_t> alignReq_;  // see requireAlign
-  std::vector<std::pair<const void*, ir::LoopArea>>& loopReq_;
-  const ir::SharedPlan* plan_;
   bool invariantsInRegisters_;  // see Hoisted::inRegisters
-
- public:
-  /// AMD matrix-core dots (not chained) stage their operands swizzled, not padded
-  /// (Lower::dotPlan); lowerToGpuLLVM decides from two measuring runs.
-  void setSwizzleDots(bool on) { swizzleDots_ = on; }
-  /// Whether a dot would take the swizzle if asked (set by the run).
-  bool swizzleCandidates() const { return swizzleCandidates_; }
-  /// Register-staged pipelines keep S-1 physical slots of their staged
-  /// buffers (planFewerSlots); lowerToGpuLLVM decides from the plan.
-  void setFewerSlots(bool on) { fewerSlots_ = on; }
-  /// Whether some buffer could (set by the run).
-  bool fewerSlotsCandidates() const { return !fewerSlotCands_.empty(); }
-  /// bufferStorageBytes as it would be with or without the fewer slots.
-  std::unordered_map<const ir::Value*, uint64_t> bufferStorageBytes(bool fewerSlots) const;
-  /// Large layout conversions go through shared memory in row chunks
-  /// (conversionChunks); lowerToGpuLLVM decides from a measuring run.
-  void setChunkConversions(bool on) { chunkConversions_ = on; }
-  /// Whether some conversion would be chunked if asked (set by the run).
-  bool chunkCandidates() const { return chunkCandidates_; }
-  /// (AMD) A chained dot's staged A operand (flash attention's P) is read
-  /// into its fragments before B is staged over it, in one area of
-  /// max(A, B) bytes instead of A + B; lowerToGpuLLVM decides from a
-  /// measuring run, compileGpu from the code (GpuOptions::fragmentsForLds).
-  void setFragmentsFirst(bool on) { fragmentsFirst_ = on; }
-  /// How many dots would take it if asked (set by the run).
-  int fragmentsFirstCandidates() const { return fragmentsFirstCandidates_; }
+  bool fragmentsFirst_;         // see SharedChoices
+  bool chunkConversions_;
+  bool fewerSlots_;
+  bool swizzleDots_;
+  // What the lowering asks of shared memory (SharedNeeds.h): the largest
+  // scratch request per op, the loop areas, alignments beyond 16 bytes,
+  // every request as made, and the placeholders of the areas.
+  std::map<const ir::Op*, uint64_t> req_;
+  std::unordered_map<const void*, uint64_t> alignReq_;  // see requireAlign
+  std::vector<std::pair<const void*, ir::LoopArea>> loopReq_;
+  ScratchRequests requests_;
+  const SharedNeeds* prior_ = nullptr;
+  struct Placeholder {
+    AreaKind kind;
+    const void* key;
+    uint64_t within;
+    llvm::GlobalVariable* global;
+  };
+  std::vector<Placeholder> placeholders_;
+  std::map<std::tuple<AreaKind, const void*, uint64_t>, llvm::GlobalVariable*> placeholderOf_;
 
  private:
-  bool fragmentsFirst_ = false;
-  int fragmentsFirstCandidates_ = 0;
-  bool chunkConversions_ = false;
-  bool chunkCandidates_ = false;
+  bool swizzleCandidates_ = false;
+  int fragmentsFirstCandidates_ = 0;  // dots whose DotArea says so, as lowered
+  /// The operand staging of tensor-core dot `op` under plan `p`: whether A
+  /// and B are staged here, whether A's fragments are read first
+  /// (SharedChoices::fragmentsFirst; a candidate where the target and the dot allow
+  /// it), and the scratch area (bytes, alignment, B's offset).
+  struct DotArea {
+    bool stageA = false, stageB = false, fragmentsFirstCandidate = false, fragmentsFirst = false;
+    uint64_t bytes = 0, align = 16, bOff = 0;
+  };
+  DotArea dotArea(const ir::Op& op, const TensorCoreDotPlan& p);
   /// Into how many chunks of whole rows a conversion of `shape` (`bytes`
-  /// in all) from `sl` to `dl` goes: 1, or where asked and every slot's
-  /// chunk is the same in every thread of both layouts, the fewest (a power
-  /// of two) that bring a chunk to kConversionChunkBytes.
+  /// in all) from `sl` to `dl` would go where asked (SharedChoices::chunk):
+  /// where every slot's chunk is the same in every thread of both layouts,
+  /// the fewest (a power of two) that bring a chunk to
+  /// kConversionChunkBytes, else 1.
   int64_t conversionChunks(const ir::Layout& sl, const ir::SlotTable& ts, const ir::Layout& dl, const ir::SlotTable& td,
                            uint64_t bytes);
-  bool fewerSlots_ = false;
   std::unordered_map<const ir::Value*, int64_t> fewerSlotCands_;  // root buffer -> its S
   bool fewer(const ir::Value* root) const { return fewerSlots_ && fewerSlotCands_.count(root); }
-  bool swizzleDots_ = false;
-  bool swizzleCandidates_ = false;
   // Every instruction goes through tag(): see there. IdentityFolder: see there.
   llvm::IRBuilder<IdentityFolder, llvm::IRBuilderCallbackInserter> b_;
   unsigned opKind_;
@@ -514,6 +540,11 @@ class Lower {
     std::vector<llvm::Value*> fragments;  // (inRegisters) see loadTensorCoreFragments
   };
   std::vector<Hoisted> hoisted_;  // in program order (the staging order)
+  const Hoisted* hoistedOf(const ir::Op* dot, unsigned i) const {
+    for (const Hoisted& h : hoisted_)
+      if (h.dot == dot && h.operand == i) return &h;
+    return nullptr;
+  }
   Hoisted* hoistedOf(const ir::Op* dot, unsigned i) {
     for (Hoisted& h : hoisted_)
       if (h.dot == dot && h.operand == i) return &h;
@@ -583,7 +614,6 @@ class Lower {
   unsigned tmaBarriers_ = 0;
   // Every async copy is a tensor copy: no cp.async groups to commit or wait.
   bool onlyTensorCopies_ = false;
-  uint64_t tmaBarrierOffset_ = 0;
   llvm::Value* tmaCommitted_ = nullptr;  // per-thread counters (allocas)
   llvm::Value* tmaWaited_ = nullptr;
   std::optional<TmaCopy> planTmaCopy(const ir::Op& copy);

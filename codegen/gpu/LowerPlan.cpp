@@ -254,7 +254,7 @@ TensorCoreDotPlan Lower::dotPlan(const ir::Op& op) {
                                           op.operand(1)->type().shape()[1], av->type().shape()[1], acc);
   p.inB = op.operand(1)->type().dtype();
   // Staging swizzled rather than padded (AMD) where that raises the occupancy
-  // the kernel's shared memory allows (lowerToGpuLLVM measures both, and
+  // the kernel's shared memory allows (chooseShared weighs both, and
   // keeps the swizzle only then). The padding (WMMA 16 bytes a row, a
   // quarter of a 32-wide f16 K tile; MFMA 8) is what limits a small GEMM's
   // occupancy (the 32x32x32 example: gfx1100 10240 -> 8192 bytes, 12 -> 16
@@ -264,7 +264,7 @@ TensorCoreDotPlan Lower::dotPlan(const ir::Op& op) {
   // register per column a lane reads: the 128x128 tiles pay 7-14 VGPRs and
   // 16-18 loop instructions for the doubled waves, and where the waves do
   // not rise (the tile's epilogue sets the footprint: a 64x64 i8 tile under
-  // its 16 KB i32 conversion, 48 -> 60 VGPRs for the same bytes) the trial
+  // its 16 KB i32 conversion, 48 -> 60 VGPRs for the same bytes) the choice
   // is thrown away. Chained dots (flash attention's QK^T and PV) never take
   // it: swizzled, attention 128x64 d64 w4 and the backward pass went into
   // scratch and the flash_attention examples fell from 9 to 8 waves on
@@ -344,7 +344,7 @@ bool definedIn(const ir::Value* v, const ir::Op& loop) {
 ///   64 KiB per CU, is what limits occupancy, the fragments are instead
 ///   read into registers once before the loop and the area is only used
 ///   there; elsewhere too when the loop areas would not fit the shared
-///   memory (lowerToGpuLLVM measures again).
+///   memory (chooseShared weighs that).
 /// The dim along which operand i of tensor-core dot `op` can be copied
 /// global->shared in 16-byte chunks (a `load` in the dot's block whose only
 /// user is the dot, masked lanes 0, pointers contiguous and 16-byte aligned

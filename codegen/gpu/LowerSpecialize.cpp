@@ -109,8 +109,8 @@ void Lower::planSpecialize() {
 }
 
 llvm::Value* Lower::chanBarrier(bool full, llvm::Value* slot) {
-  const uint64_t first = tmaBarrierOffset_ + 8 * (uint64_t{tmaBarriers_} + (tmaOperands_.empty() ? 0 : 1));
-  llvm::Value* base = smemAt(first + (full ? 0 : 8 * uint64_t{chanSlots_}));
+  const uint64_t first = 8 * (uint64_t{tmaBarriers_} + (tmaOperands_.empty() ? 0 : 1));
+  llvm::Value* base = areaAt(AreaKind::Barriers, nullptr, first + (full ? 0 : 8 * uint64_t{chanSlots_}));
   return b_.CreateInBoundsGEP(b_.getInt64Ty(), base, slot, full ? "full" : "empty");
 }
 
@@ -173,12 +173,16 @@ void Lower::emitWarpSpecialize(const ir::Op& op) {
 }
 
 bool Lower::onlyChannelReads(const ir::Block& loopBody) const {
+  // The whole body's scratch is known only after it is lowered: a first
+  // lowering keeps the barrier, and the kernel is lowered again with the
+  // needs the first one recorded (lowerToGpuLLVM).
+  if (!prior_) return false;
   bool only = true;
-  for (auto& [key, area] : loopReq_)
+  for (auto& [key, area] : prior_->loopAreas)
     if (area.loop == loopBody.parentOp() && area.bytes != 0) only = false;  // staged across the loop
   ir::walk(const_cast<ir::Block&>(loopBody), [&](ir::Op& o) {
-    auto it = req_.find(&o);
-    if (it != req_.end() && it->second != 0) only = false;  // scratch (conversions, reductions, staging)
+    auto it = prior_->scratch.find(&o);
+    if (it != prior_->scratch.end() && it->second != 0) only = false;  // scratch (conversions, reductions, staging)
     switch (o.code()) {
       case OpCode::LocalStore:
       case OpCode::Copy:

@@ -364,12 +364,12 @@ void Lower::declareTensorMaps(llvm::Function* fn, unsigned firstParam) {
 
 llvm::Value* Lower::tmaBarrier(llvm::Value* group) {
   llvm::Value* idx = b_.CreateURem(group, i32(tmaBarriers_));
-  llvm::Value* base = smemAt(tmaBarrierOffset_);
+  llvm::Value* base = areaAt(AreaKind::Barriers, nullptr);
   return b_.CreateInBoundsGEP(b_.getInt64Ty(), base, idx, "mbar");
 }
 
 // The dot operands' barrier: after the groups' (one phase per dot run).
-llvm::Value* Lower::tmaOperandBarrier() { return smemAt(tmaBarrierOffset_ + 8 * uint64_t{tmaBarriers_}); }
+llvm::Value* Lower::tmaOperandBarrier() { return areaAt(AreaKind::Barriers, nullptr, 8 * uint64_t{tmaBarriers_}); }
 
 // A warp-specialised channel needs its barriers and phase bits even where
 // no copy of the producer became a tensor copy (its commits then arrive
