@@ -18,8 +18,8 @@
 #include <unistd.h>
 #include <vector>
 
-#include "emu_util.h"
-#include "pipelined_gemm.h"
+#include "../emu_util.h"
+#include "../pipelined_gemm.h"
 #include "tessera/ir/IR.h"
 #include "tessera/tessera.h"
 
