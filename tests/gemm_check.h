@@ -1,5 +1,5 @@
 // The pipelined f16 / bf16 GEMMs of the examples on sm_90a (the emulated
-// H100 or a real one), checked as tests/codegen/gpu_tma_test.cpp and the
+// H100 or a real one), checked as tests/codegen/nvptx/gpu_tma_test.cpp and the
 // hardware tests of tests/runtime need: small-integer inputs, so the f32
 // accumulation is exact and the result must equal the reference and the
 // cp.async path bit for bit; the PTX says whether the slots went by TMA.

@@ -8,7 +8,7 @@
 // declares (cpu::entrySymbol), for nvptx the PTX, for amdgpu the code
 // object — plus the block size, shared memory, op names of checked
 // launches and the compile's warnings. No stage dump and no LLVM module:
-// stages are recompiled on request (dsl/lib/Compile.cpp).
+// stages are recompiled on request (dsl/lib/CompileInternal.h, Compiled).
 //
 //   str target  u8 format  str kernelName  u32 args, each: u8 kind, u8 dtype, str name
 //   str symbol  u8 boundsChecked  str ptx  str codeObject  u32 threadsPerBlock

@@ -271,7 +271,7 @@ void rewritePredicatedAccesses(EmuModule& em) {
       copies.emplace_back(c.call, bytes);
   }
   for (auto& [c, a] : work) expand(em, *c, a);
-  // cp.async with ignore-src: the machine's cp.async (EmuIntrinsics.cpp)
+  // cp.async with ignore-src: the machine's cp.async (EmuIntrinsicsNvvm.cpp)
   // reading 0 bytes where the predicate is set.
   for (auto& [c, bytes] : copies) {
     llvm::IRBuilder<> b(c);

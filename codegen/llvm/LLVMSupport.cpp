@@ -120,7 +120,7 @@ namespace {
 // resets its streamer), which is how one pipeline serves many modules of a
 // TargetMachine; the object streamer writes into `buf`, emptied per run.
 // "gpu compile: a reused code generator pipeline gives the code of a fresh
-// one" (tests/codegen/gpu_compile_latency_test.cpp) compares its output
+// one" (tests/codegen/gpu/gpu_compile_latency_test.cpp) compares its output
 // with a fresh pipeline's over every example, kernels interleaved.
 struct KeptPipeline {
   llvm::SmallString<0> buf;

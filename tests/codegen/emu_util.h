@@ -1,5 +1,5 @@
 // Helpers for the emulator compile tests: read a hand-written GPU module
-// from tests/codegen/inputs, compile it with compileForEmulator and launch
+// from tests/codegen/emu/inputs, compile it with compileForEmulator and launch
 // it on the SIMT machine.
 #pragma once
 
@@ -26,7 +26,7 @@ inline std::vector<std::pair<std::string, void*>> hooks() {
 }
 
 inline std::string readInput(const std::string& name) {
-  std::string path = std::string(TESSERA_SOURCE_DIR) + "/tests/codegen/inputs/" + name;
+  std::string path = std::string(TESSERA_SOURCE_DIR) + "/tests/codegen/emu/inputs/" + name;
   std::ifstream in(path);
   if (!in) throw std::runtime_error("cannot open test input " + path);
   std::stringstream ss;

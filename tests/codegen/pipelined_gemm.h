@@ -1,6 +1,6 @@
 // The software-pipelined f16 (and i8) GEMM kernels shared by the pipeline tests
-// (gpu_pipeline_test.cpp, gpu_slot_dot_test.cpp, gpu_resource_check_test.cpp,
-// tests/dsl/pipelined_test.cpp).
+// (gpu/gpu_pipeline_test.cpp, gpu/gpu_slot_dot_test.cpp,
+// gpu/gpu_resource_check_test.cpp, tests/dsl/pipelined_test.cpp).
 #pragma once
 
 #include <cstdint>

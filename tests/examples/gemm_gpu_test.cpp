@@ -7,7 +7,7 @@
 // no argument facts, so the f16 rows are not provably aligned and the
 // stage copies are program-order loads + shared stores), and as a launch
 // whose buffers are 16-byte aligned and whose M, N, K are multiples of 16
-// specialises it (dsl/lib/Compile.cpp: {divisibility = 16} on every
+// specialises it (dsl/lib/Launch.cpp: {divisibility = 16} on every
 // argument), where NVPTX sm_80+ copies with cp.async.
 //
 // Numerical results on the emulated GPUs are checked by

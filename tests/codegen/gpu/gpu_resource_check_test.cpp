@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "pipelined_gemm.h"
+#include "../pipelined_gemm.h"
 #include "tessera/support/Targets.h"
 #include "tessera/tessera.h"
 

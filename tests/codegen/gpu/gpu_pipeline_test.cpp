@@ -18,8 +18,8 @@
 #include <unistd.h>
 #include <vector>
 
-#include "emu_util.h"
-#include "pipelined_gemm.h"
+#include "../emu_util.h"
+#include "../pipelined_gemm.h"
 #include "tessera/ir/IR.h"
 #include "tessera/tessera.h"
 
@@ -35,7 +35,7 @@ constexpr int64_t BM = 32, BN = 32, BK = 16;
 ts::Kernel pipelinedGemmF16(int64_t stages) { return gemmtest::pipelinedGemmF16("pl_gemm", BM, BN, BK, stages); }
 
 /// The kernel as a launch with 16-byte aligned buffers and N, K multiples
-/// of 16 specialises it (dsl/lib/Compile.cpp): the divisibility facts that
+/// of 16 specialises it (dsl/lib/Launch.cpp): the divisibility facts that
 /// let the copies be proven aligned.
 ts::Kernel withAlignedFacts(const ts::Kernel& k) {
   std::shared_ptr<ts::ir::Function> f = ts::ir::clone(k.ir());

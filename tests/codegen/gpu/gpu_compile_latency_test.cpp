@@ -20,7 +20,7 @@
 #include <unistd.h>
 #include <vector>
 
-#include "../../codegen/gpu/GpuCompile.h"
+#include "../../../codegen/gpu/GpuCompile.h"
 #include "registry.h"
 #include "tessera/tessera.h"
 

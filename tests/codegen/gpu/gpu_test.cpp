@@ -2,13 +2,13 @@
 // (linked, metadata read back), plus layout and resource-error checks.
 #include <catch2/catch.hpp>
 
-#include "ir_build_util.h"
+#include "../ir_build_util.h"
 
 #include <chrono>
 #include <regex>
 #include <unistd.h>
 
-#include "../../codegen/GpuTargets.h"
+#include "../../../codegen/GpuTargets.h"
 #include "tessera/ir/Builder.h"
 #include "tessera/ir/Verifier.h"
 #include "tessera/support/Error.h"

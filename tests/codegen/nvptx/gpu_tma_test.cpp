@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "../gemm_check.h"
+#include "../../gemm_check.h"
 #include "registry.h"
 #include "tessera/codegen/Compiler.h"
 #include "tessera/ir/Parser.h"

@@ -3,13 +3,13 @@
 // the index math is computed in that layout.
 #include <catch2/catch.hpp>
 
-#include "ir_build_util.h"
+#include "../ir_build_util.h"
 
 #include <random>
 #include <regex>
 
-#include "../../codegen/GpuTargets.h"
-#include "emu_util.h"
+#include "../../../codegen/GpuTargets.h"
+#include "../emu_util.h"
 #include "tessera/ir/Builder.h"
 #include "tessera/ir/Verifier.h"
 #include "tessera/ir/analysis/AxisInfo.h"

@@ -3,14 +3,14 @@
 // (dumps.extra["llvm-gpu"]) run on the SIMT machine.
 #include <catch2/catch.hpp>
 
-#include "ir_build_util.h"
+#include "../ir_build_util.h"
 
 #include <cmath>
 #include <limits>
 #include <random>
 
-#include "../../codegen/gpu/GpuCompile.h"
-#include "emu_util.h"
+#include "../../../codegen/gpu/GpuCompile.h"
+#include "../emu_util.h"
 #include "tessera/ir/Builder.h"
 
 using namespace emutest;

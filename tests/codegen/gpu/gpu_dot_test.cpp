@@ -11,8 +11,8 @@
 #include <random>
 #include <unistd.h>
 
-#include "../../codegen/GpuTargets.h"
-#include "emu_util.h"
+#include "../../../codegen/GpuTargets.h"
+#include "../emu_util.h"
 #include "tessera/ir/Builder.h"
 
 using namespace emutest;

@@ -13,7 +13,7 @@
 #include "tessera/ir/Builder.h"
 #include "tessera/support/Error.h"
 #include "tessera/support/Sanitizers.h"
-#include "../cpu_paths.h"
+#include "../../cpu_paths.h"
 #include <algorithm>
 #include <cmath>
 

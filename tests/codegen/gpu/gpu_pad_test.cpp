@@ -16,7 +16,7 @@
 
 #include <unistd.h>
 
-#include "../../codegen/gpu/GpuCompile.h"
+#include "../../../codegen/gpu/GpuCompile.h"
 #include "registry.h"
 #include "tessera/tessera.h"
 

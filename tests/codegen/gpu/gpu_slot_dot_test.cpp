@@ -14,10 +14,10 @@
 #include <random>
 #include <string>
 
-#include "../../codegen/gpu/GpuCompile.h"
-#include "emu_util.h"
-#include "../amd_code_object.h"
-#include "pipelined_gemm.h"
+#include "../../../codegen/gpu/GpuCompile.h"
+#include "../emu_util.h"
+#include "../../amd_code_object.h"
+#include "../pipelined_gemm.h"
 #include "tessera/ir/Pass.h"
 #include "tessera/tessera.h"
 

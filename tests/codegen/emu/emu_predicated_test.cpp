@@ -11,11 +11,11 @@
 #include <cstring>
 #include <random>
 
-#include "../../codegen/emu/EmuCompile.h"
-#include "../../codegen/GpuTargets.h"
-#include "../../codegen/nvptx/NVPTXPredicated.h"
-#include "emu_util.h"
-#include "ir_build_util.h"
+#include "../../../codegen/emu/EmuCompile.h"
+#include "../../../codegen/GpuTargets.h"
+#include "../../../codegen/nvptx/NVPTXPredicated.h"
+#include "../emu_util.h"
+#include "../ir_build_util.h"
 #include "registry.h"
 #include "tessera/support/Error.h"
 #include "tessera/tessera.h"

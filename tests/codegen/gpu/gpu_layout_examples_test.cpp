@@ -5,7 +5,7 @@
 #include <regex>
 #include <string>
 
-#include "../../codegen/GpuTargets.h"
+#include "../../../codegen/GpuTargets.h"
 #include "registry.h"
 #include "tessera/Compile.h"
 #include "tessera/ir/analysis/LayoutStats.h"

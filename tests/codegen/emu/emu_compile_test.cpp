@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "emu_util.h"
+#include "../emu_util.h"
 #include "tessera/support/Error.h"
 
 using namespace emutest;

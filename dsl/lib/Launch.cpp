@@ -1,0 +1,152 @@
+// Launches of a CompiledKernel: launch-time specialisation on GPU devices
+// (the arguments' alignment and divisibility facts select a variant, each
+// compiled once), the variant without tensor copies for a launch whose
+// tensor maps would be empty, and checked launches on the CPU
+// (TESSERA_CHECK_BOUNDS).
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "CompileInternal.h"
+#include "tessera/support/Error.h"
+#include "tessera/support/Environment.h"
+
+namespace tessera {
+
+namespace {
+
+using detail::binaryFor;
+using detail::compileCached;
+using detail::makeState;
+using detail::targetOf;
+
+constexpr int64_t kSpecDivisor = 16;
+
+// TESSERA_CHECK_BOUNDS=1 makes every CPU launch a checked one.
+bool checkBoundsFromEnvironment() {
+  const char* v = tessera::env::get(tessera::env::Var::CheckBounds);
+  return v && *v && std::string(v) != "0";
+}
+
+// Which arguments carry a divisibility fact in this launch: bit i set when
+// argument i is a 16-byte aligned buffer address or an integer multiple of
+// 16. Arguments that do not match the signature contribute nothing (the
+// runtime reports them).
+uint64_t factMask(const rt::KernelSignature& sig, const std::vector<rt::Arg>& args) {
+  uint64_t mask = 0;
+  for (size_t i = 0; i < args.size() && i < sig.args.size() && i < 64; ++i) {
+    const rt::Arg& a = args[i];
+    const rt::ArgSpec& spec = sig.args[i];
+    if (spec.kind == rt::ArgSpec::Kind::Pointer && a.kind == rt::Arg::Kind::Buffer && !a.buffer.isNull()) {
+      auto addr = reinterpret_cast<uintptr_t>(a.buffer.data()) + a.offset * byteSize(a.buffer.dtype());
+      if (addr % kSpecDivisor == 0) mask |= uint64_t{1} << i;
+    } else if (spec.kind == rt::ArgSpec::Kind::Scalar && a.kind == rt::Arg::Kind::Scalar && isInteger(spec.dtype) &&
+               spec.dtype != DType::I1 && isInteger(a.dtype)) {
+      if (a.scalar.i % kSpecDivisor == 0) mask |= uint64_t{1} << i;
+    }
+  }
+  return mask;
+}
+
+// Whether a launch gives a tensor map (TMA) of the kernel an empty
+// dimension: an M, N or K of 0 (an MoE expert without tokens, an empty
+// batch) as an extent or a stride. TMA cannot describe an empty tensor, so
+// such a launch runs the kernel compiled without tensor copies, whose plain
+// copies mask an empty range like any other. Negative extents are left to
+// the launch's own check, which names them.
+bool emptyTensorMap(const rt::KernelSignature& sig, const std::vector<rt::Arg>& args) {
+  auto zero = [&](const TensorMapSpec::Extent& e) {
+    if (e.arg < 0) return e.value == 0;
+    const size_t i = static_cast<size_t>(e.arg);
+    if (i >= args.size() || args[i].kind != rt::Arg::Kind::Scalar || !isInteger(args[i].dtype)) return false;
+    return args[i].scalar.i == 0 || e.scale == 0;
+  };
+  for (const TensorMapSpec& t : sig.tensorMaps)
+    for (unsigned d = 0; d < t.rank && d < 3; ++d)
+      if (zero(t.dims[d]) || (d > 0 && zero(t.strides[d]))) return true;
+  return false;
+}
+
+Kernel withFacts(const Kernel& k, uint64_t mask) {
+  std::shared_ptr<ir::Function> f = ir::clone(k.ir());
+  if (f->argAttrs().size() < f->numArgs()) f->argAttrs().resize(f->numArgs());
+  for (unsigned i = 0; i < f->numArgs() && i < 64; ++i)
+    if (mask & (uint64_t{1} << i)) f->argAttrs()[i]["divisibility"] = kSpecDivisor;
+  return Kernel(std::move(f));
+}
+
+}  // namespace
+
+Kernel assumeAligned(const Kernel& k) {
+  // The arguments factMask would mark for aligned buffers and sizes.
+  uint64_t mask = 0;
+  const ir::Function& f = k.ir();
+  for (unsigned i = 0; i < f.numArgs() && i < 64; ++i) {
+    const ir::Type& t = f.arg(i)->type();
+    if (t.isPointer() || (t.isScalar() && isInteger(t.dtype()) && t.dtype() != DType::I1)) mask |= uint64_t{1} << i;
+  }
+  return withFacts(k, mask);
+}
+
+Kernel specializedFor(const Kernel& k, const std::vector<rt::Arg>& args) {
+  return withFacts(k, factMask(codegen::kernelSignature(k.ir()), args));
+}
+
+void CompiledKernel::launchWith(Dim3 grid, const std::vector<rt::Arg>& args, const LaunchOptions& opts) const {
+  if (!state_) throw LaunchError("launch: this CompiledKernel is empty (default-constructed)");
+  if (!state_->loaded)
+    throw LaunchError("launch: kernel '" + state_->artifact->binary.signature.kernelName +
+                      "' was compiled for target '" + state_->artifact->target.str() +
+                      "' for inspection only; compile it for a Device to launch it");
+  if (state_->device.kind() == rt::DeviceKind::CPU && !state_->options.checkBounds &&
+      (opts.checkBounds || checkBoundsFromEnvironment())) {
+    // A checked launch runs the bounds-checked compile of the same kernel.
+    rt::Kernel checked;
+    {
+      std::lock_guard<std::mutex> lock(state_->mu);
+      if (!state_->checkedLoaded) {
+        CompileOptions o = state_->options;
+        o.checkBounds = true;
+        auto st = makeState(compileCached(state_->source, targetOf(state_->device), o));
+        state_->checked = state_->device.load(binaryFor(state_->source, state_->device, *st));
+        state_->checkedLoaded = true;
+      }
+      checked = state_->checked;
+    }
+    LaunchOptions o = opts;
+    o.checkBounds = true;
+    return checked.launch(grid, args, o);
+  }
+  // An empty grid runs nothing: the launch only checks the arguments.
+  if (!state_->specialize || grid.count() == 0) return state_->kernel.launch(grid, args, opts);
+  uint64_t mask = factMask(state_->artifact->binary.signature, args);
+  rt::Kernel variant = state_->kernel;
+  if (mask != 0) {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    auto it = state_->variants.find(mask);
+    if (it == state_->variants.end()) {
+      Kernel k = withFacts(state_->source, mask);
+      auto st = makeState(compileCached(k, targetOf(state_->device), state_->options));
+      it = state_->variants.emplace(mask, state_->device.load(binaryFor(k, state_->device, *st))).first;
+    }
+    variant = it->second;
+  }
+  if (emptyTensorMap(variant.signature(), args)) {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    auto it = state_->withoutTensorMaps.find(mask);
+    if (it == state_->withoutTensorMaps.end()) {
+      Kernel k = mask ? withFacts(state_->source, mask) : state_->source;
+      CompileOptions o = state_->options;
+      o.tensorCopies = false;
+      auto st = makeState(compileCached(k, targetOf(state_->device), o));
+      it = state_->withoutTensorMaps.emplace(mask, state_->device.load(binaryFor(k, state_->device, *st))).first;
+    }
+    variant = it->second;
+  }
+  variant.launch(grid, args, opts);
+}
+
+}  // namespace tessera
