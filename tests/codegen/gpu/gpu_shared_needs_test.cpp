@@ -8,8 +8,8 @@
 
 #include <string>
 
-#include "../../codegen/GpuTargets.h"
-#include "../../codegen/gpu/SharedNeeds.h"
+#include "../../../codegen/GpuTargets.h"
+#include "../../../codegen/gpu/SharedNeeds.h"
 #include "registry.h"
 #include "tessera/codegen/Compiler.h"
 #include "tessera/ir/Parser.h"
