@@ -90,6 +90,10 @@ std::string resourceReport(const Artifact& a) {
   // The TMA tensor maps the launch builds (hidden parameters).
   for (const TensorMapSpec& t : a.binary.signature.tensorMaps)
     r += "tensor map: " + t.str(a.binary.signature.args) + "\n";
+  // The shared-memory plan (areas, offsets, the choices taken), where the
+  // artifact was compiled here (one from the disk cache carries no dumps).
+  if (auto plan = a.dumps.extra.find("shared-memory"); plan != a.dumps.extra.end())
+    r += "shared memory: " + plan->second;
   return r;
 }
 

@@ -210,7 +210,8 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
   // Lowered again where the chosen code differs, or where a warp-
   // specialised loop's barriers look ahead at the needs
   // (Lower::onlyChannelReads).
-  if (!(choice.choices == start) || low->warpSpecialized()) {
+  const bool again = !(choice.choices == start) || low->warpSpecialized();
+  if (again) {
     m = newModule();
     low = std::make_unique<Lower>(f, t, la, axis, ctx, *m, choice.choices);
     low->setPriorNeeds(&needs);
@@ -235,6 +236,12 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
   if (needs.tmaBarrierBytes)
     res.sharedPlan += "transaction barriers (tensor copies): " + std::to_string(needs.tmaBarrierBytes) + " bytes at " +
                       std::to_string(barrierOffset) + "\n";
+  res.sharedPlan += "choices: " + choice.choices.str() + "; lowered " +
+                    (again ? std::string(choice.choices == start ? "twice (a warp-specialised loop's barriers look "
+                                                                   "ahead at its scratch)"
+                                                                 : "twice (the chosen code differs from the first)")
+                           : std::string("once")) +
+                    "\n";
   res.threadsPerBlock = needs.threads;
   if (res.sharedBytes > t.maxSharedBytes()) throw sharedMemoryError(f, plan, t);
   low->placeAreas(plan, barrierOffset, res.sharedBytes);

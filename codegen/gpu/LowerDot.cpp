@@ -232,7 +232,7 @@ void Lower::stageHoistedOperands(const ir::Op& loop) {
   setCurrentOp(loop);
 }
 
-Lower::DotArea Lower::dotArea(const ir::Op& op, const TensorCoreDotPlan& p) {
+DotArea Lower::dotArea(const ir::Op& op, const TensorCoreDotPlan& p) {
   DotArea d;
   const bool inRegisters = registerOperands_.count({&op, 0}) != 0;
   const bool directA = directOperands_.count({&op, 0}) != 0, directB = directOperands_.count({&op, 1}) != 0;

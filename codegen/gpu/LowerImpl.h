@@ -23,6 +23,7 @@
 #include "codegen/gpu/GpuDot.h"
 #include "codegen/gpu/GpuLowering.h"
 #include "codegen/gpu/IdentityFolder.h"
+#include "codegen/gpu/LowerTypes.h"
 #include "codegen/gpu/SharedNeeds.h"
 #include "codegen/llvm/Elementwise.h"
 #include "tessera/ir/analysis/AxisInfo.h"
@@ -32,13 +33,6 @@
 namespace tessera::codegen::gpu_lower {
 
 using ir::OpCode;
-using Slots = std::vector<llvm::Value*>;
-
-struct TileV {
-  ir::Layout layout;
-  Slots slots;
-};
-
 /// The alloc result a buffer value is (a view of).
 const ir::Value* rootBuffer(const ir::Value* buf);
 /// "A operand of dot at file:line" (shared-plan and report texts).
@@ -191,14 +185,7 @@ class Lower {
     return scratchFor({ScratchRequest::Kind::Fixed, bytes, bytes, align});
   }
   /// The same for a request whose size depends on the choices.
-  llvm::Value* scratchFor(const ScratchRequest& r) {
-    const uint64_t bytes = r.kind == ScratchRequest::Kind::Conversion && chunkConversions_ ? r.chunkedBytes : r.bytes;
-    uint64_t& m = req_[curOp_];
-    m = std::max(m, bytes);
-    requireAlign(curOp_, r.align);
-    requests_.byOp[curOp_].push_back(r);
-    return areaAt(AreaKind::Scratch, curOp_);
-  }
+  llvm::Value* scratchFor(const ScratchRequest& r);
   void requireAlign(const void* key, uint64_t align) {
     if (align <= 16) return;
     uint64_t& a = alignReq_[key];
@@ -208,16 +195,7 @@ class Lower {
   /// start rounded up to a multiple of `align` (a power of two from 16; the
   /// area is made that much larger).
   llvm::Value* loopArea(const void* key, const ir::Op* loop, uint64_t bytes, const std::string& what,
-                        bool wholeLoop = true, uint64_t align = 16) {
-    auto it = std::find_if(loopReq_.begin(), loopReq_.end(), [&](const auto& e) { return e.first == key; });
-    if (it == loopReq_.end()) {
-      it = loopReq_.insert(loopReq_.end(), {key, ir::LoopArea{loop, 0, what, wholeLoop}});
-      requests_.loopAreaOrder.push_back(key);
-    }
-    it->second.bytes = std::max(it->second.bytes, bytes);
-    requireAlign(key, align);
-    return areaAt(AreaKind::LoopArea, key);
-  }
+                        bool wholeLoop = true, uint64_t align = 16);
   /// `off` rounded up to a multiple of `align` (a power of two). The
   /// shared array is aligned to the largest alignment the lowering asks
   /// for (GpuTargetInfo::declareShared), so an offset's alignment is its
@@ -456,14 +434,6 @@ class Lower {
  private:
   bool swizzleCandidates_ = false;
   int fragmentsFirstCandidates_ = 0;  // dots whose DotArea says so, as lowered
-  /// The operand staging of tensor-core dot `op` under plan `p`: whether A
-  /// and B are staged here, whether A's fragments are read first
-  /// (SharedChoices::fragmentsFirst; a candidate where the target and the dot allow
-  /// it), and the scratch area (bytes, alignment, B's offset).
-  struct DotArea {
-    bool stageA = false, stageB = false, fragmentsFirstCandidate = false, fragmentsFirst = false;
-    uint64_t bytes = 0, align = 16, bOff = 0;
-  };
   DotArea dotArea(const ir::Op& op, const TensorCoreDotPlan& p);
   /// Into how many chunks of whole rows a conversion of `shape` (`bytes`
   /// in all) from `sl` to `dl` would go where asked (SharedChoices::chunk):
@@ -495,12 +465,6 @@ class Lower {
   std::unordered_set<const ir::Value*> elided_;
   // Shared buffers (alloc results) stored in a tensor-core staging layout,
   // and the dot operands read straight from them (see planDirectDots).
-  struct Storage {
-    DotStaging st;            // of one slot: the last two dims
-    bool transposed = false;  // the slot's (r, c) is staging element (c, r)
-    uint64_t align = 16;      // of the buffer's start (wgmma's swizzled B slots)
-    int64_t slotElems() const { return static_cast<int64_t>(st.bytes() / st.elemBytes); }
-  };
   std::unordered_map<const ir::Value*, Storage> storage_;
   std::set<std::pair<const ir::Op*, unsigned>> directOperands_;
   // Set once planDirectDots and planDotOperands have run: dotPlan may then
@@ -530,15 +494,6 @@ class Lower {
   /// Issues the cp.async chunks of global operand i of `dot` into the
   /// staging buffer `base` (layout `st`, B transposed when `transposed`).
   void copyOperand(const ir::Op& dot, unsigned i, llvm::Value* base, const DotStaging& st, bool transposed);
-  struct Hoisted {
-    const ir::Op* dot;
-    unsigned operand;
-    const ir::Op* loop;
-    /// Its fragments are read into registers before the loop (targets with
-    /// 512 registers per thread) instead of from the loop area each time.
-    bool inRegisters;
-    std::vector<llvm::Value*> fragments;  // (inRegisters) see loadTensorCoreFragments
-  };
   std::vector<Hoisted> hoisted_;  // in program order (the staging order)
   const Hoisted* hoistedOf(const ir::Op* dot, unsigned i) const {
     for (const Hoisted& h : hoisted_)
@@ -560,27 +515,9 @@ class Lower {
   // AsyncCopyImpl::RegisterStaged: copies whose global loads are issued and
   // whose shared stores are pending, with their group (the number of
   // async_commits emitted before them); `committed_` counts the commits.
-  struct StagedCopy {
-    const ir::Op* op;
-    const ir::Value* buf;
-    Slots vals;
-    ir::Layout layout;
-    int64_t group;
-  };
   std::vector<StagedCopy> staged_;
   int64_t committed_ = 0;
   // ---- tensor copies (LowerTma.cpp) -----------------------------------------
-  struct TmaBox {
-    unsigned map;      // index into tensorMaps_
-    int64_t dstElem;   // where the box starts in the slot's storage
-    int64_t row, col;  // its first element in the copy's tile
-  };
-  struct TmaCopy {
-    ir::TiledAccess access;
-    std::vector<TmaBox> boxes;
-    uint64_t bytes = 0;    // of all boxes: the transaction count
-    uint64_t align = 128;  // of the destination buffer
-  };
   std::map<const ir::Op*, TmaCopy> tma_;
   // Stores of a tile box by one tensor store from a shared scratch area.
   std::map<const ir::Op*, TmaCopy> tmaStores_;
@@ -593,12 +530,6 @@ class Lower {
   void issueTmaBoxes(const TmaCopy& c, llvm::Type* elemTy, llvm::Value* base, llvm::Value* bar);
   // Copies of the open group (and of the current dot's operands) waiting
   // to be issued together (see commitFollows).
-  struct PendingTma {
-    const ir::Op* op;  // the copy (or the dot operand's load)
-    const TmaCopy* copy;
-    llvm::Type* elemTy;
-    llvm::Value* base;
-  };
   std::vector<PendingTma> tmaPending_, tmaOperandPending_;
   bool commitFollows(const ir::Op& copy);
   /// Issues the pending copies and one arrival on `bar` from warp 0's
@@ -626,10 +557,6 @@ class Lower {
   void emitTmaCopy(const ir::Op& op, const TmaCopy& c);
   void tmaCommit();
   void tmaWait(const ir::Op& wait);
-  struct GroupState {
-    int64_t outstanding = 0, unsynced = 0;
-    bool operator==(const GroupState&) const = default;
-  };
   std::optional<GroupState> simulateGroups(const ir::Block& b, std::optional<GroupState> st);
   bool groupsProven_ = false;
   std::unordered_map<const ir::Op*, int64_t> tmaRetire_;  // async_wait -> groups it retires (-1: unknown)

@@ -2,6 +2,7 @@
 // through placeholders, what a lowering asked for (recorded), the model of
 // what it would ask under other choices (needs), and the placement of the
 // areas once the plan exists (placeAreas).
+#include <algorithm>
 #include <string>
 
 #include <llvm/IR/Constants.h>
@@ -22,6 +23,27 @@ llvm::Value* Lower::areaAt(AreaKind kind, const void* key, uint64_t within) {
     placeholders_.push_back({kind, key, within, g});
   }
   return g;
+}
+
+llvm::Value* Lower::scratchFor(const ScratchRequest& r) {
+  const uint64_t bytes = r.kind == ScratchRequest::Kind::Conversion && chunkConversions_ ? r.chunkedBytes : r.bytes;
+  uint64_t& m = req_[curOp_];
+  m = std::max(m, bytes);
+  requireAlign(curOp_, r.align);
+  requests_.byOp[curOp_].push_back(r);
+  return areaAt(AreaKind::Scratch, curOp_);
+}
+
+llvm::Value* Lower::loopArea(const void* key, const ir::Op* loop, uint64_t bytes, const std::string& what,
+                             bool wholeLoop, uint64_t align) {
+  auto it = std::find_if(loopReq_.begin(), loopReq_.end(), [&](const auto& e) { return e.first == key; });
+  if (it == loopReq_.end()) {
+    it = loopReq_.insert(loopReq_.end(), {key, ir::LoopArea{loop, 0, what, wholeLoop}});
+    requests_.loopAreaOrder.push_back(key);
+  }
+  it->second.bytes = std::max(it->second.bytes, bytes);
+  requireAlign(key, align);
+  return areaAt(AreaKind::LoopArea, key);
 }
 
 std::unordered_map<const ir::Value*, uint64_t> Lower::bufferStorageBytes(bool fewerSlots) const {

@@ -47,7 +47,7 @@ TensorMapSpec::Extent extent(const std::optional<ir::ArgExtent>& e) {
 }
 }  // namespace
 
-std::optional<Lower::TmaCopy> Lower::planTmaCopy(const ir::Op& op) {
+std::optional<TmaCopy> Lower::planTmaCopy(const ir::Op& op) {
   auto acc = ir::matchTiledAccess(f_, op, ax_);
   if (!acc || !acc->aligned) return std::nullopt;
   const ir::Value* buf = op.operand(0);
@@ -57,7 +57,7 @@ std::optional<Lower::TmaCopy> Lower::planTmaCopy(const ir::Op& op) {
   return planTmaBoxes(*acc, &sg->second.st, sg->second.transposed);
 }
 
-std::optional<Lower::TmaCopy> Lower::planTmaBoxes(const ir::TiledAccess& acc, const DotStaging* st, bool transposed) {
+std::optional<TmaCopy> Lower::planTmaBoxes(const ir::TiledAccess& acc, const DotStaging* st, bool transposed) {
   const int64_t eb = static_cast<int64_t>(byteSize(acc.dtype));
   if (eb != 1 && eb != 2 && eb != 4 && eb != 8) return std::nullopt;
   // Storage rows are the tensor's rows (a transposed staging buffer holds
@@ -142,7 +142,7 @@ std::optional<Lower::TmaCopy> Lower::planTmaBoxes(const ir::TiledAccess& acc, co
 // blocks bound how far ptxas hoists its erf ahead of them, while the
 // scratch writes, one straight-line block, let it hold every value at once
 // (the 128x128 GEMM with 4 warps: 154 -> 255 registers and spills).
-std::optional<Lower::TmaCopy> Lower::planTmaStore(const ir::Op& op) {
+std::optional<TmaCopy> Lower::planTmaStore(const ir::Op& op) {
   if (!op.operand(0)->type().isTile() || op.operand(0)->type().shape().size() != 2) return std::nullopt;
   bool costly = false;
   std::function<void(const ir::Value*, int)> scan = [&](const ir::Value* v, int depth) {
@@ -309,7 +309,7 @@ void Lower::planTma() {
 //   where that is not proven (or the state unknown) clears groupsProven_.
 // A loop keeps the state known where its body leaves it as it found it
 // (the pipelined loop: a barrier, one commit, one wait, a barrier).
-std::optional<Lower::GroupState> Lower::simulateGroups(const ir::Block& b, std::optional<GroupState> st) {
+std::optional<GroupState> Lower::simulateGroups(const ir::Block& b, std::optional<GroupState> st) {
   for (auto& op : b.ops()) {
     switch (op->code()) {
       case OpCode::AsyncCommit:

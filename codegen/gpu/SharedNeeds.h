@@ -33,7 +33,7 @@ struct GpuOptions;
 /// The choices that change the code and what it asks of shared memory
 /// (each explained where the lowering implements it).
 struct SharedChoices {
-  bool invariantsInRegisters = false;  // Lower::Hoisted::inRegisters
+  bool invariantsInRegisters = false;  // gpu_lower::Hoisted::inRegisters
   bool swizzle = false;                // Lower::dotPlan (AMD staging swizzled, not padded)
   bool fewerSlots = false;             // Lower::planFewerSlots
   bool chunk = false;                  // Lower::conversionChunks
