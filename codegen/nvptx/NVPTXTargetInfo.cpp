@@ -471,13 +471,9 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
   }
 
   GpuResources resources(const GpuOutput& out, const std::string& kernel, unsigned threadsPerBlock) override {
-    std::string ptxas = findTool({"/usr/local/cuda/bin/ptxas", "ptxas"});
-    if (ptxas.empty()) throw DeviceError("ptxas not found (install the CUDA toolkit or put ptxas on PATH)");
+    const nvptx::Ptxas ptxas = nvptx::ptxasFor(row(), "the resources of @" + kernel);
     TempDir dir;
-    writeFile(dir.file("k.ptx"), out.assembly);
-    ToolResult r = runTool({ptxas, "-arch=" + arch(), "-v", dir.file("k.ptx"), "-o", dir.file("k.cubin")});
-    if (r.exitCode != 0)
-      throw DeviceError("ptxas rejected the PTX of @" + kernel + " for " + arch() + ":\n" + r.output);
+    ToolResult r = nvptx::runPtxas(ptxas, row(), out.assembly, kernel, {"-v"}, dir);
     GpuResources res;
     std::smatch mm;
     if (std::regex_search(r.output, mm, std::regex(R"(Used (\d+) registers)"))) res.registers = std::stoi(mm[1]);
