@@ -215,6 +215,14 @@ Kernel flashAttentionBackward(AttentionBlocks blocks, int D, bool causal);
 AttentionBlocks attentionDefaultBlocks(const Target& t);
 AttentionBlocks attentionDefaultBlocks(const Device& device);
 
+/// Whether `t` (or the architecture an emu: target runs) has wgmma
+/// (Targets.def's wgmma column: sm_90a).
+inline bool hasWgmma(const Target& t) {
+  if (t.kind != Target::Kind::NVPTX && t.kind != Target::Kind::EmuNVPTX) return false;
+  const GpuArch* row = findGpuArch(GpuArch::Vendor::NVIDIA, t.arch);
+  return row && row->wgmma;
+}
+
 /// Default blocks. CPU: measured on AVX2 (Zen 3), docs/gemm.md. GPU and
 /// emulator targets: 32 x 32 x 32 keeps the shared-memory tiles small (and
 /// the emulated runs of the test shapes quick); the pipelined f16 / bf16 K
@@ -223,16 +231,11 @@ AttentionBlocks attentionDefaultBlocks(const Device& device);
 /// stored to LDS at the end of the iteration that issued them, so a third
 /// slot would hide no more latency and only cost LDS, hence occupancy
 /// (docs/gemm.md, "GPU GEMM examples").
-/// sm_90a: 64 x 64 x 32, the smallest block whose dots take wgmma with the
-/// default 4 warps (one warpgroup along M: M = 16 x 4 warps), A and B read
-/// by the instruction straight from their slots (docs/gpu.md, "sm_90a").
-/// Whether `t` (or the architecture an emu: target runs) has wgmma
-/// (Targets.def's wgmma column: sm_90a).
-inline bool hasWgmma(const Target& t) {
-  if (t.kind != Target::Kind::NVPTX && t.kind != Target::Kind::EmuNVPTX) return false;
-  const GpuArch* row = findGpuArch(GpuArch::Vendor::NVIDIA, t.arch);
-  return row && row->wgmma;
-}
+/// With wgmma (sm_90a): 64 x 64 x 32, the smallest block whose dots take
+/// wgmma with the default 4 warps (one warpgroup along M: M = 16 x 4
+/// warps), A and B read by the instruction straight from their slots
+/// (docs/gpu.md, "sm_90a"). The Blackwell targets, whose dots are mma.sync
+/// for now, take the NVIDIA defaults.
 inline GemmBlocks gemmDefaultBlocks(const Target& t) {
   if (t.kind == Target::Kind::CPU) return {256, 256, 64, 0};
   bool amd = t.kind == Target::Kind::AMDGPU || t.kind == Target::Kind::EmuAMDGPU;
