@@ -16,7 +16,9 @@
 #include "codegen/llvm/Jit.h"
 #include "codegen/llvm/KeptModule.h"
 #include "codegen/llvm/LLVMSupport.h"
+#include "codegen/nvptx/NVPTXTargetInfo.h"
 #include "tessera/support/Error.h"
+#include "tessera/support/Targets.h"
 
 namespace tessera::codegen {
 namespace {
@@ -44,16 +46,15 @@ std::string cpuObject(const Artifact& a) {
 
 // cubin from the PTX, where the CUDA toolkit's ptxas is found.
 void writeCubin(const Artifact& a, const std::string& path, ExportResult& r) {
-  std::string ptxas = findTool({"/usr/local/cuda/bin/ptxas", "ptxas"});
-  if (ptxas.empty()) {
+  if (nvptx::findPtxas().path.empty()) {
     r.skipped.push_back("no " + path + ": ptxas not found (install the CUDA toolkit or set TESSERA_PTXAS)");
     return;
   }
+  const GpuArch* row = findGpuArch(GpuArch::Vendor::NVIDIA, a.target.arch);
+  TS_ASSERT(row, "no Targets.def row for " + a.target.str());
+  const nvptx::Ptxas ptxas = nvptx::ptxasFor(*row, "the cubin of @" + a.kernelName());
   TempDir tmp;
-  writeFile(tmp.file("k.ptx"), a.binary.ptx);
-  ToolResult t = runTool({ptxas, "-arch=" + a.target.arch, tmp.file("k.ptx"), "-o", tmp.file("k.cubin")});
-  if (t.exitCode != 0)
-    throw DeviceError("ptxas rejected the PTX of @" + a.kernelName() + " for " + a.target.arch + ":\n" + t.output);
+  nvptx::runPtxas(ptxas, *row, a.binary.ptx, a.kernelName(), {}, tmp);
   writeOut(path, readFile(tmp.file("k.cubin")), r);
 }
 

@@ -102,12 +102,18 @@ std::string sass(const Artifact& a) {
   if (t.kind != Target::Kind::NVPTX) throw CompileError("SASS exists only for NVPTX targets, not " + a.target.str());
   // The PTX a launch loads: an artifact from the disk cache carries it but
   // no stage dumps.
-  return nvptx::sass(a.binary.ptx, t.arch, a.kernelName());
+  return nvptx::sass(a.binary.ptx, *gpuConfig(t, CompileOptions{}.numWarps).row, a.kernelName());
 }
 
 // f64 transcendentals call CUDA's libdevice where it is found.
 std::string deviceMathLibrary(const Target& t) {
   return gpuDevice(t).kind == Target::Kind::NVPTX ? findLibdevice() : std::string();
+}
+
+std::string deviceAssemblerVersion(const Target& t) {
+  if (gpuDevice(t).kind != Target::Kind::NVPTX) return "";
+  const nvptx::Ptxas p = nvptx::findPtxas();
+  return p.path.empty() ? "none" : p.line.empty() ? p.release : p.line;
 }
 
 std::string toolchainVersions() { return "LLVM " LLVM_VERSION_STRING "\n" + nvptx::toolchainLines(); }

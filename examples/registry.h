@@ -15,6 +15,7 @@
 
 #include "tessera/perf/Peers.h"
 #include "tessera/perf/Tune.h"
+#include "tessera/support/Targets.h"
 #include "tessera/tessera.h"
 
 namespace tessera::examples {
@@ -214,6 +215,14 @@ Kernel flashAttentionBackward(AttentionBlocks blocks, int D, bool causal);
 AttentionBlocks attentionDefaultBlocks(const Target& t);
 AttentionBlocks attentionDefaultBlocks(const Device& device);
 
+/// Whether `t` (or the architecture an emu: target runs) has wgmma
+/// (Targets.def's wgmma column: sm_90a).
+inline bool hasWgmma(const Target& t) {
+  if (t.kind != Target::Kind::NVPTX && t.kind != Target::Kind::EmuNVPTX) return false;
+  const GpuArch* row = findGpuArch(GpuArch::Vendor::NVIDIA, t.arch);
+  return row && row->wgmma;
+}
+
 /// Default blocks. CPU: measured on AVX2 (Zen 3), docs/gemm.md. GPU and
 /// emulator targets: 32 x 32 x 32 keeps the shared-memory tiles small (and
 /// the emulated runs of the test shapes quick); the pipelined f16 / bf16 K
@@ -222,13 +231,15 @@ AttentionBlocks attentionDefaultBlocks(const Device& device);
 /// stored to LDS at the end of the iteration that issued them, so a third
 /// slot would hide no more latency and only cost LDS, hence occupancy
 /// (docs/gemm.md, "GPU GEMM examples").
-/// sm_90a: 64 x 64 x 32, the smallest block whose dots take wgmma with the
-/// default 4 warps (one warpgroup along M: M = 16 x 4 warps), A and B read
-/// by the instruction straight from their slots (docs/gpu.md, "sm_90a").
+/// With wgmma (sm_90a): 64 x 64 x 32, the smallest block whose dots take
+/// wgmma with the default 4 warps (one warpgroup along M: M = 16 x 4
+/// warps), A and B read by the instruction straight from their slots
+/// (docs/gpu.md, "sm_90a"). The Blackwell targets, whose dots are mma.sync
+/// for now, take the NVIDIA defaults.
 inline GemmBlocks gemmDefaultBlocks(const Target& t) {
   if (t.kind == Target::Kind::CPU) return {256, 256, 64, 0};
   bool amd = t.kind == Target::Kind::AMDGPU || t.kind == Target::Kind::EmuAMDGPU;
-  if (!amd && t.arch == "sm_90a") return {64, 64, 32, 3};
+  if (hasWgmma(t)) return {64, 64, 32, 3};
   return {32, 32, 32, amd ? 2 : 3};
 }
 inline GemmBlocks gemmDefaultBlocks(const Device& device) {
@@ -263,7 +274,7 @@ inline perf::TuneSpace gemmTuneSpace(const Target& t, const std::vector<int64_t>
   perf::TuneSpace s;
   if (t.kind == Target::Kind::CPU) {
     s.param("BLOCK_M", {32, 64, 128, 256}).param("BLOCK_N", {64, 128, 256}).param("BLOCK_K", {32, 64});
-  } else if (t.arch == "sm_90a") {
+  } else if (hasWgmma(t)) {
     // Warpgroup MMA: whole warpgroups (4 or 8 warps) and 16 rows per warp.
     s.param("BLOCK_M", {64, 128}).param("BLOCK_N", {64, 128, 256}).param("BLOCK_K", {32, 64});
     s.param("num_warps", {4, 8});

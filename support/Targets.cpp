@@ -5,23 +5,30 @@
 namespace tessera {
 
 const std::vector<GpuArch>& gpuArchs() {
-  // NVIDIA: 255 registers per thread on sm_80+. AMD: the VGPRs one lane of a
-  // wave can address (512 on CDNA with the accumulation VGPRs, 256 on RDNA3).
+  // NVIDIA: the registers per thread of the row (255). AMD: the VGPRs one
+  // lane of a wave can address (512 on CDNA with the accumulation VGPRs, 256
+  // on RDNA3).
   static const std::vector<GpuArch> rows = {
-#define TS_NVPTX_TARGET(arch_, warp, sharedKiB, ptxFeature, smemPerSmKiB, threadsPerSm_, blocksPerSm_, fp8Mma_, \
-                        wgmma_, tma)                                                                            \
-  {.vendor = GpuArch::Vendor::NVIDIA,                                                                           \
-   .arch = #arch_,                                                                                              \
-   .warpSize = warp,                                                                                            \
-   .maxSharedBytes = int64_t{sharedKiB} * 1024,                                                                 \
-   .maxRegistersPerThread = 255,                                                                                \
-   .llvmFeatures = ptxFeature,                                                                                  \
-   .sharedPerUnit = int64_t{smemPerSmKiB} * 1024,                                                               \
-   .threadsPerSm = threadsPerSm_,                                                                               \
-   .blocksPerSm = blocksPerSm_,                                                                                 \
-   .fp8Mma = fp8Mma_,                                                                                           \
-   .wgmma = wgmma_,                                                                                             \
-   .tensorCopies = tma},
+#define TS_NVPTX_TARGET(arch_, warp, sharedKiB, ptxIsa_, minCuda_, smemPerSmKiB, threadsPerSm_, blocksPerSm_,      \
+                        regsPerSm, regsPerThread, fp8Mma_, wgmma_, tma, tcgen05_, tmemColumns_, maxClusterBlocks_) \
+  {.vendor = GpuArch::Vendor::NVIDIA,                                                                              \
+   .arch = #arch_,                                                                                                 \
+   .warpSize = warp,                                                                                               \
+   .maxSharedBytes = int64_t{sharedKiB} * 1024,                                                                    \
+   .maxRegistersPerThread = regsPerThread,                                                                         \
+   .llvmFeatures = "+ptx" #ptxIsa_,                                                                                \
+   .sharedPerUnit = int64_t{smemPerSmKiB} * 1024,                                                                  \
+   .threadsPerSm = threadsPerSm_,                                                                                  \
+   .blocksPerSm = blocksPerSm_,                                                                                    \
+   .registersPerSm = regsPerSm,                                                                                    \
+   .ptxIsa = ptxIsa_,                                                                                              \
+   .minCuda = minCuda_,                                                                                            \
+   .fp8Mma = fp8Mma_,                                                                                              \
+   .wgmma = wgmma_,                                                                                                \
+   .tensorCopies = tma,                                                                                            \
+   .tcgen05 = tcgen05_,                                                                                            \
+   .tmemColumns = tmemColumns_,                                                                                    \
+   .maxClusterBlocks = maxClusterBlocks_},
 #define TS_AMDGPU_TARGET(arch_, wave, features, ldsKiB, vgprsPerSimd_, maxWavesPerSimd_, simdsPerCu_, ldsPerCuKiB, \
                          vgprGranule_, gfxMajor_, matrixCore_, i8MfmaK_, fnuzFp8Mfma_)                             \
   {.vendor = GpuArch::Vendor::AMD,                                                                                 \
@@ -71,7 +78,7 @@ Occupancy occupancy(const GpuArch& a, int regs, int64_t sharedBytes, int threads
   auto s = [](int64_t v) { return std::to_string(v); };
   if (a.vendor == GpuArch::Vendor::NVIDIA) {
     const int64_t regsPerWarp = (std::max(regs, 1) * int64_t{a.warpSize} + 255) / 256 * 256;
-    const int64_t byRegs = 65536 / (regsPerWarp * warps);
+    const int64_t byRegs = a.registersPerSm / (regsPerWarp * warps);
     const int64_t byShared = a.sharedPerUnit / ((std::max<int64_t>(sharedBytes, 0) + 127) / 128 * 128 + 1024);
     const int64_t byThreads = a.threadsPerSm / threads;
     o.blocks = static_cast<int>(std::min({byRegs, byShared, byThreads, int64_t{a.blocksPerSm}}));

@@ -201,6 +201,9 @@ CacheKey compileKey(const std::string& kernelName, const std::string& irText, co
     parts.push_back({"device-library",
                      lib + " size=" + std::to_string(ec ? 0 : size) + " mtime=" + std::to_string(ec ? 0 : mtime)});
   }
+  // NVIDIA: the ptxas that checks the PTX, reports its resources and
+  // exports its cubin (and refuses architectures newer than itself).
+  if (std::string ptxas = deviceAssemblerVersion(target); !ptxas.empty()) parts.push_back({"ptxas", ptxas});
   parts.push_back({"tessera", tesseraBuildId()});
   parts.push_back({"llvm", llvmVersion()});
   parts.push_back({"ir", irText});

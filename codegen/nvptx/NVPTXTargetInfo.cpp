@@ -471,13 +471,9 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
   }
 
   GpuResources resources(const GpuOutput& out, const std::string& kernel, unsigned threadsPerBlock) override {
-    std::string ptxas = findTool({"/usr/local/cuda/bin/ptxas", "ptxas"});
-    if (ptxas.empty()) throw DeviceError("ptxas not found (install the CUDA toolkit or put ptxas on PATH)");
+    const nvptx::Ptxas ptxas = nvptx::ptxasFor(row(), "the resources of @" + kernel);
     TempDir dir;
-    writeFile(dir.file("k.ptx"), out.assembly);
-    ToolResult r = runTool({ptxas, "-arch=" + arch(), "-v", dir.file("k.ptx"), "-o", dir.file("k.cubin")});
-    if (r.exitCode != 0)
-      throw DeviceError("ptxas rejected the PTX of @" + kernel + " for " + arch() + ":\n" + r.output);
+    ToolResult r = nvptx::runPtxas(ptxas, row(), out.assembly, kernel, {"-v"}, dir);
     GpuResources res;
     std::smatch mm;
     if (std::regex_search(r.output, mm, std::regex(R"(Used (\d+) registers)"))) res.registers = std::stoi(mm[1]);
@@ -493,11 +489,29 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
                occupancy(row(), res.registers, res.sharedBytes + static_cast<int64_t>(out.dynamicSharedBytes),
                          static_cast<int>(threadsPerBlock))
                    .text +
-               "\n" + r.output;
+               "\n" + tensorCoreLine(out.assembly) + r.output;
     return res;
   }
 
  private:
+  // The tensor-core instructions the PTX holds, for the resource report:
+  // which MMA family the dots took, and on an architecture with tcgen05
+  // (Targets.def) that it is not used yet. Empty without MMA instructions.
+  std::string tensorCoreLine(const std::string& ptx) const {
+    auto count = [&](const char* mnemonic) {
+      int64_t n = 0;
+      for (size_t at = ptx.find(mnemonic); at != std::string::npos; at = ptx.find(mnemonic, at + 1)) ++n;
+      return n;
+    };
+    const int64_t wgmma = count("wgmma.mma_async"), mmaSync = count("mma.sync.aligned");
+    if (wgmma == 0 && mmaSync == 0) return "";
+    std::string line = "tensor-core dots:";
+    if (wgmma) line += " wgmma.mma_async (" + std::to_string(wgmma) + " in the PTX)";
+    if (mmaSync) line += std::string(wgmma ? "," : "") + " mma.sync (" + std::to_string(mmaSync) + " in the PTX)";
+    if (row().tcgen05) line += std::string("; tcgen05.mma and tensor memory are not used yet on ") + arch();
+    return line + "\n";
+  }
+
   std::string libdevice_;  // libdevice.10.bc, or "" (f64 math from the polynomials)
 };
 

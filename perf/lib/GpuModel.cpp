@@ -73,7 +73,10 @@ ModelPrediction predictGpu(const codegen::Artifact& art, const ir::WorkEstimate&
   const bool nvidia = t.kind == Target::Kind::NVPTX;
   const GpuArch* arch = findGpuArch(nvidia ? GpuArch::Vendor::NVIDIA : GpuArch::Vendor::AMD, t.arch);
   const ModelArch* pipes = findModelArch(t.arch);
-  TS_ASSERT(arch && pipes, "no architecture row (Targets.def, ModelArchs.def) for " + t.str());
+  TS_ASSERT(arch, "no Targets.def row for " + t.str());
+  if (!pipes)
+    throw UsageError("the performance model has no row for " + t.str() +
+                     " yet (perf/include/tessera/perf/ModelArchs.def): it cannot predict machine " + m.id);
   TS_ASSERT(m.units > 0 && m.clockMHz > 0, "machine " + m.id + " has no units or clock");
 
   ModelPrediction r;
@@ -262,7 +265,8 @@ std::string formatModelTable(const std::vector<ModelPrediction>& predictions) {
 std::vector<const Machine*> modelMachines() {
   std::vector<const Machine*> out;
   for (const Machine& m : gpuMachines()) {
-    // Rows for GPUs Tessera has no target for yet (B200: sm_100a) are left out.
+    // Rows for GPUs whose architecture the model has no row for yet
+    // (ModelArchs.def; B200: sm_100a) are left out.
     const size_t colon = m.target.find(':');
     if (colon == std::string::npos || !findModelArch(m.target.substr(colon + 1))) continue;
     out.push_back(&m);

@@ -19,6 +19,7 @@
 
 #include "CudaDriver.h"
 #include "tessera/runtime/LaunchLimits.h"
+#include "tessera/support/Targets.h"
 
 namespace tessera::rt {
 namespace {
@@ -73,10 +74,13 @@ class CudaDevice final : public DeviceImpl {
   unsigned defaultThreads() const override { return 1; }
 
   std::string arch() const override {
-    // sm_90a: the code generator uses Hopper's architecture-specific
-    // features (wgmma, setmaxnreg), which need the "a" target.
-    std::string sm = "sm_" + std::to_string(major_) + std::to_string(minor_);
-    if (major_ == 9 && minor_ == 0) sm += "a";
+    // The architecture-specific row where Targets.def has one rather than
+    // the plain architecture (compute capability 9.0: sm_90a, whose code
+    // uses wgmma and setmaxnreg; 10.0: sm_100a; 12.0: sm_120a): "a" code
+    // runs on exactly its compute capability.
+    const std::string sm = "sm_" + std::to_string(major_) + std::to_string(minor_);
+    if (!findGpuArch(GpuArch::Vendor::NVIDIA, sm) && findGpuArch(GpuArch::Vendor::NVIDIA, sm + "a"))
+      return "nvptx:" + sm + "a";
     return "nvptx:" + sm;
   }
 

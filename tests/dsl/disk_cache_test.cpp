@@ -526,3 +526,36 @@ TEST_CASE("the key hash covers every part, and the build id carries the sources'
   for (const auto& p : key.parts) names += p.name + ",";
   CHECK(names == "kernel,target,host-cpu,cpu-features,options,tessera,llvm,ir,");
 }
+
+TEST_CASE("an NVIDIA compile's key names the ptxas version: another CUDA toolkit is another entry",
+          "[dsl][diskcache]") {
+  auto ptxasPart = [](const ts::codegen::CacheKey& k) -> std::optional<std::string> {
+    for (const auto& p : k.parts)
+      if (p.name == "ptxas") return p.value;
+    return std::nullopt;
+  };
+  const ts::Target sm100 = ts::Target::parse("nvptx:sm_100a");
+  auto installed = ts::codegen::compileKey("scale", "text", sm100, {});
+  REQUIRE(ptxasPart(installed));
+  CHECK(!ptxasPart(installed)->empty());
+  // Not a part for the other vendors.
+  CHECK_FALSE(ptxasPart(ts::codegen::compileKey("scale", "text", ts::Target::parse("amdgpu:gfx942"), {})));
+  CHECK_FALSE(ptxasPart(ts::codegen::compileKey("scale", "text", ts::Target::parse("cpu"), {})));
+  // A ptxas of another release (TESSERA_PTXAS names it).
+  const fs::path dir = fs::temp_directory_path() / ("tessera_cache_ptxas." + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path fake = dir / "ptxas";
+  writeFile(fake, "#!/bin/sh\necho 'Cuda compilation tools, release 12.9, V12.9.86'\n");
+  fs::permissions(fake, fs::perms::owner_all);
+  ::setenv("TESSERA_PTXAS", fake.c_str(), 1);
+  auto other = ts::codegen::compileKey("scale", "text", sm100, {});
+  ::setenv("TESSERA_PTXAS", (dir / "absent").c_str(), 1);
+  auto none = ts::codegen::compileKey("scale", "text", sm100, {});
+  ::unsetenv("TESSERA_PTXAS");
+  fs::remove_all(dir);
+  CHECK(ptxasPart(other) == std::optional<std::string>("Cuda compilation tools, release 12.9, V12.9.86"));
+  CHECK(ptxasPart(none) == std::optional<std::string>("none"));
+  CHECK(other.hash != installed.hash);
+  CHECK(none.hash != installed.hash);
+  CHECK(none.hash != other.hash);
+}

@@ -328,7 +328,7 @@ TEST_CASE("model: wrong targets and machines are usage errors naming both", "[pe
   for (const perf::Machine* m : perf::modelMachines()) ids.push_back(m->id);
   CHECK(std::find(ids.begin(), ids.end(), "h100_sxm") != ids.end());
   CHECK(std::find(ids.begin(), ids.end(), "mi300x") != ids.end());
-  CHECK(std::find(ids.begin(), ids.end(), "b200") == ids.end());  // no sm_100a target yet
+  CHECK(std::find(ids.begin(), ids.end(), "b200") == ids.end());  // no ModelArchs.def row for sm_100a yet
 }
 
 TEST_CASE("model: NVPTX GEMM on H100 from the PTX, registers from ptxas", "[perf][model][gpu]") {

@@ -5,10 +5,13 @@
 #include "../ir_build_util.h"
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <regex>
 #include <unistd.h>
 
 #include "../../../codegen/GpuTargets.h"
+#include "tessera/codegen/Export.h"
 #include "tessera/ir/Builder.h"
 #include "tessera/ir/Verifier.h"
 #include "tessera/support/Error.h"
@@ -243,10 +246,122 @@ TEST_CASE("gpu: unknown architectures are rejected with the valid list", "[gpu][
   } catch (const CompileError& e) {
     std::string m = e.what();
     CHECK(m.find("sm_75") != std::string::npos);
-    CHECK(m.find("sm_80, sm_86, sm_89, sm_90a") != std::string::npos);
+    CHECK(m.find("sm_80, sm_86, sm_89, sm_90a, sm_100a, sm_103a, sm_120a") != std::string::npos);
   }
+  // Blackwell is the architecture-specific targets: the plain ones are not rows.
+  for (const char* plain : {"sm_100", "sm_120", "sm_121a"})
+    CHECK_THROWS_AS(codegen::compileGpu(*f, Target{Target::Kind::NVPTX, plain}, {}, {}), CompileError);
   Target a{Target::Kind::AMDGPU, "gfx908"};
   CHECK_THROWS_AS(codegen::compileGpu(*f, a, {}, {}), CompileError);
+}
+
+TEST_CASE("gpu: the Blackwell targets parse in every form and read their facts from Targets.def", "[gpu][blackwell]") {
+  struct Row {
+    const char* arch;
+    int ptxIsa, minCuda, sharedKiB, smemPerSmKiB, threadsPerSm, blocksPerSm, tmemColumns;
+    bool tcgen05;
+  };
+  for (Row r : {Row{"sm_100a", 86, 12080, 227, 228, 2048, 32, 512, true},
+                Row{"sm_103a", 88, 12090, 227, 228, 2048, 32, 512, true},
+                Row{"sm_120a", 87, 12080, 99, 100, 1536, 24, 0, false}}) {
+    INFO(r.arch);
+    for (const std::string& s : {std::string("nvptx:") + r.arch, std::string("emu:nvptx:") + r.arch}) {
+      const Target t = Target::parse(s);
+      CHECK(t.str() == s);
+      const codegen::GpuConfig c = codegen::gpuConfig(t, 4);
+      REQUIRE(c.row);
+      CHECK(std::string(c.row->arch) == r.arch);
+      CHECK(c.row->ptxIsa == r.ptxIsa);
+      CHECK(std::string(c.row->llvmFeatures) == "+ptx" + std::to_string(r.ptxIsa));
+      CHECK(c.row->minCuda == r.minCuda);
+      CHECK(c.row->maxSharedBytes == int64_t{r.sharedKiB} * 1024);
+      CHECK(c.row->sharedPerUnit == int64_t{r.smemPerSmKiB} * 1024);
+      CHECK(c.row->threadsPerSm == r.threadsPerSm);
+      CHECK(c.row->blocksPerSm == r.blocksPerSm);
+      CHECK(c.row->registersPerSm == 65536);
+      CHECK(c.row->maxRegistersPerThread == 255);
+      CHECK(c.row->tcgen05 == r.tcgen05);
+      CHECK(c.row->tmemColumns == r.tmemColumns);
+      CHECK(c.row->fp8Mma);
+      CHECK_FALSE(c.row->wgmma);  // Hopper's alone
+      CHECK(c.row->tensorCopies);
+      CHECK(c.row->maxClusterBlocks == 8);
+    }
+    // The PTX states the row's ISA version and architecture.
+    auto art = codegen::compile(*vecAdd(), Target::parse(std::string("nvptx:") + r.arch));
+    CHECK(art->binary.ptx.find(".version " + std::to_string(r.ptxIsa / 10) + "." + std::to_string(r.ptxIsa % 10)) !=
+          std::string::npos);
+    CHECK(art->binary.ptx.find(std::string(".target ") + r.arch) != std::string::npos);
+  }
+  CHECK(gpuTargetsWith(&GpuArch::tcgen05) == "nvptx:sm_100a, nvptx:sm_103a");
+  CHECK(gpuTargetsWith(&GpuArch::wgmma) == "nvptx:sm_90a");
+}
+
+TEST_CASE("gpu: a ptxas older than the target needs is refused before it runs, naming both versions",
+          "[gpu][errors][ptxas]") {
+  // A fake ptxas of CUDA 12.4: it answers --version, and records and refuses
+  // everything else.
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("tessera_fake_ptxas." + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path ptxas = dir / "ptxas", calls = dir / "calls";
+  {
+    std::ofstream s(ptxas);
+    s << "#!/bin/sh\n"
+         "if [ \"$1\" = --version ]; then\n"
+         "  echo 'ptxas: NVIDIA (R) Ptx optimizing assembler'\n"
+         "  echo 'Cuda compilation tools, release 12.4, V12.4.131'\n"
+         "  exit 0\n"
+         "fi\n"
+         "echo \"$@\" >> '"
+      << calls.string()
+      << "'\n"
+         "echo 'ptxas fatal   : the fake assembler assembles nothing' >&2\n"
+         "exit 1\n";
+  }
+  fs::permissions(ptxas, fs::perms::owner_all);
+  ::setenv("TESSERA_PTXAS", ptxas.c_str(), 1);
+  auto f = vecAdd(1024);
+  struct Case {
+    const char* target;
+    const char* needs;
+  };
+  for (Case c : {Case{"nvptx:sm_100a", "needs ptxas 12.8 or newer"}, Case{"nvptx:sm_103a", "needs ptxas 12.9 or newer"},
+                 Case{"nvptx:sm_120a", "needs ptxas 12.8 or newer"}}) {
+    INFO(c.target);
+    auto art = codegen::compile(*f, Target::parse(c.target));  // PTX needs no ptxas
+    std::string msg;
+    try {
+      codegen::resourceReport(*art);
+    } catch (const CompileError& e) {
+      msg = e.what();
+    }
+    INFO(msg);
+    CHECK(msg.find("ptxas 12.4 (V12.4.131)") != std::string::npos);
+    CHECK(msg.find(c.needs) != std::string::npos);
+    CHECK(msg.find(Target::parse(c.target).arch) != std::string::npos);
+    // Export's cubin as well.
+    const fs::path out = dir / "export";
+    fs::create_directories(out);
+    CHECK_THROWS_AS(codegen::exportArtifact(*art, out.string()), CompileError);
+  }
+  CHECK_FALSE(fs::exists(calls));  // refused before it ran
+  // sm_80's PTX (ISA 8.0, CUDA 12.0 on) is handed to it; its refusal names
+  // the version.
+  auto art = codegen::compile(*f, Target::parse("nvptx:sm_80"));
+  std::string msg;
+  try {
+    codegen::resourceReport(*art);
+  } catch (const DeviceError& e) {
+    msg = e.what();
+  }
+  CHECK(msg.find("ptxas 12.4 (V12.4.131)") != std::string::npos);
+  CHECK(msg.find("rejected the PTX of @") != std::string::npos);
+  CHECK(msg.find("the fake assembler assembles nothing") != std::string::npos);
+  CHECK(fs::exists(calls));
+  ::unsetenv("TESSERA_PTXAS");
+  fs::remove_all(dir);
 }
 
 TEST_CASE("gpu: shared memory over the target limit names every buffer", "[gpu][errors]") {

@@ -162,6 +162,12 @@ std::string toolchainVersions();
 /// Tessera's f64 polynomials (docs/math.md).
 std::string deviceMathLibrary(const Target& t);
 
+/// The assembler whose version the code of `t` answers to: for nvptx and
+/// emu:nvptx targets the release line of the CUDA toolkit's `ptxas
+/// --version` (read once per file; "none" without ptxas), "" elsewhere.
+/// Part of the compile cache's key.
+std::string deviceAssemblerVersion(const Target& t);
+
 /// The host's vector ISA as detected at run time (narrowed by
 /// TESSERA_HOST_CPU): "avx512", "avx2" or "sse2".
 std::string hostIsa();

@@ -30,7 +30,7 @@ struct LaunchLimits {
   uint64_t maxWorkItems;
 };
 
-/// NVIDIA, every compute capability from 3.0 (so every sm_80..sm_90a
+/// NVIDIA, every compute capability from 3.0 (so every sm_80..sm_120a
 /// target): cuLaunchKernel refuses gridDim.x > 2^31 - 1, gridDim.y/z >
 /// 65535, more than 1024 threads per block, blockDim.x/y > 1024 and
 /// blockDim.z > 64 (CUDA C++ Programming Guide, "Technical Specifications

@@ -20,14 +20,22 @@ struct GpuArch {
   int maxRegistersPerThread;  // 32-bit registers one thread can address
   const char* llvmFeatures;   // the feature string of LLVM's TargetMachine ("+ptx84", "+wavefrontsize64")
   /// What an SM / CU holds, for occupancy: NVIDIA shared memory, threads
-  /// and block slots per SM (64 Ki registers); AMD VGPRs per SIMD lane,
+  /// and block slots per SM (and registersPerSm); AMD VGPRs per SIMD lane,
   /// wave slots per SIMD, SIMDs per CU and LDS per CU.
   int64_t sharedPerUnit;                                      // bytes of shared memory per SM / LDS per CU
   int threadsPerSm = 0, blocksPerSm = 0;                      // NVIDIA
   int vgprsPerSimd = 0, maxWavesPerSimd = 0, simdsPerCu = 0;  // AMD
   int vgprGranule = 8;                                        // AMD: VGPRs are allocated in blocks of it
+  int registersPerSm = 0;                                     // NVIDIA: 32-bit registers per SM
+  /// NVIDIA: the PTX ISA version the code states (major * 10 + minor: 84
+  /// is 8.4) and the oldest CUDA toolkit whose ptxas assembles it (major *
+  /// 1000 + minor * 10, as CUDA_VERSION: 12080 is 12.8).
+  int ptxIsa = 0, minCuda = 0;
   /// Instructions an architecture has (Targets.def explains each column).
   bool fp8Mma = false, wgmma = false, tensorCopies = false;  // NVIDIA
+  bool tcgen05 = false;                                      // NVIDIA: Blackwell's tcgen05 MMA (not used yet)
+  int tmemColumns = 0;                                       // NVIDIA: tensor memory per SM, 32-bit columns
+  int maxClusterBlocks = 0;                                  // NVIDIA: portable cluster size; 0: no clusters
   int gfxMajor = 0;                                          // AMD: 9 (CDNA), 11 (RDNA3)
   MatrixCore matrixCore = MatrixCore::None;                  // AMD
   int i8MfmaK = 0;                                           // AMD: K of the i8 MFMA, 0: none
