@@ -212,12 +212,17 @@ std::string gpuWarpSpecializeRefusal(GpuTargetFactory make, const GpuConfig& c, 
                ? c.target.str() + " has no tensor copies (TMA: " + gpuTargetsWith(&GpuArch::tensorCopies) + ")"
                : "tensor copies are off";
   if (c.numWarps % 4 != 0) return "numWarps = " + std::to_string(c.numWarps) + " is not whole warpgroups";
-  // A slot a dot reads is stored for its matrix instruction: TMA fills
-  // wgmma's swizzled staging, not mma.sync's padded one.
+  // The consumers' dots must run behind the program, reading their
+  // operands in place from the slots the producer fills (a warpgroup MMA
+  // kept in flight); mma.sync reads registers, so its slots would have to
+  // be read back by the consumers, which the channel's protocol does not
+  // order.
   for (auto& op : loop.region(0).block().ops())
     if (op->code() == ir::OpCode::Dot && !gpuKeepsDotInFlight(make, c, *op))
-      return "the dot at " + op->loc().str() + " does not take wgmma at numWarps = " + std::to_string(c.numWarps) +
-             " (its staged slots would be padded for mma.sync, which tensor copies cannot fill)";
+      return "the dot at " + op->loc().str() +
+             (c.row->wgmma ? " does not take wgmma at numWarps = " + std::to_string(c.numWarps)
+                           : " runs on mma.sync on " + c.target.str() + " (no warpgroup MMA)") +
+             ": the consumers' dots must run behind the program, reading their slots in place";
   ir::AxisAnalysis axis(f);
   for (auto& op : loop.region(0).block().ops()) {
     if (op->code() != ir::OpCode::Copy) continue;

@@ -91,19 +91,20 @@ struct TensorCoreDotPlan {
   DotStaging b;              // rows = K, cols = N, or (bTransposed) rows = N, cols = K
   bool bTransposed = false;  // b holds B^T (AMDGPU; NVPTX 1-byte or K-contiguous global B)
   uint64_t aBytes = 0;       // a's size rounded up to 16 bytes: b starts there (at bAlign)
-  /// wgmma (op.kind NvWgmmaM64K16, useWgmma): A as for mma.sync (ldmatrix
-  /// into registers), B read by the instruction from `b`, N x K with its
-  /// rows swizzled (stagingIndex), which must start at a shared address
-  /// that is a multiple of bAlign (the swizzle is one of address bits).
-  bool wgmma = false;
-  bool wgmmaTransB = false;  // b is K x N (N-major), else N x K (K-major)
-  /// A read by the instruction from `a` (wgmmaAStaging, K-major) instead
-  /// of from registers.
-  bool wgmmaSharedA = false;
-  /// Leave the warpgroup MMAs in flight: commit their group, no wait (a
+  /// An instruction that reads its operands from shared memory itself,
+  /// through descriptors and the async proxy (NVIDIA's wgmma: the target's
+  /// planDotForm sets these): B read from `b`, N x K with its rows swizzled
+  /// (stagingIndex), which must start at a shared address that is a
+  /// multiple of bAlign (the swizzle is one of address bits); A from
+  /// registers (as mma.sync's fragments) unless aFromShared.
+  bool bFromShared = false;
+  bool bNMajor = false;  // b is K x N (N-major), else N x K (K-major)
+  /// A read by the instruction from `a` (K-major) instead of from registers.
+  bool aFromShared = false;
+  /// Leave the asynchronous MMAs in flight: commit their group, no wait (a
   /// `dot {async}` reading both operands in place from pipeline slots; the
   /// program's dot_wait retires it: emitTensorCoreWait).
-  bool wgmmaInFlight = false;
+  bool inFlight = false;
   uint64_t aAlign = 16, bAlign = 16;
 };
 
@@ -177,7 +178,7 @@ struct DotEmitter {
 /// wgmma: the fragments of A, a fence, one wgmma per 64-row tile and
 /// k-step of each warpgroup reading B from bBase, a commit and a wait for
 /// all of them (the accumulators are final when it returns; with
-/// wgmmaInFlight, no wait).
+/// inFlight, no wait).
 /// `acc` holds the accumulator slots in plan.acc's slot order; returns the
 /// result slots in the same order. The staging buffers must be written and
 /// a barrier passed. `aReg` (NVIDIA; empty: A is read from aBase): the

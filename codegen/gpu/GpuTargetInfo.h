@@ -265,7 +265,7 @@ class GpuTargetInfo {
     TS_UNREACHABLE("tensor-core dot on a target without matrix instructions");
   }
   /// The wait of a dot_wait where dots were left in flight
-  /// (TensorCoreDotPlan::wgmmaInFlight): the float registers `regs`
+  /// (TensorCoreDotPlan::inFlight): the float registers `regs`
   /// (accumulators) pass through it, so every later use depends on it.
   virtual std::vector<llvm::Value*> dotWait(llvm::IRBuilderBase& b, int pending,
                                             const std::vector<llvm::Value*>& regs) const {

@@ -221,7 +221,7 @@ void Lower::stageHoistedOperands(const ir::Op& loop) {
     // wgmma reads its shared operands through the async proxy: the
     // generic-proxy stores must be fenced against it before the barrier
     // that publishes them.
-    if (h.operand == 1 ? p.wgmma : p.wgmmaSharedA) t_.sharedToAsyncProxyFence(b_);
+    if (h.operand == 1 ? p.bFromShared : p.aFromShared) t_.sharedToAsyncProxyFence(b_);
     if (h.inRegisters) {
       barrier();
       smemDirty_ = true;
@@ -286,8 +286,8 @@ void Lower::emitTensorCoreDot(const ir::Op& op, const ir::Layout& l) {
   // program and reads both operands in place from their pipeline slots,
   // which the schedule keeps until its dot_wait (IR.h); anywhere else (a
   // staging area reused by the next dot, A in registers) it completes here.
-  if (op.hasAttr("async") && op.intAttr("async") == 1 && p.wgmma && p.wgmmaSharedA && directA && directB) {
-    p.wgmmaInFlight = true;
+  if (op.hasAttr("async") && op.intAttr("async") == 1 && p.bFromShared && p.aFromShared && directA && directB) {
+    p.inFlight = true;
     dotsInFlight_ = true;
   }
   // A slot read directly: its storage is the operand's layout for the
@@ -347,7 +347,8 @@ void Lower::emitTensorCoreDot(const ir::Op& op, const ir::Layout& l) {
       t_.asyncWait(b_, 0);
     }
     if (tmaA || tmaB) waitTmaOperands();
-    if ((p.wgmma && stageB) || (p.wgmmaSharedA && stageA)) t_.sharedToAsyncProxyFence(b_);  // see stageHoistedOperands
+    if ((p.bFromShared && stageB) || (p.aFromShared && stageA))
+      t_.sharedToAsyncProxyFence(b_);  // see stageHoistedOperands
     barrier();
     smemDirty_ = true;
   }

@@ -477,7 +477,7 @@ class Lower {
   // program order tells (conservatively true at region boundaries): that
   // barrier needs the async-proxy fence first.
   bool proxyPending_ = true;
-  // Some dot was left in flight (TensorCoreDotPlan::wgmmaInFlight): a
+  // Some dot was left in flight (TensorCoreDotPlan::inFlight): a
   // dot_wait is the instruction's wait, else nothing.
   bool dotsInFlight_ = false;
   // Tensor-core dot operands (dot, operand index) planned by

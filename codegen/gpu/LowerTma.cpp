@@ -269,7 +269,7 @@ void Lower::planTma() {
     std::optional<TmaCopy> c;
     if (acc && acc->aligned) {
       TensorCoreDotPlan p = dotPlan(*dot);
-      if (p.wgmma) c = planTmaBoxes(*acc, i == 0 ? &p.a : &p.b, i == 1 && p.bTransposed);
+      if (p.bFromShared) c = planTmaBoxes(*acc, i == 0 ? &p.a : &p.b, i == 1 && p.bTransposed);
     }
     if (c)
       tmaOperands_.emplace(key, std::move(*c));

@@ -51,7 +51,7 @@ DotStaging wgmmaAStaging(int64_t M, int64_t K, int64_t warps);
 void planWgmmaForm(TensorCoreDotPlan& p, const DotOperandSources& s);
 /// The A fragments (mma.sync's loads, or A's descriptor), a fence, one
 /// wgmma per 64-row tile and k-step of each warpgroup, a commit and a wait
-/// for all of them (none with p.wgmmaInFlight).
+/// for all of them (none with p.inFlight).
 std::vector<llvm::Value*> emitWgmmaDot(DotEmitter& e, std::vector<llvm::Value*> acc);
 
 }  // namespace tessera::codegen::nvptx

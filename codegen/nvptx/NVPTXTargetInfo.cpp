@@ -371,7 +371,7 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
   std::vector<llvm::Value*> emitDot(DotEmitter& e, std::vector<llvm::Value*> acc) const override {
     TS_ASSERT(!e.aReg || e.p.op.kind == ir::MmaKind::NvMmaM16N8K16 || e.p.op.kind == ir::MmaKind::NvWgmmaM64K16,
               "A fragments from registers: NVIDIA mma and wgmma only");
-    if (e.p.wgmma && e.only < 0) return nvptx::emitWgmmaDot(e, std::move(acc));
+    if (e.p.bFromShared && e.only < 0) return nvptx::emitWgmmaDot(e, std::move(acc));
     return nvptx::emitMmaSyncDot(e, std::move(acc));
   }
   // `wgmma.wait_group pending`.

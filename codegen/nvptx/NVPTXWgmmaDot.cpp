@@ -31,9 +31,9 @@ DotStaging wgmmaAStaging(int64_t M, int64_t K, int64_t warps) {
 
 namespace {
 void useWgmmaSharedA(TensorCoreDotPlan& p) {
-  TS_ASSERT(p.wgmma && p.M % (16 * p.acc.wpb[0]) == 0, "wgmma A from shared memory without a wgmma plan");
+  TS_ASSERT(p.bFromShared && p.M % (16 * p.acc.wpb[0]) == 0, "wgmma A from shared memory without a wgmma plan");
   p.a = wgmmaAStaging(p.M, p.K, p.acc.wpb[0]);
-  p.wgmmaSharedA = true;
+  p.aFromShared = true;
   p.aAlign = wgmmaBAlign(p.a);
   p.aBytes = p.a.bytes();
 }
@@ -46,8 +46,8 @@ void useWgmma(TensorCoreDotPlan& p, bool kMajor) {
   // that): wgmmaBStaging's layout of B^T. fp8 is K-major only.
   p.b = kMajor ? wgmmaBStaging(p.N, p.K, p.elemBytes) : wgmmaBStaging(p.K, p.N, p.elemBytes);
   p.bTransposed = kMajor;
-  p.wgmma = true;
-  p.wgmmaTransB = !kMajor;
+  p.bFromShared = true;
+  p.bNMajor = !kMajor;
   p.bAlign = wgmmaBAlign(p.b);
 }
 
@@ -66,7 +66,7 @@ std::vector<llvm::Value*> wgmmaDot(DotEmitter& e, std::vector<llvm::Value*> aFra
   llvm::Value *warp = e.warp, *aBase = e.aBase, *bBase = e.bBase;
   auto i32 = [&](int64_t v) { return e.i32(v); };
   TS_ASSERT(static_cast<int64_t>(acc.size()) == mT * nT * 4 &&
-                static_cast<int64_t>(aFrags.size()) == (p.wgmmaSharedA ? 0 : kS * mT * 4),
+                static_cast<int64_t>(aFrags.size()) == (p.aFromShared ? 0 : kS * mT * 4),
             "wgmma fragment counts");
   for (llvm::Value*& x : aFrags) x = b.CreateBitCast(x, b.getInt32Ty());
   auto slot = [&](int64_t mi, int64_t ni, int64_t h, int64_t s) { return (2 * mi + h) * (2 * nT) + ni * 2 + s; };
@@ -86,22 +86,21 @@ std::vector<llvm::Value*> wgmmaDot(DotEmitter& e, std::vector<llvm::Value*> aFra
                   : st.rowBytes() == 64 ? WgmmaSwizzle::B64
                                         : WgmmaSwizzle::B32;
   TS_ASSERT(st.swizzle && st.rowBytes() == static_cast<int64_t>(swizzleBytes(sw)) && p.bAlign % wgmmaBAlign(st) == 0 &&
-                st.rows == (p.wgmmaTransB ? p.K : p.N),
+                st.rows == (p.bNMajor ? p.K : p.N),
             "wgmma B staging");
   const uint64_t blockBytes = static_cast<uint64_t>(st.rows * st.rowBytes());
-  const uint64_t bits = descriptorBits(sw, p.wgmmaTransB ? blockBytes : 16, static_cast<uint64_t>(8 * st.rowBytes()));
+  const uint64_t bits = descriptorBits(sw, p.bNMajor ? blockBytes : 16, static_cast<uint64_t>(8 * st.rowBytes()));
   llvm::Value* addr = b.CreatePtrToInt(bBase, b.getInt64Ty());
   auto fp8 = [](DType d) {
     return d == DType::F8E4M3 ? WgmmaFp8::E4M3 : d == DType::F8E5M2 ? WgmmaFp8::E5M2 : WgmmaFp8::None;
   };
-  const WgmmaForm form{static_cast<int>(p.N), p.in == DType::BF16, p.wgmmaTransB,
-                       p.wgmmaSharedA,        fp8(p.in),           fp8(p.inB)};
+  const WgmmaForm form{static_cast<int>(p.N), p.in == DType::BF16, p.bNMajor, p.aFromShared, fp8(p.in), fp8(p.inB)};
   // A from shared memory (K-major, wgmmaAStaging): the warpgroup's 64
   // rows of tile mi start at storage row 16 W mi + 64 (warp / 4).
   const DotStaging& sa = p.a;
   uint64_t aBits = 0;
   llvm::Value* aAddr = nullptr;
-  if (p.wgmmaSharedA) {
+  if (p.aFromShared) {
     const auto swA = sa.rowBytes() == 128  ? WgmmaSwizzle::B128
                      : sa.rowBytes() == 64 ? WgmmaSwizzle::B64
                                            : WgmmaSwizzle::B32;
@@ -133,7 +132,7 @@ std::vector<llvm::Value*> wgmmaDot(DotEmitter& e, std::vector<llvm::Value*> aFra
   };
   const auto bDesc = baseDesc(addr, bits);
   std::pair<llvm::Value*, llvm::Value*> aDesc{nullptr, nullptr};
-  if (p.wgmmaSharedA) aDesc = baseDesc(aAddr, aBits);
+  if (p.aFromShared) aDesc = baseDesc(aAddr, aBits);
   // K-major byte offset of column `col` in staging `s` (its block, then
   // its place in the row).
   auto kMajorOff = [](const DotStaging& s, int64_t col) {
@@ -142,10 +141,10 @@ std::vector<llvm::Value*> wgmmaDot(DotEmitter& e, std::vector<llvm::Value*> aFra
   };
   for (int64_t ks = 0; ks < kS; ++ks) {
     const int64_t col = ks * p.kStep;
-    llvm::Value* desc = descAt(bDesc, p.wgmmaTransB ? col * st.rowBytes() : kMajorOff(st, col));
+    llvm::Value* desc = descAt(bDesc, p.bNMajor ? col * st.rowBytes() : kMajorOff(st, col));
     for (int64_t mi = 0; mi < mT; ++mi) {
       std::vector<llvm::Value*> a;
-      if (p.wgmmaSharedA)
+      if (p.aFromShared)
         a.push_back(descAt(aDesc, mi * 16 * wm * sa.rowBytes() + kMajorOff(sa, col)));
       else
         a.assign(aFrags.begin() + (ks * mT + mi) * 4, aFrags.begin() + (ks * mT + mi + 1) * 4);
@@ -164,7 +163,7 @@ std::vector<llvm::Value*> wgmmaDot(DotEmitter& e, std::vector<llvm::Value*> aFra
   // In flight: the results go straight to the next wgmma of the same
   // shape (its accumulator, which PTX allows before the wait) or to the
   // program's dot_wait.
-  if (p.wgmmaInFlight) return acc;
+  if (p.inFlight) return acc;
   return emitWgmmaPassThrough(b, 0, acc);
 }
 }  // namespace
@@ -189,7 +188,7 @@ std::vector<llvm::Value*> emitWgmmaDot(DotEmitter& e, std::vector<llvm::Value*> 
   const TensorCoreDotPlan& p = e.p;
   const int64_t mT = p.M / (16 * e.wm), nT = p.N / (8 * e.wn), kS = p.K / p.kStep;
   TS_ASSERT(e.wn == 1, "wgmma with warps along N");
-  if (p.wgmmaSharedA) return wgmmaDot(e, {}, std::move(acc), mT, nT, kS);
+  if (p.aFromShared) return wgmmaDot(e, {}, std::move(acc), mT, nT, kS);
   // Only A's fragments are loaded as mma.sync's (collected in e.loaded),
   // then handed to the warpgroup instruction.
   e.only = 0;
