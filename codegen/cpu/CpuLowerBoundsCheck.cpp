@@ -7,31 +7,12 @@
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/MDBuilder.h>
 
+#include "tessera/ir/analysis/PointerOrigin.h"
 #include "tessera/support/BoundsCheck.h"
 
 namespace tessera::codegen::cpu::detail {
 
 // ============================================================ bounds checks
-
-int Lowering::rootArg(const ir::Value* v) const {
-  // Global pointers come from pointer arguments through offsets and shape
-  // changes only (pointers are never loaded from memory); a select between
-  // two arguments has no single origin.
-  while (const ir::Op* d = v->definingOp()) {
-    switch (d->code()) {
-      case OpCode::PtrAdd:
-      case OpCode::Splat:
-      case OpCode::Broadcast:
-      case OpCode::ExpandDims:
-      case OpCode::Reshape:
-      case OpCode::Transpose: v = d->operand(0); continue;
-      default: return -1;
-    }
-  }
-  for (unsigned i = 0; i < fn_.numArgs(); ++i)
-    if (fn_.arg(i) == v) return static_cast<int>(i);
-  return -1;
-}
 
 void Lowering::emitBoundsCheck(const ir::Op& op) {
   switch (op.code()) {
@@ -47,7 +28,7 @@ void Lowering::emitBoundsCheck(const ir::Op& op) {
   if (m.ptr->type().space() != ir::MemSpace::Global) return;  // shared / local buffers are sized by the compiler
   const int32_t opId = static_cast<int32_t>(checkedOps_->size());
   checkedOps_->push_back(ir::userName(op) + (op.loc().known() ? " @ " + op.loc().str() : std::string()));
-  const int arg = rootArg(m.ptr);
+  const int arg = ir::pointerArgument(fn_, m.ptr);
   const int64_t eb = static_cast<int64_t>(mod_.getDataLayout().getTypeAllocSize(m.st));
   llvm::Type* i64t = b_.getInt64Ty();
 

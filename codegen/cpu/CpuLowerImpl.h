@@ -123,8 +123,6 @@ class Lowering {
   // ---- bounds-checked launches (tessera/support/BoundsCheck.h) -------------
   llvm::Value* record_ = nullptr;                  // the BoundsCheckRecord (a body parameter)
   std::vector<llvm::Value*> argBase_, argExtent_;  // per pointer argument: address (i64), bytes
-  /// The argument a global pointer (tile) derives from, or -1.
-  int rootArg(const ir::Value* v) const;
   /// Tests every active address of a global memory op against its buffer;
   /// on a violation records it and returns from the program.
   void emitBoundsCheck(const ir::Op& op);
