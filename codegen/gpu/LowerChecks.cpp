@@ -16,6 +16,13 @@
 // after the kernel's accesses: nothing in the kernel reads it, so no
 // barrier orders it.
 //
+// A shared-memory view `buffer_slot(b, i)` whose index is not a constant
+// tests 0 <= i < S (b's slots): an index outside is recorded (arg
+// BoundsCheckRecord::kSharedSlot, the index as the offset, S in `slots`) and
+// the view is redirected to slot 0, so no local_load, local_store, copy or
+// dot operand read through it leaves the buffer. Whole-buffer accesses
+// (local_load, local_store of an alloc) are in range by construction.
+//
 // A pointer whose argument is not static (a select between two pointers, a
 // loop-carried pointer) is tested against every pointer argument: it fails
 // only outside all of their buffers, and the record then holds arg -1 and
@@ -35,7 +42,8 @@ bool checkedAccess(OpCode c) {
     case OpCode::Store:
     case OpCode::AtomicRmw:
     case OpCode::AtomicCas:
-    case OpCode::Copy: return true;
+    case OpCode::Copy:
+    case OpCode::BufferSlot: return true;
     default: return false;
   }
 }
@@ -121,7 +129,7 @@ void Lower::checkAccesses(const ir::Op& op, const ir::Value* ptrV, const Slots& 
   recordViolation(anyBad, id->second, arg, firstOff);
 }
 
-void Lower::recordViolation(llvm::Value* bad, int32_t opId, int arg, llvm::Value* offset) {
+void Lower::recordViolation(llvm::Value* bad, int32_t opId, int arg, llvm::Value* offset, int64_t slots) {
   llvm::Function* fn = b_.GetInsertBlock()->getParent();
   auto* fail = llvm::BasicBlock::Create(ctx_, "bounds.fail", fn);
   auto* won = llvm::BasicBlock::Create(ctx_, "bounds.record", fn);
@@ -138,6 +146,7 @@ void Lower::recordViolation(llvm::Value* bad, int32_t opId, int arg, llvm::Value
   b_.CreateStore(b_.getInt32(static_cast<uint32_t>(opId)), field(BoundsCheckRecord::kOpId));
   b_.CreateStore(b_.getInt32(static_cast<uint32_t>(arg)), field(BoundsCheckRecord::kArg));
   b_.CreateStore(offset, field(BoundsCheckRecord::kOffset));
+  if (slots) b_.CreateStore(b_.getInt32(static_cast<uint32_t>(slots)), field(BoundsCheckRecord::kSlots));
   b_.CreateStore(tid_, field(BoundsCheckRecord::kThread));
   for (int a = 0; a < 3; ++a)
     b_.CreateStore(t_.blockId(b_, a), field(BoundsCheckRecord::kProgram + 4 * static_cast<size_t>(a)));
@@ -151,6 +160,19 @@ llvm::Value* Lower::checkScalar(const ir::Op& op, const ir::Value* ptrV, uint64_
   Slots m = {mask};
   checkAccesses(op, ptrV, {scalar(ptrV)}, {0}, bytes, m, active);
   return m[0];
+}
+
+llvm::Value* Lower::checkSlotIndex(const ir::Op& op, llvm::Value* idx) {
+  if (!o_.checkBounds) return idx;
+  // A constant index is the verifier's to check; the others are tested here
+  // (uniform: one comparison per program).
+  if (const ir::Op* d = op.operand(1)->definingOp(); d && d->code() == OpCode::Constant) return idx;
+  const int64_t slots = op.operand(0)->type().shape().front();
+  llvm::Value* ok = b_.CreateICmpULT(idx, i32(slots));
+  recordViolation(b_.CreateNot(ok), checkedIds_.at(&op), BoundsCheckRecord::kSharedSlot,
+                  b_.CreateSExt(idx, b_.getInt64Ty()), slots);
+  // Redirected to slot 0: no access through the view leaves the buffer.
+  return b_.CreateSelect(ok, idx, i32(0));
 }
 
 }  // namespace tessera::codegen::gpu_lower

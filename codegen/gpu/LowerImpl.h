@@ -650,7 +650,12 @@ class Lower {
   /// The same for one uniform pointer: the access's new mask (null: none).
   llvm::Value* checkScalar(const ir::Op& op, const ir::Value* ptrV, uint64_t bytes, llvm::Value* mask,
                            llvm::Value* active = nullptr);
-  void recordViolation(llvm::Value* bad, int32_t opId, int arg, llvm::Value* offset);
+  /// The slot index of buffer_slot `op`, tested against its slots (an
+  /// index outside is recorded and replaced by 0). Itself when not checking.
+  llvm::Value* checkSlotIndex(const ir::Op& op, llvm::Value* idx);
+  /// if (bad) the first thread to get here fills the record; `slots`: the
+  /// shared buffer's slot count (arg kSharedSlot).
+  void recordViolation(llvm::Value* bad, int32_t opId, int arg, llvm::Value* offset, int64_t slots = 0);
   std::unordered_map<const ir::Op*, int32_t> checkedIds_;
   std::vector<std::string> checkedOps_;
   std::vector<llvm::Value*> checkBase_, checkExtent_;  // per argument (pointers only): address, bytes

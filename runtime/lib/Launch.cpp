@@ -418,6 +418,9 @@ void buildTensorMaps(const Kernel::State& st, const Checker& check, const std::v
             std::to_string(record.offset) + ", outside its " + std::to_string(extents[a]) + " bytes (" +
             std::to_string(extents[a] / static_cast<int64_t>(byteSize(sig.args[a].dtype))) + " " +
             name(sig.args[a].dtype) + " from the pointer passed)";
+  } else if (record.arg == BoundsCheckRecord::kSharedSlot) {
+    where =
+        "slot " + std::to_string(record.offset) + " of a shared buffer of " + std::to_string(record.slots) + " slots";
   } else {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(record.offset));
