@@ -5,7 +5,7 @@
 // dot operand's direct copy; tensor copies are off in a checked compile)
 // tests each active thread's address, the whole vector it accesses, against
 // the extent of the pointer argument the address derives from
-// (ir::pointerArgument). The test is one subtraction and one unsigned
+// (ir::PointerOrigins). The test is one subtraction and one unsigned
 // comparison per access of a thread (`off u< extent - bytes + 1`, the bound
 // computed once per op and clamped at 0, so a negative offset or a buffer
 // shorter than the access fails too). A failing access leaves the access's
@@ -23,10 +23,11 @@
 // dot operand read through it leaves the buffer. Whole-buffer accesses
 // (local_load, local_store of an alloc) are in range by construction.
 //
-// A pointer whose argument is not static (a select between two pointers, a
-// loop-carried pointer) is tested against every pointer argument: it fails
-// only outside all of their buffers, and the record then holds arg -1 and
-// the raw address.
+// A pointer that may point into several arguments' buffers (a select
+// between two pointers; ir::PointerOrigins follows loop-carried and `if`
+// values to their arguments) is tested against each of them, one of unknown
+// origin against every pointer argument's: it fails only outside all of
+// them, and the record then holds arg -1 and the raw address.
 #include <llvm/IR/MDBuilder.h>
 
 #include "codegen/gpu/LowerImpl.h"
@@ -53,6 +54,7 @@ void Lower::numberCheckedOps() {
   checkedIds_.clear();
   checkedOps_.clear();
   if (!o_.checkBounds) return;
+  origins_.emplace(f_);
   // Program order, the same in every lowering of the kernel.
   ir::walk(const_cast<ir::Block&>(f_.body()), [&](const ir::Op& op) {
     if (!checkedAccess(op.code())) return;
@@ -92,19 +94,21 @@ void Lower::checkAccesses(const ir::Op& op, const ir::Value* ptrV, const Slots& 
   TS_ASSERT(id != checkedIds_.end(), "checked GPU lowering: an access of an unnumbered op");
   if (mask.empty()) mask.assign(ptrs.size(), nullptr);
   llvm::Type* i64 = b_.getInt64Ty();
-  const int arg = ir::pointerArgument(f_, ptrV);
+  // The buffers the pointer may point into (PointerOrigin.h): every pointer
+  // argument's where none is known; the record names the argument when
+  // there is exactly one.
+  std::vector<unsigned> args = origins_->of(ptrV);
+  const int arg = args.size() == 1 ? static_cast<int>(args.front()) : -1;
+  if (args.empty())
+    for (unsigned a = 0; a < f_.numArgs(); ++a)
+      if (checkBase_[a]) args.push_back(a);
   // bound = max(extent - bytes + 1, 0): off u< bound is 0 <= off <= extent - bytes.
   auto bound = [&](unsigned a) {
     llvm::Value* x = b_.CreateAdd(checkExtent_[a], b_.getInt64(1 - static_cast<int64_t>(bytes)));
     return b_.CreateSelect(b_.CreateICmpSGT(x, b_.getInt64(0)), x, b_.getInt64(0));
   };
   std::vector<std::pair<llvm::Value*, llvm::Value*>> within;  // (base, bound) per argument tested
-  if (arg >= 0) {
-    within.emplace_back(checkBase_[static_cast<size_t>(arg)], bound(static_cast<unsigned>(arg)));
-  } else {
-    for (unsigned a = 0; a < f_.numArgs(); ++a)
-      if (checkBase_[a]) within.emplace_back(checkBase_[a], bound(a));
-  }
+  for (unsigned a : args) within.emplace_back(checkBase_[a], bound(a));
   llvm::Value* anyBad = nullptr;
   llvm::Value* firstOff = nullptr;
   // In reverse, so the first failing slot's offset is selected last.

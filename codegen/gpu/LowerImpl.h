@@ -26,6 +26,7 @@
 #include "codegen/gpu/SharedNeeds.h"
 #include "codegen/llvm/Elementwise.h"
 #include "tessera/ir/analysis/AxisInfo.h"
+#include "tessera/ir/analysis/PointerOrigin.h"
 #include "tessera/ir/analysis/TiledAccess.h"
 #include "tessera/support/Error.h"
 
@@ -657,6 +658,7 @@ class Lower {
   /// shared buffer's slot count (arg kSharedSlot).
   void recordViolation(llvm::Value* bad, int32_t opId, int arg, llvm::Value* offset, int64_t slots = 0);
   std::unordered_map<const ir::Op*, int32_t> checkedIds_;
+  std::optional<ir::PointerOrigins> origins_;  // the arguments each pointer may point into
   std::vector<std::string> checkedOps_;
   std::vector<llvm::Value*> checkBase_, checkExtent_;  // per argument (pointers only): address, bytes
   llvm::Value* checkRecord_ = nullptr;

@@ -34,13 +34,13 @@ struct BoundsCheckRecord {
   /// Per kernel argument: the bytes addressable from its pointer value
   /// (a buffer's size minus the launch offset); 0 for scalars.
   const int64_t* extents = nullptr;
-  int32_t violated = 0;               // 1 once an access left its buffer
-  int32_t opId = -1;                  // that access: an index into the binary's op names
-  int32_t arg = -1;                   // the argument whose buffer it left; -1 if its pointer's origin is not static
-                                      // (kSharedSlot: a shared buffer's slot index out of range, the index in `offset`)
-  int32_t slots = 0;                  // arg == kSharedSlot: that buffer's slots
-  int64_t offset = 0;                 // its byte offset from that argument's pointer (arg < 0: the raw address)
-  int32_t thread = -1;                // GPU: the thread in its block (-1 on the CPU)
+  int32_t violated = 0;  // 1 once an access left its buffer
+  int32_t opId = -1;     // that access: an index into the binary's op names
+  int32_t arg = -1;      // the argument whose buffer it left; -1 if it may point into several (or none known)
+                         // (kSharedSlot: a shared buffer's slot index out of range, the index in `offset`)
+  int32_t slots = 0;     // arg == kSharedSlot: that buffer's slots
+  int64_t offset = 0;    // its byte offset from that argument's pointer (arg < 0: the raw address)
+  int32_t thread = -1;   // GPU: the thread in its block (-1 on the CPU)
   int32_t program[3] = {-1, -1, -1};  // GPU: its program id (block index) per axis
 
   static constexpr size_t kExtents = 0, kViolated = 8, kOpId = 12, kArg = 16, kSlots = 20, kOffset = 24, kThread = 32,
