@@ -564,6 +564,43 @@ TEST_CASE("fake CUDA driver: launches pass the grid, block, shared memory and ar
   }
 }
 
+TEST_CASE("fake HIP runtime: a checked launch passes the extents and a record and raises its violation",
+          "[gpu][hip][fake]") {
+  EnvGuard env("TESSERA_HIP_LIBRARY", TESSERA_FAKE_HIP);
+  auto lastParams = fakeFn<void (*)(uint64_t*)>(TESSERA_FAKE_HIP, "fake_hip_last_params");
+  Device dev(createHipDevice(0));
+  Buffer a = dev.alloc(DType::F32, 64), out = dev.alloc(DType::F32, 64);
+  Binary bin;
+  bin.format = Binary::Format::HSACO;
+  const std::string image = "FAKE_CHECKED";
+  bin.codeObject.assign(image.begin(), image.end());
+  bin.symbol = "checked_oob";
+  bin.threadsPerBlock = 64;
+  bin.signature.kernelName = "checked_oob";
+  bin.signature.args = {{ArgSpec::Kind::Pointer, DType::F32, "a"},
+                        {ArgSpec::Kind::Pointer, DType::F32, "out"},
+                        {ArgSpec::Kind::Scalar, DType::I32, "n"}};
+  bin.boundsChecked = true;
+  bin.opNames = {"load @ user.cpp:10", "store @ user.cpp:11"};
+  Kernel k = dev.load(bin);
+  Arg view(out);
+  view.offset = 16;
+  LaunchOptions o;
+  o.checkBounds = true;
+  CHECK_THROWS_WITH(k.launch(Dim3(2), {a, view, 64}, o),
+                    Catch::Contains("out-of-bounds access by 'store @ user.cpp:11': argument 1 (ptr<f32> out) at "
+                                    "byte offset 192, outside its 192 bytes (48 f32 from the pointer passed), by "
+                                    "thread 5 of program (1, 0, 0)"));
+  uint64_t p[6] = {};
+  lastParams(p);
+  CHECK(p[0] == reinterpret_cast<uint64_t>(a.data()));
+  CHECK(p[1] == reinterpret_cast<uint64_t>(out.data()) + 16 * 4);
+  CHECK(p[2] == 64);
+  CHECK(p[3] == 256);
+  CHECK(p[4] == 192);
+  CHECK(p[5] != 0);
+}
+
 TEST_CASE("fake CUDA driver: tensor maps are encoded by the driver and passed after the arguments",
           "[gpu][cuda][fake][tma]") {
   EnvGuard env("TESSERA_CUDA_LIBRARY", TESSERA_FAKE_CUDA);
