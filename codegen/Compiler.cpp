@@ -120,7 +120,7 @@ std::shared_ptr<Artifact> compileGpuTarget(const ir::Function& f, const GpuConfi
     std::lock_guard<std::mutex> lock(art->kept->mu);
     gpuModule = copyToContext(*art->kept->module, *ctx);
   }
-  EmuKernel k = compileForEmulator(std::move(gpuModule), std::move(ctx), amd, warp, opts.emuHooks);
+  EmuKernel k = compileForEmulator(std::move(gpuModule), std::move(ctx), amd, warp, opts.emuHooks, art->binary.opNames);
   KernelBinary& b = art->binary;
   b.format = KernelBinary::Format::EmulatedGpu;
   b.emuThread = k.threadFn;

@@ -87,6 +87,7 @@ int runCompile(const cli::Args& a) {
   Stage stage = parseStage(a.value("--emit", "tile-ir"));
   Target target = Target::parse(a.value("--target", "cpu"));
   CompileOptions o = optionsFor(a, target);
+  o.checkBounds = a.has("--check-bounds");  // the code a checked launch runs
   applyPrecision(a);
   Kernel kern = loadKernel(a, a.positional(0), target);
   if (a.has("--assume-aligned")) kern = assumeAligned(kern);
@@ -183,14 +184,15 @@ cli::Command listCommand() { return {"list", "  tessera list\n", {}, 0, 0, "", r
 cli::Command compileCommand() {
   return {"compile",
           "  tessera compile KERNEL|FILE.tir|- [--target T] [--emit STAGE] [--kernel NAME] [-o FILE]\n"
-          "                  [--assume-aligned] [--num-warps N] [--precision accurate|approx]\n",
+          "                  [--assume-aligned] [--num-warps N] [--precision accurate|approx] [--check-bounds]\n",
           {kTargetOpt,
            {"--emit", "a STAGE (`tessera help compile` lists them)"},
            kKernelOpt,
            {"-o", "a FILE"},
            kAssumeAlignedOpt,
            kNumWarpsOpt,
-           kPrecisionOpt},
+           kPrecisionOpt,
+           kCheckBoundsOpt},
           1,
           1,
           "a KERNEL name or a FILE.tir",

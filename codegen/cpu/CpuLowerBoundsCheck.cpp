@@ -13,26 +13,6 @@ namespace tessera::codegen::cpu::detail {
 
 // ============================================================ bounds checks
 
-int Lowering::rootArg(const ir::Value* v) const {
-  // Global pointers come from pointer arguments through offsets and shape
-  // changes only (pointers are never loaded from memory); a select between
-  // two arguments has no single origin.
-  while (const ir::Op* d = v->definingOp()) {
-    switch (d->code()) {
-      case OpCode::PtrAdd:
-      case OpCode::Splat:
-      case OpCode::Broadcast:
-      case OpCode::ExpandDims:
-      case OpCode::Reshape:
-      case OpCode::Transpose: v = d->operand(0); continue;
-      default: return -1;
-    }
-  }
-  for (unsigned i = 0; i < fn_.numArgs(); ++i)
-    if (fn_.arg(i) == v) return static_cast<int>(i);
-  return -1;
-}
-
 void Lowering::emitBoundsCheck(const ir::Op& op) {
   switch (op.code()) {
     case OpCode::Load:
@@ -47,7 +27,14 @@ void Lowering::emitBoundsCheck(const ir::Op& op) {
   if (m.ptr->type().space() != ir::MemSpace::Global) return;  // shared / local buffers are sized by the compiler
   const int32_t opId = static_cast<int32_t>(checkedOps_->size());
   checkedOps_->push_back(ir::userName(op) + (op.loc().known() ? " @ " + op.loc().str() : std::string()));
-  const int arg = rootArg(m.ptr);
+  if (!origins_) origins_.emplace(fn_);
+  // The buffers the pointer may point into (PointerOrigin.h): every pointer
+  // argument's where none is known.
+  std::vector<unsigned> within = origins_->of(m.ptr);
+  if (within.empty())
+    for (unsigned i = 0; i < fn_.numArgs(); ++i)
+      if (argBase_[i]) within.push_back(i);
+  const int arg = origins_->of(m.ptr).size() == 1 ? static_cast<int>(within.front()) : -1;
   const int64_t eb = static_cast<int64_t>(mod_.getDataLayout().getTypeAllocSize(m.st));
   llvm::Type* i64t = b_.getInt64Ty();
 
@@ -66,8 +53,7 @@ void Lowering::emitBoundsCheck(const ir::Op& op) {
     };
     if (arg >= 0) return outOf(static_cast<unsigned>(arg));
     llvm::Value* out = nullptr;
-    for (unsigned i = 0; i < fn_.numArgs(); ++i)
-      if (argBase_[i]) out = out ? b_.CreateAnd(out, outOf(i).first) : outOf(i).first;
+    for (unsigned i : within) out = out ? b_.CreateAnd(out, outOf(i).first) : outOf(i).first;
     if (!out)
       out = c == 1
                 ? b_.getTrue()

@@ -23,6 +23,7 @@
 // the chunk's first pointer, anything else a masked gather/scatter.
 #pragma once
 
+#include <optional>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -38,6 +39,7 @@
 
 #include "codegen/cpu/CpuLowering.h"
 #include "codegen/llvm/Elementwise.h"
+#include "tessera/ir/analysis/PointerOrigin.h"
 #include "tessera/ir/Atomics.h"
 #include "tessera/ir/analysis/AxisInfo.h"
 #include "tessera/support/Error.h"
@@ -123,8 +125,7 @@ class Lowering {
   // ---- bounds-checked launches (tessera/support/BoundsCheck.h) -------------
   llvm::Value* record_ = nullptr;                  // the BoundsCheckRecord (a body parameter)
   std::vector<llvm::Value*> argBase_, argExtent_;  // per pointer argument: address (i64), bytes
-  /// The argument a global pointer (tile) derives from, or -1.
-  int rootArg(const ir::Value* v) const;
+  std::optional<ir::PointerOrigins> origins_;      // the arguments each pointer may point into
   /// Tests every active address of a global memory op against its buffer;
   /// on a violation records it and returns from the program.
   void emitBoundsCheck(const ir::Op& op);

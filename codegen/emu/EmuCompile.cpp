@@ -98,7 +98,8 @@ EmuKernel compileForEmulator(const std::string& gpuModuleText, bool amd, unsigne
 }
 
 EmuKernel compileForEmulator(std::unique_ptr<llvm::Module> mod, std::unique_ptr<llvm::LLVMContext> ctx, bool amd,
-                             unsigned warpSize, const std::vector<std::pair<std::string, void*>>& hooks) {
+                             unsigned warpSize, const std::vector<std::pair<std::string, void*>>& hooks,
+                             std::vector<std::string> firstOpNames) {
   // The module dies before its context, whichever way this returns.
   struct Guard {
     std::unique_ptr<llvm::Module>& m;
@@ -119,6 +120,7 @@ EmuKernel compileForEmulator(std::unique_ptr<llvm::Module> mod, std::unique_ptr<
   verifyOrThrow(*mod, "input");
 
   emu::EmuModule em(*mod, amd, warpSize);
+  em.opNames = std::move(firstOpNames);
   em.kernel = findKernel(*mod, amd);
   em.kernelName = em.kernel->getName().str();
   // Metadata and globals that only matter to the GPU toolchain; they also

@@ -62,7 +62,10 @@ EmuKernel compileForEmulator(const std::string& gpuModuleText, bool amd, unsigne
 /// The same for a module in memory (`gpuModule` lives in `ctx`; both are
 /// consumed: the module is rewritten in place and the JIT owns the context).
 /// The compiler hands its GPU module over this way, never as text.
+/// `firstOpNames`: the op names the module's own ids index (a bounds-checked
+/// compile's, GpuLoweringResult::checkedOps): opNames starts with them.
 EmuKernel compileForEmulator(std::unique_ptr<llvm::Module> gpuModule, std::unique_ptr<llvm::LLVMContext> ctx, bool amd,
-                             unsigned warpSize, const std::vector<std::pair<std::string, void*>>& hooks);
+                             unsigned warpSize, const std::vector<std::pair<std::string, void*>>& hooks,
+                             std::vector<std::string> firstOpNames = {});
 
 }  // namespace tessera::codegen

@@ -308,6 +308,8 @@ std::shared_ptr<Artifact> compileGpu(GpuTargetFactory make, const ir::Function& 
   installPassGate(m, gate, *ti, o.optLevel);
   art->binary.threadsPerBlock = low.threadsPerBlock;
   art->binary.signature.tensorMaps = low.tensorMaps;
+  art->binary.boundsChecked = c.options.checkBounds;
+  art->binary.opNames = low.checkedOps;
   if (!low.tensorMaps.empty()) {
     std::string maps;
     for (const TensorMapSpec& s : low.tensorMaps) maps += s.str(art->binary.signature.args) + "\n";

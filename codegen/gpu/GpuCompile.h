@@ -49,6 +49,10 @@ struct GpuOptions {
   /// the LDS allowed without; otherwise it compiles again with this off and
   /// keeps the code with more waves (the other on a tie).
   bool fragmentsForLds = true;
+  /// A bounds-checked compile (CompileOptions::checkBounds): every global
+  /// access tested against its buffer (codegen/gpu/LowerChecks.cpp), extra
+  /// hidden parameters, no tensor copies.
+  bool checkBounds = false;
 };
 
 /// One GPU compile's configuration, made once by the driver from the

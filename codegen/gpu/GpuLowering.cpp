@@ -71,6 +71,8 @@ void Lower::run() {
   plan();
   // Tensor maps: hidden parameters after the user's (by value).
   for (size_t i = 0; i < tensorMaps_.size(); ++i) params.push_back(b_.getPtrTy());
+  numberCheckedOps();
+  checkParams(params);  // a checked kernel's extents and record, after those
   unsigned threads = blockThreads();
   auto* fty = llvm::FunctionType::get(b_.getVoidTy(), params, false);
   llvm::Function* fn = t_.createKernel(m_, f_.name(), fty, threads);
@@ -86,6 +88,7 @@ void Lower::run() {
     scalars_[f_.arg(i)] = a;
   }
   tid_ = t_.threadId(b_, 0);
+  initChecks(fn, f_.numArgs() + static_cast<unsigned>(tensorMaps_.size()));
   unsigned ws = t_.warpSize();
   lane_ = b_.CreateURem(tid_, i32(ws), "lane");
   warp_ = t_.warpUniform(b_, b_.CreateUDiv(tid_, i32(ws), "warp"));
@@ -248,6 +251,7 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
   res.module = std::move(m);
   res.record = low->record();
   res.tensorMaps = low->tensorMaps();
+  res.checkedOps = low->checkedOps();
   return res;
 }
 

@@ -29,6 +29,9 @@ struct GpuLoweringResult {
   ir::LoweringRecord record;  // accesses and layout conversions emitted (layout-stats)
   /// Hidden tensor-map parameters after the user's (tensor copies).
   std::vector<TensorMapSpec> tensorMaps;
+  /// A checked compile (GpuOptions::checkBounds): the op ids its record
+  /// names, "op @ file:line" by id.
+  std::vector<std::string> checkedOps;
   /// Loop-invariant dot operands were put in registers to raise the waves
   /// the LDS allows (GpuOptions::invariantsForLds), which were
   /// ldsWavesWithoutInvariants without.

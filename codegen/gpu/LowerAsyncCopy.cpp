@@ -139,6 +139,12 @@ bool Lower::emitHardwareCopy(const ir::Op& op, const ir::Layout& l, const Slots&
       }
       return nullptr;
     };
+    Slots cm = mask ? *mask : Slots{};
+    if (o_.checkBounds) {
+      std::vector<size_t> at;
+      for (size_t i = 0; i < t.size(); i += static_cast<size_t>(ce)) at.push_back(i);
+      checkAccesses(op, op.operand(1), ptrs, at, static_cast<uint64_t>(cb), cm);
+    }
     for (size_t i = 0; i < t.size(); i += static_cast<size_t>(ce)) {
       // A swizzled buffer permutes whole 16-byte chunks: a chunk of <= 16
       // bytes starting at a multiple of its size stays contiguous.
@@ -147,7 +153,7 @@ bool Lower::emitHardwareCopy(const ir::Op& op, const ir::Layout& l, const Slots&
         dst = b_.CreateInBoundsGEP(mt, base, bufIndex(buf, indexOf(bs, t, i), shape));
         anchors.emplace_back(i, dst);
       }
-      t_.asyncCopy(b_, dst, ptrs[i], static_cast<unsigned>(cb), mask ? (*mask)[i] : nullptr);
+      t_.asyncCopy(b_, dst, ptrs[i], static_cast<unsigned>(cb), cm.empty() ? nullptr : cm[i]);
     }
   });
   return true;

@@ -183,7 +183,8 @@ void Lower::emitOp(const ir::Op& op) {
       const ir::Value* buf = op.operand(0);
       llvm::Type* mt = memTyOf(buf->type().dtype());
       // S-1 physical slots of a register-staged pipeline: see planFewerSlots.
-      llvm::Value* idx = fewer(buf) ? physicalSlot(op) : b_.CreateSExtOrTrunc(scalar(op.operand(1)), b_.getInt32Ty());
+      llvm::Value* idx = fewer(buf) ? physicalSlot(op)
+                                    : checkSlotIndex(op, b_.CreateSExtOrTrunc(scalar(op.operand(1)), b_.getInt32Ty()));
       auto sg = storage_.find(buf);  // a padded staging layout makes slots longer
       int64_t slotElems = sg != storage_.end() ? sg->second.slotElems() : op.result()->type().numElements();
       llvm::Value* off = b_.CreateMul(idx, b_.getInt32(static_cast<uint32_t>(slotElems)));

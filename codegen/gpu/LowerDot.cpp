@@ -168,13 +168,21 @@ void Lower::copyOperand(const ir::Op& dot, unsigned i, llvm::Value* base, const 
   llvm::Type* et = memTyOf(ld.result()->type().dtype());
   guarded(ownerPred(cl, t), [&] {
     Slots bs = bases(cl, t);
-    llvm::Value* bufBase = maskV && !async ? bufferBase(ptrV) : nullptr;
+    Slots cm = m;
+    if (o_.checkBounds) {
+      std::vector<size_t> at;
+      for (size_t s = 0; s < t.size(); ++s)
+        if (t.consts[s][static_cast<size_t>(fast)] % ce == 0) at.push_back(s);
+      checkAccesses(ld, ptrV, ptrs, at, static_cast<uint64_t>(chunkBytes), cm);
+    }
+    const bool masked = !cm.empty();
+    llvm::Value* bufBase = masked && !async ? bufferBase(ptrV) : nullptr;
     for (size_t s = 0; s < t.size(); ++s) {
       if (t.consts[s][static_cast<size_t>(fast)] % ce != 0) continue;  // not the first element of a chunk
       const size_t ri = transposed ? 1 : 0, ci = 1 - ri;
       llvm::Value* dst = stagingAddress(b_, et, base, st, bs[ri], t.consts[s][ri], bs[ci], t.consts[s][ci]);
       if (async) {
-        t_.asyncCopy(b_, dst, ptrs[s], static_cast<unsigned>(chunkBytes), maskV ? m[s] : nullptr);
+        t_.asyncCopy(b_, dst, ptrs[s], static_cast<unsigned>(chunkBytes), masked ? cm[s] : nullptr);
         continue;
       }
       // One vector load and one LDS store per chunk; a masked chunk is zeros
@@ -182,16 +190,16 @@ void Lower::copyOperand(const ir::Op& dot, unsigned i, llvm::Value* base, const 
       llvm::Type* vt = llvm::FixedVectorType::get(et, static_cast<unsigned>(ce));
       const llvm::Align align(static_cast<uint64_t>(chunkBytes));
       llvm::Value* x = nullptr;
-      if (!maskV) {
+      if (!masked) {
         x = b_.CreateAlignedLoad(vt, ptrs[s], align);
-      } else if (!(x = t_.predicatedLoad(b_, vt, ptrs[s], m[s], llvm::Constant::getNullValue(vt))) &&
-                 !(bufBase && (x = t_.bufferLoad(b_, vt, bufBase, bufferOffset(bufBase, ptrs[s]), m[s],
+      } else if (!(x = t_.predicatedLoad(b_, vt, ptrs[s], cm[s], llvm::Constant::getNullValue(vt))) &&
+                 !(bufBase && (x = t_.bufferLoad(b_, vt, bufBase, bufferOffset(bufBase, ptrs[s]), cm[s],
                                                  llvm::Constant::getNullValue(vt))))) {
         llvm::BasicBlock* from = b_.GetInsertBlock();
         llvm::Function* fn = from->getParent();
         auto* bb = llvm::BasicBlock::Create(ctx_, "ld", fn);
         auto* join = llvm::BasicBlock::Create(ctx_, "ld.end", fn);
-        b_.CreateCondBr(m[s], bb, join);
+        b_.CreateCondBr(cm[s], bb, join);
         b_.SetInsertPoint(bb);
         llvm::Value* y = b_.CreateAlignedLoad(vt, ptrs[s], align);
         b_.CreateBr(join);

@@ -27,6 +27,7 @@
 #include "codegen/gpu/SharedNeeds.h"
 #include "codegen/llvm/Elementwise.h"
 #include "tessera/ir/analysis/AxisInfo.h"
+#include "tessera/ir/analysis/PointerOrigin.h"
 #include "tessera/ir/analysis/TiledAccess.h"
 #include "tessera/support/Error.h"
 
@@ -560,6 +561,40 @@ class Lower {
   std::optional<GroupState> simulateGroups(const ir::Block& b, std::optional<GroupState> st);
   bool groupsProven_ = false;
   std::unordered_map<const ir::Op*, int64_t> tmaRetire_;  // async_wait -> groups it retires (-1: unknown)
+  // ---- bounds checks (LowerChecks.cpp; GpuOptions::checkBounds) -------------
+  /// Numbers the global accesses of the kernel in program order: the op
+  /// ids a checked kernel records (the binary's opNames).
+  void numberCheckedOps();
+  /// The hidden parameters of a checked kernel: one i64 extent per pointer
+  /// argument, then the record's address.
+  void checkParams(std::vector<llvm::Type*>& params);
+  void initChecks(llvm::Function* fn, unsigned firstParam);
+  /// Tests the accesses of `op` at the slots `at` of `ptrs` (each `bytes`
+  /// long) through pointer tile `ptrV`: `mask` (empty: all active) comes
+  /// back with the failing slots off; a failure of an active slot (under
+  /// `active` too, when given) is recorded. Nothing when not checking.
+  void checkAccesses(const ir::Op& op, const ir::Value* ptrV, const Slots& ptrs, const std::vector<size_t>& at,
+                     uint64_t bytes, Slots& mask, llvm::Value* active = nullptr);
+  /// The same for one uniform pointer: the access's new mask (null: none).
+  llvm::Value* checkScalar(const ir::Op& op, const ir::Value* ptrV, uint64_t bytes, llvm::Value* mask,
+                           llvm::Value* active = nullptr);
+  /// The slot index of buffer_slot `op`, tested against its slots (an
+  /// index outside is recorded and replaced by 0). Itself when not checking.
+  llvm::Value* checkSlotIndex(const ir::Op& op, llvm::Value* idx);
+  /// if (bad) the first thread to get here fills the record; `slots`: the
+  /// shared buffer's slot count (arg kSharedSlot).
+  void recordViolation(llvm::Value* bad, int32_t opId, int arg, llvm::Value* offset, int64_t slots = 0);
+  std::unordered_map<const ir::Op*, int32_t> checkedIds_;
+  std::optional<ir::PointerOrigins> origins_;  // the arguments each pointer may point into
+  std::vector<std::string> checkedOps_;
+  std::vector<llvm::Value*> checkBase_, checkExtent_;  // per argument (pointers only): address, bytes
+  llvm::Value* checkRecord_ = nullptr;
+
+ public:
+  /// The checked accesses' names, by op id (after run()).
+  const std::vector<std::string>& checkedOps() const { return checkedOps_; }
+
+ private:
   // ---- warp specialisation (LowerSpecialize.cpp) ----------------------------
   // The kernel's warp_specialize (null: none), its channel's slots and the
   // producer's entry block, branched to at the kernel's start.

@@ -100,6 +100,16 @@ Slots Lower::globalLoad(const ir::Op& op, const ir::Layout& l, const ir::Type& p
   const bool stagedVector = op.code() == OpCode::Copy && op.hasAttr("async") && op.intAttr("async") != 0 &&
                             t_.asyncCopyImpl() == AsyncCopyImpl::RegisterStaged;
   const size_t step = static_cast<size_t>(v);
+  // A checked compile masks off the accesses that leave their buffer.
+  Slots checkedMask;
+  if (o_.checkBounds) {
+    if (mask) checkedMask = *mask;
+    std::vector<size_t> at;
+    for (size_t i = 0; i < t.size(); i += step) at.push_back(i);
+    checkAccesses(op, op.code() == OpCode::Copy ? op.operand(1) : op.operand(0), ptrs, at,
+                  eb * static_cast<uint64_t>(v), checkedMask);
+    mask = &checkedMask;
+  }
   llvm::Type* lt = v == 1 ? mt : llvm::FixedVectorType::get(mt, static_cast<unsigned>(v));
   const llvm::Align align(eb * static_cast<uint64_t>(v));
   Slots out(t.size());
@@ -154,7 +164,7 @@ Slots Lower::globalLoad(const ir::Op& op, const ir::Layout& l, const ir::Type& p
   // rows' loads then share one exec region on AMDGPU instead of one each.
   const size_t r = shape.size();
   int64_t g = 1;
-  if (r >= 2 && maskV)
+  if (r >= 2 && maskV && !o_.checkBounds)  // checked: each vector's mask is its own
     g = std::gcd(la_.maskConstancy(maskV, static_cast<int>(r - 2)),
                  std::min(l.parent.spt[l.dims[r - 2]], shape[r - 2]));
   llvm::Function* fn = b_.GetInsertBlock()->getParent();
@@ -240,12 +250,13 @@ void Lower::emitLoad(const ir::Op& op) {
     ir::Type vt = ptr->type().withDType(ptr->type().dtype());
     llvm::Type* mt = memTy(vt);
     auto ld = [&] { return fromMem(b_.CreateAlignedLoad(mt, scalar(ptr), llvm::Align(bytesOf(mt))), vt); };
-    if (!mask) {
+    llvm::Value* mk = checkScalar(op, ptr, bytesOf(mt), mask ? scalar(mask) : nullptr);
+    if (!mk) {
       scalars_[op.result()] = ld();
       return;
     }
     llvm::Value* alt = other ? toMem(scalar(other)) : llvm::Constant::getNullValue(mt);
-    if (llvm::Value* x = t_.predicatedLoad(b_, mt, scalar(ptr), scalar(mask), alt)) {
+    if (llvm::Value* x = t_.predicatedLoad(b_, mt, scalar(ptr), mk, alt)) {
       scalars_[op.result()] = fromMem(x, vt);
       return;
     }
@@ -253,7 +264,7 @@ void Lower::emitLoad(const ir::Op& op) {
     llvm::BasicBlock* from = b_.GetInsertBlock();
     auto* bb = llvm::BasicBlock::Create(ctx_, "ld", fn);
     auto* join = llvm::BasicBlock::Create(ctx_, "ld.end", fn);
-    b_.CreateCondBr(scalar(mask), bb, join);
+    b_.CreateCondBr(mk, bb, join);
     b_.SetInsertPoint(bb);
     llvm::Value* x = ld();
     llvm::BasicBlock* end = b_.GetInsertBlock();
@@ -286,6 +297,7 @@ void Lower::emitStore(const ir::Op& op) {
     // One thread stores the (uniform) value.
     llvm::Value* c = b_.CreateICmpEQ(tid_, i32(0));
     if (mask) c = b_.CreateAnd(c, scalar(mask));
+    c = checkScalar(op, ptr, eb, c);
     llvm::Value* p = scalar(ptr);
     llvm::Value* x = toMem(scalar(val));
     if (!t_.predicatedStore(b_, x, p, c)) guarded(c, [&] { b_.CreateAlignedStore(x, p, llvm::Align(eb)); });
@@ -319,10 +331,16 @@ void Lower::emitStore(const ir::Op& op) {
   // (every example; the 8-warp 128x128 epilogue) lose nothing by it.
   constexpr size_t kMaxPredicatedStores = 8;
   const bool predicate = t.size() / static_cast<size_t>(v) <= kMaxPredicatedStores;
-  llvm::Value* base = mask ? bufferBase(ptr) : nullptr;
+  if (o_.checkBounds) {
+    std::vector<size_t> at;
+    for (size_t i = 0; i < t.size(); i += static_cast<size_t>(v)) at.push_back(i);
+    checkAccesses(op, ptr, ptrs, at, eb * static_cast<uint64_t>(v), m, owner);
+  }
+  const bool masked = !m.empty();
+  llvm::Value* base = masked ? bufferBase(ptr) : nullptr;
   for (size_t i = 0; i < t.size(); i += static_cast<size_t>(v)) {
     llvm::Value* c = owner;
-    if (mask) c = c ? b_.CreateAnd(c, m[i]) : m[i];
+    if (masked) c = c ? b_.CreateAnd(c, m[i]) : m[i];
     auto value = [&] {
       if (v == 1) return toMem(vals[i]);
       llvm::Value* x = llvm::PoisonValue::get(llvm::FixedVectorType::get(mt, static_cast<unsigned>(v)));
@@ -391,6 +409,7 @@ void Lower::emitAtomic(const ir::Op& op) {
     // Thread 0 performs it; every thread needs the old value.
     llvm::Value* c = b_.CreateICmpEQ(tid_, i32(0));
     if (mask) c = b_.CreateAnd(c, scalar(mask));
+    c = checkScalar(op, ptr, eb, c);
     llvm::Value* old = one(c, scalar(ptr), scalar(val), cmp ? scalar(cmp) : nullptr);
     llvm::Value* s = scratch(eb);
     beforeShared();
@@ -410,10 +429,15 @@ void Lower::emitAtomic(const ir::Op& op) {
   ir::SlotTable t = ir::slotTable(l, shape);
   llvm::Value* owner = ownerPred(l, t);
   record_.accesses.push_back({&op, l, 1});
+  if (o_.checkBounds) {
+    std::vector<size_t> at(t.size());
+    std::iota(at.begin(), at.end(), size_t{0});
+    checkAccesses(op, ptr, ptrs, at, eb, m, owner);
+  }
   Slots olds;
   for (size_t i = 0; i < t.size(); ++i) {
     llvm::Value* c = owner;
-    if (mask) c = c ? b_.CreateAnd(c, m[i]) : m[i];
+    if (!m.empty()) c = c ? b_.CreateAnd(c, m[i]) : m[i];
     olds.push_back(one(c, ptrs[i], vals[i], cmp ? cmps[i] : nullptr));
   }
   if (owner) {

@@ -101,8 +101,8 @@ void CompiledKernel::launchWith(Dim3 grid, const std::vector<rt::Arg>& args, con
     throw LaunchError("launch: kernel '" + state_->artifact->binary.signature.kernelName +
                       "' was compiled for target '" + state_->artifact->target.str() +
                       "' for inspection only; compile it for a Device to launch it");
-  if (state_->device.kind() == rt::DeviceKind::CPU && !state_->options.checkBounds &&
-      (opts.checkBounds || checkBoundsFromEnvironment())) {
+  if (!state_->options.checkBounds &&
+      (opts.checkBounds || (state_->device.kind() == rt::DeviceKind::CPU && checkBoundsFromEnvironment()))) {
     // A checked launch runs the bounds-checked compile of the same kernel.
     rt::Kernel checked;
     {

@@ -1,8 +1,8 @@
 // Work analysis (Work.h): flops and global-memory bytes of one launch.
 //
-// Two parts. A provenance pass tells, for every pointer value, which kernel
-// arguments it may point into (through splat, ptr_add, broadcasts, selects,
-// loop-carried and `if` values). A counting walk then visits the body with
+// Two parts. The pointer origins (PointerOrigin.h) tell, for every pointer
+// value, which kernel arguments it may point into (through splat, ptr_add,
+// broadcasts, selects, loop-carried and `if` values). A counting walk then visits the body with
 // an environment of the integer scalars it can evaluate from the launch
 // (constants, arguments, program ids, grid sizes, integer arithmetic), so
 // that `for` bounds give trip counts and `if` conditions pick a branch;
@@ -11,6 +11,8 @@
 // condition depends on the program id, it is redone per program (every
 // program of grids up to 65536, an even sample of larger ones).
 #include "tessera/ir/analysis/Work.h"
+
+#include "tessera/ir/analysis/PointerOrigin.h"
 
 #include <algorithm>
 #include <cmath>
@@ -119,7 +121,6 @@ class Counter {
   Counter(const Function& f, const LaunchFacts& l) : f_(f), l_(l) {
     l_.scalars.resize(f.numArgs());
     l_.bufferBytes.resize(f.numArgs());
-    computeProvenance();
   }
 
   WorkEstimate run() {
@@ -164,74 +165,9 @@ class Counter {
     steps_ = 0;
   }
 
-  // ---- pointer provenance -------------------------------------------------
+  // ---- pointer provenance: PointerOrigins -----------------------------------
   using ArgSet = std::vector<unsigned>;  // sorted kernel-argument indices
-
-  static bool mergeInto(ArgSet& dst, const ArgSet& src) {
-    bool changed = false;
-    for (unsigned a : src) {
-      auto it = std::lower_bound(dst.begin(), dst.end(), a);
-      if (it == dst.end() || *it != a) {
-        dst.insert(it, a);
-        changed = true;
-      }
-    }
-    return changed;
-  }
-
-  const ArgSet& provOf(const Value* v) {
-    static const ArgSet empty;
-    auto it = prov_.find(v);
-    return it == prov_.end() ? empty : it->second;
-  }
-
-  void computeProvenance() {
-    for (unsigned i = 0; i < f_.numArgs(); ++i)
-      if (f_.arg(i)->type().isPointerLike()) prov_[f_.arg(i)] = {i};
-    // Loop-carried and `if` values feed back: iterate to a fixpoint (each
-    // round only adds arguments, so it ends within #args + 1 rounds).
-    for (unsigned round = 0; round <= f_.numArgs() + 1; ++round) {
-      bool changed = false;
-      auto flow = [&](const Value* to, const Value* from) {
-        if (!to->type().isPointerLike()) return;
-        const ArgSet src = provOf(from);  // copy: prov_ may rehash
-        if (!src.empty()) changed |= mergeInto(prov_[to], src);
-      };
-      walk(const_cast<Block&>(f_.body()), [&](Op& op) {
-        switch (op.code()) {
-          case OpCode::Splat:
-          case OpCode::PtrAdd:
-          case OpCode::Broadcast:
-          case OpCode::ExpandDims:
-          case OpCode::Reshape:
-          case OpCode::Transpose: flow(op.result(), op.operand(0)); break;
-          case OpCode::Select:
-            flow(op.result(), op.operand(1));
-            flow(op.result(), op.operand(2));
-            break;
-          case OpCode::For: {
-            const Block& b = op.region(0).block();
-            const Op* y = b.terminator();
-            for (unsigned i = 0; i < op.numResults(); ++i) {
-              flow(b.arg(i + 1), op.operand(3 + i));
-              if (y && i < y->numOperands()) flow(b.arg(i + 1), y->operand(i));
-              flow(op.result(i), b.arg(i + 1));
-            }
-            break;
-          }
-          case OpCode::If:
-            for (unsigned r = 0; r < 2; ++r) {
-              const Op* y = op.region(r).block().terminator();
-              for (unsigned i = 0; y && i < op.numResults() && i < y->numOperands(); ++i)
-                flow(op.result(i), y->operand(i));
-            }
-            break;
-          default: break;
-        }
-      });
-      if (!changed) break;
-    }
-  }
+  const ArgSet& provOf(const Value* v) const { return origins_.of(v); }
 
   // ---- scalar evaluation ----------------------------------------------------
   SVal get(const Value* v, const Env& env) const {
@@ -503,7 +439,7 @@ class Counter {
 
   const Function& f_;
   LaunchFacts l_;
-  std::unordered_map<const Value*, ArgSet> prov_;
+  PointerOrigins origins_{f_};
   bool perProgram_ = false;
   std::array<int64_t, 3> pid_{0, 0, 0};
   bool needsPid_ = false;

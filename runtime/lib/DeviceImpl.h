@@ -89,6 +89,9 @@ struct LaunchPacket {
   std::vector<TensorMapBlob> tensorMaps;
   std::vector<int64_t> extents;
   BoundsCheckRecord record;
+  /// A checked GPU launch: its record in device memory (the kernel's last
+  /// parameter points at its address), kept until the launch has run.
+  std::shared_ptr<void> deviceRecord;
   std::shared_ptr<const Kernel::State> kernel;
   std::vector<std::shared_ptr<Buffer::State>> buffers;
   /// Throws the LaunchError of a checked launch that went out of bounds;

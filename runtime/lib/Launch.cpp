@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 
 #include "DeviceImpl.h"
 #include "tessera/support/Fp8.h"
@@ -417,13 +418,57 @@ void buildTensorMaps(const Kernel::State& st, const Checker& check, const std::v
             std::to_string(record.offset) + ", outside its " + std::to_string(extents[a]) + " bytes (" +
             std::to_string(extents[a] / static_cast<int64_t>(byteSize(sig.args[a].dtype))) + " " +
             name(sig.args[a].dtype) + " from the pointer passed)";
+  } else if (record.arg == BoundsCheckRecord::kSharedSlot) {
+    where =
+        "slot " + std::to_string(record.offset) + " of a shared buffer of " + std::to_string(record.slots) + " slots";
   } else {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(record.offset));
     where = std::string("address 0x") + buf + ", inside none of the kernel's buffers";
   }
+  if (record.thread >= 0)
+    where += ", by thread " + std::to_string(record.thread) + " of program (" + std::to_string(record.program[0]) +
+             ", " + std::to_string(record.program[1]) + ", " + std::to_string(record.program[2]) + ")";
   throw LaunchError(Checker(sig).kernel() + ": out-of-bounds access by " + what + ": " + where +
                     "; the access was not performed (checked launch)");
+}
+
+/// The record of a checked GPU launch (BoundsCheck.h) in the device's
+/// memory, zeroed by the allocation, freed with this.
+class DeviceRecord {
+ public:
+  explicit DeviceRecord(DeviceImpl& d) : dev_(d), ptr_(d.alloc(BoundsCheckRecord::kBytes)) {}
+  DeviceRecord(const DeviceRecord&) = delete;
+  DeviceRecord& operator=(const DeviceRecord&) = delete;
+  ~DeviceRecord() { dev_.free(ptr_); }
+  /// The kernel's parameter: the record's address.
+  DevicePtr* param() { return &ptr_; }
+  /// Copies what the kernel wrote into `r` (whose extents stay).
+  void readInto(BoundsCheckRecord& r) {
+    BoundsCheckRecord d;
+    dev_.copyDeviceToHost(&d, ptr_, sizeof d);
+    d.extents = r.extents;
+    r = d;
+  }
+
+ private:
+  DeviceImpl& dev_;
+  DevicePtr ptr_;
+};
+
+/// A checked GPU kernel's hidden parameters after the tensor maps: the
+/// extent of each pointer argument (extents[i]), then the record's address.
+void checkedGpuParams(const KernelSignature& sig, int64_t* extents, DevicePtr* record, void** params) {
+  size_t k = 0;
+  for (size_t i = 0; i < sig.args.size(); ++i)
+    if (sig.args[i].kind == ArgSpec::Kind::Pointer) params[k++] = &extents[i];
+  params[k] = record;
+}
+
+size_t pointerArgs(const KernelSignature& sig) {
+  size_t n = 0;
+  for (const ArgSpec& a : sig.args) n += a.kind == ArgSpec::Kind::Pointer;
+  return n;
 }
 
 /// Everything about a launch but its arguments: count, grid, options, stream.
@@ -450,11 +495,8 @@ void checkLaunch(const Kernel::State& st, const Checker& check, Dim3 grid, const
 
   if (opts.checkBounds && st.device->kind() != DeviceKind::Emulator && !st.boundsChecked)
     throw LaunchError(check.kernel() + ": LaunchOptions::checkBounds on " + st.device->name() +
-                      (st.device->kind() == DeviceKind::CPU
-                           ? ", but the kernel was not compiled with CompileOptions::checkBounds (tessera::compile "
-                             "does that itself for a checked launch)"
-                           : ": only CPU devices (and the emulator, which always checks) run checked launches; "
-                             "use compute-sanitizer on a GPU"));
+                      ", but the kernel was not compiled with CompileOptions::checkBounds (tessera::compile "
+                      "does that itself for a checked launch)");
 
   if (opts.stream && opts.stream.deviceImpl() != st.device)
     throw LaunchError(check.kernel() + ": LaunchOptions::stream is a stream of '" + opts.stream.deviceImpl()->name() +
@@ -505,10 +547,12 @@ void Kernel::launch(Dim3 grid, const std::vector<Arg>& args, const LaunchOptions
   // kernelParams: args[i] points at slot i; then one pointer per tensor map
   // (hidden parameters, KernelSignature::tensorMaps), each at its 128-byte
   // encoding; a bounds-checked kernel takes the address of its
-  // BoundsCheckRecord last.
+  // BoundsCheckRecord last, on a GPU after the extent of each pointer
+  // argument, and in the device's memory (BoundsCheck.h).
   const size_t nMaps = sig.tensorMaps.size();
   const size_t recordAt = args.size() + nMaps;
-  const size_t nParams = recordAt + (state_->boundsChecked ? 1 : 0);
+  const bool gpuChecked = state_->boundsChecked && state_->device->kind() != DeviceKind::CPU;
+  const size_t nParams = recordAt + (state_->boundsChecked ? 1 : 0) + (gpuChecked ? pointerArgs(sig) : 0);
 
   if (opts.stream) {
     // Asynchronous: the packet outlives this call, holding the kernel,
@@ -521,11 +565,27 @@ void Kernel::launch(Dim3 grid, const std::vector<Arg>& args, const LaunchOptions
     p->tensorMaps.resize(nMaps);
     buildTensorMaps(*state_, check, args, p->slots.data(), p->tensorMaps.data(), p->params.data() + args.size());
     p->record.extents = p->extents.data();
-    if (state_->boundsChecked) p->params[recordAt] = &p->record;
+    std::shared_ptr<DeviceRecord> devRecord;
+    if (gpuChecked) {
+      devRecord = std::make_shared<DeviceRecord>(*state_->device);
+      checkedGpuParams(sig, p->extents.data(), devRecord->param(), p->params.data() + recordAt);
+      p->deviceRecord = devRecord;
+    } else if (state_->boundsChecked) {
+      p->params[recordAt] = &p->record;
+    }
     p->kernel = state_;
+    const std::vector<int64_t> ext = gpuChecked ? p->extents : std::vector<int64_t>{};
     for (const Arg& a : args)
       if (a.kind == Arg::Kind::Buffer && !a.buffer.isNull()) p->buffers.push_back(a.buffer.state());
     state_->device->launchAsync(*opts.stream.impl(), *state_->loaded, sig, grid, std::move(p), opts);
+    if (gpuChecked) {
+      // The record is read back at once: a checked GPU launch on a stream
+      // waits for the stream, so that its error is raised here.
+      opts.stream.impl()->synchronize();
+      BoundsCheckRecord record;
+      devRecord->readInto(record);
+      if (record.violated) throwOutOfBounds(*state_, record, ext.data());
+    }
     return;
   }
 
@@ -553,10 +613,17 @@ void Kernel::launch(Dim3 grid, const std::vector<Arg>& args, const LaunchOptions
   buildTensorMaps(*state_, check, args, slots, maps.data(), ptrs + args.size());
   BoundsCheckRecord record;
   record.extents = extents;
-  if (state_->boundsChecked) ptrs[recordAt] = &record;
+  std::optional<DeviceRecord> devRecord;
+  if (gpuChecked) {
+    devRecord.emplace(*state_->device);
+    checkedGpuParams(sig, extents, devRecord->param(), ptrs + recordAt);
+  } else if (state_->boundsChecked) {
+    ptrs[recordAt] = &record;
+  }
 
   state_->device->launch(*state_->loaded, sig, grid, ptrs, opts);
 
+  if (devRecord) devRecord->readInto(record);
   if (state_->boundsChecked && record.violated) throwOutOfBounds(*state_, record, extents);
 }
 

@@ -457,13 +457,51 @@ TEST_CASE("fake CUDA driver: launches pass the grid, block, shared memory and ar
     CHECK(modules() == 0);  // each Kernel unloaded its module
   }
 
-  SECTION("a checked launch is refused, not silently unchecked") {
+  SECTION("a checked launch of an unchecked binary is refused, not silently unchecked") {
     Buffer a = dev.alloc(DType::F32, 64), b = dev.alloc(DType::F32, 64), out = dev.alloc(DType::F32, 64);
     Kernel k = dev.load(vaddBinary(32, 64 * 1024));
     LaunchOptions o;
     o.checkBounds = true;
     CHECK_THROWS_WITH(k.launch(Dim3(2), {a, b, out, 64}, o),
-                      Catch::Contains("only CPU devices") && Catch::Contains("compute-sanitizer"));
+                      Catch::Contains("was not compiled with CompileOptions::checkBounds"));
+  }
+
+  SECTION("a checked launch passes the extents and a record, and raises the violation recorded there") {
+    auto allocations = fakeFn<int (*)()>(TESSERA_FAKE_CUDA, "fake_cuda_live_allocations");
+    Buffer a = dev.alloc(DType::F32, 64), out = dev.alloc(DType::F32, 64);
+    Binary bin = ptxBinary("checked_oob", kCheckedPtx, 32);
+    bin.signature.kernelName = "checked_oob";
+    bin.signature.args = {{ArgSpec::Kind::Pointer, DType::F32, "a"},
+                          {ArgSpec::Kind::Pointer, DType::F32, "out"},
+                          {ArgSpec::Kind::Scalar, DType::I32, "n"}};
+    bin.boundsChecked = true;
+    bin.opNames = {"load @ user.cpp:10", "store @ user.cpp:11"};
+    Kernel k = dev.load(bin);
+    Arg view(out);
+    view.offset = 16;
+    const int before = allocations();
+    LaunchOptions o;
+    o.checkBounds = true;
+    CHECK_THROWS_WITH(k.launch(Dim3(2), {a, view, 64}, o),
+                      Catch::Contains("out-of-bounds access by 'store @ user.cpp:11': argument 1 (ptr<f32> out) at "
+                                      "byte offset 192, outside its 192 bytes (48 f32 from the pointer passed), by "
+                                      "thread 5 of program (1, 0, 0); the access was not performed (checked launch)"));
+    CHECK(allocations() == before);  // the record was freed
+    FakeLaunch l{};
+    lastLaunch(&l);
+    REQUIRE(l.numParams == 6);
+    CHECK(l.params[0] == reinterpret_cast<uint64_t>(a.data()));
+    CHECK(l.params[1] == reinterpret_cast<uint64_t>(out.data()) + 16 * 4);
+    CHECK(l.params[2] == 64);
+    CHECK(l.params[3] == 256);  // the extents of the pointer arguments
+    CHECK(l.params[4] == 192);
+    CHECK(l.params[5] != 0);  // the record, in device memory
+    // On a stream too: the launch waits for it and raises the error.
+    Stream s = dev.createStream();
+    LaunchOptions os = o;
+    os.stream = s;
+    CHECK_THROWS_WITH(k.launch(Dim3(1), {a, view, 64}, os), Catch::Contains("by thread 5 of program (1, 0, 0)"));
+    CHECK(allocations() == before);
   }
 
   SECTION("buffer offsets and the exact addresses reach the kernel") {
@@ -524,6 +562,43 @@ TEST_CASE("fake CUDA driver: launches pass the grid, block, shared memory and ar
                                     "blocks in dimension y"));
     }
   }
+}
+
+TEST_CASE("fake HIP runtime: a checked launch passes the extents and a record and raises its violation",
+          "[gpu][hip][fake]") {
+  EnvGuard env("TESSERA_HIP_LIBRARY", TESSERA_FAKE_HIP);
+  auto lastParams = fakeFn<void (*)(uint64_t*)>(TESSERA_FAKE_HIP, "fake_hip_last_params");
+  Device dev(createHipDevice(0));
+  Buffer a = dev.alloc(DType::F32, 64), out = dev.alloc(DType::F32, 64);
+  Binary bin;
+  bin.format = Binary::Format::HSACO;
+  const std::string image = "FAKE_CHECKED";
+  bin.codeObject.assign(image.begin(), image.end());
+  bin.symbol = "checked_oob";
+  bin.threadsPerBlock = 64;
+  bin.signature.kernelName = "checked_oob";
+  bin.signature.args = {{ArgSpec::Kind::Pointer, DType::F32, "a"},
+                        {ArgSpec::Kind::Pointer, DType::F32, "out"},
+                        {ArgSpec::Kind::Scalar, DType::I32, "n"}};
+  bin.boundsChecked = true;
+  bin.opNames = {"load @ user.cpp:10", "store @ user.cpp:11"};
+  Kernel k = dev.load(bin);
+  Arg view(out);
+  view.offset = 16;
+  LaunchOptions o;
+  o.checkBounds = true;
+  CHECK_THROWS_WITH(k.launch(Dim3(2), {a, view, 64}, o),
+                    Catch::Contains("out-of-bounds access by 'store @ user.cpp:11': argument 1 (ptr<f32> out) at "
+                                    "byte offset 192, outside its 192 bytes (48 f32 from the pointer passed), by "
+                                    "thread 5 of program (1, 0, 0)"));
+  uint64_t p[6] = {};
+  lastParams(p);
+  CHECK(p[0] == reinterpret_cast<uint64_t>(a.data()));
+  CHECK(p[1] == reinterpret_cast<uint64_t>(out.data()) + 16 * 4);
+  CHECK(p[2] == 64);
+  CHECK(p[3] == 256);
+  CHECK(p[4] == 192);
+  CHECK(p[5] != 0);
 }
 
 TEST_CASE("fake CUDA driver: tensor maps are encoded by the driver and passed after the arguments",

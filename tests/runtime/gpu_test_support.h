@@ -112,6 +112,26 @@ DONE:
 }
 )";
 
+/// A bounds-checked kernel's parameters (tessera/support/BoundsCheck.h):
+/// checked_oob(ptr a, ptr out, i32 n), the extents of a and out, the
+/// record. The fake driver writes a violation into the record.
+inline constexpr const char* kCheckedPtx = R"(.version 6.4
+.target sm_52
+.address_size 64
+
+.visible .entry checked_oob(
+	.param .u64 checked_oob_a,
+	.param .u64 checked_oob_out,
+	.param .u32 checked_oob_n,
+	.param .u64 checked_oob_extent_a,
+	.param .u64 checked_oob_extent_out,
+	.param .u64 checked_oob_record
+)
+{
+	ret;
+}
+)";
+
 inline KernelSignature vaddSignature() {
   KernelSignature s;
   s.kernelName = "vadd";

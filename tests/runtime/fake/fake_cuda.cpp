@@ -16,7 +16,9 @@
 //  * cuLaunchKernel reads each parameter in the width its PTX declares and
 //    records the launch (tensor maps, `.param .align 64 .b8 x[128]`, in
 //    their own list); a kernel named "vadd" (out[i] = a[i] + b[i] for
-//    i < n, f32) is carried out on the fake memory so results can be checked;
+//    i < n, f32) is carried out on the fake memory so results can be checked,
+//    and one named "checked_oob" writes a bounds-check record naming a store
+//    past its second argument into the record its last parameter points at;
 //  * streams run their work at once (a GPU may too), so events complete when
 //    recorded; a fake clock advances 1 ms per launch, so the elapsed time
 //    between two events counts the launches between them;
@@ -280,6 +282,21 @@ CUresult cuLaunchKernel(void* fnp, unsigned gx, unsigned gy, unsigned gz, unsign
   ++launches;
   ++static_cast<Stream*>(stream)->launches;
   clockMs += 1.0;
+  if (fn->name == "checked_oob" && r.numParams == 6) {
+    // A bounds-checked kernel (tessera/support/BoundsCheck.h) whose thread 5
+    // of program (1, 0, 0) found its store (op 1) one past the end of
+    // argument 1: what it writes into the record (the last parameter).
+    if (uint8_t* rec = resolve(r.params[5], 48)) {
+      const int32_t head[4] = {1, 1, 1, 0};                      // violated, opId, arg, reserved (offset 8)
+      const int64_t offset = static_cast<int64_t>(r.params[4]);  // the extent of argument 1
+      const int32_t who[4] = {5, 1, 0, 0};                       // thread, program x, y, z (offset 32)
+      std::memcpy(rec + 8, head, sizeof head);
+      std::memcpy(rec + 24, &offset, sizeof offset);
+      std::memcpy(rec + 32, who, sizeof who);
+    } else {
+      failNextSync = ILLEGAL_ADDRESS;
+    }
+  }
   if (fn->name == "vadd" && r.numParams == 4) {
     const uint32_t n = static_cast<uint32_t>(r.params[3]);
     const uint64_t threads = uint64_t{gx} * gy * gz * bx * by * bz;

@@ -3,8 +3,9 @@
 // gfx90a and gfx942), allocate, copy, fill and run streams and events on
 // memory whose addresses are not host addresses -- so that the RCCL engine
 // (fake_nccl.cpp built as FAKE_RCCL) is tested without AMD GPUs. Module
-// loading and launches are refused (hipErrorNotSupported): kernels on HIP
-// are tested on real GPUs only.
+// loading and launches are refused (hipErrorNotSupported) but for one
+// bounds-checked kernel, which tests what a checked launch passes: other
+// kernels on HIP are tested on real GPUs only.
 //
 // The current device is per thread (0 until hipSetDevice), as in HIP.
 
@@ -49,6 +50,9 @@ uint8_t* resolve(uint64_t p, size_t n) {
 }
 
 uint64_t addr(const void* p) { return reinterpret_cast<uint64_t>(p); }
+
+int checkedModule = 0;        // the one module and function (see hipModuleLoadData)
+uint64_t lastParams[6] = {};  // of the last launch of checked_oob
 
 }  // namespace
 
@@ -163,13 +167,42 @@ hipError_t hipEventElapsedTime(float* ms, void*, void*) {
   *ms = 0;
   return OK;
 }
-hipError_t hipModuleLoadData(void**, const void*) { return NotSupported; }
-hipError_t hipModuleUnload(void*) { return OK; }
-hipError_t hipModuleGetFunction(void**, void*, const char*) { return NotSupported; }
-hipError_t hipModuleLaunchKernel(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*,
-                                 void**, void**) {
-  return NotSupported;
+// Only the bounds-checked kernel of the launch tests loads (a code object
+// beginning "FAKE_CHECKED"): its launch records its parameters and writes a
+// violation into its record, as fake_cuda.cpp's checked_oob does.
+hipError_t hipModuleLoadData(void** module, const void* image) {
+  if (!module || !image || std::memcmp(image, "FAKE_CHECKED", 12) != 0) return NotSupported;
+  *module = &checkedModule;
+  return OK;
 }
+hipError_t hipModuleUnload(void*) { return OK; }
+hipError_t hipModuleGetFunction(void** fn, void* module, const char* name) {
+  if (module != &checkedModule || std::strcmp(name, "checked_oob") != 0) return NotSupported;
+  *fn = &checkedModule;
+  return OK;
+}
+// checked_oob(ptr a, ptr out, i32 n, i64 extent(a), i64 extent(out), ptr record).
+hipError_t hipModuleLaunchKernel(void* fn, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*,
+                                 void** params, void**) {
+  if (fn != &checkedModule || !params) return NotSupported;
+  std::lock_guard<std::mutex> l(mu);
+  std::memcpy(&lastParams[0], params[0], 8);
+  std::memcpy(&lastParams[1], params[1], 8);
+  uint32_t n = 0;
+  std::memcpy(&n, params[2], 4);
+  lastParams[2] = n;
+  for (int i = 3; i < 6; ++i) std::memcpy(&lastParams[i], params[i], 8);
+  if (uint8_t* rec = resolve(lastParams[5], 48)) {
+    const int32_t head[4] = {1, 1, 1, 0};
+    const int64_t offset = static_cast<int64_t>(lastParams[4]);
+    const int32_t who[4] = {5, 1, 0, 0};
+    std::memcpy(rec + 8, head, sizeof head);
+    std::memcpy(rec + 24, &offset, sizeof offset);
+    std::memcpy(rec + 32, who, sizeof who);
+  }
+  return OK;
+}
+FAKE_EXPORT void fake_hip_last_params(uint64_t* out) { std::memcpy(out, lastParams, sizeof lastParams); }
 const char* hipGetErrorName(hipError_t e) {
   switch (e) {
     case OK: return "hipSuccess";

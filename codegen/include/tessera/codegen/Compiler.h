@@ -40,9 +40,9 @@ struct CompileOptions {
   int numWarps = 4;
   /// AMDGPU code-object version (4, 5 or 6); 5 is what ROCm 6 runtimes load.
   int codeObjectVersion = 5;
-  /// CPU target: test every global memory access against the extent of its
-  /// buffer at run time (a checked launch, tessera/support/BoundsCheck.h).
-  /// The emulator always checks; real GPUs ignore it.
+  /// Test every global memory access against the extent of its buffer at
+  /// run time (a checked launch, tessera/support/BoundsCheck.h), on CPU and
+  /// GPU targets (codegen/gpu/LowerChecks.cpp: also shared slot indices).
   bool checkBounds = false;
   /// Accurate math (default) or the GPU's hardware approximations.
   /// TESSERA_PRECISION=approx|accurate and `--precision` on the command

@@ -193,9 +193,10 @@ struct LaunchOptions {
   /// the first one outside it is a LaunchError naming the op and the user's
   /// line, with nothing outside any buffer read or written (with several
   /// worker threads, the access reported is the first one detected among
-  /// the violating programs). CPU devices run
-  /// a bounds-checked compile of the kernel; the emulator always checks;
-  /// CUDA and HIP devices refuse it (use compute-sanitizer there).
+  /// the violating programs). Every device runs a bounds-checked compile
+  /// of the kernel (Binary::boundsChecked; on a GPU the report also names
+  /// the thread and program, docs/gpu.md "Checked launches"); the emulator
+  /// also checks an unchecked one.
   bool checkBounds = false;
   /// Null (the default): the launch is synchronous, as it always was -- it
   /// runs on the device's default stream and returns when the kernel has

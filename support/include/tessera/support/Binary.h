@@ -79,8 +79,9 @@ struct KernelBinary {
   /// fastest; args as CUDA kernelParams (args[i] points at the i-th value).
   using HostEntry = void (*)(void* const* args, int64_t begin, int64_t end, const int32_t* grid);
   HostEntry hostEntry = nullptr;
-  /// HostFunction compiled with bounds checks: the entry takes a
-  /// BoundsCheckRecord (tessera/support/BoundsCheck.h) after the arguments.
+  /// Compiled with bounds checks: the kernel takes a BoundsCheckRecord
+  /// (tessera/support/BoundsCheck.h) after the arguments (GPU formats: after
+  /// the tensor maps and the extents of the pointer arguments).
   bool boundsChecked = false;
   /// HostFunction: the bytes of tiles one program keeps on the stack of the
   /// thread running it (the compiler caps it); the CPU device checks that
@@ -110,7 +111,7 @@ struct KernelBinary {
   size_t emuDynamicSharedOffset = 0;  // where dynamic shared memory starts
 
   /// opId -> "op @ file:line": the ops run-time reports name (the emulator's
-  /// races and bounds, checked CPU launches).
+  /// races and bounds, checked launches).
   std::vector<std::string> opNames;
   /// Keeps the code alive (the JIT that holds hostEntry / emuThread).
   std::shared_ptr<void> owner;

@@ -11,6 +11,16 @@
 // performing it or any later access, so nothing outside a buffer is ever
 // read or written. The runtime turns the record into a LaunchError.
 //
+// GPU targets (nvptx, amdgpu and their emulators) share the record's
+// layout: a kernel compiled with CompileOptions::checkBounds for them takes,
+// after its arguments and tensor maps, one i64 per pointer argument (the
+// extent, as `extents` below) and then the address of a record in device
+// memory, zeroed before the launch; `extents` is not read there. Every
+// active thread tests each of its accesses; the first to fail fills the
+// record (compare-and-swap on `violated`) with the thread and the program
+// too, and a failing access is skipped (a masked-off load yields 0 or its
+// `other` value) while the kernel runs on (codegen/gpu/LowerChecks.cpp).
+//
 // Codegen emits code against this layout and the runtime fills and reads it;
 // the static_asserts pin the offsets both rely on.
 #pragma once
@@ -26,17 +36,26 @@ struct BoundsCheckRecord {
   const int64_t* extents = nullptr;
   int32_t violated = 0;  // 1 once an access left its buffer
   int32_t opId = -1;     // that access: an index into the binary's op names
-  int32_t arg = -1;      // the argument whose buffer it left; -1 if its pointer's origin is not static
-  int32_t reserved = 0;
-  int64_t offset = 0;  // its byte offset from that argument's pointer (arg < 0: the raw address)
+  int32_t arg = -1;      // the argument whose buffer it left; -1 if it may point into several (or none known)
+                         // (kSharedSlot: a shared buffer's slot index out of range, the index in `offset`)
+  int32_t slots = 0;     // arg == kSharedSlot: that buffer's slots
+  int64_t offset = 0;    // its byte offset from that argument's pointer (arg < 0: the raw address)
+  int32_t thread = -1;   // GPU: the thread in its block (-1 on the CPU)
+  int32_t program[3] = {-1, -1, -1};  // GPU: its program id (block index) per axis
 
-  static constexpr size_t kExtents = 0, kViolated = 8, kOpId = 12, kArg = 16, kOffset = 24;
+  static constexpr size_t kExtents = 0, kViolated = 8, kOpId = 12, kArg = 16, kSlots = 20, kOffset = 24, kThread = 32,
+                          kProgram = 36, kBytes = 48;
+  static constexpr int32_t kSharedSlot = -2;
 };
 
 static_assert(offsetof(BoundsCheckRecord, extents) == BoundsCheckRecord::kExtents);
 static_assert(offsetof(BoundsCheckRecord, violated) == BoundsCheckRecord::kViolated);
 static_assert(offsetof(BoundsCheckRecord, opId) == BoundsCheckRecord::kOpId);
 static_assert(offsetof(BoundsCheckRecord, arg) == BoundsCheckRecord::kArg);
+static_assert(offsetof(BoundsCheckRecord, slots) == BoundsCheckRecord::kSlots);
 static_assert(offsetof(BoundsCheckRecord, offset) == BoundsCheckRecord::kOffset);
+static_assert(offsetof(BoundsCheckRecord, thread) == BoundsCheckRecord::kThread);
+static_assert(offsetof(BoundsCheckRecord, program) == BoundsCheckRecord::kProgram);
+static_assert(sizeof(BoundsCheckRecord) == BoundsCheckRecord::kBytes);
 
 }  // namespace tessera
