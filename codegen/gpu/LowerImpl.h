@@ -436,6 +436,10 @@ class Lower {
   bool swizzleCandidates_ = false;
   int fragmentsFirstCandidates_ = 0;  // dots whose DotArea says so, as lowered
   DotArea dotArea(const ir::Op& op, const TensorCoreDotPlan& p);
+  /// The needs read from the planning phase alone (buffer storage, the
+  /// alignments beyond `aligns`, barriers, threads, the candidates), the
+  /// same for a lowering's record and for the model.
+  void commonNeeds(SharedNeeds& n, std::unordered_map<const void*, uint64_t> aligns, const ScratchRequests& r) const;
   /// Into how many chunks of whole rows a conversion of `shape` (`bytes`
   /// in all) from `sl` to `dl` would go where asked (SharedChoices::chunk):
   /// where every slot's chunk is the same in every thread of both layouts,

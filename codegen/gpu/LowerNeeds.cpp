@@ -4,6 +4,7 @@
 // areas once the plan exists (placeAreas).
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/Module.h>
@@ -70,33 +71,28 @@ std::unordered_map<const ir::Value*, uint64_t> Lower::bufferStorageBytes(bool fe
   return r;
 }
 
-namespace {
-/// The areas of the planning phase aligned beyond 16 bytes: the buffers
-/// stored for wgmma (Storage::align) on top of `planned` (tensor copies'
-/// destination buffers, planTma).
-template <typename StorageMap>
-std::unordered_map<const void*, uint64_t> withStorageAligns(std::unordered_map<const void*, uint64_t> planned,
-                                                            const StorageMap& storage) {
-  for (auto& [buf, sg] : storage)
-    if (sg.align > 16) planned[buf] = sg.align;
-  return planned;
+void Lower::commonNeeds(SharedNeeds& n, std::unordered_map<const void*, uint64_t> aligns,
+                        const ScratchRequests& r) const {
+  n.storage = bufferStorageBytes(fewerSlots_);
+  n.fewerStorage = bufferStorageBytes(true);
+  // The buffers stored for wgmma (Storage::align) on top of the areas'.
+  for (auto& [buf, sg] : storage_)
+    if (sg.align > 16) aligns[buf] = sg.align;
+  n.aligns = std::move(aligns);
+  n.tmaBarrierBytes = tmaBarrierBytes();
+  n.threads = blockThreads();
+  n.swizzleCandidates = swizzleCandidates_;
+  n.fewerCandidates = !fewerSlotCands_.empty();
+  for (auto& [op, rs] : r.byOp)
+    for (const ScratchRequest& q : rs)
+      if (q.kind == ScratchRequest::Kind::Conversion && q.chunkedBytes < q.bytes) n.chunkCandidates = true;
 }
-}  // namespace
 
 SharedNeeds Lower::recorded() const {
   SharedNeeds n;
   n.scratch = req_;
   n.loopAreas = loopReq_;
-  n.storage = bufferStorageBytes(fewerSlots_);
-  n.fewerStorage = bufferStorageBytes(true);
-  n.aligns = withStorageAligns(alignReq_, storage_);
-  n.tmaBarrierBytes = tmaBarrierBytes();
-  n.threads = blockThreads();
-  n.swizzleCandidates = swizzleCandidates_;
-  n.fewerCandidates = !fewerSlotCands_.empty();
-  for (auto& [op, rs] : requests_.byOp)
-    for (const ScratchRequest& r : rs)
-      if (r.kind == ScratchRequest::Kind::Conversion && r.chunkedBytes < r.bytes) n.chunkCandidates = true;
+  commonNeeds(n, alignReq_, requests_);
   n.fragmentsCandidates = fragmentsFirstCandidates_;
   return n;
 }
@@ -152,16 +148,7 @@ SharedNeeds Lower::needs(const ScratchRequests& r) {
                            !h->inRegisters}});
     align(key, h->operand == 1 ? p.bAlign : p.aAlign);
   }
-  n.storage = bufferStorageBytes(fewerSlots_);
-  n.fewerStorage = bufferStorageBytes(true);
-  n.aligns = withStorageAligns(aligns, storage_);
-  n.tmaBarrierBytes = tmaBarrierBytes();
-  n.threads = blockThreads();
-  n.swizzleCandidates = swizzleCandidates_;
-  n.fewerCandidates = !fewerSlotCands_.empty();
-  for (auto& [op, rs] : r.byOp)
-    for (const ScratchRequest& q : rs)
-      if (q.kind == ScratchRequest::Kind::Conversion && q.chunkedBytes < q.bytes) n.chunkCandidates = true;
+  commonNeeds(n, std::move(aligns), r);
   return n;
 }
 
