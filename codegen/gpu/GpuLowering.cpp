@@ -215,6 +215,7 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
   // (Lower::onlyChannelReads).
   const bool again = !(choice.choices == start) || low->warpSpecialized();
   if (again) {
+    low.reset();  // before the module its builder and placeholders refer to
     m = newModule();
     low = std::make_unique<Lower>(f, t, la, axis, ctx, *m, choice.choices);
     low->setPriorNeeds(&needs);
