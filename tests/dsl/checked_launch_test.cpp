@@ -4,6 +4,8 @@
 // or written; correct launches give the same results as unchecked ones.
 #include <catch2/catch.hpp>
 
+#include "checked_options.h"
+
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -19,14 +21,7 @@ namespace {
 
 std::string at(int line) { return std::string(__FILE__) + ":" + std::to_string(line); }
 
-// One worker thread: with several, the access reported is the first one
-// detected among the violating programs, which depends on scheduling.
-ts::LaunchOptions checked() {
-  ts::LaunchOptions o;
-  o.checkBounds = true;
-  o.threads = 1;
-  return o;
-}
+ts::LaunchOptions checked() { return ts::testing::checkedLaunch(); }
 
 }  // namespace
 

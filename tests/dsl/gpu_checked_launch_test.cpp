@@ -7,6 +7,8 @@
 // nothing.
 #include <catch2/catch.hpp>
 
+#include "checked_options.h"
+
 #include <string>
 #include <vector>
 
@@ -23,12 +25,7 @@ const char* const kArchs[] = {"nvptx:sm_80", "nvptx:sm_90a", "amdgpu:gfx942", "a
 
 std::string at(int line) { return std::string(__FILE__) + ":" + std::to_string(line); }
 
-ts::LaunchOptions checked() {
-  ts::LaunchOptions o;
-  o.checkBounds = true;
-  o.threads = 1;
-  return o;
-}
+ts::LaunchOptions checked() { return ts::testing::checkedLaunch(); }
 
 }  // namespace
 

@@ -49,6 +49,14 @@ TEST_CASE("every example matches its reference on every test shape (emulated GPU
   }
 }
 
+namespace {
+/// The examples whose kernels have dots: the GEMMs, the attentions, the MLP.
+bool hasDots(const ex::Example& e) {
+  return e.name.find("gemm") != std::string::npos || e.name.find("attention") != std::string::npos ||
+         e.name.find("mlp") != std::string::npos;
+}
+}  // namespace
+
 TEST_CASE("the GEMM and attention examples on emulated sm_90a (wgmma) match their references", "[examples][emu]") {
   // sm_90a's f16/bf16 dots are warpgroup MMAs at the examples' defaults
   // (4 warps; gemm_f16 / gemm_bf16 at 64 x 64 x 32): every test shape of
@@ -56,9 +64,7 @@ TEST_CASE("the GEMM and attention examples on emulated sm_90a (wgmma) match thei
   ts::Device dev = ts::Device::emulator("nvptx:sm_90a");
   int withDots = 0;
   for (const auto& e : ex::all()) {
-    if (e.name.find("gemm") == std::string::npos && e.name.find("attention") == std::string::npos &&
-        e.name.find("mlp") == std::string::npos)
-      continue;
+    if (!hasDots(e)) continue;
     ++withDots;
     checkTestShapes(dev, e);
   }
@@ -77,9 +83,7 @@ TEST_CASE("the GEMM and attention examples on emulated sm_100a and sm_120a (mma.
     const bool all = std::string(arch) == "nvptx:sm_100a";
     int withDots = 0;
     for (const auto& e : ex::all()) {
-      if (e.name.find("gemm") == std::string::npos && e.name.find("attention") == std::string::npos &&
-          e.name.find("mlp") == std::string::npos)
-        continue;
+      if (!hasDots(e)) continue;
       ++withDots;
       if (all) {
         checkTestShapes(dev, e);

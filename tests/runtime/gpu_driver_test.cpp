@@ -166,6 +166,19 @@ static_assert(hipabi::hipMemcpyDeviceToHost == ::hipMemcpyDeviceToHost);
 static_assert(hipabi::hipMemcpyDeviceToDevice == ::hipMemcpyDeviceToDevice);
 #endif
 
+namespace {
+/// `bin` as the fake drivers' bounds-checked kernel `checked_oob(a, out, n)`,
+/// whose planted record names its store (fake_cuda.c, fake_hip.c).
+void asCheckedOob(Binary& bin) {
+  bin.signature.kernelName = "checked_oob";
+  bin.signature.args = {{ArgSpec::Kind::Pointer, DType::F32, "a"},
+                        {ArgSpec::Kind::Pointer, DType::F32, "out"},
+                        {ArgSpec::Kind::Scalar, DType::I32, "n"}};
+  bin.boundsChecked = true;
+  bin.opNames = {"load @ user.cpp:10", "store @ user.cpp:11"};
+}
+}  // namespace
+
 TEST_CASE("driver ABI declarations were checked against the vendor headers", "[gpu][driver]") {
 #ifndef TS_HAVE_CUDA_H
   WARN("cuda.h not found: the CUDA driver declarations were not checked against it");
@@ -470,12 +483,7 @@ TEST_CASE("fake CUDA driver: launches pass the grid, block, shared memory and ar
     auto allocations = fakeFn<int (*)()>(TESSERA_FAKE_CUDA, "fake_cuda_live_allocations");
     Buffer a = dev.alloc(DType::F32, 64), out = dev.alloc(DType::F32, 64);
     Binary bin = ptxBinary("checked_oob", kCheckedPtx, 32);
-    bin.signature.kernelName = "checked_oob";
-    bin.signature.args = {{ArgSpec::Kind::Pointer, DType::F32, "a"},
-                          {ArgSpec::Kind::Pointer, DType::F32, "out"},
-                          {ArgSpec::Kind::Scalar, DType::I32, "n"}};
-    bin.boundsChecked = true;
-    bin.opNames = {"load @ user.cpp:10", "store @ user.cpp:11"};
+    asCheckedOob(bin);
     Kernel k = dev.load(bin);
     Arg view(out);
     view.offset = 16;
@@ -576,12 +584,7 @@ TEST_CASE("fake HIP runtime: a checked launch passes the extents and a record an
   bin.codeObject.assign(image.begin(), image.end());
   bin.symbol = "checked_oob";
   bin.threadsPerBlock = 64;
-  bin.signature.kernelName = "checked_oob";
-  bin.signature.args = {{ArgSpec::Kind::Pointer, DType::F32, "a"},
-                        {ArgSpec::Kind::Pointer, DType::F32, "out"},
-                        {ArgSpec::Kind::Scalar, DType::I32, "n"}};
-  bin.boundsChecked = true;
-  bin.opNames = {"load @ user.cpp:10", "store @ user.cpp:11"};
+  asCheckedOob(bin);
   Kernel k = dev.load(bin);
   Arg view(out);
   view.offset = 16;
