@@ -135,6 +135,9 @@ void Builder::copy(Value* dst, Value* src, Value* mask) {
   create(OpCode::Copy, std::move(ops), {});
 }
 void Builder::barrier() { create(OpCode::Barrier, {}, {}); }
+void Builder::probe(const std::string& name, bool end) {
+  create(OpCode::Probe, {}, {}, {{"name", name}, {"end", int64_t{end}}});
+}
 Value* Builder::bufferSlot(Value* buffer, Value* index) {
   const Type& b = buffer->type();
   TS_ASSERT(b.isBuffer() && b.rank() >= 2, "buffer_slot of a non-multi-buffered value");

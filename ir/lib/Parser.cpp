@@ -319,6 +319,7 @@ class Parser {
       case OpCode::LocalStore:
       case OpCode::Copy:
       case OpCode::Barrier:
+      case OpCode::Probe:
       case OpCode::Fence:
       case OpCode::AsyncCommit:
       case OpCode::AsyncWait:

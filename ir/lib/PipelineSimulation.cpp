@@ -336,7 +336,10 @@ PipelineChecker::State PipelineChecker::simulateBlock(State st, const Block& b) 
     const Op& op = *ops[i];
     prologueEpoch_ = nextLoopEpoch(b, i);
     if (op.code() == OpCode::For && op.hasAttr("pipelined")) {
-      st = simulateLoop(st, op, prologueEpoch_, i + 1 < ops.size() ? ops[i + 1].get() : nullptr);
+      // The op after the loop, probes aside (they order nothing).
+      size_t n = i + 1;
+      while (n < ops.size() && ops[n]->code() == OpCode::Probe) ++n;
+      st = simulateLoop(st, op, prologueEpoch_, n < ops.size() ? ops[n].get() : nullptr);
       continue;
     }
     if (op.code() == OpCode::Return) {

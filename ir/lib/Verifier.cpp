@@ -41,10 +41,29 @@ void Verifier::verifyBlock(const Block& b, const Op* owner, int depth) {
     added.push_back(a.get());
   }
   const OpCode term = owner ? OpCode::Yield : OpCode::Return;
+  // Profiling scopes nest within their block: a trace's slices must.
+  std::vector<const Op*> scopes;
   for (size_t i = 0; i < b.ops().size(); ++i) {
     const Op& op = *b.ops()[i];
     if (op.parent() != &b) fail(op, "is not linked to the block that holds it");
     bool last = i + 1 == b.ops().size();
+    // (Attributes of the wrong kind are verifyOp's to report.)
+    const int64_t* probeEnd = op.code() == OpCode::Probe && op.hasAttr("end") && op.hasAttr("name")
+                                  ? std::get_if<int64_t>(&op.attrs().at("end"))
+                                  : nullptr;
+    const std::string* probeName = probeEnd ? std::get_if<std::string>(&op.attrs().at("name")) : nullptr;
+    if (probeName && *probeEnd == 0) {
+      scopes.push_back(&op);
+    } else if (probeName && *probeEnd == 1) {
+      if (scopes.empty() || scopes.back()->strAttr("name") != *probeName)
+        fail(op, "ends profiling scope '" + *probeName + "', " +
+                     (scopes.empty() ? std::string("which is not open in this block")
+                                     : "but the innermost open scope is '" + scopes.back()->strAttr("name") + "'"));
+      scopes.pop_back();
+    }
+    if (isTerminator(op.code()) && !scopes.empty())
+      fail(*scopes.back(), "begins profiling scope '" + scopes.back()->strAttr("name") +
+                               "', which is not ended before the end of its block");
     if (isTerminator(op.code())) {
       if (op.code() != term)
         fail(op, owner ? std::string("cannot appear in the region of '") + owner->name() + "' (expected 'yield')"

@@ -119,6 +119,14 @@ bool Verifier::verifyMemoryOp(const Op& op) {
       operands(op, 0, 0);
       results(op, 0);
       return true;
+    case OpCode::Probe: {
+      operands(op, 0, 0);
+      results(op, 0);
+      if (strAttr(op, "name").empty()) fail(op, "needs a non-empty scope name");
+      const int64_t end = intAttr(op, "end");
+      if (end != 0 && end != 1) fail(op, "attribute 'end' must be 0 (the scope's begin) or 1 (its end)");
+      return true;
+    }
     case OpCode::BufferSlot: {
       operands(op, 2, 2);
       results(op, 1);

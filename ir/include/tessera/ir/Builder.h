@@ -70,6 +70,8 @@ class Builder {
   void localStore(Value* buffer, Value* tile);
   void copy(Value* dstBuffer, Value* srcPtrs, Value* mask = nullptr);
   void barrier();
+  /// A profiling scope's begin (end = false) or end.
+  void probe(const std::string& name, bool end);
   /// View of slot `index` of a multi-buffered buffer (IR.h).
   Value* bufferSlot(Value* buffer, Value* index);
   /// An asynchronous global -> shared copy (`copy {async = 1}`).

@@ -233,6 +233,13 @@
 //    of x's type without that dim: x[..., 0] and x[..., 1]. split(join(a,
 //    b)) is (a, b).
 //
+// Profiling. `probe() {name, end}` marks the begin (end = 0) or the end
+// (end = 1) of a scope named `name`; scopes nest within their block. A
+// profiled compile (CompileOptions::profile) records, per warp, the time at
+// each probe (tessera/support/Profile.h); any other compile removes them
+// first (the `strip-probes` pass), so they change nothing else. Probes
+// order nothing: code without memory effects may move across them.
+//
 // Control flow. `for` runs its body for iv = lo, lo+step, ... while iv < hi
 // (step > 0; a non-positive step runs zero iterations), threading
 // loop-carried values through `yield`. `if` selects one region; both regions

@@ -30,6 +30,16 @@ std::unique_ptr<Pass> createCanonicalizePass();  // fold trivial ops (x+0, splat
 /// unpipelined).
 std::unique_ptr<Pass> createPipelineSchedulePass();
 
+/// "strip-probes": removes every `probe` op (ir/passes/StripProbes.cpp).
+/// Run first by every compile that is not profiled.
+std::unique_ptr<Pass> createStripProbesPass();
+
+/// "insert-probes": the automatic scopes of a profiled compile -- the
+/// kernel, warp-specialised roles, a pipelined loop's prologue, main loop,
+/// stages and epilogue, and every wait (ir/passes/InsertProbes.cpp). Run
+/// after the passes that move code.
+std::unique_ptr<Pass> createInsertProbesPass();
+
 /// "pad-tiles": pads every non-power-of-two tile dim to the next power of
 /// two, masking memory accesses, reductions and dot K so the padding is
 /// never observed (ir/passes/PadTiles.cpp). Run first for GPU targets,
