@@ -61,10 +61,16 @@ void compileCpu(const ir::Function& f, const Target& target, const CompileOption
   llvm::TargetMachine& tm = cpu::cachedTargetMachine(t, opts.optLevel);
   auto ctx = std::make_unique<llvm::LLVMContext>();
   std::string entry = cpu::entrySymbol(f.name());
-  auto mod = cpu::lowerToLLVM(f, *ctx, t, tm.createDataLayout(), entry,
-                              opts.checkBounds ? &art.binary.opNames : nullptr, &art.binary.hostStackBytes);
+  auto mod =
+      cpu::lowerToLLVM(f, *ctx, t, tm.createDataLayout(), entry, opts.checkBounds ? &art.binary.opNames : nullptr,
+                       &art.binary.hostStackBytes, opts.profile ? &art.binary.profileScopes : nullptr);
   art.binary.format = KernelBinary::Format::HostFunction;
   art.binary.boundsChecked = opts.checkBounds;
+  if (opts.profile) {
+    art.binary.profiled = true;
+    art.binary.profileWarps = 1;  // a program is one thread
+    art.binary.profileClock = KernelBinary::ProfileClock::TimeStampCounter;
+  }
   timer.mark("lower");
   art.dumps.llvm = printModule(*mod);
   timer.mark("print-llvm");
@@ -127,6 +133,7 @@ std::shared_ptr<Artifact> compileGpuTarget(const ir::Function& f, const GpuConfi
   b.opNames = std::move(k.opNames);
   b.emuWarpSize = k.warpSize;
   b.emuAmd = amd;
+  if (b.profiled) b.profileClock = KernelBinary::ProfileClock::EmulatorOps;  // tessera_emu_clock
   b.emuStaticSharedBytes = k.staticSharedBytes;
   b.emuDynamicSharedOffset = k.dynamicSharedOffset;
   art->dumps.extra["emu-host-llvm"] = std::move(k.hostIR);
@@ -150,6 +157,14 @@ std::shared_ptr<Artifact> compile(const ir::Function& kernel, const Target& targ
   if (target.isGpu()) gpuCfg = gpuConfig(target, opts.numWarps, gpuOptions(opts));
   const GpuConfig* gc = gpuCfg ? &*gpuCfg : nullptr;
   ir::PassManager pm;
+  // Scopes the user wrote change nothing in a compile that is not
+  // profiled: they go first (only where there are some, so every other
+  // kernel's stages stay as they were).
+  if (!opts.profile) {
+    bool probes = false;
+    ir::walk(f->body(), [&](ir::Op& op) { probes |= op.code() == ir::OpCode::Probe; });
+    if (probes) pm.add(ir::createStripProbesPass());
+  }
   // GPU layouts split dims over threads in powers of two: pad first, so the
   // default passes clean up (CSE) the masks it adds.
   if (target.kind != Target::Kind::CPU) pm.add(ir::createPadTilesPass(&art->warnings));
@@ -192,6 +207,8 @@ std::shared_ptr<Artifact> compile(const ir::Function& kernel, const Target& targ
   if (gc)
     pm.add(ir::createAsyncDotsPass(
         [gc](const ir::Op& dot) { return gpuKeepsDotInFlight(createGpuTargetInfo, *gc, dot); }));
+  // A profiled compile's automatic scopes, once nothing moves code.
+  if (opts.profile) pm.add(ir::createInsertProbesPass());
   pm.setAfterPass(
       [&](const std::string& pass, const ir::Function& fn) { art->dumps.tileIR.emplace_back(pass, ir::print(fn)); });
   pm.run(*f);

@@ -81,6 +81,8 @@ ExportResult exportArtifact(const Artifact& a, const std::string& dir) {
   if (a.binary.boundsChecked)
     throw UsageError("export: kernel '" + a.kernelName() +
                      "' was compiled with bounds checks; export an unchecked compile");
+  if (a.binary.profiled)
+    throw UsageError("export: kernel '" + a.kernelName() + "' was compiled with probes; export an unprofiled compile");
   if (dir.empty()) throw UsageError("export: the output directory is empty");
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);

@@ -46,6 +46,7 @@ GpuOptions gpuOptions(const CompileOptions& o) {
   // the hardware runs from a map, are off there.
   g.tensorCopies = o.tensorCopies && !o.checkBounds;
   g.checkBounds = o.checkBounds;
+  g.profile = o.profile;
   g.predicatedAccesses = o.predicatedAccesses;
   return g;
 }

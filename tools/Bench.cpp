@@ -25,7 +25,7 @@ const char* const kSynopsis =
     "                  [--flush-bytes N] [--no-check] [--json FILE] [--baseline FILE] [--threshold PCT]\n"
     "                  [--roofline FILE.svg] [--machines ID,...] [--flops N] [--bytes N] [--seed S]\n"
     "                  [--precision accurate|approx] [--config K=V,...] [--peers] [--check-bounds]\n"
-    "                  [--grid X,Y,Z --arg NAME=VALUE... --kernel NAME]\n";
+    "                  [--profile] [--grid X,Y,Z --arg NAME=VALUE... --kernel NAME]\n";
 const char* const kSolSynopsis =
     "  tessera sol [KERNEL[:SHAPE]...|FILE.tir] [--target T] [--shape A,B,...] [--machines ID,...]\n"
     "                  [--grid X,Y,Z] [--arg NAME=VALUE]... [--kernel NAME] [--remeasure-host] [--model]\n";
@@ -59,6 +59,8 @@ std::string benchOptionsHelp() {
          "                      copy of the bytes it moves; then prints each kernel against its peer\n"
          "  --check-bounds      time checked launches (every global access tested against its buffer;\n"
          "                      CPU: the bounds-checked compile; the emulator always checks)\n"
+         "  --profile           time profiled launches (the profiled compile, its buffer written and\n"
+         "                      decoded each time: what a profiled launch costs; docs/profiling.md)\n"
          "  FILE.tir            a kernel from textual IR: --grid X[,Y[,Z]] and --arg NAME=VALUE for\n"
          "                      every argument (a scalar's value, a buffer's element count; buffers\n"
          "                      are zero-filled); --kernel NAME picks one of several kernels. On the\n"
@@ -110,6 +112,9 @@ BenchArgs benchArgs(const cli::Args& args) {
   }
   a.bench.launch.threads = threadsOf(args);
   a.bench.launch.checkBounds = args.has("--check-bounds");
+  // Each timed launch fills the same profile (the last one is kept).
+  static rt::Profile profile;
+  if (args.has("--profile")) a.bench.launch.profile = &profile;
   a.check = !args.has("--no-check");
   a.json = args.value("--json", "");
   a.baseline = args.value("--baseline", "");
@@ -284,6 +289,7 @@ cli::Command benchCommand() {
            {"--config", "a config K=V,... (BLOCK_M=128,num_warps=8), or tuned"},
            {"--peers"},
            kCheckBoundsOpt,
+           {"--profile"},
            kGridOpt,
            kArgOpt,
            kKernelOpt},

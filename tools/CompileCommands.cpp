@@ -12,6 +12,7 @@
 
 #include "Commands.h"
 #include "Opt.h"
+#include "Subjects.h"
 #include "registry.h"
 #include "tessera/perf/Launches.h"
 #include "tessera/support/Environment.h"
@@ -88,6 +89,7 @@ int runCompile(const cli::Args& a) {
   Target target = Target::parse(a.value("--target", "cpu"));
   CompileOptions o = optionsFor(a, target);
   o.checkBounds = a.has("--check-bounds");  // the code a checked launch runs
+  o.profile = a.has("--profile");           // the code a profiled launch runs
   applyPrecision(a);
   Kernel kern = loadKernel(a, a.positional(0), target);
   if (a.has("--assume-aligned")) kern = assumeAligned(kern);
@@ -130,10 +132,32 @@ int runRun(const cli::Args& a) {
   ctx.seed = seedOf(a);
   ctx.launch.threads = threadsOf(a);
   ctx.launch.checkBounds = a.has("--check-bounds");
+  if (std::optional<std::string> v = a.value("--config")) {
+    // A point of the example's tune space, its names checked as bench's.
+    std::optional<perf::TuneConfig> config;
+    try {
+      config = perf::TuneConfig::parse(*v);
+    } catch (const UsageError& e) {
+      a.fail(std::string("--config: ") + e.what());
+    }
+    const examples::RunContext c = contextFor(a, Subject{ex, ctx.shape, ""}, ctx.device, config);
+    ctx.config = c.config;
+    ctx.options = c.options;
+  }
+  // A profiled launch (the last one, where the kernel launches several
+  // times): its trace to the file, its summary to stderr.
+  rt::Profile profile;
+  const std::optional<std::string> trace = a.value("--trace");
+  if (trace) ctx.launch.profile = &profile;
   applyPrecision(a);
   const auto start = std::chrono::steady_clock::now();
   examples::CheckResult r = ex->run(ctx);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (trace) {
+    if (profile.kernel.empty()) a.fail("--trace: " + name + " launched no profiled kernel");
+    profile.writeChromeTrace(*trace);
+    std::cerr << profile.summary() << "trace: " << *trace << "\n";
+  }
   // The bound is per element (it scales with what each element sums), so
   // the verdict line gives the errors, and the lines after it the bound's
   // form and how close the worst element came to its own bound.
@@ -184,7 +208,8 @@ cli::Command listCommand() { return {"list", "  tessera list\n", {}, 0, 0, "", r
 cli::Command compileCommand() {
   return {"compile",
           "  tessera compile KERNEL|FILE.tir|- [--target T] [--emit STAGE] [--kernel NAME] [-o FILE]\n"
-          "                  [--assume-aligned] [--num-warps N] [--precision accurate|approx] [--check-bounds]\n",
+          "                  [--assume-aligned] [--num-warps N] [--precision accurate|approx] [--check-bounds]\n"
+          "                  [--profile]\n",
           {kTargetOpt,
            {"--emit", "a STAGE (`tessera help compile` lists them)"},
            kKernelOpt,
@@ -192,7 +217,8 @@ cli::Command compileCommand() {
            kAssumeAlignedOpt,
            kNumWarpsOpt,
            kPrecisionOpt,
-           kCheckBoundsOpt},
+           kCheckBoundsOpt,
+           {"--profile"}},
           1,
           1,
           "a KERNEL name or a FILE.tir",
@@ -203,8 +229,15 @@ cli::Command compileCommand() {
 cli::Command runCommand() {
   return {"run",
           "  tessera run KERNEL [--target T] [--shape A,B,...] [--threads N] [--seed S] [--check-bounds]\n"
-          "                  [--precision accurate|approx]\n",
-          {kTargetOpt, kShapeOpt, kThreadsOpt, kSeedOpt, kCheckBoundsOpt, kPrecisionOpt},
+          "                  [--precision accurate|approx] [--config K=V,...] [--trace FILE]\n",
+          {kTargetOpt,
+           kShapeOpt,
+           kThreadsOpt,
+           kSeedOpt,
+           kCheckBoundsOpt,
+           kPrecisionOpt,
+           {"--config", "a config K=V,... of the example's tune space (BLOCK_M=128,WARP_SPECIALIZE=1)"},
+           {"--trace", "a FILE to write the trace of a profiled launch to"}},
           1,
           1,
           "a KERNEL name (`tessera list`)",

@@ -114,6 +114,24 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
     llvm::Value* items = dispatchField(b, 12 + 4 * static_cast<uint64_t>(axis), b.getInt32Ty());
     return b.CreateUDiv(items, blockDim(b, axis));
   }
+  // The constant 100 MHz clock shared by the whole device (the shader
+  // clock counts per CU and varies with its frequency): s_memrealtime on
+  // gfx9, a message returning it (MSG_RTN_GET_REALTIME, 0x83) on gfx11.
+  llvm::Value* profileClock(llvm::IRBuilderBase& b) override {
+    if (row().gfxMajor >= 11)
+      return b.CreateIntrinsic(llvm::Intrinsic::amdgcn_s_sendmsg_rtn, {b.getInt64Ty()}, {b.getInt32(0x83)});
+    return b.CreateIntrinsic(llvm::Intrinsic::amdgcn_s_memrealtime, {});
+  }
+  KernelBinary::ProfileClock profileClockKind() const override { return KernelBinary::ProfileClock::Realtime100MHz; }
+  // The CU from the hardware-id register, s_getreg_b32 of its bits
+  // (offset, size): gfx9 HW_ID (4) holds CU_ID, SH_ID and SE_ID at 8..14;
+  // gfx11 HW_ID1 (23) WGP_ID, SA_ID and SE_ID at 10..20.
+  llvm::Value* profileUnit(llvm::IRBuilderBase& b) override {
+    const bool gfx11 = row().gfxMajor >= 10;
+    const unsigned id = gfx11 ? 23 : 4, offset = gfx11 ? 10 : 8, size = gfx11 ? 11 : 7;
+    return b.CreateIntrinsic(llvm::Intrinsic::amdgcn_s_getreg, {},
+                             {b.getInt32(((size - 1) << 11) | (offset << 6) | id)});
+  }
   void barrier(llvm::IRBuilderBase& b, bool sharedOnly) override {
     // s_barrier alone orders no memory: the workgroup-scope fences make the
     // block's shared and global writes visible across it (HIP's
@@ -248,7 +266,7 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
   // GEMV's 64x128 tile are scalar (s_mul_i32, s_add_u32), and most kernels
   // of the static benchmark take 1-2 VGPRs fewer (GEMMs, attention).
   llvm::Value* warpUniform(llvm::IRBuilderBase& b, llvm::Value* v) override {
-    return b.CreateIntrinsic(llvm::Intrinsic::amdgcn_readfirstlane, {b.getInt32Ty()}, {v});
+    return b.CreateIntrinsic(llvm::Intrinsic::amdgcn_readfirstlane, {v->getType()}, {v});
   }
   llvm::Value* shuffleIdx(llvm::IRBuilderBase& b, llvm::Value* v, llvm::Value* src) override {
     // ds_bpermute addresses lanes in bytes.

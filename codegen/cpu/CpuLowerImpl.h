@@ -40,6 +40,7 @@
 #include "codegen/cpu/CpuLowering.h"
 #include "codegen/llvm/Elementwise.h"
 #include "tessera/ir/analysis/PointerOrigin.h"
+#include "tessera/ir/analysis/ProbeScopes.h"
 #include "tessera/ir/Atomics.h"
 #include "tessera/ir/analysis/AxisInfo.h"
 #include "tessera/support/Error.h"
@@ -75,8 +76,12 @@ inline bool isExpensive(OpCode c) { return ir::isElementwise(c) && !ir::isCheapT
 class Lowering {
  public:
   Lowering(const ir::Function& f, llvm::LLVMContext& ctx, llvm::Module& m, const CpuTargetInfo& t,
-           std::vector<std::string>* checkedOps)
-      : fn_(f), ctx_(ctx), mod_(m), tgt_(t), axis_(f), b_(ctx), checkedOps_(checkedOps) {}
+           std::vector<std::string>* checkedOps, bool profile = false)
+      : fn_(f), ctx_(ctx), mod_(m), tgt_(t), axis_(f), b_(ctx), checkedOps_(checkedOps) {
+    if (profile) probes_.emplace(f);
+  }
+  /// A profiled lowering's scopes, by index (empty otherwise).
+  std::vector<std::string> profileScopes() const { return probes_ ? probes_->names : std::vector<std::string>{}; }
 
   void run(const std::string& entryName);
 
@@ -129,6 +134,17 @@ class Lowering {
   /// Tests every active address of a global memory op against its buffer;
   /// on a violation records it and returns from the program.
   void emitBoundsCheck(const ir::Op& op);
+
+  // ---- profiled launches (tessera/support/Profile.h; CpuLowerProfile.cpp) ----
+  std::optional<ir::ProbeScopes> probes_;  // set: a profiled compile
+  llvm::Value *profOn_ = nullptr, *profSlot_ = nullptr, *profRecords_ = nullptr, *profCapMask_ = nullptr;
+  llvm::Value* profCount_ = nullptr;
+  /// The program's slot in the buffer `buf` (a body parameter).
+  void initProfile(llvm::Value* buf);
+  void emitProbe(const ir::Op& op);
+  /// The time-stamp counter, and the core it was read on (null where the
+  /// target has no rdtscp).
+  std::pair<llvm::Value*, llvm::Value*> readClock();
 
   // ---- planning ---------------------------------------------------------
   void plan();

@@ -62,6 +62,7 @@ void Lowering::run(const std::string& entryName) {
   for (unsigned i = 0; i < fn_.numArgs(); ++i) params.push_back(elemTy(fn_.arg(i)->type()));
   for (int i = 0; i < 6; ++i) params.push_back(i32);
   if (checkedOps_) params.push_back(b_.getPtrTy());  // the BoundsCheckRecord
+  if (probes_) params.push_back(b_.getPtrTy());      // the profile buffer
   auto* bodyTy = llvm::FunctionType::get(b_.getVoidTy(), params, false);
   auto* body = llvm::Function::Create(bodyTy, llvm::Function::InternalLinkage, "program." + fn_.name(), mod_);
   auto* entryTy =
@@ -99,6 +100,7 @@ void Lowering::run(const std::string& entryName) {
       argExtent_[i] = b_.CreateLoad(b_.getInt64Ty(), b_.CreateConstInBoundsGEP1_64(b_.getInt64Ty(), extents, i));
     }
   }
+  if (probes_) initProfile(body->getArg(fn_.numArgs() + 6 + (checkedOps_ ? 1 : 0)));
   emitBlock(fn_.body());
   TS_ASSERT(b_.GetInsertBlock() == nullptr, "kernel body does not end in return");
   llvm::IRBuilder<>(allocaBlock_).CreateBr(start);
@@ -137,8 +139,11 @@ void Lowering::run(const std::string& entryName) {
   std::vector<llvm::Value*> full = callArgs;
   for (llvm::Value* p : {px, py, pz}) full.push_back(b_.CreateTrunc(p, i32));
   for (int i = 0; i < 3; ++i) full.push_back(g[i]);
+  // Hidden entries of `args` after the arguments: the record, the buffer.
+  unsigned hidden = fn_.numArgs();
   if (checkedOps_)
-    full.push_back(b_.CreateLoad(b_.getPtrTy(), b_.CreateConstInBoundsGEP1_64(b_.getPtrTy(), args, fn_.numArgs())));
+    full.push_back(b_.CreateLoad(b_.getPtrTy(), b_.CreateConstInBoundsGEP1_64(b_.getPtrTy(), args, hidden++)));
+  if (probes_) full.push_back(b_.CreateLoad(b_.getPtrTy(), b_.CreateConstInBoundsGEP1_64(b_.getPtrTy(), args, hidden)));
   b_.CreateCall(body, full);
   llvm::Value* next = b_.CreateAdd(id, b_.getInt64(1));
   id->addIncoming(next, loop);
@@ -160,12 +165,14 @@ void Lowering::run(const std::string& entryName) {
 
 std::unique_ptr<llvm::Module> lowerToLLVM(const ir::Function& f, llvm::LLVMContext& ctx, const CpuTargetInfo& target,
                                           const llvm::DataLayout& layout, const std::string& entryName,
-                                          std::vector<std::string>* checkedOps, uint64_t* stackBytes) {
+                                          std::vector<std::string>* checkedOps, uint64_t* stackBytes,
+                                          std::vector<std::string>* profileScopes) {
   auto m = std::make_unique<llvm::Module>(f.name(), ctx);
   m->setTargetTriple(llvm::Triple(target.triple));
   m->setDataLayout(layout);
-  detail::Lowering l(f, ctx, *m, target, checkedOps);
+  detail::Lowering l(f, ctx, *m, target, checkedOps, profileScopes != nullptr);
   l.run(entryName);
+  if (profileScopes) *profileScopes = l.profileScopes();
   uint64_t total = 0;
   for (const auto& [bytes, op] : l.stackUse()) total += bytes;
   checkStack(f, l.stackUse(), total);

@@ -30,11 +30,15 @@ constexpr uint64_t kStackBudget = uint64_t{4} << 20;
 /// tessera/support/BoundsCheck.h): the entry takes a BoundsCheckRecord after
 /// the arguments, and `checkedOps` receives, per checked access, its op's
 /// text and the user's file:line (the record's opId indexes it).
+/// With `profileScopes` non-null the kernel is profiled (tessera/support/
+/// Profile.h): the entry takes the profile buffer after the arguments (and
+/// the record), and `profileScopes` receives the probes' scope names.
 /// `stackBytes` (if non-null) receives the bytes of tiles one program keeps
 /// on the stack (at most kStackBudget, else a ResourceError).
 std::unique_ptr<llvm::Module> lowerToLLVM(const ir::Function& f, llvm::LLVMContext& ctx, const CpuTargetInfo& target,
                                           const llvm::DataLayout& layout, const std::string& entryName,
                                           std::vector<std::string>* checkedOps = nullptr,
-                                          uint64_t* stackBytes = nullptr);
+                                          uint64_t* stackBytes = nullptr,
+                                          std::vector<std::string>* profileScopes = nullptr);
 
 }  // namespace tessera::codegen::cpu

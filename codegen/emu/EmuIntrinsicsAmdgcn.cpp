@@ -22,6 +22,12 @@ Value* Lowerer::amdgcn(IRBuilder<>& b, llvm::CallInst& c, const std::vector<std:
   if (k == "workitem" && t.size() == 3 && t[1] == "id") return dimHook(b, "thread_id", t[2], c);
   if (k == "workgroup" && t.size() == 3 && t[1] == "id") return dimHook(b, "block_id", t[2], c);
   if (name == "wavefrontsize") return b.getInt32(em.warpSize);
+  // A profiled kernel's clock and CU (its hardware-id read): the machine's
+  // (Profile.h). No other s_getreg is emitted.
+  auto* msg = name.rfind("s.sendmsg.rtn", 0) == 0 ? llvm::dyn_cast<llvm::ConstantInt>(arg(0)) : nullptr;
+  if (name == "s.memrealtime" || (msg && msg->getZExtValue() == 0x83))  // MSG_RTN_GET_REALTIME
+    return callHook(b, "tessera_emu_clock");
+  if (name == "s.getreg") return callHook(b, "tessera_emu_unit");
   if (name == "s.barrier" || name == "s.barrier.signal") return barrier(b, c);
   // The split barrier of gfx12: the signal above is the whole barrier,
   // the wait that follows it has nothing left to do.

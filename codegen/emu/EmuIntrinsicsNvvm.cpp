@@ -23,6 +23,9 @@ Value* Lowerer::nvvm(IRBuilder<>& b, llvm::CallInst& c, const std::vector<std::s
     if (r == "nctaid") return dimHook(b, "grid_dim", axis, c);
     if (r == "laneid") return laneId(b);
     if (r == "warpsize") return b.getInt32(em.warpSize);
+    // A profiled kernel's clock and SM: the machine's (Profile.h).
+    if (r == "globaltimer") return callHook(b, "tessera_emu_clock");
+    if (r == "smid") return callHook(b, "tessera_emu_unit");
     if (r == "lanemask" && t.size() == 5) {
       Value* lane = b.CreateZExt(laneId(b), em.i64());
       Value* one = b.getInt64(1);

@@ -310,6 +310,12 @@ std::shared_ptr<Artifact> compileGpu(GpuTargetFactory make, const ir::Function& 
   art->binary.signature.tensorMaps = low.tensorMaps;
   art->binary.boundsChecked = c.options.checkBounds;
   art->binary.opNames = low.checkedOps;
+  if (c.options.profile) {
+    art->binary.profiled = true;
+    art->binary.profileScopes = low.profileScopes;
+    art->binary.profileWarps = low.threadsPerBlock / c.warpSize();
+    art->binary.profileClock = ti->profileClockKind();
+  }
   if (!low.tensorMaps.empty()) {
     std::string maps;
     for (const TensorMapSpec& s : low.tensorMaps) maps += s.str(art->binary.signature.args) + "\n";

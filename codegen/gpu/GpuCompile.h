@@ -53,6 +53,9 @@ struct GpuOptions {
   /// access tested against its buffer (codegen/gpu/LowerChecks.cpp), extra
   /// hidden parameters, no tensor copies.
   bool checkBounds = false;
+  /// A profiled compile (CompileOptions::profile): probes record into a
+  /// buffer passed as the last parameter (codegen/gpu/LowerProfile.cpp).
+  bool profile = false;
 };
 
 /// One GPU compile's configuration, made once by the driver from the

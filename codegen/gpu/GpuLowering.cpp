@@ -73,6 +73,8 @@ void Lower::run() {
   for (size_t i = 0; i < tensorMaps_.size(); ++i) params.push_back(b_.getPtrTy());
   numberCheckedOps();
   checkParams(params);  // a checked kernel's extents and record, after those
+  numberProbes();
+  profileParams(params);  // a profiled kernel's buffer, last
   unsigned threads = blockThreads();
   auto* fty = llvm::FunctionType::get(b_.getVoidTy(), params, false);
   llvm::Function* fn = t_.createKernel(m_, f_.name(), fty, threads);
@@ -92,11 +94,13 @@ void Lower::run() {
   unsigned ws = t_.warpSize();
   lane_ = b_.CreateURem(tid_, i32(ws), "lane");
   warp_ = t_.warpUniform(b_, b_.CreateUDiv(tid_, i32(ws), "warp"));
+  initProfile(fn);
   initTma();
   initTmaBarriers();
   splitWarps();
   emitBlock(f_.body());
   TS_ASSERT(b_.GetInsertBlock() == nullptr, "kernel body does not end in return");
+  finishProfile(fn);
   finishProvenance();
 }
 
@@ -253,6 +257,7 @@ GpuLoweringResult lowerToGpuLLVM(const ir::Function& f, GpuTargetInfo& t, const 
   res.record = low->record();
   res.tensorMaps = low->tensorMaps();
   res.checkedOps = low->checkedOps();
+  res.profileScopes = low->profileScopes();
   return res;
 }
 

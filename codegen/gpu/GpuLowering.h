@@ -32,6 +32,8 @@ struct GpuLoweringResult {
   /// A checked compile (GpuOptions::checkBounds): the op ids its record
   /// names, "op @ file:line" by id.
   std::vector<std::string> checkedOps;
+  /// A profiled compile (GpuOptions::profile): its scopes, by index.
+  std::vector<std::string> profileScopes;
   /// Loop-invariant dot operands were put in registers to raise the waves
   /// the LDS allows (GpuOptions::invariantsForLds), which were
   /// ldsWavesWithoutInvariants without.

@@ -141,6 +141,12 @@ class GpuTargetInfo {
   virtual llvm::Value* blockId(llvm::IRBuilderBase& b, int axis) = 0;
   virtual llvm::Value* blockDim(llvm::IRBuilderBase& b, int axis) = 0;
   virtual llvm::Value* gridDim(llvm::IRBuilderBase& b, int axis) = 0;
+  /// Profiled compiles (codegen/gpu/LowerProfile.cpp, tessera/support/
+  /// Profile.h): the i64 time a probe records and what it counts, and the
+  /// i32 number of the SM / CU the thread runs on.
+  virtual llvm::Value* profileClock(llvm::IRBuilderBase& b) = 0;
+  virtual KernelBinary::ProfileClock profileClockKind() const = 0;
+  virtual llvm::Value* profileUnit(llvm::IRBuilderBase& b) = 0;
   /// For rematerialisation after loops (RematerializeAfterLoops.h): when
   /// `v` reads a special register (thread or block index), a value equal to
   /// it at `b` that the code generator will not merge with `v` (a new

@@ -28,6 +28,7 @@
 #include "codegen/llvm/Elementwise.h"
 #include "tessera/ir/analysis/AxisInfo.h"
 #include "tessera/ir/analysis/PointerOrigin.h"
+#include "tessera/ir/analysis/ProbeScopes.h"
 #include "tessera/ir/analysis/TiledAccess.h"
 #include "tessera/support/Error.h"
 
@@ -565,6 +566,25 @@ class Lower {
   std::optional<GroupState> simulateGroups(const ir::Block& b, std::optional<GroupState> st);
   bool groupsProven_ = false;
   std::unordered_map<const ir::Op*, int64_t> tmaRetire_;  // async_wait -> groups it retires (-1: unknown)
+  // ---- probes (LowerProfile.cpp; GpuOptions::profile) -------------------------
+  /// The probes' scopes (ir::ProbeScopes: the binary's profileScopes).
+  void numberProbes();
+  /// A profiled kernel's last parameter: the profile buffer's address.
+  void profileParams(std::vector<llvm::Type*>& params);
+  /// This warp's slot and whether it records (after lane_ and warp_).
+  void initProfile(llvm::Function* fn);
+  void emitProbe(const ir::Op& op);
+  /// The count's alloca into registers, once the kernel is emitted.
+  void finishProfile(llvm::Function* fn);
+  std::optional<ir::ProbeScopes> probes_;
+  llvm::Value *profSlot_ = nullptr, *profRecords_ = nullptr, *profCapMask_ = nullptr;
+  llvm::AllocaInst* profCount_ = nullptr;
+
+ public:
+  /// The scopes' names, by scope index (after run()).
+  std::vector<std::string> profileScopes() const { return probes_ ? probes_->names : std::vector<std::string>{}; }
+
+ private:
   // ---- bounds checks (LowerChecks.cpp; GpuOptions::checkBounds) -------------
   /// Numbers the global accesses of the kernel in program order: the op
   /// ids a checked kernel records (the binary's opNames).

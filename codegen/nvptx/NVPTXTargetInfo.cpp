@@ -228,6 +228,15 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
                  llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_z},
                 axis);
   }
+  // %globaltimer: nanoseconds, one clock for every SM, so the tracks of a
+  // trace line up (%clock64 counts per SM and drifts between them).
+  llvm::Value* profileClock(llvm::IRBuilderBase& b) override {
+    return b.CreateIntrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_globaltimer, {});
+  }
+  KernelBinary::ProfileClock profileClockKind() const override { return KernelBinary::ProfileClock::Nanoseconds; }
+  llvm::Value* profileUnit(llvm::IRBuilderBase& b) override {
+    return b.CreateIntrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_smid, {});
+  }
   // bar.sync never waits for outstanding loads: sharedOnly changes nothing.
   void barrier(llvm::IRBuilderBase& b, bool /*sharedOnly*/) override {
     // bar.sync 0: also orders the shared and global accesses of the block.

@@ -76,6 +76,10 @@ CacheExplanation explainCompile(const Kernel& k, const Target& target, const Com
     x.note = "target " + target.str() + " is never kept on disk (emu: targets compile in every process)";
     return x;
   }
+  if (userOpts.profile) {
+    x.note = "CompileOptions::profile is set: profiled compiles are never kept on disk";
+    return x;
+  }
   if (!userOpts.useDiskCache) {
     x.note = "CompileOptions::useDiskCache is false: this compile is never kept on disk";
     return x;

@@ -76,12 +76,12 @@ void logLookup(const codegen::CacheKey& key, const std::string& kernel, const Ta
 }
 
 // The key of a compile in the persistent cache, or nullopt when it is not
-// kept there (turned off, an emu: target, a stage dump folder that wants
-// every stage). A key that cannot be made (an unknown cpu) leaves the
+// kept there (turned off, an emu: target, a profiled compile, a stage dump
+// folder that wants every stage). A key that cannot be made (an unknown cpu) leaves the
 // error to the compile.
 std::optional<codegen::CacheKey> diskKey(const Kernel& k, const std::string& text, const Target& target,
                                          const CompileOptions& opts) {
-  if (!opts.useDiskCache || !codegen::diskCacheable(target)) return std::nullopt;
+  if (!opts.useDiskCache || opts.profile || !codegen::diskCacheable(target)) return std::nullopt;
   if (!codegen::KeyedStore("kernels").usable()) return std::nullopt;
   try {
     return codegen::compileKey(k.name(), text, target, opts);

@@ -81,8 +81,10 @@ struct CompiledKernel::State {
   // Fact mask -> the same kernel compiled without tensor copies, for the
   // launches whose tensor maps would describe an empty tensor.
   std::map<uint64_t, rt::Kernel> withoutTensorMaps;
-  rt::Kernel checked;  // CPU: the bounds-checked compile, made at the first checked launch
-  bool checkedLoaded = false;
+  /// The bounds-checked and / or profiled compiles (bit 0 checked, bit 1
+  /// profiled), per launch-time specialisation (the variants' mask), made
+  /// at the first launch that asks for them.
+  std::map<std::pair<unsigned, uint64_t>, rt::Kernel> instrumented;
 };
 
 namespace detail {

@@ -1,9 +1,10 @@
 // Launches of a CompiledKernel: launch-time specialisation on GPU devices
 // (the arguments' alignment and divisibility facts select a variant, each
 // compiled once), the variant without tensor copies for a launch whose
-// tensor maps would be empty, and checked launches on the CPU
-// (TESSERA_CHECK_BOUNDS).
+// tensor maps would be empty, checked launches (TESSERA_CHECK_BOUNDS on the
+// CPU) and profiled ones (TESSERA_PROFILE).
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -29,6 +30,18 @@ constexpr int64_t kSpecDivisor = 16;
 bool checkBoundsFromEnvironment() {
   const char* v = tessera::env::get(tessera::env::Var::CheckBounds);
   return v && *v && std::string(v) != "0";
+}
+
+// TESSERA_PROFILE=FILE makes every launch a profiled one, its trace
+// written to FILE (each launch overwrites it) and its summary to stderr.
+std::string profileFromEnvironment() {
+  const char* v = tessera::env::get(tessera::env::Var::Profile);
+  return v ? std::string(v) : std::string();
+}
+
+void writeTraceFromEnvironment(const rt::Profile& p, const std::string& path) {
+  p.writeChromeTrace(path);
+  std::fprintf(stderr, "%s(trace written to %s)\n", p.summary().c_str(), path.c_str());
 }
 
 // Which arguments carry a divisibility fact in this launch: bit i set when
@@ -101,27 +114,45 @@ void CompiledKernel::launchWith(Dim3 grid, const std::vector<rt::Arg>& args, con
     throw LaunchError("launch: kernel '" + state_->artifact->binary.signature.kernelName +
                       "' was compiled for target '" + state_->artifact->target.str() +
                       "' for inspection only; compile it for a Device to launch it");
-  if (!state_->options.checkBounds &&
-      (opts.checkBounds || (state_->device.kind() == rt::DeviceKind::CPU && checkBoundsFromEnvironment()))) {
-    // A checked launch runs the bounds-checked compile of the same kernel.
-    rt::Kernel checked;
+  // A checked or profiled launch runs the bounds-checked or profiled
+  // compile of the same kernel (both where both are asked).
+  LaunchOptions o = opts;
+  o.checkBounds = opts.checkBounds || (state_->device.kind() == rt::DeviceKind::CPU && checkBoundsFromEnvironment());
+  rt::Profile fromEnvironment;
+  const std::string tracePath = profileFromEnvironment();
+  if (!o.profile && !tracePath.empty()) o.profile = &fromEnvironment;
+  const unsigned want =
+      (o.checkBounds && !state_->options.checkBounds ? 1u : 0u) | (o.profile && !state_->options.profile ? 2u : 0u);
+  if (want) {
+    // Specialised as the plain launch would be, so the code measured or
+    // checked is the code that runs otherwise.
+    const uint64_t mask =
+        state_->specialize && grid.count() != 0 ? factMask(state_->artifact->binary.signature, args) : 0;
+    rt::Kernel instrumented;
     {
       std::lock_guard<std::mutex> lock(state_->mu);
-      if (!state_->checkedLoaded) {
-        CompileOptions o = state_->options;
-        o.checkBounds = true;
-        auto st = makeState(compileCached(state_->source, targetOf(state_->device), o));
-        state_->checked = state_->device.load(binaryFor(state_->source, state_->device, *st));
-        state_->checkedLoaded = true;
+      auto it = state_->instrumented.find({want, mask});
+      if (it == state_->instrumented.end()) {
+        CompileOptions co = state_->options;
+        co.checkBounds = co.checkBounds || (want & 1);
+        co.profile = co.profile || (want & 2);
+        Kernel k = mask ? withFacts(state_->source, mask) : state_->source;
+        auto st = makeState(compileCached(k, targetOf(state_->device), co));
+        it = state_->instrumented.emplace(std::pair{want, mask}, state_->device.load(binaryFor(k, state_->device, *st)))
+                 .first;
       }
-      checked = state_->checked;
+      instrumented = it->second;
     }
-    LaunchOptions o = opts;
-    o.checkBounds = true;
-    return checked.launch(grid, args, o);
+    instrumented.launch(grid, args, o);
+    if (o.profile == &fromEnvironment) writeTraceFromEnvironment(fromEnvironment, tracePath);
+    return;
   }
   // An empty grid runs nothing: the launch only checks the arguments.
-  if (!state_->specialize || grid.count() == 0) return state_->kernel.launch(grid, args, opts);
+  if (!state_->specialize || grid.count() == 0) {
+    state_->kernel.launch(grid, args, o);
+    if (o.profile == &fromEnvironment) writeTraceFromEnvironment(fromEnvironment, tracePath);
+    return;
+  }
   uint64_t mask = factMask(state_->artifact->binary.signature, args);
   rt::Kernel variant = state_->kernel;
   if (mask != 0) {
@@ -146,7 +177,8 @@ void CompiledKernel::launchWith(Dim3 grid, const std::vector<rt::Arg>& args, con
     }
     variant = it->second;
   }
-  variant.launch(grid, args, opts);
+  variant.launch(grid, args, o);
+  if (o.profile == &fromEnvironment) writeTraceFromEnvironment(fromEnvironment, tracePath);
 }
 
 }  // namespace tessera

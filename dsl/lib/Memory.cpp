@@ -256,6 +256,11 @@ void copy(const TileBuffer& dst, const Tensor& ptrs, const Operand& mask, SrcLoc
 
 void barrier(SrcLoc loc) { dsl::at(loc).builder->barrier(); }
 
+void dsl::probe(const std::string& name, bool end, SrcLoc loc) {
+  if (name.empty()) dsl::fail(loc, "profile_scope: the scope needs a name (what the trace shows)");
+  dsl::at(loc).builder->probe(name, end);
+}
+
 StagedTile stage_copy(const TileBuffer& buf, const Tensor& ptrs, const Operand& mask, SrcLoc loc) {
   dsl::TraceState& s = dsl::at(loc);
   if (s.pipes.empty() || s.builder->block() != s.pipes.back().body)

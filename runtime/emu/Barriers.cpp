@@ -60,8 +60,13 @@ void Worker::releaseBarrier(int32_t id, Fiber* self) {
   // orders the threads outside it (a race between such a thread and a
   // participant across the barrier goes unreported, never the reverse).
   ++epoch;
+  // The profile clock (tessera_emu_clock): everyone leaves at the count of
+  // the last to arrive, so a trace shows the wait.
+  uint64_t latest = 0;
+  for (uint32_t i : b.waiters) latest = std::max(latest, fibers[i].clock);
   for (uint32_t i : b.waiters) {
     Fiber& f = fibers[i];
+    f.clock = latest;
     if (whole) ++f.barriers;
     if (&f == self)
       f.state = FState::Running;

@@ -104,6 +104,11 @@ struct Fiber {
   FState state = FState::Ready;
   uint32_t barriers = 0;  // whole-block barriers this thread has passed in this block
   int32_t barrierSite = -1;
+  /// The profile clock (tessera_emu_clock): hooks this thread called in
+  /// this block -- its memory accesses, synchronisations, matrix
+  /// instructions and register reads -- raised to the latest arrival at
+  /// each barrier it passes.
+  uint64_t clock = 0;
   std::vector<AsyncCopy> asyncCopies;  // issued, not yet performed, in issue order
   uint64_t commits = 0;                // cp.async groups committed so far
   uint64_t wgmmaCommits = 0;           // wgmma groups committed so far
@@ -217,6 +222,7 @@ struct Worker {
   size_t qHead = 0, qCount = 0, qMask = 0;  // capacity: a power of two
   uint32_t blockIdx[3] = {0, 0, 0};
   uint32_t exited = 0;
+  uint32_t index = 0;                                      // among the launch's workers (tessera_emu_unit)
   std::array<NamedBarrier, kNamedBarriers> namedBarriers;  // [0]: also the whole-block barrier
   bool aborted = false;
   uint32_t epoch = 0;
@@ -363,6 +369,7 @@ template <class What>
 inline Fiber* current(const char* hook) {
   Fiber* f = tlsFiber;
   if (!f) throw EmulatorError(std::string(hook) + " called outside a kernel run by tessera::emu::launch");
+  ++f->clock;
   return f;
 }
 

@@ -86,8 +86,13 @@ void Worker::runBlock(uint64_t b) {
     for (auto& v : warpAccesses) v.clear();
   }
   qHead = qCount = 0;
+  // A worker is one SM of the profile clock: its next block starts where
+  // its last one ended.
+  uint64_t clock = 0;
+  for (uint32_t i = 0; i < n; ++i) clock = std::max(clock, fibers[i].clock);
   for (uint32_t i = 0; i < n; ++i) {
     Fiber& f = fibers[i];
+    f.clock = clock;
     f.barriers = 0;
     f.barrierSite = -1;
     // An aborted block may leave copies behind: drop them and their marks.
@@ -248,7 +253,10 @@ LaunchReport launch(ThreadFn fn, void* const* args, const LaunchConfig& cfg) {
   unsigned nWorkers = cfg.hostThreads ? cfg.hostThreads : std::max(1u, std::thread::hardware_concurrency());
   nWorkers = static_cast<unsigned>(std::min<uint64_t>(nWorkers, L.nBlocks));
   std::vector<std::unique_ptr<Worker>> workers;
-  for (unsigned i = 0; i < nWorkers; ++i) workers.push_back(std::make_unique<Worker>(&L));
+  for (unsigned i = 0; i < nWorkers; ++i) {
+    workers.push_back(std::make_unique<Worker>(&L));
+    workers.back()->index = i;
+  }
 
   std::vector<std::exception_ptr> errors(nWorkers);
   auto run = [&](unsigned i) {
@@ -302,5 +310,7 @@ int32_t tessera_emu_grid_dim_y(void) { return static_cast<int32_t>(current(__fun
 int32_t tessera_emu_grid_dim_z(void) { return static_cast<int32_t>(current(__func__)->w->cfg->grid[2]); }
 int32_t tessera_emu_lane_id(void) { return static_cast<int32_t>(current(__func__)->lane); }
 int32_t tessera_emu_warp_size(void) { return static_cast<int32_t>(current(__func__)->w->L->W); }
+uint64_t tessera_emu_clock(void) { return current(__func__)->clock; }
+int32_t tessera_emu_unit(void) { return static_cast<int32_t>(current(__func__)->w->index); }
 
 }  // extern "C"

@@ -92,6 +92,8 @@ struct LaunchPacket {
   /// A checked GPU launch: its record in device memory (the kernel's last
   /// parameter points at its address), kept until the launch has run.
   std::shared_ptr<void> deviceRecord;
+  /// A profiled kernel's buffer (ProfileBuffer.h), kept likewise.
+  std::shared_ptr<void> profileBuffer;
   std::shared_ptr<const Kernel::State> kernel;
   std::vector<std::shared_ptr<Buffer::State>> buffers;
   /// Throws the LaunchError of a checked launch that went out of bounds;
@@ -289,8 +291,12 @@ struct Kernel::State {
   std::shared_ptr<DeviceImpl> device;
   KernelSignature signature;
   std::shared_ptr<KernelState> loaded;
-  bool boundsChecked = false;                            // Binary::boundsChecked
-  std::vector<std::string> opNames;                      // Binary::opNames, for its reports
+  bool boundsChecked = false;              // Binary::boundsChecked
+  std::vector<std::string> opNames;        // Binary::opNames, for its reports
+  bool profiled = false;                   // Binary::profiled
+  std::vector<std::string> profileScopes;  // Binary::profileScopes
+  unsigned profileWarps = 0;               // Binary::profileWarps
+  Binary::ProfileClock profileClock = Binary::ProfileClock::None;
   Binary::Format format = Binary::Format::HostFunction;  // for messages
 };
 

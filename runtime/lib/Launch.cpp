@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "DeviceImpl.h"
+#include "ProfileBuffer.h"
 #include "tessera/support/Fp8.h"
 
 namespace tessera::rt {
@@ -498,6 +499,11 @@ void checkLaunch(const Kernel::State& st, const Checker& check, Dim3 grid, const
                       ", but the kernel was not compiled with CompileOptions::checkBounds (tessera::compile "
                       "does that itself for a checked launch)");
 
+  if (opts.profile && !st.profiled)
+    throw LaunchError(check.kernel() +
+                      ": LaunchOptions::profile, but the kernel was not compiled with "
+                      "CompileOptions::profile (tessera::compile does that itself for a profiled launch)");
+
   if (opts.stream && opts.stream.deviceImpl() != st.device)
     throw LaunchError(check.kernel() + ": LaunchOptions::stream is a stream of '" + opts.stream.deviceImpl()->name() +
                       "' but the kernel is loaded on '" + st.device->name() + "'" +
@@ -552,7 +558,18 @@ void Kernel::launch(Dim3 grid, const std::vector<Arg>& args, const LaunchOptions
   const size_t nMaps = sig.tensorMaps.size();
   const size_t recordAt = args.size() + nMaps;
   const bool gpuChecked = state_->boundsChecked && state_->device->kind() != DeviceKind::CPU;
-  const size_t nParams = recordAt + (state_->boundsChecked ? 1 : 0) + (gpuChecked ? pointerArgs(sig) : 0);
+  // A profiled kernel takes its buffer last (tessera/support/Profile.h).
+  const size_t profileAt = recordAt + (state_->boundsChecked ? 1 : 0) + (gpuChecked ? pointerArgs(sig) : 0);
+  const size_t nParams = profileAt + (state_->profiled ? 1 : 0);
+
+  // A profiled launch reads its buffer back at once: it runs synchronously,
+  // after what its stream holds.
+  if (opts.stream && opts.profile) {
+    opts.stream.synchronize();
+    LaunchOptions o = opts;
+    o.stream = {};
+    return launch(grid, args, o);
+  }
 
   if (opts.stream) {
     // Asynchronous: the packet outlives this call, holding the kernel,
@@ -572,6 +589,11 @@ void Kernel::launch(Dim3 grid, const std::vector<Arg>& args, const LaunchOptions
       p->deviceRecord = devRecord;
     } else if (state_->boundsChecked) {
       p->params[recordAt] = &p->record;
+    }
+    if (state_->profiled) {
+      auto buf = std::make_shared<ProfileBuffer>(*state_, nullptr, grid.count());
+      p->params[profileAt] = buf->param();
+      p->profileBuffer = buf;
     }
     p->kernel = state_;
     const std::vector<int64_t> ext = gpuChecked ? p->extents : std::vector<int64_t>{};
@@ -621,8 +643,15 @@ void Kernel::launch(Dim3 grid, const std::vector<Arg>& args, const LaunchOptions
     ptrs[recordAt] = &record;
   }
 
+  std::optional<ProfileBuffer> profile;
+  if (state_->profiled) {
+    profile.emplace(*state_, opts.profile ? &opts.profile->options : nullptr, grid.count());
+    ptrs[profileAt] = profile->param();
+  }
+
   state_->device->launch(*state_->loaded, sig, grid, ptrs, opts);
 
+  if (profile && opts.profile) profile->finish(*opts.profile);
   if (devRecord) devRecord->readInto(record);
   if (state_->boundsChecked && record.violated) throwOutOfBounds(*state_, record, extents);
 }

@@ -308,6 +308,10 @@ Kernel Device::load(const Binary& bin) const {
   st->loaded = impl_->load(bin);
   st->boundsChecked = bin.boundsChecked;
   st->opNames = bin.opNames;
+  st->profiled = bin.profiled;
+  st->profileScopes = bin.profileScopes;
+  st->profileWarps = bin.profileWarps;
+  st->profileClock = bin.profileClock;
   st->format = bin.format;
   return Kernel(std::move(st));
 }

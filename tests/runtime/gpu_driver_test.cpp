@@ -512,6 +512,52 @@ TEST_CASE("fake CUDA driver: launches pass the grid, block, shared memory and ar
     CHECK(allocations() == before);
   }
 
+  SECTION("a profiled launch passes its buffer last and decodes what the kernel recorded") {
+    auto allocations = fakeFn<int (*)()>(TESSERA_FAKE_CUDA, "fake_cuda_live_allocations");
+    Buffer out = dev.alloc(DType::F32, 64);
+    Binary bin = ptxBinary("profiled", kProfiledPtx, 64);
+    bin.signature.kernelName = "profiled";
+    bin.signature.args = {{ArgSpec::Kind::Pointer, DType::F32, "out"}};
+    bin.profiled = true;
+    bin.profileScopes = {"kernel @ user.cpp:3:5"};
+    bin.profileWarps = 2;
+    bin.profileClock = Binary::ProfileClock::Nanoseconds;
+    Kernel k = dev.load(bin);
+    const int before = allocations();
+    Profile p;
+    p.options.programs = 2;  // of 3
+    LaunchOptions o;
+    o.profile = &p;
+    k.launch(Dim3(3), {out}, o);
+    CHECK(allocations() == before);  // the buffer was freed
+    FakeLaunch l{};
+    lastLaunch(&l);
+    REQUIRE(l.numParams == 2);
+    CHECK(l.params[1] != 0);
+    CHECK(p.kernel == "profiled");
+    CHECK(p.clock == "ns (%globaltimer)");
+    CHECK(p.programs == 2);
+    CHECK(p.warpsPerProgram == 2);
+    REQUIRE(p.slices.size() == 4);
+    for (const ProfileSlice& s : p.slices) {
+      INFO("program " << s.program << " warp " << s.warp);
+      CHECK(s.scope == "kernel @ user.cpp:3:5");
+      CHECK(s.unit == 7 + s.program);
+      CHECK(s.begin == double(100 * s.program + s.warp));  // from the first record
+      CHECK(s.end - s.begin == 500.0);
+    }
+    CHECK_THAT(p.chromeTrace(), Catch::Contains("\"name\": \"SM 8\""));
+    // Unprofiled, a profiled binary still gets a buffer, which records nothing.
+    k.launch(Dim3(3), {out});
+    lastLaunch(&l);
+    CHECK(l.numParams == 2);
+    CHECK(allocations() == before);
+    // The runtime refuses a profile of an unprofiled binary.
+    Kernel plain = dev.load(vaddBinary(32));
+    Buffer a = dev.alloc(DType::F32, 64), b = dev.alloc(DType::F32, 64);
+    CHECK_THROWS_WITH(plain.launch(Dim3(1), {a, b, out, 64}, o), Catch::Contains("CompileOptions::profile"));
+  }
+
   SECTION("buffer offsets and the exact addresses reach the kernel") {
     Buffer a = dev.alloc(DType::F32, 64), b = dev.alloc(DType::F32, 64), out = dev.alloc(DType::F32, 64);
     Kernel k = dev.load(vaddBinary(32, 64 * 1024));

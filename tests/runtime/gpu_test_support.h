@@ -132,6 +132,22 @@ inline constexpr const char* kCheckedPtx = R"(.version 6.4
 }
 )";
 
+/// A profiled kernel's parameters (tessera/support/Profile.h):
+/// profiled(ptr out), the profile buffer. The fake driver writes a scope
+/// per warp into the buffer.
+inline constexpr const char* kProfiledPtx = R"(.version 6.4
+.target sm_52
+.address_size 64
+
+.visible .entry profiled(
+	.param .u64 profiled_out,
+	.param .u64 profiled_buffer
+)
+{
+	ret;
+}
+)";
+
 inline KernelSignature vaddSignature() {
   KernelSignature s;
   s.kernelName = "vadd";

@@ -17,6 +17,7 @@
 //    records the launch (tensor maps, `.param .align 64 .b8 x[128]`, in
 //    their own list); a kernel named "vadd" (out[i] = a[i] + b[i] for
 //    i < n, f32) is carried out on the fake memory so results can be checked,
+//    one named "profiled" writes one scope per warp into its profile buffer,
 //    and one named "checked_oob" writes a bounds-check record naming a store
 //    past its second argument into the record its last parameter points at;
 //  * streams run their work at once (a GPU may too), so events complete when
@@ -293,6 +294,33 @@ CUresult cuLaunchKernel(void* fnp, unsigned gx, unsigned gy, unsigned gz, unsign
       std::memcpy(rec + 8, head, sizeof head);
       std::memcpy(rec + 24, &offset, sizeof offset);
       std::memcpy(rec + 32, who, sizeof who);
+    } else {
+      failNextSync = ILLEGAL_ADDRESS;
+    }
+  }
+  if (fn->name == "profiled" && r.numParams == 2) {
+    // A profiled kernel (tessera/support/Profile.h) with one scope: every
+    // warp of each recorded program records its begin at 1000 + 100 p + w
+    // ns and its end 500 ns later, on SM 7 + p.
+    uint32_t head[3];
+    if (const uint8_t* h = resolve(r.params[1], sizeof head)) {
+      std::memcpy(head, h, sizeof head);
+      const uint64_t cap = head[0], warps = head[1], programs = head[2], slots = warps * (programs + 1);
+      uint8_t* buf = resolve(r.params[1], 16 + slots * 16 + slots * cap * 16);
+      for (uint64_t p = 0; buf && cap >= 2 && p < programs && p < gx; ++p)
+        for (uint64_t w = 0; w < warps; ++w) {
+          const uint64_t slot = p * warps + w;
+          const uint32_t sh[2] = {2, static_cast<uint32_t>(7 + p)};
+          std::memcpy(buf + 16 + slot * 16, sh, sizeof sh);
+          uint8_t* rec = buf + 16 + slots * 16 + slot * cap * 16;
+          for (uint64_t e = 0; e < 2; ++e) {
+            const uint64_t t = 1000 + 100 * p + w + 500 * e;
+            const uint32_t ev = static_cast<uint32_t>(e);  // scope 0, begin then end
+            std::memcpy(rec + 16 * e, &t, 8);
+            std::memcpy(rec + 16 * e + 8, &ev, 4);
+          }
+        }
+      if (!buf) failNextSync = ILLEGAL_ADDRESS;
     } else {
       failNextSync = ILLEGAL_ADDRESS;
     }

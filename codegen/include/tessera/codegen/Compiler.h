@@ -44,6 +44,12 @@ struct CompileOptions {
   /// run time (a checked launch, tessera/support/BoundsCheck.h), on CPU and
   /// GPU targets (codegen/gpu/LowerChecks.cpp: also shared slot indices).
   bool checkBounds = false;
+  /// Probes in the kernel (a profiled launch, tessera/support/Profile.h):
+  /// the scopes the user wrote (ts::profile_scope) and the automatic ones
+  /// (ir/passes/InsertProbes.cpp) record each warp's time at their begin
+  /// and end. Off: the user's scopes are removed first and the code is as
+  /// without them. Profiled compiles are not kept in the disk cache.
+  bool profile = false;
   /// Accurate math (default) or the GPU's hardware approximations.
   /// TESSERA_PRECISION=approx|accurate and `--precision` on the command
   /// line set it too.

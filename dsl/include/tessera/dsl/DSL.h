@@ -435,6 +435,24 @@ void copy(const TileBuffer& dst, const Tensor& ptrs, const Operand& mask = {}, S
 /// Orders shared-memory effects among the threads of a program.
 void barrier(SrcLoc loc = SrcLoc::current());
 
+namespace dsl {
+void probe(const std::string& name, bool end, SrcLoc loc);
+}  // namespace dsl
+
+/// A profiling scope (docs/profiling.md): body() runs between the scope's
+/// begin and end, which a profiled launch records for every warp with the
+/// time (LaunchOptions::profile, TESSERA_PROFILE, `tessera run --trace`).
+/// Any other compile removes them before its first pass, so the code is as
+/// without them. The trace names the scope `name @ file:line`.
+///
+///   ts::profile_scope("softmax", [&] { ... });
+template <class F>
+void profile_scope(const std::string& name, F&& body, SrcLoc loc = SrcLoc::current()) {
+  dsl::probe(name, false, loc);
+  body();
+  dsl::probe(name, true, loc);
+}
+
 /// The slot of a staged buffer that this iteration of a ts::for_pipelined
 /// loop reads: stage_copy returns it; .load() gives the tile copied in.
 class StagedTile : public Tensor {

@@ -19,6 +19,7 @@
 #include <variant>
 #include <vector>
 
+#include "tessera/runtime/Profile.h"
 #include "tessera/support/Binary.h"
 #include "tessera/support/DType.h"
 #include "tessera/support/Error.h"
@@ -198,6 +199,13 @@ struct LaunchOptions {
   /// the thread and program, docs/gpu.md "Checked launches"); the emulator
   /// also checks an unchecked one.
   bool checkBounds = false;
+  /// A profiled launch (also TESSERA_PROFILE, `tessera run --trace`): the
+  /// kernel's probes record each warp's scopes and *profile is filled from
+  /// them after the launch (tessera/runtime/Profile.h). The kernel must be
+  /// a profiled compile (Binary::profiled; tessera::CompiledKernel compiles
+  /// one itself). Synchronous: on a stream, the stream is synchronised
+  /// first and the launch runs to completion.
+  Profile* profile = nullptr;
   /// Null (the default): the launch is synchronous, as it always was -- it
   /// runs on the device's default stream and returns when the kernel has
   /// finished, and a fault is thrown by the launch. A stream: the launch is

@@ -113,6 +113,16 @@ struct KernelBinary {
   /// opId -> "op @ file:line": the ops run-time reports name (the emulator's
   /// races and bounds, checked launches).
   std::vector<std::string> opNames;
+  /// Compiled with probes (CompileOptions::profile): the kernel takes the
+  /// address of a profile buffer (tessera/support/Profile.h) as its last
+  /// parameter. profileScopes: scope index -> "name @ file:line" (the
+  /// records' scope numbers index it); profileWarps: slots per program;
+  /// profileClock: what the records' times count.
+  enum class ProfileClock { None, Nanoseconds, Realtime100MHz, TimeStampCounter, EmulatorOps };
+  bool profiled = false;
+  std::vector<std::string> profileScopes;
+  unsigned profileWarps = 0;
+  ProfileClock profileClock = ProfileClock::None;
   /// Keeps the code alive (the JIT that holds hostEntry / emuThread).
   std::shared_ptr<void> owner;
 };
