@@ -44,9 +44,9 @@ namespace {
 constexpr const char* kFormats = "mxfp8_e4m3, mxfp8_e5m2, mxfp6_e2m3, mxfp6_e3m2, mxfp4, nvfp4";
 
 struct FormatInfo {
-  DType elem;    // what the codes are
-  bool packed;   // two codes a byte
-  DType scale;   // e8m0, or f8e4m3 for nvfp4
+  DType elem;   // what the codes are
+  bool packed;  // two codes a byte
+  DType scale;  // e8m0, or f8e4m3 for nvfp4
   int64_t block;
 };
 
@@ -132,9 +132,9 @@ Operand_ scaledOperand(const Tensor& x, const Tensor& xs, ScaledFormat fmt, cons
   Operand_ o{};
   o.f = formatInfo(fmt, loc);
   const std::string codeWant =
-      o.f.packed ? fmt::format("a u8 tile [{0}, K/2] of {1} codes, two a byte along K (ts::pack_fp4)", rowName,
-                               name(fmt))
-                 : fmt::format("a u8 tile [{0}, K] of {1} codes, one a byte", rowName, name(fmt));
+      o.f.packed
+          ? fmt::format("a u8 tile [{0}, K/2] of {1} codes, two a byte along K (ts::pack_fp4)", rowName, name(fmt))
+          : fmt::format("a u8 tile [{0}, K] of {1} codes, one a byte", rowName, name(fmt));
   o.codes = u8Tile(x, loc, which, codeWant);
   o.rows = o.codes->type().shape()[0];
   o.k = o.codes->type().shape()[1] * (o.f.packed ? 2 : 1);
@@ -157,8 +157,7 @@ Operand_ scaledOperand(const Tensor& x, const Tensor& xs, ScaledFormat fmt, cons
 ir::Value* dequantise(ir::Builder& b, const Operand_& o) {
   ir::Value* codes = o.f.packed ? unpack(b, o.codes) : o.codes;
   ir::Value* x = decode(b, codes, o.f.elem);
-  ir::Value* s = o.scale->type().dtype() == DType::F8E4M3 ? b.cast(o.scale, DType::F32)
-                                                           : decode(b, o.scale, o.f.scale);
+  ir::Value* s = o.scale->type().dtype() == DType::F8E4M3 ? b.cast(o.scale, DType::F32) : decode(b, o.scale, o.f.scale);
   // Each scale stretched over its block: [rows, K/bs] -> [rows, K/bs, bs] -> [rows, K].
   const int64_t nb = o.k / o.f.block;
   s = b.reshape(b.broadcast(b.expandDims(s, 2), {o.rows, nb, o.f.block}), {o.rows, o.k});
@@ -233,8 +232,8 @@ Tensor pack_fp4(const Tensor& codes, SrcLoc loc) {
   ir::Value* v = dsl::use(codes, loc, "codes");
   const ir::Type& t = v->type();
   if (!t.isTile() || t.dtype() != DType::U8 || t.rank() > ir::kMaxTileRank - 1)
-    dsl::fail(loc, fmt::format("pack_fp4: needs a u8 tile of f4e2m1 codes of rank 1..{}, got {}",
-                               ir::kMaxTileRank - 1, t.str()));
+    dsl::fail(loc, fmt::format("pack_fp4: needs a u8 tile of f4e2m1 codes of rank 1..{}, got {}", ir::kMaxTileRank - 1,
+                               t.str()));
   if (t.shape().back() % 2 != 0)
     dsl::fail(loc, fmt::format("pack_fp4: the last (contiguous) extent of {} is odd; f4e2m1 codes pack two a byte "
                                "along it: make it even (pad with code 0, +0)",
@@ -245,9 +244,9 @@ Tensor pack_fp4(const Tensor& codes, SrcLoc loc) {
   pairs.push_back(2);
   auto [even, odd] = b.split(b.reshape(v, pairs));
   ir::Value* f = b.constant(even->type(), int64_t{15});
-  return dsl::wrap(b.binary(ir::OpCode::Or, b.binary(ir::OpCode::And, even, f),
-                            b.binary(ir::OpCode::Shl, b.binary(ir::OpCode::And, odd, f),
-                                     b.constant(even->type(), int64_t{4}))));
+  return dsl::wrap(
+      b.binary(ir::OpCode::Or, b.binary(ir::OpCode::And, even, f),
+               b.binary(ir::OpCode::Shl, b.binary(ir::OpCode::And, odd, f), b.constant(even->type(), int64_t{4}))));
 }
 
 Tensor unpack_fp4(const Tensor& packed, SrcLoc loc) {

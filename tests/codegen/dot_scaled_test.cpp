@@ -74,7 +74,8 @@ TEST_CASE("dot_scaled: mx_decode gives every code's value bit for bit on every b
 
 TEST_CASE("dot_scaled: pack_fp4 and unpack_fp4 round-trip on every backend", "[mx][emu]") {
   ts::Kernel k = ts::kernel("fp4_pack", [](ts::Ptr<uint8_t> packed, ts::Ptr<uint8_t> back, ts::Ptr<const uint8_t> in) {
-    auto r = ts::expand_dims(ts::arange(8), 1), c = ts::expand_dims(ts::arange(32), 0), h = ts::expand_dims(ts::arange(16), 0);
+    auto r = ts::expand_dims(ts::arange(8), 1), c = ts::expand_dims(ts::arange(32), 0),
+         h = ts::expand_dims(ts::arange(16), 0);
     auto p = ts::pack_fp4(ts::load(in + r * 32 + c));
     ts::store(packed + r * 16 + h, p);
     ts::store(back + r * 32 + c, ts::unpack_fp4(p));
@@ -127,7 +128,8 @@ ts::Kernel scaledGemm(ScaledFormat fa, ScaledFormat fb, int BM, int BN, int BK, 
     ts::Int sa = (K + (a.block - 1)) / a.block, sb = (K + (b.block - 1)) / b.block;
     auto c0 = ts::load(c + row * N + col, (row < M) & (col < N));
     auto acc = ts::for_range(0, K, BK, c0, [&](ts::Int k0, ts::Tensor acc) {
-      auto ia = ts::expand_dims(k0 / pka + ts::arange(BK / pka), 0), ib = ts::expand_dims(k0 / pkb + ts::arange(BK / pkb), 0);
+      auto ia = ts::expand_dims(k0 / pka + ts::arange(BK / pka), 0),
+           ib = ts::expand_dims(k0 / pkb + ts::arange(BK / pkb), 0);
       auto ja = ts::expand_dims(k0 / a.block + ts::arange(BK / a.block), 0);
       auto jb = ts::expand_dims(k0 / b.block + ts::arange(BK / b.block), 0);
       auto ta = ts::load(pa + row * ka + ia, (row < M) & (ia < ka));
@@ -180,7 +182,8 @@ void checkScaledGemm(const ts::Device& dev, ScaledFormat fa, ScaledFormat fb, in
           codes[size_t(r * rowBytes + k)] = c;
         const double e = ts::isFp8(f.elem) ? ts::fp8Decode(f.elem, c) : ts::mxElementDecode(f.elem, c);
         const uint8_t s = scales[size_t(r * sc + k / f.block)];
-        vals[size_t(r * K + k)] = e * (f.block == 32 ? double(ts::e8m0Decode(s)) : double(ts::fp8Decode(ts::f8e4m3, s)));
+        vals[size_t(r * K + k)] =
+            e * (f.block == 32 ? double(ts::e8m0Decode(s)) : double(ts::fp8Decode(ts::f8e4m3, s)));
       }
   };
   std::vector<uint8_t> ca, sa, cb, sb;
@@ -211,8 +214,8 @@ void checkScaledGemm(const ts::Device& dev, ScaledFormat fa, ScaledFormat fb, in
       // and the addition of the running accumulator.
       const double tol = 4.0 * (K + 2) * 0x1p-24 * (mag * gs + std::fabs(ref)) + 1e-30;
       if (!(std::fabs(g - ref) <= tol) && ++bad <= 5)
-        FAIL_CHECK(ts::name(fa) << " x " << ts::name(fb) << " " << M << "x" << N << "x" << K << " C[" << i << "]["
-                                << j << "] = " << g << ", expected " << ref);
+        FAIL_CHECK(ts::name(fa) << " x " << ts::name(fb) << " " << M << "x" << N << "x" << K << " C[" << i << "][" << j
+                                << "] = " << g << ", expected " << ref);
     }
   CHECK(bad == 0);
 }
@@ -252,13 +255,15 @@ TEST_CASE("dot_scaled: the compile warns with the line, the target and the cost;
           "[mx][dot][errors]") {
   int line = 0;
   ts::Kernel k = ts::kernel("warned", [&](ts::Ptr<float> c, ts::Ptr<const uint8_t> a, ts::Ptr<const uint8_t> s) {
-    auto r = ts::expand_dims(ts::arange(32), 1), h = ts::expand_dims(ts::arange(16), 0), j = ts::expand_dims(ts::arange(1), 0);
+    auto r = ts::expand_dims(ts::arange(32), 1), h = ts::expand_dims(ts::arange(16), 0),
+         j = ts::expand_dims(ts::arange(1), 0);
     auto ta = ts::load(a + r * 16 + h), tsc = ts::load(s + r + j);
     line = __LINE__ + 1;
     auto d = ts::dot_scaled(ta, tsc, ScaledFormat::mxfp4, ta, tsc, ScaledFormat::mxfp4);
     ts::store(c + r * 32 + ts::expand_dims(ts::arange(32), 0), d);
   });
-  for (const char* target : {"cpu", "nvptx:sm_90a", "nvptx:sm_100a", "nvptx:sm_120a", "amdgpu:gfx942", "amdgpu:gfx1100"}) {
+  for (const char* target :
+       {"cpu", "nvptx:sm_90a", "nvptx:sm_100a", "nvptx:sm_120a", "amdgpu:gfx942", "amdgpu:gfx1100"}) {
     INFO(target);
     ts::CompiledKernel ck = ts::compile(k, ts::Target::parse(target));
     REQUIRE(ck.warnings().size() == 1);
@@ -283,7 +288,8 @@ TEST_CASE("dot_scaled: the compile warns with the line, the target and the cost;
   }
   // fp8 operands: the native rate given up is 2x.
   ts::Kernel k8 = ts::kernel("warned8", [](ts::Ptr<float> c, ts::Ptr<const uint8_t> a, ts::Ptr<const uint8_t> s) {
-    auto r = ts::expand_dims(ts::arange(32), 1), h = ts::expand_dims(ts::arange(32), 0), j = ts::expand_dims(ts::arange(1), 0);
+    auto r = ts::expand_dims(ts::arange(32), 1), h = ts::expand_dims(ts::arange(32), 0),
+         j = ts::expand_dims(ts::arange(1), 0);
     auto ta = ts::load(a + r * 32 + h), tsc = ts::load(s + r + j);
     auto d = ts::dot_scaled(ta, tsc, ScaledFormat::mxfp8_e4m3, ta, tsc, ScaledFormat::mxfp8_e5m2);
     ts::store(c + r * 32 + ts::expand_dims(ts::arange(32), 0), d);
@@ -343,7 +349,8 @@ TEST_CASE("dot_scaled: bad input is a DslError naming the line and the legal val
   CHECK(m.find("got tile<16x1xf32>") != std::string::npos);
   // Codes that are not bytes.
   m = errorAt(line, [&](ts::Ptr<const float> a, P s) {
-    auto x = ts::load(a + ts::expand_dims(ts::arange(16), 1) * 32 + ts::expand_dims(ts::arange(32), 0)), sx = tile(s, 16, 1);
+    auto x = ts::load(a + ts::expand_dims(ts::arange(16), 1) * 32 + ts::expand_dims(ts::arange(32), 0)),
+         sx = tile(s, 16, 1);
     line = __LINE__ + 1;
     ts::dot_scaled(x, sx, ScaledFormat::mxfp8_e4m3, x, sx, ScaledFormat::mxfp8_e4m3);
   });
@@ -405,7 +412,8 @@ TEST_CASE("dot_scaled: the PTX assembles with ptxas for sm_100a and sm_120a with
   for (const ts::Kernel& kernel : gpuKernels())
     for (const char* sm : {"sm_100a", "sm_120a"}) {
       INFO(kernel.name() << " on " << sm);
-      testptx::PtxasFigures f = testptx::ptxasFigures(ts::compile(kernel, ts::Target::parse(std::string("nvptx:") + sm)));
+      testptx::PtxasFigures f =
+          testptx::ptxasFigures(ts::compile(kernel, ts::Target::parse(std::string("nvptx:") + sm)));
       INFO(f.report);
       CHECK(f.spillBytes == 0);
     }
