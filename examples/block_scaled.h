@@ -157,17 +157,19 @@ inline Kernel gemmScaled(const char* kname, GemmBlocks B, ScaledFormat f) {
       auto tb = load(b + rowB * kBytes + kb, (rowB < N) & (kb < kBytes));
       auto sa = load(as + row * kBlocks + ks, (row < M) & (ks < kBlocks));
       auto sb = load(bsc + rowB * kBlocks + ks, (rowB < N) & (ks < kBlocks));
-      if (tscale.valid()) return dot_scaled(ta, sa, f, tb, sb, f, acc, tscale);
       return dot_scaled(ta, sa, f, tb, sb, f, acc);
     });
+    // NVFP4's per-tensor scale once, in the epilogue: dot_scaled's
+    // tensor_scale would apply it at every K step (the same product, up to
+    // rounding, for one more pass over the accumulator per step).
+    if (tscale.valid()) acc = acc * tscale;
     store(c + row * N + col, acc, (row < M) & (col < N));
   };
   if (f == ScaledFormat::nvfp4)
-    return kernel(kname, {"c", "a", "a_scale", "b", "b_scale", "tensor_scale", "M", "N", "K"},
-                  [=](Ptr<float> c, Ptr<const uint8_t> a, Ptr<const uint8_t> as, Ptr<const uint8_t> b,
-                      Ptr<const uint8_t> bsc, Ptr<const float> ts, Int M, Int N, Int K) {
-                    body(c, a, as, b, bsc, load(ts), M, N, K);
-                  });
+    return kernel(
+        kname, {"c", "a", "a_scale", "b", "b_scale", "tensor_scale", "M", "N", "K"},
+        [=](Ptr<float> c, Ptr<const uint8_t> a, Ptr<const uint8_t> as, Ptr<const uint8_t> b, Ptr<const uint8_t> bsc,
+            Ptr<const float> ts, Int M, Int N, Int K) { body(c, a, as, b, bsc, load(ts), M, N, K); });
   return kernel(kname, {"c", "a", "a_scale", "b", "b_scale", "M", "N", "K"},
                 [=](Ptr<float> c, Ptr<const uint8_t> a, Ptr<const uint8_t> as, Ptr<const uint8_t> b,
                     Ptr<const uint8_t> bsc, Int M, Int N, Int K) { body(c, a, as, b, bsc, Tensor{}, M, N, K); });
@@ -190,7 +192,8 @@ inline Launch prepareScaledGemm(const RunContext& ctx, const char* kname, Scaled
   std::vector<int64_t> s = ctx.shape.empty() ? std::vector<int64_t>{300, 200, 150} : ctx.shape;
   if (s.size() != 3 || s[0] < 1 || s[1] < 1 || s[2] < 1 || s[0] * s[2] > (1 << 28) || s[2] * s[1] > (1 << 28) ||
       s[0] * s[1] > (1 << 28))
-    throw UsageError(std::string(kname) + ": shape is {M, N, K}, each at least 1 (and each matrix under 2^28 elements)");
+    throw UsageError(std::string(kname) +
+                     ": shape is {M, N, K}, each at least 1 (and each matrix under 2^28 elements)");
   const int64_t M = s[0], N = s[1], K = s[2];
   std::mt19937_64 rng(ctx.seed);
   // Magnitudes over 2^-6 .. 2^6, both signs: each block's scale differs.
@@ -216,8 +219,8 @@ inline Launch prepareScaledGemm(const RunContext& ctx, const char* kname, Scaled
   Launch launch{gemmScaled(kname, B, f), grid, std::move(args), {M, N, K}};
   // Reference in double from the quantised values (exact). Tolerance: the
   // f32 accumulation of K terms is within 2 K 2^-24 sum|terms| of the exact
-  // sum in any order, as gemm_fp8's; for nvfp4 the per-tensor scale is
-  // applied once per K step (one more rounding per step).
+  // sum in any order, as gemm_fp8's; for nvfp4 the per-tensor scale adds
+  // one rounding.
   launch.check = [dc, qa, qb, M, N, K, f] {
     std::vector<float> got = dc.read<float>();
     const double factor = (f == ScaledFormat::nvfp4 ? 4.0 : 2.0) * double(K + 1) * std::ldexp(1.0, -24);
@@ -350,18 +353,21 @@ inline Launch prepareQuantise(const RunContext& ctx, const char* kname, ScaledFo
   launch.check = [dcodes, dscales, want, f] {
     std::vector<uint8_t> codes = dcodes.read<uint8_t>(), scales = dscales.read<uint8_t>();
     // Codes are integers: a bound of 0.5 is equality.
-    ElementCheck check(0.5, "codes and scales", "bit for bit against the C++ quantiser: |got - want| <= 0.5 on integer codes");
+    ElementCheck check(0.5, "codes and scales",
+                       "bit for bit against the C++ quantiser: |got - want| <= 0.5 on integer codes");
     for (int64_t r = 0; r < want.rows; ++r)
       for (int64_t b = 0; b < want.scaleCols(); ++b) {
         const size_t at = size_t(r * want.scaleCols() + b);
-        check(scales[at], want.scales[at], 0.5, [&] { return "scale at (" + std::to_string(r) + ", " + std::to_string(b) + ")"; });
+        check(scales[at], want.scales[at], 0.5,
+              [&] { return "scale at (" + std::to_string(r) + ", " + std::to_string(b) + ")"; });
       }
     for (int64_t r = 0; r < want.rows; ++r)
       for (int64_t i = 0; i < want.rowBytes(); ++i) {
         const int64_t b = 2 * i / scaledElements(f).block;
         if (f != ScaledFormat::nvfp4 && want.scales[size_t(r * want.scaleCols() + b)] == kE8M0NaN) continue;
         const size_t at = size_t(r * want.rowBytes() + i);
-        check(codes[at], want.codes[at], 0.5, [&] { return "code byte at (" + std::to_string(r) + ", " + std::to_string(i) + ")"; });
+        check(codes[at], want.codes[at], 0.5,
+              [&] { return "code byte at (" + std::to_string(r) + ", " + std::to_string(i) + ")"; });
       }
     return check.result();
   };

@@ -1,4 +1,5 @@
-// gemm_mxfp4: C (f32) = A (mxfp4) @ B^T (mxfp4): f4e2m1 codes two a byte, blocks of 32 with e8m0 scales, f32 accumulation.
+// gemm_mxfp4: C (f32) = A (mxfp4) @ B^T (mxfp4): f4e2m1 codes two a byte, blocks of 32 with e8m0 scales, f32
+// accumulation.
 //
 // The kernel and its reference are examples/block_scaled.h's, shared by the
 // block-scaled GEMMs: a K loop of masked loads of the codes and the block
@@ -14,7 +15,9 @@
 namespace tessera::examples {
 
 Example gemmMXFP4Example() {
-  return scaledGemmExample("gemm_mxfp4", ScaledFormat::mxfp4, "C (f32) = A (mxfp4) @ B^T (mxfp4): f4e2m1 codes two a byte, blocks of 32 with e8m0 scales, f32 accumulation");
+  return scaledGemmExample(
+      "gemm_mxfp4", ScaledFormat::mxfp4,
+      "C (f32) = A (mxfp4) @ B^T (mxfp4): f4e2m1 codes two a byte, blocks of 32 with e8m0 scales, f32 accumulation");
 }
 
 }  // namespace tessera::examples

@@ -14,7 +14,9 @@
 namespace tessera::examples {
 
 Example gemmMXFP8Example() {
-  return scaledGemmExample("gemm_mxfp8", ScaledFormat::mxfp8_e4m3, "C (f32) = A (mxfp8 e4m3) @ B^T (mxfp8 e4m3): blocks of 32 with e8m0 scales, f32 accumulation");
+  return scaledGemmExample(
+      "gemm_mxfp8", ScaledFormat::mxfp8_e4m3,
+      "C (f32) = A (mxfp8 e4m3) @ B^T (mxfp8 e4m3): blocks of 32 with e8m0 scales, f32 accumulation");
 }
 
 }  // namespace tessera::examples

@@ -1,4 +1,5 @@
-// gemm_nvfp4: C (f32) = A (nvfp4) @ B^T (nvfp4): f4e2m1 codes two a byte, blocks of 16 with f8e4m3 scales, a per-tensor scale, f32 accumulation.
+// gemm_nvfp4: C (f32) = A (nvfp4) @ B^T (nvfp4): f4e2m1 codes two a byte, blocks of 16 with f8e4m3 scales, a per-tensor
+// scale, f32 accumulation.
 //
 // The kernel and its reference are examples/block_scaled.h's, shared by the
 // block-scaled GEMMs: a K loop of masked loads of the codes and the block
@@ -14,7 +15,9 @@
 namespace tessera::examples {
 
 Example gemmNVFP4Example() {
-  return scaledGemmExample("gemm_nvfp4", ScaledFormat::nvfp4, "C (f32) = A (nvfp4) @ B^T (nvfp4): f4e2m1 codes two a byte, blocks of 16 with f8e4m3 scales, a per-tensor scale, f32 accumulation");
+  return scaledGemmExample("gemm_nvfp4", ScaledFormat::nvfp4,
+                           "C (f32) = A (nvfp4) @ B^T (nvfp4): f4e2m1 codes two a byte, blocks of 16 with f8e4m3 "
+                           "scales, a per-tensor scale, f32 accumulation");
 }
 
 }  // namespace tessera::examples

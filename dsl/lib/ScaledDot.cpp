@@ -76,7 +76,10 @@ ir::Value* bin(ir::Builder& b, ir::OpCode c, ir::Value* x, int64_t v) {
 ir::Value* decode(ir::Builder& b, ir::Value* v, DType fmt) {
   using ir::OpCode;
   const ir::Shape shape = v->type().shape();
-  if (isFp8(fmt)) return b.cast(b.bitcast(v, fmt), DType::F32);
+  // The FNUZ formats by the fp8 cast (exact); the OCP ones below, with
+  // integer operations, as the MX elements: on the CPU the cast is a
+  // conversion routine, several times the cost of these few vector ops.
+  if (fmt == DType::F8E4M3FNUZ || fmt == DType::F8E5M2FNUZ) return b.cast(b.bitcast(v, fmt), DType::F32);
   ir::Value* c = b.cast(v, DType::I32);  // u8 zero-extends
   if (fmt == DType::E8M0) {
     // 2^(c - 127) is c in f32's exponent field, but for c = 0 (2^-127, a
@@ -89,17 +92,36 @@ ir::Value* decode(ir::Builder& b, ir::Value* v, DType fmt) {
   // An element (e exponent bits, m mantissa bits, bias B) is n x 2^(max(e,
   // 1) - B - M) with n = m plus the implicit bit of a normal: a small
   // integer times a normal power of two, so no subnormal is ever formed.
-  const MxElementFormat f = mxElementFormat(fmt);
-  c = bin(b, OpCode::And, c, (1 << f.bits()) - 1);
-  ir::Value* e = bin(b, OpCode::And, bin(b, OpCode::Shr, c, f.manBits), (1 << f.expBits) - 1);
-  ir::Value* m = bin(b, OpCode::And, c, (1 << f.manBits) - 1);
-  ir::Value* n = b.binary(OpCode::Add, m, bin(b, OpCode::Shl, bin(b, OpCode::Min, e, 1), f.manBits));
-  ir::Value* pe = bin(b, OpCode::Add, bin(b, OpCode::Max, e, 1), 127 - f.bias - int(f.manBits));
+  unsigned expBits, manBits;
+  int bias;
+  if (isFp8(fmt)) {
+    const Fp8Format f = fp8Format(fmt);
+    expBits = f.expBits, manBits = f.manBits, bias = f.bias;
+  } else {
+    const MxElementFormat f = mxElementFormat(fmt);
+    expBits = f.expBits, manBits = f.manBits, bias = f.bias;
+  }
+  const unsigned magBits = expBits + manBits;
+  c = bin(b, OpCode::And, c, (1 << (magBits + 1)) - 1);
+  ir::Value* e = bin(b, OpCode::And, bin(b, OpCode::Shr, c, manBits), (1 << expBits) - 1);
+  ir::Value* m = bin(b, OpCode::And, c, (1 << manBits) - 1);
+  ir::Value* n = b.binary(OpCode::Add, m, bin(b, OpCode::Shl, bin(b, OpCode::Min, e, 1), manBits));
+  ir::Value* pe = bin(b, OpCode::Add, bin(b, OpCode::Max, e, 1), 127 - bias - int(manBits));
   ir::Value* p = b.bitcast(bin(b, OpCode::Shl, pe, 23), DType::F32);
-  ir::Value* mag = b.binary(OpCode::Mul, b.cast(n, DType::F32), p);
+  ir::Value* bits = b.bitcast(b.binary(OpCode::Mul, b.cast(n, DType::F32), p), DType::I32);
+  // fp8's special codes (Fp8.h): e4m3's NaN is the all-ones magnitude;
+  // e5m2's top exponent is infinity (m = 0) or NaN.
+  if (fmt == DType::F8E4M3) {
+    ir::Value* mag = bin(b, OpCode::And, c, 0x7F);
+    bits = b.select(b.cmp("eq", mag, iconst(b, shape, 0x7F)), iconst(b, shape, 0x7FC00000), bits);
+  } else if (fmt == DType::F8E5M2) {
+    ir::Value* special =
+        b.select(b.cmp("eq", m, iconst(b, shape, 0)), iconst(b, shape, 0x7F800000), iconst(b, shape, 0x7FC00000));
+    bits = b.select(b.cmp("eq", e, iconst(b, shape, 31)), special, bits);
+  }
   // The sign bit on top of the magnitude's bits (-0 for the code of -0).
-  ir::Value* sign = bin(b, OpCode::Shl, bin(b, OpCode::Shr, c, f.expBits + f.manBits), 31);
-  return b.bitcast(b.binary(OpCode::Or, b.bitcast(mag, DType::I32), sign), DType::F32);
+  ir::Value* sign = bin(b, OpCode::Shl, bin(b, OpCode::Shr, c, magBits), 31);
+  return b.bitcast(b.binary(OpCode::Or, bits, sign), DType::F32);
 }
 
 ir::Value* unpack(ir::Builder& b, ir::Value* v) {
@@ -216,10 +238,10 @@ Tensor dot_scaled(const Tensor& a, const Tensor& a_scale, ScaledFormat a_fmt, co
 Tensor mx_decode(const Tensor& x, DType format, SrcLoc loc) {
   dsl::TraceState& s = dsl::at(loc);
   ir::Value* v = dsl::use(x, loc, "codes");
-  if (!isMx(format))
-    dsl::fail(loc, fmt::format("mx_decode: {} is not an MX format; the formats are f4e2m1, f6e2m3, f6e3m2, e8m0 "
-                               "(fp8 codes: .bitcast(ts::f8e4m3).to(ts::f32))",
-                               name(format)));
+  if (!isMx(format) && format != DType::F8E4M3 && format != DType::F8E5M2)
+    dsl::fail(loc, fmt::format("mx_decode: {} is not an MX element or scale format; the formats are f4e2m1, "
+                               "f6e2m3, f6e3m2, e8m0, f8e4m3, f8e5m2 (FNUZ codes: .bitcast(ts::{}).to(ts::f32))",
+                               name(format), name(format)));
   if (!v->type().isTile() || !v->type().isNumeric() || v->type().dtype() != DType::U8)
     dsl::fail(loc, fmt::format("mx_decode: the codes must be a u8 tile (one code a byte; ts::unpack_fp4 for packed "
                                "f4e2m1), got {}",

@@ -1,6 +1,6 @@
 // Block-scaled dots (ts::dot_scaled) and the MX code helpers in kernels:
-//  * ts::mx_decode of every code of f4e2m1, f6e2m3, f6e3m2 and e8m0, bit for
-//    bit against the host codec (support/MxFormats.h), on every backend (the
+//  * ts::mx_decode of every code of f4e2m1, f6e2m3, f6e3m2, e8m0, f8e4m3 and
+//    f8e5m2, bit for bit against the host codecs (MxFormats.h, Fp8.h), on every backend (the
 //    pinned CPU paths and emulated sm_80, gfx942, gfx1100);
 //  * pack_fp4 / unpack_fp4 round trips on every backend;
 //  * dot_scaled of every format (and mixed pairs: mxfp8 x mxfp4, nvfp4 x
@@ -50,15 +50,15 @@ TEST_CASE("dot_scaled: mx_decode gives every code's value bit for bit on every b
   std::vector<uint8_t> codes(256);
   for (int c = 0; c < 256; ++c) codes[size_t(c)] = uint8_t(c);
   for (const ts::Device& dev : devices()) {
-    for (ts::DType t : {ts::f4e2m1, ts::f6e2m3, ts::f6e3m2, ts::e8m0}) {
+    for (ts::DType t : {ts::f4e2m1, ts::f6e2m3, ts::f6e3m2, ts::e8m0, ts::f8e4m3, ts::f8e5m2}) {
       INFO(dev.name() << " " << ts::name(t));
       ts::CompiledKernel k = ts::compile(decodeKernel(t), dev);
       ts::Buffer out = dev.alloc(ts::f32, 256);
       k.launch({1}, out, dev.upload(ts::u8, codes));
       std::vector<float> got = out.read<float>();
-      const unsigned n = t == ts::e8m0 ? 256 : 1u << ts::mxElementFormat(t).bits();
+      const unsigned n = t == ts::e8m0 || ts::isFp8(t) ? 256 : 1u << ts::mxElementFormat(t).bits();
       for (unsigned c = 0; c < n; ++c) {
-        const float want = ts::mxDecode(t, uint8_t(c));
+        const float want = ts::isFp8(t) ? ts::fp8Decode(t, uint8_t(c)) : ts::mxDecode(t, uint8_t(c));
         uint32_t gb, wb;
         std::memcpy(&gb, &got[c], 4);
         std::memcpy(&wb, &want, 4);
@@ -391,9 +391,9 @@ TEST_CASE("dot_scaled: bad input is a DslError naming the line and the legal val
   CHECK(m.find("f4e2m1 is a host format") != std::string::npos);
   m = errorAt(line, [&](P a, P) {
     line = __LINE__ + 1;
-    ts::mx_decode(tile(a, 4, 8), ts::f8e4m3);
+    ts::mx_decode(tile(a, 4, 8), ts::f8e4m3fnuz);
   });
-  CHECK(m.find("f8e4m3 is not an MX format") != std::string::npos);
+  CHECK(m.find("f8e4m3fnuz is not an MX element or scale format") != std::string::npos);
 }
 
 // ------------------------------------------------ assembles and links
