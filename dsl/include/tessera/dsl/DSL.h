@@ -509,8 +509,9 @@ Tensor dot_scaled(const Tensor& a, const Tensor& a_scale, ScaledFormat a_fmt, co
                   ScaledFormat b_fmt, const Tensor& acc = {}, const Operand& tensor_scale = {},
                   SrcLoc loc = SrcLoc::current());
 /// The f32 values of a tile of MX codes `x` (u8): f4e2m1, f6e2m3, f6e3m2
-/// codes in the low bits, e8m0 scale codes (NaN for 0xFF) (MxFormats.h).
-/// Exact, with bit operations: a dequantisation's first step.
+/// codes in the low bits, e8m0 scale codes (NaN for 0xFF) (MxFormats.h),
+/// or OCP fp8 codes (f8e4m3, f8e5m2: MXFP8's elements, Fp8.h). Exact, with
+/// bit operations: a dequantisation's first step.
 Tensor mx_decode(const Tensor& x, DType format, SrcLoc loc = SrcLoc::current());
 /// Two f4e2m1 codes a byte: u8 [..., 2n] of codes (low 4 bits) -> u8
 /// [..., n], element 2j in the low nibble of byte j. An odd last extent is
