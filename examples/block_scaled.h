@@ -268,17 +268,20 @@ inline Tensor roundToE2M1(const Tensor& q) {
   return (mag | (sign << 3)).to(u8);
 }
 
-/// Quantises x (f32, rows x cols, row-major) to mxfp4 or nvfp4: codes
-/// (rows x ceil(cols / 2) bytes, two a byte), block scales (rows x
-/// ceil(cols / bs)); a BLOCK_R x BLOCK_C tile a program (BLOCK_C a multiple
-/// of 2 bs). mxfp4: per block X = 2^(floor(log2 amax) - 2) as e8m0 (the
-/// exponent field of amax, minus 2; NaN 0xFF for a block with a NaN or an
+/// Quantises x (f32, rows x cols, row-major) to mxfp4, nvfp4 or mxfp8
+/// (e4m3): codes (rows x ceil(cols / 2) bytes, two a byte, or rows x cols
+/// for mxfp8), block scales (rows x ceil(cols / bs)); a BLOCK_R x BLOCK_C
+/// tile a program (BLOCK_C a multiple of 2 bs). MX: per block X =
+/// 2^(floor(log2 amax) - emax_elem) as e8m0 (the exponent field of amax,
+/// minus 2 for f4e2m1, 8 for f8e4m3; NaN 0xFF for a block with a NaN or an
 /// infinity, whose max is NaN or inf). nvfp4: the f8e4m3 scale
 /// e4m3(amax / 6 / s) with s the per-tensor scale argument (NVFP4's second
 /// level: amax(x) / (6 x 448), from the previous step or a reduction).
 /// Arguments: codes, scales, x, [tensor_scale,] rows, cols.
 inline Kernel quantiseKernel(const char* kname, int BR, int BC, ScaledFormat f) {
-  const int bs = scaledElements(f).block, nb = BC / bs;
+  const int bs = scaledElements(f).block, nb = BC / bs, emax = scaledElements(f).emax;
+  const bool packed = scaledElements(f).packed;
+  const DType elem = scaledElements(f).elem;
   auto body = [=](Ptr<uint8_t> codes, Ptr<uint8_t> scales, Ptr<const float> x, Tensor ts, Int rows, Int cols) {
     auto r = expand_dims(program_id(0) * BR + arange(BR), 1);
     auto c = expand_dims(program_id(1) * BC + arange(BC), 0);
@@ -291,15 +294,20 @@ inline Kernel quantiseKernel(const char* kname, int BR, int BC, ScaledFormat f) 
       div = sc.bitcast(f8e4m3).to(f32) * ts;
     } else {
       Tensor ef = (amax.bitcast(i32) >> 23) & 255;
-      sc = where(ef == 255, 255, minimum(maximum(ef - 2, 0), 254)).to(u8);
+      sc = where(ef == 255, 255, minimum(maximum(ef - emax, 0), 254)).to(u8);
       div = mx_decode(sc, e8m0);
     }
     auto d = expand_dims(div, 2);
     auto q = reshape(where(d > 0.0f, xb / d, 0.0f), {BR, BC});
-    auto packed = pack_fp4(roundToE2M1(q));
-    Int cbytes = (cols + 1) / 2, nblocks = (cols + (bs - 1)) / bs;
-    auto cb = expand_dims(program_id(1) * (BC / 2) + arange(BC / 2), 0);
-    store(codes + r * cbytes + cb, packed, (r < rows) & (cb < cbytes));
+    Int nblocks = (cols + (bs - 1)) / bs;
+    if (packed) {
+      Int cbytes = (cols + 1) / 2;
+      auto cb = expand_dims(program_id(1) * (BC / 2) + arange(BC / 2), 0);
+      store(codes + r * cbytes + cb, pack_fp4(roundToE2M1(q)), (r < rows) & (cb < cbytes));
+    } else {
+      // fp8: the cast rounds to nearest even and saturates (Fp8.h).
+      store(codes + r * cols + c, q.to(elem).bitcast(u8), (r < rows) & (c < cols));
+    }
     auto j = expand_dims(program_id(1) * nb + arange(nb), 0);
     store(scales + r * nblocks + j, sc, (r < rows) & (j < nblocks));
   };
@@ -363,7 +371,7 @@ inline Launch prepareQuantise(const RunContext& ctx, const char* kname, ScaledFo
       }
     for (int64_t r = 0; r < want.rows; ++r)
       for (int64_t i = 0; i < want.rowBytes(); ++i) {
-        const int64_t b = 2 * i / scaledElements(f).block;
+        const int64_t b = (scaledElements(f).packed ? 2 * i : i) / scaledElements(f).block;
         if (f != ScaledFormat::nvfp4 && want.scales[size_t(r * want.scaleCols() + b)] == kE8M0NaN) continue;
         const size_t at = size_t(r * want.rowBytes() + i);
         check(codes[at], want.codes[at], 0.5,
@@ -381,6 +389,91 @@ inline Example quantiseExample(const char* kname, ScaledFormat f, const char* su
   e.kernel = [kname, f] { return quantiseKernel(kname, 16, 256, f); };
   e.gpuKernel = [kname, f](const Target&) { return quantiseKernel(kname, 4, 64, f); };
   e.prepare = [kname, f](const RunContext& ctx) { return prepareQuantise(ctx, kname, f); };
+  e.testShapes = {{37, 1000}, {1, 1}, {3, 129}, {8, 512}};
+  e.dtype = name(f);
+  return e;
+}
+
+/// The inverse of quantiseKernel: out (f32, rows x cols) = each code's value
+/// times its block's scale (times the per-tensor scale for nvfp4), from the
+/// codes (unpacked with ts::unpack_fp4 where packed) and scales, decoded
+/// exactly by ts::mx_decode. Arguments: out, codes, scales, [tensor_scale,]
+/// rows, cols.
+inline Kernel dequantiseKernel(const char* kname, int BR, int BC, ScaledFormat f) {
+  const ScaledElements e = scaledElements(f);
+  const int bs = e.block, nb = BC / bs;
+  auto body = [=](Ptr<float> out, Ptr<const uint8_t> codes, Ptr<const uint8_t> scales, Tensor ts, Int rows, Int cols) {
+    auto r = expand_dims(program_id(0) * BR + arange(BR), 1);
+    auto c = expand_dims(program_id(1) * BC + arange(BC), 0);
+    Tensor q;
+    if (e.packed) {
+      Int cbytes = (cols + 1) / 2;
+      auto cb = expand_dims(program_id(1) * (BC / 2) + arange(BC / 2), 0);
+      q = unpack_fp4(load(codes + r * cbytes + cb, (r < rows) & (cb < cbytes)));
+    } else {
+      q = load(codes + r * cols + c, (r < rows) & (c < cols));
+    }
+    Int nblocks = (cols + (bs - 1)) / bs;
+    auto j = expand_dims(program_id(1) * nb + arange(nb), 0);
+    auto sc = load(scales + r * nblocks + j, (r < rows) & (j < nblocks));
+    Tensor s = ts.valid() ? sc.bitcast(f8e4m3).to(f32) * ts : mx_decode(sc, e8m0);
+    auto sb = reshape(broadcast_to(expand_dims(s, 2), {BR, nb, bs}), {BR, BC});
+    store(out + r * cols + c, mx_decode(q, e.elem) * sb, (r < rows) & (c < cols));
+  };
+  if (f == ScaledFormat::nvfp4)
+    return kernel(kname, {"out", "codes", "scales", "tensor_scale", "rows", "cols"},
+                  [=](Ptr<float> out, Ptr<const uint8_t> codes, Ptr<const uint8_t> scales, Ptr<const float> ts,
+                      Int rows, Int cols) { body(out, codes, scales, load(ts), rows, cols); });
+  return kernel(kname, {"out", "codes", "scales", "rows", "cols"},
+                [=](Ptr<float> out, Ptr<const uint8_t> codes, Ptr<const uint8_t> scales, Int rows, Int cols) {
+                  body(out, codes, scales, Tensor{}, rows, cols);
+                });
+}
+
+/// The launch of a dequantisation example on ctx's {rows, cols}: the plain
+/// C++ quantiser's codes and scales of values over several binades; the
+/// check against each element's value in double (Quantised::value): exact
+/// for MX (a code times a power of two), one f32 rounding for nvfp4's
+/// per-tensor scale (|got - want| <= 2^-22 |want|).
+inline Launch prepareDequantise(const RunContext& ctx, const char* kname, ScaledFormat f) {
+  auto [rows, cols] = rowsCols(ctx, kname);
+  const bool gpu = ctx.device.kind() != rt::DeviceKind::CPU;
+  const int BR = gpu ? 4 : 16, BC = gpu ? 64 : 256;
+  std::mt19937_64 rng(ctx.seed);
+  std::uniform_real_distribution<double> lg(-12, 12);
+  std::bernoulli_distribution neg(0.5);
+  std::vector<float> x(size_t(rows * cols));
+  for (auto& v : x) v = float((neg(rng) ? -1 : 1) * std::exp2(lg(rng)));
+  const Quantised q = quantise(f, x, rows, cols);
+  const Device& dev = ctx.device;
+  Buffer dout = dev.alloc(DType::F32, size_t(rows * cols));
+  dout.fillBytes(0xff);  // NaN: an element the kernel fails to write cannot pass
+  std::vector<rt::Arg> args{dout, dev.upload(DType::U8, q.codes), dev.upload(DType::U8, q.scales)};
+  if (f == ScaledFormat::nvfp4) args.push_back(dev.upload(DType::F32, std::vector<float>{q.tensorScale}));
+  args.push_back(int32_t(rows));
+  args.push_back(int32_t(cols));
+  Dim3 grid(uint32_t((rows + BR - 1) / BR), uint32_t((cols + BC - 1) / BC));
+  Launch launch{dequantiseKernel(kname, BR, BC, f), grid, std::move(args), {rows, cols}};
+  launch.check = [dout, q] {
+    std::vector<float> got = dout.read<float>();
+    const double rel = std::ldexp(1.0, -22);
+    ElementCheck check(rel, "out", "|got - want| <= 2^-22 |want| (exact for MX)");
+    checkMatrix(
+        check, q.rows, q.k, [&](int64_t i, int64_t j) { return double(got[size_t(i * q.k + j)]); },
+        [&](int64_t i, int64_t j) { return q.value(i, j); },
+        [&](int64_t, int64_t, double want) { return rel * std::fabs(want); });
+    return check.result();
+  };
+  return launch;
+}
+
+inline Example dequantiseExample(const char* kname, ScaledFormat f, const char* summary) {
+  Example e;
+  e.name = kname;
+  e.summary = summary;
+  e.kernel = [kname, f] { return dequantiseKernel(kname, 16, 256, f); };
+  e.gpuKernel = [kname, f](const Target&) { return dequantiseKernel(kname, 4, 64, f); };
+  e.prepare = [kname, f](const RunContext& ctx) { return prepareDequantise(ctx, kname, f); };
   e.testShapes = {{37, 1000}, {1, 1}, {3, 129}, {8, 512}};
   e.dtype = name(f);
   return e;

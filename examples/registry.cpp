@@ -36,6 +36,8 @@ const std::vector<Example>& all() {
       gemmNVFP4Example(),
       mxQuantizeExample(),
       nvfp4QuantizeExample(),
+      mxfp8QuantizeExample(),
+      mxDequantizeExample(),
   };
   return list;
 }

@@ -350,6 +350,9 @@ Example gemmNVFP4Example();
 /// The block-scaled quantisation kernels (examples/block_scaled.h).
 Example mxQuantizeExample();
 Example nvfp4QuantizeExample();
+Example mxfp8QuantizeExample();
+/// The block-scaled dequantisation kernel (examples/block_scaled.h).
+Example mxDequantizeExample();
 
 /// The example's default kernel for a target.
 inline Kernel kernelFor(const Example& e, const Target& t) {

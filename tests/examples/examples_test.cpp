@@ -83,7 +83,9 @@ TEST_CASE("the registry lists the examples in order", "[examples]") {
                                           "gemm_mxfp4",
                                           "gemm_nvfp4",
                                           "mx_quantize",
-                                          "nvfp4_quantize"});
+                                          "nvfp4_quantize",
+                                          "mxfp8_quantize",
+                                          "mx_dequantize"});
   REQUIRE(ex::find("softmax") != nullptr);
   CHECK(ex::find("nope") == nullptr);
   for (const auto& e : ex::all()) {
