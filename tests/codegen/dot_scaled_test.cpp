@@ -251,7 +251,7 @@ TEST_CASE("dot_scaled: mxfp4 and nvfp4 on emulated sm_90a, sm_100a and sm_120a m
 
 // ------------------------------------------------ never silent
 
-TEST_CASE("dot_scaled: the compile warns with the line, the target and the cost; nativeScaledDotsOnly refuses",
+TEST_CASE("dot_scaled: the compile warns with the line, the target and the cost, and nativeScaledDotsOnly refuses",
           "[mx][dot][errors]") {
   int line = 0;
   ts::Kernel k = ts::kernel("warned", [&](ts::Ptr<float> c, ts::Ptr<const uint8_t> a, ts::Ptr<const uint8_t> s) {
