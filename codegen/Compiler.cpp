@@ -142,6 +142,38 @@ std::shared_ptr<Artifact> compileGpuTarget(const ir::Function& f, const GpuConfi
 }
 }  // namespace
 
+namespace {
+// Block-scaled matrix instructions (sm_100a's tcgen05.mma kind::mxf8f6f4
+// and mxf4nvf4, sm_120a's mma.sync block_scale, gfx950's scaled MFMA) have
+// no lowering yet: on every target ts::dot_scaled runs as its decomposition
+// (dsl/lib/ScaledDot.cpp), which this says. A native lowering answers true
+// here for the formats it takes.
+bool nativeScaledDot(const Target&, const std::string&, const std::string&) { return false; }
+
+// The decomposition is never silent: each dot_scaled the target runs
+// decomposed is a warning naming the user's line, the target and the cost,
+// or with CompileOptions::nativeScaledDotsOnly a CompileError. The cost is
+// the native rate the decomposition gives up: block-scaled fp4 x fp4 runs
+// at 4x bf16's rate on the targets that have it, every other pair (fp8,
+// fp6, fp8 x fp4) at 2x.
+void scaledDotWarnings(ir::Function& f, const Target& target, const CompileOptions& opts,
+                       std::vector<std::string>& warnings) {
+  ir::walk(f.body(), [&](ir::Op& op) {
+    if (op.code() != ir::OpCode::Dot || !op.hasAttr("scaled_a") || !op.hasAttr("scaled_b")) return;
+    const std::string& a = op.strAttr("scaled_a");
+    const std::string& b = op.strAttr("scaled_b");
+    if (nativeScaledDot(target, a, b)) return;
+    auto fp4 = [](const std::string& x) { return x == "mxfp4" || x == "nvfp4"; };
+    const std::string what = "dot_scaled " + a + " x " + b + " on " + target.str() +
+                             " runs decomposed as a bf16 dot (the target has no block-scaled matrix instruction): ~" +
+                             (fp4(a) && fp4(b) ? "4" : "2") + "x below a native target";
+    if (opts.nativeScaledDotsOnly)
+      throw CompileError(op.loc().str() + ": error: " + what + " (CompileOptions::nativeScaledDotsOnly is set)");
+    warnings.push_back(op.loc().str() + ": warning: " + what);
+  });
+}
+}  // namespace
+
 std::shared_ptr<Artifact> compile(const ir::Function& kernel, const Target& target, const CompileOptions& opts) {
   StageTimer timer;
   ir::verify(kernel);  // user errors surface here, unchanged
@@ -168,6 +200,7 @@ std::shared_ptr<Artifact> compile(const ir::Function& kernel, const Target& targ
   // GPU layouts split dims over threads in powers of two: pad first, so the
   // default passes clean up (CSE) the masks it adds.
   if (target.kind != Target::Kind::CPU) pm.add(ir::createPadTilesPass(&art->warnings));
+  scaledDotWarnings(*f, target, opts, art->warnings);
   bool fp8Dot = false;
   ir::walk(f->body(), [&](ir::Op& op) {
     if (op.code() == ir::OpCode::Dot && (isFp8(op.operand(0)->type().dtype()) || isFp8(op.operand(1)->type().dtype())))

@@ -33,6 +33,10 @@ const char* dtypeEnum(DType t) {
     case DType::F8E5M2: return "F8E5M2";
     case DType::F8E4M3FNUZ: return "F8E4M3FNUZ";
     case DType::F8E5M2FNUZ: return "F8E5M2FNUZ";
+    case DType::F4E2M1: return "F4E2M1";
+    case DType::F6E2M3: return "F6E2M3";
+    case DType::F6E3M2: return "F6E3M2";
+    case DType::E8M0: return "E8M0";
   }
   return "I32";
 }

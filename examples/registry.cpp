@@ -31,6 +31,13 @@ const std::vector<Example>& all() {
       pagedDecodeAttentionExample(),
       moeGroupedGemmExample(),
       moeGroupedGemmSwigluExample(),
+      gemmMXFP8Example(),
+      gemmMXFP4Example(),
+      gemmNVFP4Example(),
+      mxQuantizeExample(),
+      nvfp4QuantizeExample(),
+      mxfp8QuantizeExample(),
+      mxDequantizeExample(),
   };
   return list;
 }

@@ -343,6 +343,16 @@ Example flashAttentionBackwardExample();
 Example flashAttentionBackwardCausalExample();
 Example moeGroupedGemmExample();
 Example moeGroupedGemmSwigluExample();
+/// The block-scaled GEMMs over ts::dot_scaled (examples/block_scaled.h).
+Example gemmMXFP8Example();
+Example gemmMXFP4Example();
+Example gemmNVFP4Example();
+/// The block-scaled quantisation kernels (examples/block_scaled.h).
+Example mxQuantizeExample();
+Example nvfp4QuantizeExample();
+Example mxfp8QuantizeExample();
+/// The block-scaled dequantisation kernel (examples/block_scaled.h).
+Example mxDequantizeExample();
 
 /// The example's default kernel for a target.
 inline Kernel kernelFor(const Example& e, const Target& t) {

@@ -33,7 +33,13 @@ llvm::Type* scalarType(llvm::IRBuilderBase& b, DType d) {
     case DType::F8E4M3:
     case DType::F8E5M2:
     case DType::F8E4M3FNUZ:
-    case DType::F8E5M2FNUZ: return b.getInt8Ty();  // the code's bits (Fp8.h)
+    case DType::F8E5M2FNUZ:
+      return b.getInt8Ty();  // the code's bits (Fp8.h)
+    // The MX codes are refused by the verifier (kernels hold them as u8).
+    case DType::F4E2M1:
+    case DType::F6E2M3:
+    case DType::F6E3M2:
+    case DType::E8M0: break;
   }
   TS_UNREACHABLE("dtype");
 }

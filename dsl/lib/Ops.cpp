@@ -88,6 +88,10 @@ Tensor Tensor::bitcast(DType d, SrcLoc loc) const {
   ir::Value* v = dsl::use(*this, loc);
   const ir::Type& t = v->type();
   if (!t.isNumeric()) dsl::fail(loc, fmt::format(".bitcast({}): cannot reinterpret {}", name(d), t.str()));
+  if (isMx(d))
+    dsl::fail(loc, fmt::format(".bitcast({}): {} is a host format; a kernel keeps its codes as u8 (decode them with "
+                               "ts::mx_decode, docs/dtypes.md)",
+                               name(d), name(d)));
   if (t.dtype() == DType::I1 || d == DType::I1)
     dsl::fail(loc, fmt::format(".bitcast({}): i1 has no bit layout (from {})", name(d), t.str()));
   if (bitWidth(t.dtype()) != bitWidth(d))
@@ -101,6 +105,10 @@ Tensor Tensor::to(DType d, SrcLoc loc) const {
   dsl::TraceState& s = dsl::at(loc);
   ir::Value* v = dsl::use(*this, loc);
   if (!v->type().isNumeric()) dsl::fail(loc, fmt::format(".to({}): cannot convert {}", name(d), v->type().str()));
+  if (isMx(d))
+    dsl::fail(loc, fmt::format(".to({}): {} is a host format; a kernel keeps its codes as u8 (encode on the host "
+                               "with mxEncode, or round in the kernel as examples/mx_quantize.cpp does)",
+                               name(d), name(d)));
   return dsl::wrap(dsl::castTo(s, v, d));
 }
 

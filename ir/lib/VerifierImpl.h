@@ -54,6 +54,12 @@ class Verifier {
   }
 
   static std::optional<std::string> typeProblem(const Type& t) {
+    // The MX codes are host formats: kernels take their codes as u8 and
+    // decode them with ts::dot_scaled or integer ops (docs/dtypes.md).
+    if (!t.isNone() && isMx(t.dtype()))
+      return std::string(name(t.dtype())) +
+             " is a host format (MxFormats.h): a kernel holds its codes in u8 (f4e2m1 two a byte), see "
+             "docs/dtypes.md";
     switch (t.kind()) {
       case Type::Kind::None: return "missing type";
       case Type::Kind::Scalar:

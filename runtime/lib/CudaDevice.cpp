@@ -230,7 +230,11 @@ class CudaDevice final : public DeviceImpl {
       case DType::F8E4M3:
       case DType::F8E5M2:
       case DType::F8E4M3FNUZ:
-      case DType::F8E5M2FNUZ: dataType = CU_TENSOR_MAP_DATA_TYPE_UINT8; break;
+      case DType::F8E5M2FNUZ:
+      case DType::F4E2M1:
+      case DType::F6E2M3:
+      case DType::F6E3M2:
+      case DType::E8M0: dataType = CU_TENSOR_MAP_DATA_TYPE_UINT8; break;
       case DType::I16:
       case DType::U16: dataType = CU_TENSOR_MAP_DATA_TYPE_UINT16; break;
       case DType::I32: dataType = CU_TENSOR_MAP_DATA_TYPE_INT32; break;

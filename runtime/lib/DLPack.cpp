@@ -113,6 +113,15 @@ std::optional<DType> dtypeOf(DLDataType t, std::string& why) {
                : t.code == kDLFloat8_e5m2     ? DType::F8E5M2
                                               : DType::F8E5M2FNUZ;
       break;
+    case kDLFloat8_e8m0fnu:
+      if (t.bits == 8) return DType::E8M0;
+      break;
+    case kDLFloat6_e2m3fn:
+    case kDLFloat6_e3m2fn:
+    case kDLFloat4_e2m1fn:
+      why = "DLPack leaves the packing of 4- and 6-bit floats to the producer " + desc +
+            ": pass their codes as a uint8 tensor (one code a byte, or f4e2m1 two a byte, docs/dtypes.md)";
+      return std::nullopt;
     case kDLComplex: why = "complex numbers have no Tessera dtype " + desc; return std::nullopt;
     default: why = "the dtype has no Tessera equivalent " + desc; return std::nullopt;
   }
@@ -139,6 +148,14 @@ DLDataType dlTypeOf(DType t) {
     case DType::F8E5M2: return {kDLFloat8_e5m2, 8, 1};
     case DType::F8E4M3FNUZ: return {kDLFloat8_e4m3fnuz, 8, 1};
     case DType::F8E5M2FNUZ: return {kDLFloat8_e5m2fnuz, 8, 1};
+    case DType::E8M0: return {kDLFloat8_e8m0fnu, 8, 1};
+    // Held one code a byte: a DLPack consumer could not know it (see above).
+    case DType::F4E2M1:
+    case DType::F6E2M3:
+    case DType::F6E3M2:
+      throw UsageError(std::string("a ") + name(t) +
+                       " buffer has no DLPack type (DLPack leaves the packing of 4- and 6-bit floats to the "
+                       "producer): export its codes as a u8 buffer");
   }
   return {kDLInt, 8, 1};
 }

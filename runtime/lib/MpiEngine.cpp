@@ -146,7 +146,11 @@ class MpiProcess {
       case DType::F8E4M3:
       case DType::F8E5M2:
       case DType::F8E4M3FNUZ:
-      case DType::F8E5M2FNUZ: return lib->TypeByte;  // moved, never reduced (CommCheck)
+      case DType::F8E5M2FNUZ:
+      case DType::F4E2M1:
+      case DType::F6E2M3:
+      case DType::F6E3M2:
+      case DType::E8M0: return lib->TypeByte;  // moved, never reduced (CommCheck)
     }
     return lib->TypeByte;
   }

@@ -78,7 +78,14 @@ TEST_CASE("the registry lists the examples in order", "[examples]") {
                                           "cross_entropy",
                                           "paged_decode_attention",
                                           "moe_grouped_gemm",
-                                          "moe_grouped_gemm_swiglu"});
+                                          "moe_grouped_gemm_swiglu",
+                                          "gemm_mxfp8",
+                                          "gemm_mxfp4",
+                                          "gemm_nvfp4",
+                                          "mx_quantize",
+                                          "nvfp4_quantize",
+                                          "mxfp8_quantize",
+                                          "mx_dequantize"});
   REQUIRE(ex::find("softmax") != nullptr);
   CHECK(ex::find("nope") == nullptr);
   for (const auto& e : ex::all()) {

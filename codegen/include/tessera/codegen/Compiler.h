@@ -65,6 +65,12 @@ struct CompileOptions {
   /// of a proven range; docs/gpu.md, "Masked accesses"). Off: a branch
   /// around each access. TESSERA_PREDICATED_ACCESSES=0 turns it off too.
   bool predicatedAccesses = true;
+  /// ts::dot_scaled on a target without a block-scaled matrix instruction
+  /// (every target today) runs decomposed: its operands decoded and scaled
+  /// into bf16, then a bf16 dot (docs/dot_scaled.md). The compile's
+  /// warnings say so, naming the line, the target and the cost; with this
+  /// set that is a CompileError instead.
+  bool nativeScaledDotsOnly = false;
   /// emu: targets: addresses of the SIMT machine's `tessera_emu_*` hooks, by
   /// symbol name (tessera::emu::hookSymbols()). Supplied by the caller so
   /// codegen does not depend on the runtime; not part of the cache key.

@@ -64,6 +64,7 @@
 #include "tessera/support/DType.h"
 #include "tessera/support/Error.h"
 #include "tessera/support/Fp8.h"
+#include "tessera/support/MxFormats.h"
 
 namespace tessera {
 
@@ -90,6 +91,12 @@ inline constexpr DType f8e4m3 = DType::F8E4M3;
 inline constexpr DType f8e5m2 = DType::F8E5M2;
 inline constexpr DType f8e4m3fnuz = DType::F8E4M3FNUZ;
 inline constexpr DType f8e5m2fnuz = DType::F8E5M2FNUZ;
+/// The OCP MX codes (MxFormats.h): host formats that name what a u8 tile
+/// of codes holds (ts::mx_decode), never a kernel value's dtype.
+inline constexpr DType f4e2m1 = DType::F4E2M1;
+inline constexpr DType f6e2m3 = DType::F6E2M3;
+inline constexpr DType f6e3m2 = DType::F6E3M2;
+inline constexpr DType e8m0 = DType::E8M0;
 
 /// Float literals usable anywhere a literal is, e.g. load(p, mask, -ts::inf).
 inline constexpr double inf = std::numeric_limits<double>::infinity();
@@ -487,6 +494,49 @@ Tensor argmin(const Tensor& x, int axis, SrcLoc loc = SrcLoc::current());
 /// float inputs, i32/i64 for integer inputs; without acc it is zeros of f32
 /// (float inputs) or i32.
 Tensor dot(const Tensor& a, const Tensor& b, const Tensor& acc = {}, SrcLoc loc = SrcLoc::current());
+
+/// The block-scaled formats of ts::dot_scaled (docs/dot_scaled.md): the
+/// element codes, the block size along K and the scale's format.
+///   mxfp8_e4m3, mxfp8_e5m2  OCP MX: fp8 codes, one a byte; blocks of 32, e8m0 scales
+///   mxfp6_e2m3, mxfp6_e3m2  OCP MX: fp6 codes, one a byte (low 6 bits); blocks of 32, e8m0 scales
+///   mxfp4                   OCP MX: f4e2m1 codes, two a byte along K (low nibble first); blocks of 32, e8m0 scales
+///   nvfp4                   f4e2m1 codes as mxfp4; blocks of 16, f8e4m3 scales, and a per-tensor f32 scale
+enum class ScaledFormat : uint8_t { mxfp8_e4m3, mxfp8_e5m2, mxfp6_e2m3, mxfp6_e3m2, mxfp4, nvfp4 };
+/// "mxfp4", "nvfp4", ... as the enumerators are spelled.
+const char* name(ScaledFormat f);
+/// The elements one scale covers: 32 (MX) or 16 (nvfp4).
+int scaleBlock(ScaledFormat f);
+
+/// a (M x K) @ b (K x N) + acc over block-scaled operands, each element
+/// times its block's scale, accumulated in f32:
+///   out[m, n] = acc[m, n] + tensor_scale * sum_k a[m, k] sa[m, k / bs] b[k, n] sb[n, k / bs]
+/// a: u8 tile [M, K] of codes ([M, K/2] for mxfp4 and nvfp4, two codes a
+/// byte); a_scale: u8 tile [M, K / block] of scale codes (e8m0, or f8e4m3
+/// for nvfp4). b is given K-major, as the block-scaled matrix instructions
+/// and nn.Linear weights hold it: u8 [N, K] ([N, K/2] packed), b_scale u8
+/// [N, K / block]. The formats are independent (mxfp8 x nvfp4 is legal);
+/// K must be a multiple of both block sizes (pad K with zero codes: masked
+/// loads give 0, which is +0 in every format). acc: f32 [M, N] (zeros when
+/// absent). tensor_scale: an f32 scalar (NVFP4's per-tensor scales,
+/// multiplied) scaling the product before acc is added; only where a format
+/// is nvfp4. No target has a block-scaled matrix instruction yet: the dot
+/// runs decomposed (decoded exactly, scaled into bf16, a bf16 dot) and the
+/// compile's warnings say so (CompileOptions::nativeScaledDotsOnly makes
+/// that an error).
+Tensor dot_scaled(const Tensor& a, const Tensor& a_scale, ScaledFormat a_fmt, const Tensor& b, const Tensor& b_scale,
+                  ScaledFormat b_fmt, const Tensor& acc = {}, const Operand& tensor_scale = {},
+                  SrcLoc loc = SrcLoc::current());
+/// The f32 values of a tile of MX codes `x` (u8): f4e2m1, f6e2m3, f6e3m2
+/// codes in the low bits, e8m0 scale codes (NaN for 0xFF) (MxFormats.h),
+/// or OCP fp8 codes (f8e4m3, f8e5m2: MXFP8's elements, Fp8.h). Exact, with
+/// bit operations: a dequantisation's first step.
+Tensor mx_decode(const Tensor& x, DType format, SrcLoc loc = SrcLoc::current());
+/// Two f4e2m1 codes a byte: u8 [..., 2n] of codes (low 4 bits) -> u8
+/// [..., n], element 2j in the low nibble of byte j. An odd last extent is
+/// a DslError.
+Tensor pack_fp4(const Tensor& codes, SrcLoc loc = SrcLoc::current());
+/// The inverse of pack_fp4: u8 [..., n] -> u8 [..., 2n] of codes.
+Tensor unpack_fp4(const Tensor& packed, SrcLoc loc = SrcLoc::current());
 
 // ---- scans -------------------------------------------------------------------
 // Inclusive prefix scans along `axis` (negative: from the end): element i of

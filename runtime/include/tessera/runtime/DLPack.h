@@ -60,12 +60,18 @@ enum DLDataTypeCode : uint8_t {
   kDLComplex = 5,
   kDLBool = 6,
   // The 8-bit floats of v1.1 that Tessera has (DTypes.def); the others of
-  // 7..17 (e3m4, e4m3 with infinities, e4m3b11fnuz, e8m0fnu, 6- and 4-bit
-  // floats) have no Tessera type.
+  // 7..13 (e3m4, e4m3 with infinities, e4m3b11fnuz) have no Tessera type.
   kDLFloat8_e4m3fn = 10,
   kDLFloat8_e4m3fnuz = 11,
   kDLFloat8_e5m2 = 12,
   kDLFloat8_e5m2fnuz = 13,
+  // The OCP MX scale (e8m0) and elements (6- and 4-bit floats). Tessera
+  // exchanges e8m0 only: DLPack leaves the packing of the sub-byte codes to
+  // the producer, so their tensors are refused (docs/dtypes.md).
+  kDLFloat8_e8m0fnu = 14,
+  kDLFloat6_e2m3fn = 15,
+  kDLFloat6_e3m2fn = 16,
+  kDLFloat4_e2m1fn = 17,
 };
 
 struct DLDataType {

@@ -23,7 +23,7 @@ inline constexpr DType kAllDTypes[] = {
 };
 
 namespace dtype_detail {
-enum class Class : uint8_t { Bool, Signed, Unsigned, Float, Float8 };
+enum class Class : uint8_t { Bool, Signed, Unsigned, Float, Float8, Mx };
 inline constexpr Class kClass[] = {
 #define TS_DTYPE(Enum, name, bits, cls, ctype) Class::cls,
 #include "tessera/support/DTypes.def"
@@ -59,8 +59,14 @@ inline bool isFloat(DType t) {
 }
 /// Floats that arithmetic is defined on (not the 8-bit storage floats).
 inline bool isArithFloat(DType t) { return dtype_detail::classOf(t) == dtype_detail::Class::Float; }
+/// The OCP MX codes (f4e2m1, f6e2m3, f6e3m2, e8m0): host formats only
+/// (MxFormats.h); no kernel value has them, kernels hold their codes as u8.
+inline bool isMx(DType t) { return dtype_detail::classOf(t) == dtype_detail::Class::Mx; }
 /// i1, the signed and the unsigned integers.
-inline bool isInteger(DType t) { return !isFloat(t); }
+inline bool isInteger(DType t) {
+  auto c = dtype_detail::classOf(t);
+  return c == dtype_detail::Class::Bool || c == dtype_detail::Class::Signed || c == dtype_detail::Class::Unsigned;
+}
 /// u8, u16, u32, u64: compared, divided, shifted right and widened as
 /// unsigned numbers (IR.h).
 inline bool isUnsigned(DType t) { return dtype_detail::classOf(t) == dtype_detail::Class::Unsigned; }
@@ -70,8 +76,9 @@ inline bool comparesUnsigned(DType t) { return t == DType::I1 || isUnsigned(t); 
 
 /// Width in bits (i1 counts as 1; it is stored as one byte in memory).
 inline unsigned bitWidth(DType t) { return dtype_detail::kBits[static_cast<unsigned>(t)]; }
-/// Size in bytes of one element in memory.
-inline unsigned byteSize(DType t) { return t == DType::I1 ? 1 : bitWidth(t) / 8; }
+/// Size in bytes of one element in memory: i1, and the 4- and 6-bit MX
+/// codes held one a byte, take a byte (packed f4e2m1 is two codes in a u8).
+inline unsigned byteSize(DType t) { return (bitWidth(t) + 7) / 8; }
 
 inline const char* name(DType t) { return dtype_detail::kName[static_cast<unsigned>(t)]; }
 

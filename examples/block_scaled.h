@@ -1,0 +1,485 @@
+// What the block-scaled examples share (gemm_mxfp8, gemm_mxfp4, gemm_nvfp4,
+// mx_quantize): the GEMM kernel over ts::dot_scaled, its launch, and the
+// plain C++ quantiser and double reference the checks use. Header-only, as
+// support.h, because each example program links only its own source file.
+//
+// Layouts (docs/dot_scaled.md): A is M x K, row-major, its codes one a byte
+// (mxfp8) or two a byte along K (mxfp4, nvfp4: element 2j in the low nibble
+// of byte j), rows of ceil(K / 2) bytes; B is given K-major, N x K, the
+// same way (the layout of nn.Linear weights and of the block-scaled matrix
+// instructions); the scales are M x ceil(K / bs) and N x ceil(K / bs),
+// row-major, bs = 32 (MX, e8m0) or 16 (nvfp4, f8e4m3). K need not be a
+// multiple of bs: the last block is partial and the codes past K are 0
+// (+0), which the kernel's masked loads also give.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "support.h"
+
+namespace tessera::examples {
+
+/// The element dtype and the largest element's exponent (OCP MX v1.0,
+/// 6.3: emax_elem) of a block-scaled format.
+struct ScaledElements {
+  DType elem;
+  bool packed;
+  int block;
+  int emax;  // floor(log2(max element))
+};
+inline ScaledElements scaledElements(ScaledFormat f) {
+  switch (f) {
+    case ScaledFormat::mxfp8_e4m3: return {DType::F8E4M3, false, 32, 8};
+    case ScaledFormat::mxfp8_e5m2: return {DType::F8E5M2, false, 32, 15};
+    case ScaledFormat::mxfp6_e2m3: return {DType::F6E2M3, false, 32, 2};
+    case ScaledFormat::mxfp6_e3m2: return {DType::F6E3M2, false, 32, 4};
+    case ScaledFormat::mxfp4: return {DType::F4E2M1, true, 32, 2};
+    case ScaledFormat::nvfp4: return {DType::F4E2M1, true, 16, 2};
+  }
+  return {DType::F4E2M1, true, 32, 2};
+}
+
+inline uint8_t encodeElement(DType t, double x) { return isFp8(t) ? fp8Encode(t, x) : mxElementEncode(t, x); }
+inline double decodeElement(DType t, uint8_t c) { return isFp8(t) ? fp8Decode(t, c) : mxElementDecode(t, c); }
+
+/// A matrix quantised to a block-scaled format: rows x K values, its codes
+/// (rows x ceil(K / 2) bytes when packed, else rows x K), its block scales
+/// (rows x ceil(K / bs) codes) and, for nvfp4, the per-tensor scale.
+struct Quantised {
+  ScaledFormat format;
+  int64_t rows = 0, k = 0;
+  std::vector<uint8_t> codes, scales;
+  float tensorScale = 1.0f;
+  int64_t rowBytes() const { return scaledElements(format).packed ? (k + 1) / 2 : k; }
+  int64_t scaleCols() const { return (k + scaledElements(format).block - 1) / scaledElements(format).block; }
+  uint8_t code(int64_t r, int64_t i) const {
+    if (!scaledElements(format).packed) return codes[size_t(r * k + i)];
+    const uint8_t byte = codes[size_t(r * rowBytes() + i / 2)];
+    return (i & 1) ? uint8_t(byte >> 4) : uint8_t(byte & 15);
+  }
+  double scale(int64_t r, int64_t i) const {
+    const uint8_t s = scales[size_t(r * scaleCols() + i / scaledElements(format).block)];
+    return format == ScaledFormat::nvfp4 ? double(fp8Decode(DType::F8E4M3, s)) : double(e8m0Decode(s));
+  }
+  /// The value element (r, i) stands for: code x block scale (x the
+  /// per-tensor scale for nvfp4), in double (exact).
+  double value(int64_t r, int64_t i) const {
+    return decodeElement(scaledElements(format).elem, code(r, i)) * scale(r, i) *
+           (format == ScaledFormat::nvfp4 ? double(tensorScale) : 1.0);
+  }
+};
+
+/// The plain C++ quantiser, the reference of the quantisation kernels.
+/// MX (OCP MX v1.0, 6.3): per block, X = 2^(floor(log2(amax)) - emax_elem)
+/// as an e8m0 code (clamped to 2^-127..2^127; NaN 0xFF for a block with a
+/// NaN or an infinity), elements = round(x / X) to nearest even,
+/// saturating. NVFP4: the per-tensor scale s = amax(x) / (6 x 448) (1 for
+/// an all-zero tensor), then per block of 16 the f8e4m3 scale
+/// e4m3(amax_block / 6 / s), and elements round(x / (scale x s)); the
+/// divisions in f32, as the quantisation kernels do them (a block whose
+/// divisor is 0, all of it below f8e4m3's smallest value, is all zeros).
+inline Quantised quantise(ScaledFormat f, const std::vector<float>& x, int64_t rows, int64_t K) {
+  const ScaledElements e = scaledElements(f);
+  Quantised q;
+  q.format = f;
+  q.rows = rows;
+  q.k = K;
+  q.codes.assign(size_t(rows * q.rowBytes()), 0);
+  q.scales.assign(size_t(rows * q.scaleCols()), 0);
+  if (f == ScaledFormat::nvfp4) {
+    float amax = 0;
+    for (float v : x) amax = std::max(amax, std::fabs(v));
+    q.tensorScale = amax > 0 ? amax / 2688.0f : 1.0f;  // 6 x 448, in f32 as the kernels compute it
+  }
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t b = 0; b < q.scaleCols(); ++b) {
+      const int64_t k0 = b * e.block, k1 = std::min(K, k0 + e.block);
+      float amax = 0;
+      bool finite = true;
+      for (int64_t i = k0; i < k1; ++i) {
+        const float v = x[size_t(r * K + i)];
+        finite = finite && std::isfinite(v);
+        amax = std::max(amax, std::fabs(v));
+      }
+      float s;  // the block's divisor, in f32 as the kernels compute it
+      uint8_t sc;
+      if (f == ScaledFormat::nvfp4) {
+        sc = fp8Encode(DType::F8E4M3, amax / 6.0f / q.tensorScale);
+        s = fp8Decode(DType::F8E4M3, sc) * q.tensorScale;
+      } else if (!finite) {
+        sc = kE8M0NaN;
+        s = NAN;
+      } else {
+        // floor(log2(amax)) from the f32's exponent field (a subnormal or
+        // zero amax: the smallest scale).
+        uint32_t bits;
+        std::memcpy(&bits, &amax, 4);
+        const int code = int((bits >> 23) & 0xFF) - e.emax;
+        sc = uint8_t(std::clamp(code, 0, 254));
+        s = e8m0Decode(sc);
+      }
+      q.scales[size_t(r * q.scaleCols() + b)] = sc;
+      for (int64_t i = k0; i < k1; ++i) {
+        const float v = s > 0 ? x[size_t(r * K + i)] / s : 0.0f;
+        const uint8_t c = encodeElement(e.elem, v);
+        if (e.packed)
+          q.codes[size_t(r * q.rowBytes() + i / 2)] |= uint8_t((c & 15) << ((i & 1) * 4));
+        else
+          q.codes[size_t(r * K + i)] = c;
+      }
+    }
+  return q;
+}
+
+/// C (f32, M x N) = A @ B^T over block-scaled A (M x K) and B (N x K), one
+/// BLOCK_M x BLOCK_N tile per program, K in steps of BLOCK_K (a multiple of
+/// the block size). Arguments: c, a, a_scale, b, b_scale, [tensor_scale
+/// (nvfp4: one f32, the product of A's and B's per-tensor scales),] M, N, K.
+inline Kernel gemmScaled(const char* kname, GemmBlocks B, ScaledFormat f) {
+  const ScaledElements e = scaledElements(f);
+  const int pk = e.packed ? 2 : 1, bs = e.block;
+  auto body = [=](Ptr<float> c, Ptr<const uint8_t> a, Ptr<const uint8_t> as, Ptr<const uint8_t> b,
+                  Ptr<const uint8_t> bsc, Tensor tscale, Int M, Int N, Int K) {
+    auto row = expand_dims(program_id(0) * B.m + arange(B.m), 1);   // BLOCK_M x 1: rows of A
+    auto rowB = expand_dims(program_id(1) * B.n + arange(B.n), 1);  // BLOCK_N x 1: rows of B
+    auto col = expand_dims(program_id(1) * B.n + arange(B.n), 0);   // 1 x BLOCK_N: columns of C
+    Int kBytes = (K + (pk - 1)) / pk, kBlocks = (K + (bs - 1)) / bs;
+    Tensor zero = zeros({B.m, B.n}, f32);
+    Tensor acc = for_range(0, K, B.k, zero, [&](Int k0, Tensor acc) {
+      auto kb = expand_dims(k0 / pk + arange(B.k / pk), 0);  // bytes of codes
+      auto ks = expand_dims(k0 / bs + arange(B.k / bs), 0);  // blocks
+      auto ta = load(a + row * kBytes + kb, (row < M) & (kb < kBytes));
+      auto tb = load(b + rowB * kBytes + kb, (rowB < N) & (kb < kBytes));
+      auto sa = load(as + row * kBlocks + ks, (row < M) & (ks < kBlocks));
+      auto sb = load(bsc + rowB * kBlocks + ks, (rowB < N) & (ks < kBlocks));
+      return dot_scaled(ta, sa, f, tb, sb, f, acc);
+    });
+    // NVFP4's per-tensor scale once, in the epilogue: dot_scaled's
+    // tensor_scale would apply it at every K step (the same product, up to
+    // rounding, for one more pass over the accumulator per step).
+    if (tscale.valid()) acc = acc * tscale;
+    store(c + row * N + col, acc, (row < M) & (col < N));
+  };
+  if (f == ScaledFormat::nvfp4)
+    return kernel(
+        kname, {"c", "a", "a_scale", "b", "b_scale", "tensor_scale", "M", "N", "K"},
+        [=](Ptr<float> c, Ptr<const uint8_t> a, Ptr<const uint8_t> as, Ptr<const uint8_t> b, Ptr<const uint8_t> bsc,
+            Ptr<const float> ts, Int M, Int N, Int K) { body(c, a, as, b, bsc, load(ts), M, N, K); });
+  return kernel(kname, {"c", "a", "a_scale", "b", "b_scale", "M", "N", "K"},
+                [=](Ptr<float> c, Ptr<const uint8_t> a, Ptr<const uint8_t> as, Ptr<const uint8_t> b,
+                    Ptr<const uint8_t> bsc, Int M, Int N, Int K) { body(c, a, as, b, bsc, Tensor{}, M, N, K); });
+}
+
+/// The blocks of the block-scaled GEMMs: the GEMM defaults, BLOCK_K 64 on
+/// the CPU and 32 on GPUs (a multiple of both block sizes).
+inline GemmBlocks scaledGemmBlocks(const RunContext& ctx) {
+  GemmBlocks b = gemmBlocksFor(ctx);
+  b.stages = 0;
+  b.warpSpecialized = false;
+  return b;
+}
+
+/// The launch of a block-scaled GEMM example on ctx's {M, N, K} (default
+/// {300, 200, 150}): A and B drawn in f32 over several binades, quantised
+/// on the host, uploaded; the check against the double reference of the
+/// quantised values.
+inline Launch prepareScaledGemm(const RunContext& ctx, const char* kname, ScaledFormat f) {
+  std::vector<int64_t> s = ctx.shape.empty() ? std::vector<int64_t>{300, 200, 150} : ctx.shape;
+  if (s.size() != 3 || s[0] < 1 || s[1] < 1 || s[2] < 1 || s[0] * s[2] > (1 << 28) || s[2] * s[1] > (1 << 28) ||
+      s[0] * s[1] > (1 << 28))
+    throw UsageError(std::string(kname) +
+                     ": shape is {M, N, K}, each at least 1 (and each matrix under 2^28 elements)");
+  const int64_t M = s[0], N = s[1], K = s[2];
+  std::mt19937_64 rng(ctx.seed);
+  // Magnitudes over 2^-6 .. 2^6, both signs: each block's scale differs.
+  std::uniform_real_distribution<double> lg(-6, 6);
+  std::bernoulli_distribution neg(0.5);
+  auto values = [&](int64_t n) {
+    std::vector<float> v(static_cast<size_t>(n));
+    for (auto& x : v) x = float((neg(rng) ? -1 : 1) * std::exp2(lg(rng)));
+    return v;
+  };
+  const Quantised qa = quantise(f, values(M * K), M, K), qb = quantise(f, values(N * K), N, K);
+  GemmBlocks B = scaledGemmBlocks(ctx);
+  const Device& dev = ctx.device;
+  Buffer da = dev.upload(DType::U8, qa.codes), dsa = dev.upload(DType::U8, qa.scales);
+  Buffer db = dev.upload(DType::U8, qb.codes), dsb = dev.upload(DType::U8, qb.scales);
+  Buffer dc = dev.alloc(DType::F32, size_t(M * N));
+  dc.fillBytes(0xff);  // NaN: an element the kernel fails to write cannot pass
+  Dim3 grid(uint32_t((M + B.m - 1) / B.m), uint32_t((N + B.n - 1) / B.n));
+  std::vector<rt::Arg> args{dc, da, dsa, db, dsb};
+  if (f == ScaledFormat::nvfp4)
+    args.push_back(dev.upload(DType::F32, std::vector<float>{qa.tensorScale * qb.tensorScale}));
+  for (int64_t v : {M, N, K}) args.push_back(int32_t(v));
+  Launch launch{gemmScaled(kname, B, f), grid, std::move(args), {M, N, K}};
+  // Reference in double from the quantised values (exact). Tolerance: the
+  // f32 accumulation of K terms is within 2 K 2^-24 sum|terms| of the exact
+  // sum in any order, as gemm_fp8's; for nvfp4 the per-tensor scale adds
+  // one rounding.
+  launch.check = [dc, qa, qb, M, N, K, f] {
+    std::vector<float> got = dc.read<float>();
+    const double factor = (f == ScaledFormat::nvfp4 ? 4.0 : 2.0) * double(K + 1) * std::ldexp(1.0, -24);
+    ElementCheck check(factor, "c", "|got - want| <= f sum_k |a b|, f = " + ElementCheck::fmt(factor));
+    GemmReference ref = gemmReference(
+        M, N, K, [&](int64_t i, int64_t kk) { return qa.value(i, kk); },
+        [&](int64_t kk, int64_t j) { return qb.value(j, kk); }, {}, 0);
+    checkMatrix(
+        check, M, N, [&](int64_t i, int64_t j) { return double(got[size_t(i * N + j)]); },
+        [&](int64_t i, int64_t j) { return ref.want[size_t(i * N + j)]; },
+        [&](int64_t i, int64_t j, double) { return factor * ref.mag[size_t(i * N + j)] + 1e-30; });
+    return check.result();
+  };
+  return launch;
+}
+
+/// A block-scaled GEMM example: its kernels for the CPU and GPU defaults,
+/// the launch, and shapes aligned and ragged in M, N and K, with K a
+/// multiple of the block, of neither the block nor the tile, and odd.
+inline Example scaledGemmExample(const char* kname, ScaledFormat f, const char* summary) {
+  Example e;
+  e.name = kname;
+  e.summary = summary;
+  e.kernel = [kname, f] { return gemmScaled(kname, gemmDefaultBlocks(Device::cpu()), f); };
+  e.gpuKernel = [kname, f](const Target& t) {
+    GemmBlocks b = gemmDefaultBlocks(t);
+    b.stages = 0;
+    return gemmScaled(kname, b, f);
+  };
+  e.prepare = [kname, f](const RunContext& ctx) { return prepareScaledGemm(ctx, kname, f); };
+  e.testShapes = {{64, 64, 64}, {100, 77, 50}, {1, 1, 1}, {45, 64, 96}, {33, 40, 129}};
+  e.dtype = name(f);
+  return e;
+}
+
+/// The f4e2m1 codes of f32 values `q` (already divided by their scale):
+/// round to nearest, ties to even, saturating at 6, as comparisons against
+/// the midpoints between neighbouring values (0.25 .. 5): a tie goes up
+/// where the upper code is the even one. The sign is x's sign bit.
+inline Tensor roundToE2M1(const Tensor& q) {
+  const float mid[7] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f};
+  Tensor a = abs(q), mag = (a > mid[0]).to(i32);
+  for (int c = 1; c < 7; ++c) mag = mag + ((c & 1) ? a >= mid[c] : a > mid[c]).to(i32);
+  Tensor sign = (q.bitcast(i32) >> 31) & 1;
+  return (mag | (sign << 3)).to(u8);
+}
+
+/// Quantises x (f32, rows x cols, row-major) to mxfp4, nvfp4 or mxfp8
+/// (e4m3): codes (rows x ceil(cols / 2) bytes, two a byte, or rows x cols
+/// for mxfp8), block scales (rows x ceil(cols / bs)); a BLOCK_R x BLOCK_C
+/// tile a program (BLOCK_C a multiple of 2 bs). MX: per block X =
+/// 2^(floor(log2 amax) - emax_elem) as e8m0 (the exponent field of amax,
+/// minus 2 for f4e2m1, 8 for f8e4m3; NaN 0xFF for a block with a NaN or an
+/// infinity, whose max is NaN or inf). nvfp4: the f8e4m3 scale
+/// e4m3(amax / 6 / s) with s the per-tensor scale argument (NVFP4's second
+/// level: amax(x) / (6 x 448), from the previous step or a reduction).
+/// Arguments: codes, scales, x, [tensor_scale,] rows, cols.
+inline Kernel quantiseKernel(const char* kname, int BR, int BC, ScaledFormat f) {
+  const int bs = scaledElements(f).block, nb = BC / bs, emax = scaledElements(f).emax;
+  const bool packed = scaledElements(f).packed;
+  const DType elem = scaledElements(f).elem;
+  auto body = [=](Ptr<uint8_t> codes, Ptr<uint8_t> scales, Ptr<const float> x, Tensor ts, Int rows, Int cols) {
+    auto r = expand_dims(program_id(0) * BR + arange(BR), 1);
+    auto c = expand_dims(program_id(1) * BC + arange(BC), 0);
+    auto t = load(x + r * cols + c, (r < rows) & (c < cols), 0.0);
+    auto xb = reshape(t, {BR, nb, bs});
+    Tensor amax = max(abs(xb), 2);  // BLOCK_R x nb
+    Tensor sc, div;
+    if (ts.valid()) {
+      sc = (amax / 6.0f / ts).to(f8e4m3).bitcast(u8);
+      div = sc.bitcast(f8e4m3).to(f32) * ts;
+    } else {
+      Tensor ef = (amax.bitcast(i32) >> 23) & 255;
+      sc = where(ef == 255, 255, minimum(maximum(ef - emax, 0), 254)).to(u8);
+      div = mx_decode(sc, e8m0);
+    }
+    auto d = expand_dims(div, 2);
+    auto q = reshape(where(d > 0.0f, xb / d, 0.0f), {BR, BC});
+    Int nblocks = (cols + (bs - 1)) / bs;
+    if (packed) {
+      Int cbytes = (cols + 1) / 2;
+      auto cb = expand_dims(program_id(1) * (BC / 2) + arange(BC / 2), 0);
+      store(codes + r * cbytes + cb, pack_fp4(roundToE2M1(q)), (r < rows) & (cb < cbytes));
+    } else {
+      // fp8: the cast rounds to nearest even and saturates (Fp8.h).
+      store(codes + r * cols + c, q.to(elem).bitcast(u8), (r < rows) & (c < cols));
+    }
+    auto j = expand_dims(program_id(1) * nb + arange(nb), 0);
+    store(scales + r * nblocks + j, sc, (r < rows) & (j < nblocks));
+  };
+  if (f == ScaledFormat::nvfp4)
+    return kernel(kname, {"codes", "scales", "x", "tensor_scale", "rows", "cols"},
+                  [=](Ptr<uint8_t> codes, Ptr<uint8_t> scales, Ptr<const float> x, Ptr<const float> ts, Int rows,
+                      Int cols) { body(codes, scales, x, load(ts), rows, cols); });
+  return kernel(kname, {"codes", "scales", "x", "rows", "cols"},
+                [=](Ptr<uint8_t> codes, Ptr<uint8_t> scales, Ptr<const float> x, Int rows, Int cols) {
+                  body(codes, scales, x, Tensor{}, rows, cols);
+                });
+}
+
+/// `n` values of random sign over 24 binades (2^-12 .. 2^12), the inputs of
+/// the quantisation examples.
+inline std::vector<float> binadeValues(uint64_t seed, int64_t n) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> lg(-12, 12);
+  std::bernoulli_distribution neg(0.5);
+  std::vector<float> x(static_cast<size_t>(n));
+  for (auto& v : x) v = float((neg(rng) ? -1 : 1) * std::exp2(lg(rng)));
+  return x;
+}
+
+/// The launch of a quantisation example on ctx's {rows, cols} (default {37,
+/// 1000}): values over several binades, a NaN and an infinity in blocks of
+/// their own (mxfp4: those blocks' scales are NaN) where the shape has
+/// room; the check: the scales and codes equal the plain C++ quantiser's
+/// bit for bit (the elements of a NaN-scaled block are NaN whatever their
+/// codes, as the spec defines, so they are not compared).
+inline Launch prepareQuantise(const RunContext& ctx, const char* kname, ScaledFormat f) {
+  auto [rows, cols] = rowsCols(ctx, kname);
+  const bool gpu = ctx.device.kind() != rt::DeviceKind::CPU;
+  const int BR = gpu ? 4 : 16, BC = gpu ? 64 : 256;
+  std::vector<float> x = binadeValues(ctx.seed, rows * cols);
+  // Zeros, a tiny block and (MX) non-finite values in blocks of their own.
+  if (cols >= 128) {
+    for (int i = 0; i < 32; ++i) x[size_t(i)] = 0;
+    for (int i = 32; i < 64; ++i) x[size_t(i)] = 1e-30f * float(i);
+    if (f != ScaledFormat::nvfp4) {
+      x[70] = NAN;
+      x[100] = -INFINITY;
+    }
+  }
+  const Quantised want = quantise(f, x, rows, cols);
+  const Device& dev = ctx.device;
+  Buffer dx = dev.upload(DType::F32, x);
+  Buffer dcodes = dev.alloc(DType::U8, size_t(rows * want.rowBytes()));
+  Buffer dscales = dev.alloc(DType::U8, size_t(rows * want.scaleCols()));
+  dcodes.fillBytes(0xAB);  // neither a code pair nor a scale the quantiser gives here
+  dscales.fillBytes(0xAB);
+  std::vector<rt::Arg> args{dcodes, dscales, dx};
+  if (f == ScaledFormat::nvfp4) args.push_back(dev.upload(DType::F32, std::vector<float>{want.tensorScale}));
+  args.push_back(int32_t(rows));
+  args.push_back(int32_t(cols));
+  Dim3 grid(uint32_t((rows + BR - 1) / BR), uint32_t((cols + BC - 1) / BC));
+  Launch launch{quantiseKernel(kname, BR, BC, f), grid, std::move(args), {rows, cols}};
+  launch.check = [dcodes, dscales, want, f] {
+    std::vector<uint8_t> codes = dcodes.read<uint8_t>(), scales = dscales.read<uint8_t>();
+    // Codes are integers: a bound of 0.5 is equality.
+    ElementCheck check(0.5, "codes and scales",
+                       "bit for bit against the C++ quantiser: |got - want| <= 0.5 on integer codes");
+    for (int64_t r = 0; r < want.rows; ++r)
+      for (int64_t b = 0; b < want.scaleCols(); ++b) {
+        const size_t at = size_t(r * want.scaleCols() + b);
+        check(scales[at], want.scales[at], 0.5,
+              [&] { return "scale at (" + std::to_string(r) + ", " + std::to_string(b) + ")"; });
+      }
+    for (int64_t r = 0; r < want.rows; ++r)
+      for (int64_t i = 0; i < want.rowBytes(); ++i) {
+        const int64_t b = (scaledElements(f).packed ? 2 * i : i) / scaledElements(f).block;
+        if (f != ScaledFormat::nvfp4 && want.scales[size_t(r * want.scaleCols() + b)] == kE8M0NaN) continue;
+        const size_t at = size_t(r * want.rowBytes() + i);
+        check(codes[at], want.codes[at], 0.5,
+              [&] { return "code byte at (" + std::to_string(r) + ", " + std::to_string(i) + ")"; });
+      }
+    return check.result();
+  };
+  return launch;
+}
+
+inline Example quantiseExample(const char* kname, ScaledFormat f, const char* summary) {
+  Example e;
+  e.name = kname;
+  e.summary = summary;
+  e.kernel = [kname, f] { return quantiseKernel(kname, 16, 256, f); };
+  e.gpuKernel = [kname, f](const Target&) { return quantiseKernel(kname, 4, 64, f); };
+  e.prepare = [kname, f](const RunContext& ctx) { return prepareQuantise(ctx, kname, f); };
+  e.testShapes = {{37, 1000}, {1, 1}, {3, 129}, {8, 512}};
+  e.dtype = name(f);
+  return e;
+}
+
+/// The inverse of quantiseKernel: out (f32, rows x cols) = each code's value
+/// times its block's scale (times the per-tensor scale for nvfp4), from the
+/// codes (unpacked with ts::unpack_fp4 where packed) and scales, decoded
+/// exactly by ts::mx_decode. Arguments: out, codes, scales, [tensor_scale,]
+/// rows, cols.
+inline Kernel dequantiseKernel(const char* kname, int BR, int BC, ScaledFormat f) {
+  const ScaledElements e = scaledElements(f);
+  const int bs = e.block, nb = BC / bs;
+  auto body = [=](Ptr<float> out, Ptr<const uint8_t> codes, Ptr<const uint8_t> scales, Tensor ts, Int rows, Int cols) {
+    auto r = expand_dims(program_id(0) * BR + arange(BR), 1);
+    auto c = expand_dims(program_id(1) * BC + arange(BC), 0);
+    Tensor q;
+    if (e.packed) {
+      Int cbytes = (cols + 1) / 2;
+      auto cb = expand_dims(program_id(1) * (BC / 2) + arange(BC / 2), 0);
+      q = unpack_fp4(load(codes + r * cbytes + cb, (r < rows) & (cb < cbytes)));
+    } else {
+      q = load(codes + r * cols + c, (r < rows) & (c < cols));
+    }
+    Int nblocks = (cols + (bs - 1)) / bs;
+    auto j = expand_dims(program_id(1) * nb + arange(nb), 0);
+    auto sc = load(scales + r * nblocks + j, (r < rows) & (j < nblocks));
+    Tensor s = ts.valid() ? sc.bitcast(f8e4m3).to(f32) * ts : mx_decode(sc, e8m0);
+    auto sb = reshape(broadcast_to(expand_dims(s, 2), {BR, nb, bs}), {BR, BC});
+    store(out + r * cols + c, mx_decode(q, e.elem) * sb, (r < rows) & (c < cols));
+  };
+  if (f == ScaledFormat::nvfp4)
+    return kernel(kname, {"out", "codes", "scales", "tensor_scale", "rows", "cols"},
+                  [=](Ptr<float> out, Ptr<const uint8_t> codes, Ptr<const uint8_t> scales, Ptr<const float> ts,
+                      Int rows, Int cols) { body(out, codes, scales, load(ts), rows, cols); });
+  return kernel(kname, {"out", "codes", "scales", "rows", "cols"},
+                [=](Ptr<float> out, Ptr<const uint8_t> codes, Ptr<const uint8_t> scales, Int rows, Int cols) {
+                  body(out, codes, scales, Tensor{}, rows, cols);
+                });
+}
+
+/// The launch of a dequantisation example on ctx's {rows, cols}: the plain
+/// C++ quantiser's codes and scales of values over several binades; the
+/// check against each element's value in double (Quantised::value): exact
+/// for MX (a code times a power of two), one f32 rounding for nvfp4's
+/// per-tensor scale (|got - want| <= 2^-22 |want|).
+inline Launch prepareDequantise(const RunContext& ctx, const char* kname, ScaledFormat f) {
+  auto [rows, cols] = rowsCols(ctx, kname);
+  const bool gpu = ctx.device.kind() != rt::DeviceKind::CPU;
+  const int BR = gpu ? 4 : 16, BC = gpu ? 64 : 256;
+  std::vector<float> x = binadeValues(ctx.seed, rows * cols);
+  const Quantised q = quantise(f, x, rows, cols);
+  const Device& dev = ctx.device;
+  Buffer dout = dev.alloc(DType::F32, size_t(rows * cols));
+  dout.fillBytes(0xff);  // NaN: an element the kernel fails to write cannot pass
+  std::vector<rt::Arg> args{dout, dev.upload(DType::U8, q.codes), dev.upload(DType::U8, q.scales)};
+  if (f == ScaledFormat::nvfp4) args.push_back(dev.upload(DType::F32, std::vector<float>{q.tensorScale}));
+  args.push_back(int32_t(rows));
+  args.push_back(int32_t(cols));
+  Dim3 grid(uint32_t((rows + BR - 1) / BR), uint32_t((cols + BC - 1) / BC));
+  Launch launch{dequantiseKernel(kname, BR, BC, f), grid, std::move(args), {rows, cols}};
+  launch.check = [dout, q] {
+    std::vector<float> got = dout.read<float>();
+    const double rel = std::ldexp(1.0, -22);
+    ElementCheck check(rel, "out", "|got - want| <= 2^-22 |want| (exact for MX)");
+    checkMatrix(
+        check, q.rows, q.k, [&](int64_t i, int64_t j) { return double(got[size_t(i * q.k + j)]); },
+        [&](int64_t i, int64_t j) { return q.value(i, j); },
+        [&](int64_t, int64_t, double want) { return rel * std::fabs(want); });
+    return check.result();
+  };
+  return launch;
+}
+
+inline Example dequantiseExample(const char* kname, ScaledFormat f, const char* summary) {
+  Example e;
+  e.name = kname;
+  e.summary = summary;
+  e.kernel = [kname, f] { return dequantiseKernel(kname, 16, 256, f); };
+  e.gpuKernel = [kname, f](const Target&) { return dequantiseKernel(kname, 4, 64, f); };
+  e.prepare = [kname, f](const RunContext& ctx) { return prepareDequantise(ctx, kname, f); };
+  e.testShapes = {{37, 1000}, {1, 1}, {3, 129}, {8, 512}};
+  e.dtype = name(f);
+  return e;
+}
+
+}  // namespace tessera::examples

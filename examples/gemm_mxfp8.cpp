@@ -1,0 +1,25 @@
+// gemm_mxfp8: C (f32) = A (mxfp8 e4m3) @ B^T (mxfp8 e4m3): blocks of 32 with e8m0 scales, f32 accumulation.
+//
+// The kernel and its reference are examples/block_scaled.h's, shared by the
+// block-scaled GEMMs: a K loop of masked loads of the codes and the block
+// scales, one ts::dot_scaled per step. No target has a block-scaled matrix
+// instruction yet, so the dot runs decomposed (decoded exactly, scaled into
+// bf16, a bf16 dot) and the compile's warnings say so, with the cost
+// (docs/dot_scaled.md).
+//
+// Shape: {M, N, K}; default {300, 200, 150}. K need not be a multiple of the
+// block: the last block of each row is partial, its codes past K zero.
+#include "block_scaled.h"
+
+namespace tessera::examples {
+
+Example gemmMXFP8Example() {
+  return scaledGemmExample(
+      "gemm_mxfp8", ScaledFormat::mxfp8_e4m3,
+      "C (f32) = A (mxfp8 e4m3) @ B^T (mxfp8 e4m3): blocks of 32 with e8m0 scales, f32 accumulation");
+}
+
+}  // namespace tessera::examples
+
+// Usage: gemm_mxfp8 [--dump] [M N K]
+TESSERA_EXAMPLE_PROGRAM(gemmMXFP8Example)

@@ -1,0 +1,430 @@
+// Block-scaled dots (ts::dot_scaled) and the MX code helpers in kernels:
+//  * ts::mx_decode of every code of f4e2m1, f6e2m3, f6e3m2, e8m0, f8e4m3 and
+//    f8e5m2, bit for bit against the host codecs (MxFormats.h, Fp8.h), on every backend (the
+//    pinned CPU paths and emulated sm_80, gfx942, gfx1100);
+//  * pack_fp4 / unpack_fp4 round trips on every backend;
+//  * dot_scaled of every format (and mixed pairs: mxfp8 x mxfp4, nvfp4 x
+//    mxfp6) against a double reference of the dequantised operands, on
+//    shapes that are and are not multiples of the tile and of the block
+//    (masked K tails), with and without a per-tensor scale, on every backend
+//    and on emulated sm_90a, sm_100a, sm_120a;
+//  * the decomposition is never silent: the compile's warning names the
+//    line, the target and the cost, and CompileOptions::nativeScaledDotsOnly
+//    makes it a CompileError;
+//  * bad input: a DslError naming the user's line and the legal values;
+//  * the kernels assemble with ptxas for sm_100a and sm_120a with no spills
+//    and link with LLD for gfx942.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "../amd_code_object.h"
+#include "../cpu_paths.h"
+#include "../ptxas_report.h"
+#include "tessera/tessera.h"
+
+namespace ts = tessera;
+using ts::ScaledFormat;
+
+namespace {
+
+std::vector<ts::Device> devices() { return testpaths::cpuPathsAndEmulators(); }
+
+/// out[i] = the f32 value of code in[i] of `format`.
+ts::Kernel decodeKernel(ts::DType format) {
+  return ts::kernel("mx_decode", [=](ts::Ptr<float> out, ts::Ptr<const uint8_t> in) {
+    auto i = ts::arange(256);
+    ts::store(out + i, ts::mx_decode(ts::load(in + i), format));
+  });
+}
+
+TEST_CASE("dot_scaled: mx_decode gives every code's value bit for bit on every backend", "[mx][emu]") {
+  std::vector<uint8_t> codes(256);
+  for (int c = 0; c < 256; ++c) codes[size_t(c)] = uint8_t(c);
+  for (const ts::Device& dev : devices()) {
+    for (ts::DType t : {ts::f4e2m1, ts::f6e2m3, ts::f6e3m2, ts::e8m0, ts::f8e4m3, ts::f8e5m2}) {
+      INFO(dev.name() << " " << ts::name(t));
+      ts::CompiledKernel k = ts::compile(decodeKernel(t), dev);
+      ts::Buffer out = dev.alloc(ts::f32, 256);
+      k.launch({1}, out, dev.upload(ts::u8, codes));
+      std::vector<float> got = out.read<float>();
+      const unsigned n = t == ts::e8m0 || ts::isFp8(t) ? 256 : 1u << ts::mxElementFormat(t).bits();
+      for (unsigned c = 0; c < n; ++c) {
+        const float want = ts::isFp8(t) ? ts::fp8Decode(t, uint8_t(c)) : ts::mxDecode(t, uint8_t(c));
+        uint32_t gb, wb;
+        std::memcpy(&gb, &got[c], 4);
+        std::memcpy(&wb, &want, 4);
+        INFO("code " << c << ": got " << got[c] << ", want " << want);
+        if (std::isnan(want))
+          CHECK(std::isnan(got[c]));
+        else
+          CHECK(gb == wb);
+      }
+    }
+  }
+}
+
+TEST_CASE("dot_scaled: pack_fp4 and unpack_fp4 round-trip on every backend", "[mx][emu]") {
+  ts::Kernel k = ts::kernel("fp4_pack", [](ts::Ptr<uint8_t> packed, ts::Ptr<uint8_t> back, ts::Ptr<const uint8_t> in) {
+    auto r = ts::expand_dims(ts::arange(8), 1), c = ts::expand_dims(ts::arange(32), 0),
+         h = ts::expand_dims(ts::arange(16), 0);
+    auto p = ts::pack_fp4(ts::load(in + r * 32 + c));
+    ts::store(packed + r * 16 + h, p);
+    ts::store(back + r * 32 + c, ts::unpack_fp4(p));
+  });
+  std::vector<uint8_t> codes(256);
+  for (int i = 0; i < 256; ++i) codes[size_t(i)] = uint8_t((i * 7 + 3) & 15);
+  for (const ts::Device& dev : devices()) {
+    INFO(dev.name());
+    ts::Buffer packed = dev.alloc(ts::u8, 128), back = dev.alloc(ts::u8, 256);
+    ts::compile(k, dev).launch({1}, packed, back, dev.upload(ts::u8, codes));
+    std::vector<uint8_t> p = packed.read<uint8_t>(), b = back.read<uint8_t>();
+    for (int i = 0; i < 128; ++i)
+      REQUIRE(int(p[size_t(i)]) == int(codes[size_t(2 * i)] | (codes[size_t(2 * i + 1)] << 4)));
+    CHECK(b == codes);
+  }
+}
+
+// ---------------------------------------------------------------- the dot
+
+struct Fmt {
+  ScaledFormat f;
+  ts::DType elem;
+  bool packed;
+  int block;
+};
+Fmt fmtOf(ScaledFormat f) {
+  switch (f) {
+    case ScaledFormat::mxfp8_e4m3: return {f, ts::f8e4m3, false, 32};
+    case ScaledFormat::mxfp8_e5m2: return {f, ts::f8e5m2, false, 32};
+    case ScaledFormat::mxfp6_e2m3: return {f, ts::f6e2m3, false, 32};
+    case ScaledFormat::mxfp6_e3m2: return {f, ts::f6e3m2, false, 32};
+    case ScaledFormat::mxfp4: return {f, ts::f4e2m1, true, 32};
+    case ScaledFormat::nvfp4: return {f, ts::f4e2m1, true, 16};
+  }
+  return {};
+}
+
+/// C = A @ B^T (+ C0), A: M x K codes of fa, B: N x K codes of fb, their
+/// scales M x ceil(K/bsa) and N x ceil(K/bsb); one BM x BN tile a program.
+ts::Kernel scaledGemm(ScaledFormat fa, ScaledFormat fb, int BM, int BN, int BK, bool tensorScale) {
+  const Fmt a = fmtOf(fa), b = fmtOf(fb);
+  return ts::kernel("scaled_gemm", [=](ts::Ptr<float> c, ts::Ptr<const uint8_t> pa, ts::Ptr<const uint8_t> psa,
+                                       ts::Ptr<const uint8_t> pb, ts::Ptr<const uint8_t> psb, ts::Float gs, ts::Int M,
+                                       ts::Int N, ts::Int K) {
+    const int pka = a.packed ? 2 : 1, pkb = b.packed ? 2 : 1;
+    auto row = ts::expand_dims(ts::program_id(0) * BM + ts::arange(BM), 1);
+    auto rowB = ts::expand_dims(ts::program_id(1) * BN + ts::arange(BN), 1);
+    auto col = ts::expand_dims(ts::program_id(1) * BN + ts::arange(BN), 0);
+    ts::Int ka = (K + (pka - 1)) / pka, kb = (K + (pkb - 1)) / pkb;
+    ts::Int sa = (K + (a.block - 1)) / a.block, sb = (K + (b.block - 1)) / b.block;
+    auto c0 = ts::load(c + row * N + col, (row < M) & (col < N));
+    auto acc = ts::for_range(0, K, BK, c0, [&](ts::Int k0, ts::Tensor acc) {
+      auto ia = ts::expand_dims(k0 / pka + ts::arange(BK / pka), 0),
+           ib = ts::expand_dims(k0 / pkb + ts::arange(BK / pkb), 0);
+      auto ja = ts::expand_dims(k0 / a.block + ts::arange(BK / a.block), 0);
+      auto jb = ts::expand_dims(k0 / b.block + ts::arange(BK / b.block), 0);
+      auto ta = ts::load(pa + row * ka + ia, (row < M) & (ia < ka));
+      auto tb = ts::load(pb + rowB * kb + ib, (rowB < N) & (ib < kb));
+      auto tsa = ts::load(psa + row * sa + ja, (row < M) & (ja < sa));
+      auto tsb = ts::load(psb + rowB * sb + jb, (rowB < N) & (jb < sb));
+      if (tensorScale) return ts::dot_scaled(ta, tsa, fa, tb, tsb, fb, acc, gs);
+      return ts::dot_scaled(ta, tsa, fa, tb, tsb, fb, acc);
+    });
+    ts::store(c + row * N + col, acc, (row < M) & (col < N));
+  });
+}
+
+/// Random codes of finite values and scales over a range of binades, the
+/// kernel's result against the double reference of the dequantised values.
+void checkScaledGemm(const ts::Device& dev, ScaledFormat fa, ScaledFormat fb, int BM, int BN, int BK, int M, int N,
+                     int K, bool tensorScale) {
+  const Fmt a = fmtOf(fa), b = fmtOf(fb);
+  std::mt19937 rng(uint32_t(M * 131 + N * 7 + K));
+  auto elemCode = [&](const Fmt& f) {
+    std::uniform_int_distribution<int> d(0, 255);
+    for (;;) {
+      uint8_t c = uint8_t(d(rng));
+      if (ts::isFp8(f.elem)) {
+        const float v = ts::fp8Decode(f.elem, c);
+        if (std::isfinite(v) && std::fabs(v) <= 64) return c;
+      } else {
+        return uint8_t(c & ((1u << ts::mxElementFormat(f.elem).bits()) - 1));
+      }
+    }
+  };
+  auto scaleCode = [&](const Fmt& f) {
+    // e8m0: 2^-8 .. 2^8; f8e4m3 (nvfp4): positive normal values 2^-4 .. 2^4.
+    if (f.block == 32) return uint8_t(std::uniform_int_distribution<int>(119, 135)(rng));
+    return uint8_t(std::uniform_int_distribution<int>(0x18, 0x5F)(rng));
+  };
+  auto make = [&](const Fmt& f, int rows, std::vector<uint8_t>& codes, std::vector<uint8_t>& scales,
+                  std::vector<double>& vals) {
+    const int rowBytes = f.packed ? (K + 1) / 2 : K, sc = (K + f.block - 1) / f.block;
+    codes.assign(size_t(rows * rowBytes), 0);
+    scales.resize(size_t(rows * sc));
+    vals.assign(size_t(rows * K), 0);
+    for (auto& s : scales) s = scaleCode(f);
+    for (int r = 0; r < rows; ++r)
+      for (int k = 0; k < K; ++k) {
+        const uint8_t c = elemCode(f);
+        if (f.packed)
+          codes[size_t(r * rowBytes + k / 2)] |= uint8_t(c << ((k & 1) * 4));
+        else
+          codes[size_t(r * rowBytes + k)] = c;
+        const double e = ts::isFp8(f.elem) ? ts::fp8Decode(f.elem, c) : ts::mxElementDecode(f.elem, c);
+        const uint8_t s = scales[size_t(r * sc + k / f.block)];
+        vals[size_t(r * K + k)] =
+            e * (f.block == 32 ? double(ts::e8m0Decode(s)) : double(ts::fp8Decode(ts::f8e4m3, s)));
+      }
+  };
+  std::vector<uint8_t> ca, sa, cb, sb;
+  std::vector<double> va, vb;
+  make(a, M, ca, sa, va);
+  make(b, N, cb, sb, vb);
+  const float gs = tensorScale ? 0.375f : 1.0f;
+  std::vector<float> c0(size_t(M * N));
+  for (size_t i = 0; i < c0.size(); ++i) c0[i] = float(int(i % 7) - 3) * 0.25f;
+  ts::Buffer bc = dev.upload(ts::f32, c0);
+  ts::compile(scaledGemm(fa, fb, BM, BN, BK, tensorScale), dev)
+      .launch(ts::Dim3(unsigned((M + BM - 1) / BM), unsigned((N + BN - 1) / BN)), bc, dev.upload(ts::u8, ca),
+              dev.upload(ts::u8, sa), dev.upload(ts::u8, cb), dev.upload(ts::u8, sb), gs, int32_t(M), int32_t(N),
+              int32_t(K));
+  std::vector<float> got = bc.read<float>();
+  int bad = 0;
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      double ref = 0, mag = 0;
+      for (int k = 0; k < K; ++k) {
+        const double p = va[size_t(i * K + k)] * vb[size_t(j * K + k)];
+        ref += p;
+        mag += std::fabs(p);
+      }
+      ref = ref * gs + c0[size_t(i * N + j)];
+      const double g = got[size_t(i * N + j)];
+      // The f32 sums of K products in any order, plus the per-step scaling
+      // and the addition of the running accumulator.
+      const double tol = 4.0 * (K + 2) * 0x1p-24 * (mag * gs + std::fabs(ref)) + 1e-30;
+      if (!(std::fabs(g - ref) <= tol) && ++bad <= 5)
+        FAIL_CHECK(ts::name(fa) << " x " << ts::name(fb) << " " << M << "x" << N << "x" << K << " C[" << i << "][" << j
+                                << "] = " << g << ", expected " << ref);
+    }
+  CHECK(bad == 0);
+}
+
+TEST_CASE("dot_scaled: every format matches the double reference on aligned and ragged shapes, every backend",
+          "[mx][dot][emu]") {
+  for (const ts::Device& dev : devices()) {
+    INFO(dev.name());
+    const bool gpu = dev.kind() != ts::rt::DeviceKind::CPU;
+    const int BM = gpu ? 32 : 64, BN = 32, BK = gpu ? 32 : 64;
+    for (ScaledFormat f : {ScaledFormat::mxfp8_e4m3, ScaledFormat::mxfp8_e5m2, ScaledFormat::mxfp6_e2m3,
+                           ScaledFormat::mxfp6_e3m2, ScaledFormat::mxfp4, ScaledFormat::nvfp4}) {
+      // Whole tiles and blocks; ragged M, N and a K that is a multiple of
+      // neither the tile nor the block (and odd: half a byte of fp4).
+      checkScaledGemm(dev, f, f, BM, BN, BK, 64, 64, 128, f == ScaledFormat::nvfp4);
+      checkScaledGemm(dev, f, f, BM, BN, BK, 45, 37, 77, f == ScaledFormat::nvfp4);
+    }
+    checkScaledGemm(dev, ScaledFormat::mxfp8_e4m3, ScaledFormat::mxfp4, BM, BN, BK, 33, 40, 96, false);
+    checkScaledGemm(dev, ScaledFormat::nvfp4, ScaledFormat::mxfp6_e3m2, BM, BN, BK, 20, 70, 50, true);
+  }
+}
+
+TEST_CASE("dot_scaled: mxfp4 and nvfp4 on emulated sm_90a, sm_100a and sm_120a match the reference",
+          "[mx][dot][emu][blackwell]") {
+  for (const char* arch : {"nvptx:sm_90a", "nvptx:sm_100a", "nvptx:sm_120a"}) {
+    INFO(arch);
+    const ts::Device dev = ts::Device::emulator(arch);
+    checkScaledGemm(dev, ScaledFormat::mxfp4, ScaledFormat::mxfp4, 64, 64, 32, 100, 70, 97, false);
+    checkScaledGemm(dev, ScaledFormat::nvfp4, ScaledFormat::nvfp4, 64, 64, 32, 64, 64, 64, true);
+    checkScaledGemm(dev, ScaledFormat::mxfp8_e4m3, ScaledFormat::mxfp8_e5m2, 64, 64, 32, 64, 64, 64, false);
+  }
+}
+
+// ------------------------------------------------ never silent
+
+TEST_CASE("dot_scaled: the compile warns with the line, the target and the cost, and nativeScaledDotsOnly refuses",
+          "[mx][dot][errors]") {
+  int line = 0;
+  ts::Kernel k = ts::kernel("warned", [&](ts::Ptr<float> c, ts::Ptr<const uint8_t> a, ts::Ptr<const uint8_t> s) {
+    auto r = ts::expand_dims(ts::arange(32), 1), h = ts::expand_dims(ts::arange(16), 0),
+         j = ts::expand_dims(ts::arange(1), 0);
+    auto ta = ts::load(a + r * 16 + h), tsc = ts::load(s + r + j);
+    line = __LINE__ + 1;
+    auto d = ts::dot_scaled(ta, tsc, ScaledFormat::mxfp4, ta, tsc, ScaledFormat::mxfp4);
+    ts::store(c + r * 32 + ts::expand_dims(ts::arange(32), 0), d);
+  });
+  for (const char* target :
+       {"cpu", "nvptx:sm_90a", "nvptx:sm_100a", "nvptx:sm_120a", "amdgpu:gfx942", "amdgpu:gfx1100"}) {
+    INFO(target);
+    ts::CompiledKernel ck = ts::compile(k, ts::Target::parse(target));
+    REQUIRE(ck.warnings().size() == 1);
+    const std::string& w = ck.warnings()[0];
+    INFO(w);
+    CHECK(w.find("dot_scaled_test.cpp:" + std::to_string(line)) != std::string::npos);
+    CHECK(w.find("warning: dot_scaled mxfp4 x mxfp4 on " + ts::Target::parse(target).str()) != std::string::npos);
+    CHECK(w.find("runs decomposed as a bf16 dot") != std::string::npos);
+    CHECK(w.find("~4x below a native target") != std::string::npos);
+    ts::CompileOptions strict;
+    strict.nativeScaledDotsOnly = true;
+    try {
+      ts::compile(k, ts::Target::parse(target), strict);
+      FAIL("no error");
+    } catch (const ts::CompileError& e) {
+      const std::string m = e.what();
+      INFO(m);
+      CHECK(m.find("dot_scaled_test.cpp:" + std::to_string(line) + ":") != std::string::npos);
+      CHECK(m.find("error: dot_scaled mxfp4 x mxfp4") != std::string::npos);
+      CHECK(m.find("nativeScaledDotsOnly") != std::string::npos);
+    }
+  }
+  // fp8 operands: the native rate given up is 2x.
+  ts::Kernel k8 = ts::kernel("warned8", [](ts::Ptr<float> c, ts::Ptr<const uint8_t> a, ts::Ptr<const uint8_t> s) {
+    auto r = ts::expand_dims(ts::arange(32), 1), h = ts::expand_dims(ts::arange(32), 0),
+         j = ts::expand_dims(ts::arange(1), 0);
+    auto ta = ts::load(a + r * 32 + h), tsc = ts::load(s + r + j);
+    auto d = ts::dot_scaled(ta, tsc, ScaledFormat::mxfp8_e4m3, ta, tsc, ScaledFormat::mxfp8_e5m2);
+    ts::store(c + r * 32 + ts::expand_dims(ts::arange(32), 0), d);
+  });
+  ts::CompiledKernel ck = ts::compile(k8, ts::Target::parse("emu:nvptx:sm_90a"));
+  REQUIRE(ck.warnings().size() == 1);
+  CHECK(ck.warnings()[0].find("dot_scaled mxfp8_e4m3 x mxfp8_e5m2 on emu:nvptx:sm_90a") != std::string::npos);
+  CHECK(ck.warnings()[0].find("~2x below a native target") != std::string::npos);
+}
+
+// ------------------------------------------------ bad input
+
+/// The DslError of tracing `body`, which must name this file's `line`.
+template <class F>
+std::string errorAt(const int& line, F&& body) {
+  try {
+    ts::kernel("bad", body);
+  } catch (const ts::DslError& e) {
+    const std::string m = e.what();
+    INFO(m);
+    CHECK(m.find("dot_scaled_test.cpp:" + std::to_string(line) + ":") != std::string::npos);
+    return m;
+  }
+  FAIL("no DslError");
+  return {};
+}
+
+TEST_CASE("dot_scaled: bad input is a DslError naming the line and the legal values", "[mx][dot][errors]") {
+  using P = ts::Ptr<const uint8_t>;
+  auto tile = [](P p, int r, int c) {
+    return ts::load(p + ts::expand_dims(ts::arange(r), 1) * c + ts::expand_dims(ts::arange(c), 0));
+  };
+  int line = 0;
+  // K not a multiple of the block.
+  std::string m = errorAt(line, [&](P a, P s) {
+    auto x = tile(a, 16, 40), sx = tile(s, 16, 2);
+    line = __LINE__ + 1;
+    ts::dot_scaled(x, sx, ScaledFormat::mxfp8_e4m3, x, sx, ScaledFormat::mxfp8_e4m3);
+  });
+  CHECK(m.find("K = 40") != std::string::npos);
+  CHECK(m.find("not a multiple of its block of 32") != std::string::npos);
+  CHECK(m.find("pad K with zero codes") != std::string::npos);
+  // Scales of the wrong shape and of the wrong dtype.
+  m = errorAt(line, [&](P a, P s) {
+    auto x = tile(a, 16, 32), sx = tile(s, 16, 4);
+    line = __LINE__ + 1;
+    ts::dot_scaled(x, sx, ScaledFormat::mxfp8_e4m3, x, sx, ScaledFormat::mxfp8_e4m3);
+  });
+  CHECK(m.find("a_scale must be a u8 tile [16x1] of e8m0 codes, one per block of 32 along K") != std::string::npos);
+  m = errorAt(line, [&](P a, ts::Ptr<const float> s) {
+    auto x = tile(a, 16, 32);
+    auto sx = ts::load(s + ts::expand_dims(ts::arange(16), 1) + ts::expand_dims(ts::arange(1), 0));
+    line = __LINE__ + 1;
+    ts::dot_scaled(x, sx, ScaledFormat::mxfp8_e4m3, x, sx, ScaledFormat::mxfp8_e4m3);
+  });
+  CHECK(m.find("a_scale must be a u8 tile") != std::string::npos);
+  CHECK(m.find("got tile<16x1xf32>") != std::string::npos);
+  // Codes that are not bytes.
+  m = errorAt(line, [&](ts::Ptr<const float> a, P s) {
+    auto x = ts::load(a + ts::expand_dims(ts::arange(16), 1) * 32 + ts::expand_dims(ts::arange(32), 0)),
+         sx = tile(s, 16, 1);
+    line = __LINE__ + 1;
+    ts::dot_scaled(x, sx, ScaledFormat::mxfp8_e4m3, x, sx, ScaledFormat::mxfp8_e4m3);
+  });
+  CHECK(m.find("a must be a u8 tile [M, K] of mxfp8_e4m3 codes") != std::string::npos);
+  // K of a and b differ (b given [K, N] instead of [N, K]).
+  m = errorAt(line, [&](P a, P s) {
+    auto x = tile(a, 16, 32), sx = tile(s, 16, 1), y = tile(a, 32, 64), sy = tile(s, 32, 2);
+    line = __LINE__ + 1;
+    ts::dot_scaled(x, sx, ScaledFormat::mxfp8_e4m3, y, sy, ScaledFormat::mxfp8_e4m3);
+  });
+  CHECK(m.find("a holds K = 32") != std::string::npos);
+  CHECK(m.find("b is given K-major, [N, K]") != std::string::npos);
+  // A per-tensor scale without an nvfp4 operand; an unknown format.
+  m = errorAt(line, [&](P a, P s) {
+    auto x = tile(a, 16, 32), sx = tile(s, 16, 1);
+    line = __LINE__ + 1;
+    ts::dot_scaled(x, sx, ScaledFormat::mxfp8_e4m3, x, sx, ScaledFormat::mxfp8_e4m3, {}, 0.5);
+  });
+  CHECK(m.find("a per-tensor scale applies to nvfp4 operands only") != std::string::npos);
+  m = errorAt(line, [&](P a, P s) {
+    auto x = tile(a, 16, 32), sx = tile(s, 16, 1);
+    line = __LINE__ + 1;
+    ts::dot_scaled(x, sx, ScaledFormat(42), x, sx, ScaledFormat::mxfp8_e4m3);
+  });
+  CHECK(m.find("unknown format 42; the formats are mxfp8_e4m3, mxfp8_e5m2, mxfp6_e2m3, mxfp6_e3m2, mxfp4, nvfp4") !=
+        std::string::npos);
+  // An odd contiguous extent of fp4 codes to pack.
+  m = errorAt(line, [&](P a, P) {
+    line = __LINE__ + 1;
+    ts::pack_fp4(tile(a, 4, 7));
+  });
+  CHECK(m.find("the last (contiguous) extent of tile<4x7xu8> is odd") != std::string::npos);
+  // The MX dtypes are no kernel value's dtype.
+  m = errorAt(line, [&](P a, P) {
+    line = __LINE__ + 1;
+    tile(a, 4, 8).to(ts::f4e2m1);
+  });
+  CHECK(m.find("f4e2m1 is a host format") != std::string::npos);
+  m = errorAt(line, [&](P a, P) {
+    line = __LINE__ + 1;
+    ts::mx_decode(tile(a, 4, 8), ts::f8e4m3fnuz);
+  });
+  CHECK(m.find("f8e4m3fnuz is not an MX element or scale format") != std::string::npos);
+}
+
+// ------------------------------------------------ assembles and links
+
+std::vector<ts::Kernel> gpuKernels() {
+  return {scaledGemm(ScaledFormat::mxfp4, ScaledFormat::mxfp4, 64, 64, 32, false),
+          scaledGemm(ScaledFormat::nvfp4, ScaledFormat::nvfp4, 64, 64, 32, true),
+          scaledGemm(ScaledFormat::mxfp8_e4m3, ScaledFormat::mxfp6_e2m3, 64, 64, 32, false)};
+}
+
+TEST_CASE("dot_scaled: the PTX assembles with ptxas for sm_100a and sm_120a without spills", "[mx][gpu][ptxas]") {
+  if (::access("/usr/local/cuda/bin/ptxas", X_OK) != 0) {
+    WARN("SKIP: ptxas not found (install the CUDA toolkit at /usr/local/cuda); PTX not assembled");
+    return;
+  }
+  for (const ts::Kernel& kernel : gpuKernels())
+    for (const char* sm : {"sm_100a", "sm_120a"}) {
+      INFO(kernel.name() << " on " << sm);
+      testptx::PtxasFigures f =
+          testptx::ptxasFigures(ts::compile(kernel, ts::Target::parse(std::string("nvptx:") + sm)));
+      INFO(f.report);
+      CHECK(f.spillBytes == 0);
+    }
+}
+
+TEST_CASE("dot_scaled: the AMDGPU code links with LLD for gfx942 and gfx1100", "[mx][gpu][amdgpu]") {
+  for (const ts::Kernel& kernel : gpuKernels())
+    for (auto [gfx, wave] : {std::pair{"gfx942", 64}, std::pair{"gfx1100", 32}}) {
+      INFO(kernel.name() << " on " << gfx);
+      testamd::checkCodeObject(ts::compile(kernel, ts::Target::parse(std::string("amdgpu:") + gfx)), wave);
+    }
+}
+
+}  // namespace
