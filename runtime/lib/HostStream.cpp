@@ -2,6 +2,9 @@
 
 #include "HostStream.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include <system_error>
 #include <utility>
 
@@ -184,6 +187,28 @@ void HostMemoryDevice::copyHostToDeviceAsync(StreamImpl& s, DevicePtr dst, const
 void HostMemoryDevice::copyDeviceToHostAsync(StreamImpl& s, void* dst, DevicePtr src, size_t bytes,
                                              std::shared_ptr<void> keep) {
   run(s, true, [this, dst, src, bytes, keep = std::move(keep)] { copyDeviceToHost(dst, src, bytes); });
+}
+
+void HostMemoryDevice::copyDeviceToDevice(DevicePtr dst, DevicePtr src, size_t bytes) {
+  constexpr size_t kParallelBytes = size_t{4} << 20, kChunk = size_t{1} << 20;
+  const unsigned threads = bytes >= kParallelBytes ? defaultThreads() : 1;
+  if (threads <= 1) {
+    if (bytes) std::memcpy(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes);
+    return;
+  }
+  struct Copy {
+    char* dst;
+    const char* src;
+    size_t bytes;
+  } c{reinterpret_cast<char*>(dst), reinterpret_cast<const char*>(src), bytes};
+  parallelForRaw(
+      static_cast<int64_t>((bytes + kChunk - 1) / kChunk), threads,
+      [](void* p, int64_t b, int64_t e) {
+        auto* c = static_cast<Copy*>(p);
+        const size_t lo = static_cast<size_t>(b) * kChunk, hi = std::min(static_cast<size_t>(e) * kChunk, c->bytes);
+        std::memcpy(c->dst + lo, c->src + lo, hi - lo);
+      },
+      &c);
 }
 
 void HostMemoryDevice::copyDeviceToDeviceAsync(StreamImpl& s, DevicePtr dst, DevicePtr src, size_t bytes,

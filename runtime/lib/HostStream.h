@@ -130,9 +130,10 @@ class HostMemoryDevice : public DeviceImpl {
   void fill(DevicePtr dst, uint8_t byte, size_t bytes) override {
     if (bytes) std::memset(reinterpret_cast<void*>(dst), byte, bytes);
   }
-  void copyDeviceToDevice(DevicePtr dst, DevicePtr src, size_t bytes) override {
-    if (bytes) std::memcpy(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes);
-  }
+  /// Copies of 4 MiB and more are split over the device's threads, as its
+  /// kernels are: one thread moves a fraction of what the memory system
+  /// gives (`tessera bench --peers` times a kernel against this copy).
+  void copyDeviceToDevice(DevicePtr dst, DevicePtr src, size_t bytes) override;
   void copyHostToDeviceAsync(StreamImpl& s, DevicePtr dst, const void* src, size_t bytes,
                              std::shared_ptr<void> keep) override;
   void copyDeviceToHostAsync(StreamImpl& s, void* dst, DevicePtr src, size_t bytes,

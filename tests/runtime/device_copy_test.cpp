@@ -75,3 +75,26 @@ TEST_CASE("device-to-device copies used the wrong way are clear errors", "[runti
              Contains("Buffer::copyFromAsync: the stream belongs to 'emu:nvptx:sm_80"));
   a.copyFrom(b, 0);  // nothing to do, and no error
 }
+
+TEST_CASE("large host-memory copies are split over the device's threads, every byte moved once", "[runtime][copy]") {
+  // 9 MiB and 5 bytes: nine 1 MiB chunks over the threads and a ragged
+  // tail; the bytes after the copied prefix stay as they were.
+  const size_t n = (size_t{9} << 20) + 5, prefix = n - 3;
+  std::vector<uint8_t> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = uint8_t(i * 2654435761u >> 24);
+  for (const Device& dev : {Device::cpu(), Device::emulator("nvptx:sm_80")}) {
+    INFO(dev.name());
+    Buffer a = dev.upload(DType::U8, v), b = dev.alloc(DType::U8, n);
+    b.fillBytes(0x5a);
+    b.copyFrom(a, prefix);
+    std::vector<uint8_t> got = b.read<uint8_t>();
+    size_t wrong = 0;
+    for (size_t i = 0; i < n; ++i) wrong += got[i] != (i < prefix ? v[i] : uint8_t(0x5a));
+    CHECK(wrong == 0);
+    Stream s = dev.createStream();
+    Buffer c = dev.alloc(DType::U8, n);
+    c.copyFromAsync(s, a, n);
+    s.synchronize();
+    CHECK(c.read<uint8_t>() == v);
+  }
+}
