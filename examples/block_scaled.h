@@ -389,16 +389,25 @@ inline Launch prepareQuantise(const RunContext& ctx, const char* kname, ScaledFo
   return launch;
 }
 
-inline Example quantiseExample(const char* kname, ScaledFormat f, const char* summary) {
+/// A quantisation or dequantisation example over {rows, cols}: `kernel`
+/// with its CPU blocks (16 x 256) or GPU ones (4 x 64), `prepare` its
+/// launch and check.
+inline Example rowsExample(const char* kname, ScaledFormat f, const char* summary,
+                           Kernel (*kernel)(const char*, int, int, ScaledFormat),
+                           Launch (*prepare)(const RunContext&, const char*, ScaledFormat)) {
   Example e;
   e.name = kname;
   e.summary = summary;
-  e.kernel = [kname, f] { return quantiseKernel(kname, 16, 256, f); };
-  e.gpuKernel = [kname, f](const Target&) { return quantiseKernel(kname, 4, 64, f); };
-  e.prepare = [kname, f](const RunContext& ctx) { return prepareQuantise(ctx, kname, f); };
+  e.kernel = [=] { return kernel(kname, 16, 256, f); };
+  e.gpuKernel = [=](const Target&) { return kernel(kname, 4, 64, f); };
+  e.prepare = [=](const RunContext& ctx) { return prepare(ctx, kname, f); };
   e.testShapes = {{37, 1000}, {1, 1}, {3, 129}, {8, 512}};
   e.dtype = name(f);
   return e;
+}
+
+inline Example quantiseExample(const char* kname, ScaledFormat f, const char* summary) {
+  return rowsExample(kname, f, summary, quantiseKernel, prepareQuantise);
 }
 
 /// The inverse of quantiseKernel: out (f32, rows x cols) = each code's value
@@ -471,15 +480,7 @@ inline Launch prepareDequantise(const RunContext& ctx, const char* kname, Scaled
 }
 
 inline Example dequantiseExample(const char* kname, ScaledFormat f, const char* summary) {
-  Example e;
-  e.name = kname;
-  e.summary = summary;
-  e.kernel = [kname, f] { return dequantiseKernel(kname, 16, 256, f); };
-  e.gpuKernel = [kname, f](const Target&) { return dequantiseKernel(kname, 4, 64, f); };
-  e.prepare = [kname, f](const RunContext& ctx) { return prepareDequantise(ctx, kname, f); };
-  e.testShapes = {{37, 1000}, {1, 1}, {3, 129}, {8, 512}};
-  e.dtype = name(f);
-  return e;
+  return rowsExample(kname, f, summary, dequantiseKernel, prepareDequantise);
 }
 
 }  // namespace tessera::examples

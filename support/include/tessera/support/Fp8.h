@@ -35,6 +35,16 @@ inline Fp8Format fp8Format(DType t) {
   }
 }
 
+/// A small float's value from its fields (exponent field e, mantissa field
+/// m of manBits bits, bias): normal (1 + m / 2^M) 2^(e - bias), subnormal
+/// (e = 0) m / 2^M 2^(1 - bias). Shared by the fp8 and the OCP MX formats
+/// (MxFormats.h).
+inline float minifloatValue(bool neg, unsigned e, unsigned m, unsigned manBits, int bias) {
+  float v = e ? std::ldexp(float((1u << manBits) | m), int(e) - bias - int(manBits))
+              : std::ldexp(float(m), 1 - bias - int(manBits));
+  return neg ? -v : v;
+}
+
 /// The value of fp8 code `c`.
 inline float fp8Decode(DType t, uint8_t c) {
   const Fp8Format f = fp8Format(t);
@@ -44,10 +54,7 @@ inline float fp8Decode(DType t, uint8_t c) {
   if (!f.fnuz && !f.hasInf && mag == 0x7F) return NAN;
   const unsigned e = mag >> f.manBits, m = mag & ((1u << f.manBits) - 1);
   if (f.hasInf && e == (1u << f.expBits) - 1) return m ? NAN : (neg ? -INFINITY : INFINITY);
-  // Normal: (1 + m / 2^M) 2^(e - bias); subnormal: m / 2^M 2^(1 - bias).
-  float v = e ? std::ldexp(float((1u << f.manBits) | m), int(e) - f.bias - int(f.manBits))
-              : std::ldexp(float(m), 1 - f.bias - int(f.manBits));
-  return neg ? -v : v;
+  return minifloatValue(neg, e, m, f.manBits, f.bias);
 }
 
 /// `x` rounded to fp8 (rules at the top of this file).

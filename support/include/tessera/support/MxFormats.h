@@ -33,6 +33,7 @@
 #include <cstdint>
 
 #include "tessera/support/DType.h"
+#include "tessera/support/Fp8.h"
 
 namespace tessera {
 
@@ -60,10 +61,7 @@ inline float mxElementDecode(DType t, uint8_t c) {
   const bool neg = (c & f.signBit()) != 0;
   const unsigned mag = c & (f.signBit() - 1u);
   const unsigned e = mag >> f.manBits, m = mag & ((1u << f.manBits) - 1);
-  // Normal: (1 + m / 2^M) 2^(e - bias); subnormal: m / 2^M 2^(1 - bias).
-  float v = e ? std::ldexp(float((1u << f.manBits) | m), int(e) - f.bias - int(f.manBits))
-              : std::ldexp(float(m), 1 - f.bias - int(f.manBits));
-  return neg ? -v : v;
+  return minifloatValue(neg, e, m, f.manBits, f.bias);
 }
 
 /// `x` rounded to an element code (rules at the top of this file).
