@@ -6,6 +6,7 @@
 #include "tessera/runtime/DLPack.h"
 
 #include <limits>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -236,10 +237,12 @@ DLTensor tensorOf(Export& e) {
   return DLTensor{reinterpret_cast<void*>(s.ptr), dlDevice(*s.device), 1, dlTypeOf(s.dtype), e.shape, e.strides, 0};
 }
 
-Export* newExport(const Buffer& b, const char* what) {
+/// Owned until the caller hands it to its DLPack struct: tensorOf throws for
+/// dtypes DLPack cannot describe, and the export must not leak then.
+std::unique_ptr<Export> newExport(const Buffer& b, const char* what) {
   if (b.isNull())
     throw UsageError(std::string(what) + " called on a null Buffer (default-constructed); allocate it first");
-  return new Export{b, {0}, {0}};
+  return std::unique_ptr<Export>(new Export{b, {0}, {0}});
 }
 
 }  // namespace
@@ -269,21 +272,21 @@ Buffer fromDLPack(const Device& dev, DLManagedTensorVersioned* t) {
 }
 
 DLManagedTensor* toDLPack(const Buffer& b) {
-  Export* e = newExport(b, "toDLPack");
+  std::unique_ptr<Export> e = newExport(b, "toDLPack");
   e->managed.dl_tensor = tensorOf(*e);
-  e->managed.manager_ctx = e;
+  e->managed.manager_ctx = e.get();
   e->managed.deleter = [](DLManagedTensor* self) { delete static_cast<Export*>(self->manager_ctx); };
-  return &e->managed;
+  return &e.release()->managed;
 }
 
 DLManagedTensorVersioned* toDLPackVersioned(const Buffer& b) {
-  Export* e = newExport(b, "toDLPackVersioned");
+  std::unique_ptr<Export> e = newExport(b, "toDLPackVersioned");
   e->versioned.version = {kMajorVersion, kMinorVersion};
   e->versioned.flags = 0;
   e->versioned.dl_tensor = tensorOf(*e);
-  e->versioned.manager_ctx = e;
+  e->versioned.manager_ctx = e.get();
   e->versioned.deleter = [](DLManagedTensorVersioned* self) { delete static_cast<Export*>(self->manager_ctx); };
-  return &e->versioned;
+  return &e.release()->versioned;
 }
 
 }  // namespace tessera::rt
