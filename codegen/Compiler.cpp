@@ -56,6 +56,7 @@ void compileCpu(const ir::Function& f, const Target& target, const CompileOption
   if (opts.optLevel < 0 || opts.optLevel > 3)
     throw CompileError("optLevel must be 0..3, got " + std::to_string(opts.optLevel));
   CpuTargetInfo t = selectCpuTarget(target.arch);
+  if (!opts.cpuTiles) t.amxBf16 = t.amxInt8 = false;
   art.dumps.extra["cpu"] = t.isa + " (" + t.cpu + ", " + std::to_string(t.lanes) + " lanes)";
   initLLVM();
   llvm::TargetMachine& tm = cpu::cachedTargetMachine(t, opts.optLevel);

@@ -54,6 +54,11 @@ Target Target::parse(const std::string& spelling) {
 
 std::string hostIsa() { return detectedHostIsa(); }
 
+bool hostMatrixTiles() {
+  CpuTargetInfo t = selectCpuTarget("");
+  return t.amxBf16 || t.amxInt8;
+}
+
 std::string cannotRunOnHost(const Target& target) {
   if (target.kind != Target::Kind::CPU) return "";
   return selectCpuTarget(target.arch).notRunnable;

@@ -193,6 +193,8 @@ Kernel moeGroupedGemm(GemmBlocks blocks, bool swiglu);
 Kernel gemmBF16(GemmBlocks blocks, Activation act = Activation::GELU);
 /// C (bf16) = (A (e4m3) @ B (e4m3)) * scales[0] * scales[1], f32 accumulation. c, a, b, scales, M, N, K
 Kernel gemmFP8(GemmBlocks blocks);
+/// C (bf16) = diag(scale_a) (A (i8) @ B (i8)) diag(scale_b), exact i32 sums. c, a, b, scale_a, scale_b, M, N, K
+Kernel gemmInt8(GemmBlocks blocks);
 /// C[z] = A[z] @ B[z] for z = program_id(2), f32.                  c, a, b, M, N, K
 Kernel gemmBatched(GemmBlocks blocks);
 /// C (f32) = A (f16) @ B (f16), K loop pipelined with STAGES stages (tutorial step 3). c, a, b, M, N, K

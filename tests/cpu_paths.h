@@ -30,6 +30,20 @@ inline std::vector<std::string> runnableCpus() {
   return r;
 }
 
+/// sapphirerapids: AVX-512 plus the AMX tiles that bf16 and i8 dots use.
+inline const char* const kAmxCpu = "sapphirerapids";
+
+/// The host ("") where its bf16 and i8 dots run on AMX tiles (the cpu has
+/// them and the OS granted the tile state), else nothing. Not a pinned cpu:
+/// hosts with AMX often lack some feature a cpu name implies (a virtual
+/// machine's ptwrite, say), which makes that cpu's code not runnable. Not
+/// among runnableCpus(): only the dot tests add it (the host path of the
+/// other tests takes the tiles too on such a host).
+inline std::vector<std::string> runnableTileCpus() {
+  if (tessera::codegen::hostMatrixTiles()) return {""};
+  return {};
+}
+
 /// The host CPU device, then one device per runnable pinned path.
 inline std::vector<tessera::rt::Device> cpuDevices() {
   std::vector<tessera::rt::Device> r{tessera::rt::Device::cpu()};

@@ -34,30 +34,6 @@ void Lowering::emitDot(const ir::Op& op) {
       materialize(v);
     }
   }
-  // f16/bf16/i8 operands are widened once here, not per use in the kernel
-  // (each element of A is used N times, each of B M times).
-  llvm::Value* aArr = arrays_.at(a);
-  auto rs = rowStride_.find(a);
-  int64_t lda = rs != rowStride_.end() ? rs->second : K;
-  if (in != out) {
-    ir::Type wt = ir::Type::tile(ir::Type::scalar(out), a->type().shape());
-    aArr = allocTile(wt);
-    int64_t c = chunkWidth(numElems(wt));
-    chunkLoop(wt.shape(), c,
-              [&](llvm::Value* base) { storeChunk(aArr, wt, base, castValue(emitChunk(a, base, c), in, out)); });
-  }
-  // B into the panel layout (widened on the way) unless its load put it there.
-  llvm::Value* bArr = arrays_.at(bv);
-  if (!panelB_.count(bv)) {
-    llvm::Type* ct = scalarTy(out);
-    int64_t nr = dotBlocking(tgt_, ct).nr(), c = chunkWidth(N);
-    bArr = entryAlloca(llvm::ArrayType::get(ct, static_cast<uint64_t>(panelElems(K, N, nr))), 64);
-    chunkLoop(bv->type().shape(), c, [&](llvm::Value* base) {
-      llvm::Value* x = emitChunk(bv, base, c);
-      if (in != out) x = castValue(x, in, out);
-      b_.CreateAlignedStore(x, b_.CreateInBoundsGEP(ct, bArr, panelIndex(base, K, N, nr)), llvm::Align(4));
-    });
-  }
   // The accumulator is updated in place when nothing can observe the old
   // value: its only use is this dot, it belongs to this block (not to an
   // enclosing one, whose value must survive the loop), and, for a loop-carried
@@ -81,6 +57,39 @@ void Lowering::emitDot(const ir::Op& op) {
   } else {
     outArr = allocTile(op.result()->type());
     writeTile(outArr, acc);
+  }
+  // bf16 and i8 dots on AMX tiles where the target has them; they read
+  // the operands unwidened.
+  if (dotOnTiles(in)) {
+    TS_ASSERT(!panelB_.count(bv), "cpu dot: a tile dot's B operand is in the vector kernel's panel layout");
+    auto ars = rowStride_.find(a);
+    emitTileDot(op, arrays_.at(a), ars != rowStride_.end() ? ars->second : K, arrays_.at(bv), outArr);
+    arrays_[op.result()] = outArr;
+    return;
+  }
+  // f16/bf16/i8 operands are widened once here, not per use in the kernel
+  // (each element of A is used N times, each of B M times).
+  llvm::Value* aArr = arrays_.at(a);
+  auto rs = rowStride_.find(a);
+  int64_t lda = rs != rowStride_.end() ? rs->second : K;
+  if (in != out) {
+    ir::Type wt = ir::Type::tile(ir::Type::scalar(out), a->type().shape());
+    aArr = allocTile(wt);
+    int64_t c = chunkWidth(numElems(wt));
+    chunkLoop(wt.shape(), c,
+              [&](llvm::Value* base) { storeChunk(aArr, wt, base, castValue(emitChunk(a, base, c), in, out)); });
+  }
+  // B into the panel layout (widened on the way) unless its load put it there.
+  llvm::Value* bArr = arrays_.at(bv);
+  if (!panelB_.count(bv)) {
+    llvm::Type* ct = scalarTy(out);
+    int64_t nr = dotBlocking(tgt_, ct).nr(), c = chunkWidth(N);
+    bArr = entryAlloca(llvm::ArrayType::get(ct, static_cast<uint64_t>(panelElems(K, N, nr))), 64);
+    chunkLoop(bv->type().shape(), c, [&](llvm::Value* base) {
+      llvm::Value* x = emitChunk(bv, base, c);
+      if (in != out) x = castValue(x, in, out);
+      b_.CreateAlignedStore(x, b_.CreateInBoundsGEP(ct, bArr, panelIndex(base, K, N, nr)), llvm::Align(4));
+    });
   }
   DotArrays d;
   d.a = aArr;

@@ -283,6 +283,11 @@ class Lowering {
   void emitJoin(const ir::Op& op);
   void emitSplit(const ir::Op& op);
   void emitDot(const ir::Op& op);
+  /// True when dots of `in` operands run on the target's AMX tiles.
+  bool dotOnTiles(DType in) const;
+  /// C (cArr, M x N, updated in place) += A (aArr, row stride lda) B (bArr,
+  /// dense K x N) on AMX tiles (CpuLowerTileDot.cpp).
+  void emitTileDot(const ir::Op& op, llvm::Value* aArr, int64_t lda, llvm::Value* bArr, llvm::Value* cArr);
   /// True if `v` (a rank-2 tile) is loaded straight into the panel layout
   /// the dot kernel reads B in (CpuDot.h): its only use is as the B operand
   /// of a dot that needs no widening.

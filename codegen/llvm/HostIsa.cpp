@@ -16,6 +16,7 @@
 #include "codegen/llvm/IsaFeatures.h"
 #include "codegen/llvm/LLVMSupport.h"
 #include "tessera/support/Error.h"
+#include "tessera/support/HostTiles.h"
 #include "tessera/support/Environment.h"
 
 namespace tessera::codegen {
@@ -148,6 +149,28 @@ CpuTargetInfo selectCpuTarget(const std::string& cpuName) {
   // give the same bits on every host (and in the emulator, which runs on it).
   for (const char* f : {"avx512bf16", "avxneconvert"})
     if (tableHas(h.triple, f)) t.features += std::string(t.features.empty() ? "" : ",") + "-" + f;
+  // AMX: the cpu's tiles. Code that uses them runs only in a process the
+  // OS granted the tile state, so that is asked here, before any such code
+  // exists: on the host without the grant the tiles are not used; a pinned
+  // cpu's code is then not runnable here.
+  auto has = [&](const char* f) {
+    if (!cpuName.empty()) return cpuFeatures(h.triple, cpuName)->count(f) != 0;
+    auto it = h.features.find(f);
+    return it != h.features.end() && it->getValue();
+  };
+  if (has("amx-tile")) {
+    t.amxBf16 = has("amx-bf16");
+    t.amxInt8 = has("amx-int8");
+    if ((t.amxBf16 || t.amxInt8) && t.notRunnable.empty() && !requestHostTileState()) {
+      if (cpuName.empty())
+        t.amxBf16 = t.amxInt8 = false;
+      else
+        t.notRunnable =
+            "the OS did not grant this process the AMX tile state (Linux 5.16 or later grants it "
+            "on request), which cpu:" +
+            cpuName + " code may use";
+    }
+  }
   t.lanes = t.isa == "avx512" ? 16 : t.isa == "avx2" ? 8 : 4;
   t.vectorBits = t.isa == "avx512" ? 512 : t.isa == "avx2" ? 256 : 128;
   return t;

@@ -16,6 +16,12 @@ struct CpuTargetInfo {
   std::string isa;       // "avx512", "avx2" or "sse2": the lowering's vector width class
   int lanes = 8;         // vector lanes per chunk (16 for AVX-512, 8 for AVX2, 4 for SSE2)
   int vectorBits = 256;  // preferred vector width in bits
+  /// x86 AMX matrix tiles for bf16 (tdpbf16ps) and i8 (tdpbssd) dots: the
+  /// cpu has them and, for the host, the OS granted the tile state
+  /// (tessera/support/HostTiles.h). CompileOptions::cpuTiles may still
+  /// turn their use off.
+  bool amxBf16 = false;
+  bool amxInt8 = false;
   /// Why this host cannot execute the code ("" when it can): the ISA
   /// features the cpu has and the host lacks.
   std::string notRunnable;

@@ -32,7 +32,8 @@ using detail::targetOf;
 // TESSERA_PRECISION=approx|accurate sets every compile's precision (the
 // command line's --precision for `tessera run` works through it);
 // TESSERA_TENSOR_COPIES=0 turns sm_90a's TMA copies off (cp.async instead),
-// TESSERA_PREDICATED_ACCESSES=0 the branch-free masked accesses.
+// TESSERA_PREDICATED_ACCESSES=0 the branch-free masked accesses,
+// TESSERA_CPU_TILES=0 the CPU's AMX tiles.
 bool switchFromEnvironment(const char* name, bool current) {
   const char* t = std::getenv(name);
   if (!t || !*t) return current;
@@ -100,6 +101,7 @@ CompileOptions withEnvironment(CompileOptions o) {
   o.tensorCopies = switchFromEnvironment(tessera::env::name(tessera::env::Var::TensorCopies), o.tensorCopies);
   o.predicatedAccesses =
       switchFromEnvironment(tessera::env::name(tessera::env::Var::PredicatedAccesses), o.predicatedAccesses);
+  o.cpuTiles = switchFromEnvironment(tessera::env::name(tessera::env::Var::CpuTiles), o.cpuTiles);
   return o;
 }
 

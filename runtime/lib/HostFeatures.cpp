@@ -8,6 +8,7 @@
 
 #include "tessera/support/Error.h"
 #include "tessera/support/Environment.h"
+#include "tessera/support/HostTiles.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -26,20 +27,46 @@ struct FeatureBit {
 };
 // The features the x86-64 micro-architecture levels and common server cpus
 // enable (Intel SDM vol. 2A, CPUID; AMD APM vol. 3, CPUID Fn8000_0001).
-constexpr FeatureBit kBits[] = {
-    {"sse3", 1, 0, ECX, 0},          {"pclmul", 1, 0, ECX, 1},        {"ssse3", 1, 0, ECX, 9},
-    {"fma", 1, 0, ECX, 12},          {"cx16", 1, 0, ECX, 13},         {"sse4.1", 1, 0, ECX, 19},
-    {"sse4.2", 1, 0, ECX, 20},       {"movbe", 1, 0, ECX, 22},        {"popcnt", 1, 0, ECX, 23},
-    {"aes", 1, 0, ECX, 25},          {"xsave", 1, 0, ECX, 26},        {"avx", 1, 0, ECX, 28},
-    {"f16c", 1, 0, ECX, 29},         {"cmov", 1, 0, EDX, 15},         {"sse2", 1, 0, EDX, 26},
-    {"bmi", 7, 0, EBX, 3},           {"avx2", 7, 0, EBX, 5},          {"bmi2", 7, 0, EBX, 8},
-    {"avx512f", 7, 0, EBX, 16},      {"avx512dq", 7, 0, EBX, 17},     {"adx", 7, 0, EBX, 19},
-    {"avx512ifma", 7, 0, EBX, 21},   {"avx512cd", 7, 0, EBX, 28},     {"avx512bw", 7, 0, EBX, 30},
-    {"avx512vl", 7, 0, EBX, 31},     {"avx512vbmi", 7, 0, ECX, 1},    {"avx512vbmi2", 7, 0, ECX, 6},
-    {"gfni", 7, 0, ECX, 8},          {"vaes", 7, 0, ECX, 9},          {"vpclmulqdq", 7, 0, ECX, 10},
-    {"avx512vnni", 7, 0, ECX, 11},   {"avx512bitalg", 7, 0, ECX, 12}, {"avx512vpopcntdq", 7, 0, ECX, 14},
-    {"avxvnni", 7, 1, EAX, 4},       {"avx512bf16", 7, 1, EAX, 5},    {"sahf", 0x80000001, 0, ECX, 0},
-    {"lzcnt", 0x80000001, 0, ECX, 5}};
+constexpr FeatureBit kBits[] = {{"sse3", 1, 0, ECX, 0},
+                                {"pclmul", 1, 0, ECX, 1},
+                                {"ssse3", 1, 0, ECX, 9},
+                                {"fma", 1, 0, ECX, 12},
+                                {"cx16", 1, 0, ECX, 13},
+                                {"sse4.1", 1, 0, ECX, 19},
+                                {"sse4.2", 1, 0, ECX, 20},
+                                {"movbe", 1, 0, ECX, 22},
+                                {"popcnt", 1, 0, ECX, 23},
+                                {"aes", 1, 0, ECX, 25},
+                                {"xsave", 1, 0, ECX, 26},
+                                {"avx", 1, 0, ECX, 28},
+                                {"f16c", 1, 0, ECX, 29},
+                                {"cmov", 1, 0, EDX, 15},
+                                {"sse2", 1, 0, EDX, 26},
+                                {"bmi", 7, 0, EBX, 3},
+                                {"avx2", 7, 0, EBX, 5},
+                                {"bmi2", 7, 0, EBX, 8},
+                                {"avx512f", 7, 0, EBX, 16},
+                                {"avx512dq", 7, 0, EBX, 17},
+                                {"adx", 7, 0, EBX, 19},
+                                {"avx512ifma", 7, 0, EBX, 21},
+                                {"avx512cd", 7, 0, EBX, 28},
+                                {"avx512bw", 7, 0, EBX, 30},
+                                {"avx512vl", 7, 0, EBX, 31},
+                                {"avx512vbmi", 7, 0, ECX, 1},
+                                {"avx512vbmi2", 7, 0, ECX, 6},
+                                {"gfni", 7, 0, ECX, 8},
+                                {"vaes", 7, 0, ECX, 9},
+                                {"vpclmulqdq", 7, 0, ECX, 10},
+                                {"avx512vnni", 7, 0, ECX, 11},
+                                {"avx512bitalg", 7, 0, ECX, 12},
+                                {"avx512vpopcntdq", 7, 0, ECX, 14},
+                                {"avxvnni", 7, 1, EAX, 4},
+                                {"avx512bf16", 7, 1, EAX, 5},
+                                {"sahf", 0x80000001, 0, ECX, 0},
+                                {"lzcnt", 0x80000001, 0, ECX, 5},
+                                {"amx-bf16", 7, 0, EDX, 22},
+                                {"amx-tile", 7, 0, EDX, 24},
+                                {"amx-int8", 7, 0, EDX, 25}};
 
 // The x86-64 psABI levels' features, for TESSERA_HOST_CPU (cumulative).
 constexpr const char* kV2[] = {"cx16", "sahf", "popcnt", "sse3", "sse4.1", "sse4.2", "ssse3"};
@@ -86,6 +113,8 @@ bool hostHas(const std::string& f) {
   const bool ymm = f.rfind("avx", 0) == 0 || f == "fma" || f == "f16c" || f == "vaes" || f == "vpclmulqdq";
   if (ymm && (xcr0 & 0x6) != 0x6) return false;
   if (f.rfind("avx512", 0) == 0 && (xcr0 & 0xe6) != 0xe6) return false;
+  // AMX needs the OS's grant of the tile state as well (asked here, once).
+  if (f.rfind("amx", 0) == 0 && !requestHostTileState()) return false;
   const char* narrow = tessera::env::get(tessera::env::Var::HostCpu);
   if (narrow && *narrow) {
     // The runtime has no LLVM to know what another cpu name (znver4, ...)

@@ -123,6 +123,33 @@ TEST_CASE("cpu dot: f32, f16, bf16 and i8 over aligned and ragged tile shapes", 
       for (Shape3 s : kShapes) checkDot(in, s, isa, seed++);
 }
 
+TEST_CASE("cpu dot: bf16 and i8 on AMX tiles, whole and ragged tiles, K over one unrolled chunk",
+          "[codegen][cpu][dot]") {
+  // Compiled for sapphirerapids on every host (the tile instructions are
+  // there); run, exactly against the reference, where the host has AMX.
+  K k("amx");
+  Value* out = k.arg(ptr(DType::I32), "out");
+  Value* pa = k.arg(ptr(DType::I8), "a");
+  Value* pb = k.arg(ptr(DType::I8), "b");
+  Value* av = k.b.load(k.at(pa, offsets2d(k.b, 20, 70)));
+  Value* bv = k.b.load(k.at(pb, offsets2d(k.b, 70, 24)));
+  k.b.store(k.at(out, offsets2d(k.b, 20, 24)), k.b.dot(av, bv, k.b.constant(Type::tile(i32(), {20, 24}), int64_t{0})));
+  auto art = build(k, kAmxCpu, /*dumpAsm=*/true);
+  CHECK(art->dumps.assembly.find("tdpbssd") != std::string::npos);
+  CHECK(art->dumps.assembly.find("ldtilecfg") != std::string::npos);
+  const std::vector<std::string> cpus = runnableTileCpus();
+  if (cpus.empty()) WARN("SKIP: this host has no AMX tiles (or the OS grants no tile state): AMX dots not run");
+  // Whole tiles (16 rows, 32 bf16 / 64 i8 of K), ragged M, N and K, K over
+  // 16 tile steps (bf16: 512; i8: 1024) so C is stored and reloaded between
+  // unrolled chunks, and tiny tiles.
+  const Shape3 shapes[] = {{16, 32, 16}, {32, 64, 32}, {64, 64, 64},  {7, 5, 17},    {31, 17, 47}, {33, 65, 33},
+                           {2, 70, 100}, {100, 2, 8},  {17, 600, 18}, {5, 1100, 20}, {1, 1, 1},    {48, 130, 40}};
+  uint32_t seed = 100;
+  for (const std::string& cpu : cpus)
+    for (DType in : {DType::BF16, DType::I8})
+      for (Shape3 s : shapes) checkDot(in, s, cpu, seed++);
+}
+
 TEST_CASE("cpu dot: loop-carried accumulator over K chunks, with ragged tiles", "[codegen][cpu][dot]") {
   // c = sum over chunks j of A[:, jKc..] B[jKc.., :], the accumulator carried
   // by a `for` (the dot updates it in place) and starting from ones.

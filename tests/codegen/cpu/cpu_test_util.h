@@ -41,8 +41,10 @@ struct K {
 };
 
 using testpaths::cpuTarget;
+using testpaths::kAmxCpu;
 using testpaths::kAvx2Cpu;
 using testpaths::kAvx512Cpu;
+using testpaths::runnableTileCpus;
 
 /// Compiles for the LLVM cpu `cpu` ("" = the host, else e.g. "x86-64-v3").
 inline std::shared_ptr<codegen::Artifact> build(K& k, const std::string& cpu = "", bool dumpAsm = false) {

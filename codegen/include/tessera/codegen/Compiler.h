@@ -65,6 +65,11 @@ struct CompileOptions {
   /// of a proven range; docs/gpu.md, "Masked accesses"). Off: a branch
   /// around each access. TESSERA_PREDICATED_ACCESSES=0 turns it off too.
   bool predicatedAccesses = true;
+  /// CPU targets: bf16 and i8 dots on the cpu's x86 AMX matrix tiles where
+  /// it has them (and the OS grants their state); off: the vector kernel,
+  /// as on a cpu without them (docs/targets/cpu.md). TESSERA_CPU_TILES=0
+  /// turns it off too.
+  bool cpuTiles = true;
   /// ts::dot_scaled on a target without a block-scaled matrix instruction
   /// (every target today) runs decomposed: its operands decoded and scaled
   /// into bf16, then a bf16 dot (docs/dot_scaled.md). The compile's
@@ -183,6 +188,10 @@ std::string deviceAssemblerVersion(const Target& t);
 /// The host's vector ISA as detected at run time (narrowed by
 /// TESSERA_HOST_CPU): "avx512", "avx2" or "sse2".
 std::string hostIsa();
+/// True when the host's bf16 or i8 CPU dots can run on its AMX matrix tiles
+/// (the cpu has them and the OS granted their state): what
+/// CompileOptions::cpuTiles uses.
+bool hostMatrixTiles();
 /// Why this host cannot execute code compiled for `target` ("" when it can,
 /// and for every non-CPU target): e.g. cpu:x86-64-v4 on an AVX2-only host.
 std::string cannotRunOnHost(const Target& target);
