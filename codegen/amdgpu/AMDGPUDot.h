@@ -56,15 +56,15 @@ const MatrixCoreFamily& matrixCoreFamily(ir::MmaKind k);
 
 /// The staging of a matrix-core dot (AMDGPUMatrixCore.cpp): A M x K, B
 /// transposed to N x K, rows padded by the family's padBytes; MFMA
-/// 32x32x8's B rows permuted for its waves along N (mfmaColWarps).
+/// 32x32's B rows permuted for its waves along N (mfmaColWarps).
 void planMatrixCoreStaging(TensorCoreDotPlan& p);
 /// Operands XOR-swizzled instead of padded (stagingIndex), in units of what
 /// one lane reads of a row per instruction: WMMA 16 bytes (its 32-byte run
-/// is two units, read apart), MFMA 16x16 and 32x32x8 8 bytes. The
+/// is two units, read apart), MFMA 8 bytes (16 for the 8-element runs of gfx950's f16 forms). The
 /// permutation is Triton's swizzled shared layout for the same operands
 /// (gfx1100: vec 8, perPhase 2, maxPhase 4 on 64-byte rows; gfx942: vec 4,
 /// perPhase 2, maxPhase 8): the rows of one read stay on distinct banks and
-/// the staging holds no padding. MFMA 32x32x8's B keeps its row permutation
+/// the staging holds no padding. MFMA 32x32's B keeps its row permutation
 /// (mfmaColWarps), swizzled after it. False (and `p` kept) for units other
 /// than 8 or 16 bytes (1-byte operands of MFMA 32x32), and rows that are
 /// not a power of two units (at least two).

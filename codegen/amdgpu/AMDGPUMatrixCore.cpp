@@ -27,12 +27,12 @@ void planMatrixCoreStaging(TensorCoreDotPlan& p) {
   // (transposedCopyLayout), aligned by the padded stride (bufferRunWidth).
   p.b = {p.N, p.K, p.K + pad, false, 1, eb};
   p.bTransposed = true;
-  if (p.op.kind == ir::MmaKind::AmdMfma32x32x8 && p.acc.wpb[1] > 1) p.b.mfmaColWarps = p.acc.wpb[1];
+  if (ir::isAmdMfma(p.op.kind) && ir::amdMmaTile(p.op.kind) == 32 && p.acc.wpb[1] > 1) p.b.mfmaColWarps = p.acc.wpb[1];
 }
 
 bool swizzleMatrixCoreStaging(TensorCoreDotPlan& p) {
   const int64_t unit = matrixCoreFamily(p.op.kind).swizzleUnit(p);
-  // MFMA 32x32x8's B rows stay permuted (mfmaColWarps); the swizzle applies
+  // MFMA 32x32's B rows stay permuted (mfmaColWarps); the swizzle applies
   // to the permuted rows (stagingIndex).
   const int64_t colWarps = p.b.mfmaColWarps;
   const int64_t ue = unit / static_cast<int64_t>(p.elemBytes), R = p.K / ue;

@@ -1,5 +1,5 @@
-// MFMA on CDNA (gfx90a, gfx942: Targets.def's matrixCore, i8MfmaK and
-// fnuzFp8Mfma columns), wave64. Fragment layouts:
+// MFMA on CDNA (gfx90a, gfx942, gfx950: Targets.def's matrixCore,
+// i8MfmaK, fnuzFp8Mfma and f16MfmaK columns), wave64. Fragment layouts:
 //
 // AMD v_mfma_f32_16x16x16f16 (wave64), i = lane % 16, q = lane / 16:
 //   A: lane holds (row i, k 4q..4q+3); B: (k 4q..4q+3, col i);
@@ -18,6 +18,9 @@
 //   r holds (row 8(r/4) + 4q + r%4, col i). Swapped as above: register r
 //   holds C(row i, col 8(r/4) + 4q + r%4), four repetitions of the #mma
 //   layout spt=[1,4], tpw=[32,2] along the columns.
+// AMD v_mfma_f32_16x16x32_{f16,bf16} and v_mfma_f32_32x32x16_{f16,bf16}
+//   (CDNA4, gfx950): the K-doubled 16x16x16 and 32x32x8, 8 elements of k
+//   8q..8q+7 per lane (a 16-byte run of the row); D, and the swap, as theirs.
 #include <llvm/IR/IntrinsicsAMDGPU.h>
 
 #include "codegen/amdgpu/AMDGPUDot.h"
@@ -67,21 +70,33 @@ class Mfma final : public MatrixCoreFamily {
     }
     if (acc != DType::F32 || (in != DType::F16 && in != DType::BF16)) return {};
     const bool f16 = in == DType::F16;
+    if (row.f16MfmaK == 32) {
+      // gfx950: 32x32x16 where every wave owns whole 32 x 32 tiles, else
+      // 16x16x32, else (K not a multiple of 32) gfx942's 16x16x16.
+      t.kind = ir::MmaKind::AmdMfma32x32x16;
+      t.mma = f16 ? llvm::Intrinsic::amdgcn_mfma_f32_32x32x16_f16 : llvm::Intrinsic::amdgcn_mfma_f32_32x32x16_bf16;
+      t.small = ir::MmaKind::AmdMfma16x16x32;
+      t.mmaSmall = f16 ? llvm::Intrinsic::amdgcn_mfma_f32_16x16x32_f16 : llvm::Intrinsic::amdgcn_mfma_f32_16x16x32_bf16;
+      t.smaller = ir::MmaKind::AmdMfma16x16x16;
+      t.mmaSmaller =
+          f16 ? llvm::Intrinsic::amdgcn_mfma_f32_16x16x16f16 : llvm::Intrinsic::amdgcn_mfma_f32_16x16x16bf16_1k;
+      return t;
+    }
     t.kind = ir::MmaKind::AmdMfma32x32x8;
     t.mma = f16 ? llvm::Intrinsic::amdgcn_mfma_f32_32x32x8f16 : llvm::Intrinsic::amdgcn_mfma_f32_32x32x8bf16_1k;
     t.small = ir::MmaKind::AmdMfma16x16x16;
     t.mmaSmall = f16 ? llvm::Intrinsic::amdgcn_mfma_f32_16x16x16f16 : llvm::Intrinsic::amdgcn_mfma_f32_16x16x16bf16_1k;
     return t;
   }
-  // Lanes read 4 or 8 bytes of a row: 8 bytes of padding spread 16 rows.
+  // Lanes read 4, 8 or 16 bytes of a row: 8 bytes of padding spread 16 rows.
   int64_t padBytes(ir::MmaKind) const override { return 8; }
   int64_t swizzleUnit(const TensorCoreDotPlan& p) const override {
-    if (p.op.kind == ir::MmaKind::AmdMfma32x32x8) return p.kStep * 32 / 64 * p.elemBytes;  // 2 lane groups along K
-    return p.kStep * 16 / 64 * p.elemBytes;                                                // 4 lane groups along K
+    if (ir::amdMmaTile(p.op.kind) == 32) return p.kStep * 32 / 64 * p.elemBytes;  // 2 lane groups along K
+    return p.kStep * 16 / 64 * p.elemBytes;                                       // 4 lane groups along K
   }
   unsigned accRegisters(int64_t T) const override { return static_cast<unsigned>(T * T / 64); }
   // The k-step over the 64 / T lane groups (16x16x16: 4, 16x16x32: 8,
-  // 32x32x8: 4).
+  // 32x32x8: 4, 32x32x16: 8).
   unsigned operandElems(int64_t kStep, int64_t T) const override { return static_cast<unsigned>(kStep * T / 64); }
   // An i32 for four codes, an i64 for eight (16x16x32).
   llvm::Type* packedOperandType(llvm::IRBuilderBase& b, unsigned elems) const override {
@@ -101,9 +116,12 @@ class Mfma final : public MatrixCoreFamily {
     return (mi * nT + ni) * int64_t{regs} + r;
   }
   // Swapped: B^T as the instruction's A, A^T as its B; cbsz, abid, blgp 0.
+  // gfx950's bf16 forms type their operands <8 x bfloat>, loaded as i16.
   llvm::Value* call(llvm::IRBuilderBase& b, llvm::Function* fn, llvm::Value* a, llvm::Value* bOp, llvm::Value* c,
                     bool) const override {
-    return b.CreateCall(fn, {bOp, a, c, b.getInt32(0), b.getInt32(0), b.getInt32(0)});
+    llvm::Type* opTy = fn->getFunctionType()->getParamType(0);
+    return b.CreateCall(
+        fn, {b.CreateBitCast(bOp, opTy), b.CreateBitCast(a, opTy), c, b.getInt32(0), b.getInt32(0), b.getInt32(0)});
   }
 };
 

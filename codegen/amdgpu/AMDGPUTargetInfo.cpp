@@ -191,7 +191,7 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
                              {llvm::PoisonValue::get(v->getType()), v, b.getInt32(mask == 4 ? 0x141 : 0x140),
                               b.getInt32(0xf), b.getInt32(0xf), b.getTrue()});
   }
-  // gfx90a and gfx942 (CDNA2/3); RDNA has packed f16 math only.
+  // gfx90a, gfx942 and gfx950 (CDNA2/3/4); RDNA has packed f16 math only.
   bool packedF32Math() const override { return row().gfxMajor == 9; }
 
   // Masked accesses as raw buffer loads and stores (MUBUF): a resource of
@@ -341,13 +341,13 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
   std::vector<llvm::Value*> emitDot(DotEmitter& e, std::vector<llvm::Value*> acc) const override {
     return amdgpu::emitMatrixCoreDot(e, std::move(acc));
   }
-  // 64 KiB of LDS per CU is what limits a wave's occupancy before its
-  // registers do, on CDNA's 512 VGPRs per lane most of all.
+  // The LDS of a CU (64 KiB; gfx950 160) is what limits a wave's occupancy
+  // before its registers do, on CDNA's 512 VGPRs per lane most of all.
   bool tradesSharedForOccupancy() const override { return true; }
-  // gfx90a / gfx942 / gfx1100 have no asynchronous global->LDS copy that we
-  // use (the buffer_load ... lds forms write LDS at M0-relative addresses,
-  // one dword per lane, and need buffer resources): the loads go to
-  // registers at the copy and the LDS stores are deferred.
+  // gfx90a / gfx942 / gfx950 / gfx1100 have no asynchronous global->LDS
+  // copy that we use (the buffer_load ... lds forms write LDS at M0-relative
+  // addresses, one dword per lane, and need buffer resources): the loads go
+  // to registers at the copy and the LDS stores are deferred.
   AsyncCopyImpl asyncCopyImpl() const override { return AsyncCopyImpl::RegisterStaged; }
 
   llvm::TargetMachine& targetMachine(int optLevel) override {

@@ -115,11 +115,15 @@ Value* Lowerer::amdgcn(IRBuilder<>& b, llvm::CallInst& c, const std::vector<std:
                        .Case("mfma.f32.16x16x32.fp8.bf8", TESSERA_EMU_MFMA_16X16X32_FP8_BF8)
                        .Case("mfma.f32.16x16x32.bf8.fp8", TESSERA_EMU_MFMA_16X16X32_BF8_FP8)
                        .Case("mfma.f32.16x16x32.bf8.bf8", TESSERA_EMU_MFMA_16X16X32_BF8_BF8)
+                       .Case("mfma.f32.32x32x16.f16", TESSERA_EMU_MFMA_32X32X16_F16)
+                       .Case("mfma.f32.32x32x16.bf16", TESSERA_EMU_MFMA_32X32X16_BF16)
+                       .Case("mfma.f32.16x16x32.f16", TESSERA_EMU_MFMA_16X16X32_F16)
+                       .Case("mfma.f32.16x16x32.bf16", TESSERA_EMU_MFMA_16X16X32_BF16)
                        .Default(-1);
     if (mode < 0)
       unsupported(c,
-                  "only the f32 32x32x8 / 16x16x16 f16 and bf16_1k, the i32 16x16x16 / 16x16x32 i8 and the f32 "
-                  "16x16x32 fp8/bf8 forms are modelled");
+                  "only the f32 32x32x8 / 16x16x16 f16 and bf16_1k, 32x32x16 / 16x16x32 f16 and bf16, the i32 "
+                  "16x16x16 / 16x16x32 i8 and the f32 16x16x32 fp8/bf8 forms are modelled");
     for (unsigned i = 3; i < 6; ++i) {
       auto* ci = llvm::dyn_cast<llvm::ConstantInt>(arg(i));
       if (!ci || !ci->isZero()) unsupported(c, "cbsz / abid / blgp broadcasts are not modelled");

@@ -59,7 +59,7 @@ struct DotStaging {
   /// row g + 8h + 16w + 16W j, so each warpgroup's 64 instruction rows are
   /// consecutive rows of storage, as a descriptor names them.
   int64_t rowGroupWarps = 0;
-  /// Rows permuted for MFMA 32x32x8's B (N x K; 0: none): with W waves
+  /// Rows permuted for MFMA 32x32's B (N x K; 0: none): with W waves
   /// along N, the #mma layout's column x + 8w + 8W j (x < 8, w < W) is
   /// stored at row x + 8(j % 4) + 32w + 32W(j / 4), so the 32 columns of a
   /// wave's instruction tile are 32 consecutive rows and the 16 lanes of

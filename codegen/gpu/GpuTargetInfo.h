@@ -72,9 +72,15 @@ struct TensorCoreOp {
   llvm::Intrinsic::ID mma = llvm::Intrinsic::not_intrinsic;
   /// The instruction whose placement the layouts give the dots `kind` does
   /// not fit (ir::mmaLayout): NVIDIA wgmma's mma.sync (the same `mma`), AMD
-  /// MFMA 32x32x8's 16x16x16 (`mmaSmall`); None where there is none.
+  /// MFMA 32x32x8's 16x16x16 and 32x32x16's 16x16x32 (`mmaSmall`); None
+  /// where there is none.
   ir::MmaKind small = ir::MmaKind::None;
   llvm::Intrinsic::ID mmaSmall = llvm::Intrinsic::not_intrinsic;
+  /// The one after that, where `small` does not fit either (MFMA
+  /// 32x32x16's 16x16x16, for a K that is not a multiple of 32); None where
+  /// there is none.
+  ir::MmaKind smaller = ir::MmaKind::None;
+  llvm::Intrinsic::ID mmaSmaller = llvm::Intrinsic::not_intrinsic;
   /// NVPTX: ldmatrix .x4 (A fragments, and B fragments from an N x K
   /// buffer), .x2 (the last n-tile of an N x K B), .x4.trans and .x2.trans
   /// (B fragments from a row-major K x N buffer, 16-bit elements only);

@@ -249,6 +249,9 @@ TensorCoreDotPlan Lower::dotPlan(const ir::Op& op) {
   if (top.small != ir::MmaKind::None && top.kind != top.small && acc.mma == top.small) {
     top.kind = top.small;
     if (top.mmaSmall != llvm::Intrinsic::not_intrinsic) top.mma = top.mmaSmall;
+  } else if (top.smaller != ir::MmaKind::None && acc.mma == top.smaller) {
+    top.kind = top.smaller;
+    top.mma = top.mmaSmaller;
   }
   TensorCoreDotPlan p = planTensorCoreDot(t_, top, av->type().dtype(), av->type().shape()[0],
                                           op.operand(1)->type().shape()[1], av->type().shape()[1], acc);

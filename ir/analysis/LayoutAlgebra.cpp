@@ -38,6 +38,7 @@ const char* mmaName(MmaKind k) {
     case MmaKind::AmdMfma32x32x8: return "mfma.32x32x8";
     case MmaKind::NvWgmmaM64K16: return "wgmma.m64nNk16";
     case MmaKind::NvWgmmaM64K32: return "wgmma.m64nNk32";
+    case MmaKind::AmdMfma32x32x16: return "mfma.32x32x16";
   }
   return "?";
 }
@@ -212,6 +213,17 @@ std::optional<BlockedLayout> mmaLayout(MmaKind k, int64_t M, int64_t N, int64_t 
     l->mma = MmaKind::AmdMfma32x32x8;
     return l;
   }
+  if (k == MmaKind::AmdMfma32x32x16) {
+    // gfx950: the 32 x 32 tiles as 32x32x8's; elsewhere 16x16x32 (half the
+    // instructions of 16x16x16 for the same LDS bytes), or 16x16x16 where
+    // K is not a multiple of 32. All three place the warps alike.
+    auto l = mmaLayout(MmaKind::AmdMfma16x16x32, M, N, K, numWarps, warpSize, chained);
+    if (!l) l = mmaLayout(MmaKind::AmdMfma16x16x16, M, N, K, numWarps, warpSize, chained);
+    if (!l || M % (32 * l->wpb[0]) != 0 || N % (32 * l->wpb[1]) != 0) return l;
+    l->tpw = {32, 2};
+    l->mma = MmaKind::AmdMfma32x32x16;
+    return l;
+  }
   if (k == MmaKind::None || !isPow2(M) || !isPow2(N) || !isPow2(K) || !isPow2(numWarps) || K % mmaK(k) != 0)
     return std::nullopt;
   const int64_t tileN = isNvMma(k) ? 8 : 16;
@@ -250,6 +262,7 @@ std::optional<BlockedLayout> mmaLayout(MmaKind k, int64_t M, int64_t N, int64_t 
     case MmaKind::AmdMfma16x16x16:
     case MmaKind::AmdMfma16x16x32:
     case MmaKind::AmdMfma32x32x8:
+    case MmaKind::AmdMfma32x32x16:
       // The instruction is fed B^T as its A and A^T as its B, so it
       // computes C^T and each lane holds 4 consecutive columns of one row
       // (Triton's isTransposed MFMA layout): an f16 result is stored in 8-byte

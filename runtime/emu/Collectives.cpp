@@ -404,7 +404,7 @@ void Worker::matrix(Fiber* f, Coll kind, int32_t mode, const void* a, const void
       break;
     }
     case Coll::Mfma:
-      ok = cfg->vendor == Vendor::AMD && W == 64 && mode >= 0 && mode <= TESSERA_EMU_MFMA_16X16X32_BF8_BF8;
+      ok = cfg->vendor == Vendor::AMD && W == 64 && mode >= 0 && mode <= TESSERA_EMU_MFMA_16X16X32_BF16;
       break;
     case Coll::Wmma:
       ok = cfg->vendor == Vendor::AMD && W == 32 &&

@@ -2,7 +2,8 @@
 // fragment layouts are those of the vendor documents:
 //   PTX ISA, "Matrix Fragments for mma.m16n8k16 with floating point type"
 //   and "ldmatrix"; AMD's matrix instruction calculator / CDNA ISA for
-//   v_mfma_f32_{32x32x8,16x16x16}{f16,bf16_1k}; the RDNA3 ISA for
+//   v_mfma_f32_{32x32x8,16x16x16}{f16,bf16_1k} and CDNA4's
+//   v_mfma_f32_{32x32x16,16x16x32}_{f16,bf16}; the RDNA3 ISA for
 //   v_wmma_f32_16x16x16_{f16,bf16}. The 8-bit integer forms: "Matrix
 //   Fragments for mma.m16n8k32" (.s8), v_mfma_i32_16x16x16i8 (CDNA2),
 //   v_mfma_i32_16x16x32_i8 (CDNA3), v_wmma_i32_16x16x16_iu8 (RDNA3); four
@@ -283,18 +284,22 @@ bool mfma(int32_t mode, const LaneFrag* lanes) {
       for (int r = 0; r < 4; ++r) setAccBits(lanes[l].d, r, static_cast<uint32_t>(D.at(4 * (l / 16) + r, l % 16)));
     return true;
   }
-  if (mode < TESSERA_EMU_MFMA_32X32X8_F16 || mode > TESSERA_EMU_MFMA_16X16X16_BF16) return false;
+  const bool cdna4 = mode >= TESSERA_EMU_MFMA_32X32X16_F16 && mode <= TESSERA_EMU_MFMA_16X16X32_BF16;
+  if (!cdna4 && (mode < TESSERA_EMU_MFMA_32X32X8_F16 || mode > TESSERA_EMU_MFMA_16X16X16_BF16)) return false;
   auto cvt = mode % 2 == 0 ? halfToFloat : bf16ToFloat;
   // 32x32x8: lane = i + 32 * (k / 4); D register r of lane l is row
   // 8 (r / 4) + 4 (l / 32) + r % 4, column l % 32.
   // 16x16x16: lane = i + 16 * (k / 4); D register r is row 4 (l / 16) + r.
-  const bool big = mode < TESSERA_EMU_MFMA_16X16X16_F16;
-  const int n = big ? 32 : 16, K = big ? 8 : 16, regs = big ? 16 : 4;
+  // The CDNA4 forms (32x32x16, 16x16x32) hold 8 k per lane instead of 4
+  // (lane = i + n * (k / 8)); their D is as their K-halved siblings'.
+  const bool big = cdna4 ? mode < TESSERA_EMU_MFMA_16X16X32_F16 : mode < TESSERA_EMU_MFMA_16X16X16_F16;
+  const int kw = cdna4 ? 8 : 4;  // k per lane
+  const int n = big ? 32 : 16, K = 64 / n * kw, regs = big ? 16 : 4;
   Mat A(n, K), B(K, n), C(n, n);
   auto row = [&](int l, int r) { return big ? 8 * (r / 4) + 4 * (l / 32) + r % 4 : 4 * (l / 16) + r; };
   for (int l = 0; l < 64; ++l) {
-    const int i = l % n, kb = 4 * (l / n);
-    for (int e = 0; e < 4; ++e) {
+    const int i = l % n, kb = kw * (l / n);
+    for (int e = 0; e < kw; ++e) {
       A.at(i, kb + e) = cvt(elem(lanes[l].a, e));
       B.at(kb + e, i) = cvt(elem(lanes[l].b, e));
     }

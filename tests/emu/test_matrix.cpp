@@ -10,6 +10,7 @@
 #include <cstring>
 #include <functional>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "tessera/runtime/Emulator.h"
@@ -38,6 +39,11 @@ Owner mfma32D(int r, int c) { return {c + 32 * ((r / 4) % 2), 4 * (r / 8) + r % 
 Owner mfma16A(int r, int k) { return {r + 16 * (k / 4), k % 4}; }
 Owner mfma16B(int k, int n) { return {n + 16 * (k / 4), k % 4}; }
 Owner mfma16D(int r, int c) { return {c + 16 * (r / 4), r % 4}; }
+// CDNA4's 32x32x16 and 16x16x32 f16/bf16: 8 k per lane; D as above.
+Owner mfma32x16A(int r, int k) { return {r + 32 * (k / 8), k % 8}; }
+Owner mfma32x16B(int k, int n) { return {n + 32 * (k / 8), k % 8}; }
+Owner mfma16x32A(int r, int k) { return {r + 16 * (k / 8), k % 8}; }
+Owner mfma16x32B(int k, int n) { return {n + 16 * (k / 8), k % 8}; }
 // ---- AMD WMMA (RDNA3 ISA, wave32): A/B replicated in lanes 16-31 -------------
 Owner wmmaA(int r, int k) { return {r, k}; }
 Owner wmmaB(int k, int n) { return {n, k}; }
@@ -80,18 +86,46 @@ struct Shape {
   int cRegs;  // C/D registers per lane
 };
 
+// A random f16 (exponents 2^-6 to 2^5) or bf16 (2^-16 to 2^15) value of
+// either sign, as its float value and its code.
+std::pair<float, uint16_t> randomHalf(std::mt19937& rng, bool bf16) {
+  const uint32_t u = rng();
+  if (bf16) {
+    const uint32_t code = (u & 0x807f) | ((111 + (u >> 16) % 32) << 7);
+    const uint32_t bits = code << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return {f, static_cast<uint16_t>(code)};
+  }
+  const uint32_t exp = 9 + (u >> 16) % 12, man = u & 0x3ff;
+  const float mag = std::ldexp(1.0f + static_cast<float>(man) / 1024, static_cast<int>(exp) - 15);
+  return {(u & 0x8000) ? -mag : mag, static_cast<uint16_t>((u & 0x8000) | exp << 10 | man)};
+}
+
 // Fills the fragments of every lane from whole matrices through the owner
 // model, runs the hook in one warp and reads D back through the model.
+// `random`: random f16/bf16 operands and f32 C, checked bit for bit against
+// the emulator's documented sum (products exact in f32, added in k order
+// from C with f32 rounding); else small values whose every sum is exact.
 void runCase(const Shape& s, Vendor vendor, int mode, bool bf16,
-             void (*hook)(int32_t, const uint32_t*, const uint32_t*, const float*, float*), unsigned seed) {
+             void (*hook)(int32_t, const uint32_t*, const uint32_t*, const float*, float*), unsigned seed,
+             bool random = false) {
   std::mt19937 rng(seed);
   // Small integers and halves: every product and sum is exact in f32, so
   // the result must match the double reference exactly, whatever the order.
   std::uniform_int_distribution<int> d(-8, 8);
   std::vector<float> A(s.M * s.K), B(s.K * s.N), C(s.M * s.N);
-  for (float& x : A) x = d(rng) * 0.5f;
-  for (float& x : B) x = d(rng) * 0.25f;
-  for (float& x : C) x = float(d(rng) * 3);
+  std::vector<uint16_t> codeA(A.size()), codeB(B.size());
+  if (random) {
+    for (size_t i = 0; i < A.size(); ++i) std::tie(A[i], codeA[i]) = randomHalf(rng, bf16);
+    for (size_t i = 0; i < B.size(); ++i) std::tie(B[i], codeB[i]) = randomHalf(rng, bf16);
+    std::uniform_real_distribution<float> u(-100.0f, 100.0f);
+    for (float& x : C) x = u(rng);
+  } else {
+    for (float& x : A) x = d(rng) * 0.5f;
+    for (float& x : B) x = d(rng) * 0.25f;
+    for (float& x : C) x = float(d(rng) * 3);
+  }
   Regs r;
   r.a.assign(s.warp, std::vector<uint32_t>(16, 0));
   r.b.assign(s.warp, std::vector<uint32_t>(16, 0));
@@ -101,12 +135,14 @@ void runCase(const Shape& s, Vendor vendor, int mode, bool bf16,
   for (int i = 0; i < s.M; ++i)
     for (int k = 0; k < s.K; ++k) {
       Owner o = s.A(i, k);
-      for (int rep = o.lane; rep < s.warp; rep += s.lanes) setHalf(r.a[rep], o.idx, enc(A[i * s.K + k]));
+      const uint16_t v = random ? codeA[i * s.K + k] : enc(A[i * s.K + k]);
+      for (int rep = o.lane; rep < s.warp; rep += s.lanes) setHalf(r.a[rep], o.idx, v);
     }
   for (int k = 0; k < s.K; ++k)
     for (int j = 0; j < s.N; ++j) {
       Owner o = s.B(k, j);
-      for (int rep = o.lane; rep < s.warp; rep += s.lanes) setHalf(r.b[rep], o.idx, enc(B[k * s.N + j]));
+      const uint16_t v = random ? codeB[k * s.N + j] : enc(B[k * s.N + j]);
+      for (int rep = o.lane; rep < s.warp; rep += s.lanes) setHalf(r.b[rep], o.idx, v);
     }
   for (int i = 0; i < s.M; ++i)
     for (int j = 0; j < s.N; ++j) {
@@ -141,10 +177,17 @@ void runCase(const Shape& s, Vendor vendor, int mode, bool bf16,
   for (int i = 0; i < s.M; ++i)
     for (int j = 0; j < s.N; ++j) {
       double ref = C[i * s.N + j];
-      for (int k = 0; k < s.K; ++k) ref += double(A[i * s.K + k]) * B[k * s.N + j];
+      float ref32 = C[i * s.N + j];
+      for (int k = 0; k < s.K; ++k) {
+        ref += double(A[i * s.K + k]) * B[k * s.N + j];
+        ref32 += A[i * s.K + k] * B[k * s.N + j];
+      }
       Owner o = s.C(i, j);
       INFO("D(" << i << "," << j << ") lane " << o.lane << " reg " << o.idx);
-      REQUIRE(r.d[o.lane][o.idx] == ref);
+      if (random)
+        REQUIRE(r.d[o.lane][o.idx] == ref32);
+      else
+        REQUIRE(r.d[o.lane][o.idx] == ref);
     }
 }
 
@@ -400,6 +443,19 @@ TEST_CASE("MFMA 32x32x8 and 16x16x16 f16/bf16 follow AMD's wave64 layouts", "[em
   runCase(s32, Vendor::AMD, TESSERA_EMU_MFMA_32X32X8_BF16, true, tessera_emu_mfma, 4);
   runCase(s16, Vendor::AMD, TESSERA_EMU_MFMA_16X16X16_F16, false, tessera_emu_mfma, 5);
   runCase(s16, Vendor::AMD, TESSERA_EMU_MFMA_16X16X16_BF16, true, tessera_emu_mfma, 6);
+}
+
+TEST_CASE("MFMA 32x32x16 and 16x16x32 f16/bf16 (gfx950) follow AMD's wave64 layouts", "[emu][matrix][gfx950]") {
+  Shape s32{32, 32, 16, mfma32x16A, mfma32x16B, mfma32D, 64, 64, 16};
+  Shape s16{16, 16, 32, mfma16x32A, mfma16x32B, mfma16D, 64, 64, 4};
+  for (bool random : {false, true}) {
+    INFO((random ? "random operands" : "exact sums"));
+    const unsigned seed = random ? 40 : 30;
+    runCase(s32, Vendor::AMD, TESSERA_EMU_MFMA_32X32X16_F16, false, tessera_emu_mfma, seed + 1, random);
+    runCase(s32, Vendor::AMD, TESSERA_EMU_MFMA_32X32X16_BF16, true, tessera_emu_mfma, seed + 2, random);
+    runCase(s16, Vendor::AMD, TESSERA_EMU_MFMA_16X16X32_F16, false, tessera_emu_mfma, seed + 3, random);
+    runCase(s16, Vendor::AMD, TESSERA_EMU_MFMA_16X16X32_BF16, true, tessera_emu_mfma, seed + 4, random);
+  }
 }
 
 TEST_CASE("WMMA 16x16x16 f16/bf16 follow the RDNA3 wave32 layouts", "[emu][matrix]") {

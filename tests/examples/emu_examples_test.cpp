@@ -57,6 +57,13 @@ bool hasDots(const ex::Example& e) {
 }
 }  // namespace
 
+TEST_CASE("every example matches its reference on every test shape (emulated gfx950)", "[examples][emu][gfx950]") {
+  // CDNA4: the f16/bf16 dots are MFMA 32x32x16 / 16x16x32 (K multiples of
+  // 32) or 16x16x16; 160 KiB of LDS per workgroup.
+  ts::Device dev = ts::Device::emulator("amdgpu:gfx950");
+  for (const auto& e : ex::all()) checkTestShapes(dev, e);
+}
+
 TEST_CASE("the GEMM and attention examples on emulated sm_90a (wgmma) match their references", "[examples][emu]") {
   // sm_90a's f16/bf16 dots are warpgroup MMAs at the examples' defaults
   // (4 warps; gemm_f16 / gemm_bf16 at 64 x 64 x 32): every test shape of

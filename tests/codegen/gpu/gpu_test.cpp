@@ -124,7 +124,7 @@ const NamedKernel kKernels[] = {
     {"rows_dot", rowsAndDot},
 };
 const char* kSms[] = {"sm_80", "sm_86", "sm_89", "sm_90a"};
-const char* kGfx[] = {"gfx90a", "gfx942", "gfx1100"};
+const char* kGfx[] = {"gfx90a", "gfx942", "gfx950", "gfx1100"};
 
 std::shared_ptr<codegen::Artifact> compileFor(const Function& f, const std::string& target) {
   verify(f);
@@ -192,9 +192,9 @@ TEST_CASE("gpu: every kernel compiles to PTX for every sm and ptxas accepts it w
 }
 
 TEST_CASE("gpu: AMDGPU code objects link and their metadata reads back", "[gpu][amdgpu]") {
-  const int waves[] = {64, 64, 32};
+  const int waves[] = {64, 64, 64, 32};
   for (auto& k : kKernels) {
-    for (int i = 0; i < 3; ++i) {
+    for (int i = 0; i < 4; ++i) {
       auto f = k.make();
       auto art = compileFor(*f, std::string("amdgpu:") + kGfx[i]);
       INFO(k.name << " " << kGfx[i]);
@@ -364,6 +364,30 @@ TEST_CASE("gpu: a ptxas older than the target needs is refused before it runs, n
   fs::remove_all(dir);
 }
 
+TEST_CASE("gpu: gfx950 reads its facts from Targets.def (160 KiB of LDS, CDNA4's f16 MFMA)", "[gpu][amdgpu][gfx950]") {
+  for (const std::string s : {"amdgpu:gfx950", "emu:amdgpu:gfx950"}) {
+    INFO(s);
+    const Target t = Target::parse(s);
+    CHECK(t.str() == s);
+    const codegen::GpuConfig c = codegen::gpuConfig(t, 4);
+    REQUIRE(c.row);
+    CHECK(std::string(c.row->arch) == "gfx950");
+    CHECK(c.row->warpSize == 64);
+    CHECK(c.row->maxSharedBytes == 160 * 1024);
+    CHECK(c.row->sharedPerUnit == 160 * 1024);
+    CHECK(c.row->maxRegistersPerThread == 512);
+    CHECK(c.row->gfxMajor == 9);
+    CHECK(c.row->matrixCore == GpuArch::MatrixCore::Mfma);
+    CHECK(c.row->f16MfmaK == 32);
+    CHECK(c.row->i8MfmaK == 32);
+    CHECK_FALSE(c.row->fnuzFp8Mfma);
+    // The occupancy estimate from the row: two 80 KiB workgroups of 4 waves
+    // fit a CU (2 waves per SIMD), where gfx942's 64 KiB holds none.
+    CHECK(occupancy(*c.row, 64, 80 * 1024, 256).value == 2);
+    CHECK(occupancy(*c.row, 64, 32 * 1024, 256).value == 5);
+  }
+}
+
 TEST_CASE("gpu: shared memory over the target limit names every buffer", "[gpu][errors]") {
   // 2 x 128x128 f32 buffers live together = 128 KB: fits sm_80 (163 KB),
   // not sm_86 (99 KB) nor gfx942 (64 KB).
@@ -387,6 +411,9 @@ TEST_CASE("gpu: shared memory over the target limit names every buffer", "[gpu][
   auto f = make();
   auto ok = compileFor(*f, "nvptx:sm_80");
   CHECK(ok->binary.sharedBytes >= 131072);
+  // gfx950's workgroup may use all 160 KiB of its CU's LDS.
+  auto cdna4 = compileFor(*f, "amdgpu:gfx950");
+  CHECK(cdna4->binary.sharedBytes >= 131072);
   for (const char* t : {"nvptx:sm_86", "amdgpu:gfx942"}) {
     try {
       compileFor(*f, t);

@@ -40,7 +40,7 @@ class EmulatorError : public LaunchError {
 
 struct LaunchConfig {
   Vendor vendor = Vendor::NVIDIA;
-  /// 32 on NVIDIA; 64 (gfx90a, gfx942) or 32 (gfx1100) on AMD.
+  /// 32 on NVIDIA; 64 (gfx90a, gfx942, gfx950) or 32 (gfx1100) on AMD.
   unsigned warpSize = 32;
   uint32_t grid[3] = {1, 1, 1};
   uint32_t block[3] = {1, 1, 1};  // at most 1024 threads, as on both vendors

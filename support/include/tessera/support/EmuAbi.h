@@ -45,6 +45,10 @@ enum : int32_t {
   TESSERA_EMU_MFMA_16X16X32_FP8_BF8 = 7,   // v_mfma_f32_16x16x32_fp8_bf8 (A fp8, B bf8)
   TESSERA_EMU_MFMA_16X16X32_BF8_FP8 = 8,   // v_mfma_f32_16x16x32_bf8_fp8
   TESSERA_EMU_MFMA_16X16X32_BF8_BF8 = 9,   // v_mfma_f32_16x16x32_bf8_bf8
+  TESSERA_EMU_MFMA_32X32X16_F16 = 10,      // v_mfma_f32_32x32x16_f16 (gfx950)
+  TESSERA_EMU_MFMA_32X32X16_BF16 = 11,     // v_mfma_f32_32x32x16_bf16 (gfx950)
+  TESSERA_EMU_MFMA_16X16X32_F16 = 12,      // v_mfma_f32_16x16x32_f16 (gfx950)
+  TESSERA_EMU_MFMA_16X16X32_BF16 = 13,     // v_mfma_f32_16x16x32_bf16 (gfx950)
   TESSERA_EMU_WMMA_16X16X16_F16 = 0,       // v_wmma_f32_16x16x16_f16 (wave32)
   TESSERA_EMU_WMMA_16X16X16_BF16 = 1,      // v_wmma_f32_16x16x16_bf16 (wave32)
   TESSERA_EMU_WMMA_16X16X16_IU8 = 2,       // v_wmma_i32_16x16x16_iu8 (wave32), unsigned operands

@@ -40,6 +40,7 @@ struct GpuArch {
   MatrixCore matrixCore = MatrixCore::None;                  // AMD
   int i8MfmaK = 0;                                           // AMD: K of the i8 MFMA, 0: none
   bool fnuzFp8Mfma = false;                                  // AMD
+  int f16MfmaK = 0;                                          // AMD: K of the 16x16 f16/bf16 MFMA, 0: none
 
   /// The target spelling: "nvptx:sm_80", "amdgpu:gfx942".
   std::string spelling() const { return std::string(vendor == Vendor::NVIDIA ? "nvptx:" : "amdgpu:") + arch; }

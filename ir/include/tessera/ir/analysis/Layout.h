@@ -52,10 +52,13 @@ enum class MmaKind : uint8_t {
   NvMmaM16N8K16,    // NVIDIA mma.sync.m16n8k16 f16/bf16 (sm_80+), warp of 32
   AmdMfma16x16x16,  // AMD v_mfma_{f32_16x16x16{f16,bf16_1k},i32_16x16x16i8} (gfx90a, gfx942), wave64
   AmdWmma16x16x16,  // AMD v_wmma_{f32_16x16x16_{f16,bf16},i32_16x16x16_iu8} (gfx1100), wave32
-  // The 1-byte operand forms with twice the K per instruction; their
-  // accumulators are placed exactly as those of their 16-bit siblings.
-  NvMmaM16N8K32,    // NVIDIA mma.sync.m16n8k32 s8 (sm_80+), warp of 32
-  AmdMfma16x16x32,  // AMD v_mfma_i32_16x16x32_i8 (gfx942), wave64
+  // The forms with twice the K per instruction (1-byte operands; on gfx950
+  // also f16/bf16); their accumulators are placed exactly as those of their
+  // 16-bit siblings.
+  NvMmaM16N8K32,  // NVIDIA mma.sync.m16n8k32 s8 (sm_80+), warp of 32
+  // AMD v_mfma_i32_16x16x32_i8 (gfx942, gfx950), the f32 fp8/bf8 forms
+  // (gfx942) and v_mfma_f32_16x16x32_{f16,bf16} (gfx950), wave64.
+  AmdMfma16x16x32,
   // AMD v_mfma_f32_32x32x8{f16,bf16_1k} (gfx90a, gfx942), wave64: where every
   // wave owns whole 32 x 32 tiles; otherwise the 16x16x16 layout (and tag).
   AmdMfma32x32x8,
@@ -69,13 +72,18 @@ enum class MmaKind : uint8_t {
   // NvWgmmaM64K16's placement; where it does not fit, NvMmaM16N8K32's
   // layout and tag.
   NvWgmmaM64K32,
+  // AMD v_mfma_f32_32x32x16_{f16,bf16} (gfx950), wave64: the 32x32x8 placement
+  // with twice the K; where it does not fit, 16x16x32 (K a multiple of 32)
+  // or else 16x16x16, as layout and tag.
+  AmdMfma32x32x16,
 };
 const char* mmaName(MmaKind k);
 /// The vendor family of a matrix instruction (false for None).
 inline bool isNvWgmma(MmaKind k) { return k == MmaKind::NvWgmmaM64K16 || k == MmaKind::NvWgmmaM64K32; }
 inline bool isNvMma(MmaKind k) { return k == MmaKind::NvMmaM16N8K16 || k == MmaKind::NvMmaM16N8K32 || isNvWgmma(k); }
 inline bool isAmdMfma(MmaKind k) {
-  return k == MmaKind::AmdMfma16x16x16 || k == MmaKind::AmdMfma16x16x32 || k == MmaKind::AmdMfma32x32x8;
+  return k == MmaKind::AmdMfma16x16x16 || k == MmaKind::AmdMfma16x16x32 || k == MmaKind::AmdMfma32x32x8 ||
+         k == MmaKind::AmdMfma32x32x16;
 }
 /// The instruction runs behind the program (issue, then wait): a `dot
 /// {async}` of this kind can stay in flight (IR.h, "Asynchronous dots").
@@ -86,8 +94,9 @@ inline int64_t mmaK(MmaKind k) {
          : k == MmaKind::AmdMfma32x32x8                                                              ? 8
                                                                                                      : 16;
 }
-/// The M (= N) of one instruction's tile on AMD (32 for 32x32x8, else 16).
-inline int64_t amdMmaTile(MmaKind k) { return k == MmaKind::AmdMfma32x32x8 ? 32 : 16; }
+/// The M (= N) of one instruction's tile on AMD (32 for 32x32x8 and
+/// 32x32x16, else 16).
+inline int64_t amdMmaTile(MmaKind k) { return k == MmaKind::AmdMfma32x32x8 || k == MmaKind::AmdMfma32x32x16 ? 32 : 16; }
 
 struct BlockedLayout {
   std::vector<int64_t> spt, tpw, wpb;
@@ -197,6 +206,8 @@ BlockedLayout distributeBlocked(const std::vector<int64_t>& shape, std::vector<i
 ///                   a 32 x 32 tile is four repetitions along dim 1 (C^T as
 ///                   16x16x16's); chosen where M is a multiple of 32*wm and
 ///                   N of 32*wn, else the 16x16x16 layout and tag
+///   AmdMfma32x32x16 32x32x8's placement where it fits, else 16x16x32's where
+///                   K is a multiple of 32, else 16x16x16's (layout and tag)
 ///   AmdWmma16x16x16 spt=[1,1] tpw=[2,16] : lane = col%16 + 16*(row%2), eight
 ///                   repetitions along dim 0 make one 16x16 tile
 ///   NvWgmmaM64K16   NvMmaM16N8K16's placement with wpb=[numWarps, 1]; where

@@ -24,7 +24,7 @@ void checkSharedMemory(const Function& f, int64_t limitBytes, const std::string&
 
 /// The per-program (per-block / per-workgroup) shared-memory limit of a GPU
 /// architecture ("sm_90", "sm_80", "sm_86", "sm_89", "gfx90a", "gfx942",
-/// "gfx1100"), or nullopt for an architecture not in the table.
+/// "gfx950", "gfx1100"), or nullopt for an architecture not in the table.
 std::optional<int64_t> sharedMemoryLimit(const std::string& arch);
 
 }  // namespace tessera::ir
