@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "cli/CommandLine.h"
+#include "gflops.h"
 #include "registry.h"
 
 #ifdef TESSERA_HAVE_DNNL
@@ -48,16 +49,8 @@ using Clock = std::chrono::steady_clock;
 
 double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
-struct Stats {
-  double median = 0, min = 0, max = 0;  // GFLOP/s
-};
-
-Stats stats(std::vector<double> gflops) {
-  std::sort(gflops.begin(), gflops.end());
-  size_t n = gflops.size();
-  double med = n % 2 ? gflops[n / 2] : 0.5 * (gflops[n / 2 - 1] + gflops[n / 2]);
-  return {med, gflops.front(), gflops.back()};
-}
+using tessera::bench::Stats;
+using tessera::bench::timeRuns;
 
 // ---- FMA peak: 10 independent accumulators per thread (more than the
 // latency x throughput = 4 x 2 = 8 chains Zen 3 needs in flight).
@@ -139,18 +132,6 @@ bool verify(const char* who, const std::vector<float>& A, const std::vector<floa
   return true;
 }
 
-template <class F>
-Stats timeRuns(F&& run, int reps, double flops) {
-  run();  // warm-up
-  std::vector<double> g;
-  for (int r = 0; r < reps; ++r) {
-    auto t0 = Clock::now();
-    run();
-    g.push_back(flops / seconds(t0, Clock::now()) * 1e-9);
-  }
-  return stats(g);
-}
-
 }  // namespace
 
 const tessera::tools::cli::Command kProgram{
@@ -181,14 +162,7 @@ const tessera::tools::cli::Command kProgram{
 int main(int argc, char** argv) {
   const tessera::tools::cli::Args args = tessera::tools::cli::parseProgram(kProgram, argc, argv);
   auto list = [&](const char* flag, std::vector<int> fallback) {
-    std::optional<std::vector<int64_t>> v = args.shape(flag);
-    if (!v) return fallback;
-    std::vector<int> r;
-    for (int64_t x : *v) {
-      if (x < 1 || x > INT32_MAX) args.fail(std::string(flag) + " expects positive integers, got " + std::to_string(x));
-      r.push_back(static_cast<int>(x));
-    }
-    return r;
+    return tessera::bench::positiveInts(args, flag, fallback);
   };
   const std::vector<int> sizes = list("--sizes", {1024, 2048, 4096}), threadCounts = list("--threads", {1, 2});
   const int reps = static_cast<int>(args.integer("--reps", "a count >= 1", 1, INT32_MAX).value_or(5));
@@ -239,14 +213,7 @@ int main(int argc, char** argv) {
         for (auto& x : A) x = dist(rng);
         for (auto& x : B) x = dist(rng);
         double flops = 2.0 * n * n * double(n);
-        auto fmt = [](const Stats& s) {
-          char buf[64];
-          if (s.median == 0)
-            std::snprintf(buf, sizeof buf, "-");
-          else
-            std::snprintf(buf, sizeof buf, "%.1f [%.1f, %.1f]", s.median, s.min, s.max);
-          return std::string(buf);
-        };
+        auto fmt = [](const Stats& s) { return tessera::bench::str(s); };
 
         // Tessera.
         ts::Device dev = ts::Device::cpu();

@@ -15,8 +15,6 @@
 // Usage: tessera_lowp_gemm_bench [--sizes 1024,2048] [--threads 1,2] [--reps 5]
 //                                [--blocks 64,64,256] [--dtypes bf16,int8]
 #include <algorithm>
-#include <chrono>
-#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -25,6 +23,7 @@
 #include <vector>
 
 #include "cli/CommandLine.h"
+#include "gflops.h"
 #include "registry.h"
 #include "tessera/tessera.h"
 
@@ -38,32 +37,8 @@ namespace ex = tessera::examples;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-struct Stats {
-  double median = 0, min = 0, max = 0;  // GFLOP/s
-};
-
-template <class F>
-Stats timeRuns(F&& run, int reps, double flops) {
-  run();  // warm-up
-  std::vector<double> g;
-  for (int r = 0; r < reps; ++r) {
-    auto t0 = Clock::now();
-    run();
-    g.push_back(flops / std::chrono::duration<double>(Clock::now() - t0).count() * 1e-9);
-  }
-  std::sort(g.begin(), g.end());
-  size_t n = g.size();
-  return {n % 2 ? g[n / 2] : 0.5 * (g[n / 2 - 1] + g[n / 2]), g.front(), g.back()};
-}
-
-std::string fmt(const Stats& s) {
-  if (s.median == 0) return "-";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.1f [%.1f, %.1f]", s.median, s.min, s.max);
-  return buf;
-}
+using tessera::bench::Stats;
+using tessera::bench::timeRuns;
 
 uint16_t toBf16(float f) {  // round to nearest even (no NaNs here)
   uint32_t u;
@@ -189,14 +164,7 @@ const tessera::tools::cli::Command kProgram{
 int main(int argc, char** argv) {
   const tessera::tools::cli::Args args = tessera::tools::cli::parseProgram(kProgram, argc, argv);
   auto list = [&](const char* flag, std::vector<int> fallback) {
-    std::optional<std::vector<int64_t>> v = args.shape(flag);
-    if (!v) return fallback;
-    std::vector<int> r;
-    for (int64_t x : *v) {
-      if (x < 1 || x > INT32_MAX) args.fail(std::string(flag) + " expects positive integers, got " + std::to_string(x));
-      r.push_back(static_cast<int>(x));
-    }
-    return r;
+    return tessera::bench::positiveInts(args, flag, fallback);
   };
   const std::vector<int> sizes = list("--sizes", {1024, 2048}), threadCounts = list("--threads", {1, 2});
   const int reps = static_cast<int>(args.integer("--reps", "a count >= 1", 1, INT32_MAX).value_or(5));
@@ -289,13 +257,15 @@ int main(int argc, char** argv) {
           bool ok = bf16 ? verify("onednn", A16, B16, n, std::ldexp(1.0, -7), [&](size_t i) { return double(Cf[i]); })
                          : verify("onednn", A8, B8, n, 0.0, [&](size_t i) { return double(Ci[i]); });
           if (ok) sDnnl = timeRuns([&] { mm.run(); }, reps, flops);
-          if (th == threadCounts.front() && n == sizes.front()) std::printf("  (oneDNN %s: %s)\n", bf16 ? "bf16" : "s8", mm.impl.c_str());
+          if (th == threadCounts.front() && n == sizes.front())
+            std::printf("  (oneDNN %s: %s)\n", bf16 ? "bf16" : "s8", mm.impl.c_str());
 #endif
           char r1[16] = "-", r2[16] = "-";
           if (sTiles.median > 0 && sVec.median > 0) std::snprintf(r1, sizeof r1, "%.2f", sTiles.median / sVec.median);
           if (sTiles.median > 0 && sDnnl.median > 0) std::snprintf(r2, sizeof r2, "%.2f", sTiles.median / sDnnl.median);
           std::printf("%-5s %-6d %-3d %-28s %-28s %-28s %-8s %-8s\n", bf16 ? "bf16" : "int8", n, th,
-                      fmt(sTiles).c_str(), fmt(sVec).c_str(), fmt(sDnnl).c_str(), r1, r2);
+                      tessera::bench::str(sTiles).c_str(), tessera::bench::str(sVec).c_str(),
+                      tessera::bench::str(sDnnl).c_str(), r1, r2);
           std::fflush(stdout);
         }
       }

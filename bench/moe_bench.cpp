@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "cli/CommandLine.h"
+#include "gflops.h"
 #include "registry.h"
 #include "support.h"
 
@@ -36,34 +37,8 @@
 namespace ts = tessera;
 namespace ex = tessera::examples;
 
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-struct Stats {
-  double median = 0, min = 0, max = 0;  // GFLOP/s
-};
-
-template <class F>
-Stats timeRuns(F&& run, int reps, double flops) {
-  std::vector<double> g;
-  for (int r = 0; r < reps; ++r) {
-    auto t0 = Clock::now();
-    run();
-    g.push_back(flops / std::chrono::duration<double>(Clock::now() - t0).count() * 1e-9);
-  }
-  std::sort(g.begin(), g.end());
-  return {g[g.size() / 2], g.front(), g.back()};
-}
-
-std::string str(const Stats& s) {
-  if (s.median == 0) return "-";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.1f [%.1f, %.1f]", s.median, s.min, s.max);
-  return buf;
-}
-
-}  // namespace
+using tessera::bench::Stats;
+using tessera::bench::str;
 
 const tessera::tools::cli::Command kProgram{
     "tessera_moe_bench",
@@ -157,7 +132,7 @@ int main(int argc, char** argv) {
     {
       std::vector<uint16_t> out = dOut.read<uint16_t>();
       if (verify("tessera", [&](int64_t t, int64_t n) { return double(ex::fromHalf(out[size_t(t * N + n)])); }))
-        sTs = timeRuns(runTs, reps, flops);
+        sTs = tessera::bench::timeRuns(runTs, reps, flops, /*warmUp=*/false);
     }
     Stats sDnnl;
 #ifdef TESSERA_HAVE_DNNL
@@ -174,7 +149,7 @@ int main(int argc, char** argv) {
     std::fill(cf.begin(), cf.end(), NAN);
     runDnnl();
     if (verify("onednn", [&](int64_t t, int64_t n) { return double(cf[size_t(t * N + n)]); }))
-      sDnnl = timeRuns(runDnnl, reps, flops);
+      sDnnl = tessera::bench::timeRuns(runDnnl, reps, flops, /*warmUp=*/false);
 #endif
     std::printf("%-24s %-8s %-30s %-30s %-8s\n", "shape T,E,K,N", "threads", "tessera GF/s med [min,max]",
                 "onednn per expert GF/s", "ts/dnnl");

@@ -58,14 +58,16 @@ void Lowering::emitTileDot(const ir::Op& op, llvm::Value* aArr, int64_t lda, llv
   const int64_t Mt = Mp / kTileRows, Nt = Np / 16, Kt = Kp / tk;
   auto bytes = [&](llvm::Value* base, llvm::Value* off) { return b_.CreateInBoundsGEP(b_.getInt8Ty(), base, off); };
   auto zeroOnce = [&](llvm::Value* arr, uint64_t n) {
-    llvm::IRBuilder<>(allocaBlock_).CreateMemSet(arr, llvm::ConstantInt::get(b_.getInt8Ty(), 0), n, llvm::MaybeAlign(64));
+    llvm::IRBuilder<>(allocaBlock_)
+        .CreateMemSet(arr, llvm::ConstantInt::get(b_.getInt8Ty(), 0), n, llvm::MaybeAlign(64));
   };
   // Row-by-row copy of `rows` rows of `rowBytes` between arrays of other strides.
   auto copyRows = [&](llvm::Value* dst, int64_t dstStride, llvm::Value* src, int64_t srcStride, int64_t rows,
                       int64_t rowBytes) {
     constLoop(0, rows, 1, [&](llvm::Value* r) {
       b_.CreateMemCpy(bytes(dst, b_.CreateMul(r, i64(dstStride))), llvm::MaybeAlign(1),
-                      bytes(src, b_.CreateMul(r, i64(srcStride))), llvm::MaybeAlign(1), static_cast<uint64_t>(rowBytes));
+                      bytes(src, b_.CreateMul(r, i64(srcStride))), llvm::MaybeAlign(1),
+                      static_cast<uint64_t>(rowBytes));
     });
   };
 
