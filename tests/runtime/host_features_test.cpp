@@ -7,6 +7,7 @@
 
 #include "tessera/runtime/HostFeatures.h"
 #include "tessera/support/Error.h"
+#include "tessera/support/HostTiles.h"
 
 using Catch::Matchers::Contains;
 
@@ -59,3 +60,15 @@ TEST_CASE("a cpu name the runtime cannot resolve in TESSERA_HOST_CPU is refused,
   CHECK(tessera::rt::missingHostFeatures({"sse2"}) == "");
 }
 #endif
+
+TEST_CASE("AMX features count only where cpuid has them and the OS granted the tile state", "[runtime][external]") {
+  // Without the grant an AMX instruction faults, so cpuid alone must not
+  // make code that uses the tiles loadable.
+  const bool granted = tessera::requestHostTileState();
+  const char* narrowed = std::getenv("TESSERA_HOST_CPU");
+  if (!narrowed || !*narrowed)
+    CHECK(tessera::rt::missingHostFeatures({"amx-tile", "amx-bf16", "amx-int8"}).empty() == granted);
+  // No psABI level has AMX: narrowed to one, the host lacks it.
+  HostCpu v4("x86-64-v4");
+  CHECK(tessera::rt::missingHostFeatures({"amx-tile", "avx512f"}).find("amx-tile") != std::string::npos);
+}
