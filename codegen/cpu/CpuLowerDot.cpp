@@ -63,7 +63,9 @@ void Lowering::emitDot(const ir::Op& op) {
   if (dotOnTiles(in)) {
     TS_ASSERT(!panelB_.count(bv), "cpu dot: a tile dot's B operand is in the vector kernel's panel layout");
     auto ars = rowStride_.find(a);
-    emitTileDot(op, arrays_.at(a), ars != rowStride_.end() ? ars->second : K, arrays_.at(bv), outArr);
+    int64_t units = 0;
+    std::function<void(llvm::Value*)> prefetch = dotPrefetcher(op, units);
+    emitTileDot(op, arrays_.at(a), ars != rowStride_.end() ? ars->second : K, arrays_.at(bv), outArr, prefetch, units);
     arrays_[op.result()] = outArr;
     return;
   }
@@ -100,53 +102,56 @@ void Lowering::emitDot(const ir::Op& op) {
   d.K = K;
   d.elemTy = scalarTy(out);
   d.lda = lda;
-  // Prefetch units: one row of an operand's next tile each (a row pointer
-  // computed once, then one prefetch per cache line of the row).
-  auto pf = dotPrefetch_.find(&op);
-  if (pf != dotPrefetch_.end()) {
-    std::vector<PrefetchStream> streams = pf->second;
-    struct Rows {
-      int64_t first, count, len, lines;  // unit range, row length, lines per row
-    };
-    std::vector<Rows> rows;
-    int64_t units = 0;
-    for (const PrefetchStream& st : streams) {
-      const ir::Shape& sh = st.ptr->type().shape();
-      int64_t bytes = static_cast<int64_t>(mod_.getDataLayout().getTypeAllocSize(memTy(st.ptr->type().dtype())));
-      rows.push_back({units, sh[0], sh[1], (sh[1] * bytes + 63) / 64});
-      units += sh[0];
-    }
-    d.prefetchUnits = units;
-    d.prefetch = [this, streams, rows](llvm::Value* unit) {
-      // unit < units (the kernel guards it). Streams are few (A and B):
-      // select the stream's row by comparisons, no division by a variable.
-      for (size_t s = 0; s < streams.size(); ++s) {
-        const PrefetchStream& st = streams[s];
-        const Rows& r = rows[s];
-        llvm::Function* f = b_.GetInsertBlock()->getParent();
-        auto* in = llvm::BasicBlock::Create(ctx_, "pf.row", f);
-        auto* next = llvm::BasicBlock::Create(ctx_, "pf.next", f);
-        llvm::Value* rel = b_.CreateSub(unit, i64(r.first));
-        b_.CreateCondBr(b_.CreateICmpULT(rel, i64(r.count)), in, next);
-        b_.SetInsertPoint(in);
-        llvm::Value* cur = scalars_.at(st.iv);
-        scalars_[st.iv] = st.nextIv;
-        Coords saved = coords_;
-        coords_ = {};
-        llvm::Value* p = firstPointer(st.ptr, b_.CreateMul(rel, i64(r.len)), 1);
-        coords_ = saved;
-        scalars_[st.iv] = cur;
-        for (int64_t l = 0; l < r.lines; ++l)
-          b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {p->getType()},
-                             {b_.CreateConstGEP1_64(b_.getInt8Ty(), p, static_cast<uint64_t>(l * 64)), b_.getInt32(0),
-                              b_.getInt32(3), b_.getInt32(1)});
-        b_.CreateBr(next);
-        b_.SetInsertPoint(next);
-      }
-    };
-  }
+  d.prefetch = dotPrefetcher(op, d.prefetchUnits);
   emitDotKernel(b_, tgt_, d);
   arrays_[op.result()] = outArr;
+}
+
+std::function<void(llvm::Value*)> Lowering::dotPrefetcher(const ir::Op& op, int64_t& units) {
+  // Prefetch units: one row of an operand's next tile each (a row pointer
+  // computed once, then one prefetch per cache line of the row).
+  units = 0;
+  auto pf = dotPrefetch_.find(&op);
+  if (pf == dotPrefetch_.end()) return nullptr;
+  std::vector<PrefetchStream> streams = pf->second;
+  struct Rows {
+    int64_t first, count, len, lines;  // unit range, row length, lines per row
+  };
+  std::vector<Rows> rows;
+  for (const PrefetchStream& st : streams) {
+    const ir::Shape& sh = st.ptr->type().shape();
+    int64_t bytes = static_cast<int64_t>(mod_.getDataLayout().getTypeAllocSize(memTy(st.ptr->type().dtype())));
+    rows.push_back({units, sh[0], sh[1], (sh[1] * bytes + 63) / 64});
+    units += sh[0];
+  }
+  return [this, streams, rows](llvm::Value* unit) {
+    // A unit past the last stream's rows prefetches nothing. Streams are
+    // few (A and B): select the stream's row by comparisons, no division
+    // by a variable.
+    for (size_t s = 0; s < streams.size(); ++s) {
+      const PrefetchStream& st = streams[s];
+      const Rows& r = rows[s];
+      llvm::Function* f = b_.GetInsertBlock()->getParent();
+      auto* in = llvm::BasicBlock::Create(ctx_, "pf.row", f);
+      auto* next = llvm::BasicBlock::Create(ctx_, "pf.next", f);
+      llvm::Value* rel = b_.CreateSub(unit, i64(r.first));
+      b_.CreateCondBr(b_.CreateICmpULT(rel, i64(r.count)), in, next);
+      b_.SetInsertPoint(in);
+      llvm::Value* cur = scalars_.at(st.iv);
+      scalars_[st.iv] = st.nextIv;
+      Coords saved = coords_;
+      coords_ = {};
+      llvm::Value* p = firstPointer(st.ptr, b_.CreateMul(rel, i64(r.len)), 1);
+      coords_ = saved;
+      scalars_[st.iv] = cur;
+      for (int64_t l = 0; l < r.lines; ++l)
+        b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {p->getType()},
+                           {b_.CreateConstGEP1_64(b_.getInt8Ty(), p, static_cast<uint64_t>(l * 64)), b_.getInt32(0),
+                            b_.getInt32(3), b_.getInt32(1)});
+      b_.CreateBr(next);
+      b_.SetInsertPoint(next);
+    }
+  };
 }
 
 bool Lowering::loadsAsDotRows(const ir::Value* v) {

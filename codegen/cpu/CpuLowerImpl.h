@@ -286,8 +286,14 @@ class Lowering {
   /// True when dots of `in` operands run on the target's AMX tiles.
   bool dotOnTiles(DType in) const;
   /// C (cArr, M x N, updated in place) += A (aArr, row stride lda) B (bArr,
-  /// dense K x N) on AMX tiles (CpuLowerTileDot.cpp).
-  void emitTileDot(const ir::Op& op, llvm::Value* aArr, int64_t lda, llvm::Value* bArr, llvm::Value* cArr);
+  /// dense K x N) on AMX tiles (CpuLowerTileDot.cpp), issuing `prefetch`'s
+  /// `units` (dotPrefetcher) spread over its blocks.
+  void emitTileDot(const ir::Op& op, llvm::Value* aArr, int64_t lda, llvm::Value* bArr, llvm::Value* cArr,
+                   const std::function<void(llvm::Value*)>& prefetch, int64_t units);
+  /// The prefetches of the next iteration's operands of `op` (planned in
+  /// dotPrefetch_): `prefetch(u)` emits unit u (one row of an operand tile)
+  /// and does nothing for u >= `units`; null when there are none.
+  std::function<void(llvm::Value*)> dotPrefetcher(const ir::Op& op, int64_t& units);
   /// True if `v` (a rank-2 tile) is loaded straight into the panel layout
   /// the dot kernel reads B in (CpuDot.h): its only use is as the B operand
   /// of a dot that needs no widening.

@@ -45,7 +45,8 @@ bool Lowering::dotOnTiles(DType in) const {
   return (in == DType::BF16 && tgt_.amxBf16) || (in == DType::I8 && tgt_.amxInt8);
 }
 
-void Lowering::emitTileDot(const ir::Op& op, llvm::Value* aArr, int64_t lda, llvm::Value* bArr, llvm::Value* cArr) {
+void Lowering::emitTileDot(const ir::Op& op, llvm::Value* aArr, int64_t lda, llvm::Value* bArr, llvm::Value* cArr,
+                           const std::function<void(llvm::Value*)>& prefetch, int64_t units) {
   const ir::Value* a = op.operand(0);
   const ir::Value* bv = op.operand(1);
   const int64_t M = a->type().shape()[0], K = a->type().shape()[1], N = bv->type().shape()[1];
@@ -181,9 +182,25 @@ void Lowering::emitTileDot(const ir::Op& op, llvm::Value* aArr, int64_t lda, llv
                 [&](llvm::Value* kc) { block(i0, ni, j0, nj, b_.CreateMul(kc, i64(kChunk)), kChunk); });
     if (Kt % kChunk) block(i0, ni, j0, nj, i64(Kt / kChunk * kChunk), Kt % kChunk);
   };
+  // Each block issues its share of the next iteration's prefetches before
+  // its tiles (prefetch code branches, and no tile value may cross a block).
+  const int64_t mBlocks = (Mt + 1) / 2, nBlocks = mBlocks * ((Nt + 1) / 2);
+  const int64_t share = prefetch && units > 0 ? (units + nBlocks - 1) / nBlocks : 0;
+  auto prefetchShare = [&](llvm::Value* i0, llvm::Value* j0) {
+    if (!share) return;
+    llvm::Value* blk = b_.CreateAdd(b_.CreateMul(b_.CreateUDiv(j0, i64(2)), i64(mBlocks)), b_.CreateUDiv(i0, i64(2)));
+    for (int64_t u = 0; u < share; ++u) prefetch(b_.CreateAdd(b_.CreateMul(blk, i64(share)), i64(u)));
+  };
   auto overM = [&](llvm::Value* j0, int64_t nj) {
-    if (Mt / 2) constLoop(0, Mt / 2 * 2, 2, [&](llvm::Value* i0) { overK(i0, 2, j0, nj); });
-    if (Mt % 2) overK(i64(Mt - 1), 1, j0, nj);
+    if (Mt / 2)
+      constLoop(0, Mt / 2 * 2, 2, [&](llvm::Value* i0) {
+        prefetchShare(i0, j0);
+        overK(i0, 2, j0, nj);
+      });
+    if (Mt % 2) {
+      prefetchShare(i64(Mt - 1), j0);
+      overK(i64(Mt - 1), 1, j0, nj);
+    }
   };
   if (Nt / 2) constLoop(0, Nt / 2 * 2, 2, [&](llvm::Value* j0) { overM(j0, 2); });
   if (Nt % 2) overM(i64(Nt - 1), 1);
