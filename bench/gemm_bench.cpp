@@ -161,17 +161,10 @@ const tessera::tools::cli::Command kProgram{
 
 int main(int argc, char** argv) {
   const tessera::tools::cli::Args args = tessera::tools::cli::parseProgram(kProgram, argc, argv);
-  auto list = [&](const char* flag, std::vector<int> fallback) {
-    return tessera::bench::positiveInts(args, flag, fallback);
-  };
-  const std::vector<int> sizes = list("--sizes", {1024, 2048, 4096}), threadCounts = list("--threads", {1, 2});
+  const std::vector<int> sizes = tessera::bench::positiveInts(args, "--sizes", {1024, 2048, 4096}),
+                         threadCounts = tessera::bench::positiveInts(args, "--threads", {1, 2});
   const int reps = static_cast<int>(args.integer("--reps", "a count >= 1", 1, INT32_MAX).value_or(5));
-  ex::GemmBlocks blocks = ex::gemmDefaultBlocks(ts::Device::cpu());
-  if (args.has("--blocks")) {
-    std::vector<int> b = list("--blocks", {});
-    if (b.size() != 3) args.fail("--blocks expects M,N,K (three sizes)");
-    blocks = {b[0], b[1], b[2]};
-  }
+  const ex::GemmBlocks blocks = tessera::bench::blocksFlag(args, ex::gemmDefaultBlocks(ts::Device::cpu()));
   const bool tesseraOnly = args.has("--tessera-only");
   (void)tesseraOnly;  // read only when a peer library was found
 

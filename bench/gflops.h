@@ -1,6 +1,7 @@
 // Timing helpers of the GEMM benchmarks (gemm_bench, moe_bench,
 // lowp_gemm_bench): timed runs reported as median [min, max] GFLOP/s, and
-// the comma-separated lists of positive integers their flags take.
+// the comma-separated lists of positive integers their flags take
+// (`--blocks` among them).
 #pragma once
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "cli/CommandLine.h"
+#include "registry.h"
 
 namespace tessera::bench {
 
@@ -54,6 +56,14 @@ inline std::vector<int> positiveInts(const tools::cli::Args& args, const char* f
     r.push_back(static_cast<int>(x));
   }
   return r;
+}
+
+/// The GEMM blocks `--blocks M,N,K` gives, or `fallback` when absent.
+inline examples::GemmBlocks blocksFlag(const tools::cli::Args& args, examples::GemmBlocks fallback) {
+  if (!args.has("--blocks")) return fallback;
+  std::vector<int> b = positiveInts(args, "--blocks", {});
+  if (b.size() != 3) args.fail("--blocks expects M,N,K (three positive sizes)");
+  return {b[0], b[1], b[2], fallback.stages};
 }
 
 }  // namespace tessera::bench

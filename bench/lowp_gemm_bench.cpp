@@ -163,17 +163,10 @@ const tessera::tools::cli::Command kProgram{
 
 int main(int argc, char** argv) {
   const tessera::tools::cli::Args args = tessera::tools::cli::parseProgram(kProgram, argc, argv);
-  auto list = [&](const char* flag, std::vector<int> fallback) {
-    return tessera::bench::positiveInts(args, flag, fallback);
-  };
-  const std::vector<int> sizes = list("--sizes", {1024, 2048}), threadCounts = list("--threads", {1, 2});
+  const std::vector<int> sizes = tessera::bench::positiveInts(args, "--sizes", {1024, 2048}),
+                         threadCounts = tessera::bench::positiveInts(args, "--threads", {1, 2});
   const int reps = static_cast<int>(args.integer("--reps", "a count >= 1", 1, INT32_MAX).value_or(5));
-  ex::GemmBlocks blocks = ex::gemmDefaultBlocks(ts::Device::cpu());
-  if (args.has("--blocks")) {
-    std::vector<int> b = list("--blocks", {});
-    if (b.size() != 3) args.fail("--blocks expects M,N,K (three sizes)");
-    blocks = {b[0], b[1], b[2]};
-  }
+  const ex::GemmBlocks blocks = tessera::bench::blocksFlag(args, ex::gemmDefaultBlocks(ts::Device::cpu()));
   bool doBf16 = true, doInt8 = true;
   if (std::optional<std::string> d = args.value("--dtypes")) {
     doBf16 = d->find("bf16") != std::string::npos;
@@ -200,24 +193,23 @@ int main(int argc, char** argv) {
           std::vector<uint16_t> A16, B16;
           std::vector<int8_t> A8, B8;
           ts::Buffer dA, dB, dC, dBias, dSa, dSb;
+          // Random operands, uploaded: A and B of `dt`, drawn by `draw`.
+          auto operands = [&](auto& A, auto& B, ts::DType dt, auto draw) {
+            A.resize(nn);
+            B.resize(nn);
+            for (auto& x : A) x = draw();
+            for (auto& x : B) x = draw();
+            dA = dev.upload(dt, A);
+            dB = dev.upload(dt, B);
+          };
           if (bf16) {
             std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-            A16.resize(nn);
-            B16.resize(nn);
-            for (auto& x : A16) x = toBf16(dist(rng));
-            for (auto& x : B16) x = toBf16(dist(rng));
-            dA = dev.upload(ts::DType::BF16, A16);
-            dB = dev.upload(ts::DType::BF16, B16);
+            operands(A16, B16, ts::DType::BF16, [&] { return toBf16(dist(rng)); });
             dC = dev.alloc(ts::DType::F32, nn);
             dBias = dev.upload(ts::DType::F32, std::vector<float>(size_t(n), 0.0f));
           } else {
             std::uniform_int_distribution<int> dist(-128, 127);
-            A8.resize(nn);
-            B8.resize(nn);
-            for (auto& x : A8) x = int8_t(dist(rng));
-            for (auto& x : B8) x = int8_t(dist(rng));
-            dA = dev.upload(ts::DType::I8, A8);
-            dB = dev.upload(ts::DType::I8, B8);
+            operands(A8, B8, ts::DType::I8, [&] { return int8_t(dist(rng)); });
             dC = dev.alloc(ts::DType::BF16, nn);
             dSa = dev.upload(ts::DType::F32, std::vector<float>(size_t(n), 1.0f));
             dSb = dev.upload(ts::DType::F32, std::vector<float>(size_t(n), 1.0f));

@@ -67,12 +67,8 @@ int main(int argc, char** argv) {
   if (shape.size() != 4) args.fail("--shape expects tokens,experts,K,N (four sizes)");
   const int threads = static_cast<int>(args.integer("--threads", "a thread count 1..1024", 1, 1024).value_or(2));
   const int reps = static_cast<int>(args.integer("--reps", "a count >= 1", 1, INT32_MAX).value_or(7));
-  ex::GemmBlocks blocks{64, 128, 64, 0};  // the example's CPU default (moeBlocks there)
-  if (std::optional<std::vector<int64_t>> b = args.shape("--blocks")) {
-    if (b->size() != 3 || std::count(b->begin(), b->end(), 0) > 0)
-      args.fail("--blocks expects M,N,K (three positive sizes)");
-    blocks = {int((*b)[0]), int((*b)[1]), int((*b)[2]), 0};
-  }
+  // The example's CPU default (moeBlocks there).
+  const ex::GemmBlocks blocks = tessera::bench::blocksFlag(args, {64, 128, 64, 0});
   try {
     const int64_t T = shape[0], E = shape[1], K = shape[2], N = shape[3];
     std::mt19937_64 rng(1);
