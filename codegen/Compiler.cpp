@@ -20,6 +20,7 @@
 #include "codegen/llvm/HostIsa.h"
 #include "codegen/llvm/KeptModule.h"
 #include "codegen/llvm/LLVMSupport.h"
+#include "tessera/ir/Atomics.h"
 #include "tessera/ir/Pass.h"
 #include "tessera/ir/Printer.h"
 #include "tessera/ir/Verifier.h"
@@ -173,11 +174,31 @@ void scaledDotWarnings(ir::Function& f, const Target& target, const CompileOptio
     warnings.push_back(op.loc().str() + ": warning: " + what);
   });
 }
+
+// Under CompileOptions::deterministic: a float atomic add sums in the
+// order the programs (or lanes) reach it, which varies from run to run
+// and with the thread count and the grid, and so does its rounding. Min,
+// max and exchange of floats are order-free in value (the last exchange
+// wins a race either way, which is the kernel's own logic); integer
+// atomics are exact.
+void deterministicCheck(const ir::Function& f, const CompileOptions& opts) {
+  if (!opts.deterministic) return;
+  ir::walk(const_cast<ir::Function&>(f).body(), [&](ir::Op& op) {
+    if (op.code() != ir::OpCode::AtomicRmw || ir::atomicKind(op) != ir::AtomicKind::Add) return;
+    const DType d = op.result()->type().dtype();
+    if (!isFloat(d)) return;
+    throw CompileError(op.loc().str() + ": error: atomic_add on " + name(d) +
+                       " is refused under CompileOptions::deterministic (TESSERA_DETERMINISTIC): the order of the "
+                       "additions, and so the rounding of the sum, varies from run to run; write the partial sums "
+                       "to a buffer and combine them in a fixed order (or accumulate in an integer type)");
+  });
+}
 }  // namespace
 
 std::shared_ptr<Artifact> compile(const ir::Function& kernel, const Target& target, const CompileOptions& opts) {
   StageTimer timer;
   ir::verify(kernel);  // user errors surface here, unchanged
+  deterministicCheck(kernel, opts);
   auto art = std::make_shared<Artifact>();
   art->target = target;
   art->binary.signature = kernelSignature(kernel);

@@ -172,7 +172,8 @@ std::string optionsKey(const CompileOptions& o) {
          ";num-warps=" + std::to_string(o.numWarps) + ";code-object-version=" + std::to_string(o.codeObjectVersion) +
          ";precision=" + name(o.precision) + (o.tensorCopies ? "" : ";tensor-copies=0") +
          (o.predicatedAccesses ? "" : ";predicated-accesses=0") + (o.cpuTiles ? "" : ";cpu-tiles=0") +
-         (o.nativeScaledDotsOnly ? ";native-scaled-dots-only=1" : "") + (o.profile ? ";profile=1" : "");
+         (o.nativeScaledDotsOnly ? ";native-scaled-dots-only=1" : "") + (o.deterministic ? ";deterministic=1" : "") +
+         (o.profile ? ";profile=1" : "");
 }
 
 bool diskCacheable(const Target& t) {

@@ -102,6 +102,7 @@ CompileOptions withEnvironment(CompileOptions o) {
   o.predicatedAccesses =
       switchFromEnvironment(tessera::env::name(tessera::env::Var::PredicatedAccesses), o.predicatedAccesses);
   o.cpuTiles = switchFromEnvironment(tessera::env::name(tessera::env::Var::CpuTiles), o.cpuTiles);
+  o.deterministic = switchFromEnvironment(tessera::env::name(tessera::env::Var::Deterministic), o.deterministic);
   return o;
 }
 

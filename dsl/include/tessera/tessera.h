@@ -6,5 +6,6 @@
 #include "tessera/Export.h"
 #include "tessera/Kernel.h"
 #include "tessera/dsl/DSL.h"
+#include "tessera/dsl/Tiles.h"
 #include "tessera/runtime/Collectives.h"
 #include "tessera/support/Error.h"

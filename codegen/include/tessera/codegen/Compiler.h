@@ -76,6 +76,13 @@ struct CompileOptions {
   /// warnings say so, naming the line, the target and the cost; with this
   /// set that is a CompileError instead.
   bool nativeScaledDotsOnly = false;
+  /// Results that do not depend on how programs are scheduled: a float
+  /// atomic add in the kernel (whose rounding depends on the order the
+  /// programs reach it) is a CompileError naming its line. Float min, max
+  /// and exchange, integer atomics and the ordered combines of Tessera's
+  /// schedules stay (docs/options.md, "Deterministic results").
+  /// TESSERA_DETERMINISTIC=1 turns it on too.
+  bool deterministic = false;
   /// emu: targets: addresses of the SIMT machine's `tessera_emu_*` hooks, by
   /// symbol name (tessera::emu::hookSymbols()). Supplied by the caller so
   /// codegen does not depend on the runtime; not part of the cache key.

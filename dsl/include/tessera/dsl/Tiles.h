@@ -1,0 +1,119 @@
+// ts::for_tiles: which program computes which output tile, written once as a
+// schedule instead of as index arithmetic in every kernel.
+//
+//   ts::for_tiles(ts::Tiles(M, N, BM, BN).grouped(8).persistent(), [&](const ts::Tile& t) {
+//     auto rows = t.row0 + ts::arange(BM), cols = t.col0 + ts::arange(BN);
+//     ...                                   // rows < t.rowEnd, cols < t.colEnd
+//   });
+//
+// The tiles of an M x N output are numbered 0 .. count-1 in the schedule's
+// order (rows, columns, grouped, snake); the kernel's grid axis 0 hands them
+// out. Without persistent(), program p computes tile p (programs at or past
+// the count compute nothing: launch at least Tiles::count programs); with
+// persistent(), program p computes tiles p, p + P, p + 2P, ... where P is
+// the number of programs launched, so a grid sized to the machine (SMs x
+// blocks per SM, or the CPU's threads) covers any M and N. Each order is a
+// bijection of 0 .. count-1 onto the tiles, so every tile is computed
+// exactly once whatever the grid.
+//
+// ragged(offsets, groups) splits the rows into groups: group g owns rows
+// offsets[g] .. offsets[g+1] - 1 (tokens sorted by expert, sequences of a
+// batch), its tiles never straddle two groups, and a group with no rows has
+// no tiles, so no program works on it. The tile-to-group mapping is
+// computed on the device from the offsets (a scan over the groups per
+// tile), so the host never reads them.
+//
+// Implemented in the DSL over program_id, for_range and if_else
+// (dsl/lib/Tiles.cpp); docs/dsl.md describes the orders.
+#pragma once
+
+#include <cstdint>
+
+#include "tessera/dsl/DSL.h"
+
+namespace tessera {
+
+/// The order in which tiles are numbered.
+enum class TileOrder {
+  Rows,     // row of tiles after row of tiles (n fastest)
+  Columns,  // column after column (m fastest)
+  Grouped,  // bands of `group` tile rows, each band column-major: consecutive
+            // tiles share A rows and B columns (L2 reuse of a GEMM's operands)
+  Snake,    // rows, every other row reversed: the next tile shares its column
+};
+
+/// A schedule of output tiles: an M x N space cut into tileM x tileN tiles.
+class Tiles {
+ public:
+  Tiles(const Operand& m, const Operand& n, int64_t tileM, int64_t tileN, SrcLoc loc = SrcLoc::current());
+
+  Tiles& rows() { return order(TileOrder::Rows, 1); }
+  Tiles& columns() { return order(TileOrder::Columns, 1); }
+  /// Bands of `groupM` (>= 1) tile rows, column-major within a band.
+  Tiles& grouped(int64_t groupM, SrcLoc loc = SrcLoc::current());
+  Tiles& snake() { return order(TileOrder::Snake, 1); }
+  /// Each program loops over the tiles p, p + P, ... (P = num_programs(0)).
+  Tiles& persistent(bool on = true) {
+    persistent_ = on;
+    return *this;
+  }
+  /// Rows split into `groups` groups at `offsets` (a pointer to groups + 1
+  /// non-decreasing i32 row indices; M is then unused).
+  Tiles& ragged(const Tensor& offsets, const Operand& groups, SrcLoc loc = SrcLoc::current());
+
+  /// The number of tiles of a dense schedule: ceil(m / tileM) x ceil(n / tileN).
+  static int64_t count(int64_t m, int64_t n, int64_t tileM, int64_t tileN);
+  /// A bound of a ragged schedule's tiles for `rows` rows in `groups` groups
+  /// (each group may end in a partial tile row): the grid of a launch
+  /// without persistent().
+  static int64_t raggedBound(int64_t rows, int64_t groups, int64_t n, int64_t tileM, int64_t tileN);
+
+  // The schedule as traced (read by for_tiles).
+  const Operand& m() const { return m_; }
+  const Operand& n() const { return n_; }
+  int64_t tileM() const { return tileM_; }
+  int64_t tileN() const { return tileN_; }
+  TileOrder tileOrder() const { return order_; }
+  int64_t groupM() const { return groupM_; }
+  bool isPersistent() const { return persistent_; }
+  bool isRagged() const { return ragged_; }
+  const Tensor& offsets() const { return offsets_; }
+  const Operand& groups() const { return groups_; }
+  const SrcLoc& loc() const { return loc_; }
+
+ private:
+  Tiles& order(TileOrder o, int64_t g) {
+    order_ = o;
+    groupM_ = g;
+    return *this;
+  }
+  Operand m_, n_;
+  int64_t tileM_, tileN_;
+  TileOrder order_ = TileOrder::Rows;
+  int64_t groupM_ = 1;
+  bool persistent_ = false, ragged_ = false;
+  Tensor offsets_;
+  Operand groups_;
+  SrcLoc loc_;
+};
+
+/// One tile as the body of for_tiles sees it (every field an i32 scalar).
+struct Tile {
+  Tensor index;         // its number in the schedule's order
+  Tensor m, n;          // its coordinates in tiles (ragged: m within its group)
+  Tensor group;         // ragged: its group; otherwise 0
+  Tensor row0, col0;    // its first row and column (ragged: offsets[group] + m * tileM)
+  Tensor rowEnd, colEnd;  // rows below rowEnd, columns below colEnd are in range
+};
+
+namespace dsl {
+void forTilesImpl(const Tiles& s, const std::function<void(const Tile&)>& body, const SrcLoc& loc);
+}  // namespace dsl
+
+/// Runs `body(const ts::Tile&)` for every tile of `s` this program owns.
+template <class F>
+void for_tiles(const Tiles& s, F&& body, SrcLoc loc = SrcLoc::current()) {
+  dsl::forTilesImpl(s, [&](const Tile& t) { body(t); }, loc);
+}
+
+}  // namespace tessera

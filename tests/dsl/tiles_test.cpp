@@ -1,0 +1,407 @@
+// ts::for_tiles (Tiles.h): every order and the ragged schedule computed on
+// the CPU paths and three emulated GPUs, against a plain C++ model of the
+// numbering; every tile computed exactly once whatever the grid; a GEMM on
+// the construct against a double reference; the misuse errors.
+#include <algorithm>
+#include <cstring>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../cpu_paths.h"
+#include "../env_guard.h"
+#include "dsl_test_util.h"
+#include "tessera/tessera.h"
+
+namespace ts = tessera;
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
+
+namespace {
+
+struct Schedule {
+  ts::TileOrder order = ts::TileOrder::Rows;
+  int64_t groupM = 1;
+  bool persistent = false;
+};
+
+std::string str(const Schedule& s) {
+  const char* o[] = {"rows", "columns", "grouped", "snake"};
+  return std::string(o[int(s.order)]) + (s.order == ts::TileOrder::Grouped ? "(" + std::to_string(s.groupM) + ")" : "") +
+         (s.persistent ? " persistent" : "");
+}
+
+ts::Tiles& apply(ts::Tiles& t, const Schedule& s) {
+  switch (s.order) {
+    case ts::TileOrder::Rows: t.rows(); break;
+    case ts::TileOrder::Columns: t.columns(); break;
+    case ts::TileOrder::Grouped: t.grouped(s.groupM); break;
+    case ts::TileOrder::Snake: t.snake(); break;
+  }
+  return t.persistent(s.persistent);
+}
+
+/// The model: tile t of a tm x tn space in the order, written from the
+/// order's definition (Tiles.h), not from the DSL code.
+std::pair<int64_t, int64_t> model(const Schedule& s, int64_t t, int64_t tm, int64_t tn) {
+  switch (s.order) {
+    case ts::TileOrder::Rows: return {t / tn, t % tn};
+    case ts::TileOrder::Columns: return {t % tm, t / tm};
+    case ts::TileOrder::Snake: {
+      const int64_t m = t / tn, r = t % tn;
+      return {m, m % 2 ? tn - 1 - r : r};
+    }
+    case ts::TileOrder::Grouped: {
+      // Walk the bands: band b holds tile rows [b G, min((b+1) G, tm)),
+      // numbered column after column.
+      int64_t first = 0, base = 0;
+      for (;;) {
+        const int64_t size = std::min(s.groupM, tm - first);
+        if (t < base + size * tn) return {first + (t - base) % size, (t - base) / size};
+        base += size * tn;
+        first += size;
+      }
+    }
+  }
+  return {-1, -1};
+}
+
+constexpr int kFields = 8;  // index, m, n, group, row0, col0, rowEnd, colEnd
+
+/// Each tile writes its fields at record[index] and its index at
+/// cell[group][m][n] (cells sized for the largest group).
+ts::Kernel recorder(const Schedule& sch, int64_t BM, int64_t BN, bool ragged) {
+  return ts::kernel("tiles", {"record", "cell", "M", "N", "offsets", "groups", "maxTm"},
+                    [=](ts::Ptr<int32_t> record, ts::Ptr<int32_t> cell, ts::Int M, ts::Int N,
+                        ts::Ptr<const int32_t> offsets, ts::Int groups, ts::Int maxTm) {
+                      ts::Tiles t(M, N, BM, BN);
+                      if (ragged) t.ragged(offsets, groups);
+                      ts::for_tiles(apply(t, sch), [&](const ts::Tile& x) {
+                        auto r = record + x.index * kFields;
+                        const ts::Tensor f[kFields] = {x.index, x.m,    x.n,      x.group,
+                                                       x.row0,  x.col0, x.rowEnd, x.colEnd};
+                        for (int i = 0; i < kFields; ++i) ts::store(r + i, f[i]);
+                        auto tn = (N + (BN - 1)) / BN;
+                        ts::store(cell + (x.group * maxTm + x.m) * tn + x.n, x.index);
+                      });
+                    });
+}
+
+struct Expected {
+  std::vector<int32_t> record;  // kFields per tile
+  int64_t tiles = 0, maxTm = 0, tn = 0, groups = 1;
+};
+
+Expected expect(const Schedule& s, int64_t M, int64_t N, int64_t BM, int64_t BN, const std::vector<int32_t>* offsets) {
+  Expected e;
+  e.tn = (N + BN - 1) / BN;
+  std::vector<std::pair<int64_t, int64_t>> groups;  // rows [start, end)
+  if (offsets)
+    for (size_t g = 0; g + 1 < offsets->size(); ++g) groups.push_back({(*offsets)[g], (*offsets)[g + 1]});
+  else
+    groups.push_back({0, M});
+  e.groups = static_cast<int64_t>(groups.size());
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const auto [start, end] = groups[g];
+    const int64_t tm = (end - start + BM - 1) / BM;
+    e.maxTm = std::max(e.maxTm, tm);
+    for (int64_t local = 0; local < tm * e.tn; ++local) {
+      const auto [m, n] = model(s, local, tm, e.tn);
+      const int64_t f[kFields] = {e.tiles, m, n, offsets ? int64_t(g) : 0, start + m * BM, n * BN, end, N};
+      for (int64_t v : f) e.record.push_back(static_cast<int32_t>(v));
+      ++e.tiles;
+    }
+  }
+  return e;
+}
+
+/// Runs the recorder with `programs` programs and checks every field of
+/// every tile and that each cell was written by exactly its tile.
+void check(ts::Device& dev, const Schedule& s, int64_t M, int64_t N, int64_t BM, int64_t BN,
+           const std::vector<int32_t>* offsets, int64_t programs) {
+  const Expected e = expect(s, M, N, BM, BN, offsets);
+  INFO(dev.name() << ": " << str(s) << ", " << M << " x " << N << " in " << BM << " x " << BN << " tiles"
+                  << (offsets ? ", ragged" : "") << ", " << programs << " programs, " << e.tiles << " tiles");
+  ts::CompiledKernel k = ts::compile(recorder(s, BM, BN, offsets != nullptr), dev);
+  const size_t cells = static_cast<size_t>(std::max<int64_t>(1, e.groups * e.maxTm * e.tn));
+  ts::Buffer record = dev.upload(ts::i32, std::vector<int32_t>(static_cast<size_t>(e.tiles + 1) * kFields, -7));
+  ts::Buffer cell = dev.upload(ts::i32, std::vector<int32_t>(cells, -1));
+  ts::Buffer off = dev.upload(ts::i32, offsets ? *offsets : std::vector<int32_t>{0});
+  k.launch(ts::Dim3(static_cast<uint32_t>(programs)), record, cell, int32_t(M), int32_t(N), off,
+           int32_t(e.groups), int32_t(e.maxTm));
+  std::vector<int32_t> got = record.read<int32_t>();
+  got.resize(static_cast<size_t>(e.tiles) * kFields + kFields);
+  // The slot past the last tile stays untouched: no tile numbered `tiles`.
+  CHECK(std::all_of(got.end() - kFields, got.end(), [](int32_t v) { return v == -7; }));
+  got.resize(static_cast<size_t>(e.tiles) * kFields);
+  CHECK(got == e.record);
+  // Each cell holds its tile's number; cells of no tile stay -1.
+  std::vector<int32_t> want(cells, -1);
+  for (int64_t t = 0; t < e.tiles; ++t) {
+    const int32_t* r = &e.record[static_cast<size_t>(t * kFields)];
+    want[static_cast<size_t>((r[3] * e.maxTm + r[1]) * e.tn + r[2])] = static_cast<int32_t>(t);
+  }
+  CHECK(cell.read<int32_t>() == want);
+}
+
+const Schedule kSchedules[] = {
+    {ts::TileOrder::Rows, 1, false},   {ts::TileOrder::Columns, 1, false}, {ts::TileOrder::Grouped, 3, false},
+    {ts::TileOrder::Snake, 1, false},  {ts::TileOrder::Rows, 1, true},     {ts::TileOrder::Grouped, 2, true},
+    {ts::TileOrder::Columns, 1, true}, {ts::TileOrder::Snake, 1, true},
+};
+
+}  // namespace
+
+TEST_CASE("for_tiles: the models of the orders are bijections", "[dsl][tiles]") {
+  // The test's own model first: each order numbers every tile once.
+  for (const Schedule& s : kSchedules)
+    for (int64_t tm : {1, 2, 5, 7})
+      for (int64_t tn : {1, 3, 4}) {
+        std::vector<int> seen(static_cast<size_t>(tm * tn), 0);
+        for (int64_t t = 0; t < tm * tn; ++t) {
+          const auto [m, n] = model(s, t, tm, tn);
+          REQUIRE((m >= 0 && m < tm && n >= 0 && n < tn));
+          ++seen[static_cast<size_t>(m * tn + n)];
+        }
+        CHECK(std::all_of(seen.begin(), seen.end(), [](int c) { return c == 1; }));
+      }
+}
+
+TEST_CASE("for_tiles: every order, dense, on the CPU and the emulated GPUs", "[dsl][tiles]") {
+  for (ts::Device dev : testpaths::cpuPathsAndEmulators())
+    for (const Schedule& s : kSchedules) {
+      // Ragged edges (37 x 29 in 8 x 8: 5 x 4 tiles), a single tile, and
+      // an empty space.
+      for (auto [M, N] : {std::pair<int64_t, int64_t>{37, 29}, {3, 5}, {0, 9}}) {
+        const int64_t tiles = ts::Tiles::count(M, N, 8, 8);
+        if (s.persistent)
+          for (int64_t programs : {int64_t{1}, int64_t{3}, tiles + 2}) check(dev, s, M, N, 8, 8, nullptr, programs);
+        else
+          check(dev, s, M, N, 8, 8, nullptr, tiles + 2);  // programs past the count do nothing
+      }
+    }
+}
+
+TEST_CASE("for_tiles: ragged groups, empty ones included, have no tile for an empty group", "[dsl][tiles]") {
+  // Groups of 5, 0, 7, 0, 1 and 16 rows; the third ends mid-tile.
+  const std::vector<int32_t> offsets = {0, 5, 5, 12, 12, 13, 29};
+  const std::vector<int32_t> allEmpty = {4, 4, 4};
+  for (ts::Device dev : testpaths::cpuPathsAndEmulators())
+    for (const Schedule& s : {kSchedules[0], kSchedules[2], kSchedules[4], kSchedules[5]}) {
+      const int64_t bound = ts::Tiles::raggedBound(29, 6, 10, 4, 4);
+      if (s.persistent) {
+        for (int64_t programs : {int64_t{1}, int64_t{5}}) check(dev, s, 0, 10, 4, 4, &offsets, programs);
+        check(dev, s, 0, 10, 4, 4, &allEmpty, 2);
+      } else {
+        check(dev, s, 0, 10, 4, 4, &offsets, bound);
+        check(dev, s, 0, 10, 4, 4, &allEmpty, 1);
+      }
+    }
+}
+
+namespace {
+
+constexpr int kGemmM = 53, kGemmN = 37, kGemmK = 29;
+
+/// C = A @ B in f32 over grouped persistent tiles of 16 x 16.
+ts::Kernel tilesGemm() {
+  constexpr int BM = 16, BN = 16, BK = 8;
+  return ts::kernel("tiles_gemm", [](ts::Ptr<float> c, ts::Ptr<const float> a, ts::Ptr<const float> b, ts::Int M,
+                                     ts::Int N, ts::Int K) {
+    ts::for_tiles(ts::Tiles(M, N, BM, BN).grouped(2).persistent(), [&](const ts::Tile& t) {
+      auto rows = ts::expand_dims(t.row0 + ts::arange(BM), 1), cols = ts::expand_dims(t.col0 + ts::arange(BN), 0);
+      auto rk = ts::arange(BK);
+      auto acc = ts::for_range(0, K, BK, ts::zeros({BM, BN}, ts::f32), [&](ts::Int k0, ts::Tensor acc) {
+        auto ka = ts::expand_dims(k0 + rk, 0), kb = ts::expand_dims(k0 + rk, 1);
+        auto x = ts::load(a + rows * K + ka, (rows < t.rowEnd) & (ka < K), 0.0f);
+        auto y = ts::load(b + kb * N + cols, (kb < K) & (cols < t.colEnd), 0.0f);
+        return ts::dot(x, y, acc);
+      });
+      ts::store(c + rows * N + cols, acc, (rows < t.rowEnd) & (cols < t.colEnd));
+    });
+  });
+}
+
+std::vector<float> randomFloats(size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+std::vector<float> runGemm(const ts::CompiledKernel& k, ts::Device& dev, const std::vector<float>& A,
+                           const std::vector<float>& B, uint32_t programs, unsigned threads) {
+  ts::Buffer c = dev.upload(ts::f32, std::vector<float>(kGemmM * kGemmN, NAN));
+  ts::LaunchOptions o;
+  o.threads = threads;
+  k.launchWith(ts::Dim3(programs), {c, dev.upload(ts::f32, A), dev.upload(ts::f32, B), kGemmM, kGemmN, kGemmK}, o);
+  return c.read<float>();
+}
+
+}  // namespace
+
+TEST_CASE("for_tiles: a GEMM over grouped persistent tiles matches a double reference", "[dsl][tiles]") {
+  const int M = kGemmM, N = kGemmN, K = kGemmK;
+  const std::vector<float> A = randomFloats(M * K, 7), B = randomFloats(K * N, 8);
+  for (ts::Device dev : testpaths::cpuPathsAndEmulators()) {
+    INFO(dev.name());
+    ts::CompiledKernel k = ts::compile(tilesGemm(), dev);
+    for (uint32_t programs : {1u, 5u}) {
+      std::vector<float> got = runGemm(k, dev, A, B, programs, 0);
+      int bad = 0;
+      for (int i = 0; i < M; ++i)
+        for (int j = 0; j < N; ++j) {
+          double want = 0;
+          for (int q = 0; q < K; ++q) want += double(A[i * K + q]) * B[q * N + j];
+          if (!(std::abs(got[i * N + j] - want) <= 1e-4 * (1 + std::abs(want))) && bad++ < 3)
+            UNSCOPED_INFO("C[" << i << "][" << j << "] = " << got[i * N + j] << ", want " << want);
+        }
+      CHECK(bad == 0);
+    }
+  }
+}
+
+namespace {
+/// f16 bits of a float that f16 holds exactly (small integers here).
+uint16_t halfOf(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  if ((b & 0x7fffffffu) == 0) return static_cast<uint16_t>(b >> 16);
+  const uint32_t e = ((b >> 23) & 0xff) - 127 + 15;
+  return static_cast<uint16_t>(((b >> 16) & 0x8000u) | (e << 10) | ((b & 0x7fffffu) >> 13));
+}
+}  // namespace
+
+TEST_CASE("for_tiles: a persistent pipelined f16 GEMM on the emulated GPUs, several tiles per program",
+          "[dsl][tiles][emu]") {
+  // Each program runs the pipelined K loop (async copies, slots, barriers)
+  // once per tile: the next tile must find every slot and barrier as the
+  // first did (the emulator reports races and hangs). Integer inputs: the
+  // sums are exact, so the results must equal the reference exactly.
+  constexpr int BM = 32, BN = 32, BK = 16;
+  ts::Kernel k = ts::kernel("tiles_gemm_f16", [](ts::Ptr<float> c, ts::Ptr<const ts::half> a,
+                                                 ts::Ptr<const ts::half> b, ts::Int M, ts::Int N, ts::Int K) {
+    auto sa = ts::alloc_shared(ts::f16, {BM, BK});
+    auto sb = ts::alloc_shared(ts::f16, {BK, BN});
+    ts::for_tiles(ts::Tiles(M, N, BM, BN).grouped(2).persistent(), [&](const ts::Tile& t) {
+      auto rows = ts::expand_dims(t.row0 + ts::arange(BM), 1), cols = ts::expand_dims(t.col0 + ts::arange(BN), 0);
+      auto rk = ts::arange(BK);
+      auto acc = ts::for_pipelined(0, K, BK, 3, ts::zeros({BM, BN}, ts::f32), [&](ts::Int k0, ts::Tensor acc) {
+        auto ka = ts::expand_dims(k0 + rk, 0), kb = ts::expand_dims(k0 + rk, 1);
+        auto x = ts::stage_copy(sa, a + rows * K + ka, (rows < t.rowEnd) & (ka < K));
+        auto y = ts::stage_copy(sb, b + kb * N + cols, (kb < K) & (cols < t.colEnd));
+        return ts::dot(x.load(), y.load(), acc);
+      });
+      ts::store(c + rows * N + cols, acc, (rows < t.rowEnd) & (cols < t.colEnd));
+    });
+  });
+  const int M = 70, N = 45, K = 40;  // 3 x 2 tiles, ragged in M, N and K
+  std::mt19937 rng(3);
+  std::uniform_int_distribution<int> u(-3, 3);
+  std::vector<float> A(M * K), B(K * N);
+  for (float& v : A) v = float(u(rng));
+  for (float& v : B) v = float(u(rng));
+  std::vector<uint16_t> Ah(A.size()), Bh(B.size());
+  std::transform(A.begin(), A.end(), Ah.begin(), halfOf);
+  std::transform(B.begin(), B.end(), Bh.begin(), halfOf);
+  std::vector<float> want(M * N, 0);
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j)
+      for (int q = 0; q < K; ++q) want[i * N + j] += A[i * K + q] * B[q * N + j];
+  for (const char* target : {"nvptx:sm_80", "nvptx:sm_90a", "amdgpu:gfx942", "amdgpu:gfx1100"}) {
+    INFO(target);
+    ts::Device dev = ts::Device::emulator(target);
+    ts::CompiledKernel ck = ts::compile(k, dev);
+    for (uint32_t programs : {1u, 4u}) {
+      INFO(programs << " programs");
+      ts::Buffer c = dev.upload(ts::f32, std::vector<float>(M * N, NAN));
+      ck.launch(ts::Dim3(programs), c, dev.upload(ts::f16, Ah), dev.upload(ts::f16, Bh), M, N, K);
+      CHECK(c.read<float>() == want);
+    }
+  }
+}
+
+TEST_CASE("deterministic: bitwise-identical results across grids and threads, float atomic adds refused",
+          "[dsl][tiles][deterministic]") {
+  const std::vector<float> A = randomFloats(kGemmM * kGemmK, 9), B = randomFloats(kGemmK * kGemmN, 10);
+  ts::CompileOptions det;
+  det.deterministic = true;
+  for (ts::Device dev : testpaths::cpuPathsAndEmulators()) {
+    INFO(dev.name());
+    ts::CompiledKernel k = ts::compile(tilesGemm(), dev, det);
+    const std::vector<float> first = runGemm(k, dev, A, B, 1, 1);
+    for (uint32_t programs : {2u, 3u, 7u, 40u})
+      for (unsigned threads : {1u, 2u}) {
+        INFO(programs << " programs, " << threads << " threads");
+        const std::vector<float> again = runGemm(k, dev, A, B, programs, threads);
+        CHECK(std::memcmp(again.data(), first.data(), first.size() * sizeof(float)) == 0);
+      }
+  }
+  int line = 0;
+  auto atomics = [&](bool floatAdd) {
+    return ts::kernel("atomics", [&, floatAdd](ts::Ptr<float> f, ts::Ptr<int32_t> i) {
+      auto r = ts::arange(8);
+      ts::atomic_max(f + r, 1.0f);
+      ts::atomic_add(i + r, 1);
+      line = __LINE__ + 1;
+      if (floatAdd) ts::atomic_add(f + r, 1.0f);
+    });
+  };
+  ts::Device cpu = ts::Device::cpu();
+  CHECK_NOTHROW(ts::compile(atomics(false), cpu, det));
+  CHECK_NOTHROW(ts::compile(atomics(true), cpu));
+  const std::string where = std::string(__FILE__) + ":" + std::to_string(line) + ":";
+  CHECK_THROWS_MATCHES(ts::compile(atomics(true), cpu, det), ts::CompileError,
+                       Catch::Matchers::Predicate<ts::CompileError>([&](const ts::CompileError& e) {
+                         const std::string m = e.what();
+                         return m.find(where) == 0 &&
+                                m.find("atomic_add on f32 is refused under CompileOptions::deterministic") !=
+                                    std::string::npos;
+                       }));
+  {
+    ts::testing::EnvGuard on("TESSERA_DETERMINISTIC", "1");
+    CHECK_THROWS_AS(ts::compile(atomics(true), cpu), ts::CompileError);
+    CHECK_THROWS_AS(ts::compile(atomics(true), ts::Device::emulator("amdgpu:gfx942")), ts::CompileError);
+  }
+}
+
+TEST_CASE("for_tiles misuse", "[dsl][tiles][errors]") {
+  int line = 0;
+  SECTION("an empty tile") {
+    std::string msg = dsltest::traceError([&](ts::Ptr<float>, ts::Int n) {
+      line = __LINE__ + 1;
+      ts::Tiles t(n, n, 0, 16);
+    });
+    CHECK_THAT(msg, StartsWith(dsltest::at(__FILE__, line)));
+    CHECK_THAT(msg, Contains("the tile must be at least 1 x 1 elements, got 0 x 16"));
+  }
+  SECTION("a band of no rows") {
+    std::string msg = dsltest::traceError([&](ts::Ptr<float>, ts::Int n) {
+      ts::Tiles t(n, n, 16, 16);
+      line = __LINE__ + 1;
+      t.grouped(0);
+    });
+    CHECK_THAT(msg, StartsWith(dsltest::at(__FILE__, line)));
+    CHECK_THAT(msg, Contains("Tiles::grouped: the band must be at least 1 tile row, got 0"));
+  }
+  SECTION("offsets that are not i32") {
+    std::string msg = dsltest::traceError([&](ts::Ptr<const float> off, ts::Int n) {
+      ts::Tiles t(n, n, 16, 16);
+      line = __LINE__ + 1;
+      t.ragged(off, 4);
+    });
+    CHECK_THAT(msg, StartsWith(dsltest::at(__FILE__, line)));
+    CHECK_THAT(msg, Contains("the offsets must be a pointer to i32"));
+  }
+  SECTION("a float extent") {
+    std::string msg = dsltest::traceError([&](ts::Ptr<float>, ts::Float x) {
+      line = __LINE__ + 1;
+      ts::for_tiles(ts::Tiles(x, 4, 16, 16), [](const ts::Tile&) {});
+    });
+    CHECK_THAT(msg, StartsWith(dsltest::at(__FILE__, line)));
+    CHECK_THAT(msg, Contains("for_tiles: M must be an integer scalar"));
+  }
+}
