@@ -76,7 +76,6 @@ int main(int argc, char** argv) {
     for (int64_t t = 0; t < T; ++t) ++count[size_t(std::uniform_int_distribution<int64_t>(0, E - 1)(rng))];
     std::vector<int32_t> offsets(size_t(E + 1), 0);
     for (int64_t e = 0; e < E; ++e) offsets[size_t(e + 1)] = offsets[size_t(e)] + count[size_t(e)];
-    const int64_t maxRows = *std::max_element(count.begin(), count.end());
     std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
     std::vector<uint16_t> x(size_t(T * K)), w(size_t(E * K * N));
     for (auto& v : x) v = ex::toHalf(dist(rng));
@@ -120,9 +119,8 @@ int main(int argc, char** argv) {
     ts::Buffer dOff = dev.upload(ts::DType::I32, offsets);
     ts::LaunchOptions lo;
     lo.threads = unsigned(threads);
-    ts::Dim3 grid(uint32_t(std::max<int64_t>(1, (maxRows + blocks.m - 1) / blocks.m)),
-                  uint32_t((N + blocks.n - 1) / blocks.n), uint32_t(E));
-    auto runTs = [&] { k.launchWith(grid, {dOut, dx, dw, dUp, dOff, int32_t(N), int32_t(K)}, lo); };
+    const ts::Dim3 grid = ex::moeGrid(blocks, T, E, N);
+    auto runTs = [&] { k.launchWith(grid, {dOut, dx, dw, dUp, dOff, int32_t(E), int32_t(N), int32_t(K)}, lo); };
     runTs();
     Stats sTs;
     {

@@ -10,16 +10,18 @@
 // SwiGLU variant is the usual first half of an expert MLP, both products
 // accumulated in the same K loop so x is read once.
 //
-// Program (i, j, e) computes row tile i of expert e and column tile j. The
-// expert's row range comes from the offsets array (loaded values), so the
-// grid is sized for the largest expert and programs past their expert's
-// rows skip the work (ts::if_else); an expert with no tokens costs only
-// its programs' two loads. On the GPUs the K loop is a 3-stage
-// for_pipelined inside that if_else: its copy pointers depend on the
-// loaded row range and expert index, values computed before the loop, so
-// the schedule may compute them stages - 1 iterations ahead. On the CPU it
-// is a plain for_range (a staged copy there is one more copy of each tile:
-// support.h, gemmMainLoop).
+// The tiles come from a ragged tile schedule (ts::for_tiles over
+// ts::Tiles(...).ragged(offsets, experts), tessera/dsl/Tiles.h): each
+// expert's rows are cut into tiles of their own, so no tile straddles two
+// experts, and an expert with no tokens has no tiles, so no program works
+// on it. The grid is one axis of Tiles::raggedBound programs (moeGrid);
+// a program finds its tile's expert by a scan over the offsets, and one
+// past the last tile does nothing else. On the GPUs the K loop is a
+// 3-stage for_pipelined inside the schedule's branch: its copy pointers
+// depend on the tile's rows and expert, values computed before the loop,
+// so the schedule may compute them stages - 1 iterations ahead. On the CPU
+// it is a plain for_range (a staged copy there is one more copy of each
+// tile: support.h, gemmMainLoop).
 //
 // Shape: {tokens, experts, K, N}; default {512, 8, 256, 256}. Tokens are
 // routed at random, with expert 1 left empty where there are several.
@@ -38,17 +40,16 @@ namespace tessera::examples {
 Kernel moeGroupedGemm(GemmBlocks B, bool swiglu) {
   const int BM = B.m, BN = B.n, BK = B.k;
   return ts::kernel(
-      swiglu ? "moe_grouped_gemm_swiglu" : "moe_grouped_gemm", {"out", "x", "w", "w_up", "offsets", "N", "K"},
+      swiglu ? "moe_grouped_gemm_swiglu" : "moe_grouped_gemm",
+      {"out", "x", "w", "w_up", "offsets", "experts", "N", "K"},
       [=](ts::Ptr<ts::half> out, ts::Ptr<const ts::half> x, ts::Ptr<const ts::half> w, ts::Ptr<const ts::half> wUp,
-          ts::Ptr<const int32_t> offsets, ts::Int N, ts::Int K) {
-        auto e = ts::program_id(2);
-        auto start = ts::load(offsets + e), end = ts::load(offsets + e + 1);
-        auto row0 = start + ts::program_id(0) * BM;
-        ts::if_else(row0 < end, [&] {
-          auto row = ts::expand_dims(row0 + ts::arange(BM), 1);                    // BM x 1: this expert's tokens
-          auto col = ts::expand_dims(ts::program_id(1) * BN + ts::arange(BN), 0);  // 1 x BN
+          ts::Ptr<const int32_t> offsets, ts::Int experts, ts::Int N, ts::Int K) {
+        ts::for_tiles(ts::Tiles(0, N, BM, BN).ragged(offsets, experts), [&](const ts::Tile& t) {
+          auto row = ts::expand_dims(t.row0 + ts::arange(BM), 1);  // BM x 1: this expert's tokens
+          auto col = ts::expand_dims(t.col0 + ts::arange(BN), 0);  // 1 x BN
+          auto end = t.rowEnd;
           auto rk = ts::arange(BK);
-          auto wOff = e.to(ts::i64) * K * N;  // expert e's [K, N] weights
+          auto wOff = t.group.to(ts::i64) * K * N;  // expert e's [K, N] weights
           auto zero = ts::zeros({BM, BN}, ts::f32);
           auto ptrA = [&](ts::Int k0) { return x + row * K + ts::expand_dims(k0 + rk, 0); };
           auto maskA = [&](ts::Int k0) { return (row < end) & (ts::expand_dims(k0 + rk, 0) < K); };
@@ -79,6 +80,10 @@ Kernel moeGroupedGemm(GemmBlocks B, bool swiglu) {
           ts::store(out + row * N + col, y.to(ts::f16), (row < end) & (col < N));
         });
       });
+}
+
+Dim3 moeGrid(GemmBlocks B, int64_t tokens, int64_t experts, int64_t N) {
+  return Dim3(uint32_t(std::max<int64_t>(1, Tiles::raggedBound(tokens, experts, N, B.m, B.n))));
 }
 
 namespace ref {
@@ -155,7 +160,6 @@ Launch prepare(const RunContext& ctx, bool swiglu) {
   }
   std::vector<int32_t> offsets(size_t(E + 1), 0);
   for (int64_t e = 0; e < E; ++e) offsets[size_t(e + 1)] = offsets[size_t(e)] + count[size_t(e)];
-  const int64_t maxRows = *std::max_element(count.begin(), count.end());
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   auto halves = [&](size_t n) {
     std::vector<uint16_t> h(n);
@@ -168,12 +172,11 @@ Launch prepare(const RunContext& ctx, bool swiglu) {
   const Device& dev = ctx.device;
   Buffer dout = dev.alloc(DType::F16, size_t(T * N));
   dout.fillBytes(0xff);  // NaN: an output never written cannot pass
-  Launch launch{
-      moeGroupedGemm(B, swiglu),
-      Dim3(uint32_t(std::max<int64_t>(1, (maxRows + B.m - 1) / B.m)), uint32_t((N + B.n - 1) / B.n), uint32_t(E)),
-      {dout, dev.upload(DType::F16, x), dev.upload(DType::F16, w), dev.upload(DType::F16, wUp),
-       dev.upload(DType::I32, offsets), int32_t(N), int32_t(K)},
-      {T, E, K, N}};
+  Launch launch{moeGroupedGemm(B, swiglu),
+                moeGrid(B, T, E, N),
+                {dout, dev.upload(DType::F16, x), dev.upload(DType::F16, w), dev.upload(DType::F16, wUp),
+                 dev.upload(DType::I32, offsets), int32_t(E), int32_t(N), int32_t(K)},
+                {T, E, K, N}};
   // Tolerance as gemm_f16's: the f32 accumulation of K products is within
   // 2 K 2^-24 sum|terms| (doubled first-order bound), carried through silu
   // and the product by the slopes in `mag`; sigmoid in f32 adds a few ulp

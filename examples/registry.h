@@ -187,8 +187,10 @@ enum class Activation { None, ReLU, GELU };
 Kernel gemmF32(GemmBlocks blocks, Activation act, bool withBias = true, const char* name = "gemm_f32");
 /// C (f16) = act(A (f16) @ B (f16) + bias (f32)), f32 accumulation. c, a, b, bias, M, N, K
 Kernel gemmF16(GemmBlocks blocks, Activation act = Activation::GELU);
-/// out, x, w, w_up, offsets, N, K   grid: (ceil(largest expert's rows / BLOCK_M), ceil(N / BLOCK_N), experts)
+/// out, x, w, w_up, offsets, experts, N, K   grid: moeGrid (a ragged tile schedule over the experts' rows)
 Kernel moeGroupedGemm(GemmBlocks blocks, bool swiglu);
+/// The grid of moeGroupedGemm: Tiles::raggedBound programs on axis 0.
+Dim3 moeGrid(GemmBlocks blocks, int64_t tokens, int64_t experts, int64_t N);
 /// C (f32) = act(A (bf16) @ B (bf16) + bias (f32)), f32 accumulation. c, a, b, bias, M, N, K
 Kernel gemmBF16(GemmBlocks blocks, Activation act = Activation::GELU);
 /// C (bf16) = (A (e4m3) @ B (e4m3)) * scales[0] * scales[1], f32 accumulation. c, a, b, scales, M, N, K

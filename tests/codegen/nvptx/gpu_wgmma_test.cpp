@@ -179,10 +179,10 @@ TEST_CASE("wgmma: too many stages for sm_90a's 227 KiB is a ResourceError naming
 TEST_CASE("wgmma: a pipelined K loop nested in a branch keeps its MMAs in flight (MoE grouped GEMM, emulated sm_90a)",
           "[gpu][wgmma][emu][async-dots]") {
   // moe_grouped_gemm with 64 x 64 x 32 tiles (one warpgroup: wgmma takes the
-  // dot): its for_pipelined sits in the if_else that skips the programs past
-  // their expert's rows. The example's launch (sized for its 32 x 32 tiles)
-  // runs the larger tiles too: the extra programs find no rows or store
-  // nothing (masked columns).
+  // dot): its for_pipelined sits in the ragged tile schedule's branch that
+  // skips the programs past the last tile. The example's launch (sized for
+  // its 32 x 32 tiles) runs the larger tiles too: the extra programs find
+  // no tile.
   for (bool swiglu : {false, true}) {
     INFO((swiglu ? "swiglu" : "plain"));
     ts::Device dev = ts::Device::emulator("nvptx:sm_90a");
