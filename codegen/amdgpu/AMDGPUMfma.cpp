@@ -1,5 +1,5 @@
 // MFMA on CDNA (gfx90a, gfx942, gfx950: Targets.def's matrixCore,
-// i8MfmaK, fnuzFp8Mfma and f16MfmaK columns), wave64. Fragment layouts:
+// i8MfmaK, fp8Mfma and f16MfmaK columns), wave64. Fragment layouts:
 //
 // AMD v_mfma_f32_16x16x16f16 (wave64), i = lane % 16, q = lane / 16:
 //   A: lane holds (row i, k 4q..4q+3); B: (k 4q..4q+3, col i);
@@ -47,7 +47,7 @@ class Mfma final : public MatrixCoreFamily {
     TensorCoreOp t;
     auto fnuz = [](DType d) { return d == DType::F8E4M3FNUZ || d == DType::F8E5M2FNUZ; };
     if (fnuz(in) && fnuz(inB) && acc == DType::F32) {
-      if (!row.fnuzFp8Mfma) return {};
+      if (row.fp8Mfma != GpuArch::Fp8Mfma::Fnuz) return {};
       // Swapped operands: the instruction's A is Tessera's B.
       const bool srcAFp8 = inB == DType::F8E4M3FNUZ, srcBFp8 = in == DType::F8E4M3FNUZ;
       t.kind = ir::MmaKind::AmdMfma16x16x32;
