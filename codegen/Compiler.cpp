@@ -119,7 +119,6 @@ std::shared_ptr<Artifact> compileGpuTarget(const ir::Function& f, const GpuConfi
                        " needs the SIMT emulator's hooks (compile it through "
                        "tessera::compile for an emulator device)");
   TS_ASSERT(art->kept, "GPU compile kept no module");
-  const unsigned warp = c.warpSize();
   // The emulator rewrites its module and its JIT owns the context: it gets
   // its own copy of the module the GPU backend was handed.
   auto ctx = std::make_unique<llvm::LLVMContext>();
@@ -128,7 +127,7 @@ std::shared_ptr<Artifact> compileGpuTarget(const ir::Function& f, const GpuConfi
     std::lock_guard<std::mutex> lock(art->kept->mu);
     gpuModule = copyToContext(*art->kept->module, *ctx);
   }
-  EmuKernel k = compileForEmulator(std::move(gpuModule), std::move(ctx), amd, warp, opts.emuHooks, art->binary.opNames);
+  EmuKernel k = compileForEmulator(std::move(gpuModule), std::move(ctx), *c.row, opts.emuHooks, art->binary.opNames);
   KernelBinary& b = art->binary;
   b.format = KernelBinary::Format::EmulatedGpu;
   b.emuThread = k.threadFn;

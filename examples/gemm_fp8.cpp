@@ -5,12 +5,14 @@
 //
 // The K loop is gemm_f16's (gemmMainLoop): pipelined through shared memory
 // on GPUs, where the fp8 tiles take half the bytes of f16 ones per stage;
-// plain loads on the CPU. dot on fp8 operands: on sm_89 and sm_90a it runs
-// on the fp8 tensor cores (mma.sync m16n8k32 .e4m3); elsewhere (the CPU,
-// sm_80/86, AMD, whose MFMA fp8 takes the FNUZ formats only) every e4m3
-// value is an f16 value, so the `widen-fp8-dots` pass casts the tiles to
-// f16 after they leave shared memory and the dot runs on the f16 tensor
-// cores with the same products. The epilogue scales in f32 and rounds once
+// plain loads on the CPU. dot on fp8 operands: on sm_89 and later it runs
+// on the fp8 tensor cores (mma.sync m16n8k32 .e4m3, wgmma on sm_90a), on
+// gfx950 on its OCP fp8 MFMAs (v_mfma_f32_16x16x32_fp8_fp8 at the default
+// 32x32x32 tiles; the f8f6f4 32x32x64 / 16x16x128 forms on tiles whose K
+// allows); elsewhere (the CPU, sm_80/86, gfx90a, gfx942, whose fp8 MFMAs
+// read the FNUZ formats, gfx1100) every e4m3 value is an f16 value, so the
+// `widen-fp8-dots` pass casts the tiles to f16 after they leave shared
+// memory and the dot runs on the f16 tensor cores with the same products. The epilogue scales in f32 and rounds once
 // to bf16.
 //
 // Shape: {M, N, K}; default {300, 200, 150}.

@@ -27,6 +27,10 @@ class MatrixCoreFamily {
   /// Bytes one lane reads of a row per instruction, up to a 16-byte chunk:
   /// the unit an XOR swizzle of the staging permutes (swizzleStaging).
   virtual int64_t swizzleUnit(const TensorCoreDotPlan& p) const = 0;
+  /// The runs along K a lane's operand of one k-step is read as: 1 (one
+  /// run), or 2 (MFMA's f8f6f4 fp8 forms: two 16-byte runs, half a k-step
+  /// apart).
+  virtual unsigned operandRuns(const TensorCoreDotPlan&) const { return 1; }
   /// Accumulator registers per lane of a T x T tile; operand elements one
   /// lane holds per k-step.
   virtual unsigned accRegisters(int64_t T) const = 0;
@@ -39,14 +43,16 @@ class MatrixCoreFamily {
   /// The block-tile row of A's fragment row `i` (a lane's index within its
   /// group) in the warp's first tile.
   virtual llvm::Value* aRow0(DotEmitter& e, llvm::Value* i, int64_t T) const = 0;
-  /// The k offset of lane group `q` within a k-step.
+  /// The k offset of lane group `q` within a k-step (`elems`: the elements
+  /// of one run, operandRuns).
   virtual llvm::Value* kOffset(DotEmitter& e, llvm::Value* q, unsigned elems) const = 0;
   /// Accumulator slot of register r of tile (mi, ni), in the #mma layout's
   /// order (Layout.h).
   virtual int64_t slot(int64_t mi, int64_t ni, int64_t r, int64_t nT, unsigned regs) const = 0;
-  /// One instruction: D = A B + C for the operand registers as loaded.
+  /// One instruction: D = A B + C for the operand registers as loaded
+  /// (`p`: the operands' dtypes).
   virtual llvm::Value* call(llvm::IRBuilderBase& b, llvm::Function* fn, llvm::Value* a, llvm::Value* bOp,
-                            llvm::Value* c, bool integer) const = 0;
+                            llvm::Value* c, const TensorCoreDotPlan& p) const = 0;
 };
 
 /// The families (AMDGPUMfma.cpp, AMDGPUWmma.cpp), and the one of an MMA kind.
@@ -60,7 +66,8 @@ const MatrixCoreFamily& matrixCoreFamily(ir::MmaKind k);
 void planMatrixCoreStaging(TensorCoreDotPlan& p);
 /// Operands XOR-swizzled instead of padded (stagingIndex), in units of what
 /// one lane reads of a row per instruction: WMMA 16 bytes (its 32-byte run
-/// is two units, read apart), MFMA 8 bytes (16 for the 8-element runs of gfx950's f16 forms). The
+/// is two units, read apart), MFMA 8 bytes (16 for the 8-element runs of gfx950's f16 forms and each
+/// 16-byte run of its f8f6f4 forms). The
 /// permutation is Triton's swizzled shared layout for the same operands
 /// (gfx1100: vec 8, perPhase 2, maxPhase 4 on 64-byte rows; gfx942: vec 4,
 /// perPhase 2, maxPhase 8): the rows of one read stay on distinct banks and

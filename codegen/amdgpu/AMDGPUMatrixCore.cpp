@@ -82,19 +82,23 @@ std::vector<llvm::Value*> emitMatrixCoreDot(DotEmitter& e, std::vector<llvm::Val
       T == 32 ? b.CreateAdd(b.CreateAdd(b.CreateMul(b.CreateLShr(i, i32(3)), i32(8 * wn)), b.CreateMul(e.wp1, i32(8))),
                             b.CreateAnd(i, i32(7)))
               : b.CreateAdd(b.CreateMul(e.wp1, i32(16)), i);
-  llvm::Value* kOff = fam.kOffset(e, q, elems);
+  const unsigned runs = fam.operandRuns(p);
+  llvm::Value* kOff = fam.kOffset(e, q, elems / runs);
   auto slot = [&](int64_t mi, int64_t ni, int64_t r) { return fam.slot(mi, ni, r, nT, regs); };
-  // One lane's run of a row: one load, or on swizzled staging (WMMA's
-  // 32 bytes) one per 16-byte chunk, put back together.
+  // One lane's elements of a row: one load, or one per 16-byte piece, put
+  // back together: the two chunks of WMMA's 32-byte run on swizzled
+  // staging, the two runs (half a k-step apart) of MFMA's f8f6f4 forms.
   const int64_t runBytes = int64_t{elems} * p.elemBytes;
   auto operand = [&](llvm::Value* base, const DotStaging& s, llvm::Value* row, int64_t dRow,
                      int64_t dCol) -> llvm::Value* {
-    if (!s.swizzle || runBytes <= 16) return b.CreateAlignedLoad(opTy, e.addr(base, s, row, dRow, kOff, dCol), opAlign);
-    TS_ASSERT(runBytes == 32, "swizzled matrix-core operand run of two chunks");
-    const int64_t ce = s.chunkElems();
+    if (runs == 1 && (!s.swizzle || runBytes <= 16))
+      return b.CreateAlignedLoad(opTy, e.addr(base, s, row, dRow, kOff, dCol), opAlign);
+    TS_ASSERT(runBytes == 32, "matrix-core operand of two 16-byte pieces");
+    const int64_t ce = s.chunkElems(), gap = runs == 2 ? p.kStep / 2 : ce;
+    const llvm::Align align = s.swizzle ? llvm::Align(16) : opAlign;
     auto* chunkTy = llvm::FixedVectorType::get(b.getIntNTy(8 * p.elemBytes), static_cast<unsigned>(ce));
-    llvm::Value* lo = b.CreateAlignedLoad(chunkTy, e.addr(base, s, row, dRow, kOff, dCol), llvm::Align(16));
-    llvm::Value* hi = b.CreateAlignedLoad(chunkTy, e.addr(base, s, row, dRow, kOff, dCol + ce), llvm::Align(16));
+    llvm::Value* lo = b.CreateAlignedLoad(chunkTy, e.addr(base, s, row, dRow, kOff, dCol), align);
+    llvm::Value* hi = b.CreateAlignedLoad(chunkTy, e.addr(base, s, row, dRow, kOff, dCol + gap), align);
     std::vector<int> cat(static_cast<size_t>(2 * ce));
     for (size_t j = 0; j < cat.size(); ++j) cat[j] = static_cast<int>(j);
     return b.CreateBitCast(b.CreateShuffleVector(lo, hi, cat), opTy);
@@ -115,7 +119,7 @@ std::vector<llvm::Value*> emitMatrixCoreDot(DotEmitter& e, std::vector<llvm::Val
       for (int64_t ni = 0; ni < nT; ++ni) {
         llvm::Value* c = llvm::PoisonValue::get(accTy);
         for (unsigned r = 0; r < regs; ++r) c = b.CreateInsertElement(c, acc[slot(mi, ni, r)], r);
-        llvm::Value* d = fam.call(b, fn, A[mi], B[ni], c, integer);
+        llvm::Value* d = fam.call(b, fn, A[mi], B[ni], c, p);
         for (unsigned r = 0; r < regs; ++r) acc[slot(mi, ni, r)] = b.CreateExtractElement(d, r);
       }
   }

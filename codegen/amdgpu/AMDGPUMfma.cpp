@@ -1,5 +1,5 @@
 // MFMA on CDNA (gfx90a, gfx942, gfx950: Targets.def's matrixCore,
-// i8MfmaK, fnuzFp8Mfma and f16MfmaK columns), wave64. Fragment layouts:
+// i8MfmaK, fp8Mfma, f16MfmaK and f8f6f4MfmaK columns), wave64. Fragment layouts:
 //
 // AMD v_mfma_f32_16x16x16f16 (wave64), i = lane % 16, q = lane / 16:
 //   A: lane holds (row i, k 4q..4q+3); B: (k 4q..4q+3, col i);
@@ -21,6 +21,19 @@
 // AMD v_mfma_f32_16x16x32_{f16,bf16} and v_mfma_f32_32x32x16_{f16,bf16}
 //   (CDNA4, gfx950): the K-doubled 16x16x16 and 32x32x8, 8 elements of k
 //   8q..8q+7 per lane (a 16-byte run of the row); D, and the swap, as theirs.
+// AMD v_mfma_f32_16x16x32_{fp8,bf8}_{fp8,bf8} on gfx950: gfx942's places,
+//   reading the OCP e4m3 / e5m2 codes (Targets.def's fp8Mfma).
+// AMD v_mfma_f32_16x16x128_f8f6f4 and v_mfma_f32_32x32x64_f8f6f4 (CDNA4,
+//   fp8/bf8 operands; cbsz / blgp give the instruction's A / B format, 0
+//   e4m3, 1 e5m2): 32 codes per lane in eight registers, two runs of 16
+//   along K half a k-step apart: 16x16x128, i = lane % 16, q = lane / 16:
+//   bytes 0..15 hold k 16q..16q+15, bytes 16..31 k 64+16q..64+16q+15;
+//   32x32x64, i = lane % 32, q = lane / 32: k 16q.. and 32+16q.. (AMD's
+//   CDNA4 matrix-core examples; fp4/fp6 pack a lane's k contiguously
+//   instead, and are not emitted). D as 16x16x16's / 32x32x8's; swapped the
+//   same way. Emitted through llvm.amdgcn.mfma.scale.* with op_sel 0 and
+//   constant zero scales, which LLVM selects as the unscaled instructions
+//   (no v_mfma_ld_scale prefix, no scale VGPRs): the plain fp8 product.
 #include <llvm/IR/IntrinsicsAMDGPU.h>
 
 #include "codegen/amdgpu/AMDGPUDot.h"
@@ -43,11 +56,39 @@ class Mfma final : public MatrixCoreFamily {
   // v_mfma_f32_16x16x32_{fp8,bf8}_{fp8,bf8} (gfx942; the i8 form's
   // placement; the operands are swapped, so the instruction's first format
   // is B's).
+  //
+  // The OCP formats (f8e4m3 = fp8, f8e5m2 = bf8) on gfx950, whose fp8 MFMAs
+  // read them: v_mfma_f32_32x32x64_f8f6f4 where every wave owns whole 32 x
+  // 32 tiles and K is a multiple of 64, else v_mfma_f32_16x16x128_f8f6f4
+  // (K a multiple of 128), else v_mfma_f32_16x16x32_{fp8,bf8}_{fp8,bf8}
+  // (ir::mmaLayout picks; the f8f6f4 forms do twice the work per cycle of
+  // the 16x16x32 ones). The 32x32x16 fp8 forms are not used.
   TensorCoreOp op(const GpuArch& row, DType in, DType inB, DType acc) const override {
     TensorCoreOp t;
+    auto ocp = [](DType d) { return d == DType::F8E4M3 || d == DType::F8E5M2; };
+    if (ocp(in) && ocp(inB) && acc == DType::F32) {
+      if (row.fp8Mfma != GpuArch::Fp8Mfma::Ocp) return {};
+      const bool srcAFp8 = inB == DType::F8E4M3, srcBFp8 = in == DType::F8E4M3;  // swapped, as below
+      const llvm::Intrinsic::ID k32 = srcAFp8 ? (srcBFp8 ? llvm::Intrinsic::amdgcn_mfma_f32_16x16x32_fp8_fp8
+                                                         : llvm::Intrinsic::amdgcn_mfma_f32_16x16x32_fp8_bf8)
+                                              : (srcBFp8 ? llvm::Intrinsic::amdgcn_mfma_f32_16x16x32_bf8_fp8
+                                                         : llvm::Intrinsic::amdgcn_mfma_f32_16x16x32_bf8_bf8);
+      if (row.f8f6f4MfmaK != 128) {
+        t.kind = ir::MmaKind::AmdMfma16x16x32;
+        t.mma = k32;
+        return t;
+      }
+      t.kind = ir::MmaKind::AmdMfma32x32x64;
+      t.mma = llvm::Intrinsic::amdgcn_mfma_scale_f32_32x32x64_f8f6f4;
+      t.small = ir::MmaKind::AmdMfma16x16x128;
+      t.mmaSmall = llvm::Intrinsic::amdgcn_mfma_scale_f32_16x16x128_f8f6f4;
+      t.smaller = ir::MmaKind::AmdMfma16x16x32;
+      t.mmaSmaller = k32;
+      return t;
+    }
     auto fnuz = [](DType d) { return d == DType::F8E4M3FNUZ || d == DType::F8E5M2FNUZ; };
     if (fnuz(in) && fnuz(inB) && acc == DType::F32) {
-      if (!row.fnuzFp8Mfma) return {};
+      if (row.fp8Mfma != GpuArch::Fp8Mfma::Fnuz) return {};
       // Swapped operands: the instruction's A is Tessera's B.
       const bool srcAFp8 = inB == DType::F8E4M3FNUZ, srcBFp8 = in == DType::F8E4M3FNUZ;
       t.kind = ir::MmaKind::AmdMfma16x16x32;
@@ -90,19 +131,29 @@ class Mfma final : public MatrixCoreFamily {
   }
   // Lanes read 4, 8 or 16 bytes of a row: 8 bytes of padding spread 16 rows.
   int64_t padBytes(ir::MmaKind) const override { return 8; }
+  // The f8f6f4 forms' two 16-byte runs (operandRuns) are units of their own.
+  unsigned operandRuns(const TensorCoreDotPlan& p) const override {
+    return p.op.kind == ir::MmaKind::AmdMfma16x16x128 || p.op.kind == ir::MmaKind::AmdMfma32x32x64 ? 2 : 1;
+  }
   int64_t swizzleUnit(const TensorCoreDotPlan& p) const override {
+    if (operandRuns(p) == 2) return 16;
     if (ir::amdMmaTile(p.op.kind) == 32) return p.kStep * 32 / 64 * p.elemBytes;  // 2 lane groups along K
     return p.kStep * 16 / 64 * p.elemBytes;                                       // 4 lane groups along K
   }
   unsigned accRegisters(int64_t T) const override { return static_cast<unsigned>(T * T / 64); }
   // The k-step over the 64 / T lane groups (16x16x16: 4, 16x16x32: 8,
-  // 32x32x8: 4, 32x32x16: 8).
+  // 32x32x8: 4, 32x32x16: 8, 16x16x128 and 32x32x64: 32).
   unsigned operandElems(int64_t kStep, int64_t T) const override { return static_cast<unsigned>(kStep * T / 64); }
-  // An i32 for four codes, an i64 for eight (16x16x32).
+  // An i32 for four codes, an i64 for eight (16x16x32), <8 x i32> for the
+  // f8f6f4 forms' 32.
   llvm::Type* packedOperandType(llvm::IRBuilderBase& b, unsigned elems) const override {
+    if (elems > 8) return llvm::FixedVectorType::get(b.getInt32Ty(), elems / 4);
     return b.getIntNTy(8 * elems);
   }
-  llvm::Function* declare(llvm::Module& m, llvm::Intrinsic::ID id, llvm::Type*, llvm::Type*) const override {
+  // The f8f6f4 intrinsics are overloaded on their operand vectors (whose
+  // length follows the formats: eight registers for fp8).
+  llvm::Function* declare(llvm::Module& m, llvm::Intrinsic::ID id, llvm::Type*, llvm::Type* opTy) const override {
+    if (llvm::Intrinsic::isOverloaded(id)) return llvm::Intrinsic::getOrInsertDeclaration(&m, id, {opTy, opTy});
     return llvm::Intrinsic::getOrInsertDeclaration(&m, id);
   }
   llvm::Value* aRow0(DotEmitter& e, llvm::Value* i, int64_t T) const override {
@@ -117,11 +168,18 @@ class Mfma final : public MatrixCoreFamily {
   }
   // Swapped: B^T as the instruction's A, A^T as its B; cbsz, abid, blgp 0.
   // gfx950's bf16 forms type their operands <8 x bfloat>, loaded as i16.
+  // The f8f6f4 forms (nine operands): cbsz the format of B (the
+  // instruction's A), blgp A's; op_sel and the scales 0 (the unscaled
+  // instruction, see above).
   llvm::Value* call(llvm::IRBuilderBase& b, llvm::Function* fn, llvm::Value* a, llvm::Value* bOp, llvm::Value* c,
-                    bool) const override {
+                    const TensorCoreDotPlan& p) const override {
     llvm::Type* opTy = fn->getFunctionType()->getParamType(0);
-    return b.CreateCall(
-        fn, {b.CreateBitCast(bOp, opTy), b.CreateBitCast(a, opTy), c, b.getInt32(0), b.getInt32(0), b.getInt32(0)});
+    llvm::Value *x = b.CreateBitCast(bOp, opTy), *y = b.CreateBitCast(a, opTy), *zero = b.getInt32(0);
+    if (fn->arg_size() == 9) {
+      auto format = [&](DType d) { return b.getInt32(d == DType::F8E5M2 ? 1 : 0); };
+      return b.CreateCall(fn, {x, y, c, format(p.inB), format(p.in), zero, zero, zero, zero});
+    }
+    return b.CreateCall(fn, {x, y, c, zero, zero, zero});
   }
 };
 

@@ -60,8 +60,8 @@ class Wmma final : public MatrixCoreFamily {
     return (8 * mi + r) * nT + ni;
   }
   llvm::Value* call(llvm::IRBuilderBase& b, llvm::Function* fn, llvm::Value* a, llvm::Value* bOp, llvm::Value* c,
-                    bool integer) const override {
-    if (integer)  // A_sign, A, B_sign, B, C, clamp
+                    const TensorCoreDotPlan& p) const override {
+    if (p.elemBytes == 1)  // i8 (the only 8-bit WMMA dot): A_sign, A, B_sign, B, C, clamp
       return b.CreateCall(fn, {b.getTrue(), a, b.getTrue(), bOp, c, b.getFalse()});
     return b.CreateCall(fn, {a, bOp, c});
   }

@@ -14,6 +14,7 @@
 #include "codegen/llvm/HostIsa.h"
 #include "codegen/llvm/LLVMSupport.h"
 #include "tessera/support/Error.h"
+#include "tessera/support/Targets.h"
 
 namespace tessera::codegen {
 
@@ -80,26 +81,11 @@ void buildThreadEntry(llvm::Module& m, llvm::Function* kernel) {
   kernel->setLinkage(llvm::GlobalValue::InternalLinkage);
 }
 
-}  // namespace
-
-EmuKernel compileForEmulator(const std::string& gpuModuleText, bool amd, unsigned warpSize,
-                             const std::vector<std::pair<std::string, void*>>& hooks) {
-  initLLVM();
-  auto ctx = std::make_unique<llvm::LLVMContext>();
-  llvm::SMDiagnostic diag;
-  std::unique_ptr<llvm::Module> mod = llvm::parseAssemblyString(gpuModuleText, diag, *ctx);
-  if (!mod) {
-    std::string msg;
-    llvm::raw_string_ostream os(msg);
-    diag.print("gpu-module", os, false);
-    throw CompileError("cannot parse the GPU module: " + msg);
-  }
-  return compileForEmulator(std::move(mod), std::move(ctx), amd, warpSize, hooks);
-}
-
-EmuKernel compileForEmulator(std::unique_ptr<llvm::Module> mod, std::unique_ptr<llvm::LLVMContext> ctx, bool amd,
-                             unsigned warpSize, const std::vector<std::pair<std::string, void*>>& hooks,
-                             std::vector<std::string> firstOpNames) {
+// Both entry points: `row` (null for a hand-written module) is the
+// architecture the instruction rewrite may need.
+EmuKernel compile(std::unique_ptr<llvm::Module> mod, std::unique_ptr<llvm::LLVMContext> ctx, bool amd,
+                  unsigned warpSize, const GpuArch* row, const std::vector<std::pair<std::string, void*>>& hooks,
+                  std::vector<std::string> firstOpNames) {
   // The module dies before its context, whichever way this returns.
   struct Guard {
     std::unique_ptr<llvm::Module>& m;
@@ -120,6 +106,7 @@ EmuKernel compileForEmulator(std::unique_ptr<llvm::Module> mod, std::unique_ptr<
   verifyOrThrow(*mod, "input");
 
   emu::EmuModule em(*mod, amd, warpSize);
+  em.row = row;
   em.opNames = std::move(firstOpNames);
   em.kernel = findKernel(*mod, amd);
   em.kernelName = em.kernel->getName().str();
@@ -177,6 +164,31 @@ EmuKernel compileForEmulator(std::unique_ptr<llvm::Module> mod, std::unique_ptr<
   k.threadFn = jit.entry.toPtr<void (*)(void* const*)>();
   k.owner = jit.owner;
   return k;
+}
+
+}  // namespace
+
+EmuKernel compileForEmulator(const std::string& gpuModuleText, bool amd, unsigned warpSize,
+                             const std::vector<std::pair<std::string, void*>>& hooks, const GpuArch* row) {
+  TS_ASSERT(!row || (row->vendor == GpuArch::Vendor::AMD) == amd, "emulator compile: the row's vendor");
+  initLLVM();
+  auto ctx = std::make_unique<llvm::LLVMContext>();
+  llvm::SMDiagnostic diag;
+  std::unique_ptr<llvm::Module> mod = llvm::parseAssemblyString(gpuModuleText, diag, *ctx);
+  if (!mod) {
+    std::string msg;
+    llvm::raw_string_ostream os(msg);
+    diag.print("gpu-module", os, false);
+    throw CompileError("cannot parse the GPU module: " + msg);
+  }
+  return compile(std::move(mod), std::move(ctx), amd, warpSize, row, hooks, {});
+}
+
+EmuKernel compileForEmulator(std::unique_ptr<llvm::Module> gpuModule, std::unique_ptr<llvm::LLVMContext> ctx,
+                             const GpuArch& row, const std::vector<std::pair<std::string, void*>>& hooks,
+                             std::vector<std::string> firstOpNames) {
+  return compile(std::move(gpuModule), std::move(ctx), row.vendor == GpuArch::Vendor::AMD, row.warpSize, &row, hooks,
+                 std::move(firstOpNames));
 }
 
 }  // namespace tessera::codegen

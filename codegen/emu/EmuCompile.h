@@ -20,6 +20,10 @@ class LLVMContext;
 class Module;
 }  // namespace llvm
 
+namespace tessera {
+struct GpuArch;
+}  // namespace tessera
+
 namespace tessera::codegen {
 
 struct EmuKernel {
@@ -54,18 +58,22 @@ struct EmuKernel {
 /// Compiles `gpuModuleText` (textual LLVM IR for nvptx64-nvidia-cuda when
 /// !amd, amdgcn-amd-amdhsa when amd, defining exactly one kernel) for the
 /// host. `hooks` maps every `tessera_emu_*` symbol to its address.
+/// `row`: the module's architecture (Targets.def), where known; the
+/// instructions whose meaning depends on it (the fp8 MFMAs, FNUZ on gfx942,
+/// OCP on gfx950: its fp8Mfma column) are a CompileError without it.
 /// Throws CompileError for a module the machine cannot run faithfully (an
 /// unsupported intrinsic or construct, named in the message), InternalError
 /// if the rewritten module does not verify.
 EmuKernel compileForEmulator(const std::string& gpuModuleText, bool amd, unsigned warpSize,
-                             const std::vector<std::pair<std::string, void*>>& hooks);
-/// The same for a module in memory (`gpuModule` lives in `ctx`; both are
-/// consumed: the module is rewritten in place and the JIT owns the context).
-/// The compiler hands its GPU module over this way, never as text.
+                             const std::vector<std::pair<std::string, void*>>& hooks, const GpuArch* row = nullptr);
+/// The same for a module in memory compiled for architecture `row` (its
+/// vendor and warp size too; `gpuModule` lives in `ctx`; both are consumed:
+/// the module is rewritten in place and the JIT owns the context). The
+/// compiler hands its GPU module over this way, never as text.
 /// `firstOpNames`: the op names the module's own ids index (a bounds-checked
 /// compile's, GpuLoweringResult::checkedOps): opNames starts with them.
-EmuKernel compileForEmulator(std::unique_ptr<llvm::Module> gpuModule, std::unique_ptr<llvm::LLVMContext> ctx, bool amd,
-                             unsigned warpSize, const std::vector<std::pair<std::string, void*>>& hooks,
+EmuKernel compileForEmulator(std::unique_ptr<llvm::Module> gpuModule, std::unique_ptr<llvm::LLVMContext> ctx,
+                             const GpuArch& row, const std::vector<std::pair<std::string, void*>>& hooks,
                              std::vector<std::string> firstOpNames = {});
 
 }  // namespace tessera::codegen

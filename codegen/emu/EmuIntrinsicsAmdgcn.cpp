@@ -103,6 +103,28 @@ Value* Lowerer::amdgcn(IRBuilder<>& b, llvm::CallInst& c, const std::vector<std:
     Value* bits = b.CreateAnd(arg(0), b.CreateTrunc(half, em.i32()));
     return b.CreateAdd(arg(1), b.CreateUnaryIntrinsic(llvm::Intrinsic::ctpop, bits));
   }
+  if (k == "mfma" && t.size() >= 5 && t[1] == "scale" && t[2] == "f32" && t[4] == "f8f6f4" &&
+      (t[3] == "16x16x128" || t[3] == "32x32x64")) {
+    // CDNA4's f8f6f4 forms: (A, B, C, cbsz, blgp, op_sel A, scale A, op_sel
+    // B, scale B). cbsz / blgp give A's / B's format; only fp8 (0, e4m3)
+    // and bf8 (1, e5m2) are modelled, in eight registers. Zero op_sel and
+    // scales are what LLVM selects as the unscaled instruction.
+    if (em.row && em.row->f8f6f4MfmaK == 0)
+      unsupported(c, std::string("the f8f6f4 MFMAs are CDNA4's, not ") + em.row->arch + "'s");
+    auto cst = [&](unsigned i) -> int64_t {
+      auto* ci = llvm::dyn_cast<llvm::ConstantInt>(arg(i));
+      return ci ? ci->getSExtValue() : -1;
+    };
+    auto* opTy = llvm::dyn_cast<llvm::FixedVectorType>(arg(0)->getType());
+    if (c.arg_size() != 9 || cst(3) < 0 || cst(3) > 1 || cst(4) < 0 || cst(4) > 1 || !opTy ||
+        opTy->getNumElements() != 8 || arg(1)->getType() != opTy)
+      unsupported(c, "only the fp8 and bf8 operand formats (cbsz / blgp 0 or 1, eight registers) are modelled");
+    for (unsigned i = 5; i < 9; ++i)
+      if (cst(i) != 0) unsupported(c, "block scales (non-zero op_sel or scale operands) are not modelled");
+    const int32_t mode = (t[3] == "16x16x128" ? TESSERA_EMU_MFMA_16X16X128_F8 : TESSERA_EMU_MFMA_32X32X64_F8) |
+                         (cst(3) ? TESSERA_EMU_MFMA_A_BF8 : 0) | (cst(4) ? TESSERA_EMU_MFMA_B_BF8 : 0);
+    return matrixCall(b, c, "tessera_emu_mfma", mode, {0}, {1}, {2});
+  }
   if (k == "mfma") {
     int32_t mode = llvm::StringSwitch<int32_t>(name)
                        .Case("mfma.f32.32x32x8f16", TESSERA_EMU_MFMA_32X32X8_F16)
@@ -127,6 +149,22 @@ Value* Lowerer::amdgcn(IRBuilder<>& b, llvm::CallInst& c, const std::vector<std:
     for (unsigned i = 3; i < 6; ++i) {
       auto* ci = llvm::dyn_cast<llvm::ConstantInt>(arg(i));
       if (!ci || !ci->isZero()) unsupported(c, "cbsz / abid / blgp broadcasts are not modelled");
+    }
+    if (mode >= TESSERA_EMU_MFMA_16X16X32_FP8_FP8 && mode <= TESSERA_EMU_MFMA_16X16X32_BF8_BF8) {
+      // The same instructions read gfx942's FNUZ formats and gfx950's OCP
+      // ones (Targets.def's fp8Mfma column).
+      if (!em.row)
+        unsupported(c, "the fp8 MFMAs read the FNUZ or the OCP formats by architecture, and this module names none");
+      const bool aBf8 = mode >= TESSERA_EMU_MFMA_16X16X32_BF8_FP8,
+                 bBf8 = mode == TESSERA_EMU_MFMA_16X16X32_FP8_BF8 || mode == TESSERA_EMU_MFMA_16X16X32_BF8_BF8;
+      switch (em.row->fp8Mfma) {
+        case GpuArch::Fp8Mfma::Fnuz: break;
+        case GpuArch::Fp8Mfma::Ocp:
+          mode = TESSERA_EMU_MFMA_16X16X32_OCP_F8 | (aBf8 ? TESSERA_EMU_MFMA_A_BF8 : 0) |
+                 (bBf8 ? TESSERA_EMU_MFMA_B_BF8 : 0);
+          break;
+        case GpuArch::Fp8Mfma::None: unsupported(c, std::string(em.row->arch) + " has no fp8 MFMA");
+      }
     }
     return matrixCall(b, c, "tessera_emu_mfma", mode, {0}, {1}, {2});
   }

@@ -38,6 +38,7 @@
 #include <llvm/ADT/DenseMap.h>
 
 #include "tessera/support/EmuAbi.h"
+#include "tessera/support/Targets.h"
 
 namespace tessera::codegen::emu {
 
@@ -62,6 +63,9 @@ struct EmuModule {
   llvm::LLVMContext& ctx;
   bool amd;
   unsigned warpSize;
+  /// The architecture's row of Targets.def (null: a module compiled by
+  /// hand, for no particular architecture).
+  const GpuArch* row = nullptr;
   /// The GPU target's datalayout: sizes of accessed values and shared
   /// globals are those of the GPU, captured before the host layout is set.
   llvm::DataLayout gpuDL;

@@ -39,6 +39,8 @@ const char* mmaName(MmaKind k) {
     case MmaKind::NvWgmmaM64K16: return "wgmma.m64nNk16";
     case MmaKind::NvWgmmaM64K32: return "wgmma.m64nNk32";
     case MmaKind::AmdMfma32x32x16: return "mfma.32x32x16";
+    case MmaKind::AmdMfma16x16x128: return "mfma.16x16x128";
+    case MmaKind::AmdMfma32x32x64: return "mfma.32x32x64";
   }
   return "?";
 }
@@ -224,6 +226,18 @@ std::optional<BlockedLayout> mmaLayout(MmaKind k, int64_t M, int64_t N, int64_t 
     l->mma = MmaKind::AmdMfma32x32x16;
     return l;
   }
+  if (k == MmaKind::AmdMfma32x32x64) {
+    // gfx950's fp8: the 32 x 32 tiles where K allows (a multiple of 64),
+    // else 16x16x128 (a multiple of 128), else 16x16x32 (the instruction
+    // of gfx942's placement, with a quarter of the K). All place the warps
+    // alike.
+    auto l = mmaLayout(MmaKind::AmdMfma16x16x128, M, N, K, numWarps, warpSize, chained);
+    if (!l) l = mmaLayout(MmaKind::AmdMfma16x16x32, M, N, K, numWarps, warpSize, chained);
+    if (!l || K % 64 != 0 || M % (32 * l->wpb[0]) != 0 || N % (32 * l->wpb[1]) != 0) return l;
+    l->tpw = {32, 2};
+    l->mma = MmaKind::AmdMfma32x32x64;
+    return l;
+  }
   if (k == MmaKind::None || !isPow2(M) || !isPow2(N) || !isPow2(K) || !isPow2(numWarps) || K % mmaK(k) != 0)
     return std::nullopt;
   const int64_t tileN = isNvMma(k) ? 8 : 16;
@@ -263,6 +277,8 @@ std::optional<BlockedLayout> mmaLayout(MmaKind k, int64_t M, int64_t N, int64_t 
     case MmaKind::AmdMfma16x16x32:
     case MmaKind::AmdMfma32x32x8:
     case MmaKind::AmdMfma32x32x16:
+    case MmaKind::AmdMfma16x16x128:
+    case MmaKind::AmdMfma32x32x64:
       // The instruction is fed B^T as its A and A^T as its B, so it
       // computes C^T and each lane holds 4 consecutive columns of one row
       // (Triton's isTransposed MFMA layout): an f16 result is stored in 8-byte

@@ -10,7 +10,11 @@
 //   8-bit elements per 32-bit register, the lowest k in the low byte.
 //   The fp8 forms: "Matrix Fragments for mma.m16n8k32" (.e4m3/.e5m2, the
 //   .s8 places), v_mfma_f32_16x16x32_{fp8,bf8}_{fp8,bf8} (CDNA3, the
-//   16x16x32_i8 places; fp8 = e4m3fnuz, bf8 = e5m2fnuz).
+//   16x16x32_i8 places; fp8 = e4m3fnuz, bf8 = e5m2fnuz; the same places on
+//   CDNA4, gfx950, reading the OCP e4m3 / e5m2), and CDNA4's
+//   v_mfma_f32_{16x16x128,32x32x64}_f8f6f4 with fp8/bf8 operands (AMD's
+//   CDNA4 matrix-core examples: 32 codes per lane, two runs of 16 along K
+//   half the instruction's K apart; see mfmaF8).
 // Each instruction gathers the whole A, B, C matrices from the lanes,
 // computes D = A B + C, and scatters D back. Products of two f16 or bf16
 // values are exact in f32 (at most 22 significant bits); they are summed in
@@ -24,8 +28,16 @@
 // reported to keep fewer than f32's 24 bits inside one instruction), so a
 // device's result may differ from the emulator's in the rounding of the
 // sums (Tessera's fp8 GEMM tests compare against a tolerance relative to
-// the sum of |products|, not bit for bit). NaN and infinity inputs
-// propagate as in IEEE arithmetic.
+// the sum of |products|, not bit for bit). On AMD the measurements of
+// CDNA3's matrix cores (MMA-Sim, arXiv:2511.10909) find the products of
+// one instruction summed in a wider fixed-point adder, normalised and
+// rounded once, with a rounding that is not IEEE round to nearest; CDNA4's
+// adder is not published. The model here is the one above (f32 additions
+// in k order), for the FNUZ and the OCP forms and the f8f6f4 ones alike: a
+// gfx950 device may differ in the last bits of a sum, never in which
+// products are summed. NaN and infinity inputs propagate as in IEEE
+// arithmetic (OCP e4m3 has no infinity, its NaN is S.1111.111; e5m2 has
+// both).
 // Integer forms are exact: the products and their sum are computed in 64
 // bits, then added to C mod 2^32 (the instructions neither saturate nor
 // clamp here).
@@ -249,7 +261,45 @@ void wgmmaFp8(bool aE5m2, bool bE5m2, int n, const LaneFrag* lanes, const uint8_
   }
 }
 
+namespace {
+
+// gfx950's OCP fp8 forms (TESSERA_EMU_MFMA_16X16X32_OCP_F8 and the
+// f8f6f4 ones with fp8/bf8 operands): lane l holds row l % n of A and
+// column l % n of B, D as the f16 forms' (16x16: register r is row 4 (l /
+// 16) + r; 32x32: row 8 (r / 4) + 4 (l / 32) + r % 4). 16x16x32: byte e is
+// k 8 (l / 16) + e. f8f6f4, 32 bytes per lane: byte e is k 16 (l / n) + e
+// % 16 + (K / 2) (e / 16), so 16x16x128's lane group q holds k 16q.. and
+// 64 + 16q.., 32x32x64's k 16q.. and 32 + 16q...
+bool mfmaF8(int32_t mode, const LaneFrag* lanes) {
+  const int32_t form = mode & ~(TESSERA_EMU_MFMA_A_BF8 | TESSERA_EMU_MFMA_B_BF8);
+  if (form != TESSERA_EMU_MFMA_16X16X32_OCP_F8 && form != TESSERA_EMU_MFMA_16X16X128_F8 &&
+      form != TESSERA_EMU_MFMA_32X32X64_F8)
+    return false;
+  const DType ta = mode & TESSERA_EMU_MFMA_A_BF8 ? DType::F8E5M2 : DType::F8E4M3;
+  const DType tb = mode & TESSERA_EMU_MFMA_B_BF8 ? DType::F8E5M2 : DType::F8E4M3;
+  const bool big = form == TESSERA_EMU_MFMA_32X32X64_F8, f8f6f4 = form != TESSERA_EMU_MFMA_16X16X32_OCP_F8;
+  const int n = big ? 32 : 16, kw = f8f6f4 ? 32 : 8, K = 64 / n * kw, regs = big ? 16 : 4;
+  auto kOf = [&](int l, int e) { return f8f6f4 ? 16 * (l / n) + e % 16 + K / 2 * (e / 16) : kw * (l / n) + e; };
+  auto row = [&](int l, int r) { return big ? 8 * (r / 4) + 4 * (l / 32) + r % 4 : 4 * (l / 16) + r; };
+  Mat A(n, K), B(K, n), C(n, n);
+  for (int l = 0; l < 64; ++l) {
+    const int i = l % n;
+    for (int e = 0; e < kw; ++e) {
+      A.at(i, kOf(l, e)) = fp8Elem(lanes[l].a, e, ta);
+      B.at(kOf(l, e), i) = fp8Elem(lanes[l].b, e, tb);
+    }
+    for (int r = 0; r < regs; ++r) C.at(row(l, r), i) = lanes[l].c[r];
+  }
+  Mat D = product(A, B, C);
+  for (int l = 0; l < 64; ++l)
+    for (int r = 0; r < regs; ++r) lanes[l].d[r] = D.at(row(l, r), l % n);
+  return true;
+}
+
+}  // namespace
+
 bool mfma(int32_t mode, const LaneFrag* lanes) {
+  if (mfmaF8(mode, lanes)) return true;
   if (std::optional<Fp8Pair> f8 = mfmaFp8(mode)) {
     // The 16x16x32_i8 places (below), fp8/bf8 codes, an f32 C/D.
     Mat A(16, 32), B(32, 16), C(16, 16);

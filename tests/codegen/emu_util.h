@@ -56,7 +56,7 @@ inline Lowered lowerForEmulator(const tessera::ir::Function& f, const std::strin
   const tessera::GpuArch* row =
       tessera::findGpuArch(amd ? tessera::GpuArch::Vendor::AMD : tessera::GpuArch::Vendor::NVIDIA, t.arch);
   if (!row) throw std::runtime_error("no Targets.def row for " + target);
-  r.k = tessera::codegen::compileForEmulator(r.art->dumps.extra.at("llvm-gpu"), amd, row->warpSize, hooks());
+  r.k = tessera::codegen::compileForEmulator(r.art->dumps.extra.at("llvm-gpu"), amd, row->warpSize, hooks(), row);
   return r;
 }
 

@@ -486,6 +486,74 @@ TEST_CASE("fp8: gfx942 runs FNUZ fp8 dots on MFMA 16x16x32 fp8/bf8 (emulated), m
         ts::compile(fp8Gemm<ts::float8_e4m3fnuz, ts::float8_e5m2fnuz>(64, 64, 64), ts::Device::emulator(other))));
 }
 
+namespace {
+
+// gfx950's fp8 MFMAs by tile (4 waves): a 64 x 64 tile gives every wave a
+// 32 x 32 one, v_mfma_f32_32x32x64_f8f6f4 where K is a multiple of 64; a
+// 32 x 32 tile 16 x 16 wave tiles, v_mfma_f32_16x16x128_f8f6f4 at K 128,
+// v_mfma_f32_16x16x32_{fp8,bf8}_{fp8,bf8} at K 32 and 64 (the instruction's
+// first format is B's: e4m3 x e5m2 is bf8_fp8).
+struct Gfx950Tile {
+  int m, n, k;
+  const char* mma;  // the intrinsic, without the 16x16x32 forms' formats
+};
+const Gfx950Tile kGfx950Tiles[] = {{64, 64, 64, "llvm.amdgcn.mfma.scale.f32.32x32x64.f8f6f4"},
+                                   {64, 64, 128, "llvm.amdgcn.mfma.scale.f32.32x32x64.f8f6f4"},
+                                   {32, 32, 128, "llvm.amdgcn.mfma.scale.f32.16x16x128.f8f6f4"},
+                                   {32, 32, 64, "llvm.amdgcn.mfma.f32.16x16x32."},
+                                   {32, 32, 32, "llvm.amdgcn.mfma.f32.16x16x32."}};
+
+template <class A8, class B8>
+void checkGfx950Gemm() {
+  const ts::Device dev = ts::Device::emulator("amdgpu:gfx950");
+  const bool aE5m2 = dtypeOf<A8>() == ts::DType::F8E5M2, bE5m2 = dtypeOf<B8>() == ts::DType::F8E5M2;
+  const std::string k32 = std::string(bE5m2 ? "bf8" : "fp8") + "." + (aE5m2 ? "bf8" : "fp8");
+  for (const Gfx950Tile& t : kGfx950Tiles) {
+    INFO(ts::name(dtypeOf<A8>()) << " x " << ts::name(dtypeOf<B8>()) << " tile " << t.m << "x" << t.n << "x" << t.k);
+    std::string mma = t.mma;
+    if (mma.back() == '.') mma += k32;
+    REQUIRE(nativeDot(ts::compile(fp8Gemm<A8, B8>(t.m, t.n, t.k), dev), mma));
+    // Whole tiles over several K iterations, one tile, ragged M, N, K.
+    for (auto [M, N, K] :
+         {std::tuple{128, 128, 256}, std::tuple{t.m, t.n, t.k}, std::tuple{100, 70, 150}, std::tuple{33, 17, 7}})
+      checkGemm<A8, B8>(dev, t.m, t.n, t.k, M, N, K);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("fp8: gfx950 runs OCP fp8 dots on its fp8 MFMAs (emulated), matching a C++ GEMM",
+          "[fp8][dot][emu][amdgpu][gfx950]") {
+  checkGfx950Gemm<ts::float8_e4m3, ts::float8_e4m3>();
+  checkGfx950Gemm<ts::float8_e4m3, ts::float8_e5m2>();
+  checkGfx950Gemm<ts::float8_e5m2, ts::float8_e4m3>();
+  checkGfx950Gemm<ts::float8_e5m2, ts::float8_e5m2>();
+  // The FNUZ formats are not gfx950's: widened.
+  CHECK(widenedDot(ts::compile(fp8Gemm<ts::float8_e4m3fnuz, ts::float8_e4m3fnuz>(64, 64, 64),
+                               ts::Device::emulator("amdgpu:gfx950"))));
+}
+
+TEST_CASE("fp8: the gfx950 AMDGCN has the unscaled f8f6f4 and fp8 MFMAs and links without scratch",
+          "[fp8][gpu][amdgpu][gfx950]") {
+  for (const Gfx950Tile& t : kGfx950Tiles) {
+    INFO("tile " << t.m << "x" << t.n << "x" << t.k);
+    ts::CompiledKernel k =
+        ts::compile(fp8Gemm<ts::float8_e4m3, ts::float8_e5m2>(t.m, t.n, t.k), ts::Target::parse("amdgpu:gfx950"));
+    const std::string amdgcn = k.dump(ts::Stage::AMDGCN);
+    const std::string mma = std::string(t.mma);
+    const char* want = mma.find("32x32x64") != std::string::npos    ? "v_mfma_f32_32x32x64_f8f6f4"
+                       : mma.find("16x16x128") != std::string::npos ? "v_mfma_f32_16x16x128_f8f6f4"
+                                                                    : "v_mfma_f32_16x16x32_bf8_fp8";
+    CHECK(amdgcn.find(want) != std::string::npos);
+    // Zero scales: the unscaled instruction, no v_mfma_ld_scale prefix.
+    CHECK(amdgcn.find("v_mfma_scale") == std::string::npos);
+    // The mixed formats through cbsz (B's, e5m2: 1) on the f8f6f4 forms.
+    if (mma.find("f8f6f4") != std::string::npos) CHECK(amdgcn.find("cbsz:1") != std::string::npos);
+    const std::string report = testamd::checkCodeObject(k, 64);
+    CHECK(report.find("private segment (spills/stack) 0 bytes") != std::string::npos);
+  }
+}
+
 TEST_CASE("fp8: the gfx942 AMDGCN has the fp8 MFMA and links, gfx90a and gfx1100 the f16 matrix instructions",
           "[fp8][gpu][amdgpu]") {
   for (auto [gfx, wave] : {std::pair{"gfx90a", 64}, std::pair{"gfx942", 64}, std::pair{"gfx1100", 32}})

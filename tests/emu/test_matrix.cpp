@@ -458,6 +458,161 @@ TEST_CASE("MFMA 32x32x16 and 16x16x32 f16/bf16 (gfx950) follow AMD's wave64 layo
   }
 }
 
+namespace {
+
+// ---- gfx950's OCP fp8 MFMAs (AMD's CDNA4 matrix-core examples) ---------------
+// v_mfma_f32_16x16x32_{fp8,bf8}_{fp8,bf8} keeps gfx942's places
+// (mfma32i8A/B). The f8f6f4 forms hold 32 codes per lane as two runs of 16
+// along K, half the instruction's K apart: 16x16x128's lane r + 16q holds
+// k 16q..16q+15 in bytes 0..15 and 64+16q.. in bytes 16..31; 32x32x64's
+// lane r + 32q holds k 16q.. and 32+16q...
+Owner mfma128A(int r, int k) { return {r + 16 * (k % 64 / 16), k % 16 + 16 * (k / 64)}; }
+Owner mfma128B(int k, int n) { return {n + 16 * (k % 64 / 16), k % 16 + 16 * (k / 64)}; }
+Owner mfma64A(int r, int k) { return {r + 32 * (k % 32 / 16), k % 16 + 16 * (k / 32)}; }
+Owner mfma64B(int k, int n) { return {n + 32 * (k % 32 / 16), k % 16 + 16 * (k / 32)}; }
+
+// The OCP 8-bit floats, decoded here independently of support/Fp8.h: e4m3
+// (bias 7, no infinity, NaN only at S.1111.111, largest 448) and e5m2 (bias
+// 15, IEEE-style infinities and NaNs).
+float ocpDecode(bool e5m2, uint8_t c) {
+  const float sign = c & 0x80 ? -1.0f : 1.0f;
+  const int mbits = e5m2 ? 2 : 3, bias = e5m2 ? 15 : 7, emax = e5m2 ? 31 : 15;
+  const int e = (c & 0x7f) >> mbits, m = c & ((1 << mbits) - 1);
+  if (e5m2 && e == emax) return m == 0 ? sign * INFINITY : NAN;
+  if (!e5m2 && e == emax && m == 7) return NAN;
+  if (e == 0) return sign * std::ldexp(float(m), 1 - bias - mbits);
+  return sign * std::ldexp(float((1 << mbits) + m), e - bias - mbits);
+}
+
+// Every code of both formats (NaNs, infinities and e4m3's 448 included),
+// random f32 C: D must equal, bit for bit (NaN for NaN), the C++ model of
+// the emulator's sums: C plus the f32 products (exact) in k order, each
+// addition rounded to f32.
+void runOcpCase(const Shape& s, int mode, bool aE5m2, bool bE5m2, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> code(0, 255);
+  std::vector<uint8_t> A(s.M * s.K), B(s.K * s.N);
+  // Finite codes, so that most sums stay finite and their rounding is
+  // checked, then the special ones planted: a NaN (0x7f in both formats) in
+  // A's row 0, the largest e4m3 (448) or an e5m2 infinity in A's row 1 and
+  // B's column 3.
+  auto draw = [&](bool e5m2) {
+    for (;;) {
+      auto c = static_cast<uint8_t>(code(rng));
+      if (std::isfinite(ocpDecode(e5m2, c))) return c;
+    }
+  };
+  for (auto& x : A) x = draw(aE5m2);
+  for (auto& x : B) x = draw(bE5m2);
+  A[0 * s.K + 1] = 0x7f;
+  A[1 * s.K + 5] = aE5m2 ? 0xfc : 0xfe;
+  B[2 * s.N + 3] = bE5m2 ? 0x7c : 0x7e;
+  std::vector<float> C(s.M * s.N);
+  for (float& x : C) x = std::ldexp(float(int(rng() % 2001) - 1000), int(rng() % 24) - 12);
+  Regs r;
+  r.a.assign(s.warp, std::vector<uint32_t>(16, 0));
+  r.b.assign(s.warp, std::vector<uint32_t>(16, 0));
+  r.c.assign(s.warp, std::vector<float>(16, 0));
+  r.d.assign(s.warp, std::vector<float>(16, 0));
+  auto setByte = [](std::vector<uint32_t>& regs, int idx, uint8_t v) {
+    uint32_t& w = regs[idx / 4];
+    const int sh = 8 * (idx % 4);
+    w = (w & ~(0xffu << sh)) | static_cast<uint32_t>(v) << sh;
+  };
+  for (int i = 0; i < s.M; ++i)
+    for (int k = 0; k < s.K; ++k) setByte(r.a[s.A(i, k).lane], s.A(i, k).idx, A[i * s.K + k]);
+  for (int k = 0; k < s.K; ++k)
+    for (int j = 0; j < s.N; ++j) setByte(r.b[s.B(k, j).lane], s.B(k, j).idx, B[k * s.N + j]);
+  for (int i = 0; i < s.M; ++i)
+    for (int j = 0; j < s.N; ++j) r.c[s.C(i, j).lane][s.C(i, j).idx] = C[i * s.N + j];
+  struct P {
+    Regs* r;
+    int mode;
+  } p{&r, mode};
+  void* args[] = {&p};
+  LaunchConfig cfg;
+  cfg.vendor = Vendor::AMD;
+  cfg.warpSize = 64;
+  cfg.block[0] = 64;
+  cfg.kernelName = "matrix_ocp_fp8";
+  launch(
+      +[](void* const* a) {
+        P& p = *static_cast<P*>(a[0]);
+        int lane = tessera_emu_lane_id();
+        uint32_t ra[16], rb[16];
+        float rc[16], rd[16];
+        std::memcpy(ra, p.r->a[lane].data(), sizeof ra);
+        std::memcpy(rb, p.r->b[lane].data(), sizeof rb);
+        std::memcpy(rc, p.r->c[lane].data(), sizeof rc);
+        tessera_emu_mfma(p.mode, ra, rb, rc, rd);
+        std::memcpy(p.r->d[lane].data(), rd, sizeof rd);
+      },
+      args, cfg);
+  int nan = 0, finite = 0;
+  for (int i = 0; i < s.M; ++i)
+    for (int j = 0; j < s.N; ++j) {
+      float want = C[i * s.N + j];
+      for (int k = 0; k < s.K; ++k) want += ocpDecode(aE5m2, A[i * s.K + k]) * ocpDecode(bE5m2, B[k * s.N + j]);
+      Owner o = s.C(i, j);
+      const float got = r.d[o.lane][o.idx];
+      INFO("D(" << i << "," << j << ") lane " << o.lane << " reg " << o.idx << " = " << got << ", model " << want);
+      if (std::isnan(want)) {
+        ++nan;
+        REQUIRE(std::isnan(got));
+      } else {
+        finite += std::isfinite(want);
+        uint32_t gb, wb;
+        std::memcpy(&gb, &got, 4);
+        std::memcpy(&wb, &want, 4);
+        REQUIRE(gb == wb);
+      }
+    }
+  // Both kinds of result occur, so neither branch is vacuous.
+  CHECK(nan > 0);
+  CHECK(finite > 0);
+}
+
+}  // namespace
+
+TEST_CASE("the OCP fp8 decoding of the MFMA test model: 448, NaN only at S.1111.111, e5m2 infinities",
+          "[emu][matrix][gfx950]") {
+  CHECK(ocpDecode(false, 0x7e) == 448.0f);
+  CHECK(ocpDecode(false, 0xfe) == -448.0f);
+  CHECK(std::isnan(ocpDecode(false, 0x7f)));
+  CHECK(std::isnan(ocpDecode(false, 0xff)));
+  CHECK(ocpDecode(false, 0x78) == 256.0f);  // S.1111.000 is a number, not infinity
+  CHECK(ocpDecode(false, 0x01) == std::ldexp(1.0f, -9));
+  CHECK(ocpDecode(true, 0x7c) == INFINITY);
+  CHECK(ocpDecode(true, 0xfc) == -INFINITY);
+  CHECK(std::isnan(ocpDecode(true, 0x7d)));
+  CHECK(ocpDecode(true, 0x7b) == 57344.0f);
+  CHECK(ocpDecode(true, 0x01) == std::ldexp(1.0f, -16));
+  // The codec every backend and the emulator share agrees on all codes.
+  for (int c = 0; c < 256; ++c)
+    for (bool e5m2 : {false, true}) {
+      const float mine = ocpDecode(e5m2, uint8_t(c));
+      const float theirs = tessera::fp8Decode(e5m2 ? tessera::DType::F8E5M2 : tessera::DType::F8E4M3, uint8_t(c));
+      INFO((e5m2 ? "e5m2 " : "e4m3 ") << c);
+      CHECK(((std::isnan(mine) && std::isnan(theirs)) || mine == theirs));
+    }
+}
+
+TEST_CASE("MFMA fp8 16x16x32 and f8f6f4 16x16x128 / 32x32x64 (gfx950, OCP) follow AMD's layouts bit for bit",
+          "[emu][matrix][gfx950]") {
+  Shape s32{16, 16, 32, mfma32i8A, mfma32i8B, mfma16D, 64, 64, 4};
+  Shape s128{16, 16, 128, mfma128A, mfma128B, mfma16D, 64, 64, 4};
+  Shape s64{32, 32, 64, mfma64A, mfma64B, mfma32D, 64, 64, 16};
+  unsigned seed = 90;
+  for (bool aE5m2 : {false, true})
+    for (bool bE5m2 : {false, true}) {
+      INFO((aE5m2 ? "bf8" : "fp8") << " x " << (bE5m2 ? "bf8" : "fp8"));
+      const int flags = (aE5m2 ? TESSERA_EMU_MFMA_A_BF8 : 0) | (bE5m2 ? TESSERA_EMU_MFMA_B_BF8 : 0);
+      runOcpCase(s32, TESSERA_EMU_MFMA_16X16X32_OCP_F8 | flags, aE5m2, bE5m2, ++seed);
+      runOcpCase(s128, TESSERA_EMU_MFMA_16X16X128_F8 | flags, aE5m2, bE5m2, ++seed);
+      runOcpCase(s64, TESSERA_EMU_MFMA_32X32X64_F8 | flags, aE5m2, bE5m2, ++seed);
+    }
+}
+
 TEST_CASE("WMMA 16x16x16 f16/bf16 follow the RDNA3 wave32 layouts", "[emu][matrix]") {
   Shape s{16, 16, 16, wmmaA, wmmaB, wmmaD, 16, 32, 8};
   runCase(s, Vendor::AMD, TESSERA_EMU_WMMA_16X16X16_F16, false, tessera_emu_wmma, 7);

@@ -64,6 +64,45 @@ TEST_CASE("every example matches its reference on every test shape (emulated gfx
   for (const auto& e : ex::all()) checkTestShapes(dev, e);
 }
 
+TEST_CASE("gemm_fp8 on emulated gfx950 matches its reference on each of its fp8 MFMAs", "[examples][emu][gfx950]") {
+  // The default blocks (32x32x32, 4 waves of 16 x 16) take
+  // v_mfma_f32_16x16x32_fp8_fp8; K blocks of 128 the f8f6f4 16x16x128, and
+  // 64 x 64 blocks (32 x 32 wave tiles) with K 64 or 128 the f8f6f4
+  // 32x32x64. Every test shape, multiples of the blocks and not.
+  ts::Device dev = ts::Device::emulator("amdgpu:gfx950");
+  const ex::Example e = ex::gemmFP8Example();
+  struct Blocks {
+    int m, n, k;
+    const char* mma;
+  };
+  for (Blocks b : {Blocks{32, 32, 32, "llvm.amdgcn.mfma.f32.16x16x32.fp8.fp8"},
+                   Blocks{32, 32, 128, "llvm.amdgcn.mfma.scale.f32.16x16x128.f8f6f4"},
+                   Blocks{64, 64, 64, "llvm.amdgcn.mfma.scale.f32.32x32x64.f8f6f4"},
+                   Blocks{64, 64, 128, "llvm.amdgcn.mfma.scale.f32.32x32x64.f8f6f4"}}) {
+    const std::string config =
+        "BLOCK_M=" + std::to_string(b.m) + ",BLOCK_N=" + std::to_string(b.n) + ",BLOCK_K=" + std::to_string(b.k);
+    INFO(config);
+    ex::GemmBlocks blocks = ex::gemmDefaultBlocks(dev);
+    blocks.m = b.m;
+    blocks.n = b.n;
+    blocks.k = b.k;
+    const std::string gpu = ts::compile(ex::gemmFP8(blocks), dev).dump(ts::Stage::LLVMGpu);
+    CHECK(gpu.find(b.mma) != std::string::npos);
+    CHECK(gpu.find("x half>") == std::string::npos);  // not widened to f16
+    for (const auto& shape : e.testShapes) {
+      INFO(shapeStr(shape));
+      ex::RunContext ctx;
+      ctx.device = dev;
+      ctx.shape = shape;
+      ctx.launch.threads = 2;
+      ctx.config = ts::perf::TuneConfig::parse(config);
+      ex::CheckResult r = e.run(ctx);
+      INFO(r.detail << " (max abs error " << r.maxAbsError << ", max rel error " << r.maxRelError << ")");
+      REQUIRE(r.ok);
+    }
+  }
+}
+
 TEST_CASE("the GEMM and attention examples on emulated sm_90a (wgmma) match their references", "[examples][emu]") {
   // sm_90a's f16/bf16 dots are warpgroup MMAs at the examples' defaults
   // (4 warps; gemm_f16 / gemm_bf16 at 64 x 64 x 32): every test shape of

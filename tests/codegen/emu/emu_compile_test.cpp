@@ -358,6 +358,48 @@ TEST_CASE("emu: modules the machine cannot run faithfully are refused by name", 
     CHECK_COMPILE_ERROR(compileText(amdText, true), tessera::CompileError,
                         Catch::Matchers::Contains("llvm.amdgcn.ds.permute"));
   }
+  SECTION("fp8 MFMAs: the formats need the architecture; block scales, fp6 and fp4 are not modelled") {
+    // v_mfma_f32_16x16x32_fp8_fp8 reads FNUZ codes on gfx942 and OCP codes
+    // on gfx950: a module for no architecture is refused, one for an
+    // architecture without fp8 MFMAs too.
+    auto withCall = [&](const std::string& decl, const std::string& call) {
+      return readInput("emu_amd_vadd.ll") + decl + "\ndefine void @helper(ptr addrspace(1) %o, <4 x float> %c) {\n" +
+             call + "\n  store <4 x float> %d, ptr addrspace(1) %o\n  ret void\n}\n";
+    };
+    const std::string fp8 =
+        withCall("declare <4 x float> @llvm.amdgcn.mfma.f32.16x16x32.fp8.fp8(i64, i64, <4 x float>, i32, i32, i32)",
+                 "  %d = call <4 x float> @llvm.amdgcn.mfma.f32.16x16x32.fp8.fp8(i64 1, i64 2, <4 x float> %c, i32 0, "
+                 "i32 0, i32 0)");
+    CHECK_COMPILE_ERROR(compileText(fp8, true), tessera::CompileError,
+                        Catch::Matchers::Contains("FNUZ or the OCP formats"));
+    const tessera::GpuArch* gfx90a = tessera::findGpuArch(tessera::GpuArch::Vendor::AMD, "gfx90a");
+    CHECK_COMPILE_ERROR(tessera::codegen::compileForEmulator(fp8, true, 64, hooks(), gfx90a), tessera::CompileError,
+                        Catch::Matchers::Contains("gfx90a has no fp8 MFMA"));
+    for (const char* gfx : {"gfx942", "gfx950"})
+      CHECK_NOTHROW(tessera::codegen::compileForEmulator(fp8, true, 64, hooks(),
+                                                         tessera::findGpuArch(tessera::GpuArch::Vendor::AMD, gfx)));
+    const tessera::GpuArch* gfx950 = tessera::findGpuArch(tessera::GpuArch::Vendor::AMD, "gfx950");
+    auto scaled = [&](const std::string& ops) {
+      return withCall(
+          "declare <4 x float> @llvm.amdgcn.mfma.scale.f32.16x16x128.f8f6f4.v8i32.v8i32(<8 x i32>, <8 x i32>, "
+          "<4 x float>, i32, i32, i32, i32, i32, i32)",
+          "  %d = call <4 x float> @llvm.amdgcn.mfma.scale.f32.16x16x128.f8f6f4.v8i32.v8i32(<8 x i32> zeroinitializer, "
+          "<8 x i32> zeroinitializer, <4 x float> %c, " +
+              ops + ")");
+    };
+    CHECK_NOTHROW(tessera::codegen::compileForEmulator(scaled("i32 1, i32 0, i32 0, i32 0, i32 0, i32 0"), true, 64,
+                                                       hooks(), gfx950));
+    CHECK_COMPILE_ERROR(tessera::codegen::compileForEmulator(scaled("i32 0, i32 0, i32 0, i32 127, i32 0, i32 127"),
+                                                             true, 64, hooks(), gfx950),
+                        tessera::CompileError, Catch::Matchers::Contains("block scales"));
+    CHECK_COMPILE_ERROR(tessera::codegen::compileForEmulator(scaled("i32 4, i32 0, i32 0, i32 0, i32 0, i32 0"), true,
+                                                             64, hooks(), gfx950),
+                        tessera::CompileError, Catch::Matchers::Contains("fp8 and bf8 operand formats"));
+    const tessera::GpuArch* gfx942 = tessera::findGpuArch(tessera::GpuArch::Vendor::AMD, "gfx942");
+    CHECK_COMPILE_ERROR(tessera::codegen::compileForEmulator(scaled("i32 0, i32 0, i32 0, i32 0, i32 0, i32 0"), true,
+                                                             64, hooks(), gfx942),
+                        tessera::CompileError, Catch::Matchers::Contains("CDNA4's"));
+  }
   SECTION("wrong vendor, wrong warp size, two kernels, missing hooks") {
     std::string nv = readInput("emu_nv_vadd.ll");
     CHECK_COMPILE_ERROR(compileText(nv, true), tessera::CompileError, Catch::Matchers::Contains("nvptx64"));

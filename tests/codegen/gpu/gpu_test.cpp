@@ -380,7 +380,8 @@ TEST_CASE("gpu: gfx950 reads its facts from Targets.def (160 KiB of LDS, CDNA4's
     CHECK(c.row->matrixCore == GpuArch::MatrixCore::Mfma);
     CHECK(c.row->f16MfmaK == 32);
     CHECK(c.row->i8MfmaK == 32);
-    CHECK_FALSE(c.row->fnuzFp8Mfma);
+    CHECK(c.row->fp8Mfma == tessera::GpuArch::Fp8Mfma::Ocp);
+    CHECK(c.row->f8f6f4MfmaK == 128);
     // The occupancy estimate from the row: two 80 KiB workgroups of 4 waves
     // fit a CU (2 waves per SIMD), where gfx942's 64 KiB holds none.
     CHECK(occupancy(*c.row, 64, 80 * 1024, 256).value == 2);

@@ -13,6 +13,9 @@ struct GpuArch {
   enum class Vendor { NVIDIA, AMD };
   /// AMD's matrix instructions (Targets.def's matrixCore column).
   enum class MatrixCore { None, Mfma, Wmma };
+  /// The formats AMD's fp8/bf8 MFMAs read (Targets.def's fp8Mfma column):
+  /// gfx942's FNUZ e4m3fnuz / e5m2fnuz, gfx950's OCP e4m3 / e5m2.
+  enum class Fp8Mfma { None, Fnuz, Ocp };
   Vendor vendor;
   const char* arch;           // "sm_80", "gfx942", ...
   unsigned warpSize;          // 32, or 64 on CDNA
@@ -39,8 +42,9 @@ struct GpuArch {
   int gfxMajor = 0;                                          // AMD: 9 (CDNA), 11 (RDNA3)
   MatrixCore matrixCore = MatrixCore::None;                  // AMD
   int i8MfmaK = 0;                                           // AMD: K of the i8 MFMA, 0: none
-  bool fnuzFp8Mfma = false;                                  // AMD
+  Fp8Mfma fp8Mfma = Fp8Mfma::None;                           // AMD: the fp8/bf8 MFMAs' formats
   int f16MfmaK = 0;                                          // AMD: K of the 16x16 f16/bf16 MFMA, 0: none
+  int f8f6f4MfmaK = 0;                                       // AMD: K of the 16x16 f8f6f4 MFMA (128), 0: none
 
   /// The target spelling: "nvptx:sm_80", "amdgpu:gfx942".
   std::string spelling() const { return std::string(vendor == Vendor::NVIDIA ? "nvptx:" : "amdgpu:") + arch; }

@@ -76,6 +76,14 @@ enum class MmaKind : uint8_t {
   // with twice the K; where it does not fit, 16x16x32 (K a multiple of 32)
   // or else 16x16x16, as layout and tag.
   AmdMfma32x32x16,
+  // AMD v_mfma_f32_16x16x128_f8f6f4 with fp8/bf8 operands (gfx950, the OCP
+  // formats), wave64: 16x16x16's placement with eight times the K.
+  AmdMfma16x16x128,
+  // AMD v_mfma_f32_32x32x64_f8f6f4 (gfx950, fp8/bf8), wave64: the 32x32x8
+  // placement where every wave owns whole 32 x 32 tiles and K is a multiple
+  // of 64; elsewhere 16x16x128 (K a multiple of 128) or else 16x16x32, as
+  // layout and tag.
+  AmdMfma32x32x64,
 };
 const char* mmaName(MmaKind k);
 /// The vendor family of a matrix instruction (false for None).
@@ -83,7 +91,7 @@ inline bool isNvWgmma(MmaKind k) { return k == MmaKind::NvWgmmaM64K16 || k == Mm
 inline bool isNvMma(MmaKind k) { return k == MmaKind::NvMmaM16N8K16 || k == MmaKind::NvMmaM16N8K32 || isNvWgmma(k); }
 inline bool isAmdMfma(MmaKind k) {
   return k == MmaKind::AmdMfma16x16x16 || k == MmaKind::AmdMfma16x16x32 || k == MmaKind::AmdMfma32x32x8 ||
-         k == MmaKind::AmdMfma32x32x16;
+         k == MmaKind::AmdMfma32x32x16 || k == MmaKind::AmdMfma16x16x128 || k == MmaKind::AmdMfma32x32x64;
 }
 /// The instruction runs behind the program (issue, then wait): a `dot
 /// {async}` of this kind can stay in flight (IR.h, "Asynchronous dots").
@@ -92,11 +100,15 @@ inline bool isAsyncMma(MmaKind k) { return isNvWgmma(k); }
 inline int64_t mmaK(MmaKind k) {
   return k == MmaKind::NvMmaM16N8K32 || k == MmaKind::AmdMfma16x16x32 || k == MmaKind::NvWgmmaM64K32 ? 32
          : k == MmaKind::AmdMfma32x32x8                                                              ? 8
+         : k == MmaKind::AmdMfma16x16x128                                                            ? 128
+         : k == MmaKind::AmdMfma32x32x64                                                             ? 64
                                                                                                      : 16;
 }
-/// The M (= N) of one instruction's tile on AMD (32 for 32x32x8 and
-/// 32x32x16, else 16).
-inline int64_t amdMmaTile(MmaKind k) { return k == MmaKind::AmdMfma32x32x8 || k == MmaKind::AmdMfma32x32x16 ? 32 : 16; }
+/// The M (= N) of one instruction's tile on AMD (32 for 32x32x8, 32x32x16
+/// and 32x32x64, else 16).
+inline int64_t amdMmaTile(MmaKind k) {
+  return k == MmaKind::AmdMfma32x32x8 || k == MmaKind::AmdMfma32x32x16 || k == MmaKind::AmdMfma32x32x64 ? 32 : 16;
+}
 
 struct BlockedLayout {
   std::vector<int64_t> spt, tpw, wpb;
@@ -208,6 +220,9 @@ BlockedLayout distributeBlocked(const std::vector<int64_t>& shape, std::vector<i
 ///                   N of 32*wn, else the 16x16x16 layout and tag
 ///   AmdMfma32x32x16 32x32x8's placement where it fits, else 16x16x32's where
 ///                   K is a multiple of 32, else 16x16x16's (layout and tag)
+///   AmdMfma16x16x128 16x16x16's placement (K a multiple of 128)
+///   AmdMfma32x32x64 32x32x8's placement where it fits and K is a multiple
+///                   of 64, else 16x16x128's, else 16x16x32's (layout and tag)
 ///   AmdWmma16x16x16 spt=[1,1] tpw=[2,16] : lane = col%16 + 16*(row%2), eight
 ///                   repetitions along dim 0 make one 16x16 tile
 ///   NvWgmmaM64K16   NvMmaM16N8K16's placement with wpb=[numWarps, 1]; where
