@@ -30,7 +30,8 @@ const std::vector<GpuArch>& gpuArchs() {
    .tmemColumns = tmemColumns_,                                                                                    \
    .maxClusterBlocks = maxClusterBlocks_},
 #define TS_AMDGPU_TARGET(arch_, wave, features, ldsKiB, vgprsPerSimd_, maxWavesPerSimd_, simdsPerCu_, ldsPerCuKiB, \
-                         vgprGranule_, gfxMajor_, matrixCore_, i8MfmaK_, fnuzFp8Mfma_, f16MfmaK_)                  \
+                         vgprGranule_, gfxMajor_, matrixCore_, i8MfmaK_, fnuzFp8Mfma_, f16MfmaK_, wmmaLaneElems_,  \
+                         fp8Wmma_)                                                                                 \
   {.vendor = GpuArch::Vendor::AMD,                                                                                 \
    .arch = #arch_,                                                                                                 \
    .warpSize = wave,                                                                                               \
@@ -46,7 +47,9 @@ const std::vector<GpuArch>& gpuArchs() {
    .matrixCore = GpuArch::MatrixCore::matrixCore_,                                                                 \
    .i8MfmaK = i8MfmaK_,                                                                                            \
    .fnuzFp8Mfma = fnuzFp8Mfma_,                                                                                    \
-   .f16MfmaK = f16MfmaK_},
+   .f16MfmaK = f16MfmaK_,                                                                                          \
+   .wmmaLaneElems = wmmaLaneElems_,                                                                                \
+   .fp8Wmma = fp8Wmma_},
 #include "tessera/support/Targets.def"
   };
   return rows;

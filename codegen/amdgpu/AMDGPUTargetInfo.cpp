@@ -317,15 +317,12 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
     }
   }
   // Matrix-core tables and dots: MFMA (AMDGPUMfma.cpp) or WMMA
-  // (AMDGPUWmma.cpp), Targets.def's matrixCore column. f32 dots stay on
-  // FMAs; operands are read from LDS with plain loads.
+  // (AMDGPUWmma.cpp, AMDGPUWmmaGfx12.cpp), Targets.def's matrixCore and
+  // wmmaLaneElems columns. f32 dots stay on FMAs; operands are read from
+  // LDS with plain loads.
   TensorCoreOp tensorCore(DType a, DType b, DType acc) const override {
-    switch (row().matrixCore) {
-      case GpuArch::MatrixCore::Mfma: return amdgpu::mfmaFamily().op(row(), a, b, acc);
-      case GpuArch::MatrixCore::Wmma: return amdgpu::wmmaFamily().op(row(), a, b, acc);
-      case GpuArch::MatrixCore::None: break;
-    }
-    return {};
+    const amdgpu::MatrixCoreFamily* f = amdgpu::matrixCoreFamily(row());
+    return f ? f->op(row(), a, b, acc) : TensorCoreOp{};
   }
   void planDotStaging(TensorCoreDotPlan& p) const override { amdgpu::planMatrixCoreStaging(p); }
   bool swizzleDotStaging(TensorCoreDotPlan& p) const override { return amdgpu::swizzleMatrixCoreStaging(p); }

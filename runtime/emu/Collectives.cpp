@@ -406,11 +406,7 @@ void Worker::matrix(Fiber* f, Coll kind, int32_t mode, const void* a, const void
     case Coll::Mfma:
       ok = cfg->vendor == Vendor::AMD && W == 64 && mode >= 0 && mode <= TESSERA_EMU_MFMA_16X16X32_BF16;
       break;
-    case Coll::Wmma:
-      ok = cfg->vendor == Vendor::AMD && W == 32 &&
-           (mode == TESSERA_EMU_WMMA_16X16X16_F16 || mode == TESSERA_EMU_WMMA_16X16X16_BF16 ||
-            (mode & ~(TESSERA_EMU_WMMA_A_SIGNED | TESSERA_EMU_WMMA_B_SIGNED)) == TESSERA_EMU_WMMA_16X16X16_IU8);
-      break;
+    case Coll::Wmma: ok = cfg->vendor == Vendor::AMD && W == 32 && detail::wmmaKnown(mode); break;
     default: break;
   }
   if (!ok)
