@@ -202,10 +202,13 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
   // stored vector) and is now one. The resource's fourth word is per
   // generation (the buffer format fields and, on gfx10+, the raw
   // out-of-range mode that checks offset + size against the records).
+  // RDNA4 keeps RDNA3's fields at the same bits (MLIR's AMDGPU-to-ROCDL
+  // lowering writes one word for gfx10 onwards, gfx1201 included).
   uint32_t bufferFlags() const {
     switch (row().gfxMajor) {
-      case 9: return 0x00020000;   // DATA_FORMAT 32
-      case 11: return 0x31004000;  // FORMAT 32, OOB_SELECT raw, RESOURCE_LEVEL 1
+      case 9: return 0x00020000;  // DATA_FORMAT 32
+      case 11:
+      case 12: return 0x31004000;  // FORMAT 32, OOB_SELECT raw, RESOURCE_LEVEL 1
       default: return 0;
     }
   }
