@@ -30,7 +30,8 @@ const std::vector<GpuArch>& gpuArchs() {
    .tmemColumns = tmemColumns_,                                                                                    \
    .maxClusterBlocks = maxClusterBlocks_},
 #define TS_AMDGPU_TARGET(arch_, wave, features, ldsKiB, vgprsPerSimd_, maxWavesPerSimd_, simdsPerCu_, ldsPerCuKiB, \
-                         vgprGranule_, gfxMajor_, matrixCore_, i8MfmaK_, fp8Mfma_, f16MfmaK_, f8f6f4MfmaK_)        \
+                         vgprGranule_, gfxMajor_, matrixCore_, i8MfmaK_, fp8Mfma_, f16MfmaK_, f8f6f4MfmaK_,        \
+                         wmmaLaneElems_, fp8Wmma_)                                                                 \
   {.vendor = GpuArch::Vendor::AMD,                                                                                 \
    .arch = #arch_,                                                                                                 \
    .warpSize = wave,                                                                                               \
@@ -47,7 +48,9 @@ const std::vector<GpuArch>& gpuArchs() {
    .i8MfmaK = i8MfmaK_,                                                                                            \
    .fp8Mfma = GpuArch::Fp8Mfma::fp8Mfma_,                                                                          \
    .f16MfmaK = f16MfmaK_,                                                                                          \
-   .f8f6f4MfmaK = f8f6f4MfmaK_},
+   .f8f6f4MfmaK = f8f6f4MfmaK_,                                                                                    \
+   .wmmaLaneElems = wmmaLaneElems_,                                                                                \
+   .fp8Wmma = fp8Wmma_},
 #include "tessera/support/Targets.def"
   };
   return rows;

@@ -1,6 +1,6 @@
 // AMD's matrix-core dot families behind GpuTargetInfo's dot hooks
 // (codegen/gpu/GpuDot.h): MFMA on CDNA (AMDGPUMfma.cpp) and WMMA on RDNA3
-// (AMDGPUWmma.cpp), which share their operand staging and fragment loop
+// (AMDGPUWmma.cpp) and RDNA4 (AMDGPUWmmaGfx12.cpp), which share their operand staging and fragment loop
 // (AMDGPUMatrixCore.cpp) and differ in what a family says here: the
 // fragment layouts, the registers and the call. Private to codegen/amdgpu:
 // includes LLVM headers.
@@ -55,9 +55,13 @@ class MatrixCoreFamily {
                             llvm::Value* c, const TensorCoreDotPlan& p) const = 0;
 };
 
-/// The families (AMDGPUMfma.cpp, AMDGPUWmma.cpp), and the one of an MMA kind.
+/// The families (AMDGPUMfma.cpp, AMDGPUWmma.cpp, AMDGPUWmmaGfx12.cpp), the
+/// one of an architecture (Targets.def's matrixCore and wmmaLaneElems) and
+/// the one of an MMA kind.
 const MatrixCoreFamily& mfmaFamily();
 const MatrixCoreFamily& wmmaFamily();
+const MatrixCoreFamily& wmmaGfx12Family();
+const MatrixCoreFamily* matrixCoreFamily(const GpuArch& row);
 const MatrixCoreFamily& matrixCoreFamily(ir::MmaKind k);
 
 /// The staging of a matrix-core dot (AMDGPUMatrixCore.cpp): A M x K, B

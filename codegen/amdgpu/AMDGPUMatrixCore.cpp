@@ -10,8 +10,20 @@
 
 namespace tessera::codegen::amdgpu {
 
+const MatrixCoreFamily* matrixCoreFamily(const GpuArch& row) {
+  switch (row.matrixCore) {
+    case GpuArch::MatrixCore::Mfma: return &mfmaFamily();
+    // RDNA3 lanes hold whole rows of K (16 elements), RDNA4's half (8).
+    case GpuArch::MatrixCore::Wmma: return row.wmmaLaneElems == 8 ? &wmmaGfx12Family() : &wmmaFamily();
+    case GpuArch::MatrixCore::None: break;
+  }
+  return nullptr;
+}
+
 const MatrixCoreFamily& matrixCoreFamily(ir::MmaKind k) {
-  return k == ir::MmaKind::AmdWmma16x16x16 ? wmmaFamily() : mfmaFamily();
+  if (k == ir::MmaKind::AmdWmma16x16x16) return wmmaFamily();
+  if (k == ir::MmaKind::AmdWmmaGfx12) return wmmaGfx12Family();
+  return mfmaFamily();
 }
 
 void planMatrixCoreStaging(TensorCoreDotPlan& p) {

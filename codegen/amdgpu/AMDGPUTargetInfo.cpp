@@ -202,10 +202,13 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
   // stored vector) and is now one. The resource's fourth word is per
   // generation (the buffer format fields and, on gfx10+, the raw
   // out-of-range mode that checks offset + size against the records).
+  // RDNA4 keeps RDNA3's fields at the same bits (MLIR's AMDGPU-to-ROCDL
+  // lowering writes one word for gfx10 onwards, gfx1201 included).
   uint32_t bufferFlags() const {
     switch (row().gfxMajor) {
-      case 9: return 0x00020000;   // DATA_FORMAT 32
-      case 11: return 0x31004000;  // FORMAT 32, OOB_SELECT raw, RESOURCE_LEVEL 1
+      case 9: return 0x00020000;  // DATA_FORMAT 32
+      case 11:
+      case 12: return 0x31004000;  // FORMAT 32, OOB_SELECT raw, RESOURCE_LEVEL 1
       default: return 0;
     }
   }
@@ -317,15 +320,12 @@ class AMDGPUTargetInfo final : public GpuTargetInfo {
     }
   }
   // Matrix-core tables and dots: MFMA (AMDGPUMfma.cpp) or WMMA
-  // (AMDGPUWmma.cpp), Targets.def's matrixCore column. f32 dots stay on
-  // FMAs; operands are read from LDS with plain loads.
+  // (AMDGPUWmma.cpp, AMDGPUWmmaGfx12.cpp), Targets.def's matrixCore and
+  // wmmaLaneElems columns. f32 dots stay on FMAs; operands are read from
+  // LDS with plain loads.
   TensorCoreOp tensorCore(DType a, DType b, DType acc) const override {
-    switch (row().matrixCore) {
-      case GpuArch::MatrixCore::Mfma: return amdgpu::mfmaFamily().op(row(), a, b, acc);
-      case GpuArch::MatrixCore::Wmma: return amdgpu::wmmaFamily().op(row(), a, b, acc);
-      case GpuArch::MatrixCore::None: break;
-    }
-    return {};
+    const amdgpu::MatrixCoreFamily* f = amdgpu::matrixCoreFamily(row());
+    return f ? f->op(row(), a, b, acc) : TensorCoreOp{};
   }
   void planDotStaging(TensorCoreDotPlan& p) const override { amdgpu::planMatrixCoreStaging(p); }
   bool swizzleDotStaging(TensorCoreDotPlan& p) const override { return amdgpu::swizzleMatrixCoreStaging(p); }

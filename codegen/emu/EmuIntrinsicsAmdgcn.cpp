@@ -168,10 +168,24 @@ Value* Lowerer::amdgcn(IRBuilder<>& b, llvm::CallInst& c, const std::vector<std:
     }
     return matrixCall(b, c, "tessera_emu_mfma", mode, {0}, {1}, {2});
   }
+  // WMMA 16x16x16: RDNA3 and RDNA4 share the intrinsics' names; RDNA4's
+  // operands are half as wide (8 elements per lane, 128 bits of f16/bf16
+  // or 64 of 8-bit codes), which selects its layouts.
+  auto gfx12 = [&](unsigned opArg, uint64_t bits) {
+    return arg(opArg)->getType()->getPrimitiveSizeInBits().getFixedValue() == bits ? TESSERA_EMU_WMMA_GFX12 : 0;
+  };
   if (k == "wmma" && t.size() >= 4 && t[1] == "f32" && t[2] == "16x16x16" && (t[3] == "f16" || t[3] == "bf16")) {
     if (c.arg_size() != 3) unsupported(c);
     return matrixCall(b, c, "tessera_emu_wmma",
-                      t[3] == "f16" ? TESSERA_EMU_WMMA_16X16X16_F16 : TESSERA_EMU_WMMA_16X16X16_BF16, {0}, {1}, {2});
+                      (t[3] == "f16" ? TESSERA_EMU_WMMA_16X16X16_F16 : TESSERA_EMU_WMMA_16X16X16_BF16) | gfx12(0, 128),
+                      {0}, {1}, {2});
+  }
+  if (k == "wmma" && t.size() >= 5 && t[1] == "f32" && t[2] == "16x16x16" && (t[3] == "fp8" || t[3] == "bf8") &&
+      (t[4] == "fp8" || t[4] == "bf8")) {
+    // RDNA4 only: (A, B, C), fp8 = e4m3, bf8 = e5m2.
+    if (c.arg_size() != 3 || !gfx12(0, 64)) unsupported(c);
+    const int32_t mode = TESSERA_EMU_WMMA_16X16X16_FP8_FP8 + (t[3] == "bf8" ? 2 : 0) + (t[4] == "bf8" ? 1 : 0);
+    return matrixCall(b, c, "tessera_emu_wmma", mode | TESSERA_EMU_WMMA_GFX12, {0}, {1}, {2});
   }
   if (k == "wmma" && t.size() >= 4 && t[1] == "i32" && t[2] == "16x16x16" && t[3] == "iu8") {
     // (A_sign, A, B_sign, B, C, clamp): the signs become mode flags.
@@ -182,7 +196,7 @@ Value* Lowerer::amdgcn(IRBuilder<>& b, llvm::CallInst& c, const std::vector<std:
     if (!sa || !sb || !clamp) unsupported(c);
     if (!clamp->isZero()) unsupported(c, "the clamp (saturating) form is not modelled");
     int32_t mode = TESSERA_EMU_WMMA_16X16X16_IU8 | (sa->isOne() ? TESSERA_EMU_WMMA_A_SIGNED : 0) |
-                   (sb->isOne() ? TESSERA_EMU_WMMA_B_SIGNED : 0);
+                   (sb->isOne() ? TESSERA_EMU_WMMA_B_SIGNED : 0) | gfx12(1, 64);
     return matrixCall(b, c, "tessera_emu_wmma", mode, {1}, {3}, {4});
   }
   if (name == "implicitarg.ptr") return b.CreateAddrSpaceCast(implicitArgs(c.getFunction()), c.getType());

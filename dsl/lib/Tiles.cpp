@@ -130,8 +130,8 @@ Tiles& Tiles::ragged(const Tensor& offsets, const Operand& groups, SrcLoc loc) {
     dsl::fail(loc, fmt::format("Tiles::ragged: the offsets must be a pointer to i32 (ts::Ptr<const int32_t>), got {}",
                                offsets.valid() ? dsl::typeStr(offsets.type()) : std::string("no value")));
   if (groups.isLiteral() && (groups.kind() != Operand::Kind::Int || groups.intValue() < 0))
-    dsl::fail(loc, fmt::format("Tiles::ragged: the number of groups must be a non-negative integer, got {}",
-                               groups.str()));
+    dsl::fail(loc,
+              fmt::format("Tiles::ragged: the number of groups must be a non-negative integer, got {}", groups.str()));
   ragged_ = true;
   offsets_ = offsets;
   groups_ = groups;
@@ -182,8 +182,7 @@ void forTilesImpl(const Tiles& s, const std::function<void(const Tile&)>& body, 
   // computing a single tile is past the count where the scan finds none.
   auto ragged = [&](const Ix& t) {
     const GroupOf g = groupOf(s, t, tn);
-    if_else(
-        g.group >= 0, [&] { run(t, t - g.first, cdiv(g.end - g.start, s.tileM()), g.group, g.start, g.end); }, loc);
+    if_else(g.group >= 0, [&] { run(t, t - g.first, cdiv(g.end - g.start, s.tileM()), g.group, g.start, g.end); }, loc);
   };
   if (s.isPersistent())
     loop(groupOf(s, constant(-1, loc), tn).total, ragged);

@@ -41,6 +41,7 @@ const char* mmaName(MmaKind k) {
     case MmaKind::AmdMfma32x32x16: return "mfma.32x32x16";
     case MmaKind::AmdMfma16x16x128: return "mfma.16x16x128";
     case MmaKind::AmdMfma32x32x64: return "mfma.32x32x64";
+    case MmaKind::AmdWmmaGfx12: return "wmma.gfx12.16x16x16";
   }
   return "?";
 }
@@ -291,6 +292,13 @@ std::optional<BlockedLayout> mmaLayout(MmaKind k, int64_t M, int64_t N, int64_t 
     case MmaKind::AmdWmma16x16x16:
       b.spt = {1, 1};
       b.tpw = {2, 16};
+      break;
+    case MmaKind::AmdWmmaGfx12:
+      // Swapped as the MFMAs are: the instruction's D register r of lane
+      // (i, h) is C(row i, col r + 8h), eight consecutive columns.
+      b.spt = {1, 8};
+      b.tpw = {16, 2};
+      b.order = {0, 1};
       break;
     case MmaKind::None: return std::nullopt;
   }

@@ -409,11 +409,7 @@ void Worker::matrix(Fiber* f, Coll kind, int32_t mode, const void* a, const void
             ((mode & ~(TESSERA_EMU_MFMA_A_BF8 | TESSERA_EMU_MFMA_B_BF8)) >= TESSERA_EMU_MFMA_16X16X32_OCP_F8 &&
              (mode & ~(TESSERA_EMU_MFMA_A_BF8 | TESSERA_EMU_MFMA_B_BF8)) <= TESSERA_EMU_MFMA_32X32X64_F8));
       break;
-    case Coll::Wmma:
-      ok = cfg->vendor == Vendor::AMD && W == 32 &&
-           (mode == TESSERA_EMU_WMMA_16X16X16_F16 || mode == TESSERA_EMU_WMMA_16X16X16_BF16 ||
-            (mode & ~(TESSERA_EMU_WMMA_A_SIGNED | TESSERA_EMU_WMMA_B_SIGNED)) == TESSERA_EMU_WMMA_16X16X16_IU8);
-      break;
+    case Coll::Wmma: ok = cfg->vendor == Vendor::AMD && W == 32 && detail::wmmaKnown(mode); break;
     default: break;
   }
   if (!ok)

@@ -4,7 +4,10 @@
 //   and "ldmatrix"; AMD's matrix instruction calculator / CDNA ISA for
 //   v_mfma_f32_{32x32x8,16x16x16}{f16,bf16_1k} and CDNA4's
 //   v_mfma_f32_{32x32x16,16x16x32}_{f16,bf16}; the RDNA3 ISA for
-//   v_wmma_f32_16x16x16_{f16,bf16}. The 8-bit integer forms: "Matrix
+//   v_wmma_f32_16x16x16_{f16,bf16}, the RDNA4 ISA / AMD's matrix
+//   instruction calculator for RDNA4's forms of the same instructions and
+//   v_wmma_f32_16x16x16_{fp8,bf8}_{fp8,bf8} (fp8 = OCP e4m3, bf8 = OCP
+//   e5m2). The 8-bit integer forms: "Matrix
 //   Fragments for mma.m16n8k32" (.s8), v_mfma_i32_16x16x16i8 (CDNA2),
 //   v_mfma_i32_16x16x32_i8 (CDNA3), v_wmma_i32_16x16x16_iu8 (RDNA3); four
 //   8-bit elements per 32-bit register, the lowest k in the low byte.
@@ -361,7 +364,81 @@ bool mfma(int32_t mode, const LaneFrag* lanes) {
   return true;
 }
 
+namespace {
+
+// WMMA: fp8 = e4m3, bf8 = e5m2 (OCP, RDNA4), the instruction's A first.
+std::optional<Fp8Pair> wmmaFp8(int32_t base) {
+  switch (base) {
+    case TESSERA_EMU_WMMA_16X16X16_FP8_FP8: return Fp8Pair{DType::F8E4M3, DType::F8E4M3};
+    case TESSERA_EMU_WMMA_16X16X16_FP8_BF8: return Fp8Pair{DType::F8E4M3, DType::F8E5M2};
+    case TESSERA_EMU_WMMA_16X16X16_BF8_FP8: return Fp8Pair{DType::F8E5M2, DType::F8E4M3};
+    case TESSERA_EMU_WMMA_16X16X16_BF8_BF8: return Fp8Pair{DType::F8E5M2, DType::F8E5M2};
+    default: return std::nullopt;
+  }
+}
+
+// RDNA4 (gfx1200, gfx1201), i = lane % 16, h = lane / 16: element e of a
+// 16-bit operand is k 8 (e / 4) + 4h + e % 4 of row i of A (column i of
+// B), byte e of an 8-bit operand k 8h + e; D register r is (row r + 8h,
+// column i). Every lane holds its own operands (no copies across the
+// half-waves).
+int gfx12Kf16(int l, int e) { return 8 * (e / 4) + 4 * (l / 16) + e % 4; }
+int gfx12K8(int l, int e) { return 8 * (l / 16) + e; }
+int gfx12Row(int l, int r) { return r + 8 * (l / 16); }
+
+bool wmmaGfx12(int32_t base, bool sa, bool sb, const LaneFrag* lanes) {
+  if (base == TESSERA_EMU_WMMA_16X16X16_IU8) {
+    IMat A(16, 16), B(16, 16), C(16, 16);
+    for (int l = 0; l < 32; ++l) {
+      for (int e = 0; e < 8; ++e) {
+        A.at(l % 16, gfx12K8(l, e)) = byteElem(lanes[l].a, e, sa);
+        B.at(gfx12K8(l, e), l % 16) = byteElem(lanes[l].b, e, sb);
+      }
+      for (int r = 0; r < 8; ++r) C.at(gfx12Row(l, r), l % 16) = accBits(lanes[l].c, r);
+    }
+    IMat D = iproduct(A, B, C);
+    for (int l = 0; l < 32; ++l)
+      for (int r = 0; r < 8; ++r) setAccBits(lanes[l].d, r, static_cast<uint32_t>(D.at(gfx12Row(l, r), l % 16)));
+    return true;
+  }
+  std::optional<Fp8Pair> f8 = wmmaFp8(base);
+  if (!f8 && base != TESSERA_EMU_WMMA_16X16X16_F16 && base != TESSERA_EMU_WMMA_16X16X16_BF16) return false;
+  auto cvt = base == TESSERA_EMU_WMMA_16X16X16_F16 ? halfToFloat : bf16ToFloat;
+  Mat A(16, 16), B(16, 16), C(16, 16);
+  for (int l = 0; l < 32; ++l) {
+    for (int e = 0; e < 8; ++e) {
+      if (f8) {
+        A.at(l % 16, gfx12K8(l, e)) = fp8Elem(lanes[l].a, e, f8->a);
+        B.at(gfx12K8(l, e), l % 16) = fp8Elem(lanes[l].b, e, f8->b);
+      } else {
+        A.at(l % 16, gfx12Kf16(l, e)) = cvt(elem(lanes[l].a, e));
+        B.at(gfx12Kf16(l, e), l % 16) = cvt(elem(lanes[l].b, e));
+      }
+    }
+    for (int r = 0; r < 8; ++r) C.at(gfx12Row(l, r), l % 16) = lanes[l].c[r];
+  }
+  Mat D = product(A, B, C);
+  for (int l = 0; l < 32; ++l)
+    for (int r = 0; r < 8; ++r) lanes[l].d[r] = D.at(gfx12Row(l, r), l % 16);
+  return true;
+}
+
+}  // namespace
+
+bool wmmaKnown(int32_t mode) {
+  const int32_t base = mode & ~(TESSERA_EMU_WMMA_A_SIGNED | TESSERA_EMU_WMMA_B_SIGNED | TESSERA_EMU_WMMA_GFX12);
+  const bool signs = (mode & (TESSERA_EMU_WMMA_A_SIGNED | TESSERA_EMU_WMMA_B_SIGNED)) != 0;
+  if (signs && base != TESSERA_EMU_WMMA_16X16X16_IU8) return false;
+  if (wmmaFp8(base)) return (mode & TESSERA_EMU_WMMA_GFX12) != 0;  // RDNA4 instructions
+  return base == TESSERA_EMU_WMMA_16X16X16_F16 || base == TESSERA_EMU_WMMA_16X16X16_BF16 ||
+         base == TESSERA_EMU_WMMA_16X16X16_IU8;
+}
+
 bool wmma(int32_t mode, const LaneFrag* lanes) {
+  if (!wmmaKnown(mode)) return false;
+  if (mode & TESSERA_EMU_WMMA_GFX12)
+    return wmmaGfx12(mode & ~(TESSERA_EMU_WMMA_A_SIGNED | TESSERA_EMU_WMMA_B_SIGNED | TESSERA_EMU_WMMA_GFX12),
+                     (mode & TESSERA_EMU_WMMA_A_SIGNED) != 0, (mode & TESSERA_EMU_WMMA_B_SIGNED) != 0, lanes);
   if ((mode & ~(TESSERA_EMU_WMMA_A_SIGNED | TESSERA_EMU_WMMA_B_SIGNED)) == TESSERA_EMU_WMMA_16X16X16_IU8) {
     // Lane i < 16 holds row i of A and column i of B, 16 bytes each; D as
     // the f32 form's.

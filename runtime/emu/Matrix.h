@@ -19,12 +19,15 @@ struct LaneFrag {
 float halfToFloat(uint16_t h);
 float bf16ToFloat(uint16_t h);
 
-/// `lanes` has the warp's 32 (NVIDIA, gfx1100) or 64 (MFMA) lanes; `mode`
+/// `lanes` has the warp's 32 (NVIDIA, WMMA) or 64 (MFMA) lanes; `mode`
 /// is a TESSERA_EMU_{MMA,MFMA,WMMA}_* constant. Returns false for an
 /// unknown mode.
 bool mmaSync(int32_t mode, const LaneFrag* lanes);
 bool mfma(int32_t mode, const LaneFrag* lanes);
 bool wmma(int32_t mode, const LaneFrag* lanes);
+/// Whether `mode` is a WMMA mode wmma() models (RDNA3's f16/bf16/iu8; with
+/// TESSERA_EMU_WMMA_GFX12, RDNA4's forms of them and its fp8/bf8 forms).
+bool wmmaKnown(int32_t mode);
 /// One warp's 16 rows of wgmma.mma_async.m64nNk16 with A in registers:
 /// lanes[l].a the lane's 4 A registers (mma.m16n8k16's A fragment),
 /// .c / .d its n / 2 accumulators (d[4i + 2h + s] = (g + 8h, 8i + 2t + s));

@@ -554,6 +554,34 @@ TEST_CASE("fp8: the gfx950 AMDGCN has the unscaled f8f6f4 and fp8 MFMAs and link
   }
 }
 
+TEST_CASE("fp8: gfx1200 runs OCP fp8 dots on WMMA 16x16x16 fp8/bf8 (emulated), matching a C++ GEMM",
+          "[fp8][dot][emu][amdgpu][gfx1200]") {
+  // RDNA4's WMMA takes Tessera's B as its first operand, as MFMA does:
+  // e4m3 x e5m2 is bf8_fp8.
+  const char* gfx = "amdgpu:gfx1200";
+  checkNativeGemm<ts::float8_e4m3, ts::float8_e4m3>(gfx, "llvm.amdgcn.wmma.f32.16x16x16.fp8.fp8");
+  checkNativeGemm<ts::float8_e4m3, ts::float8_e5m2>(gfx, "llvm.amdgcn.wmma.f32.16x16x16.bf8.fp8");
+  checkNativeGemm<ts::float8_e5m2, ts::float8_e4m3>(gfx, "llvm.amdgcn.wmma.f32.16x16x16.fp8.bf8");
+  checkNativeGemm<ts::float8_e5m2, ts::float8_e5m2>(gfx, "llvm.amdgcn.wmma.f32.16x16x16.bf8.bf8");
+  // The FNUZ formats are not RDNA4's: widened.
+  CHECK(widenedDot(
+      ts::compile(fp8Gemm<ts::float8_e4m3fnuz, ts::float8_e5m2fnuz>(64, 64, 64), ts::Device::emulator(gfx))));
+}
+
+TEST_CASE("fp8: the gfx1200 AMDGCN has the fp8 WMMAs and links without scratch", "[fp8][gpu][amdgpu][gfx1200]") {
+  for (bool mixed : {false, true}) {
+    INFO((mixed ? "e5m2 x e4m3" : "e4m3 x e4m3"));
+    ts::Kernel kernel = mixed ? fp8Gemm<ts::float8_e5m2, ts::float8_e4m3>(64, 64, 64)
+                              : fp8Gemm<ts::float8_e4m3, ts::float8_e4m3>(64, 64, 64);
+    ts::CompiledKernel k = ts::compile(kernel, ts::Target::parse("amdgpu:gfx1200"));
+    const std::string amdgcn = k.dump(ts::Stage::AMDGCN);
+    CHECK(amdgcn.find(mixed ? "v_wmma_f32_16x16x16_fp8_bf8" : "v_wmma_f32_16x16x16_fp8_fp8") != std::string::npos);
+    CHECK(amdgcn.find("v_wmma_f32_16x16x16_f16") == std::string::npos);
+    const std::string report = testamd::checkCodeObject(k, 32);
+    CHECK(report.find("private segment (spills/stack) 0 bytes") != std::string::npos);
+  }
+}
+
 TEST_CASE("fp8: the gfx942 AMDGCN has the fp8 MFMA and links, gfx90a and gfx1100 the f16 matrix instructions",
           "[fp8][gpu][amdgpu]") {
   for (auto [gfx, wave] : {std::pair{"gfx90a", 64}, std::pair{"gfx942", 64}, std::pair{"gfx1100", 32}})
@@ -676,9 +704,9 @@ TEST_CASE("fp8: the PTX assembles with ptxas for sm_80, sm_89 and sm_90a without
     }
 }
 
-TEST_CASE("fp8: the AMDGPU code links with LLD for gfx942 and gfx1100", "[fp8][gpu][amdgpu]") {
+TEST_CASE("fp8: the AMDGPU code links with LLD for gfx942, gfx1100 and gfx1200", "[fp8][gpu][amdgpu]") {
   for (const ts::Kernel& kernel : gpuKernels())
-    for (auto [gfx, wave] : {std::pair{"gfx942", 64}, std::pair{"gfx1100", 32}}) {
+    for (auto [gfx, wave] : {std::pair{"gfx942", 64}, std::pair{"gfx1100", 32}, std::pair{"gfx1200", 32}}) {
       INFO(kernel.name() << " on " << gfx);
       testamd::checkCodeObject(ts::compile(kernel, ts::Target::parse(std::string("amdgpu:") + gfx)), wave);
     }

@@ -29,7 +29,8 @@ struct Schedule {
 
 std::string str(const Schedule& s) {
   const char* o[] = {"rows", "columns", "grouped", "snake"};
-  return std::string(o[int(s.order)]) + (s.order == ts::TileOrder::Grouped ? "(" + std::to_string(s.groupM) + ")" : "") +
+  return std::string(o[int(s.order)]) +
+         (s.order == ts::TileOrder::Grouped ? "(" + std::to_string(s.groupM) + ")" : "") +
          (s.persistent ? " persistent" : "");
 }
 
@@ -80,8 +81,7 @@ ts::Kernel recorder(const Schedule& sch, int64_t BM, int64_t BN, bool ragged) {
                       if (ragged) t.ragged(offsets, groups);
                       ts::for_tiles(apply(t, sch), [&](const ts::Tile& x) {
                         auto r = record + x.index * kFields;
-                        const ts::Tensor f[kFields] = {x.index, x.m,    x.n,      x.group,
-                                                       x.row0,  x.col0, x.rowEnd, x.colEnd};
+                        const ts::Tensor f[kFields] = {x.index, x.m, x.n, x.group, x.row0, x.col0, x.rowEnd, x.colEnd};
                         for (int i = 0; i < kFields; ++i) ts::store(r + i, f[i]);
                         auto tn = (N + (BN - 1)) / BN;
                         ts::store(cell + (x.group * maxTm + x.m) * tn + x.n, x.index);
@@ -129,8 +129,8 @@ void check(ts::Device& dev, const Schedule& s, int64_t M, int64_t N, int64_t BM,
   ts::Buffer record = dev.upload(ts::i32, std::vector<int32_t>(static_cast<size_t>(e.tiles + 1) * kFields, -7));
   ts::Buffer cell = dev.upload(ts::i32, std::vector<int32_t>(cells, -1));
   ts::Buffer off = dev.upload(ts::i32, offsets ? *offsets : std::vector<int32_t>{0});
-  k.launch(ts::Dim3(static_cast<uint32_t>(programs)), record, cell, int32_t(M), int32_t(N), off,
-           int32_t(e.groups), int32_t(e.maxTm));
+  k.launch(ts::Dim3(static_cast<uint32_t>(programs)), record, cell, int32_t(M), int32_t(N), off, int32_t(e.groups),
+           int32_t(e.maxTm));
   std::vector<int32_t> got = record.read<int32_t>();
   got.resize(static_cast<size_t>(e.tiles) * kFields + kFields);
   // The slot past the last tile stays untouched: no tile numbered `tiles`.
@@ -282,8 +282,8 @@ TEST_CASE("for_tiles: a persistent pipelined f16 GEMM on the emulated GPUs, seve
   // first did (the emulator reports races and hangs). Integer inputs: the
   // sums are exact, so the results must equal the reference exactly.
   constexpr int BM = 32, BN = 32, BK = 16;
-  ts::Kernel k = ts::kernel("tiles_gemm_f16", [](ts::Ptr<float> c, ts::Ptr<const ts::half> a,
-                                                 ts::Ptr<const ts::half> b, ts::Int M, ts::Int N, ts::Int K) {
+  ts::Kernel k = ts::kernel("tiles_gemm_f16", [](ts::Ptr<float> c, ts::Ptr<const ts::half> a, ts::Ptr<const ts::half> b,
+                                                 ts::Int M, ts::Int N, ts::Int K) {
     auto sa = ts::alloc_shared(ts::f16, {BM, BK});
     auto sb = ts::alloc_shared(ts::f16, {BK, BN});
     ts::for_tiles(ts::Tiles(M, N, BM, BN).grouped(2).persistent(), [&](const ts::Tile& t) {

@@ -48,6 +48,16 @@ Owner mfma16x32B(int k, int n) { return {n + 16 * (k / 8), k % 8}; }
 Owner wmmaA(int r, int k) { return {r, k}; }
 Owner wmmaB(int k, int n) { return {n, k}; }
 Owner wmmaD(int r, int c) { return {c + 16 * (r % 2), r / 2}; }
+// ---- AMD WMMA on RDNA4 (matrix instruction calculator, gfx1200/gfx1201):
+// no replication, lanes 16-31 hold the other half of K. 16-bit operands:
+// lane half h = k / 4 % 2, element 4 (k / 8) + k % 4; 8-bit operands
+// (iu8, fp8/bf8): h = k / 8, byte k % 8. D register r of lane c + 16 h is
+// row r + 8h.
+Owner wmma12A(int r, int k) { return {r + 16 * (k / 4 % 2), 4 * (k / 8) + k % 4}; }
+Owner wmma12B(int k, int n) { return {n + 16 * (k / 4 % 2), 4 * (k / 8) + k % 4}; }
+Owner wmma12i8A(int r, int k) { return {r + 16 * (k / 8), k % 8}; }
+Owner wmma12i8B(int k, int n) { return {n + 16 * (k / 8), k % 8}; }
+Owner wmma12D(int r, int c) { return {c + 16 * (r / 8), r % 8}; }
 
 uint16_t toHalf(float f) {  // exact for the small values used here
   if (f == 0) return std::signbit(f) ? 0x8000 : 0;
@@ -619,6 +629,46 @@ TEST_CASE("WMMA 16x16x16 f16/bf16 follow the RDNA3 wave32 layouts", "[emu][matri
   runCase(s, Vendor::AMD, TESSERA_EMU_WMMA_16X16X16_BF16, true, tessera_emu_wmma, 8);
 }
 
+TEST_CASE("WMMA 16x16x16 f16/bf16 (RDNA4) follow the gfx12 wave32 layouts", "[emu][matrix][gfx1200]") {
+  Shape s{16, 16, 16, wmma12A, wmma12B, wmma12D, 32, 32, 8};
+  for (bool random : {false, true}) {
+    INFO((random ? "random operands" : "exact sums"));
+    const unsigned seed = random ? 80 : 70;
+    runCase(s, Vendor::AMD, TESSERA_EMU_WMMA_16X16X16_F16 | TESSERA_EMU_WMMA_GFX12, false, tessera_emu_wmma, seed + 1,
+            random);
+    runCase(s, Vendor::AMD, TESSERA_EMU_WMMA_16X16X16_BF16 | TESSERA_EMU_WMMA_GFX12, true, tessera_emu_wmma, seed + 2,
+            random);
+  }
+}
+
+TEST_CASE("WMMA i32 16x16x16 iu8 (RDNA4) follows the gfx12 wave32 layout with either signedness",
+          "[emu][matrix][gfx1200]") {
+  Shape s{16, 16, 16, wmma12i8A, wmma12i8B, wmma12D, 32, 32, 8};
+  for (int sa = 0; sa < 2; ++sa)
+    for (int sb = 0; sb < 2; ++sb)
+      runIntCase(s, Vendor::AMD,
+                 TESSERA_EMU_WMMA_16X16X16_IU8 | TESSERA_EMU_WMMA_GFX12 | (sa ? TESSERA_EMU_WMMA_A_SIGNED : 0) |
+                     (sb ? TESSERA_EMU_WMMA_B_SIGNED : 0),
+                 sa != 0, sb != 0, tessera_emu_wmma, unsigned(90 + 2 * sa + sb));
+}
+
+TEST_CASE("WMMA f32 16x16x16 fp8/bf8 (RDNA4) follows the gfx12 layout, decoding the OCP formats exactly",
+          "[emu][matrix][gfx1200]") {
+  using tessera::DType;
+  Shape s{16, 16, 16, wmma12i8A, wmma12i8B, wmma12D, 32, 32, 8};
+  struct Form {
+    int mode;
+    DType a, b;
+  };
+  unsigned seed = 100;
+  for (Form f : {Form{TESSERA_EMU_WMMA_16X16X16_FP8_FP8, DType::F8E4M3, DType::F8E4M3},
+                 Form{TESSERA_EMU_WMMA_16X16X16_FP8_BF8, DType::F8E4M3, DType::F8E5M2},
+                 Form{TESSERA_EMU_WMMA_16X16X16_BF8_FP8, DType::F8E5M2, DType::F8E4M3},
+                 Form{TESSERA_EMU_WMMA_16X16X16_BF8_BF8, DType::F8E5M2, DType::F8E5M2}})
+    for (bool exact : {true, false})
+      runFp8Case(s, Vendor::AMD, f.mode | TESSERA_EMU_WMMA_GFX12, f.a, f.b, exact, tessera_emu_wmma, ++seed);
+}
+
 TEST_CASE("matrix instructions on the wrong warp or with exited lanes are misuse", "[emu][matrix]") {
   LaunchConfig cfg;
   cfg.vendor = Vendor::AMD;
@@ -630,6 +680,16 @@ TEST_CASE("matrix instructions on the wrong warp or with exited lanes are misuse
         uint32_t a[16] = {}, b[16] = {};
         float c[16] = {}, d[16];
         tessera_emu_mfma(TESSERA_EMU_MFMA_16X16X16_F16, a, b, c, d);
+      },
+      nullptr, cfg);
+  CHECK(rep.count(IssueKind::CollectiveMisuse) == 1);
+  // The fp8 WMMAs are RDNA4 instructions: without the gfx12 layouts they
+  // name no instruction.
+  rep = launch(
+      +[](void* const*) {
+        uint32_t a[16] = {}, b[16] = {};
+        float c[16] = {}, d[16];
+        tessera_emu_wmma(TESSERA_EMU_WMMA_16X16X16_FP8_FP8, a, b, c, d);
       },
       nullptr, cfg);
   CHECK(rep.count(IssueKind::CollectiveMisuse) == 1);

@@ -103,6 +103,13 @@ TEST_CASE("gemm_fp8 on emulated gfx950 matches its reference on each of its fp8 
   }
 }
 
+TEST_CASE("every example matches its reference on every test shape (emulated gfx1200)", "[examples][emu][gfx1200]") {
+  // RDNA4: the f16/bf16, i8 and OCP fp8 dots are gfx12 WMMAs (8 operand
+  // elements per lane, the accumulator C^T as the MFMAs'), wave32.
+  ts::Device dev = ts::Device::emulator("amdgpu:gfx1200");
+  for (const auto& e : ex::all()) checkTestShapes(dev, e);
+}
+
 TEST_CASE("the GEMM and attention examples on emulated sm_90a (wgmma) match their references", "[examples][emu]") {
   // sm_90a's f16/bf16 dots are warpgroup MMAs at the examples' defaults
   // (4 warps; gemm_f16 / gemm_bf16 at 64 x 64 x 32): every test shape of

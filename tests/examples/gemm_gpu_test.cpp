@@ -152,7 +152,8 @@ TEST_CASE(
 TEST_CASE("gemm_f16 / gemm_bf16 AMDGCN: matrix-core instructions in the pipelined loop", "[examples][gemm][gpu]") {
   for (const char* name : kGemms)
     for (auto [gfx, insn] : {std::pair{"gfx90a", "v_mfma_f32_16x16x16"}, std::pair{"gfx942", "v_mfma_f32_16x16x16"},
-                             std::pair{"gfx950", "v_mfma_f32_16x16x32"}, std::pair{"gfx1100", "v_wmma_f32_16x16x16"}}) {
+                             std::pair{"gfx950", "v_mfma_f32_16x16x32"}, std::pair{"gfx1100", "v_wmma_f32_16x16x16"},
+                             std::pair{"gfx1200", "v_wmma_f32_16x16x16"}}) {
       INFO(name << " on " << gfx);
       ts::Target target = ts::Target::parse(std::string("amdgpu:") + gfx);
       for (bool facts : {false, true}) {
@@ -258,7 +259,7 @@ TEST_CASE("gemm_f16 / gemm_bf16 default GPU configs: no spills on sm_80 and sm_9
           std::printf("%-9s %-7s %-8s registers %3d, spill bytes %d, shared %u bytes (dynamic)\n", name, sm, variant,
                       f.registers, f.spillBytes, ck.artifact().binary.sharedBytes);
         }
-      for (const char* gfx : {"gfx90a", "gfx942", "gfx950", "gfx1100"}) {
+      for (const char* gfx : {"gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1200"}) {
         INFO(name << " on " << gfx << ", " << variant);
         ts::Target target = ts::Target::parse(std::string("amdgpu:") + gfx);
         ts::Kernel k = defaultKernel(name, target);

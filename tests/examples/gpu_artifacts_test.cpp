@@ -81,8 +81,8 @@ TEST_CASE("the PTX of every example assembles with ptxas for every sm, without s
 TEST_CASE("every example links into an AMDGPU code object whose notes read back", "[examples][gpu][amdgpu]") {
   std::string readelf = readelfPath();
   for (const auto& e : ex::all()) {
-    for (auto [gfx, wave] :
-         {std::pair{"gfx90a", 64}, std::pair{"gfx942", 64}, std::pair{"gfx950", 64}, std::pair{"gfx1100", 32}}) {
+    for (auto [gfx, wave] : {std::pair{"gfx90a", 64}, std::pair{"gfx942", 64}, std::pair{"gfx950", 64},
+                             std::pair{"gfx1100", 32}, std::pair{"gfx1200", 32}}) {
       INFO(e.name << " on " << gfx);
       ts::Target target = ts::Target::parse(std::string("amdgpu:") + gfx);
       ts::CompileOptions o;

@@ -27,8 +27,13 @@ std::vector<double> attention(const std::vector<uint16_t>& q, const std::vector<
 
 namespace {
 
-const char* const kTargets[] = {
-    "cpu", "emu:nvptx:sm_80", "emu:nvptx:sm_90a", "emu:amdgpu:gfx942", "emu:amdgpu:gfx950", "emu:amdgpu:gfx1100"};
+const char* const kTargets[] = {"cpu",
+                                "emu:nvptx:sm_80",
+                                "emu:nvptx:sm_90a",
+                                "emu:amdgpu:gfx942",
+                                "emu:amdgpu:gfx950",
+                                "emu:amdgpu:gfx1100",
+                                "emu:amdgpu:gfx1200"};
 
 ts::Device deviceFor(const std::string& t) {
   return t == "cpu" ? ts::Device::cpu() : ts::Device::emulator(t.substr(4));

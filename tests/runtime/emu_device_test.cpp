@@ -111,7 +111,8 @@ TEST_CASE("Device::emulator rejects unknown spellings and lists the valid ones",
     }
     CHECK(msg.find(std::string("'") + bad + "'") != std::string::npos);
     CHECK(msg.find("nvptx:sm_80, nvptx:sm_86, nvptx:sm_89, nvptx:sm_90a, nvptx:sm_100a, nvptx:sm_103a, "
-                   "nvptx:sm_120a, amdgpu:gfx90a, amdgpu:gfx942, amdgpu:gfx950, amdgpu:gfx1100") != std::string::npos);
+                   "nvptx:sm_120a, amdgpu:gfx90a, amdgpu:gfx942, amdgpu:gfx950, amdgpu:gfx1100, amdgpu:gfx1200, "
+                   "amdgpu:gfx1201") != std::string::npos);
   }
   CHECK(errorOf([] { rt::Device::emulator("emu:nvptx:sm_80"); }).find("without the \"emu:\" prefix") !=
         std::string::npos);

@@ -76,8 +76,10 @@ Lowered lowerWith(const Function& f, const std::string& target, bool predicated)
   Lowered r;
   r.art = codegen::compileGpu(f, t, {}, {}, g);
   bool amd = t.kind == Target::Kind::AMDGPU;
-  r.k = codegen::compileForEmulator(r.art->dumps.extra.at("llvm-gpu"), amd, amd && t.arch != "gfx1100" ? 64 : 32,
-                                    hooks());
+  // The wave size from the target's Targets.def row.
+  const GpuArch* row = findGpuArch(amd ? GpuArch::Vendor::AMD : GpuArch::Vendor::NVIDIA, t.arch);
+  REQUIRE(row);
+  r.k = codegen::compileForEmulator(r.art->dumps.extra.at("llvm-gpu"), amd, row->warpSize, hooks());
   return r;
 }
 
@@ -114,7 +116,7 @@ TEST_CASE("emu: masked loads and stores at ragged shapes touch no masked-off ele
   const int64_t block = 512;
   for (bool div16 : {true, false}) {
     auto f = masked(block, div16);
-    for (const char* target : {"nvptx:sm_80", "nvptx:sm_90a", "amdgpu:gfx942", "amdgpu:gfx1100"}) {
+    for (const char* target : {"nvptx:sm_80", "nvptx:sm_90a", "amdgpu:gfx942", "amdgpu:gfx1100", "amdgpu:gfx1200"}) {
       const bool nv = std::string(target).starts_with("nvptx");
       for (bool predicated : {true, false}) {
         Lowered l = lowerWith(*f, target, predicated);

@@ -245,19 +245,22 @@ TEST_CASE("dot: f16/bf16 dots use mma.sync + ldmatrix on NVPTX, f32 dots stay on
   CHECK(art->binary.ptx.find("fma.rn.f32") != std::string::npos);
 }
 
-TEST_CASE("dot: MFMA on gfx90a/gfx942 and WMMA on gfx1100, code objects link", "[gpu][dot][amdgpu]") {
+TEST_CASE("dot: MFMA on gfx90a/gfx942 and WMMA on gfx1100/gfx1200, code objects link", "[gpu][dot][amdgpu]") {
   // 64x64 tiles over 4 waves give each wave a 32 x 32 tile: MFMA 32x32x8;
-  // 32x64 tiles give each wave 16 x 32: MFMA 16x16x16.
+  // 32x64 tiles give each wave 16 x 32: MFMA 16x16x16. RDNA4's WMMA
+  // accumulator is C^T, 8 consecutive columns per lane.
   for (DType in : {DType::F16, DType::BF16})
-    for (const char* gfx : {"gfx90a", "gfx942", "gfx1100"})
+    for (const char* gfx : {"gfx90a", "gfx942", "gfx1100", "gfx1200"})
       for (int64_t BM : {64, 32}) {
         auto f = gemm(in, BM, 64, 32, true);
         auto art = compileFor(*f, std::string("amdgpu:") + gfx);
         INFO(gfx << " " << tessera::name(in) << " BM " << BM);
-        const bool wmma = std::string(gfx) == "gfx1100", big = BM == 64;
-        CHECK(layoutDump(*art).find(wmma  ? "#mma<wmma.16x16x16"
-                                    : big ? "#mma<mfma.32x32x8, spt=[1, 4], tpw=[32, 2], wpb=[2, 2]"
-                                          : "#mma<mfma.16x16x16") != std::string::npos);
+        const bool rdna4 = std::string(gfx) == "gfx1200";
+        const bool wmma = std::string(gfx) == "gfx1100" || rdna4, big = BM == 64;
+        CHECK(layoutDump(*art).find(rdna4  ? "#mma<wmma.gfx12.16x16x16, spt=[1, 8], tpw=[16, 2]"
+                                    : wmma ? "#mma<wmma.16x16x16"
+                                    : big  ? "#mma<mfma.32x32x8, spt=[1, 4], tpw=[32, 2], wpb=[2, 2]"
+                                           : "#mma<mfma.16x16x16") != std::string::npos);
         // The instruction's spelling: gfx90a v_mfma_f32_32x32x8f16 /
         // ...bf16_1k, gfx942 v_mfma_f32_32x32x8_f16 / _bf16.
         const std::string prefix = wmma ? "v_wmma_f32_16x16x16_" : big ? "v_mfma_f32_32x32x8" : "v_mfma_f32_16x16x16";
@@ -279,7 +282,7 @@ TEST_CASE("dot: tensor-core GEMMs on the emulated GPUs match the reference", "[g
   struct Shape {
     int M, N, K;
   };
-  for (const char* target : {"nvptx:sm_80", "amdgpu:gfx942", "amdgpu:gfx1100"})
+  for (const char* target : {"nvptx:sm_80", "amdgpu:gfx942", "amdgpu:gfx1100", "amdgpu:gfx1200"})
     for (DType in : {DType::F16, DType::BF16}) {
       // Tiles of 64x64x32 (4 warps split 2x2) and 32x64x16.
       for (auto [BM, BN, BK] : {std::tuple<int64_t, int64_t, int64_t>{64, 64, 32}, {32, 64, 16}}) {
@@ -293,8 +296,10 @@ TEST_CASE("dot: tensor-core GEMMs on the emulated GPUs match the reference", "[g
           GemmRun r = runGemm(l, in, s.M, s.N, s.K, BM, BN, unsigned(s.M * 7 + s.K));
           CHECK_FALSE(r.rep.hasErrors());
           CHECK(r.exact);
-          // ldmatrix reads of the swizzled staging buffers, and MFMA's 8-byte
-          // reads of the padded rows (32 rows at once for 32x32x8): conflict-free.
+          // ldmatrix reads of the swizzled staging buffers, MFMA's 8-byte
+          // reads of the padded rows (32 rows at once for 32x32x8) and RDNA4
+          // WMMA's 16-byte reads of them: conflict-free (gfx1100's 32-byte
+          // reads are not).
           if (std::string(target) != "amdgpu:gfx1100") CHECK(conflictsOf(r.rep, "dot fragments") == 0);
         }
       }
@@ -424,12 +429,13 @@ emu::LaunchReport runI8Gemm(const Lowered& l, int M, int N, int K, int64_t BM, i
   return rep;
 }
 
-const char* const kI8Targets[] = {"nvptx:sm_80", "amdgpu:gfx90a", "amdgpu:gfx942", "amdgpu:gfx1100"};
+const char* const kI8Targets[] = {"nvptx:sm_80", "amdgpu:gfx90a", "amdgpu:gfx942", "amdgpu:gfx1100", "amdgpu:gfx1200"};
 
 std::string i8MmaName(const std::string& target) {
   if (target.rfind("nvptx", 0) == 0) return "mma.m16n8k32";
   if (target == "amdgpu:gfx942") return "mfma.16x16x32";
   if (target == "amdgpu:gfx1100") return "wmma.16x16x16";
+  if (target == "amdgpu:gfx1200") return "wmma.gfx12.16x16x16";
   return "mfma.16x16x16";
 }
 

@@ -137,7 +137,7 @@ TEST_CASE("pipelined f16 GEMM on AMDGPU: MFMA / WMMA fragments straight from the
   // The register-staged copies store A's slot with rows padded by 4
   // elements and B's slot transposed (N x K, padded), the layouts the MFMA
   // and WMMA fragment loads read.
-  for (const char* target : {"amdgpu:gfx942", "amdgpu:gfx950", "amdgpu:gfx1100"})
+  for (const char* target : {"amdgpu:gfx942", "amdgpu:gfx950", "amdgpu:gfx1100", "amdgpu:gfx1200"})
     for (bool aligned : {true, false}) {
       int M = aligned ? 128 : 100, N = aligned ? 128 : 70, K = aligned ? 96 : 50;
       INFO(target << (aligned ? ", aligned" : ", ragged"));
@@ -193,6 +193,13 @@ TEST_CASE("pipelined 128x128x32 f16 GEMM on gfx942: 3 stages in 2 swizzled LDS s
 // units when swizzled), B's rows permuted as for 32x32x8; 4 and 8 waves.
 TEST_CASE("pipelined 128x128x32 f16 GEMM on gfx950: MFMA 32x32x16 from the LDS slots", "[gpu][dot][emu][gfx950]") {
   for (int warps : {4, 8}) run128("amdgpu:gfx950", warps, [](const Run&) {});
+}
+
+// gfx1200 (RDNA4): WMMA with 8 k per lane (one 16-byte read of a row, the
+// two half-waves reading the two halves of K), fed swapped as MFMA; 4 and 8
+// waves.
+TEST_CASE("pipelined 128x128x32 f16 GEMM on gfx1200: RDNA4 WMMA from the LDS slots", "[gpu][dot][emu][gfx1200]") {
+  for (int warps : {4, 8}) run128("amdgpu:gfx1200", warps, [](const Run&) {});
 }
 
 // On gfx1100 (WMMA, wave32) the f32 accumulator goes through the LDS to the

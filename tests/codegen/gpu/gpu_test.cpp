@@ -124,7 +124,7 @@ const NamedKernel kKernels[] = {
     {"rows_dot", rowsAndDot},
 };
 const char* kSms[] = {"sm_80", "sm_86", "sm_89", "sm_90a"};
-const char* kGfx[] = {"gfx90a", "gfx942", "gfx950", "gfx1100"};
+const char* kGfx[] = {"gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1200", "gfx1201"};
 
 std::shared_ptr<codegen::Artifact> compileFor(const Function& f, const std::string& target) {
   verify(f);
@@ -192,9 +192,9 @@ TEST_CASE("gpu: every kernel compiles to PTX for every sm and ptxas accepts it w
 }
 
 TEST_CASE("gpu: AMDGPU code objects link and their metadata reads back", "[gpu][amdgpu]") {
-  const int waves[] = {64, 64, 64, 32};
+  const int waves[] = {64, 64, 64, 32, 32, 32};
   for (auto& k : kKernels) {
-    for (int i = 0; i < 4; ++i) {
+    for (int i = 0; i < 6; ++i) {
       auto f = k.make();
       auto art = compileFor(*f, std::string("amdgpu:") + kGfx[i]);
       INFO(k.name << " " << kGfx[i]);
@@ -387,6 +387,40 @@ TEST_CASE("gpu: gfx950 reads its facts from Targets.def (160 KiB of LDS, CDNA4's
     CHECK(occupancy(*c.row, 64, 80 * 1024, 256).value == 2);
     CHECK(occupancy(*c.row, 64, 32 * 1024, 256).value == 5);
   }
+}
+
+TEST_CASE("gpu: gfx1200 and gfx1201 read their facts from Targets.def (RDNA4's WMMA layouts, fp8 WMMA)",
+          "[gpu][amdgpu][gfx1200]") {
+  for (const std::string s : {"amdgpu:gfx1200", "emu:amdgpu:gfx1200", "amdgpu:gfx1201", "emu:amdgpu:gfx1201"}) {
+    INFO(s);
+    const Target t = Target::parse(s);
+    CHECK(t.str() == s);
+    const codegen::GpuConfig c = codegen::gpuConfig(t, 4);
+    REQUIRE(c.row);
+    CHECK(s.ends_with(c.row->arch));
+    CHECK(c.row->warpSize == 32);
+    CHECK(c.row->maxSharedBytes == 64 * 1024);
+    CHECK(c.row->sharedPerUnit == 64 * 1024);
+    CHECK(c.row->maxRegistersPerThread == 256);
+    CHECK(c.row->vgprsPerSimd == 1536);
+    CHECK(c.row->vgprGranule == 24);
+    CHECK(c.row->gfxMajor == 12);
+    CHECK(c.row->matrixCore == GpuArch::MatrixCore::Wmma);
+    CHECK(c.row->wmmaLaneElems == 8);
+    CHECK(c.row->fp8Wmma);
+    CHECK(c.row->f16MfmaK == 0);
+    CHECK(c.row->fp8Mfma == GpuArch::Fp8Mfma::None);
+    CHECK(c.row->f8f6f4MfmaK == 0);
+    // As gfx1100's file: 211 VGPRs take 216 (granule 24), 7 waves per SIMD;
+    // two 32 KiB workgroups of 8 waves fill the 64 KiB of LDS (8 waves).
+    CHECK(occupancy(*c.row, 211, 0, 256).value == 7);
+    CHECK(occupancy(*c.row, 64, 32 * 1024, 256).value == 8);
+  }
+  // gfx1100 keeps RDNA3's layout and has no fp8 WMMA.
+  const codegen::GpuConfig rdna3 = codegen::gpuConfig(Target::parse("amdgpu:gfx1100"), 4);
+  REQUIRE(rdna3.row);
+  CHECK(rdna3.row->wmmaLaneElems == 16);
+  CHECK_FALSE(rdna3.row->fp8Wmma);
 }
 
 TEST_CASE("gpu: shared memory over the target limit names every buffer", "[gpu][errors]") {

@@ -99,10 +99,10 @@ class Tiles {
 
 /// One tile as the body of for_tiles sees it (every field an i32 scalar).
 struct Tile {
-  Tensor index;         // its number in the schedule's order
-  Tensor m, n;          // its coordinates in tiles (ragged: m within its group)
-  Tensor group;         // ragged: its group; otherwise 0
-  Tensor row0, col0;    // its first row and column (ragged: offsets[group] + m * tileM)
+  Tensor index;           // its number in the schedule's order
+  Tensor m, n;            // its coordinates in tiles (ragged: m within its group)
+  Tensor group;           // ragged: its group; otherwise 0
+  Tensor row0, col0;      // its first row and column (ragged: offsets[group] + m * tileM)
   Tensor rowEnd, colEnd;  // rows below rowEnd, columns below colEnd are in range
 };
 

@@ -59,6 +59,11 @@ enum : int32_t {
   TESSERA_EMU_WMMA_16X16X16_IU8 = 2,       // v_wmma_i32_16x16x16_iu8 (wave32), unsigned operands
   TESSERA_EMU_WMMA_A_SIGNED = 4,           // flags added to _IU8: A's / B's elements are signed
   TESSERA_EMU_WMMA_B_SIGNED = 8,
+  TESSERA_EMU_WMMA_GFX12 = 16,             // flag: RDNA4's layouts (8 operand elements per lane)
+  TESSERA_EMU_WMMA_16X16X16_FP8_FP8 = 32,  // v_wmma_f32_16x16x16_fp8_fp8 (RDNA4 only; fp8 = e4m3, bf8 = e5m2)
+  TESSERA_EMU_WMMA_16X16X16_FP8_BF8 = 33,  // v_wmma_f32_16x16x16_fp8_bf8 (A fp8, B bf8)
+  TESSERA_EMU_WMMA_16X16X16_BF8_FP8 = 34,  // v_wmma_f32_16x16x16_bf8_fp8
+  TESSERA_EMU_WMMA_16X16X16_BF8_BF8 = 35,  // v_wmma_f32_16x16x16_bf8_bf8
 };
 /// wgmma mode: the instruction's N (8 to 256, a multiple of 8), plus the
 /// flags below.

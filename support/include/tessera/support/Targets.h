@@ -39,12 +39,14 @@ struct GpuArch {
   bool tcgen05 = false;                                      // NVIDIA: Blackwell's tcgen05 MMA (not used yet)
   int tmemColumns = 0;                                       // NVIDIA: tensor memory per SM, 32-bit columns
   int maxClusterBlocks = 0;                                  // NVIDIA: portable cluster size; 0: no clusters
-  int gfxMajor = 0;                                          // AMD: 9 (CDNA), 11 (RDNA3)
+  int gfxMajor = 0;                                          // AMD: 9 (CDNA), 11 (RDNA3), 12 (RDNA4)
   MatrixCore matrixCore = MatrixCore::None;                  // AMD
   int i8MfmaK = 0;                                           // AMD: K of the i8 MFMA, 0: none
   Fp8Mfma fp8Mfma = Fp8Mfma::None;                           // AMD: the fp8/bf8 MFMAs' formats
   int f16MfmaK = 0;                                          // AMD: K of the 16x16 f16/bf16 MFMA, 0: none
   int f8f6f4MfmaK = 0;                                       // AMD: K of the 16x16 f8f6f4 MFMA (128), 0: none
+  int wmmaLaneElems = 0;                                     // AMD: operand elements per lane of WMMA 16x16x16
+  bool fp8Wmma = false;                                      // AMD: the OCP fp8/bf8 WMMAs
 
   /// The target spelling: "nvptx:sm_80", "amdgpu:gfx942".
   std::string spelling() const { return std::string(vendor == Vendor::NVIDIA ? "nvptx:" : "amdgpu:") + arch; }

@@ -84,6 +84,11 @@ enum class MmaKind : uint8_t {
   // of 64; elsewhere 16x16x128 (K a multiple of 128) or else 16x16x32, as
   // layout and tag.
   AmdMfma32x32x64,
+  // AMD v_wmma_{f32_16x16x16_{f16,bf16,fp8_fp8,fp8_bf8,bf8_fp8,bf8_bf8},
+  // i32_16x16x16_iu8} on RDNA4 (gfx1200, gfx1201), wave32: 8 operand
+  // elements per lane, fed swapped as the MFMAs are (C^T), so each lane
+  // holds 8 consecutive columns of one row.
+  AmdWmmaGfx12,
 };
 const char* mmaName(MmaKind k);
 /// The vendor family of a matrix instruction (false for None).
@@ -225,12 +230,14 @@ BlockedLayout distributeBlocked(const std::vector<int64_t>& shape, std::vector<i
 ///                   of 64, else 16x16x128's, else 16x16x32's (layout and tag)
 ///   AmdWmma16x16x16 spt=[1,1] tpw=[2,16] : lane = col%16 + 16*(row%2), eight
 ///                   repetitions along dim 0 make one 16x16 tile
+///   AmdWmmaGfx12    spt=[1,8] tpw=[16,2] : lane = row%16 + 16*(col%16/8), order=[0, 1]
+///                   (the instruction computes C^T: operands swapped)
 ///   NvWgmmaM64K16   NvMmaM16N8K16's placement with wpb=[numWarps, 1]; where
 ///                   the shape does not allow that (numWarps not a multiple
 ///                   of 4, M not a multiple of 16*numWarps, N over 256) the
 ///                   NvMmaM16N8K16 layout (and tag) instead
 ///   NvWgmmaM64K32   the same, falling back to NvMmaM16N8K32 (fp8)
-/// with warps split wpb=[wm, wn], order=[1, 0] (MFMA: [0, 1]). M, N, K must be powers of two,
+/// with warps split wpb=[wm, wn], order=[1, 0] (MFMA, gfx12 WMMA: [0, 1]). M, N, K must be powers of two,
 /// M a multiple of 16*wm, N of 8*wn (NVIDIA) or 16*wn (AMD), K of mmaK(k).
 /// `chained` (the dot feeds or is fed by another dot): all warps along M
 /// (wn = 1) where M allows, so each warp holds whole rows.
