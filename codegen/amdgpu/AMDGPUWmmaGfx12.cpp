@@ -85,8 +85,8 @@ class WmmaGfx12 final : public MatrixCoreFamily {
   }
   // Swapped: B^T as the instruction's A, A^T as its B.
   llvm::Value* call(llvm::IRBuilderBase& b, llvm::Function* fn, llvm::Value* a, llvm::Value* bOp, llvm::Value* c,
-                    bool integer) const override {
-    if (integer)  // A_sign, A, B_sign, B, C, clamp
+                    const TensorCoreDotPlan& p) const override {
+    if (p.elemBytes == 1 && !isFp8(p.in))  // iu8: A_sign, A, B_sign, B, C, clamp
       return b.CreateCall(fn, {b.getTrue(), bOp, b.getTrue(), a, c, b.getFalse()});
     return b.CreateCall(fn, {bOp, a, c});
   }
