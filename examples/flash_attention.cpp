@@ -160,11 +160,14 @@ Launch prepareAttention(const RunContext& ctx, bool causal, AttentionBlocks B, D
 }
 
 AttentionBlocks attentionDefaultBlocks(const Target& t) {
-  // RDNA3 (gfx11, wave32 WMMA): at 64 x 64 with 4 waves the compiler keeps
-  // 204 bytes of scratch per lane at D = 64 (all 256 VGPRs live); 32 x 32
-  // fits every D of the example, causal or not, in 129-219 VGPRs with none.
-  if ((t.kind == Target::Kind::AMDGPU || t.kind == Target::Kind::EmuAMDGPU) && t.arch.rfind("gfx11", 0) == 0)
-    return {32, 32};
+  // RDNA (wave32 WMMA, Targets.def's matrixCore): on gfx1100 at 64 x 64
+  // with 4 waves the compiler keeps 204 bytes of scratch per lane at D = 64
+  // (all 256 VGPRs live); 32 x 32 fits every D of the example, causal or
+  // not, in 129-219 VGPRs with none. On RDNA4 64 x 64 holds 206 VGPRs at
+  // D = 64 (7 waves against gfx1100's 10 at 32 x 32).
+  if (t.kind != Target::Kind::AMDGPU && t.kind != Target::Kind::EmuAMDGPU) return {};
+  const GpuArch* row = findGpuArch(GpuArch::Vendor::AMD, t.arch);
+  if (row && row->matrixCore == GpuArch::MatrixCore::Wmma) return {32, 32};
   return {};
 }
 
