@@ -55,6 +55,25 @@ class MatrixCoreFamily {
                             llvm::Value* c, const TensorCoreDotPlan& p) const = 0;
 };
 
+/// The families fed with swapped operands (Tessera's B^T as the
+/// instruction's A, A^T as its B): MFMA and RDNA4's WMMA. Their
+/// accumulator registers are then columns of C (C^T), and they place
+/// fragments alike: lane i of group q reads row i of the warp's first tile,
+/// at k offset q times the run's elements (on RDNA4, half-wave h reads k
+/// 8h..8h+7 of its row).
+class SwappedFamily : public MatrixCoreFamily {
+ public:
+  llvm::Value* aRow0(DotEmitter& e, llvm::Value* i, int64_t T) const override {
+    return e.b.CreateAdd(e.b.CreateMul(e.wp0, e.i32(T)), i);
+  }
+  llvm::Value* kOffset(DotEmitter& e, llvm::Value* q, unsigned elems) const override {
+    return e.b.CreateMul(q, e.i32(elems));
+  }
+  int64_t slot(int64_t mi, int64_t ni, int64_t r, int64_t nT, unsigned regs) const override {
+    return (mi * nT + ni) * int64_t{regs} + r;
+  }
+};
+
 /// The families (AMDGPUMfma.cpp, AMDGPUWmma.cpp, AMDGPUWmmaGfx12.cpp), the
 /// one of an architecture (Targets.def's matrixCore and wmmaLaneElems) and
 /// the one of an MMA kind.

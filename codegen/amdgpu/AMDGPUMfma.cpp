@@ -42,7 +42,7 @@ namespace tessera::codegen::amdgpu {
 
 namespace {
 
-class Mfma final : public MatrixCoreFamily {
+class Mfma final : public SwappedFamily {
  public:
   // f16/bf16 operands with an f32 accumulator use v_mfma_f32_32x32x8{f16,
   // bf16_1k} where every wave owns whole 32 x 32 tiles (16 accumulator
@@ -155,16 +155,6 @@ class Mfma final : public MatrixCoreFamily {
   llvm::Function* declare(llvm::Module& m, llvm::Intrinsic::ID id, llvm::Type*, llvm::Type* opTy) const override {
     if (llvm::Intrinsic::isOverloaded(id)) return llvm::Intrinsic::getOrInsertDeclaration(&m, id, {opTy, opTy});
     return llvm::Intrinsic::getOrInsertDeclaration(&m, id);
-  }
-  llvm::Value* aRow0(DotEmitter& e, llvm::Value* i, int64_t T) const override {
-    return e.b.CreateAdd(e.b.CreateMul(e.wp0, e.i32(T)), i);
-  }
-  llvm::Value* kOffset(DotEmitter& e, llvm::Value* q, unsigned elems) const override {
-    return e.b.CreateMul(q, e.i32(elems));
-  }
-  // The registers of a tile are columns of C (C^T, see above).
-  int64_t slot(int64_t mi, int64_t ni, int64_t r, int64_t nT, unsigned regs) const override {
-    return (mi * nT + ni) * int64_t{regs} + r;
   }
   // Swapped: B^T as the instruction's A, A^T as its B; cbsz, abid, blgp 0.
   // gfx950's bf16 forms type their operands <8 x bfloat>, loaded as i16.

@@ -28,7 +28,7 @@ namespace tessera::codegen::amdgpu {
 
 namespace {
 
-class WmmaGfx12 final : public MatrixCoreFamily {
+class WmmaGfx12 final : public SwappedFamily {
  public:
   // f16/bf16 with an f32 accumulator; i8 with an i32 accumulator (iu8,
   // both operands signed, sums wrapping mod 2^32, no clamp); the OCP fp8
@@ -71,17 +71,6 @@ class WmmaGfx12 final : public MatrixCoreFamily {
   }
   llvm::Function* declare(llvm::Module& m, llvm::Intrinsic::ID id, llvm::Type* accTy, llvm::Type* opTy) const override {
     return llvm::Intrinsic::getOrInsertDeclaration(&m, id, {accTy, opTy});
-  }
-  llvm::Value* aRow0(DotEmitter& e, llvm::Value* i, int64_t T) const override {
-    return e.b.CreateAdd(e.b.CreateMul(e.wp0, e.i32(T)), i);
-  }
-  // Half-wave h reads k 8h..8h+7 of its row.
-  llvm::Value* kOffset(DotEmitter& e, llvm::Value* q, unsigned elems) const override {
-    return e.b.CreateMul(q, e.i32(elems));
-  }
-  // The registers of a tile are columns of C (C^T, see above).
-  int64_t slot(int64_t mi, int64_t ni, int64_t r, int64_t nT, unsigned regs) const override {
-    return (mi * nT + ni) * int64_t{regs} + r;
   }
   // Swapped: B^T as the instruction's A, A^T as its B.
   llvm::Value* call(llvm::IRBuilderBase& b, llvm::Function* fn, llvm::Value* a, llvm::Value* bOp, llvm::Value* c,

@@ -4,6 +4,7 @@
 // machine: for every matrix element it names the lane and register element
 // holding it (the "owner"), written from the layout tables of the PTX ISA
 // and AMD's matrix instruction documentation.
+#include <array>
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -88,6 +89,38 @@ void setHalf(std::vector<uint32_t>& regs, int idx, uint16_t v) {
   w = idx % 2 ? (w & 0xffff) | uint32_t(v) << 16 : (w & 0xffff0000u) | v;
 }
 
+/// Runs one matrix instruction (`hook` with `mode`) on `warps` warps of
+/// `warp` lanes, each lane's registers from `r`: the first warp's results
+/// go to r.d (the others compute independently, beside it).
+void runWave(Regs& r, Vendor vendor, int warp, int warps, int mode,
+             void (*hook)(int32_t, const uint32_t*, const uint32_t*, const float*, float*), const char* name) {
+  struct P {
+    Regs* r;
+    int mode;
+    void (*hook)(int32_t, const uint32_t*, const uint32_t*, const float*, float*);
+  } p{&r, mode, hook};
+  void* args[] = {&p};
+  LaunchConfig cfg;
+  cfg.vendor = vendor;
+  cfg.warpSize = static_cast<unsigned>(warp);
+  cfg.block[0] = static_cast<uint32_t>(warp * warps);
+  cfg.kernelName = name;
+  launch(
+      +[](void* const* a) {
+        P& p = *static_cast<P*>(a[0]);
+        int lane = tessera_emu_lane_id();
+        // Copies on this thread's stack, as a compiled kernel's registers.
+        uint32_t ra[16], rb[16];
+        float rc[16], rd[16];
+        std::memcpy(ra, p.r->a[lane].data(), sizeof ra);
+        std::memcpy(rb, p.r->b[lane].data(), sizeof rb);
+        std::memcpy(rc, p.r->c[lane].data(), sizeof rc);
+        p.hook(p.mode, ra, rb, rc, rd);
+        if (tessera_emu_thread_id_x() < tessera_emu_warp_size()) std::memcpy(p.r->d[lane].data(), rd, sizeof rd);
+      },
+      args, cfg);
+}
+
 struct Shape {
   int M, N, K;
   std::function<Owner(int, int)> A, B, C;
@@ -159,31 +192,7 @@ void runCase(const Shape& s, Vendor vendor, int mode, bool bf16,
       Owner o = s.C(i, j);
       r.c[o.lane][o.idx] = C[i * s.N + j];
     }
-  struct P {
-    Regs* r;
-    int mode;
-    void (*hook)(int32_t, const uint32_t*, const uint32_t*, const float*, float*);
-  } p{&r, mode, hook};
-  void* args[] = {&p};
-  LaunchConfig cfg;
-  cfg.vendor = vendor;
-  cfg.warpSize = s.warp;
-  cfg.block[0] = s.warp * 2;  // two warps: each computes independently
-  cfg.kernelName = "matrix";
-  launch(
-      +[](void* const* a) {
-        P& p = *static_cast<P*>(a[0]);
-        int lane = tessera_emu_lane_id();
-        // Copies on this thread's stack, as a compiled kernel's registers.
-        uint32_t ra[16], rb[16];
-        float rc[16], rd[16];
-        std::memcpy(ra, p.r->a[lane].data(), sizeof ra);
-        std::memcpy(rb, p.r->b[lane].data(), sizeof rb);
-        std::memcpy(rc, p.r->c[lane].data(), sizeof rc);
-        p.hook(p.mode, ra, rb, rc, rd);
-        if (tessera_emu_thread_id_x() < tessera_emu_warp_size()) std::memcpy(p.r->d[lane].data(), rd, sizeof rd);
-      },
-      args, cfg);
+  runWave(r, vendor, s.warp, 2, mode, hook, "matrix");
   for (int i = 0; i < s.M; ++i)
     for (int j = 0; j < s.N; ++j) {
       double ref = C[i * s.N + j];
@@ -254,30 +263,7 @@ void runIntCase(const Shape& s, Vendor vendor, int mode, bool aSigned, bool bSig
       Owner o = s.C(i, j);
       std::memcpy(&r.c[o.lane][o.idx], &C[i * s.N + j], 4);
     }
-  struct P {
-    Regs* r;
-    int mode;
-    void (*hook)(int32_t, const uint32_t*, const uint32_t*, const float*, float*);
-  } p{&r, mode, hook};
-  void* args[] = {&p};
-  LaunchConfig cfg;
-  cfg.vendor = vendor;
-  cfg.warpSize = s.warp;
-  cfg.block[0] = s.warp;
-  cfg.kernelName = "matrix_int";
-  launch(
-      +[](void* const* a) {
-        P& p = *static_cast<P*>(a[0]);
-        int lane = tessera_emu_lane_id();
-        uint32_t ra[16], rb[16];
-        float rc[16], rd[16];
-        std::memcpy(ra, p.r->a[lane].data(), sizeof ra);
-        std::memcpy(rb, p.r->b[lane].data(), sizeof rb);
-        std::memcpy(rc, p.r->c[lane].data(), sizeof rc);
-        p.hook(p.mode, ra, rb, rc, rd);
-        std::memcpy(p.r->d[lane].data(), rd, sizeof rd);
-      },
-      args, cfg);
+  runWave(r, vendor, s.warp, 1, mode, hook, "matrix_int");
   for (int i = 0; i < s.M; ++i)
     for (int j = 0; j < s.N; ++j) {
       uint32_t ref = C[i * s.N + j];
@@ -342,30 +328,7 @@ void runFp8Case(const Shape& s, Vendor vendor, int mode, tessera::DType ta, tess
       Owner o = s.C(i, j);
       r.c[o.lane][o.idx] = C[i * s.N + j];
     }
-  struct P {
-    Regs* r;
-    int mode;
-    void (*hook)(int32_t, const uint32_t*, const uint32_t*, const float*, float*);
-  } p{&r, mode, hook};
-  void* args[] = {&p};
-  LaunchConfig cfg;
-  cfg.vendor = vendor;
-  cfg.warpSize = s.warp;
-  cfg.block[0] = s.warp;
-  cfg.kernelName = "matrix_fp8";
-  launch(
-      +[](void* const* a) {
-        P& p = *static_cast<P*>(a[0]);
-        int lane = tessera_emu_lane_id();
-        uint32_t ra[16], rb[16];
-        float rc[16], rd[16];
-        std::memcpy(ra, p.r->a[lane].data(), sizeof ra);
-        std::memcpy(rb, p.r->b[lane].data(), sizeof rb);
-        std::memcpy(rc, p.r->c[lane].data(), sizeof rc);
-        p.hook(p.mode, ra, rb, rc, rd);
-        std::memcpy(p.r->d[lane].data(), rd, sizeof rd);
-      },
-      args, cfg);
+  runWave(r, vendor, s.warp, 1, mode, hook, "matrix_fp8");
   for (int i = 0; i < s.M; ++i)
     for (int j = 0; j < s.N; ++j) {
       double ref = C[i * s.N + j], mag = std::fabs(ref);
@@ -385,37 +348,33 @@ void runFp8Case(const Shape& s, Vendor vendor, int mode, tessera::DType ta, tess
     }
 }
 
+/// The four format pairs of one fp8 instruction family, each exact and
+/// random: modes[i] takes (e4m3-like, e5m2-like) operands in the order
+/// e4 x e4, e4 x e5, e5 x e4, e5 x e5; `flags` are or-ed into every mode.
+void runFp8Forms(const Shape& s, Vendor vendor, const std::array<int, 4>& modes, tessera::DType e4, tessera::DType e5,
+                 int flags, void (*hook)(int32_t, const uint32_t*, const uint32_t*, const float*, float*),
+                 unsigned seed) {
+  const tessera::DType as[4] = {e4, e4, e5, e5}, bs[4] = {e4, e5, e4, e5};
+  for (int i = 0; i < 4; ++i)
+    for (bool exact : {true, false}) runFp8Case(s, vendor, modes[i] | flags, as[i], bs[i], exact, hook, ++seed);
+}
+
 }  // namespace
 
 TEST_CASE("mma.sync m16n8k32 e4m3/e5m2 follows the PTX fragment layouts, decoding fp8 exactly", "[emu][matrix]") {
-  using tessera::DType;
   Shape s{16, 8, 32, nv8A, nv8B, nvC, 32, 32, 4};
-  struct Form {
-    int mode;
-    DType a, b;
-  };
-  unsigned seed = 40;
-  for (Form f : {Form{TESSERA_EMU_MMA_M16N8K32_E4M3_E4M3, DType::F8E4M3, DType::F8E4M3},
-                 Form{TESSERA_EMU_MMA_M16N8K32_E4M3_E5M2, DType::F8E4M3, DType::F8E5M2},
-                 Form{TESSERA_EMU_MMA_M16N8K32_E5M2_E4M3, DType::F8E5M2, DType::F8E4M3},
-                 Form{TESSERA_EMU_MMA_M16N8K32_E5M2_E5M2, DType::F8E5M2, DType::F8E5M2}})
-    for (bool exact : {true, false})
-      runFp8Case(s, Vendor::NVIDIA, f.mode, f.a, f.b, exact, tessera_emu_mma_sync, ++seed);
+  runFp8Forms(s, Vendor::NVIDIA,
+              {TESSERA_EMU_MMA_M16N8K32_E4M3_E4M3, TESSERA_EMU_MMA_M16N8K32_E4M3_E5M2,
+               TESSERA_EMU_MMA_M16N8K32_E5M2_E4M3, TESSERA_EMU_MMA_M16N8K32_E5M2_E5M2},
+              tessera::DType::F8E4M3, tessera::DType::F8E5M2, 0, tessera_emu_mma_sync, 40);
 }
 
 TEST_CASE("MFMA f32 16x16x32 fp8/bf8 follows AMD's wave64 layout, decoding the FNUZ formats exactly", "[emu][matrix]") {
-  using tessera::DType;
   Shape s{16, 16, 32, mfma32i8A, mfma32i8B, mfma16D, 64, 64, 4};
-  struct Form {
-    int mode;
-    DType a, b;
-  };
-  unsigned seed = 60;
-  for (Form f : {Form{TESSERA_EMU_MFMA_16X16X32_FP8_FP8, DType::F8E4M3FNUZ, DType::F8E4M3FNUZ},
-                 Form{TESSERA_EMU_MFMA_16X16X32_FP8_BF8, DType::F8E4M3FNUZ, DType::F8E5M2FNUZ},
-                 Form{TESSERA_EMU_MFMA_16X16X32_BF8_FP8, DType::F8E5M2FNUZ, DType::F8E4M3FNUZ},
-                 Form{TESSERA_EMU_MFMA_16X16X32_BF8_BF8, DType::F8E5M2FNUZ, DType::F8E5M2FNUZ}})
-    for (bool exact : {true, false}) runFp8Case(s, Vendor::AMD, f.mode, f.a, f.b, exact, tessera_emu_mfma, ++seed);
+  runFp8Forms(s, Vendor::AMD,
+              {TESSERA_EMU_MFMA_16X16X32_FP8_FP8, TESSERA_EMU_MFMA_16X16X32_FP8_BF8, TESSERA_EMU_MFMA_16X16X32_BF8_FP8,
+               TESSERA_EMU_MFMA_16X16X32_BF8_BF8},
+              tessera::DType::F8E4M3FNUZ, tessera::DType::F8E5M2FNUZ, 0, tessera_emu_mfma, 60);
 }
 
 TEST_CASE("mma.sync m16n8k32 s8 follows the PTX fragment layouts, sums wrap mod 2^32", "[emu][matrix]") {
@@ -535,29 +494,7 @@ void runOcpCase(const Shape& s, int mode, bool aE5m2, bool bE5m2, unsigned seed)
     for (int j = 0; j < s.N; ++j) setByte(r.b[s.B(k, j).lane], s.B(k, j).idx, B[k * s.N + j]);
   for (int i = 0; i < s.M; ++i)
     for (int j = 0; j < s.N; ++j) r.c[s.C(i, j).lane][s.C(i, j).idx] = C[i * s.N + j];
-  struct P {
-    Regs* r;
-    int mode;
-  } p{&r, mode};
-  void* args[] = {&p};
-  LaunchConfig cfg;
-  cfg.vendor = Vendor::AMD;
-  cfg.warpSize = 64;
-  cfg.block[0] = 64;
-  cfg.kernelName = "matrix_ocp_fp8";
-  launch(
-      +[](void* const* a) {
-        P& p = *static_cast<P*>(a[0]);
-        int lane = tessera_emu_lane_id();
-        uint32_t ra[16], rb[16];
-        float rc[16], rd[16];
-        std::memcpy(ra, p.r->a[lane].data(), sizeof ra);
-        std::memcpy(rb, p.r->b[lane].data(), sizeof rb);
-        std::memcpy(rc, p.r->c[lane].data(), sizeof rc);
-        tessera_emu_mfma(p.mode, ra, rb, rc, rd);
-        std::memcpy(p.r->d[lane].data(), rd, sizeof rd);
-      },
-      args, cfg);
+  runWave(r, Vendor::AMD, 64, 1, mode, tessera_emu_mfma, "matrix_ocp_fp8");
   int nan = 0, finite = 0;
   for (int i = 0; i < s.M; ++i)
     for (int j = 0; j < s.N; ++j) {
@@ -654,19 +591,11 @@ TEST_CASE("WMMA i32 16x16x16 iu8 (RDNA4) follows the gfx12 wave32 layout with ei
 
 TEST_CASE("WMMA f32 16x16x16 fp8/bf8 (RDNA4) follows the gfx12 layout, decoding the OCP formats exactly",
           "[emu][matrix][gfx1200]") {
-  using tessera::DType;
   Shape s{16, 16, 16, wmma12i8A, wmma12i8B, wmma12D, 32, 32, 8};
-  struct Form {
-    int mode;
-    DType a, b;
-  };
-  unsigned seed = 100;
-  for (Form f : {Form{TESSERA_EMU_WMMA_16X16X16_FP8_FP8, DType::F8E4M3, DType::F8E4M3},
-                 Form{TESSERA_EMU_WMMA_16X16X16_FP8_BF8, DType::F8E4M3, DType::F8E5M2},
-                 Form{TESSERA_EMU_WMMA_16X16X16_BF8_FP8, DType::F8E5M2, DType::F8E4M3},
-                 Form{TESSERA_EMU_WMMA_16X16X16_BF8_BF8, DType::F8E5M2, DType::F8E5M2}})
-    for (bool exact : {true, false})
-      runFp8Case(s, Vendor::AMD, f.mode | TESSERA_EMU_WMMA_GFX12, f.a, f.b, exact, tessera_emu_wmma, ++seed);
+  runFp8Forms(s, Vendor::AMD,
+              {TESSERA_EMU_WMMA_16X16X16_FP8_FP8, TESSERA_EMU_WMMA_16X16X16_FP8_BF8, TESSERA_EMU_WMMA_16X16X16_BF8_FP8,
+               TESSERA_EMU_WMMA_16X16X16_BF8_BF8},
+              tessera::DType::F8E4M3, tessera::DType::F8E5M2, TESSERA_EMU_WMMA_GFX12, tessera_emu_wmma, 100);
 }
 
 TEST_CASE("matrix instructions on the wrong warp or with exited lanes are misuse", "[emu][matrix]") {
