@@ -36,6 +36,9 @@ struct CheckResult {
   /// got .., want .., bound ..").
   double worstFraction = 0;
   std::string worst;
+  /// The compile's warnings (a schedule it could not keep, a decomposed
+  /// dot_scaled, ...), for `tessera run` to show.
+  std::vector<std::string> warnings;
 
   /// What was checked and how it came out, for a report: "checked per
   /// element, c: |got - want| <= ...; the worst element, c at (3, 5): got ..,
@@ -114,8 +117,11 @@ struct Example {
   CheckResult run(const RunContext& ctx) const {
     if (runWhole) return runWhole(ctx);
     Launch l = prepare(ctx);
-    compile(l.kernel, ctx.device, optionsFor(ctx)).launchWith(l.grid, l.args, ctx.launch);
-    return l.check();
+    CompiledKernel k = compile(l.kernel, ctx.device, optionsFor(ctx));
+    k.launchWith(l.grid, l.args, ctx.launch);
+    CheckResult r = l.check();
+    r.warnings = k.warnings();
+    return r;
   }
   /// The warps a GPU kernel of this example is written for: the compile
   /// option where nobody names one (flash attention's backward keeps five

@@ -153,6 +153,7 @@ int runRun(const cli::Args& a) {
   const auto start = std::chrono::steady_clock::now();
   examples::CheckResult r = ex->run(ctx);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (const std::string& w : r.warnings) std::cerr << w << "\n";
   if (trace) {
     if (profile.kernel.empty()) a.fail("--trace: " + name + " launched no profiled kernel");
     profile.writeChromeTrace(*trace);
