@@ -59,30 +59,48 @@ Ix i32Of(const Operand& o, const SrcLoc& loc, const char* what) {
 /// ceil(a / b); a negative a (a decreasing pair of offsets) counts as 0.
 Ix cdiv(const Ix& a, int64_t b) { return (max(a, 0) + (b - 1)) / b; }
 
+// The numbering, written once for the traced i32 scalars (Ix) and for the
+// host's integers (Tiles::coords and chipletProgram, which the performance
+// model reads): the same expressions over either.
+int64_t min(int64_t a, int64_t b) { return std::min(a, b); }
+int64_t select(bool c, int64_t a, int64_t b) { return c ? a : b; }
+
+template <class I>
 struct Coords {
-  Ix m, n;
+  I m, n;
 };
 
-/// Tile `t` (0 <= t < tm * tn) of a tm x tn space in the schedule's order.
-Coords coordsOf(const Tiles& s, const Ix& t, const Ix& tm, const Ix& tn) {
-  switch (s.tileOrder()) {
+/// Tile `t` (0 <= t < tm * tn) of a tm x tn space in the order.
+template <class I>
+Coords<I> coordsOf(TileOrder order, int64_t g, const I& t, const I& tm, const I& tn) {
+  switch (order) {
     case TileOrder::Rows: return {t / tn, t % tn};
     case TileOrder::Columns: return {t % tm, t / tm};
     case TileOrder::Snake: {
-      Ix m = t / tn, r = t % tn;
+      I m = t / tn, r = t % tn;
       return {m, select(m % 2 == 1, tn - 1 - r, r)};
     }
     case TileOrder::Grouped: {
-      // Bands of G tile rows; the last band may be narrower.
-      const int64_t g = s.groupM();
-      Ix perBand = tn * g;
-      Ix first = (t / perBand) * g;
-      Ix size = min(tm - first, g);
-      Ix within = t % perBand;
+      // Bands of g tile rows; the last band may be narrower.
+      I perBand = tn * g;
+      I first = (t / perBand) * g;
+      I size = min(tm - first, g);
+      I within = t % perBand;
       return {first + within % size, within / size};
     }
   }
-  dsl::fail(t.loc, "for_tiles: unknown tile order");
+  TS_ASSERT(false, "for_tiles: unknown tile order");
+  return {t, t};
+}
+
+/// Program p of P as renumbered for X chiplets dealt programs round-robin
+/// (p runs on chiplet p % X, as its (p / X)-th): chiplet c's programs take
+/// the consecutive numbers from c * (P / X) + min(c, P % X) on, a bijection
+/// of 0 .. P-1 (the first P % X chiplets have one program more).
+template <class I>
+I chipletOrder(const I& p, const I& P, const I& X) {
+  I c = p % X, q = P / X, r = P % X;
+  return c * q + select(c < r, c, r) + p / X;
 }
 
 /// The group of ragged tile `t`, found by a scan over the groups: its
@@ -138,6 +156,27 @@ Tiles& Tiles::ragged(const Tensor& offsets, const Operand& groups, SrcLoc loc) {
   return *this;
 }
 
+Tiles& Tiles::chiplets(const Operand& count, SrcLoc loc) {
+  if (count.isLiteral() && (count.kind() != Operand::Kind::Int || count.intValue() < 1 || count.intValue() > 1024))
+    dsl::fail(loc,
+              fmt::format("Tiles::chiplets: the chiplet count must be an integer from 1 to 1024, got {}", count.str()));
+  chiplets_ = count;
+  return *this;
+}
+
+std::pair<int64_t, int64_t> Tiles::coords(int64_t t, int64_t tm, int64_t tn) const {
+  if (tm < 1 || tn < 1 || t < 0 || t >= tm * tn)
+    throw UsageError(fmt::format("Tiles::coords: tile {} is not in a {} x {} space of tiles", t, tm, tn));
+  const Coords<int64_t> c = coordsOf<int64_t>(order_, groupM_, t, tm, tn);
+  return {c.m, c.n};
+}
+
+int64_t Tiles::chipletProgram(int64_t p, int64_t programs, int64_t chiplets) {
+  if (p < 0 || p >= programs)
+    throw UsageError(fmt::format("Tiles::chipletProgram: program {} is not one of {} programs", p, programs));
+  return chipletOrder<int64_t>(p, programs, std::max<int64_t>(chiplets, 1));
+}
+
 int64_t Tiles::count(int64_t m, int64_t n, int64_t tileM, int64_t tileN) {
   if (m <= 0 || n <= 0 || tileM <= 0 || tileN <= 0) return 0;
   return cdivHost(m, tileM) * cdivHost(n, tileN);
@@ -156,12 +195,14 @@ void forTilesImpl(const Tiles& s, const std::function<void(const Tile&)>& body, 
   const Ix n = i32Of(s.n(), loc, "N");
   const Ix tn = cdiv(n, s.tileN());
   const Ix zero = constant(0, loc);
-  const Ix p{program_id(0, loc), loc};
+  Ix p{program_id(0, loc), loc};
+  if (!s.chipletCount().none())
+    p = chipletOrder(p, Ix{num_programs(0, loc), loc}, max(i32Of(s.chipletCount(), loc, "the chiplet count"), 1));
 
   // Tile t: its number `local` within a tm x tn space whose rows start at
   // rowBase (its group's) and end before rowEnd.
   auto run = [&](const Ix& t, const Ix& local, const Ix& tm, const Ix& group, const Ix& rowBase, const Ix& rowEnd) {
-    Coords c = coordsOf(s, local, tm, tn);
+    Coords<Ix> c = coordsOf(s.tileOrder(), s.groupM(), local, tm, tn);
     body(Tile{t.t, c.m.t, c.n.t, group.t, (rowBase + c.m * s.tileM()).t, (c.n * s.tileN()).t, rowEnd.t, n.t});
   };
   auto loop = [&](const Ix& count, const std::function<void(const Ix&)>& each) {

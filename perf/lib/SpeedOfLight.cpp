@@ -20,29 +20,30 @@ constexpr uint64_t kMiB = uint64_t{1} << 20;
 const std::vector<Machine>& gpuMachines() {
   static const std::vector<Machine> table = [] {
     std::vector<Machine> t;
-#define TS_MACHINE(id_, name_, target_, units_, mhz_, gbs_, l2_, llc_, f64_, f32_, f16_, bf16_, tf32_, df16_, dbf16_, \
-                   dfp8_, di8_, source_)                                                                              \
-  {                                                                                                                   \
-    Machine m;                                                                                                        \
-    m.id = #id_;                                                                                                      \
-    m.name = name_;                                                                                                   \
-    m.target = target_;                                                                                               \
-    m.units = units_;                                                                                                 \
-    m.clockMHz = mhz_;                                                                                                \
-    m.bandwidth = (gbs_) * 1e9;                                                                                       \
-    m.l2Bytes = static_cast<uint64_t>(l2_) * kMiB;                                                                    \
-    m.llcBytes = static_cast<uint64_t>(llc_) * kMiB;                                                                  \
-    m.vecF64 = (f64_) * kTera;                                                                                        \
-    m.vecF32 = (f32_) * kTera;                                                                                        \
-    m.vecF16 = (f16_) * kTera;                                                                                        \
-    m.vecBF16 = (bf16_) * kTera;                                                                                      \
-    m.tf32 = (tf32_) * kTera;                                                                                         \
-    m.dotF16 = (df16_) * kTera;                                                                                       \
-    m.dotBF16 = (dbf16_) * kTera;                                                                                     \
-    m.dotFP8 = (dfp8_) * kTera;                                                                                       \
-    m.dotI8 = (di8_) * kTera;                                                                                         \
-    m.source = source_;                                                                                               \
-    t.push_back(std::move(m));                                                                                        \
+#define TS_MACHINE(id_, name_, target_, units_, mhz_, gbs_, l2_, llc_, chiplets_, f64_, f32_, f16_, bf16_, tf32_, \
+                   df16_, dbf16_, dfp8_, di8_, source_)                                                           \
+  {                                                                                                               \
+    Machine m;                                                                                                    \
+    m.id = #id_;                                                                                                  \
+    m.name = name_;                                                                                               \
+    m.target = target_;                                                                                           \
+    m.units = units_;                                                                                             \
+    m.clockMHz = mhz_;                                                                                            \
+    m.bandwidth = (gbs_) * 1e9;                                                                                   \
+    m.l2Bytes = static_cast<uint64_t>(l2_) * kMiB;                                                                \
+    m.llcBytes = static_cast<uint64_t>(llc_) * kMiB;                                                              \
+    m.chiplets = chiplets_;                                                                                       \
+    m.vecF64 = (f64_) * kTera;                                                                                    \
+    m.vecF32 = (f32_) * kTera;                                                                                    \
+    m.vecF16 = (f16_) * kTera;                                                                                    \
+    m.vecBF16 = (bf16_) * kTera;                                                                                  \
+    m.tf32 = (tf32_) * kTera;                                                                                     \
+    m.dotF16 = (df16_) * kTera;                                                                                   \
+    m.dotBF16 = (dbf16_) * kTera;                                                                                 \
+    m.dotFP8 = (dfp8_) * kTera;                                                                                   \
+    m.dotI8 = (di8_) * kTera;                                                                                     \
+    m.source = source_;                                                                                           \
+    t.push_back(std::move(m));                                                                                    \
   }
 #include "tessera/perf/Machines.def"
     return t;

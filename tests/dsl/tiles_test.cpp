@@ -184,6 +184,48 @@ TEST_CASE("for_tiles: every order, dense, on the CPU and the emulated GPUs", "[d
     }
 }
 
+TEST_CASE("for_tiles: chiplets(X) gives each chiplet's programs consecutive tiles, every tile once", "[dsl][tiles]") {
+  // Each tile counts its visits and records its program; the schedule is
+  // grouped, 6 x 5 tiles of 4 x 4, persistent or one tile per program.
+  const int64_t M = 23, N = 20, B = 4, tiles = ts::Tiles::count(M, N, B, B);
+  auto kernel = [&](bool persistent) {
+    return ts::kernel("owners", [=](ts::Ptr<int32_t> owner, ts::Ptr<int32_t> visits, ts::Int chiplets) {
+      ts::Tiles t(M, N, B, B);
+      t.grouped(2).persistent(persistent).chiplets(chiplets);
+      ts::for_tiles(t, [&](const ts::Tile& x) {
+        ts::store(owner + x.index, ts::program_id(0));
+        ts::atomic_add(visits + x.index, 1);
+      });
+    });
+  };
+  for (ts::Device dev : testpaths::cpuPathsAndEmulators())
+    for (bool persistent : {true, false}) {
+      ts::CompiledKernel k = ts::compile(kernel(persistent), dev);
+      for (int32_t X : {1, 3, 8, 0})  // 0 counts as 1
+        for (int64_t P : persistent ? std::vector<int64_t>{1, 5, 8, 13} : std::vector<int64_t>{tiles, tiles + 7}) {
+          INFO(dev.name() << (persistent ? ", persistent" : "") << ", " << X << " chiplets, " << P << " programs");
+          ts::Buffer owner = dev.upload(ts::i32, std::vector<int32_t>(size_t(tiles), -1));
+          ts::Buffer visits = dev.upload(ts::i32, std::vector<int32_t>(size_t(tiles), 0));
+          k.launch(ts::Dim3(uint32_t(P)), owner, visits, X);
+          CHECK(visits.read<int32_t>() == std::vector<int32_t>(size_t(tiles), 1));
+          // The first min(P, tiles) tiles go to distinct programs, dealt
+          // chiplet by chiplet (program p runs on chiplet p % X as its
+          // (p / X)-th): chiplet 0's programs in order, then chiplet 1's, ...
+          const std::vector<int32_t> o = owner.read<int32_t>();
+          const int32_t x = std::max(X, 1);
+          for (int64_t t = 1; t < std::min(P, tiles); ++t) {
+            INFO("tile " << t << ": program " << o[size_t(t)] << ", tile " << t - 1 << ": program "
+                         << o[size_t(t - 1)]);
+            const int32_t c = o[size_t(t)] % x, prev = o[size_t(t - 1)] % x;
+            CHECK((c == prev ? o[size_t(t)] / x == o[size_t(t - 1)] / x + 1 : c == prev + 1 && o[size_t(t)] / x == 0));
+          }
+          // A persistent program's later tiles follow its first by P.
+          if (persistent)
+            for (int64_t t = P; t < tiles; ++t) CHECK(o[size_t(t)] == o[size_t(t - P)]);
+        }
+    }
+}
+
 TEST_CASE("for_tiles: ragged groups, empty ones included, have no tile for an empty group", "[dsl][tiles]") {
   // Groups of 5, 0, 7, 0, 1 and 16 rows; the third ends mid-tile.
   const std::vector<int32_t> offsets = {0, 5, 5, 12, 12, 13, 29};
@@ -395,6 +437,15 @@ TEST_CASE("for_tiles misuse", "[dsl][tiles][errors]") {
     });
     CHECK_THAT(msg, StartsWith(dsltest::at(__FILE__, line)));
     CHECK_THAT(msg, Contains("the offsets must be a pointer to i32"));
+  }
+  SECTION("no chiplets") {
+    std::string msg = dsltest::traceError([&](ts::Ptr<float>, ts::Int n) {
+      ts::Tiles t(n, n, 16, 16);
+      line = __LINE__ + 1;
+      t.chiplets(0);
+    });
+    CHECK_THAT(msg, StartsWith(dsltest::at(__FILE__, line)));
+    CHECK_THAT(msg, Contains("Tiles::chiplets: the chiplet count must be an integer from 1 to 1024, got"));
   }
   SECTION("a float extent") {
     std::string msg = dsltest::traceError([&](ts::Ptr<float>, ts::Float x) {

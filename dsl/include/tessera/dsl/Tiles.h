@@ -16,6 +16,10 @@
 // bijection of 0 .. count-1 onto the tiles, so every tile is computed
 // exactly once whatever the grid.
 //
+// chiplets(X) renumbers the programs for a GPU made of X chiplets with
+// private L2s that receive workgroups round-robin (MI300X, MI325X, MI355X:
+// 8 XCDs), so that a chiplet's programs compute neighbouring tiles.
+//
 // ragged(offsets, groups) splits the rows into groups: group g owns rows
 // offsets[g] .. offsets[g+1] - 1 (tokens sorted by expert, sequences of a
 // batch), its tiles never straddle two groups, and a group with no rows has
@@ -28,6 +32,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 
 #include "tessera/dsl/DSL.h"
 
@@ -60,6 +65,13 @@ class Tiles {
   /// Rows split into `groups` groups at `offsets` (a pointer to groups + 1
   /// non-decreasing i32 row indices; M is then unused).
   Tiles& ragged(const Tensor& offsets, const Operand& groups, SrcLoc loc = SrcLoc::current());
+  /// The GPU is `count` chiplets (AMD CDNA3/4's XCDs, each with its own
+  /// L2) to which the hardware deals workgroups round-robin: program p runs
+  /// on chiplet p % count. The program ids are renumbered so that each
+  /// chiplet's programs take consecutive tile numbers, and neighbouring
+  /// tiles (which share operand panels in the grouped order) share an L2.
+  /// A literal count must be at least 1; a runtime one below 1 counts as 1.
+  Tiles& chiplets(const Operand& count, SrcLoc loc = SrcLoc::current());
 
   /// The number of tiles of a dense schedule: ceil(m / tileM) x ceil(n / tileN).
   static int64_t count(int64_t m, int64_t n, int64_t tileM, int64_t tileN);
@@ -67,6 +79,12 @@ class Tiles {
   /// (each group may end in a partial tile row): the grid of a launch
   /// without persistent().
   static int64_t raggedBound(int64_t rows, int64_t groups, int64_t n, int64_t tileM, int64_t tileN);
+
+  /// The host's view of the numbering the traced code computes: tile t's
+  /// coordinates (m, n) in a tm x tn space in this schedule's order, and
+  /// the number program p of `programs` takes under chiplets(X).
+  std::pair<int64_t, int64_t> coords(int64_t t, int64_t tm, int64_t tn) const;
+  static int64_t chipletProgram(int64_t p, int64_t programs, int64_t chiplets);
 
   // The schedule as traced (read by for_tiles).
   const Operand& m() const { return m_; }
@@ -79,6 +97,8 @@ class Tiles {
   bool isRagged() const { return ragged_; }
   const Tensor& offsets() const { return offsets_; }
   const Operand& groups() const { return groups_; }
+  /// The chiplet count of chiplets(); empty: none asked.
+  const Operand& chipletCount() const { return chiplets_; }
   const SrcLoc& loc() const { return loc_; }
 
  private:
@@ -94,6 +114,7 @@ class Tiles {
   bool persistent_ = false, ragged_ = false;
   Tensor offsets_;
   Operand groups_;
+  Operand chiplets_;
   SrcLoc loc_;
 };
 

@@ -31,6 +31,7 @@ struct Machine {
   double clockMHz = 0;
   double bandwidth = 0;  // bytes per second
   uint64_t l2Bytes = 0, llcBytes = 0;
+  int chiplets = 1;  // dies with private L2s, dealt workgroups round-robin (Machines.def)
   // Peaks, in FLOP/s (int8: op/s); 0 where the machine has no such unit.
   double vecF64 = 0, vecF32 = 0, vecF16 = 0, vecBF16 = 0;
   double tf32 = 0, dotF16 = 0, dotBF16 = 0, dotFP8 = 0, dotI8 = 0;
