@@ -218,6 +218,13 @@ std::shared_ptr<Artifact> compile(const ir::Function& kernel, const Target& targ
     ir::walk(f->body(), [&](ir::Op& op) { probes |= op.code() == ir::OpCode::Probe; });
     if (probes) pm.add(ir::createStripProbesPass());
   }
+  // Assertions are tested by checked compiles only; the others drop them
+  // before any pass, and the default passes drop what only they used.
+  if (!opts.checkBounds) {
+    bool asserts = false;
+    ir::walk(f->body(), [&](ir::Op& op) { asserts |= op.code() == ir::OpCode::Assert; });
+    if (asserts) pm.add(ir::createStripAssertsPass());
+  }
   // GPU layouts split dims over threads in powers of two: pad first, so the
   // default passes clean up (CSE) the masks it adds.
   if (target.kind != Target::Kind::CPU) pm.add(ir::createPadTilesPass(&art->warnings));

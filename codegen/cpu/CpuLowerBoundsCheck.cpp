@@ -92,14 +92,17 @@ void Lowering::emitBoundsCheck(const ir::Op& op) {
       b_.CreateStore(b_.CreateSelect(b_.CreateAnd(any, b_.CreateNot(was)), first, b_.CreateLoad(i64t, badOff)), badOff);
     });
   }
+  failAndReturn(b_.CreateLoad(b_.getInt1Ty(), badFlag), opId, arg, b_.CreateLoad(i64t, badOff));
+}
+
+void Lowering::failAndReturn(llvm::Value* bad, int32_t opId, int32_t arg, llvm::Value* offset) {
   llvm::Function* f = b_.GetInsertBlock()->getParent();
   auto* fail = llvm::BasicBlock::Create(ctx_, "bounds.fail", f);
   auto* ok = llvm::BasicBlock::Create(ctx_, "bounds.ok", f);
-  b_.CreateCondBr(b_.CreateLoad(b_.getInt1Ty(), badFlag), fail, ok,
-                  llvm::MDBuilder(ctx_).createUnlikelyBranchWeights());
+  b_.CreateCondBr(bad, fail, ok, llvm::MDBuilder(ctx_).createUnlikelyBranchWeights());
   b_.SetInsertPoint(fail);
   // The first program to fail fills the record; every failing program stops
-  // before the access.
+  // here.
   auto* won = llvm::BasicBlock::Create(ctx_, "bounds.record", f);
   auto* out = llvm::BasicBlock::Create(ctx_, "bounds.return", f);
   llvm::Value* violated = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), record_, BoundsCheckRecord::kViolated);
@@ -110,11 +113,33 @@ void Lowering::emitBoundsCheck(const ir::Op& op) {
   auto field = [&](size_t at) { return b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), record_, at); };
   b_.CreateStore(b_.getInt32(static_cast<uint32_t>(opId)), field(BoundsCheckRecord::kOpId));
   b_.CreateStore(b_.getInt32(static_cast<uint32_t>(arg)), field(BoundsCheckRecord::kArg));
-  b_.CreateStore(b_.CreateLoad(i64t, badOff), field(BoundsCheckRecord::kOffset));
+  b_.CreateStore(offset, field(BoundsCheckRecord::kOffset));
   b_.CreateBr(out);
   b_.SetInsertPoint(out);
   b_.CreateRetVoid();
   b_.SetInsertPoint(ok);
+}
+
+void Lowering::emitAssert(const ir::Op& op) {
+  TS_ASSERT(checkedOps_, "an assert reached an unchecked CPU lowering (strip-asserts runs first)");
+  const int32_t opId = static_cast<int32_t>(checkedOps_->size());
+  checkedOps_->push_back(ir::userName(op) + (op.loc().known() ? " @ " + op.loc().str() : std::string()));
+  const ir::Value* cond = op.operand(0);
+  llvm::Value* bad = nullptr;
+  if (!cond->type().isTile()) {
+    bad = b_.CreateNot(scalar(cond));
+  } else {
+    llvm::Value* badFlag = entryAlloca(b_.getInt1Ty());
+    b_.CreateStore(b_.getFalse(), badFlag);
+    const int64_t c = chunkWidth(numElems(cond->type()));
+    chunkLoop(cond->type().shape(), c, [&](llvm::Value* base) {
+      llvm::Value* v = emitChunk(cond, base, c);
+      llvm::Value* allTrue = c == 1 ? b_.CreateExtractElement(v, uint64_t{0}) : b_.CreateAndReduce(v);
+      b_.CreateStore(b_.CreateOr(b_.CreateLoad(b_.getInt1Ty(), badFlag), b_.CreateNot(allTrue)), badFlag);
+    });
+    bad = b_.CreateLoad(b_.getInt1Ty(), badFlag);
+  }
+  failAndReturn(bad, opId, BoundsCheckRecord::kAssert, b_.getInt64(0));
 }
 
 }  // namespace tessera::codegen::cpu::detail

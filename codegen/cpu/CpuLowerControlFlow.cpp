@@ -133,6 +133,7 @@ void Lowering::emitOp(const ir::Op& op) {
     case OpCode::AtomicRmw:
     case OpCode::AtomicCas: return emitAtomic(op);
     case OpCode::Probe: return emitProbe(op);
+    case OpCode::Assert: return emitAssert(op);
     case OpCode::Fence:
       // A program is one thread here: only other programs (threads) and the
       // host observe it, so every scope is the system scope.

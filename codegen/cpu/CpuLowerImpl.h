@@ -134,6 +134,12 @@ class Lowering {
   /// Tests every active address of a global memory op against its buffer;
   /// on a violation records it and returns from the program.
   void emitBoundsCheck(const ir::Op& op);
+  /// A checked compile's `assert`: a false element stops the program and
+  /// records the assert (IR.h, "Assertions").
+  void emitAssert(const ir::Op& op);
+  /// if (bad): the first program to get here fills the record (op, arg,
+  /// offset); every program that gets here returns.
+  void failAndReturn(llvm::Value* bad, int32_t opId, int32_t arg, llvm::Value* offset);
 
   // ---- profiled launches (tessera/support/Profile.h; CpuLowerProfile.cpp) ----
   std::optional<ir::ProbeScopes> probes_;  // set: a profiled compile

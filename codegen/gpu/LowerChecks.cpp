@@ -23,6 +23,10 @@
 // dot operand read through it leaves the buffer. Whole-buffer accesses
 // (local_load, local_store of an alloc) are in range by construction.
 //
+// An `assert` (IR.h, "Assertions") is numbered with the accesses: a thread
+// holding a false element of its condition records it (arg
+// BoundsCheckRecord::kAssert) and runs on.
+//
 // A pointer that may point into several arguments' buffers (a select
 // between two pointers; ir::PointerOrigins follows loop-carried and `if`
 // values to their arguments) is tested against each of them, one of unknown
@@ -44,7 +48,8 @@ bool checkedAccess(OpCode c) {
     case OpCode::AtomicRmw:
     case OpCode::AtomicCas:
     case OpCode::Copy:
-    case OpCode::BufferSlot: return true;
+    case OpCode::BufferSlot:
+    case OpCode::Assert: return true;
     default: return false;
   }
 }
@@ -164,6 +169,18 @@ llvm::Value* Lower::checkScalar(const ir::Op& op, const ir::Value* ptrV, uint64_
   Slots m = {mask};
   checkAccesses(op, ptrV, {scalar(ptrV)}, {0}, bytes, m, active);
   return m[0];
+}
+
+void Lower::emitAssert(const ir::Op& op) {
+  TS_ASSERT(o_.checkBounds, "an assert reached an unchecked GPU lowering (strip-asserts runs first)");
+  // Each thread tests the elements it holds (a replicated element by every
+  // thread holding it); the threads run on either way.
+  const ir::Value* cond = op.operand(0);
+  const Slots v = cond->type().isTile() ? tileIn(cond, la_.get(cond)) : Slots{scalar(cond)};
+  if (v.empty()) return;
+  llvm::Value* allTrue = nullptr;
+  for (llvm::Value* x : v) allTrue = allTrue ? b_.CreateAnd(allTrue, x) : x;
+  recordViolation(b_.CreateNot(allTrue), checkedIds_.at(&op), BoundsCheckRecord::kAssert, b_.getInt64(0));
 }
 
 llvm::Value* Lower::checkSlotIndex(const ir::Op& op, llvm::Value* idx) {

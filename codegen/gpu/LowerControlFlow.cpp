@@ -145,6 +145,7 @@ void Lower::emitOp(const ir::Op& op) {
     case OpCode::AtomicCas: return emitAtomic(op);
     case OpCode::Fence: return emitFence(op);
     case OpCode::Probe: return emitProbe(op);
+    case OpCode::Assert: return emitAssert(op);
     case OpCode::Alloc:
       // The buffer's bytes may have been an earlier op's scratch (the plan
       // reuses bytes of areas whose live ranges are disjoint). A program-

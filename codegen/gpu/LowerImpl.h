@@ -605,6 +605,9 @@ class Lower {
   /// The slot index of buffer_slot `op`, tested against its slots (an
   /// index outside is recorded and replaced by 0). Itself when not checking.
   llvm::Value* checkSlotIndex(const ir::Op& op, llvm::Value* idx);
+  /// A checked compile's `assert`: a thread holding a false element records
+  /// it (IR.h, "Assertions").
+  void emitAssert(const ir::Op& op);
   /// if (bad) the first thread to get here fills the record; `slots`: the
   /// shared buffer's slot count (arg kSharedSlot).
   void recordViolation(llvm::Value* bad, int32_t opId, int arg, llvm::Value* offset, int64_t slots = 0);

@@ -256,6 +256,17 @@ void copy(const TileBuffer& dst, const Tensor& ptrs, const Operand& mask, SrcLoc
 
 void barrier(SrcLoc loc) { dsl::at(loc).builder->barrier(); }
 
+void device_assert(const Tensor& cond, const std::string& message, SrcLoc loc) {
+  dsl::TraceState& s = dsl::at(loc);
+  ir::Value* c = dsl::use(cond, loc, "condition");
+  if (c->type().isBuffer() || c->type().isPointerLike() || c->type().dtype() != DType::I1)
+    dsl::fail(loc, fmt::format("device_assert: the condition must be a boolean (i1) scalar or tile, such as a "
+                               "comparison, got {}",
+                               c->type().str()));
+  if (message.empty()) dsl::fail(loc, "device_assert: the assertion needs a message (what the error says)");
+  s.builder->assertTrue(c, message);
+}
+
 void dsl::probe(const std::string& name, bool end, SrcLoc loc) {
   if (name.empty()) dsl::fail(loc, "profile_scope: the scope needs a name (what the trace shows)");
   dsl::at(loc).builder->probe(name, end);

@@ -120,6 +120,10 @@ GroupOf groupOf(const Tiles& s, const Ix& t, const Ix& tn) {
       [&](Tensor gv, Tensor found, Tensor f, Tensor st, Tensor en, Tensor acc) {
         const Ix g{gv, loc}, sum{acc, loc};
         Ix lo{load(off + gv, {}, {}, loc), loc}, hi{load(off + (g + 1).t, {}, {}, loc), loc};
+        // A checked launch rejects offsets a group could not be made of
+        // (unchecked, a decreasing pair is a group of no rows).
+        device_assert(Operand(lo >= 0, loc) & (hi >= lo),
+                      "Tiles::ragged: the offsets must start at 0 or above and never decrease", loc);
         Ix tiles = cdiv(hi - lo, s.tileM()) * tn;
         Tensor hit = (t >= sum) & (t < sum + tiles);
         return std::tuple{where(hit, gv, found, loc), where(hit, acc, f, loc), where(hit, lo.t, st, loc),

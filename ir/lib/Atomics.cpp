@@ -66,6 +66,7 @@ MemScope memScope(const Op& op) { return attrOf<MemScope>(op, "scope", parseMemS
 
 std::string userName(const Op& op) {
   if (op.code() == OpCode::AtomicRmw && op.hasAttr("kind")) return "atomic_" + op.strAttr("kind");
+  if (op.code() == OpCode::Assert && op.hasAttr("message")) return "assert \"" + op.strAttr("message") + "\"";
   return op.name();
 }
 

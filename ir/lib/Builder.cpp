@@ -135,6 +135,9 @@ void Builder::copy(Value* dst, Value* src, Value* mask) {
   create(OpCode::Copy, std::move(ops), {});
 }
 void Builder::barrier() { create(OpCode::Barrier, {}, {}); }
+void Builder::assertTrue(Value* cond, const std::string& message) {
+  create(OpCode::Assert, {cond}, {}, {{"message", message}});
+}
 void Builder::probe(const std::string& name, bool end) {
   create(OpCode::Probe, {}, {}, {{"name", name}, {"end", int64_t{end}}});
 }

@@ -320,6 +320,7 @@ class Parser {
       case OpCode::Copy:
       case OpCode::Barrier:
       case OpCode::Probe:
+      case OpCode::Assert:
       case OpCode::Fence:
       case OpCode::AsyncCommit:
       case OpCode::AsyncWait:

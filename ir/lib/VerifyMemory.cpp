@@ -127,6 +127,14 @@ bool Verifier::verifyMemoryOp(const Op& op) {
       if (end != 0 && end != 1) fail(op, "attribute 'end' must be 0 (the scope's begin) or 1 (its end)");
       return true;
     }
+    case OpCode::Assert: {
+      operands(op, 1, 1);
+      results(op, 0);
+      if (in(op, 0).dtype() != DType::I1 || in(op, 0).isBuffer() || in(op, 0).isPointer())
+        fail(op, "condition " + ts(in(op, 0)) + " must be an i1 scalar or tile");
+      if (strAttr(op, "message").empty()) fail(op, "needs a non-empty message");
+      return true;
+    }
     case OpCode::BufferSlot: {
       operands(op, 2, 2);
       results(op, 1);

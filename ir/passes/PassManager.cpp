@@ -61,6 +61,13 @@ void replaceAllUsesWith(Function& f, Value* from, Value* to) {
   });
 }
 
+void eraseOps(Block& b, OpCode code) {
+  auto& ops = b.ops();
+  std::erase_if(ops, [&](const std::unique_ptr<Op>& op) { return op->code() == code; });
+  for (auto& op : ops)
+    for (auto& r : op->regions()) eraseOps(r->block(), code);
+}
+
 std::unordered_map<const Value*, unsigned> countUses(Function& f) {
   std::unordered_map<const Value*, unsigned> uses;
   walk(f.body(), [&](Op& op) {

@@ -14,6 +14,10 @@ namespace tessera::ir::passutil {
 /// remap operands while walking instead.
 void replaceAllUsesWith(Function& f, Value* from, Value* to);
 
+/// Removes every op of `code` from `b` and the regions inside it. The ops
+/// must have no results (nothing may use what is removed).
+void eraseOps(Block& b, OpCode code);
+
 /// Number of uses of every used value in `f`.
 std::unordered_map<const Value*, unsigned> countUses(Function& f);
 

@@ -16,15 +16,15 @@ namespace tessera::perf {
 WaveTraffic waveTraffic(const Tiles& s, int64_t M, int64_t N, int64_t K, int elemBytes, int64_t grid, int64_t wave,
                         int chiplets) {
   if (M < 1 || N < 1 || K < 1 || elemBytes < 1 || grid < 1 || wave < 1 || chiplets < 1)
-    throw UsageError(fmt::format("waveTraffic: sizes, grid, wave and chiplets must be positive (M {}, N {}, K {}, "
-                                 "{} bytes, grid {}, wave {}, {} chiplets)",
-                                 M, N, K, elemBytes, grid, wave, chiplets));
+    throw UsageError(
+        fmt::format("waveTraffic: sizes, grid, wave and chiplets must be positive (M {}, N {}, K {}, "
+                    "{} bytes, grid {}, wave {}, {} chiplets)",
+                    M, N, K, elemBytes, grid, wave, chiplets));
   if (s.isRagged()) throw UsageError("waveTraffic: the model covers dense schedules, not ragged ones");
   const int64_t tm = (M + s.tileM() - 1) / s.tileM(), tn = (N + s.tileN() - 1) / s.tileN();
   const int64_t tiles = tm * tn;
   int64_t renumber = 0;  // chiplets the schedule renumbers for; 0: none
-  if (!s.chipletCount().none())
-    renumber = s.chipletCount().isLiteral() ? s.chipletCount().intValue() : chiplets;
+  if (!s.chipletCount().none()) renumber = s.chipletCount().isLiteral() ? s.chipletCount().intValue() : chiplets;
   WaveTraffic w;
   w.chiplets = chiplets;
   w.wave = std::min(wave, grid);

@@ -417,6 +417,13 @@ void buildTensorMaps(const Kernel::State& st, const Checker& check, const std::v
   const KernelSignature& sig = st.signature;
   const size_t op = static_cast<size_t>(record.opId);
   std::string what = op < st.opNames.size() ? "'" + st.opNames[op] + "'" : "op #" + std::to_string(op);
+  std::string by;
+  if (record.thread >= 0)
+    by = ", by thread " + std::to_string(record.thread) + " of program (" + std::to_string(record.program[0]) + ", " +
+         std::to_string(record.program[1]) + ", " + std::to_string(record.program[2]) + ")";
+  if (record.arg == BoundsCheckRecord::kAssert)
+    throw LaunchError(Checker(sig).kernel() + ": assertion failed: " + what + by +
+                      (record.thread >= 0 ? "" : " (the program stopped there)") + " (checked launch)");
   std::string where;
   if (record.arg >= 0 && static_cast<size_t>(record.arg) < sig.args.size()) {
     const size_t a = static_cast<size_t>(record.arg);
@@ -432,10 +439,7 @@ void buildTensorMaps(const Kernel::State& st, const Checker& check, const std::v
     std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(record.offset));
     where = std::string("address 0x") + buf + ", inside none of the kernel's buffers";
   }
-  if (record.thread >= 0)
-    where += ", by thread " + std::to_string(record.thread) + " of program (" + std::to_string(record.program[0]) +
-             ", " + std::to_string(record.program[1]) + ", " + std::to_string(record.program[2]) + ")";
-  throw LaunchError(Checker(sig).kernel() + ": out-of-bounds access by " + what + ": " + where +
+  throw LaunchError(Checker(sig).kernel() + ": out-of-bounds access by " + what + ": " + where + by +
                     "; the access was not performed (checked launch)");
 }
 

@@ -76,10 +76,10 @@ TEST_CASE("tile traffic: renumbering a grouped GEMM for MI300X's 8 XCDs cuts wha
   CHECK(perf::waveTraffic(plain, n, n, n, 2, wave, wave, 1).bytes ==
         perf::waveTraffic(renumbered, n, n, n, 2, wave, wave, 1).bytes);
   if (std::getenv("TESSERA_TEST_SHOW_TRAFFIC"))
-    WARN("round-robin " << a.aPanels << " A + " << a.bPanels << " B panels, " << a.bytes / (1 << 20)
-                        << " MiB, x" << a.overfetch() << "; renumbered " << b.aPanels << " A + " << b.bPanels
-                        << " B, " << b.bytes / (1 << 20) << " MiB, x" << b.overfetch() << "; one L2 " << a.aOneL2
-                        << " A + " << a.bOneL2 << " B, " << a.bytesOneL2 / (1 << 20) << " MiB");
+    WARN("round-robin " << a.aPanels << " A + " << a.bPanels << " B panels, " << a.bytes / (1 << 20) << " MiB, x"
+                        << a.overfetch() << "; renumbered " << b.aPanels << " A + " << b.bPanels << " B, "
+                        << b.bytes / (1 << 20) << " MiB, x" << b.overfetch() << "; one L2 " << a.aOneL2 << " A + "
+                        << a.bOneL2 << " B, " << a.bytesOneL2 / (1 << 20) << " MiB");
 }
 
 TEST_CASE("tile traffic: bad sizes and ragged schedules are usage errors", "[perf][tiles][errors]") {

@@ -441,6 +441,12 @@ TileBuffer alloc_local(DType dtype, const ir::Shape& shape, SrcLoc loc = SrcLoc:
 void copy(const TileBuffer& dst, const Tensor& ptrs, const Operand& mask = {}, SrcLoc loc = SrcLoc::current());
 /// Orders shared-memory effects among the threads of a program.
 void barrier(SrcLoc loc = SrcLoc::current());
+/// States that every element of `cond` (an i1 scalar or tile, such as a
+/// comparison) is true. A checked launch (LaunchOptions::checkBounds,
+/// TESSERA_CHECK_BOUNDS=1, `tessera run --check-bounds`) tests it and raises
+/// a LaunchError naming `message` and this line where an element is false;
+/// any other compile removes it, with what only it used.
+void device_assert(const Tensor& cond, const std::string& message, SrcLoc loc = SrcLoc::current());
 
 namespace dsl {
 void probe(const std::string& name, bool end, SrcLoc loc);

@@ -42,7 +42,8 @@ MemOrder memOrder(const Op& op);
 MemScope memScope(const Op& op);
 
 /// The name a user wrote the op by, for messages: atomic_<kind> for an
-/// atomic_rmw (atomic_add, ...), else the op's IR name.
+/// atomic_rmw (atomic_add, ...), `assert "message"` for an assert, else
+/// the op's IR name.
 std::string userName(const Op& op);
 
 /// atomic_rmw or atomic_cas: reads and writes through operand 0 and returns

@@ -72,6 +72,8 @@ class Builder {
   void barrier();
   /// A profiling scope's begin (end = false) or end.
   void probe(const std::string& name, bool end);
+  /// `assert(cond) {message}` (IR.h, "Assertions").
+  void assertTrue(Value* cond, const std::string& message);
   /// View of slot `index` of a multi-buffered buffer (IR.h).
   Value* bufferSlot(Value* buffer, Value* index);
   /// An asynchronous global -> shared copy (`copy {async = 1}`).

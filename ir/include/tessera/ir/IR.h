@@ -240,6 +240,14 @@
 // first (the `strip-probes` pass), so they change nothing else. Probes
 // order nothing: code without memory effects may move across them.
 //
+// Assertions. `assert(cond) {message}` states that every element of cond
+// (an i1 scalar or tile) is true. A checked compile (CompileOptions::
+// checkBounds) tests it as it tests accesses: the first program to find a
+// false element records the assert in the launch's record (BoundsCheck.h,
+// arg kAssert), the CPU's program stops there, a GPU's threads run on, and
+// the launch raises a LaunchError naming the message and the line. Any
+// other compile removes them first (the `strip-asserts` pass).
+//
 // Control flow. `for` runs its body for iv = lo, lo+step, ... while iv < hi
 // (step > 0; a non-positive step runs zero iterations), threading
 // loop-carried values through `yield`. `if` selects one region; both regions

@@ -34,6 +34,10 @@ std::unique_ptr<Pass> createPipelineSchedulePass();
 /// Run first by every compile that is not profiled.
 std::unique_ptr<Pass> createStripProbesPass();
 
+/// "strip-asserts": removes every `assert` op (ir/passes/StripAsserts.cpp).
+/// Run first by every compile that is not checked.
+std::unique_ptr<Pass> createStripAssertsPass();
+
 /// "insert-probes": the automatic scopes of a profiled compile -- the
 /// kernel, warp-specialised roles, a pipelined loop's prologue, main loop,
 /// stages and epilogue, and every wait (ir/passes/InsertProbes.cpp). Run

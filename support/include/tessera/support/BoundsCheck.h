@@ -37,7 +37,8 @@ struct BoundsCheckRecord {
   int32_t violated = 0;  // 1 once an access left its buffer
   int32_t opId = -1;     // that access: an index into the binary's op names
   int32_t arg = -1;      // the argument whose buffer it left; -1 if it may point into several (or none known)
-                         // (kSharedSlot: a shared buffer's slot index out of range, the index in `offset`)
+                         // (kSharedSlot: a shared buffer's slot index out of range, the index in `offset`;
+                         // kAssert: a false assertion)
   int32_t slots = 0;     // arg == kSharedSlot: that buffer's slots
   int64_t offset = 0;    // its byte offset from that argument's pointer (arg < 0: the raw address)
   int32_t thread = -1;   // GPU: the thread in its block (-1 on the CPU)
@@ -46,6 +47,9 @@ struct BoundsCheckRecord {
   static constexpr size_t kExtents = 0, kViolated = 8, kOpId = 12, kArg = 16, kSlots = 20, kOffset = 24, kThread = 32,
                           kProgram = 36, kBytes = 48;
   static constexpr int32_t kSharedSlot = -2;
+  /// arg == kAssert: an `assert` op found a false element (IR.h,
+  /// "Assertions"); the op's text holds its message.
+  static constexpr int32_t kAssert = -3;
 };
 
 static_assert(offsetof(BoundsCheckRecord, extents) == BoundsCheckRecord::kExtents);
