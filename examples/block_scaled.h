@@ -184,44 +184,34 @@ inline GemmBlocks scaledGemmBlocks(const RunContext& ctx) {
   return b;
 }
 
-/// The launch of a block-scaled GEMM example on ctx's {M, N, K} (default
-/// {300, 200, 150}): A and B drawn in f32 over several binades, quantised
-/// on the host, uploaded; the check against the double reference of the
-/// quantised values.
-inline Launch prepareScaledGemm(const RunContext& ctx, const char* kname, ScaledFormat f) {
+/// The {M, N, K} of a block-scaled GEMM example (default {300, 200, 150}).
+inline std::vector<int64_t> scaledGemmShape(const RunContext& ctx, const char* kname) {
   std::vector<int64_t> s = ctx.shape.empty() ? std::vector<int64_t>{300, 200, 150} : ctx.shape;
   if (s.size() != 3 || s[0] < 1 || s[1] < 1 || s[2] < 1 || s[0] * s[2] > (1 << 28) || s[2] * s[1] > (1 << 28) ||
       s[0] * s[1] > (1 << 28))
     throw UsageError(std::string(kname) +
                      ": shape is {M, N, K}, each at least 1 (and each matrix under 2^28 elements)");
-  const int64_t M = s[0], N = s[1], K = s[2];
-  std::mt19937_64 rng(ctx.seed);
-  // Magnitudes over 2^-6 .. 2^6, both signs: each block's scale differs.
+  return s;
+}
+
+/// `n` values of magnitude 2^-6 .. 2^6 and either sign: each block's scale
+/// differs.
+inline std::vector<float> scaledGemmValues(std::mt19937_64& rng, int64_t n) {
   std::uniform_real_distribution<double> lg(-6, 6);
   std::bernoulli_distribution neg(0.5);
-  auto values = [&](int64_t n) {
-    std::vector<float> v(static_cast<size_t>(n));
-    for (auto& x : v) x = float((neg(rng) ? -1 : 1) * std::exp2(lg(rng)));
-    return v;
-  };
-  const Quantised qa = quantise(f, values(M * K), M, K), qb = quantise(f, values(N * K), N, K);
-  GemmBlocks B = scaledGemmBlocks(ctx);
-  const Device& dev = ctx.device;
-  Buffer da = dev.upload(DType::U8, qa.codes), dsa = dev.upload(DType::U8, qa.scales);
-  Buffer db = dev.upload(DType::U8, qb.codes), dsb = dev.upload(DType::U8, qb.scales);
-  Buffer dc = dev.alloc(DType::F32, size_t(M * N));
-  dc.fillBytes(0xff);  // NaN: an element the kernel fails to write cannot pass
-  Dim3 grid(uint32_t((M + B.m - 1) / B.m), uint32_t((N + B.n - 1) / B.n));
-  std::vector<rt::Arg> args{dc, da, dsa, db, dsb};
-  if (f == ScaledFormat::nvfp4)
-    args.push_back(dev.upload(DType::F32, std::vector<float>{qa.tensorScale * qb.tensorScale}));
-  for (int64_t v : {M, N, K}) args.push_back(int32_t(v));
-  Launch launch{gemmScaled(kname, B, f), grid, std::move(args), {M, N, K}};
-  // Reference in double from the quantised values (exact). Tolerance: the
-  // f32 accumulation of K terms is within 2 K 2^-24 sum|terms| of the exact
-  // sum in any order, as gemm_fp8's; for nvfp4 the per-tensor scale adds
-  // one rounding.
-  launch.check = [dc, qa, qb, M, N, K, f] {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (auto& x : v) x = float((neg(rng) ? -1 : 1) * std::exp2(lg(rng)));
+  return v;
+}
+
+/// The check of C (M x N, f32, on the device) = qa @ qb^T against the
+/// double reference of the quantised values (exact). Tolerance: the f32
+/// accumulation of K terms is within 2 K 2^-24 sum|terms| of the exact sum
+/// in any order, as gemm_fp8's; for nvfp4 the per-tensor scale adds one
+/// rounding.
+inline std::function<CheckResult()> scaledGemmCheck(Buffer dc, Quantised qa, Quantised qb, int64_t M, int64_t N,
+                                                    int64_t K, ScaledFormat f) {
+  return [dc, qa, qb, M, N, K, f] {
     std::vector<float> got = dc.read<float>();
     const double factor = (f == ScaledFormat::nvfp4 ? 4.0 : 2.0) * double(K + 1) * std::ldexp(1.0, -24);
     ElementCheck check(factor, "c", "|got - want| <= f sum_k |a b|, f = " + ElementCheck::fmt(factor));
@@ -234,6 +224,29 @@ inline Launch prepareScaledGemm(const RunContext& ctx, const char* kname, Scaled
         [&](int64_t i, int64_t j, double) { return factor * ref.mag[size_t(i * N + j)] + 1e-30; });
     return check.result();
   };
+}
+
+/// The launch of a block-scaled GEMM example on ctx's {M, N, K}: A and B
+/// drawn in f32 over several binades, quantised on the host, uploaded.
+inline Launch prepareScaledGemm(const RunContext& ctx, const char* kname, ScaledFormat f) {
+  const std::vector<int64_t> s = scaledGemmShape(ctx, kname);
+  const int64_t M = s[0], N = s[1], K = s[2];
+  std::mt19937_64 rng(ctx.seed);
+  const Quantised qa = quantise(f, scaledGemmValues(rng, M * K), M, K);
+  const Quantised qb = quantise(f, scaledGemmValues(rng, N * K), N, K);
+  GemmBlocks B = scaledGemmBlocks(ctx);
+  const Device& dev = ctx.device;
+  Buffer da = dev.upload(DType::U8, qa.codes), dsa = dev.upload(DType::U8, qa.scales);
+  Buffer db = dev.upload(DType::U8, qb.codes), dsb = dev.upload(DType::U8, qb.scales);
+  Buffer dc = dev.alloc(DType::F32, size_t(M * N));
+  dc.fillBytes(0xff);  // NaN: an element the kernel fails to write cannot pass
+  Dim3 grid(uint32_t((M + B.m - 1) / B.m), uint32_t((N + B.n - 1) / B.n));
+  std::vector<rt::Arg> args{dc, da, dsa, db, dsb};
+  if (f == ScaledFormat::nvfp4)
+    args.push_back(dev.upload(DType::F32, std::vector<float>{qa.tensorScale * qb.tensorScale}));
+  for (int64_t v : {M, N, K}) args.push_back(int32_t(v));
+  Launch launch{gemmScaled(kname, B, f), grid, std::move(args), {M, N, K}};
+  launch.check = scaledGemmCheck(dc, qa, qb, M, N, K, f);
   return launch;
 }
 
@@ -256,60 +269,87 @@ inline Example scaledGemmExample(const char* kname, ScaledFormat f, const char* 
   return e;
 }
 
-/// The f4e2m1 codes of f32 values `q` (already divided by their scale):
-/// round to nearest, ties to even, saturating at 6, as comparisons against
-/// the midpoints between neighbouring values (0.25 .. 5): a tie goes up
-/// where the upper code is the even one. The sign is x's sign bit.
-inline Tensor roundToE2M1(const Tensor& q) {
-  const float mid[7] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f};
-  Tensor a = abs(q), mag = (a > mid[0]).to(i32);
-  for (int c = 1; c < 7; ++c) mag = mag + ((c & 1) ? a >= mid[c] : a > mid[c]).to(i32);
-  Tensor sign = (q.bitcast(i32) >> 31) & 1;
-  return (mag | (sign << 3)).to(u8);
+/// The codes of MX element dtype `elem` (f4e2m1, f6e2m3, f6e3m2; in the
+/// low bits of a byte) of f32 values `q` (already divided by their scale):
+/// MxFormats.h's mxElementEncode in tile arithmetic. The quantum of q's
+/// binade (the subnormal quantum below the normals) is a power of two, so
+/// q / quantum is exact and ts::rint rounds it to nearest even; the code is
+/// the binade's first code plus that, saturated at the largest magnitude,
+/// as are infinities and NaNs (MX elements have neither).
+inline Tensor roundToMxElement(const Tensor& q, DType elem) {
+  const MxElementFormat f = mxElementFormat(elem);
+  const int man = static_cast<int>(f.manBits), minE = 1 - f.bias;
+  Tensor bits = q.bitcast(i32);
+  Tensor e = ((bits >> 23) & 255) - 127;  // floor(log2 |q|) of a normal f32
+  Tensor te = maximum(e, minE);
+  Tensor huge = e > 16;  // saturates; keeps inf and NaN out of the arithmetic
+  Tensor scaled = where(huge, 0.0f, abs(q)) * ((man - te + 127) << 23).bitcast(f32);  // |q| 2^(man - te)
+  Tensor code = (te + (f.bias - 1)) * (1 << man) + rint(scaled).to(i32);
+  code = where(huge, int(f.maxCode), minimum(code, int(f.maxCode)));
+  Tensor sign = (bits >> 31) & 1;
+  return (code | (sign << static_cast<int>(f.expBits + f.manBits))).to(u8);
 }
 
-/// Quantises x (f32, rows x cols, row-major) to mxfp4, nvfp4 or mxfp8
-/// (e4m3): codes (rows x ceil(cols / 2) bytes, two a byte, or rows x cols
-/// for mxfp8), block scales (rows x ceil(cols / bs)); a BLOCK_R x BLOCK_C
-/// tile a program (BLOCK_C a multiple of 2 bs). MX: per block X =
-/// 2^(floor(log2 amax) - emax_elem) as e8m0 (the exponent field of amax,
-/// minus 2 for f4e2m1, 8 for f8e4m3; NaN 0xFF for a block with a NaN or an
-/// infinity, whose max is NaN or inf). nvfp4: the f8e4m3 scale
-/// e4m3(amax / 6 / s) with s the per-tensor scale argument (NVFP4's second
-/// level: amax(x) / (6 x 448), from the previous step or a reduction).
-/// Arguments: codes, scales, x, [tensor_scale,] rows, cols.
+/// A tile quantised in the kernel: its codes and its block scales.
+struct QuantisedTile {
+  Tensor codes;   // u8, R x C (R x C/2 when packed)
+  Tensor scales;  // u8, R x C/bs
+};
+
+/// Quantises tile t (f32, R x C, C a multiple of 2 bs) to format f, block
+/// by block along C. MX: per block X = 2^(floor(log2 amax) - emax_elem) as
+/// e8m0 (the exponent field of amax, minus 2 for f4e2m1 and f6e2m3, 4 for
+/// f6e3m2, 8 for f8e4m3, 15 for f8e5m2; NaN 0xFF for a block with a NaN or
+/// an infinity, whose max is NaN or inf), the elements x / X rounded to
+/// nearest even and saturated (fp8: the casts of Fp8.h; fp6 and fp4:
+/// roundToMxElement). nvfp4: the f8e4m3 scale e4m3(amax / 6 / ts) with
+/// ts the per-tensor scale (NVFP4's second level: amax(x) / (6 x 448), from
+/// the previous step or a reduction). The quantisation kernels and the
+/// fused quantise-and-multiply GEMM share it.
+inline QuantisedTile quantiseTile(const Tensor& t, ScaledFormat f, const Tensor& ts, int R, int C) {
+  const ScaledElements e = scaledElements(f);
+  const int bs = e.block, nb = C / bs;
+  auto xb = reshape(t, {R, nb, bs});
+  Tensor amax = max(abs(xb), 2);  // R x nb
+  Tensor sc, div;
+  if (ts.valid()) {
+    sc = (amax / 6.0f / ts).to(f8e4m3).bitcast(u8);
+    div = sc.bitcast(f8e4m3).to(f32) * ts;
+  } else {
+    Tensor ef = (amax.bitcast(i32) >> 23) & 255;
+    sc = where(ef == 255, 255, minimum(maximum(ef - e.emax, 0), 254)).to(u8);
+    div = mx_decode(sc, e8m0);
+  }
+  auto d = expand_dims(div, 2);
+  auto q = reshape(where(d > 0.0f, xb / d, 0.0f), {R, C});
+  if (isFp8(e.elem)) return {q.to(e.elem).bitcast(u8), sc};  // the cast rounds to nearest even and saturates
+  Tensor codes = roundToMxElement(q, e.elem);
+  return {e.packed ? pack_fp4(codes) : codes, sc};
+}
+
+/// Quantises x (f32, rows x cols, row-major) to f (quantiseTile): codes
+/// (rows x ceil(cols / 2) bytes, two a byte, or rows x cols) and block
+/// scales (rows x ceil(cols / bs)); a BLOCK_R x BLOCK_C tile a program
+/// (BLOCK_C a multiple of 2 bs). Arguments: codes, scales, x,
+/// [tensor_scale,] rows, cols.
 inline Kernel quantiseKernel(const char* kname, int BR, int BC, ScaledFormat f) {
-  const int bs = scaledElements(f).block, nb = BC / bs, emax = scaledElements(f).emax;
+  const int bs = scaledElements(f).block, nb = BC / bs;
   const bool packed = scaledElements(f).packed;
-  const DType elem = scaledElements(f).elem;
   auto body = [=](Ptr<uint8_t> codes, Ptr<uint8_t> scales, Ptr<const float> x, Tensor ts, Int rows, Int cols) {
     auto r = expand_dims(program_id(0) * BR + arange(BR), 1);
     auto c = expand_dims(program_id(1) * BC + arange(BC), 0);
     auto t = load(x + r * cols + c, (r < rows) & (c < cols), 0.0);
-    auto xb = reshape(t, {BR, nb, bs});
-    Tensor amax = max(abs(xb), 2);  // BLOCK_R x nb
-    Tensor sc, div;
-    if (ts.valid()) {
-      sc = (amax / 6.0f / ts).to(f8e4m3).bitcast(u8);
-      div = sc.bitcast(f8e4m3).to(f32) * ts;
-    } else {
-      Tensor ef = (amax.bitcast(i32) >> 23) & 255;
-      sc = where(ef == 255, 255, minimum(maximum(ef - emax, 0), 254)).to(u8);
-      div = mx_decode(sc, e8m0);
-    }
-    auto d = expand_dims(div, 2);
-    auto q = reshape(where(d > 0.0f, xb / d, 0.0f), {BR, BC});
+    const QuantisedTile q = quantiseTile(t, f, ts, BR, BC);
     Int nblocks = (cols + (bs - 1)) / bs;
     if (packed) {
       Int cbytes = (cols + 1) / 2;
       auto cb = expand_dims(program_id(1) * (BC / 2) + arange(BC / 2), 0);
-      store(codes + r * cbytes + cb, pack_fp4(roundToE2M1(q)), (r < rows) & (cb < cbytes));
+      store(codes + r * cbytes + cb, q.codes, (r < rows) & (cb < cbytes));
     } else {
-      // fp8: the cast rounds to nearest even and saturates (Fp8.h).
-      store(codes + r * cols + c, q.to(elem).bitcast(u8), (r < rows) & (c < cols));
+      store(codes + r * cols + c, q.codes, (r < rows) & (c < cols));
     }
     auto j = expand_dims(program_id(1) * nb + arange(nb), 0);
-    store(scales + r * nblocks + j, sc, (r < rows) & (j < nblocks));
+    store(scales + r * nblocks + j, q.scales, (r < rows) & (j < nblocks));
   };
   if (f == ScaledFormat::nvfp4)
     return kernel(kname, {"codes", "scales", "x", "tensor_scale", "rows", "cols"},

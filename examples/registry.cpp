@@ -37,6 +37,8 @@ const std::vector<Example>& all() {
       mxQuantizeExample(),
       nvfp4QuantizeExample(),
       mxfp8QuantizeExample(),
+      mxfp6QuantizeExample(),
+      gemmQuantMXFP8Example(),
       mxDequantizeExample(),
   };
   return list;

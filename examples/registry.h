@@ -361,6 +361,9 @@ Example gemmNVFP4Example();
 Example mxQuantizeExample();
 Example nvfp4QuantizeExample();
 Example mxfp8QuantizeExample();
+Example mxfp6QuantizeExample();
+/// Activations quantised to MXFP8 inside the GEMM (examples/gemm_quant_mxfp8.cpp).
+Example gemmQuantMXFP8Example();
 /// The block-scaled dequantisation kernel (examples/block_scaled.h).
 Example mxDequantizeExample();
 

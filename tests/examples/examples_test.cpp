@@ -85,6 +85,8 @@ TEST_CASE("the registry lists the examples in order", "[examples]") {
                                           "mx_quantize",
                                           "nvfp4_quantize",
                                           "mxfp8_quantize",
+                                          "mxfp6_quantize",
+                                          "gemm_quant_mxfp8",
                                           "mx_dequantize"});
   REQUIRE(ex::find("softmax") != nullptr);
   CHECK(ex::find("nope") == nullptr);
