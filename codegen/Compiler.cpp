@@ -146,9 +146,10 @@ std::shared_ptr<Artifact> compileGpuTarget(const ir::Function& f, const GpuConfi
 namespace {
 // Block-scaled matrix instructions (sm_100a's tcgen05.mma kind::mxf8f6f4
 // and mxf4nvf4, sm_120a's mma.sync block_scale, gfx950's scaled MFMA) have
-// no lowering yet: on every target ts::dot_scaled runs as its decomposition
-// (dsl/lib/ScaledDot.cpp), which this says. A native lowering answers true
-// here for the formats it takes.
+// no lowering yet: on every target a `dot_scaled` runs as its decomposition
+// (the decompose-scaled-dots pass), which this says. A native lowering
+// answers true here for the formats it takes, and the pass leaves those
+// dots to it.
 bool nativeScaledDot(const Target&, const std::string&, const std::string&) { return false; }
 
 // The decomposition is never silent: each dot_scaled the target runs
@@ -160,9 +161,9 @@ bool nativeScaledDot(const Target&, const std::string&, const std::string&) { re
 void scaledDotWarnings(ir::Function& f, const Target& target, const CompileOptions& opts,
                        std::vector<std::string>& warnings) {
   ir::walk(f.body(), [&](ir::Op& op) {
-    if (op.code() != ir::OpCode::Dot || !op.hasAttr("scaled_a") || !op.hasAttr("scaled_b")) return;
-    const std::string& a = op.strAttr("scaled_a");
-    const std::string& b = op.strAttr("scaled_b");
+    if (op.code() != ir::OpCode::DotScaled) return;
+    const std::string& a = op.strAttr("a_format");
+    const std::string& b = op.strAttr("b_format");
     if (nativeScaledDot(target, a, b)) return;
     auto fp4 = [](const std::string& x) { return x == "mxfp4" || x == "nvfp4"; };
     const std::string what = "dot_scaled " + a + " x " + b + " on " + target.str() +
@@ -194,6 +195,15 @@ void deterministicCheck(const ir::Function& f, const CompileOptions& opts) {
 }
 }  // namespace
 
+namespace {
+/// Whether `f` holds an op of `code` (the passes only some kernels need).
+bool contains(ir::Function& f, ir::OpCode code) {
+  bool found = false;
+  ir::walk(f.body(), [&](ir::Op& op) { found |= op.code() == code; });
+  return found;
+}
+}  // namespace
+
 std::shared_ptr<Artifact> compile(const ir::Function& kernel, const Target& target, const CompileOptions& opts) {
   StageTimer timer;
   ir::verify(kernel);  // user errors surface here, unchanged
@@ -213,22 +223,21 @@ std::shared_ptr<Artifact> compile(const ir::Function& kernel, const Target& targ
   // Scopes the user wrote change nothing in a compile that is not
   // profiled: they go first (only where there are some, so every other
   // kernel's stages stay as they were).
-  if (!opts.profile) {
-    bool probes = false;
-    ir::walk(f->body(), [&](ir::Op& op) { probes |= op.code() == ir::OpCode::Probe; });
-    if (probes) pm.add(ir::createStripProbesPass());
-  }
+  if (!opts.profile && contains(*f, ir::OpCode::Probe)) pm.add(ir::createStripProbesPass());
   // Assertions are tested by checked compiles only; the others drop them
   // before any pass, and the default passes drop what only they used.
-  if (!opts.checkBounds) {
-    bool asserts = false;
-    ir::walk(f->body(), [&](ir::Op& op) { asserts |= op.code() == ir::OpCode::Assert; });
-    if (asserts) pm.add(ir::createStripAssertsPass());
+  if (!opts.checkBounds && contains(*f, ir::OpCode::Assert)) pm.add(ir::createStripAssertsPass());
+  // Before pad-tiles: the decomposition's ops are ordinary tile ops,
+  // which pad-tiles and the default passes then treat as any others.
+  if (contains(*f, ir::OpCode::DotScaled)) {
+    scaledDotWarnings(*f, target, opts, art->warnings);
+    pm.add(ir::createDecomposeScaledDotsPass([&target](const ir::Op& op) {
+      return nativeScaledDot(target, op.strAttr("a_format"), op.strAttr("b_format"));
+    }));
   }
   // GPU layouts split dims over threads in powers of two: pad first, so the
   // default passes clean up (CSE) the masks it adds.
   if (target.kind != Target::Kind::CPU) pm.add(ir::createPadTilesPass(&art->warnings));
-  scaledDotWarnings(*f, target, opts, art->warnings);
   bool fp8Dot = false;
   ir::walk(f->body(), [&](ir::Op& op) {
     if (op.code() == ir::OpCode::Dot && (isFp8(op.operand(0)->type().dtype()) || isFp8(op.operand(1)->type().dtype())))

@@ -11,6 +11,7 @@
 // condition depends on the program id, it is redone per program (every
 // program of grids up to 65536, an even sample of larger ones).
 #include "tessera/ir/analysis/Work.h"
+#include "tessera/ir/ScaledDot.h"
 
 #include "tessera/ir/analysis/PointerOrigin.h"
 
@@ -337,6 +338,18 @@ class Counter {
             addFlops(FlopUnit::Dot, a.dtype(),
                      2.0 * static_cast<double>(a.shape()[0]) * static_cast<double>(bt.shape()[1]) *
                          static_cast<double>(a.shape()[1]) * mult);
+          break;
+        }
+        case OpCode::DotScaled: {
+          // Counted as the bf16 dot it runs as where it is decomposed; its
+          // decoding (a few integer ops per element) is not counted.
+          const ScaledFormatInfo* fa = findScaledFormat(op.strAttr("a_format"));
+          const Type& a = op.operand(0)->type();
+          const Type& acc = op.operand(4)->type();
+          if (fa && a.rank() == 2 && acc.rank() == 2)
+            addFlops(FlopUnit::Dot, DType::BF16,
+                     2.0 * static_cast<double>(acc.shape()[0]) * static_cast<double>(acc.shape()[1]) *
+                         static_cast<double>(a.shape()[1] * (fa->packed ? 2 : 1)) * mult);
           break;
         }
         // Data movement within the program's tiles (registers / shared

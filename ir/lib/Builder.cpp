@@ -170,6 +170,14 @@ Value* Builder::reduce(const std::string& kind, Value* v, int axis) {
 Value* Builder::dot(Value* a, Value* b, Value* acc) {
   return create(OpCode::Dot, {a, b, acc}, {acc->type()})->result();
 }
+
+Value* Builder::dotScaled(Value* a, Value* aScale, const std::string& aFormat, Value* b, Value* bScale,
+                          const std::string& bFormat, Value* acc, Value* tensorScale) {
+  std::vector<Value*> ops{a, aScale, b, bScale, acc};
+  if (tensorScale) ops.push_back(tensorScale);
+  return create(OpCode::DotScaled, std::move(ops), {acc->type()}, {{"a_format", aFormat}, {"b_format", bFormat}})
+      ->result();
+}
 Value* Builder::scan(Value* v, int axis, const std::function<Value*(Builder&, Value*, Value*)>& combine) {
   TS_ASSERT(axis >= 0 && axis < v->type().rank(), "scan axis");
   Op* op = create(OpCode::Scan, {v}, {v->type()}, {{"axis", int64_t{axis}}});

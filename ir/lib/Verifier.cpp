@@ -140,6 +140,7 @@ void Verifier::checkFp8Use(const Op& op) const {
     case OpCode::Copy:
     case OpCode::BufferSlot:
     case OpCode::Dot:
+    case OpCode::DotScaled:
     case OpCode::DotWait:
     case OpCode::For:
     case OpCode::If:

@@ -1,5 +1,6 @@
 // The verifier's rules for reductions, scans and dots.
 #include "VerifierImpl.h"
+#include "tessera/ir/ScaledDot.h"
 
 namespace tessera::ir::detail {
 
@@ -78,6 +79,54 @@ bool Verifier::verifyComputeOp(const Op& op) {
       if (op.hasAttr("async")) {
         int64_t x = intAttr(op, "async");
         if (x != 0 && x != 1) fail(op, "attribute 'async' must be 0 or 1, got " + std::to_string(x));
+      }
+      return true;
+    }
+    case OpCode::DotScaled: {
+      operands(op, 5, 6);
+      results(op, 1);
+      const ScaledFormatInfo* f[2];
+      const char* attr[2] = {"a_format", "b_format"};
+      for (int i = 0; i < 2; ++i) {
+        f[i] = findScaledFormat(strAttr(op, attr[i]));
+        if (!f[i])
+          fail(op, std::string("unknown ") + attr[i] + " '" + strAttr(op, attr[i]) + "' (expected " +
+                       scaledFormatNames() + ")");
+      }
+      // Per operand: codes u8 [rows, K] (fp4: [rows, K/2]), K a multiple of
+      // the block, scales [rows, K / block] (u8, or f8e4m3 for nvfp4's).
+      int64_t rows[2], k[2];
+      for (int i = 0; i < 2; ++i) {
+        const char* which = i == 0 ? "a" : "b";
+        const Type& c = in(op, 2 * i);
+        const Type& s = in(op, 2 * i + 1);
+        if (!c.isTile() || !c.isNumeric() || c.rank() != 2 || c.dtype() != DType::U8)
+          fail(op, std::string(which) + " codes must be a rank-2 u8 tile, got " + ts(c));
+        rows[i] = c.shape()[0];
+        k[i] = c.shape()[1] * (f[i]->packed ? 2 : 1);
+        if (k[i] % f[i]->block != 0)
+          fail(op, std::string(which) + " holds K = " + std::to_string(k[i]) + " " + f[i]->name +
+                       " elements, not a multiple of its block of " + std::to_string(f[i]->block));
+        const bool scaleDType =
+            s.isTile() && s.isNumeric() &&
+            (s.dtype() == DType::U8 || (f[i]->scale == DType::F8E4M3 && s.dtype() == DType::F8E4M3));
+        if (!scaleDType || s.shape() != Shape{rows[i], k[i] / f[i]->block})
+          fail(op, std::string(which) + "_scale must be a u8" + (f[i]->scale == DType::F8E4M3 ? " (or f8e4m3)" : "") +
+                       " tile [" + std::to_string(rows[i]) + ", " + std::to_string(k[i] / f[i]->block) + "], got " +
+                       ts(s));
+      }
+      if (k[0] != k[1])
+        fail(op, "a holds K = " + std::to_string(k[0]) + " elements but b holds " + std::to_string(k[1]) +
+                     " (b is K-major: [N, K], [N, K/2] for fp4)");
+      const Type& acc = in(op, 4);
+      if (acc != Type::tile(Type::scalar(DType::F32), {rows[0], rows[1]}))
+        fail(op, "accumulator " + ts(acc) + " must be tile<" + std::to_string(rows[0]) + "x" + std::to_string(rows[1]) +
+                     "xf32>");
+      resultIs(op, acc);
+      if (op.numOperands() == 6) {
+        if (in(op, 5) != Type::scalar(DType::F32)) fail(op, "tensor_scale " + ts(in(op, 5)) + " must be an f32 scalar");
+        if (f[0]->scale != DType::F8E4M3 && f[1]->scale != DType::F8E4M3)
+          fail(op, "takes a tensor_scale only with an nvfp4 operand");
       }
       return true;
     }

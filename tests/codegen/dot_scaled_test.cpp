@@ -8,9 +8,10 @@
 //    shapes that are and are not multiples of the tile and of the block
 //    (masked K tails), with and without a per-tensor scale, on every backend
 //    and on emulated sm_90a, sm_100a, sm_120a;
-//  * the decomposition is never silent: the compile's warning names the
-//    line, the target and the cost, and CompileOptions::nativeScaledDotsOnly
-//    makes it a CompileError;
+//  * the DSL emits one dot_scaled op, which the decompose-scaled-dots pass
+//    rewrites; the decomposition is never silent: the compile's warning
+//    names the line, the target and the cost, and
+//    CompileOptions::nativeScaledDotsOnly makes it a CompileError;
 //  * bad input: a DslError naming the user's line and the legal values;
 //  * the kernels assemble with ptxas for sm_100a and sm_120a with no spills
 //    and link with LLD for gfx942.
@@ -286,6 +287,17 @@ TEST_CASE("dot_scaled: the compile warns with the line, the target and the cost,
       CHECK(m.find("nativeScaledDotsOnly") != std::string::npos);
     }
   }
+  // The traced kernel holds one dot_scaled op (the compile sees the
+  // block-scaled dot whole); the decompose-scaled-dots stage leaves none,
+  // and a bf16 dot in its place.
+  const auto& stages = ts::compile(k, ts::Target::parse("cpu")).artifact().dumps.tileIR;
+  REQUIRE(stages.size() >= 2);
+  CHECK(stages[0].first == "input");
+  CHECK(stages[0].second.find("dot_scaled(") != std::string::npos);
+  CHECK(stages[0].second.find("{a_format = mxfp4, b_format = mxfp4}") != std::string::npos);
+  CHECK(stages[1].first == "decompose-scaled-dots");
+  CHECK(stages[1].second.find("dot_scaled(") == std::string::npos);
+  CHECK(stages[1].second.find("xbf16>") != std::string::npos);
   // fp8 operands: the native rate given up is 2x.
   ts::Kernel k8 = ts::kernel("warned8", [](ts::Ptr<float> c, ts::Ptr<const uint8_t> a, ts::Ptr<const uint8_t> s) {
     auto r = ts::expand_dims(ts::arange(32), 1), h = ts::expand_dims(ts::arange(32), 0),

@@ -293,3 +293,23 @@ TEST_CASE("work: the main loop is the loop that runs most, with its iterations o
   CHECK(n.hotLoop.iterations == 3 * 45);
   CHECK(n.hotLoop.stages == 1);
 }
+
+TEST_CASE("work: a dot_scaled counts 2 M N K as the bf16 dot it runs as, K in elements (fp4: two a byte)",
+          "[perf][work][mx]") {
+  const ts::ir::WorkEstimate w = tirWork(R"(
+kernel @scaled(%c: ptr<f32, global>) {
+  %0 = constant() {value = 34} : tile<32x32xu8>
+  %1 = constant() {value = 127} : tile<32x2xu8>
+  %2 = constant() {value = 34} : tile<16x64xu8>
+  %3 = constant() {value = 127} : tile<16x2xu8>
+  %4 = constant() {value = 0.0} : tile<32x16xf32>
+  %5 = dot_scaled(%0, %1, %2, %3, %4) {a_format = mxfp4, b_format = mxfp8_e4m3} : tile<32x16xf32>
+  %6 = splat(%c) : tile<32x16xptr<f32, global>>
+  store(%6, %5)
+  return()
+}
+)",
+                                         {1, 1, 1}, {});
+  CHECK(w.flopsOf(ts::ir::FlopUnit::Dot, ts::DType::BF16) == 2.0 * 32 * 16 * 64);
+  CHECK(w.flopsOf(ts::ir::FlopUnit::Dot, ts::DType::U8) == 0);
+}

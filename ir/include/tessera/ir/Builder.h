@@ -84,6 +84,9 @@ class Builder {
   Op* dotWait(const std::vector<Value*>& values, int64_t pending);
   Value* reduce(const std::string& kind, Value* v, int axis);
   Value* dot(Value* a, Value* b, Value* acc);
+  /// dot_scaled(a, a_scale, b, b_scale, acc [, tensorScale]) {a_format, b_format} (IR.h).
+  Value* dotScaled(Value* a, Value* aScale, const std::string& aFormat, Value* b, Value* bScale,
+                   const std::string& bFormat, Value* acc, Value* tensorScale = nullptr);
   /// Creates a `scan` of `v` along `axis` and builds its combine region
   /// with `combine(builder, a, b)`, which returns the combined scalar.
   Value* scan(Value* v, int axis, const std::function<Value*(Builder&, Value*, Value*)>& combine);

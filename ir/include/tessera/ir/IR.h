@@ -210,6 +210,18 @@
 // constants on scalars; it may read scalars defined outside it. Not defined
 // on i1 tiles.
 //
+// Block-scaled dots. `dot_scaled(a, a_scale, b, b_scale, acc [, ts])
+// {a_format, b_format}` (formats: ScaledFormats.def; docs/dot_scaled.md):
+// a holds u8 codes [M, K] (fp4 formats: [M, K/2], element 2j in the low
+// nibble of byte j), b the same K-major [N, K]; a_scale [M, K/bs] and
+// b_scale [N, K/bs] hold one scale code per block of bs elements along K
+// (u8; nvfp4's f8e4m3 scales may also be an f8e4m3 tile); acc and the
+// result are f32 [M, N]; ts, an f32 scalar, only with an nvfp4 operand.
+// out[m, n] = acc[m, n] + ts * sum_k a[m, k] sa[m, k/bs] b[n, k] sb[n, k/bs]
+// (ts = 1 when absent), summed in f32 in an unspecified order. A target
+// without a block-scaled instruction for the pair runs the
+// decompose-scaled-dots pass's exact decomposition instead.
+//
 // Reductions. `reduce(x) {kind, axis}` removes `axis` (a rank-1 tile gives
 // a scalar): sum, max and min combine the elements (max / min as the
 // elementwise ops: NaN if any element is NaN); argmax and argmin give the

@@ -60,6 +60,15 @@ std::unique_ptr<Pass> createPadTilesPass(std::vector<std::string>* warnings = nu
 /// and the pass by name) every fp8 dot is widened.
 std::unique_ptr<Pass> createWidenFp8DotsPass(std::function<bool(DType a, DType b, DType acc)> native = {});
 
+/// "decompose-scaled-dots": rewrites each `dot_scaled` into its exact
+/// decomposition (codes decoded and scaled into bf16, one bf16 dot
+/// accumulating in f32; ir/passes/DecomposeScaledDots.cpp) unless
+/// `native(op)` says the target lowers it to a block-scaled matrix
+/// instruction (codegen's nativeScaledDot). Run first for every kernel
+/// with a dot_scaled; without `native` (the pass by name) every one is
+/// decomposed.
+std::unique_ptr<Pass> createDecomposeScaledDotsPass(std::function<bool(const Op& dot)> native = {});
+
 /// "async-dots": in a pipelined loop (after "pipeline") whose dots read both
 /// operands from staged slots, marks those dots `async`, retires each one
 /// iteration later (`dot_wait {pending}`) and moves the refill of a slot
@@ -86,7 +95,8 @@ std::unique_ptr<Pass> createWarpSpecializePass(
     std::vector<std::string>* warnings = nullptr);
 
 /// A pass by its name (Passes.def: canonicalize, cse, dce, pipeline,
-/// async-dots, warp-specialize, pad-tiles, widen-fp8-dots, verify); UsageError naming the known ones otherwise.
+/// async-dots, warp-specialize, pad-tiles, widen-fp8-dots, decompose-scaled-dots, verify); UsageError naming the known
+/// ones otherwise.
 std::unique_ptr<Pass> createPassByName(const std::string& name);
 /// The known pass names, in Passes.def order.
 std::vector<std::string> passNames();

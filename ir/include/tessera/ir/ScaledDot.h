@@ -1,0 +1,35 @@
+// Block-scaled dots in the tile IR (`dot_scaled`, IR.h; docs/dot_scaled.md):
+// the formats it takes, as one table, and the exact decoding of their codes
+// as tile-IR ops, which the DSL's ts::mx_decode / ts::unpack_fp4 and the
+// decompose-scaled-dots pass share (one definition of the decomposition).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "tessera/ir/Builder.h"
+
+namespace tessera::ir {
+
+/// One operand format of `dot_scaled` (ScaledFormats.def).
+struct ScaledFormatInfo {
+  const char* name;  // the attribute's value: mxfp8_e4m3, ..., nvfp4
+  DType elem;        // what the codes are
+  bool packed;       // two codes a byte along K (element 2j in the low nibble of byte j)
+  DType scale;       // e8m0, or f8e4m3 for nvfp4
+  int64_t block;     // elements along K per scale
+};
+
+/// The format named `name`; nullptr when there is none.
+const ScaledFormatInfo* findScaledFormat(const std::string& name);
+/// "mxfp8_e4m3, mxfp8_e5m2, ...": the legal names, for messages.
+const std::string& scaledFormatNames();
+
+/// The f32 values of a u8 tile of codes of `fmt` (an MX element dtype,
+/// e8m0, or an fp8 dtype), exactly, with integer and bit operations.
+Value* buildMxDecode(Builder& b, Value* codes, DType fmt);
+/// A u8 tile of fp4 codes packed two a byte along the last dim, unpacked
+/// to one a byte (the last dim doubled).
+Value* buildUnpackFp4(Builder& b, Value* packed);
+
+}  // namespace tessera::ir

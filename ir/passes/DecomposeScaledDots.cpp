@@ -1,0 +1,107 @@
+// "decompose-scaled-dots": each `dot_scaled` a target has no block-scaled
+// matrix instruction for becomes its exact decomposition (the one place it
+// is written; docs/dot_scaled.md):
+//
+//   1. fp4 codes are unpacked (and, shr, join, reshape along K);
+//   2. codes are decoded to f32 exactly with integer and bit operations
+//      (ScaledDot.h: buildMxDecode), e8m0 scales by shifting the code into
+//      f32's exponent field, f8e4m3 scale tiles by the exact cast;
+//   3. each element is multiplied by its block's scale, broadcast along K;
+//   4. the product is cast to bf16, and one bf16 `dot` accumulates in f32
+//      (B transposed from its K-major [N, K] to [K, N]); a per-tensor scale
+//      multiplies that dot's result before the accumulator is added.
+//
+// The cast to bf16 is exact: an element times its scale has at most 5
+// significant bits for fp4 and fp6 (bf16 has 8), at most 4 for fp8 with an
+// e8m0 scale, so it is exact while the product lies above bf16's smallest
+// subnormal quantum (2^-133): always for fp4 and fp6, and for fp8 elements
+// with scales of at least 2^-124 (e4m3) and 2^-117 (e5m2); finite products
+// need scale x max element below 2^128. Within those, the result is the
+// reference's (sum of a x sa x b x sb in f32) up to the order of the
+// additions, as for any dot. The dots `native` accepts (the target lowers
+// them to a block-scaled matrix instruction: codegen's nativeScaledDot)
+// stay as they are; without `native` (the pass by name) every one goes.
+#include <functional>
+#include <variant>
+#include <vector>
+
+#include "PassUtils.h"
+#include "tessera/ir/Pass.h"
+#include "tessera/ir/ScaledDot.h"
+#include "tessera/support/Error.h"
+
+namespace tessera::ir {
+namespace {
+
+/// The operand decoded, scaled and cast to bf16: [rows, K].
+Value* dequantise(Builder& b, Value* codes, Value* scale, const ScaledFormatInfo& f) {
+  Value* x = buildMxDecode(b, f.packed ? buildUnpackFp4(b, codes) : codes, f.elem);
+  Value* s = scale->type().dtype() == DType::F8E4M3 ? b.cast(scale, DType::F32) : buildMxDecode(b, scale, f.scale);
+  // Each scale stretched over its block: [rows, K/bs] -> [rows, K/bs, bs] -> [rows, K].
+  const int64_t rows = x->type().shape()[0], k = x->type().shape()[1], nb = k / f.block;
+  s = b.reshape(b.broadcast(b.expandDims(s, 2), {rows, nb, f.block}), {rows, k});
+  return b.cast(b.binary(OpCode::Mul, x, s), DType::BF16);
+}
+
+bool isZeroConstant(const Value* v) {
+  const Op* d = v->definingOp();
+  if (!d || d->code() != OpCode::Constant || !d->hasAttr("value")) return false;
+  const Attr& a = d->attrs().at("value");
+  if (const double* x = std::get_if<double>(&a)) return *x == 0.0;
+  return false;
+}
+
+class DecomposeScaledDots : public Pass {
+ public:
+  explicit DecomposeScaledDots(std::function<bool(const Op&)> native) : native_(std::move(native)) {}
+  const char* name() const override { return "decompose-scaled-dots"; }
+
+  void run(Function& f) override {
+    f_ = &f;
+    visit(f.body());
+  }
+
+ private:
+  void visit(Block& blk) {
+    for (size_t i = 0; i < blk.ops().size(); ++i) {
+      Op& op = *blk.ops()[i];
+      for (auto& r : op.regions()) visit(r->block());
+      if (op.code() != OpCode::DotScaled || (native_ && native_(op))) continue;
+      const ScaledFormatInfo* fa = findScaledFormat(op.strAttr("a_format"));
+      const ScaledFormatInfo* fb = findScaledFormat(op.strAttr("b_format"));
+      TS_ASSERT(fa && fb, "dot_scaled with an unknown format passed the verifier");
+      Builder b;
+      b.setInsertionPoint(&blk, i);
+      b.setLoc(op.loc());
+      Value* acc = op.operand(4);
+      Value* ts = op.numOperands() > 5 ? op.operand(5) : nullptr;
+      Value* xa = dequantise(b, op.operand(0), op.operand(1), *fa);
+      Value* xb = b.transpose(dequantise(b, op.operand(2), op.operand(3), *fb), {1, 0});
+      Value* r;
+      if (ts) {
+        r = b.dot(xa, xb, b.constant(acc->type(), 0.0));
+        r = b.binary(OpCode::Mul, r, b.splat(ts, acc->type().shape()));
+        // The DSL's absent accumulator is a zero constant: nothing to add.
+        if (!isZeroConstant(acc)) r = b.binary(OpCode::Add, r, acc);
+      } else {
+        r = b.dot(xa, xb, acc);
+      }
+      passutil::replaceAllUsesWith(*f_, op.result(), r);
+      // The builder inserted before the dot_scaled: it now sits after them.
+      size_t pos = i;
+      while (blk.ops()[pos].get() != &op) ++pos;
+      blk.ops().erase(blk.ops().begin() + pos);
+      i = pos - 1;  // the next op after the decomposition
+    }
+  }
+  std::function<bool(const Op&)> native_;
+  Function* f_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> createDecomposeScaledDotsPass(std::function<bool(const Op& dot)> native) {
+  return std::make_unique<DecomposeScaledDots>(std::move(native));
+}
+
+}  // namespace tessera::ir
