@@ -234,6 +234,77 @@ TEST_CASE("for_tiles split-K and stream-K: bitwise identical across grids and th
   }
 }
 
+namespace {
+/// f16 bits of a float that f16 holds exactly (small integers here).
+uint16_t halfOf(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  if ((b & 0x7fffffffu) == 0) return static_cast<uint16_t>(b >> 16);
+  const uint32_t e = ((b >> 23) & 0xff) - 127 + 15;
+  return static_cast<uint16_t>(((b >> 16) & 0x8000u) | (e << 10) | ((b & 0x7fffffu) >> 13));
+}
+}  // namespace
+
+TEST_CASE("for_tiles split-K and stream-K: a pipelined f16 GEMM on the emulated GPUs", "[dsl][tiles][splitk][emu]") {
+  // The GPU form of the body: a 3-stage pipelined K loop through shared
+  // memory (async copies, slots, barriers), restarted for every unit a
+  // program runs, each unit then storing, counting in and perhaps joining
+  // its tile. Integer inputs: the result must equal the reference exactly.
+  constexpr int TM = 32, TN = 32, TK = 16;
+  auto gemm = [](bool stream) {
+    return ts::kernel("split_gemm_f16", [=](ts::Ptr<float> c, ts::Ptr<const ts::half> a, ts::Ptr<const ts::half> b,
+                                            ts::Ptr<float> ws, ts::Ptr<int32_t> flags, ts::Int M, ts::Int N,
+                                            ts::Int K) {
+      auto sa = ts::alloc_shared(ts::f16, {TM, TK});
+      auto sb = ts::alloc_shared(ts::f16, {TK, TN});
+      ts::Tiles tiles(M, N, TM, TN);
+      if (stream)
+        tiles.streamK(K, TK);
+      else
+        tiles.splitK(3, K, TK).persistent();
+      ts::for_tiles(
+          tiles.workspace(ws, flags),
+          [&](const ts::Tile& t) {
+            auto rows = ts::expand_dims(t.row0 + ts::arange(TM), 1), cols = ts::expand_dims(t.col0 + ts::arange(TN), 0);
+            auto rk = ts::arange(TK);
+            return ts::for_pipelined(
+                t.kBegin, t.kEnd, TK, 3, ts::zeros({TM, TN}, ts::f32), [&](ts::Int k0, ts::Tensor acc) {
+                  auto ka = ts::expand_dims(k0 + rk, 0), kb = ts::expand_dims(k0 + rk, 1);
+                  auto x = ts::stage_copy(sa, a + rows * K + ka, (rows < t.rowEnd) & (ka < t.kEnd));
+                  auto y = ts::stage_copy(sb, b + kb * N + cols, (kb < t.kEnd) & (cols < t.colEnd));
+                  return ts::dot(x.load(), y.load(), acc);
+                });
+          },
+          [&](const ts::Tile& t, const ts::Tensor& acc) {
+            auto rows = ts::expand_dims(t.row0 + ts::arange(TM), 1), cols = ts::expand_dims(t.col0 + ts::arange(TN), 0);
+            ts::store(c + rows * N + cols, acc, (rows < t.rowEnd) & (cols < t.colEnd));
+          });
+    });
+  };
+  const Problem p = problem(45, 40, 88, true, 9);  // 2 x 2 tiles, 6 K steps (the last partial)
+  std::vector<uint16_t> Ah(p.A.size()), Bh(p.B.size());
+  std::transform(p.A.begin(), p.A.end(), Ah.begin(), halfOf);
+  std::transform(p.B.begin(), p.B.end(), Bh.begin(), halfOf);
+  const int64_t tiles = ts::Tiles::count(p.M, p.N, TM, TN);
+  for (const char* target : {"nvptx:sm_80", "amdgpu:gfx942", "amdgpu:gfx1100"})
+    for (bool stream : {false, true}) {
+      ts::Device dev = ts::Device::emulator(target);
+      ts::CompiledKernel k = ts::compile(gemm(stream), dev);
+      for (uint32_t programs : {2u, 5u}) {
+        INFO(target << (stream ? ", stream-K, " : ", split-K(3), ") << programs << " programs");
+        const int64_t ws =
+            stream ? ts::Tiles::streamKWorkspace(programs, TM, TN) : ts::Tiles::splitKWorkspace(tiles, 3, TM, TN);
+        ts::Buffer c = dev.upload(ts::f32, std::vector<float>(size_t(p.M) * p.N, NAN));
+        ts::Buffer flags = dev.upload(ts::i32, std::vector<int32_t>(size_t(tiles), 0));
+        k.launch(ts::Dim3(programs), c, dev.upload(ts::f16, Ah), dev.upload(ts::f16, Bh),
+                 dev.alloc(ts::f32, size_t(ws)), flags, p.M, p.N, p.K);
+        CHECK(mismatches(c.read<float>(), p, 0.0) == 0);
+        const std::vector<int32_t> left = flags.read<int32_t>();
+        CHECK(std::all_of(left.begin(), left.end(), [](int32_t f) { return f == 0; }));
+      }
+    }
+}
+
 TEST_CASE("for_tiles split-K over a ragged schedule: every group's tiles joined once", "[dsl][tiles][splitk]") {
   // Groups of 5, 0, 11 and 3 rows over one shared B: C rows of group g are
   // A's rows times B, each tile's K in 2 splits.

@@ -188,6 +188,8 @@ void for_tiles(const Tiles& s, F&& body, SrcLoc loc = SrcLoc::current()) {
 template <class F, class E>
   requires std::is_invocable_v<E&, const Tile&, const Tensor&>
 void for_tiles(const Tiles& s, F&& body, E&& epilogue, SrcLoc loc = SrcLoc::current()) {
+  static_assert(std::is_convertible_v<std::invoke_result_t<F&, const Tile&>, Tensor>,
+                "the body of a K-split for_tiles returns its accumulator, a ts::Tensor");
   dsl::forTilesReducedImpl(
       s, [&](const Tile& t) -> Tensor { return body(t); }, [&](const Tile& t, const Tensor& acc) { epilogue(t, acc); },
       loc);
