@@ -40,8 +40,8 @@ std::pair<Tensor, Tensor> fixup(const Tiles& s, const Ix& tile, const Ix& own, c
                                 const std::function<Ix(const Ix&)>& slotOf, const Tensor& acc, const SrcLoc& loc) {
   const int64_t bm = s.tileM(), bn = s.tileN();
   // A slot is one whole tile, row-major: the partial is stored unmasked
-  // (the epilogue masks the output's edges).
-  // (Operands carry the user's line into each op.)
+  // (the epilogue masks the output's edges). Every operand is an Operand
+  // at `loc`, so each op records the user's for_tiles line.
   const Tensor at =
       Operand(Operand(expand_dims(arange(bm, loc), 1, loc), loc) * bn, loc) + expand_dims(arange(bn, loc), 0, loc);
   auto slot = [&](const Ix& i) { return Operand(Operand(s.partials(), loc) + (i * (bm * bn)).t, loc) + at; };
