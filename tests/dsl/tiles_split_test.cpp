@@ -3,8 +3,8 @@
 // emulated GPUs, over tile-multiple and ragged shapes, a single tile, K
 // shorter than the splits and grids of several sizes; the fix-up's flags
 // left zero by every launch; bitwise-identical results across grids and
-// threads under deterministic mode; a ragged split-K schedule; the misuse
-// errors.
+// threads under deterministic mode; a pipelined f16 body on the emulated
+// GPUs; ragged schedules; the misuse errors.
 #include <algorithm>
 #include <cstring>
 #include <cmath>
@@ -305,44 +305,59 @@ TEST_CASE("for_tiles split-K and stream-K: a pipelined f16 GEMM on the emulated 
     }
 }
 
-TEST_CASE("for_tiles split-K over a ragged schedule: every group's tiles joined once", "[dsl][tiles][splitk]") {
+TEST_CASE("for_tiles split-K and stream-K over a ragged schedule: every group's tiles joined once",
+          "[dsl][tiles][splitk]") {
   // Groups of 5, 0, 11 and 3 rows over one shared B: C rows of group g are
-  // A's rows times B, each tile's K in 2 splits.
+  // A's rows times B, each tile's K in 2 splits or dealt out by stream-K.
   const std::vector<int32_t> offsets = {0, 5, 5, 16, 19};
   const int groups = 4, N = 10, K = 13, rows = 19;
   const Problem p = problem(rows, N, K, true, 8);
-  ts::Kernel kernel = ts::kernel(
-      "ragged_split", [&](ts::Ptr<float> c, ts::Ptr<const float> a, ts::Ptr<const float> b, ts::Ptr<float> ws,
-                          ts::Ptr<int32_t> flags, ts::Ptr<const int32_t> off, ts::Int G, ts::Int Nn, ts::Int Kk) {
-        ts::for_tiles(
-            ts::Tiles(0, Nn, BM, BN).ragged(off, G).splitK(2, Kk, BK).workspace(ws, flags),
-            [&](const ts::Tile& t) {
-              auto r = ts::expand_dims(t.row0 + ts::arange(BM), 1), cols = ts::expand_dims(t.col0 + ts::arange(BN), 0);
-              return ts::for_range(t.kBegin, t.kEnd, BK, ts::zeros({BM, BN}, ts::f32), [&](ts::Int k0, ts::Tensor acc) {
-                auto ka = ts::expand_dims(k0 + ts::arange(BK), 0), kb = ts::expand_dims(k0 + ts::arange(BK), 1);
-                auto x = ts::load(a + r * Kk + ka, (r < t.rowEnd) & (ka < t.kEnd), 0.0f);
-                auto y = ts::load(b + kb * Nn + cols, (kb < t.kEnd) & (cols < t.colEnd), 0.0f);
-                return ts::dot(x, y, acc);
-              });
-            },
-            [&](const ts::Tile& t, const ts::Tensor& acc) {
-              auto r = ts::expand_dims(t.row0 + ts::arange(BM), 1), cols = ts::expand_dims(t.col0 + ts::arange(BN), 0);
-              ts::store(c + r * Nn + cols, acc, (r < t.rowEnd) & (cols < t.colEnd));
+  auto kernel = [](bool stream) {
+    return ts::kernel("ragged_split", [=](ts::Ptr<float> c, ts::Ptr<const float> a, ts::Ptr<const float> b,
+                                          ts::Ptr<float> ws, ts::Ptr<int32_t> flags, ts::Ptr<const int32_t> off,
+                                          ts::Int G, ts::Int Nn, ts::Int Kk) {
+      ts::Tiles tiles(0, Nn, BM, BN);
+      tiles.ragged(off, G);
+      if (stream)
+        tiles.streamK(Kk, BK);
+      else
+        tiles.splitK(2, Kk, BK);
+      ts::for_tiles(
+          tiles.workspace(ws, flags),
+          [&](const ts::Tile& t) {
+            auto r = ts::expand_dims(t.row0 + ts::arange(BM), 1), cols = ts::expand_dims(t.col0 + ts::arange(BN), 0);
+            return ts::for_range(t.kBegin, t.kEnd, BK, ts::zeros({BM, BN}, ts::f32), [&](ts::Int k0, ts::Tensor acc) {
+              auto ka = ts::expand_dims(k0 + ts::arange(BK), 0), kb = ts::expand_dims(k0 + ts::arange(BK), 1);
+              auto x = ts::load(a + r * Kk + ka, (r < t.rowEnd) & (ka < t.kEnd), 0.0f);
+              auto y = ts::load(b + kb * Nn + cols, (kb < t.kEnd) & (cols < t.colEnd), 0.0f);
+              return ts::dot(x, y, acc);
             });
-      });
+          },
+          [&](const ts::Tile& t, const ts::Tensor& acc) {
+            auto r = ts::expand_dims(t.row0 + ts::arange(BM), 1), cols = ts::expand_dims(t.col0 + ts::arange(BN), 0);
+            ts::store(c + r * Nn + cols, acc, (r < t.rowEnd) & (cols < t.colEnd));
+          });
+    });
+  };
   const int64_t bound = ts::Tiles::raggedBound(rows, groups, N, BM, BN);
-  for (ts::Device dev : {ts::Device::cpu(), ts::Device::emulator("nvptx:sm_80")}) {
-    INFO(dev.name());
-    ts::CompiledKernel k = ts::compile(kernel, dev);
-    ts::Buffer c = dev.upload(ts::f32, std::vector<float>(size_t(rows) * N, NAN));
-    ts::Buffer flags = dev.upload(ts::i32, std::vector<int32_t>(size_t(bound), 0));
-    k.launch(ts::Dim3(uint32_t(bound * 2)), c, dev.upload(ts::f32, p.A), dev.upload(ts::f32, p.B),
-             dev.alloc(ts::f32, size_t(ts::Tiles::splitKWorkspace(bound, 2, BM, BN))), flags,
-             dev.upload(ts::i32, offsets), groups, N, K);
-    CHECK(mismatches(c.read<float>(), p, 0.0) == 0);
-    const std::vector<int32_t> left = flags.read<int32_t>();
-    CHECK(std::all_of(left.begin(), left.end(), [](int32_t f) { return f == 0; }));
-  }
+  for (ts::Device dev : {ts::Device::cpu(), ts::Device::emulator("nvptx:sm_80")})
+    for (bool stream : {false, true}) {
+      ts::CompiledKernel k = ts::compile(kernel(stream), dev);
+      // Split-K: a unit per split of every possible tile; stream-K: the 8
+      // tiles' 32 iterations in shares of 11 or 10, 7 or 6, crossing tiles.
+      for (uint32_t programs : stream ? std::vector<uint32_t>{3, 5} : std::vector<uint32_t>{uint32_t(bound * 2)}) {
+        INFO(dev.name() << (stream ? ", stream-K, " : ", split-K(2), ") << programs << " programs");
+        const int64_t ws =
+            stream ? ts::Tiles::streamKWorkspace(programs, BM, BN) : ts::Tiles::splitKWorkspace(bound, 2, BM, BN);
+        ts::Buffer c = dev.upload(ts::f32, std::vector<float>(size_t(rows) * N, NAN));
+        ts::Buffer flags = dev.upload(ts::i32, std::vector<int32_t>(size_t(bound), 0));
+        k.launch(ts::Dim3(programs), c, dev.upload(ts::f32, p.A), dev.upload(ts::f32, p.B),
+                 dev.alloc(ts::f32, size_t(ws)), flags, dev.upload(ts::i32, offsets), groups, N, K);
+        CHECK(mismatches(c.read<float>(), p, 0.0) == 0);
+        const std::vector<int32_t> left = flags.read<int32_t>();
+        CHECK(std::all_of(left.begin(), left.end(), [](int32_t f) { return f == 0; }));
+      }
+    }
 }
 
 TEST_CASE("for_tiles split-K and stream-K misuse", "[dsl][tiles][splitk][errors]") {
