@@ -225,12 +225,13 @@ void TileSpace::eachUnit(int64_t units, const std::function<void(const Tile&, co
     const Ix t = units == 1 ? u : u / units, k = units == 1 ? constant(0, loc_) : u % units;
     at(t, [&](const Tile& tile) { fn(tile, k); });
   };
+  auto total = [&] { return units == 1 ? count() : count() * units; };
   if (s_.isPersistent())
-    for_range(p.t, (count() * units).t, num_programs(0, loc_), [&](Int u) { unit(Ix{u, loc_}); }, loc_);
+    for_range(p.t, total().t, num_programs(0, loc_), [&](Int u) { unit(Ix{u, loc_}); }, loc_);
   else if (s_.isRagged())
     unit(p);  // at() finds no tile past the count, so no count is needed
   else
-    if_else(p < count() * units, [&] { unit(p); }, loc_);
+    if_else(p < total(), [&] { unit(p); }, loc_);
 }
 
 }  // namespace dsl::tiles
