@@ -15,6 +15,7 @@ const std::vector<Example>& all() {
       gemmFP8Example(),
       gemmInt8Example(),
       gemmBatchedExample(),
+      gemmSplitKExample(),
       tutorialSoftmaxExample(),
       tutorialGemmExample(),
       tpMlpExample(),

@@ -193,6 +193,9 @@ enum class Activation { None, ReLU, GELU };
 Kernel gemmF32(GemmBlocks blocks, Activation act, bool withBias = true, const char* name = "gemm_f32");
 /// C (f16) = act(A (f16) @ B (f16) + bias (f32)), f32 accumulation. c, a, b, bias, M, N, K
 Kernel gemmF16(GemmBlocks blocks, Activation act = Activation::GELU);
+/// C = A @ B, f32, each tile's K in `splits` ranges joined in the launch
+/// (Tiles::splitK).   c, a, b, workspace, flags, M, N, K   grid: tiles x splits
+Kernel gemmSplitK(GemmBlocks blocks, int splits);
 /// out, x, w, w_up, offsets, experts, N, K   grid: moeGrid (a ragged tile schedule over the experts' rows)
 Kernel moeGroupedGemm(GemmBlocks blocks, bool swiglu);
 /// The grid of moeGroupedGemm: Tiles::raggedBound programs on axis 0.
@@ -335,6 +338,7 @@ Example gemmBF16Example();
 Example gemmFP8Example();
 Example gemmInt8Example();
 Example gemmBatchedExample();
+Example gemmSplitKExample();
 Example tutorialSoftmaxExample();
 Example tutorialGemmExample();
 /// The parallel examples: collectives over a group of devices, overlapped

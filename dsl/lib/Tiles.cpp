@@ -2,48 +2,19 @@
 // and if_else. Every order maps the tile numbers 0 .. count-1 one to one
 // onto the tiles (tests/dsl/tiles_test.cpp checks each by enumeration), so
 // the only way to miss or repeat a tile is a grid smaller than the count
-// without persistent(), which the docs and Tiles::count address.
+// without persistent(), which the docs and Tiles::count address. The
+// K-split schedules' work units and fix-up are in TilesSplit.cpp.
 #include <fmt/format.h>
 
 #include "tessera/dsl/Tiles.h"
 
 #include "DslImpl.h"
+#include "TilesImpl.h"
 
 namespace tessera {
 
-namespace {
+namespace dsl::tiles {
 
-int64_t cdivHost(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-/// An i32 scalar of the schedule's arithmetic, recorded at the user's
-/// for_tiles call (the operators take their location from the left
-/// operand), not at this file's lines.
-struct Ix {
-  Tensor t;
-  SrcLoc loc;
-  Operand op() const { return Operand(t, loc); }
-};
-Ix operator+(const Ix& a, const Ix& b) { return {a.op() + b.t, a.loc}; }
-Ix operator-(const Ix& a, const Ix& b) { return {a.op() - b.t, a.loc}; }
-Ix operator*(const Ix& a, const Ix& b) { return {a.op() * b.t, a.loc}; }
-Ix operator/(const Ix& a, const Ix& b) { return {a.op() / b.t, a.loc}; }
-Ix operator%(const Ix& a, const Ix& b) { return {a.op() % b.t, a.loc}; }
-Ix operator+(const Ix& a, int64_t b) { return {a.op() + b, a.loc}; }
-Ix operator-(const Ix& a, int64_t b) { return {a.op() - b, a.loc}; }
-Ix operator*(const Ix& a, int64_t b) { return {a.op() * b, a.loc}; }
-Ix operator/(const Ix& a, int64_t b) { return {a.op() / b, a.loc}; }
-Ix operator%(const Ix& a, int64_t b) { return {a.op() % b, a.loc}; }
-Tensor operator<(const Ix& a, const Ix& b) { return a.op() < b.t; }
-Tensor operator>=(const Ix& a, const Ix& b) { return a.op() >= b.t; }
-Tensor operator>=(const Ix& a, int64_t b) { return a.op() >= b; }
-Tensor operator==(const Ix& a, int64_t b) { return a.op() == b; }
-Ix min(const Ix& a, int64_t b) { return {minimum(a.t, b, a.loc), a.loc}; }
-Ix max(const Ix& a, int64_t b) { return {maximum(a.t, b, a.loc), a.loc}; }
-Ix select(const Tensor& c, const Ix& a, const Ix& b) { return {where(c, a.t, b.t, a.loc), a.loc}; }
-Ix constant(int64_t v, const SrcLoc& loc) { return {full({}, static_cast<double>(v), DType::I32, loc), loc}; }
-
-/// `o` as an i32 scalar: literals become constants, handles are checked to
-/// be integer scalars.
 Ix i32Of(const Operand& o, const SrcLoc& loc, const char* what) {
   if (o.isLiteral()) {
     if (o.kind() != Operand::Kind::Int || o.intValue() < 0 || o.intValue() > INT32_MAX)
@@ -56,8 +27,23 @@ Ix i32Of(const Operand& o, const SrcLoc& loc, const char* what) {
   return {t.to(DType::I32, loc), loc};
 }
 
-/// ceil(a / b); a negative a (a decreasing pair of offsets) counts as 0.
-Ix cdiv(const Ix& a, int64_t b) { return (max(a, 0) + (b - 1)) / b; }
+}  // namespace dsl::tiles
+
+namespace {
+
+using namespace dsl::tiles;
+
+int64_t cdivHost(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+void checkK(const Operand& k, int64_t tileK, const char* fn, const SrcLoc& loc) {
+  if (tileK < 1 || tileK > INT32_MAX)
+    dsl::fail(loc, fmt::format("Tiles::{}: a K step must be at least 1 element, got {}", fn, tileK));
+  if (k.none()) dsl::fail(loc, fmt::format("Tiles::{}: K has no value", fn));
+  if (k.isLiteral() && (k.kind() != Operand::Kind::Int || k.intValue() < 0 || k.intValue() > INT32_MAX))
+    dsl::fail(loc, fmt::format("Tiles::{}: K must be a non-negative i32, got {}", fn, k.str()));
+  if (k.isHandle() && (!k.tensor().isScalar() || !isInteger(k.tensor().dtype())))
+    dsl::fail(loc, fmt::format("Tiles::{}: K must be an integer scalar, got {}", fn, k.str()));
+}
 
 // The numbering, written once for the traced i32 scalars (Ix) and for the
 // host's integers (Tiles::coords and chipletProgram, which the performance
@@ -162,9 +148,50 @@ Tiles& Tiles::ragged(const Tensor& offsets, const Operand& groups, SrcLoc loc) {
 
 Tiles& Tiles::chiplets(const Operand& count, SrcLoc loc) {
   if (count.isLiteral() && (count.kind() != Operand::Kind::Int || count.intValue() < 1 || count.intValue() > 1024))
-    dsl::fail(loc,
-              fmt::format("Tiles::chiplets: the chiplet count must be an integer from 1 to 1024, got {}", count.str()));
+    dsl::fail(loc, fmt::format("Tiles::chiplets: the chiplet count must be an integer from 1 to 1024, got {}",
+                               count.str()));
   chiplets_ = count;
+  return *this;
+}
+
+Tiles& Tiles::splitK(int64_t splits, const Operand& k, int64_t tileK, SrcLoc loc) {
+  if (split_ != TileSplit::None) dsl::fail(loc, "Tiles::splitK: the schedule's K is already split");
+  if (splits < 1 || splits > INT32_MAX)
+    dsl::fail(loc, fmt::format("Tiles::splitK: a tile needs at least 1 split, got {}", splits));
+  checkK(k, tileK, "splitK", loc);
+  split_ = TileSplit::SplitK;
+  splits_ = splits;
+  k_ = k;
+  tileK_ = tileK;
+  return *this;
+}
+
+Tiles& Tiles::streamK(const Operand& k, int64_t tileK, SrcLoc loc) {
+  if (split_ != TileSplit::None) dsl::fail(loc, "Tiles::streamK: the schedule's K is already split");
+  checkK(k, tileK, "streamK", loc);
+  split_ = TileSplit::StreamK;
+  k_ = k;
+  tileK_ = tileK;
+  // Every program owns a share of every launch: the grid is the machine's.
+  persistent_ = true;
+  return *this;
+}
+
+Tiles& Tiles::workspace(const Tensor& partials, const Tensor& flags, SrcLoc loc) {
+  auto pointerTo = [](const Tensor& t, DType d) {
+    return t.valid() && !t.isTile() && t.isPointerLike() && t.dtype() == d && !t.readonly();
+  };
+  auto str = [](const Tensor& t) { return t.valid() ? dsl::typeStr(t.type()) : std::string("no value"); };
+  if (!pointerTo(partials, DType::F32))
+    dsl::fail(loc,
+              fmt::format("Tiles::workspace: the partials must be a writable pointer to f32 (ts::Ptr<float>), got {}{}",
+                          str(partials), partials.valid() && partials.readonly() ? " (read-only)" : ""));
+  if (!pointerTo(flags, DType::I32))
+    dsl::fail(loc,
+              fmt::format("Tiles::workspace: the flags must be a writable pointer to i32 (ts::Ptr<int32_t>), got {}{}",
+                          str(flags), flags.valid() && flags.readonly() ? " (read-only)" : ""));
+  partials_ = partials;
+  flags_ = flags;
   return *this;
 }
 
@@ -193,46 +220,79 @@ int64_t Tiles::raggedBound(int64_t rows, int64_t groups, int64_t n, int64_t tile
   return (std::max<int64_t>(rows, 0) / tileM + groups) * cdivHost(n, tileN);
 }
 
+int64_t Tiles::splitKWorkspace(int64_t tiles, int64_t splits, int64_t tileM, int64_t tileN) {
+  if (tiles <= 0 || splits <= 0 || tileM <= 0 || tileN <= 0) return 0;
+  return tiles * splits * tileM * tileN;
+}
+
+int64_t Tiles::streamKWorkspace(int64_t programs, int64_t tileM, int64_t tileN) {
+  if (programs <= 0 || tileM <= 0 || tileN <= 0) return 0;
+  return 2 * programs * tileM * tileN;
+}
+
+namespace dsl::tiles {
+
+TileSpace::TileSpace(const Tiles& s, const SrcLoc& loc) : s_(s), loc_(loc) {
+  n_ = i32Of(s.n(), loc, "N");
+  tn_ = cdiv(n_, s.tileN());
+}
+
+Ix TileSpace::count() const {
+  if (s_.isRagged()) return groupOf(s_, constant(-1, loc_), tn_).total;
+  return cdiv(i32Of(s_.m(), loc_, "M"), s_.tileM()) * tn_;
+}
+
+void TileSpace::at(const Ix& t, const std::function<void(const Tile&)>& fn) const {
+  // Tile t: its number `local` within a tm x tn space whose rows start at
+  // rowBase (its group's) and end before rowEnd.
+  auto run = [&](const Ix& local, const Ix& tm, const Ix& group, const Ix& rowBase, const Ix& rowEnd) {
+    Coords<Ix> c = coordsOf(s_.tileOrder(), s_.groupM(), local, tm, tn_);
+    fn(Tile{
+        t.t, c.m.t, c.n.t, group.t, (rowBase + c.m * s_.tileM()).t, (c.n * s_.tileN()).t, rowEnd.t, n_.t, {}, {}, {}});
+  };
+  if (!s_.isRagged()) {
+    const Ix m = i32Of(s_.m(), loc_, "M"), zero = constant(0, loc_);
+    run(t, cdiv(m, s_.tileM()), zero, zero, m);
+    return;
+  }
+  // Ragged: the tile's group is a scan over the groups; past the last tile
+  // the scan finds none.
+  const GroupOf g = groupOf(s_, t, tn_);
+  if_else(g.group >= 0, [&] { run(t - g.first, cdiv(g.end - g.start, s_.tileM()), g.group, g.start, g.end); }, loc_);
+}
+
+Ix TileSpace::program() const {
+  const Ix p{program_id(0, loc_), loc_};
+  if (s_.chipletCount().none()) return p;
+  return chipletOrder(p, Ix{num_programs(0, loc_), loc_}, max(i32Of(s_.chipletCount(), loc_, "the chiplet count"), 1));
+}
+
+void TileSpace::eachUnit(int64_t units, const std::function<void(const Tile&, const Ix&)>& fn) const {
+  const Ix p = program();
+  auto unit = [&](const Ix& u) {
+    // One unit per tile needs no division.
+    const Ix t = units == 1 ? u : u / units, k = units == 1 ? constant(0, loc_) : u % units;
+    at(t, [&](const Tile& tile) { fn(tile, k); });
+  };
+  auto total = [&] { return units == 1 ? count() : count() * units; };
+  if (s_.isPersistent())
+    for_range(p.t, total().t, num_programs(0, loc_), [&](Int u) { unit(Ix{u, loc_}); }, loc_);
+  else if (s_.isRagged())
+    unit(p);  // at() finds no tile past the count, so no count is needed
+  else
+    if_else(p < total(), [&] { unit(p); }, loc_);
+}
+
+}  // namespace dsl::tiles
+
 namespace dsl {
 
 void forTilesImpl(const Tiles& s, const std::function<void(const Tile&)>& body, const SrcLoc& loc) {
-  const Ix n = i32Of(s.n(), loc, "N");
-  const Ix tn = cdiv(n, s.tileN());
-  const Ix zero = constant(0, loc);
-  Ix p{program_id(0, loc), loc};
-  if (!s.chipletCount().none())
-    p = chipletOrder(p, Ix{num_programs(0, loc), loc}, max(i32Of(s.chipletCount(), loc, "the chiplet count"), 1));
-
-  // Tile t: its number `local` within a tm x tn space whose rows start at
-  // rowBase (its group's) and end before rowEnd.
-  auto run = [&](const Ix& t, const Ix& local, const Ix& tm, const Ix& group, const Ix& rowBase, const Ix& rowEnd) {
-    Coords<Ix> c = coordsOf(s.tileOrder(), s.groupM(), local, tm, tn);
-    body(Tile{t.t, c.m.t, c.n.t, group.t, (rowBase + c.m * s.tileM()).t, (c.n * s.tileN()).t, rowEnd.t, n.t});
-  };
-  auto loop = [&](const Ix& count, const std::function<void(const Ix&)>& each) {
-    if (s.isPersistent())
-      for_range(p.t, count.t, num_programs(0, loc), [&](Int t) { each(Ix{t, loc}); }, loc);
-    else
-      if_else(p < count, [&] { each(p); }, loc);
-  };
-
-  if (!s.isRagged()) {
-    const Ix m = i32Of(s.m(), loc, "M");
-    const Ix tm = cdiv(m, s.tileM());
-    loop(tm * tn, [&](const Ix& t) { run(t, t, tm, zero, zero, m); });
-    return;
-  }
-  // Ragged: each tile's group is a scan over the groups. A program of a
-  // persistent loop needs the count first (a scan finding no tile); one
-  // computing a single tile is past the count where the scan finds none.
-  auto ragged = [&](const Ix& t) {
-    const GroupOf g = groupOf(s, t, tn);
-    if_else(g.group >= 0, [&] { run(t, t - g.first, cdiv(g.end - g.start, s.tileM()), g.group, g.start, g.end); }, loc);
-  };
-  if (s.isPersistent())
-    loop(groupOf(s, constant(-1, loc), tn).total, ragged);
-  else
-    ragged(p);
+  if (s.split() != TileSplit::None)
+    fail(loc,
+         "for_tiles: a schedule with splitK or streamK meets its partial tiles in an epilogue: call "
+         "for_tiles(schedule, body returning the accumulator, epilogue(tile, acc))");
+  tiles::TileSpace(s, loc).eachUnit(1, [&](const Tile& t, const tiles::Ix&) { body(t); });
 }
 
 }  // namespace dsl

@@ -63,6 +63,7 @@ TEST_CASE("the registry lists the examples in order", "[examples]") {
                                           "gemm_fp8",
                                           "gemm_int8",
                                           "gemm_batched",
+                                          "gemm_split_k",
                                           "tutorial_softmax",
                                           "tutorial_gemm",
                                           "tp_mlp",

@@ -27,11 +27,27 @@
 // computed on the device from the offsets (a scan over the groups per
 // tile), so the host never reads them.
 //
-// Implemented in the DSL over program_id, for_range and if_else
-// (dsl/lib/Tiles.cpp); docs/dsl.md describes the orders.
+// splitK(S, K, tileK) and streamK(K, tileK) also cut each tile's K loop:
+// split-K gives every tile S work units, each owning a contiguous range of
+// K iterations; stream-K deals the tiles x K-iterations out in equal shares
+// to the programs, a share crossing tile boundaries where it falls. Partial
+// tiles meet in the construct, not in the kernel: the body returns its f32
+// accumulator, partials go to a workspace, and the last unit of a tile to
+// count itself in (an i32 ticket per tile) sums them in a fixed order and
+// runs the epilogue once:
+//
+//   ts::for_tiles(ts::Tiles(M, N, BM, BN).splitK(4, K, BK).workspace(ws, flags),
+//       [&](const ts::Tile& t) { ... return acc; },        // K range [t.kBegin, t.kEnd)
+//       [&](const ts::Tile& t, const ts::Tensor& acc) { ... store ... });
+//
+// Implemented in the DSL over program_id, for_range, if_else and integer
+// atomics (dsl/lib/Tiles.cpp, dsl/lib/TilesSplit.cpp); docs/dsl.md
+// describes the orders and the workspace contract.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <type_traits>
 #include <utility>
 
 #include "tessera/dsl/DSL.h"
@@ -45,6 +61,13 @@ enum class TileOrder {
   Grouped,  // bands of `group` tile rows, each band column-major: consecutive
             // tiles share A rows and B columns (L2 reuse of a GEMM's operands)
   Snake,    // rows, every other row reversed: the next tile shares its column
+};
+
+/// How a tile's K loop is divided among work units.
+enum class TileSplit {
+  None,     // one unit per tile, the whole K loop
+  SplitK,   // S units per tile, contiguous K ranges, fixed K boundaries
+  StreamK,  // the tiles' K iterations dealt out in equal shares to the programs
 };
 
 /// A schedule of output tiles: an M x N space cut into tileM x tileN tiles.
@@ -72,6 +95,27 @@ class Tiles {
   /// tiles (which share operand panels in the grouped order) share an L2.
   /// A literal count must be at least 1; a runtime one below 1 counts as 1.
   Tiles& chiplets(const Operand& count, SrcLoc loc = SrcLoc::current());
+  /// Each tile's K loop of ceil(k / tileK) iterations cut into `splits`
+  /// (>= 1) contiguous ranges of near-equal length, one work unit each;
+  /// unit u computes split u % splits of tile u / splits. Split boundaries
+  /// depend on K and splits only, never on the grid.
+  Tiles& splitK(int64_t splits, const Operand& k, int64_t tileK, SrcLoc loc = SrcLoc::current());
+  /// The tiles' K iterations, numbered tile after tile, dealt out to the
+  /// num_programs(0) programs in contiguous shares differing by at most
+  /// one iteration (always persistent).
+  Tiles& streamK(const Operand& k, int64_t tileK, SrcLoc loc = SrcLoc::current());
+  /// Where partial tiles meet: `partials` a pointer to f32 (see
+  /// splitKWorkspace, streamKWorkspace), `flags` a pointer to one i32 per
+  /// tile, zero before the first launch; each complete launch leaves them
+  /// zero again.
+  Tiles& workspace(const Tensor& partials, const Tensor& flags, SrcLoc loc = SrcLoc::current());
+
+  /// The f32 elements of a split-K workspace: one tileM x tileN slot per
+  /// work unit (tiles x splits; `tiles` is count or raggedBound).
+  static int64_t splitKWorkspace(int64_t tiles, int64_t splits, int64_t tileM, int64_t tileN);
+  /// The f32 elements of a stream-K workspace for a grid of `programs`:
+  /// two slots per program (the tile it finishes, the tile it starts).
+  static int64_t streamKWorkspace(int64_t programs, int64_t tileM, int64_t tileN);
 
   /// The number of tiles of a dense schedule: ceil(m / tileM) x ceil(n / tileN).
   static int64_t count(int64_t m, int64_t n, int64_t tileM, int64_t tileN);
@@ -100,6 +144,13 @@ class Tiles {
   /// The chiplet count of chiplets(); empty: none asked.
   const Operand& chipletCount() const { return chiplets_; }
   const SrcLoc& loc() const { return loc_; }
+  TileSplit split() const { return split_; }
+  int64_t splits() const { return splits_; }
+  const Operand& k() const { return k_; }
+  int64_t tileK() const { return tileK_; }
+  bool hasWorkspace() const { return partials_.valid(); }
+  const Tensor& partials() const { return partials_; }
+  const Tensor& flags() const { return flags_; }
 
  private:
   Tiles& order(TileOrder o, int64_t g) {
@@ -116,6 +167,10 @@ class Tiles {
   Operand groups_;
   Operand chiplets_;
   SrcLoc loc_;
+  TileSplit split_ = TileSplit::None;
+  int64_t splits_ = 1, tileK_ = 1;
+  Operand k_;
+  Tensor partials_, flags_;
 };
 
 /// One tile as the body of for_tiles sees it (every field an i32 scalar).
@@ -125,16 +180,40 @@ struct Tile {
   Tensor group;           // ragged: its group; otherwise 0
   Tensor row0, col0;      // its first row and column (ragged: offsets[group] + m * tileM)
   Tensor rowEnd, colEnd;  // rows below rowEnd, columns below colEnd are in range
+  // With splitK / streamK: the unit's K elements [kBegin, kEnd) (kBegin a
+  // multiple of tileK, kEnd one or K; empty when K has fewer iterations
+  // than the tile has units) and its number among the tile's units (split
+  // K: the split; stream-K: 0 for the unit that starts the tile). The
+  // epilogue sees the whole range [0, K) and split 0. Unset otherwise.
+  Tensor kBegin, kEnd;
+  Tensor split;
 };
 
 namespace dsl {
 void forTilesImpl(const Tiles& s, const std::function<void(const Tile&)>& body, const SrcLoc& loc);
+void forTilesReducedImpl(const Tiles& s, const std::function<Tensor(const Tile&)>& body,
+                         const std::function<void(const Tile&, const Tensor&)>& epilogue, const SrcLoc& loc);
 }  // namespace dsl
 
 /// Runs `body(const ts::Tile&)` for every tile of `s` this program owns.
 template <class F>
 void for_tiles(const Tiles& s, F&& body, SrcLoc loc = SrcLoc::current()) {
   dsl::forTilesImpl(s, [&](const Tile& t) { body(t); }, loc);
+}
+
+/// A K-split schedule (splitK or streamK): `body(const ts::Tile&)` runs for
+/// every work unit this program owns and returns its f32 tileM x tileN
+/// accumulator over [t.kBegin, t.kEnd); `epilogue(const ts::Tile&, const
+/// ts::Tensor& acc)` runs once per tile with the sum of its units' partials,
+/// added in the order of their K ranges whatever order they finish in.
+template <class F, class E>
+  requires std::is_invocable_v<E&, const Tile&, const Tensor&>
+void for_tiles(const Tiles& s, F&& body, E&& epilogue, SrcLoc loc = SrcLoc::current()) {
+  static_assert(std::is_convertible_v<std::invoke_result_t<F&, const Tile&>, Tensor>,
+                "the body of a K-split for_tiles returns its accumulator, a ts::Tensor");
+  dsl::forTilesReducedImpl(
+      s, [&](const Tile& t) -> Tensor { return body(t); }, [&](const Tile& t, const Tensor& acc) { epilogue(t, acc); },
+      loc);
 }
 
 }  // namespace tessera
