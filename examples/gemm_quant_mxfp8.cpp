@@ -21,26 +21,26 @@ constexpr ScaledFormat kFormat = ScaledFormat::mxfp8_e4m3;
 /// Arguments: c, x (A, f32 M x K), b, b_scale, M, N, K.
 Kernel gemmQuantMXFP8(GemmBlocks B) {
   const int bs = scaledElements(kFormat).block;
-  return kernel("gemm_quant_mxfp8", {"c", "x", "b", "b_scale", "M", "N", "K"},
-                [=](Ptr<float> c, Ptr<const float> x, Ptr<const uint8_t> b, Ptr<const uint8_t> bsc, Int M, Int N,
-                    Int K) {
-                  auto row = expand_dims(program_id(0) * B.m + arange(B.m), 1);   // rows of A
-                  auto rowB = expand_dims(program_id(1) * B.n + arange(B.n), 1);  // rows of B
-                  auto col = expand_dims(program_id(1) * B.n + arange(B.n), 0);   // columns of C
-                  Int kBlocks = (K + (bs - 1)) / bs;
-                  Tensor acc = for_range(0, K, B.k, zeros({B.m, B.n}, f32), [&](Int k0, Tensor acc) {
-                    auto kk = expand_dims(k0 + arange(B.k), 0);
-                    auto ks = expand_dims(k0 / bs + arange(B.k / bs), 0);
-                    // Past M and K: zeros, which quantise to code 0 in blocks
-                    // whose amax they do not change.
-                    auto xa = load(x + row * K + kk, (row < M) & (kk < K), 0.0f);
-                    const QuantisedTile qa = quantiseTile(xa, kFormat, Tensor{}, B.m, B.k);
-                    auto tb = load(b + rowB * K + kk, (rowB < N) & (kk < K));
-                    auto sb = load(bsc + rowB * kBlocks + ks, (rowB < N) & (ks < kBlocks));
-                    return dot_scaled(qa.codes, qa.scales, kFormat, tb, sb, kFormat, acc);
-                  });
-                  store(c + row * N + col, acc, (row < M) & (col < N));
-                });
+  return kernel(
+      "gemm_quant_mxfp8", {"c", "x", "b", "b_scale", "M", "N", "K"},
+      [=](Ptr<float> c, Ptr<const float> x, Ptr<const uint8_t> b, Ptr<const uint8_t> bsc, Int M, Int N, Int K) {
+        auto row = expand_dims(program_id(0) * B.m + arange(B.m), 1);   // rows of A
+        auto rowB = expand_dims(program_id(1) * B.n + arange(B.n), 1);  // rows of B
+        auto col = expand_dims(program_id(1) * B.n + arange(B.n), 0);   // columns of C
+        Int kBlocks = (K + (bs - 1)) / bs;
+        Tensor acc = for_range(0, K, B.k, zeros({B.m, B.n}, f32), [&](Int k0, Tensor acc) {
+          auto kk = expand_dims(k0 + arange(B.k), 0);
+          auto ks = expand_dims(k0 / bs + arange(B.k / bs), 0);
+          // Past M and K: zeros, which quantise to code 0 in blocks
+          // whose amax they do not change.
+          auto xa = load(x + row * K + kk, (row < M) & (kk < K), 0.0f);
+          const QuantisedTile qa = quantiseTile(xa, kFormat, Tensor{}, B.m, B.k);
+          auto tb = load(b + rowB * K + kk, (rowB < N) & (kk < K));
+          auto sb = load(bsc + rowB * kBlocks + ks, (rowB < N) & (ks < kBlocks));
+          return dot_scaled(qa.codes, qa.scales, kFormat, tb, sb, kFormat, acc);
+        });
+        store(c + row * N + col, acc, (row < M) & (col < N));
+      });
 }
 
 Launch prepare(const RunContext& ctx) {

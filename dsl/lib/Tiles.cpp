@@ -148,8 +148,8 @@ Tiles& Tiles::ragged(const Tensor& offsets, const Operand& groups, SrcLoc loc) {
 
 Tiles& Tiles::chiplets(const Operand& count, SrcLoc loc) {
   if (count.isLiteral() && (count.kind() != Operand::Kind::Int || count.intValue() < 1 || count.intValue() > 1024))
-    dsl::fail(loc, fmt::format("Tiles::chiplets: the chiplet count must be an integer from 1 to 1024, got {}",
-                               count.str()));
+    dsl::fail(loc,
+              fmt::format("Tiles::chiplets: the chiplet count must be an integer from 1 to 1024, got {}", count.str()));
   chiplets_ = count;
   return *this;
 }

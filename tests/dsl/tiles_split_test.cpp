@@ -28,12 +28,14 @@ constexpr int BM = 8, BN = 8, BK = 4;
 struct Split {
   int64_t splits = 0;
   bool persistent = false;
+  int chiplets = 0;  // Tiles::chiplets(n) where n > 0
   bool stream() const { return splits == 0; }
 };
 
 std::string str(const Split& s) {
-  return s.stream() ? std::string("stream-K")
-                    : "split-K(" + std::to_string(s.splits) + ")" + (s.persistent ? " persistent" : "");
+  return (s.stream() ? std::string("stream-K")
+                     : "split-K(" + std::to_string(s.splits) + ")" + (s.persistent ? " persistent" : "")) +
+         (s.chiplets ? " on " + std::to_string(s.chiplets) + " chiplets" : "");
 }
 
 /// C = A @ B (f32) over grouped 8 x 8 tiles, each unit's K range in steps
@@ -48,6 +50,7 @@ ts::Kernel splitGemm(const Split& sp) {
     else
       tiles.splitK(sp.splits, K, BK).persistent(sp.persistent);
     tiles.workspace(ws, flags);
+    if (sp.chiplets) tiles.chiplets(sp.chiplets);
     ts::for_tiles(
         tiles,
         [&](const ts::Tile& t) {
@@ -140,6 +143,8 @@ std::vector<uint32_t> grids(const Problem& p, const Split& s, bool few) {
 }
 
 const Split kSplits[] = {{3, false}, {3, true}, {0, false}};
+// The same with the programs renumbered for 3 chiplets: still every unit once.
+const Split kChipletSplits[] = {{3, true, 3}, {0, false, 3}};
 
 }  // namespace
 
@@ -154,7 +159,9 @@ TEST_CASE("for_tiles split-K and stream-K: a GEMM equals the reference exactly o
                                          problem(9, 9, 0, true, 5)};
   for (ts::Device dev : testpaths::cpuPathsAndEmulators()) {
     const bool emulated = dev.kind() == ts::rt::DeviceKind::Emulator;
-    for (const Split& s : kSplits) {
+    std::vector<Split> splits(std::begin(kSplits), std::end(kSplits));
+    splits.insert(splits.end(), std::begin(kChipletSplits), std::end(kChipletSplits));
+    for (const Split& s : splits) {
       ts::CompiledKernel k = ts::compile(splitGemm(s), dev);
       for (size_t i = 0; i < problems.size(); ++i) {
         // The emulator is slow: the ragged shape and the short K there.
