@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "../cpu_paths.h"
+#include "support.h"
 #include "dsl_test_util.h"
 #include "tessera/tessera.h"
 
@@ -241,17 +242,6 @@ TEST_CASE("for_tiles split-K and stream-K: bitwise identical across grids and th
   }
 }
 
-namespace {
-/// f16 bits of a float that f16 holds exactly (small integers here).
-uint16_t halfOf(float f) {
-  uint32_t b;
-  std::memcpy(&b, &f, 4);
-  if ((b & 0x7fffffffu) == 0) return static_cast<uint16_t>(b >> 16);
-  const uint32_t e = ((b >> 23) & 0xff) - 127 + 15;
-  return static_cast<uint16_t>(((b >> 16) & 0x8000u) | (e << 10) | ((b & 0x7fffffu) >> 13));
-}
-}  // namespace
-
 TEST_CASE("for_tiles split-K and stream-K: a pipelined f16 GEMM on the emulated GPUs", "[dsl][tiles][splitk][emu]") {
   // The GPU form of the body: a 3-stage pipelined K loop through shared
   // memory (async copies, slots, barriers), restarted for every unit a
@@ -290,8 +280,8 @@ TEST_CASE("for_tiles split-K and stream-K: a pipelined f16 GEMM on the emulated 
   };
   const Problem p = problem(45, 40, 88, true, 9);  // 2 x 2 tiles, 6 K steps (the last partial)
   std::vector<uint16_t> Ah(p.A.size()), Bh(p.B.size());
-  std::transform(p.A.begin(), p.A.end(), Ah.begin(), halfOf);
-  std::transform(p.B.begin(), p.B.end(), Bh.begin(), halfOf);
+  std::transform(p.A.begin(), p.A.end(), Ah.begin(), tessera::examples::toHalf);
+  std::transform(p.B.begin(), p.B.end(), Bh.begin(), tessera::examples::toHalf);
   const int64_t tiles = ts::Tiles::count(p.M, p.N, TM, TN);
   for (const char* target : {"nvptx:sm_80", "amdgpu:gfx942", "amdgpu:gfx1100"})
     for (bool stream : {false, true}) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "../cpu_paths.h"
+#include "support.h"
 #include "../env_guard.h"
 #include "dsl_test_util.h"
 #include "tessera/tessera.h"
@@ -306,17 +307,6 @@ TEST_CASE("for_tiles: a GEMM over grouped persistent tiles matches a double refe
   }
 }
 
-namespace {
-/// f16 bits of a float that f16 holds exactly (small integers here).
-uint16_t halfOf(float f) {
-  uint32_t b;
-  std::memcpy(&b, &f, 4);
-  if ((b & 0x7fffffffu) == 0) return static_cast<uint16_t>(b >> 16);
-  const uint32_t e = ((b >> 23) & 0xff) - 127 + 15;
-  return static_cast<uint16_t>(((b >> 16) & 0x8000u) | (e << 10) | ((b & 0x7fffffu) >> 13));
-}
-}  // namespace
-
 TEST_CASE("for_tiles: a persistent pipelined f16 GEMM on the emulated GPUs, several tiles per program",
           "[dsl][tiles][emu]") {
   // Each program runs the pipelined K loop (async copies, slots, barriers)
@@ -347,8 +337,8 @@ TEST_CASE("for_tiles: a persistent pipelined f16 GEMM on the emulated GPUs, seve
   for (float& v : A) v = float(u(rng));
   for (float& v : B) v = float(u(rng));
   std::vector<uint16_t> Ah(A.size()), Bh(B.size());
-  std::transform(A.begin(), A.end(), Ah.begin(), halfOf);
-  std::transform(B.begin(), B.end(), Bh.begin(), halfOf);
+  std::transform(A.begin(), A.end(), Ah.begin(), tessera::examples::toHalf);
+  std::transform(B.begin(), B.end(), Bh.begin(), tessera::examples::toHalf);
   std::vector<float> want(M * N, 0);
   for (int i = 0; i < M; ++i)
     for (int j = 0; j < N; ++j)
