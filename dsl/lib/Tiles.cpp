@@ -198,7 +198,7 @@ Tiles& Tiles::workspace(const Tensor& partials, const Tensor& flags, SrcLoc loc)
 std::pair<int64_t, int64_t> Tiles::coords(int64_t t, int64_t tm, int64_t tn) const {
   if (tm < 1 || tn < 1 || t < 0 || t >= tm * tn)
     throw UsageError(fmt::format("Tiles::coords: tile {} is not in a {} x {} space of tiles", t, tm, tn));
-  const Coords<int64_t> c = coordsOf<int64_t>(order_, groupM_, t, tm, tn);
+  const Coords<int64_t> c = coordsOf<int64_t>(order_, groupM_, reversed_ ? tm * tn - 1 - t : t, tm, tn);
   return {c.m, c.n};
 }
 
@@ -233,6 +233,10 @@ int64_t Tiles::streamKWorkspace(int64_t programs, int64_t tileM, int64_t tileN) 
 namespace dsl::tiles {
 
 TileSpace::TileSpace(const Tiles& s, const SrcLoc& loc) : s_(s), loc_(loc) {
+  if (s.isReversed() && s.isRagged())
+    dsl::fail(loc,
+              "for_tiles: reversed() numbers a dense schedule; a ragged one finds its groups in order (order the "
+              "groups themselves, e.g. longest first, through the offsets)");
   n_ = i32Of(s.n(), loc, "N");
   tn_ = cdiv(n_, s.tileN());
 }
@@ -251,8 +255,8 @@ void TileSpace::at(const Ix& t, const std::function<void(const Tile&)>& fn) cons
         t.t, c.m.t, c.n.t, group.t, (rowBase + c.m * s_.tileM()).t, (c.n * s_.tileN()).t, rowEnd.t, n_.t, {}, {}, {}});
   };
   if (!s_.isRagged()) {
-    const Ix m = i32Of(s_.m(), loc_, "M"), zero = constant(0, loc_);
-    run(t, cdiv(m, s_.tileM()), zero, zero, m);
+    const Ix m = i32Of(s_.m(), loc_, "M"), zero = constant(0, loc_), tm = cdiv(m, s_.tileM());
+    run(s_.isReversed() ? tm * tn_ - 1 - t : t, tm, zero, zero, m);
     return;
   }
   // Ragged: the tile's group is a scan over the groups; past the last tile

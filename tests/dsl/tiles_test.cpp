@@ -26,13 +26,14 @@ struct Schedule {
   ts::TileOrder order = ts::TileOrder::Rows;
   int64_t groupM = 1;
   bool persistent = false;
+  bool reversed = false;
 };
 
 std::string str(const Schedule& s) {
   const char* o[] = {"rows", "columns", "grouped", "snake"};
   return std::string(o[int(s.order)]) +
          (s.order == ts::TileOrder::Grouped ? "(" + std::to_string(s.groupM) + ")" : "") +
-         (s.persistent ? " persistent" : "");
+         (s.persistent ? " persistent" : "") + (s.reversed ? " reversed" : "");
 }
 
 ts::Tiles& apply(ts::Tiles& t, const Schedule& s) {
@@ -42,12 +43,13 @@ ts::Tiles& apply(ts::Tiles& t, const Schedule& s) {
     case ts::TileOrder::Grouped: t.grouped(s.groupM); break;
     case ts::TileOrder::Snake: t.snake(); break;
   }
-  return t.persistent(s.persistent);
+  return t.persistent(s.persistent).reversed(s.reversed);
 }
 
 /// The model: tile t of a tm x tn space in the order, written from the
 /// order's definition (Tiles.h), not from the DSL code.
 std::pair<int64_t, int64_t> model(const Schedule& s, int64_t t, int64_t tm, int64_t tn) {
+  if (s.reversed) t = tm * tn - 1 - t;  // the last tile of the order first
   switch (s.order) {
     case ts::TileOrder::Rows: return {t / tn, t % tn};
     case ts::TileOrder::Columns: return {t % tm, t / tm};
@@ -148,9 +150,17 @@ void check(ts::Device& dev, const Schedule& s, int64_t M, int64_t N, int64_t BM,
 }
 
 const Schedule kSchedules[] = {
-    {ts::TileOrder::Rows, 1, false},   {ts::TileOrder::Columns, 1, false}, {ts::TileOrder::Grouped, 3, false},
-    {ts::TileOrder::Snake, 1, false},  {ts::TileOrder::Rows, 1, true},     {ts::TileOrder::Grouped, 2, true},
-    {ts::TileOrder::Columns, 1, true}, {ts::TileOrder::Snake, 1, true},
+    {ts::TileOrder::Rows, 1, false},
+    {ts::TileOrder::Columns, 1, false},
+    {ts::TileOrder::Grouped, 3, false},
+    {ts::TileOrder::Snake, 1, false},
+    {ts::TileOrder::Rows, 1, true},
+    {ts::TileOrder::Grouped, 2, true},
+    {ts::TileOrder::Columns, 1, true},
+    {ts::TileOrder::Snake, 1, true},
+    // Longest first for causal attention: the last tile rows first.
+    {ts::TileOrder::Rows, 1, true, true},
+    {ts::TileOrder::Grouped, 3, false, true},
 };
 
 }  // namespace
@@ -436,6 +446,14 @@ TEST_CASE("for_tiles misuse", "[dsl][tiles][errors]") {
     });
     CHECK_THAT(msg, StartsWith(dsltest::at(__FILE__, line)));
     CHECK_THAT(msg, Contains("Tiles::chiplets: the chiplet count must be an integer from 1 to 1024, got"));
+  }
+  SECTION("a reversed ragged schedule") {
+    std::string msg = dsltest::traceError([&](ts::Ptr<const int32_t> off, ts::Int n) {
+      line = __LINE__ + 1;
+      ts::for_tiles(ts::Tiles(n, n, 16, 16).ragged(off, 4).reversed(), [](const ts::Tile&) {});
+    });
+    CHECK_THAT(msg, StartsWith(dsltest::at(__FILE__, line)));
+    CHECK_THAT(msg, Contains("for_tiles: reversed() numbers a dense schedule"));
   }
   SECTION("a float extent") {
     std::string msg = dsltest::traceError([&](ts::Ptr<float>, ts::Float x) {

@@ -80,6 +80,15 @@ class Tiles {
   /// Bands of `groupM` (>= 1) tile rows, column-major within a band.
   Tiles& grouped(int64_t groupM, SrcLoc loc = SrcLoc::current());
   Tiles& snake() { return order(TileOrder::Snake, 1); }
+  /// The tiles numbered in the reverse of the order, the last first. With
+  /// rows() or grouped(), the tile rows of largest m come first: longest
+  /// first for causal attention, whose tile row m has m + 1 key blocks, so
+  /// a persistent grid starts the heaviest tiles first and fills its end
+  /// with the light ones. Dense schedules only (a DslError with ragged()).
+  Tiles& reversed(bool on = true) {
+    reversed_ = on;
+    return *this;
+  }
   /// Each program loops over the tiles p, p + P, ... (P = num_programs(0)).
   Tiles& persistent(bool on = true) {
     persistent_ = on;
@@ -139,6 +148,7 @@ class Tiles {
   int64_t groupM() const { return groupM_; }
   bool isPersistent() const { return persistent_; }
   bool isRagged() const { return ragged_; }
+  bool isReversed() const { return reversed_; }
   const Tensor& offsets() const { return offsets_; }
   const Operand& groups() const { return groups_; }
   /// The chiplet count of chiplets(); empty: none asked.
@@ -162,7 +172,7 @@ class Tiles {
   int64_t tileM_, tileN_;
   TileOrder order_ = TileOrder::Rows;
   int64_t groupM_ = 1;
-  bool persistent_ = false, ragged_ = false;
+  bool persistent_ = false, ragged_ = false, reversed_ = false;
   Tensor offsets_;
   Operand groups_;
   Operand chiplets_;
