@@ -35,7 +35,10 @@ using namespace dsl::tiles;
 
 int64_t cdivHost(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-void checkK(const Operand& k, int64_t tileK, const char* fn, const SrcLoc& loc) {
+/// The checks splitK and streamK share: K not split yet, a K step of at
+/// least one element, K a non-negative i32 literal or an integer scalar.
+void checkK(TileSplit split, const Operand& k, int64_t tileK, const char* fn, const SrcLoc& loc) {
+  if (split != TileSplit::None) dsl::fail(loc, fmt::format("Tiles::{}: the schedule's K is already split", fn));
   if (tileK < 1 || tileK > INT32_MAX)
     dsl::fail(loc, fmt::format("Tiles::{}: a K step must be at least 1 element, got {}", fn, tileK));
   if (k.none()) dsl::fail(loc, fmt::format("Tiles::{}: K has no value", fn));
@@ -155,10 +158,9 @@ Tiles& Tiles::chiplets(const Operand& count, SrcLoc loc) {
 }
 
 Tiles& Tiles::splitK(int64_t splits, const Operand& k, int64_t tileK, SrcLoc loc) {
-  if (split_ != TileSplit::None) dsl::fail(loc, "Tiles::splitK: the schedule's K is already split");
+  checkK(split_, k, tileK, "splitK", loc);
   if (splits < 1 || splits > INT32_MAX)
     dsl::fail(loc, fmt::format("Tiles::splitK: a tile needs at least 1 split, got {}", splits));
-  checkK(k, tileK, "splitK", loc);
   split_ = TileSplit::SplitK;
   splits_ = splits;
   k_ = k;
@@ -167,8 +169,7 @@ Tiles& Tiles::splitK(int64_t splits, const Operand& k, int64_t tileK, SrcLoc loc
 }
 
 Tiles& Tiles::streamK(const Operand& k, int64_t tileK, SrcLoc loc) {
-  if (split_ != TileSplit::None) dsl::fail(loc, "Tiles::streamK: the schedule's K is already split");
-  checkK(k, tileK, "streamK", loc);
+  checkK(split_, k, tileK, "streamK", loc);
   split_ = TileSplit::StreamK;
   k_ = k;
   tileK_ = tileK;
