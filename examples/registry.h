@@ -228,12 +228,13 @@ Kernel flashAttentionBackward(AttentionBlocks blocks, int D, bool causal);
 AttentionBlocks attentionDefaultBlocks(const Target& t);
 AttentionBlocks attentionDefaultBlocks(const Device& device);
 
-/// Whether `t` (or the architecture an emu: target runs) has wgmma
-/// (Targets.def's wgmma column: sm_90a).
-inline bool hasWgmma(const Target& t) {
+/// Whether `t` (or the architecture an emu: target runs) has a matrix
+/// instruction placed per warpgroup: wgmma or tcgen05 (Targets.def's
+/// columns: sm_90a; sm_100a, sm_103a).
+inline bool hasWarpgroupMma(const Target& t) {
   if (t.kind != Target::Kind::NVPTX && t.kind != Target::Kind::EmuNVPTX) return false;
   const GpuArch* row = findGpuArch(GpuArch::Vendor::NVIDIA, t.arch);
-  return row && row->wgmma;
+  return row && (row->wgmma || row->tcgen05);
 }
 
 /// Default blocks. CPU: measured on AVX2 (Zen 3), docs/gemm.md. GPU and
@@ -244,15 +245,14 @@ inline bool hasWgmma(const Target& t) {
 /// stored to LDS at the end of the iteration that issued them, so a third
 /// slot would hide no more latency and only cost LDS, hence occupancy
 /// (docs/gemm.md, "GPU GEMM examples").
-/// With wgmma (sm_90a): 64 x 64 x 32, the smallest block whose dots take
-/// wgmma with the default 4 warps (one warpgroup along M: M = 16 x 4
-/// warps), A and B read by the instruction straight from their slots
-/// (docs/gpu.md, "sm_90a"). The Blackwell targets, whose dots are mma.sync
-/// for now, take the NVIDIA defaults.
+/// With wgmma (sm_90a) or tcgen05 (sm_100a, sm_103a): 64 x 64 x 32, the
+/// smallest block whose dots take them with the default 4 warps (one
+/// warpgroup along M: M = 16 x 4 warps), A and B read by the instruction
+/// straight from their slots (docs/gpu.md, "sm_90a", "sm_100a").
 inline GemmBlocks gemmDefaultBlocks(const Target& t) {
   if (t.kind == Target::Kind::CPU) return {256, 256, 64, 0};
   bool amd = t.kind == Target::Kind::AMDGPU || t.kind == Target::Kind::EmuAMDGPU;
-  if (hasWgmma(t)) return {64, 64, 32, 3};
+  if (hasWarpgroupMma(t)) return {64, 64, 32, 3};
   return {32, 32, 32, amd ? 2 : 3};
 }
 inline GemmBlocks gemmDefaultBlocks(const Device& device) {
@@ -282,12 +282,13 @@ inline GemmBlocks gemmBlocksFor(const RunContext& ctx) {
 /// (N) by 32 / 64 (K), 4 or 8 warps (wgmma's warpgroups), and for the
 /// pipelined K loops warp specialisation on or off. One constraint, from the problem's shape: a
 /// block wider than its dimension's bucket (the dimension rounded up to a
-/// power of two) computes only masked lanes, so it is pruned.
+/// power of two) computes only masked lanes, so it is pruned. sm_100a and
+/// sm_103a (tcgen05) take sm_90a's space.
 inline perf::TuneSpace gemmTuneSpace(const Target& t, const std::vector<int64_t>& shape, bool staged) {
   perf::TuneSpace s;
   if (t.kind == Target::Kind::CPU) {
     s.param("BLOCK_M", {32, 64, 128, 256}).param("BLOCK_N", {64, 128, 256}).param("BLOCK_K", {32, 64});
-  } else if (hasWgmma(t)) {
+  } else if (hasWarpgroupMma(t)) {
     // Warpgroup MMA: whole warpgroups (4 or 8 warps) and 16 rows per warp.
     s.param("BLOCK_M", {64, 128}).param("BLOCK_N", {64, 128, 256}).param("BLOCK_K", {32, 64});
     s.param("num_warps", {4, 8});

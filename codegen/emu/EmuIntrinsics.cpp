@@ -147,6 +147,20 @@ void rewriteIntrinsics(EmuModule& em) {
     }
     f->eraseFromParent();
   }
+  // Tensor-memory pointers (addrspace(6), 32 bits) only ever fed the
+  // tcgen05 intrinsics, now hooks taking their i32 addresses: what is left
+  // of them is dead, and the flattening refuses narrow pointers.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (llvm::Function& f : em.m)
+      for (llvm::BasicBlock& bb : f)
+        for (llvm::Instruction& i : llvm::make_early_inc_range(bb))
+          if (auto* pt = llvm::dyn_cast<llvm::PointerType>(i.getType());
+              pt && pt->getAddressSpace() == 6 && i.use_empty()) {
+            i.eraseFromParent();
+            changed = true;
+          }
+  }
 }
 
 }  // namespace tessera::codegen::emu

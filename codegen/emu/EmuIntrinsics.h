@@ -77,6 +77,11 @@ class Lowerer {
   Value* nvvm(IRBuilder<>& b, llvm::CallInst& c, const std::vector<std::string>& t);
   Value* cpAsync(IRBuilder<>& b, llvm::CallInst& c, const std::vector<std::string>& t);
   Value* nvvmMath(IRBuilder<>& b, llvm::CallInst& c, const std::vector<std::string>& t);
+  // tcgen05.* and mbarrier.inval (EmuTcgen05.cpp).
+  Value* tcgen05(IRBuilder<>& b, llvm::CallInst& c, const std::vector<std::string>& t);
+  // The i32 tensor-memory address a `ptr addrspace(6)` operand stands for.
+  Value* tmemAddress(IRBuilder<>& b, const llvm::CallInst& c, Value* p);
+  std::map<llvm::Function*, Value*> tmemBuffers_;  // 128 bytes per function: tcgen05.ld/st registers
 
   // ---- AMD (EmuIntrinsicsAmdgcn.cpp) ------------------------------------------
   Value* amdgcn(IRBuilder<>& b, llvm::CallInst& c, const std::vector<std::string>& t);

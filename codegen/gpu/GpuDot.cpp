@@ -166,10 +166,12 @@ std::vector<llvm::Value*> emitTensorCoreDot(const GpuTargetInfo& t, llvm::IRBuil
                                             llvm::Value* lane, llvm::Value* warp, std::vector<llvm::Value*> acc,
                                             const std::function<llvm::Value*(int64_t, int64_t)>& aReg,
                                             const std::vector<llvm::Value*>* preA,
-                                            const std::vector<llvm::Value*>* preB) {
+                                            const std::vector<llvm::Value*>* preB, llvm::Value* instrScratch) {
+  TS_ASSERT((instrScratch != nullptr) == (p.instrScratchBytes != 0), "a dot's instruction scratch and its plan");
   DotEmitter e(b, m, p, aBase, bBase, lane, warp, aReg);
   e.preA = preA;
   e.preB = preB;
+  e.instrScratch = instrScratch;
   return t.emitDot(e, std::move(acc));
 }
 

@@ -106,6 +106,11 @@ struct TensorCoreDotPlan {
   /// program's dot_wait retires it: emitTensorCoreWait).
   bool inFlight = false;
   uint64_t aAlign = 16, bAlign = 16;
+  /// Shared bytes the instruction family needs for itself beside the
+  /// operands (tcgen05: its completion mbarrier and the tensor-memory
+  /// address the allocation writes), at the end of the dot's area
+  /// (DotEmitter::instrScratch, 16-byte aligned).
+  uint64_t instrScratchBytes = 0;
 };
 
 /// The plan of a dot on matrix instruction `op`: the fields every family
@@ -161,6 +166,8 @@ struct DotEmitter {
   /// fragments of the whole K extent into `loaded` and emit no instruction.
   int only = -1;
   std::vector<llvm::Value*> loaded;
+  /// The plan's instrScratchBytes of shared memory (null where it has none).
+  llvm::Value* instrScratch = nullptr;
 
   DotEmitter(llvm::IRBuilderBase& b, llvm::Module& m, const TensorCoreDotPlan& p, llvm::Value* aBase,
              llvm::Value* bBase, llvm::Value* lane, llvm::Value* warp,
@@ -190,7 +197,8 @@ std::vector<llvm::Value*> emitTensorCoreDot(const GpuTargetInfo& t, llvm::IRBuil
                                             llvm::Value* lane, llvm::Value* warp, std::vector<llvm::Value*> acc,
                                             const std::function<llvm::Value*(int64_t, int64_t)>& aReg = {},
                                             const std::vector<llvm::Value*>* preA = nullptr,
-                                            const std::vector<llvm::Value*>* preB = nullptr);
+                                            const std::vector<llvm::Value*>* preB = nullptr,
+                                            llvm::Value* instrScratch = nullptr);
 
 /// Reads every fragment of one operand (0: A, 1: B) of the whole K extent
 /// from its staging buffer at `base` into registers, for `preA` / `preB` of

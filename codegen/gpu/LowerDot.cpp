@@ -263,6 +263,12 @@ DotArea Lower::dotArea(const ir::Op& op, const TensorCoreDotPlan& p) {
     d.align = std::max(d.stageA ? p.aAlign : 16, d.stageB ? p.bAlign : 16);
     d.bytes = d.stageB ? d.bOff + p.b.bytes() : p.a.bytes();
   }
+  if (p.instrScratchBytes) {
+    TS_ASSERT(!d.fragmentsFirst, "instruction scratch with fragments first");
+    d.instrOff = alignUp(d.bytes, 16);
+    d.bytes = d.instrOff + p.instrScratchBytes;
+    d.align = std::max<uint64_t>(d.align, 16);
+  }
   return d;
 }
 
@@ -311,6 +317,7 @@ void Lower::emitTensorCoreDot(const ir::Op& op, const ir::Layout& l) {
   };
   llvm::Value* base = nullptr;
   llvm::Value* bBase = nullptr;
+  llvm::Value* instrScratch = nullptr;
   std::vector<llvm::Value*> aFragments;
   if (area.fragmentsFirst) {
     base = scratchFor({ScratchRequest::Kind::DotStaging, area.bytes, area.bytes, area.align});
@@ -326,10 +333,11 @@ void Lower::emitTensorCoreDot(const ir::Op& op, const ir::Layout& l) {
     bBase = base;
     base = nullptr;
     stageA = false;
-  } else if (stageA || stageB) {
+  } else if (stageA || stageB || p.instrScratchBytes) {
     llvm::Value* s = scratchFor({ScratchRequest::Kind::DotStaging, area.bytes, area.bytes, area.align});
     if (stageA) base = s;
     if (stageB) bBase = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), s, area.bOff);
+    if (p.instrScratchBytes) instrScratch = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), s, area.instrOff);
   }
   if (directA) base = slotOf(a);
   if (directB) bBase = slotOf(bv);
@@ -367,8 +375,8 @@ void Lower::emitTensorCoreDot(const ir::Op& op, const ir::Layout& l) {
                                           : !aFragments.empty() ? &aFragments
                                                                 : nullptr;
   const std::vector<llvm::Value*>* preB = hB && hB->inRegisters ? &hB->fragments : nullptr;
-  tiles_[op.result()] =
-      TileV{l, codegen::emitTensorCoreDot(t_, b_, m_, p, base, bBase, lane_, warp_, std::move(init), aReg, preA, preB)};
+  tiles_[op.result()] = TileV{l, codegen::emitTensorCoreDot(t_, b_, m_, p, base, bBase, lane_, warp_, std::move(init),
+                                                            aReg, preA, preB, instrScratch)};
   setCurrentOp(op);
 }
 

@@ -49,9 +49,38 @@ DotStaging wgmmaAStaging(int64_t M, int64_t K, int64_t warps);
 /// from K-contiguous global memory) or N-major, and A from shared memory
 /// too unless its fragments are registers already.
 void planWgmmaForm(TensorCoreDotPlan& p, const DotOperandSources& s);
+/// The constant bits of B's / A's matrix descriptor (wgmma's; tcgen05 adds
+/// its version bits), from the plan's staging.
+uint64_t bDescriptorBits(const TensorCoreDotPlan& p);
+uint64_t aDescriptorBits(const TensorCoreDotPlan& p);
+/// Byte offset of K column `col` in a K-major staging (its block, then its
+/// place in the row), and of B's k-step starting at `col`.
+int64_t kMajorByteOffset(const DotStaging& s, int64_t col);
+int64_t bStepOffset(const TensorCoreDotPlan& p, int64_t col);
+/// A descriptor as a 32-bit low word over the operand's address and a
+/// constant high word, so each k-step's descriptor is one 32-bit add.
+struct DescriptorBase {
+  llvm::Value *lo, *hi;
+};
+DescriptorBase descriptorBase(llvm::IRBuilderBase& b, llvm::Value* addr64, uint64_t constBits);
+llvm::Value* descriptorAt(llvm::IRBuilderBase& b, const DescriptorBase& d, int64_t off);
 /// The A fragments (mma.sync's loads, or A's descriptor), a fence, one
 /// wgmma per 64-row tile and k-step of each warpgroup, a commit and a wait
 /// for all of them (none with p.inFlight).
 std::vector<llvm::Value*> emitWgmmaDot(DotEmitter& e, std::vector<llvm::Value*> acc);
+
+// ---- tcgen05 (NVPTXTcgen05Dot.cpp) ---------------------------------------------
+/// The shared bytes a tcgen05 dot needs beside its operands: its completion
+/// mbarrier (8) and the tensor-memory address its allocation writes (4).
+inline constexpr uint64_t kTcgen05ScratchBytes = 16;
+/// Tensor-memory columns of a dot's accumulator: N per 64-row tile.
+uint32_t tcgen05Columns(const TensorCoreDotPlan& p);
+/// A dot on Blackwell's tensor cores, complete when it returns: tensor
+/// memory allocated by warp 0, the accumulator stored into it (unless it
+/// is zero), one tcgen05.mma per 64-row tile and k-step issued by thread 0
+/// reading both operands through descriptors (planWgmmaForm's stagings),
+/// their commit to the dot's mbarrier, every thread's wait on it, the
+/// accumulator loaded back (tcgen05.ld.16x256b) and the memory freed.
+std::vector<llvm::Value*> emitTcgen05Dot(DotEmitter& e, std::vector<llvm::Value*> acc);
 
 }  // namespace tessera::codegen::nvptx

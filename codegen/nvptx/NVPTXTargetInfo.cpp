@@ -136,8 +136,12 @@ TensorCoreOp nvptxTensorCore(const GpuArch& row, DType a, DType b, DType acc) {
   // and operands allow it (ir::mmaLayout, Lower::dotPlan); mma.sync's
   // intrinsics below serve the dots it does not take, on the same
   // accumulator placement.
-  t.kind = row.wgmma ? ir::MmaKind::NvWgmmaM64K16 : ir::MmaKind::NvMmaM16N8K16;
-  if (row.wgmma) t.small = ir::MmaKind::NvMmaM16N8K16;
+  // sm_100a/sm_103a: tcgen05.mma (NVPTXTcgen05Dot.cpp) on the same
+  // placement, likewise.
+  t.kind = row.tcgen05 ? ir::MmaKind::NvTcgen05M64K16
+           : row.wgmma ? ir::MmaKind::NvWgmmaM64K16
+                       : ir::MmaKind::NvMmaM16N8K16;
+  if (row.wgmma || row.tcgen05) t.small = ir::MmaKind::NvMmaM16N8K16;
   t.mma = in == DType::F16 ? llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_f32_f32
                            : llvm::Intrinsic::nvvm_mma_m16n8k16_row_col_bf16;
   t.ldBx4 = llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_trans_b16;
@@ -341,7 +345,8 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
     return true;
   }
   TensorCoreOp tensorCore(DType a, DType b, DType acc) const override { return nvptxTensorCore(row(), a, b, acc); }
-  // Dots: mma.sync (NVPTXMmaSync.cpp) and wgmma (NVPTXWgmmaDot.cpp).
+  // Dots: mma.sync (NVPTXMmaSync.cpp), wgmma (NVPTXWgmmaDot.cpp) and
+  // tcgen05 (NVPTXTcgen05Dot.cpp).
   void planDotStaging(TensorCoreDotPlan& p) const override { nvptx::planMmaSyncStaging(p); }
   bool directDotStaging(const TensorCoreDotPlan& p, unsigned operand, bool transposed, DotStaging& st,
                         uint64_t& align) const override {
@@ -351,7 +356,7 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
     // wgmma reads a B slot through its descriptor: the slot takes wgmma's
     // N-major layout, aligned to its swizzle's 8 rows (which ldmatrix reads
     // as well, should the dot keep mma.sync).
-    if (p.op.kind == ir::MmaKind::NvWgmmaM64K16) {
+    if (p.op.kind == ir::MmaKind::NvWgmmaM64K16 || p.op.kind == ir::MmaKind::NvTcgen05M64K16) {
       // A: K-major with its rows in warpgroup order (wgmmaAStaging).
       st = operand == 1 ? nvptx::wgmmaBStaging(st.rows, st.cols) : nvptx::wgmmaAStaging(st.rows, st.cols, p.acc.wpb[0]);
       align = nvptx::wgmmaBAlign(st);
@@ -380,7 +385,9 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
   std::vector<llvm::Value*> emitDot(DotEmitter& e, std::vector<llvm::Value*> acc) const override {
     TS_ASSERT(!e.aReg || e.p.op.kind == ir::MmaKind::NvMmaM16N8K16 || e.p.op.kind == ir::MmaKind::NvWgmmaM64K16,
               "A fragments from registers: NVIDIA mma and wgmma only");
-    if (e.p.bFromShared && e.only < 0) return nvptx::emitWgmmaDot(e, std::move(acc));
+    if (e.p.bFromShared && e.only < 0)
+      return ir::isNvTcgen05(e.p.op.kind) ? nvptx::emitTcgen05Dot(e, std::move(acc))
+                                          : nvptx::emitWgmmaDot(e, std::move(acc));
     return nvptx::emitMmaSyncDot(e, std::move(acc));
   }
   // `wgmma.wait_group pending`.
@@ -504,21 +511,20 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
 
  private:
   // The tensor-core instructions the PTX holds, for the resource report:
-  // which MMA family the dots took, and on an architecture with tcgen05
-  // (Targets.def) that it is not used yet. Empty without MMA instructions.
+  // which MMA families the dots took. Empty without MMA instructions.
   std::string tensorCoreLine(const std::string& ptx) const {
     auto count = [&](const char* mnemonic) {
       int64_t n = 0;
       for (size_t at = ptx.find(mnemonic); at != std::string::npos; at = ptx.find(mnemonic, at + 1)) ++n;
       return n;
     };
-    const int64_t wgmma = count("wgmma.mma_async"), mmaSync = count("mma.sync.aligned");
-    if (wgmma == 0 && mmaSync == 0) return "";
-    std::string line = "tensor-core dots:";
-    if (wgmma) line += " wgmma.mma_async (" + std::to_string(wgmma) + " in the PTX)";
-    if (mmaSync) line += std::string(wgmma ? "," : "") + " mma.sync (" + std::to_string(mmaSync) + " in the PTX)";
-    if (row().tcgen05) line += std::string("; tcgen05.mma and tensor memory are not used yet on ") + arch();
-    return line + "\n";
+    std::string line;
+    for (const char* family : {"tcgen05.mma", "wgmma.mma_async", "mma.sync"}) {
+      // "mma.sync.aligned" does not match inside the other two.
+      const int64_t n = count(std::string(family) == "mma.sync" ? "mma.sync.aligned" : family);
+      if (n) line += std::string(line.empty() ? "" : ",") + " " + family + " (" + std::to_string(n) + " in the PTX)";
+    }
+    return line.empty() ? "" : "tensor-core dots:" + line + "\n";
   }
 
   std::string libdevice_;  // libdevice.10.bc, or "" (f64 math from the polynomials)

@@ -12,6 +12,7 @@
 #include "codegen/nvptx/NVPTXDot.h"
 #include "codegen/nvptx/NVPTXWgmma.h"
 #include "tessera/support/Error.h"
+#include "tessera/support/Tcgen05.h"
 
 namespace tessera::codegen::nvptx {
 
@@ -30,6 +31,58 @@ DotStaging wgmmaAStaging(int64_t M, int64_t K, int64_t warps) {
 }
 
 namespace {
+WgmmaSwizzle swizzleOf(const DotStaging& s) {
+  const WgmmaSwizzle sw = s.rowBytes() == 128  ? WgmmaSwizzle::B128
+                          : s.rowBytes() == 64 ? WgmmaSwizzle::B64
+                                               : WgmmaSwizzle::B32;
+  TS_ASSERT(s.swizzle && s.rowBytes() == static_cast<int64_t>(swizzleBytes(sw)), "a descriptor's swizzled staging");
+  return sw;
+}
+
+WgmmaFp8 fp8(DType d) {
+  return d == DType::F8E4M3 ? WgmmaFp8::E4M3 : d == DType::F8E5M2 ? WgmmaFp8::E5M2 : WgmmaFp8::None;
+}
+}  // namespace
+
+// K-major (N x K): 8-row groups of n SBO = 8 rows apart. N-major (K x N):
+// 8-row groups of k SBO apart, column blocks LBO = a block apart.
+uint64_t bDescriptorBits(const TensorCoreDotPlan& p) {
+  const DotStaging& st = p.b;
+  const uint64_t blockBytes = static_cast<uint64_t>(st.rows * st.rowBytes());
+  return descriptorBits(swizzleOf(st), p.bNMajor ? blockBytes : 16, static_cast<uint64_t>(8 * st.rowBytes()));
+}
+
+uint64_t aDescriptorBits(const TensorCoreDotPlan& p) {
+  return descriptorBits(swizzleOf(p.a), 16, static_cast<uint64_t>(8 * p.a.rowBytes()));
+}
+
+int64_t kMajorByteOffset(const DotStaging& s, int64_t col) {
+  const int64_t eb = s.elemBytes;
+  return s.blockCols ? (col / s.blockCols) * s.rows * s.rowBytes() + (col % s.blockCols) * eb : col * eb;
+}
+
+// K-major: k-step col is bytes into its row (of its block); N-major: 16
+// rows (k) further per step.
+int64_t bStepOffset(const TensorCoreDotPlan& p, int64_t col) {
+  return p.bNMajor ? col * p.b.rowBytes() : kMajorByteOffset(p.b, col);
+}
+
+// A descriptor is the operand's base descriptor plus (offset >> 4) in its
+// start-address field: every operand lies below 2^18 bytes of the shared
+// window, so the sum never carries out of the field's 14 bits and one
+// 32-bit add gives each k-step's descriptor from the base.
+DescriptorBase descriptorBase(llvm::IRBuilderBase& b, llvm::Value* addr64, uint64_t constBits) {
+  llvm::Value* lo = b.CreateTrunc(b.CreateAnd(b.CreateLShr(addr64, 4), b.getInt64(0x3FFF)), b.getInt32Ty());
+  return {b.CreateOr(lo, b.getInt32(static_cast<uint32_t>(constBits))), b.getInt64(constBits & ~uint64_t{0xFFFFFFFF})};
+}
+
+llvm::Value* descriptorAt(llvm::IRBuilderBase& b, const DescriptorBase& d, int64_t off) {
+  TS_ASSERT(off % 16 == 0 && off < (int64_t{1} << 18), "matrix descriptor offset");
+  llvm::Value* lo = off ? b.CreateAdd(d.lo, b.getInt32(static_cast<uint32_t>(off >> 4)), "", true, true) : d.lo;
+  return b.CreateOr(b.CreateZExt(lo, b.getInt64Ty()), d.hi, "", /*IsDisjoint=*/true);
+}
+
+namespace {
 void useWgmmaSharedA(TensorCoreDotPlan& p) {
   TS_ASSERT(p.bFromShared && p.M % (16 * p.acc.wpb[0]) == 0, "wgmma A from shared memory without a wgmma plan");
   p.a = wgmmaAStaging(p.M, p.K, p.acc.wpb[0]);
@@ -39,8 +92,8 @@ void useWgmmaSharedA(TensorCoreDotPlan& p) {
 }
 
 void useWgmma(TensorCoreDotPlan& p, bool kMajor) {
-  TS_ASSERT(ir::isNvWgmma(p.op.kind) && (p.elemBytes == 2 || (p.elemBytes == 1 && kMajor)) && p.acc.wpb[1] == 1 &&
-                p.N <= 256 && p.N >= 16,
+  TS_ASSERT(ir::isNvWarpgroupPlaced(p.op.kind) && (p.elemBytes == 2 || (p.elemBytes == 1 && kMajor)) &&
+                p.acc.wpb[1] == 1 && p.N <= 256 && p.N >= 16,
             "wgmma plan of a dot that does not fit it");
   // K-major: one swizzled row of K per n (blocks of 128 bytes beyond
   // that): wgmmaBStaging's layout of B^T. fp8 is K-major only.
@@ -52,7 +105,8 @@ void useWgmma(TensorCoreDotPlan& p, bool kMajor) {
 }
 
 void useMmaSync(TensorCoreDotPlan& p) {
-  if (p.op.kind == ir::MmaKind::NvWgmmaM64K16) p.op.kind = ir::MmaKind::NvMmaM16N8K16;
+  if (p.op.kind == ir::MmaKind::NvWgmmaM64K16 || p.op.kind == ir::MmaKind::NvTcgen05M64K16)
+    p.op.kind = ir::MmaKind::NvMmaM16N8K16;
   if (p.op.kind == ir::MmaKind::NvWgmmaM64K32) p.op.kind = ir::MmaKind::NvMmaM16N8K32;
 }
 
@@ -77,75 +131,34 @@ std::vector<llvm::Value*> wgmmaDot(DotEmitter& e, std::vector<llvm::Value*> aFra
   std::copy(regs.begin(), regs.begin() + static_cast<long>(aFrags.size()), aFrags.begin());
   std::copy(regs.begin() + static_cast<long>(aFrags.size()), regs.end(), acc.begin());
   // The descriptor: B's start address (shared window, bits 4-17) per
-  // k-step, the rest constant (NVPTXWgmma.h). K-major (N x K): 8-row
-  // groups of n SBO = 8 rows apart; k-step ks 32 bytes into its row (of
-  // its block). N-major (K x N): 8-row groups of k SBO apart, column
-  // blocks LBO = a block apart; k-step ks 16 rows further.
+  // k-step, the rest constant (NVPTXWgmma.h, bDescriptorBits).
   const DotStaging& st = p.b;
-  const auto sw = st.rowBytes() == 128  ? WgmmaSwizzle::B128
-                  : st.rowBytes() == 64 ? WgmmaSwizzle::B64
-                                        : WgmmaSwizzle::B32;
-  TS_ASSERT(st.swizzle && st.rowBytes() == static_cast<int64_t>(swizzleBytes(sw)) && p.bAlign % wgmmaBAlign(st) == 0 &&
-                st.rows == (p.bNMajor ? p.K : p.N),
-            "wgmma B staging");
-  const uint64_t blockBytes = static_cast<uint64_t>(st.rows * st.rowBytes());
-  const uint64_t bits = descriptorBits(sw, p.bNMajor ? blockBytes : 16, static_cast<uint64_t>(8 * st.rowBytes()));
-  llvm::Value* addr = b.CreatePtrToInt(bBase, b.getInt64Ty());
-  auto fp8 = [](DType d) {
-    return d == DType::F8E4M3 ? WgmmaFp8::E4M3 : d == DType::F8E5M2 ? WgmmaFp8::E5M2 : WgmmaFp8::None;
-  };
-  const WgmmaForm form{static_cast<int>(p.N), p.in == DType::BF16, p.bNMajor, p.aFromShared, fp8(p.in), fp8(p.inB)};
+  TS_ASSERT(st.swizzle && p.bAlign % wgmmaBAlign(st) == 0 && st.rows == (p.bNMajor ? p.K : p.N), "wgmma B staging");
+  const DescriptorBase bDesc = descriptorBase(b, b.CreatePtrToInt(bBase, b.getInt64Ty()), bDescriptorBits(p));
   // A from shared memory (K-major, wgmmaAStaging): the warpgroup's 64
   // rows of tile mi start at storage row 16 W mi + 64 (warp / 4).
   const DotStaging& sa = p.a;
-  uint64_t aBits = 0;
-  llvm::Value* aAddr = nullptr;
+  DescriptorBase aDesc{nullptr, nullptr};
   if (p.aFromShared) {
-    const auto swA = sa.rowBytes() == 128  ? WgmmaSwizzle::B128
-                     : sa.rowBytes() == 64 ? WgmmaSwizzle::B64
-                                           : WgmmaSwizzle::B32;
-    TS_ASSERT(sa.swizzle && sa.rowGroupWarps == wm && sa.rowBytes() == static_cast<int64_t>(swizzleBytes(swA)),
-              "wgmma A staging");
-    aBits = descriptorBits(swA, 16, static_cast<uint64_t>(8 * sa.rowBytes()));
+    TS_ASSERT(sa.swizzle && sa.rowGroupWarps == wm, "wgmma A staging");
     // The warpgroup index through a shuffle from lane 0: ptxas then knows
     // it is warp-uniform and builds the descriptors in uniform registers
     // (the wgmma operand) instead of moving each one over.
     llvm::Value* g = b.CreateUDiv(warp, i32(4));
     g = b.CreateIntrinsic(llvm::Intrinsic::nvvm_shfl_sync_idx_i32, {}, {b.getInt32(0xFFFFFFFFu), g, i32(0), i32(0x1F)});
     llvm::Value* group = b.CreateZExt(g, b.getInt64Ty());
-    aAddr = b.CreateAdd(b.CreatePtrToInt(aBase, b.getInt64Ty()),
-                        b.CreateMul(group, b.getInt64(static_cast<uint64_t>(64 * sa.rowBytes()))));
+    llvm::Value* aAddr = b.CreateAdd(b.CreatePtrToInt(aBase, b.getInt64Ty()),
+                                     b.CreateMul(group, b.getInt64(static_cast<uint64_t>(64 * sa.rowBytes()))));
+    aDesc = descriptorBase(b, aAddr, aDescriptorBits(p));
   }
-  // A descriptor is the operand's base descriptor plus (offset >> 4) in
-  // its start-address field: every operand lies below 2^18 bytes of the
-  // shared window, so the sum never carries out of the field's 14 bits
-  // and one 32-bit add gives each k-step's descriptor from the base.
-  auto baseDesc = [&](llvm::Value* base, uint64_t constBits) {
-    llvm::Value* lo = b.CreateTrunc(b.CreateAnd(b.CreateLShr(base, 4), b.getInt64(0x3FFF)), b.getInt32Ty());
-    return std::pair{b.CreateOr(lo, b.getInt32(static_cast<uint32_t>(constBits))),
-                     b.getInt64(constBits & ~uint64_t{0xFFFFFFFF})};
-  };
-  auto descAt = [&](std::pair<llvm::Value*, llvm::Value*> d, int64_t off) {
-    TS_ASSERT(off % 16 == 0 && off < (int64_t{1} << 18), "wgmma descriptor offset");
-    llvm::Value* lo = off ? b.CreateAdd(d.first, b.getInt32(static_cast<uint32_t>(off >> 4)), "", true, true) : d.first;
-    return b.CreateOr(b.CreateZExt(lo, b.getInt64Ty()), d.second, "", /*IsDisjoint=*/true);
-  };
-  const auto bDesc = baseDesc(addr, bits);
-  std::pair<llvm::Value*, llvm::Value*> aDesc{nullptr, nullptr};
-  if (p.aFromShared) aDesc = baseDesc(aAddr, aBits);
-  // K-major byte offset of column `col` in staging `s` (its block, then
-  // its place in the row).
-  auto kMajorOff = [](const DotStaging& s, int64_t col) {
-    const int64_t eb = s.elemBytes;
-    return s.blockCols ? (col / s.blockCols) * s.rows * s.rowBytes() + (col % s.blockCols) * eb : col * eb;
-  };
+  const WgmmaForm form{static_cast<int>(p.N), p.in == DType::BF16, p.bNMajor, p.aFromShared, fp8(p.in), fp8(p.inB)};
   for (int64_t ks = 0; ks < kS; ++ks) {
     const int64_t col = ks * p.kStep;
-    llvm::Value* desc = descAt(bDesc, p.bNMajor ? col * st.rowBytes() : kMajorOff(st, col));
+    llvm::Value* desc = descriptorAt(b, bDesc, bStepOffset(p, col));
     for (int64_t mi = 0; mi < mT; ++mi) {
       std::vector<llvm::Value*> a;
       if (p.aFromShared)
-        a.push_back(descAt(aDesc, mi * 16 * wm * sa.rowBytes() + kMajorOff(sa, col)));
+        a.push_back(descriptorAt(b, aDesc, mi * 16 * wm * sa.rowBytes() + kMajorByteOffset(sa, col)));
       else
         a.assign(aFrags.begin() + (ks * mT + mi) * 4, aFrags.begin() + (ks * mT + mi + 1) * 4);
       std::vector<llvm::Value*> d;
@@ -169,7 +182,22 @@ std::vector<llvm::Value*> wgmmaDot(DotEmitter& e, std::vector<llvm::Value*> aFra
 }  // namespace
 
 void planWgmmaForm(TensorCoreDotPlan& p, const DotOperandSources& s) {
-  if (!ir::isNvWgmma(p.op.kind) || !s.planned) return;
+  if (!ir::isNvWarpgroupPlaced(p.op.kind) || !s.planned) return;
+  if (ir::isNvTcgen05(p.op.kind)) {
+    // tcgen05 reads A from shared memory (or tensor memory), never from
+    // registers, and holds the accumulator of every 64-row tile in its own
+    // N columns of tensor memory: a dot whose A is in registers, whose B
+    // is held in registers, or whose tiles need more than the 512 columns
+    // keeps mma.sync on the same placement.
+    if (s.bFragmentsHeld || s.aInRegisters || p.elemBytes != 2 || tcgen05Columns(p) > tcgen05::kColumns) {
+      useMmaSync(p);
+      return;
+    }
+    useWgmma(p, s.bGlobalAlongK);
+    useWgmmaSharedA(p);
+    p.instrScratchBytes = kTcgen05ScratchBytes;
+    return;
+  }
   if (s.bFragmentsHeld) {
     useMmaSync(p);  // fragments held in registers across the loop: mma.sync's
   } else if (p.elemBytes == 1) {

@@ -42,6 +42,7 @@ const char* mmaName(MmaKind k) {
     case MmaKind::AmdMfma16x16x128: return "mfma.16x16x128";
     case MmaKind::AmdMfma32x32x64: return "mfma.32x32x64";
     case MmaKind::AmdWmmaGfx12: return "wmma.gfx12.16x16x16";
+    case MmaKind::NvTcgen05M64K16: return "tcgen05.m64nNk16";
   }
   return "?";
 }
@@ -196,7 +197,7 @@ BlockedLayout distributeBlocked(const std::vector<int64_t>& shape, std::vector<i
 
 std::optional<BlockedLayout> mmaLayout(MmaKind k, int64_t M, int64_t N, int64_t K, int numWarps, int warpSize,
                                        bool chained) {
-  if (isNvWgmma(k)) {
+  if (isNvWarpgroupPlaced(k)) {
     // One warpgroup instruction spans the whole N: all warps along M, in
     // whole warpgroups (the placement a chained dot gets); otherwise the
     // mma.sync layout as it would be.
@@ -271,6 +272,7 @@ std::optional<BlockedLayout> mmaLayout(MmaKind k, int64_t M, int64_t N, int64_t 
     case MmaKind::NvMmaM16N8K32:
     case MmaKind::NvWgmmaM64K16:
     case MmaKind::NvWgmmaM64K32:
+    case MmaKind::NvTcgen05M64K16:
       b.spt = {1, 2};
       b.tpw = {8, 4};
       break;
@@ -306,7 +308,8 @@ std::optional<BlockedLayout> mmaLayout(MmaKind k, int64_t M, int64_t N, int64_t 
 }
 
 std::optional<BlockedLayout> mmaOperandALayout(const BlockedLayout& acc) {
-  if ((acc.mma != MmaKind::NvMmaM16N8K16 && acc.mma != MmaKind::NvWgmmaM64K16) || acc.rank() != 2 || acc.wpb[1] != 1)
+  if ((acc.mma != MmaKind::NvMmaM16N8K16 && acc.mma != MmaKind::NvWgmmaM64K16 && acc.mma != MmaKind::NvTcgen05M64K16) ||
+      acc.rank() != 2 || acc.wpb[1] != 1)
     return std::nullopt;
   BlockedLayout b = acc;
   b.mma = MmaKind::None;

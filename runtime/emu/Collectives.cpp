@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "EmulatorImpl.h"
+#include "SmemDescriptor.h"
 #include "Matrix.h"
 
 namespace tessera::emu::detail {
@@ -241,14 +242,10 @@ void Worker::completeWgmma(Fiber* blame, uint32_t warpIdx, int32_t mode) {
       });
   }
   const int n = mode & 0x1ff;  // below the flags
-  const uint64_t desc = d0->desc;
   // The start address is bits 4-17 of the operand's shared-window address,
   // which the machine's ptrtoint gives as the offset into `shared`
   // (lowerSharedMemory).
-  const uint64_t start = (desc & 0x3FFF) << 4;
-  const uint64_t lbo = ((desc >> 16) & 0x3FFF) << 4, sbo = ((desc >> 32) & 0x3FFF) << 4;
-  const unsigned sw = static_cast<unsigned>(desc >> 62);
-  const uint64_t rowBytes = sw == 0 ? 16 : 256u >> sw;  // 1: 128, 2: 64, 3: 32
+  const SmemDescriptor bd = SmemDescriptor::wgmma(d0->desc);
   // fp8 (m64nNk32): K-major B only, A from registers; 32 one-byte k per row
   // of B^T, the same 32 bytes a 16-bit k-step reads.
   const bool fp8 = (mode & TESSERA_EMU_WGMMA_FP8) != 0;
@@ -261,10 +258,12 @@ void Worker::completeWgmma(Fiber* blame, uint32_t warpIdx, int32_t mode) {
   std::vector<uint64_t> readsAt;  // the 16-byte pieces read, in flight until the wait
   // One 16-byte piece (16 / eb consecutive elements) at logical address
   // `a`: swizzled, checked, copied to B(k0 + step * e, n0 + (1 - step) * e)...
-  auto piece = [&](uint64_t a, int k0, int n0, bool alongN) {
-    if (sw != 0) a ^= ((a >> 7) & (rowBytes / 16 - 1)) << 4;
-    const auto* p = static_cast<const unsigned char*>(sharedAccess(blame, shared + a, 16, TESSERA_EMU_LOAD, d0->op));
+  auto piece = [&](const SmemDescriptor& sd, uint64_t a) {
+    a = sd.swizzled(a);
     readsAt.push_back(a);
+    return static_cast<const unsigned char*>(sharedAccess(blame, shared + a, 16, TESSERA_EMU_LOAD, d0->op));
+  };
+  auto toB = [&](const unsigned char* p, int k0, int n0, bool alongN) {
     for (int e = 0; e < perPiece; ++e) {
       const size_t at = static_cast<size_t>((k0 + (alongN ? 0 : e)) * n + n0 + (alongN ? e : 0));
       if (fp8)
@@ -275,23 +274,11 @@ void Worker::completeWgmma(Fiber* blame, uint32_t warpIdx, int32_t mode) {
   };
   const auto u = [](int v) { return static_cast<uint64_t>(v); };
   if (!(mode & TESSERA_EMU_WGMMA_TRANS_B)) {
-    // K-major: row j of B^T holds its k; 8-row groups SBO apart; without a
-    // swizzle, 8 x 16-byte core matrices, those along K LBO apart.
     for (int j = 0; j < n; ++j)
-      for (int k0 = 0; k0 < kInstr; k0 += perPiece)
-        piece(sw == 0 ? start + u(j / 8) * sbo + u(j % 8) * 16 + u(k0 / perPiece) * lbo
-                      : start + u(j / 8) * sbo + u(j % 8) * rowBytes + u(k0 * eb),
-              k0, j, false);
+      for (int k0 = 0; k0 < kInstr; k0 += perPiece) toB(piece(bd, bd.kMajor(u(j), u(k0 * eb))), k0, j, false);
   } else {
-    // N-major: row k holds rowBytes / 2 consecutive n; 8-row groups (k)
-    // SBO apart, blocks of columns LBO apart; without a swizzle, core
-    // matrices of 8 k x 8 n, those along N SBO apart and along K LBO apart.
-    const int cols = static_cast<int>(rowBytes / 2);
     for (int k = 0; k < 16; ++k)
-      for (int n0 = 0; n0 < n; n0 += 8)
-        piece(sw == 0 ? start + u(n0 / 8) * sbo + u(k / 8) * lbo + u(k % 8) * 16
-                      : start + u(n0 / cols) * lbo + u(k / 8) * sbo + u(k % 8) * rowBytes + u(n0 % cols) * 2,
-              k, n0, true);
+      for (int n0 = 0; n0 < n; n0 += 8) toB(piece(bd, bd.nMajor(u(k), u(n0 * 2))), k, n0, true);
   }
   // A from shared memory: this warp's 16 of the warpgroup's 64 K-major
   // rows (16 (warp % 4) on), read as B^T is in the K-major case.
@@ -308,23 +295,12 @@ void Worker::completeWgmma(Fiber* blame, uint32_t warpIdx, int32_t mode) {
                  hex(aDesc) + " (the descriptor must be the same in every lane)";
         });
     }
-    const uint64_t aStart = (aDesc & 0x3FFF) << 4, aLbo = ((aDesc >> 16) & 0x3FFF) << 4,
-                   aSbo = ((aDesc >> 32) & 0x3FFF) << 4;
-    const unsigned aSw = static_cast<unsigned>(aDesc >> 62);
-    const uint64_t aRow = aSw == 0 ? 16 : 256u >> aSw;
+    const SmemDescriptor ad = SmemDescriptor::wgmma(aDesc);
     A.resize(16 * 16);
     const int base = 16 * static_cast<int>(warpIdx % 4);
     for (int r = 0; r < 16; ++r)
-      for (int k0 = 0; k0 < 16; k0 += 8) {
-        const int row = base + r;
-        uint64_t a = aSw == 0 ? aStart + u(row / 8) * aSbo + u(row % 8) * 16 + u(k0 / 8) * aLbo
-                              : aStart + u(row / 8) * aSbo + u(row % 8) * aRow + u(k0) * 2;
-        if (aSw != 0) a ^= ((a >> 7) & (aRow / 16 - 1)) << 4;
-        const auto* p =
-            static_cast<const unsigned char*>(sharedAccess(blame, shared + a, 16, TESSERA_EMU_LOAD, d0->op));
-        readsAt.push_back(a);
-        std::memcpy(&A[static_cast<size_t>(r * 16 + k0)], p, 16);
-      }
+      for (int k0 = 0; k0 < 16; k0 += 8)
+        std::memcpy(&A[static_cast<size_t>(r * 16 + k0)], piece(ad, ad.kMajor(u(base + r), u(k0 * 2))), 16);
   }
   detail::LaneFrag lanes[32];
   for (uint32_t l = 0; l < 32; ++l)

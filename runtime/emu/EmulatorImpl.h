@@ -331,6 +331,23 @@ struct Worker {
   void tmaOnExit(Fiber* f);
   /// Deadlock report: what each barrier with parked threads still lacks.
   std::string mbarrierWaits() const;
+  void mbarrierInval(Fiber* f, void* bar, int32_t op);
+
+  // ---- tensor memory and tcgen05 (Tcgen05.cpp) ------------------------------
+  std::vector<uint32_t> tmem;  // 128 lanes x 512 columns, made at the first allocation
+  uint32_t tmemUsed = 0;       // allocated 32-column granules (bit i: columns 32i .. 32i + 31)
+  int32_t tmemAllocOp = -1;    // the latest allocation, for the leak report
+  /// The bytes the block's tcgen05.mma read since the last commit (in
+  /// flight: a write of them meanwhile is a race).
+  std::vector<std::pair<uint32_t, int32_t>> tcgen05Reads;
+  void tcgen05Alloc(Fiber* f, void* dst, int32_t columns, int32_t op);
+  void tcgen05Dealloc(Fiber* f, uint32_t addr, int32_t columns, int32_t op);
+  void tcgen05Mma(Fiber* f, uint32_t d, uint64_t aDesc, uint64_t bDesc, uint32_t idesc, bool accumulate, int32_t op);
+  void tcgen05Commit(Fiber* f, void* bar, int32_t op);
+  /// tcgen05.ld (store false) / st .16x256b.x`reps`.
+  void tcgen05Move(Fiber* f, uint32_t addr, int32_t reps, uint32_t* regs, bool store, int32_t op);
+  /// Block end: memory still allocated is reported; all of it is freed.
+  void tcgen05BlockEnd();
 };
 
 /// Counts every issue; keeps a message only for the first of each distinct

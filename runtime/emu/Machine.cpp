@@ -123,6 +123,7 @@ void Worker::runBlock(uint64_t b) {
     detail::switchContext(sched, f.ctx);
   }
   tlsFiber = nullptr;
+  tcgen05BlockEnd();
   ++blocksRun;
   if (cfg->countBankConflicts) accountBanks();
 }

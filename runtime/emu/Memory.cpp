@@ -64,8 +64,8 @@ void Worker::checkRace(Fiber* f, uint64_t off, uint64_t bytes, int32_t kind, int
                   : "that is still in flight (no cp.async.wait_group has retired its group)");
     // An MMA in flight reads this byte at some time until its wait.
     if (writes && s.mmaReads)
-      race(i, s.mThread, s.mOp, "wgmma.mma_async read",
-           "that is still in flight (no wgmma.wait_group has retired its group)");
+      race(i, s.mThread, s.mOp, "wgmma.mma_async / tcgen05.mma read",
+           "that is still in flight (no wgmma.wait_group has retired its group, no tcgen05.commit its MMA)");
     if (s.wEpoch == epoch && s.writer != t && !(atomic && s.wAtomic))
       race(i, s.writer, s.wOp, s.wAtomic ? "atomic" : "write");
     if (writes) {

@@ -124,10 +124,11 @@ TEST_CASE("the GEMM and attention examples on emulated sm_90a (wgmma) match thei
   CHECK(withDots >= 10);
 }
 
-TEST_CASE("the GEMM and attention examples on emulated sm_100a and sm_120a (mma.sync) match their references",
+TEST_CASE("the GEMM and attention examples on emulated sm_100a (tcgen05) and sm_120a (mma.sync) match their references",
           "[examples][emu][blackwell]") {
-  // Their dots are mma.sync until the tcgen05 path exists; TMA copies where
-  // the launch proves the boxes aligned. sm_100a: every test shape of every
+  // sm_100a's f16/bf16 dots are tcgen05.mma in tensor memory where both
+  // operands are in shared memory, the rest mma.sync; TMA copies where the
+  // launch proves the boxes aligned. sm_100a: every test shape of every
   // example with a dot; sm_120a (whose code differs by its SM's limits):
   // the first and the last test shapes of each (the GEMMs' aligned 64^3,
   // the attentions' 128 rows).

@@ -89,11 +89,25 @@ enum class MmaKind : uint8_t {
   // elements per lane, fed swapped as the MFMAs are (C^T), so each lane
   // holds 8 consecutive columns of one row.
   AmdWmmaGfx12,
+  // NVIDIA tcgen05.mma.cta_group::1.kind::f16 (sm_100a, sm_103a): issued by
+  // one thread, accumulating in tensor memory, each 64-row tile an M = 64
+  // instruction (the data-path layout whose 16 rows per warp sit in the
+  // warp's TMEM lanes); read back with tcgen05.ld.16x256b, whose registers
+  // are mma.m16n8k16's C fragments. Its register placement is therefore
+  // NvWgmmaM64K16's, with the same fallback to NvMmaM16N8K16 where it does
+  // not fit.
+  NvTcgen05M64K16,
 };
 const char* mmaName(MmaKind k);
 /// The vendor family of a matrix instruction (false for None).
 inline bool isNvWgmma(MmaKind k) { return k == MmaKind::NvWgmmaM64K16 || k == MmaKind::NvWgmmaM64K32; }
-inline bool isNvMma(MmaKind k) { return k == MmaKind::NvMmaM16N8K16 || k == MmaKind::NvMmaM16N8K32 || isNvWgmma(k); }
+inline bool isNvTcgen05(MmaKind k) { return k == MmaKind::NvTcgen05M64K16; }
+/// The instructions placed as a warpgroup's: every warp along M, 16 rows
+/// each of every 64-row tile (wgmma, and tcgen05's M = 64 data path).
+inline bool isNvWarpgroupPlaced(MmaKind k) { return isNvWgmma(k) || isNvTcgen05(k); }
+inline bool isNvMma(MmaKind k) {
+  return k == MmaKind::NvMmaM16N8K16 || k == MmaKind::NvMmaM16N8K32 || isNvWarpgroupPlaced(k);
+}
 inline bool isAmdMfma(MmaKind k) {
   return k == MmaKind::AmdMfma16x16x16 || k == MmaKind::AmdMfma16x16x32 || k == MmaKind::AmdMfma32x32x8 ||
          k == MmaKind::AmdMfma32x32x16 || k == MmaKind::AmdMfma16x16x128 || k == MmaKind::AmdMfma32x32x64;
@@ -237,6 +251,7 @@ BlockedLayout distributeBlocked(const std::vector<int64_t>& shape, std::vector<i
 ///                   of 4, M not a multiple of 16*numWarps, N over 256) the
 ///                   NvMmaM16N8K16 layout (and tag) instead
 ///   NvWgmmaM64K32   the same, falling back to NvMmaM16N8K32 (fp8)
+///   NvTcgen05M64K16 NvWgmmaM64K16's placement and fallback
 /// with warps split wpb=[wm, wn], order=[1, 0] (MFMA, gfx12 WMMA: [0, 1]). M, N, K must be powers of two,
 /// M a multiple of 16*wm, N of 8*wn (NVIDIA) or 16*wn (AMD), K of mmaK(k).
 /// `chained` (the dot feeds or is fed by another dot): all warps along M

@@ -1,0 +1,232 @@
+// Blackwell's tensor memory and tcgen05 instructions on the SIMT machine:
+// the block's 128 x 512 cells of tensor memory, allocated and freed in
+// 32-column granules; tcgen05.mma computed at the issue from the operands
+// its descriptors name (kind::f16, cta_group::1, M = 64 or 128), its
+// operand bytes in flight until the issuing thread's commit; the commit one
+// arrival on its mbarrier; tcgen05.ld / st .16x256b moving a lane's
+// registers, each warp confined to its 32 lanes (tessera/support/Tcgen05.h).
+// Misuse (memory not allocated, a lane outside the warp's, a descriptor or
+// an instruction descriptor this machine does not model, an allocation
+// left at exit) is reported naming the op.
+#include <bit>
+#include <cstring>
+#include <string>
+
+#include "EmulatorImpl.h"
+#include "Matrix.h"
+#include "SmemDescriptor.h"
+#include "tessera/support/Tcgen05.h"
+
+namespace tessera::emu::detail {
+
+namespace {
+
+template <class What>
+[[noreturn]] void tcMisuse(Worker& w, Fiber* f, int32_t op, const What& what) {
+  w.report(IssueKind::CollectiveMisuse, f->linear, -1, op, -1,
+           [&] { return w.where(f->linear) + ": " + what() + " [" + opLabel(*w.cfg, op) + "]"; });
+  w.abortBlock(tlsFiber);
+}
+
+std::string num(uint64_t v) { return std::to_string(v); }
+
+// The granules of `columns` columns from `column`.
+uint32_t granules(uint32_t column, uint32_t columns) {
+  const uint32_t n = columns / 32;
+  return (n >= 32 ? ~0u : (1u << n) - 1) << (column / 32);
+}
+
+}  // namespace
+
+void Worker::tcgen05Alloc(Fiber* f, void* dst, int32_t columns, int32_t op) {
+  if (columns < 32 || columns > static_cast<int32_t>(tcgen05::kColumns) ||
+      !std::has_single_bit(static_cast<uint32_t>(columns)))
+    tcMisuse(*this, f, op,
+             [&] { return "tcgen05.alloc of " + std::to_string(columns) + " columns (32 to 512, a power of two)"; });
+  if (f->lane != 0) return;  // warp-wide: lane 0 stands for the warp
+  if (tmem.empty()) tmem.assign(size_t{tcgen05::kLanes} * tcgen05::kColumns, 0);
+  const uint32_t cols = static_cast<uint32_t>(columns);
+  // The first free run, aligned to its size.
+  for (uint32_t c = 0; c + cols <= tcgen05::kColumns; c += cols) {
+    if (tmemUsed & granules(c, cols)) continue;
+    tmemUsed |= granules(c, cols);
+    tmemAllocOp = op;
+    const uint32_t addr = tcgen05::address(0, c);
+    std::memcpy(sharedAccess(f, dst, 4, TESSERA_EMU_STORE, op), &addr, 4);
+    return;
+  }
+  tcMisuse(*this, f, op, [&] {
+    return "tcgen05.alloc of " + num(cols) + " columns while " + num(32 * std::popcount(tmemUsed)) +
+           " of the 512 are allocated and not freed (the block would wait forever)";
+  });
+}
+
+void Worker::tcgen05Dealloc(Fiber* f, uint32_t addr, int32_t columns, int32_t op) {
+  if (f->lane != 0) return;
+  const uint32_t c = tcgen05::columnOf(addr);
+  if (tcgen05::laneOf(addr) != 0 || columns < 32 || c % 32 != 0 || c + static_cast<uint32_t>(columns) > 512 ||
+      (tmemUsed & granules(c, static_cast<uint32_t>(columns))) != granules(c, static_cast<uint32_t>(columns)))
+    tcMisuse(*this, f, op, [&] {
+      return "tcgen05.dealloc of " + std::to_string(columns) + " columns at " + hex(addr) +
+             ", which are not all allocated";
+    });
+  tmemUsed &= ~granules(c, static_cast<uint32_t>(columns));
+}
+
+void Worker::tcgen05Mma(Fiber* f, uint32_t d, uint64_t aDesc, uint64_t bDesc, uint32_t idesc, bool accumulate,
+                        int32_t op) {
+  tcgen05::InstrDesc id;
+  if (!tcgen05::InstrDesc::decode(idesc, id) || !id.f32Accumulator || id.aMnMajor || (id.m != 64 && id.m != 128) ||
+      id.n < 8 || id.n > 256 || id.n % (id.m == 64 ? 8 : 16) != 0)
+    tcMisuse(*this, f, op, [&] {
+      return "tcgen05.mma with the instruction descriptor " + hex(idesc) +
+             " (modelled: kind::f16, dense, f32 D, K-major A, M 64 or 128, N a multiple of 8 or 16 up to 256)";
+    });
+  // The smem descriptors: wgmma's fields, version 1 (bits 46-47), no base
+  // offset or absolute LBO mode, the swizzle's code in bits 61-63 (0, 2,
+  // 4, 6: wgmma's 0, 1, 2, 3 at 62-63).
+  auto smem = [&](uint64_t desc, const char* which) {
+    const unsigned layout = static_cast<unsigned>(desc >> 61);
+    if ((desc & (uint64_t{3} << 46)) != tcgen05::kDescriptorVersion || ((desc >> 49) & 0xF) != 0 || (layout & 1))
+      tcMisuse(*this, f, op, [&] {
+        return std::string("tcgen05.mma with the ") + which + " descriptor " + hex(desc) +
+               " (modelled: version 1, no base offset, swizzle none / 128 / 64 / 32 bytes)";
+      });
+    return SmemDescriptor::wgmma((desc & ~(uint64_t{7} << 61)) | (uint64_t{layout / 2} << 62));
+  };
+  const SmemDescriptor ad = smem(aDesc, "A"), bd = smem(bDesc, "B");
+  const uint32_t lane0 = tcgen05::laneOf(d), col0 = tcgen05::columnOf(d);
+  if (lane0 != 0 || col0 + id.n > tcgen05::kColumns ||
+      (tmemUsed & granules(col0 & ~31u, (col0 % 32 + id.n + 31) / 32 * 32)) !=
+          granules(col0 & ~31u, (col0 % 32 + id.n + 31) / 32 * 32))
+    tcMisuse(*this, f, op, [&] {
+      return "tcgen05.mma writing " + num(id.n) + " columns at " + hex(d) + ", which are not all allocated";
+    });
+  // The operands, each 16-byte piece a checked shared read by the issuing
+  // thread, in flight until its commit.
+  auto piece = [&](const SmemDescriptor& sd, uint64_t a) {
+    a = sd.swizzled(a);
+    const auto* p = static_cast<const unsigned char*>(sharedAccess(f, shared + a, 16, TESSERA_EMU_LOAD, op));
+    if (a + 16 <= sharedBytes) {
+      tcgen05Reads.emplace_back(static_cast<uint32_t>(a), op);
+      markMmaRead(static_cast<uint32_t>(a), op, static_cast<uint16_t>(f->linear), +1);
+    }
+    return p;
+  };
+  auto cvtA = id.aBf16 ? bf16ToFloat : halfToFloat;
+  auto cvtB = id.bBf16 ? bf16ToFloat : halfToFloat;
+  std::vector<float> A(size_t{id.m} * 16), B(size_t{16} * id.n);
+  for (uint32_t r = 0; r < id.m; ++r)
+    for (uint32_t k0 = 0; k0 < 16; k0 += 8) {
+      const unsigned char* p = piece(ad, ad.kMajor(r, k0 * 2));
+      for (uint32_t e = 0; e < 8; ++e) {
+        uint16_t h;
+        std::memcpy(&h, p + 2 * e, 2);
+        A[r * 16 + k0 + e] = cvtA(h);
+      }
+    }
+  for (uint32_t j = 0; j < id.n; j += id.bMnMajor ? 8 : 1)
+    for (uint32_t k0 = 0; k0 < 16; k0 += id.bMnMajor ? 1 : 8) {
+      const unsigned char* p = id.bMnMajor ? piece(bd, bd.nMajor(k0, j * 2)) : piece(bd, bd.kMajor(j, k0 * 2));
+      for (uint32_t e = 0; e < 8; ++e) {
+        uint16_t h;
+        std::memcpy(&h, p + 2 * e, 2);
+        B[id.bMnMajor ? k0 * id.n + j + e : (k0 + e) * id.n + j] = cvtB(h);
+      }
+    }
+  // D (+)= A B, each product exact in f32, summed in k order from D.
+  for (uint32_t r = 0; r < id.m; ++r) {
+    uint32_t* row = &tmem[size_t{tcgen05::laneOfRow(id.m, r)} * tcgen05::kColumns + col0];
+    for (uint32_t j = 0; j < id.n; ++j) {
+      float acc = 0;
+      if (accumulate) std::memcpy(&acc, &row[j], 4);
+      for (uint32_t k = 0; k < 16; ++k) acc += A[r * 16 + k] * B[k * id.n + j];
+      std::memcpy(&row[j], &acc, 4);
+    }
+  }
+}
+
+void Worker::tcgen05Commit(Fiber* f, void* bar, int32_t op) {
+  // The MMAs are complete (computed at their issue): their operand bytes
+  // leave flight, and the barrier gets its arrival.
+  for (const auto& [off, readOp] : tcgen05Reads) markMmaRead(off, readOp, 0, -1);
+  tcgen05Reads.clear();
+  mbarrierArrive(f, bar, op);
+}
+
+void Worker::tcgen05Move(Fiber* f, uint32_t addr, int32_t reps, uint32_t* regs, bool store, int32_t op) {
+  const char* inst = store ? "tcgen05.st.16x256b" : "tcgen05.ld.16x256b";
+  const uint32_t lane0 = tcgen05::laneOf(addr), col0 = tcgen05::columnOf(addr), quarter = f->warp % 4;
+  // The warp's 32 lanes only, 16 of them from the address's lane.
+  if (lane0 / 32 != quarter || lane0 % 32 > 16)
+    tcMisuse(*this, f, op, [&] {
+      return std::string(inst) + " at lane " + num(lane0) + " by warp " + num(f->warp) + ", which may access lanes " +
+             num(32 * quarter) + " to " + num(32 * quarter + 31) + " only";
+    });
+  const uint32_t cols = 8 * static_cast<uint32_t>(reps);
+  const uint32_t first = col0 & ~31u, span = (col0 % 32 + cols + 31) / 32 * 32;
+  if (tmem.empty() || col0 + cols > tcgen05::kColumns || (tmemUsed & granules(first, span)) != granules(first, span))
+    tcMisuse(*this, f, op, [&] {
+      return std::string(inst) + " of " + num(cols) + " columns at " + hex(addr) + ", which are not all allocated";
+    });
+  for (uint32_t r = 0; r < 4 * static_cast<uint32_t>(reps); ++r) {
+    uint32_t& cell = tmem[size_t{lane0 + tcgen05::ld16x256bRow(f->lane, r)} * tcgen05::kColumns + col0 +
+                          tcgen05::ld16x256bColumn(f->lane, r)];
+    if (store)
+      cell = regs[r];
+    else
+      regs[r] = cell;
+  }
+}
+
+void Worker::tcgen05BlockEnd() {
+  if (tmemUsed && !aborted)
+    report(IssueKind::CollectiveMisuse, 0, -1, tmemAllocOp, -1, [&] {
+      return where(0) + ": the block exits with " + num(32 * std::popcount(tmemUsed)) +
+             " columns of tensor memory allocated (free them with tcgen05.dealloc before the kernel returns) [" +
+             opLabel(*cfg, tmemAllocOp) + "]";
+    });
+  tmemUsed = 0;
+  for (const auto& [off, readOp] : tcgen05Reads) markMmaRead(off, readOp, 0, -1);
+  tcgen05Reads.clear();
+}
+
+}  // namespace tessera::emu::detail
+
+// ---- hooks --------------------------------------------------------------------
+using tessera::emu::detail::current;
+using tessera::emu::detail::Fiber;
+
+extern "C" {
+
+void tessera_emu_tcgen05_alloc(void* dst, int32_t columns, int32_t opId) {
+  Fiber* f = current(__func__);
+  f->w->tcgen05Alloc(f, dst, columns, opId);
+}
+
+void tessera_emu_tcgen05_dealloc(int32_t addr, int32_t columns, int32_t opId) {
+  Fiber* f = current(__func__);
+  f->w->tcgen05Dealloc(f, static_cast<uint32_t>(addr), columns, opId);
+}
+
+void tessera_emu_tcgen05_mma(int32_t d, uint64_t aDesc, uint64_t bDesc, int32_t idesc, int32_t enable, int32_t opId) {
+  Fiber* f = current(__func__);
+  f->w->tcgen05Mma(f, static_cast<uint32_t>(d), aDesc, bDesc, static_cast<uint32_t>(idesc), enable != 0, opId);
+}
+
+void tessera_emu_tcgen05_commit(void* bar, int32_t opId) {
+  Fiber* f = current(__func__);
+  f->w->tcgen05Commit(f, bar, opId);
+}
+
+void tessera_emu_tcgen05_ld(int32_t addr, int32_t reps, uint32_t* regs, int32_t opId) {
+  Fiber* f = current(__func__);
+  f->w->tcgen05Move(f, static_cast<uint32_t>(addr), reps, regs, false, opId);
+}
+
+void tessera_emu_tcgen05_st(int32_t addr, int32_t reps, const uint32_t* regs, int32_t opId) {
+  Fiber* f = current(__func__);
+  f->w->tcgen05Move(f, static_cast<uint32_t>(addr), reps, const_cast<uint32_t*>(regs), true, opId);
+}
+
+}  // extern "C"
