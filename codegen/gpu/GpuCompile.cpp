@@ -212,6 +212,11 @@ std::string gpuWarpSpecializeRefusal(GpuTargetFactory make, const GpuConfig& c, 
                ? c.target.str() + " has no tensor copies (TMA: " + gpuTargetsWith(&GpuArch::tensorCopies) + ")"
                : "tensor copies are off";
   if (c.numWarps % 4 != 0) return "numWarps = " + std::to_string(c.numWarps) + " is not whole warpgroups";
+  // The channel protocol is wgmma's: consumers retire their dots with the
+  // instruction's own wait, not through accumulator memory's barriers.
+  if (ti->accumulatorMemoryColumns())
+    return c.target.str() +
+           "'s dots accumulate in tensor memory (tcgen05), which warp-specialised loops do not use yet";
   // The consumers' dots must run behind the program, reading their
   // operands in place from the slots the producer fills (a warpgroup MMA
   // kept in flight); mma.sync reads registers, so its slots would have to

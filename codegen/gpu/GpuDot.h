@@ -144,6 +144,16 @@ llvm::Value* stagingIndex(llvm::IRBuilderBase& b, const DotStaging& s, llvm::Val
 /// address register with immediate offsets.
 std::optional<int64_t> stagingOffset(const DotStaging& s, int64_t dRow, int64_t dCol);
 
+/// Where an in-flight dot keeps its accumulator (GpuTargetInfo's
+/// accumulator memory): its columns' address, the mbarrier this issue
+/// commits to, and whether the memory holds the accumulator already (an
+/// earlier issue of the same dot since the last dot_wait that read it).
+struct AccumulatorMemory {
+  llvm::Value* address = nullptr;        // i32
+  llvm::Value* commitBarrier = nullptr;  // shared mbarrier
+  llvm::Value* resident = nullptr;       // i1
+};
+
 /// What a family's emitter (GpuTargetInfo::emitDot) starts from: the plan,
 /// the operands' staging buffers, the lane and warp and the warp's place in
 /// the #mma layout (computed when it is made), and the fragments read
@@ -168,6 +178,8 @@ struct DotEmitter {
   std::vector<llvm::Value*> loaded;
   /// The plan's instrScratchBytes of shared memory (null where it has none).
   llvm::Value* instrScratch = nullptr;
+  /// An in-flight dot's accumulator memory (null: in registers).
+  const AccumulatorMemory* accMemory = nullptr;
 
   DotEmitter(llvm::IRBuilderBase& b, llvm::Module& m, const TensorCoreDotPlan& p, llvm::Value* aBase,
              llvm::Value* bBase, llvm::Value* lane, llvm::Value* warp,
@@ -198,7 +210,8 @@ std::vector<llvm::Value*> emitTensorCoreDot(const GpuTargetInfo& t, llvm::IRBuil
                                             const std::function<llvm::Value*(int64_t, int64_t)>& aReg = {},
                                             const std::vector<llvm::Value*>* preA = nullptr,
                                             const std::vector<llvm::Value*>* preB = nullptr,
-                                            llvm::Value* instrScratch = nullptr);
+                                            llvm::Value* instrScratch = nullptr,
+                                            const AccumulatorMemory* accMemory = nullptr);
 
 /// Reads every fragment of one operand (0: A, 1: B) of the whole K extent
 /// from its staging buffer at `base` into registers, for `preA` / `preB` of

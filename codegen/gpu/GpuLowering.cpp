@@ -53,6 +53,7 @@ void Lower::plan() {
   planPackedMath();
   planTma();
   planSpecialize();
+  planAccumulators();
 }
 
 void Lower::run() {
@@ -97,6 +98,7 @@ void Lower::run() {
   initProfile(fn);
   initTma();
   initTmaBarriers();
+  initAccumulators();
   splitWarps();
   emitBlock(f_.body());
   TS_ASSERT(b_.GetInsertBlock() == nullptr, "kernel body does not end in return");

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -282,6 +283,34 @@ class GpuTargetInfo {
   virtual std::vector<llvm::Value*> dotWait(llvm::IRBuilderBase& b, int pending,
                                             const std::vector<llvm::Value*>& regs) const {
     TS_UNREACHABLE("dots in flight on a target without asynchronous matrix instructions");
+  }
+  // ---- accumulator memory (NVIDIA tcgen05's tensor memory) --------------
+  // A dot whose matrix instruction accumulates outside the registers keeps
+  // its accumulator there while it is in flight across a loop (`dot
+  // {async}`, retired by the loop's dot_wait): the lowering allocates the
+  // columns of every such dot once at the kernel's start and frees them at
+  // each return; the dot's emitter stores the accumulator there at its
+  // first issue and commits each issue to an mbarrier the dot_waits wait on.
+  /// Columns of accumulator memory `p` needs (0: it accumulates in registers).
+  virtual uint32_t accumulatorColumns(const TensorCoreDotPlan& p) const { return 0; }
+  /// The columns a target has (0: none).
+  virtual uint32_t accumulatorMemoryColumns() const { return 0; }
+  /// Every thread: `columns` (a power of two) allocated by the warp the
+  /// target picks, their address written to the shared i32 at `word`; the
+  /// caller's barrier then publishes it.
+  virtual void allocAccumulators(llvm::IRBuilderBase& b, llvm::Value* word, llvm::Value* warp, uint32_t columns) const {
+    TS_UNREACHABLE("accumulator memory on a target without it");
+  }
+  /// Every thread, at a return: `barrier` emits the block's barrier, after
+  /// which the columns at `base` are freed.
+  virtual void freeAccumulators(llvm::IRBuilderBase& b, llvm::Value* base, llvm::Value* warp, uint32_t columns,
+                                const std::function<void()>& barrier) const {
+    TS_UNREACHABLE("accumulator memory on a target without it");
+  }
+  /// The registers of an in-flight dot's accumulator (e.accMemory), read
+  /// after the wait that retired its last issue.
+  virtual std::vector<llvm::Value*> loadAccumulators(DotEmitter& e) const {
+    TS_UNREACHABLE("accumulator memory on a target without it");
   }
   /// Whether the lowering trades shared memory for occupancy (staging
   /// swizzles, fewer slots, chunked conversions, operands in registers:

@@ -257,6 +257,7 @@ void Lower::emitOp(const ir::Op& op) {
     }
     case OpCode::Return:
       flushStaged(INT64_MAX);  // (c): nothing may be in flight at return
+      freeAccumulators();
       b_.CreateRetVoid();
       b_.ClearInsertionPoint();
       return;

@@ -296,13 +296,13 @@ void Lower::emitTensorCoreDot(const ir::Op& op, const ir::Layout& l) {
   const DotArea area = dotArea(op, p);
   if (area.fragmentsFirstCandidate) ++fragmentsFirstCandidates_;
   bool stageA = area.stageA, stageB = area.stageB;  // (global operands: by cp.async)
-  // A `dot {async}` stays in flight where the instruction runs behind the
-  // program and reads both operands in place from their pipeline slots,
-  // which the schedule keeps until its dot_wait (IR.h); anywhere else (a
-  // staging area reused by the next dot, A in registers) it completes here.
-  if (op.hasAttr("async") && op.intAttr("async") == 1 && p.bFromShared && p.aFromShared && directA && directB) {
+  // A `dot {async}` stays in flight where keepsInFlight says so; anywhere
+  // else it completes here.
+  const AccumulatorMemory* accMemory = nullptr;
+  if (keepsInFlight(op, p)) {
     p.inFlight = true;
-    dotsInFlight_ = true;
+    accMemory = issueAccumulator(op);
+    if (!accMemory) dotsInFlight_ = true;  // registers: the target's dot wait
   }
   // A slot read directly: its storage is the operand's layout for the
   // fragment reads.
@@ -376,18 +376,38 @@ void Lower::emitTensorCoreDot(const ir::Op& op, const ir::Layout& l) {
                                                                 : nullptr;
   const std::vector<llvm::Value*>* preB = hB && hB->inRegisters ? &hB->fragments : nullptr;
   tiles_[op.result()] = TileV{l, codegen::emitTensorCoreDot(t_, b_, m_, p, base, bBase, lane_, warp_, std::move(init),
-                                                            aReg, preA, preB, instrScratch)};
+                                                            aReg, preA, preB, instrScratch, accMemory)};
+  if (accMemory) issuedAccumulator(op);
   setCurrentOp(op);
+}
+
+// A `dot {async}` stays in flight where the instruction runs behind the
+// program and reads both operands in place from their pipeline slots,
+// which the schedule keeps until its dot_wait (IR.h), and, where it
+// accumulates outside the registers, where planAccumulators gave it
+// columns; anywhere else (a staging area reused by the next dot, A in
+// registers) it completes at the issue.
+bool Lower::keepsInFlight(const ir::Op& op, const TensorCoreDotPlan& p) const {
+  if (!op.hasAttr("async") || op.intAttr("async") != 1 || !p.bFromShared || !p.aFromShared) return false;
+  if (!directOperands_.count({&op, 0}) || !directOperands_.count({&op, 1})) return false;
+  return t_.accumulatorColumns(p) == 0 || accColumnOf_.count(&op) != 0;
 }
 
 /// dot_wait: its operands, completed. Where some dot was left in flight the
 /// instruction's wait retires it (the float registers, accumulators, pass
 /// through it); elsewhere every dot has completed where it was issued.
 void Lower::emitDotWait(const ir::Op& op) {
+  // Dots kept in accumulator memory: their issues retired through their
+  // barriers, their accumulators read back into registers.
+  if (accColumns_) waitAccumulators(op.intAttr("pending"));
+  std::map<unsigned, Slots> loaded;
+  for (unsigned i = 0; i < op.numOperands(); ++i)
+    if (op.operand(i)->type().isTile())
+      if (auto s = loadAccumulator(op.operand(i))) loaded.emplace(i, std::move(*s));
   std::vector<llvm::Value*> regs;
-  for (const ir::Value* v : op.operands())
-    if (v->type().isTile())
-      for (llvm::Value* x : tile(v).slots)
+  for (unsigned i = 0; i < op.numOperands(); ++i)
+    if (op.operand(i)->type().isTile() && !loaded.count(i))
+      for (llvm::Value* x : tile(op.operand(i)).slots)
         if (x->getType()->isFloatTy()) regs.push_back(x);
   if (dotsInFlight_) regs = t_.dotWait(b_, static_cast<int>(op.intAttr("pending")), regs);
   size_t next = 0;
@@ -398,8 +418,12 @@ void Lower::emitDotWait(const ir::Op& op) {
       continue;
     }
     TileV t = tile(v);
-    for (llvm::Value*& x : t.slots)
-      if (x->getType()->isFloatTy()) x = regs[next++];
+    if (auto it = loaded.find(i); it != loaded.end()) {
+      t.slots = std::move(it->second);
+    } else {
+      for (llvm::Value*& x : t.slots)
+        if (x->getType()->isFloatTy()) x = regs[next++];
+    }
     tiles_[op.result(i)] = std::move(t);
   }
 }

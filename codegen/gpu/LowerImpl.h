@@ -101,9 +101,7 @@ class Lower {
   /// maps, and the bytes of its transaction barriers, which the caller
   /// places after the plan's areas (setTmaBarrierOffset before run()).
   const std::vector<TensorMapSpec>& tensorMaps() const { return tensorMaps_; }
-  uint64_t tmaBarrierBytes() const {
-    return 8 * (uint64_t{tmaBarriers_} + (tmaOperands_.empty() ? 0 : 1) + 2 * uint64_t{chanSlots_});
-  }
+  uint64_t tmaBarrierBytes() const { return 8 * (accBarrierFirst() + uint64_t{accBarriers_} + (accColumns_ ? 1 : 0)); }
   /// Threads per block: the layouts' warps, plus a warp-specialised
   /// kernel's producer warps.
   unsigned blockThreads() const;
@@ -566,6 +564,34 @@ class Lower {
   std::optional<GroupState> simulateGroups(const ir::Block& b, std::optional<GroupState> st);
   bool groupsProven_ = false;
   std::unordered_map<const ir::Op*, int64_t> tmaRetire_;  // async_wait -> groups it retires (-1: unknown)
+  // ---- accumulator memory (LowerAccumulators.cpp; GpuTargetInfo) ---------------
+  /// The in-flight dots that keep their accumulators in the target's
+  /// accumulator memory, each at its first column; the columns allocated
+  /// (a power of two, 0: none) and the mbarriers their issues commit to,
+  /// in the Barriers area after the channels' (then the word the
+  /// allocation writes).
+  std::map<const ir::Op*, uint32_t> accColumnOf_;
+  uint32_t accColumns_ = 0;
+  unsigned accBarriers_ = 0;
+  uint64_t accBarrierFirst() const {
+    return uint64_t{tmaBarriers_} + (tmaOperands_.empty() ? 0 : 1) + 2 * uint64_t{chanSlots_};
+  }
+  llvm::Value* accBase_ = nullptr;                            // the columns' address (after initAccumulators)
+  llvm::Value *accIssued_ = nullptr, *accRetired_ = nullptr;  // per-thread counters (allocas)
+  std::map<const ir::Op*, llvm::Value*> accResident_;         // per dot: i1 alloca
+  AccumulatorMemory accIssue_;                                // of the dot being emitted
+  bool keepsInFlight(const ir::Op& dot, const TensorCoreDotPlan& p) const;
+  void planAccumulators();
+  void initAccumulators();
+  void freeAccumulators();
+  llvm::Value* accBarrier(llvm::Value* index);
+  /// The accumulator memory of in-flight dot `dot`'s issue (null: none).
+  const AccumulatorMemory* issueAccumulator(const ir::Op& dot);
+  void issuedAccumulator(const ir::Op& dot);
+  /// dot_wait {pending}: the issues beyond the newest `pending` retired.
+  void waitAccumulators(int64_t pending);
+  /// A dot_wait operand carried in accumulator memory: its registers.
+  std::optional<Slots> loadAccumulator(const ir::Value* v);
   // ---- probes (LowerProfile.cpp; GpuOptions::profile) -------------------------
   /// The probes' scopes (ir::ProbeScopes: the binary's profileScopes).
   void numberProbes();

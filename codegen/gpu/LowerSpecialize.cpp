@@ -109,7 +109,7 @@ void Lower::planSpecialize() {
 }
 
 llvm::Value* Lower::chanBarrier(bool full, llvm::Value* slot) {
-  const uint64_t first = 8 * (uint64_t{tmaBarriers_} + (tmaOperands_.empty() ? 0 : 1));
+  const uint64_t first = 8 * (uint64_t{tmaBarriers_} + (tmaOperands_.empty() ? 0 : 1));  // after the tensor copies'
   llvm::Value* base = areaAt(AreaKind::Barriers, nullptr, first + (full ? 0 : 8 * uint64_t{chanSlots_}));
   return b_.CreateInBoundsGEP(b_.getInt64Ty(), base, slot, full ? "full" : "empty");
 }

@@ -374,7 +374,9 @@ llvm::Value* Lower::tmaOperandBarrier() { return areaAt(AreaKind::Barriers, null
 // A warp-specialised channel needs its barriers and phase bits even where
 // no copy of the producer became a tensor copy (its commits then arrive
 // with no bytes).
-bool Lower::usesMbarriers() const { return !tma_.empty() || !tmaOperands_.empty() || specialize_ != nullptr; }
+bool Lower::usesMbarriers() const {
+  return !tma_.empty() || !tmaOperands_.empty() || specialize_ != nullptr || accColumns_ != 0;
+}
 
 void Lower::initTma() {
   if (!usesMbarriers()) return;
@@ -395,6 +397,7 @@ void Lower::initTmaBarriers() {
     for (unsigned s = 0; s < tmaBarriers_; ++s) t_.mbarrierInit(b_, tmaBarrier(i32(s)), 1);
     if (!tmaOperands_.empty()) t_.mbarrierInit(b_, tmaOperandBarrier(), 1);
     initChannelBarriers();
+    for (unsigned s = 0; s < accBarriers_; ++s) t_.mbarrierInit(b_, accBarrier(i32(s)), 1);
     t_.mbarrierInitFence(b_);
   });
   barrier();

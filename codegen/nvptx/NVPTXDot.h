@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "codegen/gpu/GpuDot.h"
@@ -81,6 +82,18 @@ uint32_t tcgen05Columns(const TensorCoreDotPlan& p);
 /// reading both operands through descriptors (planWgmmaForm's stagings),
 /// their commit to the dot's mbarrier, every thread's wait on it, the
 /// accumulator loaded back (tcgen05.ld.16x256b) and the memory freed.
+/// In flight (p.inFlight, e.accMemory: codegen/gpu/LowerAccumulators.cpp):
+/// the accumulator stored into the dot's columns at the first issue only,
+/// the MMAs committed to the issue's barrier, the registers returned as
+/// they came.
 std::vector<llvm::Value*> emitTcgen05Dot(DotEmitter& e, std::vector<llvm::Value*> acc);
+/// GpuTargetInfo's accumulator memory on tcgen05: a dot's columns (0 where
+/// it is not a tcgen05 dot), the allocation by warp 0, its release after
+/// the block's barrier, the registers read back.
+uint32_t tcgen05AccumulatorColumns(const TensorCoreDotPlan& p);
+void allocTensorMemory(llvm::IRBuilderBase& b, llvm::Value* word, llvm::Value* warp, uint32_t columns);
+void freeTensorMemory(llvm::IRBuilderBase& b, llvm::Value* base, llvm::Value* warp, uint32_t columns,
+                      const std::function<void()>& barrier);
+std::vector<llvm::Value*> loadTcgen05Accumulators(DotEmitter& e);
 
 }  // namespace tessera::codegen::nvptx

@@ -390,6 +390,18 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
                                           : nvptx::emitWgmmaDot(e, std::move(acc));
     return nvptx::emitMmaSyncDot(e, std::move(acc));
   }
+  // tcgen05's tensor memory (NVPTXTcgen05Dot.cpp), where the row has it.
+  uint32_t accumulatorColumns(const TensorCoreDotPlan& p) const override { return nvptx::tcgen05AccumulatorColumns(p); }
+  uint32_t accumulatorMemoryColumns() const override { return row().tcgen05 ? row().tmemColumns : 0; }
+  void allocAccumulators(llvm::IRBuilderBase& b, llvm::Value* word, llvm::Value* warp,
+                         uint32_t columns) const override {
+    nvptx::allocTensorMemory(b, word, warp, columns);
+  }
+  void freeAccumulators(llvm::IRBuilderBase& b, llvm::Value* base, llvm::Value* warp, uint32_t columns,
+                        const std::function<void()>& barrier) const override {
+    nvptx::freeTensorMemory(b, base, warp, columns, barrier);
+  }
+  std::vector<llvm::Value*> loadAccumulators(DotEmitter& e) const override { return nvptx::loadTcgen05Accumulators(e); }
   // `wgmma.wait_group pending`.
   std::vector<llvm::Value*> dotWait(llvm::IRBuilderBase& b, int pending,
                                     const std::vector<llvm::Value*>& regs) const override {

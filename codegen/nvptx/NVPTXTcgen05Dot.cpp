@@ -10,12 +10,16 @@
 // mma.m16n8k16 C fragments of those rows (tessera/support/Tcgen05.h). So
 // the accumulator keeps the warpgroup placement of wgmma and mma.sync
 // (ir::MmaKind::NvTcgen05M64K16), tile t = mi * G + g (g the warpgroup)
-// in columns [t N, (t + 1) N). The dot is complete when it returns: the
-// MMAs' completion reaches the threads through tcgen05.commit on an
-// mbarrier in the dot's own shared scratch (instrScratch: the barrier at 0,
-// the TMEM address the allocation writes at 8).
+// in columns [t N, (t + 1) N). A dot in flight across its loop keeps the
+// accumulator in the columns the lowering allocated for the kernel
+// (codegen/gpu/LowerAccumulators.cpp) and commits each issue to the
+// mbarrier it names; any other dot is complete when it returns, with
+// memory of its own and its completion reaching the threads through
+// tcgen05.commit on an mbarrier in the dot's shared scratch (instrScratch:
+// the barrier at 0, the TMEM address the allocation writes at 8).
 #include <algorithm>
 #include <bit>
+#include <functional>
 
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
@@ -86,25 +90,130 @@ bool isZero(const std::vector<llvm::Value*>& acc) {
 
 }  // namespace
 
+namespace {
+
+// The accumulator's placement in tensor memory, for one dot and this warp:
+// tile mi's rows of this warp in the warp's lanes, from column `base` +
+// tileColumn(mi); moved in chunks of `reps` n-tiles (tcgen05.ld/st
+// .16x256b.x<reps>, 4 registers per n-tile).
+struct Placement {
+  DotEmitter& e;
+  int64_t W, G, mT, nT, reps;
+  llvm::Value *laneBits, *group;
+  explicit Placement(DotEmitter& em)
+      : e(em), W(em.wm), G(em.wm / 4), mT(em.p.M / (16 * em.wm)), nT(em.p.N / 8), reps(std::min<int64_t>(nT, 8)) {
+    laneBits = e.b.CreateShl(e.b.CreateURem(e.warp, e.i32(4)), e.i32(16 + 5));  // (32 (warp % 4)) << 16
+    group = e.b.CreateUDiv(e.warp, e.i32(4));
+  }
+  int64_t chunks() const { return nT / reps; }
+  llvm::Value* chunkAddr(llvm::Value* base, int64_t mi, int64_t c) {
+    llvm::IRBuilderBase& b = e.b;
+    llvm::Value* col = b.CreateAdd(e.i32(mi * G * e.p.N + 8 * reps * c), b.CreateMul(group, e.i32(e.p.N)));
+    return tmem(b, b.CreateOr(laneBits, b.CreateAdd(base, col)));
+  }
+  // The accumulator slot of register r of chunk c of tile mi:
+  // (2 mi + h) (2 nT) + 2 ni + s (wgmma's order) for the register's n-tile
+  // ni, half h and column s.
+  size_t slot(int64_t mi, int64_t c, int64_t r) const {
+    return static_cast<size_t>((2 * mi + (r % 4) / 2) * (2 * nT) + 2 * (c * reps + r / 4) + r % 2);
+  }
+  llvm::VectorType* vecTy() const {
+    return llvm::FixedVectorType::get(e.b.getInt32Ty(), static_cast<unsigned>(4 * reps));
+  }
+};
+
+void storeAccumulators(Placement& pl, llvm::Value* base, const std::vector<llvm::Value*>& acc) {
+  llvm::IRBuilderBase& b = pl.e.b;
+  for (int64_t mi = 0; mi < pl.mT; ++mi)
+    for (int64_t c = 0; c < pl.chunks(); ++c) {
+      llvm::Value* v = llvm::PoisonValue::get(pl.vecTy());
+      for (int64_t r = 0; r < 4 * pl.reps; ++r)
+        v = b.CreateInsertElement(v, b.CreateBitCast(acc[pl.slot(mi, c, r)], b.getInt32Ty()), r);
+      b.CreateIntrinsic(stIntrinsic(pl.reps), {}, {pl.chunkAddr(base, mi, c), v, b.getFalse()});
+    }
+  b.CreateIntrinsic(llvm::Intrinsic::nvvm_tcgen05_wait_st, {});
+}
+
+std::vector<llvm::Value*> loadAccumulators(Placement& pl, llvm::Value* base) {
+  llvm::IRBuilderBase& b = pl.e.b;
+  std::vector<llvm::Value*> out(static_cast<size_t>(pl.mT * pl.nT * 4));
+  for (int64_t mi = 0; mi < pl.mT; ++mi)
+    for (int64_t c = 0; c < pl.chunks(); ++c) {
+      llvm::Value* v = b.CreateIntrinsic(ldIntrinsic(pl.reps), {}, {pl.chunkAddr(base, mi, c), b.getFalse()});
+      for (int64_t r = 0; r < 4 * pl.reps; ++r)
+        out[pl.slot(mi, c, r)] = b.CreateBitCast(b.CreateExtractElement(v, r), b.getFloatTy());
+    }
+  b.CreateIntrinsic(llvm::Intrinsic::nvvm_tcgen05_wait_ld, {});
+  return out;
+}
+
+// Thread 0: one MMA per 64-row tile and k-step into the columns at `base`
+// (its own load of the address: `base` may be another thread's value), the
+// first k-step accumulating where `accumulate` (i1) holds; their commit to
+// `bar`.
+void issueMmas(DotEmitter& e, llvm::Value* thread0, llvm::Value* base, llvm::Value* accumulate, llvm::Value* bar) {
+  llvm::IRBuilderBase& b = e.b;
+  const TensorCoreDotPlan& p = e.p;
+  const int64_t W = e.wm, G = W / 4, mT = p.M / (16 * W), kS = p.K / p.kStep;
+  const tcgen05::InstrDesc desc{true, p.in == DType::BF16,       p.in == DType::BF16, false, p.bNMajor,
+                                64,   static_cast<uint32_t>(p.N)};
+  guarded(b, thread0, [&] {
+    const DescriptorBase aDesc =
+        descriptorBase(b, b.CreatePtrToInt(e.aBase, b.getInt64Ty()), aDescriptorBits(p) | tcgen05::kDescriptorVersion);
+    const DescriptorBase bDesc =
+        descriptorBase(b, b.CreatePtrToInt(e.bBase, b.getInt64Ty()), bDescriptorBits(p) | tcgen05::kDescriptorVersion);
+    for (int64_t mi = 0; mi < mT; ++mi)
+      for (int64_t g = 0; g < G; ++g) {
+        // Storage row 16 W mi + 64 g starts the tile (wgmmaAStaging).
+        const int64_t aRow = 16 * W * mi + 64 * g;
+        llvm::Value* d = tmem(b, b.CreateAdd(base, e.i32((mi * G + g) * p.N)));
+        for (int64_t ks = 0; ks < kS; ++ks) {
+          const int64_t col = ks * p.kStep;
+          llvm::Value* a = descriptorAt(b, aDesc, aRow * p.a.rowBytes() + kMajorByteOffset(p.a, col));
+          llvm::Value* bv = descriptorAt(b, bDesc, bStepOffset(p, col));
+          b.CreateIntrinsic(llvm::Intrinsic::nvvm_tcgen05_mma_shared, {},
+                            {d, a, bv, b.getInt32(desc.encode()), ks == 0 ? accumulate : b.getTrue(), b.getInt32(0),
+                             b.getInt32(1), b.getInt32(0)});
+        }
+      }
+    b.CreateIntrinsic(llvm::Intrinsic::nvvm_tcgen05_commit_shared_cg1, {}, {bar});
+  });
+}
+
+}  // namespace
+
 std::vector<llvm::Value*> emitTcgen05Dot(DotEmitter& e, std::vector<llvm::Value*> acc) {
   llvm::IRBuilderBase& b = e.b;
   const TensorCoreDotPlan& p = e.p;
-  const int64_t W = e.wm, G = W / 4, mT = p.M / (16 * W), nT = p.N / 8, kS = p.K / p.kStep;
-  TS_ASSERT(ir::isNvTcgen05(p.op.kind) && e.wn == 1 && W % 4 == 0 && p.aFromShared && p.bFromShared &&
-                p.a.rowGroupWarps == W && e.instrScratch && !p.inFlight,
+  Placement pl(e);
+  TS_ASSERT(ir::isNvTcgen05(p.op.kind) && e.wn == 1 && pl.W % 4 == 0 && p.aFromShared && p.bFromShared &&
+                p.a.rowGroupWarps == pl.W && (p.inFlight ? e.accMemory != nullptr : e.instrScratch != nullptr),
             "tcgen05 dot without its plan");
-  TS_ASSERT(static_cast<int64_t>(acc.size()) == mT * nT * 4, "tcgen05 accumulator slots");
+  TS_ASSERT(static_cast<int64_t>(acc.size()) == pl.mT * pl.nT * 4, "tcgen05 accumulator slots");
   const uint32_t columns = tcgen05Columns(p);
   TS_ASSERT(columns <= tcgen05::kColumns, "tcgen05 dot over the tensor memory");
+  llvm::Value* warp0 = b.CreateICmpEQ(e.warp, e.i32(0));
+  llvm::Value* thread0 = b.CreateAnd(warp0, b.CreateICmpEQ(e.lane, e.i32(0)));
+  const bool zero = isZero(acc);
+
+  if (p.inFlight) {
+    // In flight across its loop (codegen/gpu/LowerAccumulators.cpp): the
+    // accumulator enters the memory at the first issue, after every warp's
+    // reads of the columns' last contents; the registers pass through.
+    const AccumulatorMemory& mem = *e.accMemory;
+    guarded(b, b.CreateNot(mem.resident), [&] {
+      if (!zero) storeAccumulators(pl, mem.address, acc);
+      syncThreads(b);
+    });
+    issueMmas(e, thread0, mem.address, zero ? mem.resident : b.getTrue(), mem.commitBarrier);
+    return acc;
+  }
+
+  // Complete at the issue: tensor memory of its own (warp 0, all lanes)
+  // and a completion barrier, in the dot's scratch.
   const uint32_t allocColumns = std::max<uint32_t>(32, std::bit_ceil(columns));
-  auto i32 = [&](int64_t v) { return e.i32(v); };
-  auto slot = [&](int64_t mi, int64_t ni, int64_t h, int64_t s) { return (2 * mi + h) * (2 * nT) + ni * 2 + s; };
-  llvm::Value* warp0 = b.CreateICmpEQ(e.warp, i32(0));
-  llvm::Value* thread0 = b.CreateAnd(warp0, b.CreateICmpEQ(e.lane, i32(0)));
   llvm::Value* bar = e.instrScratch;
   llvm::Value* addrSlot = b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), e.instrScratch, 8);
-
-  // Tensor memory (warp 0, all its lanes) and the completion barrier.
   guarded(b, warp0, [&] {
     b.CreateIntrinsic(llvm::Intrinsic::nvvm_tcgen05_alloc_shared_cg1, {}, {addrSlot, b.getInt32(allocColumns)});
   });
@@ -114,73 +223,16 @@ std::vector<llvm::Value*> emitTcgen05Dot(DotEmitter& e, std::vector<llvm::Value*
   });
   syncThreads(b);
   llvm::Value* base = b.CreateAlignedLoad(b.getInt32Ty(), addrSlot, llvm::Align(4), "tmem.base");
-
-  // This warp's TMEM lanes and the first column of its 64-row tile mi.
-  llvm::Value* laneBits = b.CreateShl(b.CreateURem(e.warp, i32(4)), i32(16 + 5));  // (32 (warp % 4)) << 16
-  llvm::Value* group = b.CreateUDiv(e.warp, i32(4));
-  auto tileColumn = [&](int64_t mi) { return b.CreateAdd(i32(mi * G * p.N), b.CreateMul(group, i32(p.N))); };
-  const int64_t reps = std::min<int64_t>(nT, 8);
-  auto* vecTy = llvm::FixedVectorType::get(b.getInt32Ty(), static_cast<unsigned>(4 * reps));
-  // Moves this warp's fragments of tile mi, chunk c (reps n-tiles) between
-  // TMEM and `acc`.
-  auto chunkAddr = [&](int64_t mi, int64_t c) {
-    return tmem(b, b.CreateAdd(b.CreateOr(base, laneBits), b.CreateAdd(tileColumn(mi), i32(8 * reps * c))));
-  };
-  auto reg = [&](int64_t c, int64_t r) { return slot(0, c * reps + r / 4, (r % 4) / 2, r % 2); };
-
-  // The accumulator into TMEM, unless it is zero (the first MMA then
+  // The accumulator into it, unless it is zero (the first MMA then
   // ignores D).
-  const bool zero = isZero(acc);
   if (!zero) {
-    for (int64_t mi = 0; mi < mT; ++mi)
-      for (int64_t c = 0; c < nT / reps; ++c) {
-        llvm::Value* v = llvm::PoisonValue::get(vecTy);
-        for (int64_t r = 0; r < 4 * reps; ++r)
-          v = b.CreateInsertElement(v, b.CreateBitCast(acc[(2 * mi) * (2 * nT) + reg(c, r)], b.getInt32Ty()), r);
-        b.CreateIntrinsic(stIntrinsic(reps), {}, {chunkAddr(mi, c), v, b.getFalse()});
-      }
-    b.CreateIntrinsic(llvm::Intrinsic::nvvm_tcgen05_wait_st, {});
+    storeAccumulators(pl, base, acc);
     syncThreads(b);
   }
-
-  // The MMAs, issued by one thread, and their commit to the barrier.
-  const tcgen05::InstrDesc desc{true, p.in == DType::BF16, p.in == DType::BF16, false, p.bNMajor, 64,
-                                static_cast<uint32_t>(p.N)};
-  guarded(b, thread0, [&] {
-    const DescriptorBase aDesc = descriptorBase(b, b.CreatePtrToInt(e.aBase, b.getInt64Ty()),
-                                                aDescriptorBits(p) | tcgen05::kDescriptorVersion);
-    const DescriptorBase bDesc = descriptorBase(b, b.CreatePtrToInt(e.bBase, b.getInt64Ty()),
-                                                bDescriptorBits(p) | tcgen05::kDescriptorVersion);
-    llvm::Value* tmemBase = b.CreateAlignedLoad(b.getInt32Ty(), addrSlot, llvm::Align(4));
-    for (int64_t mi = 0; mi < mT; ++mi)
-      for (int64_t g = 0; g < G; ++g) {
-        // Storage row 16 W mi + 64 g starts the tile (wgmmaAStaging).
-        const int64_t aRow = 16 * W * mi + 64 * g;
-        llvm::Value* d = tmem(b, b.CreateAdd(tmemBase, i32((mi * G + g) * p.N)));
-        for (int64_t ks = 0; ks < kS; ++ks) {
-          const int64_t col = ks * p.kStep;
-          llvm::Value* a = descriptorAt(b, aDesc, aRow * p.a.rowBytes() + kMajorByteOffset(p.a, col));
-          llvm::Value* bv = descriptorAt(b, bDesc, bStepOffset(p, col));
-          b.CreateIntrinsic(llvm::Intrinsic::nvvm_tcgen05_mma_shared, {},
-                            {d, a, bv, b.getInt32(desc.encode()), b.getInt1(!(zero && ks == 0)), b.getInt32(0),
-                             b.getInt32(1), b.getInt32(0)});
-        }
-      }
-    b.CreateIntrinsic(llvm::Intrinsic::nvvm_tcgen05_commit_shared_cg1, {}, {bar});
-  });
-  emitMbarrierWait(b, bar, i32(0));
+  issueMmas(e, thread0, base, b.getInt1(!zero), bar);
+  emitMbarrierWait(b, bar, e.i32(0));
   b.CreateIntrinsic(llvm::Intrinsic::nvvm_tcgen05_fence_after_thread_sync, {});
-
-  // The accumulator back into registers.
-  std::vector<llvm::Value*> out(acc.size());
-  for (int64_t mi = 0; mi < mT; ++mi)
-    for (int64_t c = 0; c < nT / reps; ++c) {
-      llvm::Value* v = b.CreateIntrinsic(ldIntrinsic(reps), {}, {chunkAddr(mi, c), b.getFalse()});
-      for (int64_t r = 0; r < 4 * reps; ++r)
-        out[(2 * mi) * (2 * nT) + reg(c, r)] = b.CreateBitCast(b.CreateExtractElement(v, r), b.getFloatTy());
-    }
-  b.CreateIntrinsic(llvm::Intrinsic::nvvm_tcgen05_wait_ld, {});
-
+  std::vector<llvm::Value*> out = loadAccumulators(pl, base);
   // Every warp's loads are done before warp 0 frees the memory and thread
   // 0 the barrier (the scratch is reused by later ops).
   syncThreads(b);
@@ -189,6 +241,32 @@ std::vector<llvm::Value*> emitTcgen05Dot(DotEmitter& e, std::vector<llvm::Value*
   });
   guarded(b, thread0, [&] { b.CreateIntrinsic(llvm::Intrinsic::nvvm_mbarrier_inval_shared, {}, {bar}); });
   return out;
+}
+
+uint32_t tcgen05AccumulatorColumns(const TensorCoreDotPlan& p) {
+  return ir::isNvTcgen05(p.op.kind) && p.bFromShared ? tcgen05Columns(p) : 0;
+}
+
+void allocTensorMemory(llvm::IRBuilderBase& b, llvm::Value* word, llvm::Value* warp, uint32_t columns) {
+  guarded(b, b.CreateICmpEQ(warp, b.getInt32(0)),
+          [&] { b.CreateIntrinsic(llvm::Intrinsic::nvvm_tcgen05_alloc_shared_cg1, {}, {word, b.getInt32(columns)}); });
+}
+
+void freeTensorMemory(llvm::IRBuilderBase& b, llvm::Value* base, llvm::Value* warp, uint32_t columns,
+                      const std::function<void()>& barrier) {
+  b.CreateIntrinsic(llvm::Intrinsic::nvvm_tcgen05_fence_before_thread_sync, {});
+  barrier();
+  b.CreateIntrinsic(llvm::Intrinsic::nvvm_tcgen05_fence_after_thread_sync, {});
+  guarded(b, b.CreateICmpEQ(warp, b.getInt32(0)), [&] {
+    b.CreateIntrinsic(llvm::Intrinsic::nvvm_tcgen05_dealloc_cg1, {}, {tmem(b, base), b.getInt32(columns)});
+  });
+}
+
+std::vector<llvm::Value*> loadTcgen05Accumulators(DotEmitter& e) {
+  TS_ASSERT(e.accMemory && ir::isNvTcgen05(e.p.op.kind), "tcgen05 accumulators without their memory");
+  e.b.CreateIntrinsic(llvm::Intrinsic::nvvm_tcgen05_fence_after_thread_sync, {});
+  Placement pl(e);
+  return loadAccumulators(pl, e.accMemory->address);
 }
 
 }  // namespace tessera::codegen::nvptx

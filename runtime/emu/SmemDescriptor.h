@@ -11,7 +11,7 @@ namespace tessera::emu::detail {
 
 struct SmemDescriptor {
   uint64_t start = 0, lbo = 0, sbo = 0;
-  unsigned swizzle = 0;   // wgmma's code: 0 none, 1 128-byte, 2 64-byte, 3 32-byte
+  unsigned swizzle = 0;    // wgmma's code: 0 none, 1 128-byte, 2 64-byte, 3 32-byte
   uint64_t rowBytes = 16;  // of a swizzled row (16 without a swizzle)
 
   /// wgmma's encoding (swizzle in bits 62-63).

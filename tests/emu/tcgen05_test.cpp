@@ -32,10 +32,10 @@ struct Params {
   float* out;  // 128 threads x 8 registers
 };
 
-const std::vector<std::string> kOps = {"store operands", "tcgen05.alloc at k.cpp:1", "mbarrier.init",
-                                       "barrier",        "load address",             "tcgen05.mma at k.cpp:6",
-                                       "tcgen05.commit", "store A early at k.cpp:8", "try_wait",
-                                       "tcgen05.ld at k.cpp:10", "store out",        "tcgen05.dealloc"};
+const std::vector<std::string> kOps = {
+    "store operands", "tcgen05.alloc at k.cpp:1", "mbarrier.init",  "barrier",
+    "load address",   "tcgen05.mma at k.cpp:6",   "tcgen05.commit", "store A early at k.cpp:8",
+    "try_wait",       "tcgen05.ld at k.cpp:10",   "store out",      "tcgen05.dealloc"};
 
 uint16_t halfOf(int v) {  // small non-negative integers
   if (v == 0) return 0;

@@ -114,7 +114,7 @@ inline bool isAmdMfma(MmaKind k) {
 }
 /// The instruction runs behind the program (issue, then wait): a `dot
 /// {async}` of this kind can stay in flight (IR.h, "Asynchronous dots").
-inline bool isAsyncMma(MmaKind k) { return isNvWgmma(k); }
+inline bool isAsyncMma(MmaKind k) { return isNvWarpgroupPlaced(k); }
 /// The K of one instruction (the dot's K must be a multiple of it).
 inline int64_t mmaK(MmaKind k) {
   return k == MmaKind::NvMmaM16N8K32 || k == MmaKind::AmdMfma16x16x32 || k == MmaKind::NvWgmmaM64K32 ? 32

@@ -1,0 +1,171 @@
+// In-flight dots whose matrix instruction accumulates outside the registers
+// (GpuTargetInfo's accumulator memory: NVIDIA tcgen05's tensor memory).
+//
+// A `dot {async}` in a pipelined loop (IR.h, "Asynchronous dots") is issued
+// every iteration and retired by the dot_waits; its result reaches nothing
+// but the next issue's accumulator, the loop's yield and a dot_wait. Such a
+// dot keeps its accumulator in the memory for the whole loop: the target's
+// emitter stores the registers there at the first issue (the dot's
+// resident flag, a per-thread i1, is false) and afterwards only issues
+// MMAs onto it, the registers passing through unchanged; the dot_wait that
+// takes the loop's result reads the memory back into registers and clears
+// the flag, so a later entry of the loop (a persistent kernel's next tile)
+// stores again.
+//
+// Columns: each such dot has its own (planAccumulators, in program order
+// while the memory lasts, leaving room for the largest allocation of a
+// dot of the same kind that completes at its issue, which allocates and
+// frees its own). They are allocated once at the kernel's start and freed
+// at every return. Completion: each issue commits to one of
+// accBarriers_ = (largest dot_wait pending) + 1 mbarriers in turn, so the
+// barrier a wait needs has completed at most the phase waited for (a
+// dot_wait {pending = N} waits while more than N issues are unretired).
+#include <bit>
+
+#include "codegen/gpu/LowerImpl.h"
+#include "tessera/support/Error.h"
+
+namespace tessera::codegen::gpu_lower {
+
+namespace {
+uint32_t allocation(uint32_t columns) { return columns ? std::max<uint32_t>(32, std::bit_ceil(columns)) : 0; }
+}  // namespace
+
+void Lower::planAccumulators() {
+  accColumnOf_.clear();
+  accColumns_ = 0;
+  accBarriers_ = 0;
+  const uint32_t limit = t_.accumulatorMemoryColumns();
+  if (!limit) return;
+  std::vector<std::pair<const ir::Op*, uint32_t>> inFlight;
+  uint32_t others = 0;  // the largest allocation of a dot that completes at its issue
+  int64_t maxPending = 0;
+  ir::walk(const_cast<ir::Function&>(f_).body(), [&](ir::Op& op) {
+    if (op.code() == OpCode::DotWait) maxPending = std::max(maxPending, op.intAttr("pending"));
+    if (op.code() != OpCode::Dot || !la_.has(op.result()) || la_.get(op.result()).parent.mma == ir::MmaKind::None)
+      return;
+    const TensorCoreDotPlan p = dotPlan(op);
+    const uint32_t cols = t_.accumulatorColumns(p);
+    if (!cols) return;
+    // keepsInFlight without the columns (not planned yet).
+    const bool async = op.hasAttr("async") && op.intAttr("async") == 1 && p.bFromShared && p.aFromShared &&
+                       directOperands_.count({&op, 0}) && directOperands_.count({&op, 1});
+    if (async)
+      inFlight.emplace_back(&op, cols);
+    else
+      others = std::max(others, allocation(cols));
+  });
+  uint32_t total = 0;
+  for (const auto& [op, cols] : inFlight) {
+    if (allocation(total + cols) + others > limit) {
+      others = std::max(others, allocation(cols));  // completes at its issue instead
+      continue;
+    }
+    accColumnOf_[op] = total;
+    total += cols;
+  }
+  // A dot turned away above may now need more room than the ones admitted
+  // leave: admit fewer until everything fits.
+  while (!accColumnOf_.empty() && allocation(total) + others > limit) {
+    auto last = std::prev(accColumnOf_.end());
+    for (const auto& [op, cols] : inFlight)
+      if (op == last->first) {
+        total -= cols;
+        others = std::max(others, allocation(cols));
+      }
+    accColumnOf_.erase(last);
+  }
+  if (accColumnOf_.empty()) return;
+  accColumns_ = allocation(total);
+  accBarriers_ = static_cast<unsigned>(maxPending + 1);
+}
+
+llvm::Value* Lower::accBarrier(llvm::Value* index) {
+  llvm::Value* base = areaAt(AreaKind::Barriers, nullptr, 8 * accBarrierFirst());
+  return b_.CreateInBoundsGEP(b_.getInt64Ty(), base, index, "acc.bar");
+}
+
+void Lower::initAccumulators() {
+  accBase_ = nullptr;
+  accResident_.clear();
+  if (!accColumns_) return;
+  llvm::Value* word = areaAt(AreaKind::Barriers, nullptr, 8 * (accBarrierFirst() + accBarriers_));
+  {
+    llvm::IRBuilderBase::InsertPointGuard g(b_);
+    llvm::BasicBlock& entry = b_.GetInsertBlock()->getParent()->getEntryBlock();
+    b_.SetInsertPoint(&entry, entry.getFirstInsertionPt());
+    for (llvm::Value** c : {&accIssued_, &accRetired_}) *c = b_.CreateAlloca(b_.getInt32Ty(), nullptr, "acc.count");
+    for (const auto& [op, col] : accColumnOf_) accResident_[op] = b_.CreateAlloca(b_.getInt1Ty(), nullptr, "acc.in");
+  }
+  b_.CreateStore(i32(0), accIssued_);
+  b_.CreateStore(i32(0), accRetired_);
+  for (const auto& [op, flag] : accResident_) b_.CreateStore(b_.getFalse(), flag);
+  t_.allocAccumulators(b_, word, warp_, accColumns_);
+  barrier();
+  accBase_ = b_.CreateAlignedLoad(b_.getInt32Ty(), word, llvm::Align(4), "acc.base");
+  smemDirty_ = true;
+}
+
+void Lower::freeAccumulators() {
+  if (!accColumns_) return;
+  t_.freeAccumulators(b_, accBase_, warp_, accColumns_, [&] { barrier(); });
+}
+
+const AccumulatorMemory* Lower::issueAccumulator(const ir::Op& dot) {
+  auto it = accColumnOf_.find(&dot);
+  if (it == accColumnOf_.end()) return nullptr;
+  llvm::Value* issued = b_.CreateLoad(b_.getInt32Ty(), accIssued_);
+  accIssue_.address = b_.CreateAdd(accBase_, i32(it->second), "acc.cols");
+  accIssue_.commitBarrier = accBarrier(b_.CreateURem(issued, i32(accBarriers_)));
+  accIssue_.resident = b_.CreateLoad(b_.getInt1Ty(), accResident_.at(&dot), "acc.resident");
+  return &accIssue_;
+}
+
+void Lower::issuedAccumulator(const ir::Op& dot) {
+  b_.CreateStore(b_.getTrue(), accResident_.at(&dot));
+  b_.CreateStore(b_.CreateAdd(b_.CreateLoad(b_.getInt32Ty(), accIssued_), i32(1)), accIssued_);
+}
+
+void Lower::waitAccumulators(int64_t pending) {
+  // while (retired + pending < issued) wait for issue `retired`.
+  llvm::Function* fn = b_.GetInsertBlock()->getParent();
+  auto* head = llvm::BasicBlock::Create(ctx_, "acc.wait", fn);
+  auto* body = llvm::BasicBlock::Create(ctx_, "acc.retire", fn);
+  auto* done = llvm::BasicBlock::Create(ctx_, "acc.waited", fn);
+  b_.CreateBr(head);
+  b_.SetInsertPoint(head);
+  llvm::Value* retired = b_.CreateLoad(b_.getInt32Ty(), accRetired_);
+  llvm::Value* issued = b_.CreateLoad(b_.getInt32Ty(), accIssued_);
+  b_.CreateCondBr(b_.CreateICmpULT(b_.CreateAdd(retired, i32(pending)), issued), body, done);
+  b_.SetInsertPoint(body);
+  const uint32_t n = accBarriers_;
+  t_.mbarrierWait(b_, accBarrier(b_.CreateURem(retired, i32(n))),
+                  b_.CreateAnd(b_.CreateUDiv(retired, i32(n)), i32(1)));
+  b_.CreateStore(b_.CreateAdd(retired, i32(1)), accRetired_);
+  b_.CreateBr(head);
+  b_.SetInsertPoint(done);
+}
+
+std::optional<Slots> Lower::loadAccumulator(const ir::Value* v) {
+  // The async dot whose result `v` is, directly or carried by loops.
+  const ir::Op* d = v->definingOp();
+  while (d && d->code() == OpCode::For) {
+    const ir::Op* y = d->region(0).block().terminator();
+    unsigned i = 0;
+    while (i < d->numResults() && d->result(i) != v) ++i;
+    if (!y || i >= d->numResults() || i >= y->numOperands()) return std::nullopt;
+    v = y->operand(i);
+    d = v->definingOp();
+  }
+  if (!d || !accColumnOf_.count(d)) return std::nullopt;
+  const TensorCoreDotPlan p = dotPlan(*d);
+  AccumulatorMemory mem{b_.CreateAdd(accBase_, i32(accColumnOf_.at(d))), nullptr, nullptr};
+  const std::function<llvm::Value*(int64_t, int64_t)> noRegisters;
+  DotEmitter e(b_, m_, p, nullptr, nullptr, lane_, warp_, noRegisters);
+  e.accMemory = &mem;
+  Slots s = t_.loadAccumulators(e);
+  b_.CreateStore(b_.getFalse(), accResident_.at(d));
+  return s;
+}
+
+}  // namespace tessera::codegen::gpu_lower
