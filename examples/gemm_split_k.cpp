@@ -81,6 +81,7 @@ Launch prepare(const RunContext& ctx) {
                 {dc, da, db, ws, flags, int32_t(M), int32_t(N), int32_t(K)},
                 s};
   launch.gemm = perf::GemmProblem{da, db, dc, M, N, K};
+  launch.schedule = Tiles(M, N, B.m, B.n).splitK(splits, K, B.k);
 
   // Tolerance as gemm_f32's: a sum of K f32 terms in any order is within
   // K 2^-24 sum |terms| of the exact value (doubled for margin); a missing

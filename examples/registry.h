@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "tessera/perf/Peers.h"
+#include "tessera/dsl/Tiles.h"
 #include "tessera/perf/Tune.h"
 #include "tessera/support/Targets.h"
 #include "tessera/tessera.h"
@@ -90,6 +91,10 @@ struct Launch {
   /// bench --peers`. Set by the f16, bf16 and f32 GEMMs; the kernel's
   /// epilogue (bias, activation) is not part of it.
   std::optional<perf::GemmProblem> gemm;
+  /// The launch's K-split schedule with its sizes as literals (Tiles::splitK,
+  /// Tiles::streamK), for the performance model's fix-up estimate
+  /// (perf::ModelOptions::schedule; `tessera sol --model`). Set by gemm_split_k.
+  std::optional<Tiles> schedule;
 };
 
 /// "4096x4096": a shape as the tools print it.

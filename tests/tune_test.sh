@@ -4,7 +4,8 @@
 #   tune_test.sh MODE BUILD_DIR
 #
 #   persist     tune twice in a fresh store: the second run measures nothing,
-#               says so and is quick; --export writes a table of the result
+#               says so and is quick; --export writes a table of the result;
+#               TESSERA_DETERMINISTIC=1 pins the choice across a --retune
 #   concurrent  two processes tuning the same kernel at once: both finish,
 #               every config is stored whole, a third run measures nothing
 #   cli         --help, and bad flags answered with what was expected
@@ -17,7 +18,7 @@ tool=$build/bin/tessera
 work=$build/tune-test/sh-$mode
 rm -rf "$work"
 mkdir -p "$work"
-unset TESSERA_CACHE TESSERA_CACHE_MAX_SIZE
+unset TESSERA_CACHE TESSERA_CACHE_MAX_SIZE TESSERA_DETERMINISTIC
 export TESSERA_CACHE_DIR=$work/store
 
 fail() {
@@ -67,6 +68,26 @@ persist)
   # --retune measures again.
   tune --quiet --retune >"$work/third.out" 2>&1 || fail "--retune failed"
   has "$work/third.out" "measured $stored config"
+  # Deterministic mode pins its first choice in the store (one entry more)
+  # and keeps it across runs, however the measurements change in between.
+  TESSERA_DETERMINISTIC=1 tune --quiet >"$work/det1.out" 2>&1 || fail "deterministic run failed"
+  has "$work/det1.out" "best, pinned (deterministic)"
+  has "$work/det1.out" "measured 0 configs, $stored taken from the store"
+  [ "$(entries)" = $((stored + 1)) ] || fail "$(entries) entries after pinning, expected $((stored + 1))"
+  tune --quiet --retune >/dev/null 2>&1 || fail "--retune failed"
+  TESSERA_DETERMINISTIC=1 tune --quiet >"$work/det2.out" 2>&1 || fail "second deterministic run failed"
+  has "$work/det2.out" "pinned (deterministic)"
+  [ "$(grep '^best:' "$work/det1.out" | cut -d' ' -f2)" = "$(grep '^best:' "$work/det2.out" | cut -d' ' -f2)" ] ||
+    fail "the pinned config changed"
+  # No store to pin in: the space's first valid config.
+  TESSERA_DETERMINISTIC=1 TESSERA_CACHE=0 tune --quiet >"$work/det3.out" 2>&1 || fail "run without a store failed"
+  has "$work/det3.out" "first valid config (deterministic, no store to pin it)"
+  set +e
+  TESSERA_DETERMINISTIC=yes tune --quiet >"$work/det4.out" 2>&1
+  rc=$?
+  set -e
+  [ "$rc" = 2 ] || fail "TESSERA_DETERMINISTIC=yes exited $rc, expected 2"
+  has "$work/det4.out" "TESSERA_DETERMINISTIC='yes' (expected 0 or 1)"
   ;;
 concurrent)
   tune --quiet >"$work/a.out" 2>"$work/a.err" &

@@ -62,7 +62,9 @@ std::string modelReport(const cli::Args& args, const Subject& sub, const std::ve
         examples::RunContext ctx = contextFor(args, sub, dev, configOf(args));
         examples::Launch l = sub.example->prepare(ctx);
         CompiledKernel k = compile(specializedFor(l.kernel, l.args), t, sub.example->optionsFor(ctx));
-        preds.push_back(perf::predictGpu(k, l.grid, l.args, *m));
+        perf::ModelOptions mo;
+        mo.schedule = l.schedule;  // a K-split launch: its fix-up is reported too
+        preds.push_back(perf::predictGpu(k, l.grid, l.args, *m, mo));
       } else {
         examples::Launch l = fileLaunchOf(args, sub, dev);
         preds.push_back(perf::predictGpu(compile(specializedFor(l.kernel, l.args), t), l.grid, l.args, *m));

@@ -37,7 +37,8 @@ std::string tuneOptionsHelp() {
          "                      (--target is the same)\n"
          "  --budget-ms MS      timed repetitions of each config (default 100)\n"
          "  --quiet             no progress bar (it is drawn only when standard error is a terminal)\n"
-         "  --retune            measure every config again, replacing what is stored\n"
+         "  --retune            measure every config again, replacing what is stored (TESSERA_DETERMINISTIC=1:\n"
+         "                      and pin the new fastest; otherwise a deterministic run reuses its pinned choice)\n"
          "  --model MACHINE     rank the configs with the GPU performance model for MACHINE (" +
          modelMachineIds() +
          ")\n"

@@ -94,7 +94,11 @@ I chipletOrder(const I& p, const I& P, const I& X) {
 
 /// The group of ragged tile `t`, found by a scan over the groups: its
 /// number (-1 where t is past the last tile), its first tile number and its
-/// rows [start, end); also the total tile count.
+/// rows [start, end); also the total tile count. Reversed (Tiles::reversed),
+/// the scan runs from the last group down, so the groups' tiles are
+/// numbered last group first; `first` is the schedule's number of the
+/// group's first tile in that order (its last tile row, which at() maps
+/// back).
 struct GroupOf {
   Ix group, first, start, end, total;
 };
@@ -106,8 +110,9 @@ GroupOf groupOf(const Tiles& s, const Ix& t, const Ix& tn) {
   const Ix zero = constant(0, loc), none = constant(-1, loc);
   auto [group, first, start, end, total] = for_range(
       0, groups.t, 1, std::tuple{none.t, zero.t, zero.t, zero.t, zero.t},
-      [&](Tensor gv, Tensor found, Tensor f, Tensor st, Tensor en, Tensor acc) {
-        const Ix g{gv, loc}, sum{acc, loc};
+      [&](Tensor iv, Tensor found, Tensor f, Tensor st, Tensor en, Tensor acc) {
+        const Ix g = s.isReversed() ? groups - 1 - Ix{iv, loc} : Ix{iv, loc}, sum{acc, loc};
+        const Tensor gv = g.t;
         Ix lo{load(off + gv, {}, {}, loc), loc}, hi{load(off + (g + 1).t, {}, {}, loc), loc};
         // A checked launch rejects offsets a group could not be made of
         // (unchecked, a decreasing pair is a group of no rows).
@@ -203,6 +208,32 @@ std::pair<int64_t, int64_t> Tiles::coords(int64_t t, int64_t tm, int64_t tn) con
   return {c.m, c.n};
 }
 
+std::tuple<int64_t, int64_t, int64_t> Tiles::raggedCoords(int64_t t, const std::vector<int32_t>& offsets,
+                                                          int64_t tn) const {
+  // The device's scan (groupOf, at) over host integers.
+  const int64_t groups = offsets.empty() ? 0 : static_cast<int64_t>(offsets.size()) - 1;
+  auto tmOf = [&](int64_t g) {
+    return cdivHost(std::max<int64_t>(offsets[size_t(g + 1)] - offsets[size_t(g)], 0), tileM_);
+  };
+  int64_t total = 0;
+  for (int64_t g = 0; g < groups; ++g) total += tmOf(g) * std::max<int64_t>(tn, 0);
+  if (t < 0 || t >= total || tn < 1)
+    throw UsageError(
+        fmt::format("Tiles::raggedCoords: tile {} is not one of the {} tiles of {} groups with {} tile "
+                    "columns",
+                    t, total, groups, tn));
+  int64_t first = 0;
+  for (int64_t i = 0;; ++i) {
+    const int64_t g = reversed_ ? groups - 1 - i : i, tm = tmOf(g), tiles = tm * tn;
+    if (t < first + tiles) {
+      const int64_t local = reversed_ ? tiles - 1 - (t - first) : t - first;
+      const Coords<int64_t> c = coordsOf<int64_t>(order_, groupM_, local, tm, tn);
+      return {g, c.m, c.n};
+    }
+    first += tiles;
+  }
+}
+
 int64_t Tiles::chipletProgram(int64_t p, int64_t programs, int64_t chiplets) {
   if (p < 0 || p >= programs)
     throw UsageError(fmt::format("Tiles::chipletProgram: program {} is not one of {} programs", p, programs));
@@ -234,10 +265,6 @@ int64_t Tiles::streamKWorkspace(int64_t programs, int64_t tileM, int64_t tileN) 
 namespace dsl::tiles {
 
 TileSpace::TileSpace(const Tiles& s, const SrcLoc& loc) : s_(s), loc_(loc) {
-  if (s.isReversed() && s.isRagged())
-    dsl::fail(loc,
-              "for_tiles: reversed() numbers a dense schedule; a ragged one finds its groups in order (order the "
-              "groups themselves, e.g. longest first, through the offsets)");
   n_ = i32Of(s.n(), loc, "N");
   tn_ = cdiv(n_, s.tileN());
 }
@@ -263,7 +290,14 @@ void TileSpace::at(const Ix& t, const std::function<void(const Tile&)>& fn) cons
   // Ragged: the tile's group is a scan over the groups; past the last tile
   // the scan finds none.
   const GroupOf g = groupOf(s_, t, tn_);
-  if_else(g.group >= 0, [&] { run(t - g.first, cdiv(g.end - g.start, s_.tileM()), g.group, g.start, g.end); }, loc_);
+  if_else(
+      g.group >= 0,
+      [&] {
+        const Ix tm = cdiv(g.end - g.start, s_.tileM());
+        // Reversed: the group's tiles last first, as in a dense schedule.
+        run(s_.isReversed() ? tm * tn_ - 1 - (t - g.first) : t - g.first, tm, g.group, g.start, g.end);
+      },
+      loc_);
 }
 
 Ix TileSpace::program() const {

@@ -56,7 +56,101 @@ double perProgram(const CodeProfile& p, InstrClass c, double warps, double iters
   return warps * (p.all[c] - p.loop[c] - producer) + (loopWarps * everyWarp + p.loopIssue[c] + producer) * iters;
 }
 
+int64_t literalOf(const Operand& o, const char* what) {
+  if (!o.isLiteral() || o.kind() != Operand::Kind::Int || o.intValue() < 0)
+    throw UsageError(std::string("fixupCost: the schedule's ") + what +
+                     " must be a non-negative integer literal (the host's value), got " + o.str());
+  return o.intValue();
+}
+
+const ModelArch& modelArchOf(const Machine& m) {
+  const size_t colon = m.target.find(':');
+  const ModelArch* a = colon == std::string::npos ? nullptr : findModelArch(m.target.substr(colon + 1));
+  if (!a)
+    throw UsageError("the performance model has no row for machine " + m.id +
+                     " (perf/include/tessera/perf/ModelArchs.def)");
+  return *a;
+}
+
 }  // namespace
+
+FixupCost fixupCost(const Tiles& s, int64_t programs, const Machine& m) {
+  FixupCost f;
+  f.split = s.split();
+  if (s.split() == TileSplit::None) return f;
+  if (s.isRagged()) throw UsageError("fixupCost: the model covers dense schedules, not ragged ones");
+  if (programs < 1)
+    throw UsageError("fixupCost: the grid must have at least 1 program, got " + std::to_string(programs));
+  const ModelArch& pipes = modelArchOf(m);
+  TS_ASSERT(m.units > 0 && m.clockMHz > 0, "machine " + m.id + " has no units or clock");
+  const int64_t M = literalOf(s.m(), "M"), N = literalOf(s.n(), "N"), K = literalOf(s.k(), "K");
+  f.programs = programs;
+  f.tiles = Tiles::count(M, N, s.tileM(), s.tileN());
+  f.iterations = std::max<int64_t>(1, (K + s.tileK() - 1) / s.tileK());
+  const int64_t T = f.tiles, I = f.iterations, P = programs;
+  auto cdiv = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
+  // Units per tile, as TilesSplit.cpp deals them.
+  auto join = [&](int64_t unitsOfTile) {
+    f.units += unitsOfTile;
+    if (unitsOfTile < 2) return;
+    ++f.joinedTiles;
+    f.partials += unitsOfTile;
+    f.maxUnitsPerTile = std::max(f.maxUnitsPerTile, unitsOfTile);
+  };
+  if (s.split() == TileSplit::SplitK) {
+    const int64_t S = s.splits();
+    for (int64_t t = 0; t < T; ++t) join(S);
+    // Program p computes unit p (persistent: p, p + P, ...): the longest
+    // program runs ceil(units / P) units of at most ceil(I / S) iterations.
+    f.iterationsPerProgram = T == 0 ? 0 : cdiv(T * S, P) * cdiv(I, S);
+  } else {
+    // Shares of q or q + 1 iterations, the first r longer; tile t spans
+    // the shares holding its first and its last iteration.
+    const int64_t total = T * I, q = total / P, r = total % P, longEnd = r * (q + 1);
+    auto shareOf = [&](int64_t it) {
+      return it < longEnd ? it / (q + 1) : r + (it - longEnd) / std::max<int64_t>(q, 1);
+    };
+    for (int64_t t = 0; t < T; ++t) join(shareOf(t * I + I - 1) - shareOf(t * I) + 1);
+    f.iterationsPerProgram = q + (r > 0 ? 1 : 0);
+  }
+  f.iterationsUnsplit = T == 0 ? 0 : cdiv(T, P) * I;
+  f.maxUnitsPerTile = std::max<int64_t>(f.maxUnitsPerTile, f.units > 0 ? 1 : 0);
+
+  const double tileElems = double(s.tileM()) * double(s.tileN()), tileBytes = tileElems * 4;
+  f.bytes = 2 * double(f.partials) * tileBytes;
+  f.atomics = f.partials;
+  f.sumFlops = double(f.partials - f.joinedTiles) * tileElems;
+  const double clock = m.clockMHz * 1e6, units = m.units;
+  f.trafficSeconds = f.bytes / (units * pipes.l2 * clock);
+  if (f.joinedTiles > 0) {
+    // One program's longest join: its partial stored, released and its
+    // ticket drawn (two round trips), then U slots read back (a round trip,
+    // then the bytes at its unit's share of the L2 rate) and U - 1 adds.
+    const double U = double(f.maxUnitsPerTile);
+    const double addRate = m.vecF32 > 0 ? m.vecF32 / units / clock : 1;  // flops per cycle per unit
+    const double cycles =
+        tileBytes / pipes.l2 + 3 * pipes.latency + U * tileBytes / pipes.l2 + (U - 1) * tileElems / addRate;
+    f.chainSeconds = cycles / clock;
+  }
+  f.seconds = std::max(f.trafficSeconds, f.chainSeconds);
+  return f;
+}
+
+std::string FixupCost::str() const {
+  if (split == TileSplit::None) return {};
+  std::string s = std::string("  fix-up (") + (split == TileSplit::StreamK ? "stream-K" : "split-K") + ", " +
+                  std::to_string(programs) + " programs): " + std::to_string(joinedTiles) + " of " +
+                  std::to_string(tiles) + " tiles joined from " + std::to_string(partials) + " partials (at most " +
+                  std::to_string(maxUnitsPerTile) + " a tile), " + formatSI(bytes, "B") +
+                  " of workspace written and read back, " + std::to_string(atomics) + " tickets, " +
+                  formatSI(sumFlops, "FLOP") + " of adds\n";
+  s += "    workspace at the L2's rate " + num("%.3f us", trafficSeconds * 1e6) + ", longest join in one program " +
+       num("%.3f us", chainSeconds * 1e6) + ": fix-up " + num("%.3f us", seconds * 1e6) +
+       " (not added: the terms count both of its branches)\n";
+  s += "    balance: " + std::to_string(iterationsPerProgram) + " K iterations in the longest program, " +
+       std::to_string(iterationsUnsplit) + " with one tile per program\n";
+  return s;
+}
 
 ModelPrediction predictGpu(const codegen::Artifact& art, const ir::WorkEstimate& work, const Machine& m,
                            const ModelOptions& opts) {
@@ -212,6 +306,12 @@ ModelPrediction predictGpu(const codegen::Artifact& art, const ir::WorkEstimate&
     if (term.seconds > top->seconds) top = &term;
   r.bound = top->name;
   r.speedOfLight = roofline(work, m).seconds;
+  if (opts.schedule && opts.schedule->split() != TileSplit::None) {
+    r.fixup = fixupCost(*opts.schedule, static_cast<int64_t>(P), m);
+    if (r.fixup.iterationsPerProgram > 0)
+      r.balanceSavedSeconds =
+          computeSeconds * (double(r.fixup.iterationsUnsplit) / double(r.fixup.iterationsPerProgram) - 1);
+  }
   for (const std::string& note : work.notes) r.notes.push_back("work: " + note);
   return r;
 }
@@ -245,6 +345,11 @@ std::string ModelPrediction::str() const {
     s += "    " + t.name + std::string(t.name.size() < 18 ? 18 - t.name.size() : 0, ' ') +
          num("%.3f us", t.seconds * 1e6) + "\n";
   s += "  launch latency " + num("%.1f us", launchSeconds * 1e6) + "\n";
+  if (fixup.split != TileSplit::None) {
+    s += fixup.str();
+    s += "    the balance saves " + num("%.3f us", balanceSavedSeconds * 1e6) +
+         " of compute against one tile per program; the fix-up costs " + num("%.3f us", fixup.seconds * 1e6) + "\n";
+  }
   s += "  predicted " + num("%.3f us", seconds * 1e6) + ", " + bound + " bound; speed of light " +
        num("%.3f us", speedOfLight * 1e6) + "\n";
   for (const std::string& n : notes) s += "  note: " + n + "\n";

@@ -19,6 +19,7 @@
 #include "Format.h"
 #include "tessera/codegen/DiskCache.h"
 #include "tessera/perf/TuneTable.h"
+#include "tessera/support/Environment.h"
 #include "tessera/support/Error.h"
 
 namespace tessera::perf {
@@ -143,8 +144,28 @@ const char* name(TuneStatus s) {
     case TuneStatus::CompileFail: return "compile-error";
     case TuneStatus::Wrong: return "wrong-answer";
     case TuneStatus::LaunchFail: return "launch-error";
+    case TuneStatus::Skipped: return "skipped";
   }
   return "?";
+}
+
+const char* name(TuneChoice c) {
+  switch (c) {
+    case TuneChoice::Fastest: return "fastest";
+    case TuneChoice::Recorded: return "recorded";
+    case TuneChoice::Pinned: return "pinned";
+    case TuneChoice::FirstValid: return "first-valid";
+  }
+  return "?";
+}
+
+bool tuneDeterministic(const TuneOptions& o) {
+  const char* v = env::get(env::Var::Deterministic);
+  if (!v) return o.deterministic;
+  const std::string t = v;
+  if (t != "0" && t != "1")
+    throw UsageError(std::string(env::name(env::Var::Deterministic)) + "='" + t + "' (expected 0 or 1)");
+  return t == "1";
 }
 
 BenchOptions TuneOptions::defaultBench() {
@@ -310,10 +331,25 @@ TuneResult tune(const TuneProblem& p, const TuneOptions& opts) {
     return s;
   }();
 
+  // Deterministic mode: the key's pin, when it is still a config of the
+  // space that no constraint prunes and whose stored outcome (if any) is
+  // valid. Then nothing else is run: only the pin, when its outcome is no
+  // longer stored, is measured again (and checked).
+  const bool deterministic = tuneDeterministic(opts);
+  std::optional<size_t> pinned;
+  if (deterministic && !opts.retune)
+    if (std::optional<TuneConfig> pin = loadTunePin(r))
+      for (size_t i = 0; i < configs.size(); ++i)
+        if (configs[i] == *pin && p.space.violated(configs[i]).empty()) {
+          std::optional<TuneCandidateResult> s = loadTuneEntry(r, configs[i]);
+          if (!s || s->valid()) pinned = i;
+        }
+
   // 1-2: constraints and the store. Constraint pruning is not stored: it
   // costs nothing, and a changed constraint must take effect at once.
   std::vector<size_t> todo;
-  for (const TuneConfig& c : configs) {
+  for (size_t i = 0; i < configs.size(); ++i) {
+    const TuneConfig& c = configs[i];
     TuneCandidateResult res;
     res.config = c;
     std::vector<std::string> bad = p.space.violated(c);
@@ -323,6 +359,9 @@ TuneResult tune(const TuneProblem& p, const TuneOptions& opts) {
     } else if (std::optional<TuneCandidateResult> s = opts.retune ? std::nullopt : loadTuneEntry(r, c)) {
       res = *s;
       ++r.reused;
+    } else if (pinned && *pinned != i) {
+      res.status = TuneStatus::Skipped;
+      res.reason = "not run: the choice is pinned (deterministic)";
     } else {
       todo.push_back(r.candidates.size());
     }
@@ -411,6 +450,24 @@ TuneResult tune(const TuneProblem& p, const TuneOptions& opts) {
       ++r.pruned;
     if (c.valid() && (!r.best || c.seconds < r.candidates[*r.best].seconds)) r.best = i;
   }
+  if (deterministic && r.best) {
+    if (pinned && r.candidates[*pinned].valid()) {
+      r.best = pinned;
+      r.choice = TuneChoice::Pinned;
+    } else if (saveTunePin(r, r.candidates[*r.best].config)) {
+      // No pin, or one whose config no longer checks: the fastest, pinned.
+      r.choice = TuneChoice::Recorded;
+    } else {
+      // Nothing can be recorded (the store is off or cannot be written):
+      // a rule that no measurement enters, the space's first valid config.
+      for (size_t i = 0; i < r.candidates.size(); ++i)
+        if (r.candidates[i].valid()) {
+          r.best = i;
+          break;
+        }
+      r.choice = TuneChoice::FirstValid;
+    }
+  }
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   if (!r.best) throw TuneError(failureMessage(r), r);
   return r;
@@ -424,13 +481,22 @@ std::string formatTuneTable(const TuneResult& r) {
   for (size_t i = 0; i < r.candidates.size(); ++i) {
     const TuneCandidateResult& c = r.candidates[i];
     const bool timed = c.valid();
-    std::string note = r.best && *r.best == i ? "best" : c.reason;
+    std::string note = c.reason;
+    if (r.best && *r.best == i) {
+      switch (r.choice) {
+        case TuneChoice::Fastest: note = "best"; break;
+        case TuneChoice::Recorded: note = "best, pinned (deterministic)"; break;
+        case TuneChoice::Pinned: note = "pinned (deterministic)"; break;
+        case TuneChoice::FirstValid: note = "first valid config (deterministic, no store to pin it)"; break;
+      }
+    }
     if (note.size() > 100) note = note.substr(0, 97) + "...";
     // Results of the performance model (device "model: ...") are predictions.
     const bool predicted = timed && r.device.rfind("model: ", 0) == 0;
     t.add({c.config.str(), predicted ? "predicted" : name(c.status), timed ? formatSeconds(c.seconds) : "-",
            timed ? formatSeconds(c.minSeconds) : "-", timed ? std::to_string(c.reps) : "-",
            c.status == TuneStatus::Constraint ? "space"
+           : c.status == TuneStatus::Skipped  ? "-"
            : c.fromStore                      ? "store"
                                               : "this run",
            note});

@@ -5,6 +5,7 @@
 // a field this version does not know is ignored, a missing one defaults.
 #include "tessera/perf/TuneTable.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -29,6 +30,25 @@ codegen::CacheKey entryKey(const TuneResult& r, const TuneConfig& c) {
   if (!r.code.empty()) parts.push_back({"code", r.code});
   parts.push_back({"config", c.str()});
   return codegen::CacheKey::make(kTuneStoreKind, std::move(parts));
+}
+
+// A deterministic run's pin: the key's parts without a config, and a
+// "pin" part; its payload "config=NAME=V,...". An entry without a config
+// part is no measurement, so the table's loop over measurements passes it by.
+codegen::CacheKey pinKey(const TuneResult& r) {
+  auto parts = keyParts(r.kernel, r.bucket, r.dtype, r.device, r.toolchain);
+  if (!r.code.empty()) parts.push_back({"code", r.code});
+  parts.push_back({"pin", "deterministic"});
+  return codegen::CacheKey::make(kTuneStoreKind, std::move(parts));
+}
+
+std::optional<TuneConfig> decodePin(const std::string& payload) {
+  if (payload.rfind("config=", 0) != 0) return std::nullopt;
+  try {
+    return TuneConfig::parse(payload.substr(7, payload.find('\n') - 7));
+  } catch (const Error&) {
+    return std::nullopt;  // another version's spelling: no pin
+  }
 }
 
 std::string oneLine(std::string s) {
@@ -108,16 +128,35 @@ bool saveTuneEntry(const TuneResult& key, const TuneCandidateResult& c) {
   return store.usable() && store.save(entryKey(key, c.config), encode(c));
 }
 
+std::optional<TuneConfig> loadTunePin(const TuneResult& key) {
+  codegen::KeyedStore store(kTuneStoreKind);
+  if (!store.usable()) return std::nullopt;
+  std::optional<std::string> payload = store.load(pinKey(key));
+  return payload ? decodePin(*payload) : std::nullopt;
+}
+
+bool saveTunePin(const TuneResult& key, const TuneConfig& c) {
+  codegen::KeyedStore store(kTuneStoreKind);
+  return store.usable() && store.save(pinKey(key), "config=" + c.str() + "\n");
+}
+
 // ---- the table ---------------------------------------------------------------
 
 TuneTable TuneTable::fromStore(const std::string& kernel, const std::string& code) {
   TuneTable t;
   codegen::KeyedStore store(kTuneStoreKind);
   const std::string toolchain = tuneToolchainKey();
-  for (const codegen::EntryInfo& e : store.list()) {
+  const bool deterministic = tuneDeterministic(TuneOptions{});
+  std::vector<const codegen::EntryInfo*> pins;
+  const std::vector<codegen::EntryInfo> all = store.list();
+  for (const codegen::EntryInfo& e : all) {
     if (!e.valid || partOf(e.parts, "toolchain") != toolchain) continue;
     if (!kernel.empty() && partOf(e.parts, "kernel") != kernel) continue;
     if (!code.empty() && partOf(e.parts, "code") != code) continue;  // measured for other code
+    if (!partOf(e.parts, "pin").empty()) {
+      if (deterministic) pins.push_back(&e);
+      continue;
+    }
     TuneConfig config;
     try {
       config = TuneConfig::parse(partOf(e.parts, "config"));
@@ -129,6 +168,34 @@ TuneTable TuneTable::fromStore(const std::string& kernel, const std::string& cod
     if (!c || !c->valid()) continue;
     t.add({partOf(e.parts, "kernel"), partOf(e.parts, "bucket"), partOf(e.parts, "dtype"), partOf(e.parts, "device"),
            toolchain, config, c->seconds, c->shape});
+  }
+  // Deterministic: a pinned key gives its pin, whatever is faster.
+  for (const codegen::EntryInfo* e : pins) {
+    std::optional<std::string> payload = store.load(codegen::CacheKey::make(kTuneStoreKind, e->parts));
+    std::optional<TuneConfig> config = payload ? decodePin(*payload) : std::nullopt;
+    if (!config) continue;
+    std::vector<codegen::KeyPart> parts;
+    for (const codegen::KeyPart& k : e->parts)
+      if (k.name != "pin") parts.push_back(k);
+    parts.push_back({"config", config->str()});
+    std::optional<std::string> measured = store.load(codegen::CacheKey::make(kTuneStoreKind, std::move(parts)));
+    std::optional<TuneCandidateResult> c = measured ? decode(*measured, *config) : std::nullopt;
+    TuneTableEntry pinned{partOf(e->parts, "kernel"),
+                          partOf(e->parts, "bucket"),
+                          partOf(e->parts, "dtype"),
+                          partOf(e->parts, "device"),
+                          toolchain,
+                          *config,
+                          c && c->valid() ? c->seconds : 0,
+                          c ? c->shape : std::string()};
+    auto same = std::find_if(t.entries.begin(), t.entries.end(), [&](const TuneTableEntry& x) {
+      return x.kernel == pinned.kernel && x.bucket == pinned.bucket && x.dtype == pinned.dtype &&
+             x.device == pinned.device;
+    });
+    if (same != t.entries.end())
+      *same = pinned;
+    else
+      t.entries.push_back(pinned);
   }
   return t;
 }

@@ -98,6 +98,18 @@ struct Expected {
 };
 
 Expected expect(const Schedule& s, int64_t M, int64_t N, int64_t BM, int64_t BN, const std::vector<int32_t>* offsets) {
+  if (offsets && s.reversed) {
+    // Reversed ragged: the forward ragged numbering read backwards (the
+    // last group's last tile first), each tile renumbered by its position.
+    Schedule forward = s;
+    forward.reversed = false;
+    Expected e = expect(forward, M, N, BM, BN, offsets), r = e;
+    for (int64_t t = 0; t < e.tiles; ++t) {
+      std::copy_n(&e.record[size_t((e.tiles - 1 - t) * kFields)], kFields, &r.record[size_t(t * kFields)]);
+      r.record[size_t(t * kFields)] = static_cast<int32_t>(t);
+    }
+    return r;
+  }
   Expected e;
   e.tn = (N + BN - 1) / BN;
   std::vector<std::pair<int64_t, int64_t>> groups;  // rows [start, end)
@@ -238,20 +250,76 @@ TEST_CASE("for_tiles: chiplets(X) gives each chiplet's programs consecutive tile
 }
 
 TEST_CASE("for_tiles: ragged groups, empty ones included, have no tile for an empty group", "[dsl][tiles]") {
-  // Groups of 5, 0, 7, 0, 1 and 16 rows; the third ends mid-tile.
+  // Groups of 5, 0, 7, 0, 1 and 16 rows; the third ends mid-tile. One
+  // tile in all (a group of 3 rows between empty ones), and no tile.
   const std::vector<int32_t> offsets = {0, 5, 5, 12, 12, 13, 29};
+  const std::vector<int32_t> single = {2, 2, 5, 5};
   const std::vector<int32_t> allEmpty = {4, 4, 4};
   for (ts::Device dev : testpaths::cpuPathsAndEmulators())
-    for (const Schedule& s : {kSchedules[0], kSchedules[2], kSchedules[4], kSchedules[5]}) {
+    for (const Schedule& s :
+         {kSchedules[0], kSchedules[2], kSchedules[4], kSchedules[5], kSchedules[8], kSchedules[9]}) {
       const int64_t bound = ts::Tiles::raggedBound(29, 6, 10, 4, 4);
       if (s.persistent) {
         for (int64_t programs : {int64_t{1}, int64_t{5}}) check(dev, s, 0, 10, 4, 4, &offsets, programs);
+        check(dev, s, 0, 3, 4, 4, &single, 2);
         check(dev, s, 0, 10, 4, 4, &allEmpty, 2);
       } else {
         check(dev, s, 0, 10, 4, 4, &offsets, bound);
+        check(dev, s, 0, 3, 4, 4, &single, ts::Tiles::raggedBound(3, 3, 3, 4, 4));
         check(dev, s, 0, 10, 4, 4, &allEmpty, 1);
       }
     }
+}
+
+TEST_CASE(
+    "for_tiles: reversed() hands out a ragged schedule's tiles last group first, longest first when the groups "
+    "grow",
+    "[dsl][tiles]") {
+  // Groups ordered shortest to longest (0, 3, 0, 6, 9 and 17 rows; 4 x 4
+  // tiles, 2 tile columns): reversed, tile 0 is the last tile row of the
+  // longest group, and the groups come in order of decreasing length.
+  const std::vector<int32_t> offsets = {0, 0, 3, 3, 9, 18, 35};
+  const std::vector<int64_t> tilesOf = {0, 2, 0, 4, 6, 10};  // ceil(rows / 4) x 2
+  const int64_t tn = 2, total = 22;
+  for (const Schedule& s : {kSchedules[8], kSchedules[9]}) {
+    INFO(str(s));
+    ts::Tiles host(0, 8, 4, 4);
+    apply(host, s);
+    // The host's coordinates: every tile once, groups by decreasing
+    // length, and within a group its tile rows last first.
+    std::vector<int> seen(6 * 5 * 2, 0);
+    int64_t prevGroup = 6, prevRows = 1 << 30;
+    for (int64_t t = 0; t < total; ++t) {
+      const auto [g, m, n] = host.raggedCoords(t, offsets, tn);
+      REQUIRE((g >= 0 && g < 6 && m >= 0 && m * tn < tilesOf[size_t(g)] && n >= 0 && n < tn));
+      ++seen[size_t((g * 5 + m) * 2 + n)];
+      const int64_t rows = offsets[size_t(g + 1)] - offsets[size_t(g)];
+      CHECK(g <= prevGroup);
+      CHECK(rows <= prevRows);
+      prevGroup = g;
+      prevRows = rows;
+    }
+    CHECK(std::accumulate(seen.begin(), seen.end(), 0) == total);
+    CHECK(std::all_of(seen.begin(), seen.end(), [](int c) { return c <= 1; }));
+    CHECK(host.raggedCoords(0, offsets, tn) == std::tuple<int64_t, int64_t, int64_t>{5, 4, 1});  // both orders
+    CHECK(std::get<0>(host.raggedCoords(total - 1, offsets, tn)) == 1);  // the shortest non-empty group last
+    CHECK_THROWS_AS(host.raggedCoords(total, offsets, tn), ts::UsageError);
+    // The device agrees with the host, field by field, on every target.
+    for (ts::Device dev : testpaths::cpuPathsAndEmulators()) {
+      const Expected e = expect(s, 0, 8, 4, 4, &offsets);
+      REQUIRE(e.tiles == total);
+      for (int64_t t = 0; t < total; ++t) {
+        const auto [g, m, n] = host.raggedCoords(t, offsets, tn);
+        const int32_t* r = &e.record[size_t(t * kFields)];
+        CHECK(std::tuple<int64_t, int64_t, int64_t>{r[3], r[1], r[2]} == std::tuple{g, m, n});
+      }
+      check(dev, s, 0, 8, 4, 4, &offsets, s.persistent ? 3 : ts::Tiles::raggedBound(35, 6, 8, 4, 4));
+    }
+  }
+  // Forward, the host follows the groups in order.
+  ts::Tiles forward(0, 8, 4, 4);
+  CHECK(std::get<0>(forward.raggedCoords(0, offsets, tn)) == 1);
+  CHECK(forward.raggedCoords(total - 1, offsets, tn) == std::tuple<int64_t, int64_t, int64_t>{5, 4, 1});
 }
 
 namespace {
@@ -446,14 +514,6 @@ TEST_CASE("for_tiles misuse", "[dsl][tiles][errors]") {
     });
     CHECK_THAT(msg, StartsWith(dsltest::at(__FILE__, line)));
     CHECK_THAT(msg, Contains("Tiles::chiplets: the chiplet count must be an integer from 1 to 1024, got"));
-  }
-  SECTION("a reversed ragged schedule") {
-    std::string msg = dsltest::traceError([&](ts::Ptr<const int32_t> off, ts::Int n) {
-      line = __LINE__ + 1;
-      ts::for_tiles(ts::Tiles(n, n, 16, 16).ragged(off, 4).reversed(), [](const ts::Tile&) {});
-    });
-    CHECK_THAT(msg, StartsWith(dsltest::at(__FILE__, line)));
-    CHECK_THAT(msg, Contains("for_tiles: reversed() numbers a dense schedule"));
   }
   SECTION("a float extent") {
     std::string msg = dsltest::traceError([&](ts::Ptr<float>, ts::Float x) {

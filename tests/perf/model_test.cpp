@@ -402,3 +402,110 @@ TEST_CASE("model: a table tuned by the model serves a device of its machine, mea
   CHECK(t.pickFor("gemm_f16", shape, "f16", h100, fallback) == measured);
 }
 #endif
+
+namespace {
+
+// The model's row of an architecture (ModelArchs.def): the L2's bytes per
+// clock per unit and the DRAM latency in cycles.
+struct ArchRow {
+  double l2 = 0, latency = 0;
+};
+ArchRow archRow(const std::string& arch) {
+#define TS_MODEL_ARCH(a, issue, scalar, lsu, sfu, syncMma, l2, latency, launchUs) \
+  if (arch == #a) return {l2, latency};
+#include "tessera/perf/ModelArchs.def"
+  FAIL("no ModelArchs.def row for " << arch);
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("model: the fix-up of a small stream-K GEMM, counted and timed by its formula", "[perf][model]") {
+  const perf::Machine& m = machine("mi300x");
+  const ArchRow a = archRow("gfx942");
+  const double clock = m.clockMHz * 1e6, tileBytes = 128.0 * 128 * 4;
+  // 256 x 256 in 128 x 128 tiles: 4 tiles of 1024 / 64 = 16 K iterations,
+  // 64 in all, dealt to 3 programs in shares [0, 22), [22, 43), [43, 64):
+  // tile 0 is share 0's and tile 3 share 2's whole; tiles 1 and 2 are each
+  // joined from 2 partials.
+  ts::Tiles s(256, 256, 128, 128);
+  s.streamK(1024, 64);
+  const perf::FixupCost f = perf::fixupCost(s, 3, m);
+  CHECK(f.split == ts::TileSplit::StreamK);
+  CHECK(f.tiles == 4);
+  CHECK(f.iterations == 16);
+  CHECK(f.programs == 3);
+  CHECK(f.units == 6);
+  CHECK(f.joinedTiles == 2);
+  CHECK(f.partials == 4);
+  CHECK(f.maxUnitsPerTile == 2);
+  CHECK(f.bytes == 2 * 4 * tileBytes);  // 4 partials written, 4 read back: 512 KiB
+  CHECK(f.atomics == 4);
+  CHECK(f.sumFlops == 2 * 128.0 * 128);  // one add of two partials per joined tile
+  CHECK(f.iterationsPerProgram == 22);
+  CHECK(f.iterationsUnsplit == 32);  // two tile rows of 16 iterations on the busiest program
+  CHECK(f.trafficSeconds == Approx(f.bytes / (m.units * a.l2 * clock)));
+  const double chainCycles =
+      tileBytes / a.l2 + 3 * a.latency + 2 * tileBytes / a.l2 + 128.0 * 128 / (m.vecF32 / m.units / clock);
+  CHECK(f.chainSeconds == Approx(chainCycles / clock));
+  CHECK(f.seconds == std::max(f.trafficSeconds, f.chainSeconds));
+  CHECK(f.seconds > 0);
+  CHECK_THAT(f.str(),
+             Contains("fix-up (stream-K, 3 programs): 2 of 4 tiles joined from 4 partials (at most 2 a tile)") &&
+                 Contains("4 tickets") && Contains("22 K iterations in the longest program, 32 with one tile"));
+
+  // Two programs split the 64 iterations at a tile boundary: nothing to join.
+  const perf::FixupCost even = perf::fixupCost(s, 2, m);
+  CHECK(even.joinedTiles == 0);
+  CHECK(even.partials == 0);
+  CHECK(even.bytes == 0);
+  CHECK(even.seconds == 0);
+  CHECK(even.iterationsPerProgram == even.iterationsUnsplit);
+
+  // Split-K, 4 splits of 4 iterations over 4 tiles of 64 x 64, one program
+  // per unit: every tile joined from 4 partials of 16 KiB.
+  ts::Tiles k4(128, 128, 64, 64);
+  k4.splitK(4, 256, 64);
+  const perf::FixupCost sk = perf::fixupCost(k4, 16, m);
+  CHECK(sk.units == 16);
+  CHECK(sk.joinedTiles == 4);
+  CHECK(sk.partials == 16);
+  CHECK(sk.maxUnitsPerTile == 4);
+  CHECK(sk.bytes == 2 * 16 * 64.0 * 64 * 4);
+  CHECK(sk.sumFlops == 12 * 64.0 * 64);
+  CHECK(sk.iterationsPerProgram == 1);
+  CHECK(sk.iterationsUnsplit == 4);
+  // One split is no fix-up; no split costs nothing.
+  ts::Tiles k1(128, 128, 64, 64);
+  k1.splitK(1, 256, 64);
+  CHECK(perf::fixupCost(k1, 4, m).bytes == 0);
+  CHECK(perf::fixupCost(ts::Tiles(128, 128, 64, 64), 4, m).split == ts::TileSplit::None);
+  CHECK(perf::fixupCost(ts::Tiles(128, 128, 64, 64), 4, m).str().empty());
+  CHECK_THROWS_AS(perf::fixupCost(s, 0, m), ts::UsageError);
+}
+
+TEST_CASE("model: a split-K GEMM's prediction reports its fix-up when the schedule is given", "[perf][model]") {
+  const perf::Machine& m = machine("mi300x");
+  ex::RunContext ctx;
+  ctx.device = ts::Device::emulator(m.target);
+  ctx.shape = {128, 128, 1024, 4};
+  const ex::Example& e = *ex::find("gemm_split_k");
+  ex::Launch l = e.prepare(ctx);
+  REQUIRE(l.schedule);
+  ts::CompiledKernel k =
+      ts::compile(ts::specializedFor(l.kernel, l.args), ts::Target::parse(m.target), e.optionsFor(ctx));
+  perf::ModelOptions o;
+  o.preferSass = false;
+  const perf::ModelPrediction plain = perf::predictGpu(k, l.grid, l.args, m, o);
+  CHECK(plain.fixup.split == ts::TileSplit::None);
+  CHECK_THAT(plain.str(), !Contains("fix-up"));
+  o.schedule = l.schedule;
+  const perf::ModelPrediction p = perf::predictGpu(k, l.grid, l.args, m, o);
+  const perf::FixupCost want = perf::fixupCost(*l.schedule, int64_t(l.grid.x), m);
+  CHECK(p.fixup.partials == want.partials);
+  CHECK(p.fixup.partials == 4 * p.fixup.tiles);
+  CHECK(p.fixup.seconds == want.seconds);
+  CHECK(p.seconds == plain.seconds);  // reported, not added
+  CHECK(p.balanceSavedSeconds > 0);
+  CHECK_THAT(p.str(), Contains("fix-up (split-K, ") && Contains("the balance saves"));
+}

@@ -4,7 +4,10 @@
 // which config is fastest: only on which configs are valid.
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <functional>
+#include <map>
 
+#include "../env_guard.h"
 #include "registry.h"
 #include "tessera/codegen/DiskCache.h"
 #include "tessera/perf/Tune.h"
@@ -287,4 +290,187 @@ TEST_CASE("tune: softmax's constraint prunes tiles narrower than the row, which 
   CHECK(all.candidates[0].status == perf::TuneStatus::Wrong);
   CHECK(all.candidates[1].status == perf::TuneStatus::Wrong);
   CHECK(all.bestConfig()->get("BLOCK") >= 600);
+}
+
+namespace {
+
+// out = 2 * in, BLOCK lanes per program, each program repeating its work
+// `spin` times: a kernel whose speed a test sets per config.
+ts::Kernel spinScale(int block) {
+  return ts::kernel("tune_spin_scale", {"out", "in", "n", "spin"},
+                    [=](ts::Ptr<float> out, ts::Ptr<const float> in, ts::Int n, ts::Int spin) {
+                      auto i = ts::program_id(0) * block + ts::arange(block);
+                      auto x = ts::load(in + i, i < n);
+                      auto y = ts::for_range(0, spin, 1, x,
+                                             [&](ts::Int, ts::Tensor acc) { return acc * 0.5f + acc * 0.5f; });
+                      ts::store(out + i, 2.0f * y, i < n);
+                    });
+}
+
+// BLOCK in {64, 128, 256, 512}, 64 pruned by a constraint: the first valid
+// config is BLOCK=128. `spinOf(block)` sets each config's work per launch.
+perf::TuneProblem spinProblem(std::function<int(int)> spinOf) {
+  const int n = 4096;
+  perf::TuneProblem p;
+  p.kernel = "tune_spin_scale";
+  p.shape = {n};
+  p.dtype = "f32";
+  p.device = ts::Device::cpu();
+  p.space.param("BLOCK", {64, 128, 256, 512});
+  p.space.constrain("BLOCK >= 128", [](const perf::TuneConfig& c) { return c.get("BLOCK") >= 128; });
+  p.prepare = [n, spinOf](const perf::TuneConfig& c) {
+    const int block = static_cast<int>(c.get("BLOCK"));
+    ts::Device dev = ts::Device::cpu();
+    perf::TuneCandidate cand;
+    cand.kernel = spinScale(block);
+    ts::Buffer in = dev.upload(ts::DType::F32, std::vector<float>(n, 1.5f));
+    ts::Buffer out = dev.alloc(ts::DType::F32, n);
+    cand.grid = ts::Dim3(static_cast<uint32_t>(n / block));
+    cand.args = {out, in, int32_t(n), int32_t(spinOf(block))};
+    cand.check = [out](std::string& why) {
+      for (float x : out.read<float>())
+        if (x != 3.0f) {
+          why = "an element is not 2 * 1.5";
+          return false;
+        }
+      return true;
+    };
+    return cand;
+  };
+  return p;
+}
+
+// A measurement that changes from run to run: the performance model's hook
+// with a time per config (told apart by the grid: 4096 / BLOCK programs)
+// that the test sets before each run.
+struct NoisyTimes {
+  std::map<int64_t, double> seconds;  // by BLOCK
+  perf::TuneOptions options() {
+    perf::TuneOptions o;
+    o.quiet = true;
+    o.predictTarget = ts::Target::parse("cpu");
+    o.predictKey = "noisy timer";
+    o.predict = [this](const ts::codegen::Artifact&, const perf::TuneCandidate& c) {
+      return seconds.at(4096 / c.grid.x);
+    };
+    return o;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("tune: deterministic mode pins the choice per key, whatever later measurements say", "[perf][tune]") {
+  FreshStore store("deterministic");
+  ts::testing::EnvGuard unset("TESSERA_DETERMINISTIC", nullptr);
+  perf::TuneProblem p = spinProblem([](int) { return 1; });
+  NoisyTimes noise;
+  perf::TuneOptions det = noise.options();
+  det.deterministic = true;
+
+  // The first deterministic run: BLOCK=512 measures fastest, and is pinned.
+  noise.seconds = {{128, 3e-3}, {256, 2e-3}, {512, 1e-3}};
+  perf::TuneResult first = perf::tune(p, det);
+  REQUIRE(first.bestConfig());
+  CHECK(first.bestConfig()->get("BLOCK") == 512);
+  CHECK(first.choice == perf::TuneChoice::Recorded);
+  CHECK(first.measured == 3);
+  CHECK_THAT(perf::formatTuneTable(first), Contains("best, pinned (deterministic)"));
+  REQUIRE(perf::loadTunePin(first));
+  CHECK(*perf::loadTunePin(first) == *first.bestConfig());
+
+  // The timings flip, and a run that is not deterministic measures them
+  // again (the store now says BLOCK=256 is fastest; which config that run
+  // chooses is its own business).
+  noise.seconds = {{128, 3e-3}, {256, 1e-3}, {512, 2e-3}};
+  perf::TuneOptions free = noise.options();
+  free.retune = true;
+  perf::TuneResult remeasured = perf::tune(p, free);
+  CHECK(remeasured.choice == perf::TuneChoice::Fastest);
+  CHECK(remeasured.candidates[2].seconds < remeasured.candidates[3].seconds);  // the noise took effect
+
+  // Deterministic runs keep the pinned BLOCK=512, timing nothing: through
+  // the option and through TESSERA_DETERMINISTIC.
+  noise.seconds = {{128, 1e-3}, {256, 2e-3}, {512, 3e-3}};
+  perf::TuneResult second = perf::tune(p, det);
+  CHECK(second.bestConfig()->get("BLOCK") == 512);
+  CHECK(second.choice == perf::TuneChoice::Pinned);
+  CHECK(second.measured == 0);
+  CHECK_THAT(perf::formatTuneTable(second), Contains("pinned (deterministic)"));
+  {
+    ts::testing::EnvGuard on("TESSERA_DETERMINISTIC", "1");
+    perf::TuneResult third = perf::tune(p, noise.options());
+    CHECK(third.bestConfig()->get("BLOCK") == 512);
+    CHECK(third.choice == perf::TuneChoice::Pinned);
+    // The deployed choice follows the pin.
+    perf::TuneTable pinned = perf::TuneTable::fromStore("tune_spin_scale");
+    REQUIRE(pinned.entries.size() == 1);
+    CHECK(pinned.entries[0].config.get("BLOCK") == 512);
+  }
+  {
+    // TESSERA_DETERMINISTIC=0 wins over the option: the store's fastest.
+    ts::testing::EnvGuard off("TESSERA_DETERMINISTIC", "0");
+    CHECK_FALSE(perf::tuneDeterministic(det));
+    perf::TuneTable fastest = perf::TuneTable::fromStore("tune_spin_scale");
+    REQUIRE(fastest.entries.size() == 1);
+    CHECK(fastest.entries[0].config.get("BLOCK") == 256);
+  }
+  {
+    ts::testing::EnvGuard bad("TESSERA_DETERMINISTIC", "yes");
+    CHECK_THROWS_AS(perf::tuneDeterministic(det), ts::UsageError);
+  }
+
+  // A new config in the space does not unpin: it is skipped, not measured.
+  perf::TuneProblem grown = p;
+  grown.space = perf::TuneSpace();
+  grown.space.param("BLOCK", {64, 128, 256, 512, 1024});
+  grown.space.constrain("BLOCK >= 128", [](const perf::TuneConfig& c) { return c.get("BLOCK") >= 128; });
+  noise.seconds[1024] = 1e-4;
+  perf::TuneResult withNew = perf::tune(grown, det);
+  CHECK(withNew.bestConfig()->get("BLOCK") == 512);
+  CHECK(withNew.measured == 0);
+  CHECK(withNew.candidates[4].status == perf::TuneStatus::Skipped);
+
+  // --retune in deterministic mode chooses again: the new fastest is pinned.
+  det.retune = true;
+  perf::TuneResult retuned = perf::tune(p, det);
+  CHECK(retuned.bestConfig()->get("BLOCK") == 128);
+  CHECK(retuned.choice == perf::TuneChoice::Recorded);
+  det.retune = false;
+  CHECK(perf::tune(p, det).bestConfig()->get("BLOCK") == 128);
+}
+
+TEST_CASE("tune: deterministic mode without a store chooses the space's first valid config", "[perf][tune]") {
+  FreshStore store("deterministic_no_store");
+  ts::testing::EnvGuard unset("TESSERA_DETERMINISTIC", nullptr);
+  ts::codegen::DiskCacheSettings off;
+  off.enabled = false;
+  ts::codegen::setDiskCacheSettings(off);
+  NoisyTimes noise;
+  perf::TuneOptions det = noise.options();
+  det.deterministic = true;
+  for (int run = 0; run < 2; ++run) {
+    // Each run measures afresh with other times; BLOCK=64 is pruned.
+    noise.seconds = run == 0 ? std::map<int64_t, double>{{128, 3e-3}, {256, 2e-3}, {512, 1e-3}}
+                             : std::map<int64_t, double>{{128, 2e-3}, {256, 1e-3}, {512, 3e-3}};
+    perf::TuneResult r = perf::tune(spinProblem([](int) { return 1; }), det);
+    CHECK(r.measured == 3);
+    CHECK(r.bestConfig()->get("BLOCK") == 128);
+    CHECK(r.choice == perf::TuneChoice::FirstValid);
+    CHECK_THAT(perf::formatTuneTable(r), Contains("first valid config"));
+  }
+
+  // The same with real timings of a kernel whose slow config changes from
+  // run to run (BLOCK=128 slow in the first, fast in the second): the
+  // choice does not follow.
+  perf::TuneOptions timed;
+  timed.quiet = true;
+  timed.deterministic = true;
+  timed.bench.warmupSeconds = 0;
+  timed.bench.budgetSeconds = 0;
+  timed.bench.minReps = 2;
+  for (int run = 0; run < 2; ++run) {
+    perf::TuneResult r = perf::tune(spinProblem([run](int b) { return (b == 128) == (run == 0) ? 2000 : 1; }), timed);
+    CHECK(r.bestConfig()->get("BLOCK") == 128);
+    CHECK(r.choice == perf::TuneChoice::FirstValid);
+  }
 }

@@ -25,7 +25,9 @@
 // batch), its tiles never straddle two groups, and a group with no rows has
 // no tiles, so no program works on it. The tile-to-group mapping is
 // computed on the device from the offsets (a scan over the groups per
-// tile), so the host never reads them.
+// tile), so the host never reads them. reversed() numbers the ragged tiles
+// last group first (longest first when the groups are ordered shortest to
+// longest).
 //
 // splitK(S, K, tileK) and streamK(K, tileK) also cut each tile's K loop:
 // split-K gives every tile S work units, each owning a contiguous range of
@@ -47,8 +49,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "tessera/dsl/DSL.h"
 
@@ -84,7 +88,12 @@ class Tiles {
   /// rows() or grouped(), the tile rows of largest m come first: longest
   /// first for causal attention, whose tile row m has m + 1 key blocks, so
   /// a persistent grid starts the heaviest tiles first and fills its end
-  /// with the light ones. Dense schedules only (a DslError with ragged()).
+  /// with the light ones. With ragged(), the whole ragged numbering is
+  /// reversed: the last group's tiles first, each group's last tile row
+  /// first. Groups ordered shortest to longest (sequences of a batch sorted
+  /// by length, experts by token count) are then handed out longest first;
+  /// the scan that finds a tile's group runs from the last group, at the
+  /// forward numbering's cost (one pass over the offsets per tile).
   Tiles& reversed(bool on = true) {
     reversed_ = on;
     return *this;
@@ -137,6 +146,11 @@ class Tiles {
   /// coordinates (m, n) in a tm x tn space in this schedule's order, and
   /// the number program p of `programs` takes under chiplets(X).
   std::pair<int64_t, int64_t> coords(int64_t t, int64_t tm, int64_t tn) const;
+  /// The same for a ragged schedule with host copies of its row offsets
+  /// (groups + 1 values) and tn tile columns: tile t's group and its
+  /// coordinates within it, {group, m, n}. A UsageError when t is not one
+  /// of the schedule's tiles.
+  std::tuple<int64_t, int64_t, int64_t> raggedCoords(int64_t t, const std::vector<int32_t>& offsets, int64_t tn) const;
   static int64_t chipletProgram(int64_t p, int64_t programs, int64_t chiplets);
 
   // The schedule as traced (read by for_tiles).

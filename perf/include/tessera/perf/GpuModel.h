@@ -41,11 +41,21 @@
 // memory instruction), the work of an `if` both branches of which were
 // counted by the work analysis. Its assumptions per architecture are the
 // rows of ModelArchs.def.
+//
+// A K-split launch (Tiles::splitK, Tiles::streamK) whose schedule the
+// caller gives (ModelOptions::schedule) is also charged its fix-up apart
+// (fixupCost): the workspace traffic of the partial tiles, the turnstile's
+// tickets and the serialised sum in the last unit of a tile, beside the
+// wave quantisation the split saves. The terms above count both branches
+// of the fix-up (store a partial; sum and run the epilogue) in every unit,
+// an upper bound; the fix-up estimate is reported, not added to them.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "tessera/dsl/Tiles.h"
 #include "tessera/perf/CodeProfile.h"
 #include "tessera/perf/SpeedOfLight.h"
 #include "tessera/perf/Tune.h"
@@ -78,6 +88,39 @@ struct ModelTerm {
   double seconds = 0;
 };
 
+/// What joining the partial tiles of a K-split schedule costs on a machine
+/// (docs/model.md, "The fix-up of split-K and stream-K").
+struct FixupCost {
+  TileSplit split = TileSplit::None;
+  int64_t tiles = 0;            // output tiles
+  int64_t iterations = 0;       // K iterations per tile: ceil(K / tileK), at least 1
+  int64_t programs = 0;         // the grid
+  int64_t units = 0;            // work units: split-K tiles x S; stream-K the pieces its shares cut the tiles into
+  int64_t joinedTiles = 0;      // tiles of more than one unit, joined through the workspace
+  int64_t partials = 0;         // the units of joined tiles: each stores its partial and draws a ticket
+  int64_t maxUnitsPerTile = 0;  // the most units one tile joins
+  double bytes = 0;             // workspace traffic: partials x tileM x tileN x 4 bytes written, as many read back
+  int64_t atomics = 0;          // the turnstile's tickets (one atomic add per partial)
+  double sumFlops = 0;          // the last units' adds: (partials - joinedTiles) x tileM x tileN
+  double trafficSeconds = 0;    // bytes at the L2's rate over the whole machine
+  double chainSeconds = 0;      // the longest join in one program: its partial stored and released, the
+                                // ticket's round trip, every slot read back at one unit's share of the
+                                // L2 rate and added at its share of the f32 vector peak
+  double seconds = 0;           // max(trafficSeconds, chainSeconds): the fix-up's estimate
+  /// Wave quantisation: the K iterations of the longest program under the
+  /// schedule, and with one whole tile per program on the same grid.
+  int64_t iterationsPerProgram = 0, iterationsUnsplit = 0;
+  /// The report's lines (empty for a schedule without a split).
+  std::string str() const;
+};
+
+/// The fix-up of `s` (splitK or streamK with literal M, N and K) launched
+/// on `programs` programs on machine `m` (a GPU row the model has pipes
+/// for). A schedule without a split costs nothing (split None, zeros). A
+/// UsageError for a ragged schedule, M, N or K not literal, programs
+/// below 1, or a machine without the model's row.
+FixupCost fixupCost(const Tiles& s, int64_t programs, const Machine& m);
+
 struct ModelPrediction {
   double seconds = 0;  // predicted time of one launch, launch latency included
   std::string bound;   // the term that sets it
@@ -86,6 +129,12 @@ struct ModelPrediction {
   double waves = 0;         // programs / (units x programs per unit)
   double speedOfLight = 0;  // the roofline time of the same work on the machine (SpeedOfLight.h)
   ModelInputs in;
+  /// A K-split launch whose schedule was given (ModelOptions::schedule):
+  /// its fix-up (reported beside the terms, not added to seconds) and the
+  /// compute the split's balance saves against one tile per program,
+  /// compute x (iterationsUnsplit / iterationsPerProgram - 1).
+  FixupCost fixup;
+  double balanceSavedSeconds = 0;
   std::vector<std::string> notes;  // what this prediction had to assume beyond the model's rules
   /// The report: inputs, each term, the prediction and the notes.
   std::string str() const;
@@ -95,6 +144,10 @@ struct ModelOptions {
   /// Count SASS where the CUDA toolkit's disassembler is found (closer to
   /// what runs); false: always PTX (the same answer on every host).
   bool preferSass = true;
+  /// The launch's K-split schedule (Tiles::splitK, Tiles::streamK) with
+  /// literal M, N and K, when the caller knows it: the prediction then
+  /// reports its fix-up (ModelPrediction::fixup).
+  std::optional<Tiles> schedule;
 };
 
 /// Predicts one launch of `art` (compiled for a GPU target, not emu:) doing

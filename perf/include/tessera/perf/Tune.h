@@ -26,6 +26,14 @@
 // per config, so an interrupted run keeps what it finished and two
 // processes tuning the same kernel only ever add whole entries.
 //
+// Deterministic mode (TuneOptions::deterministic, TESSERA_DETERMINISTIC=1)
+// pins the choice per key: timing noise must not change which config runs,
+// since another config adds its partial sums in another order. The first
+// deterministic run records its choice in the store (a pin per key); later
+// ones return the pinned config without timing anything. Where the store
+// is off, nothing can be recorded: the choice is then the first valid
+// config in the space's order, whatever the times (TuneChoice).
+//
 // No LLVM here: the tuner needs only the compile/launch API.
 #pragma once
 
@@ -139,8 +147,19 @@ enum class TuneStatus {
   CompileFail,  // pruned: the compiler refused it (another error)
   Wrong,        // ran, but the answer did not match the reference
   LaunchFail,   // the launch failed (a tessera::Error while running)
+  Skipped,      // not run: a deterministic run's choice was pinned (never stored)
 };
 const char* name(TuneStatus s);  // "measured", "constraint", "resources", ...
+
+/// How TuneResult::best was chosen.
+enum class TuneChoice {
+  Fastest,     // the fastest valid config (not deterministic)
+  Recorded,    // deterministic: the fastest valid config, now the key's pin
+  Pinned,      // deterministic: the key's pin, taken from the store, nothing timed
+  FirstValid,  // deterministic, no pin can be recorded (store off): the first
+               // valid config in the space's order, whatever the times
+};
+const char* name(TuneChoice c);  // "fastest", "recorded", "pinned", "first-valid"
 
 struct TuneCandidateResult {
   TuneConfig config;
@@ -158,7 +177,8 @@ struct TuneResult {
   std::string kernel, bucket, dtype, device, toolchain;
   std::string code;                             // TuneProblem::code
   std::vector<TuneCandidateResult> candidates;  // the space's order
-  std::optional<size_t> best;                   // index of the fastest valid candidate
+  std::optional<size_t> best;                   // index of the chosen candidate (see choice)
+  TuneChoice choice = TuneChoice::Fastest;      // how it was chosen
   size_t measured = 0;                          // run (or ranked) by this call: compiled, then timed or rejected
   size_t reused = 0;                            // taken from the store
   size_t pruned = 0;                            // by constraints or the compiler (this call or stored)
@@ -186,6 +206,12 @@ struct TuneOptions {
   bool quiet = false;
   /// Parallel compiles; 0 = the hardware's threads.
   unsigned compileThreads = 0;
+  /// Pin the choice per key (TuneChoice): repeated runs choose the same
+  /// config whatever the timing noise. TESSERA_DETERMINISTIC overrides it
+  /// when set (1 on, 0 off), as it does CompileOptions::deterministic.
+  /// With `retune` a deterministic run measures again and records the new
+  /// fastest as the pin: the one way a pinned choice changes.
+  bool deterministic = false;
   /// The GPU performance model hook (TunePredictFn); empty: measure.
   TunePredictFn predict;
   Target predictTarget;  // the target predicted for, when predict is set
@@ -203,6 +229,11 @@ class TuneError : public Error {
   TuneError(const std::string& msg, TuneResult r) : Error(msg), result(std::move(r)) {}
   TuneResult result;
 };
+
+/// Whether a tuning with `o` is deterministic: o.deterministic, overridden
+/// by TESSERA_DETERMINISTIC when it is set (1 on, 0 off; another value is
+/// a UsageError).
+bool tuneDeterministic(const TuneOptions& o);
 
 /// Tunes `p`: see the steps above. Throws TuneError when no candidate is
 /// valid, UsageError for an empty space or problem, and lets a

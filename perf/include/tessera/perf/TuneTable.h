@@ -30,6 +30,12 @@ std::optional<TuneCandidateResult> loadTuneEntry(const TuneResult& key, const Tu
 /// Stores one outcome; false when the store is off or cannot be written
 /// (reported once on stderr by the store). Never throws.
 bool saveTuneEntry(const TuneResult& key, const TuneCandidateResult& c);
+/// The config a deterministic run pinned for the key of `r` (kernel,
+/// bucket, dtype, device, toolchain, code), or nullopt.
+std::optional<TuneConfig> loadTunePin(const TuneResult& key);
+/// Records `c` as the key's pin, replacing any; false when the store is
+/// off or cannot be written. Never throws.
+bool saveTunePin(const TuneResult& key, const TuneConfig& c);
 
 /// One row of a deployable table.
 struct TuneTableEntry {
@@ -46,7 +52,10 @@ class TuneTable {
 
   /// The best valid config of every key in the store, for this toolchain;
   /// only kernel `kernel` when not empty, and only results measured for
-  /// code `code` (TuneProblem::code) when not empty.
+  /// code `code` (TuneProblem::code) when not empty. Under
+  /// TESSERA_DETERMINISTIC=1 a key with a pin (saveTunePin) gives its
+  /// pinned config instead of the fastest, so a deployed choice is the one
+  /// deterministic tuning made.
   static TuneTable fromStore(const std::string& kernel = "", const std::string& code = "");
   /// Reads a table written by toJson; a UsageError naming `source` and the
   /// place for anything malformed.
