@@ -341,7 +341,9 @@ std::vector<GpuBenchKernel> gpuBenchKernels() {
                    std::to_string(bm) + "x" + std::to_string(bn) + "x64 s3" + warps(8) + (ws ? " ws" : ""),
                    k,
                    8,
-                   "nvptx:sm_90a",  // 96-144 KiB of slots: beyond gfx942's LDS
+                   // 96-144 KiB of slots: beyond gfx942's LDS; sm_100a's
+                   // tcgen05 has no warp-specialised form yet.
+                   ws ? "nvptx:sm_90a" : "nvptx:sm_90a nvptx:sm_100a",
                    {{256, 256, 128}, {100, 77, 45}},
                    [=](const Device& d, const CompileOptions& o, const std::vector<int64_t>& s) {
                      return checkGemm(B, -1, k, d, o, s);

@@ -19,8 +19,9 @@ struct GpuBenchKernel {
   std::string config;  // tile sizes, warps, variant: "64x128 w4"
   Kernel kernel;
   int numWarps = 4;
-  /// The one GPU target the configuration is made for ("nvptx:sm_90a": its
-  /// shared memory or instructions), empty for all; the CPU runs it too.
+  /// The GPU targets the configuration is made for, separated by spaces
+  /// ("nvptx:sm_90a nvptx:sm_100a": their shared memory or instructions),
+  /// empty for all; the CPU runs it too.
   std::string gpuOnly;
   /// Shapes the test runs: aligned to the tiles, and ragged.
   std::vector<std::vector<int64_t>> testShapes;

@@ -229,10 +229,11 @@ def gemm_case(name, config, ab, c_ty, tile, k, warps, stages, bias, gelu, batche
 
 def for_target(case, target):
     """The case as the example compiles it for `target`: the GEMM examples
-    take 64x64 blocks on sm_90a, where a wgmma needs 64 rows
-    (examples/registry.h, gemmDefaultBlocks), and 32x32 elsewhere."""
+    take 64x64 blocks on sm_90a and sm_100a, where a wgmma or tcgen05 MMA
+    needs 64 rows (examples/registry.h, gemmDefaultBlocks), and 32x32
+    elsewhere."""
     name, config, fn, sig, consts, warps, stages = case
-    if config == "example default w4" and "BM" in consts and target == "nvptx:sm_90a":
+    if config == "example default w4" and "BM" in consts and target in ("nvptx:sm_90a", "nvptx:sm_100a"):
         consts = dict(consts, BM=64, BN=64)
     return (name, config, fn, sig, consts, warps, stages)
 
@@ -286,6 +287,7 @@ def cases():
 TARGETS = {
     "nvptx:sm_80": GPUTarget("cuda", 80, 32),
     "nvptx:sm_90a": GPUTarget("cuda", 90, 32),
+    "nvptx:sm_100a": GPUTarget("cuda", 100, 32),
     "amdgpu:gfx942": GPUTarget("hip", "gfx942", 64),
     "amdgpu:gfx1100": GPUTarget("hip", "gfx1100", 32),
 }

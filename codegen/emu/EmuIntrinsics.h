@@ -77,7 +77,7 @@ class Lowerer {
   Value* nvvm(IRBuilder<>& b, llvm::CallInst& c, const std::vector<std::string>& t);
   Value* cpAsync(IRBuilder<>& b, llvm::CallInst& c, const std::vector<std::string>& t);
   Value* nvvmMath(IRBuilder<>& b, llvm::CallInst& c, const std::vector<std::string>& t);
-  // tcgen05.* and mbarrier.inval (EmuTcgen05.cpp).
+  // tcgen05.* (EmuTcgen05.cpp).
   Value* tcgen05(IRBuilder<>& b, llvm::CallInst& c, const std::vector<std::string>& t);
   // The i32 tensor-memory address a `ptr addrspace(6)` operand stands for.
   Value* tmemAddress(IRBuilder<>& b, const llvm::CallInst& c, Value* p);

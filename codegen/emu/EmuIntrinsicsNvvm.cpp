@@ -162,7 +162,7 @@ Value* Lowerer::nvvm(IRBuilder<>& b, llvm::CallInst& c, const std::vector<std::s
     callHook(b, "tessera_emu_wgmma_wait", {b.CreateTrunc(c.getArgOperand(0), em.i32())});
     return nullptr;
   }
-  if (k == "tcgen05" || (k == "mbarrier" && t.size() >= 2 && t[1] == "inval")) return tcgen05(b, c, t);
+  if (k == "tcgen05") return tcgen05(b, c, t);
   if (k == "fence" && t.size() >= 3 && t[1] == "proxy" && t[2] == "async") return nullptr;
   if (k == "membar" || (k == "fence" && t.size() >= 2 && t[1] == "sc")) {
     b.CreateFence(llvm::AtomicOrdering::SequentiallyConsistent);

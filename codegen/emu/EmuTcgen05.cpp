@@ -1,5 +1,5 @@
-// NVIDIA's tcgen05 intrinsics (llvm.nvvm.tcgen05.*, Blackwell) and
-// mbarrier.inval on the SIMT machine (EmuIntrinsics.h): the allocation,
+// NVIDIA's tcgen05 intrinsics (llvm.nvvm.tcgen05.*, Blackwell) on the
+// SIMT machine (EmuIntrinsics.h): the allocation,
 // the MMA, its commit, the register loads and stores of tensor memory map
 // to the machine's hooks (runtime/emu/Tcgen05.cpp); the fences and waits
 // order nothing the machine does not already order, its hooks acting at
@@ -27,10 +27,6 @@ Value* Lowerer::tmemAddress(IRBuilder<>& b, const llvm::CallInst& c, Value* p) {
 Value* Lowerer::tcgen05(IRBuilder<>& b, llvm::CallInst& c, const std::vector<std::string>& t) {
   const int32_t op = em.opId(c);
   auto flat = [&](unsigned i) { return b.CreateAddrSpaceCast(c.getArgOperand(i), em.flatPtr()); };
-  if (t[0] == "mbarrier") {  // mbarrier.inval[.shared]
-    callHook(b, "tessera_emu_mbarrier_inval", {flat(0), b.getInt32(op)});
-    return nullptr;
-  }
   const std::string& k = t.size() > 1 ? t[1] : "";
   const bool cg1 = t.back() == "cg1";
   if (k == "fence" || k == "wait") return nullptr;  // the hooks complete at once

@@ -166,13 +166,10 @@ std::vector<llvm::Value*> emitTensorCoreDot(const GpuTargetInfo& t, llvm::IRBuil
                                             llvm::Value* lane, llvm::Value* warp, std::vector<llvm::Value*> acc,
                                             const std::function<llvm::Value*(int64_t, int64_t)>& aReg,
                                             const std::vector<llvm::Value*>* preA,
-                                            const std::vector<llvm::Value*>* preB, llvm::Value* instrScratch,
-                                            const AccumulatorMemory* accMemory) {
-  TS_ASSERT((instrScratch != nullptr) == (p.instrScratchBytes != 0), "a dot's instruction scratch and its plan");
+                                            const std::vector<llvm::Value*>* preB, const AccumulatorMemory* accMemory) {
   DotEmitter e(b, m, p, aBase, bBase, lane, warp, aReg);
   e.preA = preA;
   e.preB = preB;
-  e.instrScratch = instrScratch;
   e.accMemory = accMemory;
   return t.emitDot(e, std::move(acc));
 }

@@ -106,11 +106,6 @@ struct TensorCoreDotPlan {
   /// program's dot_wait retires it: emitTensorCoreWait).
   bool inFlight = false;
   uint64_t aAlign = 16, bAlign = 16;
-  /// Shared bytes the instruction family needs for itself beside the
-  /// operands (tcgen05: its completion mbarrier and the tensor-memory
-  /// address the allocation writes), at the end of the dot's area
-  /// (DotEmitter::instrScratch, 16-byte aligned).
-  uint64_t instrScratchBytes = 0;
 };
 
 /// The plan of a dot on matrix instruction `op`: the fields every family
@@ -144,14 +139,17 @@ llvm::Value* stagingIndex(llvm::IRBuilderBase& b, const DotStaging& s, llvm::Val
 /// address register with immediate offsets.
 std::optional<int64_t> stagingOffset(const DotStaging& s, int64_t dRow, int64_t dCol);
 
-/// Where an in-flight dot keeps its accumulator (GpuTargetInfo's
-/// accumulator memory): its columns' address, the mbarrier this issue
-/// commits to, and whether the memory holds the accumulator already (an
-/// earlier issue of the same dot since the last dot_wait that read it).
+/// Where a dot keeps its accumulator (GpuTargetInfo's accumulator
+/// memory): its columns' address and the mbarrier this issue commits to;
+/// in flight (TensorCoreDotPlan::inFlight), whether the memory holds the
+/// accumulator already (an earlier issue of the same dot since the last
+/// dot_wait that read it); otherwise the parity of the barrier's phase the
+/// emitter waits for before reading the result back.
 struct AccumulatorMemory {
   llvm::Value* address = nullptr;        // i32
   llvm::Value* commitBarrier = nullptr;  // shared mbarrier
-  llvm::Value* resident = nullptr;       // i1
+  llvm::Value* resident = nullptr;       // i1, in flight
+  llvm::Value* waitParity = nullptr;     // i32, complete at the issue
 };
 
 /// What a family's emitter (GpuTargetInfo::emitDot) starts from: the plan,
@@ -176,9 +174,7 @@ struct DotEmitter {
   /// fragments of the whole K extent into `loaded` and emit no instruction.
   int only = -1;
   std::vector<llvm::Value*> loaded;
-  /// The plan's instrScratchBytes of shared memory (null where it has none).
-  llvm::Value* instrScratch = nullptr;
-  /// An in-flight dot's accumulator memory (null: in registers).
+  /// The dot's accumulator memory (null: in registers).
   const AccumulatorMemory* accMemory = nullptr;
 
   DotEmitter(llvm::IRBuilderBase& b, llvm::Module& m, const TensorCoreDotPlan& p, llvm::Value* aBase,
@@ -210,7 +206,6 @@ std::vector<llvm::Value*> emitTensorCoreDot(const GpuTargetInfo& t, llvm::IRBuil
                                             const std::function<llvm::Value*(int64_t, int64_t)>& aReg = {},
                                             const std::vector<llvm::Value*>* preA = nullptr,
                                             const std::vector<llvm::Value*>* preB = nullptr,
-                                            llvm::Value* instrScratch = nullptr,
                                             const AccumulatorMemory* accMemory = nullptr);
 
 /// Reads every fragment of one operand (0: A, 1: B) of the whole K extent

@@ -1,4 +1,4 @@
-// In-flight dots whose matrix instruction accumulates outside the registers
+// Dots whose matrix instruction accumulates outside the registers
 // (GpuTargetInfo's accumulator memory: NVIDIA tcgen05's tensor memory).
 //
 // A `dot {async}` in a pipelined loop (IR.h, "Asynchronous dots") is issued
@@ -10,16 +10,18 @@
 // MMAs onto it, the registers passing through unchanged; the dot_wait that
 // takes the loop's result reads the memory back into registers and clears
 // the flag, so a later entry of the loop (a persistent kernel's next tile)
-// stores again.
+// stores again. Any other dot of the kind completes at its issue: its
+// emitter waits for the issue's commit and reads the result back.
 //
-// Columns: each such dot has its own (planAccumulators, in program order
-// while the memory lasts, leaving room for the largest allocation of a
-// dot of the same kind that completes at its issue, which allocates and
-// frees its own). They are allocated once at the kernel's start and freed
-// at every return. Completion: each issue commits to one of
-// accBarriers_ = (largest dot_wait pending) + 1 mbarriers in turn, so the
-// barrier a wait needs has completed at most the phase waited for (a
-// dot_wait {pending = N} waits while more than N issues are unretired).
+// Columns: each in-flight dot has its own, in program order while the
+// memory lasts; the dots that complete at their issue share the columns
+// after them (as many as the widest needs). They are allocated once at the
+// kernel's start and freed at every return. Completion: each issue commits
+// to one of accBarriers_ = (largest dot_wait pending) + 1 mbarriers in
+// turn, so the barrier a wait needs has completed at most the phase waited
+// for (a dot_wait {pending = N} waits while more than N issues are
+// unretired); a dot that completes at its issue retires every earlier one
+// with it (a commit tracks all the thread's earlier MMAs).
 #include <bit>
 
 #include "codegen/gpu/LowerImpl.h"
@@ -28,17 +30,18 @@
 namespace tessera::codegen::gpu_lower {
 
 namespace {
+// Allocations are powers of two from 32 columns.
 uint32_t allocation(uint32_t columns) { return columns ? std::max<uint32_t>(32, std::bit_ceil(columns)) : 0; }
 }  // namespace
 
 void Lower::planAccumulators() {
   accColumnOf_.clear();
-  accColumns_ = 0;
+  accShared_ = accColumns_ = 0;
   accBarriers_ = 0;
   const uint32_t limit = t_.accumulatorMemoryColumns();
   if (!limit) return;
   std::vector<std::pair<const ir::Op*, uint32_t>> inFlight;
-  uint32_t others = 0;  // the largest allocation of a dot that completes at its issue
+  uint32_t shared = 0;  // the widest dot that completes at its issue
   int64_t maxPending = 0;
   ir::walk(const_cast<ir::Function&>(f_).body(), [&](ir::Op& op) {
     if (op.code() == OpCode::DotWait) maxPending = std::max(maxPending, op.intAttr("pending"));
@@ -46,6 +49,7 @@ void Lower::planAccumulators() {
       return;
     const TensorCoreDotPlan p = dotPlan(op);
     const uint32_t cols = t_.accumulatorColumns(p);
+    TS_ASSERT(cols <= limit, "a dot's accumulator over the target's accumulator memory");
     if (!cols) return;
     // keepsInFlight without the columns (not planned yet).
     const bool async = op.hasAttr("async") && op.intAttr("async") == 1 && p.bFromShared && p.aFromShared &&
@@ -53,31 +57,31 @@ void Lower::planAccumulators() {
     if (async)
       inFlight.emplace_back(&op, cols);
     else
-      others = std::max(others, allocation(cols));
+      shared = std::max(shared, cols);
   });
-  uint32_t total = 0;
-  for (const auto& [op, cols] : inFlight) {
-    if (allocation(total + cols) + others > limit) {
-      others = std::max(others, allocation(cols));  // completes at its issue instead
-      continue;
-    }
-    accColumnOf_[op] = total;
-    total += cols;
-  }
-  // A dot turned away above may now need more room than the ones admitted
-  // leave: admit fewer until everything fits.
-  while (!accColumnOf_.empty() && allocation(total) + others > limit) {
-    auto last = std::prev(accColumnOf_.end());
-    for (const auto& [op, cols] : inFlight)
-      if (op == last->first) {
-        total -= cols;
-        others = std::max(others, allocation(cols));
+  // In-flight dots while they fit beside the shared columns; one that does
+  // not completes at its issue instead (widening the shared columns, which
+  // may leave fewer in flight).
+  for (bool fits = false; !fits;) {
+    uint32_t total = 0;
+    accColumnOf_.clear();
+    fits = true;
+    for (const auto& [op, cols] : inFlight) {
+      if (allocation(total + cols + shared) > limit) {
+        if (cols > shared) {
+          shared = cols;
+          fits = false;
+          break;
+        }
+        continue;
       }
-    accColumnOf_.erase(last);
+      accColumnOf_[op] = total;
+      total += cols;
+    }
+    accShared_ = total;
   }
-  if (accColumnOf_.empty()) return;
-  accColumns_ = allocation(total);
-  accBarriers_ = static_cast<unsigned>(maxPending + 1);
+  accColumns_ = allocation(accShared_ + shared);
+  if (accColumns_) accBarriers_ = static_cast<unsigned>(maxPending + 1);
 }
 
 llvm::Value* Lower::accBarrier(llvm::Value* index) {
@@ -111,19 +115,29 @@ void Lower::freeAccumulators() {
   t_.freeAccumulators(b_, accBase_, warp_, accColumns_, [&] { barrier(); });
 }
 
-const AccumulatorMemory* Lower::issueAccumulator(const ir::Op& dot) {
+const AccumulatorMemory* Lower::issueAccumulator(const ir::Op& dot, const TensorCoreDotPlan& p) {
+  if (!t_.accumulatorColumns(p)) return nullptr;
+  TS_ASSERT(accColumns_, "a dot in accumulator memory the plan did not count");
   auto it = accColumnOf_.find(&dot);
-  if (it == accColumnOf_.end()) return nullptr;
+  TS_ASSERT(p.inFlight == (it != accColumnOf_.end()), "an in-flight dot without its columns");
   llvm::Value* issued = b_.CreateLoad(b_.getInt32Ty(), accIssued_);
-  accIssue_.address = b_.CreateAdd(accBase_, i32(it->second), "acc.cols");
+  accIssue_ = {};
+  accIssue_.address = b_.CreateAdd(accBase_, i32(p.inFlight ? it->second : accShared_), "acc.cols");
   accIssue_.commitBarrier = accBarrier(b_.CreateURem(issued, i32(accBarriers_)));
-  accIssue_.resident = b_.CreateLoad(b_.getInt1Ty(), accResident_.at(&dot), "acc.resident");
+  if (p.inFlight)
+    accIssue_.resident = b_.CreateLoad(b_.getInt1Ty(), accResident_.at(&dot), "acc.resident");
+  else
+    accIssue_.waitParity = b_.CreateAnd(b_.CreateUDiv(issued, i32(accBarriers_)), i32(1));
   return &accIssue_;
 }
 
-void Lower::issuedAccumulator(const ir::Op& dot) {
-  b_.CreateStore(b_.getTrue(), accResident_.at(&dot));
-  b_.CreateStore(b_.CreateAdd(b_.CreateLoad(b_.getInt32Ty(), accIssued_), i32(1)), accIssued_);
+void Lower::issuedAccumulator(const ir::Op& dot, const TensorCoreDotPlan& p) {
+  llvm::Value* issued = b_.CreateAdd(b_.CreateLoad(b_.getInt32Ty(), accIssued_), i32(1));
+  b_.CreateStore(issued, accIssued_);
+  if (p.inFlight)
+    b_.CreateStore(b_.getTrue(), accResident_.at(&dot));
+  else
+    b_.CreateStore(issued, accRetired_);  // its wait retired every earlier issue too
 }
 
 void Lower::waitAccumulators(int64_t pending) {
@@ -139,8 +153,7 @@ void Lower::waitAccumulators(int64_t pending) {
   b_.CreateCondBr(b_.CreateICmpULT(b_.CreateAdd(retired, i32(pending)), issued), body, done);
   b_.SetInsertPoint(body);
   const uint32_t n = accBarriers_;
-  t_.mbarrierWait(b_, accBarrier(b_.CreateURem(retired, i32(n))),
-                  b_.CreateAnd(b_.CreateUDiv(retired, i32(n)), i32(1)));
+  t_.mbarrierWait(b_, accBarrier(b_.CreateURem(retired, i32(n))), b_.CreateAnd(b_.CreateUDiv(retired, i32(n)), i32(1)));
   b_.CreateStore(b_.CreateAdd(retired, i32(1)), accRetired_);
   b_.CreateBr(head);
   b_.SetInsertPoint(done);

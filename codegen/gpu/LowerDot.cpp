@@ -263,12 +263,6 @@ DotArea Lower::dotArea(const ir::Op& op, const TensorCoreDotPlan& p) {
     d.align = std::max(d.stageA ? p.aAlign : 16, d.stageB ? p.bAlign : 16);
     d.bytes = d.stageB ? d.bOff + p.b.bytes() : p.a.bytes();
   }
-  if (p.instrScratchBytes) {
-    TS_ASSERT(!d.fragmentsFirst, "instruction scratch with fragments first");
-    d.instrOff = alignUp(d.bytes, 16);
-    d.bytes = d.instrOff + p.instrScratchBytes;
-    d.align = std::max<uint64_t>(d.align, 16);
-  }
   return d;
 }
 
@@ -298,12 +292,11 @@ void Lower::emitTensorCoreDot(const ir::Op& op, const ir::Layout& l) {
   bool stageA = area.stageA, stageB = area.stageB;  // (global operands: by cp.async)
   // A `dot {async}` stays in flight where keepsInFlight says so; anywhere
   // else it completes here.
-  const AccumulatorMemory* accMemory = nullptr;
   if (keepsInFlight(op, p)) {
     p.inFlight = true;
-    accMemory = issueAccumulator(op);
-    if (!accMemory) dotsInFlight_ = true;  // registers: the target's dot wait
+    if (!t_.accumulatorColumns(p)) dotsInFlight_ = true;  // registers: the target's dot wait
   }
+  const AccumulatorMemory* accMemory = issueAccumulator(op, p);
   // A slot read directly: its storage is the operand's layout for the
   // fragment reads.
   auto slotOf = [&](const ir::Value* v) {
@@ -317,7 +310,6 @@ void Lower::emitTensorCoreDot(const ir::Op& op, const ir::Layout& l) {
   };
   llvm::Value* base = nullptr;
   llvm::Value* bBase = nullptr;
-  llvm::Value* instrScratch = nullptr;
   std::vector<llvm::Value*> aFragments;
   if (area.fragmentsFirst) {
     base = scratchFor({ScratchRequest::Kind::DotStaging, area.bytes, area.bytes, area.align});
@@ -333,11 +325,10 @@ void Lower::emitTensorCoreDot(const ir::Op& op, const ir::Layout& l) {
     bBase = base;
     base = nullptr;
     stageA = false;
-  } else if (stageA || stageB || p.instrScratchBytes) {
+  } else if (stageA || stageB) {
     llvm::Value* s = scratchFor({ScratchRequest::Kind::DotStaging, area.bytes, area.bytes, area.align});
     if (stageA) base = s;
     if (stageB) bBase = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), s, area.bOff);
-    if (p.instrScratchBytes) instrScratch = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), s, area.instrOff);
   }
   if (directA) base = slotOf(a);
   if (directB) bBase = slotOf(bv);
@@ -376,8 +367,8 @@ void Lower::emitTensorCoreDot(const ir::Op& op, const ir::Layout& l) {
                                                                 : nullptr;
   const std::vector<llvm::Value*>* preB = hB && hB->inRegisters ? &hB->fragments : nullptr;
   tiles_[op.result()] = TileV{l, codegen::emitTensorCoreDot(t_, b_, m_, p, base, bBase, lane_, warp_, std::move(init),
-                                                            aReg, preA, preB, instrScratch, accMemory)};
-  if (accMemory) issuedAccumulator(op);
+                                                            aReg, preA, preB, accMemory)};
+  if (accMemory) issuedAccumulator(op, p);
   setCurrentOp(op);
 }
 

@@ -566,11 +566,12 @@ class Lower {
   std::unordered_map<const ir::Op*, int64_t> tmaRetire_;  // async_wait -> groups it retires (-1: unknown)
   // ---- accumulator memory (LowerAccumulators.cpp; GpuTargetInfo) ---------------
   /// The in-flight dots that keep their accumulators in the target's
-  /// accumulator memory, each at its first column; the columns allocated
-  /// (a power of two, 0: none) and the mbarriers their issues commit to,
-  /// in the Barriers area after the channels' (then the word the
-  /// allocation writes).
+  /// accumulator memory, each at its first column, and the columns the
+  /// others share; the columns allocated (a power of two, 0: none) and the
+  /// mbarriers the issues commit to, in the Barriers area after the
+  /// channels' (then the word the allocation writes).
   std::map<const ir::Op*, uint32_t> accColumnOf_;
+  uint32_t accShared_ = 0;  // the first column of the dots that complete at their issue
   uint32_t accColumns_ = 0;
   unsigned accBarriers_ = 0;
   uint64_t accBarrierFirst() const {
@@ -585,9 +586,9 @@ class Lower {
   void initAccumulators();
   void freeAccumulators();
   llvm::Value* accBarrier(llvm::Value* index);
-  /// The accumulator memory of in-flight dot `dot`'s issue (null: none).
-  const AccumulatorMemory* issueAccumulator(const ir::Op& dot);
-  void issuedAccumulator(const ir::Op& dot);
+  /// The accumulator memory of `dot`'s issue under plan `p` (null: none).
+  const AccumulatorMemory* issueAccumulator(const ir::Op& dot, const TensorCoreDotPlan& p);
+  void issuedAccumulator(const ir::Op& dot, const TensorCoreDotPlan& p);
   /// dot_wait {pending}: the issues beyond the newest `pending` retired.
   void waitAccumulators(int64_t pending);
   /// A dot_wait operand carried in accumulator memory: its registers.

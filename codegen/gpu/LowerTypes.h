@@ -31,7 +31,6 @@ struct TileV {
 struct DotArea {
   bool stageA = false, stageB = false, fragmentsFirstCandidate = false, fragmentsFirst = false;
   uint64_t bytes = 0, align = 16, bOff = 0;
-  uint64_t instrOff = 0;  // TensorCoreDotPlan::instrScratchBytes at this offset
 };
 
 /// A shared buffer (alloc result) stored in a tensor-core staging layout

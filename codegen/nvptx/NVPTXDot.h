@@ -71,21 +71,16 @@ llvm::Value* descriptorAt(llvm::IRBuilderBase& b, const DescriptorBase& d, int64
 std::vector<llvm::Value*> emitWgmmaDot(DotEmitter& e, std::vector<llvm::Value*> acc);
 
 // ---- tcgen05 (NVPTXTcgen05Dot.cpp) ---------------------------------------------
-/// The shared bytes a tcgen05 dot needs beside its operands: its completion
-/// mbarrier (8) and the tensor-memory address its allocation writes (4).
-inline constexpr uint64_t kTcgen05ScratchBytes = 16;
 /// Tensor-memory columns of a dot's accumulator: N per 64-row tile.
 uint32_t tcgen05Columns(const TensorCoreDotPlan& p);
-/// A dot on Blackwell's tensor cores, complete when it returns: tensor
-/// memory allocated by warp 0, the accumulator stored into it (unless it
-/// is zero), one tcgen05.mma per 64-row tile and k-step issued by thread 0
-/// reading both operands through descriptors (planWgmmaForm's stagings),
-/// their commit to the dot's mbarrier, every thread's wait on it, the
-/// accumulator loaded back (tcgen05.ld.16x256b) and the memory freed.
-/// In flight (p.inFlight, e.accMemory: codegen/gpu/LowerAccumulators.cpp):
-/// the accumulator stored into the dot's columns at the first issue only,
-/// the MMAs committed to the issue's barrier, the registers returned as
-/// they came.
+/// A dot on Blackwell's tensor cores in the columns e.accMemory names (the
+/// lowering's, codegen/gpu/LowerAccumulators.cpp): one tcgen05.mma per
+/// 64-row tile and k-step issued by thread 0, reading both operands
+/// through descriptors (planWgmmaForm's stagings), committed to the
+/// issue's mbarrier. In flight (p.inFlight): the accumulator stored at the
+/// first issue only, the registers returned as they came. Otherwise: stored
+/// unless it is zero, after a barrier (the columns' earlier readers), the
+/// issue's barrier phase waited for, the result loaded back.
 std::vector<llvm::Value*> emitTcgen05Dot(DotEmitter& e, std::vector<llvm::Value*> acc);
 /// GpuTargetInfo's accumulator memory on tcgen05: a dot's columns (0 where
 /// it is not a tcgen05 dot), the allocation by warp 0, its release after

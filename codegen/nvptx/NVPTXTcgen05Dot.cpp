@@ -10,13 +10,11 @@
 // mma.m16n8k16 C fragments of those rows (tessera/support/Tcgen05.h). So
 // the accumulator keeps the warpgroup placement of wgmma and mma.sync
 // (ir::MmaKind::NvTcgen05M64K16), tile t = mi * G + g (g the warpgroup)
-// in columns [t N, (t + 1) N). A dot in flight across its loop keeps the
-// accumulator in the columns the lowering allocated for the kernel
-// (codegen/gpu/LowerAccumulators.cpp) and commits each issue to the
-// mbarrier it names; any other dot is complete when it returns, with
-// memory of its own and its completion reaching the threads through
-// tcgen05.commit on an mbarrier in the dot's shared scratch (instrScratch:
-// the barrier at 0, the TMEM address the allocation writes at 8).
+// in columns [t N, (t + 1) N) of those the lowering allocated for the
+// kernel (codegen/gpu/LowerAccumulators.cpp); each issue is committed to
+// the mbarrier it names. A dot in flight across its loop keeps the
+// accumulator there; any other dot waits for its commit and reads the
+// result back.
 #include <algorithm>
 #include <bit>
 #include <functional>
@@ -187,20 +185,17 @@ std::vector<llvm::Value*> emitTcgen05Dot(DotEmitter& e, std::vector<llvm::Value*
   const TensorCoreDotPlan& p = e.p;
   Placement pl(e);
   TS_ASSERT(ir::isNvTcgen05(p.op.kind) && e.wn == 1 && pl.W % 4 == 0 && p.aFromShared && p.bFromShared &&
-                p.a.rowGroupWarps == pl.W && (p.inFlight ? e.accMemory != nullptr : e.instrScratch != nullptr),
+                p.a.rowGroupWarps == pl.W && e.accMemory &&
+                (p.inFlight ? e.accMemory->resident != nullptr : e.accMemory->waitParity != nullptr),
             "tcgen05 dot without its plan");
   TS_ASSERT(static_cast<int64_t>(acc.size()) == pl.mT * pl.nT * 4, "tcgen05 accumulator slots");
-  const uint32_t columns = tcgen05Columns(p);
-  TS_ASSERT(columns <= tcgen05::kColumns, "tcgen05 dot over the tensor memory");
-  llvm::Value* warp0 = b.CreateICmpEQ(e.warp, e.i32(0));
-  llvm::Value* thread0 = b.CreateAnd(warp0, b.CreateICmpEQ(e.lane, e.i32(0)));
+  const AccumulatorMemory& mem = *e.accMemory;
+  llvm::Value* thread0 = b.CreateAnd(b.CreateICmpEQ(e.warp, e.i32(0)), b.CreateICmpEQ(e.lane, e.i32(0)));
   const bool zero = isZero(acc);
-
   if (p.inFlight) {
-    // In flight across its loop (codegen/gpu/LowerAccumulators.cpp): the
-    // accumulator enters the memory at the first issue, after every warp's
-    // reads of the columns' last contents; the registers pass through.
-    const AccumulatorMemory& mem = *e.accMemory;
+    // The accumulator enters the memory at the first issue, after every
+    // warp's reads of the columns' last contents; the registers pass
+    // through.
     guarded(b, b.CreateNot(mem.resident), [&] {
       if (!zero) storeAccumulators(pl, mem.address, acc);
       syncThreads(b);
@@ -208,39 +203,15 @@ std::vector<llvm::Value*> emitTcgen05Dot(DotEmitter& e, std::vector<llvm::Value*
     issueMmas(e, thread0, mem.address, zero ? mem.resident : b.getTrue(), mem.commitBarrier);
     return acc;
   }
-
-  // Complete at the issue: tensor memory of its own (warp 0, all lanes)
-  // and a completion barrier, in the dot's scratch.
-  const uint32_t allocColumns = std::max<uint32_t>(32, std::bit_ceil(columns));
-  llvm::Value* bar = e.instrScratch;
-  llvm::Value* addrSlot = b.CreateConstInBoundsGEP1_64(b.getInt8Ty(), e.instrScratch, 8);
-  guarded(b, warp0, [&] {
-    b.CreateIntrinsic(llvm::Intrinsic::nvvm_tcgen05_alloc_shared_cg1, {}, {addrSlot, b.getInt32(allocColumns)});
-  });
-  guarded(b, thread0, [&] {
-    emitMbarrierInit(b, bar, 1);
-    emitMbarrierInitFence(b);
-  });
+  // Complete at the issue, in columns other such dots share: each warp
+  // writes only its own lanes, but the MMAs write every lane, so every
+  // warp's reads of the last result come first (the barrier).
+  if (!zero) storeAccumulators(pl, mem.address, acc);
   syncThreads(b);
-  llvm::Value* base = b.CreateAlignedLoad(b.getInt32Ty(), addrSlot, llvm::Align(4), "tmem.base");
-  // The accumulator into it, unless it is zero (the first MMA then
-  // ignores D).
-  if (!zero) {
-    storeAccumulators(pl, base, acc);
-    syncThreads(b);
-  }
-  issueMmas(e, thread0, base, b.getInt1(!zero), bar);
-  emitMbarrierWait(b, bar, e.i32(0));
+  issueMmas(e, thread0, mem.address, b.getInt1(!zero), mem.commitBarrier);
+  emitMbarrierWait(b, mem.commitBarrier, mem.waitParity);
   b.CreateIntrinsic(llvm::Intrinsic::nvvm_tcgen05_fence_after_thread_sync, {});
-  std::vector<llvm::Value*> out = loadAccumulators(pl, base);
-  // Every warp's loads are done before warp 0 frees the memory and thread
-  // 0 the barrier (the scratch is reused by later ops).
-  syncThreads(b);
-  guarded(b, warp0, [&] {
-    b.CreateIntrinsic(llvm::Intrinsic::nvvm_tcgen05_dealloc_cg1, {}, {tmem(b, base), b.getInt32(allocColumns)});
-  });
-  guarded(b, thread0, [&] { b.CreateIntrinsic(llvm::Intrinsic::nvvm_mbarrier_inval_shared, {}, {bar}); });
-  return out;
+  return loadAccumulators(pl, mem.address);
 }
 
 uint32_t tcgen05AccumulatorColumns(const TensorCoreDotPlan& p) {

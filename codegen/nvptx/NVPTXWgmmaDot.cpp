@@ -195,7 +195,6 @@ void planWgmmaForm(TensorCoreDotPlan& p, const DotOperandSources& s) {
     }
     useWgmma(p, s.bGlobalAlongK);
     useWgmmaSharedA(p);
-    p.instrScratchBytes = kTcgen05ScratchBytes;
     return;
   }
   if (s.bFragmentsHeld) {

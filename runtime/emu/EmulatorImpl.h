@@ -331,7 +331,6 @@ struct Worker {
   void tmaOnExit(Fiber* f);
   /// Deadlock report: what each barrier with parked threads still lacks.
   std::string mbarrierWaits() const;
-  void mbarrierInval(Fiber* f, void* bar, int32_t op);
 
   // ---- tensor memory and tcgen05 (Tcgen05.cpp) ------------------------------
   std::vector<uint32_t> tmem;  // 128 lanes x 512 columns, made at the first allocation

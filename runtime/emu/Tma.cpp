@@ -97,16 +97,6 @@ void Worker::mbarrierArrive(Fiber* f, void* bar, int32_t op) {
   if (--b.pending == 0) completePhase(f, b);
 }
 
-void Worker::mbarrierInval(Fiber* f, void* bar, int32_t op) {
-  Mbarrier& b = mbarrier(f, bar, "mbarrier.inval", op);
-  if (!b.waiters.empty() || !b.copies.empty())
-    tmaMisuse(*this, f, op, [&] {
-      return "mbarrier.inval of the mbarrier at shared offset " + str(b.off) + " while " + str(b.waiters.size()) +
-             " threads wait on it and " + str(b.copies.size()) + " TMA copies on it are not yet performed";
-    });
-  mbarriers.erase(b.off);
-}
-
 int32_t Worker::mbarrierTryWait(Fiber* f, void* bar, int32_t parity, int32_t op) {
   Mbarrier& b = mbarrier(f, bar, "mbarrier.try_wait.parity", op);
   if (parity != 0 && parity != 1)
@@ -399,11 +389,6 @@ void tessera_emu_tma_store(const void* src, const void* map, int32_t c0, int32_t
 void tessera_emu_mbarrier_arrive(void* bar, int32_t opId) {
   Fiber* f = current(__func__);
   f->w->mbarrierArrive(f, bar, opId);
-}
-
-void tessera_emu_mbarrier_inval(void* bar, int32_t opId) {
-  Fiber* f = current(__func__);
-  f->w->mbarrierInval(f, bar, opId);
 }
 
 int32_t tessera_emu_mbarrier_try_wait(void* bar, int32_t parity, int32_t opId) {
