@@ -1,0 +1,616 @@
+// Exactly-once output tiles (TileCoverage.h): a small interpreter of the
+// scalar index arithmetic a kernel runs per program, over a family of
+// sizes and grids, and the comparison of the tiles its stores write with
+// the tile grid.
+//
+// The interpreter keeps the kernel's integer scalars (program_id,
+// num_programs, the size arguments, loop induction variables, what they
+// compute) and evaluates a tile only element by element, at the few
+// elements the check reads (a store's first element, and its neighbours
+// along each dimension for the strides), so a 128 x 128 tile costs what a
+// scalar does. Loops and branches are run only where they hold an output
+// store; the rest (a GEMM's K loop) cannot change which tile is stored and
+// is skipped.
+#include "tessera/ir/analysis/TileCoverage.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "../lib/PrinterDetail.h"
+#include "tessera/ir/analysis/PointerOrigin.h"
+#include "tessera/support/Error.h"
+
+namespace tessera::ir {
+namespace {
+
+/// Why an output cannot be analysed; thrown inside the interpreter.
+struct NotAnalysable {
+  const Op* op;
+  std::string why;
+};
+
+/// `x` as a value of dtype `d`: wrapped to its width, sign-extended for the
+/// signed dtypes, zero-extended for the unsigned ones and i1.
+int64_t wrap(int64_t x, DType d) {
+  const unsigned w = bitWidth(d);
+  if (d == DType::I1) return x & 1;
+  if (w >= 64) return x;
+  const uint64_t mask = (uint64_t{1} << w) - 1, u = static_cast<uint64_t>(x) & mask;
+  if (isUnsigned(d)) return static_cast<int64_t>(u);
+  const uint64_t sign = uint64_t{1} << (w - 1);
+  return static_cast<int64_t>((u ^ sign) - sign);
+}
+
+using Lane = std::vector<int64_t>;
+using Val = std::optional<int64_t>;
+
+/// One execution of an output store whose first element is on.
+struct Exec {
+  const Op* store;
+  int64_t program;
+  std::vector<int64_t> iters;  // iteration numbers of the enclosing loops
+  int64_t origin;              // the first element's offset from the argument
+  std::vector<int64_t> strides;
+  bool on = true;  // false: the first element is masked off (named when a tile is missed)
+};
+
+class Interpreter {
+ public:
+  Interpreter(const Function& f, const std::set<const Op*>& stores, const std::set<const Op*>& holders)
+      : f_(f), stores_(stores), holders_(holders) {}
+
+  /// Runs program `p` of `programs` with the integer arguments `args`
+  /// (pointer arguments are 0: offsets are relative to them).
+  void run(int64_t p, int64_t programs, const std::vector<int64_t>& args, std::vector<Exec>& out) {
+    env_.clear();
+    pid_ = p;
+    programs_ = programs;
+    out_ = &out;
+    steps_ = 0;
+    for (unsigned i = 0; i < f_.numArgs(); ++i) env_[f_.arg(i)] = args[i];
+    std::vector<int64_t> iters;
+    block(f_.body(), iters);
+  }
+
+  /// The value of `v` at element `lane` (empty for a scalar).
+  Val at(const Value* v, const Lane& lane) {
+    if (!v->type().isTile()) {
+      auto it = env_.find(v);
+      if (it != env_.end()) return it->second;
+      if (v->isBlockArg()) return std::nullopt;
+    }
+    const Op* d = v->definingOp();
+    if (!d) return std::nullopt;
+    return eval(*d, v, lane);
+  }
+
+ private:
+  Val eval(const Op& op, const Value* v, const Lane& lane) {
+    const DType dt = v->type().dtype();
+    const bool ptr = v->type().isPointerLike();
+    auto operand = [&](unsigned i) { return at(op.operand(i), lane); };
+    switch (op.code()) {
+      case OpCode::ProgramId: return op.intAttr("axis") == 0 ? pid_ : 0;
+      case OpCode::NumPrograms: return op.intAttr("axis") == 0 ? programs_ : 1;
+      case OpCode::Constant: {
+        const auto& a = op.attrs().at("value");
+        if (const int64_t* i = std::get_if<int64_t>(&a); i && isInteger(dt)) return wrap(*i, dt);
+        return std::nullopt;
+      }
+      case OpCode::Arange: return op.intAttr("start") + lane.at(0);
+      case OpCode::Splat: return at(op.operand(0), {});
+      case OpCode::Broadcast: {
+        const Shape& s = op.operand(0)->type().shape();
+        Lane l(lane);
+        for (size_t i = 0; i < s.size() && i < l.size(); ++i)
+          if (s[i] == 1) l[i] = 0;
+        return at(op.operand(0), l);
+      }
+      case OpCode::ExpandDims: {
+        Lane l(lane);
+        l.erase(l.begin() + op.intAttr("axis"));
+        return at(op.operand(0), l);
+      }
+      case OpCode::Reshape: {
+        // Row-major: the same linear element of the operand.
+        const Shape& to = v->type().shape();
+        const Shape& from = op.operand(0)->type().shape();
+        int64_t linear = 0;
+        for (size_t i = 0; i < to.size(); ++i) linear = linear * to[i] + lane[i];
+        Lane l(from.size());
+        for (size_t i = from.size(); i-- > 0;) {
+          l[i] = linear % from[i];
+          linear /= from[i];
+        }
+        return at(op.operand(0), l);
+      }
+      case OpCode::PtrAdd: {
+        Val a = operand(0), b = operand(1);
+        if (!a || !b) return std::nullopt;
+        return *a + *b;
+      }
+      case OpCode::Cast: {
+        const Type& from = op.operand(0)->type();
+        if (!from.isIntLike() || !v->type().isIntLike()) return std::nullopt;
+        Val a = operand(0);
+        if (!a) return std::nullopt;
+        return dt == DType::I1 ? int64_t(*a != 0) : wrap(*a, dt);
+      }
+      case OpCode::Select: {
+        Val c = operand(0);
+        if (!c) return std::nullopt;
+        return operand(*c ? 1 : 2);
+      }
+      case OpCode::Cmp: {
+        Val a = operand(0), b = operand(1);
+        if (!a || !b || !op.operand(0)->type().isIntLike()) return std::nullopt;
+        auto r = foldIntCmp(op.strAttr("pred"), *a, *b, op.operand(0)->type().dtype());
+        if (!r) return std::nullopt;
+        return int64_t(*r);
+      }
+      case OpCode::Neg:
+      case OpCode::Not:
+      case OpCode::Abs: {
+        Val a = operand(0);
+        if (!a || ptr || !isInteger(dt)) return std::nullopt;
+        if (op.code() == OpCode::Neg) return wrap(-static_cast<uint64_t>(*a), dt);
+        if (op.code() == OpCode::Not) return wrap(~*a, dt);
+        return isUnsigned(dt) ? *a : wrap(*a < 0 ? -static_cast<uint64_t>(*a) : *a, dt);
+      }
+      default: break;
+    }
+    if (!isBinary(op.code()) || ptr || !isInteger(dt)) return std::nullopt;
+    Val a = operand(0), b = operand(1);
+    if (!a || !b) return std::nullopt;
+    const int64_t x = *a, y = *b;
+    const auto ux = static_cast<uint64_t>(x), uy = static_cast<uint64_t>(y);
+    const bool u = isUnsigned(dt);
+    switch (op.code()) {
+      case OpCode::Add: return wrap(static_cast<int64_t>(ux + uy), dt);
+      case OpCode::Sub: return wrap(static_cast<int64_t>(ux - uy), dt);
+      case OpCode::Mul: return wrap(static_cast<int64_t>(ux * uy), dt);
+      case OpCode::Div:
+      case OpCode::Rem:
+        // Division by zero and INT_MIN / -1 are unspecified (IR.h).
+        if (y == 0 || (!u && y == -1 && x == wrap(int64_t{1} << (bitWidth(dt) - 1), dt))) return std::nullopt;
+        if (op.code() == OpCode::Div) return wrap(u ? static_cast<int64_t>(ux / uy) : x / y, dt);
+        return wrap(u ? static_cast<int64_t>(ux % uy) : x % y, dt);
+      case OpCode::Min: return u ? static_cast<int64_t>(std::min(ux, uy)) : std::min(x, y);
+      case OpCode::Max: return u ? static_cast<int64_t>(std::max(ux, uy)) : std::max(x, y);
+      case OpCode::And: return x & y;
+      case OpCode::Or: return x | y;
+      case OpCode::Xor: return wrap(x ^ y, dt);
+      case OpCode::Shl:
+        if (y < 0 || uy >= bitWidth(dt)) return std::nullopt;
+        return wrap(static_cast<int64_t>(ux << uy), dt);
+      case OpCode::Shr:
+        if (y < 0 || uy >= bitWidth(dt)) return std::nullopt;
+        return u ? static_cast<int64_t>(ux >> uy) : x >> y;
+      default: return std::nullopt;
+    }
+  }
+
+  Val scalar(const Value* v, const Op& user, const char* what) {
+    Val r = at(v, {});
+    if (!r) throw NotAnalysable{&user, what};
+    return r;
+  }
+
+  void block(const Block& b, std::vector<int64_t>& iters) {
+    for (auto& o : b.ops()) {
+      const Op& op = *o;
+      if (++steps_ > kMaxSteps)
+        throw NotAnalysable{&op, "a program runs more than " + std::to_string(kMaxSteps) + " ops"};
+      switch (op.code()) {
+        case OpCode::For: forLoop(op, iters); continue;
+        case OpCode::If: branch(op, iters); continue;
+        case OpCode::Store:
+          if (stores_.count(&op)) store(op, iters);
+          continue;
+        default: break;
+      }
+      if (op.numRegions() != 0) {
+        if (holders_.count(&op)) throw NotAnalysable{&op, std::string("an output store is inside '") + op.name() + "'"};
+        continue;
+      }
+      // Scalars are computed as their ops run (so a loop's iteration sees
+      // its own values); tiles element by element when a store asks.
+      for (auto& r : op.results())
+        if (!r->type().isTile() && !r->type().isBuffer()) env_[r.get()] = eval(op, r.get(), {});
+    }
+  }
+
+  void forLoop(const Op& op, std::vector<int64_t>& iters) {
+    const Block& body = op.region(0).block();
+    if (!holders_.count(&op)) {
+      for (auto& r : op.results()) env_.erase(r.get());
+      return;
+    }
+    const int64_t lo = *scalar(op.operand(0), op, "its bounds depend on values the check cannot compute");
+    const int64_t hi = *scalar(op.operand(1), op, "its bounds depend on values the check cannot compute");
+    const int64_t step = *scalar(op.operand(2), op, "its bounds depend on values the check cannot compute");
+    std::vector<Val> carried;
+    for (unsigned i = 3; i < op.numOperands(); ++i) carried.push_back(at(op.operand(i), {}));
+    iters.push_back(0);
+    const DType ivType = body.arg(0)->type().dtype();
+    for (int64_t iv = lo; step > 0 && iv < hi; iv = wrap(iv + step, ivType), ++iters.back()) {
+      env_[body.arg(0)] = iv;
+      for (size_t i = 0; i < carried.size(); ++i) env_[body.arg(static_cast<unsigned>(i + 1))] = carried[i];
+      block(body, iters);
+      const Op* y = body.terminator();
+      for (size_t i = 0; i < carried.size(); ++i) carried[i] = at(y->operand(static_cast<unsigned>(i)), {});
+      if (iv + step <= iv) break;  // the iv would wrap: the loop ends
+    }
+    iters.pop_back();
+    for (size_t i = 0; i < carried.size(); ++i) env_[op.result(static_cast<unsigned>(i))] = carried[i];
+  }
+
+  void branch(const Op& op, std::vector<int64_t>& iters) {
+    Val c = at(op.operand(0), {});
+    if (!c) {
+      if (holders_.count(&op))
+        throw NotAnalysable{&op, "an output store is under a condition the check cannot compute"};
+      for (auto& r : op.results()) env_.erase(r.get());
+      return;
+    }
+    const Block& b = op.region(*c ? 0 : 1).block();
+    block(b, iters);
+    const Op* y = b.terminator();
+    for (unsigned i = 0; i < op.numResults(); ++i) env_[op.result(i)] = y ? at(y->operand(i), {}) : std::nullopt;
+  }
+
+  void store(const Op& op, const std::vector<int64_t>& iters) {
+    const Value* ptr = op.operand(0);
+    const Shape shape = op.operand(1)->type().shape();
+    const Lane first(shape.size(), 0);
+    bool on = true;
+    if (op.numOperands() > 2) {
+      Val m = at(op.operand(2), first);
+      if (!m) throw NotAnalysable{&op, "its mask depends on values the check cannot compute"};
+      on = *m != 0;
+    }
+    Val origin = at(ptr, first);
+    if (!origin) {
+      if (!on) return;  // writes nothing, wherever it points
+      throw NotAnalysable{&op, "its addresses depend on values the check cannot compute"};
+    }
+    Exec e{&op, pid_, iters, *origin, {}, on};
+    for (size_t d = 0; d < shape.size(); ++d) {
+      Lane l(first);
+      l[d] = shape[d] > 1 ? 1 : 0;
+      Val x = at(ptr, l);
+      if (!x && !on) return;
+      if (!x) throw NotAnalysable{&op, "its addresses depend on values the check cannot compute"};
+      e.strides.push_back(*x - *origin);
+    }
+    out_->push_back(std::move(e));
+  }
+
+  static constexpr int64_t kMaxSteps = 1'000'000;
+  const Function& f_;
+  const std::set<const Op*>& stores_;
+  const std::set<const Op*>& holders_;
+  std::unordered_map<const Value*, Val> env_;
+  int64_t pid_ = 0, programs_ = 1;
+  std::vector<Exec>* out_ = nullptr;
+  int64_t steps_ = 0;
+};
+
+// ---- static facts about the kernel ------------------------------------------
+
+/// Whether `v` is computed from an op of kind `code` (through any ops, and
+/// through a loop's bounds into its induction variable).
+bool dependsOn(const Value* v, OpCode code) {
+  std::vector<const Value*> work{v};
+  std::unordered_set<const Value*> seen;
+  while (!work.empty()) {
+    const Value* x = work.back();
+    work.pop_back();
+    if (!seen.insert(x).second) continue;
+    if (const Op* d = x->definingOp()) {
+      if (d->code() == code) return true;
+      for (const Value* o : d->operands()) work.push_back(o);
+      continue;
+    }
+    const Op* owner = x->ownerBlock() ? x->ownerBlock()->parentOp() : nullptr;
+    if (owner && owner->code() == OpCode::For)
+      for (const Value* o : owner->operands()) work.push_back(o);
+  }
+  return false;
+}
+
+/// The kernel argument `v` is, through casts (nullopt: none).
+std::optional<unsigned> argOf(const Function& f, const Value* v) {
+  while (v->definingOp() && v->definingOp()->code() == OpCode::Cast) v = v->definingOp()->operand(0);
+  for (unsigned i = 0; i < f.numArgs(); ++i)
+    if (f.arg(i) == v) return i;
+  return std::nullopt;
+}
+
+/// The scalar a tile splats (through broadcast and expand_dims), or null.
+const Value* splatted(const Value* v) {
+  while (const Op* d = v->definingOp()) {
+    if (d->code() == OpCode::Splat) return d->operand(0);
+    if (d->code() != OpCode::Broadcast && d->code() != OpCode::ExpandDims) return nullptr;
+    v = d->operand(0);
+  }
+  return v->type().isTile() ? nullptr : v;
+}
+
+/// The dimensions along which `v` varies with an arange (in v's own axes).
+std::set<int> varying(const Value* v) {
+  const Op* d = v->definingOp();
+  if (!d || !v->type().isTile()) return {};
+  switch (d->code()) {
+    case OpCode::Arange: return {0};
+    case OpCode::Splat:
+    case OpCode::Constant: return {};
+    case OpCode::Broadcast: return varying(d->operand(0));
+    case OpCode::ExpandDims: {
+      std::set<int> out;
+      const int axis = static_cast<int>(d->intAttr("axis"));
+      for (int x : varying(d->operand(0))) out.insert(x < axis ? x : x + 1);
+      return out;
+    }
+    default: {
+      std::set<int> out;
+      if (!isElementwise(d->code())) return {-1};
+      for (const Value* o : d->operands())
+        for (int x : varying(o)) out.insert(x);
+      return out;
+    }
+  }
+}
+
+/// The size argument bounding each dimension of a store's mask: the `x <
+/// M` compares under its ands, x varying along one dimension only.
+void maskBounds(const Function& f, const Value* m, std::vector<int>& axes, std::map<int, unsigned>& bounds) {
+  const Op* d = m->definingOp();
+  if (!d) return;
+  switch (d->code()) {
+    case OpCode::And:
+      maskBounds(f, d->operand(0), axes, bounds);
+      maskBounds(f, d->operand(1), axes, bounds);
+      return;
+    case OpCode::Broadcast: maskBounds(f, d->operand(0), axes, bounds); return;
+    case OpCode::ExpandDims: {
+      std::vector<int> inner(axes);
+      inner.erase(inner.begin() + d->intAttr("axis"));
+      maskBounds(f, d->operand(0), inner, bounds);
+      return;
+    }
+    case OpCode::Cmp: {
+      const std::string& p = d->strAttr("pred");
+      const Value* x = d->operand(0);
+      const Value* bound = d->operand(1);
+      if (p == "gt" || p == "ge")
+        std::swap(x, bound);
+      else if (p != "lt" && p != "le")
+        return;
+      const Value* s = splatted(bound);
+      auto arg = s ? argOf(f, s) : std::nullopt;
+      const std::set<int> dims = varying(x);
+      if (arg && dims.size() == 1 && *dims.begin() >= 0 && *dims.begin() < static_cast<int>(axes.size()))
+        bounds.emplace(axes[static_cast<size_t>(*dims.begin())], *arg);
+      return;
+    }
+    default: return;
+  }
+}
+
+// ---- the check ---------------------------------------------------------------
+
+class Coverage {
+ public:
+  Coverage(const Function& f, const TileCoverageOptions& o) : f_(f), o_(o), names_(f), origins_(f) {}
+
+  std::vector<TileCoverage> run() {
+    std::map<unsigned, std::vector<const Op*>> outputs;
+    walk(const_cast<Block&>(f_.body()), [&](Op& op) {
+      if (op.code() != OpCode::Store) return;
+      const auto& from = origins_.of(op.operand(0));
+      if (from.size() == 1 && f_.arg(from[0])->type().space() == MemSpace::Global) outputs[from[0]].push_back(&op);
+    });
+    std::vector<TileCoverage> out;
+    for (auto& [arg, stores] : outputs) {
+      TileCoverage c;
+      c.output = names_.name(f_.arg(arg));
+      try {
+        c.text = output(arg, stores);
+        c.kind = TileCoverage::Kind::Checked;
+      } catch (const NotAnalysable& n) {
+        c.text = "not analysable: " + std::string(n.op->name()) + " at " + where(*n.op) + ": " + n.why;
+      }
+      out.push_back(std::move(c));
+    }
+    return out;
+  }
+
+ private:
+  std::string where(const Op& op) const { return op.loc().known() ? op.loc().str() : "@" + f_.name(); }
+
+  /// Checks one output; returns what was checked.
+  std::string output(unsigned arg, const std::vector<const Op*>& stores) {
+    const Op& first = *stores.front();
+    const Shape tile = first.operand(1)->type().shape();
+    for (const Op* s : stores) {
+      if (!dependsOn(s->operand(0), OpCode::ProgramId) && !dependsOn(s->operand(0), OpCode::NumPrograms))
+        throw NotAnalysable{s,
+                            "its addresses depend on neither program_id nor num_programs: no tile is chosen "
+                            "per program"};
+      if (s->operand(1)->type().shape() != tile)
+        throw NotAnalysable{s, "the stores of one output must store tiles of one shape"};
+    }
+    if (tile.empty() || tile.size() > 2)
+      throw NotAnalysable{&first, "only tiles of rank 1 or 2 are named by their first element"};
+    // M and N: the size arguments the masks compare the row and column
+    // indices with (rank 1: N only).
+    std::vector<std::optional<unsigned>> size(tile.size());
+    for (const Op* s : stores) {
+      if (s->numOperands() < 3) throw NotAnalysable{s, "an unmasked store has no size argument to bound its tiles"};
+      std::vector<int> axes;
+      for (int i = 0; i < static_cast<int>(tile.size()); ++i) axes.push_back(i);
+      std::map<int, unsigned> b;
+      maskBounds(f_, s->operand(2), axes, b);
+      for (size_t d = 0; d < tile.size(); ++d) {
+        auto it = b.find(static_cast<int>(d));
+        if (it == b.end() || !f_.arg(it->second)->type().isScalar())
+          throw NotAnalysable{
+              s, "its mask does not compare dimension " + std::to_string(d) + "'s index with a size argument (x < M)"};
+        if (size[d] && *size[d] != it->second)
+          throw NotAnalysable{s, "the stores of one output must be bounded by the same size arguments"};
+        size[d] = it->second;
+      }
+    }
+    std::set<const Op*> storeSet(stores.begin(), stores.end()), holders;
+    bool persistent = false;
+    walk(const_cast<Block&>(f_.body()), [&](Op& op) {
+      if (op.numRegions() == 0) return;
+      bool holds = false;
+      for (auto& r : op.regions()) walk(r->block(), [&](Op& in) { holds = holds || storeSet.count(&in); });
+      if (!holds) return;
+      holders.insert(&op);
+      if (op.code() == OpCode::For)
+        for (unsigned i = 0; i < 3; ++i) persistent = persistent || dependsOn(op.operand(i), OpCode::NumPrograms);
+    });
+
+    // The family of sizes: per dimension, c tiles exactly and one element
+    // past c - 1 tiles.
+    const int64_t tm = tile.size() == 2 ? tile[0] : 1, tn = tile.back();
+    auto family = [&](int64_t t) {
+      std::vector<int64_t> v;
+      for (int64_t c = 1; c <= o_.maxTiles; ++c) {
+        v.push_back(c * t);
+        if (t > 1) v.push_back((c - 1) * t + 1);
+      }
+      std::sort(v.begin(), v.end());
+      return v;
+    };
+    std::vector<int64_t> args(f_.numArgs(), 0);
+    for (unsigned i = 0; i < f_.numArgs(); ++i)
+      if (f_.arg(i)->type().isScalar() && isInteger(f_.arg(i)->type().dtype()))
+        args[i] = kOtherSize * std::max(tm, tn) * o_.maxTiles;
+    const std::optional<unsigned> mArg = tile.size() == 2 ? size[0] : std::nullopt, nArg = size.back();
+    const std::vector<int64_t> ms = mArg && *mArg != *nArg ? family(tm) : std::vector<int64_t>{0};
+    Interpreter in(f_, storeSet, holders);
+    int64_t samples = 0;
+    for (int64_t m : ms)
+      for (int64_t n : family(tn)) {
+        if (mArg) args[*mArg] = m;
+        args[*nArg] = n;
+        const int64_t rows = mArg ? args[*mArg] : 1, cols = n;
+        const int64_t gm = (rows + tm - 1) / tm, gn = (cols + tn - 1) / tn, count = gm * gn;
+        std::set<int64_t> grids;
+        if (persistent)
+          grids = {1, 2, 3, 5, std::max<int64_t>(count - 1, 1), count, count + 1};
+        else
+          grids = {count, count + 1, count + 3};
+        for (int64_t programs : grids) {
+          std::vector<Exec> execs;
+          for (int64_t p = 0; p < programs; ++p) in.run(p, programs, args, execs);
+          compare(execs, tile, gm, gn, rows, cols, programs, mArg, *nArg);
+          ++samples;
+        }
+      }
+    std::string sizes = mArg && *mArg != *nArg ? names_.name(f_.arg(*mArg)) + " and " + names_.name(f_.arg(*nArg))
+                                               : names_.name(f_.arg(*nArg));
+    return "every tile stored exactly once for " + std::to_string(samples) + " sizes and grids: " + sizes +
+           " of 1 to " + std::to_string(o_.maxTiles) + " tiles of " + shapeStr(tile) + " (multiples and one past), " +
+           (persistent ? "persistent: 1, 2, 3, 5, count-1, count, count+1 programs"
+                       : "count, count+1, count+3 programs");
+  }
+
+  std::string execText(const Exec& e) const {
+    std::string s = "program " + std::to_string(e.program);
+    for (size_t i = 0; i < e.iters.size(); ++i) s += (i ? ", " : " (iteration ") + std::to_string(e.iters[i]);
+    return e.iters.empty() ? s : s + ")";
+  }
+
+  void compare(const std::vector<Exec>& execs, const Shape& tile, int64_t gm, int64_t gn, int64_t rows, int64_t cols,
+               int64_t programs, std::optional<unsigned> mArg, unsigned nArg) {
+    const bool two = tile.size() == 2;
+    const int64_t tm = two ? tile[0] : 1, tn = tile.back();
+    auto sizes = [&] {
+      std::string s;
+      if (two && mArg && *mArg != nArg) s += names_.name(f_.arg(*mArg)) + " = " + std::to_string(rows) + ", ";
+      s += names_.name(f_.arg(nArg)) + " = " + std::to_string(cols);
+      const int64_t count = gm * gn;
+      return s + ", " + (two ? std::to_string(gm) + " x " + std::to_string(gn) : std::to_string(gn)) +
+             (count == 1 ? " tile of " : " tiles of ") + shapeStr(tile) + ", " + std::to_string(programs) + " program" +
+             (programs == 1 ? "" : "s");
+    };
+    auto name = [&](int64_t r, int64_t c) {
+      return two ? "tile (" + std::to_string(r) + ", " + std::to_string(c) + ")" : "tile " + std::to_string(c);
+    };
+    std::map<std::pair<int64_t, int64_t>, const Exec*> seen;
+    std::string off;  // executions whose store is masked off, for a missed tile
+    for (const Exec& e : execs) {
+      if (!e.on) {
+        if (std::count(off.begin(), off.end(), ';') >= 3) continue;
+        const int64_t ld = two ? e.strides[0] : 0;
+        const bool named = e.origin >= 0 && (!two || ld > 0);
+        off += "; " + execText(e) + " stores " +
+               (named ? name(two ? e.origin / ld / tm : 0, (two ? e.origin % ld : e.origin) / tn) + ", " : "") +
+               "masked off";
+        continue;
+      }
+      int64_t row0 = 0, col0 = e.origin;
+      if (e.strides.back() != 1 && tn > 1)
+        throw NotAnalysable{e.store, "its tiles' last dimension is not contiguous in memory"};
+      if (two) {
+        const int64_t ld = e.strides[0];
+        if (ld < cols || e.origin < 0)
+          throw NotAnalysable{e.store, "its rows are not " + std::to_string(ld) + " >= N elements apart"};
+        row0 = e.origin / ld;
+        col0 = e.origin % ld;
+      }
+      if (row0 % tm != 0 || col0 % tn != 0 || col0 < 0)
+        throw fail(*e.store, execText(e) + " stores a tile at row " + std::to_string(row0) + ", column " +
+                                 std::to_string(col0) + ", not on the grid of " + shapeStr(tile) + " tiles (" +
+                                 sizes() + ")");
+      const int64_t r = row0 / tm, c = col0 / tn;
+      if (r >= gm || c >= gn)
+        throw fail(*e.store, execText(e) + " stores " + name(r, c) + ", outside the grid (" + sizes() + ")");
+      auto [it, fresh] = seen.emplace(std::pair{r, c}, &e);
+      if (!fresh)
+        throw fail(*e.store, name(r, c) + " is stored twice: by " + execText(*it->second) + " and by " + execText(e) +
+                                 " (" + sizes() + ")");
+    }
+    for (int64_t r = 0; r < gm; ++r)
+      for (int64_t c = 0; c < gn; ++c)
+        if (!seen.count({r, c}))
+          throw fail(*execsStoreOr(execs),
+                     name(r, c) + " is never stored: no program computes it (" + sizes() + ")" + off);
+  }
+
+  const Op* execsStoreOr(const std::vector<Exec>& execs) const {
+    if (!execs.empty()) return execs.front().store;
+    const Op* s = nullptr;
+    walk(const_cast<Block&>(f_.body()), [&](Op& op) {
+      if (!s && op.code() == OpCode::Store) s = &op;
+    });
+    return s;
+  }
+
+  VerifyError fail(const Op& op, const std::string& msg) const {
+    return VerifyError(where(op) + ": error: tile coverage: " + msg + "\n" + detail::opHeader(op, names_, true));
+  }
+
+  const Function& f_;
+  const TileCoverageOptions& o_;
+  detail::ValueNames names_;
+  PointerOrigins origins_;
+};
+
+}  // namespace
+
+std::vector<TileCoverage> checkTileCoverage(const Function& f, const TileCoverageOptions& o) {
+  if (o.maxTiles < 1) throw UsageError("tile coverage: the largest tile count must be at least 1");
+  return Coverage(f, o).run();
+}
+
+}  // namespace tessera::ir

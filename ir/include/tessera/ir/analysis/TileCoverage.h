@@ -1,0 +1,78 @@
+// Exactly-once output tiles: does a kernel's map (program, iteration) ->
+// output tile hit every tile of the grid once, for the kernel's sizes?
+//
+// The question is about the index arithmetic that picks a tile from
+// program_id (and, in a persistent loop, the loop's induction variable):
+// the arithmetic ts::for_tiles emits, or the same written by hand (a
+// grouped "L2 swizzle", a persistent stride). The sizes are symbolic in
+// the IR, so the check is bounded: it runs that arithmetic for a family of
+// sizes and grids and compares the tiles stored with the grid. What it
+// establishes, exactly (docs/dsl.md, "What the tile coverage check
+// establishes"):
+//
+//  * An output is a global pointer argument written by `store`s of tiles
+//    (rank 1 or 2) whose addresses depend on program_id. A stored tile is
+//    named by its first element: its address, relative to the argument,
+//    must be row0 * ld + col0 (rank 1: col0) with row0 and col0 multiples
+//    of the tile's extents; the tile (row0 / tileM, col0 / tileN). A tile
+//    counts as written when its first element's mask is on (exact for the
+//    masks `rows < M & cols < N` the DSL emits; a mask that switches off a
+//    tile's first element only is outside the model).
+//  * The grid is ceil(M / tileM) x ceil(N / tileN), M and N the size
+//    arguments the store's mask compares each dimension's index with.
+//  * Sizes: each of M and N takes, for every tile count c in 1 ..
+//    maxTiles, the values c * tile (a multiple) and (c - 1) * tile + 1 (one
+//    past a multiple); the other integer arguments are held at one value
+//    (kOtherSize times the largest tile extent). Grids: a kernel whose
+//    output stores sit in a loop stepping by num_programs (persistent) is
+//    run on 1, 2, 3, 5, count - 1, count and count + 1 programs; any other
+//    on count, count + 1 and count + 3 (it must be launched with at least
+//    count programs). Grid axes 1 and 2 hold one program.
+//  * For each size and grid, every program's scalar index arithmetic is
+//    evaluated exactly (i8 .. i64 and u8 .. u64 with the IR's wrapping
+//    semantics; program_id, num_programs, for, if, select, min, max, div,
+//    rem, the bit operations, casts): the result is the set of tiles each
+//    store writes, compared with the grid. That is a check of every size
+//    and grid listed, not a proof for all sizes.
+//
+// An output whose store addresses or masks depend on values the check
+// cannot compute (loads from memory, atomics, loop-carried tiles), or
+// whose stores sit under a condition computed from such values (a split-K
+// fix-up's ticket), is reported as not analysable, with the reason, and
+// nothing is claimed for it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tessera/ir/IR.h"
+
+namespace tessera::ir {
+
+struct TileCoverageOptions {
+  /// The largest tile count per dimension of the size family (>= 1).
+  int64_t maxTiles = 6;
+};
+
+/// Integer arguments other than M and N are held at this many times the
+/// largest tile extent: larger than every N of the family, so a leading
+/// dimension passed as its own argument never makes rows overlap.
+inline constexpr int64_t kOtherSize = 8;
+
+/// The finding for one output argument.
+struct TileCoverage {
+  enum class Kind { Checked, NotAnalysable };
+  Kind kind = Kind::NotAnalysable;
+  std::string output;  // the argument, e.g. "%c"
+  std::string text;    // one line: what was checked, or why nothing was
+};
+
+/// Checks every output of `f` (see above). A tile missed, computed twice or
+/// computed outside the grid is a VerifyError at the store's location
+/// naming the tile, the programs (and iterations) involved, the sizes and
+/// the grid. Otherwise one finding per output, in argument order; empty
+/// when `f` stores no tile through a pointer argument.
+std::vector<TileCoverage> checkTileCoverage(const Function& f, const TileCoverageOptions& o = {});
+
+}  // namespace tessera::ir
