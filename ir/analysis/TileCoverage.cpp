@@ -445,6 +445,16 @@ class Coverage {
       if (s->operand(1)->type().shape() != tile)
         throw NotAnalysable{s, "the stores of one output must store tiles of one shape"};
     }
+    // Grid axes 1 and 2 hold one program in the model: a kernel that picks
+    // tiles by them (a 2-D grid) would seem to miss every tile they pick.
+    const Op* otherAxis = nullptr;
+    walk(const_cast<Block&>(f_.body()), [&](Op& op) {
+      if (!otherAxis && (op.code() == OpCode::ProgramId || op.code() == OpCode::NumPrograms) && op.intAttr("axis") != 0)
+        otherAxis = &op;
+    });
+    if (otherAxis)
+      throw NotAnalysable{otherAxis, "the kernel reads grid axis " + std::to_string(otherAxis->intAttr("axis")) +
+                                         "; only axis 0 hands out tiles in the model"};
     if (tile.empty() || tile.size() > 2)
       throw NotAnalysable{&first, "only tiles of rank 1 or 2 are named by their first element"};
     // M and N: the size arguments the masks compare the row and column
@@ -497,7 +507,10 @@ class Coverage {
     const std::optional<unsigned> mArg = tile.size() == 2 ? size[0] : std::nullopt, nArg = size.back();
     const std::vector<int64_t> ms = mArg && *mArg != *nArg ? family(tm) : std::vector<int64_t>{0};
     Interpreter in(f_, storeSet, holders);
+    // Every sample runs before a violation is reported: a sample the model
+    // does not fit (NotAnalysable) withdraws every claim, violations too.
     int64_t samples = 0;
+    std::optional<VerifyError> violation;
     for (int64_t m : ms)
       for (int64_t n : family(tn)) {
         if (mArg) args[*mArg] = m;
@@ -512,10 +525,12 @@ class Coverage {
         for (int64_t programs : grids) {
           std::vector<Exec> execs;
           for (int64_t p = 0; p < programs; ++p) in.run(p, programs, args, execs);
-          compare(execs, tile, gm, gn, rows, cols, programs, mArg, *nArg);
+          std::optional<VerifyError> v = compare(execs, tile, gm, gn, rows, cols, programs, mArg, *nArg);
+          if (v && !violation) violation = std::move(v);
           ++samples;
         }
       }
+    if (violation) throw *violation;
     std::string sizes = mArg && *mArg != *nArg ? names_.name(f_.arg(*mArg)) + " and " + names_.name(f_.arg(*nArg))
                                                : names_.name(f_.arg(*nArg));
     return "every tile stored exactly once for " + std::to_string(samples) + " sizes and grids: " + sizes +
@@ -530,8 +545,11 @@ class Coverage {
     return e.iters.empty() ? s : s + ")";
   }
 
-  void compare(const std::vector<Exec>& execs, const Shape& tile, int64_t gm, int64_t gn, int64_t rows, int64_t cols,
-               int64_t programs, std::optional<unsigned> mArg, unsigned nArg) {
+  /// The first tile of one sample stored twice or never; NotAnalysable
+  /// where the stored tiles do not fit the model (TileCoverage.h).
+  std::optional<VerifyError> compare(const std::vector<Exec>& execs, const Shape& tile, int64_t gm, int64_t gn,
+                                     int64_t rows, int64_t cols, int64_t programs, std::optional<unsigned> mArg,
+                                     unsigned nArg) {
     const bool two = tile.size() == 2;
     const int64_t tm = two ? tile[0] : 1, tn = tile.back();
     auto sizes = [&] {
@@ -548,6 +566,7 @@ class Coverage {
     };
     std::map<std::pair<int64_t, int64_t>, const Exec*> seen;
     std::string off;  // executions whose store is masked off, for a missed tile
+    std::optional<VerifyError> twice;
     for (const Exec& e : execs) {
       if (!e.on) {
         if (std::count(off.begin(), off.end(), ';') >= 3) continue;
@@ -568,23 +587,29 @@ class Coverage {
         row0 = e.origin / ld;
         col0 = e.origin % ld;
       }
+      // A first element the mask keeps is inside M x N; a tile off the
+      // grid or outside it means the address is not the rows and columns
+      // the mask bounds (a row of a softmax, say): another model.
       if (row0 % tm != 0 || col0 % tn != 0 || col0 < 0)
-        throw fail(*e.store, execText(e) + " stores a tile at row " + std::to_string(row0) + ", column " +
-                                 std::to_string(col0) + ", not on the grid of " + shapeStr(tile) + " tiles (" +
-                                 sizes() + ")");
+        throw NotAnalysable{e.store, execText(e) + " stores a tile at row " + std::to_string(row0) + ", column " +
+                                         std::to_string(col0) + ", not on the grid of " + shapeStr(tile) + " tiles (" +
+                                         sizes() + ")"};
       const int64_t r = row0 / tm, c = col0 / tn;
       if (r >= gm || c >= gn)
-        throw fail(*e.store, execText(e) + " stores " + name(r, c) + ", outside the grid (" + sizes() + ")");
+        throw NotAnalysable{
+            e.store, execText(e) + " stores " + name(r, c) + ", outside the grid its mask bounds (" + sizes() + ")"};
       auto [it, fresh] = seen.emplace(std::pair{r, c}, &e);
-      if (!fresh)
-        throw fail(*e.store, name(r, c) + " is stored twice: by " + execText(*it->second) + " and by " + execText(e) +
-                                 " (" + sizes() + ")");
+      if (!fresh && !twice)
+        twice = fail(*e.store, name(r, c) + " is stored twice: by " + execText(*it->second) + " and by " + execText(e) +
+                                   " (" + sizes() + ")");
     }
+    if (twice) return twice;
     for (int64_t r = 0; r < gm; ++r)
       for (int64_t c = 0; c < gn; ++c)
         if (!seen.count({r, c}))
-          throw fail(*execsStoreOr(execs),
-                     name(r, c) + " is never stored: no program computes it (" + sizes() + ")" + off);
+          return fail(*execsStoreOr(execs),
+                      name(r, c) + " is never stored: no program computes it (" + sizes() + ")" + off);
+    return std::nullopt;
   }
 
   const Op* execsStoreOr(const std::vector<Exec>& execs) const {

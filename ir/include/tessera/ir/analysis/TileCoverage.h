@@ -27,7 +27,10 @@
 //    output stores sit in a loop stepping by num_programs (persistent) is
 //    run on 1, 2, 3, 5, count - 1, count and count + 1 programs; any other
 //    on count, count + 1 and count + 3 (it must be launched with at least
-//    count programs). Grid axes 1 and 2 hold one program.
+//    count programs). A kernel that reads grid axis 1 or 2 is not
+//    analysable (a 2-D grid of tiles is outside the model).
+//  * A violation is reported only when every sample fits the model; an
+//    output that does not fit one sample is not analysable as a whole.
 //  * For each size and grid, every program's scalar index arithmetic is
 //    evaluated exactly (i8 .. i64 and u8 .. u64 with the IR's wrapping
 //    semantics; program_id, num_programs, for, if, select, min, max, div,
@@ -68,11 +71,14 @@ struct TileCoverage {
   std::string text;    // one line: what was checked, or why nothing was
 };
 
-/// Checks every output of `f` (see above). A tile missed, computed twice or
-/// computed outside the grid is a VerifyError at the store's location
-/// naming the tile, the programs (and iterations) involved, the sizes and
-/// the grid. Otherwise one finding per output, in argument order; empty
-/// when `f` stores no tile through a pointer argument.
+/// Checks every output of `f` (see above). A tile stored twice or never is
+/// a VerifyError at the store's location naming the tile, the programs
+/// (and iterations) involved, the sizes and the grid. Otherwise one finding
+/// per output, in argument order; empty when `f` stores nothing through a
+/// global pointer argument. An output whose stored tiles do not fit the
+/// model for some sample (a first element off the grid, or outside the
+/// M x N its mask bounds: the address is not the mask's rows and columns)
+/// is not analysable, and no violation of it is reported either.
 std::vector<TileCoverage> checkTileCoverage(const Function& f, const TileCoverageOptions& o = {});
 
 }  // namespace tessera::ir
