@@ -19,6 +19,7 @@
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 #include "../lib/PrinterDetail.h"
 #include "tessera/ir/analysis/PointerOrigin.h"
@@ -48,25 +49,54 @@ int64_t wrap(int64_t x, DType d) {
 using Lane = std::vector<int64_t>;
 using Val = std::optional<int64_t>;
 
-/// One execution of an output store whose first element is on.
+/// One run of a K loop (a loop whose bounds the program computes, holding
+/// no output store): the iterations [lo, hi) of one work unit.
+struct KRange {
+  const Op* loop;
+  int64_t program, lo, hi;
+};
+
+/// One execution of an output store.
 struct Exec {
   const Op* store;
   int64_t program;
   std::vector<int64_t> iters;  // iteration numbers of the enclosing loops
   int64_t origin;              // the first element's offset from the argument
   std::vector<int64_t> strides;
-  bool on = true;  // false: the first element is masked off (named when a tile is missed)
+  bool on = true;         // false: the first element is masked off (named when a tile is missed)
+  std::vector<KRange> k;  // the K loops this unit ran before its store
+};
+
+/// A counter: a global address that atomic adds of the constant 1 count
+/// on (a K-split fix-up's ticket per tile), and the K loops of the units
+/// that took a ticket on it.
+struct Counter {
+  int64_t value = 0;
+  int64_t lastProgram = -1;  // the highest program that took a ticket
+  std::vector<KRange> k;
 };
 
 class Interpreter {
  public:
-  Interpreter(const Function& f, const std::set<const Op*>& stores, const std::set<const Op*>& holders)
-      : f_(f), stores_(stores), holders_(holders) {}
+  Interpreter(const Function& f, const std::set<const Op*>& stores, const std::set<const Op*>& holders,
+              const std::set<const Op*>& kLoops, const PointerOrigins& origins)
+      : f_(f), stores_(stores), holders_(holders), kLoops_(kLoops), origins_(origins) {}
+
+  /// Starts a launch: counters back to 0.
+  void launch() { counters_.clear(); }
+  /// A K loop whose bounds could not be computed (no K claim then), or null.
+  const Op* kUnknown() const { return kUnknown_; }
+  /// The counters of the launch so far, by (argument, offset).
+  const std::map<std::pair<unsigned, int64_t>, Counter>& counters() const { return counters_; }
 
   /// Runs program `p` of `programs` with the integer arguments `args`
-  /// (pointer arguments are 0: offsets are relative to them).
+  /// (pointer arguments are 0: offsets are relative to them). Programs run
+  /// one after another, which is one order the launch may take; the
+  /// counters make every order give the same tiles (see atomic()).
   void run(int64_t p, int64_t programs, const std::vector<int64_t>& args, std::vector<Exec>& out) {
     env_.clear();
+    pendingK_.clear();
+    unitDone_ = false;
     pid_ = p;
     programs_ = programs;
     out_ = &out;
@@ -211,6 +241,7 @@ class Interpreter {
         case OpCode::Store:
           if (stores_.count(&op)) store(op, iters);
           continue;
+        case OpCode::AtomicRmw: atomic(op); continue;
         default: break;
       }
       if (op.numRegions() != 0) {
@@ -227,6 +258,14 @@ class Interpreter {
   void forLoop(const Op& op, std::vector<int64_t>& iters) {
     const Block& body = op.region(0).block();
     if (!holders_.count(&op)) {
+      // A K loop is not run, only its range recorded for the unit.
+      if (kLoops_.count(&op) && !unitDone_) {
+        Val lo = at(op.operand(0), {}), hi = at(op.operand(1), {});
+        if (lo && hi)
+          pendingK_.push_back({&op, pid_, *lo, *hi});
+        else if (!kUnknown_)
+          kUnknown_ = &op;
+      }
       for (auto& r : op.results()) env_.erase(r.get());
       return;
     }
@@ -238,6 +277,8 @@ class Interpreter {
     iters.push_back(0);
     const DType ivType = body.arg(0)->type().dtype();
     for (int64_t iv = lo; step > 0 && iv < hi; iv = wrap(iv + step, ivType), ++iters.back()) {
+      pendingK_.clear();  // each iteration of a loop over tiles is a unit of its own
+      unitDone_ = false;
       env_[body.arg(0)] = iv;
       for (size_t i = 0; i < carried.size(); ++i) env_[body.arg(static_cast<unsigned>(i + 1))] = carried[i];
       block(body, iters);
@@ -278,7 +319,7 @@ class Interpreter {
       if (!on) return;  // writes nothing, wherever it points
       throw NotAnalysable{&op, "its addresses depend on values the check cannot compute"};
     }
-    Exec e{&op, pid_, iters, *origin, {}, on};
+    Exec e{&op, pid_, iters, *origin, {}, on, {}};
     for (size_t d = 0; d < shape.size(); ++d) {
       Lane l(first);
       l[d] = shape[d] > 1 ? 1 : 0;
@@ -287,13 +328,48 @@ class Interpreter {
       if (!x) throw NotAnalysable{&op, "its addresses depend on values the check cannot compute"};
       e.strides.push_back(*x - *origin);
     }
+    if (on) {
+      e.k = std::exchange(pendingK_, {});
+      unitDone_ = true;
+    }
     out_->push_back(std::move(e));
+  }
+
+  // A scalar atomic add of the constant 1 to one global address is a
+  // counter: every order of the launch's programs gives its adds the old
+  // values 0, 1, ..., n - 1 (each once), so how many units see a given
+  // ticket, and which tiles they go on to store, is the same in every
+  // order; only which program draws which ticket differs. Stores to a
+  // counter are taken to follow its last add (the fix-up resets its flag
+  // in the unit that drew the last ticket) and are not modelled. Other
+  // atomics give a value the check cannot compute.
+  void atomic(const Op& op) {
+    const Value* r = op.result();
+    env_.erase(r);
+    if (r->type().isTile() || op.numOperands() > 2 || op.strAttr("kind") != "add") return;
+    const Op* one = op.operand(1)->definingOp();
+    const auto& from = origins_.of(op.operand(0));
+    Val addr = at(op.operand(0), {});
+    if (!one || one->code() != OpCode::Constant || at(op.operand(1), {}) != 1 || from.size() != 1 || !addr) return;
+    Counter& c = counters_[{from[0], *addr}];
+    env_[r] = wrap(c.value, r->type().dtype());
+    c.value += 1;
+    c.lastProgram = std::max(c.lastProgram, pid_);
+    for (KRange& k : pendingK_) c.k.push_back(k);
+    pendingK_.clear();
+    unitDone_ = true;  // what follows the ticket (the sum of the partials) is not the unit's K
   }
 
   static constexpr int64_t kMaxSteps = 1'000'000;
   const Function& f_;
   const std::set<const Op*>& stores_;
   const std::set<const Op*>& holders_;
+  const std::set<const Op*>& kLoops_;
+  const PointerOrigins& origins_;
+  std::map<std::pair<unsigned, int64_t>, Counter> counters_;
+  std::vector<KRange> pendingK_;  // the K loops of the unit under way
+  const Op* kUnknown_ = nullptr;
+  bool unitDone_ = false;  // the unit took its ticket or stored its tile
   std::unordered_map<const Value*, Val> env_;
   int64_t pid_ = 0, programs_ = 1;
   std::vector<Exec>* out_ = nullptr;
@@ -501,42 +577,195 @@ class Coverage {
       return v;
     };
     std::vector<int64_t> args(f_.numArgs(), 0);
+    const int64_t other = kOtherSize * std::max(tm, tn) * o_.maxTiles;
     for (unsigned i = 0; i < f_.numArgs(); ++i)
-      if (f_.arg(i)->type().isScalar() && isInteger(f_.arg(i)->type().dtype()))
-        args[i] = kOtherSize * std::max(tm, tn) * o_.maxTiles;
+      if (f_.arg(i)->type().isScalar() && isInteger(f_.arg(i)->type().dtype())) args[i] = other;
     const std::optional<unsigned> mArg = tile.size() == 2 ? size[0] : std::nullopt, nArg = size.back();
     const std::vector<int64_t> ms = mArg && *mArg != *nArg ? family(tm) : std::vector<int64_t>{0};
-    Interpreter in(f_, storeSet, holders);
+
+    // K loops: loops under a loop or branch over tiles, holding no output
+    // store, whose bounds the program computes (a unit's share of K). The
+    // arguments their bounds read, M and N aside (K), take a few values of
+    // their own.
+    std::set<const Op*> kLoops;
+    std::set<unsigned> kArgs;
+    walk(const_cast<Block&>(f_.body()), [&](Op& op) {
+      if (op.code() != OpCode::For || holders.count(&op)) return;
+      bool under = false;
+      for (const Op* up = op.parent()->parentOp(); up; up = up->parent()->parentOp())
+        under = under || holders.count(up);
+      bool perProgram = false;
+      for (unsigned i = 0; i < 2; ++i)
+        perProgram =
+            perProgram || dependsOn(op.operand(i), OpCode::ProgramId) || dependsOn(op.operand(i), OpCode::NumPrograms);
+      if (!under || !perProgram) return;
+      kLoops.insert(&op);
+      for (unsigned i = 0; i < 2; ++i) argsIn(op.operand(i), kArgs);
+    });
+    std::vector<int64_t> ks{other};
+    std::vector<unsigned> kOnly;
+    for (unsigned a : kArgs)
+      if (a != *nArg && a != mArg.value_or(*nArg) && f_.arg(a)->type().isScalar() &&
+          isInteger(f_.arg(a)->type().dtype()))
+        kOnly.push_back(a);
+    if (!kOnly.empty()) ks = {1, 13, other};
+
+    Interpreter in(f_, storeSet, holders, kLoops, origins_);
+    int64_t kUnits = 0;
     // Every sample runs before a violation is reported: a sample the model
     // does not fit (NotAnalysable) withdraws every claim, violations too.
     int64_t samples = 0;
     std::optional<VerifyError> violation;
-    for (int64_t m : ms)
-      for (int64_t n : family(tn)) {
-        if (mArg) args[*mArg] = m;
-        args[*nArg] = n;
-        const int64_t rows = mArg ? args[*mArg] : 1, cols = n;
-        const int64_t gm = (rows + tm - 1) / tm, gn = (cols + tn - 1) / tn, count = gm * gn;
-        std::set<int64_t> grids;
-        if (persistent)
-          grids = {1, 2, 3, 5, std::max<int64_t>(count - 1, 1), count, count + 1};
-        else
-          grids = {count, count + 1, count + 3};
-        for (int64_t programs : grids) {
-          std::vector<Exec> execs;
-          for (int64_t p = 0; p < programs; ++p) in.run(p, programs, args, execs);
-          std::optional<VerifyError> v = compare(execs, tile, gm, gn, rows, cols, programs, mArg, *nArg);
-          if (v && !violation) violation = std::move(v);
-          ++samples;
+    for (int64_t kv : ks)
+      for (int64_t m : ms)
+        for (int64_t n : family(tn)) {
+          for (unsigned a : kOnly) args[a] = kv;
+          if (mArg) args[*mArg] = m;
+          args[*nArg] = n;
+          const int64_t rows = mArg ? args[*mArg] : 1, cols = n;
+          const int64_t gm = (rows + tm - 1) / tm, gn = (cols + tn - 1) / tn, count = gm * gn;
+          std::set<int64_t> grids;
+          if (persistent) {
+            grids = {1, 2, 3, 5, std::max<int64_t>(count - 1, 1), count, count + 1};
+          } else {
+            const int64_t need = std::max(needed(in, args, count, first), count);
+            grids = {need, need + 1, need + 3};
+          }
+          for (int64_t programs : grids) {
+            std::vector<Exec> execs;
+            in.launch();
+            for (int64_t p = 0; p < programs; ++p) in.run(p, programs, args, execs);
+            std::optional<VerifyError> v = compare(execs, tile, gm, gn, rows, cols, programs, mArg, *nArg);
+            if (!v && !in.kUnknown())
+              v = compareK(in, execs, tile, kOnly, kUnits,
+                           [&] { return sampleText(args, rows, cols, gm, gn, tile, programs, mArg, *nArg); });
+            if (v && !violation) violation = std::move(v);
+            ++samples;
+          }
         }
-      }
     if (violation) throw *violation;
     std::string sizes = mArg && *mArg != *nArg ? names_.name(f_.arg(*mArg)) + " and " + names_.name(f_.arg(*nArg))
                                                : names_.name(f_.arg(*nArg));
+    std::string kText;
+    if (in.kUnknown())
+      kText = "; K ranges not checked: the bounds of the 'for' at " + where(*in.kUnknown()) +
+              " depend on values the check cannot compute";
+    else if (kUnits) {
+      std::string names;
+      for (unsigned a : kOnly) names += (names.empty() ? "" : ", ") + names_.name(f_.arg(a));
+      kText = "; the K loops of each tile's work units cover one range from 0, each iteration once" +
+              (names.empty() ? std::string(" (K held at ") + std::to_string(other) + ")"
+                             : " (" + names + " = 1, 13, " + std::to_string(other) + ")");
+    }
     return "every tile stored exactly once for " + std::to_string(samples) + " sizes and grids: " + sizes +
            " of 1 to " + std::to_string(o_.maxTiles) + " tiles of " + shapeStr(tile) + " (multiples and one past), " +
            (persistent ? "persistent: 1, 2, 3, 5, count-1, count, count+1 programs"
-                       : "count, count+1, count+3 programs");
+                       : "need, need+1, need+3 programs (need: count, or one past the last program with work "
+                         "if more)") +
+           kText;
+  }
+
+  /// The grid a kernel without a persistent loop needs beyond the count:
+  /// one more than the last program that does any work (stores a tile,
+  /// takes a ticket) on a grid of 16 x count + 16 programs (count x S for S
+  /// splits of K).
+  int64_t needed(Interpreter& in, const std::vector<int64_t>& args, int64_t count, const Op& store) const {
+    const int64_t probe = 16 * count + 16;
+    std::vector<Exec> execs;
+    in.launch();
+    for (int64_t p = 0; p < probe; ++p) in.run(p, probe, args, execs);
+    int64_t last = -1;
+    for (const Exec& e : execs)
+      if (e.on) last = std::max(last, e.program);
+    for (auto& [addr, c] : in.counters()) last = std::max(last, c.lastProgram);
+    if (last + 1 == probe)
+      throw NotAnalysable{&store, "every program of a grid of " + std::to_string(probe) +
+                                      " does work: the grid the kernel needs cannot be found"};
+    return std::max<int64_t>(last + 1, 1);
+  }
+
+  /// The kernel arguments `v` is computed from (through loop bounds).
+  void argsIn(const Value* v, std::set<unsigned>& out) const {
+    std::vector<const Value*> work{v};
+    std::unordered_set<const Value*> seen;
+    while (!work.empty()) {
+      const Value* x = work.back();
+      work.pop_back();
+      if (!seen.insert(x).second) continue;
+      if (const Op* d = x->definingOp()) {
+        for (const Value* o : d->operands()) work.push_back(o);
+        continue;
+      }
+      for (unsigned i = 0; i < f_.numArgs(); ++i)
+        if (f_.arg(i) == x) out.insert(i);
+      const Op* owner = x->ownerBlock() ? x->ownerBlock()->parentOp() : nullptr;
+      if (owner && owner->code() == OpCode::For)
+        for (const Value* o : owner->operands()) work.push_back(o);
+    }
+  }
+
+  std::string sampleText(const std::vector<int64_t>& args, int64_t rows, int64_t cols, int64_t gm, int64_t gn,
+                         const Shape& tile, int64_t programs, std::optional<unsigned> mArg, unsigned nArg) const {
+    std::string s;
+    if (tile.size() == 2 && mArg && *mArg != nArg)
+      s += names_.name(f_.arg(*mArg)) + " = " + std::to_string(rows) + ", ";
+    s += names_.name(f_.arg(nArg)) + " = " + std::to_string(cols);
+    for (unsigned i = 0; i < f_.numArgs(); ++i)
+      if (i != nArg && i != mArg.value_or(nArg) && f_.arg(i)->type().isScalar() && isInteger(f_.arg(i)->type().dtype()))
+        s += ", " + names_.name(f_.arg(i)) + " = " + std::to_string(args[i]);
+    return s + ", " + (tile.size() == 2 ? std::to_string(gm) + " x " : "") + std::to_string(gn) +
+           (gm * gn == 1 ? " tile of " : " tiles of ") + shapeStr(tile) + ", " + std::to_string(programs) + " program" +
+           (programs == 1 ? "" : "s");
+  }
+
+  /// Each tile's work units (the K loops before a ticket on its counter, or
+  /// before its store where one unit does the tile) must cover one range
+  /// [0, H) once, H the same for every tile.
+  template <class Text>
+  std::optional<VerifyError> compareK(const Interpreter& in, const std::vector<Exec>& execs, const Shape& tile,
+                                      const std::vector<unsigned>&, int64_t& units, Text text) {
+    struct Unit {
+      std::string name;
+      std::vector<KRange> k;
+    };
+    std::vector<Unit> all;
+    for (auto& [addr, c] : in.counters())
+      if (!c.k.empty())
+        all.push_back(
+            {"the tile of counter " + names_.name(f_.arg(addr.first)) + "[" + std::to_string(addr.second) + "]", c.k});
+    for (const Exec& e : execs)
+      if (!e.k.empty()) all.push_back({"the tile " + execText(e) + " stores (" + shapeStr(tile) + ")", e.k});
+    std::optional<int64_t> end;
+    const KRange* endBy = nullptr;
+    for (Unit& u : all) {
+      units += static_cast<int64_t>(u.k.size());
+      std::erase_if(u.k, [](const KRange& r) { return r.lo >= r.hi; });  // an empty share
+      std::sort(u.k.begin(), u.k.end(), [](const KRange& a, const KRange& b) { return a.lo < b.lo; });
+      auto range = [](const KRange& r) {
+        return "[" + std::to_string(r.lo) + ", " + std::to_string(r.hi) + ") by program " + std::to_string(r.program);
+      };
+      int64_t at = 0;
+      const KRange* prev = nullptr;
+      for (const KRange& r : u.k) {
+        if (r.lo < at)
+          return fail(*r.loop, "K iterations of " + u.name + " run twice: " + range(*prev) + " and " + range(r) + " (" +
+                                   text() + ")");
+        if (r.lo > at)
+          return fail(*r.loop, "K iterations [" + std::to_string(at) + ", " + std::to_string(r.lo) + ") of " + u.name +
+                                   " never run: its units run " + (prev ? range(*prev) + " and " : std::string()) +
+                                   range(r) + " (" + text() + ")");
+        at = r.hi;
+        prev = &r;
+      }
+      if (!prev) continue;
+      if (end && *end != at)
+        return fail(*prev->loop, "the K iterations of " + u.name + " end at " + std::to_string(at) +
+                                     ", those of another tile at " + std::to_string(*end) + " (by program " +
+                                     std::to_string(endBy->program) + "; " + text() + ")");
+      end = at;
+      endBy = prev;
+    }
+    return std::nullopt;
   }
 
   std::string execText(const Exec& e) const {

@@ -11,38 +11,53 @@
 // establishes"):
 //
 //  * An output is a global pointer argument written by `store`s of tiles
-//    (rank 1 or 2) whose addresses depend on program_id. A stored tile is
-//    named by its first element: its address, relative to the argument,
-//    must be row0 * ld + col0 (rank 1: col0) with row0 and col0 multiples
-//    of the tile's extents; the tile (row0 / tileM, col0 / tileN). A tile
-//    counts as written when its first element's mask is on (exact for the
-//    masks `rows < M & cols < N` the DSL emits; a mask that switches off a
-//    tile's first element only is outside the model).
+//    (rank 1 or 2) whose addresses depend on program_id or num_programs. A
+//    stored tile is named by its first element: its address, relative to
+//    the argument, must be row0 * ld + col0 (rank 1: col0) with row0 and
+//    col0 multiples of the tile's extents; the tile (row0 / tileM, col0 /
+//    tileN). A tile counts as written when its first element's mask is on
+//    (exact for the masks `rows < M & cols < N` the DSL emits; a mask that
+//    switches off a tile's first element only is outside the model).
 //  * The grid is ceil(M / tileM) x ceil(N / tileN), M and N the size
 //    arguments the store's mask compares each dimension's index with.
 //  * Sizes: each of M and N takes, for every tile count c in 1 ..
 //    maxTiles, the values c * tile (a multiple) and (c - 1) * tile + 1 (one
-//    past a multiple); the other integer arguments are held at one value
-//    (kOtherSize times the largest tile extent). Grids: a kernel whose
-//    output stores sit in a loop stepping by num_programs (persistent) is
-//    run on 1, 2, 3, 5, count - 1, count and count + 1 programs; any other
-//    on count, count + 1 and count + 3 (it must be launched with at least
-//    count programs). A kernel that reads grid axis 1 or 2 is not
+//    past a multiple); the arguments that bound K loops (below) take 1, 13
+//    and kOtherSize times maxTiles times the largest tile extent, every
+//    other integer argument that last value.
+//  * Grids: a kernel whose output stores sit in a loop stepping by
+//    num_programs (persistent) runs on 1, 2, 3, 5, count - 1, count and
+//    count + 1 programs; any other on need, need + 1 and need + 3, need
+//    being count or, if more, one past the last program that does work
+//    (stores a tile or takes a ticket) on a grid of 16 x count + 16 (count
+//    x S for S splits of K). A kernel that reads grid axis 1 or 2 is not
 //    analysable (a 2-D grid of tiles is outside the model).
-//  * A violation is reported only when every sample fits the model; an
-//    output that does not fit one sample is not analysable as a whole.
+//  * Programs run one after another. Scalar atomic adds of the constant 1
+//    to one address are counters (a K-split fix-up's ticket per tile):
+//    every order of the programs gives their adds the old values 0 .. n-1
+//    once each, so which tiles are stored, and how often, is the same in
+//    every order. Stores to a counter are taken to follow its last add.
+//  * K: a loop under the loop or branch that picks tiles, holding no output
+//    store, whose bounds depend on the program is a unit's K loop. The K
+//    loops a unit runs before it takes a ticket belong to the tile of that
+//    counter; before it stores a tile, to that tile. Each tile's units
+//    must cover one range [0, H) of iterations once, H the same for every
+//    tile (split-K and stream-K: every K iteration of a tile reduced once).
+//    Whether H is K itself is not checked.
 //  * For each size and grid, every program's scalar index arithmetic is
 //    evaluated exactly (i8 .. i64 and u8 .. u64 with the IR's wrapping
 //    semantics; program_id, num_programs, for, if, select, min, max, div,
-//    rem, the bit operations, casts): the result is the set of tiles each
-//    store writes, compared with the grid. That is a check of every size
-//    and grid listed, not a proof for all sizes.
+//    rem, the bit operations, casts, counters): the result is the set of
+//    tiles each store writes, compared with the grid. That is a check of
+//    every size and grid listed, not a proof for all sizes.
+//  * A violation is reported only when every sample fits the model; an
+//    output that does not fit one sample is not analysable as a whole.
 //
 // An output whose store addresses or masks depend on values the check
-// cannot compute (loads from memory, atomics, loop-carried tiles), or
-// whose stores sit under a condition computed from such values (a split-K
-// fix-up's ticket), is reported as not analysable, with the reason, and
-// nothing is claimed for it.
+// cannot compute (loads from memory, other atomics, loop-carried tiles), or
+// whose stores sit under a condition computed from such values, is
+// reported as not analysable, with the reason, and nothing is claimed for
+// it.
 #pragma once
 
 #include <cstdint>
@@ -58,9 +73,10 @@ struct TileCoverageOptions {
   int64_t maxTiles = 6;
 };
 
-/// Integer arguments other than M and N are held at this many times the
-/// largest tile extent: larger than every N of the family, so a leading
-/// dimension passed as its own argument never makes rows overlap.
+/// Integer arguments other than M and N are held at this many times
+/// maxTiles times the largest tile extent: larger than every N of the
+/// family, so a leading dimension passed as its own argument never makes
+/// rows overlap.
 inline constexpr int64_t kOtherSize = 8;
 
 /// The finding for one output argument.
