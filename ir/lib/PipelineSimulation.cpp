@@ -85,9 +85,11 @@ void PipelineChecker::asyncCopy(State& st, const Op& op, const Iter& it) {
   }
   for (int64_t s : slotsOf(op, op.operand(0), it)) {
     Slot& sl = st.slots[{r, s}];
-    if (const Read* m = mmaRead(sl))
+    if (const Read* m = mmaRead(sl)) {
+      if (std::string leak = carriedHazard(*m, op, r, slotText(r, s, it)); !leak.empty()) fail(op, leak);
       fail(op, "pipelined loop: write-after-read hazard on buffer " + bufName(r) + " slot " + slotText(r, s, it) +
                    ": " + at(op) + " may overwrite data " + mmaHazard(*m) + stagesHint(r, it));
+    }
     if (!sl.reads.empty()) {
       const Op& rd = *sl.reads.front().op;
       if (std::string leak = carriedHazard(sl.reads.front(), op, r, slotText(r, s, it)); !leak.empty()) fail(op, leak);
@@ -119,11 +121,13 @@ void PipelineChecker::syncWrite(State& st, const Op& op, const Iter& it) {
   const Value* r = root(op.operand(0));
   for (int64_t s : slotsOf(op, op.operand(0), it)) {
     Slot& sl = st.slots[{r, s}];
-    if (!sl.reads.empty())
-      if (std::string leak = carriedHazard(sl.reads.front(), op, r, slotText(r, s, it)); !leak.empty()) fail(op, leak);
-    if (const Read* m = mmaRead(sl))
+    // A synchronous write is ordered after plain reads by the backend; only
+    // an async dot still reading the slot is a hazard.
+    if (const Read* m = mmaRead(sl)) {
+      if (std::string leak = carriedHazard(*m, op, r, slotText(r, s, it)); !leak.empty()) fail(op, leak);
       fail(op, "pipelined loop: write-after-read hazard on buffer " + bufName(r) + " slot " + slotText(r, s, it) +
                    ": " + at(op) + " writes data " + mmaHazard(*m));
+    }
     if (sl.w && sl.w->st != St::Visible)
       fail(op, "pipelined loop: write-after-write hazard on buffer " + bufName(r) + " slot " + slotText(r, s, it) +
                    ": " + at(op) + " writes while " + at(*sl.w->op) +
