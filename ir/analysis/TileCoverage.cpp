@@ -126,6 +126,13 @@ void maskBounds(const Function& f, const Value* m, std::vector<int>& axes, std::
 
 // ---- the check ---------------------------------------------------------------
 
+/// A tile stored twice or never, or K iterations run twice or never: the
+/// op to blame and what is wrong.
+struct Violation {
+  const Op* op;
+  std::string msg;
+};
+
 class Coverage {
  public:
   Coverage(const Function& f, const TileCoverageOptions& o) : f_(f), o_(o), names_(f), origins_(f) {}
@@ -158,6 +165,7 @@ class Coverage {
   /// Checks one output; returns what was checked.
   std::string output(unsigned arg, const std::vector<const Op*>& stores) {
     const Op& first = *stores.front();
+    maxTile_ = {0, 0};
     const Shape tile = first.operand(1)->type().shape();
     for (const Op* s : stores) {
       if (!dependsOn(s->operand(0), OpCode::ProgramId) && !dependsOn(s->operand(0), OpCode::NumPrograms))
@@ -261,7 +269,7 @@ class Coverage {
     // Every sample runs before a violation is reported: a sample the model
     // does not fit (NotAnalysable) withdraws every claim, violations too.
     int64_t samples = 0;
-    std::optional<VerifyError> violation;
+    std::optional<Violation> violation;
     for (int64_t kv : ks)
       for (int64_t m : ms)
         for (int64_t n : family(tn)) {
@@ -281,7 +289,7 @@ class Coverage {
             std::vector<Exec> execs;
             in.launch();
             for (int64_t p = 0; p < programs; ++p) in.run(p, programs, args, execs);
-            std::optional<VerifyError> v = compare(execs, tile, gm, gn, rows, cols, programs, mArg, *nArg);
+            std::optional<Violation> v = compare(execs, tile, gm, gn, rows, cols, programs, mArg, *nArg);
             if (!v && !in.kUnknown())
               v = compareK(in, execs, tile, kUnits,
                            [&] { return sampleText(args, rows, cols, gm, gn, tile, programs, mArg, *nArg); });
@@ -289,7 +297,18 @@ class Coverage {
             ++samples;
           }
         }
-    if (violation) throw *violation;
+    if (violation) {
+      // A dimension no program ever tiles past its first tile (a row
+      // block spanning the whole width) is likely meant for one tile
+      // only: the violation stands for the sizes it names, and says so.
+      std::string hint;
+      if (tile.size() == 2 && maxTile_.first == 0 && violation->msg.find("never stored") != std::string::npos)
+        hint += "; no program stores a tile past tile row 0 at any size";
+      if (maxTile_.second == 0 && violation->msg.find("never stored") != std::string::npos)
+        hint += "; no program stores a tile past tile column 0 at any size";
+      if (!hint.empty()) hint += " (if the kernel is meant for one tile there, those sizes are outside it)";
+      throw fail(*violation->op, violation->msg + hint);
+    }
     std::string sizes = mArg && *mArg != *nArg ? names_.name(f_.arg(*mArg)) + " and " + names_.name(f_.arg(*nArg))
                                                : names_.name(f_.arg(*nArg));
     std::string kText;
@@ -368,8 +387,8 @@ class Coverage {
   /// before its store where one unit does the tile) must cover one range
   /// [0, H) once, H the same for every tile.
   template <class Text>
-  std::optional<VerifyError> compareK(const Interpreter& in, const std::vector<Exec>& execs, const Shape& tile,
-                                      int64_t& units, Text text) {
+  std::optional<Violation> compareK(const Interpreter& in, const std::vector<Exec>& execs, const Shape& tile,
+                                    int64_t& units, Text text) {
     struct Unit {
       std::string name;
       std::vector<KRange> k;
@@ -394,20 +413,21 @@ class Coverage {
       const KRange* prev = nullptr;
       for (const KRange& r : u.k) {
         if (r.lo < at)
-          return fail(*r.loop, "K iterations of " + u.name + " run twice: " + range(*prev) + " and " + range(r) + " (" +
-                                   text() + ")");
+          return Violation{r.loop, "K iterations of " + u.name + " run twice: " + range(*prev) + " and " + range(r) +
+                                       " (" + text() + ")"};
         if (r.lo > at)
-          return fail(*r.loop, "K iterations [" + std::to_string(at) + ", " + std::to_string(r.lo) + ") of " + u.name +
-                                   " never run: its units run " + (prev ? range(*prev) + " and " : std::string()) +
-                                   range(r) + " (" + text() + ")");
+          return Violation{r.loop, "K iterations [" + std::to_string(at) + ", " + std::to_string(r.lo) + ") of " +
+                                       u.name + " never run: its units run " +
+                                       (prev ? range(*prev) + " and " : std::string()) + range(r) + " (" + text() +
+                                       ")"};
         at = r.hi;
         prev = &r;
       }
       if (!prev) continue;
       if (end && *end != at)
-        return fail(*prev->loop, "the K iterations of " + u.name + " end at " + std::to_string(at) +
-                                     ", those of another tile at " + std::to_string(*end) + " (by program " +
-                                     std::to_string(endBy->program) + "; " + text() + ")");
+        return Violation{prev->loop, "the K iterations of " + u.name + " end at " + std::to_string(at) +
+                                         ", those of another tile at " + std::to_string(*end) + " (by program " +
+                                         std::to_string(endBy->program) + "; " + text() + ")"};
       end = at;
       endBy = prev;
     }
@@ -422,9 +442,9 @@ class Coverage {
 
   /// The first tile of one sample stored twice or never; NotAnalysable
   /// where the stored tiles do not fit the model (TileCoverage.h).
-  std::optional<VerifyError> compare(const std::vector<Exec>& execs, const Shape& tile, int64_t gm, int64_t gn,
-                                     int64_t rows, int64_t cols, int64_t programs, std::optional<unsigned> mArg,
-                                     unsigned nArg) {
+  std::optional<Violation> compare(const std::vector<Exec>& execs, const Shape& tile, int64_t gm, int64_t gn,
+                                   int64_t rows, int64_t cols, int64_t programs, std::optional<unsigned> mArg,
+                                   unsigned nArg) {
     const bool two = tile.size() == 2;
     const int64_t tm = two ? tile[0] : 1, tn = tile.back();
     auto sizes = [&] {
@@ -441,7 +461,7 @@ class Coverage {
     };
     std::map<std::pair<int64_t, int64_t>, const Exec*> seen;
     std::string off;  // executions whose store is masked off, for a missed tile
-    std::optional<VerifyError> twice;
+    std::optional<Violation> twice;
     for (const Exec& e : execs) {
       if (!e.on) {
         if (std::count(off.begin(), off.end(), ';') >= 3) continue;
@@ -473,17 +493,18 @@ class Coverage {
       if (r >= gm || c >= gn)
         throw NotAnalysable{
             e.store, execText(e) + " stores " + name(r, c) + ", outside the grid its mask bounds (" + sizes() + ")"};
+      maxTile_ = {std::max(maxTile_.first, r), std::max(maxTile_.second, c)};
       auto [it, fresh] = seen.emplace(std::pair{r, c}, &e);
       if (!fresh && !twice)
-        twice = fail(*e.store, name(r, c) + " is stored twice: by " + execText(*it->second) + " and by " + execText(e) +
-                                   " (" + sizes() + ")");
+        twice = Violation{e.store, name(r, c) + " is stored twice: by " + execText(*it->second) + " and by " +
+                                       execText(e) + " (" + sizes() + ")"};
     }
     if (twice) return twice;
     for (int64_t r = 0; r < gm; ++r)
       for (int64_t c = 0; c < gn; ++c)
         if (!seen.count({r, c}))
-          return fail(*execsStoreOr(execs),
-                      name(r, c) + " is never stored: no program computes it (" + sizes() + ")" + off);
+          return Violation{execsStoreOr(execs),
+                           name(r, c) + " is never stored: no program computes it (" + sizes() + ")" + off};
     return std::nullopt;
   }
 
@@ -503,6 +524,7 @@ class Coverage {
   const Function& f_;
   const TileCoverageOptions& o_;
   detail::ValueNames names_;
+  std::pair<int64_t, int64_t> maxTile_{0, 0};  // the largest tile row and column any sample stored
   PointerOrigins origins_;
 };
 

@@ -51,7 +51,10 @@
 //    tiles each store writes, compared with the grid. That is a check of
 //    every size and grid listed, not a proof for all sizes.
 //  * A violation is reported only when every sample fits the model; an
-//    output that does not fit one sample is not analysable as a whole.
+//    output that does not fit one sample is not analysable as a whole. A
+//    missed tile of a kernel no program of which ever stores a tile past
+//    tile row (column) 0 is reported with that fact: such a kernel may be
+//    meant for one tile in that dimension, a size the IR does not state.
 //
 // An output whose store addresses or masks depend on values the check
 // cannot compute (loads from memory, other atomics, loop-carried tiles), or
