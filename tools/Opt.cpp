@@ -17,8 +17,11 @@ namespace {
 // One chunk: parse, run the passes in order over every kernel, print. Runs
 // of tile-IR passes go through a PassManager (which verifies the input and
 // the IR after each pass); "layout" is the GPU lowering's analysis stage.
+// The findings of verify-tile-coverage print as comments before the IR,
+// which stays parseable.
 std::string runChunk(const OptRequest& r, const std::string& text) {
   std::unique_ptr<ir::Module> m = ir::parseModule(text, r.bufferName);
+  std::vector<std::string> notes;
   for (auto& f : m->functions) {
     ir::PassManager pm;
     auto flush = [&] {
@@ -32,6 +35,8 @@ std::string runChunk(const OptRequest& r, const std::string& text) {
         codegen::CompileOptions o;
         o.numWarps = r.numWarps;
         codegen::annotateGpuLayouts(*f, codegen::Target::parse(r.target), o);
+      } else if (p == "verify-tile-coverage") {
+        pm.add(ir::createVerifyTileCoveragePass(&notes));
       } else {
         pm.add(ir::createPassByName(p));
       }
@@ -40,7 +45,9 @@ std::string runChunk(const OptRequest& r, const std::string& text) {
   }
   ir::PrintOptions po;
   po.locations = r.locations;
-  return ir::print(*m, po);
+  std::string comments;
+  for (const std::string& n : notes) comments += "// " + n + "\n";
+  return comments + ir::print(*m, po);
 }
 
 // Chunks keep their lines' numbers in the whole file (earlier lines become

@@ -1,6 +1,8 @@
 // ts::for_tiles (Tiles.h): a tile schedule traced as program_id, for_range
 // and if_else. Every order maps the tile numbers 0 .. count-1 one to one
-// onto the tiles (tests/dsl/tiles_test.cpp checks each by enumeration), so
+// onto the tiles (tests/dsl/tiles_test.cpp checks each by enumeration; the
+// verify-tile-coverage pass checks the traced arithmetic itself over a
+// family of sizes and grids, tests/dsl/tile_coverage_test.cpp), so
 // the only way to miss or repeat a tile is a grid smaller than the count
 // without persistent(), which the docs and Tiles::count address. The
 // K-split schedules' work units and fix-up are in TilesSplit.cpp.

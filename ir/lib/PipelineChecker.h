@@ -216,6 +216,15 @@ class PipelineChecker : CheckerText {
   /// Nothing asynchronous in flight (groups, copies, dots): required where
   /// paths join around such a region.
   void requireQuiet(const State& st, const Op& op, const char* where) const;
+  /// The same at the end of an iteration of a plain loop holding async
+  /// operations (a persistent loop over tiles): what one iteration leaves
+  /// in flight, named with the op of the next iteration that would count it
+  /// as its own.
+  void requireQuietIteration(const State& st, const Op& loop) const;
+  /// Where the read `r` of a slot that `w` overwrites was left by the
+  /// previous iteration of such a loop (carried_), the hazard as one
+  /// iteration's leak into the next; empty otherwise.
+  std::string carriedHazard(const Read& r, const Op& w, const Value* buf, const std::string& slot) const;
   /// The worst of quiet states: per slot the least visible write and every
   /// read.
   static State joinQuiet(const std::vector<State>& states);
@@ -231,6 +240,10 @@ class PipelineChecker : CheckerText {
   // Plain loops and branches whose regions hold async operations, scheduled
   // loops or writes of tracked buffers: simulated path by path.
   std::set<const Op*> holdsAsync_;
+  // The plain loop whose iteration k >= 1 is being simulated, and the reads
+  // of tracked slots its previous iteration left (no barrier after them).
+  const Op* carriedLoop_ = nullptr;
+  std::set<const Op*> carriedReads_;
 };
 
 }  // namespace tessera::ir::detail

@@ -85,11 +85,14 @@ void PipelineChecker::asyncCopy(State& st, const Op& op, const Iter& it) {
   }
   for (int64_t s : slotsOf(op, op.operand(0), it)) {
     Slot& sl = st.slots[{r, s}];
-    if (const Read* m = mmaRead(sl))
+    if (const Read* m = mmaRead(sl)) {
+      if (std::string leak = carriedHazard(*m, op, r, slotText(r, s, it)); !leak.empty()) fail(op, leak);
       fail(op, "pipelined loop: write-after-read hazard on buffer " + bufName(r) + " slot " + slotText(r, s, it) +
                    ": " + at(op) + " may overwrite data " + mmaHazard(*m) + stagesHint(r, it));
+    }
     if (!sl.reads.empty()) {
       const Op& rd = *sl.reads.front().op;
+      if (std::string leak = carriedHazard(sl.reads.front(), op, r, slotText(r, s, it)); !leak.empty()) fail(op, leak);
       fail(op, "pipelined loop: write-after-read hazard on buffer " + bufName(r) + " slot " + slotText(r, s, it) +
                    ": " + at(op) + " may overwrite data " + at(rd) +
                    " still reads; insert a barrier between them or use more stages" + stagesHint(r, it));
@@ -118,9 +121,13 @@ void PipelineChecker::syncWrite(State& st, const Op& op, const Iter& it) {
   const Value* r = root(op.operand(0));
   for (int64_t s : slotsOf(op, op.operand(0), it)) {
     Slot& sl = st.slots[{r, s}];
-    if (const Read* m = mmaRead(sl))
+    // A synchronous write is ordered after plain reads by the backend; only
+    // an async dot still reading the slot is a hazard.
+    if (const Read* m = mmaRead(sl)) {
+      if (std::string leak = carriedHazard(*m, op, r, slotText(r, s, it)); !leak.empty()) fail(op, leak);
       fail(op, "pipelined loop: write-after-read hazard on buffer " + bufName(r) + " slot " + slotText(r, s, it) +
                    ": " + at(op) + " writes data " + mmaHazard(*m));
+    }
     if (sl.w && sl.w->st != St::Visible)
       fail(op, "pipelined loop: write-after-write hazard on buffer " + bufName(r) + " slot " + slotText(r, s, it) +
                    ": " + at(op) + " writes while " + at(*sl.w->op) +
@@ -377,6 +384,45 @@ void PipelineChecker::requireQuiet(const State& st, const Op& op, const char* wh
                  "= 0})");
 }
 
+void PipelineChecker::requireQuietIteration(const State& st, const Op& loop) const {
+  const Op* copy = nullptr;
+  const Op* dot = nullptr;
+  for (auto& [k, sl] : st.slots) {
+    if (!copy && sl.w && sl.w->st == St::InFlight) copy = sl.w->op;
+    if (const Read* m = mmaRead(sl); !dot && m) dot = m->dot;
+  }
+  // The next iteration's first wait of the kind left pending: it counts
+  // groups (async dots) from wherever the program is, so a leftover one
+  // takes the place of one of its own.
+  auto firstOf = [&](OpCode code) {
+    const Op* found = nullptr;
+    walk(const_cast<Block&>(loop.region(0).block()), [&](Op& o) {
+      if (!found && o.code() == code) found = &o;
+    });
+    return found;
+  };
+  const bool copies = copy || !st.committed.empty();
+  if (!copies && !dot && st.mmaInFlight.empty()) return;
+  const Op* next = firstOf(copies ? OpCode::AsyncWait : OpCode::DotWait);
+  std::string left = copies ? (copy ? "the async copy " + at(*copy) : std::string("a committed group of async copies"))
+                            : (dot ? "the async dot " + at(*dot) : std::string("an async dot"));
+  fail(loop, "iteration leak: one iteration of " + at(loop) + " leaves " + left + " in flight; " +
+                 (next ? "the next iteration's " + at(*next) + " counts it as one of its own " +
+                             (copies ? "groups" : "dots") + " and may return before its own complete"
+                       : std::string("the next iteration starts with it still running")) +
+                 "; retire it before the iteration ends (" +
+                 (copies ? "async_wait {pending = 0}" : "dot_wait {pending = 0}") + ")");
+}
+
+std::string PipelineChecker::carriedHazard(const Read& r, const Op& w, const Value* buf,
+                                           const std::string& slot) const {
+  if (!carriedLoop_ || !carriedReads_.count(r.op)) return "";
+  return "iteration leak: one iteration of " + at(*carriedLoop_) + " leaves buffer " + bufName(buf) + " slot " + slot +
+         " read by " + at(*r.op) + (r.dot ? " (the async dot " + at(*r.dot) + ")" : std::string()) +
+         " with no barrier after it; the next iteration's " + at(w) +
+         " may overwrite the slot while that read is still under way; end each iteration with a barrier";
+}
+
 PipelineChecker::State PipelineChecker::joinQuiet(const std::vector<State>& states) {
   State out;
   for (const State& s : states) {
@@ -400,17 +446,29 @@ PipelineChecker::State PipelineChecker::simulateRegionOp(const State& st, const 
   if (op.code() == OpCode::For) {
     // Zero or more iterations: run the body until the state at its start
     // repeats, then every later iteration repeats checks already passed.
+    // A later iteration starts in the state the one before left: its
+    // hazards against that state's reads are one iteration's leak into the
+    // next (a persistent loop's tile into the next tile), and say so.
     outs.push_back(st);
     std::set<std::string> seen{canonical(st, Iter{})};
     State cur = st;
+    const Op* savedLoop = carriedLoop_;
+    std::set<const Op*> savedReads = carriedReads_;
     for (int k = 0;; ++k) {
       if (k == 8)
         fail(op, "cannot prove the async operations of " + at(op) + ": its state does not repeat within 8 iterations");
+      carriedLoop_ = k == 0 ? savedLoop : &op;
+      carriedReads_ = savedReads;
+      if (k > 0)
+        for (auto& [key, sl] : cur.slots)
+          for (const Read& r : sl.reads) carriedReads_.insert(r.op);
       cur = simulateBlock(cur, op.region(0).block());
-      requireQuiet(cur, op, "at the end of an iteration of");
+      requireQuietIteration(cur, op);
       outs.push_back(cur);
       if (!seen.insert(canonical(cur, Iter{})).second) break;
     }
+    carriedLoop_ = savedLoop;
+    carriedReads_ = std::move(savedReads);
     return joinQuiet(outs);
   }
   for (auto& r : op.regions()) {

@@ -94,9 +94,16 @@ std::unique_ptr<Pass> createWarpSpecializePass(
     std::function<bool(const Op& dot)> inFlight = {}, std::function<int64_t(const Op& loop)> producerWarps = {},
     std::vector<std::string>* warnings = nullptr);
 
+/// "verify-tile-coverage": checks that every output tile is stored exactly
+/// once, for a bounded family of sizes and grids (ir/analysis/TileCoverage.h;
+/// ir/passes/VerifyTileCoverage.cpp); a VerifyError at the store otherwise.
+/// Changes nothing. One line per output (what was checked, or why it is not
+/// analysable) goes to `notes` when given.
+std::unique_ptr<Pass> createVerifyTileCoveragePass(std::vector<std::string>* notes = nullptr);
+
 /// A pass by its name (Passes.def: canonicalize, cse, dce, pipeline,
-/// async-dots, warp-specialize, pad-tiles, widen-fp8-dots, decompose-scaled-dots, verify); UsageError naming the known
-/// ones otherwise.
+/// async-dots, warp-specialize, pad-tiles, widen-fp8-dots, decompose-scaled-dots, verify, verify-tile-coverage);
+/// UsageError naming the known ones otherwise.
 std::unique_ptr<Pass> createPassByName(const std::string& name);
 /// The known pass names, in Passes.def order.
 std::vector<std::string> passNames();
