@@ -93,13 +93,15 @@ namespace {
 // The accumulator's placement in tensor memory, for one dot and this warp:
 // tile mi's rows of this warp in the warp's lanes, from column `base` +
 // tileColumn(mi); moved in chunks of `reps` n-tiles (tcgen05.ld/st
-// .16x256b.x<reps>, 4 registers per n-tile).
+// .16x256b.x<reps>, 4 registers per n-tile). Four n-tiles a move: with
+// eight, ptxas holds 32-register tuples and the 128x256 GEMM takes 113
+// registers instead of 83 (sm_100a, the static benchmark).
 struct Placement {
   DotEmitter& e;
   int64_t W, G, mT, nT, reps;
   llvm::Value *laneBits, *group;
   explicit Placement(DotEmitter& em)
-      : e(em), W(em.wm), G(em.wm / 4), mT(em.p.M / (16 * em.wm)), nT(em.p.N / 8), reps(std::min<int64_t>(nT, 8)) {
+      : e(em), W(em.wm), G(em.wm / 4), mT(em.p.M / (16 * em.wm)), nT(em.p.N / 8), reps(std::min<int64_t>(nT, 4)) {
     laneBits = e.b.CreateShl(e.b.CreateURem(e.warp, e.i32(4)), e.i32(16 + 5));  // (32 (warp % 4)) << 16
     group = e.b.CreateUDiv(e.warp, e.i32(4));
   }
