@@ -121,6 +121,9 @@ struct DotOperandSources {
   bool aInRegisters = false;    // A's fragments come from registers (a chained dot's, or held across a loop)
   bool bFragmentsHeld = false;  // B's fragments are read once before a loop and held in registers
   bool bGlobalAlongK = false;   // B is copied from global memory where it is contiguous along K
+  /// The dot is in a loop and completes at every issue (not a `dot {async}`
+  /// reading both operands in place from its loop's slots).
+  bool completesInLoop = false;
 };
 
 /// The address of element (row + dRow, col + dCol) of a staging buffer
@@ -150,6 +153,9 @@ struct AccumulatorMemory {
   llvm::Value* commitBarrier = nullptr;  // shared mbarrier
   llvm::Value* resident = nullptr;       // i1, in flight
   llvm::Value* waitParity = nullptr;     // i32, complete at the issue
+  /// In flight: the accumulator enters the loop as the constant zero, so
+  /// the first issue need not store it (its first MMA ignores D).
+  bool entersZero = false;
 };
 
 /// What a family's emitter (GpuTargetInfo::emitDot) starts from: the plan,

@@ -23,6 +23,7 @@
 // unretired); a dot that completes at its issue retires every earlier one
 // with it (a commit tracks all the thread's earlier MMAs).
 #include <bit>
+#include <variant>
 
 #include "codegen/gpu/LowerImpl.h"
 #include "tessera/support/Error.h"
@@ -32,6 +33,18 @@ namespace tessera::codegen::gpu_lower {
 namespace {
 // Allocations are powers of two from 32 columns.
 uint32_t allocation(uint32_t columns) { return columns ? std::max<uint32_t>(32, std::bit_ceil(columns)) : 0; }
+
+// Whether `acc`, a loop-carried value, enters its loop as a constant zero
+// tile (a GEMM's accumulator).
+bool entersLoopAsZero(const ir::Value* acc) {
+  if (!acc->isBlockArg() || acc->index() == 0) return false;
+  const ir::Op* loop = acc->ownerBlock()->parentOp();
+  if (!loop || loop->code() != OpCode::For || loop->numOperands() <= 3 + (acc->index() - 1)) return false;
+  const ir::Op* init = loop->operand(3 + (acc->index() - 1))->definingOp();
+  if (!init || init->code() != OpCode::Constant) return false;
+  auto it = init->attrs().find("value");
+  return it != init->attrs().end() && std::holds_alternative<double>(it->second) && std::get<double>(it->second) == 0.0;
+}
 }  // namespace
 
 void Lower::planAccumulators() {
@@ -124,9 +137,10 @@ const AccumulatorMemory* Lower::issueAccumulator(const ir::Op& dot, const Tensor
   accIssue_ = {};
   accIssue_.address = b_.CreateAdd(accBase_, i32(p.inFlight ? it->second : accShared_), "acc.cols");
   accIssue_.commitBarrier = accBarrier(b_.CreateURem(issued, i32(accBarriers_)));
-  if (p.inFlight)
+  if (p.inFlight) {
     accIssue_.resident = b_.CreateLoad(b_.getInt1Ty(), accResident_.at(&dot), "acc.resident");
-  else
+    accIssue_.entersZero = entersLoopAsZero(dot.operand(2));
+  } else
     accIssue_.waitParity = b_.CreateAnd(b_.CreateUDiv(issued, i32(accBarriers_)), i32(1));
   return &accIssue_;
 }
@@ -178,6 +192,9 @@ std::optional<Slots> Lower::loadAccumulator(const ir::Value* v) {
   e.accMemory = &mem;
   Slots s = t_.loadAccumulators(e);
   b_.CreateStore(b_.getFalse(), accResident_.at(d));
+  // The next issue of the dot (a later entry of its loop) may overwrite
+  // the columns without storing first: every warp's loads come before it.
+  barrier();
   return s;
 }
 

@@ -302,6 +302,12 @@ TensorCoreDotPlan Lower::dotPlan(const ir::Op& op) {
     if (x.dot == &op && x.operand == 0) ha = &x;
   src.bFragmentsHeld = h && h->inRegisters;
   src.aInRegisters = registerOperands_.count({&op, 0}) || (ha && ha->inRegisters);
+  bool inLoop = false;
+  for (const ir::Op* o = op.parent()->parentOp(); o && !inLoop; o = o->parent() ? o->parent()->parentOp() : nullptr)
+    inLoop = o->code() == OpCode::For;
+  const bool async = op.hasAttr("async") && op.intAttr("async") == 1 && directOperands_.count({&op, 0}) &&
+                     directOperands_.count({&op, 1});
+  src.completesInLoop = inLoop && !async;
   t_.planDotForm(p, src);
   return p;
 }

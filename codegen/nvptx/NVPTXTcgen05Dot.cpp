@@ -195,14 +195,17 @@ std::vector<llvm::Value*> emitTcgen05Dot(DotEmitter& e, std::vector<llvm::Value*
   llvm::Value* thread0 = b.CreateAnd(b.CreateICmpEQ(e.warp, e.i32(0)), b.CreateICmpEQ(e.lane, e.i32(0)));
   const bool zero = isZero(acc);
   if (p.inFlight) {
-    // The accumulator enters the memory at the first issue, after every
-    // warp's reads of the columns' last contents; the registers pass
-    // through.
-    guarded(b, b.CreateNot(mem.resident), [&] {
-      if (!zero) storeAccumulators(pl, mem.address, acc);
-      syncThreads(b);
-    });
-    issueMmas(e, thread0, mem.address, zero ? mem.resident : b.getTrue(), mem.commitBarrier);
+    // The accumulator enters the memory at the first issue (the dot_wait
+    // that last read the columns ended with a barrier), unless it enters
+    // the loop as zero: the first issue's first MMA then ignores D. The
+    // registers pass through.
+    const bool enterZero = zero || mem.entersZero;
+    if (!enterZero)
+      guarded(b, b.CreateNot(mem.resident), [&] {
+        storeAccumulators(pl, mem.address, acc);
+        syncThreads(b);
+      });
+    issueMmas(e, thread0, mem.address, enterZero ? mem.resident : b.getTrue(), mem.commitBarrier);
     return acc;
   }
   // Complete at the issue, in columns other such dots share: each warp

@@ -188,8 +188,13 @@ void planWgmmaForm(TensorCoreDotPlan& p, const DotOperandSources& s) {
     // registers, and holds the accumulator of every 64-row tile in its own
     // N columns of tensor memory: a dot whose A is in registers, whose B
     // is held in registers, or whose tiles need more than the 512 columns
-    // keeps mma.sync on the same placement.
-    if (s.bFragmentsHeld || s.aInRegisters || p.elemBytes != 2 || tcgen05Columns(p) > tcgen05::kColumns) {
+    // keeps mma.sync on the same placement; so does one that completes at
+    // every issue of a loop (attention's Q K^T, a dequantised dot), whose
+    // accumulator would go into tensor memory and back every iteration
+    // (the decomposed dot_scaled GEMM: 255 registers and 152 bytes of
+    // spills on sm_100a, none with mma.sync).
+    if (s.bFragmentsHeld || s.aInRegisters || s.completesInLoop || p.elemBytes != 2 ||
+        tcgen05Columns(p) > tcgen05::kColumns) {
       useMmaSync(p);
       return;
     }
