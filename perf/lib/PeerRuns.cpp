@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "tessera/perf/Peers.h"
+#include "tessera/runtime/HostThreads.h"
 #include "tessera/perf/SpeedOfLight.h"
 
 namespace tessera::perf {
@@ -68,9 +69,15 @@ std::optional<BenchResult> PeerRuns::copyPeer(const BenchResult& k, const BenchO
     return std::nullopt;
   }
   rt::Buffer src = dev_.alloc(DType::U8, n), dst = dev_.alloc(DType::U8, n);
-  BenchResult r = benchmarkPeer(dev_, deviceCopy(dst, src, n), opts, k.name + "/copy", k.shape,
-                                Work{0, 2.0 * double(n), "declared", {}});
-  peerName_[r.id()] = "device-to-device copy of " + formatSI(double(n), "B");
+  // On the CPU the kernel runs on its launch's threads, so the copy does
+  // too: a single memcpy would be a single thread's bandwidth.
+  const bool host = dev_.kind() == rt::DeviceKind::CPU;
+  const unsigned threads = host ? rt::launchThreads(dev_, opts.launch, k.id() + " copy peer") : 0;
+  BenchResult r = benchmarkPeer(dev_, host ? hostCopy(dst, src, n, threads) : deviceCopy(dst, src, n), opts,
+                                k.name + "/copy", k.shape, Work{0, 2.0 * double(n), "declared", {}});
+  peerName_[r.id()] = host ? "copy of " + formatSI(double(n), "B") + " on " + std::to_string(threads) +
+                                 (threads == 1 ? " thread" : " threads")
+                           : "device-to-device copy of " + formatSI(double(n), "B");
   return r;
 }
 

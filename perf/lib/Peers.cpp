@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 
 #include <climits>
+#include <cstring>
 #include <cstdlib>
 #include <initializer_list>
 #include <string>
@@ -207,6 +208,34 @@ LaunchFn deviceCopy(rt::Buffer dst, rt::Buffer src, size_t bytes) {
       dst.copyFromAsync(o.stream, src, bytes);
     else
       dst.copyFrom(src, bytes);
+  };
+}
+
+size_t hostCopyBound(size_t bytes, unsigned threads, unsigned i) {
+  if (threads == 0 || i >= threads) return bytes;
+  // In 16-byte units, split as units * i / threads without overflowing.
+  const size_t units = bytes / 16;
+  return (units / threads * i + units % threads * i / threads) * 16;
+}
+
+LaunchFn hostCopy(rt::Buffer dst, rt::Buffer src, size_t bytes, unsigned threads) {
+  if (threads == 0) throw UsageError("hostCopy: 0 threads");
+  for (const auto* b : {&dst, &src}) {
+    if (b->isNull()) throw UsageError("hostCopy: a null buffer");
+    if (b->device().kind() != rt::DeviceKind::CPU)
+      throw UsageError("hostCopy: a buffer of " + b->device().name() + "; the copy is the CPU's");
+    if (b->bytes() < bytes)
+      throw UsageError("hostCopy: a buffer of " + std::to_string(b->bytes()) + " bytes, " + std::to_string(bytes) +
+                       " to copy");
+  }
+  return [dst, src, bytes, threads](const LaunchOptions& o) {
+    if (o.stream) o.stream.synchronize();
+    auto* d = static_cast<char*>(dst.data());
+    const auto* s = static_cast<const char*>(src.data());
+    rt::parallelFor(threads, threads, [=](int64_t b, int64_t e) {
+      const size_t lo = hostCopyBound(bytes, threads, unsigned(b)), hi = hostCopyBound(bytes, threads, unsigned(e));
+      if (hi > lo) std::memcpy(d + lo, s + lo, hi - lo);
+    });
   };
 }
 

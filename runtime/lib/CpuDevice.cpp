@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "HostStream.h"
+#include "tessera/runtime/HostThreads.h"
 #include "tessera/support/Sanitizers.h"
 #include "tessera/support/Environment.h"
 
@@ -206,13 +207,26 @@ class CpuDevice final : public HostMemoryDevice {
 
 }  // namespace
 
-unsigned launchThreads(const LaunchOptions& opts, const KernelSignature& sig, const DeviceImpl& dev) {
+namespace {
+
+unsigned threadsOfLaunch(const LaunchOptions& opts, const std::string& what, const DeviceImpl& dev) {
   if (opts.threads > kMaxHostThreads)
-    throw LaunchError(sig.kernelName + ": LaunchOptions::threads = " + std::to_string(opts.threads) +
-                      " exceeds the limit of " + std::to_string(kMaxHostThreads) + " threads");
+    throw LaunchError(what + ": LaunchOptions::threads = " + std::to_string(opts.threads) + " exceeds the limit of " +
+                      std::to_string(kMaxHostThreads) + " threads");
   // An explicit count never reads TESSERA_NUM_THREADS (a bad value there
   // must not break a launch that does not use it).
   return opts.threads == 0 ? dev.defaultThreads() : opts.threads;
+}
+
+}  // namespace
+
+unsigned launchThreads(const LaunchOptions& opts, const KernelSignature& sig, const DeviceImpl& dev) {
+  return threadsOfLaunch(opts, sig.kernelName, dev);
+}
+
+unsigned launchThreads(const Device& device, const LaunchOptions& opts, const std::string& what) {
+  if (!device.impl()) throw UsageError(what + ": no device");
+  return threadsOfLaunch(opts, what, *device.impl());
 }
 
 unsigned threadsFromEnvironment() {

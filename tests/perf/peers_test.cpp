@@ -9,11 +9,14 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #if __has_include(<cublas_api.h>)
@@ -158,6 +161,75 @@ TEST_CASE("device-to-device copy peer on host devices", "[perf][peers]") {
     CHECK(r.bytesPerSecond() > 0);
     CHECK(dst.read<float>() == v);
   }
+}
+
+TEST_CASE("the CPU's copy peer: 16-byte aligned chunks, one per thread", "[perf][peers]") {
+  // 277 bytes are 17 units of 16 and 5 bytes: 3 threads take 5, 6 and 6
+  // units, the last also the 5 bytes.
+  CHECK(perf::hostCopyBound(277, 3, 0) == 0);
+  CHECK(perf::hostCopyBound(277, 3, 1) == 80);
+  CHECK(perf::hostCopyBound(277, 3, 2) == 176);
+  CHECK(perf::hostCopyBound(277, 3, 3) == 277);
+  // More threads than units: some chunks are empty, none overlap.
+  CHECK(perf::hostCopyBound(40, 4, 1) == 0);
+  CHECK(perf::hostCopyBound(40, 4, 2) == 16);
+  CHECK(perf::hostCopyBound(40, 4, 3) == 16);
+  // No overflow near the top of size_t.
+  const size_t huge = ~size_t{0} - 100;
+  CHECK(perf::hostCopyBound(huge, 1024, 512) == huge / 16 / 2 * 16);
+
+  Device cpu = Device::cpu();
+  // Not a multiple of threads x 16: the tail chunk ends mid-unit, and the
+  // bytes past the copy stay as they were.
+  for (auto [bytes, threads] : {std::pair<size_t, unsigned>{1000003, 3}, {277, 3}, {40, 4}, {100, 7}, {33, 1}}) {
+    CAPTURE(bytes, threads);
+    std::vector<uint8_t> in(bytes + 16), before(bytes + 16, 0xEE);
+    for (size_t i = 0; i < in.size(); ++i) in[i] = uint8_t(i * 131 + i / 256);
+    rt::Buffer src = cpu.upload(DType::U8, in), dst = cpu.upload(DType::U8, before);
+    perf::hostCopy(dst, src, bytes, threads)(LaunchOptions{});
+    std::vector<uint8_t> out = dst.read<uint8_t>(), want = in;
+    std::fill(want.begin() + std::ptrdiff_t(bytes), want.end(), uint8_t(0xEE));
+    CHECK(out == want);
+  }
+  rt::Buffer small = cpu.alloc(DType::U8, 8), big = cpu.alloc(DType::U8, 64);
+  CHECK_THROWS_WITH(perf::hostCopy(big, small, 64, 2), Contains("a buffer of 8 bytes, 64 to copy"));
+  CHECK_THROWS_WITH(perf::hostCopy(big, big, 64, 0), Contains("0 threads"));
+  rt::Buffer emu = Device::emulator("nvptx:sm_80").alloc(DType::U8, 64);
+  CHECK_THROWS_WITH(perf::hostCopy(big, emu, 64, 2), Contains("the copy is the CPU's"));
+}
+
+TEST_CASE("the CPU's copy peer runs on the launch's threads and says how many", "[perf][peers]") {
+  perf::BenchOptions opts;
+  opts.budgetSeconds = 0.002;
+  opts.warmupSeconds = 0;
+  opts.minReps = 1;
+  opts.minWarmup = 0;
+  perf::BenchResult k;
+  k.name = "softmax";
+  k.shape = "16x256";
+  k.stats.median = 1e-3;
+  k.work = perf::Work{0, 2.0 * 100000, "declared", {}};
+  Device cpu = Device::cpu();
+  for (unsigned threads : {3u, 1u, 0u}) {
+    CAPTURE(threads);
+    opts.launch.threads = threads;
+    perf::PeerRuns peers(cpu);
+    std::optional<perf::BenchResult> p = peers.run(std::nullopt, k, opts);
+    REQUIRE(p);
+    CHECK(p->id() == "softmax/copy[16x256]");
+    const unsigned used = threads ? threads : cpu.defaultThreads();
+    CHECK_THAT(peers.report(), Contains("softmax[16x256]: 1.00 ms against copy of 100 kB on " + std::to_string(used) +
+                                        (used == 1 ? " thread: " : " threads: ")));
+  }
+  opts.launch.threads = 2000;
+  perf::PeerRuns tooMany(cpu);
+  CHECK_THROWS_WITH(tooMany.run(std::nullopt, k, opts),
+                    Contains("softmax[16x256] copy peer") && Contains("exceeds the limit of 1024 threads"));
+  // The emulator keeps its device copy.
+  opts.launch.threads = 3;
+  perf::PeerRuns emu(Device::emulator("nvptx:sm_80"));
+  REQUIRE(emu.run(std::nullopt, k, opts));
+  CHECK_THAT(emu.report(), Contains("against device-to-device copy of 100 kB: "));
 }
 
 TEST_CASE("no vendor BLAS on host devices", "[perf][peers]") {

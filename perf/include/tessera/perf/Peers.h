@@ -1,7 +1,8 @@
 // Peers a kernel is timed against on its own device, with the same harness
 // (Bench.h) and on the same kind of buffers: the vendor's BLAS for a GEMM,
-// and a device-to-device copy of the same bytes for a memory-bound kernel,
-// the bandwidth a kernel that reads and writes its data once can approach.
+// and a copy of the same bytes for a memory-bound kernel, the bandwidth a
+// kernel that reads and writes its data once can approach (on the CPU, on
+// as many threads as the kernel's launch; elsewhere the device's copy).
 // `tessera bench --peers` runs them next to the examples (docs/bench.md).
 //
 // The BLAS libraries are loaded at run time, as the drivers are, so nothing
@@ -67,6 +68,19 @@ class VendorBlas {
 /// device's copy engine (Buffer::copyFromAsync), as the harness repeats it.
 LaunchFn deviceCopy(rt::Buffer dst, rt::Buffer src, size_t bytes);
 
+/// Times `bytes` copied from `src` to `dst` (buffers in host memory: the
+/// CPU's) on `threads` threads of the pool CPU kernels run on (the calling
+/// thread is one of them), as the harness repeats it: thread i copies one
+/// contiguous chunk, [hostCopyBound(bytes, threads, i),
+/// hostCopyBound(bytes, threads, i + 1)). A launch given a stream waits for
+/// it, then copies. UsageError for a buffer that is null, too small or not
+/// in host memory, or for 0 threads.
+LaunchFn hostCopy(rt::Buffer dst, rt::Buffer src, size_t bytes, unsigned threads);
+/// Where chunk `i` of hostCopy's `threads` chunks of `bytes` starts: `bytes`
+/// split as evenly as it goes, every bound a multiple of 16 bytes but the
+/// end, bytes itself (i = threads).
+size_t hostCopyBound(size_t bytes, unsigned threads, unsigned i);
+
 /// The benchmark of a peer: `launch` timed on `device` with `opts`, named
 /// `name` for `shape`, with the work of one repetition.
 BenchResult benchmarkPeer(const Device& device, const LaunchFn& launch, const BenchOptions& opts,
@@ -81,8 +95,11 @@ class PeerRuns {
   explicit PeerRuns(Device dev);
   ~PeerRuns();
   /// The peer of one benchmarked launch `k`: the BLAS product `gemm` where
-  /// the launch is a GEMM, else a device-to-device copy of the bytes it
-  /// moves; nothing (with a note) where there is none.
+  /// the launch is a GEMM, else a copy of the bytes it moves -- on the CPU
+  /// a hostCopy on as many threads as the kernel's launch runs on
+  /// (rt::launchThreads of `opts.launch`), named "copy of 16.4 kB on 2
+  /// threads"; elsewhere a deviceCopy, "device-to-device copy of 16.4 kB";
+  /// nothing (with a note) where there is none.
   std::optional<BenchResult> run(const std::optional<GemmProblem>& gemm, const BenchResult& k,
                                  const BenchOptions& opts);
   /// "against the peers" (one line per pair) and the notes, for after the table.
