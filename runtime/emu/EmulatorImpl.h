@@ -291,6 +291,10 @@ struct Worker {
   // ---- warp collectives (Collectives.cpp; misuse() below) -------------------
   template <class What>
   [[noreturn]] void misuse(Fiber* f, const What& what);
+  /// Misuse of an op's instruction (an mbarrier, a TMA copy, tensor
+  /// memory): reported as `k` naming the op, and the block is aborted.
+  template <class What>
+  [[noreturn]] void opMisuse(IssueKind k, Fiber* f, int32_t op, const What& what);
   uint64_t collective(Fiber* f, Coll kind, int32_t mode, uint64_t mask, int32_t value, int32_t b, int32_t c);
   void complete(Fiber* self, uint32_t warpIdx, uint64_t group);
   void wake(Fiber* self, uint32_t warpIdx, uint64_t group);
@@ -379,6 +383,14 @@ template <class What>
     return where(f->linear) + " (warp " + std::to_string(f->warp) + " lane " + std::to_string(f->lane) + "): " + what();
   });
   abortBlock(tlsFiber);  // the running fiber, whichever lane is blamed
+}
+
+/// `what` builds the message inside report(), since the fiber is never
+/// unwound (as misuse).
+template <class What>
+[[noreturn]] void Worker::opMisuse(IssueKind k, Fiber* f, int32_t op, const What& what) {
+  report(k, f->linear, -1, op, -1, [&] { return where(f->linear) + ": " + what() + " [" + opLabel(*cfg, op) + "]"; });
+  abortBlock(tlsFiber);
 }
 
 // The fiber of the running hook, which must be inside a kernel run by launch.

@@ -23,9 +23,7 @@ namespace {
 
 template <class What>
 [[noreturn]] void tcMisuse(Worker& w, Fiber* f, int32_t op, const What& what) {
-  w.report(IssueKind::CollectiveMisuse, f->linear, -1, op, -1,
-           [&] { return w.where(f->linear) + ": " + what() + " [" + opLabel(*w.cfg, op) + "]"; });
-  w.abortBlock(tlsFiber);
+  w.opMisuse(IssueKind::CollectiveMisuse, f, op, what);
 }
 
 std::string num(uint64_t v) { return std::to_string(v); }

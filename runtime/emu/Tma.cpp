@@ -16,14 +16,10 @@ namespace tessera::emu::detail {
 
 namespace {
 
-/// Misuse of an mbarrier or a TMA copy: reported as AsyncCopyMisuse naming
-/// the op, and the block is aborted (as Worker::misuse; `what` builds the
-/// message inside report(), since the fiber is never unwound).
+/// Misuse of an mbarrier or a TMA copy: an AsyncCopyMisuse naming the op.
 template <class What>
 [[noreturn]] void tmaMisuse(Worker& w, Fiber* f, int32_t op, const What& what) {
-  w.report(IssueKind::AsyncCopyMisuse, f->linear, -1, op, -1,
-           [&] { return w.where(f->linear) + ": " + what() + " [" + opLabel(*w.cfg, op) + "]"; });
-  w.abortBlock(tlsFiber);
+  w.opMisuse(IssueKind::AsyncCopyMisuse, f, op, what);
 }
 
 std::string str(uint64_t v) { return std::to_string(v); }
