@@ -330,7 +330,7 @@ std::vector<GpuBenchKernel> gpuBenchKernels() {
                        return checkGemm(B, act, k, d, o, s);
                      }});
       }
-  // Hopper's warpgroup MMA at the tiles it is made for (issue 13): two
+  // Hopper's warpgroup MMA at the tiles it is made for: two
   // warpgroups along M, BK = 64.
   // "ws": warp-specialised (a producer warpgroup issues the TMA copies).
   for (bool ws : {false, true})
