@@ -24,17 +24,20 @@ using namespace coverage;
 
 // ---- static facts about the kernel ------------------------------------------
 
-/// Whether `v` is computed from an op of kind `code` (through any ops, and
-/// through a loop's bounds into its induction variable).
-bool dependsOn(const Value* v, OpCode code) {
+/// Visits every value `v` is computed from, itself included: through the
+/// operands of defining ops, and from a loop's induction variable or
+/// carried value to the loop's bounds and inits. `visit` returns true to
+/// stop; the result says whether it did.
+template <class Visit>
+bool visitSources(const Value* v, Visit&& visit) {
   std::vector<const Value*> work{v};
   std::unordered_set<const Value*> seen;
   while (!work.empty()) {
     const Value* x = work.back();
     work.pop_back();
     if (!seen.insert(x).second) continue;
+    if (visit(x)) return true;
     if (const Op* d = x->definingOp()) {
-      if (d->code() == code) return true;
       for (const Value* o : d->operands()) work.push_back(o);
       continue;
     }
@@ -43,6 +46,11 @@ bool dependsOn(const Value* v, OpCode code) {
       for (const Value* o : owner->operands()) work.push_back(o);
   }
   return false;
+}
+
+/// Whether `v` is computed from an op of kind `code`.
+bool dependsOn(const Value* v, OpCode code) {
+  return visitSources(v, [&](const Value* x) { return x->definingOp() && x->definingOp()->code() == code; });
 }
 
 /// The kernel argument `v` is, through casts (nullopt: none).
@@ -351,22 +359,11 @@ class Coverage {
 
   /// The kernel arguments `v` is computed from (through loop bounds).
   void argsIn(const Value* v, std::set<unsigned>& out) const {
-    std::vector<const Value*> work{v};
-    std::unordered_set<const Value*> seen;
-    while (!work.empty()) {
-      const Value* x = work.back();
-      work.pop_back();
-      if (!seen.insert(x).second) continue;
-      if (const Op* d = x->definingOp()) {
-        for (const Value* o : d->operands()) work.push_back(o);
-        continue;
-      }
+    visitSources(v, [&](const Value* x) {
       for (unsigned i = 0; i < f_.numArgs(); ++i)
         if (f_.arg(i) == x) out.insert(i);
-      const Op* owner = x->ownerBlock() ? x->ownerBlock()->parentOp() : nullptr;
-      if (owner && owner->code() == OpCode::For)
-        for (const Value* o : owner->operands()) work.push_back(o);
-    }
+      return false;
+    });
   }
 
   std::string sampleText(const std::vector<int64_t>& args, int64_t rows, int64_t cols, int64_t gm, int64_t gn,
