@@ -10,7 +10,7 @@ const std::vector<GpuArch>& gpuArchs() {
   // on RDNA3).
   static const std::vector<GpuArch> rows = {
 #define TS_NVPTX_TARGET(arch_, warp, sharedKiB, ptxIsa_, minCuda_, smemPerSmKiB, threadsPerSm_, blocksPerSm_,      \
-                        regsPerSm, regsPerThread, fp8Mma_, wgmma_, tma, tcgen05_, tmemColumns_, maxClusterBlocks_) \
+                        regsPerSm, regsPerThread, fp8Mma_, wgmma_, tma, tcgen05_, tcgen05I8_, tmemColumns_, maxClusterBlocks_) \
   {.vendor = GpuArch::Vendor::NVIDIA,                                                                              \
    .arch = #arch_,                                                                                                 \
    .warpSize = warp,                                                                                               \
@@ -27,6 +27,7 @@ const std::vector<GpuArch>& gpuArchs() {
    .wgmma = wgmma_,                                                                                                \
    .tensorCopies = tma,                                                                                            \
    .tcgen05 = tcgen05_,                                                                                            \
+   .tcgen05I8 = tcgen05I8_,                                                                                        \
    .tmemColumns = tmemColumns_,                                                                                    \
    .maxClusterBlocks = maxClusterBlocks_},
 #define TS_AMDGPU_TARGET(arch_, wave, features, ldsKiB, vgprsPerSimd_, maxWavesPerSimd_, simdsPerCu_, ldsPerCuKiB, \

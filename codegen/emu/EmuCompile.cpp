@@ -75,7 +75,16 @@ void buildThreadEntry(llvm::Module& m, llvm::Function* kernel) {
     else
       args.push_back(b.CreateAlignedLoad(a.getType(), p, llvm::Align(1), a.getName()));
   }
-  b.CreateCall(kernel, args);
+  // The call carries the kernel's parameter attributes: a byval
+  // parameter's alignment (a tensor map's 64) decides where the caller
+  // places its copy on the stack, which must be where the kernel reads it
+  // (without it, a tensor map behind six register arguments was copied 8
+  // bytes into the stack and read 64 bytes in).
+  llvm::CallInst* call = b.CreateCall(kernel, args);
+  const llvm::AttributeList attrs = kernel->getAttributes();
+  std::vector<llvm::AttributeSet> params;
+  for (unsigned i = 0; i < kernel->arg_size(); ++i) params.push_back(attrs.getParamAttrs(i));
+  call->setAttributes(llvm::AttributeList::get(ctx, llvm::AttributeSet(), llvm::AttributeSet(), params));
   b.CreateRetVoid();
   // The kernel body is inlined into the entry: one call per GPU thread.
   kernel->setLinkage(llvm::GlobalValue::InternalLinkage);

@@ -7,6 +7,7 @@
 // they were made from.
 #include "codegen/emu/EmuIntrinsics.h"
 #include "tessera/support/Error.h"
+#include "tessera/support/Tcgen05.h"
 
 namespace tessera::codegen::emu::intrinsics {
 
@@ -50,13 +51,17 @@ Value* Lowerer::tcgen05(IRBuilder<>& b, llvm::CallInst& c, const std::vector<std
   }
   if (k == "mma") {
     // llvm.nvvm.tcgen05.mma.shared(d, adesc, bdesc, idesc, enable_input_d,
-    // kind, cta_group, collector): kind::f16, cta_group::1.
+    // kind, cta_group, collector): kind::f16, f8f6f4 or i8 (tcgen05::Kind),
+    // cta_group::1.
     if (t.size() != 3 || t[2] != "shared") unsupported(c, "only tcgen05.mma with both operands in shared memory");
     auto imm = [&](unsigned i) { return llvm::cast<llvm::ConstantInt>(c.getArgOperand(i))->getZExtValue(); };
-    if (imm(5) != 0 || imm(6) != 1) unsupported(c, "only kind::f16 with cta_group::1");
+    const uint64_t kind = imm(5);
+    if (kind == static_cast<uint64_t>(tcgen05::Kind::Tf32) || kind > static_cast<uint64_t>(tcgen05::Kind::I8) ||
+        imm(6) != 1)
+      unsupported(c, "only kind::f16, kind::f8f6f4 and kind::i8 with cta_group::1");
     callHook(b, "tessera_emu_tcgen05_mma",
              {tmemAddress(b, c, c.getArgOperand(0)), c.getArgOperand(1), c.getArgOperand(2), c.getArgOperand(3),
-              b.CreateZExt(c.getArgOperand(4), em.i32()), b.getInt32(op)});
+              b.CreateZExt(c.getArgOperand(4), em.i32()), b.getInt32(static_cast<uint32_t>(kind)), b.getInt32(op)});
     return nullptr;
   }
   if (k == "ld" || k == "st") {

@@ -121,6 +121,7 @@ struct DotOperandSources {
   bool aInRegisters = false;    // A's fragments come from registers (a chained dot's, or held across a loop)
   bool bFragmentsHeld = false;  // B's fragments are read once before a loop and held in registers
   bool bGlobalAlongK = false;   // B is copied from global memory where it is contiguous along K
+  bool bInSlot = false;         // B is read in place from a shared slot (Lower::planDirectDots)
   /// The dot is in a loop and completes at every issue (not a `dot {async}`
   /// reading both operands in place from its loop's slots).
   bool completesInLoop = false;

@@ -246,8 +246,11 @@ class GpuTargetInfo {
   /// A dot's operand `operand` read in place from a shared slot
   /// (planDirectDots): the slot's layout `st` (the plan's, `transposed`
   /// where it is B^T) and alignment `align` the instruction reads it in;
-  /// false where it cannot read such a slot.
-  virtual bool directDotStaging(const TensorCoreDotPlan& p, unsigned operand, bool transposed, DotStaging& st,
+  /// false where it cannot read such a slot. A target may store B other
+  /// than the plan (`transposed` flipped, `st` its shape): only the dot's
+  /// first-choice instruction reads that slot, so the lowering keeps it
+  /// only where that instruction is taken (Lower::planDirectDots).
+  virtual bool directDotStaging(const TensorCoreDotPlan& p, unsigned operand, bool& transposed, DotStaging& st,
                                 uint64_t& align) const {
     return true;
   }

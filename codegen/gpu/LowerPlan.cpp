@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <set>
 #include <unordered_map>
 #include <vector>
 
@@ -16,6 +17,13 @@ namespace {
 /// Ops whose result recompute() re-emits in any layout from their operands:
 /// those free to recompute (Ops.def) and the elementwise ops.
 bool rederivable(const ir::Op& op) { return ir::isFreeToRecompute(op.code()) || ir::isElementwise(op.code()); }
+
+/// True when `op` is inside a for loop's body (at any depth).
+bool inLoop(const ir::Op& op) {
+  for (const ir::Op* o = op.parent()->parentOp(); o; o = o->parent() ? o->parent()->parentOp() : nullptr)
+    if (o->code() == ir::OpCode::For) return true;
+  return false;
+}
 }  // namespace
 
 /// The pipelined GEMM reads each operand tile from a shared slot with a
@@ -44,6 +52,7 @@ void Lower::planDirectDots() {
   auto& body = const_cast<ir::Function&>(f_).body();
   std::vector<std::pair<const ir::Op*, unsigned>> cands;
   std::map<const ir::Value*, std::optional<Storage>> roots;  // nullopt: conflicting layouts
+  std::set<const ir::Op*> firstChoiceOnly;                   // dots whose B slot only their instruction reads
   auto same = [](const Storage& x, const Storage& y) {
     return x.transposed == y.transposed && x.st.rows == y.st.rows && x.st.cols == y.st.cols &&
            x.st.stride == y.st.stride && x.st.swizzle == y.st.swizzle && x.st.blockCols == y.st.blockCols &&
@@ -65,6 +74,7 @@ void Lower::planDirectDots() {
       Storage sg{i == 0 ? plan.a : plan.b, i == 1 && plan.bTransposed};
       // The layout the instruction reads the slot in, if it can.
       if (!t_.directDotStaging(plan, i, sg.transposed, sg.st, sg.align)) continue;
+      if (sg.transposed != (i == 1 && plan.bTransposed)) firstChoiceOnly.insert(&op);
       if (sg.st.swizzle) {  // stagingIndex's precondition
         const int64_t rowElems = sg.st.blockCols ? sg.st.blockCols : sg.st.cols;
         const int64_t ce = sg.st.chunkElems(), chunks = rowElems / ce;
@@ -119,6 +129,22 @@ void Lower::planDirectDots() {
   }
   for (auto& [op, i] : cands)
     if (storage_.count(rootBuffer(op->operand(i)->definingOp()->operand(0)))) directOperands_.insert({op, i});
+  // A B slot stored other than the plan's (GpuTargetInfo::directDotStaging)
+  // is read only by the dot's first-choice instruction, which takes the dot
+  // where both operands are read in place and the dot does not complete at
+  // every issue of a loop (DotOperandSources); elsewhere the slot is
+  // stored as the plan's, and the dot stages B itself.
+  for (const ir::Op* op : firstChoiceOnly) {
+    const bool kept = directOperands_.count({op, 0}) && directOperands_.count({op, 1}) &&
+                      (!inLoop(*op) || (op->hasAttr("async") && op->intAttr("async") == 1));
+    if (kept) continue;
+    const ir::Value* root = rootBuffer(op->operand(1)->definingOp()->operand(0));
+    storage_.erase(root);
+    for (auto it = directOperands_.begin(); it != directOperands_.end();) {
+      const ir::Value* v = it->first->operand(it->second);
+      it = rootBuffer(v->definingOp()->operand(0)) == root ? directOperands_.erase(it) : std::next(it);
+    }
+  }
   asyncProxySlots_ = false;
   for (auto& [buf, sg] : storage_) asyncProxySlots_ = asyncProxySlots_ || sg.align > 16;
 }
@@ -302,12 +328,10 @@ TensorCoreDotPlan Lower::dotPlan(const ir::Op& op) {
     if (x.dot == &op && x.operand == 0) ha = &x;
   src.bFragmentsHeld = h && h->inRegisters;
   src.aInRegisters = registerOperands_.count({&op, 0}) || (ha && ha->inRegisters);
-  bool inLoop = false;
-  for (const ir::Op* o = op.parent()->parentOp(); o && !inLoop; o = o->parent() ? o->parent()->parentOp() : nullptr)
-    inLoop = o->code() == OpCode::For;
+  src.bInSlot = directOperands_.count({&op, 1}) != 0;
   const bool async = op.hasAttr("async") && op.intAttr("async") == 1 && directOperands_.count({&op, 0}) &&
                      directOperands_.count({&op, 1});
-  src.completesInLoop = inLoop && !async;
+  src.completesInLoop = inLoop(op) && !async;
   t_.planDotForm(p, src);
   return p;
 }

@@ -41,9 +41,9 @@ std::vector<llvm::Value*> emitMmaSyncDot(DotEmitter& e, std::vector<llvm::Value*
 DotStaging wgmmaBStaging(int64_t K, int64_t N, unsigned elemBytes = 2);
 uint64_t wgmmaBAlign(const DotStaging& s);
 /// wgmma's A read from shared memory: M x K (K-major) stored as
-/// wgmmaBStaging(M, K) with its rows permuted for `warps` warps along M
+/// wgmmaBStaging(M, K, elemBytes) with its rows permuted for `warps` warps along M
 /// (DotStaging::rowGroupWarps).
-DotStaging wgmmaAStaging(int64_t M, int64_t K, int64_t warps);
+DotStaging wgmmaAStaging(int64_t M, int64_t K, int64_t warps, unsigned elemBytes = 2);
 /// Between wgmma and mma.sync for a dot the layouts gave wgmma, once its
 /// operand sources are known: mma.sync where B's fragments are held in
 /// registers; else wgmma with B K-major (N x K: an fp8 B, or one copied

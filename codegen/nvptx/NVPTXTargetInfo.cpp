@@ -27,6 +27,7 @@
 #include "codegen/nvptx/NVPTXTma.h"
 #include "codegen/nvptx/NVPTXWgmma.h"
 #include "tessera/support/Targets.h"
+#include "tessera/support/Tcgen05.h"
 
 extern "C" {
 void LLVMInitializeNVPTXTargetInfo();
@@ -114,10 +115,14 @@ TensorCoreOp nvptxTensorCore(const GpuArch& row, DType a, DType b, DType acc) {
     if (!row.fp8Mma) return {};
     const bool a4 = a == DType::F8E4M3, b4 = b == DType::F8E4M3;
     // sm_90a: wgmma.mma_async m64nNk32 (A from registers, B K-major: the
-    // N x K staging fp8 B has anyway) where the shape allows it; the
-    // mma.sync intrinsic below serves the rest on the same placement.
-    t.kind = row.wgmma ? ir::MmaKind::NvWgmmaM64K32 : ir::MmaKind::NvMmaM16N8K32;
-    if (row.wgmma) t.small = ir::MmaKind::NvMmaM16N8K32;
+    // N x K staging fp8 B has anyway) where the shape allows it;
+    // sm_100a/sm_103a: tcgen05.mma kind::f8f6f4 (both from shared memory,
+    // B K-major likewise); the mma.sync intrinsic below serves the rest on
+    // the same placement.
+    t.kind = row.tcgen05 ? ir::MmaKind::NvTcgen05M64K32
+             : row.wgmma ? ir::MmaKind::NvWgmmaM64K32
+                         : ir::MmaKind::NvMmaM16N8K32;
+    if (row.wgmma || row.tcgen05) t.small = ir::MmaKind::NvMmaM16N8K32;
     t.mma = a4 ? (b4 ? llvm::Intrinsic::nvvm_mma_m16n8k32_row_col_f32_e4m3_e4m3_f32
                      : llvm::Intrinsic::nvvm_mma_m16n8k32_row_col_f32_e4m3_e5m2_f32)
                : (b4 ? llvm::Intrinsic::nvvm_mma_m16n8k32_row_col_f32_e5m2_e4m3_f32
@@ -127,7 +132,9 @@ TensorCoreOp nvptxTensorCore(const GpuArch& row, DType a, DType b, DType acc) {
   if (a != b) return {};
   const DType in = a;
   if (in == DType::I8 && acc == DType::I32) {
-    t.kind = ir::MmaKind::NvMmaM16N8K32;
+    // tcgen05.mma kind::i8 where the row has it (sm_100a), as fp8 above.
+    t.kind = row.tcgen05I8 ? ir::MmaKind::NvTcgen05M64K32 : ir::MmaKind::NvMmaM16N8K32;
+    if (row.tcgen05I8) t.small = ir::MmaKind::NvMmaM16N8K32;
     t.mma = llvm::Intrinsic::nvvm_mma_m16n8k32_row_col_s8;
     return t;
   }
@@ -348,17 +355,29 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
   // Dots: mma.sync (NVPTXMmaSync.cpp), wgmma (NVPTXWgmmaDot.cpp) and
   // tcgen05 (NVPTXTcgen05Dot.cpp).
   void planDotStaging(TensorCoreDotPlan& p) const override { nvptx::planMmaSyncStaging(p); }
-  bool directDotStaging(const TensorCoreDotPlan& p, unsigned operand, bool transposed, DotStaging& st,
+  bool directDotStaging(const TensorCoreDotPlan& p, unsigned operand, bool& transposed, DotStaging& st,
                         uint64_t& align) const override {
+    // tcgen05 reads a 1-byte B N-major (kind::f8f6f4, kind::i8; wgmma and
+    // mma.sync cannot): the K x N slot as copied, in wgmma's N-major
+    // layout, where the accumulator fits the tensor memory. Only tcgen05
+    // reads it (planWgmmaForm: DotOperandSources::bInSlot).
+    if (transposed && operand == 1 && p.elemBytes == 1 && p.op.kind == ir::MmaKind::NvTcgen05M64K32 &&
+        nvptx::tcgen05Columns(p) <= tcgen05::kColumns) {
+      transposed = false;
+      st = nvptx::wgmmaBStaging(st.cols, st.rows, 1);
+      align = nvptx::wgmmaBAlign(st);
+      return true;
+    }
     // An N x K B slot (1-byte B) would be filled by copies whose 16-byte
     // chunks run along N: cp.async cannot transpose them.
     if (transposed) return false;
     // wgmma reads a B slot through its descriptor: the slot takes wgmma's
     // N-major layout, aligned to its swizzle's 8 rows (which ldmatrix reads
     // as well, should the dot keep mma.sync).
-    if (p.op.kind == ir::MmaKind::NvWgmmaM64K16 || p.op.kind == ir::MmaKind::NvTcgen05M64K16) {
+    if (p.op.kind == ir::MmaKind::NvWgmmaM64K16 || ir::isNvTcgen05(p.op.kind)) {
       // A: K-major with its rows in warpgroup order (wgmmaAStaging).
-      st = operand == 1 ? nvptx::wgmmaBStaging(st.rows, st.cols) : nvptx::wgmmaAStaging(st.rows, st.cols, p.acc.wpb[0]);
+      st = operand == 1 ? nvptx::wgmmaBStaging(st.rows, st.cols, p.elemBytes)
+                        : nvptx::wgmmaAStaging(st.rows, st.cols, p.acc.wpb[0], p.elemBytes);
       align = nvptx::wgmmaBAlign(st);
     } else {
       st = nvptx::mmaSyncSlotStaging(st.rows, st.cols, p.elemBytes);

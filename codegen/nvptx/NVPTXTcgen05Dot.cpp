@@ -79,6 +79,27 @@ llvm::Intrinsic::ID stIntrinsic(int64_t reps) {
   TS_UNREACHABLE("tcgen05.st.16x256b repetitions");
 }
 
+using tcgen05::Kind;
+
+// The instruction's kind and its descriptor's A/B type codes: f16/bf16
+// (kind::f16), the OCP fp8 formats (kind::f8f6f4), s8 (kind::i8).
+Kind kindOf(const TensorCoreDotPlan& p) {
+  if (p.op.kind == ir::MmaKind::NvTcgen05M64K16) return Kind::F16;
+  return p.in == DType::I8 ? Kind::I8 : Kind::F8f6f4;
+}
+
+uint32_t typeCode(DType d) {
+  switch (d) {
+    case DType::F16: return tcgen05::code::kF16;
+    case DType::BF16: return tcgen05::code::kBf16;
+    case DType::F8E4M3: return tcgen05::code::kE4m3;
+    case DType::F8E5M2: return tcgen05::code::kE5m2;
+    case DType::I8: return tcgen05::code::kS8;
+    default: break;
+  }
+  TS_UNREACHABLE("a tcgen05.mma operand type");
+}
+
 bool isZero(const std::vector<llvm::Value*>& acc) {
   return std::all_of(acc.begin(), acc.end(), [](llvm::Value* v) {
     auto* c = llvm::dyn_cast<llvm::Constant>(v);
@@ -117,6 +138,8 @@ struct Placement {
   size_t slot(int64_t mi, int64_t c, int64_t r) const {
     return static_cast<size_t>((2 * mi + (r % 4) / 2) * (2 * nT) + 2 * (c * reps + r / 4) + r % 2);
   }
+  // f32 cells, or s32 (kind::i8).
+  llvm::Type* accTy() const { return e.p.in == DType::I8 ? e.b.getInt32Ty() : e.b.getFloatTy(); }
   llvm::VectorType* vecTy() const {
     return llvm::FixedVectorType::get(e.b.getInt32Ty(), static_cast<unsigned>(4 * reps));
   }
@@ -141,7 +164,7 @@ std::vector<llvm::Value*> loadAccumulators(Placement& pl, llvm::Value* base) {
     for (int64_t c = 0; c < pl.chunks(); ++c) {
       llvm::Value* v = b.CreateIntrinsic(ldIntrinsic(pl.reps), {}, {pl.chunkAddr(base, mi, c), b.getFalse()});
       for (int64_t r = 0; r < 4 * pl.reps; ++r)
-        out[pl.slot(mi, c, r)] = b.CreateBitCast(b.CreateExtractElement(v, r), b.getFloatTy());
+        out[pl.slot(mi, c, r)] = b.CreateBitCast(b.CreateExtractElement(v, r), pl.accTy());
     }
   b.CreateIntrinsic(llvm::Intrinsic::nvvm_tcgen05_wait_ld, {});
   return out;
@@ -155,8 +178,14 @@ void issueMmas(DotEmitter& e, llvm::Value* thread0, llvm::Value* base, llvm::Val
   llvm::IRBuilderBase& b = e.b;
   const TensorCoreDotPlan& p = e.p;
   const int64_t W = e.wm, G = W / 4, mT = p.M / (16 * W), kS = p.K / p.kStep;
-  const tcgen05::InstrDesc desc{true, p.in == DType::BF16,       p.in == DType::BF16, false, p.bNMajor,
-                                64,   static_cast<uint32_t>(p.N)};
+  const Kind kind = kindOf(p);
+  tcgen05::InstrDesc desc;
+  desc.dType = kind == Kind::I8 ? tcgen05::code::kDS32 : tcgen05::code::kDF32;
+  desc.aType = typeCode(p.in);
+  desc.bType = typeCode(p.inB);
+  desc.bMnMajor = p.bNMajor;
+  desc.m = 64;
+  desc.n = static_cast<uint32_t>(p.N);
   guarded(b, thread0, [&] {
     const DescriptorBase aDesc =
         descriptorBase(b, b.CreatePtrToInt(e.aBase, b.getInt64Ty()), aDescriptorBits(p) | tcgen05::kDescriptorVersion);
@@ -172,8 +201,8 @@ void issueMmas(DotEmitter& e, llvm::Value* thread0, llvm::Value* base, llvm::Val
           llvm::Value* a = descriptorAt(b, aDesc, aRow * p.a.rowBytes() + kMajorByteOffset(p.a, col));
           llvm::Value* bv = descriptorAt(b, bDesc, bStepOffset(p, col));
           b.CreateIntrinsic(llvm::Intrinsic::nvvm_tcgen05_mma_shared, {},
-                            {d, a, bv, b.getInt32(desc.encode()), ks == 0 ? accumulate : b.getTrue(), b.getInt32(0),
-                             b.getInt32(1), b.getInt32(0)});
+                            {d, a, bv, b.getInt32(desc.encode()), ks == 0 ? accumulate : b.getTrue(),
+                             b.getInt32(static_cast<uint32_t>(kind)), b.getInt32(1), b.getInt32(0)});
         }
       }
     b.CreateIntrinsic(llvm::Intrinsic::nvvm_tcgen05_commit_shared_cg1, {}, {bar});

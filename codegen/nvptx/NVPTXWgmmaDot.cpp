@@ -24,8 +24,8 @@ DotStaging wgmmaBStaging(int64_t K, int64_t N, unsigned elemBytes) {
 
 uint64_t wgmmaBAlign(const DotStaging& s) { return static_cast<uint64_t>(8 * s.rowBytes()); }
 
-DotStaging wgmmaAStaging(int64_t M, int64_t K, int64_t warps) {
-  DotStaging s = wgmmaBStaging(M, K);
+DotStaging wgmmaAStaging(int64_t M, int64_t K, int64_t warps, unsigned elemBytes) {
+  DotStaging s = wgmmaBStaging(M, K, elemBytes);
   s.rowGroupWarps = warps;
   return s;
 }
@@ -85,18 +85,20 @@ llvm::Value* descriptorAt(llvm::IRBuilderBase& b, const DescriptorBase& d, int64
 namespace {
 void useWgmmaSharedA(TensorCoreDotPlan& p) {
   TS_ASSERT(p.bFromShared && p.M % (16 * p.acc.wpb[0]) == 0, "wgmma A from shared memory without a wgmma plan");
-  p.a = wgmmaAStaging(p.M, p.K, p.acc.wpb[0]);
+  p.a = wgmmaAStaging(p.M, p.K, p.acc.wpb[0], p.elemBytes);
   p.aFromShared = true;
   p.aAlign = wgmmaBAlign(p.a);
   p.aBytes = p.a.bytes();
 }
 
 void useWgmma(TensorCoreDotPlan& p, bool kMajor) {
-  TS_ASSERT(ir::isNvWarpgroupPlaced(p.op.kind) && (p.elemBytes == 2 || (p.elemBytes == 1 && kMajor)) &&
+  TS_ASSERT(ir::isNvWarpgroupPlaced(p.op.kind) &&
+                (p.elemBytes == 2 || (p.elemBytes == 1 && (kMajor || ir::isNvTcgen05(p.op.kind)))) &&
                 p.acc.wpb[1] == 1 && p.N <= 256 && p.N >= 16,
             "wgmma plan of a dot that does not fit it");
   // K-major: one swizzled row of K per n (blocks of 128 bytes beyond
-  // that): wgmmaBStaging's layout of B^T. fp8 is K-major only.
+  // that): wgmmaBStaging's layout of B^T. wgmma's fp8 is K-major only;
+  // tcgen05 reads 1-byte B N-major too.
   p.b = kMajor ? wgmmaBStaging(p.N, p.K, p.elemBytes) : wgmmaBStaging(p.K, p.N, p.elemBytes);
   p.bTransposed = kMajor;
   p.bFromShared = true;
@@ -107,7 +109,8 @@ void useWgmma(TensorCoreDotPlan& p, bool kMajor) {
 void useMmaSync(TensorCoreDotPlan& p) {
   if (p.op.kind == ir::MmaKind::NvWgmmaM64K16 || p.op.kind == ir::MmaKind::NvTcgen05M64K16)
     p.op.kind = ir::MmaKind::NvMmaM16N8K16;
-  if (p.op.kind == ir::MmaKind::NvWgmmaM64K32) p.op.kind = ir::MmaKind::NvMmaM16N8K32;
+  if (p.op.kind == ir::MmaKind::NvWgmmaM64K32 || p.op.kind == ir::MmaKind::NvTcgen05M64K32)
+    p.op.kind = ir::MmaKind::NvMmaM16N8K32;
 }
 
 // wgmma over A fragments `aFrags` ((ks * mT + mi) * 4 + q, as loaded for
@@ -192,13 +195,16 @@ void planWgmmaForm(TensorCoreDotPlan& p, const DotOperandSources& s) {
     // every issue of a loop (attention's Q K^T, a dequantised dot), whose
     // accumulator would go into tensor memory and back every iteration
     // (the decomposed dot_scaled GEMM: 255 registers and 152 bytes of
-    // spills on sm_100a, none with mma.sync).
-    if (s.bFragmentsHeld || s.aInRegisters || s.completesInLoop || p.elemBytes != 2 ||
-        tcgen05Columns(p) > tcgen05::kColumns) {
+    // spills on sm_100a, none with mma.sync). A 1-byte B (fp8, i8) read
+    // in place is N-major, the K x N slot as copied (the slot only tcgen05
+    // reads, NVPTXTargetInfo's directDotStaging); staged by the dot, it is
+    // K-major, the N x K staging mma.sync's plan has.
+    if (s.bFragmentsHeld || s.aInRegisters || s.completesInLoop || tcgen05Columns(p) > tcgen05::kColumns) {
+      TS_ASSERT(p.elemBytes != 1 || !s.bInSlot, "a 1-byte B slot stored for tcgen05 read by mma.sync");
       useMmaSync(p);
       return;
     }
-    useWgmma(p, s.bGlobalAlongK);
+    useWgmma(p, s.bGlobalAlongK || (p.elemBytes == 1 && !s.bInSlot));
     useWgmmaSharedA(p);
     return;
   }

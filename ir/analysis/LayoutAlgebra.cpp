@@ -43,6 +43,7 @@ const char* mmaName(MmaKind k) {
     case MmaKind::AmdMfma32x32x64: return "mfma.32x32x64";
     case MmaKind::AmdWmmaGfx12: return "wmma.gfx12.16x16x16";
     case MmaKind::NvTcgen05M64K16: return "tcgen05.m64nNk16";
+    case MmaKind::NvTcgen05M64K32: return "tcgen05.m64nNk32";
   }
   return "?";
 }
@@ -202,7 +203,7 @@ std::optional<BlockedLayout> mmaLayout(MmaKind k, int64_t M, int64_t N, int64_t 
     // whole warpgroups (the placement a chained dot gets); otherwise the
     // mma.sync layout as it would be.
     const bool fits = numWarps % 4 == 0 && M % (16 * int64_t{numWarps}) == 0 && N >= 16 && N <= 256;
-    const MmaKind sync = k == MmaKind::NvWgmmaM64K32 ? MmaKind::NvMmaM16N8K32 : MmaKind::NvMmaM16N8K16;
+    const MmaKind sync = mmaK(k) == 32 ? MmaKind::NvMmaM16N8K32 : MmaKind::NvMmaM16N8K16;
     auto l = mmaLayout(sync, M, N, K, numWarps, warpSize, fits || chained);
     if (l && fits) l->mma = k;
     return l;
@@ -273,6 +274,7 @@ std::optional<BlockedLayout> mmaLayout(MmaKind k, int64_t M, int64_t N, int64_t 
     case MmaKind::NvWgmmaM64K16:
     case MmaKind::NvWgmmaM64K32:
     case MmaKind::NvTcgen05M64K16:
+    case MmaKind::NvTcgen05M64K32:
       b.spt = {1, 2};
       b.tpw = {8, 4};
       break;

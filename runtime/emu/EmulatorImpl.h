@@ -345,7 +345,8 @@ struct Worker {
   std::vector<std::pair<uint32_t, int32_t>> tcgen05Reads;
   void tcgen05Alloc(Fiber* f, void* dst, int32_t columns, int32_t op);
   void tcgen05Dealloc(Fiber* f, uint32_t addr, int32_t columns, int32_t op);
-  void tcgen05Mma(Fiber* f, uint32_t d, uint64_t aDesc, uint64_t bDesc, uint32_t idesc, bool accumulate, int32_t op);
+  void tcgen05Mma(Fiber* f, uint32_t d, uint64_t aDesc, uint64_t bDesc, uint32_t idesc, bool accumulate, int32_t kind,
+                  int32_t op);
   void tcgen05Commit(Fiber* f, void* bar, int32_t op);
   /// tcgen05.ld (store false) / st .16x256b.x`reps`.
   void tcgen05Move(Fiber* f, uint32_t addr, int32_t reps, uint32_t* regs, bool store, int32_t op);

@@ -1,7 +1,8 @@
 // Blackwell's tensor memory and tcgen05 instructions on the SIMT machine:
 // the block's 128 x 512 cells of tensor memory, allocated and freed in
 // 32-column granules; tcgen05.mma computed at the issue from the operands
-// its descriptors name (kind::f16, cta_group::1, M = 64 or 128), its
+// its descriptors name (kind::f16, kind::f8f6f4 with the fp8 formats,
+// kind::i8; cta_group::1, M = 64 or 128), its
 // operand bytes in flight until the issuing thread's commit; the commit one
 // arrival on its mbarrier; tcgen05.ld / st .16x256b moving a lane's
 // registers, each warp confined to its 32 lanes (tessera/support/Tcgen05.h).
@@ -15,6 +16,7 @@
 #include "EmulatorImpl.h"
 #include "Matrix.h"
 #include "SmemDescriptor.h"
+#include "tessera/support/Fp8.h"
 #include "tessera/support/Tcgen05.h"
 
 namespace tessera::emu::detail {
@@ -72,13 +74,17 @@ void Worker::tcgen05Dealloc(Fiber* f, uint32_t addr, int32_t columns, int32_t op
 }
 
 void Worker::tcgen05Mma(Fiber* f, uint32_t d, uint64_t aDesc, uint64_t bDesc, uint32_t idesc, bool accumulate,
-                        int32_t op) {
+                        int32_t kindArg, int32_t op) {
+  const auto kind = static_cast<tcgen05::Kind>(kindArg);
   tcgen05::InstrDesc id;
-  if (!tcgen05::InstrDesc::decode(idesc, id) || !id.f32Accumulator || id.aMnMajor || (id.m != 64 && id.m != 128) ||
-      id.n < 8 || id.n > 256 || id.n % (id.m == 64 ? 8 : 16) != 0)
+  if ((kind != tcgen05::Kind::F16 && kind != tcgen05::Kind::F8f6f4 && kind != tcgen05::Kind::I8) ||
+      !tcgen05::InstrDesc::decode(idesc, kind, id) || (kind == tcgen05::Kind::F16 && id.dType != tcgen05::code::kDF32) ||
+      id.aMnMajor || (id.m != 64 && id.m != 128) || id.n < 8 ||
+      id.n > 256 || id.n % (id.m == 64 ? 8 : 16) != 0)
     tcMisuse(*this, f, op, [&] {
-      return "tcgen05.mma with the instruction descriptor " + hex(idesc) +
-             " (modelled: kind::f16, dense, f32 D, K-major A, M 64 or 128, N a multiple of 8 or 16 up to 256)";
+      return "tcgen05.mma with the instruction descriptor " + hex(idesc) + " of kind " + num(uint64_t(kindArg)) +
+             " (modelled: kind::f16 (f16/bf16), kind::f8f6f4 (e4m3/e5m2) or kind::i8 (s8/u8), dense, f32 or s32 D, "
+             "K-major A, M 64 or 128, N a multiple of 8 or 16 up to 256)";
     });
   // The smem descriptors: wgmma's fields, version 1 (bits 46-47), no base
   // offset or absolute LBO mode, the swizzle's code in bits 61-63 (0, 2,
@@ -101,7 +107,8 @@ void Worker::tcgen05Mma(Fiber* f, uint32_t d, uint64_t aDesc, uint64_t bDesc, ui
       return "tcgen05.mma writing " + num(id.n) + " columns at " + hex(d) + ", which are not all allocated";
     });
   // The operands, each 16-byte piece a checked shared read by the issuing
-  // thread, in flight until its commit.
+  // thread, in flight until its commit. Each row of A and B holds 32 bytes
+  // of K: 16 2-byte elements (kind::f16), 32 1-byte ones (f8f6f4, i8).
   auto piece = [&](const SmemDescriptor& sd, uint64_t a) {
     a = sd.swizzled(a);
     const auto* p = static_cast<const unsigned char*>(sharedAccess(f, shared + a, 16, TESSERA_EMU_LOAD, op));
@@ -111,34 +118,51 @@ void Worker::tcgen05Mma(Fiber* f, uint32_t d, uint64_t aDesc, uint64_t bDesc, ui
     }
     return p;
   };
-  auto cvtA = id.aBf16 ? bf16ToFloat : halfToFloat;
-  auto cvtB = id.bBf16 ? bf16ToFloat : halfToFloat;
-  std::vector<float> A(size_t{id.m} * 16), B(size_t{16} * id.n);
+  const uint32_t eb = kind == tcgen05::Kind::F16 ? 2 : 1, K = 32 / eb, perPiece = 16 / eb;
+  // An element's value: exact in double for every kind (an f16, bf16 or
+  // fp8 value is exact in f32; an 8-bit integer in both).
+  auto valueOf = [&](uint32_t type, const unsigned char* p) -> double {
+    switch (kind) {
+      case tcgen05::Kind::F16: {
+        uint16_t h;
+        std::memcpy(&h, p, 2);
+        return type == tcgen05::code::kBf16 ? bf16ToFloat(h) : halfToFloat(h);
+      }
+      case tcgen05::Kind::F8f6f4: return fp8Decode(type == tcgen05::code::kE4m3 ? DType::F8E4M3 : DType::F8E5M2, *p);
+      case tcgen05::Kind::I8:
+        return type == tcgen05::code::kS8 ? double(static_cast<int8_t>(*p)) : double(*p);
+      case tcgen05::Kind::Tf32: break;
+    }
+    return 0;
+  };
+  std::vector<double> A(size_t{id.m} * K), B(size_t{K} * id.n);
   for (uint32_t r = 0; r < id.m; ++r)
-    for (uint32_t k0 = 0; k0 < 16; k0 += 8) {
-      const unsigned char* p = piece(ad, ad.kMajor(r, k0 * 2));
-      for (uint32_t e = 0; e < 8; ++e) {
-        uint16_t h;
-        std::memcpy(&h, p + 2 * e, 2);
-        A[r * 16 + k0 + e] = cvtA(h);
-      }
+    for (uint32_t k0 = 0; k0 < K; k0 += perPiece) {
+      const unsigned char* p = piece(ad, ad.kMajor(r, k0 * eb));
+      for (uint32_t e = 0; e < perPiece; ++e) A[r * K + k0 + e] = valueOf(id.aType, p + eb * e);
     }
-  for (uint32_t j = 0; j < id.n; j += id.bMnMajor ? 8 : 1)
-    for (uint32_t k0 = 0; k0 < 16; k0 += id.bMnMajor ? 1 : 8) {
-      const unsigned char* p = id.bMnMajor ? piece(bd, bd.nMajor(k0, j * 2)) : piece(bd, bd.kMajor(j, k0 * 2));
-      for (uint32_t e = 0; e < 8; ++e) {
-        uint16_t h;
-        std::memcpy(&h, p + 2 * e, 2);
-        B[id.bMnMajor ? k0 * id.n + j + e : (k0 + e) * id.n + j] = cvtB(h);
-      }
+  // B N-major: each 16-byte piece holds 16 / eb n of one k.
+  for (uint32_t j = 0; j < id.n; j += id.bMnMajor ? perPiece : 1)
+    for (uint32_t k0 = 0; k0 < K; k0 += id.bMnMajor ? 1 : perPiece) {
+      const unsigned char* p = id.bMnMajor ? piece(bd, bd.nMajor(k0, j * eb)) : piece(bd, bd.kMajor(j, k0 * eb));
+      for (uint32_t e = 0; e < perPiece; ++e)
+        B[id.bMnMajor ? k0 * id.n + j + e : (k0 + e) * id.n + j] = valueOf(id.bType, p + eb * e);
     }
-  // D (+)= A B, each product exact in f32, summed in k order from D.
+  // Floating point: D (+)= A B, each product exact in f32, summed in f32 in
+  // k order from D (Matrix.cpp's model of the tensor cores' sums). kind::i8:
+  // the products and their sum exact, added to D mod 2^32.
   for (uint32_t r = 0; r < id.m; ++r) {
     uint32_t* row = &tmem[size_t{tcgen05::laneOfRow(id.m, r)} * tcgen05::kColumns + col0];
     for (uint32_t j = 0; j < id.n; ++j) {
+      if (kind == tcgen05::Kind::I8) {
+        int64_t sum = 0;
+        for (uint32_t k = 0; k < K; ++k) sum += static_cast<int64_t>(A[r * K + k]) * static_cast<int64_t>(B[k * id.n + j]);
+        row[j] = (accumulate ? row[j] : 0u) + static_cast<uint32_t>(sum);
+        continue;
+      }
       float acc = 0;
       if (accumulate) std::memcpy(&acc, &row[j], 4);
-      for (uint32_t k = 0; k < 16; ++k) acc += A[r * 16 + k] * B[k * id.n + j];
+      for (uint32_t k = 0; k < K; ++k) acc += static_cast<float>(A[r * K + k]) * static_cast<float>(B[k * id.n + j]);
       std::memcpy(&row[j], &acc, 4);
     }
   }
@@ -207,9 +231,10 @@ void tessera_emu_tcgen05_dealloc(int32_t addr, int32_t columns, int32_t opId) {
   f->w->tcgen05Dealloc(f, static_cast<uint32_t>(addr), columns, opId);
 }
 
-void tessera_emu_tcgen05_mma(int32_t d, uint64_t aDesc, uint64_t bDesc, int32_t idesc, int32_t enable, int32_t opId) {
+void tessera_emu_tcgen05_mma(int32_t d, uint64_t aDesc, uint64_t bDesc, int32_t idesc, int32_t enable, int32_t kind,
+                             int32_t opId) {
   Fiber* f = current(__func__);
-  f->w->tcgen05Mma(f, static_cast<uint32_t>(d), aDesc, bDesc, static_cast<uint32_t>(idesc), enable != 0, opId);
+  f->w->tcgen05Mma(f, static_cast<uint32_t>(d), aDesc, bDesc, static_cast<uint32_t>(idesc), enable != 0, kind, opId);
 }
 
 void tessera_emu_tcgen05_commit(void* bar, int32_t opId) {

@@ -25,7 +25,7 @@ namespace {
 constexpr uint32_t kA = 0, kB = 2048, kBar = 2560, kSlot = 2568;
 constexpr uint64_t kLbo = 128, kSbo = 256;
 
-enum class Fault { None, Leak, ForeignLane, EarlyWrite, BadColumns, OldDescriptor, Unallocated };
+enum class Fault { None, Leak, ForeignLane, EarlyWrite, BadColumns, OldDescriptor, Unallocated, WrongKind };
 
 struct Params {
   Fault fault;
@@ -77,12 +77,16 @@ void kernel(void* const* args) {
   tessera_emu_barrier(3);
   const uint32_t base = sload(reinterpret_cast<uint32_t*>(sh + kSlot), 4);
   if (t == 0) {
-    const tc::InstrDesc id{true, false, false, false, false, 64, 16};
+    tc::InstrDesc id;  // kind::f16: f16 A and B, f32 D, both K-major, M = 64
+    id.n = 16;
     const uint32_t d = p.fault == Fault::Unallocated ? base + 32 : base;
     const bool old = p.fault == Fault::OldDescriptor;
     // D = A B, then D += A B: twice the product.
-    tessera_emu_tcgen05_mma(int32_t(d), desc(kA, !old), desc(kB), int32_t(id.encode()), 0, 5);
-    tessera_emu_tcgen05_mma(int32_t(d), desc(kA), desc(kB), int32_t(id.encode()), 1, 5);
+    const auto f16 = int32_t(tc::Kind::F16);
+    // kind::i8 reading kind::f16's descriptor (an f32 D, which i8 has not).
+    const auto first = p.fault == Fault::WrongKind ? int32_t(tc::Kind::I8) : f16;
+    tessera_emu_tcgen05_mma(int32_t(d), desc(kA, !old), desc(kB), int32_t(id.encode()), 0, first, 5);
+    tessera_emu_tcgen05_mma(int32_t(d), desc(kA), desc(kB), int32_t(id.encode()), 1, f16, 5);
     if (p.fault == Fault::EarlyWrite) sstore(reinterpret_cast<uint16_t*>(sh + kA + 2), uint16_t{0}, 7);
     tessera_emu_tcgen05_commit(sh + kBar, 6);
   }
@@ -159,6 +163,9 @@ TEST_CASE("tcgen05 misuse is reported naming the op", "[emu][tcgen05]") {
   }
   SECTION("a descriptor without tcgen05's version") {
     only(Fault::OldDescriptor, IssueKind::CollectiveMisuse, 5, "modelled: version 1");
+  }
+  SECTION("an instruction descriptor its kind cannot take") {
+    only(Fault::WrongKind, IssueKind::CollectiveMisuse, 5, "of kind 3 (modelled: kind::f16");
   }
   SECTION("an accumulator in columns not allocated") {
     only(Fault::Unallocated, IssueKind::CollectiveMisuse, 5, "which are not all allocated");

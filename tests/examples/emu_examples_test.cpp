@@ -126,8 +126,9 @@ TEST_CASE("the GEMM and attention examples on emulated sm_90a (wgmma) match thei
 
 TEST_CASE("the GEMM and attention examples on emulated sm_100a (tcgen05) and sm_120a (mma.sync) match their references",
           "[examples][emu][blackwell]") {
-  // sm_100a's f16/bf16 dots are tcgen05.mma in tensor memory where both
-  // operands are in shared memory, the rest mma.sync; TMA copies where the
+  // sm_100a's f16/bf16, fp8 and i8 dots are tcgen05.mma (kind::f16,
+  // f8f6f4, i8) in tensor memory where both operands are in shared memory,
+  // the rest mma.sync; TMA copies where the
   // launch proves the boxes aligned. sm_100a: every test shape of every
   // example with a dot; sm_120a (whose code differs by its SM's limits):
   // the first and the last test shapes of each (the GEMMs' aligned 64^3,

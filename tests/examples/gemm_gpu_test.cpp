@@ -197,28 +197,29 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "Blackwell (sm_100a, sm_103a, sm_120a): the f16/bf16 GEMMs take tcgen05 where the row has it, the rest mma.sync, "
-    "without spills, and the resource report says so",
+    "Blackwell (sm_100a, sm_103a, sm_120a): the f16/bf16/fp8/int8 GEMMs take tcgen05 where the row has their kind, "
+    "the rest mma.sync, without spills, and the resource report says so",
     "[examples][gemm][gpu][ptxas][blackwell]") {
   bool ptxas = havePtxas();
   if (!ptxas) WARN("SKIPPED the ptxas checks: ptxas not found (/usr/local/cuda/bin/ptxas or on PATH)");
   struct Gemm {
     const char* name;
-    const char* mma;  // the instruction its dots take without tcgen05
-    bool tcgen05;     // f16/bf16: tcgen05.mma kind::f16 where the row has it
+    const char* mma;   // the instruction its dots take without tcgen05
+    const char* kind;  // tcgen05.mma's kind where the row has it
+    bool i8;           // kind::i8: Targets.def's tcgen05I8 column (sm_100a, not sm_103a)
   };
   for (const char* sm : {"sm_100a", "sm_103a", "sm_120a"})
-    for (Gemm g : {Gemm{"gemm_f16", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", true},
-                   Gemm{"gemm_bf16", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", true},
-                   Gemm{"gemm_fp8", "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32", false},
-                   Gemm{"gemm_int8", "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32", false}})
+    for (Gemm g : {Gemm{"gemm_f16", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "kind::f16", false},
+                   Gemm{"gemm_bf16", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", "kind::f16", false},
+                   Gemm{"gemm_fp8", "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32", "kind::f8f6f4", false},
+                   Gemm{"gemm_int8", "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32", "kind::i8", true}})
       for (bool facts : {false, true}) {
         const char* variant = facts ? "aligned" : "traced";
         INFO(g.name << " on " << sm << ", " << variant);
         ts::Target target = ts::Target::parse(std::string("nvptx:") + sm);
         const ts::GpuArch* row = ts::findGpuArch(ts::GpuArch::Vendor::NVIDIA, sm);
         REQUIRE(row);
-        const bool tc = g.tcgen05 && row->tcgen05;
+        const bool tc = g.i8 ? row->tcgen05I8 : row->tcgen05;
         ts::Kernel k = defaultKernel(g.name, target);
         ts::CompiledKernel ck = ts::compile(facts ? withAlignedFacts(k) : k, target);
         const std::string ptx = ck.dump(ts::Stage::PTX);
@@ -228,7 +229,7 @@ TEST_CASE(
         if (tc) {
           // One thread issues the MMAs into tensor memory, the warps read
           // the accumulator back; the allocation is freed in the kernel.
-          CHECK(contains(ptx, "tcgen05.mma.cta_group::1.kind::f16"));
+          CHECK(contains(ptx, std::string("tcgen05.mma.cta_group::1.") + g.kind));
           CHECK(contains(ptx, "tcgen05.alloc.cta_group::1"));
           CHECK(contains(ptx, "tcgen05.dealloc.cta_group::1"));
           CHECK(contains(ptx, "tcgen05.commit.cta_group::1.mbarrier::arrive::one"));

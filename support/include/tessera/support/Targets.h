@@ -37,6 +37,7 @@ struct GpuArch {
   /// Instructions an architecture has (Targets.def explains each column).
   bool fp8Mma = false, wgmma = false, tensorCopies = false;  // NVIDIA
   bool tcgen05 = false;                                      // NVIDIA: Blackwell's tcgen05 MMA and tensor memory
+  bool tcgen05I8 = false;                                    // NVIDIA: tcgen05.mma kind::i8
   int tmemColumns = 0;                                       // NVIDIA: tensor memory per SM, 32-bit columns
   int maxClusterBlocks = 0;                                  // NVIDIA: portable cluster size; 0: no clusters
   int gfxMajor = 0;                                          // AMD: 9 (CDNA), 11 (RDNA3), 12 (RDNA4)

@@ -27,29 +27,61 @@ inline constexpr uint32_t address(uint32_t lane, uint32_t column) { return (lane
 inline constexpr uint32_t laneOf(uint32_t addr) { return addr >> 16; }
 inline constexpr uint32_t columnOf(uint32_t addr) { return addr & 0xFFFF; }
 
-/// The 32-bit instruction descriptor of kind::f16 (and kind::tf32): the
-/// fields this compiler sets. Dense, no saturation, no negation.
+/// The kinds of tcgen05.mma this compiler writes, as LLVM's
+/// llvm.nvvm.tcgen05.mma.* take them (their `kind` operand).
+enum class Kind : uint32_t { F16 = 0, Tf32 = 1, F8f6f4 = 2, I8 = 3 };
+
+/// The K of one instruction, in elements: 32 bytes of each row of A and B.
+inline constexpr uint32_t kOf(Kind k) { return k == Kind::F8f6f4 || k == Kind::I8 ? 32 : k == Kind::Tf32 ? 8 : 16; }
+
+/// The type codes of the instruction descriptor's A, B and D fields (PTX
+/// ISA, "Instruction descriptor format for .kind::tf32, .kind::f16,
+/// .kind::f8f6f4 and .kind::i8"); their meaning depends on the kind.
+namespace code {
+inline constexpr uint32_t kF16 = 0, kBf16 = 1, kTf32 = 2;  // A/B of kind::f16, kind::tf32
+inline constexpr uint32_t kE4m3 = 0, kE5m2 = 1;            // A/B of kind::f8f6f4 (fp6/fp4: 3, 4, 5)
+inline constexpr uint32_t kU8 = 0, kS8 = 1;                // A/B of kind::i8
+inline constexpr uint32_t kDF16 = 0, kDF32 = 1, kDS32 = 2;  // D
+}  // namespace code
+
+/// The 32-bit instruction descriptor of the dense kinds (f16, tf32,
+/// f8f6f4, i8): the fields this compiler sets. No saturation, no negation.
 struct InstrDesc {
-  bool f32Accumulator = true;  // D: f32 (else f16)
-  bool aBf16 = false;          // A: bf16 (else f16)
-  bool bBf16 = false;
+  uint32_t dType = code::kDF32;
+  uint32_t aType = code::kF16, bType = code::kF16;
   bool aMnMajor = false;  // A stored M-major (else K-major)
   bool bMnMajor = false;  // B stored N-major (else K-major)
   uint32_t m = 64, n = 8;
 
   constexpr uint32_t encode() const {
-    return (f32Accumulator ? 1u : 0u) << 4 | (aBf16 ? 1u : 0u) << 7 | (bBf16 ? 1u : 0u) << 10 |
-           (aMnMajor ? 1u : 0u) << 15 | (bMnMajor ? 1u : 0u) << 16 | (n >> 3) << 17 | (m >> 4) << 24;
+    return dType << 4 | aType << 7 | bType << 10 | (aMnMajor ? 1u : 0u) << 15 | (bMnMajor ? 1u : 0u) << 16 |
+           (n >> 3) << 17 | (m >> 4) << 24;
   }
-  /// The fields of `bits`; false where it sets one this compiler never
-  /// writes (sparsity, saturation, negation, other formats, max shift).
-  static constexpr bool decode(uint32_t bits, InstrDesc& d) {
-    const uint32_t dFmt = (bits >> 4) & 3, aFmt = (bits >> 7) & 7, bFmt = (bits >> 10) & 7;
-    if ((bits & 0xF) != 0 || (bits >> 13 & 3) != 0 || (bits >> 23 & 1) != 0 || (bits >> 29) != 0) return false;
-    if (dFmt > 1 || aFmt > 1 || bFmt > 1) return false;
-    d.f32Accumulator = dFmt == 1;
-    d.aBf16 = aFmt == 1;
-    d.bBf16 = bFmt == 1;
+  /// The fields of `bits` for an instruction of kind `k`; false where it
+  /// sets one this compiler never writes (sparsity, saturation, negation,
+  /// the max shift) or a type `k` does not take (fp6/fp4 included).
+  static constexpr bool decode(uint32_t bits, Kind k, InstrDesc& d) {
+    if ((bits & 0xF) != 0 || (bits >> 13 & 3) != 0 || (bits >> 6 & 1) != 0 || (bits >> 23 & 1) != 0 ||
+        (bits >> 29) != 0)
+      return false;
+    d.dType = (bits >> 4) & 3;
+    d.aType = (bits >> 7) & 7;
+    d.bType = (bits >> 10) & 7;
+    auto in = [&](uint32_t lo, uint32_t hi) { return d.aType >= lo && d.aType <= hi && d.bType >= lo && d.bType <= hi; };
+    switch (k) {
+      case Kind::F16:
+        if (d.dType > code::kDF32 || !in(code::kF16, code::kBf16)) return false;
+        break;
+      case Kind::Tf32:
+        if (d.dType != code::kDF32 || !in(code::kTf32, code::kTf32)) return false;
+        break;
+      case Kind::F8f6f4:
+        if (d.dType != code::kDF32 || !in(code::kE4m3, code::kE5m2)) return false;
+        break;
+      case Kind::I8:
+        if (d.dType != code::kDS32 || !in(code::kU8, code::kS8)) return false;
+        break;
+    }
     d.aMnMajor = (bits >> 15 & 1) != 0;
     d.bMnMajor = (bits >> 16 & 1) != 0;
     d.n = ((bits >> 17) & 0x3F) << 3;

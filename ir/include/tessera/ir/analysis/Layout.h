@@ -97,11 +97,16 @@ enum class MmaKind : uint8_t {
   // NvWgmmaM64K16's, with the same fallback to NvMmaM16N8K16 where it does
   // not fit.
   NvTcgen05M64K16,
+  // NVIDIA tcgen05.mma.cta_group::1.kind::f8f6f4 (fp8 e4m3/e5m2 -> f32) and
+  // kind::i8 (s8 -> s32; sm_100a only, Targets.def's tcgen05I8 column):
+  // NvTcgen05M64K16 with twice the K; where it does not fit, NvMmaM16N8K32's
+  // layout and tag.
+  NvTcgen05M64K32,
 };
 const char* mmaName(MmaKind k);
 /// The vendor family of a matrix instruction (false for None).
 inline bool isNvWgmma(MmaKind k) { return k == MmaKind::NvWgmmaM64K16 || k == MmaKind::NvWgmmaM64K32; }
-inline bool isNvTcgen05(MmaKind k) { return k == MmaKind::NvTcgen05M64K16; }
+inline bool isNvTcgen05(MmaKind k) { return k == MmaKind::NvTcgen05M64K16 || k == MmaKind::NvTcgen05M64K32; }
 /// The instructions placed as a warpgroup's: every warp along M, 16 rows
 /// each of every 64-row tile (wgmma, and tcgen05's M = 64 data path).
 inline bool isNvWarpgroupPlaced(MmaKind k) { return isNvWgmma(k) || isNvTcgen05(k); }
@@ -117,7 +122,9 @@ inline bool isAmdMfma(MmaKind k) {
 inline bool isAsyncMma(MmaKind k) { return isNvWarpgroupPlaced(k); }
 /// The K of one instruction (the dot's K must be a multiple of it).
 inline int64_t mmaK(MmaKind k) {
-  return k == MmaKind::NvMmaM16N8K32 || k == MmaKind::AmdMfma16x16x32 || k == MmaKind::NvWgmmaM64K32 ? 32
+  return k == MmaKind::NvMmaM16N8K32 || k == MmaKind::AmdMfma16x16x32 || k == MmaKind::NvWgmmaM64K32 ||
+                 k == MmaKind::NvTcgen05M64K32
+             ? 32
          : k == MmaKind::AmdMfma32x32x8                                                              ? 8
          : k == MmaKind::AmdMfma16x16x128                                                            ? 128
          : k == MmaKind::AmdMfma32x32x64                                                             ? 64
@@ -252,6 +259,7 @@ BlockedLayout distributeBlocked(const std::vector<int64_t>& shape, std::vector<i
 ///                   NvMmaM16N8K16 layout (and tag) instead
 ///   NvWgmmaM64K32   the same, falling back to NvMmaM16N8K32 (fp8)
 ///   NvTcgen05M64K16 NvWgmmaM64K16's placement and fallback
+///   NvTcgen05M64K32 NvWgmmaM64K32's placement and fallback (fp8, i8)
 /// with warps split wpb=[wm, wn], order=[1, 0] (MFMA, gfx12 WMMA: [0, 1]). M, N, K must be powers of two,
 /// M a multiple of 16*wm, N of 8*wn (NVIDIA) or 16*wn (AMD), K of mmaK(k).
 /// `chained` (the dot feeds or is fed by another dot): all warps along M
