@@ -57,8 +57,12 @@ struct DotStaging {
   /// Rows permuted for wgmma's A (0: none): with W warps along M, the #mma
   /// layout's row g + 8w + 8W h + 16W j (g < 8, w < W, h < 2) is stored at
   /// row g + 8h + 16w + 16W j, so each warpgroup's 64 instruction rows are
-  /// consecutive rows of storage, as a descriptor names them.
+  /// consecutive rows of storage, as a descriptor names them. With
+  /// rowGroupTiles T = 2 (tcgen05's M = 128 instruction, whose row 32q + r
+  /// is the TMEM lane 32q + r that warp q reads), the rows of the blocks
+  /// j = 2p + t go together: g + 8h + 16t + 32w + 32W p.
   int64_t rowGroupWarps = 0;
+  int64_t rowGroupTiles = 1;
   /// Rows permuted for MFMA 32x32's B (N x K; 0: none): with W waves
   /// along N, the #mma layout's column x + 8w + 8W j (x < 8, w < W) is
   /// stored at row x + 8(j % 4) + 32w + 32W(j / 4), so the 32 columns of a

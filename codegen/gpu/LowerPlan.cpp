@@ -56,7 +56,8 @@ void Lower::planDirectDots() {
   auto same = [](const Storage& x, const Storage& y) {
     return x.transposed == y.transposed && x.st.rows == y.st.rows && x.st.cols == y.st.cols &&
            x.st.stride == y.st.stride && x.st.swizzle == y.st.swizzle && x.st.blockCols == y.st.blockCols &&
-           x.st.rowGroupWarps == y.st.rowGroupWarps && x.st.mfmaColWarps == y.st.mfmaColWarps && x.align == y.align;
+           x.st.rowGroupWarps == y.st.rowGroupWarps && x.st.rowGroupTiles == y.st.rowGroupTiles &&
+           x.st.mfmaColWarps == y.st.mfmaColWarps && x.align == y.align;
   };
   ir::walk(body, [&](ir::Op& op) {
     if (op.code() != OpCode::Dot || !la_.has(op.result())) return;

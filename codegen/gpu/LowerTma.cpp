@@ -66,7 +66,7 @@ std::optional<TmaCopy> Lower::planTmaBoxes(const ir::TiledAccess& acc, const Dot
   const int64_t R = acc.tileRows, C = acc.tileCols;
   // The storage as boxes: rows of `blockCols` elements in column blocks;
   // `swz` bytes of swizzle; wgmma's A rows in groups of 8.
-  int64_t blockCols = C, swz = 0, groupRows = 0, W = 0;
+  int64_t blockCols = C, swz = 0, groupRows = 0, W = 0, T = 1;
   if (st) {
     if (st->mfmaColWarps || st->rows != R || st->cols != C) return std::nullopt;
     blockCols = st->blockCols ? st->blockCols : st->cols;
@@ -79,6 +79,7 @@ std::optional<TmaCopy> Lower::planTmaBoxes(const ir::TiledAccess& acc, const Dot
         return std::nullopt;  // rows of more than 128 bytes: no TMA swizzle mode
     }
     W = st->rowGroupWarps;
+    T = st->rowGroupTiles;
     if (W) groupRows = 8;
   }
   if ((blockCols * eb) % 16 != 0 || blockCols > 256 || C % blockCols != 0) return std::nullopt;
@@ -123,10 +124,11 @@ std::optional<TmaCopy> Lower::planTmaBoxes(const ir::TiledAccess& acc, const Dot
     for (int64_t s = 0; s < R; s += boxRows) {
       int64_t row = s;
       if (W) {
-        // Storage rows 8q.. hold #mma rows g + 8w + 8W h + 16W j with
-        // q = h + 2w + 2W j (GpuDot.h, DotStaging::rowGroupWarps).
-        const int64_t q = s / 8, h = q % 2, w = (q / 2) % W, j = q / (2 * W);
-        row = 8 * w + 8 * W * h + 16 * W * j;
+        // Storage rows 8q.. hold #mma rows g + 8w + 8W h + 16W (T p + t)
+        // with q = h + 2t + 2T w + 2TW p (GpuDot.h, DotStaging::
+        // rowGroupWarps).
+        const int64_t q = s / 8, h = q % 2, t = (q / 2) % T, w = (q / (2 * T)) % W, p = q / (2 * T * W);
+        row = 8 * w + 8 * W * h + 16 * W * (T * p + t);
       }
       c.boxes.push_back({map, blk * R * blockCols + s * blockCols, row, blk * blockCols});
     }

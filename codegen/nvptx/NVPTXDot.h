@@ -43,7 +43,8 @@ uint64_t wgmmaBAlign(const DotStaging& s);
 /// wgmma's A read from shared memory: M x K (K-major) stored as
 /// wgmmaBStaging(M, K, elemBytes) with its rows permuted for `warps` warps along M
 /// (DotStaging::rowGroupWarps).
-DotStaging wgmmaAStaging(int64_t M, int64_t K, int64_t warps, unsigned elemBytes = 2);
+/// `tiles`: DotStaging::rowGroupTiles (tcgen05RowTiles).
+DotStaging wgmmaAStaging(int64_t M, int64_t K, int64_t warps, unsigned elemBytes = 2, int64_t tiles = 1);
 /// Between wgmma and mma.sync for a dot the layouts gave wgmma, once its
 /// operand sources are known: mma.sync where B's fragments are held in
 /// registers; else wgmma with B K-major (N x K: an fp8 B, or one copied
@@ -71,11 +72,15 @@ llvm::Value* descriptorAt(llvm::IRBuilderBase& b, const DescriptorBase& d, int64
 std::vector<llvm::Value*> emitWgmmaDot(DotEmitter& e, std::vector<llvm::Value*> acc);
 
 // ---- tcgen05 (NVPTXTcgen05Dot.cpp) ---------------------------------------------
-/// Tensor-memory columns of a dot's accumulator: N per 64-row tile.
+/// Rows of 64 one tcgen05.mma covers: 2 (an M = 128 instruction) where a
+/// single warpgroup holds an even number of 64-row tiles and N is a
+/// multiple of 16, else 1 (M = 64); 1 for any other instruction.
+int64_t tcgen05RowTiles(const TensorCoreDotPlan& p);
+/// Tensor-memory columns of a dot's accumulator: N per instruction's rows.
 uint32_t tcgen05Columns(const TensorCoreDotPlan& p);
 /// A dot on Blackwell's tensor cores in the columns e.accMemory names (the
 /// lowering's, codegen/gpu/LowerAccumulators.cpp): one tcgen05.mma per
-/// 64-row tile and k-step issued by thread 0, reading both operands
+/// 64 or 128 rows (tcgen05RowTiles) and k-step issued by thread 0, reading both operands
 /// through descriptors (planWgmmaForm's stagings), committed to the
 /// issue's mbarrier. In flight (p.inFlight): the accumulator stored at the
 /// first issue only, the registers returned as they came. Otherwise: stored

@@ -377,7 +377,7 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
     if (p.op.kind == ir::MmaKind::NvWgmmaM64K16 || ir::isNvTcgen05(p.op.kind)) {
       // A: K-major with its rows in warpgroup order (wgmmaAStaging).
       st = operand == 1 ? nvptx::wgmmaBStaging(st.rows, st.cols, p.elemBytes)
-                        : nvptx::wgmmaAStaging(st.rows, st.cols, p.acc.wpb[0], p.elemBytes);
+                        : nvptx::wgmmaAStaging(st.rows, st.cols, p.acc.wpb[0], p.elemBytes, nvptx::tcgen05RowTiles(p));
       align = nvptx::wgmmaBAlign(st);
     } else {
       st = nvptx::mmaSyncSlotStaging(st.rows, st.cols, p.elemBytes);

@@ -12,7 +12,11 @@
 // (ir::MmaKind::NvTcgen05M64K16), tile t = mi * G + g (g the warpgroup)
 // in columns [t N, (t + 1) N) of those the lowering allocated for the
 // kernel (codegen/gpu/LowerAccumulators.cpp); each issue is committed to
-// the mbarrier it names. A dot in flight across its loop keeps the
+// the mbarrier it names. Where one warpgroup holds pairs of 64-row tiles,
+// each pair is one M = 128 instruction (row r in lane r): A's staging
+// then stores the pair's rows of warp q as rows 32q .. 32q + 31
+// (DotStaging::rowGroupTiles), so warp q reads tile 2i + t from lanes
+// 32q + 16t on, half the instructions for the same placement. A dot in flight across its loop keeps the
 // accumulator there; any other dot waits for its commit and reads the
 // result back.
 #include <algorithm>
@@ -28,7 +32,14 @@
 
 namespace tessera::codegen::nvptx {
 
-uint32_t tcgen05Columns(const TensorCoreDotPlan& p) { return static_cast<uint32_t>(p.M / 64 * p.N); }
+int64_t tcgen05RowTiles(const TensorCoreDotPlan& p) {
+  const int64_t W = p.acc.wpb.empty() ? 0 : p.acc.wpb[0];
+  return ir::isNvTcgen05(p.op.kind) && W == 4 && p.M % 128 == 0 && p.N % 16 == 0 ? 2 : 1;
+}
+
+uint32_t tcgen05Columns(const TensorCoreDotPlan& p) {
+  return static_cast<uint32_t>(p.M / (64 * tcgen05RowTiles(p)) * p.N);
+}
 
 namespace {
 
@@ -112,24 +123,34 @@ bool isZero(const std::vector<llvm::Value*>& acc) {
 namespace {
 
 // The accumulator's placement in tensor memory, for one dot and this warp:
-// tile mi's rows of this warp in the warp's lanes, from column `base` +
-// tileColumn(mi); moved in chunks of `reps` n-tiles (tcgen05.ld/st
+// tile mi's rows of this warp in the warp's lanes (the first 16 of its 32
+// for an M = 64 instruction; with M = 128 (T = 2), tile mi = 2i + t in the
+// lanes 16t on of instruction i's), from the instruction's N columns (i G +
+// g for warpgroup g); moved in chunks of `reps` n-tiles (tcgen05.ld/st
 // .16x256b.x<reps>, 4 registers per n-tile). Four n-tiles a move: with
 // eight, ptxas holds 32-register tuples and the 128x256 GEMM takes 113
 // registers instead of 83 (sm_100a, the static benchmark).
 struct Placement {
   DotEmitter& e;
-  int64_t W, G, mT, nT, reps;
+  int64_t W, G, mT, nT, T, reps;
   llvm::Value *laneBits, *group;
   explicit Placement(DotEmitter& em)
-      : e(em), W(em.wm), G(em.wm / 4), mT(em.p.M / (16 * em.wm)), nT(em.p.N / 8), reps(std::min<int64_t>(nT, 4)) {
+      : e(em),
+        W(em.wm),
+        G(em.wm / 4),
+        mT(em.p.M / (16 * em.wm)),
+        nT(em.p.N / 8),
+        T(tcgen05RowTiles(em.p)),
+        reps(std::min<int64_t>(nT, 4)) {
     laneBits = e.b.CreateShl(e.b.CreateURem(e.warp, e.i32(4)), e.i32(16 + 5));  // (32 (warp % 4)) << 16
     group = e.b.CreateUDiv(e.warp, e.i32(4));
   }
   int64_t chunks() const { return nT / reps; }
   llvm::Value* chunkAddr(llvm::Value* base, int64_t mi, int64_t c) {
     llvm::IRBuilderBase& b = e.b;
-    llvm::Value* col = b.CreateAdd(e.i32(mi * G * e.p.N + 8 * reps * c), b.CreateMul(group, e.i32(e.p.N)));
+    const int64_t inst = mi / T, lane = 16 * (mi % T);
+    llvm::Value* col =
+        b.CreateAdd(e.i32((lane << 16) + inst * G * e.p.N + 8 * reps * c), b.CreateMul(group, e.i32(e.p.N)));
     return tmem(b, b.CreateOr(laneBits, b.CreateAdd(base, col)));
   }
   // The accumulator slot of register r of chunk c of tile mi:
@@ -184,18 +205,20 @@ void issueMmas(DotEmitter& e, llvm::Value* thread0, llvm::Value* base, llvm::Val
   desc.aType = typeCode(p.in);
   desc.bType = typeCode(p.inB);
   desc.bMnMajor = p.bNMajor;
-  desc.m = 64;
+  const int64_t T = tcgen05RowTiles(p);
+  desc.m = static_cast<uint32_t>(64 * T);
   desc.n = static_cast<uint32_t>(p.N);
   guarded(b, thread0, [&] {
     const DescriptorBase aDesc =
         descriptorBase(b, b.CreatePtrToInt(e.aBase, b.getInt64Ty()), aDescriptorBits(p) | tcgen05::kDescriptorVersion);
     const DescriptorBase bDesc =
         descriptorBase(b, b.CreatePtrToInt(e.bBase, b.getInt64Ty()), bDescriptorBits(p) | tcgen05::kDescriptorVersion);
-    for (int64_t mi = 0; mi < mT; ++mi)
+    for (int64_t inst = 0; inst < mT / T; ++inst)
       for (int64_t g = 0; g < G; ++g) {
-        // Storage row 16 W mi + 64 g starts the tile (wgmmaAStaging).
-        const int64_t aRow = 16 * W * mi + 64 * g;
-        llvm::Value* d = tmem(b, b.CreateAdd(base, e.i32((mi * G + g) * p.N)));
+        // Storage row 16 T W inst + 64 T g starts the instruction's rows
+        // (wgmmaAStaging; G = 1 where T = 2).
+        const int64_t aRow = 16 * T * W * inst + 64 * T * g;
+        llvm::Value* d = tmem(b, b.CreateAdd(base, e.i32((inst * G + g) * p.N)));
         for (int64_t ks = 0; ks < kS; ++ks) {
           const int64_t col = ks * p.kStep;
           llvm::Value* a = descriptorAt(b, aDesc, aRow * p.a.rowBytes() + kMajorByteOffset(p.a, col));
@@ -216,7 +239,7 @@ std::vector<llvm::Value*> emitTcgen05Dot(DotEmitter& e, std::vector<llvm::Value*
   const TensorCoreDotPlan& p = e.p;
   Placement pl(e);
   TS_ASSERT(ir::isNvTcgen05(p.op.kind) && e.wn == 1 && pl.W % 4 == 0 && p.aFromShared && p.bFromShared &&
-                p.a.rowGroupWarps == pl.W && e.accMemory &&
+                p.a.rowGroupWarps == pl.W && p.a.rowGroupTiles == pl.T && e.accMemory &&
                 (p.inFlight ? e.accMemory->resident != nullptr : e.accMemory->waitParity != nullptr),
             "tcgen05 dot without its plan");
   TS_ASSERT(static_cast<int64_t>(acc.size()) == pl.mT * pl.nT * 4, "tcgen05 accumulator slots");

@@ -24,9 +24,10 @@ DotStaging wgmmaBStaging(int64_t K, int64_t N, unsigned elemBytes) {
 
 uint64_t wgmmaBAlign(const DotStaging& s) { return static_cast<uint64_t>(8 * s.rowBytes()); }
 
-DotStaging wgmmaAStaging(int64_t M, int64_t K, int64_t warps, unsigned elemBytes) {
+DotStaging wgmmaAStaging(int64_t M, int64_t K, int64_t warps, unsigned elemBytes, int64_t tiles) {
   DotStaging s = wgmmaBStaging(M, K, elemBytes);
   s.rowGroupWarps = warps;
+  s.rowGroupTiles = tiles;
   return s;
 }
 
@@ -85,7 +86,7 @@ llvm::Value* descriptorAt(llvm::IRBuilderBase& b, const DescriptorBase& d, int64
 namespace {
 void useWgmmaSharedA(TensorCoreDotPlan& p) {
   TS_ASSERT(p.bFromShared && p.M % (16 * p.acc.wpb[0]) == 0, "wgmma A from shared memory without a wgmma plan");
-  p.a = wgmmaAStaging(p.M, p.K, p.acc.wpb[0], p.elemBytes);
+  p.a = wgmmaAStaging(p.M, p.K, p.acc.wpb[0], p.elemBytes, tcgen05RowTiles(p));
   p.aFromShared = true;
   p.aAlign = wgmmaBAlign(p.a);
   p.aBytes = p.a.bytes();
