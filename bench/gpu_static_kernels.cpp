@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <tuple>
 
 #include "support.h"
 
@@ -350,15 +351,16 @@ std::vector<GpuBenchKernel> gpuBenchKernels() {
                    }});
     }
   // fp8 (e4m3, per-tensor scales, bf16 out: the gemm_fp8 example's kernel)
-  // at the same tiles: wgmma m64nNk32 on sm_90a.
-  for (auto [bm, bn] : {std::pair{128, 128}, std::pair{128, 256}}) {
-    GemmBlocks B{bm, bn, 64, 3};
+  // at the same tiles: wgmma m64nNk32 on sm_90a, tcgen05 kind::f8f6f4 on
+  // sm_100a (and its 128 x 256 x 128 tile).
+  for (auto [bm, bn, bk] : {std::tuple{128, 128, 64}, std::tuple{128, 256, 64}, std::tuple{128, 256, 128}}) {
+    GemmBlocks B{bm, bn, bk, 3};
     Kernel k = examples::gemmFP8(B);
     r.push_back({"gemm_fp8",
-                 std::to_string(bm) + "x" + std::to_string(bn) + "x64 s3" + warps(8),
+                 std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + " s3" + warps(8),
                  k,
                  8,
-                 "nvptx:sm_90a",
+                 bk == 64 ? "nvptx:sm_90a nvptx:sm_100a" : "nvptx:sm_100a",
                  {{256, 256, 128}, {100, 77, 45}},
                  [=](const Device& d, const CompileOptions& o, const std::vector<int64_t>& s) {
                    return checkGemmFp8(B, k, d, o, s);

@@ -278,9 +278,10 @@ def cases():
         for bm, bn in ((128, 128), (128, 256)):
             r.append(gemm_case("gemm_f16", f"{bm}x{bn}x64 s3 w8" + (" ws" if ws else ""), "*fp16", "*fp16", (bm, bn), 64,
                                8, 3, False, False, ws=ws))
-    for bm, bn in ((128, 128), (128, 256)):  # fp8 e4m3 (sm_89+; Hopper: wgmma)
+    for bm, bn, bk in ((128, 128, 64), (128, 256, 64), (128, 256, 128)):  # fp8 e4m3 (Hopper: wgmma; Blackwell: tcgen05)
         sig = {"c": "*bf16", "a": "*fp8e4nv", "b": "*fp8e4nv", "scales": "*fp32", "M": "i32", "N": "i32", "K": "i32"}
-        r.append(("gemm_fp8", f"{bm}x{bn}x64 s3 w8", gemm_fp8, sig, {"BM": bm, "BN": bn, "BK": 64, "STAGES": 3}, 8, 3))
+        r.append(("gemm_fp8", f"{bm}x{bn}x{bk} s3 w8", gemm_fp8, sig, {"BM": bm, "BN": bn, "BK": bk, "STAGES": 3}, 8,
+                  3))
     return r
 
 
