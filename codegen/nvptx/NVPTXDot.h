@@ -72,8 +72,8 @@ llvm::Value* descriptorAt(llvm::IRBuilderBase& b, const DescriptorBase& d, int64
 std::vector<llvm::Value*> emitWgmmaDot(DotEmitter& e, std::vector<llvm::Value*> acc);
 
 // ---- tcgen05 (NVPTXTcgen05Dot.cpp) ---------------------------------------------
-/// Rows of 64 one tcgen05.mma covers: 2 (an M = 128 instruction) where a
-/// single warpgroup holds an even number of 64-row tiles and N is a
+/// Rows of 64 one tcgen05.mma covers: 2 (an M = 128 instruction) where
+/// every warpgroup holds an even number of 64-row tiles and N is a
 /// multiple of 16, else 1 (M = 64); 1 for any other instruction.
 int64_t tcgen05RowTiles(const TensorCoreDotPlan& p);
 /// Tensor-memory columns of a dot's accumulator: N per instruction's rows.

@@ -12,11 +12,12 @@
 // (ir::MmaKind::NvTcgen05M64K16), tile t = mi * G + g (g the warpgroup)
 // in columns [t N, (t + 1) N) of those the lowering allocated for the
 // kernel (codegen/gpu/LowerAccumulators.cpp); each issue is committed to
-// the mbarrier it names. Where one warpgroup holds pairs of 64-row tiles,
-// each pair is one M = 128 instruction (row r in lane r): A's staging
-// then stores the pair's rows of warp q as rows 32q .. 32q + 31
-// (DotStaging::rowGroupTiles), so warp q reads tile 2i + t from lanes
-// 32q + 16t on, half the instructions for the same placement. A dot in flight across its loop keeps the
+// the mbarrier it names. Where each warpgroup holds pairs of 64-row tiles,
+// each pair is one M = 128 instruction (row r in lane r) in the
+// warpgroup's own columns: A's staging then stores the pair's rows of warp
+// q as rows 32q .. 32q + 31 of the instruction's (DotStaging::
+// rowGroupTiles), so warp q reads tile 2i + t from lanes 32q + 16t on, half
+// the instructions for the same placement. A dot in flight across its loop keeps the
 // accumulator there; any other dot waits for its commit and reads the
 // result back.
 #include <algorithm>
@@ -34,7 +35,7 @@ namespace tessera::codegen::nvptx {
 
 int64_t tcgen05RowTiles(const TensorCoreDotPlan& p) {
   const int64_t W = p.acc.wpb.empty() ? 0 : p.acc.wpb[0];
-  return ir::isNvTcgen05(p.op.kind) && W == 4 && p.M % 128 == 0 && p.N % 16 == 0 ? 2 : 1;
+  return ir::isNvTcgen05(p.op.kind) && W % 4 == 0 && p.M % (32 * W) == 0 && p.N % 16 == 0 ? 2 : 1;
 }
 
 uint32_t tcgen05Columns(const TensorCoreDotPlan& p) {
@@ -216,7 +217,7 @@ void issueMmas(DotEmitter& e, llvm::Value* thread0, llvm::Value* base, llvm::Val
     for (int64_t inst = 0; inst < mT / T; ++inst)
       for (int64_t g = 0; g < G; ++g) {
         // Storage row 16 T W inst + 64 T g starts the instruction's rows
-        // (wgmmaAStaging; G = 1 where T = 2).
+        // (wgmmaAStaging).
         const int64_t aRow = 16 * T * W * inst + 64 * T * g;
         llvm::Value* d = tmem(b, b.CreateAdd(base, e.i32((inst * G + g) * p.N)));
         for (int64_t ks = 0; ks < kS; ++ks) {
