@@ -159,6 +159,58 @@ TEST_CASE("the GEMM and attention examples on emulated sm_100a (tcgen05) and sm_
   }
 }
 
+TEST_CASE("tcgen05's M = 128 instructions: the GEMMs at larger tiles on emulated sm_100a match their references",
+          "[examples][emu][blackwell]") {
+  // Where every warpgroup holds pairs of 64-row tiles, each pair is one M =
+  // 128 tcgen05.mma (A's rows permuted a second level, two tcgen05.ld per
+  // warp from lanes 32q and 32q + 16); a 128-row tile on 8 warps keeps
+  // M = 64. The instruction descriptor's M field says which was issued.
+  ts::Device dev = ts::Device::emulator("nvptx:sm_100a");
+  struct Case {
+    const char* kernel;
+    int m, n, k, warps;
+    uint32_t mmaM;
+    std::vector<int64_t> shape;
+  };
+  for (const Case& c : {Case{"gemm_f16", 128, 128, 32, 4, 128, {200, 264, 136}},
+                        Case{"gemm_bf16", 256, 128, 32, 8, 128, {300, 136, 72}},
+                        Case{"gemm_f16", 128, 128, 32, 8, 64, {130, 136, 40}},
+                        Case{"gemm_fp8", 128, 128, 64, 4, 128, {130, 136, 96}},
+                        Case{"gemm_int8", 128, 128, 64, 4, 128, {130, 136, 96}}}) {
+    const std::string config = "BLOCK_M=" + std::to_string(c.m) + ",BLOCK_N=" + std::to_string(c.n) +
+                               ",BLOCK_K=" + std::to_string(c.k) + ",num_warps=" + std::to_string(c.warps);
+    INFO(c.kernel << " " << config << " " << shapeStr(c.shape));
+    const ex::Example* e = ex::find(c.kernel);
+    REQUIRE(e);
+    ex::RunContext ctx;
+    ctx.device = dev;
+    ctx.shape = c.shape;
+    ctx.launch.threads = 2;
+    ex::CheckResult r = e->run(ex::withConfig(ctx, ts::perf::TuneConfig::parse(config)));
+    INFO(r.detail << " (max abs error " << r.maxAbsError << ", max rel error " << r.maxRelError << ")");
+    REQUIRE(r.ok);
+    // The issued shape: tcgen05.mma's instruction descriptor (M >> 4 in
+    // bits 24-28) in the module handed to the backend.
+    ex::GemmBlocks blocks{c.m, c.n, c.k, 3};
+    ts::CompileOptions o;
+    o.numWarps = c.warps;
+    const std::string name = c.kernel;
+    ts::Kernel k = name == "gemm_fp8"    ? ex::gemmFP8(blocks)
+                   : name == "gemm_int8" ? ex::gemmInt8(blocks)
+                   : name == "gemm_bf16" ? ex::gemmBF16(blocks)
+                                         : ex::gemmF16(blocks);
+    const std::string gpu = ts::compile(k, ts::Target::parse("nvptx:sm_100a"), o).dump(ts::Stage::LLVMGpu);
+    const size_t at = gpu.find("call void @llvm.nvvm.tcgen05.mma.shared(");
+    REQUIRE(at != std::string::npos);
+    // (d, a, b, i32 idesc, ...): the fourth operand.
+    size_t pos = at;
+    for (int comma = 0; comma < 3; ++comma) pos = gpu.find(',', pos) + 1;
+    const uint32_t idesc = static_cast<uint32_t>(std::stoul(gpu.substr(gpu.find("i32 ", pos) + 4)));
+    CHECK(((idesc >> 24) & 0x1F) << 4 == c.mmaM);
+    CHECK(((idesc >> 17) & 0x3F) << 3 == uint32_t(c.n));
+  }
+}
+
 TEST_CASE("the emulated examples agree for every seed tried (emulated GPUs)", "[examples][emu]") {
   // Other inputs for the row kernels on one ragged shape: a lowering bug
   // that depends on the data (a reduction lane picking up a masked value)
