@@ -9,26 +9,27 @@ const std::vector<GpuArch>& gpuArchs() {
   // lane of a wave can address (512 on CDNA with the accumulation VGPRs, 256
   // on RDNA3).
   static const std::vector<GpuArch> rows = {
-#define TS_NVPTX_TARGET(arch_, warp, sharedKiB, ptxIsa_, minCuda_, smemPerSmKiB, threadsPerSm_, blocksPerSm_,      \
-                        regsPerSm, regsPerThread, fp8Mma_, wgmma_, tma, tcgen05_, tcgen05I8_, tmemColumns_, maxClusterBlocks_) \
-  {.vendor = GpuArch::Vendor::NVIDIA,                                                                              \
-   .arch = #arch_,                                                                                                 \
-   .warpSize = warp,                                                                                               \
-   .maxSharedBytes = int64_t{sharedKiB} * 1024,                                                                    \
-   .maxRegistersPerThread = regsPerThread,                                                                         \
-   .llvmFeatures = "+ptx" #ptxIsa_,                                                                                \
-   .sharedPerUnit = int64_t{smemPerSmKiB} * 1024,                                                                  \
-   .threadsPerSm = threadsPerSm_,                                                                                  \
-   .blocksPerSm = blocksPerSm_,                                                                                    \
-   .registersPerSm = regsPerSm,                                                                                    \
-   .ptxIsa = ptxIsa_,                                                                                              \
-   .minCuda = minCuda_,                                                                                            \
-   .fp8Mma = fp8Mma_,                                                                                              \
-   .wgmma = wgmma_,                                                                                                \
-   .tensorCopies = tma,                                                                                            \
-   .tcgen05 = tcgen05_,                                                                                            \
-   .tcgen05I8 = tcgen05I8_,                                                                                        \
-   .tmemColumns = tmemColumns_,                                                                                    \
+#define TS_NVPTX_TARGET(arch_, warp, sharedKiB, ptxIsa_, minCuda_, smemPerSmKiB, threadsPerSm_, blocksPerSm_, \
+                        regsPerSm, regsPerThread, fp8Mma_, wgmma_, tma, tcgen05_, tcgen05I8_, tmemColumns_,   \
+                        maxClusterBlocks_)                                                                    \
+  {.vendor = GpuArch::Vendor::NVIDIA,                                                                         \
+   .arch = #arch_,                                                                                            \
+   .warpSize = warp,                                                                                          \
+   .maxSharedBytes = int64_t{sharedKiB} * 1024,                                                               \
+   .maxRegistersPerThread = regsPerThread,                                                                    \
+   .llvmFeatures = "+ptx" #ptxIsa_,                                                                           \
+   .sharedPerUnit = int64_t{smemPerSmKiB} * 1024,                                                             \
+   .threadsPerSm = threadsPerSm_,                                                                             \
+   .blocksPerSm = blocksPerSm_,                                                                               \
+   .registersPerSm = regsPerSm,                                                                               \
+   .ptxIsa = ptxIsa_,                                                                                         \
+   .minCuda = minCuda_,                                                                                       \
+   .fp8Mma = fp8Mma_,                                                                                         \
+   .wgmma = wgmma_,                                                                                           \
+   .tensorCopies = tma,                                                                                       \
+   .tcgen05 = tcgen05_,                                                                                       \
+   .tcgen05I8 = tcgen05I8_,                                                                                   \
+   .tmemColumns = tmemColumns_,                                                                               \
    .maxClusterBlocks = maxClusterBlocks_},
 #define TS_AMDGPU_TARGET(arch_, wave, features, ldsKiB, vgprsPerSimd_, maxWavesPerSimd_, simdsPerCu_, ldsPerCuKiB, \
                          vgprGranule_, gfxMajor_, matrixCore_, i8MfmaK_, fp8Mfma_, f16MfmaK_, f8f6f4MfmaK_,        \

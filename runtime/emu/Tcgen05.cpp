@@ -78,9 +78,9 @@ void Worker::tcgen05Mma(Fiber* f, uint32_t d, uint64_t aDesc, uint64_t bDesc, ui
   const auto kind = static_cast<tcgen05::Kind>(kindArg);
   tcgen05::InstrDesc id;
   if ((kind != tcgen05::Kind::F16 && kind != tcgen05::Kind::F8f6f4 && kind != tcgen05::Kind::I8) ||
-      !tcgen05::InstrDesc::decode(idesc, kind, id) || (kind == tcgen05::Kind::F16 && id.dType != tcgen05::code::kDF32) ||
-      id.aMnMajor || (id.m != 64 && id.m != 128) || id.n < 8 ||
-      id.n > 256 || id.n % (id.m == 64 ? 8 : 16) != 0)
+      !tcgen05::InstrDesc::decode(idesc, kind, id) ||
+      (kind == tcgen05::Kind::F16 && id.dType != tcgen05::code::kDF32) || id.aMnMajor || (id.m != 64 && id.m != 128) ||
+      id.n < 8 || id.n > 256 || id.n % (id.m == 64 ? 8 : 16) != 0)
     tcMisuse(*this, f, op, [&] {
       return "tcgen05.mma with the instruction descriptor " + hex(idesc) + " of kind " + num(uint64_t(kindArg)) +
              " (modelled: kind::f16 (f16/bf16), kind::f8f6f4 (e4m3/e5m2) or kind::i8 (s8/u8), dense, f32 or s32 D, "
@@ -129,8 +129,7 @@ void Worker::tcgen05Mma(Fiber* f, uint32_t d, uint64_t aDesc, uint64_t bDesc, ui
         return type == tcgen05::code::kBf16 ? bf16ToFloat(h) : halfToFloat(h);
       }
       case tcgen05::Kind::F8f6f4: return fp8Decode(type == tcgen05::code::kE4m3 ? DType::F8E4M3 : DType::F8E5M2, *p);
-      case tcgen05::Kind::I8:
-        return type == tcgen05::code::kS8 ? double(static_cast<int8_t>(*p)) : double(*p);
+      case tcgen05::Kind::I8: return type == tcgen05::code::kS8 ? double(static_cast<int8_t>(*p)) : double(*p);
       case tcgen05::Kind::Tf32: break;
     }
     return 0;
@@ -156,7 +155,8 @@ void Worker::tcgen05Mma(Fiber* f, uint32_t d, uint64_t aDesc, uint64_t bDesc, ui
     for (uint32_t j = 0; j < id.n; ++j) {
       if (kind == tcgen05::Kind::I8) {
         int64_t sum = 0;
-        for (uint32_t k = 0; k < K; ++k) sum += static_cast<int64_t>(A[r * K + k]) * static_cast<int64_t>(B[k * id.n + j]);
+        for (uint32_t k = 0; k < K; ++k)
+          sum += static_cast<int64_t>(A[r * K + k]) * static_cast<int64_t>(B[k * id.n + j]);
         row[j] = (accumulate ? row[j] : 0u) + static_cast<uint32_t>(sum);
         continue;
       }

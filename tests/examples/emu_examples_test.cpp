@@ -172,11 +172,11 @@ TEST_CASE("tcgen05's M = 128 instructions: the GEMMs at larger tiles on emulated
     uint32_t mmaM;
     std::vector<int64_t> shape;
   };
-  for (const Case& c : {Case{"gemm_f16", 128, 128, 32, 4, 128, {200, 264, 136}},
-                        Case{"gemm_bf16", 256, 128, 32, 8, 128, {300, 136, 72}},
-                        Case{"gemm_f16", 128, 128, 32, 8, 64, {130, 136, 40}},
-                        Case{"gemm_fp8", 128, 128, 64, 4, 128, {130, 136, 96}},
-                        Case{"gemm_int8", 128, 128, 64, 4, 128, {130, 136, 96}}}) {
+  for (const Case& c :
+       {Case{"gemm_f16", 128, 128, 32, 4, 128, {200, 264, 136}},
+        Case{"gemm_bf16", 256, 128, 32, 8, 128, {300, 136, 72}}, Case{"gemm_f16", 128, 128, 32, 8, 64, {130, 136, 40}},
+        Case{"gemm_fp8", 128, 128, 64, 4, 128, {130, 136, 96}},
+        Case{"gemm_int8", 128, 128, 64, 4, 128, {130, 136, 96}}}) {
     const std::string config = "BLOCK_M=" + std::to_string(c.m) + ",BLOCK_N=" + std::to_string(c.n) +
                                ",BLOCK_K=" + std::to_string(c.k) + ",num_warps=" + std::to_string(c.warps);
     INFO(c.kernel << " " << config << " " << shapeStr(c.shape));

@@ -38,9 +38,9 @@ inline constexpr uint32_t kOf(Kind k) { return k == Kind::F8f6f4 || k == Kind::I
 /// ISA, "Instruction descriptor format for .kind::tf32, .kind::f16,
 /// .kind::f8f6f4 and .kind::i8"); their meaning depends on the kind.
 namespace code {
-inline constexpr uint32_t kF16 = 0, kBf16 = 1, kTf32 = 2;  // A/B of kind::f16, kind::tf32
-inline constexpr uint32_t kE4m3 = 0, kE5m2 = 1;            // A/B of kind::f8f6f4 (fp6/fp4: 3, 4, 5)
-inline constexpr uint32_t kU8 = 0, kS8 = 1;                // A/B of kind::i8
+inline constexpr uint32_t kF16 = 0, kBf16 = 1, kTf32 = 2;   // A/B of kind::f16, kind::tf32
+inline constexpr uint32_t kE4m3 = 0, kE5m2 = 1;             // A/B of kind::f8f6f4 (fp6/fp4: 3, 4, 5)
+inline constexpr uint32_t kU8 = 0, kS8 = 1;                 // A/B of kind::i8
 inline constexpr uint32_t kDF16 = 0, kDF32 = 1, kDS32 = 2;  // D
 }  // namespace code
 
@@ -67,7 +67,9 @@ struct InstrDesc {
     d.dType = (bits >> 4) & 3;
     d.aType = (bits >> 7) & 7;
     d.bType = (bits >> 10) & 7;
-    auto in = [&](uint32_t lo, uint32_t hi) { return d.aType >= lo && d.aType <= hi && d.bType >= lo && d.bType <= hi; };
+    auto in = [&](uint32_t lo, uint32_t hi) {
+      return d.aType >= lo && d.aType <= hi && d.bType >= lo && d.bType <= hi;
+    };
     switch (k) {
       case Kind::F16:
         if (d.dType > code::kDF32 || !in(code::kF16, code::kBf16)) return false;

@@ -125,10 +125,10 @@ inline int64_t mmaK(MmaKind k) {
   return k == MmaKind::NvMmaM16N8K32 || k == MmaKind::AmdMfma16x16x32 || k == MmaKind::NvWgmmaM64K32 ||
                  k == MmaKind::NvTcgen05M64K32
              ? 32
-         : k == MmaKind::AmdMfma32x32x8                                                              ? 8
-         : k == MmaKind::AmdMfma16x16x128                                                            ? 128
-         : k == MmaKind::AmdMfma32x32x64                                                             ? 64
-                                                                                                     : 16;
+         : k == MmaKind::AmdMfma32x32x8   ? 8
+         : k == MmaKind::AmdMfma16x16x128 ? 128
+         : k == MmaKind::AmdMfma32x32x64  ? 64
+                                          : 16;
 }
 /// The M (= N) of one instruction's tile on AMD (32 for 32x32x8, 32x32x16
 /// and 32x32x64, else 16).
