@@ -144,13 +144,14 @@ std::shared_ptr<Artifact> compileGpuTarget(const ir::Function& f, const GpuConfi
 }  // namespace
 
 namespace {
-// Block-scaled matrix instructions (sm_100a's tcgen05.mma kind::mxf8f6f4
-// and mxf4nvf4, sm_120a's mma.sync block_scale, gfx950's scaled MFMA) have
-// no lowering yet: on every target a `dot_scaled` runs as its decomposition
-// (the decompose-scaled-dots pass), which this says. A native lowering
-// answers true here for the formats it takes, and the pass leaves those
-// dots to it.
-bool nativeScaledDot(const Target&, const std::string&, const std::string&) { return false; }
+// Block-scaled matrix instructions: sm_120a's mma.sync block_scale takes
+// the OCP fp8 formats (gpuScaledDotNative, which the vendor's tensor-core
+// table answers); sm_100a's tcgen05 kind::mxf8f6f4 / mxf4nvf4 and gfx950's
+// scaled MFMA have no lowering yet. Every other dot_scaled runs as its
+// decomposition (the decompose-scaled-dots pass), which the compile says.
+bool nativeScaledDot(const GpuConfig* gc, const ir::Op& op) {
+  return gc && gpuScaledDotNative(createGpuTargetInfo, *gc, op);
+}
 
 // The decomposition is never silent: each dot_scaled the target runs
 // decomposed is a warning naming the user's line, the target and the cost,
@@ -158,17 +159,18 @@ bool nativeScaledDot(const Target&, const std::string&, const std::string&) { re
 // the native rate the decomposition gives up: block-scaled fp4 x fp4 runs
 // at 4x bf16's rate on the targets that have it, every other pair (fp8,
 // fp6, fp8 x fp4) at 2x.
-void scaledDotWarnings(ir::Function& f, const Target& target, const CompileOptions& opts,
+void scaledDotWarnings(ir::Function& f, const Target& target, const GpuConfig* gc, const CompileOptions& opts,
                        std::vector<std::string>& warnings) {
   ir::walk(f.body(), [&](ir::Op& op) {
     if (op.code() != ir::OpCode::DotScaled) return;
     const std::string& a = op.strAttr("a_format");
     const std::string& b = op.strAttr("b_format");
-    if (nativeScaledDot(target, a, b)) return;
+    if (nativeScaledDot(gc, op)) return;
     auto fp4 = [](const std::string& x) { return x == "mxfp4" || x == "nvfp4"; };
-    const std::string what = "dot_scaled " + a + " x " + b + " on " + target.str() +
-                             " runs decomposed as a bf16 dot (the target has no block-scaled matrix instruction): ~" +
-                             (fp4(a) && fp4(b) ? "4" : "2") + "x below a native target";
+    const std::string what =
+        "dot_scaled " + a + " x " + b + " on " + target.str() +
+        " runs decomposed as a bf16 dot (no block-scaled matrix instruction lowers this pair on the target): ~" +
+        (fp4(a) && fp4(b) ? "4" : "2") + "x below a native target";
     if (opts.nativeScaledDotsOnly)
       throw CompileError(op.loc().str() + ": error: " + what + " (CompileOptions::nativeScaledDotsOnly is set)");
     warnings.push_back(op.loc().str() + ": warning: " + what);
@@ -230,10 +232,8 @@ std::shared_ptr<Artifact> compile(const ir::Function& kernel, const Target& targ
   // Before pad-tiles: the decomposition's ops are ordinary tile ops,
   // which pad-tiles and the default passes then treat as any others.
   if (contains(*f, ir::OpCode::DotScaled)) {
-    scaledDotWarnings(*f, target, opts, art->warnings);
-    pm.add(ir::createDecomposeScaledDotsPass([&target](const ir::Op& op) {
-      return nativeScaledDot(target, op.strAttr("a_format"), op.strAttr("b_format"));
-    }));
+    scaledDotWarnings(*f, target, gc, opts, art->warnings);
+    pm.add(ir::createDecomposeScaledDotsPass([gc](const ir::Op& op) { return nativeScaledDot(gc, op); }));
   }
   // GPU layouts split dims over threads in powers of two: pad first, so the
   // default passes clean up (CSE) the masks it adds.

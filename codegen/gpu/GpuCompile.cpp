@@ -32,6 +32,7 @@
 #include "tessera/ir/analysis/Layout.h"
 #include "tessera/ir/analysis/LayoutStats.h"
 #include "tessera/ir/Printer.h"
+#include "tessera/ir/ScaledDot.h"
 #include "tessera/support/Error.h"
 #include "tessera/support/Targets.h"
 
@@ -191,6 +192,19 @@ void checkNumWarps(const ir::Function& fn, const GpuTargetInfo& ti, int numWarps
 
 bool gpuTensorCoreTakes(GpuTargetFactory make, const GpuConfig& c, DType a, DType b, DType acc) {
   return make(c)->tensorCore(a, b, acc).kind != ir::MmaKind::None;
+}
+
+bool gpuScaledDotNative(GpuTargetFactory make, const GpuConfig& c, const ir::Op& dotScaled) {
+  const ir::ScaledFormatInfo* fa = ir::findScaledFormat(dotScaled.strAttr("a_format"));
+  const ir::ScaledFormatInfo* fb = ir::findScaledFormat(dotScaled.strAttr("b_format"));
+  if (!fa || !fb || fa->packed || fb->packed || fa->block != 32 || fb->block != 32 || dotScaled.numOperands() != 5)
+    return false;
+  const TensorCoreOp op = make(c)->tensorCore(fa->elem, fb->elem, DType::F32);
+  if (op.mmaBlockScale == llvm::Intrinsic::not_intrinsic) return false;
+  const auto& a = dotScaled.operand(0)->type().shape();  // [M, K]
+  const auto& b = dotScaled.operand(2)->type().shape();  // [N, K]
+  auto l = ir::mmaLayout(op.kind, a[0], b[0], a[1], c.numWarps, static_cast<int>(c.warpSize()), false);
+  return l && l->mma == op.kind;
 }
 
 bool gpuKeepsDotInFlight(GpuTargetFactory make, const GpuConfig& c, const ir::Op& dot) {

@@ -92,6 +92,13 @@ std::shared_ptr<Artifact> compileGpu(GpuTargetFactory make, const ir::Function& 
 /// compiler widens the fp8 dots for which this is false (widen-fp8-dots).
 bool gpuTensorCoreTakes(GpuTargetFactory make, const GpuConfig& c, DType a, DType b, DType acc);
 
+/// True where configuration `c` runs `dotScaled` (a tile-IR dot_scaled)
+/// on a block-scaled matrix instruction (TensorCoreOp::mmaBlockScale):
+/// formats the instruction takes (the OCP fp8 ones, no per-tensor scale)
+/// and a shape the instruction's placement fits (ir::mmaLayout). The
+/// decompose-scaled-dots pass leaves these to the lowering.
+bool gpuScaledDotNative(GpuTargetFactory make, const GpuConfig& c, const ir::Op& dotScaled);
+
 /// True where configuration `c` runs dot `dot` (a tile-IR dot) with a
 /// matrix instruction that stays in flight after its issue
 /// (ir::isAsyncMma: wgmma on sm_90a, for the shapes ir::mmaLayout gives it):

@@ -178,11 +178,14 @@ std::vector<llvm::Value*> emitTensorCoreDot(const GpuTargetInfo& t, llvm::IRBuil
                                             llvm::Value* lane, llvm::Value* warp, std::vector<llvm::Value*> acc,
                                             const std::function<llvm::Value*(int64_t, int64_t)>& aReg,
                                             const std::vector<llvm::Value*>* preA,
-                                            const std::vector<llvm::Value*>* preB, const AccumulatorMemory* accMemory) {
+                                            const std::vector<llvm::Value*>* preB, const AccumulatorMemory* accMemory,
+                                            llvm::Value* scales) {
+  TS_ASSERT(p.scaled == (scales != nullptr), "a block-scaled dot without its scales, or scales without one");
   DotEmitter e(b, m, p, aBase, bBase, lane, warp, aReg);
   e.preA = preA;
   e.preB = preB;
   e.accMemory = accMemory;
+  e.scales = scales;
   return t.emitDot(e, std::move(acc));
 }
 

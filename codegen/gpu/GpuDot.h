@@ -110,6 +110,13 @@ struct TensorCoreDotPlan {
   /// program's dot_wait retires it: emitTensorCoreWait).
   bool inFlight = false;
   uint64_t aAlign = 16, bAlign = 16;
+  /// A block-scaled dot (operands 3 and 4, IR.h; `op.mma` is then the
+  /// instruction's block-scaled form): its e8m0 scales, one byte per row of
+  /// A (and column of B) and block of 32 along K, staged row-major as
+  /// [M, scaleBlocks] and then [N, scaleBlocks] bytes (DotEmitter::scales).
+  bool scaled = false;
+  int64_t scaleBlocks = 0;  // K / 32
+  uint64_t scaleBytes() const { return scaled ? static_cast<uint64_t>((M + N) * scaleBlocks) : 0; }
 };
 
 /// The plan of a dot on matrix instruction `op`: the fields every family
@@ -187,6 +194,9 @@ struct DotEmitter {
   std::vector<llvm::Value*> loaded;
   /// The dot's accumulator memory (null: in registers).
   const AccumulatorMemory* accMemory = nullptr;
+  /// A block-scaled dot's staged scales (TensorCoreDotPlan::scaled): the
+  /// shared address of A's [M, scaleBlocks] bytes, B's following them.
+  llvm::Value* scales = nullptr;
 
   DotEmitter(llvm::IRBuilderBase& b, llvm::Module& m, const TensorCoreDotPlan& p, llvm::Value* aBase,
              llvm::Value* bBase, llvm::Value* lane, llvm::Value* warp,
@@ -217,7 +227,8 @@ std::vector<llvm::Value*> emitTensorCoreDot(const GpuTargetInfo& t, llvm::IRBuil
                                             const std::function<llvm::Value*(int64_t, int64_t)>& aReg = {},
                                             const std::vector<llvm::Value*>* preA = nullptr,
                                             const std::vector<llvm::Value*>* preB = nullptr,
-                                            const AccumulatorMemory* accMemory = nullptr);
+                                            const AccumulatorMemory* accMemory = nullptr,
+                                            llvm::Value* scales = nullptr);
 
 /// Reads every fragment of one operand (0: A, 1: B) of the whole K extent
 /// from its staging buffer at `base` into registers, for `preA` / `preB` of

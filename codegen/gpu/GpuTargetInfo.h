@@ -90,6 +90,11 @@ struct TensorCoreOp {
   llvm::Intrinsic::ID ldAx2 = llvm::Intrinsic::not_intrinsic;
   llvm::Intrinsic::ID ldBx4 = llvm::Intrinsic::not_intrinsic;
   llvm::Intrinsic::ID ldBx2 = llvm::Intrinsic::not_intrinsic;
+  /// The block-scaled form of `mma` (the same operands and placement, plus
+  /// e8m0 scales of blocks of 32 along K per row of A and column of B: a
+  /// dot's operands 3 and 4, IR.h); not_intrinsic where the target has
+  /// none (NVIDIA sm_120a's mma.sync .kind::mxf8f6f4.block_scale only).
+  llvm::Intrinsic::ID mmaBlockScale = llvm::Intrinsic::not_intrinsic;
 };
 
 /// How a target lowers `copy {async = 1}` and the group ops (IR.h,

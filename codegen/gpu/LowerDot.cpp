@@ -24,6 +24,7 @@ void Lower::emitDot(const ir::Op& op) {
   DType in = a->type().dtype(), out = acc->type().dtype();
   const ir::Layout& l = la_.get(op.result());
   if (l.parent.mma != ir::MmaKind::None) return emitTensorCoreDot(op, l);
+  TS_ASSERT(op.numOperands() == 3, "a block-scaled dot without a matrix instruction's placement (gpuScaledDotNative)");
   // The accumulator first: a layout conversion uses this op's scratch area,
   // which the operands occupy below.
   Slots init = tileIn(acc, l);
@@ -263,7 +264,32 @@ DotArea Lower::dotArea(const ir::Op& op, const TensorCoreDotPlan& p) {
     d.align = std::max(d.stageA ? p.aAlign : 16, d.stageB ? p.bAlign : 16);
     d.bytes = d.stageB ? d.bOff + p.b.bytes() : p.a.bytes();
   }
+  // A block-scaled dot's scales after the operands, whatever their source.
+  if (p.scaled) {
+    d.scaleOff = alignUp(d.bytes, 16);
+    d.bytes = d.scaleOff + p.scaleBytes();
+  }
   return d;
+}
+
+void Lower::stageScales(const ir::Op& op, const TensorCoreDotPlan& p, llvm::Value* base) {
+  // Each scale byte by one of the threads holding it (ownerPred), at its
+  // row-major place: A's [M, K/32], then B's [N, K/32].
+  uint64_t off = 0;
+  for (unsigned i : {3u, 4u}) {
+    const ir::Value* v = op.operand(i);
+    const TileV& tv = tile(v);
+    ir::SlotTable t = ir::slotTable(tv.layout, v->type().shape());
+    llvm::Value* dst = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), base, off);
+    guarded(ownerPred(tv.layout, t), [&] {
+      Slots bs = bases(tv.layout, t);
+      for (size_t k = 0; k < t.size(); ++k)
+        b_.CreateStore(tv.slots[k],
+                       b_.CreateInBoundsGEP(b_.getInt8Ty(), dst, linear(indexOf(bs, t, k), v->type().shape())));
+    });
+    off += static_cast<uint64_t>(v->type().numElements());
+  }
+  TS_ASSERT(off == p.scaleBytes(), "block scales staged other than the plan's bytes");
 }
 
 void Lower::emitTensorCoreDot(const ir::Op& op, const ir::Layout& l) {
@@ -310,6 +336,7 @@ void Lower::emitTensorCoreDot(const ir::Op& op, const ir::Layout& l) {
   };
   llvm::Value* base = nullptr;
   llvm::Value* bBase = nullptr;
+  llvm::Value* scales = nullptr;
   std::vector<llvm::Value*> aFragments;
   if (area.fragmentsFirst) {
     base = scratchFor({ScratchRequest::Kind::DotStaging, area.bytes, area.bytes, area.align});
@@ -325,10 +352,11 @@ void Lower::emitTensorCoreDot(const ir::Op& op, const ir::Layout& l) {
     bBase = base;
     base = nullptr;
     stageA = false;
-  } else if (stageA || stageB) {
+  } else if (stageA || stageB || p.scaled) {
     llvm::Value* s = scratchFor({ScratchRequest::Kind::DotStaging, area.bytes, area.bytes, area.align});
     if (stageA) base = s;
     if (stageB) bBase = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), s, area.bOff);
+    if (p.scaled) scales = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), s, area.scaleOff);
   }
   if (directA) base = slotOf(a);
   if (directB) bBase = slotOf(bv);
@@ -339,8 +367,8 @@ void Lower::emitTensorCoreDot(const ir::Op& op, const ir::Layout& l) {
     bBase = loopArea(hoistKey(&op, 1), hB->loop, p.b.bytes(), operandName(op, 1), true, p.bAlign);
   // The staging stores and the fragment reads are named apart in the
   // emulator's reports (bank conflicts per phase of the dot).
-  if (base || bBase) beforeShared();
-  if (stageA || stageB) {
+  if (base || bBase || scales) beforeShared();
+  if (stageA || stageB || scales) {
     // Global operands: TMA boxes where planned (sm_90a), else cp.async.
     bool tmaA = globalA && emitTmaOperand(op, 0, base), tmaB = globalB && emitTmaOperand(op, 1, bBase);
     if (globalA && !tmaA) copyOperand(op, 0, base, p.a, false);
@@ -348,6 +376,7 @@ void Lower::emitTensorCoreDot(const ir::Op& op, const ir::Layout& l) {
     setTag(op, "operand staging");
     if (stageA && !globalA) stageOperand(a, base, p.a, false);
     if (stageB && !globalB) stageOperand(bv, bBase, p.b, p.bTransposed);
+    if (scales) stageScales(op, p, scales);
     setCurrentOp(op);
     if (((globalA && !tmaA) || (globalB && !tmaB)) && t_.asyncCopyImpl() == AsyncCopyImpl::Hardware) {
       t_.asyncCommit(b_);
@@ -367,7 +396,7 @@ void Lower::emitTensorCoreDot(const ir::Op& op, const ir::Layout& l) {
                                                                 : nullptr;
   const std::vector<llvm::Value*>* preB = hB && hB->inRegisters ? &hB->fragments : nullptr;
   tiles_[op.result()] = TileV{l, codegen::emitTensorCoreDot(t_, b_, m_, p, base, bBase, lane_, warp_, std::move(init),
-                                                            aReg, preA, preB, accMemory)};
+                                                            aReg, preA, preB, accMemory, scales)};
   if (accMemory) issuedAccumulator(op, p);
   setCurrentOp(op);
 }

@@ -435,6 +435,9 @@ class Lower {
   bool swizzleCandidates_ = false;
   int fragmentsFirstCandidates_ = 0;  // dots whose DotArea says so, as lowered
   DotArea dotArea(const ir::Op& op, const TensorCoreDotPlan& p);
+  /// A block-scaled dot's scale tiles stored row-major at `base`
+  /// (TensorCoreDotPlan::scaled).
+  void stageScales(const ir::Op& op, const TensorCoreDotPlan& p, llvm::Value* base);
   /// The needs read from the planning phase alone (buffer storage, the
   /// alignments beyond `aligns`, barriers, threads, the candidates), the
   /// same for a lowering's record and for the model.

@@ -280,9 +280,19 @@ TensorCoreDotPlan Lower::dotPlan(const ir::Op& op) {
     top.kind = top.smaller;
     top.mma = top.mmaSmaller;
   }
+  // A block-scaled dot (decompose-scaled-dots left it where the target's
+  // table has the instruction for this placement: gpuScaledDotNative).
+  const bool scaled = op.numOperands() == 5;
+  if (scaled) {
+    TS_ASSERT(top.mmaBlockScale != llvm::Intrinsic::not_intrinsic && acc.mma == top.kind,
+              "a block-scaled dot on a placement without its block-scaled instruction");
+    top.mma = top.mmaBlockScale;
+  }
   TensorCoreDotPlan p = planTensorCoreDot(t_, top, av->type().dtype(), av->type().shape()[0],
                                           op.operand(1)->type().shape()[1], av->type().shape()[1], acc);
   p.inB = op.operand(1)->type().dtype();
+  p.scaled = scaled;
+  p.scaleBlocks = scaled ? p.K / 32 : 0;
   // Staging swizzled rather than padded (AMD) where that raises the occupancy
   // the kernel's shared memory allows (chooseShared weighs both, and
   // keeps the swizzle only then). The padding (WMMA 16 bytes a row, a

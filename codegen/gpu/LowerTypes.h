@@ -27,10 +27,11 @@ struct TileV {
 /// The operand staging of tensor-core dot `op` under plan `p`: whether A
 /// and B are staged here, whether A's fragments are read first
 /// (SharedChoices::fragmentsFirst; a candidate where the target and the dot allow
-/// it), and the scratch area (bytes, alignment, B's offset).
+/// it), and the scratch area (bytes, alignment, B's offset; a block-scaled
+/// dot's scales at scaleOff, after the operands).
 struct DotArea {
   bool stageA = false, stageB = false, fragmentsFirstCandidate = false, fragmentsFirst = false;
-  uint64_t bytes = 0, align = 16, bOff = 0;
+  uint64_t bytes = 0, align = 16, bOff = 0, scaleOff = 0;
 };
 
 /// A shared buffer (alloc result) stored in a tensor-core staging layout

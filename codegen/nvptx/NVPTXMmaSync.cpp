@@ -27,6 +27,17 @@
 // (it moves 16-bit elements: a lane would get k pairs of two columns), so
 // B is staged N x K and read without .trans: matrices (n 0-7) x (k 0-15 |
 // 16-31) give b0, b1.
+//
+// The block-scaled m16n8k32 (.kind::mxf8f6f4.block_scale.scale_vec::1X,
+// sm_120a: PTX ISA, "Block Scaling for mma.sync") takes the same fragments
+// plus one e8m0 scale per row of A and per column of B for its 32 k, each
+// a byte of a 32-bit register that the selectors {byte-id, thread-id}
+// pick. With thread-id 0, lane 4g + h (h < 2) gives A's row g + 8h and
+// lane 4g gives B's column g; the other lanes' registers are not read
+// (Triton's sm_120 scale layout reads the PTX ISA's figures the same way,
+// and the emulator runs this reading: runtime/emu/Matrix.cpp). Four k-steps'
+// scales are consecutive bytes of a staged row (GpuDot.h), so one 32-bit
+// load serves four instructions, byte-id k-step % 4.
 #include <algorithm>
 #include <array>
 
@@ -120,6 +131,28 @@ std::vector<llvm::Value*> emitMmaSyncDot(DotEmitter& e, std::vector<llvm::Value*
   llvm::Value* btRow0 = b.CreateAdd(btRow2, b.CreateMul(jHi, i32(8 * wn)));
   llvm::Value* btCol0 = b.CreateMul(jLo, i32(ce));
   auto slot = [&](int64_t mi, int64_t ni, int64_t h, int64_t s) { return (2 * mi + h) * (2 * nT) + ni * 2 + s; };
+  // Block scales (p.scaled): this lane's row of A (g + 8h of the
+  // instruction, h = lane % 2) and column of B (g) as rows of the staged
+  // [M, kS] and [N, kS] bytes.
+  const int64_t kB = p.scaleBlocks;
+  const bool wordScales = kB % 4 == 0;
+  llvm::Value *sRowA = nullptr, *sRowB = nullptr;
+  if (p.scaled && only < 0) {
+    TS_ASSERT(e.scales && kB == kS, "block scales: one block of 32 per k-step");
+    llvm::Value* g = b.CreateLShr(lane, i32(2));
+    sRowA = b.CreateAdd(b.CreateAdd(b.CreateMul(b.CreateAnd(lane, i32(1)), i32(8 * wm)), b.CreateMul(wp0, i32(8))), g);
+    sRowB = b.CreateAdd(b.CreateMul(wp1, i32(8)), g);
+  }
+  // The scale register of row `row` (+ dRow) of the A (0) or B (1) scales
+  // at k-step ks, and its byte-id.
+  auto scaleOf = [&](unsigned which, llvm::Value* row, int64_t dRow, int64_t ks) -> std::pair<llvm::Value*, int64_t> {
+    const int64_t first = which == 0 ? 0 : p.M * kB;
+    llvm::Value* at =
+        b.CreateAdd(b.CreateMul(b.CreateAdd(row, i32(dRow)), i32(kB)), i32(first + (wordScales ? ks / 4 * 4 : ks)));
+    llvm::Value* ptr = b.CreateInBoundsGEP(b.getInt8Ty(), e.scales, at);
+    if (wordScales) return {b.CreateAlignedLoad(b.getInt32Ty(), ptr, llvm::Align(4)), ks % 4};
+    return {b.CreateZExt(b.CreateLoad(b.getInt8Ty(), ptr), b.getInt32Ty()), 0};
+  };
   bool f16 = p.in == DType::F16;
   llvm::Type* h2 = llvm::FixedVectorType::get(b.getHalfTy(), 2);
   auto operand = [&](llvm::Value* x) { return f16 ? b.CreateBitCast(x, h2) : x; };
@@ -172,11 +205,20 @@ std::vector<llvm::Value*> emitMmaSyncDot(DotEmitter& e, std::vector<llvm::Value*
     if (only == 1)
       for (auto& f : B) loaded.insert(loaded.end(), f.begin(), f.end());
     if (only >= 0) continue;
+    std::vector<std::pair<llvm::Value*, int64_t>> sA, sB;
+    if (p.scaled) {
+      for (int64_t mi = 0; mi < mT; ++mi) sA.push_back(scaleOf(0, sRowA, mi * 16 * wm, ks));
+      for (int64_t ni = 0; ni < nT; ++ni) sB.push_back(scaleOf(1, sRowB, ni * 8 * wn, ks));
+    }
+    auto i16 = [&](int64_t v) { return b.getInt16(static_cast<uint16_t>(v)); };
     for (int64_t mi = 0; mi < mT; ++mi)
       for (int64_t ni = 0; ni < nT; ++ni) {
         std::array<int64_t, 4> s = {slot(mi, ni, 0, 0), slot(mi, ni, 0, 1), slot(mi, ni, 1, 0), slot(mi, ni, 1, 1)};
-        llvm::Value* d = b.CreateCall(mma, {A[mi][0], A[mi][1], A[mi][2], A[mi][3], B[ni][0], B[ni][1], acc[s[0]],
-                                            acc[s[1]], acc[s[2]], acc[s[3]]});
+        std::vector<llvm::Value*> args = {A[mi][0], A[mi][1],  A[mi][2],  A[mi][3],  B[ni][0],
+                                          B[ni][1], acc[s[0]], acc[s[1]], acc[s[2]], acc[s[3]]};
+        if (p.scaled)  // scale-a-data, {byte-id-a, thread-id-a}, scale-b-data, {byte-id-b, thread-id-b}
+          args.insert(args.end(), {sA[mi].first, i16(sA[mi].second), i16(0), sB[ni].first, i16(sB[ni].second), i16(0)});
+        llvm::Value* d = b.CreateCall(mma, args);
         for (unsigned q = 0; q < 4; ++q) acc[s[q]] = b.CreateExtractValue(d, q);
       }
   }

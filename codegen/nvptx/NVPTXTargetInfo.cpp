@@ -127,6 +127,16 @@ TensorCoreOp nvptxTensorCore(const GpuArch& row, DType a, DType b, DType acc) {
                      : llvm::Intrinsic::nvvm_mma_m16n8k32_row_col_f32_e4m3_e5m2_f32)
                : (b4 ? llvm::Intrinsic::nvvm_mma_m16n8k32_row_col_f32_e5m2_e4m3_f32
                      : llvm::Intrinsic::nvvm_mma_m16n8k32_row_col_f32_e5m2_e5m2_f32);
+    // sm_120a (Targets.def's mmaBlockScale): the same m16n8k32 with e8m0
+    // scales of one 32-element block per row of A and column of B
+    // (.scale_vec::1X), on the mma.sync placement (NVPTXMmaSync.cpp).
+    if (row.mmaBlockScale && t.kind == ir::MmaKind::NvMmaM16N8K32) {
+      using namespace llvm::Intrinsic;
+      t.mmaBlockScale = a4 ? (b4 ? nvvm_mma_block_scale_m16n8k32_row_col_mxf8f6f4_scale_1x_f32_e4m3_e4m3_f32_ue8m0
+                                 : nvvm_mma_block_scale_m16n8k32_row_col_mxf8f6f4_scale_1x_f32_e4m3_e5m2_f32_ue8m0)
+                           : (b4 ? nvvm_mma_block_scale_m16n8k32_row_col_mxf8f6f4_scale_1x_f32_e5m2_e4m3_f32_ue8m0
+                                 : nvvm_mma_block_scale_m16n8k32_row_col_mxf8f6f4_scale_1x_f32_e5m2_e5m2_f32_ue8m0);
+    }
     return t;
   }
   if (a != b) return {};

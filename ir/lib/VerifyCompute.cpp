@@ -56,11 +56,12 @@ bool Verifier::verifyComputeOp(const Op& op) {
       return true;
     }
     case OpCode::Dot: {
-      operands(op, 3, 3);
+      operands(op, 3, 5);
       results(op, 1);
       const Type& a = in(op, 0);
       const Type& b = in(op, 1);
       const Type& acc = in(op, 2);
+      if (op.numOperands() == 4) fail(op, "takes both block scales or none, got one");
       if (!a.isNumeric() || !b.isNumeric() || !acc.isNumeric() || a.rank() != 2 || b.rank() != 2 || acc.rank() != 2)
         fail(op, "needs rank-2 tiles, got " + ts(a) + ", " + ts(b) + ", " + ts(acc));
       if (a.shape()[1] != b.shape()[0] || acc.shape()[0] != a.shape()[0] || acc.shape()[1] != b.shape()[1])
@@ -76,6 +77,24 @@ bool Verifier::verifyComputeOp(const Op& op) {
       if (acc.dtype() != accD)
         fail(op, "accumulator " + ts(acc) + " must be " + name(accD) + " for " + name(d) + " operands");
       resultIs(op, acc);
+      if (op.numOperands() == 5) {
+        // The block-scaled form a target with block-scaled matrix
+        // instructions lowers natively (decompose-scaled-dots leaves it):
+        // OCP fp8 operands, e8m0 codes (u8) scaling blocks of 32 along K,
+        // A's [M, K/32] and B's [N, K/32], an f32 accumulator.
+        const Type& sa = in(op, 3);
+        const Type& sb = in(op, 4);
+        auto ocp = [](DType d) { return d == DType::F8E4M3 || d == DType::F8E5M2; };
+        if (!ocp(a.dtype()) || !ocp(b.dtype()))
+          fail(op, "block-scaled operands must be f8e4m3 or f8e5m2, got " + ts(a) + ", " + ts(b));
+        const int64_t M = a.shape()[0], K = a.shape()[1], N = b.shape()[1];
+        if (K % 32 != 0) fail(op, "block-scaled K must be a multiple of 32, got " + ts(a));
+        const Shape wantA = {M, K / 32}, wantB = {N, K / 32};
+        if (!sa.isTile() || sa.dtype() != DType::U8 || sa.shape() != wantA || !sb.isTile() || sb.dtype() != DType::U8 ||
+            sb.shape() != wantB)
+          fail(op, "block scales must be u8 (e8m0 codes) tiles " + shapeStr(wantA) + " and " + shapeStr(wantB) +
+                       ", got " + ts(sa) + ", " + ts(sb));
+      }
       if (op.hasAttr("async")) {
         int64_t x = intAttr(op, "async");
         if (x != 0 && x != 1) fail(op, "attribute 'async' must be 0 or 1, got " + std::to_string(x));

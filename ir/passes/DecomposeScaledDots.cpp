@@ -18,9 +18,15 @@
 // with scales of at least 2^-124 (e4m3) and 2^-117 (e5m2); finite products
 // need scale x max element below 2^128. Within those, the result is the
 // reference's (sum of a x sa x b x sb in f32) up to the order of the
-// additions, as for any dot. The dots `native` accepts (the target lowers
-// them to a block-scaled matrix instruction: codegen's nativeScaledDot)
-// stay as they are; without `native` (the pass by name) every one goes.
+// additions, as for any dot.
+//
+// The dots `native` accepts (the target lowers them to a block-scaled
+// matrix instruction: codegen's nativeScaledDot) become the block-scaled
+// form of `dot` instead: the codes reinterpreted as their fp8 dtype (a
+// bitcast of the u8 tile), B transposed to [K, N], the e8m0 scale tiles as
+// operands 3 and 4 (IR.h), so the tensor-core lowering stages and reads
+// them as any dot's operands. Without `native` (the pass by name) every
+// dot_scaled is decomposed.
 #include <functional>
 #include <variant>
 #include <vector>
@@ -66,7 +72,7 @@ class DecomposeScaledDots : public Pass {
     for (size_t i = 0; i < blk.ops().size(); ++i) {
       Op& op = *blk.ops()[i];
       for (auto& r : op.regions()) visit(r->block());
-      if (op.code() != OpCode::DotScaled || (native_ && native_(op))) continue;
+      if (op.code() != OpCode::DotScaled) continue;
       const ScaledFormatInfo* fa = findScaledFormat(op.strAttr("a_format"));
       const ScaledFormatInfo* fb = findScaledFormat(op.strAttr("b_format"));
       TS_ASSERT(fa && fb, "dot_scaled with an unknown format passed the verifier");
@@ -75,15 +81,24 @@ class DecomposeScaledDots : public Pass {
       b.setLoc(op.loc());
       Value* acc = op.operand(4);
       Value* ts = op.numOperands() > 5 ? op.operand(5) : nullptr;
-      Value* xa = dequantise(b, op.operand(0), op.operand(1), *fa);
-      Value* xb = b.transpose(dequantise(b, op.operand(2), op.operand(3), *fb), {1, 0});
+      const bool native = native_ && native_(op);
+      TS_ASSERT(!native || (!ts && !fa->packed && !fb->packed && isFp8(fa->elem) && isFp8(fb->elem)),
+                "a native block-scaled dot of a form the block-scaled dot does not take");
       Value* r;
-      if (ts) {
+      if (native) {
+        Value* a8 = b.bitcast(op.operand(0), fa->elem);
+        Value* b8 = b.transpose(b.bitcast(op.operand(2), fb->elem), {1, 0});
+        r = b.create(OpCode::Dot, {a8, b8, acc, op.operand(1), op.operand(3)}, {acc->type()})->result();
+      } else if (ts) {
+        Value* xa = dequantise(b, op.operand(0), op.operand(1), *fa);
+        Value* xb = b.transpose(dequantise(b, op.operand(2), op.operand(3), *fb), {1, 0});
         r = b.dot(xa, xb, b.constant(acc->type(), 0.0));
         r = b.binary(OpCode::Mul, r, b.splat(ts, acc->type().shape()));
         // The DSL's absent accumulator is a zero constant: nothing to add.
         if (!isZeroConstant(acc)) r = b.binary(OpCode::Add, r, acc);
       } else {
+        Value* xa = dequantise(b, op.operand(0), op.operand(1), *fa);
+        Value* xb = b.transpose(dequantise(b, op.operand(2), op.operand(3), *fb), {1, 0});
         r = b.dot(xa, xb, acc);
       }
       passutil::replaceAllUsesWith(*f_, op.result(), r);

@@ -169,6 +169,43 @@ float fp8Elem(const uint32_t* regs, int e, DType t) {
 }  // namespace
 
 bool mmaSync(int32_t mode, const LaneFrag* lanes) {
+  if (mode & TESSERA_EMU_MMA_BLOCK_SCALE) {
+    // The block-scaled form: D = (A x scale_A) (B x scale_B) + C, one e8m0
+    // scale per row of A and column of B for all 32 k (.scale_vec::1X). Per
+    // the PTX ISA's "Block Scaling for mma.sync": byte byte-id of
+    // scale-a-data of lane 4 (m % 8) + 2 thread-id-a + m / 8 scales A's row
+    // m, byte byte-id-b of scale-b-data of lane 4n + thread-id-b B's column n.
+    std::optional<Fp8Pair> f8 = mmaFp8(mode & 15);
+    if (!f8) return false;
+    const int ba = mode >> 8 & 3, ta = mode >> 10 & 3, bb = mode >> 12 & 3, tb = mode >> 14 & 3;
+    auto e8m0 = [](uint32_t reg, int byte) {
+      const unsigned c = reg >> (8 * byte) & 0xFF;
+      return c == 255 ? std::nan("") : std::ldexp(1.0, static_cast<int>(c) - 127);
+    };
+    double sa[16], sb[8];
+    for (int m = 0; m < 16; ++m) sa[m] = e8m0(lanes[4 * (m % 8) + 2 * ta + m / 8].a[4], ba);
+    for (int n = 0; n < 8; ++n) sb[n] = e8m0(lanes[4 * n + tb].b[2], bb);
+    Mat A(16, 32), B(32, 8), C(16, 8);
+    for (int l = 0; l < 32; ++l) {
+      const int g = l / 4, t = l % 4;
+      for (int i = 0; i < 16; ++i)
+        A.at(g + 8 * (i / 4 % 2), 4 * t + i % 4 + 16 * (i / 8)) = fp8Elem(lanes[l].a, i, f8->a);
+      for (int i = 0; i < 8; ++i) B.at(4 * t + i % 4 + 16 * (i / 4), g) = fp8Elem(lanes[l].b, i, f8->b);
+      for (int i = 0; i < 4; ++i) C.at(g + 8 * (i / 2), 2 * t + i % 2) = lanes[l].c[i];
+    }
+    // Each product of two fp8 values is exact in double, and so is its
+    // scaling by two powers of two (within double's range).
+    for (int l = 0; l < 32; ++l) {
+      const int g = l / 4, t = l % 4;
+      for (int i = 0; i < 4; ++i) {
+        const int r = g + 8 * (i / 2), col = 2 * t + i % 2;
+        double s = 0;
+        for (int k = 0; k < 32; ++k) s += static_cast<double>(A.at(r, k)) * B.at(k, col);
+        lanes[l].d[i] = static_cast<float>(C.at(r, col) + s * sa[r] * sb[col]);
+      }
+    }
+    return true;
+  }
   if (std::optional<Fp8Pair> f8 = mmaFp8(mode)) {
     // The .s8 places (below), fp8 codes, an f32 C/D.
     Mat A(16, 32), B(32, 8), C(16, 8);

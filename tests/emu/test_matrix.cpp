@@ -359,6 +359,85 @@ void runFp8Forms(const Shape& s, Vendor vendor, const std::array<int, 4>& modes,
     for (bool exact : {true, false}) runFp8Case(s, vendor, modes[i] | flags, as[i], bs[i], exact, hook, ++seed);
 }
 
+/// The block-scaled m16n8k32 (sm_120a, .kind::mxf8f6f4.block_scale
+/// .scale_vec::1X, ue8m0): the fp8 fragments of nv8A / nv8B, plus the
+/// scales as the PTX ISA's "Block Scaling for mma.sync" places them with
+/// selectors {byte-id, thread-id}: A's row m in byte byte-id-a of
+/// scale-a-data (the lane's a[4]) of lane 4 (m % 8) + 2 thread-id-a + m / 8,
+/// B's column n in byte byte-id-b of scale-b-data (b[2]) of lane 4n +
+/// thread-id-b. Every other byte of every lane's scale registers is random,
+/// so a wrong selection changes D. Operands of magnitude 2^-2..2^2 and
+/// scales 2^-6..2^6: the exact sum spans fewer than 53 bits, which the
+/// machine forms in double and rounds once, so D is the exact reference
+/// rounded to f32, bit for bit.
+void runBlockScaledCase(int pair, int ba, int ta, int bb, int tb, unsigned seed) {
+  const tessera::DType e4 = tessera::DType::F8E4M3, e5 = tessera::DType::F8E5M2;
+  const tessera::DType fa = pair / 2 ? e5 : e4, fb = pair % 2 ? e5 : e4;
+  const Shape s{16, 8, 32, nv8A, nv8B, nvC, 32, 32, 4};
+  std::mt19937 rng(seed);
+  auto draw = [&](tessera::DType t) {
+    std::uniform_int_distribution<int> d(0, 255);
+    for (;;) {
+      auto c = static_cast<uint8_t>(d(rng));
+      float v = tessera::fp8Decode(t, c);
+      if (std::isfinite(v) && (v == 0 || (std::fabs(v) >= 0.25f && std::fabs(v) <= 4.0f))) return c;
+    }
+  };
+  std::uniform_int_distribution<int> dScale(121, 133), dByte(0, 255);
+  std::vector<uint8_t> A(16 * 32), B(32 * 8), SA(16), SB(8);
+  for (auto& x : A) x = draw(fa);
+  for (auto& x : B) x = draw(fb);
+  for (auto& x : SA) x = static_cast<uint8_t>(dScale(rng));
+  for (auto& x : SB) x = static_cast<uint8_t>(dScale(rng));
+  Regs r;
+  r.a.assign(32, std::vector<uint32_t>(16, 0));
+  r.b.assign(32, std::vector<uint32_t>(16, 0));
+  r.c.assign(32, std::vector<float>(16, 0));
+  r.d.assign(32, std::vector<float>(16, NAN));
+  for (int l = 0; l < 32; ++l) {
+    r.a[l][4] = static_cast<uint32_t>(dByte(rng)) * 0x01010101u ^ static_cast<uint32_t>(rng());
+    r.b[l][2] = static_cast<uint32_t>(rng());
+  }
+  auto setByte = [](uint32_t& w, int byte, uint8_t v) {
+    w = (w & ~(0xffu << (8 * byte))) | static_cast<uint32_t>(v) << (8 * byte);
+  };
+  for (int i = 0; i < 16; ++i)
+    for (int k = 0; k < 32; ++k) {
+      Owner o = s.A(i, k);
+      setByte(r.a[o.lane][o.idx / 4], o.idx % 4, A[i * 32 + k]);
+    }
+  for (int k = 0; k < 32; ++k)
+    for (int j = 0; j < 8; ++j) {
+      Owner o = s.B(k, j);
+      setByte(r.b[o.lane][o.idx / 4], o.idx % 4, B[k * 8 + j]);
+    }
+  for (int m = 0; m < 16; ++m) setByte(r.a[4 * (m % 8) + 2 * ta + m / 8][4], ba, SA[m]);
+  for (int n = 0; n < 8; ++n) setByte(r.b[4 * n + tb][2], bb, SB[n]);
+  std::uniform_int_distribution<int> dc(-64, 64);
+  std::vector<float> C(16 * 8);
+  for (float& x : C) x = float(dc(rng)) * 0.5f;
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 8; ++j) r.c[s.C(i, j).lane][s.C(i, j).idx] = C[i * 8 + j];
+  const int base = pair == 0   ? TESSERA_EMU_MMA_M16N8K32_E4M3_E4M3
+                   : pair == 1 ? TESSERA_EMU_MMA_M16N8K32_E4M3_E5M2
+                   : pair == 2 ? TESSERA_EMU_MMA_M16N8K32_E5M2_E4M3
+                               : TESSERA_EMU_MMA_M16N8K32_E5M2_E5M2;
+  const int mode = base | TESSERA_EMU_MMA_BLOCK_SCALE | ba << 8 | ta << 10 | bb << 12 | tb << 14;
+  runWave(r, Vendor::NVIDIA, 32, 1, mode, tessera_emu_mma_sync, "matrix_block_scale");
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 8; ++j) {
+      double ref = C[i * 8 + j];
+      for (int k = 0; k < 32; ++k)
+        ref += double(tessera::fp8Decode(fa, A[i * 32 + k])) * std::ldexp(1.0, SA[i] - 127) *
+               tessera::fp8Decode(fb, B[k * 8 + j]) * std::ldexp(1.0, SB[j] - 127);
+      Owner o = s.C(i, j);
+      INFO(tessera::name(fa) << " x " << tessera::name(fb) << " selectors a {" << ba << "," << ta << "} b {" << bb
+                             << "," << tb << "} D(" << i << "," << j << ") = " << r.d[o.lane][o.idx] << ", reference "
+                             << ref);
+      REQUIRE(r.d[o.lane][o.idx] == static_cast<float>(ref));
+    }
+}
+
 }  // namespace
 
 TEST_CASE("mma.sync m16n8k32 e4m3/e5m2 follows the PTX fragment layouts, decoding fp8 exactly", "[emu][matrix]") {
@@ -712,4 +791,13 @@ TEST_CASE("ldmatrix x1/x2/x4 with and without .trans, and its bank conflicts", "
         else
           CHECK(st->conflicts == 0);
       }
+}
+
+TEST_CASE("block-scaled mma.sync m16n8k32 scales each row of A and column of B by the selected e8m0 bytes",
+          "[emu][matrix][mx]") {
+  unsigned seed = 300;
+  for (int pair = 0; pair < 4; ++pair)
+    for (int ta = 0; ta < 2; ++ta)
+      for (int tb = 0; tb < 4; ++tb)
+        runBlockScaledCase(pair, (pair + tb) % 4, ta, (pair + 3 * ta + tb) % 4, tb, ++seed);
 }

@@ -40,6 +40,7 @@ struct GpuArch {
   bool tcgen05I8 = false;                                    // NVIDIA: tcgen05.mma kind::i8
   int tmemColumns = 0;                                       // NVIDIA: tensor memory per SM, 32-bit columns
   int maxClusterBlocks = 0;                                  // NVIDIA: portable cluster size; 0: no clusters
+  bool mmaBlockScale = false;                                // NVIDIA: mma.sync .kind::mxf8f6f4.block_scale
   int gfxMajor = 0;                                          // AMD: 9 (CDNA), 11 (RDNA3), 12 (RDNA4)
   MatrixCore matrixCore = MatrixCore::None;                  // AMD
   int i8MfmaK = 0;                                           // AMD: K of the i8 MFMA, 0: none
