@@ -5,6 +5,7 @@
 #include <random>
 #include <tuple>
 
+#include "block_scaled.h"
 #include "support.h"
 
 namespace ts = tessera;
@@ -240,6 +241,18 @@ CheckResult checkGemmFp8(GemmBlocks B, const Kernel& k, const Device& dev, const
   return l.check();
 }
 
+// A block-scaled GEMM example's inputs and check (examples/block_scaled.h),
+// launched with kernel `k` of blocks B.
+CheckResult checkGemmScaled(const char* name, GemmBlocks B, const Kernel& k, const Device& dev, const CompileOptions& o,
+                            const std::vector<int64_t>& s) {
+  examples::RunContext ctx;
+  ctx.device = dev;
+  ctx.shape = s;
+  examples::Launch l = examples::find(name)->prepare(ctx);
+  compile(k, dev, o).launchWith({cdiv(s[0], B.m), cdiv(s[1], B.n)}, l.args, {});
+  return l.check();
+}
+
 std::string warps(int w) { return " w" + std::to_string(w); }
 
 }  // namespace
@@ -366,6 +379,25 @@ std::vector<GpuBenchKernel> gpuBenchKernels() {
                    return checkGemmFp8(B, k, d, o, s);
                  }});
   }
+  // Block-scaled GEMMs (the zoo's gemm_mxfp8 / gemm_mxfp4 kernel: masked
+  // loads, one dot_scaled per K step of 128, f32 out) on sm_120a, whose
+  // mma.sync block_scale runs them natively (docs/dot_scaled.md); a 128 x
+  // 256 f32 tile's store conversion alone is 128 KiB, beyond its 99.
+  for (auto [name, f] :
+       {std::pair{"gemm_mxfp8", ScaledFormat::mxfp8_e4m3}, std::pair{"gemm_mxfp4", ScaledFormat::mxfp4}})
+    for (auto [bm, bn, w] : {std::tuple{64, 128, 4}, std::tuple{128, 128, 4}, std::tuple{128, 128, 8}}) {
+      GemmBlocks B{bm, bn, 128, 0};
+      Kernel k = examples::gemmScaled(name, B, f);
+      r.push_back({name,
+                   std::to_string(bm) + "x" + std::to_string(bn) + "x128" + warps(w),
+                   k,
+                   w,
+                   "nvptx:sm_120a",
+                   {{256, 256, 256}, {100, 77, 160}},
+                   [=](const Device& d, const CompileOptions& o, const std::vector<int64_t>& s) {
+                     return checkGemmScaled(name, B, k, d, o, s);
+                   }});
+    }
   return r;
 }
 

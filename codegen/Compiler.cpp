@@ -145,9 +145,9 @@ std::shared_ptr<Artifact> compileGpuTarget(const ir::Function& f, const GpuConfi
 
 namespace {
 // Block-scaled matrix instructions: sm_120a's mma.sync block_scale takes
-// the OCP fp8 formats (gpuScaledDotNative, which the vendor's tensor-core
-// table answers); sm_100a's tcgen05 kind::mxf8f6f4 / mxf4nvf4 and gfx950's
-// scaled MFMA have no lowering yet. Every other dot_scaled runs as its
+// the MX formats (gpuScaledDotNative, which the vendor's tensor-core table
+// answers); NVFP4's mxf4nvf4, sm_100a's tcgen05 block-scaled kinds and
+// gfx950's scaled MFMA have no lowering yet. Every other dot_scaled runs as its
 // decomposition (the decompose-scaled-dots pass), which the compile says.
 bool nativeScaledDot(const GpuConfig* gc, const ir::Op& op) {
   return gc && gpuScaledDotNative(createGpuTargetInfo, *gc, op);

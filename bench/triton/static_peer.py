@@ -140,6 +140,29 @@ def gemm_fp8(c, a, b, scales, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: t
 
 
 @triton.jit
+def gemm_mx(c, a, a_scale, b, b_scale, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+            FMT: tl.constexpr, PK: tl.constexpr):
+    # examples/block_scaled.h's gemmScaled: A [M, K] and B [N, K] codes (fp4
+    # packed two a byte along K), e8m0 scales [rows, K/32], masked loads,
+    # one dot_scaled per K step, f32 out.
+    row = (tl.program_id(0) * BM + tl.arange(0, BM))[:, None]
+    rowb = (tl.program_id(1) * BN + tl.arange(0, BN))[:, None]
+    col = (tl.program_id(1) * BN + tl.arange(0, BN))[None, :]
+    kbytes = (K + PK - 1) // PK
+    kblocks = (K + 31) // 32
+    acc = tl.zeros((BM, BN), tl.float32)
+    for k0 in range(0, K, BK):
+        kb = (k0 // PK + tl.arange(0, BK // PK))[None, :]
+        ks = (k0 // 32 + tl.arange(0, BK // 32))[None, :]
+        ta = tl.load(a + row * kbytes + kb, (row < M) & (kb < kbytes))
+        tb = tl.load(b + rowb * kbytes + kb, (rowb < N) & (kb < kbytes))
+        sa = tl.load(a_scale + row * kblocks + ks, (row < M) & (ks < kblocks), other=0)
+        sb = tl.load(b_scale + rowb * kblocks + ks, (rowb < N) & (ks < kblocks), other=0)
+        acc = tl.dot_scaled(ta, sa, FMT, tl.trans(tb), sb, FMT, acc)
+    tl.store(c + row * N + col, acc, (row < M) & (col < N))
+
+
+@triton.jit
 def gemv(y, a, x, M, K, BM: tl.constexpr, BK: tl.constexpr):
     rows = tl.program_id(0) * BM + tl.arange(0, BM)
     r2 = rows[:, None]
@@ -282,6 +305,12 @@ def cases():
         sig = {"c": "*bf16", "a": "*fp8e4nv", "b": "*fp8e4nv", "scales": "*fp32", "M": "i32", "N": "i32", "K": "i32"}
         r.append(("gemm_fp8", f"{bm}x{bn}x{bk} s3 w8", gemm_fp8, sig, {"BM": bm, "BN": bn, "BK": bk, "STAGES": 3}, 8,
                   3))
+    # Block-scaled (sm_120a only: MX_TARGETS), unpipelined as the zoo's kernel.
+    for name, fmt, ab, pk in (("gemm_mxfp8", "e4m3", "*fp8e4nv", 1), ("gemm_mxfp4", "e2m1", "*u8", 2)):
+        for bm, bn, w in ((64, 128, 4), (128, 128, 4), (128, 128, 8)):
+            sig = {"c": f32, "a": ab, "a_scale": "*u8", "b": ab, "b_scale": "*u8", "M": "i32", "N": "i32", "K": "i32"}
+            r.append((name, f"{bm}x{bn}x128 w{w}", gemm_mx, sig,
+                      {"BM": bm, "BN": bn, "BK": 128, "FMT": fmt, "PK": pk}, w, 1))
     return r
 
 
@@ -292,6 +321,9 @@ TARGETS = {
     "amdgpu:gfx942": GPUTarget("hip", "gfx942", 64),
     "amdgpu:gfx1100": GPUTarget("hip", "gfx1100", 32),
 }
+# Targets only the cases that name them compile for (tessera_gpu_bench's
+# rows made for one GPU): the block-scaled GEMMs on sm_120a.
+MX_TARGETS = {"nvptx:sm_120a": GPUTarget("cuda", 120, 32)}
 
 
 def compile_once(fn, sig, consts, warps, stages, target):
@@ -312,7 +344,7 @@ def compile_once(fn, sig, consts, warps, stages, target):
 def measure(tool, case, tname, reps, dump=None):
     name, config, fn, sig, consts, warps, stages = case
     row = {"kernel": name, "config": config, "target": tname}
-    target = TARGETS[tname]
+    target = TARGETS.get(tname) or MX_TARGETS[tname]
     try:
         times = []
         compile_once(fn, sig, consts, warps, stages, target)  # warm-up (first use of a backend), as Tessera's
@@ -422,6 +454,7 @@ def main():
     p.add_argument("--compare", nargs=2, metavar=("TESSERA_JSON", "TRITON_JSON"))
     p.add_argument("--dump", metavar="DIR", help="write Triton's listings (TTGIR, PTX, AMDGCN) here")
     a = p.parse_args()
+    a.targets_given = "--targets" in sys.argv
     if a.compare:
         return compare(*a.compare)
     if not a.measure_tool:
@@ -431,7 +464,12 @@ def main():
     for case in cases():
         if a.only and case[0] != a.only:
             continue
-        for t in a.targets.split(","):
+        targets = a.targets.split(",")
+        if case[0].startswith("gemm_mx"):  # made for sm_120a: there, unless --targets leaves it out
+            targets = [t for t in (targets if a.targets_given else MX_TARGETS) if t in MX_TARGETS]
+        else:
+            targets = [t for t in targets if t in TARGETS]
+        for t in targets:
             row = measure(a.measure_tool, for_target(case, t), t, a.reps, a.dump)
             print(json.dumps(row), file=sys.stderr)
             rows.append(row)

@@ -121,18 +121,19 @@ Value* Lowerer::nvvm(IRBuilder<>& b, llvm::CallInst& c, const std::vector<std::s
     // as for s8, an f32 accumulator.
     std::string rest;
     for (size_t i = 1; i < t.size(); ++i) rest += (i > 1 ? "." : "") + t[i];
-    // The block-scaled fp8 forms (sm_120a): the unscaled form's mode plus
-    // the selectors (EmuAbi.h), which PTX takes as immediates.
+    // The block-scaled forms (sm_120a): the element formats and the
+    // selectors in the mode (EmuAbi.h), which PTX takes as immediates.
     const std::string scaled = "block.scale.m16n8k32.row.col.mxf8f6f4.scale.1x.f32.";
     if (rest.starts_with(scaled) && rest.ends_with(".f32.ue8m0") && c.arg_size() == 16) {
-      const std::string pair =
-          rest.substr(scaled.size(), rest.size() - scaled.size() - std::string(".f32.ue8m0").size());
-      int32_t base = llvm::StringSwitch<int32_t>(pair)
-                         .Case("e4m3.e4m3", TESSERA_EMU_MMA_M16N8K32_E4M3_E4M3)
-                         .Case("e4m3.e5m2", TESSERA_EMU_MMA_M16N8K32_E4M3_E5M2)
-                         .Case("e5m2.e4m3", TESSERA_EMU_MMA_M16N8K32_E5M2_E4M3)
-                         .Case("e5m2.e5m2", TESSERA_EMU_MMA_M16N8K32_E5M2_E5M2)
-                         .Default(-1);
+      auto fmt = [](llvm::StringRef n) {
+        return llvm::StringSwitch<int32_t>(n)
+            .Case("e4m3", TESSERA_EMU_MXF_E4M3)
+            .Case("e5m2", TESSERA_EMU_MXF_E5M2)
+            .Case("e2m3", TESSERA_EMU_MXF_E2M3)
+            .Case("e3m2", TESSERA_EMU_MXF_E3M2)
+            .Case("e2m1", TESSERA_EMU_MXF_E2M1)
+            .Default(-1);
+      };
       auto sel = [&](unsigned i, uint64_t max) -> int32_t {
         auto* k = llvm::dyn_cast<llvm::ConstantInt>(c.getArgOperand(i));
         if (!k || k->getZExtValue() > max)
@@ -141,9 +142,11 @@ Value* Lowerer::nvvm(IRBuilder<>& b, llvm::CallInst& c, const std::vector<std::s
                       "thread-id-b 0-3)");
         return static_cast<int32_t>(k->getZExtValue());
       };
-      if (base < 0) unsupported(c, "only the e4m3/e5m2 block-scaled forms are modelled");
-      int32_t mode =
-          base | TESSERA_EMU_MMA_BLOCK_SCALE | sel(11, 3) << 8 | sel(12, 1) << 10 | sel(14, 3) << 12 | sel(15, 3) << 14;
+      // t: mma block scale m16n8k32 row col mxf8f6f4 scale 1x f32 <a> <b> f32 ue8m0
+      const int32_t fa = fmt(t[t.size() - 4]), fb = fmt(t[t.size() - 3]);
+      if (fa < 0 || fb < 0) unsupported(c, "an element format of kind::mxf8f6f4 that is not modelled");
+      int32_t mode = TESSERA_EMU_MMA_BLOCK_SCALE | fa << 16 | fb << 19 | sel(11, 3) << 8 | sel(12, 1) << 10 |
+                     sel(14, 3) << 12 | sel(15, 3) << 14;
       return matrixCall(b, c, "tessera_emu_mma_sync", mode, {0, 1, 2, 3, 10}, {4, 5, 13}, {6, 7, 8, 9});
     }
     int32_t mode = llvm::StringSwitch<int32_t>(rest)

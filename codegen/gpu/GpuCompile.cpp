@@ -197,13 +197,15 @@ bool gpuTensorCoreTakes(GpuTargetFactory make, const GpuConfig& c, DType a, DTyp
 bool gpuScaledDotNative(GpuTargetFactory make, const GpuConfig& c, const ir::Op& dotScaled) {
   const ir::ScaledFormatInfo* fa = ir::findScaledFormat(dotScaled.strAttr("a_format"));
   const ir::ScaledFormatInfo* fb = ir::findScaledFormat(dotScaled.strAttr("b_format"));
-  if (!fa || !fb || fa->packed || fb->packed || fa->block != 32 || fb->block != 32 || dotScaled.numOperands() != 5)
-    return false;
+  // MX formats only (nvfp4's blocks of 16 with e4m3 scales are another
+  // instruction), without a per-tensor scale.
+  if (!fa || !fb || fa->block != 32 || fb->block != 32 || dotScaled.numOperands() != 5) return false;
   const TensorCoreOp op = make(c)->tensorCore(fa->elem, fb->elem, DType::F32);
   if (op.mmaBlockScale == llvm::Intrinsic::not_intrinsic) return false;
-  const auto& a = dotScaled.operand(0)->type().shape();  // [M, K]
+  const auto& a = dotScaled.operand(0)->type().shape();  // [M, K] ([M, K/2] packed fp4)
   const auto& b = dotScaled.operand(2)->type().shape();  // [N, K]
-  auto l = ir::mmaLayout(op.kind, a[0], b[0], a[1], c.numWarps, static_cast<int>(c.warpSize()), false);
+  const int64_t K = a[1] * (fa->packed ? 2 : 1);
+  auto l = ir::mmaLayout(op.kind, a[0], b[0], K, c.numWarps, static_cast<int>(c.warpSize()), false);
   return l && l->mma == op.kind;
 }
 
@@ -211,7 +213,8 @@ bool gpuKeepsDotInFlight(GpuTargetFactory make, const GpuConfig& c, const ir::Op
   std::unique_ptr<GpuTargetInfo> ti = make(c);
   const auto& a = dot.operand(0)->type();
   const auto& b = dot.operand(1)->type();
-  const ir::MmaKind k = ti->tensorCore(a.dtype(), b.dtype(), dot.operand(2)->type().dtype()).kind;
+  const ir::MmaKind k =
+      ti->tensorCore(ir::dotOperandElem(dot, 0), ir::dotOperandElem(dot, 1), dot.operand(2)->type().dtype()).kind;
   if (!ir::isAsyncMma(k)) return false;
   auto l =
       ir::mmaLayout(k, a.shape()[0], b.shape()[1], a.shape()[1], c.numWarps, static_cast<int>(c.warpSize()), false);

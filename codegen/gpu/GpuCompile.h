@@ -94,7 +94,7 @@ bool gpuTensorCoreTakes(GpuTargetFactory make, const GpuConfig& c, DType a, DTyp
 
 /// True where configuration `c` runs `dotScaled` (a tile-IR dot_scaled)
 /// on a block-scaled matrix instruction (TensorCoreOp::mmaBlockScale):
-/// formats the instruction takes (the OCP fp8 ones, no per-tensor scale)
+/// formats the instruction takes (blocks of 32, no per-tensor scale)
 /// and a shape the instruction's placement fits (ir::mmaLayout). The
 /// decompose-scaled-dots pass leaves these to the lowering.
 bool gpuScaledDotNative(GpuTargetFactory make, const GpuConfig& c, const ir::Op& dotScaled);

@@ -50,6 +50,7 @@ void Lower::plan() {
   planDotOperands();
   operandsPlanned_ = true;
   planElision();
+  planStagedTransposes();
   planPackedMath();
   planTma();
   planSpecialize();

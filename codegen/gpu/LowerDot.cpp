@@ -375,7 +375,13 @@ void Lower::emitTensorCoreDot(const ir::Op& op, const ir::Layout& l) {
     if (globalB && !tmaB) copyOperand(op, 1, bBase, p.b, p.bTransposed);
     setTag(op, "operand staging");
     if (stageA && !globalA) stageOperand(a, base, p.a, false);
-    if (stageB && !globalB) stageOperand(bv, bBase, p.b, p.bTransposed);
+    if (stageB && !globalB) {
+      auto st = stagedTransposes_.find(&op);
+      if (st != stagedTransposes_.end())
+        stageOperand(st->second, bBase, p.b, !p.bTransposed);  // B^T's operand: B stored N x K as it is
+      else
+        stageOperand(bv, bBase, p.b, p.bTransposed);
+    }
     if (scales) stageScales(op, p, scales);
     setCurrentOp(op);
     if (((globalA && !tmaA) || (globalB && !tmaB)) && t_.asyncCopyImpl() == AsyncCopyImpl::Hardware) {

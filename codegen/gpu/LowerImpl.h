@@ -344,6 +344,11 @@ class Lower {
   /// stored one 16-bit element at a time); nullopt where that is no better.
   std::optional<ir::Layout> transposedCopyLayout(const ir::Op& op);
   void planElision();
+  /// A block-scaled dot's B given as transpose(x) of its [N, K] codes and
+  /// staged N x K (TensorCoreDotPlan::bTransposed): x is staged as it is
+  /// and the transpose is never emitted (stagedTransposes_), instead of a
+  /// conversion through shared memory that the staging would undo.
+  void planStagedTransposes();
   /// The f32 adds, subtracts, multiplies and fmas emitted two elements at a
   /// time where the target has packed f32 math (packedOps_).
   void planPackedMath();
@@ -470,6 +475,9 @@ class Lower {
   // Tiles never emitted where they are defined: every consumer re-derives
   // them (see planElision).
   std::unordered_set<const ir::Value*> elided_;
+  // Dots whose B is staged from the operand of its transpose (see
+  // planStagedTransposes), that operand.
+  std::unordered_map<const ir::Op*, const ir::Value*> stagedTransposes_;
   // Shared buffers (alloc results) stored in a tensor-core staging layout,
   // and the dot operands read straight from them (see planDirectDots).
   std::unordered_map<const ir::Value*, Storage> storage_;

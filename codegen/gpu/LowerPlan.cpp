@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "codegen/gpu/LowerImpl.h"
+#include "tessera/ir/ScaledDot.h"
 
 namespace tessera::codegen::gpu_lower {
 
@@ -269,7 +270,7 @@ llvm::Value* Lower::physicalSlot(const ir::Op& slotOp) {
 TensorCoreDotPlan Lower::dotPlan(const ir::Op& op) {
   const ir::Value* av = op.operand(0);
   const ir::BlockedLayout& acc = la_.get(op.result()).parent;
-  TensorCoreOp top = t_.tensorCore(av->type().dtype(), op.operand(1)->type().dtype(), op.operand(2)->type().dtype());
+  TensorCoreOp top = t_.tensorCore(ir::dotOperandElem(op, 0), ir::dotOperandElem(op, 1), op.operand(2)->type().dtype());
   // The layout analysis gave the dot a smaller instruction's placement
   // where the target's first choice does not fit (ir::mmaLayout): that
   // instruction then (TensorCoreOp::small).
@@ -522,6 +523,27 @@ void Lower::planElision() {
       }
     }
   }
+}
+
+void Lower::planStagedTransposes() {
+  stagedTransposes_.clear();
+  std::unordered_map<const ir::Value*, int> uses;
+  auto& body = const_cast<ir::Function&>(f_).body();
+  ir::walk(body, [&](ir::Op& op) {
+    for (const ir::Value* v : op.operands()) ++uses[v];
+  });
+  ir::walk(body, [&](ir::Op& op) {
+    if (op.code() != OpCode::Dot || op.numOperands() != 5 || !la_.has(op.result()) ||
+        la_.get(op.result()).parent.mma == ir::MmaKind::None)
+      return;
+    const ir::Value* b = op.operand(1);
+    const ir::Op* t = b->definingOp();
+    if (!t || t->code() != OpCode::Transpose || uses[b] != 1 || t->parent() != op.parent()) return;
+    const TensorCoreDotPlan p = dotPlan(op);
+    if (!p.bTransposed || !dotArea(op, p).stageB || globalOperands_.count({&op, 1})) return;
+    elided_.insert(b);
+    stagedTransposes_[&op] = t->operand(0);
+  });
 }
 
 // Packed f32 math (CDNA's v_pk_add/mul/fma_f32) halves the instructions of

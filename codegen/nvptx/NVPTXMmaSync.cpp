@@ -30,9 +30,9 @@
 //
 // The block-scaled m16n8k32 (.kind::mxf8f6f4.block_scale.scale_vec::1X,
 // sm_120a: PTX ISA, "Block Scaling for mma.sync") takes the same fragments
-// plus one e8m0 scale per row of A and per column of B for its 32 k, each
-// a byte of a 32-bit register that the selectors {byte-id, thread-id}
-// pick. With thread-id 0, lane 4g + h (h < 2) gives A's row g + 8h and
+// (fp6 and fp4 elements a byte each, as fp8) plus one e8m0 scale per row
+// of A and per column of B for its 32 k, each a byte of a 32-bit register
+// that the selectors {byte-id, thread-id} pick. With thread-id 0, lane 4g + h (h < 2) gives A's row g + 8h and
 // lane 4g gives B's column g; the other lanes' registers are not read
 // (Triton's sm_120 scale layout reads the PTX ISA's figures the same way,
 // and the emulator runs this reading: runtime/emu/Matrix.cpp). Four k-steps'

@@ -86,6 +86,31 @@ void linkLibdevice(llvm::Module& m, llvm::TargetMachine& tm, const std::string& 
   runPipeline(m, tm, "nvvm-reflect,always-inline,globaldce");
 }
 
+// sm_120a (Targets.def's mmaBlockScale): mma.sync.m16n8k32
+// .kind::mxf8f6f4.block_scale.scale_vec::1X with ue8m0 scales, one per
+// 32-element block of a row of A and a column of B, for every pair of the
+// OCP elements e4m3, e5m2, e2m3, e3m2, e2m1 (each in a byte: fp6 in the low
+// six bits, fp4 in bits 2-5; ir::buildMmaContainers), on the fp8 mma.sync
+// placement (NVPTXMmaSync.cpp); LLVM names the intrinsic by the pair.
+llvm::Intrinsic::ID mmaBlockScale(const GpuArch& row, DType a, DType b) {
+  auto ptx = [](DType d) -> const char* {
+    switch (d) {
+      case DType::F8E4M3: return "e4m3";
+      case DType::F8E5M2: return "e5m2";
+      case DType::F6E2M3: return "e2m3";
+      case DType::F6E3M2: return "e3m2";
+      case DType::F4E2M1: return "e2m1";
+      default: return nullptr;
+    }
+  };
+  if (!row.mmaBlockScale || !ptx(a) || !ptx(b)) return llvm::Intrinsic::not_intrinsic;
+  const std::string name = std::string("llvm.nvvm.mma.block.scale.m16n8k32.row.col.mxf8f6f4.scale.1x.f32.") + ptx(a) +
+                           "." + ptx(b) + ".f32.ue8m0";
+  const llvm::Intrinsic::ID id = llvm::Intrinsic::lookupIntrinsicID(name);
+  TS_ASSERT(id != llvm::Intrinsic::not_intrinsic, "LLVM has no " + name);
+  return id;
+}
+
 // Tensor-core table: f16/bf16 operands with an f32 accumulator use
 // mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32 (sm_80+),
 // operands read from shared memory by ldmatrix (A: .x4, B: .x4/.x2 .trans
@@ -127,16 +152,13 @@ TensorCoreOp nvptxTensorCore(const GpuArch& row, DType a, DType b, DType acc) {
                      : llvm::Intrinsic::nvvm_mma_m16n8k32_row_col_f32_e4m3_e5m2_f32)
                : (b4 ? llvm::Intrinsic::nvvm_mma_m16n8k32_row_col_f32_e5m2_e4m3_f32
                      : llvm::Intrinsic::nvvm_mma_m16n8k32_row_col_f32_e5m2_e5m2_f32);
-    // sm_120a (Targets.def's mmaBlockScale): the same m16n8k32 with e8m0
-    // scales of one 32-element block per row of A and column of B
-    // (.scale_vec::1X), on the mma.sync placement (NVPTXMmaSync.cpp).
-    if (row.mmaBlockScale && t.kind == ir::MmaKind::NvMmaM16N8K32) {
-      using namespace llvm::Intrinsic;
-      t.mmaBlockScale = a4 ? (b4 ? nvvm_mma_block_scale_m16n8k32_row_col_mxf8f6f4_scale_1x_f32_e4m3_e4m3_f32_ue8m0
-                                 : nvvm_mma_block_scale_m16n8k32_row_col_mxf8f6f4_scale_1x_f32_e4m3_e5m2_f32_ue8m0)
-                           : (b4 ? nvvm_mma_block_scale_m16n8k32_row_col_mxf8f6f4_scale_1x_f32_e5m2_e4m3_f32_ue8m0
-                                 : nvvm_mma_block_scale_m16n8k32_row_col_mxf8f6f4_scale_1x_f32_e5m2_e5m2_f32_ue8m0);
-    }
+    if (t.kind == ir::MmaKind::NvMmaM16N8K32) t.mmaBlockScale = mmaBlockScale(row, a, b);
+    return t;
+  }
+  // The fp6 and fp4 elements: block-scaled only (sm_120a), one a byte in
+  // the fp8 operands' fragments and staging.
+  if (acc == DType::F32 && (t.mmaBlockScale = mmaBlockScale(row, a, b)) != llvm::Intrinsic::not_intrinsic) {
+    t.kind = ir::MmaKind::NvMmaM16N8K32;
     return t;
   }
   if (a != b) return {};

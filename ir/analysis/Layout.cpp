@@ -2,6 +2,7 @@
 // GPU target (the accesses' coalesced layouts, the dots' MMA layouts, and
 // what propagates between them), with the vector width of each access and
 // the constancy of masks. The algebra it works in is LayoutAlgebra.cpp.
+#include "tessera/ir/ScaledDot.h"
 #include "tessera/ir/analysis/Layout.h"
 
 #include <algorithm>
@@ -38,7 +39,7 @@ std::optional<Layout> LayoutAnalysis::dotLayout(const ir::Op& op) const {
   if (!tensorCore_ || op.code() != ir::OpCode::Dot) return std::nullopt;
   const ir::Value* a = op.operand(0);
   const ir::Value* b = op.operand(1);
-  MmaKind k = tensorCore_(a->type().dtype(), b->type().dtype(), op.result()->type().dtype());
+  MmaKind k = tensorCore_(dotOperandElem(op, 0), dotOperandElem(op, 1), op.result()->type().dtype());
   if (k == MmaKind::None) return std::nullopt;
   auto bl = mmaLayout(k, a->type().shape()[0], b->type().shape()[1], a->type().shape()[1], numWarps_, warpSize_,
                       chainedDots_.count(&op) != 0);

@@ -3,6 +3,8 @@
 // these ops match bit for bit (tests/codegen/dot_scaled_test.cpp).
 #include "tessera/ir/ScaledDot.h"
 
+#include <optional>
+
 #include "tessera/support/Error.h"
 #include "tessera/support/Fp8.h"
 #include "tessera/support/MxFormats.h"
@@ -95,6 +97,23 @@ Value* buildUnpackFp4(Builder& b, Value* v) {
   Value* hi = b.binary(OpCode::Shr, v, b.constant(v->type(), int64_t{4}));
   shape.back() *= 2;
   return b.reshape(b.join(lo, hi), shape);
+}
+
+DType dotOperandElem(const Op& dot, unsigned operand) {
+  TS_ASSERT(dot.code() == OpCode::Dot && operand < 2, "dotOperandElem of an operand of no dot");
+  if (dot.numOperands() != 5) return dot.operand(operand)->type().dtype();
+  std::optional<DType> d = parseDType(dot.strAttr(operand == 0 ? "a_elem" : "b_elem"));
+  TS_ASSERT(d.has_value(), "a block-scaled dot whose element attribute the verifier let through");
+  return *d;
+}
+
+Value* buildMmaContainers(Builder& b, Value* codes, const ScaledFormatInfo& f) {
+  if (isFp8(f.elem)) return codes;
+  if (f.packed) {
+    Value* c = buildUnpackFp4(b, codes);
+    return b.binary(OpCode::Shl, c, b.constant(c->type(), int64_t{2}));
+  }
+  return b.binary(OpCode::And, codes, b.constant(codes->type(), int64_t{0x3F}));
 }
 
 }  // namespace tessera::ir

@@ -2,6 +2,8 @@
 #include "VerifierImpl.h"
 #include "tessera/ir/ScaledDot.h"
 
+#include <optional>
+
 namespace tessera::ir::detail {
 
 bool Verifier::verifyComputeOp(const Op& op) {
@@ -66,6 +68,35 @@ bool Verifier::verifyComputeOp(const Op& op) {
         fail(op, "needs rank-2 tiles, got " + ts(a) + ", " + ts(b) + ", " + ts(acc));
       if (a.shape()[1] != b.shape()[0] || acc.shape()[0] != a.shape()[0] || acc.shape()[1] != b.shape()[1])
         fail(op, "shapes do not contract: " + ts(a) + " x " + ts(b) + " -> " + ts(acc));
+      if (op.numOperands() == 5) {
+        // The block-scaled form a target with block-scaled matrix
+        // instructions lowers natively (decompose-scaled-dots leaves it):
+        // u8 operands holding one element a byte of the OCP dtypes
+        // `a_elem` / `b_elem` (kind::mxf8f6f4's containers:
+        // buildMmaContainers), e8m0 codes (u8) scaling blocks of 32 along
+        // K, A's [M, K/32] and B's [N, K/32], an f32 accumulator.
+        const Type& sa = in(op, 3);
+        const Type& sb = in(op, 4);
+        for (const char* k : {"a_elem", "b_elem"}) {
+          std::optional<DType> d = parseDType(strAttr(op, k));
+          if (!d || !(*d == DType::F8E4M3 || *d == DType::F8E5M2 || *d == DType::F6E2M3 || *d == DType::F6E3M2 ||
+                      *d == DType::F4E2M1))
+            fail(op, std::string("block-scaled '") + k + "' must be f8e4m3, f8e5m2, f6e2m3, f6e3m2 or f4e2m1, got '" +
+                         strAttr(op, k) + "'");
+        }
+        if (a.dtype() != DType::U8 || b.dtype() != DType::U8 || acc.dtype() != DType::F32)
+          fail(op, "block-scaled operands must be u8 elements and an f32 accumulator, got " + ts(a) + ", " + ts(b) +
+                       ", " + ts(acc));
+        const int64_t M = a.shape()[0], K = a.shape()[1], N = b.shape()[1];
+        if (K % 32 != 0) fail(op, "block-scaled K must be a multiple of 32, got " + ts(a));
+        const Shape wantA = {M, K / 32}, wantB = {N, K / 32};
+        if (!sa.isTile() || sa.dtype() != DType::U8 || sa.shape() != wantA || !sb.isTile() || sb.dtype() != DType::U8 ||
+            sb.shape() != wantB)
+          fail(op, "block scales must be u8 (e8m0 codes) tiles " + shapeStr(wantA) + " and " + shapeStr(wantB) +
+                       ", got " + ts(sa) + ", " + ts(sb));
+        resultIs(op, acc);
+        return true;
+      }
       // Two fp8 operands may differ in format (e4m3 x e5m2, as the tensor
       // cores take them).
       if (a.dtype() != b.dtype() && !(isFp8(a.dtype()) && isFp8(b.dtype())))
@@ -77,24 +108,6 @@ bool Verifier::verifyComputeOp(const Op& op) {
       if (acc.dtype() != accD)
         fail(op, "accumulator " + ts(acc) + " must be " + name(accD) + " for " + name(d) + " operands");
       resultIs(op, acc);
-      if (op.numOperands() == 5) {
-        // The block-scaled form a target with block-scaled matrix
-        // instructions lowers natively (decompose-scaled-dots leaves it):
-        // OCP fp8 operands, e8m0 codes (u8) scaling blocks of 32 along K,
-        // A's [M, K/32] and B's [N, K/32], an f32 accumulator.
-        const Type& sa = in(op, 3);
-        const Type& sb = in(op, 4);
-        auto ocp = [](DType d) { return d == DType::F8E4M3 || d == DType::F8E5M2; };
-        if (!ocp(a.dtype()) || !ocp(b.dtype()))
-          fail(op, "block-scaled operands must be f8e4m3 or f8e5m2, got " + ts(a) + ", " + ts(b));
-        const int64_t M = a.shape()[0], K = a.shape()[1], N = b.shape()[1];
-        if (K % 32 != 0) fail(op, "block-scaled K must be a multiple of 32, got " + ts(a));
-        const Shape wantA = {M, K / 32}, wantB = {N, K / 32};
-        if (!sa.isTile() || sa.dtype() != DType::U8 || sa.shape() != wantA || !sb.isTile() || sb.dtype() != DType::U8 ||
-            sb.shape() != wantB)
-          fail(op, "block scales must be u8 (e8m0 codes) tiles " + shapeStr(wantA) + " and " + shapeStr(wantB) +
-                       ", got " + ts(sa) + ", " + ts(sb));
-      }
       if (op.hasAttr("async")) {
         int64_t x = intAttr(op, "async");
         if (x != 0 && x != 1) fail(op, "attribute 'async' must be 0 or 1, got " + std::to_string(x));

@@ -1,7 +1,7 @@
 // Canonicalization: local folds that make the IR smaller and more uniform.
 //  * integer arithmetic (mulhi included), bitwise ops and comparisons on
 //    constants fold to a constant (two's complement wrap at the type's width);
-//  * x+0, 0+x, x-0, x*1, 1*x, x|0, x^0, x<<0, x>>0 fold to x; for floats only
+//  * x+0, 0+x, x-0, x*1, 1*x, x/1, x|0, x^0, x<<0, x>>0 fold to x; for floats only
 //    the exact identities x+(-0.0), x-(+0.0) and x*1.0 (x+(+0.0) turns -0.0
 //    into +0.0, so it stays);
 //  * splat of a constant becomes a constant tile;
@@ -154,6 +154,9 @@ class Canonicalize : public Pass {
           case OpCode::Shl:
           case OpCode::Shr:
             if (isIntConst(b, 0)) r.existing = a;
+            break;
+          case OpCode::Div:  // (`(K + pk - 1) / pk` with pk = 1 keeps K's divisibility)
+            if (isIntConst(b, 1)) r.existing = a;
             break;
           case OpCode::Mul:
             if (isIntConst(b, 1))

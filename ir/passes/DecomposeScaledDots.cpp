@@ -22,10 +22,11 @@
 //
 // The dots `native` accepts (the target lowers them to a block-scaled
 // matrix instruction: codegen's nativeScaledDot) become the block-scaled
-// form of `dot` instead: the codes reinterpreted as their fp8 dtype (a
-// bitcast of the u8 tile), B transposed to [K, N], the e8m0 scale tiles as
+// form of `dot` instead: the codes one a byte in the instruction's
+// containers (buildMmaContainers: fp4 unpacked), their element dtypes as
+// `a_elem` / `b_elem`, B transposed to [K, N], the e8m0 scale tiles as
 // operands 3 and 4 (IR.h), so the tensor-core lowering stages and reads
-// them as any dot's operands. Without `native` (the pass by name) every
+// them as any dot's 1-byte operands. Without `native` (the pass by name) every
 // dot_scaled is decomposed.
 #include <functional>
 #include <variant>
@@ -82,13 +83,16 @@ class DecomposeScaledDots : public Pass {
       Value* acc = op.operand(4);
       Value* ts = op.numOperands() > 5 ? op.operand(5) : nullptr;
       const bool native = native_ && native_(op);
-      TS_ASSERT(!native || (!ts && !fa->packed && !fb->packed && isFp8(fa->elem) && isFp8(fb->elem)),
+      TS_ASSERT(!native || (!ts && fa->block == 32 && fb->block == 32),
                 "a native block-scaled dot of a form the block-scaled dot does not take");
       Value* r;
       if (native) {
-        Value* a8 = b.bitcast(op.operand(0), fa->elem);
-        Value* b8 = b.transpose(b.bitcast(op.operand(2), fb->elem), {1, 0});
-        r = b.create(OpCode::Dot, {a8, b8, acc, op.operand(1), op.operand(3)}, {acc->type()})->result();
+        Value* ca = buildMmaContainers(b, op.operand(0), *fa);
+        Value* cb = b.transpose(buildMmaContainers(b, op.operand(2), *fb), {1, 0});
+        r = b.create(
+                 OpCode::Dot, {ca, cb, acc, op.operand(1), op.operand(3)}, {acc->type()},
+                 {{"a_elem", std::string(tessera::name(fa->elem))}, {"b_elem", std::string(tessera::name(fb->elem))}})
+                ->result();
       } else if (ts) {
         Value* xa = dequantise(b, op.operand(0), op.operand(1), *fa);
         Value* xb = b.transpose(dequantise(b, op.operand(2), op.operand(3), *fb), {1, 0});

@@ -370,16 +370,15 @@ void Worker::matrix(Fiber* f, Coll kind, int32_t mode, const void* a, const void
       ok = cfg->vendor == Vendor::NVIDIA && (n == 1 || n == 2 || n == 4) && (mode & ~15) == 0;
       break;
     }
-    case Coll::Mma: {
-      // The block-scaled fp8 forms: the flag, the selectors (bits 8-15).
-      const int32_t base = mode & ~(TESSERA_EMU_MMA_BLOCK_SCALE | 0xFF00);
+    case Coll::Mma:
+      // The block-scaled form: two element formats, the selectors.
       ok = cfg->vendor == Vendor::NVIDIA && mode >= 0 &&
            ((mode & TESSERA_EMU_MMA_BLOCK_SCALE)
-                ? base >= TESSERA_EMU_MMA_M16N8K32_E4M3_E4M3 && base <= TESSERA_EMU_MMA_M16N8K32_E5M2_E5M2 &&
-                      (mode >> 10 & 3) <= 1 && mode >> 16 == 0
+                ? (mode & 0xFF) == TESSERA_EMU_MMA_BLOCK_SCALE && (mode >> 10 & 3) <= 1 &&
+                      (mode >> 16 & 7) <= TESSERA_EMU_MXF_E2M1 && (mode >> 19 & 7) <= TESSERA_EMU_MXF_E2M1 &&
+                      mode >> 22 == 0
                 : mode <= TESSERA_EMU_MMA_M16N8K32_E5M2_E5M2);
       break;
-    }
     case Coll::Wgmma: {
       const int n = mode & ~(TESSERA_EMU_WGMMA_BF16 | TESSERA_EMU_WGMMA_TRANS_B | TESSERA_EMU_WGMMA_A_SHARED |
                              TESSERA_EMU_WGMMA_FP8 | TESSERA_EMU_WGMMA_A_E5M2 | TESSERA_EMU_WGMMA_B_E5M2);

@@ -53,6 +53,7 @@
 
 #include "tessera/runtime/Emulator.h"
 #include "tessera/support/Fp8.h"
+#include "tessera/support/MxFormats.h"
 
 namespace tessera::emu::detail {
 
@@ -175,8 +176,19 @@ bool mmaSync(int32_t mode, const LaneFrag* lanes) {
     // the PTX ISA's "Block Scaling for mma.sync": byte byte-id of
     // scale-a-data of lane 4 (m % 8) + 2 thread-id-a + m / 8 scales A's row
     // m, byte byte-id-b of scale-b-data of lane 4n + thread-id-b B's column n.
-    std::optional<Fp8Pair> f8 = mmaFp8(mode & 15);
-    if (!f8) return false;
+    // Each element a byte (EmuAbi.h): fp8 whole, fp6 the low six bits, fp4
+    // bits 2-5.
+    auto elem = [](int fmt, uint8_t c) -> float {
+      switch (fmt) {
+        case TESSERA_EMU_MXF_E4M3: return fp8Decode(DType::F8E4M3, c);
+        case TESSERA_EMU_MXF_E5M2: return fp8Decode(DType::F8E5M2, c);
+        case TESSERA_EMU_MXF_E2M3: return mxElementDecode(DType::F6E2M3, c & 0x3F);
+        case TESSERA_EMU_MXF_E3M2: return mxElementDecode(DType::F6E3M2, c & 0x3F);
+        default: return mxElementDecode(DType::F4E2M1, c >> 2 & 0xF);
+      }
+    };
+    const int fa = mode >> 16 & 7, fb = mode >> 19 & 7;
+    auto byteOf = [](const uint32_t* regs, int e) { return static_cast<uint8_t>(regs[e / 4] >> (8 * (e % 4))); };
     const int ba = mode >> 8 & 3, ta = mode >> 10 & 3, bb = mode >> 12 & 3, tb = mode >> 14 & 3;
     auto e8m0 = [](uint32_t reg, int byte) {
       const unsigned c = reg >> (8 * byte) & 0xFF;
@@ -189,11 +201,11 @@ bool mmaSync(int32_t mode, const LaneFrag* lanes) {
     for (int l = 0; l < 32; ++l) {
       const int g = l / 4, t = l % 4;
       for (int i = 0; i < 16; ++i)
-        A.at(g + 8 * (i / 4 % 2), 4 * t + i % 4 + 16 * (i / 8)) = fp8Elem(lanes[l].a, i, f8->a);
-      for (int i = 0; i < 8; ++i) B.at(4 * t + i % 4 + 16 * (i / 4), g) = fp8Elem(lanes[l].b, i, f8->b);
+        A.at(g + 8 * (i / 4 % 2), 4 * t + i % 4 + 16 * (i / 8)) = elem(fa, byteOf(lanes[l].a, i));
+      for (int i = 0; i < 8; ++i) B.at(4 * t + i % 4 + 16 * (i / 4), g) = elem(fb, byteOf(lanes[l].b, i));
       for (int i = 0; i < 4; ++i) C.at(g + 8 * (i / 2), 2 * t + i % 2) = lanes[l].c[i];
     }
-    // Each product of two fp8 values is exact in double, and so is its
+    // Each product of two elements is exact in double, and so is its
     // scaling by two powers of two (within double's range).
     for (int l = 0; l < 32; ++l) {
       const int g = l / 4, t = l % 4;

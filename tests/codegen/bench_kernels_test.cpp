@@ -70,6 +70,14 @@ TEST_CASE("bench kernels: gemm_f16 on sm_90a", "[bench][emu][wgmma]") {
   runFamily("gemm_f16", {Device::emulator("nvptx:sm_90a")}, true);
 }
 
+// The block-scaled GEMMs on sm_120a's block-scaled mma.sync (the CPU and
+// the other emulators run the same kernels decomposed in the examples'
+// tests), at the ragged shape.
+TEST_CASE("bench kernels: gemm_mxfp8 and gemm_mxfp4 on sm_120a", "[bench][emu][mx]") {
+  runFamily("gemm_mxfp8", {Device::emulator("nvptx:sm_120a")}, true);
+  runFamily("gemm_mxfp4", {Device::emulator("nvptx:sm_120a")}, true);
+}
+
 // gfx1100 keeps flash attention's Q (a loop-invariant dot operand) in LDS
 // through the loop unless moving its fragments to registers raises the
 // waves the LDS allows within what 256 VGPRs allow, and the code does not

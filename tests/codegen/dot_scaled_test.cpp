@@ -13,8 +13,9 @@
 //    names the line, the target and the cost, and
 //    CompileOptions::nativeScaledDotsOnly makes it a CompileError;
 //  * bad input: a DslError naming the user's line and the legal values;
-//  * mxfp8 on sm_120a runs natively (mma.sync .kind::mxf8f6f4.block_scale),
-//    with no warning, in the emulator against the same reference;
+//  * the MX formats (fp8, fp6, fp4, mixed) on sm_120a run natively (mma.sync
+//    .kind::mxf8f6f4.block_scale), with no warning, in the emulator against
+//    the same reference;
 //  * the kernels assemble with ptxas for sm_100a and sm_120a with no spills
 //    and link with LLD for gfx942.
 #include <catch2/catch.hpp>
@@ -254,15 +255,20 @@ TEST_CASE("dot_scaled: mxfp4 and nvfp4 on emulated sm_90a, sm_100a and sm_120a m
 
 // ------------------------------------------------ native on sm_120a
 
-TEST_CASE("dot_scaled: mxfp8 runs on sm_120a's block-scaled mma.sync, silently, matching the reference",
+TEST_CASE("dot_scaled: the MX formats run on sm_120a's block-scaled mma.sync, silently, matching the reference",
           "[mx][dot][emu][blackwell]") {
-  const ScaledFormat e4 = ScaledFormat::mxfp8_e4m3, e5 = ScaledFormat::mxfp8_e5m2;
-  // The instruction, its format pair, no warning and no decomposition; K
+  const ScaledFormat e4 = ScaledFormat::mxfp8_e4m3, e5 = ScaledFormat::mxfp8_e5m2, f6a = ScaledFormat::mxfp6_e2m3,
+                     f6b = ScaledFormat::mxfp6_e3m2, f4 = ScaledFormat::mxfp4;
+  auto ptxName = [&](ScaledFormat f) {
+    return f == e4 ? "e4m3" : f == e5 ? "e5m2" : f == f6a ? "e2m3" : f == f6b ? "e3m2" : "e2m1";
+  };
+  // The instruction, its element pair, no warning and no decomposition; K
   // steps of 32 (the scales one byte at a time), 64 and 128 (four k-steps'
   // scales in one 32-bit register, selected by byte-id).
   for (auto [fa, fb, BK] :
-       {std::tuple{e4, e4, 32}, std::tuple{e4, e5, 64}, std::tuple{e5, e4, 128}, std::tuple{e5, e5, 128}}) {
-    const std::string pair = std::string(fa == e4 ? "e4m3" : "e5m2") + "." + (fb == e4 ? "e4m3" : "e5m2");
+       {std::tuple{e4, e4, 32}, std::tuple{e4, e5, 64}, std::tuple{e5, e4, 128}, std::tuple{e5, e5, 128},
+        std::tuple{f6a, f6b, 32}, std::tuple{f4, f4, 32}, std::tuple{f4, e4, 64}, std::tuple{f6b, f4, 32}}) {
+    const std::string pair = std::string(ptxName(fa)) + "." + ptxName(fb);
     INFO(pair << " BK " << BK);
     ts::CompileOptions strict;
     strict.nativeScaledDotsOnly = true;  // a decomposition would be an error
@@ -277,8 +283,8 @@ TEST_CASE("dot_scaled: mxfp8 runs on sm_120a's block-scaled mma.sync, silently, 
       if (stage == "decompose-scaled-dots") CHECK(ir.find("xbf16>") == std::string::npos);
     // ptxas takes it, without spills at the zoo's K step of 32 (this test
     // kernel's byte-masked loads of 64 x 64 and 64 x 128 tiles spill on 4
-    // warps: 608 and 1880 bytes; its K step of 128 decomposed on sm_100a,
-    // 2392).
+    // warps: 608 and 1880 bytes for fp8; its K step of 128 decomposed on
+    // sm_100a, 2392).
     if (::access("/usr/local/cuda/bin/ptxas", X_OK) == 0) {
       testptx::PtxasFigures f = testptx::ptxasFigures(ck);
       INFO(f.report);
@@ -289,14 +295,24 @@ TEST_CASE("dot_scaled: mxfp8 runs on sm_120a's block-scaled mma.sync, silently, 
     // sm_90a has no block-scaled mma.sync: decomposed, with the warning.
     CHECK(ts::compile(scaledGemm(fa, fb, 64, 64, BK, false), ts::Target::parse("nvptx:sm_90a")).warnings().size() == 1);
   }
+  // nvfp4 (blocks of 16, e4m3 scales) is another instruction: decomposed.
+  CHECK(ts::compile(scaledGemm(ScaledFormat::nvfp4, ScaledFormat::nvfp4, 64, 64, 32, true),
+                    ts::Target::parse("nvptx:sm_120a"))
+            .warnings()
+            .size() == 1);
   // The emulator runs the instruction (Matrix.cpp) against the double
   // reference: whole tiles and blocks, ragged M, N and K (masked codes and
-  // scales read as zero), tiles of 2x2 and 1x1 warps.
+  // scales read as zero; an odd K of fp4), tiles of 2x2 and 1x1 warps.
   const ts::Device dev = ts::Device::emulator("nvptx:sm_120a");
   checkScaledGemm(dev, e4, e4, 64, 64, 128, 128, 64, 256, false);
   checkScaledGemm(dev, e5, e4, 64, 32, 64, 45, 37, 77, false);
   checkScaledGemm(dev, e4, e5, 32, 32, 32, 33, 40, 96, false);
   checkScaledGemm(dev, e5, e5, 64, 64, 128, 100, 70, 130, false);
+  checkScaledGemm(dev, f6a, f6a, 64, 64, 64, 64, 64, 128, false);
+  checkScaledGemm(dev, f6b, e4, 32, 32, 32, 45, 37, 77, false);
+  checkScaledGemm(dev, f4, f4, 64, 64, 128, 100, 70, 97, false);
+  checkScaledGemm(dev, e4, f4, 32, 32, 32, 33, 40, 96, false);
+  checkScaledGemm(dev, f4, f6b, 64, 32, 64, 64, 64, 64, false);
 }
 
 // ------------------------------------------------ never silent
@@ -312,8 +328,7 @@ TEST_CASE("dot_scaled: the compile warns with the line, the target and the cost,
     auto d = ts::dot_scaled(ta, tsc, ScaledFormat::mxfp4, ta, tsc, ScaledFormat::mxfp4);
     ts::store(c + r * 32 + ts::expand_dims(ts::arange(32), 0), d);
   });
-  for (const char* target :
-       {"cpu", "nvptx:sm_90a", "nvptx:sm_100a", "nvptx:sm_120a", "amdgpu:gfx942", "amdgpu:gfx1100"}) {
+  for (const char* target : {"cpu", "nvptx:sm_90a", "nvptx:sm_100a", "amdgpu:gfx942", "amdgpu:gfx1100"}) {
     INFO(target);
     ts::CompiledKernel ck = ts::compile(k, ts::Target::parse(target));
     REQUIRE(ck.warnings().size() == 1);
@@ -355,6 +370,8 @@ TEST_CASE("dot_scaled: the compile warns with the line, the target and the cost,
     auto d = ts::dot_scaled(ta, tsc, ScaledFormat::mxfp8_e4m3, ta, tsc, ScaledFormat::mxfp8_e5m2);
     ts::store(c + r * 32 + ts::expand_dims(ts::arange(32), 0), d);
   });
+  // sm_120a runs the same mxfp4 dot natively: no warning.
+  CHECK(ts::compile(k, ts::Target::parse("nvptx:sm_120a")).warnings().empty());
   ts::CompiledKernel ck = ts::compile(k8, ts::Target::parse("emu:nvptx:sm_90a"));
   REQUIRE(ck.warnings().size() == 1);
   CHECK(ck.warnings()[0].find("dot_scaled mxfp8_e4m3 x mxfp8_e5m2 on emu:nvptx:sm_90a") != std::string::npos);

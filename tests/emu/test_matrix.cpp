@@ -16,6 +16,7 @@
 
 #include "tessera/runtime/Emulator.h"
 #include "tessera/support/Fp8.h"
+#include "tessera/support/MxFormats.h"
 
 using namespace tessera::emu;
 
@@ -360,30 +361,45 @@ void runFp8Forms(const Shape& s, Vendor vendor, const std::array<int, 4>& modes,
 }
 
 /// The block-scaled m16n8k32 (sm_120a, .kind::mxf8f6f4.block_scale
-/// .scale_vec::1X, ue8m0): the fp8 fragments of nv8A / nv8B, plus the
-/// scales as the PTX ISA's "Block Scaling for mma.sync" places them with
-/// selectors {byte-id, thread-id}: A's row m in byte byte-id-a of
+/// .scale_vec::1X, ue8m0): the 8-bit fragments of nv8A / nv8B, each byte
+/// one element (fp8 whole, fp6 in the low six bits, fp4 in bits 2-5), plus
+/// the scales as the PTX ISA's "Block Scaling for mma.sync" places them
+/// with selectors {byte-id, thread-id}: A's row m in byte byte-id-a of
 /// scale-a-data (the lane's a[4]) of lane 4 (m % 8) + 2 thread-id-a + m / 8,
 /// B's column n in byte byte-id-b of scale-b-data (b[2]) of lane 4n +
 /// thread-id-b. Every other byte of every lane's scale registers is random,
-/// so a wrong selection changes D. Operands of magnitude 2^-2..2^2 and
-/// scales 2^-6..2^6: the exact sum spans fewer than 53 bits, which the
-/// machine forms in double and rounds once, so D is the exact reference
+/// so a wrong selection changes D. The exact sum spans fewer than 53 bits
+/// (elements of at most 4 significant bits, scales 2^-6..2^6), which the
+/// machine forms in double and rounds once: D is the exact reference
 /// rounded to f32, bit for bit.
-void runBlockScaledCase(int pair, int ba, int ta, int bb, int tb, unsigned seed) {
-  const tessera::DType e4 = tessera::DType::F8E4M3, e5 = tessera::DType::F8E5M2;
-  const tessera::DType fa = pair / 2 ? e5 : e4, fb = pair % 2 ? e5 : e4;
+struct MxElem {
+  int mode;  // TESSERA_EMU_MXF_*
+  tessera::DType dt;
+  double value(uint8_t container) const {
+    if (tessera::isFp8(dt)) return tessera::fp8Decode(dt, container);
+    return tessera::mxElementDecode(dt, dt == tessera::DType::F4E2M1 ? container >> 2 : container);
+  }
+};
+const MxElem kMxElems[] = {{TESSERA_EMU_MXF_E4M3, tessera::DType::F8E4M3},
+                           {TESSERA_EMU_MXF_E5M2, tessera::DType::F8E5M2},
+                           {TESSERA_EMU_MXF_E2M3, tessera::DType::F6E2M3},
+                           {TESSERA_EMU_MXF_E3M2, tessera::DType::F6E3M2},
+                           {TESSERA_EMU_MXF_E2M1, tessera::DType::F4E2M1}};
+
+void runBlockScaledCase(const MxElem& fa, const MxElem& fb, int ba, int ta, int bb, int tb, unsigned seed) {
   const Shape s{16, 8, 32, nv8A, nv8B, nvC, 32, 32, 4};
   std::mt19937 rng(seed);
-  auto draw = [&](tessera::DType t) {
+  auto draw = [&](const MxElem& f) {
     std::uniform_int_distribution<int> d(0, 255);
     for (;;) {
       auto c = static_cast<uint8_t>(d(rng));
-      float v = tessera::fp8Decode(t, c);
+      if (f.dt == tessera::DType::F6E2M3 || f.dt == tessera::DType::F6E3M2) return static_cast<uint8_t>(c & 0x3F);
+      if (f.dt == tessera::DType::F4E2M1) return static_cast<uint8_t>((c & 0xF) << 2);
+      float v = tessera::fp8Decode(f.dt, c);
       if (std::isfinite(v) && (v == 0 || (std::fabs(v) >= 0.25f && std::fabs(v) <= 4.0f))) return c;
     }
   };
-  std::uniform_int_distribution<int> dScale(121, 133), dByte(0, 255);
+  std::uniform_int_distribution<int> dScale(121, 133);
   std::vector<uint8_t> A(16 * 32), B(32 * 8), SA(16), SB(8);
   for (auto& x : A) x = draw(fa);
   for (auto& x : B) x = draw(fb);
@@ -395,7 +411,7 @@ void runBlockScaledCase(int pair, int ba, int ta, int bb, int tb, unsigned seed)
   r.c.assign(32, std::vector<float>(16, 0));
   r.d.assign(32, std::vector<float>(16, NAN));
   for (int l = 0; l < 32; ++l) {
-    r.a[l][4] = static_cast<uint32_t>(dByte(rng)) * 0x01010101u ^ static_cast<uint32_t>(rng());
+    r.a[l][4] = static_cast<uint32_t>(rng());
     r.b[l][2] = static_cast<uint32_t>(rng());
   }
   auto setByte = [](uint32_t& w, int byte, uint8_t v) {
@@ -418,22 +434,19 @@ void runBlockScaledCase(int pair, int ba, int ta, int bb, int tb, unsigned seed)
   for (float& x : C) x = float(dc(rng)) * 0.5f;
   for (int i = 0; i < 16; ++i)
     for (int j = 0; j < 8; ++j) r.c[s.C(i, j).lane][s.C(i, j).idx] = C[i * 8 + j];
-  const int base = pair == 0   ? TESSERA_EMU_MMA_M16N8K32_E4M3_E4M3
-                   : pair == 1 ? TESSERA_EMU_MMA_M16N8K32_E4M3_E5M2
-                   : pair == 2 ? TESSERA_EMU_MMA_M16N8K32_E5M2_E4M3
-                               : TESSERA_EMU_MMA_M16N8K32_E5M2_E5M2;
-  const int mode = base | TESSERA_EMU_MMA_BLOCK_SCALE | ba << 8 | ta << 10 | bb << 12 | tb << 14;
+  const int mode =
+      TESSERA_EMU_MMA_BLOCK_SCALE | fa.mode << 16 | fb.mode << 19 | ba << 8 | ta << 10 | bb << 12 | tb << 14;
   runWave(r, Vendor::NVIDIA, 32, 1, mode, tessera_emu_mma_sync, "matrix_block_scale");
   for (int i = 0; i < 16; ++i)
     for (int j = 0; j < 8; ++j) {
       double ref = C[i * 8 + j];
       for (int k = 0; k < 32; ++k)
-        ref += double(tessera::fp8Decode(fa, A[i * 32 + k])) * std::ldexp(1.0, SA[i] - 127) *
-               tessera::fp8Decode(fb, B[k * 8 + j]) * std::ldexp(1.0, SB[j] - 127);
+        ref += fa.value(A[i * 32 + k]) * std::ldexp(1.0, SA[i] - 127) * fb.value(B[k * 8 + j]) *
+               std::ldexp(1.0, SB[j] - 127);
       Owner o = s.C(i, j);
-      INFO(tessera::name(fa) << " x " << tessera::name(fb) << " selectors a {" << ba << "," << ta << "} b {" << bb
-                             << "," << tb << "} D(" << i << "," << j << ") = " << r.d[o.lane][o.idx] << ", reference "
-                             << ref);
+      INFO(tessera::name(fa.dt) << " x " << tessera::name(fb.dt) << " selectors a {" << ba << "," << ta << "} b {" << bb
+                                << "," << tb << "} D(" << i << "," << j << ") = " << r.d[o.lane][o.idx]
+                                << ", reference " << ref);
       REQUIRE(r.d[o.lane][o.idx] == static_cast<float>(ref));
     }
 }
@@ -795,9 +808,14 @@ TEST_CASE("ldmatrix x1/x2/x4 with and without .trans, and its bank conflicts", "
 
 TEST_CASE("block-scaled mma.sync m16n8k32 scales each row of A and column of B by the selected e8m0 bytes",
           "[emu][matrix][mx]") {
+  // Every element pair with one selector setting, and every selector
+  // setting with a few pairs.
   unsigned seed = 300;
-  for (int pair = 0; pair < 4; ++pair)
-    for (int ta = 0; ta < 2; ++ta)
-      for (int tb = 0; tb < 4; ++tb)
-        runBlockScaledCase(pair, (pair + tb) % 4, ta, (pair + 3 * ta + tb) % 4, tb, ++seed);
+  for (const MxElem& fa : kMxElems)
+    for (const MxElem& fb : kMxElems) runBlockScaledCase(fa, fb, 1, 0, 2, 0, ++seed);
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 4; ++tb)
+      for (int ba = 0; ba < 4; ++ba)
+        runBlockScaledCase(kMxElems[(ba + tb) % 5], kMxElems[(ta + 2 * tb + 1) % 5], ba, ta, (ba + tb + ta) % 4, tb,
+                           ++seed);
 }

@@ -32,4 +32,14 @@ Value* buildMxDecode(Builder& b, Value* codes, DType fmt);
 /// to one a byte (the last dim doubled).
 Value* buildUnpackFp4(Builder& b, Value* packed);
 
+/// The element dtype of operand `operand` (0: A, 1: B) of dot `dot`: the
+/// operand's dtype, but for the block-scaled dot (IR.h), whose u8 operands
+/// hold one element a byte of the dtype its `a_elem` / `b_elem` names.
+DType dotOperandElem(const Op& dot, unsigned operand);
+/// The codes of `codes` (a u8 tile of format `f`, fp4 packed) one a byte,
+/// as the block-scaled dot's containers hold them: fp8 as they are, fp6 in
+/// the low six bits, fp4 in bits 2-5 (the `kind::mxf8f6f4` containers of
+/// the PTX ISA), the padding bits zero.
+Value* buildMmaContainers(Builder& b, Value* codes, const ScaledFormatInfo& f);
+
 }  // namespace tessera::ir

@@ -65,13 +65,21 @@ enum : int32_t {
   TESSERA_EMU_WMMA_16X16X16_BF8_FP8 = 34,  // v_wmma_f32_16x16x16_bf8_fp8
   TESSERA_EMU_WMMA_16X16X16_BF8_BF8 = 35,  // v_wmma_f32_16x16x16_bf8_bf8
 };
-// Added to the four fp8 mma.sync modes above: their block-scaled form
-// (mma.sync.aligned.m16n8k32.row.col.kind::mxf8f6f4.block_scale
-// .scale_vec::1X ... .ue8m0, sm_120a), each lane's fragment arrays extended
-// by scale-a-data (a[4]) and scale-b-data (b[2]); the selectors in the
-// mode's bits: byte-id-a << 8, thread-id-a << 10, byte-id-b << 12,
-// thread-id-b << 14.
-enum : int32_t { TESSERA_EMU_MMA_BLOCK_SCALE = 16 };
+// The block-scaled mma.sync mode (mma.sync.aligned.m16n8k32.row.col
+// .kind::mxf8f6f4.block_scale.scale_vec::1X.f32.<a>.<b>.f32.ue8m0, sm_120a):
+// TESSERA_EMU_MMA_BLOCK_SCALE plus A's element format << 16 and B's << 19
+// (TESSERA_EMU_MXF_*: one element a byte, fp6 in the low six bits, fp4 in
+// bits 2-5), and the selectors byte-id-a << 8, thread-id-a << 10,
+// byte-id-b << 12, thread-id-b << 14; each lane's fragment arrays are the
+// fp8 form's extended by scale-a-data (a[4]) and scale-b-data (b[2]).
+enum : int32_t {
+  TESSERA_EMU_MMA_BLOCK_SCALE = 16,
+  TESSERA_EMU_MXF_E4M3 = 0,
+  TESSERA_EMU_MXF_E5M2 = 1,
+  TESSERA_EMU_MXF_E2M3 = 2,
+  TESSERA_EMU_MXF_E3M2 = 3,
+  TESSERA_EMU_MXF_E2M1 = 4,
+};
 /// wgmma mode: the instruction's N (8 to 256, a multiple of 8), plus the
 /// flags below.
 #define TESSERA_EMU_WGMMA_BF16 0x1000
