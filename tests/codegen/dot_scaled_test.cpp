@@ -295,6 +295,15 @@ TEST_CASE("dot_scaled: the MX formats run on sm_120a's block-scaled mma.sync, si
     // sm_90a has no block-scaled mma.sync: decomposed, with the warning.
     CHECK(ts::compile(scaledGemm(fa, fb, 64, 64, BK, false), ts::Target::parse("nvptx:sm_90a")).warnings().size() == 1);
   }
+  // A K step the placement does not fit (96: ir::mmaLayout takes powers of
+  // two; pad-tiles warns too) runs decomposed, with the warning.
+  {
+    int decomposed = 0;
+    for (const std::string& w :
+         ts::compile(scaledGemm(e4, e5, 64, 64, 96, false), ts::Target::parse("nvptx:sm_120a")).warnings())
+      decomposed += w.find("runs decomposed") != std::string::npos;
+    CHECK(decomposed == 1);
+  }
   // nvfp4 (blocks of 16, e4m3 scales) is another instruction: decomposed.
   CHECK(ts::compile(scaledGemm(ScaledFormat::nvfp4, ScaledFormat::nvfp4, 64, 64, 32, true),
                     ts::Target::parse("nvptx:sm_120a"))
@@ -313,6 +322,8 @@ TEST_CASE("dot_scaled: the MX formats run on sm_120a's block-scaled mma.sync, si
   checkScaledGemm(dev, f4, f4, 64, 64, 128, 100, 70, 97, false);
   checkScaledGemm(dev, e4, f4, 32, 32, 32, 33, 40, 96, false);
   checkScaledGemm(dev, f4, f6b, 64, 32, 64, 64, 64, 64, false);
+  // The K step of 96 above, decomposed.
+  checkScaledGemm(dev, e4, e5, 64, 64, 96, 64, 64, 200, false);
 }
 
 // ------------------------------------------------ never silent
