@@ -2,6 +2,7 @@
 #include "codegen/gpu/GpuTargetInfo.h"
 #include "codegen/gpu/RematerializeAfterLoops.h"
 
+#include <bit>
 #include <chrono>
 #include <map>
 #include <cstdio>
@@ -202,10 +203,15 @@ bool gpuScaledDotNative(GpuTargetFactory make, const GpuConfig& c, const ir::Op&
   if (!fa || !fb || fa->block != 32 || fb->block != 32 || dotScaled.numOperands() != 5) return false;
   const TensorCoreOp op = make(c)->tensorCore(fa->elem, fb->elem, DType::F32);
   if (op.mmaBlockScale == llvm::Intrinsic::not_intrinsic) return false;
+  // The shape after pad-tiles (every dim to a power of two; the padded K
+  // blocks' codes zeroed and scales made finite there). fp4's unpacking
+  // reshapes K, which pad-tiles cannot pad: those shapes as they are.
   const auto& a = dotScaled.operand(0)->type().shape();  // [M, K] ([M, K/2] packed fp4)
   const auto& b = dotScaled.operand(2)->type().shape();  // [N, K]
-  const int64_t K = a[1] * (fa->packed ? 2 : 1);
-  auto l = ir::mmaLayout(op.kind, a[0], b[0], K, c.numWarps, static_cast<int>(c.warpSize()), false);
+  const bool packed = fa->packed || fb->packed;
+  auto pad = [&](int64_t x) { return packed ? x : static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(x))); };
+  const int64_t K = pad(a[1]) * (fa->packed ? 2 : 1);
+  auto l = ir::mmaLayout(op.kind, pad(a[0]), pad(b[0]), K, c.numWarps, static_cast<int>(c.warpSize()), false);
   return l && l->mma == op.kind;
 }
 

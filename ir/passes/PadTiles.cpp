@@ -17,7 +17,8 @@
 //    for max and argmax, whose ties go to the lower, valid index; +inf / the
 //    maximum for min and argmin, likewise);
 //  * dot with a padded K: the padded columns of A and rows of B are zeroed,
-//    so each padded product is 0 * 0;
+//    so each padded product is 0 * 0 (a block-scaled dot's padded scale
+//    blocks become 127, 2^0: never NaN);
 //  * gather: src and index are padded alike in every dim but the axis; an
 //    in-range index never points at padding, an out-of-range one gives an
 //    unspecified value anyway (IR.h), and padded index lanes give padding;
@@ -243,6 +244,13 @@ class PadTiles : public Pass {
           Value* bm = op.operand(1);
           if (Value* v = validMask(bld, a, {1})) op.setOperand(0, bld.select(v, a, zero(bld, a->type())));
           if (Value* v = validMask(bld, bm, {0})) op.setOperand(1, bld.select(v, bm, zero(bld, bm->type())));
+          // A block-scaled dot's padded K blocks: a scale that is NaN (the
+          // e8m0 code 255) would make 0 x scale NaN; 127 (2^0) keeps the
+          // zeroed products zero.
+          for (unsigned s : {3u, 4u})
+            if (s < op.numOperands())
+              if (Value* v = validMask(bld, op.operand(s), {1}))
+                op.setOperand(s, bld.select(v, op.operand(s), bld.constant(op.operand(s)->type(), int64_t{127})));
           break;
         }
         default: break;

@@ -295,12 +295,16 @@ TEST_CASE("dot_scaled: the MX formats run on sm_120a's block-scaled mma.sync, si
     // sm_90a has no block-scaled mma.sync: decomposed, with the warning.
     CHECK(ts::compile(scaledGemm(fa, fb, 64, 64, BK, false), ts::Target::parse("nvptx:sm_90a")).warnings().size() == 1);
   }
-  // A K step the placement does not fit (96: ir::mmaLayout takes powers of
-  // two; pad-tiles warns too) runs decomposed, with the warning.
+  // A K step of 96 (not a power of two): pad-tiles pads it to 128, and the
+  // padded scale blocks to a finite scale, so it runs natively too; with
+  // fp4, whose unpacking reshapes K, it runs decomposed, with the warning.
+  CHECK(ts::compile(scaledGemm(e4, e5, 64, 64, 96, false), ts::Target::parse("nvptx:sm_120a"))
+            .dump(tessera::Stage::PTX)
+            .find("block_scale") != std::string::npos);
   {
     int decomposed = 0;
     for (const std::string& w :
-         ts::compile(scaledGemm(e4, e5, 64, 64, 96, false), ts::Target::parse("nvptx:sm_120a")).warnings())
+         ts::compile(scaledGemm(f4, f4, 64, 64, 96, false), ts::Target::parse("nvptx:sm_120a")).warnings())
       decomposed += w.find("runs decomposed") != std::string::npos;
     CHECK(decomposed == 1);
   }
@@ -322,8 +326,34 @@ TEST_CASE("dot_scaled: the MX formats run on sm_120a's block-scaled mma.sync, si
   checkScaledGemm(dev, f4, f4, 64, 64, 128, 100, 70, 97, false);
   checkScaledGemm(dev, e4, f4, 32, 32, 32, 33, 40, 96, false);
   checkScaledGemm(dev, f4, f6b, 64, 32, 64, 64, 64, 64, false);
-  // The K step of 96 above, decomposed.
+  // The K step of 96 above: padded, native.
   checkScaledGemm(dev, e4, e5, 64, 64, 96, 64, 64, 200, false);
+  // Padded scale blocks never reach the instruction as NaN: here the
+  // padded lanes of both scale tiles compute the e8m0 NaN code (255).
+  {
+    ts::Kernel k = ts::kernel("nan_pad", [](ts::Ptr<float> c, ts::Ptr<const uint8_t> a, ts::Ptr<const uint8_t> s) {
+      auto r = ts::expand_dims(ts::arange(64), 1), h = ts::expand_dims(ts::arange(96), 0);
+      auto j = ts::expand_dims(ts::arange(3), 0);
+      auto ta = ts::load(a + r * 96 + h);
+      auto sc = ts::where(j < 3, ts::load(s + r * 3 + j), 255);
+      auto d = ts::dot_scaled(ta, sc, e4, ta, sc, e4);
+      ts::store(c + r * 64 + ts::expand_dims(ts::arange(64), 0), d);
+    });
+    std::vector<uint8_t> codes(64 * 96), scales(64 * 3, 127);
+    for (size_t i = 0; i < codes.size(); ++i) codes[i] = ts::fp8Encode(ts::f8e4m3, double(int(i % 5) - 2));
+    ts::Buffer out = dev.alloc(ts::f32, 64 * 64);
+    ts::compile(k, dev).launch(ts::Dim3(1), out, dev.upload(ts::u8, codes), dev.upload(ts::u8, scales));
+    const std::vector<float> got = out.read<float>();
+    int bad = 0;
+    for (int i = 0; i < 64; ++i)
+      for (int n = 0; n < 64; ++n) {
+        double ref = 0;
+        for (int x = 0; x < 96; ++x) ref += double((i * 96 + x) % 5 - 2) * double((n * 96 + x) % 5 - 2);
+        if (!(got[size_t(i * 64 + n)] == ref) && ++bad <= 3)
+          FAIL_CHECK("nan_pad C[" << i << "][" << n << "] = " << got[size_t(i * 64 + n)] << ", expected " << ref);
+      }
+    CHECK(bad == 0);
+  }
 }
 
 // ------------------------------------------------ never silent
