@@ -145,12 +145,13 @@ std::shared_ptr<Artifact> compileGpuTarget(const ir::Function& f, const GpuConfi
 
 namespace {
 // Block-scaled matrix instructions: sm_120a's mma.sync block_scale takes
-// the MX formats (gpuScaledDotNative, which the vendor's tensor-core table
-// answers); NVFP4's mxf4nvf4, sm_100a's tcgen05 block-scaled kinds and
-// gfx950's scaled MFMA have no lowering yet. Every other dot_scaled runs as its
-// decomposition (the decompose-scaled-dots pass), which the compile says.
-bool nativeScaledDot(const GpuConfig* gc, const ir::Op& op) {
-  return gc && gpuScaledDotNative(createGpuTargetInfo, *gc, op);
+// the MX formats, gfx950's scaled MFMA fp8 and fp4 (gpuScaledDotNative,
+// which the vendor's tensor-core table answers); NVFP4's mxf4nvf4 and
+// sm_100a's tcgen05 block-scaled kinds have no lowering yet. Every other
+// dot_scaled runs as its decomposition (the decompose-scaled-dots pass),
+// which the compile says.
+ir::ScaledDotForm nativeScaledDot(const GpuConfig* gc, const ir::Op& op) {
+  return gc ? gpuScaledDotNative(createGpuTargetInfo, *gc, op) : ir::ScaledDotForm::Decomposed;
 }
 
 // The decomposition is never silent: each dot_scaled the target runs
@@ -165,7 +166,7 @@ void scaledDotWarnings(ir::Function& f, const Target& target, const GpuConfig* g
     if (op.code() != ir::OpCode::DotScaled) return;
     const std::string& a = op.strAttr("a_format");
     const std::string& b = op.strAttr("b_format");
-    if (nativeScaledDot(gc, op)) return;
+    if (nativeScaledDot(gc, op) != ir::ScaledDotForm::Decomposed) return;
     auto fp4 = [](const std::string& x) { return x == "mxfp4" || x == "nvfp4"; };
     const std::string what =
         "dot_scaled " + a + " x " + b + " on " + target.str() +

@@ -305,7 +305,7 @@ def cases():
         sig = {"c": "*bf16", "a": "*fp8e4nv", "b": "*fp8e4nv", "scales": "*fp32", "M": "i32", "N": "i32", "K": "i32"}
         r.append(("gemm_fp8", f"{bm}x{bn}x{bk} s3 w8", gemm_fp8, sig, {"BM": bm, "BN": bn, "BK": bk, "STAGES": 3}, 8,
                   3))
-    # Block-scaled (sm_120a only: MX_TARGETS), unpipelined as the zoo's kernel.
+    # Block-scaled (sm_120a and gfx950 only: MX_TARGETS), unpipelined as the zoo's kernel.
     for name, fmt, ab, pk in (("gemm_mxfp8", "e4m3", "*fp8e4nv", 1), ("gemm_mxfp4", "e2m1", "*u8", 2)):
         for bm, bn, w in ((64, 128, 4), (128, 128, 4), (128, 128, 8)):
             sig = {"c": f32, "a": ab, "a_scale": "*u8", "b": ab, "b_scale": "*u8", "M": "i32", "N": "i32", "K": "i32"}
@@ -322,8 +322,8 @@ TARGETS = {
     "amdgpu:gfx1100": GPUTarget("hip", "gfx1100", 32),
 }
 # Targets only the cases that name them compile for (tessera_gpu_bench's
-# rows made for one GPU): the block-scaled GEMMs on sm_120a.
-MX_TARGETS = {"nvptx:sm_120a": GPUTarget("cuda", 120, 32)}
+# rows made for some GPUs): the block-scaled GEMMs on sm_120a and gfx950.
+MX_TARGETS = {"nvptx:sm_120a": GPUTarget("cuda", 120, 32), "amdgpu:gfx950": GPUTarget("hip", "gfx950", 64)}
 
 
 def compile_once(fn, sig, consts, warps, stages, target):
@@ -465,7 +465,7 @@ def main():
         if a.only and case[0] != a.only:
             continue
         targets = a.targets.split(",")
-        if case[0].startswith("gemm_mx"):  # made for sm_120a: there, unless --targets leaves it out
+        if case[0].startswith("gemm_mx"):  # made for sm_120a and gfx950: there, unless --targets leaves it out
             targets = [t for t in (targets if a.targets_given else MX_TARGETS) if t in MX_TARGETS]
         else:
             targets = [t for t in targets if t in TARGETS]

@@ -27,19 +27,27 @@ class MatrixCoreFamily {
   /// Bytes one lane reads of a row per instruction, up to a 16-byte chunk:
   /// the unit an XOR swizzle of the staging permutes (swizzleStaging).
   virtual int64_t swizzleUnit(const TensorCoreDotPlan& p) const = 0;
-  /// The runs along K a lane's operand of one k-step is read as: 1 (one
-  /// run), or 2 (MFMA's f8f6f4 fp8 forms: two 16-byte runs, half a k-step
-  /// apart).
-  virtual unsigned operandRuns(const TensorCoreDotPlan&) const { return 1; }
+  /// The runs along K a lane's operand `which` (0: A, 1: B) of one k-step
+  /// is read as: 1 (one run), or 2 (MFMA's f8f6f4 forms with fp8 elements:
+  /// two 16-byte runs, half a k-step apart).
+  virtual unsigned operandRuns(const TensorCoreDotPlan&, unsigned which) const { return 1; }
+  /// Operand `which`'s registers as the instruction reads them, from what
+  /// the lane loaded (`packedOperandType`): the loaded value itself but for
+  /// the fp4 elements of MFMA's f8f6f4 forms, which it takes two a byte.
+  virtual llvm::Value* finishOperand(llvm::IRBuilderBase& b, llvm::Value* loaded, const TensorCoreDotPlan& p,
+                                     unsigned which) const {
+    return loaded;
+  }
   /// Accumulator registers per lane of a T x T tile; operand elements one
   /// lane holds per k-step.
   virtual unsigned accRegisters(int64_t T) const = 0;
   virtual unsigned operandElems(int64_t kStep, int64_t T) const = 0;
   /// 8-bit operands (i8, fp8): the register type of `elems` packed codes.
   virtual llvm::Type* packedOperandType(llvm::IRBuilderBase& b, unsigned elems) const = 0;
-  /// The instruction's declaration for these accumulator and operand types.
-  virtual llvm::Function* declare(llvm::Module& m, llvm::Intrinsic::ID id, llvm::Type* accTy,
-                                  llvm::Type* opTy) const = 0;
+  /// The instruction's declaration for these accumulator and operand types
+  /// (A's and B's registers, finishOperand's).
+  virtual llvm::Function* declare(llvm::Module& m, llvm::Intrinsic::ID id, llvm::Type* accTy, llvm::Type* aTy,
+                                  llvm::Type* bTy) const = 0;
   /// The block-tile row of A's fragment row `i` (a lane's index within its
   /// group) in the warp's first tile.
   virtual llvm::Value* aRow0(DotEmitter& e, llvm::Value* i, int64_t T) const = 0;
@@ -50,9 +58,12 @@ class MatrixCoreFamily {
   /// order (Layout.h).
   virtual int64_t slot(int64_t mi, int64_t ni, int64_t r, int64_t nT, unsigned regs) const = 0;
   /// One instruction: D = A B + C for the operand registers as loaded
-  /// (`p`: the operands' dtypes).
+  /// (`p`: the operands' dtypes); for a block-scaled dot (p.scaled) with
+  /// this lane's i32 e8m0 scale of A's row and of B's column (byte 0),
+  /// else nullptr.
   virtual llvm::Value* call(llvm::IRBuilderBase& b, llvm::Function* fn, llvm::Value* a, llvm::Value* bOp,
-                            llvm::Value* c, const TensorCoreDotPlan& p) const = 0;
+                            llvm::Value* c, const TensorCoreDotPlan& p, llvm::Value* scaleA,
+                            llvm::Value* scaleB) const = 0;
 };
 
 /// The families fed with swapped operands (Tessera's B^T as the

@@ -29,11 +29,23 @@
 //   along K half a k-step apart: 16x16x128, i = lane % 16, q = lane / 16:
 //   bytes 0..15 hold k 16q..16q+15, bytes 16..31 k 64+16q..64+16q+15;
 //   32x32x64, i = lane % 32, q = lane / 32: k 16q.. and 32+16q.. (AMD's
-//   CDNA4 matrix-core examples; fp4/fp6 pack a lane's k contiguously
-//   instead, and are not emitted). D as 16x16x16's / 32x32x8's; swapped the
-//   same way. Emitted through llvm.amdgcn.mfma.scale.* with op_sel 0 and
-//   constant zero scales, which LLVM selects as the unscaled instructions
-//   (no v_mfma_ld_scale prefix, no scale VGPRs): the plain fp8 product.
+//   CDNA4 matrix-core examples). fp4 (e2m1, cbsz / blgp 4) packs a lane's
+//   32 elements two a byte in four registers, k 32q..32q+31 contiguous,
+//   low nibble first. D as 16x16x16's / 32x32x8's; swapped the same way.
+//   A plain dot is emitted through llvm.amdgcn.mfma.scale.* with op_sel 0
+//   and constant zero scales, which LLVM selects as the unscaled
+//   instructions (no v_mfma_ld_scale prefix, no scale VGPRs): the plain
+//   fp8 product.
+// AMD v_mfma_scale_f32_{16x16x128,32x32x64}_f8f6f4, the block-scaled form
+//   (a dot's operands 3 and 4, IR.h): each lane gives one e8m0 scale per
+//   operand (byte op_sel of a VGPR); lane i + T b gives row (column) i's
+//   scale for block b of the k-step, k 32b..32b+31, whichever lanes hold
+//   that block's elements (fp8: the runs above, e.g. 16x16x128's block 0
+//   is the first runs of lane groups 0 and 1; fp4: lane group b). This is
+//   Triton's scaled-MFMA scale layout (lane bits: the row, then the block)
+//   over the same operand placements. fp6 (cbsz / blgp 2, 3) packs 32
+//   elements in six registers in an order not established here: its dots
+//   run decomposed.
 #include <llvm/IR/IntrinsicsAMDGPU.h>
 
 #include "codegen/amdgpu/AMDGPUDot.h"
@@ -63,9 +75,23 @@ class Mfma final : public SwappedFamily {
   // (K a multiple of 128), else v_mfma_f32_16x16x32_{fp8,bf8}_{fp8,bf8}
   // (ir::mmaLayout picks; the f8f6f4 forms do twice the work per cycle of
   // the 16x16x32 ones). The 32x32x16 fp8 forms are not used.
+  //
+  // gfx950's f8f6f4 forms take block-scaled dots of the fp8 and fp4
+  // elements, any pair (TensorCoreOp::mmaBlockScale, mmaSmallBlockScale:
+  // the same intrinsics, with scales); fp4 has no other instruction.
   TensorCoreOp op(const GpuArch& row, DType in, DType inB, DType acc) const override {
     TensorCoreOp t;
     auto ocp = [](DType d) { return d == DType::F8E4M3 || d == DType::F8E5M2; };
+    auto mx = [&](DType d) { return ocp(d) || d == DType::F4E2M1; };
+    if (mx(in) && mx(inB) && (in == DType::F4E2M1 || inB == DType::F4E2M1) && acc == DType::F32) {
+      if (row.f8f6f4MfmaK != 128) return {};
+      t.fp4Packed = true;
+      t.kind = ir::MmaKind::AmdMfma32x32x64;
+      t.mma = t.mmaBlockScale = llvm::Intrinsic::amdgcn_mfma_scale_f32_32x32x64_f8f6f4;
+      t.small = ir::MmaKind::AmdMfma16x16x128;
+      t.mmaSmall = t.mmaSmallBlockScale = llvm::Intrinsic::amdgcn_mfma_scale_f32_16x16x128_f8f6f4;
+      return t;
+    }
     if (ocp(in) && ocp(inB) && acc == DType::F32) {
       if (row.fp8Mfma != GpuArch::Fp8Mfma::Ocp) return {};
       const bool srcAFp8 = inB == DType::F8E4M3, srcBFp8 = in == DType::F8E4M3;  // swapped, as below
@@ -79,9 +105,9 @@ class Mfma final : public SwappedFamily {
         return t;
       }
       t.kind = ir::MmaKind::AmdMfma32x32x64;
-      t.mma = llvm::Intrinsic::amdgcn_mfma_scale_f32_32x32x64_f8f6f4;
+      t.mma = t.mmaBlockScale = llvm::Intrinsic::amdgcn_mfma_scale_f32_32x32x64_f8f6f4;
       t.small = ir::MmaKind::AmdMfma16x16x128;
-      t.mmaSmall = llvm::Intrinsic::amdgcn_mfma_scale_f32_16x16x128_f8f6f4;
+      t.mmaSmall = t.mmaSmallBlockScale = llvm::Intrinsic::amdgcn_mfma_scale_f32_16x16x128_f8f6f4;
       t.smaller = ir::MmaKind::AmdMfma16x16x32;
       t.mmaSmaller = k32;
       return t;
@@ -131,14 +157,41 @@ class Mfma final : public SwappedFamily {
   }
   // Lanes read 4, 8 or 16 bytes of a row: 8 bytes of padding spread 16 rows.
   int64_t padBytes(ir::MmaKind) const override { return 8; }
-  // The f8f6f4 forms' two 16-byte runs (operandRuns) are units of their own.
-  unsigned operandRuns(const TensorCoreDotPlan& p) const override {
-    return p.op.kind == ir::MmaKind::AmdMfma16x16x128 || p.op.kind == ir::MmaKind::AmdMfma32x32x64 ? 2 : 1;
+  // The f8f6f4 forms: fp8's two 16-byte runs, fp4's 32 containers (two
+  // 16-byte units read apart, as WMMA's rows).
+  static bool f8f6f4(ir::MmaKind k) { return k == ir::MmaKind::AmdMfma16x16x128 || k == ir::MmaKind::AmdMfma32x32x64; }
+  static DType elem(const TensorCoreDotPlan& p, unsigned which) { return which ? p.elemB : p.elemA; }
+  unsigned operandRuns(const TensorCoreDotPlan& p, unsigned which) const override {
+    return f8f6f4(p.op.kind) && elem(p, which) != DType::F4E2M1 ? 2 : 1;
   }
   int64_t swizzleUnit(const TensorCoreDotPlan& p) const override {
-    if (operandRuns(p) == 2) return 16;
+    if (f8f6f4(p.op.kind)) return 16;
     if (ir::amdMmaTile(p.op.kind) == 32) return p.kStep * 32 / 64 * p.elemBytes;  // 2 lane groups along K
     return p.kStep * 16 / 64 * p.elemBytes;                                       // 4 lane groups along K
+  }
+  // fp4 in a mixed pair: a block-scaled dot's operands are u8 containers,
+  // one element a byte in bits 2-5 (ir::buildMmaContainers), staged and
+  // loaded as fp8's; the instruction takes them two a byte, low nibble
+  // first. Per register: x = the four nibbles at bits 0-3 of its bytes, x |
+  // x >> 4 holds the pairs (0, 1) and (2, 3) in bytes 0 and 2. fp4 x fp4
+  // stays packed (fp4Packed): loaded as the instruction reads it.
+  llvm::Value* finishOperand(llvm::IRBuilderBase& b, llvm::Value* v, const TensorCoreDotPlan& p,
+                             unsigned which) const override {
+    if (!f8f6f4(p.op.kind) || elem(p, which) != DType::F4E2M1 || p.kPerElem == 2) return v;
+    TS_ASSERT(llvm::cast<llvm::FixedVectorType>(v->getType())->getNumElements() == 8, "fp4 containers: 32 a lane");
+    auto pairs = [&](unsigned r) {
+      llvm::Value* x = b.CreateAnd(b.CreateLShr(b.CreateExtractElement(v, r), 2), 0x0F0F0F0Fu);
+      return b.CreateOr(x, b.CreateLShr(x, 4));
+    };
+    llvm::Value* out = llvm::PoisonValue::get(llvm::FixedVectorType::get(b.getInt32Ty(), 4));
+    for (unsigned j = 0; j < 4; ++j) {
+      llvm::Value *lo = pairs(2 * j), *hi = pairs(2 * j + 1);
+      llvm::Value* w = b.CreateOr(b.CreateAnd(lo, 0xFFu), b.CreateAnd(b.CreateLShr(lo, 8), 0xFF00u));
+      w = b.CreateOr(w, b.CreateShl(b.CreateAnd(hi, 0xFFu), 16));
+      w = b.CreateOr(w, b.CreateAnd(b.CreateShl(hi, 8), 0xFF000000u));
+      out = b.CreateInsertElement(out, w, j);
+    }
+    return out;
   }
   unsigned accRegisters(int64_t T) const override { return static_cast<unsigned>(T * T / 64); }
   // The k-step over the 64 / T lane groups (16x16x16: 4, 16x16x32: 8,
@@ -151,23 +204,29 @@ class Mfma final : public SwappedFamily {
     return b.getIntNTy(8 * elems);
   }
   // The f8f6f4 intrinsics are overloaded on their operand vectors (whose
-  // length follows the formats: eight registers for fp8).
-  llvm::Function* declare(llvm::Module& m, llvm::Intrinsic::ID id, llvm::Type*, llvm::Type* opTy) const override {
-    if (llvm::Intrinsic::isOverloaded(id)) return llvm::Intrinsic::getOrInsertDeclaration(&m, id, {opTy, opTy});
+  // length follows the formats: eight registers for fp8, four for fp4);
+  // the instruction's A is Tessera's B.
+  llvm::Function* declare(llvm::Module& m, llvm::Intrinsic::ID id, llvm::Type*, llvm::Type* aTy,
+                          llvm::Type* bTy) const override {
+    if (llvm::Intrinsic::isOverloaded(id)) return llvm::Intrinsic::getOrInsertDeclaration(&m, id, {bTy, aTy});
     return llvm::Intrinsic::getOrInsertDeclaration(&m, id);
   }
   // Swapped: B^T as the instruction's A, A^T as its B; cbsz, abid, blgp 0.
   // gfx950's bf16 forms type their operands <8 x bfloat>, loaded as i16.
   // The f8f6f4 forms (nine operands): cbsz the format of B (the
-  // instruction's A), blgp A's; op_sel and the scales 0 (the unscaled
-  // instruction, see above).
+  // instruction's A), blgp A's (0 e4m3, 1 e5m2, 4 e2m1); op_sel 0, the
+  // scales B's and A's (swapped likewise), or 0 for a plain dot (the
+  // unscaled instruction, see above).
   llvm::Value* call(llvm::IRBuilderBase& b, llvm::Function* fn, llvm::Value* a, llvm::Value* bOp, llvm::Value* c,
-                    const TensorCoreDotPlan& p) const override {
-    llvm::Type* opTy = fn->getFunctionType()->getParamType(0);
-    llvm::Value *x = b.CreateBitCast(bOp, opTy), *y = b.CreateBitCast(a, opTy), *zero = b.getInt32(0);
+                    const TensorCoreDotPlan& p, llvm::Value* scaleA, llvm::Value* scaleB) const override {
+    llvm::FunctionType* ft = fn->getFunctionType();
+    llvm::Value *x = b.CreateBitCast(bOp, ft->getParamType(0)), *y = b.CreateBitCast(a, ft->getParamType(1));
+    llvm::Value* zero = b.getInt32(0);
     if (fn->arg_size() == 9) {
-      auto format = [&](DType d) { return b.getInt32(d == DType::F8E5M2 ? 1 : 0); };
-      return b.CreateCall(fn, {x, y, c, format(p.inB), format(p.in), zero, zero, zero, zero});
+      auto format = [&](DType d) { return b.getInt32(d == DType::F8E5M2 ? 1 : d == DType::F4E2M1 ? 4 : 0); };
+      TS_ASSERT(p.scaled == (scaleA && scaleB), "MFMA scales for a block-scaled dot only");
+      return b.CreateCall(fn, {x, y, c, format(p.elemB), format(p.elemA), zero, p.scaled ? scaleB : zero, zero,
+                               p.scaled ? scaleA : zero});
     }
     return b.CreateCall(fn, {x, y, c, zero, zero, zero});
   }

@@ -44,7 +44,8 @@ class Wmma final : public MatrixCoreFamily {
   llvm::Type* packedOperandType(llvm::IRBuilderBase& b, unsigned elems) const override {
     return llvm::FixedVectorType::get(b.getInt32Ty(), elems / 4);
   }
-  llvm::Function* declare(llvm::Module& m, llvm::Intrinsic::ID id, llvm::Type* accTy, llvm::Type* opTy) const override {
+  llvm::Function* declare(llvm::Module& m, llvm::Intrinsic::ID id, llvm::Type* accTy, llvm::Type* opTy,
+                          llvm::Type*) const override {
     return llvm::Intrinsic::getOrInsertDeclaration(&m, id, {accTy, opTy});
   }
   // Lanes i and i + 16 hold the same row; the eight rows of a register
@@ -60,7 +61,7 @@ class Wmma final : public MatrixCoreFamily {
     return (8 * mi + r) * nT + ni;
   }
   llvm::Value* call(llvm::IRBuilderBase& b, llvm::Function* fn, llvm::Value* a, llvm::Value* bOp, llvm::Value* c,
-                    const TensorCoreDotPlan& p) const override {
+                    const TensorCoreDotPlan& p, llvm::Value*, llvm::Value*) const override {
     if (p.elemBytes == 1)  // i8 (the only 8-bit WMMA dot): A_sign, A, B_sign, B, C, clamp
       return b.CreateCall(fn, {b.getTrue(), a, b.getTrue(), bOp, c, b.getFalse()});
     return b.CreateCall(fn, {a, bOp, c});

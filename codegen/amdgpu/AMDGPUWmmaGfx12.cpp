@@ -69,12 +69,13 @@ class WmmaGfx12 final : public SwappedFamily {
   llvm::Type* packedOperandType(llvm::IRBuilderBase& b, unsigned elems) const override {
     return llvm::FixedVectorType::get(b.getInt32Ty(), elems / 4);
   }
-  llvm::Function* declare(llvm::Module& m, llvm::Intrinsic::ID id, llvm::Type* accTy, llvm::Type* opTy) const override {
+  llvm::Function* declare(llvm::Module& m, llvm::Intrinsic::ID id, llvm::Type* accTy, llvm::Type* opTy,
+                          llvm::Type*) const override {
     return llvm::Intrinsic::getOrInsertDeclaration(&m, id, {accTy, opTy});
   }
   // Swapped: B^T as the instruction's A, A^T as its B.
   llvm::Value* call(llvm::IRBuilderBase& b, llvm::Function* fn, llvm::Value* a, llvm::Value* bOp, llvm::Value* c,
-                    const TensorCoreDotPlan& p) const override {
+                    const TensorCoreDotPlan& p, llvm::Value*, llvm::Value*) const override {
     if (p.elemBytes == 1 && !isFp8(p.in))  // iu8: A_sign, A, B_sign, B, C, clamp
       return b.CreateCall(fn, {b.getTrue(), bOp, b.getTrue(), a, c, b.getFalse()});
     return b.CreateCall(fn, {bOp, a, c});

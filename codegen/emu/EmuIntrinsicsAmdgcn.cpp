@@ -106,23 +106,39 @@ Value* Lowerer::amdgcn(IRBuilder<>& b, llvm::CallInst& c, const std::vector<std:
   if (k == "mfma" && t.size() >= 5 && t[1] == "scale" && t[2] == "f32" && t[4] == "f8f6f4" &&
       (t[3] == "16x16x128" || t[3] == "32x32x64")) {
     // CDNA4's f8f6f4 forms: (A, B, C, cbsz, blgp, op_sel A, scale A, op_sel
-    // B, scale B). cbsz / blgp give A's / B's format; only fp8 (0, e4m3)
-    // and bf8 (1, e5m2) are modelled, in eight registers. Zero op_sel and
-    // scales are what LLVM selects as the unscaled instruction.
+    // B, scale B). cbsz / blgp give A's / B's format: fp8 (0, e4m3) and bf8
+    // (1, e5m2) in eight registers, fp4 (4, e2m1) in four are modelled; fp6
+    // (2, 3) is not. Zero op_sel and constant zero scales are what LLVM
+    // selects as the unscaled instruction; anything else is the scaled one
+    // (v_mfma_ld_scale_b32 before it), its scale words after each operand.
     if (em.row && em.row->f8f6f4MfmaK == 0)
       unsupported(c, std::string("the f8f6f4 MFMAs are CDNA4's, not ") + em.row->arch + "'s");
     auto cst = [&](unsigned i) -> int64_t {
       auto* ci = llvm::dyn_cast<llvm::ConstantInt>(arg(i));
       return ci ? ci->getSExtValue() : -1;
     };
-    auto* opTy = llvm::dyn_cast<llvm::FixedVectorType>(arg(0)->getType());
-    if (c.arg_size() != 9 || cst(3) < 0 || cst(3) > 1 || cst(4) < 0 || cst(4) > 1 || !opTy ||
-        opTy->getNumElements() != 8 || arg(1)->getType() != opTy)
-      unsupported(c, "only the fp8 and bf8 operand formats (cbsz / blgp 0 or 1, eight registers) are modelled");
-    for (unsigned i = 5; i < 9; ++i)
-      if (cst(i) != 0) unsupported(c, "block scales (non-zero op_sel or scale operands) are not modelled");
-    const int32_t mode = (t[3] == "16x16x128" ? TESSERA_EMU_MFMA_16X16X128_F8 : TESSERA_EMU_MFMA_32X32X64_F8) |
-                         (cst(3) ? TESSERA_EMU_MFMA_A_BF8 : 0) | (cst(4) ? TESSERA_EMU_MFMA_B_BF8 : 0);
+    auto regs = [&](unsigned i) -> int64_t {
+      auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(arg(i)->getType());
+      return vt && vt->getElementType()->isIntegerTy(32) ? vt->getNumElements() : -1;
+    };
+    auto format = [&](unsigned i, unsigned operand) -> int32_t {
+      const int64_t f = cst(i), want = f == TESSERA_EMU_MXF_E2M1 ? 4 : 8;
+      if (c.arg_size() != 9 || (f != TESSERA_EMU_MXF_E4M3 && f != TESSERA_EMU_MXF_E5M2 && f != TESSERA_EMU_MXF_E2M1) ||
+          regs(operand) != want)
+        unsupported(c,
+                    "only the fp8, bf8 (cbsz / blgp 0, 1; eight registers) and fp4 (4; four registers) operand "
+                    "formats are modelled");
+      return static_cast<int32_t>(f);
+    };
+    const int32_t fa = format(3, 0), fb = format(4, 1);
+    const bool scaled = cst(5) != 0 || cst(6) != 0 || cst(7) != 0 || cst(8) != 0;
+    if (scaled && (cst(5) < 0 || cst(5) > 3 || cst(7) < 0 || cst(7) > 3))
+      unsupported(c, "an op_sel of a scale that is not a constant 0-3");
+    const int32_t mode =
+        (t[3] == "16x16x128" ? TESSERA_EMU_MFMA_16X16X128_F8F6F4 : TESSERA_EMU_MFMA_32X32X64_F8F6F4) | fa << 16 |
+        fb << 19 |
+        (scaled ? TESSERA_EMU_MFMA_SCALED | static_cast<int32_t>(cst(5)) << 8 | static_cast<int32_t>(cst(7)) << 10 : 0);
+    if (scaled) return matrixCall(b, c, "tessera_emu_mfma", mode, {0, 6}, {1, 8}, {2});
     return matrixCall(b, c, "tessera_emu_mfma", mode, {0}, {1}, {2});
   }
   if (k == "mfma") {

@@ -195,14 +195,17 @@ bool gpuTensorCoreTakes(GpuTargetFactory make, const GpuConfig& c, DType a, DTyp
   return make(c)->tensorCore(a, b, acc).kind != ir::MmaKind::None;
 }
 
-bool gpuScaledDotNative(GpuTargetFactory make, const GpuConfig& c, const ir::Op& dotScaled) {
+ir::ScaledDotForm gpuScaledDotNative(GpuTargetFactory make, const GpuConfig& c, const ir::Op& dotScaled) {
+  using ir::ScaledDotForm;
   const ir::ScaledFormatInfo* fa = ir::findScaledFormat(dotScaled.strAttr("a_format"));
   const ir::ScaledFormatInfo* fb = ir::findScaledFormat(dotScaled.strAttr("b_format"));
   // MX formats only (nvfp4's blocks of 16 with e4m3 scales are another
   // instruction), without a per-tensor scale.
-  if (!fa || !fb || fa->block != 32 || fb->block != 32 || dotScaled.numOperands() != 5) return false;
+  if (!fa || !fb || fa->block != 32 || fb->block != 32 || dotScaled.numOperands() != 5)
+    return ScaledDotForm::Decomposed;
   const TensorCoreOp op = make(c)->tensorCore(fa->elem, fb->elem, DType::F32);
-  if (op.mmaBlockScale == llvm::Intrinsic::not_intrinsic) return false;
+  if (op.mmaBlockScale == llvm::Intrinsic::not_intrinsic && op.mmaSmallBlockScale == llvm::Intrinsic::not_intrinsic)
+    return ScaledDotForm::Decomposed;
   // The shape after pad-tiles (every dim to a power of two; the padded K
   // blocks' codes zeroed and scales made finite there). fp4's unpacking
   // reshapes K, which pad-tiles cannot pad: those shapes as they are.
@@ -212,7 +215,14 @@ bool gpuScaledDotNative(GpuTargetFactory make, const GpuConfig& c, const ir::Op&
   auto pad = [&](int64_t x) { return packed ? x : static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(x))); };
   const int64_t K = pad(a[1]) * (fa->packed ? 2 : 1);
   auto l = ir::mmaLayout(op.kind, pad(a[0]), pad(b[0]), K, c.numWarps, static_cast<int>(c.warpSize()), false);
-  return l && l->mma == op.kind;
+  if (!l) return ScaledDotForm::Decomposed;
+  // The placement the layouts give (the first choice, or where that does
+  // not fit the smaller instruction) must be one with a block-scaled form.
+  const bool fits = l->mma == op.kind ? op.mmaBlockScale != llvm::Intrinsic::not_intrinsic
+                                      : op.small != ir::MmaKind::None && l->mma == op.small &&
+                                            op.mmaSmallBlockScale != llvm::Intrinsic::not_intrinsic;
+  if (!fits) return ScaledDotForm::Decomposed;
+  return fa->packed && fb->packed && op.fp4Packed ? ScaledDotForm::PackedFp4 : ScaledDotForm::Containers;
 }
 
 bool gpuKeepsDotInFlight(GpuTargetFactory make, const GpuConfig& c, const ir::Op& dot) {
@@ -223,7 +233,7 @@ bool gpuKeepsDotInFlight(GpuTargetFactory make, const GpuConfig& c, const ir::Op
       ti->tensorCore(ir::dotOperandElem(dot, 0), ir::dotOperandElem(dot, 1), dot.operand(2)->type().dtype()).kind;
   if (!ir::isAsyncMma(k)) return false;
   auto l =
-      ir::mmaLayout(k, a.shape()[0], b.shape()[1], a.shape()[1], c.numWarps, static_cast<int>(c.warpSize()), false);
+      ir::mmaLayout(k, a.shape()[0], b.shape()[1], ir::dotK(dot), c.numWarps, static_cast<int>(c.warpSize()), false);
   return l && l->mma == k;
 }
 

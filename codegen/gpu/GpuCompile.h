@@ -15,6 +15,7 @@
 #include <string>
 
 #include "tessera/codegen/Compiler.h"
+#include "tessera/ir/ScaledDot.h"
 #include "tessera/support/Targets.h"
 
 namespace tessera::codegen {
@@ -92,12 +93,14 @@ std::shared_ptr<Artifact> compileGpu(GpuTargetFactory make, const ir::Function& 
 /// compiler widens the fp8 dots for which this is false (widen-fp8-dots).
 bool gpuTensorCoreTakes(GpuTargetFactory make, const GpuConfig& c, DType a, DType b, DType acc);
 
-/// True where configuration `c` runs `dotScaled` (a tile-IR dot_scaled)
-/// on a block-scaled matrix instruction (TensorCoreOp::mmaBlockScale):
-/// formats the instruction takes (blocks of 32, no per-tensor scale)
-/// and a shape the instruction's placement fits (ir::mmaLayout). The
-/// decompose-scaled-dots pass leaves these to the lowering.
-bool gpuScaledDotNative(GpuTargetFactory make, const GpuConfig& c, const ir::Op& dotScaled);
+/// How configuration `c` runs `dotScaled` (a tile-IR dot_scaled): on a
+/// block-scaled matrix instruction (TensorCoreOp::mmaBlockScale) where the
+/// instruction takes the formats (blocks of 32, no per-tensor scale) and
+/// its placement fits the shape (ir::mmaLayout), with fp4 x fp4 packed
+/// where it takes fp4 so (TensorCoreOp::fp4Packed); else decomposed. The
+/// decompose-scaled-dots pass writes that form and leaves the native
+/// ones to the lowering.
+ir::ScaledDotForm gpuScaledDotNative(GpuTargetFactory make, const GpuConfig& c, const ir::Op& dotScaled);
 
 /// True where configuration `c` runs dot `dot` (a tile-IR dot) with a
 /// matrix instruction that stays in flight after its issue

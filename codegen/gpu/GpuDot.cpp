@@ -21,14 +21,14 @@ llvm::Value* c32(llvm::IRBuilderBase& b, int64_t v) { return b.getInt32(static_c
 }  // namespace
 
 TensorCoreDotPlan planTensorCoreDot(const GpuTargetInfo& t, const TensorCoreOp& op, DType in, int64_t M, int64_t N,
-                                    int64_t K, const ir::BlockedLayout& acc) {
+                                    int64_t K, const ir::BlockedLayout& acc, int64_t kPerElem) {
   TS_ASSERT(op.kind != ir::MmaKind::None && op.kind == acc.mma, "tensor-core dot without a matching #mma layout");
   TensorCoreDotPlan p;
   p.op = op;
-  p.in = in;
-  p.inB = in;
+  p.in = p.inB = p.elemA = p.elemB = in;
   p.elemBytes = byteSize(in);
-  p.kStep = ir::mmaK(op.kind);
+  p.kPerElem = kPerElem;
+  p.kStep = ir::mmaK(op.kind) / kPerElem;
   TS_ASSERT((p.elemBytes == 1 || p.elemBytes == 2) && K % p.kStep == 0, "tensor-core dot: element size or K");
   p.M = M;
   p.N = N;

@@ -87,8 +87,15 @@ struct TensorCoreDotPlan {
   TensorCoreOp op;
   DType in = DType::F16;
   DType inB = DType::F16;  // B's dtype: `in` but for mixed fp8 (e4m3 x e5m2)
+  /// The element formats the instruction reads: a block-scaled dot's
+  /// a_elem / b_elem (its operands are u8 containers), else in / inB.
+  DType elemA = DType::F16, elemB = DType::F16;
   unsigned elemBytes = 2;  // of `in`
-  int64_t kStep = 16;      // K of one instruction (ir::mmaK)
+  /// Elements along K per operand element: 2 for a packed block-scaled
+  /// dot (fp4 two a byte; ir::dotElemsPerByte), else 1. K and kStep count
+  /// operand elements (bytes there).
+  int64_t kPerElem = 1;
+  int64_t kStep = 16;  // K of one instruction (ir::mmaK / kPerElem)
   int64_t M = 0, N = 0, K = 0;
   ir::BlockedLayout acc;     // the #mma layout of the result
   DotStaging a;              // rows = M, cols = K
@@ -115,14 +122,14 @@ struct TensorCoreDotPlan {
   /// A (and column of B) and block of 32 along K, staged row-major as
   /// [M, scaleBlocks] and then [N, scaleBlocks] bytes (DotEmitter::scales).
   bool scaled = false;
-  int64_t scaleBlocks = 0;  // K / 32
+  int64_t scaleBlocks = 0;  // K * kPerElem / 32
   uint64_t scaleBytes() const { return scaled ? static_cast<uint64_t>((M + N) * scaleBlocks) : 0; }
 };
 
 /// The plan of a dot on matrix instruction `op`: the fields every family
 /// shares, then the target's staging (GpuTargetInfo::planDotStaging).
 TensorCoreDotPlan planTensorCoreDot(const GpuTargetInfo& t, const TensorCoreOp& op, DType in, int64_t M, int64_t N,
-                                    int64_t K, const ir::BlockedLayout& acc);
+                                    int64_t K, const ir::BlockedLayout& acc, int64_t kPerElem = 1);
 
 /// Where a dot's operands come from, as the lowering planned them
 /// (Lower::planDotOperands): what a target weighs in choosing between the

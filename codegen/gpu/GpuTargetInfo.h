@@ -92,9 +92,17 @@ struct TensorCoreOp {
   llvm::Intrinsic::ID ldBx2 = llvm::Intrinsic::not_intrinsic;
   /// The block-scaled form of `mma` (the same operands and placement, plus
   /// e8m0 scales of blocks of 32 along K per row of A and column of B: a
-  /// dot's operands 3 and 4, IR.h); not_intrinsic where the target has
-  /// none (NVIDIA sm_120a's mma.sync .kind::mxf8f6f4.block_scale only).
+  /// dot's operands 3 and 4, IR.h), and of `mmaSmall`; not_intrinsic where
+  /// the target has none (NVIDIA sm_120a's mma.sync
+  /// .kind::mxf8f6f4.block_scale; AMD gfx950's v_mfma_scale_f32_32x32x64 and
+  /// 16x16x128 f8f6f4).
   llvm::Intrinsic::ID mmaBlockScale = llvm::Intrinsic::not_intrinsic;
+  llvm::Intrinsic::ID mmaSmallBlockScale = llvm::Intrinsic::not_intrinsic;
+  /// The block-scaled instruction takes fp4 two a byte along K, as the
+  /// format packs it (AMD's f8f6f4 forms): an fp4 x fp4 dot stays packed
+  /// (ir::ScaledDotForm::PackedFp4). Else fp4 sits one a byte in the
+  /// containers (NVIDIA's kind::mxf8f6f4), as every mixed pair does.
+  bool fp4Packed = false;
 };
 
 /// How a target lowers `copy {async = 1}` and the group ops (IR.h,

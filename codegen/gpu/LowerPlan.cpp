@@ -277,9 +277,11 @@ TensorCoreDotPlan Lower::dotPlan(const ir::Op& op) {
   if (top.small != ir::MmaKind::None && top.kind != top.small && acc.mma == top.small) {
     top.kind = top.small;
     if (top.mmaSmall != llvm::Intrinsic::not_intrinsic) top.mma = top.mmaSmall;
+    top.mmaBlockScale = top.mmaSmallBlockScale;
   } else if (top.smaller != ir::MmaKind::None && acc.mma == top.smaller) {
     top.kind = top.smaller;
     top.mma = top.mmaSmaller;
+    top.mmaBlockScale = llvm::Intrinsic::not_intrinsic;
   }
   // A block-scaled dot (decompose-scaled-dots left it where the target's
   // table has the instruction for this placement: gpuScaledDotNative).
@@ -289,11 +291,14 @@ TensorCoreDotPlan Lower::dotPlan(const ir::Op& op) {
               "a block-scaled dot on a placement without its block-scaled instruction");
     top.mma = top.mmaBlockScale;
   }
-  TensorCoreDotPlan p = planTensorCoreDot(t_, top, av->type().dtype(), av->type().shape()[0],
-                                          op.operand(1)->type().shape()[1], av->type().shape()[1], acc);
+  TensorCoreDotPlan p =
+      planTensorCoreDot(t_, top, av->type().dtype(), av->type().shape()[0], op.operand(1)->type().shape()[1],
+                        av->type().shape()[1], acc, ir::dotElemsPerByte(op));
   p.inB = op.operand(1)->type().dtype();
+  p.elemA = ir::dotOperandElem(op, 0);
+  p.elemB = ir::dotOperandElem(op, 1);
   p.scaled = scaled;
-  p.scaleBlocks = scaled ? p.K / 32 : 0;
+  p.scaleBlocks = scaled ? p.K * p.kPerElem / 32 : 0;
   // Staging swizzled rather than padded (AMD) where that raises the occupancy
   // the kernel's shared memory allows (chooseShared weighs both, and
   // keeps the swizzle only then). The padding (WMMA 16 bytes a row, a

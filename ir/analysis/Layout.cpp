@@ -41,7 +41,8 @@ std::optional<Layout> LayoutAnalysis::dotLayout(const ir::Op& op) const {
   const ir::Value* b = op.operand(1);
   MmaKind k = tensorCore_(dotOperandElem(op, 0), dotOperandElem(op, 1), op.result()->type().dtype());
   if (k == MmaKind::None) return std::nullopt;
-  auto bl = mmaLayout(k, a->type().shape()[0], b->type().shape()[1], a->type().shape()[1], numWarps_, warpSize_,
+  // K in elements (a packed block-scaled dot holds two a byte).
+  auto bl = mmaLayout(k, a->type().shape()[0], b->type().shape()[1], dotK(op), numWarps_, warpSize_,
                       chainedDots_.count(&op) != 0);
   if (!bl) return std::nullopt;
   return Layout::blocked(*bl);

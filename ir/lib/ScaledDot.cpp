@@ -107,6 +107,12 @@ DType dotOperandElem(const Op& dot, unsigned operand) {
   return *d;
 }
 
+int64_t dotElemsPerByte(const Op& dot) {
+  return dot.numOperands() == 5 && dot.hasAttr("packed") && dot.intAttr("packed") != 0 ? 2 : 1;
+}
+
+int64_t dotK(const Op& dot) { return dot.operand(0)->type().shape()[1] * dotElemsPerByte(dot); }
+
 Value* buildMmaContainers(Builder& b, Value* codes, const ScaledFormatInfo& f) {
   if (isFp8(f.elem)) return codes;
   if (f.packed) {

@@ -73,8 +73,9 @@ bool Verifier::verifyComputeOp(const Op& op) {
         // instructions lowers natively (decompose-scaled-dots leaves it):
         // u8 operands holding one element a byte of the OCP dtypes
         // `a_elem` / `b_elem` (kind::mxf8f6f4's containers:
-        // buildMmaContainers), e8m0 codes (u8) scaling blocks of 32 along
-        // K, A's [M, K/32] and B's [N, K/32], an f32 accumulator.
+        // buildMmaContainers), or with `packed` fp4 x fp4 two a byte along
+        // K, e8m0 codes (u8) scaling blocks of 32 along K, A's [M, K/32]
+        // and B's [N, K/32], an f32 accumulator.
         const Type& sa = in(op, 3);
         const Type& sb = in(op, 4);
         for (const char* k : {"a_elem", "b_elem"}) {
@@ -87,8 +88,13 @@ bool Verifier::verifyComputeOp(const Op& op) {
         if (a.dtype() != DType::U8 || b.dtype() != DType::U8 || acc.dtype() != DType::F32)
           fail(op, "block-scaled operands must be u8 elements and an f32 accumulator, got " + ts(a) + ", " + ts(b) +
                        ", " + ts(acc));
-        const int64_t M = a.shape()[0], K = a.shape()[1], N = b.shape()[1];
-        if (K % 32 != 0) fail(op, "block-scaled K must be a multiple of 32, got " + ts(a));
+        const bool packed = op.hasAttr("packed") && op.intAttr("packed") != 0;
+        if (packed && (strAttr(op, "a_elem") != "f4e2m1" || strAttr(op, "b_elem") != "f4e2m1"))
+          fail(op, "a packed block-scaled dot takes f4e2m1 x f4e2m1, got '" + strAttr(op, "a_elem") + "' x '" +
+                       strAttr(op, "b_elem") + "'");
+        const int64_t M = a.shape()[0], K = a.shape()[1] * (packed ? 2 : 1), N = b.shape()[1];
+        if (K % 32 != 0)
+          fail(op, "block-scaled K must be a multiple of 32, got " + ts(a) + (packed ? " (packed)" : ""));
         const Shape wantA = {M, K / 32}, wantB = {N, K / 32};
         if (!sa.isTile() || sa.dtype() != DType::U8 || sa.shape() != wantA || !sb.isTile() || sb.dtype() != DType::U8 ||
             sb.shape() != wantB)

@@ -26,8 +26,11 @@
 // containers (buildMmaContainers: fp4 unpacked), their element dtypes as
 // `a_elem` / `b_elem`, B transposed to [K, N], the e8m0 scale tiles as
 // operands 3 and 4 (IR.h), so the tensor-core lowering stages and reads
-// them as any dot's 1-byte operands. Without `native` (the pass by name) every
-// dot_scaled is decomposed.
+// them as any dot's 1-byte operands. Where the instruction takes fp4 two a
+// byte (ScaledDotForm::PackedFp4: AMD's f8f6f4 MFMAs), an fp4 x fp4 dot
+// keeps its codes packed ([M, K/2] and, transposed, [K/2, N], `packed`):
+// nothing is unpacked, and half the bytes are staged. Without `native`
+// (the pass by name) every dot_scaled is decomposed.
 #include <functional>
 #include <variant>
 #include <vector>
@@ -60,7 +63,7 @@ bool isZeroConstant(const Value* v) {
 
 class DecomposeScaledDots : public Pass {
  public:
-  explicit DecomposeScaledDots(std::function<bool(const Op&)> native) : native_(std::move(native)) {}
+  explicit DecomposeScaledDots(std::function<ScaledDotForm(const Op&)> native) : native_(std::move(native)) {}
   const char* name() const override { return "decompose-scaled-dots"; }
 
   void run(Function& f) override {
@@ -82,17 +85,20 @@ class DecomposeScaledDots : public Pass {
       b.setLoc(op.loc());
       Value* acc = op.operand(4);
       Value* ts = op.numOperands() > 5 ? op.operand(5) : nullptr;
-      const bool native = native_ && native_(op);
-      TS_ASSERT(!native || (!ts && fa->block == 32 && fb->block == 32),
+      const ScaledDotForm form = native_ ? native_(op) : ScaledDotForm::Decomposed;
+      TS_ASSERT(form == ScaledDotForm::Decomposed || (!ts && fa->block == 32 && fb->block == 32),
                 "a native block-scaled dot of a form the block-scaled dot does not take");
+      TS_ASSERT(form != ScaledDotForm::PackedFp4 || (fa->packed && fb->packed),
+                "packed block-scaled operands of other than fp4 x fp4");
       Value* r;
-      if (native) {
-        Value* ca = buildMmaContainers(b, op.operand(0), *fa);
-        Value* cb = b.transpose(buildMmaContainers(b, op.operand(2), *fb), {1, 0});
-        r = b.create(
-                 OpCode::Dot, {ca, cb, acc, op.operand(1), op.operand(3)}, {acc->type()},
-                 {{"a_elem", std::string(tessera::name(fa->elem))}, {"b_elem", std::string(tessera::name(fb->elem))}})
-                ->result();
+      if (form != ScaledDotForm::Decomposed) {
+        const bool packed = form == ScaledDotForm::PackedFp4;
+        Value* ca = packed ? op.operand(0) : buildMmaContainers(b, op.operand(0), *fa);
+        Value* cb = b.transpose(packed ? op.operand(2) : buildMmaContainers(b, op.operand(2), *fb), {1, 0});
+        std::map<std::string, Attr> attrs = {{"a_elem", std::string(tessera::name(fa->elem))},
+                                             {"b_elem", std::string(tessera::name(fb->elem))}};
+        if (packed) attrs["packed"] = int64_t{1};
+        r = b.create(OpCode::Dot, {ca, cb, acc, op.operand(1), op.operand(3)}, {acc->type()}, attrs)->result();
       } else if (ts) {
         Value* xa = dequantise(b, op.operand(0), op.operand(1), *fa);
         Value* xb = b.transpose(dequantise(b, op.operand(2), op.operand(3), *fb), {1, 0});
@@ -113,13 +119,13 @@ class DecomposeScaledDots : public Pass {
       i = pos - 1;  // the next op after the decomposition
     }
   }
-  std::function<bool(const Op&)> native_;
+  std::function<ScaledDotForm(const Op&)> native_;
   Function* f_ = nullptr;
 };
 
 }  // namespace
 
-std::unique_ptr<Pass> createDecomposeScaledDotsPass(std::function<bool(const Op& dot)> native) {
+std::unique_ptr<Pass> createDecomposeScaledDotsPass(std::function<ScaledDotForm(const Op& dot)> native) {
   return std::make_unique<DecomposeScaledDots>(std::move(native));
 }
 

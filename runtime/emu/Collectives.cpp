@@ -388,8 +388,8 @@ void Worker::matrix(Fiber* f, Coll kind, int32_t mode, const void* a, const void
     case Coll::Mfma:
       ok = cfg->vendor == Vendor::AMD && W == 64 &&
            ((mode >= 0 && mode <= TESSERA_EMU_MFMA_16X16X32_BF16) ||
-            ((mode & ~(TESSERA_EMU_MFMA_A_BF8 | TESSERA_EMU_MFMA_B_BF8)) >= TESSERA_EMU_MFMA_16X16X32_OCP_F8 &&
-             (mode & ~(TESSERA_EMU_MFMA_A_BF8 | TESSERA_EMU_MFMA_B_BF8)) <= TESSERA_EMU_MFMA_32X32X64_F8));
+            (mode & ~(TESSERA_EMU_MFMA_A_BF8 | TESSERA_EMU_MFMA_B_BF8)) == TESSERA_EMU_MFMA_16X16X32_OCP_F8 ||
+            detail::mfmaF8F6F4Known(mode));
       break;
     case Coll::Wmma: ok = cfg->vendor == Vendor::AMD && W == 32 && detail::wmmaKnown(mode); break;
     default: break;

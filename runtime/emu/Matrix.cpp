@@ -315,43 +315,102 @@ void wgmmaFp8(bool aE5m2, bool bE5m2, int n, const LaneFrag* lanes, const uint8_
 
 namespace {
 
-// gfx950's OCP fp8 forms (TESSERA_EMU_MFMA_16X16X32_OCP_F8 and the
-// f8f6f4 ones with fp8/bf8 operands): lane l holds row l % n of A and
-// column l % n of B, D as the f16 forms' (16x16: register r is row 4 (l /
-// 16) + r; 32x32: row 8 (r / 4) + 4 (l / 32) + r % 4). 16x16x32: byte e is
-// k 8 (l / 16) + e. f8f6f4, 32 bytes per lane: byte e is k 16 (l / n) + e
-// % 16 + (K / 2) (e / 16), so 16x16x128's lane group q holds k 16q.. and
-// 64 + 16q.., 32x32x64's k 16q.. and 32 + 16q...
-bool mfmaF8(int32_t mode, const LaneFrag* lanes) {
-  const int32_t form = mode & ~(TESSERA_EMU_MFMA_A_BF8 | TESSERA_EMU_MFMA_B_BF8);
-  if (form != TESSERA_EMU_MFMA_16X16X32_OCP_F8 && form != TESSERA_EMU_MFMA_16X16X128_F8 &&
-      form != TESSERA_EMU_MFMA_32X32X64_F8)
-    return false;
+// gfx950's OCP fp8 16x16x32 form (TESSERA_EMU_MFMA_16X16X32_OCP_F8): lane
+// l holds row l % 16 of A and column l % 16 of B, byte e k 8 (l / 16) + e;
+// D as the f16 forms' (register r is row 4 (l / 16) + r).
+bool mfmaOcpF8(int32_t mode, const LaneFrag* lanes) {
+  if ((mode & ~(TESSERA_EMU_MFMA_A_BF8 | TESSERA_EMU_MFMA_B_BF8)) != TESSERA_EMU_MFMA_16X16X32_OCP_F8) return false;
   const DType ta = mode & TESSERA_EMU_MFMA_A_BF8 ? DType::F8E5M2 : DType::F8E4M3;
   const DType tb = mode & TESSERA_EMU_MFMA_B_BF8 ? DType::F8E5M2 : DType::F8E4M3;
-  const bool big = form == TESSERA_EMU_MFMA_32X32X64_F8, f8f6f4 = form != TESSERA_EMU_MFMA_16X16X32_OCP_F8;
-  const int n = big ? 32 : 16, kw = f8f6f4 ? 32 : 8, K = 64 / n * kw, regs = big ? 16 : 4;
-  auto kOf = [&](int l, int e) { return f8f6f4 ? 16 * (l / n) + e % 16 + K / 2 * (e / 16) : kw * (l / n) + e; };
-  auto row = [&](int l, int r) { return big ? 8 * (r / 4) + 4 * (l / 32) + r % 4 : 4 * (l / 16) + r; };
-  Mat A(n, K), B(K, n), C(n, n);
+  Mat A(16, 32), B(32, 16), C(16, 16);
   for (int l = 0; l < 64; ++l) {
-    const int i = l % n;
-    for (int e = 0; e < kw; ++e) {
-      A.at(i, kOf(l, e)) = fp8Elem(lanes[l].a, e, ta);
-      B.at(kOf(l, e), i) = fp8Elem(lanes[l].b, e, tb);
+    const int i = l % 16;
+    for (int e = 0; e < 8; ++e) {
+      A.at(i, 8 * (l / 16) + e) = fp8Elem(lanes[l].a, e, ta);
+      B.at(8 * (l / 16) + e, i) = fp8Elem(lanes[l].b, e, tb);
     }
-    for (int r = 0; r < regs; ++r) C.at(row(l, r), i) = lanes[l].c[r];
+    for (int r = 0; r < 4; ++r) C.at(4 * (l / 16) + r, i) = lanes[l].c[r];
   }
   Mat D = product(A, B, C);
   for (int l = 0; l < 64; ++l)
-    for (int r = 0; r < regs; ++r) lanes[l].d[r] = D.at(row(l, r), l % n);
+    for (int r = 0; r < 4; ++r) lanes[l].d[r] = D.at(4 * (l / 16) + r, l % 16);
+  return true;
+}
+
+// gfx950's f8f6f4 forms (EmuAbi.h): lane l holds row l % n of A and column
+// l % n of B, D as the f16 forms' (16x16: register r is row 4 (l / 16) +
+// r; 32x32: row 8 (r / 4) + 4 (l / 32) + r % 4). fp8 / bf8, 32 bytes a
+// lane: byte e is k 16 (l / n) + e % 16 + (K / 2) (e / 16), so 16x16x128's
+// lane group q holds k 16q.. and 64 + 16q.., 32x32x64's k 16q.. and 32 +
+// 16q... fp4, 16 bytes a lane: element e (nibble e % 2 of byte e / 2) is k
+// 32 (l / n) + e. Scaled: lane l's scale (byte op_sel of the word after its
+// operand registers) is that of row (column) l % n for k 32 (l / n) ..
+// 32 (l / n) + 31; the products, exact in double with the two powers of
+// two, are summed in double and rounded once (as the block-scaled
+// mma.sync). Unscaled fp8 sums in f32 in k order from C (product), as the
+// other forms.
+bool mfmaF8F6F4(int32_t mode, const LaneFrag* lanes) {
+  if (!mfmaF8F6F4Known(mode)) return false;
+  const int form = mode & 0x7F, fa = mode >> 16 & 7, fb = mode >> 19 & 7;
+  const bool big = form == TESSERA_EMU_MFMA_32X32X64_F8F6F4, scaled = mode & TESSERA_EMU_MFMA_SCALED;
+  const int n = big ? 32 : 16, K = 64 / n * 32, regs = big ? 16 : 4;
+  auto kOf = [&](int fmt, int l, int e) {
+    return fmt == TESSERA_EMU_MXF_E2M1 ? 32 * (l / n) + e : 16 * (l / n) + e % 16 + K / 2 * (e / 16);
+  };
+  auto elem = [](int fmt, const uint32_t* r, int e) -> float {
+    if (fmt != TESSERA_EMU_MXF_E2M1) return fp8Elem(r, e, fmt == TESSERA_EMU_MXF_E5M2 ? DType::F8E5M2 : DType::F8E4M3);
+    return mxElementDecode(DType::F4E2M1, r[e / 8] >> (4 * (e % 8)) & 0xF);
+  };
+  auto row = [&](int l, int r) { return big ? 8 * (r / 4) + 4 * (l / 32) + r % 4 : 4 * (l / 16) + r; };
+  Mat A(n, K), B(K, n), C(n, n);
+  std::vector<double> sa(size_t(n * K / 32), 1.0), sb(sa.size(), 1.0);  // [row][block]
+  auto e8m0 = [](uint32_t word, int byte) {
+    const unsigned c = word >> (8 * byte) & 0xFF;
+    return c == 255 ? std::nan("") : std::ldexp(1.0, static_cast<int>(c) - 127);
+  };
+  const int wa = fa == TESSERA_EMU_MXF_E2M1 ? 4 : 8, wb = fb == TESSERA_EMU_MXF_E2M1 ? 4 : 8;
+  for (int l = 0; l < 64; ++l) {
+    const int i = l % n;
+    for (int e = 0; e < 32; ++e) {
+      A.at(i, kOf(fa, l, e)) = elem(fa, lanes[l].a, e);
+      B.at(kOf(fb, l, e), i) = elem(fb, lanes[l].b, e);
+    }
+    for (int r = 0; r < regs; ++r) C.at(row(l, r), i) = lanes[l].c[r];
+    if (scaled) {
+      sa[size_t(i * K / 32 + l / n)] = e8m0(lanes[l].a[wa], mode >> 8 & 3);
+      sb[size_t(i * K / 32 + l / n)] = e8m0(lanes[l].b[wb], mode >> 10 & 3);
+    }
+  }
+  if (!scaled && fa != TESSERA_EMU_MXF_E2M1 && fb != TESSERA_EMU_MXF_E2M1) {
+    Mat D = product(A, B, C);
+    for (int l = 0; l < 64; ++l)
+      for (int r = 0; r < regs; ++r) lanes[l].d[r] = D.at(row(l, r), l % n);
+    return true;
+  }
+  for (int l = 0; l < 64; ++l)
+    for (int r = 0; r < regs; ++r) {
+      const int i = row(l, r), j = l % n;
+      double s = 0;
+      for (int k = 0; k < K; ++k)
+        s += static_cast<double>(A.at(i, k)) * B.at(k, j) * sa[size_t(i * K / 32 + k / 32)] *
+             sb[size_t(j * K / 32 + k / 32)];
+      lanes[l].d[r] = static_cast<float>(C.at(i, j) + s);
+    }
   return true;
 }
 
 }  // namespace
 
+bool mfmaF8F6F4Known(int32_t mode) {
+  const int form = mode & 0x7F, fa = mode >> 16 & 7, fb = mode >> 19 & 7;
+  auto fmt = [](int f) { return f == TESSERA_EMU_MXF_E4M3 || f == TESSERA_EMU_MXF_E5M2 || f == TESSERA_EMU_MXF_E2M1; };
+  const int32_t rest = mode & ~(0x7F | TESSERA_EMU_MFMA_SCALED | 0xF00 | 0x3F0000);
+  return mode >= 0 && (form == TESSERA_EMU_MFMA_16X16X128_F8F6F4 || form == TESSERA_EMU_MFMA_32X32X64_F8F6F4) &&
+         fmt(fa) && fmt(fb) && rest == 0 && ((mode & TESSERA_EMU_MFMA_SCALED) || (mode & 0xF00) == 0);
+}
+
 bool mfma(int32_t mode, const LaneFrag* lanes) {
-  if (mfmaF8(mode, lanes)) return true;
+  if (mfmaOcpF8(mode, lanes) || mfmaF8F6F4(mode, lanes)) return true;
   if (std::optional<Fp8Pair> f8 = mfmaFp8(mode)) {
     // The 16x16x32_i8 places (below), fp8/bf8 codes, an f32 C/D.
     Mat A(16, 32), B(32, 16), C(16, 16);

@@ -28,6 +28,9 @@ bool wmma(int32_t mode, const LaneFrag* lanes);
 /// Whether `mode` is a WMMA mode wmma() models (RDNA3's f16/bf16/iu8; with
 /// TESSERA_EMU_WMMA_GFX12, RDNA4's forms of them and its fp8/bf8 forms).
 bool wmmaKnown(int32_t mode);
+/// Whether `mode` is an f8f6f4 MFMA mode mfma() models (EmuAbi.h: the two
+/// forms, fp8 / bf8 / fp4 operands, scaled or not).
+bool mfmaF8F6F4Known(int32_t mode);
 /// One warp's 16 rows of wgmma.mma_async.m64nNk16 with A in registers:
 /// lanes[l].a the lane's 4 A registers (mma.m16n8k16's A fragment),
 /// .c / .d its n / 2 accumulators (d[4i + 2h + s] = (g + 8h, 8i + 2t + s));

@@ -4,6 +4,8 @@
 // compiles them with: its figures are never those of a wrong kernel.
 #include <catch2/catch.hpp>
 
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "../../codegen/GpuTargets.h"
@@ -25,9 +27,12 @@ void runFamily(const std::string& family,
     CompileOptions o;
     o.numWarps = k.numWarps;
     for (const Device& dev : devices) {
-      // A configuration made for one GPU runs on the CPU and that GPU only.
-      if (!k.gpuOnly.empty() && dev.kind() != rt::DeviceKind::CPU && dev.name().rfind("emu:" + k.gpuOnly, 0) != 0)
-        continue;
+      // A configuration made for some GPUs (gpuOnly: their targets, space
+      // separated) runs on the CPU and those GPUs only.
+      bool made = k.gpuOnly.empty() || dev.kind() == rt::DeviceKind::CPU;
+      std::istringstream targets(k.gpuOnly);
+      for (std::string t; targets >> t;) made = made || dev.name().rfind("emu:" + t, 0) == 0;
+      if (!made) continue;
       for (const auto& shape : k.testShapes) {
         if (raggedOnly && &shape == &k.testShapes.front()) continue;
         std::string s;
@@ -70,12 +75,14 @@ TEST_CASE("bench kernels: gemm_f16 on sm_90a", "[bench][emu][wgmma]") {
   runFamily("gemm_f16", {Device::emulator("nvptx:sm_90a")}, true);
 }
 
-// The block-scaled GEMMs on sm_120a's block-scaled mma.sync (the CPU and
-// the other emulators run the same kernels decomposed in the examples'
-// tests), at the ragged shape.
-TEST_CASE("bench kernels: gemm_mxfp8 and gemm_mxfp4 on sm_120a", "[bench][emu][mx]") {
-  runFamily("gemm_mxfp8", {Device::emulator("nvptx:sm_120a")}, true);
-  runFamily("gemm_mxfp4", {Device::emulator("nvptx:sm_120a")}, true);
+// The block-scaled GEMMs on sm_120a's block-scaled mma.sync and gfx950's
+// scaled MFMA (the CPU and the other emulators run the same kernels
+// decomposed in the examples' tests), at the ragged shape.
+TEST_CASE("bench kernels: gemm_mxfp8 and gemm_mxfp4 on sm_120a and gfx950", "[bench][emu][mx]") {
+  for (const char* t : {"nvptx:sm_120a", "amdgpu:gfx950"}) {
+    runFamily("gemm_mxfp8", {Device::emulator(t)}, true);
+    runFamily("gemm_mxfp4", {Device::emulator(t)}, true);
+  }
 }
 
 // gfx1100 keeps flash attention's Q (a loop-invariant dot operand) in LDS

@@ -517,6 +517,57 @@ TEST_CASE("dot_scaled: bad input is a DslError naming the line and the legal val
 
 // ------------------------------------------------ assembles and links
 
+// ------------------------------------------------ native on gfx950
+
+TEST_CASE("dot_scaled: fp8 and fp4 run on gfx950's v_mfma_scale, silently, matching the reference",
+          "[mx][dot][emu][gfx950]") {
+  const ScaledFormat e4 = ScaledFormat::mxfp8_e4m3, e5 = ScaledFormat::mxfp8_e5m2, f6 = ScaledFormat::mxfp6_e2m3,
+                     f4 = ScaledFormat::mxfp4;
+  const ts::Target gfx950 = ts::Target::parse("amdgpu:gfx950");
+  auto code = [&](ScaledFormat f) { return f == e4 ? 0 : f == e5 ? 1 : 4; };
+  // The instruction with the pair's cbsz / blgp (the instruction's A is
+  // B), scale VGPRs, no warning; 32x32x64 where each wave owns 32 x 32
+  // tiles (64 x 64 on 4 waves), 16x16x128 on 64 x 32 (a K step of 128).
+  for (auto [fa, fb, BM, BN, BK] :
+       {std::tuple{e4, e4, 64, 64, 64}, std::tuple{e4, e5, 64, 64, 128}, std::tuple{f4, f4, 64, 64, 64},
+        std::tuple{e5, f4, 64, 64, 128}, std::tuple{f4, e4, 64, 32, 128}, std::tuple{e4, e4, 64, 32, 128}}) {
+    INFO(ts::name(fa) << " x " << ts::name(fb) << " " << BM << "x" << BN << "x" << BK);
+    ts::CompileOptions strict;
+    strict.nativeScaledDotsOnly = true;  // a decomposition would be an error
+    ts::CompiledKernel ck = ts::compile(scaledGemm(fa, fb, BM, BN, BK, false), gfx950, strict);
+    CHECK(ck.warnings().empty());
+    const std::string isa = ck.dump(tessera::Stage::AMDGCN);
+    const std::string form = BN == 64 ? "v_mfma_scale_f32_32x32x64_f8f6f4" : "v_mfma_scale_f32_16x16x128_f8f6f4";
+    const size_t at = isa.find(form);
+    REQUIRE(at != std::string::npos);
+    const std::string line = isa.substr(at, isa.find('\n', at) - at);
+    INFO(line);
+    auto field = [&](const char* f, int v) {
+      return v == 0 ? line.find(f) == std::string::npos : line.find(f + std::to_string(v)) != std::string::npos;
+    };
+    CHECK(field("cbsz:", code(fb)));
+    CHECK(field("blgp:", code(fa)));
+    std::string report = testamd::checkCodeObject(ck, 64);
+    CHECK(report.find("private segment (spills/stack) 0 bytes") != std::string::npos);
+  }
+  // fp6 (its operand order in the registers not established) and K steps
+  // the two forms do not divide run decomposed, with the warning.
+  CHECK(ts::compile(scaledGemm(f6, e4, 64, 64, 64, false), gfx950).warnings().size() == 1);
+  CHECK(ts::compile(scaledGemm(e4, e4, 64, 64, 32, false), gfx950).warnings().size() == 1);
+  // The emulator runs the instruction (Matrix.cpp: the scale of lane i + T b
+  // for block b of the k-step; fp4 two a byte) against the double
+  // reference: whole tiles and blocks, ragged M, N and K (masked codes and
+  // scales), both forms, mixed pairs.
+  const ts::Device dev = ts::Device::emulator("amdgpu:gfx950");
+  checkScaledGemm(dev, e4, e4, 64, 64, 64, 128, 64, 256, false);
+  checkScaledGemm(dev, e5, e4, 64, 64, 128, 45, 37, 77, false);
+  checkScaledGemm(dev, e4, e5, 64, 32, 128, 100, 70, 130, false);
+  checkScaledGemm(dev, f4, f4, 64, 64, 64, 100, 70, 97, false);
+  checkScaledGemm(dev, f4, f4, 64, 32, 128, 64, 64, 256, false);
+  checkScaledGemm(dev, e4, f4, 64, 64, 128, 33, 40, 96, false);
+  checkScaledGemm(dev, f4, e5, 64, 64, 64, 64, 64, 64, false);
+}
+
 std::vector<ts::Kernel> gpuKernels() {
   return {scaledGemm(ScaledFormat::mxfp4, ScaledFormat::mxfp4, 64, 64, 32, false),
           scaledGemm(ScaledFormat::nvfp4, ScaledFormat::nvfp4, 64, 64, 32, true),

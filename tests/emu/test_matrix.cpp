@@ -646,9 +646,102 @@ TEST_CASE("MFMA fp8 16x16x32 and f8f6f4 16x16x128 / 32x32x64 (gfx950, OCP) follo
     for (bool bE5m2 : {false, true}) {
       INFO((aE5m2 ? "bf8" : "fp8") << " x " << (bE5m2 ? "bf8" : "fp8"));
       const int flags = (aE5m2 ? TESSERA_EMU_MFMA_A_BF8 : 0) | (bE5m2 ? TESSERA_EMU_MFMA_B_BF8 : 0);
+      const int formats = (aE5m2 ? TESSERA_EMU_MXF_E5M2 : TESSERA_EMU_MXF_E4M3) << 16 |
+                          (bE5m2 ? TESSERA_EMU_MXF_E5M2 : TESSERA_EMU_MXF_E4M3) << 19;
       runOcpCase(s32, TESSERA_EMU_MFMA_16X16X32_OCP_F8 | flags, aE5m2, bE5m2, ++seed);
-      runOcpCase(s128, TESSERA_EMU_MFMA_16X16X128_F8 | flags, aE5m2, bE5m2, ++seed);
-      runOcpCase(s64, TESSERA_EMU_MFMA_32X32X64_F8 | flags, aE5m2, bE5m2, ++seed);
+      runOcpCase(s128, TESSERA_EMU_MFMA_16X16X128_F8F6F4 | formats, aE5m2, bE5m2, ++seed);
+      runOcpCase(s64, TESSERA_EMU_MFMA_32X32X64_F8F6F4 | formats, aE5m2, bE5m2, ++seed);
+    }
+}
+
+// The scaled f8f6f4 forms: fp8 in the runs above, fp4 32 contiguous k two
+// a byte (lane r + n q holds k 32q..32q+31, nibble e = k 32q + e, low
+// nibble first); lane r + n b's scale word (after the operand's 8 or 4
+// registers), byte op_sel, scales row r's (column r's) k 32b..32b+31. Each
+// scale is drawn per (row, block) and every other byte of the word is
+// garbage, so a scale read from the wrong lane, block or byte shows.
+TEST_CASE("MFMA scaled f8f6f4 (gfx950): lane r + n b scales block b of row r, fp4 two a byte",
+          "[emu][matrix][gfx950]") {
+  std::mt19937 rng(2026);
+  for (bool big : {false, true})
+    for (auto [fa, fb] :
+         {std::pair{TESSERA_EMU_MXF_E4M3, TESSERA_EMU_MXF_E2M1}, std::pair{TESSERA_EMU_MXF_E2M1, TESSERA_EMU_MXF_E5M2},
+          std::pair{TESSERA_EMU_MXF_E2M1, TESSERA_EMU_MXF_E2M1}}) {
+      const int n = big ? 32 : 16, K = big ? 64 : 128, nb = K / 32, oa = int(rng() % 4), ob = int(rng() % 4);
+      INFO((big ? "32x32x64 " : "16x16x128 ") << fa << " x " << fb << " op_sel " << oa << ", " << ob);
+      auto value = [](int f, uint8_t c) -> double {
+        if (f == TESSERA_EMU_MXF_E2M1) return tessera::mxElementDecode(tessera::DType::F4E2M1, c);
+        return ocpDecode(f == TESSERA_EMU_MXF_E5M2, c);
+      };
+      auto draw = [&](int f) -> uint8_t {
+        for (;;) {
+          const uint8_t c = f == TESSERA_EMU_MXF_E2M1 ? uint8_t(rng() % 16) : uint8_t(rng() % 256);
+          if (std::isfinite(value(f, c))) return c;
+        }
+      };
+      std::vector<uint8_t> A(size_t(n * K)), B(size_t(K * n)), sa(size_t(n * nb)), sb(size_t(n * nb));
+      for (auto& x : A) x = draw(fa);
+      for (auto& x : B) x = draw(fb);
+      for (auto& x : sa) x = uint8_t(120 + rng() % 15);
+      for (auto& x : sb) x = uint8_t(120 + rng() % 15);
+      Regs r;
+      r.a.assign(64, std::vector<uint32_t>(16, 0));
+      r.b.assign(64, std::vector<uint32_t>(16, 0));
+      r.c.assign(64, std::vector<float>(16, 0));
+      r.d.assign(64, std::vector<float>(16, 0));
+      // Element (row or column x, k) of an operand in format f into lane
+      // registers `regs`.
+      auto place = [&](std::vector<std::vector<uint32_t>>& regs, int f, int x, int k, uint8_t c) {
+        if (f == TESSERA_EMU_MXF_E2M1) {
+          const int lane = x + n * (k / 32), e = k % 32;
+          regs[size_t(lane)][size_t(e / 8)] |= uint32_t(c) << (4 * (e % 8));
+        } else {
+          const Owner o = big ? mfma64A(x, k) : mfma128A(x, k);
+          regs[size_t(o.lane)][size_t(o.idx / 4)] |= uint32_t(c) << (8 * (o.idx % 4));
+        }
+      };
+      for (int i = 0; i < n; ++i)
+        for (int k = 0; k < K; ++k) {
+          place(r.a, fa, i, k, A[size_t(i * K + k)]);
+          place(r.b, fb, i, k, B[size_t(k * n + i)]);
+        }
+      const int wa = fa == TESSERA_EMU_MXF_E2M1 ? 4 : 8, wb = fb == TESSERA_EMU_MXF_E2M1 ? 4 : 8;
+      for (int l = 0; l < 64; ++l) {
+        const int x = l % n, blk = l / n;
+        auto word = [&](uint8_t sc, int sel) {
+          uint32_t w = uint32_t(rng());
+          return (w & ~(0xffu << (8 * sel))) | uint32_t(sc) << (8 * sel);
+        };
+        r.a[size_t(l)][size_t(wa)] = word(sa[size_t(x * nb + blk)], oa);
+        r.b[size_t(l)][size_t(wb)] = word(sb[size_t(x * nb + blk)], ob);
+      }
+      std::vector<float> C(size_t(n * n));
+      for (float& x : C) x = float(int(rng() % 17) - 8) * 0.5f;
+      for (int i = 0; i < n; ++i)
+        for (int j = 0; j < n; ++j) {
+          const Owner o = big ? mfma32D(i, j) : mfma16D(i, j);
+          r.c[size_t(o.lane)][size_t(o.idx)] = C[size_t(i * n + j)];
+        }
+      const int mode = (big ? TESSERA_EMU_MFMA_32X32X64_F8F6F4 : TESSERA_EMU_MFMA_16X16X128_F8F6F4) | fa << 16 |
+                       fb << 19 | TESSERA_EMU_MFMA_SCALED | oa << 8 | ob << 10;
+      runWave(r, Vendor::AMD, 64, 1, mode, tessera_emu_mfma, "matrix_mfma_scaled");
+      int bad = 0;
+      for (int i = 0; i < n; ++i)
+        for (int j = 0; j < n; ++j) {
+          double ref = C[size_t(i * n + j)], mag = std::fabs(ref);
+          for (int k = 0; k < K; ++k) {
+            const double p = value(fa, A[size_t(i * K + k)]) * value(fb, B[size_t(k * n + j)]) *
+                             std::ldexp(1.0, sa[size_t(i * nb + k / 32)] - 127) *
+                             std::ldexp(1.0, sb[size_t(j * nb + k / 32)] - 127);
+            ref += p;
+            mag += std::fabs(p);
+          }
+          const Owner o = big ? mfma32D(i, j) : mfma16D(i, j);
+          const double got = r.d[size_t(o.lane)][size_t(o.idx)];
+          if (!(std::fabs(got - ref) <= 0x1p-23 * mag) && ++bad <= 3)
+            FAIL_CHECK("D[" << i << "][" << j << "] = " << got << ", expected " << ref);
+        }
+      CHECK(bad == 0);
     }
 }
 

@@ -219,8 +219,8 @@
 // result are f32 [M, N]; ts, an f32 scalar, only with an nvfp4 operand.
 // out[m, n] = acc[m, n] + ts * sum_k a[m, k] sa[m, k/bs] b[n, k] sb[n, k/bs]
 // (ts = 1 when absent), summed in f32 in an unspecified order. Lowered natively, it becomes the block-scaled
-// `dot(a, b, acc, a_scale, b_scale) {a_elem, b_elem}`: u8 a [M, K], b [K, N] one element a byte (ScaledDot.h),
-// e8m0 (u8) scales of blocks of 32 along K, [M, K/32], [N, K/32]; elsewhere, the pass's exact decomposition.
+// `dot(a, b, acc, a_scale, b_scale) {a_elem, b_elem}`: u8 a [M, K], b [K, N] a byte an element (ScaledDot.h; `packed`
+// fp4 x fp4: a [M, K/2], b [K/2, N]), e8m0 (u8) scales [M, K/32], [N, K/32]; elsewhere, the exact decomposition.
 //
 // Reductions. `reduce(x) {kind, axis}` removes `axis` (a rank-1 tile gives
 // a scalar): sum, max and min combine the elements (max / min as the

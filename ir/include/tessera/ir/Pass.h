@@ -64,10 +64,11 @@ std::unique_ptr<Pass> createWidenFp8DotsPass(std::function<bool(DType a, DType b
 /// decomposition (codes decoded and scaled into bf16, one bf16 dot
 /// accumulating in f32; ir/passes/DecomposeScaledDots.cpp) unless
 /// `native(op)` says the target lowers it to a block-scaled matrix
-/// instruction (codegen's nativeScaledDot). Run first for every kernel
-/// with a dot_scaled; without `native` (the pass by name) every one is
-/// decomposed.
-std::unique_ptr<Pass> createDecomposeScaledDotsPass(std::function<bool(const Op& dot)> native = {});
+/// instruction, and takes its operands in which form (codegen's
+/// nativeScaledDot; ScaledDot.h). Run first for every kernel with a
+/// dot_scaled; without `native` (the pass by name) every one is decomposed.
+enum class ScaledDotForm : int;
+std::unique_ptr<Pass> createDecomposeScaledDotsPass(std::function<ScaledDotForm(const Op& dot)> native = {});
 
 /// "async-dots": in a pipelined loop (after "pipeline") whose dots read both
 /// operands from staged slots, marks those dots `async`, retires each one

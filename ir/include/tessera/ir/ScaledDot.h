@@ -34,8 +34,18 @@ Value* buildUnpackFp4(Builder& b, Value* packed);
 
 /// The element dtype of operand `operand` (0: A, 1: B) of dot `dot`: the
 /// operand's dtype, but for the block-scaled dot (IR.h), whose u8 operands
-/// hold one element a byte of the dtype its `a_elem` / `b_elem` names.
+/// hold the dtype its `a_elem` / `b_elem` names.
 DType dotOperandElem(const Op& dot, unsigned operand);
+/// Elements along K per byte of a dot's operands: 2 for the `packed`
+/// block-scaled dot (fp4 x fp4 two a byte, IR.h), else 1.
+int64_t dotElemsPerByte(const Op& dot);
+/// A dot's K in elements: A's columns times dotElemsPerByte.
+int64_t dotK(const Op& dot);
+/// How a target's block-scaled matrix instruction takes a dot_scaled
+/// (codegen's gpuScaledDotNative; decompose-scaled-dots writes the form):
+/// not at all (decomposed), its codes one a byte in containers
+/// (buildMmaContainers), or, fp4 x fp4, as packed (two a byte along K).
+enum class ScaledDotForm : int { Decomposed, Containers, PackedFp4 };
 /// The codes of `codes` (a u8 tile of format `f`, fp4 packed) one a byte,
 /// as the block-scaled dot's containers hold them: fp8 as they are, fp6 in
 /// the low six bits, fp4 in bits 2-5 (the `kind::mxf8f6f4` containers of

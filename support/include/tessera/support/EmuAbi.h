@@ -50,10 +50,11 @@ enum : int32_t {
   TESSERA_EMU_MFMA_16X16X32_F16 = 12,      // v_mfma_f32_16x16x32_f16 (gfx950)
   TESSERA_EMU_MFMA_16X16X32_BF16 = 13,     // v_mfma_f32_16x16x32_bf16 (gfx950)
   TESSERA_EMU_MFMA_16X16X32_OCP_F8 = 14,   // v_mfma_f32_16x16x32_{fp8,bf8}_{fp8,bf8} (gfx950: OCP e4m3 / e5m2)
-  TESSERA_EMU_MFMA_16X16X128_F8 = 15,      // v_mfma_f32_16x16x128_f8f6f4, fp8/bf8 operands, unscaled (gfx950)
-  TESSERA_EMU_MFMA_32X32X64_F8 = 16,       // v_mfma_f32_32x32x64_f8f6f4, fp8/bf8 operands, unscaled (gfx950)
-  TESSERA_EMU_MFMA_A_BF8 = 32,             // flags added to the three above: the instruction's A / B
+  TESSERA_EMU_MFMA_16X16X128_F8F6F4 = 15,  // v_mfma_[scale_]f32_16x16x128_f8f6f4 (gfx950; formats: see below)
+  TESSERA_EMU_MFMA_32X32X64_F8F6F4 = 16,   // v_mfma_[scale_]f32_32x32x64_f8f6f4 (gfx950)
+  TESSERA_EMU_MFMA_A_BF8 = 32,             // flags added to _16X16X32_OCP_F8: the instruction's A / B
   TESSERA_EMU_MFMA_B_BF8 = 64,             // is e5m2 (bf8), else e4m3 (fp8)
+  TESSERA_EMU_MFMA_SCALED = 128,           // flag added to the f8f6f4 forms: block scales (see below)
   TESSERA_EMU_WMMA_16X16X16_F16 = 0,       // v_wmma_f32_16x16x16_f16 (wave32)
   TESSERA_EMU_WMMA_16X16X16_BF16 = 1,      // v_wmma_f32_16x16x16_bf16 (wave32)
   TESSERA_EMU_WMMA_16X16X16_IU8 = 2,       // v_wmma_i32_16x16x16_iu8 (wave32), unsigned operands
@@ -80,6 +81,11 @@ enum : int32_t {
   TESSERA_EMU_MXF_E3M2 = 3,
   TESSERA_EMU_MXF_E2M1 = 4,
 };
+// The f8f6f4 MFMA modes: the form plus the instruction's A format << 16 and
+// B's << 19 (TESSERA_EMU_MXF_*, cbsz / blgp's own numbering: fp8 and bf8 a
+// byte each in eight registers, fp4 two a byte in four, low nibble first);
+// with TESSERA_EMU_MFMA_SCALED, op_sel A << 8 and op_sel B << 10 pick the
+// byte of the e8m0 scale word that follows each operand's registers.
 /// wgmma mode: the instruction's N (8 to 256, a multiple of 8), plus the
 /// flags below.
 #define TESSERA_EMU_WGMMA_BF16 0x1000
