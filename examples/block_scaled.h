@@ -148,7 +148,9 @@ inline Kernel gemmScaled(const char* kname, GemmBlocks B, ScaledFormat f) {
     auto row = expand_dims(program_id(0) * B.m + arange(B.m), 1);   // BLOCK_M x 1: rows of A
     auto rowB = expand_dims(program_id(1) * B.n + arange(B.n), 1);  // BLOCK_N x 1: rows of B
     auto col = expand_dims(program_id(1) * B.n + arange(B.n), 0);   // 1 x BLOCK_N: columns of C
-    Int kBytes = (K + (pk - 1)) / pk, kBlocks = (K + (bs - 1)) / bs;
+    // Bytes of a row of codes, ceil(K / pk), written so that K's alignment
+    // carries over to the rows (the loads vectorise): K / 2 + K % 2.
+    Int kBytes = K / pk + K % pk, kBlocks = (K + (bs - 1)) / bs;
     Tensor zero = zeros({B.m, B.n}, f32);
     Tensor acc = for_range(0, K, B.k, zero, [&](Int k0, Tensor acc) {
       auto kb = expand_dims(k0 / pk + arange(B.k / pk), 0);  // bytes of codes

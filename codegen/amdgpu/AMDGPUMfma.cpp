@@ -85,7 +85,7 @@ class Mfma final : public SwappedFamily {
     auto mx = [&](DType d) { return ocp(d) || d == DType::F4E2M1; };
     if (mx(in) && mx(inB) && (in == DType::F4E2M1 || inB == DType::F4E2M1) && acc == DType::F32) {
       if (row.f8f6f4MfmaK != 128) return {};
-      t.fp4Packed = true;
+      t.fp4PackedK = 1;
       t.kind = ir::MmaKind::AmdMfma32x32x64;
       t.mma = t.mmaBlockScale = llvm::Intrinsic::amdgcn_mfma_scale_f32_32x32x64_f8f6f4;
       t.small = ir::MmaKind::AmdMfma16x16x128;
@@ -174,7 +174,7 @@ class Mfma final : public SwappedFamily {
   // loaded as fp8's; the instruction takes them two a byte, low nibble
   // first. Per register: x = the four nibbles at bits 0-3 of its bytes, x |
   // x >> 4 holds the pairs (0, 1) and (2, 3) in bytes 0 and 2. fp4 x fp4
-  // stays packed (fp4Packed): loaded as the instruction reads it.
+  // stays packed (fp4PackedK): loaded as the instruction reads it.
   llvm::Value* finishOperand(llvm::IRBuilderBase& b, llvm::Value* v, const TensorCoreDotPlan& p,
                              unsigned which) const override {
     if (!f8f6f4(p.op.kind) || elem(p, which) != DType::F4E2M1 || p.kPerElem == 2) return v;

@@ -222,7 +222,11 @@ ir::ScaledDotForm gpuScaledDotNative(GpuTargetFactory make, const GpuConfig& c, 
                                       : op.small != ir::MmaKind::None && l->mma == op.small &&
                                             op.mmaSmallBlockScale != llvm::Intrinsic::not_intrinsic;
   if (!fits) return ScaledDotForm::Decomposed;
-  return fa->packed && fb->packed && op.fp4Packed ? ScaledDotForm::PackedFp4 : ScaledDotForm::Containers;
+  // fp4 x fp4 packed where the target takes it so and K is whole packed
+  // k-steps; else in containers.
+  if (fa->packed && fb->packed && op.fp4PackedK != 0 && K % (ir::mmaK(l->mma) * op.fp4PackedK) == 0)
+    return ScaledDotForm::PackedFp4;
+  return ScaledDotForm::Containers;
 }
 
 bool gpuKeepsDotInFlight(GpuTargetFactory make, const GpuConfig& c, const ir::Op& dot) {

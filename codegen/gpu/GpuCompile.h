@@ -97,7 +97,7 @@ bool gpuTensorCoreTakes(GpuTargetFactory make, const GpuConfig& c, DType a, DTyp
 /// block-scaled matrix instruction (TensorCoreOp::mmaBlockScale) where the
 /// instruction takes the formats (blocks of 32, no per-tensor scale) and
 /// its placement fits the shape (ir::mmaLayout), with fp4 x fp4 packed
-/// where it takes fp4 so (TensorCoreOp::fp4Packed); else decomposed. The
+/// where it takes fp4 so (TensorCoreOp::fp4PackedK); else decomposed. The
 /// decompose-scaled-dots pass writes that form and leaves the native
 /// ones to the lowering.
 ir::ScaledDotForm gpuScaledDotNative(GpuTargetFactory make, const GpuConfig& c, const ir::Op& dotScaled);

@@ -27,8 +27,11 @@ TensorCoreDotPlan planTensorCoreDot(const GpuTargetInfo& t, const TensorCoreOp& 
   p.op = op;
   p.in = p.inB = p.elemA = p.elemB = in;
   p.elemBytes = byteSize(in);
+  // A packed operand (fp4, two elements a byte): the packed instruction's
+  // K (TensorCoreOp::fp4PackedK) in bytes.
+  TS_ASSERT(kPerElem == 1 || (kPerElem == 2 && op.fp4PackedK > 0), "packed operands of an instruction without them");
   p.kPerElem = kPerElem;
-  p.kStep = ir::mmaK(op.kind) / kPerElem;
+  p.kStep = ir::mmaK(op.kind) * (kPerElem == 2 ? op.fp4PackedK : 1) / kPerElem;
   TS_ASSERT((p.elemBytes == 1 || p.elemBytes == 2) && K % p.kStep == 0, "tensor-core dot: element size or K");
   p.M = M;
   p.N = N;

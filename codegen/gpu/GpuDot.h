@@ -95,7 +95,7 @@ struct TensorCoreDotPlan {
   /// dot (fp4 two a byte; ir::dotElemsPerByte), else 1. K and kStep count
   /// operand elements (bytes there).
   int64_t kPerElem = 1;
-  int64_t kStep = 16;  // K of one instruction (ir::mmaK / kPerElem)
+  int64_t kStep = 16;  // K of one instruction (ir::mmaK; packed: TensorCoreOp::fp4PackedK)
   int64_t M = 0, N = 0, K = 0;
   ir::BlockedLayout acc;     // the #mma layout of the result
   DotStaging a;              // rows = M, cols = K

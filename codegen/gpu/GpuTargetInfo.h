@@ -98,11 +98,15 @@ struct TensorCoreOp {
   /// 16x16x128 f8f6f4).
   llvm::Intrinsic::ID mmaBlockScale = llvm::Intrinsic::not_intrinsic;
   llvm::Intrinsic::ID mmaSmallBlockScale = llvm::Intrinsic::not_intrinsic;
-  /// The block-scaled instruction takes fp4 two a byte along K, as the
-  /// format packs it (AMD's f8f6f4 forms): an fp4 x fp4 dot stays packed
-  /// (ir::ScaledDotForm::PackedFp4). Else fp4 sits one a byte in the
-  /// containers (NVIDIA's kind::mxf8f6f4), as every mixed pair does.
-  bool fp4Packed = false;
+  /// fp4 x fp4 taken packed, two codes a byte along K as the format packs
+  /// them (ir::ScaledDotForm::PackedFp4): the packed instruction's K as a
+  /// multiple of `kind`'s (AMD's f8f6f4 forms: 1, their K counts elements
+  /// either way; NVIDIA's kind::mxf4 m16n8k64 on m16n8k32's placement: 2),
+  /// 0 where fp4 is not taken packed (it sits a byte an element in the
+  /// containers, as in every mixed pair); and that instruction, where it
+  /// is not mmaBlockScale (NVIDIA's).
+  int64_t fp4PackedK = 0;
+  llvm::Intrinsic::ID mmaFp4Packed = llvm::Intrinsic::not_intrinsic;
 };
 
 /// How a target lowers `copy {async = 1}` and the group ops (IR.h,

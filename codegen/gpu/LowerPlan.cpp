@@ -290,6 +290,7 @@ TensorCoreDotPlan Lower::dotPlan(const ir::Op& op) {
     TS_ASSERT(top.mmaBlockScale != llvm::Intrinsic::not_intrinsic && acc.mma == top.kind,
               "a block-scaled dot on a placement without its block-scaled instruction");
     top.mma = top.mmaBlockScale;
+    if (ir::dotElemsPerByte(op) == 2 && top.mmaFp4Packed != llvm::Intrinsic::not_intrinsic) top.mma = top.mmaFp4Packed;
   }
   TensorCoreDotPlan p =
       planTensorCoreDot(t_, top, av->type().dtype(), av->type().shape()[0], op.operand(1)->type().shape()[1],

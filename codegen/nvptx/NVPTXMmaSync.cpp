@@ -38,6 +38,15 @@
 // and the emulator runs this reading: runtime/emu/Matrix.cpp). Four k-steps'
 // scales are consecutive bytes of a staged row (GpuDot.h), so one 32-bit
 // load serves four instructions, byte-id k-step % 4.
+//
+// fp4 x fp4 packed (p.kPerElem 2): mma.sync.m16n8k64.row.col.kind::mxf4
+// .block_scale.scale_vec::2X reads the m16n8k32 fragments above with a
+// byte holding two e2m1 codes (k 2j in the low nibble, 2j + 1 in the high:
+// a register 8 codes, a k-step 64), so the staging and the ldmatrix reads
+// are the fp8 ones over the packed bytes. Its scale register holds two
+// scales per row (column), the k-step's blocks of 32 in bytes 0 and 1 with
+// byte-id 0 (as CUTLASS and Triton drive it), the same lanes as above: a
+// 16-bit load, or the half of a 32-bit one (two k-steps) moved low.
 #include <algorithm>
 #include <array>
 
@@ -134,11 +143,11 @@ std::vector<llvm::Value*> emitMmaSyncDot(DotEmitter& e, std::vector<llvm::Value*
   // Block scales (p.scaled): this lane's row of A (g + 8h of the
   // instruction, h = lane % 2) and column of B (g) as rows of the staged
   // [M, kS] and [N, kS] bytes.
-  const int64_t kB = p.scaleBlocks;
+  const int64_t kB = p.scaleBlocks, bps = p.kPerElem;  // blocks of 32 per k-step: 1, or 2 packed
   const bool wordScales = kB % 4 == 0;
   llvm::Value *sRowA = nullptr, *sRowB = nullptr;
   if (p.scaled && only < 0) {
-    TS_ASSERT(e.scales && kB == kS, "block scales: one block of 32 per k-step");
+    TS_ASSERT(e.scales && kB == kS * bps, "block scales: one block of 32 per k-step (two packed)");
     llvm::Value* g = b.CreateLShr(lane, i32(2));
     sRowA = b.CreateAdd(b.CreateAdd(b.CreateMul(b.CreateAnd(lane, i32(1)), i32(8 * wm)), b.CreateMul(wp0, i32(8))), g);
     sRowB = b.CreateAdd(b.CreateMul(wp1, i32(8)), g);
@@ -146,11 +155,17 @@ std::vector<llvm::Value*> emitMmaSyncDot(DotEmitter& e, std::vector<llvm::Value*
   // The scale register of row `row` (+ dRow) of the A (0) or B (1) scales
   // at k-step ks, and its byte-id.
   auto scaleOf = [&](unsigned which, llvm::Value* row, int64_t dRow, int64_t ks) -> std::pair<llvm::Value*, int64_t> {
-    const int64_t first = which == 0 ? 0 : p.M * kB;
-    llvm::Value* at =
-        b.CreateAdd(b.CreateMul(b.CreateAdd(row, i32(dRow)), i32(kB)), i32(first + (wordScales ? ks / 4 * 4 : ks)));
+    const int64_t first = which == 0 ? 0 : p.M * kB, block = ks * bps;
+    llvm::Value* at = b.CreateAdd(b.CreateMul(b.CreateAdd(row, i32(dRow)), i32(kB)),
+                                  i32(first + (wordScales ? block / 4 * 4 : block)));
     llvm::Value* ptr = b.CreateInBoundsGEP(b.getInt8Ty(), e.scales, at);
-    if (wordScales) return {b.CreateAlignedLoad(b.getInt32Ty(), ptr, llvm::Align(4)), ks % 4};
+    if (bps == 2) {  // the k-step's two scales in bytes 0, 1
+      if (!wordScales)
+        return {b.CreateZExt(b.CreateAlignedLoad(b.getInt16Ty(), ptr, llvm::Align(2)), b.getInt32Ty()), 0};
+      llvm::Value* w = b.CreateAlignedLoad(b.getInt32Ty(), ptr, llvm::Align(4));
+      return {block % 4 ? b.CreateLShr(w, i32(16)) : w, 0};
+    }
+    if (wordScales) return {b.CreateAlignedLoad(b.getInt32Ty(), ptr, llvm::Align(4)), block % 4};
     return {b.CreateZExt(b.CreateLoad(b.getInt8Ty(), ptr), b.getInt32Ty()), 0};
   };
   bool f16 = p.in == DType::F16;

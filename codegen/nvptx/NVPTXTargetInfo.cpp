@@ -156,9 +156,18 @@ TensorCoreOp nvptxTensorCore(const GpuArch& row, DType a, DType b, DType acc) {
     return t;
   }
   // The fp6 and fp4 elements: block-scaled only (sm_120a), one a byte in
-  // the fp8 operands' fragments and staging.
+  // the fp8 operands' fragments and staging. fp4 x fp4 is taken packed
+  // where K allows (ir::ScaledDotForm::PackedFp4): mma.sync.m16n8k64
+  // .kind::mxf4.block_scale.scale_vec::2X, whose fragments are the
+  // m16n8k32 ones with a byte holding two codes (NVPTXMmaSync.cpp).
   if (acc == DType::F32 && (t.mmaBlockScale = mmaBlockScale(row, a, b)) != llvm::Intrinsic::not_intrinsic) {
     t.kind = ir::MmaKind::NvMmaM16N8K32;
+    if (a == DType::F4E2M1 && b == DType::F4E2M1) {
+      const char* name = "llvm.nvvm.mma.block.scale.m16n8k64.row.col.mxf4.scale.2x.f32.e2m1.e2m1.f32.ue8m0";
+      t.mmaFp4Packed = llvm::Intrinsic::lookupIntrinsicID(name);
+      TS_ASSERT(t.mmaFp4Packed != llvm::Intrinsic::not_intrinsic, std::string("LLVM has no ") + name);
+      t.fp4PackedK = 2;
+    }
     return t;
   }
   if (a != b) return {};

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
+#include <variant>
 
 #include "tessera/support/Error.h"
 
@@ -10,6 +12,16 @@ namespace tessera::ir {
 namespace {
 // Cap divisibility so products never overflow; 2^30 is plenty for alignment.
 constexpr int64_t kMaxDiv = int64_t{1} << 30;
+
+// The integer every element of `v` holds: a constant, or a splat of one.
+std::optional<int64_t> uniformConstant(const ir::Value* v) {
+  const ir::Op* d = v->definingOp();
+  if (d && d->code() == ir::OpCode::Splat) d = d->operand(0)->definingOp();
+  if (!d || d->code() != ir::OpCode::Constant) return std::nullopt;
+  auto it = d->attrs().find("value");
+  if (it == d->attrs().end() || !std::holds_alternative<int64_t>(it->second)) return std::nullopt;
+  return std::get<int64_t>(it->second);
+}
 
 int64_t pow2Divisor(int64_t v) {
   if (v == 0) return kMaxDiv;
@@ -177,6 +189,27 @@ void AxisAnalysis::visit(const ir::Op& op) {
       for (int d = 0; d < rank; ++d) {
         out.divisibility[d] = std::min(kMaxDiv, a.divisibility[d] * b.divisibility[d]);
         out.constancy[d] = std::gcd(a.constancy[d], b.constancy[d]);
+      }
+      break;
+    }
+    case OpCode::Div:
+    case OpCode::Rem: {
+      // By a power of two c dividing x's divisibility: x is a multiple of
+      // c, so x / c is exact (truncating, for negative x too), a multiple
+      // of div(x) / c, and x % c is 0 (`(K + 1) / 2`, a row of packed fp4
+      // codes, written K / 2 + K % 2 keeps K's alignment).
+      const AxisInfo a = get(op.operand(0));
+      const std::optional<int64_t> c = uniformConstant(op.operand(1));
+      if (!c || *c <= 0 || (*c & (*c - 1)) != 0 || !r->type().isIntLike()) break;
+      for (int d = 0; d < rank; ++d) {
+        if (a.divisibility[d] % *c != 0) continue;
+        if (op.code() == OpCode::Div) {
+          out.divisibility[d] = a.divisibility[d] / *c;
+          out.constancy[d] = a.constancy[d];
+        } else {
+          out.divisibility[d] = kMaxDiv;
+          out.constancy[d] = dim(d);
+        }
       }
       break;
     }

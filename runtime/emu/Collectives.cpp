@@ -376,7 +376,8 @@ void Worker::matrix(Fiber* f, Coll kind, int32_t mode, const void* a, const void
            ((mode & TESSERA_EMU_MMA_BLOCK_SCALE)
                 ? (mode & 0xFF) == TESSERA_EMU_MMA_BLOCK_SCALE && (mode >> 10 & 3) <= 1 &&
                       (mode >> 16 & 7) <= TESSERA_EMU_MXF_E2M1 && (mode >> 19 & 7) <= TESSERA_EMU_MXF_E2M1 &&
-                      mode >> 22 == 0
+                      (mode >> 22 == 0 ||
+                       (mode >> 22 == 1 && (mode >> 16 & 0x3F) == (TESSERA_EMU_MXF_E2M1 | TESSERA_EMU_MXF_E2M1 << 3)))
                 : mode <= TESSERA_EMU_MMA_M16N8K32_E5M2_E5M2);
       break;
     case Coll::Wgmma: {

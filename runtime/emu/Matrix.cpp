@@ -194,6 +194,38 @@ bool mmaSync(int32_t mode, const LaneFrag* lanes) {
       const unsigned c = reg >> (8 * byte) & 0xFF;
       return c == 255 ? std::nan("") : std::ldexp(1.0, static_cast<int>(c) - 127);
     };
+    if (mode & TESSERA_EMU_MMA_MXF4_K64) {
+      // m16n8k64 kind::mxf4, scale_vec::2X: the byte places above, each
+      // byte two e2m1 codes (k 2j low nibble, 2j + 1 high), so A is 16 x
+      // 64 and B 64 x 8; row m's k 32h..32h+31 scaled by byte byte-id + h.
+      double sa2[16][2], sb2[8][2];
+      for (int h = 0; h < 2; ++h) {
+        for (int m = 0; m < 16; ++m) sa2[m][h] = e8m0(lanes[4 * (m % 8) + 2 * ta + m / 8].a[4], ba + h);
+        for (int n = 0; n < 8; ++n) sb2[n][h] = e8m0(lanes[4 * n + tb].b[2], bb + h);
+      }
+      auto nib = [](uint8_t c, int s) { return mxElementDecode(DType::F4E2M1, c >> (4 * s) & 0xF); };
+      Mat A(16, 64), B(64, 8), C(16, 8);
+      for (int l = 0; l < 32; ++l) {
+        const int g = l / 4, t = l % 4;
+        for (int i = 0; i < 16; ++i)
+          for (int s = 0; s < 2; ++s)
+            A.at(g + 8 * (i / 4 % 2), 2 * (4 * t + i % 4 + 16 * (i / 8)) + s) = nib(byteOf(lanes[l].a, i), s);
+        for (int i = 0; i < 8; ++i)
+          for (int s = 0; s < 2; ++s) B.at(2 * (4 * t + i % 4 + 16 * (i / 4)) + s, g) = nib(byteOf(lanes[l].b, i), s);
+        for (int i = 0; i < 4; ++i) C.at(g + 8 * (i / 2), 2 * t + i % 2) = lanes[l].c[i];
+      }
+      for (int l = 0; l < 32; ++l) {
+        const int g = l / 4, t = l % 4;
+        for (int i = 0; i < 4; ++i) {
+          const int r = g + 8 * (i / 2), col = 2 * t + i % 2;
+          double s = 0;
+          for (int k = 0; k < 64; ++k)
+            s += static_cast<double>(A.at(r, k)) * B.at(k, col) * sa2[r][k / 32] * sb2[col][k / 32];
+          lanes[l].d[i] = static_cast<float>(C.at(r, col) + s);
+        }
+      }
+      return true;
+    }
     double sa[16], sb[8];
     for (int m = 0; m < 16; ++m) sa[m] = e8m0(lanes[4 * (m % 8) + 2 * ta + m / 8].a[4], ba);
     for (int n = 0; n < 8; ++n) sb[n] = e8m0(lanes[4 * n + tb].b[2], bb);

@@ -264,10 +264,12 @@ TEST_CASE("dot_scaled: the MX formats run on sm_120a's block-scaled mma.sync, si
   };
   // The instruction, its element pair, no warning and no decomposition; K
   // steps of 32 (the scales one byte at a time), 64 and 128 (four k-steps'
-  // scales in one 32-bit register, selected by byte-id).
+  // scales in one 32-bit register, selected by byte-id). fp4 x fp4 with a
+  // K step of 64 or 128 stays packed: kind::mxf4's m16n8k64, scale_vec::2X.
   for (auto [fa, fb, BK] :
        {std::tuple{e4, e4, 32}, std::tuple{e4, e5, 64}, std::tuple{e5, e4, 128}, std::tuple{e5, e5, 128},
-        std::tuple{f6a, f6b, 32}, std::tuple{f4, f4, 32}, std::tuple{f4, e4, 64}, std::tuple{f6b, f4, 32}}) {
+        std::tuple{f6a, f6b, 32}, std::tuple{f4, f4, 32}, std::tuple{f4, e4, 64}, std::tuple{f6b, f4, 32},
+        std::tuple{f4, f4, 64}, std::tuple{f4, f4, 128}}) {
     const std::string pair = std::string(ptxName(fa)) + "." + ptxName(fb);
     INFO(pair << " BK " << BK);
     ts::CompileOptions strict;
@@ -276,8 +278,13 @@ TEST_CASE("dot_scaled: the MX formats run on sm_120a's block-scaled mma.sync, si
         ts::compile(scaledGemm(fa, fb, 64, 64, BK, false), ts::Target::parse("nvptx:sm_120a"), strict);
     CHECK(ck.warnings().empty());
     const std::string ptx = ck.dump(tessera::Stage::PTX);
-    CHECK(ptx.find("mma.sync.aligned.m16n8k32.row.col.kind::mxf8f6f4.block_scale.scale_vec::1X.f32." + pair +
-                   ".f32.ue8m0") != std::string::npos);
+    const bool packed = fa == f4 && fb == f4 && BK >= 64;
+    CHECK(ptx.find(packed ? "mma.sync.aligned.m16n8k64.row.col.kind::mxf4.block_scale.scale_vec::2X.f32.e2m1.e2m1.f32"
+                            ".ue8m0"
+                          : "mma.sync.aligned.m16n8k32.row.col.kind::mxf8f6f4.block_scale.scale_vec::1X.f32." + pair +
+                                ".f32.ue8m0") != std::string::npos);
+    for (const auto& [stage, ir] : ck.artifact().dumps.tileIR)
+      if (stage == "decompose-scaled-dots") CHECK((ir.find("packed = 1") != std::string::npos) == packed);
     CHECK(ptx.find("cvt.rn.bf16") == std::string::npos);
     for (const auto& [stage, ir] : ck.artifact().dumps.tileIR)
       if (stage == "decompose-scaled-dots") CHECK(ir.find("xbf16>") == std::string::npos);
@@ -324,6 +331,8 @@ TEST_CASE("dot_scaled: the MX formats run on sm_120a's block-scaled mma.sync, si
   checkScaledGemm(dev, f6a, f6a, 64, 64, 64, 64, 64, 128, false);
   checkScaledGemm(dev, f6b, e4, 32, 32, 32, 45, 37, 77, false);
   checkScaledGemm(dev, f4, f4, 64, 64, 128, 100, 70, 97, false);
+  checkScaledGemm(dev, f4, f4, 32, 32, 64, 64, 64, 192, false);
+  checkScaledGemm(dev, f4, f4, 64, 64, 32, 64, 64, 64, false);
   checkScaledGemm(dev, e4, f4, 32, 32, 32, 33, 40, 96, false);
   checkScaledGemm(dev, f4, f6b, 64, 32, 64, 64, 64, 64, false);
   // The K step of 96 above: padded, native.

@@ -451,6 +451,66 @@ void runBlockScaledCase(const MxElem& fa, const MxElem& fb, int ba, int ta, int 
     }
 }
 
+/// The packed m16n8k64 (.kind::mxf4.block_scale.scale_vec::2X, ue8m0):
+/// nv8A / nv8B's byte places, each byte two e2m1 codes (element 2j in the
+/// low nibble, 2j + 1 in the high), and two scales per row of A (column of
+/// B) in bytes byte-id and byte-id + 1 of the lanes the 1X form reads: k
+/// 0..31 and 32..63. The rest of every scale register is random.
+void runMxf4K64Case(int ba, int ta, int bb, int tb, unsigned seed) {
+  const Shape s{16, 8, 32, nv8A, nv8B, nvC, 32, 32, 4};  // places of the 32 bytes of a row
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> A(16 * 64), B(64 * 8), SA(16 * 2), SB(8 * 2);
+  for (auto& x : A) x = static_cast<uint8_t>(rng() % 16);
+  for (auto& x : B) x = static_cast<uint8_t>(rng() % 16);
+  for (auto& x : SA) x = static_cast<uint8_t>(121 + rng() % 13);
+  for (auto& x : SB) x = static_cast<uint8_t>(121 + rng() % 13);
+  Regs r;
+  r.a.assign(32, std::vector<uint32_t>(16, 0));
+  r.b.assign(32, std::vector<uint32_t>(16, 0));
+  r.c.assign(32, std::vector<float>(16, 0));
+  r.d.assign(32, std::vector<float>(16, NAN));
+  for (int l = 0; l < 32; ++l) {
+    r.a[l][4] = static_cast<uint32_t>(rng());
+    r.b[l][2] = static_cast<uint32_t>(rng());
+  }
+  auto setByte = [](uint32_t& w, int byte, uint8_t v) {
+    w = (w & ~(0xffu << (8 * byte))) | static_cast<uint32_t>(v) << (8 * byte);
+  };
+  for (int i = 0; i < 16; ++i)
+    for (int kb = 0; kb < 32; ++kb) {
+      Owner o = s.A(i, kb);
+      setByte(r.a[o.lane][o.idx / 4], o.idx % 4, uint8_t(A[i * 64 + 2 * kb] | A[i * 64 + 2 * kb + 1] << 4));
+    }
+  for (int kb = 0; kb < 32; ++kb)
+    for (int j = 0; j < 8; ++j) {
+      Owner o = s.B(kb, j);
+      setByte(r.b[o.lane][o.idx / 4], o.idx % 4, uint8_t(B[2 * kb * 8 + j] | B[(2 * kb + 1) * 8 + j] << 4));
+    }
+  for (int h = 0; h < 2; ++h) {
+    for (int m = 0; m < 16; ++m) setByte(r.a[4 * (m % 8) + 2 * ta + m / 8][4], ba + h, SA[m * 2 + h]);
+    for (int n = 0; n < 8; ++n) setByte(r.b[4 * n + tb][2], bb + h, SB[n * 2 + h]);
+  }
+  std::vector<float> C(16 * 8);
+  for (float& x : C) x = float(int(rng() % 129) - 64) * 0.5f;
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 8; ++j) r.c[s.C(i, j).lane][s.C(i, j).idx] = C[i * 8 + j];
+  const int mode = TESSERA_EMU_MMA_BLOCK_SCALE | TESSERA_EMU_MMA_MXF4_K64 | TESSERA_EMU_MXF_E2M1 << 16 |
+                   TESSERA_EMU_MXF_E2M1 << 19 | ba << 8 | ta << 10 | bb << 12 | tb << 14;
+  runWave(r, Vendor::NVIDIA, 32, 1, mode, tessera_emu_mma_sync, "matrix_mxf4_k64");
+  auto v = [](uint8_t c) { return double(tessera::mxElementDecode(tessera::DType::F4E2M1, c)); };
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 8; ++j) {
+      double ref = C[i * 8 + j];
+      for (int k = 0; k < 64; ++k)
+        ref += v(A[i * 64 + k]) * std::ldexp(1.0, SA[i * 2 + k / 32] - 127) * v(B[k * 8 + j]) *
+               std::ldexp(1.0, SB[j * 2 + k / 32] - 127);
+      Owner o = s.C(i, j);
+      INFO("selectors a {" << ba << "," << ta << "} b {" << bb << "," << tb << "} D(" << i << "," << j
+                           << ") = " << r.d[o.lane][o.idx] << ", reference " << ref);
+      REQUIRE(r.d[o.lane][o.idx] == static_cast<float>(ref));
+    }
+}
+
 }  // namespace
 
 TEST_CASE("mma.sync m16n8k32 e4m3/e5m2 follows the PTX fragment layouts, decoding fp8 exactly", "[emu][matrix]") {
@@ -897,6 +957,16 @@ TEST_CASE("ldmatrix x1/x2/x4 with and without .trans, and its bank conflicts", "
         else
           CHECK(st->conflicts == 0);
       }
+}
+
+TEST_CASE(
+    "block-scaled mma.sync m16n8k64 kind::mxf4 reads two e2m1 a byte and two scales per row, bytes byte-id and "
+    "byte-id + 1",
+    "[emu][matrix][mx]") {
+  unsigned seed = 500;
+  for (int ba : {0, 2})
+    for (int ta = 0; ta < 2; ++ta)
+      for (int tb = 0; tb < 4; ++tb) runMxf4K64Case(ba, ta, 2 - ba, tb, ++seed);
 }
 
 TEST_CASE("block-scaled mma.sync m16n8k32 scales each row of A and column of B by the selected e8m0 bytes",

@@ -72,9 +72,13 @@ enum : int32_t {
 // (TESSERA_EMU_MXF_*: one element a byte, fp6 in the low six bits, fp4 in
 // bits 2-5), and the selectors byte-id-a << 8, thread-id-a << 10,
 // byte-id-b << 12, thread-id-b << 14; each lane's fragment arrays are the
-// fp8 form's extended by scale-a-data (a[4]) and scale-b-data (b[2]).
+// fp8 form's extended by scale-a-data (a[4]) and scale-b-data (b[2]). With
+// TESSERA_EMU_MMA_MXF4_K64 (formats e2m1): m16n8k64.row.col.kind::mxf4
+// .block_scale.scale_vec::2X, two e2m1 codes a byte in the same registers
+// and two scales per row (column), bytes byte-id and byte-id + 1.
 enum : int32_t {
   TESSERA_EMU_MMA_BLOCK_SCALE = 16,
+  TESSERA_EMU_MMA_MXF4_K64 = 1 << 22,
   TESSERA_EMU_MXF_E4M3 = 0,
   TESSERA_EMU_MXF_E5M2 = 1,
   TESSERA_EMU_MXF_E2M3 = 2,
