@@ -194,47 +194,28 @@ bool mmaSync(int32_t mode, const LaneFrag* lanes) {
       const unsigned c = reg >> (8 * byte) & 0xFF;
       return c == 255 ? std::nan("") : std::ldexp(1.0, static_cast<int>(c) - 127);
     };
-    if (mode & TESSERA_EMU_MMA_MXF4_K64) {
-      // m16n8k64 kind::mxf4, scale_vec::2X: the byte places above, each
-      // byte two e2m1 codes (k 2j low nibble, 2j + 1 high), so A is 16 x
-      // 64 and B 64 x 8; row m's k 32h..32h+31 scaled by byte byte-id + h.
-      double sa2[16][2], sb2[8][2];
-      for (int h = 0; h < 2; ++h) {
-        for (int m = 0; m < 16; ++m) sa2[m][h] = e8m0(lanes[4 * (m % 8) + 2 * ta + m / 8].a[4], ba + h);
-        for (int n = 0; n < 8; ++n) sb2[n][h] = e8m0(lanes[4 * n + tb].b[2], bb + h);
-      }
-      auto nib = [](uint8_t c, int s) { return mxElementDecode(DType::F4E2M1, c >> (4 * s) & 0xF); };
-      Mat A(16, 64), B(64, 8), C(16, 8);
-      for (int l = 0; l < 32; ++l) {
-        const int g = l / 4, t = l % 4;
-        for (int i = 0; i < 16; ++i)
-          for (int s = 0; s < 2; ++s)
-            A.at(g + 8 * (i / 4 % 2), 2 * (4 * t + i % 4 + 16 * (i / 8)) + s) = nib(byteOf(lanes[l].a, i), s);
-        for (int i = 0; i < 8; ++i)
-          for (int s = 0; s < 2; ++s) B.at(2 * (4 * t + i % 4 + 16 * (i / 4)) + s, g) = nib(byteOf(lanes[l].b, i), s);
-        for (int i = 0; i < 4; ++i) C.at(g + 8 * (i / 2), 2 * t + i % 2) = lanes[l].c[i];
-      }
-      for (int l = 0; l < 32; ++l) {
-        const int g = l / 4, t = l % 4;
-        for (int i = 0; i < 4; ++i) {
-          const int r = g + 8 * (i / 2), col = 2 * t + i % 2;
-          double s = 0;
-          for (int k = 0; k < 64; ++k)
-            s += static_cast<double>(A.at(r, k)) * B.at(k, col) * sa2[r][k / 32] * sb2[col][k / 32];
-          lanes[l].d[i] = static_cast<float>(C.at(r, col) + s);
-        }
-      }
-      return true;
+    // With TESSERA_EMU_MMA_MXF4_K64 (m16n8k64 kind::mxf4, scale_vec::2X)
+    // the byte places are the same, each byte two e2m1 codes (k 2j in the
+    // low nibble, 2j + 1 in the high), and row m's k 32h..32h+31 is scaled
+    // by byte byte-id + h.
+    const int per = mode & TESSERA_EMU_MMA_MXF4_K64 ? 2 : 1, K = 32 * per;
+    std::vector<double> sa(size_t(16 * per)), sb(size_t(8 * per));
+    for (int h = 0; h < per; ++h) {
+      for (int m = 0; m < 16; ++m) sa[size_t(m * per + h)] = e8m0(lanes[4 * (m % 8) + 2 * ta + m / 8].a[4], ba + h);
+      for (int n = 0; n < 8; ++n) sb[size_t(n * per + h)] = e8m0(lanes[4 * n + tb].b[2], bb + h);
     }
-    double sa[16], sb[8];
-    for (int m = 0; m < 16; ++m) sa[m] = e8m0(lanes[4 * (m % 8) + 2 * ta + m / 8].a[4], ba);
-    for (int n = 0; n < 8; ++n) sb[n] = e8m0(lanes[4 * n + tb].b[2], bb);
-    Mat A(16, 32), B(32, 8), C(16, 8);
+    auto code = [&](int fmt, uint8_t c, int s) -> float {
+      return per == 2 ? mxElementDecode(DType::F4E2M1, c >> (4 * s) & 0xF) : elem(fmt, c);
+    };
+    Mat A(16, K), B(K, 8), C(16, 8);
     for (int l = 0; l < 32; ++l) {
       const int g = l / 4, t = l % 4;
       for (int i = 0; i < 16; ++i)
-        A.at(g + 8 * (i / 4 % 2), 4 * t + i % 4 + 16 * (i / 8)) = elem(fa, byteOf(lanes[l].a, i));
-      for (int i = 0; i < 8; ++i) B.at(4 * t + i % 4 + 16 * (i / 4), g) = elem(fb, byteOf(lanes[l].b, i));
+        for (int s = 0; s < per; ++s)
+          A.at(g + 8 * (i / 4 % 2), per * (4 * t + i % 4 + 16 * (i / 8)) + s) = code(fa, byteOf(lanes[l].a, i), s);
+      for (int i = 0; i < 8; ++i)
+        for (int s = 0; s < per; ++s)
+          B.at(per * (4 * t + i % 4 + 16 * (i / 4)) + s, g) = code(fb, byteOf(lanes[l].b, i), s);
       for (int i = 0; i < 4; ++i) C.at(g + 8 * (i / 2), 2 * t + i % 2) = lanes[l].c[i];
     }
     // Each product of two elements is exact in double, and so is its
@@ -244,8 +225,10 @@ bool mmaSync(int32_t mode, const LaneFrag* lanes) {
       for (int i = 0; i < 4; ++i) {
         const int r = g + 8 * (i / 2), col = 2 * t + i % 2;
         double s = 0;
-        for (int k = 0; k < 32; ++k) s += static_cast<double>(A.at(r, k)) * B.at(k, col);
-        lanes[l].d[i] = static_cast<float>(C.at(r, col) + s * sa[r] * sb[col]);
+        for (int k = 0; k < K; ++k)
+          s += static_cast<double>(A.at(r, k)) * B.at(k, col) * sa[size_t(r * per + k / 32)] *
+               sb[size_t(col * per + k / 32)];
+        lanes[l].d[i] = static_cast<float>(C.at(r, col) + s);
       }
     }
     return true;

@@ -386,6 +386,26 @@ const MxElem kMxElems[] = {{TESSERA_EMU_MXF_E4M3, tessera::DType::F8E4M3},
                            {TESSERA_EMU_MXF_E3M2, tessera::DType::F6E3M2},
                            {TESSERA_EMU_MXF_E2M1, tessera::DType::F4E2M1}};
 
+/// A warp's registers for a block-scaled mma.sync: fragments zero, D NaN,
+/// and every byte of the scale registers (a[4], b[2]) random, for the case
+/// to set the selected ones.
+Regs blockScaleRegs(std::mt19937& rng) {
+  Regs r;
+  r.a.assign(32, std::vector<uint32_t>(16, 0));
+  r.b.assign(32, std::vector<uint32_t>(16, 0));
+  r.c.assign(32, std::vector<float>(16, 0));
+  r.d.assign(32, std::vector<float>(16, NAN));
+  for (int l = 0; l < 32; ++l) {
+    r.a[l][4] = static_cast<uint32_t>(rng());
+    r.b[l][2] = static_cast<uint32_t>(rng());
+  }
+  return r;
+}
+
+void setByte(uint32_t& w, int byte, uint8_t v) {
+  w = (w & ~(0xffu << (8 * byte))) | static_cast<uint32_t>(v) << (8 * byte);
+}
+
 void runBlockScaledCase(const MxElem& fa, const MxElem& fb, int ba, int ta, int bb, int tb, unsigned seed) {
   const Shape s{16, 8, 32, nv8A, nv8B, nvC, 32, 32, 4};
   std::mt19937 rng(seed);
@@ -405,18 +425,7 @@ void runBlockScaledCase(const MxElem& fa, const MxElem& fb, int ba, int ta, int 
   for (auto& x : B) x = draw(fb);
   for (auto& x : SA) x = static_cast<uint8_t>(dScale(rng));
   for (auto& x : SB) x = static_cast<uint8_t>(dScale(rng));
-  Regs r;
-  r.a.assign(32, std::vector<uint32_t>(16, 0));
-  r.b.assign(32, std::vector<uint32_t>(16, 0));
-  r.c.assign(32, std::vector<float>(16, 0));
-  r.d.assign(32, std::vector<float>(16, NAN));
-  for (int l = 0; l < 32; ++l) {
-    r.a[l][4] = static_cast<uint32_t>(rng());
-    r.b[l][2] = static_cast<uint32_t>(rng());
-  }
-  auto setByte = [](uint32_t& w, int byte, uint8_t v) {
-    w = (w & ~(0xffu << (8 * byte))) | static_cast<uint32_t>(v) << (8 * byte);
-  };
+  Regs r = blockScaleRegs(rng);
   for (int i = 0; i < 16; ++i)
     for (int k = 0; k < 32; ++k) {
       Owner o = s.A(i, k);
@@ -464,18 +473,7 @@ void runMxf4K64Case(int ba, int ta, int bb, int tb, unsigned seed) {
   for (auto& x : B) x = static_cast<uint8_t>(rng() % 16);
   for (auto& x : SA) x = static_cast<uint8_t>(121 + rng() % 13);
   for (auto& x : SB) x = static_cast<uint8_t>(121 + rng() % 13);
-  Regs r;
-  r.a.assign(32, std::vector<uint32_t>(16, 0));
-  r.b.assign(32, std::vector<uint32_t>(16, 0));
-  r.c.assign(32, std::vector<float>(16, 0));
-  r.d.assign(32, std::vector<float>(16, NAN));
-  for (int l = 0; l < 32; ++l) {
-    r.a[l][4] = static_cast<uint32_t>(rng());
-    r.b[l][2] = static_cast<uint32_t>(rng());
-  }
-  auto setByte = [](uint32_t& w, int byte, uint8_t v) {
-    w = (w & ~(0xffu << (8 * byte))) | static_cast<uint32_t>(v) << (8 * byte);
-  };
+  Regs r = blockScaleRegs(rng);
   for (int i = 0; i < 16; ++i)
     for (int kb = 0; kb < 32; ++kb) {
       Owner o = s.A(i, kb);
