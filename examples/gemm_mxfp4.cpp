@@ -3,11 +3,11 @@
 //
 // The kernel and its reference are examples/block_scaled.h's, shared by the
 // block-scaled GEMMs: a K loop of masked loads of the codes and the block
-// scales, one ts::dot_scaled per step. On sm_120a the dot runs on the
-// block-scaled mma.sync (kind::mxf8f6f4, the codes unpacked a byte each);
-// on every other target it runs decomposed (decoded exactly, scaled into
-// bf16, a bf16 dot) and the compile's warnings say so, with the cost
-// (docs/dot_scaled.md).
+// scales, one ts::dot_scaled per step. Native: sm_120a (packed on kind::mxf4
+// at K steps of 64 and more, else unpacked on kind::mxf8f6f4) and gfx950
+// (packed on v_mfma_scale, K steps of 64 and more); elsewhere decomposed
+// (decoded exactly, scaled into bf16, a bf16 dot), which the compile's
+// warnings say, with the cost (docs/dot_scaled.md).
 //
 // Shape: {M, N, K}; default {300, 200, 150}. K need not be a multiple of the
 // block: the last block of each row is partial, its codes past K zero.
