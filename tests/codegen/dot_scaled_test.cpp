@@ -25,6 +25,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <random>
 #include <string>
 #include <tuple>
@@ -224,6 +225,16 @@ void checkScaledGemm(const ts::Device& dev, ScaledFormat fa, ScaledFormat fb, in
   CHECK(bad == 0);
 }
 
+/// One GEMM of checkScaledGemm (no per-tensor scale): the formats, the
+/// tile and the problem.
+struct ScaledCase {
+  ScaledFormat fa, fb;
+  int BM, BN, BK, M, N, K;
+};
+void checkScaledGemms(const ts::Device& dev, std::initializer_list<ScaledCase> cases) {
+  for (const ScaledCase& c : cases) checkScaledGemm(dev, c.fa, c.fb, c.BM, c.BN, c.BK, c.M, c.N, c.K, false);
+}
+
 TEST_CASE("dot_scaled: every format matches the double reference on aligned and ragged shapes, every backend",
           "[mx][dot][emu]") {
   for (const ts::Device& dev : devices()) {
@@ -324,19 +335,19 @@ TEST_CASE("dot_scaled: the MX formats run on sm_120a's block-scaled mma.sync, si
   // reference: whole tiles and blocks, ragged M, N and K (masked codes and
   // scales read as zero; an odd K of fp4), tiles of 2x2 and 1x1 warps.
   const ts::Device dev = ts::Device::emulator("nvptx:sm_120a");
-  checkScaledGemm(dev, e4, e4, 64, 64, 128, 128, 64, 256, false);
-  checkScaledGemm(dev, e5, e4, 64, 32, 64, 45, 37, 77, false);
-  checkScaledGemm(dev, e4, e5, 32, 32, 32, 33, 40, 96, false);
-  checkScaledGemm(dev, e5, e5, 64, 64, 128, 100, 70, 130, false);
-  checkScaledGemm(dev, f6a, f6a, 64, 64, 64, 64, 64, 128, false);
-  checkScaledGemm(dev, f6b, e4, 32, 32, 32, 45, 37, 77, false);
-  checkScaledGemm(dev, f4, f4, 64, 64, 128, 100, 70, 97, false);
-  checkScaledGemm(dev, f4, f4, 32, 32, 64, 64, 64, 192, false);
-  checkScaledGemm(dev, f4, f4, 64, 64, 32, 64, 64, 64, false);
-  checkScaledGemm(dev, e4, f4, 32, 32, 32, 33, 40, 96, false);
-  checkScaledGemm(dev, f4, f6b, 64, 32, 64, 64, 64, 64, false);
-  // The K step of 96 above: padded, native.
-  checkScaledGemm(dev, e4, e5, 64, 64, 96, 64, 64, 200, false);
+  checkScaledGemms(dev, {{e4, e4, 64, 64, 128, 128, 64, 256},
+                         {e5, e4, 64, 32, 64, 45, 37, 77},
+                         {e4, e5, 32, 32, 32, 33, 40, 96},
+                         {e5, e5, 64, 64, 128, 100, 70, 130},
+                         {f6a, f6a, 64, 64, 64, 64, 64, 128},
+                         {f6b, e4, 32, 32, 32, 45, 37, 77},
+                         {f4, f4, 64, 64, 128, 100, 70, 97},
+                         {f4, f4, 32, 32, 64, 64, 64, 192},
+                         {f4, f4, 64, 64, 32, 64, 64, 64},
+                         {e4, f4, 32, 32, 32, 33, 40, 96},
+                         {f4, f6b, 64, 32, 64, 64, 64, 64},
+                         // The K step of 96 above: padded, native.
+                         {e4, e5, 64, 64, 96, 64, 64, 200}});
   // Padded scale blocks never reach the instruction as NaN: here the
   // padded lanes of both scale tiles compute the e8m0 NaN code (255).
   {
@@ -568,13 +579,13 @@ TEST_CASE("dot_scaled: fp8 and fp4 run on gfx950's v_mfma_scale, silently, match
   // reference: whole tiles and blocks, ragged M, N and K (masked codes and
   // scales), both forms, mixed pairs.
   const ts::Device dev = ts::Device::emulator("amdgpu:gfx950");
-  checkScaledGemm(dev, e4, e4, 64, 64, 64, 128, 64, 256, false);
-  checkScaledGemm(dev, e5, e4, 64, 64, 128, 45, 37, 77, false);
-  checkScaledGemm(dev, e4, e5, 64, 32, 128, 100, 70, 130, false);
-  checkScaledGemm(dev, f4, f4, 64, 64, 64, 100, 70, 97, false);
-  checkScaledGemm(dev, f4, f4, 64, 32, 128, 64, 64, 256, false);
-  checkScaledGemm(dev, e4, f4, 64, 64, 128, 33, 40, 96, false);
-  checkScaledGemm(dev, f4, e5, 64, 64, 64, 64, 64, 64, false);
+  checkScaledGemms(dev, {{e4, e4, 64, 64, 64, 128, 64, 256},
+                         {e5, e4, 64, 64, 128, 45, 37, 77},
+                         {e4, e5, 64, 32, 128, 100, 70, 130},
+                         {f4, f4, 64, 64, 64, 100, 70, 97},
+                         {f4, f4, 64, 32, 128, 64, 64, 256},
+                         {e4, f4, 64, 64, 128, 33, 40, 96},
+                         {f4, e5, 64, 64, 64, 64, 64, 64}});
 }
 
 std::vector<ts::Kernel> gpuKernels() {
