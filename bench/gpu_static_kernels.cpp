@@ -379,13 +379,14 @@ std::vector<GpuBenchKernel> gpuBenchKernels() {
                    return checkGemmFp8(B, k, d, o, s);
                  }});
   }
-  // Block-scaled GEMMs (the zoo's gemm_mxfp8 / gemm_mxfp4 kernel: masked
-  // loads, one dot_scaled per K step of 128, f32 out) on sm_120a and
-  // gfx950, whose mma.sync block_scale and v_mfma_scale run them natively
-  // (docs/dot_scaled.md); a 128 x 256 f32 tile's store conversion alone is
-  // 128 KiB, beyond sm_120a's 99.
-  for (auto [name, f] :
-       {std::pair{"gemm_mxfp8", ScaledFormat::mxfp8_e4m3}, std::pair{"gemm_mxfp4", ScaledFormat::mxfp4}})
+  // Block-scaled GEMMs (the zoo's gemm_mxfp8 / gemm_mxfp4 / gemm_nvfp4
+  // kernel: masked loads, one dot_scaled per K step of 128, f32 out) on
+  // sm_120a and gfx950, whose mma.sync block_scale and v_mfma_scale run
+  // them natively (docs/dot_scaled.md; NVFP4 on sm_120a only); a 128 x 256
+  // f32 tile's store conversion alone is 128 KiB, beyond sm_120a's 99.
+  for (auto [name, f, targets] : {std::tuple{"gemm_mxfp8", ScaledFormat::mxfp8_e4m3, "nvptx:sm_120a amdgpu:gfx950"},
+                                  std::tuple{"gemm_mxfp4", ScaledFormat::mxfp4, "nvptx:sm_120a amdgpu:gfx950"},
+                                  std::tuple{"gemm_nvfp4", ScaledFormat::nvfp4, "nvptx:sm_120a"}})
     for (auto [bm, bn, w] : {std::tuple{64, 128, 4}, std::tuple{128, 128, 4}, std::tuple{128, 128, 8}}) {
       GemmBlocks B{bm, bn, 128, 0};
       Kernel k = examples::gemmScaled(name, B, f);
@@ -393,7 +394,7 @@ std::vector<GpuBenchKernel> gpuBenchKernels() {
                    std::to_string(bm) + "x" + std::to_string(bn) + "x128" + warps(w),
                    k,
                    w,
-                   "nvptx:sm_120a amdgpu:gfx950",
+                   targets,
                    {{256, 256, 256}, {100, 77, 160}},
                    [=](const Device& d, const CompileOptions& o, const std::vector<int64_t>& s) {
                      return checkGemmScaled(name, B, k, d, o, s);

@@ -145,8 +145,8 @@ std::shared_ptr<Artifact> compileGpuTarget(const ir::Function& f, const GpuConfi
 
 namespace {
 // Block-scaled matrix instructions: sm_120a's mma.sync block_scale takes
-// the MX formats, gfx950's scaled MFMA fp8 and fp4 (gpuScaledDotNative,
-// which the vendor's tensor-core table answers); NVFP4's mxf4nvf4 and
+// the MX formats and NVFP4 x NVFP4, gfx950's scaled MFMA fp8 and fp4
+// (gpuScaledDotNative, which the vendor's tensor-core table answers);
 // sm_100a's tcgen05 block-scaled kinds have no lowering yet. Every other
 // dot_scaled runs as its decomposition (the decompose-scaled-dots pass),
 // which the compile says.

@@ -64,7 +64,8 @@ struct Quantised {
   }
   double scale(int64_t r, int64_t i) const {
     const uint8_t s = scales[size_t(r * scaleCols() + i / scaledElements(format).block)];
-    return format == ScaledFormat::nvfp4 ? double(fp8Decode(DType::F8E4M3, s)) : double(e8m0Decode(s));
+    // nvfp4: UE4M3, f8e4m3 without the sign bit (docs/dot_scaled.md).
+    return format == ScaledFormat::nvfp4 ? double(fp8Decode(DType::F8E4M3, uint8_t(s & 0x7F))) : double(e8m0Decode(s));
   }
   /// The value element (r, i) stands for: code x block scale (x the
   /// per-tensor scale for nvfp4), in double (exact).
@@ -177,13 +178,39 @@ inline Kernel gemmScaled(const char* kname, GemmBlocks B, ScaledFormat f) {
                     Ptr<const uint8_t> bsc, Int M, Int N, Int K) { body(c, a, as, b, bsc, Tensor{}, M, N, K); });
 }
 
-/// The blocks of the block-scaled GEMMs: the GEMM defaults, BLOCK_K 64 on
-/// the CPU and 32 on GPUs (a multiple of both block sizes).
-inline GemmBlocks scaledGemmBlocks(const RunContext& ctx) {
-  GemmBlocks b = gemmBlocksFor(ctx);
+/// Whether `t` (or the architecture an emu: target runs) multiplies fp4
+/// codes of format `f` packed, natively (Targets.def's columns): sm_120a's
+/// block-scaled mma.sync (kind::mxf4 and mxf4nvf4), gfx950's f8f6f4 MFMAs
+/// (MXFP4 only: they take e8m0 scales).
+inline bool nativePackedFp4(const Target& t, ScaledFormat f) {
+  if (!scaledElements(f).packed) return false;
+  const bool nv = t.kind == Target::Kind::NVPTX || t.kind == Target::Kind::EmuNVPTX;
+  const bool amd = t.kind == Target::Kind::AMDGPU || t.kind == Target::Kind::EmuAMDGPU;
+  const GpuArch* row = nv    ? findGpuArch(GpuArch::Vendor::NVIDIA, t.arch)
+                       : amd ? findGpuArch(GpuArch::Vendor::AMD, t.arch)
+                             : nullptr;
+  return row && (nv ? row->mmaBlockScale : row->f8f6f4MfmaK > 0 && f == ScaledFormat::mxfp4);
+}
+
+/// The blocks of the block-scaled GEMMs on `t`, from the GEMM defaults `b`
+/// (BLOCK_K 64 on the CPU, 32 on GPUs: a multiple of both block sizes):
+/// unpipelined, and BLOCK_K 128 where the target multiplies the fp4
+/// format packed (nativePackedFp4) unless the tune config sets it: those
+/// instructions read 64 (sm_120a) or, on the default tile's 16 x 16 wave
+/// tiles, 128 (gfx950's 16x16x128) codes a row per step, and a step of 32
+/// runs in containers or decomposed. Where fp4 is decomposed, the step
+/// stays 32: its bf16 tiles of 128 would spill (sm_90a: 1.5 KiB).
+inline GemmBlocks scaledBlocks(GemmBlocks b, const Target& t, ScaledFormat f, bool configK = false) {
   b.stages = 0;
   b.warpSpecialized = false;
+  if (nativePackedFp4(t, f) && !configK) b.k = 128;
   return b;
+}
+
+/// The blocks of a block-scaled GEMM launch on ctx.device, with what
+/// ctx.config sets.
+inline GemmBlocks scaledGemmBlocks(const RunContext& ctx, ScaledFormat f) {
+  return scaledBlocks(gemmBlocksFor(ctx), deviceTarget(ctx.device), f, ctx.config && ctx.config->has("BLOCK_K"));
 }
 
 /// The {M, N, K} of a block-scaled GEMM example (default {300, 200, 150}).
@@ -236,7 +263,7 @@ inline Launch prepareScaledGemm(const RunContext& ctx, const char* kname, Scaled
   std::mt19937_64 rng(ctx.seed);
   const Quantised qa = quantise(f, scaledGemmValues(rng, M * K), M, K);
   const Quantised qb = quantise(f, scaledGemmValues(rng, N * K), N, K);
-  GemmBlocks B = scaledGemmBlocks(ctx);
+  GemmBlocks B = scaledGemmBlocks(ctx, f);
   const Device& dev = ctx.device;
   Buffer da = dev.upload(DType::U8, qa.codes), dsa = dev.upload(DType::U8, qa.scales);
   Buffer db = dev.upload(DType::U8, qb.codes), dsb = dev.upload(DType::U8, qb.scales);
@@ -260,11 +287,7 @@ inline Example scaledGemmExample(const char* kname, ScaledFormat f, const char* 
   e.name = kname;
   e.summary = summary;
   e.kernel = [kname, f] { return gemmScaled(kname, gemmDefaultBlocks(Device::cpu()), f); };
-  e.gpuKernel = [kname, f](const Target& t) {
-    GemmBlocks b = gemmDefaultBlocks(t);
-    b.stages = 0;
-    return gemmScaled(kname, b, f);
-  };
+  e.gpuKernel = [kname, f](const Target& t) { return gemmScaled(kname, scaledBlocks(gemmDefaultBlocks(t), t, f), f); };
   e.prepare = [kname, f](const RunContext& ctx) { return prepareScaledGemm(ctx, kname, f); };
   e.testShapes = {{64, 64, 64}, {100, 77, 50}, {1, 1, 1}, {45, 64, 96}, {33, 40, 129}};
   e.dtype = name(f);
@@ -474,7 +497,7 @@ inline Kernel dequantiseKernel(const char* kname, int BR, int BC, ScaledFormat f
     Int nblocks = (cols + (bs - 1)) / bs;
     auto j = expand_dims(program_id(1) * nb + arange(nb), 0);
     auto sc = load(scales + r * nblocks + j, (r < rows) & (j < nblocks));
-    Tensor s = ts.valid() ? sc.bitcast(f8e4m3).to(f32) * ts : mx_decode(sc, e8m0);
+    Tensor s = ts.valid() ? (sc & 0x7F).bitcast(f8e4m3).to(f32) * ts : mx_decode(sc, e8m0);  // nvfp4: UE4M3
     auto sb = reshape(broadcast_to(expand_dims(s, 2), {BR, nb, bs}), {BR, BC});
     store(out + r * cols + c, mx_decode(q, e.elem) * sb, (r < rows) & (c < cols));
   };

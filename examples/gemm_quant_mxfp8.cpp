@@ -49,7 +49,7 @@ Launch prepare(const RunContext& ctx) {
   std::mt19937_64 rng(ctx.seed);
   const std::vector<float> x = scaledGemmValues(rng, M * K);
   const Quantised qa = quantise(kFormat, x, M, K), qb = quantise(kFormat, scaledGemmValues(rng, N * K), N, K);
-  const GemmBlocks B = scaledGemmBlocks(ctx);
+  const GemmBlocks B = scaledGemmBlocks(ctx, kFormat);
   const Device& dev = ctx.device;
   Buffer dc = dev.alloc(DType::F32, size_t(M * N));
   dc.fillBytes(0xff);  // NaN: an element the kernel fails to write cannot pass

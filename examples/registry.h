@@ -260,11 +260,14 @@ inline GemmBlocks gemmDefaultBlocks(const Target& t) {
   if (hasWarpgroupMma(t)) return {64, 64, 32, 3};
   return {32, 32, 32, amd ? 2 : 3};
 }
-inline GemmBlocks gemmDefaultBlocks(const Device& device) {
-  if (device.kind() == rt::DeviceKind::CPU) return gemmDefaultBlocks(Target::parse("cpu"));
+/// The target `device` runs: cpu, the GPU's, or the emu: target of an
+/// emulator.
+inline Target deviceTarget(const Device& device) {
+  if (device.kind() == rt::DeviceKind::CPU) return Target::parse("cpu");
   std::string arch = device.arch();
-  return gemmDefaultBlocks(Target::parse(device.kind() == rt::DeviceKind::Emulator ? "emu:" + arch : arch));
+  return Target::parse(device.kind() == rt::DeviceKind::Emulator ? "emu:" + arch : arch);
 }
+inline GemmBlocks gemmDefaultBlocks(const Device& device) { return gemmDefaultBlocks(deviceTarget(device)); }
 
 /// The blocks of a GEMM launch: the defaults for ctx.device, with what
 /// ctx.config sets (BLOCK_M, BLOCK_N, BLOCK_K, STAGES) in their place.

@@ -141,23 +141,28 @@ def gemm_fp8(c, a, b, scales, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: t
 
 @triton.jit
 def gemm_mx(c, a, a_scale, b, b_scale, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-            FMT: tl.constexpr, PK: tl.constexpr):
+            FMT: tl.constexpr, PK: tl.constexpr, SB: tl.constexpr):
     # examples/block_scaled.h's gemmScaled: A [M, K] and B [N, K] codes (fp4
-    # packed two a byte along K), e8m0 scales [rows, K/32], masked loads,
-    # one dot_scaled per K step, f32 out.
+    # packed two a byte along K), scales [rows, K/SB] (e8m0 of 32; NVFP4's
+    # fp8e4nv of 16), masked loads, one dot_scaled per K step, f32 out (the
+    # NVFP4 per-tensor scale, one multiply in the epilogue, left out).
     row = (tl.program_id(0) * BM + tl.arange(0, BM))[:, None]
     rowb = (tl.program_id(1) * BN + tl.arange(0, BN))[:, None]
     col = (tl.program_id(1) * BN + tl.arange(0, BN))[None, :]
     kbytes = K // PK + K % PK  # ceil(K / PK), as the zoo's kernel writes it
-    kblocks = (K + 31) // 32
+    kblocks = (K + SB - 1) // SB
     acc = tl.zeros((BM, BN), tl.float32)
     for k0 in range(0, K, BK):
         kb = (k0 // PK + tl.arange(0, BK // PK))[None, :]
-        ks = (k0 // 32 + tl.arange(0, BK // 32))[None, :]
+        ks = (k0 // SB + tl.arange(0, BK // SB))[None, :]
         ta = tl.load(a + row * kbytes + kb, (row < M) & (kb < kbytes))
         tb = tl.load(b + rowb * kbytes + kb, (rowb < N) & (kb < kbytes))
-        sa = tl.load(a_scale + row * kblocks + ks, (row < M) & (ks < kblocks), other=0)
-        sb = tl.load(b_scale + rowb * kblocks + ks, (rowb < N) & (ks < kblocks), other=0)
+        if SB == 32:  # e8m0 codes (u8)
+            sa = tl.load(a_scale + row * kblocks + ks, (row < M) & (ks < kblocks), other=0)
+            sb = tl.load(b_scale + rowb * kblocks + ks, (rowb < N) & (ks < kblocks), other=0)
+        else:  # fp8e4nv, which takes no integer `other`
+            sa = tl.load(a_scale + row * kblocks + ks, (row < M) & (ks < kblocks))
+            sb = tl.load(b_scale + rowb * kblocks + ks, (rowb < N) & (ks < kblocks))
         acc = tl.dot_scaled(ta, sa, FMT, tl.trans(tb), sb, FMT, acc)
     tl.store(c + row * N + col, acc, (row < M) & (col < N))
 
@@ -306,11 +311,13 @@ def cases():
         r.append(("gemm_fp8", f"{bm}x{bn}x{bk} s3 w8", gemm_fp8, sig, {"BM": bm, "BN": bn, "BK": bk, "STAGES": 3}, 8,
                   3))
     # Block-scaled (sm_120a and gfx950 only: MX_TARGETS), unpipelined as the zoo's kernel.
-    for name, fmt, ab, pk in (("gemm_mxfp8", "e4m3", "*fp8e4nv", 1), ("gemm_mxfp4", "e2m1", "*u8", 2)):
+    for name, fmt, ab, pk, sc, sb in (("gemm_mxfp8", "e4m3", "*fp8e4nv", 1, "*u8", 32),
+                                      ("gemm_mxfp4", "e2m1", "*u8", 2, "*u8", 32),
+                                      ("gemm_nvfp4", "e2m1", "*u8", 2, "*fp8e4nv", 16)):
         for bm, bn, w in ((64, 128, 4), (128, 128, 4), (128, 128, 8)):
-            sig = {"c": f32, "a": ab, "a_scale": "*u8", "b": ab, "b_scale": "*u8", "M": "i32", "N": "i32", "K": "i32"}
+            sig = {"c": f32, "a": ab, "a_scale": sc, "b": ab, "b_scale": sc, "M": "i32", "N": "i32", "K": "i32"}
             r.append((name, f"{bm}x{bn}x128 w{w}", gemm_mx, sig,
-                      {"BM": bm, "BN": bn, "BK": 128, "FMT": fmt, "PK": pk}, w, 1))
+                      {"BM": bm, "BN": bn, "BK": 128, "FMT": fmt, "PK": pk, "SB": sb}, w, 1))
     return r
 
 
@@ -322,8 +329,10 @@ TARGETS = {
     "amdgpu:gfx1100": GPUTarget("hip", "gfx1100", 32),
 }
 # Targets only the cases that name them compile for (tessera_gpu_bench's
-# rows made for some GPUs): the block-scaled GEMMs on sm_120a and gfx950.
+# rows made for some GPUs): the block-scaled GEMMs on sm_120a and gfx950
+# (NVFP4's on sm_120a only: NVFP4_TARGETS).
 MX_TARGETS = {"nvptx:sm_120a": GPUTarget("cuda", 120, 32), "amdgpu:gfx950": GPUTarget("hip", "gfx950", 64)}
+NVFP4_TARGETS = ("nvptx:sm_120a", )
 
 
 def compile_once(fn, sig, consts, warps, stages, target):
@@ -465,8 +474,9 @@ def main():
         if a.only and case[0] != a.only:
             continue
         targets = a.targets.split(",")
-        if case[0].startswith("gemm_mx"):  # made for sm_120a and gfx950: there, unless --targets leaves it out
-            targets = [t for t in (targets if a.targets_given else MX_TARGETS) if t in MX_TARGETS]
+        if case[0].startswith("gemm_mx") or case[0] == "gemm_nvfp4":  # made for sm_120a (and gfx950): there,
+            mx = NVFP4_TARGETS if case[0] == "gemm_nvfp4" else MX_TARGETS  # unless --targets leaves it out
+            targets = [t for t in (targets if a.targets_given else mx) if t in mx]
         else:
             targets = [t for t in targets if t in TARGETS]
         for t in targets:

@@ -127,6 +127,7 @@ std::vector<llvm::Value*> emitMatrixCoreDot(DotEmitter& e, std::vector<llvm::Val
   // A block-scaled dot's scales (p.scaled): lane i + T q gives the scale of
   // its row of A (column of B) for block q of the k-step (AMDGPUMfma.cpp),
   // a byte of the staged [M, K / 32] and [N, K / 32] rows (GpuDot.h).
+  TS_ASSERT(!p.scaled || p.scaleBlock == 32, "gfx950's scaled MFMAs take e8m0 scales of blocks of 32 only");
   const int64_t kB = p.scaleBlocks, bps = p.kStep * p.kPerElem / 32;
   if (p.scaled && e.only < 0)
     TS_ASSERT(e.scales && bps * 32 == p.kStep * p.kPerElem && bps * T == 64 && kB == p.K * p.kPerElem / 32,

@@ -125,7 +125,9 @@ Value* Lowerer::nvvm(IRBuilder<>& b, llvm::CallInst& c, const std::vector<std::s
     // selectors in the mode (EmuAbi.h), which PTX takes as immediates.
     const std::string scaled = "block.scale.m16n8k32.row.col.mxf8f6f4.scale.1x.f32.";
     const std::string mxf4 = "block.scale.m16n8k64.row.col.mxf4.scale.2x.f32.e2m1.e2m1.f32.ue8m0";
-    if (((rest.starts_with(scaled) && rest.ends_with(".f32.ue8m0")) || rest == mxf4) && c.arg_size() == 16) {
+    const std::string nvf4 = "block.scale.m16n8k64.row.col.mxf4nvf4.scale.4x.f32.e2m1.e2m1.f32.ue4m3";
+    if (((rest.starts_with(scaled) && rest.ends_with(".f32.ue8m0")) || rest == mxf4 || rest == nvf4) &&
+        c.arg_size() == 16) {
       auto fmt = [](llvm::StringRef n) {
         return llvm::StringSwitch<int32_t>(n)
             .Case("e4m3", TESSERA_EMU_MXF_E4M3)
@@ -147,9 +149,11 @@ Value* Lowerer::nvvm(IRBuilder<>& b, llvm::CallInst& c, const std::vector<std::s
       const int32_t fa = fmt(t[t.size() - 4]), fb = fmt(t[t.size() - 3]);
       if (fa < 0 || fb < 0) unsupported(c, "an element format of kind::mxf8f6f4 that is not modelled");
       int32_t mode = TESSERA_EMU_MMA_BLOCK_SCALE | fa << 16 | fb << 19 | sel(11, 3) << 8 | sel(12, 1) << 10 |
-                     sel(14, 3) << 12 | sel(15, 3) << 14 | (rest == mxf4 ? TESSERA_EMU_MMA_MXF4_K64 : 0);
+                     sel(14, 3) << 12 | sel(15, 3) << 14 | (rest == mxf4 ? TESSERA_EMU_MMA_MXF4_K64 : 0) |
+                     (rest == nvf4 ? TESSERA_EMU_MMA_NVF4_K64 : 0);
       if (rest == mxf4 && (sel(11, 3) % 2 != 0 || sel(14, 3) % 2 != 0))
         unsupported(c, "a scale_vec::2X byte-id other than 0 or 2");
+      if (rest == nvf4 && (sel(11, 3) != 0 || sel(14, 3) != 0)) unsupported(c, "a scale_vec::4X byte-id other than 0");
       return matrixCall(b, c, "tessera_emu_mma_sync", mode, {0, 1, 2, 3, 10}, {4, 5, 13}, {6, 7, 8, 9});
     }
     int32_t mode = llvm::StringSwitch<int32_t>(rest)

@@ -199,12 +199,17 @@ ir::ScaledDotForm gpuScaledDotNative(GpuTargetFactory make, const GpuConfig& c, 
   using ir::ScaledDotForm;
   const ir::ScaledFormatInfo* fa = ir::findScaledFormat(dotScaled.strAttr("a_format"));
   const ir::ScaledFormatInfo* fb = ir::findScaledFormat(dotScaled.strAttr("b_format"));
-  // MX formats only (nvfp4's blocks of 16 with e4m3 scales are another
-  // instruction), without a per-tensor scale.
-  if (!fa || !fb || fa->block != 32 || fb->block != 32 || dotScaled.numOperands() != 5)
-    return ScaledDotForm::Decomposed;
+  // The MX formats, any pair; NVFP4 x NVFP4 (blocks of 16, UE4M3 scales)
+  // where the target has its instruction (TensorCoreOp::mmaNvfp4), packed;
+  // an NVFP4 operand beside an MX one has two kinds of scale, which no
+  // instruction takes. A per-tensor scale (NVFP4's) multiplies the native
+  // dot's result (decompose-scaled-dots).
+  if (!fa || !fb || fa->scale != fb->scale || fa->block != fb->block) return ScaledDotForm::Decomposed;
   const TensorCoreOp op = make(c)->tensorCore(fa->elem, fb->elem, DType::F32);
-  if (op.mmaBlockScale == llvm::Intrinsic::not_intrinsic && op.mmaSmallBlockScale == llvm::Intrinsic::not_intrinsic)
+  const bool nvfp4 = fa->block == 16;
+  if (nvfp4 ? op.mmaNvfp4 == llvm::Intrinsic::not_intrinsic
+            : op.mmaBlockScale == llvm::Intrinsic::not_intrinsic &&
+                  op.mmaSmallBlockScale == llvm::Intrinsic::not_intrinsic)
     return ScaledDotForm::Decomposed;
   // The shape after pad-tiles (every dim to a power of two; the padded K
   // blocks' codes zeroed and scales made finite there). fp4's unpacking
@@ -217,16 +222,17 @@ ir::ScaledDotForm gpuScaledDotNative(GpuTargetFactory make, const GpuConfig& c, 
   auto l = ir::mmaLayout(op.kind, pad(a[0]), pad(b[0]), K, c.numWarps, static_cast<int>(c.warpSize()), false);
   if (!l) return ScaledDotForm::Decomposed;
   // The placement the layouts give (the first choice, or where that does
-  // not fit the smaller instruction) must be one with a block-scaled form.
-  const bool fits = l->mma == op.kind ? op.mmaBlockScale != llvm::Intrinsic::not_intrinsic
-                                      : op.small != ir::MmaKind::None && l->mma == op.small &&
+  // not fit the smaller instruction) must be one with a block-scaled form
+  // (NVFP4's: the first choice's).
+  const bool fits = l->mma == op.kind ? nvfp4 || op.mmaBlockScale != llvm::Intrinsic::not_intrinsic
+                                      : !nvfp4 && op.small != ir::MmaKind::None && l->mma == op.small &&
                                             op.mmaSmallBlockScale != llvm::Intrinsic::not_intrinsic;
   if (!fits) return ScaledDotForm::Decomposed;
   // fp4 x fp4 packed where the target takes it so and K is whole packed
   // k-steps; else in containers.
-  if (fa->packed && fb->packed && op.fp4PackedK != 0 && K % (ir::mmaK(l->mma) * op.fp4PackedK) == 0)
-    return ScaledDotForm::PackedFp4;
-  return ScaledDotForm::Containers;
+  const bool wholePackedSteps = op.fp4PackedK != 0 && K % (ir::mmaK(l->mma) * op.fp4PackedK) == 0;
+  if (fa->packed && fb->packed && wholePackedSteps) return ScaledDotForm::PackedFp4;
+  return nvfp4 ? ScaledDotForm::Decomposed : ScaledDotForm::Containers;
 }
 
 bool gpuKeepsDotInFlight(GpuTargetFactory make, const GpuConfig& c, const ir::Op& dot) {

@@ -118,11 +118,13 @@ struct TensorCoreDotPlan {
   bool inFlight = false;
   uint64_t aAlign = 16, bAlign = 16;
   /// A block-scaled dot (operands 3 and 4, IR.h; `op.mma` is then the
-  /// instruction's block-scaled form): its e8m0 scales, one byte per row of
-  /// A (and column of B) and block of 32 along K, staged row-major as
+  /// instruction's block-scaled form): its scales, one byte per row of A
+  /// (and column of B) and block of scaleBlock elements along K (e8m0 of
+  /// 32, or NVFP4's UE4M3 of 16: ir::dotScaleBlock), staged row-major as
   /// [M, scaleBlocks] and then [N, scaleBlocks] bytes (DotEmitter::scales).
   bool scaled = false;
-  int64_t scaleBlocks = 0;  // K * kPerElem / 32
+  int64_t scaleBlock = 32;
+  int64_t scaleBlocks = 0;  // K * kPerElem / scaleBlock
   uint64_t scaleBytes() const { return scaled ? static_cast<uint64_t>((M + N) * scaleBlocks) : 0; }
 };
 

@@ -107,6 +107,10 @@ struct TensorCoreOp {
   /// is not mmaBlockScale (NVIDIA's).
   int64_t fp4PackedK = 0;
   llvm::Intrinsic::ID mmaFp4Packed = llvm::Intrinsic::not_intrinsic;
+  /// NVFP4 x NVFP4 (UE4M3 scales of blocks of 16, `scale_elem`), packed as
+  /// mmaFp4Packed (NVIDIA sm_120a's kind::mxf4nvf4 scale_vec::4X);
+  /// not_intrinsic where the target has no such instruction.
+  llvm::Intrinsic::ID mmaNvfp4 = llvm::Intrinsic::not_intrinsic;
 };
 
 /// How a target lowers `copy {async = 1}` and the group ops (IR.h,

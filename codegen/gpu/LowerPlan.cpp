@@ -291,6 +291,11 @@ TensorCoreDotPlan Lower::dotPlan(const ir::Op& op) {
               "a block-scaled dot on a placement without its block-scaled instruction");
     top.mma = top.mmaBlockScale;
     if (ir::dotElemsPerByte(op) == 2 && top.mmaFp4Packed != llvm::Intrinsic::not_intrinsic) top.mma = top.mmaFp4Packed;
+    if (ir::dotScaleBlock(op) == 16) {
+      TS_ASSERT(top.mmaNvfp4 != llvm::Intrinsic::not_intrinsic && ir::dotElemsPerByte(op) == 2,
+                "an NVFP4 block-scaled dot on a target without its instruction");
+      top.mma = top.mmaNvfp4;
+    }
   }
   TensorCoreDotPlan p =
       planTensorCoreDot(t_, top, av->type().dtype(), av->type().shape()[0], op.operand(1)->type().shape()[1],
@@ -299,7 +304,8 @@ TensorCoreDotPlan Lower::dotPlan(const ir::Op& op) {
   p.elemA = ir::dotOperandElem(op, 0);
   p.elemB = ir::dotOperandElem(op, 1);
   p.scaled = scaled;
-  p.scaleBlocks = scaled ? p.K * p.kPerElem / 32 : 0;
+  p.scaleBlock = scaled ? ir::dotScaleBlock(op) : 32;
+  p.scaleBlocks = scaled ? p.K * p.kPerElem / p.scaleBlock : 0;
   // Staging swizzled rather than padded (AMD) where that raises the occupancy
   // the kernel's shared memory allows (chooseShared weighs both, and
   // keeps the swizzle only then). The padding (WMMA 16 bytes a row, a

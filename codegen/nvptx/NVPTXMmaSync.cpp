@@ -47,6 +47,9 @@
 // scales per row (column), the k-step's blocks of 32 in bytes 0 and 1 with
 // byte-id 0 (as CUTLASS and Triton drive it), the same lanes as above: a
 // 16-bit load, or the half of a 32-bit one (two k-steps) moved low.
+// NVFP4 x NVFP4 (.kind::mxf4nvf4.block_scale.scale_vec::4X, UE4M3 scales
+// of blocks of 16) reads the same fragments; its scale register holds the
+// k-step's four blocks in bytes 0-3 (byte-id 0): one 32-bit load.
 #include <algorithm>
 #include <array>
 
@@ -143,11 +146,14 @@ std::vector<llvm::Value*> emitMmaSyncDot(DotEmitter& e, std::vector<llvm::Value*
   // Block scales (p.scaled): this lane's row of A (g + 8h of the
   // instruction, h = lane % 2) and column of B (g) as rows of the staged
   // [M, kS] and [N, kS] bytes.
-  const int64_t kB = p.scaleBlocks, bps = p.kPerElem;  // blocks of 32 per k-step: 1, or 2 packed
+  // Blocks per k-step: 1 (32 codes a byte each), 2 (64 packed, blocks of
+  // 32) or 4 (64 packed, NVFP4's blocks of 16).
+  const int64_t kB = p.scaleBlocks, bps = p.kStep * p.kPerElem / p.scaleBlock;
   const bool wordScales = kB % 4 == 0;
   llvm::Value *sRowA = nullptr, *sRowB = nullptr;
   if (p.scaled && only < 0) {
-    TS_ASSERT(e.scales && kB == kS * bps, "block scales: one block of 32 per k-step (two packed)");
+    TS_ASSERT(e.scales && kB == kS * bps && (bps == 1 || bps == 2 || bps == 4),
+              "block scales: one, two or four blocks per k-step");
     llvm::Value* g = b.CreateLShr(lane, i32(2));
     sRowA = b.CreateAdd(b.CreateAdd(b.CreateMul(b.CreateAnd(lane, i32(1)), i32(8 * wm)), b.CreateMul(wp0, i32(8))), g);
     sRowB = b.CreateAdd(b.CreateMul(wp1, i32(8)), g);
@@ -159,6 +165,7 @@ std::vector<llvm::Value*> emitMmaSyncDot(DotEmitter& e, std::vector<llvm::Value*
     llvm::Value* at = b.CreateAdd(b.CreateMul(b.CreateAdd(row, i32(dRow)), i32(kB)),
                                   i32(first + (wordScales ? block / 4 * 4 : block)));
     llvm::Value* ptr = b.CreateInBoundsGEP(b.getInt8Ty(), e.scales, at);
+    if (bps == 4) return {b.CreateAlignedLoad(b.getInt32Ty(), ptr, llvm::Align(4)), 0};  // bytes 0-3
     if (bps == 2) {  // the k-step's two scales in bytes 0, 1
       if (!wordScales)
         return {b.CreateZExt(b.CreateAlignedLoad(b.getInt16Ty(), ptr, llvm::Align(2)), b.getInt32Ty()), 0};

@@ -159,7 +159,9 @@ TensorCoreOp nvptxTensorCore(const GpuArch& row, DType a, DType b, DType acc) {
   // the fp8 operands' fragments and staging. fp4 x fp4 is taken packed
   // where K allows (ir::ScaledDotForm::PackedFp4): mma.sync.m16n8k64
   // .kind::mxf4.block_scale.scale_vec::2X, whose fragments are the
-  // m16n8k32 ones with a byte holding two codes (NVPTXMmaSync.cpp).
+  // m16n8k32 ones with a byte holding two codes (NVPTXMmaSync.cpp); NVFP4
+  // (blocks of 16, UE4M3 scales) on the same placement with
+  // .kind::mxf4nvf4.block_scale.scale_vec::4X.
   if (acc == DType::F32 && (t.mmaBlockScale = mmaBlockScale(row, a, b)) != llvm::Intrinsic::not_intrinsic) {
     t.kind = ir::MmaKind::NvMmaM16N8K32;
     if (a == DType::F4E2M1 && b == DType::F4E2M1) {
@@ -167,6 +169,9 @@ TensorCoreOp nvptxTensorCore(const GpuArch& row, DType a, DType b, DType acc) {
       t.mmaFp4Packed = llvm::Intrinsic::lookupIntrinsicID(name);
       TS_ASSERT(t.mmaFp4Packed != llvm::Intrinsic::not_intrinsic, std::string("LLVM has no ") + name);
       t.fp4PackedK = 2;
+      const char* nv = "llvm.nvvm.mma.block.scale.m16n8k64.row.col.mxf4nvf4.scale.4x.f32.e2m1.e2m1.f32.ue4m3";
+      t.mmaNvfp4 = llvm::Intrinsic::lookupIntrinsicID(nv);
+      TS_ASSERT(t.mmaNvfp4 != llvm::Intrinsic::not_intrinsic, std::string("LLVM has no ") + nv);
     }
     return t;
   }

@@ -113,6 +113,11 @@ int64_t dotElemsPerByte(const Op& dot) {
 
 int64_t dotK(const Op& dot) { return dot.operand(0)->type().shape()[1] * dotElemsPerByte(dot); }
 
+int64_t dotScaleBlock(const Op& dot) {
+  TS_ASSERT(dot.code() == OpCode::Dot && dot.numOperands() == 5, "dotScaleBlock of no block-scaled dot");
+  return dot.hasAttr("scale_elem") && dot.strAttr("scale_elem") == "ue4m3" ? 16 : 32;
+}
+
 Value* buildMmaContainers(Builder& b, Value* codes, const ScaledFormatInfo& f) {
   if (isFp8(f.elem)) return codes;
   if (f.packed) {

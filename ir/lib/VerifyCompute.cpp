@@ -75,7 +75,8 @@ bool Verifier::verifyComputeOp(const Op& op) {
         // `a_elem` / `b_elem` (kind::mxf8f6f4's containers:
         // buildMmaContainers), or with `packed` fp4 x fp4 two a byte along
         // K, e8m0 codes (u8) scaling blocks of 32 along K, A's [M, K/32]
-        // and B's [N, K/32], an f32 accumulator.
+        // and B's [N, K/32] (with `scale_elem = "ue4m3"` NVFP4's scales of
+        // blocks of 16), an f32 accumulator.
         const Type& sa = in(op, 3);
         const Type& sb = in(op, 4);
         for (const char* k : {"a_elem", "b_elem"}) {
@@ -92,14 +93,19 @@ bool Verifier::verifyComputeOp(const Op& op) {
         if (packed && (strAttr(op, "a_elem") != "f4e2m1" || strAttr(op, "b_elem") != "f4e2m1"))
           fail(op, "a packed block-scaled dot takes f4e2m1 x f4e2m1, got '" + strAttr(op, "a_elem") + "' x '" +
                        strAttr(op, "b_elem") + "'");
+        if (op.hasAttr("scale_elem") && strAttr(op, "scale_elem") != "e8m0" && strAttr(op, "scale_elem") != "ue4m3")
+          fail(op, "block-scaled 'scale_elem' must be e8m0 or ue4m3, got '" + strAttr(op, "scale_elem") + "'");
         const int64_t M = a.shape()[0], K = a.shape()[1] * (packed ? 2 : 1), N = b.shape()[1];
-        if (K % 32 != 0)
-          fail(op, "block-scaled K must be a multiple of 32, got " + ts(a) + (packed ? " (packed)" : ""));
-        const Shape wantA = {M, K / 32}, wantB = {N, K / 32};
+        const int64_t bs = dotScaleBlock(op);
+        const char* codes = bs == 16 ? "ue4m3" : "e8m0";
+        if (K % bs != 0)
+          fail(op, "block-scaled K must be a multiple of " + std::to_string(bs) + ", got " + ts(a) +
+                       (packed ? " (packed)" : ""));
+        const Shape wantA = {M, K / bs}, wantB = {N, K / bs};
         if (!sa.isTile() || sa.dtype() != DType::U8 || sa.shape() != wantA || !sb.isTile() || sb.dtype() != DType::U8 ||
             sb.shape() != wantB)
-          fail(op, "block scales must be u8 (e8m0 codes) tiles " + shapeStr(wantA) + " and " + shapeStr(wantB) +
-                       ", got " + ts(sa) + ", " + ts(sb));
+          fail(op, std::string("block scales must be u8 (") + codes + " codes) tiles " + shapeStr(wantA) + " and " +
+                       shapeStr(wantB) + ", got " + ts(sa) + ", " + ts(sb));
         resultIs(op, acc);
         return true;
       }

@@ -5,7 +5,8 @@
 //   1. fp4 codes are unpacked (and, shr, join, reshape along K);
 //   2. codes are decoded to f32 exactly with integer and bit operations
 //      (ScaledDot.h: buildMxDecode), e8m0 scales by shifting the code into
-//      f32's exponent field, f8e4m3 scale tiles by the exact cast;
+//      f32's exponent field, nvfp4's as f8e4m3 without the sign bit
+//      (UE4M3: scaleCodes);
 //   3. each element is multiplied by its block's scale, broadcast along K;
 //   4. the product is cast to bf16, and one bf16 `dot` accumulates in f32
 //      (B transposed from its K-major [N, K] to [K, N]); a per-tensor scale
@@ -27,10 +28,14 @@
 // `a_elem` / `b_elem`, B transposed to [K, N], the e8m0 scale tiles as
 // operands 3 and 4 (IR.h), so the tensor-core lowering stages and reads
 // them as any dot's 1-byte operands. Where the instruction takes fp4 two a
-// byte (ScaledDotForm::PackedFp4: AMD's f8f6f4 MFMAs), an fp4 x fp4 dot
-// keeps its codes packed ([M, K/2] and, transposed, [K/2, N], `packed`):
-// nothing is unpacked, and half the bytes are staged. Without `native`
-// (the pass by name) every dot_scaled is decomposed.
+// byte (ScaledDotForm::PackedFp4: AMD's f8f6f4 MFMAs, NVIDIA's kind::mxf4
+// and kind::mxf4nvf4), an fp4 x fp4 dot keeps its codes packed ([M, K/2]
+// and, transposed, [K/2, N], `packed`): nothing is unpacked, and half the
+// bytes are staged. NVFP4's scales go as UE4M3 codes (`scale_elem`), the
+// sign bit cleared here so the instruction never sees it; a per-tensor
+// scale multiplies a dot from zero, before the accumulator is added, as in
+// the decomposition. Without `native` (the pass by name) every dot_scaled
+// is decomposed.
 #include <functional>
 #include <variant>
 #include <vector>
@@ -43,10 +48,18 @@
 namespace tessera::ir {
 namespace {
 
+/// The scale codes of format `f` as u8: e8m0 as they are; nvfp4's f8e4m3
+/// (codes or an f8e4m3 tile) as UE4M3, the sign bit cleared (IR.h).
+Value* scaleCodes(Builder& b, Value* scale, const ScaledFormatInfo& f) {
+  if (f.scale != DType::F8E4M3) return scale;
+  Value* codes = scale->type().dtype() == DType::F8E4M3 ? b.bitcast(scale, DType::U8) : scale;
+  return b.binary(OpCode::And, codes, b.constant(codes->type(), int64_t{0x7F}));
+}
+
 /// The operand decoded, scaled and cast to bf16: [rows, K].
 Value* dequantise(Builder& b, Value* codes, Value* scale, const ScaledFormatInfo& f) {
   Value* x = buildMxDecode(b, f.packed ? buildUnpackFp4(b, codes) : codes, f.elem);
-  Value* s = scale->type().dtype() == DType::F8E4M3 ? b.cast(scale, DType::F32) : buildMxDecode(b, scale, f.scale);
+  Value* s = buildMxDecode(b, scaleCodes(b, scale, f), f.scale);
   // Each scale stretched over its block: [rows, K/bs] -> [rows, K/bs, bs] -> [rows, K].
   const int64_t rows = x->type().shape()[0], k = x->type().shape()[1], nb = k / f.block;
   s = b.reshape(b.broadcast(b.expandDims(s, 2), {rows, nb, f.block}), {rows, k});
@@ -86,8 +99,8 @@ class DecomposeScaledDots : public Pass {
       Value* acc = op.operand(4);
       Value* ts = op.numOperands() > 5 ? op.operand(5) : nullptr;
       const ScaledDotForm form = native_ ? native_(op) : ScaledDotForm::Decomposed;
-      TS_ASSERT(form == ScaledDotForm::Decomposed || (!ts && fa->block == 32 && fb->block == 32),
-                "a native block-scaled dot of a form the block-scaled dot does not take");
+      TS_ASSERT(form == ScaledDotForm::Decomposed || (fa->scale == fb->scale && fa->block == fb->block),
+                "a native block-scaled dot of operands with different scales");
       TS_ASSERT(form != ScaledDotForm::PackedFp4 || (fa->packed && fb->packed),
                 "packed block-scaled operands of other than fp4 x fp4");
       Value* r;
@@ -98,7 +111,15 @@ class DecomposeScaledDots : public Pass {
         std::map<std::string, Attr> attrs = {{"a_elem", std::string(tessera::name(fa->elem))},
                                              {"b_elem", std::string(tessera::name(fb->elem))}};
         if (packed) attrs["packed"] = int64_t{1};
-        r = b.create(OpCode::Dot, {ca, cb, acc, op.operand(1), op.operand(3)}, {acc->type()}, attrs)->result();
+        if (fa->scale == DType::F8E4M3) attrs["scale_elem"] = std::string("ue4m3");
+        Value* sa = scaleCodes(b, op.operand(1), *fa);
+        Value* sb = scaleCodes(b, op.operand(3), *fb);
+        Value* from = ts ? b.constant(acc->type(), 0.0) : acc;
+        r = b.create(OpCode::Dot, {ca, cb, from, sa, sb}, {acc->type()}, attrs)->result();
+        if (ts) {
+          r = b.binary(OpCode::Mul, r, b.splat(ts, acc->type().shape()));
+          if (!isZeroConstant(acc)) r = b.binary(OpCode::Add, r, acc);
+        }
       } else if (ts) {
         Value* xa = dequantise(b, op.operand(0), op.operand(1), *fa);
         Value* xb = b.transpose(dequantise(b, op.operand(2), op.operand(3), *fb), {1, 0});

@@ -376,8 +376,11 @@ void Worker::matrix(Fiber* f, Coll kind, int32_t mode, const void* a, const void
            ((mode & TESSERA_EMU_MMA_BLOCK_SCALE)
                 ? (mode & 0xFF) == TESSERA_EMU_MMA_BLOCK_SCALE && (mode >> 10 & 3) <= 1 &&
                       (mode >> 16 & 7) <= TESSERA_EMU_MXF_E2M1 && (mode >> 19 & 7) <= TESSERA_EMU_MXF_E2M1 &&
+                      // m16n8k64 (kind::mxf4 or mxf4nvf4): e2m1 x e2m1;
+                      // scale_vec::4X: byte-ids 0.
                       (mode >> 22 == 0 ||
-                       (mode >> 22 == 1 && (mode >> 16 & 0x3F) == (TESSERA_EMU_MXF_E2M1 | TESSERA_EMU_MXF_E2M1 << 3)))
+                       ((mode >> 22 == 1 || (mode >> 22 == 2 && (mode >> 8 & 3) == 0 && (mode >> 12 & 3) == 0)) &&
+                        (mode >> 16 & 0x3F) == (TESSERA_EMU_MXF_E2M1 | TESSERA_EMU_MXF_E2M1 << 3)))
                 : mode <= TESSERA_EMU_MMA_M16N8K32_E5M2_E5M2);
       break;
     case Coll::Wgmma: {

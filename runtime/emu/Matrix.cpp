@@ -194,15 +194,27 @@ bool mmaSync(int32_t mode, const LaneFrag* lanes) {
       const unsigned c = reg >> (8 * byte) & 0xFF;
       return c == 255 ? std::nan("") : std::ldexp(1.0, static_cast<int>(c) - 127);
     };
+    // UE4M3 (NVFP4's scales): e4m3 without a sign; the PTX ISA gives no
+    // meaning to a code with bit 7 set, which Tessera never passes (its
+    // compiler clears the bit): NaN here, so that a path that did not
+    // would show.
+    auto ue4m3 = [](uint32_t reg, int byte) {
+      const unsigned c = reg >> (8 * byte) & 0xFF;
+      return c & 0x80 ? std::nan("") : static_cast<double>(fp8Decode(DType::F8E4M3, static_cast<uint8_t>(c)));
+    };
     // With TESSERA_EMU_MMA_MXF4_K64 (m16n8k64 kind::mxf4, scale_vec::2X)
     // the byte places are the same, each byte two e2m1 codes (k 2j in the
     // low nibble, 2j + 1 in the high), and row m's k 32h..32h+31 is scaled
-    // by byte byte-id + h.
-    const int per = mode & TESSERA_EMU_MMA_MXF4_K64 ? 2 : 1, K = 32 * per;
-    std::vector<double> sa(size_t(16 * per)), sb(size_t(8 * per));
-    for (int h = 0; h < per; ++h) {
-      for (int m = 0; m < 16; ++m) sa[size_t(m * per + h)] = e8m0(lanes[4 * (m % 8) + 2 * ta + m / 8].a[4], ba + h);
-      for (int n = 0; n < 8; ++n) sb[size_t(n * per + h)] = e8m0(lanes[4 * n + tb].b[2], bb + h);
+    // by byte byte-id + h; with TESSERA_EMU_MMA_NVF4_K64 (kind::mxf4nvf4,
+    // scale_vec::4X) k 16h..16h+15 by UE4M3 byte h (byte-id 0).
+    const bool nvf4 = mode & TESSERA_EMU_MMA_NVF4_K64;
+    const int per = mode & (TESSERA_EMU_MMA_MXF4_K64 | TESSERA_EMU_MMA_NVF4_K64) ? 2 : 1, K = 32 * per;
+    const int nb = nvf4 ? 4 : per, blk = K / nb;  // scales per row, elements per scale
+    auto scale = [&](uint32_t reg, int byte) { return nvf4 ? ue4m3(reg, byte) : e8m0(reg, byte); };
+    std::vector<double> sa(size_t(16 * nb)), sb(size_t(8 * nb));
+    for (int h = 0; h < nb; ++h) {
+      for (int m = 0; m < 16; ++m) sa[size_t(m * nb + h)] = scale(lanes[4 * (m % 8) + 2 * ta + m / 8].a[4], ba + h);
+      for (int n = 0; n < 8; ++n) sb[size_t(n * nb + h)] = scale(lanes[4 * n + tb].b[2], bb + h);
     }
     auto code = [&](int fmt, uint8_t c, int s) -> float {
       return per == 2 ? mxElementDecode(DType::F4E2M1, c >> (4 * s) & 0xF) : elem(fmt, c);
@@ -219,15 +231,16 @@ bool mmaSync(int32_t mode, const LaneFrag* lanes) {
       for (int i = 0; i < 4; ++i) C.at(g + 8 * (i / 2), 2 * t + i % 2) = lanes[l].c[i];
     }
     // Each product of two elements is exact in double, and so is its
-    // scaling by two powers of two (within double's range).
+    // scaling by two powers of two (within double's range), or by two
+    // e4m3 values (4 significant bits each).
     for (int l = 0; l < 32; ++l) {
       const int g = l / 4, t = l % 4;
       for (int i = 0; i < 4; ++i) {
         const int r = g + 8 * (i / 2), col = 2 * t + i % 2;
         double s = 0;
         for (int k = 0; k < K; ++k)
-          s += static_cast<double>(A.at(r, k)) * B.at(k, col) * sa[size_t(r * per + k / 32)] *
-               sb[size_t(col * per + k / 32)];
+          s += static_cast<double>(A.at(r, k)) * B.at(k, col) * sa[size_t(r * nb + k / blk)] *
+               sb[size_t(col * nb + k / blk)];
         lanes[l].d[i] = static_cast<float>(C.at(r, col) + s);
       }
     }

@@ -464,15 +464,22 @@ void runBlockScaledCase(const MxElem& fa, const MxElem& fb, int ba, int ta, int 
 /// nv8A / nv8B's byte places, each byte two e2m1 codes (element 2j in the
 /// low nibble, 2j + 1 in the high), and two scales per row of A (column of
 /// B) in bytes byte-id and byte-id + 1 of the lanes the 1X form reads: k
-/// 0..31 and 32..63. The rest of every scale register is random.
-void runMxf4K64Case(int ba, int ta, int bb, int tb, unsigned seed) {
+/// 0..31 and 32..63. With `nvf4` (.kind::mxf4nvf4.scale_vec::4X, ue4m3,
+/// byte-ids 0) four scales per row, bytes 0-3: k 16b..16b+15. The rest of
+/// every scale register is random.
+void runMxf4K64Case(int ba, int ta, int bb, int tb, unsigned seed, bool nvf4 = false) {
   const Shape s{16, 8, 32, nv8A, nv8B, nvC, 32, 32, 4};  // places of the 32 bytes of a row
+  const int nb = nvf4 ? 4 : 2, blk = 64 / nb;
   std::mt19937 rng(seed);
-  std::vector<uint8_t> A(16 * 64), B(64 * 8), SA(16 * 2), SB(8 * 2);
+  std::vector<uint8_t> A(16 * 64), B(64 * 8), SA(size_t(16 * nb)), SB(size_t(8 * nb));
   for (auto& x : A) x = static_cast<uint8_t>(rng() % 16);
   for (auto& x : B) x = static_cast<uint8_t>(rng() % 16);
-  for (auto& x : SA) x = static_cast<uint8_t>(121 + rng() % 13);
-  for (auto& x : SB) x = static_cast<uint8_t>(121 + rng() % 13);
+  // e8m0 2^-6 .. 2^6; UE4M3 normal values 2^-4 .. 2^4 (0x18 .. 0x5F).
+  for (auto* v : {&SA, &SB})
+    for (auto& x : *v) x = static_cast<uint8_t>(nvf4 ? 0x18 + rng() % 0x48 : 121 + rng() % 13);
+  auto scale = [&](uint8_t c) {
+    return nvf4 ? double(tessera::fp8Decode(tessera::DType::F8E4M3, c)) : std::ldexp(1.0, c - 127);
+  };
   Regs r = blockScaleRegs(rng);
   for (int i = 0; i < 16; ++i)
     for (int kb = 0; kb < 32; ++kb) {
@@ -484,24 +491,24 @@ void runMxf4K64Case(int ba, int ta, int bb, int tb, unsigned seed) {
       Owner o = s.B(kb, j);
       setByte(r.b[o.lane][o.idx / 4], o.idx % 4, uint8_t(B[2 * kb * 8 + j] | B[(2 * kb + 1) * 8 + j] << 4));
     }
-  for (int h = 0; h < 2; ++h) {
-    for (int m = 0; m < 16; ++m) setByte(r.a[4 * (m % 8) + 2 * ta + m / 8][4], ba + h, SA[m * 2 + h]);
-    for (int n = 0; n < 8; ++n) setByte(r.b[4 * n + tb][2], bb + h, SB[n * 2 + h]);
+  for (int h = 0; h < nb; ++h) {
+    for (int m = 0; m < 16; ++m) setByte(r.a[4 * (m % 8) + 2 * ta + m / 8][4], ba + h, SA[size_t(m * nb + h)]);
+    for (int n = 0; n < 8; ++n) setByte(r.b[4 * n + tb][2], bb + h, SB[size_t(n * nb + h)]);
   }
   std::vector<float> C(16 * 8);
   for (float& x : C) x = float(int(rng() % 129) - 64) * 0.5f;
   for (int i = 0; i < 16; ++i)
     for (int j = 0; j < 8; ++j) r.c[s.C(i, j).lane][s.C(i, j).idx] = C[i * 8 + j];
-  const int mode = TESSERA_EMU_MMA_BLOCK_SCALE | TESSERA_EMU_MMA_MXF4_K64 | TESSERA_EMU_MXF_E2M1 << 16 |
-                   TESSERA_EMU_MXF_E2M1 << 19 | ba << 8 | ta << 10 | bb << 12 | tb << 14;
-  runWave(r, Vendor::NVIDIA, 32, 1, mode, tessera_emu_mma_sync, "matrix_mxf4_k64");
+  const int mode = TESSERA_EMU_MMA_BLOCK_SCALE | (nvf4 ? TESSERA_EMU_MMA_NVF4_K64 : TESSERA_EMU_MMA_MXF4_K64) |
+                   TESSERA_EMU_MXF_E2M1 << 16 | TESSERA_EMU_MXF_E2M1 << 19 | ba << 8 | ta << 10 | bb << 12 | tb << 14;
+  runWave(r, Vendor::NVIDIA, 32, 1, mode, tessera_emu_mma_sync, nvf4 ? "matrix_nvf4_k64" : "matrix_mxf4_k64");
   auto v = [](uint8_t c) { return double(tessera::mxElementDecode(tessera::DType::F4E2M1, c)); };
   for (int i = 0; i < 16; ++i)
     for (int j = 0; j < 8; ++j) {
       double ref = C[i * 8 + j];
       for (int k = 0; k < 64; ++k)
-        ref += v(A[i * 64 + k]) * std::ldexp(1.0, SA[i * 2 + k / 32] - 127) * v(B[k * 8 + j]) *
-               std::ldexp(1.0, SB[j * 2 + k / 32] - 127);
+        ref += v(A[i * 64 + k]) * scale(SA[size_t(i * nb + k / blk)]) * v(B[k * 8 + j]) *
+               scale(SB[size_t(j * nb + k / blk)]);
       Owner o = s.C(i, j);
       INFO("selectors a {" << ba << "," << ta << "} b {" << bb << "," << tb << "} D(" << i << "," << j
                            << ") = " << r.d[o.lane][o.idx] << ", reference " << ref);
@@ -965,6 +972,41 @@ TEST_CASE(
   for (int ba : {0, 2})
     for (int ta = 0; ta < 2; ++ta)
       for (int tb = 0; tb < 4; ++tb) runMxf4K64Case(ba, ta, 2 - ba, tb, ++seed);
+}
+
+TEST_CASE(
+    "block-scaled mma.sync m16n8k64 kind::mxf4nvf4 scale_vec::4X reads four UE4M3 scales per row, bytes 0-3, and "
+    "gives NaN for a scale with the sign bit set",
+    "[emu][matrix][mx]") {
+  unsigned seed = 600;
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 4; ++tb) runMxf4K64Case(0, ta, 0, tb, ++seed, true);
+  // UE4M3 has no sign: the PTX ISA gives bit 7 no meaning, and Tessera's
+  // compiler clears it, so the model makes it visible (NaN in the rows
+  // and columns that scale reaches; the others exact).
+  std::mt19937 rng(7);
+  Regs r = blockScaleRegs(rng);
+  for (int l = 0; l < 32; ++l) {
+    for (int q = 0; q < 4; ++q) r.a[l][q] = 0x22222222;  // e2m1 1.0 everywhere
+    for (int q = 0; q < 2; ++q) r.b[l][q] = 0x22222222;
+    r.a[l][4] = r.b[l][2] = 0x38383838;  // UE4M3 1.0 in every byte
+    for (int q = 0; q < 4; ++q) r.c[l][q] = 0;
+  }
+  r.a[0][4] = 0xB8383838;  // row 0's last block: bit 7 set
+  runWave(
+      r, Vendor::NVIDIA, 32, 1,
+      TESSERA_EMU_MMA_BLOCK_SCALE | TESSERA_EMU_MMA_NVF4_K64 | TESSERA_EMU_MXF_E2M1 << 16 | TESSERA_EMU_MXF_E2M1 << 19,
+      tessera_emu_mma_sync, "matrix_nvf4_sign");
+  const Shape s{16, 8, 32, nv8A, nv8B, nvC, 32, 32, 4};
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 8; ++j) {
+      const Owner o = s.C(i, j);
+      INFO("D(" << i << "," << j << ") = " << r.d[o.lane][o.idx]);
+      if (i == 0)
+        CHECK(std::isnan(r.d[o.lane][o.idx]));
+      else
+        CHECK(r.d[o.lane][o.idx] == 64.0f);
+    }
 }
 
 TEST_CASE("block-scaled mma.sync m16n8k32 scales each row of A and column of B by the selected e8m0 bytes",

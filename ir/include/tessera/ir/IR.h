@@ -215,12 +215,15 @@
 // a holds u8 codes [M, K] (fp4 formats: [M, K/2], element 2j in the low
 // nibble of byte j), b the same K-major [N, K]; a_scale [M, K/bs] and
 // b_scale [N, K/bs] hold one scale code per block of bs elements along K
-// (u8; nvfp4's f8e4m3 scales may also be an f8e4m3 tile); acc and the
-// result are f32 [M, N]; ts, an f32 scalar, only with an nvfp4 operand.
+// (u8; nvfp4's f8e4m3 scales may also be an f8e4m3 tile, and their sign
+// bit is ignored: NVFP4's scales are unsigned, UE4M3); acc and the result
+// are f32 [M, N]; ts, an f32 scalar, only with an nvfp4 operand.
 // out[m, n] = acc[m, n] + ts * sum_k a[m, k] sa[m, k/bs] b[n, k] sb[n, k/bs]
 // (ts = 1 when absent), summed in f32 in an unspecified order. Lowered natively, it becomes the block-scaled
 // `dot(a, b, acc, a_scale, b_scale) {a_elem, b_elem}`: u8 a [M, K], b [K, N] a byte an element (ScaledDot.h; `packed`
-// fp4 x fp4: a [M, K/2], b [K/2, N]), e8m0 (u8) scales [M, K/32], [N, K/32]; elsewhere, the exact decomposition.
+// fp4 x fp4: a [M, K/2], b [K/2, N]), e8m0 (u8) scales [M, K/32], [N, K/32], or with `scale_elem = "ue4m3"`
+// NVFP4's UE4M3 codes (u8, the sign bit ignored) of blocks of 16, [M, K/16], [N, K/16]; elsewhere, the exact
+// decomposition.
 //
 // Reductions. `reduce(x) {kind, axis}` removes `axis` (a rank-1 tile gives
 // a scalar): sum, max and min combine the elements (max / min as the

@@ -41,6 +41,9 @@ DType dotOperandElem(const Op& dot, unsigned operand);
 int64_t dotElemsPerByte(const Op& dot);
 /// A dot's K in elements: A's columns times dotElemsPerByte.
 int64_t dotK(const Op& dot);
+/// The elements along K per scale of a block-scaled dot (IR.h): 32 for
+/// e8m0 scales, 16 for `scale_elem = "ue4m3"` (NVFP4's).
+int64_t dotScaleBlock(const Op& dot);
 /// How a target's block-scaled matrix instruction takes a dot_scaled
 /// (codegen's gpuScaledDotNative; decompose-scaled-dots writes the form):
 /// not at all (decomposed), its codes one a byte in containers

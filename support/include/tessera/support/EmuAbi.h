@@ -75,10 +75,14 @@ enum : int32_t {
 // fp8 form's extended by scale-a-data (a[4]) and scale-b-data (b[2]). With
 // TESSERA_EMU_MMA_MXF4_K64 (formats e2m1): m16n8k64.row.col.kind::mxf4
 // .block_scale.scale_vec::2X, two e2m1 codes a byte in the same registers
-// and two scales per row (column), bytes byte-id and byte-id + 1.
+// and two scales per row (column), bytes byte-id and byte-id + 1. With
+// TESSERA_EMU_MMA_NVF4_K64 (formats e2m1, byte-ids 0): m16n8k64.row.col
+// .kind::mxf4nvf4.block_scale.scale_vec::4X ... .ue4m3, the same codes and
+// four UE4M3 scales per row (column), k 16b..16b+15 scaled by byte b.
 enum : int32_t {
   TESSERA_EMU_MMA_BLOCK_SCALE = 16,
   TESSERA_EMU_MMA_MXF4_K64 = 1 << 22,
+  TESSERA_EMU_MMA_NVF4_K64 = 1 << 23,
   TESSERA_EMU_MXF_E4M3 = 0,
   TESSERA_EMU_MXF_E5M2 = 1,
   TESSERA_EMU_MXF_E2M3 = 2,
