@@ -134,7 +134,8 @@ void attentionBench(int reps) {
       ctx.shape = {heads, n, D};
       examples::Launch l = examples::prepareAttention(ctx, causal, examples::attentionDefaultBlocks(dev));
       CompiledKernel k = compile(l.kernel, dev);
-      k.launchWith(l.grid, l.args, {});
+      const Dim3 grid = examples::launchGrid(l, k);
+      k.launchWith(grid, l.args, {});
       examples::CheckResult ok = l.check();
       // The peer on the same inputs, as f32: the f16 values the kernel read.
       auto halves = [&](size_t i) {
@@ -154,7 +155,7 @@ void attentionBench(int reps) {
       }
       perf::BenchOptions bo;
       bo.minReps = reps;
-      perf::BenchResult r = perf::benchmark(k, l.grid, l.args, bo);
+      perf::BenchResult r = perf::benchmark(k, grid, l.args, bo);
       Timing p = timePeer(reps, [&] { attentionPeer(q, kk, v, o, heads, n, D, causal, threads); });
       const double flops = 4.0 * double(heads) * double(n) * double(n) * double(D) * (causal ? 0.5 : 1.0);
       char shape[64], ts[64], pc[64];

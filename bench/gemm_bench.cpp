@@ -214,7 +214,7 @@ int main(int argc, char** argv) {
         ts::Buffer dC = dev.alloc(ts::DType::F32, C.size());
         ts::LaunchOptions lo;
         lo.threads = unsigned(th);
-        ts::Dim3 grid(uint32_t((n + blocks.m - 1) / blocks.m), uint32_t((n + blocks.n - 1) / blocks.n));
+        ts::Dim3 grid = ex::gemmGrid(blocks, n, n);
         auto runTs = [&] { k.launchWith(grid, {dC, dA, dB, int32_t(n), int32_t(n), int32_t(n)}, lo); };
         runTs();
         Stats sTs;

@@ -79,10 +79,10 @@ Kernel gemmF16Plain(GemmBlocks B) {
   return ts::kernel(
       "gemm_f16_plain", {"c", "a", "b", "M", "N", "K"},
       [=](ts::Ptr<ts::half> c, ts::Ptr<const ts::half> a, ts::Ptr<const ts::half> b, ts::Int M, ts::Int N, ts::Int K) {
-        auto row = ts::expand_dims(ts::program_id(0) * B.m + ts::arange(B.m), 1);
-        auto col = ts::expand_dims(ts::program_id(1) * B.n + ts::arange(B.n), 0);
-        ts::Tensor acc = examples::gemmMainLoop(B, ts::f16, a, b, row, col, M, N, K);
-        ts::store(c + row * N + col, acc.to(ts::f16), (row < M) & (col < N));
+        examples::gemmTiles(B, M, N, [&](const ts::Tensor& row, const ts::Tensor& col) {
+          ts::Tensor acc = examples::gemmMainLoop(B, ts::f16, a, b, row, col, M, N, K);
+          ts::store(c + row * N + col, acc.to(ts::f16), (row < M) & (col < N));
+        });
       });
 }
 
@@ -209,7 +209,7 @@ CheckResult checkGemm(GemmBlocks B, int act, const Kernel& k, const Device& dev,
   std::vector<rt::Arg> args{dc, da, db};
   if (act >= 0) args.push_back(dev.upload(DType::F32, bias));
   for (int64_t x : {M, N, K}) args.push_back(int32_t(x));
-  compile(k, dev, o).launchWith({cdiv(M, B.m), cdiv(N, B.n)}, args, {});
+  compile(k, dev, o).launchWith(examples::gemmGrid(B, M, N), args, {});
   auto got = dc.read<uint16_t>();
   // As examples/gemm_f16.cpp: f32 accumulation of K + 1 terms, the
   // activation's slope (<= 1.13) and erf, the rounding to f16.
@@ -237,7 +237,7 @@ CheckResult checkGemmFp8(GemmBlocks B, const Kernel& k, const Device& dev, const
   ctx.device = dev;
   ctx.shape = s;
   examples::Launch l = examples::find("gemm_fp8")->prepare(ctx);
-  compile(k, dev, o).launchWith({cdiv(s[0], B.m), cdiv(s[1], B.n)}, l.args, {});
+  compile(k, dev, o).launchWith(examples::gemmGrid(B, s[0], s[1]), l.args, {});
   return l.check();
 }
 
@@ -249,7 +249,7 @@ CheckResult checkGemmScaled(const char* name, GemmBlocks B, const Kernel& k, con
   ctx.device = dev;
   ctx.shape = s;
   examples::Launch l = examples::find(name)->prepare(ctx);
-  compile(k, dev, o).launchWith({cdiv(s[0], B.m), cdiv(s[1], B.n)}, l.args, {});
+  compile(k, dev, o).launchWith(examples::gemmGrid(B, s[0], s[1]), l.args, {});
   return l.check();
 }
 

@@ -217,7 +217,7 @@ int main(int argc, char** argv) {
           const double flops = 2.0 * n * n * double(n);
           ts::LaunchOptions lo;
           lo.threads = unsigned(th);
-          ts::Dim3 grid(uint32_t((n + blocks.m - 1) / blocks.m), uint32_t((n + blocks.n - 1) / blocks.n));
+          ts::Dim3 grid = ex::gemmGrid(blocks, n, n);
           auto tsStats = [&](ts::CompiledKernel& k, const char* who) {
             auto run = [&] {
               if (bf16)

@@ -195,7 +195,7 @@ int main(int argc, char** argv) {
         ts::CompiledKernel k = ts::compile(l.kernel, *gpu, e.optionsFor(ctx));
         perf::BenchOptions bo;
         bo.budgetSeconds = budgetMs / 1e3;
-        perf::BenchResult b = perf::benchmark(k, l.grid, l.args, bo);
+        perf::BenchResult b = perf::benchmark(k, ex::launchGrid(l, k), l.args, bo);
         measured[{c.name + "[" + ex::shapeStr(l.shape) + "]", gpuMachine->id}] = b.stats.median;
       }
     }

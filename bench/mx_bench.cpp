@@ -79,13 +79,14 @@ int main(int argc, char** argv) {
         ctx.launch.threads = threads;
         ex::Launch l = e->prepare(ctx);
         ts::CompiledKernel k = ts::compile(l.kernel, ctx.device, e->optionsFor(ctx));
-        k.launchWith(l.grid, l.args, ctx.launch);
+        const ts::Dim3 grid = ex::launchGrid(l, k, ctx.launch);
+        k.launchWith(grid, l.args, ctx.launch);
         const ex::CheckResult r = l.check();
         if (!r.ok) throw ts::Error(std::string(name) + ": wrong result: " + r.detail);
         std::vector<double> ms;
         for (int i = 0; i < reps; ++i) {
           const auto t0 = Clock::now();
-          k.launchWith(l.grid, l.args, ctx.launch);
+          k.launchWith(grid, l.args, ctx.launch);
           ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
         }
         const Stats s = stats(ms);

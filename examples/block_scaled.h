@@ -137,8 +137,8 @@ inline Quantised quantise(ScaledFormat f, const std::vector<float>& x, int64_t r
   return q;
 }
 
-/// C (f32, M x N) = A @ B^T over block-scaled A (M x K) and B (N x K), one
-/// BLOCK_M x BLOCK_N tile per program, K in steps of BLOCK_K (a multiple of
+/// C (f32, M x N) = A @ B^T over block-scaled A (M x K) and B (N x K),
+/// BLOCK_M x BLOCK_N tiles in the GEMMs' schedule (gemmSchedule), K in steps of BLOCK_K (a multiple of
 /// the block size). Arguments: c, a, a_scale, b, b_scale, [tensor_scale
 /// (nvfp4: one f32, the product of A's and B's per-tensor scales),] M, N, K.
 inline Kernel gemmScaled(const char* kname, GemmBlocks B, ScaledFormat f) {
@@ -146,27 +146,29 @@ inline Kernel gemmScaled(const char* kname, GemmBlocks B, ScaledFormat f) {
   const int pk = e.packed ? 2 : 1, bs = e.block;
   auto body = [=](Ptr<float> c, Ptr<const uint8_t> a, Ptr<const uint8_t> as, Ptr<const uint8_t> b,
                   Ptr<const uint8_t> bsc, Tensor tscale, Int M, Int N, Int K) {
-    auto row = expand_dims(program_id(0) * B.m + arange(B.m), 1);   // BLOCK_M x 1: rows of A
-    auto rowB = expand_dims(program_id(1) * B.n + arange(B.n), 1);  // BLOCK_N x 1: rows of B
-    auto col = expand_dims(program_id(1) * B.n + arange(B.n), 0);   // 1 x BLOCK_N: columns of C
-    // Bytes of a row of codes, ceil(K / pk), written so that K's alignment
-    // carries over to the rows (the loads vectorise): K / 2 + K % 2.
-    Int kBytes = K / pk + K % pk, kBlocks = (K + (bs - 1)) / bs;
-    Tensor zero = zeros({B.m, B.n}, f32);
-    Tensor acc = for_range(0, K, B.k, zero, [&](Int k0, Tensor acc) {
-      auto kb = expand_dims(k0 / pk + arange(B.k / pk), 0);  // bytes of codes
-      auto ks = expand_dims(k0 / bs + arange(B.k / bs), 0);  // blocks
-      auto ta = load(a + row * kBytes + kb, (row < M) & (kb < kBytes));
-      auto tb = load(b + rowB * kBytes + kb, (rowB < N) & (kb < kBytes));
-      auto sa = load(as + row * kBlocks + ks, (row < M) & (ks < kBlocks));
-      auto sb = load(bsc + rowB * kBlocks + ks, (rowB < N) & (ks < kBlocks));
-      return dot_scaled(ta, sa, f, tb, sb, f, acc);
+    for_tiles(gemmSchedule(B, M, N), [&](const Tile& t) {
+      auto row = expand_dims(t.row0 + arange(B.m), 1);   // BLOCK_M x 1: rows of A
+      auto rowB = expand_dims(t.col0 + arange(B.n), 1);  // BLOCK_N x 1: rows of B
+      auto col = expand_dims(t.col0 + arange(B.n), 0);   // 1 x BLOCK_N: columns of C
+      // Bytes of a row of codes, ceil(K / pk), written so that K's alignment
+      // carries over to the rows (the loads vectorise): K / 2 + K % 2.
+      Int kBytes = K / pk + K % pk, kBlocks = (K + (bs - 1)) / bs;
+      Tensor zero = zeros({B.m, B.n}, f32);
+      Tensor acc = for_range(0, K, B.k, zero, [&](Int k0, Tensor acc) {
+        auto kb = expand_dims(k0 / pk + arange(B.k / pk), 0);  // bytes of codes
+        auto ks = expand_dims(k0 / bs + arange(B.k / bs), 0);  // blocks
+        auto ta = load(a + row * kBytes + kb, (row < M) & (kb < kBytes));
+        auto tb = load(b + rowB * kBytes + kb, (rowB < N) & (kb < kBytes));
+        auto sa = load(as + row * kBlocks + ks, (row < M) & (ks < kBlocks));
+        auto sb = load(bsc + rowB * kBlocks + ks, (rowB < N) & (ks < kBlocks));
+        return dot_scaled(ta, sa, f, tb, sb, f, acc);
+      });
+      // NVFP4's per-tensor scale once, in the epilogue: dot_scaled's
+      // tensor_scale would apply it at every K step (the same product, up to
+      // rounding, for one more pass over the accumulator per step).
+      if (tscale.valid()) acc = acc * tscale;
+      store(c + row * N + col, acc, (row < M) & (col < N));
     });
-    // NVFP4's per-tensor scale once, in the epilogue: dot_scaled's
-    // tensor_scale would apply it at every K step (the same product, up to
-    // rounding, for one more pass over the accumulator per step).
-    if (tscale.valid()) acc = acc * tscale;
-    store(c + row * N + col, acc, (row < M) & (col < N));
   };
   if (f == ScaledFormat::nvfp4)
     return kernel(
@@ -269,12 +271,13 @@ inline Launch prepareScaledGemm(const RunContext& ctx, const char* kname, Scaled
   Buffer db = dev.upload(DType::U8, qb.codes), dsb = dev.upload(DType::U8, qb.scales);
   Buffer dc = dev.alloc(DType::F32, size_t(M * N));
   dc.fillBytes(0xff);  // NaN: an element the kernel fails to write cannot pass
-  Dim3 grid(uint32_t((M + B.m - 1) / B.m), uint32_t((N + B.n - 1) / B.n));
+  Dim3 grid = gemmGrid(B, M, N);
   std::vector<rt::Arg> args{dc, da, dsa, db, dsb};
   if (f == ScaledFormat::nvfp4)
     args.push_back(dev.upload(DType::F32, std::vector<float>{qa.tensorScale * qb.tensorScale}));
   for (int64_t v : {M, N, K}) args.push_back(int32_t(v));
   Launch launch{gemmScaled(kname, B, f), grid, std::move(args), {M, N, K}};
+  launch.persistent = gemmPersistent(B);
   launch.check = scaledGemmCheck(dc, qa, qb, M, N, K, f);
   return launch;
 }

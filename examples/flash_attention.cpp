@@ -16,7 +16,11 @@
 //
 // The causal variant (flash_attention_causal) masks keys after the query
 // (col > row) and stops the loop at the block's diagonal: the key blocks
-// past it would be masked entirely.
+// past it would be masked entirely. Its program i owns the query block
+// ceil(n / BLOCK_M) - 1 - i: the blocks with the most keys come first in
+// the order GPUs dispatch programs (axis 0 fastest), so the last programs
+// to start are the lightest (longest first). The launch must then be
+// exactly ceil(n / BLOCK_M) programs on axis 0.
 //
 // Shape: {heads, n, D} with D one of 16, 32, 64, 128; default {4, 300, 64}.
 #include <algorithm>
@@ -41,12 +45,15 @@ Kernel attentionOf(AttentionBlocks B, int D, bool causal, const std::string& nam
   return ts::kernel(name, {"o", "q", "k", "v", "n"},
                     [=](ts::Ptr<T> o, ts::Ptr<const T> q, ts::Ptr<const T> k, ts::Ptr<const T> v, ts::Int n) {
                       auto base = ts::program_id(1) * n * D;  // this head's [n, D] slices
-                      auto rm = ts::expand_dims(ts::program_id(0) * BM + ts::arange(BM), 1);  // query rows, BM x 1
-                      auto d0 = ts::expand_dims(ts::arange(D), 0);                            // 1 x D
-                      auto d1 = ts::expand_dims(ts::arange(D), 1);                            // D x 1
-                      auto qt = ts::load(q + base + rm * D + d0, rm < n);                     // BM x D, loaded once
+                      // The query block. Causal: the last first (longest first).
+                      ts::Tensor m = ts::program_id(0);
+                      if (causal) m = ts::num_programs(0) - 1 - m;
+                      auto rm = ts::expand_dims(m * BM + ts::arange(BM), 1);  // query rows, BM x 1
+                      auto d0 = ts::expand_dims(ts::arange(D), 0);            // 1 x D
+                      auto d1 = ts::expand_dims(ts::arange(D), 1);            // D x 1
+                      auto qt = ts::load(q + base + rm * D + d0, rm < n);     // BM x D, loaded once
                       ts::Tensor hi = n;
-                      if (causal) hi = ts::minimum(n, (ts::program_id(0) + 1) * BM);  // no key block past the diagonal
+                      if (causal) hi = ts::minimum(n, (m + 1) * BM);  // no key block past the diagonal
                       auto init = std::tuple{ts::full({BM}, -ts::inf, ts::f32), ts::zeros({BM}, ts::f32),
                                              ts::zeros({BM, D}, ts::f32)};
                       auto [mi, li, acc] =
@@ -157,24 +164,6 @@ Launch prepareAttention(const RunContext& ctx, bool causal, AttentionBlocks B, D
                        [=](size_t) { return bound; });
   };
   return launch;
-}
-
-AttentionBlocks attentionDefaultBlocks(const Target& t) {
-  // RDNA (wave32 WMMA, Targets.def's matrixCore): on gfx1100 at 64 x 64
-  // with 4 waves the compiler keeps 204 bytes of scratch per lane at D = 64
-  // (all 256 VGPRs live); 32 x 32 fits every D of the example, causal or
-  // not, in 129-219 VGPRs with none. On RDNA4 64 x 64 holds 206 VGPRs at
-  // D = 64 (7 waves against gfx1100's 10 at 32 x 32).
-  if (t.kind != Target::Kind::AMDGPU && t.kind != Target::Kind::EmuAMDGPU) return {};
-  const GpuArch* row = findGpuArch(GpuArch::Vendor::AMD, t.arch);
-  if (row && row->matrixCore == GpuArch::MatrixCore::Wmma) return {32, 32};
-  return {};
-}
-
-AttentionBlocks attentionDefaultBlocks(const Device& device) {
-  if (device.kind() == rt::DeviceKind::CPU) return {};
-  std::string arch = device.arch();
-  return attentionDefaultBlocks(Target::parse(device.kind() == rt::DeviceKind::Emulator ? "emu:" + arch : arch));
 }
 
 namespace {

@@ -35,16 +35,16 @@ namespace ts = tessera;
 namespace tessera::examples {
 
 Kernel gemmBF16(GemmBlocks B, Activation act) {
-  return ts::kernel("gemm_bf16", {"c", "a", "b", "bias", "M", "N", "K"},
-                    [=](ts::Ptr<float> c, ts::Ptr<const ts::bfloat16> a, ts::Ptr<const ts::bfloat16> b,
-                        ts::Ptr<const float> bias, ts::Int M, ts::Int N, ts::Int K) {
-                      auto row = ts::expand_dims(ts::program_id(0) * B.m + ts::arange(B.m), 1);  // BLOCK_M x 1
-                      auto col = ts::expand_dims(ts::program_id(1) * B.n + ts::arange(B.n), 0);  // 1 x BLOCK_N
-                      ts::Tensor acc = gemmMainLoop(B, ts::bf16, a, b, row, col, M, N, K);
-                      auto y =
-                          applyActivation(acc + ts::load(bias + col, col < N), act);  // bias broadcast over the rows
-                      ts::store(c + row * N + col, y, (row < M) & (col < N));
-                    });
+  return ts::kernel(
+      "gemm_bf16", {"c", "a", "b", "bias", "M", "N", "K"},
+      [=](ts::Ptr<float> c, ts::Ptr<const ts::bfloat16> a, ts::Ptr<const ts::bfloat16> b, ts::Ptr<const float> bias,
+          ts::Int M, ts::Int N, ts::Int K) {
+        gemmTiles(B, M, N, [&](const ts::Tensor& row, const ts::Tensor& col) {  // BLOCK_M x 1, 1 x BLOCK_N
+          ts::Tensor acc = gemmMainLoop(B, ts::bf16, a, b, row, col, M, N, K);
+          auto y = applyActivation(acc + ts::load(bias + col, col < N), act);  // bias broadcast over the rows
+          ts::store(c + row * N + col, y, (row < M) & (col < N));
+        });
+      });
 }
 
 namespace {
@@ -66,9 +66,10 @@ Launch prepare(const RunContext& ctx) {
   Buffer dbias = ctx.device.upload(DType::F32, bias);
   Buffer dc = ctx.device.alloc(DType::F32, size_t(M * N));
   dc.fillBytes(0xff);  // NaN: an element the kernel fails to write cannot pass
-  Dim3 grid(uint32_t((M + B.m - 1) / B.m), uint32_t((N + B.n - 1) / B.n));
+  Dim3 grid = gemmGrid(B, M, N);
   Launch launch{
       gemmBF16(B, Activation(P.act)), grid, {dc, da, db, dbias, int32_t(M), int32_t(N), int32_t(K)}, {M, N, K, P.act}};
+  launch.persistent = gemmPersistent(B);
   launch.gemm = perf::GemmProblem{da, db, dc, M, N, K};
 
   // Reference in double: act(A @ B + bias) from the same bf16 inputs.

@@ -1,7 +1,8 @@
 // gemm_f32: C = act(A @ B + bias), A M x K, B K x N, bias N, all f32.
 //
-// Triton-style tiling: program (i, j) owns the BLOCK_M x BLOCK_N tile of C at
-// rows i*BLOCK_M.., columns j*BLOCK_N... It walks K in steps of BLOCK_K,
+// The output is cut into BLOCK_M x BLOCK_N tiles of C, handed out to the
+// programs by a tile schedule (gemmTiles: ts::for_tiles in bands of 8 tile
+// rows, persistent on GPUs; docs/gemm.md). Each tile walks K in steps of BLOCK_K,
 // loading a BLOCK_M x BLOCK_K tile of A and a BLOCK_K x BLOCK_N tile of B
 // (masked: lanes outside the matrices read 0, which adds nothing to the
 // dot) and accumulating their product into an f32 tile carried by the loop.
@@ -26,21 +27,21 @@ Kernel gemmF32(GemmBlocks B, Activation act, bool withBias, const char* name) {
   // The body, shared by the signatures with and without bias.
   auto body = [=](ts::Ptr<float> c, ts::Ptr<const float> a, ts::Ptr<const float> b, const ts::Tensor* bias, ts::Int M,
                   ts::Int N, ts::Int K) {
-    auto row = ts::expand_dims(ts::program_id(0) * B.m + ts::arange(B.m), 1);  // BLOCK_M x 1
-    auto col = ts::expand_dims(ts::program_id(1) * B.n + ts::arange(B.n), 0);  // 1 x BLOCK_N
-    auto rk = ts::arange(B.k);
-    auto acc = ts::for_range(0, K, B.k, ts::zeros({B.m, B.n}, ts::f32), [&](ts::Int k0, ts::Tensor acc) {
-      auto ka = ts::expand_dims(k0 + rk, 0);  // 1 x BLOCK_K: columns of A
-      auto kb = ts::expand_dims(k0 + rk, 1);  // BLOCK_K x 1: rows of B
-      auto ta = ts::load(a + row * K + ka, (row < M) & (ka < K));
-      auto tb = ts::load(b + kb * N + col, (kb < K) & (col < N));
-      return ts::dot(ta, tb, acc);
+    gemmTiles(B, M, N, [&](const ts::Tensor& row, const ts::Tensor& col) {  // BLOCK_M x 1, 1 x BLOCK_N
+      auto rk = ts::arange(B.k);
+      auto acc = ts::for_range(0, K, B.k, ts::zeros({B.m, B.n}, ts::f32), [&](ts::Int k0, ts::Tensor acc) {
+        auto ka = ts::expand_dims(k0 + rk, 0);  // 1 x BLOCK_K: columns of A
+        auto kb = ts::expand_dims(k0 + rk, 1);  // BLOCK_K x 1: rows of B
+        auto ta = ts::load(a + row * K + ka, (row < M) & (ka < K));
+        auto tb = ts::load(b + kb * N + col, (kb < K) & (col < N));
+        return ts::dot(ta, tb, acc);
+      });
+      ts::Tensor y = acc;
+      if (bias) y = y + ts::load(*bias + col, col < N);  // broadcast over the rows
+      if (act == Activation::ReLU) y = ts::maximum(y, 0.0f);
+      if (act == Activation::GELU) y = 0.5f * y * (1.0f + ts::erf(y * 0.70710678118654752440f));
+      ts::store(c + row * N + col, y, (row < M) & (col < N));
     });
-    ts::Tensor y = acc;
-    if (bias) y = y + ts::load(*bias + col, col < N);  // broadcast over the rows
-    if (act == Activation::ReLU) y = ts::maximum(y, 0.0f);
-    if (act == Activation::GELU) y = 0.5f * y * (1.0f + ts::erf(y * 0.70710678118654752440f));
-    ts::store(c + row * N + col, y, (row < M) & (col < N));
   };
   if (!withBias)
     return ts::kernel(name, {"c", "a", "b", "M", "N", "K"},
@@ -74,8 +75,9 @@ Launch prepare(const RunContext& ctx) {
   Buffer dbias = ctx.device.upload(DType::F32, bias);
   Buffer dc = ctx.device.alloc(DType::F32, size_t(M * N));
   dc.fillBytes(0xff);  // NaN: an element the kernel fails to write cannot pass
-  Dim3 grid(uint32_t((M + B.m - 1) / B.m), uint32_t((N + B.n - 1) / B.n));
+  Dim3 grid = gemmGrid(B, M, N);
   Launch launch{gemmF32(B, Activation(act)), grid, {dc, da, db, dbias, int32_t(M), int32_t(N), int32_t(K)}, s};
+  launch.persistent = gemmPersistent(B);
   launch.gemm = perf::GemmProblem{da, db, dc, M, N, K};
 
   // Tolerance: a sum of K + 1 f32 terms in any order is within

@@ -33,11 +33,12 @@ Kernel gemmFP8(GemmBlocks B) {
   return ts::kernel("gemm_fp8", {"c", "a", "b", "scales", "M", "N", "K"},
                     [=](ts::Ptr<ts::bfloat16> c, ts::Ptr<const ts::float8_e4m3> a, ts::Ptr<const ts::float8_e4m3> b,
                         ts::Ptr<const float> scales, ts::Int M, ts::Int N, ts::Int K) {
-                      auto row = ts::expand_dims(ts::program_id(0) * B.m + ts::arange(B.m), 1);  // BLOCK_M x 1
-                      auto col = ts::expand_dims(ts::program_id(1) * B.n + ts::arange(B.n), 0);  // 1 x BLOCK_N
-                      ts::Tensor acc = gemmMainLoop(B, ts::f8e4m3, a, b, row, col, M, N, K);
-                      auto scale = ts::load(scales) * ts::load(scales + 1);  // per-tensor: scale_a * scale_b
-                      ts::store(c + row * N + col, (acc * scale).to(ts::bf16), (row < M) & (col < N));
+                      gemmTiles(
+                          B, M, N, [&](const ts::Tensor& row, const ts::Tensor& col) {  // BLOCK_M x 1, 1 x BLOCK_N
+                            ts::Tensor acc = gemmMainLoop(B, ts::f8e4m3, a, b, row, col, M, N, K);
+                            auto scale = ts::load(scales) * ts::load(scales + 1);  // per-tensor: scale_a * scale_b
+                            ts::store(c + row * N + col, (acc * scale).to(ts::bf16), (row < M) & (col < N));
+                          });
                     });
 }
 
@@ -65,8 +66,9 @@ Launch prepare(const RunContext& ctx) {
   Buffer ds = ctx.device.upload(DType::F32, scales);
   Buffer dc = ctx.device.alloc(DType::BF16, size_t(M * N));
   dc.fillBytes(0xff);  // NaN: an element the kernel fails to write cannot pass
-  Dim3 grid(uint32_t((M + B.m - 1) / B.m), uint32_t((N + B.n - 1) / B.n));
+  Dim3 grid = gemmGrid(B, M, N);
   Launch launch{gemmFP8(B), grid, {dc, da, db, ds, int32_t(M), int32_t(N), int32_t(K)}, {M, N, K}};
+  launch.persistent = gemmPersistent(B);
 
   // Reference in double from the decoded fp8 values (fp8Decode is exact).
   // Tolerance: the f32 accumulation of K terms is within 2 K 2^-24

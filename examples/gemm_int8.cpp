@@ -25,16 +25,17 @@ namespace ts = tessera;
 namespace tessera::examples {
 
 Kernel gemmInt8(GemmBlocks B) {
-  return ts::kernel("gemm_int8", {"c", "a", "b", "scale_a", "scale_b", "M", "N", "K"},
-                    [=](ts::Ptr<ts::bfloat16> c, ts::Ptr<const int8_t> a, ts::Ptr<const int8_t> b,
-                        ts::Ptr<const float> scaleA, ts::Ptr<const float> scaleB, ts::Int M, ts::Int N, ts::Int K) {
-                      auto row = ts::expand_dims(ts::program_id(0) * B.m + ts::arange(B.m), 1);  // BLOCK_M x 1
-                      auto col = ts::expand_dims(ts::program_id(1) * B.n + ts::arange(B.n), 0);  // 1 x BLOCK_N
-                      ts::Tensor acc = gemmMainLoop(B, ts::i8, a, b, row, col, M, N, K);         // exact i32 sums
-                      auto sa = ts::load(scaleA + row, row < M);                                 // per row of A
-                      auto sb = ts::load(scaleB + col, col < N);                                 // per column of B
-                      ts::store(c + row * N + col, (acc.to(ts::f32) * sa * sb).to(ts::bf16), (row < M) & (col < N));
-                    });
+  return ts::kernel(
+      "gemm_int8", {"c", "a", "b", "scale_a", "scale_b", "M", "N", "K"},
+      [=](ts::Ptr<ts::bfloat16> c, ts::Ptr<const int8_t> a, ts::Ptr<const int8_t> b, ts::Ptr<const float> scaleA,
+          ts::Ptr<const float> scaleB, ts::Int M, ts::Int N, ts::Int K) {
+        gemmTiles(B, M, N, [&](const ts::Tensor& row, const ts::Tensor& col) {  // BLOCK_M x 1, 1 x BLOCK_N
+          ts::Tensor acc = gemmMainLoop(B, ts::i8, a, b, row, col, M, N, K);    // exact i32 sums
+          auto sa = ts::load(scaleA + row, row < M);                            // per row of A
+          auto sb = ts::load(scaleB + col, col < N);                            // per column of B
+          ts::store(c + row * N + col, (acc.to(ts::f32) * sa * sb).to(ts::bf16), (row < M) & (col < N));
+        });
+      });
 }
 
 namespace {
@@ -63,8 +64,9 @@ Launch prepare(const RunContext& ctx) {
   Buffer dsa = ctx.device.upload(DType::F32, sa), dsb = ctx.device.upload(DType::F32, sb);
   Buffer dc = ctx.device.alloc(DType::BF16, size_t(M * N));
   dc.fillBytes(0xff);  // NaN: an element the kernel fails to write cannot pass
-  Dim3 grid(uint32_t((M + B.m - 1) / B.m), uint32_t((N + B.n - 1) / B.n));
+  Dim3 grid = gemmGrid(B, M, N);
   Launch launch{gemmInt8(B), grid, {dc, da, db, dsa, dsb, int32_t(M), int32_t(N), int32_t(K)}, {M, N, K}};
+  launch.persistent = gemmPersistent(B);
 
   // Reference: the exact integer sum (int64), then both scales in double.
   // The kernel's i32 sum is exact; its conversion to f32 (exact below 2^24,

@@ -81,11 +81,11 @@ inline GemmBlocks blocksFor(const Device& d, int64_t M, int64_t N) {
   GemmBlocks b = gemmDefaultBlocks(d);
   b.m = std::min<int>(b.m, std::max(16, nextPow2(M)));
   b.n = std::min<int>(b.n, std::max(16, nextPow2(N)));
+  // One tile a program (grid: gemmGrid): these launches overlap with the
+  // ranks' communication, where a grid of every resident slot would leave
+  // the collectives' kernels no room.
+  b.persistent = false;
   return b;
-}
-
-inline Dim3 gemmGrid(const GemmBlocks& b, int64_t M, int64_t N) {
-  return Dim3(uint32_t((M + b.m - 1) / b.m), uint32_t((N + b.n - 1) / b.n));
 }
 
 /// The error bound of an f32 sum of `terms` terms whose magnitudes add up to

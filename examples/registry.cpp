@@ -25,6 +25,7 @@ const std::vector<Example>& all() {
       flashAttentionCausalExample(),
       flashAttentionBF16Example(),
       flashAttentionCausalBF16Example(),
+      flashAttentionVarlenExample(),
       flashAttentionBackwardExample(),
       flashAttentionBackwardCausalExample(),
       ropeExample(),

@@ -95,7 +95,21 @@ struct Launch {
   /// Tiles::streamK), for the performance model's fix-up estimate
   /// (perf::ModelOptions::schedule; `tessera sol --model`). Set by gemm_split_k.
   std::optional<Tiles> schedule;
+  /// The kernel's tiles come from a persistent schedule (Tiles::persistent):
+  /// grid axis 0 counts the tiles, and launchGrid launches at most the
+  /// programs the device runs at once, each looping over its share. Any
+  /// grid computes every tile once; this one only decides how many programs.
+  bool persistent = false;
 };
+
+/// The grid `l` runs with on the compiled kernel `k`: l.grid, with axis 0
+/// capped at k.residentPrograms (for these arguments and options) when the
+/// schedule is persistent.
+inline Dim3 launchGrid(const Launch& l, const CompiledKernel& k, const LaunchOptions& opts = {}) {
+  Dim3 g = l.grid;
+  if (l.persistent && g.x > 0) g.x = std::min<uint32_t>(g.x, k.residentPrograms(l.args, opts));
+  return g;
+}
 
 /// "4096x4096": a shape as the tools print it.
 inline std::string shapeStr(const std::vector<int64_t>& shape) {
@@ -123,7 +137,7 @@ struct Example {
     if (runWhole) return runWhole(ctx);
     Launch l = prepare(ctx);
     CompiledKernel k = compile(l.kernel, ctx.device, optionsFor(ctx));
-    k.launchWith(l.grid, l.args, ctx.launch);
+    k.launchWith(launchGrid(l, k, ctx.launch), l.args, ctx.launch);
     CheckResult r = l.check();
     r.warnings = k.warnings();
     return r;
@@ -175,12 +189,14 @@ Kernel tutorialSoftmax(int BLOCK);  // out, in, cols                 grid: rows;
 /// y, h, x, residual, weight, bias, cols, eps, p, seed   grid: rows; BLOCK >= cols
 Kernel dropoutResidualLayernorm(int BLOCK);
 
-// GEMM kernels (examples/gemm_*.cpp), Triton-style: each program computes a
-// BLOCK_M x BLOCK_N tile of C, looping over K in steps of BLOCK_K with the
-// f32 accumulator tile carried by the loop; masked loads and stores, so
-// M, N, K need not be multiples of the blocks. Grid: (ceil(M / BLOCK_M),
-// ceil(N / BLOCK_N)) and, for gemm_batched, the batch on axis 2. All
-// matrices are row-major and contiguous.
+// GEMM kernels (examples/gemm_*.cpp): BLOCK_M x BLOCK_N tiles of C handed
+// out by a tile schedule (gemmTiles, GemmBlocks::group and ::persistent),
+// each looping over K in steps of BLOCK_K with the f32 accumulator tile
+// carried by the loop; masked loads and stores, so M, N, K need not be
+// multiples of the blocks. Grid: gemmGrid (the tile count on axis 0; a
+// persistent launch caps it, launchGrid); gemm_batched keeps
+// (ceil(M / BLOCK_M), ceil(N / BLOCK_N), batch). All matrices are row-major
+// and contiguous.
 struct GemmBlocks {
   int m = 64, n = 64, k = 64;  // BLOCK_M, BLOCK_N, BLOCK_K
   /// K-loop pipeline depth of gemm_f16 / gemm_bf16: 0 = plain loads in a
@@ -192,7 +208,22 @@ struct GemmBlocks {
   /// kernel's warps compute (ts::Pipeline::warpSpecialized); elsewhere the
   /// usual schedule.
   bool warpSpecialized = false;
+  /// The output tiles' schedule (gemmTiles, ts::for_tiles): bands of
+  /// `group` tile rows, column-major within a band, so that consecutive
+  /// tiles share rows of A and columns of B in the L2 (1: row after row);
+  /// `persistent`: each program loops over tiles p, p + P, ... of a grid
+  /// of the programs the device holds at once (Launch::persistent).
+  int group = 8;
+  bool persistent = false;
 };
+/// Whether a GEMM over B runs its tiles persistently: B.persistent, except
+/// for a warp-specialised K loop, which needs one tile a program (gemmTiles).
+inline bool gemmPersistent(const GemmBlocks& B) { return B.persistent && !B.warpSpecialized; }
+/// The grid of a GEMM over B's schedule: one program per output tile, on
+/// axis 0 (a persistent launch caps it: launchGrid).
+inline Dim3 gemmGrid(const GemmBlocks& B, int64_t M, int64_t N) {
+  return Dim3(static_cast<uint32_t>(Tiles::count(M, N, B.m, B.n)));
+}
 enum class Activation { None, ReLU, GELU };
 /// C = act(A @ B + bias), f32.       c, a, b, bias, M, N, K   (without bias: c, a, b, M, N, K)
 Kernel gemmF32(GemmBlocks blocks, Activation act, bool withBias = true, const char* name = "gemm_f32");
@@ -218,20 +249,26 @@ Kernel tutorialGemm(int BM, int BN, int BK, int STAGES);
 /// Flash-attention forward (examples/flash_attention.cpp): f16 Q, K, V, O
 /// of shape [heads, n, D], BLOCK_M query rows per program, BLOCK_N keys per
 /// loop step, f32 online softmax; the causal variant masks keys after the
-/// query.                                       o, q, k, v, n   grid: (ceil(n / BLOCK_M), heads)
+/// query, and numbers its query blocks last first (longest first).
+///                                                o, q, k, v, n   grid: (ceil(n / BLOCK_M), heads), exactly
 struct AttentionBlocks {
   int m = 64, n = 64;  // BLOCK_M, BLOCK_N
+  /// flash_attention_varlen: its tiles run persistently, on a grid of the
+  /// programs the device holds (Launch::persistent, launchGrid).
+  bool persistent = false;
 };
 Kernel flashAttention(AttentionBlocks blocks, int D, bool causal, DType dtype = DType::F16);
+/// Causal flash attention over packed sequences of different lengths
+/// (examples/flash_attention_varlen.cpp): f16 [heads, total, D], sequence b
+/// the rows cu_seqlens[b] .. cu_seqlens[b+1] - 1.
+///   o, q, k, v, cu_seqlens, batch, heads, total   grid: Tiles::raggedBound(total, batch, heads, BLOCK_M, 1)
+Kernel flashAttentionVarlen(AttentionBlocks blocks, int D);
 /// The launch of flash_attention(_causal) on ctx's shape with other blocks
 /// (the static GPU benchmark's configurations share the example's check).
 Launch prepareAttention(const RunContext& ctx, bool causal, AttentionBlocks blocks, DType dtype = DType::F16);
 /// dQ, dK, dV of flash attention from dO, O and the log-sum-exp
 /// (examples/flash_attention_backward.cpp).
 Kernel flashAttentionBackward(AttentionBlocks blocks, int D, bool causal);
-/// 64 x 64, and 32 x 32 on RDNA3 (wave32), where 64 x 64 needs scratch.
-AttentionBlocks attentionDefaultBlocks(const Target& t);
-AttentionBlocks attentionDefaultBlocks(const Device& device);
 
 /// Whether `t` (or the architecture an emu: target runs) has a matrix
 /// instruction placed per warpgroup: wgmma or tcgen05 (Targets.def's
@@ -254,6 +291,13 @@ inline bool hasWarpgroupMma(const Target& t) {
 /// smallest block whose dots take them with the default 4 warps (one
 /// warpgroup along M: M = 16 x 4 warps), A and B read by the instruction
 /// straight from their slots (docs/gpu.md, "sm_90a", "sm_100a").
+/// Every target numbers the tiles in bands of 8 tile rows, one tile a
+/// program. A persistent grid (GemmBlocks::persistent, the tune space's
+/// PERSISTENT) is not the default: its loop over tiles keeps the next
+/// tile's indices live across the K loop, 8-24 more registers on NVIDIA
+/// (sm_80 f16: 40 -> 56) and 5-12 more VGPRs on AMD at these blocks, with
+/// spills on sm_100a (f16) and sm_120a (bf16), for a gain no GPU has
+/// measured here (docs/gemm.md). The autotuner weighs it per shape.
 inline GemmBlocks gemmDefaultBlocks(const Target& t) {
   if (t.kind == Target::Kind::CPU) return {256, 256, 64, 0};
   bool amd = t.kind == Target::Kind::AMDGPU || t.kind == Target::Kind::EmuAMDGPU;
@@ -269,6 +313,22 @@ inline Target deviceTarget(const Device& device) {
 }
 inline GemmBlocks gemmDefaultBlocks(const Device& device) { return gemmDefaultBlocks(deviceTarget(device)); }
 
+/// The attention examples' blocks: 64 x 64, and 32 x 32 on RDNA (wave32
+/// WMMA, Targets.def's matrixCore): on gfx1100 at 64 x 64 with 4 waves the
+/// compiler keeps 204 bytes of scratch per lane at D = 64 (all 256 VGPRs
+/// live); 32 x 32 fits every D of the example, causal or not, in 129-219
+/// VGPRs with none. On RDNA4 64 x 64 holds 206 VGPRs at D = 64 (7 waves
+/// against gfx1100's 10 at 32 x 32).
+inline AttentionBlocks attentionDefaultBlocks(const Target& t) {
+  if (t.kind != Target::Kind::AMDGPU && t.kind != Target::Kind::EmuAMDGPU) return {};
+  const GpuArch* row = findGpuArch(GpuArch::Vendor::AMD, t.arch);
+  if (row && row->matrixCore == GpuArch::MatrixCore::Wmma) return {32, 32};
+  return {};
+}
+inline AttentionBlocks attentionDefaultBlocks(const Device& device) {
+  return attentionDefaultBlocks(deviceTarget(device));
+}
+
 /// The blocks of a GEMM launch: the defaults for ctx.device, with what
 /// ctx.config sets (BLOCK_M, BLOCK_N, BLOCK_K, STAGES) in their place.
 inline GemmBlocks gemmBlocksFor(const RunContext& ctx) {
@@ -280,6 +340,8 @@ inline GemmBlocks gemmBlocksFor(const RunContext& ctx) {
   b.k = static_cast<int>(c.getOr("BLOCK_K", b.k));
   b.stages = static_cast<int>(c.getOr("STAGES", b.stages));
   b.warpSpecialized = c.getOr("WARP_SPECIALIZE", b.warpSpecialized ? 1 : 0) != 0;
+  b.group = static_cast<int>(c.getOr("GROUP_M", b.group));
+  b.persistent = c.getOr("PERSISTENT", b.persistent ? 1 : 0) != 0;
   return b;
 }
 
@@ -307,6 +369,15 @@ inline perf::TuneSpace gemmTuneSpace(const Target& t, const std::vector<int64_t>
     s.param("BLOCK_M", {32, 64}).param("BLOCK_N", {32, 64}).param("BLOCK_K", {32});
     s.param("num_warps", {2, 4});
     if (staged) s.param("STAGES", {2, 3});
+  }
+  // GPUs: one tile a program, or a persistent grid of the programs the
+  // device holds (GemmBlocks::persistent); a warp-specialised loop runs one
+  // tile a program (gemmTiles), so its persistent twin would be the same.
+  if (t.kind != Target::Kind::CPU) {
+    s.param("PERSISTENT", {0, 1});
+    if (staged && hasWarpgroupMma(t))
+      s.constrain("PERSISTENT = 0 where WARP_SPECIALIZE = 1 (one tile a program)",
+                  [](const perf::TuneConfig& c) { return !(c.get("PERSISTENT") && c.get("WARP_SPECIALIZE")); });
   }
   auto bucket = [](int64_t d) {
     int64_t b = 1;
@@ -359,6 +430,7 @@ Example flashAttentionExample();
 Example flashAttentionCausalExample();
 Example flashAttentionBF16Example();
 Example flashAttentionCausalBF16Example();
+Example flashAttentionVarlenExample();
 Example ropeExample();
 Example crossEntropyExample();
 Example pagedDecodeAttentionExample();
@@ -420,6 +492,7 @@ inline perf::TuneProblem tuneProblem(const Example& e, const RunContext& ctx) {
     cand.kernel = l.kernel;
     cand.options = rc.options;
     cand.grid = l.grid;
+    cand.persistent = l.persistent;
     cand.args = l.args;
     cand.check = [check = l.check](std::string& why) {
       CheckResult r = check();

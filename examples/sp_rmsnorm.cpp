@@ -83,7 +83,7 @@ class SpRmsnorm final : public parallel::Plan {
         // communication stream, except when timing the compute alone.
         const rt::Stream& normStream = mode == Mode::ComputeOnly ? m.compute : m.comms;
         if (mode != Mode::CommOnly)  // partial[chunk] = h_r[chunk] @ w_r
-          gemm_.launchWith(parallel::gemmGrid(bg_, R, H),
+          gemm_.launchWith(gemmGrid(bg_, R, H),
                            {at(m.partial, row * H), at(m.h, row * Fp), m.w, int32_t(R), int32_t(H), int32_t(Fp)},
                            parallel::on(ctx_, compute));
         if (mode == Mode::Overlapped) {

@@ -179,6 +179,39 @@ inline Tensor applyActivation(const Tensor& y, Activation act) {
 /// staged copy synchronously into a stack buffer, one more copy of every
 /// tile with no overlap to gain, while a plain load feeding a dot is packed
 /// straight into the microkernel's layout (docs/gemm.md).
+/// The output-tile loop of the GEMM examples: ts::for_tiles over the M x N
+/// output in B's schedule (GemmBlocks::group, ::persistent), body(row,
+/// col) with row the tile's BLOCK_M x 1 row indices and col its 1 x BLOCK_N
+/// column indices (past M and N where the tile is ragged: mask with them).
+/// Launch it on gemmGrid(B, M, N), with Launch::persistent =
+/// gemmPersistent(B).
+///
+/// A warp-specialised K loop (GemmBlocks::warpSpecialized) must be in the
+/// kernel's body, not in for_tiles' region (the warp-specialize pass): there
+/// program p computes tile p of the row-major numbering, from program_id
+/// alone. A program past the last tile has p / tiles-per-row >= the tile
+/// rows, so its rows are past M and its masked stores write nothing.
+inline Tiles gemmSchedule(const GemmBlocks& B, Int M, Int N, SrcLoc loc = SrcLoc::current()) {
+  return Tiles(M, N, B.m, B.n, loc).grouped(B.group, loc).persistent(gemmPersistent(B));
+}
+template <typename Body>
+void gemmTiles(const GemmBlocks& B, Int M, Int N, Body&& body, SrcLoc loc = SrcLoc::current()) {
+  if (B.warpSpecialized) {
+    Tensor p = program_id(0, loc);
+    Tensor perRow = maximum((N + (B.n - 1)) / B.n, 1);
+    body(tessera::expand_dims((p / perRow) * B.m + tessera::arange(B.m), 1),
+         tessera::expand_dims((p % perRow) * B.n + tessera::arange(B.n), 0));
+    return;
+  }
+  tessera::for_tiles(
+      gemmSchedule(B, M, N, loc),
+      [&](const Tile& t) {
+        body(tessera::expand_dims(t.row0 + tessera::arange(B.m), 1),
+             tessera::expand_dims(t.col0 + tessera::arange(B.n), 0));
+      },
+      loc);
+}
+
 template <typename PtrA, typename PtrB>
 Tensor gemmMainLoop(const GemmBlocks& B, DType in, PtrA a, PtrB b, const Tensor& row, const Tensor& col, Int M, Int N,
                     Int K) {

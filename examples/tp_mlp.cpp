@@ -78,10 +78,10 @@ class TpMlp final : public parallel::Plan {
         const rt::Stream& compute = mode == Mode::Serial ? m.comms : m.compute;
         if (mode != Mode::CommOnly) {
           // h[chunk] = GELU(x[chunk] @ w1_r); y[chunk] = h[chunk] @ w2_r (a partial sum).
-          gemm1_.launchWith(parallel::gemmGrid(b1_, R, Fp),
+          gemm1_.launchWith(gemmGrid(b1_, R, Fp),
                             {at(m.h, row * Fp), at(m.x, row * H), m.w1, int32_t(R), int32_t(Fp), int32_t(H)},
                             parallel::on(ctx_, compute));
-          gemm2_.launchWith(parallel::gemmGrid(b2_, R, H),
+          gemm2_.launchWith(gemmGrid(b2_, R, H),
                             {at(m.y, row * H), at(m.h, row * Fp), m.w2, int32_t(R), int32_t(H), int32_t(Fp)},
                             parallel::on(ctx_, compute));
         }

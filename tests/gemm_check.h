@@ -62,8 +62,7 @@ inline Run runGemm(const ts::Device& dev, const ts::Kernel& kernel, ex::GemmBloc
   Run r;
   r.ptx = ran.dump(ts::Stage::PTX);
   r.signature = ran.signature().str();
-  k.launchWith(ts::Dim3(uint32_t((s.M + blocks.m - 1) / blocks.m), uint32_t((s.N + blocks.n - 1) / blocks.n)), args,
-               {});
+  k.launchWith(ex::gemmGrid(blocks, s.M, s.N), args, {});
   if (out == ts::DType::F16)
     for (_Float16 h : c.read<_Float16>()) r.c.push_back(float(h));
   else

@@ -189,6 +189,7 @@ int runBench(const cli::Args& args) {
     }
     if (progress) err << "benchmarking " << sub.name() << "...\r" << std::flush;
     CompiledKernel k = compile(l.kernel, dev, sub.example ? sub.example->optionsFor(ctx) : ctx.options);
+    const Dim3 grid = examples::launchGrid(l, k, a.bench.launch);
     // A FILE.tir's buffers are as large as --arg says, not as the kernel
     // reads: one checked launch first (where the device checks), so a
     // buffer too small is a LaunchError naming the access and its line
@@ -196,12 +197,12 @@ int runBench(const cli::Args& args) {
     if (!sub.example && (onHost || dev.kind() == rt::DeviceKind::Emulator)) {
       LaunchOptions checked = a.bench.launch;
       checked.checkBounds = true;
-      k.launchWith(l.grid, l.args, checked);
+      k.launchWith(grid, l.args, checked);
       dev.synchronize();
     }
     std::optional<perf::Work> declared;
     if (a.flops) declared = perf::Work{*a.flops, *a.bytes, "declared", {}};
-    perf::BenchResult r = perf::benchmark(k, l.grid, l.args, a.bench, declared);
+    perf::BenchResult r = perf::benchmark(k, grid, l.args, a.bench, declared);
     r.name = sub.example ? sub.example->name : l.kernel.name();
     r.shape = sub.example ? examples::shapeStr(l.shape) : "";
     if (own && r.work.source == "ir") {

@@ -108,6 +108,41 @@ Kernel specializedFor(const Kernel& k, const std::vector<rt::Arg>& args) {
   return withFacts(k, factMask(codegen::kernelSignature(k.ir()), args));
 }
 
+namespace {
+
+/// The loaded kernel a launch with `args` runs on a specialising device:
+/// the compile with the facts the arguments prove (alignment, divisibility),
+/// and without tensor maps where one of them would describe an empty tensor.
+rt::Kernel specializedVariant(CompiledKernel::State& s, const std::vector<rt::Arg>& args) {
+  const uint64_t mask = factMask(s.artifact->binary.signature, args);
+  rt::Kernel variant = s.kernel;
+  if (mask != 0) {
+    std::lock_guard<std::mutex> lock(s.mu);
+    auto it = s.variants.find(mask);
+    if (it == s.variants.end()) {
+      Kernel k = withFacts(s.source, mask);
+      auto st = makeState(compileCached(k, targetOf(s.device), s.options));
+      it = s.variants.emplace(mask, s.device.load(binaryFor(k, s.device, *st))).first;
+    }
+    variant = it->second;
+  }
+  if (emptyTensorMap(variant.signature(), args)) {
+    std::lock_guard<std::mutex> lock(s.mu);
+    auto it = s.withoutTensorMaps.find(mask);
+    if (it == s.withoutTensorMaps.end()) {
+      Kernel k = mask ? withFacts(s.source, mask) : s.source;
+      CompileOptions o = s.options;
+      o.tensorCopies = false;
+      auto st = makeState(compileCached(k, targetOf(s.device), o));
+      it = s.withoutTensorMaps.emplace(mask, s.device.load(binaryFor(k, s.device, *st))).first;
+    }
+    variant = it->second;
+  }
+  return variant;
+}
+
+}  // namespace
+
 void CompiledKernel::launchWith(Dim3 grid, const std::vector<rt::Arg>& args, const LaunchOptions& opts) const {
   if (!state_) throw LaunchError("launch: this CompiledKernel is empty (default-constructed)");
   if (!state_->loaded)
@@ -153,32 +188,18 @@ void CompiledKernel::launchWith(Dim3 grid, const std::vector<rt::Arg>& args, con
     if (o.profile == &fromEnvironment) writeTraceFromEnvironment(fromEnvironment, tracePath);
     return;
   }
-  uint64_t mask = factMask(state_->artifact->binary.signature, args);
-  rt::Kernel variant = state_->kernel;
-  if (mask != 0) {
-    std::lock_guard<std::mutex> lock(state_->mu);
-    auto it = state_->variants.find(mask);
-    if (it == state_->variants.end()) {
-      Kernel k = withFacts(state_->source, mask);
-      auto st = makeState(compileCached(k, targetOf(state_->device), state_->options));
-      it = state_->variants.emplace(mask, state_->device.load(binaryFor(k, state_->device, *st))).first;
-    }
-    variant = it->second;
-  }
-  if (emptyTensorMap(variant.signature(), args)) {
-    std::lock_guard<std::mutex> lock(state_->mu);
-    auto it = state_->withoutTensorMaps.find(mask);
-    if (it == state_->withoutTensorMaps.end()) {
-      Kernel k = mask ? withFacts(state_->source, mask) : state_->source;
-      CompileOptions o = state_->options;
-      o.tensorCopies = false;
-      auto st = makeState(compileCached(k, targetOf(state_->device), o));
-      it = state_->withoutTensorMaps.emplace(mask, state_->device.load(binaryFor(k, state_->device, *st))).first;
-    }
-    variant = it->second;
-  }
-  variant.launch(grid, args, o);
+  specializedVariant(*state_, args).launch(grid, args, o);
   if (o.profile == &fromEnvironment) writeTraceFromEnvironment(fromEnvironment, tracePath);
+}
+
+unsigned CompiledKernel::residentPrograms(const std::vector<rt::Arg>& args, const LaunchOptions& opts) const {
+  if (!state_) throw UsageError("residentPrograms: this CompiledKernel is empty (default-constructed)");
+  if (!state_->loaded)
+    throw UsageError("residentPrograms: kernel '" + state_->artifact->binary.signature.kernelName +
+                     "' was compiled for target '" + state_->artifact->target.str() +
+                     "' for inspection only; compile it for a Device");
+  const bool variant = state_->specialize && !args.empty();
+  return (variant ? specializedVariant(*state_, args) : state_->kernel).residentPrograms(opts);
 }
 
 }  // namespace tessera

@@ -316,8 +316,18 @@ void TileSpace::eachUnit(int64_t units, const std::function<void(const Tile&, co
     at(t, [&](const Tile& tile) { fn(tile, k); });
   };
   auto total = [&] { return units == 1 ? count() : count() * units; };
+  // A persistent program's tiles are separated by a block barrier: the next
+  // tile's copies then never refill a shared slot, or start a barrier
+  // phase, that a warp of the previous tile may still be using (the
+  // pipelines' proofs and the tensor-copy groups see one tile at a time).
   if (s_.isPersistent())
-    for_range(p.t, total().t, num_programs(0, loc_), [&](Int u) { unit(Ix{u, loc_}); }, loc_);
+    for_range(
+        p.t, total().t, num_programs(0, loc_),
+        [&](Int u) {
+          unit(Ix{u, loc_});
+          barrier(loc_);
+        },
+        loc_);
   else if (s_.isRagged())
     unit(p);  // at() finds no tile past the count, so no count is needed
   else

@@ -418,7 +418,10 @@ TuneResult tune(const TuneProblem& p, const TuneOptions& opts) {
       } else {
         try {
           TuneCandidate cand = p.prepare(configs[i]);
-          BenchResult b = benchmark(*compiled[i], cand.grid, cand.args, opts.bench);
+          Dim3 grid = cand.grid;
+          if (cand.persistent && grid.x > 0)
+            grid.x = std::min<uint32_t>(grid.x, compiled[i]->residentPrograms(cand.args, opts.bench.launch));
+          BenchResult b = benchmark(*compiled[i], grid, cand.args, opts.bench);
           std::string why;
           if (cand.check && !cand.check(why)) {
             res.status = TuneStatus::Wrong;

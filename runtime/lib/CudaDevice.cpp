@@ -9,6 +9,7 @@
 // context current first. The driver wrapper and the handles are in
 // CudaDriver.h.
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdint>
 #include <cstdio>
@@ -56,6 +57,7 @@ class CudaDevice final : public DeviceImpl {
     maxGrid_[1] = attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y);
     maxGrid_[2] = attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z);
     maxSharedOptin_ = attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+    multiprocessors_ = attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
 
     ctx_ = std::make_shared<CudaContext>(drv, dev, tag + " " + nameBuf);
     ctx_->check(drv->DevicePrimaryCtxRetain(&ctx_->ctx, dev), "cuDevicePrimaryCtxRetain");
@@ -265,6 +267,18 @@ class CudaDevice final : public DeviceImpl {
         "cuTensorMapEncodeTiled", "encoding a tensor map of kernel '" + k + "'");
   }
 
+  /// SMs x the blocks of this kernel one SM holds (registers, shared
+  /// memory, threads: the driver's occupancy calculator), at least 1.
+  unsigned residentPrograms(KernelState& ks, const KernelSignature&, const LaunchOptions&) override {
+    auto& k = static_cast<CudaKernel&>(ks);
+    ctx_->enter();
+    int blocks = 0;
+    ctx_->check(drv().OccupancyMaxActiveBlocksPerMultiprocessor(&blocks, k.fn, static_cast<int>(k.threadsPerBlock),
+                                                                k.sharedBytes),
+                "cuOccupancyMaxActiveBlocksPerMultiprocessor", "kernel '" + k.symbol + "'");
+    return static_cast<unsigned>(std::max<int64_t>(1, int64_t{multiprocessors_} * std::max(blocks, 0)));
+  }
+
   void launch(KernelState& ks, const KernelSignature& sig, Dim3 grid, void** args, const LaunchOptions&) override {
     // Synchronous: the default stream, then wait, so that the caller may
     // read results right away and a fault is reported by its launch.
@@ -395,6 +409,7 @@ class CudaDevice final : public DeviceImpl {
   int major_ = 0, minor_ = 0;
   int maxGrid_[3] = {0, 0, 0};
   int maxSharedOptin_ = 0;
+  int multiprocessors_ = 0;
 };
 
 }  // namespace

@@ -222,6 +222,10 @@ class DeviceImpl {
   /// throws first.
   virtual void launch(KernelState& k, const KernelSignature& sig, Dim3 grid, void** args,
                       const LaunchOptions& opts) = 0;
+  /// The programs (blocks) of `k` this device runs at once under `opts`
+  /// (Kernel::residentPrograms). Here: the launch's worker threads, what
+  /// the CPU and the emulator run blocks on; GPU devices ask their driver.
+  virtual unsigned residentPrograms(KernelState& k, const KernelSignature& sig, const LaunchOptions& opts);
   /// Queues a launch on `s` (a stream of this device) and returns; errors
   /// while it runs are kept by the stream. The packet's params are valid
   /// until the launch has run; call packet->finish() after the kernel.

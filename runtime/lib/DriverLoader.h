@@ -85,6 +85,7 @@ constexpr int CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6;
 
 // CUdevice_attribute
 constexpr int CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X = 5;
+constexpr int CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16;
 constexpr int CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y = 6;
 constexpr int CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z = 7;
 constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
@@ -139,6 +140,8 @@ constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
   X(ModuleGetFunction, cuModuleGetFunction, CUresult, (CUfunction * fn, CUmodule mod, const char* name))          \
   X(FuncGetAttribute, cuFuncGetAttribute, CUresult, (int* value, int attr, CUfunction fn))                        \
   X(FuncSetAttribute, cuFuncSetAttribute, CUresult, (CUfunction fn, int attr, int value))                         \
+  X(OccupancyMaxActiveBlocksPerMultiprocessor, cuOccupancyMaxActiveBlocksPerMultiprocessor, CUresult,             \
+    (int* blocks, CUfunction fn, int blockSize, size_t dynamicSharedBytes))                                       \
   X(LaunchKernel, cuLaunchKernel, CUresult,                                                                       \
     (CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,                 \
      unsigned sharedBytes, CUstream stream, void** params, void** extra))                                         \
@@ -217,6 +220,9 @@ constexpr hipError_t hipErrorNoDevice = 100;
 constexpr hipError_t hipErrorInvalidDevice = 101;
 constexpr hipError_t hipErrorNotFound = 500;
 
+// hipDeviceAttribute_t (hip_runtime_api.h since HIP 5.0)
+constexpr int hipDeviceAttributeMultiprocessorCount = 63;
+
 // hipMemcpyKind
 constexpr int hipMemcpyHostToDevice = 1;
 constexpr int hipMemcpyDeviceToHost = 2;
@@ -227,33 +233,36 @@ constexpr int hipMemcpyDeviceToDevice = 3;
 /// again, so we never read its fields by offset; see HipDevice.cpp.
 constexpr size_t kDevicePropBytes = 16384;
 
-#define TESSERA_HIP_FUNCTIONS(X)                                                                                  \
-  X(GetDeviceCount, hipGetDeviceCount, hipError_t, (int* count))                                                  \
-  X(SetDevice, hipSetDevice, hipError_t, (int ordinal))                                                           \
-  X(DeviceGetName, hipDeviceGetName, hipError_t, (char* name, int len, hipDevice_t dev))                          \
-  X(Malloc, hipMalloc, hipError_t, (void** ptr, size_t bytes))                                                    \
-  X(Free, hipFree, hipError_t, (void* ptr))                                                                       \
-  X(Memcpy, hipMemcpy, hipError_t, (void* dst, const void* src, size_t bytes, int kind))                          \
-  X(Memset, hipMemset, hipError_t, (void* dst, int value, size_t bytes))                                          \
-  X(StreamCreate, hipStreamCreate, hipError_t, (hipStream_t * stream))                                            \
-  X(StreamDestroy, hipStreamDestroy, hipError_t, (hipStream_t stream))                                            \
-  X(StreamSynchronize, hipStreamSynchronize, hipError_t, (hipStream_t stream))                                    \
-  X(StreamWaitEvent, hipStreamWaitEvent, hipError_t, (hipStream_t stream, hipEvent_t event, unsigned flags))      \
-  X(DeviceSynchronize, hipDeviceSynchronize, hipError_t, ())                                                      \
-  X(EventCreate, hipEventCreate, hipError_t, (hipEvent_t * event))                                                \
-  X(EventDestroy, hipEventDestroy, hipError_t, (hipEvent_t event))                                                \
-  X(EventRecord, hipEventRecord, hipError_t, (hipEvent_t event, hipStream_t stream))                              \
-  X(EventSynchronize, hipEventSynchronize, hipError_t, (hipEvent_t event))                                        \
-  X(EventElapsedTime, hipEventElapsedTime, hipError_t, (float* ms, hipEvent_t start, hipEvent_t end))             \
-  X(MemcpyAsync, hipMemcpyAsync, hipError_t, (void* dst, const void* src, size_t bytes, int kind, hipStream_t s)) \
-  X(MemGetAddressRange, hipMemGetAddressRange, hipError_t, (void** base, size_t* size, void* p))                  \
-  X(ModuleLoadData, hipModuleLoadData, hipError_t, (hipModule_t * mod, const void* image))                        \
-  X(ModuleUnload, hipModuleUnload, hipError_t, (hipModule_t mod))                                                 \
-  X(ModuleGetFunction, hipModuleGetFunction, hipError_t, (hipFunction_t * fn, hipModule_t mod, const char* name)) \
-  X(ModuleLaunchKernel, hipModuleLaunchKernel, hipError_t,                                                        \
-    (hipFunction_t fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,              \
-     unsigned sharedBytes, hipStream_t stream, void** params, void** extra))                                      \
-  X(GetErrorName, hipGetErrorName, const char*, (hipError_t err))                                                 \
+#define TESSERA_HIP_FUNCTIONS(X)                                                                                     \
+  X(GetDeviceCount, hipGetDeviceCount, hipError_t, (int* count))                                                     \
+  X(SetDevice, hipSetDevice, hipError_t, (int ordinal))                                                              \
+  X(DeviceGetName, hipDeviceGetName, hipError_t, (char* name, int len, hipDevice_t dev))                             \
+  X(Malloc, hipMalloc, hipError_t, (void** ptr, size_t bytes))                                                       \
+  X(Free, hipFree, hipError_t, (void* ptr))                                                                          \
+  X(Memcpy, hipMemcpy, hipError_t, (void* dst, const void* src, size_t bytes, int kind))                             \
+  X(Memset, hipMemset, hipError_t, (void* dst, int value, size_t bytes))                                             \
+  X(StreamCreate, hipStreamCreate, hipError_t, (hipStream_t * stream))                                               \
+  X(StreamDestroy, hipStreamDestroy, hipError_t, (hipStream_t stream))                                               \
+  X(StreamSynchronize, hipStreamSynchronize, hipError_t, (hipStream_t stream))                                       \
+  X(StreamWaitEvent, hipStreamWaitEvent, hipError_t, (hipStream_t stream, hipEvent_t event, unsigned flags))         \
+  X(DeviceSynchronize, hipDeviceSynchronize, hipError_t, ())                                                         \
+  X(EventCreate, hipEventCreate, hipError_t, (hipEvent_t * event))                                                   \
+  X(EventDestroy, hipEventDestroy, hipError_t, (hipEvent_t event))                                                   \
+  X(EventRecord, hipEventRecord, hipError_t, (hipEvent_t event, hipStream_t stream))                                 \
+  X(EventSynchronize, hipEventSynchronize, hipError_t, (hipEvent_t event))                                           \
+  X(EventElapsedTime, hipEventElapsedTime, hipError_t, (float* ms, hipEvent_t start, hipEvent_t end))                \
+  X(MemcpyAsync, hipMemcpyAsync, hipError_t, (void* dst, const void* src, size_t bytes, int kind, hipStream_t s))    \
+  X(MemGetAddressRange, hipMemGetAddressRange, hipError_t, (void** base, size_t* size, void* p))                     \
+  X(ModuleLoadData, hipModuleLoadData, hipError_t, (hipModule_t * mod, const void* image))                           \
+  X(ModuleUnload, hipModuleUnload, hipError_t, (hipModule_t mod))                                                    \
+  X(ModuleGetFunction, hipModuleGetFunction, hipError_t, (hipFunction_t * fn, hipModule_t mod, const char* name))    \
+  X(DeviceGetAttribute, hipDeviceGetAttribute, hipError_t, (int* value, int attr, int ordinal))                      \
+  X(ModuleOccupancyMaxActiveBlocksPerMultiprocessor, hipModuleOccupancyMaxActiveBlocksPerMultiprocessor, hipError_t, \
+    (int* blocks, hipFunction_t fn, int blockSize, size_t dynamicSharedBytes))                                       \
+  X(ModuleLaunchKernel, hipModuleLaunchKernel, hipError_t,                                                           \
+    (hipFunction_t fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,                 \
+     unsigned sharedBytes, hipStream_t stream, void** params, void** extra))                                         \
+  X(GetErrorName, hipGetErrorName, const char*, (hipError_t err))                                                    \
   X(GetErrorString, hipGetErrorString, const char*, (hipError_t err))
 
 TESSERA_HIP_FUNCTIONS(TESSERA_DECLARE_PFN)

@@ -6,6 +6,7 @@
 // with hipSetDevice first. Streams, events and wrapped memory mirror the CUDA
 // device (CudaDevice.cpp) call for call.
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <cstring>
@@ -35,6 +36,8 @@ class HipDevice final : public DeviceImpl {
     std::vector<char> props(kDevicePropBytes, '\0');
     check(drv->GetDeviceProperties(props.data(), ordinal), "hipGetDeviceProperties");
     gfx_ = findGfxArch(props);
+    check(drv->DeviceGetAttribute(&computeUnits_, hipDeviceAttributeMultiprocessorCount, ordinal),
+          "hipDeviceGetAttribute(MultiprocessorCount)");
     ctx_ = std::make_shared<HipContext>(HipContext{drv, ordinal, tag + " " + nameBuf});
     default_ = std::static_pointer_cast<HipStream>(createStream());
   }
@@ -148,6 +151,18 @@ class HipDevice final : public DeviceImpl {
     return k;
   }
 
+  /// CUs x the workgroups of this kernel one CU holds (the runtime's
+  /// occupancy calculator), at least 1.
+  unsigned residentPrograms(KernelState& ks, const KernelSignature& sig, const LaunchOptions&) override {
+    auto& k = static_cast<HipKernel&>(ks);
+    ctx_->enter();
+    int blocks = 0;
+    ctx_->check(drv().ModuleOccupancyMaxActiveBlocksPerMultiprocessor(
+                    &blocks, k.fn, static_cast<int>(k.threadsPerBlock), k.sharedBytes),
+                "hipModuleOccupancyMaxActiveBlocksPerMultiprocessor", "kernel '" + sig.kernelName + "'");
+    return static_cast<unsigned>(std::max<int64_t>(1, int64_t{computeUnits_} * std::max(blocks, 0)));
+  }
+
   void launch(KernelState& ks, const KernelSignature& sig, Dim3 grid, void** args, const LaunchOptions&) override {
     launchOn(*default_, ks, sig, grid, args, nullptr);  // synchronous, as on every device
     default_->synchronize();
@@ -257,6 +272,7 @@ class HipDevice final : public DeviceImpl {
   std::shared_ptr<HipStream> default_;
   StreamList<HipStream> streams_;
   std::string gfx_;
+  int computeUnits_ = 0;
 };
 
 }  // namespace

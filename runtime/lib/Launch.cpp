@@ -531,6 +531,15 @@ void DeviceImpl::encodeTensorMap(const Kernel::State& kernel, const TensorMapReq
                     "Device::emulator(\"nvptx:sm_90a\")");
 }
 
+unsigned DeviceImpl::residentPrograms(KernelState&, const KernelSignature& sig, const LaunchOptions& opts) {
+  return launchThreads(opts, sig, *this);
+}
+
+unsigned Kernel::residentPrograms(const LaunchOptions& opts) const {
+  if (!state_) throw LaunchError("Kernel::residentPrograms called on a null Kernel; load one with Device::load");
+  return state_->device->residentPrograms(*state_->loaded, state_->signature, opts);
+}
+
 void LaunchPacket::finish() const {
   if (kernel->boundsChecked && record.violated) throwOutOfBounds(*kernel, record, extents.data());
 }

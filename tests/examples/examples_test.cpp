@@ -73,6 +73,7 @@ TEST_CASE("the registry lists the examples in order", "[examples]") {
                                           "flash_attention_causal",
                                           "flash_attention_bf16",
                                           "flash_attention_causal_bf16",
+                                          "flash_attention_varlen",
                                           "flash_attention_backward",
                                           "flash_attention_backward_causal",
                                           "rope",

@@ -57,8 +57,7 @@ TEST_CASE("gemm_f32 with other block sizes and each activation", "[examples][gem
         auto k = ts::compile(ex::gemmF32(B, ex::Activation(act)), dev);
         ts::Buffer da = dev.upload(ts::DType::F32, a), db = dev.upload(ts::DType::F32, b);
         ts::Buffer dbias = dev.upload(ts::DType::F32, bias), dc = dev.alloc(ts::DType::F32, size_t(M * N));
-        k.launch(ts::Dim3(uint32_t((M + B.m - 1) / B.m), uint32_t((N + B.n - 1) / B.n)), dc, da, db, dbias, int32_t(M),
-                 int32_t(N), int32_t(K));
+        k.launch(ex::gemmGrid(B, M, N), dc, da, db, dbias, int32_t(M), int32_t(N), int32_t(K));
         ex::GemmReference r = reference(a, b, bias, M, N, K, act);
         const std::vector<double>& want = r.want;
         const std::vector<double>& mag = r.mag;
@@ -108,4 +107,82 @@ TEST_CASE("the f16 / bf16 GEMM references apply the activation of the shape", "[
   CHECK(ex::gemmProblem(ctx, "t").act == 2);
   ctx.shape = {4, 4, 4, 0};
   CHECK(ex::gemmProblem(ctx, "t").act == 0);
+}
+
+TEST_CASE("GEMM examples on a persistent grid: any grid computes every tile once", "[examples][gemm][tiles][emu]") {
+  // The defaults: bands of 8 tile rows, one tile a program; the GPU tune
+  // spaces offer the persistent grid.
+  for (const char* t : {"cpu", "nvptx:sm_80", "nvptx:sm_90a", "amdgpu:gfx942", "emu:amdgpu:gfx1100"}) {
+    INFO(t);
+    const ex::GemmBlocks b = ex::gemmDefaultBlocks(ts::Target::parse(t));
+    CHECK_FALSE(b.persistent);
+    CHECK(b.group == 8);
+  }
+  const ex::Example* e = ex::find("gemm_f16");
+  REQUIRE(e != nullptr);
+  bool offered = false;
+  for (const auto& p : e->tuneSpace(ts::Target::parse("nvptx:sm_80"), {257, 129, 65}).params)
+    offered = offered || (p.name == "PERSISTENT" && p.values == std::vector<int64_t>{0, 1});
+  CHECK(offered);
+  ex::RunContext ctx;
+  ctx.device = ts::Device::emulator("nvptx:sm_80");
+  ctx.shape = {257, 129, 65, 2};  // 9 x 5 tiles of 32 x 32, ragged in every dimension
+  ctx.config = ts::perf::TuneConfig::parse("PERSISTENT=1");
+  ex::Launch l = e->prepare(ctx);
+  REQUIRE(l.persistent);
+  CHECK(l.grid.x == 45);
+  CHECK((l.grid.y == 1 && l.grid.z == 1));
+  ts::CompiledKernel k = ts::compile(l.kernel, ctx.device, e->optionsFor(ctx));
+  // The emulator runs a block per worker thread: that many programs at once.
+  ts::LaunchOptions three;
+  three.threads = 3;
+  CHECK(k.residentPrograms(l.args, three) == 3);
+  CHECK(ex::launchGrid(l, k, three).x == 3);
+  // One program, a few, the resident count, more programs than tiles: the
+  // output is checked against the reference each time (it is NaN before).
+  for (uint32_t programs : {1u, 3u, 7u, 45u, 64u}) {
+    INFO(programs << " programs");
+    l = e->prepare(ctx);
+    k.launchWith(ts::Dim3(programs), l.args, three);
+    ex::CheckResult r = l.check();
+    INFO(r.detail);
+    CHECK(r.ok);
+  }
+}
+
+TEST_CASE("resident programs on the CPU are the launch's worker threads", "[examples][gemm][tiles][cpu]") {
+  ts::Device cpu = ts::Device::cpu();
+  ts::CompiledKernel k = ts::compile(ex::gemmF32(ex::gemmDefaultBlocks(cpu), ex::Activation::None), cpu);
+  ts::LaunchOptions o;
+  o.threads = 5;
+  CHECK(k.residentPrograms({}, o) == 5);
+  CHECK(k.residentPrograms() == cpu.defaultThreads());
+  // Compiled for inspection only: no device to ask.
+  const ts::Target sm80 = ts::Target::parse("nvptx:sm_80");
+  CHECK_THROWS_AS(ts::compile(ex::gemmF32(ex::gemmDefaultBlocks(sm80), ex::Activation::None), sm80).residentPrograms(),
+                  ts::UsageError);
+}
+
+TEST_CASE("flash_attention_varlen: a persistent ragged grid of any size computes every tile once",
+          "[examples][attention][tiles][emu]") {
+  const ex::Example* e = ex::find("flash_attention_varlen");
+  REQUIRE(e != nullptr);
+  for (const char* arch : {"nvptx:sm_80", "amdgpu:gfx942"}) {
+    INFO(arch);
+    ex::RunContext ctx;
+    ctx.device = ts::Device::emulator(arch);
+    ctx.shape = {5, 90, 2, 32};  // lengths in [0, 90], the first empty, sorted
+    ex::Launch l = e->prepare(ctx);
+    ex::AttentionBlocks b = ex::attentionDefaultBlocks(ctx.device);
+    b.persistent = true;
+    ts::CompiledKernel k = ts::compile(ex::flashAttentionVarlen(b, 32), ctx.device);
+    for (uint32_t programs : {1u, 2u, 5u, 64u}) {
+      INFO(programs << " programs");
+      l = e->prepare(ctx);
+      k.launchWith(ts::Dim3(programs), l.args, {});
+      ex::CheckResult r = l.check();
+      INFO(r.detail);
+      CHECK(r.ok);
+    }
+  }
 }

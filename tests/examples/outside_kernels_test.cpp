@@ -141,9 +141,8 @@ void checkEmpty(const std::string& target, ex::GemmBlocks blocks, int warps, int
   for (int j = 0; j < cols; ++j) bias[size_t(j)] = float(j % 7) - 3.0f;
   ts::Buffer cb = dev.alloc(ts::DType::F16, size_t(rows) * cols);
   cb.fillBytes(0x11);  // what an empty grid must leave
-  c.launch({uint32_t((M + blocks.m - 1) / blocks.m), uint32_t((N + blocks.n - 1) / blocks.n)}, cb,
-           dev.upload(ts::DType::F16, a), dev.upload(ts::DType::F16, b), dev.upload(ts::DType::F32, bias), int32_t(M),
-           int32_t(N), int32_t(K));
+  c.launch(ex::gemmGrid(blocks, M, N), cb, dev.upload(ts::DType::F16, a), dev.upload(ts::DType::F16, b),
+           dev.upload(ts::DType::F32, bias), int32_t(M), int32_t(N), int32_t(K));
   std::vector<uint16_t> got = cb.read<uint16_t>();
   size_t bad = 0;
   for (int i = 0; i < rows; ++i)

@@ -618,6 +618,34 @@ TEST_CASE("fake CUDA driver: launches pass the grid, block, shared memory and ar
   }
 }
 
+TEST_CASE("resident programs: SMs or CUs times the driver's occupancy for the kernel", "[gpu][cuda][hip][fake]") {
+  SECTION("CUDA") {
+    EnvGuard env("TESSERA_CUDA_LIBRARY", TESSERA_FAKE_CUDA);
+    // The fake: 108 and 132 SMs; 2048 threads and 164 / 228 KiB of shared
+    // memory an SM, at most 32 blocks.
+    Device d0(createCudaDevice(0)), d1(createCudaDevice(1));
+    CHECK(d0.load(vaddBinary(128, 0)).residentPrograms() == 108 * 16);
+    CHECK(d1.load(vaddBinary(1024, 0)).residentPrograms() == 132 * 2);
+    CHECK(d1.load(vaddBinary(32, 0)).residentPrograms() == 132 * 32);
+    CHECK(d0.load(vaddBinary(128, 64 * 1024)).residentPrograms() == 108 * 2);
+    CHECK(d1.load(vaddBinary(128, 100 * 1024)).residentPrograms() == 132 * 2);
+  }
+  SECTION("HIP") {
+    EnvGuard env("TESSERA_HIP_LIBRARY", TESSERA_FAKE_HIP);
+    // The fake: 304 CUs, 2 workgroups of any kernel a CU.
+    Device dev(createHipDevice(0));
+    Binary bin;
+    bin.format = Binary::Format::HSACO;
+    const std::string image = "FAKE_CHECKED";
+    bin.codeObject.assign(image.begin(), image.end());
+    bin.symbol = "checked_oob";
+    bin.threadsPerBlock = 64;
+    asCheckedOob(bin);
+    CHECK(dev.load(bin).residentPrograms() == 304 * 2);
+  }
+  CHECK_THROWS_AS(Kernel().residentPrograms(), LaunchError);
+}
+
 TEST_CASE("fake HIP runtime: a checked launch passes the extents and a record and raises its violation",
           "[gpu][hip][fake]") {
   EnvGuard env("TESSERA_HIP_LIBRARY", TESSERA_FAKE_HIP);

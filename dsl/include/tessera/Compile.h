@@ -62,6 +62,13 @@ class CompiledKernel {
     launchWith(grid, {rt::Arg(args)...}, {});
   }
   void launchWith(Dim3 grid, const std::vector<rt::Arg>& args, const LaunchOptions& opts) const;
+  /// How many programs of this kernel its device runs at once
+  /// (rt::Kernel::residentPrograms: the CPU's or the emulator's worker
+  /// threads, SMs / CUs x blocks per SM / CU on a GPU): the grid of a
+  /// persistent schedule (ts::Tiles::persistent). With `args`, of the
+  /// variant a launch with them runs (specialised to what they prove, whose
+  /// registers may differ). UsageError unless launchable().
+  unsigned residentPrograms(const std::vector<rt::Arg>& args = {}, const LaunchOptions& opts = {}) const;
   /// The text of one stage; never launches anything. For a kernel loaded
   /// from the persistent cache, the first stage other than its code (PTX,
   /// HSACO) asked for recompiles the kernel once to produce the stages.

@@ -161,8 +161,7 @@ TEST_CASE("pad-tiles: a pipelined tensor-core GEMM with 48 x 40 x 24 blocks matc
     for (auto& v : bias) v = float(d(rng));
     ts::Buffer ba = dev.upload(ts::DType::F16, a), bb = dev.upload(ts::DType::F16, b);
     ts::Buffer bbias = dev.upload(ts::DType::F32, bias), c = dev.alloc(ts::DType::F16, size_t(M * N));
-    k.launch(ts::Dim3(uint32_t((M + 47) / 48), uint32_t((N + 39) / 40)), c, ba, bb, bbias, int32_t(M), int32_t(N),
-             int32_t(K));
+    k.launch(ex::gemmGrid(blocks, M, N), c, ba, bb, bbias, int32_t(M), int32_t(N), int32_t(K));
     auto got = c.read<_Float16>();
     for (int i = 0; i < M; ++i)
       for (int j = 0; j < N; ++j) {

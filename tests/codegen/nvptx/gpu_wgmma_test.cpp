@@ -41,8 +41,7 @@ std::vector<float> runGemm(const ts::Device& dev, const ts::Kernel& kernel, ex::
   ts::Buffer ba = dev.upload(ts::DType::F16, a), bb = dev.upload(ts::DType::F16, b);
   ts::Buffer bbias = dev.upload(ts::DType::F32, bias), c = dev.alloc(ts::DType::F16, size_t(s.M) * s.N);
   c.fillBytes(0xff);
-  k.launch(ts::Dim3(uint32_t((s.M + blocks.m - 1) / blocks.m), uint32_t((s.N + blocks.n - 1) / blocks.n)), c, ba, bb,
-           bbias, int32_t(s.M), int32_t(s.N), int32_t(s.K));
+  k.launch(ex::gemmGrid(blocks, s.M, s.N), c, ba, bb, bbias, int32_t(s.M), int32_t(s.N), int32_t(s.K));
   std::vector<float> out;
   for (_Float16 h : c.read<_Float16>()) out.push_back(float(h));
   return out;

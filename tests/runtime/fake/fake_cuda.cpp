@@ -36,6 +36,8 @@
 // functions with their module, modules and streams when destroyed, and what
 // the runtime never destroys when the library is unloaded.
 
+#include <algorithm>
+
 #include "fake_cuda_state.h"
 
 using namespace fakecuda;
@@ -74,7 +76,8 @@ CUresult cuDeviceGetName(char* name, int len, CUdevice dev) {
 CUresult cuDeviceGetAttribute(int* v, int attr, CUdevice dev) {
   if (dev < 0 || dev > 1) return INVALID_DEVICE;
   switch (attr) {
-    case 5: *v = 2147483647; return OK;  // MAX_GRID_DIM_X
+    case 5: *v = 2147483647; return OK;             // MAX_GRID_DIM_X
+    case 16: *v = dev == 0 ? 108 : 132; return OK;  // MULTIPROCESSOR_COUNT (A100, H100 SXM)
     case 6:
     case 7: *v = 65535; return OK;                                // MAX_GRID_DIM_Y/Z
     case 75: *v = dev == 0 ? 8 : 9; return OK;                    // COMPUTE_CAPABILITY_MAJOR
@@ -241,6 +244,18 @@ CUresult cuFuncGetAttribute(int* v, int attr, void* fn) {
     return OK;
   }
   return INVALID_VALUE;
+}
+
+// Occupancy as threads and shared memory limit it: 2048 threads and 164
+// KiB (device 0) / 228 KiB (device 1) per SM, at most 32 blocks.
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, void* fn, int blockSize, size_t shared) {
+  NEED_CONTEXT();
+  if (!fn || blockSize <= 0 || blockSize > 1024) return INVALID_VALUE;
+  const size_t perSm = current->device == 0 ? 164 * 1024 : 228 * 1024;
+  int b = std::min(32, 2048 / blockSize);
+  if (shared > 0) b = std::min<int>(b, static_cast<int>(perSm / shared));
+  *blocks = b;
+  return OK;
 }
 
 CUresult cuFuncSetAttribute(void* fn, int attr, int value) {

@@ -181,6 +181,17 @@ hipError_t hipModuleGetFunction(void** fn, void* module, const char* name) {
   *fn = &checkedModule;
   return OK;
 }
+hipError_t hipDeviceGetAttribute(int* v, int attr, int) {
+  if (attr != 63) return NotSupported;  // hipDeviceAttributeMultiprocessorCount
+  *v = 304;                             // MI300X
+  return OK;
+}
+// 2 workgroups per CU for any kernel: enough to tell the product from the CUs.
+hipError_t hipModuleOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, void* fn, int, size_t) {
+  if (fn != &checkedModule) return NotSupported;
+  *blocks = 2;
+  return OK;
+}
 // checked_oob(ptr a, ptr out, i32 n, i64 extent(a), i64 extent(out), ptr record).
 hipError_t hipModuleLaunchKernel(void* fn, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*,
                                  void** params, void**) {

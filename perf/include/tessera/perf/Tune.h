@@ -102,6 +102,9 @@ struct TuneCandidate {
   CompileOptions options;
   Dim3 grid;
   std::vector<rt::Arg> args;
+  /// Grid axis 0 counts the tiles of a persistent schedule: the launches
+  /// timed run at most CompiledKernel::residentPrograms of them.
+  bool persistent = false;
   /// Run after the timed launches: true when the output matches the
   /// reference; otherwise false with `why` set.
   std::function<bool(std::string& why)> check;

@@ -225,6 +225,15 @@ class Kernel {
   /// the kernel to completion -- or, with opts.stream, queues it there.
   /// Throws LaunchError naming the argument.
   void launch(Dim3 grid, const std::vector<Arg>& args, const LaunchOptions& opts = {}) const;
+  /// How many programs of this kernel the device runs at once: what a
+  /// persistent grid (a schedule whose programs loop over the work, e.g.
+  /// ts::Tiles::persistent) should launch. The CPU and the emulator: the
+  /// worker threads a launch with `opts` uses (blocks run one per worker);
+  /// CUDA: SMs x the blocks of this kernel an SM holds
+  /// (cuOccupancyMaxActiveBlocksPerMultiprocessor for its block size and
+  /// shared memory); HIP: CUs x the workgroups a CU holds
+  /// (hipModuleOccupancyMaxActiveBlocksPerMultiprocessor). At least 1.
+  unsigned residentPrograms(const LaunchOptions& opts = {}) const;
 
   struct State;
   explicit Kernel(std::shared_ptr<State> s) : state_(std::move(s)) {}
