@@ -618,6 +618,21 @@ TEST_CASE("fake CUDA driver: launches pass the grid, block, shared memory and ar
   }
 }
 
+namespace {
+/// The one code object the fake HIP runtime loads: the bounds-checked
+/// `checked_oob` kernel of 64 threads (fake_hip.cpp).
+Binary fakeHipCheckedBinary() {
+  Binary bin;
+  bin.format = Binary::Format::HSACO;
+  const std::string image = "FAKE_CHECKED";
+  bin.codeObject.assign(image.begin(), image.end());
+  bin.symbol = "checked_oob";
+  bin.threadsPerBlock = 64;
+  asCheckedOob(bin);
+  return bin;
+}
+}  // namespace
+
 TEST_CASE("resident programs: SMs or CUs times the driver's occupancy for the kernel", "[gpu][cuda][hip][fake]") {
   SECTION("CUDA") {
     EnvGuard env("TESSERA_CUDA_LIBRARY", TESSERA_FAKE_CUDA);
@@ -634,14 +649,7 @@ TEST_CASE("resident programs: SMs or CUs times the driver's occupancy for the ke
     EnvGuard env("TESSERA_HIP_LIBRARY", TESSERA_FAKE_HIP);
     // The fake: 304 CUs, 2 workgroups of any kernel a CU.
     Device dev(createHipDevice(0));
-    Binary bin;
-    bin.format = Binary::Format::HSACO;
-    const std::string image = "FAKE_CHECKED";
-    bin.codeObject.assign(image.begin(), image.end());
-    bin.symbol = "checked_oob";
-    bin.threadsPerBlock = 64;
-    asCheckedOob(bin);
-    CHECK(dev.load(bin).residentPrograms() == 304 * 2);
+    CHECK(dev.load(fakeHipCheckedBinary()).residentPrograms() == 304 * 2);
   }
   CHECK_THROWS_AS(Kernel().residentPrograms(), LaunchError);
 }
@@ -652,14 +660,7 @@ TEST_CASE("fake HIP runtime: a checked launch passes the extents and a record an
   auto lastParams = fakeFn<void (*)(uint64_t*)>(TESSERA_FAKE_HIP, "fake_hip_last_params");
   Device dev(createHipDevice(0));
   Buffer a = dev.alloc(DType::F32, 64), out = dev.alloc(DType::F32, 64);
-  Binary bin;
-  bin.format = Binary::Format::HSACO;
-  const std::string image = "FAKE_CHECKED";
-  bin.codeObject.assign(image.begin(), image.end());
-  bin.symbol = "checked_oob";
-  bin.threadsPerBlock = 64;
-  asCheckedOob(bin);
-  Kernel k = dev.load(bin);
+  Kernel k = dev.load(fakeHipCheckedBinary());
   Arg view(out);
   view.offset = 16;
   LaunchOptions o;
