@@ -47,16 +47,16 @@ Kernel flashAttentionVarlen(AttentionBlocks B, int D) {
           ts::Ptr<const int32_t> cu, ts::Int batch, ts::Int heads, ts::Int total) {
         auto tiles = ts::Tiles(0, heads, BM, 1).ragged(cu, batch).reversed().persistent(B.persistent);
         ts::for_tiles(tiles, [&](const ts::Tile& t) {
-          auto start = t.row0 - t.m * BM, end = t.rowEnd;  // the sequence's tokens
-          auto base = t.col0 * total * D;                  // this head's [total, D] slice
+          auto start = t.row0 - t.m * BM, end = t.rowEnd;         // the sequence's tokens
+          auto base = t.col0 * total * D;                         // this head's [total, D] slice
           auto rm = ts::expand_dims(t.row0 + ts::arange(BM), 1);  // query rows, BM x 1
           auto d0 = ts::expand_dims(ts::arange(D), 0);            // 1 x D
           auto d1 = ts::expand_dims(ts::arange(D), 1);            // D x 1
           auto qt = ts::load(q + base + rm * D + d0, rm < end);
           // Causal: no key block past the tile's last row.
           auto hi = ts::minimum(end, t.row0 + BM);
-          auto init = std::tuple{ts::full({BM}, -ts::inf, ts::f32), ts::zeros({BM}, ts::f32),
-                                 ts::zeros({BM, D}, ts::f32)};
+          auto init =
+              std::tuple{ts::full({BM}, -ts::inf, ts::f32), ts::zeros({BM}, ts::f32), ts::zeros({BM, D}, ts::f32)};
           auto [mi, li, acc] =
               ts::for_range(start, hi, BN, init, [&](ts::Int n0, ts::Tensor mi, ts::Tensor li, ts::Tensor acc) {
                 auto cn = ts::expand_dims(n0 + ts::arange(BN), 0);  // key tokens, 1 x BN
@@ -170,7 +170,8 @@ Launch prepare(const RunContext& ctx) {
     got.resize(size_t(total * heads * D));
     const double bound = std::ldexp(1.0, -9);
     return compareWith(got, varlenReference(q, k, v, cu, heads, D), bound, "o",
-                       "|got - want| <= " + ElementCheck::fmt(bound) + " (4 ulp of f16)", [=](size_t) { return bound; });
+                       "|got - want| <= " + ElementCheck::fmt(bound) + " (4 ulp of f16)",
+                       [=](size_t) { return bound; });
   };
   return launch;
 }
