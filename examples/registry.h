@@ -330,7 +330,8 @@ inline AttentionBlocks attentionDefaultBlocks(const Device& device) {
 }
 
 /// The blocks of a GEMM launch: the defaults for ctx.device, with what
-/// ctx.config sets (BLOCK_M, BLOCK_N, BLOCK_K, STAGES) in their place.
+/// ctx.config sets (BLOCK_M, BLOCK_N, BLOCK_K, STAGES, WARP_SPECIALIZE,
+/// GROUP_M, PERSISTENT) in their place.
 inline GemmBlocks gemmBlocksFor(const RunContext& ctx) {
   GemmBlocks b = gemmDefaultBlocks(ctx.device);
   if (!ctx.config) return b;

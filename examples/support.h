@@ -168,17 +168,6 @@ inline Tensor applyActivation(const Tensor& y, Activation act) {
   return y;
 }
 
-/// The K loop of the low-precision GEMMs (gemm_f16, gemm_bf16, gemm_fp8,
-/// gemm_int8): the accumulator (f32; i32 for i8 operands) of the BLOCK_M x
-/// BLOCK_N tile at rows `row` (BLOCK_M x 1) and
-/// columns `col` (1 x BLOCK_N) of C = A (M x K) @ B (K x N), row-major, `in`
-/// the operands' dtype. Masked lanes outside the matrices read 0, which adds
-/// nothing to the dot. With B.stages >= 1 (the GPU kernels) the A and B
-/// tiles are staged through shared memory by a `stages`-deep software
-/// pipeline; with 0 (the CPU kernels) they are plain loads: the CPU runs a
-/// staged copy synchronously into a stack buffer, one more copy of every
-/// tile with no overlap to gain, while a plain load feeding a dot is packed
-/// straight into the microkernel's layout (docs/gemm.md).
 /// The output-tile loop of the GEMM examples: ts::for_tiles over the M x N
 /// output in B's schedule (GemmBlocks::group, ::persistent), body(row,
 /// col) with row the tile's BLOCK_M x 1 row indices and col its 1 x BLOCK_N
@@ -212,6 +201,17 @@ void gemmTiles(const GemmBlocks& B, Int M, Int N, Body&& body, SrcLoc loc = SrcL
       loc);
 }
 
+/// The K loop of the low-precision GEMMs (gemm_f16, gemm_bf16, gemm_fp8,
+/// gemm_int8): the accumulator (f32; i32 for i8 operands) of the BLOCK_M x
+/// BLOCK_N tile at rows `row` (BLOCK_M x 1) and
+/// columns `col` (1 x BLOCK_N) of C = A (M x K) @ B (K x N), row-major, `in`
+/// the operands' dtype. Masked lanes outside the matrices read 0, which adds
+/// nothing to the dot. With B.stages >= 1 (the GPU kernels) the A and B
+/// tiles are staged through shared memory by a `stages`-deep software
+/// pipeline; with 0 (the CPU kernels) they are plain loads: the CPU runs a
+/// staged copy synchronously into a stack buffer, one more copy of every
+/// tile with no overlap to gain, while a plain load feeding a dot is packed
+/// straight into the microkernel's layout (docs/gemm.md).
 template <typename PtrA, typename PtrB>
 Tensor gemmMainLoop(const GemmBlocks& B, DType in, PtrA a, PtrB b, const Tensor& row, const Tensor& col, Int M, Int N,
                     Int K) {
