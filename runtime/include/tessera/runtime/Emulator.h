@@ -44,6 +44,11 @@ struct LaunchConfig {
   unsigned warpSize = 32;
   uint32_t grid[3] = {1, 1, 1};
   uint32_t block[3] = {1, 1, 1};  // at most 1024 threads, as on both vendors
+  /// NVIDIA thread-block clusters: blocks per cluster along x, y, z (each
+  /// grid dimension a multiple; at most 8 blocks, NVIDIA's portable limit).
+  /// The blocks of a cluster run at once on one host thread, and can reach
+  /// each other's shared memory (mapa) and meet at cluster barriers.
+  uint32_t cluster[3] = {1, 1, 1};
   /// Shared memory (LDS) of one block: static plus dynamic, one region.
   size_t sharedBytes = 0;
   /// Host threads that run blocks in parallel; 0 = one per hardware thread.

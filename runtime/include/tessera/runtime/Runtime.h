@@ -213,6 +213,12 @@ struct LaunchOptions {
   /// synchronisation of that stream (Stream/Device::synchronize, or a
   /// blocking call on it). The stream must belong to the kernel's device.
   Stream stream = {};
+  /// Thread-block clusters (NVIDIA sm_90 and later; the emulator of those
+  /// targets): blocks per cluster along x, y, z. {0, 0, 0} (the default):
+  /// the shape the kernel was compiled for (KernelBinary::cluster), no
+  /// cluster for a kernel compiled without one. A shape given here must
+  /// match a compiled one; every grid dimension must be a multiple of it.
+  Dim3 cluster = {0, 0, 0};
 };
 
 /// A loaded kernel, ready to launch on its device.

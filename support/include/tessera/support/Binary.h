@@ -99,6 +99,14 @@ struct KernelBinary {
   /// memory it uses per block.
   unsigned threadsPerBlock = 1;
   unsigned sharedBytes = 0;
+  /// NVIDIA thread-block clusters: the blocks per cluster along x, y, z the
+  /// kernel was compiled for (CompileOptions::cluster; PTX
+  /// `.reqnctapercluster`). {1, 1, 1}: no cluster. A launch runs the grid
+  /// in clusters of this shape (every grid dimension a multiple of it), the
+  /// blocks of one cluster at once, sharing their shared memory
+  /// (distributed shared memory) and cluster barriers.
+  uint32_t cluster[3] = {1, 1, 1};
+  uint32_t clusterBlocks() const { return cluster[0] * cluster[1] * cluster[2]; }
 
   /// EmulatedGpu: the body of ONE GPU thread (args as kernelParams), run by
   /// the SIMT machine (tessera/runtime/Emulator.h) over blocks of
