@@ -23,9 +23,10 @@ struct CudaDriver {
   driver::Library lib;
 #define TESSERA_FIELD(field, sym, R, params) PFN_##field field = nullptr;
   TESSERA_CUDA_FUNCTIONS(TESSERA_FIELD)
+  // Null where the driver lacks them (DriverLoader.h).
+  TESSERA_CUDA_OPTIONAL_FUNCTIONS(TESSERA_FIELD)
 #undef TESSERA_FIELD
   PFN_EventElapsedTime EventElapsedTime = nullptr;
-  PFN_TensorMapEncodeTiled TensorMapEncodeTiled = nullptr;  // null before CUDA 12
   int count = 0;
   /// Why there is no usable device (count == 0); empty otherwise.
   std::string unavailable;
@@ -44,8 +45,10 @@ struct CudaDriver {
 #undef TESSERA_RESOLVE
     for (const char* sym : {"cuEventElapsedTime_v2", "cuEventElapsedTime"})
       if (!EventElapsedTime) EventElapsedTime = reinterpret_cast<PFN_EventElapsedTime>(driver::findSymbol(lib, sym));
-    TensorMapEncodeTiled =
-        reinterpret_cast<PFN_TensorMapEncodeTiled>(driver::findSymbol(lib, "cuTensorMapEncodeTiled"));
+#define TESSERA_RESOLVE_OPTIONAL(field, sym, R, params) \
+  field = reinterpret_cast<PFN_##field>(driver::findSymbol(lib, #sym));
+    TESSERA_CUDA_OPTIONAL_FUNCTIONS(TESSERA_RESOLVE_OPTIONAL)
+#undef TESSERA_RESOLVE_OPTIONAL
     if (!EventElapsedTime) missing += std::string(missing.empty() ? "" : ", ") + "cuEventElapsedTime";
     if (!missing.empty()) {
       unavailable = "CUDA driver not available: " + lib.path + " lacks " + missing +

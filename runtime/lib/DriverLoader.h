@@ -186,16 +186,59 @@ constexpr int CU_TENSOR_MAP_L2_PROMOTION_L2_128B = 2;
 // CUtensorMapFloatOOBfill (NONE: out-of-bounds elements read as zeros)
 constexpr int CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0;
 
-/// cuTensorMapEncodeTiled (CUDA 12.0): optional, resolved apart from
-/// TESSERA_CUDA_FUNCTIONS so that an older driver still runs every kernel
-/// without tensor maps; a launch that needs one names the missing symbol.
-/// The enum parameters are int-sized enums in cuda.h, and `map` is a
-/// CUtensorMap* (void* here, as the fake driver spells it, so that
-/// -fsanitize=function sees one type on both sides).
-using PFN_TensorMapEncodeTiled = CUresult (*)(void* map, int dataType, cuuint32_t rank, void* globalAddress,
-                                              const cuuint64_t* globalDim, const cuuint64_t* globalStrides,
-                                              const cuuint32_t* boxDim, const cuuint32_t* elementStrides,
-                                              int interleave, int swizzle, int l2Promotion, int oobFill);
+// ---- Thread-block clusters (sm_90 and later) ----
+// cuLaunchKernelEx's configuration with cuda.h's layouts (checked against
+// cuda.h by tests/runtime/gpu_driver_test.cpp when the header is found).
+// CUlaunchAttributeValue is a 64-byte union whose other members hold
+// pointers, hence its 8-byte alignment; only the cluster shape is used here.
+// CUlaunchAttributeID
+constexpr int CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4;
+union alignas(8) CUlaunchAttributeValue {
+  char pad[64];
+  struct {
+    unsigned x, y, z;
+  } clusterDim;
+};
+struct CUlaunchAttribute {
+  int id;  // a CUlaunchAttributeID
+  char pad[8 - sizeof(int)];
+  CUlaunchAttributeValue value;
+};
+struct CUlaunchConfig {
+  unsigned gridDimX, gridDimY, gridDimZ;
+  unsigned blockDimX, blockDimY, blockDimZ;
+  unsigned sharedMemBytes;
+  CUstream hStream;
+  CUlaunchAttribute* attrs;
+  unsigned numAttrs;
+};
+static_assert(sizeof(CUlaunchAttributeValue) == 64 && alignof(CUlaunchAttributeValue) == 8);
+static_assert(sizeof(CUlaunchAttribute) == 72 && offsetof(CUlaunchAttribute, value) == 8);
+static_assert(sizeof(CUlaunchConfig) == 56 && offsetof(CUlaunchConfig, hStream) == 32 &&
+              offsetof(CUlaunchConfig, attrs) == 40 && offsetof(CUlaunchConfig, numAttrs) == 48);
+
+// Entry points newer drivers have, resolved apart from TESSERA_CUDA_FUNCTIONS
+// (null where the driver lacks them) so that an older driver still runs
+// every kernel that does not need them; a launch that does names the
+// missing symbol. X(...) as in TESSERA_CUDA_FUNCTIONS.
+//  * cuTensorMapEncodeTiled (CUDA 12.0), for TMA tensor maps. The enum
+//    parameters are int-sized enums in cuda.h, and `map` is a CUtensorMap*
+//    (void* here, as the fake driver spells it, so that -fsanitize=function
+//    sees one type on both sides).
+//  * cuLaunchKernelEx and cuOccupancyMaxActiveClusters, for thread-block
+//    clusters: launches and resident programs of a kernel in clusters.
+//    `config` is a const CUlaunchConfig* (const void* here, for the same
+//    reason as `map`).
+#define TESSERA_CUDA_OPTIONAL_FUNCTIONS(X)                                                                        \
+  X(TensorMapEncodeTiled, cuTensorMapEncodeTiled, CUresult,                                                       \
+    (void* map, int dataType, cuuint32_t rank, void* globalAddress, const cuuint64_t* globalDim,                  \
+     const cuuint64_t* globalStrides, const cuuint32_t* boxDim, const cuuint32_t* elementStrides, int interleave, \
+     int swizzle, int l2Promotion, int oobFill))                                                                  \
+  X(LaunchKernelEx, cuLaunchKernelEx, CUresult, (const void* config, CUfunction fn, void** params, void** extra)) \
+  X(OccupancyMaxActiveClusters, cuOccupancyMaxActiveClusters, CUresult,                                           \
+    (int* clusters, CUfunction fn, const void* config))
+
+TESSERA_CUDA_OPTIONAL_FUNCTIONS(TESSERA_DECLARE_PFN)
 
 /// cuEventElapsedTime: CUDA 12.8 added cuEventElapsedTime_v2 (what cuda.h
 /// now maps the name to) with the same prototype; older drivers have only
