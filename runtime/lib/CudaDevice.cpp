@@ -13,6 +13,7 @@
 #include <cinttypes>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -34,6 +35,40 @@ constexpr unsigned kDefaultSharedLimit = 48 * 1024;
 /// JIT log buffers: ptxas reports are short, but a kernel with many errors
 /// can fill several KiB; the log is truncated beyond this.
 constexpr size_t kJitLogBytes = 16 * 1024;
+
+/// The blocks a cluster may have on an NVIDIA GPU of compute capability
+/// major.minor: Targets.def's row for it, or for a capability without a row
+/// (sm_87, sm_110) that of the newest older architecture there.
+unsigned clusterBlocksOf(int major, int minor) {
+  const int cc = major * 10 + minor;
+  int best = -1;
+  unsigned blocks = 0;
+  for (const GpuArch& g : gpuArchs()) {
+    if (g.vendor != GpuArch::Vendor::NVIDIA) continue;
+    const int v = std::atoi(g.arch + 3);  // "sm_90a" -> 90
+    if (v <= cc && v > best) best = v, blocks = static_cast<unsigned>(g.maxClusterBlocks);
+  }
+  return blocks;
+}
+
+/// cuLaunchKernelEx's configuration of a launch of `k` in clusters of
+/// `cluster` (its one attribute). Not copyable: config points at attr.
+struct ClusterLaunch {
+  CUlaunchAttribute attr{};
+  CUlaunchConfig config{};
+  ClusterLaunch(const CudaKernel& k, Dim3 grid, Dim3 cluster, CUstream stream) {
+    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim = {cluster.x, cluster.y, cluster.z};
+    config.gridDimX = grid.x, config.gridDimY = grid.y, config.gridDimZ = grid.z;
+    config.blockDimX = k.threadsPerBlock, config.blockDimY = 1, config.blockDimZ = 1;
+    config.sharedMemBytes = k.sharedBytes;
+    config.hStream = stream;
+    config.attrs = &attr;
+    config.numAttrs = 1;
+  }
+  ClusterLaunch(const ClusterLaunch&) = delete;
+  ClusterLaunch& operator=(const ClusterLaunch&) = delete;
+};
 
 class CudaDevice final : public DeviceImpl {
  public:
@@ -58,6 +93,7 @@ class CudaDevice final : public DeviceImpl {
     maxGrid_[2] = attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z);
     maxSharedOptin_ = attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
     multiprocessors_ = attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+    clusterBlocks_ = clusterBlocksOf(major_, minor_);
 
     ctx_ = std::make_shared<CudaContext>(drv, dev, tag + " " + nameBuf);
     ctx_->check(drv->DevicePrimaryCtxRetain(&ctx_->ctx, dev), "cuDevicePrimaryCtxRetain");
@@ -267,11 +303,30 @@ class CudaDevice final : public DeviceImpl {
         "cuTensorMapEncodeTiled", "encoding a tensor map of kernel '" + k + "'");
   }
 
+  unsigned maxClusterBlocks() const override { return clusterBlocks_; }
+
   /// SMs x the blocks of this kernel one SM holds (registers, shared
-  /// memory, threads: the driver's occupancy calculator), at least 1.
-  unsigned residentPrograms(KernelState& ks, const KernelSignature&, const LaunchOptions&) override {
+  /// memory, threads: the driver's occupancy calculator), at least 1. In
+  /// clusters: the clusters the device holds at once (which must each fit
+  /// in one GPC, so fewer blocks than SMs x blocks per SM may be resident)
+  /// x the blocks of one, at least one cluster.
+  unsigned residentPrograms(KernelState& ks, const KernelSignature& sig, const LaunchOptions& opts) override {
     auto& k = static_cast<CudaKernel&>(ks);
     ctx_->enter();
+    const uint64_t clusterBlocks = opts.cluster.count();
+    if (clusterBlocks > 1) {
+      if (!drv().OccupancyMaxActiveClusters)
+        throw LaunchError(sig.kernelName +
+                          ": the resident programs of a kernel in clusters need "
+                          "cuOccupancyMaxActiveClusters, which the CUDA driver (" +
+                          drv().lib.path + ") lacks; thread-block clusters need a CUDA 12 driver or newer");
+      // A grid of one cluster: the driver wants a grid the cluster divides.
+      ClusterLaunch cl(k, opts.cluster, opts.cluster, default_->stream);
+      int clusters = 0;
+      ctx_->check(drv().OccupancyMaxActiveClusters(&clusters, k.fn, &cl.config), "cuOccupancyMaxActiveClusters",
+                  "kernel '" + k.symbol + "' in clusters of " + opts.cluster.str());
+      return static_cast<unsigned>(std::max(clusters, 1) * clusterBlocks);
+    }
     int blocks = 0;
     ctx_->check(drv().OccupancyMaxActiveBlocksPerMultiprocessor(&blocks, k.fn, static_cast<int>(k.threadsPerBlock),
                                                                 k.sharedBytes),
@@ -279,19 +334,19 @@ class CudaDevice final : public DeviceImpl {
     return static_cast<unsigned>(std::max<int64_t>(1, int64_t{multiprocessors_} * std::max(blocks, 0)));
   }
 
-  void launch(KernelState& ks, const KernelSignature& sig, Dim3 grid, void** args, const LaunchOptions&) override {
+  void launch(KernelState& ks, const KernelSignature& sig, Dim3 grid, void** args, const LaunchOptions& opts) override {
     // Synchronous: the default stream, then wait, so that the caller may
     // read results right away and a fault is reported by its launch.
-    launchOn(*default_, ks, sig, grid, args, nullptr);
+    launchOn(*default_, ks, sig, grid, opts.cluster, args, nullptr);
     default_->synchronize();
   }
 
   void launchAsync(StreamImpl& s, KernelState& ks, const KernelSignature& sig, Dim3 grid,
-                   std::shared_ptr<LaunchPacket> packet, const LaunchOptions&) override {
+                   std::shared_ptr<LaunchPacket> packet, const LaunchOptions& opts) override {
     // cuLaunchKernel copies the parameters; the packet still holds the
     // buffers until the stream is synchronised.
     void** params = packet->params.data();  // before the move: argument order is unspecified
-    launchOn(static_cast<CudaStream&>(s), ks, sig, grid, params, std::move(packet));
+    launchOn(static_cast<CudaStream&>(s), ks, sig, grid, opts.cluster, params, std::move(packet));
   }
 
   void copyHostToDeviceAsync(StreamImpl& s, DevicePtr dst, const void* src, size_t bytes,
@@ -384,7 +439,10 @@ class CudaDevice final : public DeviceImpl {
  private:
   const CudaDriver& drv() const { return *ctx_->drv; }
 
-  void launchOn(CudaStream& s, KernelState& ks, const KernelSignature& sig, Dim3 grid, void** args,
+  /// A launch in clusters of `cluster` (checked by Kernel::launch) goes
+  /// through cuLaunchKernelEx with the cluster shape as its attribute;
+  /// every other launch through cuLaunchKernel.
+  void launchOn(CudaStream& s, KernelState& ks, const KernelSignature& sig, Dim3 grid, Dim3 cluster, void** args,
                 std::shared_ptr<void> keep) {
     auto& k = static_cast<CudaKernel&>(ks);
     // NVIDIA's limits (LaunchLimits.h, which the emulator checks too), with
@@ -395,10 +453,18 @@ class CudaDevice final : public DeviceImpl {
     if (std::string why = launchLimitViolation(limits, dims, block, ctx_->label); !why.empty())
       throw LaunchError(sig.kernelName + ": " + why);
     ctx_->enter();
-    std::string what = describeLaunch(sig, grid, k.threadsPerBlock, k.sharedBytes);
-    ctx_->check(drv().LaunchKernel(k.fn, grid.x, grid.y, grid.z, k.threadsPerBlock, 1, 1, k.sharedBytes, s.stream, args,
-                                   nullptr),
-                "cuLaunchKernel", "launching " + what);
+    std::string what = describeLaunch(sig, grid, k.threadsPerBlock, k.sharedBytes, cluster);
+    if (cluster.count() > 1) {
+      if (!drv().LaunchKernelEx)
+        throw LaunchError(sig.kernelName + ": a launch in clusters needs cuLaunchKernelEx, which the CUDA driver (" +
+                          drv().lib.path + ") lacks; thread-block clusters need a CUDA 12 driver or newer");
+      ClusterLaunch cl(k, grid, cluster, s.stream);
+      ctx_->check(drv().LaunchKernelEx(&cl.config, k.fn, args, nullptr), "cuLaunchKernelEx", "launching " + what);
+    } else {
+      ctx_->check(drv().LaunchKernel(k.fn, grid.x, grid.y, grid.z, k.threadsPerBlock, 1, 1, k.sharedBytes, s.stream,
+                                     args, nullptr),
+                  "cuLaunchKernel", "launching " + what);
+    }
     s.keep(std::move(keep), what);
   }
 
@@ -410,6 +476,7 @@ class CudaDevice final : public DeviceImpl {
   int maxGrid_[3] = {0, 0, 0};
   int maxSharedOptin_ = 0;
   int multiprocessors_ = 0;
+  unsigned clusterBlocks_ = 0;  // maxClusterBlocks(): 0 below compute capability 9.0
 };
 
 }  // namespace

@@ -35,8 +35,10 @@ struct KernelState {
 };
 
 /// How a GPU device names a launch in its errors: "kernel 'k' (grid {4, 1,
-/// 1}, 128 threads per block, 0 bytes of shared memory)".
-std::string describeLaunch(const KernelSignature& sig, Dim3 grid, unsigned threadsPerBlock, unsigned sharedBytes);
+/// 1}, 128 threads per block, 0 bytes of shared memory)"; a launch in
+/// clusters adds them ("grid {4, 1, 1} in clusters of {2, 1, 1}").
+std::string describeLaunch(const KernelSignature& sig, Dim3 grid, unsigned threadsPerBlock, unsigned sharedBytes,
+                           Dim3 cluster = {});
 
 /// One queue of work on a device. Each device derives its own (a host
 /// worker queue, a CUstream, a hipStream_t).
@@ -215,16 +217,23 @@ class DeviceImpl {
   /// throws LaunchError naming the kernel, what it was compiled to and this
   /// device.
   virtual void encodeTensorMap(const Kernel::State& kernel, const TensorMapRequest& map, void* out128);
+  /// The most blocks a thread-block cluster may have here; 0: the device
+  /// has no clusters (the default: the CPU, HIP). Kernel::launch checks
+  /// every cluster against it.
+  virtual unsigned maxClusterBlocks() const { return 0; }
   /// Runs a loaded kernel over `grid` (already validated) to completion.
   /// `args` is a kernelParams array: args[i] points at the i-th argument's
   /// value in its exact width (a DevicePtr for pointer arguments).
   /// Ordered after the work already on the default stream, whose errors it
-  /// throws first.
+  /// throws first. Here and below, opts.cluster is the launch's effective
+  /// cluster shape, already checked against the grid and this device
+  /// (Launch.cpp): {1, 1, 1} when the launch has no cluster, never {0, 0, 0}.
   virtual void launch(KernelState& k, const KernelSignature& sig, Dim3 grid, void** args,
                       const LaunchOptions& opts) = 0;
   /// The programs (blocks) of `k` this device runs at once under `opts`
   /// (Kernel::residentPrograms). Here: the launch's worker threads, what
-  /// the CPU and the emulator run blocks on; GPU devices ask their driver.
+  /// the CPU and the emulator run blocks on, times the blocks of a cluster
+  /// (one worker runs a whole cluster); GPU devices ask their driver.
   virtual unsigned residentPrograms(KernelState& k, const KernelSignature& sig, const LaunchOptions& opts);
   /// Queues a launch on `s` (a stream of this device) and returns; errors
   /// while it runs are kept by the stream. The packet's params are valid
@@ -302,6 +311,7 @@ struct Kernel::State {
   unsigned profileWarps = 0;               // Binary::profileWarps
   Binary::ProfileClock profileClock = Binary::ProfileClock::None;
   Binary::Format format = Binary::Format::HostFunction;  // for messages
+  Dim3 cluster;                                          // Binary::cluster: {1, 1, 1} without one
 };
 
 /// The host CPU device (runtime/lib/CpuDevice.cpp) running code compiled for

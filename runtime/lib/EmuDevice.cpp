@@ -36,12 +36,15 @@ struct ArchInfo {
   std::string spelling;  // "nvptx:sm_80"
   bool amd;
   unsigned warp;
+  unsigned clusterBlocks;  // the most blocks a cluster has; 0: no clusters (AMD, NVIDIA before sm_90)
 };
 
 const ArchInfo* findArch(const std::string& arch) {
   static const std::vector<ArchInfo> archs = [] {
     std::vector<ArchInfo> r;
-    for (const GpuArch& g : gpuArchs()) r.push_back({g.spelling(), g.vendor == GpuArch::Vendor::AMD, g.warpSize});
+    for (const GpuArch& g : gpuArchs())
+      r.push_back(
+          {g.spelling(), g.vendor == GpuArch::Vendor::AMD, g.warpSize, static_cast<unsigned>(g.maxClusterBlocks)});
     return r;
   }();
   for (const ArchInfo& a : archs)
@@ -173,11 +176,15 @@ class EmuDevice final : public HostMemoryDevice {
     encodeEmuTensorMap(m, out128);
   }
 
+  // Clusters as on the emulated architecture (an AMDGPU binary loads only
+  // on an AMDGPU emulator, which has none).
+  unsigned maxClusterBlocks() const override { return arch_.clusterBlocks; }
+
   void launch(KernelState& ks, const KernelSignature& sig, Dim3 grid, void** args, const LaunchOptions& opts) override {
     checkLimits(static_cast<EmuKernel&>(ks), sig, grid);
     const unsigned threads = launchThreads(opts, sig, *this);
     defaultStream()->synchronize();
-    runGrid(static_cast<EmuKernel&>(ks), sig, grid, args, threads);
+    runGrid(static_cast<EmuKernel&>(ks), sig, grid, opts.cluster, args, threads);
   }
 
   // Emulated launches are long (one fiber per GPU thread): always handed to
@@ -187,8 +194,8 @@ class EmuDevice final : public HostMemoryDevice {
     checkLimits(static_cast<EmuKernel&>(ks), sig, grid);
     const unsigned threads = launchThreads(opts, sig, *this);
     auto* k = static_cast<EmuKernel*>(&ks);  // kept alive by packet->kernel
-    run(s, false, [this, k, &sig, grid, threads, packet = std::move(packet)] {
-      runGrid(*k, sig, grid, packet->params.data(), threads);
+    run(s, false, [this, k, &sig, grid, cluster = opts.cluster, threads, packet = std::move(packet)] {
+      runGrid(*k, sig, grid, cluster, packet->params.data(), threads);
       packet->finish();
     });
   }
@@ -207,7 +214,7 @@ class EmuDevice final : public HostMemoryDevice {
       throw LaunchError(sig.kernelName + ": " + why);
   }
 
-  void runGrid(EmuKernel& k, const KernelSignature& sig, Dim3 grid, void** args, unsigned threads) {
+  void runGrid(EmuKernel& k, const KernelSignature& sig, Dim3 grid, Dim3 cluster, void** args, unsigned threads) {
     emu::LaunchConfig cfg;
     cfg.vendor = k.amd ? emu::Vendor::AMD : emu::Vendor::NVIDIA;
     cfg.warpSize = k.warpSize;
@@ -215,9 +222,13 @@ class EmuDevice final : public HostMemoryDevice {
     cfg.grid[1] = grid.y;
     cfg.grid[2] = grid.z;
     cfg.block[0] = k.threadsPerBlock;
+    cfg.cluster[0] = cluster.x;
+    cfg.cluster[1] = cluster.y;
+    cfg.cluster[2] = cluster.z;
     cfg.sharedBytes = k.sharedBytes;
-    // Blocks are independent; more workers than blocks would only idle.
-    cfg.hostThreads = static_cast<unsigned>(std::min<uint64_t>(threads, grid.count()));
+    // Clusters are independent (one worker runs all blocks of one); more
+    // workers than clusters would only idle.
+    cfg.hostThreads = static_cast<unsigned>(std::min<uint64_t>(threads, grid.count() / cluster.count()));
     cfg.kernelName = sig.kernelName;
     cfg.opNames = k.opNames;
     {

@@ -13,6 +13,7 @@
 #include "ProfileBuffer.h"
 #include "tessera/support/Fp8.h"
 #include "tessera/support/MxFormats.h"
+#include "tessera/support/Targets.h"
 
 namespace tessera::rt {
 
@@ -520,6 +521,79 @@ void checkLaunch(const Kernel::State& st, const Checker& check, Dim3 grid, const
                       "; use a stream of the kernel's device");
 }
 
+/// The NVIDIA targets with thread-block clusters (Targets.def), for messages:
+/// "nvptx:sm_90a, nvptx:sm_100a, ...".
+std::string clusterTargets() {
+  std::string r;
+  for (const GpuArch& g : gpuArchs())
+    if (g.maxClusterBlocks > 0) r += (r.empty() ? "" : ", ") + g.spelling();
+  return r;
+}
+
+/// The cluster shape a launch runs with -- LaunchOptions::cluster when it is
+/// set, else the shape the kernel was compiled for; {1, 1, 1}: no cluster --
+/// checked against the device and, when `grid` is given, the grid. Every
+/// rule about clusters is here, so the devices see only shapes they can run.
+Dim3 clusterShape(const Kernel::State& st, const Checker& check, const LaunchOptions& opts, const Dim3* grid) {
+  // Components, not Dim3::count(), which wraps for large shapes.
+  auto hasZero = [](Dim3 d) { return !d.x || !d.y || !d.z; };
+  auto isOne = [](Dim3 d) { return d.x == 1 && d.y == 1 && d.z == 1; };
+  const Dim3 compiled = st.cluster;
+  const Dim3 given = opts.cluster;
+  const bool none = isOne(compiled);
+  const std::string compiledDesc = none ? "none" : compiled.str();
+  if (hasZero(compiled))
+    throw LaunchError(check.kernel() + ": the binary's cluster shape " + compiled.str() +
+                      " has a dimension of 0; the kernel binary is inconsistent, recompile it");
+  const bool fromOptions = given.x || given.y || given.z;
+  if (fromOptions && hasZero(given))
+    throw LaunchError(check.kernel() + ": LaunchOptions::cluster " + given.str() +
+                      " has a dimension of 0; give all three dimensions of the cluster (1 along one it does not "
+                      "span), or leave it {0, 0, 0} for the shape the kernel was compiled for (" +
+                      compiledDesc + ")");
+  if (fromOptions && !none && (given.x != compiled.x || given.y != compiled.y || given.z != compiled.z))
+    throw LaunchError(check.kernel() + ": LaunchOptions::cluster " + given.str() + " differs from the cluster shape " +
+                      compiled.str() +
+                      " the kernel was compiled for, which a launch cannot change; leave LaunchOptions::cluster "
+                      "{0, 0, 0} (or set it to " +
+                      compiled.str() + "), or compile the kernel for the shape you want");
+  const Dim3 c = fromOptions ? given : compiled;
+  if (isOne(c)) return c;
+  const unsigned __int128 blocks = static_cast<unsigned __int128>(c.x) * c.y * c.z;
+
+  const std::string what = "a cluster of " + c.str() + " (" + toString(static_cast<__int128>(blocks)) + " blocks, " +
+                           (fromOptions ? "from LaunchOptions::cluster" : "compiled into the kernel") + ")";
+  const DeviceImpl& dev = *st.device;
+  const unsigned limit = dev.maxClusterBlocks();
+  if (limit == 0) {
+    std::string arch;
+    try {
+      arch = dev.arch();
+    } catch (const DeviceError&) {  // a HIP device that reported no architecture: named without one
+    }
+    const std::string devName =
+        dev.name() + (arch.empty() || dev.name().find(arch) != std::string::npos ? "" : " (" + arch + ")");
+    throw LaunchError(check.kernel() + ": " + what + " needs thread-block clusters, which " + devName +
+                      " does not have; clusters run on CUDA devices of the targets " + clusterTargets() +
+                      " and on Device::emulator of those targets");
+  }
+  if (blocks > limit)
+    throw LaunchError(check.kernel() + ": " + what + " is too large: " + dev.name() + " runs clusters of at most " +
+                      std::to_string(limit) + " blocks (NVIDIA's portable cluster size)");
+  if (grid) {
+    const uint32_t g[3] = {grid->x, grid->y, grid->z}, cd[3] = {c.x, c.y, c.z};
+    for (int d = 0; d < 3; ++d) {
+      if (g[d] % cd[d] == 0) continue;
+      auto up = [](uint32_t v, uint32_t m) { return (v + m - 1) / m * m; };
+      const Dim3 rounded(up(grid->x, c.x), up(grid->y, c.y), up(grid->z, c.z));
+      throw LaunchError(check.kernel() + ": grid " + grid->str() + " is not a multiple of " + what + " in dimension " +
+                        "xyz"[d] + "; every grid dimension must be a multiple of the cluster's: " + "launch " +
+                        rounded.str() + " and mask the programs past the work");
+    }
+  }
+  return c;
+}
+
 }  // namespace
 
 void DeviceImpl::encodeTensorMap(const Kernel::State& kernel, const TensorMapRequest&, void*) {
@@ -532,12 +606,14 @@ void DeviceImpl::encodeTensorMap(const Kernel::State& kernel, const TensorMapReq
 }
 
 unsigned DeviceImpl::residentPrograms(KernelState&, const KernelSignature& sig, const LaunchOptions& opts) {
-  return launchThreads(opts, sig, *this);
+  return launchThreads(opts, sig, *this) * static_cast<unsigned>(opts.cluster.count());
 }
 
 unsigned Kernel::residentPrograms(const LaunchOptions& opts) const {
   if (!state_) throw LaunchError("Kernel::residentPrograms called on a null Kernel; load one with Device::load");
-  return state_->device->residentPrograms(*state_->loaded, state_->signature, opts);
+  LaunchOptions o = opts;
+  o.cluster = clusterShape(*state_, Checker(state_->signature), opts, nullptr);
+  return state_->device->residentPrograms(*state_->loaded, state_->signature, o);
 }
 
 void LaunchPacket::finish() const {
@@ -549,11 +625,14 @@ const KernelSignature& Kernel::signature() const {
   return state_->signature;
 }
 
-void Kernel::launch(Dim3 grid, const std::vector<Arg>& args, const LaunchOptions& opts) const {
+void Kernel::launch(Dim3 grid, const std::vector<Arg>& args, const LaunchOptions& given) const {
   if (!state_) throw LaunchError("launch of a null Kernel (default-constructed); load one with Device::load");
   const KernelSignature& sig = state_->signature;
   Checker check(sig);
-  checkLaunch(*state_, check, grid, args, opts);
+  checkLaunch(*state_, check, grid, args, given);
+  // The devices get the effective cluster shape (DeviceImpl::launch).
+  LaunchOptions opts = given;
+  opts.cluster = clusterShape(*state_, check, given, &grid);
 
   // An empty grid (a dimension of 0: cdiv(M, BLOCK_M) for an MoE expert
   // without tokens, an empty batch) runs no program: the arguments are

@@ -20,9 +20,12 @@ std::string Dim3::str() const {
   return "{" + std::to_string(x) + ", " + std::to_string(y) + ", " + std::to_string(z) + "}";
 }
 
-std::string describeLaunch(const KernelSignature& sig, Dim3 grid, unsigned threadsPerBlock, unsigned sharedBytes) {
-  return "kernel '" + sig.kernelName + "' (grid " + grid.str() + ", " + std::to_string(threadsPerBlock) +
-         " threads per block, " + std::to_string(sharedBytes) + " bytes of shared memory)";
+std::string describeLaunch(const KernelSignature& sig, Dim3 grid, unsigned threadsPerBlock, unsigned sharedBytes,
+                           Dim3 cluster) {
+  return "kernel '" + sig.kernelName + "' (grid " + grid.str() +
+         (cluster.count() > 1 ? " in clusters of " + cluster.str() : std::string()) + ", " +
+         std::to_string(threadsPerBlock) + " threads per block, " + std::to_string(sharedBytes) +
+         " bytes of shared memory)";
 }
 
 const char* name(DeviceKind k) {
@@ -313,6 +316,7 @@ Kernel Device::load(const Binary& bin) const {
   st->profileWarps = bin.profileWarps;
   st->profileClock = bin.profileClock;
   st->format = bin.format;
+  st->cluster = Dim3(bin.cluster[0], bin.cluster[1], bin.cluster[2]);
   return Kernel(std::move(st));
 }
 

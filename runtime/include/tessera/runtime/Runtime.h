@@ -237,8 +237,12 @@ class Kernel {
   /// worker threads a launch with `opts` uses (blocks run one per worker);
   /// CUDA: SMs x the blocks of this kernel an SM holds
   /// (cuOccupancyMaxActiveBlocksPerMultiprocessor for its block size and
-  /// shared memory); HIP: CUs x the workgroups a CU holds
-  /// (hipModuleOccupancyMaxActiveBlocksPerMultiprocessor). At least 1.
+  /// shared memory), or for a launch in clusters the clusters the device
+  /// holds (cuOccupancyMaxActiveClusters) x the blocks of one; HIP: CUs x
+  /// the workgroups a CU holds
+  /// (hipModuleOccupancyMaxActiveBlocksPerMultiprocessor). At least 1 (one
+  /// cluster in clusters, which the emulator runs on each worker). Throws
+  /// the LaunchError a launch with `opts` would for its cluster shape.
   unsigned residentPrograms(const LaunchOptions& opts = {}) const;
 
   struct State;
