@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -89,11 +90,28 @@ static_assert(cuabi::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN ==
 static_assert(cuabi::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK == ::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
 static_assert(cuabi::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES ==
               ::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES);
-// TMA tensor maps (optional: resolved apart from TESSERA_CUDA_FUNCTIONS).
-static_assert(std::string_view(TS_XSTR(cuTensorMapEncodeTiled)) == "cuTensorMapEncodeTiled",
-              "cuda.h maps cuTensorMapEncodeTiled to a versioned symbol");
-static_assert(SameAbi<decltype(&::cuTensorMapEncodeTiled), cuabi::PFN_TensorMapEncodeTiled>::value,
-              "cuTensorMapEncodeTiled: our declaration differs from cuda.h");
+// The optional entry points (resolved apart from TESSERA_CUDA_FUNCTIONS).
+TESSERA_CUDA_OPTIONAL_FUNCTIONS(TS_CHECK_CUDA)
+// Thread-block clusters: cuLaunchKernelEx's configuration, byte for byte.
+static_assert(cuabi::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION == ::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION);
+static_assert(sizeof(::CUlaunchAttributeID) == sizeof(int));
+static_assert(sizeof(cuabi::CUlaunchAttributeValue) == sizeof(::CUlaunchAttributeValue) &&
+              alignof(cuabi::CUlaunchAttributeValue) == alignof(::CUlaunchAttributeValue));
+static_assert(offsetof(::CUlaunchAttributeValue, clusterDim) == 0 &&
+              sizeof(::CUlaunchAttributeValue::clusterDim) == sizeof(cuabi::CUlaunchAttributeValue::clusterDim));
+static_assert(sizeof(cuabi::CUlaunchAttribute) == sizeof(::CUlaunchAttribute) &&
+              alignof(cuabi::CUlaunchAttribute) == alignof(::CUlaunchAttribute));
+static_assert(offsetof(cuabi::CUlaunchAttribute, id) == offsetof(::CUlaunchAttribute, id) &&
+              offsetof(cuabi::CUlaunchAttribute, value) == offsetof(::CUlaunchAttribute, value));
+static_assert(sizeof(cuabi::CUlaunchConfig) == sizeof(::CUlaunchConfig) &&
+              alignof(cuabi::CUlaunchConfig) == alignof(::CUlaunchConfig));
+static_assert(offsetof(cuabi::CUlaunchConfig, gridDimX) == offsetof(::CUlaunchConfig, gridDimX) &&
+              offsetof(cuabi::CUlaunchConfig, blockDimX) == offsetof(::CUlaunchConfig, blockDimX) &&
+              offsetof(cuabi::CUlaunchConfig, sharedMemBytes) == offsetof(::CUlaunchConfig, sharedMemBytes) &&
+              offsetof(cuabi::CUlaunchConfig, hStream) == offsetof(::CUlaunchConfig, hStream) &&
+              offsetof(cuabi::CUlaunchConfig, attrs) == offsetof(::CUlaunchConfig, attrs) &&
+              offsetof(cuabi::CUlaunchConfig, numAttrs) == offsetof(::CUlaunchConfig, numAttrs));
+// TMA tensor maps.
 static_assert(sizeof(cuabi::CUtensorMap) == sizeof(::CUtensorMap));
 static_assert(alignof(cuabi::CUtensorMap) >= 64);
 static_assert(sizeof(cuabi::cuuint32_t) == sizeof(::cuuint32_t) && sizeof(cuabi::cuuint64_t) == sizeof(::cuuint64_t));
@@ -816,6 +834,241 @@ TEST_CASE("fake CUDA driver: a driver without cuTensorMapEncodeTiled is named", 
   CHECK(errorOf<LaunchError>([&] { k.launch(Dim3(1), {a, b, 64, 100, int64_t{40}}); }) ==
         std::string("tma2: the kernel uses TMA tensor maps, but the CUDA driver (") + TESSERA_FAKE_CUDA +
             ") lacks cuTensorMapEncodeTiled; tensor maps need a CUDA 12 driver or newer");
+}
+
+// ---- thread-block clusters ------------------------------------------------------
+
+namespace {
+/// vadd compiled for clusters of `c`: its PTX states the shape
+/// (.reqnctapercluster, which the fake driver reads) and so does the binary.
+Binary clusterVaddBinary(Dim3 c, unsigned threadsPerBlock = 128) {
+  Binary b = vaddBinary(threadsPerBlock);
+  const std::string req =
+      ".reqnctapercluster " + std::to_string(c.x) + ", " + std::to_string(c.y) + ", " + std::to_string(c.z) + "\n";
+  b.ptx.insert(b.ptx.find("{\n\t.reg"), req);
+  b.cluster[0] = c.x, b.cluster[1] = c.y, b.cluster[2] = c.z;
+  return b;
+}
+
+/// The launch the fake driver recorded last.
+FakeLaunch lastFakeLaunch() {
+  FakeLaunch l{};
+  fakeFn<int (*)(FakeLaunch*)>(TESSERA_FAKE_CUDA, "fake_cuda_last_launch")(&l);
+  return l;
+}
+}  // namespace
+
+TEST_CASE("fake CUDA driver: launches in clusters go through cuLaunchKernelEx with the cluster's shape",
+          "[gpu][cuda][fake][cluster]") {
+  EnvGuard env("TESSERA_CUDA_LIBRARY", TESSERA_FAKE_CUDA);
+  Device dev(createCudaDevice(1));  // the fake's compute capability 9.0
+  const int n = 1000;
+  std::vector<float> a(n), b(n);
+  for (int i = 0; i < n; ++i) a[i] = static_cast<float>(i), b[i] = 0.25f * static_cast<float>(i);
+  Buffer da = dev.upload(DType::F32, a), db = dev.upload(DType::F32, b), out = dev.alloc(DType::F32, n);
+  auto checkLast = [&](Dim3 grid, Dim3 cluster) {
+    const FakeLaunch l = lastFakeLaunch();
+    CHECK(std::string(l.kernel) == "vadd");
+    CHECK(l.launchEx == 1);
+    CHECK((l.grid[0] == grid.x && l.grid[1] == grid.y && l.grid[2] == grid.z));
+    CHECK((l.cluster[0] == cluster.x && l.cluster[1] == cluster.y && l.cluster[2] == cluster.z));
+    // The rest of the launch is what cuLaunchKernel would have been given.
+    CHECK((l.block[0] == 128 && l.block[1] == 1 && l.block[2] == 1));
+    CHECK(l.sharedBytes == 0);
+    REQUIRE(l.numParams == 4);
+    CHECK(l.params[0] == reinterpret_cast<uint64_t>(da.data()));
+    CHECK(l.params[2] == reinterpret_cast<uint64_t>(out.data()));
+    CHECK(l.params[3] == static_cast<uint64_t>(n));
+    std::vector<float> got = out.read<float>();
+    CHECK(got[n - 1] == a[n - 1] + b[n - 1]);
+  };
+
+  SECTION("the shape compiled into the kernel") {
+    Kernel k = dev.load(clusterVaddBinary(Dim3(2)));
+    k.launch(Dim3(8), {da, db, out, n});
+    checkLast(Dim3(8), Dim3(2, 1, 1));
+    // Stating the same shape in the options changes nothing.
+    LaunchOptions o;
+    o.cluster = Dim3(2, 1, 1);
+    out.fillBytes(0);
+    k.launch(Dim3(8), {da, db, out, n}, o);
+    checkLast(Dim3(8), Dim3(2, 1, 1));
+  }
+  SECTION("a shape from LaunchOptions, for a kernel compiled without one") {
+    Kernel k = dev.load(vaddBinary());
+    LaunchOptions o;
+    o.cluster = Dim3(4, 1, 1);
+    k.launch(Dim3(8), {da, db, out, n}, o);
+    checkLast(Dim3(8), Dim3(4, 1, 1));
+    o.cluster = Dim3(2, 2, 1);
+    out.fillBytes(0);
+    k.launch(Dim3(8, 2), {da, db, out, n}, o);
+    checkLast(Dim3(8, 2), Dim3(2, 2, 1));
+  }
+  SECTION("asynchronous, on a stream") {
+    Kernel k = dev.load(clusterVaddBinary(Dim3(2, 1, 1)));
+    Stream st = dev.createStream();
+    LaunchOptions o;
+    o.stream = st;
+    k.launch(Dim3(8), {da, db, out, n}, o);
+    st.synchronize();
+    checkLast(Dim3(8), Dim3(2, 1, 1));
+  }
+  SECTION("launches without a cluster keep cuLaunchKernel") {
+    Kernel k = dev.load(vaddBinary());
+    k.launch(Dim3(8), {da, db, out, n});
+    FakeLaunch l = lastFakeLaunch();
+    CHECK(l.launchEx == 0);
+    CHECK((l.cluster[0] == 0 && l.cluster[1] == 0 && l.cluster[2] == 0));
+    LaunchOptions o;
+    o.cluster = Dim3(1, 1, 1);  // a cluster of one block is no cluster
+    k.launch(Dim3(8), {da, db, out, n}, o);
+    CHECK(lastFakeLaunch().launchEx == 0);
+  }
+  SECTION("a cluster the driver refuses is a DeviceError naming cuLaunchKernelEx") {
+    // An inconsistent binary: its PTX requires clusters of 2, the binary
+    // states none, so the launch's shape passes the runtime's checks.
+    Binary bin = clusterVaddBinary(Dim3(2));
+    bin.cluster[0] = 1;
+    Kernel k = dev.load(bin);
+    LaunchOptions o;
+    o.cluster = Dim3(4, 1, 1);
+    CHECK_THAT(deviceError([&] { k.launch(Dim3(8), {da, db, out, n}, o); }),
+               Contains("launching kernel 'vadd' (grid {8, 1, 1} in clusters of {4, 1, 1}, 128 threads per block, 0 "
+                        "bytes of shared memory): cuLaunchKernelEx failed: CUDA_ERROR_INVALID_CLUSTER_SIZE"));
+  }
+}
+
+TEST_CASE("fake CUDA driver: clusters the launch cannot run are launch errors that never reach the driver",
+          "[gpu][cuda][fake][cluster]") {
+  EnvGuard env("TESSERA_CUDA_LIBRARY", TESSERA_FAKE_CUDA);
+  auto launches = [] {
+    FakeLaunch l{};
+    return fakeFn<int (*)(FakeLaunch*)>(TESSERA_FAKE_CUDA, "fake_cuda_last_launch")(&l);
+  };
+  Device d0(createCudaDevice(0)), d1(createCudaDevice(1));
+  Buffer a = d1.alloc(DType::F32, 64);
+  Kernel compiled = d1.load(clusterVaddBinary(Dim3(2)));
+  Kernel plain = d1.load(vaddBinary());
+  const int before = launches();
+  LaunchOptions o;
+
+  o.cluster = Dim3(2, 0, 1);
+  CHECK(errorOf<LaunchError>([&] { plain.launch(Dim3(8), {a, a, a, 64}, o); }) ==
+        "vadd: LaunchOptions::cluster {2, 0, 1} has a dimension of 0; give all three dimensions of the cluster (1 "
+        "along one it does not span), or leave it {0, 0, 0} for the shape the kernel was compiled for (none)");
+  CHECK_THAT(errorOf<LaunchError>([&] { compiled.launch(Dim3(8), {a, a, a, 64}, o); }),
+             Contains("for the shape the kernel was compiled for ({2, 1, 1})"));
+
+  o.cluster = Dim3(4, 1, 1);
+  CHECK(errorOf<LaunchError>([&] { compiled.launch(Dim3(8), {a, a, a, 64}, o); }) ==
+        "vadd: LaunchOptions::cluster {4, 1, 1} differs from the cluster shape {2, 1, 1} the kernel was compiled "
+        "for, which a launch cannot change; leave LaunchOptions::cluster {0, 0, 0} (or set it to {2, 1, 1}), or "
+        "compile the kernel for the shape you want");
+  o.cluster = Dim3(1, 1, 1);
+  CHECK_THAT(errorOf<LaunchError>([&] { compiled.launch(Dim3(8), {a, a, a, 64}, o); }),
+             Contains("LaunchOptions::cluster {1, 1, 1} differs from the cluster shape {2, 1, 1}"));
+
+  CHECK(errorOf<LaunchError>([&] { compiled.launch(Dim3(5, 3), {a, a, a, 64}); }) ==
+        "vadd: grid {5, 3, 1} is not a multiple of a cluster of {2, 1, 1} (2 blocks, compiled into the kernel) in "
+        "dimension x; every grid dimension must be a multiple of the cluster's: launch {6, 3, 1} and mask the "
+        "programs past the work");
+  o.cluster = Dim3(1, 2, 2);
+  CHECK_THAT(errorOf<LaunchError>([&] { plain.launch(Dim3(4, 4, 3), {a, a, a, 64}, o); }),
+             Contains("vadd: grid {4, 4, 3} is not a multiple of a cluster of {1, 2, 2} (4 blocks, from "
+                      "LaunchOptions::cluster) in dimension z; every grid dimension must be a multiple of the "
+                      "cluster's: launch {4, 4, 4}"));
+  // An empty grid is checked all the same.
+  CHECK_THAT(errorOf<LaunchError>([&] { plain.launch(Dim3(0, 3), {a, a, a, 64}, o); }), Contains("in dimension y"));
+
+  o.cluster = Dim3(4, 4, 1);
+  CHECK(errorOf<LaunchError>([&] { plain.launch(Dim3(8, 8), {a, a, a, 64}, o); }) ==
+        "vadd: a cluster of {4, 4, 1} (16 blocks, from LaunchOptions::cluster) is too large: cuda:1 Fake H100 runs "
+        "clusters of at most 8 blocks (NVIDIA's portable cluster size)");
+
+  // Compute capability 8.0 has no clusters.
+  Kernel onA100 = d0.load(vaddBinary());
+  Buffer a0 = d0.alloc(DType::F32, 64);
+  o.cluster = Dim3(2, 1, 1);
+  CHECK(errorOf<LaunchError>([&] { onA100.launch(Dim3(8), {a0, a0, a0, 64}, o); }) ==
+        "vadd: a cluster of {2, 1, 1} (2 blocks, from LaunchOptions::cluster) needs thread-block clusters, which "
+        "cuda:0 Fake A100 (nvptx:sm_80) does not have; clusters run on CUDA devices of the targets nvptx:sm_90a, "
+        "nvptx:sm_100a, nvptx:sm_103a, nvptx:sm_120a and on Device::emulator of those targets");
+  CHECK_THAT(errorOf<LaunchError>([&] { onA100.residentPrograms(o); }),
+             Contains("cuda:0 Fake A100 (nvptx:sm_80) does not have"));
+
+  CHECK(launches() == before);  // the driver launched nothing
+  compiled.launch(Dim3(8), {a, a, a, 64});
+  CHECK(launches() == before + 1);
+}
+
+TEST_CASE("fake CUDA driver: resident programs of a kernel in clusters are whole clusters",
+          "[gpu][cuda][fake][cluster]") {
+  EnvGuard env("TESSERA_CUDA_LIBRARY", TESSERA_FAKE_CUDA);
+  // The fake: 8 GPCs of 16 SMs hold clusters on the H100 (cuda:1), each
+  // as many whole clusters as its SMs' blocks allow: 16 blocks of 128
+  // threads an SM, 2 of 1024.
+  Device d1(createCudaDevice(1));
+  CHECK(d1.load(clusterVaddBinary(Dim3(2))).residentPrograms() == 8 * (16 * 16 / 2) * 2);
+  Kernel big = d1.load(vaddBinary(1024));
+  CHECK(big.residentPrograms() == 132 * 2);  // no cluster: SMs x blocks per SM
+  LaunchOptions o;
+  o.cluster = Dim3(3, 1, 1);
+  CHECK(big.residentPrograms(o) == 8 * (16 * 2 / 3) * 3);  // 240: not 132 x 2
+  o.cluster = Dim3(2, 2, 2);
+  CHECK(big.residentPrograms(o) == 8 * (16 * 2 / 8) * 8);
+  o.cluster = Dim3(2, 0, 2);
+  CHECK_THROWS_AS(big.residentPrograms(o), LaunchError);
+}
+
+TEST_CASE("fake CUDA driver: a driver without the cluster entry points is named when a cluster needs one",
+          "[gpu][cuda][fake][cluster]") {
+  EnvGuard env("TESSERA_CUDA_LIBRARY", TESSERA_FAKE_CUDA);
+  // As a driver that predates clusters lacks them.
+  auto& drv = const_cast<cudadrv::CudaDriver&>(*cudadrv::cudaDriver());
+  REQUIRE(drv.LaunchKernelEx != nullptr);
+  REQUIRE(drv.OccupancyMaxActiveClusters != nullptr);
+  struct Restore {
+    cudadrv::CudaDriver& d;
+    cuabi::PFN_LaunchKernelEx launch = d.LaunchKernelEx;
+    cuabi::PFN_OccupancyMaxActiveClusters occupancy = d.OccupancyMaxActiveClusters;
+    ~Restore() { d.LaunchKernelEx = launch, d.OccupancyMaxActiveClusters = occupancy; }
+  } restore{drv};
+  drv.LaunchKernelEx = nullptr;
+  drv.OccupancyMaxActiveClusters = nullptr;
+  Device dev(createCudaDevice(1));
+  Buffer a = dev.alloc(DType::F32, 64);
+  Kernel k = dev.load(clusterVaddBinary(Dim3(2)));
+  CHECK(errorOf<LaunchError>([&] { k.launch(Dim3(2), {a, a, a, 64}); }) ==
+        std::string("vadd: a launch in clusters needs cuLaunchKernelEx, which the CUDA driver (") + TESSERA_FAKE_CUDA +
+            ") lacks; thread-block clusters need a CUDA 12 driver or newer");
+  CHECK(errorOf<LaunchError>([&] { k.residentPrograms(); }) ==
+        std::string("vadd: the resident programs of a kernel in clusters need cuOccupancyMaxActiveClusters, which "
+                    "the CUDA driver (") +
+            TESSERA_FAKE_CUDA + ") lacks; thread-block clusters need a CUDA 12 driver or newer");
+  // Everything else works without them.
+  Kernel plain = dev.load(vaddBinary());
+  plain.launch(Dim3(2), {a, a, a, 64});
+  CHECK(plain.residentPrograms() == 132 * 16);
+  CHECK(lastFakeLaunch().launchEx == 0);
+}
+
+TEST_CASE("fake HIP runtime: AMD GPUs have no clusters", "[gpu][hip][fake][cluster]") {
+  EnvGuard env("TESSERA_HIP_LIBRARY", TESSERA_FAKE_HIP);
+  Device dev(createHipDevice(0));
+  Buffer a = dev.alloc(DType::F32, 64), out = dev.alloc(DType::F32, 64);
+  Binary bin = fakeHipCheckedBinary();
+  LaunchOptions o;
+  o.cluster = Dim3(2, 1, 1);
+  Kernel k = dev.load(bin);
+  const std::string msg = errorOf<LaunchError>([&] { k.launch(Dim3(2), {a, out, 64}, o); });
+  CHECK_THAT(msg, Contains("checked_oob: a cluster of {2, 1, 1} (2 blocks, from LaunchOptions::cluster) needs "
+                           "thread-block clusters, which " +
+                           dev.name() + " (amdgpu:gfx90a) does not have"));
+  CHECK_THROWS_AS(k.residentPrograms(o), LaunchError);
+  bin.cluster[0] = 2;  // a binary that claims a cluster
+  CHECK_THAT(errorOf<LaunchError>([&] { dev.load(bin).launch(Dim3(2), {a, out, 64}); }),
+             Contains("(2 blocks, compiled into the kernel) needs thread-block clusters"));
 }
 
 // ---- real GPUs ------------------------------------------------------------------

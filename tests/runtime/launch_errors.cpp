@@ -13,6 +13,7 @@
 #include "../../runtime/lib/DeviceImpl.h"  // createCpuDevice: a second device
 #include "gpu_test_support.h"
 #include "tessera/runtime/Runtime.h"
+#include "tessera/support/Targets.h"
 
 using namespace tessera;
 using namespace tessera::rt;
@@ -364,5 +365,132 @@ TEST_CASE("tensor maps: extents are checked against TMA's rules at launch", "[ru
                          Contains("reads an extent from argument 7, which is not an integer scalar argument"));
     REQUIRE_LAUNCH_ERROR(tmaKernel([](TensorMapSpec& m) { m.dtype = DType::BF16; }).launch({1}, {a, 64, 16}),
                          Contains("the TMA tensor map of 'a' reads bf16 elements, but the Buffer holds"));
+  }
+}
+
+// ---- thread-block clusters ---------------------------------------------------
+
+namespace {
+
+std::atomic<int64_t> gThreads{0};  // GPU threads an emulated no-op ran
+
+/// The warp size of an emulator (Targets.def).
+unsigned emuWarp(const Device& emu) {
+  const std::string a = emu.arch();
+  const bool amd = a.rfind("amdgpu:", 0) == 0;
+  const GpuArch* g = findGpuArch(amd ? GpuArch::Vendor::AMD : GpuArch::Vendor::NVIDIA, a.substr(a.find(':') + 1));
+  REQUIRE(g != nullptr);
+  return g->warpSize;
+}
+
+/// A no-op EmulatedGpu kernel with the softmax signature, of blocks of one
+/// warp, compiled for clusters of `cluster`.
+Kernel emuNoop(const Device& emu, Dim3 cluster) {
+  Binary bin;
+  bin.format = Binary::Format::EmulatedGpu;
+  bin.signature = softmax().signature();
+  bin.emuThread = [](void* const*) { ++gThreads; };
+  bin.emuAmd = emu.arch().rfind("amdgpu:", 0) == 0;
+  bin.emuWarpSize = emuWarp(emu);
+  bin.threadsPerBlock = bin.emuWarpSize;
+  bin.cluster[0] = cluster.x, bin.cluster[1] = cluster.y, bin.cluster[2] = cluster.z;
+  return emu.load(bin);
+}
+
+}  // namespace
+
+TEST_CASE("clusters: the CPU and the emulators of architectures without them refuse them",
+          "[runtime][launch][cluster]") {
+  Device cpu = Device::cpu();
+  Buffer out = cpu.alloc(DType::F32, 8), in = cpu.alloc(DType::F32, 8);
+  Kernel k = softmax();
+  LaunchOptions o;
+  o.cluster = Dim3(2, 1, 1);
+  gRuns = 0;
+  REQUIRE_LAUNCH_ERROR(k.launch({4}, {out, in, 8}, o),
+                       Equals("softmax: a cluster of {2, 1, 1} (2 blocks, from LaunchOptions::cluster) needs "
+                              "thread-block clusters, which " +
+                              cpu.name() +
+                              " does not have; clusters run on CUDA devices of the targets nvptx:sm_90a, "
+                              "nvptx:sm_100a, nvptx:sm_103a, nvptx:sm_120a and on Device::emulator of those "
+                              "targets"));
+  REQUIRE_LAUNCH_ERROR(k.residentPrograms(o), Contains("needs thread-block clusters"));
+  o.cluster = Dim3(0, 1, 1);
+  REQUIRE_LAUNCH_ERROR(k.launch({4}, {out, in, 8}, o),
+                       Contains("softmax: LaunchOptions::cluster {0, 1, 1} has a dimension of 0"));
+  CHECK(gRuns == 0);
+  // A cluster of one block is no cluster: it runs anywhere.
+  o.cluster = Dim3(1, 1, 1);
+  k.launch({4}, {out, in, 8}, o);
+  CHECK(gRuns == 4);
+  CHECK(k.residentPrograms(o) == k.residentPrograms());
+
+  // A binary compiled for clusters.
+  Binary bin;
+  bin.signature = k.signature();
+  bin.hostEntry = &countingEntry;
+  bin.cluster[1] = 2;
+  REQUIRE_LAUNCH_ERROR(cpu.load(bin).launch({4, 2}, {out, in, 8}),
+                       Contains("softmax: a cluster of {1, 2, 1} (2 blocks, compiled into the kernel) needs "
+                                "thread-block clusters, which " +
+                                cpu.name() + " does not have"));
+  bin.cluster[1] = 0;
+  REQUIRE_LAUNCH_ERROR(cpu.load(bin).launch({4}, {out, in, 8}),
+                       Equals("softmax: the binary's cluster shape {1, 0, 1} has a dimension of 0; the kernel binary "
+                              "is inconsistent, recompile it"));
+
+  // The emulators of AMD GPUs (which run AMDGPU binaries only) and of NVIDIA
+  // GPUs before sm_90.
+  for (const char* arch : {"amdgpu:gfx942", "amdgpu:gfx1100", "nvptx:sm_80", "nvptx:sm_89"}) {
+    INFO(arch);
+    Device emu = Device::emulator(arch);
+    Buffer eo = emu.alloc(DType::F32, 8), ei = emu.alloc(DType::F32, 8);
+    gThreads = 0;
+    REQUIRE_LAUNCH_ERROR(emuNoop(emu, Dim3(2)).launch({4}, {eo, ei, 8}),
+                         Contains("softmax: a cluster of {2, 1, 1} (2 blocks, compiled into the kernel) needs "
+                                  "thread-block clusters, which " +
+                                  emu.name() + " does not have"));
+    CHECK(gThreads == 0);
+    emuNoop(emu, Dim3(1)).launch({4}, {eo, ei, 8});
+    CHECK(gThreads == 4 * emuWarp(emu));
+  }
+}
+
+TEST_CASE("clusters: an emulator of an architecture with them takes them, checked as on a GPU",
+          "[runtime][launch][cluster]") {
+  for (const char* arch : {"nvptx:sm_90a", "nvptx:sm_120a"}) {
+    INFO(arch);
+    Device emu = Device::emulator(arch);
+    Buffer eo = emu.alloc(DType::F32, 8), ei = emu.alloc(DType::F32, 8);
+    Kernel k = emuNoop(emu, Dim3(2));
+    gThreads = 0;
+    k.launch({4, 3}, {eo, ei, 8});
+    CHECK(gThreads == 4 * 3 * 32);
+    REQUIRE_LAUNCH_ERROR(
+        k.launch({3}, {eo, ei, 8}),
+        Contains("grid {3, 1, 1} is not a multiple of a cluster of {2, 1, 1}") && Contains("launch {4, 1, 1}"));
+    LaunchOptions o;
+    o.cluster = Dim3(3, 1, 1);
+    REQUIRE_LAUNCH_ERROR(k.launch({6}, {eo, ei, 8}, o),
+                         Contains("LaunchOptions::cluster {3, 1, 1} differs from the cluster shape {2, 1, 1}"));
+    Kernel plain = emuNoop(emu, Dim3(1));
+    o.cluster = Dim3(4, 2, 2);
+    REQUIRE_LAUNCH_ERROR(plain.launch({4, 2, 2}, {eo, ei, 8}, o),
+                         Equals("softmax: a cluster of {4, 2, 2} (16 blocks, from LaunchOptions::cluster) is too "
+                                "large: " +
+                                emu.name() + " runs clusters of at most 8 blocks (NVIDIA's portable cluster size)"));
+    o.cluster = Dim3(2, 2, 2);
+    gThreads = 0;
+    plain.launch({4, 2, 2}, {eo, ei, 8}, o);
+    CHECK(gThreads == 16 * 32);
+    // One worker runs a whole cluster: the resident programs are whole
+    // clusters on each worker.
+    o.threads = 3;
+    CHECK(plain.residentPrograms(o) == 3 * 8);
+    CHECK(k.residentPrograms(LaunchOptions{3}) == 3 * 2);
+    // TODO(emulator clusters): once the emulator's machine runs clusters,
+    // launch a kernel here that stores the cluster shape it reads
+    // (%cluster_nctaid) and check it is the one the launch forwarded in
+    // emu::LaunchConfig::cluster, from the binary and from LaunchOptions.
   }
 }

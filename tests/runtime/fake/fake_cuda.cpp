@@ -231,7 +231,7 @@ CUresult cuModuleGetFunction(void** fn, void* mod, const char* name) {
   std::lock_guard<std::mutex> l(mu);
   auto* m = static_cast<Module*>(mod);
   auto f = std::make_unique<Function>(Function{name, {}, 48 * 1024});
-  if (!parseEntry(m->ptx, name, f->paramBytes)) return NOT_FOUND;
+  if (!parseEntry(m->ptx, name, f->paramBytes, f->cluster)) return NOT_FOUND;
   *fn = f.get();
   m->functions.push_back(std::move(f));
   return OK;
@@ -269,11 +269,41 @@ CUresult cuFuncSetAttribute(void* fn, int attr, int value) {
   return OK;
 }
 
-CUresult cuLaunchKernel(void* fnp, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
-                        unsigned shared, void* stream, void** params, void** extra) {
+}  // extern "C"
+
+namespace {
+
+// The shape a launch runs its clusters in: the attribute of cuLaunchKernelEx
+// (`attr`, null without one), else the kernel's .reqnctapercluster, else
+// {1, 1, 1}; checked as the driver does: on compute capability 9.0 and
+// newer, the attribute equal to a required shape, no dimension 0, at most 8
+// blocks (the portable limit: the fake allows no more), each grid dimension
+// a multiple. `grid` null: a query without a grid (occupancy).
+CUresult clusterOf(const Function& fn, const unsigned* attr, const unsigned* grid, unsigned out[3]) {
+  const bool required = fn.cluster[0] != 0;
+  if (attr && required && !std::equal(attr, attr + 3, fn.cluster)) return INVALID_CLUSTER_SIZE;
+  const unsigned* c = attr ? attr : required ? fn.cluster : nullptr;
+  out[0] = out[1] = out[2] = 1;
+  if (!c) return OK;
+  if (current->device == 0) return INVALID_VALUE;  // compute capability 8.0: no clusters
+  if (!c[0] || !c[1] || !c[2] || uint64_t{c[0]} * c[1] * c[2] > 8) return INVALID_CLUSTER_SIZE;
+  for (int d = 0; grid && d < 3; ++d)
+    if (grid[d] % c[d]) return INVALID_CLUSTER_SIZE;
+  std::copy(c, c + 3, out);
+  return OK;
+}
+
+// The launch both entry points make; `clusterAttr` is cuLaunchKernelEx's
+// cluster attribute (null: none, or cuLaunchKernel).
+CUresult launch(void* fnp, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                unsigned shared, void* stream, void** params, void** extra, bool ex, const unsigned* clusterAttr) {
   NEED_CONTEXT();
   auto* fn = static_cast<Function*>(fnp);
+  if (!fn) return INVALID_HANDLE;
   if (!gx || !gy || !gz || !bx || !by || !bz || uint64_t{bx} * by * bz > 1024) return INVALID_VALUE;
+  const unsigned grid[3] = {gx, gy, gz};
+  unsigned cluster[3];
+  if (CUresult r = clusterOf(*fn, clusterAttr, grid, cluster); r != OK) return r;
   if (static_cast<int>(shared) > fn->maxDynamicShared) return INVALID_VALUE;
   if (!stream || static_cast<Stream*>(stream)->ctx != current) return INVALID_HANDLE;
   if (!params || extra) return INVALID_VALUE;
@@ -285,6 +315,8 @@ CUresult cuLaunchKernel(void* fnp, unsigned gx, unsigned gy, unsigned gz, unsign
   r.block[0] = bx, r.block[1] = by, r.block[2] = bz;
   r.sharedBytes = shared;
   r.numParams = static_cast<int>(fn->paramBytes.size());
+  r.launchEx = ex;
+  if (clusterAttr) std::copy(clusterAttr, clusterAttr + 3, r.cluster);
   for (int i = 0; i < r.numParams && i < 16; ++i) {
     r.paramBytes[i] = fn->paramBytes[i];
     if (fn->paramBytes[i] == 128) {  // a tensor map, passed by value
@@ -361,6 +393,80 @@ CUresult cuLaunchKernel(void* fnp, unsigned gx, unsigned gy, unsigned gz, unsign
   return OK;
 }
 
+// cuda.h's CUlaunchConfig and CUlaunchAttribute (their layouts; the
+// attribute's value is a 64-byte union, of which only clusterDim is read).
+struct LaunchAttribute {
+  int id;
+  char pad[4];
+  union alignas(8) {
+    char bytes[64];
+    unsigned clusterDim[3];
+  } value;
+};
+struct LaunchConfig {
+  unsigned gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
+  void* hStream;
+  LaunchAttribute* attrs;
+  unsigned numAttrs;
+};
+constexpr int kClusterDimension = 4;  // CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+
+// The cluster attribute of `config` (null without one); INVALID_VALUE for
+// an attribute the fake does not model, or a list that is not there.
+CUresult clusterAttribute(const LaunchConfig& config, const unsigned** out) {
+  *out = nullptr;
+  if (config.numAttrs && !config.attrs) return INVALID_VALUE;
+  for (unsigned i = 0; i < config.numAttrs; ++i) {
+    if (config.attrs[i].id != kClusterDimension) return INVALID_VALUE;
+    *out = config.attrs[i].value.clusterDim;
+  }
+  return OK;
+}
+
+}  // namespace
+
+extern "C" {
+
+CUresult cuLaunchKernel(void* fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                        unsigned shared, void* stream, void** params, void** extra) {
+  return launch(fn, gx, gy, gz, bx, by, bz, shared, stream, params, extra, false, nullptr);
+}
+
+CUresult cuLaunchKernelEx(const void* configp, void* fn, void** params, void** extra) {
+  NEED_CONTEXT();
+  if (!configp) return INVALID_VALUE;
+  const auto& c = *static_cast<const LaunchConfig*>(configp);
+  const unsigned* cluster = nullptr;
+  if (CUresult r = clusterAttribute(c, &cluster); r != OK) return r;
+  return launch(fn, c.gridDimX, c.gridDimY, c.gridDimZ, c.blockDimX, c.blockDimY, c.blockDimZ, c.sharedMemBytes,
+                c.hStream, params, extra, true, cluster);
+}
+
+// Clusters live within one GPC: the fake's SMs form GPCs of 16 (device 1:
+// 8 of them, its other 4 SMs take no cluster), each holding as many whole
+// clusters as its SMs' blocks (cuOccupancyMaxActiveBlocksPerMultiprocessor)
+// allow. The cluster comes from the attribute or the kernel's required
+// shape; one of them must be there.
+CUresult cuOccupancyMaxActiveClusters(int* clusters, void* fn, const void* configp) {
+  NEED_CONTEXT();
+  if (!clusters || !fn || !configp) return INVALID_VALUE;
+  const auto& c = *static_cast<const LaunchConfig*>(configp);
+  const unsigned* attr = nullptr;
+  if (CUresult r = clusterAttribute(c, &attr); r != OK) return r;
+  if (!attr && !static_cast<Function*>(fn)->cluster[0]) return INVALID_CLUSTER_SIZE;
+  unsigned cluster[3];
+  if (CUresult r = clusterOf(*static_cast<Function*>(fn), attr, nullptr, cluster); r != OK) return r;
+  int perSm = 0;
+  const uint64_t threads = uint64_t{c.blockDimX} * c.blockDimY * c.blockDimZ;
+  if (threads == 0 || threads > 1024) return INVALID_VALUE;
+  if (CUresult r = cuOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, fn, static_cast<int>(threads), c.sharedMemBytes);
+      r != OK)
+    return r;
+  const int sms = current->device == 0 ? 108 : 132, gpcs = sms / 16;
+  *clusters = gpcs * (16 * perSm / static_cast<int>(cluster[0] * cluster[1] * cluster[2]));
+  return OK;
+}
+
 // Validates its arguments as cuda.h documents (12.x) and records them in
 // the map's 128 bytes as a FakeTensorMap (the real encoding is opaque).
 CUresult cuTensorMapEncodeTiled(void* map, int dataType, uint32_t rank, void* address, const uint64_t* dims,
@@ -433,6 +539,7 @@ CUresult cuGetErrorName(CUresult e, const char** s) {
     case INVALID_HANDLE: *s = "CUDA_ERROR_INVALID_HANDLE"; return OK;
     case NOT_FOUND: *s = "CUDA_ERROR_NOT_FOUND"; return OK;
     case ILLEGAL_ADDRESS: *s = "CUDA_ERROR_ILLEGAL_ADDRESS"; return OK;
+    case INVALID_CLUSTER_SIZE: *s = "CUDA_ERROR_INVALID_CLUSTER_SIZE"; return OK;
   }
   *s = nullptr;
   return INVALID_VALUE;

@@ -25,7 +25,7 @@ using CUdevice = int;
 using CUdeviceptr = unsigned long long;
 constexpr CUresult OK = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, NOT_INITIALIZED = 3, NO_DEVICE = 100,
                    INVALID_DEVICE = 101, INVALID_CONTEXT = 201, INVALID_PTX = 218, INVALID_HANDLE = 400,
-                   NOT_FOUND = 500, ILLEGAL_ADDRESS = 700;
+                   NOT_FOUND = 500, ILLEGAL_ADDRESS = 700, INVALID_CLUSTER_SIZE = 912;
 
 struct Ctx {
   int device;
@@ -35,6 +35,8 @@ struct Function {
   std::string name;
   std::vector<unsigned> paramBytes;
   int maxDynamicShared = 48 * 1024;
+  /// The entry's `.reqnctapercluster x, y, z`; {0, 0, 0} without one.
+  unsigned cluster[3] = {0, 0, 0};
 };
 struct Module {
   std::string ptx;
@@ -107,7 +109,10 @@ inline int takeSyncFailure() {
 
 // Parameter widths of `.entry name( .param .u64 x, ... )`; a by-value
 // blob such as a tensor map, `.param .align 64 .b8 x[128]`, is its bytes.
-inline bool parseEntry(const std::string& ptx, const std::string& name, std::vector<unsigned>& bytes) {
+// `cluster`: its `.reqnctapercluster x, y, z` (between the parameter list
+// and the body), left alone without one.
+inline bool parseEntry(const std::string& ptx, const std::string& name, std::vector<unsigned>& bytes,
+                       unsigned* cluster) {
   const std::string key = ".entry " + name;
   size_t at = 0;
   while ((at = ptx.find(key, at)) != std::string::npos) {
@@ -133,6 +138,12 @@ inline bool parseEntry(const std::string& ptx, const std::string& name, std::vec
     if (bracket != std::string::npos && bracket < end)
       count = static_cast<unsigned>(std::stoul(list.substr(bracket + 1)));
     bytes.push_back(bits / 8 * count);
+  }
+  const size_t body = ptx.find('{', close), req = ptx.find(".reqnctapercluster", close);
+  if (req != std::string::npos && req < body) {
+    unsigned c[3] = {1, 1, 1};  // dimensions left out are 1
+    if (std::sscanf(ptx.c_str() + req, ".reqnctapercluster %u , %u , %u", &c[0], &c[1], &c[2]) < 1) return false;
+    std::memcpy(cluster, c, sizeof c);
   }
   return true;
 }

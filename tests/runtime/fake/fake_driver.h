@@ -33,4 +33,9 @@ struct FakeLaunch {
   /// The 128-byte (.align 64 .b8 [128]) parameters, in order: tensor maps.
   int numTensorMaps;
   FakeTensorMap tensorMaps[4];
+  /// 1 when it came through cuLaunchKernelEx, 0 through cuLaunchKernel.
+  int launchEx;
+  /// The CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION of a cuLaunchKernelEx;
+  /// {0, 0, 0} without one.
+  unsigned cluster[3];
 };
