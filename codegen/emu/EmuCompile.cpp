@@ -119,6 +119,15 @@ EmuKernel compile(std::unique_ptr<llvm::Module> mod, std::unique_ptr<llvm::LLVMC
   em.opNames = std::move(firstOpNames);
   em.kernel = findKernel(*mod, amd);
   em.kernelName = em.kernel->getName().str();
+  uint32_t cluster[3] = {1, 1, 1};
+  if (llvm::Attribute a = em.kernel->getFnAttribute("nvvm.cluster_dim"); a.isStringAttribute()) {
+    llvm::SmallVector<llvm::StringRef, 3> dims;
+    a.getValueAsString().split(dims, ',');
+    if (dims.size() != 3) throw CompileError("nvvm.cluster_dim \"" + a.getValueAsString().str() + "\" is not x,y,z");
+    for (int d = 0; d < 3; ++d)
+      if (dims[d].trim().getAsInteger(10, cluster[d]))
+        throw CompileError("nvvm.cluster_dim \"" + a.getValueAsString().str() + "\" is not x,y,z");
+  }
   // Metadata and globals that only matter to the GPU toolchain; they also
   // reference the kernel and shared variables about to be replaced.
   for (const char* md : {"nvvm.annotations", "nvvmir.version"})
@@ -163,6 +172,7 @@ EmuKernel compile(std::unique_ptr<llvm::Module> mod, std::unique_ptr<llvm::LLVMC
   k.kernelName = em.kernelName;
   k.staticSharedBytes = em.staticSharedBytes;
   k.dynamicSharedOffset = em.dynamicSharedOffset;
+  std::copy(cluster, cluster + 3, k.cluster);
   k.uncheckedAccesses = em.uncheckedAccesses;
 
   // Code generation for the host, linked into the process's JIT with the

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
@@ -49,6 +50,9 @@ struct EmuKernel {
   /// staticSharedBytes.
   size_t staticSharedBytes = 0;
   size_t dynamicSharedOffset = 0;
+  /// The kernel's "nvvm.cluster_dim" (blocks per cluster along x, y, z),
+  /// for LaunchConfig::cluster; {1, 1, 1} when it has none.
+  uint32_t cluster[3] = {1, 1, 1};
   /// Memory accesses through flat/generic pointers whose address space could
   /// not be proven: they run correctly but are not checked for races and
   /// bounds. Zero for modules whose accesses are all in addrspace(1)/(3).

@@ -1,5 +1,6 @@
 // NVIDIA's intrinsics (llvm.nvvm.*) on the SIMT machine (EmuIntrinsics.h):
-// special registers, bar.sync and named barriers, warp shuffles and votes,
+// special registers, bar.sync and named barriers, the cluster registers,
+// barrier and mapa, warp shuffles and votes,
 // ldmatrix and mma.sync, cp.async, the wgmma groups' commit and wait,
 // fences, and the float intrinsics of libdevice and the approximate math,
 // each mapped to a machine hook or host IR with its exact semantics, or
@@ -21,6 +22,16 @@ Value* Lowerer::nvvm(IRBuilder<>& b, llvm::CallInst& c, const std::vector<std::s
     if (r == "ctaid") return dimHook(b, "block_id", axis, c);
     if (r == "ntid") return dimHook(b, "block_dim", axis, c);
     if (r == "nctaid") return dimHook(b, "grid_dim", axis, c);
+    if (r == "clusterid") return dimHook(b, "cluster_id", axis, c);
+    if (r == "nclusterid") return dimHook(b, "cluster_nid", axis, c);
+    if (r == "cluster" && t.size() >= 5) {
+      const std::string& what = t[4];
+      if (what == "ctarank" && t.size() == 5) return callHook(b, "tessera_emu_cluster_ctarank");
+      if (what == "nctarank" && t.size() == 5) return callHook(b, "tessera_emu_cluster_nctarank");
+      std::string clusterAxis = t.size() == 6 ? t[5] : "";
+      if (what == "ctaid") return dimHook(b, "cluster_ctaid", clusterAxis, c);
+      if (what == "nctaid") return dimHook(b, "cluster_nctaid", clusterAxis, c);
+    }
     if (r == "laneid") return laneId(b);
     if (r == "warpsize") return b.getInt32(em.warpSize);
     // A profiled kernel's clock and SM: the machine's (Profile.h).
@@ -53,8 +64,31 @@ Value* Lowerer::nvvm(IRBuilder<>& b, llvm::CallInst& c, const std::vector<std::s
     callHook(b, "tessera_emu_barrier_count", {b.getInt32(em.opId(c)), c.getArgOperand(0), c.getArgOperand(1)});
     return nullptr;
   }
+  // barrier.cluster.{arrive[.relaxed],wait}[.aligned]: the machine's
+  // cluster barrier (.aligned only promises convergence).
+  if (k == "barrier" && t.size() >= 3 && t[1] == "cluster") {
+    const int32_t site = em.opId(c);
+    if (t[2] == "arrive") {
+      callHook(b, "tessera_emu_cluster_arrive", {b.getInt32(site), b.getInt32(has(t, "relaxed") ? 1 : 0)});
+      return nullptr;
+    }
+    if (t[2] == "wait") {
+      callHook(b, "tessera_emu_cluster_wait", {b.getInt32(site)});
+      return nullptr;
+    }
+  }
   if (k == "barrier")
-    unsupported(c, "only bar.sync is modelled, for the whole block or with a thread count; not bar.arrive or bar.red");
+    unsupported(c,
+                "only bar.sync (for the whole block or with a thread count) and barrier.cluster arrive/wait are "
+                "modelled; not bar.arrive or bar.red");
+  if (k == "is_explicit_cluster") return b.CreateICmpNE(callHook(b, "tessera_emu_cluster_explicit"), b.getInt32(0));
+  // mapa[.shared.cluster] p, rank: the same offset in block `rank`'s shared
+  // memory, as a shared::cluster (or generic) address.
+  if (k == "mapa" && (t.size() == 1 || (t.size() == 3 && t[1] == "shared" && t[2] == "cluster"))) {
+    Value* p = b.CreateAddrSpaceCast(c.getArgOperand(0), em.flatPtr());
+    Value* r = callHook(b, "tessera_emu_mapa", {p, c.getArgOperand(1), b.getInt32(em.opId(c))});
+    return b.CreateAddrSpaceCast(r, c.getType());
+  }
   // setmaxnreg.{inc,dec}.sync.aligned.u32 N: only the register budget of
   // the warp changes, which the machine does not have. N is an immarg the
   // verifier of the input module has checked (a multiple of 8 in [24,

@@ -18,7 +18,7 @@ namespace tessera::codegen::emu {
 
 namespace {
 
-enum class Space { Global, Shared, Unchecked, Private };
+enum class Space { Global, Shared, Cluster, Unchecked, Private };
 
 // Which memory an access touches. Flat (generic) pointers are traced to
 // their underlying object: NVPTX code may still address shared or global
@@ -32,6 +32,10 @@ Space classify(EmuModule& em, llvm::Value* ptr, const llvm::Instruction& inst) {
   if (as == kFlatAS) {
     const llvm::Value* obj = llvm::getUnderlyingObject(ptr, 0);
     if (llvm::isa<llvm::AllocaInst>(obj)) return Space::Private;
+    // A generic mapa's result addresses another block's shared memory.
+    if (auto* call = llvm::dyn_cast<llvm::CallInst>(obj);
+        call && call->getCalledFunction() && call->getCalledFunction()->getName().starts_with("llvm.nvvm.mapa"))
+      return Space::Cluster;
     unsigned objAs = obj->getType()->isPointerTy() ? obj->getType()->getPointerAddressSpace() : kFlatAS;
     if (objAs == kFlatAS) return Space::Unchecked;
     as = objAs;
@@ -39,23 +43,27 @@ Space classify(EmuModule& em, llvm::Value* ptr, const llvm::Instruction& inst) {
   switch (as) {
     case kGlobalAS: return Space::Global;
     case kSharedAS: return Space::Shared;
+    case kSharedClusterAS:
+      if (!em.amd) return Space::Cluster;
+      break;
     // Constant memory and kernel arguments are read-only and not registered
     // with the machine; private memory is the thread's own stack.
     case kConstantAS:
     case kPrivateAS: return Space::Private;
-    default:
-      throw CompileError("the emulator does not model memory in address space " + std::to_string(as) +
-                         " (accessed by `" + describe(inst) + "`)");
+    default: break;
   }
+  throw CompileError("the emulator does not model memory in address space " + std::to_string(as) + " (accessed by `" +
+                     describe(inst) + "`)");
 }
 
 struct Instrumenter {
   EmuModule& em;
-  llvm::FunctionCallee globalHook, sharedHook;
+  llvm::FunctionCallee globalHook, sharedHook, clusterHook;
 
   explicit Instrumenter(EmuModule& e) : em(e) {
     globalHook = em.hook("tessera_emu_global_access");
     sharedHook = em.hook("tessera_emu_shared_access");
+    clusterHook = em.hook("tessera_emu_cluster_access");
   }
 
   // Routes operand `idx` of `inst` through the access hook; the access then
@@ -65,8 +73,11 @@ struct Instrumenter {
     llvm::Value* p = inst.getOperand(idx);
     auto* pty = llvm::cast<llvm::PointerType>(p->getType());
     llvm::Value* flat = pty->getAddressSpace() == kFlatAS ? p : b.CreateAddrSpaceCast(p, em.flatPtr());
-    llvm::Value* r = b.CreateCall(space == Space::Shared ? sharedHook : globalHook,
-                                  {flat, b.CreateZExtOrTrunc(bytes, em.i64()), b.getInt32(kind), b.getInt32(opId)});
+    llvm::FunctionCallee hook = space == Space::Shared    ? sharedHook
+                                : space == Space::Cluster ? clusterHook
+                                                          : globalHook;
+    llvm::Value* r =
+        b.CreateCall(hook, {flat, b.CreateZExtOrTrunc(bytes, em.i64()), b.getInt32(kind), b.getInt32(opId)});
     inst.setOperand(idx, pty->getAddressSpace() == kFlatAS ? r : b.CreateAddrSpaceCast(r, pty));
   }
 
@@ -122,7 +133,7 @@ struct Instrumenter {
 
   bool track(Space s) {
     if (s == Space::Unchecked) ++em.uncheckedAccesses;
-    return s == Space::Global || s == Space::Shared;
+    return s == Space::Global || s == Space::Shared || s == Space::Cluster;
   }
 };
 

@@ -11,8 +11,9 @@
 //   rewriteWarpgroupMma  NVPTX wgmma.mma_async (inline assembly) -> a hook
 //   rewriteTma           NVPTX mbarrier and cp.async.bulk.tensor (inline
 //                        assembly) -> hooks
-//   instrumentMemory     every addrspace(1)/(3) access -> through
-//                        tessera_emu_{global,shared}_access (with an opId)
+//   instrumentMemory     every addrspace(1)/(3)/(7) access -> through
+//                        tessera_emu_{global,shared,cluster}_access (with
+//                        an opId)
 //   rewriteIntrinsics    llvm.nvvm.* / llvm.amdgcn.* -> hooks or host IR
 //   rewriteLibcalls      __nv_* / __ocml_* math -> host libm
 //   rewriteInlineAsm     libdevice's 128-bit integer PTX helpers -> i128 IR;
@@ -49,6 +50,9 @@ inline constexpr unsigned kGlobalAS = 1;
 inline constexpr unsigned kSharedAS = 3;
 inline constexpr unsigned kConstantAS = 4;
 inline constexpr unsigned kPrivateAS = 5;
+/// NVPTX's shared::cluster window: the shared memory of every block of the
+/// cluster (mapa results, ld/st.shared::cluster).
+inline constexpr unsigned kSharedClusterAS = 7;
 
 // Memory access kinds of the access hooks (tessera/support/EmuAbi.h).
 inline constexpr int32_t kLoad = TESSERA_EMU_LOAD;
@@ -123,8 +127,8 @@ std::vector<AsmCall> inlineAsmCalls(EmuModule& em);
 /// wgmma hook; its fence and wait pass their registers through.
 void rewriteWarpgroupMma(EmuModule& em);
 /// NVPTX's mbarrier and TMA texts (codegen/nvptx/NVPTXTma.h) -> the
-/// machine's hooks; fence.mbarrier_init -> nothing (the machine has no
-/// clusters, and its block barrier orders the init).
+/// machine's hooks; fence.mbarrier_init -> nothing (the machine's
+/// mbarriers are each block's own, and its block barrier orders the init).
 void rewriteTma(EmuModule& em);
 /// The rematerialisation's second reads of special registers
 /// (codegen/nvptx/NVPTXSpecialRegisters.h) -> the intrinsics they stand

@@ -1,6 +1,7 @@
 // Private to runtime/emu: the SIMT machine's internal types (fibers, warps,
 // the shared-memory shadow, one launch) and the Worker that runs blocks,
-// shared by Machine, Barriers, Collectives, Memory, AsyncCopy, Tma and Reports.cpp.
+// shared by Machine, Barriers, Cluster, Collectives, Memory, AsyncCopy, Tma and
+// Reports.cpp.
 #pragma once
 
 #include <algorithm>
@@ -21,7 +22,16 @@
 
 namespace tessera::emu::detail {
 
-enum class FState : uint8_t { Ready, Running, AtBarrier, InCollective, AtMbarrier, Exited, Abandoned };
+enum class FState : uint8_t {
+  Ready,
+  Running,
+  AtBarrier,
+  InCollective,
+  AtMbarrier,
+  AtClusterBarrier,
+  Exited,
+  Abandoned
+};
 
 enum class Coll : uint8_t {
   Shfl,
@@ -48,6 +58,7 @@ inline bool isWaveWide(Coll k) { return k >= Coll::Bpermute; }
 const char* collName(Coll k);  // Collectives.cpp
 
 struct Worker;
+struct Cluster;
 
 // One cp.async recorded by a thread and not yet performed (see
 // tessera_emu_cp_async): shared offset, global source, sizes, its op and
@@ -115,6 +126,10 @@ struct Fiber {
   uint32_t tmaCopies = 0;              // TMA loads issued, not yet performed
   uint64_t mbarOff = 0;                // AtMbarrier: the barrier's shared offset
   int32_t mbarParity = 0;              // AtMbarrier: the parity waited for
+  /// barrier.cluster: arrivals made and waits passed in this cluster run
+  /// (equal between phases; arrivals one ahead between arrive and wait).
+  uint32_t clusterArrives = 0, clusterWaits = 0;
+  int32_t clusterSite = -1;  // the latest barrier.cluster op, for reports
 };
 
 struct Deposit {
@@ -174,6 +189,25 @@ struct Shadow {
 };
 constexpr uint16_t kNoThread = 0xFFFF;
 
+// Cluster race checking (Cluster.cpp): one access of a shared byte as the
+// cross-block check sees it. Kept only in launches with clusters of more
+// than one block, beside Shadow, for every ld/st/atomic of the byte by any
+// block of the cluster. `gen` is the cluster run (Cluster::generation), so
+// the records need no clearing; `arrives` the accessing thread's
+// barrier.cluster arrivals before the access (a later access is ordered
+// after it once its thread has passed more cluster waits than that);
+// `epoch` its block's epoch (two accesses by one other block are ordered
+// by that block's barriers).
+struct RemoteAccess {
+  uint32_t gen = 0, arrives = 0, epoch = 0;
+  uint16_t thread = 0;
+  uint8_t rank = 0, atomic = 0;
+  int32_t op = -1;
+};
+struct RemoteShadow {
+  RemoteAccess write, read;  // the latest of each
+};
+
 struct Access {  // one lane's shared access, for the bank-conflict model
   int32_t op;
   uint32_t occ;
@@ -192,8 +226,10 @@ struct Launch {
   void* const* args = nullptr;
   uint32_t nThreads = 0, nWarps = 0, W = 32;
   uint64_t nBlocks = 0;
+  uint32_t clusterBlocks = 1;                            // blocks per cluster
+  uint64_t nClusters = 0;                                // nBlocks / clusterBlocks
   std::vector<std::pair<uintptr_t, uintptr_t>> globals;  // [begin, end), sorted
-  std::atomic<uint64_t> nextBlock{0};
+  std::atomic<uint64_t> nextCluster{0};                  // the next cluster (block) a host thread takes
 };
 
 // The fiber running on this host thread (defined in Machine.cpp).
@@ -205,12 +241,14 @@ const char* accessName(int32_t kind);
 
 // The SIMT machine: blocks on host threads, GPU threads as fibers, hooks.
 //
-// One Worker per host thread takes blocks from a shared counter. A block's
-// threads are fibers scheduled cooperatively by the worker: a fiber runs
-// until it waits at a barrier or in a warp collective, or exits; the
-// scheduler then resumes the next ready fiber. Everything about one block
-// (fibers, warps, shared memory and its shadow) lives in its Worker and is
-// touched by one host thread only, so the hooks take no locks.
+// A Worker runs one block at a time. Each host thread takes clusters from a
+// shared counter (a block, when clusters have one block) and owns one
+// Worker per block of a cluster (Cluster). A block's threads are fibers
+// scheduled cooperatively by the worker: a fiber runs until it waits at a
+// barrier or in a warp collective, or exits; the scheduler then resumes the
+// next ready fiber. Everything about one block (fibers, warps, shared memory
+// and its shadow) lives in its Worker, and everything about a cluster in
+// its Cluster, touched by one host thread only, so the hooks take no locks.
 struct Worker {
   Launch* L = nullptr;
   const LaunchConfig* cfg = nullptr;
@@ -226,6 +264,8 @@ struct Worker {
   std::array<NamedBarrier, kNamedBarriers> namedBarriers;  // [0]: also the whole-block barrier
   bool aborted = false;
   uint32_t epoch = 0;
+  Cluster* cluster = nullptr;  // the host thread's, this block's rank in it:
+  uint32_t rank = 0;           // x fastest, as %cluster_ctarank
 
   std::unique_ptr<unsigned char[]> sharedStore;
   unsigned char* shared = nullptr;
@@ -234,6 +274,7 @@ struct Worker {
   std::vector<unsigned char> scratch;
   std::map<uint64_t, Mbarrier> mbarriers;  // this block's, by shared offset
   std::vector<Shadow> savedShadow;         // Tma.cpp: race check without recording
+  std::vector<RemoteShadow> remoteShadow;  // clusters of several blocks (Cluster.cpp)
 
   std::vector<uint32_t> occ;  // [op * nThreads + thread]: dynamic instance counters
   size_t occOps = 0;
@@ -256,6 +297,9 @@ struct Worker {
   template <class MakeMessage>
   void report(IssueKind k, uint32_t thread, int64_t other, int32_t op, int32_t otherOp, MakeMessage&& make);
   void reportDeadlock();
+  /// What the block's threads wait for (the deadlock report's body);
+  /// `first`: the first thread that has not exited.
+  std::string waitState(uint32_t& first) const;
   static std::string hex(uint64_t v);
 
   // ---- scheduling (Machine.cpp) ---------------------------------------------
@@ -273,9 +317,13 @@ struct Worker {
 
   void yield(Fiber* f) { detail::switchContext(f->ctx, sched); }
   [[noreturn]] void abortBlock(Fiber* f);
+  /// A block's run: startBlock, runReady until no fiber is ready (once, or
+  /// round-robin with the cluster's other blocks), finishBlock.
   void runBlock(uint64_t b);
+  void startBlock(uint64_t b);
+  void runReady();
+  void finishBlock();
   void onExit(Fiber* f);
-  void work();
 
   // ---- barriers (Barriers.cpp) ----------------------------------------------
   /// Completes the phase of barrier `id`: every waiter passes it. `self`
@@ -313,6 +361,14 @@ struct Worker {
   void checkRace(Fiber* f, uint64_t off, uint64_t bytes, int32_t kind, int32_t op);
   void* globalAccess(Fiber* f, void* addr, uint64_t bytes, int32_t kind, int32_t op);
   void accountBanks();
+
+  // ---- distributed shared memory (Cluster.cpp) ------------------------------
+  /// ld/st/atomic through a shared::cluster address by `f`, a thread of
+  /// this block: checked against the block that holds it.
+  void* clusterAccess(Fiber* f, void* addr, uint64_t bytes, int32_t kind, int32_t op);
+  /// The cross-block race check of an access by `f` (of any block of the
+  /// cluster) to [off, off + bytes) of this block's shared memory.
+  void checkRemote(Fiber* f, uint64_t off, uint64_t bytes, int32_t kind, int32_t op);
 
   // ---- cp.async (AsyncCopy.cpp) ---------------------------------------------
   void markInFlight(const AsyncCopy& c, int delta);
@@ -352,6 +408,36 @@ struct Worker {
   void tcgen05Move(Fiber* f, uint32_t addr, int32_t reps, uint32_t* regs, bool store, int32_t op);
   /// Block end: memory still allocated is reported; all of it is freed.
   void tcgen05BlockEnd();
+};
+
+// One host thread's cluster: the Workers of its blocks (by rank) and the
+// cluster barrier (Cluster.cpp). A launch without clusters gives each host
+// thread a cluster of one block, whose barrier.cluster is a block barrier.
+struct Cluster {
+  Launch* L = nullptr;
+  std::vector<Worker*> blocks;  // by rank
+  uint32_t generation = 0;      // bumped at every cluster run (RemoteAccess::gen)
+  uint32_t phase = 0;           // barrier.cluster phases completed in this run
+  uint32_t pending = 0;         // threads neither arrived in the current phase nor exited
+  std::vector<Fiber*> waiters;  // threads parked in barrier.cluster.wait
+
+  /// A new run: the barrier starts at phase 0 with every thread pending.
+  void start();
+  /// Runs cluster `c` (of several blocks) to completion.
+  void run(uint64_t c);
+  /// The block whose shared memory holds `addr`, or null.
+  Worker* holder(uintptr_t addr) const;
+  void arrive(Fiber* f, int32_t site, bool relaxed);
+  void wait(Fiber* f, int32_t site);
+  /// A thread exited: it counts as arrived in this and every later phase.
+  void onExit(const Fiber& f) {
+    if (f.clusterArrives == phase && --pending == 0) completePhase();
+  }
+  /// Every waiter passes; the next phase waits for every live thread.
+  void completePhase();
+  /// Deadlock report: the barrier's arrivals, if threads wait at it.
+  std::string barrierWaits() const;
+  void reportDeadlock();
 };
 
 /// Counts every issue; keeps a message only for the first of each distinct
@@ -405,6 +491,8 @@ inline Fiber* current(const char* hook) {
 // The launch's report from its workers' counts, issues and bank statistics,
 // and the message of the EmulatorError a failed launch throws (Reports.cpp).
 LaunchReport mergeReports(const Launch& L, std::vector<std::unique_ptr<Worker>>& workers);
+/// The largest cluster of blocks an NVIDIA GPU launches (Targets.def).
+uint32_t maxClusterBlocks();
 std::string failureMessage(const LaunchReport& rep, const LaunchConfig& cfg);
 
 }  // namespace tessera::emu::detail

@@ -65,6 +65,13 @@ Worker::~Worker() { detail::releaseStacks(stacks); }
 }
 
 void Worker::runBlock(uint64_t b) {
+  startBlock(b);
+  runReady();
+  if (!aborted && exited != L->nThreads) reportDeadlock();
+  finishBlock();
+}
+
+void Worker::startBlock(uint64_t b) {
   const uint32_t n = L->nThreads;
   blockIdx[0] = static_cast<uint32_t>(b % cfg->grid[0]);
   blockIdx[1] = static_cast<uint32_t>(b / cfg->grid[0] % cfg->grid[1]);
@@ -101,6 +108,8 @@ void Worker::runBlock(uint64_t b) {
     f.commits = 0;
     f.wgmmaCommits = 0;
     f.tmaCopies = 0;
+    f.clusterArrives = f.clusterWaits = 0;
+    f.clusterSite = -1;
     // Stack colouring: stacks are page-aligned, so without an offset every
     // fiber's hot top frames would fall into the same cache sets.
     detail::makeContext(f.ctx, stacks[i].low, stacks[i].bytes - (i % 64) * 64, &fiberMain);
@@ -110,12 +119,10 @@ void Worker::runBlock(uint64_t b) {
   exited = 0;
   for (NamedBarrier& nb : namedBarriers) nb.waiters.clear();
   aborted = false;
+}
 
-  while (!aborted) {
-    if (qCount == 0) {
-      if (exited != n) reportDeadlock();
-      break;
-    }
+void Worker::runReady() {
+  while (!aborted && qCount) {
     Fiber& f = fibers[pop()];
     f.state = FState::Running;
     tlsFiber = &f;
@@ -123,6 +130,9 @@ void Worker::runBlock(uint64_t b) {
     detail::switchContext(sched, f.ctx);
   }
   tlsFiber = nullptr;
+}
+
+void Worker::finishBlock() {
   tcgen05BlockEnd();
   ++blocksRun;
   if (cfg->countBankConflicts) accountBanks();
@@ -168,14 +178,7 @@ void Worker::onExit(Fiber* f) {
     }
   }
   barrierOnExit();
-}
-
-void Worker::work() {
-  for (;;) {
-    uint64_t b = L->nextBlock.fetch_add(1, std::memory_order_relaxed);
-    if (b >= L->nBlocks) return;
-    runBlock(b);
-  }
+  cluster->onExit(*f);
 }
 
 namespace {
@@ -207,6 +210,21 @@ void validate(ThreadFn fn, const LaunchConfig& cfg) {
     if (!cfg.grid[i]) bad("grid dimension " + std::to_string(i) + " is zero");
     if (!cfg.block[i]) bad("block dimension " + std::to_string(i) + " is zero");
   }
+  const uint64_t clusterBlocks = uint64_t{cfg.cluster[0]} * cfg.cluster[1] * cfg.cluster[2];
+  if (clusterBlocks != 1) {
+    const std::string shape = "cluster {" + std::to_string(cfg.cluster[0]) + ", " + std::to_string(cfg.cluster[1]) +
+                              ", " + std::to_string(cfg.cluster[2]) + "}";
+    if (cfg.vendor != Vendor::NVIDIA) bad(shape + ": thread-block clusters are NVIDIA's (sm_90 on), not AMD's");
+    for (int i = 0; i < 3; ++i) {
+      if (!cfg.cluster[i]) bad(shape + ": cluster dimension " + std::to_string(i) + " is zero");
+      if (cfg.grid[i] % cfg.cluster[i])
+        bad(shape + ": grid dimension " + std::to_string(i) + " (" + std::to_string(cfg.grid[i]) +
+            " blocks) is not a multiple of the cluster's " + std::to_string(cfg.cluster[i]));
+    }
+    if (clusterBlocks > maxClusterBlocks())
+      bad(shape + " has " + std::to_string(clusterBlocks) + " blocks, over the portable maximum of " +
+          std::to_string(maxClusterBlocks()) + " blocks per cluster");
+  }
   // The vendor's launch limits, as its driver enforces them: a launch no
   // GPU of that vendor would run does not run here either.
   const bool amd = cfg.vendor == Vendor::AMD;
@@ -227,6 +245,7 @@ void validate(ThreadFn fn, const LaunchConfig& cfg) {
 
 namespace tessera::emu {
 
+using detail::Cluster;
 using detail::failureMessage;
 using detail::Launch;
 using detail::mergeReports;
@@ -244,6 +263,8 @@ LaunchReport launch(ThreadFn fn, void* const* args, const LaunchConfig& cfg) {
   L.nThreads = cfg.block[0] * cfg.block[1] * cfg.block[2];
   L.nWarps = (L.nThreads + L.W - 1) / L.W;
   L.nBlocks = uint64_t{cfg.grid[0]} * cfg.grid[1] * cfg.grid[2];
+  L.clusterBlocks = cfg.cluster[0] * cfg.cluster[1] * cfg.cluster[2];
+  L.nClusters = L.nBlocks / L.clusterBlocks;
   for (const auto& [p, n] : cfg.globalBuffers) {
     if (!p || !n) continue;
     auto b = reinterpret_cast<uintptr_t>(p);
@@ -251,25 +272,46 @@ LaunchReport launch(ThreadFn fn, void* const* args, const LaunchConfig& cfg) {
   }
   std::sort(L.globals.begin(), L.globals.end());
 
-  unsigned nWorkers = cfg.hostThreads ? cfg.hostThreads : std::max(1u, std::thread::hardware_concurrency());
-  nWorkers = static_cast<unsigned>(std::min<uint64_t>(nWorkers, L.nBlocks));
+  // One cluster per host thread, one Worker per block of it.
+  unsigned nHosts = cfg.hostThreads ? cfg.hostThreads : std::max(1u, std::thread::hardware_concurrency());
+  nHosts = static_cast<unsigned>(std::min<uint64_t>(nHosts, L.nClusters));
   std::vector<std::unique_ptr<Worker>> workers;
-  for (unsigned i = 0; i < nWorkers; ++i) {
-    workers.push_back(std::make_unique<Worker>(&L));
-    workers.back()->index = i;
+  std::vector<std::unique_ptr<Cluster>> clusters;
+  for (unsigned i = 0; i < nHosts; ++i) {
+    clusters.push_back(std::make_unique<Cluster>());
+    Cluster& c = *clusters.back();
+    c.L = &L;
+    for (uint32_t r = 0; r < L.clusterBlocks; ++r) {
+      workers.push_back(std::make_unique<Worker>(&L));
+      Worker& w = *workers.back();
+      w.index = i;
+      w.cluster = &c;
+      w.rank = r;
+      if (L.clusterBlocks > 1 && cfg.checkRaces) w.remoteShadow.resize(w.sharedBytes);
+      c.blocks.push_back(&w);
+    }
   }
 
-  std::vector<std::exception_ptr> errors(nWorkers);
+  std::vector<std::exception_ptr> errors(nHosts);
   auto run = [&](unsigned i) {
     try {
-      workers[i]->work();
+      Cluster& c = *clusters[i];
+      for (;;) {
+        uint64_t next = L.nextCluster.fetch_add(1, std::memory_order_relaxed);
+        if (next >= L.nClusters) break;
+        c.start();
+        if (L.clusterBlocks == 1)
+          c.blocks[0]->runBlock(next);
+        else
+          c.run(next);
+      }
     } catch (...) {
       errors[i] = std::current_exception();
-      L.nextBlock.store(L.nBlocks);  // stop the others soon
+      L.nextCluster.store(L.nClusters);  // stop the others soon
     }
   };
   std::vector<std::thread> threads;
-  for (unsigned i = 1; i < nWorkers; ++i) threads.emplace_back(run, i);
+  for (unsigned i = 1; i < nHosts; ++i) threads.emplace_back(run, i);
   run(0);
   for (auto& t : threads) t.join();
   for (auto& e : errors)
@@ -313,5 +355,39 @@ int32_t tessera_emu_lane_id(void) { return static_cast<int32_t>(current(__func__
 int32_t tessera_emu_warp_size(void) { return static_cast<int32_t>(current(__func__)->w->L->W); }
 uint64_t tessera_emu_clock(void) { return current(__func__)->clock; }
 int32_t tessera_emu_unit(void) { return static_cast<int32_t>(current(__func__)->w->index); }
+
+// The cluster registers follow from the block index and the shape: a
+// cluster is an aligned box of blocks (validate), ranked x fastest.
+namespace {
+int32_t clusterCta(const char* hook, int d) {
+  const tessera::emu::detail::Worker* w = current(hook)->w;
+  return static_cast<int32_t>(w->blockIdx[d] % w->cfg->cluster[d]);
+}
+int32_t clusterDim(const char* hook, int d) { return static_cast<int32_t>(current(hook)->w->cfg->cluster[d]); }
+int32_t clusterId(const char* hook, int d) {
+  const tessera::emu::detail::Worker* w = current(hook)->w;
+  return static_cast<int32_t>(w->blockIdx[d] / w->cfg->cluster[d]);
+}
+int32_t clusterCount(const char* hook, int d) {
+  const tessera::emu::detail::Worker* w = current(hook)->w;
+  return static_cast<int32_t>(w->cfg->grid[d] / w->cfg->cluster[d]);
+}
+}  // namespace
+
+int32_t tessera_emu_cluster_ctarank(void) { return static_cast<int32_t>(current(__func__)->w->rank); }
+int32_t tessera_emu_cluster_nctarank(void) { return static_cast<int32_t>(current(__func__)->w->L->clusterBlocks); }
+int32_t tessera_emu_cluster_ctaid_x(void) { return clusterCta(__func__, 0); }
+int32_t tessera_emu_cluster_ctaid_y(void) { return clusterCta(__func__, 1); }
+int32_t tessera_emu_cluster_ctaid_z(void) { return clusterCta(__func__, 2); }
+int32_t tessera_emu_cluster_nctaid_x(void) { return clusterDim(__func__, 0); }
+int32_t tessera_emu_cluster_nctaid_y(void) { return clusterDim(__func__, 1); }
+int32_t tessera_emu_cluster_nctaid_z(void) { return clusterDim(__func__, 2); }
+int32_t tessera_emu_cluster_id_x(void) { return clusterId(__func__, 0); }
+int32_t tessera_emu_cluster_id_y(void) { return clusterId(__func__, 1); }
+int32_t tessera_emu_cluster_id_z(void) { return clusterId(__func__, 2); }
+int32_t tessera_emu_cluster_nid_x(void) { return clusterCount(__func__, 0); }
+int32_t tessera_emu_cluster_nid_y(void) { return clusterCount(__func__, 1); }
+int32_t tessera_emu_cluster_nid_z(void) { return clusterCount(__func__, 2); }
+int32_t tessera_emu_cluster_explicit(void) { return current(__func__)->w->L->clusterBlocks > 1; }
 
 }  // extern "C"

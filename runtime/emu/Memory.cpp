@@ -35,7 +35,10 @@ void* Worker::sharedAccess(Fiber* f, void* addr, uint64_t bytes, int32_t kind, i
     uint32_t k = occ[op * size_t{L->nThreads} + f->linear]++;
     warpAccesses[f->warp].push_back(Access{op, k, f->lane, static_cast<uint32_t>(off), static_cast<uint32_t>(bytes)});
   }
-  if (cfg->checkRaces) checkRace(f, off, bytes, kind, op);
+  if (cfg->checkRaces) {
+    checkRace(f, off, bytes, kind, op);
+    if (!remoteShadow.empty()) checkRemote(f, off, bytes, kind, op);
+  }
   return addr;
 }
 

@@ -87,13 +87,15 @@ std::string Worker::hex(uint64_t v) {
   return buf;
 }
 
-void Worker::reportDeadlock() {
-  uint32_t atBarrier = 0, inColl = 0, atMbar = 0, first = L->nThreads;
+std::string Worker::waitState(uint32_t& first) const {
+  uint32_t atBarrier = 0, inColl = 0, atMbar = 0, atCluster = 0;
+  first = L->nThreads;
   std::ostringstream detail;
   for (const Fiber& f : fibers) {
     if (f.state == FState::AtBarrier) ++atBarrier;
     if (f.state == FState::InCollective) ++inColl;
     if (f.state == FState::AtMbarrier) ++atMbar;
+    if (f.state == FState::AtClusterBarrier) ++atCluster;
     if (f.state != FState::Exited && first == L->nThreads) first = f.linear;
   }
   for (uint32_t wi = 0; wi < L->nWarps; ++wi) {
@@ -107,11 +109,16 @@ void Worker::reportDeadlock() {
            << (isWaveWide(wp.dep[l].kind) ? std::string(" (whole wave)") : std::string(" with mask ") + mask);
   }
   detail << barrierWaits() << mbarrierWaits();
-  report(IssueKind::Deadlock, first, -1, -1, -1, [&] {
-    return where(first) + ": no thread can proceed: " + std::to_string(atBarrier) + " threads wait at a barrier, " +
-           std::to_string(inColl) + " in warp collectives, " + std::to_string(atMbar) + " on mbarriers, " +
-           std::to_string(exited) + " exited" + detail.str();
-  });
+  return std::to_string(atBarrier) + " threads wait at a barrier, " + std::to_string(inColl) +
+         " in warp collectives, " + std::to_string(atMbar) + " on mbarriers, " +
+         (atCluster ? std::to_string(atCluster) + " at barrier.cluster, " : std::string()) + std::to_string(exited) +
+         " exited" + detail.str();
+}
+
+void Worker::reportDeadlock() {
+  uint32_t first = 0;
+  std::string state = waitState(first) + cluster->barrierWaits();
+  report(IssueKind::Deadlock, first, -1, -1, -1, [&] { return where(first) + ": no thread can proceed: " + state; });
 }
 
 LaunchReport mergeReports(const Launch& L, std::vector<std::unique_ptr<Worker>>& workers) {
