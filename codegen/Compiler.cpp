@@ -199,6 +199,28 @@ void deterministicCheck(const ir::Function& f, const CompileOptions& opts) {
 }  // namespace
 
 namespace {
+/// A cluster shape the target launches: NVIDIA's thread-block clusters,
+/// from sm_90 on, of at most the row's maxClusterBlocks programs. Kernels
+/// using the cluster ops compile for every target as clusters of one.
+void clusterCheck(const ir::Function& f, const Target& target, const GpuConfig* gc, const CompileOptions& o) {
+  const std::array<int, 3>& c = o.cluster;
+  const std::string shape =
+      "{" + std::to_string(c[0]) + ", " + std::to_string(c[1]) + ", " + std::to_string(c[2]) + "}";
+  const std::string what = "kernel @" + f.name() + ": CompileOptions::cluster " + shape;
+  for (int d : c)
+    if (d < 1) throw CompileError(what + ": every dimension is a count of programs, at least 1");
+  const int64_t n = int64_t{c[0]} * c[1] * c[2];
+  if (n == 1) return;
+  const int most = gc ? gc->row->maxClusterBlocks : 0;
+  if (most == 0)
+    throw CompileError(what + " on " + target.str() +
+                       ", which has no thread-block clusters (NVIDIA sm_90 and later have them); compile it with "
+                       "{1, 1, 1} there: the cluster ops then see clusters of one program");
+  if (n > most)
+    throw CompileError(what + " is " + std::to_string(n) + " programs; " + target.str() + " takes at most " +
+                       std::to_string(most) + " per cluster");
+}
+
 /// Whether `f` holds an op of `code` (the passes only some kernels need).
 bool contains(ir::Function& f, ir::OpCode code) {
   bool found = false;
@@ -222,6 +244,7 @@ std::shared_ptr<Artifact> compile(const ir::Function& kernel, const Target& targ
   std::optional<GpuConfig> gpuCfg;
   if (target.isGpu()) gpuCfg = gpuConfig(target, opts.numWarps, gpuOptions(opts));
   const GpuConfig* gc = gpuCfg ? &*gpuCfg : nullptr;
+  clusterCheck(kernel, target, gc, opts);
   ir::PassManager pm;
   // Scopes the user wrote change nothing in a compile that is not
   // profiled: they go first (only where there are some, so every other

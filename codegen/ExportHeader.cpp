@@ -133,7 +133,12 @@ std::string binaryBody(const KernelBinary& b, const HeaderSpec& s) {
     case KernelBinary::Format::EmulatedGpu: throw InternalError("an emulated GPU binary cannot be exported");
   }
   r += "    b.threadsPerBlock = " + std::to_string(b.threadsPerBlock) +
-       ";\n    b.sharedBytes = " + std::to_string(b.sharedBytes) + ";\n    return b;\n";
+       ";\n    b.sharedBytes = " + std::to_string(b.sharedBytes) + ";\n";
+  if (b.clusterBlocks() > 1)
+    r += "    b.cluster[0] = " + std::to_string(b.cluster[0]) +
+         ";\n    b.cluster[1] = " + std::to_string(b.cluster[1]) +
+         ";\n    b.cluster[2] = " + std::to_string(b.cluster[2]) + ";\n";
+  r += "    return b;\n";
   return r;
 }
 

@@ -48,6 +48,7 @@ GpuOptions gpuOptions(const CompileOptions& o) {
   g.checkBounds = o.checkBounds;
   g.profile = o.profile;
   g.predicatedAccesses = o.predicatedAccesses;
+  g.cluster = o.cluster;
   return g;
 }
 

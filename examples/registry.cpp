@@ -9,6 +9,7 @@ const std::vector<Example>& all() {
       softmaxExample(),
       layernormExample(),
       rmsnormExample(),
+      rmsnormClusterExample(),
       gemmF32Example(),
       gemmF16Example(),
       gemmBF16Example(),

@@ -176,6 +176,27 @@ Kernel biasGelu(int BLOCK);   // out, x, bias, cols               grid: (rows, c
 Kernel softmax(int BLOCK);    // out, in, cols                    grid: rows; BLOCK >= cols
 Kernel layernorm(int BLOCK);  // y, mean, rstd, x, weight, bias, cols, eps   grid: rows; BLOCK >= cols
 Kernel rmsnorm(int BLOCK, const char* name = "rmsnorm");  // y, x, weight, cols, eps   grid: rows; BLOCK >= cols
+/// y, x, weight, cols, eps   grid: rows * C, a thread-block cluster of C
+/// programs to a row (Kernel::withCluster); BLOCK * C >= cols
+Kernel rmsnormCluster(int BLOCK, int C);
+/// How rmsnorm_cluster shares a row of `cols` columns on target `t`.
+struct ClusterSplit {
+  int programs = 1;  // per cluster, and per row
+  int block = 1;     // columns a program
+};
+ClusterSplit rmsnormClusterSplit(const Target& t, int64_t cols);
+/// The most programs a thread-block cluster of target `t` holds (Targets.def
+/// maxClusterBlocks); 1 where it has no clusters.
+inline int clusterBlocksOf(const Target& t) {
+  if (t.kind != Target::Kind::NVPTX && t.kind != Target::Kind::EmuNVPTX) return 1;
+  const GpuArch* row = findGpuArch(GpuArch::Vendor::NVIDIA, t.arch);
+  return row && row->maxClusterBlocks > 0 ? row->maxClusterBlocks : 1;
+}
+namespace ref {
+/// rmsnorm's plain C++ reference, in double (examples/rmsnorm.cpp).
+std::vector<double> rmsnorm(const std::vector<float>& x, const std::vector<float>& w, int64_t rows, int64_t cols,
+                            double eps);
+}  // namespace ref
 /// out, x, positions, cos_cache, sin_cache, rows (tokens * heads), heads   grid: ceil(rows / BLOCK)
 Kernel rope(int BLOCK, int D);
 /// out, q, k_cache, v_cache, page_table, lengths, part_m, part_l, part_acc,
@@ -413,6 +434,7 @@ Example biasGeluExample();
 Example softmaxExample();
 Example layernormExample();
 Example rmsnormExample();
+Example rmsnormClusterExample();
 Example gemmF32Example();
 Example gemmF16Example();
 Example gemmBF16Example();

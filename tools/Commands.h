@@ -30,6 +30,7 @@ std::string generalHelp();
 inline const cli::Option kTargetOpt{"--target", "a target (cpu, cpu:x86-64-v3, nvptx:sm_90a, emu:nvptx:sm_80, ...)"};
 inline const cli::Option kKernelOpt{"--kernel", "the NAME of a kernel in the file"};
 inline const cli::Option kNumWarpsOpt{"--num-warps", "a number of warps N"};
+inline const cli::Option kClusterOpt{"--cluster", "a cluster shape X[,Y[,Z]] (programs per thread-block cluster)"};
 inline const cli::Option kPrecisionOpt{"--precision", "accurate or approx"};
 inline const cli::Option kAssumeAlignedOpt{"--assume-aligned"};
 inline const cli::Option kCheckBoundsOpt{"--check-bounds"};

@@ -3,6 +3,8 @@
 // written out ahead of time; never launched when only compiled.
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <climits>
 #include <cstdlib>
@@ -68,14 +70,36 @@ std::string readInput(const cli::Args& a, const std::string& path, const std::st
   return text;
 }
 
+/// --cluster X[,Y[,Z]]: programs per thread-block cluster along grid axes
+/// 0, 1, 2 (the ones not given are 1).
+std::array<int, 3> clusterOf(const cli::Args& a) {
+  std::array<int, 3> c{1, 1, 1};
+  std::optional<std::string> v = a.value("--cluster");
+  if (!v) return c;
+  size_t at = 0;
+  for (int d = 0; d < 3 && at <= v->size(); ++d) {
+    const size_t comma = std::min(v->find(',', at), v->size());
+    const std::string part = v->substr(at, comma - at);
+    char* end = nullptr;
+    const long n = std::strtol(part.c_str(), &end, 10);
+    if (part.empty() || *end != '\0' || n < 1 || n > 1024)
+      a.fail("--cluster: '" + *v + "' is not a cluster shape X[,Y[,Z]] of counts between 1 and 1024");
+    c[static_cast<size_t>(d)] = static_cast<int>(n);
+    at = comma + 1;
+  }
+  if (at <= v->size()) a.fail("--cluster: '" + *v + "' has more than three dimensions");
+  return c;
+}
+
 /// --num-warps, else a bundled kernel's own (Example::gpuWarps) on a GPU
-/// target, else the compiler's default.
+/// target, else the compiler's default; --cluster.
 CompileOptions optionsFor(const cli::Args& a, const Target& target) {
   CompileOptions o;
   if (std::optional<int> n = numWarpsOf(a))
     o.numWarps = *n;
   else if (const auto* ex = examples::find(a.positional(0)); ex && target.isGpu())
     o.numWarps = ex->gpuWarps;
+  o.cluster = clusterOf(a);
   return o;
 }
 
@@ -209,14 +233,15 @@ cli::Command listCommand() { return {"list", "  tessera list\n", {}, 0, 0, "", r
 cli::Command compileCommand() {
   return {"compile",
           "  tessera compile KERNEL|FILE.tir|- [--target T] [--emit STAGE] [--kernel NAME] [-o FILE]\n"
-          "                  [--assume-aligned] [--num-warps N] [--precision accurate|approx] [--check-bounds]\n"
-          "                  [--profile]\n",
+          "                  [--assume-aligned] [--num-warps N] [--cluster X[,Y[,Z]]] [--precision accurate|approx]\n"
+          "                  [--check-bounds] [--profile]\n",
           {kTargetOpt,
            {"--emit", "a STAGE (`tessera help compile` lists them)"},
            kKernelOpt,
            {"-o", "a FILE"},
            kAssumeAlignedOpt,
            kNumWarpsOpt,
+           kClusterOpt,
            kPrecisionOpt,
            kCheckBoundsOpt,
            {"--profile"}},
@@ -247,16 +272,21 @@ cli::Command runCommand() {
 }
 
 cli::Command exportCommand() {
-  return {
-      "export",
-      "  tessera export KERNEL|FILE.tir --target T -o DIR [--kernel NAME] [--num-warps N]\n"
-      "                  [--assume-aligned] [--precision accurate|approx]\n",
-      {kTargetOpt, {"-o", "a DIR to write the files into"}, kKernelOpt, kNumWarpsOpt, kAssumeAlignedOpt, kPrecisionOpt},
-      1,
-      1,
-      "a KERNEL name or a FILE.tir",
-      runExport,
-      generalHelp};
+  return {"export",
+          "  tessera export KERNEL|FILE.tir --target T -o DIR [--kernel NAME] [--num-warps N]\n"
+          "                  [--cluster X[,Y[,Z]]] [--assume-aligned] [--precision accurate|approx]\n",
+          {kTargetOpt,
+           {"-o", "a DIR to write the files into"},
+           kKernelOpt,
+           kNumWarpsOpt,
+           kClusterOpt,
+           kAssumeAlignedOpt,
+           kPrecisionOpt},
+          1,
+          1,
+          "a KERNEL name or a FILE.tir",
+          runExport,
+          generalHelp};
 }
 
 cli::Command optCommand() {

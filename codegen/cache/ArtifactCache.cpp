@@ -12,7 +12,7 @@
 //
 //   str target  u8 format  str kernelName  u32 args, each: u8 kind, u8 dtype, str name
 //   str symbol  u8 boundsChecked  str ptx  str codeObject  u32 threadsPerBlock
-//   u32 sharedBytes  u64 hostStackBytes  u32 opNames, each str  str hostObject
+//   u32 sharedBytes  u32 cluster[3]  u64 hostStackBytes  u32 opNames, each str  str hostObject
 //   u32 warnings, each str
 #include <llvm/Support/MemoryBuffer.h>
 
@@ -76,6 +76,7 @@ std::string encode(const Artifact& a) {
   w.str(std::string_view(b.codeObject.data(), b.codeObject.size()));
   w.u32(b.threadsPerBlock);
   w.u32(b.sharedBytes);
+  for (uint32_t c : b.cluster) w.u32(c);
   w.u64(b.hostStackBytes);
   putStrings(w, b.opNames);
   w.str(a.hostObject);
@@ -133,6 +134,7 @@ std::shared_ptr<Artifact> decode(const std::string& payload, std::string& proble
   b.codeObject.assign(code.begin(), code.end());
   b.threadsPerBlock = r.u32();
   b.sharedBytes = r.u32();
+  for (uint32_t& c : b.cluster) c = r.u32();
   b.hostStackBytes = r.u64();
   b.opNames = getStrings(r);
   a->hostObject = r.str();
@@ -173,7 +175,11 @@ std::string optionsKey(const CompileOptions& o) {
          ";precision=" + name(o.precision) + (o.tensorCopies ? "" : ";tensor-copies=0") +
          (o.predicatedAccesses ? "" : ";predicated-accesses=0") + (o.cpuTiles ? "" : ";cpu-tiles=0") +
          (o.nativeScaledDotsOnly ? ";native-scaled-dots-only=1" : "") + (o.deterministic ? ";deterministic=1" : "") +
-         (o.profile ? ";profile=1" : "");
+         (o.profile ? ";profile=1" : "") +
+         (o.cluster == std::array<int, 3>{1, 1, 1}
+              ? ""
+              : ";cluster=" + std::to_string(o.cluster[0]) + "x" + std::to_string(o.cluster[1]) + "x" +
+                    std::to_string(o.cluster[2]));
 }
 
 bool diskCacheable(const Target& t) {

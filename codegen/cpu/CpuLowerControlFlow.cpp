@@ -124,6 +124,14 @@ void Lowering::emitOp(const ir::Op& op) {
   switch (op.code()) {
     case OpCode::ProgramId: scalars_[op.result()] = pid_[op.intAttr("axis")]; return;
     case OpCode::NumPrograms: scalars_[op.result()] = grid_[op.intAttr("axis")]; return;
+    // The CPU has no clusters (compile() refuses one): each program is a
+    // cluster of one, whose only member is itself.
+    case OpCode::ClusterRank: scalars_[op.result()] = b_.getInt32(0); return;
+    case OpCode::ClusterSize: scalars_[op.result()] = b_.getInt32(1); return;
+    case OpCode::RemoteBuffer:
+      arrays_[op.result()] = arrays_.at(op.operand(0));
+      if (slotViews_.count(op.operand(0))) slotViews_.insert(op.result());
+      return;
     case OpCode::Load:
       // No effect to keep if unused; fused and deferred loads are emitted
       // by their consumer.
@@ -171,6 +179,7 @@ void Lowering::emitOp(const ir::Op& op) {
     case OpCode::AsyncCommit:
     case OpCode::AsyncWait: return;
     case OpCode::Barrier:
+    case OpCode::ClusterBarrier:
       return;  // one thread runs a whole program on the CPU
     // A producer running beside its consumer needs threads: the CPU's one
     // thread per program would wait for itself.

@@ -355,6 +355,7 @@ std::shared_ptr<Artifact> compileGpu(GpuTargetFactory make, const ir::Function& 
   if (!dot) m.addModuleFlag(llvm::Module::Warning, kNoLsrFlag, 1);
   installPassGate(m, gate, *ti, o.optLevel);
   art->binary.threadsPerBlock = low.threadsPerBlock;
+  for (int d = 0; d < 3; ++d) art->binary.cluster[d] = static_cast<uint32_t>(c.options.cluster[d]);
   art->binary.signature.tensorMaps = low.tensorMaps;
   art->binary.boundsChecked = c.options.checkBounds;
   art->binary.opNames = low.checkedOps;

@@ -57,6 +57,10 @@ struct GpuOptions {
   /// A profiled compile (CompileOptions::profile): probes record into a
   /// buffer passed as the last parameter (codegen/gpu/LowerProfile.cpp).
   bool profile = false;
+  /// Programs per thread-block cluster (CompileOptions::cluster, checked
+  /// against the target's row by the driver).
+  std::array<int, 3> cluster = {1, 1, 1};
+  int clusterBlocks() const { return cluster[0] * cluster[1] * cluster[2]; }
 };
 
 /// One GPU compile's configuration, made once by the driver from the

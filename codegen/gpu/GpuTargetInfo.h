@@ -188,6 +188,20 @@ class GpuTargetInfo {
   /// (no global access before the barrier conflicts with one after it), and
   /// a target may leave global loads in flight across it.
   virtual void barrier(llvm::IRBuilderBase& b, bool sharedOnly) = 0;
+  // Thread-block clusters (a row with maxClusterBlocks > 0). The lowering
+  // asks for them only in a cluster of more than one block
+  // (GpuOptions::cluster); a cluster of one is the block itself.
+  /// The block's rank in its cluster (i32, x fastest).
+  virtual llvm::Value* clusterRank(llvm::IRBuilderBase& b) { TS_UNREACHABLE("clusters on a target without them"); }
+  /// Every thread of the cluster's blocks arrives, releasing its memory
+  /// effects, before any goes on, acquiring the others'.
+  virtual void clusterBarrier(llvm::IRBuilderBase& b) { TS_UNREACHABLE("clusters on a target without them"); }
+  /// Shared pointer `p` as block `rank` (i32) of the cluster holds it: a
+  /// pointer into that block's shared memory, which loads and stores take
+  /// (NVIDIA: the shared::cluster window, address space 7).
+  virtual llvm::Value* mapShared(llvm::IRBuilderBase& b, llvm::Value* p, llvm::Value* rank) {
+    TS_UNREACHABLE("clusters on a target without them");
+  }
   /// Orders this thread's earlier shared-memory stores before later reads
   /// of the same bytes by the asynchronous proxy (NVIDIA: wgmma's operand
   /// reads; `fence.proxy.async.shared::cta`). A barrier after it publishes

@@ -139,6 +139,17 @@ void Lower::emitOp(const ir::Op& op) {
     case OpCode::StageRelease: return emitStageOp(op);
     case OpCode::ProgramId: scalars_[op.result()] = t_.blockId(b_, static_cast<int>(op.intAttr("axis"))); return;
     case OpCode::NumPrograms: scalars_[op.result()] = t_.gridDim(b_, static_cast<int>(op.intAttr("axis"))); return;
+    // A cluster of one (the default, and every target without clusters) is
+    // the block itself: rank 0, its own shared memory, its own barrier.
+    case OpCode::ClusterRank: scalars_[op.result()] = clustered() ? t_.clusterRank(b_) : b_.getInt32(0); return;
+    case OpCode::ClusterSize:
+      scalars_[op.result()] = b_.getInt32(static_cast<uint32_t>(t_.options().clusterBlocks()));
+      return;
+    case OpCode::RemoteBuffer:
+      scalars_[op.result()] =
+          clustered() ? t_.mapShared(b_, scalar(op.operand(0)), scalar(op.operand(1))) : scalar(op.operand(0));
+      return;
+    case OpCode::ClusterBarrier: return emitClusterBarrier(op);
     case OpCode::Load: return emitLoad(op);
     case OpCode::Store: return emitStore(op);
     case OpCode::AtomicRmw:
@@ -264,6 +275,22 @@ void Lower::emitOp(const ir::Op& op) {
     default: break;
   }
   emitElementwiseLike(op);
+}
+
+void Lower::emitClusterBarrier(const ir::Op& op) {
+  // Every thread of every block arrives: warps split into a producer and
+  // consumers wait at different points, and would never all meet here.
+  if (inProducer_ || consumersOnly_)
+    throw CompileError(op.loc().str() +
+                       ": error: cluster_barrier in a warp-specialised loop, whose producer and consumer warps run "
+                       "apart; place it before or after the loop");
+  if (asyncProxySlots_ && proxyPending_) t_.sharedToAsyncProxyFence(b_);
+  proxyPending_ = false;
+  if (!clustered()) return barrier();
+  // Release and acquire at cluster scope: it orders the block's shared and
+  // global effects as a block barrier does, and the other blocks' too.
+  t_.clusterBarrier(b_);
+  smemDirty_ = globalDirty_ = false;
 }
 
 }  // namespace tessera::codegen::gpu_lower

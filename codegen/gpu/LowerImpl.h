@@ -202,6 +202,9 @@ class Lower {
   /// address's.
   static uint64_t alignUp(uint64_t off, uint64_t align) { return (off + align - 1) & ~(align - 1); }
 
+  /// A cluster of more than one block (GpuOptions::cluster).
+  bool clustered() const { return t_.options().clusterBlocks() > 1; }
+  void emitClusterBarrier(const ir::Op& op);
   void barrier(bool sharedOnly = false) {
     // The producer touches shared memory only through tensor copies and
     // mbarriers, which order themselves: it needs no barrier, and must not

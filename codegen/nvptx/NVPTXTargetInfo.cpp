@@ -299,6 +299,20 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
     // bar.sync 0: also orders the shared and global accesses of the block.
     b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cta_sync_aligned_all, {}, {b.getInt32(0)});
   }
+  llvm::Value* clusterRank(llvm::IRBuilderBase& b) override {
+    return b.CreateIntrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_cluster_ctarank, {});
+  }
+  // barrier.cluster.arrive (release) and .wait (acquire), back to back: the
+  // DSL's cluster barrier has nothing to overlap between them. Not the
+  // .aligned forms: a cluster barrier may sit under divergent control flow
+  // of a warp (a kernel's own branches), which .aligned forbids.
+  void clusterBarrier(llvm::IRBuilderBase& b) override {
+    b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cluster_arrive, {});
+    b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cluster_wait, {});
+  }
+  llvm::Value* mapShared(llvm::IRBuilderBase& b, llvm::Value* p, llvm::Value* rank) override {
+    return b.CreateIntrinsic(llvm::Intrinsic::nvvm_mapa_shared_cluster, {}, {p, rank});
+  }
   llvm::Value* shuffleXor(llvm::IRBuilderBase& b, llvm::Value* v, unsigned mask) override {
     return b.CreateIntrinsic(llvm::Intrinsic::nvvm_shfl_sync_bfly_i32, {},
                              {b.getInt32(0xffffffffu), v, b.getInt32(mask), b.getInt32(31)});
@@ -318,6 +332,11 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
     // at 168; sm_80 and sm_90a keep the code's count). One block per SM is
     // all a kernel of that size needs: say so (.minnctapersm 1).
     if (threads >= 256 && row().threadsPerSm < 2048) f->addFnAttr("nvvm.minctasm", "1");
+    // .reqnctapercluster: the cluster shape is part of the kernel, so a
+    // launch of another shape fails in the driver rather than running
+    // with ranks the code did not expect.
+    if (const auto& c = options().cluster; options().clusterBlocks() > 1)
+      f->addFnAttr("nvvm.cluster_dim", std::to_string(c[0]) + "," + std::to_string(c[1]) + "," + std::to_string(c[2]));
     f->addFnAttr(llvm::Attribute::NoUnwind);
     return f;
   }

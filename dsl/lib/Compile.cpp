@@ -111,9 +111,23 @@ TextMemo& textMemo() {
   return *m;
 }
 
+CompileOptions withKernelShape(const Kernel& k, const CompileOptions& o) {
+  constexpr std::array<int, 3> none{1, 1, 1};
+  if (k.cluster() == none) return o;
+  auto str = [](const std::array<int, 3>& c) {
+    return "{" + std::to_string(c[0]) + ", " + std::to_string(c[1]) + ", " + std::to_string(c[2]) + "}";
+  };
+  if (o.cluster != none && o.cluster != k.cluster())
+    throw UsageError("compile: @" + k.name() + " is written for clusters of " + str(k.cluster()) +
+                     " (Kernel::withCluster), the options ask for " + str(o.cluster));
+  CompileOptions r = o;
+  r.cluster = k.cluster();
+  return r;
+}
+
 std::shared_ptr<Compiled> compileCached(const Kernel& k, const Target& target, const CompileOptions& userOpts) {
   if (!k.valid()) throw UsageError("compile: the kernel is empty (default-constructed tessera::Kernel)");
-  const CompileOptions opts = withEnvironment(userOpts);
+  const CompileOptions opts = withEnvironment(withKernelShape(k, userOpts));
   const char* dumpDir = tessera::env::get(tessera::env::Var::DumpDir);
   const std::string& text = textMemo().text(k);
   // The device library changes the code (TESSERA_LIBDEVICE may change
@@ -227,7 +241,9 @@ CompiledKernel compile(const Kernel& k, const Device& dev, const CompileOptions&
   st->specialize = dev.kind() != rt::DeviceKind::CPU;
   st->source = k;
   st->device = dev;
-  st->options = opts;
+  // The variants a launch compiles (specializedVariant) keep the kernel's
+  // cluster shape.
+  st->options = detail::withKernelShape(k, opts);
   return CompiledKernel(std::move(st));
 }
 

@@ -103,6 +103,9 @@ TextMemo& textMemo();
 /// The compile of `k` for `target`, from the in-memory cache, else the
 /// persistent one, else compiled (once, however many threads ask).
 std::shared_ptr<Compiled> compileCached(const Kernel& k, const Target& target, const CompileOptions& userOpts);
+/// `o` with the cluster shape kernel `k` is written for (Kernel::withCluster);
+/// a UsageError where `o` asks for another.
+CompileOptions withKernelShape(const Kernel& k, const CompileOptions& o);
 /// A CompiledKernel's state for `c`, not loaded on a device.
 std::shared_ptr<CompiledKernel::State> makeState(std::shared_ptr<Compiled> c);
 /// The target whose code `dev` runs.

@@ -20,6 +20,16 @@ const ir::Function& Kernel::ir() const {
 
 std::string Kernel::text() const { return ir::print(ir()); }
 
+Kernel Kernel::withCluster(std::array<int, 3> shape) const {
+  for (int d : shape)
+    if (d < 1)
+      throw UsageError("tessera::Kernel::withCluster: @" + name() +
+                       ": every dimension of a cluster is a count of programs, at least 1");
+  Kernel k = *this;
+  k.cluster_ = shape;
+  return k;
+}
+
 Kernel parseKernel(std::string_view text, const std::string& bufferName, const std::string& name) {
   std::unique_ptr<ir::Module> m = ir::parseModule(text, bufferName);
   auto& fns = m->functions;

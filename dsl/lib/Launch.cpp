@@ -88,7 +88,7 @@ Kernel withFacts(const Kernel& k, uint64_t mask) {
   if (f->argAttrs().size() < f->numArgs()) f->argAttrs().resize(f->numArgs());
   for (unsigned i = 0; i < f->numArgs() && i < 64; ++i)
     if (mask & (uint64_t{1} << i)) f->argAttrs()[i]["divisibility"] = kSpecDivisor;
-  return Kernel(std::move(f));
+  return Kernel(std::move(f)).withCluster(k.cluster());
 }
 
 }  // namespace

@@ -255,6 +255,29 @@ void copy(const TileBuffer& dst, const Tensor& ptrs, const Operand& mask, SrcLoc
 }
 
 void barrier(SrcLoc loc) { dsl::at(loc).builder->barrier(); }
+void cluster_barrier(SrcLoc loc) { dsl::at(loc).builder->clusterBarrier(); }
+
+TileBuffer TileBuffer::remote(const Operand& rank, SrcLoc loc) const {
+  dsl::TraceState& s = dsl::at(loc);
+  ir::Value* b = dsl::use(*this, loc, "buffer");
+  if (!b->type().isBuffer() || b->type().space() != ir::MemSpace::Shared)
+    dsl::fail(loc, fmt::format("remote: {} is not a shared buffer (ts::alloc_shared)", b->type().str()));
+  if (const ir::Op* d = b->definingOp(); d && d->code() == ir::OpCode::RemoteBuffer)
+    dsl::fail(loc, "remote: the buffer is already another program's; take remote() of the program's own buffer");
+  dsl::checkNotStaged(s, b, loc, "remote");
+  ir::Value* r;
+  if (rank.isLiteral()) {
+    if (rank.kind() != Operand::Kind::Int || rank.intValue() < 0 || rank.intValue() > INT32_MAX)
+      dsl::fail(loc, fmt::format("remote: the rank must be a non-negative i32, got {}", rank.str()));
+    r = dsl::use(full({}, static_cast<double>(rank.intValue()), DType::I32, loc), loc, "rank");
+  } else {
+    const Tensor& t = rank.tensor();
+    if (!t.isScalar() || !isInteger(t.dtype()))
+      dsl::fail(loc, fmt::format("remote: the rank must be an integer scalar, got {}", rank.str()));
+    r = dsl::use(t.to(DType::I32, loc), loc, "rank");
+  }
+  return TileBuffer(dsl::wrap(s.builder->remoteBuffer(b, r)));
+}
 
 void device_assert(const Tensor& cond, const std::string& message, SrcLoc loc) {
   dsl::TraceState& s = dsl::at(loc);

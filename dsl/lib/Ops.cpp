@@ -188,6 +188,8 @@ Tensor num_programs(int axis, SrcLoc loc) {
   if (axis < 0 || axis > 2) dsl::fail(loc, fmt::format("num_programs: grid axis {} is not 0, 1 or 2", axis));
   return dsl::wrap(s.builder->numPrograms(axis));
 }
+Tensor cluster_rank(SrcLoc loc) { return dsl::wrap(dsl::at(loc).builder->clusterRank()); }
+Tensor cluster_size(SrcLoc loc) { return dsl::wrap(dsl::at(loc).builder->clusterSize()); }
 Tensor arange(int64_t n, SrcLoc loc) { return arange(0, n, loc); }
 Tensor arange(int64_t start, int64_t end, SrcLoc loc) {
   dsl::TraceState& s = dsl::at(loc);

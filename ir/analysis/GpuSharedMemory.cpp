@@ -50,8 +50,10 @@ SharedPlan::SharedPlan(const ir::Function& f, const std::map<const ir::Op*, uint
     // A use of a slot view (buffer_slot, possibly of another view) is a use
     // of the buffer: the memory must live as long as any view of it.
     std::set<const ir::Value*> views{buf};
+    bool remote = false;
     ir::walk(body, [&](ir::Op& user) {
       if (user.code() == ir::OpCode::BufferSlot && views.count(user.operand(0))) views.insert(user.result());
+      remote |= user.code() == ir::OpCode::RemoteBuffer && views.count(user.operand(0));
     });
     int64_t lastAsyncCopy = -1;  // position (in `home`) of the last async copy into the buffer
     int64_t lastAsyncDot = -1;   // ... of the last async dot reading it
@@ -97,6 +99,13 @@ SharedPlan::SharedPlan(const ir::Function& f, const std::map<const ir::Op*, uint
     };
     liveUntilRetired(lastAsyncCopy, ir::OpCode::AsyncWait);
     liveUntilRetired(lastAsyncDot, ir::OpCode::DotWait);
+    // Another block of the cluster reaches a buffer with a remote view at
+    // points of its own program, not of this block's: the bytes are the
+    // buffer's for the whole kernel, in every block at the same offset.
+    if (remote) {
+      a.start = 0;
+      a.end = counter;
+    }
     items.emplace_back(buf, a);
   });
   for (auto& [op, bytes] : scratch) {

@@ -135,6 +135,12 @@ void Builder::copy(Value* dst, Value* src, Value* mask) {
   create(OpCode::Copy, std::move(ops), {});
 }
 void Builder::barrier() { create(OpCode::Barrier, {}, {}); }
+void Builder::clusterBarrier() { create(OpCode::ClusterBarrier, {}, {}); }
+Value* Builder::remoteBuffer(Value* buffer, Value* rank) {
+  return create(OpCode::RemoteBuffer, {buffer, rank}, {buffer->type()})->result();
+}
+Value* Builder::clusterRank() { return create(OpCode::ClusterRank, {}, {Type::scalar(DType::I32)})->result(); }
+Value* Builder::clusterSize() { return create(OpCode::ClusterSize, {}, {Type::scalar(DType::I32)})->result(); }
 void Builder::assertTrue(Value* cond, const std::string& message) {
   create(OpCode::Assert, {cond}, {}, {{"message", message}});
 }

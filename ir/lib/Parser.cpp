@@ -319,6 +319,7 @@ class Parser {
       case OpCode::LocalStore:
       case OpCode::Copy:
       case OpCode::Barrier:
+      case OpCode::ClusterBarrier:
       case OpCode::Probe:
       case OpCode::Assert:
       case OpCode::Fence:

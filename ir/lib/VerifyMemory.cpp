@@ -116,9 +116,28 @@ bool Verifier::verifyMemoryOp(const Op& op) {
       return true;
     }
     case OpCode::Barrier:
+    case OpCode::ClusterBarrier:
       operands(op, 0, 0);
       results(op, 0);
       return true;
+    case OpCode::RemoteBuffer: {
+      operands(op, 2, 2);
+      results(op, 1);
+      const Type& b = in(op, 0);
+      const Type& r = in(op, 1);
+      if (!b.isBuffer() || b.space() != MemSpace::Shared) fail(op, "operand " + ts(b) + " must be a shared buffer");
+      if (!r.isScalar() || r.dtype() != DType::I32) fail(op, "rank " + ts(r) + " must be an i32 scalar");
+      // The view is of the program's own allocation (or a slot of it): the
+      // same offset in another program's shared memory. A view of a view
+      // would name a third program's memory through a second's.
+      const Value* root = op.operand(0);
+      while (root->definingOp() && root->definingOp()->code() == OpCode::BufferSlot)
+        root = root->definingOp()->operand(0);
+      if (!root->definingOp() || root->definingOp()->code() != OpCode::Alloc)
+        fail(op, "operand must be a shared buffer the kernel allocates (or a slot of one), not another program's view");
+      resultIs(op, b);
+      return true;
+    }
     case OpCode::Probe: {
       operands(op, 0, 0);
       results(op, 0);
@@ -141,6 +160,8 @@ bool Verifier::verifyMemoryOp(const Op& op) {
       const Type& b = in(op, 0);
       const Type& i = in(op, 1);
       if (!b.isBuffer() || b.rank() < 2) fail(op, "operand " + ts(b) + " must be a buffer of rank >= 2 (slots x tile)");
+      if (const Op* d = op.operand(0)->definingOp(); d && d->code() == OpCode::RemoteBuffer)
+        fail(op, "takes a slot of the program's own buffer; take the slot first, then its remote_buffer view");
       if (!i.isScalar() || !i.isIntLike() || i.dtype() == DType::I1)
         fail(op, "index " + ts(i) + " must be an integer scalar");
       resultIs(op, Type::buffer(b.dtype(), b.space(), Shape(b.shape().begin() + 1, b.shape().end())));

@@ -17,6 +17,12 @@ bool Verifier::verifyValueOp(const Op& op) {
       resultIs(op, Type::scalar(DType::I32));
       return true;
     }
+    case OpCode::ClusterRank:
+    case OpCode::ClusterSize:
+      operands(op, 0, 0);
+      results(op, 1);
+      resultIs(op, Type::scalar(DType::I32));
+      return true;
     case OpCode::Constant: {
       operands(op, 0, 0);
       results(op, 1);

@@ -57,6 +57,7 @@ TEST_CASE("the registry lists the examples in order", "[examples]") {
                                           "softmax",
                                           "layernorm",
                                           "rmsnorm",
+                                          "rmsnorm_cluster",
                                           "gemm_f32",
                                           "gemm_f16",
                                           "gemm_bf16",

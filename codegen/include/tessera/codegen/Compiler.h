@@ -3,6 +3,7 @@
 // behind the artifact's opaque owner handle.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -38,6 +39,13 @@ struct CompileOptions {
   bool dumpAssembly = false;  // also produce host assembly eagerly (otherwise on demand)
   /// GPU targets: warps per block (threads per block = numWarps x warp size).
   int numWarps = 4;
+  /// NVIDIA sm_90 and later (and their emu: targets): programs per
+  /// thread-block cluster along grid axes 0, 1, 2 (docs/dsl.md, "Clusters").
+  /// The programs of a cluster are launched together and reach each other's
+  /// shared buffers (ts::TileBuffer::remote); every launch's grid must be a
+  /// multiple of it. At most the target's maxClusterBlocks (Targets.def) in
+  /// all; {1, 1, 1} (no cluster) on every target.
+  std::array<int, 3> cluster = {1, 1, 1};
   /// AMDGPU code-object version (4, 5 or 6); 5 is what ROCm 6 runtimes load.
   int codeObjectVersion = 5;
   /// Test every global memory access against the extent of its buffer at

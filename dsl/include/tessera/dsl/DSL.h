@@ -298,6 +298,14 @@ Tensor& operator/=(Tensor& a, const Operand& b);
 /// This program's index along grid axis 0..2 (i32).
 Tensor program_id(int axis, SrcLoc loc = SrcLoc::current());
 Tensor num_programs(int axis, SrcLoc loc = SrcLoc::current());
+/// Thread-block clusters (docs/dsl.md, "Clusters"): a kernel compiled with
+/// CompileOptions::cluster runs its programs in clusters of that many,
+/// launched together; each program reaches the shared buffers of the others
+/// (TileBuffer::remote) and they meet at ts::cluster_barrier(). Without a
+/// cluster (every target, CompileOptions::cluster {1, 1, 1}) each program
+/// is a cluster of one: rank 0 of size 1. i32 scalars.
+Tensor cluster_rank(SrcLoc loc = SrcLoc::current());
+Tensor cluster_size(SrcLoc loc = SrcLoc::current());
 /// tile<n x i32> holding 0..n-1 / start..end-1.
 Tensor arange(int64_t n, SrcLoc loc = SrcLoc::current());
 Tensor arange(int64_t start, int64_t end, SrcLoc loc = SrcLoc::current());
@@ -434,6 +442,12 @@ class TileBuffer : public Tensor {
   explicit TileBuffer(const Tensor& t) : Tensor(t) {}
   Tensor load(SrcLoc loc = SrcLoc::current()) const;
   void store(const Operand& tile, SrcLoc loc = SrcLoc::current()) const;
+  /// This shared buffer as the program of cluster rank `rank` holds it
+  /// (distributed shared memory): load and store reach that program's
+  /// memory. What another program wrote is visible after a
+  /// ts::cluster_barrier() that both passed, and a program's buffer must
+  /// not be reached after it returns: meet at a cluster barrier before.
+  TileBuffer remote(const Operand& rank, SrcLoc loc = SrcLoc::current()) const;
 };
 TileBuffer alloc_shared(DType dtype, const ir::Shape& shape, SrcLoc loc = SrcLoc::current());
 TileBuffer alloc_local(DType dtype, const ir::Shape& shape, SrcLoc loc = SrcLoc::current());
@@ -441,6 +455,10 @@ TileBuffer alloc_local(DType dtype, const ir::Shape& shape, SrcLoc loc = SrcLoc:
 void copy(const TileBuffer& dst, const Tensor& ptrs, const Operand& mask = {}, SrcLoc loc = SrcLoc::current());
 /// Orders shared-memory effects among the threads of a program.
 void barrier(SrcLoc loc = SrcLoc::current());
+/// Every thread of every program of the cluster arrives before any goes on:
+/// orders their shared-memory effects, the remote ones included
+/// (TileBuffer::remote). A ts::barrier() for a cluster of one.
+void cluster_barrier(SrcLoc loc = SrcLoc::current());
 /// States that every element of `cond` (an i1 scalar or tile, such as a
 /// comparison) is true. A checked launch (LaunchOptions::checkBounds,
 /// TESSERA_CHECK_BOUNDS=1, `tessera run --check-bounds`) tests it and raises

@@ -35,6 +35,8 @@ class Builder {
 
   Value* programId(int axis);
   Value* numPrograms(int axis);
+  Value* clusterRank();
+  Value* clusterSize();
   Value* constant(Type t, double value);   // float-typed t
   Value* constant(Type t, int64_t value);  // integer-typed t
   Value* splat(Value* scalar, Shape shape);
@@ -70,6 +72,9 @@ class Builder {
   void localStore(Value* buffer, Value* tile);
   void copy(Value* dstBuffer, Value* srcPtrs, Value* mask = nullptr);
   void barrier();
+  void clusterBarrier();
+  /// `buffer` (shared) as the cluster's program `rank` holds it.
+  Value* remoteBuffer(Value* buffer, Value* rank);
   /// A profiling scope's begin (end = false) or end.
   void probe(const std::string& name, bool end);
   /// `assert(cond) {message}` (IR.h, "Assertions").
