@@ -22,6 +22,14 @@
 // and resets the counter for the next launch. No second kernel, no host
 // round trip.
 //
+// Where the target has thread-block clusters (sm_90a and later), the
+// SPLITS programs of a (b, h) are one cluster and combine in its shared
+// memory instead: each puts its (m, l, acc) in a shared buffer, and after a
+// cluster barrier every split reads all SPLITS states in rank order
+// (distributed shared memory) and split 0 writes the output; a second
+// barrier keeps the states alive until all have read them. No workspace,
+// no fence or atomic, and the combination's order is fixed.
+//
 // Shape: {batch, heads, max_len, D} with D one of 16, 32, 64, 128; default
 // {8, 8, 1000, 128}. Lengths are drawn from [1, max_len], pages are
 // assigned to sequences in a random order.
@@ -43,9 +51,9 @@ constexpr int kPage = 16;
 constexpr int kSplits = 4;
 }  // namespace
 
-Kernel pagedDecodeAttention(int D, int stages) {
+Kernel pagedDecodeAttention(int D, int stages, bool cluster) {
   const float scale = 1.0f / std::sqrt(float(D));
-  return ts::kernel(
+  Kernel k = ts::kernel(
       "paged_decode_attention",
       {"out", "q", "k_cache", "v_cache", "page_table", "lengths", "part_m", "part_l", "part_acc", "counters",
        "max_pages", "pages_per_split"},
@@ -99,8 +107,34 @@ Kernel pagedDecodeAttention(int D, int stages) {
                 : ts::for_range(first, last, 1, init, [&](ts::Int p, ts::Tensor m, ts::Tensor l, ts::Tensor acc) {
                     return page(p, m, l, acc, loaded);
                   });
-        // Publish this split's state, then count in.
         auto bh = b * heads + h;
+        if (cluster) {
+          auto sm = ts::alloc_shared(ts::f32, {1}), sl = ts::alloc_shared(ts::f32, {1});
+          auto sacc = ts::alloc_shared(ts::f32, {D});
+          sm.store(m);
+          sl.store(l);
+          sacc.store(acc);
+          ts::cluster_barrier();
+          // Rank r of the cluster is split r (the cluster spans grid axis 0).
+          std::vector<ts::Tensor> ms;
+          ts::Tensor mx;
+          for (int r = 0; r < kSplits; ++r) {
+            ms.push_back(sm.remote(r).load());  // [1]; an empty split has m = -inf, l = 0
+            mx = r == 0 ? ms[0] : ts::maximum(mx, ms.back());
+          }
+          ts::Tensor ls, o;
+          for (int r = 0; r < kSplits; ++r) {
+            auto w = ts::exp(ms[size_t(r)] - mx);  // [1]; mx finite: split 0 holds token 0
+            auto lr = sl.remote(r).load() * w;
+            auto ar = sacc.remote(r).load() * w;  // [D], w broadcast
+            ls = r == 0 ? lr : ls + lr;
+            o = r == 0 ? ar : o + ar;
+          }
+          ts::store(out + bh * D + d, (o / ls).to(ts::f16), s == 0);
+          ts::cluster_barrier();
+          return;
+        }
+        // Publish this split's state, then count in.
         auto one = ts::arange(1);
         ts::store(partM + bh * kSplits + s + one, m);
         ts::store(partL + bh * kSplits + s + one, l);
@@ -120,7 +154,13 @@ Kernel pagedDecodeAttention(int D, int stages) {
           ts::store(counters + bh, 0);  // ready for the next launch
         });
       });
+  return cluster ? k.withCluster({kSplits, 1, 1}) : k;
 }
+
+namespace {
+/// Whether the splits of a (b, h) combine in a cluster on target `t`.
+bool pagedDecodeInCluster(const Target& t) { return clusterBlocksOf(t) >= kSplits; }
+}  // namespace
 
 namespace ref {
 /// Plain C++ in double, from the sequences' tokens in order (the pages
@@ -202,7 +242,8 @@ Launch prepare(const RunContext& ctx) {
   dout.fillBytes(0xff);  // NaN: an output never written cannot pass
   Buffer counters = dev.upload(DType::I32, std::vector<int32_t>(size_t(batch * heads), 0));
   const size_t parts = size_t(batch * heads * kSplits);
-  Launch launch{pagedDecodeAttention(int(D), ctx.device.kind() == rt::DeviceKind::CPU ? 0 : 3),
+  Launch launch{pagedDecodeAttention(int(D), ctx.device.kind() == rt::DeviceKind::CPU ? 0 : 3,
+                                     pagedDecodeInCluster(deviceTarget(ctx.device))),
                 Dim3(uint32_t(kSplits), uint32_t(heads), uint32_t(batch)),
                 {dout, dev.upload(DType::F16, q), dev.upload(DType::F16, kCache), dev.upload(DType::F16, vCache),
                  dev.upload(DType::I32, table), dev.upload(DType::I32, lengths), dev.alloc(DType::F32, parts),
@@ -237,9 +278,10 @@ Example pagedDecodeAttentionExample() {
   e.name = "paged_decode_attention";
   e.summary =
       "decode attention over a paged f16 KV cache (page table, one query token), split-K combined in the same launch "
-      "by the last split (fence + acq_rel counter)";
-  e.kernel = [] { return pagedDecodeAttention(128, 0); };
-  e.gpuKernel = [](const Target&) { return pagedDecodeAttention(128, 3); };
+      "by the last split (fence + acq_rel counter), or in a thread-block cluster's shared memory where there are "
+      "clusters";
+  e.kernel = [] { return pagedDecodeAttention(128, 0, false); };
+  e.gpuKernel = [](const Target& t) { return pagedDecodeAttention(128, 3, pagedDecodeInCluster(t)); };
   e.prepare = prepare;
   // One token; ragged lengths over several pages and sequences; an aligned
   // max_len with D = 64; a long sequence whose splits all hold pages.

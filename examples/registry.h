@@ -203,7 +203,10 @@ Kernel rope(int BLOCK, int D);
 /// counters, max_pages, pages_per_split   grid: (4 splits, heads, batch)
 /// stages >= 1: the pages' keys and values are staged through shared memory
 /// by a for_pipelined of that depth (the GPU kernels); 0: plain loads (CPU).
-Kernel pagedDecodeAttention(int D, int stages);
+/// cluster: the 4 splits of a (b, h) are a thread-block cluster and combine
+/// in its shared memory (targets with clusters); else through part_* and
+/// the counters, by the last split to arrive.
+Kernel pagedDecodeAttention(int D, int stages, bool cluster);
 /// loss, grad, logits, targets, V, scale   grid: rows; any V (BLOCK-wide chunks)
 Kernel crossEntropy(int BLOCK);
 Kernel tutorialSoftmax(int BLOCK);  // out, in, cols                 grid: rows; any cols (tutorial step 2)

@@ -29,8 +29,7 @@ namespace tessera::examples {
 Kernel rmsnormCluster(int BLOCK, int C) {
   return ts::kernel(
              "rmsnorm_cluster", {"y", "x", "weight", "cols", "eps"},
-             [=](ts::Ptr<float> y, ts::Ptr<const float> x, ts::Ptr<const float> weight, ts::Int cols,
-                 ts::Float eps) {
+             [=](ts::Ptr<float> y, ts::Ptr<const float> x, ts::Ptr<const float> weight, ts::Int cols, ts::Float eps) {
                auto rank = ts::cluster_rank();
                auto row = ts::program_id(0) / ts::cluster_size();
                auto c = rank * BLOCK + ts::arange(BLOCK);
@@ -72,8 +71,10 @@ Launch prepare(const RunContext& ctx) {
 
   Buffer dx = ctx.device.upload(DType::F32, x), dw = ctx.device.upload(DType::F32, w);
   Buffer dy = ctx.device.alloc(DType::F32, size_t(rows * cols));
-  Launch launch{rmsnormCluster(s.block, s.programs), Dim3(uint32_t(rows * s.programs)),
-                {dy, dx, dw, int32_t(cols), kEps}, {rows, cols}};
+  Launch launch{rmsnormCluster(s.block, s.programs),
+                Dim3(uint32_t(rows * s.programs)),
+                {dy, dx, dw, int32_t(cols), kEps},
+                {rows, cols}};
 
   // As rmsnorm: one reassociated f32 sum of squares scales every output.
   launch.check = [dy, x = std::move(x), w = std::move(w), rows = rows, cols = cols] {

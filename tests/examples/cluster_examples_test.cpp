@@ -131,7 +131,7 @@ TEST_CASE("the emulator names a remote read before the cluster barrier and a pro
   CHECK(early.find("exited") != std::string::npos);
 }
 
-TEST_CASE("cluster shapes a target cannot take are compile errors; a kernel's shape is its own",
+TEST_CASE("cluster shapes a target cannot take are compile errors, and a kernel keeps its own shape",
           "[examples][cluster]") {
   const ts::Kernel k = ex::rmsnormCluster(1024, 2);
   auto compileError = [&](const ts::Kernel& kern, const char* target, ts::CompileOptions o = {}) -> std::string {
@@ -165,8 +165,9 @@ TEST_CASE("cluster shapes a target cannot take are compile errors; a kernel's sh
     }
     return "";
   };
-  CHECK(traceError([] { ts::alloc_shared(ts::f32, {16}).remote(1).remote(0); })
-            .find("remote: the buffer is already another program's") != std::string::npos);
+  CHECK(traceError([] {
+          ts::alloc_shared(ts::f32, {16}).remote(1).remote(0);
+        }).find("remote: the buffer is already another program's") != std::string::npos);
   CHECK(traceError([] { ts::alloc_local(ts::f32, {16}).remote(1); }).find("is not a shared buffer") !=
         std::string::npos);
 }
