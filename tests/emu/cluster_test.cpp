@@ -14,6 +14,7 @@
 #include "tessera/runtime/Emulator.h"
 #include "tessera/support/EmuAbi.h"
 #include "tessera/support/Error.h"
+#include "SharedAccess.h"
 
 using namespace tessera::emu;
 
@@ -35,14 +36,8 @@ LaunchConfig clusterConfig(std::array<uint32_t, 3> grid, std::array<uint32_t, 3>
 
 enum Op { kStoreMine, kLoadTheirs, kStoreOut, kArrive, kWait, kMapa, kBarSync, kStoreTheirs, kLoadMine };
 
-template <class T>
-T sload(T* p, int op) {
-  return *static_cast<T*>(tessera_emu_shared_access(p, sizeof(T), TESSERA_EMU_LOAD, op));
-}
-template <class T>
-void sstore(T* p, T v, int op) {
-  *static_cast<T*>(tessera_emu_shared_access(p, sizeof(T), TESSERA_EMU_STORE, op)) = v;
-}
+using tessera::emu::test::sload;
+using tessera::emu::test::sstore;
 template <class T>
 T cload(T* p, int op) {
   return *static_cast<T*>(tessera_emu_cluster_access(p, sizeof(T), TESSERA_EMU_LOAD, op));

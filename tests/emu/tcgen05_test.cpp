@@ -12,6 +12,7 @@
 #include "tessera/runtime/Emulator.h"
 #include "tessera/support/EmuAbi.h"
 #include "tessera/support/Tcgen05.h"
+#include "SharedAccess.h"
 
 using namespace tessera::emu;
 namespace tc = tessera::tcgen05;
@@ -51,14 +52,8 @@ uint64_t desc(uint32_t start, bool version = true) {
 }
 uint32_t kmajor(uint32_t row, uint32_t k) { return (row / 8) * kSbo + (row % 8) * 16 + (k / 8) * kLbo + (k % 8) * 2; }
 
-template <class T>
-T sload(T* p, int op) {
-  return *static_cast<T*>(tessera_emu_shared_access(p, sizeof(T), TESSERA_EMU_LOAD, op));
-}
-template <class T>
-void sstore(T* p, T v, int op) {
-  *static_cast<T*>(tessera_emu_shared_access(p, sizeof(T), TESSERA_EMU_STORE, op)) = v;
-}
+using tessera::emu::test::sload;
+using tessera::emu::test::sstore;
 
 void kernel(void* const* args) {
   auto& p = *static_cast<Params*>(args[0]);

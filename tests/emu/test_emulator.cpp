@@ -15,6 +15,7 @@
 #include "../../codegen/emu/EmuCompile.h"
 #include "tessera/runtime/Emulator.h"
 #include "tessera/support/Error.h"
+#include "SharedAccess.h"
 
 using namespace tessera::emu;
 
@@ -31,14 +32,8 @@ LaunchConfig makeConfig(std::array<uint32_t, 3> grid, std::array<uint32_t, 3> bl
   return c;
 }
 
-template <class T>
-T sload(T* p, int op) {
-  return *static_cast<T*>(tessera_emu_shared_access(p, sizeof(T), TESSERA_EMU_LOAD, op));
-}
-template <class T>
-void sstore(T* p, T v, int op) {
-  *static_cast<T*>(tessera_emu_shared_access(p, sizeof(T), TESSERA_EMU_STORE, op)) = v;
-}
+using tessera::emu::test::sload;
+using tessera::emu::test::sstore;
 template <class T>
 T gload(const T* p, int op) {
   return *static_cast<const T*>(tessera_emu_global_access(const_cast<T*>(p), sizeof(T), TESSERA_EMU_LOAD, op));

@@ -1,0 +1,42 @@
+// Thread-block clusters on a real CUDA device of compute capability 9.0 or
+// later (sm_90a, sm_100a, sm_103a, sm_120a): rmsnorm_cluster's rows shared by
+// clusters of 1 to 8 programs, and paged_decode_attention's splits combined
+// in a cluster's shared memory, each against its plain C++ reference --
+// launched through cuLaunchKernelEx with the cluster attribute. The
+// acceptance kit runs it; without such a device it says why and skips.
+#include <catch2/catch.hpp>
+
+#include "../env_guard.h"
+#include "registry.h"
+
+namespace ts = tessera;
+namespace ex = tessera::examples;
+
+TEST_CASE("rmsnorm_cluster and paged_decode_attention run in clusters on a real CUDA device with clusters",
+          "[gpu][cuda][hardware][cluster]") {
+  tessera::testing::EnvGuard env("TESSERA_CUDA_LIBRARY", nullptr);
+  std::string why;
+  try {
+    ts::Device dev = ts::Device::cuda(0);
+    if (ex::clusterBlocksOf(ex::deviceTarget(dev)) < 2) why = dev.name() + " (" + dev.arch() + ") has no clusters";
+  } catch (const ts::DeviceError& e) {
+    why = std::string("no CUDA device: ") + e.what();
+  }
+  if (!why.empty()) {
+    WARN("SKIP: " << why << " -- cluster kernels not run");
+    return;
+  }
+  const ts::Device dev = ts::Device::cuda(0);
+  for (const char* name : {"rmsnorm_cluster", "paged_decode_attention"}) {
+    const ex::Example* e = ex::find(name);
+    REQUIRE(e);
+    for (const auto& shape : e->testShapes) {
+      ex::RunContext ctx;
+      ctx.device = dev;
+      ctx.shape = shape;
+      ex::CheckResult r = e->run(ctx);
+      INFO(name << " " << r.detail);
+      REQUIRE(r.ok);
+    }
+  }
+}
