@@ -160,6 +160,18 @@ void Verifier::checkFp8Use(const Op& op) const {
 void Verifier::verifyOp(const Op& op, const Op* owner) {
   const OpCode c = op.code();
   checkFp8Use(op);
+  // Another program's buffer is reached by plain loads and stores only:
+  // async copies, tensor copies and pipeline slots are the program's own
+  // (cp.async and TMA write shared::cta), and a view carried through
+  // control flow would hide whose memory it names.
+  for (unsigned i = 0; i < op.numOperands(); ++i) {
+    const Op* d = op.operand(i)->definingOp();
+    if (!d || d->code() != OpCode::RemoteBuffer) continue;
+    if ((c == OpCode::LocalLoad || c == OpCode::LocalStore) && i == 0) continue;
+    fail(op,
+         "takes another program's buffer (remote_buffer), which only local_load and local_store reach; load "
+         "the tile, or store it through the view");
+  }
   // The elementwise math of Ops.def's kBinary / kUnary rows: one type in,
   // the same type out.
   if (isBinary(c) || isUnary(c)) {

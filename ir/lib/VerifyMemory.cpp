@@ -160,8 +160,6 @@ bool Verifier::verifyMemoryOp(const Op& op) {
       const Type& b = in(op, 0);
       const Type& i = in(op, 1);
       if (!b.isBuffer() || b.rank() < 2) fail(op, "operand " + ts(b) + " must be a buffer of rank >= 2 (slots x tile)");
-      if (const Op* d = op.operand(0)->definingOp(); d && d->code() == OpCode::RemoteBuffer)
-        fail(op, "takes a slot of the program's own buffer; take the slot first, then its remote_buffer view");
       if (!i.isScalar() || !i.isIntLike() || i.dtype() == DType::I1)
         fail(op, "index " + ts(i) + " must be an integer scalar");
       resultIs(op, Type::buffer(b.dtype(), b.space(), Shape(b.shape().begin() + 1, b.shape().end())));
