@@ -192,6 +192,11 @@ inline int clusterBlocksOf(const Target& t) {
   const GpuArch* row = findGpuArch(GpuArch::Vendor::NVIDIA, t.arch);
   return row && row->maxClusterBlocks > 0 ? row->maxClusterBlocks : 1;
 }
+/// A launch of an RMSNorm kernel (arguments y, x, weight, cols, eps) on
+/// random rows, checked against ref::rmsnorm: the kernel and grid
+/// `kernelFor` gives for the shape (examples/rmsnorm.cpp).
+Launch rmsnormLaunch(const RunContext& ctx, const char* name,
+                     const std::function<std::pair<Kernel, Dim3>(int64_t rows, int64_t cols)>& kernelFor);
 namespace ref {
 /// rmsnorm's plain C++ reference, in double (examples/rmsnorm.cpp).
 std::vector<double> rmsnorm(const std::vector<float>& x, const std::vector<float>& w, int64_t rows, int64_t cols,

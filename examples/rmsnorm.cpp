@@ -46,18 +46,18 @@ std::vector<double> rmsnorm(const std::vector<float>& x, const std::vector<float
 }
 }  // namespace ref
 
-namespace {
-constexpr float kEps = 1e-6f;
-
-Launch prepare(const RunContext& ctx) {
-  auto [rows, cols] = rowsCols(ctx, "rmsnorm");
+Launch rmsnormLaunch(const RunContext& ctx, const char* name,
+                     const std::function<std::pair<Kernel, Dim3>(int64_t rows, int64_t cols)>& kernelFor) {
+  constexpr float kEps = 1e-6f;
+  auto [rows, cols] = rowsCols(ctx, name);
   std::mt19937_64 rng(ctx.seed);
   std::vector<float> x = randomVector(size_t(rows * cols), rng, -2.0f, 2.0f);
   std::vector<float> w = randomVector(size_t(cols), rng, 0.5f, 1.5f);
 
   Buffer dx = ctx.device.upload(DType::F32, x), dw = ctx.device.upload(DType::F32, w);
   Buffer dy = ctx.device.alloc(DType::F32, size_t(rows * cols));
-  Launch launch{rmsnorm(nextPow2(cols)), Dim3(uint32_t(rows)), {dy, dx, dw, int32_t(cols), kEps}, {rows, cols}};
+  auto [kernel, grid] = kernelFor(rows, cols);
+  Launch launch{std::move(kernel), grid, {dy, dx, dw, int32_t(cols), kEps}, {rows, cols}};
 
   // One reassociated f32 sum of squares (relative error ~1e-6) scales every
   // output: relative 1e-5 plus an absolute 1e-6 for outputs near zero.
@@ -65,6 +65,13 @@ Launch prepare(const RunContext& ctx) {
     return compare(dy.read<float>(), ref::rmsnorm(x, w, rows, cols, kEps), 1e-6, 1e-5);
   };
   return launch;
+}
+
+namespace {
+Launch prepare(const RunContext& ctx) {
+  return rmsnormLaunch(ctx, "rmsnorm", [](int64_t rows, int64_t cols) {
+    return std::pair{rmsnorm(nextPow2(cols)), Dim3(uint32_t(rows))};
+  });
 }
 }  // namespace
 

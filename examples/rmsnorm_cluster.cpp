@@ -60,27 +60,12 @@ ClusterSplit rmsnormClusterSplit(const Target& t, int64_t cols) {
 }
 
 namespace {
-constexpr float kEps = 1e-6f;
-
 Launch prepare(const RunContext& ctx) {
-  auto [rows, cols] = rowsCols(ctx, "rmsnorm_cluster");
-  std::mt19937_64 rng(ctx.seed);
-  std::vector<float> x = randomVector(size_t(rows * cols), rng, -2.0f, 2.0f);
-  std::vector<float> w = randomVector(size_t(cols), rng, 0.5f, 1.5f);
-  const ClusterSplit s = rmsnormClusterSplit(deviceTarget(ctx.device), cols);
-
-  Buffer dx = ctx.device.upload(DType::F32, x), dw = ctx.device.upload(DType::F32, w);
-  Buffer dy = ctx.device.alloc(DType::F32, size_t(rows * cols));
-  Launch launch{rmsnormCluster(s.block, s.programs),
-                Dim3(uint32_t(rows * s.programs)),
-                {dy, dx, dw, int32_t(cols), kEps},
-                {rows, cols}};
-
-  // As rmsnorm: one reassociated f32 sum of squares scales every output.
-  launch.check = [dy, x = std::move(x), w = std::move(w), rows = rows, cols = cols] {
-    return compare(dy.read<float>(), ref::rmsnorm(x, w, rows, cols, kEps), 1e-6, 1e-5);
-  };
-  return launch;
+  const Target t = deviceTarget(ctx.device);
+  return rmsnormLaunch(ctx, "rmsnorm_cluster", [t](int64_t rows, int64_t cols) {
+    const ClusterSplit s = rmsnormClusterSplit(t, cols);
+    return std::pair{rmsnormCluster(s.block, s.programs), Dim3(uint32_t(rows * s.programs))};
+  });
 }
 }  // namespace
 

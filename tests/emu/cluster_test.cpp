@@ -108,6 +108,21 @@ std::vector<int64_t> expectedAllGather(const LaunchConfig& cfg) {
 
 }  // namespace
 
+namespace {
+/// Runs allGatherKernel under `cfg` and checks every block gathered the
+/// right values with no report.
+void checkAllGather(LaunchConfig cfg) {
+  std::vector<int64_t> out(size_t{cfg.grid[0]} * cfg.grid[1] * cfg.grid[2] * cfg.block[0], -1);
+  cfg.globalBuffers = {{out.data(), out.size() * sizeof(int64_t)}};
+  int64_t* pout = out.data();
+  void* args[] = {&pout};
+  LaunchReport rep = launch(&allGatherKernel, args, cfg);
+  INFO(rep.summary());
+  CHECK_FALSE(rep.hasErrors());
+  CHECK(out == expectedAllGather(cfg));
+}
+}  // namespace
+
 TEST_CASE("clusters of 2, 4 and 2x2 blocks exchange shared memory through mapa and cluster barriers",
           "[emu][cluster]") {
   struct Shape {
@@ -118,14 +133,7 @@ TEST_CASE("clusters of 2, 4 and 2x2 blocks exchange shared memory through mapa a
     for (unsigned hostThreads : {1u, 2u}) {
       LaunchConfig cfg = clusterConfig(s.grid, s.cluster);
       cfg.hostThreads = hostThreads;
-      std::vector<int64_t> out(size_t{cfg.grid[0]} * cfg.grid[1] * cfg.grid[2] * cfg.block[0], -1);
-      cfg.globalBuffers = {{out.data(), out.size() * sizeof(int64_t)}};
-      int64_t* pout = out.data();
-      void* args[] = {&pout};
-      LaunchReport rep = launch(&allGatherKernel, args, cfg);
-      INFO(rep.summary());
-      CHECK_FALSE(rep.hasErrors());
-      CHECK(out == expectedAllGather(cfg));
+      checkAllGather(cfg);
     }
   }
 }
@@ -182,15 +190,7 @@ TEST_CASE("every cluster special register", "[emu][cluster]") {
 
 TEST_CASE("without clusters, barrier.cluster is a block barrier and mapa to rank 0 is the block itself",
           "[emu][cluster]") {
-  LaunchConfig cfg = clusterConfig({3, 1, 1}, {1, 1, 1});
-  std::vector<int64_t> out(3 * 32, -1);
-  cfg.globalBuffers = {{out.data(), out.size() * sizeof(int64_t)}};
-  int64_t* pout = out.data();
-  void* args[] = {&pout};
-  LaunchReport rep = launch(&allGatherKernel, args, cfg);
-  INFO(rep.summary());
-  CHECK_FALSE(rep.hasErrors());
-  CHECK(out == expectedAllGather(cfg));
+  checkAllGather(clusterConfig({3, 1, 1}, {1, 1, 1}));
 }
 
 namespace {

@@ -7,6 +7,7 @@
 // cluster a target does not have.
 #include <catch2/catch.hpp>
 
+#include <memory>
 #include <string>
 
 #include "registry.h"
@@ -36,35 +37,32 @@ void checkAll(const ts::Device& dev, const ex::Example& e, unsigned threads) {
   }
 }
 
-/// rmsnorm_cluster's kernel with one of its two cluster barriers left out.
-ts::Kernel brokenRmsnorm(int BLOCK, int C, bool firstBarrier, bool secondBarrier) {
-  return ts::kernel("rmsnorm_cluster_broken", {"y", "x", "cols"},
-                    [=](ts::Ptr<float> y, ts::Ptr<const float> x, ts::Int cols) {
-                      auto rank = ts::cluster_rank();
-                      auto row = ts::program_id(0) / ts::cluster_size();
-                      auto c = rank * BLOCK + ts::arange(BLOCK);
-                      auto mask = c < cols;
-                      auto v = ts::load(x + row * cols + c, mask, 0.0f);
-                      auto partial = ts::alloc_shared(ts::f32, {1});
-                      partial.store(ts::splat(ts::sum(v * v, 0), {1}));
-                      if (firstBarrier) ts::cluster_barrier();
-                      ts::Tensor ss = partial.remote(0).load();
-                      for (int r = 1; r < C; ++r) ss = ss + partial.remote(r).load();
-                      if (secondBarrier) ts::cluster_barrier();
-                      ts::store(y + row * cols + c, v * ts::sum(ss, 0), mask);
-                    })
-      .withCluster({C, 1, 1});
+/// rmsnorm_cluster's own kernel (BLOCK 64, clusters of 4) without its
+/// `which`-th cluster barrier (0: before the partials are read, 1: after).
+ts::Kernel rmsnormWithoutBarrier(int which) {
+  const ts::Kernel k = ex::rmsnormCluster(64, 4);
+  std::shared_ptr<ts::ir::Function> f = ts::ir::clone(k.ir());
+  auto& ops = f->body().ops();
+  int seen = 0;
+  for (auto it = ops.begin(); it != ops.end(); ++it)
+    if ((*it)->code() == ts::ir::OpCode::ClusterBarrier && seen++ == which) {
+      ops.erase(it);  // no operands, no results: nothing refers to it
+      break;
+    }
+  REQUIRE(seen > which);
+  return ts::Kernel(std::move(f)).withCluster(k.cluster());
 }
 
 std::string launchError(const ts::Device& dev, const ts::Kernel& k) {
   const int64_t rows = 2, cols = 256;
   ts::Buffer x = dev.upload(ts::DType::F32, std::vector<float>(size_t(rows * cols), 1.0f));
+  ts::Buffer w = dev.upload(ts::DType::F32, std::vector<float>(size_t(cols), 1.0f));
   ts::Buffer y = dev.alloc(ts::DType::F32, size_t(rows * cols));
   ts::CompiledKernel ck = ts::compile(k, dev);
   ts::LaunchOptions o;
   o.threads = 2;
   try {
-    ck.launchWith(ts::Dim3(uint32_t(rows * 4)), {y, x, int32_t(cols)}, o);
+    ck.launchWith(ts::Dim3(uint32_t(rows * 4)), {y, x, w, int32_t(cols), 1e-6f}, o);
   } catch (const ts::emu::EmulatorError& e) {
     return e.what();
   }
@@ -117,16 +115,16 @@ TEST_CASE("the emulator names a remote read before the cluster barrier and a pro
           "[examples][emu][cluster]") {
   ts::Device dev = ts::Device::emulator("nvptx:sm_90a");
   // Both barriers: clean.
-  CHECK(launchError(dev, brokenRmsnorm(64, 4, true, true)).empty());
+  CHECK(launchError(dev, ex::rmsnormCluster(64, 4)).empty());
   // The partials read before every program wrote its own: a race between
   // two programs of the cluster.
-  const std::string race = launchError(dev, brokenRmsnorm(64, 4, false, true));
+  const std::string race = launchError(dev, rmsnormWithoutBarrier(0));
   INFO(race);
   CHECK(race.find("race") != std::string::npos);
-  CHECK(race.find("cluster_examples_test.cpp") != std::string::npos);
+  CHECK(race.find("rmsnorm_cluster.cpp") != std::string::npos);
   // No barrier after the reads: a program may leave (its shared memory
   // gone) while another still reads its partial.
-  const std::string early = launchError(dev, brokenRmsnorm(64, 4, true, false));
+  const std::string early = launchError(dev, rmsnormWithoutBarrier(1));
   INFO(early);
   CHECK(early.find("exited") != std::string::npos);
 }

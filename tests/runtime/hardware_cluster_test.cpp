@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include "../env_guard.h"
+#include "real_cuda_device.h"
 #include "registry.h"
 
 namespace ts = tessera;
@@ -15,13 +16,9 @@ namespace ex = tessera::examples;
 TEST_CASE("rmsnorm_cluster and paged_decode_attention run in clusters on a real CUDA device with clusters",
           "[gpu][cuda][hardware][cluster]") {
   tessera::testing::EnvGuard env("TESSERA_CUDA_LIBRARY", nullptr);
-  std::string why;
-  try {
-    ts::Device dev = ts::Device::cuda(0);
-    if (ex::clusterBlocksOf(ex::deviceTarget(dev)) < 2) why = dev.name() + " (" + dev.arch() + ") has no clusters";
-  } catch (const ts::DeviceError& e) {
-    why = std::string("no CUDA device: ") + e.what();
-  }
+  const std::string why = tessera::testing::whyNoCudaDevice([](const ts::Device& dev) -> std::string {
+    return ex::clusterBlocksOf(ex::deviceTarget(dev)) >= 2 ? "" : dev.name() + " (" + dev.arch() + ") has no clusters";
+  });
   if (!why.empty()) {
     WARN("SKIP: " << why << " -- cluster kernels not run");
     return;

@@ -8,6 +8,7 @@
 
 #include "../gemm_check.h"
 #include "../env_guard.h"
+#include "real_cuda_device.h"
 
 namespace ts = tessera;
 namespace ex = tessera::examples;
@@ -15,13 +16,9 @@ namespace ex = tessera::examples;
 TEST_CASE("the Hopper GEMM paths (TMA, warp specialisation, tensor stores) run on a real sm_90a device",
           "[gpu][cuda][hardware][tma]") {
   tessera::testing::EnvGuard env("TESSERA_CUDA_LIBRARY", nullptr);
-  std::string why;
-  try {
-    ts::Device dev = ts::Device::cuda(0);
-    if (dev.arch() != "nvptx:sm_90a") why = dev.name() + " is " + dev.arch() + ", not sm_90a";
-  } catch (const ts::DeviceError& e) {
-    why = std::string("no CUDA device: ") + e.what();
-  }
+  const std::string why = tessera::testing::whyNoCudaDevice([](const ts::Device& dev) -> std::string {
+    return dev.arch() == "nvptx:sm_90a" ? "" : dev.name() + " is " + dev.arch() + ", not sm_90a";
+  });
   if (!why.empty()) {
     WARN("SKIP: " << why << " -- Hopper GEMMs not run");
     return;
