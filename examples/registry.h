@@ -244,10 +244,18 @@ struct GemmBlocks {
   /// of the programs the device holds at once (Launch::persistent).
   int group = 8;
   bool persistent = false;
+  /// `dynamic`: one program per tile, each taking the tiles of the programs
+  /// it cancels before they start (Tiles::dynamic: cluster launch control
+  /// on sm_100a, sm_103a and sm_120a; elsewhere one tile a program).
+  bool dynamic = false;
 };
 /// Whether a GEMM over B runs its tiles persistently: B.persistent, except
 /// for a warp-specialised K loop, which needs one tile a program (gemmTiles).
 inline bool gemmPersistent(const GemmBlocks& B) { return B.persistent && !B.warpSpecialized; }
+/// Whether a GEMM over B takes tiles from the programs it cancels: B.dynamic,
+/// except with a persistent grid (which numbers tiles by the grid) or a
+/// warp-specialised K loop (one tile a program).
+inline bool gemmDynamic(const GemmBlocks& B) { return B.dynamic && !gemmPersistent(B) && !B.warpSpecialized; }
 /// The grid of a GEMM over B's schedule: one program per output tile, on
 /// axis 0 (a persistent launch caps it: launchGrid).
 inline Dim3 gemmGrid(const GemmBlocks& B, int64_t M, int64_t N) {
@@ -307,6 +315,14 @@ inline bool hasWarpgroupMma(const Target& t) {
   const GpuArch* row = findGpuArch(GpuArch::Vendor::NVIDIA, t.arch);
   return row && (row->wgmma || row->tcgen05);
 }
+/// Whether `t` (or the architecture an emu: target runs) cancels programs
+/// that have not started (Targets.def's clc column: sm_100a, sm_103a,
+/// sm_120a), which a dynamic() tile schedule uses.
+inline bool cancelsPrograms(const Target& t) {
+  if (t.kind != Target::Kind::NVPTX && t.kind != Target::Kind::EmuNVPTX) return false;
+  const GpuArch* row = findGpuArch(GpuArch::Vendor::NVIDIA, t.arch);
+  return row && row->clusterLaunchControl;
+}
 
 /// Default blocks. CPU: measured on AVX2 (Zen 3), docs/gemm.md. GPU and
 /// emulator targets: 32 x 32 x 32 keeps the shared-memory tiles small (and
@@ -360,7 +376,7 @@ inline AttentionBlocks attentionDefaultBlocks(const Device& device) {
 
 /// The blocks of a GEMM launch: the defaults for ctx.device, with what
 /// ctx.config sets (BLOCK_M, BLOCK_N, BLOCK_K, STAGES, WARP_SPECIALIZE,
-/// GROUP_M, PERSISTENT) in their place.
+/// GROUP_M, PERSISTENT, DYNAMIC) in their place.
 inline GemmBlocks gemmBlocksFor(const RunContext& ctx) {
   GemmBlocks b = gemmDefaultBlocks(ctx.device);
   if (!ctx.config) return b;
@@ -372,6 +388,7 @@ inline GemmBlocks gemmBlocksFor(const RunContext& ctx) {
   b.warpSpecialized = c.getOr("WARP_SPECIALIZE", b.warpSpecialized ? 1 : 0) != 0;
   b.group = static_cast<int>(c.getOr("GROUP_M", b.group));
   b.persistent = c.getOr("PERSISTENT", b.persistent ? 1 : 0) != 0;
+  b.dynamic = c.getOr("DYNAMIC", b.dynamic ? 1 : 0) != 0;
   return b;
 }
 
@@ -408,6 +425,16 @@ inline perf::TuneSpace gemmTuneSpace(const Target& t, const std::vector<int64_t>
     if (staged && hasWarpgroupMma(t))
       s.constrain("PERSISTENT = 0 where WARP_SPECIALIZE = 1 (one tile a program)",
                   [](const perf::TuneConfig& c) { return !(c.get("PERSISTENT") && c.get("WARP_SPECIALIZE")); });
+  }
+  // Where programs can be cancelled: one program per tile, the programs
+  // that started taking the tiles of those still queued (Tiles::dynamic).
+  if (cancelsPrograms(t)) {
+    s.param("DYNAMIC", {0, 1});
+    s.constrain("DYNAMIC = 0 where PERSISTENT = 1 (the grid numbers the tiles)",
+                [](const perf::TuneConfig& c) { return !(c.get("DYNAMIC") && c.get("PERSISTENT")); });
+    if (staged && hasWarpgroupMma(t))
+      s.constrain("DYNAMIC = 0 where WARP_SPECIALIZE = 1 (one tile a program)",
+                  [](const perf::TuneConfig& c) { return !(c.get("DYNAMIC") && c.get("WARP_SPECIALIZE")); });
   }
   auto bucket = [](int64_t d) {
     int64_t b = 1;

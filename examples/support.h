@@ -181,7 +181,7 @@ inline Tensor applyActivation(const Tensor& y, Activation act) {
 /// alone. A program past the last tile has p / tiles-per-row >= the tile
 /// rows, so its rows are past M and its masked stores write nothing.
 inline Tiles gemmSchedule(const GemmBlocks& B, Int M, Int N, SrcLoc loc = SrcLoc::current()) {
-  return Tiles(M, N, B.m, B.n, loc).grouped(B.group, loc).persistent(gemmPersistent(B));
+  return Tiles(M, N, B.m, B.n, loc).grouped(B.group, loc).persistent(gemmPersistent(B)).dynamic(gemmDynamic(B));
 }
 template <typename Body>
 void gemmTiles(const GemmBlocks& B, Int M, Int N, Body&& body, SrcLoc loc = SrcLoc::current()) {

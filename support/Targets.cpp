@@ -11,7 +11,7 @@ const std::vector<GpuArch>& gpuArchs() {
   static const std::vector<GpuArch> rows = {
 #define TS_NVPTX_TARGET(arch_, warp, sharedKiB, ptxIsa_, minCuda_, smemPerSmKiB, threadsPerSm_, blocksPerSm_, \
                         regsPerSm, regsPerThread, fp8Mma_, wgmma_, tma, tcgen05_, tcgen05I8_, tmemColumns_,   \
-                        maxClusterBlocks_, mmaBlockScale_)                                                    \
+                        maxClusterBlocks_, mmaBlockScale_, clc_)                                              \
   {.vendor = GpuArch::Vendor::NVIDIA,                                                                         \
    .arch = #arch_,                                                                                            \
    .warpSize = warp,                                                                                          \
@@ -31,7 +31,8 @@ const std::vector<GpuArch>& gpuArchs() {
    .tcgen05I8 = tcgen05I8_,                                                                                   \
    .tmemColumns = tmemColumns_,                                                                               \
    .maxClusterBlocks = maxClusterBlocks_,                                                                     \
-   .mmaBlockScale = mmaBlockScale_},
+   .mmaBlockScale = mmaBlockScale_,                                                                           \
+   .clusterLaunchControl = clc_},
 #define TS_AMDGPU_TARGET(arch_, wave, features, ldsKiB, vgprsPerSimd_, maxWavesPerSimd_, simdsPerCu_, ldsPerCuKiB, \
                          vgprGranule_, gfxMajor_, matrixCore_, i8MfmaK_, fp8Mfma_, f16MfmaK_, f8f6f4MfmaK_,        \
                          wmmaLaneElems_, fp8Wmma_)                                                                 \

@@ -57,6 +57,30 @@ void Lowering::bindResults(const ir::Op& op, const std::vector<llvm::Value*>& st
   }
 }
 
+// A do-while over scalars: the carried values and the condition live in
+// memory like a for's, so the yield writes them as it does for a for.
+void Lowering::emitWhile(const ir::Op& op) {
+  std::vector<llvm::Value*> storage{entryAlloca(b_.getInt1Ty())};
+  for (unsigned i = 0; i < op.numResults(); ++i) {
+    storage.push_back(entryAlloca(elemTy(op.operand(i)->type())));
+    b_.CreateStore(scalar(op.operand(i)), storage.back());
+  }
+  llvm::Function* f = b_.GetInsertBlock()->getParent();
+  auto* bodyBB = llvm::BasicBlock::Create(ctx_, "while.body", f);
+  auto* endBB = llvm::BasicBlock::Create(ctx_, "while.end", f);
+  b_.CreateBr(bodyBB);
+  b_.SetInsertPoint(bodyBB);
+  const ir::Block& blk = op.region(0).block();
+  for (unsigned i = 0; i < op.numResults(); ++i)
+    scalars_[blk.arg(i)] = b_.CreateLoad(elemTy(blk.arg(i)->type()), storage[i + 1]);
+  yieldTargets_.push_back({storage, true});
+  emitBlock(blk);
+  yieldTargets_.pop_back();
+  b_.CreateCondBr(b_.CreateLoad(b_.getInt1Ty(), storage[0]), bodyBB, endBB);
+  b_.SetInsertPoint(endBB);
+  bindResults(op, std::vector<llvm::Value*>(storage.begin() + 1, storage.end()));
+}
+
 void Lowering::emitIf(const ir::Op& op) {
   std::vector<llvm::Value*> storage;
   for (unsigned i = 0; i < op.numResults(); ++i) {
@@ -128,6 +152,9 @@ void Lowering::emitOp(const ir::Op& op) {
     // cluster of one, whose only member is itself.
     case OpCode::ClusterRank: scalars_[op.result()] = b_.getInt32(0); return;
     case OpCode::ClusterSize: scalars_[op.result()] = b_.getInt32(1); return;
+    // The CPU's programs are not scheduled by hardware that could hand one
+    // to another: nothing is cancelled, each program does its own work.
+    case OpCode::CancelProgram: scalars_[op.result()] = b_.getInt32(-1); return;
     case OpCode::RemoteBuffer:
       arrays_[op.result()] = arrays_.at(op.operand(0));
       if (slotViews_.count(op.operand(0))) slotViews_.insert(op.result());
@@ -208,6 +235,7 @@ void Lowering::emitOp(const ir::Op& op) {
     case OpCode::Dot: return emitDot(op);
     case OpCode::For: return emitFor(op);
     case OpCode::If: return emitIf(op);
+    case OpCode::While: return emitWhile(op);
     case OpCode::Yield: return emitYield(op);
     // A dot completes where it is issued on the CPU: the wait hands back
     // its operands (copied: the result outlives a loop's carried storage).

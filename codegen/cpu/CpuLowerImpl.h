@@ -346,6 +346,7 @@ class Lowering {
   }
   void emitFor(const ir::Op& op);
   void emitIf(const ir::Op& op);
+  void emitWhile(const ir::Op& op);
   void bindResults(const ir::Op& op, const std::vector<llvm::Value*>& storage);
   void emitYield(const ir::Op& op);
 

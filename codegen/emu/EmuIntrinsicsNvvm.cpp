@@ -89,6 +89,26 @@ Value* Lowerer::nvvm(IRBuilder<>& b, llvm::CallInst& c, const std::vector<std::s
     Value* r = callHook(b, "tessera_emu_mapa", {p, c.getArgOperand(1), b.getInt32(em.opId(c))});
     return b.CreateAddrSpaceCast(r, c.getType());
   }
+  // Cluster launch control: the request is the machine's; the response is
+  // its encoding (EmuAbi.h, TESSERA_EMU_CLC_CANCELLED), decoded here.
+  if (k == "clusterlaunchcontrol" && t.size() >= 3) {
+    if (t[1] == "try_cancel") {
+      if (has(t, "multicast")) unsupported(c, "only the request of one block (no .multicast::cluster::all)");
+      callHook(b, "tessera_emu_clc_try_cancel",
+               {b.CreateAddrSpaceCast(c.getArgOperand(0), em.flatPtr()),
+                b.CreateAddrSpaceCast(c.getArgOperand(1), em.flatPtr()), b.getInt32(em.opId(c))});
+      return nullptr;
+    }
+    Value* r = c.getArgOperand(0);
+    auto word = [&](unsigned i) { return b.CreateTrunc(b.CreateLShr(r, 32 * i), b.getInt32Ty()); };
+    if (t[1] == "query_cancel" && t[2] == "is_canceled")
+      return b.CreateICmpEQ(word(3), b.getInt32(TESSERA_EMU_CLC_CANCELLED));
+    if (t[1] == "query_cancel" && t[2] == "get_first_ctaid" && t.size() == 4) {
+      const unsigned axis = t[3] == "x" ? 0 : t[3] == "y" ? 1 : 2;
+      return word(axis);
+    }
+    unsupported(c, "not a cluster launch control request or query the machine models");
+  }
   // setmaxnreg.{inc,dec}.sync.aligned.u32 N: only the register budget of
   // the warp changes, which the machine does not have. N is an immarg the
   // verifier of the input module has checked (a multiple of 8 in [24,

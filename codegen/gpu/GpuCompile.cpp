@@ -255,11 +255,6 @@ std::string gpuWarpSpecializeRefusal(GpuTargetFactory make, const GpuConfig& c, 
                ? c.target.str() + " has no tensor copies (TMA: " + gpuTargetsWith(&GpuArch::tensorCopies) + ")"
                : "tensor copies are off";
   if (c.numWarps % 4 != 0) return "numWarps = " + std::to_string(c.numWarps) + " is not whole warpgroups";
-  // The channel protocol is wgmma's: consumers retire their dots with the
-  // instruction's own wait, not through accumulator memory's barriers.
-  if (ti->accumulatorMemoryColumns())
-    return c.target.str() +
-           "'s dots accumulate in tensor memory (tcgen05), which warp-specialised loops do not use yet";
   // The consumers' dots must run behind the program, reading their
   // operands in place from the slots the producer fills (a warpgroup MMA
   // kept in flight); mma.sync reads registers, so its slots would have to
@@ -268,8 +263,9 @@ std::string gpuWarpSpecializeRefusal(GpuTargetFactory make, const GpuConfig& c, 
   for (auto& op : loop.region(0).block().ops())
     if (op->code() == ir::OpCode::Dot && !gpuKeepsDotInFlight(make, c, *op))
       return "the dot at " + op->loc().str() +
-             (c.row->wgmma ? " does not take wgmma at numWarps = " + std::to_string(c.numWarps)
-                           : " runs on mma.sync on " + c.target.str() + " (no warpgroup MMA)") +
+             (c.row->wgmma     ? " does not take wgmma at numWarps = " + std::to_string(c.numWarps)
+              : c.row->tcgen05 ? " does not take tcgen05 at numWarps = " + std::to_string(c.numWarps)
+                               : " runs on mma.sync on " + c.target.str() + " (no warpgroup MMA)") +
              ": the consumers' dots must run behind the program, reading their slots in place";
   ir::AxisAnalysis axis(f);
   for (auto& op : loop.region(0).block().ops()) {

@@ -177,6 +177,9 @@ struct AccumulatorMemory {
   /// In flight: the accumulator enters the loop as the constant zero, so
   /// the first issue need not store it (its first MMA ignores D).
   bool entersZero = false;
+  /// The barrier of the threads that run the dot: the block's, or a
+  /// warp-specialised loop's consumers' (their producer warps run apart).
+  std::function<void()> barrier;
 };
 
 /// What a family's emitter (GpuTargetInfo::emitDot) starts from: the plan,

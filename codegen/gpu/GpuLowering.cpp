@@ -55,6 +55,7 @@ void Lower::plan() {
   planTma();
   planSpecialize();
   planAccumulators();
+  planCancel();
 }
 
 void Lower::run() {
@@ -100,6 +101,7 @@ void Lower::run() {
   initTma();
   initTmaBarriers();
   initAccumulators();
+  initCancel();
   splitWarps();
   emitBlock(f_.body());
   TS_ASSERT(b_.GetInsertBlock() == nullptr, "kernel body does not end in return");

@@ -202,6 +202,20 @@ class GpuTargetInfo {
   virtual llvm::Value* mapShared(llvm::IRBuilderBase& b, llvm::Value* p, llvm::Value* rank) {
     TS_UNREACHABLE("clusters on a target without them");
   }
+  // Cancelling blocks that have not started (cancel_program; a row with
+  // clc). The lowering asks one thread to request, every thread to wait on
+  // the mbarrier and read the response.
+  /// Asks the hardware to cancel a block of the launch that has not
+  /// started: its 16-byte response goes to shared `response` (16-byte
+  /// aligned), its bytes completing on the mbarrier `bar`.
+  virtual void tryCancel(llvm::IRBuilderBase& b, llvm::Value* response, llvm::Value* bar) {
+    TS_UNREACHABLE("cancel_program on a target that cannot cancel blocks");
+  }
+  /// The cancelled block's index on axis 0 (i32) from a response (i128),
+  /// or -1 where nothing was cancelled.
+  virtual llvm::Value* cancelledBlock(llvm::IRBuilderBase& b, llvm::Value* response) {
+    TS_UNREACHABLE("cancel_program on a target that cannot cancel blocks");
+  }
   /// Orders this thread's earlier shared-memory stores before later reads
   /// of the same bytes by the asynchronous proxy (NVIDIA: wgmma's operand
   /// reads; `fence.proxy.async.shared::cta`). A barrier after it publishes

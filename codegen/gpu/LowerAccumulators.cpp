@@ -137,6 +137,7 @@ const AccumulatorMemory* Lower::issueAccumulator(const ir::Op& dot, const Tensor
   accIssue_ = {};
   accIssue_.address = b_.CreateAdd(accBase_, i32(p.inFlight ? it->second : accShared_), "acc.cols");
   accIssue_.commitBarrier = accBarrier(b_.CreateURem(issued, i32(accBarriers_)));
+  accIssue_.barrier = [this] { barrier(); };
   if (p.inFlight) {
     accIssue_.resident = b_.CreateLoad(b_.getInt1Ty(), accResident_.at(&dot), "acc.resident");
     accIssue_.entersZero = entersLoopAsZero(dot.operand(2));
@@ -186,7 +187,8 @@ std::optional<Slots> Lower::loadAccumulator(const ir::Value* v) {
   }
   if (!d || !accColumnOf_.count(d)) return std::nullopt;
   const TensorCoreDotPlan p = dotPlan(*d);
-  AccumulatorMemory mem{b_.CreateAdd(accBase_, i32(accColumnOf_.at(d))), nullptr, nullptr};
+  AccumulatorMemory mem;
+  mem.address = b_.CreateAdd(accBase_, i32(accColumnOf_.at(d)));
   const std::function<llvm::Value*(int64_t, int64_t)> noRegisters;
   DotEmitter e(b_, m_, p, nullptr, nullptr, lane_, warp_, noRegisters);
   e.accMemory = &mem;

@@ -74,6 +74,44 @@ void Lower::emitFor(const ir::Op& op) {
   }
 }
 
+// A do-while over scalars (the verifier refuses tiles): the body's block
+// takes the carried values as phis, its latch branches back while the
+// condition holds. The order flags are reset as for a for's body, which
+// is entered from before the loop and from its own end.
+void Lower::emitWhile(const ir::Op& op) {
+  flushStaged(INT64_MAX);  // (c): values staged before do not dominate the exit
+  const ir::Block& blk = op.region(0).block();
+  const unsigned n = op.numResults();
+  std::vector<llvm::Value*> inits;
+  for (unsigned i = 0; i < n; ++i) inits.push_back(scalar(op.operand(i)));
+  llvm::Function* fn = b_.GetInsertBlock()->getParent();
+  llvm::BasicBlock* pre = b_.GetInsertBlock();
+  auto* body = llvm::BasicBlock::Create(ctx_, "while.body", fn);
+  auto* exit = llvm::BasicBlock::Create(ctx_, "while.end", fn);
+  b_.CreateBr(body);
+  b_.SetInsertPoint(body);
+  std::vector<llvm::PHINode*> phis;
+  for (unsigned i = 0; i < n; ++i) {
+    phis.push_back(b_.CreatePHI(inits[i]->getType(), 2));
+    phis.back()->addIncoming(inits[i], pre);
+    scalars_[blk.arg(i)] = phis.back();
+  }
+  unknownOrder();
+  yields_.emplace_back();
+  emitBlock(blk);
+  flushStaged(INT64_MAX, /*endOfBody=*/true);  // (b): before the back edge
+  setCurrentOp(op);
+  auto ys = std::move(yields_.back());
+  yields_.pop_back();
+  TS_ASSERT(ys.size() == n + 1, "while: yield arity");
+  llvm::BasicBlock* latch = b_.GetInsertBlock();
+  b_.CreateCondBr(ys[0].second[0], body, exit);
+  for (unsigned i = 0; i < n; ++i) phis[i]->addIncoming(ys[i + 1].second[0], latch);
+  b_.SetInsertPoint(exit);
+  unknownOrder();
+  for (unsigned i = 0; i < n; ++i) scalars_[op.result(i)] = ys[i + 1].second[0];
+}
+
 // A for / if result from the phis that merge it: a tile in its layout, or
 // the one slot of a scalar.
 void Lower::bindResult(const ir::Value* res, Slots merged) {
@@ -145,6 +183,7 @@ void Lower::emitOp(const ir::Op& op) {
     case OpCode::ClusterSize:
       scalars_[op.result()] = b_.getInt32(static_cast<uint32_t>(t_.options().clusterBlocks()));
       return;
+    case OpCode::CancelProgram: return emitCancelProgram(op);
     case OpCode::RemoteBuffer:
       scalars_[op.result()] =
           clustered() ? t_.mapShared(b_, scalar(op.operand(0)), scalar(op.operand(1))) : scalar(op.operand(0));
@@ -247,6 +286,7 @@ void Lower::emitOp(const ir::Op& op) {
     case OpCode::DotWait: return emitDotWait(op);
     case OpCode::For: return emitFor(op);
     case OpCode::If: return emitIf(op);
+    case OpCode::While: return emitWhile(op);
     case OpCode::Yield: {
       TS_ASSERT(!yields_.empty(), "yield outside a region");
       const ir::Op* parent = op.parent()->parentOp();
@@ -256,6 +296,7 @@ void Lower::emitOp(const ir::Op& op) {
         Slots s;
         if (v->type().isTile()) {
           // Carried / result layout: the for's block argument, the if's result.
+          TS_ASSERT(parent->code() != OpCode::While, "a while loop carrying a tile");
           const ir::Value* target =
               parent->code() == OpCode::For ? parent->region(0).block().arg(i + 1) : parent->result(i);
           s = tileIn(v, la_.get(target));

@@ -101,7 +101,9 @@ class Lower {
   /// maps, and the bytes of its transaction barriers, which the caller
   /// places after the plan's areas (setTmaBarrierOffset before run()).
   const std::vector<TensorMapSpec>& tensorMaps() const { return tensorMaps_; }
-  uint64_t tmaBarrierBytes() const { return 8 * (accBarrierFirst() + uint64_t{accBarriers_} + (accColumns_ ? 1 : 0)); }
+  uint64_t tmaBarrierBytes() const {
+    return cancels_ ? cancelOffset() + 32 : 8 * (accBarrierFirst() + uint64_t{accBarriers_} + (accColumns_ ? 1 : 0));
+  }
   /// Threads per block: the layouts' warps, plus a warp-specialised
   /// kernel's producer warps.
   unsigned blockThreads() const;
@@ -407,6 +409,7 @@ class Lower {
   void stageOperand(const ir::Value* v, llvm::Value* base, const DotStaging& st, bool transposed);
   void emitFor(const ir::Op& op);
   void emitIf(const ir::Op& op);
+  void emitWhile(const ir::Op& op);
   void bindResult(const ir::Value* res, Slots merged);
 
   const ir::Function& f_;
@@ -588,6 +591,16 @@ class Lower {
   uint32_t accShared_ = 0;  // the first column of the dots that complete at their issue
   uint32_t accColumns_ = 0;
   unsigned accBarriers_ = 0;
+  // cancel_program (LowerCancel.cpp): its response (16 bytes) and mbarrier
+  // after the accumulators' words, 16-byte aligned in the Barriers area.
+  bool cancels_ = false;
+  llvm::Value* cancelRequests_ = nullptr;  // per-thread count of requests (alloca)
+  uint64_t cancelOffset() const {
+    return (8 * (accBarrierFirst() + uint64_t{accBarriers_} + (accColumns_ ? 1 : 0)) + 15) & ~uint64_t{15};
+  }
+  void planCancel();
+  void initCancel();
+  void emitCancelProgram(const ir::Op& op);
   uint64_t accBarrierFirst() const {
     return uint64_t{tmaBarriers_} + (tmaOperands_.empty() ? 0 : 1) + 2 * uint64_t{chanSlots_};
   }

@@ -51,7 +51,7 @@ bool Lower::redundantSlotBarrier(const ir::Op& op) const {
   const int64_t S = body.parentOp()->intAttr("pipelined");
   if (S < 2 || op.intAttr("stage") != S - 1 || body.ops().front().get() != &op) return false;
   for (auto& o : body.ops()) {
-    if (o->code() == OpCode::For || o->code() == OpCode::If) return false;
+    if (ir::hasRegions(o->code())) return false;
     if (o->code() == OpCode::AsyncWait && o->intAttr("pending") < 1) return false;
   }
   return true;

@@ -100,6 +100,7 @@ void Lower::planDirectDots() {
           case OpCode::AsyncWait:
           case OpCode::For:
           case OpCode::If:
+          case OpCode::While:
           case OpCode::Return: clear = false; break;
           default: break;
         }
@@ -209,7 +210,7 @@ void Lower::planFewerSlots() {
   };
   auto plainBody = [](const ir::Op& loop) {
     for (auto& o : loop.region(0).block().ops()) {
-      if (o->code() == OpCode::For || o->code() == OpCode::If) return false;
+      if (ir::hasRegions(o->code())) return false;
       if (o->code() == OpCode::AsyncWait && o->intAttr("pending") < 1) return false;
     }
     return true;

@@ -331,7 +331,8 @@ std::optional<GroupState> Lower::simulateGroups(const ir::Block& b, std::optiona
       case OpCode::Barrier:
         if (st) st->unsynced = 0;
         break;
-      case OpCode::For: {
+      case OpCode::For:
+      case OpCode::While: {
         const bool proven = groupsProven_;
         if (simulateGroups(op->region(0).block(), st) != st) {
           groupsProven_ = proven;  // the second pass decides
@@ -432,6 +433,7 @@ bool Lower::commitFollows(const ir::Op& op) {
       case OpCode::StageCommit: return true;
       case OpCode::For:
       case OpCode::If:
+      case OpCode::While:
       case OpCode::Barrier:
       case OpCode::AsyncWait:
       case OpCode::Return: return false;

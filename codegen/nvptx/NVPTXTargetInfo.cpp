@@ -313,6 +313,18 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
   llvm::Value* mapShared(llvm::IRBuilderBase& b, llvm::Value* p, llvm::Value* rank) override {
     return b.CreateIntrinsic(llvm::Intrinsic::nvvm_mapa_shared_cluster, {}, {p, rank});
   }
+  // Cluster launch control: the request completes its 16 bytes on the
+  // mbarrier; the response is opaque, read only through query_cancel.
+  void tryCancel(llvm::IRBuilderBase& b, llvm::Value* response, llvm::Value* bar) override {
+    b.CreateIntrinsic(llvm::Intrinsic::nvvm_clusterlaunchcontrol_try_cancel_async_shared, {}, {response, bar});
+  }
+  llvm::Value* cancelledBlock(llvm::IRBuilderBase& b, llvm::Value* response) override {
+    llvm::Value* ok =
+        b.CreateIntrinsic(llvm::Intrinsic::nvvm_clusterlaunchcontrol_query_cancel_is_canceled, {}, {response});
+    llvm::Value* x =
+        b.CreateIntrinsic(llvm::Intrinsic::nvvm_clusterlaunchcontrol_query_cancel_get_first_ctaid_x, {}, {response});
+    return b.CreateSelect(ok, x, b.getInt32(-1), "cancelled");
+  }
   llvm::Value* shuffleXor(llvm::IRBuilderBase& b, llvm::Value* v, unsigned mask) override {
     return b.CreateIntrinsic(llvm::Intrinsic::nvvm_shfl_sync_bfly_i32, {},
                              {b.getInt32(0xffffffffu), v, b.getInt32(mask), b.getInt32(31)});

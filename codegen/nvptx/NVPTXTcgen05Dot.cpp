@@ -64,10 +64,12 @@ llvm::Value* tmem(llvm::IRBuilderBase& b, llvm::Value* addr) {
 }
 
 // Every thread's tensor-memory accesses before the barrier are ordered
-// before those of every thread after it.
-void syncThreads(llvm::IRBuilderBase& b) {
+// before those of every thread after it. The barrier is the lowering's:
+// the block's, or the consumers' of a warp-specialised loop.
+void syncThreads(llvm::IRBuilderBase& b, const AccumulatorMemory& mem) {
+  TS_ASSERT(mem.barrier != nullptr, "tcgen05 accumulators without their threads' barrier");
   b.CreateIntrinsic(llvm::Intrinsic::nvvm_tcgen05_fence_before_thread_sync, {});
-  b.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier_cta_sync_aligned_all, {}, {b.getInt32(0)});
+  mem.barrier();
   b.CreateIntrinsic(llvm::Intrinsic::nvvm_tcgen05_fence_after_thread_sync, {});
 }
 
@@ -256,7 +258,7 @@ std::vector<llvm::Value*> emitTcgen05Dot(DotEmitter& e, std::vector<llvm::Value*
     if (!enterZero)
       guarded(b, b.CreateNot(mem.resident), [&] {
         storeAccumulators(pl, mem.address, acc);
-        syncThreads(b);
+        syncThreads(b, mem);
       });
     issueMmas(e, thread0, mem.address, enterZero ? mem.resident : b.getTrue(), mem.commitBarrier);
     return acc;
@@ -265,7 +267,7 @@ std::vector<llvm::Value*> emitTcgen05Dot(DotEmitter& e, std::vector<llvm::Value*
   // writes only its own lanes, but the MMAs write every lane, so every
   // warp's reads of the last result come first (the barrier).
   if (!zero) storeAccumulators(pl, mem.address, acc);
-  syncThreads(b);
+  syncThreads(b, mem);
   issueMmas(e, thread0, mem.address, b.getInt1(!zero), mem.commitBarrier);
   emitMbarrierWait(b, mem.commitBarrier, mem.waitParity);
   b.CreateIntrinsic(llvm::Intrinsic::nvvm_tcgen05_fence_after_thread_sync, {});

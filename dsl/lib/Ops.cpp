@@ -190,6 +190,7 @@ Tensor num_programs(int axis, SrcLoc loc) {
 }
 Tensor cluster_rank(SrcLoc loc) { return dsl::wrap(dsl::at(loc).builder->clusterRank()); }
 Tensor cluster_size(SrcLoc loc) { return dsl::wrap(dsl::at(loc).builder->clusterSize()); }
+Tensor cancel_program(SrcLoc loc) { return dsl::wrap(dsl::at(loc).builder->cancelProgram()); }
 Tensor arange(int64_t n, SrcLoc loc) { return arange(0, n, loc); }
 Tensor arange(int64_t start, int64_t end, SrcLoc loc) {
   dsl::TraceState& s = dsl::at(loc);

@@ -316,6 +316,36 @@ void TileSpace::eachUnit(int64_t units, const std::function<void(const Tile&, co
     at(t, [&](const Tile& tile) { fn(tile, k); });
   };
   auto total = [&] { return units == 1 ? count() : count() * units; };
+  if (s_.isDynamic()) {
+    const char* with = s_.isPersistent()           ? (s_.split() == TileSplit::StreamK ? "streamK()" : "persistent()")
+                       : !s_.chipletCount().none() ? "chiplets()"
+                                                   : nullptr;
+    if (with)
+      dsl::fail(loc_, fmt::format("for_tiles: a dynamic() schedule runs one program per unit of work and takes the "
+                                  "units of the programs it cancels; {} numbers the units by the grid instead",
+                                  with));
+    // The first unit is the program's own; each next one that of a program
+    // it cancelled, which therefore never runs. -1 (nothing cancelled, or
+    // a target that cannot cancel) ends the loop, as does a program past
+    // the last unit (whose own successors past it have nothing to do).
+    auto loop = [&] {
+      do_while(
+          std::tuple{p.t},
+          [&](Int u) {
+            unit(Ix{u, loc_});
+            barrier(loc_);  // as between a persistent program's tiles
+            const Ix next{cancel_program(loc_), loc_};
+            const Tensor more = s_.isRagged() ? next >= 0 : (next >= 0) & (next < total());
+            return std::tuple{more, next.t};
+          },
+          loc_);
+    };
+    if (s_.isRagged())
+      loop();  // at() finds no tile past the count
+    else
+      if_else(p < total(), loop, loc_);
+    return;
+  }
   // A persistent program's tiles are separated by a block barrier: the next
   // tile's copies then never refill a shared slot, or start a barrier
   // phase, that a warp of the previous tile may still be using (the

@@ -244,6 +244,53 @@ std::vector<Tensor> forPipelinedImpl(const Operand& lo, const Operand& hi, const
       loc);
 }
 
+std::vector<Tensor> whileImpl(const std::vector<Tensor>& inits, const WhileBodyFn& body, const SrcLoc& loc) {
+  TraceState& s = at(loc);
+  if (s.scopes.size() > static_cast<size_t>(ir::kMaxRegionDepth))
+    fail(loc, fmt::format("{}: loops and branches nested more than {} deep", "do_while", ir::kMaxRegionDepth));
+  std::vector<ir::Value*> init;
+  std::vector<bool> ro;
+  for (size_t i = 0; i < inits.size(); ++i) {
+    ir::Value* v = use(inits[i], loc, "loop-carried initial value");
+    if (!v->type().isScalar())
+      fail(loc, fmt::format("do_while: carried value #{} is {}; a do_while carries scalars only (carry tiles in "
+                            "for_range)",
+                            i, typeStr(v->type())));
+    init.push_back(v);
+    ro.push_back(inits[i].readonly());
+  }
+  at(loc);
+  auto results = s.builder->whileLoop(init, [&](ir::Builder& inner, std::vector<ir::Value*> carried) {
+    return inBlock(s, inner, [&] {
+      std::vector<Tensor> c;
+      for (size_t i = 0; i < carried.size(); ++i) c.push_back(wrap(carried[i], ro[i]));
+      std::vector<Tensor> out = body(c);
+      if (out.size() != init.size() + 1)
+        fail(loc, fmt::format("do_while: the body returns {} value(s) but must return the condition and the {} "
+                              "carried value(s)",
+                              out.size(), init.size()));
+      std::vector<ir::Value*> ys;
+      ir::Value* cond = use(out[0], loc, "do_while condition");
+      if (cond->type() != ir::Type::scalar(DType::I1))
+        fail(loc, fmt::format("do_while: the condition must be a scalar i1 (a comparison of scalars), got {}",
+                              typeStr(cond->type())));
+      ys.push_back(cond);
+      for (size_t i = 0; i < init.size(); ++i) {
+        ir::Value* y = use(out[i + 1], loc, "loop-carried value");
+        if (y->type() != init[i]->type())
+          fail(loc, fmt::format("do_while: carried value #{} enters the loop as {} but the body returns {}", i,
+                                typeStr(init[i]->type()), typeStr(y->type())));
+        ys.push_back(y);
+      }
+      at(loc);  // the yield takes the loop's location
+      return ys;
+    });
+  });
+  std::vector<Tensor> r;
+  for (size_t i = 0; i < results.size(); ++i) r.push_back(wrap(results[i], ro[i]));
+  return r;
+}
+
 std::vector<Tensor> ifImpl(const Tensor& cond, const std::function<std::vector<Tensor>()>& thenBody,
                            const std::function<std::vector<Tensor>()>& elseBody, const SrcLoc& loc) {
   TraceState& s = at(loc);

@@ -124,7 +124,9 @@ LayoutAnalysis::LayoutAnalysis(const ir::Function& f, const AxisAnalysis& axis, 
         if (again) visitBlock(body);
         continue;
       }
-      if (op.code() == ir::OpCode::WarpSpecialize) {
+      // A while loop carries scalars only (no layouts); its body is the
+      // kernel's like any other.
+      if (op.code() == ir::OpCode::WarpSpecialize || op.code() == ir::OpCode::While) {
         visitBlock(op.region(0).block());
         continue;
       }

@@ -44,6 +44,10 @@ bool visitSources(const Value* v, Visit&& visit) {
     const Op* owner = x->ownerBlock() ? x->ownerBlock()->parentOp() : nullptr;
     if (owner && owner->code() == OpCode::For)
       for (const Value* o : owner->operands()) work.push_back(o);
+    if (owner && owner->code() == OpCode::While) {
+      for (const Value* o : owner->operands()) work.push_back(o);
+      for (const Value* o : owner->region(0).block().terminator()->operands()) work.push_back(o);
+    }
   }
   return false;
 }
@@ -215,8 +219,9 @@ class Coverage {
       }
     }
     std::set<const Op*> storeSet(stores.begin(), stores.end()), holders;
-    bool persistent = false;
+    bool persistent = false, cancels = false;
     walk(const_cast<Block&>(f_.body()), [&](Op& op) {
+      cancels = cancels || op.code() == OpCode::CancelProgram;
       if (op.numRegions() == 0) return;
       bool holds = false;
       for (auto& r : op.regions()) walk(r->block(), [&](Op& in) { holds = holds || storeSet.count(&in); });
@@ -293,17 +298,21 @@ class Coverage {
             const int64_t need = std::max(needed(in, args, count, first), count);
             grids = {need, need + 1, need + 3};
           }
-          for (int64_t programs : grids) {
-            std::vector<Exec> execs;
-            in.launch();
-            for (int64_t p = 0; p < programs; ++p) in.run(p, programs, args, execs);
-            std::optional<Violation> v = compare(execs, tile, gm, gn, rows, cols, programs, mArg, *nArg);
-            if (!v && !in.kUnknown())
-              v = compareK(in, execs, tile, kUnits,
-                           [&] { return sampleText(args, rows, cols, gm, gn, tile, programs, mArg, *nArg); });
-            if (v && !violation) violation = std::move(v);
-            ++samples;
-          }
+          for (int64_t programs : grids)
+            for (bool cancelling : {false, true}) {
+              if (cancelling && !cancels) continue;
+              std::vector<Exec> execs;
+              in.launch(cancelling);
+              for (int64_t p = 0; p < programs; ++p)
+                if (!in.cancelled(p)) in.run(p, programs, args, execs);
+              std::optional<Violation> v = compare(execs, tile, gm, gn, rows, cols, programs, mArg, *nArg);
+              if (!v && !in.kUnknown())
+                v = compareK(in, execs, tile, kUnits,
+                             [&] { return sampleText(args, rows, cols, gm, gn, tile, programs, mArg, *nArg); });
+              if (v && cancelling) v->msg += " (each cancel_program cancelling the next program not started)";
+              if (v && !violation) violation = std::move(v);
+              ++samples;
+            }
         }
     if (violation) {
       // A dimension no program ever tiles past its first tile (a row
@@ -335,7 +344,7 @@ class Coverage {
            (persistent ? "persistent: 1, 2, 3, 5, count-1, count, count+1 programs"
                        : "need, need+1, need+3 programs (need: count, or one past the last program with work "
                          "if more)") +
-           kText;
+           (cancels ? ", each with cancel_program cancelling nothing and cancelling every program it can" : "") + kText;
   }
 
   /// The grid a kernel without a persistent loop needs beyond the count:

@@ -81,8 +81,19 @@ class Interpreter {
               const std::set<const Op*>& kLoops, const PointerOrigins& origins)
       : f_(f), stores_(stores), holders_(holders), kLoops_(kLoops), origins_(origins) {}
 
-  /// Starts a launch: counters back to 0.
-  void launch() { counters_.clear(); }
+  /// Starts a launch: counters back to 0. With `cancels`, each
+  /// cancel_program cancels the lowest-numbered program not yet started
+  /// (the programs run in order, so the next one), until none is left:
+  /// the first program then takes every tile of a dynamic loop. Without,
+  /// it returns -1, as where the target cannot cancel. Both are orders the
+  /// launch may take.
+  void launch(bool cancels = false) {
+    counters_.clear();
+    cancels_ = cancels;
+    cancelled_.clear();
+  }
+  /// Whether program `p` was cancelled by an earlier one (it does not run).
+  bool cancelled(int64_t p) const { return cancelled_.count(p) != 0; }
   /// A K loop whose bounds could not be computed (no K claim then), or null.
   const Op* kUnknown() const { return kUnknown_; }
   /// The counters of the launch so far, by (argument, offset).
@@ -237,6 +248,8 @@ class Interpreter {
       switch (op.code()) {
         case OpCode::For: forLoop(op, iters); continue;
         case OpCode::If: branch(op, iters); continue;
+        case OpCode::While: whileLoop(op, iters); continue;
+        case OpCode::CancelProgram: env_[op.result()] = cancelNext(); continue;
         case OpCode::Store:
           if (stores_.count(&op)) store(op, iters);
           continue;
@@ -287,6 +300,37 @@ class Interpreter {
     }
     iters.pop_back();
     for (size_t i = 0; i < carried.size(); ++i) env_[op.result(static_cast<unsigned>(i))] = carried[i];
+  }
+
+  void whileLoop(const Op& op, std::vector<int64_t>& iters) {
+    const Block& body = op.region(0).block();
+    if (!holders_.count(&op)) {
+      for (auto& r : op.results()) env_.erase(r.get());
+      return;
+    }
+    std::vector<Val> carried;
+    for (unsigned i = 0; i < op.numOperands(); ++i) carried.push_back(at(op.operand(i), {}));
+    iters.push_back(0);
+    for (;; ++iters.back()) {
+      pendingK_.clear();  // each iteration of a loop over tiles is a unit of its own
+      unitDone_ = false;
+      for (size_t i = 0; i < carried.size(); ++i) env_[body.arg(static_cast<unsigned>(i))] = carried[i];
+      block(body, iters);  // bounded: block() counts the program's steps
+      const Op* y = body.terminator();
+      for (size_t i = 0; i < carried.size(); ++i) carried[i] = at(y->operand(static_cast<unsigned>(i + 1)), {});
+      Val c = at(y->operand(0), {});
+      if (!c) throw NotAnalysable{&op, "whether the while loop goes on depends on values the check cannot compute"};
+      if (*c == 0) break;
+    }
+    iters.pop_back();
+    for (size_t i = 0; i < carried.size(); ++i) env_[op.result(static_cast<unsigned>(i))] = carried[i];
+  }
+
+  Val cancelNext() {
+    if (!cancels_) return -1;
+    for (int64_t q = pid_ + 1; q < programs_; ++q)
+      if (cancelled_.insert(q).second) return q;
+    return -1;
   }
 
   void branch(const Op& op, std::vector<int64_t>& iters) {
@@ -370,6 +414,8 @@ class Interpreter {
   const Op* kUnknown_ = nullptr;
   bool unitDone_ = false;  // the unit took its ticket or stored its tile
   std::unordered_map<const Value*, Val> env_;
+  bool cancels_ = false;
+  std::set<int64_t> cancelled_;
   int64_t pid_ = 0, programs_ = 1;
   std::vector<Exec>* out_ = nullptr;
   int64_t steps_ = 0;

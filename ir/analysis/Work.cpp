@@ -307,7 +307,7 @@ class Counter {
 
   static bool hasControlFlow(const Block& b) {
     for (const auto& op : b.ops())
-      if (op->code() == OpCode::For || op->code() == OpCode::If) return true;
+      if (op->code() == OpCode::For || op->code() == OpCode::If || op->code() == OpCode::While) return true;
     return false;
   }
 
@@ -364,6 +364,7 @@ class Counter {
         case OpCode::Copy: access(op, op.operand(1), mult, true, false); break;
         case OpCode::For: countFor(op, env, mult); break;
         case OpCode::If: countIf(op, env, mult); break;
+        case OpCode::While: countWhile(op, env, mult); break;
         default: break;
       }
     }
@@ -403,6 +404,17 @@ class Counter {
     SVal iv{true, lo.v + ((trips - 1) / 2) * step.v, false, all.approx || trips > 1};
     env[body.arg(0)] = iv;
     countBlock(body, env, mult * static_cast<double>(trips));
+  }
+
+  // A while loop's trip count is found as it runs (a tile queue): one
+  // iteration is counted, the program's own work where nothing is
+  // cancelled for it.
+  void countWhile(const Op& op, Env& env, double mult) {
+    const Block& body = op.region(0).block();
+    for (unsigned i = 0; i < body.numArgs(); ++i) env[body.arg(i)] = SVal{};
+    note(op, "a while loop's trip count is found as it runs: the body is counted once");
+    iterations_[&op] += mult;
+    countBlock(body, env, mult);
   }
 
   void countIf(const Op& op, Env& env, double mult) {

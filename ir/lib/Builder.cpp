@@ -139,6 +139,7 @@ void Builder::clusterBarrier() { create(OpCode::ClusterBarrier, {}, {}); }
 Value* Builder::remoteBuffer(Value* buffer, Value* rank) {
   return create(OpCode::RemoteBuffer, {buffer, rank}, {buffer->type()})->result();
 }
+Value* Builder::cancelProgram() { return create(OpCode::CancelProgram, {}, {Type::scalar(DType::I32)})->result(); }
 Value* Builder::clusterRank() { return create(OpCode::ClusterRank, {}, {Type::scalar(DType::I32)})->result(); }
 Value* Builder::clusterSize() { return create(OpCode::ClusterSize, {}, {Type::scalar(DType::I32)})->result(); }
 void Builder::assertTrue(Value* cond, const std::string& message) {
@@ -217,6 +218,24 @@ std::vector<Value*> Builder::forLoop(
   Builder inner(&b);
   inner.setLoc(loc_);
   auto yielded = body(inner, iv, carried);
+  inner.setLoc(loc_);
+  inner.yield(std::move(yielded));
+  std::vector<Value*> results;
+  for (auto& r : op->results()) results.push_back(r.get());
+  return results;
+}
+
+std::vector<Value*> Builder::whileLoop(std::vector<Value*> inits,
+                                       const std::function<std::vector<Value*>(Builder&, std::vector<Value*>)>& body) {
+  std::vector<Type> types;
+  for (Value* v : inits) types.push_back(v->type());
+  Op* op = create(OpCode::While, inits, types);
+  Block& b = op->addRegion()->block();
+  std::vector<Value*> carried;
+  for (auto& t : types) carried.push_back(b.addArgument(t));
+  Builder inner(&b);
+  inner.setLoc(loc_);
+  auto yielded = body(inner, carried);
   inner.setLoc(loc_);
   inner.yield(std::move(yielded));
   std::vector<Value*> results;

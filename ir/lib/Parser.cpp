@@ -312,7 +312,9 @@ class Parser {
     }
   }
 
-  static bool variadicResults(OpCode c) { return c == OpCode::For || c == OpCode::If || c == OpCode::DotWait; }
+  static bool variadicResults(OpCode c) {
+    return c == OpCode::For || c == OpCode::If || c == OpCode::While || c == OpCode::DotWait;
+  }
   static bool noResults(OpCode c) {
     switch (c) {
       case OpCode::Store:

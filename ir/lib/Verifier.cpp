@@ -144,6 +144,7 @@ void Verifier::checkFp8Use(const Op& op) const {
     case OpCode::DotWait:
     case OpCode::For:
     case OpCode::If:
+    case OpCode::While:
     case OpCode::Yield:
     case OpCode::Return: return;
     default: break;
@@ -225,6 +226,42 @@ bool Verifier::verifyControlOp(const Op& op, const Op* owner) {
         fail(op, "cannot be both a loop as written ('stages') and a scheduled loop ('pipelined')");
       return true;
     }
+    case OpCode::While: {
+      const unsigned n = op.numOperands();
+      if (op.numResults() != n)
+        fail(op, "has " + std::to_string(n) + " initial values but " + std::to_string(op.numResults()) + " results");
+      for (unsigned i = 0; i < n; ++i) {
+        if (in(op, i) != op.result(i)->type())
+          fail(op, "initial value #" + std::to_string(i) + " has type " + ts(in(op, i)) + " but result #" +
+                       std::to_string(i) + " is " + ts(op.result(i)->type()));
+        // Scalars only: a carried tile would need a layout both lowerings
+        // agree on at the back edge, which only `for` plans.
+        if (!in(op, i).isScalar())
+          fail(op, "carries " + ts(in(op, i)) + " (initial value #" + std::to_string(i) +
+                       "); a while loop carries scalars only: carry tiles in a for loop");
+      }
+      if (op.numRegions() != 1) fail(op, "needs exactly one region");
+      const Block& b = op.region(0).block();
+      if (b.numArgs() != n)
+        fail(op, "region needs " + std::to_string(n) + " arguments (the carried values), got " +
+                     std::to_string(b.numArgs()));
+      for (unsigned i = 0; i < n; ++i)
+        if (b.arg(i)->type() != op.result(i)->type())
+          fail(op, "region argument #" + std::to_string(i) + " has type " + ts(b.arg(i)->type()) + ", expected " +
+                       ts(op.result(i)->type()));
+      const Op* y = b.terminator();
+      if (!y || y->code() != OpCode::Yield) fail(op, "its region must end in 'yield'");
+      if (y->numOperands() != n + 1)
+        fail(*y, "yields " + std::to_string(y->numOperands()) + " values but the enclosing 'while' needs " +
+                     std::to_string(n + 1) + " (the condition, then " + std::to_string(n) + " carried values)");
+      if (y->operand(0)->type() != Type::scalar(DType::I1))
+        fail(*y, "yields the condition " + ts(y->operand(0)->type()) + " of 'while', which must be an i1 scalar");
+      for (unsigned i = 0; i < n; ++i)
+        if (y->operand(i + 1)->type() != op.result(i)->type())
+          fail(*y, "operand #" + std::to_string(i + 1) + " has type " + ts(y->operand(i + 1)->type()) +
+                       " but the enclosing 'while' result #" + std::to_string(i) + " is " + ts(op.result(i)->type()));
+      return true;
+    }
     case OpCode::If: {
       operands(op, 1, 1);
       if (in(op, 0) != Type::scalar(DType::I1)) fail(op, "condition " + ts(in(op, 0)) + " must be an i1 scalar");
@@ -238,7 +275,7 @@ bool Verifier::verifyControlOp(const Op& op, const Op* owner) {
     case OpCode::Yield:
       results(op, 0);
       if (!owner || !hasRegions(owner->code()))
-        fail(op, "must terminate the region of 'for', 'if', 'scan' or 'warp_specialize'");
+        fail(op, "must terminate the region of 'for', 'if', 'while', 'scan' or 'warp_specialize'");
       return true;  // types are checked against the owner by checkYield
     case OpCode::Return:
       operands(op, 0, 0);

@@ -19,6 +19,7 @@ bool Verifier::verifyValueOp(const Op& op) {
     }
     case OpCode::ClusterRank:
     case OpCode::ClusterSize:
+    case OpCode::CancelProgram:
       operands(op, 0, 0);
       results(op, 1);
       resultIs(op, Type::scalar(DType::I32));

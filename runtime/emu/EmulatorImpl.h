@@ -229,7 +229,8 @@ struct Launch {
   uint32_t clusterBlocks = 1;                            // blocks per cluster
   uint64_t nClusters = 0;                                // nBlocks / clusterBlocks
   std::vector<std::pair<uintptr_t, uintptr_t>> globals;  // [begin, end), sorted
-  std::atomic<uint64_t> nextCluster{0};                  // the next cluster (block) a host thread takes
+  std::atomic<uint64_t> nextCluster{0};                  // the next cluster (block) a host thread takes,
+                                                         // or a cancellation request cancels
 };
 
 // The fiber running on this host thread (defined in Machine.cpp).
@@ -383,6 +384,12 @@ struct Worker {
   int32_t mbarrierTryWait(Fiber* f, void* bar, int32_t parity, int32_t op);
   void tmaLoad(Fiber* f, void* dst, const void* map, int32_t rank, const int32_t c[3], void* bar, int32_t op);
   void tmaStore(Fiber* f, const void* src, const void* map, const int32_t c[2], int32_t op);
+  /// `data` written to shared `off` by the asynchronous proxy when `b`'s
+  /// phase completes (a TMA load's box, a cancellation's response).
+  void asyncWrite(Fiber* f, Mbarrier& b, uint64_t off, std::vector<unsigned char> data, int32_t op);
+  void clcTryCancel(Fiber* f, void* response, void* bar, int32_t op);
+  bool clcFailed = false;        // a cancellation request of this block failed
+  uint64_t blocksCancelled = 0;  // clusters this worker's requests cancelled
   TensorMap checkedTensorMap(Fiber* f, const void* mapPtr, int32_t rank, int32_t op);
   void completePhase(Fiber* f, Mbarrier& b);
   /// Block start: drops the previous block's barriers and their copies.

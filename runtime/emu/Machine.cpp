@@ -79,6 +79,7 @@ void Worker::startBlock(uint64_t b) {
   // GPUs do not clear shared memory: poison it so uninitialised reads show.
   if (sharedBytes) std::memset(shared, 0xCD, sharedBytes);
   ++epoch;
+  clcFailed = false;
   for (uint32_t wi = 0; wi < L->nWarps; ++wi) {
     Warp& wp = warps[wi];
     uint32_t lanes = std::min(L->W, n - wi * L->W);

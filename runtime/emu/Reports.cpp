@@ -41,7 +41,9 @@ const BankConflictStat* LaunchReport::conflictsOf(int32_t opId) const {
 
 std::string LaunchReport::summary() const {
   std::ostringstream os;
-  os << blocks << " blocks, " << threads << " threads, " << fiberSwitches << " fiber switches, " << totalBankConflicts
+  os << blocks << " blocks";
+  if (blocksCancelled) os << " (" << blocksCancelled << " cancelled)";
+  os << ", " << threads << " threads, " << fiberSwitches << " fiber switches, " << totalBankConflicts
      << " bank conflicts";
   for (size_t k = 0; k < kIssueKinds; ++k)
     if (counts[k]) os << ", " << counts[k] << " x " << name(static_cast<IssueKind>(k));
@@ -130,6 +132,7 @@ LaunchReport mergeReports(const Launch& L, std::vector<std::unique_ptr<Worker>>&
   std::set<std::tuple<int, int32_t, int32_t>> seen;
   for (auto& w : workers) {
     rep.fiberSwitches += w->switches;
+    rep.blocksCancelled += w->blocksCancelled * L.clusterBlocks;
     for (size_t k = 0; k < kIssueKinds; ++k) rep.counts[k] += w->counts[k];
     for (auto& is : w->issues)
       if (seen.emplace(static_cast<int>(is.kind), is.opId, is.otherOpId).second) rep.issues.push_back(std::move(is));

@@ -177,10 +177,8 @@ void Worker::tmaLoad(Fiber* f, void* dst, const void* mapPtr, int32_t rank, cons
              (S ? " (8 x the " + str(S) + "-byte swizzle)" : std::string());
     });
 
-  if (cfg->checkRaces) checkAsyncWrite(*this, f, off, bytes, op);
-  // From here on nothing aborts: the copy's bytes belong to the Worker.
-  b.copies.push_back(TmaCopy{off, std::vector<unsigned char>(bytes, 0), op, f->linear});
-  unsigned char* img = b.copies.back().data.data();
+  std::vector<unsigned char> image(bytes, 0);
+  unsigned char* img = image.data();
   auto place = [&](uint64_t L) {  // the byte L of the box in the swizzled layout
     uint64_t A = off + L;
     if (S) A ^= ((A >> 7) & (S / 16 - 1)) << 4;
@@ -219,6 +217,14 @@ void Worker::tmaLoad(Fiber* f, void* dst, const void* mapPtr, int32_t rank, cons
         std::memcpy(place(L0 + static_cast<uint64_t>(x) * E), e, E);  // an element never crosses a 16-byte chunk
       }
     }
+  asyncWrite(f, b, off, std::move(image), op);
+}
+
+void Worker::asyncWrite(Fiber* f, Mbarrier& b, uint64_t off, std::vector<unsigned char> data, int32_t op) {
+  const uint64_t bytes = data.size();
+  if (cfg->checkRaces) checkAsyncWrite(*this, f, off, bytes, op);
+  // From here on nothing aborts: the copy's bytes belong to the Worker.
+  b.copies.push_back(TmaCopy{off, std::move(data), op, f->linear});
   markInFlight(AsyncCopy{off, nullptr, static_cast<uint32_t>(bytes), 0, op, 0}, +1);
   if (!shadow.empty())
     for (uint64_t i = off; i < off + bytes; ++i) {
@@ -228,6 +234,45 @@ void Worker::tmaLoad(Fiber* f, void* dst, const void* mapPtr, int32_t rank, cons
     }
   ++f->tmaCopies;
   if (b.pending == 0) completePhase(f, b);  // arrivals came first: the copy completes now
+}
+
+/// Cluster launch control: the cancellation is decided at the issue, from
+/// the counter the host threads take clusters from, so a cancelled cluster
+/// is one no host thread has started and none ever will; its response
+/// then travels like a TMA copy's bytes.
+void Worker::clcTryCancel(Fiber* f, void* response, void* bar, int32_t op) {
+  Mbarrier& b = mbarrier(f, bar, "clusterlaunchcontrol.try_cancel", op);
+  const uint64_t off = reinterpret_cast<uintptr_t>(response) - reinterpret_cast<uintptr_t>(shared);
+  if (off > sharedBytes || sharedBytes - off < 16 || off % 16 != 0)
+    tmaMisuse(*this, f, op, [&] {
+      return "clusterlaunchcontrol.try_cancel with its response at shared offset " +
+             std::to_string(static_cast<int64_t>(off)) + " (16 bytes, 16-byte aligned, inside the block's " +
+             str(sharedBytes) + " bytes of shared memory)";
+    });
+  if (clcFailed)
+    tmaMisuse(*this, f, op, [&] {
+      return std::string(
+          "clusterlaunchcontrol.try_cancel after a request of this block failed (no cluster was left to cancel); "
+          "a further request is undefined: stop asking once one fails");
+    });
+  const uint64_t c = L->nextCluster.fetch_add(1, std::memory_order_relaxed);
+  const bool ok = c < L->nClusters;
+  int32_t first[3] = {0, 0, 0};
+  if (ok) {
+    // The cluster's first block, as Cluster::run numbers them.
+    const uint32_t* dim = cfg->cluster;
+    const uint64_t n0 = cfg->grid[0] / dim[0], n1 = cfg->grid[1] / dim[1];
+    const uint64_t id[3] = {c % n0, c / n0 % n1, c / (n0 * n1)};
+    for (int d = 0; d < 3; ++d) first[d] = static_cast<int32_t>(id[d] * dim[d]);
+    ++blocksCancelled;
+  } else {
+    clcFailed = true;
+  }
+  std::vector<unsigned char> r(16, 0);
+  std::memcpy(r.data(), first, sizeof first);
+  const int32_t flag = ok ? TESSERA_EMU_CLC_CANCELLED : 0;
+  std::memcpy(r.data() + 12, &flag, sizeof flag);
+  asyncWrite(f, b, off, std::move(r), op);
 }
 
 /// A tile store (cp.async.bulk.tensor ... global.shared::cta, committed and
@@ -380,6 +425,11 @@ void tessera_emu_tma_store(const void* src, const void* map, int32_t c0, int32_t
   Fiber* f = current(__func__);
   const int32_t c[2] = {c0, c1};
   f->w->tmaStore(f, src, map, c, opId);
+}
+
+void tessera_emu_clc_try_cancel(void* response, void* bar, int32_t opId) {
+  Fiber* f = current(__func__);
+  f->w->clcTryCancel(f, response, bar, opId);
 }
 
 void tessera_emu_mbarrier_arrive(void* bar, int32_t opId) {

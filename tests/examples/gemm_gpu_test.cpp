@@ -251,6 +251,73 @@ TEST_CASE(
       }
 }
 
+TEST_CASE(
+    "Blackwell warp specialisation: a TMA producer warp feeds consumers whose one thread issues tcgen05.mma, "
+    "emulated against the reference",
+    "[examples][gemm][gpu][ptxas][blackwell][emu]") {
+  const bool ptxas = havePtxas();
+  if (!ptxas) WARN("SKIPPED the ptxas checks: ptxas not found (/usr/local/cuda/bin/ptxas or on PATH)");
+  struct Case {
+    const char* name;
+    const char* kind;
+    ex::GemmBlocks blocks;
+    int warps;
+  };
+  const Case cases[] = {{"gemm_f16", "kind::f16", {64, 64, 32, 3}, 4},
+                        {"gemm_bf16", "kind::f16", {128, 128, 64, 2}, 4},
+                        {"gemm_f16", "kind::f16", {128, 256, 64, 2}, 8},
+                        {"gemm_fp8", "kind::f8f6f4", {64, 64, 64, 3}, 4}};
+  for (const char* sm : {"sm_100a", "sm_103a"})
+    for (const Case& c : cases) {
+      INFO(c.name << " " << c.blocks.m << "x" << c.blocks.n << "x" << c.blocks.k << " s" << c.blocks.stages << " w"
+                  << c.warps << " on " << sm);
+      const ex::Example* e = ex::find(c.name);
+      REQUIRE(e != nullptr);
+      ex::GemmBlocks b = c.blocks;
+      b.warpSpecialized = true;
+      ex::RunContext ctx;
+      ctx.device = ts::Device::emulator(std::string("nvptx:") + sm);
+      ctx.shape = {256, 256, 256};
+      ctx = ex::withConfig(
+          ctx, ts::perf::TuneConfig::parse("BLOCK_M=" + std::to_string(b.m) + ",BLOCK_N=" + std::to_string(b.n) +
+                                           ",BLOCK_K=" + std::to_string(b.k) + ",STAGES=" + std::to_string(b.stages) +
+                                           ",WARP_SPECIALIZE=1,num_warps=" + std::to_string(c.warps)));
+      ex::Launch l = e->prepare(ctx);
+      const ts::CompileOptions o = e->optionsFor(ctx);
+      REQUIRE(o.numWarps == c.warps);
+      // The code an aligned launch runs: a producer warp (or warpgroup)
+      // beside the consumers, its TMA boxes, and the consumers' MMAs
+      // committed to the accumulators' barrier; no whole-block barrier once
+      // the warps split.
+      ts::CompiledKernel ck =
+          ts::compile(ts::assumeAligned(l.kernel), ts::Target::parse(std::string("nvptx:") + sm), o);
+      const std::string ptx = ck.dump(ts::Stage::PTX);
+      // One producer warp, or a warpgroup where it trades registers.
+      CHECK((contains(ptx, ".maxntid " + std::to_string(32 * c.warps + 32) + "\n") ||
+             contains(ptx, ".maxntid " + std::to_string(32 * c.warps + 128) + "\n")));
+      CHECK(contains(ptx, "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"));
+      CHECK(contains(ptx, std::string("tcgen05.mma.cta_group::1.") + c.kind));
+      CHECK(contains(ptx, "tcgen05.commit.cta_group::1.mbarrier::arrive::one"));
+      CHECK(countMatches(ptx, "bar\\.sync\\s+1, " + std::to_string(32 * c.warps) + ";") > 0);
+      if (ptxas) {
+        testptx::PtxasFigures f = testptx::ptxasFigures(ck);
+        INFO(f.report);
+        CHECK(f.spillBytes == 0);
+        std::printf("%-9s %3dx%3dx%2d s%d w%d %-7s warp-specialised: registers %3d, spill bytes %d\n", c.name, b.m, b.n,
+                    b.k, b.stages, c.warps, sm, f.registers, f.spillBytes);
+      }
+      // The emulator runs the same specialisation (the launch's buffers are
+      // aligned and 256 is a multiple of 16) and the result is checked.
+      ts::CompiledKernel run = ts::compile(l.kernel, ctx.device, o);
+      ts::LaunchOptions two;
+      two.threads = 2;
+      run.launchWith(l.grid, l.args, two);
+      ex::CheckResult r = l.check();
+      INFO(r.detail);
+      CHECK(r.ok);
+    }
+}
+
 TEST_CASE("gemm_f16 / gemm_bf16 default GPU configs: no spills on sm_80 and sm_90a, no scratch on AMDGPU",
           "[examples][gemm][gpu][ptxas]") {
   // Prints the table of docs/gemm.md ("GPU GEMM examples").

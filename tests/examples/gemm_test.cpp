@@ -150,6 +150,43 @@ TEST_CASE("GEMM examples on a persistent grid: any grid computes every tile once
   }
 }
 
+TEST_CASE("GEMM examples on a dynamic schedule: Blackwell offers it, and its programs take cancelled tiles",
+          "[examples][gemm][tiles][emu]") {
+  const ex::Example* e = ex::find("gemm_f16");
+  REQUIRE(e != nullptr);
+  auto offers = [&](const char* t) {
+    for (const auto& p : e->tuneSpace(ts::Target::parse(t), {257, 129, 65}).params)
+      if (p.name == "DYNAMIC") return p.values == std::vector<int64_t>{0, 1};
+    return false;
+  };
+  CHECK(offers("nvptx:sm_100a"));
+  CHECK(offers("emu:nvptx:sm_120a"));
+  CHECK_FALSE(offers("nvptx:sm_90a"));
+  CHECK_FALSE(offers("amdgpu:gfx942"));
+  for (const char* arch : {"nvptx:sm_100a", "nvptx:sm_120a"}) {
+    INFO(arch);
+    ex::RunContext ctx;
+    ctx.device = ts::Device::emulator(arch);
+    ctx.shape = {257, 129, 65, 2};  // ragged in every dimension
+    ctx.config = ts::perf::TuneConfig::parse("DYNAMIC=1");
+    ex::Launch l = e->prepare(ctx);
+    CHECK_FALSE(l.persistent);
+    CHECK_THAT(ts::compile(l.kernel, ts::Target::parse(arch), e->optionsFor(ctx)).dump(ts::Stage::PTX),
+               Catch::Contains("clusterlaunchcontrol.try_cancel"));
+    ts::CompiledKernel k = ts::compile(l.kernel, ctx.device, e->optionsFor(ctx));
+    for (unsigned threads : {1u, 2u}) {
+      INFO(threads << " host threads");
+      l = e->prepare(ctx);
+      ts::LaunchOptions o;
+      o.threads = threads;
+      k.launchWith(l.grid, l.args, o);
+      ex::CheckResult r = l.check();
+      INFO(r.detail);
+      CHECK(r.ok);
+    }
+  }
+}
+
 TEST_CASE("resident programs on the CPU are the launch's worker threads", "[examples][gemm][tiles][cpu]") {
   ts::Device cpu = ts::Device::cpu();
   ts::CompiledKernel k = ts::compile(ex::gemmF32(ex::gemmDefaultBlocks(cpu), ex::Activation::None), cpu);

@@ -306,6 +306,16 @@ Tensor num_programs(int axis, SrcLoc loc = SrcLoc::current());
 /// is a cluster of one: rank 0 of size 1. i32 scalars.
 Tensor cluster_rank(SrcLoc loc = SrcLoc::current());
 Tensor cluster_size(SrcLoc loc = SrcLoc::current());
+/// A program of the launch that has not started, cancelled so that it
+/// never will: its program_id(0), whose work the caller takes on (an i32
+/// scalar); -1 when none is left to cancel. Where the target cannot cancel
+/// programs (every target but NVIDIA sm_100a, sm_103a and sm_120a, whose
+/// cluster launch control does it; a grid of more than one axis; a
+/// cluster of more than one program) it is always -1, and each program
+/// does its own work. Once it returned -1, do not call it again (the
+/// hardware leaves that undefined). ts::Tiles::dynamic() is the schedule
+/// built on it; docs/dsl.md, "Cancelling programs".
+Tensor cancel_program(SrcLoc loc = SrcLoc::current());
 /// tile<n x i32> holding 0..n-1 / start..end-1.
 Tensor arange(int64_t n, SrcLoc loc = SrcLoc::current());
 Tensor arange(int64_t start, int64_t end, SrcLoc loc = SrcLoc::current());
@@ -612,6 +622,8 @@ std::vector<Tensor> forImpl(const Operand& lo, const Operand& hi, const Operand&
                             const BodyFn& body, const SrcLoc& loc);
 std::vector<Tensor> forPipelinedImpl(const Operand& lo, const Operand& hi, const Operand& step, const Pipeline& stages,
                                      const std::vector<Tensor>& inits, const BodyFn& body, const SrcLoc& loc);
+using WhileBodyFn = std::function<std::vector<Tensor>(const std::vector<Tensor>& carried)>;
+std::vector<Tensor> whileImpl(const std::vector<Tensor>& inits, const WhileBodyFn& body, const SrcLoc& loc);
 std::vector<Tensor> ifImpl(const Tensor& cond, const std::function<std::vector<Tensor>()>& thenBody,
                            const std::function<std::vector<Tensor>()>& elseBody, const SrcLoc& loc);
 
@@ -702,6 +714,38 @@ std::vector<Tensor> for_range(const Operand& lo, const Operand& hi, const Operan
   return dsl::forImpl(
       lo, hi, step, inits, [&](const Tensor& iv, const std::vector<Tensor>& c) { return dsl::callToList(body, iv, c); },
       loc);
+}
+
+/// A loop whose trip count is found as it runs (a do-while): body(carried...)
+/// runs, then returns the condition (an i1 scalar) followed by the next
+/// carried values, as a tuple; while the condition holds the body runs
+/// again on them. Carried values are scalars (carry tiles in for_range).
+/// Returns the last carried values as a tuple:
+///
+///   auto [t] = ts::do_while(std::tuple{ts::program_id(0)}, [&](ts::Int t) {
+///     ...                                   // the work of tile t
+///     auto next = ts::cancel_program();
+///     return std::tuple{next >= 0, next};
+///   });
+template <class... Ts, class F>
+auto do_while(const std::tuple<Ts...>& inits, F&& body, SrcLoc loc = SrcLoc::current()) {
+  std::vector<Tensor> init = std::apply([](const auto&... v) { return std::vector<Tensor>{Tensor(v)...}; }, inits);
+  auto out = dsl::whileImpl(
+      init,
+      [&](const std::vector<Tensor>& c) {
+        return [&]<size_t... I>(std::index_sequence<I...>) {
+          return dsl::toList(body(c[I]...));
+        }(std::index_sequence_for<Ts...>{});
+      },
+      loc);
+  return dsl::listToTuple<sizeof...(Ts)>(out, std::index_sequence_for<Ts...>{});
+}
+
+/// The same with the carried values as a vector: body(std::vector<Tensor>)
+/// returns a std::vector<Tensor> of the condition and the next values.
+template <class F>
+std::vector<Tensor> do_while(const std::vector<Tensor>& inits, F&& body, SrcLoc loc = SrcLoc::current()) {
+  return dsl::whileImpl(inits, [&](const std::vector<Tensor>& c) { return dsl::toList(body(c)); }, loc);
 }
 
 /// A software-pipelined loop: for iv in [lo, hi) step `step`, written as the

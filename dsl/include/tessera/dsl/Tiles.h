@@ -16,6 +16,17 @@
 // bijection of 0 .. count-1 onto the tiles, so every tile is computed
 // exactly once whatever the grid.
 //
+// dynamic() keeps one program per tile (launch at least Tiles::count) but
+// lets a running program take the tiles of programs that have not started:
+// program p computes tile p, then asks for a program to cancel
+// (ts::cancel_program) and computes its tile, until none is left. Where
+// the hardware cancels programs (NVIDIA sm_100a, sm_103a, sm_120a: cluster
+// launch control) a program that started stays resident and takes tiles
+// as a persistent one does, while the grid is still the hardware's to
+// schedule; elsewhere nothing is cancelled and each program computes its
+// own tile. Either way every tile is computed once: a cancelled program
+// never runs.
+//
 // chiplets(X) renumbers the programs for a GPU made of X chiplets with
 // private L2s that receive workgroups round-robin (MI300X, MI325X, MI355X:
 // 8 XCDs), so that a chiplet's programs compute neighbouring tiles.
@@ -103,6 +114,14 @@ class Tiles {
     persistent_ = on;
     return *this;
   }
+  /// One program per tile, each taking the tiles of the programs it
+  /// cancels before they start (see the top of this file). Not with
+  /// persistent(), streamK() or chiplets(), whose programs are numbered
+  /// by the grid they run on.
+  Tiles& dynamic(bool on = true) {
+    dynamic_ = on;
+    return *this;
+  }
   /// Rows split into `groups` groups at `offsets` (a pointer to groups + 1
   /// non-decreasing i32 row indices; M is then unused).
   Tiles& ragged(const Tensor& offsets, const Operand& groups, SrcLoc loc = SrcLoc::current());
@@ -161,6 +180,7 @@ class Tiles {
   TileOrder tileOrder() const { return order_; }
   int64_t groupM() const { return groupM_; }
   bool isPersistent() const { return persistent_; }
+  bool isDynamic() const { return dynamic_; }
   bool isRagged() const { return ragged_; }
   bool isReversed() const { return reversed_; }
   const Tensor& offsets() const { return offsets_; }
@@ -186,7 +206,7 @@ class Tiles {
   int64_t tileM_, tileN_;
   TileOrder order_ = TileOrder::Rows;
   int64_t groupM_ = 1;
-  bool persistent_ = false, ragged_ = false, reversed_ = false;
+  bool persistent_ = false, ragged_ = false, reversed_ = false, dynamic_ = false;
   Tensor offsets_;
   Operand groups_;
   Operand chiplets_;

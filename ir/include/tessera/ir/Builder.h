@@ -36,6 +36,8 @@ class Builder {
   Value* programId(int axis);
   Value* numPrograms(int axis);
   Value* clusterRank();
+  /// `cancel_program()`: a not-yet-started program's axis-0 id, or -1 (IR.h).
+  Value* cancelProgram();
   Value* clusterSize();
   Value* constant(Type t, double value);   // float-typed t
   Value* constant(Type t, int64_t value);  // integer-typed t
@@ -102,6 +104,11 @@ class Builder {
   /// which returns the values to yield. Returns the op's results.
   std::vector<Value*> forLoop(Value* lo, Value* hi, Value* step, std::vector<Value*> inits,
                               const std::function<std::vector<Value*>(Builder&, Value*, std::vector<Value*>)>& body);
+  /// Creates a `while` op (a do-while over scalars) and builds its body with
+  /// `body(builder, carried)`, which returns the condition (an i1 scalar)
+  /// followed by the next carried values. Returns the op's results.
+  std::vector<Value*> whileLoop(std::vector<Value*> inits,
+                                const std::function<std::vector<Value*>(Builder&, std::vector<Value*>)>& body);
   /// Creates an `if` op with result types `types`.
   std::vector<Value*> ifElse(Value* cond, std::vector<Type> types,
                              const std::function<std::vector<Value*>(Builder&)>& thenBody,

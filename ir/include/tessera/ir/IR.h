@@ -266,7 +266,20 @@
 // Control flow. `for` runs its body for iv = lo, lo+step, ... while iv < hi
 // (step > 0; a non-positive step runs zero iterations), threading
 // loop-carried values through `yield`. `if` selects one region; both regions
-// yield values of the op's result types. Both are uniform across a program.
+// yield values of the op's result types. `while` is a do-while: its region
+// ^(carried...) runs, then yields (cond, next...); while the i1 scalar cond
+// holds it runs again on next, else the op's results are next. Its carried
+// values are scalars (a loop whose trip count is found as it runs: a tile
+// queue, a convergence test). All three are uniform across a program.
+//
+// Cancelling programs. `cancel_program()` takes a program of the launch
+// that has not started and ensures it never will, returning its axis-0 id
+// so that the caller does its work (a persistent loop that keeps the
+// hardware's scheduling: NVIDIA's cluster launch control); -1 when no
+// program is left to cancel, or always where the grid has more than one
+// axis or the target cannot cancel (the caller then does its own work
+// only). Once it returned -1 to a program, the program must not call it
+// again (the hardware leaves a further request undefined).
 // ===========================================================================
 #pragma once
 
@@ -343,7 +356,7 @@ bool isTranscendental(OpCode op);
 /// `cmp {pred = p}` on two integer constants of dtype d (unsigned dtypes
 /// compare their bits unsigned); nullopt for an unknown predicate.
 std::optional<bool> foldIntCmp(const std::string& p, int64_t a, int64_t b, DType d);
-bool hasRegions(OpCode op);  // for, if, scan
+bool hasRegions(OpCode op);  // for, if, while, scan, warp_specialize
 /// The cost of recomputing an op's value where it is used (Ops.def): free
 /// (constant, splat, arange, broadcast, expand_dims: no arithmetic, so
 /// re-emitted in any layout), cheap (about one instruction per element:

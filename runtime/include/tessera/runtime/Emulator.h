@@ -124,7 +124,8 @@ struct BankConflictStat {
 };
 
 struct LaunchReport {
-  uint64_t blocks = 0;
+  uint64_t blocks = 0;           // of the grid, cancelled ones included
+  uint64_t blocksCancelled = 0;  // never run: cancelled by cluster launch control
   uint64_t threads = 0;
   uint64_t fiberSwitches = 0;  // resumptions of fibers by the scheduler
   double seconds = 0;

@@ -109,6 +109,11 @@ enum : int32_t {
 #define TESSERA_EMU_WGMMA_B_E5M2 0x20000
 /// ldmatrix mode: number of 8x8 matrices (1, 2, 4), plus this flag for .trans.
 #define TESSERA_EMU_LDMATRIX_TRANS 8
+/// A cancellation response (clc_try_cancel), the machine's encoding of what
+/// the hardware keeps opaque: bytes 0-11 the cancelled cluster's first
+/// block (x, y, z as i32), bytes 12-15 this flag where one was cancelled,
+/// else 0. codegen/emu decodes query_cancel from it.
+#define TESSERA_EMU_CLC_CANCELLED 1
 
 #define TS_EMU_HOOK(name, effects, ret, ...) ret tessera_emu_##name(__VA_ARGS__);
 #include "tessera/support/EmuHooks.def"

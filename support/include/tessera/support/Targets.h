@@ -41,6 +41,7 @@ struct GpuArch {
   int tmemColumns = 0;                                       // NVIDIA: tensor memory per SM, 32-bit columns
   int maxClusterBlocks = 0;                                  // NVIDIA: portable cluster size; 0: no clusters
   bool mmaBlockScale = false;                                // NVIDIA: mma.sync .kind::mxf8f6f4.block_scale
+  bool clusterLaunchControl = false;                         // NVIDIA: clusterlaunchcontrol.try_cancel
   int gfxMajor = 0;                                          // AMD: 9 (CDNA), 11 (RDNA3), 12 (RDNA4)
   MatrixCore matrixCore = MatrixCore::None;                  // AMD
   int i8MfmaK = 0;                                           // AMD: K of the i8 MFMA, 0: none
