@@ -185,9 +185,8 @@ TEST_CASE("do_while and dynamic(): bad input is a DslError naming the line", "[d
   CHECK_THROWS_WITH(notI1(), Contains("do_while: the condition must be a scalar i1"));
   auto withPersistent = [] {
     return ts::kernel("bad3", {"out", "M"}, [](ts::Ptr<float> out, ts::Int M) {
-      ts::for_tiles(ts::Tiles(M, 8, BM, BN).dynamic().persistent(), [&](const ts::Tile& t) {
-        ts::store(out + t.row0, 1.0f);
-      });
+      ts::for_tiles(ts::Tiles(M, 8, BM, BN).dynamic().persistent(),
+                    [&](const ts::Tile& t) { ts::store(out + t.row0, 1.0f); });
     });
   };
   CHECK_THROWS_WITH(withPersistent(), Contains("dynamic_tiles_test.cpp:") &&

@@ -88,9 +88,9 @@ Result run(uint32_t blocks, unsigned hostThreads, int mode = 0) {
   c.sharedBytes = 64;
   c.hostThreads = hostThreads;
   c.kernelName = "cancel_kernel";
-  c.opNames = {"mbarrier.init @ c.cpp:1", "bar.sync @ c.cpp:2",     "expect_tx @ c.cpp:3",
-               "try_cancel @ c.cpp:4",    "arrive @ c.cpp:5",       "try_wait @ c.cpp:6",
-               "read flag @ c.cpp:7",     "read x @ c.cpp:8",       "store @ c.cpp:9"};
+  c.opNames = {"mbarrier.init @ c.cpp:1", "bar.sync @ c.cpp:2", "expect_tx @ c.cpp:3",
+               "try_cancel @ c.cpp:4",    "arrive @ c.cpp:5",   "try_wait @ c.cpp:6",
+               "read flag @ c.cpp:7",     "read x @ c.cpp:8",   "store @ c.cpp:9"};
   c.globalBuffers = {{r.taken.data(), blocks * 4}, {r.cancelledBy.data(), blocks * 4}};
   c.throwOnError = false;
   r.rep = launch(&cancelKernel, args, c);

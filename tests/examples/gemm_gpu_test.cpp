@@ -306,6 +306,21 @@ TEST_CASE(
         std::printf("%-9s %3dx%3dx%2d s%d w%d %-7s warp-specialised: registers %3d, spill bytes %d\n", c.name, b.m, b.n,
                     b.k, b.stages, c.warps, sm, f.registers, f.spillBytes);
       }
+      {
+        // The same blocks without warp specialisation, for the figures.
+        ex::RunContext plain = ex::withConfig(
+            ctx, ts::perf::TuneConfig::parse("BLOCK_M=" + std::to_string(b.m) + ",BLOCK_N=" + std::to_string(b.n) +
+                                             ",BLOCK_K=" + std::to_string(b.k) + ",STAGES=" + std::to_string(b.stages) +
+                                             ",WARP_SPECIALIZE=0,num_warps=" + std::to_string(c.warps)));
+        ex::Launch pl = e->prepare(plain);
+        ts::CompiledKernel pk =
+            ts::compile(ts::assumeAligned(pl.kernel), ts::Target::parse(std::string("nvptx:") + sm), o);
+        if (ptxas) {
+          testptx::PtxasFigures f = testptx::ptxasFigures(pk);
+          std::printf("%-9s %3dx%3dx%2d s%d w%d %-7s usual schedule:    registers %3d, spill bytes %d\n", c.name, b.m,
+                      b.n, b.k, b.stages, c.warps, sm, f.registers, f.spillBytes);
+        }
+      }
       // The emulator runs the same specialisation (the launch's buffers are
       // aligned and 256 is a multiple of 16) and the result is checked.
       ts::CompiledKernel run = ts::compile(l.kernel, ctx.device, o);
@@ -316,6 +331,32 @@ TEST_CASE(
       INFO(r.detail);
       CHECK(r.ok);
     }
+}
+
+TEST_CASE("Blackwell dynamic tile schedules: the GEMMs' registers with and without cluster launch control",
+          "[examples][gemm][gpu][ptxas][blackwell]") {
+  if (!havePtxas()) {
+    WARN("SKIPPED: ptxas not found (/usr/local/cuda/bin/ptxas or on PATH)");
+    return;
+  }
+  for (const char* sm : {"sm_100a", "sm_103a", "sm_120a"})
+    for (const char* name : {"gemm_f16", "gemm_bf16", "gemm_fp8"})
+      for (const char* cfg : {"DYNAMIC=0", "DYNAMIC=1"}) {
+        INFO(name << " on " << sm << " " << cfg);
+        const ex::Example* e = ex::find(name);
+        REQUIRE(e != nullptr);
+        ex::RunContext ctx;
+        ctx.device = ts::Device::emulator(std::string("nvptx:") + sm);
+        ctx.shape = {256, 256, 256};
+        ctx = ex::withConfig(ctx, ts::perf::TuneConfig::parse(cfg));
+        ex::Launch l = e->prepare(ctx);
+        ts::CompiledKernel k =
+            ts::compile(ts::assumeAligned(l.kernel), ts::Target::parse(std::string("nvptx:") + sm), e->optionsFor(ctx));
+        CHECK(contains(k.dump(ts::Stage::PTX), "clusterlaunchcontrol.try_cancel") == (cfg[8] == '1'));
+        testptx::PtxasFigures f = testptx::ptxasFigures(k);
+        CHECK(f.spillBytes == 0);
+        std::printf("%-9s %-7s %s: registers %3d, spill bytes %d\n", name, sm, cfg, f.registers, f.spillBytes);
+      }
 }
 
 TEST_CASE("gemm_f16 / gemm_bf16 default GPU configs: no spills on sm_80 and sm_90a, no scratch on AMDGPU",

@@ -37,3 +37,31 @@ TEST_CASE("rmsnorm_cluster and paged_decode_attention run in clusters on a real 
     }
   }
 }
+
+TEST_CASE("gemm_f16 on a dynamic tile schedule runs on a real CUDA device with cluster launch control",
+          "[gpu][cuda][hardware][clc]") {
+  // One program per tile, the programs that started taking the tiles of
+  // those still queued (clusterlaunchcontrol.try_cancel): the result is the
+  // reference's on aligned and ragged shapes.
+  tessera::testing::EnvGuard env("TESSERA_CUDA_LIBRARY", nullptr);
+  const std::string why = tessera::testing::whyNoCudaDevice([](const ts::Device& dev) -> std::string {
+    return ex::cancelsPrograms(ex::deviceTarget(dev))
+               ? ""
+               : dev.name() + " (" + dev.arch() + ") has no cluster launch control (sm_100a, sm_103a, sm_120a)";
+  });
+  if (!why.empty()) {
+    WARN("SKIP: " << why << " -- dynamic tile schedules not run");
+    return;
+  }
+  const ex::Example* e = ex::find("gemm_f16");
+  REQUIRE(e);
+  for (std::vector<int64_t> shape : {std::vector<int64_t>{1024, 1024, 512}, std::vector<int64_t>{1000, 777, 520}}) {
+    ex::RunContext ctx;
+    ctx.device = ts::Device::cuda(0);
+    ctx.shape = shape;
+    ctx = ex::withConfig(ctx, ts::perf::TuneConfig::parse("DYNAMIC=1"));
+    ex::CheckResult r = e->run(ctx);
+    INFO(r.detail);
+    REQUIRE(r.ok);
+  }
+}
