@@ -19,10 +19,10 @@ namespace {
 /// those free to recompute (Ops.def) and the elementwise ops.
 bool rederivable(const ir::Op& op) { return ir::isFreeToRecompute(op.code()) || ir::isElementwise(op.code()); }
 
-/// True when `op` is inside a for loop's body (at any depth).
+/// True when `op` is inside a loop's body (for or while, at any depth).
 bool inLoop(const ir::Op& op) {
   for (const ir::Op* o = op.parent()->parentOp(); o; o = o->parent() ? o->parent()->parentOp() : nullptr)
-    if (o->code() == ir::OpCode::For) return true;
+    if (o->code() == ir::OpCode::For || o->code() == ir::OpCode::While) return true;
   return false;
 }
 }  // namespace
