@@ -1,5 +1,5 @@
-// The pipelined f16 / bf16 GEMMs of the examples on sm_90a (the emulated
-// H100 or a real one), checked as tests/codegen/nvptx/gpu_tma_test.cpp and the
+// The pipelined f16 / bf16 GEMMs of the examples on sm_90a or Blackwell (an
+// emulated GPU or a real one), checked as tests/codegen/nvptx/gpu_tma_test.cpp and the
 // hardware tests of tests/runtime need: small-integer inputs, so the f32
 // accumulation is exact and the result must equal the reference and the
 // cp.async path bit for bit; the PTX says whether the slots went by TMA.
@@ -58,7 +58,7 @@ inline Run runGemm(const ts::Device& dev, const ts::Kernel& kernel, ex::GemmBloc
   c.fillBytes(0xff);
   const std::vector<ts::rt::Arg> args{c, ba, bb, bbias, int32_t(s.M), int32_t(s.N), int32_t(s.K)};
   // The variant the launch specialises to (16-byte facts) is the code that runs.
-  ts::CompiledKernel ran = ts::compile(ts::specializedFor(kernel, args), ts::Target::parse("nvptx:sm_90a"), o);
+  ts::CompiledKernel ran = ts::compile(ts::specializedFor(kernel, args), ts::Target::parse(dev.arch()), o);
   Run r;
   r.ptx = ran.dump(ts::Stage::PTX);
   r.signature = ran.signature().str();

@@ -104,6 +104,34 @@ TEST_CASE("warp specialisation: producer warps issue the GEMM's TMA copies, exac
   checkGemm("bf16 ws", ts::DType::BF16, ts::DType::F32, bf16, blocks, 4, {33, 80, 48}, true);
 }
 
+TEST_CASE("warp specialisation on Blackwell: a producer warp feeds tcgen05 consumers, exact and equal to cp.async",
+          "[gpu][tma][emu][warp-specialize][blackwell]") {
+  struct Cfg {
+    ex::GemmBlocks blocks;
+    int warps;
+  };
+  for (const char* sm : {"nvptx:sm_100a", "nvptx:sm_103a"}) {
+    const ts::Device dev = ts::Device::emulator(sm);
+    for (Cfg c : {Cfg{{128, 128, 64, 3, true}, 4}, Cfg{{128, 256, 64, 2, true}, 8}, Cfg{{64, 64, 32, 2, true}, 4}}) {
+      INFO(sm << " " << c.blocks.m << "x" << c.blocks.n << "x" << c.blocks.k << " w" << c.warps);
+      const ts::Kernel kernel = ex::gemmF16(c.blocks, ex::Activation::None);
+      checkGemm("f16 ws", ts::DType::F16, ts::DType::F16, kernel, c.blocks, c.warps, {128, 256, 192}, true, dev);
+      checkGemm("f16 ws", ts::DType::F16, ts::DType::F16, kernel, c.blocks, c.warps, {200, 144, 80}, true, dev);
+      ts::CompileOptions o;
+      o.numWarps = c.warps;
+      ts::CompiledKernel k = ts::compile(ts::assumeAligned(kernel), ts::Target::parse(sm), o);
+      const std::string ptx = k.dump(ts::Stage::PTX);
+      CHECK(k.warnings().empty());
+      CHECK(ptx.find("tcgen05.mma.cta_group::1.kind::f16") != std::string::npos);
+      CHECK(ptx.find("bar.sync \t1, " + std::to_string(32 * c.warps) + ";") != std::string::npos);
+      CHECK(ptx.find("cp.async.commit_group") == std::string::npos);
+    }
+    ex::GemmBlocks blocks{64, 64, 32, 3, true};
+    const ts::Kernel bf16 = ex::gemmBF16(blocks, ex::Activation::None);
+    checkGemm("bf16 ws", ts::DType::BF16, ts::DType::F32, bf16, blocks, 4, {96, 80, 64}, true, dev);
+  }
+}
+
 TEST_CASE("tma: sm_80 and TESSERA_TENSOR_COPIES=0 keep cp.async, and the tensor maps are in the signature",
           "[gpu][tma]") {
   ex::GemmBlocks blocks{64, 64, 32, 3};
