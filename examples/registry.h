@@ -293,6 +293,10 @@ struct AttentionBlocks {
   /// flash_attention_varlen: its tiles run persistently, on a grid of the
   /// programs the device holds (Launch::persistent, launchGrid).
   bool persistent = false;
+  /// flash_attention_varlen: one program per tile, each taking the tiles
+  /// of the programs it cancels before they start (Tiles::dynamic; not
+  /// with `persistent`).
+  bool dynamic = false;
 };
 Kernel flashAttention(AttentionBlocks blocks, int D, bool causal, DType dtype = DType::F16);
 /// Causal flash attention over packed sequences of different lengths

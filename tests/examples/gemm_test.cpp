@@ -200,6 +200,36 @@ TEST_CASE("resident programs on the CPU are the launch's worker threads", "[exam
                   ts::UsageError);
 }
 
+TEST_CASE("flash_attention_varlen on a dynamic schedule: longest first, the started programs take queued tiles",
+          "[examples][attention][tiles][emu]") {
+  const ex::Example* e = ex::find("flash_attention_varlen");
+  REQUIRE(e != nullptr);
+  for (const char* arch : {"nvptx:sm_100a", "nvptx:sm_120a", "nvptx:sm_90a"}) {
+    INFO(arch);
+    ex::RunContext ctx;
+    ctx.device = ts::Device::emulator(arch);
+    ctx.shape = {5, 90, 2, 32};  // lengths in [0, 90], the first empty, sorted
+    ex::Launch l = e->prepare(ctx);
+    ex::AttentionBlocks b = ex::attentionDefaultBlocks(ctx.device);
+    b.n = 32;
+    b.dynamic = true;
+    ts::CompiledKernel k = ts::compile(ex::flashAttentionVarlen(b, 32), ctx.device);
+    const bool cancels = ex::cancelsPrograms(ts::Target::parse(arch));
+    const std::string ptx = ts::compile(ex::flashAttentionVarlen(b, 32), ts::Target::parse(arch)).dump(ts::Stage::PTX);
+    CHECK((ptx.find("clusterlaunchcontrol.try_cancel") != std::string::npos) == cancels);
+    for (unsigned threads : {1u, 2u}) {
+      INFO(threads << " host threads");
+      l = e->prepare(ctx);
+      ts::LaunchOptions o;
+      o.threads = threads;
+      k.launchWith(l.grid, l.args, o);
+      ex::CheckResult r = l.check();
+      INFO(r.detail);
+      CHECK(r.ok);
+    }
+  }
+}
+
 TEST_CASE("flash_attention_varlen: a persistent ragged grid of any size computes every tile once",
           "[examples][attention][tiles][emu]") {
   const ex::Example* e = ex::find("flash_attention_varlen");
