@@ -135,6 +135,21 @@ void checkPointer(const Tensor& t, DType d, const SrcLoc& loc) {
 
 // ---- control flow ------------------------------------------------------------
 
+namespace {
+/// The loop's next carried values, out[first ..], each of its initial
+/// value's type, appended to `ys` (the yield's operands).
+void appendCarried(std::vector<ir::Value*>& ys, const std::vector<Tensor>& out, size_t first,
+                   const std::vector<ir::Value*>& init, const char* fn, const SrcLoc& loc) {
+  for (size_t i = 0; i < init.size(); ++i) {
+    ir::Value* y = use(out[first + i], loc, "loop-carried value");
+    if (y->type() != init[i]->type())
+      fail(loc, fmt::format("{}: carried value #{} enters the loop as {} but the body returns {}", fn, i,
+                            typeStr(init[i]->type()), typeStr(y->type())));
+    ys.push_back(y);
+  }
+}
+}  // namespace
+
 std::vector<Tensor> forImpl(const Operand& lo, const Operand& hi, const Operand& step, const std::vector<Tensor>& inits,
                             const BodyFn& body, const SrcLoc& loc) {
   TraceState& s = at(loc);
@@ -162,13 +177,7 @@ std::vector<Tensor> forImpl(const Operand& lo, const Operand& hi, const Operand&
             fail(loc, fmt::format("for_range: the body returns {} value(s) but the loop carries {}", out.size(),
                                   init.size()));
           std::vector<ir::Value*> ys;
-          for (size_t i = 0; i < out.size(); ++i) {
-            ir::Value* y = use(out[i], loc, "loop-carried value");
-            if (y->type() != init[i]->type())
-              fail(loc, fmt::format("for_range: carried value #{} enters the loop as {} but the body returns {}", i,
-                                    typeStr(init[i]->type()), typeStr(y->type())));
-            ys.push_back(y);
-          }
+          appendCarried(ys, out, 0, init, "for_range", loc);
           at(loc);  // the yield takes the loop's location
           return ys;
         });
@@ -275,13 +284,7 @@ std::vector<Tensor> whileImpl(const std::vector<Tensor>& inits, const WhileBodyF
         fail(loc, fmt::format("do_while: the condition must be a scalar i1 (a comparison of scalars), got {}",
                               typeStr(cond->type())));
       ys.push_back(cond);
-      for (size_t i = 0; i < init.size(); ++i) {
-        ir::Value* y = use(out[i + 1], loc, "loop-carried value");
-        if (y->type() != init[i]->type())
-          fail(loc, fmt::format("do_while: carried value #{} enters the loop as {} but the body returns {}", i,
-                                typeStr(init[i]->type()), typeStr(y->type())));
-        ys.push_back(y);
-      }
+      appendCarried(ys, out, 1, init, "do_while", loc);
       at(loc);  // the yield takes the loop's location
       return ys;
     });

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "tessera/dsl/DSL.h"
+#include "tessera/dsl/Tiles.h"
 #include "tessera/ir/Printer.h"
 
 namespace dsltest {
@@ -28,6 +29,34 @@ std::string traceError(F&& body) {
   }
   FAIL("tracing succeeded but a DslError was expected");
   return {};
+}
+
+/// C (f32) = A B (f16) over the BM x BN tiles of `schedule(Tiles(M, N, BM,
+/// BN))`, the K loop pipelined through shared memory in 3 stages: each
+/// program runs it once per tile it takes, so the next tile must find every
+/// slot, barrier phase and accumulator as the first did.
+/// c, a, b, M, N, K
+template <int BM, int BN, int BK, class Schedule>
+tessera::Kernel pipelinedTilesGemm(const char* name, Schedule schedule) {
+  namespace ts = tessera;
+  return ts::kernel(name, [=](ts::Ptr<float> c, ts::Ptr<const ts::half> a, ts::Ptr<const ts::half> b, ts::Int M,
+                              ts::Int N, ts::Int K) {
+    auto sa = ts::alloc_shared(ts::f16, {BM, BK});
+    auto sb = ts::alloc_shared(ts::f16, {BK, BN});
+    ts::Tiles tiles(M, N, BM, BN);
+    schedule(tiles);
+    ts::for_tiles(tiles, [&](const ts::Tile& t) {
+      auto rows = ts::expand_dims(t.row0 + ts::arange(BM), 1), cols = ts::expand_dims(t.col0 + ts::arange(BN), 0);
+      auto rk = ts::arange(BK);
+      auto acc = ts::for_pipelined(0, K, BK, 3, ts::zeros({BM, BN}, ts::f32), [&](ts::Int k0, ts::Tensor acc) {
+        auto ka = ts::expand_dims(k0 + rk, 0), kb = ts::expand_dims(k0 + rk, 1);
+        auto x = ts::stage_copy(sa, a + rows * K + ka, (rows < t.rowEnd) & (ka < K));
+        auto y = ts::stage_copy(sb, b + kb * N + cols, (kb < K) & (cols < t.colEnd));
+        return ts::dot(x.load(), y.load(), acc);
+      });
+      ts::store(c + rows * N + cols, acc, (rows < t.rowEnd) & (cols < t.colEnd));
+    });
+  });
 }
 
 /// "<this test file>:<line>: error: "

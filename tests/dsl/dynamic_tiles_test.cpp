@@ -201,23 +201,9 @@ TEST_CASE("Tiles::dynamic: a pipelined f16 GEMM, tiles taken from cancelled prog
   // next tile must find every slot, barrier phase and accumulator column as
   // the first did (the emulator reports races and hangs). Integer inputs:
   // the sums are exact.
-  constexpr int TM = 64, TN = 64, TK = 32;
-  ts::Kernel k = ts::kernel("dynamic_gemm_f16", [](ts::Ptr<float> c, ts::Ptr<const ts::half> a,
-                                                   ts::Ptr<const ts::half> b, ts::Int M, ts::Int N, ts::Int K) {
-    auto sa = ts::alloc_shared(ts::f16, {TM, TK});
-    auto sb = ts::alloc_shared(ts::f16, {TK, TN});
-    ts::for_tiles(ts::Tiles(M, N, TM, TN).grouped(2).dynamic(), [&](const ts::Tile& t) {
-      auto rows = ts::expand_dims(t.row0 + ts::arange(TM), 1), cols = ts::expand_dims(t.col0 + ts::arange(TN), 0);
-      auto rk = ts::arange(TK);
-      auto acc = ts::for_pipelined(0, K, TK, 3, ts::zeros({TM, TN}, ts::f32), [&](ts::Int k0, ts::Tensor acc) {
-        auto ka = ts::expand_dims(k0 + rk, 0), kb = ts::expand_dims(k0 + rk, 1);
-        auto x = ts::stage_copy(sa, a + rows * K + ka, (rows < t.rowEnd) & (ka < K));
-        auto y = ts::stage_copy(sb, b + kb * N + cols, (kb < K) & (cols < t.colEnd));
-        return ts::dot(x.load(), y.load(), acc);
-      });
-      ts::store(c + rows * N + cols, acc, (rows < t.rowEnd) & (cols < t.colEnd));
-    });
-  });
+  constexpr int TM = 64, TN = 64;
+  ts::Kernel k =
+      dsltest::pipelinedTilesGemm<TM, TN, 32>("dynamic_gemm_f16", [](ts::Tiles& t) { t.grouped(2).dynamic(); });
   const int M = 150, N = 136, K = 96;  // 3 x 3 tiles, ragged in M and N
   std::vector<uint16_t> Ah(M * K), Bh(K * N);
   std::vector<float> A(M * K), B(K * N);

@@ -391,23 +391,8 @@ TEST_CASE("for_tiles: a persistent pipelined f16 GEMM on the emulated GPUs, seve
   // once per tile: the next tile must find every slot and barrier as the
   // first did (the emulator reports races and hangs). Integer inputs: the
   // sums are exact, so the results must equal the reference exactly.
-  constexpr int BM = 32, BN = 32, BK = 16;
-  ts::Kernel k = ts::kernel("tiles_gemm_f16", [](ts::Ptr<float> c, ts::Ptr<const ts::half> a, ts::Ptr<const ts::half> b,
-                                                 ts::Int M, ts::Int N, ts::Int K) {
-    auto sa = ts::alloc_shared(ts::f16, {BM, BK});
-    auto sb = ts::alloc_shared(ts::f16, {BK, BN});
-    ts::for_tiles(ts::Tiles(M, N, BM, BN).grouped(2).persistent(), [&](const ts::Tile& t) {
-      auto rows = ts::expand_dims(t.row0 + ts::arange(BM), 1), cols = ts::expand_dims(t.col0 + ts::arange(BN), 0);
-      auto rk = ts::arange(BK);
-      auto acc = ts::for_pipelined(0, K, BK, 3, ts::zeros({BM, BN}, ts::f32), [&](ts::Int k0, ts::Tensor acc) {
-        auto ka = ts::expand_dims(k0 + rk, 0), kb = ts::expand_dims(k0 + rk, 1);
-        auto x = ts::stage_copy(sa, a + rows * K + ka, (rows < t.rowEnd) & (ka < K));
-        auto y = ts::stage_copy(sb, b + kb * N + cols, (kb < K) & (cols < t.colEnd));
-        return ts::dot(x.load(), y.load(), acc);
-      });
-      ts::store(c + rows * N + cols, acc, (rows < t.rowEnd) & (cols < t.colEnd));
-    });
-  });
+  ts::Kernel k =
+      dsltest::pipelinedTilesGemm<32, 32, 16>("tiles_gemm_f16", [](ts::Tiles& t) { t.grouped(2).persistent(); });
   const int M = 70, N = 45, K = 40;  // 3 x 2 tiles, ragged in M, N and K
   std::mt19937 rng(3);
   std::uniform_int_distribution<int> u(-3, 3);
