@@ -51,12 +51,7 @@ void Lower::emitFor(const ir::Op& op) {
     else
       scalars_[a] = phis[i][0];
   }
-  yields_.emplace_back();
-  emitBlock(blk);
-  flushStaged(INT64_MAX, /*endOfBody=*/true);  // (b): before the back edge
-  setCurrentOp(op);
-  auto ys = std::move(yields_.back());
-  yields_.pop_back();
+  auto ys = emitLoopBody(op, blk);
   TS_ASSERT(ys.size() == n, "for: yield arity");
   llvm::BasicBlock* latch = loop.close(b_, step);
   for (unsigned i = 0; i < n; ++i)
@@ -97,12 +92,7 @@ void Lower::emitWhile(const ir::Op& op) {
     scalars_[blk.arg(i)] = phis.back();
   }
   unknownOrder();
-  yields_.emplace_back();
-  emitBlock(blk);
-  flushStaged(INT64_MAX, /*endOfBody=*/true);  // (b): before the back edge
-  setCurrentOp(op);
-  auto ys = std::move(yields_.back());
-  yields_.pop_back();
+  auto ys = emitLoopBody(op, blk);
   TS_ASSERT(ys.size() == n + 1, "while: yield arity");
   llvm::BasicBlock* latch = b_.GetInsertBlock();
   b_.CreateCondBr(ys[0].second[0], body, exit);
@@ -110,6 +100,17 @@ void Lower::emitWhile(const ir::Op& op) {
   b_.SetInsertPoint(exit);
   unknownOrder();
   for (unsigned i = 0; i < n; ++i) scalars_[op.result(i)] = ys[i + 1].second[0];
+}
+
+// A loop's body, up to its back edge: what its yield gives, per operand.
+std::vector<std::pair<const ir::Value*, Slots>> Lower::emitLoopBody(const ir::Op& loop, const ir::Block& body) {
+  yields_.emplace_back();
+  emitBlock(body);
+  flushStaged(INT64_MAX, /*endOfBody=*/true);  // (b): before the back edge
+  setCurrentOp(loop);
+  auto ys = std::move(yields_.back());
+  yields_.pop_back();
+  return ys;
 }
 
 // A for / if result from the phis that merge it: a tile in its layout, or

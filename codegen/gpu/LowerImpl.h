@@ -410,6 +410,7 @@ class Lower {
   void emitFor(const ir::Op& op);
   void emitIf(const ir::Op& op);
   void emitWhile(const ir::Op& op);
+  std::vector<std::pair<const ir::Value*, Slots>> emitLoopBody(const ir::Op& loop, const ir::Block& body);
   void bindResult(const ir::Value* res, Slots merged);
 
   const ir::Function& f_;

@@ -148,6 +148,12 @@ void appendCarried(std::vector<ir::Value*>& ys, const std::vector<Tensor>& out, 
     ys.push_back(y);
   }
 }
+/// A loop's results as handles, read-only where their initial values were.
+std::vector<Tensor> wrapResults(const std::vector<ir::Value*>& results, const std::vector<bool>& ro) {
+  std::vector<Tensor> r;
+  for (size_t i = 0; i < results.size(); ++i) r.push_back(wrap(results[i], ro[i]));
+  return r;
+}
 }  // namespace
 
 std::vector<Tensor> forImpl(const Operand& lo, const Operand& hi, const Operand& step, const std::vector<Tensor>& inits,
@@ -182,9 +188,7 @@ std::vector<Tensor> forImpl(const Operand& lo, const Operand& hi, const Operand&
           return ys;
         });
       });
-  std::vector<Tensor> r;
-  for (size_t i = 0; i < results.size(); ++i) r.push_back(wrap(results[i], ro[i]));
-  return r;
+  return wrapResults(results, ro);
 }
 
 Tensor scanImpl(const Tensor& x, int axis, const CombineFn& combine, const SrcLoc& loc) {
@@ -289,9 +293,7 @@ std::vector<Tensor> whileImpl(const std::vector<Tensor>& inits, const WhileBodyF
       return ys;
     });
   });
-  std::vector<Tensor> r;
-  for (size_t i = 0; i < results.size(); ++i) r.push_back(wrap(results[i], ro[i]));
-  return r;
+  return wrapResults(results, ro);
 }
 
 std::vector<Tensor> ifImpl(const Tensor& cond, const std::function<std::vector<Tensor>()>& thenBody,

@@ -3,11 +3,14 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <string>
+#include <vector>
 
 #include "tessera/dsl/DSL.h"
 #include "tessera/dsl/Tiles.h"
 #include "tessera/ir/Printer.h"
+#include "tessera/tessera.h"
 
 namespace dsltest {
 
@@ -58,6 +61,28 @@ tessera::Kernel pipelinedTilesGemm(const char* name, Schedule schedule) {
     });
   });
 }
+
+/// Inputs and reference of pipelinedTilesGemm: small-integer A (M x K) and
+/// B (K x N) as f16, whose f32 sums are exact, so a result must equal
+/// `want` bit for bit.
+struct ExactHalfGemm {
+  int M, N, K;
+  std::vector<_Float16> a, b;
+  std::vector<float> want;
+  ExactHalfGemm(int m, int n, int k, const std::vector<float>& A, const std::vector<float>& B)
+      : M(m), N(n), K(k), a(A.begin(), A.end()), b(B.begin(), B.end()), want(size_t(m) * n, 0.0f) {
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j)
+        for (int q = 0; q < K; ++q) want[size_t(i) * N + j] += A[size_t(i) * K + q] * B[size_t(q) * N + j];
+  }
+  /// C of a launch of `k` on `programs` programs (C is NaN before).
+  std::vector<float> run(const tessera::CompiledKernel& k, const tessera::Device& dev, uint32_t programs,
+                         const tessera::LaunchOptions& o = {}) const {
+    tessera::Buffer c = dev.upload(tessera::f32, std::vector<float>(want.size(), NAN));
+    k.launchWith(tessera::Dim3(programs), {c, dev.upload(tessera::f16, a), dev.upload(tessera::f16, b), M, N, K}, o);
+    return c.read<float>();
+  }
+};
 
 /// "<this test file>:<line>: error: "
 inline std::string at(const char* file, int line) {

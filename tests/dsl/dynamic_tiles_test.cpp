@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "../cpu_paths.h"
-#include "support.h"
 #include "dsl_test_util.h"
 #include "tessera/ir/analysis/TileCoverage.h"
 #include "tessera/tessera.h"
@@ -205,16 +204,10 @@ TEST_CASE("Tiles::dynamic: a pipelined f16 GEMM, tiles taken from cancelled prog
   ts::Kernel k =
       dsltest::pipelinedTilesGemm<TM, TN, 32>("dynamic_gemm_f16", [](ts::Tiles& t) { t.grouped(2).dynamic(); });
   const int M = 150, N = 136, K = 96;  // 3 x 3 tiles, ragged in M and N
-  std::vector<uint16_t> Ah(M * K), Bh(K * N);
   std::vector<float> A(M * K), B(K * N);
   for (int i = 0; i < M * K; ++i) A[i] = float((i * 7) % 5 - 2);
   for (int i = 0; i < K * N; ++i) B[i] = float((i * 3) % 7 - 3);
-  std::transform(A.begin(), A.end(), Ah.begin(), tessera::examples::toHalf);
-  std::transform(B.begin(), B.end(), Bh.begin(), tessera::examples::toHalf);
-  std::vector<float> want(M * N, 0);
-  for (int i = 0; i < M; ++i)
-    for (int j = 0; j < N; ++j)
-      for (int q = 0; q < K; ++q) want[i * N + j] += A[i * K + q] * B[q * N + j];
+  const dsltest::ExactHalfGemm g(M, N, K, A, B);
   const int64_t count = ts::Tiles::count(M, N, TM, TN);
   for (const char* target : {"nvptx:sm_100a", "nvptx:sm_120a", "nvptx:sm_90a", "amdgpu:gfx942"}) {
     INFO(target);
@@ -222,11 +215,9 @@ TEST_CASE("Tiles::dynamic: a pipelined f16 GEMM, tiles taken from cancelled prog
     ts::CompiledKernel ck = ts::compile(k, dev);
     for (unsigned threads : {1u, 2u}) {
       INFO(threads << " host threads");
-      ts::Buffer c = dev.upload(ts::f32, std::vector<float>(M * N, NAN));
       ts::LaunchOptions o;
       o.threads = threads;
-      ck.launchWith(ts::Dim3(uint32_t(count)), {c, dev.upload(ts::f16, Ah), dev.upload(ts::f16, Bh), M, N, K}, o);
-      CHECK(c.read<float>() == want);
+      CHECK(g.run(ck, dev, uint32_t(count), o) == g.want);
     }
   }
 }

@@ -399,22 +399,14 @@ TEST_CASE("for_tiles: a persistent pipelined f16 GEMM on the emulated GPUs, seve
   std::vector<float> A(M * K), B(K * N);
   for (float& v : A) v = float(u(rng));
   for (float& v : B) v = float(u(rng));
-  std::vector<uint16_t> Ah(A.size()), Bh(B.size());
-  std::transform(A.begin(), A.end(), Ah.begin(), tessera::examples::toHalf);
-  std::transform(B.begin(), B.end(), Bh.begin(), tessera::examples::toHalf);
-  std::vector<float> want(M * N, 0);
-  for (int i = 0; i < M; ++i)
-    for (int j = 0; j < N; ++j)
-      for (int q = 0; q < K; ++q) want[i * N + j] += A[i * K + q] * B[q * N + j];
+  const dsltest::ExactHalfGemm g(M, N, K, A, B);
   for (const char* target : {"nvptx:sm_80", "nvptx:sm_90a", "amdgpu:gfx942", "amdgpu:gfx1100"}) {
     INFO(target);
     ts::Device dev = ts::Device::emulator(target);
     ts::CompiledKernel ck = ts::compile(k, dev);
     for (uint32_t programs : {1u, 4u}) {
       INFO(programs << " programs");
-      ts::Buffer c = dev.upload(ts::f32, std::vector<float>(M * N, NAN));
-      ck.launch(ts::Dim3(programs), c, dev.upload(ts::f16, Ah), dev.upload(ts::f16, Bh), M, N, K);
-      CHECK(c.read<float>() == want);
+      CHECK(g.run(ck, dev, programs) == g.want);
     }
   }
 }

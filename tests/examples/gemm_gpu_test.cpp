@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "../ptxas_report.h"
+#include "host_threads_check.h"
 #include "registry.h"
 #include "tessera/ir/IR.h"
 #include "tessera/support/Targets.h"
@@ -323,13 +324,7 @@ TEST_CASE(
       }
       // The emulator runs the same specialisation (the launch's buffers are
       // aligned and 256 is a multiple of 16) and the result is checked.
-      ts::CompiledKernel run = ts::compile(l.kernel, ctx.device, o);
-      ts::LaunchOptions two;
-      two.threads = 2;
-      run.launchWith(l.grid, l.args, two);
-      ex::CheckResult r = l.check();
-      INFO(r.detail);
-      CHECK(r.ok);
+      examples_test::checkOnHostThreads(ts::compile(l.kernel, ctx.device, o), *e, ctx, {2});
     }
 }
 

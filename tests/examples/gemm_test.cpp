@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "support.h"
+#include "host_threads_check.h"
 #include "../cpu_paths.h"
 
 namespace ts = tessera;
@@ -173,17 +174,7 @@ TEST_CASE("GEMM examples on a dynamic schedule: Blackwell offers it, and its pro
     CHECK_FALSE(l.persistent);
     CHECK_THAT(ts::compile(l.kernel, ts::Target::parse(arch), e->optionsFor(ctx)).dump(ts::Stage::PTX),
                Catch::Contains("clusterlaunchcontrol.try_cancel"));
-    ts::CompiledKernel k = ts::compile(l.kernel, ctx.device, e->optionsFor(ctx));
-    for (unsigned threads : {1u, 2u}) {
-      INFO(threads << " host threads");
-      l = e->prepare(ctx);
-      ts::LaunchOptions o;
-      o.threads = threads;
-      k.launchWith(l.grid, l.args, o);
-      ex::CheckResult r = l.check();
-      INFO(r.detail);
-      CHECK(r.ok);
-    }
+    examples_test::checkOnHostThreads(ts::compile(l.kernel, ctx.device, e->optionsFor(ctx)), *e, ctx, {1, 2});
   }
 }
 
@@ -209,7 +200,6 @@ TEST_CASE("flash_attention_varlen on a dynamic schedule: longest first, the star
     ex::RunContext ctx;
     ctx.device = ts::Device::emulator(arch);
     ctx.shape = {5, 90, 2, 32};  // lengths in [0, 90], the first empty, sorted
-    ex::Launch l = e->prepare(ctx);
     ex::AttentionBlocks b = ex::attentionDefaultBlocks(ctx.device);
     b.n = 32;
     b.dynamic = true;
@@ -217,16 +207,7 @@ TEST_CASE("flash_attention_varlen on a dynamic schedule: longest first, the star
     const bool cancels = ex::cancelsPrograms(ts::Target::parse(arch));
     const std::string ptx = ts::compile(ex::flashAttentionVarlen(b, 32), ts::Target::parse(arch)).dump(ts::Stage::PTX);
     CHECK((ptx.find("clusterlaunchcontrol.try_cancel") != std::string::npos) == cancels);
-    for (unsigned threads : {1u, 2u}) {
-      INFO(threads << " host threads");
-      l = e->prepare(ctx);
-      ts::LaunchOptions o;
-      o.threads = threads;
-      k.launchWith(l.grid, l.args, o);
-      ex::CheckResult r = l.check();
-      INFO(r.detail);
-      CHECK(r.ok);
-    }
+    examples_test::checkOnHostThreads(k, *e, ctx, {1, 2});
   }
 }
 
