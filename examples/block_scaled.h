@@ -180,39 +180,59 @@ inline Kernel gemmScaled(const char* kname, GemmBlocks B, ScaledFormat f) {
                     Ptr<const uint8_t> bsc, Int M, Int N, Int K) { body(c, a, as, b, bsc, Tensor{}, M, N, K); });
 }
 
+/// The NVIDIA row of `t` (or of the architecture an emu: target runs);
+/// null elsewhere.
+inline const GpuArch* nvidiaRow(const Target& t) {
+  const bool nv = t.kind == Target::Kind::NVPTX || t.kind == Target::Kind::EmuNVPTX;
+  return nv ? findGpuArch(GpuArch::Vendor::NVIDIA, t.arch) : nullptr;
+}
+
+/// Whether `t` multiplies format `f` on tcgen05's block-scaled MMA
+/// (sm_100a, sm_103a: kind::mxf8f6f4 for MXFP8, mxf4 and mxf4nvf4 for the
+/// packed fp4 formats; fp6 runs decomposed there).
+inline bool tcgen05Scaled(const Target& t, ScaledFormat f) {
+  const GpuArch* row = nvidiaRow(t);
+  return row && row->tcgen05 && f != ScaledFormat::mxfp6_e2m3 && f != ScaledFormat::mxfp6_e3m2;
+}
+
 /// Whether `t` (or the architecture an emu: target runs) multiplies fp4
 /// codes of format `f` packed, natively (Targets.def's columns): sm_120a's
-/// block-scaled mma.sync (kind::mxf4 and mxf4nvf4), gfx950's f8f6f4 MFMAs
-/// (MXFP4 only: they take e8m0 scales).
+/// block-scaled mma.sync (kind::mxf4 and mxf4nvf4), sm_100a/sm_103a's
+/// tcgen05 (the same kinds), gfx950's f8f6f4 MFMAs (MXFP4 only: they take
+/// e8m0 scales).
 inline bool nativePackedFp4(const Target& t, ScaledFormat f) {
   if (!scaledElements(f).packed) return false;
-  const bool nv = t.kind == Target::Kind::NVPTX || t.kind == Target::Kind::EmuNVPTX;
+  if (const GpuArch* row = nvidiaRow(t)) return row->mmaBlockScale || tcgen05Scaled(t, f);
   const bool amd = t.kind == Target::Kind::AMDGPU || t.kind == Target::Kind::EmuAMDGPU;
-  const GpuArch* row = nv    ? findGpuArch(GpuArch::Vendor::NVIDIA, t.arch)
-                       : amd ? findGpuArch(GpuArch::Vendor::AMD, t.arch)
-                             : nullptr;
-  return row && (nv ? row->mmaBlockScale : row->f8f6f4MfmaK > 0 && f == ScaledFormat::mxfp4);
+  const GpuArch* row = amd ? findGpuArch(GpuArch::Vendor::AMD, t.arch) : nullptr;
+  return row && row->f8f6f4MfmaK > 0 && f == ScaledFormat::mxfp4;
 }
 
 /// The blocks of the block-scaled GEMMs on `t`, from the GEMM defaults `b`
 /// (BLOCK_K 64 on the CPU, 32 on GPUs: a multiple of both block sizes):
 /// unpipelined, and BLOCK_K 128 where the target multiplies the fp4
 /// format packed (nativePackedFp4) unless the tune config sets it: those
-/// instructions read 64 (sm_120a) or, on the default tile's 16 x 16 wave
-/// tiles, 128 (gfx950's 16x16x128) codes a row per step, and a step of 32
-/// runs in containers or decomposed. Where fp4 is decomposed, the step
-/// stays 32: its bf16 tiles of 128 would spill (sm_90a: 1.5 KiB).
-inline GemmBlocks scaledBlocks(GemmBlocks b, const Target& t, ScaledFormat f, bool configK = false) {
+/// instructions read 64 (sm_120a, tcgen05) or, on the default tile's 16 x
+/// 16 wave tiles, 128 (gfx950's 16x16x128) codes a row per step, and a
+/// step of 32 runs in containers or decomposed. Where fp4 is decomposed,
+/// the step stays 32: its bf16 tiles of 128 would spill (sm_90a: 1.5
+/// KiB). On tcgen05 (tcgen05Scaled), whose block-scaled MMA is M = 128
+/// only, BLOCK_M 128 on the 4 warps, and BLOCK_K 128 for fp8 too (a step
+/// reads each copied atom of scales whole), unless the config sets them.
+inline GemmBlocks scaledBlocks(GemmBlocks b, const Target& t, ScaledFormat f, bool configK = false,
+                               bool configM = false) {
   b.stages = 0;
   b.warpSpecialized = false;
-  if (nativePackedFp4(t, f) && !configK) b.k = 128;
+  if ((nativePackedFp4(t, f) || tcgen05Scaled(t, f)) && !configK) b.k = 128;
+  if (tcgen05Scaled(t, f) && !configM) b.m = 128;
   return b;
 }
 
 /// The blocks of a block-scaled GEMM launch on ctx.device, with what
 /// ctx.config sets.
 inline GemmBlocks scaledGemmBlocks(const RunContext& ctx, ScaledFormat f) {
-  return scaledBlocks(gemmBlocksFor(ctx), deviceTarget(ctx.device), f, ctx.config && ctx.config->has("BLOCK_K"));
+  return scaledBlocks(gemmBlocksFor(ctx), deviceTarget(ctx.device), f, ctx.config && ctx.config->has("BLOCK_K"),
+                      ctx.config && ctx.config->has("BLOCK_M"));
 }
 
 /// The {M, N, K} of a block-scaled GEMM example (default {300, 200, 150}).

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "tessera/support/Error.h"
+#include "tessera/support/Tcgen05.h"
 
 namespace tessera {
 namespace {
@@ -16,7 +17,7 @@ struct Layout {
   size_t (*inTile)(int64_t r, int64_t c);
 };
 
-size_t tcgen05InAtom(int64_t r, int64_t c) { return size_t((r % 32) * 16 + (r / 32) * 4 + c); }
+size_t tcgen05InAtom(int64_t r, int64_t c) { return tcgen05::scaleAtomByte(uint32_t(r), uint32_t(c)); }
 size_t gfx950InTile(int64_t r, int64_t c) { return size_t(c * 16 + r); }
 
 constexpr Layout kTcgen05{"tcgen05", kTcgen05ScaleRows, kTcgen05ScaleBlocks, kTcgen05ScaleAtomBytes, tcgen05InAtom};

@@ -1,6 +1,7 @@
 // NVIDIA's tcgen05 intrinsics (llvm.nvvm.tcgen05.*, Blackwell) on the
-// SIMT machine (EmuIntrinsics.h): the allocation,
-// the MMA, its commit, the register loads and stores of tensor memory map
+// SIMT machine (EmuIntrinsics.h): the allocation, the MMAs (dense and
+// block-scaled), the copy from shared memory (.32x128b.warpx4), the
+// commit, the register loads and stores of tensor memory map
 // to the machine's hooks (runtime/emu/Tcgen05.cpp); the fences and waits
 // order nothing the machine does not already order, its hooks acting at
 // once. Tensor-memory pointers (addrspace(6)) become the i32 addresses
@@ -31,7 +32,7 @@ Value* Lowerer::tcgen05(IRBuilder<>& b, llvm::CallInst& c, const std::vector<std
   const std::string& k = t.size() > 1 ? t[1] : "";
   const bool cg1 = t.back() == "cg1";
   if (k == "fence" || k == "wait") return nullptr;  // the hooks complete at once
-  if (!cg1 && (k == "alloc" || k == "dealloc" || k == "relinq" || k == "commit"))
+  if (!cg1 && (k == "alloc" || k == "dealloc" || k == "relinq" || k == "commit" || k == "cp"))
     unsupported(c, "only cta_group::1 is modelled (no clusters)");
   if (k == "alloc") {
     if (!has(t, "shared")) unsupported(c, "the allocation's address must be a shared word");
@@ -47,6 +48,30 @@ Value* Lowerer::tcgen05(IRBuilder<>& b, llvm::CallInst& c, const std::vector<std
   if (k == "commit") {
     if (has(t, "mc") || !has(t, "shared")) unsupported(c, "only the commit to a shared mbarrier without multicast");
     callHook(b, "tessera_emu_tcgen05_commit", {flat(0), b.getInt32(op)});
+    return nullptr;
+  }
+  if (k == "cp") {
+    // llvm.nvvm.tcgen05.cp.32x128b_warpx4.cg1(taddr, sdesc).
+    if (t.size() != 4 || t[2] != "32x128b_warpx4") unsupported(c, "only tcgen05.cp's .32x128b.warpx4 shape is modelled");
+    callHook(b, "tessera_emu_tcgen05_cp", {tmemAddress(b, c, c.getArgOperand(0)), c.getArgOperand(1), b.getInt32(op)});
+    return nullptr;
+  }
+  if (k == "mma" && t.size() == 6 && t[2] == "shared" && t[4] == "block_scale") {
+    // llvm.nvvm.tcgen05.mma.shared.<kind>.block_scale.block<N>(d, adesc,
+    // bdesc, idesc, enable_input_d, scale_a, scale_b, cta_group,
+    // collector): mxf8f6f4 and mxf4 with blocks of 32, mxf4nvf4 with 16.
+    const int32_t kind = t[3] == "mxf8f6f4" && t[5] == "block32"   ? int32_t(tcgen05::ScaledKind::MxF8f6f4)
+                         : t[3] == "mxf4" && t[5] == "block32"     ? int32_t(tcgen05::ScaledKind::MxF4)
+                         : t[3] == "mxf4nvf4" && t[5] == "block16" ? int32_t(tcgen05::ScaledKind::MxF4Nvf4)
+                                                                   : -1;
+    auto imm = [&](unsigned i) { return llvm::cast<llvm::ConstantInt>(c.getArgOperand(i))->getZExtValue(); };
+    if (kind < 0 || imm(7) != 1)
+      unsupported(c, "only kind::mxf8f6f4 and kind::mxf4 with blocks of 32, kind::mxf4nvf4 with blocks of 16, "
+                     "cta_group::1");
+    callHook(b, "tessera_emu_tcgen05_mma_scaled",
+             {tmemAddress(b, c, c.getArgOperand(0)), c.getArgOperand(1), c.getArgOperand(2), c.getArgOperand(3),
+              b.CreateZExt(c.getArgOperand(4), em.i32()), tmemAddress(b, c, c.getArgOperand(5)),
+              tmemAddress(b, c, c.getArgOperand(6)), b.getInt32(kind), b.getInt32(op)});
     return nullptr;
   }
   if (k == "mma") {

@@ -220,7 +220,9 @@ ir::ScaledDotForm gpuScaledDotNative(GpuTargetFactory make, const GpuConfig& c, 
   auto pad = [&](int64_t x) { return packed ? x : static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(x))); };
   const int64_t K = pad(a[1]) * (fa->packed ? 2 : 1);
   auto l = ir::mmaLayout(op.kind, pad(a[0]), pad(b[0]), K, c.numWarps, static_cast<int>(c.warpSize()), false);
-  if (!l) return ScaledDotForm::Decomposed;
+  std::unique_ptr<GpuTargetInfo> ti = make(c);
+  if (!l || (l->mma == op.kind && !ti->takesScaledDot(op, *l, pad(a[0]), pad(b[0]), K / fa->block)))
+    return ScaledDotForm::Decomposed;
   // The placement the layouts give (the first choice, or where that does
   // not fit the smaller instruction) must be one with a block-scaled form
   // (NVFP4's: the first choice's).
@@ -232,7 +234,8 @@ ir::ScaledDotForm gpuScaledDotNative(GpuTargetFactory make, const GpuConfig& c, 
   // k-steps; else in containers.
   const bool wholePackedSteps = op.fp4PackedK != 0 && K % (ir::mmaK(l->mma) * op.fp4PackedK) == 0;
   if (fa->packed && fb->packed && wholePackedSteps) return ScaledDotForm::PackedFp4;
-  return nvfp4 ? ScaledDotForm::Decomposed : ScaledDotForm::Containers;
+  const bool subByte = bitWidth(fa->elem) < 8 || bitWidth(fb->elem) < 8;
+  return nvfp4 || (subByte && !op.subByteContainers) ? ScaledDotForm::Decomposed : ScaledDotForm::Containers;
 }
 
 bool gpuKeepsDotInFlight(GpuTargetFactory make, const GpuConfig& c, const ir::Op& dot) {

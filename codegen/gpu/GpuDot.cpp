@@ -42,26 +42,10 @@ TensorCoreDotPlan planTensorCoreDot(const GpuTargetInfo& t, const TensorCoreOp& 
   return p;
 }
 
-llvm::Value* stagingIndex(llvm::IRBuilderBase& b, const DotStaging& s, llvm::Value* row, llvm::Value* col) {
-  if (s.mfmaColWarps) {
-    // x + 8w + 8W j -> x + 8(j % 4) + 32w + 32W(j / 4) (W a power of two).
-    const int64_t W = s.mfmaColWarps;
-    int lw = 0;
-    while ((int64_t{1} << lw) < W) ++lw;
-    TS_ASSERT((int64_t{1} << lw) == W && s.rows % (32 * W) == 0, "MFMA 32x32 B rows");
-    llvm::Value* x = b.CreateAnd(row, c32(b, 7));
-    llvm::Value* w = b.CreateAnd(b.CreateLShr(row, c32(b, 3)), c32(b, W - 1));
-    llvm::Value* j = b.CreateLShr(row, c32(b, 3 + lw));
-    llvm::Value* phys =
-        b.CreateOr(b.CreateOr(x, b.CreateShl(b.CreateAnd(j, c32(b, 3)), c32(b, 3))),
-                   b.CreateOr(b.CreateShl(w, c32(b, 5)), b.CreateShl(b.CreateLShr(j, c32(b, 2)), c32(b, 5 + lw))));
-    DotStaging t = s;
-    t.mfmaColWarps = 0;
-    return stagingIndex(b, t, phys, col);
-  }
-  if (s.rowGroupWarps) {
-    // g + 8w + 8W h + 16W (T p + t) -> g + 8h + 16t + 16T w + 16TW p (W, T
-    // powers of two).
+llvm::Value* stagedRow(llvm::IRBuilderBase& b, const DotStaging& s, llvm::Value* row) {
+  if (!s.rowGroupWarps) return row;
+  // g + 8w + 8W h + 16W (T p + t) -> g + 8h + 16t + 16T w + 16TW p (W, T
+  // powers of two).
     const int64_t W = s.rowGroupWarps, T = s.rowGroupTiles;
     int lw = 0, lt = 0;
     while ((int64_t{1} << lw) < W) ++lw;
@@ -81,9 +65,30 @@ llvm::Value* stagingIndex(llvm::IRBuilderBase& b, const DotStaging& s, llvm::Val
       phys = b.CreateOr(b.CreateOr(g, b.CreateShl(h, c32(b, 3))),
                         b.CreateOr(b.CreateOr(t, b.CreateShl(w, c32(b, 4 + lt))), p));
     }
+  return phys;
+}
+
+llvm::Value* stagingIndex(llvm::IRBuilderBase& b, const DotStaging& s, llvm::Value* row, llvm::Value* col) {
+  if (s.mfmaColWarps) {
+    // x + 8w + 8W j -> x + 8(j % 4) + 32w + 32W(j / 4) (W a power of two).
+    const int64_t W = s.mfmaColWarps;
+    int lw = 0;
+    while ((int64_t{1} << lw) < W) ++lw;
+    TS_ASSERT((int64_t{1} << lw) == W && s.rows % (32 * W) == 0, "MFMA 32x32 B rows");
+    llvm::Value* x = b.CreateAnd(row, c32(b, 7));
+    llvm::Value* w = b.CreateAnd(b.CreateLShr(row, c32(b, 3)), c32(b, W - 1));
+    llvm::Value* j = b.CreateLShr(row, c32(b, 3 + lw));
+    llvm::Value* phys =
+        b.CreateOr(b.CreateOr(x, b.CreateShl(b.CreateAnd(j, c32(b, 3)), c32(b, 3))),
+                   b.CreateOr(b.CreateShl(w, c32(b, 5)), b.CreateShl(b.CreateLShr(j, c32(b, 2)), c32(b, 5 + lw))));
+    DotStaging t = s;
+    t.mfmaColWarps = 0;
+    return stagingIndex(b, t, phys, col);
+  }
+  if (s.rowGroupWarps) {
     DotStaging t = s;
     t.rowGroupWarps = 0;
-    return stagingIndex(b, t, phys, col);
+    return stagingIndex(b, t, stagedRow(b, s, row), col);
   }
   if (s.blockCols) {
     // Block col / blockCols of rows x blockCols elements, then the column
@@ -200,6 +205,13 @@ std::vector<llvm::Value*> loadTensorCoreFragments(const GpuTargetInfo& t, llvm::
   e.only = static_cast<int>(operand);
   t.emitDot(e, {});
   return std::move(e.loaded);
+}
+
+llvm::Value* GpuTargetInfo::scaleStagingOffset(llvm::IRBuilderBase& b, const TensorCoreDotPlan& p, unsigned operand,
+                                               llvm::Value* row, llvm::Value* block) const {
+  TS_ASSERT(!p.scaleAtoms, "scales in atoms on a target without them");
+  llvm::Value* at = b.CreateAdd(b.CreateMul(row, c32(b, p.scaleBlocks)), block);
+  return operand ? b.CreateAdd(at, c32(b, p.M * p.scaleBlocks)) : at;
 }
 
 }  // namespace tessera::codegen

@@ -121,11 +121,27 @@ struct TensorCoreDotPlan {
   /// instruction's block-scaled form): its scales, one byte per row of A
   /// (and column of B) and block of scaleBlock elements along K (e8m0 of
   /// 32, or NVFP4's UE4M3 of 16: ir::dotScaleBlock), staged row-major as
-  /// [M, scaleBlocks] and then [N, scaleBlocks] bytes (DotEmitter::scales).
+  /// [M, scaleBlocks] and then [N, scaleBlocks] bytes (DotEmitter::scales),
+  /// or, with scaleAtoms, in the target's atoms of 128 rows and 4 scales
+  /// (512 bytes: tessera/support/Tcgen05.h, which an instruction copies
+  /// into its accumulator memory): A's atoms, then B's, each operand's
+  /// row-tile-major then K-group (ScaleLayouts.h's order), `scaleBuffers`
+  /// such sets in turn (an in-flight dot's next issue writes one while the
+  /// last is read: GpuTargetInfo::scaleStagingOffset).
   bool scaled = false;
   int64_t scaleBlock = 32;
   int64_t scaleBlocks = 0;  // K * kPerElem / scaleBlock
-  uint64_t scaleBytes() const { return scaled ? static_cast<uint64_t>((M + N) * scaleBlocks) : 0; }
+  bool scaleAtoms = false;
+  int64_t scaleBuffers = 1;
+  int64_t scaleGroups() const { return (scaleBlocks + 3) / 4; }
+  int64_t scaleAtomsA() const { return (M + 127) / 128 * scaleGroups(); }
+  int64_t scaleAtomsB() const { return (N + 127) / 128 * scaleGroups(); }
+  /// Bytes of one set of staged scales, and of all of them.
+  uint64_t scaleSetBytes() const {
+    if (!scaled) return 0;
+    return static_cast<uint64_t>(scaleAtoms ? 512 * (scaleAtomsA() + scaleAtomsB()) : (M + N) * scaleBlocks);
+  }
+  uint64_t scaleBytes() const { return scaleSetBytes() * static_cast<uint64_t>(scaleBuffers); }
 };
 
 /// The plan of a dot on matrix instruction `op`: the fields every family
@@ -154,6 +170,9 @@ struct DotOperandSources {
 llvm::Value* stagingAddress(llvm::IRBuilderBase& b, llvm::Type* elemTy, llvm::Value* base, const DotStaging& s,
                             llvm::Value* row, int64_t dRow, llvm::Value* col, int64_t dCol);
 
+/// The row of storage that row `row` of a staging buffer is stored at
+/// (DotStaging::rowGroupWarps; else `row` itself; i32 values).
+llvm::Value* stagedRow(llvm::IRBuilderBase& b, const DotStaging& s, llvm::Value* row);
 /// Element index of (row, col) in a staging buffer (i32 values).
 llvm::Value* stagingIndex(llvm::IRBuilderBase& b, const DotStaging& s, llvm::Value* row, llvm::Value* col);
 /// The constant d with stagingIndex(row + dRow, col + dCol) ==
@@ -180,6 +199,9 @@ struct AccumulatorMemory {
   /// The barrier of the threads that run the dot: the block's, or a
   /// warp-specialised loop's consumers' (their producer warps run apart).
   std::function<void()> barrier;
+  /// A block-scaled dot with scaleAtoms: which of its scaleBuffers sets
+  /// this issue's scales are in (i32), in shared memory and in the columns.
+  llvm::Value* scaleSet = nullptr;
 };
 
 /// What a family's emitter (GpuTargetInfo::emitDot) starts from: the plan,
@@ -207,7 +229,8 @@ struct DotEmitter {
   /// The dot's accumulator memory (null: in registers).
   const AccumulatorMemory* accMemory = nullptr;
   /// A block-scaled dot's staged scales (TensorCoreDotPlan::scaled): the
-  /// shared address of A's [M, scaleBlocks] bytes, B's following them.
+  /// shared address of A's [M, scaleBlocks] bytes, B's following them (with
+  /// scaleAtoms: this issue's set of atoms, AccumulatorMemory::scaleSet).
   llvm::Value* scales = nullptr;
 
   DotEmitter(llvm::IRBuilderBase& b, llvm::Module& m, const TensorCoreDotPlan& p, llvm::Value* aBase,

@@ -111,6 +111,12 @@ struct TensorCoreOp {
   /// mmaFp4Packed (NVIDIA sm_120a's kind::mxf4nvf4 scale_vec::4X);
   /// not_intrinsic where the target has no such instruction.
   llvm::Intrinsic::ID mmaNvfp4 = llvm::Intrinsic::not_intrinsic;
+  /// The block-scaled instruction takes fp6 and fp4 elements one a byte
+  /// (ir::ScaledDotForm::Containers): sm_120a's mma.sync and gfx950's MFMA
+  /// do; tcgen05 reads them from shared memory in padded formats of its
+  /// own, which nothing here writes, so it takes fp8 (containers are the
+  /// codes) and packed fp4 only.
+  bool subByteContainers = true;
 };
 
 /// How a target lowers `copy {async = 1}` and the group ops (IR.h,
@@ -329,6 +335,21 @@ class GpuTargetInfo {
   virtual std::vector<llvm::Value*> emitDot(DotEmitter& e, std::vector<llvm::Value*> acc) const {
     TS_UNREACHABLE("tensor-core dot on a target without matrix instructions");
   }
+  // ---- block-scaled dots (IR.h: `dot` with operands 3 and 4) -------------
+  /// Whether a block-scaled dot on `op`, placed `acc` (ir::mmaLayout), M x
+  /// N after padding with `scaleBlocks` scales a row, can run on the
+  /// instruction; false: it is decomposed (gpuScaledDotNative). NVIDIA
+  /// tcgen05: only its M = 128 shape, within the tensor memory.
+  virtual bool takesScaledDot(const TensorCoreOp& op, const ir::BlockedLayout& acc, int64_t M, int64_t N,
+                              int64_t scaleBlocks) const {
+    return true;
+  }
+  /// The byte of the scale of (`row`, `block`) of operand `operand` (0: A's
+  /// [M, scaleBlocks]; 1: B's [N, scaleBlocks]) in one staged set
+  /// (TensorCoreDotPlan::scaleSetBytes): row-major, A's then B's, unless
+  /// the plan says scaleAtoms (the target's layout). i32 values.
+  virtual llvm::Value* scaleStagingOffset(llvm::IRBuilderBase& b, const TensorCoreDotPlan& p, unsigned operand,
+                                          llvm::Value* row, llvm::Value* block) const;
   /// The wait of a dot_wait where dots were left in flight
   /// (TensorCoreDotPlan::inFlight): the float registers `regs`
   /// (accumulators) pass through it, so every later use depends on it.

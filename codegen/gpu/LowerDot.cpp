@@ -264,8 +264,9 @@ DotArea Lower::dotArea(const ir::Op& op, const TensorCoreDotPlan& p) {
     d.align = std::max(d.stageA ? p.aAlign : 16, d.stageB ? p.bAlign : 16);
     d.bytes = d.stageB ? d.bOff + p.b.bytes() : p.a.bytes();
   }
-  // A block-scaled dot's scales after the operands, whatever their source.
-  if (p.scaled) {
+  // A block-scaled dot's scales after the operands, whatever their source;
+  // an in-flight dot's in an area of their own (scaleSets).
+  if (p.scaled && !scalesInLoopArea(op, p)) {
     d.scaleOff = alignUp(d.bytes, 16);
     d.bytes = d.scaleOff + p.scaleBytes();
   }
@@ -273,23 +274,24 @@ DotArea Lower::dotArea(const ir::Op& op, const TensorCoreDotPlan& p) {
 }
 
 void Lower::stageScales(const ir::Op& op, const TensorCoreDotPlan& p, llvm::Value* base) {
-  // Each scale byte by one of the threads holding it (ownerPred), at its
-  // row-major place: A's [M, K/32], then B's [N, K/32].
-  uint64_t off = 0;
-  for (unsigned i : {3u, 4u}) {
-    const ir::Value* v = op.operand(i);
+  // Each scale byte by one of the threads holding it (ownerPred), at the
+  // target's place for it in the set at `base` (row-major: A's [M, K/32],
+  // then B's [N, K/32]).
+  for (unsigned i : {0u, 1u}) {
+    const ir::Value* v = op.operand(3 + i);
+    TS_ASSERT(v->type().shape() == (std::vector<int64_t>{i ? p.N : p.M, p.scaleBlocks}),
+              "block scales of other than the plan's shape");
     const TileV& tv = tile(v);
     ir::SlotTable t = ir::slotTable(tv.layout, v->type().shape());
-    llvm::Value* dst = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), base, off);
     guarded(ownerPred(tv.layout, t), [&] {
       Slots bs = bases(tv.layout, t);
-      for (size_t k = 0; k < t.size(); ++k)
-        b_.CreateStore(tv.slots[k],
-                       b_.CreateInBoundsGEP(b_.getInt8Ty(), dst, linear(indexOf(bs, t, k), v->type().shape())));
+      for (size_t k = 0; k < t.size(); ++k) {
+        const Slots at = indexOf(bs, t, k);
+        llvm::Value* off = t_.scaleStagingOffset(b_, p, i, at[0], at[1]);
+        b_.CreateStore(tv.slots[k], b_.CreateInBoundsGEP(b_.getInt8Ty(), base, off));
+      }
     });
-    off += static_cast<uint64_t>(v->type().numElements());
   }
-  TS_ASSERT(off == p.scaleBytes(), "block scales staged other than the plan's bytes");
 }
 
 void Lower::emitTensorCoreDot(const ir::Op& op, const ir::Layout& l) {
@@ -323,6 +325,13 @@ void Lower::emitTensorCoreDot(const ir::Op& op, const ir::Layout& l) {
     if (!t_.accumulatorColumns(p)) dotsInFlight_ = true;  // registers: the target's dot wait
   }
   const AccumulatorMemory* accMemory = issueAccumulator(op, p);
+  // An in-flight dot's scales: the set of this issue, in the loop's area,
+  // once the issue that last read it has retired.
+  llvm::Value* scaleSets = nullptr;
+  if (scalesInLoopArea(op, p)) {
+    waitAccumulators(p.scaleBuffers - 1);
+    scaleSets = scaleSetsOf(op, p);
+  }
   // A slot read directly: its storage is the operand's layout for the
   // fragment reads.
   auto slotOf = [&](const ir::Value* v) {
@@ -352,12 +361,15 @@ void Lower::emitTensorCoreDot(const ir::Op& op, const ir::Layout& l) {
     bBase = base;
     base = nullptr;
     stageA = false;
-  } else if (stageA || stageB || p.scaled) {
+  } else if (stageA || stageB || (p.scaled && !scaleSets)) {
     llvm::Value* s = scratchFor({ScratchRequest::Kind::DotStaging, area.bytes, area.bytes, area.align});
     if (stageA) base = s;
     if (stageB) bBase = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), s, area.bOff);
-    if (p.scaled) scales = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), s, area.scaleOff);
+    if (p.scaled && !scaleSets) scales = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), s, area.scaleOff);
   }
+  if (scaleSets)
+    scales = b_.CreateInBoundsGEP(b_.getInt8Ty(), scaleSets,
+                                  b_.CreateMul(accMemory->scaleSet, i32(static_cast<int64_t>(p.scaleSetBytes()))));
   if (directA) base = slotOf(a);
   if (directB) bBase = slotOf(bv);
   // A hoisted operand's area (the call made before the loop recorded its size).
@@ -389,7 +401,9 @@ void Lower::emitTensorCoreDot(const ir::Op& op, const ir::Layout& l) {
       t_.asyncWait(b_, 0);
     }
     if (tmaA || tmaB) waitTmaOperands();
-    if ((p.bFromShared && stageB) || (p.aFromShared && stageA))
+    // The instruction reads the operands (and scales in atoms: their copy
+    // to the accumulator memory) through the async proxy.
+    if ((p.bFromShared && stageB) || (p.aFromShared && stageA) || (scales && p.scaleAtoms))
       t_.sharedToAsyncProxyFence(b_);  // see stageHoistedOperands
     barrier();
     smemDirty_ = true;
@@ -405,6 +419,22 @@ void Lower::emitTensorCoreDot(const ir::Op& op, const ir::Layout& l) {
                                                             aReg, preA, preB, accMemory, scales)};
   if (accMemory) issuedAccumulator(op, p);
   setCurrentOp(op);
+}
+
+// The scales of a block-scaled dot in flight across its loop
+// (TensorCoreDotPlan::scaleAtoms): the instruction copies them from shared
+// memory while it runs behind the program, so they cannot sit in the
+// scratch area the next op reuses; they get an area of the loop's,
+// scaleBuffers sets used in turn (AccumulatorMemory::scaleSet), each
+// rewritten once the issue that read it last has retired.
+bool Lower::scalesInLoopArea(const ir::Op& op, const TensorCoreDotPlan& p) const {
+  return p.scaled && p.scaleAtoms && keepsInFlight(op, p);
+}
+
+llvm::Value* Lower::scaleSetsOf(const ir::Op& op, const TensorCoreDotPlan& p) {
+  const ir::Op* loop = op.parent()->parentOp();
+  TS_ASSERT(loop && loop->code() == OpCode::For, "an in-flight dot outside its loop");
+  return loopArea(hoistKey(&op, 3), loop, p.scaleBytes(), "block scales of " + operandName(op, 0), true, 16);
 }
 
 // A `dot {async}` stays in flight where the instruction runs behind the

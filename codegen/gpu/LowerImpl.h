@@ -447,9 +447,13 @@ class Lower {
   bool swizzleCandidates_ = false;
   int fragmentsFirstCandidates_ = 0;  // dots whose DotArea says so, as lowered
   DotArea dotArea(const ir::Op& op, const TensorCoreDotPlan& p);
-  /// A block-scaled dot's scale tiles stored row-major at `base`
-  /// (TensorCoreDotPlan::scaled).
+  /// A block-scaled dot's scale tiles stored at `base` where the target
+  /// wants them (TensorCoreDotPlan::scaled, GpuTargetInfo::scaleStagingOffset).
   void stageScales(const ir::Op& op, const TensorCoreDotPlan& p, llvm::Value* base);
+  /// Whether a block-scaled dot's scales are staged in an area of its loop
+  /// (in flight, the target's atoms), and that area.
+  bool scalesInLoopArea(const ir::Op& op, const TensorCoreDotPlan& p) const;
+  llvm::Value* scaleSetsOf(const ir::Op& op, const TensorCoreDotPlan& p);
   /// The needs read from the planning phase alone (buffer storage, the
   /// alignments beyond `aligns`, barriers, threads, the candidates), the
   /// same for a lowering's record and for the model.

@@ -358,6 +358,18 @@ TensorCoreDotPlan Lower::dotPlan(const ir::Op& op) {
                      directOperands_.count({&op, 1});
   src.completesInLoop = inLoop(op) && !async;
   t_.planDotForm(p, src);
+  // Scales copied into the accumulator memory by an in-flight dot: a set
+  // per issue the dot_waits leave unretired, and one more (the next issue
+  // writes one while they run), as many as fit beside the accumulator.
+  if (p.scaleAtoms && async) {
+    int64_t pending = 0;
+    ir::walk(const_cast<ir::Function&>(f_).body(), [&](ir::Op& w) {
+      if (w.code() == OpCode::DotWait) pending = std::max(pending, w.intAttr("pending"));
+    });
+    for (p.scaleBuffers = pending + 1;
+         p.scaleBuffers > 1 && t_.accumulatorColumns(p) > t_.accumulatorMemoryColumns(); --p.scaleBuffers) {
+    }
+  }
   return p;
 }
 

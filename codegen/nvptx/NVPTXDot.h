@@ -78,6 +78,16 @@ std::vector<llvm::Value*> emitWgmmaDot(DotEmitter& e, std::vector<llvm::Value*> 
 int64_t tcgen05RowTiles(const TensorCoreDotPlan& p);
 /// Tensor-memory columns of a dot's accumulator: N per instruction's rows.
 uint32_t tcgen05Columns(const TensorCoreDotPlan& p);
+/// A block-scaled dot's scales in tensor memory: the first column of its
+/// sets (after the accumulator), and the columns of one set.
+uint32_t tcgen05ScaleBase(const TensorCoreDotPlan& p);
+uint32_t tcgen05ScaleSetColumns(const TensorCoreDotPlan& p);
+/// Whether tcgen05's block-scaled MMA (M = 128 only) takes a dot placed
+/// `acc`, M x N with `scaleBlocks` scales a row (GpuTargetInfo::takesScaledDot).
+bool tcgen05TakesScaled(const ir::BlockedLayout& acc, int64_t M, int64_t N, int64_t scaleBlocks);
+/// The staged byte of a scale in its atom (GpuTargetInfo::scaleStagingOffset).
+llvm::Value* tcgen05ScaleStagingOffset(llvm::IRBuilderBase& b, const TensorCoreDotPlan& p, unsigned operand,
+                                       llvm::Value* row, llvm::Value* block);
 /// A dot on Blackwell's tensor cores in the columns e.accMemory names (the
 /// lowering's, codegen/gpu/LowerAccumulators.cpp): one tcgen05.mma per
 /// 64 or 128 rows (tcgen05RowTiles) and k-step issued by thread 0, reading both operands

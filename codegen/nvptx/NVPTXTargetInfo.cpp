@@ -153,6 +153,24 @@ TensorCoreOp nvptxTensorCore(const GpuArch& row, DType a, DType b, DType acc) {
                : (b4 ? llvm::Intrinsic::nvvm_mma_m16n8k32_row_col_f32_e5m2_e4m3_f32
                      : llvm::Intrinsic::nvvm_mma_m16n8k32_row_col_f32_e5m2_e5m2_f32);
     if (t.kind == ir::MmaKind::NvMmaM16N8K32) t.mmaBlockScale = mmaBlockScale(row, a, b);
+    // tcgen05's block-scaled form (NVPTXTcgen05Dot.cpp): kind::mxf8f6f4
+    // with e8m0 scales of 32, on the same placement at M = 128.
+    if (row.tcgen05) {
+      t.mmaBlockScale = llvm::Intrinsic::nvvm_tcgen05_mma_shared_mxf8f6f4_block_scale_block32;
+      t.subByteContainers = false;
+    }
+    return t;
+  }
+  // tcgen05 (sm_100a/sm_103a): fp4 x fp4 packed only, kind::mxf4 (e8m0
+  // scales of 32) and kind::mxf4nvf4 (NVFP4's UE4M3 scales of 16), 64 codes
+  // in 32 bytes a row, on the fp8 placement.
+  if (row.tcgen05 && a == DType::F4E2M1 && b == DType::F4E2M1 && acc == DType::F32) {
+    t.kind = ir::MmaKind::NvTcgen05M64K32;
+    t.small = ir::MmaKind::NvMmaM16N8K32;
+    t.mmaBlockScale = t.mmaFp4Packed = llvm::Intrinsic::nvvm_tcgen05_mma_shared_mxf4_block_scale_block32;
+    t.fp4PackedK = 2;
+    t.mmaNvfp4 = llvm::Intrinsic::nvvm_tcgen05_mma_shared_mxf4nvf4_block_scale_block16;
+    t.subByteContainers = false;
     return t;
   }
   // The fp6 and fp4 elements: block-scaled only (sm_120a), one a byte in
@@ -438,8 +456,8 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
     // mma.sync cannot): the K x N slot as copied, in wgmma's N-major
     // layout, where the accumulator fits the tensor memory. Only tcgen05
     // reads it (planWgmmaForm: DotOperandSources::bInSlot).
-    if (transposed && operand == 1 && p.elemBytes == 1 && p.op.kind == ir::MmaKind::NvTcgen05M64K32 &&
-        nvptx::tcgen05Columns(p) <= tcgen05::kColumns) {
+    if (transposed && operand == 1 && p.elemBytes == 1 && p.kPerElem == 1 &&
+        p.op.kind == ir::MmaKind::NvTcgen05M64K32 && nvptx::tcgen05Columns(p) <= tcgen05::kColumns) {
       transposed = false;
       st = nvptx::wgmmaBStaging(st.cols, st.rows, 1);
       align = nvptx::wgmmaBAlign(st);
@@ -485,6 +503,17 @@ class NVPTXTargetInfo final : public GpuTargetInfo {
       return ir::isNvTcgen05(e.p.op.kind) ? nvptx::emitTcgen05Dot(e, std::move(acc))
                                           : nvptx::emitWgmmaDot(e, std::move(acc));
     return nvptx::emitMmaSyncDot(e, std::move(acc));
+  }
+  // Block-scaled dots: tcgen05's M = 128 form, scales in its atoms;
+  // sm_120a's mma.sync reads them row-major.
+  bool takesScaledDot(const TensorCoreOp& op, const ir::BlockedLayout& acc, int64_t M, int64_t N,
+                      int64_t scaleBlocks) const override {
+    return !ir::isNvTcgen05(op.kind) || nvptx::tcgen05TakesScaled(acc, M, N, scaleBlocks);
+  }
+  llvm::Value* scaleStagingOffset(llvm::IRBuilderBase& b, const TensorCoreDotPlan& p, unsigned operand,
+                                  llvm::Value* row, llvm::Value* block) const override {
+    return p.scaleAtoms ? nvptx::tcgen05ScaleStagingOffset(b, p, operand, row, block)
+                        : GpuTargetInfo::scaleStagingOffset(b, p, operand, row, block);
   }
   // tcgen05's tensor memory (NVPTXTcgen05Dot.cpp), where the row has it.
   uint32_t accumulatorColumns(const TensorCoreDotPlan& p) const override { return nvptx::tcgen05AccumulatorColumns(p); }

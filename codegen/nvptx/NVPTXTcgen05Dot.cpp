@@ -28,6 +28,7 @@
 
 #include "codegen/nvptx/NVPTXDot.h"
 #include "codegen/nvptx/NVPTXTma.h"
+#include "codegen/nvptx/NVPTXWgmma.h"
 #include "tessera/support/Error.h"
 #include "tessera/support/Tcgen05.h"
 
@@ -40,6 +41,47 @@ int64_t tcgen05RowTiles(const TensorCoreDotPlan& p) {
 
 uint32_t tcgen05Columns(const TensorCoreDotPlan& p) {
   return static_cast<uint32_t>(p.M / (64 * tcgen05RowTiles(p)) * p.N);
+}
+
+// A block-scaled dot's scales in tensor memory (tessera/support/Tcgen05.h,
+// "Scales in tensor memory"): after the accumulator, from a 32-column
+// boundary, scaleBuffers sets of atoms of 4 columns. In a set, A's atoms
+// first, atom (i, j) (instruction i's 128 rows, K-group j of 4 scales) at
+// 4 (i G + j); then B's, K-group j's atoms side by side (an instruction
+// with N > 128 reads columns n / 32 on from its operand), atom (i, j) at
+// 4 (G ceil(M / 128) + j ceil(N / 128) + i).
+uint32_t tcgen05ScaleBase(const TensorCoreDotPlan& p) { return (tcgen05Columns(p) + 31) & ~31u; }
+uint32_t tcgen05ScaleSetColumns(const TensorCoreDotPlan& p) {
+  return static_cast<uint32_t>(tcgen05::kScaleAtomColumns * (p.scaleAtomsA() + p.scaleAtomsB()));
+}
+
+bool tcgen05TakesScaled(const ir::BlockedLayout& acc, int64_t M, int64_t N, int64_t scaleBlocks) {
+  // The M = 128 shape only (tcgen05RowTiles 2), N to 256, and one set of
+  // scales beside the accumulator.
+  TensorCoreDotPlan p;
+  p.op.kind = acc.mma;
+  p.acc = acc;
+  p.M = M;
+  p.N = N;
+  p.scaled = p.scaleAtoms = true;
+  p.scaleBlocks = scaleBlocks;
+  return tcgen05RowTiles(p) == 2 && N <= 256 && tcgen05ScaleBase(p) + tcgen05ScaleSetColumns(p) <= tcgen05::kColumns;
+}
+
+llvm::Value* tcgen05ScaleStagingOffset(llvm::IRBuilderBase& b, const TensorCoreDotPlan& p, unsigned operand,
+                                       llvm::Value* row, llvm::Value* block) {
+  // Shared memory holds the atoms in ScaleLayouts.h's order, each as
+  // tcgen05.cp .32x128b.warpx4 reads it (tcgen05::scaleAtomByte). A's row
+  // is the instruction's: its place in A's staging (the warpgroup order).
+  auto c = [&](int64_t v) { return b.getInt32(static_cast<uint32_t>(v)); };
+  const int64_t G = p.scaleGroups();
+  llvm::Value* r = operand ? row : stagedRow(b, p.a, row);
+  llvm::Value* atom = b.CreateAdd(b.CreateMul(b.CreateUDiv(r, c(128)), c(G)), b.CreateUDiv(block, c(4)));
+  if (operand) atom = b.CreateAdd(atom, c(p.scaleAtomsA()));
+  llvm::Value* in = b.CreateAdd(b.CreateAdd(b.CreateMul(b.CreateURem(r, c(32)), c(16)),
+                                            b.CreateMul(b.CreateURem(b.CreateUDiv(r, c(32)), c(4)), c(4))),
+                                b.CreateURem(block, c(4)));
+  return b.CreateAdd(b.CreateMul(atom, c(tcgen05::kScaleAtomBytes)), in);
 }
 
 namespace {
@@ -94,6 +136,26 @@ llvm::Intrinsic::ID stIntrinsic(int64_t reps) {
 }
 
 using tcgen05::Kind;
+using tcgen05::ScaledKind;
+
+ScaledKind scaledKindOf(const TensorCoreDotPlan& p) {
+  switch (p.op.mma) {
+    case llvm::Intrinsic::nvvm_tcgen05_mma_shared_mxf8f6f4_block_scale_block32: return ScaledKind::MxF8f6f4;
+    case llvm::Intrinsic::nvvm_tcgen05_mma_shared_mxf4_block_scale_block32: return ScaledKind::MxF4;
+    case llvm::Intrinsic::nvvm_tcgen05_mma_shared_mxf4nvf4_block_scale_block16: return ScaledKind::MxF4Nvf4;
+    default: break;
+  }
+  TS_UNREACHABLE("a block-scaled tcgen05.mma");
+}
+
+uint32_t scaledTypeCode(ScaledKind k, DType d) {
+  if (k != ScaledKind::MxF8f6f4) {
+    TS_ASSERT(d == DType::F4E2M1, "kind::mxf4 of other than e2m1");
+    return tcgen05::scode::kFp4E2m1;
+  }
+  TS_ASSERT(d == DType::F8E4M3 || d == DType::F8E5M2, "kind::mxf8f6f4 of other than fp8 (padded fp6/fp4)");
+  return d == DType::F8E4M3 ? tcgen05::scode::kE4m3 : tcgen05::scode::kE5m2;
+}
 
 // The instruction's kind and its descriptor's A/B type codes: f16/bf16
 // (kind::f16), the OCP fp8 formats (kind::f8f6f4), s8 (kind::i8).
@@ -194,24 +256,77 @@ std::vector<llvm::Value*> loadAccumulators(Placement& pl, llvm::Value* base) {
   return out;
 }
 
+// Thread 0, before a block-scaled dot's MMAs: this issue's set of scale
+// atoms (at e.scales in shared memory) copied to its columns at `cols`,
+// one tcgen05.cp .32x128b.warpx4 an atom (32 rows of 16 bytes to all four
+// lane quarters). The copies and the MMAs after them run in the order the
+// thread issues them; the commit after the MMAs tracks both.
+void copyScales(DotEmitter& e, llvm::Value* cols) {
+  llvm::IRBuilderBase& b = e.b;
+  const TensorCoreDotPlan& p = e.p;
+  const int64_t G = p.scaleGroups(), mA = p.scaleAtomsA() / G, nB = p.scaleAtomsB() / G;
+  // No swizzle: 8-row core matrices of 16-byte rows, SBO = 128 bytes apart.
+  const DescriptorBase d =
+      descriptorBase(b, b.CreatePtrToInt(e.scales, b.getInt64Ty()),
+                     descriptorBits(WgmmaSwizzle::None, 0, 8 * 16) | tcgen05::kDescriptorVersion);
+  auto copy = [&](int64_t atom, int64_t column) {
+    b.CreateIntrinsic(llvm::Intrinsic::nvvm_tcgen05_cp_32x128b_warpx4_cg1, {},
+                      {tmem(b, b.CreateAdd(cols, b.getInt32(static_cast<uint32_t>(column)))),
+                       descriptorAt(b, d, atom * tcgen05::kScaleAtomBytes)});
+  };
+  const int64_t C = tcgen05::kScaleAtomColumns;
+  for (int64_t i = 0; i < mA; ++i)
+    for (int64_t j = 0; j < G; ++j) copy(i * G + j, C * (i * G + j));
+  for (int64_t i = 0; i < nB; ++i)
+    for (int64_t j = 0; j < G; ++j) copy(mA * G + i * G + j, C * (mA * G + j * nB + i));
+}
+
 // Thread 0: one MMA per 64-row tile and k-step into the columns at `base`
 // (its own load of the address: `base` may be another thread's value), the
 // first k-step accumulating where `accumulate` (i1) holds; their commit to
-// `bar`.
+// `bar`. A block-scaled dot copies its scales first (copyScales) and
+// issues the kind's block-scaled MMA, each naming its first scale's atom
+// columns and byte (the descriptor's scale-factor IDs).
 void issueMmas(DotEmitter& e, llvm::Value* thread0, llvm::Value* base, llvm::Value* accumulate, llvm::Value* bar) {
   llvm::IRBuilderBase& b = e.b;
   const TensorCoreDotPlan& p = e.p;
   const int64_t W = e.wm, G = W / 4, mT = p.M / (16 * W), kS = p.K / p.kStep;
-  const Kind kind = kindOf(p);
-  tcgen05::InstrDesc desc;
-  desc.dType = kind == Kind::I8 ? tcgen05::code::kDS32 : tcgen05::code::kDF32;
-  desc.aType = typeCode(p.in);
-  desc.bType = typeCode(p.inB);
-  desc.bMnMajor = p.bNMajor;
   const int64_t T = tcgen05RowTiles(p);
-  desc.m = static_cast<uint32_t>(64 * T);
-  desc.n = static_cast<uint32_t>(p.N);
+  tcgen05::InstrDesc desc;
+  tcgen05::ScaledInstrDesc sdesc;
+  uint32_t kindArg = 0;
+  if (p.scaled) {
+    const ScaledKind sk = scaledKindOf(p);
+    sdesc.aType = scaledTypeCode(sk, p.elemA);
+    sdesc.bType = scaledTypeCode(sk, p.elemB);
+    sdesc.bMnMajor = p.bNMajor;
+    sdesc.m = 128;
+    sdesc.n = static_cast<uint32_t>(p.N);
+    sdesc.ue8m0 = p.scaleBlock == 32;
+    TS_ASSERT(T == 2 && (sk == ScaledKind::MxF8f6f4 || !p.bNMajor) &&
+                  p.kStep * p.kPerElem == static_cast<int64_t>(tcgen05::kOf(sk)) &&
+                  p.scaleBlock * static_cast<int64_t>(tcgen05::scalesPerInstr(sk)) == p.kStep * p.kPerElem,
+              "a block-scaled tcgen05.mma the plan does not fit");
+  } else {
+    const Kind kind = kindOf(p);
+    kindArg = static_cast<uint32_t>(kind);
+    desc.dType = kind == Kind::I8 ? tcgen05::code::kDS32 : tcgen05::code::kDF32;
+    desc.aType = typeCode(p.in);
+    desc.bType = typeCode(p.inB);
+    desc.bMnMajor = p.bNMajor;
+    desc.m = static_cast<uint32_t>(64 * T);
+    desc.n = static_cast<uint32_t>(p.N);
+  }
   guarded(b, thread0, [&] {
+    llvm::Value* scaleCols = nullptr;
+    if (p.scaled) {
+      TS_ASSERT(e.scales && e.accMemory->scaleSet, "a block-scaled tcgen05 dot without its scales");
+      scaleCols = b.CreateAdd(b.CreateAdd(base, b.getInt32(tcgen05ScaleBase(p))),
+                              b.CreateMul(e.accMemory->scaleSet, b.getInt32(tcgen05ScaleSetColumns(p))));
+      copyScales(e, scaleCols);
+    }
+    const int64_t SG = p.scaleGroups(), mA = p.scaleAtomsA() / std::max<int64_t>(SG, 1),
+                  nB = p.scaleAtomsB() / std::max<int64_t>(SG, 1);
     const DescriptorBase aDesc =
         descriptorBase(b, b.CreatePtrToInt(e.aBase, b.getInt64Ty()), aDescriptorBits(p) | tcgen05::kDescriptorVersion);
     const DescriptorBase bDesc =
@@ -226,9 +341,21 @@ void issueMmas(DotEmitter& e, llvm::Value* thread0, llvm::Value* base, llvm::Val
           const int64_t col = ks * p.kStep;
           llvm::Value* a = descriptorAt(b, aDesc, aRow * p.a.rowBytes() + kMajorByteOffset(p.a, col));
           llvm::Value* bv = descriptorAt(b, bDesc, bStepOffset(p, col));
-          b.CreateIntrinsic(llvm::Intrinsic::nvvm_tcgen05_mma_shared, {},
-                            {d, a, bv, b.getInt32(desc.encode()), ks == 0 ? accumulate : b.getTrue(),
-                             b.getInt32(static_cast<uint32_t>(kind)), b.getInt32(1), b.getInt32(0)});
+          llvm::Value* enable = ks == 0 ? accumulate : b.getTrue();
+          if (!p.scaled) {
+            b.CreateIntrinsic(llvm::Intrinsic::nvvm_tcgen05_mma_shared, {},
+                              {d, a, bv, b.getInt32(desc.encode()), enable, b.getInt32(kindArg), b.getInt32(1),
+                               b.getInt32(0)});
+            continue;
+          }
+          // The step's first scale: K-group f / 4, byte f % 4 of its cells.
+          const int64_t f = col * p.kPerElem / p.scaleBlock, j = f / 4;
+          const int64_t C = tcgen05::kScaleAtomColumns, atomA = aRow / 128;
+          sdesc.sfA = sdesc.sfB = static_cast<uint32_t>(f % 4);
+          llvm::Value* sfa = tmem(b, b.CreateAdd(scaleCols, b.getInt32(static_cast<uint32_t>(C * (atomA * SG + j)))));
+          llvm::Value* sfb = tmem(b, b.CreateAdd(scaleCols, b.getInt32(static_cast<uint32_t>(C * (mA * SG + j * nB)))));
+          b.CreateIntrinsic(p.op.mma, {},
+                            {d, a, bv, b.getInt32(sdesc.encode()), enable, sfa, sfb, b.getInt32(1), b.getInt32(0)});
         }
       }
     b.CreateIntrinsic(llvm::Intrinsic::nvvm_tcgen05_commit_shared_cg1, {}, {bar});
@@ -275,7 +402,9 @@ std::vector<llvm::Value*> emitTcgen05Dot(DotEmitter& e, std::vector<llvm::Value*
 }
 
 uint32_t tcgen05AccumulatorColumns(const TensorCoreDotPlan& p) {
-  return ir::isNvTcgen05(p.op.kind) && p.bFromShared ? tcgen05Columns(p) : 0;
+  if (!ir::isNvTcgen05(p.op.kind) || !p.bFromShared) return 0;
+  return p.scaleAtoms ? tcgen05ScaleBase(p) + static_cast<uint32_t>(p.scaleBuffers) * tcgen05ScaleSetColumns(p)
+                      : tcgen05Columns(p);
 }
 
 void allocTensorMemory(llvm::IRBuilderBase& b, llvm::Value* word, llvm::Value* warp, uint32_t columns) {

@@ -200,6 +200,20 @@ void planWgmmaForm(TensorCoreDotPlan& p, const DotOperandSources& s) {
     // in place is N-major, the K x N slot as copied (the slot only tcgen05
     // reads, NVPTXTargetInfo's directDotStaging); staged by the dot, it is
     // K-major, the N x K staging mma.sync's plan has.
+    // A block-scaled dot has no mma.sync form here: tcgen05 it is, even
+    // where it completes at every issue (gpuScaledDotNative let it through
+    // only where its tiles fit; the planner stages its operands in shared
+    // memory); its scales go to the tensor memory in atoms
+    // (NVPTXTcgen05Dot.cpp). Packed fp4 is K-major only.
+    if (p.scaled) {
+      useWgmma(p, s.bGlobalAlongK || (p.elemBytes == 1 && !s.bInSlot) || p.kPerElem == 2);
+      useWgmmaSharedA(p);
+      p.scaleAtoms = true;
+      TS_ASSERT(!s.bFragmentsHeld && !s.aInRegisters && tcgen05RowTiles(p) == 2 &&
+                    tcgen05AccumulatorColumns(p) <= tcgen05::kColumns,
+                "a block-scaled dot tcgen05 cannot take");
+      return;
+    }
     if (s.bFragmentsHeld || s.aInRegisters || s.completesInLoop || tcgen05Columns(p) > tcgen05::kColumns) {
       TS_ASSERT(p.elemBytes != 1 || !s.bInSlot, "a 1-byte B slot stored for tcgen05 read by mma.sync");
       useMmaSync(p);

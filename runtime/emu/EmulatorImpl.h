@@ -239,6 +239,12 @@ extern __attribute__((tls_model("initial-exec"))) constinit thread_local Fiber* 
 // Names for reports (Reports.cpp).
 std::string opLabel(const LaunchConfig& cfg, int32_t op);
 const char* accessName(int32_t kind);
+/// A shared read by an asynchronous unit on a thread's behalf (tcgen05.mma
+/// and tcgen05.cp operands): checked against writes as a read is, but not
+/// recorded as the thread's, so a later write by another thread is no race
+/// once the unit's completion (its commit's mbarrier phase) orders it;
+/// while in flight its bytes are marked apart (markMmaRead).
+inline constexpr int32_t kAsyncLoad = 3;
 
 // The SIMT machine: blocks on host threads, GPU threads as fibers, hooks.
 //
@@ -410,6 +416,13 @@ struct Worker {
   void tcgen05Dealloc(Fiber* f, uint32_t addr, int32_t columns, int32_t op);
   void tcgen05Mma(Fiber* f, uint32_t d, uint64_t aDesc, uint64_t bDesc, uint32_t idesc, bool accumulate, int32_t kind,
                   int32_t op);
+  /// The block-scaled kinds (tcgen05::ScaledKind), scales at `sfa` / `sfb`.
+  void tcgen05MmaScaled(Fiber* f, uint32_t d, uint64_t aDesc, uint64_t bDesc, uint32_t idesc, bool accumulate,
+                        uint32_t sfa, uint32_t sfb, int32_t kind, int32_t op);
+  struct Tcgen05Mma;
+  void tcgen05Compute(Fiber* f, const Tcgen05Mma& mma, uint64_t aDesc, uint64_t bDesc, int32_t op);
+  /// tcgen05.cp .32x128b.warpx4 from the shared matrix `sdesc` names to `taddr`.
+  void tcgen05Cp(Fiber* f, uint32_t taddr, uint64_t sdesc, int32_t op);
   void tcgen05Commit(Fiber* f, void* bar, int32_t op);
   /// tcgen05.ld (store false) / st .16x256b.x`reps`.
   void tcgen05Move(Fiber* f, uint32_t addr, int32_t reps, uint32_t* regs, bool store, int32_t op);

@@ -45,7 +45,7 @@ void* Worker::sharedAccess(Fiber* f, void* addr, uint64_t bytes, int32_t kind, i
 void Worker::checkRace(Fiber* f, uint64_t off, uint64_t bytes, int32_t kind, int32_t op) {
   const uint16_t t = static_cast<uint16_t>(f->linear);
   const uint8_t atomic = kind == TESSERA_EMU_ATOMIC;
-  const bool writes = kind != TESSERA_EMU_LOAD;
+  const bool writes = kind != TESSERA_EMU_LOAD && kind != kAsyncLoad;
   bool reported = false;
   auto race = [&](uint64_t at, uint16_t other, int32_t otherOp, const char* otherKind,
                   const char* why = "with no barrier in between") {
@@ -81,6 +81,8 @@ void Worker::checkRace(Fiber* f, uint64_t off, uint64_t bytes, int32_t kind, int
       s.writer = t;
       s.wOp = op;
       s.wAtomic = atomic;
+    } else if (kind == kAsyncLoad) {
+      continue;
     } else if (s.rEpoch != epoch) {
       s.rEpoch = epoch;
       s.reader1 = t;

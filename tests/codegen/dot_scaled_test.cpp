@@ -13,6 +13,8 @@
 //    names the line, the target and the cost, and
 //    CompileOptions::nativeScaledDotsOnly makes it a CompileError;
 //  * bad input: a DslError naming the user's line and the legal values;
+//  * MXFP8, MXFP4 and NVFP4 on sm_100a/sm_103a run natively (tcgen05.mma
+//    .block_scale, scales through tensor memory) where the tile is 128 rows;
 //  * the MX formats (fp8, fp6, fp4, mixed) on sm_120a run natively (mma.sync
 //    .kind::mxf8f6f4.block_scale), with no warning, in the emulator against
 //    the same reference;
@@ -428,6 +430,71 @@ TEST_CASE("dot_scaled: NVFP4 x NVFP4 runs on sm_120a's mma.sync kind::mxf4nvf4, 
       dev, {{nv, nv, 64, 64, 64, 128, 64, 256}, {nv, nv, 64, 32, 128, 45, 37, 77}, {nv, nv, 32, 32, 64, 33, 40, 200}});
   checkScaledGemm(dev, nv, nv, 64, 64, 128, 100, 70, 130, true);
   checkScaledGemm(dev, nv, nv, 32, 32, 64, 64, 64, 64, true);
+}
+
+// ------------------------------------------------ native on sm_100a
+
+TEST_CASE("dot_scaled: MXFP8, MXFP4 and NVFP4 run on sm_100a's block-scaled tcgen05.mma, silently, matching the "
+          "reference",
+          "[mx][dot][emu][blackwell]") {
+  const ScaledFormat e4 = ScaledFormat::mxfp8_e4m3, e5 = ScaledFormat::mxfp8_e5m2, f4 = ScaledFormat::mxfp4,
+                     nv = ScaledFormat::nvfp4, f6 = ScaledFormat::mxfp6_e2m3;
+  // tcgen05's block-scaled MMA is M = 128 only: a 128-row tile on 4 warps.
+  // Each kind, its scales copied to tensor memory (tcgen05.cp), nothing
+  // decoded, no warning; K steps of 32 (one scale of each atom used), 64
+  // and 128 (all four, by the scale-factor IDs).
+  struct Case {
+    ScaledFormat fa, fb;
+    int BK;
+    const char* inst;
+  };
+  const char* mx8 = "tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale.block32";
+  const char* mx4 = "tcgen05.mma.cta_group::1.kind::mxf4.block_scale.block32";
+  const char* nv4 = "tcgen05.mma.cta_group::1.kind::mxf4nvf4.block_scale.block16";
+  for (const char* arch : {"nvptx:sm_100a", "nvptx:sm_103a"})
+    for (const Case& c : {Case{e4, e4, 32, mx8}, Case{e4, e5, 64, mx8}, Case{e5, e5, 128, mx8}, Case{f4, f4, 64, mx4},
+                          Case{f4, f4, 128, mx4}, Case{nv, nv, 64, nv4}, Case{nv, nv, 128, nv4}}) {
+      INFO(arch << " " << ts::name(c.fa) << " x " << ts::name(c.fb) << " BK " << c.BK);
+      ts::CompileOptions strict;
+      strict.nativeScaledDotsOnly = true;  // a decomposition would be an error
+      ts::CompiledKernel ck =
+          ts::compile(scaledGemm(c.fa, c.fb, 128, 64, c.BK, c.fa == nv), ts::Target::parse(arch), strict);
+      CHECK(ck.warnings().empty());
+      const std::string ptx = ck.dump(tessera::Stage::PTX);
+      CHECK(ptx.find(c.inst) != std::string::npos);
+      CHECK(ptx.find("tcgen05.cp.cta_group::1.32x128b.warpx4") != std::string::npos);
+      CHECK(ptx.find("cvt.rn.bf16") == std::string::npos);
+      if (::access("/usr/local/cuda/bin/ptxas", X_OK) == 0) {
+        testptx::PtxasFigures f = testptx::ptxasFigures(ck);
+        INFO(f.report);
+        CHECK(f.report.find("registers") != std::string::npos);
+      } else {
+        WARN("SKIP: ptxas not found (install the CUDA toolkit at /usr/local/cuda); PTX not assembled");
+      }
+    }
+  // What tcgen05 does not take runs decomposed, with the warning: the M =
+  // 64 shape (a 64-row tile on 4 warps), fp6 (its padded shared-memory
+  // format), fp4 beside fp8, fp4 in K steps of 32 (half an instruction).
+  const ts::Target b200 = ts::Target::parse("nvptx:sm_100a");
+  for (auto [fa, fb, BM, BK] : {std::tuple{e4, e4, 64, 64}, std::tuple{f6, f6, 128, 64}, std::tuple{e4, f4, 128, 64},
+                                std::tuple{f4, f4, 128, 32}}) {
+    INFO(ts::name(fa) << " x " << ts::name(fb) << " " << BM << " rows, BK " << BK);
+    const std::vector<std::string> w = ts::compile(scaledGemm(fa, fb, BM, 64, BK, false), b200).warnings();
+    REQUIRE(w.size() == 1);
+    CHECK(w[0].find("runs decomposed") != std::string::npos);
+  }
+  // The emulator runs the copies and the MMAs (runtime/emu/Tcgen05.cpp)
+  // against the double reference: whole tiles and blocks, ragged M, N and
+  // K (masked codes and scales read as zero; an odd K of fp4), N of 32,
+  // 64 and 128.
+  const ts::Device dev = ts::Device::emulator("nvptx:sm_100a");
+  checkScaledGemms(dev, {{e4, e4, 128, 64, 128, 128, 64, 256},
+                         {e5, e4, 128, 32, 64, 45, 37, 77},
+                         {e4, e5, 128, 128, 32, 200, 130, 96},
+                         {f4, f4, 128, 64, 128, 100, 70, 97},
+                         {f4, f4, 128, 64, 64, 128, 64, 192}});
+  checkScaledGemm(dev, nv, nv, 128, 64, 64, 130, 64, 200, false);
+  checkScaledGemm(dev, nv, nv, 128, 32, 128, 100, 70, 130, true);
 }
 
 // ------------------------------------------------ never silent

@@ -261,7 +261,7 @@ TEST_CASE("gpu: the Blackwell targets parse in every form and read their facts f
     int ptxIsa, minCuda, sharedKiB, smemPerSmKiB, threadsPerSm, blocksPerSm, tmemColumns;
     bool tcgen05;
   };
-  for (Row r : {Row{"sm_100a", 86, 12080, 227, 228, 2048, 32, 512, true},
+  for (Row r : {Row{"sm_100a", 88, 12090, 227, 228, 2048, 32, 512, true},
                 Row{"sm_103a", 88, 12090, 227, 228, 2048, 32, 512, true},
                 Row{"sm_120a", 87, 12080, 99, 100, 1536, 24, 0, false}}) {
     INFO(r.arch);
@@ -327,7 +327,7 @@ TEST_CASE("gpu: a ptxas older than the target needs is refused before it runs, n
     const char* target;
     const char* needs;
   };
-  for (Case c : {Case{"nvptx:sm_100a", "needs ptxas 12.8 or newer"}, Case{"nvptx:sm_103a", "needs ptxas 12.9 or newer"},
+  for (Case c : {Case{"nvptx:sm_100a", "needs ptxas 12.9 or newer"}, Case{"nvptx:sm_103a", "needs ptxas 12.9 or newer"},
                  Case{"nvptx:sm_120a", "needs ptxas 12.8 or newer"}}) {
     INFO(c.target);
     auto art = codegen::compile(*f, Target::parse(c.target));  // PTX needs no ptxas

@@ -37,10 +37,13 @@
 #include <cstdint>
 #include <vector>
 
+#include "tessera/support/Tcgen05.h"
+
 namespace tessera {
 
 /// The tcgen05 atom: 128 rows x 4 blocks, 512 bytes.
-inline constexpr int64_t kTcgen05ScaleRows = 128, kTcgen05ScaleBlocks = 4, kTcgen05ScaleAtomBytes = 512;
+inline constexpr int64_t kTcgen05ScaleRows = tcgen05::kScaleAtomRows, kTcgen05ScaleBlocks = tcgen05::kScaleAtomScales,
+                         kTcgen05ScaleAtomBytes = tcgen05::kScaleAtomBytes;
 /// The gfx950 scaled-MFMA tile: 16 rows x 4 blocks (128 K of 32-blocks), 64 bytes.
 inline constexpr int64_t kGfx950ScaleRows = 16, kGfx950ScaleBlocks = 4, kGfx950ScaleTileBytes = 64;
 

@@ -92,6 +92,93 @@ struct InstrDesc {
   }
 };
 
+/// The block-scaled kinds (.kind::mxf8f6f4, mxf4, mxf4nvf4 with
+/// .block_scale; LLVM's llvm.nvvm.tcgen05.mma.shared.<kind>.block_scale
+/// .block32 / .block16 intrinsics, one per kind), each with its own
+/// instruction descriptor (ScaledInstrDesc). M is 128 (cta_group::1); K is
+/// 32 bytes of each row of A and B: 32 fp8 codes (mxf8f6f4, one e8m0
+/// scale of 32 per row: scale_vec::1X), or 64 fp4 codes two a byte, the
+/// even k in the low nibble (mxf4: two e8m0 scales of 32, 2X; mxf4nvf4:
+/// four UE4M3 scales of 16, 4X).
+enum class ScaledKind : uint32_t { MxF8f6f4 = 0, MxF4 = 1, MxF4Nvf4 = 2 };
+/// Elements along K of one instruction.
+inline constexpr uint32_t kOf(ScaledKind k) { return k == ScaledKind::MxF8f6f4 ? 32 : 64; }
+/// Scales per row (and column of B) one instruction reads: 1, 2 or 4.
+inline constexpr uint32_t scalesPerInstr(ScaledKind k) {
+  return k == ScaledKind::MxF8f6f4 ? 1 : k == ScaledKind::MxF4 ? 2 : 4;
+}
+
+/// The A/B type codes of the block-scaled descriptors: mxf8f6f4's (the fp6
+/// and fp4 codes name the padded shared-memory formats, which this
+/// compiler does not write), and E2M1 of mxf4 / mxf4nvf4.
+namespace scode {
+inline constexpr uint32_t kE4m3 = 0, kE5m2 = 1, kE2m3 = 3, kE3m2 = 4, kE2m1 = 5;  // mxf8f6f4
+inline constexpr uint32_t kFp4E2m1 = 1;                                          // mxf4, mxf4nvf4
+}  // namespace scode
+
+/// The 32-bit instruction descriptor of the block-scaled kinds (PTX ISA,
+/// "Instruction descriptor format for .kind::mxf8f6f4, .kind::mxf4 and
+/// .kind::mxf4nvf4"): B's scale-factor ID in bits 4-5, A/B types at 7 and
+/// 10, the major-ness bits at 15/16, N >> 3 at 17-22, the scale type at 23
+/// (1: UE8M0; 0: UE4M3, mxf4nvf4 only), M >> 7 at 27-28, A's scale-factor
+/// ID at 29-30. No dtype field (D is f32), no sparsity or negation here.
+/// The IDs pick the byte of each 32-bit scale cell the instruction's first
+/// scale is in (scaleCell): 0-3 (1X), 0 or 2 (2X), 0 (4X).
+struct ScaledInstrDesc {
+  uint32_t aType = scode::kE4m3, bType = scode::kE4m3;
+  bool bMnMajor = false;  // B stored N-major (mxf8f6f4 with 8-bit B only)
+  uint32_t m = 128, n = 8;
+  bool ue8m0 = true;
+  uint32_t sfA = 0, sfB = 0;
+
+  constexpr uint32_t encode() const {
+    return sfB << 4 | aType << 7 | bType << 10 | (bMnMajor ? 1u : 0u) << 16 | (n >> 3) << 17 |
+           (ue8m0 ? 1u : 0u) << 23 | (m >> 7) << 27 | sfA << 29;
+  }
+  /// The fields of `bits` for kind `k`; false where a field is one this
+  /// compiler never writes (sparsity, negation, A transposed, K96, reserved
+  /// bits), a type `k` does not take, or an ID or scale type `k` forbids.
+  static constexpr bool decode(uint32_t bits, ScaledKind k, ScaledInstrDesc& d) {
+    if ((bits & 0xF) != 0 || (bits >> 6 & 1) != 0 || (bits >> 13 & 7) != 0 || (bits >> 24 & 7) != 0 ||
+        (bits >> 31) != 0)
+      return false;
+    d.sfB = bits >> 4 & 3;
+    d.aType = bits >> 7 & 7;
+    d.bType = bits >> 10 & 7;
+    d.bMnMajor = (bits >> 16 & 1) != 0;
+    d.n = ((bits >> 17) & 0x3F) << 3;
+    d.ue8m0 = (bits >> 23 & 1) != 0;
+    d.m = ((bits >> 27) & 3) << 7;
+    d.sfA = bits >> 29 & 3;
+    auto fp8 = [](uint32_t t) { return t == scode::kE4m3 || t == scode::kE5m2; };
+    switch (k) {
+      case ScaledKind::MxF8f6f4: return fp8(d.aType) && fp8(d.bType) && d.ue8m0;
+      case ScaledKind::MxF4:
+        return d.aType == scode::kFp4E2m1 && d.bType == scode::kFp4E2m1 && !d.bMnMajor && d.ue8m0 && d.sfA % 2 == 0 &&
+               d.sfB % 2 == 0;
+      case ScaledKind::MxF4Nvf4:
+        return d.aType == scode::kFp4E2m1 && d.bType == scode::kFp4E2m1 && !d.bMnMajor && d.sfA == 0 && d.sfB == 0;
+    }
+    return false;
+  }
+};
+
+/// Scales in tensor memory. A block-scaled instruction reads the scale of
+/// row r of A (column r of B) from the cell (lane r % 128, column c0 + r /
+/// 32) of the columns c0 its scale operand names, byte ID + j for its j-th
+/// scale; the hardware wants every 32-lane quarter to hold the same cells
+/// (row r's scales in lanes r % 32 + 32 q for every q), which the copy
+/// below writes. So 128 rows of 4 scales take 4 columns: an "atom".
+inline constexpr uint32_t kScaleAtomRows = 128, kScaleAtomScales = 4, kScaleAtomBytes = 512, kScaleAtomColumns = 4;
+/// The column (from the operand's first) and the lane of row r's scales.
+inline constexpr uint32_t scaleColumn(uint32_t r) { return r / 32; }
+inline constexpr uint32_t scaleLane(uint32_t r) { return r % 128; }
+/// Where an atom's scale (row r < 128, scale s < 4) is in shared memory for
+/// tcgen05.cp .32x128b.warpx4, which copies 32 rows of 16 bytes (row x to
+/// lane x of every quarter, its 4 words to 4 columns): row r % 32, word r /
+/// 32, byte s. The cuBLAS / CUTLASS "128x4" scale atom (ScaleLayouts.h).
+inline constexpr uint32_t scaleAtomByte(uint32_t r, uint32_t s) { return (r % 32) * 16 + (r / 32) * 4 + s; }
+
 /// The TMEM lane of row `r` of an M x N accumulator: M = 128 is the
 /// identity (one row per lane); M = 64 (cta_group::1, the data path whose
 /// 16 rows per warp sit in the first 16 lanes of each warp's 32).
