@@ -52,7 +52,8 @@ Value* Lowerer::tcgen05(IRBuilder<>& b, llvm::CallInst& c, const std::vector<std
   }
   if (k == "cp") {
     // llvm.nvvm.tcgen05.cp.32x128b_warpx4.cg1(taddr, sdesc).
-    if (t.size() != 4 || t[2] != "32x128b_warpx4") unsupported(c, "only tcgen05.cp's .32x128b.warpx4 shape is modelled");
+    if (t.size() != 4 || t[2] != "32x128b_warpx4")
+      unsupported(c, "only tcgen05.cp's .32x128b.warpx4 shape is modelled");
     callHook(b, "tessera_emu_tcgen05_cp", {tmemAddress(b, c, c.getArgOperand(0)), c.getArgOperand(1), b.getInt32(op)});
     return nullptr;
   }
@@ -66,8 +67,9 @@ Value* Lowerer::tcgen05(IRBuilder<>& b, llvm::CallInst& c, const std::vector<std
                                                                    : -1;
     auto imm = [&](unsigned i) { return llvm::cast<llvm::ConstantInt>(c.getArgOperand(i))->getZExtValue(); };
     if (kind < 0 || imm(7) != 1)
-      unsupported(c, "only kind::mxf8f6f4 and kind::mxf4 with blocks of 32, kind::mxf4nvf4 with blocks of 16, "
-                     "cta_group::1");
+      unsupported(c,
+                  "only kind::mxf8f6f4 and kind::mxf4 with blocks of 32, kind::mxf4nvf4 with blocks of 16, "
+                  "cta_group::1");
     callHook(b, "tessera_emu_tcgen05_mma_scaled",
              {tmemAddress(b, c, c.getArgOperand(0)), c.getArgOperand(1), c.getArgOperand(2), c.getArgOperand(3),
               b.CreateZExt(c.getArgOperand(4), em.i32()), tmemAddress(b, c, c.getArgOperand(5)),

@@ -46,25 +46,25 @@ llvm::Value* stagedRow(llvm::IRBuilderBase& b, const DotStaging& s, llvm::Value*
   if (!s.rowGroupWarps) return row;
   // g + 8w + 8W h + 16W (T p + t) -> g + 8h + 16t + 16T w + 16TW p (W, T
   // powers of two).
-    const int64_t W = s.rowGroupWarps, T = s.rowGroupTiles;
-    int lw = 0, lt = 0;
-    while ((int64_t{1} << lw) < W) ++lw;
-    while ((int64_t{1} << lt) < T) ++lt;
-    TS_ASSERT((int64_t{1} << lw) == W && (int64_t{1} << lt) == T && s.rows % (16 * W * T) == 0, "wgmma A rows");
-    llvm::Value* g = b.CreateAnd(row, c32(b, 7));
-    llvm::Value* w = b.CreateAnd(b.CreateLShr(row, c32(b, 3)), c32(b, W - 1));
-    llvm::Value* h = b.CreateAnd(b.CreateLShr(row, c32(b, 3 + lw)), c32(b, 1));
-    llvm::Value* phys;
-    if (T == 1) {
-      llvm::Value* j = b.CreateAnd(row, c32(b, ~((int64_t{16} << lw) - 1)));
-      phys = b.CreateOr(b.CreateOr(g, b.CreateShl(h, c32(b, 3))), b.CreateOr(b.CreateShl(w, c32(b, 4)), j));
-    } else {
-      llvm::Value* j = b.CreateLShr(row, c32(b, 4 + lw));
-      llvm::Value* t = b.CreateShl(b.CreateAnd(j, c32(b, T - 1)), c32(b, 4));
-      llvm::Value* p = b.CreateShl(b.CreateLShr(j, c32(b, lt)), c32(b, 4 + lt + lw));
-      phys = b.CreateOr(b.CreateOr(g, b.CreateShl(h, c32(b, 3))),
-                        b.CreateOr(b.CreateOr(t, b.CreateShl(w, c32(b, 4 + lt))), p));
-    }
+  const int64_t W = s.rowGroupWarps, T = s.rowGroupTiles;
+  int lw = 0, lt = 0;
+  while ((int64_t{1} << lw) < W) ++lw;
+  while ((int64_t{1} << lt) < T) ++lt;
+  TS_ASSERT((int64_t{1} << lw) == W && (int64_t{1} << lt) == T && s.rows % (16 * W * T) == 0, "wgmma A rows");
+  llvm::Value* g = b.CreateAnd(row, c32(b, 7));
+  llvm::Value* w = b.CreateAnd(b.CreateLShr(row, c32(b, 3)), c32(b, W - 1));
+  llvm::Value* h = b.CreateAnd(b.CreateLShr(row, c32(b, 3 + lw)), c32(b, 1));
+  llvm::Value* phys;
+  if (T == 1) {
+    llvm::Value* j = b.CreateAnd(row, c32(b, ~((int64_t{16} << lw) - 1)));
+    phys = b.CreateOr(b.CreateOr(g, b.CreateShl(h, c32(b, 3))), b.CreateOr(b.CreateShl(w, c32(b, 4)), j));
+  } else {
+    llvm::Value* j = b.CreateLShr(row, c32(b, 4 + lw));
+    llvm::Value* t = b.CreateShl(b.CreateAnd(j, c32(b, T - 1)), c32(b, 4));
+    llvm::Value* p = b.CreateShl(b.CreateLShr(j, c32(b, lt)), c32(b, 4 + lt + lw));
+    phys = b.CreateOr(b.CreateOr(g, b.CreateShl(h, c32(b, 3))),
+                      b.CreateOr(b.CreateOr(t, b.CreateShl(w, c32(b, 4 + lt))), p));
+  }
   return phys;
 }
 

@@ -145,8 +145,7 @@ const AccumulatorMemory* Lower::issueAccumulator(const ir::Op& dot, const Tensor
     accIssue_.waitParity = b_.CreateAnd(b_.CreateUDiv(issued, i32(accBarriers_)), i32(1));
   // Block scales in turn through the dot's sets, one an issue (an issue
   // that completes here needs one).
-  if (p.scaleAtoms)
-    accIssue_.scaleSet = p.inFlight ? b_.CreateURem(issued, i32(p.scaleBuffers), "scale.set") : i32(0);
+  if (p.scaleAtoms) accIssue_.scaleSet = p.inFlight ? b_.CreateURem(issued, i32(p.scaleBuffers), "scale.set") : i32(0);
   return &accIssue_;
 }
 

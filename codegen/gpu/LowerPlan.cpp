@@ -366,8 +366,8 @@ TensorCoreDotPlan Lower::dotPlan(const ir::Op& op) {
     ir::walk(const_cast<ir::Function&>(f_).body(), [&](ir::Op& w) {
       if (w.code() == OpCode::DotWait) pending = std::max(pending, w.intAttr("pending"));
     });
-    for (p.scaleBuffers = pending + 1;
-         p.scaleBuffers > 1 && t_.accumulatorColumns(p) > t_.accumulatorMemoryColumns(); --p.scaleBuffers) {
+    for (p.scaleBuffers = pending + 1; p.scaleBuffers > 1 && t_.accumulatorColumns(p) > t_.accumulatorMemoryColumns();
+         --p.scaleBuffers) {
     }
   }
   return p;

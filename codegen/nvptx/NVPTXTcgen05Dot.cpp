@@ -266,9 +266,8 @@ void copyScales(DotEmitter& e, llvm::Value* cols) {
   const TensorCoreDotPlan& p = e.p;
   const int64_t G = p.scaleGroups(), mA = p.scaleAtomsA() / G, nB = p.scaleAtomsB() / G;
   // No swizzle: 8-row core matrices of 16-byte rows, SBO = 128 bytes apart.
-  const DescriptorBase d =
-      descriptorBase(b, b.CreatePtrToInt(e.scales, b.getInt64Ty()),
-                     descriptorBits(WgmmaSwizzle::None, 0, 8 * 16) | tcgen05::kDescriptorVersion);
+  const DescriptorBase d = descriptorBase(b, b.CreatePtrToInt(e.scales, b.getInt64Ty()),
+                                          descriptorBits(WgmmaSwizzle::None, 0, 8 * 16) | tcgen05::kDescriptorVersion);
   auto copy = [&](int64_t atom, int64_t column) {
     b.CreateIntrinsic(llvm::Intrinsic::nvvm_tcgen05_cp_32x128b_warpx4_cg1, {},
                       {tmem(b, b.CreateAdd(cols, b.getInt32(static_cast<uint32_t>(column)))),
@@ -343,9 +342,9 @@ void issueMmas(DotEmitter& e, llvm::Value* thread0, llvm::Value* base, llvm::Val
           llvm::Value* bv = descriptorAt(b, bDesc, bStepOffset(p, col));
           llvm::Value* enable = ks == 0 ? accumulate : b.getTrue();
           if (!p.scaled) {
-            b.CreateIntrinsic(llvm::Intrinsic::nvvm_tcgen05_mma_shared, {},
-                              {d, a, bv, b.getInt32(desc.encode()), enable, b.getInt32(kindArg), b.getInt32(1),
-                               b.getInt32(0)});
+            b.CreateIntrinsic(
+                llvm::Intrinsic::nvvm_tcgen05_mma_shared, {},
+                {d, a, bv, b.getInt32(desc.encode()), enable, b.getInt32(kindArg), b.getInt32(1), b.getInt32(0)});
             continue;
           }
           // The step's first scale: K-group f / 4, byte f % 4 of its cells.

@@ -61,7 +61,10 @@ std::string opLabel(const LaunchConfig& cfg, int32_t op) {
 }
 
 const char* accessName(int32_t kind) {
-  return kind == TESSERA_EMU_STORE ? "write" : kind == TESSERA_EMU_ATOMIC ? "atomic" : kind == kAsyncLoad ? "asynchronous read" : "read";
+  return kind == TESSERA_EMU_STORE    ? "write"
+         : kind == TESSERA_EMU_ATOMIC ? "atomic"
+         : kind == kAsyncLoad         ? "asynchronous read"
+                                      : "read";
 }
 
 void Worker::coords(uint32_t linear, uint32_t out[3]) const {

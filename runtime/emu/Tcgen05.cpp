@@ -145,8 +145,7 @@ void Worker::tcgen05Compute(Fiber* f, const Tcgen05Mma& mma, uint64_t aDesc, uin
     for (uint32_t j = 0; j < n; ++j) {
       if (mma.integer) {
         int64_t sum = 0;
-        for (uint32_t k = 0; k < K; ++k)
-          sum += static_cast<int64_t>(A[r * K + k]) * static_cast<int64_t>(B[k * n + j]);
+        for (uint32_t k = 0; k < K; ++k) sum += static_cast<int64_t>(A[r * K + k]) * static_cast<int64_t>(B[k * n + j]);
         row[j] = (mma.accumulate ? row[j] : 0u) + static_cast<uint32_t>(sum);
         continue;
       }
@@ -237,8 +236,7 @@ void Worker::tcgen05MmaScaled(Fiber* f, uint32_t d, uint64_t aDesc, uint64_t bDe
   };
   const uint32_t ca = columnsOf(sfa, id.m, "A"), cb = columnsOf(sfb, id.n, "B");
   auto scale = [this, &id](uint32_t col0, uint32_t r, uint32_t byte) -> double {
-    const uint32_t cell =
-        tmem[size_t{tcgen05::scaleLane(r)} * tcgen05::kColumns + col0 + tcgen05::scaleColumn(r)];
+    const uint32_t cell = tmem[size_t{tcgen05::scaleLane(r)} * tcgen05::kColumns + col0 + tcgen05::scaleColumn(r)];
     const uint8_t c = static_cast<uint8_t>(cell >> (8 * byte));
     if (id.ue8m0) return e8m0Decode(c);
     // UE4M3: e4m3 without a sign; a code with bit 7 set has no meaning in

@@ -434,9 +434,10 @@ TEST_CASE("dot_scaled: NVFP4 x NVFP4 runs on sm_120a's mma.sync kind::mxf4nvf4, 
 
 // ------------------------------------------------ native on sm_100a
 
-TEST_CASE("dot_scaled: MXFP8, MXFP4 and NVFP4 run on sm_100a's block-scaled tcgen05.mma, silently, matching the "
-          "reference",
-          "[mx][dot][emu][blackwell]") {
+TEST_CASE(
+    "dot_scaled: MXFP8, MXFP4 and NVFP4 run on sm_100a's block-scaled tcgen05.mma, silently, matching the "
+    "reference",
+    "[mx][dot][emu][blackwell]") {
   const ScaledFormat e4 = ScaledFormat::mxfp8_e4m3, e5 = ScaledFormat::mxfp8_e5m2, f4 = ScaledFormat::mxfp4,
                      nv = ScaledFormat::nvfp4, f6 = ScaledFormat::mxfp6_e2m3;
   // tcgen05's block-scaled MMA is M = 128 only: a 128-row tile on 4 warps.

@@ -42,15 +42,26 @@ struct Params {
   float* out;  // 128 threads x 2 halves x 8 registers
 };
 
-const std::vector<std::string> kOps = {"store operands", "tcgen05.alloc", "mbarrier.init", "barrier",
-                                       "load address",   "tcgen05.cp at k.cpp:5", "tcgen05.mma at k.cpp:6",
-                                       "tcgen05.commit", "store scale early at k.cpp:8", "try_wait",
-                                       "tcgen05.ld",     "store out", "tcgen05.dealloc"};
+const std::vector<std::string> kOps = {"store operands",
+                                       "tcgen05.alloc",
+                                       "mbarrier.init",
+                                       "barrier",
+                                       "load address",
+                                       "tcgen05.cp at k.cpp:5",
+                                       "tcgen05.mma at k.cpp:6",
+                                       "tcgen05.commit",
+                                       "store scale early at k.cpp:8",
+                                       "try_wait",
+                                       "tcgen05.ld",
+                                       "store out",
+                                       "tcgen05.dealloc"};
 
 uint64_t desc(uint32_t start, uint64_t sbo = kSbo, uint64_t lbo = kLbo) {
   return (uint64_t{start} >> 4) | (lbo >> 4) << 16 | (sbo >> 4) << 32 | tc::kDescriptorVersion;
 }
-uint32_t kmajor(uint32_t row, uint32_t byte) { return (row / 8) * kSbo + (row % 8) * 16 + (byte / 16) * kLbo + byte % 16; }
+uint32_t kmajor(uint32_t row, uint32_t byte) {
+  return (row / 8) * kSbo + (row % 8) * 16 + (byte / 16) * kLbo + byte % 16;
+}
 
 // Codes: fp8 e4m3 of small integers (exact), or two e2m1 codes a byte.
 float valueA(int r, int k) { return float((r + 3 * k) % 5) - 2; }
@@ -107,8 +118,8 @@ void kernel(void* const* args) {
     id.sfA = id.sfB = p.fault == Fault::BadScaleId ? 1 : fp4 ? 2 : 3;  // the atom's last scale(s)
     const auto kind = int32_t(fp4 ? tc::ScaledKind::MxF4 : tc::ScaledKind::MxF8f6f4);
     const uint32_t a = p.fault == Fault::ScalesUnallocated ? base + 40 : sfa;
-    tessera_emu_tcgen05_mma_scaled(int32_t(base), desc(kA), desc(kB), int32_t(id.encode()), 0, int32_t(a),
-                                   int32_t(sfb), kind, 6);
+    tessera_emu_tcgen05_mma_scaled(int32_t(base), desc(kA), desc(kB), int32_t(id.encode()), 0, int32_t(a), int32_t(sfb),
+                                   kind, 6);
     if (p.fault == Fault::EarlyScaleWrite) sstore(sh + kSfa + 17, uint8_t(1), 8);
     tessera_emu_tcgen05_commit(sh + kBar, 7);
   }

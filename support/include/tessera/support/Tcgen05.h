@@ -113,7 +113,7 @@ inline constexpr uint32_t scalesPerInstr(ScaledKind k) {
 /// compiler does not write), and E2M1 of mxf4 / mxf4nvf4.
 namespace scode {
 inline constexpr uint32_t kE4m3 = 0, kE5m2 = 1, kE2m3 = 3, kE3m2 = 4, kE2m1 = 5;  // mxf8f6f4
-inline constexpr uint32_t kFp4E2m1 = 1;                                          // mxf4, mxf4nvf4
+inline constexpr uint32_t kFp4E2m1 = 1;                                           // mxf4, mxf4nvf4
 }  // namespace scode
 
 /// The 32-bit instruction descriptor of the block-scaled kinds (PTX ISA,
@@ -132,8 +132,8 @@ struct ScaledInstrDesc {
   uint32_t sfA = 0, sfB = 0;
 
   constexpr uint32_t encode() const {
-    return sfB << 4 | aType << 7 | bType << 10 | (bMnMajor ? 1u : 0u) << 16 | (n >> 3) << 17 |
-           (ue8m0 ? 1u : 0u) << 23 | (m >> 7) << 27 | sfA << 29;
+    return sfB << 4 | aType << 7 | bType << 10 | (bMnMajor ? 1u : 0u) << 16 | (n >> 3) << 17 | (ue8m0 ? 1u : 0u) << 23 |
+           (m >> 7) << 27 | sfA << 29;
   }
   /// The fields of `bits` for kind `k`; false where a field is one this
   /// compiler never writes (sparsity, negation, A transposed, K96, reserved
