@@ -154,15 +154,30 @@ inline Kernel gemmScaled(const char* kname, GemmBlocks B, ScaledFormat f) {
       // carries over to the rows (the loads vectorise): K / 2 + K % 2.
       Int kBytes = K / pk + K % pk, kBlocks = (K + (bs - 1)) / bs;
       Tensor zero = zeros({B.m, B.n}, f32);
-      Tensor acc = for_range(0, K, B.k, zero, [&](Int k0, Tensor acc) {
-        auto kb = expand_dims(k0 / pk + arange(B.k / pk), 0);  // bytes of codes
-        auto ks = expand_dims(k0 / bs + arange(B.k / bs), 0);  // blocks
-        auto ta = load(a + row * kBytes + kb, (row < M) & (kb < kBytes));
-        auto tb = load(b + rowB * kBytes + kb, (rowB < N) & (kb < kBytes));
-        auto sa = load(as + row * kBlocks + ks, (row < M) & (ks < kBlocks));
-        auto sb = load(bsc + rowB * kBlocks + ks, (rowB < N) & (ks < kBlocks));
-        return dot_scaled(ta, sa, f, tb, sb, f, acc);
-      });
+      auto kb = [&](Int k0) { return expand_dims(k0 / pk + arange(B.k / pk), 0); };  // bytes of codes
+      auto ks = [&](Int k0) { return expand_dims(k0 / bs + arange(B.k / bs), 0); };  // blocks
+      auto scales = [&](Int k0, auto&& dot) {
+        auto sa = load(as + row * kBlocks + ks(k0), (row < M) & (ks(k0) < kBlocks));
+        auto sb = load(bsc + rowB * kBlocks + ks(k0), (rowB < N) & (ks(k0) < kBlocks));
+        return dot(sa, sb);
+      };
+      Tensor acc;
+      if (B.stages >= 1) {
+        // The codes staged through shared memory by the K loop's pipeline,
+        // B as given (N x K), which tcgen05 reads in place, K-major.
+        auto sA = alloc_shared(u8, {B.m, B.k / pk}), sB = alloc_shared(u8, {B.n, B.k / pk});
+        acc = for_pipelined(0, K, B.k, Pipeline(B.stages), zero, [&](Int k0, Tensor acc) {
+          auto ta = stage_copy(sA, a + row * kBytes + kb(k0), (row < M) & (kb(k0) < kBytes));
+          auto tb = stage_copy(sB, b + rowB * kBytes + kb(k0), (rowB < N) & (kb(k0) < kBytes));
+          return scales(k0, [&](Tensor sa, Tensor sb) { return dot_scaled(ta.load(), sa, f, tb.load(), sb, f, acc); });
+        });
+      } else {
+        acc = for_range(0, K, B.k, zero, [&](Int k0, Tensor acc) {
+          auto ta = load(a + row * kBytes + kb(k0), (row < M) & (kb(k0) < kBytes));
+          auto tb = load(b + rowB * kBytes + kb(k0), (rowB < N) & (kb(k0) < kBytes));
+          return scales(k0, [&](Tensor sa, Tensor sb) { return dot_scaled(ta, sa, f, tb, sb, f, acc); });
+        });
+      }
       // NVFP4's per-tensor scale once, in the epilogue: dot_scaled's
       // tensor_scale would apply it at every K step (the same product, up to
       // rounding, for one more pass over the accumulator per step).
@@ -210,7 +225,7 @@ inline bool nativePackedFp4(const Target& t, ScaledFormat f) {
 
 /// The blocks of the block-scaled GEMMs on `t`, from the GEMM defaults `b`
 /// (BLOCK_K 64 on the CPU, 32 on GPUs: a multiple of both block sizes):
-/// unpipelined, and BLOCK_K 128 where the target multiplies the fp4
+/// unpipelined (but on tcgen05), and BLOCK_K 128 where the target multiplies the fp4
 /// format packed (nativePackedFp4) unless the tune config sets it: those
 /// instructions read 64 (sm_120a, tcgen05) or, on the default tile's 16 x
 /// 16 wave tiles, 128 (gfx950's 16x16x128) codes a row per step, and a
@@ -218,10 +233,13 @@ inline bool nativePackedFp4(const Target& t, ScaledFormat f) {
 /// the step stays 32: its bf16 tiles of 128 would spill (sm_90a: 1.5
 /// KiB). On tcgen05 (tcgen05Scaled), whose block-scaled MMA is M = 128
 /// only, BLOCK_M 128 on the 4 warps, and BLOCK_K 128 for fp8 too (a step
-/// reads each copied atom of scales whole), unless the config sets them.
+/// reads each copied atom of scales whole), unless the config sets them;
+/// there the K loop keeps the GEMM defaults' pipeline, its codes staged
+/// through shared memory and read in place by the MMAs, which stay in
+/// flight across iterations (the accumulator in tensor memory).
 inline GemmBlocks scaledBlocks(GemmBlocks b, const Target& t, ScaledFormat f, bool configK = false,
                                bool configM = false) {
-  b.stages = 0;
+  if (!tcgen05Scaled(t, f)) b.stages = 0;
   b.warpSpecialized = false;
   if ((nativePackedFp4(t, f) || tcgen05Scaled(t, f)) && !configK) b.k = 128;
   if (tcgen05Scaled(t, f) && !configM) b.m = 128;

@@ -3,8 +3,10 @@
 //
 // The kernel and its reference are examples/block_scaled.h's, shared by the
 // block-scaled GEMMs: a K loop of masked loads of the codes and the block
-// scales, one ts::dot_scaled per step. Native: sm_120a (packed on kind::mxf4
-// at K steps of 64 and more, else unpacked on kind::mxf8f6f4) and gfx950
+// scales, one ts::dot_scaled per step. Native: sm_100a/sm_103a (tcgen05.mma
+// kind::mxf4, packed, 128-row tiles, K steps of 64 and more), sm_120a
+// (packed on kind::mxf4 at K steps of 64 and more, else unpacked on
+// kind::mxf8f6f4) and gfx950
 // (packed on v_mfma_scale, K steps of 64 and more); elsewhere decomposed
 // (decoded exactly, scaled into bf16, a bf16 dot), which the compile's
 // warnings say, with the cost (docs/dot_scaled.md).

@@ -158,6 +158,7 @@ struct DotOperandSources {
   bool bFragmentsHeld = false;  // B's fragments are read once before a loop and held in registers
   bool bGlobalAlongK = false;   // B is copied from global memory where it is contiguous along K
   bool bInSlot = false;         // B is read in place from a shared slot (Lower::planDirectDots)
+  bool bSlotKMajor = false;     // ... a slot holding B^T as given, N x K (through a transpose: ir::dotOperandLoad)
   /// The dot is in a loop and completes at every issue (not a `dot {async}`
   /// reading both operands in place from its loop's slots).
   bool completesInLoop = false;

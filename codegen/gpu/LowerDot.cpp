@@ -335,10 +335,12 @@ void Lower::emitTensorCoreDot(const ir::Op& op, const ir::Layout& l) {
   // A slot read directly: its storage is the operand's layout for the
   // fragment reads.
   auto slotOf = [&](const ir::Value* v) {
-    const ir::Value* buf = v->definingOp()->operand(0);
+    bool viaTranspose = false;
+    const ir::Value* buf = ir::dotOperandLoad(op, v == a ? 0 : 1, &viaTranspose)->operand(0);
     const Storage& sg = storage_.at(rootBuffer(buf));
     DotStaging& want = v == a ? p.a : p.b;
-    TS_ASSERT(sg.st.rows == want.rows && sg.st.cols == want.cols && sg.transposed == (v == bv && p.bTransposed),
+    TS_ASSERT(sg.st.rows == want.rows && sg.st.cols == want.cols &&
+                  sg.transposed == (v == bv && p.bTransposed && !viaTranspose),
               "direct dot operand: slot shape differs from the operand's");
     want = sg.st;
     return scalar(buf);

@@ -133,12 +133,24 @@ SharedNeeds Lower::needs(const ScratchRequests& r) {
       return;
     n.fragmentsCandidates += dotArea(op, dotPlan(op)).fragmentsFirstCandidate ? 1 : 0;
   });
-  // Loop areas: the hoisted operands', in the order the lowering first
-  // asked for them.
+  // Loop areas: the hoisted operands' and in-flight dots' block scales
+  // (scaleSetsOf), in the order the lowering first asked for them.
   for (const void* key : r.loopAreaOrder) {
     const Hoisted* h = nullptr;
     for (const Hoisted& x : hoisted_)
       if (hoistKey(x.dot, x.operand) == key) h = &x;
+    const ir::Op* scaled = nullptr;
+    ir::walk(const_cast<ir::Function&>(f_).body(), [&](ir::Op& op) {
+      if (op.code() == OpCode::Dot && op.numOperands() == 5 && hoistKey(&op, 3) == key) scaled = &op;
+    });
+    if (!h && scaled) {
+      const TensorCoreDotPlan p = dotPlan(*scaled);
+      const ir::Op* loop = scaled->parent()->parentOp();
+      n.loopAreas.push_back(
+          {key, ir::LoopArea{loop, p.scaleBytes(), "block scales of " + operandName(*scaled, 0), true}});
+      align(key, 16);
+      continue;
+    }
     TS_ASSERT(h, "shared needs: a loop area of no hoisted operand");
     TensorCoreDotPlan p = dotPlan(*h->dot);
     const DotStaging& st = h->operand == 0 ? p.a : p.b;

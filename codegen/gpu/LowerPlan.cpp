@@ -65,18 +65,24 @@ void Lower::planDirectDots() {
     if (la_.get(op.result()).parent.mma == ir::MmaKind::None) return;
     TensorCoreDotPlan plan = dotPlan(op);
     for (unsigned i = 0; i < 2; ++i) {
-      const ir::Value* v = op.operand(i);
-      const ir::Op* ld = v->definingOp();
-      if (!ld || ld->code() != OpCode::LocalLoad || ld->parent() != op.parent()) continue;
+      // The operand's local_load, or B's through a transpose (B^T given,
+      // N x K): that slot holds B as the plan stores it transposed, so it
+      // is read in place where the plan stores B so (bTransposed).
+      bool viaTranspose = false;
+      const ir::Op* ld = ir::dotOperandLoad(op, i, &viaTranspose);
+      // Through a transpose only for a dot in flight (NVIDIA's warpgroup
+      // MMAs, which read B K-major by descriptor).
+      const bool inFlight = op.hasAttr("async") && op.intAttr("async") == 1;
+      if (!ld || ld->parent() != op.parent() || (viaTranspose && (!plan.bTransposed || !inFlight))) continue;
       const ir::Value* root = rootBuffer(ld->operand(0));
       const ir::Type& rt = root->type();
       if (!root->definingOp() || root->definingOp()->code() != OpCode::Alloc || rt.space() != ir::MemSpace::Shared)
         continue;
       if (rt.dtype() != op.operand(i)->type().dtype() || byteSize(rt.dtype()) != plan.elemBytes) continue;
-      Storage sg{i == 0 ? plan.a : plan.b, i == 1 && plan.bTransposed};
+      Storage sg{i == 0 ? plan.a : plan.b, i == 1 && plan.bTransposed && !viaTranspose};
       // The layout the instruction reads the slot in, if it can.
       if (!t_.directDotStaging(plan, i, sg.transposed, sg.st, sg.align)) continue;
-      if (sg.transposed != (i == 1 && plan.bTransposed)) firstChoiceOnly.insert(&op);
+      if (sg.transposed != (i == 1 && plan.bTransposed && !viaTranspose) || viaTranspose) firstChoiceOnly.insert(&op);
       if (sg.st.swizzle) {  // stagingIndex's precondition
         const int64_t rowElems = sg.st.blockCols ? sg.st.blockCols : sg.st.cols;
         const int64_t ce = sg.st.chunkElems(), chunks = rowElems / ce;
@@ -130,8 +136,9 @@ void Lower::planDirectDots() {
     });
     if (ok) storage_[root] = *sg;
   }
+  auto slotOf = [](const ir::Op* dot, unsigned i) { return rootBuffer(ir::dotOperandLoad(*dot, i)->operand(0)); };
   for (auto& [op, i] : cands)
-    if (storage_.count(rootBuffer(op->operand(i)->definingOp()->operand(0)))) directOperands_.insert({op, i});
+    if (storage_.count(slotOf(op, i))) directOperands_.insert({op, i});
   // A B slot stored other than the plan's (GpuTargetInfo::directDotStaging)
   // is read only by the dot's first-choice instruction, which takes the dot
   // where both operands are read in place and the dot does not complete at
@@ -141,12 +148,10 @@ void Lower::planDirectDots() {
     const bool kept = directOperands_.count({op, 0}) && directOperands_.count({op, 1}) &&
                       (!inLoop(*op) || (op->hasAttr("async") && op->intAttr("async") == 1));
     if (kept) continue;
-    const ir::Value* root = rootBuffer(op->operand(1)->definingOp()->operand(0));
+    const ir::Value* root = slotOf(op, 1);
     storage_.erase(root);
-    for (auto it = directOperands_.begin(); it != directOperands_.end();) {
-      const ir::Value* v = it->first->operand(it->second);
-      it = rootBuffer(v->definingOp()->operand(0)) == root ? directOperands_.erase(it) : std::next(it);
-    }
+    for (auto it = directOperands_.begin(); it != directOperands_.end();)
+      it = slotOf(it->first, it->second) == root ? directOperands_.erase(it) : std::next(it);
   }
   asyncProxySlots_ = false;
   for (auto& [buf, sg] : storage_) asyncProxySlots_ = asyncProxySlots_ || sg.align > 16;
@@ -354,6 +359,9 @@ TensorCoreDotPlan Lower::dotPlan(const ir::Op& op) {
   src.bFragmentsHeld = h && h->inRegisters;
   src.aInRegisters = registerOperands_.count({&op, 0}) || (ha && ha->inRegisters);
   src.bInSlot = directOperands_.count({&op, 1}) != 0;
+  bool bViaTranspose = false;
+  ir::dotOperandLoad(op, 1, &bViaTranspose);
+  src.bSlotKMajor = src.bInSlot && bViaTranspose;
   const bool async = op.hasAttr("async") && op.intAttr("async") == 1 && directOperands_.count({&op, 0}) &&
                      directOperands_.count({&op, 1});
   src.completesInLoop = inLoop(op) && !async;
@@ -527,6 +535,18 @@ void Lower::planElision() {
       if (!directOperands_.count({user, i})) return;
     elidedLoads_.insert(op.result());
   });
+  // A B^T read in place through its transpose (ir::dotOperandLoad): neither
+  // the transpose nor its local_load is emitted, where the dot is their
+  // only use (after the fixpoint below, which keeps only copies' operands).
+  std::vector<const ir::Value*> viaTranspose;
+  ir::walk(body, [&](ir::Op& op) {
+    bool through = false;
+    const ir::Op* ld =
+        op.code() == OpCode::Dot && directOperands_.count({&op, 1}) ? ir::dotOperandLoad(op, 1, &through) : nullptr;
+    if (!ld || !through || uses.at(op.operand(1)).size() != 1 || uses.at(ld->result()).size() != 1) return;
+    viaTranspose.push_back(op.operand(1));
+    elidedLoads_.insert(ld->result());
+  });
   for (bool changed = true; changed;) {
     changed = false;
     for (auto it = elided_.begin(); it != elided_.end();) {
@@ -548,6 +568,7 @@ void Lower::planElision() {
       }
     }
   }
+  elided_.insert(viaTranspose.begin(), viaTranspose.end());
 }
 
 void Lower::planStagedTransposes() {

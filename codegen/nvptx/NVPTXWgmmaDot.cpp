@@ -199,14 +199,15 @@ void planWgmmaForm(TensorCoreDotPlan& p, const DotOperandSources& s) {
     // spills on sm_100a, none with mma.sync). A 1-byte B (fp8, i8) read
     // in place is N-major, the K x N slot as copied (the slot only tcgen05
     // reads, NVPTXTargetInfo's directDotStaging); staged by the dot, it is
-    // K-major, the N x K staging mma.sync's plan has.
+    // K-major, the N x K staging mma.sync's plan has; so is a B read in
+    // place through its transpose (B^T given: s.bSlotKMajor).
     // A block-scaled dot has no mma.sync form here: tcgen05 it is, even
     // where it completes at every issue (gpuScaledDotNative let it through
     // only where its tiles fit; the planner stages its operands in shared
     // memory); its scales go to the tensor memory in atoms
     // (NVPTXTcgen05Dot.cpp). Packed fp4 is K-major only.
     if (p.scaled) {
-      useWgmma(p, s.bGlobalAlongK || (p.elemBytes == 1 && !s.bInSlot) || p.kPerElem == 2);
+      useWgmma(p, s.bGlobalAlongK || s.bSlotKMajor || (p.elemBytes == 1 && !s.bInSlot) || p.kPerElem == 2);
       useWgmmaSharedA(p);
       p.scaleAtoms = true;
       TS_ASSERT(!s.bFragmentsHeld && !s.aInRegisters && tcgen05RowTiles(p) == 2 &&
@@ -215,11 +216,11 @@ void planWgmmaForm(TensorCoreDotPlan& p, const DotOperandSources& s) {
       return;
     }
     if (s.bFragmentsHeld || s.aInRegisters || s.completesInLoop || tcgen05Columns(p) > tcgen05::kColumns) {
-      TS_ASSERT(p.elemBytes != 1 || !s.bInSlot, "a 1-byte B slot stored for tcgen05 read by mma.sync");
+      TS_ASSERT(p.elemBytes != 1 || !s.bInSlot || s.bSlotKMajor, "a 1-byte B slot stored for tcgen05 read by mma.sync");
       useMmaSync(p);
       return;
     }
-    useWgmma(p, s.bGlobalAlongK || (p.elemBytes == 1 && !s.bInSlot));
+    useWgmma(p, s.bGlobalAlongK || s.bSlotKMajor || (p.elemBytes == 1 && !s.bInSlot));
     useWgmmaSharedA(p);
     return;
   }
@@ -230,7 +231,7 @@ void planWgmmaForm(TensorCoreDotPlan& p, const DotOperandSources& s) {
     // mma.sync's fragments): the only forms wgmma has for 8-bit operands.
     useWgmma(p, true);
   } else {
-    useWgmma(p, s.bGlobalAlongK);
+    useWgmma(p, s.bGlobalAlongK || s.bSlotKMajor);
     // A from shared memory too, unless its fragments are registers
     // already (a chained dot's accumulator, or held across the loop).
     if (!s.aInRegisters) useWgmmaSharedA(p);

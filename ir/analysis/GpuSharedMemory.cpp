@@ -60,9 +60,12 @@ SharedPlan::SharedPlan(const ir::Function& f, const std::map<const ir::Op*, uint
     ir::walk(body, [&](ir::Op& user) {
       for (const ir::Value* v : user.operands()) {
         // A tensor-core dot may read its operand from the slot a local_load
-        // names, at the dot (LowerPlan.cpp, planDirectDots): a use too.
+        // names, at the dot (LowerPlan.cpp, planDirectDots), B's also
+        // through a transpose (ir::dotOperandLoad): a use too.
         if (user.code() == ir::OpCode::Dot && v->definingOp() && v->definingOp()->code() == ir::OpCode::LocalLoad)
           v = v->definingOp()->operand(0);
+        else if (const ir::Op* ld = ir::dotOperandLoad(user, 1); ld && v == user.operand(1))
+          v = ld->operand(0);
         if (!views.count(v)) continue;
         // Climb to the ancestor of the use that sits in the alloc's block.
         const ir::Op* anc = &user;

@@ -213,4 +213,21 @@ bool isReduceKind(const std::string& kind) {
   return kind == "sum" || kind == "max" || kind == "min" || kind == "argmax" || kind == "argmin";
 }
 
+const Op* dotOperandLoad(const Op& dot, unsigned i, bool* throughTranspose) {
+  if (throughTranspose) *throughTranspose = false;
+  if (dot.code() != OpCode::Dot || i > 1) return nullptr;
+  const Op* d = dot.operand(i)->definingOp();
+  if (d && d->code() == OpCode::Transpose && i == 1 && d->parent() == dot.parent() &&
+      d->operand(0)->type().rank() == 2) {
+    auto p = d->attrs().find("perm");
+    const auto* perm = p == d->attrs().end() ? nullptr : std::get_if<std::vector<int64_t>>(&p->second);
+    if (!perm || *perm != std::vector<int64_t>{1, 0}) return nullptr;
+    d = d->operand(0)->definingOp();
+    if (!d || d->code() != OpCode::LocalLoad) return nullptr;
+    if (throughTranspose) *throughTranspose = true;
+    return d;
+  }
+  return d && d->code() == OpCode::LocalLoad ? d : nullptr;
+}
+
 }  // namespace tessera::ir

@@ -142,11 +142,21 @@ void PipelineChecker::read(State& st, const Op& op, const Iter& it) {
   const Value* r = root(op.operand(0));
   Read rd;
   rd.op = &op;
-  for (const Op* u : usersOf(op.result()))
-    if (isAsyncDot(*u) && (u->operand(0) == op.result() || u->operand(1) == op.result())) {
-      rd.mma = kOpenMma;
-      rd.dot = u;
-    }
+  // An async dot reading the slot in place: the load is its operand, or
+  // the operand's transpose reads it (ir::dotOperandLoad).
+  auto readsInPlace = [&](const Op* u) {
+    return isAsyncDot(*u) && (dotOperandLoad(*u, 0) == &op || dotOperandLoad(*u, 1) == &op);
+  };
+  for (const Op* u : usersOf(op.result())) {
+    std::vector<const Op*> readers{u};
+    if (u->code() == OpCode::Transpose)
+      for (const Op* t : usersOf(u->result())) readers.push_back(t);
+    for (const Op* x : readers)
+      if (readsInPlace(x)) {
+        rd.mma = kOpenMma;
+        rd.dot = x;
+      }
+  }
   if (it.loop) {
     rd.tagged = true;
     rd.iter = it.k + intAttrOf(op, "stage").value_or(0);

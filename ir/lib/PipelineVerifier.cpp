@@ -99,8 +99,7 @@ void PipelineChecker::run() {
     // A slot an async dot reads is tracked too: its reuse waits for the dot.
     if (isAsyncDot(op))
       for (unsigned i = 0; i < 2; ++i)
-        if (const Op* ld = op.operand(i)->definingOp();
-            ld && ld->code() == OpCode::LocalLoad && !channel.count(root(ld->operand(0))))
+        if (const Op* ld = dotOperandLoad(op, i); ld && !channel.count(root(ld->operand(0))))
           tracked_.insert(root(ld->operand(0)));
   });
   if (!any) return;  // nothing asynchronous: the program-order semantics hold

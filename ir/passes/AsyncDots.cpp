@@ -28,7 +28,7 @@
 // program: the caller's `inFlight(dot)` says where (the GPU targets'
 // tensor-core tables: codegen::gpuKeepsDotInFlight; by name, every
 // candidate). A dot qualifies when both operands are local_loads of staged
-// slots of the loop, its accumulator is a loop-carried value used by
+// slots of the loop (B also through a transpose only it reads), its accumulator is a loop-carried value used by
 // nothing else, and its result is only yielded back into that position.
 #include <functional>
 #include <optional>
@@ -70,15 +70,18 @@ class AsyncDots : public Pass {
   int candidate(const Op& d, const Block& body, const std::set<const Value*>& stagedSlots,
                 const std::unordered_map<const Value*, unsigned>& uses) const {
     if (d.code() != OpCode::Dot || d.hasAttr("async") || d.parent() != &body) return -1;
-    for (unsigned i = 0; i < 2; ++i) {
-      const Op* ld = d.operand(i)->definingOp();
-      if (!ld || ld->code() != OpCode::LocalLoad || !stagedSlots.count(ld->operand(0))) return -1;
-    }
-    const Value* acc = d.operand(2);
     auto count = [&](const Value* v) {
       auto it = uses.find(v);
       return it == uses.end() ? 0u : it->second;
     };
+    // Each operand a local_load of a staged slot (B also through a
+    // transpose that only the dot reads: ir::dotOperandLoad).
+    for (unsigned i = 0; i < 2; ++i) {
+      bool transposed = false;
+      const Op* ld = dotOperandLoad(d, i, &transposed);
+      if (!ld || !stagedSlots.count(ld->operand(0)) || (transposed && count(d.operand(i)) != 1)) return -1;
+    }
+    const Value* acc = d.operand(2);
     if (!acc->isBlockArg() || acc->ownerBlock() != &body || acc->index() == 0 || count(acc) != 1) return -1;
     const unsigned pos = acc->index() - 1;
     const Op* y = body.terminator();

@@ -150,7 +150,8 @@
 // Asynchronous dots (matrix instructions that run behind the program, e.g.
 // Hopper's wgmma; the `async-dots` pass creates them, docs/pipelining.md).
 //  * `dot {async = 1}` *issues* the dot: it may read its operands' shared
-//    slots (the local_loads that feed it) and compute its result at any time
+//    slots (the local_loads that feed it, B's also through a transpose:
+//    dotOperandLoad) and compute its result at any time
 //    until a `dot_wait` retires it. Each async dot is a group of its own;
 //    groups retire in issue order. A backend may complete it at once.
 //  * `dot_wait(x...) {pending = N}` blocks until at most N async dots are
@@ -532,5 +533,13 @@ void walk(Block& b, F&& f) {
 
 /// Deep copy of a function (for passes that must not touch the original).
 std::unique_ptr<Function> clone(const Function& f);
+
+/// The local_load whose shared slot operand `i` (0: A, 1: B) of `dot` may
+/// be read from in place (see "Asynchronous dots"): the operand itself, or
+/// for B its 2-D transpose (perm [1, 0]) in the dot's block: B given N x K,
+/// as nn.Linear's weights and dot_scaled's B are stored, whose slot the
+/// matrix instruction reads K-major. Null for any other operand;
+/// `throughTranspose` (when given) says which.
+const Op* dotOperandLoad(const Op& dot, unsigned i, bool* throughTranspose = nullptr);
 
 }  // namespace tessera::ir
