@@ -3,8 +3,9 @@
 // layouts"). ts::dot_scaled takes a scale tile row-major, [rows, K / bs]
 // (bs = ts::scaleBlock(fmt): 32 for MX, 16 for nvfp4), one byte a scale
 // (e8m0 or f8e4m3 codes); these convert such an array to each vendor's
-// layout and back, on the host, with nothing but the bytes moved. No
-// lowering reads them yet: dot_scaled still takes the row-major tile.
+// layout and back, on the host, with nothing but the bytes moved.
+// dot_scaled takes the row-major tile; the tcgen05 lowering stages it
+// into these atoms itself (tessera/support/Tcgen05.h, scaleAtomByte).
 //
 // NVIDIA tcgen05 (sm_100a, kind::mxf8f6f4 / mxf4 / mxf4nvf4): the "128x4"
 // atom of the cuBLAS documentation ("1D block scaling factors layout"; CUTLASS
