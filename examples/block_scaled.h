@@ -232,8 +232,11 @@ inline bool nativePackedFp4(const Target& t, ScaledFormat f) {
 /// step of 32 runs in containers or decomposed. Where fp4 is decomposed,
 /// the step stays 32: its bf16 tiles of 128 would spill (sm_90a: 1.5
 /// KiB). On tcgen05 (tcgen05Scaled), whose block-scaled MMA is M = 128
-/// only, BLOCK_M 128 on the 4 warps, and BLOCK_K 128 for fp8 too (a step
-/// reads each copied atom of scales whole), unless the config sets them;
+/// only, BLOCK_M 128 on the 4 warps, and one instruction's K a step (32
+/// fp8 codes, 64 fp4: 32 bytes a row), unless the config sets them: the
+/// unaligned variant's byte copies of a 128 x 128 fp8 step spill 18 KiB on
+/// sm_100a, of a 128 x 64 one 3.7 KiB, of 128 x 32 none (255 registers; the
+/// aligned variant 75);
 /// there the K loop keeps the GEMM defaults' pipeline, its codes staged
 /// through shared memory and read in place by the MMAs, which stay in
 /// flight across iterations (the accumulator in tensor memory).
@@ -241,7 +244,7 @@ inline GemmBlocks scaledBlocks(GemmBlocks b, const Target& t, ScaledFormat f, bo
                                bool configM = false) {
   if (!tcgen05Scaled(t, f)) b.stages = 0;
   b.warpSpecialized = false;
-  if ((nativePackedFp4(t, f) || tcgen05Scaled(t, f)) && !configK) b.k = 128;
+  if ((nativePackedFp4(t, f) || tcgen05Scaled(t, f)) && !configK) b.k = scaledElements(f).packed ? 64 : 32;
   if (tcgen05Scaled(t, f) && !configM) b.m = 128;
   return b;
 }

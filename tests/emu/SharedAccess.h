@@ -3,6 +3,10 @@
 // emulator's tests write in C++.
 #pragma once
 
+#include <string>
+#include <vector>
+
+#include "tessera/runtime/Emulator.h"
 #include "tessera/support/EmuAbi.h"
 
 namespace tessera::emu::test {
@@ -14,6 +18,25 @@ T sload(T* p, int op) {
 template <class T>
 void sstore(T* p, T v, int op) {
   *static_cast<T*>(tessera_emu_shared_access(p, sizeof(T), TESSERA_EMU_STORE, op)) = v;
+}
+
+/// One NVIDIA block of 128 threads running `kernel(args)` with `sharedBytes`
+/// of shared memory, the ops named `ops`, `out` its one global buffer;
+/// errors reported, not thrown (the tcgen05 tests' launch).
+inline LaunchReport launchOneBlock(void (*kernel)(void* const*), void** args, const char* name, uint64_t sharedBytes,
+                                   const std::vector<std::string>& ops, std::vector<float>& out) {
+  LaunchConfig cfg;
+  cfg.vendor = Vendor::NVIDIA;
+  cfg.warpSize = 32;
+  cfg.grid[0] = cfg.grid[1] = cfg.grid[2] = 1;
+  cfg.block[0] = 128;
+  cfg.block[1] = cfg.block[2] = 1;
+  cfg.kernelName = name;
+  cfg.sharedBytes = sharedBytes;
+  cfg.throwOnError = false;
+  cfg.opNames = ops;
+  cfg.globalBuffers = {{out.data(), out.size() * sizeof(float)}};
+  return launch(kernel, args, cfg);
 }
 
 }  // namespace tessera::emu::test

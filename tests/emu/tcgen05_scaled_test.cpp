@@ -143,18 +143,7 @@ LaunchReport run(Fault fault, std::vector<float>& out) {
   out.assign(128 * 16, -1.0f);
   Params p{fault, out.data()};
   void* args[] = {&p};
-  LaunchConfig cfg;
-  cfg.vendor = Vendor::NVIDIA;
-  cfg.warpSize = 32;
-  cfg.grid[0] = cfg.grid[1] = cfg.grid[2] = 1;
-  cfg.block[0] = 128;
-  cfg.block[1] = cfg.block[2] = 1;
-  cfg.kernelName = "tcgen05_scaled_kernel";
-  cfg.sharedBytes = 5648;
-  cfg.throwOnError = false;
-  cfg.opNames = kOps;
-  cfg.globalBuffers = {{out.data(), out.size() * sizeof(float)}};
-  return launch(&kernel, args, cfg);
+  return tessera::emu::test::launchOneBlock(&kernel, args, "tcgen05_scaled_kernel", 5648, kOps, out);
 }
 
 }  // namespace

@@ -103,18 +103,7 @@ LaunchReport run(Fault fault, std::vector<float>& out) {
   out.assign(128 * 8, -1.0f);
   Params p{fault, out.data()};
   void* args[] = {&p};
-  LaunchConfig cfg;
-  cfg.vendor = Vendor::NVIDIA;
-  cfg.warpSize = 32;
-  cfg.grid[0] = cfg.grid[1] = cfg.grid[2] = 1;
-  cfg.block[0] = 128;
-  cfg.block[1] = cfg.block[2] = 1;
-  cfg.kernelName = "tcgen05_kernel";
-  cfg.sharedBytes = 2576;
-  cfg.throwOnError = false;
-  cfg.opNames = kOps;
-  cfg.globalBuffers = {{out.data(), out.size() * sizeof(float)}};
-  return launch(&kernel, args, cfg);
+  return tessera::emu::test::launchOneBlock(&kernel, args, "tcgen05_kernel", 2576, kOps, out);
 }
 
 }  // namespace
