@@ -39,4 +39,15 @@ inline LaunchReport launchOneBlock(void (*kernel)(void* const*), void** args, co
   return launch(kernel, args, cfg);
 }
 
+/// "" where `rep`'s first issue is of kind `k`, at op `op`, and its message
+/// holds `text`; else what it is instead (the misuse tests' check).
+inline std::string firstIssueMismatch(const LaunchReport& rep, IssueKind k, int32_t op, const std::string& text) {
+  if (rep.count(k) < 1 || rep.issues.empty()) return "no issue of the kind expected: " + rep.summary();
+  const auto& i = rep.issues[0];
+  if (i.opId != op || i.message.find(text) == std::string::npos)
+    return "op " + std::to_string(i.opId) + ": " + i.message + " (expected op " + std::to_string(op) + ", \"" + text +
+           "\")";
+  return "";
+}
+
 }  // namespace tessera::emu::test
